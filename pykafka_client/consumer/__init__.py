@@ -1,0 +1,1 @@
+"""consumer layer (see docs/ARCHITECTURE.md)."""

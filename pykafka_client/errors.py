@@ -1,0 +1,105 @@
+"""Every exception pykafka_client raises, in one place.
+
+* :class:`KafkaError` is the root. ``RetriableError`` / ``InvalidMetadataError`` mark errors worth
+  retrying (the latter after a metadata refresh).
+* Broker error codes map to one class each (``errors_generated``); :func:`for_code` looks one up and
+  :func:`raise_for_code` raises it for a non-zero code.
+* Client-side errors (configuration, state, timeouts, wakeups, bad bytes on the wire) are below.
+"""
+
+from __future__ import annotations
+
+from pykafka_client.errors_base import (
+    BrokerResponseError,
+    KafkaError,
+    RetriableError,
+)
+from pykafka_client.errors_generated import *  # noqa: F403
+from pykafka_client.errors_generated import BROKER_ERRORS, UnknownServerError
+
+# --- client-side errors -----------------------------------------------------------------------
+
+
+class IllegalStateError(KafkaError):
+    """An operation was called in a state that does not allow it (Java IllegalStateException)."""
+
+
+class IllegalArgumentError(KafkaError, ValueError):
+    """An argument is out of its valid range (Java IllegalArgumentException)."""
+
+
+class ConfigurationError(KafkaError, ValueError):
+    """A configuration key is unknown or its value is invalid. The message names the key."""
+
+
+class KafkaTimeoutError(RetriableError, TimeoutError):
+    """An operation did not finish within its timeout (Java TimeoutException)."""
+
+
+class DisconnectError(RetriableError):
+    """The connection to a broker was lost before a response arrived (Java DisconnectException)."""
+
+
+class WakeupException(KafkaError):
+    """A blocking call was interrupted by ``wakeup()`` from another thread."""
+
+
+class InterruptError(KafkaError):
+    """The calling thread was interrupted while blocked."""
+
+
+class AuthenticationError(KafkaError):
+    """Authentication with a broker failed (SSL handshake or SASL). Not retriable."""
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake failed: certificate or hostname verification, protocol mismatch."""
+
+
+class SerializationError(KafkaError):
+    """A key or value could not be serialized or deserialized."""
+
+
+# --- protocol / wire errors ---------------------------------------------------------------------
+
+
+class ProtocolError(KafkaError):
+    """Bytes received from a peer do not follow the Kafka protocol."""
+
+
+class MessageDecodeError(ProtocolError):
+    """A message could not be decoded: truncated, a length that lies, an invalid value.
+
+    ``offset`` is the byte position in the buffer where decoding failed, when known.
+    """
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        self.offset = offset
+        super().__init__(message if offset is None else f"{message} (at byte {offset})")
+
+
+class InvalidReceiveError(ProtocolError):
+    """A frame's 4-byte size is negative or larger than the configured maximum receive size."""
+
+
+class UnknownApiKeyError(ProtocolError):
+    """A request or response names an API key this library does not know."""
+
+
+class CorrelationIdMismatchError(ProtocolError):
+    """A response's correlation id is not the one expected next on the connection."""
+
+
+def for_code(code: int) -> type[BrokerResponseError]:
+    """The exception class for a broker error code; unknown codes map to UnknownServerError."""
+    return BROKER_ERRORS.get(code, UnknownServerError)
+
+
+def raise_for_code(code: int, message: str | None = None) -> None:
+    """Raise the exception for ``code`` unless it is 0 (NONE)."""
+    if code != 0:
+        cls = BROKER_ERRORS.get(code)
+        if cls is None:
+            raise UnknownServerError(f"unknown error code {code}" + (f": {message}" if message else ""))
+        raise cls(message)
+

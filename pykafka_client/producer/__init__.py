@@ -1,0 +1,1 @@
+"""producer layer (see docs/ARCHITECTURE.md)."""
