@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pykafka_client.errors_base import (
     BrokerResponseError,
+    InvalidMetadataError,
     KafkaError,
     RetriableError,
 )
@@ -38,6 +39,10 @@ class KafkaTimeoutError(RetriableError, TimeoutError):
 
 class DisconnectError(RetriableError):
     """The connection to a broker was lost before a response arrived (Java DisconnectException)."""
+
+
+class NoAvailableBrokersError(InvalidMetadataError):
+    """No broker could be found to send a request to (Java NoAvailableBrokersException)."""
 
 
 class WakeupException(KafkaError):
@@ -103,3 +108,64 @@ def raise_for_code(code: int, message: str | None = None) -> None:
             raise UnknownServerError(f"unknown error code {code}" + (f": {message}" if message else ""))
         raise cls(message)
 
+
+
+# --- consumer client-side errors (owner: consumer) -------------------------------------------------
+
+
+class InvalidOffsetError(KafkaError):
+    """A partition has no valid position to fetch from (Java InvalidOffsetException).
+
+    ``partitions`` lists the affected partitions (TopicPartition tuples)."""
+
+    def __init__(self, message: str, partitions: object = ()) -> None:
+        self.partitions = set(partitions)  # type: ignore[call-overload]
+        super().__init__(message)
+
+
+class NoOffsetForPartitionError(InvalidOffsetError):
+    """No committed offset and ``auto.offset.reset=none`` (Java NoOffsetForPartitionException)."""
+
+
+class OffsetOutOfRangeClientError(InvalidOffsetError):
+    """A fetch position is out of range and ``auto.offset.reset=none`` (Java OffsetOutOfRangeException).
+
+    ``offsets`` maps each partition to the position that was out of range."""
+
+    def __init__(self, message: str, offsets: dict[object, int]) -> None:
+        self.offsets = dict(offsets)
+        super().__init__(message, offsets.keys())
+
+
+class CommitFailedError(KafkaError):
+    """An offset commit cannot be completed because the group rebalanced or this member was fenced
+    (Java CommitFailedException). Not retriable: the partitions may now belong to another member."""
+
+
+class RebalanceInProgressClientError(RetriableError):
+    """A synchronous commit was attempted while this member is rebalancing; retry after the next poll."""
+
+
+class ConcurrentModificationError(KafkaError):
+    """A non-thread-safe client was used from two threads at once (Java ConcurrentModificationException)."""
+
+
+class RecordDeserializationError(SerializationError):
+    """A record's key or value could not be deserialized; ``partition`` and ``offset`` say which one,
+    so the application can seek past it."""
+
+    def __init__(self, message: str, partition: object, offset: int) -> None:
+        self.partition = partition
+        self.offset = offset
+        super().__init__(f"{message} (partition {partition}, offset {offset})")
+
+
+# --- producer client-side errors (owner: producer) -------------------------------------------------
+
+
+class BufferExhaustedError(KafkaTimeoutError):
+    """``send()`` could not get ``buffer.memory`` space within ``max.block.ms`` (Java BufferExhaustedException)."""
+
+
+class ProducerClosedError(IllegalStateError):
+    """The producer was closed before the record could be sent, or ``send()`` was called after ``close()``."""
