@@ -1,0 +1,221 @@
+"""Broker-side operations on v2 batches in place, without re-encoding records.
+
+* :func:`validate_batch` checks a batch received from a client or read from a log segment.
+* :func:`set_base_offset` / :func:`set_partition_leader_epoch` patch fields outside the CRC range.
+* :func:`set_log_append_time` switches a batch to LOG_APPEND_TIME and recomputes the CRC.
+* :class:`BatchIterator` walks consecutive batches, stopping cleanly at a torn or invalid tail and
+  reporting how many bytes were good (log recovery truncates the rest).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+
+from crc32c import crc32c
+
+from pykafka_client.errors import CorruptRecordError, InvalidRecordError
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.records.default_record_batch import (
+    ATTRIBUTES_OFFSET,
+    BASE_OFFSET_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    MAGIC_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    MIN_BATCH_LENGTH,
+    MIN_RECORD_SIZE,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    RECORDS_OFFSET,
+    TIMESTAMP_TYPE_MASK,
+    DefaultRecordBatch,
+)
+from pykafka_client.protocol.records.record_batch import LOG_OVERHEAD, MAGIC_VALUE_V2
+
+Buffer = bytes | bytearray | memoryview
+WritableBuffer = bytearray | memoryview
+
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_UINT32 = struct.Struct(">I")
+_INT16 = struct.Struct(">h")
+
+#: Codec ids 0-4 are defined; 5-7 are rejected.
+_MAX_CODEC_ID = 4
+
+
+def validate_batch(
+    buf: Buffer, pos: int = 0, *, from_client: bool = False, max_batch_size: int | None = None
+) -> DefaultRecordBatch:
+    """Check the v2 batch at ``pos`` and return a view of it.
+
+    Checks, in order: the 12-byte prefix is there; ``batchLength`` is at least the header size and
+    fits the bytes available (and ``max_batch_size`` if given); magic is 2; the CRC-32C matches; the
+    codec is known; the records count is non-negative and, when uncompressed, could fit in the
+    records section. With ``from_client`` (a produce request) also, as Java's LogValidator does: the
+    batch is not a control batch, holds at least one record and ``lastOffsetDelta + 1 == count``.
+
+    Raises ``CorruptRecordError`` (sizes, magic, CRC), ``UnsupportedCompressionTypeError`` (codec
+    bits 5-7) or ``InvalidRecordError`` (count/offset inconsistencies, client control batches).
+    Records themselves are not decoded.
+    """
+    available = len(buf) - pos
+    if pos < 0 or available < LOG_OVERHEAD:
+        raise CorruptRecordError(
+            f"batch at byte {pos}: {max(available, 0)} bytes available, need {LOG_OVERHEAD} for offset and length"
+        )
+    (batch_length,) = _INT32.unpack_from(buf, pos + 8)
+    if batch_length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(
+            f"batch at byte {pos}: batch length {batch_length} is below the minimum {MIN_BATCH_LENGTH}"
+        )
+    if batch_length > available - LOG_OVERHEAD:
+        raise CorruptRecordError(
+            f"batch at byte {pos}: batch length {batch_length} exceeds the {available - LOG_OVERHEAD} bytes available"
+        )
+    if max_batch_size is not None and batch_length + LOG_OVERHEAD > max_batch_size:
+        raise CorruptRecordError(
+            f"batch at byte {pos}: size {batch_length + LOG_OVERHEAD} exceeds the maximum {max_batch_size}"
+        )
+    magic = buf[pos + MAGIC_OFFSET]
+    if magic != MAGIC_VALUE_V2:
+        raise CorruptRecordError(f"batch at byte {pos}: magic {magic}, expected {MAGIC_VALUE_V2}")
+    batch = DefaultRecordBatch(buf, pos)
+    computed = batch.compute_checksum()
+    if computed != batch.crc:
+        raise CorruptRecordError(
+            f"batch at offset {batch.base_offset}: CRC mismatch, stored {batch.crc:#010x}, computed {computed:#010x}"
+        )
+    batch.compression_type  # noqa: B018 - raises UnsupportedCompressionTypeError for ids 5-7
+    count = batch.records_count
+    if count < 0:
+        raise InvalidRecordError(f"batch at offset {batch.base_offset}: negative records count {count}")
+    records_bytes = batch_length + LOG_OVERHEAD - RECORDS_OFFSET
+    if batch.attributes & COMPRESSION_CODEC_MASK == 0 and count > records_bytes // MIN_RECORD_SIZE:
+        raise CorruptRecordError(
+            f"batch at offset {batch.base_offset}: records count {count} cannot fit in {records_bytes} bytes"
+        )
+    if batch.last_offset_delta < 0:
+        raise InvalidRecordError(
+            f"batch at offset {batch.base_offset}: negative last offset delta {batch.last_offset_delta}"
+        )
+    if from_client:
+        if batch.attributes & CONTROL_FLAG_MASK:
+            raise InvalidRecordError("control batches must not be appended by clients")
+        if count == 0:
+            raise InvalidRecordError(f"batch at offset {batch.base_offset}: client batch has no records")
+        if batch.last_offset_delta + 1 != count:
+            raise InvalidRecordError(
+                f"batch at offset {batch.base_offset}: last offset delta {batch.last_offset_delta} is "
+                f"inconsistent with records count {count}"
+            )
+    return batch
+
+
+def set_base_offset(buf: WritableBuffer, pos: int, base_offset: int) -> None:
+    """Overwrite ``baseOffset`` (outside the CRC range: the CRC stays valid)."""
+    _INT64.pack_into(buf, pos + BASE_OFFSET_OFFSET, base_offset)
+
+
+def set_partition_leader_epoch(buf: WritableBuffer, pos: int, epoch: int) -> None:
+    """Overwrite ``partitionLeaderEpoch`` (outside the CRC range: the CRC stays valid)."""
+    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
+
+
+def set_log_append_time(buf: WritableBuffer, pos: int, timestamp_ms: int) -> None:
+    """Mark the batch LOG_APPEND_TIME with ``maxTimestamp = timestamp_ms`` and recompute the CRC.
+
+    Record timestamp deltas are left alone: readers report the batch's max timestamp for every record
+    of a LOG_APPEND_TIME batch. The batch must be complete in ``buf``.
+    """
+    (attributes,) = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+    _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_MASK)
+    _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, timestamp_ms)
+    _rewrite_crc(buf, pos)
+
+
+def _rewrite_crc(buf: WritableBuffer, pos: int) -> None:
+    (batch_length,) = _INT32.unpack_from(buf, pos + 8)
+    end = pos + batch_length + LOG_OVERHEAD
+    if batch_length < MIN_BATCH_LENGTH or end > len(buf):
+        raise CorruptRecordError(f"batch at byte {pos}: batch length {batch_length} does not fit the buffer")
+    view = memoryview(buf)
+    _UINT32.pack_into(buf, pos + CRC_OFFSET, crc32c(view[pos + ATTRIBUTES_OFFSET : end]))
+
+
+class BatchIterator:
+    """Iterate the v2 batches laid end to end in ``buf[start:end]``.
+
+    Stops without raising at the first batch that is incomplete (a torn tail: fewer bytes than its
+    header declares, or fewer than 12/61 bytes left) or, with ``validate=True``, that fails
+    :func:`validate_batch`. Afterwards:
+
+    * ``valid_bytes``: absolute position just past the last batch yielded (``start`` if none);
+    * ``truncated``: True when bytes were left over (partial or invalid batch);
+    * ``error``: the validation error for an invalid batch (``None`` for a clean end or a torn tail).
+
+    A batch whose length field is below the minimum, or whose magic is not 2, always ends the
+    iteration with ``error`` set (the bytes cannot be framed further).
+    """
+
+    def __init__(
+        self,
+        buf: Buffer,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        validate: bool = False,
+        max_batch_size: int | None = None,
+    ) -> None:
+        self._buf = buf
+        self._end = len(buf) if end is None else min(end, len(buf))
+        self._pos = start
+        self._validate = validate
+        self._max_batch_size = max_batch_size
+        self.valid_bytes = start
+        self.truncated = False
+        self.error: KafkaError | None = None
+        self._done = False
+
+    def __iter__(self) -> Iterator[DefaultRecordBatch]:
+        return self
+
+    def __next__(self) -> DefaultRecordBatch:
+        if self._done:
+            raise StopIteration
+        pos = self._pos
+        remaining = self._end - pos
+        if remaining <= 0:
+            return self._stop(False, None)
+        if remaining < LOG_OVERHEAD:
+            return self._stop(True, None)
+        (batch_length,) = _INT32.unpack_from(self._buf, pos + 8)
+        if batch_length < MIN_BATCH_LENGTH:
+            return self._stop(
+                True, CorruptRecordError(f"batch at byte {pos}: batch length {batch_length} is below the minimum")
+            )
+        size = batch_length + LOG_OVERHEAD
+        if remaining < RECORDS_OFFSET or size > remaining:
+            if remaining > MAGIC_OFFSET and self._buf[pos + MAGIC_OFFSET] != MAGIC_VALUE_V2:
+                return self._stop(True, CorruptRecordError(f"batch at byte {pos}: magic is not {MAGIC_VALUE_V2}"))
+            return self._stop(True, None)
+        view = memoryview(self._buf)[: self._end] if self._end != len(self._buf) else self._buf
+        try:
+            if self._validate:
+                batch = validate_batch(view, pos, max_batch_size=self._max_batch_size)
+            else:
+                if self._buf[pos + MAGIC_OFFSET] != MAGIC_VALUE_V2:
+                    raise CorruptRecordError(f"batch at byte {pos}: magic is not {MAGIC_VALUE_V2}")
+                batch = DefaultRecordBatch(view, pos)
+        except KafkaError as e:
+            return self._stop(True, e)
+        self._pos = pos + size
+        self.valid_bytes = self._pos
+        return batch
+
+    def _stop(self, truncated: bool, error: KafkaError | None) -> DefaultRecordBatch:
+        self._done = True
+        self.truncated = truncated
+        self.error = error
+        raise StopIteration
