@@ -1,0 +1,160 @@
+"""Requests sent (or being sent) and not yet answered, per node (Java: ``clients.InFlightRequests``).
+
+Invariants:
+
+* Per node, requests are answered in send order: :meth:`complete_next` takes the oldest.
+* A new request may go out only when the previous one to that node has been fully written and fewer
+  than ``max.in.flight.requests.per.connection`` are outstanding (:meth:`can_send_more`).
+* A node has timed-out requests when some request's ``now - send_time - throttle_time`` exceeds its own
+  request timeout (time spent throttled by the broker does not count).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykafka_client.errors import IllegalStateError
+from pykafka_client.network.client_request import RequestCompletionHandler, RequestHeaderInfo
+from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.selectable import NetworkSend
+
+
+@dataclass(eq=False, slots=True)
+class InFlightRequest:
+    """A request on the wire, waiting for its response (or its send completion if fire-and-forget)."""
+
+    header: RequestHeaderInfo
+    request_timeout_ms: int
+    created_time_ms: int
+    destination: str
+    callback: RequestCompletionHandler | None
+    expect_response: bool
+    is_internal_request: bool
+    body: Any
+    send: NetworkSend
+    send_time_ms: int
+    throttle_time_ms: int = field(default=0)
+
+    def time_elapsed_since_send_ms(self, now_ms: int) -> int:
+        return max(0, now_ms - self.send_time_ms)
+
+    def time_elapsed_since_create_ms(self, now_ms: int) -> int:
+        return max(0, now_ms - self.created_time_ms)
+
+    def completed(self, response: Any, now_ms: int) -> ClientResponse:
+        return ClientResponse(
+            self.header, self.callback, self.destination, self.created_time_ms, now_ms, response_body=response
+        )
+
+    def timed_out(self, now_ms: int) -> ClientResponse:
+        # A timed-out request is also a disconnected one.
+        return ClientResponse(
+            self.header,
+            self.callback,
+            self.destination,
+            self.created_time_ms,
+            now_ms,
+            was_disconnected=True,
+            was_timed_out=True,
+        )
+
+    def disconnected(self, now_ms: int, authentication_exception: BaseException | None = None) -> ClientResponse:
+        return ClientResponse(
+            self.header,
+            self.callback,
+            self.destination,
+            self.created_time_ms,
+            now_ms,
+            was_disconnected=True,
+            authentication_exception=authentication_exception,
+        )
+
+
+class InFlightRequests:
+    """Per-node FIFO queues of :class:`InFlightRequest` (oldest at the left)."""
+
+    def __init__(self, max_in_flight_requests_per_connection: int) -> None:
+        if max_in_flight_requests_per_connection < 1:
+            raise ValueError("max.in.flight.requests.per.connection must be at least 1")
+        self._max = max_in_flight_requests_per_connection
+        self._requests: dict[str, deque[InFlightRequest]] = {}
+        self._count = 0
+
+    @property
+    def max_in_flight_requests_per_connection(self) -> int:
+        return self._max
+
+    def add(self, request: InFlightRequest) -> None:
+        """Record ``request`` as the newest on its node."""
+        q = self._requests.get(request.destination)
+        if q is None:
+            q = self._requests[request.destination] = deque()
+        q.append(request)
+        self._count += 1
+
+    def _queue(self, node: str) -> deque[InFlightRequest]:
+        q = self._requests.get(node)
+        if not q:
+            raise IllegalStateError(f"there are no in-flight requests for node {node}")
+        return q
+
+    def complete_next(self, node: str) -> InFlightRequest:
+        """Remove and return the oldest request to ``node`` (the one a response answers)."""
+        req = self._queue(node).popleft()
+        self._count -= 1
+        return req
+
+    def last_sent(self, node: str) -> InFlightRequest:
+        return self._queue(node)[-1]
+
+    def complete_last_sent(self, node: str) -> InFlightRequest:
+        """Remove and return the newest request to ``node`` (a fire-and-forget send that completed)."""
+        req = self._queue(node).pop()
+        self._count -= 1
+        return req
+
+    def oldest(self, node: str) -> InFlightRequest:
+        return self._queue(node)[0]
+
+    def can_send_more(self, node: str) -> bool:
+        q = self._requests.get(node)
+        return not q or (q[-1].send.completed() and len(q) < self._max)
+
+    def count(self, node: str | None = None) -> int:
+        if node is None:
+            return self._count
+        q = self._requests.get(node)
+        return len(q) if q else 0
+
+    def is_empty(self, node: str | None = None) -> bool:
+        return self.count(node) == 0
+
+    def clear_all(self, node: str) -> list[InFlightRequest]:
+        """Remove every request to ``node`` and return them oldest first."""
+        q = self._requests.pop(node, None)
+        if not q:
+            return []
+        self._count -= len(q)
+        return list(q)
+
+    def increment_throttle_time(self, node: str, throttle_time_ms: int) -> None:
+        """Add broker-imposed throttle time to every outstanding request to ``node`` (it does not count
+        toward their request timeout)."""
+        for req in self._requests.get(node, ()):
+            req.throttle_time_ms += throttle_time_ms
+
+    def nodes_with_timed_out_requests(self, now_ms: int) -> list[str]:
+        out: list[str] = []
+        for node, q in self._requests.items():
+            for req in q:
+                if req.time_elapsed_since_send_ms(now_ms) - req.throttle_time_ms > req.request_timeout_ms:
+                    out.append(node)
+                    break
+        return out
+
+    def __iter__(self) -> Iterator[InFlightRequest]:
+        for q in self._requests.values():
+            yield from q
