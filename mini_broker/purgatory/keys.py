@@ -1,0 +1,70 @@
+"""Keys under which delayed operations are watched (Java DelayedOperationKey and its implementations).
+
+Any hashable value can be a key; these are the ones the broker uses. ``key_label`` is the readable form
+Kafka logs and uses in metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitionOperationKey:
+    """Produce, fetch and DeleteRecords operations waiting on one partition."""
+
+    topic: str
+    partition: int
+
+    @property
+    def key_label(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class MemberKey:
+    """A heartbeat (session timeout) of one group member."""
+
+    group_id: str
+    member_id: str
+
+    @property
+    def key_label(self) -> str:
+        return f"{self.group_id}-{self.member_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class GroupJoinKey:
+    """A JoinGroup round (rebalance) of one group."""
+
+    group_id: str
+
+    @property
+    def key_label(self) -> str:
+        return self.group_id
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSyncKey:
+    """A SyncGroup wait of one group."""
+
+    group_id: str
+
+    @property
+    def key_label(self) -> str:
+        return f"sync-{self.group_id}"
+
+
+# Kafka's old name for the join key; the same thing.
+GroupKey = GroupJoinKey
+
+
+@dataclass(frozen=True, slots=True)
+class TopicKey:
+    """CreateTopics / DeleteTopics waiting on one topic."""
+
+    topic: str
+
+    @property
+    def key_label(self) -> str:
+        return self.topic

@@ -1,0 +1,90 @@
+"""A unit of work scheduled on a :class:`~mini_broker.timer.system_timer.SystemTimer` (Java TimerTask).
+
+A task knows the single :class:`TimerTaskEntry` that currently holds it. Binding the task to a new entry
+removes the old one from its bucket, so a task sits in at most one bucket at a time, and
+:meth:`TimerTask.cancel` is O(1): it unlinks the entry and forgets it. An entry whose task has moved on
+(``task.entry is not entry``) reports :meth:`TimerTaskEntry.cancelled` and is never run.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mini_broker.timer.timer_task_list import TimerTaskList
+
+
+class TimerTask:
+    """Something to run once ``delay_ms`` after it is added to a timer. Subclasses implement :meth:`run`."""
+
+    __slots__ = ("_entry", "_entry_lock", "delay_ms")
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+        self._entry: TimerTaskEntry | None = None
+        self._entry_lock = threading.Lock()
+
+    def run(self) -> None:
+        """The work; called at most once, on the timer's executor, after the delay (unless cancelled)."""
+        raise NotImplementedError
+
+    def cancel(self) -> None:
+        """Remove the task from its bucket (if any). Final: a cancelled entry is never run."""
+        with self._entry_lock:
+            entry = self._entry
+            self._entry = None
+        if entry is not None:
+            entry.remove()
+
+    def is_cancelled(self) -> bool:
+        """True when the task is bound to no entry (never added, cancelled, or already expired and run)."""
+        return self._entry is None
+
+    @property
+    def entry(self) -> TimerTaskEntry | None:
+        return self._entry
+
+    def set_timer_task_entry(self, entry: TimerTaskEntry) -> None:
+        """Bind the task to ``entry``, first unlinking a previous entry from its bucket."""
+        with self._entry_lock:
+            old = self._entry
+            self._entry = entry
+        if old is not None and old is not entry:
+            old.remove()
+
+
+class TimerTaskEntry:
+    """A node of a :class:`TimerTaskList`: the task and its absolute expiration (monotonic ms).
+
+    ``list``/``next``/``prev`` are changed only under the lock of the list that holds the entry.
+    """
+
+    __slots__ = ("expiration_ms", "list", "next", "prev", "timer_task")
+
+    def __init__(self, timer_task: TimerTask | None, expiration_ms: int) -> None:
+        self.timer_task = timer_task
+        self.expiration_ms = expiration_ms
+        self.list: TimerTaskList | None = None
+        self.next: TimerTaskEntry | None = None
+        self.prev: TimerTaskEntry | None = None
+        if timer_task is not None:
+            timer_task.set_timer_task_entry(self)
+
+    def cancelled(self) -> bool:
+        """True when the task was cancelled or re-bound to another entry."""
+        task = self.timer_task
+        return task is None or task.entry is not self
+
+    def remove(self) -> None:
+        """Unlink from whatever list holds the entry; retries if the entry moved lists meanwhile."""
+        current = self.list
+        while current is not None:
+            current.remove(self)
+            current = self.list
+
+    def __lt__(self, other: TimerTaskEntry) -> bool:
+        return self.expiration_ms < other.expiration_ms
+
+    def __repr__(self) -> str:
+        return f"TimerTaskEntry(expiration_ms={self.expiration_ms}, task={self.timer_task!r})"
