@@ -1,0 +1,263 @@
+"""Broker metrics (Kafka's Yammer metrics, reduced) and a Prometheus text endpoint.
+
+Names follow Kafka's MBeans, flattened the way the Prometheus JMX exporter does:
+``kafka.network:type=RequestMetrics,name=TotalTimeMs,request=Produce`` becomes
+``kafka_network_RequestMetrics_TotalTimeMs{request="Produce"}``.
+
+* :class:`Counter` - monotonic count. * :class:`Histogram` - count/sum/min/max of observations (exported
+  as a Prometheus summary without quantiles). * gauges are callables sampled at scrape time.
+* :class:`IdleMeter` - fraction of wall time a group of threads spent idle, over a sliding window
+  (NetworkProcessorAvgIdlePercent, RequestHandlerAvgIdlePercent).
+
+Everything is thread-safe; recording is cheap (one lock, a few adds).
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections import deque
+from typing import Callable
+
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+Labels = tuple[tuple[str, str], ...]
+
+
+class Counter:
+    __slots__ = ("_lock", "value")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def inc(self, n: int = 1) -> None:
+        with self._lock:
+            self.value += n
+
+
+class Histogram:
+    """Count, sum, min and max of observed values (ms, bytes...)."""
+
+    __slots__ = ("_lock", "count", "max", "min", "sum")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.count = 0
+        self.sum = 0.0
+        self.min = 0.0
+        self.max = 0.0
+
+    def update(self, v: float) -> None:
+        with self._lock:
+            if self.count == 0 or v < self.min:
+                self.min = v
+            if self.count == 0 or v > self.max:
+                self.max = v
+            self.count += 1
+            self.sum += v
+
+    @property
+    def mean(self) -> float:
+        return self.sum / self.count if self.count else 0.0
+
+
+class IdleMeter:
+    """Idle fraction of ``threads`` threads over the last ``window_ms`` (two half-window buckets).
+
+    Each thread calls :meth:`record` with the nanoseconds it just spent idle. The value is
+    ``idle_ns / (elapsed_ns * threads)`` clamped to [0, 1]; 1.0 before any sample."""
+
+    def __init__(self, threads: int, time: Time = SYSTEM_TIME, window_ms: int = 30_000) -> None:
+        self._lock = threading.Lock()
+        self._time = time
+        self.threads = max(1, threads)
+        self._half_ns = window_ms * 1_000_000 // 2
+        now = time.nanoseconds()
+        # (bucket start ns, idle ns)
+        self._buckets: deque[list[int]] = deque([[now, 0]], maxlen=2)
+
+    def _roll(self, now: int) -> None:
+        if now - self._buckets[-1][0] >= self._half_ns:
+            self._buckets.append([now, 0])
+
+    def record(self, idle_ns: int) -> None:
+        with self._lock:
+            now = self._time.nanoseconds()
+            self._roll(now)
+            self._buckets[-1][1] += idle_ns
+
+    def value(self) -> float:
+        with self._lock:
+            now = self._time.nanoseconds()
+            self._roll(now)
+            start = self._buckets[0][0]
+            idle = sum(b[1] for b in self._buckets)
+        elapsed = now - start
+        if elapsed <= 0:
+            return 1.0
+        return max(0.0, min(1.0, idle / (elapsed * self.threads)))
+
+
+REQUEST_TIME_METRICS = (
+    "TotalTimeMs",
+    "RequestQueueTimeMs",
+    "LocalTimeMs",
+    "RemoteTimeMs",
+    "ResponseQueueTimeMs",
+    "ResponseSendTimeMs",
+)
+
+
+class BrokerMetrics:
+    """The registry: counters, histograms and gauges keyed by (metric name, labels)."""
+
+    def __init__(self, time: Time = SYSTEM_TIME) -> None:
+        self.time = time
+        self._lock = threading.Lock()
+        self._counters: dict[tuple[str, Labels], Counter] = {}
+        self._histograms: dict[tuple[str, Labels], Histogram] = {}
+        self._gauges: dict[tuple[str, Labels], Callable[[], float]] = {}
+        self.network_processor_idle = IdleMeter(1, time)
+        self.request_handler_idle = IdleMeter(1, time)
+        self.gauge("kafka_network_SocketServer_NetworkProcessorAvgIdlePercent", self.network_processor_idle.value)
+        self.gauge("kafka_server_KafkaRequestHandlerPool_RequestHandlerAvgIdlePercent", self.request_handler_idle.value)
+
+    def counter(self, name: str, **labels: str) -> Counter:
+        key = (name, tuple(sorted(labels.items())))
+        with self._lock:
+            c = self._counters.get(key)
+            if c is None:
+                c = self._counters[key] = Counter()
+            return c
+
+    def histogram(self, name: str, **labels: str) -> Histogram:
+        key = (name, tuple(sorted(labels.items())))
+        with self._lock:
+            h = self._histograms.get(key)
+            if h is None:
+                h = self._histograms[key] = Histogram()
+            return h
+
+    def gauge(self, name: str, fn: Callable[[], float], **labels: str) -> None:
+        with self._lock:
+            self._gauges[(name, tuple(sorted(labels.items())))] = fn
+
+    def remove_gauge(self, name: str, **labels: str) -> None:
+        with self._lock:
+            self._gauges.pop((name, tuple(sorted(labels.items()))), None)
+
+    def gauge_value(self, name: str, **labels: str) -> float | None:
+        with self._lock:
+            fn = self._gauges.get((name, tuple(sorted(labels.items()))))
+        return None if fn is None else fn()
+
+    # --- request metrics -------------------------------------------------------------------------
+
+    def record_request(self, api_name: str, times_ms: dict[str, float]) -> None:
+        """One completed request: ``times_ms`` maps each of :data:`REQUEST_TIME_METRICS` to a duration."""
+        self.counter("kafka_network_RequestMetrics_Requests_total", request=api_name).inc()
+        for metric, v in times_ms.items():
+            self.histogram(f"kafka_network_RequestMetrics_{metric}", request=api_name).update(v)
+
+    def record_error(self, api_name: str, error: str) -> None:
+        self.counter("kafka_network_RequestMetrics_Errors_total", request=api_name, error=error).inc()
+
+    # --- export ----------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, float]:
+        """Flat view for tests and logs: ``name{k="v"}`` -> value (histograms as _count/_sum/_max)."""
+        out: dict[str, float] = {}
+        with self._lock:
+            counters = list(self._counters.items())
+            hists = list(self._histograms.items())
+            gauges = list(self._gauges.items())
+        for (name, labels), c in counters:
+            out[_fmt(name, labels)] = c.value
+        for (name, labels), h in hists:
+            out[_fmt(name + "_count", labels)] = h.count
+            out[_fmt(name + "_sum", labels)] = h.sum
+            out[_fmt(name + "_max", labels)] = h.max
+        for (name, labels), fn in gauges:
+            try:
+                out[_fmt(name, labels)] = float(fn())
+            except Exception:  # a gauge of a closed component must not break the scrape
+                continue
+        return out
+
+    def render_prometheus(self) -> str:
+        """Prometheus text exposition format 0.0.4."""
+        lines: list[str] = []
+        with self._lock:
+            counters = sorted(self._counters.items())
+            hists = sorted(self._histograms.items())
+            gauges = sorted(self._gauges.items(), key=lambda kv: kv[0])
+        typed: set[str] = set()
+        for (name, labels), c in counters:
+            if name not in typed:
+                lines.append(f"# TYPE {name} counter")
+                typed.add(name)
+            lines.append(f"{_fmt(name, labels)} {c.value}")
+        for (name, labels), h in hists:
+            if name not in typed:
+                lines.append(f"# TYPE {name} summary")
+                typed.add(name)
+            lines.append(f"{_fmt(name + '_count', labels)} {h.count}")
+            lines.append(f"{_fmt(name + '_sum', labels)} {h.sum:.3f}")
+            lines.append(f"{_fmt(name + '_max', labels)} {h.max:.3f}")
+        for (name, labels), fn in gauges:
+            try:
+                v = float(fn())
+            except Exception:
+                continue
+            if name not in typed:
+                lines.append(f"# TYPE {name} gauge")
+                typed.add(name)
+            lines.append(f"{_fmt(name, labels)} {v:g}")
+        return "\n".join(lines) + "\n"
+
+
+def _escape(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def _fmt(name: str, labels: Labels) -> str:
+    if not labels:
+        return name
+    inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
+    return f"{name}{{{inner}}}"
+
+
+class MetricsHttpServer:
+    """``GET /metrics`` in Prometheus text format, served by a stdlib ThreadingHTTPServer on a daemon thread."""
+
+    def __init__(self, metrics: BrokerMetrics, host: str = "127.0.0.1", port: int = 0) -> None:
+        registry = metrics
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.path.split("?")[0] not in ("/metrics", "/"):
+                    self.send_error(404)
+                    return
+                body = registry.render_prometheus().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self._server = http.server.ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="metrics-http", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)

@@ -1,0 +1,1 @@
+"""The broker's socket server: Acceptor, Processors, ConnectionQuotas and the RequestChannel."""

@@ -1,0 +1,209 @@
+"""The queue between network threads and request handler threads (Kafka: ``kafka.network.RequestChannel``).
+
+* Requests: one bounded queue of ``queued.max.requests``. :meth:`RequestChannel.send_request` blocks while it
+  is full; the calling Processor then stops reading all its sockets, kernel buffers fill and TCP flow
+  control pushes back on clients. There is no explicit reject.
+* Callbacks: a second bounded queue for work that must run on a handler thread (completions of delayed
+  operations that started elsewhere); handlers poll it before the request queue.
+* Responses: routed to the owning Processor's unbounded response queue (``Processor.enqueue_response``),
+  which wakes that Processor's selector.
+
+Response kinds mirror Kafka: :class:`SendResponse` (write bytes), :class:`NoOpResponse` (nothing to write;
+unmute the channel: acks=0 produce), :class:`CloseConnectionResponse` (close the channel: acks=0 produce
+errors, bad requests).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Protocol, Union
+
+from pykafka_client.network.selectable import NetworkSend
+
+if TYPE_CHECKING:
+    from mini_broker.metrics import BrokerMetrics
+
+
+@dataclass(eq=False)
+class RequestContext:
+    """Who sent a request and how: the parsed header fields and the connection."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    connection_id: str
+    client_address: str
+    listener_name: str
+    header_version: int = 1
+
+
+@dataclass(eq=False)
+class Request:
+    """A decoded request plus bookkeeping for metrics. ``body`` is the generated request object.
+
+    Timestamps (monotonic ns) follow Kafka's RequestChannel.Request: start (complete receive), dequeue
+    (a handler took it), api_local_complete (the handler returned), response_complete (the response was
+    put on the processor queue), response_dequeue (the processor started sending it)."""
+
+    processor_id: int
+    context: RequestContext
+    body: object
+    size: int
+    start_time_ns: int
+    request_dequeue_time_ns: int = -1
+    api_local_complete_time_ns: int = -1
+    api_remote_complete_time_ns: int = -1
+    response_complete_time_ns: int = -1
+    response_dequeue_time_ns: int = -1
+
+    @property
+    def connection_id(self) -> str:
+        return self.context.connection_id
+
+    @property
+    def header(self) -> RequestContext:
+        return self.context
+
+
+class ShutdownRequest:
+    """Sentinel telling one handler thread to exit."""
+
+
+class WakeupRequest:
+    """Sentinel that makes a handler poll the callback queue."""
+
+
+@dataclass(eq=False)
+class CallbackRequest:
+    """Work to run on a handler thread on behalf of ``original`` (an async completion)."""
+
+    fn: Callable[[], None]
+    original: Request
+
+
+BaseRequest = Union[Request, ShutdownRequest, WakeupRequest, CallbackRequest]
+
+SHUTDOWN = ShutdownRequest()
+WAKEUP = WakeupRequest()
+
+
+@dataclass(eq=False)
+class Response:
+    """Base of the response kinds; ``request`` is the request it answers."""
+
+    request: Request
+
+
+@dataclass(eq=False)
+class SendResponse(Response):
+    """Bytes to write: ``buffers`` are the frame pieces including the 4-byte size prefix (bytes or
+    FileRegion for zero-copy); ``size`` their total length; ``body`` the response object (for logs)."""
+
+    buffers: list[object] = field(default_factory=list)
+    size: int = 0
+    body: object = None
+    on_complete: Callable[[], None] | None = None
+
+    def to_send(self) -> NetworkSend:
+        return NetworkSend(self.request.connection_id, self.buffers, self.size, extra=self)
+
+
+@dataclass(eq=False)
+class NoOpResponse(Response):
+    """No bytes to write; the processor just unmutes the channel (acks=0 produce)."""
+
+
+@dataclass(eq=False)
+class CloseConnectionResponse(Response):
+    """Close the channel instead of answering."""
+
+
+class ResponseSink(Protocol):
+    """What RequestChannel needs from a Processor."""
+
+    def enqueue_response(self, response: Response) -> None: ...
+
+
+class RequestChannel:
+    """Bounded request queue + callback queue + routing of responses to processors. Thread-safe."""
+
+    def __init__(self, queue_size: int, metrics: BrokerMetrics | None = None) -> None:
+        if queue_size < 1:
+            raise ValueError("queue_size must be >= 1")
+        self.queue_size = queue_size
+        self._request_queue: queue.Queue[BaseRequest] = queue.Queue(maxsize=queue_size)
+        self._callback_queue: queue.Queue[CallbackRequest] = queue.Queue(maxsize=queue_size)
+        self._processors: dict[int, ResponseSink] = {}
+        self._lock = threading.Lock()
+        self.metrics = metrics
+
+    # --- processors ------------------------------------------------------------------------------
+
+    def add_processor(self, processor_id: int, processor: ResponseSink) -> None:
+        with self._lock:
+            if processor_id in self._processors:
+                raise ValueError(f"processor {processor_id} already registered")
+            self._processors[processor_id] = processor
+
+    def remove_processor(self, processor_id: int) -> None:
+        with self._lock:
+            self._processors.pop(processor_id, None)
+
+    # --- requests --------------------------------------------------------------------------------
+
+    def send_request(self, request: BaseRequest, timeout: float | None = None) -> None:
+        """Put a request; blocks while the queue is full (backpressure). With ``timeout`` (seconds) raises
+        ``queue.Full`` when no slot opened in time (used by processors so they can notice shutdown)."""
+        self._request_queue.put(request, timeout=timeout)
+
+    def send_callback_request(self, request: CallbackRequest) -> None:
+        self._callback_queue.put(request)
+        try:
+            self._request_queue.put_nowait(WAKEUP)
+        except queue.Full:
+            pass  # a handler will get to the callback queue when it next polls
+
+    def receive_request(self, timeout_ms: int) -> BaseRequest | None:
+        """Next callback if any, else the next request within ``timeout_ms``, else None."""
+        try:
+            return self._callback_queue.get_nowait()
+        except queue.Empty:
+            pass
+        try:
+            req = self._request_queue.get(timeout=timeout_ms / 1000.0)
+        except queue.Empty:
+            return None
+        if isinstance(req, WakeupRequest):
+            try:
+                return self._callback_queue.get_nowait()
+            except queue.Empty:
+                return None
+        return req
+
+    def send_shutdown_request(self) -> None:
+        self._request_queue.put(SHUTDOWN)
+
+    def request_queue_size(self) -> int:
+        return self._request_queue.qsize()
+
+    def clear(self) -> None:
+        """Drop every queued request (shutdown)."""
+        for q in (self._request_queue, self._callback_queue):
+            while True:
+                try:
+                    q.get_nowait()
+                except queue.Empty:
+                    break
+
+    # --- responses -------------------------------------------------------------------------------
+
+    def send_response(self, response: Response) -> None:
+        """Hand a response to the processor that owns the request's connection. If that processor is
+        gone (shutdown), the response is dropped."""
+        with self._lock:
+            processor = self._processors.get(response.request.processor_id)
+        if processor is not None:
+            processor.enqueue_response(response)

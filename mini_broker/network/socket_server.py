@@ -1,0 +1,610 @@
+"""The broker's socket server (Kafka: ``kafka.network.SocketServer``): Acceptor, Processor, ConnectionQuotas.
+
+Threads: one :class:`Acceptor` per listener hands accepted sockets round-robin to its ``num.network.threads``
+:class:`Processor` threads through bounded new-connection queues (20 each; the acceptor blocks only when
+all are full). Each Processor owns one transport ``Selector`` in the server role and runs Kafka's loop:
+configure new connections -> process new responses -> poll -> completed receives -> completed sends ->
+disconnects -> close excess connections.
+
+Invariant: one request in flight per connection. After a complete receive the request is parsed, put on
+the RequestChannel (blocking while it is full: TCP backpressure) and the channel is muted; it is unmuted
+only when the response has been written (or a NoOpResponse arrived). Frames that the transport still hands
+out for a connection with a request in flight are kept, in order, and processed after the unmute.
+
+Any exception while handling one channel closes that channel only; processor and acceptor threads never die.
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import logging
+import queue
+import selectors
+import socket
+import struct
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from mini_broker.config import EndPoint, KafkaConfig
+from mini_broker.network.request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    RequestChannel,
+    Response,
+    SendResponse,
+)
+from pykafka_client.network.selectable import DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+if TYPE_CHECKING:
+    from mini_broker.metrics import BrokerMetrics
+
+log = logging.getLogger(__name__)
+
+CONNECTION_QUEUE_SIZE = 20
+POLL_TIMEOUT_MS = 300
+INT_MAX = 2**31 - 1
+
+
+class ServerSelector(Protocol):
+    """The part of the transport Selector a Processor uses (server role)."""
+
+    def register(self, connection_id: str, sock: socket.socket) -> None: ...
+
+    def send(self, send: NetworkSend) -> None: ...
+
+    def poll(self, timeout_ms: int) -> None: ...
+
+    def completed_sends(self) -> list[NetworkSend]: ...
+
+    def completed_receives(self) -> list[NetworkReceive]: ...
+
+    def disconnected(self) -> dict[str, DisconnectInfo]: ...
+
+    def mute(self, connection_id: str) -> None: ...
+
+    def unmute(self, connection_id: str) -> None: ...
+
+    def close_channel(self, connection_id: str) -> None: ...
+
+    def wakeup(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+SelectorFactory = Callable[[int, KafkaConfig], ServerSelector]
+
+
+def default_selector_factory(processor_id: int, config: KafkaConfig) -> ServerSelector:
+    """The transport Selector in server role, with the broker's receive limit and idle expiry."""
+    from pykafka_client.network.channel_builder import DefaultChannelBuilder, Mode
+    from pykafka_client.network.selector import Selector
+
+    return Selector(
+        max_receive_size=config.socket_request_max_bytes,
+        connections_max_idle_ms=config.connections_max_idle_ms,
+        channel_builder=DefaultChannelBuilder(Mode.SERVER),
+    )
+
+
+class TooManyConnectionsError(Exception):
+    """The per-IP connection limit is reached: the acceptor closes the socket at once."""
+
+
+class ConnectionQuotas:
+    """Connection counts per IP (``max.connections.per.ip`` + overrides) and broker-wide (``max.connections``).
+
+    ``inc`` raises :class:`TooManyConnectionsError` over the per-IP limit; over the broker-wide limit it
+    blocks (the acceptor waits for a slot) until ``dec`` or ``close``. ``dec`` is called on every close."""
+
+    def __init__(self, max_per_ip: int, overrides: dict[str, int] | None = None, max_connections: int = INT_MAX) -> None:
+        self.max_per_ip = max_per_ip
+        self.overrides = dict(overrides or {})
+        self.max_connections = max_connections
+        self._counts: dict[str, int] = collections.defaultdict(int)
+        self._total = 0
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def limit_for(self, ip: str) -> int:
+        return self.overrides.get(ip, self.max_per_ip)
+
+    def inc(self, ip: str, timeout_s: float | None = None) -> None:
+        with self._cond:
+            while self._total >= self.max_connections and not self._closed:
+                if not self._cond.wait(timeout=timeout_s if timeout_s is not None else 0.5) and timeout_s is not None:
+                    raise TooManyConnectionsError(f"broker-wide limit {self.max_connections} reached")
+            if self._counts[ip] >= self.limit_for(ip):
+                raise TooManyConnectionsError(f"Too many connections from {ip} (maximum = {self.limit_for(ip)})")
+            self._counts[ip] += 1
+            self._total += 1
+
+    def dec(self, ip: str) -> None:
+        with self._cond:
+            n = self._counts.get(ip, 0)
+            if n <= 0:
+                log.error("event=quota_dec_underflow ip=%s", ip)
+                return
+            if n == 1:
+                del self._counts[ip]
+            else:
+                self._counts[ip] = n - 1
+            self._total -= 1
+            self._cond.notify()
+
+    def get(self, ip: str) -> int:
+        with self._cond:
+            return self._counts.get(ip, 0)
+
+    @property
+    def total(self) -> int:
+        with self._cond:
+            return self._total
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+class ChannelMuteState(enum.Enum):
+    """KafkaChannel.ChannelMuteState (throttling states omitted: no quotas yet)."""
+
+    NOT_MUTED = 0
+    MUTED = 1
+    MUTED_AND_RESPONSE_PENDING = 2
+
+
+@dataclass(eq=False)
+class _Conn:
+    connection_id: str
+    remote_ip: str
+    remote_address: str
+    mute_state: ChannelMuteState = ChannelMuteState.NOT_MUTED
+    # frames the transport handed out while a request was in flight, processed in order after unmute
+    pending: collections.deque[NetworkReceive] | None = None
+
+
+class RequestParser(Protocol):
+    """Turns a frame payload into a Request (or raises to close the connection). Provided by KafkaApis."""
+
+    def parse_request(self, processor_id: int, connection_id: str, client_address: str, listener_name: str,
+                      payload: memoryview, start_time_ns: int) -> Request: ...
+
+    def complete_response_metrics(self, response: Response, now_ns: int) -> None: ...
+
+
+class Processor:
+    """A network thread: owns a Selector and the connections the Acceptor hands it."""
+
+    def __init__(self, processor_id: int, listener: EndPoint, config: KafkaConfig, channel: RequestChannel,
+                 quotas: ConnectionQuotas, parser: RequestParser, selector: ServerSelector, time: Time = SYSTEM_TIME,
+                 metrics: BrokerMetrics | None = None) -> None:
+        self.id = processor_id
+        self.listener = listener
+        self._config = config
+        self._channel = channel
+        self._quotas = quotas
+        self._parser = parser
+        self.selector = selector
+        self._time = time
+        self._metrics = metrics
+        self._new_connections: queue.Queue[socket.socket] = queue.Queue(CONNECTION_QUEUE_SIZE)
+        self._response_queue: collections.deque[Response] = collections.deque()
+        self._response_lock = threading.Lock()
+        self._inflight: dict[str, SendResponse] = {}
+        self._conns: dict[str, _Conn] = {}
+        self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
+        self._index = 0
+        self._running = True
+        self._thread = threading.Thread(target=self.run, name=f"data-plane-network-thread-{listener.listener_name}-{processor_id}",
+                                        daemon=True)
+        self.stopped = threading.Event()
+
+    # --- called from other threads ---------------------------------------------------------------
+
+    def accept(self, sock: socket.socket, may_block: bool) -> bool:
+        """Queue a new connection; returns False if the queue is full and ``may_block`` is False."""
+        try:
+            if may_block:
+                while self._running:
+                    try:
+                        self._new_connections.put(sock, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                else:
+                    return False
+            else:
+                self._new_connections.put_nowait(sock)
+        except queue.Full:
+            return False
+        self.selector.wakeup()
+        return True
+
+    def enqueue_response(self, response: Response) -> None:
+        with self._response_lock:
+            self._response_queue.append(response)
+        self.selector.wakeup()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def initiate_shutdown(self) -> None:
+        self._running = False
+        self.selector.wakeup()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def connection_count(self) -> int:
+        return len(self._conns)
+
+    # --- the loop ----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            while self._running:
+                try:
+                    self._configure_new_connections()
+                    self._process_new_responses()
+                    self._poll()
+                    self._process_completed_receives()
+                    self._process_completed_sends()
+                    self._process_disconnected()
+                except Exception:
+                    # per-channel errors are handled below; this is the last line of defence
+                    log.exception("event=processor_error processor=%s", self.id)
+        finally:
+            self._close_all()
+            self.stopped.set()
+
+    def _next_connection_id(self, sock: socket.socket) -> tuple[str, str, str]:
+        local = sock.getsockname()
+        remote = sock.getpeername()
+        self._index = 0 if self._index == INT_MAX else self._index + 1
+        cid = f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{self.id}-{self._index}"
+        return cid, str(remote[0]), f"{remote[0]}:{remote[1]}"
+
+    def _configure_new_connections(self) -> None:
+        for _ in range(CONNECTION_QUEUE_SIZE):
+            try:
+                sock = self._new_connections.get_nowait()
+            except queue.Empty:
+                return
+            remote_ip = "?"
+            try:
+                try:
+                    remote_ip = str(sock.getpeername()[0])
+                except OSError:
+                    remote_ip = "?"
+                cid, remote_ip, remote_addr = self._next_connection_id(sock)
+                self.selector.register(cid, sock)
+                self._conns[cid] = _Conn(cid, remote_ip, remote_addr)
+                log.debug("event=connection_registered processor=%s connection=%s", self.id, cid)
+            except Exception as e:
+                log.info("event=connection_register_failed processor=%s remote=%s error=%r", self.id, remote_ip, e)
+                self._quotas.dec(remote_ip)
+                try:
+                    sock.close()
+                except OSError:
+                    pass
+
+    def _process_new_responses(self) -> None:
+        while True:
+            with self._response_lock:
+                if not self._response_queue:
+                    return
+                resp = self._response_queue.popleft()
+            cid = resp.request.connection_id
+            try:
+                resp.request.response_dequeue_time_ns = self._time.nanoseconds()
+                conn = self._conns.get(cid)
+                if conn is None:
+                    log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
+                    continue
+                if isinstance(resp, SendResponse):
+                    self.selector.send(resp.to_send())
+                    self._inflight[cid] = resp
+                    conn.mute_state = ChannelMuteState.MUTED_AND_RESPONSE_PENDING
+                elif isinstance(resp, NoOpResponse):
+                    self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                    self._unmute(conn)
+                elif isinstance(resp, CloseConnectionResponse):
+                    self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                    self._close(cid, "close_connection_response")
+                else:
+                    raise TypeError(f"unknown response type {type(resp).__name__}")
+            except Exception as e:
+                log.warning("event=response_failed connection=%s error=%r", cid, e)
+                self._close(cid, "response_failed")
+
+    def _poll(self) -> None:
+        has_pending = not self._new_connections.empty() or bool(self._ready)
+        timeout = 0 if has_pending else POLL_TIMEOUT_MS
+        t0 = self._time.nanoseconds()
+        self.selector.poll(timeout)
+        if self._metrics is not None:
+            self._metrics.network_processor_idle.record(self._time.nanoseconds() - t0)
+
+    def _process_completed_receives(self) -> None:
+        for receive in self.selector.completed_receives():
+            conn = self._conns.get(receive.source)
+            if conn is None:
+                continue
+            if conn.mute_state != ChannelMuteState.NOT_MUTED or conn.pending:
+                if conn.pending is None:
+                    conn.pending = collections.deque()
+                conn.pending.append(receive)
+                continue
+            self._handle_receive(conn, receive)
+        # frames that waited for an unmute
+        for _ in range(len(self._ready)):
+            cid = self._ready.popleft()
+            conn = self._conns.get(cid)
+            if conn is None or not conn.pending or conn.mute_state != ChannelMuteState.NOT_MUTED:
+                continue
+            receive = conn.pending.popleft()
+            self._handle_receive(conn, receive)
+
+    def _handle_receive(self, conn: _Conn, receive: NetworkReceive) -> None:
+        cid = conn.connection_id
+        if not self._running:
+            return
+        try:
+            request = self._parser.parse_request(self.id, cid, conn.remote_address, self.listener.listener_name,
+                                                 receive.payload, self._time.nanoseconds())
+        except Exception as e:
+            log.info("event=invalid_request connection=%s listener=%s error=%r", cid, self.listener.listener_name, e)
+            self._close(cid, "invalid_request")
+            return
+        # mute before handing the request over: one request in flight per connection
+        self.selector.mute(cid)
+        conn.mute_state = ChannelMuteState.MUTED
+        while self._running:
+            try:
+                self._channel.send_request(request, timeout=0.2)
+                return
+            except queue.Full:
+                continue  # backpressure: block this processor until a handler frees a slot
+
+    def _process_completed_sends(self) -> None:
+        for send in self.selector.completed_sends():
+            resp = self._inflight.pop(send.destination, None)
+            if resp is None:
+                continue
+            try:
+                self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                if resp.on_complete is not None:
+                    resp.on_complete()
+            except Exception as e:
+                log.warning("event=send_completion_failed connection=%s error=%r", send.destination, e)
+            conn = self._conns.get(send.destination)
+            if conn is not None:
+                self._unmute(conn)
+
+    def _unmute(self, conn: _Conn) -> None:
+        conn.mute_state = ChannelMuteState.NOT_MUTED
+        try:
+            self.selector.unmute(conn.connection_id)
+        except Exception as e:
+            log.info("event=unmute_failed connection=%s error=%r", conn.connection_id, e)
+            self._close(conn.connection_id, "unmute_failed")
+            return
+        if conn.pending:
+            self._ready.append(conn.connection_id)
+
+    def _process_disconnected(self) -> None:
+        for cid, info in self.selector.disconnected().items():
+            conn = self._conns.pop(cid, None)
+            self._inflight.pop(cid, None)
+            if conn is not None:
+                self._quotas.dec(conn.remote_ip)
+                log.debug("event=disconnected connection=%s state=%s", cid, info.state.name)
+
+    def _close(self, cid: str, reason: str) -> None:
+        conn = self._conns.pop(cid, None)
+        self._inflight.pop(cid, None)
+        try:
+            self.selector.close_channel(cid)
+        except Exception as e:
+            log.debug("event=close_failed connection=%s error=%r", cid, e)
+        if conn is not None:
+            self._quotas.dec(conn.remote_ip)
+            log.debug("event=connection_closed connection=%s reason=%s", cid, reason)
+
+    def _close_all(self) -> None:
+        for cid in list(self._conns):
+            self._close(cid, "shutdown")
+        while True:
+            try:
+                sock = self._new_connections.get_nowait()
+            except queue.Empty:
+                break
+            try:
+                self._quotas.dec(str(sock.getpeername()[0]))
+            except OSError:
+                pass
+            sock.close()
+        try:
+            self.selector.close()
+        except Exception as e:
+            log.debug("event=selector_close_failed processor=%s error=%r", self.id, e)
+
+
+class Acceptor:
+    """Accepts connections on one listener and hands them to its processors round-robin."""
+
+    def __init__(self, endpoint: EndPoint, config: KafkaConfig, quotas: ConnectionQuotas, processors: list[Processor]) -> None:
+        self.endpoint = endpoint
+        self._config = config
+        self._quotas = quotas
+        self.processors = processors
+        self._current = 0
+        self._running = True
+        self.server_socket = self._open_server_socket()
+        self.bound_port: int = self.server_socket.getsockname()[1]
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.server_socket, selectors.EVENT_READ)
+        self._thread = threading.Thread(target=self.run, name=f"data-plane-kafka-socket-acceptor-{endpoint.listener_name}-{self.bound_port}",
+                                        daemon=True)
+        self.stopped = threading.Event()
+
+    def _open_server_socket(self) -> socket.socket:
+        host = self.endpoint.host
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        rcv = self._config.socket_receive_buffer_bytes
+        if rcv != -1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcv)
+        try:
+            sock.bind((host, self.endpoint.port))
+        except OSError as e:
+            sock.close()
+            raise OSError(e.errno, f"Socket server failed to bind to {host}:{self.endpoint.port}: {e.strerror}") from e
+        sock.listen(self._config.socket_listen_backlog_size)
+        sock.setblocking(False)
+        return sock
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def initiate_shutdown(self) -> None:
+        self._running = False
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def run(self) -> None:
+        try:
+            while self._running:
+                try:
+                    events = self._selector.select(0.5)
+                    if events:
+                        self._accept_new_connections()
+                except Exception:
+                    log.exception("event=acceptor_error listener=%s", self.endpoint.listener_name)
+        finally:
+            self._selector.close()
+            self.server_socket.close()
+            self.stopped.set()
+
+    def _accept_new_connections(self) -> None:
+        while self._running:
+            try:
+                sock, addr = self.server_socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                log.warning("event=accept_failed error=%r", e)
+                return
+            ip = str(addr[0])
+            try:
+                self._quotas.inc(ip)
+            except TooManyConnectionsError as e:
+                log.info("event=connection_rejected remote=%s reason=%s", ip, e)
+                _close_quietly(sock)
+                continue
+            try:
+                self._configure_socket(sock)
+            except OSError as e:
+                log.info("event=configure_socket_failed remote=%s error=%r", ip, e)
+                self._quotas.dec(ip)
+                _close_quietly(sock)
+                continue
+            if not self._assign(sock):
+                self._quotas.dec(ip)
+                _close_quietly(sock)
+
+    def _configure_socket(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        snd = self._config.socket_send_buffer_bytes
+        if snd != -1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, snd)
+
+    def _assign(self, sock: socket.socket) -> bool:
+        """Round-robin with non-blocking offers; only the last try may block (all queues full)."""
+        n = len(self.processors)
+        for retries_left in range(n - 1, -1, -1):
+            processor = self.processors[self._current % n]
+            self._current = (self._current + 1) % n
+            if processor.accept(sock, may_block=retries_left == 0):
+                return True
+        return False
+
+
+def _close_quietly(sock: socket.socket) -> None:
+    try:
+        # RST rather than FIN so a rejected client sees the close at once
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    try:
+        sock.close()
+    except OSError:
+        pass
+
+
+class SocketServer:
+    """All listeners: an Acceptor and ``num.network.threads`` Processors each, one ConnectionQuotas."""
+
+    def __init__(self, config: KafkaConfig, channel: RequestChannel, parser: RequestParser, time: Time = SYSTEM_TIME,
+                 metrics: BrokerMetrics | None = None, selector_factory: SelectorFactory | None = None) -> None:
+        self.config = config
+        self.channel = channel
+        self.quotas = ConnectionQuotas(config.max_connections_per_ip, config.max_connections_per_ip_overrides,
+                                       config.max_connections)
+        self.acceptors: list[Acceptor] = []
+        self.processors: list[Processor] = []
+        factory = selector_factory or default_selector_factory
+        if metrics is not None:
+            metrics.network_processor_idle.threads = config.num_network_threads * len(config.listeners)
+        next_id = 0
+        try:
+            for endpoint in config.listeners:
+                procs: list[Processor] = []
+                for _ in range(config.num_network_threads):
+                    p = Processor(next_id, endpoint, config, channel, self.quotas, parser, factory(next_id, config), time, metrics)
+                    channel.add_processor(next_id, p)
+                    procs.append(p)
+                    next_id += 1
+                self.processors.extend(procs)
+                self.acceptors.append(Acceptor(endpoint, config, self.quotas, procs))
+        except Exception:
+            for a in self.acceptors:
+                a.server_socket.close()
+            raise
+        if metrics is not None:
+            metrics.gauge("kafka_network_RequestChannel_RequestQueueSize", lambda: float(channel.request_queue_size()))
+            metrics.gauge("kafka_server_socket_server_metrics_connection_count", lambda: float(self.quotas.total))
+
+    def bound_port(self, listener_name: str | None = None) -> int:
+        for a in self.acceptors:
+            if listener_name is None or a.endpoint.listener_name == listener_name:
+                return a.bound_port
+        raise KeyError(listener_name)
+
+    def start(self) -> None:
+        for p in self.processors:
+            p.start()
+        for a in self.acceptors:
+            a.start()
+
+    def stop_processing(self) -> None:
+        """Stop accepting and close every connection (first step of shutdown)."""
+        for a in self.acceptors:
+            a.initiate_shutdown()
+        self.quotas.close()
+        for p in self.processors:
+            p.initiate_shutdown()
+        for a in self.acceptors:
+            a.join(5)
+        for p in self.processors:
+            p.join(5)
+            self.channel.remove_processor(p.id)

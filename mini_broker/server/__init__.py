@@ -1,0 +1,1 @@
+"""The broker's request handling: handler pool, KafkaApis dispatch, ReplicaManager, metadata."""

@@ -1,0 +1,216 @@
+"""The broker's topic registry and cluster identity, persisted in the data dir.
+
+Kafka keeps this in the KRaft metadata log and serves it from ``MetadataCache``; a single mini_broker keeps
+it in ``<data dir>/__cluster_metadata.json`` (topic name -> topic id, partition count, topic config
+overrides) and ``<data dir>/meta.properties`` (cluster.id, node.id). Writes are atomic (temp file, fsync,
+rename, fsync of the directory), so a crash leaves either the old or the new registry, never a torn one.
+
+Thread-safety: every method takes the registry lock; readers get immutable :class:`TopicMetadata` snapshots.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field, replace
+
+from pykafka_client.errors import (
+    InvalidPartitionsError,
+    InvalidTopicError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+
+REGISTRY_FILE = "__cluster_metadata.json"
+META_PROPERTIES = "meta.properties"
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's ``Topic.validate``: raises InvalidTopicError naming the rule that failed."""
+    if not name:
+        raise InvalidTopicError("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise InvalidTopicError(f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters")
+    if not _LEGAL_TOPIC.match(name):
+        raise InvalidTopicError(f"Topic name \"{name}\" is illegal, it contains a character other than "
+                                "ASCII alphanumerics, '.', '_' and '-'")
+
+
+def is_internal_topic(name: str) -> bool:
+    return name in ("__consumer_offsets", "__transaction_state")
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    """One topic: id, partition count, config overrides (topic-level names, string values)."""
+
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_internal(self) -> bool:
+        return is_internal_topic(self.name)
+
+
+def _random_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+class MetadataCache:
+    """Topics and cluster identity of this single-broker cluster."""
+
+    def __init__(self, data_dir: str, node_id: int, cluster_id: str | None = None) -> None:
+        self.data_dir = data_dir
+        self.node_id = node_id
+        self._lock = threading.RLock()
+        self._topics: dict[str, TopicMetadata] = {}
+        os.makedirs(data_dir, exist_ok=True)
+        self.cluster_id = self._load_meta_properties(cluster_id)
+        self._load_registry()
+
+    # --- persistence ------------------------------------------------------------------------------
+
+    def _load_meta_properties(self, wanted: str | None) -> str:
+        path = os.path.join(self.data_dir, META_PROPERTIES)
+        props: dict[str, str] = {}
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    line = line.strip()
+                    if line and not line.startswith("#") and "=" in line:
+                        k, _, v = line.partition("=")
+                        props[k.strip()] = v.strip()
+        existing = props.get("cluster.id")
+        if existing and wanted and existing != wanted:
+            raise ValueError(f"Cluster id {wanted} does not match the stored cluster id {existing} in {path}")
+        if existing and props.get("node.id") not in (None, str(self.node_id)):
+            raise ValueError(f"Stored node.id {props.get('node.id')} in {path} does not match node.id {self.node_id}")
+        cluster_id = existing or wanted or _random_cluster_id()
+        if not existing:
+            text = f"#mini_broker meta.properties\nversion=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
+            _atomic_write(path, text.encode())
+        return cluster_id
+
+    def _registry_path(self) -> str:
+        return os.path.join(self.data_dir, REGISTRY_FILE)
+
+    def _load_registry(self) -> None:
+        path = self._registry_path()
+        if not os.path.exists(path):
+            return
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+        for t in doc.get("topics", []):
+            md = TopicMetadata(t["name"], uuid.UUID(t["topic_id"]), int(t["num_partitions"]),
+                               {str(k): str(v) for k, v in t.get("configs", {}).items()})
+            self._topics[md.name] = md
+
+    def _persist(self) -> None:
+        doc = {
+            "version": 1,
+            "topics": [
+                {"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions, "configs": t.configs}
+                for t in sorted(self._topics.values(), key=lambda t: t.name)
+            ],
+        }
+        _atomic_write(self._registry_path(), json.dumps(doc, indent=1, sort_keys=True).encode())
+
+    # --- reads ------------------------------------------------------------------------------------
+
+    def get_topic(self, name: str) -> TopicMetadata | None:
+        with self._lock:
+            return self._topics.get(name)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
+        with self._lock:
+            for t in self._topics.values():
+                if t.topic_id == topic_id:
+                    return t
+            return None
+
+    def all_topics(self) -> list[TopicMetadata]:
+        with self._lock:
+            return sorted(self._topics.values(), key=lambda t: t.name)
+
+    def contains_partition(self, topic: str, partition: int) -> bool:
+        t = self.get_topic(topic)
+        return t is not None and 0 <= partition < t.num_partitions
+
+    # --- writes -----------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str] | None = None,
+                     validate_only: bool = False) -> TopicMetadata:
+        validate_topic_name(name)
+        if num_partitions < 1:
+            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+        with self._lock:
+            if name in self._topics:
+                raise TopicExistsError(f"Topic '{name}' already exists.")
+            collide = name.replace(".", "_")
+            for other in self._topics:
+                if other.replace(".", "_") == collide:
+                    raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
+            md = TopicMetadata(name, uuid.uuid4(), num_partitions, dict(configs or {}))
+            if not validate_only:
+                self._topics[name] = md
+                self._persist()
+            return md
+
+    def delete_topic(self, name: str) -> TopicMetadata:
+        with self._lock:
+            md = self._topics.pop(name, None)
+            if md is None:
+                raise UnknownTopicOrPartitionError(f"Topic {name} not found")
+            self._persist()
+            return md
+
+    def set_partition_count(self, name: str, count: int, validate_only: bool = False) -> TopicMetadata:
+        with self._lock:
+            md = self._topics.get(name)
+            if md is None:
+                raise UnknownTopicOrPartitionError(f"Topic {name} not found")
+            if count < md.num_partitions:
+                raise InvalidPartitionsError(f"Topic currently has {md.num_partitions} partitions, which is higher "
+                                             f"than the requested {count}.")
+            if count == md.num_partitions:
+                raise InvalidPartitionsError(f"Topic already has {md.num_partitions} partitions.")
+            new = replace(md, num_partitions=count)
+            if not validate_only:
+                self._topics[name] = new
+                self._persist()
+            return new
+
+    def set_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata:
+        with self._lock:
+            md = self._topics.get(name)
+            if md is None:
+                raise UnknownTopicOrPartitionError(f"Topic {name} not found")
+            new = replace(md, configs=dict(configs))
+            self._topics[name] = new
+            self._persist()
+            return new
