@@ -1,0 +1,159 @@
+"""Request/response headers and whole-frame encoding (Java ``RequestHeader``, ``ResponseHeader``,
+``ApiKeys.requestHeaderVersion``/``responseHeaderVersion``, ``RequestContext`` parsing).
+
+Header versions:
+
+* request: v0 only for ControlledShutdown v0 (no client id); otherwise v1 for non-flexible request
+  versions and v2 (with a tag section) for flexible ones. The client id is always a non-compact
+  nullable string (so that any broker can read an ApiVersions request header).
+* response: v0 for non-flexible response versions, v1 (with a tag section) for flexible ones, except
+  ApiVersions responses which always use v0 (a client that does not know the broker's versions must
+  be able to read the error; KIP-511).
+
+Frames: ``encode_request``/``encode_response`` return a list of pieces whose first piece starts with
+the 4-byte big-endian size prefix; record payloads (and FileRegions) stay separate pieces, never copied.
+``decode_*`` take the frame payload *without* the size prefix (``NetworkReceive.payload``).
+"""
+
+from __future__ import annotations
+
+from pykafka_client.errors import (
+    CorrelationIdMismatchError,
+    MessageDecodeError,
+    UnknownApiKeyError,
+)
+from pykafka_client.protocol.api_keys import REQUESTS, RESPONSES, ApiKey
+from pykafka_client.protocol.messages import RequestHeader, ResponseHeader
+from pykafka_client.protocol.types import Buffer, Chunk, Message, Reader, Writer
+
+__all__ = [
+    "RequestHeader",
+    "ResponseHeader",
+    "decode_request",
+    "decode_request_header",
+    "decode_response",
+    "decode_response_header",
+    "encode_request",
+    "encode_response",
+    "request_header_version",
+    "response_header_version",
+]
+
+
+def _api_key(api_key: int) -> ApiKey:
+    try:
+        return ApiKey(api_key)
+    except ValueError:
+        raise UnknownApiKeyError(f"unknown API key {api_key}") from None
+
+
+def _flexible(cls: type[Message], version: int) -> bool:
+    fmin = cls.FLEXIBLE_VERSIONS_MIN
+    return fmin is not None and version >= fmin
+
+
+def request_header_version(api_key: int, version: int) -> int:
+    """The RequestHeader version used with ``api_key`` at ``version`` (works for unknown versions too)."""
+    key = _api_key(api_key)
+    if key == ApiKey.CONTROLLED_SHUTDOWN and version == 0:
+        return 0
+    return 2 if _flexible(REQUESTS[key], version) else 1
+
+
+def response_header_version(api_key: int, version: int) -> int:
+    """The ResponseHeader version used with ``api_key`` at ``version`` (ApiVersions: always 0)."""
+    key = _api_key(api_key)
+    if key == ApiKey.API_VERSIONS:
+        return 0
+    return 1 if _flexible(RESPONSES[key], version) else 0
+
+
+def _check_version(cls: type[Message], version: int) -> None:
+    lo, hi = cls.VALID_VERSIONS
+    if not lo <= version <= hi:
+        raise cls.unsupported_version(version)
+
+
+def encode_request(body: Message, version: int, correlation_id: int, client_id: str | None) -> list[Chunk]:
+    """A whole request frame: size prefix + header + body, as pieces (see the module doc)."""
+    api_key = body.API_KEY
+    if api_key is None or body.MESSAGE_TYPE != "request":
+        raise UnknownApiKeyError(f"{type(body).__qualname__} is not a request body")
+    _check_version(type(body), version)
+    w = Writer()
+    w.buf += b"\0\0\0\0"
+    RequestHeader(api_key, version, correlation_id, client_id).write(w, request_header_version(api_key, version))
+    body.write(w, version)
+    w.patch_int32(0, w.size - 4)
+    return w.chunks()
+
+
+def encode_response(body: Message, api_key: int, version: int, correlation_id: int) -> list[Chunk]:
+    """A whole response frame: size prefix + header + body, as pieces (see the module doc)."""
+    hv = response_header_version(api_key, version)
+    if body.API_KEY != api_key or body.MESSAGE_TYPE != "response":
+        raise UnknownApiKeyError(f"{type(body).__qualname__} is not the response body of API key {api_key}")
+    _check_version(type(body), version)
+    w = Writer()
+    w.buf += b"\0\0\0\0"
+    ResponseHeader(correlation_id).write(w, hv)
+    body.write(w, version)
+    w.patch_int32(0, w.size - 4)
+    return w.chunks()
+
+
+def decode_request_header(buf: Buffer) -> tuple[RequestHeader, int]:
+    """Parse only the request header; returns it and the offset where the body starts.
+
+    Works for versions this library cannot parse (so a broker can answer an ApiVersions request of an
+    unknown version with v0 + UNSUPPORTED_VERSION). Raises UnknownApiKeyError for an unknown key.
+    """
+    r = Reader(buf)
+    api_key = r.read_int16()
+    version = r.read_int16()
+    hv = request_header_version(api_key, version)
+    r.pos = 0
+    header = RequestHeader.read(r, hv)
+    return header, r.pos
+
+
+def decode_request(buf: Buffer) -> tuple[RequestHeader, Message]:
+    """Parse a request frame payload into (header, body).
+
+    Raises UnknownApiKeyError, UnsupportedVersionError (version outside the spec's validVersions) or
+    MessageDecodeError (bad bytes, trailing bytes).
+    """
+    header, pos = decode_request_header(buf)
+    cls = REQUESTS[ApiKey(header.request_api_key)]
+    version = header.request_api_version
+    _check_version(cls, version)
+    r = Reader(buf, pos)
+    body = cls.read(r, version)
+    if r.pos != r.end:
+        raise MessageDecodeError(f"{r.end - r.pos} trailing bytes after {cls.__qualname__} v{version}", r.pos)
+    return header, body
+
+
+def decode_response_header(buf: Buffer, api_key: int, version: int) -> tuple[ResponseHeader, int]:
+    """Parse only the response header; returns it and the offset where the body starts."""
+    r = Reader(buf)
+    header = ResponseHeader.read(r, response_header_version(api_key, version))
+    return header, r.pos
+
+
+def decode_response(buf: Buffer, api_key: int, version: int, expected_correlation_id: int) -> Message:
+    """Parse a response frame payload; raises CorrelationIdMismatchError if it answers another request."""
+    key = _api_key(api_key)
+    cls = RESPONSES[key]
+    _check_version(cls, version)
+    header, pos = decode_response_header(buf, key, version)
+    if header.correlation_id != expected_correlation_id:
+        raise CorrelationIdMismatchError(
+            f"correlation id {header.correlation_id} does not match the expected {expected_correlation_id}"
+            f" ({key.name} v{version})"
+        )
+    r = Reader(buf, pos)
+    body = cls.read(r, version)
+    if r.pos != r.end:
+        raise MessageDecodeError(f"{r.end - r.pos} trailing bytes after {cls.__qualname__} v{version}", r.pos)
+    return body
