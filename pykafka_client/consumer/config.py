@@ -115,7 +115,12 @@ CONFIG_DEF: dict[str, ConfigKey] = {
     k.name: k
     for k in (
         _k("bootstrap.servers", _L, [], "host:port pairs used to discover the cluster"),
-        _k("client.dns.lookup", _S, "use_all_dns_ips", one_of=("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only")),
+        _k(
+            "client.dns.lookup",
+            _S,
+            "use_all_dns_ips",
+            one_of=("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"),
+        ),
         _k("client.id", _S, ""),
         _k("client.rack", _S, ""),
         _k("group.id", _S, None),
@@ -255,4 +260,3 @@ class ConsumerConfig:
         for key, value in changes.items():
             merged[key.replace("_", ".")] = value
         return ConsumerConfig(merged)
-

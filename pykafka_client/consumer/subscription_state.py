@@ -312,7 +312,9 @@ class SubscriptionState:
             raise IllegalArgumentError(f"seek offset must not be a negative number: {position.offset}")
         self._assigned_state(tp).seek(position)
 
-    def maybe_seek_unvalidated(self, tp: TopicPartition, position: FetchPosition, strategy: OffsetResetStrategy) -> bool:
+    def maybe_seek_unvalidated(
+        self, tp: TopicPartition, position: FetchPosition, strategy: OffsetResetStrategy
+    ) -> bool:
         """Complete a reset (ListOffsets result) unless the partition was reassigned or re-seeked
         meanwhile (then the result is stale and dropped). True if applied."""
         state = self._assignment.get(tp)
