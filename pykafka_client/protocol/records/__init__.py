@@ -12,7 +12,15 @@ from pykafka_client.protocol.records.batch_ops import (
     set_partition_leader_epoch,
     validate_batch,
 )
+from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
+from pykafka_client.protocol.records.control import (
+    ControlRecordType,
+    EndTransactionMarker,
+    build_end_transaction_marker,
+)
 from pykafka_client.protocol.records.default_record_batch import RECORD_BATCH_OVERHEAD, DefaultRecordBatch
+from pykafka_client.protocol.records.legacy_records import LegacyRecordBatch
+from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.protocol.records.record import Header, Record
 from pykafka_client.protocol.records.record_batch import (
     CURRENT_MAGIC_VALUE,
@@ -42,11 +50,17 @@ __all__ = [
     "NO_TIMESTAMP",
     "RECORD_BATCH_OVERHEAD",
     "BatchIterator",
+    "ControlRecordType",
+    "EndTransactionMarker",
+    "LegacyRecordBatch",
+    "MemoryRecords",
+    "MemoryRecordsBuilder",
     "DefaultRecordBatch",
     "Header",
     "Record",
     "RecordBatch",
     "TimestampType",
+    "build_end_transaction_marker",
     "set_base_offset",
     "set_log_append_time",
     "set_partition_leader_epoch",

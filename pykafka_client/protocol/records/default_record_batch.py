@@ -278,16 +278,22 @@ def decode_records(
     pos = 0
     ts_type = TimestampType.LOG_APPEND_TIME if log_append_time is not None else TimestampType.CREATE_TIME
     i = 0
+    use_create_time = log_append_time is None
+    fixed_ts = -1 if log_append_time is None else log_append_time
     try:
-        while i < count:
+        for i in range(count):
             b = data[pos]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 length, pos = rv(data, pos, 5)
             rec_end = pos + length
-            if length < MIN_RECORD_SIZE - 1 or rec_end > end:
+            if length < 6 or rec_end > end:  # 6 == MIN_RECORD_SIZE - 1 (the length varint)
                 if rec_end > end and length >= 0:
                     raise MessageDecodeError(f"record {i} of batch at offset {base_offset} is truncated", pos)
                 raise CorruptRecordError(f"batch at offset {base_offset}: record {i} has invalid size {length}")
@@ -296,18 +302,30 @@ def decode_records(
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 ts_delta, pos = rv(data, pos, 10)
             b = data[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 offset_delta, pos = rv(data, pos, 5)
             b = data[pos]
             if b < 0x80:
                 klen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                klen = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 klen, pos = rv(data, pos, 5)
             if klen >= 0:
@@ -323,6 +341,10 @@ def decode_records(
             if b < 0x80:
                 vlen = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                vlen = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 vlen, pos = rv(data, pos, 5)
             if vlen >= 0:
@@ -338,6 +360,10 @@ def decode_records(
             if b < 0x80:
                 hcount = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                b = (b & 0x7F) | (data[pos + 1] << 7)
+                hcount = (b >> 1) ^ -(b & 1)
+                pos += 2
             else:
                 hcount, pos = rv(data, pos, 5)
             headers: list[Header] = []
@@ -355,14 +381,13 @@ def decode_records(
             append(
                 Record(
                     base_offset + offset_delta,
-                    base_timestamp + ts_delta if log_append_time is None else log_append_time,
+                    base_timestamp + ts_delta if use_create_time else fixed_ts,
                     ts_type,
                     key,
                     value,
                     headers,
                 )
             )
-            i += 1
     except IndexError:
         raise MessageDecodeError(f"record {i} of batch at offset {base_offset} is truncated", pos) from None
     if pos != end:
