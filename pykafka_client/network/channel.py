@@ -1,0 +1,236 @@
+"""One connection as the Selector sees it (Java: ``common.network.KafkaChannel``).
+
+A channel owns a transport (plaintext or TLS), an optional authenticator (SASL), the frame being read
+and the send being written, its byte counters and the broker's mute state machine.
+
+Mute states (broker side; Java ``KafkaChannel.ChannelMuteState``): a Processor mutes a channel when it
+hands a request to the handlers (``REQUEST_RECEIVED``) and unmutes it after the response went out
+(``RESPONSE_SENT``); quota throttling adds the ``*_THROTTLED*`` states. :meth:`KafkaChannel.maybe_unmute`
+succeeds only from plain ``MUTED``, so a channel with a response pending or a throttle running stays
+muted whatever the caller does. Invalid events raise :class:`~pykafka_client.errors.IllegalStateError`.
+"""
+
+from __future__ import annotations
+
+import enum
+import selectors
+from typing import Protocol
+
+from pykafka_client.errors import IllegalStateError
+from pykafka_client.network.network_receive import DEFAULT_MAX_RECEIVE_SIZE, FrameReader
+from pykafka_client.network.network_send import SendWriter
+from pykafka_client.network.selectable import ChannelState, NetworkReceive, NetworkSend
+from pykafka_client.network.transport import TransportLayer
+
+EVENT_READ = selectors.EVENT_READ
+EVENT_WRITE = selectors.EVENT_WRITE
+
+
+class ChannelMuteState(enum.Enum):
+    NOT_MUTED = "NOT_MUTED"
+    MUTED = "MUTED"
+    MUTED_AND_RESPONSE_PENDING = "MUTED_AND_RESPONSE_PENDING"
+    MUTED_AND_THROTTLED = "MUTED_AND_THROTTLED"
+    MUTED_AND_THROTTLED_AND_RESPONSE_PENDING = "MUTED_AND_THROTTLED_AND_RESPONSE_PENDING"
+
+
+class ChannelMuteEvent(enum.Enum):
+    REQUEST_RECEIVED = "REQUEST_RECEIVED"
+    RESPONSE_SENT = "RESPONSE_SENT"
+    THROTTLE_STARTED = "THROTTLE_STARTED"
+    THROTTLE_ENDED = "THROTTLE_ENDED"
+
+
+_M = ChannelMuteState
+_E = ChannelMuteEvent
+_MUTE_TRANSITIONS: dict[tuple[ChannelMuteEvent, ChannelMuteState], ChannelMuteState] = {
+    (_E.REQUEST_RECEIVED, _M.MUTED): _M.MUTED_AND_RESPONSE_PENDING,
+    (_E.RESPONSE_SENT, _M.MUTED_AND_RESPONSE_PENDING): _M.MUTED,
+    (_E.RESPONSE_SENT, _M.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING): _M.MUTED_AND_THROTTLED,
+    (_E.THROTTLE_STARTED, _M.MUTED_AND_RESPONSE_PENDING): _M.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING,
+    (_E.THROTTLE_ENDED, _M.MUTED_AND_THROTTLED): _M.MUTED,
+    (_E.THROTTLE_ENDED, _M.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING): _M.MUTED_AND_RESPONSE_PENDING,
+}
+
+
+def next_mute_state(state: ChannelMuteState, event: ChannelMuteEvent) -> ChannelMuteState:
+    """The mute state after ``event`` in ``state``; raises IllegalStateError for an invalid pair."""
+    nxt = _MUTE_TRANSITIONS.get((event, state))
+    if nxt is None:
+        raise IllegalStateError(f"Cannot transition from {state.value} for {event.value}")
+    return nxt
+
+
+class Authenticator(Protocol):
+    """Runs inside a channel after the transport is ready and before the channel is (Java
+    ``Authenticator``). ``authenticate`` makes progress without blocking and raises on failure."""
+
+    def authenticate(self, transport: TransportLayer) -> None: ...
+
+    def complete(self) -> bool: ...
+
+    def wants_write(self) -> bool:
+        """True while it has bytes to write (else it waits to read)."""
+        ...
+
+    def principal(self) -> str | None:
+        """The authenticated identity (server side), when known."""
+        ...
+
+
+class PeerClosedError(ConnectionError):
+    """End of stream: the peer closed the connection."""
+
+
+class KafkaChannel:
+    """A connection: transport + authenticator + framing + mute state. Not thread-safe (owned by
+    one Selector)."""
+
+    def __init__(
+        self,
+        channel_id: str,
+        transport: TransportLayer,
+        authenticator: Authenticator | None = None,
+        *,
+        max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE,
+        connecting: bool = False,
+        remote_address: str | None = None,
+    ) -> None:
+        self.id = channel_id
+        self.transport = transport
+        self.authenticator = authenticator
+        self.remote_address = remote_address
+        self.connecting = connecting
+        self.state = ChannelState.NOT_CONNECTED if connecting else ChannelState.AUTHENTICATE
+        self.mute_state = ChannelMuteState.NOT_MUTED
+        self.bytes_sent = 0
+        self.bytes_received = 0
+        self._reader = FrameReader(channel_id, max_receive_size)
+        self._send: SendWriter | None = None
+        self._fd = transport.socket.fileno()
+        if not connecting and self.ready():
+            self.state = ChannelState.READY
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    @property
+    def fd(self) -> int:
+        """The socket's file descriptor (stable across the TLS wrap)."""
+        return self._fd
+
+    def finish_connect(self) -> None:
+        """The socket became writable while connecting: raise if the connect failed."""
+        self.transport.finish_connect()
+        self.connecting = False
+        self.state = ChannelState.READY if self.ready() else ChannelState.AUTHENTICATE
+
+    def ready(self) -> bool:
+        """Connected, transport handshake done and authenticated."""
+        return (
+            not self.connecting
+            and self.transport.ready()
+            and (self.authenticator is None or self.authenticator.complete())
+        )
+
+    def prepare(self) -> None:
+        """Make progress on the TLS handshake, then on authentication (non-blocking)."""
+        if not self.transport.ready():
+            self.transport.handshake()
+        if self.transport.ready() and self.authenticator is not None and not self.authenticator.complete():
+            self.authenticator.authenticate(self.transport)
+        if self.ready():
+            self.state = ChannelState.READY
+
+    def principal(self) -> str | None:
+        return self.authenticator.principal() if self.authenticator is not None else None
+
+    def close(self) -> None:
+        self.transport.close()
+
+    # --- interest --------------------------------------------------------------------------------
+
+    def interest(self) -> int:
+        """The selector events this channel waits for now (0 = none)."""
+        if self.connecting:
+            return EVENT_WRITE
+        if not self.transport.ready():
+            return EVENT_WRITE if self.transport.handshake_wants_write() else EVENT_READ
+        if self.authenticator is not None and not self.authenticator.complete():
+            return EVENT_WRITE if self.authenticator.wants_write() else EVENT_READ
+        events = 0 if self.is_muted() else EVENT_READ
+        if self._send is not None:
+            events |= EVENT_WRITE
+        return events
+
+    # --- mute ------------------------------------------------------------------------------------
+
+    def is_muted(self) -> bool:
+        return self.mute_state is not ChannelMuteState.NOT_MUTED
+
+    def mute(self) -> None:
+        """Stop reading (only from NOT_MUTED; otherwise already muted)."""
+        if self.mute_state is ChannelMuteState.NOT_MUTED:
+            self.mute_state = ChannelMuteState.MUTED
+
+    def maybe_unmute(self) -> bool:
+        """Unmute if plainly MUTED; returns whether the channel is now unmuted."""
+        if self.mute_state is ChannelMuteState.MUTED:
+            self.mute_state = ChannelMuteState.NOT_MUTED
+        return self.mute_state is ChannelMuteState.NOT_MUTED
+
+    def handle_channel_mute_event(self, event: ChannelMuteEvent) -> None:
+        self.mute_state = next_mute_state(self.mute_state, event)
+
+    # --- sends -----------------------------------------------------------------------------------
+
+    def has_send(self) -> bool:
+        return self._send is not None
+
+    def set_send(self, send: NetworkSend) -> None:
+        if self._send is not None:
+            raise IllegalStateError(f"Attempt to begin a send operation with prior send operation still in progress, connection id is {self.id}")
+        self._send = SendWriter(send)
+
+    def write(self) -> NetworkSend | None:
+        """Write what the socket takes; returns the send once it is complete."""
+        if self._send is None:
+            return None
+        n = self._send.write_to(self.transport)
+        self.bytes_sent += n
+        if self._send.completed():
+            done = self._send.send
+            self._send = None
+            return done
+        return None
+
+    # --- receives --------------------------------------------------------------------------------
+
+    def has_bytes_buffered(self) -> bool:
+        return self.transport.has_bytes_buffered()
+
+    def partial_receive_pending(self) -> bool:
+        return self._reader.bytes_pending()
+
+    def read(self, max_receives: int, max_bytes: int) -> tuple[list[NetworkReceive], int]:
+        """Read up to ``max_receives`` whole frames or about ``max_bytes`` bytes, whichever comes
+        first, stopping when the socket has nothing more. Returns the frames and the bytes read.
+
+        Raises :class:`PeerClosedError` at end of stream (a partly read frame is dropped) and
+        :class:`~pykafka_client.errors.InvalidReceiveError` for a bad frame size."""
+        receives: list[NetworkReceive] = []
+        total = 0
+        while True:
+            n = self._reader.read_from(self.transport)
+            if n < 0:
+                raise PeerClosedError(f"connection {self.id} closed by the peer")
+            total += n
+            self.bytes_received += n
+            if self._reader.complete():
+                receives.append(self._reader.take())
+                if len(receives) >= max_receives:
+                    break
+            elif n == 0:
+                break
+            if total >= max_bytes:
+                break
+        return receives, total

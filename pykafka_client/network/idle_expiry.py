@@ -1,0 +1,42 @@
+"""Idle connection expiry (Java: ``Selector.IdleExpiryManager``), sans-IO.
+
+Connections are kept in least-recently-active order. :meth:`IdleExpiryManager.poll_expired_connection`
+returns at most one expired connection per call, the oldest, as the Java selector closes one per poll.
+"""
+
+from __future__ import annotations
+
+
+class IdleExpiryManager:
+    """Tracks the last activity time (monotonic ns) of each connection, oldest first."""
+
+    def __init__(self, connections_max_idle_ms: int, now_ns: int) -> None:
+        self.connections_max_idle_ns = connections_max_idle_ms * 1_000_000
+        self._lru: dict[str, int] = {}
+        self._next_idle_close_check_ns = now_ns + self.connections_max_idle_ns
+
+    def update(self, connection_id: str, now_ns: int) -> None:
+        """Mark activity: the connection becomes the most recently active."""
+        self._lru.pop(connection_id, None)
+        self._lru[connection_id] = now_ns
+
+    def remove(self, connection_id: str) -> None:
+        self._lru.pop(connection_id, None)
+
+    def oldest(self) -> str | None:
+        return next(iter(self._lru), None)
+
+    def poll_expired_connection(self, now_ns: int) -> str | None:
+        """The oldest connection if it has been idle for longer than the limit (it is removed)."""
+        if now_ns < self._next_idle_close_check_ns:
+            return None
+        if not self._lru:
+            self._next_idle_close_check_ns = now_ns + self.connections_max_idle_ns
+            return None
+        connection_id, last_active_ns = next(iter(self._lru.items()))
+        expire_ns = last_active_ns + self.connections_max_idle_ns
+        if now_ns > expire_ns:
+            del self._lru[connection_id]
+            return connection_id
+        self._next_idle_close_check_ns = expire_ns
+        return None

@@ -1,0 +1,326 @@
+"""SASL authenticators that run inside a channel before it is ready (KIP-43 / KIP-152).
+
+Java: ``common.security.authenticator.SaslClientAuthenticator`` / ``SaslServerAuthenticator``. The
+client sends ``SaslHandshakeRequest`` v1 naming its mechanism, then each mechanism token in a
+``SaslAuthenticateRequest`` until the mechanism completes; the server answers each. Both sides are
+driven by the Selector through :meth:`authenticate` whenever the socket is ready, and never block.
+
+Errors: a mechanism the server has not enabled -> :class:`~pykafka_client.errors.UnsupportedSaslMechanismError`;
+failed credentials -> :class:`~pykafka_client.errors.SaslAuthenticationError` carrying the server's
+message. The server writes its error response before failing, so the client sees the reason.
+
+Not done (deferred): the ApiVersions request Java clients send before the handshake (a server hook,
+``api_versions_handler``, answers it), SaslAuthenticate v2 (flexible), re-authentication (KIP-368),
+GSSAPI and OAUTHBEARER.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Callable, Mapping
+
+from pykafka_client.errors import (
+    ConfigurationError,
+    IllegalSaslStateError,
+    SaslAuthenticationError,
+    UnsupportedSaslMechanismError,
+    for_code,
+)
+from pykafka_client.network.channel import PeerClosedError
+from pykafka_client.network.network_receive import FrameReader
+from pykafka_client.network.network_send import SendWriter
+from pykafka_client.network.sasl import wire
+from pykafka_client.network.sasl.mechanism import SaslClientMechanism, SaslServerMechanism, SaslServerMechanismFactory
+from pykafka_client.network.sasl.plain import PLAIN, PlainClient
+from pykafka_client.network.sasl.scram import ScramClient, ScramMechanism
+from pykafka_client.network.selectable import NetworkSend
+from pykafka_client.network.transport import TransportLayer
+
+#: Largest SASL frame accepted during authentication (Java ``sasl.server.max.receive.size`` default).
+MAX_SASL_RECEIVE_SIZE = 524_288
+
+UNSUPPORTED_SASL_MECHANISM = UnsupportedSaslMechanismError.code
+SASL_AUTHENTICATION_FAILED = SaslAuthenticationError.code
+ILLEGAL_SASL_STATE = IllegalSaslStateError.code
+
+
+class _FrameIO:
+    """One outgoing frame at a time and one incoming frame at a time over a transport."""
+
+    def __init__(self, connection_id: str) -> None:
+        self._id = connection_id
+        self._reader = FrameReader(connection_id, MAX_SASL_RECEIVE_SIZE)
+        self._out: SendWriter | None = None
+
+    def queue(self, frame: bytes) -> None:
+        self._out = SendWriter(NetworkSend(destination=self._id, buffers=[frame], size=len(frame)))
+
+    def pending_write(self) -> bool:
+        return self._out is not None
+
+    def flush(self, transport: TransportLayer) -> bool:
+        """True once nothing is left to write."""
+        if self._out is not None:
+            self._out.write_to(transport)
+            if self._out.completed():
+                self._out = None
+        return self._out is None
+
+    def receive(self, transport: TransportLayer) -> memoryview | None:
+        while True:
+            n = self._reader.read_from(transport)
+            if n < 0:
+                raise PeerClosedError(f"connection {self._id} closed by the peer during SASL authentication")
+            if self._reader.complete():
+                return self._reader.take().payload
+            if n == 0:
+                return None
+
+
+class SaslState(enum.Enum):
+    SEND_HANDSHAKE_REQUEST = "SEND_HANDSHAKE_REQUEST"
+    RECEIVE_HANDSHAKE_RESPONSE = "RECEIVE_HANDSHAKE_RESPONSE"
+    INTERMEDIATE = "INTERMEDIATE"
+    COMPLETE = "COMPLETE"
+    FAILED = "FAILED"
+
+
+class SaslClientAuthenticator:
+    """Client side; one per connection."""
+
+    def __init__(self, connection_id: str, mechanism: SaslClientMechanism, client_id: str | None = None) -> None:
+        self._mechanism = mechanism
+        self._client_id = client_id
+        self._io = _FrameIO(connection_id)
+        self._state = SaslState.SEND_HANDSHAKE_REQUEST
+        self._next_correlation_id = wire.MIN_RESERVED_CORRELATION_ID
+        self._expected_correlation_id = -1
+        self.session_lifetime_ms = 0
+
+    @property
+    def state(self) -> SaslState:
+        return self._state
+
+    def complete(self) -> bool:
+        return self._state is SaslState.COMPLETE
+
+    def wants_write(self) -> bool:
+        return self._io.pending_write() or self._state is SaslState.SEND_HANDSHAKE_REQUEST
+
+    def principal(self) -> str | None:
+        return None
+
+    def _queue(self, api_key: int, version: int, body: bytes) -> None:
+        cid = self._next_correlation_id
+        self._next_correlation_id = (
+            cid + 1 if cid < wire.MAX_RESERVED_CORRELATION_ID else wire.MIN_RESERVED_CORRELATION_ID
+        )
+        self._expected_correlation_id = cid
+        self._io.queue(wire.encode_request(api_key, version, cid, self._client_id, body))
+
+    def authenticate(self, transport: TransportLayer) -> None:
+        try:
+            self._step(transport)
+        except BaseException:
+            self._state = SaslState.FAILED
+            raise
+
+    def _step(self, transport: TransportLayer) -> None:
+        while True:
+            if not self._io.flush(transport):
+                return
+            if self._state is SaslState.SEND_HANDSHAKE_REQUEST:
+                self._queue(wire.SASL_HANDSHAKE, wire.HANDSHAKE_VERSION, wire.handshake_request_body(self._mechanism.mechanism_name))
+                self._state = SaslState.RECEIVE_HANDSHAKE_RESPONSE
+                continue
+            if self._state in (SaslState.COMPLETE, SaslState.FAILED):
+                return
+            payload = self._io.receive(transport)
+            if payload is None:
+                return
+            if self._state is SaslState.RECEIVE_HANDSHAKE_RESPONSE:
+                error_code, enabled = wire.decode_handshake_response(payload, self._expected_correlation_id)
+                if error_code == UNSUPPORTED_SASL_MECHANISM:
+                    raise UnsupportedSaslMechanismError(
+                        f"Client SASL mechanism '{self._mechanism.mechanism_name}' not enabled in the server, "
+                        f"enabled mechanisms are {enabled}"
+                    )
+                if error_code != 0:
+                    raise for_code(error_code)(f"SASL handshake failed with error code {error_code}")
+                self._send_token(self._mechanism.evaluate_challenge(b""))
+                self._state = SaslState.INTERMEDIATE
+                continue
+            response = wire.decode_authenticate_response(payload, self._expected_correlation_id, wire.AUTHENTICATE_VERSION)
+            if response.error_code != 0:
+                cls = for_code(response.error_code)
+                raise cls(response.error_message or f"SASL authentication failed with error code {response.error_code}")
+            self.session_lifetime_ms = response.session_lifetime_ms
+            if self._mechanism.is_complete():
+                self._state = SaslState.COMPLETE
+                return
+            token = self._mechanism.evaluate_challenge(response.auth_bytes)
+            if self._mechanism.is_complete() and token is None:
+                self._state = SaslState.COMPLETE
+                return
+            self._send_token(token)
+
+    def _send_token(self, token: bytes | None) -> None:
+        if token is None:
+            raise IllegalSaslStateError(f"{self._mechanism.mechanism_name} produced no token before completing")
+        self._queue(wire.SASL_AUTHENTICATE, wire.AUTHENTICATE_VERSION, wire.authenticate_request_body(token))
+
+
+#: Answers an ApiVersions request during authentication: (header, request payload) -> response frame.
+ApiVersionsHandler = Callable[[wire.RequestHeader, memoryview], bytes]
+
+
+class SaslServerAuthenticator:
+    """Server side; one per accepted connection. ``mechanisms`` maps each enabled mechanism name to a
+    factory of fresh :class:`SaslServerMechanism` objects."""
+
+    def __init__(
+        self,
+        connection_id: str,
+        mechanisms: Mapping[str, SaslServerMechanismFactory],
+        api_versions_handler: ApiVersionsHandler | None = None,
+    ) -> None:
+        self._factories = dict(mechanisms)
+        self._api_versions_handler = api_versions_handler
+        self._io = _FrameIO(connection_id)
+        self._state = SaslState.RECEIVE_HANDSHAKE_RESPONSE  # waiting for the handshake request
+        self._mechanism: SaslServerMechanism | None = None
+        self._pending_failure: BaseException | None = None
+
+    @property
+    def state(self) -> SaslState:
+        return self._state
+
+    def complete(self) -> bool:
+        return self._state is SaslState.COMPLETE and not self._io.pending_write()
+
+    def wants_write(self) -> bool:
+        return self._io.pending_write()
+
+    def principal(self) -> str | None:
+        return self._mechanism.authorization_id() if self._mechanism is not None else None
+
+    def authenticate(self, transport: TransportLayer) -> None:
+        try:
+            self._step(transport)
+        except BaseException:
+            self._state = SaslState.FAILED
+            raise
+
+    def _fail_after_response(self, frame: bytes, error: BaseException) -> None:
+        self._io.queue(frame)
+        self._pending_failure = error
+
+    def _step(self, transport: TransportLayer) -> None:
+        while True:
+            if not self._io.flush(transport):
+                return
+            if self._pending_failure is not None:
+                raise self._pending_failure
+            if self._state in (SaslState.COMPLETE, SaslState.FAILED):
+                return
+            payload = self._io.receive(transport)
+            if payload is None:
+                return
+            header, reader = wire.decode_request_header(payload)
+            if header.api_key == wire.API_VERSIONS and self._api_versions_handler is not None and self._mechanism is None:
+                self._io.queue(self._api_versions_handler(header, payload))
+                continue
+            if self._mechanism is None:
+                self._handle_handshake(header, reader)
+            else:
+                self._handle_authenticate(header, reader)
+
+    def _handle_handshake(self, header: wire.RequestHeader, reader: wire._Reader) -> None:
+        if header.api_key != wire.SASL_HANDSHAKE or header.api_version != wire.HANDSHAKE_VERSION:
+            raise IllegalSaslStateError(
+                f"Unexpected Kafka request of type {header.api_key} v{header.api_version} during SASL handshake"
+            )
+        mechanism = wire.decode_handshake_request(reader)
+        enabled = list(self._factories)
+        factory = self._factories.get(mechanism)
+        if factory is None:
+            frame = wire.encode_response(
+                header.correlation_id, wire.handshake_response_body(UNSUPPORTED_SASL_MECHANISM, enabled)
+            )
+            self._fail_after_response(
+                frame, UnsupportedSaslMechanismError(f"Unsupported SASL mechanism {mechanism}, enabled are {enabled}")
+            )
+            return
+        self._mechanism = factory()
+        self._io.queue(wire.encode_response(header.correlation_id, wire.handshake_response_body(0, enabled)))
+
+    def _handle_authenticate(self, header: wire.RequestHeader, reader: wire._Reader) -> None:
+        assert self._mechanism is not None
+        if header.api_key != wire.SASL_AUTHENTICATE or not 0 <= header.api_version <= 1:
+            raise IllegalSaslStateError(
+                f"Unexpected Kafka request of type {header.api_key} v{header.api_version} during SASL authentication"
+            )
+        version = header.api_version
+        token = wire.decode_authenticate_request(reader)
+        try:
+            challenge = self._mechanism.evaluate_response(token)
+        except (SaslAuthenticationError, IllegalSaslStateError) as e:
+            body = wire.authenticate_response_body(version, e.code, e.message or str(e), b"")
+            self._fail_after_response(wire.encode_response(header.correlation_id, body), e)
+            return
+        body = wire.authenticate_response_body(version, 0, None, challenge)
+        self._io.queue(wire.encode_response(header.correlation_id, body))
+        if self._mechanism.is_complete():
+            self._state = SaslState.COMPLETE
+
+
+# --- configuration -----------------------------------------------------------------------------------
+
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def parse_jaas_credentials(jaas: str) -> tuple[str | None, str | None]:
+    """``username`` and ``password`` options of a ``sasl.jaas.config`` login module line."""
+    options = {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _JAAS_OPTION.findall(jaas)}
+    return options.get("username"), options.get("password")
+
+
+def client_mechanism_from_config(config: Mapping[str, object]) -> Callable[[], SaslClientMechanism]:
+    """A factory of client mechanisms for ``sasl.mechanism`` with the credentials of ``config``
+    (``sasl.jaas.config``, or ``sasl.username`` / ``sasl.password``)."""
+    name = str(config.get("sasl.mechanism", "GSSAPI")).upper()
+    username = config.get("sasl.username")
+    password = config.get("sasl.password")
+    jaas = config.get("sasl.jaas.config")
+    if jaas is not None and (username is None or password is None):
+        ju, jp = parse_jaas_credentials(str(jaas))
+        username = username if username is not None else ju
+        password = password if password is not None else jp
+    scram = ScramMechanism.for_mechanism_name(name)
+    if name != PLAIN and scram is None:
+        raise ConfigurationError(
+            f"sasl.mechanism={name} is not supported: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+        )
+    if username is None or password is None:
+        raise ConfigurationError(f"sasl.mechanism={name} needs sasl.jaas.config (or sasl.username and sasl.password)")
+    user, pw = str(username), str(password)
+    if scram is not None:
+        mech = scram
+        return lambda: ScramClient(mech, user, pw)
+    return lambda: PlainClient(user, pw)
+
+
+def client_authenticator_factory(config: Mapping[str, object]) -> Callable[[str, str | None], SaslClientAuthenticator]:
+    """The channel builder's authenticator factory for a SASL client."""
+    new_mechanism = client_mechanism_from_config(config)
+    client_id = config.get("client.id")
+    cid = None if client_id is None else str(client_id)
+    return lambda connection_id, host: SaslClientAuthenticator(connection_id, new_mechanism(), cid)
+
+
+def server_authenticator_factory(
+    mechanisms: Mapping[str, SaslServerMechanismFactory], api_versions_handler: ApiVersionsHandler | None = None
+) -> Callable[[str, str | None], SaslServerAuthenticator]:
+    """The channel builder's authenticator factory for a SASL listener."""
+    return lambda connection_id, host: SaslServerAuthenticator(connection_id, mechanisms, api_versions_handler)

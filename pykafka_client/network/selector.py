@@ -1,0 +1,462 @@
+"""The real :class:`~pykafka_client.network.selectable.Selectable` (Java: ``common.network.Selector``).
+
+A single-threaded event loop over the stdlib ``selectors`` module (epoll on Linux) that owns many
+:class:`~pykafka_client.network.channel.KafkaChannel`\\ s. It is used in two roles:
+
+* client (NetworkClient): :meth:`Selector.connect` starts a non-blocking connect; the channel is
+  reported in :meth:`Selector.connected` once TCP, TLS and SASL are all done.
+* server (a broker Processor): :meth:`Selector.register` adopts an accepted socket; such channels are
+  never reported in ``connected()``.
+
+Threading: nothing here is thread-safe except :meth:`Selector.wakeup`, which may be called from any
+thread to interrupt a blocked :meth:`Selector.poll`.
+
+Per poll, each channel completes at most ``max_receives_per_channel_per_poll`` frames (1 by default,
+as in Java: a broker Processor relies on it to keep one request in flight per connection) and reads at
+most about ``max_read_bytes_per_channel_per_poll`` bytes, so one busy peer cannot starve the others.
+Any error on a channel closes that channel only and reports it in :meth:`Selector.disconnected`.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import selectors
+import socket
+from dataclasses import dataclass
+
+from pykafka_client.errors import (
+    AuthenticationError,
+    IllegalArgumentError,
+    IllegalSaslStateError,
+    IllegalStateError,
+    InvalidReceiveError,
+    SaslAuthenticationError,
+    UnsupportedSaslMechanismError,
+)
+from pykafka_client.network.channel import KafkaChannel, PeerClosedError
+from pykafka_client.network.channel_builder import ChannelBuilder, DefaultChannelBuilder, Mode
+from pykafka_client.network.idle_expiry import IdleExpiryManager
+from pykafka_client.network.network_receive import DEFAULT_MAX_RECEIVE_SIZE
+from pykafka_client.network.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+#: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 540_000
+#: Kafka's "use the OS default" value for socket buffer sizes.
+USE_DEFAULT_BUFFER_SIZE = -1
+
+#: connect() errors that are reported as a NOT_CONNECTED disconnect at the next poll, not raised.
+_DEFERRED_CONNECT_ERRORS = frozenset(
+    {errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNABORTED}
+)
+_CONNECT_IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY, errno.EINTR})
+_AUTH_ERRORS = (AuthenticationError, SaslAuthenticationError, UnsupportedSaslMechanismError, IllegalSaslStateError)
+
+
+@dataclass
+class SelectorMetrics:
+    """Selector-wide counters (Java ``SelectorMetrics``); rates and ratios are derived by readers
+    (e.g. io-wait ratio = ``select_time_ns_total`` / elapsed)."""
+
+    connection_creation_total: int = 0
+    connection_close_total: int = 0
+    successful_authentication_total: int = 0
+    failed_authentication_total: int = 0
+    bytes_sent_total: int = 0
+    bytes_received_total: int = 0
+    requests_sent_total: int = 0  # completed sends
+    responses_received_total: int = 0  # completed receives
+    select_total: int = 0
+    select_time_ns_total: int = 0
+    io_time_ns_total: int = 0
+
+
+def _resolve(address: tuple[str, int]) -> tuple[socket.AddressFamily, tuple[str, int] | tuple[str, int, int, int]]:
+    host, port = address
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        # A host name: resolve it here (blocking). NetworkClient normally passes resolved addresses.
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        family, _, _, _, sockaddr = infos[0]
+        return family, sockaddr  # type: ignore[return-value]
+    if ip.version == 6:
+        return socket.AF_INET6, (host, port, 0, 0)
+    return socket.AF_INET, (host, port)
+
+
+class Selector:
+    """Non-blocking multi-connection I/O; see the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        time: Time = SYSTEM_TIME,
+        max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE,
+        connections_max_idle_ms: int = DEFAULT_CONNECTIONS_MAX_IDLE_MS,
+        channel_builder: ChannelBuilder | None = None,
+        max_receives_per_channel_per_poll: int = 1,
+        max_read_bytes_per_channel_per_poll: int = 2 * 1024 * 1024,
+    ) -> None:
+        if max_receives_per_channel_per_poll < 1 or max_read_bytes_per_channel_per_poll < 1:
+            raise IllegalArgumentError("per-poll read limits must be positive")
+        self._time = time
+        self._max_receive_size = max_receive_size
+        self._builder: ChannelBuilder = channel_builder or DefaultChannelBuilder(Mode.CLIENT)
+        self._max_receives = max_receives_per_channel_per_poll
+        self._max_read_bytes = max_read_bytes_per_channel_per_poll
+        self._idle = (
+            IdleExpiryManager(connections_max_idle_ms, time.nanoseconds()) if connections_max_idle_ms >= 0 else None
+        )
+        self._selector = selectors.DefaultSelector()
+        self._channels: dict[str, KafkaChannel] = {}
+        self._events: dict[str, int] = {}
+        self._server_channels: set[str] = set()
+        self._buffered: set[str] = set()
+        self._pending_disconnects: dict[str, DisconnectInfo] = {}
+        self._completed_sends: list[NetworkSend] = []
+        self._completed_receives: list[NetworkReceive] = []
+        self._disconnected: dict[str, DisconnectInfo] = {}
+        self._connected: list[str] = []
+        self.metrics = SelectorMetrics()
+        self._wakeup_r, self._wakeup_w = socket.socketpair()
+        self._wakeup_r.setblocking(False)
+        self._wakeup_w.setblocking(False)
+        self._selector.register(self._wakeup_r.fileno(), selectors.EVENT_READ, None)
+        self._closed = False
+
+    # --- connections -----------------------------------------------------------------------------
+
+    def connect(
+        self,
+        connection_id: str,
+        address: tuple[str, int],
+        send_buffer_size: int = USE_DEFAULT_BUFFER_SIZE,
+        receive_buffer_size: int = USE_DEFAULT_BUFFER_SIZE,
+    ) -> None:
+        """Start a non-blocking connect. "Connection refused"-like failures that the kernel reports
+        at once are reported as a NOT_CONNECTED disconnect at the next poll; other immediate
+        failures (bad address, no fds) raise ``OSError``."""
+        self._ensure_not_registered(connection_id)
+        family, sockaddr = _resolve(address)
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if send_buffer_size != USE_DEFAULT_BUFFER_SIZE:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer_size)
+            if receive_buffer_size != USE_DEFAULT_BUFFER_SIZE:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_size)
+            err = sock.connect_ex(sockaddr)
+        except BaseException:
+            sock.close()
+            raise
+        remote = f"{address[0]}:{address[1]}"
+        if err != 0 and err not in _CONNECT_IN_PROGRESS:
+            sock.close()
+            exc = OSError(err, f"connect to {remote} failed: {errno.errorcode.get(err, err)}")
+            if err in _DEFERRED_CONNECT_ERRORS:
+                self._pending_disconnects[connection_id] = DisconnectInfo(ChannelState.NOT_CONNECTED, exc, remote)
+                return
+            raise exc
+        try:
+            channel = self._builder.build_channel(
+                connection_id,
+                sock,
+                connecting=True,
+                host=address[0],
+                max_receive_size=self._max_receive_size,
+                remote_address=remote,
+            )
+        except BaseException:
+            sock.close()
+            raise
+        self._add_channel(channel)
+
+    def register(self, connection_id: str, sock: socket.socket) -> None:
+        """Server role: adopt an already-accepted socket (made non-blocking here). The channel is
+        ready at once for plaintext, after the TLS/SASL handshake otherwise."""
+        self._ensure_not_registered(connection_id)
+        sock.setblocking(False)
+        remote: str | None = None
+        try:
+            peer = sock.getpeername()
+            if isinstance(peer, tuple):
+                remote = f"{peer[0]}:{peer[1]}"
+        except OSError:
+            pass
+        channel = self._builder.build_channel(
+            connection_id,
+            sock,
+            connecting=False,
+            host=None,
+            max_receive_size=self._max_receive_size,
+            remote_address=remote,
+        )
+        self._server_channels.add(connection_id)
+        self.metrics.connection_creation_total += 1
+        self._add_channel(channel)
+
+    def _ensure_not_registered(self, connection_id: str) -> None:
+        if self._closed:
+            raise IllegalStateError("the selector is closed")
+        if connection_id in self._channels:
+            raise IllegalStateError(f"There is already a connection for id {connection_id}")
+        self._pending_disconnects.pop(connection_id, None)
+
+    def _add_channel(self, channel: KafkaChannel) -> None:
+        self._channels[channel.id] = channel
+        if self._idle is not None:
+            self._idle.update(channel.id, self._time.nanoseconds())
+        self._update_interest(channel)
+
+    def _update_interest(self, channel: KafkaChannel) -> None:
+        want = channel.interest()
+        have = self._events.get(channel.id, 0)
+        if want == have:
+            return
+        if have == 0:
+            self._selector.register(channel.fd, want, channel)
+        elif want == 0:
+            self._selector.unregister(channel.fd)
+        else:
+            self._selector.modify(channel.fd, want, channel)
+        self._events[channel.id] = want
+
+    def channel(self, connection_id: str) -> KafkaChannel | None:
+        """The open channel for ``connection_id`` (e.g. for the broker's mute state events)."""
+        return self._channels.get(connection_id)
+
+    def is_open(self, connection_id: str) -> bool:
+        return connection_id in self._channels
+
+    def channel_ids(self) -> list[str]:
+        return list(self._channels)
+
+    def num_channels(self) -> int:
+        return len(self._channels)
+
+    def lowest_priority_channel(self) -> KafkaChannel | None:
+        """The least recently active channel (what a broker closes first over ``max.connections``)."""
+        if self._idle is not None:
+            oldest = self._idle.oldest()
+            if oldest is not None and oldest in self._channels:
+                return self._channels[oldest]
+        return next(iter(self._channels.values()), None)
+
+    def is_channel_ready(self, connection_id: str) -> bool:
+        channel = self._channels.get(connection_id)
+        return channel is not None and channel.ready()
+
+    # --- closing ---------------------------------------------------------------------------------
+
+    def close_channel(self, connection_id: str) -> None:
+        """Close now; not reported in ``disconnected()``. Unknown ids are ignored."""
+        self._pending_disconnects.pop(connection_id, None)
+        channel = self._channels.get(connection_id)
+        if channel is not None:
+            self._close(channel, None)
+
+    def _close(self, channel: KafkaChannel, info: DisconnectInfo | None) -> None:
+        cid = channel.id
+        if self._events.pop(cid, 0) != 0:
+            try:
+                self._selector.unregister(channel.fd)
+            except (KeyError, ValueError, OSError):
+                pass
+        try:
+            channel.close()
+        except OSError:
+            pass
+        del self._channels[cid]
+        self._buffered.discard(cid)
+        self._server_channels.discard(cid)
+        if self._idle is not None:
+            self._idle.remove(cid)
+        self.metrics.connection_close_total += 1
+        if info is not None:
+            if info.remote_address is None:
+                info.remote_address = channel.remote_address
+            self._disconnected[cid] = info
+
+    def close(self) -> None:
+        """Close every channel (not reported) and the selector itself."""
+        if self._closed:
+            return
+        for channel in list(self._channels.values()):
+            self._close(channel, None)
+        self._closed = True
+        self._selector.close()
+        self._wakeup_r.close()
+        self._wakeup_w.close()
+
+    # --- sends, mute -----------------------------------------------------------------------------
+
+    def send(self, send: NetworkSend) -> None:
+        """Queue ``send`` on its channel, which must be ready with no send in progress."""
+        channel = self._channels.get(send.destination)
+        if channel is None:
+            raise IllegalStateError(
+                f"Attempt to retrieve channel for which there is no open connection. Connection id "
+                f"{send.destination} existing connections {list(self._channels)}"
+            )
+        if not channel.ready():
+            raise IllegalStateError(f"Channel {send.destination} is not ready to send")
+        channel.set_send(send)
+        self._update_interest(channel)
+
+    def mute(self, connection_id: str) -> None:
+        channel = self._require(connection_id)
+        channel.mute()
+        self._update_interest(channel)
+
+    def unmute(self, connection_id: str) -> None:
+        """Unmute if the channel's mute state allows it (only plain MUTED does)."""
+        channel = self._require(connection_id)
+        channel.maybe_unmute()
+        self._update_interest(channel)
+
+    def mute_all(self) -> None:
+        for cid in list(self._channels):
+            self.mute(cid)
+
+    def unmute_all(self) -> None:
+        for cid in list(self._channels):
+            self.unmute(cid)
+
+    def _require(self, connection_id: str) -> KafkaChannel:
+        channel = self._channels.get(connection_id)
+        if channel is None:
+            raise IllegalStateError(f"Attempt to retrieve channel for which there is no connection. Connection id {connection_id}")
+        return channel
+
+    # --- wakeup ----------------------------------------------------------------------------------
+
+    def wakeup(self) -> None:
+        """Interrupt a blocked poll (thread-safe)."""
+        try:
+            self._wakeup_w.send(b"\x01")
+        except (BlockingIOError, InterruptedError):
+            pass  # a wakeup is already pending
+        except OSError:
+            pass  # closed concurrently
+
+    def _drain_wakeup(self) -> None:
+        try:
+            while self._wakeup_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    # --- poll ------------------------------------------------------------------------------------
+
+    def completed_sends(self) -> list[NetworkSend]:
+        return self._completed_sends
+
+    def completed_receives(self) -> list[NetworkReceive]:
+        return self._completed_receives
+
+    def disconnected(self) -> dict[str, DisconnectInfo]:
+        return self._disconnected
+
+    def connected(self) -> list[str]:
+        return self._connected
+
+    def poll(self, timeout_ms: int) -> None:
+        """Do I/O for up to ``timeout_ms`` ms (0 = do not block) and fill the result lists."""
+        if timeout_ms < 0:
+            raise IllegalArgumentError("timeout should be >= 0")
+        if self._closed:
+            raise IllegalStateError("the selector is closed")
+        self._completed_sends = []
+        self._completed_receives = []
+        self._disconnected = {}
+        self._connected = []
+        if self._pending_disconnects:
+            self._disconnected.update(self._pending_disconnects)
+            self._pending_disconnects.clear()
+        buffered = [c for c in self._buffered if not self._channels[c].is_muted()]
+        if buffered or self._disconnected:
+            timeout_ms = 0
+        start_ns = self._time.nanoseconds()
+        events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
+        end_select_ns = self._time.nanoseconds()
+        self.metrics.select_total += 1
+        self.metrics.select_time_ns_total += end_select_ns - start_ns
+
+        handled: set[str] = set()
+        for key, mask in events:
+            channel = key.data
+            if channel is None:
+                self._drain_wakeup()
+                continue
+            assert isinstance(channel, KafkaChannel)
+            if channel.id not in self._channels or self._channels[channel.id] is not channel:
+                continue
+            handled.add(channel.id)
+            self._poll_channel(channel, mask, end_select_ns)
+        for cid in buffered:
+            channel_or_none = self._channels.get(cid)
+            if cid not in handled and channel_or_none is not None:
+                self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
+        end_io_ns = self._time.nanoseconds()
+        self.metrics.io_time_ns_total += end_io_ns - end_select_ns
+        self._maybe_close_oldest_connection(end_io_ns)
+
+    def _poll_channel(self, channel: KafkaChannel, mask: int, now_ns: int) -> None:
+        cid = channel.id
+        if self._idle is not None:
+            self._idle.update(cid, now_ns)
+        try:
+            if channel.connecting:
+                channel.finish_connect()
+                self.metrics.connection_creation_total += 1
+            if not channel.ready():
+                channel.prepare()
+                if channel.ready():
+                    if channel.authenticator is not None:
+                        self.metrics.successful_authentication_total += 1
+                    if cid not in self._server_channels:
+                        self._connected.append(cid)
+            if channel.ready():
+                if (mask & selectors.EVENT_READ or channel.has_bytes_buffered()) and not channel.is_muted():
+                    receives, n = channel.read(self._max_receives, self._max_read_bytes)
+                    self.metrics.bytes_received_total += n
+                    if receives:
+                        self._completed_receives.extend(receives)
+                        self.metrics.responses_received_total += len(receives)
+                    if channel.has_bytes_buffered():
+                        self._buffered.add(cid)
+                    else:
+                        self._buffered.discard(cid)
+                if mask & selectors.EVENT_WRITE and channel.has_send():
+                    before = channel.bytes_sent
+                    done = channel.write()
+                    self.metrics.bytes_sent_total += channel.bytes_sent - before
+                    if done is not None:
+                        self._completed_sends.append(done)
+                        self.metrics.requests_sent_total += 1
+            self._update_interest(channel)
+        except PeerClosedError:
+            self._close(channel, DisconnectInfo(channel.state))
+        except _AUTH_ERRORS as e:
+            self.metrics.failed_authentication_total += 1
+            channel.state = ChannelState.AUTHENTICATION_FAILED
+            self._close(channel, DisconnectInfo(ChannelState.AUTHENTICATION_FAILED, e))
+        except InvalidReceiveError as e:
+            self._close(channel, DisconnectInfo(channel.state, e))
+        except OSError as e:
+            self._close(channel, DisconnectInfo(channel.state, e))
+
+    def _maybe_close_oldest_connection(self, now_ns: int) -> None:
+        if self._idle is None:
+            return
+        expired = self._idle.poll_expired_connection(now_ns)
+        if expired is None:
+            return
+        channel = self._channels.get(expired)
+        if channel is not None:
+            channel.state = ChannelState.EXPIRED
+            self._close(channel, DisconnectInfo(ChannelState.EXPIRED))

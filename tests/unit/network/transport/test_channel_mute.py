@@ -1,0 +1,102 @@
+"""The broker's channel mute state machine (KafkaChannel.ChannelMuteState)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from pykafka_client.errors import IllegalStateError
+from pykafka_client.network.channel import (
+    EVENT_READ,
+    EVENT_WRITE,
+    ChannelMuteEvent,
+    ChannelMuteState,
+    KafkaChannel,
+    next_mute_state,
+)
+from pykafka_client.network.network_send import size_prefixed
+from pykafka_client.network.transport import PlaintextTransportLayer
+
+S = ChannelMuteState
+E = ChannelMuteEvent
+
+VALID = {
+    (S.MUTED, E.REQUEST_RECEIVED): S.MUTED_AND_RESPONSE_PENDING,
+    (S.MUTED_AND_RESPONSE_PENDING, E.RESPONSE_SENT): S.MUTED,
+    (S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING, E.RESPONSE_SENT): S.MUTED_AND_THROTTLED,
+    (S.MUTED_AND_RESPONSE_PENDING, E.THROTTLE_STARTED): S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING,
+    (S.MUTED_AND_THROTTLED, E.THROTTLE_ENDED): S.MUTED,
+    (S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING, E.THROTTLE_ENDED): S.MUTED_AND_RESPONSE_PENDING,
+}
+
+
+@pytest.mark.parametrize(("state", "event"), [(s, e) for s in S for e in E])
+def test_every_state_event_pair(state: ChannelMuteState, event: ChannelMuteEvent) -> None:
+    if (state, event) in VALID:
+        assert next_mute_state(state, event) is VALID[(state, event)]
+    else:
+        with pytest.raises(IllegalStateError, match=f"Cannot transition from {state.value} for {event.value}"):
+            next_mute_state(state, event)
+
+
+@pytest.fixture
+def channel() -> Iterator[KafkaChannel]:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    ch = KafkaChannel("c1", PlaintextTransportLayer(a))
+    yield ch
+    ch.close()
+    b.close()
+
+
+def test_new_server_channel_is_ready_and_reads(channel: KafkaChannel) -> None:
+    assert channel.ready() and channel.mute_state is S.NOT_MUTED
+    assert channel.interest() == EVENT_READ
+
+
+def test_mute_stops_reading_but_keeps_writing(channel: KafkaChannel) -> None:
+    channel.mute()
+    assert channel.is_muted() and channel.interest() == 0
+    channel.set_send(size_prefixed("c1", [b"x"]))
+    assert channel.interest() == EVENT_WRITE
+
+
+def test_full_request_response_cycle(channel: KafkaChannel) -> None:
+    channel.mute()
+    channel.handle_channel_mute_event(E.REQUEST_RECEIVED)
+    assert not channel.maybe_unmute()  # response pending: stays muted
+    assert channel.mute_state is S.MUTED_AND_RESPONSE_PENDING
+    channel.handle_channel_mute_event(E.RESPONSE_SENT)
+    assert channel.maybe_unmute()
+    assert not channel.is_muted()
+
+
+def test_throttled_channel_unmutes_only_after_throttle_ends(channel: KafkaChannel) -> None:
+    channel.mute()
+    channel.handle_channel_mute_event(E.REQUEST_RECEIVED)
+    channel.handle_channel_mute_event(E.THROTTLE_STARTED)
+    channel.handle_channel_mute_event(E.RESPONSE_SENT)
+    assert channel.mute_state is S.MUTED_AND_THROTTLED
+    assert not channel.maybe_unmute()
+    channel.handle_channel_mute_event(E.THROTTLE_ENDED)
+    assert channel.maybe_unmute() and not channel.is_muted()
+
+
+def test_mute_is_idempotent_and_does_not_reset_pending_state(channel: KafkaChannel) -> None:
+    channel.mute()
+    channel.handle_channel_mute_event(E.REQUEST_RECEIVED)
+    channel.mute()
+    assert channel.mute_state is S.MUTED_AND_RESPONSE_PENDING
+
+
+def test_request_received_while_not_muted_is_invalid(channel: KafkaChannel) -> None:
+    with pytest.raises(IllegalStateError):
+        channel.handle_channel_mute_event(E.REQUEST_RECEIVED)
+
+
+def test_second_send_while_one_in_progress_is_rejected(channel: KafkaChannel) -> None:
+    channel.set_send(size_prefixed("c1", [b"x"]))
+    with pytest.raises(IllegalStateError, match="prior send"):
+        channel.set_send(size_prefixed("c1", [b"y"]))

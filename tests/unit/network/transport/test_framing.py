@@ -1,0 +1,221 @@
+"""FrameReader / SendWriter against scripted in-memory transports (no sockets)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+
+import pytest
+
+from pykafka_client.errors import IllegalArgumentError, InvalidReceiveError
+from pykafka_client.network.network_receive import UNLIMITED, FrameReader, check_receive_size
+from pykafka_client.network.network_send import FileRegion, SendWriter, size_prefixed
+from pykafka_client.network.selectable import NetworkSend
+
+
+class ScriptedReader:
+    """Delivers ``data`` in reads of at most ``steps[i]`` bytes; 0 = would block; then EOF."""
+
+    def __init__(self, data: bytes, steps: Sequence[int]) -> None:
+        self.data = data
+        self.pos = 0
+        self.steps = list(steps)
+        self.largest_request = 0
+
+    def read_into(self, view: memoryview) -> int:
+        self.largest_request = max(self.largest_request, view.nbytes)
+        if self.pos >= len(self.data):
+            return -1
+        step = self.steps.pop(0) if self.steps else len(self.data)
+        n = min(step, view.nbytes, len(self.data) - self.pos)
+        view[:n] = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return n
+
+
+def frame(payload: bytes) -> bytes:
+    return len(payload).to_bytes(4, "big") + payload
+
+
+def read_all(reader: FrameReader, transport: ScriptedReader, max_calls: int = 1000) -> list[bytes]:
+    out = []
+    for _ in range(max_calls):
+        n = reader.read_from(transport)
+        if reader.complete():
+            out.append(bytes(reader.take().payload))
+        if n < 0:
+            break
+    return out
+
+
+def test_one_frame_in_one_read() -> None:
+    t = ScriptedReader(frame(b"hello"), [])
+    r = FrameReader("c", 100)
+    assert r.read_from(t) == 9
+    assert r.complete()
+    rec = r.take()
+    assert rec.source == "c" and bytes(rec.payload) == b"hello"
+    assert not r.complete() and not r.bytes_pending()
+
+
+@pytest.mark.parametrize("steps", [[1] * 20, [2, 1, 1, 5], [3, 0, 1, 0, 4], [4, 5], [5, 4]])
+def test_size_and_payload_split_across_reads(steps: list[int]) -> None:
+    t = ScriptedReader(frame(b"abcdefghi"), steps)
+    r = FrameReader("c", 100)
+    got = read_all(r, t)
+    assert got == [b"abcdefghi"]
+
+
+def test_partial_frame_is_not_complete_and_pending() -> None:
+    t = ScriptedReader(frame(b"abcdef")[:6], [2, 4])
+    r = FrameReader("c", 100)
+    r.read_from(t)
+    assert r.bytes_pending() and not r.size_read()
+    r.read_from(t)
+    assert r.size_read() and not r.complete()
+    assert r.read_from(t) == -1  # EOF mid-frame
+    assert not r.complete()
+
+
+def test_several_frames_back_to_back() -> None:
+    data = b"".join(frame(bytes([i]) * i) for i in range(10))
+    t = ScriptedReader(data, [3] * 200)
+    got = read_all(FrameReader("c", 100), t)
+    assert got == [bytes([i]) * i for i in range(10)]
+
+
+def test_zero_length_frame_is_delivered_empty() -> None:
+    t = ScriptedReader(frame(b"") + frame(b"x"), [])
+    got = read_all(FrameReader("c", 10), t)
+    assert got == [b"", b"x"]
+
+
+def test_exact_max_size_allowed() -> None:
+    got = read_all(FrameReader("c", 8), ScriptedReader(frame(b"12345678"), []))
+    assert got == [b"12345678"]
+
+
+def test_max_plus_one_rejected_before_allocation() -> None:
+    t = ScriptedReader(frame(b"123456789"), [])
+    r = FrameReader("c", 8)
+    with pytest.raises(InvalidReceiveError, match=r"size = 9 larger than 8"):
+        r.read_from(t)
+    assert t.largest_request == 4  # only the size was read
+
+
+@pytest.mark.parametrize("raw", [b"\xff\xff\xff\xff", b"\x80\x00\x00\x00"])
+def test_negative_size_rejected(raw: bytes) -> None:
+    with pytest.raises(InvalidReceiveError, match=r"size = -"):
+        FrameReader("c", UNLIMITED).read_from(ScriptedReader(raw + b"xx", []))
+
+
+def test_huge_size_rejected_without_allocation() -> None:
+    with pytest.raises(InvalidReceiveError, match="2147483647"):
+        FrameReader("c", 1 << 20).read_from(ScriptedReader(b"\x7f\xff\xff\xff", []))
+
+
+def test_check_receive_size_unlimited() -> None:
+    check_receive_size(2**31 - 1, UNLIMITED)
+    with pytest.raises(InvalidReceiveError):
+        check_receive_size(-1, UNLIMITED)
+
+
+def test_would_block_returns_zero() -> None:
+    t = ScriptedReader(frame(b"ab"), [0, 0, 6])
+    r = FrameReader("c", 10)
+    assert r.read_from(t) == 0
+    assert r.read_from(t) == 0
+    assert r.read_from(t) == 6 and r.complete()
+
+
+def test_take_before_complete_is_an_error() -> None:
+    with pytest.raises(AssertionError):
+        FrameReader("c").take()
+
+
+# --- sends ------------------------------------------------------------------------------------------
+
+
+class LimitedWriter:
+    """Accepts at most ``limits[i]`` bytes per call (0 = socket full) and records the pieces."""
+
+    def __init__(self, limits: Sequence[int]) -> None:
+        self.limits = list(limits)
+        self.out = bytearray()
+        self.calls: list[int] = []  # number of buffers handed per write_buffers call
+
+    def _limit(self) -> int:
+        return self.limits.pop(0) if self.limits else 1 << 30
+
+    def write_buffers(self, views: Sequence[memoryview]) -> int:
+        self.calls.append(len(views))
+        budget = self._limit()
+        n = 0
+        for v in views:
+            take = min(v.nbytes, budget - n)
+            self.out += v[:take]
+            n += take
+            if n >= budget:
+                break
+        return n
+
+    def transfer_file(self, fd: int, offset: int, count: int) -> int:
+        n = min(count, self._limit())
+        self.out += os.pread(fd, n, offset)
+        return n
+
+
+def test_size_prefixed_frames_pieces_without_joining() -> None:
+    record_bytes = bytearray(b"R" * 1000)
+    send = size_prefixed("n1", [b"head", memoryview(record_bytes)])
+    assert send.size == 4 + 4 + 1000
+    assert send.buffers[0] == (1004).to_bytes(4, "big")
+    assert send.buffers[2].obj is record_bytes  # type: ignore[attr-defined]
+
+
+def test_multi_buffer_send_written_in_one_gathering_call() -> None:
+    send = size_prefixed("n", [b"ab", b"cd", b"ef"])
+    w = LimitedWriter([])
+    sw = SendWriter(send)
+    assert sw.write_to(w) == 10
+    assert sw.completed() and send.completed() and send.written == 10
+    assert w.calls == [4]
+    assert bytes(w.out) == frame(b"abcdef")
+
+
+@pytest.mark.parametrize("limits", [[1] * 30, [3, 0, 2, 0, 7], [5, 5], [4], [0, 0, 100]])
+def test_partial_writes_resume_exactly(limits: list[int]) -> None:
+    send = size_prefixed("n", [b"ab", b"", b"cdefg", bytearray(b"hij")])
+    w = LimitedWriter(limits)
+    sw = SendWriter(send)
+    for _ in range(100):
+        sw.write_to(w)
+        if sw.completed():
+            break
+    assert bytes(w.out) == frame(b"abcdefghij")
+    assert send.written == send.size
+
+
+def test_file_region_piece_written_with_transfer_file() -> None:
+    with tempfile.TemporaryFile() as f:
+        f.write(b"0123456789")
+        f.flush()
+        send = size_prefixed("n", [b"hd", FileRegion(f, 3, 5), b"tl"])
+        w = LimitedWriter([3, 2, 2, 100])
+        sw = SendWriter(send)
+        for _ in range(20):
+            sw.write_to(w)
+            if sw.completed():
+                break
+        assert bytes(w.out) == frame(b"hd34567tl")
+
+
+def test_declared_size_must_match_buffers() -> None:
+    with pytest.raises(IllegalArgumentError, match="declares size"):
+        SendWriter(NetworkSend(destination="n", buffers=[b"abc"], size=4))
+
+
+def test_unsupported_piece_type_rejected() -> None:
+    with pytest.raises(IllegalArgumentError, match="cannot send"):
+        size_prefixed("n", ["text"])

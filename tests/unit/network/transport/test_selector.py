@@ -1,0 +1,242 @@
+"""Selector behaviour over socketpairs (deterministic: data is in the kernel before each poll)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from pykafka_client.errors import IllegalArgumentError, IllegalStateError, InvalidReceiveError
+from pykafka_client.network.channel import ChannelMuteEvent
+from pykafka_client.network.channel_builder import DefaultChannelBuilder, Mode
+from pykafka_client.network.network_send import size_prefixed
+from pykafka_client.network.selectable import ChannelState
+from pykafka_client.network.selector import Selector
+from pykafka_client.utils.time import MockTime
+
+
+def frame(payload: bytes) -> bytes:
+    return len(payload).to_bytes(4, "big") + payload
+
+
+class Harness:
+    def __init__(self, **kwargs: object) -> None:
+        self.time = MockTime()
+        self.selector = Selector(time=self.time, channel_builder=DefaultChannelBuilder(Mode.SERVER), **kwargs)  # type: ignore[arg-type]
+        self.peers: dict[str, socket.socket] = {}
+
+    def add(self, cid: str) -> socket.socket:
+        ours, theirs = socket.socketpair()
+        self.selector.register(cid, ours)
+        self.peers[cid] = theirs
+        return theirs
+
+    def close(self) -> None:
+        self.selector.close()
+        for s in self.peers.values():
+            s.close()
+
+
+@pytest.fixture
+def h() -> Iterator[Harness]:
+    harness = Harness(max_receive_size=1000, connections_max_idle_ms=10_000)
+    yield harness
+    harness.close()
+
+
+def receives(sel: Selector) -> list[tuple[str, bytes]]:
+    return [(r.source, bytes(r.payload)) for r in sel.completed_receives()]
+
+
+def test_register_is_ready_and_not_reported_connected(h: Harness) -> None:
+    h.add("a")
+    assert h.selector.is_channel_ready("a")
+    h.selector.poll(0)
+    assert h.selector.connected() == []
+
+
+def test_receive_one_frame_per_channel_per_poll(h: Harness) -> None:
+    peer = h.add("a")
+    peer.sendall(frame(b"one") + frame(b"two") + frame(b"three"))
+    got: list[tuple[str, bytes]] = []
+    for _ in range(3):
+        h.selector.poll(0)
+        assert len(h.selector.completed_receives()) == 1
+        got += receives(h.selector)
+    assert got == [("a", b"one"), ("a", b"two"), ("a", b"three")]
+
+
+def test_receive_limit_is_configurable() -> None:
+    harness = Harness(max_receives_per_channel_per_poll=10)
+    try:
+        peer = harness.add("a")
+        peer.sendall(frame(b"1") + frame(b"2") + frame(b"3"))
+        harness.selector.poll(0)
+        assert receives(harness.selector) == [("a", b"1"), ("a", b"2"), ("a", b"3")]
+    finally:
+        harness.close()
+
+
+def test_invalid_size_closes_only_that_channel(h: Harness) -> None:
+    bad = h.add("bad")
+    good = h.add("good")
+    bad.sendall((1001).to_bytes(4, "big"))
+    good.sendall(frame(b"ok"))
+    h.selector.poll(0)
+    assert receives(h.selector) == [("good", b"ok")]
+    info = h.selector.disconnected()["bad"]
+    assert isinstance(info.exception, InvalidReceiveError)
+    assert info.state is ChannelState.READY
+    assert not h.selector.is_open("bad") and h.selector.is_open("good")
+    assert bad.recv(10) == b""  # closed from our side
+
+
+def test_peer_close_mid_frame_reports_disconnect_without_receive(h: Harness) -> None:
+    peer = h.add("a")
+    peer.sendall(frame(b"abcdef")[:7])
+    peer.close()
+    h.peers.pop("a")
+    disconnected = {}
+    for _ in range(3):
+        h.selector.poll(0)
+        assert h.selector.completed_receives() == []
+        disconnected.update(h.selector.disconnected())
+    assert disconnected["a"].state is ChannelState.READY
+    assert disconnected["a"].exception is None  # an orderly close, not an error
+
+
+def test_close_channel_is_not_reported(h: Harness) -> None:
+    h.add("a")
+    h.selector.close_channel("a")
+    h.selector.poll(0)
+    assert h.selector.disconnected() == {}
+    assert h.selector.metrics.connection_close_total == 1
+    h.selector.close_channel("unknown")  # ignored
+
+
+def test_muted_channel_is_not_read_but_still_writes(h: Harness) -> None:
+    peer = h.add("a")
+    h.selector.mute("a")
+    peer.sendall(frame(b"req"))
+    h.selector.send(size_prefixed("a", [b"resp"]))
+    h.selector.poll(0)
+    assert h.selector.completed_receives() == []
+    assert [s.destination for s in h.selector.completed_sends()] == ["a"]
+    assert peer.recv(100) == frame(b"resp")
+    h.selector.unmute("a")
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"req")]
+
+
+def test_unmute_blocked_while_response_pending(h: Harness) -> None:
+    peer = h.add("a")
+    peer.sendall(frame(b"r1") + frame(b"r2"))
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"r1")]
+    h.selector.mute("a")
+    channel = h.selector.channel("a")
+    assert channel is not None
+    channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
+    h.selector.unmute("a")  # not allowed yet
+    h.selector.poll(0)
+    assert h.selector.completed_receives() == []
+    channel.handle_channel_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+    h.selector.unmute("a")
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"r2")]
+
+
+def test_idle_channel_expires_with_mock_time(h: Harness) -> None:
+    peer = h.add("idle")
+    busy = h.add("busy")
+    h.time.sleep(6_000)
+    busy.sendall(frame(b"x"))
+    h.selector.poll(0)
+    h.time.sleep(4_001)  # idle: 10_001 ms since registration; busy: 4_001 ms
+    h.selector.poll(0)
+    info = h.selector.disconnected()["idle"]
+    assert info.state is ChannelState.EXPIRED
+    assert "busy" not in h.selector.disconnected()
+    assert peer.recv(10) == b""
+
+
+def test_muted_channel_also_expires(h: Harness) -> None:
+    h.add("a")
+    h.selector.mute("a")
+    h.time.sleep(10_001)
+    h.selector.poll(0)
+    assert h.selector.disconnected()["a"].state is ChannelState.EXPIRED
+
+
+def test_no_expiry_at_exactly_the_limit(h: Harness) -> None:
+    h.add("a")
+    h.time.sleep(10_000)
+    h.selector.poll(0)
+    assert h.selector.disconnected() == {}
+
+
+def test_byte_counters(h: Harness) -> None:
+    peer = h.add("a")
+    peer.sendall(frame(b"hello"))
+    h.selector.send(size_prefixed("a", [b"abc", b"de"]))
+    h.selector.poll(0)
+    channel = h.selector.channel("a")
+    assert channel is not None
+    assert channel.bytes_received == 9 and channel.bytes_sent == 9
+    m = h.selector.metrics
+    assert m.bytes_received_total == 9 and m.bytes_sent_total == 9
+    assert m.requests_sent_total == 1 and m.responses_received_total == 1
+    assert m.connection_creation_total == 1 and h.selector.num_channels() == 1
+
+
+def test_send_to_unknown_channel_raises(h: Harness) -> None:
+    with pytest.raises(IllegalStateError, match="no open connection"):
+        h.selector.send(size_prefixed("nope", [b"x"]))
+
+
+def test_register_twice_raises(h: Harness) -> None:
+    h.add("a")
+    with pytest.raises(IllegalStateError, match="already a connection"):
+        h.add("a")
+
+
+def test_negative_timeout_rejected(h: Harness) -> None:
+    with pytest.raises(IllegalArgumentError):
+        h.selector.poll(-1)
+
+
+def test_wakeup_from_another_thread_interrupts_poll(h: Harness) -> None:
+    started = threading.Event()
+    done = threading.Event()
+
+    def poller() -> None:
+        started.set()
+        h.selector.poll(60_000)
+        done.set()
+
+    t = threading.Thread(target=poller, daemon=True)
+    t.start()
+    started.wait(5)
+    h.selector.wakeup()
+    t.join(10)
+    assert done.is_set()
+
+
+def test_many_wakeups_do_not_block(h: Harness) -> None:
+    for _ in range(100_000 // 100):
+        h.selector.wakeup()
+    h.selector.poll(0)
+    h.selector.wakeup()
+    h.selector.poll(0)
+
+
+def test_lowest_priority_channel_is_least_recently_active(h: Harness) -> None:
+    h.add("old")
+    peer = h.add("new")
+    assert (c := h.selector.lowest_priority_channel()) is not None and c.id == "old"
+    h.time.sleep(1)
+    peer.sendall(frame(b"x"))
+    h.selector.poll(0)
+    assert (c := h.selector.lowest_priority_channel()) is not None and c.id == "old"
