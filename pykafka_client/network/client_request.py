@@ -7,6 +7,7 @@ chosen at send time by NetworkClient from the node's advertised ApiVersions, wit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -23,10 +24,8 @@ class RequestBody(Protocol):
     def encode(self, version: int) -> bytes: ...
 
 
-class RequestCompletionHandler(Protocol):
-    """Called once with the response (or the disconnect / timeout / version-mismatch outcome)."""
-
-    def __call__(self, response: ClientResponse) -> None: ...
+#: Called once with the response (or the disconnect / timeout / version-mismatch outcome).
+RequestCompletionHandler = Callable[["ClientResponse"], None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """The outcome of a ClientRequest (Java: ``clients.ClientResponse``).
 
 Exactly one of these holds: ``response_body`` is set (a decoded response), ``was_disconnected`` (the
-connection dropped, or the request timed out: then ``was_timed_out`` too), ``version_mismatch`` (no
+connection dropped, or the request timed out: then ``was_timed_out`` too; ``disconnect_exception``
+says why when known), ``version_mismatch`` (no
 common version; the request never hit the wire) or ``authentication_exception``. Fire-and-forget
 requests complete with ``response_body=None`` and no flag set.
 """
@@ -26,6 +27,8 @@ class ClientResponse:
     version_mismatch: BaseException | None = None
     authentication_exception: BaseException | None = None
     response_body: Any = None
+    #: Why the connection was closed, when known (a protocol error from the peer, a transport error).
+    disconnect_exception: BaseException | None = None
 
     @property
     def request_latency_ms(self) -> int:

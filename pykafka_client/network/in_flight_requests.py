@@ -61,7 +61,12 @@ class InFlightRequest:
             was_timed_out=True,
         )
 
-    def disconnected(self, now_ms: int, authentication_exception: BaseException | None = None) -> ClientResponse:
+    def disconnected(
+        self,
+        now_ms: int,
+        authentication_exception: BaseException | None = None,
+        cause: BaseException | None = None,
+    ) -> ClientResponse:
         return ClientResponse(
             self.header,
             self.callback,
@@ -70,6 +75,7 @@ class InFlightRequest:
             now_ms,
             was_disconnected=True,
             authentication_exception=authentication_exception,
+            disconnect_exception=cause,
         )
 
 

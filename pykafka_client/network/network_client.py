@@ -1,0 +1,758 @@
+"""Asynchronous request/response I/O with many brokers over one Selectable (Java: ``clients.NetworkClient``).
+
+Not thread-safe: one thread drives it (the producer's Sender, or ConsumerNetworkClient under its lock).
+:meth:`NetworkClient.wakeup` is the only method safe to call from another thread.
+
+What one :meth:`NetworkClient.poll` does, in order: hand back requests aborted at send time (version
+mismatch) without touching the network; maybe start a metadata refresh; poll the selector for at most
+``min(timeout, metadata timeout, request.timeout.ms)``; then process completed sends (fire-and-forget
+requests complete), completed receives (FIFO per connection), disconnects, new connections (queue the
+ApiVersions handshake), ApiVersions sends for channels that became ready, connection-setup timeouts,
+request timeouts and rebootstrap; finally run every completion callback.
+
+Invariants:
+
+* A node is READY only after a successful ApiVersions exchange; until then only the internal
+  ApiVersions request is sent to it. Internal requests (ApiVersions, metadata) never surface as user
+  responses.
+* Each request is sent at the highest version both sides support within its allowed range; a request
+  with no common version never hits the wire and completes with ``version_mismatch`` on the next poll.
+* Correlation ids are 32-bit, unique, and skip the range reserved for SASL (``2**31-8 .. 2**31-1``).
+* A response that cannot be parsed (garbage, unknown correlation id, trailing bytes) closes only that
+  connection; its in-flight requests complete as disconnected with ``disconnect_exception`` set.
+* A disconnect or a request timeout requests a metadata update.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+from pykafka_client import __version__
+from pykafka_client.errors import (
+    AuthenticationError,
+    DisconnectError,
+    IllegalArgumentError,
+    IllegalStateError,
+    MessageDecodeError,
+    ProtocolError,
+    UnsupportedVersionError,
+)
+from pykafka_client.network.api_versions import ApiVersions, should_client_throttle
+from pykafka_client.network.client_request import (
+    ClientRequest,
+    RequestBody,
+    RequestCompletionHandler,
+    RequestHeaderInfo,
+)
+from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.cluster import Node
+from pykafka_client.network.cluster_connection_states import (
+    MAX_DELAY_MS,
+    ClusterConnectionStates,
+    HostResolver,
+    default_host_resolver,
+)
+from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequests
+from pykafka_client.network.kafka_client import LeastLoadedNode
+from pykafka_client.network.metadata import Metadata
+from pykafka_client.network.node_api_versions import NodeApiVersions
+from pykafka_client.network.selectable import ChannelState, DisconnectInfo, NetworkSend, Selectable
+from pykafka_client.protocol import headers
+from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
+from pykafka_client.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataResponse
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+log = logging.getLogger(__name__)
+
+#: Correlation ids in ``[MIN_RESERVED, MAX_RESERVED]`` belong to the SASL authenticator.
+SASL_MIN_RESERVED_CORRELATION_ID = 2**31 - 1 - 7
+SASL_MAX_RESERVED_CORRELATION_ID = 2**31 - 1
+
+_UNSUPPORTED_VERSION = 35
+_INT32_MIN = -(2**31)
+
+
+def _is_sasl_reserved(correlation_id: int) -> bool:
+    return correlation_id >= SASL_MIN_RESERVED_CORRELATION_ID
+
+
+class MetadataRecoveryStrategy(enum.Enum):
+    NONE = "none"
+    REBOOTSTRAP = "rebootstrap"
+
+
+class MetadataUpdater(Protocol):
+    """How NetworkClient keeps metadata fresh (Java ``MetadataUpdater``)."""
+
+    def fetch_nodes(self) -> list[Node]: ...
+
+    def is_update_due(self, now_ms: int) -> bool: ...
+
+    def maybe_update(self, now_ms: int) -> int:
+        """Start an update if due; return ms until the next call is needed."""
+        ...
+
+    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None: ...
+
+    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None: ...
+
+    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None: ...
+
+    def request_update(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _State(enum.Enum):
+    ACTIVE = 1
+    CLOSING = 2
+    CLOSED = 3
+
+
+@dataclass(slots=True)
+class _InProgress:
+    request_version: int
+    is_partial: bool
+
+
+class DefaultMetadataUpdater:
+    """Refreshes a :class:`Metadata` through the NetworkClient it belongs to (piggy-backing on its poll)."""
+
+    def __init__(
+        self,
+        metadata: Metadata,
+        client: NetworkClient,
+        request_timeout_ms: int,
+        reconnect_backoff_ms: int,
+        recovery_strategy: MetadataRecoveryStrategy,
+    ) -> None:
+        self.metadata = metadata
+        self._client = client
+        self._request_timeout_ms = request_timeout_ms
+        self._reconnect_backoff_ms = reconnect_backoff_ms
+        self._recovery_strategy = recovery_strategy
+        self._in_progress: _InProgress | None = None
+
+    def fetch_nodes(self) -> list[Node]:
+        return list(self.metadata.fetch().nodes)
+
+    def has_fetch_in_progress(self) -> bool:
+        return self._in_progress is not None
+
+    def is_update_due(self, now_ms: int) -> bool:
+        return not self.has_fetch_in_progress() and self.metadata.time_to_next_update(now_ms) == 0
+
+    def maybe_update(self, now_ms: int) -> int:
+        time_to_next = self.metadata.time_to_next_update(now_ms)
+        wait_for_fetch = self._request_timeout_ms if self.has_fetch_in_progress() else 0
+        timeout = max(time_to_next, wait_for_fetch)
+        if timeout > 0:
+            return timeout
+        least = self._client.least_loaded_node(now_ms)
+        if self._recovery_strategy is MetadataRecoveryStrategy.REBOOTSTRAP and not (
+            least.has_node_available_or_connection_ready()
+        ):
+            log.info("no broker of the cluster can be reached: rebootstrapping from bootstrap.servers")
+            self.metadata.rebootstrap()
+            least = self._client.least_loaded_node(now_ms)
+        if least.node is None:
+            log.debug("give up sending a metadata request since no node is available")
+            return self._reconnect_backoff_ms
+        return self._maybe_update(now_ms, least.node)
+
+    def _maybe_update(self, now_ms: int, node: Node) -> int:
+        node_id = node.id_string
+        client = self._client
+        if client.can_send_request(node_id, now_ms):
+            body, is_partial = self.metadata.new_metadata_request()
+            self._in_progress = _InProgress(self.metadata.update_version(), is_partial)
+            client.send_internal_request(body, node_id, now_ms)
+            return self._request_timeout_ms
+        if client.is_any_node_connecting():
+            # Wait for the connection in progress rather than opening another one.
+            return self._reconnect_backoff_ms
+        if client.connection_states.can_connect(node_id, now_ms):
+            client.initiate_connect(node, now_ms)
+            return self._reconnect_backoff_ms
+        # Connected but cannot send more, or connecting: wait for a network event.
+        return MAX_DELAY_MS
+
+    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None:
+        if isinstance(auth_exception, AuthenticationError):
+            self.metadata.fatal_error(auth_exception)
+        # A disconnect while an update is due counts as a failed update, so that we back off.
+        if self.is_update_due(now_ms):
+            self.handle_failed_request(now_ms, None)
+
+    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None:
+        if fatal_exception is not None:
+            self.metadata.fatal_error(fatal_exception)
+        self.metadata.failed_update(now_ms)
+        self._in_progress = None
+
+    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None:
+        in_progress = self._in_progress
+        self._in_progress = None
+        if not response.brokers:
+            # A broker still starting up may answer with no brokers: retry later.
+            log.debug("ignoring empty metadata response with correlation id %d", header.correlation_id)
+            self.metadata.failed_update(now_ms)
+            return
+        errors = {t.name: t.error_code for t in response.topics if t.error_code}
+        if errors:
+            log.warning("errors while fetching metadata (correlation id %d): %s", header.correlation_id, errors)
+        request_version = in_progress.request_version if in_progress else self.metadata.update_version()
+        is_partial = in_progress.is_partial if in_progress else False
+        self.metadata.update(request_version, response, is_partial, now_ms, response_version=header.api_version)
+
+    def request_update(self) -> None:
+        self.metadata.request_update()
+
+    def close(self) -> None:
+        self.metadata.close()
+
+
+class NetworkClient:
+    """The real :class:`~pykafka_client.network.kafka_client.KafkaClient`."""
+
+    def __init__(
+        self,
+        selector: Selectable,
+        metadata: Metadata | None = None,
+        *,
+        metadata_updater: MetadataUpdater | None = None,
+        client_id: str = "pykafka-client",
+        max_in_flight_requests_per_connection: int = 5,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
+        socket_send_buffer_bytes: int = 131_072,
+        socket_receive_buffer_bytes: int = 65_536,
+        request_timeout_ms: int = 30_000,
+        socket_connection_setup_timeout_ms: int = 10_000,
+        socket_connection_setup_timeout_max_ms: int = 30_000,
+        time: Time = SYSTEM_TIME,
+        discover_broker_versions: bool = True,
+        api_versions: ApiVersions | None = None,
+        metadata_recovery_strategy: MetadataRecoveryStrategy | str = MetadataRecoveryStrategy.REBOOTSTRAP,
+        host_resolver: HostResolver = default_host_resolver,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.selector = selector
+        self.client_id = client_id
+        self.time = time
+        self._rng = rng if rng is not None else random.Random()
+        self.in_flight_requests = InFlightRequests(max_in_flight_requests_per_connection)
+        self.connection_states = ClusterConnectionStates(
+            reconnect_backoff_ms,
+            reconnect_backoff_max_ms,
+            socket_connection_setup_timeout_ms,
+            socket_connection_setup_timeout_max_ms,
+            host_resolver,
+            self._rng,
+        )
+        self.socket_send_buffer_bytes = socket_send_buffer_bytes
+        self.socket_receive_buffer_bytes = socket_receive_buffer_bytes
+        self.default_request_timeout_ms = request_timeout_ms
+        self.reconnect_backoff_ms = reconnect_backoff_ms
+        self.discover_broker_versions = discover_broker_versions
+        self.api_versions = api_versions if api_versions is not None else ApiVersions()
+        self.metadata_recovery_strategy = MetadataRecoveryStrategy(metadata_recovery_strategy)
+        self._correlation = 0
+        self._aborted_sends: list[ClientResponse] = []
+        # node id -> the ApiVersions version to send once the channel is ready.
+        self._nodes_needing_api_versions_fetch: dict[str, int] = {}
+        self._state = _State.ACTIVE
+        self.metadata = metadata
+        if metadata_updater is None:
+            if metadata is None:
+                raise IllegalArgumentError("either metadata or metadata_updater must be given")
+            metadata_updater = DefaultMetadataUpdater(
+                metadata, self, request_timeout_ms, reconnect_backoff_ms, self.metadata_recovery_strategy
+            )
+        self.metadata_updater = metadata_updater
+
+    # --- connection management -----------------------------------------------------------------
+
+    def ready(self, node: Node, now_ms: int) -> bool:
+        """True if ``node`` can take a request now; otherwise start connecting if allowed."""
+        if node.is_empty():
+            raise IllegalArgumentError(f"cannot connect to empty node {node}")
+        if self.is_ready(node, now_ms):
+            return True
+        if self.connection_states.can_connect(node.id_string, now_ms):
+            self.initiate_connect(node, now_ms)
+        return False
+
+    def can_connect(self, node: Node, now_ms: int) -> bool:
+        return self.connection_states.can_connect(node.id_string, now_ms)
+
+    def is_ready(self, node: Node, now_ms: int) -> bool:
+        """Ready and able to take another request; False for every node while a metadata update is due."""
+        return not self.metadata_updater.is_update_due(now_ms) and self.can_send_request(node.id_string, now_ms)
+
+    def can_send_request(self, node_id: str, now_ms: int) -> bool:
+        return (
+            self.connection_states.is_ready(node_id, now_ms)
+            and self.selector.is_channel_ready(node_id)
+            and self.in_flight_requests.can_send_more(node_id)
+        )
+
+    def connection_delay(self, node: Node, now_ms: int) -> int:
+        return self.connection_states.connection_delay(node.id_string, now_ms)
+
+    def throttle_delay_ms(self, node: Node, now_ms: int) -> int:
+        return self.connection_states.throttle_delay_ms(node.id_string, now_ms)
+
+    def poll_delay_ms(self, node: Node, now_ms: int) -> int:
+        return self.connection_states.poll_delay_ms(node.id_string, now_ms)
+
+    def connection_failed(self, node: Node) -> bool:
+        return self.connection_states.is_disconnected(node.id_string)
+
+    def authentication_exception(self, node: Node) -> BaseException | None:
+        return self.connection_states.authentication_exception(node.id_string)
+
+    def is_any_node_connecting(self) -> bool:
+        return any(self.connection_states.is_connecting(n.id_string) for n in self.metadata_updater.fetch_nodes())
+
+    def has_ready_nodes(self, now_ms: int) -> bool:
+        return self.connection_states.has_ready_nodes(now_ms)
+
+    def initiate_connect(self, node: Node, now_ms: int) -> None:
+        node_id = node.id_string
+        try:
+            self.connection_states.connecting(node_id, now_ms, node.host)
+            address = self.connection_states.current_address(node_id)
+            log.debug("initiating connection to node %s using address %s", node, address)
+            self.selector.connect(
+                node_id, (address, node.port), self.socket_send_buffer_bytes, self.socket_receive_buffer_bytes
+            )
+        except OSError as e:
+            log.warning("error connecting to node %s: %s", node, e)
+            self.connection_states.disconnected(node_id, now_ms)
+            self.metadata_updater.handle_server_disconnect(now_ms, node_id, None)
+
+    def disconnect(self, node_id: str) -> None:
+        """Close the connection to ``node_id``; its in-flight requests complete as disconnected on the
+        next poll. A node already disconnected keeps its backoff window."""
+        if self.connection_states.node_state(node_id) is None or self.connection_states.is_disconnected(node_id):
+            return
+        log.info("client requested disconnect from node %s", node_id)
+        self.selector.close_channel(node_id)
+        now = self.time.hi_res_clock_ms()
+        self._cancel_in_flight_requests(node_id, now, self._aborted_sends, timed_out=False)
+        self.connection_states.disconnected(node_id, now)
+        self._forget_versions(node_id)
+
+    def close_node(self, node_id: str) -> None:
+        """Forget everything about ``node_id``: in-flight requests are dropped without callbacks."""
+        self.selector.close_channel(node_id)
+        now = self.time.hi_res_clock_ms()
+        self._cancel_in_flight_requests(node_id, now, None, timed_out=False)
+        self.connection_states.remove(node_id)
+        self._forget_versions(node_id)
+
+    def close(self, node_id: str | None = None) -> None:
+        """``close(node_id)`` is :meth:`close_node`; ``close()`` closes the client and its selector."""
+        if node_id is not None:
+            self.close_node(node_id)
+            return
+        if self._state is _State.ACTIVE:
+            self._state = _State.CLOSING
+        if self._state is _State.CLOSING:
+            self._state = _State.CLOSED
+            self.selector.close()
+            self.metadata_updater.close()
+        else:
+            log.debug("NetworkClient already closed")
+
+    def initiate_close(self) -> None:
+        if self._state is _State.ACTIVE:
+            self._state = _State.CLOSING
+            self.wakeup()
+
+    def active(self) -> bool:
+        return self._state is _State.ACTIVE
+
+    def _ensure_active(self) -> None:
+        if not self.active():
+            raise DisconnectError(f"NetworkClient is no longer active, state is {self._state.name}")
+
+    def wakeup(self) -> None:
+        """Interrupt a poll blocked in another thread."""
+        self.selector.wakeup()
+
+    def _forget_versions(self, node_id: str) -> None:
+        self.api_versions.remove(node_id)
+        self._nodes_needing_api_versions_fetch.pop(node_id, None)
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def next_correlation_id(self) -> int:
+        if _is_sasl_reserved(self._correlation):
+            # Skip the SASL range and wrap around like a Java int (negative ids are fine).
+            self._correlation = _INT32_MIN
+        cid = self._correlation
+        self._correlation += 1
+        return cid
+
+    def new_client_request(
+        self,
+        node_id: str,
+        body: RequestBody,
+        created_time_ms: int,
+        expect_response: bool = True,
+        request_timeout_ms: int | None = None,
+        callback: RequestCompletionHandler | None = None,
+        *,
+        oldest_allowed_version: int | None = None,
+        latest_allowed_version: int | None = None,
+    ) -> ClientRequest:
+        return ClientRequest(
+            node_id,
+            body,
+            self.next_correlation_id(),
+            self.client_id,
+            created_time_ms,
+            expect_response,
+            self.default_request_timeout_ms if request_timeout_ms is None else request_timeout_ms,
+            callback,
+            oldest_allowed_version,
+            latest_allowed_version,
+        )
+
+    def send(self, request: ClientRequest, now_ms: int) -> None:
+        """Queue ``request`` for its node, which must be ready (else IllegalStateError)."""
+        self._do_send(request, False, now_ms)
+
+    def send_internal_request(
+        self, body: RequestBody, node_id: str, now_ms: int, latest_allowed_version: int | None = None
+    ) -> None:
+        request = self.new_client_request(node_id, body, now_ms, True, latest_allowed_version=latest_allowed_version)
+        self._do_send(request, True, now_ms)
+
+    @staticmethod
+    def _allowed_range(request: ClientRequest) -> tuple[int, int]:
+        key = request.api_key
+        lo, hi = CLIENT_SUPPORTED_VERSIONS.get(ApiKey(key), request.body.VALID_VERSIONS)
+        lo = max(lo, request.body.VALID_VERSIONS[0])
+        hi = min(hi, request.body.VALID_VERSIONS[1])
+        if request.oldest_allowed_version is not None:
+            lo = max(lo, request.oldest_allowed_version)
+        if request.latest_allowed_version is not None:
+            hi = min(hi, request.latest_allowed_version)
+        return lo, hi
+
+    def _do_send(self, request: ClientRequest, is_internal: bool, now_ms: int) -> None:
+        self._ensure_active()
+        node_id = request.destination
+        if not is_internal and not self.can_send_request(node_id, now_ms):
+            raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
+        lo, hi = self._allowed_range(request)
+        try:
+            if lo > hi:
+                raise UnsupportedVersionError(f"no version of API key {request.api_key} in range {lo}-{hi}")
+            info = self.api_versions.get(node_id)
+            version = hi if info is None else info.latest_usable_version(request.api_key, lo, hi)
+            # Encoding raises UnsupportedVersionError if a set field does not exist at this version.
+            pieces = headers.encode_request(
+                request.body,  # type: ignore[arg-type]
+                version,
+                request.correlation_id,
+                request.client_id,
+            )
+        except UnsupportedVersionError as e:
+            log.debug("version mismatch sending %s to node %s: %s", request.api_key, node_id, e)
+            response = ClientResponse(
+                request.make_header(hi), request.callback, node_id, now_ms, now_ms, version_mismatch=e
+            )
+            if not is_internal:
+                self._aborted_sends.append(response)
+            elif request.api_key == ApiKey.METADATA:
+                self.metadata_updater.handle_failed_request(now_ms, e)
+            return
+        size = sum(len(p) for p in pieces)
+        send = NetworkSend(node_id, pieces, size)
+        in_flight = InFlightRequest(
+            request.make_header(version),
+            request.request_timeout_ms,
+            request.created_time_ms,
+            node_id,
+            request.callback,
+            request.expect_response,
+            is_internal,
+            request.body,
+            send,
+            now_ms,
+        )
+        send.extra = in_flight
+        self.in_flight_requests.add(in_flight)
+        self.selector.send(send)
+
+    def in_flight_request_count(self, node_id: str | None = None) -> int:
+        return self.in_flight_requests.count(node_id)
+
+    def has_in_flight_requests(self, node_id: str | None = None) -> bool:
+        return not self.in_flight_requests.is_empty(node_id)
+
+    # --- poll ----------------------------------------------------------------------------------
+
+    def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
+        """Do I/O for at most ``timeout_ms`` and return the requests that completed."""
+        self._ensure_active()
+        if self._aborted_sends:
+            # Version mismatches and client disconnects: complete at once, no network wait.
+            aborted, self._aborted_sends = self._aborted_sends, []
+            self._complete_responses(aborted)
+            return aborted
+        metadata_timeout = self.metadata_updater.maybe_update(now_ms)
+        try:
+            self.selector.poll(max(0, min(timeout_ms, metadata_timeout, self.default_request_timeout_ms)))
+        except OSError as e:
+            log.error("unexpected error during I/O: %s", e)
+        updated_now = self.time.hi_res_clock_ms()
+        responses: list[ClientResponse] = []
+        self._handle_completed_sends(responses, updated_now)
+        self._handle_completed_receives(responses, updated_now)
+        self._handle_disconnections(responses, updated_now)
+        self._handle_connections()
+        self._handle_initiate_api_version_requests(updated_now)
+        self._handle_timed_out_connections(responses, updated_now)
+        self._handle_timed_out_requests(responses, updated_now)
+        self._complete_responses(responses)
+        return responses
+
+    @staticmethod
+    def _complete_responses(responses: list[ClientResponse]) -> None:
+        for response in responses:
+            try:
+                response.on_complete()
+            except Exception:
+                log.exception("uncaught error in request completion")
+
+    def _handle_completed_sends(self, responses: list[ClientResponse], now_ms: int) -> None:
+        for send in self.selector.completed_sends():
+            node_id = send.destination
+            if self.in_flight_requests.is_empty(node_id):
+                continue
+            request = self.in_flight_requests.last_sent(node_id)
+            if not request.expect_response and request.send is send:
+                self.in_flight_requests.complete_last_sent(node_id)
+                responses.append(request.completed(None, now_ms))
+
+    def _maybe_throttle(self, response: object, api_key: int, version: int, node_id: str, now_ms: int) -> None:
+        throttle_ms = int(getattr(response, "throttle_time_ms", 0) or 0)
+        if throttle_ms > 0 and should_client_throttle(api_key, version):
+            self.in_flight_requests.increment_throttle_time(node_id, throttle_ms)
+            self.connection_states.throttle(node_id, now_ms + throttle_ms)
+            log.warning("connection to node %s is throttled for %d ms", node_id, throttle_ms)
+
+    @staticmethod
+    def _parse_response(buf: memoryview, req: InFlightRequest) -> object:
+        header = req.header
+        try:
+            return headers.decode_response(buf, header.api_key, header.api_version, header.correlation_id)
+        except MessageDecodeError:
+            # A broker that does not support our ApiVersions version answers in v0 (KIP-511).
+            if header.api_key == ApiKey.API_VERSIONS and header.api_version != 0:
+                return headers.decode_response(buf, header.api_key, 0, header.correlation_id)
+            raise
+
+    def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
+        failed: set[str] = set()
+        for receive in self.selector.completed_receives():
+            source = receive.source
+            if source in failed:
+                continue
+            if self.in_flight_requests.is_empty(source):
+                self._close_on_protocol_error(
+                    responses, source, now_ms, ProtocolError(f"unsolicited response from node {source}")
+                )
+                failed.add(source)
+                continue
+            req = self.in_flight_requests.oldest(source)
+            try:
+                body = self._parse_response(receive.payload, req)
+            except ProtocolError as e:
+                log.warning("closing connection to node %s: bad response to %s: %s", source, req.header, e)
+                self._close_on_protocol_error(responses, source, now_ms, e)
+                failed.add(source)
+                continue
+            self.in_flight_requests.complete_next(source)
+            self._maybe_throttle(body, req.header.api_key, req.header.api_version, source, now_ms)
+            if req.is_internal_request and isinstance(body, MetadataResponse):
+                self.metadata_updater.handle_successful_response(req.header, now_ms, body)
+            elif req.is_internal_request and isinstance(body, ApiVersionsResponse):
+                self._handle_api_versions_response(responses, req, now_ms, body)
+            else:
+                responses.append(req.completed(body, now_ms))
+
+    def _close_on_protocol_error(
+        self, responses: list[ClientResponse], node_id: str, now_ms: int, error: BaseException
+    ) -> None:
+        self.selector.close_channel(node_id)
+        self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE, error))
+        self.metadata_updater.request_update()
+
+    def _handle_api_versions_response(
+        self, responses: list[ClientResponse], req: InFlightRequest, now_ms: int, body: ApiVersionsResponse
+    ) -> None:
+        node_id = req.destination
+        if body.error_code != 0:
+            if req.header.api_version == 0 or body.error_code != _UNSUPPORTED_VERSION:
+                log.warning(
+                    "error %d from node %s in response to ApiVersions: disconnecting", body.error_code, node_id
+                )
+                self.selector.close_channel(node_id)
+                self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
+            else:
+                # KIP-511: the broker lists the ApiVersions versions it supports; fall back to v0 if not.
+                max_version = 0
+                for item in body.api_keys:
+                    if item.api_key == ApiKey.API_VERSIONS:
+                        max_version = int(item.max_version)
+                client_max = CLIENT_SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+                self._nodes_needing_api_versions_fetch[node_id] = min(max_version, client_max)
+            return
+        versions = NodeApiVersions.from_api_versions(body.api_keys, body)
+        self.api_versions.update(node_id, versions)
+        self.connection_states.ready(node_id)
+        log.debug("node %s is ready; API versions: %s", node_id, versions)
+
+    def _handle_disconnections(self, responses: list[ClientResponse], now_ms: int) -> None:
+        disconnected = self.selector.disconnected()
+        for node_id, info in disconnected.items():
+            if self.connection_states.node_state(node_id) is None:
+                continue
+            log.info("node %s disconnected (%s)", node_id, info.state.name)
+            self._process_disconnection(responses, node_id, now_ms, info)
+        if disconnected:
+            # A broker may be gone: refresh metadata.
+            self.metadata_updater.request_update()
+
+    def _handle_connections(self) -> None:
+        for node_id in self.selector.connected():
+            if self.connection_states.node_state(node_id) is None:
+                continue
+            if self.discover_broker_versions:
+                self._nodes_needing_api_versions_fetch[node_id] = CLIENT_SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+                log.debug("connected to node %s; fetching API versions", node_id)
+            else:
+                self.connection_states.ready(node_id)
+
+    def _handle_initiate_api_version_requests(self, now_ms: int) -> None:
+        for node_id, version in list(self._nodes_needing_api_versions_fetch.items()):
+            if not self.selector.is_channel_ready(node_id) or not self.in_flight_requests.can_send_more(node_id):
+                continue
+            del self._nodes_needing_api_versions_fetch[node_id]
+            # Only now does the node leave CONNECTING, so a channel that never becomes ready is still
+            # covered by the connection-setup timeout.
+            self.connection_states.checking_api_versions(node_id)
+            body = ApiVersionsRequest(client_software_name="pykafka-client", client_software_version=__version__)
+            self.send_internal_request(body, node_id, now_ms, latest_allowed_version=version)
+
+    def _handle_timed_out_connections(self, responses: list[ClientResponse], now_ms: int) -> None:
+        for node_id in self.connection_states.nodes_with_connection_setup_timeout(now_ms):
+            log.info(
+                "disconnecting from node %s: socket connection setup timeout (%d ms)",
+                node_id,
+                self.connection_states.connection_setup_timeout_ms(node_id),
+            )
+            self.selector.close_channel(node_id)
+            self._process_disconnection(
+                responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE), timed_out=True
+            )
+
+    def _handle_timed_out_requests(self, responses: list[ClientResponse], now_ms: int) -> None:
+        node_ids = self.in_flight_requests.nodes_with_timed_out_requests(now_ms)
+        for node_id in node_ids:
+            log.info("disconnecting from node %s due to request timeout", node_id)
+            self.selector.close_channel(node_id)
+            self._process_disconnection(
+                responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE), timed_out=True
+            )
+        if node_ids:
+            self.metadata_updater.request_update()
+
+    def _process_disconnection(
+        self,
+        responses: list[ClientResponse],
+        node_id: str,
+        now_ms: int,
+        info: DisconnectInfo,
+        timed_out: bool = False,
+    ) -> None:
+        self.connection_states.disconnected(node_id, now_ms)
+        self._forget_versions(node_id)
+        auth_exception: BaseException | None = None
+        if info.state is ChannelState.AUTHENTICATION_FAILED:
+            auth_exception = info.exception or AuthenticationError(f"authentication with node {node_id} failed")
+            self.connection_states.authentication_failed(node_id, now_ms, auth_exception)
+            log.error("connection to node %s failed authentication: %s", node_id, auth_exception)
+        elif info.state is ChannelState.NOT_CONNECTED:
+            log.warning("connection to node %s could not be established; it may not be available", node_id)
+        self._cancel_in_flight_requests(node_id, now_ms, responses, timed_out, auth_exception, info.exception)
+        self.metadata_updater.handle_server_disconnect(now_ms, node_id, auth_exception)
+
+    def _cancel_in_flight_requests(
+        self,
+        node_id: str,
+        now_ms: int,
+        responses: list[ClientResponse] | None,
+        timed_out: bool,
+        auth_exception: BaseException | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        for request in self.in_flight_requests.clear_all(node_id):
+            if not request.is_internal_request:
+                if responses is not None:
+                    if timed_out:
+                        responses.append(request.timed_out(now_ms))
+                    else:
+                        responses.append(request.disconnected(now_ms, auth_exception, cause))
+            elif request.header.api_key == ApiKey.METADATA:
+                self.metadata_updater.handle_failed_request(now_ms, None)
+
+    # --- node selection ------------------------------------------------------------------------
+
+    def least_loaded_node(self, now_ms: int) -> LeastLoadedNode:
+        """The best node to send to: ready with fewest in flight > connecting > connectable (oldest
+        attempt first) > none. Nodes in backoff and throttled connections are never chosen as ready."""
+        nodes = self.metadata_updater.fetch_nodes()
+        if not nodes:
+            raise IllegalStateError("there are no nodes in the Kafka cluster")
+        in_flight = 2**31
+        found_connecting: Node | None = None
+        found_can_connect: Node | None = None
+        found_ready: Node | None = None
+        at_least_one_ready = False
+        offset = self._rng.randrange(len(nodes))
+        for i in range(len(nodes)):
+            node = nodes[(offset + i) % len(nodes)]
+            node_id = node.id_string
+            if (
+                not at_least_one_ready
+                and self.connection_states.is_ready(node_id, now_ms)
+                and self.selector.is_channel_ready(node_id)
+            ):
+                at_least_one_ready = True
+            if self.can_send_request(node_id, now_ms):
+                count = self.in_flight_requests.count(node_id)
+                if count == 0:
+                    return LeastLoadedNode(node, True)
+                if count < in_flight:
+                    in_flight = count
+                    found_ready = node
+            elif self.connection_states.is_preparing_connection(node_id):
+                found_connecting = node
+            elif self.connection_states.can_connect(node_id, now_ms):
+                if found_can_connect is None or self.connection_states.last_connect_attempt_ms(
+                    found_can_connect.id_string
+                ) > self.connection_states.last_connect_attempt_ms(node_id):
+                    found_can_connect = node
+        best = found_ready or found_connecting or found_can_connect
+        return LeastLoadedNode(best, at_least_one_ready)

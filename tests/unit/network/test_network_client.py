@@ -1,0 +1,533 @@
+"""NetworkClient contract (statements 2-30, 34) on a MockSelector and MockTime."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from pykafka_client.errors import AuthenticationError, IllegalStateError, UnsupportedVersionError
+from pykafka_client.network.cluster import Node
+from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS
+from pykafka_client.network.network_client import (
+    SASL_MAX_RESERVED_CORRELATION_ID,
+    SASL_MIN_RESERVED_CORRELATION_ID,
+)
+from pykafka_client.protocol import headers
+from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
+from pykafka_client.protocol.messages import ApiVersionsResponse, HeartbeatResponse
+from tests.doubles.responses import api_versions_response, metadata_response
+from tests.unit.network.harness import Harness
+
+API_VERSIONS_MAX = CLIENT_SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+
+
+def test_s02_ready_node_has_max_connection_delay() -> None:
+    h = Harness()
+    assert h.client.connection_delay(h.node, h.now) == 0
+    h.await_ready()
+    assert h.client.connection_delay(h.node, h.now) == MAX_DELAY_MS
+
+
+def test_s03_connection_delay_after_disconnect_is_reconnect_backoff_then_zero() -> None:
+    h = Harness(reconnect_backoff_ms=100, reconnect_backoff_max_ms=10_000)
+    h.await_ready()
+    h.selector.server_disconnect(h.node.id_string)
+    h.poll()
+    delay = h.client.connection_delay(h.node, h.now)
+    assert 80 <= delay <= 120
+    assert not h.client.can_connect(h.node, h.now)
+    h.time.sleep(delay)
+    assert h.client.connection_delay(h.node, h.now) == 0
+    assert h.client.can_connect(h.node, h.now)
+
+
+def test_s04_failures_before_ready_keep_doubling_the_backoff() -> None:
+    h = Harness(reconnect_backoff_ms=100, reconnect_backoff_max_ms=100_000)
+    delays = []
+    for _ in range(4):
+        assert not h.client.ready(h.node, h.now)
+        h.poll()  # connected -> ApiVersions queued
+        h.poll()  # ApiVersions written
+        assert h.selector.unanswered(h.node.id_string, ApiKey.API_VERSIONS)
+        h.selector.server_disconnect(h.node.id_string)
+        assert h.poll() == []  # statement 16: the internal request does not surface
+        delay = h.client.connection_delay(h.node, h.now)
+        delays.append(delay)
+        h.time.sleep(delay)
+    for i, d in enumerate(delays):
+        assert 100 * 2**i * 0.8 <= d <= 100 * 2**i * 1.2
+    # A successful connection resets it.
+    h.await_ready()
+    h.selector.server_disconnect(h.node.id_string)
+    h.poll()
+    assert 80 <= h.client.connection_delay(h.node, h.now) <= 120
+
+
+def test_s05_no_exponential_backoff_when_max_equals_base() -> None:
+    h = Harness(reconnect_backoff_ms=200, reconnect_backoff_max_ms=200)
+    for _ in range(3):
+        h.await_ready()
+        h.selector.server_disconnect(h.node.id_string)
+        h.poll()
+        assert h.client.connection_delay(h.node, h.now) == 200
+        h.time.sleep(200)
+
+
+def test_s06_disconnect_of_disconnected_node_does_not_restart_backoff() -> None:
+    h = Harness(reconnect_backoff_ms=100, reconnect_backoff_max_ms=100)
+    h.await_ready()
+    h.client.disconnect(h.node.id_string)
+    assert h.client.connection_delay(h.node, h.now) == 100
+    h.time.sleep(60)
+    h.client.disconnect(h.node.id_string)
+    assert h.client.connection_delay(h.node, h.now) == 40
+
+
+def test_s07_connection_setup_timeout_closes_the_connecting_node() -> None:
+    h = Harness(socket_connection_setup_timeout_ms=1000, socket_connection_setup_timeout_max_ms=1000)
+    h.selector.server_connection_blocked(h.node.id_string)
+    assert not h.client.ready(h.node, h.now)
+    h.poll()
+    assert h.client.connection_states.is_connecting(h.node.id_string)
+    assert not h.client.connection_failed(h.node)
+    h.time.sleep(1001)
+    h.poll()
+    assert h.client.connection_failed(h.node)
+    assert h.node.id_string in h.selector.closed_ids
+
+
+def test_s08_channel_never_ready_does_not_hang_in_checking_api_versions() -> None:
+    h = Harness(socket_connection_setup_timeout_ms=1000, socket_connection_setup_timeout_max_ms=1000)
+    h.selector.channel_not_ready(h.node.id_string)
+    h.client.ready(h.node, h.now)
+    for _ in range(5):
+        h.poll()
+    assert not h.client.connection_states.is_checking_api_versions(h.node.id_string)
+    assert h.selector.unanswered(h.node.id_string) == []
+    h.time.sleep(1001)
+    h.poll()
+    assert h.client.connection_failed(h.node)
+
+
+def test_s09_close_forgets_node_and_drops_in_flight_without_callbacks() -> None:
+    h = Harness()
+    h.await_ready()
+    h.send()
+    h.poll()
+    h.client.close(h.node.id_string)
+    assert h.client.in_flight_request_count() == 0
+    assert h.client.connection_states.node_state(h.node.id_string) is None
+    assert h.poll() == [] and h.callbacks == []
+    # A fresh connection may start at once.
+    assert h.client.can_connect(h.node, h.now)
+    h.await_ready()
+
+
+def test_s09_close_connecting_node() -> None:
+    h = Harness()
+    h.selector.server_connection_blocked(h.node.id_string)
+    h.client.ready(h.node, h.now)
+    h.client.close_node(h.node.id_string)
+    assert h.client.connection_states.node_state(h.node.id_string) is None
+    h.selector.server_connection_unblocked(h.node.id_string)
+    h.await_ready()
+
+
+def test_s10_authentication_failure_sets_state_and_exception() -> None:
+    h = Harness(reconnect_backoff_ms=100, reconnect_backoff_max_ms=100)
+    h.client.ready(h.node, h.now)
+    err = AuthenticationError("SASL failed")
+    h.selector.server_authentication_failed(h.node.id_string, err)
+    h.poll()
+    assert h.client.authentication_exception(h.node) is err
+    assert h.client.connection_failed(h.node)
+    assert not h.client.can_connect(h.node, h.now)
+    h.time.sleep(100)
+    h.await_ready()
+    assert h.client.authentication_exception(h.node) is None
+
+
+def test_s11_failed_connection_to_first_address_tries_the_next() -> None:
+    h = Harness(resolver=lambda host: ["10.0.0.1", "10.0.0.2"], reconnect_backoff_ms=50, reconnect_backoff_max_ms=50)
+    h.selector.refused.add(("10.0.0.1", h.node.port))
+    assert not h.client.ready(h.node, h.now)
+    assert h.client.connection_failed(h.node)
+    h.time.sleep(50)
+    h.await_ready()
+    assert [a for _, a in h.selector.connect_attempts] == [("10.0.0.1", 9092), ("10.0.0.2", 9092)]
+
+
+def test_s11_reconnect_after_address_change_re_resolves() -> None:
+    answers = {"localhost": ["10.0.0.1"]}
+    h = Harness(resolver=lambda host: answers[host], reconnect_backoff_ms=50, reconnect_backoff_max_ms=50)
+    h.await_ready()
+    answers["localhost"] = ["10.0.0.7"]
+    h.selector.server_disconnect(h.node.id_string)
+    h.poll()
+    h.time.sleep(50)
+    h.await_ready()
+    assert h.selector.connect_attempts[-1][1] == ("10.0.0.7", 9092)
+
+
+def test_s12_dns_lookup_failure_makes_ready_return_false() -> None:
+    def resolver(host: str) -> list[str]:
+        raise socket.gaierror("no such host")
+
+    h = Harness(resolver=resolver)
+    bad = Node(7, "no-such-host.invalid", 9092)
+    assert h.client.ready(bad, h.now) is False
+    assert h.client.connection_failed(bad)
+
+
+def test_s13_send_to_unready_node_raises() -> None:
+    h = Harness()
+    with pytest.raises(IllegalStateError):
+        h.send()
+
+
+def test_s14_api_versions_first_and_ready_only_on_success() -> None:
+    h = Harness()
+    h.client.ready(h.node, h.now)
+    h.poll()
+    h.poll()
+    first = h.selector.sent_requests[0]
+    assert first.api_key == ApiKey.API_VERSIONS and first.api_version == API_VERSIONS_MAX
+    assert first.header_version == headers.request_header_version(ApiKey.API_VERSIONS, API_VERSIONS_MAX)
+    assert not h.client.is_ready(h.node, h.now)
+    h.selector.respond(h.node.id_string, api_versions_response())
+    h.poll()
+    assert h.client.is_ready(h.node, h.now)
+    assert h.client.api_versions.get(h.node.id_string) is not None
+
+
+def test_s14_api_versions_error_disconnects() -> None:
+    h = Harness()
+    h.client.ready(h.node, h.now)
+    h.poll()
+    h.poll()
+    h.selector.respond(h.node.id_string, api_versions_response(error_code=41))  # CLUSTER_AUTHORIZATION_FAILED
+    assert h.poll() == []
+    assert h.client.connection_failed(h.node)
+    assert h.node.id_string in h.selector.closed_ids
+
+
+@pytest.mark.parametrize("advertised", [2, None])
+def test_s15_unsupported_version_retries_with_broker_max_else_v0(advertised: int | None) -> None:
+    h = Harness()
+    h.client.ready(h.node, h.now)
+    h.poll()
+    h.poll()
+    keys = [] if advertised is None else [ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2)]
+    # The broker answers an ApiVersions version it does not know with a v0 body.
+    h.selector.respond(h.node.id_string, ApiVersionsResponse(error_code=35, api_keys=keys), version=0)
+    h.poll()  # parse, queue the retry and send it
+    h.poll()
+    retry = h.selector.last_request(h.node.id_string)
+    assert retry.api_key == ApiKey.API_VERSIONS
+    assert retry.api_version == (advertised if advertised is not None else 0)
+    h.selector.respond(h.node.id_string, api_versions_response())
+    h.poll()
+    assert h.client.is_ready(h.node, h.now)
+
+
+def test_s16_client_disconnect_after_internal_api_versions_surfaces_nothing() -> None:
+    h = Harness()
+    h.client.ready(h.node, h.now)
+    h.poll()
+    h.poll()
+    h.client.disconnect(h.node.id_string)
+    assert h.poll() == []
+    assert h.client.in_flight_request_count() == 0
+
+
+def test_s17_version_mismatch_never_hits_the_wire_and_completes_on_next_poll() -> None:
+    h = Harness()
+    h.await_ready(api_versions=api_versions_response({ApiKey.HEARTBEAT: (9, 12)}))
+    sent_before = len(h.selector.sent_requests)
+    h.send()
+    t0 = h.now
+    responses = h.client.poll(10_000, h.now)
+    assert h.now == t0  # returned at once, no selector wait
+    assert len(responses) == 1 and isinstance(responses[0].version_mismatch, UnsupportedVersionError)
+    assert h.callbacks == responses
+    h.poll()
+    assert len(h.selector.sent_requests) == sent_before
+
+
+def test_s17_latest_usable_version_is_min_of_maxes() -> None:
+    h = Harness()
+    h.await_ready(api_versions=api_versions_response({ApiKey.HEARTBEAT: (0, 2)}))
+    h.send()
+    h.poll()
+    assert h.selector.last_request().api_version == 2
+
+
+def test_s18_simple_request_response_via_callback_and_return_value() -> None:
+    h = Harness()
+    h.await_ready()
+    req = h.send()
+    h.poll()
+    sent = h.selector.respond(h.node.id_string, HeartbeatResponse(error_code=0))
+    assert sent.correlation_id == req.correlation_id and sent.client_id == "test-client"
+    responses = h.poll()
+    assert len(responses) == 1 and h.callbacks == responses
+    r = responses[0]
+    assert isinstance(r.response_body, HeartbeatResponse)
+    assert r.request_header.correlation_id == req.correlation_id
+    assert not r.was_disconnected and r.request_latency_ms >= 0
+
+
+def test_s19_correlation_ids_are_unique_and_skip_sasl_range() -> None:
+    h = Harness()
+    ids = [h.client.next_correlation_id() for _ in range(100)]
+    assert len(set(ids)) == 100
+    h.client._correlation = SASL_MIN_RESERVED_CORRELATION_ID - 2
+    more = [h.client.next_correlation_id() for _ in range(5)]
+    assert more[:2] == [SASL_MIN_RESERVED_CORRELATION_ID - 2, SASL_MIN_RESERVED_CORRELATION_ID - 1]
+    assert not any(SASL_MIN_RESERVED_CORRELATION_ID <= c <= SASL_MAX_RESERVED_CORRELATION_ID for c in more)
+    assert all(-(2**31) <= c < 2**31 for c in more)
+    assert more[2] == -(2**31)
+
+
+def test_s20_responses_matched_fifo_and_fire_and_forget_completes_on_send() -> None:
+    h = Harness()
+    h.await_ready()
+    a = h.send()
+    h.poll()
+    b = h.send()
+    h.poll()
+    h.selector.respond(h.node.id_string, HeartbeatResponse(error_code=0))
+    h.selector.respond(h.node.id_string, HeartbeatResponse(error_code=27))
+    responses = h.poll()
+    assert [r.request_header.correlation_id for r in responses] == [a.correlation_id, b.correlation_id]
+    assert [r.response_body.error_code for r in responses] == [0, 27]
+    ff = h.request(expect_response=False)
+    h.client.send(ff, h.now)
+    done = h.poll()
+    assert len(done) == 1 and done[0].response_body is None and not done[0].was_disconnected
+    assert h.client.in_flight_request_count() == 0
+
+
+def test_s20_response_with_wrong_correlation_id_closes_only_that_connection() -> None:
+    h = Harness()
+    h.await_ready(h.nodes[0])
+    h.await_ready(h.nodes[1])
+    h.send(h.nodes[0])
+    h.send(h.nodes[1])
+    h.poll()
+    h.selector.respond("0", HeartbeatResponse(), correlation_id=424242)
+    h.selector.respond("1", HeartbeatResponse())
+    responses = {r.destination: r for r in h.poll()}
+    assert responses["0"].was_disconnected and responses["0"].disconnect_exception is not None
+    assert responses["1"].response_body is not None
+    assert h.client.connection_failed(h.nodes[0]) and not h.client.connection_failed(h.nodes[1])
+
+
+def test_s21_max_in_flight_per_connection() -> None:
+    h = Harness(max_in_flight_requests_per_connection=2)
+    h.await_ready()
+    h.send()
+    # The first send is not fully written yet: nothing more may be sent.
+    assert not h.client.is_ready(h.node, h.now)
+    h.poll()
+    assert h.client.is_ready(h.node, h.now)
+    h.send()
+    h.poll()
+    assert not h.client.is_ready(h.node, h.now)
+    with pytest.raises(IllegalStateError):
+        h.send()
+    h.selector.respond(h.node.id_string, HeartbeatResponse())
+    h.poll()
+    assert h.client.is_ready(h.node, h.now)
+
+
+def test_s23_request_timeout_closes_connection_and_marks_in_flight_timed_out() -> None:
+    h = Harness(request_timeout_ms=1000)
+    h.await_ready()
+    a = h.send()
+    h.poll()
+    b = h.send(request_timeout_ms=5000)
+    h.poll()
+    h.time.sleep(1000)
+    assert h.poll() == []  # strictly greater than the timeout
+    h.time.sleep(1)
+    responses = h.poll()
+    assert [r.request_header.correlation_id for r in responses] == [a.correlation_id, b.correlation_id]
+    assert all(r.was_disconnected and r.was_timed_out for r in responses)
+    assert h.node.id_string in h.selector.closed_ids
+    assert h.client.connection_failed(h.node)
+    assert h.metadata.update_requested()  # statement 30
+
+
+def test_s24_server_disconnect_fails_all_in_flight_in_send_order() -> None:
+    h = Harness()
+    h.await_ready()
+    sent = []
+    for _ in range(3):
+        sent.append(h.send())
+        h.poll()
+    h.selector.server_disconnect(h.node.id_string)
+    responses = h.poll()
+    assert [r.request_header.correlation_id for r in responses] == [s.correlation_id for s in sent]
+    assert all(r.was_disconnected and not r.was_timed_out for r in responses)
+    assert h.client.in_flight_request_count() == 0
+
+
+def test_s25_throttle_time_makes_node_not_ready_for_kip219_versions() -> None:
+    h = Harness()
+    h.await_ready()
+    h.send()
+    h.poll()
+    h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
+    h.poll()
+    assert not h.client.is_ready(h.node, h.now)
+    assert h.client.throttle_delay_ms(h.node, h.now) == 100
+    assert h.client.poll_delay_ms(h.node, h.now) == 100
+    h.time.sleep(40)
+    assert h.client.throttle_delay_ms(h.node, h.now) == 60
+    h.time.sleep(60)
+    assert h.client.is_ready(h.node, h.now) and h.client.throttle_delay_ms(h.node, h.now) == 0
+
+
+def test_s25_no_client_throttling_for_old_versions() -> None:
+    h = Harness()
+    h.await_ready(api_versions=api_versions_response({ApiKey.HEARTBEAT: (0, 1)}))
+    h.send()
+    h.poll()
+    h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
+    h.poll()
+    assert h.client.throttle_delay_ms(h.node, h.now) == 0
+    assert h.client.is_ready(h.node, h.now)
+
+
+def test_s26_throttle_time_does_not_count_toward_request_timeout() -> None:
+    h = Harness(request_timeout_ms=1000)
+    h.await_ready()
+    h.send()
+    h.poll()
+    h.send()
+    h.poll()
+    h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=500))
+    h.poll()
+    # The second request has been waiting 1001 ms, of which 500 throttled: not timed out yet.
+    h.time.sleep(1001)
+    assert h.poll() == []
+    h.time.sleep(500)
+    responses = h.poll()
+    assert len(responses) == 1 and responses[0].was_timed_out
+
+
+def test_s27_least_loaded_node_preferences() -> None:
+    h = Harness(n_nodes=3, reconnect_backoff_ms=100, reconnect_backoff_max_ms=100)
+    # Nothing connected: some connectable node.
+    lln = h.client.least_loaded_node(h.now)
+    assert lln.node is not None and not lln.at_least_one_connection_ready
+    h.await_ready(h.nodes[0])
+    h.await_ready(h.nodes[1])
+    h.send(h.nodes[0])
+    h.poll()
+    # Ready with 0 in flight wins.
+    assert h.client.least_loaded_node(h.now).node == h.nodes[1]
+    h.send(h.nodes[1])
+    h.poll()
+    h.send(h.nodes[1])
+    h.poll()
+    # Both busy: fewest in flight.
+    assert h.client.least_loaded_node(h.now).node == h.nodes[0]
+    # Throttled nodes are not ready.
+    h.selector.respond("0", HeartbeatResponse(throttle_time_ms=1000))
+    h.poll()
+    lln = h.client.least_loaded_node(h.now)
+    assert lln.node == h.nodes[1]
+
+
+def test_s27_connecting_beats_connectable_and_oldest_attempt_first() -> None:
+    h = Harness(n_nodes=3, reconnect_backoff_ms=100, reconnect_backoff_max_ms=100)
+    h.selector.server_connection_blocked("2")
+    h.client.ready(h.nodes[2], h.now)
+    assert h.client.least_loaded_node(h.now).node == h.nodes[2]
+    h.client.close_node("2")
+    # Disconnected nodes past their backoff: the one whose last attempt is oldest.
+    for n in (h.nodes[1], h.nodes[0]):
+        h.selector.refused.add(("127.0.0.1", n.port))
+        h.client.ready(n, h.now)
+        h.time.sleep(10)
+    h.client.close_node("2")
+    h.time.sleep(200)
+    picks = {h.client.least_loaded_node(h.now).node for _ in range(10)}
+    assert picks == {h.nodes[2]}  # never tried beats both
+    h.selector.refused.add(("127.0.0.1", 9094))
+    h.client.ready(h.nodes[2], h.now)
+    h.time.sleep(200)
+    assert h.client.least_loaded_node(h.now).node == h.nodes[1]
+
+
+def test_s27_no_node_available_during_backoff() -> None:
+    h = Harness(n_nodes=1, reconnect_backoff_ms=1000, reconnect_backoff_max_ms=1000)
+    h.selector.refused.add(("127.0.0.1", 9092))
+    h.client.ready(h.node, h.now)
+    assert h.client.least_loaded_node(h.now).node is None
+
+
+def test_s28_metadata_update_due_makes_every_node_not_ready() -> None:
+    h = Harness()
+    h.await_ready(h.nodes[0])
+    h.await_ready(h.nodes[1])
+    h.time.sleep(1000)
+    h.metadata.request_update()
+    assert not h.client.is_ready(h.nodes[0], h.now)
+    assert not h.client.is_ready(h.nodes[1], h.now)
+    h.poll()  # sends the metadata request: no longer "due"
+    assert any(r.api_key == ApiKey.METADATA for r in h.selector.unanswered())
+    assert h.client.is_ready(h.nodes[0], h.now) or h.client.is_ready(h.nodes[1], h.now)
+
+
+def test_s29_poll_blocks_at_most_min_of_timeout_metadata_and_request_timeout() -> None:
+    h = Harness(request_timeout_ms=700)
+    h.await_ready()
+    h.client.poll(10_000, h.now)
+    assert h.selector.poll_timeouts[-1] == 700
+    h.client.poll(50, h.now)
+    assert h.selector.poll_timeouts[-1] == 50
+    # Metadata expiring in 300 ms bounds the poll.
+    h.metadata.update(0, metadata_response(h.nodes, {"t": 3}), False, h.now - 299_700)
+    h.client.poll(10_000, h.now)
+    assert h.selector.poll_timeouts[-1] == 300
+
+
+def test_s30_server_disconnect_requests_metadata_update() -> None:
+    h = Harness()
+    h.await_ready()
+    assert not h.metadata.update_requested()
+    h.selector.server_disconnect(h.node.id_string)
+    h.poll()
+    assert h.metadata.update_requested()
+
+
+def test_s34_auth_failure_on_one_node_keeps_metadata_request_to_another() -> None:
+    h = Harness()
+    h.await_ready(h.nodes[0])
+    h.time.sleep(1000)
+    h.metadata.request_update()
+    h.poll()
+    md = h.selector.unanswered(api_key=ApiKey.METADATA)
+    assert len(md) == 1 and md[0].destination == "0"
+    version_before = h.metadata.update_version()
+    h.client.ready(h.nodes[1], h.now)
+    h.selector.server_authentication_failed("1")
+    h.poll()
+    assert h.client.authentication_exception(h.nodes[1]) is not None
+    h.selector.respond("0", metadata_response(h.nodes, {"t": 3}))
+    h.poll()
+    assert h.metadata.update_version() == version_before + 1
+    with pytest.raises(AuthenticationError):
+        h.metadata.maybe_throw_any_exception()
+
+
+def test_close_makes_client_inactive() -> None:
+    h = Harness()
+    h.client.close()
+    assert not h.client.active() and h.selector.closed
+    with pytest.raises(Exception, match="no longer active"):
+        h.poll()
