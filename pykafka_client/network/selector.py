@@ -413,6 +413,8 @@ class Selector:
             if channel.connecting:
                 channel.finish_connect()
                 self.metrics.connection_creation_total += 1
+                if channel.ready():
+                    self._connected.append(cid)
             if not channel.ready():
                 channel.prepare()
                 if channel.ready():
