@@ -1,0 +1,265 @@
+"""One partition's data from one fetch response, turned into records on demand (Java: CompletedFetch,
+FetchBuffer).
+
+A :class:`CompletedFetch` is created in whatever thread completes the fetch response (possibly the
+heartbeat thread) and holds only the response data; decoding, CRC checks, transaction filtering and
+deserialization happen later in the application thread (:meth:`fetch_records`).
+
+Invariants:
+* Records are returned in offset order and only from ``next_fetch_offset`` on (a compressed batch
+  may start before the fetch position; records before it are skipped).
+* Control batches, and with ``read_committed`` the batches of aborted transactions, are skipped but
+  the position moves past them.
+* An error while reading (corrupt batch, CRC mismatch, undecodable record, deserializer failure) is
+  raised with the partition and offset; records before it in the same call are returned first and
+  the error is raised by the next call. The error sticks (raised again on every call) and the
+  position stays at the bad record until the application seeks past it: no data is skipped silently.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pykafka_client.consumer.consumer_record import ConsumerRecord, TimestampType
+from pykafka_client.consumer.structs import TopicPartition
+from pykafka_client.errors import (
+    CorruptRecordError,
+    MessageDecodeError,
+    RecordDeserializationError,
+)
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.messages.fetch_response import FetchResponse
+from pykafka_client.protocol.records import ControlRecordType, MemoryRecords, RecordBatch
+from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+from pykafka_client.protocol.records.record import Record
+
+Deserialize = Callable[[str, "bytes | None", Any], Any]
+
+
+def corrupt(tp: TopicPartition, offset: int, why: str) -> CorruptRecordError:
+    """A CorruptRecordError naming the partition and offset; both are also attributes."""
+    err = CorruptRecordError(f"corrupt record batch in partition {tp} at offset {offset}: {why}")
+    err.topic_partition = tp  # type: ignore[attr-defined]
+    err.offset = offset  # type: ignore[attr-defined]
+    return err
+
+
+class CompletedFetch:
+    """Fetched data of one partition (see module docstring)."""
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        fetch_offset: int,
+        partition_data: FetchResponse.PartitionData,
+        request_version: int,
+    ) -> None:
+        self.partition = tp
+        self.fetch_offset = fetch_offset
+        self.partition_data = partition_data
+        self.request_version = request_version
+        self.next_fetch_offset = fetch_offset
+        self.last_epoch: int | None = None
+        self.initialized = False
+        self.is_consumed = False
+        self.cached_exception: BaseException | None = None
+        self.records_read = 0
+        self.bytes_read = 0
+        self._batches: Iterator[RecordBatch] | None = None
+        self._records: deque[Record] = deque()
+        self._current_batch: RecordBatch | None = None
+        self._aborted_producer_ids: set[int] = set()
+        self._aborted_txns: list[tuple[int, int]] = []
+        self._check_crcs = True
+        self._read_committed = False
+
+    def _open(self, check_crcs: bool, read_committed: bool) -> None:
+        records = self.partition_data.records
+        buf: bytes | memoryview = b"" if records is None else records  # type: ignore[assignment]
+        self._batches = iter(MemoryRecords(buf).batches())
+        if read_committed and self.partition_data.aborted_transactions:
+            self._aborted_txns = [(a.first_offset, a.producer_id) for a in self.partition_data.aborted_transactions]
+            heapq.heapify(self._aborted_txns)
+        self._check_crcs = check_crcs
+        self._read_committed = read_committed
+
+    def drain(self) -> None:
+        """Drop what is left (the partition was revoked, paused or seeked)."""
+        self.is_consumed = True
+        self._records.clear()
+        self._batches = None
+
+    def _next_batch(self) -> RecordBatch | None:
+        assert self._batches is not None
+        try:
+            batch = next(self._batches, None)
+        except (CorruptRecordError, MessageDecodeError) as e:
+            raise corrupt(self.partition, self.next_fetch_offset, str(e)) from e
+        if batch is None:
+            return None
+        if self._check_crcs:
+            try:
+                batch.ensure_valid()
+            except (CorruptRecordError, MessageDecodeError) as e:
+                raise corrupt(self.partition, batch.base_offset, str(e)) from e
+        return batch
+
+    def _is_aborted_control(self, batch: RecordBatch, records: list[Record]) -> bool:
+        if not records:
+            return False
+        try:
+            return ControlRecordType.parse(records[0].key) is ControlRecordType.ABORT
+        except KafkaError:
+            return False
+
+    def _fill(self) -> bool:
+        """Load the next batch with records at or after ``next_fetch_offset``; False at the end."""
+        while not self._records:
+            batch = self._next_batch()
+            if batch is None:
+                return False
+            producer_id = batch.producer_id
+            if self._read_committed and producer_id >= 0:
+                while self._aborted_txns and self._aborted_txns[0][0] <= batch.last_offset:
+                    self._aborted_producer_ids.add(heapq.heappop(self._aborted_txns)[1])
+                if batch.is_control:
+                    records = self._decode(batch)
+                    if self._is_aborted_control(batch, records):
+                        self._aborted_producer_ids.discard(producer_id)
+                elif batch.is_transactional and producer_id in self._aborted_producer_ids:
+                    self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
+                    continue
+            if batch.is_control:
+                self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
+                continue
+            self._current_batch = batch
+            for r in self._decode(batch):
+                if r.offset >= self.next_fetch_offset:
+                    self._records.append(r)
+            if not self._records:
+                self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
+        return True
+
+    def _decode(self, batch: RecordBatch) -> list[Record]:
+        try:
+            return batch.records()
+        except (CorruptRecordError, MessageDecodeError, KafkaError) as e:
+            raise corrupt(self.partition, batch.base_offset, str(e)) from e
+        except Exception as e:  # a codec library failing on garbage
+            raise corrupt(self.partition, batch.base_offset, f"{type(e).__name__}: {e}") from e
+
+    def fetch_records(
+        self,
+        max_records: int,
+        check_crcs: bool,
+        read_committed: bool,
+        key_deserializer: Deserialize,
+        value_deserializer: Deserialize,
+    ) -> list[ConsumerRecord[Any, Any]]:
+        """Up to ``max_records`` records from ``next_fetch_offset`` on (see module docstring)."""
+        if self.cached_exception is not None:
+            raise self.cached_exception  # until the application seeks away (then this fetch is dropped)
+        if self.is_consumed:
+            return []
+        if self._batches is None:
+            self._open(check_crcs, read_committed)
+        out: list[ConsumerRecord[Any, Any]] = []
+        tp = self.partition
+        topic, partition = tp
+        try:
+            while len(out) < max_records:
+                if not self._records and not self._fill():
+                    self.drain()
+                    break
+                record = self._records[0]
+                batch = self._current_batch
+                epoch = getattr(batch, "partition_leader_epoch", -1)
+                leader_epoch = epoch if epoch is not None and epoch >= 0 else None
+                headers = record.headers
+                try:
+                    key = key_deserializer(topic, record.key, headers)
+                    value = value_deserializer(topic, record.value, headers)
+                except Exception as e:
+                    raise RecordDeserializationError(
+                        f"error deserializing key/value: {type(e).__name__}: {e}", tp, record.offset
+                    ) from e
+                self._records.popleft()
+                tstype = batch.timestamp_type if batch is not None else TimestampType.NO_TIMESTAMP_TYPE
+                out.append(
+                    ConsumerRecord(
+                        topic,
+                        partition,
+                        record.offset,
+                        record.timestamp,
+                        TimestampType(int(tstype)),
+                        key,
+                        value,
+                        headers,
+                        leader_epoch,
+                        -1 if record.key is None else len(record.key),
+                        -1 if record.value is None else len(record.value),
+                    )
+                )
+                self.next_fetch_offset = record.offset + 1
+                self.last_epoch = leader_epoch
+                if not self._records and isinstance(batch, DefaultRecordBatch):
+                    # the batch may end with offsets removed by compaction
+                    self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
+        except KafkaError as e:
+            self.cached_exception = e
+            if not out:
+                raise
+        self.records_read += len(out)
+        return out
+
+
+class FetchBuffer:
+    """Completed fetches waiting for the application thread. Thread-safe (a leaf lock: nothing is
+    called while it is held)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._completed: deque[CompletedFetch] = deque()
+        self.next_in_line: CompletedFetch | None = None  # touched only by the application thread
+
+    def add(self, fetch: CompletedFetch) -> None:
+        with self._lock:
+            self._completed.append(fetch)
+
+    def poll(self) -> CompletedFetch | None:
+        with self._lock:
+            return self._completed.popleft() if self._completed else None
+
+    def peek(self) -> CompletedFetch | None:
+        with self._lock:
+            return self._completed[0] if self._completed else None
+
+    def is_empty(self) -> bool:
+        with self._lock:
+            return not self._completed and (self.next_in_line is None or self.next_in_line.is_consumed)
+
+    def buffered_partitions(self) -> set[TopicPartition]:
+        with self._lock:
+            parts = {f.partition for f in self._completed}
+        nil = self.next_in_line
+        if nil is not None and not nil.is_consumed:
+            parts.add(nil.partition)
+        return parts
+
+    def retain_all(self, partitions: set[TopicPartition]) -> None:
+        """Drop buffered data of partitions no longer assigned (or now paused / seeked)."""
+        with self._lock:
+            self._completed = deque(f for f in self._completed if f.partition in partitions)
+        nil = self.next_in_line
+        if nil is not None and nil.partition not in partitions:
+            nil.drain()
+            self.next_in_line = None
+
+    def clear(self) -> None:
+        with self._lock:
+            self._completed.clear()
+        self.next_in_line = None

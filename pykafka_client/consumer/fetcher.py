@@ -1,0 +1,376 @@
+"""Fetch requests and turning their responses into records (Java: Fetcher, AbstractFetcher,
+FetchCollector).
+
+* :meth:`Fetcher.send_fetches` builds one FetchRequest per leader for the fetchable partitions that
+  have no buffered data, skipping leaders that already have a fetch in flight (one in flight per node,
+  the next one pipelined as soon as its response arrives).
+* Responses are turned into :class:`CompletedFetch` objects in the thread that completes them (maybe
+  the heartbeat thread): that handler touches only the fetch buffer and the pending-node set, both
+  under the fetcher's leaf lock.
+* :meth:`Fetcher.collect_fetch` (application thread) validates each completed fetch against the
+  current position (stale data is dropped), handles partition errors (metadata refresh on leader
+  changes, offset reset or OffsetOutOfRangeClientError on OFFSET_OUT_OF_RANGE) and returns at most
+  ``max.poll.records`` records, advancing positions.
+
+Not implemented: incremental fetch sessions (KIP-227, every fetch is a full sessionless fetch),
+fetching from followers (KIP-392) and log truncation detection (KIP-320).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykafka_client.consumer.client_adapter import ConsumerClient
+from pykafka_client.consumer.completed_fetch import CompletedFetch, Deserialize, FetchBuffer
+from pykafka_client.consumer.consumer_record import ConsumerRecord
+from pykafka_client.consumer.structs import TopicPartition
+from pykafka_client.consumer.subscription_state import FetchPosition, OffsetResetStrategy, SubscriptionState
+from pykafka_client.errors import (
+    IllegalStateError,
+    OffsetOutOfRangeClientError,
+    RecordTooLargeError,
+    TopicAuthorizationFailedError,
+)
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.cluster import Node
+from pykafka_client.network.metadata import Metadata
+from pykafka_client.protocol.messages.fetch_request import FetchRequest
+from pykafka_client.protocol.messages.fetch_response import FetchResponse
+from pykafka_client.protocol.records import MemoryRecords
+from pykafka_client.utils.time import Time
+
+log = logging.getLogger(__name__)
+
+READ_UNCOMMITTED = 0
+READ_COMMITTED = 1
+
+_NONE = 0
+_OFFSET_OUT_OF_RANGE = 1
+_CORRUPT_MESSAGE = 2
+_UNKNOWN_TOPIC_OR_PARTITION = 3
+_NOT_LEADER_OR_FOLLOWER = 6
+_REPLICA_NOT_AVAILABLE = 9
+_TOPIC_AUTHORIZATION_FAILED = 29
+_KAFKA_STORAGE_ERROR = 56
+_FENCED_LEADER_EPOCH = 74
+_UNKNOWN_LEADER_EPOCH = 75
+_OFFSET_NOT_AVAILABLE = 78
+_UNKNOWN_TOPIC_ID = 100
+_INCONSISTENT_TOPIC_ID = 103
+_UNKNOWN_SERVER_ERROR = -1
+_REFRESH_METADATA = {
+    _NOT_LEADER_OR_FOLLOWER,
+    _REPLICA_NOT_AVAILABLE,
+    _KAFKA_STORAGE_ERROR,
+    _FENCED_LEADER_EPOCH,
+    _OFFSET_NOT_AVAILABLE,
+    _UNKNOWN_TOPIC_OR_PARTITION,
+    _UNKNOWN_TOPIC_ID,
+    _INCONSISTENT_TOPIC_ID,
+}
+
+#: FetchRequest v13+ names topics by id; the response is mapped back with the request's ids.
+_TOPIC_ID_MIN_VERSION = 13
+
+
+def _bytes_deserializer(topic: str, data: bytes | None, headers: Any) -> Any:
+    return data
+
+
+@dataclass(slots=True)
+class FetchConfig:
+    """Fetch settings (the ``fetch.*``/``max.*`` consumer configs)."""
+
+    min_bytes: int = 1
+    max_bytes: int = 52428800
+    max_wait_ms: int = 500
+    fetch_size: int = 1048576  # max.partition.fetch.bytes
+    max_poll_records: int = 500
+    check_crcs: bool = True
+    isolation_level: int = READ_UNCOMMITTED
+    client_rack: str = ""
+    request_timeout_ms: int = 30000
+    key_deserializer: Deserialize = field(default=_bytes_deserializer)
+    value_deserializer: Deserialize = field(default=_bytes_deserializer)
+
+
+@dataclass(slots=True)
+class FetchRequestData:
+    """What was asked of one node: fetch offsets per partition and the topic ids used."""
+
+    request: FetchRequest
+    offsets: dict[TopicPartition, int]
+    id_to_name: dict[uuid.UUID, str]
+
+
+class Fetcher:
+    """See module docstring."""
+
+    def __init__(
+        self,
+        client: ConsumerClient,
+        metadata: Metadata,
+        subscriptions: SubscriptionState,
+        config: FetchConfig,
+        time: Time,
+    ) -> None:
+        self.client = client
+        self.metadata = metadata
+        self.subscriptions = subscriptions
+        self.config = config
+        self.time = time
+        self.fetch_buffer = FetchBuffer()
+        self._lock = threading.Lock()
+        self._nodes_with_pending_fetch_requests: set[int] = set()
+
+    # -- sending -------------------------------------------------------------------------------
+
+    def _topic_id(self, topic: str) -> uuid.UUID | None:
+        tid = self.metadata.fetch().topic_id(topic)
+        return tid if isinstance(tid, uuid.UUID) and tid.int != 0 else None
+
+    def prepare_fetch_requests(self) -> dict[Node, FetchRequestData]:
+        """One FetchRequest per leader node, for fetchable partitions without buffered data."""
+        buffered = self.fetch_buffer.buffered_partitions()
+        with self._lock:
+            pending = set(self._nodes_with_pending_fetch_requests)
+        per_node: dict[Node, dict[TopicPartition, tuple[int, int]]] = {}
+        for tp in self.subscriptions.fetchable_partitions(lambda p: p not in buffered):
+            position = self.subscriptions.position(tp)
+            if position is None:
+                continue
+            leader_and_epoch = self.metadata.current_leader(tp)
+            node = leader_and_epoch.leader
+            if node is None:
+                self.metadata.request_update()
+                continue
+            if node.id in pending:
+                continue
+            is_unavailable = getattr(self.client, "is_unavailable", None)
+            if is_unavailable is not None and is_unavailable(node):
+                continue
+            epoch = leader_and_epoch.epoch if leader_and_epoch.epoch is not None else -1
+            per_node.setdefault(node, {})[tp] = (position.offset, epoch)
+        out: dict[Node, FetchRequestData] = {}
+        cfg = self.config
+        for node, parts in per_node.items():
+            topics: dict[str, FetchRequest.FetchTopic] = {}
+            id_to_name: dict[uuid.UUID, str] = {}
+            for tp, (offset, epoch) in parts.items():
+                ft = topics.get(tp.topic)
+                if ft is None:
+                    tid = self._topic_id(tp.topic)
+                    ft = FetchRequest.FetchTopic(topic=tp.topic)
+                    if tid is not None:
+                        ft.topic_id = tid
+                        id_to_name[tid] = tp.topic
+                    topics[tp.topic] = ft
+                ft.partitions.append(
+                    FetchRequest.FetchPartition(
+                        partition=tp.partition,
+                        current_leader_epoch=epoch,
+                        fetch_offset=offset,
+                        partition_max_bytes=cfg.fetch_size,
+                    )
+                )
+            request = FetchRequest(
+                replica_id=-1,
+                max_wait_ms=cfg.max_wait_ms,
+                min_bytes=cfg.min_bytes,
+                max_bytes=cfg.max_bytes,
+                isolation_level=cfg.isolation_level,
+                session_id=0,
+                session_epoch=-1,
+                topics=list(topics.values()),
+                rack_id=cfg.client_rack,
+            )
+            out[node] = FetchRequestData(request, {tp: off for tp, (off, _) in parts.items()}, id_to_name)
+        return out
+
+    def send_fetches(self) -> int:
+        """Send a fetch to every leader that has fetchable partitions and none in flight."""
+        requests = self.prepare_fetch_requests()
+        for node, data in requests.items():
+            with self._lock:
+                self._nodes_with_pending_fetch_requests.add(node.id)
+            future = self.client.send(node, data.request, self.config.request_timeout_ms + self.config.max_wait_ms)
+            future.add_callbacks(
+                functools.partial(self._handle_fetch_success, node, data),
+                functools.partial(self._handle_fetch_failure, node),
+            )
+        return len(requests)
+
+    def _handle_fetch_success(self, node: Node, data: FetchRequestData, response: ClientResponse) -> None:
+        try:
+            body = response.response_body
+            if not isinstance(body, FetchResponse):
+                return
+            if body.error_code != _NONE:
+                log.debug("fetch to node %s failed with error %d", node, body.error_code)
+                return
+            version = response.request_header.api_version
+            for topic_response in body.responses:
+                if version >= _TOPIC_ID_MIN_VERSION:
+                    topic = data.id_to_name.get(topic_response.topic_id)
+                else:
+                    topic = topic_response.topic
+                if topic is None:
+                    continue
+                for pd in topic_response.partitions:
+                    tp = TopicPartition(topic, pd.partition_index)
+                    offset = data.offsets.get(tp)
+                    if offset is None:
+                        continue  # a partition we did not ask for
+                    self.fetch_buffer.add(CompletedFetch(tp, offset, pd, version))
+        finally:
+            with self._lock:
+                self._nodes_with_pending_fetch_requests.discard(node.id)
+
+    def _handle_fetch_failure(self, node: Node, exc: BaseException) -> None:
+        log.debug("fetch request to node %s failed: %s", node, exc)
+        with self._lock:
+            self._nodes_with_pending_fetch_requests.discard(node.id)
+
+    def has_pending_fetch(self, node_id: int) -> bool:
+        with self._lock:
+            return node_id in self._nodes_with_pending_fetch_requests
+
+    # -- collecting ----------------------------------------------------------------------------
+
+    def has_available_fetches(self) -> bool:
+        return not self.fetch_buffer.is_empty()
+
+    def clear_buffered_data_for_unassigned_partitions(self) -> None:
+        self.fetch_buffer.retain_all(self.subscriptions.assigned_partitions())
+
+    def _initialize(self, completed: CompletedFetch) -> CompletedFetch | None:
+        """Check a completed fetch against the current state; handle its error code."""
+        tp = completed.partition
+        pd = completed.partition_data
+        subs = self.subscriptions
+        if not subs.has_valid_position(tp):
+            return None
+        position = subs.position(tp)
+        if position is None or position.offset != completed.fetch_offset:
+            return None  # the position moved since the request (seek, reset): stale data
+        err = pd.error_code
+        if err == _NONE:
+            if pd.high_watermark >= 0:
+                subs.update_high_watermark(tp, pd.high_watermark)
+            if pd.log_start_offset >= 0:
+                subs.update_log_start_offset(tp, pd.log_start_offset)
+            if pd.last_stable_offset >= 0:
+                subs.update_last_stable_offset(tp, pd.last_stable_offset)
+            records = pd.records
+            if records is not None and len(records) > 0:
+                mr = MemoryRecords(records)  # type: ignore[arg-type]
+                first = mr.first_batch_size()
+                if first is not None and first > len(records):
+                    raise RecordTooLargeError(
+                        f"failed to make progress reading {tp} at offset {completed.fetch_offset}: the fetch "
+                        f"response holds no complete batch (first batch is {first} bytes, "
+                        f"{len(records)} received); increase max.partition.fetch.bytes or fetch.max.bytes"
+                    )
+            completed.initialized = True
+            return completed
+        if err in _REFRESH_METADATA:
+            log.debug("fetch for %s returned error %d: refreshing metadata", tp, err)
+            self.metadata.request_update()
+        elif err == _OFFSET_OUT_OF_RANGE:
+            if subs.default_reset_strategy is OffsetResetStrategy.NONE:
+                raise OffsetOutOfRangeClientError(
+                    f"fetch position {position.offset} is out of range for partition {tp}", {tp: position.offset}
+                )
+            log.info("fetch position %s is out of range for %s, resetting offset", position.offset, tp)
+            subs.request_offset_reset(tp)
+        elif err == _TOPIC_AUTHORIZATION_FAILED:
+            raise TopicAuthorizationFailedError(f"not authorized to read topic {tp.topic}")
+        elif err in (_UNKNOWN_LEADER_EPOCH, _UNKNOWN_SERVER_ERROR):
+            log.debug("fetch for %s returned retriable error %d", tp, err)
+        elif err == _CORRUPT_MESSAGE:
+            raise KafkaError(f"encountered corrupt message when fetching offset {completed.fetch_offset} for {tp}")
+        else:
+            raise IllegalStateError(f"unexpected error code {err} while fetching {tp}")
+        return None
+
+    def _fetch_records(self, completed: CompletedFetch, max_records: int) -> list[ConsumerRecord[Any, Any]]:
+        tp = completed.partition
+        subs = self.subscriptions
+        if not subs.is_fetchable(tp):
+            completed.drain()  # revoked, paused or awaiting reset
+            return []
+        position = subs.position(tp)
+        if position is None or completed.next_fetch_offset != position.offset:
+            completed.drain()
+            return []
+        cfg = self.config
+        try:
+            records = completed.fetch_records(
+                max_records,
+                cfg.check_crcs,
+                cfg.isolation_level == READ_COMMITTED,
+                cfg.key_deserializer,
+                cfg.value_deserializer,
+            )
+        finally:
+            if completed.next_fetch_offset > position.offset:
+                subs.seek_position(
+                    tp,
+                    FetchPosition(
+                        completed.next_fetch_offset,
+                        completed.last_epoch,
+                        position.current_leader,
+                        position.current_leader_epoch,
+                    ),
+                )
+        return records
+
+    def collect_fetch(self) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
+        """Up to ``max.poll.records`` records from buffered fetches (application thread only)."""
+        fetched: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = {}
+        remaining = self.config.max_poll_records
+        buffer = self.fetch_buffer
+        while remaining > 0:
+            nil = buffer.next_in_line
+            if nil is None or nil.is_consumed:
+                completed = buffer.peek()
+                if completed is None:
+                    break
+                if not completed.initialized:
+                    try:
+                        nil = self._initialize(completed)
+                    except Exception:
+                        raw = completed.partition_data.records
+                        if not fetched and (raw is None or len(raw) == 0):
+                            buffer.poll()
+                        raise
+                else:
+                    nil = completed
+                buffer.poll()
+                buffer.next_in_line = nil
+                continue
+            try:
+                records = self._fetch_records(nil, remaining)
+            except KafkaError as e:
+                if not fetched:
+                    raise
+                nil.cached_exception = e  # raised by the next poll, after these records are returned
+                break
+            if records:
+                fetched.setdefault(nil.partition, []).extend(records)
+                remaining -= len(records)
+                self.subscriptions.move_partition_to_end(nil.partition)
+            if nil.cached_exception is not None:
+                break
+            if not records and not nil.is_consumed:
+                nil.drain()
+        return fetched
+
+    def close(self) -> None:
+        self.fetch_buffer.clear()
