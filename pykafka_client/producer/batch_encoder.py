@@ -1,0 +1,39 @@
+"""Encoding a :class:`ProducerBatch` into one magic v2 record batch with the shared ``MemoryRecordsBuilder``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pykafka_client.protocol.compression import CompressionType
+from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
+
+if TYPE_CHECKING:
+    from pykafka_client.producer.producer_batch import ProducerBatch
+
+_UNLIMITED = 2**62
+
+
+def compression_type_for(value: Any) -> CompressionType:
+    """``compression.type`` config value (name, CompressionType or None) -> CompressionType."""
+    if value is None:
+        return CompressionType.NONE
+    if isinstance(value, CompressionType):
+        return value
+    return CompressionType.for_name(str(value))
+
+
+def encode_batch(batch: ProducerBatch, compression_type: Any, compression_level: int | None) -> bytes:
+    """The wire bytes of ``batch`` (base offset 0) with its current producer id, epoch and base sequence."""
+    builder = MemoryRecordsBuilder(
+        compression_type_for(compression_type),
+        write_limit=_UNLIMITED,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
+        compression_level=compression_level,
+    )
+    append = builder.append
+    for rec in batch.pending:
+        append(rec.timestamp, rec.key, rec.value, rec.headers)
+    return builder.build()

@@ -1,0 +1,104 @@
+"""Accounting of ``buffer.memory`` (Java ``BufferPool``, without the pooled ByteBuffers).
+
+Each open or in-flight batch holds ``allocate``-d bytes until the batch is completed and
+``deallocate``-d. When memory is short, ``allocate`` blocks up to ``max_time_to_block_ms``; waiters are
+served first come, first served (a later, smaller request never overtakes an earlier one), then it
+raises :class:`~pykafka_client.errors.BufferExhaustedError`.
+
+Waiting uses the injected :class:`~pykafka_client.utils.time.Time`: the deadline is computed on its
+monotonic clock. With a ``MockTime``, a waiter is woken whenever the mock clock moves (its listener
+hook, as Java's ``Time.waitObject``), so tests advance time instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+
+from pykafka_client.errors import (
+    BufferExhaustedError,
+    IllegalArgumentError,
+)
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.utils.time import Time
+
+#: Real-time cap on one condition wait, so a waiter re-reads the injected clock now and then.
+_MAX_WAIT_SLICE_S = 0.5
+
+
+class BufferPool:
+    """Bounded byte accounting shared by all partitions of one producer."""
+
+    def __init__(self, total_memory: int, time: Time) -> None:
+        self.total_memory = total_memory
+        self._available = total_memory
+        self._time = time
+        self._lock = threading.Lock()
+        self._waiters: deque[threading.Condition] = deque()
+        self._closed = False
+        add_listener = getattr(time, "add_listener", None)
+        if callable(add_listener):
+            add_listener(self._on_time_change)
+
+    def _on_time_change(self) -> None:
+        with self._lock:
+            for w in self._waiters:
+                w.notify()
+
+    def allocate(self, size: int, max_time_to_block_ms: int) -> None:
+        """Reserve ``size`` bytes, blocking up to ``max_time_to_block_ms`` for others to release memory."""
+        if size > self.total_memory:
+            raise IllegalArgumentError(
+                f"Attempt to allocate {size} bytes, but there is a hard limit of {self.total_memory} on memory allocations."
+            )
+        with self._lock:
+            if self._closed:
+                raise KafkaError("Producer closed while allocating memory")
+            if not self._waiters and self._available >= size:
+                self._available -= size
+                return
+            cond = threading.Condition(self._lock)
+            self._waiters.append(cond)
+            deadline = self._time.hi_res_clock_ms() + max_time_to_block_ms
+            try:
+                while True:
+                    if self._closed:
+                        raise KafkaError("Producer closed while allocating memory")
+                    if self._waiters[0] is cond and self._available >= size:
+                        self._available -= size
+                        return
+                    remaining = deadline - self._time.hi_res_clock_ms()
+                    if remaining <= 0:
+                        raise BufferExhaustedError(
+                            f"Failed to allocate {size} bytes within the configured max blocking time "
+                            f"{max_time_to_block_ms} ms. Total memory: {self.total_memory} bytes. "
+                            f"Available memory: {self._available} bytes."
+                        )
+                    cond.wait(min(remaining / 1000.0, _MAX_WAIT_SLICE_S))
+            finally:
+                self._waiters.remove(cond)
+                if self._waiters:
+                    self._waiters[0].notify()
+
+    def deallocate(self, size: int) -> None:
+        """Return ``size`` bytes and wake the first waiter."""
+        with self._lock:
+            self._available = min(self.total_memory, self._available + size)
+            if self._waiters:
+                self._waiters[0].notify()
+
+    def available_memory(self) -> int:
+        with self._lock:
+            return self._available
+
+    def queued(self) -> int:
+        """Number of threads blocked waiting for memory (the accumulator's "memory exhausted" signal)."""
+        with self._lock:
+            return len(self._waiters)
+
+    def close(self) -> None:
+        """Fail current and future waiters (the producer is closing)."""
+        with self._lock:
+            self._closed = True
+            for w in self._waiters:
+                w.notify()

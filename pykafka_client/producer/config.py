@@ -1,0 +1,151 @@
+"""Producer configuration: Java ``ProducerConfig`` keys, defaults (Kafka 4.x) and cross-key rules.
+
+Cross-key rules applied after per-key validation (Java ``ProducerConfig.postProcessAndValidateIdempotenceConfigs``
+and ``KafkaProducer.configureDeliveryTimeout``):
+
+* ``enable.idempotence`` explicitly true requires ``acks=all``, ``max.in.flight.requests.per.connection <= 5``
+  and ``retries > 0``; an explicit conflicting setting raises ``ConfigurationError`` naming that key.
+* ``enable.idempotence`` left at its default (true) is silently turned off when the user explicitly set a
+  conflicting ``acks``, ``retries`` or ``max.in.flight``, exactly as Java 3.2+ does.
+* ``transactional.id`` requires idempotence.
+* ``delivery.timeout.ms >= linger.ms + request.timeout.ms``: raises if the user set ``delivery.timeout.ms``,
+  otherwise the default is raised to that sum.
+* ``acks`` is normalised to an int: ``all`` -> -1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pykafka_client.config import (
+    INT_MAX,
+    AbstractConfig,
+    ConfigDef,
+    ConfigType,
+    at_least,
+    between,
+    one_of,
+)
+from pykafka_client.errors import ConfigurationError
+
+MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
+COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+_T = ConfigType
+
+
+def _acks(name: str, value: Any) -> None:
+    if str(value).strip().lower() not in ("all", "-1", "0", "1"):
+        raise ConfigurationError(f"Invalid value {value!r} for configuration {name}: must be one of all, -1, 0, 1")
+
+
+PRODUCER_CONFIG_DEF = (
+    ConfigDef()
+    .define("bootstrap.servers", _T.LIST, [], doc="host:port pairs used to discover the cluster")
+    .define("client.id", _T.STRING, "", doc="logical name sent with every request")
+    .define("client.dns.lookup", _T.STRING, "use_all_dns_ips", one_of("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"))
+    .define("acks", _T.STRING, "all", _acks, doc="all/-1: full ISR; 1: leader only; 0: no response")
+    .define("linger.ms", _T.LONG, 5, at_least(0), doc="extra wait to fill a batch (Kafka 4.0 default 5, KIP-1030)")
+    .define("batch.size", _T.INT, 16384, at_least(0), doc="per-partition batch size in bytes")
+    .define("buffer.memory", _T.LONG, 33554432, at_least(0), doc="bytes of records waiting to be sent")
+    .define("max.block.ms", _T.LONG, 60000, at_least(0), doc="max time send()/partitions_for() block")
+    .define("compression.type", _T.STRING, "none", one_of(*COMPRESSION_TYPES))
+    .define("compression.gzip.level", _T.INT, -1, between(-1, 9))
+    .define("compression.lz4.level", _T.INT, 9, between(1, 17))
+    .define("compression.zstd.level", _T.INT, 3, between(-131072, 22))
+    .define("retries", _T.INT, INT_MAX, between(0, INT_MAX))
+    .define("retry.backoff.ms", _T.LONG, 100, at_least(0))
+    .define("retry.backoff.max.ms", _T.LONG, 1000, at_least(0))
+    .define("delivery.timeout.ms", _T.INT, 120000, at_least(0))
+    .define("request.timeout.ms", _T.INT, 30000, at_least(0))
+    .define("max.in.flight.requests.per.connection", _T.INT, 5, at_least(1))
+    .define("max.request.size", _T.INT, 1048576, at_least(0))
+    .define("enable.idempotence", _T.BOOLEAN, True)
+    .define("transactional.id", _T.STRING, None, nullable=True)
+    .define("transaction.timeout.ms", _T.INT, 60000)
+    .define("partitioner.class", _T.CLASS, None, nullable=True, doc="a Partitioner instance/class; None = built-in")
+    .define("partitioner.ignore.keys", _T.BOOLEAN, False)
+    .define("partitioner.adaptive.partitioning.enable", _T.BOOLEAN, True)
+    .define("partitioner.availability.timeout.ms", _T.LONG, 0, at_least(0))
+    .define("key.serializer", _T.CLASS, "bytes")
+    .define("value.serializer", _T.CLASS, "bytes")
+    .define("metadata.max.age.ms", _T.LONG, 300000, at_least(0))
+    .define("metadata.max.idle.ms", _T.LONG, 300000, at_least(5000))
+    .define("metadata.recovery.strategy", _T.STRING, "none", one_of("none", "rebootstrap"))
+    .define("metadata.recovery.rebootstrap.trigger.ms", _T.LONG, 300000, at_least(0))
+    .define("send.buffer.bytes", _T.INT, 131072, at_least(-1))
+    .define("receive.buffer.bytes", _T.INT, 32768, at_least(-1))
+    .define("reconnect.backoff.ms", _T.LONG, 50, at_least(0))
+    .define("reconnect.backoff.max.ms", _T.LONG, 1000, at_least(0))
+    .define("socket.connection.setup.timeout.ms", _T.LONG, 10000, at_least(0))
+    .define("socket.connection.setup.timeout.max.ms", _T.LONG, 30000, at_least(0))
+    .define("connections.max.idle.ms", _T.LONG, 540000)
+    .define("interceptor.classes", _T.LIST, [])
+    .define("metrics.sample.window.ms", _T.LONG, 30000, at_least(0))
+    .define("metrics.num.samples", _T.INT, 2, at_least(1))
+    .define("security.protocol", _T.STRING, "PLAINTEXT", one_of(*SECURITY_PROTOCOLS))
+    .define("ssl.cafile", _T.STRING, None, nullable=True, doc="Python-style CA bundle path")
+    .define("ssl.certfile", _T.STRING, None, nullable=True)
+    .define("ssl.keyfile", _T.STRING, None, nullable=True)
+    .define("ssl.key.password", _T.PASSWORD, None, nullable=True)
+    .define("ssl.check.hostname", _T.BOOLEAN, True)
+    .define("ssl.endpoint.identification.algorithm", _T.STRING, "https")
+    .define("ssl.truststore.location", _T.STRING, None, nullable=True)
+    .define("ssl.keystore.location", _T.STRING, None, nullable=True)
+    .define("sasl.mechanism", _T.STRING, "GSSAPI")
+    .define("sasl.username", _T.STRING, None, nullable=True)
+    .define("sasl.password", _T.PASSWORD, None, nullable=True)
+    .define("sasl.jaas.config", _T.PASSWORD, None, nullable=True)
+)
+
+
+class ProducerConfig(AbstractConfig):
+    """Parsed producer configuration with Java's cross-key rules applied (see module doc)."""
+
+    def __init__(self, originals: Mapping[str, Any]) -> None:
+        super().__init__(PRODUCER_CONFIG_DEF, originals)
+        v = self.values
+        acks = str(v["acks"]).strip().lower()
+        v["acks"] = -1 if acks in ("all", "-1") else int(acks)
+        self._validate_idempotence()
+        self._configure_delivery_timeout()
+        # retry.backoff.ms > retry.backoff.max.ms is allowed: the backoff is then the constant max, as in Java.
+
+    def _validate_idempotence(self) -> None:
+        v = self.values
+        explicit = self.was_set("enable.idempotence") and v["enable.idempotence"]
+        conflicts: list[tuple[str, str]] = []
+        if self.was_set("max.in.flight.requests.per.connection") and v["max.in.flight.requests.per.connection"] > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+            conflicts.append(
+                ("max.in.flight.requests.per.connection", f"must be at most {MAX_IN_FLIGHT_FOR_IDEMPOTENCE} to use the idempotent producer")
+            )
+        if self.was_set("retries") and v["retries"] == 0:
+            conflicts.append(("retries", "must be greater than 0 to use the idempotent producer"))
+        if self.was_set("acks") and v["acks"] != -1:
+            conflicts.append(("acks", "must be set to all (or -1) to use the idempotent producer"))
+        if conflicts:
+            if explicit:
+                key, why = conflicts[0]
+                raise ConfigurationError(f"Invalid value {self.originals[key]!r} for configuration {key}: {why}")
+            v["enable.idempotence"] = False
+        if v["transactional.id"] is not None and not v["enable.idempotence"]:
+            raise ConfigurationError(
+                "Cannot set a transactional.id without also enabling idempotence (enable.idempotence)"
+            )
+
+    def _configure_delivery_timeout(self) -> None:
+        v = self.values
+        lower = v["linger.ms"] + v["request.timeout.ms"]
+        if v["delivery.timeout.ms"] < lower:
+            if self.was_set("delivery.timeout.ms"):
+                raise ConfigurationError(
+                    f"Invalid value {v['delivery.timeout.ms']} for configuration delivery.timeout.ms: should be equal "
+                    f"to or larger than linger.ms + request.timeout.ms ({lower})"
+                )
+            v["delivery.timeout.ms"] = min(lower, INT_MAX)
+
+    @property
+    def idempotence_enabled(self) -> bool:
+        return bool(self.values["enable.idempotence"])

@@ -1,0 +1,53 @@
+"""The future returned by ``KafkaProducer.send`` (Java ``FutureRecordMetadata`` / ``ProduceRequestResult``).
+
+:class:`FutureRecordMetadata` *is* a :class:`concurrent.futures.Future`, so ``result(timeout)``,
+``exception()``, ``add_done_callback``, ``concurrent.futures.wait`` and ``as_completed`` all work.
+All records of one batch share one :class:`threading.Condition` (a batch completes all its records at
+once), so a record costs no lock allocation of its own. Only the producer completes these futures;
+``cancel()`` always returns False, as a record handed to the producer cannot be taken back.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from concurrent.futures._base import FINISHED, PENDING
+from typing import Any
+
+from pykafka_client.producer.record_metadata import RecordMetadata
+
+
+class FutureRecordMetadata(Future[RecordMetadata]):
+    """A record's delivery outcome: its :class:`RecordMetadata`, or the exception that failed it."""
+
+    def __init__(self, condition: threading.Condition | None = None) -> None:
+        # Deliberately not calling Future.__init__: it would allocate a Condition per record.
+        self._condition = condition if condition is not None else threading.Condition()
+        self._state = PENDING
+        self._result: Any = None
+        self._exception: BaseException | None = None
+        self._waiters: list[Any] = []
+        self._done_callbacks: list[Any] = []
+
+    def cancel(self) -> bool:
+        return False
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return True
+
+    def _complete(self, metadata: RecordMetadata | None, exception: BaseException | None) -> bool:
+        """Set the outcome once; False if it was already set. Runs done-callbacks in this thread."""
+        with self._condition:
+            if self._state == FINISHED:
+                return False
+            self._result = metadata
+            self._exception = exception
+            self._state = FINISHED
+            for waiter in self._waiters:
+                if exception is None:
+                    waiter.add_result(self)
+                else:
+                    waiter.add_exception(self)
+            self._condition.notify_all()
+        self._invoke_callbacks()  # type: ignore[attr-defined]
+        return True

@@ -1,0 +1,210 @@
+"""Choosing a partition for a record (Java ``Utils.murmur2``, ``BuiltInPartitioner``, ``Partitioner``).
+
+Rules, in order (Java ``KafkaProducer.partition``):
+
+1. an explicit ``partition`` argument wins;
+2. a configured ``partitioner.class`` decides;
+3. a keyed record (unless ``partitioner.ignore.keys``) goes to ``to_positive(murmur2(key)) % num_partitions``
+   over *all* partitions, available or not, so the same key always lands in the same partition;
+4. otherwise the built-in sticky partitioner (KIP-480 / KIP-794) keeps one partition per topic until about
+   ``batch.size`` bytes have been produced to it, then picks another: uniformly at random among the
+   partitions that have a leader, or, with adaptive partitioning, weighted towards partitions with shorter
+   queues (the accumulator reports queue sizes from ``ready()``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+_M = 0x5BD1E995
+_SEED = 0x9747B28C
+_MASK32 = 0xFFFFFFFF
+
+
+def murmur2(data: bytes | bytearray | memoryview) -> int:
+    """32-bit MurmurHash2 exactly as Kafka's Java client computes it; returns a signed 32-bit int."""
+    buf = bytes(data)
+    length = len(buf)
+    h = (_SEED ^ length) & _MASK32
+    end = length & ~3
+    for i in range(0, end, 4):
+        k = buf[i] | (buf[i + 1] << 8) | (buf[i + 2] << 16) | (buf[i + 3] << 24)
+        k = (k * _M) & _MASK32
+        k ^= k >> 24
+        k = (k * _M) & _MASK32
+        h = ((h * _M) & _MASK32) ^ k
+    rest = length & 3
+    if rest == 3:
+        h ^= buf[end + 2] << 16
+    if rest >= 2:
+        h ^= buf[end + 1] << 8
+    if rest >= 1:
+        h ^= buf[end]
+        h = (h * _M) & _MASK32
+    h ^= h >> 13
+    h = (h * _M) & _MASK32
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def to_positive(n: int) -> int:
+    """Java ``Utils.toPositive``: clear the sign bit (not ``abs``, which is wrong for MIN_VALUE)."""
+    return n & 0x7FFFFFFF
+
+
+def partition_for_key(key_bytes: bytes, num_partitions: int) -> int:
+    """The partition Java's default partitioner picks for a keyed record."""
+    return to_positive(murmur2(key_bytes)) % num_partitions
+
+
+@runtime_checkable
+class ClusterView(Protocol):
+    """The part of cluster metadata a partitioner sees."""
+
+    def partition_count_for_topic(self, topic: str) -> int | None:
+        """Number of partitions, or None if the topic is not known yet."""
+        ...
+
+    def available_partitions_for_topic(self, topic: str) -> Sequence[int]:
+        """Partitions that currently have a leader, ascending."""
+        ...
+
+
+@runtime_checkable
+class Partitioner(Protocol):
+    """A user-supplied ``partitioner.class`` (Java ``Partitioner``)."""
+
+    def partition(
+        self, topic: str, key: Any, key_bytes: bytes | None, value: Any, value_bytes: bytes | None, cluster: ClusterView
+    ) -> int: ...
+
+
+class RoundRobinPartitioner:
+    """Java ``RoundRobinPartitioner``: cycles through available partitions (all if none is available)."""
+
+    def __init__(self) -> None:
+        self._counters: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def partition(
+        self, topic: str, key: Any, key_bytes: bytes | None, value: Any, value_bytes: bytes | None, cluster: ClusterView
+    ) -> int:
+        n = cluster.partition_count_for_topic(topic) or 0
+        with self._lock:
+            i = self._counters.get(topic, 0)
+            self._counters[topic] = i + 1
+        available = cluster.available_partitions_for_topic(topic)
+        if available:
+            return available[to_positive(i) % len(available)]
+        return to_positive(i) % max(n, 1)
+
+
+class _StickyInfo:
+    __slots__ = ("partition", "produced_bytes")
+
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.produced_bytes = 0
+
+
+class _LoadStats:
+    """Cumulative frequency table built from queue sizes (Java ``PartitionLoadStats``)."""
+
+    __slots__ = ("cumulative", "partitions")
+
+    def __init__(self, cumulative: list[int], partitions: list[int]) -> None:
+        self.cumulative = cumulative
+        self.partitions = partitions
+
+
+class BuiltInPartitioner:
+    """The per-topic sticky partitioner used when no ``partitioner.class`` is set (one per topic).
+
+    ``peek_partition`` returns the current sticky partition; the accumulator calls
+    ``update_partition_info(appended_bytes, enable_switch)`` after each append, which switches partition once
+    ``batch.size`` bytes were produced and the current batch is full (``enable_switch``), or unconditionally
+    at twice that.
+    """
+
+    def __init__(self, topic: str, sticky_batch_size: int, rng: random.Random | None = None) -> None:
+        if sticky_batch_size < 1:
+            sticky_batch_size = 1
+        self.topic = topic
+        self.sticky_batch_size = sticky_batch_size
+        self._rng = rng if rng is not None else random.Random()
+        self._lock = threading.Lock()
+        self._sticky: _StickyInfo | None = None
+        self._load: _LoadStats | None = None
+
+    def peek_partition(self, cluster: ClusterView) -> int:
+        """The current sticky partition, choosing one if there is none yet."""
+        info = self._sticky
+        if info is not None:
+            return info.partition
+        with self._lock:
+            if self._sticky is None:
+                self._sticky = _StickyInfo(self._next_partition(cluster, None))
+            return self._sticky.partition
+
+    def update_partition_info(self, partition: int, appended_bytes: int, cluster: ClusterView, enable_switch: bool) -> None:
+        """Account ``appended_bytes`` to ``partition`` if it is still the sticky one; maybe switch."""
+        with self._lock:
+            info = self._sticky
+            if info is None or info.partition != partition:
+                return
+            info.produced_bytes += appended_bytes
+            if info.produced_bytes >= self.sticky_batch_size * 2 or (
+                enable_switch and info.produced_bytes >= self.sticky_batch_size
+            ):
+                self._sticky = _StickyInfo(self._next_partition(cluster, partition))
+
+    def update_partition_load_stats(self, queue_sizes: Sequence[int], partition_ids: Sequence[int], max_size: int) -> None:
+        """Adaptive partitioning input: queue lengths (in batches) of partitions with a ready leader.
+
+        The chance of picking a partition is proportional to ``max_size + 1 - queue_size``. Stats are
+        dropped (uniform choice) when all queues are equal.
+        """
+        if not queue_sizes or len(queue_sizes) != len(partition_ids):
+            self._load = None
+            return
+        if min(queue_sizes) == max(queue_sizes):
+            self._load = None
+            return
+        cumulative: list[int] = []
+        total = 0
+        for q in queue_sizes:
+            total += max_size + 1 - q
+            cumulative.append(total)
+        self._load = _LoadStats(cumulative, list(partition_ids))
+
+    def _next_partition(self, cluster: ClusterView, previous: int | None) -> int:
+        load = self._load
+        if load is not None and load.cumulative:
+            r = self._rng.randrange(load.cumulative[-1])
+            return load.partitions[bisect.bisect_right(load.cumulative, r)]
+        available = cluster.available_partitions_for_topic(self.topic)
+        if available:
+            if len(available) == 1:
+                return available[0]
+            return available[self._rng.randrange(len(available))]
+        n = cluster.partition_count_for_topic(self.topic) or 1
+        return self._rng.randrange(n)
+
+
+class StaticClusterView:
+    """A fixed :class:`ClusterView` (tests, and callers that already know partition counts)."""
+
+    def __init__(self, partitions: dict[str, int], unavailable: dict[str, set[int]] | None = None) -> None:
+        self._partitions = dict(partitions)
+        self._unavailable = {k: set(v) for k, v in (unavailable or {}).items()}
+
+    def partition_count_for_topic(self, topic: str) -> int | None:
+        return self._partitions.get(topic)
+
+    def available_partitions_for_topic(self, topic: str) -> Sequence[int]:
+        down = self._unavailable.get(topic, set())
+        return [p for p in range(self._partitions.get(topic, 0)) if p not in down]

@@ -1,0 +1,347 @@
+"""A batch of records for one partition (Java ``ProducerBatch``).
+
+Records are kept as Python objects until the batch is drained; :meth:`ProducerBatch.records` encodes them
+(one magic v2 batch, compressed as configured) the first time it is asked and whenever the producer state
+(id, epoch, base sequence) changes, e.g. after an epoch bump. Sizes are computed exactly at append time for
+the uncompressed encoding, so ``batch.size`` bounds the uncompressed batch (a compressed batch is smaller).
+
+Invariants:
+
+* A batch reaches a final state once (SUCCEEDED, FAILED or ABORTED); a later ``done`` returns False and does
+  not touch the record futures (a batch that expired and then got a late response stays failed). A batch
+  that was split has no final state of its own: its records (and futures) moved to the new batches.
+* The first record always fits, even when it alone exceeds ``batch.size`` (the accumulator sizes such a
+  batch for it).
+* Sequence numbers are assigned at drain (``set_producer_state``), never at append.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.record_metadata import RecordMetadata, TopicPartition
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+INT_MAX = 2**31 - 1
+#: Size of the magic v2 batch header (an empty batch).
+RECORD_BATCH_OVERHEAD = 61
+
+Header = tuple[str, "bytes | None"]
+Callback = Callable[[RecordMetadata | None, BaseException | None], None]
+
+
+def _varint_size(value: int) -> int:
+    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+def record_size_in_bytes(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
+    """Exact encoded size of one v2 record, including its own length prefix (Java ``DefaultRecord.sizeInBytes``)."""
+    body = 1 + _varint_size(offset_delta) + _varint_size(timestamp_delta)
+    body += _varint_size(-1) if key is None else _varint_size(len(key)) + len(key)
+    body += _varint_size(-1) if value is None else _varint_size(len(value)) + len(value)
+    body += _varint_size(len(headers))
+    for hk, hv in headers:
+        kb = len(hk.encode("utf-8", "surrogateescape"))
+        body += _varint_size(kb) + kb
+        body += _varint_size(-1) if hv is None else _varint_size(len(hv)) + len(hv)
+    return _varint_size(body) + body
+
+
+def estimate_size_upper_bound(key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
+    """A record's size in a batch of its own, with worst-case deltas (Java ``estimateSizeInBytesUpperBound``)."""
+    return RECORD_BATCH_OVERHEAD + record_size_in_bytes(INT_MAX, 2**62, key, value, headers)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Add to a sequence number, wrapping from Int.MAX_VALUE to 0 (Java ``DefaultRecordBatch.incrementSequence``)."""
+    if sequence > INT_MAX - increment:
+        return increment - (INT_MAX - sequence) - 1
+    return sequence + increment
+
+
+class FinalState(enum.Enum):
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    ABORTED = "ABORTED"
+
+
+class PendingRecord:
+    """One appended record and its future (Java ``Thunk`` plus the record's bytes)."""
+
+    __slots__ = ("callback", "future", "headers", "key", "timestamp", "value")
+
+    def __init__(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        future: FutureRecordMetadata,
+        callback: Callback | None,
+    ) -> None:
+        self.timestamp = timestamp
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.future = future
+        self.callback = callback
+
+
+class ProducerBatch:
+    """Records for one partition, sent together in one produce request."""
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        write_limit: int,
+        created_ms: int,
+        compression_type: Any = None,
+        compression_level: int | None = None,
+        is_splitting: bool = False,
+    ) -> None:
+        self.topic_partition = tp
+        self.write_limit = write_limit
+        self.created_ms = created_ms
+        self.last_attempt_ms = created_ms
+        self.drained_ms = created_ms
+        self.attempts = 0
+        self.retry = False
+        self.reopened = False
+        self.is_splitting = is_splitting
+        self.compression_type = compression_type
+        self.compression_level = compression_level
+        self.final_state: FinalState | None = None
+        self.split = False
+        self.closed = False  # no more appends
+        self.pending: list[PendingRecord] = []
+        self._condition = threading.Condition()
+        self._base_timestamp = NO_TIMESTAMP
+        self._max_timestamp = NO_TIMESTAMP
+        self._size = RECORD_BATCH_OVERHEAD
+        self.max_record_size = 0
+        self.producer_id = NO_PRODUCER_ID
+        self.producer_epoch = NO_PRODUCER_EPOCH
+        self.base_sequence = NO_SEQUENCE
+        self.is_transactional = False
+        self._built: bytes | None = None
+        self._built_state: tuple[int, int, int, bool] | None = None
+        # Leader epoch seen for this batch and the attempt count when it last changed (KIP-951: skip backoff).
+        self.current_leader_epoch: int | None = None
+        self.attempts_when_leader_last_changed = 0
+        self.last_append_ms = created_ms
+        # Memory accounted for this batch in the BufferPool (released when the batch is deallocated).
+        self.allocated_bytes = 0
+
+    # --- appending ---------------------------------------------------------------------------------
+
+    @property
+    def record_count(self) -> int:
+        return len(self.pending)
+
+    def estimated_size_in_bytes(self) -> int:
+        return self._size
+
+    def is_full(self) -> bool:
+        return self.closed or self._size >= self.write_limit
+
+    def has_room_for(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> bool:
+        if self.closed:
+            return False
+        if not self.pending:
+            return True
+        size = record_size_in_bytes(len(self.pending), timestamp - self._base_timestamp, key, value, headers)
+        return self._size + size <= self.write_limit
+
+    def try_append(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        now_ms: int,
+    ) -> FutureRecordMetadata | None:
+        """Append a record if it fits; the record's future, or None when the batch is full or closed."""
+        if self.closed:
+            return None
+        if self.pending:
+            size = record_size_in_bytes(len(self.pending), timestamp - self._base_timestamp, key, value, headers)
+            if self._size + size > self.write_limit:
+                return None
+        else:
+            self._base_timestamp = timestamp
+            size = record_size_in_bytes(0, 0, key, value, headers)
+        future = FutureRecordMetadata(self._condition)
+        self.pending.append(PendingRecord(timestamp, key, value, headers, future, callback))
+        self._size += size
+        if timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        if size > self.max_record_size:
+            self.max_record_size = size
+        self.last_append_ms = now_ms
+        return future
+
+    def _append_existing(self, rec: PendingRecord) -> bool:
+        """Move a record (with its future) into this batch; used by :meth:`split_into`."""
+        if self.pending:
+            size = record_size_in_bytes(len(self.pending), rec.timestamp - self._base_timestamp, rec.key, rec.value, rec.headers)
+            if self._size + size > self.write_limit:
+                return False
+        else:
+            self._base_timestamp = rec.timestamp
+            size = record_size_in_bytes(0, 0, rec.key, rec.value, rec.headers)
+        self.pending.append(rec)
+        self._size += size
+        self.max_record_size = max(self.max_record_size, size)
+        self._max_timestamp = max(self._max_timestamp, rec.timestamp)
+        return True
+
+    def close_for_appends(self) -> None:
+        self.closed = True
+
+    # --- producer state and encoding -----------------------------------------------------------------
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+
+    def reset_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Re-stamp a batch (e.g. after an epoch bump); its bytes are rebuilt on the next :meth:`records`."""
+        self.reopened = True
+        self.set_producer_state(producer_id, producer_epoch, base_sequence, self.is_transactional)
+
+    def has_sequence(self) -> bool:
+        return self.base_sequence != NO_SEQUENCE
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, len(self.pending) - 1)
+
+    def records(self) -> bytes:
+        """The encoded batch (base offset 0), built on first use and rebuilt if the producer state changed."""
+        state = (self.producer_id, self.producer_epoch, self.base_sequence, self.is_transactional)
+        if self._built is None or self._built_state != state:
+            from pykafka_client.producer.batch_encoder import encode_batch
+
+            self._built = encode_batch(self, self.compression_type, self.compression_level)
+            self._built_state = state
+        return self._built
+
+    # --- retries and expiry --------------------------------------------------------------------------
+
+    def reenqueued(self, now_ms: int) -> None:
+        self.attempts += 1
+        self.last_attempt_ms = max(self.last_attempt_ms, now_ms)
+        self.retry = True
+
+    def drained(self, now_ms: int) -> None:
+        self.drained_ms = max(self.drained_ms, now_ms)
+
+    def in_retry(self) -> bool:
+        return self.retry
+
+    def has_reached_delivery_timeout(self, delivery_timeout_ms: int, now_ms: int) -> bool:
+        return delivery_timeout_ms <= now_ms - self.created_ms
+
+    def is_done(self) -> bool:
+        return self.final_state is not None
+
+    # --- completion ----------------------------------------------------------------------------------
+
+    def done(
+        self,
+        base_offset: int,
+        log_append_time: int,
+        top_level_exception: BaseException | None,
+        record_exceptions: Callable[[int], BaseException] | None = None,
+    ) -> bool:
+        """Complete every record future. False (and nothing happens) if the batch was already completed."""
+        if self.final_state is not None or self.split:
+            return False
+        self.final_state = FinalState.SUCCEEDED if top_level_exception is None else FinalState.FAILED
+        self._complete_records(base_offset, log_append_time, top_level_exception, record_exceptions)
+        return True
+
+    def abort(self, exception: BaseException) -> None:
+        """Fail every record future with ``exception`` (producer closing, fatal error)."""
+        if self.final_state is not None or self.split:
+            return
+        self.final_state = FinalState.ABORTED
+        self._complete_records(-1, NO_TIMESTAMP, exception, None)
+
+    def _complete_records(
+        self,
+        base_offset: int,
+        log_append_time: int,
+        exception: BaseException | None,
+        record_exceptions: Callable[[int], BaseException] | None,
+    ) -> None:
+        topic, partition = self.topic_partition
+        for i, rec in enumerate(self.pending):
+            if exception is None:
+                offset = -1 if base_offset < 0 else base_offset + i
+                ts = log_append_time if log_append_time != NO_TIMESTAMP else rec.timestamp
+                md: RecordMetadata | None = RecordMetadata(
+                    topic, partition, offset, ts,
+                    -1 if rec.key is None else len(rec.key),
+                    -1 if rec.value is None else len(rec.value),
+                )
+                err: BaseException | None = None
+            else:
+                md = None
+                err = record_exceptions(i) if record_exceptions is not None else exception
+            rec.future._complete(md, err)
+            if rec.callback is not None:
+                try:
+                    rec.callback(md, err)
+                except Exception:  # a user callback must not break the I/O thread
+                    import logging
+
+                    logging.getLogger(__name__).exception("error in producer delivery callback for %s", self.topic_partition)
+
+    # --- splitting (MESSAGE_TOO_LARGE) ---------------------------------------------------------------
+
+    def split_into(self, split_batch_size: int, now_ms: int) -> list[ProducerBatch]:
+        """Move the records into new batches of at most ``split_batch_size`` bytes each (at least one record
+        per batch), keeping their futures; this batch is then empty-handed (``split`` is True).
+
+        The new batches keep the creation time (for the delivery timeout) and carry no sequence: an
+        idempotent producer assigns fresh sequences when they are drained.
+        """
+        out: list[ProducerBatch] = []
+        current: ProducerBatch | None = None
+        for rec in self.pending:
+            if current is None or not current._append_existing(rec):
+                current = ProducerBatch(
+                    self.topic_partition, split_batch_size, self.created_ms, self.compression_type,
+                    self.compression_level, is_splitting=True,
+                )
+                current._append_existing(rec)
+                out.append(current)
+        for b in out:
+            b.close_for_appends()
+        self.split = True
+        self.pending = []
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"ProducerBatch({self.topic_partition}, records={len(self.pending)}, bytes={self._size}, "
+            f"attempts={self.attempts}, seq={self.base_sequence}, state={self.final_state})"
+        )

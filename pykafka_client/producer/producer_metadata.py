@@ -1,0 +1,180 @@
+"""The producer's view of cluster metadata (Java ``ProducerMetadata`` + ``MetadataSnapshot`` lookups).
+
+On top of :class:`~pykafka_client.network.metadata.Metadata` it
+
+* tracks the topics the producer uses (``add``) and forgets those idle for ``metadata.max.idle.ms``,
+  so metadata requests name only those topics;
+* lets ``send()`` wait for a topic's partitions (``await_update``) with a condition variable;
+* keeps per-cluster indexes (partitions by topic, partitions by leader node, available partitions) that
+  the accumulator and the partitioner read on every call, rebuilt once per metadata update;
+* applies leader hints from produce responses (KIP-951, ``update_partition_leadership``): a hinted leader
+  with a newer epoch replaces the cached one at once, without waiting for a metadata round trip.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from pykafka_client.network.cluster import TP, Cluster, Node, PartitionInfo
+from pykafka_client.network.metadata import Metadata
+from pykafka_client.producer.record_metadata import TopicPartition
+
+
+class _Index:
+    __slots__ = ("available", "by_node", "by_topic", "cluster", "leaders")
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        by_topic: dict[str, list[PartitionInfo]] = {}
+        by_node: dict[int, list[TopicPartition]] = {}
+        leaders: dict[TP, tuple[Node | None, int | None]] = {}
+        for (topic, partition), info in cluster.partitions.items():
+            by_topic.setdefault(topic, []).append(info)
+            leaders[(topic, partition)] = (info.leader, info.leader_epoch)
+            if info.leader is not None:
+                by_node.setdefault(info.leader.id, []).append(TopicPartition(topic, partition))
+        for infos in by_topic.values():
+            infos.sort(key=lambda p: p.partition)
+        for tps in by_node.values():
+            tps.sort()
+        self.by_topic = by_topic
+        self.by_node = by_node
+        self.leaders = leaders
+        self.available = {t: [p.partition for p in infos if p.leader is not None] for t, infos in by_topic.items()}
+
+
+class ProducerMetadata(Metadata):
+    """Metadata restricted to the producer's topics, with fast lookups for the hot path."""
+
+    def __init__(self, *args: Any, metadata_idle_ms: int = 300_000, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.metadata_idle_ms = metadata_idle_ms
+        self._topics: dict[str, int] = {}  # topic -> expiry (monotonic ms)
+        self._new_topics: set[str] = set()
+        self._index = _Index(self.fetch())
+        self._update_cond = threading.Condition()
+        self.add_listener(self._on_update)
+
+    # --- topics ------------------------------------------------------------------------------------
+
+    def add(self, topic: str, now_ms: int) -> None:
+        """Keep ``topic`` in the metadata requests; a new topic asks for a (partial) update."""
+        with self._lock:
+            if topic not in self._topics:
+                self._new_topics.add(topic)
+                self._need_partial_update = True
+            self._topics[topic] = now_ms + self.metadata_idle_ms
+
+    def contains_topic(self, topic: str) -> bool:
+        return topic in self._topics
+
+    def request_update_for_topic(self, topic: str) -> int:
+        with self._lock:
+            if topic in self._new_topics:
+                self._need_partial_update = True
+            else:
+                self._need_full_update = True
+            return self._update_version
+
+    def topics_to_request(self) -> list[str] | None:
+        with self._lock:
+            if self._need_partial_update and not self._need_full_update and self._new_topics:
+                return sorted(self._new_topics)
+            return sorted(self._topics)
+
+    def retain_topics(self, now_ms: int) -> None:
+        """Forget topics not used for ``metadata.max.idle.ms``."""
+        with self._lock:
+            for t in [t for t, exp in self._topics.items() if exp <= now_ms]:
+                del self._topics[t]
+                self._new_topics.discard(t)
+
+    def _on_update(self, cluster: Cluster) -> None:
+        self._index = _Index(cluster)
+        with self._lock:
+            self._new_topics -= {t for t in self._new_topics if t in self._index.by_topic}
+        with self._update_cond:
+            self._update_cond.notify_all()
+
+    def await_update(self, last_version: int, timeout_s: float) -> bool:
+        """Block until the update version moves past ``last_version`` (real time), or the timeout. True if it did."""
+        with self._update_cond:
+            return self._update_cond.wait_for(lambda: self.update_version() > last_version or self.is_closed(), timeout_s)
+
+    def close(self) -> None:
+        super().close()
+        with self._update_cond:
+            self._update_cond.notify_all()
+
+    # --- hot-path lookups ---------------------------------------------------------------------------
+
+    def _current_index(self) -> _Index:
+        idx = self._index
+        cluster = self.fetch()
+        if idx.cluster is not cluster:
+            idx = self._index = _Index(cluster)
+        return idx
+
+    def partition_count_for_topic(self, topic: str) -> int | None:
+        infos = self._current_index().by_topic.get(topic)
+        return len(infos) if infos else None
+
+    def available_partitions_for_topic(self, topic: str) -> Sequence[int]:
+        return self._current_index().available.get(topic, ())
+
+    def partitions_for_topic(self, topic: str) -> list[PartitionInfo]:
+        return list(self._current_index().by_topic.get(topic, ()))
+
+    def leader_and_epoch(self, tp: TP) -> tuple[Node | None, int | None]:
+        """The leader of ``tp`` (None if unknown) and its epoch, respecting out-of-band newer epochs."""
+        found = self._current_index().leaders.get((tp[0], tp[1]))
+        if found is None:
+            return None, None
+        leader, epoch = found
+        seen = self._last_seen_leader_epochs.get((tp[0], tp[1]))
+        if seen is not None and epoch is not None and seen > epoch:
+            return None, seen
+        return leader, epoch
+
+    def partitions_for_node(self, node_id: int) -> Sequence[TopicPartition]:
+        return self._current_index().by_node.get(node_id, ())
+
+    def node_by_id(self, node_id: int) -> Node | None:
+        return self.fetch().node_by_id(node_id)
+
+    # --- KIP-951 ------------------------------------------------------------------------------------
+
+    def update_partition_leadership(self, leaders: dict[TP, tuple[int, int]], nodes: Iterable[Node]) -> set[TP]:
+        """Apply ``{tp: (leader_id, leader_epoch)}`` hints from a produce response; returns the partitions updated.
+
+        A hint is applied only if its epoch is newer than the cached one and its leader node is known
+        (from ``nodes`` or the cluster); otherwise it is ignored.
+        """
+        updated: set[TP] = set()
+        with self._lock:
+            cluster = self._cluster
+            by_id = {n.id: n for n in cluster.nodes}
+            for n in nodes:
+                by_id.setdefault(n.id, n)
+            partitions = dict(cluster.partitions)
+            for tp, (leader_id, epoch) in leaders.items():
+                key = (tp[0], tp[1])
+                info = partitions.get(key)
+                node = by_id.get(leader_id)
+                if info is None or node is None or epoch < 0:
+                    continue
+                cached = info.leader_epoch
+                if cached is not None and epoch <= cached:
+                    continue
+                partitions[key] = replace(info, leader=node, leader_epoch=epoch)
+                seen = self._last_seen_leader_epochs.get(key)
+                if seen is None or epoch >= seen:
+                    self._last_seen_leader_epochs[key] = epoch
+                updated.add(key)
+            if updated:
+                self._cluster = replace(cluster, nodes=tuple(by_id.values()), partitions=partitions)
+                self._update_version += 1
+        return updated

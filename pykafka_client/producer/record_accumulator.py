@@ -1,0 +1,603 @@
+"""Per-partition queues of batches between ``send()`` and the Sender (Java ``RecordAccumulator``).
+
+Threads: any number of application threads call :meth:`append`; the Sender thread calls ``ready``,
+``drain``, ``reenqueue``, ``expired_batches`` and friends. Each partition's deque has its own lock; no
+callback and no network call ever runs under one. Memory is accounted in a :class:`BufferPool` and
+held by a batch from creation to :meth:`deallocate`.
+
+Readiness (``ready``): a partition whose leader is known and not muted is sendable when its first batch
+is full or is not the only one, when ``linger.ms`` (or, for a retry, the retry backoff) has elapsed,
+when memory is exhausted, when the accumulator is closing or flushing, or when a transaction is
+completing. A retried batch waits out its exponential backoff (with jitter) unless the partition's
+leader changed since the last attempt. ``next_ready_check_delay_ms`` is the least time left on any
+partition that is not sendable yet.
+
+Draining (``drain``): per node, one batch per partition, rotating the starting partition across calls
+so no partition starves, up to ``max.request.size`` bytes but always at least one batch. Sequence
+numbers of an idempotent producer are assigned here, at drain time, never at append time.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pykafka_client.errors import (
+    IllegalStateError,
+)
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.network.exponential_backoff import ExponentialBackoff
+from pykafka_client.producer.buffer_pool import BufferPool
+from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView
+from pykafka_client.producer.producer_batch import (
+    Callback,
+    Header,
+    ProducerBatch,
+    estimate_size_upper_bound,
+    increment_sequence,
+)
+from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.utils.time import Time
+
+if TYPE_CHECKING:
+    from pykafka_client.network.cluster import Node
+    from pykafka_client.producer.transaction_manager import TransactionManager
+
+#: ``partition`` value asking the accumulator to pick one (built-in sticky partitioner).
+UNKNOWN_PARTITION = -1
+RETRY_BACKOFF_EXP_BASE = 2
+RETRY_BACKOFF_JITTER = 0.2
+
+
+class AccumulatorMetadata(ClusterView, Protocol):
+    """What ``ready``/``drain`` need from metadata (implemented by ``ProducerMetadata``)."""
+
+    def leader_and_epoch(self, tp: tuple[str, int]) -> tuple[Node | None, int | None]: ...
+
+    def partitions_for_node(self, node_id: int) -> Sequence[TopicPartition]: ...
+
+
+@dataclass(slots=True)
+class RecordAppendResult:
+    future: FutureRecordMetadata
+    batch_is_full: bool
+    new_batch_created: bool
+    partition: int
+    appended_bytes: int
+
+
+@dataclass(slots=True)
+class ReadyCheckResult:
+    ready_nodes: set[Node]
+    next_ready_check_delay_ms: int
+    unknown_leader_topics: set[str] = field(default_factory=set)
+
+
+class _PartitionQueue:
+    __slots__ = ("batches", "lock")
+
+    def __init__(self) -> None:
+        self.batches: deque[ProducerBatch] = deque()
+        self.lock = threading.Lock()
+
+
+class _TopicInfo:
+    __slots__ = ("queues", "partitioner")
+
+    def __init__(self, partitioner: BuiltInPartitioner) -> None:
+        self.queues: dict[int, _PartitionQueue] = {}
+        self.partitioner = partitioner
+
+
+class RecordAccumulator:
+    """Batches records per partition and hands full or lingered batches to the Sender."""
+
+    def __init__(
+        self,
+        *,
+        batch_size: int,
+        linger_ms: int,
+        retry_backoff_ms: int,
+        retry_backoff_max_ms: int,
+        delivery_timeout_ms: int,
+        buffer_pool: BufferPool,
+        time: Time,
+        compression_type: Any = None,
+        compression_level: int | None = None,
+        transaction_manager: TransactionManager | None = None,
+        adaptive_partitioning: bool = True,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.batch_size = batch_size
+        self.linger_ms = linger_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retry_backoff = ExponentialBackoff(retry_backoff_ms, RETRY_BACKOFF_EXP_BASE, retry_backoff_max_ms, RETRY_BACKOFF_JITTER, rng)
+        self.delivery_timeout_ms = delivery_timeout_ms
+        self.free = buffer_pool
+        self.time = time
+        self.compression_type = compression_type
+        self.compression_level = compression_level
+        self.transaction_manager = transaction_manager
+        self.adaptive_partitioning = adaptive_partitioning
+        self._rng = rng if rng is not None else random.Random()
+        self._topics: dict[str, _TopicInfo] = {}
+        self._topics_lock = threading.Lock()
+        self._incomplete: set[ProducerBatch] = set()
+        self._incomplete_lock = threading.Lock()
+        self._incomplete_cond = threading.Condition(self._incomplete_lock)
+        self._muted: set[TopicPartition] = set()
+        self._drain_index: dict[int, int] = {}
+        self._flushes_in_progress = 0
+        self._appends_in_progress = 0
+        self._counts_lock = threading.Lock()
+        self._closed = False
+        self._next_batch_expiry_ms = 2**63 - 1
+
+    # --- append (application threads) ----------------------------------------------------------------
+
+    def _topic_info(self, topic: str) -> _TopicInfo:
+        info = self._topics.get(topic)
+        if info is None:
+            with self._topics_lock:
+                info = self._topics.get(topic)
+                if info is None:
+                    info = _TopicInfo(BuiltInPartitioner(topic, self.batch_size, self._rng))
+                    self._topics[topic] = info
+        return info
+
+    def _queue(self, info: _TopicInfo, partition: int) -> _PartitionQueue:
+        q = info.queues.get(partition)
+        if q is None:
+            with self._topics_lock:
+                q = info.queues.get(partition)
+                if q is None:
+                    q = _PartitionQueue()
+                    info.queues[partition] = q
+        return q
+
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        max_time_to_block_ms: int,
+        cluster: ClusterView,
+    ) -> RecordAppendResult:
+        """Append a record to ``partition`` (or, if UNKNOWN_PARTITION, to the topic's sticky partition).
+
+        Blocks up to ``max_time_to_block_ms`` for buffer memory when a new batch is needed.
+        """
+        info = self._topic_info(topic)
+        with self._counts_lock:
+            self._appends_in_progress += 1
+        allocated = 0
+        try:
+            while True:
+                if self._closed:
+                    raise KafkaError("Producer closed while send in progress")
+                effective = info.partitioner.peek_partition(cluster) if partition == UNKNOWN_PARTITION else partition
+                q = self._queue(info, effective)
+                with q.lock:
+                    if partition == UNKNOWN_PARTITION and info.partitioner.peek_partition(cluster) != effective:
+                        continue  # another thread switched the sticky partition
+                    result = self._try_append(q, effective, timestamp, key, value, headers, callback)
+                    if result is not None:
+                        self._update_sticky(info, q, result, partition, cluster)
+                        return result
+                if allocated == 0:
+                    size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
+                    self.free.allocate(size, max_time_to_block_ms)  # outside the deque lock
+                    allocated = size
+                now = self.time.hi_res_clock_ms()
+                with q.lock:
+                    if partition == UNKNOWN_PARTITION and info.partitioner.peek_partition(cluster) != effective:
+                        continue
+                    result = self._try_append(q, effective, timestamp, key, value, headers, callback)
+                    if result is None:
+                        if self._closed:
+                            raise KafkaError("Producer closed while send in progress")
+                        batch = ProducerBatch(
+                            TopicPartition(topic, effective), allocated, now, self.compression_type, self.compression_level
+                        )
+                        batch.allocated_bytes = allocated
+                        future = batch.try_append(timestamp, key, value, headers, callback, now)
+                        if future is None:  # cannot happen: the first record always fits
+                            raise IllegalStateError("a record did not fit in a new batch")
+                        q.batches.append(batch)
+                        with self._incomplete_lock:
+                            self._incomplete.add(batch)
+                        allocated = 0
+                        result = RecordAppendResult(
+                            future, len(q.batches) > 1 or batch.is_full(), True, effective,
+                            batch.estimated_size_in_bytes(),
+                        )
+                    self._update_sticky(info, q, result, partition, cluster)
+                    return result
+        finally:
+            if allocated:
+                self.free.deallocate(allocated)
+            with self._counts_lock:
+                self._appends_in_progress -= 1
+
+    def _try_append(
+        self,
+        q: _PartitionQueue,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+    ) -> RecordAppendResult | None:
+        if not q.batches:
+            return None
+        last = q.batches[-1]
+        before = last.estimated_size_in_bytes()
+        future = last.try_append(timestamp, key, value, headers, callback, 0)
+        if future is None:
+            last.close_for_appends()
+            return None
+        return RecordAppendResult(
+            future, len(q.batches) > 1 or last.is_full(), False, partition, last.estimated_size_in_bytes() - before
+        )
+
+    def _update_sticky(
+        self, info: _TopicInfo, q: _PartitionQueue, result: RecordAppendResult, requested: int, cluster: ClusterView
+    ) -> None:
+        if requested != UNKNOWN_PARTITION:
+            return
+        enable_switch = all(b.is_full() for b in q.batches)
+        info.partitioner.update_partition_info(result.partition, result.appended_bytes, cluster, enable_switch)
+
+    # --- readiness (Sender thread) -------------------------------------------------------------------
+
+    def _retry_wait_ms(self, batch: ProducerBatch) -> int:
+        return self.retry_backoff.backoff(max(batch.attempts - 1, 0))
+
+    def _should_backoff(self, batch: ProducerBatch, waited_ms: int, leader_changed: bool) -> tuple[bool, int]:
+        if batch.attempts <= 0:
+            return False, 0
+        wait = self._retry_wait_ms(batch)
+        return (waited_ms < wait and not leader_changed), wait
+
+    def ready(self, metadata: AccumulatorMetadata, now_ms: int) -> ReadyCheckResult:
+        ready_nodes: set[Node] = set()
+        next_delay = 2**63 - 1
+        unknown: set[str] = set()
+        exhausted = self.free.queued() > 0
+        completing = self.transaction_manager is not None and self.transaction_manager.is_completing()
+        flushing = self.flush_in_progress()
+        for topic, info in list(self._topics.items()):
+            queue_sizes: list[int] = []
+            partition_ids: list[int] = []
+            for partition, q in list(info.queues.items()):
+                tp = TopicPartition(topic, partition)
+                leader, epoch = metadata.leader_and_epoch(tp)
+                with q.lock:
+                    n = len(q.batches)
+                    if leader is not None and self.adaptive_partitioning:
+                        queue_sizes.append(n)
+                        partition_ids.append(partition)
+                    if n == 0:
+                        continue
+                    batch = q.batches[0]
+                    waited = now_ms - max(batch.created_ms, batch.last_attempt_ms)
+                    leader_changed = self.maybe_update_leader_epoch(batch, epoch)
+                    backing_off, retry_wait = self._should_backoff(batch, waited, leader_changed)
+                    full = n > 1 or batch.is_full()
+                if leader is None:
+                    unknown.add(topic)
+                    continue
+                if leader in ready_nodes or tp in self._muted:
+                    continue
+                time_to_wait = retry_wait if backing_off else self.linger_ms
+                expired = waited >= time_to_wait
+                sendable = full or expired or exhausted or self._closed or flushing or completing
+                if sendable and not backing_off:
+                    ready_nodes.add(leader)
+                else:
+                    next_delay = min(next_delay, max(time_to_wait - waited, 0))
+            if self.adaptive_partitioning and queue_sizes:
+                available = metadata.available_partitions_for_topic(topic)
+                if len(queue_sizes) == len(available):
+                    info.partitioner.update_partition_load_stats(queue_sizes, partition_ids, max(queue_sizes))
+                else:
+                    info.partitioner.update_partition_load_stats((), (), 0)
+        return ReadyCheckResult(ready_nodes, next_delay, unknown)
+
+    def maybe_update_leader_epoch(self, batch: ProducerBatch, leader_epoch: int | None) -> bool:
+        """Record the partition's current leader epoch on the batch; True when the leader changed after the
+        batch's last attempt (Java ``ProducerBatch.maybeUpdateLeaderEpoch`` / ``hasLeaderChangedForTheOngoingRetry``)."""
+        if leader_epoch is not None and (batch.current_leader_epoch is None or batch.current_leader_epoch < leader_epoch):
+            batch.attempts_when_leader_last_changed = batch.attempts
+            batch.current_leader_epoch = leader_epoch
+        return batch.attempts >= 1 and batch.attempts == batch.attempts_when_leader_last_changed
+
+    def has_undrained(self) -> bool:
+        for info in list(self._topics.values()):
+            for q in list(info.queues.values()):
+                with q.lock:
+                    if q.batches:
+                        return True
+        return False
+
+    # --- drain (Sender thread) -----------------------------------------------------------------------
+
+    def _should_stop_drain(self, first: ProducerBatch, tp: TopicPartition) -> bool:
+        tm = self.transaction_manager
+        if tm is None:
+            return False
+        if not tm.is_send_to_partition_allowed(tp):
+            return True
+        if not tm.has_valid_producer_id():
+            return True
+        if not first.has_sequence():
+            if tm.has_inflight_batches(tp) and tm.has_stale_producer_id_and_epoch(tp):
+                return True  # wait for batches of the old epoch to resolve before restarting at 0
+            if tm.has_unresolved_sequence(tp):
+                return True
+        first_in_flight = tm.first_in_flight_sequence(tp)
+        # A retried batch goes out only when it is the first in flight: this keeps order across retries.
+        return first_in_flight != -1 and first.has_sequence() and first.base_sequence != first_in_flight
+
+    def drain(
+        self, metadata: AccumulatorMetadata, nodes: Iterable[Node], max_size: int, now_ms: int
+    ) -> dict[int, list[ProducerBatch]]:
+        out: dict[int, list[ProducerBatch]] = {}
+        for node in nodes:
+            out[node.id] = self._drain_node(metadata, node, max_size, now_ms)
+        return out
+
+    def _drain_node(self, metadata: AccumulatorMetadata, node: Node, max_size: int, now_ms: int) -> list[ProducerBatch]:
+        size = 0
+        ready: list[ProducerBatch] = []
+        parts = metadata.partitions_for_node(node.id)
+        if not parts:
+            return ready
+        n = len(parts)
+        start = self._drain_index.get(node.id, 0) % n
+        i = start
+        tm = self.transaction_manager
+        while True:
+            tp = parts[i]
+            i = (i + 1) % n
+            self._drain_index[node.id] = i
+            info = self._topics.get(tp.topic)
+            q = info.queues.get(tp.partition) if info is not None else None
+            if q is not None and tp not in self._muted:
+                with q.lock:
+                    first = q.batches[0] if q.batches else None
+                    if first is not None:
+                        _, epoch = metadata.leader_and_epoch(tp)
+                        leader_changed = self.maybe_update_leader_epoch(first, epoch)
+                        waited = now_ms - max(first.created_ms, first.last_attempt_ms)
+                        backing_off, _ = self._should_backoff(first, waited, leader_changed)
+                        if not backing_off:
+                            if size + first.estimated_size_in_bytes() > max_size and ready:
+                                break  # the request is full; at least one batch was taken
+                            if self._should_stop_drain(first, tp):
+                                break  # as Java: a partition that must wait ends this node's drain
+                            batch = q.batches.popleft()
+                            if tm is not None and not batch.has_sequence():
+                                tm.maybe_update_producer_id_and_epoch(tp)
+                                pid, epoch_ = tm.producer_id_and_epoch()
+                                seq = tm.sequence_number(tp)
+                                batch.set_producer_state(pid, epoch_, seq, tm.is_transactional())
+                                tm.increment_sequence_number(tp, batch.record_count)
+                                tm.add_in_flight_batch(batch)
+                            batch.close_for_appends()
+                            size += batch.estimated_size_in_bytes()
+                            ready.append(batch)
+                            batch.drained(now_ms)
+            if i == start:
+                break
+        return ready
+
+    # --- retries, splits, expiry ---------------------------------------------------------------------
+
+    def reenqueue(self, batch: ProducerBatch, now_ms: int) -> None:
+        """Put a batch back at the front of its partition for a retry (in sequence order when it has one)."""
+        batch.reenqueued(now_ms)
+        q = self._queue(self._topic_info(batch.topic_partition.topic), batch.topic_partition.partition)
+        with q.lock:
+            if self.transaction_manager is not None and batch.has_sequence():
+                self._insert_in_sequence_order(q.batches, batch)
+            else:
+                q.batches.appendleft(batch)
+
+    @staticmethod
+    def _insert_in_sequence_order(dq: deque[ProducerBatch], batch: ProducerBatch) -> None:
+        if not batch.has_sequence():
+            raise IllegalStateError(f"reenqueuing a batch without a sequence in sequence order: {batch}")
+        ahead: list[ProducerBatch] = []
+        while dq and dq[0].has_sequence() and dq[0].base_sequence < batch.base_sequence:
+            ahead.append(dq.popleft())
+        dq.appendleft(batch)
+        for b in reversed(ahead):
+            dq.appendleft(b)
+
+    def split_and_reenqueue(self, big: ProducerBatch, now_ms: int) -> int:
+        """Split a batch the broker found too large into ``batch.size`` pieces and put them back in front;
+        returns the number of new batches. Sequences are kept within the big batch's range."""
+        base_seq = big.base_sequence
+        pid, epoch, txn = big.producer_id, big.producer_epoch, big.is_transactional
+        pieces = big.split_into(self.batch_size, now_ms)
+        if base_seq != -1:
+            seq = base_seq
+            for b in pieces:
+                b.set_producer_state(pid, epoch, seq, txn)
+                seq = increment_sequence(seq, b.record_count)
+        q = self._queue(self._topic_info(big.topic_partition.topic), big.topic_partition.partition)
+        tm = self.transaction_manager
+        with self._incomplete_lock:
+            self._incomplete.update(pieces)
+        for b in reversed(pieces):
+            b.attempts = big.attempts
+            b.last_attempt_ms = big.last_attempt_ms
+            with q.lock:
+                if tm is not None and b.has_sequence():
+                    tm.add_in_flight_batch(b)
+                    self._insert_in_sequence_order(q.batches, b)
+                else:
+                    q.batches.appendleft(b)
+        return len(pieces)
+
+    def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
+        """Remove and return queued batches past ``delivery.timeout.ms`` (oldest first per partition)."""
+        expired: list[ProducerBatch] = []
+        for info in list(self._topics.values()):
+            for q in list(info.queues.values()):
+                with q.lock:
+                    while q.batches:
+                        b = q.batches[0]
+                        if b.has_reached_delivery_timeout(self.delivery_timeout_ms, now_ms):
+                            q.batches.popleft()
+                            b.close_for_appends()
+                            expired.append(b)
+                        else:
+                            self.maybe_update_next_batch_expiry_time(b)
+                            break
+        return expired
+
+    def maybe_update_next_batch_expiry_time(self, batch: ProducerBatch) -> None:
+        t = batch.created_ms + self.delivery_timeout_ms
+        if t < self._next_batch_expiry_ms:
+            self._next_batch_expiry_ms = t
+
+    def reset_next_batch_expiry_time(self) -> None:
+        self._next_batch_expiry_ms = 2**63 - 1
+
+    def next_expiry_time_ms(self) -> int:
+        return self._next_batch_expiry_ms
+
+    # --- completion ----------------------------------------------------------------------------------
+
+    def deallocate(self, batch: ProducerBatch) -> None:
+        """Forget a completed batch and return its memory."""
+        with self._incomplete_cond:
+            self._incomplete.discard(batch)
+            if not self._incomplete:
+                self._incomplete_cond.notify_all()
+        if batch.allocated_bytes:
+            self.free.deallocate(batch.allocated_bytes)
+            batch.allocated_bytes = 0
+
+    def has_incomplete(self) -> bool:
+        with self._incomplete_lock:
+            return bool(self._incomplete)
+
+    def incomplete_batches(self) -> list[ProducerBatch]:
+        with self._incomplete_lock:
+            return list(self._incomplete)
+
+    # --- flush and close -----------------------------------------------------------------------------
+
+    def begin_flush(self) -> None:
+        with self._counts_lock:
+            self._flushes_in_progress += 1
+
+    def end_flush(self) -> None:
+        with self._counts_lock:
+            self._flushes_in_progress -= 1
+
+    def flush_in_progress(self) -> bool:
+        return self._flushes_in_progress > 0
+
+    def await_flush_completion(self, timeout_s: float | None, snapshot: Iterable[ProducerBatch] | None = None) -> bool:
+        """Wait (real time) until the batches incomplete when the flush began are done. True if they all are."""
+        pending = list(self.incomplete_batches() if snapshot is None else snapshot)
+        deadline = None if timeout_s is None else self.time.hi_res_clock_ms() + int(timeout_s * 1000)
+        with self._incomplete_cond:
+            while True:
+                pending = [b for b in pending if b in self._incomplete]
+                if not pending:
+                    return True
+                if deadline is None:
+                    self._incomplete_cond.wait(0.5)
+                    continue
+                remaining = deadline - self.time.hi_res_clock_ms()
+                if remaining <= 0:
+                    return False
+                self._incomplete_cond.wait(min(remaining / 1000.0, 0.5))
+
+    def appends_in_progress(self) -> bool:
+        return self._appends_in_progress > 0
+
+    def close(self) -> None:
+        """No more appends; queued batches become sendable at once."""
+        self._closed = True
+        self.free.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def abort_incomplete_batches(self, exception: BaseException, on_done: Callable[[ProducerBatch], None] | None = None) -> None:
+        """Fail every batch not yet completed (force close, fatal error). Repeats while appends are running."""
+        while True:
+            self._abort_batches(exception, on_done)
+            if not self.appends_in_progress():
+                break
+        self._abort_batches(exception, on_done)
+
+    def _abort_batches(self, exception: BaseException, on_done: Callable[[ProducerBatch], None] | None) -> None:
+        for batch in self.incomplete_batches():
+            q = self._queue(self._topic_info(batch.topic_partition.topic), batch.topic_partition.partition)
+            with q.lock:
+                try:
+                    q.batches.remove(batch)
+                except ValueError:
+                    pass
+                batch.close_for_appends()
+            batch.abort(exception)
+            self.deallocate(batch)
+            if on_done is not None:
+                on_done(batch)
+
+    def abort_undrained_batches(self, exception: BaseException) -> None:
+        """Fail the batches still queued (not in flight)."""
+        for info in list(self._topics.values()):
+            for q in list(info.queues.values()):
+                with q.lock:
+                    batches = list(q.batches)
+                    q.batches.clear()
+                for b in batches:
+                    b.close_for_appends()
+                    b.abort(exception)
+                    self.deallocate(b)
+
+    # --- muting (max.in.flight = 1) ------------------------------------------------------------------
+
+    def mute_partition(self, tp: TopicPartition) -> None:
+        self._muted.add(tp)
+
+    def unmute_partition(self, tp: TopicPartition) -> None:
+        self._muted.discard(tp)
+
+    def is_muted(self, tp: TopicPartition) -> bool:
+        return tp in self._muted
+
+    def queue_sizes(self) -> dict[TopicPartition, int]:
+        """Batches queued per partition (metrics, tests)."""
+        out: dict[TopicPartition, int] = {}
+        for topic, info in list(self._topics.items()):
+            for partition, q in list(info.queues.items()):
+                out[TopicPartition(topic, partition)] = len(q.batches)
+        return out
+
+    def batches_for(self, tp: TopicPartition) -> list[ProducerBatch]:
+        info = self._topics.get(tp.topic)
+        q = info.queues.get(tp.partition) if info is not None else None
+        if q is None:
+            return []
+        with q.lock:
+            return list(q.batches)

@@ -1,0 +1,483 @@
+"""The producer's I/O loop (Java ``Sender``): drains the accumulator into produce requests and handles responses.
+
+:meth:`Sender.run_once` is one iteration and the unit-test seam (driven with a MockClient and MockTime);
+:meth:`Sender.run` loops it on the background thread until close. Everything here runs on that one
+thread; completion callbacks run here too, never under an accumulator lock.
+
+One iteration:
+
+1. idempotence: resolve expired sequences, apply a pending epoch bump, obtain a producer id
+   (InitProducerId to the least loaded node, retried after ``retry.backoff.ms``); a fatal error fails
+   every incomplete batch;
+2. ``ready`` -> nodes with sendable data (unknown leaders trigger a metadata update), keep those the client
+   can send to now, ``drain`` them up to ``max.request.size``;
+3. expire batches past ``delivery.timeout.ms``, queued or in flight (never retried afterwards);
+4. send one ProduceRequest per node and ``poll`` the client with the computed timeout.
+
+Response handling per partition: success completes the batch; MESSAGE_TOO_LARGE splits a multi-record batch
+(no retry consumed); a retriable error re-enqueues (with KIP-951 leader hints applied to metadata at once);
+DUPLICATE_SEQUENCE_NUMBER counts as success; anything else fails the batch, per record for KIP-467 errors.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from pykafka_client.errors import (
+    InvalidRecordError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    UnknownServerError,
+    for_code,
+)
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
+from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.cluster import Node
+from pykafka_client.network.kafka_client import KafkaClient
+from pykafka_client.producer.producer_batch import ProducerBatch
+from pykafka_client.producer.producer_metadata import ProducerMetadata
+from pykafka_client.producer.record_accumulator import RecordAccumulator
+from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.producer.transaction_manager import TransactionManager
+from pykafka_client.protocol.messages import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+from pykafka_client.utils.time import Time
+
+log = logging.getLogger(__name__)
+
+NONE = 0
+NETWORK_EXCEPTION = 13
+UNSUPPORTED_VERSION = 35
+MESSAGE_TOO_LARGE = 10
+DUPLICATE_SEQUENCE_NUMBER = 46
+NOT_LEADER_OR_FOLLOWER = 6
+FENCED_LEADER_EPOCH = 74
+INVALID_RECORD = 87
+CLUSTER_AUTHORIZATION_FAILED = 31
+TOPIC_AUTHORIZATION_FAILED = 29
+
+
+@dataclass(slots=True)
+class PartitionResult:
+    """One partition's outcome of a produce request (Java ``ProduceResponse.PartitionResponse``)."""
+
+    error_code: int
+    base_offset: int = -1
+    log_append_time: int = -1
+    log_start_offset: int = -1
+    record_errors: list[tuple[int, str | None]] = field(default_factory=list)
+    error_message: str | None = None
+
+
+@dataclass(slots=True)
+class SenderMetrics:
+    """Counters the producer reports in ``metrics()``."""
+
+    requests_sent: int = 0
+    batches_sent: int = 0
+    records_sent: int = 0
+    bytes_sent: int = 0
+    retries: int = 0
+    errors: int = 0
+    splits: int = 0
+    expired: int = 0
+
+
+class Sender:
+    """Moves batches from the accumulator to the brokers on the producer's I/O thread."""
+
+    def __init__(
+        self,
+        client: KafkaClient,
+        metadata: ProducerMetadata,
+        accumulator: RecordAccumulator,
+        *,
+        guarantee_message_order: bool,
+        max_request_size: int,
+        acks: int,
+        retries: int,
+        request_timeout_ms: int,
+        retry_backoff_ms: int,
+        time: Time,
+        transaction_manager: TransactionManager | None = None,
+    ) -> None:
+        self.client = client
+        self.metadata = metadata
+        self.accumulator = accumulator
+        self.guarantee_message_order = guarantee_message_order
+        self.max_request_size = max_request_size
+        self.acks = acks
+        self.retries = retries
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.time = time
+        self.transaction_manager = transaction_manager
+        self.in_flight_batches: dict[TopicPartition, list[ProducerBatch]] = {}
+        self.metrics = SenderMetrics()
+        self._running = True
+        self._force_close = False
+        self._init_pid_not_before_ms = 0
+        self.fatal_error: BaseException | None = None
+
+    # --- thread loop ---------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Loop until ``initiate_close``; then finish queued and in-flight work unless forced."""
+        try:
+            while self._running:
+                self._run_once_safely()
+            while not self._force_close and (
+                self.accumulator.has_undrained() or self.client.has_in_flight_requests() or self._has_pending_init()
+            ):
+                self._run_once_safely()
+            if self._force_close:
+                self.accumulator.abort_incomplete_batches(ProducerClosedError("Producer is closed forcefully."), self._forget)
+        finally:
+            try:
+                self.client.close()
+            except Exception:  # pragma: no cover - best effort
+                log.exception("error closing the network client")
+            # Anything still incomplete can never complete now.
+            self.accumulator.abort_incomplete_batches(ProducerClosedError("Producer is closed."), self._forget)
+
+    def _has_pending_init(self) -> bool:
+        tm = self.transaction_manager
+        return tm is not None and tm.init_producer_id_in_flight
+
+    def _run_once_safely(self) -> None:
+        try:
+            self.run_once()
+        except Exception:
+            log.exception("uncaught error in the producer I/O thread")
+
+    def initiate_close(self) -> None:
+        self.accumulator.close()
+        self._running = False
+        self.wakeup()
+
+    def force_close(self) -> None:
+        self._force_close = True
+        self.initiate_close()
+
+    def is_running(self) -> bool:
+        return self._running
+
+    def wakeup(self) -> None:
+        self.client.wakeup()
+
+    # --- one iteration -------------------------------------------------------------------------------
+
+    def run_once(self) -> None:
+        tm = self.transaction_manager
+        if tm is not None:
+            tm.maybe_resolve_sequences()
+            if tm.has_fatal_error():
+                err = tm.fail_pending()
+                if self.accumulator.has_incomplete():
+                    self.accumulator.abort_incomplete_batches(err, self._forget)
+                self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
+                return
+            tm.bump_idempotent_epoch_and_reset_id_if_needed()
+            if self._maybe_send_and_poll_init_producer_id():
+                return
+        now = self.time.hi_res_clock_ms()
+        poll_timeout = self.send_producer_data(now)
+        self.client.poll(poll_timeout, now)
+
+    # --- InitProducerId ------------------------------------------------------------------------------
+
+    def _maybe_send_and_poll_init_producer_id(self) -> bool:
+        """True if this iteration was spent on obtaining a producer id."""
+        tm = self.transaction_manager
+        assert tm is not None
+        if tm.init_producer_id_in_flight:
+            self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
+            return True
+        if not tm.needs_producer_id():
+            return False
+        now = self.time.hi_res_clock_ms()
+        if now < self._init_pid_not_before_ms:
+            self.client.poll(self._init_pid_not_before_ms - now, now)
+            return True
+        node = self.client.least_loaded_node(now).node
+        if node is None:
+            self.metadata.request_update()
+            self.client.poll(self.retry_backoff_ms, now)
+            return True
+        if not self.client.ready(node, now):
+            self.client.poll(max(min(self.client.poll_delay_ms(node, now), self.retry_backoff_ms), 0), now)
+            return True
+        body = InitProducerIdRequest(
+            transactional_id=None, transaction_timeout_ms=tm.transaction_timeout_ms, producer_id=-1, producer_epoch=-1
+        )
+        request = self.client.new_client_request(
+            node.id_string, body, now, True, self.request_timeout_ms, self._handle_init_producer_id_response
+        )
+        tm.init_producer_id_in_flight = True
+        self.client.send(request, now)
+        self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
+        return True
+
+    def _handle_init_producer_id_response(self, response: ClientResponse) -> None:
+        tm = self.transaction_manager
+        assert tm is not None
+        tm.init_producer_id_in_flight = False
+        now = self.time.hi_res_clock_ms()
+        body = response.response_body
+        if response.was_disconnected or response.version_mismatch is not None or not isinstance(body, InitProducerIdResponse):
+            if response.version_mismatch is not None:
+                tm.transition_to_fatal_error(response.version_mismatch)
+                return
+            self._init_pid_not_before_ms = now + self.retry_backoff_ms
+            return
+        if body.error_code == NONE:
+            tm.set_producer_id_and_epoch(body.producer_id, body.producer_epoch)
+            return
+        exc_cls = for_code(body.error_code)
+        if exc_cls.retriable:
+            self._init_pid_not_before_ms = now + self.retry_backoff_ms
+            return
+        tm.transition_to_fatal_error(exc_cls(None))
+
+    # --- produce -------------------------------------------------------------------------------------
+
+    def send_producer_data(self, now: int) -> int:
+        result = self.accumulator.ready(self.metadata, now)
+        if result.unknown_leader_topics:
+            for topic in result.unknown_leader_topics:
+                self.metadata.add(topic, now)
+                self.metadata.request_update_for_topic(topic)
+        not_ready_timeout = 2**63 - 1
+        ready_nodes: list[Node] = []
+        for node in result.ready_nodes:
+            if self.client.ready(node, now):
+                ready_nodes.append(node)
+            else:
+                not_ready_timeout = min(not_ready_timeout, self.client.poll_delay_ms(node, now))
+        batches = self.accumulator.drain(self.metadata, ready_nodes, self.max_request_size, now)
+        for node_batches in batches.values():
+            for b in node_batches:
+                self.in_flight_batches.setdefault(b.topic_partition, []).append(b)
+                if self.guarantee_message_order:
+                    self.accumulator.mute_partition(b.topic_partition)
+        self.accumulator.reset_next_batch_expiry_time()
+        expired = self._expired_in_flight_batches(now)
+        expired = self.accumulator.expired_batches(now) + expired
+        for b in expired:
+            self.metrics.expired += 1
+            msg = (
+                f"Expiring {b.record_count} record(s) for {b.topic_partition}:{now - b.created_ms} ms has passed "
+                "since batch creation"
+            )
+            was_sent = b.has_sequence()
+            self._fail_batch(b, KafkaTimeoutError(msg), None, adjust_sequence_numbers=False)
+            if self.transaction_manager is not None and was_sent:
+                # The broker may or may not have it: hold new batches until the in-flight ones resolve it.
+                self.transaction_manager.mark_sequence_unresolved(b)
+        poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
+        poll_timeout = min(poll_timeout, self.accumulator.next_expiry_time_ms() - now)
+        poll_timeout = max(poll_timeout, 0)
+        if result.ready_nodes:
+            poll_timeout = 0
+        self._send_produce_requests(batches, now)
+        return poll_timeout
+
+    def _expired_in_flight_batches(self, now: int) -> list[ProducerBatch]:
+        expired: list[ProducerBatch] = []
+        timeout = self.accumulator.delivery_timeout_ms
+        for tp in list(self.in_flight_batches):
+            lst = self.in_flight_batches[tp]
+            while lst:
+                b = lst[0]
+                if b.has_reached_delivery_timeout(timeout, now):
+                    lst.pop(0)
+                    if not b.is_done():
+                        expired.append(b)
+                else:
+                    self.accumulator.maybe_update_next_batch_expiry_time(b)
+                    break
+            if not lst:
+                del self.in_flight_batches[tp]
+        return expired
+
+    def _send_produce_requests(self, batches: dict[int, list[ProducerBatch]], now: int) -> None:
+        for node_id, node_batches in batches.items():
+            if node_batches:
+                self._send_produce_request(node_id, node_batches, now)
+
+    def _send_produce_request(self, node_id: int, batches: list[ProducerBatch], now: int) -> None:
+        by_tp: dict[TopicPartition, ProducerBatch] = {}
+        topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
+        records = 0
+        size = 0
+        for b in batches:
+            tp = b.topic_partition
+            data = b.records()
+            size += len(data)
+            records += b.record_count
+            by_tp[tp] = b
+            topics.setdefault(tp.topic, []).append(ProduceRequest.PartitionProduceData(index=tp.partition, records=data))
+        body = ProduceRequest(
+            transactional_id=None,
+            acks=self.acks,
+            timeout_ms=self.request_timeout_ms,
+            topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in topics.items()],
+        )
+
+        def callback(response: ClientResponse) -> None:
+            self._handle_produce_response(response, by_tp, self.time.hi_res_clock_ms())
+
+        request = self.client.new_client_request(
+            str(node_id), body, now, self.acks != 0, self.request_timeout_ms, callback
+        )
+        self.metrics.requests_sent += 1
+        self.metrics.batches_sent += len(batches)
+        self.metrics.records_sent += records
+        self.metrics.bytes_sent += size
+        self.client.send(request, now)
+
+    def _handle_produce_response(self, response: ClientResponse, batches: dict[TopicPartition, ProducerBatch], now: int) -> None:
+        if response.was_disconnected:
+            msg = f"Disconnected from node {response.destination}" + (" due to timeout" if response.was_timed_out else "")
+            for b in batches.values():
+                self._complete_batch(b, PartitionResult(NETWORK_EXCEPTION, error_message=msg), now)
+            return
+        if response.version_mismatch is not None:
+            for b in batches.values():
+                self._complete_batch(b, PartitionResult(UNSUPPORTED_VERSION, error_message=str(response.version_mismatch)), now)
+            return
+        body = response.response_body
+        if not isinstance(body, ProduceResponse):
+            # acks=0: no response is expected; the batches count as sent.
+            for b in batches.values():
+                self._complete_batch(b, PartitionResult(NONE), now)
+            return
+        leader_hints: dict[tuple[str, int], tuple[int, int]] = {}
+        seen: set[TopicPartition] = set()
+        for topic in body.responses:
+            for p in topic.partition_responses:
+                tp = TopicPartition(topic.name, p.index)
+                found = batches.get(tp)
+                if found is None or tp in seen:
+                    continue
+                seen.add(tp)
+                if p.error_code in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
+                    cl = p.current_leader
+                    if cl is not None and cl.leader_id >= 0 and cl.leader_epoch >= 0:
+                        leader_hints[(tp.topic, tp.partition)] = (cl.leader_id, cl.leader_epoch)
+                result = PartitionResult(
+                    p.error_code, p.base_offset, p.log_append_time_ms, p.log_start_offset,
+                    [(e.batch_index, e.batch_index_error_message) for e in p.record_errors], p.error_message,
+                )
+                self._complete_batch(found, result, now)
+        if leader_hints:
+            nodes = [Node(e.node_id, e.host, e.port, e.rack) for e in body.node_endpoints]
+            self.metadata.update_partition_leadership(leader_hints, nodes)
+        for tp, b in batches.items():
+            if tp not in seen:
+                self._complete_batch(
+                    b, PartitionResult(NETWORK_EXCEPTION, error_message="partition missing from the produce response"), now
+                )
+
+    # --- batch outcomes --------------------------------------------------------------------------------
+
+    def _can_retry(self, batch: ProducerBatch, result: PartitionResult, exc: BrokerResponseError, now: int) -> bool:
+        if batch.has_reached_delivery_timeout(self.accumulator.delivery_timeout_ms, now):
+            return False
+        if batch.attempts >= self.retries or batch.is_done():
+            return False
+        if self.transaction_manager is None:
+            return exc.retriable
+        return self.transaction_manager.can_retry(result.error_code, result.log_start_offset, batch, exc.retriable)
+
+    def _complete_batch(self, batch: ProducerBatch, result: PartitionResult, now: int) -> None:
+        code = result.error_code
+        if code == MESSAGE_TOO_LARGE and batch.record_count > 1 and not batch.is_done() and not batch.has_reached_delivery_timeout(
+            self.accumulator.delivery_timeout_ms, now
+        ):
+            if self.transaction_manager is not None:
+                self.transaction_manager.remove_in_flight_batch(batch)
+            self._forget(batch)
+            self.accumulator.split_and_reenqueue(batch, now)
+            self.accumulator.deallocate(batch)
+            self.metrics.splits += 1
+        elif code != NONE:
+            exc = self._exception_for(batch, result)
+            if self._can_retry(batch, result, exc, now):
+                self.metrics.retries += 1
+                self.accumulator.reenqueue(batch, now)
+                self._remove_from_in_flight(batch)
+            elif code == DUPLICATE_SEQUENCE_NUMBER:
+                self._succeed_batch(batch, PartitionResult(NONE, -1, result.log_append_time))
+            else:
+                self.metrics.errors += 1
+                self._fail_batch(batch, exc, result, adjust_sequence_numbers=batch.attempts < self.retries)
+            if exc.invalid_metadata:
+                self.metadata.request_update()
+        else:
+            self._succeed_batch(batch, result)
+        if self.guarantee_message_order:
+            self.accumulator.unmute_partition(batch.topic_partition)
+
+    def _exception_for(self, batch: ProducerBatch, result: PartitionResult) -> BrokerResponseError:
+        cls = for_code(result.error_code)
+        if result.error_code == TOPIC_AUTHORIZATION_FAILED:
+            return cls(f"not authorized to write to topic {batch.topic_partition.topic}")
+        if result.error_code == CLUSTER_AUTHORIZATION_FAILED:
+            return cls("the producer is not authorized to do idempotent sends")
+        if cls is UnknownServerError and result.error_code != -1:
+            return cls(f"unknown error code {result.error_code}" + (f": {result.error_message}" if result.error_message else ""))
+        return cls(result.error_message)
+
+    def _succeed_batch(self, batch: ProducerBatch, result: PartitionResult) -> None:
+        if self.transaction_manager is not None:
+            self.transaction_manager.handle_completed_batch(batch, result.base_offset)
+        if batch.done(result.base_offset, result.log_append_time, None):
+            self._forget(batch)
+            self.accumulator.deallocate(batch)
+
+    def _fail_batch(
+        self, batch: ProducerBatch, exc: BaseException, result: PartitionResult | None, adjust_sequence_numbers: bool
+    ) -> None:
+        if self.transaction_manager is not None:
+            self.transaction_manager.handle_failed_batch(batch, exc, adjust_sequence_numbers)
+        record_exceptions = None
+        if result is not None and result.record_errors:
+            errors = dict(result.record_errors)
+            top_msg = str(exc)
+
+            def record_exceptions(i: int) -> BaseException:
+                if i in errors:
+                    return InvalidRecordError(errors[i] or top_msg)
+                return KafkaError(
+                    "Failed to append record because it was part of a batch which had one or more invalid records"
+                )
+
+        if batch.done(-1, -1, exc, record_exceptions):
+            self._forget(batch)
+            self.accumulator.deallocate(batch)
+
+    def _remove_from_in_flight(self, batch: ProducerBatch) -> None:
+        lst = self.in_flight_batches.get(batch.topic_partition)
+        if lst is not None:
+            try:
+                lst.remove(batch)
+            except ValueError:
+                pass
+            if not lst:
+                del self.in_flight_batches[batch.topic_partition]
+
+    def _forget(self, batch: ProducerBatch) -> None:
+        self._remove_from_in_flight(batch)
+
+    def in_flight_count(self) -> int:
+        return sum(len(v) for v in self.in_flight_batches.values())
+
+    def __repr__(self) -> str:
+        return f"Sender(running={self._running}, in_flight={self.in_flight_count()})"
+

@@ -1,0 +1,34 @@
+"""Test helpers: a static metadata view for the accumulator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pykafka_client.network.cluster import Node
+from pykafka_client.producer.record_metadata import TopicPartition
+
+
+class FakeMetadata:
+    """Partitions -> leader node (None = unknown) with epochs; implements AccumulatorMetadata."""
+
+    def __init__(self, leaders: dict[tuple[str, int], Node | None], epochs: dict[tuple[str, int], int] | None = None) -> None:
+        self.leaders = dict(leaders)
+        self.epochs = dict(epochs or {})
+
+    def leader_and_epoch(self, tp: tuple[str, int]) -> tuple[Node | None, int | None]:
+        key = (tp[0], tp[1])
+        return self.leaders.get(key), self.epochs.get(key)
+
+    def partitions_for_node(self, node_id: int) -> Sequence[TopicPartition]:
+        return sorted(TopicPartition(t, p) for (t, p), n in self.leaders.items() if n is not None and n.id == node_id)
+
+    def partition_count_for_topic(self, topic: str) -> int | None:
+        n = sum(1 for t, _ in self.leaders if t == topic)
+        return n or None
+
+    def available_partitions_for_topic(self, topic: str) -> Sequence[int]:
+        return sorted(p for (t, p), n in self.leaders.items() if t == topic and n is not None)
+
+
+NODE1 = Node(1, "localhost", 9091)
+NODE2 = Node(2, "localhost", 9092)

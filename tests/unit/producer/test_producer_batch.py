@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import concurrent.futures
+
+import pytest
+
+from pykafka_client.errors import KafkaTimeoutError
+from pykafka_client.producer.producer_batch import (
+    INT_MAX,
+    RECORD_BATCH_OVERHEAD,
+    ProducerBatch,
+    increment_sequence,
+    record_size_in_bytes,
+)
+from pykafka_client.producer.record_metadata import RecordMetadata, TopicPartition
+from pykafka_client.protocol.records.builder import record_size_in_bytes as builder_size
+from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+from pykafka_client.protocol.records.memory_records import MemoryRecords
+
+TP = TopicPartition("t", 0)
+
+
+def test_record_size_matches_builder() -> None:
+    for args in [(0, 0, None, None, []), (3, 1000, b"k", b"v" * 300, [("h", b"x"), ("n", None)]), (200, -5, b"", b"", [])]:
+        assert record_size_in_bytes(*args) == builder_size(*args)
+
+
+def test_first_record_always_fits_and_limit_applies() -> None:
+    b = ProducerBatch(TP, 100, 0)
+    assert b.try_append(1, None, b"x" * 500, [], None, 0) is not None
+    assert b.try_append(1, None, b"y", [], None, 0) is None
+    b2 = ProducerBatch(TP, 200, 0)
+    n = 0
+    while b2.try_append(1, None, b"v" * 10, [], None, 0) is not None:
+        n += 1
+    assert b2.estimated_size_in_bytes() <= 200 < b2.estimated_size_in_bytes() + 20
+    assert n == (200 - RECORD_BATCH_OVERHEAD) // 17  # 1 length + 1 attrs + 2 deltas + 1 null key + 1 + 10 value + 1 headers
+
+
+def test_encoded_size_and_content() -> None:
+    b = ProducerBatch(TP, 16384, 0)
+    for i in range(3):
+        b.try_append(1000 + i, b"k%d" % i, b"v%d" % i, [("h", b"1")], None, 0)
+    b.set_producer_state(7, 2, 10, False)
+    data = b.records()
+    assert len(data) == b.estimated_size_in_bytes()
+    (batch,) = list(MemoryRecords(data).batches())
+    assert isinstance(batch, DefaultRecordBatch)
+    assert batch.producer_id == 7 and batch.producer_epoch == 2 and batch.base_sequence == 10
+    assert [r.value for r in batch.records()] == [b"v0", b"v1", b"v2"]
+    b.reset_producer_state(7, 3, 0)
+    (batch2,) = list(MemoryRecords(b.records()).batches())
+    assert isinstance(batch2, DefaultRecordBatch)
+    assert batch2.producer_epoch == 3 and batch2.base_sequence == 0
+
+
+def test_done_completes_futures_and_callbacks_once() -> None:
+    b = ProducerBatch(TP, 16384, 0)
+    seen: list[tuple[RecordMetadata | None, BaseException | None]] = []
+    f1 = b.try_append(5, b"ab", b"cde", [], lambda m, e: seen.append((m, e)), 0)
+    f2 = b.try_append(6, None, None, [], None, 0)
+    assert f1 is not None and f2 is not None
+    assert not f1.done()
+    assert b.done(100, -1, None)
+    assert f1.result(0) == RecordMetadata("t", 0, 100, 5, 2, 3)
+    assert f2.result(0) == RecordMetadata("t", 0, 101, 6, -1, -1)
+    assert seen == [(RecordMetadata("t", 0, 100, 5, 2, 3), None)]
+    assert not b.done(0, -1, KafkaTimeoutError("late"))
+    assert f1.result(0).offset == 100
+    assert not f1.cancel()
+    done, _ = concurrent.futures.wait([f1, f2], timeout=0)
+    assert done == {f1, f2}
+
+
+def test_failed_batch_with_record_errors() -> None:
+    b = ProducerBatch(TP, 16384, 0)
+    fs = [b.try_append(1, None, b"v", [], None, 0) for _ in range(3)]
+    top = ValueError("top")
+    b.done(-1, -1, top, lambda i: KeyError(i) if i == 1 else top)
+    assert fs[0] is not None and fs[0].exception(0) is top
+    assert fs[1] is not None and isinstance(fs[1].exception(0), KeyError)
+
+
+def test_log_append_time_overrides_timestamp() -> None:
+    b = ProducerBatch(TP, 16384, 0)
+    f = b.try_append(5, None, b"v", [], None, 0)
+    b.done(0, 999, None)
+    assert f is not None and f.result(0).timestamp == 999
+
+
+def test_split_keeps_futures_and_sequences_range() -> None:
+    b = ProducerBatch(TP, 10_000, 0)
+    fs = [b.try_append(1, None, b"x" * 100, [], None, 0) for _ in range(10)]
+    pieces = b.split_into(300, 5)
+    assert sum(p.record_count for p in pieces) == 10
+    assert all(p.estimated_size_in_bytes() <= 300 for p in pieces)
+    assert b.split and not b.done(0, -1, None)
+    for i, p in enumerate(pieces):
+        p.done(i * 100, -1, None)
+    assert all(f is not None and f.done() for f in fs)
+
+
+@pytest.mark.parametrize(("seq", "inc", "expected"), [(0, 5, 5), (INT_MAX, 1, 0), (INT_MAX - 1, 3, 1), (INT_MAX - 5, 5, INT_MAX)])
+def test_sequence_wraps(seq: int, inc: int, expected: int) -> None:
+    assert increment_sequence(seq, inc) == expected
+
+
+def test_last_sequence_wraps() -> None:
+    b = ProducerBatch(TP, 16384, 0)
+    for _ in range(3):
+        b.try_append(1, None, b"v", [], None, 0)
+    b.set_producer_state(1, 0, INT_MAX - 1, False)
+    assert b.last_sequence == 0  # INT_MAX-1, INT_MAX, 0
+
+
+def test_delivery_timeout() -> None:
+    b = ProducerBatch(TP, 16384, 1000)
+    assert not b.has_reached_delivery_timeout(500, 1499)
+    assert b.has_reached_delivery_timeout(500, 1500)

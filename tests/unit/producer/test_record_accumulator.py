@@ -1,0 +1,286 @@
+"""Contract statements 57-60 (RecordAccumulatorTest) and the accumulator's bookkeeping."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from pykafka_client.producer.buffer_pool import BufferPool
+from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
+from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.utils.time import MockTime
+from tests.unit.producer.helpers import NODE1, NODE2, FakeMetadata
+
+TP0 = TopicPartition("t", 0)
+TP1 = TopicPartition("t", 1)
+TP2 = TopicPartition("t", 2)
+LINGER = 10
+VALUE = b"v" * 100
+
+
+def make(
+    time: MockTime,
+    *,
+    batch_size: int = 1024,
+    linger_ms: int = LINGER,
+    memory: int = 64 * 1024,
+    backoff: int = 100,
+    backoff_max: int = 1000,
+    delivery_timeout_ms: int = 120_000,
+) -> RecordAccumulator:
+    return RecordAccumulator(
+        batch_size=batch_size,
+        linger_ms=linger_ms,
+        retry_backoff_ms=backoff,
+        retry_backoff_max_ms=backoff_max,
+        delivery_timeout_ms=delivery_timeout_ms,
+        buffer_pool=BufferPool(memory, time),
+        time=time,
+        rng=random.Random(0),
+    )
+
+
+META = FakeMetadata({("t", 0): NODE1, ("t", 1): NODE1, ("t", 2): NODE2})
+
+
+def append(acc: RecordAccumulator, tp: TopicPartition = TP0, value: bytes = VALUE) -> None:
+    acc.append(tp.topic, tp.partition, 0, None, value, [], None, 0, META)
+
+
+def test_s57_linger() -> None:
+    time = MockTime()
+    acc = make(time)
+    append(acc)
+    now = time.hi_res_clock_ms()
+    r = acc.ready(META, now)
+    assert r.ready_nodes == set()
+    assert r.next_ready_check_delay_ms == LINGER
+    time.sleep(LINGER)
+    r = acc.ready(META, time.hi_res_clock_ms())
+    assert r.ready_nodes == {NODE1}
+    drained = acc.drain(META, r.ready_nodes, 1024 * 1024, time.hi_res_clock_ms())
+    assert [b.record_count for b in drained[NODE1.id]] == [1]
+
+
+def test_s57_full_batch_is_ready_without_linger() -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=10_000)
+    n = 0
+    while not acc.batches_for(TP0) or len(acc.batches_for(TP0)) == 1:
+        append(acc)
+        n += 1
+    # The first batch filled up: ready at once although linger is long.
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1}
+    batches = acc.drain(META, {NODE1}, 1024 * 1024, time.hi_res_clock_ms())[NODE1.id]
+    assert batches[0].record_count == n - 1
+
+
+def test_s57_next_ready_check_delay_is_remaining_linger() -> None:
+    time = MockTime()
+    acc = make(time)
+    append(acc, TP0)
+    time.sleep(LINGER // 2)
+    append(acc, TP2)
+    r = acc.ready(META, time.hi_res_clock_ms())
+    assert r.ready_nodes == set()
+    assert r.next_ready_check_delay_ms == LINGER - LINGER // 2
+    time.sleep(LINGER // 2)
+    r = acc.ready(META, time.hi_res_clock_ms())
+    assert r.ready_nodes == {NODE1}
+    assert r.next_ready_check_delay_ms == LINGER // 2
+
+
+def test_s57_flush_and_close_make_partitions_sendable() -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=10_000)
+    append(acc)
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == set()
+    acc.begin_flush()
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1}
+    acc.end_flush()
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == set()
+    acc.close()
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1}
+
+
+def test_s57_unknown_leader_reported() -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=0)
+    meta = FakeMetadata({("t", 0): None})
+    acc.append("t", 0, 0, None, VALUE, [], None, 0, meta)
+    r = acc.ready(meta, time.hi_res_clock_ms())
+    assert r.ready_nodes == set() and r.unknown_leader_topics == {"t"}
+
+
+def test_s58_partial_drain_respects_max_request_size_but_takes_one() -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=0)
+    append(acc, TP0)
+    append(acc, TP1)
+    size0 = acc.batches_for(TP0)[0].estimated_size_in_bytes()
+    drained = acc.drain(META, {NODE1}, size0 + 10, time.hi_res_clock_ms())[NODE1.id]
+    assert len(drained) == 1
+    # A batch bigger than the limit still goes out alone.
+    drained = acc.drain(META, {NODE1}, 1, time.hi_res_clock_ms())[NODE1.id]
+    assert len(drained) == 1
+
+
+def test_drain_rotates_start_partition() -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=0)
+    for _ in range(2):
+        append(acc, TP0)
+        append(acc, TP1)
+    limit = acc.batches_for(TP0)[0].estimated_size_in_bytes()
+    first = acc.drain(META, {NODE1}, limit, time.hi_res_clock_ms())[NODE1.id]
+    second = acc.drain(META, {NODE1}, limit, time.hi_res_clock_ms())[NODE1.id]
+    assert {first[0].topic_partition, second[0].topic_partition} == {TP0, TP1}
+
+
+def _retry_once(acc: RecordAccumulator, time: MockTime) -> None:
+    append(acc)
+    time.sleep(LINGER)
+    (batch,) = acc.drain(META, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id]
+    acc.reenqueue(batch, time.hi_res_clock_ms())
+
+
+def test_s59_retry_backoff() -> None:
+    time = MockTime()
+    acc = make(time, backoff=100, backoff_max=100)
+    _retry_once(acc, time)
+    r = acc.ready(META, time.hi_res_clock_ms())
+    assert r.ready_nodes == set()
+    assert r.next_ready_check_delay_ms == 100
+    time.sleep(99)
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == set()
+    assert acc.drain(META, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id] == []
+    time.sleep(1)
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1}
+
+
+def test_s59_exponential_retry_backoff_with_jitter() -> None:
+    time = MockTime()
+    acc = make(time, backoff=100, backoff_max=1000)
+    append(acc)
+    time.sleep(LINGER)
+    expected = [100, 200, 400, 800, 1000, 1000]
+    for attempt, exp in enumerate(expected, start=1):
+        (batch,) = acc.drain(META, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id]
+        assert batch.attempts == attempt - 1
+        acc.reenqueue(batch, time.hi_res_clock_ms())
+        delay = acc.ready(META, time.hi_res_clock_ms()).next_ready_check_delay_ms
+        assert exp * 0.8 <= delay <= min(exp * 1.2, 1000)
+        time.sleep(int(min(exp * 1.2, 1000)) + 1)
+
+
+def test_s59_leader_change_skips_backoff() -> None:
+    time = MockTime()
+    acc = make(time, backoff=100, backoff_max=1000)
+    meta = FakeMetadata({("t", 0): NODE1}, {("t", 0): 5})
+    acc.append("t", 0, 0, None, VALUE, [], None, 0, meta)
+    time.sleep(LINGER)
+    assert acc.ready(meta, time.hi_res_clock_ms()).ready_nodes == {NODE1}
+    (batch,) = acc.drain(meta, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id]
+    acc.reenqueue(batch, time.hi_res_clock_ms())
+    assert acc.ready(meta, time.hi_res_clock_ms()).ready_nodes == set()  # backing off
+    meta.leaders[("t", 0)] = NODE2
+    meta.epochs[("t", 0)] = 6
+    assert acc.ready(meta, time.hi_res_clock_ms()).ready_nodes == {NODE2}
+    assert len(acc.drain(meta, {NODE2}, 1 << 20, time.hi_res_clock_ms())[NODE2.id]) == 1
+
+
+def test_s60_muted_partition_not_ready_nor_drained() -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=0)
+    append(acc, TP0)
+    acc.mute_partition(TP0)
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == set()
+    assert acc.drain(META, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id] == []
+    acc.unmute_partition(TP0)
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1}
+
+
+def test_memory_exhaustion_makes_ready() -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=10_000, batch_size=1024, memory=2048)
+    append(acc, TP0)
+    append(acc, TP2)
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == set()
+    assert acc.free.available_memory() == 0
+
+
+def test_expired_batches_and_next_expiry() -> None:
+    time = MockTime()
+    acc = make(time, delivery_timeout_ms=1000, linger_ms=10_000)
+    append(acc, TP0)
+    assert acc.expired_batches(time.hi_res_clock_ms()) == []
+    assert acc.next_expiry_time_ms() == time.hi_res_clock_ms() + 1000
+    time.sleep(1000)
+    (b,) = acc.expired_batches(time.hi_res_clock_ms())
+    assert b.topic_partition == TP0
+    assert not acc.has_undrained()
+
+
+def test_memory_returned_on_deallocate() -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=0, batch_size=1024, memory=4096)
+    append(acc)
+    assert acc.free.available_memory() == 3072
+    (b,) = acc.drain(META, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id]
+    b.done(0, -1, None)
+    acc.deallocate(b)
+    assert acc.free.available_memory() == 4096
+    assert not acc.has_incomplete()
+
+
+def test_oversized_record_gets_its_own_batch() -> None:
+    time = MockTime()
+    acc = make(time, batch_size=100, memory=10_000)
+    append(acc, TP0, b"x" * 500)
+    (b,) = acc.batches_for(TP0)
+    assert b.record_count == 1 and b.estimated_size_in_bytes() > 500
+    assert acc.free.available_memory() < 10_000 - 500
+
+
+def test_sticky_partition_for_unkeyed_records() -> None:
+    time = MockTime()
+    acc = make(time, batch_size=1024)
+    parts = set()
+    for _ in range(5):
+        r = acc.append("t", UNKNOWN_PARTITION, 0, None, VALUE, [], None, 0, META)
+        parts.add(r.partition)
+    assert len(parts) == 1  # well under batch.size: stays sticky
+    for _ in range(100):
+        r = acc.append("t", UNKNOWN_PARTITION, 0, None, VALUE, [], None, 0, META)
+        parts.add(r.partition)
+    assert len(parts) > 1
+
+
+def test_split_and_reenqueue_front_in_order() -> None:
+    time = MockTime()
+    acc = make(time, batch_size=300, linger_ms=0)
+    big_meta = META
+    acc2 = make(time, batch_size=10_000, linger_ms=0)
+    for _ in range(10):
+        acc2.append("t", 0, 0, None, VALUE, [], None, 0, big_meta)
+    (big,) = acc2.drain(META, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id]
+    n = acc.split_and_reenqueue(big, time.hi_res_clock_ms())
+    queued = acc.batches_for(TP0)
+    assert n == len(queued) > 1
+    assert sum(b.record_count for b in queued) == 10
+
+
+@pytest.mark.parametrize("abort_all", [True, False])
+def test_abort_batches(abort_all: bool) -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=0)
+    append(acc, TP0)
+    fut = acc.batches_for(TP0)[0].pending[0].future
+    err = RuntimeError("closing")
+    if abort_all:
+        acc.abort_incomplete_batches(err)
+    else:
+        acc.abort_undrained_batches(err)
+    assert fut.exception(0) is err
+    assert acc.free.available_memory() == acc.free.total_memory
