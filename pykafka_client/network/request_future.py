@@ -96,6 +96,10 @@ class RequestFuture(Generic[T]):
     def failed(self) -> bool:
         return self._exception is not None
 
+    def should_block(self) -> bool:
+        """A pending future is a poll condition: keep blocking until it is done."""
+        return not self.is_done()
+
     def is_retriable(self) -> bool:
         """True if the future failed with a retriable error (``RetriableError`` or ``retriable=True``)."""
         exc = self._exception
