@@ -10,6 +10,7 @@ from pykafka_client.protocol.records.batch_ops import (
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
+    set_producer_state,
     validate_batch,
 )
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
@@ -64,5 +65,6 @@ __all__ = [
     "set_base_offset",
     "set_log_append_time",
     "set_partition_leader_epoch",
+    "set_producer_state",
     "validate_batch",
 ]

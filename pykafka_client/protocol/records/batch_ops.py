@@ -2,6 +2,7 @@
 
 * :func:`validate_batch` checks a batch received from a client or read from a log segment.
 * :func:`set_base_offset` / :func:`set_partition_leader_epoch` patch fields outside the CRC range.
+* :func:`set_producer_state` rewrites producer id/epoch/sequence (a re-sent batch), recomputing the CRC.
 * :func:`set_log_append_time` switches a batch to LOG_APPEND_TIME and recomputes the CRC.
 * :class:`BatchIterator` walks consecutive batches, stopping cleanly at a torn or invalid tail and
   reporting how many bytes were good (log recovery truncates the rest).
@@ -27,8 +28,10 @@ from pykafka_client.protocol.records.default_record_batch import (
     MIN_BATCH_LENGTH,
     MIN_RECORD_SIZE,
     PARTITION_LEADER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET,
     RECORDS_OFFSET,
     TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
     DefaultRecordBatch,
 )
 from pykafka_client.protocol.records.record_batch import LOG_OVERHEAD, MAGIC_VALUE_V2
@@ -219,3 +222,21 @@ class BatchIterator:
         self.truncated = truncated
         self.error = error
         raise StopIteration
+
+
+def set_producer_state(
+    buf: WritableBuffer, pos: int, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
+) -> None:
+    """Rewrite producer id, epoch, base sequence and the transactional bit, then recompute the CRC.
+
+    For a producer re-sending a built batch under a new epoch/sequence (Java
+    ``MemoryRecordsBuilder.reopenAndRewriteProducerState``).
+    """
+    struct.pack_into(">qhi", buf, pos + PRODUCER_ID_OFFSET, producer_id, producer_epoch, base_sequence)
+    (attributes,) = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+    if is_transactional:
+        attributes |= TRANSACTIONAL_FLAG_MASK
+    else:
+        attributes &= ~TRANSACTIONAL_FLAG_MASK
+    _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes)
+    _rewrite_crc(buf, pos)

@@ -234,6 +234,8 @@ class DefaultRecordBatch:
         raw = self.raw_records()
         if count < 0:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: negative records count {count}")
+        if count == 0:
+            return []  # as Java: an empty batch's records section is not looked at
         if codec == 0:
             if count > len(raw) // MIN_RECORD_SIZE:
                 raise CorruptRecordError(
