@@ -444,6 +444,8 @@ class Sender:
     def _fail_batch(
         self, batch: ProducerBatch, exc: BaseException, result: PartitionResult | None, adjust_sequence_numbers: bool
     ) -> None:
+        if batch.is_done():
+            return  # already failed (expired) or aborted: its outcome was accounted for then
         if self.transaction_manager is not None:
             self.transaction_manager.handle_failed_batch(batch, exc, adjust_sequence_numbers)
         record_exceptions = None
