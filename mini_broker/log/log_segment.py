@@ -1,0 +1,352 @@
+"""One segment of a partition log (Java LogSegment): ``<base offset>.log`` plus its two indexes.
+
+File names are the base offset zero-padded to 20 digits (``00000000000000000042.log``, ``.index``,
+``.timeindex``). The ``.log`` file is the exact concatenation of the stored v2 batches.
+
+Writes go to the end of the file under the owning log's lock; :attr:`size` moves only after the bytes
+are written, so a reader bounded by a size it read earlier never sees a partial batch of an append in
+progress. Reads use ``os.pread`` and never move a file position; a fetch can also send the bytes
+straight from the file (:class:`FileRegion`, for ``sendfile``).
+
+A deleted segment's files are unlinked at once, but its ``.log`` file object stays open until
+:meth:`close`, so in-flight :class:`FileRegion`\\ s of it stay readable (the log closes it after
+``file.delete.delay.ms``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from mini_broker.log.log_config import LogConfig
+from mini_broker.log.log_offset_metadata import LogOffsetMetadata
+from mini_broker.log.offset_index import CorruptIndexError, OffsetIndex
+from mini_broker.log.time_index import NO_TIMESTAMP, TimeIndex
+from pykafka_client.protocol.records.batch_ops import BatchIterator
+from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+from pykafka_client.protocol.types import FileRegion
+from pykafka_client.utils.time import Time
+
+LOG_FILE_SUFFIX: Final = ".log"
+INDEX_FILE_SUFFIX: Final = ".index"
+TIME_INDEX_FILE_SUFFIX: Final = ".timeindex"
+
+# Offset, length, epoch, magic, crc, attributes, last offset delta, base timestamp, max timestamp.
+_HEADER = struct.Struct(">qiibIhiqq")
+_HEADER_SIZE: Final = _HEADER.size  # 43
+_INT32_MAX: Final = 2**31 - 1
+_RECOVERY_CHUNK: Final = 8 << 20
+
+
+def file_name_prefix(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """The header fields of a stored batch that the log needs, and where the batch is."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    size: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendedBatch:
+    """What :meth:`LogSegment.append` needs to know of each batch it writes."""
+
+    relative_position: int
+    last_offset: int
+    max_timestamp: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRead:
+    """A read of one segment: where it starts and the byte range to send."""
+
+    fetch_offset_metadata: LogOffsetMetadata
+    region: FileRegion
+    first_batch_size: int
+
+
+class LogSegment:
+    """A ``.log`` file and its offset and time indexes."""
+
+    def __init__(self, dir_path: str, base_offset: int, config: LogConfig, time: Time) -> None:
+        self.dir_path = dir_path
+        self.base_offset = base_offset
+        self.config = config
+        self._time = time
+        prefix = os.path.join(dir_path, file_name_prefix(base_offset))
+        self.log_path = prefix + LOG_FILE_SUFFIX
+        # Append mode: every write lands at the end; reads are positional (pread).
+        self._file: io.FileIO = io.FileIO(self.log_path, "a+")
+        self._fd = self._file.fileno()
+        self.size = os.fstat(self._fd).st_size
+        #: False when an index file was missing at open (the log then rebuilds the indexes).
+        self.index_files_existed = os.path.exists(prefix + INDEX_FILE_SUFFIX) and os.path.exists(
+            prefix + TIME_INDEX_FILE_SUFFIX
+        )
+        self.offset_index = OffsetIndex(prefix + INDEX_FILE_SUFFIX, base_offset, config.max_index_size)
+        self.time_index = TimeIndex(prefix + TIME_INDEX_FILE_SUFFIX, base_offset, config.max_index_size)
+        self.created_ms = time.milliseconds()
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp_so_far = base_offset
+        last_ts, last_ts_offset = self.time_index.last_entry()
+        if last_ts >= 0:
+            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = last_ts, last_ts_offset
+        self._bytes_since_last_index_entry = 0
+        self._rolling_based_timestamp: int | None = None
+        self.deleted = False
+
+    # -- properties -----------------------------------------------------------------------------------
+    @property
+    def file(self) -> io.FileIO:
+        return self._file
+
+    def largest_timestamp(self) -> int:
+        """The segment's max record timestamp, or the file's modification time when it has none."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        try:
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except FileNotFoundError:
+            return self._time.milliseconds()
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= _INT32_MAX
+
+    def should_roll(self, messages_size: int, max_timestamp_in_messages: int, max_offset: int, now_ms: int) -> bool:
+        """Kafka's roll rule: size, age (``segment.ms`` minus jitter), a full index, or offsets beyond int32."""
+        reached_roll_ms = self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > self.config.segment_ms
+        return (
+            self.size > self.config.segment_bytes - messages_size
+            or (self.size > 0 and reached_roll_ms)
+            or self.offset_index.is_full()
+            or self.time_index.is_full()
+            or not self.can_convert_to_relative_offset(max_offset)
+        )
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """Age of the segment: by record timestamps once it holds any, else by wall time since creation."""
+        if self._rolling_based_timestamp is None and self.size > 0:
+            first = self.read_header(0, self.size)
+            if first is not None:
+                self._rolling_based_timestamp = first.max_timestamp
+        if self._rolling_based_timestamp is not None and self._rolling_based_timestamp >= 0:
+            return message_timestamp - self._rolling_based_timestamp
+        return now_ms - self.created_ms
+
+    # -- writing (under the log lock) -----------------------------------------------------------------
+    def append(self, data: bytes | bytearray | memoryview, batches: Sequence[AppendedBatch]) -> None:
+        """Write ``data`` (the batches, offsets already assigned) at the end and index it."""
+        physical = self.size
+        if physical == 0 and batches:
+            self._rolling_based_timestamp = batches[0].max_timestamp
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.write(self._fd, view[written:])
+        for batch in batches:
+            self._index_batch(physical + batch.relative_position, batch.last_offset, batch.max_timestamp, batch.size)
+        self.size = physical + len(view)
+
+    def _index_batch(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
+        if max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = max_timestamp
+            self.offset_of_max_timestamp_so_far = last_offset
+        if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += size
+
+    def on_become_inactive(self) -> None:
+        """The segment stops being the active one: record its max timestamp in the time index and fsync."""
+        if self.max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(
+                self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
+            )
+        self.flush()
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def truncate_to_position(self, position: int, next_offset: int) -> None:
+        """Cut the file at ``position`` (a batch boundary) and drop index entries at or past ``next_offset``."""
+        os.ftruncate(self._fd, position)
+        self.size = position
+        self.offset_index.truncate_to(next_offset)
+        self.time_index.truncate_to(next_offset)
+        self._bytes_since_last_index_entry = 0
+
+    # -- reading (any thread) -------------------------------------------------------------------------
+    def read_header(self, position: int, end: int) -> BatchHeader | None:
+        """The header of the batch at ``position`` if a whole batch fits before ``end``."""
+        if end - position < _HEADER_SIZE:
+            return None
+        raw = os.pread(self._fd, _HEADER_SIZE, position)
+        if len(raw) < _HEADER_SIZE:
+            return None
+        base_offset, length, _, _, _, _, last_delta, _, max_ts = _HEADER.unpack(raw)
+        size = length + 12
+        if length <= 0 or position + size > end:
+            return None
+        return BatchHeader(position, base_offset, base_offset + last_delta, size, max_ts)
+
+    def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
+        """The first batch whose last offset is >= ``offset`` (starting from the index), within ``end``."""
+        limit = self.size if end is None else end
+        _, position = self.offset_index.lookup(offset)
+        while True:
+            header = self.read_header(position, limit)
+            if header is None:
+                return None
+            if header.last_offset >= offset:
+                return header
+            position += header.size
+
+    def read(self, start_offset: int, max_size: int, max_position: int, min_one_message: bool) -> SegmentRead | None:
+        """Bytes from the batch holding ``start_offset`` up to ``max_size`` (and ``max_position``).
+
+        With ``min_one_message`` the first batch is returned whole even if larger than ``max_size``.
+        The range may end inside a batch (clients ignore a partial trailing batch). None when the
+        segment holds no batch at or past ``start_offset`` below ``max_position``.
+        """
+        header = self.translate_offset(start_offset, max_position)
+        if header is None:
+            return None
+        metadata = LogOffsetMetadata(start_offset, self.base_offset, header.position)
+        adjusted_max = max(max_size, header.size) if min_one_message else max_size
+        length = max(0, min(max_position - header.position, adjusted_max))
+        return SegmentRead(metadata, FileRegion(self._file, header.position, length), header.size)
+
+    def read_bytes(self, position: int, length: int) -> bytes:
+        out = bytearray()
+        while len(out) < length:
+            chunk = os.pread(self._fd, length - len(out), position + len(out))
+            if not chunk:
+                break
+            out += chunk
+        return bytes(out)
+
+    def read_batch(self, header: BatchHeader) -> DefaultRecordBatch:
+        return DefaultRecordBatch(self.read_bytes(header.position, header.size), 0)
+
+    def headers(self, start_position: int = 0, end: int | None = None) -> list[BatchHeader]:
+        """Headers of the batches from ``start_position`` to ``end`` (default: the current size)."""
+        limit = self.size if end is None else end
+        out: list[BatchHeader] = []
+        position = start_position
+        while True:
+            header = self.read_header(position, limit)
+            if header is None:
+                return out
+            out.append(header)
+            position += header.size
+
+    def next_offset(self) -> int:
+        """The offset after the last batch (the base offset when empty)."""
+        _, position = self.offset_index.lookup(2**63 - 1)
+        last: BatchHeader | None = None
+        while True:
+            header = self.read_header(position, self.size)
+            if header is None:
+                break
+            last = header
+            position += header.size
+        return self.base_offset if last is None else last.last_offset + 1
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record at or after ``starting_offset`` with timestamp >= target."""
+        _, indexed_offset = self.time_index.lookup(timestamp)
+        _, position = self.offset_index.lookup(max(indexed_offset, starting_offset))
+        for header in self.headers(position):
+            if header.max_timestamp < timestamp or header.last_offset < starting_offset:
+                continue
+            for record in self.read_batch(header).records():
+                if record.timestamp >= timestamp and record.offset >= starting_offset:
+                    return record.timestamp, record.offset
+        return None
+
+    # -- recovery -------------------------------------------------------------------------------------
+    def sanity_check_indexes(self, next_offset: int) -> None:
+        """Raise ``CorruptIndexError`` when an index cannot be trusted (``next_offset``: after the last batch)."""
+        self.offset_index.sanity_check(max(self.size, 1))
+        if self.offset_index.entries() and self.offset_index.last_offset() >= next_offset:
+            raise CorruptIndexError(f"{self.offset_index.path}: indexes offsets past the end of the segment")
+        self.time_index.sanity_check(next_offset - 1)
+
+    def recover(self) -> int:
+        """Re-validate every batch, rebuild both indexes, and cut the file after the last valid batch.
+
+        A batch is valid when :class:`BatchIterator` accepts it (complete, CRC ok) and its offsets lie
+        in this segment and increase. The file is read in chunks (a batch larger than a chunk gets a
+        chunk of its own size). Returns the number of bytes truncated.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.max_timestamp_so_far = NO_TIMESTAMP
+        self.offset_of_max_timestamp_so_far = self.base_offset
+        self._bytes_since_last_index_entry = 0
+        self._rolling_based_timestamp = None
+        size = os.fstat(self._fd).st_size
+        valid = 0
+        next_expected = self.base_offset
+        chunk_size = _RECOVERY_CHUNK
+        while valid < size:
+            data = self.read_bytes(valid, min(size - valid, chunk_size))
+            chunk_start = valid
+            it = BatchIterator(data, validate=True)
+            bad = False
+            for batch in it:
+                if batch.base_offset < next_expected or not self.can_convert_to_relative_offset(batch.last_offset):
+                    bad = True
+                    break
+                position = chunk_start + batch.position
+                self._index_batch(position, batch.last_offset, batch.max_timestamp, batch.size_in_bytes)
+                next_expected = batch.last_offset + 1
+                valid = position + batch.size_in_bytes
+            if bad or it.error is not None or valid >= size or chunk_start + len(data) >= size:
+                break
+            chunk_size = _RECOVERY_CHUNK
+            if valid == chunk_start:
+                # A batch larger than the chunk: read exactly that batch next time.
+                (length,) = struct.unpack(">i", data[8:12]) if len(data) >= 12 else (-1,)
+                if length <= 0 or length + 12 <= len(data):
+                    break
+                chunk_size = length + 12
+        truncated = size - valid
+        if truncated:
+            os.ftruncate(self._fd, valid)
+        self.size = valid
+        return truncated
+
+    # -- life cycle -----------------------------------------------------------------------------------
+    def close(self) -> None:
+        self.offset_index.close()
+        self.time_index.close()
+        if not self._file.closed:
+            self._file.close()
+
+    def delete(self) -> None:
+        """Unlink the three files; the ``.log`` stays open for in-flight reads until :meth:`close`."""
+        self.deleted = True
+        self.offset_index.delete()
+        self.time_index.delete()
+        try:
+            os.unlink(self.log_path)
+        except FileNotFoundError:
+            pass
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size})"

@@ -1,0 +1,659 @@
+"""The log of one partition (Java UnifiedLog + LocalLog): a directory ``<topic>-<partition>`` of segments.
+
+Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset``. The log end offset (LEO) is the
+next offset to assign. The high watermark is its own field, moved by the caller
+(:meth:`update_high_watermark`; on a single broker the caller sets it to the LEO after each append),
+so that replication can come later. ``last_stable_offset`` equals the high watermark until transactions
+exist. On load the high watermark starts at the LEO.
+
+Threads and locks: one lock per log serialises appends, rolls, retention, flushes and close. Reads take
+no lock: they use a snapshot of the segment list (replaced, never mutated, under the lock) and of the
+LEO metadata (one attribute, assigned after the bytes are written), and never read past that snapshot.
+
+Appends (:meth:`append`): each batch is validated with ``batch_ops.validate_batch`` (CRC, framing,
+and the client rules when ``origin`` is the client) and checked against ``max.message.bytes``; the whole
+request is rejected before anything is written. Offsets are then assigned by rewriting only the batch
+headers (``set_base_offset``, ``set_partition_leader_epoch`` and, for ``LogAppendTime`` topics,
+``set_log_append_time``). Records are never re-encoded: a topic ``compression.type`` other than
+``producer`` is not applied (deferred). Timestamp bounds (``message.timestamp.before/after.max.ms``) are
+checked per batch on its first and max timestamps, not per record.
+
+Recovery on open: stray files are removed; every segment from the one holding the recovery point (all of
+them after an unclean shutdown without a recovery checkpoint), and always the last segment, are re-read
+batch by batch: indexes are rebuilt and the file is cut after the last valid batch (a torn tail), and
+segments after a cut are deleted, so nothing past a torn write is ever served. Other segments keep their
+index files unless those fail a sanity check, in which case they are rebuilt the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+from enum import Enum
+from typing import Final
+
+from mini_broker.log.fetch_data_info import FetchDataInfo, LogAppendInfo, TimestampAndOffset
+from mini_broker.log.log_config import LONG_MAX, LogConfig
+from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
+from mini_broker.log.log_segment import (
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    AppendedBatch,
+    LogSegment,
+)
+from mini_broker.log.offset_index import CorruptIndexError
+from pykafka_client.errors import (
+    CorruptRecordError,
+    InvalidTimestampError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+)
+from pykafka_client.protocol.records.batch_ops import (
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+    validate_batch,
+)
+from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+from pykafka_client.protocol.records.record_batch import TimestampType
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+_log = logging.getLogger(__name__)
+
+#: ListOffsets special timestamps.
+LATEST_TIMESTAMP: Final = -1
+EARLIEST_TIMESTAMP: Final = -2
+MAX_TIMESTAMP: Final = -3
+EARLIEST_LOCAL_TIMESTAMP: Final = -4
+LATEST_TIERED_TIMESTAMP: Final = -5
+
+_STRAY_SUFFIXES: Final = (".deleted", ".cleaned", ".swap", ".tmp")
+
+
+class AppendOrigin(Enum):
+    """Who appends: a producer (offsets assigned, client rules), the coordinator (offsets assigned),
+    or replication (offsets kept as they are and checked)."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+    REPLICATION = "replication"
+
+
+BeforeAppend = Callable[[Sequence[DefaultRecordBatch]], "LogAppendInfo | None"]
+
+
+def parse_topic_partition(dir_name: str) -> tuple[str, int]:
+    """``"my-topic-3"`` -> ``("my-topic", 3)``; ValueError when the name is not ``<topic>-<partition>``."""
+    topic, sep, partition = dir_name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"{dir_name!r} is not a <topic>-<partition> directory name")
+    return topic, int(partition)
+
+
+def log_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+class Log:
+    """A partition log. Create with the directory; it loads (and recovers) what is there."""
+
+    def __init__(
+        self,
+        dir_path: str,
+        config: LogConfig,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        had_clean_shutdown: bool = False,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        self.dir_path = dir_path
+        self.topic, self.partition = parse_topic_partition(os.path.basename(os.path.normpath(dir_path)))
+        self.config = config
+        self._time = time
+        self._lock = threading.RLock()
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._pending_close: list[tuple[int, LogSegment]] = []
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self._last_flush_ms = time.milliseconds()
+        self._closed = False
+        os.makedirs(dir_path, exist_ok=True)
+        self._load(had_clean_shutdown)
+        self._high_watermark = self.log_end_offset
+        self._hw_metadata: LogOffsetMetadata | None = None
+
+    # -- loading --------------------------------------------------------------------------------------
+    def _load(self, had_clean_shutdown: bool) -> None:
+        bases: list[int] = []
+        for name in os.listdir(self.dir_path):
+            path = os.path.join(self.dir_path, name)
+            if name.endswith(_STRAY_SUFFIXES):
+                os.unlink(path)
+            elif name.endswith(LOG_FILE_SUFFIX) and name[: -len(LOG_FILE_SUFFIX)].isdigit():
+                bases.append(int(name[: -len(LOG_FILE_SUFFIX)]))
+        base_set = set(bases)
+        for name in os.listdir(self.dir_path):
+            for suffix in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
+                stem = name[: -len(suffix)]
+                if name.endswith(suffix) and stem.isdigit() and int(stem) not in base_set:
+                    os.unlink(os.path.join(self.dir_path, name))  # an index without its segment
+        bases.sort()
+        segments = [LogSegment(self.dir_path, base, self.config, self._time) for base in bases]
+        if not segments:
+            segments = [LogSegment(self.dir_path, self.log_start_offset, self.config, self._time)]
+        # Which segments to re-read: from the one holding the recovery point, and always the last.
+        recover_from = len(segments) - 1
+        if not had_clean_shutdown:
+            recover_from = max(0, bisect_right(bases, self.recovery_point) - 1) if bases else 0
+        kept: list[LogSegment] = []
+        for i, segment in enumerate(segments):
+            truncated = 0
+            if i >= recover_from:
+                truncated = segment.recover()
+            else:
+                try:
+                    if not segment.index_files_existed and segment.size:
+                        raise CorruptIndexError(f"index files of {segment!r} are missing")
+                    segment.sanity_check_indexes(segment.next_offset())
+                except (CorruptIndexError, ValueError) as e:
+                    _log.warning("%s: rebuilding the indexes of %r: %s", self.dir_path, segment, e)
+                    truncated = segment.recover()
+            kept.append(segment)
+            if truncated:
+                _log.warning(
+                    "%s: truncated %d bytes of a torn or corrupt tail in %r", self.dir_path, truncated, segment
+                )
+                for later in segments[i + 1 :]:
+                    _log.warning("%s: deleting %r, which follows a truncated segment", self.dir_path, later)
+                    later.delete()
+                    later.close()
+                break
+        self._set_segments(kept)
+        active = kept[-1]
+        leo = active.next_offset()
+        self._leo_metadata = LogOffsetMetadata(leo, active.base_offset, active.size)
+        self.log_start_offset = min(max(self.log_start_offset, kept[0].base_offset), leo)
+        self.recovery_point = leo
+
+    def _set_segments(self, segments: list[LogSegment]) -> None:
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+
+    # -- offsets --------------------------------------------------------------------------------------
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo_metadata.message_offset
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        return self._leo_metadata
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The LSO: the high watermark until transactions exist."""
+        return self._high_watermark
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        """A snapshot of the segments, oldest first."""
+        return self._segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    def size(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to [log start, LEO]; returns the value set."""
+        with self._lock:
+            hw = min(max(offset, self.log_start_offset), self.log_end_offset)
+            if hw != self._high_watermark:
+                self._high_watermark = hw
+                self._hw_metadata = None
+            return hw
+
+    def high_watermark_metadata(self) -> LogOffsetMetadata:
+        hw = self._high_watermark
+        leo = self._leo_metadata
+        if hw == leo.message_offset:
+            return leo
+        cached = self._hw_metadata
+        if cached is not None and cached.message_offset == hw:
+            return cached
+        metadata = self.offset_metadata(hw)
+        self._hw_metadata = metadata
+        return metadata
+
+    def end_offset_metadata(self, isolation: FetchIsolation) -> LogOffsetMetadata:
+        """Where readable data ends for ``isolation`` (LEO, high watermark or LSO)."""
+        if isolation is FetchIsolation.LOG_END:
+            return self._leo_metadata
+        return self.high_watermark_metadata()
+
+    def max_offset_for(self, isolation: FetchIsolation) -> int | None:
+        """The ``max_offset`` to pass to :meth:`read` for ``isolation`` (None: up to the LEO)."""
+        if isolation is FetchIsolation.LOG_END:
+            return None
+        return self._high_watermark
+
+    # -- append ---------------------------------------------------------------------------------------
+    def append(
+        self,
+        records: bytes | bytearray | memoryview,
+        *,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        leader_epoch: int = 0,
+        before_append: BeforeAppend | None = None,
+    ) -> LogAppendInfo:
+        """Validate and append v2 batches; see the module docstring.
+
+        Raises ``CorruptRecordError`` / ``InvalidRecordError`` / ``UnsupportedCompressionTypeError``
+        (bad batch), ``RecordTooLargeError`` (a batch over ``max.message.bytes``),
+        ``InvalidTimestampError``; nothing is written then. ``before_append`` (producer-state hook) is
+        called under the log lock with the validated batches before offsets are assigned; if it returns
+        a ``LogAppendInfo`` (a duplicate) the append is skipped and that is returned.
+        """
+        buf = bytearray(records)
+        batches = self._analyze_and_validate(buf, origin)
+        if not batches:
+            return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0, 0)
+        with self._lock:
+            if self._closed:
+                raise CorruptRecordError(f"log {self.dir_path} is closed")
+            if before_append is not None:
+                existing = before_append(batches)
+                if existing is not None:
+                    return existing
+            now = self._time.milliseconds()
+            log_append = self.config.is_log_append_time
+            next_offset = self.log_end_offset
+            if origin is AppendOrigin.REPLICATION:
+                if batches[0].base_offset < next_offset:
+                    raise CorruptRecordError(
+                        f"replicated batch at offset {batches[0].base_offset} is below the log end {next_offset}"
+                    )
+                next_offset = batches[0].base_offset
+            first_offset = next_offset
+            max_timestamp, offset_of_max = -1, -1
+            num_records = 0
+            appended: list[AppendedBatch] = []
+            for batch in batches:
+                pos = batch.position
+                if origin is AppendOrigin.REPLICATION:
+                    if batch.base_offset < next_offset:
+                        raise CorruptRecordError(f"replicated offsets go backwards at {batch.base_offset}")
+                    base = batch.base_offset
+                else:
+                    base = next_offset
+                    set_base_offset(buf, pos, base)
+                    set_partition_leader_epoch(buf, pos, leader_epoch)
+                batch_max_ts = batch.max_timestamp
+                if log_append and origin is not AppendOrigin.REPLICATION:
+                    set_log_append_time(buf, pos, now)
+                    batch_max_ts = now
+                last = base + batch.last_offset_delta
+                if batch_max_ts > max_timestamp:
+                    max_timestamp, offset_of_max = batch_max_ts, last
+                appended.append(AppendedBatch(pos, last, batch_max_ts, batch.size_in_bytes))
+                num_records += batch.records_count
+                next_offset = last + 1
+            segment = self._maybe_roll(len(buf), max_timestamp, next_offset - 1, first_offset, now)
+            segment.append(buf, appended)
+            self._leo_metadata = LogOffsetMetadata(next_offset, segment.base_offset, segment.size)
+            if next_offset - self.recovery_point >= self.config.flush_interval_messages:
+                self._flush_locked()
+            return LogAppendInfo(
+                first_offset=first_offset,
+                last_offset=next_offset - 1,
+                max_timestamp=max_timestamp,
+                offset_of_max_timestamp=offset_of_max,
+                log_append_time=now if log_append else -1,
+                log_start_offset=self.log_start_offset,
+                num_records=num_records,
+                shallow_count=len(batches),
+                valid_bytes=len(buf),
+            )
+
+    def _analyze_and_validate(self, buf: bytearray, origin: AppendOrigin) -> list[DefaultRecordBatch]:
+        batches: list[DefaultRecordBatch] = []
+        pos = 0
+        now = self._time.milliseconds()
+        config = self.config
+        check_timestamps = not config.is_log_append_time and (
+            config.message_timestamp_before_max_ms < LONG_MAX or config.message_timestamp_after_max_ms < LONG_MAX
+        )
+        while pos < len(buf):
+            if len(buf) - pos >= 12:
+                size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True) + 12
+                if size > config.max_message_bytes and size <= len(buf) - pos:
+                    raise RecordTooLargeError(
+                        f"batch of {size} bytes is larger than max.message.bytes={config.max_message_bytes}"
+                    )
+            batch = validate_batch(buf, pos, from_client=origin is AppendOrigin.CLIENT)
+            if check_timestamps and batch.timestamp_type == TimestampType.CREATE_TIME:
+                for ts in (batch.base_timestamp, batch.max_timestamp):
+                    if ts >= 0 and (
+                        now - ts > config.message_timestamp_before_max_ms
+                        or ts - now > config.message_timestamp_after_max_ms
+                    ):
+                        raise InvalidTimestampError(
+                            f"timestamp {ts} of a batch is out of range (now {now}, "
+                            f"before.max.ms {config.message_timestamp_before_max_ms}, "
+                            f"after.max.ms {config.message_timestamp_after_max_ms})"
+                        )
+            batches.append(batch)
+            pos += batch.size_in_bytes
+        return batches
+
+    # -- roll -----------------------------------------------------------------------------------------
+    def _maybe_roll(
+        self, messages_size: int, max_timestamp: int, max_offset: int, first_offset: int, now: int
+    ) -> LogSegment:
+        segment = self._segments[-1]
+        if segment.should_roll(messages_size, max_timestamp, max_offset, now):
+            return self._roll_locked(first_offset)
+        return segment
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the LEO (no-op when the active segment is empty)."""
+        with self._lock:
+            return self._roll_locked(self.log_end_offset)
+
+    def _roll_locked(self, new_base: int) -> LogSegment:
+        active = self._segments[-1]
+        if active.size == 0:
+            if active.base_offset == new_base:
+                return active
+            # An empty active segment at another offset (replication gap): replace it.
+            active.delete()
+            active.close()
+            new = LogSegment(self.dir_path, new_base, self.config, self._time)
+            self._set_segments([*self._segments[:-1], new])
+            return new
+        active.on_become_inactive()
+        new = LogSegment(self.dir_path, new_base, self.config, self._time)
+        if new.size:
+            new.recover()  # a leftover file at that offset: keep nothing past the valid batches
+        self._set_segments([*self._segments, new])
+        self.recovery_point = max(self.recovery_point, new_base)
+        self._last_flush_ms = self._time.milliseconds()
+        _log.debug("%s: rolled new segment at offset %d", self.dir_path, new_base)
+        return new
+
+    # -- read -----------------------------------------------------------------------------------------
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
+    ) -> FetchDataInfo:
+        """Read from the batch holding ``start_offset``: up to ``max_bytes`` (at least one whole batch when
+        ``min_one_message``) and below ``max_offset`` (exclusive; e.g. the high watermark; None = LEO).
+
+        Raises ``OffsetOutOfRangeError`` when ``start_offset`` is outside [log start, LEO].
+        """
+        end = self._leo_metadata
+        segments = self._segments
+        log_start = self.log_start_offset
+        if start_offset == end.message_offset:
+            return FetchDataInfo(end)
+        if start_offset > end.message_offset or start_offset < log_start:
+            raise OffsetOutOfRangeError(
+                f"offset {start_offset} is out of range for {self.topic}-{self.partition}: "
+                f"log start {log_start}, log end {end.message_offset}"
+            )
+        bound = end
+        if max_offset is not None and max_offset < end.message_offset:
+            if start_offset >= max_offset:
+                return FetchDataInfo(
+                    self.offset_metadata(start_offset)
+                    if start_offset > max_offset
+                    else self._bound_metadata(max_offset)
+                )
+            bound = self._bound_metadata(max_offset)
+        return self._read_segments(segments, start_offset, max_bytes, bound, min_one_message, end)
+
+    def _bound_metadata(self, offset: int) -> LogOffsetMetadata:
+        if offset == self._high_watermark:
+            return self.high_watermark_metadata()
+        return self.offset_metadata(offset)
+
+    def _read_segments(
+        self,
+        segments: list[LogSegment],
+        start_offset: int,
+        max_bytes: int,
+        bound: LogOffsetMetadata,
+        min_one_message: bool,
+        end: LogOffsetMetadata,
+    ) -> FetchDataInfo:
+        bases = [s.base_offset for s in segments]
+        i = max(0, bisect_right(bases, start_offset) - 1)
+        while i < len(segments):
+            segment = segments[i]
+            if segment.base_offset > bound.segment_base_offset:
+                break
+            max_position = (
+                bound.relative_position_in_segment if segment.base_offset == bound.segment_base_offset else segment.size
+            )
+            result = segment.read(start_offset, max_bytes, max_position, min_one_message)
+            if result is not None:
+                return FetchDataInfo(result.fetch_offset_metadata, result.region)
+            i += 1
+        return FetchDataInfo(end)
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """The position of ``offset`` (its batch's start). Raises ``OffsetOutOfRangeError`` outside the log."""
+        end = self._leo_metadata
+        if offset == end.message_offset:
+            return end
+        info = self._read_unbounded(offset)
+        return info.fetch_offset_metadata
+
+    def _read_unbounded(self, offset: int) -> FetchDataInfo:
+        end = self._leo_metadata
+        if offset > end.message_offset or offset < self.log_start_offset:
+            raise OffsetOutOfRangeError(f"offset {offset} is out of range for {self.topic}-{self.partition}")
+        return self._read_segments(self._segments, offset, 1, end, False, end)
+
+    # -- timestamps -----------------------------------------------------------------------------------
+    def fetch_offset_by_timestamp(
+        self, target_timestamp: int, isolation: FetchIsolation | None = None
+    ) -> TimestampAndOffset | None:
+        """ListOffsets for one partition.
+
+        Special values are handled here: -2 earliest and -4 earliest-local (the log start offset), -1
+        latest (LEO, or the high watermark / LSO under ``isolation``), -3 max timestamp (the first record
+        with the largest timestamp). A timestamp >= 0 gives the first record with timestamp >= target.
+        The special answers carry timestamp -1. None means no such record (answer -1/-1); -5 and other
+        negative values give None. The result is not capped at the high watermark: the caller does that
+        for consumers.
+        """
+        if target_timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return TimestampAndOffset(-1, self.log_start_offset)
+        if target_timestamp == LATEST_TIMESTAMP:
+            if isolation is None or isolation is FetchIsolation.LOG_END:
+                return TimestampAndOffset(-1, self.log_end_offset)
+            return TimestampAndOffset(
+                -1, self.last_stable_offset if isolation is FetchIsolation.TXN_COMMITTED else self.high_watermark
+            )
+        segments = self._segments
+        log_start = self.log_start_offset
+        if target_timestamp == MAX_TIMESTAMP:
+            best: LogSegment | None = None
+            for segment in segments:
+                if segment.max_timestamp_so_far >= 0 and (
+                    best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far
+                ):
+                    best = segment
+            if best is None:
+                return None
+            found = best.find_offset_by_timestamp(best.max_timestamp_so_far, max(log_start, best.base_offset))
+            return TimestampAndOffset(*found) if found is not None else None
+        if target_timestamp < 0:
+            return None
+        for segment in segments:
+            if segment.size and segment.largest_timestamp() >= target_timestamp:
+                found = segment.find_offset_by_timestamp(target_timestamp, max(log_start, segment.base_offset))
+                if found is not None:
+                    return TimestampAndOffset(*found)
+        return None
+
+    # -- retention and log start ----------------------------------------------------------------------
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` (at most the high watermark) and drop
+        the segments wholly below it. Returns the new log start offset.
+
+        Raises ``OffsetOutOfRangeError`` when ``offset`` is above the high watermark.
+        """
+        with self._lock:
+            if offset > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"cannot move the log start offset of {self.topic}-{self.partition} to {offset}: "
+                    f"above the high watermark {self._high_watermark}"
+                )
+            if offset > self.log_start_offset:
+                self.log_start_offset = offset
+            self._delete_log_start_offset_breached_segments()
+            return self.log_start_offset
+
+    def delete_old_segments(self) -> int:
+        """One retention pass: segments below the log start offset, then over ``retention.bytes``, then
+        older than ``retention.ms`` (the last two only for ``cleanup.policy`` with ``delete``). Returns
+        the number of segments deleted. Also closes deleted segments whose delay has passed."""
+        with self._lock:
+            deleted = self._delete_log_start_offset_breached_segments()
+            if "delete" in self.config.other.get("cleanup.policy", "delete").split(","):
+                deleted += self._delete_retention_size_breached_segments()
+                deleted += self._delete_retention_ms_breached_segments()
+            self._close_deleted_segments(self._time.milliseconds())
+            return deleted
+
+    def _delete_log_start_offset_breached_segments(self) -> int:
+        start = self.log_start_offset
+        return self._delete_segments(lambda seg, nxt: nxt is not None and nxt.base_offset <= start, "log start offset")
+
+    def _delete_retention_size_breached_segments(self) -> int:
+        retention = self.config.retention_bytes
+        if retention < 0:
+            return 0
+        excess = [self.size() - retention]
+        if excess[0] <= 0:
+            return 0
+
+        def over(seg: LogSegment, nxt: LogSegment | None) -> bool:
+            if excess[0] - seg.size >= 0:
+                excess[0] -= seg.size
+                return True
+            return False
+
+        return self._delete_segments(over, "retention.bytes")
+
+    def _delete_retention_ms_breached_segments(self) -> int:
+        retention = self.config.retention_ms
+        if retention < 0:
+            return 0
+        now = self._time.milliseconds()
+        return self._delete_segments(lambda seg, nxt: now - seg.largest_timestamp() > retention, "retention.ms")
+
+    def _delete_segments(self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str) -> int:
+        segments = self._segments
+        deletable: list[LogSegment] = []
+        for i, segment in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if nxt is None and segment.size == 0:
+                break
+            if upper > self._high_watermark or not predicate(segment, nxt):
+                break
+            deletable.append(segment)
+        if not deletable:
+            return 0
+        if len(deletable) == len(segments):
+            self._roll_locked(self.log_end_offset)
+        remaining = self._segments[len(deletable) :]
+        self._set_segments(remaining)
+        self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
+        deadline = self._time.milliseconds() + self.config.file_delete_delay_ms
+        for segment in deletable:
+            _log.info("%s: deleting %r (%s)", self.dir_path, segment, reason)
+            segment.delete()
+            self._pending_close.append((deadline, segment))
+        return len(deletable)
+
+    def _close_deleted_segments(self, now: int) -> None:
+        still: list[tuple[int, LogSegment]] = []
+        for deadline, segment in self._pending_close:
+            if deadline <= now:
+                segment.close()
+            else:
+                still.append((deadline, segment))
+        self._pending_close = still
+
+    # -- flush and life cycle -------------------------------------------------------------------------
+    def flush(self) -> None:
+        """fsync everything up to the LEO and move the recovery point there."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        leo = self.log_end_offset
+        if leo > self.recovery_point:
+            for segment in self._segments:
+                nxt_base = (
+                    self._bases[self._bases.index(segment.base_offset) + 1]
+                    if segment is not self._segments[-1]
+                    else leo
+                )
+                if nxt_base > self.recovery_point:
+                    segment.flush()
+            self.recovery_point = leo
+        self._last_flush_ms = self._time.milliseconds()
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """fsync if ``flush.ms`` has passed since the last flush (the flush scheduler's hook)."""
+        if now_ms - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+            return True
+        return False
+
+    def update_config(self, config: LogConfig) -> None:
+        with self._lock:
+            self.config = config
+            for segment in self._segments:
+                segment.config = config
+
+    def close(self) -> None:
+        """fsync the active segment, record its max timestamp, and close every file. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._segments[-1].on_become_inactive()
+            self.recovery_point = self.log_end_offset
+            for segment in self._segments:
+                segment.close()
+            for _, segment in self._pending_close:
+                segment.close()
+            self._pending_close = []
+
+    def delete(self) -> None:
+        """Close and remove the whole partition directory."""
+        self.close()
+        shutil.rmtree(self.dir_path, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, hw={self._high_watermark}, "
+            f"end={self.log_end_offset}, segments={len(self._segments)})"
+        )
