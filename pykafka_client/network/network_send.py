@@ -15,7 +15,7 @@ from pykafka_client.errors import IllegalArgumentError
 from pykafka_client.network.selectable import NetworkSend
 from pykafka_client.protocol.types import FileRegion
 
-__all__ = ["MAX_IOV", "FileRegion", "FileRegionLike", "SendWriter", "WritableTransport", "piece_length", "region_fd", "size_prefixed"]
+__all__ = ["MAX_IOV", "FileRegion", "FileRegionLike", "SendWriter", "WritableTransport", "framed_send", "piece_length", "region_fd", "size_prefixed"]
 
 #: Most pieces handed to one ``sendmsg`` call (Linux ``IOV_MAX`` is 1024).
 MAX_IOV = 1024
@@ -74,6 +74,13 @@ def size_prefixed(destination: str, payload: Sequence[object], extra: object = N
         raise IllegalArgumentError(f"frame of {size} bytes is larger than a 4-byte size allows")
     buffers: list[object] = [size.to_bytes(4, "big"), *pieces]
     return NetworkSend(destination=destination, buffers=buffers, size=size + 4, extra=extra)
+
+
+def framed_send(destination: str, frame: Sequence[object], extra: object = None) -> NetworkSend:
+    """A :class:`NetworkSend` of pieces that already start with their size prefix (what
+    ``pykafka_client.protocol.headers.encode_request/encode_response`` return)."""
+    size = sum(piece_length(_as_piece(p)) for p in frame)
+    return NetworkSend(destination=destination, buffers=list(frame), size=size, extra=extra)
 
 
 class WritableTransport(Protocol):

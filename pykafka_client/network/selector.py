@@ -451,6 +451,8 @@ class Selector:
             self._close(channel, DisconnectInfo(channel.state, e))
         except OSError as e:
             self._close(channel, DisconnectInfo(channel.state, e))
+        except Exception as e:
+            self._close(channel, DisconnectInfo(channel.state, e))
 
     def _maybe_close_oldest_connection(self, now_ns: int) -> None:
         if self._idle is None:

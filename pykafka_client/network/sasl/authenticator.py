@@ -9,9 +9,10 @@ Errors: a mechanism the server has not enabled -> :class:`~pykafka_client.errors
 failed credentials -> :class:`~pykafka_client.errors.SaslAuthenticationError` carrying the server's
 message. The server writes its error response before failing, so the client sees the reason.
 
-Not done (deferred): the ApiVersions request Java clients send before the handshake (a server hook,
-``api_versions_handler``, answers it), SaslAuthenticate v2 (flexible), re-authentication (KIP-368),
-GSSAPI and OAUTHBEARER.
+Messages are the generated protocol classes (:mod:`pykafka_client.network.sasl.wire`). The server side
+also answers the ApiVersions request Java clients send before the handshake (``api_versions_handler``,
+default: the SASL APIs only) and accepts SaslAuthenticate v0-v2. Not done: re-authentication
+(KIP-368), GSSAPI and OAUTHBEARER, SaslHandshake v0 (unframed tokens).
 """
 
 from __future__ import annotations
@@ -25,17 +26,19 @@ from pykafka_client.errors import (
     IllegalSaslStateError,
     SaslAuthenticationError,
     UnsupportedSaslMechanismError,
+    UnsupportedVersionError,
     for_code,
 )
 from pykafka_client.network.channel import PeerClosedError
 from pykafka_client.network.network_receive import FrameReader
-from pykafka_client.network.network_send import SendWriter
+from pykafka_client.network.network_send import SendWriter, framed_send
 from pykafka_client.network.sasl import wire
 from pykafka_client.network.sasl.mechanism import SaslClientMechanism, SaslServerMechanism, SaslServerMechanismFactory
 from pykafka_client.network.sasl.plain import PLAIN, PlainClient
 from pykafka_client.network.sasl.scram import ScramClient, ScramMechanism
-from pykafka_client.network.selectable import NetworkSend
 from pykafka_client.network.transport import TransportLayer
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.types import Chunk, Message
 
 #: Largest SASL frame accepted during authentication (Java ``sasl.server.max.receive.size`` default).
 MAX_SASL_RECEIVE_SIZE = 524_288
@@ -53,8 +56,8 @@ class _FrameIO:
         self._reader = FrameReader(connection_id, MAX_SASL_RECEIVE_SIZE)
         self._out: SendWriter | None = None
 
-    def queue(self, frame: bytes) -> None:
-        self._out = SendWriter(NetworkSend(destination=self._id, buffers=[frame], size=len(frame)))
+    def queue(self, frame: list[Chunk]) -> None:
+        self._out = SendWriter(framed_send(self._id, frame))
 
     def pending_write(self) -> bool:
         return self._out is not None
@@ -111,13 +114,13 @@ class SaslClientAuthenticator:
     def principal(self) -> str | None:
         return None
 
-    def _queue(self, api_key: int, version: int, body: bytes) -> None:
+    def _correlation_id(self) -> int:
         cid = self._next_correlation_id
         self._next_correlation_id = (
             cid + 1 if cid < wire.MAX_RESERVED_CORRELATION_ID else wire.MIN_RESERVED_CORRELATION_ID
         )
         self._expected_correlation_id = cid
-        self._io.queue(wire.encode_request(api_key, version, cid, self._client_id, body))
+        return cid
 
     def authenticate(self, transport: TransportLayer) -> None:
         try:
@@ -131,7 +134,9 @@ class SaslClientAuthenticator:
             if not self._io.flush(transport):
                 return
             if self._state is SaslState.SEND_HANDSHAKE_REQUEST:
-                self._queue(wire.SASL_HANDSHAKE, wire.HANDSHAKE_VERSION, wire.handshake_request_body(self._mechanism.mechanism_name))
+                self._io.queue(
+                    wire.handshake_request(self._mechanism.mechanism_name, self._correlation_id(), self._client_id)
+                )
                 self._state = SaslState.RECEIVE_HANDSHAKE_RESPONSE
                 continue
             if self._state in (SaslState.COMPLETE, SaslState.FAILED):
@@ -140,7 +145,8 @@ class SaslClientAuthenticator:
             if payload is None:
                 return
             if self._state is SaslState.RECEIVE_HANDSHAKE_RESPONSE:
-                error_code, enabled = wire.decode_handshake_response(payload, self._expected_correlation_id)
+                handshake = wire.decode_handshake_response(payload, self._expected_correlation_id)
+                error_code, enabled = handshake.error_code, handshake.mechanisms
                 if error_code == UNSUPPORTED_SASL_MECHANISM:
                     raise UnsupportedSaslMechanismError(
                         f"Client SASL mechanism '{self._mechanism.mechanism_name}' not enabled in the server, "
@@ -151,7 +157,7 @@ class SaslClientAuthenticator:
                 self._send_token(self._mechanism.evaluate_challenge(b""))
                 self._state = SaslState.INTERMEDIATE
                 continue
-            response = wire.decode_authenticate_response(payload, self._expected_correlation_id, wire.AUTHENTICATE_VERSION)
+            response = wire.decode_authenticate_response(payload, self._expected_correlation_id)
             if response.error_code != 0:
                 cls = for_code(response.error_code)
                 raise cls(response.error_message or f"SASL authentication failed with error code {response.error_code}")
@@ -159,7 +165,7 @@ class SaslClientAuthenticator:
             if self._mechanism.is_complete():
                 self._state = SaslState.COMPLETE
                 return
-            token = self._mechanism.evaluate_challenge(response.auth_bytes)
+            token = self._mechanism.evaluate_challenge(bytes(response.auth_bytes))
             if self._mechanism.is_complete() and token is None:
                 self._state = SaslState.COMPLETE
                 return
@@ -168,11 +174,12 @@ class SaslClientAuthenticator:
     def _send_token(self, token: bytes | None) -> None:
         if token is None:
             raise IllegalSaslStateError(f"{self._mechanism.mechanism_name} produced no token before completing")
-        self._queue(wire.SASL_AUTHENTICATE, wire.AUTHENTICATE_VERSION, wire.authenticate_request_body(token))
+        self._io.queue(wire.authenticate_request(token, self._correlation_id(), self._client_id))
 
 
-#: Answers an ApiVersions request during authentication: (header, request payload) -> response frame.
-ApiVersionsHandler = Callable[[wire.RequestHeader, memoryview], bytes]
+#: Answers an ApiVersions request during authentication: (header, body or None when the version is
+#: unsupported) -> the response frame pieces. Default: :func:`wire.sasl_api_versions_response`.
+ApiVersionsHandler = Callable[[wire.RequestHeader, "Message | None"], "list[Chunk]"]
 
 
 class SaslServerAuthenticator:
@@ -186,7 +193,7 @@ class SaslServerAuthenticator:
         api_versions_handler: ApiVersionsHandler | None = None,
     ) -> None:
         self._factories = dict(mechanisms)
-        self._api_versions_handler = api_versions_handler
+        self._api_versions_handler = api_versions_handler or wire.sasl_api_versions_response
         self._io = _FrameIO(connection_id)
         self._state = SaslState.RECEIVE_HANDSHAKE_RESPONSE  # waiting for the handshake request
         self._mechanism: SaslServerMechanism | None = None
@@ -212,7 +219,7 @@ class SaslServerAuthenticator:
             self._state = SaslState.FAILED
             raise
 
-    def _fail_after_response(self, frame: bytes, error: BaseException) -> None:
+    def _fail_after_response(self, frame: list[Chunk], error: BaseException) -> None:
         self._io.queue(frame)
         self._pending_failure = error
 
@@ -227,50 +234,55 @@ class SaslServerAuthenticator:
             payload = self._io.receive(transport)
             if payload is None:
                 return
-            header, reader = wire.decode_request_header(payload)
-            if header.api_key == wire.API_VERSIONS and self._api_versions_handler is not None and self._mechanism is None:
-                self._io.queue(self._api_versions_handler(header, payload))
+            header, _ = wire.decode_request_header(payload)
+            if header.request_api_key == ApiKey.API_VERSIONS and self._mechanism is None:
+                try:
+                    _, body = wire.decode_request(payload)
+                except UnsupportedVersionError:
+                    self._io.queue(self._api_versions_handler(header, None))
+                else:
+                    self._io.queue(self._api_versions_handler(header, body))
                 continue
             if self._mechanism is None:
-                self._handle_handshake(header, reader)
+                self._handle_handshake(header, payload)
             else:
-                self._handle_authenticate(header, reader)
+                self._handle_authenticate(header, payload)
 
-    def _handle_handshake(self, header: wire.RequestHeader, reader: wire._Reader) -> None:
-        if header.api_key != wire.SASL_HANDSHAKE or header.api_version != wire.HANDSHAKE_VERSION:
+    @staticmethod
+    def _expect(header: wire.RequestHeader, api_key: ApiKey, versions: tuple[int, int], during: str) -> None:
+        if header.request_api_key != api_key or not versions[0] <= header.request_api_version <= versions[1]:
             raise IllegalSaslStateError(
-                f"Unexpected Kafka request of type {header.api_key} v{header.api_version} during SASL handshake"
+                f"Unexpected Kafka request of type {header.request_api_key} v{header.request_api_version} during {during}"
             )
-        mechanism = wire.decode_handshake_request(reader)
+
+    def _handle_handshake(self, header: wire.RequestHeader, payload: memoryview) -> None:
+        self._expect(header, ApiKey.SASL_HANDSHAKE, wire.SERVER_HANDSHAKE_VERSIONS, "SASL handshake")
+        _, body = wire.decode_request(payload)
+        assert isinstance(body, wire.SaslHandshakeRequest)
+        mechanism = body.mechanism
         enabled = list(self._factories)
         factory = self._factories.get(mechanism)
         if factory is None:
-            frame = wire.encode_response(
-                header.correlation_id, wire.handshake_response_body(UNSUPPORTED_SASL_MECHANISM, enabled)
-            )
             self._fail_after_response(
-                frame, UnsupportedSaslMechanismError(f"Unsupported SASL mechanism {mechanism}, enabled are {enabled}")
+                wire.handshake_response(header, UNSUPPORTED_SASL_MECHANISM, enabled),
+                UnsupportedSaslMechanismError(f"Unsupported SASL mechanism {mechanism}, enabled are {enabled}"),
             )
             return
         self._mechanism = factory()
-        self._io.queue(wire.encode_response(header.correlation_id, wire.handshake_response_body(0, enabled)))
+        self._io.queue(wire.handshake_response(header, 0, enabled))
 
-    def _handle_authenticate(self, header: wire.RequestHeader, reader: wire._Reader) -> None:
+    def _handle_authenticate(self, header: wire.RequestHeader, payload: memoryview) -> None:
         assert self._mechanism is not None
-        if header.api_key != wire.SASL_AUTHENTICATE or not 0 <= header.api_version <= 1:
-            raise IllegalSaslStateError(
-                f"Unexpected Kafka request of type {header.api_key} v{header.api_version} during SASL authentication"
-            )
-        version = header.api_version
-        token = wire.decode_authenticate_request(reader)
+        self._expect(header, ApiKey.SASL_AUTHENTICATE, wire.SERVER_AUTHENTICATE_VERSIONS, "SASL authentication")
+        _, body = wire.decode_request(payload)
+        assert isinstance(body, wire.SaslAuthenticateRequest)
         try:
-            challenge = self._mechanism.evaluate_response(token)
+            challenge = self._mechanism.evaluate_response(bytes(body.auth_bytes))
         except (SaslAuthenticationError, IllegalSaslStateError) as e:
-            body = wire.authenticate_response_body(version, e.code, e.message or str(e), b"")
-            self._fail_after_response(wire.encode_response(header.correlation_id, body), e)
+            response = wire.authenticate_response(header, e.code, e.message or str(e), b"")
+            self._fail_after_response(response, e)
             return
-        body = wire.authenticate_response_body(version, 0, None, challenge)
-        self._io.queue(wire.encode_response(header.correlation_id, body))
+        self._io.queue(wire.authenticate_response(header, 0, None, challenge))
         if self._mechanism.is_complete():
             self._state = SaslState.COMPLETE
 

@@ -147,3 +147,57 @@ def test_sasl_ssl(pki: Pki) -> None:
             assert bytes(client.receives[0].payload) == b"tls+scram"
         finally:
             client.selector.close()
+
+
+def _call(sock: socket.socket, frame_pieces: list[object]) -> bytes:
+    sock.sendall(b"".join(bytes(p) for p in frame_pieces))  # type: ignore[call-overload]
+    size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+    return _recv_exact(sock, size)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+def test_java_style_client_api_versions_then_flexible_authenticate(server: EchoServer) -> None:
+    """ApiVersions v3 before the handshake and SaslAuthenticate v2 (flexible), as Java clients send."""
+    from pykafka_client.protocol.api_keys import ApiKey
+    from pykafka_client.protocol.headers import decode_response, encode_request
+    from pykafka_client.protocol.messages import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        SaslAuthenticateRequest,
+        SaslAuthenticateResponse,
+        SaslHandshakeRequest,
+        SaslHandshakeResponse,
+    )
+
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        raw = _call(sock, list(encode_request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), 3, 1, "c")))
+        versions = decode_response(raw, ApiKey.API_VERSIONS, 3, 1)
+        assert isinstance(versions, ApiVersionsResponse) and versions.error_code == 0
+        ranges = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+        assert ranges[ApiKey.SASL_AUTHENTICATE] == (0, 2)
+
+        future = struct.pack(">hhih", ApiKey.API_VERSIONS, 99, 2, 1) + b"c" + b"\x00" + b"\x01\x01\x00"
+        raw = _call(sock, [struct.pack(">i", len(future)), future])
+        unsupported = decode_response(raw, ApiKey.API_VERSIONS, 0, 2)
+        assert isinstance(unsupported, ApiVersionsResponse) and unsupported.error_code == 35
+
+        raw = _call(sock, list(encode_request(SaslHandshakeRequest(mechanism="PLAIN"), 1, 3, "c")))
+        handshake = decode_response(raw, ApiKey.SASL_HANDSHAKE, 1, 3)
+        assert isinstance(handshake, SaslHandshakeResponse) and handshake.error_code == 0
+        assert handshake.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+
+        token = b"\0bob\0bob-secret"
+        raw = _call(sock, list(encode_request(SaslAuthenticateRequest(auth_bytes=token), 2, 4, "c")))
+        auth = decode_response(raw, ApiKey.SASL_AUTHENTICATE, 2, 4)
+        assert isinstance(auth, SaslAuthenticateResponse) and auth.error_code == 0
+
+        assert _call(sock, [b"\0\0\0\x05", b"hello"]) == b"hello"  # authenticated: the echo API answers
