@@ -24,6 +24,7 @@ import ipaddress
 import selectors
 import socket
 from dataclasses import dataclass
+from typing import Mapping
 
 from pykafka_client.errors import (
     AuthenticationError,
@@ -35,7 +36,7 @@ from pykafka_client.errors import (
     UnsupportedSaslMechanismError,
 )
 from pykafka_client.network.channel import KafkaChannel, PeerClosedError
-from pykafka_client.network.channel_builder import ChannelBuilder, DefaultChannelBuilder, Mode
+from pykafka_client.network.channel_builder import ChannelBuilder, DefaultChannelBuilder, Mode, create_channel_builder
 from pykafka_client.network.idle_expiry import IdleExpiryManager
 from pykafka_client.network.network_receive import DEFAULT_MAX_RECEIVE_SIZE
 from pykafka_client.network.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
@@ -464,3 +465,22 @@ class Selector:
         if channel is not None:
             channel.state = ChannelState.EXPIRED
             self._close(channel, DisconnectInfo(ChannelState.EXPIRED))
+
+
+#: Frames a client completes per channel per poll (Java: 1). A client may take several at once since
+#: it has no mute discipline to protect; fewer polls per response matter in Python.
+CLIENT_MAX_RECEIVES_PER_CHANNEL_PER_POLL = 16
+
+
+def create_client_selector(config: Mapping[str, object], time: Time = SYSTEM_TIME) -> Selector:
+    """The client's Selector from Kafka configuration: ``security.protocol`` with its ``ssl.*`` /
+    ``sasl.*`` keys, ``connections.max.idle.ms`` (default 540000, -1 disables) and
+    ``receive.message.max.bytes`` (librdkafka's name; default 100 MiB: the largest response frame
+    accepted, anything larger closes the connection with InvalidReceiveError)."""
+    return Selector(
+        time=time,
+        max_receive_size=int(config.get("receive.message.max.bytes", DEFAULT_MAX_RECEIVE_SIZE)),  # type: ignore[call-overload]
+        connections_max_idle_ms=int(config.get("connections.max.idle.ms", DEFAULT_CONNECTIONS_MAX_IDLE_MS)),  # type: ignore[call-overload]
+        channel_builder=create_channel_builder(config, Mode.CLIENT),
+        max_receives_per_channel_per_poll=CLIENT_MAX_RECEIVES_PER_CHANNEL_PER_POLL,
+    )

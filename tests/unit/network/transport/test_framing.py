@@ -7,6 +7,8 @@ import tempfile
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykafka_client.errors import IllegalArgumentError, InvalidReceiveError
 from pykafka_client.network.network_receive import UNLIMITED, FrameReader, check_receive_size
@@ -219,3 +221,45 @@ def test_declared_size_must_match_buffers() -> None:
 def test_unsupported_piece_type_rejected() -> None:
     with pytest.raises(IllegalArgumentError, match="cannot send"):
         size_prefixed("n", ["text"])
+
+
+# --- properties -------------------------------------------------------------------------------------
+
+@settings(max_examples=150, deadline=None)
+@given(
+    payloads=st.lists(st.binary(max_size=300), max_size=8),
+    steps=st.lists(st.integers(min_value=0, max_value=40), max_size=200),
+)
+def test_any_split_of_any_frames_round_trips(payloads: list[bytes], steps: list[int]) -> None:
+    data = b"".join(frame(p) for p in payloads)
+    got = read_all(FrameReader("c", 300), ScriptedReader(data, steps), max_calls=10_000)
+    assert got == payloads
+
+
+@settings(max_examples=150, deadline=None)
+@given(size=st.integers(min_value=-(2**31), max_value=2**31 - 1), max_size=st.integers(min_value=0, max_value=1 << 20))
+def test_size_check_matches_definition(size: int, max_size: int) -> None:
+    reader = FrameReader("c", max_size)
+    transport = ScriptedReader(size.to_bytes(4, "big", signed=True), [])
+    if 0 <= size <= max_size:
+        reader.read_from(transport)
+        assert reader.size_read()
+    else:
+        with pytest.raises(InvalidReceiveError):
+            reader.read_from(transport)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    pieces=st.lists(st.binary(max_size=50), max_size=10),
+    limits=st.lists(st.integers(min_value=0, max_value=30), max_size=100),
+)
+def test_any_partial_write_pattern_sends_exact_bytes(pieces: list[bytes], limits: list[int]) -> None:
+    send = size_prefixed("n", pieces)
+    writer = LimitedWriter(limits)
+    sw = SendWriter(send)
+    for _ in range(1000):
+        sw.write_to(writer)
+        if sw.completed():
+            break
+    assert bytes(writer.out) == frame(b"".join(pieces))
