@@ -107,7 +107,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     _k("log.preallocate", "bool", False),
     _k("log.message.timestamp.type", "str", "CreateTime"),
     _k("log.message.timestamp.before.max.ms", "long", LONG_MAX, 0),
-    _k("log.message.timestamp.after.max.ms", "long", 3600000, 0),
+    _k("log.message.timestamp.after.max.ms", "long", LONG_MAX, 0),
     _k("log.message.downconversion.enable", "bool", True),
     _k("num.recovery.threads.per.data.dir", "int", 2, 1),
     _k("log.cleaner.delete.retention.ms", "long", 86400000, 0),

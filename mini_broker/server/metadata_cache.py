@@ -26,6 +26,7 @@ from pykafka_client.errors import (
 )
 
 REGISTRY_FILE = "__cluster_metadata.json"
+PRODUCER_ID_BLOCK_SIZE = 1000
 META_PROPERTIES = "meta.properties"
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -89,6 +90,10 @@ class MetadataCache:
         self.node_id = node_id
         self._lock = threading.RLock()
         self._topics: dict[str, TopicMetadata] = {}
+        # producer ids are handed out from blocks; the end of the current block is persisted first, so a
+        # restart never reuses an id (Kafka: ProducerIdsRecord / ProducerIdManager)
+        self._next_producer_id = 0
+        self._producer_id_block_end = 0
         os.makedirs(data_dir, exist_ok=True)
         self.cluster_id = self._load_meta_properties(cluster_id)
         self._load_registry()
@@ -125,6 +130,8 @@ class MetadataCache:
             return
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
+        self._producer_id_block_end = int(doc.get("producer_id_block_end", 0))
+        self._next_producer_id = self._producer_id_block_end
         for t in doc.get("topics", []):
             md = TopicMetadata(t["name"], uuid.UUID(t["topic_id"]), int(t["num_partitions"]),
                                {str(k): str(v) for k, v in t.get("configs", {}).items()})
@@ -133,6 +140,7 @@ class MetadataCache:
     def _persist(self) -> None:
         doc = {
             "version": 1,
+            "producer_id_block_end": self._producer_id_block_end,
             "topics": [
                 {"name": t.name, "topic_id": str(t.topic_id), "num_partitions": t.num_partitions, "configs": t.configs}
                 for t in sorted(self._topics.values(), key=lambda t: t.name)
@@ -160,6 +168,16 @@ class MetadataCache:
     def contains_partition(self, topic: str, partition: int) -> bool:
         t = self.get_topic(topic)
         return t is not None and 0 <= partition < t.num_partitions
+
+    def next_producer_id(self) -> int:
+        """A producer id never handed out before by this cluster (also across restarts)."""
+        with self._lock:
+            if self._next_producer_id >= self._producer_id_block_end:
+                self._producer_id_block_end = self._next_producer_id + PRODUCER_ID_BLOCK_SIZE
+                self._persist()
+            pid = self._next_producer_id
+            self._next_producer_id += 1
+            return pid
 
     # --- writes -----------------------------------------------------------------------------------
 

@@ -1,0 +1,85 @@
+"""``python -m mini_broker`` / ``mini-broker``: run a broker until SIGTERM or SIGINT.
+
+    mini-broker [--config server.properties] [--listeners PLAINTEXT://127.0.0.1:9092] [--data-dir DIR]
+                [--metrics-port PORT] [--override key=value ...] [--log-level INFO]
+
+Prints ``mini_broker listening on PLAINTEXT://HOST:PORT`` (one line per listener, with the bound port when
+the configured one is 0) once it accepts connections. On SIGTERM/SIGINT it shuts down cleanly (logs flushed,
+clean-shutdown markers written) and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+from mini_broker.broker import MiniBroker, default_cli_data_dir
+from mini_broker.config import load_properties
+from pykafka_client.errors import ConfigurationError
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="mini-broker", description="A Kafka-compatible single-node broker.")
+    p.add_argument("--config", help="a server.properties file (Kafka property names)")
+    p.add_argument("--listeners", help="e.g. PLAINTEXT://127.0.0.1:9092 (port 0 = any free port)")
+    p.add_argument("--data-dir", help=f"where logs and metadata live (default {default_cli_data_dir()})")
+    p.add_argument("--metrics-port", type=int, help="serve Prometheus metrics on 127.0.0.1:PORT/metrics")
+    p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a property (repeatable), as Kafka's --override")
+    p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+                        format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s")
+    props: dict[str, object] = {}
+    try:
+        if args.config:
+            with open(args.config, encoding="utf-8") as fh:
+                props.update(load_properties(fh.read()))
+        for item in args.override:
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise ConfigurationError(f"--override expects key=value, got {item!r}")
+            props[key.strip()] = value
+        if args.listeners:
+            props["listeners"] = args.listeners
+        props.setdefault("listeners", "PLAINTEXT://127.0.0.1:9092")
+        data_dir = args.data_dir
+        if data_dir is None and "log.dirs" not in props and "log.dir" not in props:
+            data_dir = default_cli_data_dir()
+        broker = MiniBroker(props, data_dir=data_dir, metrics_port=args.metrics_port)
+    except (ConfigurationError, OSError, ValueError) as e:
+        print(f"mini_broker: configuration error: {e}", file=sys.stderr)
+        return 2
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        broker.start()
+    except OSError as e:
+        print(f"mini_broker: failed to start: {e}", file=sys.stderr)
+        return 1
+    for url in broker.listener_urls():
+        print(f"mini_broker listening on {url}", flush=True)
+    if broker.metrics_url:
+        print(f"mini_broker metrics on {broker.metrics_url}", flush=True)
+    while not stop.wait(0.5):
+        pass
+    broker.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

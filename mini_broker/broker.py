@@ -1,0 +1,202 @@
+"""``MiniBroker``: the whole broker in one object (Kafka: ``KafkaServer`` / ``BrokerServer`` startup and shutdown).
+
+Usage (tests, examples)::
+
+    with MiniBroker() as broker:            # port 0, temp data dir removed on exit
+        client = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+
+Startup order: metadata (meta.properties, topic registry) -> logs (recovery) -> replica manager and
+purgatories -> request channel, API layer, socket server (binds; the bound port is known from here) ->
+handler pool -> processors and acceptors -> optional metrics HTTP endpoint.
+Shutdown order (Kafka's): stop accepting and close connections -> stop handler threads -> replica manager
+(purgatories) -> logs (flush, clean-shutdown markers) -> metrics endpoint. ``shutdown()`` is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from types import TracebackType
+from typing import Mapping
+
+from mini_broker.config import KafkaConfig
+from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
+from mini_broker.network.request_channel import RequestChannel
+from mini_broker.network.socket_server import SelectorFactory, SocketServer
+from mini_broker.server.apis.registry import ALL_APIS
+from mini_broker.server.context import BrokerContext, BrokerEndPoint
+from mini_broker.server.kafka_apis import KafkaApis
+from mini_broker.server.metadata_cache import MetadataCache
+from mini_broker.server.replica_manager import ReplicaManager
+from mini_broker.server.request_handler import KafkaRequestHandlerPool
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+log = logging.getLogger(__name__)
+
+
+def default_cli_data_dir() -> str:
+    """Per-user data dir for the CLI: ``$XDG_DATA_HOME/mini_broker`` or ``~/.local/share/mini_broker``."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "mini_broker")
+
+
+class MiniBroker:
+    """A running broker. ``config`` is a KafkaConfig or a mapping of Kafka property names.
+
+    ``data_dir`` (else ``log.dirs``/``log.dir`` when set in ``config``, else a fresh temp dir that is deleted
+    on shutdown) holds the logs and the metadata. ``listeners`` defaults to ``PLAINTEXT://127.0.0.1:0``.
+    """
+
+    def __init__(
+        self,
+        config: KafkaConfig | Mapping[str, object] | None = None,
+        *,
+        data_dir: str | None = None,
+        listeners: str | None = None,
+        metrics_port: int | None = None,
+        time: Time = SYSTEM_TIME,
+        selector_factory: SelectorFactory | None = None,
+        **props: object,
+    ) -> None:
+        raw: dict[str, object]
+        if isinstance(config, KafkaConfig):
+            raw = dict(config.originals())
+        else:
+            raw = dict(config or {})
+        raw.update({k.replace("_", "."): v for k, v in props.items()})
+        if listeners is not None:
+            raw["listeners"] = listeners
+        raw.setdefault("listeners", "PLAINTEXT://127.0.0.1:0")
+        self._owns_data_dir = False
+        if data_dir is None and "log.dirs" not in raw and "log.dir" not in raw:
+            data_dir = tempfile.mkdtemp(prefix="mini_broker-")
+            self._owns_data_dir = True
+        if data_dir is not None:
+            raw["log.dirs"] = data_dir
+            raw.pop("log.dir", None)
+        self.config = KafkaConfig(raw)
+        self.data_dir = self.config.log_dirs[0]
+        self.time = time
+        self.metrics = BrokerMetrics(time)
+        self._metrics_port = metrics_port
+        self._selector_factory = selector_factory
+        self._lock = threading.Lock()
+        self._started = False
+        self._stopped = False
+        self.socket_server: SocketServer | None = None
+        self.handler_pool: KafkaRequestHandlerPool | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.metadata_cache: MetadataCache | None = None
+        self.metrics_server: MetricsHttpServer | None = None
+        self.apis: KafkaApis | None = None
+        self.context: BrokerContext | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> MiniBroker:
+        with self._lock:
+            if self._started:
+                return self
+            self._started = True
+        try:
+            self._start()
+        except BaseException:
+            self.shutdown()
+            raise
+        return self
+
+    def _start(self) -> None:
+        config = self.config
+        node_id = config.node_id
+        os.makedirs(self.data_dir, exist_ok=True)
+        self.metadata_cache = MetadataCache(self.data_dir, node_id, config.cluster_id)
+        self.replica_manager = ReplicaManager(config, self.metadata_cache, self.data_dir, self.metrics, self.time)
+        self.replica_manager.startup()
+        channel = RequestChannel(config.queued_max_requests, self.metrics)
+        self.context = BrokerContext(config, node_id, self.metadata_cache, self.replica_manager, self.metrics, self.time)
+        self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
+        self.socket_server = SocketServer(config, channel, self.apis, self.time, self.metrics, self._selector_factory)
+        self.context.endpoints = self._advertised_endpoints(self.socket_server)
+        self.handler_pool = KafkaRequestHandlerPool(channel, self.apis, config.num_io_threads, self.time,
+                                                    self.metrics.request_handler_idle)
+        self.handler_pool.start()
+        self.socket_server.start()
+        if self._metrics_port is not None:
+            self.metrics_server = MetricsHttpServer(self.metrics, "127.0.0.1", self._metrics_port)
+            self.metrics_server.start()
+        log.info("event=broker_started node_id=%s cluster_id=%s listeners=%s data_dir=%s", node_id,
+                 self.metadata_cache.cluster_id, ",".join(self.listener_urls()), self.data_dir)
+
+    def _advertised_endpoints(self, server: SocketServer) -> list[BrokerEndPoint]:
+        out: list[BrokerEndPoint] = []
+        bound = {a.endpoint.listener_name: a for a in server.acceptors}
+        for ep in self.config.advertised_listeners:
+            acceptor = bound.get(ep.listener_name)
+            port = ep.port
+            if port == 0 and acceptor is not None:
+                port = acceptor.bound_port
+            host = ep.host
+            if host in ("", "0.0.0.0", "::"):
+                host = socket.gethostname()
+            out.append(BrokerEndPoint(ep.listener_name, host, port))
+        return out
+
+    def shutdown(self) -> None:
+        """Stop everything (idempotent): connections, handlers, purgatories, logs (clean shutdown)."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        log.info("event=broker_shutting_down node_id=%s", self.config.node_id)
+        if self.socket_server is not None:
+            self.socket_server.stop_processing()
+        if self.handler_pool is not None:
+            self.handler_pool.shutdown()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.metrics_server is not None:
+            self.metrics_server.shutdown()
+        if self._owns_data_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+        log.info("event=broker_stopped node_id=%s", self.config.node_id)
+
+    stop = shutdown
+
+    def __enter__(self) -> MiniBroker:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.shutdown()
+
+    # --- addresses --------------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port of the first listener."""
+        if self.socket_server is None:
+            raise RuntimeError("broker not started")
+        return self.socket_server.acceptors[0].bound_port
+
+    @property
+    def host(self) -> str:
+        if self.context is None:
+            raise RuntimeError("broker not started")
+        return self.context.endpoints[0].host
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def listener_urls(self) -> list[str]:
+        if self.socket_server is None:
+            return []
+        return [a.endpoint.connection_string(a.bound_port) for a in self.socket_server.acceptors]
+
+    @property
+    def metrics_url(self) -> str | None:
+        return None if self.metrics_server is None else f"http://127.0.0.1:{self.metrics_server.port}/metrics"

@@ -1,0 +1,105 @@
+"""CreateTopics (key 19).
+
+Per topic, in Kafka's order: duplicate names in one request -> INVALID_REQUEST; invalid name ->
+INVALID_TOPIC_EXCEPTION; already exists -> TOPIC_ALREADY_EXISTS; partitions (-1 = ``num.partitions``)
+must be > 0 -> INVALID_PARTITIONS; replication factor (-1 = ``default.replication.factor``) must be 1 on a
+single broker -> INVALID_REPLICATION_FACTOR; manual assignments must name only this broker ->
+INVALID_REPLICA_ASSIGNMENT; configs must be known topic configs with valid values -> INVALID_CONFIG.
+``validate_only`` checks everything and creates nothing. v5+ results carry the partition count,
+replication factor and the topic's configs with their sources.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from mini_broker.network.request_channel import Request
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from mini_broker.server.metadata_cache import validate_topic_name
+from mini_broker.server.topic_configs import describe_topic_configs, validate_topic_configs
+from pykafka_client.errors import (
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidRequestError,
+    TopicExistsError,
+)
+from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
+
+log = logging.getLogger(__name__)
+
+Result = CreateTopicsResponse.CreatableTopicResult
+
+
+def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> tuple[int, dict[str, str]]:
+    """Validate one topic; returns (partitions, configs) or raises a BrokerResponseError."""
+    broker = apis.broker
+    validate_topic_name(t.name)
+    if broker.metadata_cache.get_topic(t.name) is not None:
+        raise TopicExistsError(f"Topic '{t.name}' already exists.")
+    node = broker.node_id
+    if t.assignments:
+        if t.num_partitions != -1 or t.replication_factor != -1:
+            raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments were set. "
+                                      "Both cannot be used at the same time.")
+        indexes = sorted(a.partition_index for a in t.assignments)
+        if indexes != list(range(len(indexes))):
+            raise InvalidReplicaAssignmentError("Partitions should be a consecutive 0-based integer sequence")
+        for a in t.assignments:
+            if list(a.broker_ids) != [node]:
+                raise InvalidReplicaAssignmentError(
+                    f"The manual partition assignment includes broker(s) other than the only broker {node}: "
+                    f"{list(a.broker_ids)}")
+        partitions = len(t.assignments)
+    else:
+        partitions = broker.config.num_partitions if t.num_partitions == -1 else t.num_partitions
+        rf = broker.config.default_replication_factor if t.replication_factor == -1 else t.replication_factor
+        if partitions <= 0:
+            raise InvalidPartitionsError("Number of partitions was set to an invalid non-positive value.")
+        if rf <= 0:
+            raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+        if rf != 1:
+            raise InvalidReplicationFactorError(
+                f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
+                "reached because only 1 broker(s) are registered.")
+    configs = validate_topic_configs({c.name: c.value for c in t.configs})
+    return partitions, configs
+
+
+def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
+    body = request.body
+    assert isinstance(body, CreateTopicsRequest)
+    broker = apis.broker
+    counts = Counter(t.name for t in body.topics)
+    results: list[Result] = []
+    for t in body.topics:
+        if counts[t.name] > 1:
+            results.append(Result(name=t.name, error_code=InvalidRequestError.code,
+                                  error_message="Create topics request from client contains multiple entries "
+                                                "for the same topic."))
+            continue
+        try:
+            partitions, configs = _check(apis, t)
+            if body.validate_only:
+                md = broker.metadata_cache.create_topic(t.name, partitions, configs, validate_only=True)
+            else:
+                md = broker.replica_manager.create_topic(t.name, partitions, configs)
+                log.info("event=topic_created topic=%s partitions=%d configs=%s", t.name, partitions, configs)
+        except BrokerResponseError as e:
+            results.append(Result(name=t.name, error_code=e.code, error_message=str(e) or None))
+            continue
+        described = describe_topic_configs(broker.config, md.configs)
+        results.append(Result(
+            name=t.name, topic_id=md.topic_id, error_code=0,
+            error_message=None, num_partitions=md.num_partitions, replication_factor=1,
+            configs=[CreateTopicsResponse.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
+                                                                config_source=e.source, is_sensitive=e.is_sensitive)
+                     for e in described],
+        ))
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+API = ApiSpec(ApiKey.CREATE_TOPICS, 2, 7, handle)

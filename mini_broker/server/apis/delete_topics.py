@@ -1,0 +1,65 @@
+"""DeleteTopics (key 20): by name (v0-5) or by name or topic id (v6). Deletes the topic's logs.
+
+``delete.topic.enable=false`` -> TOPIC_DELETION_DISABLED; unknown name -> UNKNOWN_TOPIC_OR_PARTITION;
+unknown id -> UNKNOWN_TOPIC_ID.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from mini_broker.network.request_channel import Request
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from mini_broker.server.metadata_cache import ZERO_UUID
+from pykafka_client.errors import (
+    InvalidRequestError,
+    TopicDeletionDisabledError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
+
+log = logging.getLogger(__name__)
+
+Result = DeleteTopicsResponse.DeletableTopicResult
+
+
+def handle(apis: KafkaApis, request: Request) -> DeleteTopicsResponse:
+    body = request.body
+    assert isinstance(body, DeleteTopicsRequest)
+    broker = apis.broker
+    version = request.context.api_version
+    wanted: list[tuple[str | None, uuid.UUID]] = (
+        [(t.name, t.topic_id) for t in body.topics] if version >= 6 else [(n, ZERO_UUID) for n in body.topic_names]
+    )
+    results: list[Result] = []
+    for name, topic_id in wanted:
+        md = None
+        if name is not None:
+            md = broker.metadata_cache.get_topic(name)
+            err: BrokerResponseError | None = None if md else UnknownTopicOrPartitionError(
+                "This server does not host this topic-partition.")
+            if name is not None and topic_id != ZERO_UUID:
+                err = InvalidRequestError("Both topic name and topic id were provided")
+        else:
+            md = broker.metadata_cache.topic_by_id(topic_id) if topic_id != ZERO_UUID else None
+            err = None if md else UnknownTopicIdError("This server does not host this topic ID.")
+        if err is None and not broker.config.delete_topic_enable:
+            err = TopicDeletionDisabledError("Topic deletion is disabled.")
+        if err is None and md is not None:
+            try:
+                broker.replica_manager.delete_topic(md.name)
+                log.info("event=topic_deleted topic=%s topic_id=%s", md.name, md.topic_id)
+            except BrokerResponseError as e:
+                err = e
+        results.append(Result(
+            name=md.name if md else name, topic_id=md.topic_id if md else topic_id,
+            error_code=err.code if err else 0, error_message=(str(err) or None) if err else None,
+        ))
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+
+
+API = ApiSpec(ApiKey.DELETE_TOPICS, 1, 6, handle)

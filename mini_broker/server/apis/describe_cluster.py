@@ -1,0 +1,34 @@
+"""DescribeCluster (key 60): this broker, the cluster id, and itself as controller."""
+
+from __future__ import annotations
+
+from mini_broker.network.request_channel import Request
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import UnsupportedEndpointTypeError
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import DescribeClusterRequest, DescribeClusterResponse
+
+BROKERS_ENDPOINT_TYPE = 1
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+
+
+def handle(apis: KafkaApis, request: Request) -> DescribeClusterResponse:
+    body = request.body
+    assert isinstance(body, DescribeClusterRequest)
+    broker = apis.broker
+    if body.endpoint_type != BROKERS_ENDPOINT_TYPE:
+        return DescribeClusterResponse(error_code=UnsupportedEndpointTypeError.code,
+                                       error_message="The broker listener only serves broker endpoints",
+                                       endpoint_type=body.endpoint_type, cluster_id=broker.metadata_cache.cluster_id)
+    ep = broker.endpoint_for(request.context.listener_name)
+    return DescribeClusterResponse(
+        error_code=0,
+        endpoint_type=BROKERS_ENDPOINT_TYPE,
+        cluster_id=broker.metadata_cache.cluster_id,
+        controller_id=broker.node_id,
+        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=ep.host, port=ep.port)],
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+API = ApiSpec(ApiKey.DESCRIBE_CLUSTER, 0, 1, handle)

@@ -1,0 +1,74 @@
+"""DescribeConfigs (key 32): topic configs (value, source, default flag, synonyms, type) and broker configs.
+
+Topic values come from the topic override (DYNAMIC_TOPIC_CONFIG), else the broker synonym set in
+server.properties (STATIC_BROKER_CONFIG), else Kafka's default (DEFAULT_CONFIG); see ``topic_configs``.
+"""
+
+from __future__ import annotations
+
+from mini_broker.network.request_channel import Request
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from mini_broker.server.topic_configs import ConfigEntry, describe_broker_configs, describe_topic_configs
+from pykafka_client.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
+
+TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
+
+Result = DescribeConfigsResponse.DescribeConfigsResult
+Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
+Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
+
+
+def _entry(e: ConfigEntry, version: int, include_documentation: bool) -> Entry:
+    return Entry(
+        name=e.name, value=e.value, read_only=e.read_only, is_default=e.is_default and version == 0,
+        config_source=e.source, is_sensitive=e.is_sensitive,
+        synonyms=[Synonym(name=s.name, value=s.value, source=s.source) for s in e.synonyms] if version >= 1 else [],
+        config_type=e.config_type if version >= 3 else 0,
+        documentation=(e.documentation or "") if include_documentation else None,
+    )
+
+
+def handle(apis: KafkaApis, request: Request) -> DescribeConfigsResponse:
+    body = request.body
+    assert isinstance(body, DescribeConfigsRequest)
+    broker = apis.broker
+    version = request.context.api_version
+    synonyms = bool(body.include_synonyms) and version >= 1
+    docs = bool(body.include_documentation) and version >= 3
+    results: list[Result] = []
+    for res in body.resources:
+        keys = list(res.configuration_keys) if res.configuration_keys is not None else None
+        entries: list[ConfigEntry]
+        if res.resource_type == TOPIC:
+            md = broker.metadata_cache.get_topic(res.resource_name)
+            if md is None:
+                results.append(Result(error_code=UnknownTopicOrPartitionError.code,
+                                      error_message=f"Topic '{res.resource_name}' does not exist.",
+                                      resource_type=res.resource_type, resource_name=res.resource_name, configs=[]))
+                continue
+            entries = describe_topic_configs(broker.config, md.configs, keys, synonyms)
+        elif res.resource_type == BROKER:
+            if res.resource_name not in ("", str(broker.node_id)):
+                results.append(Result(error_code=InvalidRequestError.code,
+                                      error_message=f"Unexpected broker id, expected {broker.node_id} or empty "
+                                                    f"string, but received {res.resource_name}",
+                                      resource_type=res.resource_type, resource_name=res.resource_name, configs=[]))
+                continue
+            entries = describe_broker_configs(broker.config, keys, synonyms)
+        elif res.resource_type == BROKER_LOGGER:
+            entries = []
+        else:
+            results.append(Result(error_code=InvalidRequestError.code,
+                                  error_message=f"Unsupported resource type {res.resource_type}",
+                                  resource_type=res.resource_type, resource_name=res.resource_name, configs=[]))
+            continue
+        results.append(Result(error_code=0, error_message=None, resource_type=res.resource_type,
+                              resource_name=res.resource_name, configs=[_entry(e, version, docs) for e in entries]))
+    return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+API = ApiSpec(ApiKey.DESCRIBE_CONFIGS, 0, 4, handle)

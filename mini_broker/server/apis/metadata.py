@@ -1,0 +1,114 @@
+"""Metadata (key 3): brokers, cluster id, controller, topics with partitions, leaders and topic ids.
+
+Requested topics that do not exist are created when ``auto.create.topics.enable`` is true and the request
+allows it (v4+ ``allow_auto_topic_creation``; always for v0-3), with ``num.partitions`` partitions, and are
+returned at once (the single broker creates them synchronously). Invalid names get INVALID_TOPIC_EXCEPTION.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from mini_broker.network.request_channel import Request
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from mini_broker.server.metadata_cache import ZERO_UUID, TopicMetadata, is_internal_topic, validate_topic_name
+from pykafka_client.errors import (
+    InvalidTopicError,
+    TopicExistsError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
+)
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
+
+log = logging.getLogger(__name__)
+
+AUTHORIZED_OPERATIONS_OMITTED = -2147483648
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation bits)
+ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+
+Topic = MetadataResponse.MetadataResponseTopic
+Partition = MetadataResponse.MetadataResponsePartition
+
+
+def topic_metadata(apis: KafkaApis, md: TopicMetadata, include_ops: bool) -> Topic:
+    node = apis.broker.node_id
+    epoch = apis.broker.replica_manager.leader_epoch(md.name)
+    partitions = [Partition(error_code=0, partition_index=p, leader_id=node, leader_epoch=epoch, replica_nodes=[node],
+                            isr_nodes=[node], offline_replicas=[]) for p in range(md.num_partitions)]
+    return Topic(error_code=0, name=md.name, topic_id=md.topic_id, is_internal=md.is_internal, partitions=partitions,
+                 topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED)
+
+
+def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> Topic:
+    return Topic(error_code=code, name=name, topic_id=topic_id, is_internal=False, partitions=[])
+
+
+def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
+    body = request.body
+    assert isinstance(body, MetadataRequest)
+    version = request.context.api_version
+    broker = apis.broker
+    cache = broker.metadata_cache
+    include_ops = bool(body.include_topic_authorized_operations)
+    topics: list[Topic] = []
+    if body.topics is None or (version == 0 and not body.topics):
+        topics = [topic_metadata(apis, md, include_ops) for md in cache.all_topics()]
+    else:
+        allow_create = broker.config.auto_create_topics_enable and (version < 4 or body.allow_auto_topic_creation)
+        seen: set[str] = set()
+        for t in body.topics:
+            name = t.name
+            if name is None:
+                md_by_id = cache.topic_by_id(t.topic_id) if t.topic_id != ZERO_UUID else None
+                if md_by_id is None:
+                    topics.append(_error_topic(None, UnknownTopicIdError.code, t.topic_id))
+                else:
+                    topics.append(topic_metadata(apis, md_by_id, include_ops))
+                continue
+            if name in seen:
+                continue
+            seen.add(name)
+            md = cache.get_topic(name)
+            if md is None and allow_create and not is_internal_topic(name):
+                created = _auto_create(apis, name)
+                if isinstance(created, int):
+                    topics.append(_error_topic(name, created))
+                    continue
+                md = created
+            if md is None:
+                try:
+                    validate_topic_name(name)
+                    code = UnknownTopicOrPartitionError.code
+                except InvalidTopicError:
+                    code = InvalidTopicError.code
+                topics.append(_error_topic(name, code))
+            else:
+                topics.append(topic_metadata(apis, md, include_ops))
+    ep = broker.endpoint_for(request.context.listener_name)
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=broker.node_id, host=ep.host, port=ep.port, rack=None)],
+        cluster_id=broker.metadata_cache.cluster_id,
+        controller_id=broker.node_id,
+        topics=topics,
+        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+    )
+
+
+def _auto_create(apis: KafkaApis, name: str) -> TopicMetadata | int:
+    broker = apis.broker
+    try:
+        md = broker.replica_manager.create_topic(name, broker.config.num_partitions, {})
+        log.info("event=topic_auto_created topic=%s partitions=%d", name, md.num_partitions)
+        return md
+    except TopicExistsError:
+        existing = broker.metadata_cache.get_topic(name)
+        return existing if existing is not None else UnknownTopicOrPartitionError.code
+    except KafkaError as e:
+        return int(getattr(e, "code", UnknownTopicOrPartitionError.code))
+
+
+API = ApiSpec(ApiKey.METADATA, 0, 12, handle)

@@ -1,0 +1,41 @@
+"""What API handlers can reach: the broker's components, bundled (Kafka passes these to KafkaApis)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mini_broker.config import KafkaConfig
+from mini_broker.metrics import BrokerMetrics
+from mini_broker.server.metadata_cache import MetadataCache
+from pykafka_client.utils.time import Time
+
+if TYPE_CHECKING:
+    from mini_broker.server.replica_manager import ReplicaManager
+
+
+@dataclass(frozen=True)
+class BrokerEndPoint:
+    """An advertised listener after binding (port resolved)."""
+
+    listener_name: str
+    host: str
+    port: int
+
+
+@dataclass(eq=False)
+class BrokerContext:
+    config: KafkaConfig
+    node_id: int
+    metadata_cache: MetadataCache
+    replica_manager: ReplicaManager
+    metrics: BrokerMetrics
+    time: Time
+    endpoints: list[BrokerEndPoint] = field(default_factory=list)
+
+    def endpoint_for(self, listener_name: str) -> BrokerEndPoint:
+        """The advertised endpoint of the listener a request came in on (else the first one)."""
+        for ep in self.endpoints:
+            if ep.listener_name == listener_name:
+                return ep
+        return self.endpoints[0]

@@ -1,0 +1,427 @@
+"""Partitions of this broker and the reads/writes on them (Kafka: ``kafka.server.ReplicaManager``).
+
+The single broker leads every partition at leader epoch 0. The ReplicaManager owns the LogManager, the
+produce and fetch purgatories, and the topic lifecycle (registry + logs together):
+
+* :meth:`append_records`: validate acks, append each partition's records to its log, then answer now
+  (acks 0/1, or nothing appended) or through a :class:`DelayedProduce` (acks=-1), which completes at once on
+  one broker. Every successful append wakes delayed fetches and produces watching that partition.
+* :meth:`fetch_messages`: read every partition (``max_bytes`` overall, ``partition_max_bytes`` each, the first
+  partition always returns at least one batch), then answer now or park a :class:`DelayedFetch`.
+* offsets by timestamp, delete records, create / delete topics and partitions, topic config changes.
+
+Lock order: registry lock -> (released) -> log locks. ``check_and_complete`` is called with no lock held.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mini_broker.config import KafkaConfig
+from mini_broker.log.log_config import LogConfig
+from mini_broker.log.log_manager import LogManager
+from mini_broker.log.log_offset_metadata import UNKNOWN_OFFSET_METADATA, FetchIsolation, LogOffsetMetadata
+from mini_broker.log.unified_log import Log
+from mini_broker.metrics import BrokerMetrics
+from mini_broker.purgatory import (
+    DelayedFetch,
+    DelayedOperationPurgatory,
+    FetchParams,
+    FetchPartitionStatus,
+    TopicPartitionOperationKey,
+)
+from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata, validate_topic_name
+from pykafka_client.errors import (
+    ConfigurationError,
+    CorruptRecordError,
+    FencedLeaderEpochError,
+    InvalidConfigurationError,
+    InvalidRequiredAcksError,
+    InvalidTopicError,
+    KafkaStorageError,
+    MessageDecodeError,
+    OffsetOutOfRangeError,
+    UnknownLeaderEpochError,
+    UnknownServerError,
+    UnknownTopicOrPartitionError,
+)
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
+from pykafka_client.protocol.types import RecordsLike
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+log = logging.getLogger(__name__)
+
+LEADER_EPOCH = 0
+UNKNOWN_OFFSET = -1
+
+
+@dataclass(frozen=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass
+class PartitionResponse:
+    """One partition's produce result (Kafka ``ProduceResponse.PartitionResponse``)."""
+
+    error_code: int = 0
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    record_errors: list[tuple[int, str | None]] = field(default_factory=list)
+    error_message: str | None = None
+
+
+@dataclass
+class FetchPartitionInfo:
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass
+class LogReadResult:
+    """One partition's fetch result (Kafka ``LogReadResult`` / ``FetchPartitionData``)."""
+
+    error_code: int = 0
+    high_watermark: int = UNKNOWN_OFFSET
+    log_start_offset: int = UNKNOWN_OFFSET
+    last_stable_offset: int = UNKNOWN_OFFSET
+    records: RecordsLike = b""  # Kafka sends empty records, never null (librdkafka rejects null)
+    records_size: int = 0
+    fetch_offset_metadata: LogOffsetMetadata = UNKNOWN_OFFSET_METADATA
+    error_message: str | None = None
+
+
+def _records_size(records: object) -> int:
+    if records is None:
+        return 0
+    if isinstance(records, (bytes, bytearray)):
+        return len(records)
+    if isinstance(records, memoryview):
+        return records.nbytes
+    return int(getattr(records, "length", 0) or getattr(records, "size_in_bytes", 0) or 0)
+
+
+def _int_config(config: KafkaConfig, name: str) -> int:
+    v = config.get(name)
+    return v if isinstance(v, int) else 1000
+
+
+def _error_code(e: BaseException) -> int:
+    if isinstance(e, BrokerResponseError):
+        return int(e.code)
+    if isinstance(e, MessageDecodeError):
+        return CorruptRecordError.code
+    if isinstance(e, OSError):
+        return KafkaStorageError.code
+    return UnknownServerError.code
+
+
+class ReplicaManager:
+    """See the module docstring."""
+
+    def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, data_dir: str,
+                 metrics: BrokerMetrics | None = None, time: Time = SYSTEM_TIME,
+                 log_manager: LogManager | None = None) -> None:
+        self.config = config
+        self.metadata_cache = metadata_cache
+        self.time = time
+        self.metrics = metrics
+        self._lock = threading.RLock()  # topic lifecycle
+        self.default_log_config = LogConfig.from_broker(lambda n: config.get(n) if config.is_set(n) else None)
+        if log_manager is None:
+            log_manager = LogManager([data_dir], self.default_log_config, time=time,
+                                     retention_check_interval_ms=config.log_retention_check_interval_ms)
+        self.log_manager: LogManager = log_manager
+        self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
+            "Produce", broker_id=config.node_id, purge_interval=_int_config(config, "producer.purgatory.purge.interval.requests"),
+            time=time)
+        self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
+            "Fetch", broker_id=config.node_id, purge_interval=_int_config(config, "fetch.purgatory.purge.interval.requests"),
+            time=time)
+        if metrics is not None:
+            for name, purg in (("Produce", self.produce_purgatory), ("Fetch", self.fetch_purgatory)):
+                self._register_purgatory_gauges(metrics, name, purg)
+
+    @staticmethod
+    def _register_purgatory_gauges(metrics: BrokerMetrics, name: str, purg: DelayedOperationPurgatory[Any]) -> None:
+        metrics.gauge("kafka_server_DelayedOperationPurgatory_PurgatorySize", lambda: float(purg.watched),
+                      delayedOperation=name)
+        metrics.gauge("kafka_server_DelayedOperationPurgatory_NumDelayedOperations", lambda: float(purg.num_delayed),
+                      delayedOperation=name)
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Open (recover) the log of every partition in the registry."""
+        topics = self.metadata_cache.all_topics()
+        self.log_manager.startup({t.name: self._log_config(t) for t in topics})
+        for t in topics:
+            for p in range(t.num_partitions):
+                lg = self.log_manager.get_or_create_log(t.name, p, self._log_config(t))
+                lg.update_high_watermark(lg.log_end_offset)
+        known = {(t.name, p) for t in topics for p in range(t.num_partitions)}
+        for lg in self.log_manager.all_logs():
+            if (lg.topic, lg.partition) not in known:
+                log.warning("event=orphan_log dir=%s msg=\"log directory of a topic not in the registry; deleting\"",
+                            lg.dir_path)
+                self.log_manager.delete_log(lg.topic, lg.partition)
+
+    def shutdown(self) -> None:
+        self.produce_purgatory.shutdown()
+        self.fetch_purgatory.shutdown()
+        self.log_manager.shutdown()
+
+    def _log_config(self, md: TopicMetadata) -> LogConfig:
+        return LogConfig.from_props(md.configs, self.default_log_config)
+
+    def leader_epoch(self, topic: str) -> int:
+        return LEADER_EPOCH
+
+    # --- topics -------------------------------------------------------------------------------------
+
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str]) -> TopicMetadata:
+        with self._lock:
+            try:
+                log_config = LogConfig.from_props(configs, self.default_log_config)
+            except ConfigurationError as e:
+                raise InvalidConfigurationError(str(e)) from e
+            md = self.metadata_cache.create_topic(name, num_partitions, configs)
+            for p in range(num_partitions):
+                self.log_manager.get_or_create_log(name, p, log_config)
+            return md
+
+    def delete_topic(self, name: str) -> None:
+        with self._lock:
+            md = self.metadata_cache.delete_topic(name)
+            for p in range(md.num_partitions):
+                self.log_manager.delete_log(name, p)
+        for p in range(md.num_partitions):
+            key = TopicPartitionOperationKey(name, p)
+            self.fetch_purgatory.check_and_complete(key)
+            self.produce_purgatory.check_and_complete(key)
+
+    def add_partitions(self, name: str, count: int) -> TopicMetadata:
+        with self._lock:
+            old = self.metadata_cache.get_topic(name)
+            md = self.metadata_cache.set_partition_count(name, count)
+            start = old.num_partitions if old is not None else 0
+            for p in range(start, count):
+                self.log_manager.get_or_create_log(name, p, self._log_config(md))
+            return md
+
+    def update_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata:
+        with self._lock:
+            try:
+                log_config = LogConfig.from_props(configs, self.default_log_config)
+            except ConfigurationError as e:
+                raise InvalidConfigurationError(str(e)) from e
+            md = self.metadata_cache.set_topic_configs(name, configs)
+            self.log_manager.update_topic_config(name, log_config)
+            return md
+
+    def _get_log(self, tp: TopicPartition) -> Log:
+        """The partition's log, or raise UNKNOWN_TOPIC_OR_PARTITION."""
+        if not self.metadata_cache.contains_partition(tp.topic, tp.partition):
+            raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
+        lg = self.log_manager.get_log(tp.topic, tp.partition)
+        if lg is None:
+            raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
+        return lg
+
+    # --- produce ------------------------------------------------------------------------------------
+
+    def append_records(self, timeout_ms: int, required_acks: int, entries: Sequence[tuple[TopicPartition, object]],
+                       respond: Callable[[dict[TopicPartition, PartitionResponse]], None]) -> None:
+        """Append and answer through ``respond`` (now, or when the DelayedProduce completes)."""
+        if required_acks not in (-1, 0, 1):
+            respond({tp: PartitionResponse(error_code=InvalidRequiredAcksError.code) for tp, _ in entries})
+            return
+        results: dict[TopicPartition, PartitionResponse] = {}
+        appended: list[TopicPartition] = []
+        for tp, records in entries:
+            results[tp] = self._append_to_local_log(tp, records)
+            if results[tp].error_code == 0:
+                appended.append(tp)
+        for tp in appended:
+            key = TopicPartitionOperationKey(tp.topic, tp.partition)
+            self.fetch_purgatory.check_and_complete(key)
+            self.produce_purgatory.check_and_complete(key)
+        if required_acks == -1 and appended:
+            statuses: dict[Hashable, ProducePartitionStatus] = {
+                tp: ProducePartitionStatus(r.base_offset + 1, r.error_code, False) for tp, r in results.items()
+            }
+            last_offsets = {tp: self._last_offset_of(tp, r) for tp, r in results.items()}
+            for tp_key, st in statuses.items():
+                assert isinstance(tp_key, TopicPartition)
+                st.required_offset = last_offsets[tp_key] + 1
+
+            def on_done(final: dict[Hashable, ProducePartitionStatus]) -> None:
+                for tp2, st2 in final.items():
+                    assert isinstance(tp2, TopicPartition)
+                    results[tp2].error_code = st2.error_code
+                respond(results)
+
+            op = DelayedProduce(timeout_ms, statuses, self._check_enough_replicas, on_done)
+            keys = [TopicPartitionOperationKey(tp.topic, tp.partition) for tp in results]
+            self.produce_purgatory.try_complete_else_watch(op, keys)
+            return
+        respond(results)
+
+    def _last_offset_of(self, tp: TopicPartition, r: PartitionResponse) -> int:
+        return getattr(r, "_last_offset", r.base_offset)
+
+    def _check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
+        assert isinstance(tp, TopicPartition)
+        try:
+            lg = self._get_log(tp)
+        except BrokerResponseError as e:
+            return False, int(e.code)
+        return lg.high_watermark >= required_offset, 0
+
+    def _append_to_local_log(self, tp: TopicPartition, records: object) -> PartitionResponse:
+        try:
+            validate_topic_name(tp.topic)
+        except InvalidTopicError as e:
+            return PartitionResponse(error_code=InvalidTopicError.code, error_message=str(e))
+        try:
+            lg = self._get_log(tp)
+            if records is None:
+                raise CorruptRecordError("produce request has no records")
+            if not isinstance(records, (bytes, bytearray, memoryview)):
+                raise CorruptRecordError("produce records must be in memory")
+            info = lg.append(records, leader_epoch=LEADER_EPOCH)
+            if info.first_offset < 0:
+                raise CorruptRecordError("produce request has no record batches")
+            # one broker: the high watermark follows the log end at once
+            lg.update_high_watermark(lg.log_end_offset)
+        except KafkaError as e:
+            code = _error_code(e)
+            record_errors = list(getattr(e, "record_errors", []) or [])
+            if self.metrics is not None:
+                self.metrics.counter("kafka_server_BrokerTopicMetrics_FailedProduceRequests_total").inc()
+            log.debug("event=append_failed partition=%s error=%r", tp, e)
+            return PartitionResponse(error_code=code, error_message=str(e) or None, record_errors=record_errors)
+        except Exception as e:
+            log.exception("event=append_failed partition=%s", tp)
+            return PartitionResponse(error_code=_error_code(e), error_message=str(e) or None)
+        if self.metrics is not None:
+            self.metrics.counter("kafka_server_BrokerTopicMetrics_BytesIn_total").inc(_records_size(records))
+            self.metrics.counter("kafka_server_BrokerTopicMetrics_MessagesIn_total").inc(
+                info.last_offset - info.first_offset + 1)
+        resp = PartitionResponse(error_code=0, base_offset=info.first_offset, log_append_time_ms=info.log_append_time,
+                                 log_start_offset=info.log_start_offset)
+        resp._last_offset = info.last_offset  # type: ignore[attr-defined]
+        return resp
+
+    # --- fetch --------------------------------------------------------------------------------------
+
+    def read_from_local_log(self, params: FetchParams, infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]]
+                            ) -> list[tuple[TopicPartition, LogReadResult]]:
+        limit = params.max_bytes
+        min_one = True
+        out: list[tuple[TopicPartition, LogReadResult]] = []
+        for tp, info in infos:
+            res = self._read(tp, info, params.isolation, min(limit, info.partition_max_bytes), min_one)
+            if res.records_size > 0:
+                min_one = False
+            limit = max(0, limit - res.records_size)
+            out.append((tp, res))
+        return out
+
+    def _read(self, tp: TopicPartition, info: FetchPartitionInfo, isolation: FetchIsolation, max_bytes: int,
+              min_one: bool) -> LogReadResult:
+        try:
+            lg = self._get_log(tp)
+            if info.current_leader_epoch >= 0:
+                if info.current_leader_epoch > LEADER_EPOCH:
+                    raise UnknownLeaderEpochError(f"leader epoch {info.current_leader_epoch} is newer than ours")
+                if info.current_leader_epoch < LEADER_EPOCH:
+                    raise FencedLeaderEpochError(f"leader epoch {info.current_leader_epoch} is fenced")
+            # snapshot the offsets before reading (Kafka reads HW/LSO before the log)
+            hw = lg.high_watermark
+            lso = lg.last_stable_offset
+            log_start = lg.log_start_offset
+            if info.fetch_offset < log_start or info.fetch_offset > lg.log_end_offset:
+                raise OffsetOutOfRangeError(f"Received request for offset {info.fetch_offset} for partition {tp}, "
+                                            f"but we only have log segments in the range {log_start} to "
+                                            f"{lg.log_end_offset}.")
+            data = lg.read(info.fetch_offset, max_bytes, lg.max_offset_for(isolation), min_one)
+            size = _records_size(data.records)
+            if self.metrics is not None and size:
+                self.metrics.counter("kafka_server_BrokerTopicMetrics_BytesOut_total").inc(size)
+            return LogReadResult(0, hw, log_start, lso, data.records if size and data.records is not None else b"", size,
+                                 data.fetch_offset_metadata)
+        except KafkaError as e:
+            return LogReadResult(_error_code(e), error_message=str(e) or None)
+        except Exception as e:
+            log.exception("event=read_failed partition=%s", tp)
+            return LogReadResult(_error_code(e), error_message=str(e) or None)
+
+    def fetch_messages(self, params: FetchParams, infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]],
+                       respond: Callable[[list[tuple[TopicPartition, LogReadResult]]], None]) -> None:
+        results = self.read_from_local_log(params, infos)
+        total = sum(r.records_size for _, r in results)
+        has_error = any(r.error_code != 0 for _, r in results)
+        if params.max_wait_ms <= 0 or not infos or total >= params.min_bytes or has_error:
+            respond(results)
+            return
+        statuses = [FetchPartitionStatus(tp, r.fetch_offset_metadata, info.partition_max_bytes)
+                    for (tp, info), (_, r) in zip(infos, results, strict=True)]
+
+        def on_complete(op: DelayedFetch) -> None:
+            respond(self.read_from_local_log(params, infos))
+
+        op = DelayedFetch(params, statuses, self._end_offset_metadata, on_complete)
+        keys = [TopicPartitionOperationKey(tp.topic, tp.partition) for tp, _ in infos]
+        self.fetch_purgatory.try_complete_else_watch(op, keys)
+
+    def _end_offset_metadata(self, tp: Hashable, isolation: FetchIsolation) -> LogOffsetMetadata:
+        assert isinstance(tp, TopicPartition)
+        return self._get_log(tp).end_offset_metadata(isolation)
+
+    # --- offsets ------------------------------------------------------------------------------------
+
+    def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, isolation_level: int,
+                                   current_leader_epoch: int = -1) -> tuple[int, int, int]:
+        """(timestamp, offset, leader epoch) for ListOffsets; raises BrokerResponseError."""
+        lg = self._get_log(tp)
+        if current_leader_epoch >= 0 and current_leader_epoch != LEADER_EPOCH:
+            if current_leader_epoch > LEADER_EPOCH:
+                raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} is newer than ours")
+            raise FencedLeaderEpochError(f"leader epoch {current_leader_epoch} is fenced")
+        last_fetchable = lg.last_stable_offset if isolation_level == 1 else lg.high_watermark
+        if timestamp == -1:  # LATEST
+            return -1, last_fetchable, LEADER_EPOCH
+        if timestamp in (-2, -4):  # EARLIEST, EARLIEST_LOCAL
+            return -1, lg.log_start_offset, LEADER_EPOCH
+        if timestamp == -5:  # LATEST_TIERED: no tiered storage
+            return -1, -1, -1
+        found = lg.fetch_offset_by_timestamp(timestamp)
+        if found is None or found.offset >= last_fetchable:
+            return -1, -1, -1
+        return found.timestamp, found.offset, found.leader_epoch if found.leader_epoch is not None else LEADER_EPOCH
+
+    def delete_records(self, tp: TopicPartition, offset: int) -> int:
+        """Move the log start offset up to ``offset`` (-1 = high watermark); returns the new low watermark."""
+        lg = self._get_log(tp)
+        hw = lg.high_watermark
+        target = hw if offset == -1 else offset
+        if target < 0 or target > hw:
+            raise OffsetOutOfRangeError(f"Cannot increment the log start offset to {target} of partition {tp} "
+                                        f"since it is larger than the high watermark {hw}")
+        low = self.log_manager.delete_records(tp.topic, tp.partition, target)
+        key = TopicPartitionOperationKey(tp.topic, tp.partition)
+        self.fetch_purgatory.check_and_complete(key)
+        return low
