@@ -102,10 +102,10 @@ def run(
     for _ in range(10_000):
         if client.complete() and server.complete():
             break
-        client.authenticate(c_end)  # type: ignore[arg-type]
+        client.authenticate(c_end)
         if server.state is not SaslState.FAILED:
             try:
-                server.authenticate(s_end)  # type: ignore[arg-type]
+                server.authenticate(s_end)
             except (SaslAuthenticationError, UnsupportedSaslMechanismError):
                 pass  # the client must learn why from the response the server wrote first
     return client, server
@@ -158,7 +158,7 @@ def test_unsupported_mechanism() -> None:
 def test_client_uses_reserved_correlation_ids() -> None:
     c_end, _ = pipe()
     client = SaslClientAuthenticator("c", PlainClient("a", "b"))
-    client.authenticate(c_end)  # type: ignore[arg-type]
+    client.authenticate(c_end)
     assert c_end.peer is not None
     frame = bytes(c_end.peer.inbox)
     correlation_id = int.from_bytes(frame[8:12], "big", signed=True)
@@ -172,7 +172,7 @@ def test_server_rejects_other_requests_before_handshake() -> None:
     c_end.write_buffers([memoryview(len(payload).to_bytes(4, "big") + payload)])
     server = SaslServerAuthenticator("s", server_mechanisms())
     with pytest.raises(IllegalSaslStateError, match="type 3 v1 during SASL handshake"):
-        server.authenticate(s_end)  # type: ignore[arg-type]
+        server.authenticate(s_end)
 
 
 def test_peer_close_during_authentication() -> None:
@@ -181,4 +181,4 @@ def test_peer_close_during_authentication() -> None:
     client = SaslClientAuthenticator("c", PlainClient("a", "b"))
     with pytest.raises(PeerClosedError):
         for _ in range(3):
-            client.authenticate(c_end)  # type: ignore[arg-type]
+            client.authenticate(c_end)
