@@ -6,4 +6,25 @@ as they land; see README.md for what works today.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0.dev0"
+
+if TYPE_CHECKING:
+    from pykafka_client.admin import AdminClient
+
+# Public classes are imported lazily (PEP 562) so that ``import pykafka_client.errors`` stays cheap
+# and free of import cycles.
+_LAZY = {"AdminClient": "pykafka_client.admin"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pykafka_client' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = ["AdminClient", "__version__"]

@@ -1,0 +1,151 @@
+"""The arguments and results of :class:`~pykafka_client.admin.AdminClient` (Java ``admin.*`` value classes).
+
+Plain frozen dataclasses; partitions are ``(topic, partition)`` tuples (``TopicPartition`` works).
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pykafka_client.network.cluster import Node
+
+
+@dataclass(frozen=True)
+class NewTopic:
+    """A topic to create. ``-1`` partitions / replication factor = the broker's defaults.
+    ``replica_assignments`` maps partition -> broker ids (then counts must stay -1)."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    replica_assignments: Mapping[int, Sequence[int]] | None = None
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CreateTopicResult:
+    name: str
+    topic_id: uuid.UUID | None
+    num_partitions: int
+    replication_factor: int
+
+
+@dataclass(frozen=True)
+class NewPartitions:
+    """Grow a topic to ``total_count`` partitions, optionally placing the new ones."""
+
+    total_count: int
+    new_assignments: Sequence[Sequence[int]] | None = None
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller: Node | None
+    nodes: list[Node]
+
+
+@dataclass(frozen=True)
+class TopicPartitionInfo:
+    partition: int
+    leader: Node | None
+    replicas: list[Node]
+    isr: list[Node]
+    leader_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID | None
+    is_internal: bool
+    partitions: list[TopicPartitionInfo]
+
+
+class ConfigResourceType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+
+
+@dataclass(frozen=True)
+class ConfigResource:
+    type: ConfigResourceType
+    name: str
+
+
+class ConfigSource(enum.IntEnum):
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource = ConfigSource.UNKNOWN
+    is_read_only: bool = False
+    is_sensitive: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        return self.source is ConfigSource.DEFAULT_CONFIG
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """Which offset ``list_offsets`` looks up: use the factories."""
+
+    timestamp: int
+
+    EARLIEST_TIMESTAMP = -2
+    LATEST_TIMESTAMP = -1
+    MAX_TIMESTAMP = -3
+
+    @classmethod
+    def earliest(cls) -> OffsetSpec:
+        return cls(cls.EARLIEST_TIMESTAMP)
+
+    @classmethod
+    def latest(cls) -> OffsetSpec:
+        return cls(cls.LATEST_TIMESTAMP)
+
+    @classmethod
+    def max_timestamp(cls) -> OffsetSpec:
+        """The offset of the record with the highest timestamp (ListOffsets v7+)."""
+        return cls(cls.MAX_TIMESTAMP)
+
+    @classmethod
+    def for_timestamp(cls, timestamp_ms: int) -> OffsetSpec:
+        """The first offset whose timestamp is >= ``timestamp_ms``."""
+        if timestamp_ms < 0:
+            raise ValueError("timestamp must be non-negative")
+        return cls(timestamp_ms)
+
+
+class IsolationLevel(enum.IntEnum):
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+
+
+@dataclass(frozen=True)
+class ListOffsetsResultInfo:
+    """``offset`` is -1 when no record matches a timestamp lookup."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int | None

