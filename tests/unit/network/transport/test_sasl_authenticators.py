@@ -142,7 +142,7 @@ def test_server_fails_after_writing_its_error_response() -> None:
             if auth.state is SaslState.FAILED:
                 continue
             try:
-                auth.authenticate(end)  # type: ignore[arg-type]
+                auth.authenticate(end)
             except (SaslAuthenticationError, PeerClosedError) as e:
                 failures.append(e)
     assert [type(f) for f in failures] == [SaslAuthenticationError, SaslAuthenticationError]
