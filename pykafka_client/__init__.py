@@ -12,10 +12,16 @@ __version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
     from pykafka_client.admin import AdminClient
+    from pykafka_client.producer.kafka_producer import KafkaProducer
+    from pykafka_client.producer.record_metadata import RecordMetadata
 
 # Public classes are imported lazily (PEP 562) so that ``import pykafka_client.errors`` stays cheap
 # and free of import cycles.
-_LAZY = {"AdminClient": "pykafka_client.admin"}
+_LAZY = {
+    "AdminClient": "pykafka_client.admin",
+    "KafkaProducer": "pykafka_client.producer.kafka_producer",
+    "RecordMetadata": "pykafka_client.producer.record_metadata",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -27,4 +33,4 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["AdminClient", "__version__"]
+__all__ = ["AdminClient", "KafkaProducer", "RecordMetadata", "__version__"]

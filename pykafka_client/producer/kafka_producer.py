@@ -1,0 +1,408 @@
+"""The public producer (Java ``KafkaProducer``).
+
+::
+
+    from pykafka_client import KafkaProducer
+
+    with KafkaProducer({"bootstrap.servers": "localhost:9092", "value.serializer": "str"}) as producer:
+        future = producer.send("events", "hello", key=b"k")
+        metadata = future.result(timeout=10)      # RecordMetadata(topic, partition, offset, ...)
+
+Configuration uses Kafka's dotted names and Java's defaults (``pykafka_client.producer.config``).
+``send`` is thread-safe and asynchronous: it serializes, picks a partition, appends to the
+accumulator and returns a :class:`~concurrent.futures.Future` of :class:`RecordMetadata`. A background
+thread (the Sender) batches and sends. ``send`` blocks only to wait for topic metadata or buffer memory,
+both bounded by ``max.block.ms``.
+
+Errors, as in Java: broker-side and timeout errors of a record (record too large, metadata not available in
+time, buffer exhausted, delivery timeout...) complete its future exceptionally and reach ``on_delivery``;
+misuse raises at once (send after close, serialization failure, a bad partition or timestamp, a fatal
+idempotence error). ``on_delivery(metadata, exception)`` runs on the I/O thread, outside any producer lock;
+it must be quick and must not call ``flush`` or ``close`` with a timeout.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from pykafka_client.errors import (
+    ConfigurationError,
+    IllegalArgumentError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    SerializationError,
+)
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
+from pykafka_client.network.channel_builder import create_channel_builder
+from pykafka_client.network.cluster import PartitionInfo
+from pykafka_client.network.network_client import NetworkClient
+from pykafka_client.network.selector import Selector
+from pykafka_client.producer.batch_encoder import compression_type_for
+from pykafka_client.producer.buffer_pool import BufferPool
+from pykafka_client.producer.config import ProducerConfig
+from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.partitioner import Partitioner, RoundRobinPartitioner, partition_for_key
+from pykafka_client.producer.producer_batch import Callback, Header, estimate_size_upper_bound
+from pykafka_client.producer.producer_metadata import ProducerMetadata
+from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
+from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.producer.sender import Sender
+from pykafka_client.producer.transaction_manager import TransactionManager
+from pykafka_client.protocol.compression import CompressionType
+from pykafka_client.serialization import Serializer, resolve_serializer
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+log = logging.getLogger(__name__)
+
+_client_ids = itertools.count(1)
+_PARTITIONER_NAMES = {
+    "round_robin": RoundRobinPartitioner,
+    "org.apache.kafka.clients.producer.RoundRobinPartitioner": RoundRobinPartitioner,
+}
+
+
+def parse_bootstrap_servers(servers: Sequence[str]) -> list[tuple[str, int]]:
+    """``["host:port", "[::1]:9092"]`` -> addresses; an empty or malformed list raises ConfigurationError."""
+    out: list[tuple[str, int]] = []
+    for s in servers:
+        host, sep, port = s.strip().rpartition(":")
+        if not sep or not host or not port.isdigit():
+            raise ConfigurationError(f"Invalid url in bootstrap.servers: {s!r}")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ConfigurationError("No resolvable bootstrap urls given in bootstrap.servers")
+    return out
+
+
+def _failed_future(exc: BaseException) -> FutureRecordMetadata:
+    f = FutureRecordMetadata()
+    f._complete(None, exc)
+    return f
+
+
+class KafkaProducer:
+    """A thread-safe Kafka producer with Java's configuration, batching, retries and idempotence."""
+
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        *,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
+        cfg = ProducerConfig(config)
+        self.config = cfg
+        self._time = time
+        addresses = parse_bootstrap_servers(cfg["bootstrap.servers"])
+        self.client_id = cfg["client.id"] or f"producer-{next(_client_ids)}"
+        if cfg["interceptor.classes"]:
+            raise ConfigurationError("Invalid value for configuration interceptor.classes: interceptors are not supported")
+        self._key_serializer: Serializer = resolve_serializer(
+            "key.serializer", key_serializer if key_serializer is not None else cfg["key.serializer"]
+        )
+        self._value_serializer: Serializer = resolve_serializer(
+            "value.serializer", value_serializer if value_serializer is not None else cfg["value.serializer"]
+        )
+        self._partitioner = self._resolve_partitioner(cfg["partitioner.class"])
+        self._ignore_keys: bool = cfg["partitioner.ignore.keys"]
+        self._max_block_ms: int = cfg["max.block.ms"]
+        self._max_request_size: int = cfg["max.request.size"]
+        self._total_memory: int = cfg["buffer.memory"]
+        codec = compression_type_for(cfg["compression.type"])
+        level: int | None = {
+            CompressionType.GZIP: cfg["compression.gzip.level"],
+            CompressionType.LZ4: cfg["compression.lz4.level"],
+            CompressionType.ZSTD: cfg["compression.zstd.level"],
+        }.get(codec)
+        if codec is CompressionType.GZIP and level == -1:
+            level = None
+
+        self.metadata = ProducerMetadata(
+            cfg["retry.backoff.ms"],
+            cfg["retry.backoff.max.ms"],
+            cfg["metadata.max.age.ms"],
+            metadata_idle_ms=cfg["metadata.max.idle.ms"],
+        )
+        self.metadata.bootstrap(addresses)
+        self.transaction_manager = TransactionManager() if cfg.idempotence_enabled else None
+        self.accumulator = RecordAccumulator(
+            batch_size=cfg["batch.size"],
+            linger_ms=cfg["linger.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
+            delivery_timeout_ms=cfg["delivery.timeout.ms"],
+            buffer_pool=BufferPool(self._total_memory, time),
+            time=time,
+            compression_type=codec,
+            compression_level=level,
+            transaction_manager=self.transaction_manager,
+            adaptive_partitioning=cfg["partitioner.adaptive.partitioning.enable"],
+        )
+        security = {k: v for k, v in cfg.originals.items() if k.startswith(("ssl.", "sasl.")) and v is not None}
+        security["security.protocol"] = cfg["security.protocol"]
+        security["client.id"] = self.client_id
+        selector = Selector(
+            time=time,
+            channel_builder=create_channel_builder(security),
+            connections_max_idle_ms=cfg["connections.max.idle.ms"],
+            max_receive_size=max(100 * 1024 * 1024, cfg["max.request.size"] * 2),
+        )
+        self.client = NetworkClient(
+            selector,
+            self.metadata,
+            client_id=self.client_id,
+            max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
+            reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
+            reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
+            socket_send_buffer_bytes=cfg["send.buffer.bytes"],
+            socket_receive_buffer_bytes=cfg["receive.buffer.bytes"],
+            request_timeout_ms=cfg["request.timeout.ms"],
+            socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
+            socket_connection_setup_timeout_max_ms=cfg["socket.connection.setup.timeout.max.ms"],
+            time=time,
+            metadata_recovery_strategy=cfg["metadata.recovery.strategy"],
+        )
+        self.sender = Sender(
+            self.client,
+            self.metadata,
+            self.accumulator,
+            guarantee_message_order=cfg["max.in.flight.requests.per.connection"] == 1,
+            max_request_size=self._max_request_size,
+            acks=cfg["acks"],
+            retries=cfg["retries"],
+            request_timeout_ms=cfg["request.timeout.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            time=time,
+            transaction_manager=self.transaction_manager,
+        )
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._io_thread = threading.Thread(
+            target=self.sender.run, name=f"kafka-producer-network-thread | {self.client_id}", daemon=True
+        )
+        self._io_thread.start()
+
+    @staticmethod
+    def _resolve_partitioner(value: Any) -> Partitioner | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            cls = _PARTITIONER_NAMES.get(value)
+            if cls is None:
+                raise ConfigurationError(f"Invalid value {value!r} for configuration partitioner.class: unknown partitioner")
+            return cls()
+        if isinstance(value, type):
+            value = value()
+        if not isinstance(value, Partitioner):
+            raise ConfigurationError(f"Invalid value {value!r} for configuration partitioner.class: no partition() method")
+        return value
+
+    # --- sending -------------------------------------------------------------------------------------
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
+        on_delivery: Callback | None = None,
+    ) -> Future[RecordMetadata]:
+        """Send a record asynchronously; see the module doc for which errors raise and which fail the future."""
+        if self._closed:
+            raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        tm = self.transaction_manager
+        if tm is not None and tm.has_fatal_error():
+            raise tm.fail_pending()
+        if not isinstance(topic, str) or not topic:
+            raise IllegalArgumentError(f"Invalid topic {topic!r}")
+        if partition is not None and (not isinstance(partition, int) or partition < 0):
+            raise IllegalArgumentError(f"Invalid partition given with record: {partition}")
+        if timestamp is not None and timestamp < 0:
+            raise IllegalArgumentError(f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or None.")
+        hdrs = _normalize_headers(headers)
+        try:
+            remaining_ms = self._wait_on_metadata(topic, partition, self._max_block_ms)
+            key_bytes = self._key_serializer.serialize(topic, key, hdrs)
+            value_bytes = self._value_serializer.serialize(topic, value, hdrs)
+            if key_bytes is not None and not isinstance(key_bytes, bytes):
+                raise SerializationError(f"key serializer returned {type(key_bytes).__name__}, not bytes")
+            if value_bytes is not None and not isinstance(value_bytes, bytes):
+                raise SerializationError(f"value serializer returned {type(value_bytes).__name__}, not bytes")
+            part = self._partition(topic, partition, key, key_bytes, value, value_bytes)
+            size = estimate_size_upper_bound(key_bytes, value_bytes, hdrs)
+            self._ensure_valid_record_size(size)
+            ts = self._time.milliseconds() if timestamp is None else timestamp
+            result = self.accumulator.append(
+                topic, part, ts, key_bytes, value_bytes, hdrs, on_delivery, remaining_ms, self.metadata
+            )
+        except (BrokerResponseError, KafkaTimeoutError) as e:
+            if on_delivery is not None:
+                on_delivery(None, e)
+            return _failed_future(e)
+        if result.batch_is_full or result.new_batch_created:
+            self.sender.wakeup()
+        return result.future
+
+    def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int) -> int:
+        """Wait until ``topic`` (and ``partition``) is in the metadata; returns the ms left of ``max_wait_ms``."""
+        now = self._time.hi_res_clock_ms()
+        self.metadata.add(topic, now)
+        count = self.metadata.partition_count_for_topic(topic)
+        if count is not None and (partition is None or partition < count):
+            return max_wait_ms
+        deadline = now + max_wait_ms
+        while True:
+            if self._closed:
+                raise ProducerClosedError("Producer closed while waiting for metadata")
+            self.metadata.add(topic, self._time.hi_res_clock_ms())
+            version = self.metadata.request_update_for_topic(topic)
+            self.sender.wakeup()
+            remaining = deadline - self._time.hi_res_clock_ms()
+            if remaining > 0:
+                self.metadata.await_update(version, min(remaining, 1000) / 1000.0)
+            self.metadata.maybe_throw_any_exception()
+            count = self.metadata.partition_count_for_topic(topic)
+            if count is not None and (partition is None or partition < count):
+                return max(deadline - self._time.hi_res_clock_ms(), 0)
+            if self._time.hi_res_clock_ms() >= deadline:
+                if count is None:
+                    raise KafkaTimeoutError(f"Topic {topic} not present in metadata after {max_wait_ms} ms.")
+                raise KafkaTimeoutError(
+                    f"Partition {partition} of topic {topic} with partition count {count} is not present in "
+                    f"metadata after {max_wait_ms} ms."
+                )
+
+    def _partition(self, topic: str, partition: int | None, key: Any, key_bytes: bytes | None, value: Any, value_bytes: bytes | None) -> int:
+        if partition is not None:
+            return partition
+        if self._partitioner is not None:
+            p = self._partitioner.partition(topic, key, key_bytes, value, value_bytes, self.metadata)
+            count = self.metadata.partition_count_for_topic(topic) or 0
+            if not 0 <= p < count:
+                raise IllegalArgumentError(f"partitioner returned partition {p} outside [0, {count}) for topic {topic}")
+            return p
+        if key_bytes is not None and not self._ignore_keys:
+            return partition_for_key(key_bytes, self.metadata.partition_count_for_topic(topic) or 1)
+        return UNKNOWN_PARTITION
+
+    def _ensure_valid_record_size(self, size: int) -> None:
+        if size > self._max_request_size:
+            raise RecordTooLargeError(
+                f"The message is {size} bytes when serialized which is larger than {self._max_request_size}, which is "
+                "the value of the max.request.size configuration."
+            )
+        if size > self._total_memory:
+            raise RecordTooLargeError(
+                f"The message is {size} bytes when serialized which is larger than the total memory buffer you have "
+                f"configured with the buffer.memory configuration ({self._total_memory})."
+            )
+
+    # --- flush, metadata, metrics --------------------------------------------------------------------
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Send everything buffered now and wait until those records completed (successfully or not).
+
+        Raises KafkaTimeoutError if ``timeout`` (seconds) passes first.
+        """
+        if threading.current_thread() is self._io_thread:
+            raise IllegalArgumentError("flush() must not be called from a delivery callback")
+        snapshot = self.accumulator.incomplete_batches()
+        self.accumulator.begin_flush()
+        try:
+            self.sender.wakeup()
+            if not self.accumulator.await_flush_completion(timeout, snapshot):
+                raise KafkaTimeoutError(f"Failed to flush accumulated records within {timeout} s")
+        finally:
+            self.accumulator.end_flush()
+
+    def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        """The topic's partitions, waiting up to ``max.block.ms`` for its metadata."""
+        if self._closed:
+            raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        self._wait_on_metadata(topic, None, self._max_block_ms)
+        return self.metadata.partitions_for_topic(topic)
+
+    def metrics(self) -> dict[str, float]:
+        """A snapshot of producer counters (names follow Java's producer-metrics where one exists)."""
+        m = self.sender.metrics
+        queued = self.accumulator.queue_sizes()
+        return {
+            "request-total": m.requests_sent,
+            "batch-total": m.batches_sent,
+            "record-send-total": m.records_sent,
+            "byte-total": m.bytes_sent,
+            "record-retry-total": m.retries,
+            "record-error-total": m.errors,
+            "batch-split-total": m.splits,
+            "record-expired-total": m.expired,
+            "buffer-total-bytes": self.accumulator.free.total_memory,
+            "buffer-available-bytes": self.accumulator.free.available_memory(),
+            "waiting-threads": self.accumulator.free.queued(),
+            "batches-queued": sum(queued.values()),
+            "requests-in-flight": self.sender.in_flight_count(),
+        }
+
+    # --- closing -------------------------------------------------------------------------------------
+
+    def close(self, timeout: float | None = None) -> None:
+        """Stop accepting records, send what is buffered (up to ``timeout`` seconds; None = no limit),
+        then fail whatever is left with ProducerClosedError. ``timeout=0`` fails buffered records at once."""
+        with self._close_lock:
+            already = self._closed
+            self._closed = True
+        if already and not self._io_thread.is_alive():
+            return
+        in_io_thread = threading.current_thread() is self._io_thread
+        if in_io_thread and timeout != 0:
+            log.warning("close() from a delivery callback: closing without waiting (timeout 0)")
+            timeout = 0
+        if timeout is None or timeout > 0:
+            self.sender.initiate_close()
+            if not in_io_thread:
+                self._io_thread.join(timeout)
+        if self._io_thread.is_alive() or timeout == 0:
+            self.sender.force_close()
+            if not in_io_thread:
+                self._io_thread.join(30)
+        self.metadata.close()
+
+    def __enter__(self) -> KafkaProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"KafkaProducer(client_id={self.client_id!r}, closed={self._closed})"
+
+
+def _normalize_headers(headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None) -> list[Header]:
+    if not headers:
+        return []
+    items = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
+    out: list[Header] = []
+    for item in items:
+        if not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], str):
+            raise IllegalArgumentError(f"a header must be a (str, bytes | None) pair, got {item!r}")
+        k, v = item
+        if v is None or isinstance(v, bytes):
+            out.append((k, v))
+        elif isinstance(v, (bytearray, memoryview)):
+            out.append((k, bytes(v)))
+        elif isinstance(v, str):
+            out.append((k, v.encode("utf-8")))
+        else:
+            raise IllegalArgumentError(f"header {k!r}: value must be bytes, str or None, got {type(v).__name__}")
+    return out
+
+
+__all__ = ["KafkaError", "KafkaProducer", "parse_bootstrap_servers"]
