@@ -216,6 +216,41 @@ class DefaultMetadataUpdater:
         self.metadata.close()
 
 
+class ManualMetadataUpdater:
+    """A fixed node list that is never refreshed (Java ``ManualMetadataUpdater``): for clients that
+    manage their own metadata and for tests."""
+
+    def __init__(self, nodes: list[Node] | None = None) -> None:
+        self.nodes: list[Node] = list(nodes or [])
+
+    def set_nodes(self, nodes: list[Node]) -> None:
+        self.nodes = list(nodes)
+
+    def fetch_nodes(self) -> list[Node]:
+        return list(self.nodes)
+
+    def is_update_due(self, now_ms: int) -> bool:
+        return False
+
+    def maybe_update(self, now_ms: int) -> int:
+        return MAX_DELAY_MS
+
+    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None:
+        pass
+
+    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None:
+        pass
+
+    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None:
+        pass
+
+    def request_update(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class NetworkClient:
     """The real :class:`~pykafka_client.network.kafka_client.KafkaClient`."""
 

@@ -1,0 +1,83 @@
+"""AdminClient against Tansu (an independent Kafka-compatible broker)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pykafka_client import AdminClient
+from pykafka_client.admin import (
+    ConfigResource,
+    ConfigResourceType,
+    NewTopic,
+    OffsetSpec,
+)
+from pykafka_client.errors import (
+    ConfigurationError,
+    KafkaTimeoutError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from tests.integration.tansu import TansuBroker
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def admin(tansu_broker: TansuBroker) -> Iterator[AdminClient]:
+    with AdminClient({"bootstrap.servers": tansu_broker.bootstrap, "client.id": "admin-it"}) as a:
+        yield a
+
+
+def test_describe_cluster(admin: AdminClient, tansu_broker: TansuBroker) -> None:
+    d = admin.describe_cluster(timeout=10)
+    assert d.cluster_id and d.nodes and d.nodes[0].port == tansu_broker.port
+    assert d.controller is not None
+
+
+def test_create_describe_list_offsets_delete(admin: AdminClient) -> None:
+    created = admin.create_topics([NewTopic("orders", 3, 1, configs={"cleanup.policy": "delete"})], timeout=10)
+    assert created["orders"].num_partitions == 3 and created["orders"].topic_id is not None
+    desc = admin.describe_topics(["orders"], timeout=10)["orders"]
+    assert [p.partition for p in desc.partitions] == [0, 1, 2]
+    assert all(p.leader is not None for p in desc.partitions)
+    assert "orders" in admin.list_topics(timeout=10)
+    offsets = admin.list_offsets(
+        {
+            ("orders", 0): OffsetSpec.earliest(),
+            ("orders", 1): OffsetSpec.latest(),
+            ("orders", 2): OffsetSpec.for_timestamp(int(time.time() * 1000) - 60_000),
+        },
+        timeout=10,
+    )
+    assert offsets[("orders", 0)].offset == 0
+    assert offsets[("orders", 1)].offset == 0
+    assert offsets[("orders", 2)].offset in (-1, 0)
+    configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "orders")], timeout=10)
+    assert isinstance(configs[ConfigResource(ConfigResourceType.TOPIC, "orders")], dict)
+    with pytest.raises(TopicExistsError):
+        admin.create_topics([NewTopic("orders", 1, 1)], timeout=10)
+    admin.delete_topics(["orders"], timeout=10)
+    with pytest.raises(UnknownTopicOrPartitionError):
+        admin.describe_topics(["orders"], timeout=10)
+
+
+def test_unknown_config_key_names_the_key() -> None:
+    with pytest.raises(ConfigurationError, match=r"no\.such\.key"):
+        AdminClient({"bootstrap.servers": "127.0.0.1:1", "no.such.key": 1})
+
+
+def test_timeout_when_no_broker_listens() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}) as a:
+        started = time.monotonic()
+        with pytest.raises(KafkaTimeoutError):
+            a.describe_cluster(timeout=0.5)
+        assert time.monotonic() - started < 5
+    with pytest.raises(Exception, match="closed"):
+        a.describe_cluster(timeout=0.1)
