@@ -16,7 +16,14 @@ from pykafka_client.utils.time import Timer
 
 
 class ConsumerClient(Protocol):
-    def send(self, node: Node, body: Any, request_timeout_ms: int | None = None) -> RequestFuture[ClientResponse]:
+    def send(
+        self,
+        node: Node,
+        body: Any,
+        request_timeout_ms: int | None = None,
+        *,
+        latest_allowed_version: int | None = None,
+    ) -> RequestFuture[ClientResponse]:
         """Queue a request; the future completes with the ClientResponse or fails (disconnect,
         timeout, authentication)."""
         ...

@@ -199,7 +199,14 @@ class Fetcher:
         for node, data in requests.items():
             with self._lock:
                 self._nodes_with_pending_fetch_requests.add(node.id)
-            future = self.client.send(node, data.request, self.config.request_timeout_ms + self.config.max_wait_ms)
+            # Without an id for every topic the request must use names (v12 at most).
+            all_ids = len(data.id_to_name) == len(data.request.topics)
+            future = self.client.send(
+                node,
+                data.request,
+                self.config.request_timeout_ms + self.config.max_wait_ms,
+                latest_allowed_version=None if all_ids else _TOPIC_ID_MIN_VERSION - 1,
+            )
             future.add_callbacks(
                 functools.partial(self._handle_fetch_success, node, data),
                 functools.partial(self._handle_fetch_failure, node),

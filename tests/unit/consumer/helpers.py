@@ -28,6 +28,7 @@ class Sent:
     body: Any
     future: RequestFuture[ClientResponse]
     timeout_ms: int | None
+    latest_allowed_version: int | None = None
 
 
 class FakeConsumerClient:
@@ -40,9 +41,11 @@ class FakeConsumerClient:
         self.wakeups = 0
 
     # ConsumerClient protocol
-    def send(self, node: Node, body: Any, request_timeout_ms: int | None = None) -> RequestFuture[ClientResponse]:
+    def send(
+        self, node: Node, body: Any, request_timeout_ms: int | None = None, *, latest_allowed_version: int | None = None
+    ) -> RequestFuture[ClientResponse]:
         future: RequestFuture[ClientResponse] = RequestFuture()
-        s = Sent(node, body, future, request_timeout_ms)
+        s = Sent(node, body, future, request_timeout_ms, latest_allowed_version)
         self.sent.append(s)
         return future
 
@@ -83,6 +86,8 @@ class FakeConsumerClient:
         return any(not s.future.is_done() and (node is None or s.node == node) for s in self.sent)
 
     def await_metadata_update(self, timer: Timer) -> bool:
+        self.time.sleep(max(1, timer.remaining_ms()))
+        timer.update()
         return False
 
     def wakeup(self) -> None:
@@ -96,7 +101,8 @@ class FakeConsumerClient:
         return [s for s in self.sent if not s.future.is_done()]
 
     def complete(self, s: Sent, body: Any) -> None:
-        header = RequestHeaderInfo(int(s.body.API_KEY), self.version, "client", len(self.sent))
+        version = self.version if s.latest_allowed_version is None else min(self.version, s.latest_allowed_version)
+        header = RequestHeaderInfo(int(s.body.API_KEY), version, "client", len(self.sent))
         now = self.time.hi_res_clock_ms()
         s.future.complete(ClientResponse(header, None, str(s.node.id), now, now, response_body=body))
 

@@ -23,6 +23,8 @@ from pykafka_client.consumer.assignors.sticky import decode_sticky_user_data, en
 from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.errors import ConfigurationError
 
+pytestmark = pytest.mark.timeout(60)
+
 
 def tp(topic: str, p: int) -> TopicPartition:
     return TopicPartition(topic, p)

@@ -5,6 +5,8 @@ import pytest
 from pykafka_client.consumer.config import CONFIG_DEF, ConsumerConfig
 from pykafka_client.errors import ConfigurationError
 
+pytestmark = pytest.mark.timeout(60)
+
 
 def test_defaults_follow_java() -> None:
     cfg = ConsumerConfig({"group.id": "g"})

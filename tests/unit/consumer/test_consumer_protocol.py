@@ -14,6 +14,8 @@ from pykafka_client.consumer.consumer_protocol import (
 from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.errors import MessageDecodeError
 
+pytestmark = pytest.mark.timeout(60)
+
 OWNED = [TopicPartition("foo", 0), TopicPartition("foo", 2), TopicPartition("bar", 1)]
 
 

@@ -20,6 +20,8 @@ from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.utils.time import MockTime
 from tests.unit.consumer.helpers import FakeConsumerClient, batch, control_batch, metadata_with, update_metadata
 
+pytestmark = pytest.mark.timeout(60)
+
 TP0 = TopicPartition("test", 0)
 TP1 = TopicPartition("test", 1)
 

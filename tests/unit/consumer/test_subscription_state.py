@@ -14,6 +14,8 @@ from pykafka_client.consumer.subscription_state import (
 )
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError, NoOffsetForPartitionError
 
+pytestmark = pytest.mark.timeout(60)
+
 T0 = TopicPartition("topic", 0)
 T1 = TopicPartition("topic", 1)
 U0 = TopicPartition("other", 0)
