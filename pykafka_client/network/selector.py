@@ -99,6 +99,7 @@ class Selector:
         channel_builder: ChannelBuilder | None = None,
         max_receives_per_channel_per_poll: int = 1,
         max_read_bytes_per_channel_per_poll: int = 2 * 1024 * 1024,
+        optimistic_writes: bool = True,
     ) -> None:
         if max_receives_per_channel_per_poll < 1 or max_read_bytes_per_channel_per_poll < 1:
             raise IllegalArgumentError("per-poll read limits must be positive")
@@ -116,6 +117,8 @@ class Selector:
         self._server_channels: set[str] = set()
         self._buffered: set[str] = set()
         self._pending_disconnects: dict[str, DisconnectInfo] = {}
+        self._optimistic_writes = optimistic_writes
+        self._pending_completed_sends: list[NetworkSend] = []
         self._completed_sends: list[NetworkSend] = []
         self._completed_receives: list[NetworkReceive] = []
         self._disconnected: dict[str, DisconnectInfo] = {}
@@ -254,8 +257,11 @@ class Selector:
     # --- closing ---------------------------------------------------------------------------------
 
     def close_channel(self, connection_id: str) -> None:
-        """Close now; not reported in ``disconnected()``. Unknown ids are ignored."""
+        """Close now; not reported in ``disconnected()`` (nor are its not-yet-reported completed
+        sends). Unknown ids are ignored."""
         self._pending_disconnects.pop(connection_id, None)
+        if self._pending_completed_sends:
+            self._pending_completed_sends = [s for s in self._pending_completed_sends if s.destination != connection_id]
         channel = self._channels.get(connection_id)
         if channel is not None:
             self._close(channel, None)
@@ -306,6 +312,22 @@ class Selector:
         if not channel.ready():
             raise IllegalStateError(f"Channel {send.destination} is not ready to send")
         channel.set_send(send)
+        if self._optimistic_writes:
+            # Write at once: the socket is usually writable, and this saves an interest change and a
+            # select round per request. Completion (or failure) is reported by the next poll, as if
+            # the poll had written it.
+            before = channel.bytes_sent
+            try:
+                done = channel.write()
+            except Exception as e:
+                channel.state = ChannelState.FAILED_SEND
+                self._close(channel, None)
+                self._pending_disconnects[send.destination] = DisconnectInfo(ChannelState.FAILED_SEND, e, channel.remote_address)
+                return
+            self.metrics.bytes_sent_total += channel.bytes_sent - before
+            if done is not None:
+                self._pending_completed_sends.append(done)
+                self.metrics.requests_sent_total += 1
         self._update_interest(channel)
 
     def mute(self, connection_id: str) -> None:
@@ -371,7 +393,8 @@ class Selector:
             raise IllegalArgumentError("timeout should be >= 0")
         if self._closed:
             raise IllegalStateError("the selector is closed")
-        self._completed_sends = []
+        self._completed_sends = self._pending_completed_sends
+        self._pending_completed_sends = []
         self._completed_receives = []
         self._disconnected = {}
         self._connected = []
@@ -379,7 +402,7 @@ class Selector:
             self._disconnected.update(self._pending_disconnects)
             self._pending_disconnects.clear()
         buffered = [c for c in self._buffered if not self._channels[c].is_muted()]
-        if buffered or self._disconnected:
+        if buffered or self._disconnected or self._completed_sends:
             timeout_ms = 0
         start_ns = self._time.nanoseconds()
         events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)

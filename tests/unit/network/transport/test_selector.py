@@ -240,3 +240,48 @@ def test_lowest_priority_channel_is_least_recently_active(h: Harness) -> None:
     peer.sendall(frame(b"x"))
     h.selector.poll(0)
     assert (c := h.selector.lowest_priority_channel()) is not None and c.id == "old"
+
+
+def test_send_is_written_at_once_and_reported_by_next_poll(h: Harness) -> None:
+    peer = h.add("a")
+    h.selector.send(size_prefixed("a", [b"now"]))
+    assert peer.recv(100) == frame(b"now")  # already on the wire before any poll
+    h.selector.poll(60_000)  # must not block: a completed send is waiting to be reported
+    assert [s.destination for s in h.selector.completed_sends()] == ["a"]
+    h.selector.poll(0)
+    assert h.selector.completed_sends() == []
+
+
+def test_close_channel_drops_unreported_completed_send(h: Harness) -> None:
+    h.add("a")
+    h.selector.send(size_prefixed("a", [b"x"]))
+    h.selector.close_channel("a")
+    h.selector.poll(0)
+    assert h.selector.completed_sends() == [] and h.selector.disconnected() == {}
+
+
+def test_send_to_closed_peer_reports_failed_send(h: Harness) -> None:
+    peer = h.add("a")
+    peer.close()
+    h.peers.pop("a")
+    h.selector.send(size_prefixed("a", [b"x" * 100_000]))
+    h.selector.poll(0)
+    info = h.selector.disconnected()["a"]
+    assert info.state is ChannelState.FAILED_SEND
+    assert isinstance(info.exception, OSError)
+    assert not h.selector.is_open("a")
+
+
+def test_without_optimistic_writes_the_poll_writes() -> None:
+    harness = Harness(optimistic_writes=False)
+    try:
+        peer = harness.add("a")
+        peer.setblocking(False)
+        harness.selector.send(size_prefixed("a", [b"later"]))
+        with pytest.raises(BlockingIOError):
+            peer.recv(100)
+        harness.selector.poll(0)
+        assert [s.destination for s in harness.selector.completed_sends()] == ["a"]
+        assert peer.recv(100) == frame(b"later")
+    finally:
+        harness.close()
