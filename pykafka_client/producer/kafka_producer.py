@@ -39,10 +39,9 @@ from pykafka_client.errors import (
     SerializationError,
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
-from pykafka_client.network.channel_builder import create_channel_builder
 from pykafka_client.network.cluster import PartitionInfo
 from pykafka_client.network.network_client import NetworkClient
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.selector import create_client_selector
 from pykafka_client.producer.batch_encoder import compression_type_for
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.config import ProducerConfig
@@ -148,12 +147,8 @@ class KafkaProducer:
         security = {k: v for k, v in cfg.originals.items() if k.startswith(("ssl.", "sasl.")) and v is not None}
         security["security.protocol"] = cfg["security.protocol"]
         security["client.id"] = self.client_id
-        selector = Selector(
-            time=time,
-            channel_builder=create_channel_builder(security),
-            connections_max_idle_ms=cfg["connections.max.idle.ms"],
-            max_receive_size=max(100 * 1024 * 1024, cfg["max.request.size"] * 2),
-        )
+        security["connections.max.idle.ms"] = cfg["connections.max.idle.ms"]
+        selector = create_client_selector(security, time)
         self.client = NetworkClient(
             selector,
             self.metadata,

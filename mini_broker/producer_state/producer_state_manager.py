@@ -1,0 +1,302 @@
+"""Per-partition producer state: duplicate detection, sequence/epoch checks, snapshots, expiry
+(Kafka ``ProducerStateManager`` + the producer part of ``UnifiedLog.analyzeAndValidateProducerState``).
+
+Integration with the partition log (see docs/ARCHITECTURE.md, "Producer state"):
+
+* on append (client origin) call :meth:`ProducerStateManager.before_append` under the log lock with the
+  validated batches and the offset the first one will get (the log end offset). It either returns the
+  :class:`BatchMetadata` of a duplicate (skip the write, answer with those offsets, error NONE), raises
+  ``OutOfOrderSequenceError`` / ``InvalidProducerEpochError`` / ``InvalidTxnStateError`` (reject the whole
+  append), or records the batches and returns None (write them). :func:`log_before_append_hook` adapts it to
+  ``Log.append(before_append=...)``.
+* at segment roll and at clean shutdown call :meth:`take_snapshot` with the log end offset;
+* on log load call :meth:`load` with the log end offset, then :meth:`replay` every batch from
+  :attr:`map_end_offset` to the end (no sequence checks), so the in-memory state matches the log;
+* periodically (``producer.id.expiration.check.interval.ms``, default 10 min) call
+  :meth:`remove_expired_producers` with the wall clock.
+
+The state committed by ``before_append`` assumes the write then succeeds (the log writes under the same
+lock right after); a failed write should be followed by :meth:`truncate_and_reload`.
+
+Snapshot file ``<20-digit offset>.snapshot`` (offset = first offset NOT covered), big-endian::
+
+    version int16 (=1) | crc uint32 (CRC-32C of everything after it) | count int32 |
+    count x (producer_id int64, epoch int16, last_seq int32, last_offset int64, offset_delta int32,
+             timestamp int64, coordinator_epoch int32, current_txn_first_offset int64 (-1 = none))
+
+As in Kafka only the last batch of each producer is in a snapshot; replaying the log tail restores more.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+from crc32c import crc32c
+
+from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo
+from mini_broker.producer_state.producer_state_entry import BatchMetadata, ProducerStateEntry
+from pykafka_client.errors import CorruptRecordError
+
+_log = logging.getLogger(__name__)
+
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 1
+_HEADER = struct.Struct(">hIi")
+_ENTRY = struct.Struct(">qhiqiqiq")
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
+
+
+class CorruptSnapshotError(CorruptRecordError):
+    """A producer snapshot file is truncated, has a bad CRC or an unknown version."""
+
+
+class ProducerBatchView(Protocol):
+    """What the manager reads from a record batch (``DefaultRecordBatch`` satisfies it)."""
+
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def base_sequence(self) -> int: ...
+    @property
+    def last_sequence(self) -> int: ...
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset_delta(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def is_transactional(self) -> bool: ...
+    @property
+    def is_control(self) -> bool: ...
+
+
+def snapshot_file_name(offset: int) -> str:
+    return f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+def _batch_info(batch: ProducerBatchView, first_offset: int) -> BatchInfo:
+    return BatchInfo(
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        batch.last_sequence,
+        first_offset,
+        first_offset + batch.last_offset_delta,
+        batch.max_timestamp,
+        batch.is_transactional,
+        batch.is_control,
+    )
+
+
+class ProducerStateManager:
+    """The producers of one partition; thread-safe (one lock, held briefly)."""
+
+    def __init__(
+        self,
+        topic_partition: str,
+        log_dir: str,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    ) -> None:
+        self.topic_partition = topic_partition
+        self.log_dir = log_dir
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._producers: dict[int, ProducerStateEntry] = {}
+        self._lock = threading.RLock()
+        #: The offset up to which (exclusive) the state reflects the log.
+        self.map_end_offset = 0
+
+    # --- queries -------------------------------------------------------------------------------------
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._producers.get(producer_id)
+
+    @property
+    def active_producers(self) -> dict[int, ProducerStateEntry]:
+        with self._lock:
+            return {pid: e.copy() for pid, e in self._producers.items()}
+
+    def is_empty(self) -> bool:
+        return not self._producers
+
+    # --- appends -------------------------------------------------------------------------------------
+
+    def before_append(
+        self, batches: Sequence[ProducerBatchView], first_offset: int, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> BatchMetadata | None:
+        """Check and record the producer batches of one append whose first batch gets ``first_offset``.
+
+        Returns a duplicate's metadata (nothing recorded), or None after recording. Raises on a sequence,
+        epoch or transaction-state violation (nothing recorded).
+        """
+        with self._lock:
+            infos: dict[int, ProducerAppendInfo] = {}
+            offset = first_offset
+            for batch in batches:
+                info = _batch_info(batch, offset)
+                offset = info.last_offset + 1
+                if batch.producer_id < 0:
+                    continue
+                if origin is AppendOrigin.CLIENT and not batch.is_control:
+                    entry = self._producers.get(batch.producer_id)
+                    if entry is not None:
+                        dup = entry.find_duplicate_batch(info.producer_epoch, info.first_seq, info.last_seq)
+                        if dup is not None:
+                            return dup
+                pai = infos.get(batch.producer_id)
+                if pai is None:
+                    current = self._producers.get(batch.producer_id) or ProducerStateEntry.empty(batch.producer_id)
+                    pai = infos[batch.producer_id] = ProducerAppendInfo(self.topic_partition, batch.producer_id, current, origin)
+                pai.append(info)
+            for pid, pai in infos.items():
+                self._producers[pid] = pai.updated
+            self.map_end_offset = max(self.map_end_offset, offset)
+            return None
+
+    def replay(self, batches: Iterable[ProducerBatchView]) -> None:
+        """Rebuild state from batches already in the log (offsets as stored; no sequence checks)."""
+        with self._lock:
+            for batch in batches:
+                end = batch.base_offset + batch.last_offset_delta + 1
+                if batch.producer_id >= 0 and end > self.map_end_offset:
+                    current = self._producers.get(batch.producer_id) or ProducerStateEntry.empty(batch.producer_id)
+                    pai = ProducerAppendInfo(self.topic_partition, batch.producer_id, current, AppendOrigin.REPLICATION)
+                    try:
+                        pai.append(_batch_info(batch, batch.base_offset))
+                    except Exception as e:  # the log is the truth: keep going with what we can
+                        _log.warning("skipping producer state of batch at %d in %s: %s", batch.base_offset, self.topic_partition, e)
+                        continue
+                    self._producers[batch.producer_id] = pai.updated
+                self.map_end_offset = max(self.map_end_offset, end)
+
+    # --- expiry --------------------------------------------------------------------------------------
+
+    def remove_expired_producers(self, now_ms: int) -> list[int]:
+        """Forget producers idle for ``producer.id.expiration.ms`` without an open transaction."""
+        with self._lock:
+            expired = [
+                pid for pid, e in self._producers.items()
+                if e.current_txn_first_offset is None and now_ms - e.last_timestamp >= self.producer_id_expiration_ms
+            ]
+            for pid in expired:
+                del self._producers[pid]
+            return expired
+
+    # --- snapshots -----------------------------------------------------------------------------------
+
+    def take_snapshot(self, offset: int | None = None) -> str:
+        """Write ``<offset>.snapshot`` (default: :attr:`map_end_offset`) atomically; returns its path."""
+        with self._lock:
+            end = self.map_end_offset if offset is None else offset
+            entries = [e for e in self._producers.values() if not e.is_empty() or e.current_txn_first_offset is not None]
+            body = bytearray(struct.pack(">i", len(entries)))
+            for e in entries:
+                last = e.batch_metadata[-1] if e.batch_metadata else BatchMetadata(-1, -1, 0, e.last_timestamp)
+                body += _ENTRY.pack(
+                    e.producer_id, e.producer_epoch, last.last_seq, last.last_offset, last.offset_delta,
+                    last.timestamp, e.coordinator_epoch,
+                    -1 if e.current_txn_first_offset is None else e.current_txn_first_offset,
+                )
+        data = struct.pack(">hI", SNAPSHOT_VERSION, crc32c(bytes(body))) + bytes(body)
+        os.makedirs(self.log_dir, exist_ok=True)
+        path = os.path.join(self.log_dir, snapshot_file_name(end))
+        tmp = path + ".tmp"
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        return path
+
+    def snapshot_offsets(self) -> list[int]:
+        out: list[int] = []
+        try:
+            names = os.listdir(self.log_dir)
+        except FileNotFoundError:
+            return out
+        for name in names:
+            stem = name[: -len(SNAPSHOT_SUFFIX)]
+            if name.endswith(SNAPSHOT_SUFFIX) and stem.isdigit():
+                out.append(int(stem))
+        return sorted(out)
+
+    @staticmethod
+    def read_snapshot(path: str) -> list[ProducerStateEntry]:
+        """Parse a snapshot file; a truncated, corrupt or unknown-version file raises CorruptSnapshotError."""
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if len(data) < _HEADER.size:
+            raise CorruptSnapshotError(f"snapshot {path} is truncated ({len(data)} bytes)")
+        version, crc, count = _HEADER.unpack_from(data, 0)
+        if version != SNAPSHOT_VERSION:
+            raise CorruptSnapshotError(f"snapshot {path} has unknown version {version}")
+        if crc32c(data[6:]) != crc:
+            raise CorruptSnapshotError(f"snapshot {path} has a bad CRC")
+        if count < 0 or len(data) != _HEADER.size + count * _ENTRY.size:
+            raise CorruptSnapshotError(f"snapshot {path}: {count} entries do not match its size {len(data)}")
+        entries: list[ProducerStateEntry] = []
+        pos = _HEADER.size
+        for _ in range(count):
+            pid, epoch, last_seq, last_offset, delta, ts, coord_epoch, txn_first = _ENTRY.unpack_from(data, pos)
+            pos += _ENTRY.size
+            batches = [BatchMetadata(last_seq, last_offset, delta, ts)] if last_offset >= 0 else []
+            entries.append(
+                ProducerStateEntry(pid, epoch, coord_epoch, ts, None if txn_first < 0 else txn_first, batches)
+            )
+        return entries
+
+    def load(self, log_end_offset: int, now_ms: int) -> None:
+        """Load the newest readable snapshot at or below ``log_end_offset`` (deleting newer and corrupt ones)
+        and drop expired producers. Afterwards replay the log from :attr:`map_end_offset`."""
+        with self._lock:
+            self._producers.clear()
+            self.map_end_offset = 0
+            for off in reversed(self.snapshot_offsets()):
+                path = os.path.join(self.log_dir, snapshot_file_name(off))
+                if off > log_end_offset:
+                    os.remove(path)
+                    continue
+                try:
+                    entries = self.read_snapshot(path)
+                except (OSError, CorruptSnapshotError) as err:
+                    _log.warning("deleting unreadable producer snapshot %s: %s", path, err)
+                    os.remove(path)
+                    continue
+                for e in entries:
+                    if e.current_txn_first_offset is not None or now_ms - e.last_timestamp < self.producer_id_expiration_ms:
+                        self._producers[e.producer_id] = e
+                self.map_end_offset = off
+                return
+
+    def truncate_and_reload(self, log_start_offset: int, log_end_offset: int, now_ms: int) -> None:
+        """After the log was truncated: drop snapshots outside ``[log_start_offset, log_end_offset]`` and reload."""
+        for off in self.snapshot_offsets():
+            if off < log_start_offset or off > log_end_offset:
+                os.remove(os.path.join(self.log_dir, snapshot_file_name(off)))
+        self.load(log_end_offset, now_ms)
+
+    def delete_snapshots_before(self, offset: int) -> None:
+        for off in self.snapshot_offsets():
+            if off < offset:
+                os.remove(os.path.join(self.log_dir, snapshot_file_name(off)))
+
+
+def log_before_append_hook(
+    manager: ProducerStateManager, log_end_offset: Callable[[], int], make_append_info: Callable[[BatchMetadata], Any]
+) -> Callable[[Sequence[Any]], Any]:
+    """A ``before_append`` for ``Log.append``: ``make_append_info(duplicate)`` builds the log's LogAppendInfo
+    for a duplicate (first/last offset and timestamp of the original); ``log_end_offset()`` is read under the
+    log lock."""
+
+    def hook(batches: Sequence[Any]) -> Any:
+        dup = manager.before_append(batches, log_end_offset())
+        return None if dup is None else make_append_info(dup)
+
+    return hook
