@@ -25,14 +25,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pykafka_client import AdminClient  # noqa: E402
-from pykafka_client.network.client_response import ClientResponse  # noqa: E402
-from pykafka_client.network.cluster import Node  # noqa: E402
-from pykafka_client.network.network_client import ManualMetadataUpdater, NetworkClient  # noqa: E402
-from pykafka_client.network.selector import Selector  # noqa: E402
-from pykafka_client.protocol.messages import ApiVersionsRequest  # noqa: E402
-from pykafka_client.utils.time import SYSTEM_TIME  # noqa: E402
-from tests.integration.tansu import TansuBroker, tansu_binary  # noqa: E402
+from pykafka_client import AdminClient
+from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.cluster import Node
+from pykafka_client.network.network_client import ManualMetadataUpdater, NetworkClient
+from pykafka_client.network.selector import Selector
+from pykafka_client.protocol.messages import ApiVersionsRequest
+from pykafka_client.utils.time import SYSTEM_TIME
+from tests.integration.tansu import TansuBroker, tansu_binary
 
 
 def now() -> int:
