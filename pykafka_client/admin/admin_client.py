@@ -45,13 +45,12 @@ from pykafka_client.errors import (
     for_code,
 )
 from pykafka_client.errors_base import BrokerResponseError
-from pykafka_client.network.channel_builder import create_channel_builder
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.cluster import TP, Node
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.selectable import Selectable
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.selector import create_client_selector
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     CreatePartitionsRequest,
@@ -117,10 +116,8 @@ class AdminClient:
         )
         self.metadata.bootstrap(c.bootstrap_addresses)
         if selector is None:
-            selector = Selector(
-                time=time,
-                connections_max_idle_ms=int(c["connections.max.idle.ms"]),
-                channel_builder=create_channel_builder(c.security_config()),
+            selector = create_client_selector(
+                {**c.security_config(), "connections.max.idle.ms": int(c["connections.max.idle.ms"])}, time
             )
         self._client = NetworkClient(
             selector,
