@@ -6,6 +6,10 @@ as a :class:`tests.integration.tansu.TansuBroker` (``.bootstrap`` = ``"127.0.0.1
 is missing. The process is killed by PID at teardown.
 
 ``tansu_broker_module``: the same, shared by a test module (faster when tests don't restart it).
+
+``noida_broker`` (function scope): a noida-db Kafka endpoint (a second independent broker) on a fresh
+port with a temporary data dir; same ``.bootstrap`` / ``.port`` / ``.stop()`` interface (no restart:
+noida-db holds its port after stopping). Skips when ``noida-db`` is not installed.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.noida import NoidaBroker, noida_binary
 from tests.integration.tansu import TansuBroker, tansu_binary
 
 
@@ -39,6 +44,19 @@ def tansu_broker(tmp_path: Path) -> Iterator[TansuBroker]:
 @pytest.fixture(scope="module")
 def tansu_broker_module(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TansuBroker]:
     broker = _start(tmp_path_factory.mktemp("tansu"))
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def noida_broker(tmp_path: Path) -> Iterator[NoidaBroker]:
+    binary = noida_binary()
+    if binary is None:
+        pytest.skip("noida-db is not installed")
+    broker = NoidaBroker(binary, tmp_path / "noida-data", log_path=tmp_path / "noida.log")
+    broker.start()
     try:
         yield broker
     finally:

