@@ -39,7 +39,7 @@ class NoidaBroker:
 
     def start(self, timeout_s: float = 20.0) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             [
                 str(self.binary), "start", "--data-dir", str(self.data_dir), "--host", "127.0.0.1",
@@ -49,6 +49,8 @@ class NoidaBroker:
             stderr=out,
             stdin=subprocess.DEVNULL,
         )
+        if not isinstance(out, int):
+            out.close()
         if not wait_for_port(self.port, timeout_s):
             self.stop()
             raise RuntimeError(f"noida-db did not start listening on {self.port} within {timeout_s} s")

@@ -59,7 +59,7 @@ class TansuBroker:
 
     def start(self, timeout_s: float = 20.0) -> None:
         url = f"tcp://127.0.0.1:{self.port}"
-        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(
             [
                 str(self.binary),
@@ -75,6 +75,8 @@ class TansuBroker:
             stderr=out,
             env={**os.environ, "RUST_LOG": os.environ.get("TANSU_RUST_LOG", "warn")},
         )
+        if not isinstance(out, int):
+            out.close()
         if not wait_for_port(self.port, timeout_s):
             self.stop()
             raise RuntimeError(f"Tansu did not start listening on {self.port} within {timeout_s} s")

@@ -22,6 +22,7 @@ from pykafka_client.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+
 pytestmark = pytest.mark.integration
 
 
