@@ -1,0 +1,113 @@
+"""KafkaApis parsing and dispatch without sockets: enabled ranges, KIP-511, fit_to_version, metrics."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from mini_broker.metrics import BrokerMetrics
+from mini_broker.network.request_channel import (
+    CloseConnectionResponse,
+    Request,
+    RequestChannel,
+    Response,
+    SendResponse,
+)
+from mini_broker.server.apis import api_versions
+from mini_broker.server.kafka_apis import UNSUPPORTED_API_VERSIONS, ApiSpec, KafkaApis, fit_to_version
+from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, UnsupportedVersionError
+from pykafka_client.protocol import headers
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataResponse
+from pykafka_client.utils.time import MockTime
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.responses: list[Response] = []
+
+    def enqueue_response(self, response: Response) -> None:
+        self.responses.append(response)
+
+
+def make() -> tuple[KafkaApis, Sink, BrokerMetrics]:
+    time = MockTime()
+    metrics = BrokerMetrics(time)
+    ch = RequestChannel(10)
+    sink = Sink()
+    ch.add_processor(0, sink)
+    return KafkaApis(ch, [api_versions.API], None, metrics, time), sink, metrics
+
+
+def frame_payload(body: ApiVersionsRequest, version: int, corr: int) -> memoryview:
+    data = b"".join(bytes(p) for p in headers.encode_request(body, version, corr, "cid"))  # type: ignore[arg-type]
+    return memoryview(data)[4:]
+
+
+def parse(apis: KafkaApis, payload: bytes | memoryview) -> Request:
+    return apis.parse_request(0, "c", "127.0.0.1:1", "PLAINTEXT", memoryview(payload), 0)
+
+
+def test_api_versions_round_trip_and_header_v0() -> None:
+    apis, sink, metrics = make()
+    req = parse(apis, frame_payload(ApiVersionsRequest(client_software_name="x", client_software_version="1"), 3, 9))
+    assert req.context.client_id == "cid"
+    apis.handle(req)
+    (resp,) = sink.responses
+    assert isinstance(resp, SendResponse)
+    frame = b"".join(bytes(p) for p in resp.buffers)  # type: ignore[call-overload]
+    assert struct.unpack_from(">ii", frame) == (len(frame) - 4, 9)
+    body = ApiVersionsResponse.decode(frame[8:], 3)
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 4)]
+    apis.complete_response_metrics(resp, 5_000_000)
+    assert metrics.snapshot()['kafka_network_RequestMetrics_Requests_total{request="ApiVersions"}'] == 1
+
+
+def test_kip511_fallback_bytes() -> None:
+    apis, sink, _ = make()
+    req = parse(apis, struct.pack(">hhih", 18, 7, 42, 1) + b"x" + b"\x00\x00")
+    assert req.body is UNSUPPORTED_API_VERSIONS
+    apis.handle(req)
+    frame = b"".join(bytes(p) for p in sink.responses[0].buffers)  # type: ignore[attr-defined]
+    # size, correlation id, error 35, compact? no: v0 array of 1 entry (18, 0, 4)
+    assert frame == struct.pack(">iihihhh", 16, 42, 35, 1, 18, 0, 4)
+
+
+def test_disabled_keys_and_versions_raise() -> None:
+    apis, _, _ = make()
+    with pytest.raises(UnknownApiKeyError):
+        parse(apis, struct.pack(">hhih", 3, 1, 1, -1))
+    with pytest.raises(UnsupportedVersionError):
+        parse(apis, struct.pack(">hhih", 18, -1, 1, -1))
+    with pytest.raises(MessageDecodeError):
+        parse(apis, b"\x00\x12\x00")
+
+
+def test_handler_exception_closes_the_connection() -> None:
+    time = MockTime()
+    ch = RequestChannel(10)
+    sink = Sink()
+    ch.add_processor(0, sink)
+
+    def boom(apis: KafkaApis, request: Request) -> object:
+        raise RuntimeError("bug")
+
+    apis = KafkaApis(ch, [ApiSpec(ApiKey.API_VERSIONS, 0, 4, boom)], None, BrokerMetrics(time), time)
+    apis.handle(parse(apis, frame_payload(ApiVersionsRequest(), 0, 1)))
+    assert isinstance(sink.responses[0], CloseConnectionResponse)
+
+
+def test_fit_to_version_resets_fields_absent_in_the_version() -> None:
+    part = MetadataResponse.MetadataResponsePartition(leader_epoch=5, offline_replicas=[1])
+    topic = MetadataResponse.MetadataResponseTopic(name="t", partitions=[part], topic_authorized_operations=3)
+    resp = MetadataResponse(cluster_id="c", controller_id=1, topics=[topic], throttle_time_ms=4)
+    fit_to_version(resp, 0)
+    assert resp.cluster_id is None and resp.controller_id == -1 and resp.throttle_time_ms == 0
+    assert part.leader_epoch == -1 and part.offline_replicas == []
+    resp.encode(0)  # would raise if a non-default absent field were left
+
+
+def test_spec_ranges_are_checked() -> None:
+    with pytest.raises(ValueError):
+        KafkaApis(RequestChannel(1), [ApiSpec(ApiKey.API_VERSIONS, 0, 99, api_versions.handle)])

@@ -1,0 +1,38 @@
+"""Metrics registry and Prometheus text format; IdleMeter on a mock clock."""
+
+from __future__ import annotations
+
+from mini_broker.metrics import BrokerMetrics, IdleMeter
+from pykafka_client.utils.time import MockTime
+
+
+def test_prometheus_text() -> None:
+    m = BrokerMetrics(MockTime())
+    m.record_request("Produce", {"TotalTimeMs": 2.0, "LocalTimeMs": 1.0})
+    m.record_request("Produce", {"TotalTimeMs": 4.0, "LocalTimeMs": 1.0})
+    m.gauge("kafka_x", lambda: 3.0, kind='a"b')
+    text = m.render_prometheus()
+    assert '# TYPE kafka_network_RequestMetrics_Requests_total counter' in text
+    assert 'kafka_network_RequestMetrics_Requests_total{request="Produce"} 2' in text
+    assert 'kafka_network_RequestMetrics_TotalTimeMs_count{request="Produce"} 2' in text
+    assert 'kafka_network_RequestMetrics_TotalTimeMs_sum{request="Produce"} 6.000' in text
+    assert 'kafka_network_RequestMetrics_TotalTimeMs_max{request="Produce"} 4.000' in text
+    assert 'kafka_x{kind="a\\"b"} 3' in text
+
+
+def test_failing_gauge_does_not_break_the_scrape() -> None:
+    m = BrokerMetrics(MockTime())
+
+    def bad() -> float:
+        raise RuntimeError("closed")
+
+    m.gauge("kafka_bad", bad)
+    assert "kafka_bad" not in m.render_prometheus()
+
+
+def test_idle_meter() -> None:
+    t = MockTime()
+    meter = IdleMeter(2, t, window_ms=10_000)
+    t.sleep(1000)
+    meter.record(500_000_000)  # one thread idle 0.5 s of 1 s, the other busy
+    assert abs(meter.value() - 0.25) < 1e-9
