@@ -16,6 +16,7 @@ from pykafka_client.network.network_client import (
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import ApiVersionsResponse, HeartbeatResponse
+from tests.doubles.mock_selector import MockSelector
 from tests.doubles.responses import api_versions_response, metadata_response
 from tests.unit.network.harness import Harness
 
@@ -531,3 +532,44 @@ def test_close_makes_client_inactive() -> None:
     assert not h.client.active() and h.selector.closed
     with pytest.raises(Exception, match="no longer active"):
         h.poll()
+
+
+def test_rebootstrap_when_no_known_broker_is_reachable() -> None:
+    resolver = {"localhost": ["127.0.0.1"], "bootstrap.example": ["10.9.9.9"]}
+    h = Harness(resolver=lambda host: resolver[host], reconnect_backoff_ms=1000, reconnect_backoff_max_ms=1000)
+    h.metadata.bootstrap([("bootstrap.example", 9999)])
+    h.metadata.update(0, metadata_response(h.nodes, {"t": 3}), False, h.now)
+    for n in h.nodes:
+        h.selector.refused.add(("127.0.0.1", n.port))
+    h.time.sleep(1000)
+    h.metadata.request_update()
+
+    def answer_api_versions(sel: MockSelector) -> None:
+        for r in sel.unanswered(api_key=ApiKey.API_VERSIONS):
+            sel.respond(r.destination, api_versions_response())
+
+    h.selector.on_poll = answer_api_versions
+    for _ in range(100):
+        h.client.poll(50, h.now)
+        if h.selector.unanswered(api_key=ApiKey.METADATA):
+            break
+    assert [n.id for n in h.metadata.fetch().nodes] == [-1]
+    md = h.selector.unanswered(api_key=ApiKey.METADATA)
+    assert md and md[0].destination == "-1"
+    assert h.selector.connect_attempts[-1][1] == ("10.9.9.9", 9999)
+    # The bootstrap broker answers: the cluster is known again.
+    h.selector.respond("-1", metadata_response(h.nodes, {"t": 3}))
+    h.poll()
+    assert len(h.metadata.fetch().nodes) == 3
+
+
+def test_rebootstrap_disabled_with_strategy_none() -> None:
+    h = Harness(reconnect_backoff_ms=1000, reconnect_backoff_max_ms=1000, metadata_recovery_strategy="none")
+    for n in h.nodes:
+        h.selector.refused.add(("127.0.0.1", n.port))
+    h.time.sleep(1000)
+    h.metadata.request_update()
+    for _ in range(100):
+        h.client.poll(50, h.now)
+    assert len(h.metadata.fetch().nodes) == 3
+    assert not h.selector.unanswered(api_key=ApiKey.METADATA)
