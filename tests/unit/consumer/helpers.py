@@ -50,17 +50,21 @@ class FakeConsumerClient:
         return future
 
     def _auto_respond(self) -> None:
-        for s in list(self.sent):
-            if s.future.is_done():
-                continue
-            for responder in self.auto_responders:
-                body = responder(s.node, s.body)
-                if body is not None:
-                    if isinstance(body, BaseException):
-                        s.future.raise_(body)
-                    else:
-                        self.complete(s, body)
-                    break
+        progress = True
+        while progress:  # responses may trigger new requests (JoinGroup -> SyncGroup)
+            progress = False
+            for s in list(self.sent):
+                if s.future.is_done():
+                    continue
+                for responder in self.auto_responders:
+                    body = responder(s.node, s.body)
+                    if body is not None:
+                        if isinstance(body, BaseException):
+                            s.future.raise_(body)
+                        else:
+                            self.complete(s, body)
+                        progress = True
+                        break
 
     def poll_future(self, future: RequestFuture[Any], timer: Timer) -> bool:
         self._auto_respond()
@@ -198,3 +202,28 @@ def control_batch(offset: int, producer_id: int, commit: bool) -> bytes:
     return build_end_transaction_marker(
         marker, producer_id=producer_id, producer_epoch=0, timestamp=1000, base_offset=offset
     )
+
+
+class Script:
+    """Answers requests by type, in order: ``add(RequestType, response | exception | fn(body))``.
+    A request type with nothing scripted stays unanswered (in flight)."""
+
+    def __init__(self, client: FakeConsumerClient) -> None:
+        self.entries: list[tuple[type, Any]] = []
+        self.seen: list[Any] = []
+        client.auto_responders.append(self)
+
+    def add(self, request_type: type, answer: Any) -> Script:
+        self.entries.append((request_type, answer))
+        return self
+
+    def __call__(self, node: Node, body: Any) -> Any | None:
+        for i, (t, answer) in enumerate(self.entries):
+            if isinstance(body, t):
+                del self.entries[i]
+                self.seen.append(body)
+                return answer(body) if callable(answer) and not isinstance(answer, type) else answer
+        return None
+
+    def requests(self, request_type: type) -> list[Any]:
+        return [b for b in self.seen if isinstance(b, request_type)]

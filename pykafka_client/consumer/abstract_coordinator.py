@@ -1,0 +1,729 @@
+"""Group membership with the classic protocol (Java: AbstractCoordinator).
+
+Finds the group coordinator (FindCoordinator), joins the group (JoinGroup, then SyncGroup, with the
+leader computing the assignment), keeps the membership alive from a heartbeat thread and leaves the
+group on close (LeaveGroup). Subclasses provide the embedded protocol (``metadata``,
+``perform_assignment``) and the rebalance hooks (``on_join_prepare``, ``on_join_complete``).
+
+Threads and locks (see docs/ARCHITECTURE.md, "Threads and lock order"):
+* ``self.lock`` (an RLock with a Condition) guards the member state, generation, coordinator and
+  heartbeat timers. It is held only for short state updates: never while polling the network
+  client, never while running user callbacks (rebalance listener, commit callbacks). It may be held
+  while *sending* (``client.send`` takes the ConsumerNetworkClient lock): order is coordinator lock ->
+  client lock, and the client never calls back while holding its own lock.
+* The application thread drives joins/syncs from ``poll()``; the heartbeat thread only sends
+  heartbeats, notices session/poll timeouts and polls the client without wakeups. Response handlers
+  run in whichever thread polled; they take ``self.lock`` briefly.
+* Rebalance callbacks therefore run in the application thread with no internal lock held, so they
+  may call back into the consumer (commit_sync, seek, ...), and a slow callback never blocks the
+  heartbeat thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from pykafka_client.consumer.client_adapter import ConsumerClient
+from pykafka_client.consumer.heartbeat import Heartbeat
+from pykafka_client.errors import (
+    CoordinatorNotAvailableError,
+    DisconnectError,
+    FencedInstanceIdError,
+    GroupAuthorizationFailedError,
+    IllegalGenerationError,
+    IllegalStateError,
+    InconsistentGroupProtocolError,
+    MemberIdRequiredError,
+    NoAvailableBrokersError,
+    NotCoordinatorError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+    for_code,
+)
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.cluster import Node
+from pykafka_client.network.exponential_backoff import ExponentialBackoff
+from pykafka_client.network.request_future import RequestFuture
+from pykafka_client.protocol.messages.find_coordinator_request import FindCoordinatorRequest
+from pykafka_client.protocol.messages.find_coordinator_response import FindCoordinatorResponse
+from pykafka_client.protocol.messages.heartbeat_request import HeartbeatRequest
+from pykafka_client.protocol.messages.heartbeat_response import HeartbeatResponse
+from pykafka_client.protocol.messages.join_group_request import JoinGroupRequest
+from pykafka_client.protocol.messages.join_group_response import JoinGroupResponse
+from pykafka_client.protocol.messages.leave_group_request import LeaveGroupRequest
+from pykafka_client.protocol.messages.sync_group_request import SyncGroupRequest
+from pykafka_client.protocol.messages.sync_group_response import SyncGroupResponse
+from pykafka_client.utils.time import Time, Timer
+
+log = logging.getLogger(__name__)
+
+#: JoinGroup may legitimately wait for the whole rebalance: its timeout is raised above it.
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000
+_COORDINATOR_NODE_ID_BASE = 2**31 - 1
+_FIND_COORDINATOR_MAX_VERSION = 3  # single-key form (``key``); v4+ batches keys
+
+
+class MemberState(Enum):
+    UNJOINED = "UNJOINED"
+    PREPARING_REBALANCE = "PREPARING_REBALANCE"
+    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
+    STABLE = "STABLE"
+
+    def has_not_joined_group(self) -> bool:
+        return self in (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE)
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    generation_id: int = -1
+    member_id: str = ""
+    protocol_name: str | None = None
+
+    def has_member_id(self) -> bool:
+        return bool(self.member_id)
+
+
+NO_GENERATION = Generation()
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRebalanceConfig:
+    group_id: str
+    group_instance_id: str | None = None
+    session_timeout_ms: int = 45000
+    rebalance_timeout_ms: int = 300000
+    heartbeat_interval_ms: int = 3000
+    retry_backoff_ms: int = 100
+    retry_backoff_max_ms: int = 1000
+    request_timeout_ms: int = 30000
+    leave_group_on_close: bool = True
+
+
+class UnjoinedGroupError(RebalanceInProgressError):
+    """The join finished but the member state changed meanwhile (e.g. the heartbeat thread reset it)."""
+
+
+class AbstractCoordinator(ABC):
+    """See module docstring."""
+
+    def __init__(self, config: GroupRebalanceConfig, client: ConsumerClient, time: Time) -> None:
+        self.rebalance_config = config
+        self.client = client
+        self.time = time
+        self.lock = threading.RLock()
+        self.cond = threading.Condition(self.lock)
+        self.heartbeat = Heartbeat(
+            time, config.session_timeout_ms, config.heartbeat_interval_ms, config.rebalance_timeout_ms,
+            config.retry_backoff_ms,
+        )  # fmt: skip
+        self.retry_backoff = ExponentialBackoff(config.retry_backoff_ms, 2, config.retry_backoff_max_ms, 0.2)
+        self.state = MemberState.UNJOINED
+        self.generation = NO_GENERATION
+        self.coordinator: Node | None = None
+        self._find_coordinator_future: RequestFuture[None] | None = None
+        self._join_future: RequestFuture[bytes] | None = None
+        self.rejoin_needed = True
+        self.rejoin_reason = "initial join"
+        self.needs_join_prepare = True
+        self._last_rebalance_start_ms = -1
+        self._heartbeat_thread: HeartbeatThread | None = None
+        self.closed = False
+        self.heartbeat_failure: BaseException | None = None
+
+    # -- hooks -----------------------------------------------------------------------------------
+
+    @abstractmethod
+    def protocol_type(self) -> str: ...
+
+    @abstractmethod
+    def metadata(self) -> list[tuple[str, bytes]]:
+        """The (protocol name, metadata) pairs this member supports, in preference order."""
+
+    @abstractmethod
+    def on_join_prepare(self, timer: Timer, generation: int, member_id: str) -> bool:
+        """Before (re)joining; runs in the application thread with no lock held. False = not ready yet."""
+
+    @abstractmethod
+    def perform_assignment(
+        self,
+        leader_id: str,
+        protocol: str,
+        members: list[JoinGroupResponse.JoinGroupResponseMember],
+        skip_assignment: bool,
+    ) -> dict[str, bytes]:
+        """As leader: the assignment bytes for each member."""
+
+    @abstractmethod
+    def on_join_complete(self, generation: int, member_id: str, protocol: str, assignment: bytes) -> None:
+        """After a successful SyncGroup; application thread, no lock held."""
+
+    def on_leave_prepare(self) -> None:
+        """Before leaving the group (close/unsubscribe)."""
+        return None
+
+    # -- coordinator discovery ---------------------------------------------------------------
+
+    def check_and_get_coordinator(self) -> Node | None:
+        with self.lock:
+            if self.coordinator is not None and self.client.is_unavailable(self.coordinator):
+                self.mark_coordinator_unknown("coordinator unavailable", disconnect=True)
+                return None
+            return self.coordinator
+
+    def coordinator_unknown(self) -> bool:
+        return self.check_and_get_coordinator() is None
+
+    def mark_coordinator_unknown(self, cause: str, disconnect: bool = False) -> None:
+        with self.lock:
+            old = self.coordinator
+            if old is not None:
+                log.info("group coordinator %s is unavailable or invalid (%s): will attempt rediscovery", old, cause)
+                self.coordinator = None
+                if disconnect:
+                    self.client.disconnect_async(old)
+
+    def lookup_coordinator(self) -> RequestFuture[None]:
+        """The in-progress FindCoordinator future (shared by concurrent callers), or a new one.
+        Fails at once with NoAvailableBrokersError when no broker is known."""
+        with self.lock:
+            if self._find_coordinator_future is None:
+                node = self.client.least_loaded_node()
+                if node is None:
+                    return RequestFuture.failure(
+                        NoAvailableBrokersError("no brokers available to find the coordinator")
+                    )
+                self._find_coordinator_future = self._send_find_coordinator_request(node)
+            return self._find_coordinator_future
+
+    def _clear_find_coordinator_future(self) -> None:
+        with self.lock:
+            self._find_coordinator_future = None
+
+    def _send_find_coordinator_request(self, node: Node) -> RequestFuture[None]:
+        request = FindCoordinatorRequest(key=self.rebalance_config.group_id, key_type=0)
+        future: RequestFuture[None] = RequestFuture()
+        sent = self.client.send(node, request, latest_allowed_version=_FIND_COORDINATOR_MAX_VERSION)
+
+        def on_success(response: ClientResponse) -> None:
+            body = response.response_body
+            if not isinstance(body, FindCoordinatorResponse):
+                future.raise_(KafkaError("unexpected FindCoordinator response"))
+                return
+            err, node_id, host, port = body.error_code, body.node_id, body.host, body.port
+            if body.coordinators:
+                c = body.coordinators[0]
+                err, node_id, host, port = c.error_code, c.node_id, c.host, c.port
+            self._clear_find_coordinator_future()
+            if err == 0:
+                with self.lock:
+                    # a separate connection id, so group traffic never queues behind fetches
+                    self.coordinator = Node(_COORDINATOR_NODE_ID_BASE - node_id, host, port)
+                    log.info("discovered group coordinator %s", self.coordinator)
+                    self.heartbeat.reset_session_timeout()
+                future.complete(None)
+            elif err == GroupAuthorizationFailedError.code:
+                future.raise_(
+                    GroupAuthorizationFailedError(f"not authorized for group {self.rebalance_config.group_id}")
+                )
+            else:
+                future.raise_(for_code(err)(f"FindCoordinator for group {self.rebalance_config.group_id} failed"))
+
+        def on_failure(exc: BaseException) -> None:
+            self._clear_find_coordinator_future()
+            future.raise_(exc)
+
+        sent.add_callbacks(on_success, on_failure)
+        return future
+
+    def ensure_coordinator_ready(self, timer: Timer) -> bool:
+        """Block until the coordinator is known or the timer expires (True if known). Retriable
+        failures back off exponentially (``retry.backoff.ms`` doubling up to ``retry.backoff.max.ms``)."""
+        if not self.coordinator_unknown():
+            return True
+        attempts = 0
+        while True:
+            future = self.lookup_coordinator()
+            self.client.poll_future(future, timer)
+            if not future.is_done():
+                break  # timer expired
+            if future.failed():
+                exc = future.exception()
+                if not getattr(exc, "retriable", False):
+                    raise exc
+                log.debug("coordinator discovery failed, refreshing metadata / backing off: %s", exc)
+                attempts += 1
+                if isinstance(exc, NoAvailableBrokersError) or getattr(exc, "invalid_metadata", False):
+                    self.client.await_metadata_update(timer)
+                else:
+                    timer.sleep(self.retry_backoff.backoff(attempts - 1))
+            else:
+                coordinator = self.check_and_get_coordinator()
+                if coordinator is not None:
+                    return True
+                attempts += 1
+                timer.sleep(self.retry_backoff.backoff(attempts - 1))
+            timer.update()
+            if timer.is_expired():
+                break
+        return not self.coordinator_unknown()
+
+    # -- join / sync -------------------------------------------------------------------------
+
+    def request_rejoin(self, reason: str) -> None:
+        with self.lock:
+            self.rejoin_reason = reason
+            self.rejoin_needed = True
+
+    def rejoin_needed_or_pending(self) -> bool:
+        with self.lock:
+            return self.rejoin_needed or self._join_future is not None
+
+    def rebalance_in_progress(self) -> bool:
+        with self.lock:
+            return self.state in (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
+
+    def generation_if_stable(self) -> Generation | None:
+        with self.lock:
+            return self.generation if self.state is MemberState.STABLE else None
+
+    def generation_snapshot(self) -> Generation:
+        with self.lock:
+            return self.generation
+
+    def _reset_state_and_generation(self, reason: str, should_reset_member_id: bool) -> None:
+        with self.lock:
+            log.info("resetting generation (%s)", reason)
+            self.state = MemberState.UNJOINED
+            if should_reset_member_id:
+                self.generation = NO_GENERATION
+            else:
+                self.generation = Generation(-1, self.generation.member_id, None)
+
+    def _reset_generation_on_response_error(self, api: str, error: type[KafkaError]) -> None:
+        self._reset_state_and_generation(f"encountered {error.__name__} from {api} response", True)
+        self.request_rejoin(f"encountered {error.__name__} from {api} response")
+
+    def ensure_active_group(self, timer: Timer) -> bool:
+        """Join (or rejoin) if needed; starts the heartbeat thread on first use."""
+        if not self.ensure_coordinator_ready(timer):
+            return False
+        self.start_heartbeat_thread_if_needed()
+        return self.join_group_if_needed(timer)
+
+    def start_heartbeat_thread_if_needed(self) -> None:
+        with self.lock:
+            if self._heartbeat_thread is None and not self.closed:
+                self._heartbeat_thread = HeartbeatThread(self)
+                self._heartbeat_thread.start()
+
+    def join_group_if_needed(self, timer: Timer) -> bool:
+        """Run JoinGroup/SyncGroup until stable or the timer expires; True when joined."""
+        while self.rejoin_needed_or_pending():
+            if not self.ensure_coordinator_ready(timer):
+                return False
+            if self.needs_join_prepare:
+                # No lock: on_join_prepare runs user callbacks. needs_join_prepare is only touched here.
+                self.needs_join_prepare = False
+                gen = self.generation_snapshot()
+                if not self.on_join_prepare(timer, gen.generation_id, gen.member_id):
+                    self.needs_join_prepare = True
+                    return False
+            future = self._initiate_join_group()
+            self.client.poll_future(future, timer)
+            if not future.is_done():
+                return False
+            if future.succeeded():
+                with self.lock:
+                    gen = self.generation
+                    protocol = gen.protocol_name
+                    self._join_future = None
+                self.needs_join_prepare = True
+                if protocol is not None:
+                    self.on_join_complete(gen.generation_id, gen.member_id, protocol, future.value())
+            else:
+                with self.lock:
+                    self._join_future = None
+                exc = future.exception()
+                if isinstance(
+                    exc, (UnknownMemberIdError, RebalanceInProgressError, IllegalGenerationError, MemberIdRequiredError)
+                ):
+                    continue  # retry at once (MEMBER_ID_REQUIRED: now with the member id)
+                if not getattr(exc, "retriable", False):
+                    raise exc
+                timer.sleep(self.rebalance_config.retry_backoff_ms)
+            timer.update()
+            if timer.is_expired():
+                return not self.rejoin_needed_or_pending()
+        return True
+
+    def _initiate_join_group(self) -> RequestFuture[bytes]:
+        with self.lock:
+            if self._join_future is None:
+                self.state = MemberState.PREPARING_REBALANCE
+                self._last_rebalance_start_ms = self.time.hi_res_clock_ms()
+                future = self._send_join_group_request()
+
+                def on_success(_: bytes) -> None:
+                    with self.lock:
+                        if self.state is MemberState.COMPLETING_REBALANCE:
+                            self.state = MemberState.STABLE
+                            self.rejoin_needed = False
+                            self.heartbeat.reset_timeouts()
+                            self.cond.notify_all()
+
+                def on_failure(_: BaseException) -> None:
+                    with self.lock:
+                        if self.state is not MemberState.STABLE:
+                            self.state = MemberState.UNJOINED
+
+                future.add_callbacks(on_success, on_failure)
+                self._join_future = future
+            return self._join_future
+
+    def join_group_request_timeout_ms(self) -> int:
+        """JoinGroup may wait for the whole rebalance: max(request.timeout.ms, rebalance timeout + 5 s)."""
+        cfg = self.rebalance_config
+        return max(cfg.request_timeout_ms, cfg.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS)
+
+    def _send_join_group_request(self) -> RequestFuture[bytes]:
+        coordinator = self.coordinator
+        if coordinator is None:
+            return RequestFuture.failure(CoordinatorNotAvailableError())
+        cfg = self.rebalance_config
+        request = JoinGroupRequest(
+            group_id=cfg.group_id,
+            session_timeout_ms=cfg.session_timeout_ms,
+            rebalance_timeout_ms=cfg.rebalance_timeout_ms,
+            member_id=self.generation.member_id,
+            group_instance_id=cfg.group_instance_id,
+            protocol_type=self.protocol_type(),
+            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=n, metadata=m) for n, m in self.metadata()],
+            reason=self.rejoin_reason[:255] if self.rejoin_reason else None,
+        )
+        log.info("(re-)joining group %s (reason: %s)", cfg.group_id, self.rejoin_reason)
+        self.rejoin_reason = ""
+        sent = self.client.send(coordinator, request, self.join_group_request_timeout_ms())
+        return self._compose(sent, self._handle_join_group_response, "JoinGroup")
+
+    def _compose(
+        self,
+        sent: RequestFuture[ClientResponse],
+        handler: Callable[[Any, RequestFuture[Any]], None],
+        api: str,
+    ) -> RequestFuture[Any]:
+        """Adapt a client future: run ``handler(body, future)`` on a response; on a disconnect mark
+        the coordinator unknown. The member id is kept either way (retry with the same id)."""
+        future: RequestFuture[Any] = RequestFuture()
+
+        def on_success(response: ClientResponse) -> None:
+            try:
+                handler(response.response_body, future)
+            except Exception as e:
+                if not future.is_done():
+                    future.raise_(e)
+
+        def on_failure(exc: BaseException) -> None:
+            if isinstance(exc, DisconnectError):
+                self.mark_coordinator_unknown(f"disconnected during {api}", disconnect=False)
+            future.raise_(exc)
+
+        sent.add_callbacks(on_success, on_failure)
+        return future
+
+    def _handle_join_group_response(self, body: JoinGroupResponse, future: RequestFuture[bytes]) -> None:
+        err = body.error_code
+        if err == 0:
+            if body.protocol_type is not None and body.protocol_type != self.protocol_type():
+                future.raise_(InconsistentGroupProtocolError(f"JoinGroup returned protocol type {body.protocol_type}"))
+                return
+            with self.lock:
+                if self.state is not MemberState.PREPARING_REBALANCE:
+                    future.raise_(UnjoinedGroupError("member state changed during JoinGroup"))
+                    return
+                self.state = MemberState.COMPLETING_REBALANCE
+                self.generation = Generation(body.generation_id, body.member_id, body.protocol_name)
+                self.cond.notify_all()  # heartbeats resume while completing the rebalance
+            if body.leader == body.member_id:
+                self._on_join_leader(body).chain(future)
+            else:
+                self._on_join_follower().chain(future)
+            return
+        cls = for_code(err)
+        if cls is MemberIdRequiredError:
+            with self.lock:
+                self.generation = Generation(-1, body.member_id, None)
+            self.request_rejoin("need to re-join with the given member-id")
+            future.raise_(MemberIdRequiredError(f"rejoin with member id {body.member_id}"))
+        elif cls is UnknownMemberIdError:
+            self._reset_state_and_generation("UNKNOWN_MEMBER_ID from JoinGroup", True)
+            future.raise_(cls())
+        elif cls in (CoordinatorNotAvailableError, NotCoordinatorError):
+            self.mark_coordinator_unknown(f"{cls.name} from JoinGroup")
+            future.raise_(cls())
+        elif cls is RebalanceInProgressError:
+            future.raise_(cls())
+        elif cls.retriable:
+            future.raise_(cls())
+        else:  # fenced instance, group authorization, inconsistent protocol, max size, invalid session...
+            future.raise_(cls(f"JoinGroup for group {self.rebalance_config.group_id} failed"))
+
+    def _on_join_follower(self) -> RequestFuture[bytes]:
+        return self._send_sync_group_request([])
+
+    def _on_join_leader(self, body: JoinGroupResponse) -> RequestFuture[bytes]:
+        try:
+            assignments = self.perform_assignment(
+                body.leader, body.protocol_name or "", body.members, body.skip_assignment
+            )
+        except Exception as e:
+            return RequestFuture.failure(e)
+        return self._send_sync_group_request(
+            [SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=a) for m, a in assignments.items()]
+        )
+
+    def _send_sync_group_request(
+        self, assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
+    ) -> RequestFuture[bytes]:
+        coordinator = self.coordinator
+        if coordinator is None:
+            return RequestFuture.failure(CoordinatorNotAvailableError())
+        gen = self.generation
+        request = SyncGroupRequest(
+            group_id=self.rebalance_config.group_id,
+            generation_id=gen.generation_id,
+            member_id=gen.member_id,
+            group_instance_id=self.rebalance_config.group_instance_id,
+            protocol_type=self.protocol_type(),
+            protocol_name=gen.protocol_name,
+            assignments=assignments,
+        )
+        return self._compose(self.client.send(coordinator, request), self._handle_sync_group_response, "SyncGroup")
+
+    def _handle_sync_group_response(self, body: SyncGroupResponse, future: RequestFuture[bytes]) -> None:
+        err = body.error_code
+        if err == 0:
+            with self.lock:
+                if self.generation is not NO_GENERATION and self.state is MemberState.COMPLETING_REBALANCE:
+                    if body.protocol_name is not None and body.protocol_name != self.generation.protocol_name:
+                        future.raise_(
+                            InconsistentGroupProtocolError(f"SyncGroup returned protocol {body.protocol_name}")
+                        )
+                        return
+                    assignment = bytes(body.assignment)
+                else:
+                    future.raise_(UnjoinedGroupError("generation was reset while syncing"))
+                    return
+            future.complete(assignment)
+            return
+        cls = for_code(err)
+        if cls is RebalanceInProgressError:
+            self.request_rejoin("group is rebalancing during SyncGroup")
+            future.raise_(cls())
+        elif cls in (UnknownMemberIdError, IllegalGenerationError):
+            self._reset_generation_on_response_error("SyncGroup", cls)
+            future.raise_(cls())
+        elif cls in (CoordinatorNotAvailableError, NotCoordinatorError):
+            self.mark_coordinator_unknown(f"{cls.name} from SyncGroup")
+            future.raise_(cls())
+        else:
+            future.raise_(cls(f"SyncGroup for group {self.rebalance_config.group_id} failed"))
+
+    # -- heartbeats ----------------------------------------------------------------------------
+
+    def send_heartbeat_request(self) -> RequestFuture[None]:
+        coordinator = self.coordinator
+        if coordinator is None:
+            return RequestFuture.failure(CoordinatorNotAvailableError())
+        gen = self.generation
+        request = HeartbeatRequest(
+            group_id=self.rebalance_config.group_id,
+            generation_id=gen.generation_id,
+            member_id=gen.member_id,
+            group_instance_id=self.rebalance_config.group_instance_id,
+        )
+        sent = self.client.send(coordinator, request)
+
+        def handle(body: HeartbeatResponse, future: RequestFuture[None]) -> None:
+            err = body.error_code
+            if err == 0:
+                future.complete(None)
+                return
+            cls = for_code(err)
+            if cls is RebalanceInProgressError:
+                with self.lock:
+                    stable = self.state is MemberState.STABLE
+                if stable:
+                    self.request_rejoin("group is already rebalancing")
+                    future.raise_(cls())
+                else:
+                    future.complete(None)  # we are completing the rebalance ourselves
+            elif cls in (IllegalGenerationError, UnknownMemberIdError, FencedInstanceIdError):
+                with self.lock:
+                    unchanged = self.generation == gen
+                if unchanged:
+                    self._reset_generation_on_response_error("Heartbeat", cls)
+                future.raise_(cls())
+            elif cls in (CoordinatorNotAvailableError, NotCoordinatorError):
+                self.mark_coordinator_unknown(f"{cls.name} from Heartbeat")
+                future.raise_(cls())
+            else:
+                future.raise_(cls("Heartbeat failed"))
+
+        return self._compose(sent, handle, "Heartbeat")
+
+    def heartbeat_step(self, now_ms: int) -> int:
+        """One decision of the heartbeat thread (called with no lock held; takes it briefly).
+        Returns how long to wait before the next step, in ms. Deterministic: unit tests call it."""
+        retry = self.rebalance_config.retry_backoff_ms
+        with self.lock:
+            if self.closed or self.state.has_not_joined_group():
+                return retry
+            if self.coordinator_unknown():
+                pending = self._find_coordinator_future
+            else:
+                pending = None
+                if self.heartbeat.session_timeout_expired(now_ms):
+                    self.mark_coordinator_unknown("session timed out without a heartbeat response", disconnect=True)
+                    return retry
+                if self.heartbeat.poll_timeout_expired(now_ms):
+                    log.warning(
+                        "consumer poll timeout has expired: the time between poll() calls exceeded "
+                        "max.poll.interval.ms (%d ms); leaving the group. Consider a larger "
+                        "max.poll.interval.ms or a smaller max.poll.records.",
+                        self.rebalance_config.rebalance_timeout_ms,
+                    )
+                    self.maybe_leave_group("consumer poll timeout has expired")
+                    return retry
+                if not self.heartbeat.should_heartbeat(now_ms):
+                    return min(retry, max(self.heartbeat.time_to_next_heartbeat(now_ms), 1))
+                self.heartbeat.sent_heartbeat(now_ms)
+        if pending is None and self.coordinator_unknown():
+            self.lookup_coordinator()
+            return retry
+        if pending is not None:
+            return retry
+        future = self.send_heartbeat_request()
+
+        def ok(_: None) -> None:
+            with self.lock:
+                self.heartbeat.received_heartbeat()
+
+        def failed(exc: BaseException) -> None:
+            with self.lock:
+                if isinstance(exc, RebalanceInProgressError):
+                    self.heartbeat.received_heartbeat()  # the coordinator is alive
+                else:
+                    self.heartbeat.fail_heartbeat()
+                self.cond.notify_all()
+
+        future.add_callbacks(ok, failed)
+        return retry
+
+    # -- leaving / closing -------------------------------------------------------------------
+
+    def is_dynamic_member(self) -> bool:
+        return self.rebalance_config.group_instance_id is None
+
+    def maybe_leave_group(self, reason: str) -> RequestFuture[None] | None:
+        """Send LeaveGroup (dynamic members only; static members are removed by session timeout),
+        then reset the generation so the next poll rejoins."""
+        future: RequestFuture[None] | None = None
+        with self.lock:
+            coordinator = self.coordinator
+            if (
+                self.is_dynamic_member()
+                and coordinator is not None
+                and self.state is not MemberState.UNJOINED
+                and self.generation.has_member_id()
+            ):
+                log.info(
+                    "member %s sending LeaveGroup to coordinator %s: %s", self.generation.member_id, coordinator, reason
+                )
+                request = LeaveGroupRequest(
+                    group_id=self.rebalance_config.group_id,
+                    member_id=self.generation.member_id,
+                    members=[
+                        LeaveGroupRequest.MemberIdentity(member_id=self.generation.member_id, reason=reason[:255])
+                    ],
+                )
+                sent = self.client.send(coordinator, request)
+                future = self._compose(sent, lambda body, f: f.complete(None), "LeaveGroup")
+            self._reset_state_and_generation(f"leaving group: {reason}", True)
+            self.rejoin_needed = True
+        return future
+
+    def close(self, timer: Timer) -> None:
+        """Stop the heartbeat thread and leave the group (waiting for the LeaveGroup until ``timer``)."""
+        thread = None
+        with self.lock:
+            self.closed = True
+            thread = self._heartbeat_thread
+            self._heartbeat_thread = None
+            self.cond.notify_all()
+        if thread is not None:
+            thread.shutdown()
+        if self.rebalance_config.leave_group_on_close:
+            self.on_leave_prepare()
+            future = self.maybe_leave_group("the consumer is being closed")
+            if future is not None:
+                try:
+                    self.client.poll_future(future, timer)
+                except Exception as e:  # closing: best effort
+                    log.debug("LeaveGroup on close failed: %s", e)
+
+    def heartbeat_thread_alive(self) -> bool:
+        t = self._heartbeat_thread
+        return t is not None and t.is_alive()
+
+
+class HeartbeatThread(threading.Thread):
+    """Background heartbeats (daemon). Each step decides under the coordinator lock, then polls the
+    client with no coordinator lock held (completion handlers take it briefly), then waits on the
+    coordinator's condition (woken by state changes and close)."""
+
+    def __init__(self, coordinator: AbstractCoordinator) -> None:
+        super().__init__(
+            name=f"kafka-coordinator-heartbeat-thread | {coordinator.rebalance_config.group_id}", daemon=True
+        )
+        self.coordinator = coordinator
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        c = self.coordinator
+        try:
+            while not self._stop_event.is_set():
+                wait_ms = c.heartbeat_step(c.time.hi_res_clock_ms())
+                c.client.poll_no_wakeup()
+                with c.cond:
+                    if self._stop_event.is_set() or c.closed:
+                        break
+                    c.cond.wait(wait_ms / 1000.0)
+        except Exception as e:  # surfaced to the application thread by the next poll()
+            log.error("heartbeat thread failed: %s", e)
+            with c.lock:
+                c.heartbeat_failure = e
+
+    def shutdown(self) -> None:
+        self._stop_event.set()
+        with self.coordinator.cond:
+            self.coordinator.cond.notify_all()
+        if threading.current_thread() is not self:
+            self.join(timeout=5.0)
+
+
+__all__ = [
+    "NO_GENERATION",
+    "AbstractCoordinator",
+    "Generation",
+    "GroupRebalanceConfig",
+    "HeartbeatThread",
+    "IllegalStateError",
+    "MemberState",
+]
