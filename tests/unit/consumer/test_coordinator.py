@@ -493,9 +493,14 @@ def test_callbacks_run_without_coordinator_lock() -> None:
             import threading
 
             ok: list[bool] = []
-            t = threading.Thread(
-                target=lambda: ok.append(coord.lock.acquire(timeout=1) and (coord.lock.release() or True))
-            )
+
+            def probe() -> None:
+                got = coord.lock.acquire(timeout=1)
+                if got:
+                    coord.lock.release()
+                ok.append(got)
+
+            t = threading.Thread(target=probe)
             t.start()
             t.join()
             held.append(not ok[0])
