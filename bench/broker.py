@@ -119,10 +119,9 @@ def start_tansu(binary: Path) -> tuple[subprocess.Popen[bytes], int]:
 
 
 def create_topic(bootstrap: str) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(20)
+    ck_admin: Any = importlib.import_module("confluent_kafka.admin")
+    admin = ck_admin.AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([ck_admin.NewTopic(TOPIC, 1, 1)])[TOPIC].result(20)
 
 
 def bench_produce(bootstrap: str, records: int, deadline_s: float) -> tuple[int, float]:
@@ -189,32 +188,32 @@ def bench_connections(port: int, count: int, deadline_s: float) -> tuple[int, fl
         pending = count
         while pending and time.monotonic() < end:
             for key, events in sel.select(0.2):
-                s = key.fileobj
-                assert isinstance(s, socket.socket)
+                conn = key.fileobj
+                assert isinstance(conn, socket.socket)
                 state = key.data
                 if events & selectors.EVENT_WRITE and not state[1]:
                     try:
-                        s.send(API_VERSIONS_V0)
+                        conn.send(API_VERSIONS_V0)
                     except OSError:
-                        sel.unregister(s)
+                        sel.unregister(conn)
                         pending -= 1
                         continue
                     state[1] = True
-                    sel.modify(s, selectors.EVENT_READ, state)
+                    sel.modify(conn, selectors.EVENT_READ, state)
                 elif events & selectors.EVENT_READ:
                     try:
-                        chunk = s.recv(65536)
+                        chunk = conn.recv(65536)
                     except OSError:
                         chunk = b""
                     if not chunk:
-                        sel.unregister(s)
+                        sel.unregister(conn)
                         pending -= 1
                         continue
                     state[0] += chunk
                     if len(state[0]) >= 4 and len(state[0]) >= 4 + struct.unpack_from(">i", state[0])[0]:
                         answered += 1
                         pending -= 1
-                        sel.unregister(s)  # stays open (idle) until the end
+                        sel.unregister(conn)  # stays open (idle) until the end
         return answered, time.monotonic() - t0
     finally:
         sel.close()
