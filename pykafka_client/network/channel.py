@@ -22,6 +22,9 @@ from pykafka_client.network.network_send import SendWriter
 from pykafka_client.network.selectable import ChannelState, NetworkReceive, NetworkSend
 from pykafka_client.network.transport import TransportLayer
 
+#: Principal name of an unauthenticated peer (Java ``KafkaPrincipal.ANONYMOUS``).
+ANONYMOUS = "ANONYMOUS"
+
 EVENT_READ = selectors.EVENT_READ
 EVENT_WRITE = selectors.EVENT_WRITE
 
@@ -141,8 +144,13 @@ class KafkaChannel:
         if self.ready():
             self.state = ChannelState.READY
 
-    def principal(self) -> str | None:
-        return self.authenticator.principal() if self.authenticator is not None else None
+    def principal(self) -> str:
+        """Who the peer is: the SASL identity, else the TLS client certificate's distinguished name,
+        else ``ANONYMOUS`` (Java's default principal builder, without the ``User:`` type)."""
+        name = self.authenticator.principal() if self.authenticator is not None else None
+        if name is None:
+            name = self.transport.peer_principal()
+        return name if name is not None else ANONYMOUS
 
     def close(self) -> None:
         self.transport.close()

@@ -55,6 +55,42 @@ class TransportLayer(Protocol):
 
     def close(self) -> None: ...
 
+    def peer_principal(self) -> str | None:
+        """The peer's identity established by the transport (TLS client certificate), if any."""
+        ...
+
+
+#: Short attribute names of an RFC 2253 distinguished name (what Java's X500Principal prints).
+_DN_NAMES = {
+    "commonName": "CN",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+    "emailAddress": "EMAILADDRESS",
+}
+
+
+def _escape_dn_value(value: str) -> str:
+    out = "".join("\\" + c if c in ',+"\\<>;=' else c for c in value)
+    if out.startswith((" ", "#")):
+        out = "\\" + out
+    if out.endswith(" "):
+        out = out[:-1] + "\\ "
+    return out
+
+
+def distinguished_name(subject: object) -> str:
+    """RFC 2253 form (most specific RDN first) of a ``getpeercert()['subject']`` tuple."""
+    rdns = []
+    for rdn in subject:  # type: ignore[attr-defined]
+        rdns.append("+".join(f"{_DN_NAMES.get(k, k)}={_escape_dn_value(str(v))}" for k, v in rdn))
+    return ",".join(reversed(rdns))
+
 
 def check_connect_error(sock: socket.socket) -> None:
     """Raise the pending connect error of a non-blocking socket, if any."""
@@ -116,6 +152,9 @@ class PlaintextTransportLayer:
 
     def close(self) -> None:
         self._socket.close()
+
+    def peer_principal(self) -> str | None:
+        return None
 
 
 class SslTransportLayer:
@@ -227,6 +266,16 @@ class SslTransportLayer:
 
     def has_bytes_buffered(self) -> bool:
         return self._ssl is not None and self._ssl.pending() > 0
+
+    def peer_principal(self) -> str | None:
+        """The distinguished name of the verified peer certificate (e.g. ``CN=client-1,O=acme``),
+        or None when the peer sent none (or it was not verified)."""
+        if self._ssl is None or not self._ready:
+            return None
+        cert = self._ssl.getpeercert()
+        if not cert or "subject" not in cert:
+            return None
+        return distinguished_name(cert["subject"])
 
     def close(self) -> None:
         if self._ssl is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import socket
 import struct
 import tempfile
@@ -48,6 +49,7 @@ def test_pipelined_frames_come_back_in_order(server: EchoServer, client: ClientR
         client.poll_until(lambda i=i: len(client.sends) > i)  # type: ignore[misc]
     client.poll_until(lambda: len(client.receives) >= n)
     assert [bytes(r.payload) for r in client.receives] == [b"req-%d" % i for i in range(n)]
+    assert set(server.principals.values()) == {"ANONYMOUS"}
     channel = client.selector.channel("0")
     assert channel is not None and channel.bytes_received == sum(4 + len(b"req-%d" % i) for i in range(n))
 
@@ -60,8 +62,18 @@ def test_large_frame_with_partial_reads_and_writes(server: EchoServer, client: C
     assert bytes(client.receives[0].payload) == payload
 
 
+def _ensure_fd_limit(needed: int) -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= needed:
+        return
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        pytest.skip(f"needs {needed} file descriptors, the hard limit is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+
+
 def test_thousand_connections(server: EchoServer, client: ClientRecorder) -> None:
     n = 1000
+    _ensure_fd_limit(2 * n + 200)
     for i in range(n):
         client.selector.connect(str(i), ("127.0.0.1", server.port))
     client.poll_until(lambda: len(client.connected) + len(client.disconnected) >= n)

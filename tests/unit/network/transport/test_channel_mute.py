@@ -100,3 +100,14 @@ def test_second_send_while_one_in_progress_is_rejected(channel: KafkaChannel) ->
     channel.set_send(size_prefixed("c1", [b"x"]))
     with pytest.raises(IllegalStateError, match="prior send"):
         channel.set_send(size_prefixed("c1", [b"y"]))
+
+
+def test_distinguished_name_is_rfc2253_most_specific_first() -> None:
+    from pykafka_client.network.transport import distinguished_name
+
+    subject = ((("countryName", "US"),), (("organizationName", "Acme, Inc."),), (("commonName", "client-1"),))
+    assert distinguished_name(subject) == "CN=client-1,O=Acme\\, Inc.,C=US"
+
+
+def test_plaintext_channel_principal_is_anonymous(channel: KafkaChannel) -> None:
+    assert channel.principal() == "ANONYMOUS"

@@ -75,6 +75,9 @@ class PipeEnd:
     def close(self) -> None:
         self.closed = True
 
+    def peer_principal(self) -> str | None:
+        return None
+
 
 def pipe(chunk: int = 1 << 20) -> tuple[PipeEnd, PipeEnd]:
     a, b = PipeEnd(chunk), PipeEnd(chunk)

@@ -285,3 +285,34 @@ def test_without_optimistic_writes_the_poll_writes() -> None:
         assert peer.recv(100) == frame(b"later")
     finally:
         harness.close()
+
+
+def test_one_busy_channel_does_not_starve_others(h: Harness) -> None:
+    busy = h.add("busy")
+    quiet = h.add("quiet")
+    busy.sendall(b"".join(frame(b"b%d" % i) for i in range(50)))
+    quiet.sendall(frame(b"q"))
+    h.selector.poll(0)
+    assert sorted(receives(h.selector)) == [("busy", b"b0"), ("quiet", b"q")]
+
+
+def test_large_frame_is_read_across_polls_within_the_byte_budget() -> None:
+    harness = Harness(max_read_bytes_per_channel_per_poll=1, max_receive_size=1 << 20)
+    try:
+        peer = harness.add("a")
+        other = harness.add("b")
+        payload = b"z" * 300_000
+        t = threading.Thread(target=peer.sendall, args=(frame(payload),))
+        t.start()
+        other.sendall(frame(b"small"))
+        got: list[tuple[str, bytes]] = []
+        polls = 0
+        while len(got) < 2 and polls < 10_000:
+            harness.selector.poll(100)
+            got += receives(harness.selector)
+            polls += 1
+        t.join(10)
+        assert sorted(got) == [("a", payload), ("b", b"small")]
+        assert polls > 1
+    finally:
+        harness.close()
