@@ -10,6 +10,9 @@ is missing. The process is killed by PID at teardown.
 ``noida_broker`` (function scope): a noida-db Kafka endpoint (a second independent broker) on a fresh
 port with a temporary data dir; same ``.bootstrap`` / ``.port`` / ``.stop()`` interface (no restart:
 noida-db holds its port after stopping). Skips when ``noida-db`` is not installed.
+
+``mini_broker_server`` (function scope): this project's own ``mini_broker.broker.MiniBroker`` (port 0,
+temp data dir) wrapped to the same ``.bootstrap`` / ``.port`` interface. Skips when it cannot start.
 """
 
 from __future__ import annotations
@@ -61,3 +64,28 @@ def noida_broker(tmp_path: Path) -> Iterator[NoidaBroker]:
         yield broker
     finally:
         broker.stop()
+
+
+class _MiniBrokerHandle:
+    def __init__(self, broker: object) -> None:
+        self.broker = broker
+        self.port = int(broker.port)  # type: ignore[attr-defined]
+        self.bootstrap = f"127.0.0.1:{self.port}"
+
+
+@pytest.fixture
+def mini_broker_server() -> Iterator[_MiniBrokerHandle]:
+    try:
+        from mini_broker.broker import MiniBroker
+    except ImportError as e:
+        pytest.skip(f"mini_broker is not available: {e}")
+    broker = MiniBroker()
+    try:
+        broker.start()
+    except Exception as e:  # not ready yet: another helper is building it
+        broker.shutdown()
+        pytest.skip(f"MiniBroker could not start: {e}")
+    try:
+        yield _MiniBrokerHandle(broker)
+    finally:
+        broker.shutdown()

@@ -26,9 +26,9 @@ from pykafka_client.errors import (
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["tansu", "noida"])
+@pytest.fixture(params=["tansu_broker", "noida_broker", "mini_broker_server"])
 def broker(request: pytest.FixtureRequest) -> Any:
-    return request.getfixturevalue(f"{request.param}_broker")
+    return request.getfixturevalue(request.param)
 
 
 @pytest.fixture

@@ -49,9 +49,9 @@ def make_client(metadata: Metadata | None = None, nodes: list[Node] | None = Non
     )
 
 
-@pytest.fixture(params=["tansu", "noida"])
+@pytest.fixture(params=["tansu_broker", "noida_broker", "mini_broker_server"])
 def broker(request: pytest.FixtureRequest) -> Any:
-    return request.getfixturevalue(f"{request.param}_broker")
+    return request.getfixturevalue(request.param)
 
 
 @pytest.fixture
