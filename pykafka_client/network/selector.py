@@ -52,6 +52,8 @@ _DEFERRED_CONNECT_ERRORS = frozenset(
     {errno.ECONNREFUSED, errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNABORTED}
 )
 _CONNECT_IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY, errno.EINTR})
+#: epoll takes an int of milliseconds; longer polls (e.g. Long.MAX_VALUE-style "forever") are capped.
+_MAX_SELECT_TIMEOUT_MS = 2**31 - 1
 _AUTH_ERRORS = (AuthenticationError, SaslAuthenticationError, UnsupportedSaslMechanismError, IllegalSaslStateError)
 
 
@@ -405,6 +407,7 @@ class Selector:
         if buffered or self._disconnected or self._completed_sends:
             timeout_ms = 0
         start_ns = self._time.nanoseconds()
+        timeout_ms = min(timeout_ms, _MAX_SELECT_TIMEOUT_MS)
         events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
         end_select_ns = self._time.nanoseconds()
         self.metrics.select_total += 1

@@ -316,3 +316,8 @@ def test_large_frame_is_read_across_polls_within_the_byte_budget() -> None:
         assert polls > 1
     finally:
         harness.close()
+
+
+def test_huge_poll_timeout_is_capped_not_an_error(h: Harness) -> None:
+    h.selector.wakeup()
+    h.selector.poll(2**63 - 1)
