@@ -23,9 +23,11 @@ def setup() -> tuple[MockTime, MockClient, list[ClientResponse]]:
     return time, client, []
 
 
-def send(client: MockClient, time: MockTime, out: list[ClientResponse], **kw: int) -> None:
+def send(client: MockClient, time: MockTime, out: list[ClientResponse], request_timeout_ms: int | None = None) -> None:
     assert client.ready(NODE, time.hi_res_clock_ms())
-    req = client.new_client_request("0", HeartbeatRequest(group_id="g"), time.hi_res_clock_ms(), callback=out.append, **kw)
+    req = client.new_client_request(
+        "0", HeartbeatRequest(group_id="g"), time.hi_res_clock_ms(), True, request_timeout_ms, out.append
+    )
     client.send(req, time.hi_res_clock_ms())
 
 
