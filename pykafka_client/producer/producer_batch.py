@@ -38,30 +38,52 @@ Callback = Callable[[RecordMetadata | None, BaseException | None], None]
 
 
 def _varint_size(value: int) -> int:
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
+    """Bytes of the zig-zag varint of ``value`` (64-bit range)."""
+    if -64 <= value < 64:
+        return 1
+    return (((value << 1) ^ (value >> 63)).bit_length() + 6) // 7
 
 
 def record_size_in_bytes(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
     """Exact encoded size of one v2 record, including its own length prefix (Java ``DefaultRecord.sizeInBytes``)."""
-    body = 1 + _varint_size(offset_delta) + _varint_size(timestamp_delta)
-    body += _varint_size(-1) if key is None else _varint_size(len(key)) + len(key)
-    body += _varint_size(-1) if value is None else _varint_size(len(value)) + len(value)
-    body += _varint_size(len(headers))
-    for hk, hv in headers:
-        kb = len(hk.encode("utf-8", "surrogateescape"))
-        body += _varint_size(kb) + kb
-        body += _varint_size(-1) if hv is None else _varint_size(len(hv)) + len(hv)
-    return _varint_size(body) + body
+    body = 1 + (1 if -64 <= offset_delta < 64 else _varint_size(offset_delta))
+    body += 1 if -64 <= timestamp_delta < 64 else _varint_size(timestamp_delta)
+    if key is None:
+        body += 1
+    else:
+        n = len(key)
+        body += n + (1 if n < 64 else _varint_size(n))
+    if value is None:
+        body += 1
+    else:
+        n = len(value)
+        body += n + (1 if n < 64 else _varint_size(n))
+    if headers:
+        body += _varint_size(len(headers))
+        for hk, hv in headers:
+            kb = len(hk.encode("utf-8", "surrogateescape"))
+            body += _varint_size(kb) + kb
+            body += 1 if hv is None else _varint_size(len(hv)) + len(hv)
+    else:
+        body += 1
+    return (1 if body < 64 else _varint_size(body)) + body
+
+
+#: Worst-case overhead of one record besides its key, value and headers (Java ``MAX_RECORD_OVERHEAD``).
+MAX_RECORD_OVERHEAD = 21
 
 
 def estimate_size_upper_bound(key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
-    """A record's size in a batch of its own, with worst-case deltas (Java ``estimateSizeInBytesUpperBound``)."""
-    return RECORD_BATCH_OVERHEAD + record_size_in_bytes(INT_MAX, 2**62, key, value, headers)
+    """An upper bound of a record's size in a batch of its own (Java ``estimateSizeInBytesUpperBound``); O(1)
+    without headers."""
+    size = RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD + 10
+    if key is not None:
+        size += len(key)
+    if value is not None:
+        size += len(value)
+    for hk, hv in headers:
+        size += 10 + 4 * len(hk) + (0 if hv is None else len(hv))
+    return size
 
 
 def increment_sequence(sequence: int, increment: int) -> int:

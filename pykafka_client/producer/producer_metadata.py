@@ -62,6 +62,9 @@ class ProducerMetadata(Metadata):
 
     def add(self, topic: str, now_ms: int) -> None:
         """Keep ``topic`` in the metadata requests; a new topic asks for a (partial) update."""
+        expiry = self._topics.get(topic)
+        if expiry is not None and expiry - now_ms > self.metadata_idle_ms // 2:
+            return  # fresh enough: no lock on the hot path
         with self._lock:
             if topic not in self._topics:
                 self._new_topics.add(topic)

@@ -255,7 +255,8 @@ class RecordAccumulator:
     ) -> None:
         if requested != UNKNOWN_PARTITION:
             return
-        enable_switch = all(b.is_full() for b in q.batches)
+        # Only the last batch can be open: all earlier ones are closed or full.
+        enable_switch = not q.batches or q.batches[-1].is_full()
         info.partitioner.update_partition_info(result.partition, result.appended_bytes, cluster, enable_switch)
 
     # --- readiness (Sender thread) -------------------------------------------------------------------

@@ -123,6 +123,7 @@ class Sender:
         self._force_close = False
         self._init_pid_not_before_ms = 0
         self.fatal_error: BaseException | None = None
+        self._wakeup_pending = False
 
     # --- thread loop ---------------------------------------------------------------------------------
 
@@ -168,11 +169,16 @@ class Sender:
         return self._running
 
     def wakeup(self) -> None:
-        self.client.wakeup()
+        """Interrupt the I/O thread's poll (thread-safe). Repeated calls before the next iteration cost no
+        syscall: the flag is cleared at the top of :meth:`run_once`, before it polls."""
+        if not self._wakeup_pending:
+            self._wakeup_pending = True
+            self.client.wakeup()
 
     # --- one iteration -------------------------------------------------------------------------------
 
     def run_once(self) -> None:
+        self._wakeup_pending = False
         tm = self.transaction_manager
         if tm is not None:
             tm.maybe_resolve_sequences()

@@ -1,0 +1,203 @@
+"""Producer throughput: pykafka_client vs kafka-python, aiokafka and confluent-kafka in one run.
+
+    .venv/bin/python bench/producer.py                  # 200k x 100-byte values, 4 configs x 4 clients
+    .venv/bin/python bench/producer.py --records 20000  # quicker
+    .venv/bin/python bench/producer.py --profile        # cProfile our client's hot path (top 25)
+
+A mini_broker runs in its own process (so its CPU does not share our GIL); each client run is a separate
+process so that its peak RSS (``ru_maxrss``) is its own. Configs: 1 and 6 partitions x acks=1 and all,
+linger.ms=5, default batch.size, no compression, values pre-built; time is from the first send to the end of
+flush. Output: records/s per client and config, ratio to pykafka_client, peak RSS in MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+CLIENTS = ["pykafka_client", "kafka-python", "aiokafka", "confluent-kafka"]
+
+
+def run_ours(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    from pykafka_client import KafkaProducer
+
+    p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
+    p.send(topic, value).result(30)  # metadata + connection outside the timing
+    start = time.perf_counter()
+    send = p.send
+    for _ in range(n):
+        send(topic, value)
+    p.flush()
+    elapsed = time.perf_counter() - start
+    p.close()
+    return elapsed
+
+
+def run_kafka_python(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    import kafka
+
+    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=acks if acks == "all" else int(acks), linger_ms=5)
+    p.send(topic, value).get(30)
+    start = time.perf_counter()
+    send = p.send
+    for _ in range(n):
+        send(topic, value)
+    p.flush()
+    elapsed = time.perf_counter() - start
+    p.close()
+    return elapsed
+
+
+def run_aiokafka(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    import aiokafka
+
+    async def main() -> float:
+        p = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks if acks == "all" else int(acks), linger_ms=5)
+        await p.start()
+        try:
+            await p.send_and_wait(topic, value)
+            start = time.perf_counter()
+            last = None
+            for _ in range(n):
+                last = await p.send(topic, value)
+            await p.flush()
+            if last is not None:
+                await last
+            return time.perf_counter() - start
+        finally:
+            await p.stop()
+
+    return asyncio.run(main())
+
+
+def run_confluent(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    import confluent_kafka
+
+    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
+    p.produce(topic, value)
+    p.flush(30)
+    start = time.perf_counter()
+    produce, poll = p.produce, p.poll
+    for i in range(n):
+        while True:
+            try:
+                produce(topic, value)
+                break
+            except BufferError:
+                poll(0.01)
+        if i % 1000 == 0:
+            poll(0)
+    p.flush()
+    return time.perf_counter() - start
+
+
+RUNNERS = {
+    "pykafka_client": run_ours,
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+    "confluent-kafka": run_confluent,
+}
+
+
+def child(args: argparse.Namespace) -> None:
+    value = b"x" * args.value_size
+    if args.profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        elapsed = RUNNERS[args.client](args.bootstrap, args.topic, args.records, args.acks, value)
+        prof.disable()
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+    else:
+        elapsed = RUNNERS[args.client](args.bootstrap, args.topic, args.records, args.acks, value)
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"elapsed": elapsed, "rss_mib": rss_mib}))
+
+
+def start_broker(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mini_broker", "--listeners", "PLAINTEXT://127.0.0.1:0", "--data-dir", data_dir,
+         "--log-level", "WARNING", "--override", "num.partitions=1"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "listening on" not in line:
+        proc.kill()
+        raise RuntimeError(f"broker did not start: {line!r}")
+    return proc, line.strip().rsplit("//", 1)[1]
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        admin.create_topics([NewTopic(name, partitions, 1)])
+    finally:
+        admin.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--profile", action="store_true", help="profile pykafka_client only (1 partition, acks=1)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--client", help=argparse.SUPPRESS)
+    ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    ap.add_argument("--topic", help=argparse.SUPPRESS)
+    ap.add_argument("--acks", default="1", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-producer-") as data_dir:
+        broker, bootstrap = start_broker(data_dir)
+        try:
+            configs = [(1, "1")] if args.profile else [(1, "1"), (1, "all"), (6, "1"), (6, "all")]
+            clients = ["pykafka_client"] if args.profile else args.clients.split(",")
+            print(f"{args.records} records x {args.value_size} B, linger.ms=5, mini_broker in its own process")
+            print(f"{'config':<18}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}")
+            for partitions, acks in configs:
+                ours: float | None = None
+                for client in clients:
+                    topic = f"bench-{partitions}-{acks}-{client}-{time.monotonic_ns()}"
+                    create_topic(bootstrap, topic, partitions)
+                    cmd = [sys.executable, __file__, "--child", "--client", client, "--bootstrap", bootstrap,
+                           "--topic", topic, "--acks", acks, "--records", str(args.records),
+                           "--value-size", str(args.value_size)] + (["--profile"] if args.profile else [])
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
+                    if out.returncode != 0:
+                        print(f"{client}: failed: {out.stderr.strip().splitlines()[-1:]}")
+                        continue
+                    if args.profile:
+                        print(out.stderr)
+                    res: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+                    rate = args.records / res["elapsed"]
+                    if client == "pykafka_client":
+                        ours = rate
+                    ratio = f"{rate / ours:.2f}x" if ours else "-"
+                    print(f"{partitions}p acks={acks:<9}{client:<17}{rate:>10.0f}"
+                          f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}", flush=True)
+        finally:
+            broker.terminate()
+            broker.wait(30)
+
+
+if __name__ == "__main__":
+    main()
