@@ -275,6 +275,7 @@ def decode_records(
     """
     records: list[Record] = []
     append = records.append
+    new = tuple.__new__
     rv = read_varint
     end = len(data)
     pos = 0
@@ -320,44 +321,45 @@ def decode_records(
                 pos += 2
             else:
                 offset_delta, pos = rv(data, pos, 5)
+            # Key and value: one- and two-byte lengths are decoded inline. Slices never reach past ``data``
+            # and an overrun of the record is caught by the ``pos != rec_end`` check below.
             b = data[pos]
             if b < 0x80:
-                klen = (b >> 1) ^ -(b & 1)
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                klen = (b >> 1) ^ -(b & 1)
-                pos += 2
+                if not b & 1:
+                    b >>= 1
+                    key: bytes | None = data[pos : pos + b]
+                    pos += b
+                elif b == 1:
+                    key = None
+                else:
+                    raise CorruptRecordError(
+                        f"batch at offset {base_offset}: record {i} has key length {(b >> 1) ^ -1}"
+                    )
             else:
-                klen, pos = rv(data, pos, 5)
-            if klen >= 0:
-                if pos + klen > rec_end:
-                    raise CorruptRecordError(f"batch at offset {base_offset}: record {i} key length {klen} too long")
-                key: bytes | None = data[pos : pos + klen]
-                pos += klen
-            elif klen == -1:
-                key = None
-            else:
-                raise CorruptRecordError(f"batch at offset {base_offset}: record {i} has key length {klen}")
+                key, pos = _read_bytes(data, pos, rec_end, base_offset, i, "key")
             b = data[pos]
             if b < 0x80:
-                vlen = (b >> 1) ^ -(b & 1)
                 pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                vlen = (b >> 1) ^ -(b & 1)
-                pos += 2
+                if not b & 1:
+                    b >>= 1
+                    value: bytes | None = data[pos : pos + b]
+                    pos += b
+                elif b == 1:
+                    value = None
+                else:
+                    raise CorruptRecordError(
+                        f"batch at offset {base_offset}: record {i} has value length {(b >> 1) ^ -1}"
+                    )
             else:
-                vlen, pos = rv(data, pos, 5)
-            if vlen >= 0:
-                if pos + vlen > rec_end:
-                    raise CorruptRecordError(f"batch at offset {base_offset}: record {i} value length {vlen} too long")
-                value: bytes | None = data[pos : pos + vlen]
-                pos += vlen
-            elif vlen == -1:
-                value = None
-            else:
-                raise CorruptRecordError(f"batch at offset {base_offset}: record {i} has value length {vlen}")
+                b2 = data[pos + 1]
+                if b2 < 0x80 and not b & 1:
+                    b = ((b & 0x7F) | (b2 << 7)) >> 1
+                    pos += 2
+                    value = data[pos : pos + b]
+                    pos += b
+                else:
+                    value, pos = _read_bytes(data, pos, rec_end, base_offset, i, "value")
             b = data[pos]
             if b < 0x80:
                 hcount = (b >> 1) ^ -(b & 1)
@@ -381,13 +383,16 @@ def decode_records(
                     f"{length + pos - rec_end}"
                 )
             append(
-                Record(
-                    base_offset + offset_delta,
-                    base_timestamp + ts_delta if use_create_time else fixed_ts,
-                    ts_type,
-                    key,
-                    value,
-                    headers,
+                new(
+                    Record,
+                    (
+                        base_offset + offset_delta,
+                        base_timestamp + ts_delta if use_create_time else fixed_ts,
+                        ts_type,
+                        key,
+                        value,
+                        headers,
+                    ),
                 )
             )
     except IndexError:
@@ -397,6 +402,20 @@ def decode_records(
             f"batch at offset {base_offset}: {end - pos} bytes left after the {count} declared records"
         )
     return records
+
+
+def _read_bytes(
+    data: bytes, pos: int, rec_end: int, base_offset: int, index: int, what: str
+) -> tuple[bytes | None, int]:
+    """A varint-length-prefixed nullable byte string (the general case of the inline fast paths)."""
+    length, pos = read_varint(data, pos, 5)
+    if length >= 0:
+        if pos + length > rec_end:
+            raise CorruptRecordError(f"batch at offset {base_offset}: record {index} {what} length {length} too long")
+        return data[pos : pos + length], pos + length
+    if length == -1:
+        return None, pos
+    raise CorruptRecordError(f"batch at offset {base_offset}: record {index} has {what} length {length}")
 
 
 def _decode_headers(

@@ -174,13 +174,10 @@ class LegacyRecordBatch:
             pos += inner.size_in_bytes
         if self.magic == MAGIC_VALUE_V1 and out:
             base = self.offset - out[-1].offset
-            for r in out:
-                r.offset += base
+            out = [r._replace(offset=r.offset + base) for r in out]
         if wrapper_log_append:
             ts = self.timestamp
-            for r in out:
-                r.timestamp = ts
-                r.timestamp_type = TimestampType.LOG_APPEND_TIME
+            out = [r._replace(timestamp=ts, timestamp_type=TimestampType.LOG_APPEND_TIME) for r in out]
         return out
 
     def __iter__(self) -> Iterator[Record]:
