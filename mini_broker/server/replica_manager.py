@@ -79,6 +79,7 @@ class PartitionResponse:
     log_start_offset: int = -1
     record_errors: list[tuple[int, str | None]] = field(default_factory=list)
     error_message: str | None = None
+    last_offset: int = -1  # not on the wire: what a DelayedProduce waits for (high watermark > last_offset)
 
 
 @dataclass
@@ -260,12 +261,8 @@ class ReplicaManager:
             self.produce_purgatory.check_and_complete(key)
         if required_acks == -1 and appended:
             statuses: dict[Hashable, ProducePartitionStatus] = {
-                tp: ProducePartitionStatus(r.base_offset + 1, r.error_code, False) for tp, r in results.items()
+                tp: ProducePartitionStatus(r.last_offset + 1, r.error_code, False) for tp, r in results.items()
             }
-            last_offsets = {tp: self._last_offset_of(tp, r) for tp, r in results.items()}
-            for tp_key, st in statuses.items():
-                assert isinstance(tp_key, TopicPartition)
-                st.required_offset = last_offsets[tp_key] + 1
 
             def on_done(final: dict[Hashable, ProducePartitionStatus]) -> None:
                 for tp2, st2 in final.items():
@@ -278,9 +275,6 @@ class ReplicaManager:
             self.produce_purgatory.try_complete_else_watch(op, keys)
             return
         respond(results)
-
-    def _last_offset_of(self, tp: TopicPartition, r: PartitionResponse) -> int:
-        return getattr(r, "_last_offset", r.base_offset)
 
     def _check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
         assert isinstance(tp, TopicPartition)
@@ -320,10 +314,8 @@ class ReplicaManager:
             self.metrics.counter("kafka_server_BrokerTopicMetrics_BytesIn_total").inc(_records_size(records))
             self.metrics.counter("kafka_server_BrokerTopicMetrics_MessagesIn_total").inc(
                 info.last_offset - info.first_offset + 1)
-        resp = PartitionResponse(error_code=0, base_offset=info.first_offset, log_append_time_ms=info.log_append_time,
-                                 log_start_offset=info.log_start_offset)
-        resp._last_offset = info.last_offset  # type: ignore[attr-defined]
-        return resp
+        return PartitionResponse(error_code=0, base_offset=info.first_offset, log_append_time_ms=info.log_append_time,
+                                 log_start_offset=info.log_start_offset, last_offset=info.last_offset)
 
     # --- fetch --------------------------------------------------------------------------------------
 

@@ -385,3 +385,59 @@ def test_metrics_endpoint(broker: MiniBroker) -> None:
                   "kafka_server_KafkaRequestHandlerPool_RequestHandlerAvgIdlePercent",
                   'kafka_server_DelayedOperationPurgatory_PurgatorySize{delayedOperation="Fetch"}'):
         assert gauge in text
+
+
+def test_delete_and_recreate_topic_starts_empty(broker: MiniBroker) -> None:
+    from pykafka_client.protocol.messages import DeleteTopicsRequest
+
+    c = Conn(broker)
+    assert create_topic(c, "recreated", 2).error_code == NONE
+    assert part_error(produce(c, "recreated", 1, batch(5))) == NONE
+    resp = c.call(DeleteTopicsRequest(topic_names=["recreated", "never-existed"], timeout_ms=5000), 5)
+    assert [(r.name, r.error_code) for r in resp.responses] == [("recreated", NONE),
+                                                                 ("never-existed", UNKNOWN_TOPIC_OR_PARTITION)]
+    assert fetch(c, "recreated", 1, 0).responses[0].partitions[0].error_code == UNKNOWN_TOPIC_OR_PARTITION
+    assert create_topic(c, "recreated", 2).error_code == NONE
+    p = fetch(c, "recreated", 1, 0).responses[0].partitions[0]
+    assert p.error_code == NONE and p.high_watermark == 0
+    assert produce(c, "recreated", 1, batch(1)).responses[0].partition_responses[0].base_offset == 0
+    c.close()
+
+
+def test_create_topics_config_validation_and_describe(broker: MiniBroker) -> None:
+    from pykafka_client.protocol.messages import DescribeConfigsRequest
+
+    c = Conn(broker)
+    bad = CreateTopicsRequest(topics=[
+        CreateTopicsRequest.CreatableTopic(name="cfg-bad", num_partitions=1, replication_factor=1, configs=[
+            CreateTopicsRequest.CreatableTopicConfig(name="no.such.config", value="1")]),
+        CreateTopicsRequest.CreatableTopic(name="cfg-bad2", num_partitions=1, replication_factor=1, configs=[
+            CreateTopicsRequest.CreatableTopicConfig(name="segment.bytes", value="ten")]),
+        CreateTopicsRequest.CreatableTopic(name="cfg-ok", num_partitions=-1, replication_factor=-1, configs=[
+            CreateTopicsRequest.CreatableTopicConfig(name="cleanup.policy", value="compact")]),
+    ], timeout_ms=5000)
+    resp = c.call(bad, 7)
+    codes = {t.name: t.error_code for t in resp.topics}
+    assert codes == {"cfg-bad": 40, "cfg-bad2": 40, "cfg-ok": NONE}  # INVALID_CONFIG
+    ok = next(t for t in resp.topics if t.name == "cfg-ok")
+    assert ok.num_partitions == 1 and ok.replication_factor == 1
+    assert {e.name: (e.value, e.config_source) for e in ok.configs}["cleanup.policy"] == ("compact", 1)
+    req = DescribeConfigsRequest(resources=[
+        DescribeConfigsRequest.DescribeConfigsResource(resource_type=2, resource_name="cfg-ok",
+                                                       configuration_keys=["cleanup.policy", "retention.ms"]),
+        DescribeConfigsRequest.DescribeConfigsResource(resource_type=4, resource_name="0", configuration_keys=None),
+        DescribeConfigsRequest.DescribeConfigsResource(resource_type=2, resource_name="nope", configuration_keys=None),
+    ], include_synonyms=True)
+    resp = c.call(req, 4)
+    topic, brokers, missing = resp.results
+    entries = {e.name: e for e in topic.configs}
+    assert set(entries) == {"cleanup.policy", "retention.ms"}
+    assert (entries["cleanup.policy"].value, entries["cleanup.policy"].config_source) == ("compact", 1)
+    assert (entries["retention.ms"].value, entries["retention.ms"].config_source) == ("604800000", 5)
+    assert [s.source for s in entries["cleanup.policy"].synonyms] == [1, 5]
+    broker_entries = {e.name: e for e in brokers.configs}
+    assert broker_entries["message.max.bytes"].value == "10000"
+    assert broker_entries["message.max.bytes"].config_source == 4  # STATIC_BROKER_CONFIG
+    assert broker_entries["num.partitions"].config_source == 5
+    assert missing.error_code == UNKNOWN_TOPIC_OR_PARTITION
+    c.close()
