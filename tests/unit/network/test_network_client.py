@@ -573,3 +573,16 @@ def test_rebootstrap_disabled_with_strategy_none() -> None:
         h.client.poll(50, h.now)
     assert len(h.metadata.fetch().nodes) == 3
     assert not h.selector.unanswered(api_key=ApiKey.METADATA)
+
+
+def test_network_client_implements_kafka_client_protocol() -> None:
+    from pykafka_client.network.kafka_client import KafkaClient
+
+    client: KafkaClient = Harness().client
+    assert client.active()
+
+
+def test_s27_least_loaded_node_starts_at_a_random_offset() -> None:
+    h = Harness(n_nodes=3)
+    picks = {h.client.least_loaded_node(h.now).node for _ in range(30)}
+    assert len(picks) > 1  # equally good candidates: no fixed preference
