@@ -384,7 +384,7 @@ def test_s74_cluster_authorization_on_init_producer_id_is_fatal() -> None:
     assert isinstance(f.exception(0), ClusterAuthorizationFailedError)
 
 
-def test_max_in_flight_one_mutes_partition() -> None:
+def test_s60_max_in_flight_one_mutes_partition_until_response() -> None:
     h = Harness(max_in_flight=1)
     h.append()
     h.run_once()
