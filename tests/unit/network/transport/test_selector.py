@@ -321,3 +321,38 @@ def test_large_frame_is_read_across_polls_within_the_byte_budget() -> None:
 def test_huge_poll_timeout_is_capped_not_an_error(h: Harness) -> None:
     h.selector.wakeup()
     h.selector.poll(2**63 - 1)
+
+
+def test_idle_expiry_disabled_with_minus_one() -> None:
+    harness = Harness(connections_max_idle_ms=-1)
+    try:
+        harness.add("a")
+        harness.time.sleep(10**9)
+        harness.selector.poll(0)
+        assert harness.selector.disconnected() == {} and harness.selector.is_open("a")
+    finally:
+        harness.close()
+
+
+def test_create_client_selector_reads_config() -> None:
+    from pykafka_client.errors import ConfigurationError
+    from pykafka_client.network.sasl import SaslClientAuthenticator
+    from pykafka_client.network.selector import create_client_selector
+
+    sel = create_client_selector(
+        {"receive.message.max.bytes": 10, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+         "sasl.username": "u", "sasl.password": "p"},
+        MockTime(),
+    )
+    try:
+        a, b = socket.socketpair()
+        b.close()
+        channel = sel._builder.build_channel("x", a, connecting=False, host=None, max_receive_size=10)
+        assert isinstance(channel.authenticator, SaslClientAuthenticator)
+        assert not channel.ready()
+        channel.close()
+        assert sel._max_receive_size == 10
+    finally:
+        sel.close()
+    with pytest.raises(ConfigurationError, match="sasl"):
+        create_client_selector({"security.protocol": "SASL_SSL"})
