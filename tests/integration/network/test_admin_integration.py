@@ -13,15 +13,19 @@ from pykafka_client import AdminClient
 from pykafka_client.admin import (
     ConfigResource,
     ConfigResourceType,
+    NewPartitions,
     NewTopic,
     OffsetSpec,
 )
 from pykafka_client.errors import (
     ConfigurationError,
+    InvalidPartitionsError,
     KafkaTimeoutError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
 )
+from pykafka_client.protocol.api_keys import ApiKey
 
 pytestmark = pytest.mark.integration
 
@@ -85,3 +89,21 @@ def test_timeout_when_no_broker_listens() -> None:
         assert time.monotonic() - started < 5
     with pytest.raises(Exception, match="closed"):
         a.describe_cluster(timeout=0.1)
+
+
+def test_create_partitions(admin: AdminClient, broker: Any) -> None:
+    admin.create_topics([NewTopic("grow", 1, 1)], timeout=10)
+    versions = admin.network_client.api_versions
+    node_versions = [versions.get(n) for n in versions.nodes()]
+    if not any(v is not None and v.api_version(ApiKey.CREATE_PARTITIONS) for v in node_versions):
+        # Tansu does not implement CreatePartitions: the request never hits the wire.
+        with pytest.raises(UnsupportedVersionError):
+            admin.create_partitions({"grow": NewPartitions(3)}, timeout=10)
+        return
+    admin.create_partitions({"grow": NewPartitions(3)}, timeout=10)
+    deadline = time.monotonic() + 10
+    while len(admin.describe_topics(["grow"], timeout=10)["grow"].partitions) != 3:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    with pytest.raises(InvalidPartitionsError):
+        admin.create_partitions({"grow": NewPartitions(2)}, timeout=10)
