@@ -12,6 +12,7 @@ from pykafka_client.protocol.records.batch_ops import (
     set_partition_leader_epoch,
     set_producer_state,
     validate_batch,
+    validate_records,
 )
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.protocol.records.control import (
@@ -67,4 +68,5 @@ __all__ = [
     "set_partition_leader_epoch",
     "set_producer_state",
     "validate_batch",
+    "validate_records",
 ]

@@ -1,6 +1,7 @@
 """Broker-side operations on v2 batches in place, without re-encoding records.
 
-* :func:`validate_batch` checks a batch received from a client or read from a log segment.
+* :func:`validate_batch` checks a batch received from a client or read from a log segment
+  (:func:`validate_records` additionally decodes it and checks the record offsets).
 * :func:`set_base_offset` / :func:`set_partition_leader_epoch` patch fields outside the CRC range.
 * :func:`set_producer_state` rewrites producer id/epoch/sequence (a re-sent batch), recomputing the CRC.
 * :func:`set_log_append_time` switches a batch to LOG_APPEND_TIME and recomputes the CRC.
@@ -34,6 +35,7 @@ from pykafka_client.protocol.records.default_record_batch import (
     TRANSACTIONAL_FLAG_MASK,
     DefaultRecordBatch,
 )
+from pykafka_client.protocol.records.record import Record
 from pykafka_client.protocol.records.record_batch import LOG_OVERHEAD, MAGIC_VALUE_V2
 
 Buffer = bytes | bytearray | memoryview
@@ -49,7 +51,12 @@ _MAX_CODEC_ID = 4
 
 
 def validate_batch(
-    buf: Buffer, pos: int = 0, *, from_client: bool = False, max_batch_size: int | None = None
+    buf: Buffer,
+    pos: int = 0,
+    *,
+    from_client: bool = False,
+    max_batch_size: int | None = None,
+    deep: bool = False,
 ) -> DefaultRecordBatch:
     """Check the v2 batch at ``pos`` and return a view of it.
 
@@ -61,7 +68,7 @@ def validate_batch(
 
     Raises ``CorruptRecordError`` (sizes, magic, CRC), ``UnsupportedCompressionTypeError`` (codec
     bits 5-7) or ``InvalidRecordError`` (count/offset inconsistencies, client control batches).
-    Records themselves are not decoded.
+    Records themselves are decoded only with ``deep`` (see :func:`validate_records`).
     """
     available = len(buf) - pos
     if pos < 0 or available < LOG_OVERHEAD:
@@ -113,7 +120,29 @@ def validate_batch(
                 f"batch at offset {batch.base_offset}: last offset delta {batch.last_offset_delta} is "
                 f"inconsistent with records count {count}"
             )
+    if deep:
+        validate_records(batch)
     return batch
+
+
+def validate_records(batch: DefaultRecordBatch, max_decompressed_size: int | None = None) -> list[Record]:
+    """Decode every record (decompressing, bounded) and check that the i-th has offset delta i.
+
+    Java's LogValidator rejects a batch whose inner offsets are not consecutive from the base offset
+    (``InvalidRecordError``); malformed records raise ``CorruptRecordError`` / ``MessageDecodeError``.
+    """
+    records = batch.records(max_decompressed_size)
+    base = batch.base_offset
+    for i, record in enumerate(records):
+        if record.offset != base + i:
+            raise InvalidRecordError(
+                f"batch at offset {base}: record {i} has offset delta {record.offset - base}, expected {i}"
+            )
+    if records and len(records) - 1 != batch.last_offset_delta:
+        raise InvalidRecordError(
+            f"batch at offset {base}: last offset delta {batch.last_offset_delta} but {len(records)} records"
+        )
+    return records
 
 
 def set_base_offset(buf: WritableBuffer, pos: int, base_offset: int) -> None:

@@ -138,3 +138,23 @@ def test_iterator_stops_at_a_corrupt_batch_with_the_error() -> None:
     assert isinstance(it.error, CorruptRecordError)
     # without validation the CRC is not looked at
     assert len(list(BatchIterator(log))) == 2
+
+
+def test_deep_validation_checks_record_offsets() -> None:
+    from pykafka_client.protocol.records import MemoryRecordsBuilder, validate_records
+
+    builder = MemoryRecordsBuilder()
+    for i in range(3):
+        builder.append(i, None, b"x")
+    raw = bytearray(builder.build())
+    assert [r.offset for r in validate_records(validate_batch(raw, deep=True))] == [0, 1, 2]
+    # record 1's offset delta (the byte after its length, attributes and timestamp delta) set to 5
+    second = 61 + raw[61] // 2 + 1
+    assert raw[second + 3] == 2  # zig-zag 1
+    raw[second + 3] = 10
+    _rewrite_crc(raw)
+    validate_batch(raw)  # the header alone is fine
+    with pytest.raises(InvalidRecordError, match="offset delta 5, expected 1"):
+        validate_batch(raw, deep=True)
+    # an independent encoder's compressed batch passes the deep check
+    validate_batch(independent_batch(4, codec=2), deep=True)
