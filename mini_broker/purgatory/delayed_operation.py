@@ -28,13 +28,14 @@ class OperationLock(Protocol):
 
 
 class DelayedOperation(TimerTask):
-    """Base of every delayed operation. ``lock`` may be shared (e.g. a group's lock); default an RLock."""
+    """Base of every delayed operation. ``lock`` may be shared (e.g. a group's RLock); the default is a
+    plain Lock: ``try_complete``/``on_complete`` must not re-enter this op's ``safe_try_complete``."""
 
     __slots__ = ("_completed", "lock")
 
     def __init__(self, delay_ms: int, lock: OperationLock | None = None) -> None:
         super().__init__(delay_ms)
-        self.lock: OperationLock = lock if lock is not None else threading.RLock()
+        self.lock: OperationLock = lock if lock is not None else threading.Lock()
         # Held <=> completed. acquire(blocking=False) is the atomic compare-and-set of Java's AtomicBoolean.
         self._completed = threading.Lock()
 

@@ -13,39 +13,54 @@ from contextlib import contextmanager
 
 
 class ReadWriteLock:
+    """``acquire_read``/``release_read`` and ``acquire_write``/``release_write`` (also as ``read()`` /
+    ``write()`` context managers)."""
+
+    __slots__ = ("_cond", "_readers", "_writer", "_writers_waiting")
+
     def __init__(self) -> None:
         self._cond = threading.Condition(threading.Lock())
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
 
+    def acquire_read(self) -> None:
+        with self._cond:
+            while self._writer or self._writers_waiting:
+                self._cond.wait()
+            self._readers += 1
+
+    def release_read(self) -> None:
+        with self._cond:
+            self._readers -= 1
+            if self._readers == 0 and self._writers_waiting:
+                self._cond.notify_all()
+
+    def acquire_write(self) -> None:
+        with self._cond:
+            self._writers_waiting += 1
+            while self._writer or self._readers:
+                self._cond.wait()
+            self._writers_waiting -= 1
+            self._writer = True
+
+    def release_write(self) -> None:
+        with self._cond:
+            self._writer = False
+            self._cond.notify_all()
+
     @contextmanager
     def read(self) -> Iterator[None]:
-        cond = self._cond
-        with cond:
-            while self._writer or self._writers_waiting:
-                cond.wait()
-            self._readers += 1
+        self.acquire_read()
         try:
             yield
         finally:
-            with cond:
-                self._readers -= 1
-                if self._readers == 0:
-                    cond.notify_all()
+            self.release_read()
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        cond = self._cond
-        with cond:
-            self._writers_waiting += 1
-            while self._writer or self._readers:
-                cond.wait()
-            self._writers_waiting -= 1
-            self._writer = True
+        self.acquire_write()
         try:
             yield
         finally:
-            with cond:
-                self._writer = False
-                cond.notify_all()
+            self.release_write()

@@ -70,9 +70,14 @@ class SystemTimer:
     def add(self, task: TimerTask) -> None:
         """Schedule ``task`` to run ``task.delay_ms`` from now."""
         expired: list[TimerTask] = []
-        with self._lock.read():
+        lock = self._lock
+        lock.acquire_read()
+        try:
             self._add_entry(TimerTaskEntry(task, task.delay_ms + self._time.hi_res_clock_ms()), expired)
-        self._dispatch(expired)
+        finally:
+            lock.release_read()
+        if expired:
+            self._dispatch(expired)
 
     def _add_entry(self, entry: TimerTaskEntry, expired: list[TimerTask]) -> None:
         if not self._wheel.add(entry) and not entry.cancelled():

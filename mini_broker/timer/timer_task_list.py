@@ -81,6 +81,24 @@ class TimerTaskList:
                     self._task_counter.add(1)
                     return
 
+    def add_and_set_expiration(self, entry: TimerTaskEntry, expiration_ms: int) -> bool:
+        """:meth:`add` then :meth:`set_expiration` under one lock acquisition (the wheel's hot path)."""
+        while True:
+            entry.remove()
+            with self._lock:
+                if entry.list is None:
+                    tail = self._root.prev
+                    assert tail is not None
+                    entry.next = self._root
+                    entry.prev = tail
+                    entry.list = self
+                    tail.next = entry
+                    self._root.prev = entry
+                    self._task_counter.add(1)
+                    old = self._expiration
+                    self._expiration = expiration_ms
+                    return old != expiration_ms
+
     def remove(self, entry: TimerTaskEntry) -> None:
         """Unlink ``entry`` if this list holds it (O(1))."""
         with self._lock:

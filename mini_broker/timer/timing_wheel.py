@@ -77,21 +77,20 @@ class TimingWheel:
     def add(self, entry: TimerTaskEntry) -> bool:
         """Place ``entry`` in a bucket. False when it is cancelled or already expired (caller runs it)."""
         expiration = entry.expiration_ms
-        if entry.cancelled():
+        if entry.cancelled() or expiration < self.current_time_ms + self.tick_ms:
             return False
-        if expiration < self.current_time_ms + self.tick_ms:
-            return False
-        if expiration < self.current_time_ms + self.interval_ms:
-            virtual_id = expiration // self.tick_ms
-            bucket = self._buckets[virtual_id % self.wheel_size]
-            bucket.add(entry)
-            # Offer the bucket only when its expiration changes: a bucket is in the queue at most once
-            # per use, and an empty (flushed) bucket has expiration -1 and is not queued.
-            if bucket.set_expiration(virtual_id * self.tick_ms):
-                self._queue.offer(bucket)
-            return True
-        overflow = self._overflow_wheel or self._add_overflow_wheel()
-        return overflow.add(entry)
+        wheel = self
+        # Walk up the levels (iteratively) until the expiration falls within a wheel's interval.
+        while expiration >= wheel.current_time_ms + wheel.interval_ms:
+            wheel = wheel._overflow_wheel or wheel._add_overflow_wheel()
+        tick = wheel.tick_ms
+        virtual_id = expiration // tick
+        bucket = wheel._buckets[virtual_id % wheel.wheel_size]
+        # Offer the bucket only when its expiration changes: a bucket is in the queue at most once per
+        # use, and an empty (flushed) bucket has expiration -1 and is not queued.
+        if bucket.add_and_set_expiration(entry, virtual_id * tick):
+            self._queue.offer(bucket)
+        return True
 
     def advance_clock(self, time_ms: int) -> None:
         """Move the clock to ``time_ms`` rounded down to a tick (never backwards), cascading upwards."""

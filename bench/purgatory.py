@@ -1,0 +1,187 @@
+"""Purgatory micro-benchmark (after Kafka's TestPurgatoryPerformance). Not a test.
+
+Requests arrive with exponential inter-arrival times at ``--rate`` per second. Each is a delayed
+operation watched on ``--keys`` keys drawn from ``--key-space`` keys, with a ``--timeout`` (200 ms). Its
+completion time is log-normal, fitted so that 50% complete within ``--pct50`` ms and 75% within
+``--pct75`` ms; as in Kafka's benchmark, a completer thread force-completes it at that time. Operations
+slower than the timeout expire through the timing wheel (reaper thread + executor thread, as in the
+broker); completed entries leave the watcher lists through the purge (every ~1000 completions).
+
+Prints the target and achieved enqueue rate, how operations ended, and CPU use. Bounded by
+``--num`` and ``--max-seconds``.
+
+    .venv/bin/python bench/purgatory.py [--rate 100000] [--num 1000000] [--max-seconds 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import math
+import random
+import sys
+import threading
+import time
+
+from mini_broker.purgatory import DelayedOperation, DelayedOperationPurgatory
+
+EXPIRED: list[int] = []
+
+
+class FakeOperation(DelayedOperation):
+    __slots__ = ()
+
+    def try_complete(self) -> bool:
+        return False
+
+    def on_complete(self) -> None:
+        pass
+
+    def on_expiration(self) -> None:
+        EXPIRED.append(1)
+
+
+def lognormal_params(pct50: float, pct75: float) -> tuple[float, float]:
+    """(mu, sigma) of a log-normal with the given median and 75th percentile."""
+    mu = math.log(pct50)
+    sigma = (math.log(pct75) - mu) / 0.6744897501960817  # z-score of the 75th percentile
+    return mu, sigma
+
+
+class Completer:
+    """Completes operations at their scheduled times (Kafka's CompletionQueue)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, FakeOperation]] = []
+        self._cond = threading.Condition()
+        self._seq = 0
+        self._stop = False
+        self.completed_by_check = 0
+        self._thread = threading.Thread(target=self._run, name="completer", daemon=True)
+        self._thread.start()
+
+    def schedule(self, at: float, op: FakeOperation) -> None:
+        with self._cond:
+            self._seq += 1
+            heapq.heappush(self._heap, (at, self._seq, op))
+            if self._heap[0][2] is op:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            due: list[FakeOperation] = []
+            with self._cond:
+                while not self._stop:
+                    now = time.monotonic()
+                    while self._heap and self._heap[0][0] <= now:
+                        due.append(heapq.heappop(self._heap)[2])
+                    if due:
+                        break
+                    wait = (self._heap[0][0] - now) if self._heap else 0.1
+                    self._cond.wait(min(wait, 0.1))
+                if self._stop and not due:
+                    return
+            for op in due:
+                if op.force_complete():
+                    self.completed_by_check += 1
+
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._heap)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify()
+        self._thread.join()
+
+
+def run(args: argparse.Namespace) -> dict[str, float]:
+    rng = random.Random(args.seed)
+    mu, sigma = lognormal_params(args.pct50, args.pct75)
+    purgatory: DelayedOperationPurgatory[FakeOperation] = DelayedOperationPurgatory("bench", purge_interval=1000)
+    completer = Completer()
+    EXPIRED.clear()
+    cpu0 = time.process_time()
+    key_space = range(args.key_space)
+    start = time.monotonic()
+    next_arrival = start
+    deadline = start + args.max_seconds
+    sent = 0
+    late = 0.0
+    while sent < args.num:
+        now = time.monotonic()
+        if now >= deadline:
+            break
+        if next_arrival > now:
+            time.sleep(next_arrival - now)  # ahead of schedule: no spinning, so CPU numbers mean something
+            continue
+        late = max(late, now - next_arrival)
+        # Issue every request whose arrival time has come (the generator catches up when behind).
+        while next_arrival <= now and sent < args.num and (sent & 1023 or time.monotonic() < deadline):
+            keys = rng.sample(key_space, args.keys)
+            op = FakeOperation(args.timeout)
+            latency_ms = rng.lognormvariate(mu, sigma)
+            if latency_ms < args.timeout:
+                completer.schedule(next_arrival + latency_ms / 1000.0, op)
+            purgatory.try_complete_else_watch(op, keys)
+            sent += 1
+            next_arrival += rng.expovariate(args.rate)
+    enqueue_end = time.monotonic()
+    cpu_enqueue = time.process_time() - cpu0
+    # Drain: wait for completions and expirations (bounded).
+    drain_deadline = time.monotonic() + args.timeout / 1000.0 + 5.0
+    while time.monotonic() < drain_deadline and (completer.pending() or purgatory.num_delayed):
+        time.sleep(0.01)
+    completer.stop()
+    wall = time.monotonic() - start
+    cpu = time.process_time() - cpu0
+    purgatory.shutdown()
+    expired = len(EXPIRED)
+    enqueue_seconds = enqueue_end - start
+    return {
+        "target_rate": args.rate,
+        "requests": sent,
+        "enqueue_seconds": enqueue_seconds,
+        "achieved_rate": sent / enqueue_seconds if enqueue_seconds else 0.0,
+        "max_lag_ms": late * 1000.0,
+        "completed_total": completer.completed_by_check + expired,
+        "completed_by_check": completer.completed_by_check,
+        "expired": expired,
+        "cpu_seconds": cpu,
+        "cpu_util": cpu / wall if wall else 0.0,
+        "cpu_us_per_op_enqueue_phase": cpu_enqueue / sent * 1e6 if sent else 0.0,
+        "wall_seconds": wall,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--num", type=int, default=1_000_000, help="number of requests")
+    p.add_argument("--rate", type=float, default=100_000.0, help="target requests per second")
+    p.add_argument("--timeout", type=int, default=200, help="operation timeout in ms")
+    p.add_argument("--pct75", type=float, default=75.0, help="75th percentile of completion time (ms)")
+    p.add_argument("--pct50", type=float, default=50.0, help="50th percentile of completion time (ms)")
+    p.add_argument("--keys", type=int, default=3, help="keys per request")
+    p.add_argument("--key-space", type=int, default=100, help="number of distinct keys")
+    p.add_argument("--max-seconds", type=float, default=12.0, help="stop enqueuing after this long")
+    p.add_argument("--seed", type=int, default=42)
+    args, _unknown = p.parse_known_args(argv)
+    r = run(args)
+    print(
+        f"purgatory: target {r['target_rate']:,.0f} req/s, achieved {r['achieved_rate']:,.0f} req/s "
+        f"({r['requests']:,.0f} requests in {r['enqueue_seconds']:.2f} s, max generator lag {r['max_lag_ms']:.0f} ms)"
+    )
+    print(
+        f"  completed {r['completed_total']:,.0f} of {r['requests']:,.0f}: "
+        f"{r['completed_by_check']:,.0f} by the completer, {r['expired']:,.0f} expired (timeout {args.timeout} ms)"
+    )
+    print(
+        f"  CPU {r['cpu_seconds']:.2f} s over {r['wall_seconds']:.2f} s wall ({r['cpu_util'] * 100:.0f}% of one core), "
+        f"{r['cpu_us_per_op_enqueue_phase']:.1f} us CPU per request during enqueue"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
