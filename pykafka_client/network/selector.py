@@ -62,6 +62,7 @@ class SelectorMetrics:
     """Selector-wide counters (Java ``SelectorMetrics``); rates and ratios are derived by readers
     (e.g. io-wait ratio = ``select_time_ns_total`` / elapsed)."""
 
+    connection_count: int = 0  # open channels now (a gauge)
     connection_creation_total: int = 0
     connection_close_total: int = 0
     successful_authentication_total: int = 0
@@ -214,6 +215,7 @@ class Selector:
 
     def _add_channel(self, channel: KafkaChannel) -> None:
         self._channels[channel.id] = channel
+        self.metrics.connection_count = len(self._channels)
         if self._idle is not None:
             self._idle.update(channel.id, self._time.nanoseconds())
         self._update_interest(channel)
@@ -280,6 +282,7 @@ class Selector:
         except OSError:
             pass
         del self._channels[cid]
+        self.metrics.connection_count = len(self._channels)
         self._buffered.discard(cid)
         self._server_channels.discard(cid)
         if self._idle is not None:

@@ -188,7 +188,9 @@ def test_byte_counters(h: Harness) -> None:
     m = h.selector.metrics
     assert m.bytes_received_total == 9 and m.bytes_sent_total == 9
     assert m.requests_sent_total == 1 and m.responses_received_total == 1
-    assert m.connection_creation_total == 1 and h.selector.num_channels() == 1
+    assert m.connection_creation_total == 1 and h.selector.num_channels() == 1 == m.connection_count
+    h.selector.close_channel("a")
+    assert m.connection_count == 0 and m.connection_close_total == 1
 
 
 def test_send_to_unknown_channel_raises(h: Harness) -> None:
