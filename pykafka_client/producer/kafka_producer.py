@@ -33,6 +33,7 @@ from typing import Any
 from pykafka_client.errors import (
     ConfigurationError,
     IllegalArgumentError,
+    IllegalStateError,
     KafkaTimeoutError,
     ProducerClosedError,
     RecordTooLargeError,
@@ -101,6 +102,10 @@ class KafkaProducer:
         self._time = time
         addresses = parse_bootstrap_servers(cfg["bootstrap.servers"])
         self.client_id = cfg["client.id"] or f"producer-{next(_client_ids)}"
+        if cfg["transactional.id"] is not None:
+            raise ConfigurationError(
+                "Invalid value for configuration transactional.id: transactions are not supported yet"
+            )
         if cfg["interceptor.classes"]:
             raise ConfigurationError("Invalid value for configuration interceptor.classes: interceptors are not supported")
         self._key_serializer: Serializer = resolve_serializer(
@@ -345,6 +350,23 @@ class KafkaProducer:
             "batches-queued": sum(queued.values()),
             "requests-in-flight": self.sender.in_flight_count(),
         }
+
+    # --- transactions (not supported yet) --------------------------------------------------------------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        raise IllegalStateError("transactions are not supported yet")
+
+    def begin_transaction(self) -> None:
+        raise IllegalStateError("transactions are not supported yet")
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        raise IllegalStateError("transactions are not supported yet")
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        raise IllegalStateError("transactions are not supported yet")
+
+    def send_offsets_to_transaction(self, offsets: object, group_metadata: object) -> None:
+        raise IllegalStateError("transactions are not supported yet")
 
     # --- closing -------------------------------------------------------------------------------------
 

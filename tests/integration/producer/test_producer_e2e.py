@@ -15,6 +15,7 @@ from pykafka_client import KafkaProducer, RecordMetadata
 from pykafka_client.errors import (
     BufferExhaustedError,
     ConfigurationError,
+    IllegalStateError,
     KafkaTimeoutError,
     ProducerClosedError,
     RecordTooLargeError,
@@ -268,3 +269,37 @@ def test_idempotent_producer_gets_an_id(broker: MiniBroker) -> None:
         assert p.transaction_manager is not None
         pid, epoch = p.transaction_manager.producer_id_and_epoch()
         assert pid >= 0 and epoch == 0
+
+
+def test_acks_zero_and_max_in_flight_one(broker: MiniBroker) -> None:
+    topic = topic_name()
+    with producer(broker, **{"acks": "0", "enable.idempotence": False}) as p:
+        fs = [p.send(topic, b"%d" % i, partition=0) for i in range(500)]
+        p.flush(10)
+        assert all(f.result(0).offset == -1 for f in fs)
+    with producer(broker, **{"max.in.flight.requests.per.connection": 1, "linger.ms": 0, "batch.size": 200}) as p:
+        fs = [p.send(topic, b"%d" % i, partition=1) for i in range(500)]
+        p.flush(10)
+        assert [f.result(0).offset for f in fs] == list(range(500))
+    assert len(consume(broker, topic, 1, 500)) == 500  # the acks=0 records did arrive
+
+
+def test_custom_partitioner(broker: MiniBroker) -> None:
+    class LastPartition:
+        def partition(self, topic: str, key: Any, key_bytes: bytes | None, value: Any, value_bytes: bytes | None, cluster: Any) -> int:
+            n: int = cluster.partition_count_for_topic(topic)
+            return n - 1
+
+    with producer(broker, **{"partitioner.class": LastPartition}) as p:
+        assert p.send(topic_name(), b"v", key=b"k").result(10).partition == 5
+    with producer(broker, **{"partitioner.class": "round_robin"}) as p:
+        topic = topic_name()
+        p.partitions_for(topic)
+        assert [p.send(topic, b"v").result(10).partition for _ in range(6)] == [0, 1, 2, 3, 4, 5]
+
+
+def test_transactions_not_supported(broker: MiniBroker) -> None:
+    with pytest.raises(ConfigurationError, match="transactional"):
+        producer(broker, **{"transactional.id": "tx"})
+    with producer(broker) as p, pytest.raises(IllegalStateError, match="not supported"):
+        p.begin_transaction()

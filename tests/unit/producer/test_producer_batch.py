@@ -3,12 +3,15 @@ from __future__ import annotations
 import concurrent.futures
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pykafka_client.errors import KafkaTimeoutError
 from pykafka_client.producer.producer_batch import (
     INT_MAX,
     RECORD_BATCH_OVERHEAD,
     ProducerBatch,
+    estimate_size_upper_bound,
     increment_sequence,
     record_size_in_bytes,
 )
@@ -117,3 +120,19 @@ def test_delivery_timeout() -> None:
     b = ProducerBatch(TP, 16384, 1000)
     assert not b.has_reached_delivery_timeout(500, 1499)
     assert b.has_reached_delivery_timeout(500, 1500)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=2**31 - 1),
+    st.integers(min_value=-(2**40), max_value=2**40),
+    st.one_of(st.none(), st.binary(max_size=300)),
+    st.one_of(st.none(), st.binary(max_size=300)),
+    st.lists(st.tuples(st.text(max_size=20), st.one_of(st.none(), st.binary(max_size=200))), max_size=3),
+)
+def test_record_size_matches_builder_property(
+    offset_delta: int, ts_delta: int, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes | None]]
+) -> None:
+    exact = record_size_in_bytes(offset_delta, ts_delta, key, value, headers)
+    assert exact == builder_size(offset_delta, ts_delta, key, value, headers)
+    assert RECORD_BATCH_OVERHEAD + exact <= estimate_size_upper_bound(key, value, headers)
