@@ -133,6 +133,7 @@ class AdminClient:
             socket_connection_setup_timeout_max_ms=int(c["socket.connection.setup.timeout.max.ms"]),
             time=time,
             metadata_recovery_strategy=str(c["metadata.recovery.strategy"]),
+            metadata_recovery_rebootstrap_trigger_ms=int(c["metadata.recovery.rebootstrap.trigger.ms"]),
         )
 
     # --- lifecycle -----------------------------------------------------------------------------

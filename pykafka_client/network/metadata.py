@@ -72,6 +72,8 @@ class Metadata:
         self._unauthorized_topics: set[str] = set()
         self._listeners: list[Callable[[Cluster], None]] = []
         self._closed = False
+        # When the current run of update attempts started (None when the last attempt succeeded).
+        self._attempt_start_ms: int | None = None
 
     # --- bootstrap -----------------------------------------------------------------------------
 
@@ -92,6 +94,18 @@ class Metadata:
             self._cluster = Cluster.bootstrap(self._bootstrap_addresses)
             self._need_full_update = True
             self._update_version += 1
+            self._attempt_start_ms = None
+
+    def attempt_started(self, now_ms: int) -> None:
+        """An update attempt is starting; remembers when the current run of attempts began."""
+        with self._lock:
+            if self._attempt_start_ms is None:
+                self._attempt_start_ms = now_ms
+
+    def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
+        """True when updates have been failing for longer than ``rebootstrap_trigger_ms``."""
+        start = self._attempt_start_ms
+        return start is not None and now_ms - start > rebootstrap_trigger_ms
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -190,6 +204,7 @@ class Metadata:
             self._last_refresh_ms = now_ms
             self._last_successful_refresh_ms = now_ms
             self._attempts = 0
+            self._attempt_start_ms = None
             self._update_version += 1
             if not is_partial:
                 self._need_full_update = False

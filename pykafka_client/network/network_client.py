@@ -152,6 +152,7 @@ class DefaultMetadataUpdater:
         timeout = max(time_to_next, wait_for_fetch)
         if timeout > 0:
             return timeout
+        self.metadata.attempt_started(now_ms)
         least = self._client.least_loaded_node(now_ms)
         if self._recovery_strategy is MetadataRecoveryStrategy.REBOOTSTRAP and not (
             least.has_node_available_or_connection_ready()
@@ -211,6 +212,13 @@ class DefaultMetadataUpdater:
 
     def request_update(self) -> None:
         self.metadata.request_update()
+
+    def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
+        return self.metadata.needs_rebootstrap(now_ms, rebootstrap_trigger_ms)
+
+    def rebootstrap(self) -> None:
+        self._in_progress = None
+        self.metadata.rebootstrap()
 
     def close(self) -> None:
         self.metadata.close()
@@ -273,6 +281,7 @@ class NetworkClient:
         discover_broker_versions: bool = True,
         api_versions: ApiVersions | None = None,
         metadata_recovery_strategy: MetadataRecoveryStrategy | str = MetadataRecoveryStrategy.REBOOTSTRAP,
+        metadata_recovery_rebootstrap_trigger_ms: int = 300_000,
         host_resolver: HostResolver = default_host_resolver,
         rng: random.Random | None = None,
     ) -> None:
@@ -296,6 +305,7 @@ class NetworkClient:
         self.discover_broker_versions = discover_broker_versions
         self.api_versions = api_versions if api_versions is not None else ApiVersions()
         self.metadata_recovery_strategy = MetadataRecoveryStrategy(metadata_recovery_strategy)
+        self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
         self._correlation = 0
         self._aborted_sends: list[ClientResponse] = []
         # node id -> the ApiVersions version to send once the channel is ready.
@@ -558,8 +568,27 @@ class NetworkClient:
         self._handle_initiate_api_version_requests(updated_now)
         self._handle_timed_out_connections(responses, updated_now)
         self._handle_timed_out_requests(responses, updated_now)
+        self._handle_rebootstrap(responses, updated_now)
         self._complete_responses(responses)
         return responses
+
+    def _handle_rebootstrap(self, responses: list[ClientResponse], now_ms: int) -> None:
+        """Metadata updates failing for longer than metadata.recovery.rebootstrap.trigger.ms: drop every
+        connection to the known brokers and start again from bootstrap.servers."""
+        updater = self.metadata_updater
+        if self.metadata_recovery_strategy is not MetadataRecoveryStrategy.REBOOTSTRAP or not isinstance(
+            updater, DefaultMetadataUpdater
+        ):
+            return
+        if not updater.needs_rebootstrap(now_ms, self.rebootstrap_trigger_ms):
+            return
+        log.info("no metadata for %d ms: rebootstrapping", self.rebootstrap_trigger_ms)
+        for node in updater.fetch_nodes():
+            node_id = node.id_string
+            if self.connection_states.is_preparing_connection(node_id) or self.connection_states.is_connected(node_id):
+                self.selector.close_channel(node_id)
+                self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
+        updater.rebootstrap()
 
     @staticmethod
     def _complete_responses(responses: list[ClientResponse]) -> None:

@@ -586,3 +586,26 @@ def test_s27_least_loaded_node_starts_at_a_random_offset() -> None:
     h = Harness(n_nodes=3)
     picks = {h.client.least_loaded_node(h.now).node for _ in range(30)}
     assert len(picks) > 1  # equally good candidates: no fixed preference
+
+
+def test_rebootstrap_after_trigger_when_metadata_keeps_failing() -> None:
+    h = Harness(request_timeout_ms=1000, metadata_recovery_rebootstrap_trigger_ms=5000)
+
+    def answer_api_versions_only(sel: MockSelector) -> None:
+        for r in sel.unanswered(api_key=ApiKey.API_VERSIONS):
+            sel.respond(r.destination, api_versions_response())
+
+    h.selector.on_poll = answer_api_versions_only
+    h.await_ready()
+    h.time.sleep(1000)
+    h.metadata.request_update()
+    start = h.now
+    rebootstrapped_at = None
+    while h.now - start < 20_000:
+        h.client.poll(100, h.now)
+        if [n.id for n in h.metadata.fetch().nodes] == [-1]:
+            rebootstrapped_at = h.now
+            break
+    assert rebootstrapped_at is not None
+    assert rebootstrapped_at - start > 5000
+    assert not h.client.connection_states.is_connected("0")
