@@ -11,12 +11,13 @@ no lock: they use a snapshot of the segment list (replaced, never mutated, under
 LEO metadata (one attribute, assigned after the bytes are written), and never read past that snapshot.
 
 Appends (:meth:`append`): each batch is validated with ``batch_ops.validate_batch`` (CRC, framing,
-and the client rules when ``origin`` is the client) and checked against ``max.message.bytes``; the whole
-request is rejected before anything is written. Offsets are then assigned by rewriting only the batch
+and the client rules when ``origin`` is the client), its records are decoded and checked with
+``batch_ops.validate_records`` (except for replication), and it is checked against
+``max.message.bytes``; the whole request is rejected before anything is written. Offsets are then assigned by rewriting only the batch
 headers (``set_base_offset``, ``set_partition_leader_epoch`` and, for ``LogAppendTime`` topics,
 ``set_log_append_time``). Records are never re-encoded: a topic ``compression.type`` other than
 ``producer`` is not applied (deferred). Timestamp bounds (``message.timestamp.before/after.max.ms``) are
-checked per batch on its first and max timestamps, not per record.
+checked per record for CreateTime batches.
 
 Recovery on open: stray files are removed; every segment from the one holding the recovery point (all of
 them after an unclean shutdown without a recovery checkpoint), and always the last segment, are re-read
@@ -50,6 +51,7 @@ from mini_broker.log.offset_index import CorruptIndexError
 from pykafka_client.errors import (
     CorruptRecordError,
     InvalidTimestampError,
+    MessageDecodeError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
@@ -58,6 +60,7 @@ from pykafka_client.protocol.records.batch_ops import (
     set_log_append_time,
     set_partition_leader_epoch,
     validate_batch,
+    validate_records,
 )
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.record_batch import TimestampType
@@ -260,9 +263,9 @@ class Log:
     ) -> LogAppendInfo:
         """Validate and append v2 batches; see the module docstring.
 
-        Raises ``CorruptRecordError`` / ``InvalidRecordError`` / ``UnsupportedCompressionTypeError``
-        (bad batch), ``RecordTooLargeError`` (a batch over ``max.message.bytes``),
-        ``InvalidTimestampError``; nothing is written then. ``before_append`` (producer-state hook) is
+        Raises ``CorruptRecordError`` (bad framing, CRC or record encoding), ``InvalidRecordError``
+        (client rules, inner offsets), ``UnsupportedCompressionTypeError``, ``RecordTooLargeError`` (a
+        batch over ``max.message.bytes``) or ``InvalidTimestampError``; nothing is written then. ``before_append`` (producer-state hook) is
         called under the log lock with the validated batches before offsets are assigned; if it returns
         a ``LogAppendInfo`` (a duplicate) the append is skipped and that is returned.
         """
@@ -343,17 +346,24 @@ class Log:
                         f"batch of {size} bytes is larger than max.message.bytes={config.max_message_bytes}"
                     )
             batch = validate_batch(buf, pos, from_client=origin is AppendOrigin.CLIENT)
-            if check_timestamps and batch.timestamp_type == TimestampType.CREATE_TIME:
-                for ts in (batch.base_timestamp, batch.max_timestamp):
-                    if ts >= 0 and (
-                        now - ts > config.message_timestamp_before_max_ms
-                        or ts - now > config.message_timestamp_after_max_ms
-                    ):
-                        raise InvalidTimestampError(
-                            f"timestamp {ts} of a batch is out of range (now {now}, "
-                            f"before.max.ms {config.message_timestamp_before_max_ms}, "
-                            f"after.max.ms {config.message_timestamp_after_max_ms})"
-                        )
+            if origin is not AppendOrigin.REPLICATION:
+                # Decode every record (as Java's LogValidator): consecutive offsets, well-formed records.
+                try:
+                    records = validate_records(batch)
+                except MessageDecodeError as e:
+                    raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
+                if check_timestamps and batch.timestamp_type == TimestampType.CREATE_TIME:
+                    for record in records:
+                        ts = record.timestamp
+                        if ts >= 0 and (
+                            now - ts > config.message_timestamp_before_max_ms
+                            or ts - now > config.message_timestamp_after_max_ms
+                        ):
+                            raise InvalidTimestampError(
+                                f"timestamp {ts} of record {record.offset - batch.base_offset} is out of range "
+                                f"(now {now}, before.max.ms {config.message_timestamp_before_max_ms}, "
+                                f"after.max.ms {config.message_timestamp_after_max_ms})"
+                            )
             batches.append(batch)
             pos += batch.size_in_bytes
         return batches

@@ -165,6 +165,18 @@ def test_client_rules_are_enforced(log: Log) -> None:
         log.append(bytes(raw))
 
 
+def test_records_inside_a_batch_are_validated(log: Log) -> None:
+    from pykafka_client.protocol.records.batch_ops import _rewrite_crc
+
+    raw = bytearray(batch([b"a"]))
+    # Corrupt the record's length varint (first byte of the records section) and re-CRC the batch.
+    raw[61] = 0x7E
+    _rewrite_crc(raw, 0)
+    with pytest.raises((CorruptRecordError, InvalidRecordError)):
+        log.append(bytes(raw))
+    assert log.size() == 0
+
+
 def test_empty_append_is_a_no_op(log: Log) -> None:
     info = log.append(b"")
     assert info.first_offset == -1 and log.log_end_offset == 0
