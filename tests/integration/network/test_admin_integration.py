@@ -26,6 +26,7 @@ from pykafka_client.errors import (
     UnsupportedVersionError,
 )
 from pykafka_client.protocol.api_keys import ApiKey
+from tests.integration.tansu import TansuBroker
 
 pytestmark = pytest.mark.integration
 
@@ -107,3 +108,16 @@ def test_create_partitions(admin: AdminClient, broker: Any) -> None:
         time.sleep(0.1)
     with pytest.raises(InvalidPartitionsError):
         admin.create_partitions({"grow": NewPartitions(2)}, timeout=10)
+
+
+def test_admin_survives_broker_restart(tansu_broker: TansuBroker) -> None:
+    with AdminClient(
+        {"bootstrap.servers": tansu_broker.bootstrap, "reconnect.backoff.max.ms": 200, "request.timeout.ms": 2000}
+    ) as a:
+        before = a.describe_cluster(timeout=10)
+        tansu_broker.stop()
+        with pytest.raises(KafkaTimeoutError):
+            a.describe_cluster(timeout=0.5)
+        tansu_broker.start()
+        after = a.describe_cluster(timeout=20)
+        assert after.cluster_id == before.cluster_id and after.nodes[0].port == tansu_broker.port
