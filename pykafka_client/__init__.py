@@ -12,6 +12,10 @@ __version__ = "0.1.0.dev0"
 
 if TYPE_CHECKING:
     from pykafka_client.admin import AdminClient
+    from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerRecords
+    from pykafka_client.consumer.kafka_consumer import KafkaConsumer
+    from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
+    from pykafka_client.consumer.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
     from pykafka_client.producer.kafka_producer import KafkaProducer
     from pykafka_client.producer.record_metadata import RecordMetadata
 
@@ -19,6 +23,13 @@ if TYPE_CHECKING:
 # and free of import cycles.
 _LAZY = {
     "AdminClient": "pykafka_client.admin",
+    "KafkaConsumer": "pykafka_client.consumer.kafka_consumer",
+    "ConsumerRecord": "pykafka_client.consumer.consumer_record",
+    "ConsumerRecords": "pykafka_client.consumer.consumer_record",
+    "ConsumerRebalanceListener": "pykafka_client.consumer.rebalance_listener",
+    "TopicPartition": "pykafka_client.consumer.structs",
+    "OffsetAndMetadata": "pykafka_client.consumer.structs",
+    "OffsetAndTimestamp": "pykafka_client.consumer.structs",
     "KafkaProducer": "pykafka_client.producer.kafka_producer",
     "RecordMetadata": "pykafka_client.producer.record_metadata",
 }
@@ -33,4 +44,16 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["AdminClient", "KafkaProducer", "RecordMetadata", "__version__"]
+__all__ = [
+    "AdminClient",
+    "ConsumerRebalanceListener",
+    "ConsumerRecord",
+    "ConsumerRecords",
+    "KafkaConsumer",
+    "KafkaProducer",
+    "OffsetAndMetadata",
+    "OffsetAndTimestamp",
+    "RecordMetadata",
+    "TopicPartition",
+    "__version__",
+]

@@ -32,8 +32,9 @@ class ConsumerClient(Protocol):
         """Drive I/O until ``future`` is done or the timer expires; True if done. Wakeup-enabled."""
         ...
 
-    def poll(self, timer: Timer) -> None:
-        """Drive I/O once, blocking at most until the timer expires. Wakeup-enabled."""
+    def poll(self, timer: Timer, poll_condition: Any = None) -> None:
+        """Drive I/O once, blocking at most until the timer expires (not at all when
+        ``poll_condition.should_block()`` is False). Wakeup-enabled."""
         ...
 
     def poll_no_wakeup(self) -> None:

@@ -166,22 +166,23 @@ CONFIG_DEF: dict[str, ConfigKey] = {
         _k("internal.leave.group.on.close", _B, True),
         _k("interceptor.classes", _L, []),
         _k("security.protocol", _S, "PLAINTEXT"),
+        _k("ssl.ca.location", _S, None),
+        _k("ssl.certificate.location", _S, None),
+        _k("ssl.key.location", _S, None),
+        _k("ssl.key.password", _P, None),
+        _k("ssl.check.hostname", _B, True),
+        _k("ssl.endpoint.identification.algorithm", _S, "https"),
+        _k("ssl.truststore.location", _S, None),
+        _k("ssl.truststore.type", _S, None),
         _k("ssl.keystore.location", _S, None),
         _k("ssl.keystore.password", _P, None),
-        _k("ssl.key.password", _P, None),
-        _k("ssl.truststore.location", _S, None),
-        _k("ssl.truststore.password", _P, None),
-        _k("ssl.endpoint.identification.algorithm", _S, "https"),
-        _k("ssl.check.hostname", _B, True),
-        _k("ssl.cafile", _S, None),
-        _k("ssl.certfile", _S, None),
-        _k("ssl.keyfile", _S, None),
-        _k("ssl.context", _O, None),
+        _k("ssl.keystore.type", _S, None),
+        _k("ssl.enabled.protocols", _L, None),
+        _k("ssl.cipher.suites", _L, None),
         _k("sasl.mechanism", _S, "GSSAPI"),
+        _k("sasl.username", _S, None),
+        _k("sasl.password", _P, None),
         _k("sasl.jaas.config", _P, None),
-        _k("sasl.plain.username", _S, None),
-        _k("sasl.plain.password", _P, None),
-        _k("sasl.oauthbearer.token.provider", _O, None),
         _k("metrics.num.samples", _I, 2, at_least=1),
         _k("metrics.sample.window.ms", _I, 30000, at_least=0),
         _k("metrics.recording.level", _S, "INFO", one_of=("info", "debug", "trace")),
@@ -253,6 +254,14 @@ class ConsumerConfig:
     def values(self) -> dict[str, Any]:
         """A copy of every value, defaults included."""
         return dict(self._values)
+
+    def security_config(self) -> dict[str, Any]:
+        """The keys the transport reads (security.protocol, ssl.*, sasl.*), unset ones left out."""
+        return {
+            k: v
+            for k, v in self._values.items()
+            if (k == "security.protocol" or k.startswith(("ssl.", "sasl."))) and v not in (None, [])
+        }
 
     def with_overrides(self, **changes: Any) -> ConsumerConfig:
         """A new config with some keys (dotted names, or underscores for dots) replaced."""

@@ -73,8 +73,15 @@ class FakeConsumerClient:
             timer.update()
         return future.is_done()
 
-    def poll(self, timer: Timer) -> None:
+    def poll(self, timer: Timer, poll_condition: Any = None) -> None:
+        if self.wakeups:
+            self.wakeups = 0
+            from pykafka_client.errors import WakeupException
+
+            raise WakeupException("woken up")
         self._auto_respond()
+        if poll_condition is None or poll_condition.should_block():
+            self.time.sleep(max(1, min(timer.remaining_ms(), 100)))
         timer.update()
 
     def poll_no_wakeup(self) -> None:
