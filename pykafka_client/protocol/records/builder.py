@@ -152,24 +152,23 @@ class MemoryRecordsBuilder:
         if key is None:
             kl = _NULL_LENGTH
             key = b""
-            klen = 0
         else:
             klen = len(key)
             kl = get(klen) or encode_varint(klen)
         if value is None:
             vl = _NULL_LENGTH
             value = b""
-            vlen = 0
         else:
             vlen = len(value)
             vl = get(vlen) or encode_varint(vlen)
-        hbytes = _encode_headers(headers) if headers else _ZERO
-        size = 1 + len(tsd) + len(od) + len(kl) + klen + len(vl) + vlen + len(hbytes)
+        body = b"".join((b"\x00", tsd, od, kl, key, vl, value, _encode_headers(headers) if headers else _ZERO))
+        size = len(body)
         sl = get(size) or encode_varint(size)
         buf = self._buf
         if count and len(buf) + len(sl) + size > self._max_uncompressed:
             return False
-        buf += b"".join((sl, b"\x00", tsd, od, kl, key, vl, value, hbytes))
+        buf += sl
+        buf += body
         self._num_records = count + 1
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp

@@ -279,10 +279,8 @@ def decode_records(
     rv = read_varint
     end = len(data)
     pos = 0
-    ts_type = TimestampType.LOG_APPEND_TIME if log_append_time is not None else TimestampType.CREATE_TIME
+    ts_type = TimestampType.CREATE_TIME
     i = 0
-    use_create_time = log_append_time is None
-    fixed_ts = -1 if log_append_time is None else log_append_time
     try:
         for i in range(count):
             b = data[pos]
@@ -300,17 +298,17 @@ def decode_records(
                 if rec_end > end and length >= 0:
                     raise MessageDecodeError(f"record {i} of batch at offset {base_offset} is truncated", pos)
                 raise CorruptRecordError(f"batch at offset {base_offset}: record {i} has invalid size {length}")
-            pos += 1  # attributes: unused
-            b = data[pos]
+            # attributes (one byte, unused), then the timestamp delta
+            b = data[pos + 1]
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            elif data[pos + 1] < 0x80:
-                b = (b & 0x7F) | (data[pos + 1] << 7)
-                ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 2
+            elif data[pos + 2] < 0x80:
+                b = (b & 0x7F) | (data[pos + 2] << 7)
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 3
             else:
-                ts_delta, pos = rv(data, pos, 10)
+                ts_delta, pos = rv(data, pos + 1, 10)
             b = data[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
@@ -387,7 +385,7 @@ def decode_records(
                     Record,
                     (
                         base_offset + offset_delta,
-                        base_timestamp + ts_delta if use_create_time else fixed_ts,
+                        base_timestamp + ts_delta,
                         ts_type,
                         key,
                         value,
@@ -401,6 +399,9 @@ def decode_records(
         raise CorruptRecordError(
             f"batch at offset {base_offset}: {end - pos} bytes left after the {count} declared records"
         )
+    if log_append_time is not None:
+        # Rare (broker-stamped batches): rewrite instead of branching per record in the loop above.
+        return [r._replace(timestamp=log_append_time, timestamp_type=TimestampType.LOG_APPEND_TIME) for r in records]
     return records
 
 
