@@ -21,6 +21,7 @@ from typing import Any
 from pykafka_client.network.cluster import TP, Cluster, Node, PartitionInfo
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.protocol.messages import MetadataRequest
 
 
 class _Index:
@@ -87,6 +88,19 @@ class ProducerMetadata(Metadata):
             if self._need_partial_update and not self._need_full_update and self._new_topics:
                 return sorted(self._new_topics)
             return sorted(self._topics)
+
+    def new_metadata_request(self) -> tuple[MetadataRequest, bool]:
+        """A request for the new topics only (a partial update), else for all producer topics, which counts
+        as a full update (Java ``ProducerMetadata.newMetadataRequestBuilder``): only a partial update keeps
+        the cached partitions of topics it did not ask for."""
+        with self._lock:
+            partial = self._need_partial_update and not self._need_full_update and bool(self._new_topics)
+            topics = sorted(self._new_topics) if partial else sorted(self._topics)
+        body = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+            allow_auto_topic_creation=self.allow_auto_topic_creation,
+        )
+        return body, partial
 
     def retain_topics(self, now_ms: int) -> None:
         """Forget topics not used for ``metadata.max.idle.ms``."""

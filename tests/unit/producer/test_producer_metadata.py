@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from pykafka_client.producer.producer_metadata import ProducerMetadata
+from pykafka_client.producer.record_metadata import TopicPartition
+from tests.doubles.responses import metadata_response, nodes
+
+
+def test_full_update_names_producer_topics_and_clears_the_request() -> None:
+    md = ProducerMetadata(100, 1000)
+    md.add("a", 0)
+    md.add("b", 0)
+    body, partial = md.new_metadata_request()
+    assert partial and sorted(str(t.name) for t in body.topics or []) == ["a", "b"]
+    md.update(0, metadata_response(nodes(1), {"a": 1, "b": 2}), partial, 10)
+    assert not md.update_requested()
+    md.request_update()
+    body, partial = md.new_metadata_request()
+    assert not partial and sorted(str(t.name) for t in body.topics or []) == ["a", "b"]
+    md.update(0, metadata_response(nodes(1), {"a": 1, "b": 2}), partial, 20)
+    assert not md.update_requested()
+    assert md.time_to_next_update(21) > 0
+
+
+def test_new_topic_is_a_partial_update_keeping_others() -> None:
+    md = ProducerMetadata(100, 1000)
+    md.add("a", 0)
+    md.update(0, metadata_response(nodes(1), {"a": 3}), False, 10)
+    md.add("c", 10)
+    body, partial = md.new_metadata_request()
+    assert partial and [t.name for t in body.topics or []] == ["c"]
+    md.update(0, metadata_response(nodes(1), {"c": 1}), True, 20)
+    assert md.partition_count_for_topic("a") == 3 and md.partition_count_for_topic("c") == 1
+    assert list(md.partitions_for_node(0)) == [TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("a", 2), TopicPartition("c", 0)]
+
+
+def test_idle_topics_expire() -> None:
+    md = ProducerMetadata(100, 1000, metadata_idle_ms=5000)
+    md.add("a", 0)
+    md.retain_topics(4999)
+    assert md.contains_topic("a")
+    md.retain_topics(5000)
+    assert not md.contains_topic("a")
+
+
+def test_leader_hint_applies_only_newer_epochs() -> None:
+    brokers = nodes(2)
+    md = ProducerMetadata(100, 1000)
+    md.add("a", 0)
+    md.update(0, metadata_response(brokers, {"a": 1}, leaders={("a", 0): 0}, leader_epoch=3), False, 10)
+    assert md.update_partition_leadership({("a", 0): (1, 3)}, []) == set()
+    assert md.update_partition_leadership({("a", 0): (1, 4)}, []) == {("a", 0)}
+    leader, epoch = md.leader_and_epoch(("a", 0))
+    assert leader is not None and leader.id == 1 and epoch == 4
+    assert md.update_partition_leadership({("a", 0): (9, 5)}, []) == set()  # unknown node
