@@ -121,3 +121,11 @@ def test_admin_survives_broker_restart(tansu_broker: TansuBroker) -> None:
         tansu_broker.start()
         after = a.describe_cluster(timeout=20)
         assert after.cluster_id == before.cluster_id and after.nodes[0].port == tansu_broker.port
+
+
+def test_list_offsets_max_timestamp(admin: AdminClient, broker: Any) -> None:
+    if isinstance(broker, TansuBroker):
+        pytest.skip("Tansu drops the connection on ListOffsets with timestamp -3 (MAX_TIMESTAMP)")
+    admin.create_topics([NewTopic("maxts", 1, 1)], timeout=10)
+    out = admin.list_offsets({("maxts", 0): OffsetSpec.max_timestamp()}, timeout=10)
+    assert out[("maxts", 0)].offset in (-1, 0)
