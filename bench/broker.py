@@ -82,7 +82,9 @@ def wait_port(port: int, timeout: float) -> None:
 def start_mini_broker(data_dir: str) -> tuple[subprocess.Popen[bytes], int]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "mini_broker", "--data-dir", data_dir, "--listeners", "PLAINTEXT://127.0.0.1:0",
-         "--log-level", "WARNING", "--override", "max.connections.per.ip=1000000"],
+         "--log-level", "WARNING", "--override", "max.connections.per.ip=1000000",
+         # Kafka's default backlog (50) drops SYNs under a connection storm; Tansu (tokio) listens with 1024
+         "--override", "socket.listen.backlog.size=1024"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(Path(__file__).resolve().parents[1]))
     assert proc.stdout is not None
     pattern = re.compile(rb"listening on PLAINTEXT://[\d.]+:(\d+)")
