@@ -39,6 +39,7 @@ from pykafka_client.admin.types import (
     TopicPartitionInfo,
 )
 from pykafka_client.errors import (
+    DisconnectError,
     IllegalArgumentError,
     IllegalStateError,
     KafkaTimeoutError,
@@ -108,6 +109,7 @@ class AdminClient:
         self._default_timeout_ms = int(c["default.api.timeout.ms"])
         self._request_timeout_ms = int(c["request.timeout.ms"])
         self._retry_backoff_ms = int(c["retry.backoff.ms"])
+        self._retries = int(c["retries"])
         self.metadata = Metadata(
             int(c["retry.backoff.ms"]),
             int(c["retry.backoff.max.ms"]),
@@ -210,6 +212,7 @@ class AdminClient:
         """Send ``build(version)`` to ``target()`` once it is ready and wait for the response;
         disconnects are retried until ``timer`` expires. Returns (node, response body)."""
         what = api_key.name
+        retries = 0
         while True:
             node = self._await_ready(target, timer, what)
             versions = self._client.api_versions.get(node.id_string)
@@ -240,6 +243,9 @@ class AdminClient:
                          "timed out" if response.was_timed_out else "disconnected")
                 if timer.is_expired():
                     raise self._expired(timer, f"sending {what}")
+                retries += 1
+                if retries > self._retries:
+                    raise DisconnectError(f"{what} to node {node.id} failed after {retries} attempts")
                 self._backoff(timer)
                 continue
             return node, response.response_body

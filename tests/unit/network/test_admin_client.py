@@ -193,3 +193,12 @@ def test_invalid_timeout_and_closed_client() -> None:
     with pytest.raises(IllegalStateError):
         e.admin.describe_topics(["t"], timeout=1)
     assert e.selector.closed
+
+
+def test_retries_limit_disconnect_retries() -> None:
+    from pykafka_client.errors import DisconnectError
+
+    e = Env(retries=1, **{"request.timeout.ms": 100})
+    with pytest.raises(DisconnectError, match="2 attempts"):
+        e.admin.create_topics([NewTopic("a")], timeout=30)
+    assert len(e.sent(ApiKey.CREATE_TOPICS)) == 2
