@@ -162,8 +162,15 @@ class KafkaApis:
     def send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None = None) -> None:
         """Encode ``body`` at the request's version and queue it for the owning processor."""
         ctx = request.context
-        fit_to_version(body, ctx.api_version)
-        pieces = headers.encode_response(body, ctx.api_key, ctx.api_version, ctx.correlation_id)
+        try:
+            fit_to_version(body, ctx.api_version)
+            pieces = headers.encode_response(body, ctx.api_key, ctx.api_version, ctx.correlation_id)
+        except Exception:
+            # may run on a purgatory thread: never leave the channel muted without an answer
+            log.exception("event=encode_failed api=%s version=%s correlation_id=%s connection=%s",
+                          _api_name(ctx.api_key), ctx.api_version, ctx.correlation_id, request.connection_id)
+            self.close_connection(request)
+            return
         self._mark_complete(request)
         self.channel.send_response(SendResponse(request, list(pieces), _total_size(pieces), body, on_complete))
 

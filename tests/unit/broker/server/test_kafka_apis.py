@@ -111,3 +111,17 @@ def test_fit_to_version_resets_fields_absent_in_the_version() -> None:
 def test_spec_ranges_are_checked() -> None:
     with pytest.raises(ValueError):
         KafkaApis(RequestChannel(1), [ApiSpec(ApiKey.API_VERSIONS, 0, 99, api_versions.handle)])
+
+
+def test_unencodable_response_closes_the_connection() -> None:
+    time = MockTime()
+    ch = RequestChannel(10)
+    sink = Sink()
+    ch.add_processor(0, sink)
+
+    def wrong_body(apis: KafkaApis, request: Request) -> object:
+        return MetadataResponse()  # not the ApiVersions response type
+
+    apis = KafkaApis(ch, [ApiSpec(ApiKey.API_VERSIONS, 0, 4, wrong_body)], None, BrokerMetrics(time), time)
+    apis.handle(parse(apis, frame_payload(ApiVersionsRequest(), 0, 1)))
+    assert [type(r) for r in sink.responses] == [CloseConnectionResponse]
