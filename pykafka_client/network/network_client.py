@@ -536,7 +536,12 @@ class NetworkClient:
         )
         send.extra = in_flight
         self.in_flight_requests.add(in_flight)
-        self.selector.send(send)
+        try:
+            self.selector.send(send)
+        except BaseException:
+            # The transport refused the send: don't leave a request in flight that never went out.
+            self.in_flight_requests.complete_last_sent(node_id)
+            raise
 
     def in_flight_request_count(self, node_id: str | None = None) -> int:
         return self.in_flight_requests.count(node_id)

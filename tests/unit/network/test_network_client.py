@@ -609,3 +609,16 @@ def test_rebootstrap_after_trigger_when_metadata_keeps_failing() -> None:
     assert rebootstrapped_at is not None
     assert rebootstrapped_at - start > 5000
     assert not h.client.connection_states.is_connected("0")
+
+
+def test_send_refused_by_transport_leaves_nothing_in_flight() -> None:
+    h = Harness()
+    h.await_ready()
+
+    def refuse(send: object) -> None:
+        raise IllegalStateError("channel is gone")
+
+    h.selector.send = refuse  # type: ignore[method-assign]
+    with pytest.raises(IllegalStateError):
+        h.send()
+    assert h.client.in_flight_request_count() == 0
