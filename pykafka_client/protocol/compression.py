@@ -190,8 +190,19 @@ def _snappy_decompress(data: Buffer, limit: int) -> bytes:
     return bytes(cramjam.snappy.decompress_raw(view))
 
 
+#: No snappy element expands more than 64 bytes out of 3 bytes in; a larger declared length is a lie.
+_SNAPPY_MAX_RATIO = 22
+
+
 def _snappy_raw_len(block: memoryview) -> int:
-    """The uncompressed length a raw snappy block declares (its leading varint)."""
+    """The uncompressed length a raw snappy block declares (its leading varint), checked for plausibility."""
+    declared = _snappy_declared_len(block)
+    if declared > _SNAPPY_MAX_RATIO * len(block) + 64:
+        raise CorruptRecordError(f"snappy block of {len(block)} bytes declares {declared} uncompressed bytes")
+    return declared
+
+
+def _snappy_declared_len(block: memoryview) -> int:
     result = 0
     shift = 0
     for i in range(min(5, len(block))):
@@ -310,14 +321,15 @@ def _lz4_frame_decompress(data: Buffer, limit: int, legacy_v0: bool) -> bytes:
     if not independent:
         # Linked blocks cannot be decoded block by block; the whole frame goes to the library, which is only
         # safe while the worst-case expansion (255:1 for LZ4) fits the limit.
-        if content_size < 0 and (n - pos) * 255 > limit:
+        if (n - pos) * 255 > limit:
             raise _too_big("LZ4", limit)
         fixed = bytearray(view)
         fixed[pos - 1] = expected
         return bytes(cramjam.lz4.decompress(fixed))
     out: list[bytes] = []
     total = 0
-    scratch = bytearray(block_max)
+    # LZ4 expands at most 255:1, so a short frame never needs the full block size its header claims.
+    scratch = bytearray(min(block_max, 255 * n + 64))
     while True:
         if pos + 4 > n:
             raise CorruptRecordError("truncated LZ4 frame: missing end mark")
@@ -336,7 +348,7 @@ def _lz4_frame_decompress(data: Buffer, limit: int, legacy_v0: bool) -> bytes:
             chunk = bytes(block)
         else:
             written = cramjam.lz4.decompress_block_into(block, scratch)
-            chunk = bytes(scratch[:written])
+            chunk = bytes(memoryview(scratch)[:written])
         total += len(chunk)
         if total > limit:
             raise _too_big("LZ4", limit)
@@ -376,7 +388,11 @@ def _zstd_decompress(data: Buffer, limit: int) -> bytes:
     declared = _zstd_content_size(view)
     if declared > limit:
         raise _too_big("ZSTD", limit)
-    size = declared if declared >= 0 else max(64 * 1024, len(view) * 8)
+    # A small declared size is used as is; a large one is not trusted: the buffer only grows (x4) after the
+    # previous one was really filled, so memory stays proportional to the output actually produced.
+    size = max(64 * 1024, len(view) * 16)
+    if declared >= 0:
+        size = min(size, declared)
     size = min(size, limit)
     while True:
         # One spare byte tells "exactly fits" apart from "truncated output".

@@ -195,3 +195,42 @@ def test_the_default_limit_is_configurable() -> None:
             set_max_decompressed_size(0)
     finally:
         set_max_decompressed_size(before)
+
+
+def _peak_bytes(fn: object) -> int:
+    tracemalloc.start()
+    try:
+        try:
+            fn()  # type: ignore[operator]
+        except CorruptRecordError:
+            pass
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_declared_sizes_below_the_limit_are_not_trusted_either() -> None:
+    # zstd: a 1000-byte frame that claims 200 MB (under the default limit) must not get a 200 MB buffer
+    frame = compress(CompressionType.ZSTD, b"x" * 1000)
+    assert frame[4] == 0x60  # single segment, 2-byte content size
+    liar = bytes(frame[:4]) + bytes([0xE0]) + struct.pack("<Q", 100 << 20) + bytes(frame[4 + 1 + 2 :])
+    with pytest.raises(CorruptRecordError):
+        decompress(CompressionType.ZSTD, liar)
+    assert _peak_bytes(lambda: decompress(CompressionType.ZSTD, liar)) < 4 << 20
+    # snappy: 20 bytes cannot expand to 10 MB
+    raw = bytes([0x80, 0x80, 0x80, 0x05]) + b"\x00" * 16
+    with pytest.raises(CorruptRecordError, match="declares"):
+        decompress(CompressionType.SNAPPY, raw)
+    # lz4: a short frame claiming 4 MiB blocks gets a buffer sized by what it could expand to
+    small = bytearray(compress(CompressionType.LZ4, b"y" * 100))
+    small[5] = 0x70  # BD: 4 MiB blocks
+    small[6] = (compression._xxh32(bytes(small[4:6])) >> 8) & 0xFF
+    assert decompress(CompressionType.LZ4, bytes(small)) == b"y" * 100
+    assert _peak_bytes(lambda: decompress(CompressionType.LZ4, bytes(small))) < 1 << 20
+
+
+def test_zstd_output_larger_than_the_first_guess_grows_the_buffer() -> None:
+    data = b"\x00" * (5 << 20)
+    cobj = zstandard.ZstdCompressor().compressobj()
+    streamed = cobj.compress(data) + cobj.flush()  # no content size in the header
+    assert decompress(CompressionType.ZSTD, streamed) == data
