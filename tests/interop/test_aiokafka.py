@@ -119,6 +119,13 @@ def test_latest_timestamp_and_list_offsets(mini_broker: MiniBroker) -> None:
                 got.extend(batch.get(tp, []))
             assert [m.offset for m in got] == list(range(100, 105))
             assert [_as_rec(m) for m in got] == second
+            # consume from a timestamp: seek to what offsets_for_times found
+            c.seek(tp, found[tp].offset)
+            again: list[Any] = []
+            while len(again) < 3:
+                batch = await c.getmany(tp, timeout_ms=1000, max_records=3 - len(again))
+                again.extend(batch.get(tp, []))
+            assert [_as_rec(m) for m in again] == first[42:45]
         finally:
             await c.stop()
 

@@ -117,6 +117,14 @@ def test_latest_timestamp_and_list_offsets(mini_broker: MiniBroker) -> None:
                 break
         assert [m.offset for m in got] == list(range(100, 105))
         assert [_as_rec(m) for m in got] == second
+        # consume from a timestamp: seek to what offsets_for_times found
+        c.seek(tp, found[tp].offset)
+        again = []
+        for m in c:
+            again.append(m)
+            if len(again) == 3:
+                break
+        assert [_as_rec(m) for m in again] == first[42:45]
     finally:
         c.close()
 
