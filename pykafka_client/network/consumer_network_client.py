@@ -28,7 +28,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from pykafka_client.errors import DisconnectError, KafkaTimeoutError, WakeupException
 from pykafka_client.network.client_request import ClientRequest, RequestBody
@@ -251,8 +251,7 @@ class ConsumerNetworkClient:
 
     # --- polling -------------------------------------------------------------------------------
 
-    def poll_future(self, future: RequestFuture[object] | RequestFuture[ClientResponse],
-                    timer: Timer | None = None, disable_wakeup: bool = False) -> bool:
+    def poll_future(self, future: RequestFuture[Any], timer: Timer | None = None, disable_wakeup: bool = False) -> bool:
         """Poll until ``future`` is done or ``timer`` expires (forever without a timer); True if done."""
         t = timer if timer is not None else self.time.timer(_FOREVER_MS)
         while True:
