@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,6 +98,8 @@ class LogSegment:
         self.offset_index = OffsetIndex(prefix + INDEX_FILE_SUFFIX, base_offset, config.max_index_size)
         self.time_index = TimeIndex(prefix + TIME_INDEX_FILE_SUFFIX, base_offset, config.max_index_size)
         self.created_ms = time.milliseconds()
+        #: Random per segment in [0, segment.jitter.ms), so that segments of many partitions do not roll at once.
+        self.roll_jitter_ms = random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = base_offset
         last_ts, last_ts_offset = self.time_index.last_entry()
@@ -124,8 +127,11 @@ class LogSegment:
         return 0 <= offset - self.base_offset <= _INT32_MAX
 
     def should_roll(self, messages_size: int, max_timestamp_in_messages: int, max_offset: int, now_ms: int) -> bool:
-        """Kafka's roll rule: size, age (``segment.ms`` minus jitter), a full index, or offsets beyond int32."""
-        reached_roll_ms = self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > self.config.segment_ms
+        """Kafka's roll rule: size, age (``segment.ms`` minus this segment's jitter), a full index, or
+        offsets beyond int32 from the base offset."""
+        reached_roll_ms = (
+            self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > self.config.segment_ms - self.roll_jitter_ms
+        )
         return (
             self.size > self.config.segment_bytes - messages_size
             or (self.size > 0 and reached_roll_ms)

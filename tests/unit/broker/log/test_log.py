@@ -234,6 +234,14 @@ def test_roll_by_time(tmp_path: Path, time: MockTime) -> None:
         lg.close()
 
 
+def test_segment_jitter_is_within_the_configured_range(tmp_path: Path, time: MockTime) -> None:
+    lg = open_log(tmp_path, time, **{"segment.ms": 1000, "segment.jitter.ms": 500})
+    try:
+        assert 0 <= lg.active_segment.roll_jitter_ms < 500
+    finally:
+        lg.close()
+
+
 def test_roll_when_offset_index_is_full(tmp_path: Path, time: MockTime) -> None:
     lg = open_log(tmp_path, time, **{"segment.index.bytes": 24, "index.interval.bytes": 1})
     try:
