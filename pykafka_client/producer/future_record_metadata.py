@@ -18,7 +18,13 @@ from pykafka_client.producer.record_metadata import RecordMetadata
 
 
 class FutureRecordMetadata(Future[RecordMetadata]):
-    """A record's delivery outcome: its :class:`RecordMetadata`, or the exception that failed it."""
+    """A record's delivery outcome: its :class:`RecordMetadata`, or the exception that failed it.
+
+    Memory: the state lives in slots and the waiter / callback lists are created on first use, so a
+    pending record costs about a hundred bytes instead of a dict and two lists.
+    """
+
+    __slots__ = ("_callbacks_list", "_condition", "_exception", "_result", "_state", "_waiters_list")
 
     def __init__(self, condition: threading.Condition | None = None) -> None:
         # Deliberately not calling Future.__init__: it would allocate a Condition per record.
@@ -26,8 +32,20 @@ class FutureRecordMetadata(Future[RecordMetadata]):
         self._state = PENDING
         self._result: Any = None
         self._exception: BaseException | None = None
-        self._waiters: list[Any] = []
-        self._done_callbacks: list[Any] = []
+        self._waiters_list: list[Any] | None = None
+        self._callbacks_list: list[Any] | None = None
+
+    @property
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
+        if self._waiters_list is None:
+            self._waiters_list = []
+        return self._waiters_list
+
+    @property
+    def _done_callbacks(self) -> list[Any]:
+        if self._callbacks_list is None:
+            self._callbacks_list = []
+        return self._callbacks_list
 
     def cancel(self) -> bool:
         return False
@@ -43,11 +61,13 @@ class FutureRecordMetadata(Future[RecordMetadata]):
             self._result = metadata
             self._exception = exception
             self._state = FINISHED
-            for waiter in self._waiters:
-                if exception is None:
-                    waiter.add_result(self)
-                else:
-                    waiter.add_exception(self)
+            if self._waiters_list:
+                for waiter in self._waiters_list:
+                    if exception is None:
+                        waiter.add_result(self)
+                    else:
+                        waiter.add_exception(self)
             self._condition.notify_all()
-        self._invoke_callbacks()  # type: ignore[attr-defined]
+        if self._callbacks_list:
+            self._invoke_callbacks()  # type: ignore[attr-defined]
         return True

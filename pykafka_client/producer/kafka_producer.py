@@ -402,9 +402,12 @@ class KafkaProducer:
         return f"KafkaProducer(client_id={self.client_id!r}, closed={self._closed})"
 
 
-def _normalize_headers(headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None) -> list[Header]:
+_NO_HEADERS: tuple[Header, ...] = ()
+
+
+def _normalize_headers(headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None) -> Sequence[Header]:
     if not headers:
-        return []
+        return _NO_HEADERS  # shared: no list per record
     items = list(headers.items()) if isinstance(headers, Mapping) else list(headers)
     out: list[Header] = []
     for item in items:

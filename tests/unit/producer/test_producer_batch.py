@@ -136,3 +136,22 @@ def test_record_size_matches_builder_property(
     exact = record_size_in_bytes(offset_delta, ts_delta, key, value, headers)
     assert exact == builder_size(offset_delta, ts_delta, key, value, headers)
     assert RECORD_BATCH_OVERHEAD + exact <= estimate_size_upper_bound(key, value, headers)
+
+
+def test_future_works_with_concurrent_futures_helpers() -> None:
+    b = ProducerBatch(TP, 16384, 0)
+    f1 = b.try_append(1, None, b"a", [], None, 0)
+    f2 = b.try_append(1, None, b"b", [], None, 0)
+    assert f1 is not None and f2 is not None
+    got: list[object] = []
+    f1.add_done_callback(lambda f: got.append(f.result()))
+    done, not_done = concurrent.futures.wait([f1, f2], timeout=0)
+    assert not done and not_done == {f1, f2}
+    b.done(7, -1, None)
+    assert got == [f1.result(0)]
+    pending: list[concurrent.futures.Future[RecordMetadata]] = [f2]
+    assert list(concurrent.futures.as_completed(pending, timeout=0)) == [f2]
+    late: list[object] = []
+    f2.add_done_callback(late.append)  # added after completion: runs at once
+    assert late == [f2]
+    assert not hasattr(f1, "__dict__") or not f1.__dict__
