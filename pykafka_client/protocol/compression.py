@@ -6,8 +6,9 @@ Wire formats, chosen for compatibility with the Java client and librdkafka:
 * SNAPPY: written with xerial framing (what Java's ``SnappyOutputStream`` emits: the 16-byte
   ``\\x82SNAPPY\\x00`` header, then blocks of ``int32 length`` + raw snappy). Read: xerial or raw snappy.
 * LZ4: the LZ4 frame format as Java writes it (independent 64 KiB blocks, no checksums besides the
-  header checksum). Read: any LZ4 frame; for magic v0 message sets the broken header checksum of
-  old Kafka versions is accepted too (``legacy_v0_lz4=True``).
+  header checksum). Read: any LZ4 frame (block and content checksums are skipped, not verified: the
+  batch CRC covers the payload); for magic v0 message sets the header checksum is ignored, as Java
+  does, because Kafka before 0.10 computed it wrongly (``legacy_v0_lz4=True``).
 * ZSTD: a standard zstd frame.
 
 Decompression is bounded: output larger than ``max_output_size`` (default
@@ -313,9 +314,8 @@ def _lz4_frame_decompress(data: Buffer, limit: int, legacy_v0: bool) -> bytes:
         raise CorruptRecordError("truncated LZ4 frame descriptor")
     hc = view[pos]
     expected = (_xxh32(bytes(view[4:pos])) >> 8) & 0xFF
-    # Kafka before 0.10 hashed the magic too (KAFKA-3160); v0 message sets may carry that checksum.
-    legacy = (_xxh32(bytes(view[0:pos])) >> 8) & 0xFF
-    if hc != expected and not (legacy_v0 and hc == legacy):
+    # Kafka before 0.10 computed this checksum wrongly (KAFKA-3160): like Java, ignore it for magic v0.
+    if hc != expected and not legacy_v0:
         raise CorruptRecordError("LZ4 frame header checksum mismatch")
     pos += 1
     if not independent:

@@ -42,6 +42,7 @@ record_st = st.tuples(
         st.integers(min_value=-1, max_value=(1 << 31) - 1),
     ),
     transactional=st.booleans(),
+    control=st.booleans(),
     leader_epoch=st.integers(min_value=-1, max_value=(1 << 31) - 1),
 )
 def test_build_then_parse_returns_the_same_records(
@@ -50,6 +51,7 @@ def test_build_then_parse_returns_the_same_records(
     base_offset: int,
     producer: tuple[int, int, int],
     transactional: bool,
+    control: bool,
     leader_epoch: int,
 ) -> None:
     builder = MemoryRecordsBuilder(
@@ -60,6 +62,7 @@ def test_build_then_parse_returns_the_same_records(
         producer_epoch=producer[1],
         base_sequence=producer[2],
         is_transactional=transactional,
+        is_control_batch=control,
         partition_leader_epoch=leader_epoch,
     )
     for ts, key, value, headers in records:
@@ -80,7 +83,7 @@ def test_build_then_parse_returns_the_same_records(
     assert batch.max_timestamp == max(r[0] for r in records)
     assert batch.first_timestamp == records[0][0]
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == producer
-    assert batch.is_transactional == transactional and not batch.is_control
+    assert batch.is_transactional == transactional and batch.is_control == control
     assert batch.partition_leader_epoch == leader_epoch
     assert batch.timestamp_type == TimestampType.CREATE_TIME
     got = list(MemoryRecords(raw, check_crcs=True).records())
