@@ -1,0 +1,185 @@
+"""Processor and ConnectionQuotas without sockets: a scripted selector pins the one-in-flight invariant."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from mini_broker.config import KafkaConfig
+from mini_broker.network.request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    RequestChannel,
+    RequestContext,
+    Response,
+    SendResponse,
+)
+from mini_broker.network.socket_server import ConnectionQuotas, Processor, TooManyConnectionsError, _Conn
+from pykafka_client.network.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.utils.time import MockTime
+
+
+class ScriptedSelector:
+    """Hands out the receives a test queues; records mutes, sends and closes."""
+
+    def __init__(self) -> None:
+        self.to_receive: list[NetworkReceive] = []
+        self.to_disconnect: dict[str, DisconnectInfo] = {}
+        self.sent: list[NetworkSend] = []
+        self.muted: set[str] = set()
+        self.closed: list[str] = []
+        self._sends: list[NetworkSend] = []
+        self._receives: list[NetworkReceive] = []
+        self._disconnected: dict[str, DisconnectInfo] = {}
+
+    def register(self, connection_id: str, sock: socket.socket) -> None: ...
+
+    def send(self, send: NetworkSend) -> None:
+        self.sent.append(send)
+
+    def poll(self, timeout_ms: int) -> None:
+        self._sends = list(self.sent)
+        self.sent.clear()
+        self._receives, self.to_receive = self.to_receive, []
+        self._disconnected, self.to_disconnect = self.to_disconnect, {}
+
+    def completed_sends(self) -> list[NetworkSend]:
+        return self._sends
+
+    def completed_receives(self) -> list[NetworkReceive]:
+        return self._receives
+
+    def disconnected(self) -> dict[str, DisconnectInfo]:
+        return self._disconnected
+
+    def mute(self, connection_id: str) -> None:
+        self.muted.add(connection_id)
+
+    def unmute(self, connection_id: str) -> None:
+        self.muted.discard(connection_id)
+
+    def close_channel(self, connection_id: str) -> None:
+        self.closed.append(connection_id)
+
+    def wakeup(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class Parser:
+    def parse_request(self, processor_id: int, connection_id: str, client_address: str, listener_name: str,
+                      payload: memoryview, start_time_ns: int) -> Request:
+        if bytes(payload) == b"bad":
+            raise ValueError("bad request")
+        ctx = RequestContext(0, 0, 0, None, connection_id, client_address, listener_name)
+        return Request(processor_id, ctx, bytes(payload), len(payload), start_time_ns)
+
+    def complete_response_metrics(self, response: Response, now_ns: int) -> None: ...
+
+
+def make() -> tuple[Processor, ScriptedSelector, RequestChannel, ConnectionQuotas]:
+    config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0"})
+    channel = RequestChannel(10)
+    quotas = ConnectionQuotas(10)
+    sel = ScriptedSelector()
+    proc = Processor(0, config.listeners[0], config, channel, quotas, Parser(), sel, MockTime())
+    channel.add_processor(0, proc)
+    quotas.inc("1.2.3.4")
+    proc._conns["c1"] = _Conn("c1", "1.2.3.4", "1.2.3.4:5")  # as if accepted and registered
+    return proc, sel, channel, quotas
+
+
+def step(proc: Processor) -> None:
+    proc._process_new_responses()
+    proc._poll()
+    proc._process_completed_receives()
+    proc._process_completed_sends()
+    proc._process_disconnected()
+
+
+def rcv(data: bytes) -> NetworkReceive:
+    return NetworkReceive("c1", memoryview(data))
+
+
+def take(channel: RequestChannel) -> Request:
+    r = channel.receive_request(0)
+    assert isinstance(r, Request)
+    return r
+
+
+def respond(channel: RequestChannel, req: Request, data: bytes) -> None:
+    channel.send_response(SendResponse(req, [data], len(data)))
+
+
+def test_one_request_in_flight_and_order_kept() -> None:
+    proc, sel, channel, _ = make()
+    sel.to_receive = [rcv(b"a"), rcv(b"b"), rcv(b"c")]  # a transport that hands out several frames at once
+    step(proc)
+    a = take(channel)
+    assert a.body == b"a" and "c1" in sel.muted
+    assert channel.receive_request(0) is None  # b and c wait: one request in flight
+    respond(channel, a, b"A")
+    step(proc)  # response written
+    assert [s.buffers for s in sel._sends] == [[b"A"]]
+    step(proc)
+    b = take(channel)
+    assert b.body == b"b" and "c1" in sel.muted
+    channel.send_response(NoOpResponse(b))  # acks=0: unmute without writing
+    step(proc)
+    step(proc)
+    c = take(channel)
+    assert c.body == b"c"
+    respond(channel, c, b"C")
+    step(proc)
+    step(proc)
+    assert "c1" not in sel.muted and channel.receive_request(0) is None
+
+
+def test_bad_request_and_close_response_close_only_that_connection() -> None:
+    proc, sel, _, quotas = make()
+    sel.to_receive = [rcv(b"bad")]
+    step(proc)
+    assert sel.closed == ["c1"] and quotas.get("1.2.3.4") == 0
+    proc2, sel2, channel2, quotas2 = make()
+    sel2.to_receive = [rcv(b"x")]
+    step(proc2)
+    channel2.send_response(CloseConnectionResponse(take(channel2)))
+    step(proc2)
+    assert sel2.closed == ["c1"] and quotas2.get("1.2.3.4") == 0
+
+
+def test_disconnect_drops_the_in_flight_response() -> None:
+    proc, sel, channel, quotas = make()
+    sel.to_receive = [rcv(b"x")]
+    step(proc)
+    req = take(channel)
+    sel.to_disconnect = {"c1": DisconnectInfo(ChannelState.EXPIRED)}
+    step(proc)
+    assert quotas.get("1.2.3.4") == 0
+    respond(channel, req, b"late")
+    step(proc)
+    assert sel._sends == []  # nothing written to a closed connection
+
+
+def test_connection_quotas_per_ip_and_overrides() -> None:
+    q = ConnectionQuotas(0, {"10.0.0.1": 5})
+    for _ in range(5):
+        q.inc("10.0.0.1")
+    with pytest.raises(TooManyConnectionsError):
+        q.inc("10.0.0.1")
+    with pytest.raises(TooManyConnectionsError):
+        q.inc("10.0.0.2")
+    q.dec("10.0.0.1")
+    q.inc("10.0.0.1")
+    assert q.get("10.0.0.1") == 5 and q.total == 5
+
+
+def test_broker_wide_limit_blocks_then_times_out() -> None:
+    q = ConnectionQuotas(100, max_connections=1)
+    q.inc("a")
+    with pytest.raises(TooManyConnectionsError):
+        q.inc("b", timeout_s=0.01)
+    q.dec("a")
+    q.inc("b", timeout_s=0.01)
