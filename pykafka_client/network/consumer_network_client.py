@@ -193,17 +193,18 @@ class ConsumerNetworkClient:
         now = self.time.hi_res_clock_ms()
         handler = RequestFutureCompletionHandler(self._pending_completion)
         timeout = self.request_timeout_ms if request_timeout_ms is None else request_timeout_ms
-        with self._lock:
-            request = self.client.new_client_request(
-                node.id_string,
-                body,
-                now,
-                True,
-                timeout,
-                handler,
-                oldest_allowed_version=oldest_allowed_version,
-                latest_allowed_version=latest_allowed_version,
-            )
+        # Not under the lock: a thread blocked in poll() holds it, and this send must be able to wake
+        # it. new_client_request only draws a correlation id, which is thread-safe.
+        request = self.client.new_client_request(
+            node.id_string,
+            body,
+            now,
+            True,
+            timeout,
+            handler,
+            oldest_allowed_version=oldest_allowed_version,
+            latest_allowed_version=latest_allowed_version,
+        )
         self.unsent.put(node, request)
         # Wake a poller blocked in the selector so that the request goes out now.
         self.client.wakeup()

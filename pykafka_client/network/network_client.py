@@ -28,6 +28,7 @@ from __future__ import annotations
 import enum
 import logging
 import random
+import threading
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -307,6 +308,7 @@ class NetworkClient:
         self.metadata_recovery_strategy = MetadataRecoveryStrategy(metadata_recovery_strategy)
         self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
         self._correlation = 0
+        self._correlation_lock = threading.Lock()
         self._aborted_sends: list[ClientResponse] = []
         # node id -> the ApiVersions version to send once the channel is ready.
         self._nodes_needing_api_versions_fetch: dict[str, int] = {}
@@ -438,12 +440,14 @@ class NetworkClient:
     # --- requests ------------------------------------------------------------------------------
 
     def next_correlation_id(self) -> int:
-        if _is_sasl_reserved(self._correlation):
-            # Skip the SASL range and wrap around like a Java int (negative ids are fine).
-            self._correlation = _INT32_MIN
-        cid = self._correlation
-        self._correlation += 1
-        return cid
+        """Thread-safe (ConsumerNetworkClient.send draws ids without holding its lock)."""
+        with self._correlation_lock:
+            if _is_sasl_reserved(self._correlation):
+                # Skip the SASL range and wrap around like a Java int (negative ids are fine).
+                self._correlation = _INT32_MIN
+            cid = self._correlation
+            self._correlation += 1
+            return cid
 
     def new_client_request(
         self,

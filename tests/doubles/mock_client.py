@@ -404,8 +404,9 @@ class MockClient:
         oldest_allowed_version: int | None = None,
         latest_allowed_version: int | None = None,
     ) -> ClientRequest:
-        cid = self._correlation
-        self._correlation += 1
+        with self._cond:
+            cid = self._correlation
+            self._correlation += 1
         return ClientRequest(
             node_id, body, cid, "mock-client", created_time_ms, expect_response,
             self.default_request_timeout_ms if request_timeout_ms is None else request_timeout_ms,

@@ -289,3 +289,23 @@ def test_s47_await_metadata_update_false_when_timer_expires() -> None:
     e.client.prepare_metadata_update(metadata_response(nodes(2), {"t": 2}))
     assert e.cnc.await_metadata_update(e.time.timer(1000)) is True
     assert len(e.metadata.fetch().nodes) == 2
+
+
+def test_s35_send_from_another_thread_wakes_a_blocked_poll() -> None:
+    e = Env()
+    e.client.enable_blocking_until_wakeup(1)
+    started = threading.Event()
+
+    def poller() -> None:
+        started.set()
+        e.cnc.poll(e.time.timer(1000))  # blocks in the client until someone wakes it
+
+    t = threading.Thread(target=poller)
+    t.start()
+    started.wait(10)
+    sender = threading.Thread(target=e.send)  # must not wait for the poller's lock
+    sender.start()
+    sender.join(10)
+    t.join(10)
+    assert not sender.is_alive() and not t.is_alive()
+    assert e.cnc.pending_request_count() == 1
