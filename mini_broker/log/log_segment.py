@@ -341,6 +341,9 @@ class LogSegment:
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        # Forget the descriptor number first: a read racing with close gets EBADF, never another file
+        # that reused the number.
+        self._fd = -1
         if not self._file.closed:
             self._file.close()
 

@@ -51,6 +51,7 @@ from mini_broker.log.offset_index import CorruptIndexError
 from pykafka_client.errors import (
     CorruptRecordError,
     InvalidTimestampError,
+    KafkaStorageError,
     MessageDecodeError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
@@ -275,7 +276,7 @@ class Log:
             return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0, 0)
         with self._lock:
             if self._closed:
-                raise CorruptRecordError(f"log {self.dir_path} is closed")
+                raise KafkaStorageError(f"log {self.dir_path} is closed")
             if before_append is not None:
                 existing = before_append(batches)
                 if existing is not None:

@@ -22,6 +22,7 @@ from pykafka_client.errors import (
     CorruptRecordError,
     InvalidRecordError,
     InvalidTimestampError,
+    KafkaStorageError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
 )
@@ -474,3 +475,14 @@ def test_reads_concurrent_with_appends_see_whole_valid_batches(log: Log) -> None
             t.join(timeout=60)
     assert not failures
     assert log.log_end_offset == 450
+
+
+def test_closed_log_rejects_appends_and_reads(tmp_path: Path, time: MockTime) -> None:
+    lg = open_log(tmp_path, time)
+    lg.append(batch([b"a"]))
+    lg.close()
+    lg.close()
+    with pytest.raises(KafkaStorageError):
+        lg.append(batch([b"b"]))
+    with pytest.raises(OSError):
+        lg.read(0, 100)
