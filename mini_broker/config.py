@@ -359,6 +359,18 @@ class KafkaConfig:
         return [d]
 
     @property
+    def listener_security_protocol_map(self) -> dict[str, str]:
+        raw = self._values["listener.security.protocol.map"]
+        assert isinstance(raw, str)
+        out: dict[str, str] = {}
+        for part in raw.split(","):
+            name, sep, protocol = part.strip().partition(":")
+            if not sep or not name or not protocol:
+                raise ConfigurationError(f"Invalid value {raw!r} for configuration listener.security.protocol.map")
+            out[name.strip().upper()] = protocol.strip().upper()
+        return out
+
+    @property
     def num_network_threads(self) -> int:
         return self._int("num.network.threads")
 
@@ -479,8 +491,17 @@ class KafkaConfig:
         names = [ep.listener_name for ep in listeners]
         if len(set(names)) != len(names):
             raise ConfigurationError(f"Invalid value for configuration listeners: duplicate listener names {names}")
-        self.advertised_listeners  # noqa: B018 - parse for errors
-        self.max_connections_per_ip_overrides  # noqa: B018
+        advertised = {ep.listener_name for ep in self.advertised_listeners}
+        if not advertised <= set(names):
+            raise ConfigurationError(f"Invalid value for configuration advertised.listeners: listener names "
+                                     f"{sorted(advertised - set(names))} are not in listeners")
+        protocols = self.listener_security_protocol_map
+        for name in names:
+            protocol = protocols.get(name, name)
+            if protocol != "PLAINTEXT":
+                raise ConfigurationError(f"Invalid value for configuration listeners: listener {name} uses "
+                                         f"{protocol}; mini_broker serves PLAINTEXT only so far")
+        self.max_connections_per_ip_overrides  # noqa: B018 - parse for errors
         nid, bid = self._int("node.id"), self._int("broker.id")
         if nid >= 0 and bid >= 0 and nid != bid:
             raise ConfigurationError(f"Invalid value {bid} for configuration broker.id: must equal node.id ({nid})")

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from mini_broker.server.context import BrokerContext
 
 log = logging.getLogger(__name__)
+#: Kafka's kafka.request.logger: one DEBUG line per completed request.
+request_log = logging.getLogger("mini_broker.request")
 
 API_VERSIONS_KEY = 18
 UNSUPPORTED_VERSION_CODE = 35
@@ -201,10 +203,15 @@ class KafkaApis:
     # --- metrics (processor thread, when the response is done) -------------------------------------
 
     def complete_response_metrics(self, response: Response, now_ns: int) -> None:
-        if self.metrics is None:
-            return
         r = response.request
         name = _api_name(r.context.api_key)
+        if request_log.isEnabledFor(logging.DEBUG):
+            request_log.debug("event=request_completed api=%s version=%d correlation_id=%d client_id=%s connection=%s "
+                              "response=%s total_ms=%.3f", name, r.context.api_version, r.context.correlation_id,
+                              r.context.client_id, r.connection_id, type(response).__name__,
+                              (now_ns - r.start_time_ns) / 1e6)
+        if self.metrics is None:
+            return
 
         def ms(a: int, b: int) -> float:
             return max(0.0, (b - a) / 1e6) if a >= 0 and b >= 0 else 0.0

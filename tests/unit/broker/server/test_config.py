@@ -56,6 +56,8 @@ def test_unknown_keys_warn_and_are_ignored() -> None:
     ("listeners", "127.0.0.1:9092"),
     ("listeners", "PLAINTEXT://127.0.0.1:99999"),
     ("max.connections.per.ip.overrides", "a"),
+    ("listeners", "SSL://127.0.0.1:0"),
+    ("listener.security.protocol.map", "nonsense"),
 ])
 def test_invalid_values_name_the_key(key: str, value: str) -> None:
     with pytest.raises(ConfigurationError, match=key.replace(".", r"\.")):
@@ -75,3 +77,10 @@ def test_node_id_and_broker_id() -> None:
     assert KafkaConfig({"node.id": "7"}).node_id == 7
     with pytest.raises(ConfigurationError, match=r"broker\.id"):
         KafkaConfig({"node.id": "1", "broker.id": "2"})
+
+
+def test_named_listeners_map_to_protocols() -> None:
+    c = KafkaConfig({"listeners": "CLIENT://127.0.0.1:0", "listener.security.protocol.map": "CLIENT:PLAINTEXT"})
+    assert c.listeners[0].listener_name == "CLIENT"
+    with pytest.raises(ConfigurationError, match="advertised.listeners"):
+        KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "advertised.listeners": "OTHER://h:1"})
