@@ -119,6 +119,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._commit_lock = threading.Lock()
         self._pending_async_commits = 0
         self._async_commit_fenced = False
+        self._pattern_metadata_version = -1
+        self.include_internal_topics = False
 
     # -- embedded protocol -------------------------------------------------------------------
 
@@ -296,10 +298,37 @@ class ConsumerCoordinator(AbstractCoordinator):
             if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
                 return False
             if self.rejoin_needed_or_pending():
+                if self.subscriptions.has_pattern_subscription() and self._pattern_metadata_version < 0:
+                    # a pattern needs topic metadata before the first join (Java: ensureFreshMetadata)
+                    if not self.client.await_metadata_update(timer):
+                        return False
+                self.maybe_update_pattern_subscription()
                 if not self.ensure_active_group(timer if wait_for_join_group else self.time.timer(0)):
                     return False
+        self.maybe_update_pattern_subscription()
         self.maybe_auto_commit_offsets_async(timer.current_time_ms())
         return True
+
+    def maybe_update_pattern_subscription(self) -> None:
+        """With a pattern subscription, match it against the topics of the latest metadata; a change
+        of the matched set triggers a rejoin. Application thread only."""
+        if not self.subscriptions.has_pattern_subscription():
+            self._pattern_metadata_version = -1
+            return
+        version = self.cluster_metadata.update_version()
+        if version == self._pattern_metadata_version:
+            return
+        self._pattern_metadata_version = version
+        cluster = self.cluster_metadata.fetch()
+        matched = [
+            t
+            for t in cluster.topics()
+            if self.subscriptions.matches_subscribed_pattern(t)
+            and (self.include_internal_topics or t not in cluster.internal_topics)
+        ]
+        if self.subscriptions.subscribe_from_pattern(matched):
+            log.info("pattern subscription now matches %s", sorted(matched))
+            self.request_rejoin("pattern subscription matched a different set of topics")
 
     def time_to_next_poll(self, now_ms: int) -> int:
         if not self.auto_commit_enabled:

@@ -225,6 +225,7 @@ class KafkaConsumer(Generic[K, V]):
                 auto_commit_interval_ms=cfg["auto.commit.interval.ms"],
                 client_rack=cfg["client.rack"] or None,
             )
+            self.coordinator.include_internal_topics = not cfg["exclude.internal.topics"]
 
     # -- single-thread guard (Java acquire/release) ---------------------------------------------
 
@@ -298,7 +299,9 @@ class KafkaConsumer(Generic[K, V]):
                             compiled = re.compile(pattern)
                         except re.error as e:
                             raise IllegalArgumentError(f"invalid topic pattern {pattern!r}: {e}") from e
+                self.fetcher.clear_buffered_data_for_unassigned_partitions()
                 self.subscriptions.subscribe_pattern(compiled, listener)
+                coordinator.maybe_update_pattern_subscription()  # forget the previous pattern's match
                 coordinator.request_rejoin("subscribed to a new pattern")
                 self.metadata.request_update()
                 return

@@ -1,0 +1,182 @@
+"""KafkaConsumer group mode (subscribe, rebalances, commits) against Tansu, which has a group
+coordinator (MiniBroker has none yet). Short rebalance timeouts keep joins fast: Tansu waits up to
+the rebalance timeout for members before completing a join."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from collections.abc import Collection
+from typing import Any
+
+import pytest
+
+from pykafka_client import AdminClient, ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
+from pykafka_client.admin.types import NewTopic
+from tests.integration.tansu import TansuBroker
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180)]
+
+FAST_GROUP = {
+    "max.poll.interval.ms": 3000,
+    "session.timeout.ms": 6000,
+    "heartbeat.interval.ms": 500,
+    "auto.offset.reset": "earliest",
+}
+
+
+def make_topic(broker: TansuBroker, partitions: int = 4, records: int = 40) -> str:
+    topic = f"g-{uuid.uuid4().hex[:10]}"
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        admin.create_topics([NewTopic(topic, partitions, 1)], timeout=10)
+    p = KafkaProducer({"bootstrap.servers": broker.bootstrap})
+    try:
+        for i in range(records):
+            p.send(topic, key=b"%d" % i, value=b"v%d" % i, partition=i % partitions)
+        p.flush(20)
+    finally:
+        p.close(10)
+    return topic
+
+
+def group_consumer(broker: TansuBroker, group: str, **overrides: Any) -> KafkaConsumer[Any, Any]:
+    cfg: dict[str, Any] = {"bootstrap.servers": broker.bootstrap, "group.id": group, **FAST_GROUP}
+    cfg.update(overrides)
+    return KafkaConsumer(cfg)
+
+
+class Recorder(ConsumerRebalanceListener):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, list[TopicPartition]]] = []
+
+    def on_partitions_revoked(self, revoked: Collection[TopicPartition]) -> None:
+        self.events.append(("revoked", sorted(revoked)))
+
+    def on_partitions_assigned(self, assigned: Collection[TopicPartition]) -> None:
+        self.events.append(("assigned", sorted(assigned)))
+
+
+def poll_until(c: KafkaConsumer[Any, Any], n: int, deadline_s: float = 30) -> list[Any]:
+    out: list[Any] = []
+    deadline = time.monotonic() + deadline_s
+    while len(out) < n and time.monotonic() < deadline:
+        out.extend(c.poll(0.5))
+    return out
+
+
+def test_subscribe_consume_commit_and_resume(tansu_broker_module: TansuBroker) -> None:
+    broker = tansu_broker_module
+    topic = make_topic(broker)
+    group = f"grp-{uuid.uuid4().hex[:6]}"
+    rec = Recorder()
+    c = group_consumer(broker, group, **{"enable.auto.commit": False})
+    c.subscribe([topic], rec)
+    got = poll_until(c, 40)
+    assert len(got) == 40
+    assert c.assignment() == {TopicPartition(topic, p) for p in range(4)}
+    assert rec.events[0] == ("assigned", [TopicPartition(topic, p) for p in range(4)])
+    # commit only up to offset 5 of each partition, then a new member resumes there
+    c.commit_sync({TopicPartition(topic, p): 5 for p in range(4)})
+    committed = c.committed({TopicPartition(topic, p) for p in range(4)}, 10)
+    assert {tp: om.offset if om else None for tp, om in committed.items()} == {
+        TopicPartition(topic, p): 5 for p in range(4)
+    }
+    meta = c.group_metadata()
+    assert meta.group_id == group and meta.generation_id >= 0 and meta.member_id
+    c.close()
+    assert rec.events[-1][0] == "revoked"
+
+    c2 = group_consumer(broker, group)
+    c2.subscribe([topic])
+    again = poll_until(c2, 20)
+    assert sorted((r.partition, r.offset) for r in again) == [(p, o) for p in range(4) for o in range(5, 10)]
+    c2.close()
+
+
+def test_auto_commit_on_close(tansu_broker_module: TansuBroker) -> None:
+    broker = tansu_broker_module
+    topic = make_topic(broker, partitions=2, records=10)
+    group = f"grp-{uuid.uuid4().hex[:6]}"
+    with group_consumer(broker, group) as c:
+        c.subscribe([topic])
+        assert len(poll_until(c, 10)) == 10
+    with group_consumer(broker, group) as c:
+        c.subscribe([topic])
+        assert c.poll(3.0).count() == 0
+        committed = c.committed({TopicPartition(topic, 0), TopicPartition(topic, 1)}, 10)
+        assert {tp.partition: om.offset if om else None for tp, om in committed.items()} == {0: 5, 1: 5}
+
+
+def test_pattern_subscription(tansu_broker_module: TansuBroker) -> None:
+    broker = tansu_broker_module
+    topic = make_topic(broker, partitions=1, records=3)
+    with group_consumer(broker, f"grp-{uuid.uuid4().hex[:6]}") as c:
+        c.subscribe(pattern=re.escape(topic[:8]) + ".*")
+        got = poll_until(c, 3)
+        assert {r.topic for r in got} >= {topic}
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_two_members_share_partitions(tansu_broker_module: TansuBroker, strategy: str) -> None:
+    broker = tansu_broker_module
+    topic = make_topic(broker, partitions=4, records=0)
+    group = f"grp-{uuid.uuid4().hex[:6]}"
+    recorders = [Recorder(), Recorder()]
+    consumers = [group_consumer(broker, group, **{"partition.assignment.strategy": strategy}) for _ in range(2)]
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        c = consumers[i]
+        try:
+            if i == 1:  # join after the first member owns everything
+                limit = time.monotonic() + 30
+                while not recorders[0].events and time.monotonic() < limit:
+                    time.sleep(0.1)
+            c.subscribe([topic], recorders[i])
+            while not stop.is_set():
+                c.poll(0.2)
+        except BaseException as e:
+            errors.append(e)
+        finally:
+            c.close(10)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    owned: list[set[TopicPartition]] = []
+    events: list[tuple[str, list[TopicPartition]]] = []
+    try:
+        while time.monotonic() < deadline:
+            events = list(recorders[0].events)
+            owned = [_owned(r) for r in recorders]
+            if all(len(o) == 2 for o in owned) and owned[0].isdisjoint(owned[1]):
+                break
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert not errors, errors
+    assert len(owned[0]) == 2 and len(owned[1]) == 2 and owned[0].isdisjoint(owned[1]), events
+    revoked = [tp for kind, tps in events if kind == "revoked" for tp in tps]
+    if strategy == "cooperative-sticky":
+        # only the two partitions that moved were revoked from the first member
+        assert len(revoked) == 2, events
+    else:
+        # eager: everything was revoked before the rejoin
+        assert len(revoked) == 4, events
+
+
+def _owned(r: Recorder) -> set[TopicPartition]:
+    """Replay a listener's events into the set of partitions owned (eager or cooperative)."""
+    owned: set[TopicPartition] = set()
+    for kind, tps in r.events:
+        if kind == "assigned":
+            owned |= set(tps)
+        else:
+            owned -= set(tps)
+    return owned
