@@ -141,6 +141,8 @@ class ProducerBatch:
         self.attempts = 0
         self.retry = False
         self.reopened = False
+        # (producer id, epoch, base sequence) of the last send: a response for an older stamp is stale.
+        self.sent_stamp: tuple[int, int, int] | None = None
         self.is_splitting = is_splitting
         self.compression_type = compression_type
         self.compression_level = compression_level
@@ -245,6 +247,13 @@ class ProducerBatch:
         """Re-stamp a batch (e.g. after an epoch bump); its bytes are rebuilt on the next :meth:`records`."""
         self.reopened = True
         self.set_producer_state(producer_id, producer_epoch, base_sequence, self.is_transactional)
+
+    def mark_sent(self) -> None:
+        self.sent_stamp = (self.producer_id, self.producer_epoch, self.base_sequence)
+
+    def response_is_for_current_stamp(self) -> bool:
+        """False when the batch was re-stamped (epoch bump, new producer id) after the send answered now."""
+        return self.sent_stamp == (self.producer_id, self.producer_epoch, self.base_sequence)
 
     def has_sequence(self) -> bool:
         return self.base_sequence != NO_SEQUENCE

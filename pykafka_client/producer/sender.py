@@ -324,6 +324,7 @@ class Sender:
         for b in batches:
             tp = b.topic_partition
             data = b.records()
+            b.mark_sent()
             size += len(data)
             records += b.record_count
             by_tp[tp] = b
@@ -415,6 +416,10 @@ class Sender:
         elif code != NONE:
             exc = self._exception_for(batch, result)
             if self._can_retry(batch, result, exc, now):
+                log.warning(
+                    "retrying batch of %d record(s) for %s (attempt %d, sequence %d): %s",
+                    batch.record_count, batch.topic_partition, batch.attempts + 1, batch.base_sequence, exc,
+                )
                 self.metrics.retries += 1
                 self.accumulator.reenqueue(batch, now)
                 self._remove_from_in_flight(batch)

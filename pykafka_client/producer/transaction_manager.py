@@ -94,6 +94,7 @@ class TransactionManager:
         self._unresolved: dict[TopicPartition, int] = {}  # partition -> sequence expected after the expired batch
         self._to_rewrite: set[TopicPartition] = set()
         self._epoch_bump_required = False
+        self._pid_reset_required = False
         self._last_error: BaseException | None = None
         self.init_producer_id_in_flight = False
 
@@ -155,7 +156,11 @@ class TransactionManager:
         with self._lock:
             if self.has_fatal_error():
                 return
-            if self._epoch_bump_required:
+            if self._pid_reset_required:
+                self._pid_reset_required = False
+                self._epoch_bump_required = False
+                self.reset_idempotent_producer_id()
+            elif self._epoch_bump_required:
                 self._bump_idempotent_producer_epoch()
             if self._state is not State.INITIALIZING and not self.has_producer_id():
                 self._state = State.INITIALIZING
@@ -166,6 +171,16 @@ class TransactionManager:
             self._pid_epoch = ProducerIdAndEpoch(producer_id, epoch)
             self._state = State.READY
             self.init_producer_id_in_flight = False
+            for tp in self._to_rewrite:
+                self._start_sequences_at_beginning(tp, self._pid_epoch)
+                self._unresolved.pop(tp, None)
+            self._to_rewrite.clear()
+
+    def request_producer_id_reset_for_partition(self, tp: TopicPartition) -> None:
+        """Drop the producer id; once InitProducerId gives a new one, ``tp``'s batches restart at sequence 0."""
+        with self._lock:
+            self._pid_reset_required = True
+            self._to_rewrite.add(tp)
 
     def request_epoch_bump_for_partition(self, tp: TopicPartition) -> None:
         with self._lock:
@@ -178,9 +193,11 @@ class TransactionManager:
 
     def _bump_idempotent_producer_epoch(self) -> None:
         if self._pid_epoch.epoch == SHORT_MAX:
+            # No epoch left: a new producer id; the partitions are re-stamped when it arrives.
             self.reset_idempotent_producer_id()
-        else:
-            self._pid_epoch = ProducerIdAndEpoch(self._pid_epoch.producer_id, self._pid_epoch.epoch + 1)
+            self._epoch_bump_required = False
+            return
+        self._pid_epoch = ProducerIdAndEpoch(self._pid_epoch.producer_id, self._pid_epoch.epoch + 1)
         for tp in self._to_rewrite:
             self._start_sequences_at_beginning(tp, self._pid_epoch)
             self._unresolved.pop(tp, None)
@@ -304,10 +321,13 @@ class TransactionManager:
         with self._lock:
             tp = batch.topic_partition
             if error_code == 59:  # UNKNOWN_PRODUCER_ID: the broker lost our state
-                if log_start_offset == -1:
-                    return True  # the broker did not know the log start; just retry
+                if log_start_offset == -1 or not batch.response_is_for_current_stamp():
+                    return True  # the log start is unknown, or the batch was already re-stamped: just retry
                 if batch.reopened:
-                    return True  # already re-stamped by an earlier epoch bump
+                    # Restarted at sequence 0 under a bumped epoch and the broker still does not know the id
+                    # (it lost it, e.g. a broker without persistent producer ids): get a new producer id.
+                    self.request_producer_id_reset_for_partition(tp)
+                    return True
                 self.request_epoch_bump_for_partition(tp)
                 return True
             if error_code == 45:  # OUT_OF_ORDER_SEQUENCE_NUMBER

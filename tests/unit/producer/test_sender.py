@@ -414,3 +414,59 @@ def test_retriable_error_non_idempotent_retries(code: int) -> None:
     h.client.respond(produce_response({TP0: (code, -1)}))
     h.run_once()
     assert isinstance(f.exception(0), NotLeaderOrFollowerError)
+
+
+def test_s71_unknown_producer_id_after_epoch_bump_gets_a_new_producer_id() -> None:
+    h = Harness(idempotent=True)
+    assert h.tm is not None
+    f, _ = h.append(n=2)
+    h.run_once()
+    h.client.respond(produce_response({TP0: (UNKNOWN_PRODUCER_ID, -1, 0)}))
+    h.run_once()  # epoch bump to 1, sequence 0
+    h.time.sleep(100)
+    h.run_until(lambda: bool(h.client.requests))
+    assert batches_in(h.last_request())[TP0].producer_epoch == 1
+    h.client.respond(produce_response({TP0: (UNKNOWN_PRODUCER_ID, -1, 0)}))  # still unknown: the id is gone
+    h.client.prepare_response(init_pid_response(pid=2000, epoch=0), lambda b: isinstance(b, InitProducerIdRequest))
+    h.run_until(lambda: h.tm is not None and h.tm.producer_id_and_epoch() == (2000, 0))
+    h.time.sleep(100)
+    h.run_until(lambda: bool(h.client.requests))
+    sent = batches_in(h.last_request())[TP0]
+    assert (sent.producer_id, sent.producer_epoch, sent.base_sequence) == (2000, 0, 0)
+    h.client.respond(produce_response({TP0: (NONE, 9)}))
+    h.run_until(f.done)
+    assert f.result(0).offset == 9
+    assert h.tm.sequence_number(TP0) == 2
+
+
+def test_stale_unknown_producer_id_responses_do_not_bump_twice() -> None:
+    h = Harness(idempotent=True)
+    assert h.tm is not None
+    h.append(n=1)
+    h.run_once()
+    h.append(n=1)
+    h.run_once()
+    h.client.respond(produce_response({TP0: (UNKNOWN_PRODUCER_ID, -1, 0)}))
+    h.client.respond(produce_response({TP0: (UNKNOWN_PRODUCER_ID, -1, 0)}))
+    h.run_once()
+    h.run_once()
+    assert h.tm.producer_id_and_epoch() == (PID, 1)
+    assert [b.base_sequence for b in h.accumulator.batches_for(TP0)] == [0, 1]
+
+
+def test_epoch_exhaustion_gets_a_new_producer_id() -> None:
+    h = Harness(idempotent=True)
+    assert h.tm is not None
+    h.tm.set_producer_id_and_epoch(PID, 2**15 - 1)
+    (f,) = h.append()
+    h.run_once()
+    h.client.respond(produce_response({TP0: (UNKNOWN_PRODUCER_ID, -1, 0)}))
+    h.client.prepare_response(init_pid_response(pid=3000, epoch=0), lambda b: isinstance(b, InitProducerIdRequest))
+    h.run_until(lambda: h.tm is not None and h.tm.producer_id_and_epoch() == (3000, 0))
+    h.time.sleep(100)
+    h.run_until(lambda: bool(h.client.requests))
+    sent = batches_in(h.last_request())[TP0]
+    assert (sent.producer_id, sent.producer_epoch, sent.base_sequence) == (3000, 0, 0)
+    h.client.respond(produce_response({TP0: (NONE, 1)}))
+    h.run_until(f.done)
+    assert f.result(0).offset == 1
