@@ -1,7 +1,8 @@
 """A fake transport that drives a *real* NetworkClient deterministically (Java: ``test.MockSelector``).
 
-Behaviour (all results appear in the next :meth:`MockSelector.poll`, which then ``sleep``s the
-MockTime by the poll timeout, so time moves only when the client polls):
+Behaviour (all results appear in the next :meth:`MockSelector.poll`; a poll that has nothing to report
+``sleep``s the MockTime by its timeout, one that has returns at once, so time moves only when the client
+polls and waits):
 
 * ``connect`` succeeds instantly (reported in ``connected()``) unless the address is blocked
   (:meth:`server_connection_blocked` / the ``can_connect`` predicate): a blocked connect stays pending
@@ -140,7 +141,9 @@ class MockSelector:
             (self._pending_receives if receive.source in sent_to else still_delayed).append(receive)
         self._delayed_receives = still_delayed
         self._completed_receives, self._pending_receives = self._pending_receives, []
-        self.time.sleep(timeout_ms)
+        # Like a real selector, return at once when something happened; otherwise wait the timeout out.
+        if not (self._completed_sends or self._completed_receives or self._connected or self._disconnected):
+            self.time.sleep(timeout_ms)
 
     def completed_sends(self) -> list[NetworkSend]:
         return self._completed_sends
