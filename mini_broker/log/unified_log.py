@@ -620,13 +620,10 @@ class Log:
     def _flush_locked(self) -> None:
         leo = self.log_end_offset
         if leo > self.recovery_point:
-            for segment in self._segments:
-                nxt_base = (
-                    self._bases[self._bases.index(segment.base_offset) + 1]
-                    if segment is not self._segments[-1]
-                    else leo
-                )
-                if nxt_base > self.recovery_point:
+            segments = self._segments
+            for i, segment in enumerate(segments):
+                upper = segments[i + 1].base_offset if i + 1 < len(segments) else leo
+                if upper > self.recovery_point:  # holds data not yet known to be on disk
                     segment.flush()
             self.recovery_point = leo
         self._last_flush_ms = self._time.milliseconds()
