@@ -16,28 +16,31 @@ class ReadWriteLock:
     """``acquire_read``/``release_read`` and ``acquire_write``/``release_write`` (also as ``read()`` /
     ``write()`` context managers)."""
 
-    __slots__ = ("_cond", "_readers", "_writer", "_writers_waiting")
+    __slots__ = ("_cond", "_mutex", "_readers", "_writer", "_writers_waiting")
 
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        # The condition is built on ``_mutex``; the fast paths take the mutex directly (a C-level context
+        # manager), which is the same lock the condition waits with.
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
 
     def acquire_read(self) -> None:
-        with self._cond:
+        with self._mutex:
             while self._writer or self._writers_waiting:
                 self._cond.wait()
             self._readers += 1
 
     def release_read(self) -> None:
-        with self._cond:
+        with self._mutex:
             self._readers -= 1
             if self._readers == 0 and self._writers_waiting:
                 self._cond.notify_all()
 
     def acquire_write(self) -> None:
-        with self._cond:
+        with self._mutex:
             self._writers_waiting += 1
             while self._writer or self._readers:
                 self._cond.wait()
@@ -45,7 +48,7 @@ class ReadWriteLock:
             self._writer = True
 
     def release_write(self) -> None:
-        with self._cond:
+        with self._mutex:
             self._writer = False
             self._cond.notify_all()
 
