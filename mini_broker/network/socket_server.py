@@ -238,6 +238,9 @@ class Processor:
         self.selector.wakeup()
 
     def join(self, timeout: float | None = None) -> None:
+        if self._thread.ident is None:  # never started
+            self._close_all()
+            return
         self._thread.join(timeout)
 
     def connection_count(self) -> int:
@@ -449,6 +452,10 @@ class Acceptor:
         self.bound_port: int = self.server_socket.getsockname()[1]
         self._selector = selectors.DefaultSelector()
         self._selector.register(self.server_socket, selectors.EVENT_READ)
+        # a socketpair so that shutdown interrupts select() at once
+        self._wakeup_r, self._wakeup_w = socket.socketpair()
+        self._wakeup_r.setblocking(False)
+        self._selector.register(self._wakeup_r, selectors.EVENT_READ)
         self._thread = threading.Thread(target=self.run, name=f"data-plane-kafka-socket-acceptor-{endpoint.listener_name}-{self.bound_port}",
                                         daemon=True)
         self.stopped = threading.Event()
@@ -475,8 +482,17 @@ class Acceptor:
 
     def initiate_shutdown(self) -> None:
         self._running = False
+        try:
+            self._wakeup_w.send(b"x")
+        except OSError:
+            pass
 
     def join(self, timeout: float | None = None) -> None:
+        if self._thread.ident is None:  # never started: release the sockets here
+            self._selector.close()
+            for sock in (self.server_socket, self._wakeup_r, self._wakeup_w):
+                sock.close()
+            return
         self._thread.join(timeout)
 
     def run(self) -> None:
@@ -484,13 +500,15 @@ class Acceptor:
             while self._running:
                 try:
                     events = self._selector.select(0.5)
-                    if events:
+                    if any(key.fileobj is self.server_socket for key, _ in events):
                         self._accept_new_connections()
                 except Exception:
                     log.exception("event=acceptor_error listener=%s", self.endpoint.listener_name)
         finally:
             self._selector.close()
             self.server_socket.close()
+            self._wakeup_r.close()
+            self._wakeup_w.close()
             self.stopped.set()
 
     def _accept_new_connections(self) -> None:

@@ -202,8 +202,12 @@ def test_max_connections_per_ip(make_server: Callable[..., Server]) -> None:
     for s in (a, b):
         s.sendall(frame(b"x"))
         assert recv_frame(s) == b"x"
-    c = connect(server)  # TCP accept succeeds, then the broker closes it at once
-    assert is_closed(c)
+    try:
+        c = connect(server)  # TCP accept succeeds, then the broker closes it at once (RST)
+    except ConnectionResetError:
+        pass  # the reset can even beat connect() returning
+    else:
+        assert is_closed(c)
     a.close()
     deadline = time.monotonic() + 5
     while server.quotas.get("127.0.0.1") > 1 and time.monotonic() < deadline:
