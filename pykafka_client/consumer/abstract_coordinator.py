@@ -686,7 +686,8 @@ class AbstractCoordinator(ABC):
 class HeartbeatThread(threading.Thread):
     """Background heartbeats (daemon). Each step decides under the coordinator lock, then polls the
     client with no coordinator lock held (completion handlers take it briefly), then waits on the
-    coordinator's condition (woken by state changes and close)."""
+    coordinator's condition (woken by state changes and close). While the member has not joined
+    (UNJOINED, PREPARING_REBALANCE) it neither heartbeats nor polls."""
 
     def __init__(self, coordinator: AbstractCoordinator) -> None:
         super().__init__(
@@ -700,7 +701,12 @@ class HeartbeatThread(threading.Thread):
         try:
             while not self._stop_event.is_set():
                 wait_ms = c.heartbeat_step(c.time.hi_res_clock_ms())
-                c.client.poll_no_wakeup()
+                with c.lock:
+                    joined = not c.state.has_not_joined_group()
+                if joined:
+                    # Never while (re)joining: JoinGroup responses (and the leader's assignment) must be
+                    # handled by the application thread, as in Java.
+                    c.client.poll_no_wakeup()
                 with c.cond:
                     if self._stop_event.is_set() or c.closed:
                         break
