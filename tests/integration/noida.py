@@ -6,8 +6,8 @@ noida-db keeps its port for a while after it stops, so every start uses a fresh 
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -15,14 +15,16 @@ from tests.integration.tansu import free_port, wait_for_port
 
 
 def noida_binary() -> Path | None:
-    """The ``noida-db`` launcher next to the running interpreter, or on PATH."""
-    import sys
-
-    candidate = Path(sys.executable).parent / "noida-db"
-    if candidate.is_file() and os.access(candidate, os.X_OK):
-        return candidate
-    found = shutil.which("noida-db")
-    return Path(found) if found else None
+    """The noida-db server binary inside the ``noida_db`` package (not the ``.venv/bin`` launcher, which
+    runs it as a child process that would outlive a killed launcher), or None if not installed."""
+    spec = importlib.util.find_spec("noida_db")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        path = Path(location) / "noida-db"
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    return None
 
 
 class NoidaBroker:
