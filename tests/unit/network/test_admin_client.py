@@ -202,3 +202,50 @@ def test_retries_limit_disconnect_retries() -> None:
     with pytest.raises(DisconnectError, match="2 attempts"):
         e.admin.create_topics([NewTopic("a")], timeout=30)
     assert len(e.sent(ApiKey.CREATE_TOPICS)) == 2
+
+
+def test_describe_configs_routes_broker_resources_to_that_broker() -> None:
+    from pykafka_client.admin import ConfigResource, ConfigResourceType, ConfigSource
+    from pykafka_client.protocol.messages import DescribeConfigsResponse
+
+    e = Env()
+
+    def answer(r: SentRequest) -> DescribeConfigsResponse:
+        res = r.body.resources[0]
+        return DescribeConfigsResponse(
+            results=[
+                DescribeConfigsResponse.DescribeConfigsResult(
+                    error_code=0,
+                    resource_type=res.resource_type,
+                    resource_name=res.resource_name,
+                    configs=[
+                        DescribeConfigsResponse.DescribeConfigsResourceResult(
+                            name="log.retention.ms", value="1000", read_only=False, config_source=5, is_sensitive=False
+                        )
+                    ],
+                )
+            ]
+        )
+
+    e.responders[ApiKey.DESCRIBE_CONFIGS] = answer
+    broker1 = ConfigResource(ConfigResourceType.BROKER, "1")
+    topic = ConfigResource(ConfigResourceType.TOPIC, "t")
+    out = e.admin.describe_configs([broker1, topic], timeout=5)
+    assert out[broker1]["log.retention.ms"].value == "1000"
+    assert out[topic]["log.retention.ms"].source is ConfigSource.DEFAULT_CONFIG
+    by_resource = {r.body.resources[0].resource_name: r.destination for r in e.sent(ApiKey.DESCRIBE_CONFIGS)}
+    assert by_resource["1"] == "1"
+
+
+def test_describe_topics_raises_the_topic_error() -> None:
+    from pykafka_client.errors import UnknownTopicOrPartitionError
+
+    e = Env()
+    with pytest.raises(UnknownTopicOrPartitionError, match="'missing'"):
+        e.responders[ApiKey.METADATA] = lambda r: metadata_response(
+            BROKERS, {"t": 2}, topic_errors={"missing": 3} if r.body.topics and r.body.topics[0].name == "missing" else None
+        )
+        e.admin.describe_topics(["missing"], timeout=5)
+    desc = e.admin.describe_topics(["t"], timeout=5)["t"]
+    assert [p.partition for p in desc.partitions] == [0, 1]
+    assert desc.partitions[1].leader is not None and desc.partitions[1].leader.id == 1
