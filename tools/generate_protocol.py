@@ -580,7 +580,7 @@ class Gen:
             if not run:
                 return
             fmt = "".join(c for c, _ in run)
-            names = [f"_u_{f.attr}" if f.type == "uuid" else f"f_{f.attr}" for _, f in run]
+            names = [f"_u_{f.attr}" if f.type == "uuid" and len(run) > 1 else f"f_{f.attr}" for _, f in run]
             what = "fields " + ", ".join(f.name for _, f in run)
             if len(run) == 1:
                 out.extend(self.read_field(run[0][1], v, flex, names[0]))

@@ -127,11 +127,7 @@ def decode_request(buf: Buffer) -> tuple[RequestHeader, Message]:
     cls = REQUESTS[ApiKey(header.request_api_key)]
     version = header.request_api_version
     _check_version(cls, version)
-    r = Reader(buf, pos)
-    body = cls.read(r, version)
-    if r.pos != r.end:
-        raise MessageDecodeError(f"{r.end - r.pos} trailing bytes after {cls.__qualname__} v{version}", r.pos)
-    return header, body
+    return header, _read_body(cls, buf, pos, version)
 
 
 def decode_response_header(buf: Buffer, api_key: int, version: int) -> tuple[ResponseHeader, int]:
@@ -152,6 +148,17 @@ def decode_response(buf: Buffer, api_key: int, version: int, expected_correlatio
             f"correlation id {header.correlation_id} does not match the expected {expected_correlation_id}"
             f" ({key.name} v{version})"
         )
+    try:
+        return _read_body(cls, buf, pos, version)
+    except MessageDecodeError:
+        if key != ApiKey.API_VERSIONS or version == 0:
+            raise
+        # KIP-511: a broker that does not support our ApiVersions version answers with a v0 body
+        # (error UNSUPPORTED_VERSION); Java's ApiVersionsResponse.parse falls back the same way.
+        return _read_body(cls, buf, pos, 0)
+
+
+def _read_body(cls: type[Message], buf: Buffer, pos: int, version: int) -> Message:
     r = Reader(buf, pos)
     body = cls.read(r, version)
     if r.pos != r.end:

@@ -123,7 +123,7 @@ class Reader:
 
     def _truncated(self, what: str, need: int) -> MessageDecodeError:
         return MessageDecodeError(
-            f"truncated {what} at byte {self.pos}: needs {need} bytes, {self.end - self.pos} remaining", self.pos
+            f"truncated {what}: needs {need} bytes, {self.end - self.pos} remaining", self.pos
         )
 
     def unpack(self, s: struct.Struct, what: str) -> tuple[Any, ...]:
@@ -236,9 +236,9 @@ class Reader:
                 break
             shift += 7
             if shift >= 35:
-                raise MessageDecodeError(f"unsigned varint longer than 5 bytes at byte {start}", start)
+                raise MessageDecodeError("unsigned varint longer than 5 bytes", start)
         if value > 0xFFFFFFFF:
-            raise MessageDecodeError(f"unsigned varint {value} does not fit 32 bits at byte {start}", start)
+            raise MessageDecodeError(f"unsigned varint {value} does not fit 32 bits", start)
         self.pos = pos
         return value
 
@@ -259,9 +259,9 @@ class Reader:
                 break
             shift += 7
             if shift >= 70:
-                raise MessageDecodeError(f"unsigned varlong longer than 10 bytes at byte {start}", start)
+                raise MessageDecodeError("unsigned varlong longer than 10 bytes", start)
         if value > 0xFFFFFFFFFFFFFFFF:
-            raise MessageDecodeError(f"unsigned varlong {value} does not fit 64 bits at byte {start}", start)
+            raise MessageDecodeError(f"unsigned varlong {value} does not fit 64 bits", start)
         self.pos = pos
         return value
 
@@ -277,13 +277,6 @@ class Reader:
 
     # --- lengths ------------------------------------------------------------------------------
 
-    def _check_length(self, n: int, what: str, start: int) -> None:
-        if n > self.end - self.pos:
-            self.pos = start
-            raise MessageDecodeError(
-                f"{what} length {n} exceeds {self.end - start - (self.pos - start)} remaining bytes at byte {start}", start
-            )
-
     def _len16(self, what: str, nullable: bool) -> int:
         start = self.pos
         n = self.read_int16()
@@ -292,10 +285,10 @@ class Reader:
                 return -1
             self.pos = start
             raise MessageDecodeError(
-                f"{what} length {n} is invalid at byte {start}" + ("" if n != -1 else " (null not allowed here)"), start
+                f"{what} length {n} is invalid" + ("" if n != -1 else " (null not allowed here)"), start
             )
         if n > self.end - self.pos:
-            raise MessageDecodeError(f"{what} length {n} exceeds {self.end - self.pos} remaining bytes at byte {start}", start)
+            raise MessageDecodeError(f"{what} length {n} exceeds {self.end - self.pos} remaining bytes", start)
         return n
 
     def _len32(self, what: str, nullable: bool) -> int:
@@ -306,10 +299,10 @@ class Reader:
                 return -1
             self.pos = start
             raise MessageDecodeError(
-                f"{what} length {n} is invalid at byte {start}" + ("" if n != -1 else " (null not allowed here)"), start
+                f"{what} length {n} is invalid" + ("" if n != -1 else " (null not allowed here)"), start
             )
         if n > self.end - self.pos:
-            raise MessageDecodeError(f"{what} length {n} exceeds {self.end - self.pos} remaining bytes at byte {start}", start)
+            raise MessageDecodeError(f"{what} length {n} exceeds {self.end - self.pos} remaining bytes", start)
         return n
 
     def _len_compact(self, what: str, nullable: bool) -> int:
@@ -319,9 +312,9 @@ class Reader:
             if nullable:
                 return -1
             self.pos = start
-            raise MessageDecodeError(f"{what} is null at byte {start} but the field is not nullable", start)
+            raise MessageDecodeError(f"{what} is null but the field is not nullable", start)
         if n > self.end - self.pos:
-            raise MessageDecodeError(f"{what} length {n} exceeds {self.end - self.pos} remaining bytes at byte {start}", start)
+            raise MessageDecodeError(f"{what} length {n} exceeds {self.end - self.pos} remaining bytes", start)
         return n
 
     def _utf8(self, n: int, what: str) -> str:
@@ -329,7 +322,7 @@ class Reader:
         try:
             s = str(self.buf[pos : pos + n], "utf-8")
         except UnicodeDecodeError as e:
-            raise MessageDecodeError(f"{what} is not valid UTF-8 ({e.reason}) at byte {pos + e.start}", pos + e.start) from None
+            raise MessageDecodeError(f"{what} is not valid UTF-8 ({e.reason})", pos + e.start) from None
         self.pos = pos + n
         return s
 
@@ -390,12 +383,12 @@ class Reader:
                 return -1
             self.pos = start
             raise MessageDecodeError(
-                f"array count {n} is invalid at byte {start}" + ("" if n != -1 else " (null not allowed here)"), start
+                f"array count {n} is invalid" + ("" if n != -1 else " (null not allowed here)"), start
             )
         if n * min_element_size > self.end - self.pos:
             raise MessageDecodeError(
                 f"array count {n} (>= {min_element_size} bytes each) exceeds {self.end - self.pos} remaining bytes"
-                f" at byte {start}",
+                f"",
                 start,
             )
         return n
@@ -408,11 +401,11 @@ class Reader:
             if nullable:
                 return -1
             self.pos = start
-            raise MessageDecodeError(f"compact array is null at byte {start} but the field is not nullable", start)
+            raise MessageDecodeError("compact array is null but the field is not nullable", start)
         if n * min_element_size > self.end - self.pos:
             raise MessageDecodeError(
                 f"compact array count {n} (>= {min_element_size} bytes each) exceeds {self.end - self.pos} remaining"
-                f" bytes at byte {start}",
+                f" bytes",
                 start,
             )
         return n
@@ -439,7 +432,7 @@ class Reader:
         start = self.pos
         n = self.read_unsigned_varint()
         if n * 2 > self.end - self.pos:
-            raise MessageDecodeError(f"tagged field count {n} exceeds {self.end - self.pos} remaining bytes at byte {start}", start)
+            raise MessageDecodeError(f"tagged field count {n} exceeds {self.end - self.pos} remaining bytes", start)
         return n
 
     def read_tag_header(self) -> tuple[int, int]:
@@ -449,7 +442,7 @@ class Reader:
         size = self.read_unsigned_varint()
         if size > self.end - self.pos:
             raise MessageDecodeError(
-                f"tagged field {tag} size {size} exceeds {self.end - self.pos} remaining bytes at byte {start}", start
+                f"tagged field {tag} size {size} exceeds {self.end - self.pos} remaining bytes", start
             )
         return tag, size
 

@@ -167,7 +167,7 @@ class AlterPartitionResponse(Message):
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, ZERO_UUID, f_partitions, _unknown)
             elif 2 <= version <= 3:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(21)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()

@@ -103,7 +103,7 @@ class AssignReplicasToDirsResponse(Message):
             f_partitions: list[AssignReplicasToDirsResponse.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(7)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
@@ -143,7 +143,7 @@ class AssignReplicasToDirsResponse(Message):
             f_topics: list[AssignReplicasToDirsResponse.TopicData]
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
-                _u_id = r.read_uuid()
+                f_id = r.read_uuid()
                 _n = r.read_compact_array_length(18)
                 f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()

@@ -244,7 +244,7 @@ class BrokerRegistrationRequest(Message):
         if version == 0:
             f_broker_id = r.read_int32()
             f_cluster_id = r.read_compact_string()
-            _u_incarnation_id = r.read_uuid()
+            f_incarnation_id = r.read_uuid()
             _n = r.read_compact_array_length(7)
             f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
             _n = r.read_compact_array_length(6)
@@ -255,7 +255,7 @@ class BrokerRegistrationRequest(Message):
         elif version == 1:
             f_broker_id = r.read_int32()
             f_cluster_id = r.read_compact_string()
-            _u_incarnation_id = r.read_uuid()
+            f_incarnation_id = r.read_uuid()
             _n = r.read_compact_array_length(7)
             f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
             _n = r.read_compact_array_length(6)
@@ -267,7 +267,7 @@ class BrokerRegistrationRequest(Message):
         elif version == 2:
             f_broker_id = r.read_int32()
             f_cluster_id = r.read_compact_string()
-            _u_incarnation_id = r.read_uuid()
+            f_incarnation_id = r.read_uuid()
             _n = r.read_compact_array_length(7)
             f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
             _n = r.read_compact_array_length(6)
@@ -281,7 +281,7 @@ class BrokerRegistrationRequest(Message):
         elif 3 <= version <= 4:
             f_broker_id = r.read_int32()
             f_cluster_id = r.read_compact_string()
-            _u_incarnation_id = r.read_uuid()
+            f_incarnation_id = r.read_uuid()
             _n = r.read_compact_array_length(7)
             f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
             _n = r.read_compact_array_length(6)

@@ -68,7 +68,7 @@ class ConsumerGroupHeartbeatResponse(Message):
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
             if 0 <= version <= 1:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(4)
                 f_partitions = r.read_fixed_array('i', 4, _n)
                 _unknown = r.read_unknown_tags()

@@ -67,7 +67,7 @@ class DeleteTopicsRequest(Message):
             _unknown: list[tuple[int, bytes]] | None
             if version == 6:
                 f_name = r.read_compact_nullable_string()
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_topic_id, _unknown)
             else:

@@ -269,7 +269,7 @@ class FetchRequest(Message):
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic, ZERO_UUID, f_partitions, _unknown)
             elif 13 <= version <= 17:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(33)
                 f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
@@ -335,7 +335,7 @@ class FetchRequest(Message):
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic, ZERO_UUID, f_partitions, _unknown)
             elif 13 <= version <= 17:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(4)
                 f_partitions = r.read_fixed_array('i', 4, _n)
                 _unknown = r.read_unknown_tags()

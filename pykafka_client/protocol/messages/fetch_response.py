@@ -477,7 +477,7 @@ class FetchResponse(Message):
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic, ZERO_UUID, f_partitions, _unknown)
             elif 13 <= version <= 17:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(37)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()

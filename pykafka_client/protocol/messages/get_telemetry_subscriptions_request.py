@@ -58,7 +58,7 @@ class GetTelemetrySubscriptionsRequest(Message):
         f_client_instance_id: uuid.UUID
         _unknown: list[tuple[int, bytes]] | None
         if version == 0:
-            _u_client_instance_id = r.read_uuid()
+            f_client_instance_id = r.read_uuid()
             _unknown = r.read_unknown_tags()
             return cls(f_client_instance_id, _unknown)
         else:

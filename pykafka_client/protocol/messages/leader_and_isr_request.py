@@ -331,14 +331,14 @@ class LeaderAndIsrRequest(Message):
                 return cls(f_topic_name, ZERO_UUID, f_partition_states, _unknown)
             elif version == 5:
                 f_topic_name = r.read_compact_string()
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(26)
                 f_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_topic_id, f_partition_states, _unknown)
             elif 6 <= version <= 7:
                 f_topic_name = r.read_compact_string()
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(27)
                 f_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()

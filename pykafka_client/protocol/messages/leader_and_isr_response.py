@@ -127,7 +127,7 @@ class LeaderAndIsrResponse(Message):
             f_partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
             _unknown: list[tuple[int, bytes]] | None
             if 5 <= version <= 7:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(7)
                 f_partition_errors = [_T_LeaderAndIsrPartitionError.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()

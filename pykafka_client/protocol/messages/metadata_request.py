@@ -86,7 +86,7 @@ class MetadataRequest(Message):
                 _unknown = r.read_unknown_tags()
                 return cls(ZERO_UUID, f_name, _unknown)
             elif 10 <= version <= 12:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 f_name = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_id, f_name, _unknown)

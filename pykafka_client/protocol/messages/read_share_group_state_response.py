@@ -174,7 +174,7 @@ class ReadShareGroupStateResponse(Message):
             f_partitions: list[ReadShareGroupStateResponse.PartitionResult]
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(21)
                 f_partitions = [_T_PartitionResult.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()

@@ -154,7 +154,7 @@ class ShareAcknowledgeRequest(Message):
             f_partitions: list[ShareAcknowledgeRequest.AcknowledgePartition]
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(6)
                 f_partitions = [_T_AcknowledgePartition.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()

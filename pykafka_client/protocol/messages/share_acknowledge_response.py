@@ -153,7 +153,7 @@ class ShareAcknowledgeResponse(Message):
             f_partitions: list[ShareAcknowledgeResponse.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(17)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()

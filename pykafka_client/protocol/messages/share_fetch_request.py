@@ -159,7 +159,7 @@ class ShareFetchRequest(Message):
             f_partitions: list[ShareFetchRequest.FetchPartition]
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(10)
                 f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
@@ -199,7 +199,7 @@ class ShareFetchRequest(Message):
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(4)
                 f_partitions = r.read_fixed_array('i', 4, _n)
                 _unknown = r.read_unknown_tags()

@@ -222,7 +222,7 @@ class ShareFetchResponse(Message):
             f_partitions: list[ShareFetchResponse.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(22)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()

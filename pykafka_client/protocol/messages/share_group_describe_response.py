@@ -74,7 +74,7 @@ class ShareGroupDescribeResponse(Message):
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 f_topic_name = r.read_compact_string()
                 _n = r.read_compact_array_length(4)
                 f_partitions = r.read_fixed_array('i', 4, _n)

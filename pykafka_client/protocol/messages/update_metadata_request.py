@@ -246,7 +246,7 @@ class UpdateMetadataRequest(Message):
                 return cls(f_topic_name, ZERO_UUID, f_partition_states, _unknown)
             elif 7 <= version <= 8:
                 f_topic_name = r.read_compact_string()
-                _u_topic_id = r.read_uuid()
+                f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(24)
                 f_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
