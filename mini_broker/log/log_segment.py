@@ -19,7 +19,7 @@ import io
 import os
 import random
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -41,6 +41,7 @@ _HEADER = struct.Struct(">qiibIhiqq")
 _HEADER_SIZE: Final = _HEADER.size  # 43
 _INT32_MAX: Final = 2**31 - 1
 _RECOVERY_CHUNK: Final = 8 << 20
+_SCAN_CHUNK: Final = 16 << 10
 
 
 def file_name_prefix(offset: int) -> str:
@@ -209,17 +210,37 @@ class LogSegment:
             return None
         return BatchHeader(position, base_offset, base_offset + last_delta, size, max_ts)
 
+    def iter_headers(self, start_position: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
+        """Headers of the whole batches from ``start_position`` up to ``end`` (default: the current size).
+
+        Reads the file in chunks (one ``pread`` per ~16 KiB, not one per batch) and stops at the first
+        batch that does not fit before ``end``.
+        """
+        limit = self.size if end is None else end
+        position = start_position
+        buf = b""
+        buf_start = position
+        while limit - position >= _HEADER_SIZE:
+            rel = position - buf_start
+            if rel < 0 or rel + _HEADER_SIZE > len(buf):
+                buf = os.pread(self._fd, min(_SCAN_CHUNK, limit - position), position)
+                buf_start, rel = position, 0
+                if len(buf) < _HEADER_SIZE:
+                    return
+            base_offset, length, _, _, _, _, last_delta, _, max_ts = _HEADER.unpack_from(buf, rel)
+            size = length + 12
+            if length <= 0 or position + size > limit:
+                return
+            yield BatchHeader(position, base_offset, base_offset + last_delta, size, max_ts)
+            position += size
+
     def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (starting from the index), within ``end``."""
-        limit = self.size if end is None else end
         _, position = self.offset_index.lookup(offset)
-        while True:
-            header = self.read_header(position, limit)
-            if header is None:
-                return None
+        for header in self.iter_headers(position, end):
             if header.last_offset >= offset:
                 return header
-            position += header.size
+        return None
 
     def read(self, start_offset: int, max_size: int, max_position: int, min_one_message: bool) -> SegmentRead | None:
         """Bytes from the batch holding ``start_offset`` up to ``max_size`` (and ``max_position``).
@@ -248,35 +269,19 @@ class LogSegment:
     def read_batch(self, header: BatchHeader) -> DefaultRecordBatch:
         return DefaultRecordBatch(self.read_bytes(header.position, header.size), 0)
 
-    def headers(self, start_position: int = 0, end: int | None = None) -> list[BatchHeader]:
-        """Headers of the batches from ``start_position`` to ``end`` (default: the current size)."""
-        limit = self.size if end is None else end
-        out: list[BatchHeader] = []
-        position = start_position
-        while True:
-            header = self.read_header(position, limit)
-            if header is None:
-                return out
-            out.append(header)
-            position += header.size
-
     def next_offset(self) -> int:
         """The offset after the last batch (the base offset when empty)."""
         _, position = self.offset_index.lookup(2**63 - 1)
         last: BatchHeader | None = None
-        while True:
-            header = self.read_header(position, self.size)
-            if header is None:
-                break
-            last = header
-            position += header.size
+        for last in self.iter_headers(position):  # noqa: B007 - we want the last one
+            pass
         return self.base_offset if last is None else last.last_offset + 1
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record at or after ``starting_offset`` with timestamp >= target."""
         _, indexed_offset = self.time_index.lookup(timestamp)
         _, position = self.offset_index.lookup(max(indexed_offset, starting_offset))
-        for header in self.headers(position):
+        for header in self.iter_headers(position):
             if header.max_timestamp < timestamp or header.last_offset < starting_offset:
                 continue
             for record in self.read_batch(header).records():

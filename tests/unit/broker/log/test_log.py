@@ -486,3 +486,20 @@ def test_closed_log_rejects_appends_and_reads(tmp_path: Path, time: MockTime) ->
         lg.append(batch([b"b"]))
     with pytest.raises(OSError):
         lg.read(0, 100)
+
+
+def test_header_scan_crosses_read_chunks(log: Log) -> None:
+    """Batches larger than the 16 KiB scan chunk, mixed with small ones, are all found."""
+    sizes = [10, 40_000, 10, 10, 70_000, 10]
+    for n in sizes:
+        log.append(batch([b"z" * n]))
+    seg = log.active_segment
+    headers = list(seg.iter_headers())
+    assert [h.base_offset for h in headers] == list(range(len(sizes)))
+    assert sum(h.size for h in headers) == seg.size
+    for offset in range(len(sizes)):
+        header = seg.translate_offset(offset)
+        assert header is not None and header.base_offset == offset
+        recs = records_of(log.read(offset, 1).to_bytes())
+        assert recs[0].offset == offset and len(recs[0].value or b"") == sizes[offset]
+    assert seg.next_offset() == len(sizes)
