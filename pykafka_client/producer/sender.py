@@ -253,6 +253,7 @@ class Sender:
     # --- produce -------------------------------------------------------------------------------------
 
     def send_producer_data(self, now: int) -> int:
+        self.metadata.retain_topics(now)  # forget topics idle for metadata.max.idle.ms
         result = self.accumulator.ready(self.metadata, now)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:
