@@ -11,6 +11,7 @@ from mini_broker.server.metadata_cache import MetadataCache
 from pykafka_client.utils.time import Time
 
 if TYPE_CHECKING:
+    from mini_broker.group.group_coordinator import GroupCoordinator
     from mini_broker.server.replica_manager import ReplicaManager
 
 
@@ -32,6 +33,9 @@ class BrokerContext:
     metrics: BrokerMetrics
     time: Time
     endpoints: list[BrokerEndPoint] = field(default_factory=list)
+    #: The classic group coordinator (None until the broker constructs it; handlers then answer
+    #: COORDINATOR_NOT_AVAILABLE).
+    group_coordinator: GroupCoordinator | None = None
 
     def endpoint_for(self, listener_name: str) -> BrokerEndPoint:
         """The advertised endpoint of the listener a request came in on (else the first one)."""

@@ -405,6 +405,19 @@ class ReplicaManager:
             return -1, -1, -1
         return found.timestamp, found.offset, found.leader_epoch if found.leader_epoch is not None else LEADER_EPOCH
 
+    def end_offset_for_epoch(self, tp: TopicPartition, leader_epoch: int, current_leader_epoch: int = -1
+                             ) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch: epoch 0 (the only one) ends at the log end offset;
+        any other requested epoch is undefined (-1, -1). Raises BrokerResponseError."""
+        lg = self._get_log(tp)
+        if current_leader_epoch >= 0 and current_leader_epoch != LEADER_EPOCH:
+            if current_leader_epoch > LEADER_EPOCH:
+                raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} is newer than ours")
+            raise FencedLeaderEpochError(f"leader epoch {current_leader_epoch} is fenced")
+        if leader_epoch == LEADER_EPOCH:
+            return LEADER_EPOCH, lg.log_end_offset
+        return -1, -1
+
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
         """Move the log start offset up to ``offset`` (-1 = high watermark); returns the new low watermark."""
         lg = self._get_log(tp)

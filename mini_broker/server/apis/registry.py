@@ -15,6 +15,7 @@ from mini_broker.server.apis import (
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 from mini_broker.server.kafka_apis import ApiSpec
@@ -33,4 +34,5 @@ ALL_APIS: list[ApiSpec] = [
     incremental_alter_configs.API,
     describe_cluster.API,
     init_producer_id.API,
+    offset_for_leader_epoch.API,
 ]

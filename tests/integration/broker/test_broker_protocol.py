@@ -441,3 +441,23 @@ def test_create_topics_config_validation_and_describe(broker: MiniBroker) -> Non
     assert broker_entries["num.partitions"].config_source == 5
     assert missing.error_code == UNKNOWN_TOPIC_OR_PARTITION
     c.close()
+
+
+def test_offset_for_leader_epoch(broker: MiniBroker, seeded: str) -> None:
+    from pykafka_client.protocol.messages import OffsetForLeaderEpochRequest
+
+    c = Conn(broker)
+
+    def ask(partition: int, epoch: int, current: int = -1) -> tuple[int, int, int]:
+        req = OffsetForLeaderEpochRequest(replica_id=-1, topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+            topic=seeded, partitions=[OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                partition=partition, current_leader_epoch=current, leader_epoch=epoch)])])
+        p = c.call(req, 4).topics[0].partitions[0]
+        return int(p.error_code), int(p.leader_epoch), int(p.end_offset)
+
+    assert ask(0, 0) == (NONE, 0, 3)
+    assert ask(0, 5) == (NONE, -1, -1)
+    assert ask(0, 0, current=0) == (NONE, 0, 3)
+    assert ask(0, 0, current=1)[0] == 75  # UNKNOWN_LEADER_EPOCH
+    assert ask(9, 0)[0] == UNKNOWN_TOPIC_OR_PARTITION
+    c.close()

@@ -1,0 +1,22 @@
+"""DeleteGroups (key 42): Empty groups go with their offsets; others NON_EMPTY_GROUP; unknown
+GROUP_ID_NOT_FOUND."""
+
+from __future__ import annotations
+
+from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import DeleteGroupsRequest, DeleteGroupsResponse
+
+
+def handle(apis: KafkaApis, request: Request) -> DeleteGroupsResponse:
+    body = request.body
+    assert isinstance(body, DeleteGroupsRequest)
+    results = group_coordinator(apis).handle_delete_groups(body.groups_names)
+    return DeleteGroupsResponse(throttle_time_ms=0, results=[
+        DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g])
+        for g in dict.fromkeys(body.groups_names)])
+
+
+API = ApiSpec(ApiKey.DELETE_GROUPS, 0, 2, handle)

@@ -1,0 +1,20 @@
+"""Heartbeat (key 12): refreshes the member's session; REBALANCE_IN_PROGRESS tells it to rejoin."""
+
+from __future__ import annotations
+
+from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import HeartbeatRequest, HeartbeatResponse
+
+
+def handle(apis: KafkaApis, request: Request) -> HeartbeatResponse:
+    body = request.body
+    assert isinstance(body, HeartbeatRequest)
+    error = group_coordinator(apis).handle_heartbeat(body.group_id, body.member_id, body.group_instance_id,
+                                                     body.generation_id)
+    return HeartbeatResponse(throttle_time_ms=0, error_code=error)
+
+
+API = ApiSpec(ApiKey.HEARTBEAT, 0, 4, handle)

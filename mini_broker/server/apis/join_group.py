@@ -1,0 +1,46 @@
+"""JoinGroup (key 11): answered later, when the group's join round completes (or at once on errors).
+
+v0 has no rebalance timeout (the session timeout is used). v4+ without a group instance id must first get
+a member id (KIP-394: MEMBER_ID_REQUIRED). v9+ lets a rejoining static leader skip the assignment.
+"""
+
+from __future__ import annotations
+
+from mini_broker.group.group_metadata import JoinGroupResult
+from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.group_api_util import client_host, client_id, group_coordinator
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import JoinGroupRequest, JoinGroupResponse
+
+
+def handle(apis: KafkaApis, request: Request) -> None:
+    body = request.body
+    assert isinstance(body, JoinGroupRequest)
+    version = request.context.api_version
+
+    def respond(result: JoinGroupResult) -> None:
+        protocol_name = result.protocol_name
+        if protocol_name is None and version < 7:
+            protocol_name = ""
+        apis.send_response(request, JoinGroupResponse(
+            throttle_time_ms=0, error_code=result.error_code, generation_id=result.generation_id,
+            protocol_type=result.protocol_type, protocol_name=protocol_name, leader=result.leader_id,
+            skip_assignment=result.skip_assignment, member_id=result.member_id,
+            members=[JoinGroupResponse.JoinGroupResponseMember(member_id=m.member_id,
+                                                               group_instance_id=m.group_instance_id,
+                                                               metadata=m.metadata)
+                     for m in result.members]))
+
+    rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
+    group_coordinator(apis).handle_join_group(
+        body.group_id, body.member_id, body.group_instance_id,
+        require_known_member_id=version >= 4 and body.group_instance_id is None,
+        support_skipping_assignment=version >= 9, client_id=client_id(request), client_host=client_host(request),
+        rebalance_timeout_ms=rebalance_timeout_ms, session_timeout_ms=body.session_timeout_ms,
+        protocol_type=body.protocol_type, protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
+        callback=respond, reason=body.reason)
+    return None
+
+
+API = ApiSpec(ApiKey.JOIN_GROUP, 0, 9, handle)

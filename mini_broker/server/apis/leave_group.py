@@ -1,0 +1,32 @@
+"""LeaveGroup (key 13). v0-2 name one member (top-level error = its error); v3+ a batch of members, also
+by group instance id alone (administrative removal of static members)."""
+
+from __future__ import annotations
+
+from mini_broker.group.group_coordinator import LeaveMember
+from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import LeaveGroupRequest, LeaveGroupResponse
+
+
+def handle(apis: KafkaApis, request: Request) -> LeaveGroupResponse:
+    body = request.body
+    assert isinstance(body, LeaveGroupRequest)
+    version = request.context.api_version
+    if version >= 3:
+        leaving = [LeaveMember(m.member_id, m.group_instance_id, m.reason) for m in body.members]
+    else:
+        leaving = [LeaveMember(body.member_id)]
+    error, results = group_coordinator(apis).handle_leave_group(body.group_id, leaving)
+    if version < 3:
+        if error == 0:
+            error = next((r.error_code for r in results if r.error_code != 0), 0)
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=error)
+    return LeaveGroupResponse(throttle_time_ms=0, error_code=error, members=[
+        LeaveGroupResponse.MemberResponse(member_id=r.member_id, group_instance_id=r.group_instance_id,
+                                          error_code=r.error_code) for r in results])
+
+
+API = ApiSpec(ApiKey.LEAVE_GROUP, 0, 5, handle)

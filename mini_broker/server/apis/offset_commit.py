@@ -1,0 +1,47 @@
+"""OffsetCommit (key 8). Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the
+group coordinator (generation/member checks, OFFSET_METADATA_TOO_LARGE). v1 may carry a commit timestamp,
+v2-4 a retention time (-1 = broker default); v5+ neither."""
+
+from __future__ import annotations
+
+from mini_broker.group.group_metadata import OffsetAndMetadata
+from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import UnknownTopicOrPartitionError
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
+
+
+def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
+    body = request.body
+    assert isinstance(body, OffsetCommitRequest)
+    version = request.context.api_version
+    broker = apis.broker
+    now = broker.time.milliseconds()
+    errors: dict[tuple[str, int], int] = {}
+    to_commit: dict[tuple[str, int], OffsetAndMetadata] = {}
+    for topic in body.topics:
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if not broker.metadata_cache.contains_partition(topic.name, p.partition_index):
+                errors[tp] = UnknownTopicOrPartitionError.code
+                continue
+            commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now
+            expire_ts = -1
+            if 2 <= version <= 4 and body.retention_time_ms >= 0:
+                expire_ts = commit_ts + body.retention_time_ms
+            to_commit[tp] = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch,
+                                              p.committed_metadata or "", commit_ts, expire_ts)
+    if to_commit:
+        errors.update(group_coordinator(apis).handle_commit_offsets(
+            body.group_id, body.member_id, body.group_instance_id, body.generation_id_or_member_epoch, to_commit))
+    return OffsetCommitResponse(throttle_time_ms=0, topics=[
+        OffsetCommitResponse.OffsetCommitResponseTopic(name=topic.name, partitions=[
+            OffsetCommitResponse.OffsetCommitResponsePartition(
+                partition_index=p.partition_index, error_code=errors.get((topic.name, p.partition_index), 0))
+            for p in topic.partitions])
+        for topic in body.topics])
+
+
+API = ApiSpec(ApiKey.OFFSET_COMMIT, 0, 9, handle)

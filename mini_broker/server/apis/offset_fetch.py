@@ -1,0 +1,68 @@
+"""OffsetFetch (key 9): committed offsets (-1 when none), whatever the group's state. v2+ may ask for all
+partitions (null topics); v8+ batch several groups. No transactional offsets exist, so ``require_stable``
+never yields UNSTABLE_OFFSET_COMMIT."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mini_broker.group.group_coordinator import FetchedOffset
+from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
+
+TopicPartition = tuple[str, int]
+Requested = Sequence[tuple[str, Sequence[int]]] | None
+
+
+def _by_topic(requested: Requested, offsets: dict[TopicPartition, FetchedOffset],
+              error: int) -> list[tuple[str, list[tuple[int, FetchedOffset]]]]:
+    """Requested order (or sorted, for all partitions); a group error goes to every requested partition."""
+    out: list[tuple[str, list[tuple[int, FetchedOffset]]]] = []
+    if requested is None:
+        topics: dict[str, list[tuple[int, FetchedOffset]]] = {}
+        for (t, p), fo in sorted(offsets.items()):
+            topics.setdefault(t, []).append((p, fo))
+        return list(topics.items())
+    for name, partitions in requested:
+        out.append((name, [(p, offsets.get((name, p), FetchedOffset(-1, -1, "", error))) for p in partitions]))
+    return out
+
+
+def _fetch(apis: KafkaApis, group_id: str, requested: Requested) -> tuple[int, list[tuple[str, list[tuple[int, FetchedOffset]]]]]:
+    partitions = None if requested is None else [(t, p) for t, ps in requested for p in ps]
+    error, offsets = group_coordinator(apis).handle_fetch_offsets(group_id, partitions)
+    return error, _by_topic(requested, offsets, error)
+
+
+def handle(apis: KafkaApis, request: Request) -> OffsetFetchResponse:
+    body = request.body
+    assert isinstance(body, OffsetFetchRequest)
+    version = request.context.api_version
+    if version >= 8:
+        groups = []
+        for g in body.groups:
+            requested = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
+            error, topics = _fetch(apis, g.group_id, requested)
+            groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[
+                OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
+                    OffsetFetchResponse.OffsetFetchResponsePartitions(
+                        partition_index=p, committed_offset=fo.offset, committed_leader_epoch=fo.leader_epoch,
+                        metadata=fo.metadata, error_code=fo.error_code) for p, fo in parts])
+                for name, parts in (topics if error == 0 else [])]))
+        return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+    requested_v0 = None if body.topics is None else [(t.name, t.partition_indexes) for t in body.topics]
+    error, topics = _fetch(apis, body.group_id, requested_v0)
+    if error != 0 and version >= 2:
+        topics = []
+    return OffsetFetchResponse(throttle_time_ms=0, error_code=error, topics=[
+        OffsetFetchResponse.OffsetFetchResponseTopic(name=name, partitions=[
+            OffsetFetchResponse.OffsetFetchResponsePartition(
+                partition_index=p, committed_offset=fo.offset, committed_leader_epoch=fo.leader_epoch,
+                metadata=fo.metadata, error_code=fo.error_code) for p, fo in parts])
+        for name, parts in topics])
+
+
+API = ApiSpec(ApiKey.OFFSET_FETCH, 0, 9, handle)

@@ -1,0 +1,28 @@
+"""SyncGroup (key 14): followers wait for the leader's assignment; the leader's SyncGroup stores it."""
+
+from __future__ import annotations
+
+from mini_broker.group.group_metadata import SyncGroupResult
+from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import SyncGroupRequest, SyncGroupResponse
+
+
+def handle(apis: KafkaApis, request: Request) -> None:
+    body = request.body
+    assert isinstance(body, SyncGroupRequest)
+
+    def respond(result: SyncGroupResult) -> None:
+        apis.send_response(request, SyncGroupResponse(
+            throttle_time_ms=0, error_code=result.error_code, protocol_type=result.protocol_type,
+            protocol_name=result.protocol_name, assignment=result.assignment))
+
+    group_coordinator(apis).handle_sync_group(
+        body.group_id, body.generation_id, body.member_id, body.protocol_type, body.protocol_name,
+        body.group_instance_id, {a.member_id: bytes(a.assignment) for a in body.assignments}, respond)
+    return None
+
+
+API = ApiSpec(ApiKey.SYNC_GROUP, 0, 5, handle)
