@@ -37,7 +37,10 @@ from pykafka_client.protocol.records import ControlRecordType, MemoryRecords, Re
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.record import Record
 
-Deserialize = Callable[[str, "bytes | None", Any], Any]
+#: ``f(topic, data, headers)``; None means "return the bytes as they are" (no call per record).
+Deserialize = Callable[[str, "bytes | None", Any], Any] | None
+
+_TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
 
 
 def corrupt(tp: TopicPartition, offset: int, why: str) -> CorruptRecordError:
@@ -170,43 +173,54 @@ class CompletedFetch:
         out: list[ConsumerRecord[Any, Any]] = []
         tp = self.partition
         topic, partition = tp
+        records = self._records
+        append = out.append
         try:
             while len(out) < max_records:
-                if not self._records and not self._fill():
+                if not records and not self._fill():
                     self.drain()
                     break
-                record = self._records[0]
+                # per-batch values, computed once (this loop is the consumer's per-record hot path)
                 batch = self._current_batch
                 epoch = getattr(batch, "partition_leader_epoch", -1)
                 leader_epoch = epoch if epoch is not None and epoch >= 0 else None
-                headers = record.headers
-                try:
-                    key = key_deserializer(topic, record.key, headers)
-                    value = value_deserializer(topic, record.value, headers)
-                except Exception as e:
-                    raise RecordDeserializationError(
-                        f"error deserializing key/value: {type(e).__name__}: {e}", tp, record.offset
-                    ) from e
-                self._records.popleft()
-                tstype = batch.timestamp_type if batch is not None else TimestampType.NO_TIMESTAMP_TYPE
-                out.append(
-                    ConsumerRecord(
-                        topic,
-                        partition,
-                        record.offset,
-                        record.timestamp,
-                        TimestampType(int(tstype)),
-                        key,
-                        value,
-                        headers,
-                        leader_epoch,
-                        -1 if record.key is None else len(record.key),
-                        -1 if record.value is None else len(record.value),
-                    )
+                tstype = (
+                    _TIMESTAMP_TYPES[int(batch.timestamp_type)]
+                    if batch is not None
+                    else TimestampType.NO_TIMESTAMP_TYPE
                 )
-                self.next_fetch_offset = record.offset + 1
+                take = min(max_records - len(out), len(records))
+                for _ in range(take):
+                    record = records[0]
+                    headers = record.headers
+                    rkey = record.key
+                    rvalue = record.value
+                    try:
+                        key = rkey if key_deserializer is None else key_deserializer(topic, rkey, headers)
+                        value = rvalue if value_deserializer is None else value_deserializer(topic, rvalue, headers)
+                    except Exception as e:
+                        raise RecordDeserializationError(
+                            f"error deserializing key/value: {type(e).__name__}: {e}", tp, record.offset
+                        ) from e
+                    records.popleft()
+                    append(
+                        ConsumerRecord(
+                            topic,
+                            partition,
+                            record.offset,
+                            record.timestamp,
+                            tstype,
+                            key,
+                            value,
+                            headers,
+                            leader_epoch,
+                            -1 if rkey is None else len(rkey),
+                            -1 if rvalue is None else len(rvalue),
+                        )
+                    )
+                    self.next_fetch_offset = record.offset + 1
                 self.last_epoch = leader_epoch
-                if not self._records and isinstance(batch, DefaultRecordBatch):
+                if not records and isinstance(batch, DefaultRecordBatch):
                     # the batch may end with offsets removed by compaction
                     self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
         except KafkaError as e:

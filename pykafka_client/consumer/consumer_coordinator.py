@@ -215,7 +215,9 @@ class ConsumerCoordinator(AbstractCoordinator):
     def on_join_prepare(self, timer: Timer, generation: int, member_id: str) -> bool:
         if self.auto_commit_enabled:
             try:
-                self.commit_offsets_sync(self.subscriptions.all_consumed(), timer)
+                # bounded by the rebalance timeout, not by the (possibly zero) poll timer, as Java 2.x
+                commit_timer = self.time.timer(self.rebalance_config.rebalance_timeout_ms)
+                self.commit_offsets_sync(self.subscriptions.all_consumed(), commit_timer)
             except Exception as e:
                 log.warning("auto-commit of offsets before rebalance failed: %s", e)
         failure: BaseException | None = None

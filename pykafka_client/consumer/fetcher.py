@@ -22,7 +22,7 @@ import functools
 import logging
 import threading
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pykafka_client.consumer.client_adapter import ConsumerClient
@@ -79,10 +79,6 @@ _REFRESH_METADATA = {
 _TOPIC_ID_MIN_VERSION = 13
 
 
-def _bytes_deserializer(topic: str, data: bytes | None, headers: Any) -> Any:
-    return data
-
-
 @dataclass(slots=True)
 class FetchConfig:
     """Fetch settings (the ``fetch.*``/``max.*`` consumer configs)."""
@@ -96,8 +92,8 @@ class FetchConfig:
     isolation_level: int = READ_UNCOMMITTED
     client_rack: str = ""
     request_timeout_ms: int = 30000
-    key_deserializer: Deserialize = field(default=_bytes_deserializer)
-    value_deserializer: Deserialize = field(default=_bytes_deserializer)
+    key_deserializer: Deserialize = None  # None: keys stay bytes
+    value_deserializer: Deserialize = None
 
 
 @dataclass(slots=True)

@@ -62,7 +62,7 @@ from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.selector import create_client_selector
 from pykafka_client.protocol.messages.metadata_request import MetadataRequest
 from pykafka_client.protocol.messages.metadata_response import MetadataResponse
-from pykafka_client.serialization import resolve_deserializer
+from pykafka_client.serialization import ByteArrayDeserializer, resolve_deserializer
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
 log = logging.getLogger(__name__)
@@ -188,8 +188,8 @@ class KafkaConsumer(Generic[K, V]):
                 isolation_level=self._isolation_level,
                 client_rack=cfg["client.rack"],
                 request_timeout_ms=self._request_timeout_ms,
-                key_deserializer=kd.deserialize,
-                value_deserializer=vd.deserialize,
+                key_deserializer=None if type(kd) is ByteArrayDeserializer else kd.deserialize,
+                value_deserializer=None if type(vd) is ByteArrayDeserializer else vd.deserialize,
             ),
             time,
         )

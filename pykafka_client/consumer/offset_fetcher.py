@@ -235,6 +235,19 @@ class OffsetFetcher:
         remaining = dict(timestamps)
         if not remaining:
             return result
+        add_transient = getattr(self.metadata, "add_transient_topics", None)
+        if add_transient is not None:  # topics outside the subscription need metadata too
+            add_transient({tp.topic for tp in remaining})
+        try:
+            return self._fetch_offsets_by_times(remaining, result, timer)
+        finally:
+            clear = getattr(self.metadata, "clear_transient_topics", None)
+            if clear is not None:
+                clear()
+
+    def _fetch_offsets_by_times(
+        self, remaining: dict[TopicPartition, int], result: dict[TopicPartition, ListOffsetData], timer: Timer
+    ) -> dict[TopicPartition, ListOffsetData]:
         while True:
             per_node, no_leader = self._group_by_leader(remaining)
             need_metadata = bool(no_leader)

@@ -227,3 +227,16 @@ def test_manual_commit_requires_coordinator(broker: MiniBroker) -> None:
         c.assign([TopicPartition(topic, 0)])
         with pytest.raises(IllegalStateError, match="not assigned"):
             c.commit_sync({TopicPartition(topic, 1): OffsetAndMetadata(1)}, timeout=1)
+
+
+def test_offsets_of_topics_outside_the_assignment(broker: MiniBroker) -> None:
+    topic, other = topic_name(), topic_name()
+    fill(broker, topic, 3)
+    fill(broker, other, 6)
+    with consumer(broker) as c:
+        assert c.end_offsets([TopicPartition(other, 0), TopicPartition(other, 1)], 10) == {
+            TopicPartition(other, 0): 2,
+            TopicPartition(other, 1): 2,
+        }
+        c.assign([TopicPartition(topic, 0)])
+        assert c.beginning_offsets([TopicPartition(other, 2)], 10) == {TopicPartition(other, 2): 0}

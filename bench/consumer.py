@@ -1,0 +1,247 @@
+"""Consumer throughput: pykafka_client vs kafka-python, aiokafka and confluent-kafka in one run.
+
+    .venv/bin/python bench/consumer.py                  # 200k x 100-byte values, 4 configs x 4 clients
+    .venv/bin/python bench/consumer.py --records 20000  # quicker
+    .venv/bin/python bench/consumer.py --profile        # cProfile our client's hot path (top 25)
+    .venv/bin/python bench/consumer.py --profile --compression lz4
+
+A mini_broker runs in its own process; topics are filled once per config with confluent-kafka's producer
+(batch.size 64 KiB, linger 20 ms). Each client consumes every record from the beginning in its own process
+(assign mode, no group), touching each value. Configs: 1 and 6 partitions x uncompressed and lz4. Time is
+from the consumer's construction to the last record (connection and first fetch included). Output:
+records/s per client and config, ratio to pykafka_client, peak RSS in MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+CLIENTS = ["pykafka_client", "kafka-python", "aiokafka", "confluent-kafka"]
+
+
+def run_ours(bootstrap: str, topic: str, partitions: int, n: int) -> float:
+    from pykafka_client import KafkaConsumer, TopicPartition
+
+    start = time.perf_counter()
+    c: KafkaConsumer[Any, Any] = KafkaConsumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"})
+    c.assign([TopicPartition(topic, p) for p in range(partitions)])
+    seen = 0
+    total = 0
+    while seen < n:
+        for r in c.poll(1.0):
+            total += len(r.value)
+            seen += 1
+    elapsed = time.perf_counter() - start
+    c.close()
+    return elapsed
+
+
+def run_kafka_python(bootstrap: str, topic: str, partitions: int, n: int) -> float:
+    import kafka
+
+    start = time.perf_counter()
+    c = kafka.KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
+    c.assign([kafka.TopicPartition(topic, p) for p in range(partitions)])
+    seen = 0
+    total = 0
+    while seen < n:
+        for recs in c.poll(timeout_ms=1000).values():
+            for r in recs:
+                total += len(r.value)
+                seen += 1
+    elapsed = time.perf_counter() - start
+    c.close()
+    return elapsed
+
+
+def run_aiokafka(bootstrap: str, topic: str, partitions: int, n: int) -> float:
+    import aiokafka
+    from aiokafka.structs import TopicPartition
+
+    async def main() -> float:
+        start = time.perf_counter()
+        c = aiokafka.AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+        )
+        await c.start()
+        try:
+            c.assign([TopicPartition(topic, p) for p in range(partitions)])
+            seen = 0
+            total = 0
+            while seen < n:
+                batches = await c.getmany(timeout_ms=1000)
+                for recs in batches.values():
+                    for r in recs:
+                        total += len(r.value)
+                        seen += 1
+            return time.perf_counter() - start
+        finally:
+            await c.stop()
+
+    return asyncio.run(main())
+
+
+def run_confluent(bootstrap: str, topic: str, partitions: int, n: int) -> float:
+    import confluent_kafka
+
+    start = time.perf_counter()
+    c = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    c.assign([confluent_kafka.TopicPartition(topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(partitions)])
+    seen = 0
+    total = 0
+    while seen < n:
+        for m in c.consume(1000, 1.0):
+            if m.error() is None:
+                total += len(m.value())
+                seen += 1
+    elapsed = time.perf_counter() - start
+    c.close()
+    return elapsed
+
+
+RUNNERS = {
+    "pykafka_client": run_ours,
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+    "confluent-kafka": run_confluent,
+}
+
+
+def child(args: argparse.Namespace) -> None:
+    runner = RUNNERS[args.client]
+    if args.profile:
+        import cProfile
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        elapsed = runner(args.bootstrap, args.topic, args.partitions, args.records)
+        prof.disable()
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+    else:
+        elapsed = runner(args.bootstrap, args.topic, args.partitions, args.records)
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"elapsed": elapsed, "rss_mib": rss_mib}))
+
+
+def start_broker(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mini_broker", "--listeners", "PLAINTEXT://127.0.0.1:0", "--data-dir", data_dir,
+         "--log-level", "WARNING", "--override", "num.partitions=1"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if "listening on" not in line:
+        proc.kill()
+        raise RuntimeError(f"broker did not start: {line!r}")
+    return proc, line.strip().rsplit("//", 1)[1]
+
+
+def fill_topic(bootstrap: str, name: str, partitions: int, n: int, value_size: int, compression: str) -> None:
+    import confluent_kafka
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        f.result(30)
+    p = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "compression.type": compression, "linger.ms": 20, "batch.size": 65536}
+    )
+    value = b"x" * value_size
+    for i in range(n):
+        while True:
+            try:
+                p.produce(name, value, partition=i % partitions)
+                break
+            except BufferError:
+                p.poll(0.01)
+    p.flush(120)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--value-size", type=int, default=100)
+    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--profile", action="store_true", help="profile pykafka_client only (1 partition)")
+    ap.add_argument("--compression", default="none", help="compression of the profiled config (none, lz4, ...)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--client", help=argparse.SUPPRESS)
+    ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
+    ap.add_argument("--topic", help=argparse.SUPPRESS)
+    ap.add_argument("--partitions", type=int, default=1, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-consumer-") as data_dir:
+        broker, bootstrap = start_broker(data_dir)
+        try:
+            configs = [(1, args.compression)] if args.profile else [(1, "none"), (1, "lz4"), (6, "none"), (6, "lz4")]
+            clients = ["pykafka_client"] if args.profile else args.clients.split(",")
+            print(f"{args.records} records x {args.value_size} B, mini_broker in its own process")
+            print(f"{'config':<14}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}")
+            for partitions, compression in configs:
+                topic = f"bench-{partitions}-{compression}-{time.monotonic_ns()}"
+                fill_topic(bootstrap, topic, partitions, args.records, args.value_size, compression)
+                ours: float | None = None
+                for client in clients:
+                    cmd = [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        "--client",
+                        client,
+                        "--bootstrap",
+                        bootstrap,
+                        "--topic",
+                        topic,
+                        "--partitions",
+                        str(partitions),
+                        "--records",
+                        str(args.records),
+                    ]
+                    cmd += ["--profile"] if args.profile else []
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
+                    if out.returncode != 0:
+                        print(f"{client}: failed: {out.stderr.strip().splitlines()[-1:]}")
+                        continue
+                    if args.profile:
+                        print(out.stderr)
+                    res: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+                    rate = args.records / res["elapsed"]
+                    if client == "pykafka_client":
+                        ours = rate
+                    ratio = f"{rate / ours:.2f}x" if ours else "-"
+                    print(
+                        f"{partitions}p {compression:<10}{client:<17}{rate:>10.0f}"
+                        f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}",
+                        flush=True,
+                    )
+        finally:
+            broker.terminate()
+            broker.wait(30)
+
+
+if __name__ == "__main__":
+    main()
