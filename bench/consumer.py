@@ -111,7 +111,7 @@ def run_confluent(bootstrap: str, topic: str, partitions: int, n: int) -> float:
     while seen < n:
         for m in c.consume(1000, 1.0):
             if m.error() is None:
-                total += len(m.value())
+                total += len(m.value() or b"")
                 seen += 1
     elapsed = time.perf_counter() - start
     c.close()
@@ -159,7 +159,7 @@ def start_broker(data_dir: str) -> tuple[subprocess.Popen[str], str]:
 
 def fill_topic(bootstrap: str, name: str, partitions: int, n: int, value_size: int, compression: str) -> None:
     import confluent_kafka
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
