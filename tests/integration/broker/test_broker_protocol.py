@@ -163,7 +163,8 @@ def test_api_versions_v3_response_header_is_v0(broker: MiniBroker) -> None:
     keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert resp.error_code == NONE
     assert keys[0] == (3, 11) and keys[1] == (4, 16) and keys[18] == (0, 4) and keys[3] == (0, 12)
-    assert 11 not in keys  # JoinGroup: later issue, not advertised
+    assert broker.apis is not None
+    assert sorted((k, lo, hi) for k, (lo, hi) in keys.items()) == broker.apis.supported_versions()
     c.close()
 
 
