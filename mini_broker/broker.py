@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Mapping
 
 from mini_broker.config import KafkaConfig
+from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
@@ -90,6 +91,7 @@ class MiniBroker:
         self.socket_server: SocketServer | None = None
         self.handler_pool: KafkaRequestHandlerPool | None = None
         self.replica_manager: ReplicaManager | None = None
+        self.group_coordinator: GroupCoordinator | None = None
         self.metadata_cache: MetadataCache | None = None
         self.metrics_server: MetricsHttpServer | None = None
         self.apis: KafkaApis | None = None
@@ -118,6 +120,12 @@ class MiniBroker:
         self.replica_manager.startup()
         channel = RequestChannel(config.queued_max_requests, self.metrics)
         self.context = BrokerContext(config, node_id, self.metadata_cache, self.replica_manager, self.metrics, self.time)
+        group_config = GroupConfig.from_broker(config.get)
+        self.group_coordinator = GroupCoordinator(
+            group_config, GroupMetadataManager(self.data_dir, self.time, group_config.offsets_topic_segment_bytes),
+            self.time, broker_id=node_id)
+        self.group_coordinator.startup()
+        self.context.group_coordinator = self.group_coordinator
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
         self.socket_server = SocketServer(config, channel, self.apis, self.time, self.metrics, self._selector_factory)
         self.context.endpoints = self._advertised_endpoints(self.socket_server)
@@ -156,6 +164,8 @@ class MiniBroker:
             self.socket_server.stop_processing()
         if self.handler_pool is not None:
             self.handler_pool.shutdown()
+        if self.group_coordinator is not None:
+            self.group_coordinator.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if self.metrics_server is not None:

@@ -1,0 +1,252 @@
+"""Persistence of committed offsets and group metadata (Kafka: ``GroupMetadataManager``).
+
+Everything the group coordinator must keep across restarts is appended to an internal log,
+``<data dir>/__group_coordinator/__consumer_offsets-0`` (a :class:`mini_broker.log.Log`; the directory is
+outside the topic registry and the LogManager's scan, so the topic never shows up in Metadata). The log
+is replayed from its start when the broker starts: the last record per key wins, a null value deletes.
+One partition is used whatever ``offsets.topic.num.partitions`` says (a single broker coordinates every
+group). The log is never compacted or trimmed: it grows with every commit (a test broker's trade-off).
+
+Record format (v2 record batches; keys and values use Kafka's classic non-flexible primitives: int16/
+int32/int64 big-endian, strings int16-length-prefixed UTF-8, nullable strings length -1, bytes
+int32-length-prefixed). The shapes follow Kafka's OffsetCommitKey/Value v3 and GroupMetadataKey/Value v3:
+
+* offset commit  key   ``int16 1, string group, string topic, int32 partition``
+  value ``int16 3, int64 offset, int32 leader_epoch, string metadata, int64 commit_timestamp,
+  int64 expire_timestamp`` (-1 = none); null value = offset deleted.
+* group metadata key   ``int16 2, string group``
+  value ``int16 3, nullable string protocol_type, int32 generation, nullable string protocol,
+  nullable string leader, int64 current_state_timestamp, int32 n, n x (string member_id,
+  nullable string group_instance_id, string client_id, string client_host, int32 rebalance_timeout_ms,
+  int32 session_timeout_ms, bytes subscription, bytes assignment)``; null value = group deleted.
+
+Thread safety: :class:`mini_broker.log.Log` serialises appends; callers hold the group's lock, so the
+lock order is group lock -> log lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from mini_broker.group.group_metadata import OffsetAndMetadata
+from mini_broker.log.log_config import LogConfig
+from mini_broker.log.unified_log import AppendOrigin, Log
+from pykafka_client.errors import MessageDecodeError
+from pykafka_client.protocol.records import MemoryRecords, MemoryRecordsBuilder
+from pykafka_client.protocol.types import Reader, Writer
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+_log = logging.getLogger(__name__)
+
+GROUP_METADATA_TOPIC_NAME: Final = "__consumer_offsets"
+COORDINATOR_DIR: Final = "__group_coordinator"
+OFFSET_KEY_VERSION: Final = 1
+GROUP_KEY_VERSION: Final = 2
+VALUE_VERSION: Final = 3
+_READ_CHUNK: Final = 1 << 20
+_MAX_BATCH_BYTES: Final = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGroup:
+    """A group as persisted (at the end of a rebalance or when it became Empty)."""
+
+    protocol_type: str | None
+    generation_id: int
+    protocol_name: str | None
+    leader_id: str | None
+    current_state_timestamp: int
+    members: list[StoredMember] = field(default_factory=list)
+
+
+@dataclass
+class LoadedGroup:
+    """What replay found for one group id: its metadata (None: only offsets) and its committed offsets."""
+
+    group: StoredGroup | None = None
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+
+
+# -- codec ------------------------------------------------------------------------------------------------
+def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
+    w = Writer()
+    w.write_int16(OFFSET_KEY_VERSION)
+    w.write_string(group_id)
+    w.write_string(topic)
+    w.write_int32(partition)
+    return w.to_bytes()
+
+
+def offset_commit_value(om: OffsetAndMetadata) -> bytes:
+    w = Writer()
+    w.write_int16(VALUE_VERSION)
+    w.write_int64(om.offset)
+    w.write_int32(om.leader_epoch)
+    w.write_string(om.metadata)
+    w.write_int64(om.commit_timestamp)
+    w.write_int64(om.expire_timestamp)
+    return w.to_bytes()
+
+
+def group_metadata_key(group_id: str) -> bytes:
+    w = Writer()
+    w.write_int16(GROUP_KEY_VERSION)
+    w.write_string(group_id)
+    return w.to_bytes()
+
+
+def group_metadata_value(group: StoredGroup) -> bytes:
+    w = Writer()
+    w.write_int16(VALUE_VERSION)
+    w.write_nullable_string(group.protocol_type)
+    w.write_int32(group.generation_id)
+    w.write_nullable_string(group.protocol_name)
+    w.write_nullable_string(group.leader_id)
+    w.write_int64(group.current_state_timestamp)
+    w.write_int32(len(group.members))
+    for m in group.members:
+        w.write_string(m.member_id)
+        w.write_nullable_string(m.group_instance_id)
+        w.write_string(m.client_id)
+        w.write_string(m.client_host)
+        w.write_int32(m.rebalance_timeout_ms)
+        w.write_int32(m.session_timeout_ms)
+        w.write_bytes(m.subscription)
+        w.write_bytes(m.assignment)
+    return w.to_bytes()
+
+
+def _read_offset_value(r: Reader) -> OffsetAndMetadata:
+    if r.read_int16() != VALUE_VERSION:
+        raise MessageDecodeError("unknown offset commit value version")
+    return OffsetAndMetadata(offset=r.read_int64(), leader_epoch=r.read_int32(), metadata=r.read_string(),
+                             commit_timestamp=r.read_int64(), expire_timestamp=r.read_int64())
+
+
+def _read_group_value(r: Reader) -> StoredGroup:
+    if r.read_int16() != VALUE_VERSION:
+        raise MessageDecodeError("unknown group metadata value version")
+    protocol_type = r.read_nullable_string()
+    generation = r.read_int32()
+    protocol = r.read_nullable_string()
+    leader = r.read_nullable_string()
+    ts = r.read_int64()
+    n = r.read_array_length(4 * 6)
+    members = [StoredMember(r.read_string(), r.read_nullable_string(), r.read_string(), r.read_string(),
+                            r.read_int32(), r.read_int32(), r.read_bytes(), r.read_bytes()) for _ in range(n)]
+    return StoredGroup(protocol_type, generation, protocol, leader, ts, members)
+
+
+def apply_record(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None) -> None:
+    """Replay one record into ``groups``. Raises ``MessageDecodeError`` for bytes that do not parse."""
+    r = Reader(key)
+    version = r.read_int16()
+    if version == OFFSET_KEY_VERSION:
+        group_id, topic, partition = r.read_string(), r.read_string(), r.read_int32()
+        entry = groups.setdefault(group_id, LoadedGroup())
+        if value is None:
+            entry.offsets.pop((topic, partition), None)
+        else:
+            entry.offsets[(topic, partition)] = _read_offset_value(Reader(value))
+    elif version == GROUP_KEY_VERSION:
+        group_id = r.read_string()
+        if value is None:
+            groups.pop(group_id, None)
+        else:
+            groups.setdefault(group_id, LoadedGroup()).group = _read_group_value(Reader(value))
+    else:
+        raise MessageDecodeError(f"unknown __consumer_offsets key version {version}")
+
+
+class GroupMetadataManager:
+    """Appends group and offset records to the internal log and replays it. ``data_dir`` None keeps
+    nothing (unit tests)."""
+
+    def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600) -> None:
+        self._log: Log | None = None
+        if data_dir is not None:
+            path = os.path.join(data_dir, COORDINATOR_DIR, f"{GROUP_METADATA_TOPIC_NAME}-0")
+            config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES)
+            self._log = Log(path, config, time=time)
+
+    def load(self) -> dict[str, LoadedGroup]:
+        """Replay the whole log: group id -> what is stored for it (groups deleted since are absent)."""
+        groups: dict[str, LoadedGroup] = {}
+        log = self._log
+        if log is None:
+            return groups
+        position = log.log_start_offset
+        end = log.log_end_offset
+        while position < end:
+            data = log.read(position, _READ_CHUNK).to_bytes()
+            if not data:
+                break
+            advanced = False
+            for batch in MemoryRecords(data).batches():
+                if (batch.last_offset + 1) <= position:
+                    continue
+                for record in batch.records():
+                    if record.offset < position or record.key is None:
+                        continue
+                    try:
+                        apply_record(groups, bytes(record.key), None if record.value is None else bytes(record.value))
+                    except MessageDecodeError as e:
+                        _log.warning("skipping an unreadable %s record at offset %d: %s",
+                                     GROUP_METADATA_TOPIC_NAME, record.offset, e)
+                position = (batch.last_offset + 1)
+                advanced = True
+            if not advanced:
+                break
+        _log.info("loaded %d groups from %s (offsets %d..%d)", len(groups), log.dir_path, log.log_start_offset, end)
+        return groups
+
+    def _append(self, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
+        log = self._log
+        if log is None:
+            return
+        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+        count = 0
+        for key, value in entries:
+            builder.append(now_ms, key, value)
+            count += 1
+        if count:
+            log.append(builder.build(), origin=AppendOrigin.COORDINATOR)
+            log.update_high_watermark(log.log_end_offset)
+
+    def store_group(self, group_id: str, group: StoredGroup, now_ms: int) -> None:
+        self._append([(group_metadata_key(group_id), group_metadata_value(group))], now_ms)
+
+    def store_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata], now_ms: int) -> None:
+        self._append([(offset_commit_key(group_id, t, p), offset_commit_value(om)) for (t, p), om in offsets.items()],
+                     now_ms)
+
+    def delete(self, group_id: str, offsets: Iterable[tuple[str, int]], group_too: bool, now_ms: int) -> None:
+        """Tombstones for ``offsets`` of ``group_id`` and, with ``group_too``, for the group itself."""
+        entries: list[tuple[bytes, bytes | None]] = [(offset_commit_key(group_id, t, p), None) for t, p in offsets]
+        if group_too:
+            entries.append((group_metadata_key(group_id), None))
+        self._append(entries, now_ms)
+
+    def flush(self) -> None:
+        if self._log is not None:
+            self._log.flush()
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
