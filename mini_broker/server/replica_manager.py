@@ -41,6 +41,7 @@ from pykafka_client.errors import (
     CorruptRecordError,
     FencedLeaderEpochError,
     InvalidConfigurationError,
+    InvalidRecordError,
     InvalidRequiredAcksError,
     InvalidTopicError,
     KafkaStorageError,
@@ -51,6 +52,7 @@ from pykafka_client.errors import (
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
+from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.protocol.types import RecordsLike
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -112,6 +114,20 @@ def _records_size(records: object) -> int:
     if isinstance(records, memoryview):
         return records.nbytes
     return int(getattr(records, "length", 0) or getattr(records, "size_in_bytes", 0) or 0)
+
+
+def _keyless_record_indexes(records: bytes | bytearray | memoryview) -> list[int]:
+    """Indexes (within their batch) of records without a key: a compacted topic refuses them with per-record
+    errors, as Kafka's LogValidator does. Undecodable batches are left to the log's validation."""
+    out: list[int] = []
+    try:
+        for batch in MemoryRecords(records).batches():
+            for i, record in enumerate(batch.records()):
+                if record.key is None:
+                    out.append(i)
+    except KafkaError:
+        return []
+    return out
 
 
 def _int_config(config: KafkaConfig, name: str) -> int:
@@ -295,6 +311,12 @@ class ReplicaManager:
                 raise CorruptRecordError("produce request has no records")
             if not isinstance(records, (bytes, bytearray, memoryview)):
                 raise CorruptRecordError("produce records must be in memory")
+            if "compact" in lg.config.other.get("cleanup.policy", ""):
+                keyless = _keyless_record_indexes(records)
+                if keyless:
+                    msg = f"Compacted topic cannot accept message without key in topic partition {tp}."
+                    return PartitionResponse(error_code=InvalidRecordError.code, error_message=msg,
+                                             record_errors=[(i, msg) for i in keyless])
             info = lg.append(records, leader_epoch=LEADER_EPOCH)
             if info.first_offset < 0:
                 raise CorruptRecordError("produce request has no record batches")

@@ -462,3 +462,22 @@ def test_offset_for_leader_epoch(broker: MiniBroker, seeded: str) -> None:
     assert ask(0, 0, current=1)[0] == 75  # UNKNOWN_LEADER_EPOCH
     assert ask(9, 0)[0] == UNKNOWN_TOPIC_OR_PARTITION
     c.close()
+
+
+def test_compacted_topic_refuses_keyless_records_with_record_errors(broker: MiniBroker) -> None:
+    c = Conn(broker)
+    req = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name="compacted", num_partitions=1, replication_factor=1,
+        configs=[CreateTopicsRequest.CreatableTopicConfig(name="cleanup.policy", value="compact")])], timeout_ms=5000)
+    assert c.call(req, 7).topics[0].error_code == NONE
+    b = MemoryRecordsBuilder()
+    b.append(1, b"k0", b"v", [])
+    b.append(2, None, b"v", [])
+    b.append(3, b"k2", b"v", [])
+    resp = produce(c, "compacted", 0, b.build())
+    part = resp.responses[0].partition_responses[0]
+    assert part.error_code == 87  # INVALID_RECORD
+    assert [e.batch_index for e in part.record_errors] == [1]
+    assert "without key" in (part.error_message or "")
+    assert part_error(produce(c, "compacted", 0, batch(2))) == NONE
+    c.close()
