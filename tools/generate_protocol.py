@@ -539,7 +539,8 @@ class Gen:
             elif e == "uuid":
                 body = "r.read_uuid_array(_n)"
             elif e in FIXED:
-                body = f"r.read_fixed_array({FIXED[e][0]!r}, {FIXED[e][1]}, _n)"
+                m = "read_nullable_fixed_array_field" if nullable else "read_fixed_array_field"
+                return [f"{var} = r.{m}({FIXED[e][0]!r}, {FIXED[e][1]}, {fx})"]
             elif e == "string":
                 m = "read_compact_string" if fx else "read_string"
                 body = f"[r.{m}() for _ in range(_n)]"
@@ -647,7 +648,7 @@ class Gen:
                 bodies.append((v, v, b))
         out: list[str] = []
         kw = "if"
-        for lo, hi, b in bodies:
+        for lo, hi, b in reversed(bodies):  # newest versions first: they are the common case
             cond = f"version == {lo}" if lo == hi else f"{lo} <= version <= {hi}"
             out.append(f"{indent}{kw} {cond}:")
             out += [f"{indent}    {ln}" if ln else "" for ln in (b or ["pass"])]

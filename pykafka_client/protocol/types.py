@@ -220,6 +220,15 @@ class Reader:
 
     def read_unsigned_varint(self) -> int:
         """An unsigned varint of at most 5 bytes (a 32-bit value)."""
+        pos = self.pos
+        if pos < self.end:
+            b: int = self.buf[pos]
+            if b < 0x80:
+                self.pos = pos + 1
+                return b
+        return self._read_unsigned_varint_slow()
+
+    def _read_unsigned_varint_slow(self) -> int:
         buf = self.buf
         pos = start = self.pos
         end = self.end
@@ -396,6 +405,11 @@ class Reader:
     def read_compact_array_length(self, min_element_size: int, nullable: bool = False) -> int:
         """A compact (unsigned varint, N+1) array count; 0 encodes null. See :meth:`read_array_length`."""
         start = self.pos
+        if start < self.end:
+            b: int = self.buf[start]
+            if 0 < b < 0x80 and (b - 1) * min_element_size <= self.end - start - 1:
+                self.pos = start + 1
+                return b - 1
         n = self.read_unsigned_varint() - 1
         if n < 0:
             if nullable:
@@ -415,6 +429,22 @@ class Reader:
         pos = self.pos
         if pos + n * size > self.end:
             raise self._truncated(f"array of {n} x {size}-byte values", n * size)
+        self.pos = pos + n * size
+        return list(struct.unpack_from(f">{n}{code}", self.buf, pos))
+
+    def read_fixed_array_field(self, code: str, size: int, compact: bool) -> list[Any]:
+        """A non-nullable array of fixed-width values: count (int32 or compact) then the values."""
+        n = self.read_compact_array_length(size) if compact else self.read_array_length(size)
+        pos = self.pos
+        self.pos = pos + n * size
+        return list(struct.unpack_from(f">{n}{code}", self.buf, pos))
+
+    def read_nullable_fixed_array_field(self, code: str, size: int, compact: bool) -> list[Any] | None:
+        """Like :meth:`read_fixed_array_field`; a null array (-1 / compact 0) reads as ``None``."""
+        n = self.read_compact_array_length(size, True) if compact else self.read_array_length(size, True)
+        if n < 0:
+            return None
+        pos = self.pos
         self.pos = pos + n * size
         return list(struct.unpack_from(f">{n}{code}", self.buf, pos))
 
@@ -453,6 +483,10 @@ class Reader:
 
     def read_unknown_tags(self) -> list[tuple[int, bytes]] | None:
         """Read a whole tag section whose tags are all unknown (kept raw for a byte-exact re-encode)."""
+        pos = self.pos
+        if pos < self.end and self.buf[pos] == 0:
+            self.pos = pos + 1
+            return None
         n = self.read_tag_count()
         if n == 0:
             return None

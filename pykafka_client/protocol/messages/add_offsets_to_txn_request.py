@@ -55,17 +55,17 @@ class AddOffsetsToTxnRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
+        if 3 <= version <= 4:
+            w.write_compact_string(self.transactional_id)
+            w.buf += _S_qh.pack(self.producer_id, self.producer_epoch)
+            w.write_compact_string(self.group_id)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
             w.write_string(self.transactional_id)
             w.buf += _S_qh.pack(self.producer_id, self.producer_epoch)
             w.write_string(self.group_id)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddOffsetsToTxnRequest does not support them")
-        elif 3 <= version <= 4:
-            w.write_compact_string(self.transactional_id)
-            w.buf += _S_qh.pack(self.producer_id, self.producer_epoch)
-            w.write_compact_string(self.group_id)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -76,16 +76,16 @@ class AddOffsetsToTxnRequest(Message):
         f_producer_epoch: int
         f_group_id: str
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_transactional_id = r.read_string()
-            f_producer_id, f_producer_epoch = r.unpack(_S_qh, 'fields ProducerId, ProducerEpoch')
-            f_group_id = r.read_string()
-            return cls(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id, None)
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             f_transactional_id = r.read_compact_string()
             f_producer_id, f_producer_epoch = r.unpack(_S_qh, 'fields ProducerId, ProducerEpoch')
             f_group_id = r.read_compact_string()
             _unknown = r.read_unknown_tags()
             return cls(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id, _unknown)
+        elif 0 <= version <= 2:
+            f_transactional_id = r.read_string()
+            f_producer_id, f_producer_epoch = r.unpack(_S_qh, 'fields ProducerId, ProducerEpoch')
+            f_group_id = r.read_string()
+            return cls(f_transactional_id, f_producer_id, f_producer_epoch, f_group_id, None)
         else:
             raise cls.unsupported_version(version)

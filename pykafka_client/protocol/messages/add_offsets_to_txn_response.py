@@ -49,13 +49,13 @@ class AddOffsetsToTxnResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
+        if 3 <= version <= 4:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddOffsetsToTxnResponse does not support them")
-        elif 3 <= version <= 4:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -64,12 +64,12 @@ class AddOffsetsToTxnResponse(Message):
         f_throttle_time_ms: int
         f_error_code: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            return cls(f_throttle_time_ms, f_error_code, None)
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, _unknown)
+        elif 0 <= version <= 2:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            return cls(f_throttle_time_ms, f_error_code, None)
         else:
             raise cls.unsupported_version(version)

@@ -52,17 +52,17 @@ class AddPartitionsToTxnRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
+            if 3 <= version <= 5:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                w.write_fixed_array('i', self.partitions)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 2:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnRequest.AddPartitionsToTxnTopic does not support them")
-            elif 3 <= version <= 5:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -71,17 +71,15 @@ class AddPartitionsToTxnRequest(Message):
             f_name: str
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 2:
-                f_name = r.read_string()
-                _n = r.read_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
-                return cls(f_name, f_partitions, None)
-            elif 3 <= version <= 5:
+            if 3 <= version <= 5:
                 f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partitions, _unknown)
+            elif 0 <= version <= 2:
+                f_name = r.read_string()
+                f_partitions = r.read_fixed_array_field('i', 4, False)
+                return cls(f_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -165,26 +163,7 @@ class AddPartitionsToTxnRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            if self.transactions != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Transactions at version {version} of AddPartitionsToTxnRequest")
-            w.write_string(self.v3_and_below_transactional_id)
-            w.buf += _S_qh.pack(self.v3_and_below_producer_id, self.v3_and_below_producer_epoch)
-            w.write_array_length(len(self.v3_and_below_topics))
-            for _e_v3_and_below_topics in self.v3_and_below_topics:
-                _e_v3_and_below_topics.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnRequest does not support them")
-        elif version == 3:
-            if self.transactions != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Transactions at version {version} of AddPartitionsToTxnRequest")
-            w.write_compact_string(self.v3_and_below_transactional_id)
-            w.buf += _S_qh.pack(self.v3_and_below_producer_id, self.v3_and_below_producer_epoch)
-            w.write_compact_array_length(len(self.v3_and_below_topics))
-            for _e_v3_and_below_topics in self.v3_and_below_topics:
-                _e_v3_and_below_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
-        elif 4 <= version <= 5:
+        if 4 <= version <= 5:
             w.write_compact_array_length(len(self.transactions))
             for _e_transactions in self.transactions:
                 _e_transactions.write(w, version)
@@ -197,6 +176,25 @@ class AddPartitionsToTxnRequest(Message):
             if self.v3_and_below_topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default V3AndBelowTopics at version {version} of AddPartitionsToTxnRequest")
             w.write_tags(self._unknown_tagged_fields)
+        elif version == 3:
+            if self.transactions != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Transactions at version {version} of AddPartitionsToTxnRequest")
+            w.write_compact_string(self.v3_and_below_transactional_id)
+            w.buf += _S_qh.pack(self.v3_and_below_producer_id, self.v3_and_below_producer_epoch)
+            w.write_compact_array_length(len(self.v3_and_below_topics))
+            for _e_v3_and_below_topics in self.v3_and_below_topics:
+                _e_v3_and_below_topics.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
+            if self.transactions != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Transactions at version {version} of AddPartitionsToTxnRequest")
+            w.write_string(self.v3_and_below_transactional_id)
+            w.buf += _S_qh.pack(self.v3_and_below_producer_id, self.v3_and_below_producer_epoch)
+            w.write_array_length(len(self.v3_and_below_topics))
+            for _e_v3_and_below_topics in self.v3_and_below_topics:
+                _e_v3_and_below_topics.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -208,12 +206,11 @@ class AddPartitionsToTxnRequest(Message):
         f_v3_and_below_producer_epoch: int
         f_v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_v3_and_below_transactional_id = r.read_string()
-            f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = r.unpack(_S_qh, 'fields V3AndBelowProducerId, V3AndBelowProducerEpoch')
-            _n = r.read_array_length(6)
-            f_v3_and_below_topics = [_T_AddPartitionsToTxnTopic.read(r, version) for _ in range(_n)]
-            return cls([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics, None)
+        if 4 <= version <= 5:
+            _n = r.read_compact_array_length(14)
+            f_transactions = [_T_AddPartitionsToTxnTransaction.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_transactions, '', 0, 0, [], _unknown)
         elif version == 3:
             f_v3_and_below_transactional_id = r.read_compact_string()
             f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = r.unpack(_S_qh, 'fields V3AndBelowProducerId, V3AndBelowProducerEpoch')
@@ -221,11 +218,12 @@ class AddPartitionsToTxnRequest(Message):
             f_v3_and_below_topics = [_T_AddPartitionsToTxnTopic.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics, _unknown)
-        elif 4 <= version <= 5:
-            _n = r.read_compact_array_length(14)
-            f_transactions = [_T_AddPartitionsToTxnTransaction.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_transactions, '', 0, 0, [], _unknown)
+        elif 0 <= version <= 2:
+            f_v3_and_below_transactional_id = r.read_string()
+            f_v3_and_below_producer_id, f_v3_and_below_producer_epoch = r.unpack(_S_qh, 'fields V3AndBelowProducerId, V3AndBelowProducerEpoch')
+            _n = r.read_array_length(6)
+            f_v3_and_below_topics = [_T_AddPartitionsToTxnTopic.read(r, version) for _ in range(_n)]
+            return cls([], f_v3_and_below_transactional_id, f_v3_and_below_producer_id, f_v3_and_below_producer_epoch, f_v3_and_below_topics, None)
         else:
             raise cls.unsupported_version(version)
 

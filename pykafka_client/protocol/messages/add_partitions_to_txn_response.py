@@ -52,13 +52,13 @@ class AddPartitionsToTxnResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
+            if 3 <= version <= 5:
+                w.buf += _S_ih.pack(self.partition_index, self.partition_error_code)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 2:
                 w.buf += _S_ih.pack(self.partition_index, self.partition_error_code)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult does not support them")
-            elif 3 <= version <= 5:
-                w.buf += _S_ih.pack(self.partition_index, self.partition_error_code)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -67,13 +67,13 @@ class AddPartitionsToTxnResponse(Message):
             f_partition_index: int
             f_partition_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 2:
-                f_partition_index, f_partition_error_code = r.unpack(_S_ih, 'fields PartitionIndex, PartitionErrorCode')
-                return cls(f_partition_index, f_partition_error_code, None)
-            elif 3 <= version <= 5:
+            if 3 <= version <= 5:
                 f_partition_index, f_partition_error_code = r.unpack(_S_ih, 'fields PartitionIndex, PartitionErrorCode')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_partition_error_code, _unknown)
+            elif 0 <= version <= 2:
+                f_partition_index, f_partition_error_code = r.unpack(_S_ih, 'fields PartitionIndex, PartitionErrorCode')
+                return cls(f_partition_index, f_partition_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -95,19 +95,19 @@ class AddPartitionsToTxnResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
+            if 3 <= version <= 5:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.results_by_partition))
+                for _e_results_by_partition in self.results_by_partition:
+                    _e_results_by_partition.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 2:
                 w.write_string(self.name)
                 w.write_array_length(len(self.results_by_partition))
                 for _e_results_by_partition in self.results_by_partition:
                     _e_results_by_partition.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult does not support them")
-            elif 3 <= version <= 5:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.results_by_partition))
-                for _e_results_by_partition in self.results_by_partition:
-                    _e_results_by_partition.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -116,17 +116,17 @@ class AddPartitionsToTxnResponse(Message):
             f_name: str
             f_results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 2:
-                f_name = r.read_string()
-                _n = r.read_array_length(6)
-                f_results_by_partition = [_T_AddPartitionsToTxnPartitionResult.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_results_by_partition, None)
-            elif 3 <= version <= 5:
+            if 3 <= version <= 5:
                 f_name = r.read_compact_string()
                 _n = r.read_compact_array_length(7)
                 f_results_by_partition = [_T_AddPartitionsToTxnPartitionResult.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_results_by_partition, _unknown)
+            elif 0 <= version <= 2:
+                f_name = r.read_string()
+                _n = r.read_array_length(6)
+                f_results_by_partition = [_T_AddPartitionsToTxnPartitionResult.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_results_by_partition, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -193,15 +193,14 @@ class AddPartitionsToTxnResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            if self.results_by_transaction != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default ResultsByTransaction at version {version} of AddPartitionsToTxnResponse")
-            w.write_array_length(len(self.results_by_topic_v3_and_below))
-            for _e_results_by_topic_v3_and_below in self.results_by_topic_v3_and_below:
-                _e_results_by_topic_v3_and_below.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnResponse does not support them")
+        if 4 <= version <= 5:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_array_length(len(self.results_by_transaction))
+            for _e_results_by_transaction in self.results_by_transaction:
+                _e_results_by_transaction.write(w, version)
+            if self.results_by_topic_v3_and_below != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default ResultsByTopicV3AndBelow at version {version} of AddPartitionsToTxnResponse")
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 3:
             w.buf += _S_i.pack(self.throttle_time_ms)
             if self.results_by_transaction != []:
@@ -210,14 +209,15 @@ class AddPartitionsToTxnResponse(Message):
             for _e_results_by_topic_v3_and_below in self.results_by_topic_v3_and_below:
                 _e_results_by_topic_v3_and_below.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
-        elif 4 <= version <= 5:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_array_length(len(self.results_by_transaction))
-            for _e_results_by_transaction in self.results_by_transaction:
-                _e_results_by_transaction.write(w, version)
-            if self.results_by_topic_v3_and_below != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default ResultsByTopicV3AndBelow at version {version} of AddPartitionsToTxnResponse")
-            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            if self.results_by_transaction != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default ResultsByTransaction at version {version} of AddPartitionsToTxnResponse")
+            w.write_array_length(len(self.results_by_topic_v3_and_below))
+            for _e_results_by_topic_v3_and_below in self.results_by_topic_v3_and_below:
+                _e_results_by_topic_v3_and_below.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AddPartitionsToTxnResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -228,23 +228,23 @@ class AddPartitionsToTxnResponse(Message):
         f_results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
         f_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
-            f_results_by_topic_v3_and_below = [_T_AddPartitionsToTxnTopicResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below, None)
+        if 4 <= version <= 5:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            _n = r.read_compact_array_length(3)
+            f_results_by_transaction = [_T_AddPartitionsToTxnResult.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_results_by_transaction, [], _unknown)
         elif version == 3:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(3)
             f_results_by_topic_v3_and_below = [_T_AddPartitionsToTxnTopicResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below, _unknown)
-        elif 4 <= version <= 5:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_compact_array_length(3)
-            f_results_by_transaction = [_T_AddPartitionsToTxnResult.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_results_by_transaction, [], _unknown)
+        elif 0 <= version <= 2:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(6)
+            f_results_by_topic_v3_and_below = [_T_AddPartitionsToTxnTopicResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, 0, [], f_results_by_topic_v3_and_below, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -52,15 +52,15 @@ class AlterClientQuotasRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.entity_type)
+                w.write_compact_nullable_string(self.entity_name)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.entity_type)
                 w.write_nullable_string(self.entity_name)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasRequest.EntityData does not support them")
-            elif version == 1:
-                w.write_compact_string(self.entity_type)
-                w.write_compact_nullable_string(self.entity_name)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class AlterClientQuotasRequest(Message):
             f_entity_type: str
             f_entity_name: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_entity_type = r.read_string()
-                f_entity_name = r.read_nullable_string()
-                return cls(f_entity_type, f_entity_name, None)
-            elif version == 1:
+            if version == 1:
                 f_entity_type = r.read_compact_string()
                 f_entity_name = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_entity_type, f_entity_name, _unknown)
+            elif version == 0:
+                f_entity_type = r.read_string()
+                f_entity_name = r.read_nullable_string()
+                return cls(f_entity_type, f_entity_name, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -102,15 +102,15 @@ class AlterClientQuotasRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.key)
+                w.buf += _S_do.pack(self.value, self.remove)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.key)
                 w.buf += _S_do.pack(self.value, self.remove)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasRequest.OpData does not support them")
-            elif version == 1:
-                w.write_compact_string(self.key)
-                w.buf += _S_do.pack(self.value, self.remove)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -120,15 +120,15 @@ class AlterClientQuotasRequest(Message):
             f_value: float
             f_remove: bool
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_key = r.read_string()
-                f_value, f_remove = r.unpack(_S_do, 'fields Value, Remove')
-                return cls(f_key, f_value, f_remove, None)
-            elif version == 1:
+            if version == 1:
                 f_key = r.read_compact_string()
                 f_value, f_remove = r.unpack(_S_do, 'fields Value, Remove')
                 _unknown = r.read_unknown_tags()
                 return cls(f_key, f_value, f_remove, _unknown)
+            elif version == 0:
+                f_key = r.read_string()
+                f_value, f_remove = r.unpack(_S_do, 'fields Value, Remove')
+                return cls(f_key, f_value, f_remove, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -150,7 +150,15 @@ class AlterClientQuotasRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_array_length(len(self.entity))
+                for _e_entity in self.entity:
+                    _e_entity.write(w, version)
+                w.write_compact_array_length(len(self.ops))
+                for _e_ops in self.ops:
+                    _e_ops.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_array_length(len(self.entity))
                 for _e_entity in self.entity:
                     _e_entity.write(w, version)
@@ -159,14 +167,6 @@ class AlterClientQuotasRequest(Message):
                     _e_ops.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasRequest.EntryData does not support them")
-            elif version == 1:
-                w.write_compact_array_length(len(self.entity))
-                for _e_entity in self.entity:
-                    _e_entity.write(w, version)
-                w.write_compact_array_length(len(self.ops))
-                for _e_ops in self.ops:
-                    _e_ops.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -175,19 +175,19 @@ class AlterClientQuotasRequest(Message):
             f_entity: list[AlterClientQuotasRequest.EntityData]
             f_ops: list[AlterClientQuotasRequest.OpData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                _n = r.read_array_length(4)
-                f_entity = [_T_EntityData.read(r, version) for _ in range(_n)]
-                _n = r.read_array_length(11)
-                f_ops = [_T_OpData.read(r, version) for _ in range(_n)]
-                return cls(f_entity, f_ops, None)
-            elif version == 1:
+            if version == 1:
                 _n = r.read_compact_array_length(3)
                 f_entity = [_T_EntityData.read(r, version) for _ in range(_n)]
                 _n = r.read_compact_array_length(11)
                 f_ops = [_T_OpData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_entity, f_ops, _unknown)
+            elif version == 0:
+                _n = r.read_array_length(4)
+                f_entity = [_T_EntityData.read(r, version) for _ in range(_n)]
+                _n = r.read_array_length(11)
+                f_ops = [_T_OpData.read(r, version) for _ in range(_n)]
+                return cls(f_entity, f_ops, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -207,19 +207,19 @@ class AlterClientQuotasRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.write_compact_array_length(len(self.entries))
+            for _e_entries in self.entries:
+                _e_entries.write(w, version)
+            w.buf += _S_o.pack(self.validate_only)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.write_array_length(len(self.entries))
             for _e_entries in self.entries:
                 _e_entries.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasRequest does not support them")
-        elif version == 1:
-            w.write_compact_array_length(len(self.entries))
-            for _e_entries in self.entries:
-                _e_entries.write(w, version)
-            w.buf += _S_o.pack(self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -228,17 +228,17 @@ class AlterClientQuotasRequest(Message):
         f_entries: list[AlterClientQuotasRequest.EntryData]
         f_validate_only: bool
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(8)
-            f_entries = [_T_EntryData.read(r, version) for _ in range(_n)]
-            f_validate_only = r.read_bool()
-            return cls(f_entries, f_validate_only, None)
-        elif version == 1:
+        if version == 1:
             _n = r.read_compact_array_length(3)
             f_entries = [_T_EntryData.read(r, version) for _ in range(_n)]
             f_validate_only = r.read_bool()
             _unknown = r.read_unknown_tags()
             return cls(f_entries, f_validate_only, _unknown)
+        elif version == 0:
+            _n = r.read_array_length(8)
+            f_entries = [_T_EntryData.read(r, version) for _ in range(_n)]
+            f_validate_only = r.read_bool()
+            return cls(f_entries, f_validate_only, None)
         else:
             raise cls.unsupported_version(version)
 

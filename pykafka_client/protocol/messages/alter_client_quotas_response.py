@@ -52,15 +52,15 @@ class AlterClientQuotasResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.entity_type)
+                w.write_compact_nullable_string(self.entity_name)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.entity_type)
                 w.write_nullable_string(self.entity_name)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasResponse.EntityData does not support them")
-            elif version == 1:
-                w.write_compact_string(self.entity_type)
-                w.write_compact_nullable_string(self.entity_name)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class AlterClientQuotasResponse(Message):
             f_entity_type: str
             f_entity_name: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_entity_type = r.read_string()
-                f_entity_name = r.read_nullable_string()
-                return cls(f_entity_type, f_entity_name, None)
-            elif version == 1:
+            if version == 1:
                 f_entity_type = r.read_compact_string()
                 f_entity_name = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_entity_type, f_entity_name, _unknown)
+            elif version == 0:
+                f_entity_type = r.read_string()
+                f_entity_name = r.read_nullable_string()
+                return cls(f_entity_type, f_entity_name, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -102,7 +102,14 @@ class AlterClientQuotasResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_h.pack(self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.write_compact_array_length(len(self.entity))
+                for _e_entity in self.entity:
+                    _e_entity.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
                 w.write_array_length(len(self.entity))
@@ -110,13 +117,6 @@ class AlterClientQuotasResponse(Message):
                     _e_entity.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasResponse.EntryData does not support them")
-            elif version == 1:
-                w.buf += _S_h.pack(self.error_code)
-                w.write_compact_nullable_string(self.error_message)
-                w.write_compact_array_length(len(self.entity))
-                for _e_entity in self.entity:
-                    _e_entity.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -126,19 +126,19 @@ class AlterClientQuotasResponse(Message):
             f_error_message: str | None
             f_entity: list[AlterClientQuotasResponse.EntityData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_error_code = r.read_int16()
-                f_error_message = r.read_nullable_string()
-                _n = r.read_array_length(4)
-                f_entity = [_T_EntityData.read(r, version) for _ in range(_n)]
-                return cls(f_error_code, f_error_message, f_entity, None)
-            elif version == 1:
+            if version == 1:
                 f_error_code = r.read_int16()
                 f_error_message = r.read_compact_nullable_string()
                 _n = r.read_compact_array_length(3)
                 f_entity = [_T_EntityData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_error_message, f_entity, _unknown)
+            elif version == 0:
+                f_error_code = r.read_int16()
+                f_error_message = r.read_nullable_string()
+                _n = r.read_array_length(4)
+                f_entity = [_T_EntityData.read(r, version) for _ in range(_n)]
+                return cls(f_error_code, f_error_message, f_entity, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -158,19 +158,19 @@ class AlterClientQuotasResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.entries))
+            for _e_entries in self.entries:
+                _e_entries.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.entries))
             for _e_entries in self.entries:
                 _e_entries.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterClientQuotasResponse does not support them")
-        elif version == 1:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.entries))
-            for _e_entries in self.entries:
-                _e_entries.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -179,17 +179,17 @@ class AlterClientQuotasResponse(Message):
         f_throttle_time_ms: int
         f_entries: list[AlterClientQuotasResponse.EntryData]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(8)
-            f_entries = [_T_EntryData.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_entries, None)
-        elif version == 1:
+        if version == 1:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(5)
             f_entries = [_T_EntryData.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_entries, _unknown)
+        elif version == 0:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(8)
+            f_entries = [_T_EntryData.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_entries, None)
         else:
             raise cls.unsupported_version(version)
 

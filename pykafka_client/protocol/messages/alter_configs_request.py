@@ -52,15 +52,15 @@ class AlterConfigsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.write_compact_string(self.name)
+                w.write_compact_nullable_string(self.value)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_nullable_string(self.value)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterConfigsRequest.AlterableConfig does not support them")
-            elif version == 2:
-                w.write_compact_string(self.name)
-                w.write_compact_nullable_string(self.value)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class AlterConfigsRequest(Message):
             f_name: str
             f_value: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_name = r.read_string()
-                f_value = r.read_nullable_string()
-                return cls(f_name, f_value, None)
-            elif version == 2:
+            if version == 2:
                 f_name = r.read_compact_string()
                 f_value = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_value, _unknown)
+            elif 0 <= version <= 1:
+                f_name = r.read_string()
+                f_value = r.read_nullable_string()
+                return cls(f_name, f_value, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -102,7 +102,14 @@ class AlterConfigsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.buf += _S_b.pack(self.resource_type)
+                w.write_compact_string(self.resource_name)
+                w.write_compact_array_length(len(self.configs))
+                for _e_configs in self.configs:
+                    _e_configs.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
                 w.write_array_length(len(self.configs))
@@ -110,13 +117,6 @@ class AlterConfigsRequest(Message):
                     _e_configs.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterConfigsRequest.AlterConfigsResource does not support them")
-            elif version == 2:
-                w.buf += _S_b.pack(self.resource_type)
-                w.write_compact_string(self.resource_name)
-                w.write_compact_array_length(len(self.configs))
-                for _e_configs in self.configs:
-                    _e_configs.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -126,19 +126,19 @@ class AlterConfigsRequest(Message):
             f_resource_name: str
             f_configs: list[AlterConfigsRequest.AlterableConfig]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                _n = r.read_array_length(4)
-                f_configs = [_T_AlterableConfig.read(r, version) for _ in range(_n)]
-                return cls(f_resource_type, f_resource_name, f_configs, None)
-            elif version == 2:
+            if version == 2:
                 f_resource_type = r.read_int8()
                 f_resource_name = r.read_compact_string()
                 _n = r.read_compact_array_length(3)
                 f_configs = [_T_AlterableConfig.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_resource_type, f_resource_name, f_configs, _unknown)
+            elif 0 <= version <= 1:
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                _n = r.read_array_length(4)
+                f_configs = [_T_AlterableConfig.read(r, version) for _ in range(_n)]
+                return cls(f_resource_type, f_resource_name, f_configs, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -158,19 +158,19 @@ class AlterConfigsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.write_compact_array_length(len(self.resources))
+            for _e_resources in self.resources:
+                _e_resources.write(w, version)
+            w.buf += _S_o.pack(self.validate_only)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.write_array_length(len(self.resources))
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterConfigsRequest does not support them")
-        elif version == 2:
-            w.write_compact_array_length(len(self.resources))
-            for _e_resources in self.resources:
-                _e_resources.write(w, version)
-            w.buf += _S_o.pack(self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -179,17 +179,17 @@ class AlterConfigsRequest(Message):
         f_resources: list[AlterConfigsRequest.AlterConfigsResource]
         f_validate_only: bool
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(7)
-            f_resources = [_T_AlterConfigsResource.read(r, version) for _ in range(_n)]
-            f_validate_only = r.read_bool()
-            return cls(f_resources, f_validate_only, None)
-        elif version == 2:
+        if version == 2:
             _n = r.read_compact_array_length(4)
             f_resources = [_T_AlterConfigsResource.read(r, version) for _ in range(_n)]
             f_validate_only = r.read_bool()
             _unknown = r.read_unknown_tags()
             return cls(f_resources, f_validate_only, _unknown)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(7)
+            f_resources = [_T_AlterConfigsResource.read(r, version) for _ in range(_n)]
+            f_validate_only = r.read_bool()
+            return cls(f_resources, f_validate_only, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -69,8 +69,7 @@ class AlterPartitionReassignmentsRequest(Message):
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
                 f_partition_index = r.read_int32()
-                _n = r.read_compact_array_length(4, True)
-                f_replicas = None if _n < 0 else r.read_fixed_array('i', 4, _n)
+                f_replicas = r.read_nullable_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_replicas, _unknown)
             else:

@@ -103,15 +103,14 @@ class AlterPartitionRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 3:
                 w.buf += _S_ii.pack(self.partition_index, self.leader_epoch)
-                w.write_compact_array_length(len(self.new_isr))
-                w.write_fixed_array('i', self.new_isr)
-                if self.new_isr_with_epochs != []:
-                    raise UnsupportedVersionError(f"attempted to write a non-default NewIsrWithEpochs at version {version} of AlterPartitionRequest.PartitionData")
-                if self.leader_recovery_state != 0:
-                    raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of AlterPartitionRequest.PartitionData")
-                w.buf += _S_i.pack(self.partition_epoch)
+                if self.new_isr != []:
+                    raise UnsupportedVersionError(f"attempted to write a non-default NewIsr at version {version} of AlterPartitionRequest.PartitionData")
+                w.write_compact_array_length(len(self.new_isr_with_epochs))
+                for _e_new_isr_with_epochs in self.new_isr_with_epochs:
+                    _e_new_isr_with_epochs.write(w, version)
+                w.buf += _S_bi.pack(self.leader_recovery_state, self.partition_epoch)
                 w.write_tags(self._unknown_tagged_fields)
             elif 1 <= version <= 2:
                 w.buf += _S_ii.pack(self.partition_index, self.leader_epoch)
@@ -121,14 +120,15 @@ class AlterPartitionRequest(Message):
                     raise UnsupportedVersionError(f"attempted to write a non-default NewIsrWithEpochs at version {version} of AlterPartitionRequest.PartitionData")
                 w.buf += _S_bi.pack(self.leader_recovery_state, self.partition_epoch)
                 w.write_tags(self._unknown_tagged_fields)
-            elif version == 3:
+            elif version == 0:
                 w.buf += _S_ii.pack(self.partition_index, self.leader_epoch)
-                if self.new_isr != []:
-                    raise UnsupportedVersionError(f"attempted to write a non-default NewIsr at version {version} of AlterPartitionRequest.PartitionData")
-                w.write_compact_array_length(len(self.new_isr_with_epochs))
-                for _e_new_isr_with_epochs in self.new_isr_with_epochs:
-                    _e_new_isr_with_epochs.write(w, version)
-                w.buf += _S_bi.pack(self.leader_recovery_state, self.partition_epoch)
+                w.write_compact_array_length(len(self.new_isr))
+                w.write_fixed_array('i', self.new_isr)
+                if self.new_isr_with_epochs != []:
+                    raise UnsupportedVersionError(f"attempted to write a non-default NewIsrWithEpochs at version {version} of AlterPartitionRequest.PartitionData")
+                if self.leader_recovery_state != 0:
+                    raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of AlterPartitionRequest.PartitionData")
+                w.buf += _S_i.pack(self.partition_epoch)
                 w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
@@ -142,27 +142,25 @@ class AlterPartitionRequest(Message):
             f_leader_recovery_state: int
             f_partition_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition_index, f_leader_epoch = r.unpack(_S_ii, 'fields PartitionIndex, LeaderEpoch')
-                _n = r.read_compact_array_length(4)
-                f_new_isr = r.read_fixed_array('i', 4, _n)
-                f_partition_epoch = r.read_int32()
-                _unknown = r.read_unknown_tags()
-                return cls(f_partition_index, f_leader_epoch, f_new_isr, [], 0, f_partition_epoch, _unknown)
-            elif 1 <= version <= 2:
-                f_partition_index, f_leader_epoch = r.unpack(_S_ii, 'fields PartitionIndex, LeaderEpoch')
-                _n = r.read_compact_array_length(4)
-                f_new_isr = r.read_fixed_array('i', 4, _n)
-                f_leader_recovery_state, f_partition_epoch = r.unpack(_S_bi, 'fields LeaderRecoveryState, PartitionEpoch')
-                _unknown = r.read_unknown_tags()
-                return cls(f_partition_index, f_leader_epoch, f_new_isr, [], f_leader_recovery_state, f_partition_epoch, _unknown)
-            elif version == 3:
+            if version == 3:
                 f_partition_index, f_leader_epoch = r.unpack(_S_ii, 'fields PartitionIndex, LeaderEpoch')
                 _n = r.read_compact_array_length(13)
                 f_new_isr_with_epochs = [_T_BrokerState.read(r, version) for _ in range(_n)]
                 f_leader_recovery_state, f_partition_epoch = r.unpack(_S_bi, 'fields LeaderRecoveryState, PartitionEpoch')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_leader_epoch, [], f_new_isr_with_epochs, f_leader_recovery_state, f_partition_epoch, _unknown)
+            elif 1 <= version <= 2:
+                f_partition_index, f_leader_epoch = r.unpack(_S_ii, 'fields PartitionIndex, LeaderEpoch')
+                f_new_isr = r.read_fixed_array_field('i', 4, True)
+                f_leader_recovery_state, f_partition_epoch = r.unpack(_S_bi, 'fields LeaderRecoveryState, PartitionEpoch')
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition_index, f_leader_epoch, f_new_isr, [], f_leader_recovery_state, f_partition_epoch, _unknown)
+            elif version == 0:
+                f_partition_index, f_leader_epoch = r.unpack(_S_ii, 'fields PartitionIndex, LeaderEpoch')
+                f_new_isr = r.read_fixed_array_field('i', 4, True)
+                f_partition_epoch = r.read_int32()
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition_index, f_leader_epoch, f_new_isr, [], 0, f_partition_epoch, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -186,14 +184,14 @@ class AlterPartitionRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
-                w.write_compact_string(self.topic_name)
+            if 2 <= version <= 3:
+                w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
-            elif 2 <= version <= 3:
-                w.buf += _S_16s.pack(self.topic_id.bytes)
+            elif 0 <= version <= 1:
+                w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
@@ -207,24 +205,24 @@ class AlterPartitionRequest(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[AlterPartitionRequest.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_topic_name = r.read_compact_string()
-                _n = r.read_compact_array_length(14)
+            if 2 <= version <= 3:
+                f_topic_id = r.read_uuid()
+                _n = r.read_compact_array_length(15)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
-                return cls(f_topic_name, ZERO_UUID, f_partitions, _unknown)
+                return cls('', f_topic_id, f_partitions, _unknown)
             elif version == 1:
                 f_topic_name = r.read_compact_string()
                 _n = r.read_compact_array_length(15)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, ZERO_UUID, f_partitions, _unknown)
-            elif 2 <= version <= 3:
-                f_topic_id = r.read_uuid()
-                _n = r.read_compact_array_length(15)
+            elif version == 0:
+                f_topic_name = r.read_compact_string()
+                _n = r.read_compact_array_length(14)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
-                return cls('', f_topic_id, f_partitions, _unknown)
+                return cls(f_topic_name, ZERO_UUID, f_partitions, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -261,15 +259,15 @@ class AlterPartitionRequest(Message):
         f_broker_epoch: int
         f_topics: list[AlterPartitionRequest.TopicData]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
             f_broker_id, f_broker_epoch = r.unpack(_S_iq, 'fields BrokerId, BrokerEpoch')
-            _n = r.read_compact_array_length(3)
+            _n = r.read_compact_array_length(18)
             f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_broker_id, f_broker_epoch, f_topics, _unknown)
-        elif 2 <= version <= 3:
+        elif 0 <= version <= 1:
             f_broker_id, f_broker_epoch = r.unpack(_S_iq, 'fields BrokerId, BrokerEpoch')
-            _n = r.read_compact_array_length(18)
+            _n = r.read_compact_array_length(3)
             f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_broker_id, f_broker_epoch, f_topics, _unknown)

@@ -71,17 +71,17 @@ class AlterPartitionResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
-                w.buf += _S_ihii.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch)
-                w.write_compact_array_length(len(self.isr))
-                w.write_fixed_array('i', self.isr)
-                w.buf += _S_i.pack(self.partition_epoch)
-                w.write_tags(self._unknown_tagged_fields)
-            elif 1 <= version <= 3:
+            if 1 <= version <= 3:
                 w.buf += _S_ihii.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch)
                 w.write_compact_array_length(len(self.isr))
                 w.write_fixed_array('i', self.isr)
                 w.buf += _S_bi.pack(self.leader_recovery_state, self.partition_epoch)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
+                w.buf += _S_ihii.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch)
+                w.write_compact_array_length(len(self.isr))
+                w.write_fixed_array('i', self.isr)
+                w.buf += _S_i.pack(self.partition_epoch)
                 w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
@@ -96,20 +96,18 @@ class AlterPartitionResponse(Message):
             f_leader_recovery_state: int
             f_partition_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 1 <= version <= 3:
                 f_partition_index, f_error_code, f_leader_id, f_leader_epoch = r.unpack(_S_ihii, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch')
-                _n = r.read_compact_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
-                f_partition_epoch = r.read_int32()
-                _unknown = r.read_unknown_tags()
-                return cls(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_isr, 0, f_partition_epoch, _unknown)
-            elif 1 <= version <= 3:
-                f_partition_index, f_error_code, f_leader_id, f_leader_epoch = r.unpack(_S_ihii, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch')
-                _n = r.read_compact_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
+                f_isr = r.read_fixed_array_field('i', 4, True)
                 f_leader_recovery_state, f_partition_epoch = r.unpack(_S_bi, 'fields LeaderRecoveryState, PartitionEpoch')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_isr, f_leader_recovery_state, f_partition_epoch, _unknown)
+            elif version == 0:
+                f_partition_index, f_error_code, f_leader_id, f_leader_epoch = r.unpack(_S_ihii, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch')
+                f_isr = r.read_fixed_array_field('i', 4, True)
+                f_partition_epoch = r.read_int32()
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_isr, 0, f_partition_epoch, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -133,14 +131,14 @@ class AlterPartitionResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
-                w.write_compact_string(self.topic_name)
+            if 2 <= version <= 3:
+                w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
-            elif 2 <= version <= 3:
-                w.buf += _S_16s.pack(self.topic_id.bytes)
+            elif 0 <= version <= 1:
+                w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
@@ -154,24 +152,24 @@ class AlterPartitionResponse(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[AlterPartitionResponse.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_topic_name = r.read_compact_string()
-                _n = r.read_compact_array_length(20)
+            if 2 <= version <= 3:
+                f_topic_id = r.read_uuid()
+                _n = r.read_compact_array_length(21)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
-                return cls(f_topic_name, ZERO_UUID, f_partitions, _unknown)
+                return cls('', f_topic_id, f_partitions, _unknown)
             elif version == 1:
                 f_topic_name = r.read_compact_string()
                 _n = r.read_compact_array_length(21)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, ZERO_UUID, f_partitions, _unknown)
-            elif 2 <= version <= 3:
-                f_topic_id = r.read_uuid()
-                _n = r.read_compact_array_length(21)
+            elif version == 0:
+                f_topic_name = r.read_compact_string()
+                _n = r.read_compact_array_length(20)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
-                return cls('', f_topic_id, f_partitions, _unknown)
+                return cls(f_topic_name, ZERO_UUID, f_partitions, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -208,15 +206,15 @@ class AlterPartitionResponse(Message):
         f_error_code: int
         f_topics: list[AlterPartitionResponse.TopicData]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_compact_array_length(3)
+            _n = r.read_compact_array_length(18)
             f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_topics, _unknown)
-        elif 2 <= version <= 3:
+        elif 0 <= version <= 1:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_compact_array_length(18)
+            _n = r.read_compact_array_length(3)
             f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_topics, _unknown)

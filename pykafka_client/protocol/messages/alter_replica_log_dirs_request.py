@@ -50,17 +50,17 @@ class AlterReplicaLogDirsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                w.write_fixed_array('i', self.partitions)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic does not support them")
-            elif version == 2:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,17 +69,15 @@ class AlterReplicaLogDirsRequest(Message):
             f_name: str
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_name = r.read_string()
-                _n = r.read_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
-                return cls(f_name, f_partitions, None)
-            elif version == 2:
+            if version == 2:
                 f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partitions, _unknown)
+            elif 0 <= version <= 1:
+                f_name = r.read_string()
+                f_partitions = r.read_fixed_array_field('i', 4, False)
+                return cls(f_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -101,19 +99,19 @@ class AlterReplicaLogDirsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.write_compact_string(self.path)
+                w.write_compact_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.path)
                 w.write_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsRequest.AlterReplicaLogDir does not support them")
-            elif version == 2:
-                w.write_compact_string(self.path)
-                w.write_compact_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -122,17 +120,17 @@ class AlterReplicaLogDirsRequest(Message):
             f_path: str
             f_topics: list[AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_path = r.read_string()
-                _n = r.read_array_length(6)
-                f_topics = [_T_AlterReplicaLogDirTopic.read(r, version) for _ in range(_n)]
-                return cls(f_path, f_topics, None)
-            elif version == 2:
+            if version == 2:
                 f_path = r.read_compact_string()
                 _n = r.read_compact_array_length(3)
                 f_topics = [_T_AlterReplicaLogDirTopic.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_path, f_topics, _unknown)
+            elif 0 <= version <= 1:
+                f_path = r.read_string()
+                _n = r.read_array_length(6)
+                f_topics = [_T_AlterReplicaLogDirTopic.read(r, version) for _ in range(_n)]
+                return cls(f_path, f_topics, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -149,17 +147,17 @@ class AlterReplicaLogDirsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.write_compact_array_length(len(self.dirs))
+            for _e_dirs in self.dirs:
+                _e_dirs.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.write_array_length(len(self.dirs))
             for _e_dirs in self.dirs:
                 _e_dirs.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsRequest does not support them")
-        elif version == 2:
-            w.write_compact_array_length(len(self.dirs))
-            for _e_dirs in self.dirs:
-                _e_dirs.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -167,15 +165,15 @@ class AlterReplicaLogDirsRequest(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_dirs: list[AlterReplicaLogDirsRequest.AlterReplicaLogDir]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(6)
-            f_dirs = [_T_AlterReplicaLogDir.read(r, version) for _ in range(_n)]
-            return cls(f_dirs, None)
-        elif version == 2:
+        if version == 2:
             _n = r.read_compact_array_length(3)
             f_dirs = [_T_AlterReplicaLogDir.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_dirs, _unknown)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(6)
+            f_dirs = [_T_AlterReplicaLogDir.read(r, version) for _ in range(_n)]
+            return cls(f_dirs, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -52,13 +52,13 @@ class AlterReplicaLogDirsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.buf += _S_ih.pack(self.partition_index, self.error_code)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult does not support them")
-            elif version == 2:
-                w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -67,13 +67,13 @@ class AlterReplicaLogDirsResponse(Message):
             f_partition_index: int
             f_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
-                return cls(f_partition_index, f_error_code, None)
-            elif version == 2:
+            if version == 2:
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_error_code, _unknown)
+            elif 0 <= version <= 1:
+                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
+                return cls(f_partition_index, f_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -95,19 +95,19 @@ class AlterReplicaLogDirsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.write_compact_string(self.topic_name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult does not support them")
-            elif version == 2:
-                w.write_compact_string(self.topic_name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -116,17 +116,17 @@ class AlterReplicaLogDirsResponse(Message):
             f_topic_name: str
             f_partitions: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_topic_name = r.read_string()
-                _n = r.read_array_length(6)
-                f_partitions = [_T_AlterReplicaLogDirPartitionResult.read(r, version) for _ in range(_n)]
-                return cls(f_topic_name, f_partitions, None)
-            elif version == 2:
+            if version == 2:
                 f_topic_name = r.read_compact_string()
                 _n = r.read_compact_array_length(7)
                 f_partitions = [_T_AlterReplicaLogDirPartitionResult.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partitions, _unknown)
+            elif 0 <= version <= 1:
+                f_topic_name = r.read_string()
+                _n = r.read_array_length(6)
+                f_partitions = [_T_AlterReplicaLogDirPartitionResult.read(r, version) for _ in range(_n)]
+                return cls(f_topic_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -146,19 +146,19 @@ class AlterReplicaLogDirsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.results))
+            for _e_results in self.results:
+                _e_results.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of AlterReplicaLogDirsResponse does not support them")
-        elif version == 2:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.results))
-            for _e_results in self.results:
-                _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -167,17 +167,17 @@ class AlterReplicaLogDirsResponse(Message):
         f_throttle_time_ms: int
         f_results: list[AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
-            f_results = [_T_AlterReplicaLogDirTopicResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_results, None)
-        elif version == 2:
+        if version == 2:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(3)
             f_results = [_T_AlterReplicaLogDirTopicResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_results, _unknown)
+        elif 0 <= version <= 1:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(6)
+            f_results = [_T_AlterReplicaLogDirTopicResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_results, None)
         else:
             raise cls.unsupported_version(version)
 

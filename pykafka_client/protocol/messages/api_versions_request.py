@@ -48,13 +48,13 @@ class ApiVersionsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsRequest does not support them")
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             w.write_compact_string(self.client_software_name)
             w.write_compact_string(self.client_software_version)
             w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -63,12 +63,12 @@ class ApiVersionsRequest(Message):
         f_client_software_name: str
         f_client_software_version: str
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            return cls('', '', None)
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             f_client_software_name = r.read_compact_string()
             f_client_software_version = r.read_compact_string()
             _unknown = r.read_unknown_tags()
             return cls(f_client_software_name, f_client_software_version, _unknown)
+        elif 0 <= version <= 2:
+            return cls('', '', None)
         else:
             raise cls.unsupported_version(version)

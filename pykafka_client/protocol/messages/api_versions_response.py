@@ -59,13 +59,13 @@ class ApiVersionsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
+            if 3 <= version <= 4:
+                w.buf += _S_hhh.pack(self.api_key, self.min_version, self.max_version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 2:
                 w.buf += _S_hhh.pack(self.api_key, self.min_version, self.max_version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsResponse.ApiVersion does not support them")
-            elif 3 <= version <= 4:
-                w.buf += _S_hhh.pack(self.api_key, self.min_version, self.max_version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -75,13 +75,13 @@ class ApiVersionsResponse(Message):
             f_min_version: int
             f_max_version: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 2:
-                f_api_key, f_min_version, f_max_version = r.unpack(_S_hhh, 'fields ApiKey, MinVersion, MaxVersion')
-                return cls(f_api_key, f_min_version, f_max_version, None)
-            elif 3 <= version <= 4:
+            if 3 <= version <= 4:
                 f_api_key, f_min_version, f_max_version = r.unpack(_S_hhh, 'fields ApiKey, MinVersion, MaxVersion')
                 _unknown = r.read_unknown_tags()
                 return cls(f_api_key, f_min_version, f_max_version, _unknown)
+            elif 0 <= version <= 2:
+                f_api_key, f_min_version, f_max_version = r.unpack(_S_hhh, 'fields ApiKey, MinVersion, MaxVersion')
+                return cls(f_api_key, f_min_version, f_max_version, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -201,22 +201,7 @@ class ApiVersionsResponse(Message):
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
-        if version == 0:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_array_length(len(self.api_keys))
-            for _e_api_keys in self.api_keys:
-                _e_api_keys.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsResponse does not support them")
-        elif 1 <= version <= 2:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_array_length(len(self.api_keys))
-            for _e_api_keys in self.api_keys:
-                _e_api_keys.write(w, version)
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsResponse does not support them")
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             w.buf += _S_h.pack(self.error_code)
             w.write_compact_array_length(len(self.api_keys))
             for _e_api_keys in self.api_keys:
@@ -247,6 +232,21 @@ class ApiVersionsResponse(Message):
                 _tags.extend(self._unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
+        elif 1 <= version <= 2:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_array_length(len(self.api_keys))
+            for _e_api_keys in self.api_keys:
+                _e_api_keys.write(w, version)
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsResponse does not support them")
+        elif version == 0:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_array_length(len(self.api_keys))
+            for _e_api_keys in self.api_keys:
+                _e_api_keys.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ApiVersionsResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -260,18 +260,7 @@ class ApiVersionsResponse(Message):
         f_finalized_features: list[ApiVersionsResponse.FinalizedFeatureKey]
         f_zk_migration_ready: bool
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_error_code = r.read_int16()
-            _n = r.read_array_length(6)
-            f_api_keys = [_T_ApiVersion.read(r, version) for _ in range(_n)]
-            return cls(f_error_code, f_api_keys, 0, [], -1, [], False, None)
-        elif 1 <= version <= 2:
-            f_error_code = r.read_int16()
-            _n = r.read_array_length(6)
-            f_api_keys = [_T_ApiVersion.read(r, version) for _ in range(_n)]
-            f_throttle_time_ms = r.read_int32()
-            return cls(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False, None)
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             f_error_code = r.read_int16()
             _n = r.read_compact_array_length(7)
             f_api_keys = [_T_ApiVersion.read(r, version) for _ in range(_n)]
@@ -303,6 +292,17 @@ class ApiVersionsResponse(Message):
                         _unknown = []
                     _unknown.append((_tag, bytes(r.read_raw(_size))))
             return cls(f_error_code, f_api_keys, f_throttle_time_ms, f_supported_features, f_finalized_features_epoch, f_finalized_features, f_zk_migration_ready, _unknown)
+        elif 1 <= version <= 2:
+            f_error_code = r.read_int16()
+            _n = r.read_array_length(6)
+            f_api_keys = [_T_ApiVersion.read(r, version) for _ in range(_n)]
+            f_throttle_time_ms = r.read_int32()
+            return cls(f_error_code, f_api_keys, f_throttle_time_ms, [], -1, [], False, None)
+        elif version == 0:
+            f_error_code = r.read_int16()
+            _n = r.read_array_length(6)
+            f_api_keys = [_T_ApiVersion.read(r, version) for _ in range(_n)]
+            return cls(f_error_code, f_api_keys, 0, [], -1, [], False, None)
         else:
             raise cls.unsupported_version(version)
 

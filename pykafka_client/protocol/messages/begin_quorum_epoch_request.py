@@ -61,13 +61,13 @@ class BeginQuorumEpochRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_i16sii.pack(self.partition_index, self.voter_directory_id.bytes, self.leader_id, self.leader_epoch)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_iii.pack(self.partition_index, self.leader_id, self.leader_epoch)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of BeginQuorumEpochRequest.PartitionData does not support them")
-            elif version == 1:
-                w.buf += _S_i16sii.pack(self.partition_index, self.voter_directory_id.bytes, self.leader_id, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -78,14 +78,14 @@ class BeginQuorumEpochRequest(Message):
             f_leader_id: int
             f_leader_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition_index, f_leader_id, f_leader_epoch = r.unpack(_S_iii, 'fields PartitionIndex, LeaderId, LeaderEpoch')
-                return cls(f_partition_index, ZERO_UUID, f_leader_id, f_leader_epoch, None)
-            elif version == 1:
+            if version == 1:
                 f_partition_index, _u_voter_directory_id, f_leader_id, f_leader_epoch = r.unpack(_S_i16sii, 'fields PartitionIndex, VoterDirectoryId, LeaderId, LeaderEpoch')
                 f_voter_directory_id = uuid.UUID(bytes=_u_voter_directory_id)
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_voter_directory_id, f_leader_id, f_leader_epoch, _unknown)
+            elif version == 0:
+                f_partition_index, f_leader_id, f_leader_epoch = r.unpack(_S_iii, 'fields PartitionIndex, LeaderId, LeaderEpoch')
+                return cls(f_partition_index, ZERO_UUID, f_leader_id, f_leader_epoch, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -106,19 +106,19 @@ class BeginQuorumEpochRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.topic_name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of BeginQuorumEpochRequest.TopicData does not support them")
-            elif version == 1:
-                w.write_compact_string(self.topic_name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -127,17 +127,17 @@ class BeginQuorumEpochRequest(Message):
             f_topic_name: str
             f_partitions: list[BeginQuorumEpochRequest.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_topic_name = r.read_string()
-                _n = r.read_array_length(12)
-                f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
-                return cls(f_topic_name, f_partitions, None)
-            elif version == 1:
+            if version == 1:
                 f_topic_name = r.read_compact_string()
                 _n = r.read_compact_array_length(29)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partitions, _unknown)
+            elif version == 0:
+                f_topic_name = r.read_string()
+                _n = r.read_array_length(12)
+                f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
+                return cls(f_topic_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -205,14 +205,7 @@ class BeginQuorumEpochRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.write_nullable_string(self.cluster_id)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of BeginQuorumEpochRequest does not support them")
-        elif version == 1:
+        if version == 1:
             w.write_compact_nullable_string(self.cluster_id)
             w.buf += _S_i.pack(self.voter_id)
             w.write_compact_array_length(len(self.topics))
@@ -222,6 +215,13 @@ class BeginQuorumEpochRequest(Message):
             for _e_leader_endpoints in self.leader_endpoints:
                 _e_leader_endpoints.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
+            w.write_nullable_string(self.cluster_id)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of BeginQuorumEpochRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -232,12 +232,7 @@ class BeginQuorumEpochRequest(Message):
         f_topics: list[BeginQuorumEpochRequest.TopicData]
         f_leader_endpoints: list[BeginQuorumEpochRequest.LeaderEndpoint]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_cluster_id = r.read_nullable_string()
-            _n = r.read_array_length(6)
-            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
-            return cls(f_cluster_id, -1, f_topics, [], None)
-        elif version == 1:
+        if version == 1:
             f_cluster_id = r.read_compact_nullable_string()
             f_voter_id = r.read_int32()
             _n = r.read_compact_array_length(3)
@@ -246,6 +241,11 @@ class BeginQuorumEpochRequest(Message):
             f_leader_endpoints = [_T_LeaderEndpoint.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_cluster_id, f_voter_id, f_topics, f_leader_endpoints, _unknown)
+        elif version == 0:
+            f_cluster_id = r.read_nullable_string()
+            _n = r.read_array_length(6)
+            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
+            return cls(f_cluster_id, -1, f_topics, [], None)
         else:
             raise cls.unsupported_version(version)
 

@@ -63,12 +63,7 @@ class BrokerHeartbeatRequest(Message):
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
-        if version == 0:
-            w.buf += _S_iqqoo.pack(self.broker_id, self.broker_epoch, self.current_metadata_offset, self.want_fence, self.want_shut_down)
-            if self.offline_log_dirs != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default OfflineLogDirs at version {version} of BrokerHeartbeatRequest")
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 1:
+        if version == 1:
             w.buf += _S_iqqoo.pack(self.broker_id, self.broker_epoch, self.current_metadata_offset, self.want_fence, self.want_shut_down)
             _tags = []
             if self.offline_log_dirs != []:
@@ -81,6 +76,11 @@ class BrokerHeartbeatRequest(Message):
                 _tags.extend(self._unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
+        elif version == 0:
+            w.buf += _S_iqqoo.pack(self.broker_id, self.broker_epoch, self.current_metadata_offset, self.want_fence, self.want_shut_down)
+            if self.offline_log_dirs != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default OfflineLogDirs at version {version} of BrokerHeartbeatRequest")
+            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -93,11 +93,7 @@ class BrokerHeartbeatRequest(Message):
         f_want_shut_down: bool
         f_offline_log_dirs: list[uuid.UUID]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = r.unpack(_S_iqqoo, 'fields BrokerId, BrokerEpoch, CurrentMetadataOffset, WantFence, WantShutDown')
-            _unknown = r.read_unknown_tags()
-            return cls(f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down, [], _unknown)
-        elif version == 1:
+        if version == 1:
             f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = r.unpack(_S_iqqoo, 'fields BrokerId, BrokerEpoch, CurrentMetadataOffset, WantFence, WantShutDown')
             f_offline_log_dirs = []
             _unknown = None
@@ -113,5 +109,9 @@ class BrokerHeartbeatRequest(Message):
                         _unknown = []
                     _unknown.append((_tag, bytes(r.read_raw(_size))))
             return cls(f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down, f_offline_log_dirs, _unknown)
+        elif version == 0:
+            f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down = r.unpack(_S_iqqoo, 'fields BrokerId, BrokerEpoch, CurrentMetadataOffset, WantFence, WantShutDown')
+            _unknown = r.read_unknown_tags()
+            return cls(f_broker_id, f_broker_epoch, f_current_metadata_offset, f_want_fence, f_want_shut_down, [], _unknown)
         else:
             raise cls.unsupported_version(version)

@@ -166,50 +166,7 @@ class BrokerRegistrationRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.buf += _S_i.pack(self.broker_id)
-            w.write_compact_string(self.cluster_id)
-            w.buf += _S_16s.pack(self.incarnation_id.bytes)
-            w.write_compact_array_length(len(self.listeners))
-            for _e_listeners in self.listeners:
-                _e_listeners.write(w, version)
-            w.write_compact_array_length(len(self.features))
-            for _e_features in self.features:
-                _e_features.write(w, version)
-            w.write_compact_nullable_string(self.rack)
-            if self.is_migrating_zk_broker != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default IsMigratingZkBroker at version {version} of BrokerRegistrationRequest")
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 1:
-            w.buf += _S_i.pack(self.broker_id)
-            w.write_compact_string(self.cluster_id)
-            w.buf += _S_16s.pack(self.incarnation_id.bytes)
-            w.write_compact_array_length(len(self.listeners))
-            for _e_listeners in self.listeners:
-                _e_listeners.write(w, version)
-            w.write_compact_array_length(len(self.features))
-            for _e_features in self.features:
-                _e_features.write(w, version)
-            w.write_compact_nullable_string(self.rack)
-            w.buf += _S_o.pack(self.is_migrating_zk_broker)
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 2:
-            w.buf += _S_i.pack(self.broker_id)
-            w.write_compact_string(self.cluster_id)
-            w.buf += _S_16s.pack(self.incarnation_id.bytes)
-            w.write_compact_array_length(len(self.listeners))
-            for _e_listeners in self.listeners:
-                _e_listeners.write(w, version)
-            w.write_compact_array_length(len(self.features))
-            for _e_features in self.features:
-                _e_features.write(w, version)
-            w.write_compact_nullable_string(self.rack)
-            w.buf += _S_o.pack(self.is_migrating_zk_broker)
-            w.write_compact_array_length(len(self.log_dirs))
-            for _e_log_dirs in self.log_dirs:
-                w.buf += _e_log_dirs.bytes
-            w.write_tags(self._unknown_tagged_fields)
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             w.buf += _S_i.pack(self.broker_id)
             w.write_compact_string(self.cluster_id)
             w.buf += _S_16s.pack(self.incarnation_id.bytes)
@@ -226,6 +183,49 @@ class BrokerRegistrationRequest(Message):
                 w.buf += _e_log_dirs.bytes
             w.buf += _S_q.pack(self.previous_broker_epoch)
             w.write_tags(self._unknown_tagged_fields)
+        elif version == 2:
+            w.buf += _S_i.pack(self.broker_id)
+            w.write_compact_string(self.cluster_id)
+            w.buf += _S_16s.pack(self.incarnation_id.bytes)
+            w.write_compact_array_length(len(self.listeners))
+            for _e_listeners in self.listeners:
+                _e_listeners.write(w, version)
+            w.write_compact_array_length(len(self.features))
+            for _e_features in self.features:
+                _e_features.write(w, version)
+            w.write_compact_nullable_string(self.rack)
+            w.buf += _S_o.pack(self.is_migrating_zk_broker)
+            w.write_compact_array_length(len(self.log_dirs))
+            for _e_log_dirs in self.log_dirs:
+                w.buf += _e_log_dirs.bytes
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 1:
+            w.buf += _S_i.pack(self.broker_id)
+            w.write_compact_string(self.cluster_id)
+            w.buf += _S_16s.pack(self.incarnation_id.bytes)
+            w.write_compact_array_length(len(self.listeners))
+            for _e_listeners in self.listeners:
+                _e_listeners.write(w, version)
+            w.write_compact_array_length(len(self.features))
+            for _e_features in self.features:
+                _e_features.write(w, version)
+            w.write_compact_nullable_string(self.rack)
+            w.buf += _S_o.pack(self.is_migrating_zk_broker)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
+            w.buf += _S_i.pack(self.broker_id)
+            w.write_compact_string(self.cluster_id)
+            w.buf += _S_16s.pack(self.incarnation_id.bytes)
+            w.write_compact_array_length(len(self.listeners))
+            for _e_listeners in self.listeners:
+                _e_listeners.write(w, version)
+            w.write_compact_array_length(len(self.features))
+            for _e_features in self.features:
+                _e_features.write(w, version)
+            w.write_compact_nullable_string(self.rack)
+            if self.is_migrating_zk_broker != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default IsMigratingZkBroker at version {version} of BrokerRegistrationRequest")
+            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -241,44 +241,7 @@ class BrokerRegistrationRequest(Message):
         f_log_dirs: list[uuid.UUID]
         f_previous_broker_epoch: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_broker_id = r.read_int32()
-            f_cluster_id = r.read_compact_string()
-            f_incarnation_id = r.read_uuid()
-            _n = r.read_compact_array_length(7)
-            f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
-            _n = r.read_compact_array_length(6)
-            f_features = [_T_Feature.read(r, version) for _ in range(_n)]
-            f_rack = r.read_compact_nullable_string()
-            _unknown = r.read_unknown_tags()
-            return cls(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, False, [], -1, _unknown)
-        elif version == 1:
-            f_broker_id = r.read_int32()
-            f_cluster_id = r.read_compact_string()
-            f_incarnation_id = r.read_uuid()
-            _n = r.read_compact_array_length(7)
-            f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
-            _n = r.read_compact_array_length(6)
-            f_features = [_T_Feature.read(r, version) for _ in range(_n)]
-            f_rack = r.read_compact_nullable_string()
-            f_is_migrating_zk_broker = r.read_bool()
-            _unknown = r.read_unknown_tags()
-            return cls(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, [], -1, _unknown)
-        elif version == 2:
-            f_broker_id = r.read_int32()
-            f_cluster_id = r.read_compact_string()
-            f_incarnation_id = r.read_uuid()
-            _n = r.read_compact_array_length(7)
-            f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
-            _n = r.read_compact_array_length(6)
-            f_features = [_T_Feature.read(r, version) for _ in range(_n)]
-            f_rack = r.read_compact_nullable_string()
-            f_is_migrating_zk_broker = r.read_bool()
-            _n = r.read_compact_array_length(16)
-            f_log_dirs = r.read_uuid_array(_n)
-            _unknown = r.read_unknown_tags()
-            return cls(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, f_log_dirs, -1, _unknown)
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             f_broker_id = r.read_int32()
             f_cluster_id = r.read_compact_string()
             f_incarnation_id = r.read_uuid()
@@ -293,6 +256,43 @@ class BrokerRegistrationRequest(Message):
             f_previous_broker_epoch = r.read_int64()
             _unknown = r.read_unknown_tags()
             return cls(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, f_log_dirs, f_previous_broker_epoch, _unknown)
+        elif version == 2:
+            f_broker_id = r.read_int32()
+            f_cluster_id = r.read_compact_string()
+            f_incarnation_id = r.read_uuid()
+            _n = r.read_compact_array_length(7)
+            f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
+            _n = r.read_compact_array_length(6)
+            f_features = [_T_Feature.read(r, version) for _ in range(_n)]
+            f_rack = r.read_compact_nullable_string()
+            f_is_migrating_zk_broker = r.read_bool()
+            _n = r.read_compact_array_length(16)
+            f_log_dirs = r.read_uuid_array(_n)
+            _unknown = r.read_unknown_tags()
+            return cls(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, f_log_dirs, -1, _unknown)
+        elif version == 1:
+            f_broker_id = r.read_int32()
+            f_cluster_id = r.read_compact_string()
+            f_incarnation_id = r.read_uuid()
+            _n = r.read_compact_array_length(7)
+            f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
+            _n = r.read_compact_array_length(6)
+            f_features = [_T_Feature.read(r, version) for _ in range(_n)]
+            f_rack = r.read_compact_nullable_string()
+            f_is_migrating_zk_broker = r.read_bool()
+            _unknown = r.read_unknown_tags()
+            return cls(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, f_is_migrating_zk_broker, [], -1, _unknown)
+        elif version == 0:
+            f_broker_id = r.read_int32()
+            f_cluster_id = r.read_compact_string()
+            f_incarnation_id = r.read_uuid()
+            _n = r.read_compact_array_length(7)
+            f_listeners = [_T_Listener.read(r, version) for _ in range(_n)]
+            _n = r.read_compact_array_length(6)
+            f_features = [_T_Feature.read(r, version) for _ in range(_n)]
+            f_rack = r.read_compact_nullable_string()
+            _unknown = r.read_unknown_tags()
+            return cls(f_broker_id, f_cluster_id, f_incarnation_id, f_listeners, f_features, f_rack, False, [], -1, _unknown)
         else:
             raise cls.unsupported_version(version)
 

@@ -76,8 +76,7 @@ class ConsumerGroupDescribeResponse(Message):
             if version == 0:
                 f_topic_id = r.read_uuid()
                 f_topic_name = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_id, f_topic_name, f_partitions, _unknown)
             else:

@@ -68,8 +68,7 @@ class ConsumerGroupHeartbeatRequest(Message):
             _unknown: list[tuple[int, bytes]] | None
             if 0 <= version <= 1:
                 f_topic_id = r.read_uuid()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_id, f_partitions, _unknown)
             else:
@@ -115,7 +114,29 @@ class ConsumerGroupHeartbeatRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.write_compact_string(self.group_id)
+            w.write_compact_string(self.member_id)
+            w.buf += _S_i.pack(self.member_epoch)
+            w.write_compact_nullable_string(self.instance_id)
+            w.write_compact_nullable_string(self.rack_id)
+            w.buf += _S_i.pack(self.rebalance_timeout_ms)
+            if self.subscribed_topic_names is None:
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.subscribed_topic_names))
+                for _e_subscribed_topic_names in self.subscribed_topic_names:
+                    w.write_compact_string(_e_subscribed_topic_names)
+            w.write_compact_nullable_string(self.subscribed_topic_regex)
+            w.write_compact_nullable_string(self.server_assignor)
+            if self.topic_partitions is None:
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.topic_partitions))
+                for _e_topic_partitions in self.topic_partitions:
+                    _e_topic_partitions.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.write_compact_string(self.group_id)
             w.write_compact_string(self.member_id)
             w.buf += _S_i.pack(self.member_epoch)
@@ -130,28 +151,6 @@ class ConsumerGroupHeartbeatRequest(Message):
                     w.write_compact_string(_e_subscribed_topic_names)
             if self.subscribed_topic_regex != None:
                 raise UnsupportedVersionError(f"attempted to write a non-default SubscribedTopicRegex at version {version} of ConsumerGroupHeartbeatRequest")
-            w.write_compact_nullable_string(self.server_assignor)
-            if self.topic_partitions is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.topic_partitions))
-                for _e_topic_partitions in self.topic_partitions:
-                    _e_topic_partitions.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 1:
-            w.write_compact_string(self.group_id)
-            w.write_compact_string(self.member_id)
-            w.buf += _S_i.pack(self.member_epoch)
-            w.write_compact_nullable_string(self.instance_id)
-            w.write_compact_nullable_string(self.rack_id)
-            w.buf += _S_i.pack(self.rebalance_timeout_ms)
-            if self.subscribed_topic_names is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.subscribed_topic_names))
-                for _e_subscribed_topic_names in self.subscribed_topic_names:
-                    w.write_compact_string(_e_subscribed_topic_names)
-            w.write_compact_nullable_string(self.subscribed_topic_regex)
             w.write_compact_nullable_string(self.server_assignor)
             if self.topic_partitions is None:
                 w.buf.append(0)
@@ -176,21 +175,7 @@ class ConsumerGroupHeartbeatRequest(Message):
         f_server_assignor: str | None
         f_topic_partitions: list[ConsumerGroupHeartbeatRequest.TopicPartitions] | None
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_group_id = r.read_compact_string()
-            f_member_id = r.read_compact_string()
-            f_member_epoch = r.read_int32()
-            f_instance_id = r.read_compact_nullable_string()
-            f_rack_id = r.read_compact_nullable_string()
-            f_rebalance_timeout_ms = r.read_int32()
-            _n = r.read_compact_array_length(1, True)
-            f_subscribed_topic_names = None if _n < 0 else [r.read_compact_string() for _ in range(_n)]
-            f_server_assignor = r.read_compact_nullable_string()
-            _n = r.read_compact_array_length(18, True)
-            f_topic_partitions = None if _n < 0 else [_T_TopicPartitions.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, None, f_server_assignor, f_topic_partitions, _unknown)
-        elif version == 1:
+        if version == 1:
             f_group_id = r.read_compact_string()
             f_member_id = r.read_compact_string()
             f_member_epoch = r.read_int32()
@@ -205,6 +190,20 @@ class ConsumerGroupHeartbeatRequest(Message):
             f_topic_partitions = None if _n < 0 else [_T_TopicPartitions.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, f_subscribed_topic_regex, f_server_assignor, f_topic_partitions, _unknown)
+        elif version == 0:
+            f_group_id = r.read_compact_string()
+            f_member_id = r.read_compact_string()
+            f_member_epoch = r.read_int32()
+            f_instance_id = r.read_compact_nullable_string()
+            f_rack_id = r.read_compact_nullable_string()
+            f_rebalance_timeout_ms = r.read_int32()
+            _n = r.read_compact_array_length(1, True)
+            f_subscribed_topic_names = None if _n < 0 else [r.read_compact_string() for _ in range(_n)]
+            f_server_assignor = r.read_compact_nullable_string()
+            _n = r.read_compact_array_length(18, True)
+            f_topic_partitions = None if _n < 0 else [_T_TopicPartitions.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_group_id, f_member_id, f_member_epoch, f_instance_id, f_rack_id, f_rebalance_timeout_ms, f_subscribed_topic_names, None, f_server_assignor, f_topic_partitions, _unknown)
         else:
             raise cls.unsupported_version(version)
 

@@ -69,8 +69,7 @@ class ConsumerGroupHeartbeatResponse(Message):
             _unknown: list[tuple[int, bytes]] | None
             if 0 <= version <= 1:
                 f_topic_id = r.read_uuid()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_id, f_partitions, _unknown)
             else:

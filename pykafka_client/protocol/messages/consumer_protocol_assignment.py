@@ -60,8 +60,7 @@ class ConsumerProtocolAssignment(Message):
             f_partitions: list[int]
             if 0 <= version <= 3:
                 f_topic = r.read_string()
-                _n = r.read_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, False)
                 return cls(f_topic, f_partitions)
             else:
                 raise cls.unsupported_version(version)

@@ -61,8 +61,7 @@ class ConsumerProtocolSubscription(Message):
             f_partitions: list[int]
             if 1 <= version <= 3:
                 f_topic = r.read_string()
-                _n = r.read_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, False)
                 return cls(f_topic, f_partitions)
             else:
                 raise cls.unsupported_version(version)
@@ -86,29 +85,7 @@ class ConsumerProtocolSubscription(Message):
     rack_id: str | None = None
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                w.write_string(_e_topics)
-            w.write_nullable_bytes(self.user_data)
-        elif version == 1:
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                w.write_string(_e_topics)
-            w.write_nullable_bytes(self.user_data)
-            w.write_array_length(len(self.owned_partitions))
-            for _e_owned_partitions in self.owned_partitions:
-                _e_owned_partitions.write(w, version)
-        elif version == 2:
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                w.write_string(_e_topics)
-            w.write_nullable_bytes(self.user_data)
-            w.write_array_length(len(self.owned_partitions))
-            for _e_owned_partitions in self.owned_partitions:
-                _e_owned_partitions.write(w, version)
-            w.buf += _S_i.pack(self.generation_id)
-        elif version == 3:
+        if version == 3:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 w.write_string(_e_topics)
@@ -118,6 +95,28 @@ class ConsumerProtocolSubscription(Message):
                 _e_owned_partitions.write(w, version)
             w.buf += _S_i.pack(self.generation_id)
             w.write_nullable_string(self.rack_id)
+        elif version == 2:
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                w.write_string(_e_topics)
+            w.write_nullable_bytes(self.user_data)
+            w.write_array_length(len(self.owned_partitions))
+            for _e_owned_partitions in self.owned_partitions:
+                _e_owned_partitions.write(w, version)
+            w.buf += _S_i.pack(self.generation_id)
+        elif version == 1:
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                w.write_string(_e_topics)
+            w.write_nullable_bytes(self.user_data)
+            w.write_array_length(len(self.owned_partitions))
+            for _e_owned_partitions in self.owned_partitions:
+                _e_owned_partitions.write(w, version)
+        elif version == 0:
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                w.write_string(_e_topics)
+            w.write_nullable_bytes(self.user_data)
         else:
             raise self.unsupported_version(version)
 
@@ -128,27 +127,7 @@ class ConsumerProtocolSubscription(Message):
         f_owned_partitions: list[ConsumerProtocolSubscription.TopicPartition]
         f_generation_id: int
         f_rack_id: str | None
-        if version == 0:
-            _n = r.read_array_length(2)
-            f_topics = [r.read_string() for _ in range(_n)]
-            f_user_data = r.read_nullable_bytes()
-            return cls(f_topics, f_user_data, [], -1, None)
-        elif version == 1:
-            _n = r.read_array_length(2)
-            f_topics = [r.read_string() for _ in range(_n)]
-            f_user_data = r.read_nullable_bytes()
-            _n = r.read_array_length(6)
-            f_owned_partitions = [_T_TopicPartition.read(r, version) for _ in range(_n)]
-            return cls(f_topics, f_user_data, f_owned_partitions, -1, None)
-        elif version == 2:
-            _n = r.read_array_length(2)
-            f_topics = [r.read_string() for _ in range(_n)]
-            f_user_data = r.read_nullable_bytes()
-            _n = r.read_array_length(6)
-            f_owned_partitions = [_T_TopicPartition.read(r, version) for _ in range(_n)]
-            f_generation_id = r.read_int32()
-            return cls(f_topics, f_user_data, f_owned_partitions, f_generation_id, None)
-        elif version == 3:
+        if version == 3:
             _n = r.read_array_length(2)
             f_topics = [r.read_string() for _ in range(_n)]
             f_user_data = r.read_nullable_bytes()
@@ -157,6 +136,26 @@ class ConsumerProtocolSubscription(Message):
             f_generation_id = r.read_int32()
             f_rack_id = r.read_nullable_string()
             return cls(f_topics, f_user_data, f_owned_partitions, f_generation_id, f_rack_id)
+        elif version == 2:
+            _n = r.read_array_length(2)
+            f_topics = [r.read_string() for _ in range(_n)]
+            f_user_data = r.read_nullable_bytes()
+            _n = r.read_array_length(6)
+            f_owned_partitions = [_T_TopicPartition.read(r, version) for _ in range(_n)]
+            f_generation_id = r.read_int32()
+            return cls(f_topics, f_user_data, f_owned_partitions, f_generation_id, None)
+        elif version == 1:
+            _n = r.read_array_length(2)
+            f_topics = [r.read_string() for _ in range(_n)]
+            f_user_data = r.read_nullable_bytes()
+            _n = r.read_array_length(6)
+            f_owned_partitions = [_T_TopicPartition.read(r, version) for _ in range(_n)]
+            return cls(f_topics, f_user_data, f_owned_partitions, -1, None)
+        elif version == 0:
+            _n = r.read_array_length(2)
+            f_topics = [r.read_string() for _ in range(_n)]
+            f_user_data = r.read_nullable_bytes()
+            return cls(f_topics, f_user_data, [], -1, None)
         else:
             raise cls.unsupported_version(version)
 

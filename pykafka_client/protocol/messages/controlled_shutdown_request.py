@@ -50,17 +50,17 @@ class ControlledShutdownRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.buf += _S_i.pack(self.broker_id)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ControlledShutdownRequest does not support them")
+        if version == 3:
+            w.buf += _S_iq.pack(self.broker_id, self.broker_epoch)
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 2:
             w.buf += _S_iq.pack(self.broker_id, self.broker_epoch)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ControlledShutdownRequest does not support them")
-        elif version == 3:
-            w.buf += _S_iq.pack(self.broker_id, self.broker_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
+            w.buf += _S_i.pack(self.broker_id)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ControlledShutdownRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class ControlledShutdownRequest(Message):
         f_broker_id: int
         f_broker_epoch: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_broker_id = r.read_int32()
-            return cls(f_broker_id, -1, None)
-        elif version == 2:
-            f_broker_id, f_broker_epoch = r.unpack(_S_iq, 'fields BrokerId, BrokerEpoch')
-            return cls(f_broker_id, f_broker_epoch, None)
-        elif version == 3:
+        if version == 3:
             f_broker_id, f_broker_epoch = r.unpack(_S_iq, 'fields BrokerId, BrokerEpoch')
             _unknown = r.read_unknown_tags()
             return cls(f_broker_id, f_broker_epoch, _unknown)
+        elif version == 2:
+            f_broker_id, f_broker_epoch = r.unpack(_S_iq, 'fields BrokerId, BrokerEpoch')
+            return cls(f_broker_id, f_broker_epoch, None)
+        elif 0 <= version <= 1:
+            f_broker_id = r.read_int32()
+            return cls(f_broker_id, -1, None)
         else:
             raise cls.unsupported_version(version)

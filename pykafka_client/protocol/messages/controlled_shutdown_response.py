@@ -52,15 +52,15 @@ class ControlledShutdownResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
+            if version == 3:
+                w.write_compact_string(self.topic_name)
+                w.buf += _S_i.pack(self.partition_index)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 2:
                 w.write_string(self.topic_name)
                 w.buf += _S_i.pack(self.partition_index)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ControlledShutdownResponse.RemainingPartition does not support them")
-            elif version == 3:
-                w.write_compact_string(self.topic_name)
-                w.buf += _S_i.pack(self.partition_index)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class ControlledShutdownResponse(Message):
             f_topic_name: str
             f_partition_index: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 2:
-                f_topic_name = r.read_string()
-                f_partition_index = r.read_int32()
-                return cls(f_topic_name, f_partition_index, None)
-            elif version == 3:
+            if version == 3:
                 f_topic_name = r.read_compact_string()
                 f_partition_index = r.read_int32()
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partition_index, _unknown)
+            elif 0 <= version <= 2:
+                f_topic_name = r.read_string()
+                f_partition_index = r.read_int32()
+                return cls(f_topic_name, f_partition_index, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -97,19 +97,19 @@ class ControlledShutdownResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
+        if version == 3:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_compact_array_length(len(self.remaining_partitions))
+            for _e_remaining_partitions in self.remaining_partitions:
+                _e_remaining_partitions.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
             w.buf += _S_h.pack(self.error_code)
             w.write_array_length(len(self.remaining_partitions))
             for _e_remaining_partitions in self.remaining_partitions:
                 _e_remaining_partitions.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ControlledShutdownResponse does not support them")
-        elif version == 3:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_compact_array_length(len(self.remaining_partitions))
-            for _e_remaining_partitions in self.remaining_partitions:
-                _e_remaining_partitions.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -118,17 +118,17 @@ class ControlledShutdownResponse(Message):
         f_error_code: int
         f_remaining_partitions: list[ControlledShutdownResponse.RemainingPartition]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_error_code = r.read_int16()
-            _n = r.read_array_length(6)
-            f_remaining_partitions = [_T_RemainingPartition.read(r, version) for _ in range(_n)]
-            return cls(f_error_code, f_remaining_partitions, None)
-        elif version == 3:
+        if version == 3:
             f_error_code = r.read_int16()
             _n = r.read_compact_array_length(6)
             f_remaining_partitions = [_T_RemainingPartition.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_error_code, f_remaining_partitions, _unknown)
+        elif 0 <= version <= 2:
+            f_error_code = r.read_int16()
+            _n = r.read_array_length(6)
+            f_remaining_partitions = [_T_RemainingPartition.read(r, version) for _ in range(_n)]
+            return cls(f_error_code, f_remaining_partitions, None)
         else:
             raise cls.unsupported_version(version)
 

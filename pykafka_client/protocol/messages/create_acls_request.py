@@ -67,16 +67,14 @@ class CreateAclsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 2 <= version <= 3:
                 w.buf += _S_b.pack(self.resource_type)
-                w.write_string(self.resource_name)
-                if self.resource_pattern_type != 3:
-                    raise UnsupportedVersionError(f"attempted to write a non-default ResourcePatternType at version {version} of CreateAclsRequest.AclCreation")
-                w.write_string(self.principal)
-                w.write_string(self.host)
+                w.write_compact_string(self.resource_name)
+                w.buf += _S_b.pack(self.resource_pattern_type)
+                w.write_compact_string(self.principal)
+                w.write_compact_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsRequest.AclCreation does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
@@ -86,14 +84,16 @@ class CreateAclsRequest(Message):
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsRequest.AclCreation does not support them")
-            elif 2 <= version <= 3:
+            elif version == 0:
                 w.buf += _S_b.pack(self.resource_type)
-                w.write_compact_string(self.resource_name)
-                w.buf += _S_b.pack(self.resource_pattern_type)
-                w.write_compact_string(self.principal)
-                w.write_compact_string(self.host)
+                w.write_string(self.resource_name)
+                if self.resource_pattern_type != 3:
+                    raise UnsupportedVersionError(f"attempted to write a non-default ResourcePatternType at version {version} of CreateAclsRequest.AclCreation")
+                w.write_string(self.principal)
+                w.write_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsRequest.AclCreation does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -107,22 +107,7 @@ class CreateAclsRequest(Message):
             f_operation: int
             f_permission_type: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                f_principal = r.read_string()
-                f_host = r.read_string()
-                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
-                return cls(f_resource_type, f_resource_name, 3, f_principal, f_host, f_operation, f_permission_type, None)
-            elif version == 1:
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                f_resource_pattern_type = r.read_int8()
-                f_principal = r.read_string()
-                f_host = r.read_string()
-                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
-                return cls(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_resource_type = r.read_int8()
                 f_resource_name = r.read_compact_string()
                 f_resource_pattern_type = r.read_int8()
@@ -131,6 +116,21 @@ class CreateAclsRequest(Message):
                 f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
                 _unknown = r.read_unknown_tags()
                 return cls(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type, _unknown)
+            elif version == 1:
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                f_resource_pattern_type = r.read_int8()
+                f_principal = r.read_string()
+                f_host = r.read_string()
+                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
+                return cls(f_resource_type, f_resource_name, f_resource_pattern_type, f_principal, f_host, f_operation, f_permission_type, None)
+            elif version == 0:
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                f_principal = r.read_string()
+                f_host = r.read_string()
+                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
+                return cls(f_resource_type, f_resource_name, 3, f_principal, f_host, f_operation, f_permission_type, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -147,17 +147,17 @@ class CreateAclsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
+            w.write_compact_array_length(len(self.creations))
+            for _e_creations in self.creations:
+                _e_creations.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.write_array_length(len(self.creations))
             for _e_creations in self.creations:
                 _e_creations.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsRequest does not support them")
-        elif 2 <= version <= 3:
-            w.write_compact_array_length(len(self.creations))
-            for _e_creations in self.creations:
-                _e_creations.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -165,19 +165,19 @@ class CreateAclsRequest(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_creations: list[CreateAclsRequest.AclCreation]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(9)
-            f_creations = [_T_AclCreation.read(r, version) for _ in range(_n)]
-            return cls(f_creations, None)
-        elif version == 1:
-            _n = r.read_array_length(10)
-            f_creations = [_T_AclCreation.read(r, version) for _ in range(_n)]
-            return cls(f_creations, None)
-        elif 2 <= version <= 3:
+        if 2 <= version <= 3:
             _n = r.read_compact_array_length(8)
             f_creations = [_T_AclCreation.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_creations, _unknown)
+        elif version == 1:
+            _n = r.read_array_length(10)
+            f_creations = [_T_AclCreation.read(r, version) for _ in range(_n)]
+            return cls(f_creations, None)
+        elif version == 0:
+            _n = r.read_array_length(9)
+            f_creations = [_T_AclCreation.read(r, version) for _ in range(_n)]
+            return cls(f_creations, None)
         else:
             raise cls.unsupported_version(version)
 

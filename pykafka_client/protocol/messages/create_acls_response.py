@@ -52,15 +52,15 @@ class CreateAclsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 3:
+                w.buf += _S_h.pack(self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsResponse.AclCreationResult does not support them")
-            elif 2 <= version <= 3:
-                w.buf += _S_h.pack(self.error_code)
-                w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class CreateAclsResponse(Message):
             f_error_code: int
             f_error_message: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_error_code = r.read_int16()
-                f_error_message = r.read_nullable_string()
-                return cls(f_error_code, f_error_message, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_error_code = r.read_int16()
                 f_error_message = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_error_message, _unknown)
+            elif 0 <= version <= 1:
+                f_error_code = r.read_int16()
+                f_error_message = r.read_nullable_string()
+                return cls(f_error_code, f_error_message, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -97,19 +97,19 @@ class CreateAclsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.results))
+            for _e_results in self.results:
+                _e_results.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateAclsResponse does not support them")
-        elif 2 <= version <= 3:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.results))
-            for _e_results in self.results:
-                _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -118,17 +118,17 @@ class CreateAclsResponse(Message):
         f_throttle_time_ms: int
         f_results: list[CreateAclsResponse.AclCreationResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(4)
-            f_results = [_T_AclCreationResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_results, None)
-        elif 2 <= version <= 3:
+        if 2 <= version <= 3:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(4)
             f_results = [_T_AclCreationResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_results, _unknown)
+        elif 0 <= version <= 1:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(4)
+            f_results = [_T_AclCreationResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_results, None)
         else:
             raise cls.unsupported_version(version)
 

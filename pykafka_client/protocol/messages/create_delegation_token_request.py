@@ -51,15 +51,15 @@ class CreateDelegationTokenRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 3:
+                w.write_compact_string(self.principal_type)
+                w.write_compact_string(self.principal_name)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.principal_type)
                 w.write_string(self.principal_name)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateDelegationTokenRequest.CreatableRenewers does not support them")
-            elif 2 <= version <= 3:
-                w.write_compact_string(self.principal_type)
-                w.write_compact_string(self.principal_name)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -68,15 +68,15 @@ class CreateDelegationTokenRequest(Message):
             f_principal_type: str
             f_principal_name: str
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_principal_type = r.read_string()
-                f_principal_name = r.read_string()
-                return cls(f_principal_type, f_principal_name, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_principal_type = r.read_compact_string()
                 f_principal_name = r.read_compact_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_principal_type, f_principal_name, _unknown)
+            elif 0 <= version <= 1:
+                f_principal_type = r.read_string()
+                f_principal_name = r.read_string()
+                return cls(f_principal_type, f_principal_name, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -102,7 +102,25 @@ class CreateDelegationTokenRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 3:
+            w.write_compact_nullable_string(self.owner_principal_type)
+            w.write_compact_nullable_string(self.owner_principal_name)
+            w.write_compact_array_length(len(self.renewers))
+            for _e_renewers in self.renewers:
+                _e_renewers.write(w, version)
+            w.buf += _S_q.pack(self.max_lifetime_ms)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 2:
+            if self.owner_principal_type != '':
+                raise UnsupportedVersionError(f"attempted to write a non-default OwnerPrincipalType at version {version} of CreateDelegationTokenRequest")
+            if self.owner_principal_name != '':
+                raise UnsupportedVersionError(f"attempted to write a non-default OwnerPrincipalName at version {version} of CreateDelegationTokenRequest")
+            w.write_compact_array_length(len(self.renewers))
+            for _e_renewers in self.renewers:
+                _e_renewers.write(w, version)
+            w.buf += _S_q.pack(self.max_lifetime_ms)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             if self.owner_principal_type != '':
                 raise UnsupportedVersionError(f"attempted to write a non-default OwnerPrincipalType at version {version} of CreateDelegationTokenRequest")
             if self.owner_principal_name != '':
@@ -113,24 +131,6 @@ class CreateDelegationTokenRequest(Message):
             w.buf += _S_q.pack(self.max_lifetime_ms)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateDelegationTokenRequest does not support them")
-        elif version == 2:
-            if self.owner_principal_type != '':
-                raise UnsupportedVersionError(f"attempted to write a non-default OwnerPrincipalType at version {version} of CreateDelegationTokenRequest")
-            if self.owner_principal_name != '':
-                raise UnsupportedVersionError(f"attempted to write a non-default OwnerPrincipalName at version {version} of CreateDelegationTokenRequest")
-            w.write_compact_array_length(len(self.renewers))
-            for _e_renewers in self.renewers:
-                _e_renewers.write(w, version)
-            w.buf += _S_q.pack(self.max_lifetime_ms)
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 3:
-            w.write_compact_nullable_string(self.owner_principal_type)
-            w.write_compact_nullable_string(self.owner_principal_name)
-            w.write_compact_array_length(len(self.renewers))
-            for _e_renewers in self.renewers:
-                _e_renewers.write(w, version)
-            w.buf += _S_q.pack(self.max_lifetime_ms)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -141,18 +141,7 @@ class CreateDelegationTokenRequest(Message):
         f_renewers: list[CreateDelegationTokenRequest.CreatableRenewers]
         f_max_lifetime_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(4)
-            f_renewers = [_T_CreatableRenewers.read(r, version) for _ in range(_n)]
-            f_max_lifetime_ms = r.read_int64()
-            return cls('', '', f_renewers, f_max_lifetime_ms, None)
-        elif version == 2:
-            _n = r.read_compact_array_length(3)
-            f_renewers = [_T_CreatableRenewers.read(r, version) for _ in range(_n)]
-            f_max_lifetime_ms = r.read_int64()
-            _unknown = r.read_unknown_tags()
-            return cls('', '', f_renewers, f_max_lifetime_ms, _unknown)
-        elif version == 3:
+        if version == 3:
             f_owner_principal_type = r.read_compact_nullable_string()
             f_owner_principal_name = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(3)
@@ -160,6 +149,17 @@ class CreateDelegationTokenRequest(Message):
             f_max_lifetime_ms = r.read_int64()
             _unknown = r.read_unknown_tags()
             return cls(f_owner_principal_type, f_owner_principal_name, f_renewers, f_max_lifetime_ms, _unknown)
+        elif version == 2:
+            _n = r.read_compact_array_length(3)
+            f_renewers = [_T_CreatableRenewers.read(r, version) for _ in range(_n)]
+            f_max_lifetime_ms = r.read_int64()
+            _unknown = r.read_unknown_tags()
+            return cls('', '', f_renewers, f_max_lifetime_ms, _unknown)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(4)
+            f_renewers = [_T_CreatableRenewers.read(r, version) for _ in range(_n)]
+            f_max_lifetime_ms = r.read_int64()
+            return cls('', '', f_renewers, f_max_lifetime_ms, None)
         else:
             raise cls.unsupported_version(version)
 

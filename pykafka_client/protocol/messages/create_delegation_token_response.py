@@ -78,20 +78,17 @@ class CreateDelegationTokenResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 3:
             w.buf += _S_h.pack(self.error_code)
-            w.write_string(self.principal_type)
-            w.write_string(self.principal_name)
-            if self.token_requester_principal_type != '':
-                raise UnsupportedVersionError(f"attempted to write a non-default TokenRequesterPrincipalType at version {version} of CreateDelegationTokenResponse")
-            if self.token_requester_principal_name != '':
-                raise UnsupportedVersionError(f"attempted to write a non-default TokenRequesterPrincipalName at version {version} of CreateDelegationTokenResponse")
+            w.write_compact_string(self.principal_type)
+            w.write_compact_string(self.principal_name)
+            w.write_compact_string(self.token_requester_principal_type)
+            w.write_compact_string(self.token_requester_principal_name)
             w.buf += _S_qqq.pack(self.issue_timestamp_ms, self.expiry_timestamp_ms, self.max_timestamp_ms)
-            w.write_string(self.token_id)
-            w.write_bytes(self.hmac)
+            w.write_compact_string(self.token_id)
+            w.write_compact_bytes(self.hmac)
             w.buf += _S_i.pack(self.throttle_time_ms)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateDelegationTokenResponse does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 2:
             w.buf += _S_h.pack(self.error_code)
             w.write_compact_string(self.principal_type)
@@ -105,17 +102,20 @@ class CreateDelegationTokenResponse(Message):
             w.write_compact_bytes(self.hmac)
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_tags(self._unknown_tagged_fields)
-        elif version == 3:
+        elif 0 <= version <= 1:
             w.buf += _S_h.pack(self.error_code)
-            w.write_compact_string(self.principal_type)
-            w.write_compact_string(self.principal_name)
-            w.write_compact_string(self.token_requester_principal_type)
-            w.write_compact_string(self.token_requester_principal_name)
+            w.write_string(self.principal_type)
+            w.write_string(self.principal_name)
+            if self.token_requester_principal_type != '':
+                raise UnsupportedVersionError(f"attempted to write a non-default TokenRequesterPrincipalType at version {version} of CreateDelegationTokenResponse")
+            if self.token_requester_principal_name != '':
+                raise UnsupportedVersionError(f"attempted to write a non-default TokenRequesterPrincipalName at version {version} of CreateDelegationTokenResponse")
             w.buf += _S_qqq.pack(self.issue_timestamp_ms, self.expiry_timestamp_ms, self.max_timestamp_ms)
-            w.write_compact_string(self.token_id)
-            w.write_compact_bytes(self.hmac)
+            w.write_string(self.token_id)
+            w.write_bytes(self.hmac)
             w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateDelegationTokenResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -133,26 +133,7 @@ class CreateDelegationTokenResponse(Message):
         f_hmac: bytes
         f_throttle_time_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_error_code = r.read_int16()
-            f_principal_type = r.read_string()
-            f_principal_name = r.read_string()
-            f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms = r.unpack(_S_qqq, 'fields IssueTimestampMs, ExpiryTimestampMs, MaxTimestampMs')
-            f_token_id = r.read_string()
-            f_hmac = r.read_bytes()
-            f_throttle_time_ms = r.read_int32()
-            return cls(f_error_code, f_principal_type, f_principal_name, '', '', f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, None)
-        elif version == 2:
-            f_error_code = r.read_int16()
-            f_principal_type = r.read_compact_string()
-            f_principal_name = r.read_compact_string()
-            f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms = r.unpack(_S_qqq, 'fields IssueTimestampMs, ExpiryTimestampMs, MaxTimestampMs')
-            f_token_id = r.read_compact_string()
-            f_hmac = r.read_compact_bytes()
-            f_throttle_time_ms = r.read_int32()
-            _unknown = r.read_unknown_tags()
-            return cls(f_error_code, f_principal_type, f_principal_name, '', '', f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, _unknown)
-        elif version == 3:
+        if version == 3:
             f_error_code = r.read_int16()
             f_principal_type = r.read_compact_string()
             f_principal_name = r.read_compact_string()
@@ -164,5 +145,24 @@ class CreateDelegationTokenResponse(Message):
             f_throttle_time_ms = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_error_code, f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, _unknown)
+        elif version == 2:
+            f_error_code = r.read_int16()
+            f_principal_type = r.read_compact_string()
+            f_principal_name = r.read_compact_string()
+            f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms = r.unpack(_S_qqq, 'fields IssueTimestampMs, ExpiryTimestampMs, MaxTimestampMs')
+            f_token_id = r.read_compact_string()
+            f_hmac = r.read_compact_bytes()
+            f_throttle_time_ms = r.read_int32()
+            _unknown = r.read_unknown_tags()
+            return cls(f_error_code, f_principal_type, f_principal_name, '', '', f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, _unknown)
+        elif 0 <= version <= 1:
+            f_error_code = r.read_int16()
+            f_principal_type = r.read_string()
+            f_principal_name = r.read_string()
+            f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms = r.unpack(_S_qqq, 'fields IssueTimestampMs, ExpiryTimestampMs, MaxTimestampMs')
+            f_token_id = r.read_string()
+            f_hmac = r.read_bytes()
+            f_throttle_time_ms = r.read_int32()
+            return cls(f_error_code, f_principal_type, f_principal_name, '', '', f_issue_timestamp_ms, f_expiry_timestamp_ms, f_max_timestamp_ms, f_token_id, f_hmac, f_throttle_time_ms, None)
         else:
             raise cls.unsupported_version(version)

@@ -49,15 +49,15 @@ class CreatePartitionsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 3:
+                w.write_compact_array_length(len(self.broker_ids))
+                w.write_fixed_array('i', self.broker_ids)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_array_length(len(self.broker_ids))
                 w.write_fixed_array('i', self.broker_ids)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreatePartitionsRequest.CreatePartitionsAssignment does not support them")
-            elif 2 <= version <= 3:
-                w.write_compact_array_length(len(self.broker_ids))
-                w.write_fixed_array('i', self.broker_ids)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -65,15 +65,13 @@ class CreatePartitionsRequest(Message):
         def read(cls, r: Reader, version: int) -> Self:
             f_broker_ids: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                _n = r.read_array_length(4)
-                f_broker_ids = r.read_fixed_array('i', 4, _n)
-                return cls(f_broker_ids, None)
-            elif 2 <= version <= 3:
-                _n = r.read_compact_array_length(4)
-                f_broker_ids = r.read_fixed_array('i', 4, _n)
+            if 2 <= version <= 3:
+                f_broker_ids = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_broker_ids, _unknown)
+            elif 0 <= version <= 1:
+                f_broker_ids = r.read_fixed_array_field('i', 4, False)
+                return cls(f_broker_ids, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -98,7 +96,17 @@ class CreatePartitionsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 3:
+                w.write_compact_string(self.name)
+                w.buf += _S_i.pack(self.count)
+                if self.assignments is None:
+                    w.buf.append(0)
+                else:
+                    w.write_compact_array_length(len(self.assignments))
+                    for _e_assignments in self.assignments:
+                        _e_assignments.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.buf += _S_i.pack(self.count)
                 if self.assignments is None:
@@ -109,16 +117,6 @@ class CreatePartitionsRequest(Message):
                         _e_assignments.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreatePartitionsRequest.CreatePartitionsTopic does not support them")
-            elif 2 <= version <= 3:
-                w.write_compact_string(self.name)
-                w.buf += _S_i.pack(self.count)
-                if self.assignments is None:
-                    w.buf.append(0)
-                else:
-                    w.write_compact_array_length(len(self.assignments))
-                    for _e_assignments in self.assignments:
-                        _e_assignments.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -128,19 +126,19 @@ class CreatePartitionsRequest(Message):
             f_count: int
             f_assignments: list[CreatePartitionsRequest.CreatePartitionsAssignment] | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_name = r.read_string()
-                f_count = r.read_int32()
-                _n = r.read_array_length(4, True)
-                f_assignments = None if _n < 0 else [_T_CreatePartitionsAssignment.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_count, f_assignments, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_name = r.read_compact_string()
                 f_count = r.read_int32()
                 _n = r.read_compact_array_length(2, True)
                 f_assignments = None if _n < 0 else [_T_CreatePartitionsAssignment.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_count, f_assignments, _unknown)
+            elif 0 <= version <= 1:
+                f_name = r.read_string()
+                f_count = r.read_int32()
+                _n = r.read_array_length(4, True)
+                f_assignments = None if _n < 0 else [_T_CreatePartitionsAssignment.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_count, f_assignments, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -163,19 +161,19 @@ class CreatePartitionsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreatePartitionsRequest does not support them")
-        elif 2 <= version <= 3:
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -185,17 +183,17 @@ class CreatePartitionsRequest(Message):
         f_timeout_ms: int
         f_validate_only: bool
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(10)
-            f_topics = [_T_CreatePartitionsTopic.read(r, version) for _ in range(_n)]
-            f_timeout_ms, f_validate_only = r.unpack(_S_io, 'fields TimeoutMs, ValidateOnly')
-            return cls(f_topics, f_timeout_ms, f_validate_only, None)
-        elif 2 <= version <= 3:
+        if 2 <= version <= 3:
             _n = r.read_compact_array_length(7)
             f_topics = [_T_CreatePartitionsTopic.read(r, version) for _ in range(_n)]
             f_timeout_ms, f_validate_only = r.unpack(_S_io, 'fields TimeoutMs, ValidateOnly')
             _unknown = r.read_unknown_tags()
             return cls(f_topics, f_timeout_ms, f_validate_only, _unknown)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(10)
+            f_topics = [_T_CreatePartitionsTopic.read(r, version) for _ in range(_n)]
+            f_timeout_ms, f_validate_only = r.unpack(_S_io, 'fields TimeoutMs, ValidateOnly')
+            return cls(f_topics, f_timeout_ms, f_validate_only, None)
         else:
             raise cls.unsupported_version(version)
 

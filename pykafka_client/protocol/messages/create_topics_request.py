@@ -53,17 +53,17 @@ class CreateTopicsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 4:
+            if 5 <= version <= 7:
+                w.buf += _S_i.pack(self.partition_index)
+                w.write_compact_array_length(len(self.broker_ids))
+                w.write_fixed_array('i', self.broker_ids)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 4:
                 w.buf += _S_i.pack(self.partition_index)
                 w.write_array_length(len(self.broker_ids))
                 w.write_fixed_array('i', self.broker_ids)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest.CreatableReplicaAssignment does not support them")
-            elif 5 <= version <= 7:
-                w.buf += _S_i.pack(self.partition_index)
-                w.write_compact_array_length(len(self.broker_ids))
-                w.write_fixed_array('i', self.broker_ids)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -72,17 +72,15 @@ class CreateTopicsRequest(Message):
             f_partition_index: int
             f_broker_ids: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 4:
+            if 5 <= version <= 7:
                 f_partition_index = r.read_int32()
-                _n = r.read_array_length(4)
-                f_broker_ids = r.read_fixed_array('i', 4, _n)
-                return cls(f_partition_index, f_broker_ids, None)
-            elif 5 <= version <= 7:
-                f_partition_index = r.read_int32()
-                _n = r.read_compact_array_length(4)
-                f_broker_ids = r.read_fixed_array('i', 4, _n)
+                f_broker_ids = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_broker_ids, _unknown)
+            elif 0 <= version <= 4:
+                f_partition_index = r.read_int32()
+                f_broker_ids = r.read_fixed_array_field('i', 4, False)
+                return cls(f_partition_index, f_broker_ids, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -104,15 +102,15 @@ class CreateTopicsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 4:
+            if 5 <= version <= 7:
+                w.write_compact_string(self.name)
+                w.write_compact_nullable_string(self.value)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 4:
                 w.write_string(self.name)
                 w.write_nullable_string(self.value)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest.CreatableTopicConfig does not support them")
-            elif 5 <= version <= 7:
-                w.write_compact_string(self.name)
-                w.write_compact_nullable_string(self.value)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -121,15 +119,15 @@ class CreateTopicsRequest(Message):
             f_name: str
             f_value: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 4:
-                f_name = r.read_string()
-                f_value = r.read_nullable_string()
-                return cls(f_name, f_value, None)
-            elif 5 <= version <= 7:
+            if 5 <= version <= 7:
                 f_name = r.read_compact_string()
                 f_value = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_value, _unknown)
+            elif 0 <= version <= 4:
+                f_name = r.read_string()
+                f_value = r.read_nullable_string()
+                return cls(f_name, f_value, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -160,7 +158,17 @@ class CreateTopicsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 4:
+            if 5 <= version <= 7:
+                w.write_compact_string(self.name)
+                w.buf += _S_ih.pack(self.num_partitions, self.replication_factor)
+                w.write_compact_array_length(len(self.assignments))
+                for _e_assignments in self.assignments:
+                    _e_assignments.write(w, version)
+                w.write_compact_array_length(len(self.configs))
+                for _e_configs in self.configs:
+                    _e_configs.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 4:
                 w.write_string(self.name)
                 w.buf += _S_ih.pack(self.num_partitions, self.replication_factor)
                 w.write_array_length(len(self.assignments))
@@ -171,16 +179,6 @@ class CreateTopicsRequest(Message):
                     _e_configs.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest.CreatableTopic does not support them")
-            elif 5 <= version <= 7:
-                w.write_compact_string(self.name)
-                w.buf += _S_ih.pack(self.num_partitions, self.replication_factor)
-                w.write_compact_array_length(len(self.assignments))
-                for _e_assignments in self.assignments:
-                    _e_assignments.write(w, version)
-                w.write_compact_array_length(len(self.configs))
-                for _e_configs in self.configs:
-                    _e_configs.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -192,15 +190,7 @@ class CreateTopicsRequest(Message):
             f_assignments: list[CreateTopicsRequest.CreatableReplicaAssignment]
             f_configs: list[CreateTopicsRequest.CreatableTopicConfig]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 4:
-                f_name = r.read_string()
-                f_num_partitions, f_replication_factor = r.unpack(_S_ih, 'fields NumPartitions, ReplicationFactor')
-                _n = r.read_array_length(8)
-                f_assignments = [_T_CreatableReplicaAssignment.read(r, version) for _ in range(_n)]
-                _n = r.read_array_length(4)
-                f_configs = [_T_CreatableTopicConfig.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs, None)
-            elif 5 <= version <= 7:
+            if 5 <= version <= 7:
                 f_name = r.read_compact_string()
                 f_num_partitions, f_replication_factor = r.unpack(_S_ih, 'fields NumPartitions, ReplicationFactor')
                 _n = r.read_compact_array_length(6)
@@ -209,6 +199,14 @@ class CreateTopicsRequest(Message):
                 f_configs = [_T_CreatableTopicConfig.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs, _unknown)
+            elif 0 <= version <= 4:
+                f_name = r.read_string()
+                f_num_partitions, f_replication_factor = r.unpack(_S_ih, 'fields NumPartitions, ReplicationFactor')
+                _n = r.read_array_length(8)
+                f_assignments = [_T_CreatableReplicaAssignment.read(r, version) for _ in range(_n)]
+                _n = r.read_array_length(4)
+                f_configs = [_T_CreatableTopicConfig.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_num_partitions, f_replication_factor, f_assignments, f_configs, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -231,7 +229,20 @@ class CreateTopicsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 5 <= version <= 7:
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 1 <= version <= 4:
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest does not support them")
+        elif version == 0:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
@@ -240,19 +251,6 @@ class CreateTopicsRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default validateOnly at version {version} of CreateTopicsRequest")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest does not support them")
-        elif 1 <= version <= 4:
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsRequest does not support them")
-        elif 5 <= version <= 7:
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.buf += _S_io.pack(self.timeout_ms, self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -262,22 +260,22 @@ class CreateTopicsRequest(Message):
         f_timeout_ms: int
         f_validate_only: bool
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(16)
-            f_topics = [_T_CreatableTopic.read(r, version) for _ in range(_n)]
-            f_timeout_ms = r.read_int32()
-            return cls(f_topics, f_timeout_ms, False, None)
-        elif 1 <= version <= 4:
-            _n = r.read_array_length(16)
-            f_topics = [_T_CreatableTopic.read(r, version) for _ in range(_n)]
-            f_timeout_ms, f_validate_only = r.unpack(_S_io, 'fields timeoutMs, validateOnly')
-            return cls(f_topics, f_timeout_ms, f_validate_only, None)
-        elif 5 <= version <= 7:
+        if 5 <= version <= 7:
             _n = r.read_compact_array_length(10)
             f_topics = [_T_CreatableTopic.read(r, version) for _ in range(_n)]
             f_timeout_ms, f_validate_only = r.unpack(_S_io, 'fields timeoutMs, validateOnly')
             _unknown = r.read_unknown_tags()
             return cls(f_topics, f_timeout_ms, f_validate_only, _unknown)
+        elif 1 <= version <= 4:
+            _n = r.read_array_length(16)
+            f_topics = [_T_CreatableTopic.read(r, version) for _ in range(_n)]
+            f_timeout_ms, f_validate_only = r.unpack(_S_io, 'fields timeoutMs, validateOnly')
+            return cls(f_topics, f_timeout_ms, f_validate_only, None)
+        elif version == 0:
+            _n = r.read_array_length(16)
+            f_topics = [_T_CreatableTopic.read(r, version) for _ in range(_n)]
+            f_timeout_ms = r.read_int32()
+            return cls(f_topics, f_timeout_ms, False, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -127,38 +127,7 @@ class CreateTopicsResponse(Message):
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
-            if version == 0:
-                w.write_string(self.name)
-                w.buf += _S_h.pack(self.error_code)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse.CreatableTopicResult does not support them")
-            elif 1 <= version <= 4:
-                w.write_string(self.name)
-                w.buf += _S_h.pack(self.error_code)
-                w.write_nullable_string(self.error_message)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse.CreatableTopicResult does not support them")
-            elif 5 <= version <= 6:
-                w.write_compact_string(self.name)
-                w.buf += _S_h.pack(self.error_code)
-                w.write_compact_nullable_string(self.error_message)
-                w.buf += _S_ih.pack(self.num_partitions, self.replication_factor)
-                if self.configs is None:
-                    w.buf.append(0)
-                else:
-                    w.write_compact_array_length(len(self.configs))
-                    for _e_configs in self.configs:
-                        _e_configs.write(w, version)
-                _tags = []
-                if self.topic_config_error_code != 0:
-                    _tw = Writer()
-                    _tw.buf += _S_h.pack(self.topic_config_error_code)
-                    _tags.append((0, _tw.to_bytes()))
-                if self._unknown_tagged_fields:
-                    _tags.extend(self._unknown_tagged_fields)
-                    _tags.sort(key=_tag_key)
-                w.write_tags(_tags)
-            elif version == 7:
+            if version == 7:
                 w.write_compact_string(self.name)
                 w.buf += _S_16sh.pack(self.topic_id.bytes, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
@@ -178,6 +147,37 @@ class CreateTopicsResponse(Message):
                     _tags.extend(self._unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
+            elif 5 <= version <= 6:
+                w.write_compact_string(self.name)
+                w.buf += _S_h.pack(self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.buf += _S_ih.pack(self.num_partitions, self.replication_factor)
+                if self.configs is None:
+                    w.buf.append(0)
+                else:
+                    w.write_compact_array_length(len(self.configs))
+                    for _e_configs in self.configs:
+                        _e_configs.write(w, version)
+                _tags = []
+                if self.topic_config_error_code != 0:
+                    _tw = Writer()
+                    _tw.buf += _S_h.pack(self.topic_config_error_code)
+                    _tags.append((0, _tw.to_bytes()))
+                if self._unknown_tagged_fields:
+                    _tags.extend(self._unknown_tagged_fields)
+                    _tags.sort(key=_tag_key)
+                w.write_tags(_tags)
+            elif 1 <= version <= 4:
+                w.write_string(self.name)
+                w.buf += _S_h.pack(self.error_code)
+                w.write_nullable_string(self.error_message)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse.CreatableTopicResult does not support them")
+            elif version == 0:
+                w.write_string(self.name)
+                w.buf += _S_h.pack(self.error_code)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse.CreatableTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -192,36 +192,7 @@ class CreateTopicsResponse(Message):
             f_replication_factor: int
             f_configs: list[CreateTopicsResponse.CreatableTopicConfigs] | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_name = r.read_string()
-                f_error_code = r.read_int16()
-                return cls(f_name, ZERO_UUID, f_error_code, '', 0, -1, -1, [], None)
-            elif 1 <= version <= 4:
-                f_name = r.read_string()
-                f_error_code = r.read_int16()
-                f_error_message = r.read_nullable_string()
-                return cls(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, [], None)
-            elif 5 <= version <= 6:
-                f_name = r.read_compact_string()
-                f_error_code = r.read_int16()
-                f_error_message = r.read_compact_nullable_string()
-                f_num_partitions, f_replication_factor = r.unpack(_S_ih, 'fields NumPartitions, ReplicationFactor')
-                _n = r.read_compact_array_length(6, True)
-                f_configs = None if _n < 0 else [_T_CreatableTopicConfigs.read(r, version) for _ in range(_n)]
-                f_topic_config_error_code = 0
-                _unknown = None
-                for _ in range(r.read_tag_count()):
-                    _tag, _size = r.read_tag_header()
-                    _start = r.pos
-                    if _tag == 0:
-                        f_topic_config_error_code = r.read_int16()
-                        r.check_tag_end(0, _start, _size)
-                    else:
-                        if _unknown is None:
-                            _unknown = []
-                        _unknown.append((_tag, bytes(r.read_raw(_size))))
-                return cls(f_name, ZERO_UUID, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs, _unknown)
-            elif version == 7:
+            if version == 7:
                 f_name = r.read_compact_string()
                 _u_topic_id, f_error_code = r.unpack(_S_16sh, 'fields TopicId, ErrorCode')
                 f_topic_id = uuid.UUID(bytes=_u_topic_id)
@@ -242,6 +213,35 @@ class CreateTopicsResponse(Message):
                             _unknown = []
                         _unknown.append((_tag, bytes(r.read_raw(_size))))
                 return cls(f_name, f_topic_id, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs, _unknown)
+            elif 5 <= version <= 6:
+                f_name = r.read_compact_string()
+                f_error_code = r.read_int16()
+                f_error_message = r.read_compact_nullable_string()
+                f_num_partitions, f_replication_factor = r.unpack(_S_ih, 'fields NumPartitions, ReplicationFactor')
+                _n = r.read_compact_array_length(6, True)
+                f_configs = None if _n < 0 else [_T_CreatableTopicConfigs.read(r, version) for _ in range(_n)]
+                f_topic_config_error_code = 0
+                _unknown = None
+                for _ in range(r.read_tag_count()):
+                    _tag, _size = r.read_tag_header()
+                    _start = r.pos
+                    if _tag == 0:
+                        f_topic_config_error_code = r.read_int16()
+                        r.check_tag_end(0, _start, _size)
+                    else:
+                        if _unknown is None:
+                            _unknown = []
+                        _unknown.append((_tag, bytes(r.read_raw(_size))))
+                return cls(f_name, ZERO_UUID, f_error_code, f_error_message, f_topic_config_error_code, f_num_partitions, f_replication_factor, f_configs, _unknown)
+            elif 1 <= version <= 4:
+                f_name = r.read_string()
+                f_error_code = r.read_int16()
+                f_error_message = r.read_nullable_string()
+                return cls(f_name, ZERO_UUID, f_error_code, f_error_message, 0, -1, -1, [], None)
+            elif version == 0:
+                f_name = r.read_string()
+                f_error_code = r.read_int16()
+                return cls(f_name, ZERO_UUID, f_error_code, '', 0, -1, -1, [], None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -261,12 +261,12 @@ class CreateTopicsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.write_array_length(len(self.topics))
+        if 5 <= version <= 7:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 2 <= version <= 4:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
@@ -274,12 +274,12 @@ class CreateTopicsResponse(Message):
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse does not support them")
-        elif 5 <= version <= 7:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.topics))
+        elif 0 <= version <= 1:
+            w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of CreateTopicsResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -288,31 +288,31 @@ class CreateTopicsResponse(Message):
         f_throttle_time_ms: int
         f_topics: list[CreateTopicsResponse.CreatableTopicResult]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(4)
-            f_topics = [_T_CreatableTopicResult.read(r, version) for _ in range(_n)]
-            return cls(0, f_topics, None)
-        elif version == 1:
-            _n = r.read_array_length(6)
-            f_topics = [_T_CreatableTopicResult.read(r, version) for _ in range(_n)]
-            return cls(0, f_topics, None)
-        elif 2 <= version <= 4:
+        if version == 7:
             f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
+            _n = r.read_compact_array_length(28)
             f_topics = [_T_CreatableTopicResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_topics, None)
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_topics, _unknown)
         elif 5 <= version <= 6:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(12)
             f_topics = [_T_CreatableTopicResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_topics, _unknown)
-        elif version == 7:
+        elif 2 <= version <= 4:
             f_throttle_time_ms = r.read_int32()
-            _n = r.read_compact_array_length(28)
+            _n = r.read_array_length(6)
             f_topics = [_T_CreatableTopicResult.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_topics, _unknown)
+            return cls(f_throttle_time_ms, f_topics, None)
+        elif version == 1:
+            _n = r.read_array_length(6)
+            f_topics = [_T_CreatableTopicResult.read(r, version) for _ in range(_n)]
+            return cls(0, f_topics, None)
+        elif version == 0:
+            _n = r.read_array_length(4)
+            f_topics = [_T_CreatableTopicResult.read(r, version) for _ in range(_n)]
+            return cls(0, f_topics, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -67,16 +67,14 @@ class DeleteAclsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 2 <= version <= 3:
                 w.buf += _S_b.pack(self.resource_type_filter)
-                w.write_nullable_string(self.resource_name_filter)
-                if self.pattern_type_filter != 3:
-                    raise UnsupportedVersionError(f"attempted to write a non-default PatternTypeFilter at version {version} of DeleteAclsRequest.DeleteAclsFilter")
-                w.write_nullable_string(self.principal_filter)
-                w.write_nullable_string(self.host_filter)
+                w.write_compact_nullable_string(self.resource_name_filter)
+                w.buf += _S_b.pack(self.pattern_type_filter)
+                w.write_compact_nullable_string(self.principal_filter)
+                w.write_compact_nullable_string(self.host_filter)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsRequest.DeleteAclsFilter does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_b.pack(self.resource_type_filter)
                 w.write_nullable_string(self.resource_name_filter)
@@ -86,14 +84,16 @@ class DeleteAclsRequest(Message):
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsRequest.DeleteAclsFilter does not support them")
-            elif 2 <= version <= 3:
+            elif version == 0:
                 w.buf += _S_b.pack(self.resource_type_filter)
-                w.write_compact_nullable_string(self.resource_name_filter)
-                w.buf += _S_b.pack(self.pattern_type_filter)
-                w.write_compact_nullable_string(self.principal_filter)
-                w.write_compact_nullable_string(self.host_filter)
+                w.write_nullable_string(self.resource_name_filter)
+                if self.pattern_type_filter != 3:
+                    raise UnsupportedVersionError(f"attempted to write a non-default PatternTypeFilter at version {version} of DeleteAclsRequest.DeleteAclsFilter")
+                w.write_nullable_string(self.principal_filter)
+                w.write_nullable_string(self.host_filter)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsRequest.DeleteAclsFilter does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -107,22 +107,7 @@ class DeleteAclsRequest(Message):
             f_operation: int
             f_permission_type: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_resource_type_filter = r.read_int8()
-                f_resource_name_filter = r.read_nullable_string()
-                f_principal_filter = r.read_nullable_string()
-                f_host_filter = r.read_nullable_string()
-                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
-                return cls(f_resource_type_filter, f_resource_name_filter, 3, f_principal_filter, f_host_filter, f_operation, f_permission_type, None)
-            elif version == 1:
-                f_resource_type_filter = r.read_int8()
-                f_resource_name_filter = r.read_nullable_string()
-                f_pattern_type_filter = r.read_int8()
-                f_principal_filter = r.read_nullable_string()
-                f_host_filter = r.read_nullable_string()
-                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
-                return cls(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_resource_type_filter = r.read_int8()
                 f_resource_name_filter = r.read_compact_nullable_string()
                 f_pattern_type_filter = r.read_int8()
@@ -131,6 +116,21 @@ class DeleteAclsRequest(Message):
                 f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
                 _unknown = r.read_unknown_tags()
                 return cls(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, _unknown)
+            elif version == 1:
+                f_resource_type_filter = r.read_int8()
+                f_resource_name_filter = r.read_nullable_string()
+                f_pattern_type_filter = r.read_int8()
+                f_principal_filter = r.read_nullable_string()
+                f_host_filter = r.read_nullable_string()
+                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
+                return cls(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, None)
+            elif version == 0:
+                f_resource_type_filter = r.read_int8()
+                f_resource_name_filter = r.read_nullable_string()
+                f_principal_filter = r.read_nullable_string()
+                f_host_filter = r.read_nullable_string()
+                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
+                return cls(f_resource_type_filter, f_resource_name_filter, 3, f_principal_filter, f_host_filter, f_operation, f_permission_type, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -147,17 +147,17 @@ class DeleteAclsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
+            w.write_compact_array_length(len(self.filters))
+            for _e_filters in self.filters:
+                _e_filters.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.write_array_length(len(self.filters))
             for _e_filters in self.filters:
                 _e_filters.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsRequest does not support them")
-        elif 2 <= version <= 3:
-            w.write_compact_array_length(len(self.filters))
-            for _e_filters in self.filters:
-                _e_filters.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -165,19 +165,19 @@ class DeleteAclsRequest(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_filters: list[DeleteAclsRequest.DeleteAclsFilter]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(9)
-            f_filters = [_T_DeleteAclsFilter.read(r, version) for _ in range(_n)]
-            return cls(f_filters, None)
-        elif version == 1:
-            _n = r.read_array_length(10)
-            f_filters = [_T_DeleteAclsFilter.read(r, version) for _ in range(_n)]
-            return cls(f_filters, None)
-        elif 2 <= version <= 3:
+        if 2 <= version <= 3:
             _n = r.read_compact_array_length(8)
             f_filters = [_T_DeleteAclsFilter.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_filters, _unknown)
+        elif version == 1:
+            _n = r.read_array_length(10)
+            f_filters = [_T_DeleteAclsFilter.read(r, version) for _ in range(_n)]
+            return cls(f_filters, None)
+        elif version == 0:
+            _n = r.read_array_length(9)
+            f_filters = [_T_DeleteAclsFilter.read(r, version) for _ in range(_n)]
+            return cls(f_filters, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -75,18 +75,16 @@ class DeleteAclsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 2 <= version <= 3:
                 w.buf += _S_h.pack(self.error_code)
-                w.write_nullable_string(self.error_message)
+                w.write_compact_nullable_string(self.error_message)
                 w.buf += _S_b.pack(self.resource_type)
-                w.write_string(self.resource_name)
-                if self.pattern_type != 3:
-                    raise UnsupportedVersionError(f"attempted to write a non-default PatternType at version {version} of DeleteAclsResponse.DeleteAclsMatchingAcl")
-                w.write_string(self.principal)
-                w.write_string(self.host)
+                w.write_compact_string(self.resource_name)
+                w.buf += _S_b.pack(self.pattern_type)
+                w.write_compact_string(self.principal)
+                w.write_compact_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsResponse.DeleteAclsMatchingAcl does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
@@ -98,16 +96,18 @@ class DeleteAclsResponse(Message):
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsResponse.DeleteAclsMatchingAcl does not support them")
-            elif 2 <= version <= 3:
+            elif version == 0:
                 w.buf += _S_h.pack(self.error_code)
-                w.write_compact_nullable_string(self.error_message)
+                w.write_nullable_string(self.error_message)
                 w.buf += _S_b.pack(self.resource_type)
-                w.write_compact_string(self.resource_name)
-                w.buf += _S_b.pack(self.pattern_type)
-                w.write_compact_string(self.principal)
-                w.write_compact_string(self.host)
+                w.write_string(self.resource_name)
+                if self.pattern_type != 3:
+                    raise UnsupportedVersionError(f"attempted to write a non-default PatternType at version {version} of DeleteAclsResponse.DeleteAclsMatchingAcl")
+                w.write_string(self.principal)
+                w.write_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsResponse.DeleteAclsMatchingAcl does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -123,26 +123,7 @@ class DeleteAclsResponse(Message):
             f_operation: int
             f_permission_type: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_error_code = r.read_int16()
-                f_error_message = r.read_nullable_string()
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                f_principal = r.read_string()
-                f_host = r.read_string()
-                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
-                return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, 3, f_principal, f_host, f_operation, f_permission_type, None)
-            elif version == 1:
-                f_error_code = r.read_int16()
-                f_error_message = r.read_nullable_string()
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                f_pattern_type = r.read_int8()
-                f_principal = r.read_string()
-                f_host = r.read_string()
-                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
-                return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_error_code = r.read_int16()
                 f_error_message = r.read_compact_nullable_string()
                 f_resource_type = r.read_int8()
@@ -153,6 +134,25 @@ class DeleteAclsResponse(Message):
                 f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type, _unknown)
+            elif version == 1:
+                f_error_code = r.read_int16()
+                f_error_message = r.read_nullable_string()
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                f_pattern_type = r.read_int8()
+                f_principal = r.read_string()
+                f_host = r.read_string()
+                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
+                return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, f_pattern_type, f_principal, f_host, f_operation, f_permission_type, None)
+            elif version == 0:
+                f_error_code = r.read_int16()
+                f_error_message = r.read_nullable_string()
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                f_principal = r.read_string()
+                f_host = r.read_string()
+                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
+                return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, 3, f_principal, f_host, f_operation, f_permission_type, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -177,7 +177,14 @@ class DeleteAclsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 3:
+                w.buf += _S_h.pack(self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.write_compact_array_length(len(self.matching_acls))
+                for _e_matching_acls in self.matching_acls:
+                    _e_matching_acls.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
                 w.write_array_length(len(self.matching_acls))
@@ -185,13 +192,6 @@ class DeleteAclsResponse(Message):
                     _e_matching_acls.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsResponse.DeleteAclsFilterResult does not support them")
-            elif 2 <= version <= 3:
-                w.buf += _S_h.pack(self.error_code)
-                w.write_compact_nullable_string(self.error_message)
-                w.write_compact_array_length(len(self.matching_acls))
-                for _e_matching_acls in self.matching_acls:
-                    _e_matching_acls.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -201,25 +201,25 @@ class DeleteAclsResponse(Message):
             f_error_message: str | None
             f_matching_acls: list[DeleteAclsResponse.DeleteAclsMatchingAcl]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_error_code = r.read_int16()
-                f_error_message = r.read_nullable_string()
-                _n = r.read_array_length(13)
-                f_matching_acls = [_T_DeleteAclsMatchingAcl.read(r, version) for _ in range(_n)]
-                return cls(f_error_code, f_error_message, f_matching_acls, None)
-            elif version == 1:
-                f_error_code = r.read_int16()
-                f_error_message = r.read_nullable_string()
-                _n = r.read_array_length(14)
-                f_matching_acls = [_T_DeleteAclsMatchingAcl.read(r, version) for _ in range(_n)]
-                return cls(f_error_code, f_error_message, f_matching_acls, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_error_code = r.read_int16()
                 f_error_message = r.read_compact_nullable_string()
                 _n = r.read_compact_array_length(11)
                 f_matching_acls = [_T_DeleteAclsMatchingAcl.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_error_message, f_matching_acls, _unknown)
+            elif version == 1:
+                f_error_code = r.read_int16()
+                f_error_message = r.read_nullable_string()
+                _n = r.read_array_length(14)
+                f_matching_acls = [_T_DeleteAclsMatchingAcl.read(r, version) for _ in range(_n)]
+                return cls(f_error_code, f_error_message, f_matching_acls, None)
+            elif version == 0:
+                f_error_code = r.read_int16()
+                f_error_message = r.read_nullable_string()
+                _n = r.read_array_length(13)
+                f_matching_acls = [_T_DeleteAclsMatchingAcl.read(r, version) for _ in range(_n)]
+                return cls(f_error_code, f_error_message, f_matching_acls, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -239,19 +239,19 @@ class DeleteAclsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.filter_results))
+            for _e_filter_results in self.filter_results:
+                _e_filter_results.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.filter_results))
             for _e_filter_results in self.filter_results:
                 _e_filter_results.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteAclsResponse does not support them")
-        elif 2 <= version <= 3:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.filter_results))
-            for _e_filter_results in self.filter_results:
-                _e_filter_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -260,17 +260,17 @@ class DeleteAclsResponse(Message):
         f_throttle_time_ms: int
         f_filter_results: list[DeleteAclsResponse.DeleteAclsFilterResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(8)
-            f_filter_results = [_T_DeleteAclsFilterResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_filter_results, None)
-        elif 2 <= version <= 3:
+        if 2 <= version <= 3:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(5)
             f_filter_results = [_T_DeleteAclsFilterResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_filter_results, _unknown)
+        elif 0 <= version <= 1:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(8)
+            f_filter_results = [_T_DeleteAclsFilterResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_filter_results, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -45,17 +45,17 @@ class DeleteGroupsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.write_compact_array_length(len(self.groups_names))
+            for _e_groups_names in self.groups_names:
+                w.write_compact_string(_e_groups_names)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.write_array_length(len(self.groups_names))
             for _e_groups_names in self.groups_names:
                 w.write_string(_e_groups_names)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteGroupsRequest does not support them")
-        elif version == 2:
-            w.write_compact_array_length(len(self.groups_names))
-            for _e_groups_names in self.groups_names:
-                w.write_compact_string(_e_groups_names)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -63,14 +63,14 @@ class DeleteGroupsRequest(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_groups_names: list[str]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(2)
-            f_groups_names = [r.read_string() for _ in range(_n)]
-            return cls(f_groups_names, None)
-        elif version == 2:
+        if version == 2:
             _n = r.read_compact_array_length(1)
             f_groups_names = [r.read_compact_string() for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_groups_names, _unknown)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(2)
+            f_groups_names = [r.read_string() for _ in range(_n)]
+            return cls(f_groups_names, None)
         else:
             raise cls.unsupported_version(version)

@@ -52,15 +52,15 @@ class DeleteGroupsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.write_compact_string(self.group_id)
+                w.buf += _S_h.pack(self.error_code)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.group_id)
                 w.buf += _S_h.pack(self.error_code)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteGroupsResponse.DeletableGroupResult does not support them")
-            elif version == 2:
-                w.write_compact_string(self.group_id)
-                w.buf += _S_h.pack(self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class DeleteGroupsResponse(Message):
             f_group_id: str
             f_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_group_id = r.read_string()
-                f_error_code = r.read_int16()
-                return cls(f_group_id, f_error_code, None)
-            elif version == 2:
+            if version == 2:
                 f_group_id = r.read_compact_string()
                 f_error_code = r.read_int16()
                 _unknown = r.read_unknown_tags()
                 return cls(f_group_id, f_error_code, _unknown)
+            elif 0 <= version <= 1:
+                f_group_id = r.read_string()
+                f_error_code = r.read_int16()
+                return cls(f_group_id, f_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -97,19 +97,19 @@ class DeleteGroupsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.results))
+            for _e_results in self.results:
+                _e_results.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteGroupsResponse does not support them")
-        elif version == 2:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.results))
-            for _e_results in self.results:
-                _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -118,17 +118,17 @@ class DeleteGroupsResponse(Message):
         f_throttle_time_ms: int
         f_results: list[DeleteGroupsResponse.DeletableGroupResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(4)
-            f_results = [_T_DeletableGroupResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_results, None)
-        elif version == 2:
+        if version == 2:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(4)
             f_results = [_T_DeletableGroupResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_results, _unknown)
+        elif 0 <= version <= 1:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(4)
+            f_results = [_T_DeletableGroupResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_results, None)
         else:
             raise cls.unsupported_version(version)
 

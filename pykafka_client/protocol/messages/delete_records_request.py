@@ -52,13 +52,13 @@ class DeleteRecordsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.buf += _S_iq.pack(self.partition_index, self.offset)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.buf += _S_iq.pack(self.partition_index, self.offset)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsRequest.DeleteRecordsPartition does not support them")
-            elif version == 2:
-                w.buf += _S_iq.pack(self.partition_index, self.offset)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -67,13 +67,13 @@ class DeleteRecordsRequest(Message):
             f_partition_index: int
             f_offset: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_partition_index, f_offset = r.unpack(_S_iq, 'fields PartitionIndex, Offset')
-                return cls(f_partition_index, f_offset, None)
-            elif version == 2:
+            if version == 2:
                 f_partition_index, f_offset = r.unpack(_S_iq, 'fields PartitionIndex, Offset')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_offset, _unknown)
+            elif 0 <= version <= 1:
+                f_partition_index, f_offset = r.unpack(_S_iq, 'fields PartitionIndex, Offset')
+                return cls(f_partition_index, f_offset, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -95,19 +95,19 @@ class DeleteRecordsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsRequest.DeleteRecordsTopic does not support them")
-            elif version == 2:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -116,17 +116,17 @@ class DeleteRecordsRequest(Message):
             f_name: str
             f_partitions: list[DeleteRecordsRequest.DeleteRecordsPartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_name = r.read_string()
-                _n = r.read_array_length(12)
-                f_partitions = [_T_DeleteRecordsPartition.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif version == 2:
+            if version == 2:
                 f_name = r.read_compact_string()
                 _n = r.read_compact_array_length(13)
                 f_partitions = [_T_DeleteRecordsPartition.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partitions, _unknown)
+            elif 0 <= version <= 1:
+                f_name = r.read_string()
+                _n = r.read_array_length(12)
+                f_partitions = [_T_DeleteRecordsPartition.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -146,19 +146,19 @@ class DeleteRecordsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.buf += _S_i.pack(self.timeout_ms)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.buf += _S_i.pack(self.timeout_ms)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsRequest does not support them")
-        elif version == 2:
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.buf += _S_i.pack(self.timeout_ms)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -167,17 +167,17 @@ class DeleteRecordsRequest(Message):
         f_topics: list[DeleteRecordsRequest.DeleteRecordsTopic]
         f_timeout_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(6)
-            f_topics = [_T_DeleteRecordsTopic.read(r, version) for _ in range(_n)]
-            f_timeout_ms = r.read_int32()
-            return cls(f_topics, f_timeout_ms, None)
-        elif version == 2:
+        if version == 2:
             _n = r.read_compact_array_length(3)
             f_topics = [_T_DeleteRecordsTopic.read(r, version) for _ in range(_n)]
             f_timeout_ms = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_topics, f_timeout_ms, _unknown)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(6)
+            f_topics = [_T_DeleteRecordsTopic.read(r, version) for _ in range(_n)]
+            f_timeout_ms = r.read_int32()
+            return cls(f_topics, f_timeout_ms, None)
         else:
             raise cls.unsupported_version(version)
 

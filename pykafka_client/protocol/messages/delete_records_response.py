@@ -55,13 +55,13 @@ class DeleteRecordsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.buf += _S_iqh.pack(self.partition_index, self.low_watermark, self.error_code)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.buf += _S_iqh.pack(self.partition_index, self.low_watermark, self.error_code)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsResponse.DeleteRecordsPartitionResult does not support them")
-            elif version == 2:
-                w.buf += _S_iqh.pack(self.partition_index, self.low_watermark, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -71,13 +71,13 @@ class DeleteRecordsResponse(Message):
             f_low_watermark: int
             f_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_partition_index, f_low_watermark, f_error_code = r.unpack(_S_iqh, 'fields PartitionIndex, LowWatermark, ErrorCode')
-                return cls(f_partition_index, f_low_watermark, f_error_code, None)
-            elif version == 2:
+            if version == 2:
                 f_partition_index, f_low_watermark, f_error_code = r.unpack(_S_iqh, 'fields PartitionIndex, LowWatermark, ErrorCode')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_low_watermark, f_error_code, _unknown)
+            elif 0 <= version <= 1:
+                f_partition_index, f_low_watermark, f_error_code = r.unpack(_S_iqh, 'fields PartitionIndex, LowWatermark, ErrorCode')
+                return cls(f_partition_index, f_low_watermark, f_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -99,19 +99,19 @@ class DeleteRecordsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsResponse.DeleteRecordsTopicResult does not support them")
-            elif version == 2:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -120,17 +120,17 @@ class DeleteRecordsResponse(Message):
             f_name: str
             f_partitions: list[DeleteRecordsResponse.DeleteRecordsPartitionResult]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_name = r.read_string()
-                _n = r.read_array_length(14)
-                f_partitions = [_T_DeleteRecordsPartitionResult.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif version == 2:
+            if version == 2:
                 f_name = r.read_compact_string()
                 _n = r.read_compact_array_length(15)
                 f_partitions = [_T_DeleteRecordsPartitionResult.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partitions, _unknown)
+            elif 0 <= version <= 1:
+                f_name = r.read_string()
+                _n = r.read_array_length(14)
+                f_partitions = [_T_DeleteRecordsPartitionResult.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -150,19 +150,19 @@ class DeleteRecordsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteRecordsResponse does not support them")
-        elif version == 2:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -171,17 +171,17 @@ class DeleteRecordsResponse(Message):
         f_throttle_time_ms: int
         f_topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
-            f_topics = [_T_DeleteRecordsTopicResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_topics, None)
-        elif version == 2:
+        if version == 2:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(3)
             f_topics = [_T_DeleteRecordsTopicResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_topics, _unknown)
+        elif 0 <= version <= 1:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(6)
+            f_topics = [_T_DeleteRecordsTopicResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_topics, None)
         else:
             raise cls.unsupported_version(version)
 

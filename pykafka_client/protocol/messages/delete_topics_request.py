@@ -92,15 +92,12 @@ class DeleteTopicsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 3:
-            if self.topics != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of DeleteTopicsRequest")
-            w.write_array_length(len(self.topic_names))
-            for _e_topic_names in self.topic_names:
-                w.write_string(_e_topic_names)
+        if version == 6:
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
             w.buf += _S_i.pack(self.timeout_ms)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsRequest does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 4 <= version <= 5:
             if self.topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of DeleteTopicsRequest")
@@ -109,12 +106,15 @@ class DeleteTopicsRequest(Message):
                 w.write_compact_string(_e_topic_names)
             w.buf += _S_i.pack(self.timeout_ms)
             w.write_tags(self._unknown_tagged_fields)
-        elif version == 6:
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
+        elif 0 <= version <= 3:
+            if self.topics != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of DeleteTopicsRequest")
+            w.write_array_length(len(self.topic_names))
+            for _e_topic_names in self.topic_names:
+                w.write_string(_e_topic_names)
             w.buf += _S_i.pack(self.timeout_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -124,23 +124,23 @@ class DeleteTopicsRequest(Message):
         f_topic_names: list[str]
         f_timeout_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 3:
-            _n = r.read_array_length(2)
-            f_topic_names = [r.read_string() for _ in range(_n)]
+        if version == 6:
+            _n = r.read_compact_array_length(18)
+            f_topics = [_T_DeleteTopicState.read(r, version) for _ in range(_n)]
             f_timeout_ms = r.read_int32()
-            return cls([], f_topic_names, f_timeout_ms, None)
+            _unknown = r.read_unknown_tags()
+            return cls(f_topics, [], f_timeout_ms, _unknown)
         elif 4 <= version <= 5:
             _n = r.read_compact_array_length(1)
             f_topic_names = [r.read_compact_string() for _ in range(_n)]
             f_timeout_ms = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls([], f_topic_names, f_timeout_ms, _unknown)
-        elif version == 6:
-            _n = r.read_compact_array_length(18)
-            f_topics = [_T_DeleteTopicState.read(r, version) for _ in range(_n)]
+        elif 0 <= version <= 3:
+            _n = r.read_array_length(2)
+            f_topic_names = [r.read_string() for _ in range(_n)]
             f_timeout_ms = r.read_int32()
-            _unknown = r.read_unknown_tags()
-            return cls(f_topics, [], f_timeout_ms, _unknown)
+            return cls([], f_topic_names, f_timeout_ms, None)
         else:
             raise cls.unsupported_version(version)
 

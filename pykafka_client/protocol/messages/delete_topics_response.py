@@ -60,18 +60,10 @@ class DeleteTopicsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
-                if self.name is None:
-                    raise IllegalArgumentError(f"null value for non-nullable field DeleteTopicsResponse.DeletableTopicResult.Name at version {version}")
-                w.write_string(self.name)
-                w.buf += _S_h.pack(self.error_code)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsResponse.DeletableTopicResult does not support them")
-            elif version == 4:
-                if self.name is None:
-                    raise IllegalArgumentError(f"null value for non-nullable field DeleteTopicsResponse.DeletableTopicResult.Name at version {version}")
-                w.write_compact_string(self.name)
-                w.buf += _S_h.pack(self.error_code)
+            if version == 6:
+                w.write_compact_nullable_string(self.name)
+                w.buf += _S_16sh.pack(self.topic_id.bytes, self.error_code)
+                w.write_compact_nullable_string(self.error_message)
                 w.write_tags(self._unknown_tagged_fields)
             elif version == 5:
                 if self.name is None:
@@ -80,11 +72,19 @@ class DeleteTopicsResponse(Message):
                 w.buf += _S_h.pack(self.error_code)
                 w.write_compact_nullable_string(self.error_message)
                 w.write_tags(self._unknown_tagged_fields)
-            elif version == 6:
-                w.write_compact_nullable_string(self.name)
-                w.buf += _S_16sh.pack(self.topic_id.bytes, self.error_code)
-                w.write_compact_nullable_string(self.error_message)
+            elif version == 4:
+                if self.name is None:
+                    raise IllegalArgumentError(f"null value for non-nullable field DeleteTopicsResponse.DeletableTopicResult.Name at version {version}")
+                w.write_compact_string(self.name)
+                w.buf += _S_h.pack(self.error_code)
                 w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 3:
+                if self.name is None:
+                    raise IllegalArgumentError(f"null value for non-nullable field DeleteTopicsResponse.DeletableTopicResult.Name at version {version}")
+                w.write_string(self.name)
+                w.buf += _S_h.pack(self.error_code)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsResponse.DeletableTopicResult does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -95,28 +95,28 @@ class DeleteTopicsResponse(Message):
             f_error_code: int
             f_error_message: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 3:
-                f_name = r.read_string()
-                f_error_code = r.read_int16()
-                return cls(f_name, ZERO_UUID, f_error_code, None, None)
-            elif version == 4:
-                f_name = r.read_compact_string()
-                f_error_code = r.read_int16()
-                _unknown = r.read_unknown_tags()
-                return cls(f_name, ZERO_UUID, f_error_code, None, _unknown)
-            elif version == 5:
-                f_name = r.read_compact_string()
-                f_error_code = r.read_int16()
-                f_error_message = r.read_compact_nullable_string()
-                _unknown = r.read_unknown_tags()
-                return cls(f_name, ZERO_UUID, f_error_code, f_error_message, _unknown)
-            elif version == 6:
+            if version == 6:
                 f_name = r.read_compact_nullable_string()
                 _u_topic_id, f_error_code = r.unpack(_S_16sh, 'fields TopicId, ErrorCode')
                 f_topic_id = uuid.UUID(bytes=_u_topic_id)
                 f_error_message = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_topic_id, f_error_code, f_error_message, _unknown)
+            elif version == 5:
+                f_name = r.read_compact_string()
+                f_error_code = r.read_int16()
+                f_error_message = r.read_compact_nullable_string()
+                _unknown = r.read_unknown_tags()
+                return cls(f_name, ZERO_UUID, f_error_code, f_error_message, _unknown)
+            elif version == 4:
+                f_name = r.read_compact_string()
+                f_error_code = r.read_int16()
+                _unknown = r.read_unknown_tags()
+                return cls(f_name, ZERO_UUID, f_error_code, None, _unknown)
+            elif 0 <= version <= 3:
+                f_name = r.read_string()
+                f_error_code = r.read_int16()
+                return cls(f_name, ZERO_UUID, f_error_code, None, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -136,12 +136,12 @@ class DeleteTopicsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.write_array_length(len(self.responses))
+        if 4 <= version <= 6:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsResponse does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 1 <= version <= 3:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.responses))
@@ -149,12 +149,12 @@ class DeleteTopicsResponse(Message):
                 _e_responses.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsResponse does not support them")
-        elif 4 <= version <= 6:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.responses))
+        elif version == 0:
+            w.write_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DeleteTopicsResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -163,18 +163,9 @@ class DeleteTopicsResponse(Message):
         f_throttle_time_ms: int
         f_responses: list[DeleteTopicsResponse.DeletableTopicResult]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(4)
-            f_responses = [_T_DeletableTopicResult.read(r, version) for _ in range(_n)]
-            return cls(0, f_responses, None)
-        elif 1 <= version <= 3:
+        if version == 6:
             f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(4)
-            f_responses = [_T_DeletableTopicResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_responses, None)
-        elif version == 4:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_compact_array_length(4)
+            _n = r.read_compact_array_length(21)
             f_responses = [_T_DeletableTopicResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_responses, _unknown)
@@ -184,12 +175,21 @@ class DeleteTopicsResponse(Message):
             f_responses = [_T_DeletableTopicResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_responses, _unknown)
-        elif version == 6:
+        elif version == 4:
             f_throttle_time_ms = r.read_int32()
-            _n = r.read_compact_array_length(21)
+            _n = r.read_compact_array_length(4)
             f_responses = [_T_DeletableTopicResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_responses, _unknown)
+        elif 1 <= version <= 3:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(4)
+            f_responses = [_T_DeletableTopicResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_responses, None)
+        elif version == 0:
+            _n = r.read_array_length(4)
+            f_responses = [_T_DeletableTopicResult.read(r, version) for _ in range(_n)]
+            return cls(0, f_responses, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -65,16 +65,14 @@ class DescribeAclsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 2 <= version <= 3:
             w.buf += _S_b.pack(self.resource_type_filter)
-            w.write_nullable_string(self.resource_name_filter)
-            if self.pattern_type_filter != 3:
-                raise UnsupportedVersionError(f"attempted to write a non-default PatternTypeFilter at version {version} of DescribeAclsRequest")
-            w.write_nullable_string(self.principal_filter)
-            w.write_nullable_string(self.host_filter)
+            w.write_compact_nullable_string(self.resource_name_filter)
+            w.buf += _S_b.pack(self.pattern_type_filter)
+            w.write_compact_nullable_string(self.principal_filter)
+            w.write_compact_nullable_string(self.host_filter)
             w.buf += _S_bb.pack(self.operation, self.permission_type)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsRequest does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_b.pack(self.resource_type_filter)
             w.write_nullable_string(self.resource_name_filter)
@@ -84,14 +82,16 @@ class DescribeAclsRequest(Message):
             w.buf += _S_bb.pack(self.operation, self.permission_type)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsRequest does not support them")
-        elif 2 <= version <= 3:
+        elif version == 0:
             w.buf += _S_b.pack(self.resource_type_filter)
-            w.write_compact_nullable_string(self.resource_name_filter)
-            w.buf += _S_b.pack(self.pattern_type_filter)
-            w.write_compact_nullable_string(self.principal_filter)
-            w.write_compact_nullable_string(self.host_filter)
+            w.write_nullable_string(self.resource_name_filter)
+            if self.pattern_type_filter != 3:
+                raise UnsupportedVersionError(f"attempted to write a non-default PatternTypeFilter at version {version} of DescribeAclsRequest")
+            w.write_nullable_string(self.principal_filter)
+            w.write_nullable_string(self.host_filter)
             w.buf += _S_bb.pack(self.operation, self.permission_type)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -105,22 +105,7 @@ class DescribeAclsRequest(Message):
         f_operation: int
         f_permission_type: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_resource_type_filter = r.read_int8()
-            f_resource_name_filter = r.read_nullable_string()
-            f_principal_filter = r.read_nullable_string()
-            f_host_filter = r.read_nullable_string()
-            f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
-            return cls(f_resource_type_filter, f_resource_name_filter, 3, f_principal_filter, f_host_filter, f_operation, f_permission_type, None)
-        elif version == 1:
-            f_resource_type_filter = r.read_int8()
-            f_resource_name_filter = r.read_nullable_string()
-            f_pattern_type_filter = r.read_int8()
-            f_principal_filter = r.read_nullable_string()
-            f_host_filter = r.read_nullable_string()
-            f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
-            return cls(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, None)
-        elif 2 <= version <= 3:
+        if 2 <= version <= 3:
             f_resource_type_filter = r.read_int8()
             f_resource_name_filter = r.read_compact_nullable_string()
             f_pattern_type_filter = r.read_int8()
@@ -129,5 +114,20 @@ class DescribeAclsRequest(Message):
             f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
             _unknown = r.read_unknown_tags()
             return cls(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, _unknown)
+        elif version == 1:
+            f_resource_type_filter = r.read_int8()
+            f_resource_name_filter = r.read_nullable_string()
+            f_pattern_type_filter = r.read_int8()
+            f_principal_filter = r.read_nullable_string()
+            f_host_filter = r.read_nullable_string()
+            f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
+            return cls(f_resource_type_filter, f_resource_name_filter, f_pattern_type_filter, f_principal_filter, f_host_filter, f_operation, f_permission_type, None)
+        elif version == 0:
+            f_resource_type_filter = r.read_int8()
+            f_resource_name_filter = r.read_nullable_string()
+            f_principal_filter = r.read_nullable_string()
+            f_host_filter = r.read_nullable_string()
+            f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
+            return cls(f_resource_type_filter, f_resource_name_filter, 3, f_principal_filter, f_host_filter, f_operation, f_permission_type, None)
         else:
             raise cls.unsupported_version(version)

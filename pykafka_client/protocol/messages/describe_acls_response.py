@@ -59,17 +59,17 @@ class DescribeAclsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 3:
+                w.write_compact_string(self.principal)
+                w.write_compact_string(self.host)
+                w.buf += _S_bb.pack(self.operation, self.permission_type)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.principal)
                 w.write_string(self.host)
                 w.buf += _S_bb.pack(self.operation, self.permission_type)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsResponse.AclDescription does not support them")
-            elif 2 <= version <= 3:
-                w.write_compact_string(self.principal)
-                w.write_compact_string(self.host)
-                w.buf += _S_bb.pack(self.operation, self.permission_type)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -80,17 +80,17 @@ class DescribeAclsResponse(Message):
             f_operation: int
             f_permission_type: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_principal = r.read_string()
-                f_host = r.read_string()
-                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
-                return cls(f_principal, f_host, f_operation, f_permission_type, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_principal = r.read_compact_string()
                 f_host = r.read_compact_string()
                 f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
                 _unknown = r.read_unknown_tags()
                 return cls(f_principal, f_host, f_operation, f_permission_type, _unknown)
+            elif 0 <= version <= 1:
+                f_principal = r.read_string()
+                f_host = r.read_string()
+                f_operation, f_permission_type = r.unpack(_S_bb, 'fields Operation, PermissionType')
+                return cls(f_principal, f_host, f_operation, f_permission_type, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -118,16 +118,14 @@ class DescribeAclsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 2 <= version <= 3:
                 w.buf += _S_b.pack(self.resource_type)
-                w.write_string(self.resource_name)
-                if self.pattern_type != 3:
-                    raise UnsupportedVersionError(f"attempted to write a non-default PatternType at version {version} of DescribeAclsResponse.DescribeAclsResource")
-                w.write_array_length(len(self.acls))
+                w.write_compact_string(self.resource_name)
+                w.buf += _S_b.pack(self.pattern_type)
+                w.write_compact_array_length(len(self.acls))
                 for _e_acls in self.acls:
                     _e_acls.write(w, version)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsResponse.DescribeAclsResource does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
@@ -137,14 +135,16 @@ class DescribeAclsResponse(Message):
                     _e_acls.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsResponse.DescribeAclsResource does not support them")
-            elif 2 <= version <= 3:
+            elif version == 0:
                 w.buf += _S_b.pack(self.resource_type)
-                w.write_compact_string(self.resource_name)
-                w.buf += _S_b.pack(self.pattern_type)
-                w.write_compact_array_length(len(self.acls))
+                w.write_string(self.resource_name)
+                if self.pattern_type != 3:
+                    raise UnsupportedVersionError(f"attempted to write a non-default PatternType at version {version} of DescribeAclsResponse.DescribeAclsResource")
+                w.write_array_length(len(self.acls))
                 for _e_acls in self.acls:
                     _e_acls.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsResponse.DescribeAclsResource does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -155,20 +155,7 @@ class DescribeAclsResponse(Message):
             f_pattern_type: int
             f_acls: list[DescribeAclsResponse.AclDescription]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                _n = r.read_array_length(6)
-                f_acls = [_T_AclDescription.read(r, version) for _ in range(_n)]
-                return cls(f_resource_type, f_resource_name, 3, f_acls, None)
-            elif version == 1:
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                f_pattern_type = r.read_int8()
-                _n = r.read_array_length(6)
-                f_acls = [_T_AclDescription.read(r, version) for _ in range(_n)]
-                return cls(f_resource_type, f_resource_name, f_pattern_type, f_acls, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_resource_type = r.read_int8()
                 f_resource_name = r.read_compact_string()
                 f_pattern_type = r.read_int8()
@@ -176,6 +163,19 @@ class DescribeAclsResponse(Message):
                 f_acls = [_T_AclDescription.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_resource_type, f_resource_name, f_pattern_type, f_acls, _unknown)
+            elif version == 1:
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                f_pattern_type = r.read_int8()
+                _n = r.read_array_length(6)
+                f_acls = [_T_AclDescription.read(r, version) for _ in range(_n)]
+                return cls(f_resource_type, f_resource_name, f_pattern_type, f_acls, None)
+            elif version == 0:
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                _n = r.read_array_length(6)
+                f_acls = [_T_AclDescription.read(r, version) for _ in range(_n)]
+                return cls(f_resource_type, f_resource_name, 3, f_acls, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -201,7 +201,14 @@ class DescribeAclsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_nullable_string(self.error_message)
+            w.write_compact_array_length(len(self.resources))
+            for _e_resources in self.resources:
+                _e_resources.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_nullable_string(self.error_message)
             w.write_array_length(len(self.resources))
@@ -209,13 +216,6 @@ class DescribeAclsResponse(Message):
                 _e_resources.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeAclsResponse does not support them")
-        elif 2 <= version <= 3:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_nullable_string(self.error_message)
-            w.write_compact_array_length(len(self.resources))
-            for _e_resources in self.resources:
-                _e_resources.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -226,25 +226,25 @@ class DescribeAclsResponse(Message):
         f_error_message: str | None
         f_resources: list[DescribeAclsResponse.DescribeAclsResource]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            f_error_message = r.read_nullable_string()
-            _n = r.read_array_length(7)
-            f_resources = [_T_DescribeAclsResource.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_resources, None)
-        elif version == 1:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            f_error_message = r.read_nullable_string()
-            _n = r.read_array_length(8)
-            f_resources = [_T_DescribeAclsResource.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_resources, None)
-        elif 2 <= version <= 3:
+        if 2 <= version <= 3:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(5)
             f_resources = [_T_DescribeAclsResource.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_error_message, f_resources, _unknown)
+        elif version == 1:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            f_error_message = r.read_nullable_string()
+            _n = r.read_array_length(8)
+            f_resources = [_T_DescribeAclsResource.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_resources, None)
+        elif version == 0:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            f_error_message = r.read_nullable_string()
+            _n = r.read_array_length(7)
+            f_resources = [_T_DescribeAclsResource.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_resources, None)
         else:
             raise cls.unsupported_version(version)
 

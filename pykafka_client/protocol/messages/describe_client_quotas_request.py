@@ -55,17 +55,17 @@ class DescribeClientQuotasRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.entity_type)
+                w.buf += _S_b.pack(self.match_type)
+                w.write_compact_nullable_string(self.match)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.entity_type)
                 w.buf += _S_b.pack(self.match_type)
                 w.write_nullable_string(self.match)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasRequest.ComponentData does not support them")
-            elif version == 1:
-                w.write_compact_string(self.entity_type)
-                w.buf += _S_b.pack(self.match_type)
-                w.write_compact_nullable_string(self.match)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -75,17 +75,17 @@ class DescribeClientQuotasRequest(Message):
             f_match_type: int
             f_match: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_entity_type = r.read_string()
-                f_match_type = r.read_int8()
-                f_match = r.read_nullable_string()
-                return cls(f_entity_type, f_match_type, f_match, None)
-            elif version == 1:
+            if version == 1:
                 f_entity_type = r.read_compact_string()
                 f_match_type = r.read_int8()
                 f_match = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_entity_type, f_match_type, f_match, _unknown)
+            elif version == 0:
+                f_entity_type = r.read_string()
+                f_match_type = r.read_int8()
+                f_match = r.read_nullable_string()
+                return cls(f_entity_type, f_match_type, f_match, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -105,19 +105,19 @@ class DescribeClientQuotasRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.write_compact_array_length(len(self.components))
+            for _e_components in self.components:
+                _e_components.write(w, version)
+            w.buf += _S_o.pack(self.strict)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.write_array_length(len(self.components))
             for _e_components in self.components:
                 _e_components.write(w, version)
             w.buf += _S_o.pack(self.strict)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasRequest does not support them")
-        elif version == 1:
-            w.write_compact_array_length(len(self.components))
-            for _e_components in self.components:
-                _e_components.write(w, version)
-            w.buf += _S_o.pack(self.strict)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -126,17 +126,17 @@ class DescribeClientQuotasRequest(Message):
         f_components: list[DescribeClientQuotasRequest.ComponentData]
         f_strict: bool
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(5)
-            f_components = [_T_ComponentData.read(r, version) for _ in range(_n)]
-            f_strict = r.read_bool()
-            return cls(f_components, f_strict, None)
-        elif version == 1:
+        if version == 1:
             _n = r.read_compact_array_length(4)
             f_components = [_T_ComponentData.read(r, version) for _ in range(_n)]
             f_strict = r.read_bool()
             _unknown = r.read_unknown_tags()
             return cls(f_components, f_strict, _unknown)
+        elif version == 0:
+            _n = r.read_array_length(5)
+            f_components = [_T_ComponentData.read(r, version) for _ in range(_n)]
+            f_strict = r.read_bool()
+            return cls(f_components, f_strict, None)
         else:
             raise cls.unsupported_version(version)
 

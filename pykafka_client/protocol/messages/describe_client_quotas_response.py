@@ -52,15 +52,15 @@ class DescribeClientQuotasResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.entity_type)
+                w.write_compact_nullable_string(self.entity_name)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.entity_type)
                 w.write_nullable_string(self.entity_name)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasResponse.EntityData does not support them")
-            elif version == 1:
-                w.write_compact_string(self.entity_type)
-                w.write_compact_nullable_string(self.entity_name)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class DescribeClientQuotasResponse(Message):
             f_entity_type: str
             f_entity_name: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_entity_type = r.read_string()
-                f_entity_name = r.read_nullable_string()
-                return cls(f_entity_type, f_entity_name, None)
-            elif version == 1:
+            if version == 1:
                 f_entity_type = r.read_compact_string()
                 f_entity_name = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_entity_type, f_entity_name, _unknown)
+            elif version == 0:
+                f_entity_type = r.read_string()
+                f_entity_name = r.read_nullable_string()
+                return cls(f_entity_type, f_entity_name, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -99,15 +99,15 @@ class DescribeClientQuotasResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.key)
+                w.buf += _S_d.pack(self.value)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.key)
                 w.buf += _S_d.pack(self.value)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasResponse.ValueData does not support them")
-            elif version == 1:
-                w.write_compact_string(self.key)
-                w.buf += _S_d.pack(self.value)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -116,15 +116,15 @@ class DescribeClientQuotasResponse(Message):
             f_key: str
             f_value: float
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_key = r.read_string()
-                f_value = r.read_float64()
-                return cls(f_key, f_value, None)
-            elif version == 1:
+            if version == 1:
                 f_key = r.read_compact_string()
                 f_value = r.read_float64()
                 _unknown = r.read_unknown_tags()
                 return cls(f_key, f_value, _unknown)
+            elif version == 0:
+                f_key = r.read_string()
+                f_value = r.read_float64()
+                return cls(f_key, f_value, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -146,7 +146,15 @@ class DescribeClientQuotasResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_array_length(len(self.entity))
+                for _e_entity in self.entity:
+                    _e_entity.write(w, version)
+                w.write_compact_array_length(len(self.values))
+                for _e_values in self.values:
+                    _e_values.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_array_length(len(self.entity))
                 for _e_entity in self.entity:
                     _e_entity.write(w, version)
@@ -155,14 +163,6 @@ class DescribeClientQuotasResponse(Message):
                     _e_values.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasResponse.EntryData does not support them")
-            elif version == 1:
-                w.write_compact_array_length(len(self.entity))
-                for _e_entity in self.entity:
-                    _e_entity.write(w, version)
-                w.write_compact_array_length(len(self.values))
-                for _e_values in self.values:
-                    _e_values.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -171,19 +171,19 @@ class DescribeClientQuotasResponse(Message):
             f_entity: list[DescribeClientQuotasResponse.EntityData]
             f_values: list[DescribeClientQuotasResponse.ValueData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                _n = r.read_array_length(4)
-                f_entity = [_T_EntityData.read(r, version) for _ in range(_n)]
-                _n = r.read_array_length(10)
-                f_values = [_T_ValueData.read(r, version) for _ in range(_n)]
-                return cls(f_entity, f_values, None)
-            elif version == 1:
+            if version == 1:
                 _n = r.read_compact_array_length(3)
                 f_entity = [_T_EntityData.read(r, version) for _ in range(_n)]
                 _n = r.read_compact_array_length(10)
                 f_values = [_T_ValueData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_entity, f_values, _unknown)
+            elif version == 0:
+                _n = r.read_array_length(4)
+                f_entity = [_T_EntityData.read(r, version) for _ in range(_n)]
+                _n = r.read_array_length(10)
+                f_values = [_T_ValueData.read(r, version) for _ in range(_n)]
+                return cls(f_entity, f_values, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -209,7 +209,17 @@ class DescribeClientQuotasResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_nullable_string(self.error_message)
+            if self.entries is None:
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.entries))
+                for _e_entries in self.entries:
+                    _e_entries.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_nullable_string(self.error_message)
             if self.entries is None:
@@ -220,16 +230,6 @@ class DescribeClientQuotasResponse(Message):
                     _e_entries.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeClientQuotasResponse does not support them")
-        elif version == 1:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_nullable_string(self.error_message)
-            if self.entries is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.entries))
-                for _e_entries in self.entries:
-                    _e_entries.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -240,19 +240,19 @@ class DescribeClientQuotasResponse(Message):
         f_error_message: str | None
         f_entries: list[DescribeClientQuotasResponse.EntryData] | None
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            f_error_message = r.read_nullable_string()
-            _n = r.read_array_length(8, True)
-            f_entries = None if _n < 0 else [_T_EntryData.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_entries, None)
-        elif version == 1:
+        if version == 1:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(3, True)
             f_entries = None if _n < 0 else [_T_EntryData.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_error_message, f_entries, _unknown)
+        elif version == 0:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            f_error_message = r.read_nullable_string()
+            _n = r.read_array_length(8, True)
+            f_entries = None if _n < 0 else [_T_EntryData.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_entries, None)
         else:
             raise cls.unsupported_version(version)
 

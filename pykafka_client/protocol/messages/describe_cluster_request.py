@@ -50,13 +50,13 @@ class DescribeClusterRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.buf += _S_ob.pack(self.include_cluster_authorized_operations, self.endpoint_type)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.buf += _S_o.pack(self.include_cluster_authorized_operations)
             if self.endpoint_type != 1:
                 raise UnsupportedVersionError(f"attempted to write a non-default EndpointType at version {version} of DescribeClusterRequest")
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 1:
-            w.buf += _S_ob.pack(self.include_cluster_authorized_operations, self.endpoint_type)
             w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
@@ -66,13 +66,13 @@ class DescribeClusterRequest(Message):
         f_include_cluster_authorized_operations: bool
         f_endpoint_type: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_include_cluster_authorized_operations = r.read_bool()
-            _unknown = r.read_unknown_tags()
-            return cls(f_include_cluster_authorized_operations, 1, _unknown)
-        elif version == 1:
+        if version == 1:
             f_include_cluster_authorized_operations, f_endpoint_type = r.unpack(_S_ob, 'fields IncludeClusterAuthorizedOperations, EndpointType')
             _unknown = r.read_unknown_tags()
             return cls(f_include_cluster_authorized_operations, f_endpoint_type, _unknown)
+        elif version == 0:
+            f_include_cluster_authorized_operations = r.read_bool()
+            _unknown = r.read_unknown_tags()
+            return cls(f_include_cluster_authorized_operations, 1, _unknown)
         else:
             raise cls.unsupported_version(version)

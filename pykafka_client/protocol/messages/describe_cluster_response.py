@@ -119,11 +119,10 @@ class DescribeClusterResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
-            if self.endpoint_type != 1:
-                raise UnsupportedVersionError(f"attempted to write a non-default EndpointType at version {version} of DescribeClusterResponse")
+            w.buf += _S_b.pack(self.endpoint_type)
             w.write_compact_string(self.cluster_id)
             w.buf += _S_i.pack(self.controller_id)
             w.write_compact_array_length(len(self.brokers))
@@ -131,10 +130,11 @@ class DescribeClusterResponse(Message):
                 _e_brokers.write(w, version)
             w.buf += _S_i.pack(self.cluster_authorized_operations)
             w.write_tags(self._unknown_tagged_fields)
-        elif version == 1:
+        elif version == 0:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
-            w.buf += _S_b.pack(self.endpoint_type)
+            if self.endpoint_type != 1:
+                raise UnsupportedVersionError(f"attempted to write a non-default EndpointType at version {version} of DescribeClusterResponse")
             w.write_compact_string(self.cluster_id)
             w.buf += _S_i.pack(self.controller_id)
             w.write_compact_array_length(len(self.brokers))
@@ -156,17 +156,7 @@ class DescribeClusterResponse(Message):
         f_brokers: list[DescribeClusterResponse.DescribeClusterBroker]
         f_cluster_authorized_operations: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            f_error_message = r.read_compact_nullable_string()
-            f_cluster_id = r.read_compact_string()
-            f_controller_id = r.read_int32()
-            _n = r.read_compact_array_length(11)
-            f_brokers = [_T_DescribeClusterBroker.read(r, version) for _ in range(_n)]
-            f_cluster_authorized_operations = r.read_int32()
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_error_message, 1, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations, _unknown)
-        elif version == 1:
+        if version == 1:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
             f_endpoint_type = r.read_int8()
@@ -177,6 +167,16 @@ class DescribeClusterResponse(Message):
             f_cluster_authorized_operations = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_error_message, f_endpoint_type, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations, _unknown)
+        elif version == 0:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            f_error_message = r.read_compact_nullable_string()
+            f_cluster_id = r.read_compact_string()
+            f_controller_id = r.read_int32()
+            _n = r.read_compact_array_length(11)
+            f_brokers = [_T_DescribeClusterBroker.read(r, version) for _ in range(_n)]
+            f_cluster_authorized_operations = r.read_int32()
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_error_message, 1, f_cluster_id, f_controller_id, f_brokers, f_cluster_authorized_operations, _unknown)
         else:
             raise cls.unsupported_version(version)
 

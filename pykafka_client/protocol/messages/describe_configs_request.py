@@ -56,7 +56,17 @@ class DescribeConfigsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
+            if version == 4:
+                w.buf += _S_b.pack(self.resource_type)
+                w.write_compact_string(self.resource_name)
+                if self.configuration_keys is None:
+                    w.buf.append(0)
+                else:
+                    w.write_compact_array_length(len(self.configuration_keys))
+                    for _e_configuration_keys in self.configuration_keys:
+                        w.write_compact_string(_e_configuration_keys)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 3:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
                 if self.configuration_keys is None:
@@ -67,16 +77,6 @@ class DescribeConfigsRequest(Message):
                         w.write_string(_e_configuration_keys)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsRequest.DescribeConfigsResource does not support them")
-            elif version == 4:
-                w.buf += _S_b.pack(self.resource_type)
-                w.write_compact_string(self.resource_name)
-                if self.configuration_keys is None:
-                    w.buf.append(0)
-                else:
-                    w.write_compact_array_length(len(self.configuration_keys))
-                    for _e_configuration_keys in self.configuration_keys:
-                        w.write_compact_string(_e_configuration_keys)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -86,19 +86,19 @@ class DescribeConfigsRequest(Message):
             f_resource_name: str
             f_configuration_keys: list[str] | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 3:
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                _n = r.read_array_length(2, True)
-                f_configuration_keys = None if _n < 0 else [r.read_string() for _ in range(_n)]
-                return cls(f_resource_type, f_resource_name, f_configuration_keys, None)
-            elif version == 4:
+            if version == 4:
                 f_resource_type = r.read_int8()
                 f_resource_name = r.read_compact_string()
                 _n = r.read_compact_array_length(1, True)
                 f_configuration_keys = None if _n < 0 else [r.read_compact_string() for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_resource_type, f_resource_name, f_configuration_keys, _unknown)
+            elif 0 <= version <= 3:
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                _n = r.read_array_length(2, True)
+                f_configuration_keys = None if _n < 0 else [r.read_string() for _ in range(_n)]
+                return cls(f_resource_type, f_resource_name, f_configuration_keys, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -121,14 +121,17 @@ class DescribeConfigsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 4:
+            w.write_compact_array_length(len(self.resources))
+            for _e_resources in self.resources:
+                _e_resources.write(w, version)
+            w.buf += _S_oo.pack(self.include_synonyms, self.include_documentation)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 3:
             w.write_array_length(len(self.resources))
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
-            if self.include_synonyms != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default IncludeSynonyms at version {version} of DescribeConfigsRequest")
-            if self.include_documentation != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default IncludeDocumentation at version {version} of DescribeConfigsRequest")
+            w.buf += _S_oo.pack(self.include_synonyms, self.include_documentation)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsRequest does not support them")
         elif 1 <= version <= 2:
@@ -140,19 +143,16 @@ class DescribeConfigsRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeDocumentation at version {version} of DescribeConfigsRequest")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsRequest does not support them")
-        elif version == 3:
+        elif version == 0:
             w.write_array_length(len(self.resources))
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
-            w.buf += _S_oo.pack(self.include_synonyms, self.include_documentation)
+            if self.include_synonyms != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default IncludeSynonyms at version {version} of DescribeConfigsRequest")
+            if self.include_documentation != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default IncludeDocumentation at version {version} of DescribeConfigsRequest")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsRequest does not support them")
-        elif version == 4:
-            w.write_compact_array_length(len(self.resources))
-            for _e_resources in self.resources:
-                _e_resources.write(w, version)
-            w.buf += _S_oo.pack(self.include_synonyms, self.include_documentation)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -162,26 +162,26 @@ class DescribeConfigsRequest(Message):
         f_include_synonyms: bool
         f_include_documentation: bool
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(7)
-            f_resources = [_T_DescribeConfigsResource.read(r, version) for _ in range(_n)]
-            return cls(f_resources, False, False, None)
-        elif 1 <= version <= 2:
-            _n = r.read_array_length(7)
-            f_resources = [_T_DescribeConfigsResource.read(r, version) for _ in range(_n)]
-            f_include_synonyms = r.read_bool()
-            return cls(f_resources, f_include_synonyms, False, None)
-        elif version == 3:
-            _n = r.read_array_length(7)
-            f_resources = [_T_DescribeConfigsResource.read(r, version) for _ in range(_n)]
-            f_include_synonyms, f_include_documentation = r.unpack(_S_oo, 'fields IncludeSynonyms, IncludeDocumentation')
-            return cls(f_resources, f_include_synonyms, f_include_documentation, None)
-        elif version == 4:
+        if version == 4:
             _n = r.read_compact_array_length(4)
             f_resources = [_T_DescribeConfigsResource.read(r, version) for _ in range(_n)]
             f_include_synonyms, f_include_documentation = r.unpack(_S_oo, 'fields IncludeSynonyms, IncludeDocumentation')
             _unknown = r.read_unknown_tags()
             return cls(f_resources, f_include_synonyms, f_include_documentation, _unknown)
+        elif version == 3:
+            _n = r.read_array_length(7)
+            f_resources = [_T_DescribeConfigsResource.read(r, version) for _ in range(_n)]
+            f_include_synonyms, f_include_documentation = r.unpack(_S_oo, 'fields IncludeSynonyms, IncludeDocumentation')
+            return cls(f_resources, f_include_synonyms, f_include_documentation, None)
+        elif 1 <= version <= 2:
+            _n = r.read_array_length(7)
+            f_resources = [_T_DescribeConfigsResource.read(r, version) for _ in range(_n)]
+            f_include_synonyms = r.read_bool()
+            return cls(f_resources, f_include_synonyms, False, None)
+        elif version == 0:
+            _n = r.read_array_length(7)
+            f_resources = [_T_DescribeConfigsResource.read(r, version) for _ in range(_n)]
+            return cls(f_resources, False, False, None)
         else:
             raise cls.unsupported_version(version)
 

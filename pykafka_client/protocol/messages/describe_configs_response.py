@@ -60,17 +60,17 @@ class DescribeConfigsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 1 <= version <= 3:
+            if version == 4:
+                w.write_compact_string(self.name)
+                w.write_compact_nullable_string(self.value)
+                w.buf += _S_b.pack(self.source)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 1 <= version <= 3:
                 w.write_string(self.name)
                 w.write_nullable_string(self.value)
                 w.buf += _S_b.pack(self.source)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsSynonym does not support them")
-            elif version == 4:
-                w.write_compact_string(self.name)
-                w.write_compact_nullable_string(self.value)
-                w.buf += _S_b.pack(self.source)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -80,17 +80,17 @@ class DescribeConfigsResponse(Message):
             f_value: str | None
             f_source: int
             _unknown: list[tuple[int, bytes]] | None
-            if 1 <= version <= 3:
-                f_name = r.read_string()
-                f_value = r.read_nullable_string()
-                f_source = r.read_int8()
-                return cls(f_name, f_value, f_source, None)
-            elif version == 4:
+            if version == 4:
                 f_name = r.read_compact_string()
                 f_value = r.read_compact_nullable_string()
                 f_source = r.read_int8()
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_value, f_source, _unknown)
+            elif 1 <= version <= 3:
+                f_name = r.read_string()
+                f_value = r.read_nullable_string()
+                f_source = r.read_int8()
+                return cls(f_name, f_value, f_source, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -133,24 +133,19 @@ class DescribeConfigsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
-                w.write_string(self.name)
-                w.write_nullable_string(self.value)
-                w.buf += _S_ooo.pack(self.read_only, self.is_default, self.is_sensitive)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult does not support them")
-            elif 1 <= version <= 2:
-                w.write_string(self.name)
-                w.write_nullable_string(self.value)
+            if version == 4:
+                w.write_compact_string(self.name)
+                w.write_compact_nullable_string(self.value)
                 w.buf += _S_o.pack(self.read_only)
                 if self.is_default != False:
                     raise UnsupportedVersionError(f"attempted to write a non-default IsDefault at version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult")
                 w.buf += _S_bo.pack(self.config_source, self.is_sensitive)
-                w.write_array_length(len(self.synonyms))
+                w.write_compact_array_length(len(self.synonyms))
                 for _e_synonyms in self.synonyms:
                     _e_synonyms.write(w, version)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult does not support them")
+                w.buf += _S_b.pack(self.config_type)
+                w.write_compact_nullable_string(self.documentation)
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 3:
                 w.write_string(self.name)
                 w.write_nullable_string(self.value)
@@ -165,19 +160,24 @@ class DescribeConfigsResponse(Message):
                 w.write_nullable_string(self.documentation)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult does not support them")
-            elif version == 4:
-                w.write_compact_string(self.name)
-                w.write_compact_nullable_string(self.value)
+            elif 1 <= version <= 2:
+                w.write_string(self.name)
+                w.write_nullable_string(self.value)
                 w.buf += _S_o.pack(self.read_only)
                 if self.is_default != False:
                     raise UnsupportedVersionError(f"attempted to write a non-default IsDefault at version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult")
                 w.buf += _S_bo.pack(self.config_source, self.is_sensitive)
-                w.write_compact_array_length(len(self.synonyms))
+                w.write_array_length(len(self.synonyms))
                 for _e_synonyms in self.synonyms:
                     _e_synonyms.write(w, version)
-                w.buf += _S_b.pack(self.config_type)
-                w.write_compact_nullable_string(self.documentation)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult does not support them")
+            elif version == 0:
+                w.write_string(self.name)
+                w.write_nullable_string(self.value)
+                w.buf += _S_ooo.pack(self.read_only, self.is_default, self.is_sensitive)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResourceResult does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -193,28 +193,7 @@ class DescribeConfigsResponse(Message):
             f_config_type: int
             f_documentation: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_name = r.read_string()
-                f_value = r.read_nullable_string()
-                f_read_only, f_is_default, f_is_sensitive = r.unpack(_S_ooo, 'fields ReadOnly, IsDefault, IsSensitive')
-                return cls(f_name, f_value, f_read_only, f_is_default, -1, f_is_sensitive, [], 0, '', None)
-            elif 1 <= version <= 2:
-                f_name = r.read_string()
-                f_value = r.read_nullable_string()
-                f_read_only, f_config_source, f_is_sensitive = r.unpack(_S_obo, 'fields ReadOnly, ConfigSource, IsSensitive')
-                _n = r.read_array_length(5)
-                f_synonyms = [_T_DescribeConfigsSynonym.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, 0, '', None)
-            elif version == 3:
-                f_name = r.read_string()
-                f_value = r.read_nullable_string()
-                f_read_only, f_config_source, f_is_sensitive = r.unpack(_S_obo, 'fields ReadOnly, ConfigSource, IsSensitive')
-                _n = r.read_array_length(5)
-                f_synonyms = [_T_DescribeConfigsSynonym.read(r, version) for _ in range(_n)]
-                f_config_type = r.read_int8()
-                f_documentation = r.read_nullable_string()
-                return cls(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, None)
-            elif version == 4:
+            if version == 4:
                 f_name = r.read_compact_string()
                 f_value = r.read_compact_nullable_string()
                 f_read_only, f_config_source, f_is_sensitive = r.unpack(_S_obo, 'fields ReadOnly, ConfigSource, IsSensitive')
@@ -224,6 +203,27 @@ class DescribeConfigsResponse(Message):
                 f_documentation = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, _unknown)
+            elif version == 3:
+                f_name = r.read_string()
+                f_value = r.read_nullable_string()
+                f_read_only, f_config_source, f_is_sensitive = r.unpack(_S_obo, 'fields ReadOnly, ConfigSource, IsSensitive')
+                _n = r.read_array_length(5)
+                f_synonyms = [_T_DescribeConfigsSynonym.read(r, version) for _ in range(_n)]
+                f_config_type = r.read_int8()
+                f_documentation = r.read_nullable_string()
+                return cls(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, f_config_type, f_documentation, None)
+            elif 1 <= version <= 2:
+                f_name = r.read_string()
+                f_value = r.read_nullable_string()
+                f_read_only, f_config_source, f_is_sensitive = r.unpack(_S_obo, 'fields ReadOnly, ConfigSource, IsSensitive')
+                _n = r.read_array_length(5)
+                f_synonyms = [_T_DescribeConfigsSynonym.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_value, f_read_only, False, f_config_source, f_is_sensitive, f_synonyms, 0, '', None)
+            elif version == 0:
+                f_name = r.read_string()
+                f_value = r.read_nullable_string()
+                f_read_only, f_is_default, f_is_sensitive = r.unpack(_S_ooo, 'fields ReadOnly, IsDefault, IsSensitive')
+                return cls(f_name, f_value, f_read_only, f_is_default, -1, f_is_sensitive, [], 0, '', None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -254,7 +254,16 @@ class DescribeConfigsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
+            if version == 4:
+                w.buf += _S_h.pack(self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.buf += _S_b.pack(self.resource_type)
+                w.write_compact_string(self.resource_name)
+                w.write_compact_array_length(len(self.configs))
+                for _e_configs in self.configs:
+                    _e_configs.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 3:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
                 w.buf += _S_b.pack(self.resource_type)
@@ -264,15 +273,6 @@ class DescribeConfigsResponse(Message):
                     _e_configs.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse.DescribeConfigsResult does not support them")
-            elif version == 4:
-                w.buf += _S_h.pack(self.error_code)
-                w.write_compact_nullable_string(self.error_message)
-                w.buf += _S_b.pack(self.resource_type)
-                w.write_compact_string(self.resource_name)
-                w.write_compact_array_length(len(self.configs))
-                for _e_configs in self.configs:
-                    _e_configs.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -284,12 +284,21 @@ class DescribeConfigsResponse(Message):
             f_resource_name: str
             f_configs: list[DescribeConfigsResponse.DescribeConfigsResourceResult]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if version == 4:
+                f_error_code = r.read_int16()
+                f_error_message = r.read_compact_nullable_string()
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_compact_string()
+                _n = r.read_compact_array_length(9)
+                f_configs = [_T_DescribeConfigsResourceResult.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, _unknown)
+            elif version == 3:
                 f_error_code = r.read_int16()
                 f_error_message = r.read_nullable_string()
                 f_resource_type = r.read_int8()
                 f_resource_name = r.read_string()
-                _n = r.read_array_length(7)
+                _n = r.read_array_length(14)
                 f_configs = [_T_DescribeConfigsResourceResult.read(r, version) for _ in range(_n)]
                 return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, None)
             elif 1 <= version <= 2:
@@ -300,23 +309,14 @@ class DescribeConfigsResponse(Message):
                 _n = r.read_array_length(11)
                 f_configs = [_T_DescribeConfigsResourceResult.read(r, version) for _ in range(_n)]
                 return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, None)
-            elif version == 3:
+            elif version == 0:
                 f_error_code = r.read_int16()
                 f_error_message = r.read_nullable_string()
                 f_resource_type = r.read_int8()
                 f_resource_name = r.read_string()
-                _n = r.read_array_length(14)
+                _n = r.read_array_length(7)
                 f_configs = [_T_DescribeConfigsResourceResult.read(r, version) for _ in range(_n)]
                 return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, None)
-            elif version == 4:
-                f_error_code = r.read_int16()
-                f_error_message = r.read_compact_nullable_string()
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_compact_string()
-                _n = r.read_compact_array_length(9)
-                f_configs = [_T_DescribeConfigsResourceResult.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, f_configs, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -336,19 +336,19 @@ class DescribeConfigsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 3:
+        if version == 4:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.results))
+            for _e_results in self.results:
+                _e_results.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 3:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeConfigsResponse does not support them")
-        elif version == 4:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.results))
-            for _e_results in self.results:
-                _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -357,17 +357,17 @@ class DescribeConfigsResponse(Message):
         f_throttle_time_ms: int
         f_results: list[DescribeConfigsResponse.DescribeConfigsResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 3:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(11)
-            f_results = [_T_DescribeConfigsResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_results, None)
-        elif version == 4:
+        if version == 4:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(7)
             f_results = [_T_DescribeConfigsResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_results, _unknown)
+        elif 0 <= version <= 3:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(11)
+            f_results = [_T_DescribeConfigsResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_results, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -50,15 +50,15 @@ class DescribeDelegationTokenRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 3:
+                w.write_compact_string(self.principal_type)
+                w.write_compact_string(self.principal_name)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.principal_type)
                 w.write_string(self.principal_name)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenRequest.DescribeDelegationTokenOwner does not support them")
-            elif 2 <= version <= 3:
-                w.write_compact_string(self.principal_type)
-                w.write_compact_string(self.principal_name)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -67,15 +67,15 @@ class DescribeDelegationTokenRequest(Message):
             f_principal_type: str
             f_principal_name: str
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_principal_type = r.read_string()
-                f_principal_name = r.read_string()
-                return cls(f_principal_type, f_principal_name, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_principal_type = r.read_compact_string()
                 f_principal_name = r.read_compact_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_principal_type, f_principal_name, _unknown)
+            elif 0 <= version <= 1:
+                f_principal_type = r.read_string()
+                f_principal_name = r.read_string()
+                return cls(f_principal_type, f_principal_name, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -92,7 +92,15 @@ class DescribeDelegationTokenRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
+            if self.owners is None:
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.owners))
+                for _e_owners in self.owners:
+                    _e_owners.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             if self.owners is None:
                 w.buf += b"\xff\xff\xff\xff"
             else:
@@ -101,14 +109,6 @@ class DescribeDelegationTokenRequest(Message):
                     _e_owners.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenRequest does not support them")
-        elif 2 <= version <= 3:
-            if self.owners is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.owners))
-                for _e_owners in self.owners:
-                    _e_owners.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -116,15 +116,15 @@ class DescribeDelegationTokenRequest(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_owners: list[DescribeDelegationTokenRequest.DescribeDelegationTokenOwner] | None
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(4, True)
-            f_owners = None if _n < 0 else [_T_DescribeDelegationTokenOwner.read(r, version) for _ in range(_n)]
-            return cls(f_owners, None)
-        elif 2 <= version <= 3:
+        if 2 <= version <= 3:
             _n = r.read_compact_array_length(3, True)
             f_owners = None if _n < 0 else [_T_DescribeDelegationTokenOwner.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_owners, _unknown)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(4, True)
+            f_owners = None if _n < 0 else [_T_DescribeDelegationTokenOwner.read(r, version) for _ in range(_n)]
+            return cls(f_owners, None)
         else:
             raise cls.unsupported_version(version)
 

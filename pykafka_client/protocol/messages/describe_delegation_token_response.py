@@ -53,15 +53,15 @@ class DescribeDelegationTokenResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 3:
+                w.write_compact_string(self.principal_type)
+                w.write_compact_string(self.principal_name)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.principal_type)
                 w.write_string(self.principal_name)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer does not support them")
-            elif 2 <= version <= 3:
-                w.write_compact_string(self.principal_type)
-                w.write_compact_string(self.principal_name)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -70,15 +70,15 @@ class DescribeDelegationTokenResponse(Message):
             f_principal_type: str
             f_principal_name: str
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_principal_type = r.read_string()
-                f_principal_name = r.read_string()
-                return cls(f_principal_type, f_principal_name, None)
-            elif 2 <= version <= 3:
+            if 2 <= version <= 3:
                 f_principal_type = r.read_compact_string()
                 f_principal_name = r.read_compact_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_principal_type, f_principal_name, _unknown)
+            elif 0 <= version <= 1:
+                f_principal_type = r.read_string()
+                f_principal_name = r.read_string()
+                return cls(f_principal_type, f_principal_name, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -124,21 +124,18 @@ class DescribeDelegationTokenResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
-                w.write_string(self.principal_type)
-                w.write_string(self.principal_name)
-                if self.token_requester_principal_type != '':
-                    raise UnsupportedVersionError(f"attempted to write a non-default TokenRequesterPrincipalType at version {version} of DescribeDelegationTokenResponse.DescribedDelegationToken")
-                if self.token_requester_principal_name != '':
-                    raise UnsupportedVersionError(f"attempted to write a non-default TokenRequesterPrincipalName at version {version} of DescribeDelegationTokenResponse.DescribedDelegationToken")
+            if version == 3:
+                w.write_compact_string(self.principal_type)
+                w.write_compact_string(self.principal_name)
+                w.write_compact_string(self.token_requester_principal_type)
+                w.write_compact_string(self.token_requester_principal_name)
                 w.buf += _S_qqq.pack(self.issue_timestamp, self.expiry_timestamp, self.max_timestamp)
-                w.write_string(self.token_id)
-                w.write_bytes(self.hmac)
-                w.write_array_length(len(self.renewers))
+                w.write_compact_string(self.token_id)
+                w.write_compact_bytes(self.hmac)
+                w.write_compact_array_length(len(self.renewers))
                 for _e_renewers in self.renewers:
                     _e_renewers.write(w, version)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenResponse.DescribedDelegationToken does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 2:
                 w.write_compact_string(self.principal_type)
                 w.write_compact_string(self.principal_name)
@@ -153,18 +150,21 @@ class DescribeDelegationTokenResponse(Message):
                 for _e_renewers in self.renewers:
                     _e_renewers.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
-            elif version == 3:
-                w.write_compact_string(self.principal_type)
-                w.write_compact_string(self.principal_name)
-                w.write_compact_string(self.token_requester_principal_type)
-                w.write_compact_string(self.token_requester_principal_name)
+            elif 0 <= version <= 1:
+                w.write_string(self.principal_type)
+                w.write_string(self.principal_name)
+                if self.token_requester_principal_type != '':
+                    raise UnsupportedVersionError(f"attempted to write a non-default TokenRequesterPrincipalType at version {version} of DescribeDelegationTokenResponse.DescribedDelegationToken")
+                if self.token_requester_principal_name != '':
+                    raise UnsupportedVersionError(f"attempted to write a non-default TokenRequesterPrincipalName at version {version} of DescribeDelegationTokenResponse.DescribedDelegationToken")
                 w.buf += _S_qqq.pack(self.issue_timestamp, self.expiry_timestamp, self.max_timestamp)
-                w.write_compact_string(self.token_id)
-                w.write_compact_bytes(self.hmac)
-                w.write_compact_array_length(len(self.renewers))
+                w.write_string(self.token_id)
+                w.write_bytes(self.hmac)
+                w.write_array_length(len(self.renewers))
                 for _e_renewers in self.renewers:
                     _e_renewers.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenResponse.DescribedDelegationToken does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -181,26 +181,7 @@ class DescribeDelegationTokenResponse(Message):
             f_hmac: bytes
             f_renewers: list[DescribeDelegationTokenResponse.DescribedDelegationTokenRenewer]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_principal_type = r.read_string()
-                f_principal_name = r.read_string()
-                f_issue_timestamp, f_expiry_timestamp, f_max_timestamp = r.unpack(_S_qqq, 'fields IssueTimestamp, ExpiryTimestamp, MaxTimestamp')
-                f_token_id = r.read_string()
-                f_hmac = r.read_bytes()
-                _n = r.read_array_length(4)
-                f_renewers = [_T_DescribedDelegationTokenRenewer.read(r, version) for _ in range(_n)]
-                return cls(f_principal_type, f_principal_name, '', '', f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, None)
-            elif version == 2:
-                f_principal_type = r.read_compact_string()
-                f_principal_name = r.read_compact_string()
-                f_issue_timestamp, f_expiry_timestamp, f_max_timestamp = r.unpack(_S_qqq, 'fields IssueTimestamp, ExpiryTimestamp, MaxTimestamp')
-                f_token_id = r.read_compact_string()
-                f_hmac = r.read_compact_bytes()
-                _n = r.read_compact_array_length(3)
-                f_renewers = [_T_DescribedDelegationTokenRenewer.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_principal_type, f_principal_name, '', '', f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, _unknown)
-            elif version == 3:
+            if version == 3:
                 f_principal_type = r.read_compact_string()
                 f_principal_name = r.read_compact_string()
                 f_token_requester_principal_type = r.read_compact_string()
@@ -212,6 +193,25 @@ class DescribeDelegationTokenResponse(Message):
                 f_renewers = [_T_DescribedDelegationTokenRenewer.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_principal_type, f_principal_name, f_token_requester_principal_type, f_token_requester_principal_name, f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, _unknown)
+            elif version == 2:
+                f_principal_type = r.read_compact_string()
+                f_principal_name = r.read_compact_string()
+                f_issue_timestamp, f_expiry_timestamp, f_max_timestamp = r.unpack(_S_qqq, 'fields IssueTimestamp, ExpiryTimestamp, MaxTimestamp')
+                f_token_id = r.read_compact_string()
+                f_hmac = r.read_compact_bytes()
+                _n = r.read_compact_array_length(3)
+                f_renewers = [_T_DescribedDelegationTokenRenewer.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_principal_type, f_principal_name, '', '', f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, _unknown)
+            elif 0 <= version <= 1:
+                f_principal_type = r.read_string()
+                f_principal_name = r.read_string()
+                f_issue_timestamp, f_expiry_timestamp, f_max_timestamp = r.unpack(_S_qqq, 'fields IssueTimestamp, ExpiryTimestamp, MaxTimestamp')
+                f_token_id = r.read_string()
+                f_hmac = r.read_bytes()
+                _n = r.read_array_length(4)
+                f_renewers = [_T_DescribedDelegationTokenRenewer.read(r, version) for _ in range(_n)]
+                return cls(f_principal_type, f_principal_name, '', '', f_issue_timestamp, f_expiry_timestamp, f_max_timestamp, f_token_id, f_hmac, f_renewers, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -234,7 +234,14 @@ class DescribeDelegationTokenResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 3:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_compact_array_length(len(self.tokens))
+            for _e_tokens in self.tokens:
+                _e_tokens.write(w, version)
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_h.pack(self.error_code)
             w.write_array_length(len(self.tokens))
             for _e_tokens in self.tokens:
@@ -242,13 +249,6 @@ class DescribeDelegationTokenResponse(Message):
             w.buf += _S_i.pack(self.throttle_time_ms)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeDelegationTokenResponse does not support them")
-        elif 2 <= version <= 3:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_compact_array_length(len(self.tokens))
-            for _e_tokens in self.tokens:
-                _e_tokens.write(w, version)
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -258,12 +258,13 @@ class DescribeDelegationTokenResponse(Message):
         f_tokens: list[DescribeDelegationTokenResponse.DescribedDelegationToken]
         f_throttle_time_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
+        if version == 3:
             f_error_code = r.read_int16()
-            _n = r.read_array_length(38)
+            _n = r.read_compact_array_length(32)
             f_tokens = [_T_DescribedDelegationToken.read(r, version) for _ in range(_n)]
             f_throttle_time_ms = r.read_int32()
-            return cls(f_error_code, f_tokens, f_throttle_time_ms, None)
+            _unknown = r.read_unknown_tags()
+            return cls(f_error_code, f_tokens, f_throttle_time_ms, _unknown)
         elif version == 2:
             f_error_code = r.read_int16()
             _n = r.read_compact_array_length(30)
@@ -271,13 +272,12 @@ class DescribeDelegationTokenResponse(Message):
             f_throttle_time_ms = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_error_code, f_tokens, f_throttle_time_ms, _unknown)
-        elif version == 3:
+        elif 0 <= version <= 1:
             f_error_code = r.read_int16()
-            _n = r.read_compact_array_length(32)
+            _n = r.read_array_length(38)
             f_tokens = [_T_DescribedDelegationToken.read(r, version) for _ in range(_n)]
             f_throttle_time_ms = r.read_int32()
-            _unknown = r.read_unknown_tags()
-            return cls(f_error_code, f_tokens, f_throttle_time_ms, _unknown)
+            return cls(f_error_code, f_tokens, f_throttle_time_ms, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -49,14 +49,12 @@ class DescribeGroupsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            w.write_array_length(len(self.groups))
+        if version == 5:
+            w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
-                w.write_string(_e_groups)
-            if self.include_authorized_operations != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default IncludeAuthorizedOperations at version {version} of DescribeGroupsRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsRequest does not support them")
+                w.write_compact_string(_e_groups)
+            w.buf += _S_o.pack(self.include_authorized_operations)
+            w.write_tags(self._unknown_tagged_fields)
         elif 3 <= version <= 4:
             w.write_array_length(len(self.groups))
             for _e_groups in self.groups:
@@ -64,12 +62,14 @@ class DescribeGroupsRequest(Message):
             w.buf += _S_o.pack(self.include_authorized_operations)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsRequest does not support them")
-        elif version == 5:
-            w.write_compact_array_length(len(self.groups))
+        elif 0 <= version <= 2:
+            w.write_array_length(len(self.groups))
             for _e_groups in self.groups:
-                w.write_compact_string(_e_groups)
-            w.buf += _S_o.pack(self.include_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
+                w.write_string(_e_groups)
+            if self.include_authorized_operations != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default IncludeAuthorizedOperations at version {version} of DescribeGroupsRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -78,20 +78,20 @@ class DescribeGroupsRequest(Message):
         f_groups: list[str]
         f_include_authorized_operations: bool
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            _n = r.read_array_length(2)
-            f_groups = [r.read_string() for _ in range(_n)]
-            return cls(f_groups, False, None)
-        elif 3 <= version <= 4:
-            _n = r.read_array_length(2)
-            f_groups = [r.read_string() for _ in range(_n)]
-            f_include_authorized_operations = r.read_bool()
-            return cls(f_groups, f_include_authorized_operations, None)
-        elif version == 5:
+        if version == 5:
             _n = r.read_compact_array_length(1)
             f_groups = [r.read_compact_string() for _ in range(_n)]
             f_include_authorized_operations = r.read_bool()
             _unknown = r.read_unknown_tags()
             return cls(f_groups, f_include_authorized_operations, _unknown)
+        elif 3 <= version <= 4:
+            _n = r.read_array_length(2)
+            f_groups = [r.read_string() for _ in range(_n)]
+            f_include_authorized_operations = r.read_bool()
+            return cls(f_groups, f_include_authorized_operations, None)
+        elif 0 <= version <= 2:
+            _n = r.read_array_length(2)
+            f_groups = [r.read_string() for _ in range(_n)]
+            return cls(f_groups, False, None)
         else:
             raise cls.unsupported_version(version)

@@ -64,14 +64,14 @@ class DescribeGroupsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
-                w.write_string(self.member_id)
-                w.write_string(self.client_id)
-                w.write_string(self.client_host)
-                w.write_bytes(self.member_metadata)
-                w.write_bytes(self.member_assignment)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroupMember does not support them")
+            if version == 5:
+                w.write_compact_string(self.member_id)
+                w.write_compact_nullable_string(self.group_instance_id)
+                w.write_compact_string(self.client_id)
+                w.write_compact_string(self.client_host)
+                w.write_compact_bytes(self.member_metadata)
+                w.write_compact_bytes(self.member_assignment)
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 4:
                 w.write_string(self.member_id)
                 w.write_nullable_string(self.group_instance_id)
@@ -81,14 +81,14 @@ class DescribeGroupsResponse(Message):
                 w.write_bytes(self.member_assignment)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroupMember does not support them")
-            elif version == 5:
-                w.write_compact_string(self.member_id)
-                w.write_compact_nullable_string(self.group_instance_id)
-                w.write_compact_string(self.client_id)
-                w.write_compact_string(self.client_host)
-                w.write_compact_bytes(self.member_metadata)
-                w.write_compact_bytes(self.member_assignment)
-                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 3:
+                w.write_string(self.member_id)
+                w.write_string(self.client_id)
+                w.write_string(self.client_host)
+                w.write_bytes(self.member_metadata)
+                w.write_bytes(self.member_assignment)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroupMember does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -101,22 +101,7 @@ class DescribeGroupsResponse(Message):
             f_member_metadata: bytes
             f_member_assignment: bytes
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 3:
-                f_member_id = r.read_string()
-                f_client_id = r.read_string()
-                f_client_host = r.read_string()
-                f_member_metadata = r.read_bytes()
-                f_member_assignment = r.read_bytes()
-                return cls(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment, None)
-            elif version == 4:
-                f_member_id = r.read_string()
-                f_group_instance_id = r.read_nullable_string()
-                f_client_id = r.read_string()
-                f_client_host = r.read_string()
-                f_member_metadata = r.read_bytes()
-                f_member_assignment = r.read_bytes()
-                return cls(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment, None)
-            elif version == 5:
+            if version == 5:
                 f_member_id = r.read_compact_string()
                 f_group_instance_id = r.read_compact_nullable_string()
                 f_client_id = r.read_compact_string()
@@ -125,6 +110,21 @@ class DescribeGroupsResponse(Message):
                 f_member_assignment = r.read_compact_bytes()
                 _unknown = r.read_unknown_tags()
                 return cls(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment, _unknown)
+            elif version == 4:
+                f_member_id = r.read_string()
+                f_group_instance_id = r.read_nullable_string()
+                f_client_id = r.read_string()
+                f_client_host = r.read_string()
+                f_member_metadata = r.read_bytes()
+                f_member_assignment = r.read_bytes()
+                return cls(f_member_id, f_group_instance_id, f_client_id, f_client_host, f_member_metadata, f_member_assignment, None)
+            elif 0 <= version <= 3:
+                f_member_id = r.read_string()
+                f_client_id = r.read_string()
+                f_client_host = r.read_string()
+                f_member_metadata = r.read_bytes()
+                f_member_assignment = r.read_bytes()
+                return cls(f_member_id, None, f_client_id, f_client_host, f_member_metadata, f_member_assignment, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -161,19 +161,17 @@ class DescribeGroupsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
+            if version == 5:
                 w.buf += _S_h.pack(self.error_code)
-                w.write_string(self.group_id)
-                w.write_string(self.group_state)
-                w.write_string(self.protocol_type)
-                w.write_string(self.protocol_data)
-                w.write_array_length(len(self.members))
+                w.write_compact_string(self.group_id)
+                w.write_compact_string(self.group_state)
+                w.write_compact_string(self.protocol_type)
+                w.write_compact_string(self.protocol_data)
+                w.write_compact_array_length(len(self.members))
                 for _e_members in self.members:
                     _e_members.write(w, version)
-                if self.authorized_operations != -2147483648:
-                    raise UnsupportedVersionError(f"attempted to write a non-default AuthorizedOperations at version {version} of DescribeGroupsResponse.DescribedGroup")
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroup does not support them")
+                w.buf += _S_i.pack(self.authorized_operations)
+                w.write_tags(self._unknown_tagged_fields)
             elif 3 <= version <= 4:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_string(self.group_id)
@@ -186,17 +184,19 @@ class DescribeGroupsResponse(Message):
                 w.buf += _S_i.pack(self.authorized_operations)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroup does not support them")
-            elif version == 5:
+            elif 0 <= version <= 2:
                 w.buf += _S_h.pack(self.error_code)
-                w.write_compact_string(self.group_id)
-                w.write_compact_string(self.group_state)
-                w.write_compact_string(self.protocol_type)
-                w.write_compact_string(self.protocol_data)
-                w.write_compact_array_length(len(self.members))
+                w.write_string(self.group_id)
+                w.write_string(self.group_state)
+                w.write_string(self.protocol_type)
+                w.write_string(self.protocol_data)
+                w.write_array_length(len(self.members))
                 for _e_members in self.members:
                     _e_members.write(w, version)
-                w.buf += _S_i.pack(self.authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
+                if self.authorized_operations != -2147483648:
+                    raise UnsupportedVersionError(f"attempted to write a non-default AuthorizedOperations at version {version} of DescribeGroupsResponse.DescribedGroup")
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse.DescribedGroup does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -210,36 +210,7 @@ class DescribeGroupsResponse(Message):
             f_members: list[DescribeGroupsResponse.DescribedGroupMember]
             f_authorized_operations: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 2:
-                f_error_code = r.read_int16()
-                f_group_id = r.read_string()
-                f_group_state = r.read_string()
-                f_protocol_type = r.read_string()
-                f_protocol_data = r.read_string()
-                _n = r.read_array_length(14)
-                f_members = [_T_DescribedGroupMember.read(r, version) for _ in range(_n)]
-                return cls(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648, None)
-            elif version == 3:
-                f_error_code = r.read_int16()
-                f_group_id = r.read_string()
-                f_group_state = r.read_string()
-                f_protocol_type = r.read_string()
-                f_protocol_data = r.read_string()
-                _n = r.read_array_length(14)
-                f_members = [_T_DescribedGroupMember.read(r, version) for _ in range(_n)]
-                f_authorized_operations = r.read_int32()
-                return cls(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, None)
-            elif version == 4:
-                f_error_code = r.read_int16()
-                f_group_id = r.read_string()
-                f_group_state = r.read_string()
-                f_protocol_type = r.read_string()
-                f_protocol_data = r.read_string()
-                _n = r.read_array_length(16)
-                f_members = [_T_DescribedGroupMember.read(r, version) for _ in range(_n)]
-                f_authorized_operations = r.read_int32()
-                return cls(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, None)
-            elif version == 5:
+            if version == 5:
                 f_error_code = r.read_int16()
                 f_group_id = r.read_compact_string()
                 f_group_state = r.read_compact_string()
@@ -250,6 +221,35 @@ class DescribeGroupsResponse(Message):
                 f_authorized_operations = r.read_int32()
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, _unknown)
+            elif version == 4:
+                f_error_code = r.read_int16()
+                f_group_id = r.read_string()
+                f_group_state = r.read_string()
+                f_protocol_type = r.read_string()
+                f_protocol_data = r.read_string()
+                _n = r.read_array_length(16)
+                f_members = [_T_DescribedGroupMember.read(r, version) for _ in range(_n)]
+                f_authorized_operations = r.read_int32()
+                return cls(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, None)
+            elif version == 3:
+                f_error_code = r.read_int16()
+                f_group_id = r.read_string()
+                f_group_state = r.read_string()
+                f_protocol_type = r.read_string()
+                f_protocol_data = r.read_string()
+                _n = r.read_array_length(14)
+                f_members = [_T_DescribedGroupMember.read(r, version) for _ in range(_n)]
+                f_authorized_operations = r.read_int32()
+                return cls(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, f_authorized_operations, None)
+            elif 0 <= version <= 2:
+                f_error_code = r.read_int16()
+                f_group_id = r.read_string()
+                f_group_state = r.read_string()
+                f_protocol_type = r.read_string()
+                f_protocol_data = r.read_string()
+                _n = r.read_array_length(14)
+                f_members = [_T_DescribedGroupMember.read(r, version) for _ in range(_n)]
+                return cls(f_error_code, f_group_id, f_group_state, f_protocol_type, f_protocol_data, f_members, -2147483648, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -269,12 +269,12 @@ class DescribeGroupsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.write_array_length(len(self.groups))
+        if version == 5:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 1 <= version <= 4:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.groups))
@@ -282,12 +282,12 @@ class DescribeGroupsResponse(Message):
                 _e_groups.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse does not support them")
-        elif version == 5:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.groups))
+        elif version == 0:
+            w.write_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeGroupsResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -296,26 +296,26 @@ class DescribeGroupsResponse(Message):
         f_throttle_time_ms: int
         f_groups: list[DescribeGroupsResponse.DescribedGroup]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(14)
-            f_groups = [_T_DescribedGroup.read(r, version) for _ in range(_n)]
-            return cls(0, f_groups, None)
-        elif 1 <= version <= 2:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(14)
-            f_groups = [_T_DescribedGroup.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_groups, None)
-        elif 3 <= version <= 4:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(18)
-            f_groups = [_T_DescribedGroup.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_groups, None)
-        elif version == 5:
+        if version == 5:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(12)
             f_groups = [_T_DescribedGroup.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_groups, _unknown)
+        elif 3 <= version <= 4:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(18)
+            f_groups = [_T_DescribedGroup.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_groups, None)
+        elif 1 <= version <= 2:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(14)
+            f_groups = [_T_DescribedGroup.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_groups, None)
+        elif version == 0:
+            _n = r.read_array_length(14)
+            f_groups = [_T_DescribedGroup.read(r, version) for _ in range(_n)]
+            return cls(0, f_groups, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -50,17 +50,17 @@ class DescribeLogDirsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 4:
+                w.write_compact_string(self.topic)
+                w.write_compact_array_length(len(self.partitions))
+                w.write_fixed_array('i', self.partitions)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsRequest.DescribableLogDirTopic does not support them")
-            elif 2 <= version <= 4:
-                w.write_compact_string(self.topic)
-                w.write_compact_array_length(len(self.partitions))
-                w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,17 +69,15 @@ class DescribeLogDirsRequest(Message):
             f_topic: str
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_topic = r.read_string()
-                _n = r.read_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
-                return cls(f_topic, f_partitions, None)
-            elif 2 <= version <= 4:
+            if 2 <= version <= 4:
                 f_topic = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic, f_partitions, _unknown)
+            elif 0 <= version <= 1:
+                f_topic = r.read_string()
+                f_partitions = r.read_fixed_array_field('i', 4, False)
+                return cls(f_topic, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -96,7 +94,15 @@ class DescribeLogDirsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 4:
+            if self.topics is None:
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             if self.topics is None:
                 w.buf += b"\xff\xff\xff\xff"
             else:
@@ -105,14 +111,6 @@ class DescribeLogDirsRequest(Message):
                     _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsRequest does not support them")
-        elif 2 <= version <= 4:
-            if self.topics is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -120,15 +118,15 @@ class DescribeLogDirsRequest(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_topics: list[DescribeLogDirsRequest.DescribableLogDirTopic] | None
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(6, True)
-            f_topics = None if _n < 0 else [_T_DescribableLogDirTopic.read(r, version) for _ in range(_n)]
-            return cls(f_topics, None)
-        elif 2 <= version <= 4:
+        if 2 <= version <= 4:
             _n = r.read_compact_array_length(3, True)
             f_topics = None if _n < 0 else [_T_DescribableLogDirTopic.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_topics, _unknown)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(6, True)
+            f_topics = None if _n < 0 else [_T_DescribableLogDirTopic.read(r, version) for _ in range(_n)]
+            return cls(f_topics, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -61,13 +61,13 @@ class DescribeLogDirsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 4:
+                w.buf += _S_iqqo.pack(self.partition_index, self.partition_size, self.offset_lag, self.is_future_key)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.buf += _S_iqqo.pack(self.partition_index, self.partition_size, self.offset_lag, self.is_future_key)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse.DescribeLogDirsPartition does not support them")
-            elif 2 <= version <= 4:
-                w.buf += _S_iqqo.pack(self.partition_index, self.partition_size, self.offset_lag, self.is_future_key)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -78,13 +78,13 @@ class DescribeLogDirsResponse(Message):
             f_offset_lag: int
             f_is_future_key: bool
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = r.unpack(_S_iqqo, 'fields PartitionIndex, PartitionSize, OffsetLag, IsFutureKey')
-                return cls(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key, None)
-            elif 2 <= version <= 4:
+            if 2 <= version <= 4:
                 f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = r.unpack(_S_iqqo, 'fields PartitionIndex, PartitionSize, OffsetLag, IsFutureKey')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key, _unknown)
+            elif 0 <= version <= 1:
+                f_partition_index, f_partition_size, f_offset_lag, f_is_future_key = r.unpack(_S_iqqo, 'fields PartitionIndex, PartitionSize, OffsetLag, IsFutureKey')
+                return cls(f_partition_index, f_partition_size, f_offset_lag, f_is_future_key, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -105,19 +105,19 @@ class DescribeLogDirsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 4:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse.DescribeLogDirsTopic does not support them")
-            elif 2 <= version <= 4:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -126,17 +126,17 @@ class DescribeLogDirsResponse(Message):
             f_name: str
             f_partitions: list[DescribeLogDirsResponse.DescribeLogDirsPartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_name = r.read_string()
-                _n = r.read_array_length(21)
-                f_partitions = [_T_DescribeLogDirsPartition.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif 2 <= version <= 4:
+            if 2 <= version <= 4:
                 f_name = r.read_compact_string()
                 _n = r.read_compact_array_length(22)
                 f_partitions = [_T_DescribeLogDirsPartition.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partitions, _unknown)
+            elif 0 <= version <= 1:
+                f_name = r.read_string()
+                _n = r.read_array_length(21)
+                f_partitions = [_T_DescribeLogDirsPartition.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -167,22 +167,7 @@ class DescribeLogDirsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
-                w.buf += _S_h.pack(self.error_code)
-                w.write_string(self.log_dir)
-                w.write_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse.DescribeLogDirsResult does not support them")
-            elif 2 <= version <= 3:
-                w.buf += _S_h.pack(self.error_code)
-                w.write_compact_string(self.log_dir)
-                w.write_compact_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
-            elif version == 4:
+            if version == 4:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_compact_string(self.log_dir)
                 w.write_compact_array_length(len(self.topics))
@@ -190,6 +175,21 @@ class DescribeLogDirsResponse(Message):
                     _e_topics.write(w, version)
                 w.buf += _S_qq.pack(self.total_bytes, self.usable_bytes)
                 w.write_tags(self._unknown_tagged_fields)
+            elif 2 <= version <= 3:
+                w.buf += _S_h.pack(self.error_code)
+                w.write_compact_string(self.log_dir)
+                w.write_compact_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
+                w.buf += _S_h.pack(self.error_code)
+                w.write_string(self.log_dir)
+                w.write_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse.DescribeLogDirsResult does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -201,20 +201,7 @@ class DescribeLogDirsResponse(Message):
             f_total_bytes: int
             f_usable_bytes: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_error_code = r.read_int16()
-                f_log_dir = r.read_string()
-                _n = r.read_array_length(6)
-                f_topics = [_T_DescribeLogDirsTopic.read(r, version) for _ in range(_n)]
-                return cls(f_error_code, f_log_dir, f_topics, -1, -1, None)
-            elif 2 <= version <= 3:
-                f_error_code = r.read_int16()
-                f_log_dir = r.read_compact_string()
-                _n = r.read_compact_array_length(3)
-                f_topics = [_T_DescribeLogDirsTopic.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_error_code, f_log_dir, f_topics, -1, -1, _unknown)
-            elif version == 4:
+            if version == 4:
                 f_error_code = r.read_int16()
                 f_log_dir = r.read_compact_string()
                 _n = r.read_compact_array_length(3)
@@ -222,6 +209,19 @@ class DescribeLogDirsResponse(Message):
                 f_total_bytes, f_usable_bytes = r.unpack(_S_qq, 'fields TotalBytes, UsableBytes')
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_log_dir, f_topics, f_total_bytes, f_usable_bytes, _unknown)
+            elif 2 <= version <= 3:
+                f_error_code = r.read_int16()
+                f_log_dir = r.read_compact_string()
+                _n = r.read_compact_array_length(3)
+                f_topics = [_T_DescribeLogDirsTopic.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_error_code, f_log_dir, f_topics, -1, -1, _unknown)
+            elif 0 <= version <= 1:
+                f_error_code = r.read_int16()
+                f_log_dir = r.read_string()
+                _n = r.read_array_length(6)
+                f_topics = [_T_DescribeLogDirsTopic.read(r, version) for _ in range(_n)]
+                return cls(f_error_code, f_log_dir, f_topics, -1, -1, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -244,25 +244,25 @@ class DescribeLogDirsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_array_length(len(self.results))
+        if 3 <= version <= 4:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 2:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
-        elif 3 <= version <= 4:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_array_length(len(self.results))
+        elif 0 <= version <= 1:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of DescribeLogDirsResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -272,29 +272,29 @@ class DescribeLogDirsResponse(Message):
         f_error_code: int
         f_results: list[DescribeLogDirsResponse.DescribeLogDirsResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(8)
-            f_results = [_T_DescribeLogDirsResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, 0, f_results, None)
-        elif version == 2:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_compact_array_length(5)
+        if version == 4:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            _n = r.read_compact_array_length(21)
             f_results = [_T_DescribeLogDirsResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, 0, f_results, _unknown)
+            return cls(f_throttle_time_ms, f_error_code, f_results, _unknown)
         elif version == 3:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             _n = r.read_compact_array_length(5)
             f_results = [_T_DescribeLogDirsResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_results, _unknown)
-        elif version == 4:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_compact_array_length(21)
+        elif version == 2:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_compact_array_length(5)
             f_results = [_T_DescribeLogDirsResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_results, _unknown)
+            return cls(f_throttle_time_ms, 0, f_results, _unknown)
+        elif 0 <= version <= 1:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(8)
+            f_results = [_T_DescribeLogDirsResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, 0, f_results, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -65,8 +65,7 @@ class DescribeProducersRequest(Message):
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
                 f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partition_indexes = r.read_fixed_array('i', 4, _n)
+                f_partition_indexes = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partition_indexes, _unknown)
             else:

@@ -69,11 +69,8 @@ class DescribeQuorumResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
-                w.buf += _S_i.pack(self.replica_id)
-                if self.replica_directory_id != ZERO_UUID:
-                    raise UnsupportedVersionError(f"attempted to write a non-default ReplicaDirectoryId at version {version} of DescribeQuorumResponse.ReplicaState")
-                w.buf += _S_q.pack(self.log_end_offset)
+            if version == 2:
+                w.buf += _S_i16sqqq.pack(self.replica_id, self.replica_directory_id.bytes, self.log_end_offset, self.last_fetch_timestamp, self.last_caught_up_timestamp)
                 w.write_tags(self._unknown_tagged_fields)
             elif version == 1:
                 w.buf += _S_i.pack(self.replica_id)
@@ -81,8 +78,11 @@ class DescribeQuorumResponse(Message):
                     raise UnsupportedVersionError(f"attempted to write a non-default ReplicaDirectoryId at version {version} of DescribeQuorumResponse.ReplicaState")
                 w.buf += _S_qqq.pack(self.log_end_offset, self.last_fetch_timestamp, self.last_caught_up_timestamp)
                 w.write_tags(self._unknown_tagged_fields)
-            elif version == 2:
-                w.buf += _S_i16sqqq.pack(self.replica_id, self.replica_directory_id.bytes, self.log_end_offset, self.last_fetch_timestamp, self.last_caught_up_timestamp)
+            elif version == 0:
+                w.buf += _S_i.pack(self.replica_id)
+                if self.replica_directory_id != ZERO_UUID:
+                    raise UnsupportedVersionError(f"attempted to write a non-default ReplicaDirectoryId at version {version} of DescribeQuorumResponse.ReplicaState")
+                w.buf += _S_q.pack(self.log_end_offset)
                 w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
@@ -95,19 +95,19 @@ class DescribeQuorumResponse(Message):
             f_last_fetch_timestamp: int
             f_last_caught_up_timestamp: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_replica_id, f_log_end_offset = r.unpack(_S_iq, 'fields ReplicaId, LogEndOffset')
-                _unknown = r.read_unknown_tags()
-                return cls(f_replica_id, ZERO_UUID, f_log_end_offset, -1, -1, _unknown)
-            elif version == 1:
-                f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = r.unpack(_S_iqqq, 'fields ReplicaId, LogEndOffset, LastFetchTimestamp, LastCaughtUpTimestamp')
-                _unknown = r.read_unknown_tags()
-                return cls(f_replica_id, ZERO_UUID, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp, _unknown)
-            elif version == 2:
+            if version == 2:
                 f_replica_id, _u_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = r.unpack(_S_i16sqqq, 'fields ReplicaId, ReplicaDirectoryId, LogEndOffset, LastFetchTimestamp, LastCaughtUpTimestamp')
                 f_replica_directory_id = uuid.UUID(bytes=_u_replica_directory_id)
                 _unknown = r.read_unknown_tags()
                 return cls(f_replica_id, f_replica_directory_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp, _unknown)
+            elif version == 1:
+                f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = r.unpack(_S_iqqq, 'fields ReplicaId, LogEndOffset, LastFetchTimestamp, LastCaughtUpTimestamp')
+                _unknown = r.read_unknown_tags()
+                return cls(f_replica_id, ZERO_UUID, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp, _unknown)
+            elif version == 0:
+                f_replica_id, f_log_end_offset = r.unpack(_S_iq, 'fields ReplicaId, LogEndOffset')
+                _unknown = r.read_unknown_tags()
+                return cls(f_replica_id, ZERO_UUID, f_log_end_offset, -1, -1, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -143,8 +143,10 @@ class DescribeQuorumResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
-                w.buf += _S_ihiiq.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.high_watermark)
+            if version == 2:
+                w.buf += _S_ih.pack(self.partition_index, self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.buf += _S_iiq.pack(self.leader_id, self.leader_epoch, self.high_watermark)
                 w.write_compact_array_length(len(self.current_voters))
                 for _e_current_voters in self.current_voters:
                     _e_current_voters.write(w, version)
@@ -152,10 +154,8 @@ class DescribeQuorumResponse(Message):
                 for _e_observers in self.observers:
                     _e_observers.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
-            elif version == 2:
-                w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_compact_nullable_string(self.error_message)
-                w.buf += _S_iiq.pack(self.leader_id, self.leader_epoch, self.high_watermark)
+            elif 0 <= version <= 1:
+                w.buf += _S_ihiiq.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch, self.high_watermark)
                 w.write_compact_array_length(len(self.current_voters))
                 for _e_current_voters in self.current_voters:
                     _e_current_voters.write(w, version)
@@ -177,23 +177,7 @@ class DescribeQuorumResponse(Message):
             f_current_voters: list[DescribeQuorumResponse.ReplicaState]
             f_observers: list[DescribeQuorumResponse.ReplicaState]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = r.unpack(_S_ihiiq, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch, HighWatermark')
-                _n = r.read_compact_array_length(13)
-                f_current_voters = [_T_ReplicaState.read(r, version) for _ in range(_n)]
-                _n = r.read_compact_array_length(13)
-                f_observers = [_T_ReplicaState.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, _unknown)
-            elif version == 1:
-                f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = r.unpack(_S_ihiiq, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch, HighWatermark')
-                _n = r.read_compact_array_length(29)
-                f_current_voters = [_T_ReplicaState.read(r, version) for _ in range(_n)]
-                _n = r.read_compact_array_length(29)
-                f_observers = [_T_ReplicaState.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, _unknown)
-            elif version == 2:
+            if version == 2:
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
                 f_error_message = r.read_compact_nullable_string()
                 f_leader_id, f_leader_epoch, f_high_watermark = r.unpack(_S_iiq, 'fields LeaderId, LeaderEpoch, HighWatermark')
@@ -203,6 +187,22 @@ class DescribeQuorumResponse(Message):
                 f_observers = [_T_ReplicaState.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_error_code, f_error_message, f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, _unknown)
+            elif version == 1:
+                f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = r.unpack(_S_ihiiq, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch, HighWatermark')
+                _n = r.read_compact_array_length(29)
+                f_current_voters = [_T_ReplicaState.read(r, version) for _ in range(_n)]
+                _n = r.read_compact_array_length(29)
+                f_observers = [_T_ReplicaState.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, _unknown)
+            elif version == 0:
+                f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = r.unpack(_S_ihiiq, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch, HighWatermark')
+                _n = r.read_compact_array_length(13)
+                f_current_voters = [_T_ReplicaState.read(r, version) for _ in range(_n)]
+                _n = r.read_compact_array_length(13)
+                f_observers = [_T_ReplicaState.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition_index, f_error_code, '', f_leader_id, f_leader_epoch, f_high_watermark, f_current_voters, f_observers, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -237,15 +237,15 @@ class DescribeQuorumResponse(Message):
             f_topic_name: str
             f_partitions: list[DescribeQuorumResponse.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
+            if version == 2:
                 f_topic_name = r.read_compact_string()
-                _n = r.read_compact_array_length(25)
+                _n = r.read_compact_array_length(26)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partitions, _unknown)
-            elif version == 2:
+            elif 0 <= version <= 1:
                 f_topic_name = r.read_compact_string()
-                _n = r.read_compact_array_length(26)
+                _n = r.read_compact_array_length(25)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partitions, _unknown)
@@ -357,15 +357,7 @@ class DescribeQuorumResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.nodes != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Nodes at version {version} of DescribeQuorumResponse")
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 2:
+        if version == 2:
             w.buf += _S_h.pack(self.error_code)
             w.write_compact_nullable_string(self.error_message)
             w.write_compact_array_length(len(self.topics))
@@ -374,6 +366,14 @@ class DescribeQuorumResponse(Message):
             w.write_compact_array_length(len(self.nodes))
             for _e_nodes in self.nodes:
                 _e_nodes.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.nodes != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Nodes at version {version} of DescribeQuorumResponse")
             w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
@@ -385,13 +385,7 @@ class DescribeQuorumResponse(Message):
         f_topics: list[DescribeQuorumResponse.TopicData]
         f_nodes: list[DescribeQuorumResponse.Node]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_error_code = r.read_int16()
-            _n = r.read_compact_array_length(3)
-            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_error_code, '', f_topics, [], _unknown)
-        elif version == 2:
+        if version == 2:
             f_error_code = r.read_int16()
             f_error_message = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(3)
@@ -400,6 +394,12 @@ class DescribeQuorumResponse(Message):
             f_nodes = [_T_Node.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_error_code, f_error_message, f_topics, f_nodes, _unknown)
+        elif 0 <= version <= 1:
+            f_error_code = r.read_int16()
+            _n = r.read_compact_array_length(3)
+            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_error_code, '', f_topics, [], _unknown)
         else:
             raise cls.unsupported_version(version)
 

@@ -112,16 +112,11 @@ class DescribeTopicPartitionsResponse(Message):
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
                 f_error_code, f_partition_index, f_leader_id, f_leader_epoch = r.unpack(_S_hiii, 'fields ErrorCode, PartitionIndex, LeaderId, LeaderEpoch')
-                _n = r.read_compact_array_length(4)
-                f_replica_nodes = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_isr_nodes = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4, True)
-                f_eligible_leader_replicas = None if _n < 0 else r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4, True)
-                f_last_known_elr = None if _n < 0 else r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_offline_replicas = r.read_fixed_array('i', 4, _n)
+                f_replica_nodes = r.read_fixed_array_field('i', 4, True)
+                f_isr_nodes = r.read_fixed_array_field('i', 4, True)
+                f_eligible_leader_replicas = r.read_nullable_fixed_array_field('i', 4, True)
+                f_last_known_elr = r.read_nullable_fixed_array_field('i', 4, True)
+                f_offline_replicas = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_eligible_leader_replicas, f_last_known_elr, f_offline_replicas, _unknown)
             else:

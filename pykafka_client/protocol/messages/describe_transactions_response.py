@@ -66,8 +66,7 @@ class DescribeTransactionsResponse(Message):
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
                 f_topic = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic, f_partitions, _unknown)
             else:

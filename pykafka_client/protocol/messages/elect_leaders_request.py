@@ -52,17 +52,17 @@ class ElectLeadersRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.write_compact_string(self.topic)
+                w.write_compact_array_length(len(self.partitions))
+                w.write_fixed_array('i', self.partitions)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersRequest.TopicPartitions does not support them")
-            elif version == 2:
-                w.write_compact_string(self.topic)
-                w.write_compact_array_length(len(self.partitions))
-                w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -71,17 +71,15 @@ class ElectLeadersRequest(Message):
             f_topic: str
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_topic = r.read_string()
-                _n = r.read_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
-                return cls(f_topic, f_partitions, None)
-            elif version == 2:
+            if version == 2:
                 f_topic = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic, f_partitions, _unknown)
+            elif 0 <= version <= 1:
+                f_topic = r.read_string()
+                f_partitions = r.read_fixed_array_field('i', 4, False)
+                return cls(f_topic, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -104,7 +102,28 @@ class ElectLeadersRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 2:
+            w.buf += _S_b.pack(self.election_type)
+            if self.topic_partitions is None:
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.topic_partitions))
+                for _e_topic_partitions in self.topic_partitions:
+                    _e_topic_partitions.write(w, version)
+            w.buf += _S_i.pack(self.timeout_ms)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 1:
+            w.buf += _S_b.pack(self.election_type)
+            if self.topic_partitions is None:
+                w.buf += b"\xff\xff\xff\xff"
+            else:
+                w.write_array_length(len(self.topic_partitions))
+                for _e_topic_partitions in self.topic_partitions:
+                    _e_topic_partitions.write(w, version)
+            w.buf += _S_i.pack(self.timeout_ms)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersRequest does not support them")
+        elif version == 0:
             if self.election_type != 0:
                 raise UnsupportedVersionError(f"attempted to write a non-default ElectionType at version {version} of ElectLeadersRequest")
             if self.topic_partitions is None:
@@ -116,27 +135,6 @@ class ElectLeadersRequest(Message):
             w.buf += _S_i.pack(self.timeout_ms)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersRequest does not support them")
-        elif version == 1:
-            w.buf += _S_b.pack(self.election_type)
-            if self.topic_partitions is None:
-                w.buf += b"\xff\xff\xff\xff"
-            else:
-                w.write_array_length(len(self.topic_partitions))
-                for _e_topic_partitions in self.topic_partitions:
-                    _e_topic_partitions.write(w, version)
-            w.buf += _S_i.pack(self.timeout_ms)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersRequest does not support them")
-        elif version == 2:
-            w.buf += _S_b.pack(self.election_type)
-            if self.topic_partitions is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.topic_partitions))
-                for _e_topic_partitions in self.topic_partitions:
-                    _e_topic_partitions.write(w, version)
-            w.buf += _S_i.pack(self.timeout_ms)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -146,24 +144,24 @@ class ElectLeadersRequest(Message):
         f_topic_partitions: list[ElectLeadersRequest.TopicPartitions] | None
         f_timeout_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(6, True)
-            f_topic_partitions = None if _n < 0 else [_T_TopicPartitions.read(r, version) for _ in range(_n)]
-            f_timeout_ms = r.read_int32()
-            return cls(0, f_topic_partitions, f_timeout_ms, None)
-        elif version == 1:
-            f_election_type = r.read_int8()
-            _n = r.read_array_length(6, True)
-            f_topic_partitions = None if _n < 0 else [_T_TopicPartitions.read(r, version) for _ in range(_n)]
-            f_timeout_ms = r.read_int32()
-            return cls(f_election_type, f_topic_partitions, f_timeout_ms, None)
-        elif version == 2:
+        if version == 2:
             f_election_type = r.read_int8()
             _n = r.read_compact_array_length(3, True)
             f_topic_partitions = None if _n < 0 else [_T_TopicPartitions.read(r, version) for _ in range(_n)]
             f_timeout_ms = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_election_type, f_topic_partitions, f_timeout_ms, _unknown)
+        elif version == 1:
+            f_election_type = r.read_int8()
+            _n = r.read_array_length(6, True)
+            f_topic_partitions = None if _n < 0 else [_T_TopicPartitions.read(r, version) for _ in range(_n)]
+            f_timeout_ms = r.read_int32()
+            return cls(f_election_type, f_topic_partitions, f_timeout_ms, None)
+        elif version == 0:
+            _n = r.read_array_length(6, True)
+            f_topic_partitions = None if _n < 0 else [_T_TopicPartitions.read(r, version) for _ in range(_n)]
+            f_timeout_ms = r.read_int32()
+            return cls(0, f_topic_partitions, f_timeout_ms, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -55,15 +55,15 @@ class ElectLeadersResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.buf += _S_ih.pack(self.partition_id, self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.buf += _S_ih.pack(self.partition_id, self.error_code)
                 w.write_nullable_string(self.error_message)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersResponse.PartitionResult does not support them")
-            elif version == 2:
-                w.buf += _S_ih.pack(self.partition_id, self.error_code)
-                w.write_compact_nullable_string(self.error_message)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -73,15 +73,15 @@ class ElectLeadersResponse(Message):
             f_error_code: int
             f_error_message: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_partition_id, f_error_code = r.unpack(_S_ih, 'fields PartitionId, ErrorCode')
-                f_error_message = r.read_nullable_string()
-                return cls(f_partition_id, f_error_code, f_error_message, None)
-            elif version == 2:
+            if version == 2:
                 f_partition_id, f_error_code = r.unpack(_S_ih, 'fields PartitionId, ErrorCode')
                 f_error_message = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_id, f_error_code, f_error_message, _unknown)
+            elif 0 <= version <= 1:
+                f_partition_id, f_error_code = r.unpack(_S_ih, 'fields PartitionId, ErrorCode')
+                f_error_message = r.read_nullable_string()
+                return cls(f_partition_id, f_error_code, f_error_message, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -103,19 +103,19 @@ class ElectLeadersResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 2:
+                w.write_compact_string(self.topic)
+                w.write_compact_array_length(len(self.partition_result))
+                for _e_partition_result in self.partition_result:
+                    _e_partition_result.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partition_result))
                 for _e_partition_result in self.partition_result:
                     _e_partition_result.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersResponse.ReplicaElectionResult does not support them")
-            elif version == 2:
-                w.write_compact_string(self.topic)
-                w.write_compact_array_length(len(self.partition_result))
-                for _e_partition_result in self.partition_result:
-                    _e_partition_result.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -124,17 +124,17 @@ class ElectLeadersResponse(Message):
             f_topic: str
             f_partition_result: list[ElectLeadersResponse.PartitionResult]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_topic = r.read_string()
-                _n = r.read_array_length(8)
-                f_partition_result = [_T_PartitionResult.read(r, version) for _ in range(_n)]
-                return cls(f_topic, f_partition_result, None)
-            elif version == 2:
+            if version == 2:
                 f_topic = r.read_compact_string()
                 _n = r.read_compact_array_length(8)
                 f_partition_result = [_T_PartitionResult.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic, f_partition_result, _unknown)
+            elif 0 <= version <= 1:
+                f_topic = r.read_string()
+                _n = r.read_array_length(8)
+                f_partition_result = [_T_PartitionResult.read(r, version) for _ in range(_n)]
+                return cls(f_topic, f_partition_result, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -157,7 +157,20 @@ class ElectLeadersResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 2:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_array_length(len(self.replica_election_results))
+            for _e_replica_election_results in self.replica_election_results:
+                _e_replica_election_results.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 1:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_array_length(len(self.replica_election_results))
+            for _e_replica_election_results in self.replica_election_results:
+                _e_replica_election_results.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersResponse does not support them")
+        elif version == 0:
             w.buf += _S_i.pack(self.throttle_time_ms)
             if self.error_code != 0:
                 raise UnsupportedVersionError(f"attempted to write a non-default ErrorCode at version {version} of ElectLeadersResponse")
@@ -166,19 +179,6 @@ class ElectLeadersResponse(Message):
                 _e_replica_election_results.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersResponse does not support them")
-        elif version == 1:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_array_length(len(self.replica_election_results))
-            for _e_replica_election_results in self.replica_election_results:
-                _e_replica_election_results.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ElectLeadersResponse does not support them")
-        elif version == 2:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_array_length(len(self.replica_election_results))
-            for _e_replica_election_results in self.replica_election_results:
-                _e_replica_election_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -188,22 +188,22 @@ class ElectLeadersResponse(Message):
         f_error_code: int
         f_replica_election_results: list[ElectLeadersResponse.ReplicaElectionResult]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
-            f_replica_election_results = [_T_ReplicaElectionResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, 0, f_replica_election_results, None)
-        elif version == 1:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_array_length(6)
-            f_replica_election_results = [_T_ReplicaElectionResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_error_code, f_replica_election_results, None)
-        elif version == 2:
+        if version == 2:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             _n = r.read_compact_array_length(3)
             f_replica_election_results = [_T_ReplicaElectionResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_replica_election_results, _unknown)
+        elif version == 1:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            _n = r.read_array_length(6)
+            f_replica_election_results = [_T_ReplicaElectionResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_error_code, f_replica_election_results, None)
+        elif version == 0:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(6)
+            f_replica_election_results = [_T_ReplicaElectionResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, 0, f_replica_election_results, None)
         else:
             raise cls.unsupported_version(version)
 

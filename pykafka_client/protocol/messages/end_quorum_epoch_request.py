@@ -98,18 +98,18 @@ class EndQuorumEpochRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
-                w.buf += _S_iii.pack(self.partition_index, self.leader_id, self.leader_epoch)
-                w.write_array_length(len(self.preferred_successors))
-                w.write_fixed_array('i', self.preferred_successors)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochRequest.PartitionData does not support them")
-            elif version == 1:
+            if version == 1:
                 w.buf += _S_iii.pack(self.partition_index, self.leader_id, self.leader_epoch)
                 w.write_compact_array_length(len(self.preferred_candidates))
                 for _e_preferred_candidates in self.preferred_candidates:
                     _e_preferred_candidates.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
+                w.buf += _S_iii.pack(self.partition_index, self.leader_id, self.leader_epoch)
+                w.write_array_length(len(self.preferred_successors))
+                w.write_fixed_array('i', self.preferred_successors)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochRequest.PartitionData does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -121,17 +121,16 @@ class EndQuorumEpochRequest(Message):
             f_preferred_successors: list[int]
             f_preferred_candidates: list[EndQuorumEpochRequest.ReplicaInfo]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition_index, f_leader_id, f_leader_epoch = r.unpack(_S_iii, 'fields PartitionIndex, LeaderId, LeaderEpoch')
-                _n = r.read_array_length(4)
-                f_preferred_successors = r.read_fixed_array('i', 4, _n)
-                return cls(f_partition_index, f_leader_id, f_leader_epoch, f_preferred_successors, [], None)
-            elif version == 1:
+            if version == 1:
                 f_partition_index, f_leader_id, f_leader_epoch = r.unpack(_S_iii, 'fields PartitionIndex, LeaderId, LeaderEpoch')
                 _n = r.read_compact_array_length(21)
                 f_preferred_candidates = [_T_ReplicaInfo.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_leader_id, f_leader_epoch, [], f_preferred_candidates, _unknown)
+            elif version == 0:
+                f_partition_index, f_leader_id, f_leader_epoch = r.unpack(_S_iii, 'fields PartitionIndex, LeaderId, LeaderEpoch')
+                f_preferred_successors = r.read_fixed_array_field('i', 4, False)
+                return cls(f_partition_index, f_leader_id, f_leader_epoch, f_preferred_successors, [], None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -152,19 +151,19 @@ class EndQuorumEpochRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.topic_name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochRequest.TopicData does not support them")
-            elif version == 1:
-                w.write_compact_string(self.topic_name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -173,17 +172,17 @@ class EndQuorumEpochRequest(Message):
             f_topic_name: str
             f_partitions: list[EndQuorumEpochRequest.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_topic_name = r.read_string()
-                _n = r.read_array_length(16)
-                f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
-                return cls(f_topic_name, f_partitions, None)
-            elif version == 1:
+            if version == 1:
                 f_topic_name = r.read_compact_string()
                 _n = r.read_compact_array_length(14)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partitions, _unknown)
+            elif version == 0:
+                f_topic_name = r.read_string()
+                _n = r.read_array_length(16)
+                f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
+                return cls(f_topic_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -248,14 +247,7 @@ class EndQuorumEpochRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.write_nullable_string(self.cluster_id)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochRequest does not support them")
-        elif version == 1:
+        if version == 1:
             w.write_compact_nullable_string(self.cluster_id)
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
@@ -264,6 +256,13 @@ class EndQuorumEpochRequest(Message):
             for _e_leader_endpoints in self.leader_endpoints:
                 _e_leader_endpoints.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
+            w.write_nullable_string(self.cluster_id)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -273,12 +272,7 @@ class EndQuorumEpochRequest(Message):
         f_topics: list[EndQuorumEpochRequest.TopicData]
         f_leader_endpoints: list[EndQuorumEpochRequest.LeaderEndpoint]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_cluster_id = r.read_nullable_string()
-            _n = r.read_array_length(6)
-            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
-            return cls(f_cluster_id, f_topics, [], None)
-        elif version == 1:
+        if version == 1:
             f_cluster_id = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(3)
             f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
@@ -286,6 +280,11 @@ class EndQuorumEpochRequest(Message):
             f_leader_endpoints = [_T_LeaderEndpoint.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_cluster_id, f_topics, f_leader_endpoints, _unknown)
+        elif version == 0:
+            f_cluster_id = r.read_nullable_string()
+            _n = r.read_array_length(6)
+            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
+            return cls(f_cluster_id, f_topics, [], None)
         else:
             raise cls.unsupported_version(version)
 

@@ -59,13 +59,13 @@ class EndQuorumEpochResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_ihii.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_ihii.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochResponse.PartitionData does not support them")
-            elif version == 1:
-                w.buf += _S_ihii.pack(self.partition_index, self.error_code, self.leader_id, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -76,13 +76,13 @@ class EndQuorumEpochResponse(Message):
             f_leader_id: int
             f_leader_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition_index, f_error_code, f_leader_id, f_leader_epoch = r.unpack(_S_ihii, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch')
-                return cls(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, None)
-            elif version == 1:
+            if version == 1:
                 f_partition_index, f_error_code, f_leader_id, f_leader_epoch = r.unpack(_S_ihii, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, _unknown)
+            elif version == 0:
+                f_partition_index, f_error_code, f_leader_id, f_leader_epoch = r.unpack(_S_ihii, 'fields PartitionIndex, ErrorCode, LeaderId, LeaderEpoch')
+                return cls(f_partition_index, f_error_code, f_leader_id, f_leader_epoch, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -103,19 +103,19 @@ class EndQuorumEpochResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.topic_name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.topic_name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochResponse.TopicData does not support them")
-            elif version == 1:
-                w.write_compact_string(self.topic_name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -124,17 +124,17 @@ class EndQuorumEpochResponse(Message):
             f_topic_name: str
             f_partitions: list[EndQuorumEpochResponse.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_topic_name = r.read_string()
-                _n = r.read_array_length(14)
-                f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
-                return cls(f_topic_name, f_partitions, None)
-            elif version == 1:
+            if version == 1:
                 f_topic_name = r.read_compact_string()
                 _n = r.read_compact_array_length(15)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partitions, _unknown)
+            elif version == 0:
+                f_topic_name = r.read_string()
+                _n = r.read_array_length(14)
+                f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
+                return cls(f_topic_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -201,16 +201,7 @@ class EndQuorumEpochResponse(Message):
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
-        if version == 0:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.node_endpoints != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of EndQuorumEpochResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochResponse does not support them")
-        elif version == 1:
+        if version == 1:
             w.buf += _S_h.pack(self.error_code)
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
@@ -226,6 +217,15 @@ class EndQuorumEpochResponse(Message):
                 _tags.extend(self._unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
+        elif version == 0:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.node_endpoints != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of EndQuorumEpochResponse")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndQuorumEpochResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -235,12 +235,7 @@ class EndQuorumEpochResponse(Message):
         f_topics: list[EndQuorumEpochResponse.TopicData]
         f_node_endpoints: list[EndQuorumEpochResponse.NodeEndpoint]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_error_code = r.read_int16()
-            _n = r.read_array_length(6)
-            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
-            return cls(f_error_code, f_topics, [], None)
-        elif version == 1:
+        if version == 1:
             f_error_code = r.read_int16()
             _n = r.read_compact_array_length(3)
             f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
@@ -258,6 +253,11 @@ class EndQuorumEpochResponse(Message):
                         _unknown = []
                     _unknown.append((_tag, bytes(r.read_raw(_size))))
             return cls(f_error_code, f_topics, f_node_endpoints, _unknown)
+        elif version == 0:
+            f_error_code = r.read_int16()
+            _n = r.read_array_length(6)
+            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
+            return cls(f_error_code, f_topics, [], None)
         else:
             raise cls.unsupported_version(version)
 

@@ -55,15 +55,15 @@ class EndTxnRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
+        if 3 <= version <= 5:
+            w.write_compact_string(self.transactional_id)
+            w.buf += _S_qho.pack(self.producer_id, self.producer_epoch, self.committed)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
             w.write_string(self.transactional_id)
             w.buf += _S_qho.pack(self.producer_id, self.producer_epoch, self.committed)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndTxnRequest does not support them")
-        elif 3 <= version <= 5:
-            w.write_compact_string(self.transactional_id)
-            w.buf += _S_qho.pack(self.producer_id, self.producer_epoch, self.committed)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -74,14 +74,14 @@ class EndTxnRequest(Message):
         f_producer_epoch: int
         f_committed: bool
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_transactional_id = r.read_string()
-            f_producer_id, f_producer_epoch, f_committed = r.unpack(_S_qho, 'fields ProducerId, ProducerEpoch, Committed')
-            return cls(f_transactional_id, f_producer_id, f_producer_epoch, f_committed, None)
-        elif 3 <= version <= 5:
+        if 3 <= version <= 5:
             f_transactional_id = r.read_compact_string()
             f_producer_id, f_producer_epoch, f_committed = r.unpack(_S_qho, 'fields ProducerId, ProducerEpoch, Committed')
             _unknown = r.read_unknown_tags()
             return cls(f_transactional_id, f_producer_id, f_producer_epoch, f_committed, _unknown)
+        elif 0 <= version <= 2:
+            f_transactional_id = r.read_string()
+            f_producer_id, f_producer_epoch, f_committed = r.unpack(_S_qho, 'fields ProducerId, ProducerEpoch, Committed')
+            return cls(f_transactional_id, f_producer_id, f_producer_epoch, f_committed, None)
         else:
             raise cls.unsupported_version(version)

@@ -56,16 +56,16 @@ class EndTxnResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndTxnResponse does not support them")
+        if version == 5:
+            w.buf += _S_ihqh.pack(self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch)
+            w.write_tags(self._unknown_tagged_fields)
         elif 3 <= version <= 4:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_tags(self._unknown_tagged_fields)
-        elif version == 5:
-            w.buf += _S_ihqh.pack(self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of EndTxnResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -76,16 +76,16 @@ class EndTxnResponse(Message):
         f_producer_id: int
         f_producer_epoch: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            return cls(f_throttle_time_ms, f_error_code, -1, -1, None)
+        if version == 5:
+            f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = r.unpack(_S_ihqh, 'fields ThrottleTimeMs, ErrorCode, ProducerId, ProducerEpoch')
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, _unknown)
         elif 3 <= version <= 4:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, -1, -1, _unknown)
-        elif version == 5:
-            f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = r.unpack(_S_ihqh, 'fields ThrottleTimeMs, ErrorCode, ProducerId, ProducerEpoch')
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, _unknown)
+        elif 0 <= version <= 2:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            return cls(f_throttle_time_ms, f_error_code, -1, -1, None)
         else:
             raise cls.unsupported_version(version)

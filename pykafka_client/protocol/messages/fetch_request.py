@@ -119,31 +119,7 @@ class FetchRequest(Message):
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
-            if 0 <= version <= 4:
-                w.buf += _S_iq.pack(self.partition, self.fetch_offset)
-                if self.last_fetched_epoch != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default LastFetchedEpoch at version {version} of FetchRequest.FetchPartition")
-                w.buf += _S_i.pack(self.partition_max_bytes)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchPartition does not support them")
-            elif 5 <= version <= 8:
-                w.buf += _S_iq.pack(self.partition, self.fetch_offset)
-                if self.last_fetched_epoch != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default LastFetchedEpoch at version {version} of FetchRequest.FetchPartition")
-                w.buf += _S_qi.pack(self.log_start_offset, self.partition_max_bytes)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchPartition does not support them")
-            elif 9 <= version <= 11:
-                w.buf += _S_iiq.pack(self.partition, self.current_leader_epoch, self.fetch_offset)
-                if self.last_fetched_epoch != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default LastFetchedEpoch at version {version} of FetchRequest.FetchPartition")
-                w.buf += _S_qi.pack(self.log_start_offset, self.partition_max_bytes)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchPartition does not support them")
-            elif 12 <= version <= 16:
-                w.buf += _S_iiqiqi.pack(self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes)
-                w.write_tags(self._unknown_tagged_fields)
-            elif version == 17:
+            if version == 17:
                 w.buf += _S_iiqiqi.pack(self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes)
                 _tags = []
                 if self.replica_directory_id != ZERO_UUID:
@@ -154,6 +130,30 @@ class FetchRequest(Message):
                     _tags.extend(self._unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
+            elif 12 <= version <= 16:
+                w.buf += _S_iiqiqi.pack(self.partition, self.current_leader_epoch, self.fetch_offset, self.last_fetched_epoch, self.log_start_offset, self.partition_max_bytes)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 9 <= version <= 11:
+                w.buf += _S_iiq.pack(self.partition, self.current_leader_epoch, self.fetch_offset)
+                if self.last_fetched_epoch != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default LastFetchedEpoch at version {version} of FetchRequest.FetchPartition")
+                w.buf += _S_qi.pack(self.log_start_offset, self.partition_max_bytes)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchPartition does not support them")
+            elif 5 <= version <= 8:
+                w.buf += _S_iq.pack(self.partition, self.fetch_offset)
+                if self.last_fetched_epoch != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default LastFetchedEpoch at version {version} of FetchRequest.FetchPartition")
+                w.buf += _S_qi.pack(self.log_start_offset, self.partition_max_bytes)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchPartition does not support them")
+            elif 0 <= version <= 4:
+                w.buf += _S_iq.pack(self.partition, self.fetch_offset)
+                if self.last_fetched_epoch != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default LastFetchedEpoch at version {version} of FetchRequest.FetchPartition")
+                w.buf += _S_i.pack(self.partition_max_bytes)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchPartition does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -167,20 +167,7 @@ class FetchRequest(Message):
             f_partition_max_bytes: int
             f_replica_directory_id: uuid.UUID
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 4:
-                f_partition, f_fetch_offset, f_partition_max_bytes = r.unpack(_S_iqi, 'fields Partition, FetchOffset, PartitionMaxBytes')
-                return cls(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes, ZERO_UUID, None)
-            elif 5 <= version <= 8:
-                f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = r.unpack(_S_iqqi, 'fields Partition, FetchOffset, LogStartOffset, PartitionMaxBytes')
-                return cls(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, None)
-            elif 9 <= version <= 11:
-                f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = r.unpack(_S_iiqqi, 'fields Partition, CurrentLeaderEpoch, FetchOffset, LogStartOffset, PartitionMaxBytes')
-                return cls(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, None)
-            elif 12 <= version <= 16:
-                f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = r.unpack(_S_iiqiqi, 'fields Partition, CurrentLeaderEpoch, FetchOffset, LastFetchedEpoch, LogStartOffset, PartitionMaxBytes')
-                _unknown = r.read_unknown_tags()
-                return cls(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, _unknown)
-            elif version == 17:
+            if version == 17:
                 f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = r.unpack(_S_iiqiqi, 'fields Partition, CurrentLeaderEpoch, FetchOffset, LastFetchedEpoch, LogStartOffset, PartitionMaxBytes')
                 f_replica_directory_id = ZERO_UUID
                 _unknown = None
@@ -195,6 +182,19 @@ class FetchRequest(Message):
                             _unknown = []
                         _unknown.append((_tag, bytes(r.read_raw(_size))))
                 return cls(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, f_replica_directory_id, _unknown)
+            elif 12 <= version <= 16:
+                f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes = r.unpack(_S_iiqiqi, 'fields Partition, CurrentLeaderEpoch, FetchOffset, LastFetchedEpoch, LogStartOffset, PartitionMaxBytes')
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition, f_current_leader_epoch, f_fetch_offset, f_last_fetched_epoch, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, _unknown)
+            elif 9 <= version <= 11:
+                f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = r.unpack(_S_iiqqi, 'fields Partition, CurrentLeaderEpoch, FetchOffset, LogStartOffset, PartitionMaxBytes')
+                return cls(f_partition, f_current_leader_epoch, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, None)
+            elif 5 <= version <= 8:
+                f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = r.unpack(_S_iqqi, 'fields Partition, FetchOffset, LogStartOffset, PartitionMaxBytes')
+                return cls(f_partition, -1, f_fetch_offset, -1, f_log_start_offset, f_partition_max_bytes, ZERO_UUID, None)
+            elif 0 <= version <= 4:
+                f_partition, f_fetch_offset, f_partition_max_bytes = r.unpack(_S_iqi, 'fields Partition, FetchOffset, PartitionMaxBytes')
+                return cls(f_partition, -1, f_fetch_offset, -1, -1, f_partition_max_bytes, ZERO_UUID, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -219,25 +219,25 @@ class FetchRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 11:
-                w.write_string(self.topic)
-                w.write_array_length(len(self.partitions))
+            if 13 <= version <= 17:
+                w.buf += _S_16s.pack(self.topic_id.bytes)
+                w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchTopic does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 12:
                 w.write_compact_string(self.topic)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
-            elif 13 <= version <= 17:
-                w.buf += _S_16s.pack(self.topic_id.bytes)
-                w.write_compact_array_length(len(self.partitions))
+            elif 0 <= version <= 11:
+                w.write_string(self.topic)
+                w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.FetchTopic does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -247,9 +247,21 @@ class FetchRequest(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[FetchRequest.FetchPartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 4:
+            if 13 <= version <= 17:
+                f_topic_id = r.read_uuid()
+                _n = r.read_compact_array_length(33)
+                f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls('', f_topic_id, f_partitions, _unknown)
+            elif version == 12:
+                f_topic = r.read_compact_string()
+                _n = r.read_compact_array_length(33)
+                f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_topic, ZERO_UUID, f_partitions, _unknown)
+            elif 9 <= version <= 11:
                 f_topic = r.read_string()
-                _n = r.read_array_length(16)
+                _n = r.read_array_length(28)
                 f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
                 return cls(f_topic, ZERO_UUID, f_partitions, None)
             elif 5 <= version <= 8:
@@ -257,23 +269,11 @@ class FetchRequest(Message):
                 _n = r.read_array_length(24)
                 f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
                 return cls(f_topic, ZERO_UUID, f_partitions, None)
-            elif 9 <= version <= 11:
+            elif 0 <= version <= 4:
                 f_topic = r.read_string()
-                _n = r.read_array_length(28)
+                _n = r.read_array_length(16)
                 f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
                 return cls(f_topic, ZERO_UUID, f_partitions, None)
-            elif version == 12:
-                f_topic = r.read_compact_string()
-                _n = r.read_compact_array_length(33)
-                f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_topic, ZERO_UUID, f_partitions, _unknown)
-            elif 13 <= version <= 17:
-                f_topic_id = r.read_uuid()
-                _n = r.read_compact_array_length(33)
-                f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls('', f_topic_id, f_partitions, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -298,22 +298,22 @@ class FetchRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 7 <= version <= 11:
-                w.write_string(self.topic)
-                w.write_array_length(len(self.partitions))
+            if 13 <= version <= 17:
+                w.buf += _S_16s.pack(self.topic_id.bytes)
+                w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.ForgottenTopic does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 12:
                 w.write_compact_string(self.topic)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
                 w.write_tags(self._unknown_tagged_fields)
-            elif 13 <= version <= 17:
-                w.buf += _S_16s.pack(self.topic_id.bytes)
-                w.write_compact_array_length(len(self.partitions))
+            elif 7 <= version <= 11:
+                w.write_string(self.topic)
+                w.write_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest.ForgottenTopic does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -323,23 +323,20 @@ class FetchRequest(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 7 <= version <= 11:
-                f_topic = r.read_string()
-                _n = r.read_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
-                return cls(f_topic, ZERO_UUID, f_partitions, None)
-            elif version == 12:
-                f_topic = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
-                _unknown = r.read_unknown_tags()
-                return cls(f_topic, ZERO_UUID, f_partitions, _unknown)
-            elif 13 <= version <= 17:
+            if 13 <= version <= 17:
                 f_topic_id = r.read_uuid()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls('', f_topic_id, f_partitions, _unknown)
+            elif version == 12:
+                f_topic = r.read_compact_string()
+                f_partitions = r.read_fixed_array_field('i', 4, True)
+                _unknown = r.read_unknown_tags()
+                return cls(f_topic, ZERO_UUID, f_partitions, _unknown)
+            elif 7 <= version <= 11:
+                f_topic = r.read_string()
+                f_partitions = r.read_fixed_array_field('i', 4, False)
+                return cls(f_topic, ZERO_UUID, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -389,91 +386,7 @@ class FetchRequest(Message):
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
-        if 0 <= version <= 2:
-            w.buf += _S_i.pack(self.replica_id)
-            if self.replica_state != _T_ReplicaState():
-                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
-            w.buf += _S_ii.pack(self.max_wait_ms, self.min_bytes)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.forgotten_topics_data != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default ForgottenTopicsData at version {version} of FetchRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
-        elif version == 3:
-            w.buf += _S_i.pack(self.replica_id)
-            if self.replica_state != _T_ReplicaState():
-                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
-            w.buf += _S_iii.pack(self.max_wait_ms, self.min_bytes, self.max_bytes)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.forgotten_topics_data != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default ForgottenTopicsData at version {version} of FetchRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
-        elif 4 <= version <= 6:
-            w.buf += _S_i.pack(self.replica_id)
-            if self.replica_state != _T_ReplicaState():
-                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
-            w.buf += _S_iiib.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.forgotten_topics_data != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default ForgottenTopicsData at version {version} of FetchRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
-        elif 7 <= version <= 10:
-            w.buf += _S_i.pack(self.replica_id)
-            if self.replica_state != _T_ReplicaState():
-                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
-            w.buf += _S_iiibii.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.write_array_length(len(self.forgotten_topics_data))
-            for _e_forgotten_topics_data in self.forgotten_topics_data:
-                _e_forgotten_topics_data.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
-        elif version == 11:
-            w.buf += _S_i.pack(self.replica_id)
-            if self.replica_state != _T_ReplicaState():
-                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
-            w.buf += _S_iiibii.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.write_array_length(len(self.forgotten_topics_data))
-            for _e_forgotten_topics_data in self.forgotten_topics_data:
-                _e_forgotten_topics_data.write(w, version)
-            w.write_string(self.rack_id)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
-        elif 12 <= version <= 14:
-            w.buf += _S_i.pack(self.replica_id)
-            if self.replica_state != _T_ReplicaState():
-                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
-            w.buf += _S_iiibii.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.write_compact_array_length(len(self.forgotten_topics_data))
-            for _e_forgotten_topics_data in self.forgotten_topics_data:
-                _e_forgotten_topics_data.write(w, version)
-            w.write_compact_string(self.rack_id)
-            _tags = []
-            if self.cluster_id != None:
-                _tw = Writer()
-                _tw.write_compact_nullable_string(self.cluster_id)
-                _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
-                _tags.sort(key=_tag_key)
-            w.write_tags(_tags)
-        elif 15 <= version <= 17:
+        if 15 <= version <= 17:
             if self.replica_id != -1:
                 raise UnsupportedVersionError(f"attempted to write a non-default ReplicaId at version {version} of FetchRequest")
             w.buf += _S_iiibii.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
@@ -497,6 +410,90 @@ class FetchRequest(Message):
                 _tags.extend(self._unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
+        elif 12 <= version <= 14:
+            w.buf += _S_i.pack(self.replica_id)
+            if self.replica_state != _T_ReplicaState():
+                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
+            w.buf += _S_iiibii.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_compact_array_length(len(self.forgotten_topics_data))
+            for _e_forgotten_topics_data in self.forgotten_topics_data:
+                _e_forgotten_topics_data.write(w, version)
+            w.write_compact_string(self.rack_id)
+            _tags = []
+            if self.cluster_id != None:
+                _tw = Writer()
+                _tw.write_compact_nullable_string(self.cluster_id)
+                _tags.append((0, _tw.to_bytes()))
+            if self._unknown_tagged_fields:
+                _tags.extend(self._unknown_tagged_fields)
+                _tags.sort(key=_tag_key)
+            w.write_tags(_tags)
+        elif version == 11:
+            w.buf += _S_i.pack(self.replica_id)
+            if self.replica_state != _T_ReplicaState():
+                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
+            w.buf += _S_iiibii.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_array_length(len(self.forgotten_topics_data))
+            for _e_forgotten_topics_data in self.forgotten_topics_data:
+                _e_forgotten_topics_data.write(w, version)
+            w.write_string(self.rack_id)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
+        elif 7 <= version <= 10:
+            w.buf += _S_i.pack(self.replica_id)
+            if self.replica_state != _T_ReplicaState():
+                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
+            w.buf += _S_iiibii.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level, self.session_id, self.session_epoch)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_array_length(len(self.forgotten_topics_data))
+            for _e_forgotten_topics_data in self.forgotten_topics_data:
+                _e_forgotten_topics_data.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
+        elif 4 <= version <= 6:
+            w.buf += _S_i.pack(self.replica_id)
+            if self.replica_state != _T_ReplicaState():
+                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
+            w.buf += _S_iiib.pack(self.max_wait_ms, self.min_bytes, self.max_bytes, self.isolation_level)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.forgotten_topics_data != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default ForgottenTopicsData at version {version} of FetchRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
+        elif version == 3:
+            w.buf += _S_i.pack(self.replica_id)
+            if self.replica_state != _T_ReplicaState():
+                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
+            w.buf += _S_iii.pack(self.max_wait_ms, self.min_bytes, self.max_bytes)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.forgotten_topics_data != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default ForgottenTopicsData at version {version} of FetchRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
+        elif 0 <= version <= 2:
+            w.buf += _S_i.pack(self.replica_id)
+            if self.replica_state != _T_ReplicaState():
+                raise UnsupportedVersionError(f"attempted to write a non-default ReplicaState at version {version} of FetchRequest")
+            w.buf += _S_ii.pack(self.max_wait_ms, self.min_bytes)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.forgotten_topics_data != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default ForgottenTopicsData at version {version} of FetchRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -515,77 +512,7 @@ class FetchRequest(Message):
         f_forgotten_topics_data: list[FetchRequest.ForgottenTopic]
         f_rack_id: str
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_replica_id, f_max_wait_ms, f_min_bytes = r.unpack(_S_iii, 'fields ReplicaId, MaxWaitMs, MinBytes')
-            _n = r.read_array_length(6)
-            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
-            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, 2147483647, 0, 0, -1, f_topics, [], '', None)
-        elif version == 3:
-            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes = r.unpack(_S_iiii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes')
-            _n = r.read_array_length(6)
-            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
-            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, 0, 0, -1, f_topics, [], '', None)
-        elif 4 <= version <= 6:
-            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = r.unpack(_S_iiiib, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel')
-            _n = r.read_array_length(6)
-            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
-            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], '', None)
-        elif 7 <= version <= 10:
-            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = r.unpack(_S_iiiibii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch')
-            _n = r.read_array_length(6)
-            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(6)
-            f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
-            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, '', None)
-        elif version == 11:
-            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = r.unpack(_S_iiiibii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch')
-            _n = r.read_array_length(6)
-            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(6)
-            f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
-            f_rack_id = r.read_string()
-            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, None)
-        elif version == 12:
-            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = r.unpack(_S_iiiibii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch')
-            _n = r.read_compact_array_length(3)
-            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
-            _n = r.read_compact_array_length(3)
-            f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
-            f_rack_id = r.read_compact_string()
-            f_cluster_id = None
-            _unknown = None
-            for _ in range(r.read_tag_count()):
-                _tag, _size = r.read_tag_header()
-                _start = r.pos
-                if _tag == 0:
-                    f_cluster_id = r.read_compact_nullable_string()
-                    r.check_tag_end(0, _start, _size)
-                else:
-                    if _unknown is None:
-                        _unknown = []
-                    _unknown.append((_tag, bytes(r.read_raw(_size))))
-            return cls(f_cluster_id, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, _unknown)
-        elif 13 <= version <= 14:
-            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = r.unpack(_S_iiiibii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch')
-            _n = r.read_compact_array_length(18)
-            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
-            _n = r.read_compact_array_length(18)
-            f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
-            f_rack_id = r.read_compact_string()
-            f_cluster_id = None
-            _unknown = None
-            for _ in range(r.read_tag_count()):
-                _tag, _size = r.read_tag_header()
-                _start = r.pos
-                if _tag == 0:
-                    f_cluster_id = r.read_compact_nullable_string()
-                    r.check_tag_end(0, _start, _size)
-                else:
-                    if _unknown is None:
-                        _unknown = []
-                    _unknown.append((_tag, bytes(r.read_raw(_size))))
-            return cls(f_cluster_id, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, _unknown)
-        elif 15 <= version <= 17:
+        if 15 <= version <= 17:
             f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = r.unpack(_S_iiibii, 'fields MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch')
             _n = r.read_compact_array_length(18)
             f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
@@ -609,6 +536,76 @@ class FetchRequest(Message):
                         _unknown = []
                     _unknown.append((_tag, bytes(r.read_raw(_size))))
             return cls(f_cluster_id, -1, f_replica_state, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, _unknown)
+        elif 13 <= version <= 14:
+            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = r.unpack(_S_iiiibii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch')
+            _n = r.read_compact_array_length(18)
+            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
+            _n = r.read_compact_array_length(18)
+            f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
+            f_rack_id = r.read_compact_string()
+            f_cluster_id = None
+            _unknown = None
+            for _ in range(r.read_tag_count()):
+                _tag, _size = r.read_tag_header()
+                _start = r.pos
+                if _tag == 0:
+                    f_cluster_id = r.read_compact_nullable_string()
+                    r.check_tag_end(0, _start, _size)
+                else:
+                    if _unknown is None:
+                        _unknown = []
+                    _unknown.append((_tag, bytes(r.read_raw(_size))))
+            return cls(f_cluster_id, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, _unknown)
+        elif version == 12:
+            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = r.unpack(_S_iiiibii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch')
+            _n = r.read_compact_array_length(3)
+            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
+            _n = r.read_compact_array_length(3)
+            f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
+            f_rack_id = r.read_compact_string()
+            f_cluster_id = None
+            _unknown = None
+            for _ in range(r.read_tag_count()):
+                _tag, _size = r.read_tag_header()
+                _start = r.pos
+                if _tag == 0:
+                    f_cluster_id = r.read_compact_nullable_string()
+                    r.check_tag_end(0, _start, _size)
+                else:
+                    if _unknown is None:
+                        _unknown = []
+                    _unknown.append((_tag, bytes(r.read_raw(_size))))
+            return cls(f_cluster_id, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, _unknown)
+        elif version == 11:
+            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = r.unpack(_S_iiiibii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch')
+            _n = r.read_array_length(6)
+            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(6)
+            f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
+            f_rack_id = r.read_string()
+            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, f_rack_id, None)
+        elif 7 <= version <= 10:
+            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = r.unpack(_S_iiiibii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel, SessionId, SessionEpoch')
+            _n = r.read_array_length(6)
+            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(6)
+            f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
+            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch, f_topics, f_forgotten_topics_data, '', None)
+        elif 4 <= version <= 6:
+            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = r.unpack(_S_iiiib, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes, IsolationLevel')
+            _n = r.read_array_length(6)
+            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
+            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, 0, -1, f_topics, [], '', None)
+        elif version == 3:
+            f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes = r.unpack(_S_iiii, 'fields ReplicaId, MaxWaitMs, MinBytes, MaxBytes')
+            _n = r.read_array_length(6)
+            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
+            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, f_max_bytes, 0, 0, -1, f_topics, [], '', None)
+        elif 0 <= version <= 2:
+            f_replica_id, f_max_wait_ms, f_min_bytes = r.unpack(_S_iii, 'fields ReplicaId, MaxWaitMs, MinBytes')
+            _n = r.read_array_length(6)
+            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
+            return cls(None, f_replica_id, _T_ReplicaState(), f_max_wait_ms, f_min_bytes, 2147483647, 0, 0, -1, f_topics, [], '', None)
         else:
             raise cls.unsupported_version(version)
 

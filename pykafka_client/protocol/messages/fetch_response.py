@@ -165,13 +165,13 @@ class FetchResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 4 <= version <= 11:
+            if 12 <= version <= 17:
+                w.buf += _S_qq.pack(self.producer_id, self.first_offset)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 4 <= version <= 11:
                 w.buf += _S_qq.pack(self.producer_id, self.first_offset)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.AbortedTransaction does not support them")
-            elif 12 <= version <= 17:
-                w.buf += _S_qq.pack(self.producer_id, self.first_offset)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -180,13 +180,13 @@ class FetchResponse(Message):
             f_producer_id: int
             f_first_offset: int
             _unknown: list[tuple[int, bytes]] | None
-            if 4 <= version <= 11:
-                f_producer_id, f_first_offset = r.unpack(_S_qq, 'fields ProducerId, FirstOffset')
-                return cls(f_producer_id, f_first_offset, None)
-            elif 12 <= version <= 17:
+            if 12 <= version <= 17:
                 f_producer_id, f_first_offset = r.unpack(_S_qq, 'fields ProducerId, FirstOffset')
                 _unknown = r.read_unknown_tags()
                 return cls(f_producer_id, f_first_offset, _unknown)
+            elif 4 <= version <= 11:
+                f_producer_id, f_first_offset = r.unpack(_S_qq, 'fields ProducerId, FirstOffset')
+                return cls(f_producer_id, f_first_offset, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -235,76 +235,7 @@ class FetchResponse(Message):
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
-            if 0 <= version <= 3:
-                w.buf += _S_ihq.pack(self.partition_index, self.error_code, self.high_watermark)
-                if self.diverging_epoch != _T_EpochEndOffset():
-                    raise UnsupportedVersionError(f"attempted to write a non-default DivergingEpoch at version {version} of FetchResponse.PartitionData")
-                if self.current_leader != _T_LeaderIdAndEpoch():
-                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of FetchResponse.PartitionData")
-                if self.snapshot_id != _T_SnapshotId():
-                    raise UnsupportedVersionError(f"attempted to write a non-default SnapshotId at version {version} of FetchResponse.PartitionData")
-                if self.preferred_read_replica != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default PreferredReadReplica at version {version} of FetchResponse.PartitionData")
-                w.write_records_field(self.records, False)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
-            elif version == 4:
-                w.buf += _S_ihqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset)
-                if self.diverging_epoch != _T_EpochEndOffset():
-                    raise UnsupportedVersionError(f"attempted to write a non-default DivergingEpoch at version {version} of FetchResponse.PartitionData")
-                if self.current_leader != _T_LeaderIdAndEpoch():
-                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of FetchResponse.PartitionData")
-                if self.snapshot_id != _T_SnapshotId():
-                    raise UnsupportedVersionError(f"attempted to write a non-default SnapshotId at version {version} of FetchResponse.PartitionData")
-                if self.aborted_transactions is None:
-                    w.buf += b"\xff\xff\xff\xff"
-                else:
-                    w.write_array_length(len(self.aborted_transactions))
-                    for _e_aborted_transactions in self.aborted_transactions:
-                        _e_aborted_transactions.write(w, version)
-                if self.preferred_read_replica != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default PreferredReadReplica at version {version} of FetchResponse.PartitionData")
-                w.write_records_field(self.records, False)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
-            elif 5 <= version <= 10:
-                w.buf += _S_ihqqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset)
-                if self.diverging_epoch != _T_EpochEndOffset():
-                    raise UnsupportedVersionError(f"attempted to write a non-default DivergingEpoch at version {version} of FetchResponse.PartitionData")
-                if self.current_leader != _T_LeaderIdAndEpoch():
-                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of FetchResponse.PartitionData")
-                if self.snapshot_id != _T_SnapshotId():
-                    raise UnsupportedVersionError(f"attempted to write a non-default SnapshotId at version {version} of FetchResponse.PartitionData")
-                if self.aborted_transactions is None:
-                    w.buf += b"\xff\xff\xff\xff"
-                else:
-                    w.write_array_length(len(self.aborted_transactions))
-                    for _e_aborted_transactions in self.aborted_transactions:
-                        _e_aborted_transactions.write(w, version)
-                if self.preferred_read_replica != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default PreferredReadReplica at version {version} of FetchResponse.PartitionData")
-                w.write_records_field(self.records, False)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
-            elif version == 11:
-                w.buf += _S_ihqqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset)
-                if self.diverging_epoch != _T_EpochEndOffset():
-                    raise UnsupportedVersionError(f"attempted to write a non-default DivergingEpoch at version {version} of FetchResponse.PartitionData")
-                if self.current_leader != _T_LeaderIdAndEpoch():
-                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of FetchResponse.PartitionData")
-                if self.snapshot_id != _T_SnapshotId():
-                    raise UnsupportedVersionError(f"attempted to write a non-default SnapshotId at version {version} of FetchResponse.PartitionData")
-                if self.aborted_transactions is None:
-                    w.buf += b"\xff\xff\xff\xff"
-                else:
-                    w.write_array_length(len(self.aborted_transactions))
-                    for _e_aborted_transactions in self.aborted_transactions:
-                        _e_aborted_transactions.write(w, version)
-                w.buf += _S_i.pack(self.preferred_read_replica)
-                w.write_records_field(self.records, False)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
-            elif 12 <= version <= 17:
+            if 12 <= version <= 17:
                 w.buf += _S_ihqqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset)
                 if self.aborted_transactions is None:
                     w.buf.append(0)
@@ -331,6 +262,75 @@ class FetchResponse(Message):
                     _tags.extend(self._unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
+            elif version == 11:
+                w.buf += _S_ihqqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset)
+                if self.diverging_epoch != _T_EpochEndOffset():
+                    raise UnsupportedVersionError(f"attempted to write a non-default DivergingEpoch at version {version} of FetchResponse.PartitionData")
+                if self.current_leader != _T_LeaderIdAndEpoch():
+                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of FetchResponse.PartitionData")
+                if self.snapshot_id != _T_SnapshotId():
+                    raise UnsupportedVersionError(f"attempted to write a non-default SnapshotId at version {version} of FetchResponse.PartitionData")
+                if self.aborted_transactions is None:
+                    w.buf += b"\xff\xff\xff\xff"
+                else:
+                    w.write_array_length(len(self.aborted_transactions))
+                    for _e_aborted_transactions in self.aborted_transactions:
+                        _e_aborted_transactions.write(w, version)
+                w.buf += _S_i.pack(self.preferred_read_replica)
+                w.write_records_field(self.records, False)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
+            elif 5 <= version <= 10:
+                w.buf += _S_ihqqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset, self.log_start_offset)
+                if self.diverging_epoch != _T_EpochEndOffset():
+                    raise UnsupportedVersionError(f"attempted to write a non-default DivergingEpoch at version {version} of FetchResponse.PartitionData")
+                if self.current_leader != _T_LeaderIdAndEpoch():
+                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of FetchResponse.PartitionData")
+                if self.snapshot_id != _T_SnapshotId():
+                    raise UnsupportedVersionError(f"attempted to write a non-default SnapshotId at version {version} of FetchResponse.PartitionData")
+                if self.aborted_transactions is None:
+                    w.buf += b"\xff\xff\xff\xff"
+                else:
+                    w.write_array_length(len(self.aborted_transactions))
+                    for _e_aborted_transactions in self.aborted_transactions:
+                        _e_aborted_transactions.write(w, version)
+                if self.preferred_read_replica != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default PreferredReadReplica at version {version} of FetchResponse.PartitionData")
+                w.write_records_field(self.records, False)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
+            elif version == 4:
+                w.buf += _S_ihqq.pack(self.partition_index, self.error_code, self.high_watermark, self.last_stable_offset)
+                if self.diverging_epoch != _T_EpochEndOffset():
+                    raise UnsupportedVersionError(f"attempted to write a non-default DivergingEpoch at version {version} of FetchResponse.PartitionData")
+                if self.current_leader != _T_LeaderIdAndEpoch():
+                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of FetchResponse.PartitionData")
+                if self.snapshot_id != _T_SnapshotId():
+                    raise UnsupportedVersionError(f"attempted to write a non-default SnapshotId at version {version} of FetchResponse.PartitionData")
+                if self.aborted_transactions is None:
+                    w.buf += b"\xff\xff\xff\xff"
+                else:
+                    w.write_array_length(len(self.aborted_transactions))
+                    for _e_aborted_transactions in self.aborted_transactions:
+                        _e_aborted_transactions.write(w, version)
+                if self.preferred_read_replica != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default PreferredReadReplica at version {version} of FetchResponse.PartitionData")
+                w.write_records_field(self.records, False)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
+            elif 0 <= version <= 3:
+                w.buf += _S_ihq.pack(self.partition_index, self.error_code, self.high_watermark)
+                if self.diverging_epoch != _T_EpochEndOffset():
+                    raise UnsupportedVersionError(f"attempted to write a non-default DivergingEpoch at version {version} of FetchResponse.PartitionData")
+                if self.current_leader != _T_LeaderIdAndEpoch():
+                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of FetchResponse.PartitionData")
+                if self.snapshot_id != _T_SnapshotId():
+                    raise UnsupportedVersionError(f"attempted to write a non-default SnapshotId at version {version} of FetchResponse.PartitionData")
+                if self.preferred_read_replica != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default PreferredReadReplica at version {version} of FetchResponse.PartitionData")
+                w.write_records_field(self.records, False)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.PartitionData does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -348,30 +348,7 @@ class FetchResponse(Message):
             f_preferred_read_replica: int
             f_records: RecordsLike | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 3:
-                f_partition_index, f_error_code, f_high_watermark = r.unpack(_S_ihq, 'fields PartitionIndex, ErrorCode, HighWatermark')
-                f_records = r.read_records(False, True)
-                return cls(f_partition_index, f_error_code, f_high_watermark, -1, -1, _T_EpochEndOffset(), _T_LeaderIdAndEpoch(), _T_SnapshotId(), [], -1, f_records, None)
-            elif version == 4:
-                f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset = r.unpack(_S_ihqq, 'fields PartitionIndex, ErrorCode, HighWatermark, LastStableOffset')
-                _n = r.read_array_length(16, True)
-                f_aborted_transactions = None if _n < 0 else [_T_AbortedTransaction.read(r, version) for _ in range(_n)]
-                f_records = r.read_records(False, True)
-                return cls(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, _T_EpochEndOffset(), _T_LeaderIdAndEpoch(), _T_SnapshotId(), f_aborted_transactions, -1, f_records, None)
-            elif 5 <= version <= 10:
-                f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = r.unpack(_S_ihqqq, 'fields PartitionIndex, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset')
-                _n = r.read_array_length(16, True)
-                f_aborted_transactions = None if _n < 0 else [_T_AbortedTransaction.read(r, version) for _ in range(_n)]
-                f_records = r.read_records(False, True)
-                return cls(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _T_EpochEndOffset(), _T_LeaderIdAndEpoch(), _T_SnapshotId(), f_aborted_transactions, -1, f_records, None)
-            elif version == 11:
-                f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = r.unpack(_S_ihqqq, 'fields PartitionIndex, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset')
-                _n = r.read_array_length(16, True)
-                f_aborted_transactions = None if _n < 0 else [_T_AbortedTransaction.read(r, version) for _ in range(_n)]
-                f_preferred_read_replica = r.read_int32()
-                f_records = r.read_records(False, True)
-                return cls(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _T_EpochEndOffset(), _T_LeaderIdAndEpoch(), _T_SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records, None)
-            elif 12 <= version <= 17:
+            if 12 <= version <= 17:
                 f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = r.unpack(_S_ihqqq, 'fields PartitionIndex, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset')
                 _n = r.read_compact_array_length(17, True)
                 f_aborted_transactions = None if _n < 0 else [_T_AbortedTransaction.read(r, version) for _ in range(_n)]
@@ -398,6 +375,29 @@ class FetchResponse(Message):
                             _unknown = []
                         _unknown.append((_tag, bytes(r.read_raw(_size))))
                 return cls(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, f_diverging_epoch, f_current_leader, f_snapshot_id, f_aborted_transactions, f_preferred_read_replica, f_records, _unknown)
+            elif version == 11:
+                f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = r.unpack(_S_ihqqq, 'fields PartitionIndex, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset')
+                _n = r.read_array_length(16, True)
+                f_aborted_transactions = None if _n < 0 else [_T_AbortedTransaction.read(r, version) for _ in range(_n)]
+                f_preferred_read_replica = r.read_int32()
+                f_records = r.read_records(False, True)
+                return cls(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _T_EpochEndOffset(), _T_LeaderIdAndEpoch(), _T_SnapshotId(), f_aborted_transactions, f_preferred_read_replica, f_records, None)
+            elif 5 <= version <= 10:
+                f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = r.unpack(_S_ihqqq, 'fields PartitionIndex, ErrorCode, HighWatermark, LastStableOffset, LogStartOffset')
+                _n = r.read_array_length(16, True)
+                f_aborted_transactions = None if _n < 0 else [_T_AbortedTransaction.read(r, version) for _ in range(_n)]
+                f_records = r.read_records(False, True)
+                return cls(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset, _T_EpochEndOffset(), _T_LeaderIdAndEpoch(), _T_SnapshotId(), f_aborted_transactions, -1, f_records, None)
+            elif version == 4:
+                f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset = r.unpack(_S_ihqq, 'fields PartitionIndex, ErrorCode, HighWatermark, LastStableOffset')
+                _n = r.read_array_length(16, True)
+                f_aborted_transactions = None if _n < 0 else [_T_AbortedTransaction.read(r, version) for _ in range(_n)]
+                f_records = r.read_records(False, True)
+                return cls(f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, -1, _T_EpochEndOffset(), _T_LeaderIdAndEpoch(), _T_SnapshotId(), f_aborted_transactions, -1, f_records, None)
+            elif 0 <= version <= 3:
+                f_partition_index, f_error_code, f_high_watermark = r.unpack(_S_ihq, 'fields PartitionIndex, ErrorCode, HighWatermark')
+                f_records = r.read_records(False, True)
+                return cls(f_partition_index, f_error_code, f_high_watermark, -1, -1, _T_EpochEndOffset(), _T_LeaderIdAndEpoch(), _T_SnapshotId(), [], -1, f_records, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -422,25 +422,25 @@ class FetchResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 11:
-                w.write_string(self.topic)
-                w.write_array_length(len(self.partitions))
+            if 13 <= version <= 17:
+                w.buf += _S_16s.pack(self.topic_id.bytes)
+                w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.FetchableTopicResponse does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 12:
                 w.write_compact_string(self.topic)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
-            elif 13 <= version <= 17:
-                w.buf += _S_16s.pack(self.topic_id.bytes)
-                w.write_compact_array_length(len(self.partitions))
+            elif 0 <= version <= 11:
+                w.write_string(self.topic)
+                w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse.FetchableTopicResponse does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -450,14 +450,21 @@ class FetchResponse(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[FetchResponse.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 3:
-                f_topic = r.read_string()
-                _n = r.read_array_length(18)
+            if 13 <= version <= 17:
+                f_topic_id = r.read_uuid()
+                _n = r.read_compact_array_length(37)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
-                return cls(f_topic, ZERO_UUID, f_partitions, None)
-            elif version == 4:
+                _unknown = r.read_unknown_tags()
+                return cls('', f_topic_id, f_partitions, _unknown)
+            elif version == 12:
+                f_topic = r.read_compact_string()
+                _n = r.read_compact_array_length(37)
+                f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_topic, ZERO_UUID, f_partitions, _unknown)
+            elif version == 11:
                 f_topic = r.read_string()
-                _n = r.read_array_length(30)
+                _n = r.read_array_length(42)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 return cls(f_topic, ZERO_UUID, f_partitions, None)
             elif 5 <= version <= 10:
@@ -465,23 +472,16 @@ class FetchResponse(Message):
                 _n = r.read_array_length(38)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 return cls(f_topic, ZERO_UUID, f_partitions, None)
-            elif version == 11:
+            elif version == 4:
                 f_topic = r.read_string()
-                _n = r.read_array_length(42)
+                _n = r.read_array_length(30)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 return cls(f_topic, ZERO_UUID, f_partitions, None)
-            elif version == 12:
-                f_topic = r.read_compact_string()
-                _n = r.read_compact_array_length(37)
+            elif 0 <= version <= 3:
+                f_topic = r.read_string()
+                _n = r.read_array_length(18)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_topic, ZERO_UUID, f_partitions, _unknown)
-            elif 13 <= version <= 17:
-                f_topic_id = r.read_uuid()
-                _n = r.read_compact_array_length(37)
-                f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls('', f_topic_id, f_partitions, _unknown)
+                return cls(f_topic, ZERO_UUID, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -561,9 +561,32 @@ class FetchResponse(Message):
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
-        if version == 0:
-            if self.session_id != 0:
-                raise UnsupportedVersionError(f"attempted to write a non-default SessionId at version {version} of FetchResponse")
+        if 16 <= version <= 17:
+            w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.session_id)
+            w.write_compact_array_length(len(self.responses))
+            for _e_responses in self.responses:
+                _e_responses.write(w, version)
+            _tags = []
+            if self.node_endpoints != []:
+                _tw = Writer()
+                _tw.write_compact_array_length(len(self.node_endpoints))
+                for _e_node_endpoints in self.node_endpoints:
+                    _e_node_endpoints.write(_tw, version)
+                _tags.append((0, _tw.to_bytes()))
+            if self._unknown_tagged_fields:
+                _tags.extend(self._unknown_tagged_fields)
+                _tags.sort(key=_tag_key)
+            w.write_tags(_tags)
+        elif 12 <= version <= 15:
+            w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.session_id)
+            w.write_compact_array_length(len(self.responses))
+            for _e_responses in self.responses:
+                _e_responses.write(w, version)
+            if self.node_endpoints != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchResponse")
+            w.write_tags(self._unknown_tagged_fields)
+        elif 7 <= version <= 11:
+            w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.session_id)
             w.write_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
@@ -582,8 +605,9 @@ class FetchResponse(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchResponse")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse does not support them")
-        elif 7 <= version <= 11:
-            w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.session_id)
+        elif version == 0:
+            if self.session_id != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default SessionId at version {version} of FetchResponse")
             w.write_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
@@ -591,30 +615,6 @@ class FetchResponse(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchResponse")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FetchResponse does not support them")
-        elif 12 <= version <= 15:
-            w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.session_id)
-            w.write_compact_array_length(len(self.responses))
-            for _e_responses in self.responses:
-                _e_responses.write(w, version)
-            if self.node_endpoints != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchResponse")
-            w.write_tags(self._unknown_tagged_fields)
-        elif 16 <= version <= 17:
-            w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.session_id)
-            w.write_compact_array_length(len(self.responses))
-            for _e_responses in self.responses:
-                _e_responses.write(w, version)
-            _tags = []
-            if self.node_endpoints != []:
-                _tw = Writer()
-                _tw.write_compact_array_length(len(self.node_endpoints))
-                for _e_node_endpoints in self.node_endpoints:
-                    _e_node_endpoints.write(_tw, version)
-                _tags.append((0, _tw.to_bytes()))
-            if self._unknown_tagged_fields:
-                _tags.extend(self._unknown_tagged_fields)
-                _tags.sort(key=_tag_key)
-            w.write_tags(_tags)
         else:
             raise self.unsupported_version(version)
 
@@ -626,33 +626,7 @@ class FetchResponse(Message):
         f_responses: list[FetchResponse.FetchableTopicResponse]
         f_node_endpoints: list[FetchResponse.NodeEndpoint]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(6)
-            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
-            return cls(0, 0, 0, f_responses, [], None)
-        elif 1 <= version <= 6:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
-            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, 0, 0, f_responses, [], None)
-        elif 7 <= version <= 11:
-            f_throttle_time_ms, f_error_code, f_session_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, SessionId')
-            _n = r.read_array_length(6)
-            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], None)
-        elif version == 12:
-            f_throttle_time_ms, f_error_code, f_session_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, SessionId')
-            _n = r.read_compact_array_length(3)
-            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], _unknown)
-        elif 13 <= version <= 15:
-            f_throttle_time_ms, f_error_code, f_session_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, SessionId')
-            _n = r.read_compact_array_length(18)
-            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], _unknown)
-        elif 16 <= version <= 17:
+        if 16 <= version <= 17:
             f_throttle_time_ms, f_error_code, f_session_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, SessionId')
             _n = r.read_compact_array_length(18)
             f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
@@ -670,6 +644,32 @@ class FetchResponse(Message):
                         _unknown = []
                     _unknown.append((_tag, bytes(r.read_raw(_size))))
             return cls(f_throttle_time_ms, f_error_code, f_session_id, f_responses, f_node_endpoints, _unknown)
+        elif 13 <= version <= 15:
+            f_throttle_time_ms, f_error_code, f_session_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, SessionId')
+            _n = r.read_compact_array_length(18)
+            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], _unknown)
+        elif version == 12:
+            f_throttle_time_ms, f_error_code, f_session_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, SessionId')
+            _n = r.read_compact_array_length(3)
+            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], _unknown)
+        elif 7 <= version <= 11:
+            f_throttle_time_ms, f_error_code, f_session_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, SessionId')
+            _n = r.read_array_length(6)
+            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_error_code, f_session_id, f_responses, [], None)
+        elif 1 <= version <= 6:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(6)
+            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, 0, 0, f_responses, [], None)
+        elif version == 0:
+            _n = r.read_array_length(6)
+            f_responses = [_T_FetchableTopicResponse.read(r, version) for _ in range(_n)]
+            return cls(0, 0, 0, f_responses, [], None)
         else:
             raise cls.unsupported_version(version)
 

@@ -99,12 +99,7 @@ class FetchSnapshotRequest(Message):
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
-            if version == 0:
-                w.buf += _S_ii.pack(self.partition, self.current_leader_epoch)
-                self.snapshot_id.write(w, version)
-                w.buf += _S_q.pack(self.position)
-                w.write_tags(self._unknown_tagged_fields)
-            elif version == 1:
+            if version == 1:
                 w.buf += _S_ii.pack(self.partition, self.current_leader_epoch)
                 self.snapshot_id.write(w, version)
                 w.buf += _S_q.pack(self.position)
@@ -117,6 +112,11 @@ class FetchSnapshotRequest(Message):
                     _tags.extend(self._unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
+            elif version == 0:
+                w.buf += _S_ii.pack(self.partition, self.current_leader_epoch)
+                self.snapshot_id.write(w, version)
+                w.buf += _S_q.pack(self.position)
+                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -128,13 +128,7 @@ class FetchSnapshotRequest(Message):
             f_position: int
             f_replica_directory_id: uuid.UUID
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition, f_current_leader_epoch = r.unpack(_S_ii, 'fields Partition, CurrentLeaderEpoch')
-                f_snapshot_id = _T_SnapshotId.read(r, version)
-                f_position = r.read_int64()
-                _unknown = r.read_unknown_tags()
-                return cls(f_partition, f_current_leader_epoch, f_snapshot_id, f_position, ZERO_UUID, _unknown)
-            elif version == 1:
+            if version == 1:
                 f_partition, f_current_leader_epoch = r.unpack(_S_ii, 'fields Partition, CurrentLeaderEpoch')
                 f_snapshot_id = _T_SnapshotId.read(r, version)
                 f_position = r.read_int64()
@@ -151,6 +145,12 @@ class FetchSnapshotRequest(Message):
                             _unknown = []
                         _unknown.append((_tag, bytes(r.read_raw(_size))))
                 return cls(f_partition, f_current_leader_epoch, f_snapshot_id, f_position, f_replica_directory_id, _unknown)
+            elif version == 0:
+                f_partition, f_current_leader_epoch = r.unpack(_S_ii, 'fields Partition, CurrentLeaderEpoch')
+                f_snapshot_id = _T_SnapshotId.read(r, version)
+                f_position = r.read_int64()
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition, f_current_leader_epoch, f_snapshot_id, f_position, ZERO_UUID, _unknown)
             else:
                 raise cls.unsupported_version(version)
 

@@ -299,15 +299,7 @@ class FetchSnapshotResponse(Message):
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
-        if version == 0:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.node_endpoints != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchSnapshotResponse")
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 1:
+        if version == 1:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
@@ -323,6 +315,14 @@ class FetchSnapshotResponse(Message):
                 _tags.extend(self._unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
+        elif version == 0:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.node_endpoints != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of FetchSnapshotResponse")
+            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -333,13 +333,7 @@ class FetchSnapshotResponse(Message):
         f_topics: list[FetchSnapshotResponse.TopicSnapshot]
         f_node_endpoints: list[FetchSnapshotResponse.NodeEndpoint]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_compact_array_length(3)
-            f_topics = [_T_TopicSnapshot.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_topics, [], _unknown)
-        elif version == 1:
+        if version == 1:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             _n = r.read_compact_array_length(3)
             f_topics = [_T_TopicSnapshot.read(r, version) for _ in range(_n)]
@@ -357,6 +351,12 @@ class FetchSnapshotResponse(Message):
                         _unknown = []
                     _unknown.append((_tag, bytes(r.read_raw(_size))))
             return cls(f_throttle_time_ms, f_error_code, f_topics, f_node_endpoints, _unknown)
+        elif version == 0:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            _n = r.read_compact_array_length(3)
+            f_topics = [_T_TopicSnapshot.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_topics, [], _unknown)
         else:
             raise cls.unsupported_version(version)
 

@@ -52,28 +52,7 @@ class FindCoordinatorRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.write_string(self.key)
-            if self.key_type != 0:
-                raise UnsupportedVersionError(f"attempted to write a non-default KeyType at version {version} of FindCoordinatorRequest")
-            if self.coordinator_keys != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default CoordinatorKeys at version {version} of FindCoordinatorRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorRequest does not support them")
-        elif 1 <= version <= 2:
-            w.write_string(self.key)
-            w.buf += _S_b.pack(self.key_type)
-            if self.coordinator_keys != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default CoordinatorKeys at version {version} of FindCoordinatorRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorRequest does not support them")
-        elif version == 3:
-            w.write_compact_string(self.key)
-            w.buf += _S_b.pack(self.key_type)
-            if self.coordinator_keys != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default CoordinatorKeys at version {version} of FindCoordinatorRequest")
-            w.write_tags(self._unknown_tagged_fields)
-        elif 4 <= version <= 6:
+        if 4 <= version <= 6:
             if self.key != '':
                 raise UnsupportedVersionError(f"attempted to write a non-default Key at version {version} of FindCoordinatorRequest")
             w.buf += _S_b.pack(self.key_type)
@@ -81,6 +60,27 @@ class FindCoordinatorRequest(Message):
             for _e_coordinator_keys in self.coordinator_keys:
                 w.write_compact_string(_e_coordinator_keys)
             w.write_tags(self._unknown_tagged_fields)
+        elif version == 3:
+            w.write_compact_string(self.key)
+            w.buf += _S_b.pack(self.key_type)
+            if self.coordinator_keys != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default CoordinatorKeys at version {version} of FindCoordinatorRequest")
+            w.write_tags(self._unknown_tagged_fields)
+        elif 1 <= version <= 2:
+            w.write_string(self.key)
+            w.buf += _S_b.pack(self.key_type)
+            if self.coordinator_keys != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default CoordinatorKeys at version {version} of FindCoordinatorRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorRequest does not support them")
+        elif version == 0:
+            w.write_string(self.key)
+            if self.key_type != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default KeyType at version {version} of FindCoordinatorRequest")
+            if self.coordinator_keys != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default CoordinatorKeys at version {version} of FindCoordinatorRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -90,23 +90,23 @@ class FindCoordinatorRequest(Message):
         f_key_type: int
         f_coordinator_keys: list[str]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_key = r.read_string()
-            return cls(f_key, 0, [], None)
-        elif 1 <= version <= 2:
-            f_key = r.read_string()
-            f_key_type = r.read_int8()
-            return cls(f_key, f_key_type, [], None)
-        elif version == 3:
-            f_key = r.read_compact_string()
-            f_key_type = r.read_int8()
-            _unknown = r.read_unknown_tags()
-            return cls(f_key, f_key_type, [], _unknown)
-        elif 4 <= version <= 6:
+        if 4 <= version <= 6:
             f_key_type = r.read_int8()
             _n = r.read_compact_array_length(1)
             f_coordinator_keys = [r.read_compact_string() for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls('', f_key_type, f_coordinator_keys, _unknown)
+        elif version == 3:
+            f_key = r.read_compact_string()
+            f_key_type = r.read_int8()
+            _unknown = r.read_unknown_tags()
+            return cls(f_key, f_key_type, [], _unknown)
+        elif 1 <= version <= 2:
+            f_key = r.read_string()
+            f_key_type = r.read_int8()
+            return cls(f_key, f_key_type, [], None)
+        elif version == 0:
+            f_key = r.read_string()
+            return cls(f_key, 0, [], None)
         else:
             raise cls.unsupported_version(version)

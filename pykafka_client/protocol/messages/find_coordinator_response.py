@@ -126,34 +126,7 @@ class FindCoordinatorResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.buf += _S_hi.pack(self.error_code, self.node_id)
-            w.write_string(self.host)
-            w.buf += _S_i.pack(self.port)
-            if self.coordinators != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Coordinators at version {version} of FindCoordinatorResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorResponse does not support them")
-        elif 1 <= version <= 2:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_nullable_string(self.error_message)
-            w.buf += _S_i.pack(self.node_id)
-            w.write_string(self.host)
-            w.buf += _S_i.pack(self.port)
-            if self.coordinators != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Coordinators at version {version} of FindCoordinatorResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorResponse does not support them")
-        elif version == 3:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_nullable_string(self.error_message)
-            w.buf += _S_i.pack(self.node_id)
-            w.write_compact_string(self.host)
-            w.buf += _S_i.pack(self.port)
-            if self.coordinators != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Coordinators at version {version} of FindCoordinatorResponse")
-            w.write_tags(self._unknown_tagged_fields)
-        elif 4 <= version <= 6:
+        if 4 <= version <= 6:
             w.buf += _S_i.pack(self.throttle_time_ms)
             if self.error_code != 0:
                 raise UnsupportedVersionError(f"attempted to write a non-default ErrorCode at version {version} of FindCoordinatorResponse")
@@ -167,6 +140,33 @@ class FindCoordinatorResponse(Message):
             for _e_coordinators in self.coordinators:
                 _e_coordinators.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
+        elif version == 3:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_nullable_string(self.error_message)
+            w.buf += _S_i.pack(self.node_id)
+            w.write_compact_string(self.host)
+            w.buf += _S_i.pack(self.port)
+            if self.coordinators != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Coordinators at version {version} of FindCoordinatorResponse")
+            w.write_tags(self._unknown_tagged_fields)
+        elif 1 <= version <= 2:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_nullable_string(self.error_message)
+            w.buf += _S_i.pack(self.node_id)
+            w.write_string(self.host)
+            w.buf += _S_i.pack(self.port)
+            if self.coordinators != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Coordinators at version {version} of FindCoordinatorResponse")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorResponse does not support them")
+        elif version == 0:
+            w.buf += _S_hi.pack(self.error_code, self.node_id)
+            w.write_string(self.host)
+            w.buf += _S_i.pack(self.port)
+            if self.coordinators != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Coordinators at version {version} of FindCoordinatorResponse")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of FindCoordinatorResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -180,18 +180,12 @@ class FindCoordinatorResponse(Message):
         f_port: int
         f_coordinators: list[FindCoordinatorResponse.Coordinator]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_error_code, f_node_id = r.unpack(_S_hi, 'fields ErrorCode, NodeId')
-            f_host = r.read_string()
-            f_port = r.read_int32()
-            return cls(0, f_error_code, '', f_node_id, f_host, f_port, [], None)
-        elif 1 <= version <= 2:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            f_error_message = r.read_nullable_string()
-            f_node_id = r.read_int32()
-            f_host = r.read_string()
-            f_port = r.read_int32()
-            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, [], None)
+        if 4 <= version <= 6:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_compact_array_length(14)
+            f_coordinators = [_T_Coordinator.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, 0, '', 0, '', 0, f_coordinators, _unknown)
         elif version == 3:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
@@ -200,12 +194,18 @@ class FindCoordinatorResponse(Message):
             f_port = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, [], _unknown)
-        elif 4 <= version <= 6:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_compact_array_length(14)
-            f_coordinators = [_T_Coordinator.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, 0, '', 0, '', 0, f_coordinators, _unknown)
+        elif 1 <= version <= 2:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            f_error_message = r.read_nullable_string()
+            f_node_id = r.read_int32()
+            f_host = r.read_string()
+            f_port = r.read_int32()
+            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_node_id, f_host, f_port, [], None)
+        elif version == 0:
+            f_error_code, f_node_id = r.unpack(_S_hi, 'fields ErrorCode, NodeId')
+            f_host = r.read_string()
+            f_port = r.read_int32()
+            return cls(0, f_error_code, '', f_node_id, f_host, f_port, [], None)
         else:
             raise cls.unsupported_version(version)
 

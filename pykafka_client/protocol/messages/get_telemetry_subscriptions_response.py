@@ -99,8 +99,7 @@ class GetTelemetrySubscriptionsResponse(Message):
         if version == 0:
             f_throttle_time_ms, f_error_code, _u_client_instance_id, f_subscription_id = r.unpack(_S_ih16si, 'fields ThrottleTimeMs, ErrorCode, ClientInstanceId, SubscriptionId')
             f_client_instance_id = uuid.UUID(bytes=_u_client_instance_id)
-            _n = r.read_compact_array_length(1)
-            f_accepted_compression_types = r.read_fixed_array('b', 1, _n)
+            f_accepted_compression_types = r.read_fixed_array_field('b', 1, True)
             f_push_interval_ms, f_telemetry_max_bytes, f_delta_temporality = r.unpack(_S_iio, 'fields PushIntervalMs, TelemetryMaxBytes, DeltaTemporality')
             _n = r.read_compact_array_length(1)
             f_requested_metrics = [r.read_compact_string() for _ in range(_n)]

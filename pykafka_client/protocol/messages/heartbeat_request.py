@@ -55,14 +55,12 @@ class HeartbeatRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            w.write_string(self.group_id)
+        if version == 4:
+            w.write_compact_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id)
-            w.write_string(self.member_id)
-            if self.group_instance_id != None:
-                raise UnsupportedVersionError(f"attempted to write a non-default GroupInstanceId at version {version} of HeartbeatRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatRequest does not support them")
+            w.write_compact_string(self.member_id)
+            w.write_compact_nullable_string(self.group_instance_id)
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 3:
             w.write_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id)
@@ -70,12 +68,14 @@ class HeartbeatRequest(Message):
             w.write_nullable_string(self.group_instance_id)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatRequest does not support them")
-        elif version == 4:
-            w.write_compact_string(self.group_id)
+        elif 0 <= version <= 2:
+            w.write_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id)
-            w.write_compact_string(self.member_id)
-            w.write_compact_nullable_string(self.group_instance_id)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_string(self.member_id)
+            if self.group_instance_id != None:
+                raise UnsupportedVersionError(f"attempted to write a non-default GroupInstanceId at version {version} of HeartbeatRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -86,23 +86,23 @@ class HeartbeatRequest(Message):
         f_member_id: str
         f_group_instance_id: str | None
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_group_id = r.read_string()
-            f_generation_id = r.read_int32()
-            f_member_id = r.read_string()
-            return cls(f_group_id, f_generation_id, f_member_id, None, None)
-        elif version == 3:
-            f_group_id = r.read_string()
-            f_generation_id = r.read_int32()
-            f_member_id = r.read_string()
-            f_group_instance_id = r.read_nullable_string()
-            return cls(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None)
-        elif version == 4:
+        if version == 4:
             f_group_id = r.read_compact_string()
             f_generation_id = r.read_int32()
             f_member_id = r.read_compact_string()
             f_group_instance_id = r.read_compact_nullable_string()
             _unknown = r.read_unknown_tags()
             return cls(f_group_id, f_generation_id, f_member_id, f_group_instance_id, _unknown)
+        elif version == 3:
+            f_group_id = r.read_string()
+            f_generation_id = r.read_int32()
+            f_member_id = r.read_string()
+            f_group_instance_id = r.read_nullable_string()
+            return cls(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None)
+        elif 0 <= version <= 2:
+            f_group_id = r.read_string()
+            f_generation_id = r.read_int32()
+            f_member_id = r.read_string()
+            return cls(f_group_id, f_generation_id, f_member_id, None, None)
         else:
             raise cls.unsupported_version(version)

@@ -50,17 +50,17 @@ class HeartbeatResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.buf += _S_h.pack(self.error_code)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatResponse does not support them")
+        if version == 4:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_tags(self._unknown_tagged_fields)
         elif 1 <= version <= 3:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatResponse does not support them")
-        elif version == 4:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
+            w.buf += _S_h.pack(self.error_code)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of HeartbeatResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class HeartbeatResponse(Message):
         f_throttle_time_ms: int
         f_error_code: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_error_code = r.read_int16()
-            return cls(0, f_error_code, None)
-        elif 1 <= version <= 3:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            return cls(f_throttle_time_ms, f_error_code, None)
-        elif version == 4:
+        if version == 4:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, _unknown)
+        elif 1 <= version <= 3:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            return cls(f_throttle_time_ms, f_error_code, None)
+        elif version == 0:
+            f_error_code = r.read_int16()
+            return cls(0, f_error_code, None)
         else:
             raise cls.unsupported_version(version)

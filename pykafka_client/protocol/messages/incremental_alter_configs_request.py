@@ -55,17 +55,17 @@ class IncrementalAlterConfigsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.name)
+                w.buf += _S_b.pack(self.config_operation)
+                w.write_compact_nullable_string(self.value)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.name)
                 w.buf += _S_b.pack(self.config_operation)
                 w.write_nullable_string(self.value)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of IncrementalAlterConfigsRequest.AlterableConfig does not support them")
-            elif version == 1:
-                w.write_compact_string(self.name)
-                w.buf += _S_b.pack(self.config_operation)
-                w.write_compact_nullable_string(self.value)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -75,17 +75,17 @@ class IncrementalAlterConfigsRequest(Message):
             f_config_operation: int
             f_value: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_name = r.read_string()
-                f_config_operation = r.read_int8()
-                f_value = r.read_nullable_string()
-                return cls(f_name, f_config_operation, f_value, None)
-            elif version == 1:
+            if version == 1:
                 f_name = r.read_compact_string()
                 f_config_operation = r.read_int8()
                 f_value = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_config_operation, f_value, _unknown)
+            elif version == 0:
+                f_name = r.read_string()
+                f_config_operation = r.read_int8()
+                f_value = r.read_nullable_string()
+                return cls(f_name, f_config_operation, f_value, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -110,7 +110,14 @@ class IncrementalAlterConfigsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_b.pack(self.resource_type)
+                w.write_compact_string(self.resource_name)
+                w.write_compact_array_length(len(self.configs))
+                for _e_configs in self.configs:
+                    _e_configs.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
                 w.write_array_length(len(self.configs))
@@ -118,13 +125,6 @@ class IncrementalAlterConfigsRequest(Message):
                     _e_configs.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of IncrementalAlterConfigsRequest.AlterConfigsResource does not support them")
-            elif version == 1:
-                w.buf += _S_b.pack(self.resource_type)
-                w.write_compact_string(self.resource_name)
-                w.write_compact_array_length(len(self.configs))
-                for _e_configs in self.configs:
-                    _e_configs.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -134,19 +134,19 @@ class IncrementalAlterConfigsRequest(Message):
             f_resource_name: str
             f_configs: list[IncrementalAlterConfigsRequest.AlterableConfig]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                _n = r.read_array_length(5)
-                f_configs = [_T_AlterableConfig.read(r, version) for _ in range(_n)]
-                return cls(f_resource_type, f_resource_name, f_configs, None)
-            elif version == 1:
+            if version == 1:
                 f_resource_type = r.read_int8()
                 f_resource_name = r.read_compact_string()
                 _n = r.read_compact_array_length(4)
                 f_configs = [_T_AlterableConfig.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_resource_type, f_resource_name, f_configs, _unknown)
+            elif version == 0:
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                _n = r.read_array_length(5)
+                f_configs = [_T_AlterableConfig.read(r, version) for _ in range(_n)]
+                return cls(f_resource_type, f_resource_name, f_configs, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -166,19 +166,19 @@ class IncrementalAlterConfigsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.write_compact_array_length(len(self.resources))
+            for _e_resources in self.resources:
+                _e_resources.write(w, version)
+            w.buf += _S_o.pack(self.validate_only)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.write_array_length(len(self.resources))
             for _e_resources in self.resources:
                 _e_resources.write(w, version)
             w.buf += _S_o.pack(self.validate_only)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of IncrementalAlterConfigsRequest does not support them")
-        elif version == 1:
-            w.write_compact_array_length(len(self.resources))
-            for _e_resources in self.resources:
-                _e_resources.write(w, version)
-            w.buf += _S_o.pack(self.validate_only)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -187,17 +187,17 @@ class IncrementalAlterConfigsRequest(Message):
         f_resources: list[IncrementalAlterConfigsRequest.AlterConfigsResource]
         f_validate_only: bool
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(7)
-            f_resources = [_T_AlterConfigsResource.read(r, version) for _ in range(_n)]
-            f_validate_only = r.read_bool()
-            return cls(f_resources, f_validate_only, None)
-        elif version == 1:
+        if version == 1:
             _n = r.read_compact_array_length(4)
             f_resources = [_T_AlterConfigsResource.read(r, version) for _ in range(_n)]
             f_validate_only = r.read_bool()
             _unknown = r.read_unknown_tags()
             return cls(f_resources, f_validate_only, _unknown)
+        elif version == 0:
+            _n = r.read_array_length(7)
+            f_resources = [_T_AlterConfigsResource.read(r, version) for _ in range(_n)]
+            f_validate_only = r.read_bool()
+            return cls(f_resources, f_validate_only, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -59,19 +59,19 @@ class IncrementalAlterConfigsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_h.pack(self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.buf += _S_b.pack(self.resource_type)
+                w.write_compact_string(self.resource_name)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_nullable_string(self.error_message)
                 w.buf += _S_b.pack(self.resource_type)
                 w.write_string(self.resource_name)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of IncrementalAlterConfigsResponse.AlterConfigsResourceResponse does not support them")
-            elif version == 1:
-                w.buf += _S_h.pack(self.error_code)
-                w.write_compact_nullable_string(self.error_message)
-                w.buf += _S_b.pack(self.resource_type)
-                w.write_compact_string(self.resource_name)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -82,19 +82,19 @@ class IncrementalAlterConfigsResponse(Message):
             f_resource_type: int
             f_resource_name: str
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_error_code = r.read_int16()
-                f_error_message = r.read_nullable_string()
-                f_resource_type = r.read_int8()
-                f_resource_name = r.read_string()
-                return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, None)
-            elif version == 1:
+            if version == 1:
                 f_error_code = r.read_int16()
                 f_error_message = r.read_compact_nullable_string()
                 f_resource_type = r.read_int8()
                 f_resource_name = r.read_compact_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, _unknown)
+            elif version == 0:
+                f_error_code = r.read_int16()
+                f_error_message = r.read_nullable_string()
+                f_resource_type = r.read_int8()
+                f_resource_name = r.read_string()
+                return cls(f_error_code, f_error_message, f_resource_type, f_resource_name, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -114,19 +114,19 @@ class IncrementalAlterConfigsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.responses))
+            for _e_responses in self.responses:
+                _e_responses.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of IncrementalAlterConfigsResponse does not support them")
-        elif version == 1:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.responses))
-            for _e_responses in self.responses:
-                _e_responses.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -135,17 +135,17 @@ class IncrementalAlterConfigsResponse(Message):
         f_throttle_time_ms: int
         f_responses: list[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(7)
-            f_responses = [_T_AlterConfigsResourceResponse.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_responses, None)
-        elif version == 1:
+        if version == 1:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(6)
             f_responses = [_T_AlterConfigsResourceResponse.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_responses, _unknown)
+        elif version == 0:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(7)
+            f_responses = [_T_AlterConfigsResourceResponse.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_responses, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -56,15 +56,10 @@ class InitProducerIdRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.write_nullable_string(self.transactional_id)
-            w.buf += _S_i.pack(self.transaction_timeout_ms)
-            if self.producer_id != -1:
-                raise UnsupportedVersionError(f"attempted to write a non-default ProducerId at version {version} of InitProducerIdRequest")
-            if self.producer_epoch != -1:
-                raise UnsupportedVersionError(f"attempted to write a non-default ProducerEpoch at version {version} of InitProducerIdRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of InitProducerIdRequest does not support them")
+        if 3 <= version <= 5:
+            w.write_compact_nullable_string(self.transactional_id)
+            w.buf += _S_iqh.pack(self.transaction_timeout_ms, self.producer_id, self.producer_epoch)
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 2:
             w.write_compact_nullable_string(self.transactional_id)
             w.buf += _S_i.pack(self.transaction_timeout_ms)
@@ -73,10 +68,15 @@ class InitProducerIdRequest(Message):
             if self.producer_epoch != -1:
                 raise UnsupportedVersionError(f"attempted to write a non-default ProducerEpoch at version {version} of InitProducerIdRequest")
             w.write_tags(self._unknown_tagged_fields)
-        elif 3 <= version <= 5:
-            w.write_compact_nullable_string(self.transactional_id)
-            w.buf += _S_iqh.pack(self.transaction_timeout_ms, self.producer_id, self.producer_epoch)
-            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
+            w.write_nullable_string(self.transactional_id)
+            w.buf += _S_i.pack(self.transaction_timeout_ms)
+            if self.producer_id != -1:
+                raise UnsupportedVersionError(f"attempted to write a non-default ProducerId at version {version} of InitProducerIdRequest")
+            if self.producer_epoch != -1:
+                raise UnsupportedVersionError(f"attempted to write a non-default ProducerEpoch at version {version} of InitProducerIdRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of InitProducerIdRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -87,19 +87,19 @@ class InitProducerIdRequest(Message):
         f_producer_id: int
         f_producer_epoch: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_transactional_id = r.read_nullable_string()
-            f_transaction_timeout_ms = r.read_int32()
-            return cls(f_transactional_id, f_transaction_timeout_ms, -1, -1, None)
+        if 3 <= version <= 5:
+            f_transactional_id = r.read_compact_nullable_string()
+            f_transaction_timeout_ms, f_producer_id, f_producer_epoch = r.unpack(_S_iqh, 'fields TransactionTimeoutMs, ProducerId, ProducerEpoch')
+            _unknown = r.read_unknown_tags()
+            return cls(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, _unknown)
         elif version == 2:
             f_transactional_id = r.read_compact_nullable_string()
             f_transaction_timeout_ms = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_transactional_id, f_transaction_timeout_ms, -1, -1, _unknown)
-        elif 3 <= version <= 5:
-            f_transactional_id = r.read_compact_nullable_string()
-            f_transaction_timeout_ms, f_producer_id, f_producer_epoch = r.unpack(_S_iqh, 'fields TransactionTimeoutMs, ProducerId, ProducerEpoch')
-            _unknown = r.read_unknown_tags()
-            return cls(f_transactional_id, f_transaction_timeout_ms, f_producer_id, f_producer_epoch, _unknown)
+        elif 0 <= version <= 1:
+            f_transactional_id = r.read_nullable_string()
+            f_transaction_timeout_ms = r.read_int32()
+            return cls(f_transactional_id, f_transaction_timeout_ms, -1, -1, None)
         else:
             raise cls.unsupported_version(version)

@@ -55,13 +55,13 @@ class InitProducerIdResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 5:
+            w.buf += _S_ihqh.pack(self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_ihqh.pack(self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of InitProducerIdResponse does not support them")
-        elif 2 <= version <= 5:
-            w.buf += _S_ihqh.pack(self.throttle_time_ms, self.error_code, self.producer_id, self.producer_epoch)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -72,12 +72,12 @@ class InitProducerIdResponse(Message):
         f_producer_id: int
         f_producer_epoch: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = r.unpack(_S_ihqh, 'fields ThrottleTimeMs, ErrorCode, ProducerId, ProducerEpoch')
-            return cls(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, None)
-        elif 2 <= version <= 5:
+        if 2 <= version <= 5:
             f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = r.unpack(_S_ihqh, 'fields ThrottleTimeMs, ErrorCode, ProducerId, ProducerEpoch')
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, _unknown)
+        elif 0 <= version <= 1:
+            f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch = r.unpack(_S_ihqh, 'fields ThrottleTimeMs, ErrorCode, ProducerId, ProducerEpoch')
+            return cls(f_throttle_time_ms, f_error_code, f_producer_id, f_producer_epoch, None)
         else:
             raise cls.unsupported_version(version)

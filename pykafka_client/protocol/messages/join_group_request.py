@@ -52,15 +52,15 @@ class JoinGroupRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 5:
+            if 6 <= version <= 9:
+                w.write_compact_string(self.name)
+                w.write_compact_bytes(self.metadata)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_bytes(self.metadata)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupRequest.JoinGroupRequestProtocol does not support them")
-            elif 6 <= version <= 9:
-                w.write_compact_string(self.name)
-                w.write_compact_bytes(self.metadata)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class JoinGroupRequest(Message):
             f_name: str
             f_metadata: bytes
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 5:
-                f_name = r.read_string()
-                f_metadata = r.read_bytes()
-                return cls(f_name, f_metadata, None)
-            elif 6 <= version <= 9:
+            if 6 <= version <= 9:
                 f_name = r.read_compact_string()
                 f_metadata = r.read_compact_bytes()
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_metadata, _unknown)
+            elif 0 <= version <= 5:
+                f_name = r.read_string()
+                f_metadata = r.read_bytes()
+                return cls(f_name, f_metadata, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -115,12 +115,32 @@ class JoinGroupRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 8 <= version <= 9:
+            w.write_compact_string(self.group_id)
+            w.buf += _S_ii.pack(self.session_timeout_ms, self.rebalance_timeout_ms)
+            w.write_compact_string(self.member_id)
+            w.write_compact_nullable_string(self.group_instance_id)
+            w.write_compact_string(self.protocol_type)
+            w.write_compact_array_length(len(self.protocols))
+            for _e_protocols in self.protocols:
+                _e_protocols.write(w, version)
+            w.write_compact_nullable_string(self.reason)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 6 <= version <= 7:
+            w.write_compact_string(self.group_id)
+            w.buf += _S_ii.pack(self.session_timeout_ms, self.rebalance_timeout_ms)
+            w.write_compact_string(self.member_id)
+            w.write_compact_nullable_string(self.group_instance_id)
+            w.write_compact_string(self.protocol_type)
+            w.write_compact_array_length(len(self.protocols))
+            for _e_protocols in self.protocols:
+                _e_protocols.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 5:
             w.write_string(self.group_id)
-            w.buf += _S_i.pack(self.session_timeout_ms)
+            w.buf += _S_ii.pack(self.session_timeout_ms, self.rebalance_timeout_ms)
             w.write_string(self.member_id)
-            if self.group_instance_id != None:
-                raise UnsupportedVersionError(f"attempted to write a non-default GroupInstanceId at version {version} of JoinGroupRequest")
+            w.write_nullable_string(self.group_instance_id)
             w.write_string(self.protocol_type)
             w.write_array_length(len(self.protocols))
             for _e_protocols in self.protocols:
@@ -139,38 +159,18 @@ class JoinGroupRequest(Message):
                 _e_protocols.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupRequest does not support them")
-        elif version == 5:
+        elif version == 0:
             w.write_string(self.group_id)
-            w.buf += _S_ii.pack(self.session_timeout_ms, self.rebalance_timeout_ms)
+            w.buf += _S_i.pack(self.session_timeout_ms)
             w.write_string(self.member_id)
-            w.write_nullable_string(self.group_instance_id)
+            if self.group_instance_id != None:
+                raise UnsupportedVersionError(f"attempted to write a non-default GroupInstanceId at version {version} of JoinGroupRequest")
             w.write_string(self.protocol_type)
             w.write_array_length(len(self.protocols))
             for _e_protocols in self.protocols:
                 _e_protocols.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupRequest does not support them")
-        elif 6 <= version <= 7:
-            w.write_compact_string(self.group_id)
-            w.buf += _S_ii.pack(self.session_timeout_ms, self.rebalance_timeout_ms)
-            w.write_compact_string(self.member_id)
-            w.write_compact_nullable_string(self.group_instance_id)
-            w.write_compact_string(self.protocol_type)
-            w.write_compact_array_length(len(self.protocols))
-            for _e_protocols in self.protocols:
-                _e_protocols.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
-        elif 8 <= version <= 9:
-            w.write_compact_string(self.group_id)
-            w.buf += _S_ii.pack(self.session_timeout_ms, self.rebalance_timeout_ms)
-            w.write_compact_string(self.member_id)
-            w.write_compact_nullable_string(self.group_instance_id)
-            w.write_compact_string(self.protocol_type)
-            w.write_compact_array_length(len(self.protocols))
-            for _e_protocols in self.protocols:
-                _e_protocols.write(w, version)
-            w.write_compact_nullable_string(self.reason)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -185,42 +185,7 @@ class JoinGroupRequest(Message):
         f_protocols: list[JoinGroupRequest.JoinGroupRequestProtocol]
         f_reason: str | None
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_group_id = r.read_string()
-            f_session_timeout_ms = r.read_int32()
-            f_member_id = r.read_string()
-            f_protocol_type = r.read_string()
-            _n = r.read_array_length(6)
-            f_protocols = [_T_JoinGroupRequestProtocol.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, f_session_timeout_ms, -1, f_member_id, None, f_protocol_type, f_protocols, None, None)
-        elif 1 <= version <= 4:
-            f_group_id = r.read_string()
-            f_session_timeout_ms, f_rebalance_timeout_ms = r.unpack(_S_ii, 'fields SessionTimeoutMs, RebalanceTimeoutMs')
-            f_member_id = r.read_string()
-            f_protocol_type = r.read_string()
-            _n = r.read_array_length(6)
-            f_protocols = [_T_JoinGroupRequestProtocol.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None, None)
-        elif version == 5:
-            f_group_id = r.read_string()
-            f_session_timeout_ms, f_rebalance_timeout_ms = r.unpack(_S_ii, 'fields SessionTimeoutMs, RebalanceTimeoutMs')
-            f_member_id = r.read_string()
-            f_group_instance_id = r.read_nullable_string()
-            f_protocol_type = r.read_string()
-            _n = r.read_array_length(6)
-            f_protocols = [_T_JoinGroupRequestProtocol.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None, None)
-        elif 6 <= version <= 7:
-            f_group_id = r.read_compact_string()
-            f_session_timeout_ms, f_rebalance_timeout_ms = r.unpack(_S_ii, 'fields SessionTimeoutMs, RebalanceTimeoutMs')
-            f_member_id = r.read_compact_string()
-            f_group_instance_id = r.read_compact_nullable_string()
-            f_protocol_type = r.read_compact_string()
-            _n = r.read_compact_array_length(3)
-            f_protocols = [_T_JoinGroupRequestProtocol.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None, _unknown)
-        elif 8 <= version <= 9:
+        if 8 <= version <= 9:
             f_group_id = r.read_compact_string()
             f_session_timeout_ms, f_rebalance_timeout_ms = r.unpack(_S_ii, 'fields SessionTimeoutMs, RebalanceTimeoutMs')
             f_member_id = r.read_compact_string()
@@ -231,6 +196,41 @@ class JoinGroupRequest(Message):
             f_reason = r.read_compact_nullable_string()
             _unknown = r.read_unknown_tags()
             return cls(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, f_reason, _unknown)
+        elif 6 <= version <= 7:
+            f_group_id = r.read_compact_string()
+            f_session_timeout_ms, f_rebalance_timeout_ms = r.unpack(_S_ii, 'fields SessionTimeoutMs, RebalanceTimeoutMs')
+            f_member_id = r.read_compact_string()
+            f_group_instance_id = r.read_compact_nullable_string()
+            f_protocol_type = r.read_compact_string()
+            _n = r.read_compact_array_length(3)
+            f_protocols = [_T_JoinGroupRequestProtocol.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None, _unknown)
+        elif version == 5:
+            f_group_id = r.read_string()
+            f_session_timeout_ms, f_rebalance_timeout_ms = r.unpack(_S_ii, 'fields SessionTimeoutMs, RebalanceTimeoutMs')
+            f_member_id = r.read_string()
+            f_group_instance_id = r.read_nullable_string()
+            f_protocol_type = r.read_string()
+            _n = r.read_array_length(6)
+            f_protocols = [_T_JoinGroupRequestProtocol.read(r, version) for _ in range(_n)]
+            return cls(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, f_group_instance_id, f_protocol_type, f_protocols, None, None)
+        elif 1 <= version <= 4:
+            f_group_id = r.read_string()
+            f_session_timeout_ms, f_rebalance_timeout_ms = r.unpack(_S_ii, 'fields SessionTimeoutMs, RebalanceTimeoutMs')
+            f_member_id = r.read_string()
+            f_protocol_type = r.read_string()
+            _n = r.read_array_length(6)
+            f_protocols = [_T_JoinGroupRequestProtocol.read(r, version) for _ in range(_n)]
+            return cls(f_group_id, f_session_timeout_ms, f_rebalance_timeout_ms, f_member_id, None, f_protocol_type, f_protocols, None, None)
+        elif version == 0:
+            f_group_id = r.read_string()
+            f_session_timeout_ms = r.read_int32()
+            f_member_id = r.read_string()
+            f_protocol_type = r.read_string()
+            _n = r.read_array_length(6)
+            f_protocols = [_T_JoinGroupRequestProtocol.read(r, version) for _ in range(_n)]
+            return cls(f_group_id, f_session_timeout_ms, -1, f_member_id, None, f_protocol_type, f_protocols, None, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -56,22 +56,22 @@ class JoinGroupResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 4:
-                w.write_string(self.member_id)
-                w.write_bytes(self.metadata)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse.JoinGroupResponseMember does not support them")
+            if 6 <= version <= 9:
+                w.write_compact_string(self.member_id)
+                w.write_compact_nullable_string(self.group_instance_id)
+                w.write_compact_bytes(self.metadata)
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 5:
                 w.write_string(self.member_id)
                 w.write_nullable_string(self.group_instance_id)
                 w.write_bytes(self.metadata)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse.JoinGroupResponseMember does not support them")
-            elif 6 <= version <= 9:
-                w.write_compact_string(self.member_id)
-                w.write_compact_nullable_string(self.group_instance_id)
-                w.write_compact_bytes(self.metadata)
-                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 4:
+                w.write_string(self.member_id)
+                w.write_bytes(self.metadata)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse.JoinGroupResponseMember does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -81,21 +81,21 @@ class JoinGroupResponse(Message):
             f_group_instance_id: str | None
             f_metadata: bytes
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 4:
-                f_member_id = r.read_string()
-                f_metadata = r.read_bytes()
-                return cls(f_member_id, None, f_metadata, None)
-            elif version == 5:
-                f_member_id = r.read_string()
-                f_group_instance_id = r.read_nullable_string()
-                f_metadata = r.read_bytes()
-                return cls(f_member_id, f_group_instance_id, f_metadata, None)
-            elif 6 <= version <= 9:
+            if 6 <= version <= 9:
                 f_member_id = r.read_compact_string()
                 f_group_instance_id = r.read_compact_nullable_string()
                 f_metadata = r.read_compact_bytes()
                 _unknown = r.read_unknown_tags()
                 return cls(f_member_id, f_group_instance_id, f_metadata, _unknown)
+            elif version == 5:
+                f_member_id = r.read_string()
+                f_group_instance_id = r.read_nullable_string()
+                f_metadata = r.read_bytes()
+                return cls(f_member_id, f_group_instance_id, f_metadata, None)
+            elif 0 <= version <= 4:
+                f_member_id = r.read_string()
+                f_metadata = r.read_bytes()
+                return cls(f_member_id, None, f_metadata, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -135,42 +135,12 @@ class JoinGroupResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.buf += _S_hi.pack(self.error_code, self.generation_id)
-            if self.protocol_name is None:
-                raise IllegalArgumentError(f"null value for non-nullable field JoinGroupResponse.ProtocolName at version {version}")
-            w.write_string(self.protocol_name)
-            w.write_string(self.leader)
-            if self.skip_assignment != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default SkipAssignment at version {version} of JoinGroupResponse")
-            w.write_string(self.member_id)
-            w.write_array_length(len(self.members))
-            for _e_members in self.members:
-                _e_members.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse does not support them")
-        elif 2 <= version <= 5:
+        if version == 9:
             w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.generation_id)
-            if self.protocol_name is None:
-                raise IllegalArgumentError(f"null value for non-nullable field JoinGroupResponse.ProtocolName at version {version}")
-            w.write_string(self.protocol_name)
-            w.write_string(self.leader)
-            if self.skip_assignment != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default SkipAssignment at version {version} of JoinGroupResponse")
-            w.write_string(self.member_id)
-            w.write_array_length(len(self.members))
-            for _e_members in self.members:
-                _e_members.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse does not support them")
-        elif version == 6:
-            w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.generation_id)
-            if self.protocol_name is None:
-                raise IllegalArgumentError(f"null value for non-nullable field JoinGroupResponse.ProtocolName at version {version}")
-            w.write_compact_string(self.protocol_name)
+            w.write_compact_nullable_string(self.protocol_type)
+            w.write_compact_nullable_string(self.protocol_name)
             w.write_compact_string(self.leader)
-            if self.skip_assignment != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default SkipAssignment at version {version} of JoinGroupResponse")
+            w.buf += _S_o.pack(self.skip_assignment)
             w.write_compact_string(self.member_id)
             w.write_compact_array_length(len(self.members))
             for _e_members in self.members:
@@ -188,17 +158,47 @@ class JoinGroupResponse(Message):
             for _e_members in self.members:
                 _e_members.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
-        elif version == 9:
+        elif version == 6:
             w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.generation_id)
-            w.write_compact_nullable_string(self.protocol_type)
-            w.write_compact_nullable_string(self.protocol_name)
+            if self.protocol_name is None:
+                raise IllegalArgumentError(f"null value for non-nullable field JoinGroupResponse.ProtocolName at version {version}")
+            w.write_compact_string(self.protocol_name)
             w.write_compact_string(self.leader)
-            w.buf += _S_o.pack(self.skip_assignment)
+            if self.skip_assignment != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default SkipAssignment at version {version} of JoinGroupResponse")
             w.write_compact_string(self.member_id)
             w.write_compact_array_length(len(self.members))
             for _e_members in self.members:
                 _e_members.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
+        elif 2 <= version <= 5:
+            w.buf += _S_ihi.pack(self.throttle_time_ms, self.error_code, self.generation_id)
+            if self.protocol_name is None:
+                raise IllegalArgumentError(f"null value for non-nullable field JoinGroupResponse.ProtocolName at version {version}")
+            w.write_string(self.protocol_name)
+            w.write_string(self.leader)
+            if self.skip_assignment != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default SkipAssignment at version {version} of JoinGroupResponse")
+            w.write_string(self.member_id)
+            w.write_array_length(len(self.members))
+            for _e_members in self.members:
+                _e_members.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse does not support them")
+        elif 0 <= version <= 1:
+            w.buf += _S_hi.pack(self.error_code, self.generation_id)
+            if self.protocol_name is None:
+                raise IllegalArgumentError(f"null value for non-nullable field JoinGroupResponse.ProtocolName at version {version}")
+            w.write_string(self.protocol_name)
+            w.write_string(self.leader)
+            if self.skip_assignment != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default SkipAssignment at version {version} of JoinGroupResponse")
+            w.write_string(self.member_id)
+            w.write_array_length(len(self.members))
+            for _e_members in self.members:
+                _e_members.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of JoinGroupResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -214,50 +214,7 @@ class JoinGroupResponse(Message):
         f_member_id: str
         f_members: list[JoinGroupResponse.JoinGroupResponseMember]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_error_code, f_generation_id = r.unpack(_S_hi, 'fields ErrorCode, GenerationId')
-            f_protocol_name = r.read_string()
-            f_leader = r.read_string()
-            f_member_id = r.read_string()
-            _n = r.read_array_length(6)
-            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
-            return cls(0, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, None)
-        elif 2 <= version <= 4:
-            f_throttle_time_ms, f_error_code, f_generation_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, GenerationId')
-            f_protocol_name = r.read_string()
-            f_leader = r.read_string()
-            f_member_id = r.read_string()
-            _n = r.read_array_length(6)
-            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, None)
-        elif version == 5:
-            f_throttle_time_ms, f_error_code, f_generation_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, GenerationId')
-            f_protocol_name = r.read_string()
-            f_leader = r.read_string()
-            f_member_id = r.read_string()
-            _n = r.read_array_length(8)
-            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, None)
-        elif version == 6:
-            f_throttle_time_ms, f_error_code, f_generation_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, GenerationId')
-            f_protocol_name = r.read_compact_string()
-            f_leader = r.read_compact_string()
-            f_member_id = r.read_compact_string()
-            _n = r.read_compact_array_length(4)
-            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, _unknown)
-        elif 7 <= version <= 8:
-            f_throttle_time_ms, f_error_code, f_generation_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, GenerationId')
-            f_protocol_type = r.read_compact_nullable_string()
-            f_protocol_name = r.read_compact_nullable_string()
-            f_leader = r.read_compact_string()
-            f_member_id = r.read_compact_string()
-            _n = r.read_compact_array_length(4)
-            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members, _unknown)
-        elif version == 9:
+        if version == 9:
             f_throttle_time_ms, f_error_code, f_generation_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, GenerationId')
             f_protocol_type = r.read_compact_nullable_string()
             f_protocol_name = r.read_compact_nullable_string()
@@ -268,6 +225,49 @@ class JoinGroupResponse(Message):
             f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, f_skip_assignment, f_member_id, f_members, _unknown)
+        elif 7 <= version <= 8:
+            f_throttle_time_ms, f_error_code, f_generation_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, GenerationId')
+            f_protocol_type = r.read_compact_nullable_string()
+            f_protocol_name = r.read_compact_nullable_string()
+            f_leader = r.read_compact_string()
+            f_member_id = r.read_compact_string()
+            _n = r.read_compact_array_length(4)
+            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_generation_id, f_protocol_type, f_protocol_name, f_leader, False, f_member_id, f_members, _unknown)
+        elif version == 6:
+            f_throttle_time_ms, f_error_code, f_generation_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, GenerationId')
+            f_protocol_name = r.read_compact_string()
+            f_leader = r.read_compact_string()
+            f_member_id = r.read_compact_string()
+            _n = r.read_compact_array_length(4)
+            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, _unknown)
+        elif version == 5:
+            f_throttle_time_ms, f_error_code, f_generation_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, GenerationId')
+            f_protocol_name = r.read_string()
+            f_leader = r.read_string()
+            f_member_id = r.read_string()
+            _n = r.read_array_length(8)
+            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, None)
+        elif 2 <= version <= 4:
+            f_throttle_time_ms, f_error_code, f_generation_id = r.unpack(_S_ihi, 'fields ThrottleTimeMs, ErrorCode, GenerationId')
+            f_protocol_name = r.read_string()
+            f_leader = r.read_string()
+            f_member_id = r.read_string()
+            _n = r.read_array_length(6)
+            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, None)
+        elif 0 <= version <= 1:
+            f_error_code, f_generation_id = r.unpack(_S_hi, 'fields ErrorCode, GenerationId')
+            f_protocol_name = r.read_string()
+            f_leader = r.read_string()
+            f_member_id = r.read_string()
+            _n = r.read_array_length(6)
+            f_members = [_T_JoinGroupResponseMember.read(r, version) for _ in range(_n)]
+            return cls(0, f_error_code, f_generation_id, None, f_protocol_name, f_leader, False, f_member_id, f_members, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -92,26 +92,45 @@ class LeaderAndIsrRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
-                w.write_string(self.topic_name)
+            if 6 <= version <= 7:
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
-                w.write_array_length(len(self.isr))
+                w.write_compact_array_length(len(self.isr))
                 w.write_fixed_array('i', self.isr)
                 w.buf += _S_i.pack(self.partition_epoch)
-                w.write_array_length(len(self.replicas))
+                w.write_compact_array_length(len(self.replicas))
                 w.write_fixed_array('i', self.replicas)
+                w.write_compact_array_length(len(self.adding_replicas))
+                w.write_fixed_array('i', self.adding_replicas)
+                w.write_compact_array_length(len(self.removing_replicas))
+                w.write_fixed_array('i', self.removing_replicas)
+                w.buf += _S_ob.pack(self.is_new, self.leader_recovery_state)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 4 <= version <= 5:
+                w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
+                w.write_compact_array_length(len(self.isr))
+                w.write_fixed_array('i', self.isr)
+                w.buf += _S_i.pack(self.partition_epoch)
+                w.write_compact_array_length(len(self.replicas))
+                w.write_fixed_array('i', self.replicas)
+                w.write_compact_array_length(len(self.adding_replicas))
+                w.write_fixed_array('i', self.adding_replicas)
+                w.write_compact_array_length(len(self.removing_replicas))
+                w.write_fixed_array('i', self.removing_replicas)
+                w.buf += _S_o.pack(self.is_new)
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState does not support them")
-            elif version == 1:
-                w.write_string(self.topic_name)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 3:
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
                 w.write_array_length(len(self.isr))
                 w.write_fixed_array('i', self.isr)
                 w.buf += _S_i.pack(self.partition_epoch)
                 w.write_array_length(len(self.replicas))
                 w.write_fixed_array('i', self.replicas)
+                w.write_array_length(len(self.adding_replicas))
+                w.write_fixed_array('i', self.adding_replicas)
+                w.write_array_length(len(self.removing_replicas))
+                w.write_fixed_array('i', self.removing_replicas)
                 w.buf += _S_o.pack(self.is_new)
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
@@ -129,50 +148,31 @@ class LeaderAndIsrRequest(Message):
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState does not support them")
-            elif version == 3:
+            elif version == 1:
+                w.write_string(self.topic_name)
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
                 w.write_array_length(len(self.isr))
                 w.write_fixed_array('i', self.isr)
                 w.buf += _S_i.pack(self.partition_epoch)
                 w.write_array_length(len(self.replicas))
                 w.write_fixed_array('i', self.replicas)
-                w.write_array_length(len(self.adding_replicas))
-                w.write_fixed_array('i', self.adding_replicas)
-                w.write_array_length(len(self.removing_replicas))
-                w.write_fixed_array('i', self.removing_replicas)
                 w.buf += _S_o.pack(self.is_new)
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState does not support them")
-            elif 4 <= version <= 5:
+            elif version == 0:
+                w.write_string(self.topic_name)
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
-                w.write_compact_array_length(len(self.isr))
+                w.write_array_length(len(self.isr))
                 w.write_fixed_array('i', self.isr)
                 w.buf += _S_i.pack(self.partition_epoch)
-                w.write_compact_array_length(len(self.replicas))
+                w.write_array_length(len(self.replicas))
                 w.write_fixed_array('i', self.replicas)
-                w.write_compact_array_length(len(self.adding_replicas))
-                w.write_fixed_array('i', self.adding_replicas)
-                w.write_compact_array_length(len(self.removing_replicas))
-                w.write_fixed_array('i', self.removing_replicas)
-                w.buf += _S_o.pack(self.is_new)
                 if self.leader_recovery_state != 0:
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderRecoveryState at version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState")
-                w.write_tags(self._unknown_tagged_fields)
-            elif 6 <= version <= 7:
-                w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
-                w.write_compact_array_length(len(self.isr))
-                w.write_fixed_array('i', self.isr)
-                w.buf += _S_i.pack(self.partition_epoch)
-                w.write_compact_array_length(len(self.replicas))
-                w.write_fixed_array('i', self.replicas)
-                w.write_compact_array_length(len(self.adding_replicas))
-                w.write_fixed_array('i', self.adding_replicas)
-                w.write_compact_array_length(len(self.removing_replicas))
-                w.write_fixed_array('i', self.removing_replicas)
-                w.buf += _S_ob.pack(self.is_new, self.leader_recovery_state)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrPartitionState does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -191,75 +191,57 @@ class LeaderAndIsrRequest(Message):
             f_is_new: bool
             f_leader_recovery_state: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_topic_name = r.read_string()
+            if 6 <= version <= 7:
                 f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
+                f_isr = r.read_fixed_array_field('i', 4, True)
                 f_partition_epoch = r.read_int32()
-                _n = r.read_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                return cls(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], False, 0, None)
-            elif version == 1:
-                f_topic_name = r.read_string()
-                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
-                f_partition_epoch = r.read_int32()
-                _n = r.read_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                f_is_new = r.read_bool()
-                return cls(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new, 0, None)
-            elif version == 2:
-                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
-                f_partition_epoch = r.read_int32()
-                _n = r.read_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                f_is_new = r.read_bool()
-                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new, 0, None)
-            elif version == 3:
-                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
-                f_partition_epoch = r.read_int32()
-                _n = r.read_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_array_length(4)
-                f_adding_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_array_length(4)
-                f_removing_replicas = r.read_fixed_array('i', 4, _n)
-                f_is_new = r.read_bool()
-                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, 0, None)
-            elif 4 <= version <= 5:
-                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_compact_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
-                f_partition_epoch = r.read_int32()
-                _n = r.read_compact_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_adding_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_removing_replicas = r.read_fixed_array('i', 4, _n)
-                f_is_new = r.read_bool()
-                _unknown = r.read_unknown_tags()
-                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, 0, _unknown)
-            elif 6 <= version <= 7:
-                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_compact_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
-                f_partition_epoch = r.read_int32()
-                _n = r.read_compact_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_adding_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_removing_replicas = r.read_fixed_array('i', 4, _n)
+                f_replicas = r.read_fixed_array_field('i', 4, True)
+                f_adding_replicas = r.read_fixed_array_field('i', 4, True)
+                f_removing_replicas = r.read_fixed_array_field('i', 4, True)
                 f_is_new, f_leader_recovery_state = r.unpack(_S_ob, 'fields IsNew, LeaderRecoveryState')
                 _unknown = r.read_unknown_tags()
                 return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, f_leader_recovery_state, _unknown)
+            elif 4 <= version <= 5:
+                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
+                f_isr = r.read_fixed_array_field('i', 4, True)
+                f_partition_epoch = r.read_int32()
+                f_replicas = r.read_fixed_array_field('i', 4, True)
+                f_adding_replicas = r.read_fixed_array_field('i', 4, True)
+                f_removing_replicas = r.read_fixed_array_field('i', 4, True)
+                f_is_new = r.read_bool()
+                _unknown = r.read_unknown_tags()
+                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, 0, _unknown)
+            elif version == 3:
+                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
+                f_isr = r.read_fixed_array_field('i', 4, False)
+                f_partition_epoch = r.read_int32()
+                f_replicas = r.read_fixed_array_field('i', 4, False)
+                f_adding_replicas = r.read_fixed_array_field('i', 4, False)
+                f_removing_replicas = r.read_fixed_array_field('i', 4, False)
+                f_is_new = r.read_bool()
+                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, f_adding_replicas, f_removing_replicas, f_is_new, 0, None)
+            elif version == 2:
+                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
+                f_isr = r.read_fixed_array_field('i', 4, False)
+                f_partition_epoch = r.read_int32()
+                f_replicas = r.read_fixed_array_field('i', 4, False)
+                f_is_new = r.read_bool()
+                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new, 0, None)
+            elif version == 1:
+                f_topic_name = r.read_string()
+                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
+                f_isr = r.read_fixed_array_field('i', 4, False)
+                f_partition_epoch = r.read_int32()
+                f_replicas = r.read_fixed_array_field('i', 4, False)
+                f_is_new = r.read_bool()
+                return cls(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], f_is_new, 0, None)
+            elif version == 0:
+                f_topic_name = r.read_string()
+                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
+                f_isr = r.read_fixed_array_field('i', 4, False)
+                f_partition_epoch = r.read_int32()
+                f_replicas = r.read_fixed_array_field('i', 4, False)
+                return cls(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_partition_epoch, f_replicas, [], [], False, 0, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -284,26 +266,26 @@ class LeaderAndIsrRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 2 <= version <= 3:
-                w.write_string(self.topic_name)
-                w.write_array_length(len(self.partition_states))
-                for _e_partition_states in self.partition_states:
-                    _e_partition_states.write(w, version)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrTopicState does not support them")
-            elif version == 4:
-                w.write_compact_string(self.topic_name)
-                w.write_compact_array_length(len(self.partition_states))
-                for _e_partition_states in self.partition_states:
-                    _e_partition_states.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
-            elif 5 <= version <= 7:
+            if 5 <= version <= 7:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partition_states))
                 for _e_partition_states in self.partition_states:
                     _e_partition_states.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
+            elif version == 4:
+                w.write_compact_string(self.topic_name)
+                w.write_compact_array_length(len(self.partition_states))
+                for _e_partition_states in self.partition_states:
+                    _e_partition_states.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 2 <= version <= 3:
+                w.write_string(self.topic_name)
+                w.write_array_length(len(self.partition_states))
+                for _e_partition_states in self.partition_states:
+                    _e_partition_states.write(w, version)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrTopicState does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -313,22 +295,13 @@ class LeaderAndIsrRequest(Message):
             f_topic_id: uuid.UUID
             f_partition_states: list[LeaderAndIsrRequest.LeaderAndIsrPartitionState]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 2:
-                f_topic_name = r.read_string()
-                _n = r.read_array_length(29)
-                f_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
-                return cls(f_topic_name, ZERO_UUID, f_partition_states, None)
-            elif version == 3:
-                f_topic_name = r.read_string()
-                _n = r.read_array_length(37)
-                f_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
-                return cls(f_topic_name, ZERO_UUID, f_partition_states, None)
-            elif version == 4:
+            if 6 <= version <= 7:
                 f_topic_name = r.read_compact_string()
-                _n = r.read_compact_array_length(26)
+                f_topic_id = r.read_uuid()
+                _n = r.read_compact_array_length(27)
                 f_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
-                return cls(f_topic_name, ZERO_UUID, f_partition_states, _unknown)
+                return cls(f_topic_name, f_topic_id, f_partition_states, _unknown)
             elif version == 5:
                 f_topic_name = r.read_compact_string()
                 f_topic_id = r.read_uuid()
@@ -336,13 +309,22 @@ class LeaderAndIsrRequest(Message):
                 f_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_topic_id, f_partition_states, _unknown)
-            elif 6 <= version <= 7:
+            elif version == 4:
                 f_topic_name = r.read_compact_string()
-                f_topic_id = r.read_uuid()
-                _n = r.read_compact_array_length(27)
+                _n = r.read_compact_array_length(26)
                 f_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
-                return cls(f_topic_name, f_topic_id, f_partition_states, _unknown)
+                return cls(f_topic_name, ZERO_UUID, f_partition_states, _unknown)
+            elif version == 3:
+                f_topic_name = r.read_string()
+                _n = r.read_array_length(37)
+                f_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
+                return cls(f_topic_name, ZERO_UUID, f_partition_states, None)
+            elif version == 2:
+                f_topic_name = r.read_string()
+                _n = r.read_array_length(29)
+                f_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
+                return cls(f_topic_name, ZERO_UUID, f_partition_states, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -367,17 +349,17 @@ class LeaderAndIsrRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
+            if 4 <= version <= 7:
+                w.buf += _S_i.pack(self.broker_id)
+                w.write_compact_string(self.host_name)
+                w.buf += _S_i.pack(self.port)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 3:
                 w.buf += _S_i.pack(self.broker_id)
                 w.write_string(self.host_name)
                 w.buf += _S_i.pack(self.port)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest.LeaderAndIsrLiveLeader does not support them")
-            elif 4 <= version <= 7:
-                w.buf += _S_i.pack(self.broker_id)
-                w.write_compact_string(self.host_name)
-                w.buf += _S_i.pack(self.port)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -387,17 +369,17 @@ class LeaderAndIsrRequest(Message):
             f_host_name: str
             f_port: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 3:
-                f_broker_id = r.read_int32()
-                f_host_name = r.read_string()
-                f_port = r.read_int32()
-                return cls(f_broker_id, f_host_name, f_port, None)
-            elif 4 <= version <= 7:
+            if 4 <= version <= 7:
                 f_broker_id = r.read_int32()
                 f_host_name = r.read_compact_string()
                 f_port = r.read_int32()
                 _unknown = r.read_unknown_tags()
                 return cls(f_broker_id, f_host_name, f_port, _unknown)
+            elif 0 <= version <= 3:
+                f_broker_id = r.read_int32()
+                f_host_name = r.read_string()
+                f_port = r.read_int32()
+                return cls(f_broker_id, f_host_name, f_port, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -435,47 +417,8 @@ class LeaderAndIsrRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.buf += _S_i.pack(self.controller_id)
-            if self.is_k_raft_controller != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of LeaderAndIsrRequest")
-            w.buf += _S_i.pack(self.controller_epoch)
-            if self.type != 0:
-                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of LeaderAndIsrRequest")
-            w.write_array_length(len(self.ungrouped_partition_states))
-            for _e_ungrouped_partition_states in self.ungrouped_partition_states:
-                _e_ungrouped_partition_states.write(w, version)
-            if self.topic_states != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of LeaderAndIsrRequest")
-            w.write_array_length(len(self.live_leaders))
-            for _e_live_leaders in self.live_leaders:
-                _e_live_leaders.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest does not support them")
-        elif 2 <= version <= 3:
-            w.buf += _S_i.pack(self.controller_id)
-            if self.is_k_raft_controller != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of LeaderAndIsrRequest")
-            w.buf += _S_iq.pack(self.controller_epoch, self.broker_epoch)
-            if self.type != 0:
-                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of LeaderAndIsrRequest")
-            if self.ungrouped_partition_states != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitionStates at version {version} of LeaderAndIsrRequest")
-            w.write_array_length(len(self.topic_states))
-            for _e_topic_states in self.topic_states:
-                _e_topic_states.write(w, version)
-            w.write_array_length(len(self.live_leaders))
-            for _e_live_leaders in self.live_leaders:
-                _e_live_leaders.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest does not support them")
-        elif version == 4:
-            w.buf += _S_i.pack(self.controller_id)
-            if self.is_k_raft_controller != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of LeaderAndIsrRequest")
-            w.buf += _S_iq.pack(self.controller_epoch, self.broker_epoch)
-            if self.type != 0:
-                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of LeaderAndIsrRequest")
+        if version == 7:
+            w.buf += _S_ioiqb.pack(self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.type)
             if self.ungrouped_partition_states != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitionStates at version {version} of LeaderAndIsrRequest")
             w.write_compact_array_length(len(self.topic_states))
@@ -499,8 +442,13 @@ class LeaderAndIsrRequest(Message):
             for _e_live_leaders in self.live_leaders:
                 _e_live_leaders.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
-        elif version == 7:
-            w.buf += _S_ioiqb.pack(self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch, self.type)
+        elif version == 4:
+            w.buf += _S_i.pack(self.controller_id)
+            if self.is_k_raft_controller != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of LeaderAndIsrRequest")
+            w.buf += _S_iq.pack(self.controller_epoch, self.broker_epoch)
+            if self.type != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of LeaderAndIsrRequest")
             if self.ungrouped_partition_states != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitionStates at version {version} of LeaderAndIsrRequest")
             w.write_compact_array_length(len(self.topic_states))
@@ -510,6 +458,40 @@ class LeaderAndIsrRequest(Message):
             for _e_live_leaders in self.live_leaders:
                 _e_live_leaders.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
+        elif 2 <= version <= 3:
+            w.buf += _S_i.pack(self.controller_id)
+            if self.is_k_raft_controller != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of LeaderAndIsrRequest")
+            w.buf += _S_iq.pack(self.controller_epoch, self.broker_epoch)
+            if self.type != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of LeaderAndIsrRequest")
+            if self.ungrouped_partition_states != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitionStates at version {version} of LeaderAndIsrRequest")
+            w.write_array_length(len(self.topic_states))
+            for _e_topic_states in self.topic_states:
+                _e_topic_states.write(w, version)
+            w.write_array_length(len(self.live_leaders))
+            for _e_live_leaders in self.live_leaders:
+                _e_live_leaders.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest does not support them")
+        elif 0 <= version <= 1:
+            w.buf += _S_i.pack(self.controller_id)
+            if self.is_k_raft_controller != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of LeaderAndIsrRequest")
+            w.buf += _S_i.pack(self.controller_epoch)
+            if self.type != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of LeaderAndIsrRequest")
+            w.write_array_length(len(self.ungrouped_partition_states))
+            for _e_ungrouped_partition_states in self.ungrouped_partition_states:
+                _e_ungrouped_partition_states.write(w, version)
+            if self.topic_states != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of LeaderAndIsrRequest")
+            w.write_array_length(len(self.live_leaders))
+            for _e_live_leaders in self.live_leaders:
+                _e_live_leaders.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -524,35 +506,14 @@ class LeaderAndIsrRequest(Message):
         f_topic_states: list[LeaderAndIsrRequest.LeaderAndIsrTopicState]
         f_live_leaders: list[LeaderAndIsrRequest.LeaderAndIsrLiveLeader]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
-            _n = r.read_array_length(30)
-            f_ungrouped_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(10)
-            f_live_leaders = [_T_LeaderAndIsrLiveLeader.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, f_controller_epoch, -1, 0, f_ungrouped_partition_states, [], f_live_leaders, None)
-        elif version == 1:
-            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
-            _n = r.read_array_length(31)
-            f_ungrouped_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(10)
-            f_live_leaders = [_T_LeaderAndIsrLiveLeader.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, f_controller_epoch, -1, 0, f_ungrouped_partition_states, [], f_live_leaders, None)
-        elif 2 <= version <= 3:
-            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
-            _n = r.read_array_length(6)
-            f_topic_states = [_T_LeaderAndIsrTopicState.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(10)
-            f_live_leaders = [_T_LeaderAndIsrLiveLeader.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders, None)
-        elif version == 4:
-            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
-            _n = r.read_compact_array_length(3)
+        if version == 7:
+            f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type = r.unpack(_S_ioiqb, 'fields ControllerId, isKRaftController, ControllerEpoch, BrokerEpoch, Type')
+            _n = r.read_compact_array_length(19)
             f_topic_states = [_T_LeaderAndIsrTopicState.read(r, version) for _ in range(_n)]
             _n = r.read_compact_array_length(10)
             f_live_leaders = [_T_LeaderAndIsrLiveLeader.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
-            return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders, _unknown)
+            return cls(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders, _unknown)
         elif 5 <= version <= 6:
             f_controller_id, f_controller_epoch, f_broker_epoch, f_type = r.unpack(_S_iiqb, 'fields ControllerId, ControllerEpoch, BrokerEpoch, Type')
             _n = r.read_compact_array_length(19)
@@ -561,14 +522,35 @@ class LeaderAndIsrRequest(Message):
             f_live_leaders = [_T_LeaderAndIsrLiveLeader.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders, _unknown)
-        elif version == 7:
-            f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type = r.unpack(_S_ioiqb, 'fields ControllerId, isKRaftController, ControllerEpoch, BrokerEpoch, Type')
-            _n = r.read_compact_array_length(19)
+        elif version == 4:
+            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
+            _n = r.read_compact_array_length(3)
             f_topic_states = [_T_LeaderAndIsrTopicState.read(r, version) for _ in range(_n)]
             _n = r.read_compact_array_length(10)
             f_live_leaders = [_T_LeaderAndIsrLiveLeader.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
-            return cls(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, f_type, [], f_topic_states, f_live_leaders, _unknown)
+            return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders, _unknown)
+        elif 2 <= version <= 3:
+            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
+            _n = r.read_array_length(6)
+            f_topic_states = [_T_LeaderAndIsrTopicState.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(10)
+            f_live_leaders = [_T_LeaderAndIsrLiveLeader.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, 0, [], f_topic_states, f_live_leaders, None)
+        elif version == 1:
+            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
+            _n = r.read_array_length(31)
+            f_ungrouped_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(10)
+            f_live_leaders = [_T_LeaderAndIsrLiveLeader.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, f_controller_epoch, -1, 0, f_ungrouped_partition_states, [], f_live_leaders, None)
+        elif version == 0:
+            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
+            _n = r.read_array_length(30)
+            f_ungrouped_partition_states = [_T_LeaderAndIsrPartitionState.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(10)
+            f_live_leaders = [_T_LeaderAndIsrLiveLeader.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, f_controller_epoch, -1, 0, f_ungrouped_partition_states, [], f_live_leaders, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -57,18 +57,18 @@ class LeaderAndIsrResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
-                w.write_string(self.topic_name)
+            if 5 <= version <= 7:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrResponse.LeaderAndIsrPartitionError does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 4:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 w.write_tags(self._unknown_tagged_fields)
-            elif 5 <= version <= 7:
+            elif 0 <= version <= 3:
+                w.write_string(self.topic_name)
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrResponse.LeaderAndIsrPartitionError does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -78,19 +78,19 @@ class LeaderAndIsrResponse(Message):
             f_partition_index: int
             f_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 3:
-                f_topic_name = r.read_string()
+            if 5 <= version <= 7:
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
-                return cls(f_topic_name, f_partition_index, f_error_code, None)
+                _unknown = r.read_unknown_tags()
+                return cls('', f_partition_index, f_error_code, _unknown)
             elif version == 4:
                 f_topic_name = r.read_compact_string()
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partition_index, f_error_code, _unknown)
-            elif 5 <= version <= 7:
+            elif 0 <= version <= 3:
+                f_topic_name = r.read_string()
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
-                _unknown = r.read_unknown_tags()
-                return cls('', f_partition_index, f_error_code, _unknown)
+                return cls(f_topic_name, f_partition_index, f_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -154,15 +154,14 @@ class LeaderAndIsrResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 3:
+        if 5 <= version <= 7:
             w.buf += _S_h.pack(self.error_code)
-            w.write_array_length(len(self.partition_errors))
-            for _e_partition_errors in self.partition_errors:
-                _e_partition_errors.write(w, version)
-            if self.topics != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of LeaderAndIsrResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrResponse does not support them")
+            if self.partition_errors != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default PartitionErrors at version {version} of LeaderAndIsrResponse")
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 4:
             w.buf += _S_h.pack(self.error_code)
             w.write_compact_array_length(len(self.partition_errors))
@@ -171,14 +170,15 @@ class LeaderAndIsrResponse(Message):
             if self.topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of LeaderAndIsrResponse")
             w.write_tags(self._unknown_tagged_fields)
-        elif 5 <= version <= 7:
+        elif 0 <= version <= 3:
             w.buf += _S_h.pack(self.error_code)
-            if self.partition_errors != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default PartitionErrors at version {version} of LeaderAndIsrResponse")
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_array_length(len(self.partition_errors))
+            for _e_partition_errors in self.partition_errors:
+                _e_partition_errors.write(w, version)
+            if self.topics != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of LeaderAndIsrResponse")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaderAndIsrResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -188,23 +188,23 @@ class LeaderAndIsrResponse(Message):
         f_partition_errors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError]
         f_topics: list[LeaderAndIsrResponse.LeaderAndIsrTopicError]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 3:
+        if 5 <= version <= 7:
             f_error_code = r.read_int16()
-            _n = r.read_array_length(8)
-            f_partition_errors = [_T_LeaderAndIsrPartitionError.read(r, version) for _ in range(_n)]
-            return cls(f_error_code, f_partition_errors, [], None)
+            _n = r.read_compact_array_length(18)
+            f_topics = [_T_LeaderAndIsrTopicError.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_error_code, [], f_topics, _unknown)
         elif version == 4:
             f_error_code = r.read_int16()
             _n = r.read_compact_array_length(8)
             f_partition_errors = [_T_LeaderAndIsrPartitionError.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_error_code, f_partition_errors, [], _unknown)
-        elif 5 <= version <= 7:
+        elif 0 <= version <= 3:
             f_error_code = r.read_int16()
-            _n = r.read_compact_array_length(18)
-            f_topics = [_T_LeaderAndIsrTopicError.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_error_code, [], f_topics, _unknown)
+            _n = r.read_array_length(8)
+            f_partition_errors = [_T_LeaderAndIsrPartitionError.read(r, version) for _ in range(_n)]
+            return cls(f_error_code, f_partition_errors, [], None)
         else:
             raise cls.unsupported_version(version)
 

@@ -53,13 +53,13 @@ class LeaderChangeMessage(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_i16s.pack(self.voter_id, self.voter_directory_id.bytes)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_i.pack(self.voter_id)
                 if self.voter_directory_id != ZERO_UUID:
                     raise UnsupportedVersionError(f"attempted to write a non-default VoterDirectoryId at version {version} of LeaderChangeMessage.Voter")
-                w.write_tags(self._unknown_tagged_fields)
-            elif version == 1:
-                w.buf += _S_i16s.pack(self.voter_id, self.voter_directory_id.bytes)
                 w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
@@ -69,15 +69,15 @@ class LeaderChangeMessage(Message):
             f_voter_id: int
             f_voter_directory_id: uuid.UUID
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_voter_id = r.read_int32()
-                _unknown = r.read_unknown_tags()
-                return cls(f_voter_id, ZERO_UUID, _unknown)
-            elif version == 1:
+            if version == 1:
                 f_voter_id, _u_voter_directory_id = r.unpack(_S_i16s, 'fields VoterId, VoterDirectoryId')
                 f_voter_directory_id = uuid.UUID(bytes=_u_voter_directory_id)
                 _unknown = r.read_unknown_tags()
                 return cls(f_voter_id, f_voter_directory_id, _unknown)
+            elif version == 0:
+                f_voter_id = r.read_int32()
+                _unknown = r.read_unknown_tags()
+                return cls(f_voter_id, ZERO_UUID, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -122,19 +122,19 @@ class LeaderChangeMessage(Message):
         f_voters: list[LeaderChangeMessage.Voter]
         f_granting_voters: list[LeaderChangeMessage.Voter]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if version == 1:
             f_version, f_leader_id = r.unpack(_S_hi, 'fields Version, LeaderId')
-            _n = r.read_compact_array_length(5)
+            _n = r.read_compact_array_length(21)
             f_voters = [_T_Voter.read(r, version) for _ in range(_n)]
-            _n = r.read_compact_array_length(5)
+            _n = r.read_compact_array_length(21)
             f_granting_voters = [_T_Voter.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_version, f_leader_id, f_voters, f_granting_voters, _unknown)
-        elif version == 1:
+        elif version == 0:
             f_version, f_leader_id = r.unpack(_S_hi, 'fields Version, LeaderId')
-            _n = r.read_compact_array_length(21)
+            _n = r.read_compact_array_length(5)
             f_voters = [_T_Voter.read(r, version) for _ in range(_n)]
-            _n = r.read_compact_array_length(21)
+            _n = r.read_compact_array_length(5)
             f_granting_voters = [_T_Voter.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_version, f_leader_id, f_voters, f_granting_voters, _unknown)

@@ -53,20 +53,20 @@ class LeaveGroupRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 3:
-                w.write_string(self.member_id)
-                w.write_nullable_string(self.group_instance_id)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupRequest.MemberIdentity does not support them")
-            elif version == 4:
-                w.write_compact_string(self.member_id)
-                w.write_compact_nullable_string(self.group_instance_id)
-                w.write_tags(self._unknown_tagged_fields)
-            elif version == 5:
+            if version == 5:
                 w.write_compact_string(self.member_id)
                 w.write_compact_nullable_string(self.group_instance_id)
                 w.write_compact_nullable_string(self.reason)
                 w.write_tags(self._unknown_tagged_fields)
+            elif version == 4:
+                w.write_compact_string(self.member_id)
+                w.write_compact_nullable_string(self.group_instance_id)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 3:
+                w.write_string(self.member_id)
+                w.write_nullable_string(self.group_instance_id)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupRequest.MemberIdentity does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -76,21 +76,21 @@ class LeaveGroupRequest(Message):
             f_group_instance_id: str | None
             f_reason: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 3:
-                f_member_id = r.read_string()
-                f_group_instance_id = r.read_nullable_string()
-                return cls(f_member_id, f_group_instance_id, None, None)
-            elif version == 4:
-                f_member_id = r.read_compact_string()
-                f_group_instance_id = r.read_compact_nullable_string()
-                _unknown = r.read_unknown_tags()
-                return cls(f_member_id, f_group_instance_id, None, _unknown)
-            elif version == 5:
+            if version == 5:
                 f_member_id = r.read_compact_string()
                 f_group_instance_id = r.read_compact_nullable_string()
                 f_reason = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_member_id, f_group_instance_id, f_reason, _unknown)
+            elif version == 4:
+                f_member_id = r.read_compact_string()
+                f_group_instance_id = r.read_compact_nullable_string()
+                _unknown = r.read_unknown_tags()
+                return cls(f_member_id, f_group_instance_id, None, _unknown)
+            elif version == 3:
+                f_member_id = r.read_string()
+                f_group_instance_id = r.read_nullable_string()
+                return cls(f_member_id, f_group_instance_id, None, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -113,13 +113,14 @@ class LeaveGroupRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            w.write_string(self.group_id)
-            w.write_string(self.member_id)
-            if self.members != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Members at version {version} of LeaveGroupRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupRequest does not support them")
+        if 4 <= version <= 5:
+            w.write_compact_string(self.group_id)
+            if self.member_id != '':
+                raise UnsupportedVersionError(f"attempted to write a non-default MemberId at version {version} of LeaveGroupRequest")
+            w.write_compact_array_length(len(self.members))
+            for _e_members in self.members:
+                _e_members.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 3:
             w.write_string(self.group_id)
             if self.member_id != '':
@@ -129,14 +130,13 @@ class LeaveGroupRequest(Message):
                 _e_members.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupRequest does not support them")
-        elif 4 <= version <= 5:
-            w.write_compact_string(self.group_id)
-            if self.member_id != '':
-                raise UnsupportedVersionError(f"attempted to write a non-default MemberId at version {version} of LeaveGroupRequest")
-            w.write_compact_array_length(len(self.members))
-            for _e_members in self.members:
-                _e_members.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
+            w.write_string(self.group_id)
+            w.write_string(self.member_id)
+            if self.members != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Members at version {version} of LeaveGroupRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -146,27 +146,27 @@ class LeaveGroupRequest(Message):
         f_member_id: str
         f_members: list[LeaveGroupRequest.MemberIdentity]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_group_id = r.read_string()
-            f_member_id = r.read_string()
-            return cls(f_group_id, f_member_id, [], None)
-        elif version == 3:
-            f_group_id = r.read_string()
-            _n = r.read_array_length(4)
+        if version == 5:
+            f_group_id = r.read_compact_string()
+            _n = r.read_compact_array_length(4)
             f_members = [_T_MemberIdentity.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, '', f_members, None)
+            _unknown = r.read_unknown_tags()
+            return cls(f_group_id, '', f_members, _unknown)
         elif version == 4:
             f_group_id = r.read_compact_string()
             _n = r.read_compact_array_length(3)
             f_members = [_T_MemberIdentity.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_group_id, '', f_members, _unknown)
-        elif version == 5:
-            f_group_id = r.read_compact_string()
-            _n = r.read_compact_array_length(4)
+        elif version == 3:
+            f_group_id = r.read_string()
+            _n = r.read_array_length(4)
             f_members = [_T_MemberIdentity.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_group_id, '', f_members, _unknown)
+            return cls(f_group_id, '', f_members, None)
+        elif 0 <= version <= 2:
+            f_group_id = r.read_string()
+            f_member_id = r.read_string()
+            return cls(f_group_id, f_member_id, [], None)
         else:
             raise cls.unsupported_version(version)
 

@@ -55,17 +55,17 @@ class LeaveGroupResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 3:
+            if 4 <= version <= 5:
+                w.write_compact_string(self.member_id)
+                w.write_compact_nullable_string(self.group_instance_id)
+                w.buf += _S_h.pack(self.error_code)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 3:
                 w.write_string(self.member_id)
                 w.write_nullable_string(self.group_instance_id)
                 w.buf += _S_h.pack(self.error_code)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupResponse.MemberResponse does not support them")
-            elif 4 <= version <= 5:
-                w.write_compact_string(self.member_id)
-                w.write_compact_nullable_string(self.group_instance_id)
-                w.buf += _S_h.pack(self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -75,17 +75,17 @@ class LeaveGroupResponse(Message):
             f_group_instance_id: str | None
             f_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 3:
-                f_member_id = r.read_string()
-                f_group_instance_id = r.read_nullable_string()
-                f_error_code = r.read_int16()
-                return cls(f_member_id, f_group_instance_id, f_error_code, None)
-            elif 4 <= version <= 5:
+            if 4 <= version <= 5:
                 f_member_id = r.read_compact_string()
                 f_group_instance_id = r.read_compact_nullable_string()
                 f_error_code = r.read_int16()
                 _unknown = r.read_unknown_tags()
                 return cls(f_member_id, f_group_instance_id, f_error_code, _unknown)
+            elif version == 3:
+                f_member_id = r.read_string()
+                f_group_instance_id = r.read_nullable_string()
+                f_error_code = r.read_int16()
+                return cls(f_member_id, f_group_instance_id, f_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -108,10 +108,17 @@ class LeaveGroupResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.buf += _S_h.pack(self.error_code)
-            if self.members != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Members at version {version} of LeaveGroupResponse")
+        if 4 <= version <= 5:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_array_length(len(self.members))
+            for _e_members in self.members:
+                _e_members.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 3:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_array_length(len(self.members))
+            for _e_members in self.members:
+                _e_members.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupResponse does not support them")
         elif 1 <= version <= 2:
@@ -120,19 +127,12 @@ class LeaveGroupResponse(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default Members at version {version} of LeaveGroupResponse")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupResponse does not support them")
-        elif version == 3:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_array_length(len(self.members))
-            for _e_members in self.members:
-                _e_members.write(w, version)
+        elif version == 0:
+            w.buf += _S_h.pack(self.error_code)
+            if self.members != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Members at version {version} of LeaveGroupResponse")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of LeaveGroupResponse does not support them")
-        elif 4 <= version <= 5:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_array_length(len(self.members))
-            for _e_members in self.members:
-                _e_members.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -142,23 +142,23 @@ class LeaveGroupResponse(Message):
         f_error_code: int
         f_members: list[LeaveGroupResponse.MemberResponse]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_error_code = r.read_int16()
-            return cls(0, f_error_code, [], None)
-        elif 1 <= version <= 2:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            return cls(f_throttle_time_ms, f_error_code, [], None)
-        elif version == 3:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_array_length(6)
-            f_members = [_T_MemberResponse.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_error_code, f_members, None)
-        elif 4 <= version <= 5:
+        if 4 <= version <= 5:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             _n = r.read_compact_array_length(5)
             f_members = [_T_MemberResponse.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_members, _unknown)
+        elif version == 3:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            _n = r.read_array_length(6)
+            f_members = [_T_MemberResponse.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_error_code, f_members, None)
+        elif 1 <= version <= 2:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            return cls(f_throttle_time_ms, f_error_code, [], None)
+        elif version == 0:
+            f_error_code = r.read_int16()
+            return cls(0, f_error_code, [], None)
         else:
             raise cls.unsupported_version(version)
 

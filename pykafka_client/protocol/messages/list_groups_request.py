@@ -48,18 +48,13 @@ class ListGroupsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            if self.states_filter != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default StatesFilter at version {version} of ListGroupsRequest")
-            if self.types_filter != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default TypesFilter at version {version} of ListGroupsRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsRequest does not support them")
-        elif version == 3:
-            if self.states_filter != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default StatesFilter at version {version} of ListGroupsRequest")
-            if self.types_filter != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default TypesFilter at version {version} of ListGroupsRequest")
+        if version == 5:
+            w.write_compact_array_length(len(self.states_filter))
+            for _e_states_filter in self.states_filter:
+                w.write_compact_string(_e_states_filter)
+            w.write_compact_array_length(len(self.types_filter))
+            for _e_types_filter in self.types_filter:
+                w.write_compact_string(_e_types_filter)
             w.write_tags(self._unknown_tagged_fields)
         elif version == 4:
             w.write_compact_array_length(len(self.states_filter))
@@ -68,14 +63,19 @@ class ListGroupsRequest(Message):
             if self.types_filter != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default TypesFilter at version {version} of ListGroupsRequest")
             w.write_tags(self._unknown_tagged_fields)
-        elif version == 5:
-            w.write_compact_array_length(len(self.states_filter))
-            for _e_states_filter in self.states_filter:
-                w.write_compact_string(_e_states_filter)
-            w.write_compact_array_length(len(self.types_filter))
-            for _e_types_filter in self.types_filter:
-                w.write_compact_string(_e_types_filter)
+        elif version == 3:
+            if self.states_filter != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default StatesFilter at version {version} of ListGroupsRequest")
+            if self.types_filter != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default TypesFilter at version {version} of ListGroupsRequest")
             w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
+            if self.states_filter != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default StatesFilter at version {version} of ListGroupsRequest")
+            if self.types_filter != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default TypesFilter at version {version} of ListGroupsRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -84,22 +84,22 @@ class ListGroupsRequest(Message):
         f_states_filter: list[str]
         f_types_filter: list[str]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            return cls([], [], None)
-        elif version == 3:
-            _unknown = r.read_unknown_tags()
-            return cls([], [], _unknown)
-        elif version == 4:
-            _n = r.read_compact_array_length(1)
-            f_states_filter = [r.read_compact_string() for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_states_filter, [], _unknown)
-        elif version == 5:
+        if version == 5:
             _n = r.read_compact_array_length(1)
             f_states_filter = [r.read_compact_string() for _ in range(_n)]
             _n = r.read_compact_array_length(1)
             f_types_filter = [r.read_compact_string() for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_states_filter, f_types_filter, _unknown)
+        elif version == 4:
+            _n = r.read_compact_array_length(1)
+            f_states_filter = [r.read_compact_string() for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_states_filter, [], _unknown)
+        elif version == 3:
+            _unknown = r.read_unknown_tags()
+            return cls([], [], _unknown)
+        elif 0 <= version <= 2:
+            return cls([], [], None)
         else:
             raise cls.unsupported_version(version)

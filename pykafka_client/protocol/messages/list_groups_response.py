@@ -58,26 +58,26 @@ class ListGroupsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
-                w.write_string(self.group_id)
-                w.write_string(self.protocol_type)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsResponse.ListedGroup does not support them")
-            elif version == 3:
+            if version == 5:
                 w.write_compact_string(self.group_id)
                 w.write_compact_string(self.protocol_type)
+                w.write_compact_string(self.group_state)
+                w.write_compact_string(self.group_type)
                 w.write_tags(self._unknown_tagged_fields)
             elif version == 4:
                 w.write_compact_string(self.group_id)
                 w.write_compact_string(self.protocol_type)
                 w.write_compact_string(self.group_state)
                 w.write_tags(self._unknown_tagged_fields)
-            elif version == 5:
+            elif version == 3:
                 w.write_compact_string(self.group_id)
                 w.write_compact_string(self.protocol_type)
-                w.write_compact_string(self.group_state)
-                w.write_compact_string(self.group_type)
                 w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 2:
+                w.write_string(self.group_id)
+                w.write_string(self.protocol_type)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsResponse.ListedGroup does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -88,28 +88,28 @@ class ListGroupsResponse(Message):
             f_group_state: str
             f_group_type: str
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 2:
-                f_group_id = r.read_string()
-                f_protocol_type = r.read_string()
-                return cls(f_group_id, f_protocol_type, '', '', None)
-            elif version == 3:
-                f_group_id = r.read_compact_string()
-                f_protocol_type = r.read_compact_string()
-                _unknown = r.read_unknown_tags()
-                return cls(f_group_id, f_protocol_type, '', '', _unknown)
-            elif version == 4:
-                f_group_id = r.read_compact_string()
-                f_protocol_type = r.read_compact_string()
-                f_group_state = r.read_compact_string()
-                _unknown = r.read_unknown_tags()
-                return cls(f_group_id, f_protocol_type, f_group_state, '', _unknown)
-            elif version == 5:
+            if version == 5:
                 f_group_id = r.read_compact_string()
                 f_protocol_type = r.read_compact_string()
                 f_group_state = r.read_compact_string()
                 f_group_type = r.read_compact_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_group_id, f_protocol_type, f_group_state, f_group_type, _unknown)
+            elif version == 4:
+                f_group_id = r.read_compact_string()
+                f_protocol_type = r.read_compact_string()
+                f_group_state = r.read_compact_string()
+                _unknown = r.read_unknown_tags()
+                return cls(f_group_id, f_protocol_type, f_group_state, '', _unknown)
+            elif version == 3:
+                f_group_id = r.read_compact_string()
+                f_protocol_type = r.read_compact_string()
+                _unknown = r.read_unknown_tags()
+                return cls(f_group_id, f_protocol_type, '', '', _unknown)
+            elif 0 <= version <= 2:
+                f_group_id = r.read_string()
+                f_protocol_type = r.read_string()
+                return cls(f_group_id, f_protocol_type, '', '', None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -132,13 +132,12 @@ class ListGroupsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_array_length(len(self.groups))
+        if 3 <= version <= 5:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsResponse does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 1 <= version <= 2:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_array_length(len(self.groups))
@@ -146,12 +145,13 @@ class ListGroupsResponse(Message):
                 _e_groups.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsResponse does not support them")
-        elif 3 <= version <= 5:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_array_length(len(self.groups))
+        elif version == 0:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_array_length(len(self.groups))
             for _e_groups in self.groups:
                 _e_groups.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListGroupsResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -161,19 +161,9 @@ class ListGroupsResponse(Message):
         f_error_code: int
         f_groups: list[ListGroupsResponse.ListedGroup]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_error_code = r.read_int16()
-            _n = r.read_array_length(4)
-            f_groups = [_T_ListedGroup.read(r, version) for _ in range(_n)]
-            return cls(0, f_error_code, f_groups, None)
-        elif 1 <= version <= 2:
+        if version == 5:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_array_length(4)
-            f_groups = [_T_ListedGroup.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_error_code, f_groups, None)
-        elif version == 3:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_compact_array_length(3)
+            _n = r.read_compact_array_length(5)
             f_groups = [_T_ListedGroup.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_groups, _unknown)
@@ -183,12 +173,22 @@ class ListGroupsResponse(Message):
             f_groups = [_T_ListedGroup.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_groups, _unknown)
-        elif version == 5:
+        elif version == 3:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            _n = r.read_compact_array_length(5)
+            _n = r.read_compact_array_length(3)
             f_groups = [_T_ListedGroup.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_groups, _unknown)
+        elif 1 <= version <= 2:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            _n = r.read_array_length(4)
+            f_groups = [_T_ListedGroup.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_error_code, f_groups, None)
+        elif version == 0:
+            f_error_code = r.read_int16()
+            _n = r.read_array_length(4)
+            f_groups = [_T_ListedGroup.read(r, version) for _ in range(_n)]
+            return cls(0, f_error_code, f_groups, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -61,8 +61,15 @@ class ListOffsetsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
-                w.buf += _S_iqi.pack(self.partition_index, self.timestamp, self.max_num_offsets)
+            if 6 <= version <= 10:
+                w.buf += _S_iiq.pack(self.partition_index, self.current_leader_epoch, self.timestamp)
+                if self.max_num_offsets != 1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default MaxNumOffsets at version {version} of ListOffsetsRequest.ListOffsetsPartition")
+                w.write_tags(self._unknown_tagged_fields)
+            elif 4 <= version <= 5:
+                w.buf += _S_iiq.pack(self.partition_index, self.current_leader_epoch, self.timestamp)
+                if self.max_num_offsets != 1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default MaxNumOffsets at version {version} of ListOffsetsRequest.ListOffsetsPartition")
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest.ListOffsetsPartition does not support them")
             elif 1 <= version <= 3:
@@ -71,17 +78,10 @@ class ListOffsetsRequest(Message):
                     raise UnsupportedVersionError(f"attempted to write a non-default MaxNumOffsets at version {version} of ListOffsetsRequest.ListOffsetsPartition")
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest.ListOffsetsPartition does not support them")
-            elif 4 <= version <= 5:
-                w.buf += _S_iiq.pack(self.partition_index, self.current_leader_epoch, self.timestamp)
-                if self.max_num_offsets != 1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default MaxNumOffsets at version {version} of ListOffsetsRequest.ListOffsetsPartition")
+            elif version == 0:
+                w.buf += _S_iqi.pack(self.partition_index, self.timestamp, self.max_num_offsets)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest.ListOffsetsPartition does not support them")
-            elif 6 <= version <= 10:
-                w.buf += _S_iiq.pack(self.partition_index, self.current_leader_epoch, self.timestamp)
-                if self.max_num_offsets != 1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default MaxNumOffsets at version {version} of ListOffsetsRequest.ListOffsetsPartition")
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -92,19 +92,19 @@ class ListOffsetsRequest(Message):
             f_timestamp: int
             f_max_num_offsets: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition_index, f_timestamp, f_max_num_offsets = r.unpack(_S_iqi, 'fields PartitionIndex, Timestamp, MaxNumOffsets')
-                return cls(f_partition_index, -1, f_timestamp, f_max_num_offsets, None)
-            elif 1 <= version <= 3:
-                f_partition_index, f_timestamp = r.unpack(_S_iq, 'fields PartitionIndex, Timestamp')
-                return cls(f_partition_index, -1, f_timestamp, 1, None)
-            elif 4 <= version <= 5:
-                f_partition_index, f_current_leader_epoch, f_timestamp = r.unpack(_S_iiq, 'fields PartitionIndex, CurrentLeaderEpoch, Timestamp')
-                return cls(f_partition_index, f_current_leader_epoch, f_timestamp, 1, None)
-            elif 6 <= version <= 10:
+            if 6 <= version <= 10:
                 f_partition_index, f_current_leader_epoch, f_timestamp = r.unpack(_S_iiq, 'fields PartitionIndex, CurrentLeaderEpoch, Timestamp')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_current_leader_epoch, f_timestamp, 1, _unknown)
+            elif 4 <= version <= 5:
+                f_partition_index, f_current_leader_epoch, f_timestamp = r.unpack(_S_iiq, 'fields PartitionIndex, CurrentLeaderEpoch, Timestamp')
+                return cls(f_partition_index, f_current_leader_epoch, f_timestamp, 1, None)
+            elif 1 <= version <= 3:
+                f_partition_index, f_timestamp = r.unpack(_S_iq, 'fields PartitionIndex, Timestamp')
+                return cls(f_partition_index, -1, f_timestamp, 1, None)
+            elif version == 0:
+                f_partition_index, f_timestamp, f_max_num_offsets = r.unpack(_S_iqi, 'fields PartitionIndex, Timestamp, MaxNumOffsets')
+                return cls(f_partition_index, -1, f_timestamp, f_max_num_offsets, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -126,19 +126,19 @@ class ListOffsetsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 5:
+            if 6 <= version <= 10:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest.ListOffsetsTopic does not support them")
-            elif 6 <= version <= 10:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -147,7 +147,13 @@ class ListOffsetsRequest(Message):
             f_name: str
             f_partitions: list[ListOffsetsRequest.ListOffsetsPartition]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 6 <= version <= 10:
+                f_name = r.read_compact_string()
+                _n = r.read_compact_array_length(17)
+                f_partitions = [_T_ListOffsetsPartition.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_name, f_partitions, _unknown)
+            elif 4 <= version <= 5:
                 f_name = r.read_string()
                 _n = r.read_array_length(16)
                 f_partitions = [_T_ListOffsetsPartition.read(r, version) for _ in range(_n)]
@@ -157,17 +163,11 @@ class ListOffsetsRequest(Message):
                 _n = r.read_array_length(12)
                 f_partitions = [_T_ListOffsetsPartition.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partitions, None)
-            elif 4 <= version <= 5:
+            elif version == 0:
                 f_name = r.read_string()
                 _n = r.read_array_length(16)
                 f_partitions = [_T_ListOffsetsPartition.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partitions, None)
-            elif 6 <= version <= 10:
-                f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(17)
-                f_partitions = [_T_ListOffsetsPartition.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_name, f_partitions, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -193,7 +193,27 @@ class ListOffsetsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 10:
+            w.buf += _S_ib.pack(self.replica_id, self.isolation_level)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.buf += _S_i.pack(self.timeout_ms)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 6 <= version <= 9:
+            w.buf += _S_ib.pack(self.replica_id, self.isolation_level)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 2 <= version <= 5:
+            w.buf += _S_ib.pack(self.replica_id, self.isolation_level)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest does not support them")
+        elif 0 <= version <= 1:
             w.buf += _S_i.pack(self.replica_id)
             if self.isolation_level != 0:
                 raise UnsupportedVersionError(f"attempted to write a non-default IsolationLevel at version {version} of ListOffsetsRequest")
@@ -202,26 +222,6 @@ class ListOffsetsRequest(Message):
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest does not support them")
-        elif 2 <= version <= 5:
-            w.buf += _S_ib.pack(self.replica_id, self.isolation_level)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsRequest does not support them")
-        elif 6 <= version <= 9:
-            w.buf += _S_ib.pack(self.replica_id, self.isolation_level)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 10:
-            w.buf += _S_ib.pack(self.replica_id, self.isolation_level)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.buf += _S_i.pack(self.timeout_ms)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -232,29 +232,29 @@ class ListOffsetsRequest(Message):
         f_topics: list[ListOffsetsRequest.ListOffsetsTopic]
         f_timeout_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_replica_id = r.read_int32()
-            _n = r.read_array_length(6)
-            f_topics = [_T_ListOffsetsTopic.read(r, version) for _ in range(_n)]
-            return cls(f_replica_id, 0, f_topics, 0, None)
-        elif 2 <= version <= 5:
-            f_replica_id, f_isolation_level = r.unpack(_S_ib, 'fields ReplicaId, IsolationLevel')
-            _n = r.read_array_length(6)
-            f_topics = [_T_ListOffsetsTopic.read(r, version) for _ in range(_n)]
-            return cls(f_replica_id, f_isolation_level, f_topics, 0, None)
-        elif 6 <= version <= 9:
-            f_replica_id, f_isolation_level = r.unpack(_S_ib, 'fields ReplicaId, IsolationLevel')
-            _n = r.read_compact_array_length(3)
-            f_topics = [_T_ListOffsetsTopic.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_replica_id, f_isolation_level, f_topics, 0, _unknown)
-        elif version == 10:
+        if version == 10:
             f_replica_id, f_isolation_level = r.unpack(_S_ib, 'fields ReplicaId, IsolationLevel')
             _n = r.read_compact_array_length(3)
             f_topics = [_T_ListOffsetsTopic.read(r, version) for _ in range(_n)]
             f_timeout_ms = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_replica_id, f_isolation_level, f_topics, f_timeout_ms, _unknown)
+        elif 6 <= version <= 9:
+            f_replica_id, f_isolation_level = r.unpack(_S_ib, 'fields ReplicaId, IsolationLevel')
+            _n = r.read_compact_array_length(3)
+            f_topics = [_T_ListOffsetsTopic.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_replica_id, f_isolation_level, f_topics, 0, _unknown)
+        elif 2 <= version <= 5:
+            f_replica_id, f_isolation_level = r.unpack(_S_ib, 'fields ReplicaId, IsolationLevel')
+            _n = r.read_array_length(6)
+            f_topics = [_T_ListOffsetsTopic.read(r, version) for _ in range(_n)]
+            return cls(f_replica_id, f_isolation_level, f_topics, 0, None)
+        elif 0 <= version <= 1:
+            f_replica_id = r.read_int32()
+            _n = r.read_array_length(6)
+            f_topics = [_T_ListOffsetsTopic.read(r, version) for _ in range(_n)]
+            return cls(f_replica_id, 0, f_topics, 0, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -67,16 +67,17 @@ class ListOffsetsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 6 <= version <= 10:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_array_length(len(self.old_style_offsets))
-                w.write_fixed_array('q', self.old_style_offsets)
-                if self.timestamp != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default Timestamp at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
-                if self.offset != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default Offset at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
-                if self.leader_epoch != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default LeaderEpoch at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
+                if self.old_style_offsets != []:
+                    raise UnsupportedVersionError(f"attempted to write a non-default OldStyleOffsets at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
+                w.buf += _S_qqi.pack(self.timestamp, self.offset, self.leader_epoch)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 4 <= version <= 5:
+                w.buf += _S_ih.pack(self.partition_index, self.error_code)
+                if self.old_style_offsets != []:
+                    raise UnsupportedVersionError(f"attempted to write a non-default OldStyleOffsets at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
+                w.buf += _S_qqi.pack(self.timestamp, self.offset, self.leader_epoch)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse does not support them")
             elif 1 <= version <= 3:
@@ -88,19 +89,18 @@ class ListOffsetsResponse(Message):
                     raise UnsupportedVersionError(f"attempted to write a non-default LeaderEpoch at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse does not support them")
-            elif 4 <= version <= 5:
+            elif version == 0:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                if self.old_style_offsets != []:
-                    raise UnsupportedVersionError(f"attempted to write a non-default OldStyleOffsets at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
-                w.buf += _S_qqi.pack(self.timestamp, self.offset, self.leader_epoch)
+                w.write_array_length(len(self.old_style_offsets))
+                w.write_fixed_array('q', self.old_style_offsets)
+                if self.timestamp != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default Timestamp at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
+                if self.offset != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default Offset at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
+                if self.leader_epoch != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default LeaderEpoch at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse does not support them")
-            elif 6 <= version <= 10:
-                w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                if self.old_style_offsets != []:
-                    raise UnsupportedVersionError(f"attempted to write a non-default OldStyleOffsets at version {version} of ListOffsetsResponse.ListOffsetsPartitionResponse")
-                w.buf += _S_qqi.pack(self.timestamp, self.offset, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -113,21 +113,20 @@ class ListOffsetsResponse(Message):
             f_offset: int
             f_leader_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
-                _n = r.read_array_length(8)
-                f_old_style_offsets = r.read_fixed_array('q', 8, _n)
-                return cls(f_partition_index, f_error_code, f_old_style_offsets, -1, -1, -1, None)
-            elif 1 <= version <= 3:
-                f_partition_index, f_error_code, f_timestamp, f_offset = r.unpack(_S_ihqq, 'fields PartitionIndex, ErrorCode, Timestamp, Offset')
-                return cls(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1, None)
-            elif 4 <= version <= 5:
-                f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = r.unpack(_S_ihqqi, 'fields PartitionIndex, ErrorCode, Timestamp, Offset, LeaderEpoch')
-                return cls(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch, None)
-            elif 6 <= version <= 10:
+            if 6 <= version <= 10:
                 f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = r.unpack(_S_ihqqi, 'fields PartitionIndex, ErrorCode, Timestamp, Offset, LeaderEpoch')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch, _unknown)
+            elif 4 <= version <= 5:
+                f_partition_index, f_error_code, f_timestamp, f_offset, f_leader_epoch = r.unpack(_S_ihqqi, 'fields PartitionIndex, ErrorCode, Timestamp, Offset, LeaderEpoch')
+                return cls(f_partition_index, f_error_code, [], f_timestamp, f_offset, f_leader_epoch, None)
+            elif 1 <= version <= 3:
+                f_partition_index, f_error_code, f_timestamp, f_offset = r.unpack(_S_ihqq, 'fields PartitionIndex, ErrorCode, Timestamp, Offset')
+                return cls(f_partition_index, f_error_code, [], f_timestamp, f_offset, -1, None)
+            elif version == 0:
+                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
+                f_old_style_offsets = r.read_fixed_array_field('q', 8, False)
+                return cls(f_partition_index, f_error_code, f_old_style_offsets, -1, -1, -1, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -149,19 +148,19 @@ class ListOffsetsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 5:
+            if 6 <= version <= 10:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse.ListOffsetsTopicResponse does not support them")
-            elif 6 <= version <= 10:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -170,9 +169,15 @@ class ListOffsetsResponse(Message):
             f_name: str
             f_partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 6 <= version <= 10:
+                f_name = r.read_compact_string()
+                _n = r.read_compact_array_length(27)
+                f_partitions = [_T_ListOffsetsPartitionResponse.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_name, f_partitions, _unknown)
+            elif 4 <= version <= 5:
                 f_name = r.read_string()
-                _n = r.read_array_length(10)
+                _n = r.read_array_length(26)
                 f_partitions = [_T_ListOffsetsPartitionResponse.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partitions, None)
             elif 1 <= version <= 3:
@@ -180,17 +185,11 @@ class ListOffsetsResponse(Message):
                 _n = r.read_array_length(22)
                 f_partitions = [_T_ListOffsetsPartitionResponse.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partitions, None)
-            elif 4 <= version <= 5:
+            elif version == 0:
                 f_name = r.read_string()
-                _n = r.read_array_length(26)
+                _n = r.read_array_length(10)
                 f_partitions = [_T_ListOffsetsPartitionResponse.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partitions, None)
-            elif 6 <= version <= 10:
-                f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(27)
-                f_partitions = [_T_ListOffsetsPartitionResponse.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_name, f_partitions, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -210,12 +209,12 @@ class ListOffsetsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.write_array_length(len(self.topics))
+        if 6 <= version <= 10:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 2 <= version <= 5:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
@@ -223,12 +222,12 @@ class ListOffsetsResponse(Message):
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse does not support them")
-        elif 6 <= version <= 10:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.topics))
+        elif 0 <= version <= 1:
+            w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ListOffsetsResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -237,21 +236,21 @@ class ListOffsetsResponse(Message):
         f_throttle_time_ms: int
         f_topics: list[ListOffsetsResponse.ListOffsetsTopicResponse]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(6)
-            f_topics = [_T_ListOffsetsTopicResponse.read(r, version) for _ in range(_n)]
-            return cls(0, f_topics, None)
-        elif 2 <= version <= 5:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
-            f_topics = [_T_ListOffsetsTopicResponse.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_topics, None)
-        elif 6 <= version <= 10:
+        if 6 <= version <= 10:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(3)
             f_topics = [_T_ListOffsetsTopicResponse.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_topics, _unknown)
+        elif 2 <= version <= 5:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(6)
+            f_topics = [_T_ListOffsetsTopicResponse.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_topics, None)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(6)
+            f_topics = [_T_ListOffsetsTopicResponse.read(r, version) for _ in range(_n)]
+            return cls(0, f_topics, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -79,12 +79,9 @@ class ListPartitionReassignmentsResponse(Message):
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
                 f_partition_index = r.read_int32()
-                _n = r.read_compact_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_adding_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_removing_replicas = r.read_fixed_array('i', 4, _n)
+                f_replicas = r.read_fixed_array_field('i', 4, True)
+                f_adding_replicas = r.read_fixed_array_field('i', 4, True)
+                f_removing_replicas = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_replicas, f_adding_replicas, f_removing_replicas, _unknown)
             else:

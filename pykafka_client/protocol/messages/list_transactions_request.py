@@ -52,7 +52,15 @@ class ListTransactionsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.write_compact_array_length(len(self.state_filters))
+            for _e_state_filters in self.state_filters:
+                w.write_compact_string(_e_state_filters)
+            w.write_compact_array_length(len(self.producer_id_filters))
+            w.write_fixed_array('q', self.producer_id_filters)
+            w.buf += _S_q.pack(self.duration_filter)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.write_compact_array_length(len(self.state_filters))
             for _e_state_filters in self.state_filters:
                 w.write_compact_string(_e_state_filters)
@@ -60,14 +68,6 @@ class ListTransactionsRequest(Message):
             w.write_fixed_array('q', self.producer_id_filters)
             if self.duration_filter != -1:
                 raise UnsupportedVersionError(f"attempted to write a non-default DurationFilter at version {version} of ListTransactionsRequest")
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 1:
-            w.write_compact_array_length(len(self.state_filters))
-            for _e_state_filters in self.state_filters:
-                w.write_compact_string(_e_state_filters)
-            w.write_compact_array_length(len(self.producer_id_filters))
-            w.write_fixed_array('q', self.producer_id_filters)
-            w.buf += _S_q.pack(self.duration_filter)
             w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
@@ -78,20 +78,18 @@ class ListTransactionsRequest(Message):
         f_producer_id_filters: list[int]
         f_duration_filter: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if version == 1:
             _n = r.read_compact_array_length(1)
             f_state_filters = [r.read_compact_string() for _ in range(_n)]
-            _n = r.read_compact_array_length(8)
-            f_producer_id_filters = r.read_fixed_array('q', 8, _n)
-            _unknown = r.read_unknown_tags()
-            return cls(f_state_filters, f_producer_id_filters, -1, _unknown)
-        elif version == 1:
-            _n = r.read_compact_array_length(1)
-            f_state_filters = [r.read_compact_string() for _ in range(_n)]
-            _n = r.read_compact_array_length(8)
-            f_producer_id_filters = r.read_fixed_array('q', 8, _n)
+            f_producer_id_filters = r.read_fixed_array_field('q', 8, True)
             f_duration_filter = r.read_int64()
             _unknown = r.read_unknown_tags()
             return cls(f_state_filters, f_producer_id_filters, f_duration_filter, _unknown)
+        elif version == 0:
+            _n = r.read_compact_array_length(1)
+            f_state_filters = [r.read_compact_string() for _ in range(_n)]
+            f_producer_id_filters = r.read_fixed_array_field('q', 8, True)
+            _unknown = r.read_unknown_tags()
+            return cls(f_state_filters, f_producer_id_filters, -1, _unknown)
         else:
             raise cls.unsupported_version(version)

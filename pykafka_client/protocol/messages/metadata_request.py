@@ -55,21 +55,21 @@ class MetadataRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 8:
-                if self.name is None:
-                    raise IllegalArgumentError(f"null value for non-nullable field MetadataRequest.MetadataRequestTopic.Name at version {version}")
-                w.write_string(self.name)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest.MetadataRequestTopic does not support them")
+            if 10 <= version <= 12:
+                w.buf += _S_16s.pack(self.topic_id.bytes)
+                w.write_compact_nullable_string(self.name)
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 9:
                 if self.name is None:
                     raise IllegalArgumentError(f"null value for non-nullable field MetadataRequest.MetadataRequestTopic.Name at version {version}")
                 w.write_compact_string(self.name)
                 w.write_tags(self._unknown_tagged_fields)
-            elif 10 <= version <= 12:
-                w.buf += _S_16s.pack(self.topic_id.bytes)
-                w.write_compact_nullable_string(self.name)
-                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 8:
+                if self.name is None:
+                    raise IllegalArgumentError(f"null value for non-nullable field MetadataRequest.MetadataRequestTopic.Name at version {version}")
+                w.write_string(self.name)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest.MetadataRequestTopic does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -78,18 +78,18 @@ class MetadataRequest(Message):
             f_topic_id: uuid.UUID
             f_name: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 8:
-                f_name = r.read_string()
-                return cls(ZERO_UUID, f_name, None)
-            elif version == 9:
-                f_name = r.read_compact_string()
-                _unknown = r.read_unknown_tags()
-                return cls(ZERO_UUID, f_name, _unknown)
-            elif 10 <= version <= 12:
+            if 10 <= version <= 12:
                 f_topic_id = r.read_uuid()
                 f_name = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_id, f_name, _unknown)
+            elif version == 9:
+                f_name = r.read_compact_string()
+                _unknown = r.read_unknown_tags()
+                return cls(ZERO_UUID, f_name, _unknown)
+            elif 0 <= version <= 8:
+                f_name = r.read_string()
+                return cls(ZERO_UUID, f_name, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -115,7 +115,67 @@ class MetadataRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 11 <= version <= 12:
+            if self.topics is None:
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+            w.buf += _S_o.pack(self.allow_auto_topic_creation)
+            if self.include_cluster_authorized_operations != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
+            w.buf += _S_o.pack(self.include_topic_authorized_operations)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 9 <= version <= 10:
+            if self.topics is None:
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+            w.buf += _S_ooo.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 8:
+            if self.topics is None:
+                w.buf += b"\xff\xff\xff\xff"
+            else:
+                w.write_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+            w.buf += _S_ooo.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
+        elif 4 <= version <= 7:
+            if self.topics is None:
+                w.buf += b"\xff\xff\xff\xff"
+            else:
+                w.write_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+            w.buf += _S_o.pack(self.allow_auto_topic_creation)
+            if self.include_cluster_authorized_operations != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
+            if self.include_topic_authorized_operations != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default IncludeTopicAuthorizedOperations at version {version} of MetadataRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
+        elif 1 <= version <= 3:
+            if self.topics is None:
+                w.buf += b"\xff\xff\xff\xff"
+            else:
+                w.write_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+            if self.allow_auto_topic_creation != True:
+                raise UnsupportedVersionError(f"attempted to write a non-default AllowAutoTopicCreation at version {version} of MetadataRequest")
+            if self.include_cluster_authorized_operations != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
+            if self.include_topic_authorized_operations != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default IncludeTopicAuthorizedOperations at version {version} of MetadataRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
+        elif version == 0:
             if self.topics is None:
                 raise IllegalArgumentError(f"null value for non-nullable field MetadataRequest.Topics at version {version}")
             w.write_array_length(len(self.topics))
@@ -129,66 +189,6 @@ class MetadataRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default IncludeTopicAuthorizedOperations at version {version} of MetadataRequest")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
-        elif 1 <= version <= 3:
-            if self.topics is None:
-                w.buf += b"\xff\xff\xff\xff"
-            else:
-                w.write_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-            if self.allow_auto_topic_creation != True:
-                raise UnsupportedVersionError(f"attempted to write a non-default AllowAutoTopicCreation at version {version} of MetadataRequest")
-            if self.include_cluster_authorized_operations != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
-            if self.include_topic_authorized_operations != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default IncludeTopicAuthorizedOperations at version {version} of MetadataRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
-        elif 4 <= version <= 7:
-            if self.topics is None:
-                w.buf += b"\xff\xff\xff\xff"
-            else:
-                w.write_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-            w.buf += _S_o.pack(self.allow_auto_topic_creation)
-            if self.include_cluster_authorized_operations != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
-            if self.include_topic_authorized_operations != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default IncludeTopicAuthorizedOperations at version {version} of MetadataRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
-        elif version == 8:
-            if self.topics is None:
-                w.buf += b"\xff\xff\xff\xff"
-            else:
-                w.write_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-            w.buf += _S_ooo.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataRequest does not support them")
-        elif 9 <= version <= 10:
-            if self.topics is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-            w.buf += _S_ooo.pack(self.allow_auto_topic_creation, self.include_cluster_authorized_operations, self.include_topic_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
-        elif 11 <= version <= 12:
-            if self.topics is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-            w.buf += _S_o.pack(self.allow_auto_topic_creation)
-            if self.include_cluster_authorized_operations != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default IncludeClusterAuthorizedOperations at version {version} of MetadataRequest")
-            w.buf += _S_o.pack(self.include_topic_authorized_operations)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -199,42 +199,42 @@ class MetadataRequest(Message):
         f_include_cluster_authorized_operations: bool
         f_include_topic_authorized_operations: bool
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(2)
-            f_topics = [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
-            return cls(f_topics, True, False, False, None)
-        elif 1 <= version <= 3:
-            _n = r.read_array_length(2, True)
+        if 11 <= version <= 12:
+            _n = r.read_compact_array_length(18, True)
             f_topics = None if _n < 0 else [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
-            return cls(f_topics, True, False, False, None)
-        elif 4 <= version <= 7:
-            _n = r.read_array_length(2, True)
-            f_topics = None if _n < 0 else [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
-            f_allow_auto_topic_creation = r.read_bool()
-            return cls(f_topics, f_allow_auto_topic_creation, False, False, None)
-        elif version == 8:
-            _n = r.read_array_length(2, True)
-            f_topics = None if _n < 0 else [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
-            f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = r.unpack(_S_ooo, 'fields AllowAutoTopicCreation, IncludeClusterAuthorizedOperations, IncludeTopicAuthorizedOperations')
-            return cls(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, None)
-        elif version == 9:
-            _n = r.read_compact_array_length(2, True)
-            f_topics = None if _n < 0 else [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
-            f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = r.unpack(_S_ooo, 'fields AllowAutoTopicCreation, IncludeClusterAuthorizedOperations, IncludeTopicAuthorizedOperations')
+            f_allow_auto_topic_creation, f_include_topic_authorized_operations = r.unpack(_S_oo, 'fields AllowAutoTopicCreation, IncludeTopicAuthorizedOperations')
             _unknown = r.read_unknown_tags()
-            return cls(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, _unknown)
+            return cls(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations, _unknown)
         elif version == 10:
             _n = r.read_compact_array_length(18, True)
             f_topics = None if _n < 0 else [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
             f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = r.unpack(_S_ooo, 'fields AllowAutoTopicCreation, IncludeClusterAuthorizedOperations, IncludeTopicAuthorizedOperations')
             _unknown = r.read_unknown_tags()
             return cls(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, _unknown)
-        elif 11 <= version <= 12:
-            _n = r.read_compact_array_length(18, True)
+        elif version == 9:
+            _n = r.read_compact_array_length(2, True)
             f_topics = None if _n < 0 else [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
-            f_allow_auto_topic_creation, f_include_topic_authorized_operations = r.unpack(_S_oo, 'fields AllowAutoTopicCreation, IncludeTopicAuthorizedOperations')
+            f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = r.unpack(_S_ooo, 'fields AllowAutoTopicCreation, IncludeClusterAuthorizedOperations, IncludeTopicAuthorizedOperations')
             _unknown = r.read_unknown_tags()
-            return cls(f_topics, f_allow_auto_topic_creation, False, f_include_topic_authorized_operations, _unknown)
+            return cls(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, _unknown)
+        elif version == 8:
+            _n = r.read_array_length(2, True)
+            f_topics = None if _n < 0 else [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
+            f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations = r.unpack(_S_ooo, 'fields AllowAutoTopicCreation, IncludeClusterAuthorizedOperations, IncludeTopicAuthorizedOperations')
+            return cls(f_topics, f_allow_auto_topic_creation, f_include_cluster_authorized_operations, f_include_topic_authorized_operations, None)
+        elif 4 <= version <= 7:
+            _n = r.read_array_length(2, True)
+            f_topics = None if _n < 0 else [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
+            f_allow_auto_topic_creation = r.read_bool()
+            return cls(f_topics, f_allow_auto_topic_creation, False, False, None)
+        elif 1 <= version <= 3:
+            _n = r.read_array_length(2, True)
+            f_topics = None if _n < 0 else [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
+            return cls(f_topics, True, False, False, None)
+        elif version == 0:
+            _n = r.read_array_length(2)
+            f_topics = [_T_MetadataRequestTopic.read(r, version) for _ in range(_n)]
+            return cls(f_topics, True, False, False, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -63,12 +63,12 @@ class MetadataResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 9 <= version <= 12:
                 w.buf += _S_i.pack(self.node_id)
-                w.write_string(self.host)
+                w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseBroker does not support them")
+                w.write_compact_nullable_string(self.rack)
+                w.write_tags(self._unknown_tagged_fields)
             elif 1 <= version <= 8:
                 w.buf += _S_i.pack(self.node_id)
                 w.write_string(self.host)
@@ -76,12 +76,12 @@ class MetadataResponse(Message):
                 w.write_nullable_string(self.rack)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseBroker does not support them")
-            elif 9 <= version <= 12:
+            elif version == 0:
                 w.buf += _S_i.pack(self.node_id)
-                w.write_compact_string(self.host)
+                w.write_string(self.host)
                 w.buf += _S_i.pack(self.port)
-                w.write_compact_nullable_string(self.rack)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseBroker does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -92,24 +92,24 @@ class MetadataResponse(Message):
             f_port: int
             f_rack: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_node_id = r.read_int32()
-                f_host = r.read_string()
-                f_port = r.read_int32()
-                return cls(f_node_id, f_host, f_port, None, None)
-            elif 1 <= version <= 8:
-                f_node_id = r.read_int32()
-                f_host = r.read_string()
-                f_port = r.read_int32()
-                f_rack = r.read_nullable_string()
-                return cls(f_node_id, f_host, f_port, f_rack, None)
-            elif 9 <= version <= 12:
+            if 9 <= version <= 12:
                 f_node_id = r.read_int32()
                 f_host = r.read_compact_string()
                 f_port = r.read_int32()
                 f_rack = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_node_id, f_host, f_port, f_rack, _unknown)
+            elif 1 <= version <= 8:
+                f_node_id = r.read_int32()
+                f_host = r.read_string()
+                f_port = r.read_int32()
+                f_rack = r.read_nullable_string()
+                return cls(f_node_id, f_host, f_port, f_rack, None)
+            elif version == 0:
+                f_node_id = r.read_int32()
+                f_host = r.read_string()
+                f_port = r.read_int32()
+                return cls(f_node_id, f_host, f_port, None, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -146,12 +146,23 @@ class MetadataResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 4:
-                w.buf += _S_hii.pack(self.error_code, self.partition_index, self.leader_id)
+            if 9 <= version <= 12:
+                w.buf += _S_hiii.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
+                w.write_compact_array_length(len(self.replica_nodes))
+                w.write_fixed_array('i', self.replica_nodes)
+                w.write_compact_array_length(len(self.isr_nodes))
+                w.write_fixed_array('i', self.isr_nodes)
+                w.write_compact_array_length(len(self.offline_replicas))
+                w.write_fixed_array('i', self.offline_replicas)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 7 <= version <= 8:
+                w.buf += _S_hiii.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
                 w.write_array_length(len(self.replica_nodes))
                 w.write_fixed_array('i', self.replica_nodes)
                 w.write_array_length(len(self.isr_nodes))
                 w.write_fixed_array('i', self.isr_nodes)
+                w.write_array_length(len(self.offline_replicas))
+                w.write_fixed_array('i', self.offline_replicas)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponsePartition does not support them")
             elif 5 <= version <= 6:
@@ -164,25 +175,14 @@ class MetadataResponse(Message):
                 w.write_fixed_array('i', self.offline_replicas)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponsePartition does not support them")
-            elif 7 <= version <= 8:
-                w.buf += _S_hiii.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
+            elif 0 <= version <= 4:
+                w.buf += _S_hii.pack(self.error_code, self.partition_index, self.leader_id)
                 w.write_array_length(len(self.replica_nodes))
                 w.write_fixed_array('i', self.replica_nodes)
                 w.write_array_length(len(self.isr_nodes))
                 w.write_fixed_array('i', self.isr_nodes)
-                w.write_array_length(len(self.offline_replicas))
-                w.write_fixed_array('i', self.offline_replicas)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponsePartition does not support them")
-            elif 9 <= version <= 12:
-                w.buf += _S_hiii.pack(self.error_code, self.partition_index, self.leader_id, self.leader_epoch)
-                w.write_compact_array_length(len(self.replica_nodes))
-                w.write_fixed_array('i', self.replica_nodes)
-                w.write_compact_array_length(len(self.isr_nodes))
-                w.write_fixed_array('i', self.isr_nodes)
-                w.write_compact_array_length(len(self.offline_replicas))
-                w.write_fixed_array('i', self.offline_replicas)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -196,41 +196,30 @@ class MetadataResponse(Message):
             f_isr_nodes: list[int]
             f_offline_replicas: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 4:
-                f_error_code, f_partition_index, f_leader_id = r.unpack(_S_hii, 'fields ErrorCode, PartitionIndex, LeaderId')
-                _n = r.read_array_length(4)
-                f_replica_nodes = r.read_fixed_array('i', 4, _n)
-                _n = r.read_array_length(4)
-                f_isr_nodes = r.read_fixed_array('i', 4, _n)
-                return cls(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, [], None)
-            elif 5 <= version <= 6:
-                f_error_code, f_partition_index, f_leader_id = r.unpack(_S_hii, 'fields ErrorCode, PartitionIndex, LeaderId')
-                _n = r.read_array_length(4)
-                f_replica_nodes = r.read_fixed_array('i', 4, _n)
-                _n = r.read_array_length(4)
-                f_isr_nodes = r.read_fixed_array('i', 4, _n)
-                _n = r.read_array_length(4)
-                f_offline_replicas = r.read_fixed_array('i', 4, _n)
-                return cls(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas, None)
-            elif 7 <= version <= 8:
+            if 9 <= version <= 12:
                 f_error_code, f_partition_index, f_leader_id, f_leader_epoch = r.unpack(_S_hiii, 'fields ErrorCode, PartitionIndex, LeaderId, LeaderEpoch')
-                _n = r.read_array_length(4)
-                f_replica_nodes = r.read_fixed_array('i', 4, _n)
-                _n = r.read_array_length(4)
-                f_isr_nodes = r.read_fixed_array('i', 4, _n)
-                _n = r.read_array_length(4)
-                f_offline_replicas = r.read_fixed_array('i', 4, _n)
-                return cls(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, None)
-            elif 9 <= version <= 12:
-                f_error_code, f_partition_index, f_leader_id, f_leader_epoch = r.unpack(_S_hiii, 'fields ErrorCode, PartitionIndex, LeaderId, LeaderEpoch')
-                _n = r.read_compact_array_length(4)
-                f_replica_nodes = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_isr_nodes = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_offline_replicas = r.read_fixed_array('i', 4, _n)
+                f_replica_nodes = r.read_fixed_array_field('i', 4, True)
+                f_isr_nodes = r.read_fixed_array_field('i', 4, True)
+                f_offline_replicas = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, _unknown)
+            elif 7 <= version <= 8:
+                f_error_code, f_partition_index, f_leader_id, f_leader_epoch = r.unpack(_S_hiii, 'fields ErrorCode, PartitionIndex, LeaderId, LeaderEpoch')
+                f_replica_nodes = r.read_fixed_array_field('i', 4, False)
+                f_isr_nodes = r.read_fixed_array_field('i', 4, False)
+                f_offline_replicas = r.read_fixed_array_field('i', 4, False)
+                return cls(f_error_code, f_partition_index, f_leader_id, f_leader_epoch, f_replica_nodes, f_isr_nodes, f_offline_replicas, None)
+            elif 5 <= version <= 6:
+                f_error_code, f_partition_index, f_leader_id = r.unpack(_S_hii, 'fields ErrorCode, PartitionIndex, LeaderId')
+                f_replica_nodes = r.read_fixed_array_field('i', 4, False)
+                f_isr_nodes = r.read_fixed_array_field('i', 4, False)
+                f_offline_replicas = r.read_fixed_array_field('i', 4, False)
+                return cls(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, f_offline_replicas, None)
+            elif 0 <= version <= 4:
+                f_error_code, f_partition_index, f_leader_id = r.unpack(_S_hii, 'fields ErrorCode, PartitionIndex, LeaderId')
+                f_replica_nodes = r.read_fixed_array_field('i', 4, False)
+                f_isr_nodes = r.read_fixed_array_field('i', 4, False)
+                return cls(f_error_code, f_partition_index, f_leader_id, -1, f_replica_nodes, f_isr_nodes, [], None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -264,16 +253,47 @@ class MetadataResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 12:
+                w.buf += _S_h.pack(self.error_code)
+                w.write_compact_nullable_string(self.name)
+                w.buf += _S_16so.pack(self.topic_id.bytes, self.is_internal)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.buf += _S_i.pack(self.topic_authorized_operations)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 10 <= version <= 11:
+                w.buf += _S_h.pack(self.error_code)
+                if self.name is None:
+                    raise IllegalArgumentError(f"null value for non-nullable field MetadataResponse.MetadataResponseTopic.Name at version {version}")
+                w.write_compact_string(self.name)
+                w.buf += _S_16so.pack(self.topic_id.bytes, self.is_internal)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.buf += _S_i.pack(self.topic_authorized_operations)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 9:
+                w.buf += _S_h.pack(self.error_code)
+                if self.name is None:
+                    raise IllegalArgumentError(f"null value for non-nullable field MetadataResponse.MetadataResponseTopic.Name at version {version}")
+                w.write_compact_string(self.name)
+                w.buf += _S_o.pack(self.is_internal)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.buf += _S_i.pack(self.topic_authorized_operations)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 8:
                 w.buf += _S_h.pack(self.error_code)
                 if self.name is None:
                     raise IllegalArgumentError(f"null value for non-nullable field MetadataResponse.MetadataResponseTopic.Name at version {version}")
                 w.write_string(self.name)
+                w.buf += _S_o.pack(self.is_internal)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                if self.topic_authorized_operations != -2147483648:
-                    raise UnsupportedVersionError(f"attempted to write a non-default TopicAuthorizedOperations at version {version} of MetadataResponse.MetadataResponseTopic")
+                w.buf += _S_i.pack(self.topic_authorized_operations)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseTopic does not support them")
             elif 1 <= version <= 7:
@@ -289,49 +309,18 @@ class MetadataResponse(Message):
                     raise UnsupportedVersionError(f"attempted to write a non-default TopicAuthorizedOperations at version {version} of MetadataResponse.MetadataResponseTopic")
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseTopic does not support them")
-            elif version == 8:
+            elif version == 0:
                 w.buf += _S_h.pack(self.error_code)
                 if self.name is None:
                     raise IllegalArgumentError(f"null value for non-nullable field MetadataResponse.MetadataResponseTopic.Name at version {version}")
                 w.write_string(self.name)
-                w.buf += _S_o.pack(self.is_internal)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
-                w.buf += _S_i.pack(self.topic_authorized_operations)
+                if self.topic_authorized_operations != -2147483648:
+                    raise UnsupportedVersionError(f"attempted to write a non-default TopicAuthorizedOperations at version {version} of MetadataResponse.MetadataResponseTopic")
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse.MetadataResponseTopic does not support them")
-            elif version == 9:
-                w.buf += _S_h.pack(self.error_code)
-                if self.name is None:
-                    raise IllegalArgumentError(f"null value for non-nullable field MetadataResponse.MetadataResponseTopic.Name at version {version}")
-                w.write_compact_string(self.name)
-                w.buf += _S_o.pack(self.is_internal)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.buf += _S_i.pack(self.topic_authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
-            elif 10 <= version <= 11:
-                w.buf += _S_h.pack(self.error_code)
-                if self.name is None:
-                    raise IllegalArgumentError(f"null value for non-nullable field MetadataResponse.MetadataResponseTopic.Name at version {version}")
-                w.write_compact_string(self.name)
-                w.buf += _S_16so.pack(self.topic_id.bytes, self.is_internal)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.buf += _S_i.pack(self.topic_authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
-            elif version == 12:
-                w.buf += _S_h.pack(self.error_code)
-                w.write_compact_nullable_string(self.name)
-                w.buf += _S_16so.pack(self.topic_id.bytes, self.is_internal)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.buf += _S_i.pack(self.topic_authorized_operations)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -344,50 +333,16 @@ class MetadataResponse(Message):
             f_partitions: list[MetadataResponse.MetadataResponsePartition]
             f_topic_authorized_operations: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if version == 12:
                 f_error_code = r.read_int16()
-                f_name = r.read_string()
-                _n = r.read_array_length(18)
-                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
-                return cls(f_error_code, f_name, ZERO_UUID, False, f_partitions, -2147483648, None)
-            elif 1 <= version <= 4:
-                f_error_code = r.read_int16()
-                f_name = r.read_string()
-                f_is_internal = r.read_bool()
-                _n = r.read_array_length(18)
-                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
-                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648, None)
-            elif 5 <= version <= 6:
-                f_error_code = r.read_int16()
-                f_name = r.read_string()
-                f_is_internal = r.read_bool()
-                _n = r.read_array_length(22)
-                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
-                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648, None)
-            elif version == 7:
-                f_error_code = r.read_int16()
-                f_name = r.read_string()
-                f_is_internal = r.read_bool()
-                _n = r.read_array_length(26)
-                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
-                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648, None)
-            elif version == 8:
-                f_error_code = r.read_int16()
-                f_name = r.read_string()
-                f_is_internal = r.read_bool()
-                _n = r.read_array_length(26)
-                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
-                f_topic_authorized_operations = r.read_int32()
-                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations, None)
-            elif version == 9:
-                f_error_code = r.read_int16()
-                f_name = r.read_compact_string()
-                f_is_internal = r.read_bool()
+                f_name = r.read_compact_nullable_string()
+                _u_topic_id, f_is_internal = r.unpack(_S_16so, 'fields TopicId, IsInternal')
+                f_topic_id = uuid.UUID(bytes=_u_topic_id)
                 _n = r.read_compact_array_length(18)
                 f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
                 f_topic_authorized_operations = r.read_int32()
                 _unknown = r.read_unknown_tags()
-                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations, _unknown)
+                return cls(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, _unknown)
             elif 10 <= version <= 11:
                 f_error_code = r.read_int16()
                 f_name = r.read_compact_string()
@@ -398,16 +353,50 @@ class MetadataResponse(Message):
                 f_topic_authorized_operations = r.read_int32()
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, _unknown)
-            elif version == 12:
+            elif version == 9:
                 f_error_code = r.read_int16()
-                f_name = r.read_compact_nullable_string()
-                _u_topic_id, f_is_internal = r.unpack(_S_16so, 'fields TopicId, IsInternal')
-                f_topic_id = uuid.UUID(bytes=_u_topic_id)
+                f_name = r.read_compact_string()
+                f_is_internal = r.read_bool()
                 _n = r.read_compact_array_length(18)
                 f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
                 f_topic_authorized_operations = r.read_int32()
                 _unknown = r.read_unknown_tags()
-                return cls(f_error_code, f_name, f_topic_id, f_is_internal, f_partitions, f_topic_authorized_operations, _unknown)
+                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations, _unknown)
+            elif version == 8:
+                f_error_code = r.read_int16()
+                f_name = r.read_string()
+                f_is_internal = r.read_bool()
+                _n = r.read_array_length(26)
+                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
+                f_topic_authorized_operations = r.read_int32()
+                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, f_topic_authorized_operations, None)
+            elif version == 7:
+                f_error_code = r.read_int16()
+                f_name = r.read_string()
+                f_is_internal = r.read_bool()
+                _n = r.read_array_length(26)
+                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
+                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648, None)
+            elif 5 <= version <= 6:
+                f_error_code = r.read_int16()
+                f_name = r.read_string()
+                f_is_internal = r.read_bool()
+                _n = r.read_array_length(22)
+                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
+                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648, None)
+            elif 1 <= version <= 4:
+                f_error_code = r.read_int16()
+                f_name = r.read_string()
+                f_is_internal = r.read_bool()
+                _n = r.read_array_length(18)
+                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
+                return cls(f_error_code, f_name, ZERO_UUID, f_is_internal, f_partitions, -2147483648, None)
+            elif version == 0:
+                f_error_code = r.read_int16()
+                f_name = r.read_string()
+                _n = r.read_array_length(18)
+                f_partitions = [_T_MetadataResponsePartition.read(r, version) for _ in range(_n)]
+                return cls(f_error_code, f_name, ZERO_UUID, False, f_partitions, -2147483648, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -439,69 +428,19 @@ class MetadataResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.write_array_length(len(self.brokers))
-            for _e_brokers in self.brokers:
-                _e_brokers.write(w, version)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.cluster_authorized_operations != -2147483648:
-                raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
-        elif version == 1:
-            w.write_array_length(len(self.brokers))
-            for _e_brokers in self.brokers:
-                _e_brokers.write(w, version)
-            w.buf += _S_i.pack(self.controller_id)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.cluster_authorized_operations != -2147483648:
-                raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
-        elif version == 2:
-            w.write_array_length(len(self.brokers))
-            for _e_brokers in self.brokers:
-                _e_brokers.write(w, version)
-            w.write_nullable_string(self.cluster_id)
-            w.buf += _S_i.pack(self.controller_id)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.cluster_authorized_operations != -2147483648:
-                raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
-        elif 3 <= version <= 7:
+        if 11 <= version <= 12:
             w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_array_length(len(self.brokers))
+            w.write_compact_array_length(len(self.brokers))
             for _e_brokers in self.brokers:
                 _e_brokers.write(w, version)
-            w.write_nullable_string(self.cluster_id)
+            w.write_compact_nullable_string(self.cluster_id)
             w.buf += _S_i.pack(self.controller_id)
-            w.write_array_length(len(self.topics))
+            w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             if self.cluster_authorized_operations != -2147483648:
                 raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
-        elif version == 8:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_array_length(len(self.brokers))
-            for _e_brokers in self.brokers:
-                _e_brokers.write(w, version)
-            w.write_nullable_string(self.cluster_id)
-            w.buf += _S_i.pack(self.controller_id)
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.buf += _S_i.pack(self.cluster_authorized_operations)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 9 <= version <= 10:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_compact_array_length(len(self.brokers))
@@ -514,19 +453,69 @@ class MetadataResponse(Message):
                 _e_topics.write(w, version)
             w.buf += _S_i.pack(self.cluster_authorized_operations)
             w.write_tags(self._unknown_tagged_fields)
-        elif 11 <= version <= 12:
+        elif version == 8:
             w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.brokers))
+            w.write_array_length(len(self.brokers))
             for _e_brokers in self.brokers:
                 _e_brokers.write(w, version)
-            w.write_compact_nullable_string(self.cluster_id)
+            w.write_nullable_string(self.cluster_id)
             w.buf += _S_i.pack(self.controller_id)
-            w.write_compact_array_length(len(self.topics))
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.buf += _S_i.pack(self.cluster_authorized_operations)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
+        elif 3 <= version <= 7:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_array_length(len(self.brokers))
+            for _e_brokers in self.brokers:
+                _e_brokers.write(w, version)
+            w.write_nullable_string(self.cluster_id)
+            w.buf += _S_i.pack(self.controller_id)
+            w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             if self.cluster_authorized_operations != -2147483648:
                 raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
+        elif version == 2:
+            w.write_array_length(len(self.brokers))
+            for _e_brokers in self.brokers:
+                _e_brokers.write(w, version)
+            w.write_nullable_string(self.cluster_id)
+            w.buf += _S_i.pack(self.controller_id)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.cluster_authorized_operations != -2147483648:
+                raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
+        elif version == 1:
+            w.write_array_length(len(self.brokers))
+            for _e_brokers in self.brokers:
+                _e_brokers.write(w, version)
+            w.buf += _S_i.pack(self.controller_id)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.cluster_authorized_operations != -2147483648:
+                raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
+        elif version == 0:
+            w.write_array_length(len(self.brokers))
+            for _e_brokers in self.brokers:
+                _e_brokers.write(w, version)
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.cluster_authorized_operations != -2147483648:
+                raise UnsupportedVersionError(f"attempted to write a non-default ClusterAuthorizedOperations at version {version} of MetadataResponse")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of MetadataResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -539,57 +528,16 @@ class MetadataResponse(Message):
         f_topics: list[MetadataResponse.MetadataResponseTopic]
         f_cluster_authorized_operations: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(10)
-            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(8)
-            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
-            return cls(0, f_brokers, None, -1, f_topics, -2147483648, None)
-        elif version == 1:
-            _n = r.read_array_length(12)
-            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
-            f_controller_id = r.read_int32()
-            _n = r.read_array_length(9)
-            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
-            return cls(0, f_brokers, None, f_controller_id, f_topics, -2147483648, None)
-        elif version == 2:
-            _n = r.read_array_length(12)
-            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
-            f_cluster_id = r.read_nullable_string()
-            f_controller_id = r.read_int32()
-            _n = r.read_array_length(9)
-            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
-            return cls(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, None)
-        elif 3 <= version <= 7:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(12)
-            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
-            f_cluster_id = r.read_nullable_string()
-            f_controller_id = r.read_int32()
-            _n = r.read_array_length(9)
-            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, None)
-        elif version == 8:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(12)
-            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
-            f_cluster_id = r.read_nullable_string()
-            f_controller_id = r.read_int32()
-            _n = r.read_array_length(13)
-            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
-            f_cluster_authorized_operations = r.read_int32()
-            return cls(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, None)
-        elif version == 9:
+        if 11 <= version <= 12:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(11)
             f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
             f_cluster_id = r.read_compact_nullable_string()
             f_controller_id = r.read_int32()
-            _n = r.read_compact_array_length(10)
+            _n = r.read_compact_array_length(26)
             f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
-            f_cluster_authorized_operations = r.read_int32()
             _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, _unknown)
+            return cls(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, _unknown)
         elif version == 10:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(11)
@@ -601,16 +549,57 @@ class MetadataResponse(Message):
             f_cluster_authorized_operations = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, _unknown)
-        elif 11 <= version <= 12:
+        elif version == 9:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(11)
             f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
             f_cluster_id = r.read_compact_nullable_string()
             f_controller_id = r.read_int32()
-            _n = r.read_compact_array_length(26)
+            _n = r.read_compact_array_length(10)
             f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
+            f_cluster_authorized_operations = r.read_int32()
             _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, _unknown)
+            return cls(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, _unknown)
+        elif version == 8:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(12)
+            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
+            f_cluster_id = r.read_nullable_string()
+            f_controller_id = r.read_int32()
+            _n = r.read_array_length(13)
+            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
+            f_cluster_authorized_operations = r.read_int32()
+            return cls(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, f_cluster_authorized_operations, None)
+        elif 3 <= version <= 7:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(12)
+            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
+            f_cluster_id = r.read_nullable_string()
+            f_controller_id = r.read_int32()
+            _n = r.read_array_length(9)
+            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, None)
+        elif version == 2:
+            _n = r.read_array_length(12)
+            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
+            f_cluster_id = r.read_nullable_string()
+            f_controller_id = r.read_int32()
+            _n = r.read_array_length(9)
+            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
+            return cls(0, f_brokers, f_cluster_id, f_controller_id, f_topics, -2147483648, None)
+        elif version == 1:
+            _n = r.read_array_length(12)
+            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
+            f_controller_id = r.read_int32()
+            _n = r.read_array_length(9)
+            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
+            return cls(0, f_brokers, None, f_controller_id, f_topics, -2147483648, None)
+        elif version == 0:
+            _n = r.read_array_length(10)
+            f_brokers = [_T_MetadataResponseBroker.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(8)
+            f_topics = [_T_MetadataResponseTopic.read(r, version) for _ in range(_n)]
+            return cls(0, f_brokers, None, -1, f_topics, -2147483648, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -64,7 +64,20 @@ class OffsetCommitRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 8 <= version <= 9:
+                w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
+                if self.commit_timestamp != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
+                w.write_compact_nullable_string(self.committed_metadata)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 6 <= version <= 7:
+                w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
+                if self.commit_timestamp != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
+                w.write_nullable_string(self.committed_metadata)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestPartition does not support them")
+            elif 2 <= version <= 5:
                 w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
                 if self.commit_timestamp != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
@@ -76,26 +89,13 @@ class OffsetCommitRequest(Message):
                 w.write_nullable_string(self.committed_metadata)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestPartition does not support them")
-            elif 2 <= version <= 5:
+            elif version == 0:
                 w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
                 if self.commit_timestamp != -1:
                     raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
                 w.write_nullable_string(self.committed_metadata)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestPartition does not support them")
-            elif 6 <= version <= 7:
-                w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
-                if self.commit_timestamp != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
-                w.write_nullable_string(self.committed_metadata)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestPartition does not support them")
-            elif 8 <= version <= 9:
-                w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
-                if self.commit_timestamp != -1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default CommitTimestamp at version {version} of OffsetCommitRequest.OffsetCommitRequestPartition")
-                w.write_compact_nullable_string(self.committed_metadata)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -107,7 +107,16 @@ class OffsetCommitRequest(Message):
             f_commit_timestamp: int
             f_committed_metadata: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 8 <= version <= 9:
+                f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
+                f_committed_metadata = r.read_compact_nullable_string()
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata, _unknown)
+            elif 6 <= version <= 7:
+                f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
+                f_committed_metadata = r.read_nullable_string()
+                return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata, None)
+            elif 2 <= version <= 5:
                 f_partition_index, f_committed_offset = r.unpack(_S_iq, 'fields PartitionIndex, CommittedOffset')
                 f_committed_metadata = r.read_nullable_string()
                 return cls(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata, None)
@@ -115,19 +124,10 @@ class OffsetCommitRequest(Message):
                 f_partition_index, f_committed_offset, f_commit_timestamp = r.unpack(_S_iqq, 'fields PartitionIndex, CommittedOffset, CommitTimestamp')
                 f_committed_metadata = r.read_nullable_string()
                 return cls(f_partition_index, f_committed_offset, -1, f_commit_timestamp, f_committed_metadata, None)
-            elif 2 <= version <= 5:
+            elif version == 0:
                 f_partition_index, f_committed_offset = r.unpack(_S_iq, 'fields PartitionIndex, CommittedOffset')
                 f_committed_metadata = r.read_nullable_string()
                 return cls(f_partition_index, f_committed_offset, -1, -1, f_committed_metadata, None)
-            elif 6 <= version <= 7:
-                f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
-                f_committed_metadata = r.read_nullable_string()
-                return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata, None)
-            elif 8 <= version <= 9:
-                f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
-                f_committed_metadata = r.read_compact_nullable_string()
-                _unknown = r.read_unknown_tags()
-                return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, -1, f_committed_metadata, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -149,19 +149,19 @@ class OffsetCommitRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 7:
+            if 8 <= version <= 9:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 7:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest.OffsetCommitRequestTopic does not support them")
-            elif 8 <= version <= 9:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -170,7 +170,18 @@ class OffsetCommitRequest(Message):
             f_name: str
             f_partitions: list[OffsetCommitRequest.OffsetCommitRequestPartition]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 8 <= version <= 9:
+                f_name = r.read_compact_string()
+                _n = r.read_compact_array_length(18)
+                f_partitions = [_T_OffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_name, f_partitions, _unknown)
+            elif 6 <= version <= 7:
+                f_name = r.read_string()
+                _n = r.read_array_length(18)
+                f_partitions = [_T_OffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
+            elif 2 <= version <= 5:
                 f_name = r.read_string()
                 _n = r.read_array_length(14)
                 f_partitions = [_T_OffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
@@ -180,22 +191,11 @@ class OffsetCommitRequest(Message):
                 _n = r.read_array_length(22)
                 f_partitions = [_T_OffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partitions, None)
-            elif 2 <= version <= 5:
+            elif version == 0:
                 f_name = r.read_string()
                 _n = r.read_array_length(14)
                 f_partitions = [_T_OffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partitions, None)
-            elif 6 <= version <= 7:
-                f_name = r.read_string()
-                _n = r.read_array_length(18)
-                f_partitions = [_T_OffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif 8 <= version <= 9:
-                f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(18)
-                f_partitions = [_T_OffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_name, f_partitions, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -227,16 +227,26 @@ class OffsetCommitRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 8 <= version <= 9:
+            w.write_compact_string(self.group_id)
+            w.buf += _S_i.pack(self.generation_id_or_member_epoch)
+            w.write_compact_string(self.member_id)
+            w.write_compact_nullable_string(self.group_instance_id)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 7:
             w.write_string(self.group_id)
-            if self.group_instance_id != None:
-                raise UnsupportedVersionError(f"attempted to write a non-default GroupInstanceId at version {version} of OffsetCommitRequest")
+            w.buf += _S_i.pack(self.generation_id_or_member_epoch)
+            w.write_string(self.member_id)
+            w.write_nullable_string(self.group_instance_id)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest does not support them")
-        elif version == 1:
+        elif 5 <= version <= 6:
             w.write_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id_or_member_epoch)
             w.write_string(self.member_id)
@@ -259,7 +269,7 @@ class OffsetCommitRequest(Message):
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest does not support them")
-        elif 5 <= version <= 6:
+        elif version == 1:
             w.write_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id_or_member_epoch)
             w.write_string(self.member_id)
@@ -270,25 +280,15 @@ class OffsetCommitRequest(Message):
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest does not support them")
-        elif version == 7:
+        elif version == 0:
             w.write_string(self.group_id)
-            w.buf += _S_i.pack(self.generation_id_or_member_epoch)
-            w.write_string(self.member_id)
-            w.write_nullable_string(self.group_instance_id)
+            if self.group_instance_id != None:
+                raise UnsupportedVersionError(f"attempted to write a non-default GroupInstanceId at version {version} of OffsetCommitRequest")
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetCommitRequest does not support them")
-        elif 8 <= version <= 9:
-            w.write_compact_string(self.group_id)
-            w.buf += _S_i.pack(self.generation_id_or_member_epoch)
-            w.write_compact_string(self.member_id)
-            w.write_compact_nullable_string(self.group_instance_id)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -301,12 +301,24 @@ class OffsetCommitRequest(Message):
         f_retention_time_ms: int
         f_topics: list[OffsetCommitRequest.OffsetCommitRequestTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if 8 <= version <= 9:
+            f_group_id = r.read_compact_string()
+            f_generation_id_or_member_epoch = r.read_int32()
+            f_member_id = r.read_compact_string()
+            f_group_instance_id = r.read_compact_nullable_string()
+            _n = r.read_compact_array_length(3)
+            f_topics = [_T_OffsetCommitRequestTopic.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics, _unknown)
+        elif version == 7:
             f_group_id = r.read_string()
+            f_generation_id_or_member_epoch = r.read_int32()
+            f_member_id = r.read_string()
+            f_group_instance_id = r.read_nullable_string()
             _n = r.read_array_length(6)
             f_topics = [_T_OffsetCommitRequestTopic.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, -1, '', None, -1, f_topics, None)
-        elif version == 1:
+            return cls(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics, None)
+        elif 5 <= version <= 6:
             f_group_id = r.read_string()
             f_generation_id_or_member_epoch = r.read_int32()
             f_member_id = r.read_string()
@@ -321,30 +333,18 @@ class OffsetCommitRequest(Message):
             _n = r.read_array_length(6)
             f_topics = [_T_OffsetCommitRequestTopic.read(r, version) for _ in range(_n)]
             return cls(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, f_retention_time_ms, f_topics, None)
-        elif 5 <= version <= 6:
+        elif version == 1:
             f_group_id = r.read_string()
             f_generation_id_or_member_epoch = r.read_int32()
             f_member_id = r.read_string()
             _n = r.read_array_length(6)
             f_topics = [_T_OffsetCommitRequestTopic.read(r, version) for _ in range(_n)]
             return cls(f_group_id, f_generation_id_or_member_epoch, f_member_id, None, -1, f_topics, None)
-        elif version == 7:
+        elif version == 0:
             f_group_id = r.read_string()
-            f_generation_id_or_member_epoch = r.read_int32()
-            f_member_id = r.read_string()
-            f_group_instance_id = r.read_nullable_string()
             _n = r.read_array_length(6)
             f_topics = [_T_OffsetCommitRequestTopic.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics, None)
-        elif 8 <= version <= 9:
-            f_group_id = r.read_compact_string()
-            f_generation_id_or_member_epoch = r.read_int32()
-            f_member_id = r.read_compact_string()
-            f_group_instance_id = r.read_compact_nullable_string()
-            _n = r.read_compact_array_length(3)
-            f_topics = [_T_OffsetCommitRequestTopic.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_group_id, f_generation_id_or_member_epoch, f_member_id, f_group_instance_id, -1, f_topics, _unknown)
+            return cls(f_group_id, -1, '', None, -1, f_topics, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -52,17 +52,17 @@ class OffsetFetchRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 5:
+            if 6 <= version <= 7:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partition_indexes))
+                w.write_fixed_array('i', self.partition_indexes)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchRequest.OffsetFetchRequestTopic does not support them")
-            elif 6 <= version <= 7:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partition_indexes))
-                w.write_fixed_array('i', self.partition_indexes)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -71,17 +71,15 @@ class OffsetFetchRequest(Message):
             f_name: str
             f_partition_indexes: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 5:
-                f_name = r.read_string()
-                _n = r.read_array_length(4)
-                f_partition_indexes = r.read_fixed_array('i', 4, _n)
-                return cls(f_name, f_partition_indexes, None)
-            elif 6 <= version <= 7:
+            if 6 <= version <= 7:
                 f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partition_indexes = r.read_fixed_array('i', 4, _n)
+                f_partition_indexes = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partition_indexes, _unknown)
+            elif 0 <= version <= 5:
+                f_name = r.read_string()
+                f_partition_indexes = r.read_fixed_array_field('i', 4, False)
+                return cls(f_name, f_partition_indexes, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -118,8 +116,7 @@ class OffsetFetchRequest(Message):
             _unknown: list[tuple[int, bytes]] | None
             if 8 <= version <= 9:
                 f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partition_indexes = r.read_fixed_array('i', 4, _n)
+                f_partition_indexes = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partition_indexes, _unknown)
             else:
@@ -149,8 +146,10 @@ class OffsetFetchRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 8:
+            if version == 9:
                 w.write_compact_string(self.group_id)
+                w.write_compact_nullable_string(self.member_id)
+                w.buf += _S_i.pack(self.member_epoch)
                 if self.topics is None:
                     w.buf.append(0)
                 else:
@@ -158,10 +157,8 @@ class OffsetFetchRequest(Message):
                     for _e_topics in self.topics:
                         _e_topics.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
-            elif version == 9:
+            elif version == 8:
                 w.write_compact_string(self.group_id)
-                w.write_compact_nullable_string(self.member_id)
-                w.buf += _S_i.pack(self.member_epoch)
                 if self.topics is None:
                     w.buf.append(0)
                 else:
@@ -179,13 +176,7 @@ class OffsetFetchRequest(Message):
             f_member_epoch: int
             f_topics: list[OffsetFetchRequest.OffsetFetchRequestTopics] | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 8:
-                f_group_id = r.read_compact_string()
-                _n = r.read_compact_array_length(3, True)
-                f_topics = None if _n < 0 else [_T_OffsetFetchRequestTopics.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_group_id, None, -1, f_topics, _unknown)
-            elif version == 9:
+            if version == 9:
                 f_group_id = r.read_compact_string()
                 f_member_id = r.read_compact_nullable_string()
                 f_member_epoch = r.read_int32()
@@ -193,6 +184,12 @@ class OffsetFetchRequest(Message):
                 f_topics = None if _n < 0 else [_T_OffsetFetchRequestTopics.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_group_id, f_member_id, f_member_epoch, f_topics, _unknown)
+            elif version == 8:
+                f_group_id = r.read_compact_string()
+                _n = r.read_compact_array_length(3, True)
+                f_topics = None if _n < 0 else [_T_OffsetFetchRequestTopics.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_group_id, None, -1, f_topics, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -218,19 +215,41 @@ class OffsetFetchRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.write_string(self.group_id)
+        if 8 <= version <= 9:
+            if self.group_id != '':
+                raise UnsupportedVersionError(f"attempted to write a non-default GroupId at version {version} of OffsetFetchRequest")
+            if self.topics != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of OffsetFetchRequest")
+            w.write_compact_array_length(len(self.groups))
+            for _e_groups in self.groups:
+                _e_groups.write(w, version)
+            w.buf += _S_o.pack(self.require_stable)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 7:
+            w.write_compact_string(self.group_id)
             if self.topics is None:
-                raise IllegalArgumentError(f"null value for non-nullable field OffsetFetchRequest.Topics at version {version}")
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+            if self.groups != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchRequest")
+            w.buf += _S_o.pack(self.require_stable)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 6:
+            w.write_compact_string(self.group_id)
+            if self.topics is None:
+                w.buf.append(0)
+            else:
+                w.write_compact_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
             if self.groups != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchRequest")
             if self.require_stable != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default RequireStable at version {version} of OffsetFetchRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchRequest does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 2 <= version <= 5:
             w.write_string(self.group_id)
             if self.topics is None:
@@ -245,41 +264,19 @@ class OffsetFetchRequest(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default RequireStable at version {version} of OffsetFetchRequest")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchRequest does not support them")
-        elif version == 6:
-            w.write_compact_string(self.group_id)
+        elif 0 <= version <= 1:
+            w.write_string(self.group_id)
             if self.topics is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
+                raise IllegalArgumentError(f"null value for non-nullable field OffsetFetchRequest.Topics at version {version}")
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
             if self.groups != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchRequest")
             if self.require_stable != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default RequireStable at version {version} of OffsetFetchRequest")
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 7:
-            w.write_compact_string(self.group_id)
-            if self.topics is None:
-                w.buf.append(0)
-            else:
-                w.write_compact_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-            if self.groups != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchRequest")
-            w.buf += _S_o.pack(self.require_stable)
-            w.write_tags(self._unknown_tagged_fields)
-        elif 8 <= version <= 9:
-            if self.group_id != '':
-                raise UnsupportedVersionError(f"attempted to write a non-default GroupId at version {version} of OffsetFetchRequest")
-            if self.topics != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of OffsetFetchRequest")
-            w.write_compact_array_length(len(self.groups))
-            for _e_groups in self.groups:
-                _e_groups.write(w, version)
-            w.buf += _S_o.pack(self.require_stable)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -290,22 +287,18 @@ class OffsetFetchRequest(Message):
         f_groups: list[OffsetFetchRequest.OffsetFetchRequestGroup]
         f_require_stable: bool
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_group_id = r.read_string()
-            _n = r.read_array_length(6)
-            f_topics = [_T_OffsetFetchRequestTopic.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, f_topics, [], False, None)
-        elif 2 <= version <= 5:
-            f_group_id = r.read_string()
-            _n = r.read_array_length(6, True)
-            f_topics = None if _n < 0 else [_T_OffsetFetchRequestTopic.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, f_topics, [], False, None)
-        elif version == 6:
-            f_group_id = r.read_compact_string()
-            _n = r.read_compact_array_length(3, True)
-            f_topics = None if _n < 0 else [_T_OffsetFetchRequestTopic.read(r, version) for _ in range(_n)]
+        if version == 9:
+            _n = r.read_compact_array_length(8)
+            f_groups = [_T_OffsetFetchRequestGroup.read(r, version) for _ in range(_n)]
+            f_require_stable = r.read_bool()
             _unknown = r.read_unknown_tags()
-            return cls(f_group_id, f_topics, [], False, _unknown)
+            return cls('', [], f_groups, f_require_stable, _unknown)
+        elif version == 8:
+            _n = r.read_compact_array_length(3)
+            f_groups = [_T_OffsetFetchRequestGroup.read(r, version) for _ in range(_n)]
+            f_require_stable = r.read_bool()
+            _unknown = r.read_unknown_tags()
+            return cls('', [], f_groups, f_require_stable, _unknown)
         elif version == 7:
             f_group_id = r.read_compact_string()
             _n = r.read_compact_array_length(3, True)
@@ -313,18 +306,22 @@ class OffsetFetchRequest(Message):
             f_require_stable = r.read_bool()
             _unknown = r.read_unknown_tags()
             return cls(f_group_id, f_topics, [], f_require_stable, _unknown)
-        elif version == 8:
-            _n = r.read_compact_array_length(3)
-            f_groups = [_T_OffsetFetchRequestGroup.read(r, version) for _ in range(_n)]
-            f_require_stable = r.read_bool()
+        elif version == 6:
+            f_group_id = r.read_compact_string()
+            _n = r.read_compact_array_length(3, True)
+            f_topics = None if _n < 0 else [_T_OffsetFetchRequestTopic.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
-            return cls('', [], f_groups, f_require_stable, _unknown)
-        elif version == 9:
-            _n = r.read_compact_array_length(8)
-            f_groups = [_T_OffsetFetchRequestGroup.read(r, version) for _ in range(_n)]
-            f_require_stable = r.read_bool()
-            _unknown = r.read_unknown_tags()
-            return cls('', [], f_groups, f_require_stable, _unknown)
+            return cls(f_group_id, f_topics, [], False, _unknown)
+        elif 2 <= version <= 5:
+            f_group_id = r.read_string()
+            _n = r.read_array_length(6, True)
+            f_topics = None if _n < 0 else [_T_OffsetFetchRequestTopic.read(r, version) for _ in range(_n)]
+            return cls(f_group_id, f_topics, [], False, None)
+        elif 0 <= version <= 1:
+            f_group_id = r.read_string()
+            _n = r.read_array_length(6)
+            f_topics = [_T_OffsetFetchRequestTopic.read(r, version) for _ in range(_n)]
+            return cls(f_group_id, f_topics, [], False, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -63,23 +63,23 @@ class OffsetFetchResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 4:
-                w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
-                w.write_nullable_string(self.metadata)
+            if 6 <= version <= 7:
+                w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
+                w.write_compact_nullable_string(self.metadata)
                 w.buf += _S_h.pack(self.error_code)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse.OffsetFetchResponsePartition does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 5:
                 w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
                 w.write_nullable_string(self.metadata)
                 w.buf += _S_h.pack(self.error_code)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse.OffsetFetchResponsePartition does not support them")
-            elif 6 <= version <= 7:
-                w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
-                w.write_compact_nullable_string(self.metadata)
+            elif 0 <= version <= 4:
+                w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
+                w.write_nullable_string(self.metadata)
                 w.buf += _S_h.pack(self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse.OffsetFetchResponsePartition does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -91,22 +91,22 @@ class OffsetFetchResponse(Message):
             f_metadata: str | None
             f_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 4:
-                f_partition_index, f_committed_offset = r.unpack(_S_iq, 'fields PartitionIndex, CommittedOffset')
-                f_metadata = r.read_nullable_string()
-                f_error_code = r.read_int16()
-                return cls(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code, None)
-            elif version == 5:
-                f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
-                f_metadata = r.read_nullable_string()
-                f_error_code = r.read_int16()
-                return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, None)
-            elif 6 <= version <= 7:
+            if 6 <= version <= 7:
                 f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
                 f_metadata = r.read_compact_nullable_string()
                 f_error_code = r.read_int16()
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, _unknown)
+            elif version == 5:
+                f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
+                f_metadata = r.read_nullable_string()
+                f_error_code = r.read_int16()
+                return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_metadata, f_error_code, None)
+            elif 0 <= version <= 4:
+                f_partition_index, f_committed_offset = r.unpack(_S_iq, 'fields PartitionIndex, CommittedOffset')
+                f_metadata = r.read_nullable_string()
+                f_error_code = r.read_int16()
+                return cls(f_partition_index, f_committed_offset, -1, f_metadata, f_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -128,19 +128,19 @@ class OffsetFetchResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 5:
+            if 6 <= version <= 7:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 5:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse.OffsetFetchResponseTopic does not support them")
-            elif 6 <= version <= 7:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -149,22 +149,22 @@ class OffsetFetchResponse(Message):
             f_name: str
             f_partitions: list[OffsetFetchResponse.OffsetFetchResponsePartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 4:
-                f_name = r.read_string()
-                _n = r.read_array_length(16)
-                f_partitions = [_T_OffsetFetchResponsePartition.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif version == 5:
-                f_name = r.read_string()
-                _n = r.read_array_length(20)
-                f_partitions = [_T_OffsetFetchResponsePartition.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif 6 <= version <= 7:
+            if 6 <= version <= 7:
                 f_name = r.read_compact_string()
                 _n = r.read_compact_array_length(20)
                 f_partitions = [_T_OffsetFetchResponsePartition.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partitions, _unknown)
+            elif version == 5:
+                f_name = r.read_string()
+                _n = r.read_array_length(20)
+                f_partitions = [_T_OffsetFetchResponsePartition.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
+            elif 0 <= version <= 4:
+                f_name = r.read_string()
+                _n = r.read_array_length(16)
+                f_partitions = [_T_OffsetFetchResponsePartition.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -330,10 +330,29 @@ class OffsetFetchResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 8 <= version <= 9:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            if self.topics != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of OffsetFetchResponse")
+            w.write_compact_array_length(len(self.groups))
+            for _e_groups in self.groups:
+                _e_groups.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 6 <= version <= 7:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.buf += _S_h.pack(self.error_code)
+            if self.groups != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchResponse")
+            w.write_tags(self._unknown_tagged_fields)
+        elif 3 <= version <= 5:
+            w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
+            w.buf += _S_h.pack(self.error_code)
             if self.groups != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchResponse")
             if self._unknown_tagged_fields:
@@ -347,33 +366,14 @@ class OffsetFetchResponse(Message):
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchResponse")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse does not support them")
-        elif 3 <= version <= 5:
-            w.buf += _S_i.pack(self.throttle_time_ms)
+        elif 0 <= version <= 1:
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.buf += _S_h.pack(self.error_code)
             if self.groups != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchResponse")
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetFetchResponse does not support them")
-        elif 6 <= version <= 7:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.buf += _S_h.pack(self.error_code)
-            if self.groups != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Groups at version {version} of OffsetFetchResponse")
-            w.write_tags(self._unknown_tagged_fields)
-        elif 8 <= version <= 9:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            if self.topics != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of OffsetFetchResponse")
-            w.write_compact_array_length(len(self.groups))
-            for _e_groups in self.groups:
-                _e_groups.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -384,21 +384,12 @@ class OffsetFetchResponse(Message):
         f_error_code: int
         f_groups: list[OffsetFetchResponse.OffsetFetchResponseGroup]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(6)
-            f_topics = [_T_OffsetFetchResponseTopic.read(r, version) for _ in range(_n)]
-            return cls(0, f_topics, 0, [], None)
-        elif version == 2:
-            _n = r.read_array_length(6)
-            f_topics = [_T_OffsetFetchResponseTopic.read(r, version) for _ in range(_n)]
-            f_error_code = r.read_int16()
-            return cls(0, f_topics, f_error_code, [], None)
-        elif 3 <= version <= 5:
+        if 8 <= version <= 9:
             f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
-            f_topics = [_T_OffsetFetchResponseTopic.read(r, version) for _ in range(_n)]
-            f_error_code = r.read_int16()
-            return cls(f_throttle_time_ms, f_topics, f_error_code, [], None)
+            _n = r.read_compact_array_length(5)
+            f_groups = [_T_OffsetFetchResponseGroup.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, [], 0, f_groups, _unknown)
         elif 6 <= version <= 7:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(3)
@@ -406,12 +397,21 @@ class OffsetFetchResponse(Message):
             f_error_code = r.read_int16()
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_topics, f_error_code, [], _unknown)
-        elif 8 <= version <= 9:
+        elif 3 <= version <= 5:
             f_throttle_time_ms = r.read_int32()
-            _n = r.read_compact_array_length(5)
-            f_groups = [_T_OffsetFetchResponseGroup.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, [], 0, f_groups, _unknown)
+            _n = r.read_array_length(6)
+            f_topics = [_T_OffsetFetchResponseTopic.read(r, version) for _ in range(_n)]
+            f_error_code = r.read_int16()
+            return cls(f_throttle_time_ms, f_topics, f_error_code, [], None)
+        elif version == 2:
+            _n = r.read_array_length(6)
+            f_topics = [_T_OffsetFetchResponseTopic.read(r, version) for _ in range(_n)]
+            f_error_code = r.read_int16()
+            return cls(0, f_topics, f_error_code, [], None)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(6)
+            f_topics = [_T_OffsetFetchResponseTopic.read(r, version) for _ in range(_n)]
+            return cls(0, f_topics, 0, [], None)
         else:
             raise cls.unsupported_version(version)
 

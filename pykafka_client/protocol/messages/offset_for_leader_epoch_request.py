@@ -56,17 +56,17 @@ class OffsetForLeaderEpochRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
-                w.buf += _S_ii.pack(self.partition, self.leader_epoch)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest.OffsetForLeaderPartition does not support them")
+            if version == 4:
+                w.buf += _S_iii.pack(self.partition, self.current_leader_epoch, self.leader_epoch)
+                w.write_tags(self._unknown_tagged_fields)
             elif 2 <= version <= 3:
                 w.buf += _S_iii.pack(self.partition, self.current_leader_epoch, self.leader_epoch)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest.OffsetForLeaderPartition does not support them")
-            elif version == 4:
-                w.buf += _S_iii.pack(self.partition, self.current_leader_epoch, self.leader_epoch)
-                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
+                w.buf += _S_ii.pack(self.partition, self.leader_epoch)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest.OffsetForLeaderPartition does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -76,16 +76,16 @@ class OffsetForLeaderEpochRequest(Message):
             f_current_leader_epoch: int
             f_leader_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_partition, f_leader_epoch = r.unpack(_S_ii, 'fields Partition, LeaderEpoch')
-                return cls(f_partition, -1, f_leader_epoch, None)
-            elif 2 <= version <= 3:
-                f_partition, f_current_leader_epoch, f_leader_epoch = r.unpack(_S_iii, 'fields Partition, CurrentLeaderEpoch, LeaderEpoch')
-                return cls(f_partition, f_current_leader_epoch, f_leader_epoch, None)
-            elif version == 4:
+            if version == 4:
                 f_partition, f_current_leader_epoch, f_leader_epoch = r.unpack(_S_iii, 'fields Partition, CurrentLeaderEpoch, LeaderEpoch')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition, f_current_leader_epoch, f_leader_epoch, _unknown)
+            elif 2 <= version <= 3:
+                f_partition, f_current_leader_epoch, f_leader_epoch = r.unpack(_S_iii, 'fields Partition, CurrentLeaderEpoch, LeaderEpoch')
+                return cls(f_partition, f_current_leader_epoch, f_leader_epoch, None)
+            elif 0 <= version <= 1:
+                f_partition, f_leader_epoch = r.unpack(_S_ii, 'fields Partition, LeaderEpoch')
+                return cls(f_partition, -1, f_leader_epoch, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -107,19 +107,19 @@ class OffsetForLeaderEpochRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
+            if version == 4:
+                w.write_compact_string(self.topic)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 3:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest.OffsetForLeaderTopic does not support them")
-            elif version == 4:
-                w.write_compact_string(self.topic)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -128,22 +128,22 @@ class OffsetForLeaderEpochRequest(Message):
             f_topic: str
             f_partitions: list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_topic = r.read_string()
-                _n = r.read_array_length(8)
-                f_partitions = [_T_OffsetForLeaderPartition.read(r, version) for _ in range(_n)]
-                return cls(f_topic, f_partitions, None)
-            elif 2 <= version <= 3:
-                f_topic = r.read_string()
-                _n = r.read_array_length(12)
-                f_partitions = [_T_OffsetForLeaderPartition.read(r, version) for _ in range(_n)]
-                return cls(f_topic, f_partitions, None)
-            elif version == 4:
+            if version == 4:
                 f_topic = r.read_compact_string()
                 _n = r.read_compact_array_length(13)
                 f_partitions = [_T_OffsetForLeaderPartition.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic, f_partitions, _unknown)
+            elif 2 <= version <= 3:
+                f_topic = r.read_string()
+                _n = r.read_array_length(12)
+                f_partitions = [_T_OffsetForLeaderPartition.read(r, version) for _ in range(_n)]
+                return cls(f_topic, f_partitions, None)
+            elif 0 <= version <= 1:
+                f_topic = r.read_string()
+                _n = r.read_array_length(8)
+                f_partitions = [_T_OffsetForLeaderPartition.read(r, version) for _ in range(_n)]
+                return cls(f_topic, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -163,12 +163,12 @@ class OffsetForLeaderEpochRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            w.write_array_length(len(self.topics))
+        if version == 4:
+            w.buf += _S_i.pack(self.replica_id)
+            w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 3:
             w.buf += _S_i.pack(self.replica_id)
             w.write_array_length(len(self.topics))
@@ -176,12 +176,12 @@ class OffsetForLeaderEpochRequest(Message):
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest does not support them")
-        elif version == 4:
-            w.buf += _S_i.pack(self.replica_id)
-            w.write_compact_array_length(len(self.topics))
+        elif 0 <= version <= 2:
+            w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -190,21 +190,21 @@ class OffsetForLeaderEpochRequest(Message):
         f_replica_id: int
         f_topics: list[OffsetForLeaderEpochRequest.OffsetForLeaderTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            _n = r.read_array_length(6)
-            f_topics = [_T_OffsetForLeaderTopic.read(r, version) for _ in range(_n)]
-            return cls(-2, f_topics, None)
-        elif version == 3:
-            f_replica_id = r.read_int32()
-            _n = r.read_array_length(6)
-            f_topics = [_T_OffsetForLeaderTopic.read(r, version) for _ in range(_n)]
-            return cls(f_replica_id, f_topics, None)
-        elif version == 4:
+        if version == 4:
             f_replica_id = r.read_int32()
             _n = r.read_compact_array_length(3)
             f_topics = [_T_OffsetForLeaderTopic.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_replica_id, f_topics, _unknown)
+        elif version == 3:
+            f_replica_id = r.read_int32()
+            _n = r.read_array_length(6)
+            f_topics = [_T_OffsetForLeaderTopic.read(r, version) for _ in range(_n)]
+            return cls(f_replica_id, f_topics, None)
+        elif 0 <= version <= 2:
+            _n = r.read_array_length(6)
+            f_topics = [_T_OffsetForLeaderTopic.read(r, version) for _ in range(_n)]
+            return cls(-2, f_topics, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -59,17 +59,17 @@ class OffsetForLeaderEpochResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
-                w.buf += _S_hiq.pack(self.error_code, self.partition, self.end_offset)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse.EpochEndOffset does not support them")
+            if version == 4:
+                w.buf += _S_hiiq.pack(self.error_code, self.partition, self.leader_epoch, self.end_offset)
+                w.write_tags(self._unknown_tagged_fields)
             elif 1 <= version <= 3:
                 w.buf += _S_hiiq.pack(self.error_code, self.partition, self.leader_epoch, self.end_offset)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse.EpochEndOffset does not support them")
-            elif version == 4:
-                w.buf += _S_hiiq.pack(self.error_code, self.partition, self.leader_epoch, self.end_offset)
-                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
+                w.buf += _S_hiq.pack(self.error_code, self.partition, self.end_offset)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse.EpochEndOffset does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -80,16 +80,16 @@ class OffsetForLeaderEpochResponse(Message):
             f_leader_epoch: int
             f_end_offset: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_error_code, f_partition, f_end_offset = r.unpack(_S_hiq, 'fields ErrorCode, Partition, EndOffset')
-                return cls(f_error_code, f_partition, -1, f_end_offset, None)
-            elif 1 <= version <= 3:
-                f_error_code, f_partition, f_leader_epoch, f_end_offset = r.unpack(_S_hiiq, 'fields ErrorCode, Partition, LeaderEpoch, EndOffset')
-                return cls(f_error_code, f_partition, f_leader_epoch, f_end_offset, None)
-            elif version == 4:
+            if version == 4:
                 f_error_code, f_partition, f_leader_epoch, f_end_offset = r.unpack(_S_hiiq, 'fields ErrorCode, Partition, LeaderEpoch, EndOffset')
                 _unknown = r.read_unknown_tags()
                 return cls(f_error_code, f_partition, f_leader_epoch, f_end_offset, _unknown)
+            elif 1 <= version <= 3:
+                f_error_code, f_partition, f_leader_epoch, f_end_offset = r.unpack(_S_hiiq, 'fields ErrorCode, Partition, LeaderEpoch, EndOffset')
+                return cls(f_error_code, f_partition, f_leader_epoch, f_end_offset, None)
+            elif version == 0:
+                f_error_code, f_partition, f_end_offset = r.unpack(_S_hiq, 'fields ErrorCode, Partition, EndOffset')
+                return cls(f_error_code, f_partition, -1, f_end_offset, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -111,19 +111,19 @@ class OffsetForLeaderEpochResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
+            if version == 4:
+                w.write_compact_string(self.topic)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 3:
                 w.write_string(self.topic)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult does not support them")
-            elif version == 4:
-                w.write_compact_string(self.topic)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -132,22 +132,22 @@ class OffsetForLeaderEpochResponse(Message):
             f_topic: str
             f_partitions: list[OffsetForLeaderEpochResponse.EpochEndOffset]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_topic = r.read_string()
-                _n = r.read_array_length(14)
-                f_partitions = [_T_EpochEndOffset.read(r, version) for _ in range(_n)]
-                return cls(f_topic, f_partitions, None)
-            elif 1 <= version <= 3:
-                f_topic = r.read_string()
-                _n = r.read_array_length(18)
-                f_partitions = [_T_EpochEndOffset.read(r, version) for _ in range(_n)]
-                return cls(f_topic, f_partitions, None)
-            elif version == 4:
+            if version == 4:
                 f_topic = r.read_compact_string()
                 _n = r.read_compact_array_length(19)
                 f_partitions = [_T_EpochEndOffset.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic, f_partitions, _unknown)
+            elif 1 <= version <= 3:
+                f_topic = r.read_string()
+                _n = r.read_array_length(18)
+                f_partitions = [_T_EpochEndOffset.read(r, version) for _ in range(_n)]
+                return cls(f_topic, f_partitions, None)
+            elif version == 0:
+                f_topic = r.read_string()
+                _n = r.read_array_length(14)
+                f_partitions = [_T_EpochEndOffset.read(r, version) for _ in range(_n)]
+                return cls(f_topic, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -167,12 +167,12 @@ class OffsetForLeaderEpochResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
-            w.write_array_length(len(self.topics))
+        if version == 4:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 2 <= version <= 3:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
@@ -180,12 +180,12 @@ class OffsetForLeaderEpochResponse(Message):
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse does not support them")
-        elif version == 4:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.topics))
+        elif 0 <= version <= 1:
+            w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of OffsetForLeaderEpochResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -194,21 +194,21 @@ class OffsetForLeaderEpochResponse(Message):
         f_throttle_time_ms: int
         f_topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            _n = r.read_array_length(6)
-            f_topics = [_T_OffsetForLeaderTopicResult.read(r, version) for _ in range(_n)]
-            return cls(0, f_topics, None)
-        elif 2 <= version <= 3:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
-            f_topics = [_T_OffsetForLeaderTopicResult.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_topics, None)
-        elif version == 4:
+        if version == 4:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(3)
             f_topics = [_T_OffsetForLeaderTopicResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_topics, _unknown)
+        elif 2 <= version <= 3:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(6)
+            f_topics = [_T_OffsetForLeaderTopicResult.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_topics, None)
+        elif 0 <= version <= 1:
+            _n = r.read_array_length(6)
+            f_topics = [_T_OffsetForLeaderTopicResult.read(r, version) for _ in range(_n)]
+            return cls(0, f_topics, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -52,15 +52,15 @@ class ProduceRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 8:
+            if 9 <= version <= 11:
+                w.buf += _S_i.pack(self.index)
+                w.write_records_field(self.records, True)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 8:
                 w.buf += _S_i.pack(self.index)
                 w.write_records_field(self.records, False)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceRequest.PartitionProduceData does not support them")
-            elif 9 <= version <= 11:
-                w.buf += _S_i.pack(self.index)
-                w.write_records_field(self.records, True)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -69,15 +69,15 @@ class ProduceRequest(Message):
             f_index: int
             f_records: RecordsLike | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 8:
-                f_index = r.read_int32()
-                f_records = r.read_records(False, True)
-                return cls(f_index, f_records, None)
-            elif 9 <= version <= 11:
+            if 9 <= version <= 11:
                 f_index = r.read_int32()
                 f_records = r.read_records(True, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_index, f_records, _unknown)
+            elif 0 <= version <= 8:
+                f_index = r.read_int32()
+                f_records = r.read_records(False, True)
+                return cls(f_index, f_records, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -99,19 +99,19 @@ class ProduceRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 8:
+            if 9 <= version <= 11:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partition_data))
+                for _e_partition_data in self.partition_data:
+                    _e_partition_data.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 8:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_data))
                 for _e_partition_data in self.partition_data:
                     _e_partition_data.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceRequest.TopicProduceData does not support them")
-            elif 9 <= version <= 11:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partition_data))
-                for _e_partition_data in self.partition_data:
-                    _e_partition_data.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -120,17 +120,17 @@ class ProduceRequest(Message):
             f_name: str
             f_partition_data: list[ProduceRequest.PartitionProduceData]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 8:
-                f_name = r.read_string()
-                _n = r.read_array_length(8)
-                f_partition_data = [_T_PartitionProduceData.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partition_data, None)
-            elif 9 <= version <= 11:
+            if 9 <= version <= 11:
                 f_name = r.read_compact_string()
                 _n = r.read_compact_array_length(6)
                 f_partition_data = [_T_PartitionProduceData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partition_data, _unknown)
+            elif 0 <= version <= 8:
+                f_name = r.read_string()
+                _n = r.read_array_length(8)
+                f_partition_data = [_T_PartitionProduceData.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partition_data, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -156,15 +156,13 @@ class ProduceRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            if self.transactional_id != None:
-                raise UnsupportedVersionError(f"attempted to write a non-default TransactionalId at version {version} of ProduceRequest")
+        if 9 <= version <= 11:
+            w.write_compact_nullable_string(self.transactional_id)
             w.buf += _S_hi.pack(self.acks, self.timeout_ms)
-            w.write_array_length(len(self.topic_data))
+            w.write_compact_array_length(len(self.topic_data))
             for _e_topic_data in self.topic_data:
                 _e_topic_data.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceRequest does not support them")
+            w.write_tags(self._unknown_tagged_fields)
         elif 3 <= version <= 8:
             w.write_nullable_string(self.transactional_id)
             w.buf += _S_hi.pack(self.acks, self.timeout_ms)
@@ -173,13 +171,15 @@ class ProduceRequest(Message):
                 _e_topic_data.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceRequest does not support them")
-        elif 9 <= version <= 11:
-            w.write_compact_nullable_string(self.transactional_id)
+        elif 0 <= version <= 2:
+            if self.transactional_id != None:
+                raise UnsupportedVersionError(f"attempted to write a non-default TransactionalId at version {version} of ProduceRequest")
             w.buf += _S_hi.pack(self.acks, self.timeout_ms)
-            w.write_compact_array_length(len(self.topic_data))
+            w.write_array_length(len(self.topic_data))
             for _e_topic_data in self.topic_data:
                 _e_topic_data.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -190,24 +190,24 @@ class ProduceRequest(Message):
         f_timeout_ms: int
         f_topic_data: list[ProduceRequest.TopicProduceData]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_acks, f_timeout_ms = r.unpack(_S_hi, 'fields Acks, TimeoutMs')
-            _n = r.read_array_length(6)
-            f_topic_data = [_T_TopicProduceData.read(r, version) for _ in range(_n)]
-            return cls(None, f_acks, f_timeout_ms, f_topic_data, None)
-        elif 3 <= version <= 8:
-            f_transactional_id = r.read_nullable_string()
-            f_acks, f_timeout_ms = r.unpack(_S_hi, 'fields Acks, TimeoutMs')
-            _n = r.read_array_length(6)
-            f_topic_data = [_T_TopicProduceData.read(r, version) for _ in range(_n)]
-            return cls(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, None)
-        elif 9 <= version <= 11:
+        if 9 <= version <= 11:
             f_transactional_id = r.read_compact_nullable_string()
             f_acks, f_timeout_ms = r.unpack(_S_hi, 'fields Acks, TimeoutMs')
             _n = r.read_compact_array_length(3)
             f_topic_data = [_T_TopicProduceData.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, _unknown)
+        elif 3 <= version <= 8:
+            f_transactional_id = r.read_nullable_string()
+            f_acks, f_timeout_ms = r.unpack(_S_hi, 'fields Acks, TimeoutMs')
+            _n = r.read_array_length(6)
+            f_topic_data = [_T_TopicProduceData.read(r, version) for _ in range(_n)]
+            return cls(f_transactional_id, f_acks, f_timeout_ms, f_topic_data, None)
+        elif 0 <= version <= 2:
+            f_acks, f_timeout_ms = r.unpack(_S_hi, 'fields Acks, TimeoutMs')
+            _n = r.read_array_length(6)
+            f_topic_data = [_T_TopicProduceData.read(r, version) for _ in range(_n)]
+            return cls(None, f_acks, f_timeout_ms, f_topic_data, None)
         else:
             raise cls.unsupported_version(version)
 

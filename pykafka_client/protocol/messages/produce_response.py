@@ -55,15 +55,15 @@ class ProduceResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 8:
+            if 9 <= version <= 11:
+                w.buf += _S_i.pack(self.batch_index)
+                w.write_compact_nullable_string(self.batch_index_error_message)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 8:
                 w.buf += _S_i.pack(self.batch_index)
                 w.write_nullable_string(self.batch_index_error_message)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.BatchIndexAndErrorMessage does not support them")
-            elif 9 <= version <= 11:
-                w.buf += _S_i.pack(self.batch_index)
-                w.write_compact_nullable_string(self.batch_index_error_message)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -72,15 +72,15 @@ class ProduceResponse(Message):
             f_batch_index: int
             f_batch_index_error_message: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 8:
-                f_batch_index = r.read_int32()
-                f_batch_index_error_message = r.read_nullable_string()
-                return cls(f_batch_index, f_batch_index_error_message, None)
-            elif 9 <= version <= 11:
+            if 9 <= version <= 11:
                 f_batch_index = r.read_int32()
                 f_batch_index_error_message = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_batch_index, f_batch_index_error_message, _unknown)
+            elif version == 8:
+                f_batch_index = r.read_int32()
+                f_batch_index_error_message = r.read_nullable_string()
+                return cls(f_batch_index, f_batch_index_error_message, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -156,44 +156,7 @@ class ProduceResponse(Message):
 
         def write(self, w: Writer, version: int) -> None:
             _tags: list[tuple[int, bytes]]
-            if 0 <= version <= 1:
-                w.buf += _S_ihq.pack(self.index, self.error_code, self.base_offset)
-                if self.current_leader != _T_LeaderIdAndEpoch():
-                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
-            elif 2 <= version <= 4:
-                w.buf += _S_ihqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
-                if self.current_leader != _T_LeaderIdAndEpoch():
-                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
-            elif 5 <= version <= 7:
-                w.buf += _S_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
-                if self.current_leader != _T_LeaderIdAndEpoch():
-                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
-            elif version == 8:
-                w.buf += _S_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
-                w.write_array_length(len(self.record_errors))
-                for _e_record_errors in self.record_errors:
-                    _e_record_errors.write(w, version)
-                w.write_nullable_string(self.error_message)
-                if self.current_leader != _T_LeaderIdAndEpoch():
-                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
-            elif version == 9:
-                w.buf += _S_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
-                w.write_compact_array_length(len(self.record_errors))
-                for _e_record_errors in self.record_errors:
-                    _e_record_errors.write(w, version)
-                w.write_compact_nullable_string(self.error_message)
-                if self.current_leader != _T_LeaderIdAndEpoch():
-                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
-                w.write_tags(self._unknown_tagged_fields)
-            elif 10 <= version <= 11:
+            if 10 <= version <= 11:
                 w.buf += _S_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
                 w.write_compact_array_length(len(self.record_errors))
                 for _e_record_errors in self.record_errors:
@@ -208,6 +171,43 @@ class ProduceResponse(Message):
                     _tags.extend(self._unknown_tagged_fields)
                     _tags.sort(key=_tag_key)
                 w.write_tags(_tags)
+            elif version == 9:
+                w.buf += _S_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
+                w.write_compact_array_length(len(self.record_errors))
+                for _e_record_errors in self.record_errors:
+                    _e_record_errors.write(w, version)
+                w.write_compact_nullable_string(self.error_message)
+                if self.current_leader != _T_LeaderIdAndEpoch():
+                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 8:
+                w.buf += _S_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
+                w.write_array_length(len(self.record_errors))
+                for _e_record_errors in self.record_errors:
+                    _e_record_errors.write(w, version)
+                w.write_nullable_string(self.error_message)
+                if self.current_leader != _T_LeaderIdAndEpoch():
+                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
+            elif 5 <= version <= 7:
+                w.buf += _S_ihqqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms, self.log_start_offset)
+                if self.current_leader != _T_LeaderIdAndEpoch():
+                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
+            elif 2 <= version <= 4:
+                w.buf += _S_ihqq.pack(self.index, self.error_code, self.base_offset, self.log_append_time_ms)
+                if self.current_leader != _T_LeaderIdAndEpoch():
+                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
+            elif 0 <= version <= 1:
+                w.buf += _S_ihq.pack(self.index, self.error_code, self.base_offset)
+                if self.current_leader != _T_LeaderIdAndEpoch():
+                    raise UnsupportedVersionError(f"attempted to write a non-default CurrentLeader at version {version} of ProduceResponse.PartitionProduceResponse")
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.PartitionProduceResponse does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -222,29 +222,7 @@ class ProduceResponse(Message):
             f_error_message: str | None
             f_current_leader: ProduceResponse.LeaderIdAndEpoch
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_index, f_error_code, f_base_offset = r.unpack(_S_ihq, 'fields Index, ErrorCode, BaseOffset')
-                return cls(f_index, f_error_code, f_base_offset, -1, -1, [], None, _T_LeaderIdAndEpoch(), None)
-            elif 2 <= version <= 4:
-                f_index, f_error_code, f_base_offset, f_log_append_time_ms = r.unpack(_S_ihqq, 'fields Index, ErrorCode, BaseOffset, LogAppendTimeMs')
-                return cls(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, _T_LeaderIdAndEpoch(), None)
-            elif 5 <= version <= 7:
-                f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = r.unpack(_S_ihqqq, 'fields Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset')
-                return cls(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, _T_LeaderIdAndEpoch(), None)
-            elif version == 8:
-                f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = r.unpack(_S_ihqqq, 'fields Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset')
-                _n = r.read_array_length(6)
-                f_record_errors = [_T_BatchIndexAndErrorMessage.read(r, version) for _ in range(_n)]
-                f_error_message = r.read_nullable_string()
-                return cls(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _T_LeaderIdAndEpoch(), None)
-            elif version == 9:
-                f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = r.unpack(_S_ihqqq, 'fields Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset')
-                _n = r.read_compact_array_length(6)
-                f_record_errors = [_T_BatchIndexAndErrorMessage.read(r, version) for _ in range(_n)]
-                f_error_message = r.read_compact_nullable_string()
-                _unknown = r.read_unknown_tags()
-                return cls(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _T_LeaderIdAndEpoch(), _unknown)
-            elif 10 <= version <= 11:
+            if 10 <= version <= 11:
                 f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = r.unpack(_S_ihqqq, 'fields Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset')
                 _n = r.read_compact_array_length(6)
                 f_record_errors = [_T_BatchIndexAndErrorMessage.read(r, version) for _ in range(_n)]
@@ -262,6 +240,28 @@ class ProduceResponse(Message):
                             _unknown = []
                         _unknown.append((_tag, bytes(r.read_raw(_size))))
                 return cls(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, f_current_leader, _unknown)
+            elif version == 9:
+                f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = r.unpack(_S_ihqqq, 'fields Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset')
+                _n = r.read_compact_array_length(6)
+                f_record_errors = [_T_BatchIndexAndErrorMessage.read(r, version) for _ in range(_n)]
+                f_error_message = r.read_compact_nullable_string()
+                _unknown = r.read_unknown_tags()
+                return cls(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _T_LeaderIdAndEpoch(), _unknown)
+            elif version == 8:
+                f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = r.unpack(_S_ihqqq, 'fields Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset')
+                _n = r.read_array_length(6)
+                f_record_errors = [_T_BatchIndexAndErrorMessage.read(r, version) for _ in range(_n)]
+                f_error_message = r.read_nullable_string()
+                return cls(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, f_record_errors, f_error_message, _T_LeaderIdAndEpoch(), None)
+            elif 5 <= version <= 7:
+                f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset = r.unpack(_S_ihqqq, 'fields Index, ErrorCode, BaseOffset, LogAppendTimeMs, LogStartOffset')
+                return cls(f_index, f_error_code, f_base_offset, f_log_append_time_ms, f_log_start_offset, [], None, _T_LeaderIdAndEpoch(), None)
+            elif 2 <= version <= 4:
+                f_index, f_error_code, f_base_offset, f_log_append_time_ms = r.unpack(_S_ihqq, 'fields Index, ErrorCode, BaseOffset, LogAppendTimeMs')
+                return cls(f_index, f_error_code, f_base_offset, f_log_append_time_ms, -1, [], None, _T_LeaderIdAndEpoch(), None)
+            elif 0 <= version <= 1:
+                f_index, f_error_code, f_base_offset = r.unpack(_S_ihq, 'fields Index, ErrorCode, BaseOffset')
+                return cls(f_index, f_error_code, f_base_offset, -1, -1, [], None, _T_LeaderIdAndEpoch(), None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -283,19 +283,19 @@ class ProduceResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 8:
+            if 9 <= version <= 11:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partition_responses))
+                for _e_partition_responses in self.partition_responses:
+                    _e_partition_responses.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 8:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_responses))
                 for _e_partition_responses in self.partition_responses:
                     _e_partition_responses.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse.TopicProduceResponse does not support them")
-            elif 9 <= version <= 11:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partition_responses))
-                for _e_partition_responses in self.partition_responses:
-                    _e_partition_responses.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -304,14 +304,15 @@ class ProduceResponse(Message):
             f_name: str
             f_partition_responses: list[ProduceResponse.PartitionProduceResponse]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_name = r.read_string()
-                _n = r.read_array_length(14)
+            if 9 <= version <= 11:
+                f_name = r.read_compact_string()
+                _n = r.read_compact_array_length(33)
                 f_partition_responses = [_T_PartitionProduceResponse.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partition_responses, None)
-            elif 2 <= version <= 4:
+                _unknown = r.read_unknown_tags()
+                return cls(f_name, f_partition_responses, _unknown)
+            elif version == 8:
                 f_name = r.read_string()
-                _n = r.read_array_length(22)
+                _n = r.read_array_length(36)
                 f_partition_responses = [_T_PartitionProduceResponse.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partition_responses, None)
             elif 5 <= version <= 7:
@@ -319,17 +320,16 @@ class ProduceResponse(Message):
                 _n = r.read_array_length(30)
                 f_partition_responses = [_T_PartitionProduceResponse.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partition_responses, None)
-            elif version == 8:
+            elif 2 <= version <= 4:
                 f_name = r.read_string()
-                _n = r.read_array_length(36)
+                _n = r.read_array_length(22)
                 f_partition_responses = [_T_PartitionProduceResponse.read(r, version) for _ in range(_n)]
                 return cls(f_name, f_partition_responses, None)
-            elif 9 <= version <= 11:
-                f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(33)
+            elif 0 <= version <= 1:
+                f_name = r.read_string()
+                _n = r.read_array_length(14)
                 f_partition_responses = [_T_PartitionProduceResponse.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_name, f_partition_responses, _unknown)
+                return cls(f_name, f_partition_responses, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -403,32 +403,7 @@ class ProduceResponse(Message):
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
-        if version == 0:
-            w.write_array_length(len(self.responses))
-            for _e_responses in self.responses:
-                _e_responses.write(w, version)
-            if self.node_endpoints != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of ProduceResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse does not support them")
-        elif 1 <= version <= 8:
-            w.write_array_length(len(self.responses))
-            for _e_responses in self.responses:
-                _e_responses.write(w, version)
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            if self.node_endpoints != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of ProduceResponse")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse does not support them")
-        elif version == 9:
-            w.write_compact_array_length(len(self.responses))
-            for _e_responses in self.responses:
-                _e_responses.write(w, version)
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            if self.node_endpoints != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of ProduceResponse")
-            w.write_tags(self._unknown_tagged_fields)
-        elif 10 <= version <= 11:
+        if 10 <= version <= 11:
             w.write_compact_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
@@ -444,6 +419,31 @@ class ProduceResponse(Message):
                 _tags.extend(self._unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
+        elif version == 9:
+            w.write_compact_array_length(len(self.responses))
+            for _e_responses in self.responses:
+                _e_responses.write(w, version)
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            if self.node_endpoints != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of ProduceResponse")
+            w.write_tags(self._unknown_tagged_fields)
+        elif 1 <= version <= 8:
+            w.write_array_length(len(self.responses))
+            for _e_responses in self.responses:
+                _e_responses.write(w, version)
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            if self.node_endpoints != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of ProduceResponse")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse does not support them")
+        elif version == 0:
+            w.write_array_length(len(self.responses))
+            for _e_responses in self.responses:
+                _e_responses.write(w, version)
+            if self.node_endpoints != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default NodeEndpoints at version {version} of ProduceResponse")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ProduceResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -453,22 +453,7 @@ class ProduceResponse(Message):
         f_throttle_time_ms: int
         f_node_endpoints: list[ProduceResponse.NodeEndpoint]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(6)
-            f_responses = [_T_TopicProduceResponse.read(r, version) for _ in range(_n)]
-            return cls(f_responses, 0, [], None)
-        elif 1 <= version <= 8:
-            _n = r.read_array_length(6)
-            f_responses = [_T_TopicProduceResponse.read(r, version) for _ in range(_n)]
-            f_throttle_time_ms = r.read_int32()
-            return cls(f_responses, f_throttle_time_ms, [], None)
-        elif version == 9:
-            _n = r.read_compact_array_length(3)
-            f_responses = [_T_TopicProduceResponse.read(r, version) for _ in range(_n)]
-            f_throttle_time_ms = r.read_int32()
-            _unknown = r.read_unknown_tags()
-            return cls(f_responses, f_throttle_time_ms, [], _unknown)
-        elif 10 <= version <= 11:
+        if 10 <= version <= 11:
             _n = r.read_compact_array_length(3)
             f_responses = [_T_TopicProduceResponse.read(r, version) for _ in range(_n)]
             f_throttle_time_ms = r.read_int32()
@@ -486,6 +471,21 @@ class ProduceResponse(Message):
                         _unknown = []
                     _unknown.append((_tag, bytes(r.read_raw(_size))))
             return cls(f_responses, f_throttle_time_ms, f_node_endpoints, _unknown)
+        elif version == 9:
+            _n = r.read_compact_array_length(3)
+            f_responses = [_T_TopicProduceResponse.read(r, version) for _ in range(_n)]
+            f_throttle_time_ms = r.read_int32()
+            _unknown = r.read_unknown_tags()
+            return cls(f_responses, f_throttle_time_ms, [], _unknown)
+        elif 1 <= version <= 8:
+            _n = r.read_array_length(6)
+            f_responses = [_T_TopicProduceResponse.read(r, version) for _ in range(_n)]
+            f_throttle_time_ms = r.read_int32()
+            return cls(f_responses, f_throttle_time_ms, [], None)
+        elif version == 0:
+            _n = r.read_array_length(6)
+            f_responses = [_T_TopicProduceResponse.read(r, version) for _ in range(_n)]
+            return cls(f_responses, 0, [], None)
         else:
             raise cls.unsupported_version(version)
 

@@ -49,15 +49,15 @@ class RenewDelegationTokenRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.write_compact_bytes(self.hmac)
+            w.buf += _S_q.pack(self.renew_period_ms)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.write_bytes(self.hmac)
             w.buf += _S_q.pack(self.renew_period_ms)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of RenewDelegationTokenRequest does not support them")
-        elif version == 2:
-            w.write_compact_bytes(self.hmac)
-            w.buf += _S_q.pack(self.renew_period_ms)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -66,14 +66,14 @@ class RenewDelegationTokenRequest(Message):
         f_hmac: bytes
         f_renew_period_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_hmac = r.read_bytes()
-            f_renew_period_ms = r.read_int64()
-            return cls(f_hmac, f_renew_period_ms, None)
-        elif version == 2:
+        if version == 2:
             f_hmac = r.read_compact_bytes()
             f_renew_period_ms = r.read_int64()
             _unknown = r.read_unknown_tags()
             return cls(f_hmac, f_renew_period_ms, _unknown)
+        elif 0 <= version <= 1:
+            f_hmac = r.read_bytes()
+            f_renew_period_ms = r.read_int64()
+            return cls(f_hmac, f_renew_period_ms, None)
         else:
             raise cls.unsupported_version(version)

@@ -52,13 +52,13 @@ class RenewDelegationTokenResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.buf += _S_hqi.pack(self.error_code, self.expiry_timestamp_ms, self.throttle_time_ms)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_hqi.pack(self.error_code, self.expiry_timestamp_ms, self.throttle_time_ms)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of RenewDelegationTokenResponse does not support them")
-        elif version == 2:
-            w.buf += _S_hqi.pack(self.error_code, self.expiry_timestamp_ms, self.throttle_time_ms)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -68,12 +68,12 @@ class RenewDelegationTokenResponse(Message):
         f_expiry_timestamp_ms: int
         f_throttle_time_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = r.unpack(_S_hqi, 'fields ErrorCode, ExpiryTimestampMs, ThrottleTimeMs')
-            return cls(f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms, None)
-        elif version == 2:
+        if version == 2:
             f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = r.unpack(_S_hqi, 'fields ErrorCode, ExpiryTimestampMs, ThrottleTimeMs')
             _unknown = r.read_unknown_tags()
             return cls(f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms, _unknown)
+        elif 0 <= version <= 1:
+            f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms = r.unpack(_S_hqi, 'fields ErrorCode, ExpiryTimestampMs, ThrottleTimeMs')
+            return cls(f_error_code, f_expiry_timestamp_ms, f_throttle_time_ms, None)
         else:
             raise cls.unsupported_version(version)

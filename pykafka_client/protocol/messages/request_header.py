@@ -55,19 +55,19 @@ class RequestHeader(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 2:
             w.buf += _S_hhi.pack(self.request_api_key, self.request_api_version, self.correlation_id)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of RequestHeader does not support them")
+            w.write_nullable_string(self.client_id)
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_hhi.pack(self.request_api_key, self.request_api_version, self.correlation_id)
             w.write_nullable_string(self.client_id)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of RequestHeader does not support them")
-        elif version == 2:
+        elif version == 0:
             w.buf += _S_hhi.pack(self.request_api_key, self.request_api_version, self.correlation_id)
-            w.write_nullable_string(self.client_id)
-            w.write_tags(self._unknown_tagged_fields)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of RequestHeader does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -78,17 +78,17 @@ class RequestHeader(Message):
         f_correlation_id: int
         f_client_id: str | None
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_request_api_key, f_request_api_version, f_correlation_id = r.unpack(_S_hhi, 'fields RequestApiKey, RequestApiVersion, CorrelationId')
-            return cls(f_request_api_key, f_request_api_version, f_correlation_id, '', None)
-        elif version == 1:
-            f_request_api_key, f_request_api_version, f_correlation_id = r.unpack(_S_hhi, 'fields RequestApiKey, RequestApiVersion, CorrelationId')
-            f_client_id = r.read_nullable_string()
-            return cls(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, None)
-        elif version == 2:
+        if version == 2:
             f_request_api_key, f_request_api_version, f_correlation_id = r.unpack(_S_hhi, 'fields RequestApiKey, RequestApiVersion, CorrelationId')
             f_client_id = r.read_nullable_string()
             _unknown = r.read_unknown_tags()
             return cls(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, _unknown)
+        elif version == 1:
+            f_request_api_key, f_request_api_version, f_correlation_id = r.unpack(_S_hhi, 'fields RequestApiKey, RequestApiVersion, CorrelationId')
+            f_client_id = r.read_nullable_string()
+            return cls(f_request_api_key, f_request_api_version, f_correlation_id, f_client_id, None)
+        elif version == 0:
+            f_request_api_key, f_request_api_version, f_correlation_id = r.unpack(_S_hhi, 'fields RequestApiKey, RequestApiVersion, CorrelationId')
+            return cls(f_request_api_key, f_request_api_version, f_correlation_id, '', None)
         else:
             raise cls.unsupported_version(version)

@@ -46,13 +46,13 @@ class ResponseHeader(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.buf += _S_i.pack(self.correlation_id)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.buf += _S_i.pack(self.correlation_id)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of ResponseHeader does not support them")
-        elif version == 1:
-            w.buf += _S_i.pack(self.correlation_id)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -60,12 +60,12 @@ class ResponseHeader(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_correlation_id: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_correlation_id = r.read_int32()
-            return cls(f_correlation_id, None)
-        elif version == 1:
+        if version == 1:
             f_correlation_id = r.read_int32()
             _unknown = r.read_unknown_tags()
             return cls(f_correlation_id, _unknown)
+        elif version == 0:
+            f_correlation_id = r.read_int32()
+            return cls(f_correlation_id, None)
         else:
             raise cls.unsupported_version(version)

@@ -45,13 +45,13 @@ class SaslAuthenticateRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.write_compact_bytes(self.auth_bytes)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.write_bytes(self.auth_bytes)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SaslAuthenticateRequest does not support them")
-        elif version == 2:
-            w.write_compact_bytes(self.auth_bytes)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -59,12 +59,12 @@ class SaslAuthenticateRequest(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_auth_bytes: bytes
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_auth_bytes = r.read_bytes()
-            return cls(f_auth_bytes, None)
-        elif version == 2:
+        if version == 2:
             f_auth_bytes = r.read_compact_bytes()
             _unknown = r.read_unknown_tags()
             return cls(f_auth_bytes, _unknown)
+        elif 0 <= version <= 1:
+            f_auth_bytes = r.read_bytes()
+            return cls(f_auth_bytes, None)
         else:
             raise cls.unsupported_version(version)

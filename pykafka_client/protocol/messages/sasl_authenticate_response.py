@@ -56,12 +56,12 @@ class SaslAuthenticateResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 2:
             w.buf += _S_h.pack(self.error_code)
-            w.write_nullable_string(self.error_message)
-            w.write_bytes(self.auth_bytes)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SaslAuthenticateResponse does not support them")
+            w.write_compact_nullable_string(self.error_message)
+            w.write_compact_bytes(self.auth_bytes)
+            w.buf += _S_q.pack(self.session_lifetime_ms)
+            w.write_tags(self._unknown_tagged_fields)
         elif version == 1:
             w.buf += _S_h.pack(self.error_code)
             w.write_nullable_string(self.error_message)
@@ -69,12 +69,12 @@ class SaslAuthenticateResponse(Message):
             w.buf += _S_q.pack(self.session_lifetime_ms)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SaslAuthenticateResponse does not support them")
-        elif version == 2:
+        elif version == 0:
             w.buf += _S_h.pack(self.error_code)
-            w.write_compact_nullable_string(self.error_message)
-            w.write_compact_bytes(self.auth_bytes)
-            w.buf += _S_q.pack(self.session_lifetime_ms)
-            w.write_tags(self._unknown_tagged_fields)
+            w.write_nullable_string(self.error_message)
+            w.write_bytes(self.auth_bytes)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SaslAuthenticateResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -85,23 +85,23 @@ class SaslAuthenticateResponse(Message):
         f_auth_bytes: bytes
         f_session_lifetime_ms: int
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_error_code = r.read_int16()
-            f_error_message = r.read_nullable_string()
-            f_auth_bytes = r.read_bytes()
-            return cls(f_error_code, f_error_message, f_auth_bytes, 0, None)
-        elif version == 1:
-            f_error_code = r.read_int16()
-            f_error_message = r.read_nullable_string()
-            f_auth_bytes = r.read_bytes()
-            f_session_lifetime_ms = r.read_int64()
-            return cls(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms, None)
-        elif version == 2:
+        if version == 2:
             f_error_code = r.read_int16()
             f_error_message = r.read_compact_nullable_string()
             f_auth_bytes = r.read_compact_bytes()
             f_session_lifetime_ms = r.read_int64()
             _unknown = r.read_unknown_tags()
             return cls(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms, _unknown)
+        elif version == 1:
+            f_error_code = r.read_int16()
+            f_error_message = r.read_nullable_string()
+            f_auth_bytes = r.read_bytes()
+            f_session_lifetime_ms = r.read_int64()
+            return cls(f_error_code, f_error_message, f_auth_bytes, f_session_lifetime_ms, None)
+        elif version == 0:
+            f_error_code = r.read_int16()
+            f_error_message = r.read_nullable_string()
+            f_auth_bytes = r.read_bytes()
+            return cls(f_error_code, f_error_message, f_auth_bytes, 0, None)
         else:
             raise cls.unsupported_version(version)

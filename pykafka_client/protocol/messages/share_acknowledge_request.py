@@ -73,8 +73,7 @@ class ShareAcknowledgeRequest(Message):
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
                 f_first_offset, f_last_offset = r.unpack(_S_qq, 'fields FirstOffset, LastOffset')
-                _n = r.read_compact_array_length(1)
-                f_acknowledge_types = r.read_fixed_array('b', 1, _n)
+                f_acknowledge_types = r.read_fixed_array_field('b', 1, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_first_offset, f_last_offset, f_acknowledge_types, _unknown)
             else:

@@ -74,8 +74,7 @@ class ShareFetchRequest(Message):
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
                 f_first_offset, f_last_offset = r.unpack(_S_qq, 'fields FirstOffset, LastOffset')
-                _n = r.read_compact_array_length(1)
-                f_acknowledge_types = r.read_fixed_array('b', 1, _n)
+                f_acknowledge_types = r.read_fixed_array_field('b', 1, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_first_offset, f_last_offset, f_acknowledge_types, _unknown)
             else:
@@ -200,8 +199,7 @@ class ShareFetchRequest(Message):
             _unknown: list[tuple[int, bytes]] | None
             if version == 0:
                 f_topic_id = r.read_uuid()
-                _n = r.read_compact_array_length(4)
-                f_partitions = r.read_fixed_array('i', 4, _n)
+                f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_id, f_partitions, _unknown)
             else:

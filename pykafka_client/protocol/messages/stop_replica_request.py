@@ -92,17 +92,17 @@ class StopReplicaRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 1:
+            if version == 2:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partition_indexes))
+                w.write_fixed_array('i', self.partition_indexes)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 1:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaRequest.StopReplicaTopicV1 does not support them")
-            elif version == 2:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partition_indexes))
-                w.write_fixed_array('i', self.partition_indexes)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -111,17 +111,15 @@ class StopReplicaRequest(Message):
             f_name: str
             f_partition_indexes: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 1:
-                f_name = r.read_string()
-                _n = r.read_array_length(4)
-                f_partition_indexes = r.read_fixed_array('i', 4, _n)
-                return cls(f_name, f_partition_indexes, None)
-            elif version == 2:
+            if version == 2:
                 f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partition_indexes = r.read_fixed_array('i', 4, _n)
+                f_partition_indexes = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partition_indexes, _unknown)
+            elif version == 1:
+                f_name = r.read_string()
+                f_partition_indexes = r.read_fixed_array_field('i', 4, False)
+                return cls(f_name, f_partition_indexes, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -240,46 +238,17 @@ class StopReplicaRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.buf += _S_i.pack(self.controller_id)
-            if self.is_k_raft_controller != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of StopReplicaRequest")
-            w.buf += _S_io.pack(self.controller_epoch, self.delete_partitions)
-            w.write_array_length(len(self.ungrouped_partitions))
-            for _e_ungrouped_partitions in self.ungrouped_partitions:
-                _e_ungrouped_partitions.write(w, version)
+        if version == 4:
+            w.buf += _S_ioiq.pack(self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch)
+            if self.delete_partitions != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default DeletePartitions at version {version} of StopReplicaRequest")
+            if self.ungrouped_partitions != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitions at version {version} of StopReplicaRequest")
             if self.topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of StopReplicaRequest")
-            if self.topic_states != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of StopReplicaRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaRequest does not support them")
-        elif version == 1:
-            w.buf += _S_i.pack(self.controller_id)
-            if self.is_k_raft_controller != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of StopReplicaRequest")
-            w.buf += _S_iqo.pack(self.controller_epoch, self.broker_epoch, self.delete_partitions)
-            if self.ungrouped_partitions != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitions at version {version} of StopReplicaRequest")
-            w.write_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.topic_states != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of StopReplicaRequest")
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaRequest does not support them")
-        elif version == 2:
-            w.buf += _S_i.pack(self.controller_id)
-            if self.is_k_raft_controller != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of StopReplicaRequest")
-            w.buf += _S_iqo.pack(self.controller_epoch, self.broker_epoch, self.delete_partitions)
-            if self.ungrouped_partitions != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitions at version {version} of StopReplicaRequest")
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            if self.topic_states != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of StopReplicaRequest")
+            w.write_compact_array_length(len(self.topic_states))
+            for _e_topic_states in self.topic_states:
+                _e_topic_states.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
         elif version == 3:
             w.buf += _S_i.pack(self.controller_id)
@@ -296,18 +265,47 @@ class StopReplicaRequest(Message):
             for _e_topic_states in self.topic_states:
                 _e_topic_states.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
-        elif version == 4:
-            w.buf += _S_ioiq.pack(self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch)
-            if self.delete_partitions != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default DeletePartitions at version {version} of StopReplicaRequest")
+        elif version == 2:
+            w.buf += _S_i.pack(self.controller_id)
+            if self.is_k_raft_controller != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of StopReplicaRequest")
+            w.buf += _S_iqo.pack(self.controller_epoch, self.broker_epoch, self.delete_partitions)
             if self.ungrouped_partitions != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitions at version {version} of StopReplicaRequest")
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.topic_states != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of StopReplicaRequest")
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 1:
+            w.buf += _S_i.pack(self.controller_id)
+            if self.is_k_raft_controller != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of StopReplicaRequest")
+            w.buf += _S_iqo.pack(self.controller_epoch, self.broker_epoch, self.delete_partitions)
+            if self.ungrouped_partitions != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitions at version {version} of StopReplicaRequest")
+            w.write_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            if self.topic_states != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of StopReplicaRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaRequest does not support them")
+        elif version == 0:
+            w.buf += _S_i.pack(self.controller_id)
+            if self.is_k_raft_controller != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of StopReplicaRequest")
+            w.buf += _S_io.pack(self.controller_epoch, self.delete_partitions)
+            w.write_array_length(len(self.ungrouped_partitions))
+            for _e_ungrouped_partitions in self.ungrouped_partitions:
+                _e_ungrouped_partitions.write(w, version)
             if self.topics != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default Topics at version {version} of StopReplicaRequest")
-            w.write_compact_array_length(len(self.topic_states))
-            for _e_topic_states in self.topic_states:
-                _e_topic_states.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
+            if self.topic_states != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of StopReplicaRequest")
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -322,34 +320,34 @@ class StopReplicaRequest(Message):
         f_topics: list[StopReplicaRequest.StopReplicaTopicV1]
         f_topic_states: list[StopReplicaRequest.StopReplicaTopicState]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_controller_id, f_controller_epoch, f_delete_partitions = r.unpack(_S_iio, 'fields ControllerId, ControllerEpoch, DeletePartitions')
-            _n = r.read_array_length(6)
-            f_ungrouped_partitions = [_T_StopReplicaPartitionV0.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, f_controller_epoch, -1, f_delete_partitions, f_ungrouped_partitions, [], [], None)
-        elif version == 1:
-            f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = r.unpack(_S_iiqo, 'fields ControllerId, ControllerEpoch, BrokerEpoch, DeletePartitions')
-            _n = r.read_array_length(6)
-            f_topics = [_T_StopReplicaTopicV1.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_delete_partitions, [], f_topics, [], None)
-        elif version == 2:
-            f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = r.unpack(_S_iiqo, 'fields ControllerId, ControllerEpoch, BrokerEpoch, DeletePartitions')
+        if version == 4:
+            f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch = r.unpack(_S_ioiq, 'fields ControllerId, isKRaftController, ControllerEpoch, BrokerEpoch')
             _n = r.read_compact_array_length(3)
-            f_topics = [_T_StopReplicaTopicV1.read(r, version) for _ in range(_n)]
+            f_topic_states = [_T_StopReplicaTopicState.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
-            return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_delete_partitions, [], f_topics, [], _unknown)
+            return cls(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, False, [], [], f_topic_states, _unknown)
         elif version == 3:
             f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
             _n = r.read_compact_array_length(3)
             f_topic_states = [_T_StopReplicaTopicState.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, False, [], [], f_topic_states, _unknown)
-        elif version == 4:
-            f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch = r.unpack(_S_ioiq, 'fields ControllerId, isKRaftController, ControllerEpoch, BrokerEpoch')
+        elif version == 2:
+            f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = r.unpack(_S_iiqo, 'fields ControllerId, ControllerEpoch, BrokerEpoch, DeletePartitions')
             _n = r.read_compact_array_length(3)
-            f_topic_states = [_T_StopReplicaTopicState.read(r, version) for _ in range(_n)]
+            f_topics = [_T_StopReplicaTopicV1.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
-            return cls(f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch, False, [], [], f_topic_states, _unknown)
+            return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_delete_partitions, [], f_topics, [], _unknown)
+        elif version == 1:
+            f_controller_id, f_controller_epoch, f_broker_epoch, f_delete_partitions = r.unpack(_S_iiqo, 'fields ControllerId, ControllerEpoch, BrokerEpoch, DeletePartitions')
+            _n = r.read_array_length(6)
+            f_topics = [_T_StopReplicaTopicV1.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, f_controller_epoch, f_broker_epoch, f_delete_partitions, [], f_topics, [], None)
+        elif version == 0:
+            f_controller_id, f_controller_epoch, f_delete_partitions = r.unpack(_S_iio, 'fields ControllerId, ControllerEpoch, DeletePartitions')
+            _n = r.read_array_length(6)
+            f_ungrouped_partitions = [_T_StopReplicaPartitionV0.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, f_controller_epoch, -1, f_delete_partitions, f_ungrouped_partitions, [], [], None)
         else:
             raise cls.unsupported_version(version)
 

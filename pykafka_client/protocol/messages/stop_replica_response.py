@@ -55,15 +55,15 @@ class StopReplicaResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if 2 <= version <= 4:
+                w.write_compact_string(self.topic_name)
+                w.buf += _S_ih.pack(self.partition_index, self.error_code)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
                 w.write_string(self.topic_name)
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaResponse.StopReplicaPartitionError does not support them")
-            elif 2 <= version <= 4:
-                w.write_compact_string(self.topic_name)
-                w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -73,15 +73,15 @@ class StopReplicaResponse(Message):
             f_partition_index: int
             f_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_topic_name = r.read_string()
-                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
-                return cls(f_topic_name, f_partition_index, f_error_code, None)
-            elif 2 <= version <= 4:
+            if 2 <= version <= 4:
                 f_topic_name = r.read_compact_string()
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partition_index, f_error_code, _unknown)
+            elif 0 <= version <= 1:
+                f_topic_name = r.read_string()
+                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
+                return cls(f_topic_name, f_partition_index, f_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -101,19 +101,19 @@ class StopReplicaResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if 2 <= version <= 4:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_compact_array_length(len(self.partition_errors))
+            for _e_partition_errors in self.partition_errors:
+                _e_partition_errors.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_h.pack(self.error_code)
             w.write_array_length(len(self.partition_errors))
             for _e_partition_errors in self.partition_errors:
                 _e_partition_errors.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of StopReplicaResponse does not support them")
-        elif 2 <= version <= 4:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_compact_array_length(len(self.partition_errors))
-            for _e_partition_errors in self.partition_errors:
-                _e_partition_errors.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -122,17 +122,17 @@ class StopReplicaResponse(Message):
         f_error_code: int
         f_partition_errors: list[StopReplicaResponse.StopReplicaPartitionError]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
-            f_error_code = r.read_int16()
-            _n = r.read_array_length(8)
-            f_partition_errors = [_T_StopReplicaPartitionError.read(r, version) for _ in range(_n)]
-            return cls(f_error_code, f_partition_errors, None)
-        elif 2 <= version <= 4:
+        if 2 <= version <= 4:
             f_error_code = r.read_int16()
             _n = r.read_compact_array_length(8)
             f_partition_errors = [_T_StopReplicaPartitionError.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_error_code, f_partition_errors, _unknown)
+        elif 0 <= version <= 1:
+            f_error_code = r.read_int16()
+            _n = r.read_array_length(8)
+            f_partition_errors = [_T_StopReplicaPartitionError.read(r, version) for _ in range(_n)]
+            return cls(f_error_code, f_partition_errors, None)
         else:
             raise cls.unsupported_version(version)
 

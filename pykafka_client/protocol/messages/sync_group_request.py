@@ -51,15 +51,15 @@ class SyncGroupRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
+            if 4 <= version <= 5:
+                w.write_compact_string(self.member_id)
+                w.write_compact_bytes(self.assignment)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 3:
                 w.write_string(self.member_id)
                 w.write_bytes(self.assignment)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupRequest.SyncGroupRequestAssignment does not support them")
-            elif 4 <= version <= 5:
-                w.write_compact_string(self.member_id)
-                w.write_compact_bytes(self.assignment)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -68,15 +68,15 @@ class SyncGroupRequest(Message):
             f_member_id: str
             f_assignment: bytes
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 3:
-                f_member_id = r.read_string()
-                f_assignment = r.read_bytes()
-                return cls(f_member_id, f_assignment, None)
-            elif 4 <= version <= 5:
+            if 4 <= version <= 5:
                 f_member_id = r.read_compact_string()
                 f_assignment = r.read_compact_bytes()
                 _unknown = r.read_unknown_tags()
                 return cls(f_member_id, f_assignment, _unknown)
+            elif 0 <= version <= 3:
+                f_member_id = r.read_string()
+                f_assignment = r.read_bytes()
+                return cls(f_member_id, f_assignment, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -111,37 +111,7 @@ class SyncGroupRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
-            w.write_string(self.group_id)
-            w.buf += _S_i.pack(self.generation_id)
-            w.write_string(self.member_id)
-            if self.group_instance_id != None:
-                raise UnsupportedVersionError(f"attempted to write a non-default GroupInstanceId at version {version} of SyncGroupRequest")
-            w.write_array_length(len(self.assignments))
-            for _e_assignments in self.assignments:
-                _e_assignments.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupRequest does not support them")
-        elif version == 3:
-            w.write_string(self.group_id)
-            w.buf += _S_i.pack(self.generation_id)
-            w.write_string(self.member_id)
-            w.write_nullable_string(self.group_instance_id)
-            w.write_array_length(len(self.assignments))
-            for _e_assignments in self.assignments:
-                _e_assignments.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupRequest does not support them")
-        elif version == 4:
-            w.write_compact_string(self.group_id)
-            w.buf += _S_i.pack(self.generation_id)
-            w.write_compact_string(self.member_id)
-            w.write_compact_nullable_string(self.group_instance_id)
-            w.write_compact_array_length(len(self.assignments))
-            for _e_assignments in self.assignments:
-                _e_assignments.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 5:
+        if version == 5:
             w.write_compact_string(self.group_id)
             w.buf += _S_i.pack(self.generation_id)
             w.write_compact_string(self.member_id)
@@ -152,6 +122,36 @@ class SyncGroupRequest(Message):
             for _e_assignments in self.assignments:
                 _e_assignments.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
+        elif version == 4:
+            w.write_compact_string(self.group_id)
+            w.buf += _S_i.pack(self.generation_id)
+            w.write_compact_string(self.member_id)
+            w.write_compact_nullable_string(self.group_instance_id)
+            w.write_compact_array_length(len(self.assignments))
+            for _e_assignments in self.assignments:
+                _e_assignments.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 3:
+            w.write_string(self.group_id)
+            w.buf += _S_i.pack(self.generation_id)
+            w.write_string(self.member_id)
+            w.write_nullable_string(self.group_instance_id)
+            w.write_array_length(len(self.assignments))
+            for _e_assignments in self.assignments:
+                _e_assignments.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupRequest does not support them")
+        elif 0 <= version <= 2:
+            w.write_string(self.group_id)
+            w.buf += _S_i.pack(self.generation_id)
+            w.write_string(self.member_id)
+            if self.group_instance_id != None:
+                raise UnsupportedVersionError(f"attempted to write a non-default GroupInstanceId at version {version} of SyncGroupRequest")
+            w.write_array_length(len(self.assignments))
+            for _e_assignments in self.assignments:
+                _e_assignments.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -165,31 +165,7 @@ class SyncGroupRequest(Message):
         f_protocol_name: str | None
         f_assignments: list[SyncGroupRequest.SyncGroupRequestAssignment]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_group_id = r.read_string()
-            f_generation_id = r.read_int32()
-            f_member_id = r.read_string()
-            _n = r.read_array_length(6)
-            f_assignments = [_T_SyncGroupRequestAssignment.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments, None)
-        elif version == 3:
-            f_group_id = r.read_string()
-            f_generation_id = r.read_int32()
-            f_member_id = r.read_string()
-            f_group_instance_id = r.read_nullable_string()
-            _n = r.read_array_length(6)
-            f_assignments = [_T_SyncGroupRequestAssignment.read(r, version) for _ in range(_n)]
-            return cls(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments, None)
-        elif version == 4:
-            f_group_id = r.read_compact_string()
-            f_generation_id = r.read_int32()
-            f_member_id = r.read_compact_string()
-            f_group_instance_id = r.read_compact_nullable_string()
-            _n = r.read_compact_array_length(3)
-            f_assignments = [_T_SyncGroupRequestAssignment.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments, _unknown)
-        elif version == 5:
+        if version == 5:
             f_group_id = r.read_compact_string()
             f_generation_id = r.read_int32()
             f_member_id = r.read_compact_string()
@@ -200,6 +176,30 @@ class SyncGroupRequest(Message):
             f_assignments = [_T_SyncGroupRequestAssignment.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_group_id, f_generation_id, f_member_id, f_group_instance_id, f_protocol_type, f_protocol_name, f_assignments, _unknown)
+        elif version == 4:
+            f_group_id = r.read_compact_string()
+            f_generation_id = r.read_int32()
+            f_member_id = r.read_compact_string()
+            f_group_instance_id = r.read_compact_nullable_string()
+            _n = r.read_compact_array_length(3)
+            f_assignments = [_T_SyncGroupRequestAssignment.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments, _unknown)
+        elif version == 3:
+            f_group_id = r.read_string()
+            f_generation_id = r.read_int32()
+            f_member_id = r.read_string()
+            f_group_instance_id = r.read_nullable_string()
+            _n = r.read_array_length(6)
+            f_assignments = [_T_SyncGroupRequestAssignment.read(r, version) for _ in range(_n)]
+            return cls(f_group_id, f_generation_id, f_member_id, f_group_instance_id, None, None, f_assignments, None)
+        elif 0 <= version <= 2:
+            f_group_id = r.read_string()
+            f_generation_id = r.read_int32()
+            f_member_id = r.read_string()
+            _n = r.read_array_length(6)
+            f_assignments = [_T_SyncGroupRequestAssignment.read(r, version) for _ in range(_n)]
+            return cls(f_group_id, f_generation_id, f_member_id, None, None, None, f_assignments, None)
         else:
             raise cls.unsupported_version(version)
 

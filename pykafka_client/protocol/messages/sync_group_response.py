@@ -59,26 +59,26 @@ class SyncGroupResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_bytes(self.assignment)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupResponse does not support them")
-        elif 1 <= version <= 3:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_bytes(self.assignment)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupResponse does not support them")
-        elif version == 4:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_bytes(self.assignment)
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 5:
+        if version == 5:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.protocol_type)
             w.write_compact_nullable_string(self.protocol_name)
             w.write_compact_bytes(self.assignment)
             w.write_tags(self._unknown_tagged_fields)
+        elif version == 4:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_bytes(self.assignment)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 1 <= version <= 3:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_bytes(self.assignment)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupResponse does not support them")
+        elif version == 0:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_bytes(self.assignment)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of SyncGroupResponse does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -90,25 +90,25 @@ class SyncGroupResponse(Message):
         f_protocol_name: str | None
         f_assignment: bytes
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_error_code = r.read_int16()
-            f_assignment = r.read_bytes()
-            return cls(0, f_error_code, None, None, f_assignment, None)
-        elif 1 <= version <= 3:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            f_assignment = r.read_bytes()
-            return cls(f_throttle_time_ms, f_error_code, None, None, f_assignment, None)
-        elif version == 4:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            f_assignment = r.read_compact_bytes()
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, None, None, f_assignment, _unknown)
-        elif version == 5:
+        if version == 5:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_protocol_type = r.read_compact_nullable_string()
             f_protocol_name = r.read_compact_nullable_string()
             f_assignment = r.read_compact_bytes()
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_protocol_type, f_protocol_name, f_assignment, _unknown)
+        elif version == 4:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            f_assignment = r.read_compact_bytes()
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, None, None, f_assignment, _unknown)
+        elif 1 <= version <= 3:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            f_assignment = r.read_bytes()
+            return cls(f_throttle_time_ms, f_error_code, None, None, f_assignment, None)
+        elif version == 0:
+            f_error_code = r.read_int16()
+            f_assignment = r.read_bytes()
+            return cls(0, f_error_code, None, None, f_assignment, None)
         else:
             raise cls.unsupported_version(version)

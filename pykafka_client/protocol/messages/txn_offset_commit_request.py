@@ -60,20 +60,20 @@ class TxnOffsetCommitRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
-                w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
-                w.write_nullable_string(self.committed_metadata)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition does not support them")
+            if 3 <= version <= 4:
+                w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
+                w.write_compact_nullable_string(self.committed_metadata)
+                w.write_tags(self._unknown_tagged_fields)
             elif version == 2:
                 w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
                 w.write_nullable_string(self.committed_metadata)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition does not support them")
-            elif 3 <= version <= 4:
-                w.buf += _S_iqi.pack(self.partition_index, self.committed_offset, self.committed_leader_epoch)
-                w.write_compact_nullable_string(self.committed_metadata)
-                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 1:
+                w.buf += _S_iq.pack(self.partition_index, self.committed_offset)
+                w.write_nullable_string(self.committed_metadata)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -84,19 +84,19 @@ class TxnOffsetCommitRequest(Message):
             f_committed_leader_epoch: int
             f_committed_metadata: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_partition_index, f_committed_offset = r.unpack(_S_iq, 'fields PartitionIndex, CommittedOffset')
-                f_committed_metadata = r.read_nullable_string()
-                return cls(f_partition_index, f_committed_offset, -1, f_committed_metadata, None)
-            elif version == 2:
-                f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
-                f_committed_metadata = r.read_nullable_string()
-                return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata, None)
-            elif 3 <= version <= 4:
+            if 3 <= version <= 4:
                 f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
                 f_committed_metadata = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata, _unknown)
+            elif version == 2:
+                f_partition_index, f_committed_offset, f_committed_leader_epoch = r.unpack(_S_iqi, 'fields PartitionIndex, CommittedOffset, CommittedLeaderEpoch')
+                f_committed_metadata = r.read_nullable_string()
+                return cls(f_partition_index, f_committed_offset, f_committed_leader_epoch, f_committed_metadata, None)
+            elif 0 <= version <= 1:
+                f_partition_index, f_committed_offset = r.unpack(_S_iq, 'fields PartitionIndex, CommittedOffset')
+                f_committed_metadata = r.read_nullable_string()
+                return cls(f_partition_index, f_committed_offset, -1, f_committed_metadata, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -118,19 +118,19 @@ class TxnOffsetCommitRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
+            if 3 <= version <= 4:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 2:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic does not support them")
-            elif 3 <= version <= 4:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -139,22 +139,22 @@ class TxnOffsetCommitRequest(Message):
             f_name: str
             f_partitions: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
-                f_name = r.read_string()
-                _n = r.read_array_length(14)
-                f_partitions = [_T_TxnOffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif version == 2:
-                f_name = r.read_string()
-                _n = r.read_array_length(18)
-                f_partitions = [_T_TxnOffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif 3 <= version <= 4:
+            if 3 <= version <= 4:
                 f_name = r.read_compact_string()
                 _n = r.read_compact_array_length(18)
                 f_partitions = [_T_TxnOffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partitions, _unknown)
+            elif version == 2:
+                f_name = r.read_string()
+                _n = r.read_array_length(18)
+                f_partitions = [_T_TxnOffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
+            elif 0 <= version <= 1:
+                f_name = r.read_string()
+                _n = r.read_array_length(14)
+                f_partitions = [_T_TxnOffsetCommitRequestPartition.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -192,7 +192,17 @@ class TxnOffsetCommitRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
+        if 3 <= version <= 4:
+            w.write_compact_string(self.transactional_id)
+            w.write_compact_string(self.group_id)
+            w.buf += _S_qhi.pack(self.producer_id, self.producer_epoch, self.generation_id)
+            w.write_compact_string(self.member_id)
+            w.write_compact_nullable_string(self.group_instance_id)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
             w.write_string(self.transactional_id)
             w.write_string(self.group_id)
             w.buf += _S_qh.pack(self.producer_id, self.producer_epoch)
@@ -207,16 +217,6 @@ class TxnOffsetCommitRequest(Message):
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitRequest does not support them")
-        elif 3 <= version <= 4:
-            w.write_compact_string(self.transactional_id)
-            w.write_compact_string(self.group_id)
-            w.buf += _S_qhi.pack(self.producer_id, self.producer_epoch, self.generation_id)
-            w.write_compact_string(self.member_id)
-            w.write_compact_nullable_string(self.group_instance_id)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -231,14 +231,7 @@ class TxnOffsetCommitRequest(Message):
         f_group_instance_id: str | None
         f_topics: list[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_transactional_id = r.read_string()
-            f_group_id = r.read_string()
-            f_producer_id, f_producer_epoch = r.unpack(_S_qh, 'fields ProducerId, ProducerEpoch')
-            _n = r.read_array_length(6)
-            f_topics = [_T_TxnOffsetCommitRequestTopic.read(r, version) for _ in range(_n)]
-            return cls(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics, None)
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             f_transactional_id = r.read_compact_string()
             f_group_id = r.read_compact_string()
             f_producer_id, f_producer_epoch, f_generation_id = r.unpack(_S_qhi, 'fields ProducerId, ProducerEpoch, GenerationId')
@@ -248,6 +241,13 @@ class TxnOffsetCommitRequest(Message):
             f_topics = [_T_TxnOffsetCommitRequestTopic.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, f_generation_id, f_member_id, f_group_instance_id, f_topics, _unknown)
+        elif 0 <= version <= 2:
+            f_transactional_id = r.read_string()
+            f_group_id = r.read_string()
+            f_producer_id, f_producer_epoch = r.unpack(_S_qh, 'fields ProducerId, ProducerEpoch')
+            _n = r.read_array_length(6)
+            f_topics = [_T_TxnOffsetCommitRequestTopic.read(r, version) for _ in range(_n)]
+            return cls(f_transactional_id, f_group_id, f_producer_id, f_producer_epoch, -1, '', None, f_topics, None)
         else:
             raise cls.unsupported_version(version)
 

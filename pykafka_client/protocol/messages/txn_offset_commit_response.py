@@ -52,13 +52,13 @@ class TxnOffsetCommitResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
+            if 3 <= version <= 4:
+                w.buf += _S_ih.pack(self.partition_index, self.error_code)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 2:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition does not support them")
-            elif 3 <= version <= 4:
-                w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -67,13 +67,13 @@ class TxnOffsetCommitResponse(Message):
             f_partition_index: int
             f_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 2:
-                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
-                return cls(f_partition_index, f_error_code, None)
-            elif 3 <= version <= 4:
+            if 3 <= version <= 4:
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_error_code, _unknown)
+            elif 0 <= version <= 2:
+                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
+                return cls(f_partition_index, f_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -95,19 +95,19 @@ class TxnOffsetCommitResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 2:
+            if 3 <= version <= 4:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 0 <= version <= 2:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic does not support them")
-            elif 3 <= version <= 4:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -116,17 +116,17 @@ class TxnOffsetCommitResponse(Message):
             f_name: str
             f_partitions: list[TxnOffsetCommitResponse.TxnOffsetCommitResponsePartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 2:
-                f_name = r.read_string()
-                _n = r.read_array_length(6)
-                f_partitions = [_T_TxnOffsetCommitResponsePartition.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif 3 <= version <= 4:
+            if 3 <= version <= 4:
                 f_name = r.read_compact_string()
                 _n = r.read_compact_array_length(7)
                 f_partitions = [_T_TxnOffsetCommitResponsePartition.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partitions, _unknown)
+            elif 0 <= version <= 2:
+                f_name = r.read_string()
+                _n = r.read_array_length(6)
+                f_partitions = [_T_TxnOffsetCommitResponsePartition.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -146,19 +146,19 @@ class TxnOffsetCommitResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 2:
+        if 3 <= version <= 4:
+            w.buf += _S_i.pack(self.throttle_time_ms)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 2:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of TxnOffsetCommitResponse does not support them")
-        elif 3 <= version <= 4:
-            w.buf += _S_i.pack(self.throttle_time_ms)
-            w.write_compact_array_length(len(self.topics))
-            for _e_topics in self.topics:
-                _e_topics.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -167,17 +167,17 @@ class TxnOffsetCommitResponse(Message):
         f_throttle_time_ms: int
         f_topics: list[TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 2:
-            f_throttle_time_ms = r.read_int32()
-            _n = r.read_array_length(6)
-            f_topics = [_T_TxnOffsetCommitResponseTopic.read(r, version) for _ in range(_n)]
-            return cls(f_throttle_time_ms, f_topics, None)
-        elif 3 <= version <= 4:
+        if 3 <= version <= 4:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(3)
             f_topics = [_T_TxnOffsetCommitResponseTopic.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_topics, _unknown)
+        elif 0 <= version <= 2:
+            f_throttle_time_ms = r.read_int32()
+            _n = r.read_array_length(6)
+            f_topics = [_T_TxnOffsetCommitResponseTopic.read(r, version) for _ in range(_n)]
+            return cls(f_throttle_time_ms, f_topics, None)
         else:
             raise cls.unsupported_version(version)
 

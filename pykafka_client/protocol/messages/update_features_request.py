@@ -62,18 +62,18 @@ class UpdateFeaturesRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
-                w.write_compact_string(self.feature)
-                w.buf += _S_ho.pack(self.max_version_level, self.allow_downgrade)
-                if self.upgrade_type != 1:
-                    raise UnsupportedVersionError(f"attempted to write a non-default UpgradeType at version {version} of UpdateFeaturesRequest.FeatureUpdateKey")
-                w.write_tags(self._unknown_tagged_fields)
-            elif 1 <= version <= 2:
+            if 1 <= version <= 2:
                 w.write_compact_string(self.feature)
                 w.buf += _S_h.pack(self.max_version_level)
                 if self.allow_downgrade != False:
                     raise UnsupportedVersionError(f"attempted to write a non-default AllowDowngrade at version {version} of UpdateFeaturesRequest.FeatureUpdateKey")
                 w.buf += _S_b.pack(self.upgrade_type)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
+                w.write_compact_string(self.feature)
+                w.buf += _S_ho.pack(self.max_version_level, self.allow_downgrade)
+                if self.upgrade_type != 1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default UpgradeType at version {version} of UpdateFeaturesRequest.FeatureUpdateKey")
                 w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
@@ -85,16 +85,16 @@ class UpdateFeaturesRequest(Message):
             f_allow_downgrade: bool
             f_upgrade_type: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_feature = r.read_compact_string()
-                f_max_version_level, f_allow_downgrade = r.unpack(_S_ho, 'fields MaxVersionLevel, AllowDowngrade')
-                _unknown = r.read_unknown_tags()
-                return cls(f_feature, f_max_version_level, f_allow_downgrade, 1, _unknown)
-            elif 1 <= version <= 2:
+            if 1 <= version <= 2:
                 f_feature = r.read_compact_string()
                 f_max_version_level, f_upgrade_type = r.unpack(_S_hb, 'fields MaxVersionLevel, UpgradeType')
                 _unknown = r.read_unknown_tags()
                 return cls(f_feature, f_max_version_level, False, f_upgrade_type, _unknown)
+            elif version == 0:
+                f_feature = r.read_compact_string()
+                f_max_version_level, f_allow_downgrade = r.unpack(_S_ho, 'fields MaxVersionLevel, AllowDowngrade')
+                _unknown = r.read_unknown_tags()
+                return cls(f_feature, f_max_version_level, f_allow_downgrade, 1, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -117,20 +117,20 @@ class UpdateFeaturesRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 1 <= version <= 2:
+            w.buf += _S_i.pack(self.timeout_ms)
+            w.write_compact_array_length(len(self.feature_updates))
+            for _e_feature_updates in self.feature_updates:
+                _e_feature_updates.write(w, version)
+            w.buf += _S_o.pack(self.validate_only)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.buf += _S_i.pack(self.timeout_ms)
             w.write_compact_array_length(len(self.feature_updates))
             for _e_feature_updates in self.feature_updates:
                 _e_feature_updates.write(w, version)
             if self.validate_only != False:
                 raise UnsupportedVersionError(f"attempted to write a non-default ValidateOnly at version {version} of UpdateFeaturesRequest")
-            w.write_tags(self._unknown_tagged_fields)
-        elif 1 <= version <= 2:
-            w.buf += _S_i.pack(self.timeout_ms)
-            w.write_compact_array_length(len(self.feature_updates))
-            for _e_feature_updates in self.feature_updates:
-                _e_feature_updates.write(w, version)
-            w.buf += _S_o.pack(self.validate_only)
             w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
@@ -141,19 +141,19 @@ class UpdateFeaturesRequest(Message):
         f_feature_updates: list[UpdateFeaturesRequest.FeatureUpdateKey]
         f_validate_only: bool
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_timeout_ms = r.read_int32()
-            _n = r.read_compact_array_length(5)
-            f_feature_updates = [_T_FeatureUpdateKey.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_timeout_ms, f_feature_updates, False, _unknown)
-        elif 1 <= version <= 2:
+        if 1 <= version <= 2:
             f_timeout_ms = r.read_int32()
             _n = r.read_compact_array_length(5)
             f_feature_updates = [_T_FeatureUpdateKey.read(r, version) for _ in range(_n)]
             f_validate_only = r.read_bool()
             _unknown = r.read_unknown_tags()
             return cls(f_timeout_ms, f_feature_updates, f_validate_only, _unknown)
+        elif version == 0:
+            f_timeout_ms = r.read_int32()
+            _n = r.read_compact_array_length(5)
+            f_feature_updates = [_T_FeatureUpdateKey.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_timeout_ms, f_feature_updates, False, _unknown)
         else:
             raise cls.unsupported_version(version)
 

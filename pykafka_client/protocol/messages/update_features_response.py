@@ -100,16 +100,16 @@ class UpdateFeaturesResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 2:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_nullable_string(self.error_message)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 1:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 2:
-            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
-            w.write_compact_nullable_string(self.error_message)
             w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
@@ -121,18 +121,18 @@ class UpdateFeaturesResponse(Message):
         f_error_message: str | None
         f_results: list[UpdateFeaturesResponse.UpdatableFeatureResult]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
+        if version == 2:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            f_error_message = r.read_compact_nullable_string()
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_error_message, [], _unknown)
+        elif 0 <= version <= 1:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(5)
             f_results = [_T_UpdatableFeatureResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_throttle_time_ms, f_error_code, f_error_message, f_results, _unknown)
-        elif version == 2:
-            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
-            f_error_message = r.read_compact_nullable_string()
-            _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_error_message, [], _unknown)
         else:
             raise cls.unsupported_version(version)
 

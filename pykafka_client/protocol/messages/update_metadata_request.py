@@ -81,14 +81,25 @@ class UpdateMetadataRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 3:
-                w.write_string(self.topic_name)
+            if 6 <= version <= 8:
+                w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
+                w.write_compact_array_length(len(self.isr))
+                w.write_fixed_array('i', self.isr)
+                w.buf += _S_i.pack(self.zk_version)
+                w.write_compact_array_length(len(self.replicas))
+                w.write_fixed_array('i', self.replicas)
+                w.write_compact_array_length(len(self.offline_replicas))
+                w.write_fixed_array('i', self.offline_replicas)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 5:
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
                 w.write_array_length(len(self.isr))
                 w.write_fixed_array('i', self.isr)
                 w.buf += _S_i.pack(self.zk_version)
                 w.write_array_length(len(self.replicas))
                 w.write_fixed_array('i', self.replicas)
+                w.write_array_length(len(self.offline_replicas))
+                w.write_fixed_array('i', self.offline_replicas)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataPartitionState does not support them")
             elif version == 4:
@@ -103,27 +114,16 @@ class UpdateMetadataRequest(Message):
                 w.write_fixed_array('i', self.offline_replicas)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataPartitionState does not support them")
-            elif version == 5:
+            elif 0 <= version <= 3:
+                w.write_string(self.topic_name)
                 w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
                 w.write_array_length(len(self.isr))
                 w.write_fixed_array('i', self.isr)
                 w.buf += _S_i.pack(self.zk_version)
                 w.write_array_length(len(self.replicas))
                 w.write_fixed_array('i', self.replicas)
-                w.write_array_length(len(self.offline_replicas))
-                w.write_fixed_array('i', self.offline_replicas)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataPartitionState does not support them")
-            elif 6 <= version <= 8:
-                w.buf += _S_iiii.pack(self.partition_index, self.controller_epoch, self.leader, self.leader_epoch)
-                w.write_compact_array_length(len(self.isr))
-                w.write_fixed_array('i', self.isr)
-                w.buf += _S_i.pack(self.zk_version)
-                w.write_compact_array_length(len(self.replicas))
-                w.write_fixed_array('i', self.replicas)
-                w.write_compact_array_length(len(self.offline_replicas))
-                w.write_fixed_array('i', self.offline_replicas)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -139,47 +139,36 @@ class UpdateMetadataRequest(Message):
             f_replicas: list[int]
             f_offline_replicas: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 3:
-                f_topic_name = r.read_string()
+            if 6 <= version <= 8:
                 f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
+                f_isr = r.read_fixed_array_field('i', 4, True)
                 f_zk_version = r.read_int32()
-                _n = r.read_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                return cls(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, [], None)
+                f_replicas = r.read_fixed_array_field('i', 4, True)
+                f_offline_replicas = r.read_fixed_array_field('i', 4, True)
+                _unknown = r.read_unknown_tags()
+                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, _unknown)
+            elif version == 5:
+                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
+                f_isr = r.read_fixed_array_field('i', 4, False)
+                f_zk_version = r.read_int32()
+                f_replicas = r.read_fixed_array_field('i', 4, False)
+                f_offline_replicas = r.read_fixed_array_field('i', 4, False)
+                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, None)
             elif version == 4:
                 f_topic_name = r.read_string()
                 f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
+                f_isr = r.read_fixed_array_field('i', 4, False)
                 f_zk_version = r.read_int32()
-                _n = r.read_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_array_length(4)
-                f_offline_replicas = r.read_fixed_array('i', 4, _n)
+                f_replicas = r.read_fixed_array_field('i', 4, False)
+                f_offline_replicas = r.read_fixed_array_field('i', 4, False)
                 return cls(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, None)
-            elif version == 5:
+            elif 0 <= version <= 3:
+                f_topic_name = r.read_string()
                 f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
+                f_isr = r.read_fixed_array_field('i', 4, False)
                 f_zk_version = r.read_int32()
-                _n = r.read_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_array_length(4)
-                f_offline_replicas = r.read_fixed_array('i', 4, _n)
-                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, None)
-            elif 6 <= version <= 8:
-                f_partition_index, f_controller_epoch, f_leader, f_leader_epoch = r.unpack(_S_iiii, 'fields PartitionIndex, ControllerEpoch, Leader, LeaderEpoch')
-                _n = r.read_compact_array_length(4)
-                f_isr = r.read_fixed_array('i', 4, _n)
-                f_zk_version = r.read_int32()
-                _n = r.read_compact_array_length(4)
-                f_replicas = r.read_fixed_array('i', 4, _n)
-                _n = r.read_compact_array_length(4)
-                f_offline_replicas = r.read_fixed_array('i', 4, _n)
-                _unknown = r.read_unknown_tags()
-                return cls('', f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, f_offline_replicas, _unknown)
+                f_replicas = r.read_fixed_array_field('i', 4, False)
+                return cls(f_topic_name, f_partition_index, f_controller_epoch, f_leader, f_leader_epoch, f_isr, f_zk_version, f_replicas, [], None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -204,26 +193,26 @@ class UpdateMetadataRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 5:
-                w.write_string(self.topic_name)
-                w.write_array_length(len(self.partition_states))
-                for _e_partition_states in self.partition_states:
-                    _e_partition_states.write(w, version)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataTopicState does not support them")
-            elif version == 6:
-                w.write_compact_string(self.topic_name)
-                w.write_compact_array_length(len(self.partition_states))
-                for _e_partition_states in self.partition_states:
-                    _e_partition_states.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
-            elif 7 <= version <= 8:
+            if 7 <= version <= 8:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partition_states))
                 for _e_partition_states in self.partition_states:
                     _e_partition_states.write(w, version)
                 w.write_tags(self._unknown_tagged_fields)
+            elif version == 6:
+                w.write_compact_string(self.topic_name)
+                w.write_compact_array_length(len(self.partition_states))
+                for _e_partition_states in self.partition_states:
+                    _e_partition_states.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 5:
+                w.write_string(self.topic_name)
+                w.write_array_length(len(self.partition_states))
+                for _e_partition_states in self.partition_states:
+                    _e_partition_states.write(w, version)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataTopicState does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -233,24 +222,24 @@ class UpdateMetadataRequest(Message):
             f_topic_id: uuid.UUID
             f_partition_states: list[UpdateMetadataRequest.UpdateMetadataPartitionState]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 5:
-                f_topic_name = r.read_string()
-                _n = r.read_array_length(32)
-                f_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
-                return cls(f_topic_name, ZERO_UUID, f_partition_states, None)
-            elif version == 6:
-                f_topic_name = r.read_compact_string()
-                _n = r.read_compact_array_length(24)
-                f_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
-                _unknown = r.read_unknown_tags()
-                return cls(f_topic_name, ZERO_UUID, f_partition_states, _unknown)
-            elif 7 <= version <= 8:
+            if 7 <= version <= 8:
                 f_topic_name = r.read_compact_string()
                 f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(24)
                 f_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_topic_id, f_partition_states, _unknown)
+            elif version == 6:
+                f_topic_name = r.read_compact_string()
+                _n = r.read_compact_array_length(24)
+                f_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_topic_name, ZERO_UUID, f_partition_states, _unknown)
+            elif version == 5:
+                f_topic_name = r.read_string()
+                _n = r.read_array_length(32)
+                f_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
+                return cls(f_topic_name, ZERO_UUID, f_partition_states, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -278,12 +267,12 @@ class UpdateMetadataRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 1 <= version <= 2:
+            if 6 <= version <= 8:
                 w.buf += _S_i.pack(self.port)
-                w.write_string(self.host)
+                w.write_compact_string(self.host)
+                w.write_compact_string(self.listener)
                 w.buf += _S_h.pack(self.security_protocol)
-                if self._unknown_tagged_fields:
-                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataEndpoint does not support them")
+                w.write_tags(self._unknown_tagged_fields)
             elif 3 <= version <= 5:
                 w.buf += _S_i.pack(self.port)
                 w.write_string(self.host)
@@ -291,12 +280,12 @@ class UpdateMetadataRequest(Message):
                 w.buf += _S_h.pack(self.security_protocol)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataEndpoint does not support them")
-            elif 6 <= version <= 8:
+            elif 1 <= version <= 2:
                 w.buf += _S_i.pack(self.port)
-                w.write_compact_string(self.host)
-                w.write_compact_string(self.listener)
+                w.write_string(self.host)
                 w.buf += _S_h.pack(self.security_protocol)
-                w.write_tags(self._unknown_tagged_fields)
+                if self._unknown_tagged_fields:
+                    raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataEndpoint does not support them")
             else:
                 raise self.unsupported_version(version)
 
@@ -307,24 +296,24 @@ class UpdateMetadataRequest(Message):
             f_listener: str
             f_security_protocol: int
             _unknown: list[tuple[int, bytes]] | None
-            if 1 <= version <= 2:
-                f_port = r.read_int32()
-                f_host = r.read_string()
-                f_security_protocol = r.read_int16()
-                return cls(f_port, f_host, '', f_security_protocol, None)
-            elif 3 <= version <= 5:
-                f_port = r.read_int32()
-                f_host = r.read_string()
-                f_listener = r.read_string()
-                f_security_protocol = r.read_int16()
-                return cls(f_port, f_host, f_listener, f_security_protocol, None)
-            elif 6 <= version <= 8:
+            if 6 <= version <= 8:
                 f_port = r.read_int32()
                 f_host = r.read_compact_string()
                 f_listener = r.read_compact_string()
                 f_security_protocol = r.read_int16()
                 _unknown = r.read_unknown_tags()
                 return cls(f_port, f_host, f_listener, f_security_protocol, _unknown)
+            elif 3 <= version <= 5:
+                f_port = r.read_int32()
+                f_host = r.read_string()
+                f_listener = r.read_string()
+                f_security_protocol = r.read_int16()
+                return cls(f_port, f_host, f_listener, f_security_protocol, None)
+            elif 1 <= version <= 2:
+                f_port = r.read_int32()
+                f_host = r.read_string()
+                f_security_protocol = r.read_int16()
+                return cls(f_port, f_host, '', f_security_protocol, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -355,10 +344,19 @@ class UpdateMetadataRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 6 <= version <= 8:
                 w.buf += _S_i.pack(self.id)
-                w.write_string(self.v0_host)
-                w.buf += _S_i.pack(self.v0_port)
+                w.write_compact_array_length(len(self.endpoints))
+                for _e_endpoints in self.endpoints:
+                    _e_endpoints.write(w, version)
+                w.write_compact_nullable_string(self.rack)
+                w.write_tags(self._unknown_tagged_fields)
+            elif 2 <= version <= 5:
+                w.buf += _S_i.pack(self.id)
+                w.write_array_length(len(self.endpoints))
+                for _e_endpoints in self.endpoints:
+                    _e_endpoints.write(w, version)
+                w.write_nullable_string(self.rack)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataBroker does not support them")
             elif version == 1:
@@ -368,21 +366,12 @@ class UpdateMetadataRequest(Message):
                     _e_endpoints.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataBroker does not support them")
-            elif 2 <= version <= 5:
+            elif version == 0:
                 w.buf += _S_i.pack(self.id)
-                w.write_array_length(len(self.endpoints))
-                for _e_endpoints in self.endpoints:
-                    _e_endpoints.write(w, version)
-                w.write_nullable_string(self.rack)
+                w.write_string(self.v0_host)
+                w.buf += _S_i.pack(self.v0_port)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest.UpdateMetadataBroker does not support them")
-            elif 6 <= version <= 8:
-                w.buf += _S_i.pack(self.id)
-                w.write_compact_array_length(len(self.endpoints))
-                for _e_endpoints in self.endpoints:
-                    _e_endpoints.write(w, version)
-                w.write_compact_nullable_string(self.rack)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -394,35 +383,35 @@ class UpdateMetadataRequest(Message):
             f_endpoints: list[UpdateMetadataRequest.UpdateMetadataEndpoint]
             f_rack: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_id = r.read_int32()
-                f_v0_host = r.read_string()
-                f_v0_port = r.read_int32()
-                return cls(f_id, f_v0_host, f_v0_port, [], '', None)
-            elif version == 1:
-                f_id = r.read_int32()
-                _n = r.read_array_length(8)
-                f_endpoints = [_T_UpdateMetadataEndpoint.read(r, version) for _ in range(_n)]
-                return cls(f_id, '', 0, f_endpoints, '', None)
-            elif version == 2:
-                f_id = r.read_int32()
-                _n = r.read_array_length(8)
-                f_endpoints = [_T_UpdateMetadataEndpoint.read(r, version) for _ in range(_n)]
-                f_rack = r.read_nullable_string()
-                return cls(f_id, '', 0, f_endpoints, f_rack, None)
-            elif 3 <= version <= 5:
-                f_id = r.read_int32()
-                _n = r.read_array_length(10)
-                f_endpoints = [_T_UpdateMetadataEndpoint.read(r, version) for _ in range(_n)]
-                f_rack = r.read_nullable_string()
-                return cls(f_id, '', 0, f_endpoints, f_rack, None)
-            elif 6 <= version <= 8:
+            if 6 <= version <= 8:
                 f_id = r.read_int32()
                 _n = r.read_compact_array_length(9)
                 f_endpoints = [_T_UpdateMetadataEndpoint.read(r, version) for _ in range(_n)]
                 f_rack = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_id, '', 0, f_endpoints, f_rack, _unknown)
+            elif 3 <= version <= 5:
+                f_id = r.read_int32()
+                _n = r.read_array_length(10)
+                f_endpoints = [_T_UpdateMetadataEndpoint.read(r, version) for _ in range(_n)]
+                f_rack = r.read_nullable_string()
+                return cls(f_id, '', 0, f_endpoints, f_rack, None)
+            elif version == 2:
+                f_id = r.read_int32()
+                _n = r.read_array_length(8)
+                f_endpoints = [_T_UpdateMetadataEndpoint.read(r, version) for _ in range(_n)]
+                f_rack = r.read_nullable_string()
+                return cls(f_id, '', 0, f_endpoints, f_rack, None)
+            elif version == 1:
+                f_id = r.read_int32()
+                _n = r.read_array_length(8)
+                f_endpoints = [_T_UpdateMetadataEndpoint.read(r, version) for _ in range(_n)]
+                return cls(f_id, '', 0, f_endpoints, '', None)
+            elif version == 0:
+                f_id = r.read_int32()
+                f_v0_host = r.read_string()
+                f_v0_port = r.read_int32()
+                return cls(f_id, f_v0_host, f_v0_port, [], '', None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -460,57 +449,7 @@ class UpdateMetadataRequest(Message):
 
     def write(self, w: Writer, version: int) -> None:
         _tags: list[tuple[int, bytes]]
-        if 0 <= version <= 4:
-            w.buf += _S_i.pack(self.controller_id)
-            if self.is_k_raft_controller != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of UpdateMetadataRequest")
-            if self.type != 0:
-                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of UpdateMetadataRequest")
-            w.buf += _S_i.pack(self.controller_epoch)
-            w.write_array_length(len(self.ungrouped_partition_states))
-            for _e_ungrouped_partition_states in self.ungrouped_partition_states:
-                _e_ungrouped_partition_states.write(w, version)
-            if self.topic_states != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of UpdateMetadataRequest")
-            w.write_array_length(len(self.live_brokers))
-            for _e_live_brokers in self.live_brokers:
-                _e_live_brokers.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest does not support them")
-        elif version == 5:
-            w.buf += _S_i.pack(self.controller_id)
-            if self.is_k_raft_controller != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of UpdateMetadataRequest")
-            if self.type != 0:
-                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of UpdateMetadataRequest")
-            w.buf += _S_iq.pack(self.controller_epoch, self.broker_epoch)
-            if self.ungrouped_partition_states != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitionStates at version {version} of UpdateMetadataRequest")
-            w.write_array_length(len(self.topic_states))
-            for _e_topic_states in self.topic_states:
-                _e_topic_states.write(w, version)
-            w.write_array_length(len(self.live_brokers))
-            for _e_live_brokers in self.live_brokers:
-                _e_live_brokers.write(w, version)
-            if self._unknown_tagged_fields:
-                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest does not support them")
-        elif 6 <= version <= 7:
-            w.buf += _S_i.pack(self.controller_id)
-            if self.is_k_raft_controller != False:
-                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of UpdateMetadataRequest")
-            if self.type != 0:
-                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of UpdateMetadataRequest")
-            w.buf += _S_iq.pack(self.controller_epoch, self.broker_epoch)
-            if self.ungrouped_partition_states != []:
-                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitionStates at version {version} of UpdateMetadataRequest")
-            w.write_compact_array_length(len(self.topic_states))
-            for _e_topic_states in self.topic_states:
-                _e_topic_states.write(w, version)
-            w.write_compact_array_length(len(self.live_brokers))
-            for _e_live_brokers in self.live_brokers:
-                _e_live_brokers.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
-        elif version == 8:
+        if version == 8:
             w.buf += _S_ioiq.pack(self.controller_id, self.is_k_raft_controller, self.controller_epoch, self.broker_epoch)
             if self.ungrouped_partition_states != []:
                 raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitionStates at version {version} of UpdateMetadataRequest")
@@ -529,6 +468,56 @@ class UpdateMetadataRequest(Message):
                 _tags.extend(self._unknown_tagged_fields)
                 _tags.sort(key=_tag_key)
             w.write_tags(_tags)
+        elif 6 <= version <= 7:
+            w.buf += _S_i.pack(self.controller_id)
+            if self.is_k_raft_controller != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of UpdateMetadataRequest")
+            if self.type != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of UpdateMetadataRequest")
+            w.buf += _S_iq.pack(self.controller_epoch, self.broker_epoch)
+            if self.ungrouped_partition_states != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitionStates at version {version} of UpdateMetadataRequest")
+            w.write_compact_array_length(len(self.topic_states))
+            for _e_topic_states in self.topic_states:
+                _e_topic_states.write(w, version)
+            w.write_compact_array_length(len(self.live_brokers))
+            for _e_live_brokers in self.live_brokers:
+                _e_live_brokers.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 5:
+            w.buf += _S_i.pack(self.controller_id)
+            if self.is_k_raft_controller != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of UpdateMetadataRequest")
+            if self.type != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of UpdateMetadataRequest")
+            w.buf += _S_iq.pack(self.controller_epoch, self.broker_epoch)
+            if self.ungrouped_partition_states != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default UngroupedPartitionStates at version {version} of UpdateMetadataRequest")
+            w.write_array_length(len(self.topic_states))
+            for _e_topic_states in self.topic_states:
+                _e_topic_states.write(w, version)
+            w.write_array_length(len(self.live_brokers))
+            for _e_live_brokers in self.live_brokers:
+                _e_live_brokers.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest does not support them")
+        elif 0 <= version <= 4:
+            w.buf += _S_i.pack(self.controller_id)
+            if self.is_k_raft_controller != False:
+                raise UnsupportedVersionError(f"attempted to write a non-default isKRaftController at version {version} of UpdateMetadataRequest")
+            if self.type != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default Type at version {version} of UpdateMetadataRequest")
+            w.buf += _S_i.pack(self.controller_epoch)
+            w.write_array_length(len(self.ungrouped_partition_states))
+            for _e_ungrouped_partition_states in self.ungrouped_partition_states:
+                _e_ungrouped_partition_states.write(w, version)
+            if self.topic_states != []:
+                raise UnsupportedVersionError(f"attempted to write a non-default TopicStates at version {version} of UpdateMetadataRequest")
+            w.write_array_length(len(self.live_brokers))
+            for _e_live_brokers in self.live_brokers:
+                _e_live_brokers.write(w, version)
+            if self._unknown_tagged_fields:
+                raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataRequest does not support them")
         else:
             raise self.unsupported_version(version)
 
@@ -543,58 +532,7 @@ class UpdateMetadataRequest(Message):
         f_topic_states: list[UpdateMetadataRequest.UpdateMetadataTopicState]
         f_live_brokers: list[UpdateMetadataRequest.UpdateMetadataBroker]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
-            _n = r.read_array_length(30)
-            f_ungrouped_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(10)
-            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, None)
-        elif version == 1:
-            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
-            _n = r.read_array_length(30)
-            f_ungrouped_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(8)
-            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, None)
-        elif 2 <= version <= 3:
-            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
-            _n = r.read_array_length(30)
-            f_ungrouped_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(10)
-            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, None)
-        elif version == 4:
-            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
-            _n = r.read_array_length(34)
-            f_ungrouped_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(10)
-            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, None)
-        elif version == 5:
-            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
-            _n = r.read_array_length(6)
-            f_topic_states = [_T_UpdateMetadataTopicState.read(r, version) for _ in range(_n)]
-            _n = r.read_array_length(10)
-            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
-            return cls(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, None)
-        elif version == 6:
-            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
-            _n = r.read_compact_array_length(3)
-            f_topic_states = [_T_UpdateMetadataTopicState.read(r, version) for _ in range(_n)]
-            _n = r.read_compact_array_length(7)
-            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, _unknown)
-        elif version == 7:
-            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
-            _n = r.read_compact_array_length(19)
-            f_topic_states = [_T_UpdateMetadataTopicState.read(r, version) for _ in range(_n)]
-            _n = r.read_compact_array_length(7)
-            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, _unknown)
-        elif version == 8:
+        if version == 8:
             f_controller_id, f_is_k_raft_controller, f_controller_epoch, f_broker_epoch = r.unpack(_S_ioiq, 'fields ControllerId, isKRaftController, ControllerEpoch, BrokerEpoch')
             _n = r.read_compact_array_length(19)
             f_topic_states = [_T_UpdateMetadataTopicState.read(r, version) for _ in range(_n)]
@@ -613,6 +551,57 @@ class UpdateMetadataRequest(Message):
                         _unknown = []
                     _unknown.append((_tag, bytes(r.read_raw(_size))))
             return cls(f_controller_id, f_is_k_raft_controller, f_type, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, _unknown)
+        elif version == 7:
+            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
+            _n = r.read_compact_array_length(19)
+            f_topic_states = [_T_UpdateMetadataTopicState.read(r, version) for _ in range(_n)]
+            _n = r.read_compact_array_length(7)
+            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, _unknown)
+        elif version == 6:
+            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
+            _n = r.read_compact_array_length(3)
+            f_topic_states = [_T_UpdateMetadataTopicState.read(r, version) for _ in range(_n)]
+            _n = r.read_compact_array_length(7)
+            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, _unknown)
+        elif version == 5:
+            f_controller_id, f_controller_epoch, f_broker_epoch = r.unpack(_S_iiq, 'fields ControllerId, ControllerEpoch, BrokerEpoch')
+            _n = r.read_array_length(6)
+            f_topic_states = [_T_UpdateMetadataTopicState.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(10)
+            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, 0, f_controller_epoch, f_broker_epoch, [], f_topic_states, f_live_brokers, None)
+        elif version == 4:
+            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
+            _n = r.read_array_length(34)
+            f_ungrouped_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(10)
+            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, None)
+        elif 2 <= version <= 3:
+            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
+            _n = r.read_array_length(30)
+            f_ungrouped_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(10)
+            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, None)
+        elif version == 1:
+            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
+            _n = r.read_array_length(30)
+            f_ungrouped_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(8)
+            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, None)
+        elif version == 0:
+            f_controller_id, f_controller_epoch = r.unpack(_S_ii, 'fields ControllerId, ControllerEpoch')
+            _n = r.read_array_length(30)
+            f_ungrouped_partition_states = [_T_UpdateMetadataPartitionState.read(r, version) for _ in range(_n)]
+            _n = r.read_array_length(10)
+            f_live_brokers = [_T_UpdateMetadataBroker.read(r, version) for _ in range(_n)]
+            return cls(f_controller_id, False, 0, f_controller_epoch, -1, f_ungrouped_partition_states, [], f_live_brokers, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -46,13 +46,13 @@ class UpdateMetadataResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 5:
+        if 6 <= version <= 8:
+            w.buf += _S_h.pack(self.error_code)
+            w.write_tags(self._unknown_tagged_fields)
+        elif 0 <= version <= 5:
             w.buf += _S_h.pack(self.error_code)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of UpdateMetadataResponse does not support them")
-        elif 6 <= version <= 8:
-            w.buf += _S_h.pack(self.error_code)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -60,12 +60,12 @@ class UpdateMetadataResponse(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_error_code: int
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 5:
-            f_error_code = r.read_int16()
-            return cls(f_error_code, None)
-        elif 6 <= version <= 8:
+        if 6 <= version <= 8:
             f_error_code = r.read_int16()
             _unknown = r.read_unknown_tags()
             return cls(f_error_code, _unknown)
+        elif 0 <= version <= 5:
+            f_error_code = r.read_int16()
+            return cls(f_error_code, None)
         else:
             raise cls.unsupported_version(version)

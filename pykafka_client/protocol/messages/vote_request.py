@@ -69,11 +69,11 @@ class VoteRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
-                w.buf += _S_iiiiq.pack(self.partition_index, self.candidate_epoch, self.candidate_id, self.last_offset_epoch, self.last_offset)
-                w.write_tags(self._unknown_tagged_fields)
-            elif version == 1:
+            if version == 1:
                 w.buf += _S_iii16s16siq.pack(self.partition_index, self.candidate_epoch, self.candidate_id, self.candidate_directory_id.bytes, self.voter_directory_id.bytes, self.last_offset_epoch, self.last_offset)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
+                w.buf += _S_iiiiq.pack(self.partition_index, self.candidate_epoch, self.candidate_id, self.last_offset_epoch, self.last_offset)
                 w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
@@ -88,16 +88,16 @@ class VoteRequest(Message):
             f_last_offset_epoch: int
             f_last_offset: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition_index, f_candidate_epoch, f_candidate_id, f_last_offset_epoch, f_last_offset = r.unpack(_S_iiiiq, 'fields PartitionIndex, CandidateEpoch, CandidateId, LastOffsetEpoch, LastOffset')
-                _unknown = r.read_unknown_tags()
-                return cls(f_partition_index, f_candidate_epoch, f_candidate_id, ZERO_UUID, ZERO_UUID, f_last_offset_epoch, f_last_offset, _unknown)
-            elif version == 1:
+            if version == 1:
                 f_partition_index, f_candidate_epoch, f_candidate_id, _u_candidate_directory_id, _u_voter_directory_id, f_last_offset_epoch, f_last_offset = r.unpack(_S_iii16s16siq, 'fields PartitionIndex, CandidateEpoch, CandidateId, CandidateDirectoryId, VoterDirectoryId, LastOffsetEpoch, LastOffset')
                 f_candidate_directory_id = uuid.UUID(bytes=_u_candidate_directory_id)
                 f_voter_directory_id = uuid.UUID(bytes=_u_voter_directory_id)
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_candidate_epoch, f_candidate_id, f_candidate_directory_id, f_voter_directory_id, f_last_offset_epoch, f_last_offset, _unknown)
+            elif version == 0:
+                f_partition_index, f_candidate_epoch, f_candidate_id, f_last_offset_epoch, f_last_offset = r.unpack(_S_iiiiq, 'fields PartitionIndex, CandidateEpoch, CandidateId, LastOffsetEpoch, LastOffset')
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition_index, f_candidate_epoch, f_candidate_id, ZERO_UUID, ZERO_UUID, f_last_offset_epoch, f_last_offset, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -132,15 +132,15 @@ class VoteRequest(Message):
             f_topic_name: str
             f_partitions: list[VoteRequest.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if version == 1:
                 f_topic_name = r.read_compact_string()
-                _n = r.read_compact_array_length(25)
+                _n = r.read_compact_array_length(57)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partitions, _unknown)
-            elif version == 1:
+            elif version == 0:
                 f_topic_name = r.read_compact_string()
-                _n = r.read_compact_array_length(57)
+                _n = r.read_compact_array_length(25)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, f_partitions, _unknown)
@@ -164,15 +164,15 @@ class VoteRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
             w.write_compact_nullable_string(self.cluster_id)
+            w.buf += _S_i.pack(self.voter_id)
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
             w.write_tags(self._unknown_tagged_fields)
-        elif version == 1:
+        elif version == 0:
             w.write_compact_nullable_string(self.cluster_id)
-            w.buf += _S_i.pack(self.voter_id)
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
@@ -186,19 +186,19 @@ class VoteRequest(Message):
         f_voter_id: int
         f_topics: list[VoteRequest.TopicData]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            f_cluster_id = r.read_compact_nullable_string()
-            _n = r.read_compact_array_length(3)
-            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
-            _unknown = r.read_unknown_tags()
-            return cls(f_cluster_id, -1, f_topics, _unknown)
-        elif version == 1:
+        if version == 1:
             f_cluster_id = r.read_compact_nullable_string()
             f_voter_id = r.read_int32()
             _n = r.read_compact_array_length(3)
             f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_cluster_id, f_voter_id, f_topics, _unknown)
+        elif version == 0:
+            f_cluster_id = r.read_compact_nullable_string()
+            _n = r.read_compact_array_length(3)
+            f_topics = [_T_TopicData.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_cluster_id, -1, f_topics, _unknown)
         else:
             raise cls.unsupported_version(version)
 

@@ -52,17 +52,17 @@ class WriteTxnMarkersRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partition_indexes))
+                w.write_fixed_array('i', self.partition_indexes)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partition_indexes))
                 w.write_fixed_array('i', self.partition_indexes)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersRequest.WritableTxnMarkerTopic does not support them")
-            elif version == 1:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partition_indexes))
-                w.write_fixed_array('i', self.partition_indexes)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -71,17 +71,15 @@ class WriteTxnMarkersRequest(Message):
             f_name: str
             f_partition_indexes: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_name = r.read_string()
-                _n = r.read_array_length(4)
-                f_partition_indexes = r.read_fixed_array('i', 4, _n)
-                return cls(f_name, f_partition_indexes, None)
-            elif version == 1:
+            if version == 1:
                 f_name = r.read_compact_string()
-                _n = r.read_compact_array_length(4)
-                f_partition_indexes = r.read_fixed_array('i', 4, _n)
+                f_partition_indexes = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partition_indexes, _unknown)
+            elif version == 0:
+                f_name = r.read_string()
+                f_partition_indexes = r.read_fixed_array_field('i', 4, False)
+                return cls(f_name, f_partition_indexes, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -112,7 +110,14 @@ class WriteTxnMarkersRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_qho.pack(self.producer_id, self.producer_epoch, self.transaction_result)
+                w.write_compact_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+                w.buf += _S_i.pack(self.coordinator_epoch)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_qho.pack(self.producer_id, self.producer_epoch, self.transaction_result)
                 w.write_array_length(len(self.topics))
                 for _e_topics in self.topics:
@@ -120,13 +125,6 @@ class WriteTxnMarkersRequest(Message):
                 w.buf += _S_i.pack(self.coordinator_epoch)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersRequest.WritableTxnMarker does not support them")
-            elif version == 1:
-                w.buf += _S_qho.pack(self.producer_id, self.producer_epoch, self.transaction_result)
-                w.write_compact_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-                w.buf += _S_i.pack(self.coordinator_epoch)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -138,19 +136,19 @@ class WriteTxnMarkersRequest(Message):
             f_topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic]
             f_coordinator_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_producer_id, f_producer_epoch, f_transaction_result = r.unpack(_S_qho, 'fields ProducerId, ProducerEpoch, TransactionResult')
-                _n = r.read_array_length(6)
-                f_topics = [_T_WritableTxnMarkerTopic.read(r, version) for _ in range(_n)]
-                f_coordinator_epoch = r.read_int32()
-                return cls(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, None)
-            elif version == 1:
+            if version == 1:
                 f_producer_id, f_producer_epoch, f_transaction_result = r.unpack(_S_qho, 'fields ProducerId, ProducerEpoch, TransactionResult')
                 _n = r.read_compact_array_length(3)
                 f_topics = [_T_WritableTxnMarkerTopic.read(r, version) for _ in range(_n)]
                 f_coordinator_epoch = r.read_int32()
                 _unknown = r.read_unknown_tags()
                 return cls(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, _unknown)
+            elif version == 0:
+                f_producer_id, f_producer_epoch, f_transaction_result = r.unpack(_S_qho, 'fields ProducerId, ProducerEpoch, TransactionResult')
+                _n = r.read_array_length(6)
+                f_topics = [_T_WritableTxnMarkerTopic.read(r, version) for _ in range(_n)]
+                f_coordinator_epoch = r.read_int32()
+                return cls(f_producer_id, f_producer_epoch, f_transaction_result, f_topics, f_coordinator_epoch, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -167,17 +165,17 @@ class WriteTxnMarkersRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.write_compact_array_length(len(self.markers))
+            for _e_markers in self.markers:
+                _e_markers.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.write_array_length(len(self.markers))
             for _e_markers in self.markers:
                 _e_markers.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersRequest does not support them")
-        elif version == 1:
-            w.write_compact_array_length(len(self.markers))
-            for _e_markers in self.markers:
-                _e_markers.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -185,15 +183,15 @@ class WriteTxnMarkersRequest(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_markers: list[WriteTxnMarkersRequest.WritableTxnMarker]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(19)
-            f_markers = [_T_WritableTxnMarker.read(r, version) for _ in range(_n)]
-            return cls(f_markers, None)
-        elif version == 1:
+        if version == 1:
             _n = r.read_compact_array_length(17)
             f_markers = [_T_WritableTxnMarker.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_markers, _unknown)
+        elif version == 0:
+            _n = r.read_array_length(19)
+            f_markers = [_T_WritableTxnMarker.read(r, version) for _ in range(_n)]
+            return cls(f_markers, None)
         else:
             raise cls.unsupported_version(version)
 

@@ -52,13 +52,13 @@ class WriteTxnMarkersResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_ih.pack(self.partition_index, self.error_code)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult does not support them")
-            elif version == 1:
-                w.buf += _S_ih.pack(self.partition_index, self.error_code)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -67,13 +67,13 @@ class WriteTxnMarkersResponse(Message):
             f_partition_index: int
             f_error_code: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
-                return cls(f_partition_index, f_error_code, None)
-            elif version == 1:
+            if version == 1:
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_error_code, _unknown)
+            elif version == 0:
+                f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
+                return cls(f_partition_index, f_error_code, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -95,19 +95,19 @@ class WriteTxnMarkersResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.write_compact_string(self.name)
+                w.write_compact_array_length(len(self.partitions))
+                for _e_partitions in self.partitions:
+                    _e_partitions.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.write_string(self.name)
                 w.write_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
                     _e_partitions.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersResponse.WritableTxnMarkerTopicResult does not support them")
-            elif version == 1:
-                w.write_compact_string(self.name)
-                w.write_compact_array_length(len(self.partitions))
-                for _e_partitions in self.partitions:
-                    _e_partitions.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -116,17 +116,17 @@ class WriteTxnMarkersResponse(Message):
             f_name: str
             f_partitions: list[WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_name = r.read_string()
-                _n = r.read_array_length(6)
-                f_partitions = [_T_WritableTxnMarkerPartitionResult.read(r, version) for _ in range(_n)]
-                return cls(f_name, f_partitions, None)
-            elif version == 1:
+            if version == 1:
                 f_name = r.read_compact_string()
                 _n = r.read_compact_array_length(7)
                 f_partitions = [_T_WritableTxnMarkerPartitionResult.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_name, f_partitions, _unknown)
+            elif version == 0:
+                f_name = r.read_string()
+                _n = r.read_array_length(6)
+                f_partitions = [_T_WritableTxnMarkerPartitionResult.read(r, version) for _ in range(_n)]
+                return cls(f_name, f_partitions, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -148,19 +148,19 @@ class WriteTxnMarkersResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_q.pack(self.producer_id)
+                w.write_compact_array_length(len(self.topics))
+                for _e_topics in self.topics:
+                    _e_topics.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_q.pack(self.producer_id)
                 w.write_array_length(len(self.topics))
                 for _e_topics in self.topics:
                     _e_topics.write(w, version)
                 if self._unknown_tagged_fields:
                     raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersResponse.WritableTxnMarkerResult does not support them")
-            elif version == 1:
-                w.buf += _S_q.pack(self.producer_id)
-                w.write_compact_array_length(len(self.topics))
-                for _e_topics in self.topics:
-                    _e_topics.write(w, version)
-                w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
 
@@ -169,17 +169,17 @@ class WriteTxnMarkersResponse(Message):
             f_producer_id: int
             f_topics: list[WriteTxnMarkersResponse.WritableTxnMarkerTopicResult]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
-                f_producer_id = r.read_int64()
-                _n = r.read_array_length(6)
-                f_topics = [_T_WritableTxnMarkerTopicResult.read(r, version) for _ in range(_n)]
-                return cls(f_producer_id, f_topics, None)
-            elif version == 1:
+            if version == 1:
                 f_producer_id = r.read_int64()
                 _n = r.read_compact_array_length(3)
                 f_topics = [_T_WritableTxnMarkerTopicResult.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
                 return cls(f_producer_id, f_topics, _unknown)
+            elif version == 0:
+                f_producer_id = r.read_int64()
+                _n = r.read_array_length(6)
+                f_topics = [_T_WritableTxnMarkerTopicResult.read(r, version) for _ in range(_n)]
+                return cls(f_producer_id, f_topics, None)
             else:
                 raise cls.unsupported_version(version)
 
@@ -196,17 +196,17 @@ class WriteTxnMarkersResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.write_compact_array_length(len(self.markers))
+            for _e_markers in self.markers:
+                _e_markers.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.write_array_length(len(self.markers))
             for _e_markers in self.markers:
                 _e_markers.write(w, version)
             if self._unknown_tagged_fields:
                 raise UnsupportedVersionError(f"tagged fields were set, but version {version} of WriteTxnMarkersResponse does not support them")
-        elif version == 1:
-            w.write_compact_array_length(len(self.markers))
-            for _e_markers in self.markers:
-                _e_markers.write(w, version)
-            w.write_tags(self._unknown_tagged_fields)
         else:
             raise self.unsupported_version(version)
 
@@ -214,15 +214,15 @@ class WriteTxnMarkersResponse(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_markers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
-            _n = r.read_array_length(12)
-            f_markers = [_T_WritableTxnMarkerResult.read(r, version) for _ in range(_n)]
-            return cls(f_markers, None)
-        elif version == 1:
+        if version == 1:
             _n = r.read_compact_array_length(10)
             f_markers = [_T_WritableTxnMarkerResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
             return cls(f_markers, _unknown)
+        elif version == 0:
+            _n = r.read_array_length(12)
+            f_markers = [_T_WritableTxnMarkerResult.read(r, version) for _ in range(_n)]
+            return cls(f_markers, None)
         else:
             raise cls.unsupported_version(version)
 
