@@ -24,7 +24,7 @@ from pykafka_client.errors import (
 )
 from pykafka_client.protocol.api_keys import REQUESTS, RESPONSES, ApiKey
 from pykafka_client.protocol.messages import RequestHeader, ResponseHeader
-from pykafka_client.protocol.types import Buffer, Chunk, Message, Reader, Writer
+from pykafka_client.protocol.types import Buffer, Chunk, Message, Reader, Writer, write_checked
 
 __all__ = [
     "RequestHeader",
@@ -82,8 +82,8 @@ def encode_request(body: Message, version: int, correlation_id: int, client_id: 
     _check_version(type(body), version)
     w = Writer()
     w.buf += b"\0\0\0\0"
-    RequestHeader(api_key, version, correlation_id, client_id).write(w, request_header_version(api_key, version))
-    body.write(w, version)
+    write_checked(RequestHeader(api_key, version, correlation_id, client_id), w, request_header_version(api_key, version))
+    write_checked(body, w, version)
     w.patch_int32(0, w.size - 4)
     return w.chunks()
 
@@ -96,8 +96,8 @@ def encode_response(body: Message, api_key: int, version: int, correlation_id: i
     _check_version(type(body), version)
     w = Writer()
     w.buf += b"\0\0\0\0"
-    ResponseHeader(correlation_id).write(w, hv)
-    body.write(w, version)
+    write_checked(ResponseHeader(correlation_id), w, hv)
+    write_checked(body, w, version)
     w.patch_int32(0, w.size - 4)
     return w.chunks()
 

@@ -42,6 +42,7 @@ __all__ = [
     "Reader",
     "RecordsLike",
     "Writer",
+    "write_checked",
 ]
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -744,7 +745,7 @@ class Message:
     def encode(self, version: int) -> bytes:
         """The message encoded at ``version`` (raises UnsupportedVersionError outside VALID_VERSIONS)."""
         w = Writer()
-        self.write(w, version)
+        write_checked(self, w, version)
         return w.to_bytes()
 
     @classmethod
@@ -760,3 +761,12 @@ class Message:
     def unsupported_version(cls, version: int) -> UnsupportedVersionError:
         lo, hi = cls.VALID_VERSIONS
         return UnsupportedVersionError(f"{cls.__qualname__} version {version} is not in the valid range {lo}-{hi}")
+
+
+def write_checked(msg: Message, w: Writer, version: int) -> None:
+    """``msg.write(w, version)``, turning out-of-range numbers (``struct.error``) and strings that cannot
+    be encoded into ``IllegalArgumentError`` naming the message."""
+    try:
+        msg.write(w, version)
+    except (struct.error, OverflowError, UnicodeEncodeError) as e:
+        raise IllegalArgumentError(f"cannot encode {type(msg).__qualname__} v{version}: {e}") from e

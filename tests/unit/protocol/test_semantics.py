@@ -151,3 +151,16 @@ def test_same_object_encodes_at_every_version() -> None:
     lo, hi = MetadataResponse.VALID_VERSIONS
     for v in range(lo, hi + 1):
         assert MetadataResponse.decode(resp.encode(v), v) == resp
+
+
+def test_out_of_range_numbers_raise_illegal_argument() -> None:
+    from pykafka_client.protocol import encode_request
+
+    with pytest.raises(IllegalArgumentError, match="int16 limit"):
+        MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="x" * 40000)]).encode(1)
+    with pytest.raises(IllegalArgumentError, match="RequestHeader"):
+        encode_request(MetadataRequest(topics=[]), 1, 2**31, "c")
+    with pytest.raises(IllegalArgumentError):
+        MetadataResponse(throttle_time_ms=2**31).encode(3)
+    with pytest.raises(IllegalArgumentError):
+        MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name="\ud800")]).encode(1)
