@@ -82,5 +82,5 @@ def test_node_id_and_broker_id() -> None:
 def test_named_listeners_map_to_protocols() -> None:
     c = KafkaConfig({"listeners": "CLIENT://127.0.0.1:0", "listener.security.protocol.map": "CLIENT:PLAINTEXT"})
     assert c.listeners[0].listener_name == "CLIENT"
-    with pytest.raises(ConfigurationError, match="advertised.listeners"):
+    with pytest.raises(ConfigurationError, match=r"advertised\.listeners"):
         KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "advertised.listeners": "OTHER://h:1"})
