@@ -180,3 +180,79 @@ def _owned(r: Recorder) -> set[TopicPartition]:
         else:
             owned -= set(tps)
     return owned
+
+
+def test_max_poll_interval_exceeded_leaves_group_and_partitions_are_lost(tansu_broker_module: TansuBroker) -> None:
+    """The heartbeat thread notices that poll() stopped being called, leaves the group; the next poll
+    reports the partitions as lost and rejoins."""
+    broker = tansu_broker_module
+    topic = make_topic(broker, partitions=2, records=4)
+
+    class LostRecorder(Recorder):
+        def on_partitions_lost(self, lost: Collection[TopicPartition]) -> None:
+            self.events.append(("lost", sorted(lost)))
+
+    rec = LostRecorder()
+    with group_consumer(broker, f"grp-{uuid.uuid4().hex[:6]}", **{"max.poll.interval.ms": 1500}) as c:
+        c.subscribe([topic], rec)
+        assert len(poll_until(c, 4)) == 4
+        assert c.coordinator is not None
+        member = c.coordinator.generation_snapshot().member_id
+        time.sleep(3.0)  # longer than max.poll.interval.ms: the heartbeat thread leaves the group
+        assert c.coordinator.generation_snapshot().member_id == ""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (
+            rec.events and rec.events[-1][0] == "assigned" and len(rec.events) >= 3
+        ):
+            c.poll(0.2)
+        kinds = [k for k, _ in rec.events]
+        assert kinds[:3] == ["assigned", "lost", "assigned"], rec.events
+        assert c.coordinator.generation_snapshot().member_id not in ("", member)
+
+
+def test_static_member_keeps_assignment_across_restart(tansu_broker_module: TansuBroker) -> None:
+    broker = tansu_broker_module
+    topic = make_topic(broker, partitions=2, records=4)
+    group = f"grp-{uuid.uuid4().hex[:6]}"
+    cfg = {"group.instance.id": "instance-a", "enable.auto.commit": False}
+    c = group_consumer(broker, group, **cfg)
+    c.subscribe([topic])
+    assert len(poll_until(c, 4)) == 4
+    first = c.assignment()
+    c.commit_sync()
+    c.close()  # a static member does not send LeaveGroup
+    c2 = group_consumer(broker, group, **cfg)
+    c2.subscribe([topic])
+    deadline = time.monotonic() + 30
+    while not c2.assignment() and time.monotonic() < deadline:
+        c2.poll(0.2)
+    assert c2.assignment() == first
+    c2.close()
+
+
+def test_commit_sync_inside_revoke_callback_with_heartbeats_running(tansu_broker_module: TansuBroker) -> None:
+    """The usual pattern (commit in on_partitions_revoked) must not deadlock with the heartbeat thread."""
+    broker = tansu_broker_module
+    topic = make_topic(broker, partitions=2, records=6)
+    group = f"grp-{uuid.uuid4().hex[:6]}"
+    holder: dict[str, KafkaConsumer[Any, Any]] = {}
+    committed_in_callback: list[int] = []
+
+    class CommitOnRevoke(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked: Collection[TopicPartition]) -> None:
+            if revoked:
+                holder["c"].commit_sync()
+                committed_in_callback.append(len(revoked))
+
+    c = group_consumer(broker, group, **{"enable.auto.commit": False})
+    holder["c"] = c
+    c.subscribe([topic], CommitOnRevoke())
+    assert len(poll_until(c, 6)) == 6
+    c.enforce_rebalance("test")
+    deadline = time.monotonic() + 30
+    while not committed_in_callback and time.monotonic() < deadline:
+        c.poll(0.2)
+    assert committed_in_callback == [2]
+    committed = c.committed({TopicPartition(topic, 0), TopicPartition(topic, 1)}, 10)
+    assert {tp.partition: om.offset if om else None for tp, om in committed.items()} == {0: 3, 1: 3}
+    c.close()
