@@ -1,0 +1,100 @@
+"""The offsets log: record codec, and a coordinator restarted on the same data dir."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mini_broker.group import GroupState, LeaveMember, OffsetAndMetadata
+from mini_broker.group.group_metadata_manager import (
+    LoadedGroup,
+    StoredGroup,
+    StoredMember,
+    apply_record,
+    group_metadata_key,
+    group_metadata_value,
+    offset_commit_key,
+    offset_commit_value,
+)
+from pykafka_client.errors import FencedInstanceIdError, MessageDecodeError
+from pykafka_client.utils.time import MockTime
+from tests.unit.broker.group.harness import GROUP, Harness
+
+NONE = 0
+
+
+def test_codec_round_trip_and_tombstones() -> None:
+    groups: dict[str, LoadedGroup] = {}
+    om = OffsetAndMetadata(42, 3, "meta", 1000, -1)
+    apply_record(groups, offset_commit_key("g", "t", 1), offset_commit_value(om))
+    stored = StoredGroup("consumer", 4, "range", "m1", 77,
+                         [StoredMember("m1", "i-1", "c", "/h", 60000, 10000, b"sub", b"asg")])
+    apply_record(groups, group_metadata_key("g"), group_metadata_value(stored))
+    assert groups["g"].offsets == {("t", 1): om} and groups["g"].group == stored
+    apply_record(groups, offset_commit_key("g", "t", 1), None)
+    assert groups["g"].offsets == {}
+    apply_record(groups, group_metadata_key("g"), None)
+    assert "g" not in groups
+
+
+def test_codec_rejects_garbage() -> None:
+    with pytest.raises(MessageDecodeError):
+        apply_record({}, b"\x00\x07", b"")
+    with pytest.raises(MessageDecodeError):
+        apply_record({}, offset_commit_key("g", "t", 0), b"\x00\x03\x00")
+
+
+def test_offsets_and_group_survive_restart(tmp_path: Path) -> None:
+    time = MockTime()
+    h = Harness(str(tmp_path), time)
+    a = h.join(instance_id="i-a")
+    b = h.join()
+    h.finish_initial_join()
+    leader = a.value.leader_id
+    ids = [a.value.member_id, b.value.member_id]
+    for m in ids:
+        h.sync(m, 1, {ids[0]: b"A", ids[1]: b"B"} if m == leader else None,
+               instance_id="i-a" if m == ids[0] else None)
+    assert h.commit(ids[0], 1, {("t", 0): 5, ("t", 1): 6}, instance_id="i-a") == {("t", 0): NONE, ("t", 1): NONE}
+    h.commit("", -1, {("u", 0): 9}, group_id="manual")
+    h.commit("", -1, {("u", 0): 1}, group_id="deleted")
+    h.coordinator.handle_delete_groups(["deleted"])
+    h.close()
+
+    h2 = Harness(str(tmp_path), time)
+    try:
+        assert h2.fetch([("t", 0), ("t", 1)]) == {("t", 0): 5, ("t", 1): 6}
+        assert h2.fetch([("u", 0)], group_id="manual") == {("u", 0): 9}
+        assert h2.coordinator.get_group("deleted") is None
+        g = h2.group()
+        assert (g.state, g.generation_id, g.protocol_name, g.leader_id) == (GroupState.STABLE, 1, "range", leader)
+        assert g.get(ids[0]).assignment == b"A" and g.get(ids[1]).assignment == b"B"
+        assert g.static_members == {"i-a": ids[0]}
+        # Members carry on with their generation...
+        assert h2.heartbeat(ids[0], 1, instance_id="i-a") == NONE
+        assert h2.sync(ids[1], 1).value.assignment == b"B"
+        # ...a stale static member id is fenced...
+        assert h2.heartbeat("i-a-old", 1, instance_id="i-a") == FencedInstanceIdError.code
+        # ...and members that went away with the old broker expire after their session timeout.
+        h2.advance(10_000)
+        assert not g.has(ids[1]) and g.state is not GroupState.STABLE
+    finally:
+        h2.close()
+
+
+def test_empty_group_generation_survives_restart(tmp_path: Path) -> None:
+    time = MockTime()
+    h = Harness(str(tmp_path), time)
+    leader, = h.stable_group(1)
+    h.coordinator.handle_leave_group(GROUP, [LeaveMember(leader)])
+    assert h.group().state is GroupState.EMPTY and h.group().generation_id == 2
+    h.commit("", -1, {("t", 0): 1})
+    h.close()
+    h2 = Harness(str(tmp_path), time)
+    try:
+        g = h2.group()
+        assert (g.state, g.generation_id, g.protocol_type) == (GroupState.EMPTY, 2, "consumer")
+        assert h2.fetch([("t", 0)]) == {("t", 0): 1}
+    finally:
+        h2.close()
