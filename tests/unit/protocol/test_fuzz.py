@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import struct
+import tracemalloc
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from pykafka_client.errors import KafkaError, MessageDecodeError
 from pykafka_client.protocol.headers import decode_request, decode_response
 from pykafka_client.protocol.messages import MESSAGE_CLASSES, FetchResponse, ProduceRequest
-from pykafka_client.protocol.types import Message
+from pykafka_client.protocol.types import Message, Reader
 
 from .strategies import message_at
 
@@ -81,11 +82,19 @@ def test_random_frames_into_header_decoders(blob: bytes) -> None:
 
 
 def test_lying_length_claiming_2gb_fails_fast() -> None:
-    # ProduceRequest v3: transactional_id (null), acks, timeout, topic array count = 2 GB on 20 bytes
+    # ProduceRequest v3: transactional_id (null), acks, timeout, topic array count = 2 G on a 22-byte buffer
     data = b"\xff\xff" + struct.pack(">hi", -1, 1000) + struct.pack(">i", 2_000_000_000) + b"\x00" * 10
     assert len(data) == 22
-    with pytest.raises(MessageDecodeError, match="array count 2000000000"):
-        ProduceRequest.decode(data, 3)
+    tracemalloc.start()
+    try:
+        with pytest.raises(MessageDecodeError, match="array count 2000000000"):
+            ProduceRequest.decode(data, 3)
+        with pytest.raises(MessageDecodeError, match="bytes length 2147483000 exceeds 16 remaining"):
+            Reader(struct.pack(">i", 2_147_483_000) + b"\x00" * 16).read_bytes()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000  # nothing was sized by the lying length
     # a records length of 2 GB inside a Fetch response partition
     part = struct.pack(">ihq", 0, 0, 0) + struct.pack(">i", 2_147_483_000)
     data = struct.pack(">ii", 0, 1) + b"\x00\x01t" + struct.pack(">i", 1) + part + b"\x00" * 4
