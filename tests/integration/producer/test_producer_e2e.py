@@ -21,6 +21,7 @@ from pykafka_client.errors import (
     RecordTooLargeError,
     SerializationError,
 )
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.producer.partitioner import partition_for_key
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -303,3 +304,38 @@ def test_transactions_not_supported(broker: MiniBroker) -> None:
         producer(broker, **{"transactional.id": "tx"})
     with producer(broker) as p, pytest.raises(IllegalStateError, match="not supported"):
         p.begin_transaction()
+
+
+def test_close_while_other_threads_send(broker: MiniBroker) -> None:
+    topic = topic_name()
+    p = producer(broker, **{"linger.ms": 1})
+    p.partitions_for(topic)
+    futures: list[Any] = []
+    raised: list[BaseException] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                f = p.send(topic, b"x" * 50)
+            except KafkaError as e:  # send after close, or closed during the append
+                with lock:
+                    raised.append(e)
+                return
+            with lock:
+                futures.append(f)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    p.close(10)
+    stop.set()
+    for t in threads:
+        t.join(10)
+        assert not t.is_alive()
+    assert futures and all(f.done() for f in futures)
+    ok = sum(1 for f in futures if f.exception(0) is None)
+    assert ok > 0
+    assert all(isinstance(e, KafkaError) for e in raised)
