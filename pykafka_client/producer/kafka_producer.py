@@ -231,8 +231,13 @@ class KafkaProducer:
         hdrs = _normalize_headers(headers)
         try:
             remaining_ms = self._wait_on_metadata(topic, partition, self._max_block_ms)
-            key_bytes = self._key_serializer.serialize(topic, key, hdrs)
-            value_bytes = self._value_serializer.serialize(topic, value, hdrs)
+            try:
+                key_bytes = self._key_serializer.serialize(topic, key, hdrs)
+                value_bytes = self._value_serializer.serialize(topic, value, hdrs)
+            except SerializationError:
+                raise
+            except Exception as e:  # a user serializer failing in its own way
+                raise SerializationError(f"Can't serialize the key or value of a record for topic {topic}: {e!r}") from e
             if key_bytes is not None and not isinstance(key_bytes, bytes):
                 raise SerializationError(f"key serializer returned {type(key_bytes).__name__}, not bytes")
             if value_bytes is not None and not isinstance(value_bytes, bytes):

@@ -122,7 +122,6 @@ class Sender:
         self._running = True
         self._force_close = False
         self._init_pid_not_before_ms = 0
-        self.fatal_error: BaseException | None = None
         self._wakeup_pending = False
 
     # --- thread loop ---------------------------------------------------------------------------------

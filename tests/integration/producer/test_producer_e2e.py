@@ -339,3 +339,13 @@ def test_close_while_other_threads_send(broker: MiniBroker) -> None:
     ok = sum(1 for f in futures if f.exception(0) is None)
     assert ok > 0
     assert all(isinstance(e, KafkaError) for e in raised)
+
+
+def test_custom_serializer_errors_become_serialization_errors(broker: MiniBroker) -> None:
+    class Broken:
+        def serialize(self, topic: str, data: Any, headers: Any = None) -> bytes:
+            raise ValueError("nope")
+
+    with producer(broker, **{"value.serializer": Broken()}) as p:
+        with pytest.raises(SerializationError, match="nope"):
+            p.send(topic_name(), 1)
