@@ -10,7 +10,8 @@ Invariants
   bytes that remain before anything is allocated; negative lengths are rejected except ``-1`` (null)
   where the caller allows null. Varints longer than 5 (int) / 10 (long) bytes are rejected.
 * Strings must be valid UTF-8 on decode (invalid UTF-8 raises ``MessageDecodeError``; Java would
-  substitute U+FFFD).
+  substitute U+FFFD) and at most 32767 bytes long, compact or not (as Java's generated code enforces, both
+  ways).
 * ``Writer`` accumulates bytes in ``buf`` (a ``bytearray``); :meth:`Writer.write_records` appends large
   record payloads (and every :class:`FileRegion`) as their own chunk without copying them.
   ``chunks()`` returns the pieces in order; ``to_bytes()`` joins them and refuses ``FileRegion`` chunks
@@ -329,6 +330,8 @@ class Reader:
 
     def _utf8(self, n: int, what: str) -> str:
         pos = self.pos
+        if n > 0x7FFF:
+            raise MessageDecodeError(f"{what} length {n} is larger than the string limit 32767", pos)
         try:
             s = str(self.buf[pos : pos + n], "utf-8")
         except UnicodeDecodeError as e:
@@ -615,6 +618,8 @@ class Writer:
 
     def write_compact_string(self, s: str) -> None:
         b = s.encode("utf-8")
+        if len(b) > 0x7FFF:
+            raise IllegalArgumentError(f"string of {len(b)} bytes is longer than the limit 32767")
         self.write_unsigned_varint(len(b) + 1)
         self.buf += b
 

@@ -181,3 +181,15 @@ def test_writer_rejects_bad_values() -> None:
 
 def test_zero_uuid() -> None:
     assert ZERO_UUID.bytes == b"\x00" * 16
+
+
+def test_strings_are_limited_to_32767_bytes_even_when_compact() -> None:
+    wr = Writer()
+    wr.write_compact_string("x" * 0x7FFF)
+    assert Reader(wr.to_bytes()).read_compact_string() == "x" * 0x7FFF
+    with pytest.raises(IllegalArgumentError):
+        Writer().write_compact_string("x" * 0x8000)
+    big = Writer()
+    big.write_compact_bytes(b"x" * 0x8000)  # bytes fields have no such limit
+    with pytest.raises(MessageDecodeError, match="larger than the string limit"):
+        Reader(big.to_bytes()).read_compact_string()
