@@ -214,3 +214,24 @@ def test_api_keys_cover_every_request_spec() -> None:
     for ak, (lo, hi) in api_keys.STABLE_VERSIONS.items():
         spec_lo, spec_hi = api_keys.CLIENT_SUPPORTED_VERSIONS[ak]
         assert spec_lo == lo and hi in (spec_hi, spec_hi - 1)
+
+
+def test_generator_is_deterministic() -> None:
+    first = GEN.generate_all(SPECS)
+    second = GEN.generate_all(SPECS)
+    assert first == second
+    assert len([p for p in first if p.name != "__init__.py" and p.parent.name == "messages"]) == len(SPEC_FILES)
+
+
+def test_message_modules_load_lazily() -> None:
+    import subprocess
+
+    code = (
+        "import sys, pykafka_client.protocol as p\n"
+        "from pykafka_client.protocol.messages import FetchRequest\n"
+        "p.REQUESTS[p.ApiKey.METADATA]\n"
+        "mods = sorted(m for m in sys.modules if m.startswith('pykafka_client.protocol.messages.'))\n"
+        "print(','.join(m.rsplit('.', 1)[1] for m in mods))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, timeout=60)
+    assert out.stdout.strip().split(",") == ["fetch_request", "metadata_request", "request_header", "response_header"]
