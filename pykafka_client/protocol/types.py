@@ -85,6 +85,11 @@ RecordsLike = Union[bytes, bytearray, memoryview, FileRegion]
 Chunk = Union[bytes, bytearray, memoryview, FileRegion]
 
 
+def _nbytes(b: Buffer | FileRegion) -> int:
+    """Length in bytes (a memoryview's ``len`` counts items, not bytes)."""
+    return b.nbytes if isinstance(b, memoryview) else len(b)
+
+
 def _zigzag32(n: int) -> int:
     return ((n << 1) ^ (n >> 31)) & 0xFFFFFFFF
 
@@ -630,7 +635,7 @@ class Writer:
             self.write_compact_string(s)
 
     def write_bytes(self, b: Buffer) -> None:
-        self.buf += _I32.pack(len(b))
+        self.buf += _I32.pack(_nbytes(b))
         self.buf += b
 
     def write_nullable_bytes(self, b: Buffer | None) -> None:
@@ -640,7 +645,7 @@ class Writer:
             self.write_bytes(b)
 
     def write_compact_bytes(self, b: Buffer) -> None:
-        self.write_unsigned_varint(len(b) + 1)
+        self.write_unsigned_varint(_nbytes(b) + 1)
         self.buf += b
 
     def write_compact_nullable_bytes(self, b: Buffer | None) -> None:
@@ -652,7 +657,7 @@ class Writer:
     def write_records(self, obj: RecordsLike) -> None:
         """Append a records payload (no length prefix): small bytes-likes are copied, anything else
         (large payloads, every FileRegion) becomes its own chunk, not copied."""
-        n = len(obj)
+        n = _nbytes(obj)
         if n < _INLINE_RECORDS_MAX and not isinstance(obj, FileRegion):
             self.buf += obj
             return
@@ -671,10 +676,11 @@ class Writer:
             else:
                 self.buf += b"\xff\xff\xff\xff"
             return
+        n = _nbytes(obj)
         if compact:
-            self.write_unsigned_varint(len(obj) + 1)
+            self.write_unsigned_varint(n + 1)
         else:
-            self.buf += _I32.pack(len(obj))
+            self.buf += _I32.pack(n)
         self.write_records(obj)
 
     # --- arrays ---------------------------------------------------------------------------------

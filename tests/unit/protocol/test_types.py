@@ -193,3 +193,14 @@ def test_strings_are_limited_to_32767_bytes_even_when_compact() -> None:
     big.write_compact_bytes(b"x" * 0x8000)  # bytes fields have no such limit
     with pytest.raises(MessageDecodeError, match="larger than the string limit"):
         Reader(big.to_bytes()).read_compact_string()
+
+
+def test_memoryviews_of_wider_items_count_bytes() -> None:
+    import array
+
+    words = memoryview(array.array("I", [1, 2]))  # 2 items, 8 bytes
+    wr = Writer()
+    wr.write_records_field(words, compact=False)
+    wr.write_bytes(words)
+    assert wr.to_bytes()[:4] == b"\x00\x00\x00\x08"
+    assert len(wr.to_bytes()) == 24
