@@ -427,11 +427,15 @@ class RecordAccumulator:
             dq.appendleft(b)
 
     def split_and_reenqueue(self, big: ProducerBatch, now_ms: int) -> int:
-        """Split a batch the broker found too large into ``batch.size`` pieces and put them back in front;
-        returns the number of new batches. Sequences are kept within the big batch's range."""
+        """Split a batch the broker found too large into pieces of at most half its size (and at most
+        ``batch.size``) and put them back in front; returns the number of new batches. Sequences are kept
+        within the big batch's range."""
         base_seq = big.base_sequence
         pid, epoch, txn = big.producer_id, big.producer_epoch, big.is_transactional
-        pieces = big.split_into(self.batch_size, now_ms)
+        # Java splits into batch.size pieces, which cannot help when the broker's limit is below batch.size
+        # (our batches are bounded by batch.size uncompressed). Halving always makes progress.
+        split_size = min(self.batch_size, max(big.estimated_size_in_bytes() // 2, 1))
+        pieces = big.split_into(split_size, now_ms)
         if base_seq != -1:
             seq = base_seq
             for b in pieces:

@@ -349,3 +349,18 @@ def test_custom_serializer_errors_become_serialization_errors(broker: MiniBroker
     with producer(broker, **{"value.serializer": Broken()}) as p:
         with pytest.raises(SerializationError, match="nope"):
             p.send(topic_name(), 1)
+
+
+def test_batches_over_the_broker_limit_are_split_until_they_fit() -> None:
+    with MiniBroker({"message.max.bytes": 5000}) as b:
+        topic = topic_name()
+        # max.in.flight=1: with 5 in flight, order after a split relies on the broker's sequence checks
+        # (OUT_OF_ORDER_SEQUENCE_NUMBER for the batch behind), which mini_broker does not apply until
+        # mini_broker.producer_state is wired into Log.append.
+        cfg = {"bootstrap.servers": b.bootstrap_servers, "linger.ms": 100, "max.block.ms": 10_000,
+               "max.in.flight.requests.per.connection": 1}
+        with KafkaProducer(cfg) as p:
+            fs = [p.send(topic, b"%03d" % i + b"x" * 497, partition=0) for i in range(40)]
+            p.flush(20)
+            assert p.metrics()["batch-split-total"] > 0
+        assert [f.result(0).offset for f in fs] == list(range(40))

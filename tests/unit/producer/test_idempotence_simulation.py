@@ -21,7 +21,8 @@ NOT_LEADER = 6
 class ModelBroker:
     """One node's partitions: a list of values per partition and Kafka's producer-state checks."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, max_batch_bytes: int | None = None) -> None:
+        self.max_batch_bytes = max_batch_bytes
         self.logs: dict[int, list[bytes]] = {0: [], 1: []}
         self.state = {p: ProducerStateManager(f"t-{p}", str(tmp / f"t-{p}")) for p in (0, 1)}
 
@@ -32,6 +33,9 @@ class ModelBroker:
                 assert pd.records is not None
                 batch = DefaultRecordBatch(bytes(pd.records))  # type: ignore[arg-type]
                 log = self.logs[pd.index]
+                if self.max_batch_bytes is not None and batch.size_in_bytes > self.max_batch_bytes:
+                    parts.append(ProduceResponse.PartitionProduceResponse(index=pd.index, error_code=10, base_offset=-1))
+                    continue
                 try:
                     dup = self.state[pd.index].before_append([batch], len(log))
                 except OutOfOrderSequenceError:
@@ -61,7 +65,7 @@ def refuse(body: ProduceRequest) -> ProduceResponse:
 def test_exactly_once_in_order_under_lost_responses(tmp_path: Path, seed: int) -> None:
     rng = random.Random(seed)
     h = Harness(idempotent=True, batch_size=rng.choice([80, 200, 1000]), retry_backoff_ms=10, retry_backoff_max_ms=50)
-    broker = ModelBroker(tmp_path)
+    broker = ModelBroker(tmp_path, rng.choice([None, 150]))  # 150 B: multi-record batches get MESSAGE_TOO_LARGE
     sent: dict[int, list[tuple[bytes, FutureRecordMetadata]]] = {0: [], 1: []}
     n = 0
 
