@@ -12,8 +12,10 @@ FetchCollector).
   changes, offset reset or OffsetOutOfRangeClientError on OFFSET_OUT_OF_RANGE) and returns at most
   ``max.poll.records`` records, advancing positions.
 
-Not implemented: incremental fetch sessions (KIP-227, every fetch is a full sessionless fetch),
-fetching from followers (KIP-392) and log truncation detection (KIP-320).
+* Incremental fetch sessions (KIP-227) per broker (``fetch_session_handler.py``): after a full fetch
+  that opens a session, requests carry only changed partitions plus ``forgotten`` ones.
+
+Not implemented: fetching from followers (KIP-392) and log truncation detection (KIP-320).
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ from typing import Any
 from pykafka_client.consumer.client_adapter import ConsumerClient
 from pykafka_client.consumer.completed_fetch import CompletedFetch, Deserialize, FetchBuffer
 from pykafka_client.consumer.consumer_record import ConsumerRecord
+from pykafka_client.consumer.fetch_session_handler import (
+    FetchSessionHandler,
+    FetchSessionRequest,
+    PartitionFetchState,
+)
 from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.consumer.subscription_state import FetchPosition, OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import (
@@ -103,6 +110,8 @@ class FetchRequestData:
     request: FetchRequest
     offsets: dict[TopicPartition, int]
     id_to_name: dict[uuid.UUID, str]
+    session: FetchSessionRequest | None = None
+    all_topic_ids: bool = True
 
 
 class Fetcher:
@@ -124,6 +133,7 @@ class Fetcher:
         self.fetch_buffer = FetchBuffer()
         self._lock = threading.Lock()
         self._nodes_with_pending_fetch_requests: set[int] = set()
+        self._sessions: dict[int, FetchSessionHandler] = {}
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -156,37 +166,61 @@ class Fetcher:
         out: dict[Node, FetchRequestData] = {}
         cfg = self.config
         for node, parts in per_node.items():
+            wanted = {tp: PartitionFetchState(off, epoch, cfg.fetch_size) for tp, (off, epoch) in parts.items()}
+            with self._lock:
+                handler = self._sessions.get(node.id)
+                if handler is None:
+                    handler = self._sessions[node.id] = FetchSessionHandler(node.id)
+                session_request = handler.build(wanted)
             topics: dict[str, FetchRequest.FetchTopic] = {}
             id_to_name: dict[uuid.UUID, str] = {}
-            for tp, (offset, epoch) in parts.items():
+            ids: dict[str, uuid.UUID | None] = {}
+            for topic in {tp.topic for tp in session_request.session_partitions} | {
+                tp.topic for tp in session_request.to_forget
+            }:
+                tid = self._topic_id(topic)
+                ids[topic] = tid
+                if tid is not None:
+                    id_to_name[tid] = topic
+            for tp, st in session_request.to_send.items():
                 ft = topics.get(tp.topic)
                 if ft is None:
-                    tid = self._topic_id(tp.topic)
-                    ft = FetchRequest.FetchTopic(topic=tp.topic)
+                    ft = topics[tp.topic] = FetchRequest.FetchTopic(topic=tp.topic)
+                    tid = ids.get(tp.topic)
                     if tid is not None:
                         ft.topic_id = tid
-                        id_to_name[tid] = tp.topic
-                    topics[tp.topic] = ft
                 ft.partitions.append(
                     FetchRequest.FetchPartition(
                         partition=tp.partition,
-                        current_leader_epoch=epoch,
-                        fetch_offset=offset,
-                        partition_max_bytes=cfg.fetch_size,
+                        current_leader_epoch=st.current_leader_epoch,
+                        fetch_offset=st.fetch_offset,
+                        partition_max_bytes=st.max_bytes,
                     )
                 )
+            forgotten: dict[str, FetchRequest.ForgottenTopic] = {}
+            for tp in session_request.to_forget:
+                fg = forgotten.get(tp.topic)
+                if fg is None:
+                    fg = forgotten[tp.topic] = FetchRequest.ForgottenTopic(topic=tp.topic)
+                    tid = ids.get(tp.topic)
+                    if tid is not None:
+                        fg.topic_id = tid
+                fg.partitions.append(tp.partition)
             request = FetchRequest(
                 replica_id=-1,
                 max_wait_ms=cfg.max_wait_ms,
                 min_bytes=cfg.min_bytes,
                 max_bytes=cfg.max_bytes,
                 isolation_level=cfg.isolation_level,
-                session_id=0,
-                session_epoch=-1,
+                session_id=session_request.session_id,
+                session_epoch=session_request.epoch,
                 topics=list(topics.values()),
+                forgotten_topics_data=list(forgotten.values()),
                 rack_id=cfg.client_rack,
             )
-            out[node] = FetchRequestData(request, {tp: off for tp, (off, _) in parts.items()}, id_to_name)
+            offsets = {tp: st.fetch_offset for tp, st in session_request.session_partitions.items()}
+            all_ids = all(tid is not None for tid in ids.values())
+            out[node] = FetchRequestData(request, offsets, id_to_name, session_request, all_ids)
         return out
 
     def send_fetches(self) -> int:
@@ -196,12 +230,11 @@ class Fetcher:
             with self._lock:
                 self._nodes_with_pending_fetch_requests.add(node.id)
             # Without an id for every topic the request must use names (v12 at most).
-            all_ids = len(data.id_to_name) == len(data.request.topics)
             future = self.client.send(
                 node,
                 data.request,
                 self.config.request_timeout_ms + self.config.max_wait_ms,
-                latest_allowed_version=None if all_ids else _TOPIC_ID_MIN_VERSION - 1,
+                latest_allowed_version=None if data.all_topic_ids else _TOPIC_ID_MIN_VERSION - 1,
             )
             future.add_callbacks(
                 functools.partial(self._handle_fetch_success, node, data),
@@ -214,6 +247,13 @@ class Fetcher:
             body = response.response_body
             if not isinstance(body, FetchResponse):
                 return
+            if data.session is not None:
+                with self._lock:
+                    handler = self._sessions.get(node.id)
+                    ok = handler is None or handler.handle_response(data.session, body.error_code, body.session_id)
+                if not ok:
+                    log.debug("fetch session with node %s reset (error %d)", node, body.error_code)
+                    return
             if body.error_code != _NONE:
                 log.debug("fetch to node %s failed with error %d", node, body.error_code)
                 return
@@ -238,6 +278,9 @@ class Fetcher:
     def _handle_fetch_failure(self, node: Node, exc: BaseException) -> None:
         log.debug("fetch request to node %s failed: %s", node, exc)
         with self._lock:
+            handler = self._sessions.get(node.id)
+            if handler is not None:
+                handler.handle_error()
             self._nodes_with_pending_fetch_requests.discard(node.id)
 
     def has_pending_fetch(self, node_id: int) -> bool:
