@@ -132,6 +132,9 @@ def test_subscribe_join_fetch_commit_on_scripted_group() -> None:
     )
     for _ in range(3):
         script.add(FetchRequest, fetch_answer)
+    # no background thread in a unit test: the scripted client is single-threaded, MockTime drives time
+    assert c.coordinator is not None
+    c.coordinator.start_heartbeat_thread_if_needed = lambda: None  # type: ignore[method-assign]
     c.subscribe(["t"])
     got: list[Any] = []
     for _ in range(10):
