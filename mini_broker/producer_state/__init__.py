@@ -7,7 +7,11 @@ from __future__ import annotations
 from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo
 from mini_broker.producer_state.producer_id_manager import ProducerIdManager
 from mini_broker.producer_state.producer_state_entry import NUM_BATCHES_TO_RETAIN, BatchMetadata, ProducerStateEntry
-from mini_broker.producer_state.producer_state_manager import ProducerStateManager, log_before_append_hook
+from mini_broker.producer_state.producer_state_manager import (
+    ProducerStateManager,
+    log_before_append_hook,
+    rebuild_from_log,
+)
 
 __all__ = [
     "NUM_BATCHES_TO_RETAIN",
@@ -19,4 +23,5 @@ __all__ = [
     "ProducerStateEntry",
     "ProducerStateManager",
     "log_before_append_hook",
+    "rebuild_from_log",
 ]

@@ -300,3 +300,30 @@ def log_before_append_hook(
         return None if dup is None else make_append_info(dup)
 
     return hook
+
+
+class _ReadableLog(Protocol):
+    @property
+    def log_end_offset(self) -> int: ...
+
+    def read(self, start_offset: int, max_bytes: int) -> Any: ...
+
+
+def rebuild_from_log(manager: ProducerStateManager, log: _ReadableLog, now_ms: int, chunk_bytes: int = 8 << 20) -> None:
+    """On log load: the newest snapshot, then every batch after it (``log.read(...).to_bytes()``), so the state
+    matches the log. Reads in chunks of ``chunk_bytes`` (at least one batch each)."""
+    from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+    from pykafka_client.protocol.records.memory_records import MemoryRecords
+
+    end = log.log_end_offset
+    manager.load(end, now_ms)
+    offset = manager.map_end_offset
+    while offset < end:
+        info = log.read(offset, chunk_bytes)
+        data = info.to_bytes() if info.records is not None else b""
+        views = [b for b in MemoryRecords(data).batches() if isinstance(b, DefaultRecordBatch)]
+        if not views:
+            break
+        manager.replay(v for v in views if v.base_offset + v.last_offset_delta >= offset)
+        offset = views[-1].base_offset + views[-1].last_offset_delta + 1
+

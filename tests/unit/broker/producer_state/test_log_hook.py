@@ -9,12 +9,10 @@ import pytest
 from mini_broker.log.fetch_data_info import LogAppendInfo
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import Log
-from mini_broker.producer_state import BatchMetadata, ProducerStateManager, log_before_append_hook
+from mini_broker.producer_state import BatchMetadata, ProducerStateManager, log_before_append_hook, rebuild_from_log
 from pykafka_client.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.producer.record_metadata import TopicPartition
-from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
-from pykafka_client.protocol.records.memory_records import MemoryRecords
 
 PID = 77
 
@@ -50,10 +48,7 @@ class Partition:
         self.__init__(path)  # type: ignore[misc]
         self.psm.load(self.log.log_end_offset, now_ms=2000)
         start = self.psm.map_end_offset
-        if self.psm.map_end_offset < self.log.log_end_offset:
-            data = self.log.read(self.psm.map_end_offset, 1 << 30).to_bytes()
-            views = [b for b in MemoryRecords(data).batches() if isinstance(b, DefaultRecordBatch)]
-            self.psm.replay(views)
+        rebuild_from_log(self.psm, self.log, now_ms=2000, chunk_bytes=1)  # 1 byte: one batch per read
         return start
 
 
