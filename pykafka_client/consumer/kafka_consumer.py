@@ -382,7 +382,12 @@ class KafkaConsumer(Generic[K, V]):
                     # pipeline the next fetches before handing records to the application
                     if self.fetcher.send_fetches() > 0 or self._client.has_pending_requests():
                         self._client.poll_no_wakeup()
-                    return ConsumerRecords(records)
+                    next_offsets = {}
+                    for tp in records:
+                        pos = self.subscriptions.position_or_none(tp)
+                        if pos is not None:
+                            next_offsets[tp] = OffsetAndMetadata(pos.offset, "", pos.offset_epoch)
+                    return ConsumerRecords(records, next_offsets)
                 timer.update()
                 if timer.is_expired():
                     return ConsumerRecords({})

@@ -104,6 +104,11 @@ def test_assign_poll_returns_records_grouped_by_partition() -> None:
     ]
     assert c.position(TP0) == 3
     assert c.assignment() == {TP0, TP1}
+    script.add(FetchRequest, fetch_answer)
+    c.seek(TP1, 1)
+    recs = c.poll(0.5)
+    assert [r.offset for r in recs] == [1, 2]
+    assert recs.next_offsets() == {TP1: OffsetAndMetadata(3, "", 0)}  # with the leader epoch of the last record
 
 
 def test_subscribe_join_fetch_commit_on_scripted_group() -> None:
