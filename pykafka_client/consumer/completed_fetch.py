@@ -142,7 +142,7 @@ class CompletedFetch:
             self._current_batch = batch
             for r in self._decode(batch):
                 if r.offset >= self.next_fetch_offset:
-                    self._records.append(r)
+                    self._records.append(r)  # re-checked when returned: offsets must keep increasing
             if not self._records:
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
         return True
@@ -189,9 +189,13 @@ class CompletedFetch:
                     if batch is not None
                     else TimestampType.NO_TIMESTAMP_TYPE
                 )
-                take = min(max_records - len(out), len(records))
-                for _ in range(take):
+                while records and len(out) < max_records:
                     record = records[0]
+                    if record.offset < self.next_fetch_offset:
+                        # behind the position (start of a compressed batch, or an offset that does not
+                        # increase): never returned twice or out of order
+                        records.popleft()
+                        continue
                     headers = record.headers
                     rkey = record.key
                     rvalue = record.value
