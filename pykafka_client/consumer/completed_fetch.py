@@ -260,6 +260,15 @@ class FetchBuffer:
         with self._lock:
             return not self._completed and (self.next_in_line is None or self.next_in_line.is_consumed)
 
+    def has_completed_fetches(self, predicate: Callable[[TopicPartition], bool]) -> bool:
+        """Whether any buffered (or in-line) fetch is for a partition accepted by ``predicate``."""
+        with self._lock:
+            parts = [f.partition for f in self._completed]
+        nil = self.next_in_line
+        if nil is not None and not nil.is_consumed:
+            parts.append(nil.partition)
+        return any(predicate(tp) for tp in parts)
+
     def buffered_partitions(self) -> set[TopicPartition]:
         with self._lock:
             parts = {f.partition for f in self._completed}

@@ -290,7 +290,8 @@ class Fetcher:
     # -- collecting ----------------------------------------------------------------------------
 
     def has_available_fetches(self) -> bool:
-        return not self.fetch_buffer.is_empty()
+        """Buffered data for a partition that can return it now (not paused): the poll condition."""
+        return self.fetch_buffer.has_completed_fetches(self.subscriptions.is_fetchable)
 
     def clear_buffered_data_for_unassigned_partitions(self) -> None:
         self.fetch_buffer.retain_all(self.subscriptions.assigned_partitions())
@@ -382,40 +383,50 @@ class Fetcher:
         fetched: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = {}
         remaining = self.config.max_poll_records
         buffer = self.fetch_buffer
-        while remaining > 0:
-            nil = buffer.next_in_line
-            if nil is None or nil.is_consumed:
-                completed = buffer.peek()
-                if completed is None:
-                    break
-                if not completed.initialized:
-                    try:
-                        nil = self._initialize(completed)
-                    except Exception:
-                        raw = completed.partition_data.records
-                        if not fetched and (raw is None or len(raw) == 0):
-                            buffer.poll()
+        paused: list[CompletedFetch] = []
+        try:
+            while remaining > 0:
+                nil = buffer.next_in_line
+                if nil is None or nil.is_consumed:
+                    completed = buffer.peek()
+                    if completed is None:
+                        break
+                    if not completed.initialized:
+                        try:
+                            nil = self._initialize(completed)
+                        except Exception:
+                            raw = completed.partition_data.records
+                            if not fetched and (raw is None or len(raw) == 0):
+                                buffer.poll()
+                            raise
+                    else:
+                        nil = completed
+                    buffer.poll()
+                    buffer.next_in_line = nil
+                    continue
+                if self.subscriptions.is_paused(nil.partition):
+                    # kept, not drained: returned by a later poll if the partition is resumed by then
+                    paused.append(nil)
+                    buffer.next_in_line = None
+                    continue
+                try:
+                    records = self._fetch_records(nil, remaining)
+                except KafkaError as e:
+                    if not fetched:
                         raise
-                else:
-                    nil = completed
-                buffer.poll()
-                buffer.next_in_line = nil
-                continue
-            try:
-                records = self._fetch_records(nil, remaining)
-            except KafkaError as e:
-                if not fetched:
-                    raise
-                nil.cached_exception = e  # raised by the next poll, after these records are returned
-                break
-            if records:
-                fetched.setdefault(nil.partition, []).extend(records)
-                remaining -= len(records)
-                self.subscriptions.move_partition_to_end(nil.partition)
-            if nil.cached_exception is not None:
-                break
-            if not records and not nil.is_consumed:
-                nil.drain()
+                    nil.cached_exception = e  # raised by the next poll, after these records are returned
+                    break
+                if records:
+                    fetched.setdefault(nil.partition, []).extend(records)
+                    remaining -= len(records)
+                    self.subscriptions.move_partition_to_end(nil.partition)
+                if nil.cached_exception is not None:
+                    break
+                if not records and not nil.is_consumed:
+                    nil.drain()
+        finally:
+            for completed in paused:
+                buffer.add(completed)
         return fetched
 
     def close(self) -> None:

@@ -139,6 +139,11 @@ def test_paused_partition_returns_nothing_and_is_not_fetched() -> None:
     client.respond(response({TP0: (0, batch(0, [b"a"]))}))
     subs.pause(TP0)
     assert f.collect_fetch() == {}
+    assert not f.has_available_fetches()  # paused data does not stop poll() from blocking
+    assert f.send_fetches() == 0  # TP0 is paused (its data kept), TP1 is paused
+    subs.resume(TP0)
+    assert f.has_available_fetches()
+    assert [r.value for r in f.collect_fetch()[TP0]] == [b"a"]  # kept while paused, no refetch
 
 
 def test_unassigned_partition_data_dropped() -> None:
