@@ -22,8 +22,9 @@ def compression_type_for(value: Any) -> CompressionType:
     return CompressionType.for_name(str(value))
 
 
-def encode_batch(batch: ProducerBatch, compression_type: Any, compression_level: int | None) -> bytes:
-    """The wire bytes of ``batch`` (base offset 0) with its current producer id, epoch and base sequence."""
+def encode_batch(batch: ProducerBatch, compression_type: Any, compression_level: int | None) -> tuple[bytes, float]:
+    """The wire bytes of ``batch`` (base offset 0) with its current producer id, epoch and base sequence, and
+    the compression ratio achieved on its records (1.0 without compression)."""
     builder = MemoryRecordsBuilder(
         compression_type_for(compression_type),
         write_limit=_UNLIMITED,
@@ -36,4 +37,5 @@ def encode_batch(batch: ProducerBatch, compression_type: Any, compression_level:
     append = builder.append
     for rec in batch.pending:
         append(rec.timestamp, rec.key, rec.value, rec.headers)
-    return builder.build()
+    data = builder.build()
+    return data, builder.compression_ratio

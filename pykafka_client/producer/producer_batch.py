@@ -32,6 +32,8 @@ NO_TIMESTAMP = -1
 INT_MAX = 2**31 - 1
 #: Size of the magic v2 batch header (an empty batch).
 RECORD_BATCH_OVERHEAD = 61
+#: Head-room on an estimated compressed size (Java ``COMPRESSION_RATE_ESTIMATION_FACTOR``).
+COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 
 Header = tuple[str, "bytes | None"]
 Callback = Callable[[RecordMetadata | None, BaseException | None], None]
@@ -132,9 +134,22 @@ class ProducerBatch:
         compression_type: Any = None,
         compression_level: int | None = None,
         is_splitting: bool = False,
+        compression_ratio: float = 1.0,
     ) -> None:
         self.topic_partition = tp
         self.write_limit = write_limit
+        # Compressed batches are filled by estimated compressed size (Java CompressionRatioEstimator): the
+        # uncompressed bytes allowed are precomputed so appends compare integers only.
+        compressed = compression_type is not None and str(getattr(compression_type, "name", compression_type)).lower() != "none"
+        self.is_compressed = compressed
+        self.compression_ratio = compression_ratio * COMPRESSION_RATE_ESTIMATION_FACTOR if compressed else 1.0
+        self._limit = (
+            write_limit
+            if self.compression_ratio == 1.0
+            else RECORD_BATCH_OVERHEAD + int((write_limit - RECORD_BATCH_OVERHEAD) / max(self.compression_ratio, 0.01))
+        )
+        #: compressed / uncompressed size of the records once encoded (1.0 before, or without compression)
+        self.actual_compression_ratio = 1.0
         self.created_ms = created_ms
         self.last_attempt_ms = created_ms
         self.drained_ms = created_ms
@@ -175,10 +190,18 @@ class ProducerBatch:
         return len(self.pending)
 
     def estimated_size_in_bytes(self) -> int:
+        """Exact once encoded; before, the uncompressed size scaled by the estimated compression ratio."""
+        if self._built is not None:
+            return len(self._built)
+        if self.compression_ratio == 1.0:
+            return self._size
+        return RECORD_BATCH_OVERHEAD + int((self._size - RECORD_BATCH_OVERHEAD) * self.compression_ratio)
+
+    def uncompressed_size_in_bytes(self) -> int:
         return self._size
 
     def is_full(self) -> bool:
-        return self.closed or self._size >= self.write_limit
+        return self.closed or self._size >= self._limit
 
     def has_room_for(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> bool:
         if self.closed:
@@ -186,7 +209,7 @@ class ProducerBatch:
         if not self.pending:
             return True
         size = record_size_in_bytes(len(self.pending), timestamp - self._base_timestamp, key, value, headers)
-        return self._size + size <= self.write_limit
+        return self._size + size <= self._limit
 
     def try_append(
         self,
@@ -202,7 +225,7 @@ class ProducerBatch:
             return None
         if self.pending:
             size = record_size_in_bytes(len(self.pending), timestamp - self._base_timestamp, key, value, headers)
-            if self._size + size > self.write_limit:
+            if self._size + size > self._limit:
                 return None
         else:
             self._base_timestamp = timestamp
@@ -221,7 +244,7 @@ class ProducerBatch:
         """Move a record (with its future) into this batch; used by :meth:`split_into`."""
         if self.pending:
             size = record_size_in_bytes(len(self.pending), rec.timestamp - self._base_timestamp, rec.key, rec.value, rec.headers)
-            if self._size + size > self.write_limit:
+            if self._size + size > self._limit:
                 return False
         else:
             self._base_timestamp = rec.timestamp
@@ -270,7 +293,7 @@ class ProducerBatch:
         if self._built is None or self._built_state != state:
             from pykafka_client.producer.batch_encoder import encode_batch
 
-            self._built = encode_batch(self, self.compression_type, self.compression_level)
+            self._built, self.actual_compression_ratio = encode_batch(self, self.compression_type, self.compression_level)
             self._built_state = state
         return self._built
 

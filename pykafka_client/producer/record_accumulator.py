@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 UNKNOWN_PARTITION = -1
 RETRY_BACKOFF_EXP_BASE = 2
 RETRY_BACKOFF_JITTER = 0.2
+COMPRESSION_RATIO_IMPROVING_STEP = 0.005
+COMPRESSION_RATIO_DETERIORATE_STEP = 0.05
 
 
 class AccumulatorMetadata(ClusterView, Protocol):
@@ -137,6 +139,8 @@ class RecordAccumulator:
         self._counts_lock = threading.Lock()
         self._closed = False
         self._next_batch_expiry_ms = 2**63 - 1
+        # topic -> estimated compression ratio (Java CompressionRatioEstimator, per topic and codec).
+        self._compression_ratios: dict[str, float] = {}
 
     # --- append (application threads) ----------------------------------------------------------------
 
@@ -206,7 +210,8 @@ class RecordAccumulator:
                         if self._closed:
                             raise KafkaError("Producer closed while send in progress")
                         batch = ProducerBatch(
-                            TopicPartition(topic, effective), allocated, now, self.compression_type, self.compression_level
+                            TopicPartition(topic, effective), allocated, now, self.compression_type,
+                            self.compression_level, compression_ratio=self._compression_ratios.get(topic, 1.0),
                         )
                         batch.allocated_bytes = allocated
                         future = batch.try_append(timestamp, key, value, headers, callback, now)
@@ -432,9 +437,11 @@ class RecordAccumulator:
         within the big batch's range."""
         base_seq = big.base_sequence
         pid, epoch, txn = big.producer_id, big.producer_epoch, big.is_transactional
-        # Java splits into batch.size pieces, which cannot help when the broker's limit is below batch.size
-        # (our batches are bounded by batch.size uncompressed). Halving always makes progress.
-        split_size = min(self.batch_size, max(big.estimated_size_in_bytes() // 2, 1))
+        # Java splits into batch.size pieces, which cannot help when the broker's limit is below batch.size.
+        # Halving the uncompressed records always makes progress. As Java, a batch found too large resets the
+        # topic's compression estimate to at least 1.0.
+        split_size = max(big.uncompressed_size_in_bytes() // 2, 1)
+        self._compression_ratios[big.topic_partition.topic] = max(1.0, big.actual_compression_ratio)
         pieces = big.split_into(split_size, now_ms)
         if base_seq != -1:
             seq = base_seq
@@ -472,6 +479,22 @@ class RecordAccumulator:
                             self.maybe_update_next_batch_expiry_time(b)
                             break
         return expired
+
+    def update_compression_ratio(self, batch: ProducerBatch) -> None:
+        """After a batch was encoded: move the topic's estimate towards the observed ratio (slowly when it
+        improves, fast when it deteriorates), as Java ``CompressionRatioEstimator.updateEstimation``."""
+        if not batch.is_compressed:
+            return
+        topic = batch.topic_partition.topic
+        observed = batch.actual_compression_ratio
+        current = self._compression_ratios.get(topic, 1.0)
+        if observed > current:
+            self._compression_ratios[topic] = max(current + COMPRESSION_RATIO_DETERIORATE_STEP, observed)
+        elif observed < current:
+            self._compression_ratios[topic] = max(current - COMPRESSION_RATIO_IMPROVING_STEP, observed)
+
+    def compression_ratio_estimate(self, topic: str) -> float:
+        return self._compression_ratios.get(topic, 1.0)
 
     def maybe_update_next_batch_expiry_time(self, batch: ProducerBatch) -> None:
         t = batch.created_ms + self.delivery_timeout_ms

@@ -325,6 +325,7 @@ class Sender:
             tp = b.topic_partition
             data = b.records()
             b.mark_sent()
+            self.accumulator.update_compression_ratio(b)
             size += len(data)
             records += b.record_count
             by_tp[tp] = b

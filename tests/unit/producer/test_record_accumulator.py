@@ -284,3 +284,38 @@ def test_abort_batches(abort_all: bool) -> None:
         acc.abort_undrained_batches(err)
     assert fut.exception(0) is err
     assert acc.free.available_memory() == acc.free.total_memory
+
+
+def test_compression_ratio_estimate_improves_slowly_and_deteriorates_fast() -> None:
+    from pykafka_client.protocol.compression import CompressionType
+
+    time = MockTime()
+    acc = RecordAccumulator(
+        batch_size=4096, linger_ms=0, retry_backoff_ms=100, retry_backoff_max_ms=100, delivery_timeout_ms=120_000,
+        buffer_pool=BufferPool(1 << 20, time), time=time, compression_type=CompressionType.GZIP,
+    )
+    for _ in range(20):
+        acc.append("t", 0, 0, None, b"a" * 200, [], None, 0, META)
+    (b,) = acc.drain(META, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id]
+    assert b.estimated_size_in_bytes() > 3000  # estimate before encoding: uncompressed x 1.0 x 1.05
+    b.records()
+    assert b.actual_compression_ratio < 0.1 and b.estimated_size_in_bytes() < 500  # exact once encoded
+    acc.update_compression_ratio(b)
+    assert acc.compression_ratio_estimate("t") == pytest.approx(0.995)
+    b.actual_compression_ratio = 1.5  # a batch that compresses badly: jump to it
+    acc.update_compression_ratio(b)
+    assert acc.compression_ratio_estimate("t") == 1.5
+
+
+def test_batch_with_lower_ratio_estimate_holds_more_records() -> None:
+    from pykafka_client.producer.producer_batch import ProducerBatch
+    from pykafka_client.protocol.compression import CompressionType
+
+    def fill(ratio: float) -> int:
+        b = ProducerBatch(TP0, 4096, 0, CompressionType.LZ4, compression_ratio=ratio)
+        while b.try_append(0, None, b"v" * 100, [], None, 0) is not None:
+            pass
+        assert b.estimated_size_in_bytes() <= 4096
+        return b.record_count
+
+    assert fill(0.5) > 1.8 * fill(1.0)

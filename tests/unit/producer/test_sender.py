@@ -13,7 +13,7 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.producer.transaction_manager import State
-from pykafka_client.protocol.messages import InitProducerIdRequest
+from pykafka_client.protocol.messages import InitProducerIdRequest, ProduceRequest
 from tests.unit.producer.sender_harness import (
     MAX_INT,
     PID,
@@ -138,7 +138,6 @@ def test_s64_message_too_large_splits_without_consuming_a_retry() -> None:
     big_fs = h2.append(value=b"x" * 100, n=10)
     h2.run_once()
     h2.client.respond(produce_response({TP0: (MESSAGE_TOO_LARGE, -1)}))
-    h2.accumulator.batch_size = 300
     h2.run_once()
     queued = h2.accumulator.batches_for(TP0)
     assert len(queued) > 1 and sum(b.record_count for b in queued) == 10
@@ -148,7 +147,9 @@ def test_s64_message_too_large_splits_without_consuming_a_retry() -> None:
     while not all(f.done() for f in big_fs):
         h2.run_once()
         while h2.client.requests:
-            b = next(iter(batches_in(h2.last_request()).values()))
+            body = h2.client.requests[0].body
+            assert isinstance(body, ProduceRequest)
+            b = batches_in(body)[TP0]
             h2.client.respond(produce_response({TP0: (NONE, offset)}))
             offset += b.last_offset + 1
         h2.run_once()
