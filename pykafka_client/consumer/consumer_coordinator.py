@@ -121,6 +121,13 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._async_commit_fenced = False
         self._pattern_metadata_version = -1
         self.include_internal_topics = False
+        self._pending_committed_request: (
+            tuple[
+                tuple[frozenset[TopicPartition], Generation],
+                RequestFuture[dict[TopicPartition, OffsetAndMetadata | None]],
+            ]
+            | None
+        ) = None
 
     # -- embedded protocol -------------------------------------------------------------------
 
@@ -366,13 +373,22 @@ class ConsumerCoordinator(AbstractCoordinator):
         """Committed offsets (None per partition without one); None overall if the timer expired."""
         if not partitions:
             return {}
+        key = (frozenset(partitions), self.generation_snapshot())
         while True:
             if not self.ensure_coordinator_ready(timer):
                 return None
-            future = self._send_offset_fetch_request(partitions)
+            # An unfinished request for the same partitions and generation is reused, so that repeated
+            # short polls do not pile up OffsetFetch requests (Java: pendingCommittedOffsetRequest).
+            pending = self._pending_committed_request
+            if pending is not None and pending[0] == key and not pending[1].failed():
+                future = pending[1]
+            else:
+                future = self._send_offset_fetch_request(partitions)
+                self._pending_committed_request = (key, future)
             self.client.poll_future(future, timer)
             if not future.is_done():
                 return None
+            self._pending_committed_request = None
             if future.succeeded():
                 result: dict[TopicPartition, OffsetAndMetadata | None] = future.value()
                 return result

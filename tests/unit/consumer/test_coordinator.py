@@ -516,3 +516,26 @@ def test_coordinator_node_is_a_separate_connection() -> None:
     assert coord.ensure_coordinator_ready(time.timer(100))
     assert coord.coordinator == Node(2**31 - 1 - 3, "localhost", 9092)
     assert RangeAssignor().name() == "range"
+
+
+def test_committed_offset_request_is_reused_across_short_polls() -> None:
+    coord, client, script, subs, time = make()
+    subs.assign_from_user([T0])
+    script.add(FindCoordinatorRequest, find_ok())
+    assert coord.ensure_coordinator_ready(time.timer(100))
+    for _ in range(3):  # no answer yet: each call times out at once
+        assert coord.fetch_committed_offsets([T0], time.timer(0)) is None
+    assert len([s for s in client.sent if isinstance(s.body, OffsetFetchRequest)]) == 1
+    client.respond(
+        OffsetFetchResponse(
+            topics=[
+                OffsetFetchResponse.OffsetFetchResponseTopic(
+                    name="t",
+                    partitions=[
+                        OffsetFetchResponse.OffsetFetchResponsePartition(partition_index=0, committed_offset=8)
+                    ],
+                )
+            ]
+        )
+    )
+    assert coord.fetch_committed_offsets([T0], time.timer(0)) == {T0: OffsetAndMetadata(8)}
