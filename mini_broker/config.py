@@ -80,6 +80,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     _k("delete.topic.enable", "bool", True),
     _k("message.max.bytes", "int", 1048588, 0),
     _k("fetch.max.bytes", "int", 57671680, 1024),
+    _k("max.incremental.fetch.session.cache.slots", "int", 1000, 0),
     _k("min.insync.replicas", "int", 1, 1),
     _k("compression.type", "str", "producer"),
     _k("unclean.leader.election.enable", "bool", False),

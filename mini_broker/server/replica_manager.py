@@ -35,6 +35,7 @@ from mini_broker.purgatory import (
     TopicPartitionOperationKey,
 )
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from mini_broker.server.fetch_session import FetchSessionCache
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata, validate_topic_name
 from pykafka_client.errors import (
     ConfigurationError,
@@ -167,7 +168,10 @@ class ReplicaManager:
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
             "Fetch", broker_id=config.node_id, purge_interval=_int_config(config, "fetch.purgatory.purge.interval.requests"),
             time=time)
+        self.fetch_sessions = FetchSessionCache(_int_config(config, "max.incremental.fetch.session.cache.slots"), time)
         if metrics is not None:
+            metrics.gauge("kafka_server_FetchSessionCache_NumIncrementalFetchSessions",
+                          lambda: float(len(self.fetch_sessions)))
             for name, purg in (("Produce", self.produce_purgatory), ("Fetch", self.fetch_purgatory)):
                 self._register_purgatory_gauges(metrics, name, purg)
 

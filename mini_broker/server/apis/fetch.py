@@ -1,9 +1,9 @@
 """Fetch (key 1): read from the logs, long-poll through DelayedFetch when fewer than ``min_bytes`` are there.
 
-Sessionless only (no KIP-227 sessions yet): a full fetch (session id 0) is answered with session id 0,
-which tells clients to keep sending full fetches; an incremental fetch (session id != 0) gets
-FETCH_SESSION_ID_NOT_FOUND. v13+ name topics by id (unknown id -> UNKNOWN_TOPIC_ID). Records are the log's
-FileRegion, written with sendfile by the transport (zero copy).
+Fetch sessions (KIP-227, v7+) are handled with :mod:`mini_broker.server.fetch_session`: a full fetch at epoch 0
+opens a session, incremental fetches name only changed partitions and get only partitions with news. v13+ name
+topics by id (unknown id -> UNKNOWN_TOPIC_ID). Records are the log's FileRegion, written with sendfile by the
+transport (zero copy); an empty partition carries empty records, never null (librdkafka rejects null).
 """
 
 from __future__ import annotations
@@ -13,10 +13,17 @@ import uuid
 from mini_broker.log.log_offset_metadata import FetchIsolation
 from mini_broker.network.request_channel import Request
 from mini_broker.purgatory import FetchParams
+from mini_broker.server.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    INVALID_SESSION_ID,
+    CachedPartition,
+    FetchSession,
+)
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID
 from mini_broker.server.replica_manager import LEADER_EPOCH, FetchPartitionInfo, LogReadResult, TopicPartition
-from pykafka_client.errors import FetchSessionIdNotFoundError, UnknownTopicIdError
+from pykafka_client.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, UnknownTopicIdError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FetchRequest, FetchResponse
 
@@ -24,65 +31,125 @@ TopicResp = FetchResponse.FetchableTopicResponse
 PartData = FetchResponse.PartitionData
 
 
+def _resolve(apis: KafkaApis, version: int, name: str, topic_id: uuid.UUID) -> tuple[str | None, uuid.UUID]:
+    cache = apis.broker.metadata_cache
+    if version >= 13:
+        md = cache.topic_by_id(topic_id) if topic_id != ZERO_UUID else None
+        return (md.name if md is not None else None), topic_id
+    md = cache.get_topic(name)
+    return name, (md.topic_id if md is not None else ZERO_UUID)
+
+
+def _requested(apis: KafkaApis, body: FetchRequest, version: int) -> list[CachedPartition]:
+    out: list[CachedPartition] = []
+    for t in body.topics:
+        name, topic_id = _resolve(apis, version, t.topic, t.topic_id)
+        for p in t.partitions:
+            out.append(CachedPartition(name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                                       p.log_start_offset, p.current_leader_epoch))
+    return out
+
+
 def handle(apis: KafkaApis, request: Request) -> FetchResponse | None:
     body = request.body
     assert isinstance(body, FetchRequest)
     version = request.context.api_version
-    broker = apis.broker
-    if version >= 7 and body.session_id != 0:
-        return FetchResponse(error_code=FetchSessionIdNotFoundError.code, session_id=0, responses=[])
+    sessions = apis.broker.replica_manager.fetch_sessions
+    parts = _requested(apis, body, version)
+    session: FetchSession | None = None
+    incremental = False
+    if version >= 7:
+        sid, epoch = body.session_id, body.session_epoch
+        if epoch == FINAL_EPOCH:
+            if sid != INVALID_SESSION_ID:
+                sessions.remove(sid)
+        elif epoch == INITIAL_EPOCH:
+            if sid != INVALID_SESSION_ID:
+                sessions.remove(sid)
+            session = sessions.create(uses_topic_ids=version >= 13)
+            if session is not None:
+                with session.lock:
+                    for p in parts:
+                        session.upsert(p)
+                    parts = list(session.partitions.values())
+        else:
+            session = sessions.get(sid)
+            if session is None:
+                return FetchResponse(error_code=FetchSessionIdNotFoundError.code, session_id=0, responses=[])
+            with session.lock:
+                if session.epoch != epoch:
+                    return FetchResponse(error_code=InvalidFetchSessionEpochError.code, session_id=0, responses=[])
+                session.epoch += 1
+                for p in parts:
+                    session.upsert(p)
+                for ft in body.forgotten_topics_data:
+                    name, topic_id = _resolve(apis, version, ft.topic, ft.topic_id)
+                    for partition in ft.partitions:
+                        session.forget(name, topic_id, partition)
+                parts = list(session.partitions.values())
+                # names may have changed (topic deleted / re-created) since the partition joined the session
+                for p in parts:
+                    p.topic, p.topic_id = _resolve(apis, version, p.topic or "", p.topic_id)
+            incremental = True
+
     isolation = FetchIsolation.TXN_COMMITTED if body.isolation_level == 1 else FetchIsolation.HIGH_WATERMARK
     params = FetchParams(max_wait_ms=body.max_wait_ms, min_bytes=body.min_bytes,
                          max_bytes=body.max_bytes if version >= 3 else 2**31 - 1, isolation=isolation)
-    # (topic name or None, topic id, partition, info) in request order
-    order: list[tuple[str | None, uuid.UUID, int]] = []
-    infos: list[tuple[TopicPartition, FetchPartitionInfo]] = []
-    for t in body.topics:
-        if version >= 13:
-            md = broker.metadata_cache.topic_by_id(t.topic_id) if t.topic_id != ZERO_UUID else None
-            name = md.name if md is not None else None
-            topic_id = t.topic_id
-        else:
-            name = t.topic
-            md = broker.metadata_cache.get_topic(name)
-            topic_id = md.topic_id if md is not None else ZERO_UUID
-        for p in t.partitions:
-            order.append((name, topic_id, p.partition))
-            if name is not None:
-                infos.append((TopicPartition(name, p.partition), FetchPartitionInfo(
-                    p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch, p.log_start_offset)))
+    infos = [(TopicPartition(p.topic, p.partition),
+              FetchPartitionInfo(p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset))
+             for p in parts if p.topic is not None]
 
     def respond(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
-        apis.send_response(request, _build(version, order, dict(results)))
+        apis.send_response(request, _build(parts, dict(results), session, incremental))
 
-    broker.replica_manager.fetch_messages(params, infos, respond)
+    apis.broker.replica_manager.fetch_messages(params, infos, respond)
     return None
 
 
-def _build(version: int, order: list[tuple[str | None, uuid.UUID, int]],
-           results: dict[TopicPartition, LogReadResult]) -> FetchResponse:
+def _build(parts: list[CachedPartition], results: dict[TopicPartition, LogReadResult], session: FetchSession | None,
+           incremental: bool) -> FetchResponse:
     topics: list[TopicResp] = []
     index: dict[tuple[str | None, uuid.UUID], TopicResp] = {}
-    for name, topic_id, partition in order:
-        key = (name, topic_id)
+    with_records: list[CachedPartition] = []
+
+    def add(p: CachedPartition, pd: PartData) -> None:
+        key = (p.topic, p.topic_id)
         tr = index.get(key)
         if tr is None:
-            tr = TopicResp(topic=name or "", topic_id=topic_id, partitions=[])
-            index[key] = tr
+            tr = index[key] = TopicResp(topic=p.topic or "", topic_id=p.topic_id, partitions=[])
             topics.append(tr)
-        if name is None:
-            tr.partitions.append(PartData(partition_index=partition, error_code=UnknownTopicIdError.code,
-                                          high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
-                                          records=b""))
-            continue
-        r = results[TopicPartition(name, partition)]
-        pd = PartData(partition_index=partition, error_code=r.error_code, high_watermark=r.high_watermark,
-                      last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
-                      aborted_transactions=None, preferred_read_replica=-1, records=r.records)
-        if version >= 12 and r.error_code != 0:
-            pd.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=0, leader_epoch=LEADER_EPOCH)
         tr.partitions.append(pd)
-    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+
+    lock = session.lock if session is not None else None
+    if lock is not None:
+        lock.acquire()
+    try:
+        for p in parts:
+            if p.topic is None:
+                add(p, PartData(partition_index=p.partition, error_code=UnknownTopicIdError.code, high_watermark=-1,
+                                last_stable_offset=-1, log_start_offset=-1, records=b""))
+                continue
+            r = results[TopicPartition(p.topic, p.partition)]
+            report = p.must_report(r.error_code, r.records_size, r.high_watermark, r.last_stable_offset,
+                                   r.log_start_offset)
+            if incremental and not report:
+                continue
+            pd = PartData(partition_index=p.partition, error_code=r.error_code, high_watermark=r.high_watermark,
+                          last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
+                          aborted_transactions=None, preferred_read_replica=-1, records=r.records)
+            if r.error_code != 0:
+                pd.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=0, leader_epoch=LEADER_EPOCH)
+            if r.records_size > 0:
+                with_records.append(p)
+            add(p, pd)
+        if session is not None:
+            for p in with_records:  # fairness: partitions that got data go last next time
+                session.move_to_end(p)
+    finally:
+        if lock is not None:
+            lock.release()
+    session_id = session.id if session is not None else INVALID_SESSION_ID
+    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=session_id, responses=topics)
 
 
 API = ApiSpec(ApiKey.FETCH, 4, 16, handle)

@@ -481,3 +481,52 @@ def test_compacted_topic_refuses_keyless_records_with_record_errors(broker: Mini
     assert "without key" in (part.error_message or "")
     assert part_error(produce(c, "compacted", 0, batch(2))) == NONE
     c.close()
+
+
+def test_incremental_fetch_sessions(broker: MiniBroker) -> None:
+    c = Conn(broker)
+    assert create_topic(c, "sessions", 2).error_code == NONE
+
+    def session_fetch(session_id: int, epoch: int, parts: list[tuple[int, int]],
+                      forgotten: list[int] | None = None) -> Any:
+        req = FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, session_id=session_id, session_epoch=epoch,
+                           topics=[FetchRequest.FetchTopic(topic="sessions", partitions=[
+                               FetchRequest.FetchPartition(partition=p, fetch_offset=o, partition_max_bytes=1 << 20)
+                               for p, o in parts])] if parts else [],
+                           forgotten_topics_data=[FetchRequest.ForgottenTopic(topic="sessions", partitions=forgotten)]
+                           if forgotten else [])
+        return c.call(req, 12)
+
+    def reported(resp: Any) -> list[tuple[int, int, int]]:
+        return [(p.partition_index, p.high_watermark, len(list(MemoryRecords(bytes(p.records)).records())))
+                for t in resp.responses for p in t.partitions]
+
+    full = session_fetch(0, 0, [(0, 0), (1, 0)])
+    sid = full.session_id
+    assert full.error_code == NONE and sid != 0
+    assert sorted(reported(full)) == [(0, 0, 0), (1, 0, 0)]
+    assert reported(session_fetch(sid, 1, [])) == []  # nothing new
+    assert part_error(produce(c, "sessions", 1, batch(2))) == NONE
+    assert reported(session_fetch(sid, 2, [])) == [(1, 2, 2)]  # only the partition with news
+    assert reported(session_fetch(sid, 3, [(1, 2)])) == []  # moved position, nothing new
+    session_fetch(sid, 4, [], forgotten=[1])
+    assert part_error(produce(c, "sessions", 1, batch(1))) == NONE
+    assert reported(session_fetch(sid, 5, [])) == []  # partition 1 left the session
+    assert session_fetch(sid, 5, []).error_code == 71  # INVALID_FETCH_SESSION_EPOCH (expected 6)
+    assert session_fetch(sid + 1, 1, []).error_code == 70  # FETCH_SESSION_ID_NOT_FOUND
+    closed = session_fetch(sid, -1, [(0, 0)])  # FINAL_EPOCH: close the session, answer sessionless
+    assert closed.session_id == 0 and reported(closed) == [(0, 0, 0)]
+    assert session_fetch(sid, 6, []).error_code == 70
+    c.close()
+
+
+def test_fetch_sessions_can_be_disabled() -> None:
+    with MiniBroker(max_incremental_fetch_session_cache_slots=0) as b:
+        c = Conn(b)
+        assert create_topic(c, "nosess").error_code == NONE
+        req = FetchRequest(max_wait_ms=0, min_bytes=1, session_id=0, session_epoch=0, topics=[FetchRequest.FetchTopic(
+            topic="nosess", partitions=[FetchRequest.FetchPartition(partition=0, fetch_offset=0,
+                                                                   partition_max_bytes=1000)])])
+        resp = c.call(req, 12)
+        assert resp.session_id == 0 and resp.responses[0].partitions[0].error_code == NONE
+        c.close()
