@@ -126,7 +126,9 @@ class MetadataCache:
 
     def _load_registry(self) -> None:
         path = self._registry_path()
-        if not os.path.exists(path):
+        #: False on a fresh data dir (or one whose registry was removed): logs found there are adopted
+        self.registry_existed = os.path.exists(path)
+        if not self.registry_existed:
             return
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)

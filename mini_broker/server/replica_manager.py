@@ -193,11 +193,23 @@ class ReplicaManager:
                 lg = self.log_manager.get_or_create_log(t.name, p, self._log_config(t))
                 lg.update_high_watermark(lg.log_end_offset)
         known = {(t.name, p) for t in topics for p in range(t.num_partitions)}
-        for lg in self.log_manager.all_logs():
-            if (lg.topic, lg.partition) not in known:
-                log.warning("event=orphan_log dir=%s msg=\"log directory of a topic not in the registry; deleting\"",
-                            lg.dir_path)
-                self.log_manager.delete_log(lg.topic, lg.partition)
+        strays = [lg for lg in self.log_manager.all_logs() if (lg.topic, lg.partition) not in known]
+        if strays and not self.metadata_cache.registry_existed:
+            # no registry at all (first start on an old data dir): adopt the logs rather than lose them
+            counts: dict[str, int] = {}
+            for lg in strays:
+                counts[lg.topic] = max(counts.get(lg.topic, 0), lg.partition + 1)
+            for topic, count in sorted(counts.items()):
+                log.warning("event=log_adopted topic=%s partitions=%d msg=\"no topic registry; registering the "
+                            "topic found on disk\"", topic, count)
+                md = self.metadata_cache.create_topic(topic, count, {})
+                for p in range(count):
+                    self.log_manager.get_or_create_log(topic, p, self._log_config(md))
+            return
+        for lg in strays:
+            # a topic deleted while the broker crashed before removing its logs (Kafka: stray partitions)
+            log.warning("event=stray_log dir=%s msg=\"log of a topic not in the registry; deleting\"", lg.dir_path)
+            self.log_manager.delete_log(lg.topic, lg.partition)
 
     def shutdown(self) -> None:
         self.produce_purgatory.shutdown()

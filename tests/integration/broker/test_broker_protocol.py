@@ -530,3 +530,24 @@ def test_fetch_sessions_can_be_disabled() -> None:
         resp = c.call(req, 12)
         assert resp.session_id == 0 and resp.responses[0].partitions[0].error_code == NONE
         c.close()
+
+
+def test_logs_without_a_registry_are_adopted_and_stray_logs_removed(tmp_path: Any) -> None:
+    import os
+
+    data = str(tmp_path / "d")
+    with MiniBroker(data_dir=data) as b:
+        c = Conn(b)
+        assert create_topic(c, "keepme", 2).error_code == NONE
+        assert part_error(produce(c, "keepme", 1, batch(3))) == NONE
+        c.close()
+    os.remove(os.path.join(data, "__cluster_metadata.json"))
+    with MiniBroker(data_dir=data) as b:
+        c = Conn(b)
+        p = fetch(c, "keepme", 1, 0).responses[0].partitions[0]
+        assert p.error_code == NONE and p.high_watermark == 3  # adopted with its data
+        c.close()
+    os.makedirs(os.path.join(data, "ghost-0"))
+    with MiniBroker(data_dir=data) as b:
+        assert not os.path.exists(os.path.join(data, "ghost-0"))  # registry exists: stray log removed
+        assert b.metadata_cache is not None and b.metadata_cache.get_topic("ghost") is None
