@@ -139,8 +139,20 @@ def child(args: argparse.Namespace) -> None:
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
     else:
         elapsed = runner(args.bootstrap, args.topic, args.partitions, args.records)
-    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"elapsed": elapsed, "rss_mib": rss_mib}))
+    print(json.dumps({"elapsed": elapsed, "rss_mib": peak_rss_mib()}))
+
+
+def peak_rss_mib() -> float:
+    """This process's peak RSS. VmHWM, not ru_maxrss: on Linux ru_maxrss survives exec, so a child
+    started from a big parent would report the parent's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def start_broker(data_dir: str) -> tuple[subprocess.Popen[str], str]:
