@@ -147,6 +147,14 @@ def test_create_partitions_and_describe_configs(mini_broker: MiniBroker) -> None
             entries = {e[0]: e for e in res[0].resources[0][4]}
             assert entries["retention.ms"][1] == "1000"
             assert entries["segment.bytes"][1] == "1073741824"
+            # AlterConfigs replaces the topic's overrides
+            await admin.alter_configs([config_resource.ConfigResource(
+                config_resource.ConfigResourceType.TOPIC, topic, {"segment.bytes": "1048576"})])
+            res = await admin.describe_configs([config_resource.ConfigResource(
+                config_resource.ConfigResourceType.TOPIC, topic)])
+            entries = {e[0]: e for e in res[0].resources[0][4]}
+            assert entries["segment.bytes"][1] == "1048576"
+            assert entries["retention.ms"][1] == "604800000"
         finally:
             await admin.close()
 

@@ -146,5 +146,17 @@ def test_create_partitions_and_describe_configs(mini_broker: MiniBroker) -> None
         assert everything["segment.bytes"]["value"] == "1073741824"
         assert everything["segment.bytes"]["config_source"] == "DEFAULT_CONFIG"
         assert everything["retention.ms"]["value"] == "604800000"
+        # IncrementalAlterConfigs (kafka-python's default) adds to the overrides ...
+        admin.alter_configs([kafka_admin.ConfigResource(kafka_admin.ConfigResourceType.TOPIC, topic,
+                                                        configs={"retention.ms": "7200000"})])
+        modified = admin.describe_configs([resource])["topic"][topic]
+        assert {k: v["value"] for k, v in modified.items()} == {"cleanup.policy": "compact",
+                                                                "retention.ms": "7200000"}
+        # ... AlterConfigs (incremental=False) replaces them; kafka-python re-sends the other overrides itself
+        admin.alter_configs([kafka_admin.ConfigResource(kafka_admin.ConfigResourceType.TOPIC, topic,
+                                                        configs={"segment.ms": "60000"})], incremental=False)
+        modified = admin.describe_configs([resource])["topic"][topic]
+        assert {k: v["value"] for k, v in modified.items()} == {"cleanup.policy": "compact",
+                                                                "retention.ms": "7200000", "segment.ms": "60000"}
     finally:
         admin.close()

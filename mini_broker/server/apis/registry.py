@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mini_broker.server.apis import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -43,6 +44,7 @@ ALL_APIS: list[ApiSpec] = [
     describe_configs.API,
     create_partitions.API,
     incremental_alter_configs.API,
+    alter_configs.API,
     describe_cluster.API,
     init_producer_id.API,
     # group coordinator (mini_broker/group)
