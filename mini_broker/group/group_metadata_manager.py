@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
@@ -49,6 +50,10 @@ GROUP_KEY_VERSION: Final = 2
 VALUE_VERSION: Final = 3
 _READ_CHUNK: Final = 1 << 20
 _MAX_BATCH_BYTES: Final = 1 << 30
+#: Rewrite the log on start when it holds more than this many records and over twice the live ones.
+COMPACT_MIN_RECORDS: Final = 1000
+_COMPACTING_SUFFIX: Final = ".compacting"
+_OLD_SUFFIX: Final = ".old"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,14 +181,40 @@ def apply_record(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None
 
 class GroupMetadataManager:
     """Appends group and offset records to the internal log and replays it. ``data_dir`` None keeps
-    nothing (unit tests)."""
+    nothing (unit tests).
 
-    def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600) -> None:
+    Compaction: there is no log cleaner; instead :meth:`load` rewrites the log with only the live records
+    when it holds more than ``compact_min_records`` records and over twice the live ones. The rewrite goes to
+    ``__group_coordinator.compacting`` and is swapped in with two directory renames (the old one via
+    ``__group_coordinator.old``); opening the manager finishes or undoes a swap a crash interrupted.
+    """
+
+    def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600,
+                 compact_min_records: int = COMPACT_MIN_RECORDS) -> None:
         self._log: Log | None = None
-        if data_dir is not None:
-            path = os.path.join(data_dir, COORDINATOR_DIR, f"{GROUP_METADATA_TOPIC_NAME}-0")
-            config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES)
-            self._log = Log(path, config, time=time)
+        self._time = time
+        self._config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES)
+        self._compact_min_records = compact_min_records
+        self._parent = None if data_dir is None else os.path.join(data_dir, COORDINATOR_DIR)
+        if self._parent is not None:
+            self._recover_interrupted_compaction(self._parent)
+            self._log = self._open(self._parent)
+
+    def _open(self, parent: str) -> Log:
+        return Log(os.path.join(parent, f"{GROUP_METADATA_TOPIC_NAME}-0"), self._config, time=self._time)
+
+    @staticmethod
+    def _recover_interrupted_compaction(parent: str) -> None:
+        old, compacting = parent + _OLD_SUFFIX, parent + _COMPACTING_SUFFIX
+        if not os.path.exists(parent) and os.path.exists(old):
+            # Crashed between the two renames: the compacted copy is complete, else the old one is kept.
+            os.replace(compacting if os.path.exists(compacting) else old, parent)
+        shutil.rmtree(compacting, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+
+    @property
+    def log(self) -> Log | None:
+        return self._log
 
     def load(self) -> dict[str, LoadedGroup]:
         """Replay the whole log: group id -> what is stored for it (groups deleted since are absent)."""
@@ -193,6 +224,7 @@ class GroupMetadataManager:
             return groups
         position = log.log_start_offset
         end = log.log_end_offset
+        records = 0
         while position < end:
             data = log.read(position, _READ_CHUNK).to_bytes()
             if not data:
@@ -204,6 +236,7 @@ class GroupMetadataManager:
                 for record in batch.records():
                     if record.offset < position or record.key is None:
                         continue
+                    records += 1
                     try:
                         apply_record(groups, bytes(record.key), None if record.value is None else bytes(record.value))
                     except MessageDecodeError as e:
@@ -214,12 +247,47 @@ class GroupMetadataManager:
             if not advanced:
                 break
         _log.info("loaded %d groups from %s (offsets %d..%d)", len(groups), log.dir_path, log.log_start_offset, end)
+        live = sum(len(g.offsets) + (g.group is not None) for g in groups.values())
+        if records > self._compact_min_records and records > 2 * live:
+            self._compact(groups)
         return groups
 
+    def _live_entries(self, groups: dict[str, LoadedGroup]) -> list[tuple[bytes, bytes | None]]:
+        entries: list[tuple[bytes, bytes | None]] = []
+        for group_id, loaded in groups.items():
+            if loaded.group is not None:
+                entries.append((group_metadata_key(group_id), group_metadata_value(loaded.group)))
+            entries.extend((offset_commit_key(group_id, t, p), offset_commit_value(om))
+                           for (t, p), om in loaded.offsets.items())
+        return entries
+
+    def _compact(self, groups: dict[str, LoadedGroup]) -> None:
+        parent = self._parent
+        assert parent is not None and self._log is not None
+        compacting, old = parent + _COMPACTING_SUFFIX, parent + _OLD_SUFFIX
+        shutil.rmtree(compacting, ignore_errors=True)
+        fresh = self._open(compacting)
+        entries = self._live_entries(groups)
+        now = self._time.milliseconds()
+        for i in range(0, len(entries), 1000):
+            self._append_to(fresh, entries[i:i + 1000], now)
+        fresh.flush()
+        fresh.close()
+        before = self._log.log_end_offset
+        self._log.close()
+        os.replace(parent, old)
+        os.replace(compacting, parent)
+        shutil.rmtree(old, ignore_errors=True)
+        self._log = self._open(parent)
+        _log.info("compacted %s: log end offset %d -> %d live records", GROUP_METADATA_TOPIC_NAME, before,
+                  len(entries))
+
     def _append(self, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
-        log = self._log
-        if log is None:
-            return
+        if self._log is not None:
+            self._append_to(self._log, entries, now_ms)
+
+    @staticmethod
+    def _append_to(log: Log, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
         builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
         count = 0
         for key, value in entries:

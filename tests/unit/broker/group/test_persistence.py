@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from mini_broker.group import GroupState, LeaveMember, OffsetAndMetadata
 from mini_broker.group.group_metadata_manager import (
+    GroupMetadataManager,
     LoadedGroup,
     StoredGroup,
     StoredMember,
@@ -98,3 +100,61 @@ def test_empty_group_generation_survives_restart(tmp_path: Path) -> None:
         assert h2.fetch([("t", 0)]) == {("t", 0): 1}
     finally:
         h2.close()
+
+
+def _manager(path: Path, compact_min_records: int = 10) -> GroupMetadataManager:
+    return GroupMetadataManager(str(path), MockTime(), compact_min_records=compact_min_records)
+
+
+def test_log_is_compacted_on_load(tmp_path: Path) -> None:
+    m = _manager(tmp_path)
+    assert m.load() == {}
+    for i in range(50):
+        m.store_offsets("g", {("t", 0): OffsetAndMetadata(i, -1, "", i), ("t", 1): OffsetAndMetadata(i, -1, "", i)}, i)
+    m.store_group("g", StoredGroup("consumer", 3, "range", None, 5, []), 60)
+    m.store_offsets("gone", {("t", 0): OffsetAndMetadata(1, -1, "", 1)}, 61)
+    m.delete("gone", [("t", 0)], True, 62)
+    m.close()
+
+    m2 = _manager(tmp_path)
+    loaded = m2.load()
+    assert set(loaded) == {"g"}
+    assert loaded["g"].offsets == {("t", 0): OffsetAndMetadata(49, -1, "", 49),
+                                   ("t", 1): OffsetAndMetadata(49, -1, "", 49)}
+    assert loaded["g"].group == StoredGroup("consumer", 3, "range", None, 5, [])
+    assert m2.log is not None and m2.log.log_end_offset == 3  # only the live records are left
+    m2.store_offsets("g", {("t", 2): OffsetAndMetadata(7, -1, "", 70)}, 70)
+    m2.close()
+
+    m3 = _manager(tmp_path)
+    again = m3.load()
+    assert again["g"].offsets[("t", 2)].offset == 7 and again["g"].offsets[("t", 0)].offset == 49
+    assert not (tmp_path / "__group_coordinator.old").exists()
+    assert not (tmp_path / "__group_coordinator.compacting").exists()
+    m3.close()
+
+
+def test_small_log_is_not_rewritten(tmp_path: Path) -> None:
+    m = _manager(tmp_path, compact_min_records=1000)
+    for i in range(20):
+        m.store_offsets("g", {("t", 0): OffsetAndMetadata(i, -1, "", i)}, i)
+    m.close()
+    m2 = _manager(tmp_path, compact_min_records=1000)
+    m2.load()
+    assert m2.log is not None and m2.log.log_end_offset == 20
+    m2.close()
+
+
+@pytest.mark.parametrize("compacted_copy_complete", [True, False])
+def test_interrupted_compaction_is_recovered(tmp_path: Path, compacted_copy_complete: bool) -> None:
+    m = _manager(tmp_path)
+    m.store_offsets("g", {("t", 0): OffsetAndMetadata(5, -1, "", 1)}, 1)
+    m.close()
+    main = tmp_path / "__group_coordinator"
+    if compacted_copy_complete:  # crash after the first rename, the compacted copy in place
+        shutil.copytree(main, tmp_path / "__group_coordinator.compacting")
+    main.rename(tmp_path / "__group_coordinator.old")
+    m2 = _manager(tmp_path)
+    assert m2.load()["g"].offsets[("t", 0)].offset == 5
+    assert main.exists() and not (tmp_path / "__group_coordinator.old").exists()
+    m2.close()
