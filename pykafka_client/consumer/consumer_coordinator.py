@@ -121,6 +121,8 @@ class ConsumerCoordinator(AbstractCoordinator):
         self._async_commit_fenced = False
         self._pattern_metadata_version = -1
         self.include_internal_topics = False
+        self._assignment_snapshot: dict[str, int | None] | None = None
+        self._assignment_snapshot_version = -1
         self._pending_committed_request: (
             tuple[
                 tuple[frozenset[TopicPartition], Generation],
@@ -275,6 +277,9 @@ class ConsumerCoordinator(AbstractCoordinator):
             self.next_auto_commit_timer.update()
             self.next_auto_commit_timer.reset(self.auto_commit_interval_ms)
         self.subscriptions.assign_from_subscribed(assigned)
+        topics = set(self.subscriptions.metadata_topics()) if self.is_leader else set(self.subscriptions.subscription())
+        self._assignment_snapshot = self._metadata_snapshot(topics)
+        self._assignment_snapshot_version = self.cluster_metadata.update_version()
         f2 = self._invoke("on_partitions_assigned", added)
         failure = failure or f2
         if failure is not None:
@@ -306,6 +311,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 self.heartbeat.poll(timer.current_time_ms())
             if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
                 return False
+            self._maybe_rejoin_on_metadata_change()
             if self.rejoin_needed_or_pending():
                 if self.subscriptions.has_pattern_subscription() and self._pattern_metadata_version < 0:
                     # a pattern needs topic metadata before the first join (Java: ensureFreshMetadata)
@@ -317,6 +323,25 @@ class ConsumerCoordinator(AbstractCoordinator):
         self.maybe_update_pattern_subscription()
         self.maybe_auto_commit_offsets_async(timer.current_time_ms())
         return True
+
+    def _metadata_snapshot(self, topics: Collection[str]) -> dict[str, int | None]:
+        cluster = self.cluster_metadata.fetch()
+        return {t: cluster.partition_count_for_topic(t) for t in topics}
+
+    def _maybe_rejoin_on_metadata_change(self) -> None:
+        """Rejoin when the partition count of a topic in the last assignment's view changed (a topic
+        grew or was deleted), so the new partitions get assigned (Java: metadata/assignment snapshots)."""
+        snapshot = self._assignment_snapshot
+        if snapshot is None or self.rejoin_needed_or_pending():
+            return
+        if self.cluster_metadata.update_version() == self._assignment_snapshot_version:
+            return
+        self._assignment_snapshot_version = self.cluster_metadata.update_version()
+        current = self._metadata_snapshot(snapshot)
+        if current != snapshot:
+            log.info("partition counts changed since the last assignment (%s -> %s): rejoining", snapshot, current)
+            self._assignment_snapshot = None
+            self.request_rejoin("cached metadata has changed")
 
     def maybe_update_pattern_subscription(self) -> None:
         """With a pattern subscription, match it against the topics of the latest metadata; a change

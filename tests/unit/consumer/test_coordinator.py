@@ -539,3 +539,19 @@ def test_committed_offset_request_is_reused_across_short_polls() -> None:
         )
     )
     assert coord.fetch_committed_offsets([T0], time.timer(0)) == {T0: OffsetAndMetadata(8)}
+
+
+def test_rejoin_when_a_subscribed_topic_gains_partitions() -> None:
+    from tests.unit.consumer.helpers import update_metadata
+
+    coord, _, script, subs, time = make()
+    subs.subscribe(["t"])
+    stable(coord, script, subs, [T0, T1, T2, T3], time)
+    assert coord.poll(time.timer(0)) and not coord.rejoin_needed
+    update_metadata(coord.cluster_metadata, {"t": 4})  # same counts: no rejoin
+    coord.poll(time.timer(0))
+    assert not coord.rejoin_needed
+    update_metadata(coord.cluster_metadata, {"t": 6})
+    script.add(JoinGroupRequest, join_ok(generation=2)).add(SyncGroupRequest, sync_ok([T0, T1]))
+    coord.poll(time.timer(1000))
+    assert len(script.requests(JoinGroupRequest)) == 2
