@@ -207,7 +207,7 @@ class GroupCoordinator:
                     group.add(member)
                 group.leader_id = stored.leader_id if stored.leader_id in group.members else group.leader_id
                 if stored.protocol_type == CONSUMER_PROTOCOL_TYPE and stored.members:
-                    group.subscribed_topics = group._compute_subscribed_topics()
+                    group.subscribed_topics = group.compute_subscribed_topics()
             group.offsets.update(loaded.offsets)
             self._groups[group_id] = group
         self._active = True
@@ -940,11 +940,12 @@ class GroupCoordinator:
     # -- persistence --------------------------------------------------------------------------------------
     def _store_group(self, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
         protocol = group.protocol_name
-        members = [StoredMember(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
-                                m.session_timeout_ms, m.metadata(protocol) if protocol is not None else b"",
-                                assignment.get(m.member_id, b""))
-                   for m in group.members.values()] if group.is_state(GroupState.COMPLETING_REBALANCE) or \
-            group.is_state(GroupState.STABLE) else []
+        members: list[StoredMember] = []
+        if protocol is not None and group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+            members = [StoredMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                    m.rebalance_timeout_ms, m.session_timeout_ms, m.metadata(protocol),
+                                    assignment.get(m.member_id, b""))
+                       for m in group.members.values()]
         stored = StoredGroup(group.protocol_type, group.generation_id, protocol, group.leader_id,
                              group.current_state_timestamp, members)
         self.manager.store_group(group.group_id, stored, self.time.milliseconds())

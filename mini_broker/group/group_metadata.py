@@ -339,7 +339,7 @@ class GroupMetadata:
         votes: Counter[str] = Counter(m.vote(candidates) for m in self.members.values())
         return max(votes, key=lambda p: votes[p])
 
-    def _compute_subscribed_topics(self) -> set[str] | None:
+    def compute_subscribed_topics(self) -> set[str] | None:
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:
             return None if self.members else set()
         topics: set[str] = set()
@@ -359,11 +359,11 @@ class GroupMetadata:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
-            self.subscribed_topics = self._compute_subscribed_topics()
+            self.subscribed_topics = self.compute_subscribed_topics()
             self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)
         else:
             self.protocol_name = None
-            self.subscribed_topics = self._compute_subscribed_topics()
+            self.subscribed_topics = self.compute_subscribed_topics()
             self.transition_to(GroupState.EMPTY, now_ms)
         self.clear_pending_sync_members()
 
