@@ -192,7 +192,8 @@ class Processor:
         self.selector = selector
         self._time = time
         self._metrics = metrics
-        self._new_connections: queue.Queue[socket.socket] = queue.Queue(CONNECTION_QUEUE_SIZE)
+        # (socket, remote ip as counted by ConnectionQuotas: the same string must be given back to dec())
+        self._new_connections: queue.Queue[tuple[socket.socket, str]] = queue.Queue(CONNECTION_QUEUE_SIZE)
         self._response_queue: collections.deque[Response] = collections.deque()
         self._response_lock = threading.Lock()
         self._inflight: dict[str, SendResponse] = {}
@@ -206,20 +207,21 @@ class Processor:
 
     # --- called from other threads ---------------------------------------------------------------
 
-    def accept(self, sock: socket.socket, may_block: bool) -> bool:
+    def accept(self, sock: socket.socket, may_block: bool, remote_ip: str = "?") -> bool:
         """Queue a new connection; returns False if the queue is full and ``may_block`` is False."""
+        item = (sock, remote_ip)
         try:
             if may_block:
                 while self._running:
                     try:
-                        self._new_connections.put(sock, timeout=0.2)
+                        self._new_connections.put(item, timeout=0.2)
                         break
                     except queue.Full:
                         continue
                 else:
                     return False
             else:
-                self._new_connections.put_nowait(sock)
+                self._new_connections.put_nowait(item)
         except queue.Full:
             return False
         self.selector.wakeup()
@@ -265,26 +267,21 @@ class Processor:
             self._close_all()
             self.stopped.set()
 
-    def _next_connection_id(self, sock: socket.socket) -> tuple[str, str, str]:
+    def _next_connection_id(self, sock: socket.socket) -> tuple[str, str]:
         local = sock.getsockname()
         remote = sock.getpeername()
         self._index = 0 if self._index == INT_MAX else self._index + 1
         cid = f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{self.id}-{self._index}"
-        return cid, str(remote[0]), f"{remote[0]}:{remote[1]}"
+        return cid, f"{remote[0]}:{remote[1]}"
 
     def _configure_new_connections(self) -> None:
         for _ in range(CONNECTION_QUEUE_SIZE):
             try:
-                sock = self._new_connections.get_nowait()
+                sock, remote_ip = self._new_connections.get_nowait()
             except queue.Empty:
                 return
-            remote_ip = "?"
             try:
-                try:
-                    remote_ip = str(sock.getpeername()[0])
-                except OSError:
-                    remote_ip = "?"
-                cid, remote_ip, remote_addr = self._next_connection_id(sock)
+                cid, remote_addr = self._next_connection_id(sock)  # raises if the peer is already gone
                 self.selector.register(cid, sock)
                 self._conns[cid] = _Conn(cid, remote_ip, remote_addr)
                 log.debug("event=connection_registered processor=%s connection=%s", self.id, cid)
@@ -424,14 +421,11 @@ class Processor:
             self._close(cid, "shutdown")
         while True:
             try:
-                sock = self._new_connections.get_nowait()
+                sock, remote_ip = self._new_connections.get_nowait()
             except queue.Empty:
                 break
-            try:
-                self._quotas.dec(str(sock.getpeername()[0]))
-            except OSError:
-                pass
-            sock.close()
+            self._quotas.dec(remote_ip)
+            _close_quietly(sock)
         try:
             self.selector.close()
         except Exception as e:
@@ -534,7 +528,7 @@ class Acceptor:
                 self._quotas.dec(ip)
                 _close_quietly(sock)
                 continue
-            if not self._assign(sock):
+            if not self._assign(sock, ip):
                 self._quotas.dec(ip)
                 _close_quietly(sock)
 
@@ -546,13 +540,13 @@ class Acceptor:
         if snd != -1:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, snd)
 
-    def _assign(self, sock: socket.socket) -> bool:
+    def _assign(self, sock: socket.socket, ip: str) -> bool:
         """Round-robin with non-blocking offers; only the last try may block (all queues full)."""
         n = len(self.processors)
         for retries_left in range(n - 1, -1, -1):
             processor = self.processors[self._current % n]
             self._current = (self._current + 1) % n
-            if processor.accept(sock, may_block=retries_left == 0):
+            if processor.accept(sock, may_block=retries_left == 0, remote_ip=ip):
                 return True
         return False
 

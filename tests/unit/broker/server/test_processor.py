@@ -183,3 +183,13 @@ def test_broker_wide_limit_blocks_then_times_out() -> None:
         q.inc("b", timeout_s=0.01)
     q.dec("a")
     q.inc("b", timeout_s=0.01)
+
+
+def test_connection_gone_before_registration_gives_its_quota_back() -> None:
+    proc, _, _, quotas = make()
+    quotas.inc("9.9.9.9")
+    dead = socket.socket()
+    dead.close()  # getsockname/getpeername now fail
+    assert proc.accept(dead, may_block=False, remote_ip="9.9.9.9")
+    proc._configure_new_connections()
+    assert quotas.get("9.9.9.9") == 0 and proc.connection_count() == 1  # only the fixture's c1
