@@ -146,3 +146,29 @@ def test_committed_offsets_survive_restart(tmp_path: Path) -> None:
             assert sorted(got[0] + rest[0]) == sorted(values)  # resumed where it committed: nothing twice
         finally:
             c.close()
+
+
+def test_static_member_restart_keeps_its_partitions(broker: MiniBroker) -> None:
+    topic = _topic(broker, 4)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    consumers = [_consumer(broker, group, **{"group.instance.id": f"inst-{i}"}) for i in range(2)]
+    try:
+        for c in consumers:
+            c.subscribe([topic])
+        _poll_until(consumers, lambda: sorted(len(a) for a in _assignments(consumers)) == [2, 2], {})
+        before = _assignments(consumers)
+        assert sorted(len(a) for a in before) == [2, 2]
+        coordinator = broker.group_coordinator
+        assert coordinator is not None
+        g = coordinator.get_group(group)
+        assert g is not None
+        generation = g.generation_id
+        consumers[1].close()  # a static member does not leave the group on close
+        consumers[1] = _consumer(broker, group, **{"group.instance.id": "inst-1"})
+        consumers[1].subscribe([topic])
+        _poll_until(consumers, lambda: len(consumers[1].assignment()) == 2, {})
+        assert _assignments(consumers) == before
+        assert g.generation_id == generation  # replaced without a rebalance
+    finally:
+        for c in consumers:
+            c.close()
