@@ -48,8 +48,13 @@ def test_every_live_task_fires_once_not_before_its_deadline(
     live = sorted(t.deadline for t in tasks if id(t) not in cancelled)
     assert sorted(d for d, _ in fired) == live
     assert all(at >= deadline for deadline, at in fired)
-    # Buckets are drained in expiration order and cascaded entries land in later buckets, so tasks fire
-    # in deadline order (ties in any order).
-    deadlines = [d for d, _ in fired]
+    # Tasks already expired when added (delay <= 0, i.e. before the next tick) run at once inside add(), in
+    # the order they were added, as in Kafka; they all fire before any delayed task. Buckets are drained in
+    # expiration order and cascaded entries land in later buckets, so delayed tasks fire in deadline order
+    # (ties in any order).
+    immediate = [d - start for d, _ in fired if d - start <= 0]
+    assert immediate == [d for t, d in zip(tasks, delays, strict=True) if d <= 0 and id(t) not in cancelled]
+    assert all(d - start <= 0 for d, _ in fired[: len(immediate)])
+    deadlines = [d for d, _ in fired if d - start > 0]
     assert deadlines == sorted(deadlines)
     assert timer.size() == 0
