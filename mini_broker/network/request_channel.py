@@ -63,10 +63,6 @@ class Request:
     def connection_id(self) -> str:
         return self.context.connection_id
 
-    @property
-    def header(self) -> RequestContext:
-        return self.context
-
 
 class ShutdownRequest:
     """Sentinel telling one handler thread to exit."""

@@ -11,6 +11,7 @@ import logging
 import threading
 from typing import Protocol
 
+from mini_broker.metrics import IdleMeter
 from mini_broker.network.request_channel import (
     CallbackRequest,
     CloseConnectionResponse,
@@ -98,11 +99,9 @@ class KafkaRequestHandlerPool:
     """``num_threads`` handler threads sharing one RequestChannel."""
 
     def __init__(self, channel: RequestChannel, apis: RequestApis, num_threads: int, time: Time = SYSTEM_TIME,
-                 idle_meter: object | None = None) -> None:
-        from mini_broker.metrics import IdleMeter
-
+                 idle_meter: IdleMeter | None = None) -> None:
         self._channel = channel
-        self.idle_meter: IdleMeter | None = idle_meter if isinstance(idle_meter, IdleMeter) else None
+        self.idle_meter = idle_meter
         if self.idle_meter is not None:
             self.idle_meter.threads = num_threads
         self.handlers = [KafkaRequestHandler(i, channel, apis, self, time) for i in range(num_threads)]
