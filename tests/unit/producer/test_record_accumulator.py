@@ -319,3 +319,18 @@ def test_batch_with_lower_ratio_estimate_holds_more_records() -> None:
         return b.record_count
 
     assert fill(0.5) > 1.8 * fill(1.0)
+
+
+def test_ready_feeds_queue_sizes_to_the_adaptive_partitioner() -> None:
+    time = MockTime()
+    acc = make(time, linger_ms=10_000, batch_size=200, memory=1 << 20)
+    meta = FakeMetadata({("t", 0): NODE1, ("t", 1): NODE2})
+    for _ in range(12):  # partition 0 gets a long queue of full batches
+        acc.append("t", 0, 0, None, VALUE, [], None, 0, meta)
+    acc.append("t", 1, 0, None, VALUE, [], None, 0, meta)
+    acc.ready(meta, time.hi_res_clock_ms())
+    counts = {0: 0, 1: 0}
+    for _ in range(300):
+        r = acc.append("t", UNKNOWN_PARTITION, 0, None, b"v" * 190, [], None, 0, meta)
+        counts[r.partition] += 1
+    assert counts[1] > 3 * counts[0]  # the shorter queue is preferred
