@@ -190,3 +190,13 @@ def test_admin_errors(mini_broker: MiniBroker) -> None:
     assert e.value.args[0].code() == ck.KafkaError.TOPIC_ALREADY_EXISTS
     admin.delete_topics(["ck-dup"])["ck-dup"].result(15)
     assert "ck-dup" not in admin.list_topics(timeout=10).topics
+
+
+def test_idempotent_producer(mini_broker: MiniBroker) -> None:
+    topic = "ck-idempotent"
+    _create(mini_broker, topic, 1)
+    recs = make_records(N, "idem")
+    offsets = _produce(mini_broker, topic, 0, recs, **{"enable.idempotence": True, "compression.type": "lz4"})
+    assert sorted(offsets) == list(range(N))
+    got = _consume(mini_broker, topic, 0, ck.OFFSET_BEGINNING, N)
+    assert [_as_rec(m) for m in got] == recs
