@@ -125,6 +125,7 @@ class MiniBroker:
             group_config, GroupMetadataManager(self.data_dir, self.time, group_config.offsets_topic_segment_bytes),
             self.time, broker_id=node_id)
         self.group_coordinator.startup()
+        self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
         self.socket_server = SocketServer(config, channel, self.apis, self.time, self.metrics, self._selector_factory)

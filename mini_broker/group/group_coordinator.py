@@ -25,7 +25,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from mini_broker.group.delayed_heartbeat import DelayedHeartbeat
 from mini_broker.group.delayed_join import DelayedJoin, InitialDelayedJoin
@@ -65,6 +65,9 @@ from pykafka_client.errors import (
     UnknownMemberIdError,
 )
 from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+if TYPE_CHECKING:
+    from mini_broker.metrics import BrokerMetrics
 
 _log = logging.getLogger(__name__)
 
@@ -225,6 +228,26 @@ class GroupCoordinator:
         self.heartbeat_purgatory.shutdown()
         self.rebalance_purgatory.shutdown()
         self.manager.close()
+
+    def register_metrics(self, metrics: BrokerMetrics) -> None:
+        """Gauges (Kafka MBean names flattened): the two purgatories' sizes, groups per state, offsets."""
+        for purgatory in (self.heartbeat_purgatory, self.rebalance_purgatory):
+            p = purgatory
+            metrics.gauge("kafka_server_DelayedOperationPurgatory_PurgatorySize",
+                          lambda p=p: float(p.watched), delayedOperation=p.purgatory_name)  # type: ignore[misc]
+            metrics.gauge("kafka_server_DelayedOperationPurgatory_NumDelayedOperations",
+                          lambda p=p: float(p.num_delayed), delayedOperation=p.purgatory_name)  # type: ignore[misc]
+
+        def groups() -> list[GroupMetadata]:
+            with self._groups_lock:
+                return list(self._groups.values())
+
+        metrics.gauge("kafka_coordinator_group_GroupMetadataManager_NumGroups", lambda: float(len(groups())))
+        metrics.gauge("kafka_coordinator_group_GroupMetadataManager_NumOffsets",
+                      lambda: float(sum(len(g.offsets) for g in groups())))
+        for state in GroupState:
+            metrics.gauge(f"kafka_coordinator_group_GroupMetadataManager_NumGroups{state.value}",
+                          lambda st=state: float(sum(g.state is st for g in groups())))  # type: ignore[misc]
 
     def advance_clock(self) -> None:
         """Expire what is due on both purgatories now (tests with a MockTime and inline timers)."""

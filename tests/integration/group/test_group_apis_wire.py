@@ -176,3 +176,14 @@ def test_offsets_topic_not_in_metadata(broker: MiniBroker) -> None:
         md = c.call(MetadataRequest(topics=None), 12)
         names = {t.name for t in md.topics}
         assert TOPIC in names and "__consumer_offsets" not in names
+
+
+def test_coordinator_gauges(broker: MiniBroker) -> None:
+    with Conn(broker) as c:
+        j = _join(c, "g-metrics", 0)
+        assert j.error_code == NONE
+    completing = broker.metrics.gauge_value("kafka_coordinator_group_GroupMetadataManager_NumGroupsCompletingRebalance")
+    delayed = broker.metrics.gauge_value("kafka_server_DelayedOperationPurgatory_NumDelayedOperations",
+                                         delayedOperation="Heartbeat")
+    assert completing is not None and completing >= 1
+    assert delayed is not None and delayed >= 1
