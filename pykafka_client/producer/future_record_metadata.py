@@ -71,3 +71,37 @@ class FutureRecordMetadata(Future[RecordMetadata]):
         if self._callbacks_list:
             self._invoke_callbacks()  # type: ignore[attr-defined]
         return True
+
+
+def complete_all(outcomes: list[tuple[FutureRecordMetadata, RecordMetadata | None, BaseException | None]]) -> None:
+    """Complete many futures that share one condition (a batch's records) under a single lock round, then
+    run their done-callbacks outside it. Futures on another condition, or already done, are handled one by one."""
+    if not outcomes:
+        return
+    cond = outcomes[0][0]._condition
+    later: list[tuple[FutureRecordMetadata, RecordMetadata | None, BaseException | None]] = []
+    with_callbacks: list[FutureRecordMetadata] = []
+    with cond:
+        for f, md, exc in outcomes:
+            if f._condition is not cond:
+                later.append((f, md, exc))
+                continue
+            if f._state == FINISHED:
+                continue
+            f._result = md
+            f._exception = exc
+            f._state = FINISHED
+            if f._waiters_list:
+                for waiter in f._waiters_list:
+                    if exc is None:
+                        waiter.add_result(f)
+                    else:
+                        waiter.add_exception(f)
+            if f._callbacks_list:
+                with_callbacks.append(f)
+        cond.notify_all()
+    for f in with_callbacks:
+        f._invoke_callbacks()  # type: ignore[attr-defined]
+    for f, md, exc in later:
+        f._complete(md, exc)
+

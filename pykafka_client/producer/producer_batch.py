@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.future_record_metadata import FutureRecordMetadata, complete_all
 from pykafka_client.producer.record_metadata import RecordMetadata, TopicPartition
 
 NO_PRODUCER_ID = -1
@@ -347,6 +347,7 @@ class ProducerBatch:
         record_exceptions: Callable[[int], BaseException] | None,
     ) -> None:
         topic, partition = self.topic_partition
+        outcomes: list[tuple[FutureRecordMetadata, RecordMetadata | None, BaseException | None]] = []
         for i, rec in enumerate(self.pending):
             if exception is None:
                 offset = -1 if base_offset < 0 else base_offset + i
@@ -360,7 +361,10 @@ class ProducerBatch:
             else:
                 md = None
                 err = record_exceptions(i) if record_exceptions is not None else exception
-            rec.future._complete(md, err)
+            outcomes.append((rec.future, md, err))
+        # As Java: the delivery callbacks run before the futures complete, so a thread woken by result() sees
+        # the effects of the batch's callbacks.
+        for rec, (_, md, err) in zip(self.pending, outcomes, strict=True):
             if rec.callback is not None:
                 try:
                     rec.callback(md, err)
@@ -368,6 +372,7 @@ class ProducerBatch:
                     import logging
 
                     logging.getLogger(__name__).exception("error in producer delivery callback for %s", self.topic_partition)
+        complete_all(outcomes)  # one lock round for the whole batch
 
     # --- splitting (MESSAGE_TOO_LARGE) ---------------------------------------------------------------
 

@@ -155,3 +155,18 @@ def test_future_works_with_concurrent_futures_helpers() -> None:
     f2.add_done_callback(late.append)  # added after completion: runs at once
     assert late == [f2]
     assert not hasattr(f1, "__dict__") or not f1.__dict__
+
+
+def test_callbacks_run_before_futures_complete() -> None:
+    b = ProducerBatch(TP, 16384, 0)
+    states: list[bool] = []
+    futures: list[object] = []
+
+    def cb(md: RecordMetadata | None, exc: BaseException | None) -> None:
+        states.append(all(f.done() for f in futures))  # type: ignore[attr-defined]
+
+    for _ in range(3):
+        futures.append(b.try_append(1, None, b"v", [], cb, 0))
+    b.done(0, -1, None)
+    assert states == [False, False, False]
+    assert all(f.done() for f in futures)  # type: ignore[attr-defined]
