@@ -6,6 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mini_broker.group import GroupState, LeaveMember, OffsetAndMetadata
 from mini_broker.group.group_metadata_manager import (
@@ -158,3 +160,24 @@ def test_interrupted_compaction_is_recovered(tmp_path: Path, compacted_copy_comp
     assert m2.load()["g"].offsets[("t", 0)].offset == 5
     assert main.exists() and not (tmp_path / "__group_coordinator.old").exists()
     m2.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(key=st.binary(max_size=64), value=st.one_of(st.none(), st.binary(max_size=64)))
+def test_garbage_records_raise_message_decode_error(key: bytes, value: bytes | None) -> None:
+    groups: dict[str, LoadedGroup] = {}
+    try:
+        apply_record(groups, key, value)
+    except MessageDecodeError:
+        pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(cut=st.integers(min_value=0, max_value=200))
+def test_truncated_group_value_raises_message_decode_error(cut: int) -> None:
+    value = group_metadata_value(StoredGroup("consumer", 4, "range", "m1", 77, [
+        StoredMember("m1", "i-1", "c", "/h", 60000, 10000, b"sub", b"asg")]))
+    if cut >= len(value):
+        return
+    with pytest.raises(MessageDecodeError):
+        apply_record({}, group_metadata_key("g"), value[:cut])
