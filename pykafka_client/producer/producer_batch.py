@@ -2,8 +2,10 @@
 
 Records are kept as Python objects until the batch is drained; :meth:`ProducerBatch.records` encodes them
 (one magic v2 batch, compressed as configured) the first time it is asked and whenever the producer state
-(id, epoch, base sequence) changes, e.g. after an epoch bump. Sizes are computed exactly at append time for
-the uncompressed encoding, so ``batch.size`` bounds the uncompressed batch (a compressed batch is smaller).
+(id, epoch, base sequence) changes, e.g. after an epoch bump. Record sizes are computed exactly at append
+time; without compression ``batch.size`` bounds the encoded batch exactly, with compression it bounds the
+estimated compressed size (uncompressed size x the topic's estimated ratio x 1.05, as Java), so a compressed
+batch may come out larger and be split if the broker rejects it.
 
 Invariants:
 
@@ -13,6 +15,7 @@ Invariants:
 * The first record always fits, even when it alone exceeds ``batch.size`` (the accumulator sizes such a
   batch for it).
 * Sequence numbers are assigned at drain (``set_producer_state``), never at append.
+* Completion order (Java): the records' delivery callbacks run first, then all futures complete at once.
 """
 
 from __future__ import annotations
