@@ -34,10 +34,12 @@ from pykafka_client.errors import (
     ConfigurationError,
     IllegalArgumentError,
     IllegalStateError,
+    InvalidTopicError,
     KafkaTimeoutError,
     ProducerClosedError,
     RecordTooLargeError,
     SerializationError,
+    TopicAuthorizationFailedError,
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.network.cluster import PartitionInfo
@@ -274,7 +276,7 @@ class KafkaProducer:
             remaining = deadline - self._time.hi_res_clock_ms()
             if remaining > 0:
                 self.metadata.await_update(version, min(remaining, 1000) / 1000.0)
-            self.metadata.maybe_throw_any_exception()
+            self._maybe_throw_for_topic(topic)
             count = self.metadata.partition_count_for_topic(topic)
             if count is not None and (partition is None or partition < count):
                 return max(deadline - self._time.hi_res_clock_ms(), 0)
@@ -285,6 +287,15 @@ class KafkaProducer:
                     f"Partition {partition} of topic {topic} with partition count {count} is not present in "
                     f"metadata after {max_wait_ms} ms."
                 )
+
+    def _maybe_throw_for_topic(self, topic: str) -> None:
+        """Errors of this topic only (Java ``maybeThrowExceptionForTopic``), plus fatal metadata errors."""
+        self.metadata.maybe_throw_fatal_exception()
+        cluster = self.metadata.fetch()
+        if topic in cluster.unauthorized_topics:
+            raise TopicAuthorizationFailedError(f"Not authorized to access topics: [{topic}]")
+        if topic in cluster.invalid_topics:
+            raise InvalidTopicError(f"Invalid topic: {topic}")
 
     def _partition(self, topic: str, partition: int | None, key: Any, key_bytes: bytes | None, value: Any, value_bytes: bytes | None) -> int:
         if partition is not None:

@@ -364,3 +364,10 @@ def test_batches_over_the_broker_limit_are_split_until_they_fit() -> None:
             p.flush(20)
             assert p.metrics()["batch-split-total"] > 0
         assert [f.result(0).offset for f in fs] == list(range(40))
+
+
+def test_invalid_topic_name_fails_the_future(broker: MiniBroker) -> None:
+    with producer(broker, **{"max.block.ms": 3000}) as p:
+        f = p.send("bad topic name!", b"v")
+        assert type(f.exception(10)).__name__ == "InvalidTopicError"
+        assert p.send(topic_name(), b"v").result(10).offset == 0  # other topics unaffected
