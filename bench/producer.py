@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/producer.py                  # 200k x 100-byte values, 4 configs x 4 clients
     .venv/bin/python bench/producer.py --records 20000  # quicker
-    .venv/bin/python bench/producer.py --profile        # cProfile our client's hot path (top 25)
+    .venv/bin/python bench/producer.py --profile        # cProfile our send path and I/O thread (top 20 each)
 
 A mini_broker runs in its own process (so its CPU does not share our GIL); each client run is a separate
 process so that its peak RSS (``ru_maxrss``) is its own. Configs: 1 and 6 partitions x acks=1 and all,
@@ -116,11 +116,29 @@ def child(args: argparse.Namespace) -> None:
         import cProfile
         import pstats
 
+        from pykafka_client.producer import sender as sender_module
+
+        io_prof = cProfile.Profile()
+        original_run = sender_module.Sender.run
+
+        def profiled_run(self: sender_module.Sender) -> None:
+            io_prof.enable()
+            try:
+                original_run(self)
+            finally:
+                io_prof.disable()
+
+        sender_module.Sender.run = profiled_run  # type: ignore[method-assign]
+        import pykafka_client.producer.kafka_producer  # noqa: F401  (imports outside the profile)
+
         prof = cProfile.Profile()
         prof.enable()
         elapsed = RUNNERS[args.client](args.bootstrap, args.topic, args.records, args.acks, value)
         prof.disable()
-        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
+        print("=== application thread (send) ===", file=sys.stderr)
+        pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(20)
+        print("=== I/O thread (Sender) ===", file=sys.stderr)
+        pstats.Stats(io_prof, stream=sys.stderr).sort_stats("tottime").print_stats(20)
     else:
         elapsed = RUNNERS[args.client](args.bootstrap, args.topic, args.records, args.acks, value)
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
