@@ -26,6 +26,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+import time as _time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -63,6 +64,12 @@ from pykafka_client.utils.time import SYSTEM_TIME, Time
 log = logging.getLogger(__name__)
 
 _client_ids = itertools.count(1)
+
+
+def _yield_gil() -> None:
+    """Let the I/O thread take the GIL now (it is waiting for it after each socket call); otherwise a busy
+    sending thread keeps it for the whole switch interval (5 ms) and the I/O thread makes one step per interval."""
+    _time.sleep(0)
 _PARTITIONER_NAMES = {
     "round_robin": RoundRobinPartitioner,
     "org.apache.kafka.clients.producer.RoundRobinPartitioner": RoundRobinPartitioner,
@@ -257,6 +264,8 @@ class KafkaProducer:
             return _failed_future(e)
         if result.batch_is_full or result.new_batch_created:
             self.sender.wakeup()
+            if result.new_batch_created:
+                _yield_gil()
         return result.future
 
     def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int) -> int:
