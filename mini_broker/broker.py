@@ -28,8 +28,10 @@ from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManage
 from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
+from mini_broker.producer_state.producer_id_manager import ProducerIdManager
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.context import BrokerContext, BrokerEndPoint
+from mini_broker.server.faults import FaultInjector
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.server.replica_manager import ReplicaManager
@@ -48,6 +50,8 @@ def default_cli_data_dir() -> str:
 class MiniBroker:
     """A running broker. ``config`` is a KafkaConfig or a mapping of Kafka property names.
 
+    ``fault_injector`` is TEST-ONLY (see ``mini_broker.server.faults``).
+
     ``data_dir`` (else ``log.dirs``/``log.dir`` when set in ``config``, else a fresh temp dir that is deleted
     on shutdown) holds the logs and the metadata. ``listeners`` defaults to ``PLAINTEXT://127.0.0.1:0``.
     """
@@ -61,6 +65,7 @@ class MiniBroker:
         metrics_port: int | None = None,
         time: Time = SYSTEM_TIME,
         selector_factory: SelectorFactory | None = None,
+        fault_injector: FaultInjector | None = None,
         **props: object,
     ) -> None:
         raw: dict[str, object]
@@ -85,6 +90,8 @@ class MiniBroker:
         self.metrics = BrokerMetrics(time)
         self._metrics_port = metrics_port
         self._selector_factory = selector_factory
+        #: TEST-ONLY fault injection (``mini_broker.server.faults``); None unless passed in.
+        self.faults = fault_injector
         self._lock = threading.Lock()
         self._started = False
         self._stopped = False
@@ -120,6 +127,9 @@ class MiniBroker:
         self.replica_manager.startup()
         channel = RequestChannel(config.queued_max_requests, self.metrics)
         self.context = BrokerContext(config, node_id, self.metadata_cache, self.replica_manager, self.metrics, self.time)
+        self.context.producer_id_manager = ProducerIdManager(
+            self.data_dir, first_id=self.metadata_cache.producer_id_block_end)
+        self.context.faults = self.faults
         group_config = GroupConfig.from_broker(config.get)
         self.group_coordinator = GroupCoordinator(
             group_config, GroupMetadataManager(self.data_dir, self.time, group_config.offsets_topic_segment_bytes),

@@ -143,6 +143,7 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     _k("transaction.max.timeout.ms", "int", 900000, 1),
     _k("transactional.id.expiration.ms", "int", 604800000, 1),
     _k("producer.id.expiration.ms", "int", 86400000, 1),
+    _k("producer.id.expiration.check.interval.ms", "int", 600000, 1),
     _k("transaction.partition.verification.enable", "bool", True),
     # security (accepted, only PLAINTEXT is served for now)
     _k("sasl.enabled.mechanisms", "list", ["GSSAPI"]),

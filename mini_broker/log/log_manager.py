@@ -9,7 +9,8 @@ previous run crashed, and every log then recovers from its recovery point.
 Periodic work (:meth:`scheduled_tasks`): retention (``log.retention.check.interval.ms``, 300000), flush
 of logs whose ``flush.ms`` has passed (``log.flush.scheduler.interval.ms``), and the two checkpoints
 (``log.flush.offset.checkpoint.interval.ms`` and ``log.flush.start.offset.checkpoint.interval.ms``,
-60000 each). :meth:`startup` runs them on a ``kafka-log-manager`` thread unless told not to, so a
+60000 each), and producer-id expiry (``producer.id.expiration.check.interval.ms``, 600000: producers idle for
+``producer.id.expiration.ms`` are forgotten by every log's producer state). :meth:`startup` runs them on a ``kafka-log-manager`` thread unless told not to, so a
 broker with its own scheduler (or a test with a ``MockTime``) can call them itself.
 
 Lock order: the manager lock (the log table) -> a log's lock. Logs are created and deleted under the
@@ -32,6 +33,7 @@ from mini_broker.log.checkpoint import (
 )
 from mini_broker.log.log_config import LONG_MAX, LogConfig
 from mini_broker.log.unified_log import Log, log_dir_name, parse_topic_partition
+from mini_broker.producer_state.producer_state_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from pykafka_client.errors import KafkaStorageError
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -39,6 +41,7 @@ _log = logging.getLogger(__name__)
 
 DEFAULT_RETENTION_CHECK_INTERVAL_MS: Final = 300000
 DEFAULT_CHECKPOINT_INTERVAL_MS: Final = 60000
+DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS: Final = 600000
 
 TopicPartition = tuple[str, int]
 
@@ -56,6 +59,8 @@ class LogManager:
         flush_check_interval_ms: int = LONG_MAX,
         recovery_point_checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
         log_start_offset_checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+        producer_id_expiration_check_interval_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
@@ -66,11 +71,13 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
         self._topic_configs: dict[str, LogConfig] = {}
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self._intervals = {
             "kafka-log-retention": retention_check_interval_ms,
             "kafka-log-flusher": flush_check_interval_ms,
             "kafka-recovery-point-checkpoint": recovery_point_checkpoint_interval_ms,
             "kafka-log-start-offset-checkpoint": log_start_offset_checkpoint_interval_ms,
+            "PeriodicProducerExpirationCheck": producer_id_expiration_check_interval_ms,
         }
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -119,6 +126,7 @@ class LogManager:
                 recovery_point=recovery_points.get(tp, 0),
                 had_clean_shutdown=clean,
                 time=self._time,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
@@ -171,6 +179,7 @@ class LogManager:
                 self.config_for(topic),
                 had_clean_shutdown=True,
                 time=self._time,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
@@ -224,6 +233,14 @@ class LogManager:
             except OSError:
                 _log.exception("flush of %r failed", log)
 
+    def remove_expired_producers(self) -> int:
+        """Forget, in every log, producers idle for ``producer.id.expiration.ms``; returns how many."""
+        now = self._time.milliseconds()
+        removed = 0
+        for log in self.all_logs():
+            removed += len(log.remove_expired_producers(now))
+        return removed
+
     def checkpoint_recovery_offsets(self) -> None:
         self._write_checkpoint(RECOVERY_POINT_CHECKPOINT_FILE, lambda log: log.recovery_point)
 
@@ -252,6 +269,11 @@ class LogManager:
                 "kafka-log-start-offset-checkpoint",
                 self._intervals["kafka-log-start-offset-checkpoint"],
                 self.checkpoint_log_start_offsets,
+            ),
+            (
+                "PeriodicProducerExpirationCheck",
+                self._intervals["PeriodicProducerExpirationCheck"],
+                self.remove_expired_producers,
             ),
         ]
 

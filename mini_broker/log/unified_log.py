@@ -48,6 +48,14 @@ from mini_broker.log.log_segment import (
     LogSegment,
 )
 from mini_broker.log.offset_index import CorruptIndexError
+from mini_broker.producer_state import producer_append_info as _pai
+from mini_broker.producer_state.producer_state_entry import BatchMetadata
+from mini_broker.producer_state.producer_state_manager import (
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    PendingAppend,
+    ProducerStateManager,
+    rebuild_from_log,
+)
 from pykafka_client.errors import (
     CorruptRecordError,
     InvalidTimestampError,
@@ -88,6 +96,12 @@ class AppendOrigin(Enum):
     REPLICATION = "replication"
 
 
+_PRODUCER_ORIGIN: Final = {
+    AppendOrigin.CLIENT: _pai.AppendOrigin.CLIENT,
+    AppendOrigin.COORDINATOR: _pai.AppendOrigin.COORDINATOR,
+    AppendOrigin.REPLICATION: _pai.AppendOrigin.REPLICATION,
+}
+
 BeforeAppend = Callable[[Sequence[DefaultRecordBatch]], "LogAppendInfo | None"]
 
 
@@ -115,6 +129,7 @@ class Log:
         recovery_point: int = 0,
         had_clean_shutdown: bool = False,
         time: Time = SYSTEM_TIME,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.dir_path = dir_path
         self.topic, self.partition = parse_topic_partition(os.path.basename(os.path.normpath(dir_path)))
@@ -132,6 +147,14 @@ class Log:
         self._load(had_clean_shutdown)
         self._high_watermark = self.log_end_offset
         self._hw_metadata: LogOffsetMetadata | None = None
+        #: Idempotent producers of this partition (Kafka: owned by UnifiedLog). Loaded from the newest
+        #: ``<offset>.snapshot`` at or below the LEO (newer ones, e.g. past a truncated tail, are deleted),
+        #: then rebuilt by replaying the log after it.
+        self.producer_state = ProducerStateManager(
+            f"{self.topic}-{self.partition}", dir_path, producer_id_expiration_ms
+        )
+        rebuild_from_log(self.producer_state, self, time.milliseconds())
+        self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
 
     # -- loading --------------------------------------------------------------------------------------
     def _load(self, had_clean_shutdown: bool) -> None:
@@ -291,6 +314,12 @@ class Log:
                     )
                 next_offset = batches[0].base_offset
             first_offset = next_offset
+            pending: PendingAppend | None = None
+            if any(b.producer_id >= 0 for b in batches):
+                checked = self.producer_state.prepare_append(batches, first_offset, _PRODUCER_ORIGIN[origin])
+                if isinstance(checked, BatchMetadata):
+                    return self._duplicate_append_info(checked)
+                pending = checked
             max_timestamp, offset_of_max = -1, -1
             num_records = 0
             appended: list[AppendedBatch] = []
@@ -317,6 +346,11 @@ class Log:
             segment = self._maybe_roll(len(buf), max_timestamp, next_offset - 1, first_offset, now)
             segment.append(buf, appended)
             self._leo_metadata = LogOffsetMetadata(next_offset, segment.base_offset, segment.size)
+            # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
+            if pending is not None:
+                self.producer_state.complete_append(pending)
+            else:
+                self.producer_state.update_map_end_offset(next_offset)
             if next_offset - self.recovery_point >= self.config.flush_interval_messages:
                 self._flush_locked()
             return LogAppendInfo(
@@ -330,6 +364,29 @@ class Log:
                 shallow_count=len(batches),
                 valid_bytes=len(buf),
             )
+
+    def _duplicate_append_info(self, dup: BatchMetadata) -> LogAppendInfo:
+        """A retried batch already in the log: the original offsets and timestamp, nothing written."""
+        return LogAppendInfo(
+            first_offset=dup.first_offset,
+            last_offset=dup.last_offset,
+            max_timestamp=dup.timestamp,
+            offset_of_max_timestamp=dup.last_offset,
+            log_append_time=dup.timestamp if self.config.is_log_append_time else -1,
+            log_start_offset=self.log_start_offset,
+            num_records=dup.offset_delta + 1,
+            shallow_count=1,
+            valid_bytes=0,
+        )
+
+    def remove_expired_producers(self, now_ms: int) -> list[int]:
+        """Forget producers idle for ``producer.id.expiration.ms`` (the log manager's periodic task)."""
+        return self.producer_state.remove_expired_producers(now_ms)
+
+    def take_producer_snapshot(self) -> str:
+        """Write ``<LEO>.snapshot`` of the producer state (at roll and clean shutdown)."""
+        with self._lock:
+            return self.producer_state.take_snapshot(self.log_end_offset)
 
     def _analyze_and_validate(self, buf: bytearray, origin: AppendOrigin) -> list[DefaultRecordBatch]:
         batches: list[DefaultRecordBatch] = []
@@ -395,6 +452,8 @@ class Log:
             self._set_segments([*self._segments[:-1], new])
             return new
         active.on_become_inactive()
+        # the state up to the new segment's base (an append that rolls is applied after the roll)
+        self.producer_state.take_snapshot(new_base)
         new = LogSegment(self.dir_path, new_base, self.config, self._time)
         if new.size:
             new.recover()  # a leftover file at that offset: keep nothing past the valid batches
@@ -595,6 +654,7 @@ class Log:
         remaining = self._segments[len(deletable) :]
         self._set_segments(remaining)
         self.log_start_offset = max(self.log_start_offset, remaining[0].base_offset)
+        self.producer_state.delete_snapshots_before(remaining[0].base_offset)
         deadline = self._time.milliseconds() + self.config.file_delete_delay_ms
         for segment in deletable:
             _log.info("%s: deleting %r (%s)", self.dir_path, segment, reason)
@@ -649,6 +709,10 @@ class Log:
             self._closed = True
             self._segments[-1].on_become_inactive()
             self.recovery_point = self.log_end_offset
+            try:  # a clean shutdown leaves the state at the LEO: no replay on the next start
+                self.producer_state.take_snapshot(self.log_end_offset)
+            except OSError:
+                _log.exception("%s: producer state snapshot at close failed", self.dir_path)
             for segment in self._segments:
                 segment.close()
             for _, segment in self._pending_close:

@@ -8,6 +8,7 @@ from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchI
 from mini_broker.producer_state.producer_id_manager import ProducerIdManager
 from mini_broker.producer_state.producer_state_entry import NUM_BATCHES_TO_RETAIN, BatchMetadata, ProducerStateEntry
 from mini_broker.producer_state.producer_state_manager import (
+    PendingAppend,
     ProducerStateManager,
     log_before_append_hook,
     rebuild_from_log,
@@ -18,6 +19,7 @@ __all__ = [
     "AppendOrigin",
     "BatchInfo",
     "BatchMetadata",
+    "PendingAppend",
     "ProducerAppendInfo",
     "ProducerIdManager",
     "ProducerStateEntry",

@@ -19,14 +19,15 @@ MAX_PRODUCER_ID = 2**63 - 1
 
 
 class ProducerIdManager:
-    def __init__(self, data_dir: str, block_size: int = PRODUCER_ID_BLOCK_SIZE) -> None:
+    def __init__(self, data_dir: str, block_size: int = PRODUCER_ID_BLOCK_SIZE, first_id: int = 0) -> None:
+        """``first_id``: no id below it is handed out (e.g. the end of blocks an older allocator persisted)."""
         if block_size < 1:
             raise ValueError("block_size must be positive")
         self.data_dir = data_dir
         self.block_size = block_size
         self._path = os.path.join(data_dir, FILE_NAME)
         self._lock = threading.Lock()
-        self._block_end = self._read()
+        self._block_end = max(self._read(), first_id)
         self._next = self._block_end
 
     def _read(self) -> int:

@@ -34,6 +34,7 @@ import os
 import struct
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from crc32c import crc32c
@@ -76,6 +77,14 @@ class ProducerBatchView(Protocol):
     def is_transactional(self) -> bool: ...
     @property
     def is_control(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class PendingAppend:
+    """Producer entries updated by an append not yet written, and the offset after its last batch."""
+
+    updated: dict[int, ProducerStateEntry]
+    end_offset: int
 
 
 def snapshot_file_name(offset: int) -> str:
@@ -134,8 +143,23 @@ class ProducerStateManager:
         """Check and record the producer batches of one append whose first batch gets ``first_offset``.
 
         Returns a duplicate's metadata (nothing recorded), or None after recording. Raises on a sequence,
-        epoch or transaction-state violation (nothing recorded).
+        epoch or transaction-state violation (nothing recorded). Same as :meth:`prepare_append` followed at
+        once by :meth:`complete_append`.
         """
+        with self._lock:
+            result = self.prepare_append(batches, first_offset, origin)
+            if isinstance(result, BatchMetadata):
+                return result
+            self.complete_append(result)
+            return None
+
+    def prepare_append(
+        self, batches: Sequence[ProducerBatchView], first_offset: int, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> BatchMetadata | PendingAppend:
+        """Check the producer batches of one append (Kafka ``analyzeAndValidateProducerState``) without
+        changing any state: returns a duplicate's metadata, or the updates to apply with
+        :meth:`complete_append` once the batches are written. Raises on a sequence, epoch or
+        transaction-state violation. The caller serialises prepare/complete per partition (the log lock)."""
         with self._lock:
             infos: dict[int, ProducerAppendInfo] = {}
             offset = first_offset
@@ -155,10 +179,18 @@ class ProducerStateManager:
                     current = self._producers.get(batch.producer_id) or ProducerStateEntry.empty(batch.producer_id)
                     pai = infos[batch.producer_id] = ProducerAppendInfo(self.topic_partition, batch.producer_id, current, origin)
                 pai.append(info)
-            for pid, pai in infos.items():
-                self._producers[pid] = pai.updated
-            self.map_end_offset = max(self.map_end_offset, offset)
-            return None
+            return PendingAppend({pid: pai.updated for pid, pai in infos.items()}, offset)
+
+    def complete_append(self, pending: PendingAppend) -> None:
+        """Apply what :meth:`prepare_append` computed (after the write succeeded)."""
+        with self._lock:
+            self._producers.update(pending.updated)
+            self.map_end_offset = max(self.map_end_offset, pending.end_offset)
+
+    def update_map_end_offset(self, end_offset: int) -> None:
+        """Batches without a producer id up to ``end_offset`` (exclusive) were appended."""
+        with self._lock:
+            self.map_end_offset = max(self.map_end_offset, end_offset)
 
     def replay(self, batches: Iterable[ProducerBatchView]) -> None:
         """Rebuild state from batches already in the log (offsets as stored; no sequence checks)."""
@@ -305,6 +337,8 @@ def log_before_append_hook(
 class _ReadableLog(Protocol):
     @property
     def log_end_offset(self) -> int: ...
+    @property
+    def log_start_offset(self) -> int: ...
 
     def read(self, start_offset: int, max_bytes: int) -> Any: ...
 
@@ -317,7 +351,7 @@ def rebuild_from_log(manager: ProducerStateManager, log: _ReadableLog, now_ms: i
 
     end = log.log_end_offset
     manager.load(end, now_ms)
-    offset = manager.map_end_offset
+    offset = max(manager.map_end_offset, log.log_start_offset)
     while offset < end:
         info = log.read(offset, chunk_bytes)
         data = info.to_bytes() if info.records is not None else b""

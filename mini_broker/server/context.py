@@ -12,6 +12,8 @@ from pykafka_client.utils.time import Time
 
 if TYPE_CHECKING:
     from mini_broker.group.group_coordinator import GroupCoordinator
+    from mini_broker.producer_state.producer_id_manager import ProducerIdManager
+    from mini_broker.server.faults import FaultInjector
     from mini_broker.server.replica_manager import ReplicaManager
 
 
@@ -36,6 +38,10 @@ class BrokerContext:
     #: The classic group coordinator (None until the broker constructs it; handlers then answer
     #: COORDINATOR_NOT_AVAILABLE).
     group_coordinator: GroupCoordinator | None = None
+    #: Producer ids for InitProducerId (None: the MetadataCache allocator is used).
+    producer_id_manager: ProducerIdManager | None = None
+    #: TEST-ONLY fault injection (see ``mini_broker.server.faults``); None in normal runs.
+    faults: FaultInjector | None = None
 
     def endpoint_for(self, listener_name: str) -> BrokerEndPoint:
         """The advertised endpoint of the listener a request came in on (else the first one)."""

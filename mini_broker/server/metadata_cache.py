@@ -171,6 +171,12 @@ class MetadataCache:
         t = self.get_topic(topic)
         return t is not None and 0 <= partition < t.num_partitions
 
+    @property
+    def producer_id_block_end(self) -> int:
+        """No producer id at or above this was handed out by :meth:`next_producer_id` (persisted)."""
+        with self._lock:
+            return self._producer_id_block_end
+
     def next_producer_id(self) -> int:
         """A producer id never handed out before by this cluster (also across restarts)."""
         with self._lock:

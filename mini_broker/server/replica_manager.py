@@ -131,9 +131,9 @@ def _keyless_record_indexes(records: bytes | bytearray | memoryview) -> list[int
     return out
 
 
-def _int_config(config: KafkaConfig, name: str) -> int:
+def _int_config(config: KafkaConfig, name: str, default: int = 1000) -> int:
     v = config.get(name)
-    return v if isinstance(v, int) else 1000
+    return v if isinstance(v, int) else default
 
 
 def _error_code(e: BaseException) -> int:
@@ -159,8 +159,12 @@ class ReplicaManager:
         self._lock = threading.RLock()  # topic lifecycle
         self.default_log_config = LogConfig.from_broker(lambda n: config.get(n) if config.is_set(n) else None)
         if log_manager is None:
-            log_manager = LogManager([data_dir], self.default_log_config, time=time,
-                                     retention_check_interval_ms=config.log_retention_check_interval_ms)
+            log_manager = LogManager(
+                [data_dir], self.default_log_config, time=time,
+                retention_check_interval_ms=config.log_retention_check_interval_ms,
+                producer_id_expiration_ms=_int_config(config, "producer.id.expiration.ms", 86400000),
+                producer_id_expiration_check_interval_ms=_int_config(
+                    config, "producer.id.expiration.check.interval.ms", 600000))
         self.log_manager: LogManager = log_manager
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
             "Produce", broker_id=config.node_id, purge_interval=_int_config(config, "producer.purgatory.purge.interval.requests"),

@@ -5,7 +5,11 @@ notices), otherwise a NoOpResponse unmutes the channel. acks=1: answer after the
 answer when the DelayedProduce completes (at once on one broker). acks outside {-1,0,1} ->
 INVALID_REQUIRED_ACKS for every partition. Per-partition errors: UNKNOWN_TOPIC_OR_PARTITION,
 INVALID_TOPIC_EXCEPTION, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD (with record errors), ...
-Only v2 record batches are accepted (v3+), as Kafka 4 does.
+Only v2 record batches are accepted (v3+), as Kafka 4 does. Batches of idempotent producers are checked
+by the partition log's producer state: a retried batch (same epoch and sequence range among the producer's
+last 5) answers NONE with its original offsets and is not written again; OUT_OF_ORDER_SEQUENCE_NUMBER and
+INVALID_PRODUCER_EPOCH otherwise, as Kafka. TEST-ONLY: an armed ``FaultInjector`` closes the connection
+instead of answering (after the append).
 """
 
 from __future__ import annotations
@@ -84,6 +88,11 @@ def _respond(apis: KafkaApis, request: Request, acks: int, version: int, order: 
             apis.close_connection(request)
         else:
             apis.send_no_op_response(request)
+        return
+    faults = apis.broker.faults
+    if faults is not None and faults.should_drop_produce_response(tp.topic for tp in order):
+        log.info("event=fault_injected connection=%s action=close_before_produce_response", request.connection_id)
+        apis.close_connection(request)
         return
     apis.send_response(request, _build(version, order, results))
 

@@ -44,7 +44,10 @@ class Partition:
         """Close and reopen; returns the offset replay started from."""
         if clean:
             self.psm.take_snapshot(self.log.log_end_offset)
-        self.log.close()
+            self.log.close()
+        else:  # a kill: no close (the Log's own close would also snapshot its producer state at the LEO)
+            for seg in self.log.segments:
+                seg.close()
         self.__init__(path)  # type: ignore[misc]
         self.psm.load(self.log.log_end_offset, now_ms=2000)
         start = self.psm.map_end_offset
