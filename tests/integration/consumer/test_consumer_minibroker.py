@@ -193,7 +193,7 @@ def test_concurrent_use_is_refused(broker: MiniBroker) -> None:
         errors: list[BaseException] = []
 
         def other() -> None:
-            time.sleep(0.2)
+            time.sleep(0.5)  # the main thread is inside poll(3.0) by then
             try:
                 c.assignment()
             except BaseException as e:
@@ -201,7 +201,7 @@ def test_concurrent_use_is_refused(broker: MiniBroker) -> None:
 
         t = threading.Thread(target=other)
         t.start()
-        c.poll(1.0)
+        c.poll(3.0)
         t.join()
         assert len(errors) == 1 and isinstance(errors[0], ConcurrentModificationError)
 

@@ -1,6 +1,6 @@
-"""KafkaConsumer group mode (subscribe, rebalances, commits) against Tansu, which has a group
-coordinator (MiniBroker has none yet). Short rebalance timeouts keep joins fast: Tansu waits up to
-the rebalance timeout for members before completing a join."""
+"""KafkaConsumer group mode (subscribe, rebalances, commits) against both brokers with a group
+coordinator: Tansu and MiniBroker. Short rebalance timeouts keep joins fast: Tansu waits up to the
+rebalance timeout for members before completing a join; MiniBroker runs with no initial rebalance delay."""
 
 from __future__ import annotations
 
@@ -8,16 +8,43 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import pytest
 
+from mini_broker.broker import MiniBroker
 from pykafka_client import AdminClient, ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
 from pykafka_client.admin.types import NewTopic
-from tests.integration.tansu import TansuBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(180)]
+
+
+class _Mini:
+    def __init__(self, broker: MiniBroker) -> None:
+        self.broker = broker
+        self.bootstrap = broker.bootstrap_servers
+
+
+@pytest.fixture(scope="module")
+def mini_group_broker() -> Iterator[_Mini]:
+    with MiniBroker({"num.partitions": 1, "group.initial.rebalance.delay.ms": 0}) as b:
+        yield _Mini(b)
+
+
+@pytest.fixture(params=["tansu", "mini_broker"])
+def group_broker(request: pytest.FixtureRequest) -> Any:
+    """A broker with a group coordinator (``.bootstrap``): both, for the core flows."""
+    if request.param == "tansu":
+        return request.getfixturevalue("tansu_broker_module")
+    return request.getfixturevalue("mini_group_broker")
+
+
+@pytest.fixture
+def mini_only(mini_group_broker: _Mini) -> Any:
+    """MiniBroker only (joins are fast there; Tansu waits the rebalance timeout on every join)."""
+    return mini_group_broker
+
 
 FAST_GROUP = {
     "max.poll.interval.ms": 3000,
@@ -27,7 +54,7 @@ FAST_GROUP = {
 }
 
 
-def make_topic(broker: TansuBroker, partitions: int = 4, records: int = 40) -> str:
+def make_topic(broker: Any, partitions: int = 4, records: int = 40) -> str:
     topic = f"g-{uuid.uuid4().hex[:10]}"
     with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, partitions, 1)], timeout=10)
@@ -41,7 +68,7 @@ def make_topic(broker: TansuBroker, partitions: int = 4, records: int = 40) -> s
     return topic
 
 
-def group_consumer(broker: TansuBroker, group: str, **overrides: Any) -> KafkaConsumer[Any, Any]:
+def group_consumer(broker: Any, group: str, **overrides: Any) -> KafkaConsumer[Any, Any]:
     cfg: dict[str, Any] = {"bootstrap.servers": broker.bootstrap, "group.id": group, **FAST_GROUP}
     cfg.update(overrides)
     return KafkaConsumer(cfg)
@@ -66,8 +93,8 @@ def poll_until(c: KafkaConsumer[Any, Any], n: int, deadline_s: float = 30) -> li
     return out
 
 
-def test_subscribe_consume_commit_and_resume(tansu_broker_module: TansuBroker) -> None:
-    broker = tansu_broker_module
+def test_subscribe_consume_commit_and_resume(group_broker: Any) -> None:
+    broker = group_broker
     topic = make_topic(broker)
     group = f"grp-{uuid.uuid4().hex[:6]}"
     rec = Recorder()
@@ -95,8 +122,8 @@ def test_subscribe_consume_commit_and_resume(tansu_broker_module: TansuBroker) -
     c2.close()
 
 
-def test_auto_commit_on_close(tansu_broker_module: TansuBroker) -> None:
-    broker = tansu_broker_module
+def test_auto_commit_on_close(mini_only: Any) -> None:
+    broker = mini_only
     topic = make_topic(broker, partitions=2, records=10)
     group = f"grp-{uuid.uuid4().hex[:6]}"
     with group_consumer(broker, group) as c:
@@ -109,8 +136,8 @@ def test_auto_commit_on_close(tansu_broker_module: TansuBroker) -> None:
         assert {tp.partition: om.offset if om else None for tp, om in committed.items()} == {0: 5, 1: 5}
 
 
-def test_pattern_subscription(tansu_broker_module: TansuBroker) -> None:
-    broker = tansu_broker_module
+def test_pattern_subscription(mini_only: Any) -> None:
+    broker = mini_only
     topic = make_topic(broker, partitions=1, records=3)
     with group_consumer(broker, f"grp-{uuid.uuid4().hex[:6]}") as c:
         c.subscribe(pattern=re.escape(topic[:8]) + ".*")
@@ -119,8 +146,8 @@ def test_pattern_subscription(tansu_broker_module: TansuBroker) -> None:
 
 
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
-def test_two_members_share_partitions(tansu_broker_module: TansuBroker, strategy: str) -> None:
-    broker = tansu_broker_module
+def test_two_members_share_partitions(group_broker: Any, strategy: str) -> None:
+    broker = group_broker
     topic = make_topic(broker, partitions=4, records=0)
     group = f"grp-{uuid.uuid4().hex[:6]}"
     recorders = [Recorder(), Recorder()]
@@ -182,10 +209,10 @@ def _owned(r: Recorder) -> set[TopicPartition]:
     return owned
 
 
-def test_max_poll_interval_exceeded_leaves_group_and_partitions_are_lost(tansu_broker_module: TansuBroker) -> None:
+def test_max_poll_interval_exceeded_leaves_group_and_partitions_are_lost(mini_only: Any) -> None:
     """The heartbeat thread notices that poll() stopped being called, leaves the group; the next poll
     reports the partitions as lost and rejoins."""
-    broker = tansu_broker_module
+    broker = mini_only
     topic = make_topic(broker, partitions=2, records=4)
 
     class LostRecorder(Recorder):
@@ -210,8 +237,8 @@ def test_max_poll_interval_exceeded_leaves_group_and_partitions_are_lost(tansu_b
         assert c.coordinator.generation_snapshot().member_id not in ("", member)
 
 
-def test_static_member_keeps_assignment_across_restart(tansu_broker_module: TansuBroker) -> None:
-    broker = tansu_broker_module
+def test_static_member_keeps_assignment_across_restart(mini_only: Any) -> None:
+    broker = mini_only
     topic = make_topic(broker, partitions=2, records=4)
     group = f"grp-{uuid.uuid4().hex[:6]}"
     cfg = {"group.instance.id": "instance-a", "enable.auto.commit": False}
@@ -230,9 +257,9 @@ def test_static_member_keeps_assignment_across_restart(tansu_broker_module: Tans
     c2.close()
 
 
-def test_commit_sync_inside_revoke_callback_with_heartbeats_running(tansu_broker_module: TansuBroker) -> None:
+def test_commit_sync_inside_revoke_callback_with_heartbeats_running(mini_only: Any) -> None:
     """The usual pattern (commit in on_partitions_revoked) must not deadlock with the heartbeat thread."""
-    broker = tansu_broker_module
+    broker = mini_only
     topic = make_topic(broker, partitions=2, records=6)
     group = f"grp-{uuid.uuid4().hex[:6]}"
     holder: dict[str, KafkaConsumer[Any, Any]] = {}
