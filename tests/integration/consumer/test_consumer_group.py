@@ -283,3 +283,60 @@ def test_commit_sync_inside_revoke_callback_with_heartbeats_running(mini_only: A
     committed = c.committed({TopicPartition(topic, 0), TopicPartition(topic, 1)}, 10)
     assert {tp.partition: om.offset if om else None for tp, om in committed.items()} == {0: 3, 1: 3}
     c.close()
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_members_come_and_go_without_losing_records(mini_only: Any, strategy: str) -> None:
+    """Three members consume 6 partitions while members join and leave; with commits in the revoke
+    callback every record is seen at least once and the final committed offsets reach the log end."""
+    broker = mini_only
+    n = 1200
+    topic = make_topic(broker, partitions=6, records=n)
+    group = f"grp-{uuid.uuid4().hex[:6]}"
+    seen: set[tuple[int, int]] = set()
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def member(lifetime_s: float, start_delay_s: float) -> None:
+        time.sleep(start_delay_s)
+        holder: dict[str, KafkaConsumer[Any, Any]] = {}
+
+        class CommitOnRevoke(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked: Collection[TopicPartition]) -> None:
+                if revoked:
+                    holder["c"].commit_sync()
+
+        c = group_consumer(
+            broker,
+            group,
+            **{"enable.auto.commit": False, "partition.assignment.strategy": strategy, "max.poll.records": 50},
+        )
+        holder["c"] = c
+        try:
+            c.subscribe([topic], CommitOnRevoke())
+            end = time.monotonic() + lifetime_s
+            while time.monotonic() < end:
+                recs = c.poll(0.1)
+                with lock:
+                    seen.update((r.partition, r.offset) for r in recs)
+                if recs:
+                    c.commit_sync()
+        except BaseException as e:
+            errors.append(e)
+        finally:
+            c.close(10)
+
+    threads = [
+        threading.Thread(target=member, args=(8.0, 0.0)),
+        threading.Thread(target=member, args=(3.0, 0.5)),  # leaves early
+        threading.Thread(target=member, args=(6.0, 2.0)),  # joins late
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert seen == {(p, o) for p in range(6) for o in range(n // 6)}
+    with group_consumer(broker, group) as c:
+        committed = c.committed({TopicPartition(topic, p) for p in range(6)}, 10)
+    assert {tp.partition: om.offset if om else None for tp, om in committed.items()} == {p: n // 6 for p in range(6)}
