@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -82,6 +82,35 @@ def test_errors_duplicates_and_init_producer_id(tmp_path: Path) -> None:
             assert init_pid(c).producer_id > r2.producer_id
         finally:
             c.close()
+
+
+def test_state_survives_kill9_via_replay(tmp_path: Path) -> None:
+    from tests.integration.broker.test_durability import BrokerProcess, create_topic
+
+    data_dir = tmp_path / "data"
+    proc = BrokerProcess(data_dir)
+    try:
+        create_topic(proc.bootstrap, "k")
+        c = Conn(cast(MiniBroker, proc))
+        pid = init_pid(c).producer_id
+        for i in range(8):
+            assert part(produce(c, "k", 0, idem_batch(pid, 0, 2 * i, 2))).base_offset == 2 * i
+        c.close()
+        proc.kill9()  # no close: no snapshot at the log end; the state comes back by replaying the log
+        proc = BrokerProcess(data_dir)
+        c = Conn(cast(MiniBroker, proc))
+        try:
+            for i in range(3, 8):  # the producer's last 5 batches are duplicates, with their original offsets
+                dup = part(produce(c, "k", 0, idem_batch(pid, 0, 2 * i, 2)))
+                assert (dup.error_code, dup.base_offset) == (0, 2 * i)
+            assert part(produce(c, "k", 0, idem_batch(pid, 0, 20, 1))).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+            assert part(produce(c, "k", 0, idem_batch(pid, 0, 16, 1))).base_offset == 16
+            assert init_pid(c).producer_id > pid  # the rest of the persisted id block is skipped
+        finally:
+            c.close()
+        assert proc.terminate() == 0
+    finally:
+        proc.ensure_dead()
 
 
 def test_fault_hook_drops_matching_produce_responses_after_the_append() -> None:
