@@ -183,3 +183,24 @@ def test_producer_ids_unique_across_restarts_and_above_the_floor(tmp_path: Path)
     assert ids == [5000, 5001, 5002]
     m2 = ProducerIdManager(str(tmp_path), block_size=10, first_id=0)
     assert m2.generate_producer_id() == 5010  # the rest of the persisted block is skipped
+
+
+def test_failed_write_leaves_the_producer_state_untouched(tmp_path: Path, time: MockTime,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    lg = open_log(tmp_path, time)
+    lg.append(batch(0, 0, 2))
+    segment = lg.active_segment
+
+    def broken(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(segment, "append", broken)
+    with pytest.raises(OSError):
+        lg.append(batch(0, 2, 2))
+    monkeypatch.undo()
+    entry = lg.producer_state.last_entry(PID)
+    assert entry is not None and entry.last_seq == 1
+    # the retry is a new write, not a duplicate of a batch that never reached the log
+    info = lg.append(batch(0, 2, 2))
+    assert (info.first_offset, info.last_offset) == (2, 3) and lg.log_end_offset == 4
+    lg.close()
