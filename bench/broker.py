@@ -6,7 +6,13 @@ For each broker (each its own process on a free loopback port):
 
 * produce: ``--records`` records of 100-byte values with confluent-kafka (acks=all, linger 5 ms, lz4 off) into
   one partition; records/s and MB/s from the first send to the last delivery report;
-* consume: the same records from the earliest offset with ``assign()``; records/s and MB/s;
+* consume: the same records from the earliest offset with ``assign()``; records/s and MB/s. librdkafka's
+  ``fetch.queue.backoff.ms`` is set to 0 (``--consumer-backoff-ms`` to change it): with its default (1000 ms)
+  the measurement is decided by a client timer, not by the broker: a broker that fills
+  ``max.partition.fetch.bytes`` (10 MiB here, ~90k records, as Kafka does) pushes the client's queue past
+  ``queued.min.messages`` (100k) after two responses and librdkafka then waits 1 s before fetching again;
+  Tansu answers ~5 MB per fetch and usually escapes it. Same setting for both brokers;
+* broker CPU: user+system seconds of the broker process during each phase (``/proc``), per record;
 * connections: ``--connections`` idle TCP connections each sending one ApiVersions v0 request; all must be
   answered; the broker's RSS (from /proc) before and after.
 
@@ -46,6 +52,9 @@ class Result:
     connections: int = 0
     connections_answered: int = 0
     connections_s: float = 0.0
+    produce_cpu_s: float = 0.0
+    consume_cpu_s: float = 0.0
+    records: int = 0
     rss_before_mb: float = 0.0
     rss_after_mb: float = 0.0
     notes: list[str] = field(default_factory=list)
@@ -66,6 +75,16 @@ def rss_mb(pid: int) -> float:
     except OSError:
         pass
     return 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all threads), 0.0 if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_port(port: int, timeout: float) -> None:
@@ -153,11 +172,12 @@ def bench_produce(bootstrap: str, records: int, deadline_s: float) -> tuple[int,
     return delivered, time.monotonic() - t0
 
 
-def bench_consume(bootstrap: str, records: int, deadline_s: float) -> tuple[int, float]:
+def bench_consume(bootstrap: str, records: int, deadline_s: float, backoff_ms: int = 0) -> tuple[int, float]:
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                  "fetch.max.bytes": 50 * 1024 * 1024, "max.partition.fetch.bytes": 10 * 1024 * 1024})
+                  "fetch.max.bytes": 50 * 1024 * 1024, "max.partition.fetch.bytes": 10 * 1024 * 1024,
+                  "fetch.queue.backoff.ms": backoff_ms})
     c.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
     got = 0
     t0 = time.monotonic()
@@ -228,11 +248,15 @@ def run_one(name: str, proc: subprocess.Popen[bytes], port: int, args: argparse.
     bootstrap = f"127.0.0.1:{port}"
     try:
         create_topic(bootstrap)
+        cpu0 = cpu_seconds(proc.pid)
         n, secs = bench_produce(bootstrap, args.records, args.phase_seconds)
+        cpu1 = cpu_seconds(proc.pid)
+        r.produce_cpu_s, r.records = cpu1 - cpu0, n
         r.produce_rps, r.produce_mbps = n / secs, n * len(VALUE) / secs / 1e6
         if n < args.records:
             r.notes.append(f"produce: {n}/{args.records} delivered before the deadline")
-        got, secs = bench_consume(bootstrap, n, args.phase_seconds)
+        got, secs = bench_consume(bootstrap, n, args.phase_seconds, args.consumer_backoff_ms)
+        r.consume_cpu_s = cpu_seconds(proc.pid) - cpu1
         r.consume_rps, r.consume_mbps = got / secs, got * len(VALUE) / secs / 1e6
         if got < n:
             r.notes.append(f"consume: {got}/{n} before the deadline")
@@ -264,6 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--many-connections", action="store_true", help="10,000 connections")
     ap.add_argument("--phase-seconds", type=float, default=12.0, help="deadline of each phase")
     ap.add_argument("--no-tansu", action="store_true")
+    ap.add_argument("--consumer-backoff-ms", type=int, default=0,
+                    help="librdkafka fetch.queue.backoff.ms of the consumer (its default is 1000)")
     args = ap.parse_args(argv)
     if args.many_connections:
         args.connections = 10_000
@@ -297,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r.name:<12} {r.produce_rps:>14,.0f} {r.produce_mbps:>7.1f} {r.consume_rps:>14,.0f} "
               f"{r.consume_mbps:>7.1f} {r.connections_answered:>5}/{r.connections:<5} {r.connections_s:>6.2f} "
               f"{r.rss_before_mb:>5.0f}->{r.rss_after_mb:<5.0f}")
+        if r.records:
+            print(f"{'':<12} broker CPU: produce {r.produce_cpu_s:.2f} s ({r.produce_cpu_s / r.records * 1e6:.2f} us/record), "
+                  f"consume {r.consume_cpu_s:.2f} s ({r.consume_cpu_s / r.records * 1e6:.2f} us/record)")
         for note in r.notes:
             print(f"  note: {note}")
     if len(results) == 2 and results[1].produce_rps and results[1].consume_rps:
