@@ -43,6 +43,12 @@ Deserialize = Callable[[str, "bytes | None", Any], Any] | None
 _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
 
 
+def _why(e: BaseException) -> str:
+    """The cause's own message, without the error-code prefix of broker error classes."""
+    message = getattr(e, "message", None)
+    return message if isinstance(message, str) and message else str(e)
+
+
 def corrupt(tp: TopicPartition, offset: int, why: str) -> CorruptRecordError:
     """A CorruptRecordError naming the partition and offset; both are also attributes."""
     err = CorruptRecordError(f"corrupt record batch in partition {tp} at offset {offset}: {why}")
@@ -101,14 +107,14 @@ class CompletedFetch:
         try:
             batch = next(self._batches, None)
         except (CorruptRecordError, MessageDecodeError) as e:
-            raise corrupt(self.partition, self.next_fetch_offset, str(e)) from e
+            raise corrupt(self.partition, self.next_fetch_offset, _why(e)) from e
         if batch is None:
             return None
         if self._check_crcs:
             try:
                 batch.ensure_valid()
             except (CorruptRecordError, MessageDecodeError) as e:
-                raise corrupt(self.partition, batch.base_offset, str(e)) from e
+                raise corrupt(self.partition, batch.base_offset, _why(e)) from e
         return batch
 
     def _is_aborted_control(self, batch: RecordBatch, records: list[Record]) -> bool:
@@ -151,7 +157,7 @@ class CompletedFetch:
         try:
             return batch.records()
         except (CorruptRecordError, MessageDecodeError, KafkaError) as e:
-            raise corrupt(self.partition, batch.base_offset, str(e)) from e
+            raise corrupt(self.partition, batch.base_offset, _why(e)) from e
         except Exception as e:  # a codec library failing on garbage
             raise corrupt(self.partition, batch.base_offset, f"{type(e).__name__}: {e}") from e
 

@@ -15,6 +15,7 @@ from mini_broker.broker import MiniBroker
 from pykafka_client import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from pykafka_client.errors import (
     ConcurrentModificationError,
+    CorruptRecordError,
     IllegalArgumentError,
     IllegalStateError,
     InvalidGroupIdError,
@@ -262,3 +263,41 @@ def test_survives_broker_restart(tmp_path: Any) -> None:
         c.close()
     finally:
         b.shutdown()
+
+
+def test_corrupt_batch_on_the_broker_is_reported_not_skipped(tmp_path: Any) -> None:
+    """A batch corrupted on the broker's disk (after its append-time validation) reaches the consumer:
+    the records before it are returned, then CorruptRecordError names the partition and offset, again
+    on every poll, until the application seeks past it."""
+    import glob
+    import struct
+
+    with MiniBroker({"num.partitions": 1}, data_dir=str(tmp_path)) as b:
+        p = KafkaProducer({"bootstrap.servers": b.bootstrap_servers, "linger.ms": 0})
+        for i in range(6):  # one batch per record
+            p.send("bad", value=b"value-%d" % i).result(10)
+        p.close(10)
+        (segment,) = glob.glob(str(tmp_path / "bad-0" / "*.log"))
+        with open(segment, "r+b") as f:
+            data = f.read()
+            first_len = struct.unpack_from(">i", data, 8)[0] + 12
+            second_len = struct.unpack_from(">i", data, first_len + 8)[0] + 12
+            pos = first_len + second_len - 3  # inside the value of the record at offset 1
+            f.seek(pos)
+            f.write(bytes([data[pos] ^ 0xFF]))
+        tp = TopicPartition("bad", 0)
+        with consumer(b) as c:
+            c.assign([tp])
+            got: list[Any] = []
+            raised = []
+            deadline = time.monotonic() + 10
+            while len(raised) < 2 and time.monotonic() < deadline:
+                try:
+                    got.extend(c.poll(0.3))
+                except CorruptRecordError as e:
+                    raised.append(e)
+            assert [r.offset for r in got] == [0]
+            assert len(raised) == 2 and all(e.offset == 1 and "bad-0" in str(e) for e in raised)  # type: ignore[attr-defined]
+            assert c.position(tp) == 1
+            c.seek(tp, 2)
+            assert [r.offset for r in drain(c, 4)] == [2, 3, 4, 5]
