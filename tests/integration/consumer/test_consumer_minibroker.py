@@ -289,7 +289,7 @@ def test_corrupt_batch_on_the_broker_is_reported_not_skipped(tmp_path: Any) -> N
         with consumer(b) as c:
             c.assign([tp])
             got: list[Any] = []
-            raised = []
+            raised: list[CorruptRecordError] = []
             deadline = time.monotonic() + 10
             while len(raised) < 2 and time.monotonic() < deadline:
                 try:
