@@ -340,3 +340,33 @@ def test_members_come_and_go_without_losing_records(mini_only: Any, strategy: st
     with group_consumer(broker, group) as c:
         committed = c.committed({TopicPartition(topic, p) for p in range(6)}, 10)
     assert {tp.partition: om.offset if om else None for tp, om in committed.items()} == {p: n // 6 for p in range(6)}
+
+
+def test_group_member_survives_coordinator_restart(tmp_path: Any) -> None:
+    """The broker (and its group coordinator) restarts on the same port: the member rediscovers the
+    coordinator, keeps or regains its partitions and consumes the new records with no gap or duplicate."""
+    cfg = {"num.partitions": 2, "group.initial.rebalance.delay.ms": 0}
+    b = MiniBroker(cfg, data_dir=str(tmp_path)).start()
+    port = b.port
+    try:
+        broker = _Mini(b)
+        topic = make_topic(broker, partitions=2, records=10)
+        c = group_consumer(broker, "grp-restart", **{"reconnect.backoff.max.ms": 200, "enable.auto.commit": False})
+        c.subscribe([topic])
+        got = poll_until(c, 10)
+        c.commit_sync()
+        b.shutdown()
+        for _ in range(3):
+            assert c.poll(0.3).count() == 0
+        b = MiniBroker(cfg, data_dir=str(tmp_path), listeners=f"PLAINTEXT://127.0.0.1:{port}").start()
+        p = KafkaProducer({"bootstrap.servers": broker.bootstrap})
+        for i in range(10, 20):
+            p.send(topic, key=b"%d" % i, value=b"v%d" % i, partition=i % 2)
+        p.flush(20)
+        p.close(10)
+        got.extend(poll_until(c, 10))
+        assert sorted(int(r.value[1:]) for r in got) == list(range(20))
+        assert c.assignment() == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
+        c.close(10)
+    finally:
+        b.shutdown()
