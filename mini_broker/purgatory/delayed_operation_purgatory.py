@@ -19,6 +19,7 @@ lock is never held while an op is checked. Callers must not hold a lock that an 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 from collections.abc import Hashable, Iterable
@@ -26,7 +27,6 @@ from typing import Final, Generic, TypeVar
 
 from mini_broker.purgatory.delayed_operation import DelayedOperation
 from mini_broker.timer.system_timer import REAPER_POLL_MS, SystemTimer
-from mini_broker.timer.timer_task_list import AtomicCounter
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _log = logging.getLogger(__name__)
@@ -51,6 +51,34 @@ class _Watchers(Generic[T]):
         # ``_completed.locked()`` is ``is_completed()`` without a method call (this loop is hot).
         self.ops = [op for op in self.ops if not op._completed.locked()]
         return before - len(self.ops)
+
+
+class _WatchCounter:
+    """Java's ``estimatedTotalOperations`` (an AtomicInteger), without a lock on the hot path.
+
+    :attr:`increment` is ``next`` of an ``itertools.count``: one C call, atomic under the GIL. Readers
+    (the reaper) also advance the count by one per read, which :attr:`_offset` absorbs.
+    """
+
+    __slots__ = ("_count", "_lock", "_offset", "increment")
+
+    def __init__(self) -> None:
+        self._count = itertools.count()
+        self.increment = self._count.__next__
+        self._offset = 0
+        self._lock = threading.Lock()
+
+    def get(self) -> int:
+        with self._lock:
+            value = next(self._count) - self._offset
+            self._offset += 1
+            return value
+
+    def get_and_set(self, value: int) -> int:
+        with self._lock:
+            old = next(self._count) - self._offset
+            self._offset += 1 + old - value
+            return old
 
 
 class _WatcherList(Generic[T]):
@@ -86,7 +114,7 @@ class DelayedOperationPurgatory(Generic[T]):
         self.timer_enabled = timer_enabled
         self.timeout_timer = timer if timer is not None else SystemTimer(purgatory_name, time)
         self._shards: list[_WatcherList[T]] = [_WatcherList() for _ in range(SHARDS)]
-        self._estimated_total_operations = AtomicCounter()
+        self._estimated_total_operations = _WatchCounter()
         self._shutdown = False
         self._reaper: threading.Thread | None = None
         self._reaper_running = False
@@ -105,29 +133,39 @@ class DelayedOperationPurgatory(Generic[T]):
         """Complete ``operation`` now if it can; otherwise watch it under every key and start its timer.
 
         Returns True only if this call completed the operation. ``watch_keys`` must not be empty.
+
+        This is ``operation.safe_try_complete_or_else(watch every key)`` inlined (no closure per call):
+        under the op lock, check; watch; if not completed meanwhile, check again. A ``check_and_complete``
+        that runs between the two checks waits for the op lock and then finds the op watched.
         """
-        keys = list(watch_keys)
+        keys = watch_keys if isinstance(watch_keys, (list, tuple)) else list(watch_keys)
         if not keys:
             raise ValueError("the key list cannot be empty")
-
-        shards = self._shards
-
-        def watch_all() -> None:
+        completed = operation._completed  # held <=> completed (is_completed() without the method call)
+        with operation.lock:
+            if operation.try_complete():
+                return True
+            shards = self._shards
             for key in keys:
                 shard = shards[hash(key) % SHARDS]
-                with shard.lock:
+                shard_lock = shard.lock
+                shard_lock.acquire()
+                try:
                     watchers = shard.watchers_by_key.get(key)
                     if watchers is None:
                         watchers = shard.watchers_by_key[key] = _Watchers(key)
                     watchers.ops.append(operation)
-            self._estimated_total_operations.add(1)
-
-        if operation.safe_try_complete_or_else(watch_all):
-            return True
-        if not operation.is_completed():
+                finally:
+                    shard_lock.release()
+            self._estimated_total_operations.increment()
+            if completed.locked():
+                return False
+            if operation.try_complete():
+                return True
+        if not completed.locked():
             if self.timer_enabled:
                 self.timeout_timer.add(operation)
-            if operation.is_completed():
+            if completed.locked():
                 # Completed by another thread between the check and the timer add.
                 operation.cancel()
         return False

@@ -1,10 +1,14 @@
 """The timer behind every purgatory (Java SystemTimer + SystemTimerReaper).
 
-* ``add(task)`` (read lock): wraps the task in an entry expiring at ``now + delay_ms``; if the wheel
+* ``add(task)`` (timer lock): wraps the task in an entry expiring at ``now + delay_ms``; if the wheel
   refuses it (already expired) and it is not cancelled, the task is dispatched at once.
 * ``advance_clock(timeout_ms)``: waits up to ``timeout_ms`` for the first due bucket, then under the
-  write lock advances the wheel to each due bucket's expiration and flushes it, re-adding every entry
+  timer lock advances the wheel to each due bucket's expiration and flushes it, re-adding every entry
   (which either runs it, or cascades it down a level). Drains all due buckets; True if any was handled.
+* The timer lock: Java uses a read-write lock (adds share the read side, advancing takes the write
+  side) so that an add never interleaves with an advance. Under the GIL concurrent adds cannot run in
+  parallel anyway, so one plain mutex gives the same exclusion (adds are serialised with each other as
+  well, which Java does not need) at a fraction of the cost per add.
 * Execution of expired tasks: by default a single executor thread (``executor-<name>``, as Kafka), so
   a slow ``run`` never delays the clock. With ``run_inline=True`` tasks run on the thread that
   expired them (the reaper, or the caller of ``add`` / ``advance_clock``), always after the timer's
@@ -20,7 +24,6 @@ import threading
 from typing import Final
 
 from mini_broker.timer.delay_queue import DelayQueue
-from mini_broker.timer.rw_lock import ReadWriteLock
 from mini_broker.timer.timer_task import TimerTask, TimerTaskEntry
 from mini_broker.timer.timer_task_list import AtomicCounter
 from mini_broker.timer.timing_wheel import TimingWheel
@@ -54,7 +57,8 @@ class SystemTimer:
             self._task_counter,
             self._delay_queue,
         )
-        self._lock = ReadWriteLock()
+        self._lock = threading.Lock()
+        self._clock = time.hi_res_clock_ms
         self._run_inline = run_inline
         self._closed = False
         self._executor_queue: queue.SimpleQueue[TimerTask | None] = queue.SimpleQueue()
@@ -69,15 +73,17 @@ class SystemTimer:
 
     def add(self, task: TimerTask) -> None:
         """Schedule ``task`` to run ``task.delay_ms`` from now."""
-        expired: list[TimerTask] = []
         lock = self._lock
-        lock.acquire_read()
+        lock.acquire()
         try:
-            self._add_entry(TimerTaskEntry(task, task.delay_ms + self._time.hi_res_clock_ms()), expired)
+            entry = TimerTaskEntry(task, task.delay_ms + self._clock())
+            if self._wheel.add(entry) or task._entry is not entry:
+                return  # in a bucket, or cancelled meanwhile
         finally:
-            lock.release_read()
-        if expired:
-            self._dispatch(expired)
+            lock.release()
+        # Already expired: the task leaves the timer (unbound, so a later cancel() is a no-op) and runs now.
+        task.cancel()
+        self._dispatch([task])
 
     def _add_entry(self, entry: TimerTaskEntry, expired: list[TimerTask]) -> None:
         if not self._wheel.add(entry) and not entry.cancelled():
@@ -94,10 +100,12 @@ class SystemTimer:
         if bucket is None:
             return False
         expired: list[TimerTask] = []
-        with self._lock.write():
+        wheel = self._wheel
+        with self._lock:
             while bucket is not None:
-                self._wheel.advance_clock(bucket.get_expiration())
-                bucket.flush(lambda e: self._add_entry(e, expired))
+                wheel.advance_clock(bucket.get_expiration())
+                for entry in bucket.drain():  # bucket.flush(f) without a closure per flush
+                    self._add_entry(entry, expired)
                 bucket = self._delay_queue.poll_now()
         self._dispatch(expired)
         return True

@@ -4,11 +4,16 @@ A task knows the single :class:`TimerTaskEntry` that currently holds it. Binding
 removes the old one from its bucket, so a task sits in at most one bucket at a time, and
 :meth:`TimerTask.cancel` is O(1): it unlinks the entry and forgets it. An entry whose task has moved on
 (``task.entry is not entry``) reports :meth:`TimerTaskEntry.cancelled` and is never run.
+
+No per-task lock (Java synchronizes on the task): ``_entry`` is a single reference, read and written in
+single bytecodes under the GIL, and every interleaving of ``cancel`` with a re-bind is equivalent to one
+of the two serial orders. A bind that loses to a concurrent ``cancel`` leaves a cancelled entry behind,
+which the wheel refuses (``add``) or drops at its bucket's flush: it is never run. Unlinking is always
+done under the bucket's lock (:meth:`TimerTaskList.remove`).
 """
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,14 +21,15 @@ if TYPE_CHECKING:
 
 
 class TimerTask:
-    """Something to run once ``delay_ms`` after it is added to a timer. Subclasses implement :meth:`run`."""
+    """Something to run once ``delay_ms`` after it is added to a timer. Subclasses implement :meth:`run`.
 
-    __slots__ = ("_entry", "_entry_lock", "delay_ms")
+    Subclasses that skip ``TimerTask.__init__`` for speed (``DelayedOperation``) must set both slots."""
+
+    __slots__ = ("_entry", "delay_ms")
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
         self._entry: TimerTaskEntry | None = None
-        self._entry_lock = threading.Lock()
 
     def run(self) -> None:
         """The work; called at most once, on the timer's executor, after the delay (unless cancelled)."""
@@ -31,11 +37,13 @@ class TimerTask:
 
     def cancel(self) -> None:
         """Remove the task from its bucket (if any). Final: a cancelled entry is never run."""
-        with self._entry_lock:
-            entry = self._entry
-            self._entry = None
+        entry = self._entry
         if entry is not None:
-            entry.remove()
+            self._entry = None
+            current = entry.list
+            while current is not None:  # TimerTaskEntry.remove, inlined (completion path)
+                current.remove(entry)
+                current = entry.list
 
     def is_cancelled(self) -> bool:
         """True when the task is bound to no entry (never added, cancelled, or already expired and run)."""
@@ -47,9 +55,8 @@ class TimerTask:
 
     def set_timer_task_entry(self, entry: TimerTaskEntry) -> None:
         """Bind the task to ``entry``, first unlinking a previous entry from its bucket."""
-        with self._entry_lock:
-            old = self._entry
-            self._entry = entry
+        old = self._entry
+        self._entry = entry
         if old is not None and old is not entry:
             old.remove()
 
@@ -69,12 +76,16 @@ class TimerTaskEntry:
         self.next: TimerTaskEntry | None = None
         self.prev: TimerTaskEntry | None = None
         if timer_task is not None:
-            timer_task.set_timer_task_entry(self)
+            # TimerTask.set_timer_task_entry, inlined (one entry per timer add).
+            old = timer_task._entry
+            timer_task._entry = self
+            if old is not None:
+                old.remove()
 
     def cancelled(self) -> bool:
         """True when the task was cancelled or re-bound to another entry."""
         task = self.timer_task
-        return task is None or task.entry is not self
+        return task is None or task._entry is not self
 
     def remove(self) -> None:
         """Unlink from whatever list holds the entry; retries if the entry moved lists meanwhile."""

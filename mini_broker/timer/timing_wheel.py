@@ -15,8 +15,8 @@ overflow wheel's buckets cover [c..c+2], [c+3..c+5], [c+6..c+8]. At time c+1 the
 level-1 buckets cover [c+3], [c+4], [c+5] and the overflow wheel [c+3..c+5], [c+6..c+8], [c+9..c+11].
 (The tests use this as an oracle.)
 
-Thread safety: :meth:`add` runs under the timer's read lock (several threads), :meth:`advance_clock`
-under its write lock; ``current_time_ms`` only moves under the write lock.
+Thread safety: :meth:`add` runs under the timer's lock, and so does :meth:`advance_clock`;
+``current_time_ms`` only moves under that lock.
 """
 
 from __future__ import annotations
@@ -77,7 +77,9 @@ class TimingWheel:
     def add(self, entry: TimerTaskEntry) -> bool:
         """Place ``entry`` in a bucket. False when it is cancelled or already expired (caller runs it)."""
         expiration = entry.expiration_ms
-        if entry.cancelled() or expiration < self.current_time_ms + self.tick_ms:
+        task = entry.timer_task
+        # ``entry.cancelled()``, inlined (one call per add and per re-add at a flush).
+        if task is None or task._entry is not entry or expiration < self.current_time_ms + self.tick_ms:
             return False
         wheel = self
         # Walk up the levels (iteratively) until the expiration falls within a wheel's interval.
