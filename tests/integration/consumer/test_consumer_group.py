@@ -327,9 +327,9 @@ def test_members_come_and_go_without_losing_records(mini_only: Any, strategy: st
             c.close(10)
 
     threads = [
-        threading.Thread(target=member, args=(8.0, 0.0)),
-        threading.Thread(target=member, args=(3.0, 0.5)),  # leaves early
-        threading.Thread(target=member, args=(6.0, 2.0)),  # joins late
+        threading.Thread(target=member, args=(5.0, 0.0)),
+        threading.Thread(target=member, args=(2.0, 0.3)),  # leaves early
+        threading.Thread(target=member, args=(3.5, 1.2)),  # joins late
     ]
     for t in threads:
         t.start()
