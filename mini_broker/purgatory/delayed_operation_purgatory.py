@@ -242,6 +242,8 @@ class DelayedOperationPurgatory(Generic[T]):
         """Drop completed ops from every watcher list (and empty lists); return how many entries went."""
         purged = 0
         for shard in self._shards:
+            if not shard.watchers_by_key:
+                continue  # most shards hold no key; a key added meanwhile holds only fresh ops
             with shard.lock:
                 for key in list(shard.watchers_by_key):
                     watchers = shard.watchers_by_key[key]

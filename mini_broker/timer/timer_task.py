@@ -7,9 +7,10 @@ removes the old one from its bucket, so a task sits in at most one bucket at a t
 
 No per-task lock (Java synchronizes on the task): ``_entry`` is a single reference, read and written in
 single bytecodes under the GIL, and every interleaving of ``cancel`` with a re-bind is equivalent to one
-of the two serial orders. A bind that loses to a concurrent ``cancel`` leaves a cancelled entry behind,
-which the wheel refuses (``add``) or drops at its bucket's flush: it is never run. Unlinking is always
-done under the bucket's lock (:meth:`TimerTaskList.remove`).
+of the two serial orders. ``cancel`` clears the binding before it reads ``entry.list``, and a bucket
+re-checks the binding after linking an entry, so an entry cancelled while it is being added is unlinked
+by one side or the other (never run, not left counted). Unlinking is always done under the bucket's
+lock (:meth:`TimerTaskList.remove`).
 """
 
 from __future__ import annotations

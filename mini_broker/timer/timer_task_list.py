@@ -108,6 +108,12 @@ class TimerTaskList:
                     tail.next = entry
                     root.prev = entry
                     self._size += 1
+                    task = entry.timer_task
+                    if task is not None and task._entry is not entry:
+                        # Cancelled (or re-bound) while being added: TimerTask.cancel() clears the binding
+                        # before it reads ``entry.list``, so either it sees this list and unlinks the entry,
+                        # or we see the cleared binding here. No cancelled entry stays counted until a flush.
+                        self._unlink(entry)
                     if expiration_ms is None:
                         return False
                     old = self._expiration
@@ -122,16 +128,20 @@ class TimerTaskList:
         lock.acquire()
         try:
             if entry.list is self:
-                nxt, prev = entry.next, entry.prev
-                assert nxt is not None and prev is not None
-                nxt.prev = prev
-                prev.next = nxt
-                entry.next = None
-                entry.prev = None
-                entry.list = None
-                self._size -= 1
+                self._unlink(entry)
         finally:
             lock.release()
+
+    def _unlink(self, entry: TimerTaskEntry) -> None:
+        """Unlink ``entry``, which this list holds. Caller holds ``_lock``."""
+        nxt, prev = entry.next, entry.prev
+        assert nxt is not None and prev is not None
+        nxt.prev = prev
+        prev.next = nxt
+        entry.next = None
+        entry.prev = None
+        entry.list = None
+        self._size -= 1
 
     def drain(self) -> list[TimerTaskEntry]:
         """Remove every entry, reset the expiration to -1 and return the entries in insertion order."""
