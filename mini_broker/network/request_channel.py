@@ -164,10 +164,11 @@ class RequestChannel:
 
     def receive_request(self, timeout_ms: int) -> BaseRequest | None:
         """Next callback if any, else the next request within ``timeout_ms``, else None."""
-        try:
-            return self._callback_queue.get_nowait()
-        except queue.Empty:
-            pass
+        if self._callback_queue.queue:  # lock-free peek: most of the time there is none, and a miss raises
+            try:
+                return self._callback_queue.get_nowait()
+            except queue.Empty:
+                pass
         try:
             req = self._request_queue.get(timeout=timeout_ms / 1000.0)
         except queue.Empty:

@@ -199,7 +199,14 @@ class Processor:
         self._inflight: dict[str, SendResponse] = {}
         self._conns: dict[str, _Conn] = {}
         self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
+        self._handled_inline = False
         self._index = 0
+        # APIs this thread handles itself (KafkaApis.inline_api_keys / handle; none for other parsers)
+        self._inline_api_keys: frozenset[int] = getattr(parser, "inline_api_keys", frozenset())
+        self._inline_handle: Callable[[Request], None] | None = getattr(parser, "handle", None)
+        if self._inline_handle is None:
+            self._inline_api_keys = frozenset()
+        self._thread_ident: int | None = None
         self._running = True
         self._thread = threading.Thread(target=self.run, name=f"data-plane-network-thread-{listener.listener_name}-{processor_id}",
                                         daemon=True)
@@ -230,7 +237,10 @@ class Processor:
     def enqueue_response(self, response: Response) -> None:
         with self._response_lock:
             self._response_queue.append(response)
-        self.selector.wakeup()
+        if threading.get_ident() != self._thread_ident:
+            # from the processor's own thread (inline handling) no wakeup is needed: it processes new
+            # responses before it polls again
+            self.selector.wakeup()
 
     def start(self) -> None:
         self._thread.start()
@@ -251,6 +261,7 @@ class Processor:
     # --- the loop ----------------------------------------------------------------------------------
 
     def run(self) -> None:
+        self._thread_ident = threading.get_ident()
         try:
             while self._running:
                 try:
@@ -275,6 +286,8 @@ class Processor:
         return cid, f"{remote[0]}:{remote[1]}"
 
     def _configure_new_connections(self) -> None:
+        if not self._new_connections.queue:  # lock-free peek: the usual case, and a miss costs a raise
+            return
         for _ in range(CONNECTION_QUEUE_SIZE):
             try:
                 sock, remote_ip = self._new_connections.get_nowait()
@@ -294,36 +307,40 @@ class Processor:
                     pass
 
     def _process_new_responses(self) -> None:
-        while True:
-            with self._response_lock:
-                if not self._response_queue:
-                    return
-                resp = self._response_queue.popleft()
-            cid = resp.request.connection_id
-            try:
-                resp.request.response_dequeue_time_ns = self._time.nanoseconds()
-                conn = self._conns.get(cid)
-                if conn is None:
-                    log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
-                    continue
-                if isinstance(resp, SendResponse):
-                    self.selector.send(resp.to_send())
-                    self._inflight[cid] = resp
-                    conn.mute_state = ChannelMuteState.MUTED_AND_RESPONSE_PENDING
-                elif isinstance(resp, NoOpResponse):
-                    self._parser.complete_response_metrics(resp, self._time.nanoseconds())
-                    self._unmute(conn)
-                elif isinstance(resp, CloseConnectionResponse):
-                    self._parser.complete_response_metrics(resp, self._time.nanoseconds())
-                    self._close(cid, "close_connection_response")
-                else:
-                    raise TypeError(f"unknown response type {type(resp).__name__}")
-            except Exception as e:
-                log.warning("event=response_failed connection=%s error=%r", cid, e)
-                self._close(cid, "response_failed")
+        if not self._response_queue:  # lock-free peek (appends happen under the lock, then a wakeup)
+            return
+        with self._response_lock:
+            responses = self._response_queue
+            self._response_queue = collections.deque()
+        for resp in responses:
+            self._process_new_response(resp)
+
+    def _process_new_response(self, resp: Response) -> None:
+        cid = resp.request.connection_id
+        try:
+            resp.request.response_dequeue_time_ns = self._time.nanoseconds()
+            conn = self._conns.get(cid)
+            if conn is None:
+                log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
+                return
+            if isinstance(resp, SendResponse):
+                self.selector.send(resp.to_send())
+                self._inflight[cid] = resp
+                conn.mute_state = ChannelMuteState.MUTED_AND_RESPONSE_PENDING
+            elif isinstance(resp, NoOpResponse):
+                self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                self._unmute(conn)
+            elif isinstance(resp, CloseConnectionResponse):
+                self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                self._close(cid, "close_connection_response")
+            else:
+                raise TypeError(f"unknown response type {type(resp).__name__}")
+        except Exception as e:
+            log.warning("event=response_failed connection=%s error=%r", cid, e)
+            self._close(cid, "response_failed")
 
     def _poll(self) -> None:
-        has_pending = not self._new_connections.empty() or bool(self._ready)
+        has_pending = bool(self._new_connections.queue) or bool(self._ready) or bool(self._response_queue)
         timeout = 0 if has_pending else POLL_TIMEOUT_MS
         t0 = self._time.nanoseconds()
         self.selector.poll(timeout)
@@ -331,6 +348,13 @@ class Processor:
             self._metrics.network_processor_idle.record(self._time.nanoseconds() - t0)
 
     def _process_completed_receives(self) -> None:
+        self._handled_inline = False
+        self._receive_batch()
+        if self._handled_inline:
+            # answers of inline-handled requests go out now rather than after another poll round
+            self._process_new_responses()
+
+    def _receive_batch(self) -> None:
         for receive in self.selector.completed_receives():
             conn = self._conns.get(receive.source)
             if conn is None:
@@ -364,12 +388,28 @@ class Processor:
         # mute before handing the request over: one request in flight per connection
         self.selector.mute(cid)
         conn.mute_state = ChannelMuteState.MUTED
+        if request.context.api_key in self._inline_api_keys:
+            self._handle_inline(request)
+            return
         while self._running:
             try:
                 self._channel.send_request(request, timeout=0.2)
                 return
             except queue.Full:
                 continue  # backpressure: block this processor until a handler frees a slot
+
+    def _handle_inline(self, request: Request) -> None:
+        """Handle ``request`` on this thread (what a handler thread would do); its answer is queued here."""
+        assert self._inline_handle is not None
+        self._handled_inline = True
+        request.request_dequeue_time_ns = self._time.nanoseconds()
+        try:
+            self._inline_handle(request)
+        except Exception:
+            log.exception("event=request_failed api_key=%s api_version=%s correlation_id=%s connection=%s",
+                          request.context.api_key, request.context.api_version, request.context.correlation_id,
+                          request.connection_id)
+            self.enqueue_response(CloseConnectionResponse(request))
 
     def _process_completed_sends(self) -> None:
         for send in self.selector.completed_sends():
@@ -490,6 +530,7 @@ class Acceptor:
         self._thread.join(timeout)
 
     def run(self) -> None:
+        self._thread_ident = threading.get_ident()
         try:
             while self._running:
                 try:

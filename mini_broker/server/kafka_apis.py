@@ -31,6 +31,7 @@ from mini_broker.network.request_channel import (
 from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, UnsupportedVersionError
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import REQUESTS, ApiKey
+from pykafka_client.protocol.messages import RequestHeader
 from pykafka_client.protocol.types import Message, Reader
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -47,6 +48,13 @@ UNSUPPORTED_VERSION_CODE = 35
 
 Handler = Callable[["KafkaApis", Request], object]
 
+#: APIs a network thread (Processor) handles itself, right after parsing, instead of queueing them for a
+#: handler thread: their handlers never block (Fetch reads the page cache and parks in the purgatory when
+#: it has to wait; ApiVersions is a constant). Under the GIL the hop to a handler thread buys no
+#: parallelism for them and costs more than the work (two queues, a wakeup, three loop rounds instead
+#: of two). Everything that writes (Produce, group and admin APIs) stays on the handler threads.
+INLINE_API_KEYS: frozenset[int] = frozenset({int(ApiKey.FETCH), int(ApiKey.API_VERSIONS)})
+
 
 @dataclass(frozen=True)
 class ApiSpec:
@@ -62,18 +70,31 @@ class ApiSpec:
         return _api_name(int(self.api_key))
 
 
+_API_NAMES: dict[int, str] = {}
+
+
 def _api_name(key: int) -> str:
-    try:
-        return "".join(p.capitalize() for p in ApiKey(key).name.split("_"))
-    except ValueError:
-        return f"Unknown{key}"
+    name = _API_NAMES.get(key)
+    if name is None:
+        try:
+            name = "".join(p.capitalize() for p in ApiKey(key).name.split("_"))
+        except ValueError:
+            return f"Unknown{key}"
+        _API_NAMES[key] = name
+    return name
+
+
+def _ms(start_ns: int, end_ns: int) -> float:
+    """Milliseconds from ``start_ns`` to ``end_ns``; 0.0 when either is unset (-1) or they are reversed."""
+    return max(0.0, (end_ns - start_ns) / 1e6) if start_ns >= 0 and end_ns >= 0 else 0.0
 
 
 class KafkaApis:
     """Parses frames into requests (processor threads) and handles them (handler threads)."""
 
     def __init__(self, channel: RequestChannel, specs: list[ApiSpec], broker: BrokerContext | None = None,
-                 metrics: BrokerMetrics | None = None, time: Time = SYSTEM_TIME) -> None:
+                 metrics: BrokerMetrics | None = None, time: Time = SYSTEM_TIME,
+                 inline_api_keys: frozenset[int] = INLINE_API_KEYS) -> None:
         self.channel = channel
         self.specs: dict[int, ApiSpec] = {}
         for spec in specs:
@@ -84,6 +105,11 @@ class KafkaApis:
         self._broker = broker
         self.metrics = metrics
         self.time = time
+        # per-request lookups done once: request classes by key, header versions by (key, version)
+        self._request_classes: dict[int, type[Message]] = {k: REQUESTS[s.api_key] for k, s in self.specs.items()}
+        self._header_versions: dict[tuple[int, int], int] = {}
+        #: api keys the processors answer on their own thread (see :data:`INLINE_API_KEYS`)
+        self.inline_api_keys: frozenset[int] = frozenset(k for k in inline_api_keys if k in self.specs)
 
     @property
     def broker(self) -> BrokerContext:
@@ -117,14 +143,19 @@ class KafkaApis:
                                           f"(supported {spec.min_version}-{spec.max_version})")
         # Like Kafka's RequestContext.parseRequest: the body is read field by field and trailing bytes are
         # ignored (librdkafka sends some on Metadata v12), so the strict decode_request is not used here.
-        header, offset = headers.decode_request_header(payload)
-        reader = Reader(payload, offset)
-        body = REQUESTS[spec.api_key].read(reader, api_version)
+        # One Reader for header and body; the header version is computed once per (key, version).
+        header_version = self._header_versions.get((api_key, api_version))
+        if header_version is None:
+            header_version = headers.request_header_version(api_key, api_version)
+            self._header_versions[(api_key, api_version)] = header_version
+        reader = Reader(payload, 0)
+        header = RequestHeader.read(reader, header_version)
+        body = self._request_classes[api_key].read(reader, api_version)
         if reader.remaining():
             log.debug("event=trailing_request_bytes api=%s version=%s bytes=%d", spec.name, api_version,
                       reader.remaining())
         ctx = RequestContext(api_key, api_version, correlation_id, header.client_id, connection_id, client_address,
-                             listener_name, header_version=headers.request_header_version(api_key, api_version))
+                             listener_name, header_version=header_version)
         return Request(processor_id, ctx, body, len(payload), start_time_ns)
 
     # --- dispatch (handler thread) ---------------------------------------------------------------
@@ -212,38 +243,55 @@ class KafkaApis:
                               (now_ns - r.start_time_ns) / 1e6)
         if self.metrics is None:
             return
-
-        def ms(a: int, b: int) -> float:
-            return max(0.0, (b - a) / 1e6) if a >= 0 and b >= 0 else 0.0
-
         local_end = r.api_local_complete_time_ns
         remote_end = r.api_remote_complete_time_ns if r.api_remote_complete_time_ns >= 0 else local_end
-        self.metrics.record_request(name, {
-            "TotalTimeMs": ms(r.start_time_ns, now_ns),
-            "RequestQueueTimeMs": ms(r.start_time_ns, r.request_dequeue_time_ns),
-            "LocalTimeMs": ms(r.request_dequeue_time_ns, local_end),
-            "RemoteTimeMs": ms(local_end, remote_end),
-            "ResponseQueueTimeMs": ms(r.response_complete_time_ns, r.response_dequeue_time_ns),
-            "ResponseSendTimeMs": ms(r.response_dequeue_time_ns, now_ns) if isinstance(response, SendResponse) else 0.0,
-        })
+        self.metrics.record_request_times(
+            name,
+            _ms(r.start_time_ns, now_ns),
+            _ms(r.start_time_ns, r.request_dequeue_time_ns),
+            _ms(r.request_dequeue_time_ns, local_end),
+            _ms(local_end, remote_end),
+            _ms(r.response_complete_time_ns, r.response_dequeue_time_ns),
+            _ms(r.response_dequeue_time_ns, now_ns) if isinstance(response, SendResponse) else 0.0,
+        )
 
 
 def fit_to_version(msg: Message, version: int) -> None:
     """Reset, recursively, every field that ``version`` does not have to its default, so handlers can fill a
     response once for all versions (the generated writer rejects non-default values of absent fields)."""
-    defaults = _defaults(type(msg))
-    for fs in type(msg)._SCHEMA:
-        present = fs.versions is not None and fs.versions[0] <= version <= fs.versions[1]
-        value = getattr(msg, fs.name)
-        if not present:
-            if fs.name in defaults:
-                setattr(msg, fs.name, defaults[fs.name]())
-            continue
+    absent, structs = _fit_plan(type(msg), version)
+    for name, default in absent:
+        setattr(msg, name, default())
+    for name in structs:
+        value = getattr(msg, name)
         if isinstance(value, Message):
             fit_to_version(value, version)
         elif isinstance(value, list) and value and isinstance(value[0], Message):
             for item in value:
                 fit_to_version(item, version)
+
+
+_PRIMITIVE_TYPES = frozenset({"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "string",
+                              "bytes", "uuid", "records"})
+_FitPlan = tuple[tuple[tuple[str, Callable[[], object]], ...], tuple[str, ...]]
+_FIT_PLANS: dict[tuple[type, int], _FitPlan] = {}
+
+
+def _fit_plan(cls: type[Message], version: int) -> _FitPlan:
+    """For ``cls`` at ``version``: (absent fields with a default and its factory, present struct-typed fields)."""
+    plan = _FIT_PLANS.get((cls, version))
+    if plan is None:
+        defaults = _defaults(cls)
+        absent: list[tuple[str, Callable[[], object]]] = []
+        structs: list[str] = []
+        for fs in cls._SCHEMA:
+            if fs.versions is not None and fs.versions[0] <= version <= fs.versions[1]:
+                if fs.type.removeprefix("[]") not in _PRIMITIVE_TYPES:
+                    structs.append(fs.name)
+            elif fs.name in defaults:
+                absent.append((fs.name, defaults[fs.name]))
+        plan = _FIT_PLANS[(cls, version)] = (tuple(absent), tuple(structs))
+    return plan
 
 
 def _const(v: object) -> Callable[[], object]:
