@@ -11,6 +11,7 @@ Prints the target and achieved enqueue rate, how operations ended, and CPU use. 
 ``--num`` and ``--max-seconds``.
 
     .venv/bin/python bench/purgatory.py [--rate 100000] [--num 1000000] [--max-seconds 12] [--gc-threshold0 50000]
+    .venv/bin/python bench/purgatory.py --micro   # single-thread CPU per phase (noise-resistant)
 """
 
 from __future__ import annotations
@@ -176,6 +177,45 @@ def run(args: argparse.Namespace) -> dict[str, float]:
     }
 
 
+def micro(args: argparse.Namespace) -> dict[str, float]:
+    """Single-thread CPU per operation of each phase (best of ``--micro-rounds``; no reaper thread, the
+    timer's executor idle): create the ops; ``try_complete_else_watch`` without and with the timer add;
+    ``force_complete`` (cancels the timer entry); ``purge_completed``."""
+    rng = random.Random(args.seed)
+    n = args.micro_ops
+    key_pool = [rng.sample(range(args.key_space), args.keys) for _ in range(n)]
+    best: dict[str, float] = {}
+
+    def keep(name: str, seconds: float) -> None:
+        best[name] = min(best.get(name, float("inf")), seconds / n * 1e6)
+
+    for timer_enabled in (False, True):
+        purgatory: DelayedOperationPurgatory[FakeOperation] = DelayedOperationPurgatory(
+            "micro", reaper_enabled=False, timer_enabled=timer_enabled
+        )
+        suffix = "" if timer_enabled else "_no_timer"
+        for _ in range(args.micro_rounds):
+            t0 = time.thread_time()
+            ops = [FakeOperation(args.timeout) for _ in range(n)]
+            t1 = time.thread_time()
+            watch = purgatory.try_complete_else_watch
+            for i in range(n):
+                watch(ops[i], key_pool[i])
+            t2 = time.thread_time()
+            for op in ops:
+                op.force_complete()
+            t3 = time.thread_time()
+            purgatory.purge_completed()
+            t4 = time.thread_time()
+            keep("create", t1 - t0)
+            keep("try_complete_else_watch" + suffix, t2 - t1)
+            keep("force_complete" + suffix, t3 - t2)
+            keep("purge", t4 - t3)
+            del ops
+        purgatory.shutdown()
+    return best
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--num", type=int, default=1_000_000, help="number of requests")
@@ -193,10 +233,23 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="if > 0: gc.freeze() and gc.set_threshold(N, 20, 100) before the run (a broker tuning knob)",
     )
+    p.add_argument("--micro", action="store_true", help="single-thread CPU per phase instead of the load test")
+    p.add_argument("--micro-ops", type=int, default=100_000, help="operations per --micro round")
+    p.add_argument("--micro-rounds", type=int, default=5, help="--micro rounds (best is reported)")
     args, _unknown = p.parse_known_args(argv)
     if args.gc_threshold0 > 0:
         gc.freeze()
         gc.set_threshold(args.gc_threshold0, 20, 100)
+    if args.micro:
+        costs = micro(args)
+        print(f"purgatory micro ({args.micro_ops:,} ops, {args.keys} keys of {args.key_space}, best of "
+              f"{args.micro_rounds}): CPU us per operation")
+        for name, us in costs.items():
+            print(f"  {name:34s} {us:6.2f}")
+        enqueue = costs["create"] + costs["try_complete_else_watch"]
+        print(f"  {'enqueue (create + watch + timer)':34s} {enqueue:6.2f}")
+        print(f"  {'total (+ force_complete + purge)':34s} {enqueue + costs['force_complete'] + costs['purge']:6.2f}")
+        return 0
     r = run(args)
     print(
         f"purgatory: target {r['target_rate']:,.0f} req/s, achieved {r['achieved_rate']:,.0f} req/s "
