@@ -42,6 +42,8 @@ _HEADER_SIZE: Final = _HEADER.size  # 43
 _INT32_MAX: Final = 2**31 - 1
 _RECOVERY_CHUNK: Final = 8 << 20
 _SCAN_CHUNK: Final = 16 << 10
+#: batches at least this large are scanned header by header (a chunk would hold few headers anyway)
+_SMALL_BATCH: Final = 4 << 10
 
 
 def file_name_prefix(offset: int) -> str:
@@ -213,17 +215,19 @@ class LogSegment:
     def iter_headers(self, start_position: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
         """Headers of the whole batches from ``start_position`` up to ``end`` (default: the current size).
 
-        Reads the file in chunks (one ``pread`` per ~16 KiB, not one per batch) and stops at the first
-        batch that does not fit before ``end``.
+        Stops at the first batch that does not fit before ``end``. Reads only what it needs: a header's
+        bytes while batches are large (a Fetch looking up its start batch copies ~60 bytes, not a chunk of
+        records), chunks of ~16 KiB while they are small (one ``pread`` for many headers, not one per batch).
         """
         limit = self.size if end is None else end
         position = start_position
         buf = b""
         buf_start = position
+        want = _HEADER_SIZE  # until a small batch is seen
         while limit - position >= _HEADER_SIZE:
             rel = position - buf_start
             if rel < 0 or rel + _HEADER_SIZE > len(buf):
-                buf = os.pread(self._fd, min(_SCAN_CHUNK, limit - position), position)
+                buf = os.pread(self._fd, min(want, limit - position), position)
                 buf_start, rel = position, 0
                 if len(buf) < _HEADER_SIZE:
                     return
@@ -231,6 +235,7 @@ class LogSegment:
             size = length + 12
             if length <= 0 or position + size > limit:
                 return
+            want = _HEADER_SIZE if size >= _SMALL_BATCH else _SCAN_CHUNK
             yield BatchHeader(position, base_offset, base_offset + last_delta, size, max_ts)
             position += size
 
