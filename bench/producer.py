@@ -3,6 +3,8 @@
     .venv/bin/python bench/producer.py                  # 200k x 100-byte values, 4 configs x 4 clients
     .venv/bin/python bench/producer.py --records 20000  # quicker
     .venv/bin/python bench/producer.py --profile        # cProfile our send path and I/O thread (top 20 each)
+    .venv/bin/python bench/producer.py --micro          # no broker: CPU us per send() and per record encoded +
+                                                        # completed (thread CPU time, stable on a busy box)
 
 A mini_broker runs in its own process (so its CPU does not share our GIL); each client run is a separate
 process so that its peak RSS (``ru_maxrss``) is its own. Configs: 1 and 6 partitions x acks=1 and all,
@@ -29,19 +31,39 @@ sys.path.insert(0, ROOT)
 CLIENTS = ["pykafka_client", "kafka-python", "aiokafka", "confluent-kafka"]
 
 
+#: CPU seconds of our producer's threads during the timed part (filled by run_ours): "send", "io".
+CPU: dict[str, float] = {}
+
+
 def run_ours(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
     from pykafka_client import KafkaProducer
 
     p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
     p.send(topic, value).result(30)  # metadata + connection outside the timing
+    io_start = _thread_cpu(p._io_thread)
     start = time.perf_counter()
+    cpu0 = time.thread_time()
     send = p.send
     for _ in range(n):
         send(topic, value)
+    CPU["send"] = time.thread_time() - cpu0
     p.flush()
     elapsed = time.perf_counter() - start
+    io_end = _thread_cpu(p._io_thread)
     p.close()
+    if io_start is not None and io_end is not None:
+        CPU["io"] = io_end - io_start
     return elapsed
+
+
+def _thread_cpu(thread: Any) -> float | None:
+    """CPU seconds used so far by another thread of this process (Linux /proc), None if unknown."""
+    try:
+        with open(f"/proc/self/task/{thread.native_id}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def run_kafka_python(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
@@ -102,6 +124,44 @@ def run_confluent(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -
     return time.perf_counter() - start
 
 
+def run_micro(n: int, value: bytes, rounds: int = 3) -> None:
+    """CPU cost of our producer without a network: ``send()`` into the accumulator with the Sender thread
+    stopped (metadata injected), then the I/O-thread work per batch done by hand: encode + complete all
+    futures (what ``Sender`` does per batch besides the request/response). Thread CPU time, best of rounds."""
+    from pykafka_client import KafkaProducer
+    from pykafka_client.producer import sender as sender_module
+    from tests.doubles.responses import metadata_response, nodes
+
+    sender_module.Sender.run = lambda self: None  # type: ignore[method-assign]
+    best_send = best_encode = best_complete = float("inf")
+    for _ in range(rounds):
+        p = KafkaProducer({"bootstrap.servers": "127.0.0.1:9", "acks": "1", "linger.ms": 5,
+                           "buffer.memory": 1 << 30, "enable.idempotence": False})
+        topic = "micro"
+        now = p._time.hi_res_clock_ms()
+        p.metadata.add(topic, now)
+        brokers = nodes(1)
+        p.metadata.update(0, metadata_response(brokers, {topic: 1}, leaders={(topic, 0): 0}), False, now)
+        send = p.send
+        t0 = time.thread_time()
+        for _ in range(n):
+            send(topic, value)
+        best_send = min(best_send, (time.thread_time() - t0) / n * 1e6)
+        batches = [b for q in p.accumulator._topics[topic].queues.values() for b in q.batches]
+        assert sum(b.record_count for b in batches) == n
+        t0 = time.thread_time()
+        for b in batches:
+            b.records()
+        best_encode = min(best_encode, (time.thread_time() - t0) / n * 1e6)
+        t0 = time.thread_time()
+        for b in batches:
+            b.done(0, -1, None)
+        best_complete = min(best_complete, (time.thread_time() - t0) / n * 1e6)
+        p.close(0)
+    print(f"micro: {n} records x {len(value)} B: send() {best_send:.2f} us CPU, encode {best_encode:.2f} us/record, "
+          f"complete {best_complete:.2f} us/record (best of {rounds})")
+
+
 RUNNERS = {
     "pykafka_client": run_ours,
     "kafka-python": run_kafka_python,
@@ -142,7 +202,7 @@ def child(args: argparse.Namespace) -> None:
     else:
         elapsed = RUNNERS[args.client](args.bootstrap, args.topic, args.records, args.acks, value)
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"elapsed": elapsed, "rss_mib": rss_mib}))
+    print(json.dumps({"elapsed": elapsed, "rss_mib": rss_mib, "cpu": CPU}))
 
 
 def start_broker(data_dir: str) -> tuple[subprocess.Popen[str], str]:
@@ -169,18 +229,30 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
         admin.close()
 
 
+def _cpu_text(res: dict[str, Any], n: int) -> str:
+    cpu = res.get("cpu") or {}
+    if "send" not in cpu:
+        return ""
+    io = f"{cpu['io'] / n * 1e6:.1f}" if "io" in cpu else "?"
+    return f"  {cpu['send'] / n * 1e6:.1f}, {io}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--value-size", type=int, default=100)
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--profile", action="store_true", help="profile pykafka_client only (1 partition, acks=1)")
+    ap.add_argument("--micro", action="store_true", help="no broker: CPU per send() and per record on the I/O side")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
     ap.add_argument("--acks", default="1", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.micro:
+        run_micro(args.records, b"x" * args.value_size)
+        return
     if args.child:
         child(args)
         return
@@ -190,7 +262,8 @@ def main() -> None:
             configs = [(1, "1")] if args.profile else [(1, "1"), (1, "all"), (6, "1"), (6, "all")]
             clients = ["pykafka_client"] if args.profile else args.clients.split(",")
             print(f"{args.records} records x {args.value_size} B, linger.ms=5, mini_broker in its own process")
-            print(f"{'config':<18}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}")
+            print(f"{'config':<18}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
+                  "  CPU us/record (send thread, I/O thread)")
             for partitions, acks in configs:
                 ours: float | None = None
                 for client in clients:
@@ -211,7 +284,8 @@ def main() -> None:
                         ours = rate
                     ratio = f"{rate / ours:.2f}x" if ours else "-"
                     print(f"{partitions}p acks={acks:<9}{client:<17}{rate:>10.0f}"
-                          f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}", flush=True)
+                          f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}{_cpu_text(res, args.records)}",
+                          flush=True)
         finally:
             broker.terminate()
             broker.wait(30)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pykafka_client.producer.future_record_metadata import FutureRecordMetadata, complete_all
 from pykafka_client.producer.record_metadata import RecordMetadata, TopicPartition
@@ -50,19 +50,21 @@ def _varint_size(value: int) -> int:
 
 
 def record_size_in_bytes(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
-    """Exact encoded size of one v2 record, including its own length prefix (Java ``DefaultRecord.sizeInBytes``)."""
-    body = 1 + (1 if -64 <= offset_delta < 64 else _varint_size(offset_delta))
-    body += 1 if -64 <= timestamp_delta < 64 else _varint_size(timestamp_delta)
+    """Exact encoded size of one v2 record, including its own length prefix (Java ``DefaultRecord.sizeInBytes``).
+
+    Written out for the common cases (varints of 1 or 2 bytes) without function calls: it runs once per send."""
+    body = 1 + (1 if -64 <= offset_delta < 64 else 2 if -8192 <= offset_delta < 8192 else _varint_size(offset_delta))
+    body += 1 if -64 <= timestamp_delta < 64 else 2 if -8192 <= timestamp_delta < 8192 else _varint_size(timestamp_delta)
     if key is None:
         body += 1
     else:
         n = len(key)
-        body += n + (1 if n < 64 else _varint_size(n))
+        body += n + (1 if n < 64 else 2 if n < 8192 else _varint_size(n))
     if value is None:
         body += 1
     else:
         n = len(value)
-        body += n + (1 if n < 64 else _varint_size(n))
+        body += n + (1 if n < 64 else 2 if n < 8192 else _varint_size(n))
     if headers:
         body += _varint_size(len(headers))
         for hk, hv in headers:
@@ -71,7 +73,7 @@ def record_size_in_bytes(offset_delta: int, timestamp_delta: int, key: bytes | N
             body += 1 if hv is None else _varint_size(len(hv)) + len(hv)
     else:
         body += 1
-    return (1 if body < 64 else _varint_size(body)) + body
+    return (1 if body < 64 else 2 if body < 8192 else _varint_size(body)) + body
 
 
 #: Worst-case overhead of one record besides its key, value and headers (Java ``MAX_RECORD_OVERHEAD``).
@@ -104,26 +106,25 @@ class FinalState(enum.Enum):
     ABORTED = "ABORTED"
 
 
-class PendingRecord:
-    """One appended record and its future (Java ``Thunk`` plus the record's bytes)."""
+class PendingRecord(NamedTuple):
+    """One appended record and its future (Java ``Thunk`` plus the record's bytes).
 
-    __slots__ = ("callback", "future", "headers", "key", "timestamp", "value")
+    A tuple so that an append costs no Python-level constructor: the hot path builds it with
+    ``_new_record((timestamp, key, value, headers, future, callback))``."""
 
-    def __init__(
-        self,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header],
-        future: FutureRecordMetadata,
-        callback: Callback | None,
-    ) -> None:
-        self.timestamp = timestamp
-        self.key = key
-        self.value = value
-        self.headers = headers
-        self.future = future
-        self.callback = callback
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[Header]
+    future: FutureRecordMetadata
+    callback: Callback | None
+
+
+_tuple_new = tuple.__new__
+
+
+def _new_record(fields: tuple[int, bytes | None, bytes | None, Sequence[Header], FutureRecordMetadata, Callback | None]) -> PendingRecord:
+    return _tuple_new(PendingRecord, fields)
 
 
 class ProducerBatch:
@@ -168,6 +169,8 @@ class ProducerBatch:
         self.split = False
         self.closed = False  # no more appends
         self.pending: list[PendingRecord] = []
+        #: some record has a delivery callback (completion skips the callback pass otherwise)
+        self.has_callbacks = False
         self._condition = threading.Condition()
         self._base_timestamp = NO_TIMESTAMP
         self._max_timestamp = NO_TIMESTAMP
@@ -226,21 +229,24 @@ class ProducerBatch:
         """Append a record if it fits; the record's future, or None when the batch is full or closed."""
         if self.closed:
             return None
-        if self.pending:
-            size = record_size_in_bytes(len(self.pending), timestamp - self._base_timestamp, key, value, headers)
+        pending = self.pending
+        if pending:
+            size = record_size_in_bytes(len(pending), timestamp - self._base_timestamp, key, value, headers)
             if self._size + size > self._limit:
                 return None
         else:
             self._base_timestamp = timestamp
             size = record_size_in_bytes(0, 0, key, value, headers)
         future = FutureRecordMetadata(self._condition)
-        self.pending.append(PendingRecord(timestamp, key, value, headers, future, callback))
+        pending.append(_tuple_new(PendingRecord, (timestamp, key, value, headers, future, callback)))
         self._size += size
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
         if size > self.max_record_size:
             self.max_record_size = size
         self.last_append_ms = now_ms
+        if callback is not None:
+            self.has_callbacks = True
         return future
 
     def _append_existing(self, rec: PendingRecord) -> bool:
@@ -253,6 +259,8 @@ class ProducerBatch:
             self._base_timestamp = rec.timestamp
             size = record_size_in_bytes(0, 0, rec.key, rec.value, rec.headers)
         self.pending.append(rec)
+        if rec.callback is not None:
+            self.has_callbacks = True
         self._size += size
         self.max_record_size = max(self.max_record_size, size)
         self._max_timestamp = max(self._max_timestamp, rec.timestamp)
@@ -350,32 +358,43 @@ class ProducerBatch:
         record_exceptions: Callable[[int], BaseException] | None,
     ) -> None:
         topic, partition = self.topic_partition
-        outcomes: list[tuple[FutureRecordMetadata, RecordMetadata | None, BaseException | None]] = []
-        for i, rec in enumerate(self.pending):
-            if exception is None:
-                offset = -1 if base_offset < 0 else base_offset + i
-                ts = log_append_time if log_append_time != NO_TIMESTAMP else rec.timestamp
-                md: RecordMetadata | None = RecordMetadata(
-                    topic, partition, offset, ts,
-                    -1 if rec.key is None else len(rec.key),
-                    -1 if rec.value is None else len(rec.value),
-                )
-                err: BaseException | None = None
-            else:
-                md = None
-                err = record_exceptions(i) if record_exceptions is not None else exception
-            outcomes.append((rec.future, md, err))
+        pending = self.pending
+        if exception is None:
+            offset = -1 if base_offset < 0 else base_offset
+            step = 0 if base_offset < 0 else 1
+            la = log_append_time != NO_TIMESTAMP
+            mds: list[Any] = []
+            add = mds.append
+            # RecordMetadata built with tuple.__new__: no Python-level constructor per record.
+            for rec in pending:
+                k = rec[1]
+                v = rec[2]
+                add(_tuple_new(RecordMetadata, (
+                    topic, partition, offset, log_append_time if la else rec[0],
+                    -1 if k is None else len(k), -1 if v is None else len(v),
+                )))
+                offset += step
+            errs: list[BaseException | None] | None = None
+        else:
+            mds = [None] * len(pending)
+            errs = (
+                [record_exceptions(i) for i in range(len(pending))]
+                if record_exceptions is not None
+                else [exception] * len(pending)
+            )
         # As Java: the delivery callbacks run before the futures complete, so a thread woken by result() sees
         # the effects of the batch's callbacks.
-        for rec, (_, md, err) in zip(self.pending, outcomes, strict=True):
-            if rec.callback is not None:
-                try:
-                    rec.callback(md, err)
-                except Exception:  # a user callback must not break the I/O thread
-                    import logging
+        if self.has_callbacks:
+            for i, rec in enumerate(pending):
+                cb = rec[5]
+                if cb is not None:
+                    try:
+                        cb(mds[i], None if errs is None else errs[i])
+                    except Exception:  # a user callback must not break the I/O thread
+                        import logging
 
-                    logging.getLogger(__name__).exception("error in producer delivery callback for %s", self.topic_partition)
-        complete_all(outcomes)  # one lock round for the whole batch
+                        logging.getLogger(__name__).exception("error in producer delivery callback for %s", self.topic_partition)
+        complete_all([rec[4] for rec in pending], mds, errs)  # one lock round for the whole batch
 
     # --- splitting (MESSAGE_TOO_LARGE) ---------------------------------------------------------------
 

@@ -233,6 +233,58 @@ class RecordAccumulator:
             with self._counts_lock:
                 self._appends_in_progress -= 1
 
+    def try_append_fast(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        cluster: ClusterView,
+    ) -> tuple[FutureRecordMetadata, bool] | None:
+        """The common case of :meth:`append` in one deque-lock round: the partition (or the topic's current
+        sticky partition) already has an open last batch with room. Returns ``(future, batch_is_full)``, or
+        None, having changed nothing, when :meth:`append` must do it (no batch or no room, new topic or
+        partition, no sticky partition yet, closing).
+
+        No ``appends in progress`` count is needed here: the record goes into a batch that is already
+        incomplete, under its deque lock, and an abort closes a batch under that same lock before failing it.
+        """
+        info = self._topics.get(topic)
+        if info is None:
+            return None
+        partitioner = info.partitioner
+        if partition == UNKNOWN_PARTITION:
+            sticky = partitioner._sticky
+            if sticky is None:
+                return None
+            effective = sticky.partition
+        else:
+            sticky = None
+            effective = partition
+        q = info.queues.get(effective)
+        if q is None:
+            return None
+        with q.lock:
+            batches = q.batches
+            if not batches or self._closed:
+                return None
+            if sticky is not None and partitioner._sticky is not sticky:
+                return None  # another thread switched the sticky partition
+            last = batches[-1]
+            uncompressed = last.compression_ratio == 1.0
+            before = last._size if uncompressed else last.estimated_size_in_bytes()
+            future = last.try_append(timestamp, key, value, headers, callback, 0)
+            if future is None:
+                return None
+            last_full = last._size >= last._limit
+            if sticky is not None:
+                appended = last._size - before if uncompressed else last.estimated_size_in_bytes() - before
+                partitioner.update_partition_info(effective, appended, cluster, last_full)
+        return future, last_full or len(batches) > 1
+
     def _try_append(
         self,
         q: _PartitionQueue,
