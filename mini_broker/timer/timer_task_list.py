@@ -128,7 +128,14 @@ class TimerTaskList:
         lock.acquire()
         try:
             if entry.list is self:
-                self._unlink(entry)
+                nxt, prev = entry.next, entry.prev  # _unlink, inlined (the completion path)
+                assert nxt is not None and prev is not None
+                nxt.prev = prev
+                prev.next = nxt
+                entry.next = None
+                entry.prev = None
+                entry.list = None
+                self._size -= 1
         finally:
             lock.release()
 
