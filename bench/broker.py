@@ -98,12 +98,13 @@ def wait_port(port: int, timeout: float) -> None:
     raise RuntimeError(f"nothing listening on {port}")
 
 
-def start_mini_broker(data_dir: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_mini_broker(data_dir: str, overrides: list[str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    extra = [arg for kv in overrides or [] for arg in ("--override", kv)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "mini_broker", "--data-dir", data_dir, "--listeners", "PLAINTEXT://127.0.0.1:0",
          "--log-level", "WARNING", "--override", "max.connections.per.ip=1000000",
          # Kafka's default backlog (50) drops SYNs under a connection storm; Tansu (tokio) listens with 1024
-         "--override", "socket.listen.backlog.size=1024"],
+         "--override", "socket.listen.backlog.size=1024", *extra],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(Path(__file__).resolve().parents[1]))
     assert proc.stdout is not None
     pattern = re.compile(rb"listening on PLAINTEXT://[\d.]+:(\d+)")
@@ -288,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--many-connections", action="store_true", help="10,000 connections")
     ap.add_argument("--phase-seconds", type=float, default=12.0, help="deadline of each phase")
     ap.add_argument("--no-tansu", action="store_true")
+    ap.add_argument("--broker-override", action="append", default=[], metavar="K=V",
+                    help="extra mini_broker config (repeatable), e.g. socket.receive.buffer.bytes=-1")
     ap.add_argument("--consumer-backoff-ms", type=int, default=0,
                     help="librdkafka fetch.queue.backoff.ms of the consumer (its default is 1000)")
     args = ap.parse_args(argv)
@@ -300,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results: list[Result] = []
     with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
-        proc, port = start_mini_broker(data_dir)
+        proc, port = start_mini_broker(data_dir, args.broker_override)
         try:
             results.append(run_one("mini_broker", proc, port, args))
         finally:
