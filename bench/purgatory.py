@@ -12,6 +12,13 @@ Prints the target and achieved enqueue rate, how operations ended, and CPU use. 
 
     .venv/bin/python bench/purgatory.py [--rate 100000] [--num 1000000] [--max-seconds 12] [--gc-threshold0 50000]
     .venv/bin/python bench/purgatory.py --micro   # single-thread CPU per phase (noise-resistant)
+
+Measured on the shared 2-core box (2026-11-22; CPython 3.11, GC defaults), before -> after the hot-path
+work (no per-task lock, one timer mutex, per-bucket counts, inlined watch, lock-free watch counter):
+``--micro`` total 7.2 -> 4.0 us per op (enqueue 5.8 -> 3.3, force_complete 0.9 -> 0.4); load test at
+100k/s, paired runs: 68-73k -> 97-99k req/s achieved, 12.7-14.7 -> 9.8-10.0 us CPU per request (all
+threads, incl. the harness's completer). At a 130k/s target, with less load on the box: 115k req/s,
+6.7 us CPU per request. GC is ~1 us of that (see ``--gc-threshold0``).
 """
 
 from __future__ import annotations

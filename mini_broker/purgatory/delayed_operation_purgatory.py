@@ -172,22 +172,31 @@ class DelayedOperationPurgatory(Generic[T]):
 
     def check_and_complete(self, key: Hashable) -> int:
         """Re-check the ops watching ``key``; return how many this call completed."""
-        shard = self._shard(key)
-        with shard.lock:
+        shard = self._shards[hash(key) % SHARDS]
+        watchers = shard.watchers_by_key.get(key)  # a dict read is atomic; re-read under the lock below
+        if watchers is None:
+            return 0  # nothing watches the key (a watcher added meanwhile is checked by its own second check)
+        shard_lock = shard.lock
+        shard_lock.acquire()
+        try:
             watchers = shard.watchers_by_key.get(key)
             if watchers is None:
                 return 0
             snapshot = list(watchers.ops)
+        finally:
+            shard_lock.release()
         completed = 0
         for op in snapshot:
             if not op._completed.locked() and op.safe_try_complete():
                 completed += 1
-        with shard.lock:
-            current = shard.watchers_by_key.get(key)
-            if current is watchers:
+        shard_lock.acquire()
+        try:
+            if shard.watchers_by_key.get(key) is watchers:
                 watchers.purge_completed()
                 if not watchers.ops:
                     del shard.watchers_by_key[key]
+        finally:
+            shard_lock.release()
         return completed
 
     def _watch_for_operation(self, key: Hashable, operation: T) -> None:
