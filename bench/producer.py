@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/producer.py                  # 200k x 100-byte values, 4 configs x 4 clients
     .venv/bin/python bench/producer.py --records 20000  # quicker
-    .venv/bin/python bench/producer.py --profile        # cProfile our send path and I/O thread (top 20 each)
+    .venv/bin/python bench/producer.py --profile        # cProfile (thread CPU time) of our send path and I/O thread
     .venv/bin/python bench/producer.py --micro          # no broker: CPU us per send() and per record encoded +
                                                         # completed (thread CPU time, stable on a busy box)
 
@@ -178,7 +178,8 @@ def child(args: argparse.Namespace) -> None:
 
         from pykafka_client.producer import sender as sender_module
 
-        io_prof = cProfile.Profile()
+        # Thread CPU time as the timer: time waiting for the GIL or in select() is not counted.
+        io_prof = cProfile.Profile(time.thread_time)
         original_run = sender_module.Sender.run
 
         def profiled_run(self: sender_module.Sender) -> None:
@@ -191,7 +192,7 @@ def child(args: argparse.Namespace) -> None:
         sender_module.Sender.run = profiled_run  # type: ignore[method-assign]
         import pykafka_client.producer.kafka_producer  # noqa: F401  (imports outside the profile)
 
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(time.thread_time)
         prof.enable()
         elapsed = RUNNERS[args.client](args.bootstrap, args.topic, args.records, args.acks, value)
         prof.disable()

@@ -34,8 +34,6 @@ def encode_batch(batch: ProducerBatch, compression_type: Any, compression_level:
         is_transactional=batch.is_transactional,
         compression_level=compression_level,
     )
-    append = builder.append
-    for rec in batch.pending:
-        append(rec.timestamp, rec.key, rec.value, rec.headers)
+    builder.append_all(batch.pending)  # PendingRecord starts with (timestamp, key, value, headers)
     data = builder.build()
     return data, builder.compression_ratio

@@ -10,7 +10,7 @@ log-append time for LOG_APPEND_TIME builders).
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from crc32c import crc32c
 
@@ -44,6 +44,8 @@ COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 
 # Encoded zig-zag varints for the values that dominate records (deltas, lengths, header counts).
 _VARINT_CACHE: dict[int, bytes] = {v: encode_varint(v) for v in range(-1, 1 << 14)}
+#: The same for 0 .. 2**14 - 1 as a list (indexing beats a dict lookup on the per-record path).
+_VARINT_LIST: list[bytes] = [_VARINT_CACHE[v] for v in range(1 << 14)]
 _NULL_LENGTH = encode_varint(-1)
 _ZERO = encode_varint(0)
 _UINT32 = struct.Struct(">I")
@@ -174,6 +176,67 @@ class MemoryRecordsBuilder:
             self._max_timestamp = timestamp
             self._offset_of_max_timestamp = self.base_offset + count
         return True
+
+    def append_all(self, records: Iterable[Sequence[object]]) -> None:
+        """Append every record in order, ignoring ``write_limit`` (the caller sized the batch, e.g. a
+        producer batch encoded at drain time): exactly the bytes and state that :meth:`append` one by one
+        with an unlimited ``write_limit`` gives, in one loop and one buffer write. Each item's first four
+        fields are ``(timestamp, key, value, headers)``; further fields are ignored. An invalid timestamp
+        raises IllegalArgumentError with nothing appended."""
+        if self._built is not None:
+            raise IllegalStateError("tried to append a record, but the batch is already built")
+        get = _VARINT_CACHE.get
+        small = _VARINT_LIST
+        n_small = len(small)
+        count = self._num_records
+        base_offset = self.base_offset
+        base_ts = self._base_timestamp
+        max_ts = self._max_timestamp
+        offset_of_max = self._offset_of_max_timestamp
+        parts: list[Bytes] = []
+        extend = parts.extend
+        join = b"".join
+        null, zero, attrs = _NULL_LENGTH, _ZERO, b"\x00"
+        for rec in records:
+            timestamp: int = rec[0]  # type: ignore[assignment]
+            key: Bytes | None = rec[1]  # type: ignore[assignment]
+            value: Bytes | None = rec[2]  # type: ignore[assignment]
+            headers: Sequence[HeaderInput] | None = rec[3]  # type: ignore[assignment]
+            if timestamp < 0 and timestamp != NO_TIMESTAMP:
+                raise IllegalArgumentError(f"invalid negative timestamp {timestamp}")
+            if count == 0:
+                base_ts = timestamp
+            ts_delta = timestamp - base_ts
+            if key is None:
+                kl = null
+                key = b""
+            else:
+                n = len(key)
+                kl = small[n] if n < n_small else encode_varint(n)
+            if value is None:
+                vl = null
+                value = b""
+            else:
+                n = len(value)
+                vl = small[n] if n < n_small else encode_varint(n)
+            body = join((
+                attrs,
+                get(ts_delta) or encode_varint(ts_delta),
+                small[count] if count < n_small else encode_varint(count),
+                kl, key, vl, value,
+                _encode_headers(headers) if headers else zero,
+            ))
+            n = len(body)
+            extend((small[n] if n < n_small else encode_varint(n), body))
+            if timestamp > max_ts:
+                max_ts = timestamp
+                offset_of_max = base_offset + count
+            count += 1
+        self._buf += b"".join(parts)
+        self._num_records = count
+        self._base_timestamp = base_ts
+        self._max_timestamp = max_ts
+        self._offset_of_max_timestamp = offset_of_max
 
     def has_room_for(
         self,
