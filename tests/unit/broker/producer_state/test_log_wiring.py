@@ -204,3 +204,16 @@ def test_failed_write_leaves_the_producer_state_untouched(tmp_path: Path, time: 
     info = lg.append(batch(0, 2, 2))
     assert (info.first_offset, info.last_offset) == (2, 3) and lg.log_end_offset == 4
     lg.close()
+
+
+def test_snapshots_below_the_first_segment_go_with_their_segments(tmp_path: Path, time: MockTime) -> None:
+    lg = open_log(tmp_path, time, segment_bytes="200")
+    for i in range(8):
+        lg.append(batch(0, 2 * i, 2))
+    bases = [s.base_offset for s in lg.segments]
+    assert [int(n[:20]) for n in snapshots(tmp_path)] == bases[1:]
+    lg.update_high_watermark(lg.log_end_offset)
+    lg.delete_records_before(bases[-1])
+    assert [int(n[:20]) for n in snapshots(tmp_path)] == [bases[-1]]
+    lg.close()
+    assert [int(n[:20]) for n in snapshots(tmp_path)] == [bases[-1], 16]
