@@ -131,7 +131,6 @@ class Selector:
         self._wakeup_r.setblocking(False)
         self._wakeup_w.setblocking(False)
         self._selector.register(self._wakeup_r.fileno(), selectors.EVENT_READ, None)
-        self._wakeup_pending = False
         self._closed = False
 
     # --- connections -----------------------------------------------------------------------------
@@ -364,15 +363,7 @@ class Selector:
     # --- wakeup ----------------------------------------------------------------------------------
 
     def wakeup(self) -> None:
-        """Interrupt a blocked poll (thread-safe).
-
-        At most one wakeup byte is outstanding: ``_wakeup_pending`` is set before the byte is written and
-        cleared by the poll thread before it drains the socket, so a wakeup that finds it set is covered by
-        a byte the poll thread has not read yet (or is reading while awake). A broker's handler threads
-        call this once per response; most of them then cost no syscall under load."""
-        if self._wakeup_pending:
-            return
-        self._wakeup_pending = True
+        """Interrupt a blocked poll (thread-safe)."""
         try:
             self._wakeup_w.send(b"\x01")
         except (BlockingIOError, InterruptedError):
@@ -381,11 +372,9 @@ class Selector:
             pass  # closed concurrently
 
     def _drain_wakeup(self) -> None:
-        # One read: with ``_wakeup_pending`` there are rarely more than a few bytes; any left over only
-        # make a later poll return early once.
-        self._wakeup_pending = False
         try:
-            self._wakeup_r.recv(4096)
+            while self._wakeup_r.recv(4096):
+                pass
         except (BlockingIOError, InterruptedError):
             pass
 
