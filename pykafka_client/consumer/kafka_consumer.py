@@ -116,6 +116,9 @@ class KafkaConsumer(Generic[K, V]):
         self.config = cfg = ConsumerConfig(cfg_map, **overrides)
         self._time = time
         self._closed = False
+        # True while close() runs: the consumer stays open for the rebalance callbacks close() triggers
+        # (a commit_sync in on_partitions_revoked), as in Java; a nested close() is a no-op.
+        self._closing = False
         self._current_thread = _NO_CURRENT_THREAD
         self._refcount = 0
         self._thread_lock = threading.Lock()
@@ -726,16 +729,18 @@ class KafkaConsumer(Generic[K, V]):
         """Commit (if auto-commit), leave the group and close connections, within ``timeout``."""
         self._acquire()
         try:
-            if self._closed:
+            if self._closed or self._closing:
                 return
-            self._closed = True
+            self._closing = True
             timer = self._time.timer(_to_ms(timeout, int(_DEFAULT_CLOSE_TIMEOUT_S * 1000)))
             try:
                 if self.coordinator is not None:
+                    # still open here: the revoke callback may commit (Java closes with the flag still unset)
                     self.coordinator.close(timer)
             except Exception as e:
                 log.warning("error while closing the group coordinator: %s", e)
             finally:
+                self._closed = True
                 self.fetcher.close()
                 if self._network_client is not None:
                     closer = getattr(self._client, "close", None)
