@@ -59,11 +59,13 @@ from pykafka_client.producer.sender import Sender
 from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.serialization import ByteArraySerializer, Serializer, resolve_serializer
-from pykafka_client.utils.time import SYSTEM_TIME, Time
+from pykafka_client.utils.time import SYSTEM_TIME, SystemTime, Time
 
 log = logging.getLogger(__name__)
 
 _client_ids = itertools.count(1)
+_time_ns = _time.time_ns
+_monotonic_ns = _time.monotonic_ns
 
 
 def _yield_gil() -> None:
@@ -109,6 +111,7 @@ class KafkaProducer:
         cfg = ProducerConfig(config)
         self.config = cfg
         self._time = time
+        self._system_time = type(time) is SystemTime
         addresses = parse_bootstrap_servers(cfg["bootstrap.servers"])
         self.client_id = cfg["client.id"] or f"producer-{next(_client_ids)}"
         if cfg["transactional.id"] is not None:
@@ -249,8 +252,10 @@ class KafkaProducer:
         hdrs = _normalize_headers(headers) if headers else _NO_HEADERS
         metadata = self.metadata
         try:
-            metadata.add(topic, self._time.hi_res_clock_ms())
-            count = metadata.partition_count_for_topic(topic)
+            if self._system_time:
+                count = metadata.add_and_count(topic, _monotonic_ns() // 1_000_000)
+            else:
+                count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
             if count is not None and (partition is None or partition < count):
                 remaining_ms = self._max_block_ms
             else:
@@ -277,7 +282,12 @@ class KafkaProducer:
                     size += len(value_bytes)
             if size > self._max_record_size:
                 self._ensure_valid_record_size(size)
-            ts = self._time.milliseconds() if timestamp is None else timestamp
+            if timestamp is not None:
+                ts = timestamp
+            elif self._system_time:
+                ts = _time_ns() // 1_000_000  # = SYSTEM_TIME.milliseconds(), without the method call
+            else:
+                ts = self._time.milliseconds()
             accumulator = self.accumulator
             fast = accumulator.try_append_fast(topic, part, ts, key_bytes, value_bytes, hdrs, on_delivery, metadata)
             if fast is not None:

@@ -135,6 +135,8 @@ class BuiltInPartitioner:
             sticky_batch_size = 1
         self.topic = topic
         self.sticky_batch_size = sticky_batch_size
+        #: produced bytes at which the partition switches even if its batch is not full
+        self.switch_bytes = sticky_batch_size * 2
         self._rng = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
         self._sticky: _StickyInfo | None = None
@@ -151,7 +153,11 @@ class BuiltInPartitioner:
             return self._sticky.partition
 
     def update_partition_info(self, partition: int, appended_bytes: int, cluster: ClusterView, enable_switch: bool) -> None:
-        """Account ``appended_bytes`` to ``partition`` if it is still the sticky one; maybe switch."""
+        """Account ``appended_bytes`` to ``partition`` if it is still the sticky one; maybe switch.
+
+        Callers hold the deque lock of ``partition`` (so ``produced_bytes`` of the current sticky partition
+        only changes under that lock: ``RecordAccumulator.try_append_fast`` adds to it there without this
+        lock and calls this with 0 bytes when a switch is due)."""
         with self._lock:
             info = self._sticky
             if info is None or info.partition != partition:

@@ -72,6 +72,14 @@ class ProducerMetadata(Metadata):
                 self._need_partial_update = True
             self._topics[topic] = now_ms + self.metadata_idle_ms
 
+    def add_and_count(self, topic: str, now_ms: int) -> int | None:
+        """``add(topic, now_ms)`` then ``partition_count_for_topic(topic)`` in one call (the send hot path)."""
+        expiry = self._topics.get(topic)
+        if expiry is None or expiry - now_ms <= self.metadata_idle_ms // 2:
+            self.add(topic, now_ms)
+        infos = self._current_index().by_topic.get(topic)
+        return len(infos) if infos else None
+
     def contains_topic(self, topic: str) -> bool:
         return topic in self._topics
 

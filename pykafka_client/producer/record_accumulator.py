@@ -281,8 +281,13 @@ class RecordAccumulator:
                 return None
             last_full = last._size >= last._limit
             if sticky is not None:
-                appended = last._size - before if uncompressed else last.estimated_size_in_bytes() - before
-                partitioner.update_partition_info(effective, appended, cluster, last_full)
+                # Accounted under this deque lock, as every append to the sticky partition is; only a switch
+                # takes the partitioner's lock (BuiltInPartitioner.update_partition_info does the same).
+                produced = sticky.produced_bytes = sticky.produced_bytes + (
+                    last._size - before if uncompressed else last.estimated_size_in_bytes() - before
+                )
+                if produced >= partitioner.switch_bytes or (last_full and produced >= partitioner.sticky_batch_size):
+                    partitioner.update_partition_info(effective, 0, cluster, last_full)
         return future, last_full or len(batches) > 1
 
     def _try_append(
