@@ -80,10 +80,7 @@ def test_our_producer_no_duplicates_no_reordering_when_acks_are_lost(
     drops = 0
     with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "linger.ms": 2,
                         "batch.size": batch_size, "max.in.flight.requests.per.connection": 5,
-                        "retry.backoff.ms": 20, "max.block.ms": 10_000,
-                        # bounds the I/O thread's idle poll: a lost Selector wakeup (transport race, see the
-                        # idempotence report) then stalls 3 s instead of 30 s
-                        "request.timeout.ms": 3000}) as producer:
+                        "retry.backoff.ms": 20, "max.block.ms": 10_000}) as producer:
         for i in range(20_000):
             if i % 4000 == 1000:
                 # spread the faults over the stream: arm the next one once the sender got close to here
