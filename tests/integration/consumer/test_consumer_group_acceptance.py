@@ -316,3 +316,35 @@ def test_cooperative_sticky_moves_only_what_must_move(mini_only: Any) -> None:  
     assert {tp.partition: om.offset if om else None for tp, om in committed.items()} == {
         p: max(offsets) + 1 for p, offsets in per_partition.items()
     }
+
+
+def test_commit_in_revoke_callback_during_close(mini_only: Any) -> None:  # noqa: F811
+    """close() revokes the partitions while the consumer is still open (Java sets the closed flag after
+    closing), so the usual commit_sync() in on_partitions_revoked stores the positions."""
+    broker = mini_only
+    topic = make_topic(broker, partitions=2, records=6)
+    group = f"grp-{uuid.uuid4().hex[:6]}"
+    holder: dict[str, KafkaConsumer[Any, Any]] = {}
+    outcomes: list[str] = []
+
+    class CommitOnRevoke(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked: Collection[TopicPartition]) -> None:
+            try:
+                holder["c"].commit_sync()
+                outcomes.append("committed")
+            except Exception as e:
+                outcomes.append(repr(e))
+
+    c = group_consumer(broker, group, **{"enable.auto.commit": False})
+    holder["c"] = c
+    c.subscribe([topic], CommitOnRevoke())
+    got: list[Any] = []
+    deadline = time.monotonic() + 20
+    while len(got) < 6 and time.monotonic() < deadline:
+        got.extend(c.poll(0.2))
+    assert len(got) == 6
+    c.close(10)
+    assert outcomes == ["committed"]
+    with group_consumer(broker, group) as probe:
+        committed = probe.committed({TopicPartition(topic, 0), TopicPartition(topic, 1)}, 10)
+    assert {tp.partition: om.offset if om else None for tp, om in committed.items()} == {0: 3, 1: 3}
