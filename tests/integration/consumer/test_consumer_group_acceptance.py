@@ -69,7 +69,7 @@ def commit_unless_rebalancing(c: KafkaConsumer[Any, Any]) -> None:
         pass
 
 
-def crash_child_main(bootstrap: str, topic: str, group: str, target: int) -> None:
+def crash_child_main(bootstrap: str, topic: str, group: str, target: int, strategy: str) -> None:
     """The member that crashes: joins, consumes ``target`` records, commits them, prints them as one JSON line,
     then idles (heartbeat thread alive, no poll) until the test kills it."""
     c: KafkaConsumer[Any, Any] = KafkaConsumer(
@@ -81,6 +81,7 @@ def crash_child_main(bootstrap: str, topic: str, group: str, target: int) -> Non
             "max.poll.interval.ms": 60000,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "partition.assignment.strategy": strategy,
         }
     )
     c.subscribe([topic])
@@ -95,20 +96,21 @@ def crash_child_main(bootstrap: str, topic: str, group: str, target: int) -> Non
     time.sleep(120)  # the heartbeat thread keeps the membership alive until SIGKILL
 
 
-def _spawn_crash_child(bootstrap: str, topic: str, group: str, target: int) -> subprocess.Popen[str]:
+def _spawn_crash_child(bootstrap: str, topic: str, group: str, target: int, strategy: str) -> subprocess.Popen[str]:
     code = (
         "import sys; from tests.integration.consumer.test_consumer_group_acceptance import crash_child_main; "
-        "crash_child_main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))"
+        "crash_child_main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])"
     )
     return subprocess.Popen(
-        [sys.executable, "-c", code, bootstrap, topic, group, str(target)],
+        [sys.executable, "-c", code, bootstrap, topic, group, str(target), strategy],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
     )
 
 
-def test_crashed_member_is_expired_and_survivors_consume_everything(short_session_broker: _Mini) -> None:
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_crashed_member_is_expired_and_survivors_consume_everything(short_session_broker: _Mini, strategy: str) -> None:
     broker = short_session_broker
     partitions, per_partition = 6, 20
     topic = make_topic(broker, partitions=partitions, records=0)
@@ -118,10 +120,11 @@ def test_crashed_member_is_expired_and_survivors_consume_everything(short_sessio
         "heartbeat.interval.ms": 300,
         "max.poll.interval.ms": 30000,
         "enable.auto.commit": False,
+        "partition.assignment.strategy": strategy,
     }
     survivors = [group_consumer(broker, group, **survivor_cfg) for _ in range(2)]
     seen: list[tuple[int, int]] = []
-    child = _spawn_crash_child(broker.bootstrap, topic, group, 2 * per_partition)
+    child = _spawn_crash_child(broker.bootstrap, topic, group, 2 * per_partition, strategy)
     try:
         for c in survivors:
             c.subscribe([topic])
