@@ -10,7 +10,6 @@ from mini_broker.producer_state.producer_state_entry import NUM_BATCHES_TO_RETAI
 from mini_broker.producer_state.producer_state_manager import (
     PendingAppend,
     ProducerStateManager,
-    log_before_append_hook,
     rebuild_from_log,
 )
 
@@ -24,6 +23,5 @@ __all__ = [
     "ProducerIdManager",
     "ProducerStateEntry",
     "ProducerStateManager",
-    "log_before_append_hook",
     "rebuild_from_log",
 ]

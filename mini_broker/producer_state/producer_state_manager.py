@@ -3,12 +3,12 @@
 
 Integration with the partition log (see docs/ARCHITECTURE.md, "Producer state"):
 
-* on append (client origin) call :meth:`ProducerStateManager.before_append` under the log lock with the
+* on append (client origin), under the log lock, call :meth:`ProducerStateManager.prepare_append` with the
   validated batches and the offset the first one will get (the log end offset). It either returns the
   :class:`BatchMetadata` of a duplicate (skip the write, answer with those offsets, error NONE), raises
   ``OutOfOrderSequenceError`` / ``InvalidProducerEpochError`` / ``InvalidTxnStateError`` (reject the whole
-  append), or records the batches and returns None (write them). :func:`log_before_append_hook` adapts it to
-  ``Log.append(before_append=...)``.
+  append), or returns the pending updates, applied with :meth:`complete_append` only after the segment write
+  succeeded (the partition Log does this). :meth:`before_append` does both at once.
 * at segment roll and at clean shutdown call :meth:`take_snapshot` with the log end offset;
 * on log load call :meth:`load` with the log end offset, then :meth:`replay` every batch from
   :attr:`map_end_offset` to the end (no sequence checks), so the in-memory state matches the log;
@@ -33,7 +33,7 @@ import logging
 import os
 import struct
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -318,20 +318,6 @@ class ProducerStateManager:
         for off in self.snapshot_offsets():
             if off < offset:
                 os.remove(os.path.join(self.log_dir, snapshot_file_name(off)))
-
-
-def log_before_append_hook(
-    manager: ProducerStateManager, log_end_offset: Callable[[], int], make_append_info: Callable[[BatchMetadata], Any]
-) -> Callable[[Sequence[Any]], Any]:
-    """A ``before_append`` for ``Log.append``: ``make_append_info(duplicate)`` builds the log's LogAppendInfo
-    for a duplicate (first/last offset and timestamp of the original); ``log_end_offset()`` is read under the
-    log lock."""
-
-    def hook(batches: Sequence[Any]) -> Any:
-        dup = manager.before_append(batches, log_end_offset())
-        return None if dup is None else make_append_info(dup)
-
-    return hook
 
 
 class _ReadableLog(Protocol):
