@@ -13,7 +13,7 @@ from pykafka_client.protocol.messages import (
     DescribeConfigsRequest,
     IncrementalAlterConfigsRequest,
 )
-from tests.integration.broker.test_broker_protocol import Conn
+from tests.integration.wire import Conn
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

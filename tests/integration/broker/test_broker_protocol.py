@@ -3,7 +3,6 @@ pipelining, metrics. After each bad input the broker keeps serving everyone and 
 
 from __future__ import annotations
 
-import socket
 import struct
 import threading
 import time
@@ -32,6 +31,7 @@ from pykafka_client.protocol.messages import (
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.protocol.types import Message
+from tests.integration.wire import Conn
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -51,51 +51,6 @@ def broker() -> Iterator[MiniBroker]:
     with MiniBroker(num_network_threads=2, num_io_threads=2, metrics_port=0, message_max_bytes=10000,
                     socket_request_max_bytes=200_000) as b:
         yield b
-
-
-class Conn:
-    """A blocking test connection speaking the Kafka framing."""
-
-    def __init__(self, broker: MiniBroker) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
-        self.corr = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def send_raw(self, payload: bytes) -> None:
-        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
-
-    def send(self, body: Message, version: int) -> int:
-        self.corr += 1
-        pieces = headers.encode_request(body, version, self.corr, "test")
-        self.sock.sendall(b"".join(bytes(p) for p in pieces))  # type: ignore[arg-type]
-        return self.corr
-
-    def recv_frame(self) -> bytes:
-        (size,) = struct.unpack(">i", self._exact(4))
-        return self._exact(size)
-
-    def _exact(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by broker")
-            buf += chunk
-        return buf
-
-    def call(self, body: Message, version: int) -> Any:
-        corr = self.send(body, version)
-        return headers.decode_response(self.recv_frame(), type(body).API_KEY, version, corr)  # type: ignore[arg-type]
-
-    def closed_by_broker(self) -> bool:
-        try:
-            return self.sock.recv(1) == b""
-        except (ConnectionResetError, BrokenPipeError):
-            return True
-        except TimeoutError:
-            return False
 
 
 def batch(n: int = 3, value: bytes = b"v", ts: int = 1_700_000_000_000) -> bytes:

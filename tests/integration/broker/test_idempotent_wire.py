@@ -14,7 +14,8 @@ from mini_broker.server.faults import FaultInjector
 from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.producer.record_metadata import TopicPartition
 from pykafka_client.protocol.messages import InitProducerIdRequest
-from tests.integration.broker.test_broker_protocol import Conn, produce
+from tests.integration.broker.test_broker_protocol import produce
+from tests.integration.wire import Conn
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 

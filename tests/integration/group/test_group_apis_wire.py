@@ -4,15 +4,12 @@ multi-group form), LeaveGroup v0/v3, ListGroups, DescribeGroups, DeleteGroups, O
 
 from __future__ import annotations
 
-import socket
-import struct
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from mini_broker.broker import MiniBroker
-from pykafka_client.protocol import headers
 from pykafka_client.protocol.messages import (
     CreateTopicsRequest,
     DeleteGroupsRequest,
@@ -28,7 +25,7 @@ from pykafka_client.protocol.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from pykafka_client.protocol.types import Message
+from tests.integration.wire import Conn
 from tests.unit.broker.group.harness import subscription
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -51,39 +48,11 @@ TOPIC = "wire-topic"
 def broker() -> Iterator[MiniBroker]:
     with MiniBroker(num_network_threads=1, num_io_threads=2, group_initial_rebalance_delay_ms=0,
                     group_min_session_timeout_ms=1000) as b:
-        with Conn(b) as c:
+        with Conn(b, client_id="wire") as c:
             resp = c.call(CreateTopicsRequest(timeout_ms=5000, topics=[CreateTopicsRequest.CreatableTopic(
                 name=TOPIC, num_partitions=2, replication_factor=1)]), 5)
             assert resp.topics[0].error_code == NONE
         yield b
-
-
-class Conn:
-    def __init__(self, broker: MiniBroker) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", broker.port), timeout=15)
-        self.corr = 0
-
-    def __enter__(self) -> Conn:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sock.close()
-
-    def _exact(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by broker")
-            buf += chunk
-        return buf
-
-    def call(self, body: Message, version: int) -> Any:
-        self.corr += 1
-        pieces = headers.encode_request(body, version, self.corr, "wire")
-        self.sock.sendall(b"".join(bytes(p) for p in pieces))  # type: ignore[arg-type]
-        (size,) = struct.unpack(">i", self._exact(4))
-        return headers.decode_response(self._exact(size), type(body).API_KEY, version, self.corr)  # type: ignore[arg-type]
 
 
 def _join(c: Conn, group: str, version: int, member_id: str = "", session_ms: int = 10000) -> Any:
@@ -94,7 +63,7 @@ def _join(c: Conn, group: str, version: int, member_id: str = "", session_ms: in
 
 
 def test_find_coordinator(broker: MiniBroker) -> None:
-    with Conn(broker) as c:
+    with Conn(broker, client_id="wire") as c:
         r = c.call(FindCoordinatorRequest(key="g"), 0)
         assert (r.error_code, r.node_id, r.port) == (NONE, 0, broker.port)
         r = c.call(FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]), 4)
@@ -106,7 +75,7 @@ def test_find_coordinator(broker: MiniBroker) -> None:
 
 
 def test_v0_member_lifecycle(broker: MiniBroker) -> None:
-    with Conn(broker) as c:
+    with Conn(broker, client_id="wire") as c:
         assert _join(c, "g-v0", 0, session_ms=999).error_code == INVALID_SESSION_TIMEOUT
         j = _join(c, "g-v0", 0)
         assert j.error_code == NONE and j.generation_id == 1 and j.leader == j.member_id
@@ -134,7 +103,7 @@ def test_v0_member_lifecycle(broker: MiniBroker) -> None:
 
 
 def test_member_id_required_and_admin_apis(broker: MiniBroker) -> None:
-    with Conn(broker) as c:
+    with Conn(broker, client_id="wire") as c:
         first = _join(c, "g-v5", 5)
         assert first.error_code == MEMBER_ID_REQUIRED and first.member_id
         j = _join(c, "g-v5", 5, first.member_id)
@@ -172,14 +141,14 @@ def test_member_id_required_and_admin_apis(broker: MiniBroker) -> None:
 
 
 def test_offsets_topic_not_in_metadata(broker: MiniBroker) -> None:
-    with Conn(broker) as c:
+    with Conn(broker, client_id="wire") as c:
         md = c.call(MetadataRequest(topics=None), 12)
         names = {t.name for t in md.topics}
         assert TOPIC in names and "__consumer_offsets" not in names
 
 
 def test_coordinator_gauges(broker: MiniBroker) -> None:
-    with Conn(broker) as c:
+    with Conn(broker, client_id="wire") as c:
         j = _join(c, "g-metrics", 0)
         assert j.error_code == NONE
     completing = broker.metrics.gauge_value("kafka_coordinator_group_GroupMetadataManager_NumGroupsCompletingRebalance")
