@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pykafka_client import AdminClient
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.network_client import ManualMetadataUpdater, NetworkClient
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.transport.selector import Selector
 from pykafka_client.protocol.messages import ApiVersionsRequest
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME
 from tests.integration.tansu import TansuBroker, tansu_binary
 

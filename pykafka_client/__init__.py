@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0.dev0"
+from pykafka_client._version import __version__
 
 if TYPE_CHECKING:
     from pykafka_client.admin import AdminClient
     from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerRecords
     from pykafka_client.consumer.kafka_consumer import KafkaConsumer
     from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
-    from pykafka_client.consumer.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
     from pykafka_client.producer.kafka_producer import KafkaProducer
     from pykafka_client.producer.record_metadata import RecordMetadata
+    from pykafka_client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 # Public classes are imported lazily (PEP 562) so that ``import pykafka_client.errors`` stays cheap
 # and free of import cycles.
@@ -27,9 +27,9 @@ _LAZY = {
     "ConsumerRecord": "pykafka_client.consumer.consumer_record",
     "ConsumerRecords": "pykafka_client.consumer.consumer_record",
     "ConsumerRebalanceListener": "pykafka_client.consumer.rebalance_listener",
-    "TopicPartition": "pykafka_client.consumer.structs",
-    "OffsetAndMetadata": "pykafka_client.consumer.structs",
-    "OffsetAndTimestamp": "pykafka_client.consumer.structs",
+    "TopicPartition": "pykafka_client.structs",
+    "OffsetAndMetadata": "pykafka_client.structs",
+    "OffsetAndTimestamp": "pykafka_client.structs",
     "KafkaProducer": "pykafka_client.producer.kafka_producer",
     "RecordMetadata": "pykafka_client.producer.record_metadata",
 }

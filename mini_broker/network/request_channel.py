@@ -20,7 +20,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Protocol, Union
 
-from pykafka_client.network.selectable import NetworkSend
+from pykafka_client.network.transport.selectable import NetworkSend
 
 if TYPE_CHECKING:
     from mini_broker.metrics import BrokerMetrics

@@ -36,7 +36,7 @@ from mini_broker.network.request_channel import (
     Response,
     SendResponse,
 )
-from pykafka_client.network.selectable import DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
@@ -80,8 +80,8 @@ SelectorFactory = Callable[[int, KafkaConfig], ServerSelector]
 
 def default_selector_factory(processor_id: int, config: KafkaConfig) -> ServerSelector:
     """The transport Selector in server role, with the broker's receive limit and idle expiry."""
-    from pykafka_client.network.channel_builder import DefaultChannelBuilder, Mode
-    from pykafka_client.network.selector import Selector
+    from pykafka_client.network.transport.channel_builder import DefaultChannelBuilder, Mode
+    from pykafka_client.network.transport.selector import Selector
 
     return Selector(
         max_receive_size=config.socket_request_max_bytes,

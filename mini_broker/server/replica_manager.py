@@ -55,21 +55,13 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.protocol.types import RecordsLike
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
 
 LEADER_EPOCH = 0
 UNKNOWN_OFFSET = -1
-
-
-@dataclass(frozen=True, order=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass

@@ -47,11 +47,11 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import TP, Node
+from pykafka_client.network.cluster import TP
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
-from pykafka_client.network.selectable import Selectable
-from pykafka_client.network.selector import create_client_selector
+from pykafka_client.network.transport.selectable import Selectable
+from pykafka_client.network.transport.selector import create_client_selector
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     CreatePartitionsRequest,
@@ -69,6 +69,7 @@ from pykafka_client.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
 log = logging.getLogger(__name__)

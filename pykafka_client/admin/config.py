@@ -2,7 +2,7 @@
 
 Unknown keys raise :class:`~pykafka_client.errors.ConfigurationError` naming the key. Values may be
 given as Python values or as strings (``.properties`` style). ``ssl.*`` / ``sasl.*`` keys go to the
-transport (:func:`pykafka_client.network.channel_builder.create_channel_builder`).
+transport (:func:`pykafka_client.network.transport.channel_builder.create_channel_builder`).
 """
 
 from __future__ import annotations

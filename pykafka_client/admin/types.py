@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pykafka_client.network.cluster import Node
+from pykafka_client.structs import Node
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerRecords, TimestampType
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
-from pykafka_client.consumer.structs import (
-    ConsumerGroupMetadata,
-    OffsetAndMetadata,
-    OffsetAndTimestamp,
-    TopicPartition,
-)
+from pykafka_client.consumer.structs import ConsumerGroupMetadata
+from pykafka_client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 
 __all__ = [
     "ConsumerGroupMetadata",

@@ -48,7 +48,6 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.protocol.messages.find_coordinator_request import FindCoordinatorRequest
@@ -60,6 +59,7 @@ from pykafka_client.protocol.messages.join_group_response import JoinGroupRespon
 from pykafka_client.protocol.messages.leave_group_request import LeaveGroupRequest
 from pykafka_client.protocol.messages.sync_group_request import SyncGroupRequest
 from pykafka_client.protocol.messages.sync_group_response import SyncGroupResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import Time, Timer
 
 log = logging.getLogger(__name__)

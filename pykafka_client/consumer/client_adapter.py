@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.request_future import RequestFuture
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import Timer
 
 

@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pykafka_client.consumer.consumer_record import ConsumerRecord, TimestampType
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.errors import (
     CorruptRecordError,
     MessageDecodeError,
@@ -36,6 +35,7 @@ from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.protocol.records import ControlRecordType, MemoryRecords, RecordBatch
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.record import Record
+from pykafka_client.structs import TopicPartition
 
 #: ``f(topic, data, headers)``; None means "return the bytes as they are" (no call per record).
 Deserialize = Callable[[str, "bytes | None", Any], Any] | None

@@ -45,7 +45,6 @@ from pykafka_client.consumer.consumer_protocol import (
     serialize_assignment,
     serialize_subscription,
 )
-from pykafka_client.consumer.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.consumer.subscription_state import FetchPosition, SubscriptionState
 from pykafka_client.errors import (
     CommitFailedError,
@@ -70,6 +69,7 @@ from pykafka_client.protocol.messages.offset_commit_request import OffsetCommitR
 from pykafka_client.protocol.messages.offset_commit_response import OffsetCommitResponse
 from pykafka_client.protocol.messages.offset_fetch_request import OffsetFetchRequest
 from pykafka_client.protocol.messages.offset_fetch_response import OffsetFetchResponse
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import Time, Timer
 
 log = logging.getLogger(__name__)

@@ -10,11 +10,11 @@ Java). A negative version or truncated data raises MessageDecodeError.
 from __future__ import annotations
 
 from pykafka_client.consumer.assignors.abstract_assignor import Assignment, Subscription
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.errors import MessageDecodeError
 from pykafka_client.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
 from pykafka_client.protocol.messages.consumer_protocol_subscription import ConsumerProtocolSubscription
 from pykafka_client.protocol.types import Reader, Writer
+from pykafka_client.structs import TopicPartition
 
 PROTOCOL_TYPE = "consumer"
 CONSUMER_PROTOCOL_V0 = 0

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from enum import IntEnum
 from typing import Any, Generic, TypeVar
 
-from pykafka_client.consumer.structs import OffsetAndMetadata, TopicPartition
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 K = TypeVar("K")
 V = TypeVar("V")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pykafka_client.consumer.structs import TopicPartition
+from pykafka_client.structs import TopicPartition
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0

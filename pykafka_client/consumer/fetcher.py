@@ -35,7 +35,6 @@ from pykafka_client.consumer.fetch_session_handler import (
     FetchSessionRequest,
     PartitionFetchState,
 )
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.consumer.subscription_state import FetchPosition, OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import (
     IllegalStateError,
@@ -45,11 +44,11 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.protocol.records import MemoryRecords
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import Time
 
 log = logging.getLogger(__name__)

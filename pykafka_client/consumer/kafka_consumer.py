@@ -40,12 +40,7 @@ from pykafka_client.consumer.consumer_record import ConsumerRecords
 from pykafka_client.consumer.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchConfig, Fetcher
 from pykafka_client.consumer.offset_fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
-from pykafka_client.consumer.structs import (
-    ConsumerGroupMetadata,
-    OffsetAndMetadata,
-    OffsetAndTimestamp,
-    TopicPartition,
-)
+from pykafka_client.consumer.structs import ConsumerGroupMetadata
 from pykafka_client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import (
     ConcurrentModificationError,
@@ -55,14 +50,15 @@ from pykafka_client.errors import (
     KafkaTimeoutError,
     for_code,
 )
-from pykafka_client.network.cluster import Node, PartitionInfo
+from pykafka_client.network.cluster import PartitionInfo
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
-from pykafka_client.network.selector import create_client_selector
+from pykafka_client.network.transport.selector import create_client_selector
 from pykafka_client.protocol.messages.metadata_request import MetadataRequest
 from pykafka_client.protocol.messages.metadata_response import MetadataResponse
 from pykafka_client.serialization import ByteArrayDeserializer, resolve_deserializer
+from pykafka_client.structs import Node, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
 log = logging.getLogger(__name__)

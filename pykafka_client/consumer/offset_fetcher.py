@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pykafka_client.consumer.client_adapter import ConsumerClient
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.consumer.subscription_state import FetchPosition, OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import (
     KafkaTimeoutError,
@@ -29,11 +28,11 @@ from pykafka_client.errors import (
     for_code,
 )
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.protocol.messages.list_offsets_request import ListOffsetsRequest
 from pykafka_client.protocol.messages.list_offsets_response import ListOffsetsResponse
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import Time, Timer
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from pykafka_client.consumer.structs import TopicPartition
+from pykafka_client.structs import TopicPartition
 
 
 class ConsumerRebalanceListener:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener, NoOpConsumerRebalanceListener
-from pykafka_client.consumer.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError, NoOffsetForPartitionError
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 SUBSCRIPTION_EXCEPTION_MESSAGE = "Subscription to topics, partitions and pattern are mutually exclusive"
 

@@ -1,7 +1,7 @@
-"""An immutable view of the cluster from one metadata response (Java: ``common.Node``, ``PartitionInfo``,
-``Cluster``).
+"""An immutable view of the cluster from one metadata response (Java: ``PartitionInfo``, ``Cluster``;
+``Node`` is in :mod:`pykafka_client.structs`).
 
-Partition keys are ``(topic, partition)`` tuples, so ``pykafka_client.consumer.structs.TopicPartition``
+Partition keys are ``(topic, partition)`` tuples, so ``pykafka_client.structs.TopicPartition``
 (a NamedTuple) works as a key unchanged.
 """
 
@@ -10,28 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from pykafka_client.structs import Node
+
 TP = tuple[str, int]
-
-
-@dataclass(frozen=True, slots=True)
-class Node:
-    """A broker address. Bootstrap nodes have negative ids (-1, -2, ...)."""
-
-    id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-    @property
-    def id_string(self) -> str:
-        return str(self.id)
-
-    def is_empty(self) -> bool:
-        return not self.host or self.port < 0
-
-    def __str__(self) -> str:
-        rack = f" rack={self.rack}" if self.rack else ""
-        return f"{self.host}:{self.port} (id: {self.id}{rack})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,10 +33,10 @@ from typing import Any, Protocol
 from pykafka_client.errors import DisconnectError, KafkaTimeoutError, WakeupException
 from pykafka_client.network.client_request import ClientRequest, RequestBody
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.request_future import RequestFuture
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import Time, Timer
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
+from pykafka_client.structs import Node
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,9 +27,10 @@ from pykafka_client.errors import (
     InvalidTopicError,
     TopicAuthorizationFailedError,
 )
-from pykafka_client.network.cluster import TP, Cluster, LeaderAndEpoch, Node, PartitionInfo
+from pykafka_client.network.cluster import TP, Cluster, LeaderAndEpoch, PartitionInfo
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
+from pykafka_client.structs import Node
 
 _TOPIC_AUTHORIZATION_FAILED = 29
 _INVALID_TOPIC = 17

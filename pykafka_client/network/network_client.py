@@ -32,7 +32,7 @@ import threading
 from dataclasses import dataclass
 from typing import Protocol
 
-from pykafka_client import __version__
+from pykafka_client._version import __version__
 from pykafka_client.errors import (
     AuthenticationError,
     DisconnectError,
@@ -50,7 +50,6 @@ from pykafka_client.network.client_request import (
     RequestHeaderInfo,
 )
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.cluster_connection_states import (
     MAX_DELAY_MS,
     ClusterConnectionStates,
@@ -61,10 +60,11 @@ from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightR
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.node_api_versions import NodeApiVersions
-from pykafka_client.network.selectable import ChannelState, DisconnectInfo, NetworkSend, Selectable
+from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkSend, Selectable
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)

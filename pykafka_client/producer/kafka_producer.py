@@ -45,7 +45,7 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.network.cluster import PartitionInfo
 from pykafka_client.network.network_client import NetworkClient
-from pykafka_client.network.selector import create_client_selector
+from pykafka_client.network.transport.selector import create_client_selector
 from pykafka_client.producer.batch_encoder import compression_type_for
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.config import ProducerConfig

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from pykafka_client.producer.future_record_metadata import FutureRecordMetadata, complete_all
-from pykafka_client.producer.record_metadata import RecordMetadata, TopicPartition
+from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.structs import TopicPartition
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pykafka_client.network.cluster import TP, Cluster, Node, PartitionInfo
+from pykafka_client.network.cluster import TP, Cluster, PartitionInfo
 from pykafka_client.network.metadata import Metadata
-from pykafka_client.producer.record_metadata import TopicPartition
 from pykafka_client.protocol.messages import MetadataRequest
+from pykafka_client.structs import Node, TopicPartition
 
 
 class _Index:

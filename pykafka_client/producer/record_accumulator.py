@@ -41,12 +41,12 @@ from pykafka_client.producer.producer_batch import (
     estimate_size_upper_bound,
     increment_sequence,
 )
-from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import Time
 
 if TYPE_CHECKING:
-    from pykafka_client.network.cluster import Node
     from pykafka_client.producer.transaction_manager import TransactionManager
+    from pykafka_client.structs import Node
 
 #: ``partition`` value asking the accumulator to pick one (built-in sticky partitioner).
 UNKNOWN_PARTITION = -1

@@ -1,24 +1,16 @@
-"""What a successful send returns (Java ``RecordMetadata``) and the topic-partition key type."""
+"""What a successful send returns (Java ``RecordMetadata``)."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+from pykafka_client.structs import TopicPartition
 
 #: Returned for ``offset`` when the broker did not assign one (acks=0, or a duplicate whose original
 #: offset is no longer known).
 UNKNOWN_OFFSET = -1
 #: Returned for ``timestamp`` when there is none.
 NO_TIMESTAMP = -1
-
-
-class TopicPartition(NamedTuple):
-    """A (topic, partition) pair, hashable and ordered."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class RecordMetadata(NamedTuple):

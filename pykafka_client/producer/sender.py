@@ -33,12 +33,10 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import RecordAccumulator
-from pykafka_client.producer.record_metadata import TopicPartition
 from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.protocol.messages import (
     InitProducerIdRequest,
@@ -46,6 +44,7 @@ from pykafka_client.protocol.messages import (
     ProduceRequest,
     ProduceResponse,
 )
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import Time
 
 log = logging.getLogger(__name__)

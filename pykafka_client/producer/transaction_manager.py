@@ -39,7 +39,7 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.producer.producer_batch import NO_SEQUENCE, ProducerBatch, increment_sequence
-from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.structs import TopicPartition
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

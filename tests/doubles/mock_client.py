@@ -33,12 +33,12 @@ from typing import Any
 from pykafka_client.errors import AuthenticationError, IllegalStateError, UnsupportedVersionError
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.node_api_versions import NodeApiVersions
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import MetadataResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import MockTime
 
 RequestMatcher = Callable[[Any], bool]

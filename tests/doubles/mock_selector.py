@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pykafka_client.network.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import MockTime
 
 
@@ -50,7 +50,7 @@ def _frame_bytes(send: NetworkSend) -> bytes:
 
 
 class MockSelector:
-    """Implements :class:`pykafka_client.network.selectable.Selectable` with test hooks."""
+    """Implements :class:`pykafka_client.network.transport.selectable.Selectable` with test hooks."""
 
     def __init__(self, time: MockTime, can_connect: Callable[[tuple[str, int]], bool] | None = None) -> None:
         self.time = time

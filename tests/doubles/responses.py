@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from pykafka_client.network.cluster import Node
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
+from pykafka_client.structs import Node
 
 
 def api_versions_response(

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from mini_broker.server.replica_manager import TopicPartition
 from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
+from pykafka_client.structs import TopicPartition
 
 TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
 PartResult = DeleteRecordsResponse.DeleteRecordsPartitionResult

@@ -22,10 +22,11 @@ from mini_broker.server.fetch_session import (
 )
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID
-from mini_broker.server.replica_manager import LEADER_EPOCH, FetchPartitionInfo, LogReadResult, TopicPartition
+from mini_broker.server.replica_manager import LEADER_EPOCH, FetchPartitionInfo, LogReadResult
 from pykafka_client.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, UnknownTopicIdError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FetchRequest, FetchResponse
+from pykafka_client.structs import TopicPartition
 
 TopicResp = FetchResponse.FetchableTopicResponse
 PartData = FetchResponse.PartitionData

@@ -9,11 +9,11 @@ from collections import Counter
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from mini_broker.server.replica_manager import TopicPartition
 from pykafka_client.errors import InvalidRequestError, UnsupportedVersionError
 from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
+from pykafka_client.structs import TopicPartition
 
 TopicResp = ListOffsetsResponse.ListOffsetsTopicResponse
 PartResp = ListOffsetsResponse.ListOffsetsPartitionResponse

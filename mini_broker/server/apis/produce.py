@@ -18,10 +18,11 @@ import logging
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from mini_broker.server.replica_manager import PartitionResponse, TopicPartition
+from mini_broker.server.replica_manager import PartitionResponse
 from pykafka_client.errors import InvalidRequestError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
+from pykafka_client.structs import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from pykafka_client.consumer.structs import TopicPartition
+from pykafka_client.structs import TopicPartition
 
 
 class RebalanceProtocol(IntEnum):

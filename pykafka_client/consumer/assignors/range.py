@@ -10,7 +10,7 @@ from pykafka_client.consumer.assignors.abstract_assignor import (
     Subscription,
     sorted_members,
 )
-from pykafka_client.consumer.structs import TopicPartition
+from pykafka_client.structs import TopicPartition
 
 
 class RangeAssignor(AbstractPartitionAssignor):

@@ -12,7 +12,7 @@ from pykafka_client.consumer.assignors.abstract_assignor import (
     partitions_of,
     sorted_members,
 )
-from pykafka_client.consumer.structs import TopicPartition
+from pykafka_client.structs import TopicPartition
 
 
 class RoundRobinAssignor(AbstractPartitionAssignor):

@@ -33,7 +33,7 @@ from pykafka_client.consumer.assignors.abstract_assignor import (
     partitions_of,
     sorted_members,
 )
-from pykafka_client.consumer.structs import TopicPartition
+from pykafka_client.structs import TopicPartition
 
 DEFAULT_GENERATION = -1
 

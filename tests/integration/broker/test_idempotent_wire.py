@@ -12,8 +12,8 @@ import pytest
 from mini_broker.broker import MiniBroker
 from mini_broker.server.faults import FaultInjector
 from pykafka_client.producer.producer_batch import ProducerBatch
-from pykafka_client.producer.record_metadata import TopicPartition
 from pykafka_client.protocol.messages import InitProducerIdRequest
+from pykafka_client.structs import TopicPartition
 from tests.integration.broker.test_broker_protocol import produce
 from tests.integration.wire import Conn
 

@@ -14,7 +14,7 @@ from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.request_future import RequestFuture
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.transport.selector import Selector
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
 from pykafka_client.utils.time import SYSTEM_TIME
 from tests.integration.tansu import TansuBroker

@@ -11,12 +11,12 @@ import pytest
 
 from pykafka_client.errors import ProtocolError
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import ManualMetadataUpdater, NetworkClient
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.transport.selector import Selector
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME
 from tests.integration.network.fake_peer import FakePeer
 from tests.integration.tansu import TansuBroker

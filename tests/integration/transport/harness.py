@@ -15,10 +15,10 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from pykafka_client.network.channel_builder import ChannelBuilder, DefaultChannelBuilder, Mode
-from pykafka_client.network.network_send import size_prefixed
-from pykafka_client.network.selectable import DisconnectInfo, NetworkReceive
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.transport.channel_builder import ChannelBuilder, DefaultChannelBuilder, Mode
+from pykafka_client.network.transport.network_send import size_prefixed
+from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive
+from pykafka_client.network.transport.selector import Selector
 
 DEADLINE_S = 20.0
 

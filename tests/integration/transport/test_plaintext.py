@@ -12,9 +12,9 @@ from collections.abc import Iterator
 import pytest
 
 from pykafka_client.errors import InvalidReceiveError
-from pykafka_client.network.network_send import FileRegion, size_prefixed
-from pykafka_client.network.selectable import ChannelState
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.transport.network_send import FileRegion, size_prefixed
+from pykafka_client.network.transport.selectable import ChannelState
+from pykafka_client.network.transport.selector import Selector
 
 from .harness import ClientRecorder, EchoServer, frame
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from pykafka_client.errors import SaslAuthenticationError, UnsupportedSaslMechanismError
-from pykafka_client.network.channel_builder import Mode, create_channel_builder
-from pykafka_client.network.network_send import size_prefixed
-from pykafka_client.network.sasl import (
+from pykafka_client.network.transport.channel_builder import Mode, create_channel_builder
+from pykafka_client.network.transport.network_send import size_prefixed
+from pykafka_client.network.transport.sasl import (
     PlainServer,
     ScramCredential,
     ScramMechanism,
@@ -20,9 +20,9 @@ from pykafka_client.network.sasl import (
     mapping_verifier,
     server_authenticator_factory,
 )
-from pykafka_client.network.sasl.mechanism import SaslServerMechanismFactory
-from pykafka_client.network.selectable import ChannelState
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.transport.sasl.mechanism import SaslServerMechanismFactory
+from pykafka_client.network.transport.selectable import ChannelState
+from pykafka_client.network.transport.selector import Selector
 
 from .certs import Pki, make_pki
 from .harness import ClientRecorder, EchoServer

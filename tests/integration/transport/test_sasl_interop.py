@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pykafka_client.network.selectable import ChannelState
+from pykafka_client.network.transport.selectable import ChannelState
 
 from .test_sasl import sasl_server
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from pykafka_client.errors import ConfigurationError, InvalidReceiveError, SslAuthenticationError
-from pykafka_client.network.channel_builder import Mode, create_channel_builder
-from pykafka_client.network.network_send import FileRegion, size_prefixed
-from pykafka_client.network.selectable import ChannelState
-from pykafka_client.network.selector import Selector
-from pykafka_client.network.ssl_factory import create_ssl_context
+from pykafka_client.network.transport.channel_builder import Mode, create_channel_builder
+from pykafka_client.network.transport.network_send import FileRegion, size_prefixed
+from pykafka_client.network.transport.selectable import ChannelState
+from pykafka_client.network.transport.selector import Selector
+from pykafka_client.network.transport.ssl_factory import create_ssl_context
 
 from .certs import KEY_PASSWORD, Pki, make_pki
 from .harness import ClientRecorder, EchoServer

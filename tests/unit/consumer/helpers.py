@@ -14,11 +14,11 @@ from typing import Any
 
 from pykafka_client.network.client_request import RequestHeaderInfo
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.protocol.messages.metadata_response import MetadataResponse
 from pykafka_client.protocol.records import MemoryRecordsBuilder
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import MockTime, Timer
 
 

@@ -20,8 +20,8 @@ from pykafka_client.consumer.assignors import (
     rebalance_protocol,
 )
 from pykafka_client.consumer.assignors.sticky import decode_sticky_user_data, encode_sticky_user_data
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.errors import ConfigurationError
+from pykafka_client.structs import TopicPartition
 
 pytestmark = pytest.mark.timeout(60)
 

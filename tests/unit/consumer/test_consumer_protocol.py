@@ -11,8 +11,8 @@ from pykafka_client.consumer.consumer_protocol import (
     serialize_assignment,
     serialize_subscription,
 )
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.errors import MessageDecodeError
+from pykafka_client.structs import TopicPartition
 
 pytestmark = pytest.mark.timeout(60)
 

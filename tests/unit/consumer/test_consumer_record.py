@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerRecords, TimestampType
-from pykafka_client.consumer.structs import OffsetAndMetadata, TopicPartition
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 
 def _rec(tp: TopicPartition, offset: int) -> ConsumerRecord[bytes, bytes]:

@@ -24,7 +24,6 @@ from pykafka_client.consumer.consumer_protocol import (
     serialize_subscription,
 )
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
-from pykafka_client.consumer.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.consumer.subscription_state import SubscriptionState
 from pykafka_client.errors import (
     CommitFailedError,
@@ -32,7 +31,6 @@ from pykafka_client.errors import (
     NoAvailableBrokersError,
     RebalanceInProgressClientError,
 )
-from pykafka_client.network.cluster import Node
 from pykafka_client.protocol.messages.find_coordinator_request import FindCoordinatorRequest
 from pykafka_client.protocol.messages.find_coordinator_response import FindCoordinatorResponse
 from pykafka_client.protocol.messages.heartbeat_request import HeartbeatRequest
@@ -47,6 +45,7 @@ from pykafka_client.protocol.messages.offset_fetch_request import OffsetFetchReq
 from pykafka_client.protocol.messages.offset_fetch_response import OffsetFetchResponse
 from pykafka_client.protocol.messages.sync_group_request import SyncGroupRequest
 from pykafka_client.protocol.messages.sync_group_response import SyncGroupResponse
+from pykafka_client.structs import Node, OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.unit.consumer.helpers import FakeConsumerClient, Script, metadata_with
 

@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pykafka_client.consumer.completed_fetch import CompletedFetch
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.errors import CorruptRecordError, RecordTooLargeError
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
+from pykafka_client.structs import TopicPartition
 from tests.unit.consumer.helpers import batch
 
 pytestmark = pytest.mark.timeout(120)

@@ -8,11 +8,11 @@ import pytest
 
 from pykafka_client.consumer.fetch_session_handler import FetchSessionHandler, PartitionFetchState
 from pykafka_client.consumer.fetcher import FetchConfig, Fetcher
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.consumer.subscription_state import SubscriptionState
 from pykafka_client.errors import DisconnectError
 from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.unit.consumer.helpers import FakeConsumerClient, batch, metadata_with
 

@@ -5,7 +5,6 @@ from typing import Any
 import pytest
 
 from pykafka_client.consumer.fetcher import READ_COMMITTED, FetchConfig, Fetcher
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import (
     CorruptRecordError,
@@ -17,6 +16,7 @@ from pykafka_client.errors import (
 )
 from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.unit.consumer.helpers import FakeConsumerClient, batch, control_batch, metadata_with, update_metadata
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 import pytest
 
 from pykafka_client.consumer.offset_fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
-from pykafka_client.consumer.structs import TopicPartition
 from pykafka_client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import DisconnectError, KafkaTimeoutError, TopicAuthorizationFailedError
 from pykafka_client.protocol.messages.list_offsets_request import ListOffsetsRequest
 from pykafka_client.protocol.messages.list_offsets_response import ListOffsetsResponse
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.unit.consumer.helpers import FakeConsumerClient, metadata_with
 

@@ -5,7 +5,6 @@ import re
 import pytest
 
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
-from pykafka_client.consumer.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.consumer.subscription_state import (
     FetchPosition,
     OffsetResetStrategy,
@@ -13,6 +12,7 @@ from pykafka_client.consumer.subscription_state import (
     SubscriptionType,
 )
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError, NoOffsetForPartitionError
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from pykafka_client.network.client_request import ClientRequest
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import HeartbeatRequest
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_selector import MockSelector
 from tests.doubles.responses import api_versions_response, metadata_response, nodes

@@ -17,11 +17,11 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.consumer_network_client import MAX_POLL_TIMEOUT_MS, ConsumerNetworkClient
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.protocol.messages import HeartbeatRequest, HeartbeatResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_client import MockClient
 from tests.doubles.responses import metadata_response, nodes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pykafka_client.network.client_request import RequestHeaderInfo
 from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequests
-from pykafka_client.network.selectable import NetworkSend
+from pykafka_client.network.transport.selectable import NetworkSend
 
 _corr = iter(range(10**6))
 

@@ -6,11 +6,11 @@ import pytest
 
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.network.node_api_versions import NodeApiVersions
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import HeartbeatRequest, HeartbeatResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_client import MockClient
 

@@ -7,7 +7,6 @@ import socket
 import pytest
 
 from pykafka_client.errors import AuthenticationError, IllegalStateError, UnsupportedVersionError
-from pykafka_client.network.cluster import Node
 from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS
 from pykafka_client.network.network_client import (
     SASL_MAX_RESERVED_CORRELATION_ID,
@@ -16,6 +15,7 @@ from pykafka_client.network.network_client import (
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import ApiVersionsResponse, HeartbeatResponse
+from pykafka_client.structs import Node
 from tests.doubles.mock_selector import MockSelector
 from tests.doubles.responses import api_versions_response, metadata_response
 from tests.unit.network.harness import Harness

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pykafka_client.network.cluster import Node
-from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.structs import Node, TopicPartition
 
 
 class FakeMetadata:

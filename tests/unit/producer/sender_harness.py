@@ -5,17 +5,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 
-from pykafka_client.network.cluster import Node
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import RecordAccumulator
-from pykafka_client.producer.record_metadata import TopicPartition
 from pykafka_client.producer.sender import Sender
 from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.protocol.messages import InitProducerIdResponse, ProduceRequest, ProduceResponse
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.memory_records import MemoryRecords
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_client import MockClient
 from tests.doubles.responses import metadata_response, nodes

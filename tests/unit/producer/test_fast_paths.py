@@ -19,10 +19,10 @@ from pykafka_client.errors import IllegalArgumentError
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.producer_batch import record_size_in_bytes
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
-from pykafka_client.producer.record_metadata import TopicPartition
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.protocol.records.builder import record_size_in_bytes as builder_size
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.unit.producer.helpers import NODE1, FakeMetadata
 

@@ -15,10 +15,11 @@ from pykafka_client.producer.producer_batch import (
     increment_sequence,
     record_size_in_bytes,
 )
-from pykafka_client.producer.record_metadata import RecordMetadata, TopicPartition
+from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.protocol.records.builder import record_size_in_bytes as builder_size
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.memory_records import MemoryRecords
+from pykafka_client.structs import TopicPartition
 
 TP = TopicPartition("t", 0)
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from pykafka_client.producer.producer_metadata import ProducerMetadata
-from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.structs import TopicPartition
 from tests.doubles.responses import metadata_response, nodes
 
 

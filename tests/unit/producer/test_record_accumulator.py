@@ -8,7 +8,7 @@ import pytest
 
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
-from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.unit.producer.helpers import NODE1, NODE2, FakeMetadata
 

@@ -14,7 +14,7 @@ from mini_broker.log.unified_log import Log
 from mini_broker.producer_state import ProducerIdManager
 from pykafka_client.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from pykafka_client.producer.producer_batch import ProducerBatch
-from pykafka_client.producer.record_metadata import TopicPartition
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 
 PID = 42

@@ -18,8 +18,8 @@ from mini_broker.producer_state import (
 from mini_broker.producer_state.producer_state_manager import CorruptSnapshotError, snapshot_file_name
 from pykafka_client.errors import InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError
 from pykafka_client.producer.producer_batch import ProducerBatch
-from pykafka_client.producer.record_metadata import TopicPartition
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+from pykafka_client.structs import TopicPartition
 
 INT_MAX = 2**31 - 1
 PID = 42

@@ -8,7 +8,7 @@ from mini_broker.network.request_channel import Request, RequestChannel, Request
 from mini_broker.network.socket_server import ConnectionQuotas, Processor, _Conn
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.kafka_apis import INLINE_API_KEYS, KafkaApis
-from pykafka_client.network.selectable import NetworkReceive
+from pykafka_client.network.transport.selectable import NetworkReceive
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.utils.time import MockTime
 from tests.unit.broker.server.test_processor import ScriptedSelector

@@ -17,7 +17,7 @@ from mini_broker.network.request_channel import (
     SendResponse,
 )
 from mini_broker.network.socket_server import ConnectionQuotas, Processor, TooManyConnectionsError, _Conn
-from pykafka_client.network.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import MockTime
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from pykafka_client.errors import IllegalStateError
-from pykafka_client.network.channel import (
+from pykafka_client.network.transport.channel import (
     EVENT_READ,
     EVENT_WRITE,
     ChannelMuteEvent,
@@ -16,8 +16,8 @@ from pykafka_client.network.channel import (
     KafkaChannel,
     next_mute_state,
 )
-from pykafka_client.network.network_send import size_prefixed
-from pykafka_client.network.transport import PlaintextTransportLayer
+from pykafka_client.network.transport.network_send import size_prefixed
+from pykafka_client.network.transport.transport_layer import PlaintextTransportLayer
 
 S = ChannelMuteState
 E = ChannelMuteEvent
@@ -103,7 +103,7 @@ def test_second_send_while_one_in_progress_is_rejected(channel: KafkaChannel) ->
 
 
 def test_distinguished_name_is_rfc2253_most_specific_first() -> None:
-    from pykafka_client.network.transport import distinguished_name
+    from pykafka_client.network.transport.transport_layer import distinguished_name
 
     subject = ((("countryName", "US"),), (("organizationName", "Acme, Inc."),), (("commonName", "client-1"),))
     assert distinguished_name(subject) == "CN=client-1,O=Acme\\, Inc.,C=US"

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykafka_client.errors import IllegalArgumentError, InvalidReceiveError
-from pykafka_client.network.network_receive import UNLIMITED, FrameReader, check_receive_size
-from pykafka_client.network.network_send import FileRegion, SendWriter, size_prefixed
-from pykafka_client.network.selectable import NetworkSend
+from pykafka_client.network.transport.network_receive import UNLIMITED, FrameReader, check_receive_size
+from pykafka_client.network.transport.network_send import FileRegion, SendWriter, size_prefixed
+from pykafka_client.network.transport.selectable import NetworkSend
 
 
 class ScriptedReader:

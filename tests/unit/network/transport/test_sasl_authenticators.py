@@ -12,8 +12,8 @@ from pykafka_client.errors import (
     SaslAuthenticationError,
     UnsupportedSaslMechanismError,
 )
-from pykafka_client.network.channel import PeerClosedError
-from pykafka_client.network.sasl import (
+from pykafka_client.network.transport.channel import PeerClosedError
+from pykafka_client.network.transport.sasl import (
     PlainClient,
     PlainServer,
     SaslClientAuthenticator,
@@ -24,9 +24,9 @@ from pykafka_client.network.sasl import (
     ScramServer,
     mapping_verifier,
 )
-from pykafka_client.network.sasl.authenticator import SaslState
-from pykafka_client.network.sasl.mechanism import SaslClientMechanism, SaslServerMechanismFactory
-from pykafka_client.network.sasl.wire import MAX_RESERVED_CORRELATION_ID, MIN_RESERVED_CORRELATION_ID
+from pykafka_client.network.transport.sasl.authenticator import SaslState
+from pykafka_client.network.transport.sasl.mechanism import SaslClientMechanism, SaslServerMechanismFactory
+from pykafka_client.network.transport.sasl.wire import MAX_RESERVED_CORRELATION_ID, MIN_RESERVED_CORRELATION_ID
 
 
 class PipeEnd:

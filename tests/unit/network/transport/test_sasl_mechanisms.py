@@ -7,9 +7,9 @@ import base64
 import pytest
 
 from pykafka_client.errors import ConfigurationError, IllegalSaslStateError, SaslAuthenticationError
-from pykafka_client.network.sasl.authenticator import client_mechanism_from_config, parse_jaas_credentials
-from pykafka_client.network.sasl.plain import PlainClient, PlainServer, mapping_verifier
-from pykafka_client.network.sasl.scram import (
+from pykafka_client.network.transport.sasl.authenticator import client_mechanism_from_config, parse_jaas_credentials
+from pykafka_client.network.transport.sasl.plain import PlainClient, PlainServer, mapping_verifier
+from pykafka_client.network.transport.sasl.scram import (
     ScramClient,
     ScramCredential,
     ScramMechanism,

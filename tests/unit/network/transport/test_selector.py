@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import pytest
 
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError, InvalidReceiveError
-from pykafka_client.network.channel import ChannelMuteEvent
-from pykafka_client.network.channel_builder import DefaultChannelBuilder, Mode
-from pykafka_client.network.network_send import size_prefixed
-from pykafka_client.network.selectable import ChannelState
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.transport.channel import ChannelMuteEvent
+from pykafka_client.network.transport.channel_builder import DefaultChannelBuilder, Mode
+from pykafka_client.network.transport.network_send import size_prefixed
+from pykafka_client.network.transport.selectable import ChannelState
+from pykafka_client.network.transport.selector import Selector
 from pykafka_client.utils.time import MockTime
 
 
@@ -338,8 +338,8 @@ def test_idle_expiry_disabled_with_minus_one() -> None:
 
 def test_create_client_selector_reads_config() -> None:
     from pykafka_client.errors import ConfigurationError
-    from pykafka_client.network.sasl import SaslClientAuthenticator
-    from pykafka_client.network.selector import create_client_selector
+    from pykafka_client.network.transport.sasl import SaslClientAuthenticator
+    from pykafka_client.network.transport.selector import create_client_selector
 
     sel = create_client_selector(
         {"receive.message.max.bytes": 10, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",

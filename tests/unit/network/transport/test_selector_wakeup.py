@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pykafka_client.network.selector import Selector
+from pykafka_client.network.transport.selector import Selector
 from pykafka_client.utils.time import MockTime
 
 

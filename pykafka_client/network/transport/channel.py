@@ -17,10 +17,10 @@ import selectors
 from typing import Protocol
 
 from pykafka_client.errors import IllegalStateError
-from pykafka_client.network.network_receive import DEFAULT_MAX_RECEIVE_SIZE, FrameReader
-from pykafka_client.network.network_send import SendWriter
-from pykafka_client.network.selectable import ChannelState, NetworkReceive, NetworkSend
-from pykafka_client.network.transport import TransportLayer
+from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE, FrameReader
+from pykafka_client.network.transport.network_send import SendWriter
+from pykafka_client.network.transport.selectable import ChannelState, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.transport_layer import TransportLayer
 
 #: Principal name of an unauthenticated peer (Java ``KafkaPrincipal.ANONYMOUS``).
 ANONYMOUS = "ANONYMOUS"

@@ -9,7 +9,7 @@ Errors: a mechanism the server has not enabled -> :class:`~pykafka_client.errors
 failed credentials -> :class:`~pykafka_client.errors.SaslAuthenticationError` carrying the server's
 message. The server writes its error response before failing, so the client sees the reason.
 
-Messages are the generated protocol classes (:mod:`pykafka_client.network.sasl.wire`). The server side
+Messages are the generated protocol classes (:mod:`pykafka_client.network.transport.sasl.wire`). The server side
 also answers the ApiVersions request Java clients send before the handshake (``api_versions_handler``,
 default: the SASL APIs only) and accepts SaslAuthenticate v0-v2. Not done: re-authentication
 (KIP-368), GSSAPI and OAUTHBEARER, SaslHandshake v0 (unframed tokens).
@@ -29,14 +29,18 @@ from pykafka_client.errors import (
     UnsupportedVersionError,
     for_code,
 )
-from pykafka_client.network.channel import PeerClosedError
-from pykafka_client.network.network_receive import FrameReader
-from pykafka_client.network.network_send import SendWriter, framed_send
-from pykafka_client.network.sasl import wire
-from pykafka_client.network.sasl.mechanism import SaslClientMechanism, SaslServerMechanism, SaslServerMechanismFactory
-from pykafka_client.network.sasl.plain import PLAIN, PlainClient
-from pykafka_client.network.sasl.scram import ScramClient, ScramMechanism
-from pykafka_client.network.transport import TransportLayer
+from pykafka_client.network.transport.channel import PeerClosedError
+from pykafka_client.network.transport.network_receive import FrameReader
+from pykafka_client.network.transport.network_send import SendWriter, framed_send
+from pykafka_client.network.transport.sasl import wire
+from pykafka_client.network.transport.sasl.mechanism import (
+    SaslClientMechanism,
+    SaslServerMechanism,
+    SaslServerMechanismFactory,
+)
+from pykafka_client.network.transport.sasl.plain import PLAIN, PlainClient
+from pykafka_client.network.transport.sasl.scram import ScramClient, ScramMechanism
+from pykafka_client.network.transport.transport_layer import TransportLayer
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.types import Chunk, Message
 

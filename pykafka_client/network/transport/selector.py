@@ -1,7 +1,7 @@
-"""The real :class:`~pykafka_client.network.selectable.Selectable` (Java: ``common.network.Selector``).
+"""The real :class:`~pykafka_client.network.transport.selectable.Selectable` (Java: ``common.network.Selector``).
 
 A single-threaded event loop over the stdlib ``selectors`` module (epoll on Linux) that owns many
-:class:`~pykafka_client.network.channel.KafkaChannel`\\ s. It is used in two roles:
+:class:`~pykafka_client.network.transport.channel.KafkaChannel`\\ s. It is used in two roles:
 
 * client (NetworkClient): :meth:`Selector.connect` starts a non-blocking connect; the channel is
   reported in :meth:`Selector.connected` once TCP, TLS and SASL are all done.
@@ -35,11 +35,16 @@ from pykafka_client.errors import (
     SaslAuthenticationError,
     UnsupportedSaslMechanismError,
 )
-from pykafka_client.network.channel import KafkaChannel, PeerClosedError
-from pykafka_client.network.channel_builder import ChannelBuilder, DefaultChannelBuilder, Mode, create_channel_builder
-from pykafka_client.network.idle_expiry import IdleExpiryManager
-from pykafka_client.network.network_receive import DEFAULT_MAX_RECEIVE_SIZE
-from pykafka_client.network.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.channel import KafkaChannel, PeerClosedError
+from pykafka_client.network.transport.channel_builder import (
+    ChannelBuilder,
+    DefaultChannelBuilder,
+    Mode,
+    create_channel_builder,
+)
+from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
+from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
+from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.

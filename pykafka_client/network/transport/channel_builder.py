@@ -14,9 +14,9 @@ import ssl
 from typing import Callable, Mapping, Protocol
 
 from pykafka_client.errors import ConfigurationError
-from pykafka_client.network.channel import Authenticator, KafkaChannel
-from pykafka_client.network.network_receive import DEFAULT_MAX_RECEIVE_SIZE
-from pykafka_client.network.transport import PlaintextTransportLayer, SslTransportLayer, TransportLayer
+from pykafka_client.network.transport.channel import Authenticator, KafkaChannel
+from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
+from pykafka_client.network.transport.transport_layer import PlaintextTransportLayer, SslTransportLayer, TransportLayer
 
 
 class Mode(enum.Enum):
@@ -121,11 +121,11 @@ def create_channel_builder(
 ) -> DefaultChannelBuilder:
     """The builder for ``security.protocol`` (default PLAINTEXT) with the ``ssl.*`` / ``sasl.*``
     keys of ``config``. A server-side SASL builder needs ``server_authenticator_factory``
-    (e.g. from :func:`pykafka_client.network.sasl.server_authenticator_factory`)."""
+    (e.g. from :func:`pykafka_client.network.transport.sasl.server_authenticator_factory`)."""
     protocol = SecurityProtocol.for_name(str(config.get("security.protocol", "PLAINTEXT")))
     ssl_context: ssl.SSLContext | None = None
     if protocol in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL):
-        from pykafka_client.network.ssl_factory import create_ssl_context
+        from pykafka_client.network.transport.ssl_factory import create_ssl_context
 
         ssl_context = create_ssl_context(config, server_side=mode is Mode.SERVER)
     factory: AuthenticatorFactory | None = None
@@ -135,7 +135,7 @@ def create_channel_builder(
                 raise ConfigurationError(f"a server-side {protocol.value} listener needs a SASL authenticator factory")
             factory = server_authenticator_factory
         else:
-            from pykafka_client.network.sasl.authenticator import client_authenticator_factory
+            from pykafka_client.network.transport.sasl.authenticator import client_authenticator_factory
 
             factory = client_authenticator_factory(config)
     return DefaultChannelBuilder(mode, ssl_context, factory)

@@ -3,15 +3,15 @@ channel authenticators that carry them in SaslHandshake / SaslAuthenticate frame
 
 from __future__ import annotations
 
-from pykafka_client.network.sasl.authenticator import (
+from pykafka_client.network.transport.sasl.authenticator import (
     SaslClientAuthenticator,
     SaslServerAuthenticator,
     client_authenticator_factory,
     server_authenticator_factory,
 )
-from pykafka_client.network.sasl.mechanism import SaslClientMechanism, SaslServerMechanism
-from pykafka_client.network.sasl.plain import PlainClient, PlainServer, mapping_verifier
-from pykafka_client.network.sasl.scram import ScramClient, ScramCredential, ScramMechanism, ScramServer
+from pykafka_client.network.transport.sasl.mechanism import SaslClientMechanism, SaslServerMechanism
+from pykafka_client.network.transport.sasl.plain import PlainClient, PlainServer, mapping_verifier
+from pykafka_client.network.transport.sasl.scram import ScramClient, ScramCredential, ScramMechanism, ScramServer
 
 __all__ = [
     "PlainClient",

@@ -1,4 +1,4 @@
-"""Transport layers: the byte pipe under a :class:`~pykafka_client.network.channel.KafkaChannel`.
+"""Transport layers: the byte pipe under a :class:`~pykafka_client.network.transport.channel.KafkaChannel`.
 
 Java: ``common.network.TransportLayer``, ``PlaintextTransportLayer``, ``SslTransportLayer``. Every method
 is non-blocking: reads return 0 when nothing is available and -1 at end of stream, writes return the

@@ -1,7 +1,7 @@
 """The sans-IO SASL mechanism interfaces (Java: ``javax.security.sasl.SaslClient`` / ``SaslServer``).
 
 A mechanism only turns tokens into tokens; the authenticators in
-:mod:`pykafka_client.network.sasl.authenticator` carry them in SaslHandshake / SaslAuthenticate frames.
+:mod:`pykafka_client.network.transport.sasl.authenticator` carry them in SaslHandshake / SaslAuthenticate frames.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The transport seam between NetworkClient (or a broker Processor) and the sockets.
 
 Java: ``org.apache.kafka.common.network.Selectable``. The real implementation is
-``pykafka_client.network.selector.Selector``; unit tests drive NetworkClient with a MockSelector that
+``pykafka_client.network.transport.selector.Selector``; unit tests drive NetworkClient with a MockSelector that
 implements the same protocol. Connection ids are strings (node ids as text on the client, Kafka's
 ``local-remote-processor-index`` on the broker).
 

@@ -1,4 +1,4 @@
-"""Writing a :class:`~pykafka_client.network.selectable.NetworkSend` to a transport, in pieces.
+"""Writing a :class:`~pykafka_client.network.transport.selectable.NetworkSend` to a transport, in pieces.
 
 Java: ``common.network.NetworkSend`` + ``ByteBufferSend`` / ``DefaultRecordsSend``. A send is a list of
 pieces: bytes-like buffers (written together with one gathering ``sendmsg`` call where the transport
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Protocol, Sequence, Union, runtime_checkable
 
 from pykafka_client.errors import IllegalArgumentError
-from pykafka_client.network.selectable import NetworkSend
+from pykafka_client.network.transport.selectable import NetworkSend
 from pykafka_client.protocol.types import FileRegion
 
 __all__ = ["MAX_IOV", "FileRegion", "FileRegionLike", "SendWriter", "WritableTransport", "framed_send", "piece_length", "region_fd", "size_prefixed"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from pykafka_client.errors import InvalidReceiveError
-from pykafka_client.network.selectable import NetworkReceive
+from pykafka_client.network.transport.selectable import NetworkReceive
 
 #: Size prefix length in bytes.
 SIZE_LENGTH = 4
