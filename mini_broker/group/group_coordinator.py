@@ -31,6 +31,7 @@ from mini_broker.group import group_heartbeat, group_join, group_offsets, group_
 from mini_broker.group.delayed_group_timeout import DelayedGroupTimeout
 from mini_broker.group.group_config import GroupConfig
 from mini_broker.group.group_effects import (
+    AppendAssignment,
     AppendGroupMetadata,
     AppendOffsetCommits,
     AppendTombstones,
@@ -266,6 +267,9 @@ class GroupCoordinator:
             group_offsets.complete_offset_commit(group, effect.offsets)
         elif isinstance(effect, AppendGroupMetadata):
             self.manager.store_group(effect.group_id, effect.group, now)
+        elif isinstance(effect, AppendAssignment):
+            self.manager.store_group(effect.group_id, effect.group, now)
+            self._run(group, group_join.complete_assignment, group, effect.generation_id, effect.assignment)
         elif isinstance(effect, AppendTombstones):
             self.manager.delete(effect.group_id, effect.offsets, effect.group_too, now)
         elif isinstance(effect, RemoveGroup):

@@ -5,7 +5,8 @@ and emits, in order:
 
 * responses: :class:`SendJoinResponse`, :class:`SendSyncResponse` (the parked request's reply handle and
   its answer; immediate answers of the other APIs are plain return values);
-* log appends to ``__consumer_offsets``: :class:`AppendGroupMetadata`, :class:`AppendOffsetCommits`,
+* log appends to ``__consumer_offsets``: :class:`AppendGroupMetadata`, :class:`AppendAssignment`,
+  :class:`AppendOffsetCommits`,
   :class:`AppendTombstones`, and :class:`RemoveGroup` (drop the group from the coordinator's map);
 * timer effects: :class:`ScheduleTimeout` (replaces whatever is armed under the same key) and
   :class:`CancelTimeout`, for a :class:`HeartbeatTimeout` (a member's session or a KIP-394 pending member's
@@ -53,6 +54,17 @@ class AppendGroupMetadata:
 
     group_id: str
     group: StoredGroup
+
+
+@dataclass(frozen=True, slots=True)
+class AppendAssignment:
+    """The GroupMetadata record of a generation with the leader's assignment (Kafka's ``storeGroup`` from
+    SyncGroup). Once it is appended, the core hands the assignment out (``group_join.complete_assignment``)."""
+
+    group_id: str
+    group: StoredGroup
+    generation_id: int
+    assignment: Mapping[str, bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +135,8 @@ class CancelTimeout:
     timeout: Timeout
 
 
-Effect = (SendJoinResponse | SendSyncResponse | AppendGroupMetadata | AppendOffsetCommits | AppendTombstones
-          | RemoveGroup | ScheduleTimeout | CancelTimeout)
+Effect = (SendJoinResponse | SendSyncResponse | AppendGroupMetadata | AppendAssignment | AppendOffsetCommits
+          | AppendTombstones | RemoveGroup | ScheduleTimeout | CancelTimeout)
 
 
 @dataclass

@@ -9,9 +9,10 @@ are :class:`SendJoinResponse` / :class:`SendSyncResponse` effects, now or when t
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from mini_broker.group.group_config import GroupConfig
-from mini_broker.group.group_effects import SendJoinResponse, SendSyncResponse, Step
+from mini_broker.group.group_effects import AppendAssignment, SendJoinResponse, SendSyncResponse, Step
 from mini_broker.group.group_metadata import UNKNOWN_MEMBER_ID, GroupMetadata
 from mini_broker.group.group_rebalance import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
@@ -26,6 +27,7 @@ from mini_broker.group.group_rebalance import (
     remove_pending_sync_member,
     schedule_next_heartbeat,
     store_group,
+    stored_group,
     validate_current_member,
     validate_member_generation,
 )
@@ -228,11 +230,8 @@ def sync_group(step: Step, group: GroupMetadata, request: SyncGroupParams, reply
             _log.info("assignment received from leader %s of group %s for generation %d", member_id,
                       group.group_id, group.generation_id)
             assignment = {m: request.assignments.get(m, b"") for m in group.members}
-            store_group(step, group, assignment)
-            for m_id, data in assignment.items():
-                group.get(m_id).assignment = data
-            propagate_assignment(step, group, NONE)
-            group.transition_to(GroupState.STABLE, step.now)
+            step.emit(AppendAssignment(group.group_id, stored_group(group, assignment), group.generation_id,
+                                       assignment))
     elif state is GroupState.STABLE:
         remove_pending_sync_member(step, group, member_id)
         member = group.get(member_id)
@@ -241,6 +240,17 @@ def sync_group(step: Step, group: GroupMetadata, request: SyncGroupParams, reply
         schedule_next_heartbeat(step, group, member)
     else:
         raise IllegalStateError(f"SyncGroup reached dead group {group.group_id}")
+
+
+def complete_assignment(step: Step, group: GroupMetadata, generation_id: int, assignment: Mapping[str, bytes]) -> None:
+    """The leader's assignment is in the log: hand it to every parked SyncGroup, the group is Stable (if it
+    is still that generation's CompletingRebalance)."""
+    if not group.is_state(GroupState.COMPLETING_REBALANCE) or group.generation_id != generation_id:
+        return
+    for m_id, data in assignment.items():
+        group.get(m_id).assignment = data
+    propagate_assignment(step, group, NONE)
+    group.transition_to(GroupState.STABLE, step.now)
 
 
 def _validate_sync_group(group: GroupMetadata, request: SyncGroupParams) -> int | None:

@@ -112,8 +112,8 @@ def validate_member_generation(group: GroupMetadata, member_id: str, group_insta
 
 
 # -- persistence ------------------------------------------------------------------------------------------
-def store_group(step: Step, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
-    """Emit the group's metadata record (members only while CompletingRebalance or Stable)."""
+def stored_group(group: GroupMetadata, assignment: dict[str, bytes]) -> StoredGroup:
+    """The group's metadata record (members only while CompletingRebalance or Stable)."""
     protocol = group.protocol_name
     members: list[StoredMember] = []
     if protocol is not None and group.state in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
@@ -121,9 +121,12 @@ def store_group(step: Step, group: GroupMetadata, assignment: dict[str, bytes]) 
                                 m.rebalance_timeout_ms, m.session_timeout_ms, m.metadata(protocol),
                                 assignment.get(m.member_id, b""))
                    for m in group.members.values()]
-    stored = StoredGroup(group.protocol_type, group.generation_id, protocol, group.leader_id,
-                         group.current_state_timestamp, members)
-    step.emit(AppendGroupMetadata(group.group_id, stored))
+    return StoredGroup(group.protocol_type, group.generation_id, protocol, group.leader_id,
+                       group.current_state_timestamp, members)
+
+
+def store_group(step: Step, group: GroupMetadata, assignment: dict[str, bytes]) -> None:
+    step.emit(AppendGroupMetadata(group.group_id, stored_group(group, assignment)))
 
 
 # -- sessions ---------------------------------------------------------------------------------------------

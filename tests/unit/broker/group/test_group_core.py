@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from mini_broker.group.group_config import GroupConfig
 from mini_broker.group.group_effects import (
-    AppendGroupMetadata,
+    AppendAssignment,
     AppendOffsetCommits,
     CancelTimeout,
     Effect,
@@ -21,7 +21,7 @@ from mini_broker.group.group_effects import (
     SyncTimeout,
 )
 from mini_broker.group.group_heartbeat import heartbeat, leave_group
-from mini_broker.group.group_join import join_group, sync_group
+from mini_broker.group.group_join import complete_assignment, join_group, sync_group
 from mini_broker.group.group_metadata import GroupMetadata
 from mini_broker.group.group_offsets import commit_offsets, complete_offset_commit, fetch_offsets
 from mini_broker.group.group_rebalance import NEW_MEMBER_JOIN_TIMEOUT_MS, on_timeout
@@ -77,8 +77,11 @@ def stable_pair() -> tuple[GroupMetadata, str, str, int]:
     follower = next(m for m in group.members if m != leader)
     syncs: list[SyncGroupResult] = []
     sync_group(Step(CONFIG, 210), group, SyncGroupParams("g", 1, follower), syncs.append)
-    sync_group(Step(CONFIG, 220), group, SyncGroupParams("g", 1, leader, assignments={leader: b"L", follower: b"F"}),
+    leader_sync = Step(CONFIG, 220)
+    sync_group(leader_sync, group, SyncGroupParams("g", 1, leader, assignments={leader: b"L", follower: b"F"}),
                syncs.append)
+    [stored] = of(AppendAssignment, leader_sync.effects)
+    complete_assignment(Step(CONFIG, 220), group, stored.generation_id, stored.assignment)
     assert group.state is GroupState.STABLE and done.effects
     return group, leader, follower, 220
 
@@ -132,11 +135,16 @@ def test_sync_stores_the_leaders_assignment_and_answers_everyone() -> None:
 
     leader_step = Step(CONFIG, 220)
     sync_group(leader_step, group, SyncGroupParams("g", 1, leader, assignments={follower: b"F"}), parked.append)
-    assert group.state is GroupState.STABLE
-    [stored] = of(AppendGroupMetadata, leader_step.effects)
-    assert {m.member_id: m.assignment for m in stored.group.members} == {leader: b"", follower: b"F"}
-    assert {e.result.assignment for e in of(SendSyncResponse, leader_step.effects)} == {b"", b"F"}
     assert CancelTimeout(SyncTimeout("g", 1)) in leader_step.effects  # everyone synced
+    [stored] = of(AppendAssignment, leader_step.effects)
+    assert {m.member_id: m.assignment for m in stored.group.members} == {leader: b"", follower: b"F"}
+    # Nothing is handed out before the record is in the log (Kafka's storeGroup callback).
+    assert of(SendSyncResponse, leader_step.effects) == [] and group.state is GroupState.COMPLETING_REBALANCE
+
+    appended = Step(CONFIG, 230)
+    complete_assignment(appended, group, stored.generation_id, stored.assignment)
+    assert group.state is GroupState.STABLE
+    assert {e.result.assignment for e in of(SendSyncResponse, appended.effects)} == {b"", b"F"}
 
 
 def test_heartbeat_expiry_is_driven_by_now() -> None:

@@ -207,6 +207,24 @@ def test_sync_missing_members_get_empty_assignment(h: Harness) -> None:
     assert h.sync(follower, 1).value.assignment == b""
 
 
+def test_leader_sync_changes_nothing_when_its_record_is_not_appended(h: Harness,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = h.join(), h.join()
+    h.finish_initial_join()
+    leader = a.value.leader_id
+    follower = b.value.member_id if a.value.member_id == leader else a.value.member_id
+    parked = h.sync(follower, 1)
+
+    def broken(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(h.coordinator.manager, "store_group", broken)
+    with pytest.raises(OSError):
+        h.sync(leader, 1, {follower: b"F"})
+    assert h.group().state is GroupState.COMPLETING_REBALANCE and not parked.done
+    assert h.group().get(follower).assignment == b""
+
+
 def test_sync_errors(h: Harness) -> None:
     assert h.sync("x", 1).value.error_code == UnknownMemberIdError.code  # unknown group
     leader, = h.stable_group(1)
