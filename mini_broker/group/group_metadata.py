@@ -1,19 +1,8 @@
 """A classic group's state (Kafka: ``kafka.coordinator.group.GroupMetadata``).
 
-States and the states each may be entered from (an illegal transition raises ``IllegalStateError``):
-
-=====================  =====================================================
-state                  valid previous states
-=====================  =====================================================
-Empty                  PreparingRebalance
-PreparingRebalance     Stable, CompletingRebalance, Empty
-CompletingRebalance    PreparingRebalance
-Stable                 CompletingRebalance
-Dead                   Stable, PreparingRebalance, CompletingRebalance, Empty, Dead
-=====================  =====================================================
-
-A new group starts Empty. Invariants (all under :attr:`GroupMetadata.lock`, an RLock shared with the
-group's delayed operations):
+The states and their transition table are in :mod:`mini_broker.group.group_state`; :meth:`transition_to`
+is the only way the state changes. A new group starts Empty. Invariants (all under
+:attr:`GroupMetadata.lock`, an RLock the coordinator's driver takes around every call into the core):
 
 * ``num_members_awaiting_join`` counts the members whose JoinGroup is parked.
 * ``pending_members`` are KIP-394 member ids handed out with MEMBER_ID_REQUIRED that have not joined yet;
@@ -22,6 +11,8 @@ group's delayed operations):
 * ``static_members`` maps ``group.instance.id`` -> current member id (KIP-345).
 * ``supported_protocols`` counts, per protocol name, the members supporting it; the candidates for the
   next generation are the protocols every member supports.
+* ``pending_join`` is the join round's armed timeout (None outside PreparingRebalance, or once the round
+  completed); a timeout that fires with another ``timer_id`` is stale and ignored.
 * ``offsets`` holds the committed offsets of the group (also for groups that never had members).
 """
 
@@ -31,80 +22,28 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 
-from mini_broker.group.member_metadata import JoinCallback, MemberMetadata, MemberSummary
+from mini_broker.group.group_requests import CommittedOffset, JoinCallback, JoinGroupMember, SyncCallback
+from mini_broker.group.group_state import GroupState, can_rebalance, transition
+from mini_broker.group.member_metadata import MemberMetadata, MemberSummary
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.protocol.types import Reader
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 NO_PROTOCOL = ""
-NO_LEADER = ""
 UNKNOWN_MEMBER_ID = ""
-NO_GENERATION = -1
-
-
-class GroupState(Enum):
-    """Classic group states; ``value`` is the name Kafka reports (DescribeGroups, ListGroups)."""
-
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
-VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
-    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.PREPARING_REBALANCE: frozenset(
-        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}),
-    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
-    GroupState.DEAD: frozenset({GroupState.STABLE, GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE,
-                                GroupState.EMPTY, GroupState.DEAD}),
-}
 
 
 @dataclass(frozen=True, slots=True)
-class JoinGroupMember:
-    member_id: str
-    group_instance_id: str | None
-    metadata: bytes
+class PendingJoin:
+    """The armed timeout of a join round. ``initial``: Kafka's InitialDelayedJoin (the first round of an
+    Empty group, never completed early; ``remaining_ms`` of the rebalance timeout are left for re-arming);
+    otherwise a DelayedJoin, completed early once every member rejoined."""
 
-
-@dataclass(frozen=True, slots=True)
-class JoinGroupResult:
-    """What a JoinGroup is answered with (the API layer turns it into a JoinGroupResponse)."""
-
-    member_id: str
-    error_code: int
-    generation_id: int = NO_GENERATION
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader_id: str = NO_LEADER
-    members: list[JoinGroupMember] = field(default_factory=list)
-    skip_assignment: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class SyncGroupResult:
-    error_code: int
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    assignment: bytes = b""
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndMetadata:
-    """A committed offset. ``leader_epoch`` -1 when unknown; ``expire_timestamp`` -1 when the commit did not
-    carry a retention time (v2-v4 only)."""
-
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1
+    timer_id: int
+    initial: bool
+    remaining_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,23 +86,27 @@ class GroupMetadata:
         self.supported_protocols: Counter[str] = Counter()
         self.new_member_added = False
         self.subscribed_topics: set[str] | None = None
-        self.offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
+        self.pending_join: PendingJoin | None = None
+        self._timer_ids = 0
+        self.offsets: dict[tuple[str, int], CommittedOffset] = {}
 
     # -- state ----------------------------------------------------------------------------------------
     def is_state(self, state: GroupState) -> bool:
         return self.state is state
 
     def can_rebalance(self) -> bool:
-        return self.state in VALID_PREVIOUS_STATES[GroupState.PREPARING_REBALANCE]
+        return can_rebalance(self.state)
 
     def transition_to(self, target: GroupState, now_ms: int) -> None:
         """Move to ``target``; IllegalStateError unless the current state is a valid previous state of it."""
-        if self.state not in VALID_PREVIOUS_STATES[target]:
-            raise IllegalStateError(f"Group {self.group_id} should be in one of "
-                                    f"{sorted(s.value for s in VALID_PREVIOUS_STATES[target])} before moving to "
-                                    f"{target.value}, but it is {self.state.value}")
-        self.state = target
+        self.state = transition(self.group_id, self.state, target)
         self.current_state_timestamp = now_ms
+
+    def arm_join(self, initial: bool, remaining_ms: int = 0) -> PendingJoin:
+        """A new join-round timeout (replacing any armed one)."""
+        self._timer_ids += 1
+        self.pending_join = PendingJoin(self._timer_ids, initial, remaining_ms)
+        return self.pending_join
 
     # -- members --------------------------------------------------------------------------------------
     def has(self, member_id: str) -> bool:
@@ -240,15 +183,10 @@ class GroupMetadata:
         member.awaiting_join_callback = callback
 
     def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> MemberMetadata:
-        """Give a static member a new member id (KIP-345). A parked JoinGroup/SyncGroup of the old id is
-        answered FENCED_INSTANCE_ID at once."""
-        from pykafka_client.errors import FencedInstanceIdError
-
+        """Give a static member a new member id (KIP-345); its parked requests must have been answered."""
         member = self.members.pop(old_member_id, None)
         if member is None:
             raise IllegalStateError(f"cannot replace non-existing member {old_member_id} of {group_instance_id}")
-        self.maybe_invoke_join_callback(member, JoinGroupResult(old_member_id, FencedInstanceIdError.code))
-        self.maybe_invoke_sync_callback(member, SyncGroupResult(FencedInstanceIdError.code))
         member.member_id = new_member_id
         self.members[new_member_id] = member
         if self.leader_id == old_member_id:
@@ -259,20 +197,19 @@ class GroupMetadata:
         self.static_members[group_instance_id] = new_member_id
         return member
 
-    def maybe_invoke_join_callback(self, member: MemberMetadata, result: JoinGroupResult) -> None:
-        callback = member.awaiting_join_callback
-        if callback is not None:
+    def take_join_reply(self, member: MemberMetadata) -> JoinCallback | None:
+        """Un-park ``member``'s JoinGroup: its reply handle (None when not parked)."""
+        reply = member.awaiting_join_callback
+        if reply is not None:
             member.awaiting_join_callback = None
             self.num_members_awaiting_join -= 1
-            callback(result)
+        return reply
 
-    def maybe_invoke_sync_callback(self, member: MemberMetadata, result: SyncGroupResult) -> bool:
-        callback = member.awaiting_sync_callback
-        if callback is None:
-            return False
+    def take_sync_reply(self, member: MemberMetadata) -> SyncCallback | None:
+        """Un-park ``member``'s SyncGroup: its reply handle (None when not parked)."""
+        reply = member.awaiting_sync_callback
         member.awaiting_sync_callback = None
-        callback(result)
-        return True
+        return reply
 
     def has_all_members_joined(self) -> bool:
         return len(self.members) == self.num_members_awaiting_join and not self.pending_members

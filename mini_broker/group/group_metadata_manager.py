@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from mini_broker.group.group_metadata import OffsetAndMetadata
+from mini_broker.group.group_requests import CommittedOffset
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import AppendOrigin, Log
 from pykafka_client.errors import MessageDecodeError
@@ -85,7 +85,7 @@ class LoadedGroup:
     """What replay found for one group id: its metadata (None: only offsets) and its committed offsets."""
 
     group: StoredGroup | None = None
-    offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
+    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
 
 
 # -- codec ------------------------------------------------------------------------------------------------
@@ -98,7 +98,7 @@ def offset_commit_key(group_id: str, topic: str, partition: int) -> bytes:
     return w.to_bytes()
 
 
-def offset_commit_value(om: OffsetAndMetadata) -> bytes:
+def offset_commit_value(om: CommittedOffset) -> bytes:
     w = Writer()
     w.write_int16(VALUE_VERSION)
     w.write_int64(om.offset)
@@ -137,10 +137,10 @@ def group_metadata_value(group: StoredGroup) -> bytes:
     return w.to_bytes()
 
 
-def _read_offset_value(r: Reader) -> OffsetAndMetadata:
+def _read_offset_value(r: Reader) -> CommittedOffset:
     if r.read_int16() != VALUE_VERSION:
         raise MessageDecodeError("unknown offset commit value version")
-    return OffsetAndMetadata(offset=r.read_int64(), leader_epoch=r.read_int32(), metadata=r.read_string(),
+    return CommittedOffset(offset=r.read_int64(), leader_epoch=r.read_int32(), metadata=r.read_string(),
                              commit_timestamp=r.read_int64(), expire_timestamp=r.read_int64())
 
 
@@ -300,7 +300,7 @@ class GroupMetadataManager:
     def store_group(self, group_id: str, group: StoredGroup, now_ms: int) -> None:
         self._append([(group_metadata_key(group_id), group_metadata_value(group))], now_ms)
 
-    def store_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata], now_ms: int) -> None:
+    def store_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], CommittedOffset], now_ms: int) -> None:
         self._append([(offset_commit_key(group_id, t, p), offset_commit_value(om)) for (t, p), om in offsets.items()],
                      now_ms)
 

@@ -3,21 +3,16 @@
 A member is *awaiting join* while its JoinGroup is parked (``awaiting_join_callback`` set) and *awaiting
 sync* while its SyncGroup is parked. ``is_new`` is true from its first accepted JoinGroup until the join
 round that included it completes: new members are held to the 5-minute new-member join timeout instead of
-their session timeout. ``heartbeat_satisfied`` is set (and reset) by the coordinator around completing the
-member's DelayedHeartbeat. All fields are read and written under the owning group's lock.
+their session timeout. The callbacks are opaque reply handles: the coordinator's core names them in response
+effects, its driver calls them. All fields are read and written under the owning group's lock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from mini_broker.group.group_metadata import JoinGroupResult, SyncGroupResult
-
-JoinCallback = Callable[["JoinGroupResult"], None]
-SyncCallback = Callable[["SyncGroupResult"], None]
+from mini_broker.group.group_requests import JoinCallback, SyncCallback
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +53,6 @@ class MemberMetadata:
         self.awaiting_join_callback: JoinCallback | None = None
         self.awaiting_sync_callback: SyncCallback | None = None
         self.is_new = False
-        self.heartbeat_satisfied = False
 
     @property
     def is_static_member(self) -> bool:
@@ -95,13 +89,9 @@ class MemberMetadata:
         raise ValueError(f"member {self.member_id} does not support any of the candidate protocols")
 
     def has_satisfied_heartbeat(self) -> bool:
-        """Whether the member's current session deadline is met: new members need a heartbeat (they can be
-        expired while they wait to join); other members waiting in a join or sync round are covered by it."""
-        if self.is_new:
-            return self.heartbeat_satisfied
-        if self.is_awaiting_join or self.is_awaiting_sync:
-            return True
-        return self.heartbeat_satisfied
+        """Whether the member's session needs no deadline now: a member (not new) waiting in a join or sync
+        round is covered by that round. New members can be expired while they wait to join."""
+        return not self.is_new and (self.is_awaiting_join or self.is_awaiting_sync)
 
     def summary(self, protocol: str | None) -> MemberSummary:
         """DescribeGroups view; ``protocol`` None leaves metadata and assignment out (group not Stable)."""

@@ -35,8 +35,8 @@ class BrokerContext:
     metrics: BrokerMetrics
     time: Time
     endpoints: list[BrokerEndPoint] = field(default_factory=list)
-    #: The classic group coordinator (None until the broker constructs it; handlers then answer
-    #: COORDINATOR_NOT_AVAILABLE).
+    #: This broker's classic group coordinator (the broker creates it before it serves requests and shuts it
+    #: down with it; every broker owns its own).
     group_coordinator: GroupCoordinator | None = None
     #: Producer ids for InitProducerId (None: the MetadataCache allocator is used).
     producer_id_manager: ProducerIdManager | None = None

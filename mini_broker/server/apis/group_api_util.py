@@ -1,30 +1,20 @@
-"""Shared by the group API modules: reaching the group coordinator."""
+"""Shared by the group API modules: reaching this broker's group coordinator."""
 
 from __future__ import annotations
 
-import threading
-
-from mini_broker.group.group_coordinator import GroupConfig, GroupCoordinator
-from mini_broker.group.group_metadata_manager import GroupMetadataManager
+from mini_broker.group.group_coordinator import GroupCoordinator
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import KafkaApis
 
-_inactive: GroupCoordinator | None = None
-_inactive_lock = threading.Lock()
-
 
 def group_coordinator(apis: KafkaApis) -> GroupCoordinator:
-    """The broker's coordinator; before one exists, a never-started one that answers every call with
-    COORDINATOR_NOT_AVAILABLE (it has no threads and stores nothing)."""
+    """The coordinator the broker owns (created and started before the broker serves requests, shut down
+    with it: then it answers COORDINATOR_NOT_AVAILABLE)."""
     coordinator = apis.broker.group_coordinator
-    if coordinator is not None:
-        return coordinator
-    global _inactive
-    with _inactive_lock:
-        if _inactive is None:
-            _inactive = GroupCoordinator(GroupConfig(), GroupMetadataManager(None), timer_run_inline=True,
-                                         reaper_enabled=False)
-        return _inactive
+    if coordinator is None:
+        raise RuntimeError("the broker context has no group coordinator: the broker must create it before "
+                           "it serves requests")
+    return coordinator
 
 
 def client_host(request: Request) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mini_broker.group.group_requests import HeartbeatParams
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
@@ -12,8 +13,9 @@ from pykafka_client.protocol.messages import HeartbeatRequest, HeartbeatResponse
 def handle(apis: KafkaApis, request: Request) -> HeartbeatResponse:
     body = request.body
     assert isinstance(body, HeartbeatRequest)
-    error = group_coordinator(apis).handle_heartbeat(body.group_id, body.member_id, body.group_instance_id,
-                                                     body.generation_id)
+    error = group_coordinator(apis).handle_heartbeat(HeartbeatParams(
+        group_id=body.group_id, member_id=body.member_id, generation_id=body.generation_id,
+        group_instance_id=body.group_instance_id))
     return HeartbeatResponse(throttle_time_ms=0, error_code=error)
 
 

@@ -6,7 +6,7 @@ a member id (KIP-394: MEMBER_ID_REQUIRED). v9+ lets a rejoining static leader sk
 
 from __future__ import annotations
 
-from mini_broker.group.group_metadata import JoinGroupResult
+from mini_broker.group.group_requests import JoinGroupParams, JoinGroupResult
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import client_host, client_id, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
@@ -33,13 +33,13 @@ def handle(apis: KafkaApis, request: Request) -> None:
                      for m in result.members]))
 
     rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
-    group_coordinator(apis).handle_join_group(
-        body.group_id, body.member_id, body.group_instance_id,
+    group_coordinator(apis).handle_join_group(JoinGroupParams(
+        group_id=body.group_id, member_id=body.member_id, group_instance_id=body.group_instance_id,
         require_known_member_id=version >= 4 and body.group_instance_id is None,
         support_skipping_assignment=version >= 9, client_id=client_id(request), client_host=client_host(request),
         rebalance_timeout_ms=rebalance_timeout_ms, session_timeout_ms=body.session_timeout_ms,
         protocol_type=body.protocol_type, protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
-        callback=respond, reason=body.reason)
+        reason=body.reason), respond)
     return None
 
 

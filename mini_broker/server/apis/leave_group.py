@@ -3,7 +3,7 @@ by group instance id alone (administrative removal of static members)."""
 
 from __future__ import annotations
 
-from mini_broker.group.group_coordinator import LeaveMember
+from mini_broker.group.group_requests import LeaveGroupParams, LeaveMember
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
@@ -19,7 +19,7 @@ def handle(apis: KafkaApis, request: Request) -> LeaveGroupResponse:
         leaving = [LeaveMember(m.member_id, m.group_instance_id, m.reason) for m in body.members]
     else:
         leaving = [LeaveMember(body.member_id)]
-    error, results = group_coordinator(apis).handle_leave_group(body.group_id, leaving)
+    error, results = group_coordinator(apis).handle_leave_group(LeaveGroupParams(body.group_id, leaving))
     if version < 3:
         if error == 0:
             error = next((r.error_code for r in results if r.error_code != 0), 0)

@@ -4,7 +4,7 @@ v2-4 a retention time (-1 = broker default); v5+ neither."""
 
 from __future__ import annotations
 
-from mini_broker.group.group_metadata import OffsetAndMetadata
+from mini_broker.group.group_requests import CommittedOffset, OffsetCommitParams
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
@@ -20,7 +20,7 @@ def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
     broker = apis.broker
     now = broker.time.milliseconds()
     errors: dict[tuple[str, int], int] = {}
-    to_commit: dict[tuple[str, int], OffsetAndMetadata] = {}
+    to_commit: dict[tuple[str, int], CommittedOffset] = {}
     for topic in body.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
@@ -31,11 +31,12 @@ def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
             expire_ts = -1
             if 2 <= version <= 4 and body.retention_time_ms >= 0:
                 expire_ts = commit_ts + body.retention_time_ms
-            to_commit[tp] = OffsetAndMetadata(p.committed_offset, p.committed_leader_epoch,
-                                              p.committed_metadata or "", commit_ts, expire_ts)
+            to_commit[tp] = CommittedOffset(p.committed_offset, p.committed_leader_epoch,
+                                            p.committed_metadata or "", commit_ts, expire_ts)
     if to_commit:
-        errors.update(group_coordinator(apis).handle_commit_offsets(
-            body.group_id, body.member_id, body.group_instance_id, body.generation_id_or_member_epoch, to_commit))
+        errors.update(group_coordinator(apis).handle_commit_offsets(OffsetCommitParams(
+            group_id=body.group_id, offsets=to_commit, member_id=body.member_id,
+            generation_id=body.generation_id_or_member_epoch, group_instance_id=body.group_instance_id)))
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
         OffsetCommitResponse.OffsetCommitResponseTopic(name=topic.name, partitions=[
             OffsetCommitResponse.OffsetCommitResponsePartition(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mini_broker.group.group_coordinator import FetchedOffset
+from mini_broker.group.group_requests import FetchedOffset
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mini_broker.group.group_metadata import SyncGroupResult
+from mini_broker.group.group_requests import SyncGroupParams, SyncGroupResult
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
@@ -19,9 +19,11 @@ def handle(apis: KafkaApis, request: Request) -> None:
             throttle_time_ms=0, error_code=result.error_code, protocol_type=result.protocol_type,
             protocol_name=result.protocol_name, assignment=result.assignment))
 
-    group_coordinator(apis).handle_sync_group(
-        body.group_id, body.generation_id, body.member_id, body.protocol_type, body.protocol_name,
-        body.group_instance_id, {a.member_id: bytes(a.assignment) for a in body.assignments}, respond)
+    group_coordinator(apis).handle_sync_group(SyncGroupParams(
+        group_id=body.group_id, generation_id=body.generation_id, member_id=body.member_id,
+        group_instance_id=body.group_instance_id, protocol_type=body.protocol_type,
+        protocol_name=body.protocol_name, assignments={a.member_id: bytes(a.assignment) for a in body.assignments}),
+        respond)
     return None
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
-from mini_broker.group.group_metadata import GroupState
+from mini_broker.group.group_state import GroupState
 from pykafka_client import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
 from pykafka_client.errors import RebalanceInProgressClientError
 from tests.integration.consumer.test_consumer_group import (

@@ -11,13 +11,18 @@ import time
 import pytest
 
 from mini_broker.group import (
+    CommittedOffset,
     GroupConfig,
     GroupCoordinator,
     GroupMetadataManager,
     GroupState,
+    HeartbeatParams,
+    JoinGroupParams,
     JoinGroupResult,
+    LeaveGroupParams,
     LeaveMember,
-    OffsetAndMetadata,
+    OffsetCommitParams,
+    SyncGroupParams,
     SyncGroupResult,
 )
 from tests.unit.broker.group.harness import PROTOCOLS
@@ -57,8 +62,9 @@ def test_concurrent_members_do_not_deadlock() -> None:
         try:
             while time.monotonic() < deadline:
                 w = Waiter()
-                coordinator.handle_join_group("g", member_id, None, True, False, f"c{seed}", "/h", 1000, 500,
-                                              "consumer", PROTOCOLS, w)
+                coordinator.handle_join_group(JoinGroupParams(
+                    "g", member_id, "consumer", PROTOCOLS, session_timeout_ms=500, rebalance_timeout_ms=1000,
+                    require_known_member_id=True, client_id=f"c{seed}", client_host="/h"), w)
                 join = w.wait()
                 assert isinstance(join, JoinGroupResult)
                 joins[0] += 1
@@ -71,18 +77,20 @@ def test_concurrent_members_do_not_deadlock() -> None:
                     continue
                 s = Waiter()
                 assignment = {m.member_id: b"x" for m in join.members}
-                coordinator.handle_sync_group("g", join.generation_id, member_id, None, None, None, assignment, s)
+                coordinator.handle_sync_group(
+                    SyncGroupParams("g", join.generation_id, member_id, assignments=assignment), s)
                 assert isinstance(s.wait(), SyncGroupResult)
                 for _ in range(rng.randint(1, 4)):
-                    coordinator.handle_heartbeat("g", member_id, None, join.generation_id)
-                    coordinator.handle_commit_offsets("g", member_id, None, join.generation_id,
-                                                      {("t", seed): OffsetAndMetadata(rng.randint(0, 99), -1, "", 0)})
+                    coordinator.handle_heartbeat(HeartbeatParams("g", member_id, join.generation_id))
+                    coordinator.handle_commit_offsets(OffsetCommitParams(
+                        "g", {("t", seed): CommittedOffset(rng.randint(0, 99), -1, "", 0)}, member_id,
+                        join.generation_id))
                     time.sleep(rng.uniform(0, 0.05))
                 if rng.random() < 0.3:
-                    coordinator.handle_leave_group("g", [LeaveMember(member_id)])
+                    coordinator.handle_leave_group(LeaveGroupParams("g", [LeaveMember(member_id)]))
                     member_id = ""
             if member_id:
-                coordinator.handle_leave_group("g", [LeaveMember(member_id)])
+                coordinator.handle_leave_group(LeaveGroupParams("g", [LeaveMember(member_id)]))
         except BaseException as e:  # surfaced by the main thread
             errors.append(e)
 

@@ -6,12 +6,19 @@ from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 from mini_broker.group import (
+    CommittedOffset,
     GroupConfig,
     GroupCoordinator,
     GroupMetadata,
     GroupMetadataManager,
+    HeartbeatParams,
+    JoinGroupParams,
     JoinGroupResult,
-    OffsetAndMetadata,
+    LeaveGroupParams,
+    LeaveMember,
+    LeaveMemberResult,
+    OffsetCommitParams,
+    SyncGroupParams,
     SyncGroupResult,
 )
 from pykafka_client.protocol.types import Writer
@@ -90,27 +97,34 @@ class Harness:
              rebalance_ms: int = REBALANCE_MS, require_known: bool = False, skip: bool = False,
              protocol_type: str = PROTOCOL_TYPE, client_id: str = "client") -> Box[JoinGroupResult]:
         box: Box[JoinGroupResult] = Box()
-        self.coordinator.handle_join_group(group_id, member_id, instance_id, require_known, skip, client_id,
-                                           "/127.0.0.1", rebalance_ms, session_ms, protocol_type, list(protocols), box)
+        self.coordinator.handle_join_group(JoinGroupParams(
+            group_id=group_id, member_id=member_id, group_instance_id=instance_id, require_known_member_id=require_known,
+            support_skipping_assignment=skip, client_id=client_id, client_host="/127.0.0.1",
+            rebalance_timeout_ms=rebalance_ms, session_timeout_ms=session_ms, protocol_type=protocol_type,
+            protocols=list(protocols)), box)
         return box
 
     def sync(self, member_id: str, generation: int, assignments: dict[str, bytes] | None = None, *,
              group_id: str = GROUP, instance_id: str | None = None) -> Box[SyncGroupResult]:
         box: Box[SyncGroupResult] = Box()
-        self.coordinator.handle_sync_group(group_id, generation, member_id, PROTOCOL_TYPE, None, instance_id,
-                                           assignments or {}, box)
+        self.coordinator.handle_sync_group(SyncGroupParams(
+            group_id=group_id, generation_id=generation, member_id=member_id, group_instance_id=instance_id,
+            protocol_type=PROTOCOL_TYPE, assignments=assignments or {}), box)
         return box
 
     def heartbeat(self, member_id: str, generation: int, *, group_id: str = GROUP,
                   instance_id: str | None = None) -> int:
-        return self.coordinator.handle_heartbeat(group_id, member_id, instance_id, generation)
+        return self.coordinator.handle_heartbeat(HeartbeatParams(group_id, member_id, generation, instance_id))
+
+    def leave(self, *members: LeaveMember, group_id: str = GROUP) -> tuple[int, list[LeaveMemberResult]]:
+        return self.coordinator.handle_leave_group(LeaveGroupParams(group_id, members))
 
     def commit(self, member_id: str, generation: int, offsets: dict[tuple[str, int], int], *,
                group_id: str = GROUP, instance_id: str | None = None, metadata: str = "") -> dict[tuple[str, int], int]:
         now = self.time.milliseconds()
-        return self.coordinator.handle_commit_offsets(
-            group_id, member_id, instance_id, generation,
-            {tp: OffsetAndMetadata(o, -1, metadata, now) for tp, o in offsets.items()})
+        return self.coordinator.handle_commit_offsets(OffsetCommitParams(
+            group_id, {tp: CommittedOffset(o, -1, metadata, now) for tp, o in offsets.items()}, member_id, generation,
+            instance_id))
 
     def fetch(self, partitions: list[tuple[str, int]] | None, group_id: str = GROUP) -> dict[tuple[str, int], int]:
         error, out = self.coordinator.handle_fetch_offsets(group_id, partitions)

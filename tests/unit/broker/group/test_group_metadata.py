@@ -1,15 +1,11 @@
-"""GroupMetadata: the state table, protocol selection, member bookkeeping."""
+"""GroupMetadata: protocol selection, member bookkeeping (the state table: test_group_state.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mini_broker.group.group_metadata import (
-    VALID_PREVIOUS_STATES,
-    GroupMetadata,
-    GroupState,
-    parse_consumer_subscription,
-)
+from mini_broker.group.group_metadata import GroupMetadata, parse_consumer_subscription
+from mini_broker.group.group_state import GroupState
 from mini_broker.group.member_metadata import MemberMetadata
 from pykafka_client.errors import IllegalStateError
 from tests.unit.broker.group.harness import subscription
@@ -23,38 +19,6 @@ def group_in(state: GroupState) -> GroupMetadata:
 
 def member(member_id: str, protocols: list[tuple[str, bytes]], instance: str | None = None) -> MemberMetadata:
     return MemberMetadata(member_id, instance, "c", "/h", 60000, 10000, "consumer", protocols)
-
-
-LEGAL = [(prev, target) for target, prevs in VALID_PREVIOUS_STATES.items() for prev in prevs]
-ILLEGAL = [(prev, target) for target in S for prev in S if (prev, target) not in LEGAL]
-
-
-def test_table_is_kafkas() -> None:
-    assert VALID_PREVIOUS_STATES[S.EMPTY] == {S.PREPARING_REBALANCE}
-    assert VALID_PREVIOUS_STATES[S.PREPARING_REBALANCE] == {S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY}
-    assert VALID_PREVIOUS_STATES[S.COMPLETING_REBALANCE] == {S.PREPARING_REBALANCE}
-    assert VALID_PREVIOUS_STATES[S.STABLE] == {S.COMPLETING_REBALANCE}
-    assert VALID_PREVIOUS_STATES[S.DEAD] == set(S)
-
-
-@pytest.mark.parametrize(("prev", "target"), LEGAL)
-def test_legal_transition(prev: GroupState, target: GroupState) -> None:
-    g = group_in(prev)
-    g.transition_to(target, 5)
-    assert g.state is target
-    assert g.current_state_timestamp == 5
-
-
-@pytest.mark.parametrize(("prev", "target"), ILLEGAL)
-def test_illegal_transition_raises(prev: GroupState, target: GroupState) -> None:
-    g = group_in(prev)
-    with pytest.raises(IllegalStateError):
-        g.transition_to(target, 5)
-    assert g.state is prev
-
-
-def test_can_rebalance() -> None:
-    assert [s for s in S if group_in(s).can_rebalance()] == [S.EMPTY, S.COMPLETING_REBALANCE, S.STABLE]
 
 
 def test_select_protocol_most_votes_among_common() -> None:

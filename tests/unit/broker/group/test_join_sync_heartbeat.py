@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mini_broker.group import GroupState, LeaveMember, SyncGroupResult
+from mini_broker.group import GroupState, LeaveMember, SyncGroupParams, SyncGroupResult
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
     FencedInstanceIdError,
@@ -175,7 +175,7 @@ def test_pending_member_leaves(h: Harness) -> None:
     leader, = h.stable_group(1)
     pending = h.join(require_known=True).value.member_id
     rejoin = h.join(leader)
-    error, results = h.coordinator.handle_leave_group(GROUP, [LeaveMember(pending)])
+    error, results = h.leave(LeaveMember(pending))
     assert error == NONE and results[0].error_code == NONE
     assert rejoin.value.generation_id == 2
 
@@ -207,6 +207,24 @@ def test_sync_missing_members_get_empty_assignment(h: Harness) -> None:
     assert h.sync(follower, 1).value.assignment == b""
 
 
+def test_leader_sync_changes_nothing_when_its_record_is_not_appended(h: Harness,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = h.join(), h.join()
+    h.finish_initial_join()
+    leader = a.value.leader_id
+    follower = b.value.member_id if a.value.member_id == leader else a.value.member_id
+    parked = h.sync(follower, 1)
+
+    def broken(*args: object) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(h.coordinator.manager, "store_group", broken)
+    with pytest.raises(OSError):
+        h.sync(leader, 1, {follower: b"F"})
+    assert h.group().state is GroupState.COMPLETING_REBALANCE and not parked.done
+    assert h.group().get(follower).assignment == b""
+
+
 def test_sync_errors(h: Harness) -> None:
     assert h.sync("x", 1).value.error_code == UnknownMemberIdError.code  # unknown group
     leader, = h.stable_group(1)
@@ -225,10 +243,11 @@ def test_sync_in_preparing_rebalance(h: Harness) -> None:
 def test_sync_inconsistent_protocol(h: Harness) -> None:
     leader, = h.stable_group(1)
     out: Box[SyncGroupResult] = Box()
-    h.coordinator.handle_sync_group(GROUP, 1, leader, "connect", None, None, {}, out)
+    h.coordinator.handle_sync_group(SyncGroupParams(GROUP, 1, leader, protocol_type="connect"), out)
     assert out.value.error_code == InconsistentGroupProtocolError.code
     out2: Box[SyncGroupResult] = Box()
-    h.coordinator.handle_sync_group(GROUP, 1, leader, "consumer", "roundrobin", None, {}, out2)
+    h.coordinator.handle_sync_group(
+        SyncGroupParams(GROUP, 1, leader, protocol_type="consumer", protocol_name="roundrobin"), out2)
     assert out2.value.error_code == InconsistentGroupProtocolError.code
 
 
@@ -310,7 +329,7 @@ def test_heartbeat_per_state(h: Harness) -> None:
 
 def test_heartbeat_empty_group(h: Harness) -> None:
     leader, = h.stable_group(1)
-    h.coordinator.handle_leave_group(GROUP, [LeaveMember(leader)])
+    h.leave(LeaveMember(leader))
     h.advance(0)
     assert h.group().state is GroupState.EMPTY
     assert h.heartbeat(leader, 1) == UnknownMemberIdError.code
@@ -382,18 +401,18 @@ def test_leader_failure_in_sync(h: Harness) -> None:
     leader = a.value.leader_id
     follower = b.value.member_id if a.value.member_id == leader else a.value.member_id
     f = h.sync(follower, 1)
-    h.coordinator.handle_leave_group(GROUP, [LeaveMember(leader)])
+    h.leave(LeaveMember(leader))
     assert f.value.error_code == RebalanceInProgressError.code
 
 
 # -- LeaveGroup ------------------------------------------------------------------------------------------
 def test_leave_group(h: Harness) -> None:
     _leader, follower = h.stable_group(2)
-    error, results = h.coordinator.handle_leave_group(GROUP, [LeaveMember(follower), LeaveMember("ghost")])
+    error, results = h.leave(LeaveMember(follower), LeaveMember("ghost"))
     assert error == NONE
     assert [r.error_code for r in results] == [NONE, UnknownMemberIdError.code]
     assert h.group().state is GroupState.PREPARING_REBALANCE
-    _, unknown_group = h.coordinator.handle_leave_group("nope", [LeaveMember("x")])
+    _, unknown_group = h.leave(LeaveMember("x"), group_id="nope")
     assert unknown_group[0].error_code == UnknownMemberIdError.code
 
 
@@ -458,6 +477,6 @@ def test_static_member_rejoin_during_completing_rebalance_rebalances(h: Harness)
 def test_leave_by_instance_id(h: Harness) -> None:
     a = h.join(instance_id="i-a")
     h.finish_initial_join()
-    _error, results = h.coordinator.handle_leave_group(GROUP, [LeaveMember("", "i-a"), LeaveMember("", "i-zzz")])
+    _error, results = h.leave(LeaveMember("", "i-a"), LeaveMember("", "i-zzz"))
     assert [r.error_code for r in results] == [NONE, UnknownMemberIdError.code]
     assert not h.group().has(a.value.member_id)

@@ -64,7 +64,7 @@ def test_member_commit_rules(h: Harness) -> None:
 
 def test_commit_after_group_is_empty(h: Harness) -> None:
     leader, = h.stable_group(1)
-    h.coordinator.handle_leave_group(GROUP, [LeaveMember(leader)])
+    h.leave(LeaveMember(leader))
     assert h.group().state is GroupState.EMPTY
     assert h.commit("", -1, {TP0: 3}) == {TP0: NONE}
     assert h.commit(leader, 1, {TP0: 4}) == {TP0: UnknownMemberIdError.code}

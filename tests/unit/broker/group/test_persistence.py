@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mini_broker.group import GroupState, LeaveMember, OffsetAndMetadata
+from mini_broker.group import CommittedOffset, GroupState, LeaveMember
 from mini_broker.group.group_metadata_manager import (
     GroupMetadataManager,
     LoadedGroup,
@@ -23,14 +23,14 @@ from mini_broker.group.group_metadata_manager import (
 )
 from pykafka_client.errors import FencedInstanceIdError, MessageDecodeError
 from pykafka_client.utils.time import MockTime
-from tests.unit.broker.group.harness import GROUP, Harness
+from tests.unit.broker.group.harness import Harness
 
 NONE = 0
 
 
 def test_codec_round_trip_and_tombstones() -> None:
     groups: dict[str, LoadedGroup] = {}
-    om = OffsetAndMetadata(42, 3, "meta", 1000, -1)
+    om = CommittedOffset(42, 3, "meta", 1000, -1)
     apply_record(groups, offset_commit_key("g", "t", 1), offset_commit_value(om))
     stored = StoredGroup("consumer", 4, "range", "m1", 77,
                          [StoredMember("m1", "i-1", "c", "/h", 60000, 10000, b"sub", b"asg")])
@@ -91,7 +91,7 @@ def test_empty_group_generation_survives_restart(tmp_path: Path) -> None:
     time = MockTime()
     h = Harness(str(tmp_path), time)
     leader, = h.stable_group(1)
-    h.coordinator.handle_leave_group(GROUP, [LeaveMember(leader)])
+    h.leave(LeaveMember(leader))
     assert h.group().state is GroupState.EMPTY and h.group().generation_id == 2
     h.commit("", -1, {("t", 0): 1})
     h.close()
@@ -112,20 +112,20 @@ def test_log_is_compacted_on_load(tmp_path: Path) -> None:
     m = _manager(tmp_path)
     assert m.load() == {}
     for i in range(50):
-        m.store_offsets("g", {("t", 0): OffsetAndMetadata(i, -1, "", i), ("t", 1): OffsetAndMetadata(i, -1, "", i)}, i)
+        m.store_offsets("g", {("t", 0): CommittedOffset(i, -1, "", i), ("t", 1): CommittedOffset(i, -1, "", i)}, i)
     m.store_group("g", StoredGroup("consumer", 3, "range", None, 5, []), 60)
-    m.store_offsets("gone", {("t", 0): OffsetAndMetadata(1, -1, "", 1)}, 61)
+    m.store_offsets("gone", {("t", 0): CommittedOffset(1, -1, "", 1)}, 61)
     m.delete("gone", [("t", 0)], True, 62)
     m.close()
 
     m2 = _manager(tmp_path)
     loaded = m2.load()
     assert set(loaded) == {"g"}
-    assert loaded["g"].offsets == {("t", 0): OffsetAndMetadata(49, -1, "", 49),
-                                   ("t", 1): OffsetAndMetadata(49, -1, "", 49)}
+    assert loaded["g"].offsets == {("t", 0): CommittedOffset(49, -1, "", 49),
+                                   ("t", 1): CommittedOffset(49, -1, "", 49)}
     assert loaded["g"].group == StoredGroup("consumer", 3, "range", None, 5, [])
     assert m2.log is not None and m2.log.log_end_offset == 3  # only the live records are left
-    m2.store_offsets("g", {("t", 2): OffsetAndMetadata(7, -1, "", 70)}, 70)
+    m2.store_offsets("g", {("t", 2): CommittedOffset(7, -1, "", 70)}, 70)
     m2.close()
 
     m3 = _manager(tmp_path)
@@ -139,7 +139,7 @@ def test_log_is_compacted_on_load(tmp_path: Path) -> None:
 def test_small_log_is_not_rewritten(tmp_path: Path) -> None:
     m = _manager(tmp_path, compact_min_records=1000)
     for i in range(20):
-        m.store_offsets("g", {("t", 0): OffsetAndMetadata(i, -1, "", i)}, i)
+        m.store_offsets("g", {("t", 0): CommittedOffset(i, -1, "", i)}, i)
     m.close()
     m2 = _manager(tmp_path, compact_min_records=1000)
     m2.load()
@@ -150,7 +150,7 @@ def test_small_log_is_not_rewritten(tmp_path: Path) -> None:
 @pytest.mark.parametrize("compacted_copy_complete", [True, False])
 def test_interrupted_compaction_is_recovered(tmp_path: Path, compacted_copy_complete: bool) -> None:
     m = _manager(tmp_path)
-    m.store_offsets("g", {("t", 0): OffsetAndMetadata(5, -1, "", 1)}, 1)
+    m.store_offsets("g", {("t", 0): CommittedOffset(5, -1, "", 1)}, 1)
     m.close()
     main = tmp_path / "__group_coordinator"
     if compacted_copy_complete:  # crash after the first rename, the compacted copy in place
