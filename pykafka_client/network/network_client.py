@@ -26,32 +26,23 @@ Invariants:
 from __future__ import annotations
 
 import enum
+import errno
 import logging
 import random
 import threading
-from dataclasses import dataclass
-from typing import Protocol
 
-from pykafka_client._version import __version__
 from pykafka_client.errors import (
     AuthenticationError,
     DisconnectError,
     IllegalArgumentError,
     IllegalStateError,
-    MessageDecodeError,
     ProtocolError,
-    UnsupportedVersionError,
 )
 from pykafka_client.network.api_versions import ApiVersions, should_client_throttle
-from pykafka_client.network.client_request import (
-    ClientRequest,
-    RequestBody,
-    RequestCompletionHandler,
-    RequestHeaderInfo,
-)
+from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
+from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.cluster_connection_states import (
-    MAX_DELAY_MS,
     ClusterConnectionStates,
     HostResolver,
     default_host_resolver,
@@ -59,13 +50,33 @@ from pykafka_client.network.cluster_connection_states import (
 from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequests
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.metadata import Metadata
-from pykafka_client.network.node_api_versions import NodeApiVersions
+from pykafka_client.network.metadata_updater import (
+    DefaultMetadataUpdater,
+    ManualMetadataUpdater,
+    MetadataRecoveryStrategy,
+    MetadataUpdater,
+)
+from pykafka_client.network.request_encoding import (
+    allowed_version_range,
+    api_name,
+    choose_version,
+    encode_request_frame,
+)
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkSend, Selectable
-from pykafka_client.protocol import headers
-from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
-from pykafka_client.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataResponse
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+__all__ = [
+    "SASL_MAX_RESERVED_CORRELATION_ID",
+    "SASL_MIN_RESERVED_CORRELATION_ID",
+    "DefaultMetadataUpdater",
+    "ManualMetadataUpdater",
+    "MetadataRecoveryStrategy",
+    "MetadataUpdater",
+    "NetworkClient",
+]
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +84,6 @@ log = logging.getLogger(__name__)
 SASL_MIN_RESERVED_CORRELATION_ID = 2**31 - 1 - 7
 SASL_MAX_RESERVED_CORRELATION_ID = 2**31 - 1
 
-_UNSUPPORTED_VERSION = 35
 _INT32_MIN = -(2**31)
 
 
@@ -81,183 +91,10 @@ def _is_sasl_reserved(correlation_id: int) -> bool:
     return correlation_id >= SASL_MIN_RESERVED_CORRELATION_ID
 
 
-class MetadataRecoveryStrategy(enum.Enum):
-    NONE = "none"
-    REBOOTSTRAP = "rebootstrap"
-
-
-class MetadataUpdater(Protocol):
-    """How NetworkClient keeps metadata fresh (Java ``MetadataUpdater``)."""
-
-    def fetch_nodes(self) -> list[Node]: ...
-
-    def is_update_due(self, now_ms: int) -> bool: ...
-
-    def maybe_update(self, now_ms: int) -> int:
-        """Start an update if due; return ms until the next call is needed."""
-        ...
-
-    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None: ...
-
-    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None: ...
-
-    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None: ...
-
-    def request_update(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
 class _State(enum.Enum):
     ACTIVE = 1
     CLOSING = 2
     CLOSED = 3
-
-
-@dataclass(slots=True)
-class _InProgress:
-    request_version: int
-    is_partial: bool
-
-
-class DefaultMetadataUpdater:
-    """Refreshes a :class:`Metadata` through the NetworkClient it belongs to (piggy-backing on its poll)."""
-
-    def __init__(
-        self,
-        metadata: Metadata,
-        client: NetworkClient,
-        request_timeout_ms: int,
-        reconnect_backoff_ms: int,
-        recovery_strategy: MetadataRecoveryStrategy,
-    ) -> None:
-        self.metadata = metadata
-        self._client = client
-        self._request_timeout_ms = request_timeout_ms
-        self._reconnect_backoff_ms = reconnect_backoff_ms
-        self._recovery_strategy = recovery_strategy
-        self._in_progress: _InProgress | None = None
-
-    def fetch_nodes(self) -> list[Node]:
-        return list(self.metadata.fetch().nodes)
-
-    def has_fetch_in_progress(self) -> bool:
-        return self._in_progress is not None
-
-    def is_update_due(self, now_ms: int) -> bool:
-        return not self.has_fetch_in_progress() and self.metadata.time_to_next_update(now_ms) == 0
-
-    def maybe_update(self, now_ms: int) -> int:
-        time_to_next = self.metadata.time_to_next_update(now_ms)
-        wait_for_fetch = self._request_timeout_ms if self.has_fetch_in_progress() else 0
-        timeout = max(time_to_next, wait_for_fetch)
-        if timeout > 0:
-            return timeout
-        self.metadata.attempt_started(now_ms)
-        least = self._client.least_loaded_node(now_ms)
-        if self._recovery_strategy is MetadataRecoveryStrategy.REBOOTSTRAP and not (
-            least.has_node_available_or_connection_ready()
-        ):
-            log.info("no broker of the cluster can be reached: rebootstrapping from bootstrap.servers")
-            self.metadata.rebootstrap()
-            least = self._client.least_loaded_node(now_ms)
-        if least.node is None:
-            log.debug("give up sending a metadata request since no node is available")
-            return self._reconnect_backoff_ms
-        return self._maybe_update(now_ms, least.node)
-
-    def _maybe_update(self, now_ms: int, node: Node) -> int:
-        node_id = node.id_string
-        client = self._client
-        if client.can_send_request(node_id, now_ms):
-            body, is_partial = self.metadata.new_metadata_request()
-            self._in_progress = _InProgress(self.metadata.update_version(), is_partial)
-            client.send_internal_request(body, node_id, now_ms)
-            return self._request_timeout_ms
-        if client.is_any_node_connecting():
-            # Wait for the connection in progress rather than opening another one.
-            return self._reconnect_backoff_ms
-        if client.connection_states.can_connect(node_id, now_ms):
-            client.initiate_connect(node, now_ms)
-            return self._reconnect_backoff_ms
-        # Connected but cannot send more, or connecting: wait for a network event.
-        return MAX_DELAY_MS
-
-    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None:
-        if isinstance(auth_exception, AuthenticationError):
-            self.metadata.fatal_error(auth_exception)
-        # A disconnect while an update is due counts as a failed update, so that we back off.
-        if self.is_update_due(now_ms):
-            self.handle_failed_request(now_ms, None)
-
-    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None:
-        if fatal_exception is not None:
-            self.metadata.fatal_error(fatal_exception)
-        self.metadata.failed_update(now_ms)
-        self._in_progress = None
-
-    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None:
-        in_progress = self._in_progress
-        self._in_progress = None
-        if not response.brokers:
-            # A broker still starting up may answer with no brokers: retry later.
-            log.debug("ignoring empty metadata response with correlation id %d", header.correlation_id)
-            self.metadata.failed_update(now_ms)
-            return
-        errors = {t.name: t.error_code for t in response.topics if t.error_code}
-        if errors:
-            log.warning("errors while fetching metadata (correlation id %d): %s", header.correlation_id, errors)
-        request_version = in_progress.request_version if in_progress else self.metadata.update_version()
-        is_partial = in_progress.is_partial if in_progress else False
-        self.metadata.update(request_version, response, is_partial, now_ms, response_version=header.api_version)
-
-    def request_update(self) -> None:
-        self.metadata.request_update()
-
-    def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
-        return self.metadata.needs_rebootstrap(now_ms, rebootstrap_trigger_ms)
-
-    def rebootstrap(self) -> None:
-        self._in_progress = None
-        self.metadata.rebootstrap()
-
-    def close(self) -> None:
-        self.metadata.close()
-
-
-class ManualMetadataUpdater:
-    """A fixed node list that is never refreshed (Java ``ManualMetadataUpdater``): for clients that
-    manage their own metadata and for tests."""
-
-    def __init__(self, nodes: list[Node] | None = None) -> None:
-        self.nodes: list[Node] = list(nodes or [])
-
-    def set_nodes(self, nodes: list[Node]) -> None:
-        self.nodes = list(nodes)
-
-    def fetch_nodes(self) -> list[Node]:
-        return list(self.nodes)
-
-    def is_update_due(self, now_ms: int) -> bool:
-        return False
-
-    def maybe_update(self, now_ms: int) -> int:
-        return MAX_DELAY_MS
-
-    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None:
-        pass
-
-    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None:
-        pass
-
-    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None:
-        pass
-
-    def request_update(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class NetworkClient:
@@ -310,8 +147,9 @@ class NetworkClient:
         self._correlation = 0
         self._correlation_lock = threading.Lock()
         self._aborted_sends: list[ClientResponse] = []
-        # node id -> the ApiVersions version to send once the channel is ready.
-        self._nodes_needing_api_versions_fetch: dict[str, int] = {}
+        self._handshake = ApiVersionsHandshake()
+        # node id -> "host:port" of the address last connected to, for log messages.
+        self._node_addresses: dict[str, str] = {}
         self._state = _State.ACTIVE
         self.metadata = metadata
         if metadata_updater is None:
@@ -374,12 +212,18 @@ class NetworkClient:
         try:
             self.connection_states.connecting(node_id, now_ms, node.host)
             address = self.connection_states.current_address(node_id)
+            self._node_addresses[node_id] = f"{address}:{node.port}"
             log.debug("initiating connection to node %s using address %s", node, address)
             self.selector.connect(
                 node_id, (address, node.port), self.socket_send_buffer_bytes, self.socket_receive_buffer_bytes
             )
         except OSError as e:
-            log.warning("error connecting to node %s: %s", node, e)
+            log.warning(
+                "cannot connect to node %s at %s: %s; retrying after the reconnect backoff",
+                node_id,
+                self._node_address(node_id) if node_id in self._node_addresses else f"{node.host}:{node.port}",
+                _describe_connect_error(e),
+            )
             self.connection_states.disconnected(node_id, now_ms)
             self.metadata_updater.handle_server_disconnect(now_ms, node_id, None)
 
@@ -433,9 +277,19 @@ class NetworkClient:
         """Interrupt a poll blocked in another thread."""
         self.selector.wakeup()
 
+    def _node_address(self, node_id: str) -> str:
+        """``host:port`` last used for ``node_id`` (or from the metadata), for messages."""
+        address = self._node_addresses.get(node_id)
+        if address is not None:
+            return address
+        for node in self.metadata_updater.fetch_nodes():
+            if node.id_string == node_id:
+                return f"{node.host}:{node.port}"
+        return "address unknown"
+
     def _forget_versions(self, node_id: str) -> None:
         self.api_versions.remove(node_id)
-        self._nodes_needing_api_versions_fetch.pop(node_id, None)
+        self._handshake.forget(node_id)
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -479,50 +333,35 @@ class NetworkClient:
         self._do_send(request, False, now_ms)
 
     def send_internal_request(
-        self, body: RequestBody, node_id: str, now_ms: int, latest_allowed_version: int | None = None
+        self,
+        body: RequestBody,
+        node_id: str,
+        now_ms: int,
+        latest_allowed_version: int | None = None,
+        *,
+        oldest_allowed_version: int | None = None,
     ) -> None:
-        request = self.new_client_request(node_id, body, now_ms, True, latest_allowed_version=latest_allowed_version)
+        request = self.new_client_request(
+            node_id,
+            body,
+            now_ms,
+            True,
+            oldest_allowed_version=oldest_allowed_version,
+            latest_allowed_version=latest_allowed_version,
+        )
         self._do_send(request, True, now_ms)
-
-    @staticmethod
-    def _allowed_range(request: ClientRequest) -> tuple[int, int]:
-        key = request.api_key
-        lo, hi = CLIENT_SUPPORTED_VERSIONS.get(ApiKey(key), request.body.VALID_VERSIONS)
-        lo = max(lo, request.body.VALID_VERSIONS[0])
-        hi = min(hi, request.body.VALID_VERSIONS[1])
-        if request.oldest_allowed_version is not None:
-            lo = max(lo, request.oldest_allowed_version)
-        if request.latest_allowed_version is not None:
-            hi = min(hi, request.latest_allowed_version)
-        return lo, hi
 
     def _do_send(self, request: ClientRequest, is_internal: bool, now_ms: int) -> None:
         self._ensure_active()
         node_id = request.destination
         if not is_internal and not self.can_send_request(node_id, now_ms):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
-        lo, hi = self._allowed_range(request)
+        version: int | None = None
         try:
-            if lo > hi:
-                raise UnsupportedVersionError(f"no version of API key {request.api_key} in range {lo}-{hi}")
-            info = self.api_versions.get(node_id)
-            version = hi if info is None else info.latest_usable_version(request.api_key, lo, hi)
-            # Encoding raises UnsupportedVersionError if a set field does not exist at this version.
-            pieces = headers.encode_request(
-                request.body,  # type: ignore[arg-type]
-                version,
-                request.correlation_id,
-                request.client_id,
-            )
-        except UnsupportedVersionError as e:
-            log.debug("version mismatch sending %s to node %s: %s", request.api_key, node_id, e)
-            response = ClientResponse(
-                request.make_header(hi), request.callback, node_id, now_ms, now_ms, version_mismatch=e
-            )
-            if not is_internal:
-                self._aborted_sends.append(response)
-            elif request.api_key == ApiKey.METADATA:
-                self.metadata_updater.handle_failed_request(now_ms, e)
+            version = choose_version(request, self.api_versions.get(node_id))
+            pieces = encode_request_frame(request.body, version, request.correlation_id, request.client_id)
+        except Exception as e:  # any build/encode failure fails the request, see _fail_unencodable
+            self._fail_unencodable(request, is_internal, version, e, now_ms)
             return
         size = sum(len(p) for p in pieces)
         send = NetworkSend(node_id, pieces, size)
@@ -546,6 +385,34 @@ class NetworkClient:
             # The transport refused the send: don't leave a request in flight that never went out.
             self.in_flight_requests.complete_last_sent(node_id)
             raise
+
+    def _fail_unencodable(
+        self, request: ClientRequest, is_internal: bool, version: int | None, error: Exception, now_ms: int
+    ) -> None:
+        """The request cannot be built at the version negotiated with its node (no common version, or
+        the body sets a field that version lacks). It never hits the wire: its callback completes with
+        the error on the next poll (``version_mismatch``) and the failure is logged at WARNING."""
+        node_id = request.destination
+        lo, hi = allowed_version_range(request)
+        at = f"v{version}" if version is not None else f"any version in {lo}-{hi}"
+        log.warning(
+            "cannot send %s %s to node %s (%s): %s: %s; the request fails with this error. If the broker is"
+            " older than the feature needs, upgrade it or stop using the feature",
+            api_name(request.api_key),
+            at,
+            node_id,
+            self._node_address(node_id),
+            type(error).__name__,
+            error,
+        )
+        header_version = hi if version is None else version
+        response = ClientResponse(
+            request.make_header(header_version), request.callback, node_id, now_ms, now_ms, version_mismatch=error
+        )
+        if not is_internal:
+            self._aborted_sends.append(response)
+        elif request.api_key == ApiKey.METADATA:
+            self.metadata_updater.handle_failed_request(now_ms, error)
 
     def in_flight_request_count(self, node_id: str | None = None) -> int:
         return self.in_flight_requests.count(node_id)
@@ -624,17 +491,6 @@ class NetworkClient:
             self.connection_states.throttle(node_id, now_ms + throttle_ms)
             log.warning("connection to node %s is throttled for %d ms", node_id, throttle_ms)
 
-    @staticmethod
-    def _parse_response(buf: memoryview, req: InFlightRequest) -> object:
-        header = req.header
-        try:
-            return headers.decode_response(buf, header.api_key, header.api_version, header.correlation_id)
-        except MessageDecodeError:
-            # A broker that does not support our ApiVersions version answers in v0 (KIP-511).
-            if header.api_key == ApiKey.API_VERSIONS and header.api_version != 0:
-                return headers.decode_response(buf, header.api_key, 0, header.correlation_id)
-            raise
-
     def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
         failed: set[str] = set()
         for receive in self.selector.completed_receives():
@@ -649,7 +505,8 @@ class NetworkClient:
                 continue
             req = self.in_flight_requests.oldest(source)
             try:
-                body = self._parse_response(receive.payload, req)
+                header = req.header
+                body = decode_response(receive.payload, header.api_key, header.api_version, header.correlation_id)
             except ProtocolError as e:
                 log.warning("closing connection to node %s: bad response to %s: %s", source, req.header, e)
                 self._close_on_protocol_error(responses, source, now_ms, e)
@@ -675,26 +532,15 @@ class NetworkClient:
         self, responses: list[ClientResponse], req: InFlightRequest, now_ms: int, body: ApiVersionsResponse
     ) -> None:
         node_id = req.destination
-        if body.error_code != 0:
-            if req.header.api_version == 0 or body.error_code != _UNSUPPORTED_VERSION:
-                log.warning(
-                    "error %d from node %s in response to ApiVersions: disconnecting", body.error_code, node_id
-                )
-                self.selector.close_channel(node_id)
-                self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
-            else:
-                # KIP-511: the broker lists the ApiVersions versions it supports; fall back to v0 if not.
-                max_version = 0
-                for item in body.api_keys:
-                    if item.api_key == ApiKey.API_VERSIONS:
-                        max_version = int(item.max_version)
-                client_max = CLIENT_SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
-                self._nodes_needing_api_versions_fetch[node_id] = min(max_version, client_max)
-            return
-        versions = NodeApiVersions.from_api_versions(body.api_keys, body)
-        self.api_versions.update(node_id, versions)
-        self.connection_states.ready(node_id)
-        log.debug("node %s is ready; API versions: %s", node_id, versions)
+        result = self._handshake.on_response(node_id, req.header.api_version, body)
+        if result.outcome is Outcome.DISCONNECT:
+            self.selector.close_channel(node_id)
+            self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
+        elif result.outcome is Outcome.READY:
+            assert result.versions is not None
+            self.api_versions.update(node_id, result.versions)
+            self.connection_states.ready(node_id)
+            log.debug("node %s is ready; API versions: %s", node_id, result.versions)
 
     def _handle_disconnections(self, responses: list[ClientResponse], now_ms: int) -> None:
         disconnected = self.selector.disconnected()
@@ -712,21 +558,20 @@ class NetworkClient:
             if self.connection_states.node_state(node_id) is None:
                 continue
             if self.discover_broker_versions:
-                self._nodes_needing_api_versions_fetch[node_id] = CLIENT_SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+                self._handshake.connected(node_id)
                 log.debug("connected to node %s; fetching API versions", node_id)
             else:
                 self.connection_states.ready(node_id)
 
     def _handle_initiate_api_version_requests(self, now_ms: int) -> None:
-        for node_id, version in list(self._nodes_needing_api_versions_fetch.items()):
-            if not self.selector.is_channel_ready(node_id) or not self.in_flight_requests.can_send_more(node_id):
-                continue
-            del self._nodes_needing_api_versions_fetch[node_id]
+        def can_send(node_id: str) -> bool:
+            return self.selector.is_channel_ready(node_id) and self.in_flight_requests.can_send_more(node_id)
+
+        for node_id, version in self._handshake.due(can_send):
             # Only now does the node leave CONNECTING, so a channel that never becomes ready is still
             # covered by the connection-setup timeout.
             self.connection_states.checking_api_versions(node_id)
-            body = ApiVersionsRequest(client_software_name="pykafka-client", client_software_version=__version__)
-            self.send_internal_request(body, node_id, now_ms, latest_allowed_version=version)
+            self.send_internal_request(self._handshake.request(), node_id, now_ms, latest_allowed_version=version)
 
     def _handle_timed_out_connections(self, responses: list[ClientResponse], now_ms: int) -> None:
         for node_id in self.connection_states.nodes_with_connection_setup_timeout(now_ms):
@@ -767,7 +612,13 @@ class NetworkClient:
             self.connection_states.authentication_failed(node_id, now_ms, auth_exception)
             log.error("connection to node %s failed authentication: %s", node_id, auth_exception)
         elif info.state is ChannelState.NOT_CONNECTED:
-            log.warning("connection to node %s could not be established; it may not be available", node_id)
+            log.warning(
+                "connection to node %s (%s) could not be established: %s; check that a broker listens there"
+                " (bootstrap.servers, or the broker's advertised.listeners); retrying after the reconnect backoff",
+                node_id,
+                self._node_address(node_id),
+                _describe_connect_error(info.exception),
+            )
         self._cancel_in_flight_requests(node_id, now_ms, responses, timed_out, auth_exception, info.exception)
         self.metadata_updater.handle_server_disconnect(now_ms, node_id, auth_exception)
 
@@ -829,3 +680,12 @@ class NetworkClient:
                     found_can_connect = node
         best = found_ready or found_connecting or found_can_connect
         return LeastLoadedNode(best, at_least_one_ready)
+
+
+def _describe_connect_error(error: BaseException | None) -> str:
+    """What went wrong with a connect, in words: "connection refused" for ECONNREFUSED."""
+    if error is None:
+        return "the connection failed"
+    if isinstance(error, ConnectionRefusedError) or getattr(error, "errno", None) == errno.ECONNREFUSED:
+        return "connection refused"
+    return str(error) or type(error).__name__
