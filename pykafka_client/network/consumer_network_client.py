@@ -35,6 +35,7 @@ from pykafka_client.network.client_request import ClientRequest, RequestBody
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.network.metadata import Metadata
+from pykafka_client.network.request_encoding import api_name
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import Time, Timer
@@ -83,7 +84,7 @@ class RequestFutureCompletionHandler:
             cause = response.disconnect_exception
             msg = f"node {response.destination} disconnected" + (f": {cause}" if cause else "")
             if response.was_timed_out:
-                msg = f"request to node {response.destination} timed out"
+                msg = f"{api_name(response.api_key)} request to node {response.destination} timed out"
             error = DisconnectError(msg)
             error.__cause__ = cause
             self.future.raise_(error)
@@ -349,7 +350,12 @@ class ConsumerNetworkClient:
         for request in self.unsent.remove_expired_requests(now_ms):
             handler = request.callback
             if isinstance(handler, RequestFutureCompletionHandler):
-                handler.on_failure(KafkaTimeoutError(f"failed to send request after {request.request_timeout_ms} ms"))
+                handler.on_failure(
+                    KafkaTimeoutError(
+                        f"{api_name(request.api_key)} request to node {request.destination} was not sent within"
+                        f" {request.request_timeout_ms} ms: the node never became ready (see the connection warnings)"
+                    )
+                )
 
     def _fail_unsent_requests(self, node: Node, exception: BaseException) -> None:
         with self._lock:

@@ -38,6 +38,7 @@ from pykafka_client.errors import (
     IllegalStateError,
     ProtocolError,
 )
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.api_versions import ApiVersions, should_client_throttle
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
@@ -218,10 +219,10 @@ class NetworkClient:
                 node_id, (address, node.port), self.socket_send_buffer_bytes, self.socket_receive_buffer_bytes
             )
         except OSError as e:
+            self._node_addresses.setdefault(node_id, f"{node.host}:{node.port}")
             log.warning(
-                "cannot connect to node %s at %s: %s; retrying after the reconnect backoff",
-                node_id,
-                self._node_address(node_id) if node_id in self._node_addresses else f"{node.host}:{node.port}",
+                "cannot connect to %s: %s; retrying after the reconnect backoff",
+                self._node_label(node_id),
                 _describe_connect_error(e),
             )
             self.connection_states.disconnected(node_id, now_ms)
@@ -232,7 +233,7 @@ class NetworkClient:
         next poll. A node already disconnected keeps its backoff window."""
         if self.connection_states.node_state(node_id) is None or self.connection_states.is_disconnected(node_id):
             return
-        log.info("client requested disconnect from node %s", node_id)
+        log.info("disconnecting from %s as the client asked", self._node_label(node_id))
         self.selector.close_channel(node_id)
         now = self.time.hi_res_clock_ms()
         self._cancel_in_flight_requests(node_id, now, self._aborted_sends, timed_out=False)
@@ -276,6 +277,10 @@ class NetworkClient:
     def wakeup(self) -> None:
         """Interrupt a poll blocked in another thread."""
         self.selector.wakeup()
+
+    def _node_label(self, node_id: str) -> str:
+        """``node 0 (host:port)`` for messages."""
+        return f"node {node_id} ({self._node_address(node_id)})"
 
     def _node_address(self, node_id: str) -> str:
         """``host:port`` last used for ``node_id`` (or from the metadata), for messages."""
@@ -396,14 +401,11 @@ class NetworkClient:
         lo, hi = allowed_version_range(request)
         at = f"v{version}" if version is not None else f"any version in {lo}-{hi}"
         log.warning(
-            "cannot send %s %s to node %s (%s): %s: %s; the request fails with this error. If the broker is"
-            " older than the feature needs, upgrade it or stop using the feature",
+            "cannot send %s %s to %s, the request fails: %s",
             api_name(request.api_key),
             at,
-            node_id,
-            self._node_address(node_id),
-            type(error).__name__,
-            error,
+            self._node_label(node_id),
+            _describe_error(error),
         )
         header_version = hi if version is None else version
         response = ClientResponse(
@@ -434,7 +436,7 @@ class NetworkClient:
         try:
             self.selector.poll(max(0, min(timeout_ms, metadata_timeout, self.default_request_timeout_ms)))
         except OSError as e:
-            log.error("unexpected error during I/O: %s", e)
+            log.error("unexpected error while polling the network, polling goes on: %s", _describe_error(e))
         updated_now = self.time.hi_res_clock_ms()
         responses: list[ClientResponse] = []
         self._handle_completed_sends(responses, updated_now)
@@ -489,7 +491,11 @@ class NetworkClient:
         if throttle_ms > 0 and should_client_throttle(api_key, version):
             self.in_flight_requests.increment_throttle_time(node_id, throttle_ms)
             self.connection_states.throttle(node_id, now_ms + throttle_ms)
-            log.warning("connection to node %s is throttled for %d ms", node_id, throttle_ms)
+            log.warning(
+                "%s throttles this client for %d ms (a quota was exceeded); requests to it wait",
+                self._node_label(node_id),
+                throttle_ms,
+            )
 
     def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
         failed: set[str] = set()
@@ -508,7 +514,14 @@ class NetworkClient:
                 header = req.header
                 body = decode_response(receive.payload, header.api_key, header.api_version, header.correlation_id)
             except ProtocolError as e:
-                log.warning("closing connection to node %s: bad response to %s: %s", source, req.header, e)
+                log.warning(
+                    "closing the connection to %s: cannot parse the response to %s v%d (correlation id %d): %s",
+                    self._node_label(source),
+                    api_name(req.header.api_key),
+                    req.header.api_version,
+                    req.header.correlation_id,
+                    _describe_error(e),
+                )
                 self._close_on_protocol_error(responses, source, now_ms, e)
                 failed.add(source)
                 continue
@@ -547,7 +560,7 @@ class NetworkClient:
         for node_id, info in disconnected.items():
             if self.connection_states.node_state(node_id) is None:
                 continue
-            log.info("node %s disconnected (%s)", node_id, info.state.name)
+            log.info("%s disconnected (channel state %s)", self._node_label(node_id), info.state.name)
             self._process_disconnection(responses, node_id, now_ms, info)
         if disconnected:
             # A broker may be gone: refresh metadata.
@@ -576,8 +589,8 @@ class NetworkClient:
     def _handle_timed_out_connections(self, responses: list[ClientResponse], now_ms: int) -> None:
         for node_id in self.connection_states.nodes_with_connection_setup_timeout(now_ms):
             log.info(
-                "disconnecting from node %s: socket connection setup timeout (%d ms)",
-                node_id,
+                "disconnecting from %s: the connection was not set up within %d ms (socket connection setup timeout)",
+                self._node_label(node_id),
                 self.connection_states.connection_setup_timeout_ms(node_id),
             )
             self.selector.close_channel(node_id)
@@ -588,7 +601,9 @@ class NetworkClient:
     def _handle_timed_out_requests(self, responses: list[ClientResponse], now_ms: int) -> None:
         node_ids = self.in_flight_requests.nodes_with_timed_out_requests(now_ms)
         for node_id in node_ids:
-            log.info("disconnecting from node %s due to request timeout", node_id)
+            log.info(
+                "disconnecting from %s: a request got no response within its request timeout", self._node_label(node_id)
+            )
             self.selector.close_channel(node_id)
             self._process_disconnection(
                 responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE), timed_out=True
@@ -610,13 +625,16 @@ class NetworkClient:
         if info.state is ChannelState.AUTHENTICATION_FAILED:
             auth_exception = info.exception or AuthenticationError(f"authentication with node {node_id} failed")
             self.connection_states.authentication_failed(node_id, now_ms, auth_exception)
-            log.error("connection to node %s failed authentication: %s", node_id, auth_exception)
+            log.error(
+                "authentication with %s failed: %s; check the sasl.* and ssl.* settings",
+                self._node_label(node_id),
+                _describe_error(auth_exception),
+            )
         elif info.state is ChannelState.NOT_CONNECTED:
             log.warning(
-                "connection to node %s (%s) could not be established: %s; check that a broker listens there"
+                "connection to %s could not be established: %s; check that a broker listens there"
                 " (bootstrap.servers, or the broker's advertised.listeners); retrying after the reconnect backoff",
-                node_id,
-                self._node_address(node_id),
+                self._node_label(node_id),
                 _describe_connect_error(info.exception),
             )
         self._cancel_in_flight_requests(node_id, now_ms, responses, timed_out, auth_exception, info.exception)
@@ -680,6 +698,14 @@ class NetworkClient:
                     found_can_connect = node
         best = found_ready or found_connecting or found_can_connect
         return LeastLoadedNode(best, at_least_one_ready)
+
+
+def _describe_error(error: BaseException) -> str:
+    """The error's text, led by its class name unless the text already names it (broker errors do)."""
+    text = str(error)
+    if isinstance(error, KafkaError) and text:
+        return text
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _describe_connect_error(error: BaseException | None) -> str:
