@@ -21,24 +21,27 @@ Invariants:
 * A response that cannot be parsed (garbage, unknown correlation id, trailing bytes) closes only that
   connection; its in-flight requests complete as disconnected with ``disconnect_exception`` set.
 * A disconnect or a request timeout requests a metadata update.
+* A request that cannot be built at the chosen version (no common version, or a field the version lacks)
+  never hits the wire: it completes with the error on the next poll and is logged at WARNING.
+
+Where the parts live: version choice and frame encoding in :mod:`.request_encoding`; the ApiVersions
+handshake state machine in :mod:`.api_versions_handshake`; metadata refresh in :mod:`.metadata_updater`;
+disconnect and timeout handling in :mod:`.connection_failures` (a mixin of NetworkClient); node choice
+in :mod:`.node_selection`; correlation ids in :mod:`.correlation_ids`.
 """
 
 from __future__ import annotations
 
 import enum
-import errno
 import logging
 import random
-import threading
 
 from pykafka_client.errors import (
-    AuthenticationError,
     DisconnectError,
     IllegalArgumentError,
     IllegalStateError,
     ProtocolError,
 )
-from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.api_versions import ApiVersions, should_client_throttle
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
@@ -48,6 +51,13 @@ from pykafka_client.network.cluster_connection_states import (
     HostResolver,
     default_host_resolver,
 )
+from pykafka_client.network.connection_failures import ConnectionFailures
+from pykafka_client.network.correlation_ids import (
+    SASL_MAX_RESERVED_CORRELATION_ID,
+    SASL_MIN_RESERVED_CORRELATION_ID,
+    CorrelationIds,
+)
+from pykafka_client.network.error_text import describe_connect_error, describe_error
 from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequests
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.metadata import Metadata
@@ -57,6 +67,7 @@ from pykafka_client.network.metadata_updater import (
     MetadataRecoveryStrategy,
     MetadataUpdater,
 )
+from pykafka_client.network.node_selection import least_loaded_node
 from pykafka_client.network.request_encoding import (
     allowed_version_range,
     api_name,
@@ -81,24 +92,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Correlation ids in ``[MIN_RESERVED, MAX_RESERVED]`` belong to the SASL authenticator.
-SASL_MIN_RESERVED_CORRELATION_ID = 2**31 - 1 - 7
-SASL_MAX_RESERVED_CORRELATION_ID = 2**31 - 1
-
-_INT32_MIN = -(2**31)
-
-
-def _is_sasl_reserved(correlation_id: int) -> bool:
-    return correlation_id >= SASL_MIN_RESERVED_CORRELATION_ID
-
-
 class _State(enum.Enum):
     ACTIVE = 1
     CLOSING = 2
     CLOSED = 3
 
 
-class NetworkClient:
+class NetworkClient(ConnectionFailures):
     """The real :class:`~pykafka_client.network.kafka_client.KafkaClient`."""
 
     def __init__(
@@ -145,8 +145,7 @@ class NetworkClient:
         self.api_versions = api_versions if api_versions is not None else ApiVersions()
         self.metadata_recovery_strategy = MetadataRecoveryStrategy(metadata_recovery_strategy)
         self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
-        self._correlation = 0
-        self._correlation_lock = threading.Lock()
+        self._correlation_ids = CorrelationIds()
         self._aborted_sends: list[ClientResponse] = []
         self._handshake = ApiVersionsHandshake()
         # node id -> "host:port" of the address last connected to, for log messages.
@@ -223,7 +222,7 @@ class NetworkClient:
             log.warning(
                 "cannot connect to %s: %s; retrying after the reconnect backoff",
                 self._node_label(node_id),
-                _describe_connect_error(e),
+                describe_connect_error(e),
             )
             self.connection_states.disconnected(node_id, now_ms)
             self.metadata_updater.handle_server_disconnect(now_ms, node_id, None)
@@ -278,35 +277,11 @@ class NetworkClient:
         """Interrupt a poll blocked in another thread."""
         self.selector.wakeup()
 
-    def _node_label(self, node_id: str) -> str:
-        """``node 0 (host:port)`` for messages."""
-        return f"node {node_id} ({self._node_address(node_id)})"
-
-    def _node_address(self, node_id: str) -> str:
-        """``host:port`` last used for ``node_id`` (or from the metadata), for messages."""
-        address = self._node_addresses.get(node_id)
-        if address is not None:
-            return address
-        for node in self.metadata_updater.fetch_nodes():
-            if node.id_string == node_id:
-                return f"{node.host}:{node.port}"
-        return "address unknown"
-
-    def _forget_versions(self, node_id: str) -> None:
-        self.api_versions.remove(node_id)
-        self._handshake.forget(node_id)
-
     # --- requests ------------------------------------------------------------------------------
 
     def next_correlation_id(self) -> int:
         """Thread-safe (ConsumerNetworkClient.send draws ids without holding its lock)."""
-        with self._correlation_lock:
-            if _is_sasl_reserved(self._correlation):
-                # Skip the SASL range and wrap around like a Java int (negative ids are fine).
-                self._correlation = _INT32_MIN
-            cid = self._correlation
-            self._correlation += 1
-            return cid
+        return self._correlation_ids.next()
 
     def new_client_request(
         self,
@@ -405,7 +380,7 @@ class NetworkClient:
             api_name(request.api_key),
             at,
             self._node_label(node_id),
-            _describe_error(error),
+            describe_error(error),
         )
         header_version = hi if version is None else version
         response = ClientResponse(
@@ -436,7 +411,7 @@ class NetworkClient:
         try:
             self.selector.poll(max(0, min(timeout_ms, metadata_timeout, self.default_request_timeout_ms)))
         except OSError as e:
-            log.error("unexpected error while polling the network, polling goes on: %s", _describe_error(e))
+            log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
         updated_now = self.time.hi_res_clock_ms()
         responses: list[ClientResponse] = []
         self._handle_completed_sends(responses, updated_now)
@@ -449,24 +424,6 @@ class NetworkClient:
         self._handle_rebootstrap(responses, updated_now)
         self._complete_responses(responses)
         return responses
-
-    def _handle_rebootstrap(self, responses: list[ClientResponse], now_ms: int) -> None:
-        """Metadata updates failing for longer than metadata.recovery.rebootstrap.trigger.ms: drop every
-        connection to the known brokers and start again from bootstrap.servers."""
-        updater = self.metadata_updater
-        if self.metadata_recovery_strategy is not MetadataRecoveryStrategy.REBOOTSTRAP or not isinstance(
-            updater, DefaultMetadataUpdater
-        ):
-            return
-        if not updater.needs_rebootstrap(now_ms, self.rebootstrap_trigger_ms):
-            return
-        log.info("no metadata for %d ms: rebootstrapping", self.rebootstrap_trigger_ms)
-        for node in updater.fetch_nodes():
-            node_id = node.id_string
-            if self.connection_states.is_preparing_connection(node_id) or self.connection_states.is_connected(node_id):
-                self.selector.close_channel(node_id)
-                self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
-        updater.rebootstrap()
 
     @staticmethod
     def _complete_responses(responses: list[ClientResponse]) -> None:
@@ -520,7 +477,7 @@ class NetworkClient:
                     api_name(req.header.api_key),
                     req.header.api_version,
                     req.header.correlation_id,
-                    _describe_error(e),
+                    describe_error(e),
                 )
                 self._close_on_protocol_error(responses, source, now_ms, e)
                 failed.add(source)
@@ -533,13 +490,6 @@ class NetworkClient:
                 self._handle_api_versions_response(responses, req, now_ms, body)
             else:
                 responses.append(req.completed(body, now_ms))
-
-    def _close_on_protocol_error(
-        self, responses: list[ClientResponse], node_id: str, now_ms: int, error: BaseException
-    ) -> None:
-        self.selector.close_channel(node_id)
-        self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE, error))
-        self.metadata_updater.request_update()
 
     def _handle_api_versions_response(
         self, responses: list[ClientResponse], req: InFlightRequest, now_ms: int, body: ApiVersionsResponse
@@ -554,17 +504,6 @@ class NetworkClient:
             self.api_versions.update(node_id, result.versions)
             self.connection_states.ready(node_id)
             log.debug("node %s is ready; API versions: %s", node_id, result.versions)
-
-    def _handle_disconnections(self, responses: list[ClientResponse], now_ms: int) -> None:
-        disconnected = self.selector.disconnected()
-        for node_id, info in disconnected.items():
-            if self.connection_states.node_state(node_id) is None:
-                continue
-            log.info("%s disconnected (channel state %s)", self._node_label(node_id), info.state.name)
-            self._process_disconnection(responses, node_id, now_ms, info)
-        if disconnected:
-            # A broker may be gone: refresh metadata.
-            self.metadata_updater.request_update()
 
     def _handle_connections(self) -> None:
         for node_id in self.selector.connected():
@@ -586,132 +525,19 @@ class NetworkClient:
             self.connection_states.checking_api_versions(node_id)
             self.send_internal_request(self._handshake.request(), node_id, now_ms, latest_allowed_version=version)
 
-    def _handle_timed_out_connections(self, responses: list[ClientResponse], now_ms: int) -> None:
-        for node_id in self.connection_states.nodes_with_connection_setup_timeout(now_ms):
-            log.info(
-                "disconnecting from %s: the connection was not set up within %d ms (socket connection setup timeout)",
-                self._node_label(node_id),
-                self.connection_states.connection_setup_timeout_ms(node_id),
-            )
-            self.selector.close_channel(node_id)
-            self._process_disconnection(
-                responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE), timed_out=True
-            )
-
-    def _handle_timed_out_requests(self, responses: list[ClientResponse], now_ms: int) -> None:
-        node_ids = self.in_flight_requests.nodes_with_timed_out_requests(now_ms)
-        for node_id in node_ids:
-            log.info(
-                "disconnecting from %s: a request got no response within its request timeout", self._node_label(node_id)
-            )
-            self.selector.close_channel(node_id)
-            self._process_disconnection(
-                responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE), timed_out=True
-            )
-        if node_ids:
-            self.metadata_updater.request_update()
-
-    def _process_disconnection(
-        self,
-        responses: list[ClientResponse],
-        node_id: str,
-        now_ms: int,
-        info: DisconnectInfo,
-        timed_out: bool = False,
-    ) -> None:
-        self.connection_states.disconnected(node_id, now_ms)
-        self._forget_versions(node_id)
-        auth_exception: BaseException | None = None
-        if info.state is ChannelState.AUTHENTICATION_FAILED:
-            auth_exception = info.exception or AuthenticationError(f"authentication with node {node_id} failed")
-            self.connection_states.authentication_failed(node_id, now_ms, auth_exception)
-            log.error(
-                "authentication with %s failed: %s; check the sasl.* and ssl.* settings",
-                self._node_label(node_id),
-                _describe_error(auth_exception),
-            )
-        elif info.state is ChannelState.NOT_CONNECTED:
-            log.warning(
-                "connection to %s could not be established: %s; check that a broker listens there"
-                " (bootstrap.servers, or the broker's advertised.listeners); retrying after the reconnect backoff",
-                self._node_label(node_id),
-                _describe_connect_error(info.exception),
-            )
-        self._cancel_in_flight_requests(node_id, now_ms, responses, timed_out, auth_exception, info.exception)
-        self.metadata_updater.handle_server_disconnect(now_ms, node_id, auth_exception)
-
-    def _cancel_in_flight_requests(
-        self,
-        node_id: str,
-        now_ms: int,
-        responses: list[ClientResponse] | None,
-        timed_out: bool,
-        auth_exception: BaseException | None = None,
-        cause: BaseException | None = None,
-    ) -> None:
-        for request in self.in_flight_requests.clear_all(node_id):
-            if not request.is_internal_request:
-                if responses is not None:
-                    if timed_out:
-                        responses.append(request.timed_out(now_ms))
-                    else:
-                        responses.append(request.disconnected(now_ms, auth_exception, cause))
-            elif request.header.api_key == ApiKey.METADATA:
-                self.metadata_updater.handle_failed_request(now_ms, None)
-
     # --- node selection ------------------------------------------------------------------------
 
     def least_loaded_node(self, now_ms: int) -> LeastLoadedNode:
-        """The best node to send to: ready with fewest in flight > connecting > connectable (oldest
-        attempt first) > none. Nodes in backoff and throttled connections are never chosen as ready."""
+        """See :func:`~pykafka_client.network.node_selection.least_loaded_node`."""
         nodes = self.metadata_updater.fetch_nodes()
         if not nodes:
             raise IllegalStateError("there are no nodes in the Kafka cluster")
-        in_flight = 2**31
-        found_connecting: Node | None = None
-        found_can_connect: Node | None = None
-        found_ready: Node | None = None
-        at_least_one_ready = False
-        offset = self._rng.randrange(len(nodes))
-        for i in range(len(nodes)):
-            node = nodes[(offset + i) % len(nodes)]
-            node_id = node.id_string
-            if (
-                not at_least_one_ready
-                and self.connection_states.is_ready(node_id, now_ms)
-                and self.selector.is_channel_ready(node_id)
-            ):
-                at_least_one_ready = True
-            if self.can_send_request(node_id, now_ms):
-                count = self.in_flight_requests.count(node_id)
-                if count == 0:
-                    return LeastLoadedNode(node, True)
-                if count < in_flight:
-                    in_flight = count
-                    found_ready = node
-            elif self.connection_states.is_preparing_connection(node_id):
-                found_connecting = node
-            elif self.connection_states.can_connect(node_id, now_ms):
-                if found_can_connect is None or self.connection_states.last_connect_attempt_ms(
-                    found_can_connect.id_string
-                ) > self.connection_states.last_connect_attempt_ms(node_id):
-                    found_can_connect = node
-        best = found_ready or found_connecting or found_can_connect
-        return LeastLoadedNode(best, at_least_one_ready)
-
-
-def _describe_error(error: BaseException) -> str:
-    """The error's text, led by its class name unless the text already names it (broker errors do)."""
-    text = str(error)
-    if isinstance(error, KafkaError) and text:
-        return text
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _describe_connect_error(error: BaseException | None) -> str:
-    """What went wrong with a connect, in words: "connection refused" for ECONNREFUSED."""
-    if error is None:
-        return "the connection failed"
-    if isinstance(error, ConnectionRefusedError) or getattr(error, "errno", None) == errno.ECONNREFUSED:
-        return "connection refused"
-    return str(error) or type(error).__name__
+        return least_loaded_node(
+            nodes,
+            self._rng.randrange(len(nodes)),
+            now_ms,
+            self.connection_states,
+            self.in_flight_requests,
+            self.selector.is_channel_ready,
+            self.can_send_request,
+        )
