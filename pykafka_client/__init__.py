@@ -6,9 +6,14 @@ as they land; see README.md for what works today.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pykafka_client._version import __version__
+
+# A library logs but never configures logging: without a handler of the application's, our records
+# go nowhere (no "No handlers could be found" and no lastResort output on stderr).
+logging.getLogger("pykafka_client").addHandler(logging.NullHandler())
 
 if TYPE_CHECKING:
     from pykafka_client.admin import AdminClient

@@ -35,6 +35,7 @@ from pykafka_client.network.client_request import ClientRequest, RequestBody
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.network.metadata import Metadata
+from pykafka_client.network.request_encoding import api_name
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import Time, Timer
@@ -83,7 +84,7 @@ class RequestFutureCompletionHandler:
             cause = response.disconnect_exception
             msg = f"node {response.destination} disconnected" + (f": {cause}" if cause else "")
             if response.was_timed_out:
-                msg = f"request to node {response.destination} timed out"
+                msg = f"{api_name(response.api_key)} request to node {response.destination} timed out"
             error = DisconnectError(msg)
             error.__cause__ = cause
             self.future.raise_(error)
@@ -175,7 +176,6 @@ class ConsumerNetworkClient:
         self._pending_completion: deque[RequestFutureCompletionHandler] = deque()
         self._pending_disconnects: deque[Node] = deque()
         self._wakeup = False
-        self._wakeup_disabled = False
 
     # --- sending -------------------------------------------------------------------------------
 
@@ -229,11 +229,6 @@ class ConsumerNetworkClient:
                 break
         return self.metadata.update_version() > version
 
-    def ensure_fresh_metadata(self, timer: Timer) -> bool:
-        if self.metadata.update_requested() or self.metadata.time_to_next_update(timer.current_time_ms()) == 0:
-            return self.await_metadata_update(timer)
-        return True
-
     # --- wakeup --------------------------------------------------------------------------------
 
     def wakeup(self) -> None:
@@ -242,11 +237,8 @@ class ConsumerNetworkClient:
         self._wakeup = True
         self.client.wakeup()
 
-    def disable_wakeups(self) -> None:
-        self._wakeup_disabled = True
-
     def maybe_trigger_wakeup(self) -> None:
-        if not self._wakeup_disabled and self._wakeup:
+        if self._wakeup:
             self._wakeup = False
             raise WakeupException("woken up by wakeup()")
 
@@ -292,14 +284,6 @@ class ConsumerNetworkClient:
     def poll_no_wakeup(self) -> None:
         """Do whatever I/O is possible without blocking and never raise WakeupException."""
         self.poll(self.time.timer(0), None, True)
-
-    def transmit_sends(self) -> None:
-        self.poll(self.time.timer(0), None, True)
-
-    def await_pending_requests(self, node: Node, timer: Timer) -> bool:
-        while self.has_pending_requests(node) and not timer.is_expired():
-            self.poll(timer)
-        return not self.has_pending_requests(node)
 
     def pending_request_count(self, node: Node | None = None) -> int:
         with self._lock:
@@ -349,7 +333,12 @@ class ConsumerNetworkClient:
         for request in self.unsent.remove_expired_requests(now_ms):
             handler = request.callback
             if isinstance(handler, RequestFutureCompletionHandler):
-                handler.on_failure(KafkaTimeoutError(f"failed to send request after {request.request_timeout_ms} ms"))
+                handler.on_failure(
+                    KafkaTimeoutError(
+                        f"{api_name(request.api_key)} request to node {request.destination} was not sent within"
+                        f" {request.request_timeout_ms} ms: the node never became ready (see the connection warnings)"
+                    )
+                )
 
     def _fail_unsent_requests(self, node: Node, exception: BaseException) -> None:
         with self._lock:
@@ -389,16 +378,6 @@ class ConsumerNetworkClient:
             return self.client.connection_failed(node) and self.client.connection_delay(
                 node, self.time.hi_res_clock_ms()
             ) > 0
-
-    def maybe_throw_auth_failure(self, node: Node) -> None:
-        with self._lock:
-            exc = self.client.authentication_exception(node)
-        if exc is not None:
-            raise exc
-
-    def try_connect(self, node: Node) -> None:
-        with self._lock:
-            self.client.ready(node, self.time.hi_res_clock_ms())
 
     def connection_failed(self, node: Node) -> bool:
         with self._lock:

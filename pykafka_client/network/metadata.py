@@ -337,3 +337,22 @@ class Metadata:
 
     def is_closed(self) -> bool:
         return self._closed
+
+
+#: MetadataRequest versions that can carry "all topics" (a null topic list) and "do not auto-create".
+ALL_TOPICS_MIN_VERSION = 1
+NO_AUTO_CREATE_MIN_VERSION = 4
+
+
+def oldest_metadata_version(body: MetadataRequest) -> int:
+    """The lowest MetadataRequest version that says what ``body`` means, an explicit decision like the one
+    Java's ``MetadataRequest.Builder`` makes: "all topics" is a null list, which v0 lacks (its empty list
+    would mean all, but an empty list means none from v1 on); "do not auto-create" needs v4, since v0-v3
+    brokers auto-create every topic asked for. Below that version the request fails with
+    UnsupportedVersionError instead of asking the broker for something else."""
+    oldest = 0
+    if body.topics is None:
+        oldest = ALL_TOPICS_MIN_VERSION
+    if not body.allow_auto_topic_creation:
+        oldest = NO_AUTO_CREATE_MIN_VERSION
+    return oldest

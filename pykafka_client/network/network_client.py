@@ -21,6 +21,13 @@ Invariants:
 * A response that cannot be parsed (garbage, unknown correlation id, trailing bytes) closes only that
   connection; its in-flight requests complete as disconnected with ``disconnect_exception`` set.
 * A disconnect or a request timeout requests a metadata update.
+* A request that cannot be built at the chosen version (no common version, or a field the version lacks)
+  never hits the wire: it completes with the error on the next poll and is logged at WARNING.
+
+Where the parts live: version choice and frame encoding in :mod:`.request_encoding`; the ApiVersions
+handshake state machine in :mod:`.api_versions_handshake`; metadata refresh in :mod:`.metadata_updater`;
+disconnect and timeout handling in :mod:`.connection_failures` (a mixin of NetworkClient); node choice
+in :mod:`.node_selection`; correlation ids in :mod:`.correlation_ids`.
 """
 
 from __future__ import annotations
@@ -28,85 +35,62 @@ from __future__ import annotations
 import enum
 import logging
 import random
-import threading
-from dataclasses import dataclass
-from typing import Protocol
 
-from pykafka_client._version import __version__
 from pykafka_client.errors import (
-    AuthenticationError,
     DisconnectError,
     IllegalArgumentError,
     IllegalStateError,
-    MessageDecodeError,
     ProtocolError,
-    UnsupportedVersionError,
 )
 from pykafka_client.network.api_versions import ApiVersions, should_client_throttle
-from pykafka_client.network.client_request import (
-    ClientRequest,
-    RequestBody,
-    RequestCompletionHandler,
-    RequestHeaderInfo,
-)
+from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
+from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.cluster_connection_states import (
-    MAX_DELAY_MS,
     ClusterConnectionStates,
     HostResolver,
     default_host_resolver,
 )
+from pykafka_client.network.connection_failures import ConnectionFailures
+from pykafka_client.network.correlation_ids import (
+    SASL_MAX_RESERVED_CORRELATION_ID,
+    SASL_MIN_RESERVED_CORRELATION_ID,
+    CorrelationIds,
+)
+from pykafka_client.network.error_text import describe_connect_error, describe_error
 from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequests
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.metadata import Metadata
-from pykafka_client.network.node_api_versions import NodeApiVersions
+from pykafka_client.network.metadata_updater import (
+    DefaultMetadataUpdater,
+    ManualMetadataUpdater,
+    MetadataRecoveryStrategy,
+    MetadataUpdater,
+)
+from pykafka_client.network.node_selection import least_loaded_node
+from pykafka_client.network.request_encoding import (
+    allowed_version_range,
+    api_name,
+    choose_version,
+    encode_request_frame,
+)
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkSend, Selectable
-from pykafka_client.protocol import headers
-from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
-from pykafka_client.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataResponse
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
+__all__ = [
+    "SASL_MAX_RESERVED_CORRELATION_ID",
+    "SASL_MIN_RESERVED_CORRELATION_ID",
+    "DefaultMetadataUpdater",
+    "ManualMetadataUpdater",
+    "MetadataRecoveryStrategy",
+    "MetadataUpdater",
+    "NetworkClient",
+]
+
 log = logging.getLogger(__name__)
-
-#: Correlation ids in ``[MIN_RESERVED, MAX_RESERVED]`` belong to the SASL authenticator.
-SASL_MIN_RESERVED_CORRELATION_ID = 2**31 - 1 - 7
-SASL_MAX_RESERVED_CORRELATION_ID = 2**31 - 1
-
-_UNSUPPORTED_VERSION = 35
-_INT32_MIN = -(2**31)
-
-
-def _is_sasl_reserved(correlation_id: int) -> bool:
-    return correlation_id >= SASL_MIN_RESERVED_CORRELATION_ID
-
-
-class MetadataRecoveryStrategy(enum.Enum):
-    NONE = "none"
-    REBOOTSTRAP = "rebootstrap"
-
-
-class MetadataUpdater(Protocol):
-    """How NetworkClient keeps metadata fresh (Java ``MetadataUpdater``)."""
-
-    def fetch_nodes(self) -> list[Node]: ...
-
-    def is_update_due(self, now_ms: int) -> bool: ...
-
-    def maybe_update(self, now_ms: int) -> int:
-        """Start an update if due; return ms until the next call is needed."""
-        ...
-
-    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None: ...
-
-    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None: ...
-
-    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None: ...
-
-    def request_update(self) -> None: ...
-
-    def close(self) -> None: ...
-
 
 class _State(enum.Enum):
     ACTIVE = 1
@@ -114,153 +98,7 @@ class _State(enum.Enum):
     CLOSED = 3
 
 
-@dataclass(slots=True)
-class _InProgress:
-    request_version: int
-    is_partial: bool
-
-
-class DefaultMetadataUpdater:
-    """Refreshes a :class:`Metadata` through the NetworkClient it belongs to (piggy-backing on its poll)."""
-
-    def __init__(
-        self,
-        metadata: Metadata,
-        client: NetworkClient,
-        request_timeout_ms: int,
-        reconnect_backoff_ms: int,
-        recovery_strategy: MetadataRecoveryStrategy,
-    ) -> None:
-        self.metadata = metadata
-        self._client = client
-        self._request_timeout_ms = request_timeout_ms
-        self._reconnect_backoff_ms = reconnect_backoff_ms
-        self._recovery_strategy = recovery_strategy
-        self._in_progress: _InProgress | None = None
-
-    def fetch_nodes(self) -> list[Node]:
-        return list(self.metadata.fetch().nodes)
-
-    def has_fetch_in_progress(self) -> bool:
-        return self._in_progress is not None
-
-    def is_update_due(self, now_ms: int) -> bool:
-        return not self.has_fetch_in_progress() and self.metadata.time_to_next_update(now_ms) == 0
-
-    def maybe_update(self, now_ms: int) -> int:
-        time_to_next = self.metadata.time_to_next_update(now_ms)
-        wait_for_fetch = self._request_timeout_ms if self.has_fetch_in_progress() else 0
-        timeout = max(time_to_next, wait_for_fetch)
-        if timeout > 0:
-            return timeout
-        self.metadata.attempt_started(now_ms)
-        least = self._client.least_loaded_node(now_ms)
-        if self._recovery_strategy is MetadataRecoveryStrategy.REBOOTSTRAP and not (
-            least.has_node_available_or_connection_ready()
-        ):
-            log.info("no broker of the cluster can be reached: rebootstrapping from bootstrap.servers")
-            self.metadata.rebootstrap()
-            least = self._client.least_loaded_node(now_ms)
-        if least.node is None:
-            log.debug("give up sending a metadata request since no node is available")
-            return self._reconnect_backoff_ms
-        return self._maybe_update(now_ms, least.node)
-
-    def _maybe_update(self, now_ms: int, node: Node) -> int:
-        node_id = node.id_string
-        client = self._client
-        if client.can_send_request(node_id, now_ms):
-            body, is_partial = self.metadata.new_metadata_request()
-            self._in_progress = _InProgress(self.metadata.update_version(), is_partial)
-            client.send_internal_request(body, node_id, now_ms)
-            return self._request_timeout_ms
-        if client.is_any_node_connecting():
-            # Wait for the connection in progress rather than opening another one.
-            return self._reconnect_backoff_ms
-        if client.connection_states.can_connect(node_id, now_ms):
-            client.initiate_connect(node, now_ms)
-            return self._reconnect_backoff_ms
-        # Connected but cannot send more, or connecting: wait for a network event.
-        return MAX_DELAY_MS
-
-    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None:
-        if isinstance(auth_exception, AuthenticationError):
-            self.metadata.fatal_error(auth_exception)
-        # A disconnect while an update is due counts as a failed update, so that we back off.
-        if self.is_update_due(now_ms):
-            self.handle_failed_request(now_ms, None)
-
-    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None:
-        if fatal_exception is not None:
-            self.metadata.fatal_error(fatal_exception)
-        self.metadata.failed_update(now_ms)
-        self._in_progress = None
-
-    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None:
-        in_progress = self._in_progress
-        self._in_progress = None
-        if not response.brokers:
-            # A broker still starting up may answer with no brokers: retry later.
-            log.debug("ignoring empty metadata response with correlation id %d", header.correlation_id)
-            self.metadata.failed_update(now_ms)
-            return
-        errors = {t.name: t.error_code for t in response.topics if t.error_code}
-        if errors:
-            log.warning("errors while fetching metadata (correlation id %d): %s", header.correlation_id, errors)
-        request_version = in_progress.request_version if in_progress else self.metadata.update_version()
-        is_partial = in_progress.is_partial if in_progress else False
-        self.metadata.update(request_version, response, is_partial, now_ms, response_version=header.api_version)
-
-    def request_update(self) -> None:
-        self.metadata.request_update()
-
-    def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
-        return self.metadata.needs_rebootstrap(now_ms, rebootstrap_trigger_ms)
-
-    def rebootstrap(self) -> None:
-        self._in_progress = None
-        self.metadata.rebootstrap()
-
-    def close(self) -> None:
-        self.metadata.close()
-
-
-class ManualMetadataUpdater:
-    """A fixed node list that is never refreshed (Java ``ManualMetadataUpdater``): for clients that
-    manage their own metadata and for tests."""
-
-    def __init__(self, nodes: list[Node] | None = None) -> None:
-        self.nodes: list[Node] = list(nodes or [])
-
-    def set_nodes(self, nodes: list[Node]) -> None:
-        self.nodes = list(nodes)
-
-    def fetch_nodes(self) -> list[Node]:
-        return list(self.nodes)
-
-    def is_update_due(self, now_ms: int) -> bool:
-        return False
-
-    def maybe_update(self, now_ms: int) -> int:
-        return MAX_DELAY_MS
-
-    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None:
-        pass
-
-    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None:
-        pass
-
-    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None:
-        pass
-
-    def request_update(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-class NetworkClient:
+class NetworkClient(ConnectionFailures):
     """The real :class:`~pykafka_client.network.kafka_client.KafkaClient`."""
 
     def __init__(
@@ -307,11 +145,11 @@ class NetworkClient:
         self.api_versions = api_versions if api_versions is not None else ApiVersions()
         self.metadata_recovery_strategy = MetadataRecoveryStrategy(metadata_recovery_strategy)
         self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
-        self._correlation = 0
-        self._correlation_lock = threading.Lock()
+        self._correlation_ids = CorrelationIds()
         self._aborted_sends: list[ClientResponse] = []
-        # node id -> the ApiVersions version to send once the channel is ready.
-        self._nodes_needing_api_versions_fetch: dict[str, int] = {}
+        self._handshake = ApiVersionsHandshake()
+        # node id -> "host:port" of the address last connected to, for log messages.
+        self._node_addresses: dict[str, str] = {}
         self._state = _State.ACTIVE
         self.metadata = metadata
         if metadata_updater is None:
@@ -374,12 +212,18 @@ class NetworkClient:
         try:
             self.connection_states.connecting(node_id, now_ms, node.host)
             address = self.connection_states.current_address(node_id)
+            self._node_addresses[node_id] = f"{address}:{node.port}"
             log.debug("initiating connection to node %s using address %s", node, address)
             self.selector.connect(
                 node_id, (address, node.port), self.socket_send_buffer_bytes, self.socket_receive_buffer_bytes
             )
         except OSError as e:
-            log.warning("error connecting to node %s: %s", node, e)
+            self._node_addresses.setdefault(node_id, f"{node.host}:{node.port}")
+            log.warning(
+                "cannot connect to %s: %s; retrying after the reconnect backoff",
+                self._node_label(node_id),
+                describe_connect_error(e),
+            )
             self.connection_states.disconnected(node_id, now_ms)
             self.metadata_updater.handle_server_disconnect(now_ms, node_id, None)
 
@@ -388,7 +232,7 @@ class NetworkClient:
         next poll. A node already disconnected keeps its backoff window."""
         if self.connection_states.node_state(node_id) is None or self.connection_states.is_disconnected(node_id):
             return
-        log.info("client requested disconnect from node %s", node_id)
+        log.info("disconnecting from %s as the client asked", self._node_label(node_id))
         self.selector.close_channel(node_id)
         now = self.time.hi_res_clock_ms()
         self._cancel_in_flight_requests(node_id, now, self._aborted_sends, timed_out=False)
@@ -433,21 +277,11 @@ class NetworkClient:
         """Interrupt a poll blocked in another thread."""
         self.selector.wakeup()
 
-    def _forget_versions(self, node_id: str) -> None:
-        self.api_versions.remove(node_id)
-        self._nodes_needing_api_versions_fetch.pop(node_id, None)
-
     # --- requests ------------------------------------------------------------------------------
 
     def next_correlation_id(self) -> int:
         """Thread-safe (ConsumerNetworkClient.send draws ids without holding its lock)."""
-        with self._correlation_lock:
-            if _is_sasl_reserved(self._correlation):
-                # Skip the SASL range and wrap around like a Java int (negative ids are fine).
-                self._correlation = _INT32_MIN
-            cid = self._correlation
-            self._correlation += 1
-            return cid
+        return self._correlation_ids.next()
 
     def new_client_request(
         self,
@@ -479,50 +313,35 @@ class NetworkClient:
         self._do_send(request, False, now_ms)
 
     def send_internal_request(
-        self, body: RequestBody, node_id: str, now_ms: int, latest_allowed_version: int | None = None
+        self,
+        body: RequestBody,
+        node_id: str,
+        now_ms: int,
+        latest_allowed_version: int | None = None,
+        *,
+        oldest_allowed_version: int | None = None,
     ) -> None:
-        request = self.new_client_request(node_id, body, now_ms, True, latest_allowed_version=latest_allowed_version)
+        request = self.new_client_request(
+            node_id,
+            body,
+            now_ms,
+            True,
+            oldest_allowed_version=oldest_allowed_version,
+            latest_allowed_version=latest_allowed_version,
+        )
         self._do_send(request, True, now_ms)
-
-    @staticmethod
-    def _allowed_range(request: ClientRequest) -> tuple[int, int]:
-        key = request.api_key
-        lo, hi = CLIENT_SUPPORTED_VERSIONS.get(ApiKey(key), request.body.VALID_VERSIONS)
-        lo = max(lo, request.body.VALID_VERSIONS[0])
-        hi = min(hi, request.body.VALID_VERSIONS[1])
-        if request.oldest_allowed_version is not None:
-            lo = max(lo, request.oldest_allowed_version)
-        if request.latest_allowed_version is not None:
-            hi = min(hi, request.latest_allowed_version)
-        return lo, hi
 
     def _do_send(self, request: ClientRequest, is_internal: bool, now_ms: int) -> None:
         self._ensure_active()
         node_id = request.destination
         if not is_internal and not self.can_send_request(node_id, now_ms):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
-        lo, hi = self._allowed_range(request)
+        version: int | None = None
         try:
-            if lo > hi:
-                raise UnsupportedVersionError(f"no version of API key {request.api_key} in range {lo}-{hi}")
-            info = self.api_versions.get(node_id)
-            version = hi if info is None else info.latest_usable_version(request.api_key, lo, hi)
-            # Encoding raises UnsupportedVersionError if a set field does not exist at this version.
-            pieces = headers.encode_request(
-                request.body,  # type: ignore[arg-type]
-                version,
-                request.correlation_id,
-                request.client_id,
-            )
-        except UnsupportedVersionError as e:
-            log.debug("version mismatch sending %s to node %s: %s", request.api_key, node_id, e)
-            response = ClientResponse(
-                request.make_header(hi), request.callback, node_id, now_ms, now_ms, version_mismatch=e
-            )
-            if not is_internal:
-                self._aborted_sends.append(response)
-            elif request.api_key == ApiKey.METADATA:
-                self.metadata_updater.handle_failed_request(now_ms, e)
+            version = choose_version(request, self.api_versions.get(node_id))
+            pieces = encode_request_frame(request.body, version, request.correlation_id, request.client_id)
+        except Exception as e:  # any build/encode failure fails the request, see _fail_unencodable
+            self._fail_unencodable(request, is_internal, version, e, now_ms)
             return
         size = sum(len(p) for p in pieces)
         send = NetworkSend(node_id, pieces, size)
@@ -547,6 +366,31 @@ class NetworkClient:
             self.in_flight_requests.complete_last_sent(node_id)
             raise
 
+    def _fail_unencodable(
+        self, request: ClientRequest, is_internal: bool, version: int | None, error: Exception, now_ms: int
+    ) -> None:
+        """The request cannot be built at the version negotiated with its node (no common version, or
+        the body sets a field that version lacks). It never hits the wire: its callback completes with
+        the error on the next poll (``version_mismatch``) and the failure is logged at WARNING."""
+        node_id = request.destination
+        lo, hi = allowed_version_range(request)
+        at = f"v{version}" if version is not None else f"any version in {lo}-{hi}"
+        log.warning(
+            "cannot send %s %s to %s, the request fails: %s",
+            api_name(request.api_key),
+            at,
+            self._node_label(node_id),
+            describe_error(error),
+        )
+        header_version = hi if version is None else version
+        response = ClientResponse(
+            request.make_header(header_version), request.callback, node_id, now_ms, now_ms, version_mismatch=error
+        )
+        if not is_internal:
+            self._aborted_sends.append(response)
+        elif request.api_key == ApiKey.METADATA:
+            self.metadata_updater.handle_failed_request(now_ms, error)
+
     def in_flight_request_count(self, node_id: str | None = None) -> int:
         return self.in_flight_requests.count(node_id)
 
@@ -567,7 +411,7 @@ class NetworkClient:
         try:
             self.selector.poll(max(0, min(timeout_ms, metadata_timeout, self.default_request_timeout_ms)))
         except OSError as e:
-            log.error("unexpected error during I/O: %s", e)
+            log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
         updated_now = self.time.hi_res_clock_ms()
         responses: list[ClientResponse] = []
         self._handle_completed_sends(responses, updated_now)
@@ -580,24 +424,6 @@ class NetworkClient:
         self._handle_rebootstrap(responses, updated_now)
         self._complete_responses(responses)
         return responses
-
-    def _handle_rebootstrap(self, responses: list[ClientResponse], now_ms: int) -> None:
-        """Metadata updates failing for longer than metadata.recovery.rebootstrap.trigger.ms: drop every
-        connection to the known brokers and start again from bootstrap.servers."""
-        updater = self.metadata_updater
-        if self.metadata_recovery_strategy is not MetadataRecoveryStrategy.REBOOTSTRAP or not isinstance(
-            updater, DefaultMetadataUpdater
-        ):
-            return
-        if not updater.needs_rebootstrap(now_ms, self.rebootstrap_trigger_ms):
-            return
-        log.info("no metadata for %d ms: rebootstrapping", self.rebootstrap_trigger_ms)
-        for node in updater.fetch_nodes():
-            node_id = node.id_string
-            if self.connection_states.is_preparing_connection(node_id) or self.connection_states.is_connected(node_id):
-                self.selector.close_channel(node_id)
-                self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
-        updater.rebootstrap()
 
     @staticmethod
     def _complete_responses(responses: list[ClientResponse]) -> None:
@@ -622,18 +448,11 @@ class NetworkClient:
         if throttle_ms > 0 and should_client_throttle(api_key, version):
             self.in_flight_requests.increment_throttle_time(node_id, throttle_ms)
             self.connection_states.throttle(node_id, now_ms + throttle_ms)
-            log.warning("connection to node %s is throttled for %d ms", node_id, throttle_ms)
-
-    @staticmethod
-    def _parse_response(buf: memoryview, req: InFlightRequest) -> object:
-        header = req.header
-        try:
-            return headers.decode_response(buf, header.api_key, header.api_version, header.correlation_id)
-        except MessageDecodeError:
-            # A broker that does not support our ApiVersions version answers in v0 (KIP-511).
-            if header.api_key == ApiKey.API_VERSIONS and header.api_version != 0:
-                return headers.decode_response(buf, header.api_key, 0, header.correlation_id)
-            raise
+            log.warning(
+                "%s throttles this client for %d ms (a quota was exceeded); requests to it wait",
+                self._node_label(node_id),
+                throttle_ms,
+            )
 
     def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
         failed: set[str] = set()
@@ -649,9 +468,17 @@ class NetworkClient:
                 continue
             req = self.in_flight_requests.oldest(source)
             try:
-                body = self._parse_response(receive.payload, req)
+                header = req.header
+                body = decode_response(receive.payload, header.api_key, header.api_version, header.correlation_id)
             except ProtocolError as e:
-                log.warning("closing connection to node %s: bad response to %s: %s", source, req.header, e)
+                log.warning(
+                    "closing the connection to %s: cannot parse the response to %s v%d (correlation id %d): %s",
+                    self._node_label(source),
+                    api_name(req.header.api_key),
+                    req.header.api_version,
+                    req.header.correlation_id,
+                    describe_error(e),
+                )
                 self._close_on_protocol_error(responses, source, now_ms, e)
                 failed.add(source)
                 continue
@@ -664,168 +491,53 @@ class NetworkClient:
             else:
                 responses.append(req.completed(body, now_ms))
 
-    def _close_on_protocol_error(
-        self, responses: list[ClientResponse], node_id: str, now_ms: int, error: BaseException
-    ) -> None:
-        self.selector.close_channel(node_id)
-        self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE, error))
-        self.metadata_updater.request_update()
-
     def _handle_api_versions_response(
         self, responses: list[ClientResponse], req: InFlightRequest, now_ms: int, body: ApiVersionsResponse
     ) -> None:
         node_id = req.destination
-        if body.error_code != 0:
-            if req.header.api_version == 0 or body.error_code != _UNSUPPORTED_VERSION:
-                log.warning(
-                    "error %d from node %s in response to ApiVersions: disconnecting", body.error_code, node_id
-                )
-                self.selector.close_channel(node_id)
-                self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
-            else:
-                # KIP-511: the broker lists the ApiVersions versions it supports; fall back to v0 if not.
-                max_version = 0
-                for item in body.api_keys:
-                    if item.api_key == ApiKey.API_VERSIONS:
-                        max_version = int(item.max_version)
-                client_max = CLIENT_SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
-                self._nodes_needing_api_versions_fetch[node_id] = min(max_version, client_max)
-            return
-        versions = NodeApiVersions.from_api_versions(body.api_keys, body)
-        self.api_versions.update(node_id, versions)
-        self.connection_states.ready(node_id)
-        log.debug("node %s is ready; API versions: %s", node_id, versions)
-
-    def _handle_disconnections(self, responses: list[ClientResponse], now_ms: int) -> None:
-        disconnected = self.selector.disconnected()
-        for node_id, info in disconnected.items():
-            if self.connection_states.node_state(node_id) is None:
-                continue
-            log.info("node %s disconnected (%s)", node_id, info.state.name)
-            self._process_disconnection(responses, node_id, now_ms, info)
-        if disconnected:
-            # A broker may be gone: refresh metadata.
-            self.metadata_updater.request_update()
+        result = self._handshake.on_response(node_id, req.header.api_version, body)
+        if result.outcome is Outcome.DISCONNECT:
+            self.selector.close_channel(node_id)
+            self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
+        elif result.outcome is Outcome.READY:
+            assert result.versions is not None
+            self.api_versions.update(node_id, result.versions)
+            self.connection_states.ready(node_id)
+            log.debug("node %s is ready; API versions: %s", node_id, result.versions)
 
     def _handle_connections(self) -> None:
         for node_id in self.selector.connected():
             if self.connection_states.node_state(node_id) is None:
                 continue
             if self.discover_broker_versions:
-                self._nodes_needing_api_versions_fetch[node_id] = CLIENT_SUPPORTED_VERSIONS[ApiKey.API_VERSIONS][1]
+                self._handshake.connected(node_id)
                 log.debug("connected to node %s; fetching API versions", node_id)
             else:
                 self.connection_states.ready(node_id)
 
     def _handle_initiate_api_version_requests(self, now_ms: int) -> None:
-        for node_id, version in list(self._nodes_needing_api_versions_fetch.items()):
-            if not self.selector.is_channel_ready(node_id) or not self.in_flight_requests.can_send_more(node_id):
-                continue
-            del self._nodes_needing_api_versions_fetch[node_id]
+        def can_send(node_id: str) -> bool:
+            return self.selector.is_channel_ready(node_id) and self.in_flight_requests.can_send_more(node_id)
+
+        for node_id, version in self._handshake.due(can_send):
             # Only now does the node leave CONNECTING, so a channel that never becomes ready is still
             # covered by the connection-setup timeout.
             self.connection_states.checking_api_versions(node_id)
-            body = ApiVersionsRequest(client_software_name="pykafka-client", client_software_version=__version__)
-            self.send_internal_request(body, node_id, now_ms, latest_allowed_version=version)
-
-    def _handle_timed_out_connections(self, responses: list[ClientResponse], now_ms: int) -> None:
-        for node_id in self.connection_states.nodes_with_connection_setup_timeout(now_ms):
-            log.info(
-                "disconnecting from node %s: socket connection setup timeout (%d ms)",
-                node_id,
-                self.connection_states.connection_setup_timeout_ms(node_id),
-            )
-            self.selector.close_channel(node_id)
-            self._process_disconnection(
-                responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE), timed_out=True
-            )
-
-    def _handle_timed_out_requests(self, responses: list[ClientResponse], now_ms: int) -> None:
-        node_ids = self.in_flight_requests.nodes_with_timed_out_requests(now_ms)
-        for node_id in node_ids:
-            log.info("disconnecting from node %s due to request timeout", node_id)
-            self.selector.close_channel(node_id)
-            self._process_disconnection(
-                responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE), timed_out=True
-            )
-        if node_ids:
-            self.metadata_updater.request_update()
-
-    def _process_disconnection(
-        self,
-        responses: list[ClientResponse],
-        node_id: str,
-        now_ms: int,
-        info: DisconnectInfo,
-        timed_out: bool = False,
-    ) -> None:
-        self.connection_states.disconnected(node_id, now_ms)
-        self._forget_versions(node_id)
-        auth_exception: BaseException | None = None
-        if info.state is ChannelState.AUTHENTICATION_FAILED:
-            auth_exception = info.exception or AuthenticationError(f"authentication with node {node_id} failed")
-            self.connection_states.authentication_failed(node_id, now_ms, auth_exception)
-            log.error("connection to node %s failed authentication: %s", node_id, auth_exception)
-        elif info.state is ChannelState.NOT_CONNECTED:
-            log.warning("connection to node %s could not be established; it may not be available", node_id)
-        self._cancel_in_flight_requests(node_id, now_ms, responses, timed_out, auth_exception, info.exception)
-        self.metadata_updater.handle_server_disconnect(now_ms, node_id, auth_exception)
-
-    def _cancel_in_flight_requests(
-        self,
-        node_id: str,
-        now_ms: int,
-        responses: list[ClientResponse] | None,
-        timed_out: bool,
-        auth_exception: BaseException | None = None,
-        cause: BaseException | None = None,
-    ) -> None:
-        for request in self.in_flight_requests.clear_all(node_id):
-            if not request.is_internal_request:
-                if responses is not None:
-                    if timed_out:
-                        responses.append(request.timed_out(now_ms))
-                    else:
-                        responses.append(request.disconnected(now_ms, auth_exception, cause))
-            elif request.header.api_key == ApiKey.METADATA:
-                self.metadata_updater.handle_failed_request(now_ms, None)
+            self.send_internal_request(self._handshake.request(), node_id, now_ms, latest_allowed_version=version)
 
     # --- node selection ------------------------------------------------------------------------
 
     def least_loaded_node(self, now_ms: int) -> LeastLoadedNode:
-        """The best node to send to: ready with fewest in flight > connecting > connectable (oldest
-        attempt first) > none. Nodes in backoff and throttled connections are never chosen as ready."""
+        """See :func:`~pykafka_client.network.node_selection.least_loaded_node`."""
         nodes = self.metadata_updater.fetch_nodes()
         if not nodes:
             raise IllegalStateError("there are no nodes in the Kafka cluster")
-        in_flight = 2**31
-        found_connecting: Node | None = None
-        found_can_connect: Node | None = None
-        found_ready: Node | None = None
-        at_least_one_ready = False
-        offset = self._rng.randrange(len(nodes))
-        for i in range(len(nodes)):
-            node = nodes[(offset + i) % len(nodes)]
-            node_id = node.id_string
-            if (
-                not at_least_one_ready
-                and self.connection_states.is_ready(node_id, now_ms)
-                and self.selector.is_channel_ready(node_id)
-            ):
-                at_least_one_ready = True
-            if self.can_send_request(node_id, now_ms):
-                count = self.in_flight_requests.count(node_id)
-                if count == 0:
-                    return LeastLoadedNode(node, True)
-                if count < in_flight:
-                    in_flight = count
-                    found_ready = node
-            elif self.connection_states.is_preparing_connection(node_id):
-                found_connecting = node
-            elif self.connection_states.can_connect(node_id, now_ms):
-                if found_can_connect is None or self.connection_states.last_connect_attempt_ms(
-                    found_can_connect.id_string
-                ) > self.connection_states.last_connect_attempt_ms(node_id):
-                    found_can_connect = node
-        best = found_ready or found_connecting or found_can_connect
-        return LeastLoadedNode(best, at_least_one_ready)
+        return least_loaded_node(
+            nodes,
+            self._rng.randrange(len(nodes)),
+            now_ms,
+            self.connection_states,
+            self.in_flight_requests,
+            self.selector.is_channel_ready,
+            self.can_send_request,
+        )

@@ -67,13 +67,14 @@ class NodeApiVersions:
         lo = oldest_allowed if oldest_allowed is not None else (client[0] if client else 0)
         hi = latest_allowed if latest_allowed is not None else (client[1] if client else 0)
         broker = self._versions.get(key)
+        name = ApiKey(key).name if key in ApiKey._value2member_map_ else f"API key {key}"
         if broker is None:
-            raise UnsupportedVersionError(f"the node does not support API key {key}")
+            raise UnsupportedVersionError(f"the node does not support {name} at all; a newer broker is needed")
         usable_min, usable_max = max(lo, broker[0]), min(hi, broker[1])
         if usable_min > usable_max:
             raise UnsupportedVersionError(
-                f"the node supports API key {key} at versions {broker[0]}-{broker[1]}, "
-                f"but the request needs a version in {lo}-{hi}"
+                f"the node supports {name} at versions {broker[0]}-{broker[1]}, but this request needs a"
+                f" version in {lo}-{hi}; upgrade the broker or do not use the feature that needs it"
             )
         return usable_max
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
-from pykafka_client.errors import AuthenticationError, DisconnectError, UnsupportedVersionError
+from pykafka_client.errors import AuthenticationError, DisconnectError, IllegalArgumentError, UnsupportedVersionError
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.protocol.api_keys import ApiKey
-from pykafka_client.protocol.messages import HeartbeatRequest, HeartbeatResponse
+from pykafka_client.protocol.messages import CreateTopicsRequest, HeartbeatRequest, HeartbeatResponse, LeaveGroupRequest
 from tests.doubles.mock_selector import MockSelector
 from tests.doubles.responses import api_versions_response
 from tests.unit.network.harness import Harness
@@ -66,3 +68,44 @@ def test_version_mismatch_fails_future_without_wire_bytes() -> None:
     cnc.poll_future(f, h.time.timer(5000))
     assert isinstance(f.exception(), UnsupportedVersionError)
     assert [r.api_key for r in h.selector.sent_requests] == [ApiKey.API_VERSIONS]
+
+
+# --- an encode failure on the send path fails the future and is logged at WARNING (issue 9 item 1) ----
+
+
+def _unencodable_at_any_version() -> LeaveGroupRequest:
+    # member_id exists only in v0-v2 and members only from v3: no version can carry both.
+    return LeaveGroupRequest(group_id="g", member_id="m", members=[LeaveGroupRequest.MemberIdentity(member_id="m")])
+
+
+def test_body_that_cannot_encode_at_the_negotiated_version_fails_future_and_warns(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h, cnc = env(api_versions_response({ApiKey.LEAVE_GROUP: (0, 4)}))
+    caplog.set_level(logging.DEBUG, logger="pykafka_client")
+    f = cnc.send(h.node, _unencodable_at_any_version())
+    assert cnc.poll_future(f, h.time.timer(5000))
+    assert isinstance(f.exception(), UnsupportedVersionError)
+    assert "MemberId" in str(f.exception())
+    assert [r.api_key for r in h.selector.sent_requests] == [ApiKey.API_VERSIONS]
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+    message = warnings[0].getMessage()
+    assert "LEAVE_GROUP v4" in message
+    assert f"node {h.node.id_string} (127.0.0.1:{h.node.port})" in message
+    assert "UNSUPPORTED_VERSION" in message and message.count("UNSUPPORTED_VERSION") == 1
+
+
+def test_any_exception_while_encoding_fails_future_and_warns(caplog: pytest.LogCaptureFixture) -> None:
+    h, cnc = env()
+    caplog.set_level(logging.WARNING, logger="pykafka_client")
+    bad = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(name="t", num_partitions="three")])  # type: ignore[arg-type]
+    f = cnc.send(h.node, bad)
+    assert cnc.poll_future(f, h.time.timer(5000))
+    assert isinstance(f.exception(), IllegalArgumentError)
+    assert [r.api_key for r in h.selector.sent_requests] == [ApiKey.API_VERSIONS]
+    (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "CREATE_TOPICS v" in warning.getMessage() and "cannot encode CreateTopicsRequest" in warning.getMessage()
+    # The client is still usable afterwards.
+    ok = cnc.send(h.node, HeartbeatRequest(group_id="g"))
+    assert cnc.poll_future(ok, h.time.timer(5000)) and ok.succeeded()

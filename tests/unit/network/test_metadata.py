@@ -6,10 +6,20 @@ import random
 
 import pytest
 
-from pykafka_client.errors import InvalidTopicError, TopicAuthorizationFailedError
+from pykafka_client.errors import (
+    IllegalArgumentError,
+    InvalidTopicError,
+    TopicAuthorizationFailedError,
+    UnsupportedVersionError,
+)
 from pykafka_client.errors_base import KafkaError
-from pykafka_client.network.metadata import Metadata
-from tests.doubles.responses import metadata_response, nodes
+from pykafka_client.network.metadata import Metadata, oldest_metadata_version
+from pykafka_client.network.network_client import NetworkClient
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import MetadataRequest
+from tests.doubles.mock_selector import MockSelector
+from tests.doubles.responses import api_versions_response, metadata_response, nodes
+from tests.unit.network.harness import Harness
 
 NODES = nodes(3)
 
@@ -127,3 +137,49 @@ def test_partial_update_keeps_other_topics() -> None:
     m.update(0, metadata_response(NODES, {"a": 1, "b": 1}), False, 1000)
     m.update(0, metadata_response(NODES, {"b": 2}), True, 2000)
     assert m.fetch().topics() == {"a", "b"} and m.fetch().partition_count_for_topic("b") == 2
+
+
+# --- the versions a metadata request may be sent at (an explicit decision, as Java's builder makes) ----
+
+
+@pytest.mark.parametrize(
+    ("topics", "auto_create", "oldest"),
+    [
+        pytest.param(["t"], True, 0, id="named-topics-auto-create"),
+        pytest.param(None, True, 1, id="all-topics-needs-null-list-v1"),
+        pytest.param(["t"], False, 4, id="no-auto-create-needs-v4"),
+        pytest.param(None, False, 4, id="all-topics-no-auto-create"),
+    ],
+)
+def test_oldest_metadata_version(topics: list[str] | None, auto_create: bool, oldest: int) -> None:
+    body = MetadataRequest(
+        topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+        allow_auto_topic_creation=auto_create,
+    )
+    assert oldest_metadata_version(body) == oldest
+    for version in range(oldest, MetadataRequest.VALID_VERSIONS[1] + 1):
+        body.encode(version)
+    if oldest > 0:
+        with pytest.raises((UnsupportedVersionError, IllegalArgumentError)):
+            body.encode(oldest - 1)
+
+
+def test_metadata_needing_v4_against_a_v3_broker_fails_with_a_clear_fatal_error() -> None:
+    """Not an encode error on every poll: the update fails once with UnsupportedVersionError naming the
+    versions, which the client raises from poll."""
+    h = Harness()
+    no_auto_create = Metadata(100, 1000, 300_000, allow_auto_topic_creation=False)
+    no_auto_create.bootstrap([("localhost", 9092)])
+    client = NetworkClient(h.selector, no_auto_create, time=h.time, host_resolver=lambda host: ["127.0.0.1"])
+    versions = api_versions_response({ApiKey.METADATA: (0, 3)})
+
+    def answer(sel: MockSelector) -> None:
+        for r in sel.unanswered(api_key=ApiKey.API_VERSIONS):
+            sel.respond(r.destination, versions)
+
+    h.selector.on_poll = answer
+    for _ in range(5):
+        client.poll(100, h.time.hi_res_clock_ms())
+    with pytest.raises(UnsupportedVersionError, match="METADATA at versions 0-3, but this request needs a version in 4-"):
+        no_auto_create.maybe_throw_any_exception()
+    assert ApiKey.METADATA not in {r.api_key for r in h.selector.sent_requests}

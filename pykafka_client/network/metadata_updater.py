@@ -1,0 +1,217 @@
+"""How NetworkClient keeps cluster metadata fresh (Java ``NetworkClient.MetadataUpdater`` and its
+``DefaultMetadataUpdater``, plus ``ManualMetadataUpdater``).
+
+The DefaultMetadataUpdater piggy-backs on the NetworkClient's poll: when an update is due it sends a
+MetadataRequest (built by :class:`Metadata`) to the least-loaded node as an internal request, and feeds
+the response back into the Metadata. Topic errors in responses are logged at WARNING, each distinct set
+at most once per ``metadata_warning_interval_ms`` (a producer waiting for a topic to be created would
+otherwise log the same line at every retry).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from pykafka_client.errors import AuthenticationError, for_code
+from pykafka_client.network.client_request import RequestHeaderInfo
+from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS
+from pykafka_client.network.log_rate_limiter import LogRateLimiter
+from pykafka_client.network.metadata import Metadata, oldest_metadata_version
+from pykafka_client.protocol.messages import MetadataResponse
+from pykafka_client.structs import Node
+
+if TYPE_CHECKING:
+    from pykafka_client.network.network_client import NetworkClient
+
+log = logging.getLogger(__name__)
+
+#: The same metadata warning (same topics, same errors) is logged at most once per this interval.
+DEFAULT_METADATA_WARNING_INTERVAL_MS = 60_000
+
+
+class MetadataRecoveryStrategy(enum.Enum):
+    NONE = "none"
+    REBOOTSTRAP = "rebootstrap"
+
+
+class MetadataUpdater(Protocol):
+    """How NetworkClient keeps metadata fresh (Java ``MetadataUpdater``)."""
+
+    def fetch_nodes(self) -> list[Node]: ...
+
+    def is_update_due(self, now_ms: int) -> bool: ...
+
+    def maybe_update(self, now_ms: int) -> int:
+        """Start an update if due; return ms until the next call is needed."""
+        ...
+
+    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None: ...
+
+    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None: ...
+
+    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None: ...
+
+    def request_update(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class _InProgress:
+    request_version: int
+    is_partial: bool
+
+
+class DefaultMetadataUpdater:
+    """Refreshes a :class:`Metadata` through the NetworkClient it belongs to (piggy-backing on its poll)."""
+
+    def __init__(
+        self,
+        metadata: Metadata,
+        client: NetworkClient,
+        request_timeout_ms: int,
+        reconnect_backoff_ms: int,
+        recovery_strategy: MetadataRecoveryStrategy,
+        metadata_warning_interval_ms: int = DEFAULT_METADATA_WARNING_INTERVAL_MS,
+    ) -> None:
+        self.metadata = metadata
+        self._client = client
+        self._request_timeout_ms = request_timeout_ms
+        self._reconnect_backoff_ms = reconnect_backoff_ms
+        self._recovery_strategy = recovery_strategy
+        self._in_progress: _InProgress | None = None
+        self._warnings = LogRateLimiter(metadata_warning_interval_ms)
+
+    def fetch_nodes(self) -> list[Node]:
+        return list(self.metadata.fetch().nodes)
+
+    def has_fetch_in_progress(self) -> bool:
+        return self._in_progress is not None
+
+    def is_update_due(self, now_ms: int) -> bool:
+        return not self.has_fetch_in_progress() and self.metadata.time_to_next_update(now_ms) == 0
+
+    def maybe_update(self, now_ms: int) -> int:
+        time_to_next = self.metadata.time_to_next_update(now_ms)
+        wait_for_fetch = self._request_timeout_ms if self.has_fetch_in_progress() else 0
+        timeout = max(time_to_next, wait_for_fetch)
+        if timeout > 0:
+            return timeout
+        self.metadata.attempt_started(now_ms)
+        least = self._client.least_loaded_node(now_ms)
+        if self._recovery_strategy is MetadataRecoveryStrategy.REBOOTSTRAP and not (
+            least.has_node_available_or_connection_ready()
+        ):
+            log.info("no broker of the cluster can be reached: rebootstrapping from bootstrap.servers")
+            self.metadata.rebootstrap()
+            least = self._client.least_loaded_node(now_ms)
+        if least.node is None:
+            log.debug("give up sending a metadata request since no node is available")
+            return self._reconnect_backoff_ms
+        return self._maybe_update(now_ms, least.node)
+
+    def _maybe_update(self, now_ms: int, node: Node) -> int:
+        node_id = node.id_string
+        client = self._client
+        if client.can_send_request(node_id, now_ms):
+            body, is_partial = self.metadata.new_metadata_request()
+            self._in_progress = _InProgress(self.metadata.update_version(), is_partial)
+            client.send_internal_request(body, node_id, now_ms, oldest_allowed_version=oldest_metadata_version(body))
+            return self._request_timeout_ms
+        if client.is_any_node_connecting():
+            # Wait for the connection in progress rather than opening another one.
+            return self._reconnect_backoff_ms
+        if client.connection_states.can_connect(node_id, now_ms):
+            client.initiate_connect(node, now_ms)
+            return self._reconnect_backoff_ms
+        # Connected but cannot send more, or connecting: wait for a network event.
+        return MAX_DELAY_MS
+
+    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None:
+        if isinstance(auth_exception, AuthenticationError):
+            self.metadata.fatal_error(auth_exception)
+        # A disconnect while an update is due counts as a failed update, so that we back off.
+        if self.is_update_due(now_ms):
+            self.handle_failed_request(now_ms, None)
+
+    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None:
+        if fatal_exception is not None:
+            self.metadata.fatal_error(fatal_exception)
+        self.metadata.failed_update(now_ms)
+        self._in_progress = None
+
+    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None:
+        in_progress = self._in_progress
+        self._in_progress = None
+        if not response.brokers:
+            # A broker still starting up may answer with no brokers: retry later.
+            log.debug("ignoring empty metadata response with correlation id %d", header.correlation_id)
+            self.metadata.failed_update(now_ms)
+            return
+        self._warn_topic_errors(response, now_ms)
+        request_version = in_progress.request_version if in_progress else self.metadata.update_version()
+        is_partial = in_progress.is_partial if in_progress else False
+        self.metadata.update(request_version, response, is_partial, now_ms, response_version=header.api_version)
+
+    def _warn_topic_errors(self, response: MetadataResponse, now_ms: int) -> None:
+        errors = tuple(sorted((str(t.name), for_code(t.error_code).__name__) for t in response.topics if t.error_code))
+        if not errors or not self._warnings.should_log(errors, now_ms):
+            return
+        suppressed = self._warnings.take_suppressed()
+        repeats = f" (repeated {suppressed} times since last logged)" if suppressed else ""
+        log.warning(
+            "metadata response has errors for topics %s%s; the client keeps refreshing metadata and retries",
+            ", ".join(f"{name}: {error}" for name, error in errors),
+            repeats,
+        )
+
+    def request_update(self) -> None:
+        self.metadata.request_update()
+
+    def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
+        return self.metadata.needs_rebootstrap(now_ms, rebootstrap_trigger_ms)
+
+    def rebootstrap(self) -> None:
+        self._in_progress = None
+        self.metadata.rebootstrap()
+
+    def close(self) -> None:
+        self.metadata.close()
+
+
+class ManualMetadataUpdater:
+    """A fixed node list that is never refreshed (Java ``ManualMetadataUpdater``): for clients that
+    manage their own metadata and for tests."""
+
+    def __init__(self, nodes: list[Node] | None = None) -> None:
+        self.nodes: list[Node] = list(nodes or [])
+
+    def set_nodes(self, nodes: list[Node]) -> None:
+        self.nodes = list(nodes)
+
+    def fetch_nodes(self) -> list[Node]:
+        return list(self.nodes)
+
+    def is_update_due(self, now_ms: int) -> bool:
+        return False
+
+    def maybe_update(self, now_ms: int) -> int:
+        return MAX_DELAY_MS
+
+    def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None:
+        pass
+
+    def handle_failed_request(self, now_ms: int, fatal_exception: BaseException | None) -> None:
+        pass
+
+    def handle_successful_response(self, header: RequestHeaderInfo, now_ms: int, response: MetadataResponse) -> None:
+        pass
+
+    def request_update(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,55 @@
+"""Choosing the version of a request and encoding its frame (the request-building half of NetworkClient).
+
+A request is sent at the highest version both sides support within its allowed range: the API's
+client-supported range (``CLIENT_SUPPORTED_VERSIONS``) intersected with the body's ``VALID_VERSIONS`` and
+narrowed by the request's ``oldest_allowed_version`` / ``latest_allowed_version``. Encoding can still
+fail at that version (a field set that the version lacks): the caller must fail the request with the
+error and log it at WARNING, never drop it (see ``NetworkClient._do_send``).
+"""
+
+from __future__ import annotations
+
+from pykafka_client.errors import UnsupportedVersionError
+from pykafka_client.network.client_request import ClientRequest, RequestBody
+from pykafka_client.network.node_api_versions import NodeApiVersions
+from pykafka_client.protocol import headers
+from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
+from pykafka_client.protocol.types import Chunk
+
+
+def allowed_version_range(request: ClientRequest) -> tuple[int, int]:
+    """``(lo, hi)`` of the versions the client may send ``request`` at (empty when ``lo > hi``)."""
+    body = request.body
+    lo, hi = CLIENT_SUPPORTED_VERSIONS.get(ApiKey(request.api_key), body.VALID_VERSIONS)
+    lo = max(lo, body.VALID_VERSIONS[0])
+    hi = min(hi, body.VALID_VERSIONS[1])
+    if request.oldest_allowed_version is not None:
+        lo = max(lo, request.oldest_allowed_version)
+    if request.latest_allowed_version is not None:
+        hi = min(hi, request.latest_allowed_version)
+    return lo, hi
+
+
+def choose_version(request: ClientRequest, node_versions: NodeApiVersions | None) -> int:
+    """The version to send ``request`` at to a node advertising ``node_versions`` (None: not known,
+    the highest allowed). Raises UnsupportedVersionError when there is no common version."""
+    lo, hi = allowed_version_range(request)
+    if lo > hi:
+        raise UnsupportedVersionError(
+            f"no version of {api_name(request.api_key)} is allowed for this request (range {lo}-{hi} is empty)"
+        )
+    return hi if node_versions is None else node_versions.latest_usable_version(request.api_key, lo, hi)
+
+
+def encode_request_frame(body: RequestBody, version: int, correlation_id: int, client_id: str | None) -> list[Chunk]:
+    """The whole frame (size, header, body) of ``body`` at ``version``; raises UnsupportedVersionError
+    when the body sets a field that ``version`` lacks."""
+    return headers.encode_request(body, version, correlation_id, client_id)  # type: ignore[arg-type]
+
+
+def api_name(api_key: int) -> str:
+    """``ApiKey`` name of ``api_key`` for messages (``API key N`` when unknown)."""
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"API key {api_key}"

@@ -1,0 +1,498 @@
+"""Every request our clients build encodes at every version the client may negotiate for it.
+
+The requests are not written by hand: the producer, the consumer (group join/sync/heartbeat/commit/
+offset fetch/leave, list offsets, fetch, metadata), the admin client and NetworkClient itself (ApiVersions,
+Metadata) are driven through their real code paths against the test doubles, and every ``ClientRequest``
+they create is captured. Each captured body is then encoded:
+
+* at every version of its allowed range (the API's client-supported range narrowed by the request's
+  ``oldest_allowed_version`` / ``latest_allowed_version``, exactly as NetworkClient computes it) when its
+  builder does not know the version (producer, consumer, NetworkClient);
+* at the version it was built for when the builder is version-dependent (the admin client's
+  ``build(version)`` builders), with the admin driven once against a broker capped at each version.
+
+A field the client sets that does not exist at a version it may negotiate fails here. Where a builder
+cannot encode at some version on purpose, that must be an explicit decision in the builder (narrow the
+allowed range, or build per version), not a surprise on the send path.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pykafka_client import AdminClient, KafkaConsumer, TopicPartition
+from pykafka_client.admin import ConfigResource, ConfigResourceType, IsolationLevel, NewPartitions, NewTopic, OffsetSpec
+from pykafka_client.consumer.assignors import Assignment, Subscription
+from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
+from pykafka_client.consumer.consumer_protocol import serialize_assignment, serialize_subscription
+from pykafka_client.consumer.subscription_state import SubscriptionState
+from pykafka_client.network.client_request import ClientRequest
+from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
+from pykafka_client.network.metadata import Metadata
+from pykafka_client.network.network_client import NetworkClient
+from pykafka_client.network.request_encoding import allowed_version_range, encode_request_frame
+from pykafka_client.producer.producer_metadata import ProducerMetadata
+from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
+from pykafka_client.protocol.messages import (
+    CreatePartitionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    DescribeClusterResponse,
+    DescribeConfigsResponse,
+    FetchResponse,
+    FindCoordinatorResponse,
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListOffsetsResponse,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+from pykafka_client.structs import Node
+from pykafka_client.utils.time import MockTime
+from tests.doubles.mock_client import MockClient
+from tests.doubles.mock_selector import MockSelector, SentRequest
+from tests.doubles.responses import api_versions_response, metadata_response, nodes
+from tests.unit.consumer.helpers import batch
+from tests.unit.producer.sender_harness import Harness as SenderHarness
+from tests.unit.producer.sender_harness import init_pid_response, produce_response
+
+TOPIC = "t"
+TP0 = TopicPartition(TOPIC, 0)
+MEMBER = "member-1"
+
+
+@dataclass(frozen=True)
+class Captured:
+    """One request a client built: its body and the versions the client may send it at."""
+
+    scenario: str
+    body: Any
+    versions: tuple[int, ...]
+
+    @property
+    def api_name(self) -> str:
+        return ApiKey(int(self.body.API_KEY)).name
+
+
+@contextmanager
+def capture(scenario: str, out: list[Captured], *, version_dependent: bool = False) -> Iterator[None]:
+    """Record every ClientRequest created inside the block (by NetworkClient or MockClient)."""
+    original = ClientRequest.__init__
+
+    def recording_init(self: ClientRequest, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        lo, hi = allowed_version_range(self)
+        versions = (hi,) if version_dependent else tuple(range(lo, hi + 1))
+        out.append(Captured(scenario, self.body, versions))
+
+    ClientRequest.__init__ = recording_init  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        ClientRequest.__init__ = original  # type: ignore[method-assign]
+
+
+def encode_failures(captured: list[Captured]) -> list[str]:
+    failures = []
+    for c in captured:
+        for v in c.versions:
+            try:
+                encode_request_frame(c.body, v, 1, "encode-test")
+            except Exception as e:
+                failures.append(f"{c.scenario}: {c.api_name} v{v}: {type(e).__name__}: {e}")
+    return failures
+
+
+# --- NetworkClient: ApiVersions, and the Metadata requests of every Metadata flavour ------------------
+
+
+def _metadata_flavours() -> list[Metadata]:
+    plain = Metadata(100, 1000, 300_000)
+    no_auto_create = Metadata(100, 1000, 300_000, allow_auto_topic_creation=False)
+    producer = ProducerMetadata(100, 1000)
+    producer.add(TOPIC, 0)
+    subscriptions = SubscriptionState()
+    subscriptions.subscribe([TOPIC])
+    consumer = ConsumerMetadata(subscriptions, allow_auto_topic_creation=False)
+    pattern_subscriptions = SubscriptionState()
+    pattern_subscriptions.subscribe_pattern(re.compile("t.*"))
+    pattern = ConsumerMetadata(pattern_subscriptions)
+    return [plain, no_auto_create, producer, consumer, pattern]
+
+
+def drive_network_client() -> None:
+    for metadata in _metadata_flavours():
+        time = MockTime()
+        selector = MockSelector(time)
+        brokers = nodes(1)
+
+        def answer(sel: MockSelector, brokers: list[Node] = brokers) -> None:
+            for req in sel.unanswered():
+                if req.api_key == ApiKey.API_VERSIONS:
+                    sel.respond(req.destination, api_versions_response())
+                elif req.api_key == ApiKey.METADATA:
+                    sel.respond(req.destination, metadata_response(brokers, {TOPIC: 1}))
+
+        selector.on_poll = answer
+        metadata.bootstrap([("localhost", 9092)])
+        client = NetworkClient(selector, metadata, time=time)
+        for _ in range(10):
+            client.poll(100, time.hi_res_clock_ms())
+        assert metadata.update_version() > 0, "the scenario never completed a metadata update"
+
+
+# --- producer: Sender (Produce, InitProducerId) ------------------------------------------------------
+
+
+def drive_producer() -> None:
+    for acks in (-1, 0, 1):
+        h = SenderHarness(idempotent=acks == -1, with_producer_id=False, acks=acks)
+        if acks == -1:
+            h.client.prepare_response(init_pid_response())
+        h.append(TP0, b"v")
+        h.client.prepare_response(produce_response({TP0: (0, 0)}))
+        for _ in range(4):
+            h.run_once()
+
+
+# --- consumer: a group member on the real ConsumerNetworkClient over MockClient ------------------------
+
+
+class AutoClient(MockClient):
+    """A MockClient whose broker answers every request by its API key."""
+
+    def __init__(self, time: MockTime, metadata: Metadata, answer: Callable[[Any], Any]) -> None:
+        super().__init__(time, metadata)
+        self._answer_for = answer
+
+    def send(self, request: ClientRequest, now_ms: int) -> None:
+        body = self._answer_for(request.body)
+        if body is not None:
+            self.prepare_response(body)
+        super().send(request, now_ms)
+
+
+def consumer_answer(member_id: str) -> Callable[[Any], Any]:
+    subscription = serialize_subscription(Subscription([TOPIC]))
+
+    def answer(body: Any) -> Any:
+        key = ApiKey(int(body.API_KEY))
+        if key is ApiKey.FIND_COORDINATOR:
+            return FindCoordinatorResponse(
+                node_id=0,
+                host="localhost",
+                port=9092,
+                coordinators=[FindCoordinatorResponse.Coordinator(key="g", node_id=0, host="localhost", port=9092)],
+            )
+        if key is ApiKey.JOIN_GROUP:
+            return JoinGroupResponse(
+                generation_id=1,
+                protocol_type="consumer",
+                protocol_name="range",
+                leader=member_id,
+                member_id=member_id,
+                members=[JoinGroupResponse.JoinGroupResponseMember(member_id=member_id, metadata=subscription)],
+            )
+        if key is ApiKey.SYNC_GROUP:
+            return SyncGroupResponse(
+                protocol_type="consumer", protocol_name="range", assignment=serialize_assignment(Assignment([TP0]))
+            )
+        if key is ApiKey.HEARTBEAT:
+            return HeartbeatResponse()
+        if key is ApiKey.OFFSET_FETCH:
+            return OffsetFetchResponse(
+                groups=[OffsetFetchResponse.OffsetFetchResponseGroup(group_id="g")]
+            )
+        if key is ApiKey.LIST_OFFSETS:
+            return ListOffsetsResponse(
+                topics=[
+                    ListOffsetsResponse.ListOffsetsTopicResponse(
+                        name=TOPIC,
+                        partitions=[ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=0, offset=0)],
+                    )
+                ]
+            )
+        if key is ApiKey.FETCH:
+            return FetchResponse(
+                responses=[
+                    FetchResponse.FetchableTopicResponse(
+                        topic=TOPIC,
+                        topic_id=uuid.uuid5(uuid.NAMESPACE_DNS, TOPIC),
+                        partitions=[
+                            FetchResponse.PartitionData(partition_index=0, high_watermark=2, records=batch(0, [b"a", b"b"]))
+                        ],
+                    )
+                ]
+            )
+        if key is ApiKey.OFFSET_COMMIT:
+            return OffsetCommitResponse(
+                topics=[
+                    OffsetCommitResponse.OffsetCommitResponseTopic(
+                        name=TOPIC, partitions=[OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=0)]
+                    )
+                ]
+            )
+        if key is ApiKey.LEAVE_GROUP:
+            return LeaveGroupResponse(
+                members=[LeaveGroupResponse.MemberResponse(member_id=member_id)]
+            )
+        if key is ApiKey.METADATA:
+            return metadata_response(nodes(1), {TOPIC: 1})
+        return None
+
+    return answer
+
+
+def drive_consumer(extra_config: dict[str, Any]) -> None:
+    time = MockTime(auto_tick_ms=1)
+    metadata = Metadata(100, 100, 300_000)
+    metadata.bootstrap([("localhost", 9092)])
+    metadata.update(0, metadata_response(nodes(1), {TOPIC: 1}), False, time.hi_res_clock_ms())
+    client = AutoClient(time, metadata, consumer_answer(MEMBER))
+    cnc = ConsumerNetworkClient(client, metadata, time, 100, 1000)
+    config = {
+        "group.id": "g",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "heartbeat.interval.ms": 10,
+        **extra_config,
+    }
+    consumer: KafkaConsumer[Any, Any] = KafkaConsumer(config, time=time, client=cnc, metadata=metadata)
+    try:
+        consumer.subscribe([TOPIC])
+        records = []
+        for _ in range(20):
+            records.extend(consumer.poll(0.05))
+            if records:
+                break
+        assert records, "the consumer never fetched: the scenario did not reach Fetch"
+        consumer.commit_sync()
+        consumer.committed({TP0})
+        consumer.partitions_for(TOPIC)
+        consumer.list_topics()
+        time.sleep(50)  # a heartbeat is due
+        consumer.poll(0.05)
+        consumer.unsubscribe()
+    finally:
+        consumer.close(timeout=1)
+
+
+# --- admin: version-dependent builders, driven at every broker version cap ------------------------------
+
+
+def _admin_responders() -> dict[int, Callable[[SentRequest], Any]]:
+    brokers = nodes(2, host="127.0.0.1")
+    return {
+        ApiKey.METADATA: lambda r: metadata_response(brokers, {TOPIC: 2}),
+        ApiKey.DESCRIBE_CLUSTER: lambda r: DescribeClusterResponse(
+            cluster_id="c",
+            controller_id=0,
+            brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=b.id, host=b.host, port=b.port) for b in brokers],
+        ),
+        ApiKey.CREATE_TOPICS: lambda r: CreateTopicsResponse(
+            topics=[CreateTopicsResponse.CreatableTopicResult(name=t.name) for t in r.body.topics]
+        ),
+        ApiKey.DELETE_TOPICS: lambda r: DeleteTopicsResponse(
+            responses=[DeleteTopicsResponse.DeletableTopicResult(name=n) for n in (r.body.topic_names or [TOPIC])]
+        ),
+        ApiKey.CREATE_PARTITIONS: lambda r: CreatePartitionsResponse(
+            results=[CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name) for t in r.body.topics]
+        ),
+        ApiKey.DESCRIBE_CONFIGS: lambda r: DescribeConfigsResponse(
+            results=[
+                DescribeConfigsResponse.DescribeConfigsResult(resource_type=x.resource_type, resource_name=x.resource_name)
+                for x in r.body.resources
+            ]
+        ),
+        ApiKey.LIST_OFFSETS: lambda r: ListOffsetsResponse(
+            topics=[
+                ListOffsetsResponse.ListOffsetsTopicResponse(
+                    name=t.name,
+                    partitions=[ListOffsetsResponse.ListOffsetsPartitionResponse(partition_index=p.partition_index) for p in t.partitions],
+                )
+                for t in r.body.topics
+            ]
+        ),
+    }
+
+
+def _capped_api_versions(cap: int) -> Any:
+    overrides = {k: (lo, max(lo, min(hi, cap))) for k, (lo, hi) in CLIENT_SUPPORTED_VERSIONS.items()}
+    return api_versions_response(overrides)
+
+
+def drive_admin(cap: int) -> None:
+    time = MockTime()
+    selector = MockSelector(time)
+    responders = _admin_responders()
+    versions = _capped_api_versions(cap)
+
+    def answer(sel: MockSelector) -> None:
+        for req in sel.unanswered():
+            if req.api_key == ApiKey.API_VERSIONS:
+                sel.respond(req.destination, versions)
+            elif req.api_key in responders:
+                sel.respond(req.destination, responders[req.api_key](req), api_key=req.api_key)
+
+    selector.on_poll = answer
+    admin = AdminClient({"bootstrap.servers": "127.0.0.1:9092"}, time=time, selector=selector)
+    calls: list[Callable[[], Any]] = [
+        lambda: admin.describe_cluster(timeout=5),
+        lambda: admin.list_topics(timeout=5),
+        lambda: admin.describe_topics([TOPIC], timeout=5),
+        lambda: admin.create_topics([NewTopic("n", 3, 1, configs={"cleanup.policy": "compact"})], timeout=5),
+        lambda: admin.create_topics([NewTopic("n2", 3, 1, replica_assignments={0: [0, 1]})], validate_only=True, timeout=5),
+        lambda: admin.create_partitions({TOPIC: NewPartitions(4)}, timeout=5),
+        lambda: admin.delete_topics([TOPIC], timeout=5),
+        lambda: admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, TOPIC)], timeout=5),
+        lambda: admin.list_offsets({TP0: OffsetSpec.latest()}, timeout=5),
+        lambda: admin.list_offsets({TP0: OffsetSpec.earliest()}, isolation_level=IsolationLevel.READ_COMMITTED, timeout=5),
+        lambda: admin.list_offsets({TP0: OffsetSpec.for_timestamp(1000)}, timeout=5),
+    ]
+    try:
+        for call in calls:
+            try:
+                call()
+            except Exception:
+                continue
+    finally:
+        admin.close()
+
+
+ADMIN_CAPS = range(0, max(hi for _, hi in CLIENT_SUPPORTED_VERSIONS.values()) + 1)
+
+
+# --- the tests ---------------------------------------------------------------------------------------
+
+STATIC = {"group.instance.id": "instance-1"}
+READ_COMMITTED = {"isolation.level": "read_committed", "client.rack": "rack-a"}
+
+#: scenario -> (how to drive it, whether its builders are version-dependent, the APIs it must reach)
+SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
+    "network_client": (drive_network_client, False, {"API_VERSIONS", "METADATA"}),
+    "producer": (drive_producer, False, {"PRODUCE", "INIT_PRODUCER_ID"}),
+    "admin": (
+        lambda: [drive_admin(cap) for cap in ADMIN_CAPS] and None,
+        True,
+        {
+            "API_VERSIONS",
+            "METADATA",
+            "DESCRIBE_CLUSTER",
+            "CREATE_TOPICS",
+            "DELETE_TOPICS",
+            "CREATE_PARTITIONS",
+            "DESCRIBE_CONFIGS",
+            "LIST_OFFSETS",
+        },
+    ),
+    "consumer": (lambda: drive_consumer({}), False, {
+        "FIND_COORDINATOR", "JOIN_GROUP", "SYNC_GROUP", "HEARTBEAT", "OFFSET_FETCH", "OFFSET_COMMIT",
+        "LIST_OFFSETS", "FETCH", "LEAVE_GROUP", "METADATA",
+    }),
+    "consumer_read_committed": (lambda: drive_consumer(READ_COMMITTED), False, {"LIST_OFFSETS", "FETCH"}),
+    "consumer_static_member": (lambda: drive_consumer(STATIC), False, {
+        "JOIN_GROUP", "SYNC_GROUP", "HEARTBEAT", "OFFSET_COMMIT",
+    }),
+}
+
+_LEAVE_GROUP = (
+    "LeaveGroup sets member_id (v0-v2 only) together with members (v3+); the LeaveGroup helper fixes it in "
+    "consumer/abstract_coordinator.py (issue 9 item 1): drop this mark after that merge"
+)
+_REQUIRE_STABLE = (
+    "consumer_coordinator sets OffsetFetch require_stable, which exists only from v7 (Kafka 2.5); Java drops "
+    "it below v7 (or fails when told to): the builder must decide per version"
+)
+_STATIC = (
+    "a static member's group_instance_id exists only from JoinGroup v5 / SyncGroup v3 / Heartbeat v3 / "
+    "OffsetCommit v7; Java's builders fail with a clear UnsupportedVersionError below those versions: the "
+    "builder (consumer/abstract_coordinator.py, consumer_coordinator.py) must narrow its version range"
+)
+_ISOLATION = (
+    "offset_fetcher sets ListOffsets isolation_level=read_committed, which exists only from v2; Java's "
+    "ListOffsetsRequest.Builder.forConsumer raises the oldest allowed version to 2: consumer/offset_fetcher.py "
+    "must do the same"
+)
+_ADMIN_METADATA = (
+    "admin_client builds MetadataRequest(allow_auto_topic_creation=False) at every version, but the field "
+    "exists only from v4 (and a null topic list from v1); its build(version) must decide below v4 as Java's "
+    "MetadataRequest.Builder does"
+)
+
+_CONSUMER_METADATA = (
+    "kafka_consumer._fetch_topic_metadata (list_topics, partitions_for) builds MetadataRequest("
+    "allow_auto_topic_creation=False) for every version, but the field exists only from v4 (a null topic list "
+    "from v1): it must pass oldest_allowed_version=network.metadata.oldest_metadata_version(request)"
+)
+
+#: (scenario, API) pairs that fail today, each with why and who fixes it. strict: they flip when fixed.
+KNOWN_FAILURES: dict[tuple[str, str], str] = {
+    ("consumer", "LEAVE_GROUP"): _LEAVE_GROUP,
+    ("consumer", "OFFSET_FETCH"): _REQUIRE_STABLE,
+    ("consumer_static_member", "JOIN_GROUP"): _STATIC,
+    ("consumer_static_member", "SYNC_GROUP"): _STATIC,
+    ("consumer_static_member", "HEARTBEAT"): _STATIC,
+    ("consumer_static_member", "OFFSET_COMMIT"): _STATIC,
+    ("consumer_read_committed", "LIST_OFFSETS"): _ISOLATION,
+    ("admin", "METADATA"): _ADMIN_METADATA,
+    ("consumer", "METADATA"): _CONSUMER_METADATA,
+}
+
+_CACHE: dict[str, list[Captured]] = {}
+
+
+def captured_for(scenario: str) -> list[Captured]:
+    if scenario not in _CACHE:
+        drive, version_dependent, _ = SCENARIOS[scenario]
+        out: list[Captured] = []
+        with capture(scenario, out, version_dependent=version_dependent):
+            drive()
+        _CACHE[scenario] = out
+    return _CACHE[scenario]
+
+
+def test_every_known_failure_names_a_case() -> None:
+    assert {key for key in KNOWN_FAILURES if key[1] not in SCENARIOS[key[0]][2]} == set()
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_scenario_reaches_every_request_it_is_meant_to_build(scenario: str) -> None:
+    """Guards the guard: a scenario that stops reaching an API would make its encode test vacuous."""
+    assert SCENARIOS[scenario][2] <= {c.api_name for c in captured_for(scenario)}
+
+
+def _cases() -> list[Any]:
+    cases = []
+    for scenario, (_, _, apis) in sorted(SCENARIOS.items()):
+        for api in sorted(apis):
+            reason = KNOWN_FAILURES.get((scenario, api))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            cases.append(pytest.param(scenario, api, id=f"{scenario}-{api}", marks=marks))
+    return cases
+
+
+@pytest.mark.parametrize(("scenario", "api"), _cases())
+def test_every_built_request_encodes_at_every_version_the_client_may_send(scenario: str, api: str) -> None:
+    captured = [c for c in captured_for(scenario) if c.api_name == api]
+    assert captured, f"{scenario} built no {api} request"
+    assert encode_failures(captured) == []
+
+
+def test_the_encode_check_catches_a_field_its_version_lacks() -> None:
+    """The check itself can fail: LeaveGroup with member_id and members cannot encode at any version."""
+    body = LeaveGroupRequest(
+        group_id="g", member_id="m", members=[LeaveGroupRequest.MemberIdentity(member_id="m")]
+    )
+    failures = encode_failures([Captured("self-test", body, tuple(range(0, 6)))])
+    assert len(failures) == 6
+    assert "non-default Members at version 0" in failures[0]
