@@ -31,6 +31,8 @@ from typing import Any
 
 from pykafka_client.consumer.client_adapter import ConsumerClient
 from pykafka_client.consumer.heartbeat import Heartbeat
+from pykafka_client.consumer.leave_group import LeaveGroupRequestBuilder
+from pykafka_client.consumer.member_state import NO_GENERATION, Generation, MemberState, check_transition
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
     DisconnectError,
@@ -56,7 +58,7 @@ from pykafka_client.protocol.messages.heartbeat_request import HeartbeatRequest
 from pykafka_client.protocol.messages.heartbeat_response import HeartbeatResponse
 from pykafka_client.protocol.messages.join_group_request import JoinGroupRequest
 from pykafka_client.protocol.messages.join_group_response import JoinGroupResponse
-from pykafka_client.protocol.messages.leave_group_request import LeaveGroupRequest
+from pykafka_client.protocol.messages.leave_group_response import LeaveGroupResponse
 from pykafka_client.protocol.messages.sync_group_request import SyncGroupRequest
 from pykafka_client.protocol.messages.sync_group_response import SyncGroupResponse
 from pykafka_client.structs import Node
@@ -70,29 +72,6 @@ _COORDINATOR_NODE_ID_BASE = 2**31 - 1
 _FIND_COORDINATOR_MAX_VERSION = 3  # single-key form (``key``); v4+ batches keys
 
 
-class MemberState(Enum):
-    UNJOINED = "UNJOINED"
-    PREPARING_REBALANCE = "PREPARING_REBALANCE"
-    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
-    STABLE = "STABLE"
-
-    def has_not_joined_group(self) -> bool:
-        return self in (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE)
-
-
-@dataclass(frozen=True, slots=True)
-class Generation:
-    generation_id: int = -1
-    member_id: str = ""
-    protocol_name: str | None = None
-
-    def has_member_id(self) -> bool:
-        return bool(self.member_id)
-
-
-NO_GENERATION = Generation()
-
-
 @dataclass(frozen=True, slots=True)
 class GroupRebalanceConfig:
     group_id: str
@@ -104,6 +83,19 @@ class GroupRebalanceConfig:
     retry_backoff_max_ms: int = 1000
     request_timeout_ms: int = 30000
     leave_group_on_close: bool = True
+
+
+class GroupMembershipOperation(Enum):
+    """What closing does to the membership (Java: CloseOptions.GroupMembershipOperation)."""
+
+    DEFAULT = "DEFAULT"  # dynamic members leave, static members stay until their session expires
+    LEAVE_GROUP = "LEAVE_GROUP"  # leave, static members too
+    REMAIN_IN_GROUP = "REMAIN_IN_GROUP"  # never send LeaveGroup
+
+
+def is_retriable(exc: BaseException) -> bool:
+    """True for a KafkaError whose class says a retry may succeed."""
+    return isinstance(exc, KafkaError) and exc.retriable
 
 
 class UnjoinedGroupError(RebalanceInProgressError):
@@ -124,7 +116,7 @@ class AbstractCoordinator(ABC):
             config.retry_backoff_ms,
         )  # fmt: skip
         self.retry_backoff = ExponentialBackoff(config.retry_backoff_ms, 2, config.retry_backoff_max_ms, 0.2)
-        self.state = MemberState.UNJOINED
+        self._state = MemberState.UNJOINED
         self.generation = NO_GENERATION
         self.coordinator: Node | None = None
         self._find_coordinator_future: RequestFuture[None] | None = None
@@ -136,6 +128,18 @@ class AbstractCoordinator(ABC):
         self._heartbeat_thread: HeartbeatThread | None = None
         self.closed = False
         self.heartbeat_failure: BaseException | None = None
+
+    # -- member state --------------------------------------------------------------------------
+
+    @property
+    def state(self) -> MemberState:
+        return self._state
+
+    def _transition_to(self, target: MemberState) -> None:
+        """The only way the member state changes (see member_state.VALID_TRANSITIONS); under ``lock``."""
+        with self.lock:
+            check_transition(self._state, target)
+            self._state = target
 
     # -- hooks -----------------------------------------------------------------------------------
 
@@ -255,11 +259,11 @@ class AbstractCoordinator(ABC):
                 break  # timer expired
             if future.failed():
                 exc = future.exception()
-                if not getattr(exc, "retriable", False):
+                if not is_retriable(exc):
                     raise exc
                 log.debug("coordinator discovery failed, refreshing metadata / backing off: %s", exc)
                 attempts += 1
-                if isinstance(exc, NoAvailableBrokersError) or getattr(exc, "invalid_metadata", False):
+                if isinstance(exc, NoAvailableBrokersError) or (isinstance(exc, KafkaError) and exc.invalid_metadata):
                     self.client.await_metadata_update(timer)
                 else:
                     timer.sleep(self.retry_backoff.backoff(attempts - 1))
@@ -300,7 +304,7 @@ class AbstractCoordinator(ABC):
     def _reset_state_and_generation(self, reason: str, should_reset_member_id: bool) -> None:
         with self.lock:
             log.info("resetting generation (%s)", reason)
-            self.state = MemberState.UNJOINED
+            self._transition_to(MemberState.UNJOINED)
             if should_reset_member_id:
                 self.generation = NO_GENERATION
             else:
@@ -355,7 +359,7 @@ class AbstractCoordinator(ABC):
                     exc, (UnknownMemberIdError, RebalanceInProgressError, IllegalGenerationError, MemberIdRequiredError)
                 ):
                     continue  # retry at once (MEMBER_ID_REQUIRED: now with the member id)
-                if not getattr(exc, "retriable", False):
+                if not is_retriable(exc):
                     raise exc
                 timer.sleep(self.rebalance_config.retry_backoff_ms)
             timer.update()
@@ -366,14 +370,14 @@ class AbstractCoordinator(ABC):
     def _initiate_join_group(self) -> RequestFuture[bytes]:
         with self.lock:
             if self._join_future is None:
-                self.state = MemberState.PREPARING_REBALANCE
+                self._transition_to(MemberState.PREPARING_REBALANCE)
                 self._last_rebalance_start_ms = self.time.hi_res_clock_ms()
                 future = self._send_join_group_request()
 
                 def on_success(_: bytes) -> None:
                     with self.lock:
                         if self.state is MemberState.COMPLETING_REBALANCE:
-                            self.state = MemberState.STABLE
+                            self._transition_to(MemberState.STABLE)
                             self.rejoin_needed = False
                             self.heartbeat.reset_timeouts()
                             self.cond.notify_all()
@@ -381,7 +385,7 @@ class AbstractCoordinator(ABC):
                 def on_failure(_: BaseException) -> None:
                     with self.lock:
                         if self.state is not MemberState.STABLE:
-                            self.state = MemberState.UNJOINED
+                            self._transition_to(MemberState.UNJOINED)
 
                 future.add_callbacks(on_success, on_failure)
                 self._join_future = future
@@ -447,7 +451,7 @@ class AbstractCoordinator(ABC):
                 if self.state is not MemberState.PREPARING_REBALANCE:
                     future.raise_(UnjoinedGroupError("member state changed during JoinGroup"))
                     return
-                self.state = MemberState.COMPLETING_REBALANCE
+                self._transition_to(MemberState.COMPLETING_REBALANCE)
                 self.generation = Generation(body.generation_id, body.member_id, body.protocol_name)
                 self.cond.notify_all()  # heartbeats resume while completing the rebalance
             if body.leader == body.member_id:
@@ -631,33 +635,57 @@ class AbstractCoordinator(ABC):
     def is_dynamic_member(self) -> bool:
         return self.rebalance_config.group_instance_id is None
 
-    def maybe_leave_group(self, reason: str) -> RequestFuture[None] | None:
-        """Send LeaveGroup (dynamic members only; static members are removed by session timeout),
-        then reset the generation so the next poll rejoins."""
+    def _should_send_leave_group(self, operation: GroupMembershipOperation) -> bool:
+        """Under ``lock``. Only a member of a generation with a known coordinator can leave; by
+        default only dynamic members do (a static member keeps its partitions across a restart and is
+        removed by the session timeout), as in Java."""
+        if self.coordinator is None or self._state is MemberState.UNJOINED or not self.generation.has_member_id():
+            return False
+        if operation is GroupMembershipOperation.LEAVE_GROUP:
+            return True
+        if operation is GroupMembershipOperation.REMAIN_IN_GROUP:
+            return False
+        return self.is_dynamic_member()
+
+    def maybe_leave_group(
+        self, reason: str, operation: GroupMembershipOperation = GroupMembershipOperation.DEFAULT
+    ) -> RequestFuture[None] | None:
+        """Send LeaveGroup when :meth:`_should_send_leave_group` says so, then reset the generation so
+        the next poll rejoins. The future (None when nothing was sent) fails if the request could not
+        be sent or encoded; that failure is logged at WARNING here."""
         future: RequestFuture[None] | None = None
         with self.lock:
             coordinator = self.coordinator
-            if (
-                self.is_dynamic_member()
-                and coordinator is not None
-                and self.state is not MemberState.UNJOINED
-                and self.generation.has_member_id()
-            ):
-                log.info(
-                    "member %s sending LeaveGroup to coordinator %s: %s", self.generation.member_id, coordinator, reason
-                )
-                request = LeaveGroupRequest(
-                    group_id=self.rebalance_config.group_id,
-                    member_id=self.generation.member_id,
-                    members=[
-                        LeaveGroupRequest.MemberIdentity(member_id=self.generation.member_id, reason=reason[:255])
-                    ],
+            if coordinator is not None and self._should_send_leave_group(operation):
+                member_id = self.generation.member_id
+                log.info("member %s sending LeaveGroup to coordinator %s: %s", member_id, coordinator, reason)
+                request = LeaveGroupRequestBuilder.for_member(
+                    self.rebalance_config.group_id, member_id, self.rebalance_config.group_instance_id, reason
                 )
                 sent = self.client.send(coordinator, request)
-                future = self._compose(sent, lambda body, f: f.complete(None), "LeaveGroup")
+                future = self._compose(sent, self._handle_leave_group_response, "LeaveGroup")
+                future.add_callbacks(None, lambda exc: self._log_leave_group_failure(member_id, exc))
             self._reset_state_and_generation(f"leaving group: {reason}", True)
             self.rejoin_needed = True
+        if future is not None:
+            self.client.poll_no_wakeup()  # put it on the wire now: nobody may poll after unsubscribe()
         return future
+
+    @staticmethod
+    def _handle_leave_group_response(body: LeaveGroupResponse, future: RequestFuture[None]) -> None:
+        errors = [body.error_code] + [m.error_code for m in body.members]
+        err = next((e for e in errors if e != 0), 0)
+        if err == 0:
+            future.complete(None)
+        else:
+            future.raise_(for_code(err)("LeaveGroup failed"))
+
+    def _log_leave_group_failure(self, member_id: str, exc: BaseException) -> None:
+        log.warning(
+            "LeaveGroup of member %s in group %s failed: %s. The coordinator removes the member when "
+            "session.timeout.ms (%d ms) expires; until then its partitions are not reassigned.",
+            member_id, self.rebalance_config.group_id, exc, self.rebalance_config.session_timeout_ms,
+        )  # fmt: skip
 
     def close(self, timer: Timer) -> None:
         """Stop the heartbeat thread and leave the group (waiting for the LeaveGroup until ``timer``)."""
@@ -674,9 +702,15 @@ class AbstractCoordinator(ABC):
             future = self.maybe_leave_group("the consumer is being closed")
             if future is not None:
                 try:
-                    self.client.poll_future(future, timer)
-                except Exception as e:  # closing: best effort
-                    log.debug("LeaveGroup on close failed: %s", e)
+                    done = self.client.poll_future(future, timer)
+                except Exception as e:  # closing: best effort, but say so
+                    log.warning("LeaveGroup on close could not be completed: %s", e)
+                else:
+                    if not done:
+                        log.warning(
+                            "LeaveGroup on close got no response before the close timeout; the coordinator "
+                            "may keep the member until session.timeout.ms expires"
+                        )
 
     def heartbeat_thread_alive(self) -> bool:
         t = self._heartbeat_thread

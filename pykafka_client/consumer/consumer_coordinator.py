@@ -29,6 +29,7 @@ from pykafka_client.consumer.abstract_coordinator import (
     AbstractCoordinator,
     Generation,
     GroupRebalanceConfig,
+    is_retriable,
 )
 from pykafka_client.consumer.assignors import (
     ConsumerPartitionAssignor,
@@ -418,7 +419,7 @@ class ConsumerCoordinator(AbstractCoordinator):
                 result: dict[TopicPartition, OffsetAndMetadata | None] = future.value()
                 return result
             exc = future.exception()
-            if not getattr(exc, "retriable", False):
+            if not is_retriable(exc):
                 raise exc
             timer.sleep(self.rebalance_config.retry_backoff_ms)
             if timer.is_expired():
@@ -594,7 +595,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             if future.succeeded():
                 return True
             exc = future.exception()
-            if not getattr(exc, "retriable", False) or isinstance(exc, RebalanceInProgressClientError):
+            if not is_retriable(exc) or isinstance(exc, RebalanceInProgressClientError):
                 raise exc
             timer.sleep(self.rebalance_config.retry_backoff_ms)
             if timer.is_expired():
@@ -611,11 +612,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         result: RequestFuture[None] = RequestFuture()
 
         def done(exc: BaseException | None) -> None:
-            if (
-                exc is not None
-                and getattr(exc, "retriable", False)
-                and not isinstance(exc, RebalanceInProgressClientError)
-            ):
+            if exc is not None and is_retriable(exc) and not isinstance(exc, RebalanceInProgressClientError):
                 exc = RetriableCommitFailedError(f"offset commit failed with a retriable exception: {exc}")
             with self._commit_lock:
                 self._pending_async_commits -= 1
