@@ -25,42 +25,40 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
+from functools import partial
 from typing import Any
 
 from pykafka_client.consumer.client_adapter import ConsumerClient
+from pykafka_client.consumer.group_rebalance_config import GroupMembershipOperation, GroupRebalanceConfig
+from pykafka_client.consumer.group_response_handlers import (
+    handle_find_coordinator_response,
+    handle_heartbeat_response,
+    handle_join_group_response,
+    handle_leave_group_response,
+    handle_sync_group_response,
+)
 from pykafka_client.consumer.heartbeat import Heartbeat
+from pykafka_client.consumer.heartbeat_thread import HeartbeatThread
 from pykafka_client.consumer.leave_group import LeaveGroupRequestBuilder
 from pykafka_client.consumer.member_state import NO_GENERATION, Generation, MemberState, check_transition
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
     DisconnectError,
-    FencedInstanceIdError,
-    GroupAuthorizationFailedError,
     IllegalGenerationError,
-    IllegalStateError,
-    InconsistentGroupProtocolError,
     MemberIdRequiredError,
     NoAvailableBrokersError,
-    NotCoordinatorError,
     RebalanceInProgressError,
     UnknownMemberIdError,
-    for_code,
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.protocol.messages.find_coordinator_request import FindCoordinatorRequest
-from pykafka_client.protocol.messages.find_coordinator_response import FindCoordinatorResponse
 from pykafka_client.protocol.messages.heartbeat_request import HeartbeatRequest
-from pykafka_client.protocol.messages.heartbeat_response import HeartbeatResponse
 from pykafka_client.protocol.messages.join_group_request import JoinGroupRequest
 from pykafka_client.protocol.messages.join_group_response import JoinGroupResponse
-from pykafka_client.protocol.messages.leave_group_response import LeaveGroupResponse
 from pykafka_client.protocol.messages.sync_group_request import SyncGroupRequest
-from pykafka_client.protocol.messages.sync_group_response import SyncGroupResponse
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import Time, Timer
 
@@ -68,38 +66,12 @@ log = logging.getLogger(__name__)
 
 #: JoinGroup may legitimately wait for the whole rebalance: its timeout is raised above it.
 JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000
-_COORDINATOR_NODE_ID_BASE = 2**31 - 1
 _FIND_COORDINATOR_MAX_VERSION = 3  # single-key form (``key``); v4+ batches keys
-
-
-@dataclass(frozen=True, slots=True)
-class GroupRebalanceConfig:
-    group_id: str
-    group_instance_id: str | None = None
-    session_timeout_ms: int = 45000
-    rebalance_timeout_ms: int = 300000
-    heartbeat_interval_ms: int = 3000
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 1000
-    request_timeout_ms: int = 30000
-    leave_group_on_close: bool = True
-
-
-class GroupMembershipOperation(Enum):
-    """What closing does to the membership (Java: CloseOptions.GroupMembershipOperation)."""
-
-    DEFAULT = "DEFAULT"  # dynamic members leave, static members stay until their session expires
-    LEAVE_GROUP = "LEAVE_GROUP"  # leave, static members too
-    REMAIN_IN_GROUP = "REMAIN_IN_GROUP"  # never send LeaveGroup
 
 
 def is_retriable(exc: BaseException) -> bool:
     """True for a KafkaError whose class says a retry may succeed."""
     return isinstance(exc, KafkaError) and exc.retriable
-
-
-class UnjoinedGroupError(RebalanceInProgressError):
-    """The join finished but the member state changed meanwhile (e.g. the heartbeat thread reset it)."""
 
 
 class AbstractCoordinator(ABC):
@@ -216,28 +188,8 @@ class AbstractCoordinator(ABC):
         sent = self.client.send(node, request, latest_allowed_version=_FIND_COORDINATOR_MAX_VERSION)
 
         def on_success(response: ClientResponse) -> None:
-            body = response.response_body
-            if not isinstance(body, FindCoordinatorResponse):
-                future.raise_(KafkaError("unexpected FindCoordinator response"))
-                return
-            err, node_id, host, port = body.error_code, body.node_id, body.host, body.port
-            if body.coordinators:
-                c = body.coordinators[0]
-                err, node_id, host, port = c.error_code, c.node_id, c.host, c.port
             self._clear_find_coordinator_future()
-            if err == 0:
-                with self.lock:
-                    # a separate connection id, so group traffic never queues behind fetches
-                    self.coordinator = Node(_COORDINATOR_NODE_ID_BASE - node_id, host, port)
-                    log.info("discovered group coordinator %s", self.coordinator)
-                    self.heartbeat.reset_session_timeout()
-                future.complete(None)
-            elif err == GroupAuthorizationFailedError.code:
-                future.raise_(
-                    GroupAuthorizationFailedError(f"not authorized for group {self.rebalance_config.group_id}")
-                )
-            else:
-                future.raise_(for_code(err)(f"FindCoordinator for group {self.rebalance_config.group_id} failed"))
+            handle_find_coordinator_response(self, response.response_body, future)
 
         def on_failure(exc: BaseException) -> None:
             self._clear_find_coordinator_future()
@@ -414,7 +366,7 @@ class AbstractCoordinator(ABC):
         log.info("(re-)joining group %s (reason: %s)", cfg.group_id, self.rejoin_reason)
         self.rejoin_reason = ""
         sent = self.client.send(coordinator, request, self.join_group_request_timeout_ms())
-        return self._compose(sent, self._handle_join_group_response, "JoinGroup")
+        return self._compose(sent, partial(handle_join_group_response, self), "JoinGroup")
 
     def _compose(
         self,
@@ -440,43 +392,6 @@ class AbstractCoordinator(ABC):
 
         sent.add_callbacks(on_success, on_failure)
         return future
-
-    def _handle_join_group_response(self, body: JoinGroupResponse, future: RequestFuture[bytes]) -> None:
-        err = body.error_code
-        if err == 0:
-            if body.protocol_type is not None and body.protocol_type != self.protocol_type():
-                future.raise_(InconsistentGroupProtocolError(f"JoinGroup returned protocol type {body.protocol_type}"))
-                return
-            with self.lock:
-                if self.state is not MemberState.PREPARING_REBALANCE:
-                    future.raise_(UnjoinedGroupError("member state changed during JoinGroup"))
-                    return
-                self._transition_to(MemberState.COMPLETING_REBALANCE)
-                self.generation = Generation(body.generation_id, body.member_id, body.protocol_name)
-                self.cond.notify_all()  # heartbeats resume while completing the rebalance
-            if body.leader == body.member_id:
-                self._on_join_leader(body).chain(future)
-            else:
-                self._on_join_follower().chain(future)
-            return
-        cls = for_code(err)
-        if cls is MemberIdRequiredError:
-            with self.lock:
-                self.generation = Generation(-1, body.member_id, None)
-            self.request_rejoin("need to re-join with the given member-id")
-            future.raise_(MemberIdRequiredError(f"rejoin with member id {body.member_id}"))
-        elif cls is UnknownMemberIdError:
-            self._reset_state_and_generation("UNKNOWN_MEMBER_ID from JoinGroup", True)
-            future.raise_(cls())
-        elif cls in (CoordinatorNotAvailableError, NotCoordinatorError):
-            self.mark_coordinator_unknown(f"{cls.name} from JoinGroup")
-            future.raise_(cls())
-        elif cls is RebalanceInProgressError:
-            future.raise_(cls())
-        elif cls.retriable:
-            future.raise_(cls())
-        else:  # fenced instance, group authorization, inconsistent protocol, max size, invalid session...
-            future.raise_(cls(f"JoinGroup for group {self.rebalance_config.group_id} failed"))
 
     def _on_join_follower(self) -> RequestFuture[bytes]:
         return self._send_sync_group_request([])
@@ -508,36 +423,9 @@ class AbstractCoordinator(ABC):
             protocol_name=gen.protocol_name,
             assignments=assignments,
         )
-        return self._compose(self.client.send(coordinator, request), self._handle_sync_group_response, "SyncGroup")
-
-    def _handle_sync_group_response(self, body: SyncGroupResponse, future: RequestFuture[bytes]) -> None:
-        err = body.error_code
-        if err == 0:
-            with self.lock:
-                if self.generation is not NO_GENERATION and self.state is MemberState.COMPLETING_REBALANCE:
-                    if body.protocol_name is not None and body.protocol_name != self.generation.protocol_name:
-                        future.raise_(
-                            InconsistentGroupProtocolError(f"SyncGroup returned protocol {body.protocol_name}")
-                        )
-                        return
-                    assignment = bytes(body.assignment)
-                else:
-                    future.raise_(UnjoinedGroupError("generation was reset while syncing"))
-                    return
-            future.complete(assignment)
-            return
-        cls = for_code(err)
-        if cls is RebalanceInProgressError:
-            self.request_rejoin("group is rebalancing during SyncGroup")
-            future.raise_(cls())
-        elif cls in (UnknownMemberIdError, IllegalGenerationError):
-            self._reset_generation_on_response_error("SyncGroup", cls)
-            future.raise_(cls())
-        elif cls in (CoordinatorNotAvailableError, NotCoordinatorError):
-            self.mark_coordinator_unknown(f"{cls.name} from SyncGroup")
-            future.raise_(cls())
-        else:
-            future.raise_(cls(f"SyncGroup for group {self.rebalance_config.group_id} failed"))
+        return self._compose(
+            self.client.send(coordinator, request), partial(handle_sync_group_response, self), "SyncGroup"
+        )
 
     # -- heartbeats ----------------------------------------------------------------------------
 
@@ -554,33 +442,7 @@ class AbstractCoordinator(ABC):
         )
         sent = self.client.send(coordinator, request)
 
-        def handle(body: HeartbeatResponse, future: RequestFuture[None]) -> None:
-            err = body.error_code
-            if err == 0:
-                future.complete(None)
-                return
-            cls = for_code(err)
-            if cls is RebalanceInProgressError:
-                with self.lock:
-                    stable = self.state is MemberState.STABLE
-                if stable:
-                    self.request_rejoin("group is already rebalancing")
-                    future.raise_(cls())
-                else:
-                    future.complete(None)  # we are completing the rebalance ourselves
-            elif cls in (IllegalGenerationError, UnknownMemberIdError, FencedInstanceIdError):
-                with self.lock:
-                    unchanged = self.generation == gen
-                if unchanged:
-                    self._reset_generation_on_response_error("Heartbeat", cls)
-                future.raise_(cls())
-            elif cls in (CoordinatorNotAvailableError, NotCoordinatorError):
-                self.mark_coordinator_unknown(f"{cls.name} from Heartbeat")
-                future.raise_(cls())
-            else:
-                future.raise_(cls("Heartbeat failed"))
-
-        return self._compose(sent, handle, "Heartbeat")
+        return self._compose(sent, partial(handle_heartbeat_response, self, gen), "Heartbeat")
 
     def heartbeat_step(self, now_ms: int) -> int:
         """One decision of the heartbeat thread (called with no lock held; takes it briefly).
@@ -663,22 +525,13 @@ class AbstractCoordinator(ABC):
                     self.rebalance_config.group_id, member_id, self.rebalance_config.group_instance_id, reason
                 )
                 sent = self.client.send(coordinator, request)
-                future = self._compose(sent, self._handle_leave_group_response, "LeaveGroup")
+                future = self._compose(sent, handle_leave_group_response, "LeaveGroup")
                 future.add_callbacks(None, lambda exc: self._log_leave_group_failure(member_id, exc))
             self._reset_state_and_generation(f"leaving group: {reason}", True)
             self.rejoin_needed = True
         if future is not None:
             self.client.poll_no_wakeup()  # put it on the wire now: nobody may poll after unsubscribe()
         return future
-
-    @staticmethod
-    def _handle_leave_group_response(body: LeaveGroupResponse, future: RequestFuture[None]) -> None:
-        errors = [body.error_code] + [m.error_code for m in body.members]
-        err = next((e for e in errors if e != 0), 0)
-        if err == 0:
-            future.complete(None)
-        else:
-            future.raise_(for_code(err)("LeaveGroup failed"))
 
     def _log_leave_group_failure(self, member_id: str, exc: BaseException) -> None:
         log.warning(
@@ -717,53 +570,10 @@ class AbstractCoordinator(ABC):
         return t is not None and t.is_alive()
 
 
-class HeartbeatThread(threading.Thread):
-    """Background heartbeats (daemon). Each step decides under the coordinator lock, then polls the
-    client with no coordinator lock held (completion handlers take it briefly), then waits on the
-    coordinator's condition (woken by state changes and close). While the member has not joined
-    (UNJOINED, PREPARING_REBALANCE) it neither heartbeats nor polls."""
-
-    def __init__(self, coordinator: AbstractCoordinator) -> None:
-        super().__init__(
-            name=f"kafka-coordinator-heartbeat-thread | {coordinator.rebalance_config.group_id}", daemon=True
-        )
-        self.coordinator = coordinator
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        c = self.coordinator
-        try:
-            while not self._stop_event.is_set():
-                wait_ms = c.heartbeat_step(c.time.hi_res_clock_ms())
-                with c.lock:
-                    joined = not c.state.has_not_joined_group()
-                if joined:
-                    # Never while (re)joining: JoinGroup responses (and the leader's assignment) must be
-                    # handled by the application thread, as in Java.
-                    c.client.poll_no_wakeup()
-                with c.cond:
-                    if self._stop_event.is_set() or c.closed:
-                        break
-                    c.cond.wait(wait_ms / 1000.0)
-        except Exception as e:  # surfaced to the application thread by the next poll()
-            log.error("heartbeat thread failed: %s", e)
-            with c.lock:
-                c.heartbeat_failure = e
-
-    def shutdown(self) -> None:
-        self._stop_event.set()
-        with self.coordinator.cond:
-            self.coordinator.cond.notify_all()
-        if threading.current_thread() is not self:
-            self.join(timeout=5.0)
-
-
 __all__ = [
-    "NO_GENERATION",
     "AbstractCoordinator",
-    "Generation",
+    "GroupMembershipOperation",
     "GroupRebalanceConfig",
-    "HeartbeatThread",
-    "IllegalStateError",
     "MemberState",
+    "is_retriable",
 ]

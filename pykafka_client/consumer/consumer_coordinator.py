@@ -25,12 +25,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from pykafka_client.consumer.abstract_coordinator import (
-    AbstractCoordinator,
-    Generation,
-    GroupRebalanceConfig,
-    is_retriable,
-)
+from pykafka_client.consumer.abstract_coordinator import AbstractCoordinator, is_retriable
 from pykafka_client.consumer.assignors import (
     ConsumerPartitionAssignor,
     GroupSubscription,
@@ -46,6 +41,8 @@ from pykafka_client.consumer.consumer_protocol import (
     serialize_assignment,
     serialize_subscription,
 )
+from pykafka_client.consumer.group_rebalance_config import GroupRebalanceConfig
+from pykafka_client.consumer.member_state import Generation
 from pykafka_client.consumer.subscription_state import FetchPosition, SubscriptionState
 from pykafka_client.errors import (
     CommitFailedError,
