@@ -448,6 +448,7 @@ class AbstractCoordinator(ABC):
         """One decision of the heartbeat thread (called with no lock held; takes it briefly).
         Returns how long to wait before the next step, in ms. Deterministic: unit tests call it."""
         retry = self.rebalance_config.retry_backoff_ms
+        poll_timed_out = False
         with self.lock:
             if self.closed or self.state.has_not_joined_group():
                 return retry
@@ -459,17 +460,20 @@ class AbstractCoordinator(ABC):
                     self.mark_coordinator_unknown("session timed out without a heartbeat response", disconnect=True)
                     return retry
                 if self.heartbeat.poll_timeout_expired(now_ms):
-                    log.warning(
-                        "consumer poll timeout has expired: the time between poll() calls exceeded "
-                        "max.poll.interval.ms (%d ms); leaving the group. Consider a larger "
-                        "max.poll.interval.ms or a smaller max.poll.records.",
-                        self.rebalance_config.rebalance_timeout_ms,
-                    )
-                    self.maybe_leave_group("consumer poll timeout has expired")
-                    return retry
-                if not self.heartbeat.should_heartbeat(now_ms):
+                    poll_timed_out = True
+                elif not self.heartbeat.should_heartbeat(now_ms):
                     return min(retry, max(self.heartbeat.time_to_next_heartbeat(now_ms), 1))
-                self.heartbeat.sent_heartbeat(now_ms)
+                else:
+                    self.heartbeat.sent_heartbeat(now_ms)
+        if poll_timed_out:  # leaving polls the client: not under the coordinator lock
+            log.warning(
+                "consumer poll timeout has expired: the time between poll() calls exceeded "
+                "max.poll.interval.ms (%d ms); leaving the group. Consider a larger "
+                "max.poll.interval.ms or a smaller max.poll.records.",
+                self.rebalance_config.rebalance_timeout_ms,
+            )
+            self.maybe_leave_group("consumer poll timeout has expired")
+            return retry
         if pending is None and self.coordinator_unknown():
             self.lookup_coordinator()
             return retry

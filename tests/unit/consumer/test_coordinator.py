@@ -335,6 +335,27 @@ def test_poll_timeout_sends_leave_group() -> None:
     assert coord.rejoin_needed and coord.state is MemberState.UNJOINED
 
 
+def test_poll_timeout_leave_polls_the_client_without_the_coordinator_lock() -> None:
+    coord, client, script, subs, time = make(rebalance_timeout_ms=5000)
+    subs.subscribe(["t"])
+    stable(coord, script, subs, [T0], time)
+    lock_held_while_polling: list[bool] = []
+    original = client.poll_no_wakeup
+
+    def poll_no_wakeup() -> None:
+        lock_held_while_polling.append(coord.lock._is_owned())  # type: ignore[attr-defined]
+        original()
+
+    client.poll_no_wakeup = poll_no_wakeup  # type: ignore[method-assign]
+    script.add(HeartbeatRequest, HeartbeatResponse()).add(LeaveGroupRequest, LeaveGroupResponse())
+    time.sleep(2500)
+    coord.heartbeat_step(time.hi_res_clock_ms())
+    time.sleep(2600)  # past max.poll.interval.ms with no poll()
+    coord.heartbeat_step(time.hi_res_clock_ms())
+    assert script.requests(LeaveGroupRequest) and coord.state is MemberState.UNJOINED
+    assert lock_held_while_polling == [False]
+
+
 def test_static_member_never_sends_leave_group() -> None:
     coord, client, script, subs, time = make(instance_id="instance-1")
     subs.subscribe(["t"])
