@@ -25,40 +25,40 @@ import logging
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
+from functools import partial
 from typing import Any
 
 from pykafka_client.consumer.client_adapter import ConsumerClient
+from pykafka_client.consumer.group_rebalance_config import GroupMembershipOperation, GroupRebalanceConfig
+from pykafka_client.consumer.group_response_handlers import (
+    handle_find_coordinator_response,
+    handle_heartbeat_response,
+    handle_join_group_response,
+    handle_leave_group_response,
+    handle_sync_group_response,
+)
 from pykafka_client.consumer.heartbeat import Heartbeat
+from pykafka_client.consumer.heartbeat_thread import HeartbeatThread
+from pykafka_client.consumer.leave_group import LeaveGroupRequestBuilder
+from pykafka_client.consumer.member_state import NO_GENERATION, Generation, MemberState, check_transition
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
     DisconnectError,
-    FencedInstanceIdError,
-    GroupAuthorizationFailedError,
     IllegalGenerationError,
-    IllegalStateError,
-    InconsistentGroupProtocolError,
     MemberIdRequiredError,
     NoAvailableBrokersError,
-    NotCoordinatorError,
     RebalanceInProgressError,
     UnknownMemberIdError,
-    for_code,
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.protocol.messages.find_coordinator_request import FindCoordinatorRequest
-from pykafka_client.protocol.messages.find_coordinator_response import FindCoordinatorResponse
 from pykafka_client.protocol.messages.heartbeat_request import HeartbeatRequest
-from pykafka_client.protocol.messages.heartbeat_response import HeartbeatResponse
 from pykafka_client.protocol.messages.join_group_request import JoinGroupRequest
 from pykafka_client.protocol.messages.join_group_response import JoinGroupResponse
-from pykafka_client.protocol.messages.leave_group_request import LeaveGroupRequest
 from pykafka_client.protocol.messages.sync_group_request import SyncGroupRequest
-from pykafka_client.protocol.messages.sync_group_response import SyncGroupResponse
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import Time, Timer
 
@@ -66,48 +66,12 @@ log = logging.getLogger(__name__)
 
 #: JoinGroup may legitimately wait for the whole rebalance: its timeout is raised above it.
 JOIN_GROUP_TIMEOUT_LAPSE_MS = 5000
-_COORDINATOR_NODE_ID_BASE = 2**31 - 1
 _FIND_COORDINATOR_MAX_VERSION = 3  # single-key form (``key``); v4+ batches keys
 
 
-class MemberState(Enum):
-    UNJOINED = "UNJOINED"
-    PREPARING_REBALANCE = "PREPARING_REBALANCE"
-    COMPLETING_REBALANCE = "COMPLETING_REBALANCE"
-    STABLE = "STABLE"
-
-    def has_not_joined_group(self) -> bool:
-        return self in (MemberState.UNJOINED, MemberState.PREPARING_REBALANCE)
-
-
-@dataclass(frozen=True, slots=True)
-class Generation:
-    generation_id: int = -1
-    member_id: str = ""
-    protocol_name: str | None = None
-
-    def has_member_id(self) -> bool:
-        return bool(self.member_id)
-
-
-NO_GENERATION = Generation()
-
-
-@dataclass(frozen=True, slots=True)
-class GroupRebalanceConfig:
-    group_id: str
-    group_instance_id: str | None = None
-    session_timeout_ms: int = 45000
-    rebalance_timeout_ms: int = 300000
-    heartbeat_interval_ms: int = 3000
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 1000
-    request_timeout_ms: int = 30000
-    leave_group_on_close: bool = True
-
-
-class UnjoinedGroupError(RebalanceInProgressError):
-    """The join finished but the member state changed meanwhile (e.g. the heartbeat thread reset it)."""
+def is_retriable(exc: BaseException) -> bool:
+    """True for a KafkaError whose class says a retry may succeed."""
+    return isinstance(exc, KafkaError) and exc.retriable
 
 
 class AbstractCoordinator(ABC):
@@ -124,7 +88,7 @@ class AbstractCoordinator(ABC):
             config.retry_backoff_ms,
         )  # fmt: skip
         self.retry_backoff = ExponentialBackoff(config.retry_backoff_ms, 2, config.retry_backoff_max_ms, 0.2)
-        self.state = MemberState.UNJOINED
+        self._state = MemberState.UNJOINED
         self.generation = NO_GENERATION
         self.coordinator: Node | None = None
         self._find_coordinator_future: RequestFuture[None] | None = None
@@ -136,6 +100,18 @@ class AbstractCoordinator(ABC):
         self._heartbeat_thread: HeartbeatThread | None = None
         self.closed = False
         self.heartbeat_failure: BaseException | None = None
+
+    # -- member state --------------------------------------------------------------------------
+
+    @property
+    def state(self) -> MemberState:
+        return self._state
+
+    def _transition_to(self, target: MemberState) -> None:
+        """The only way the member state changes (see member_state.VALID_TRANSITIONS); under ``lock``."""
+        with self.lock:
+            check_transition(self._state, target)
+            self._state = target
 
     # -- hooks -----------------------------------------------------------------------------------
 
@@ -212,28 +188,8 @@ class AbstractCoordinator(ABC):
         sent = self.client.send(node, request, latest_allowed_version=_FIND_COORDINATOR_MAX_VERSION)
 
         def on_success(response: ClientResponse) -> None:
-            body = response.response_body
-            if not isinstance(body, FindCoordinatorResponse):
-                future.raise_(KafkaError("unexpected FindCoordinator response"))
-                return
-            err, node_id, host, port = body.error_code, body.node_id, body.host, body.port
-            if body.coordinators:
-                c = body.coordinators[0]
-                err, node_id, host, port = c.error_code, c.node_id, c.host, c.port
             self._clear_find_coordinator_future()
-            if err == 0:
-                with self.lock:
-                    # a separate connection id, so group traffic never queues behind fetches
-                    self.coordinator = Node(_COORDINATOR_NODE_ID_BASE - node_id, host, port)
-                    log.info("discovered group coordinator %s", self.coordinator)
-                    self.heartbeat.reset_session_timeout()
-                future.complete(None)
-            elif err == GroupAuthorizationFailedError.code:
-                future.raise_(
-                    GroupAuthorizationFailedError(f"not authorized for group {self.rebalance_config.group_id}")
-                )
-            else:
-                future.raise_(for_code(err)(f"FindCoordinator for group {self.rebalance_config.group_id} failed"))
+            handle_find_coordinator_response(self, response.response_body, future)
 
         def on_failure(exc: BaseException) -> None:
             self._clear_find_coordinator_future()
@@ -255,11 +211,11 @@ class AbstractCoordinator(ABC):
                 break  # timer expired
             if future.failed():
                 exc = future.exception()
-                if not getattr(exc, "retriable", False):
+                if not is_retriable(exc):
                     raise exc
                 log.debug("coordinator discovery failed, refreshing metadata / backing off: %s", exc)
                 attempts += 1
-                if isinstance(exc, NoAvailableBrokersError) or getattr(exc, "invalid_metadata", False):
+                if isinstance(exc, NoAvailableBrokersError) or (isinstance(exc, KafkaError) and exc.invalid_metadata):
                     self.client.await_metadata_update(timer)
                 else:
                     timer.sleep(self.retry_backoff.backoff(attempts - 1))
@@ -300,7 +256,7 @@ class AbstractCoordinator(ABC):
     def _reset_state_and_generation(self, reason: str, should_reset_member_id: bool) -> None:
         with self.lock:
             log.info("resetting generation (%s)", reason)
-            self.state = MemberState.UNJOINED
+            self._transition_to(MemberState.UNJOINED)
             if should_reset_member_id:
                 self.generation = NO_GENERATION
             else:
@@ -355,7 +311,7 @@ class AbstractCoordinator(ABC):
                     exc, (UnknownMemberIdError, RebalanceInProgressError, IllegalGenerationError, MemberIdRequiredError)
                 ):
                     continue  # retry at once (MEMBER_ID_REQUIRED: now with the member id)
-                if not getattr(exc, "retriable", False):
+                if not is_retriable(exc):
                     raise exc
                 timer.sleep(self.rebalance_config.retry_backoff_ms)
             timer.update()
@@ -366,14 +322,14 @@ class AbstractCoordinator(ABC):
     def _initiate_join_group(self) -> RequestFuture[bytes]:
         with self.lock:
             if self._join_future is None:
-                self.state = MemberState.PREPARING_REBALANCE
+                self._transition_to(MemberState.PREPARING_REBALANCE)
                 self._last_rebalance_start_ms = self.time.hi_res_clock_ms()
                 future = self._send_join_group_request()
 
                 def on_success(_: bytes) -> None:
                     with self.lock:
                         if self.state is MemberState.COMPLETING_REBALANCE:
-                            self.state = MemberState.STABLE
+                            self._transition_to(MemberState.STABLE)
                             self.rejoin_needed = False
                             self.heartbeat.reset_timeouts()
                             self.cond.notify_all()
@@ -381,7 +337,7 @@ class AbstractCoordinator(ABC):
                 def on_failure(_: BaseException) -> None:
                     with self.lock:
                         if self.state is not MemberState.STABLE:
-                            self.state = MemberState.UNJOINED
+                            self._transition_to(MemberState.UNJOINED)
 
                 future.add_callbacks(on_success, on_failure)
                 self._join_future = future
@@ -410,7 +366,7 @@ class AbstractCoordinator(ABC):
         log.info("(re-)joining group %s (reason: %s)", cfg.group_id, self.rejoin_reason)
         self.rejoin_reason = ""
         sent = self.client.send(coordinator, request, self.join_group_request_timeout_ms())
-        return self._compose(sent, self._handle_join_group_response, "JoinGroup")
+        return self._compose(sent, partial(handle_join_group_response, self), "JoinGroup")
 
     def _compose(
         self,
@@ -436,43 +392,6 @@ class AbstractCoordinator(ABC):
 
         sent.add_callbacks(on_success, on_failure)
         return future
-
-    def _handle_join_group_response(self, body: JoinGroupResponse, future: RequestFuture[bytes]) -> None:
-        err = body.error_code
-        if err == 0:
-            if body.protocol_type is not None and body.protocol_type != self.protocol_type():
-                future.raise_(InconsistentGroupProtocolError(f"JoinGroup returned protocol type {body.protocol_type}"))
-                return
-            with self.lock:
-                if self.state is not MemberState.PREPARING_REBALANCE:
-                    future.raise_(UnjoinedGroupError("member state changed during JoinGroup"))
-                    return
-                self.state = MemberState.COMPLETING_REBALANCE
-                self.generation = Generation(body.generation_id, body.member_id, body.protocol_name)
-                self.cond.notify_all()  # heartbeats resume while completing the rebalance
-            if body.leader == body.member_id:
-                self._on_join_leader(body).chain(future)
-            else:
-                self._on_join_follower().chain(future)
-            return
-        cls = for_code(err)
-        if cls is MemberIdRequiredError:
-            with self.lock:
-                self.generation = Generation(-1, body.member_id, None)
-            self.request_rejoin("need to re-join with the given member-id")
-            future.raise_(MemberIdRequiredError(f"rejoin with member id {body.member_id}"))
-        elif cls is UnknownMemberIdError:
-            self._reset_state_and_generation("UNKNOWN_MEMBER_ID from JoinGroup", True)
-            future.raise_(cls())
-        elif cls in (CoordinatorNotAvailableError, NotCoordinatorError):
-            self.mark_coordinator_unknown(f"{cls.name} from JoinGroup")
-            future.raise_(cls())
-        elif cls is RebalanceInProgressError:
-            future.raise_(cls())
-        elif cls.retriable:
-            future.raise_(cls())
-        else:  # fenced instance, group authorization, inconsistent protocol, max size, invalid session...
-            future.raise_(cls(f"JoinGroup for group {self.rebalance_config.group_id} failed"))
 
     def _on_join_follower(self) -> RequestFuture[bytes]:
         return self._send_sync_group_request([])
@@ -504,36 +423,9 @@ class AbstractCoordinator(ABC):
             protocol_name=gen.protocol_name,
             assignments=assignments,
         )
-        return self._compose(self.client.send(coordinator, request), self._handle_sync_group_response, "SyncGroup")
-
-    def _handle_sync_group_response(self, body: SyncGroupResponse, future: RequestFuture[bytes]) -> None:
-        err = body.error_code
-        if err == 0:
-            with self.lock:
-                if self.generation is not NO_GENERATION and self.state is MemberState.COMPLETING_REBALANCE:
-                    if body.protocol_name is not None and body.protocol_name != self.generation.protocol_name:
-                        future.raise_(
-                            InconsistentGroupProtocolError(f"SyncGroup returned protocol {body.protocol_name}")
-                        )
-                        return
-                    assignment = bytes(body.assignment)
-                else:
-                    future.raise_(UnjoinedGroupError("generation was reset while syncing"))
-                    return
-            future.complete(assignment)
-            return
-        cls = for_code(err)
-        if cls is RebalanceInProgressError:
-            self.request_rejoin("group is rebalancing during SyncGroup")
-            future.raise_(cls())
-        elif cls in (UnknownMemberIdError, IllegalGenerationError):
-            self._reset_generation_on_response_error("SyncGroup", cls)
-            future.raise_(cls())
-        elif cls in (CoordinatorNotAvailableError, NotCoordinatorError):
-            self.mark_coordinator_unknown(f"{cls.name} from SyncGroup")
-            future.raise_(cls())
-        else:
-            future.raise_(cls(f"SyncGroup for group {self.rebalance_config.group_id} failed"))
+        return self._compose(
+            self.client.send(coordinator, request), partial(handle_sync_group_response, self), "SyncGroup"
+        )
 
     # -- heartbeats ----------------------------------------------------------------------------
 
@@ -550,38 +442,13 @@ class AbstractCoordinator(ABC):
         )
         sent = self.client.send(coordinator, request)
 
-        def handle(body: HeartbeatResponse, future: RequestFuture[None]) -> None:
-            err = body.error_code
-            if err == 0:
-                future.complete(None)
-                return
-            cls = for_code(err)
-            if cls is RebalanceInProgressError:
-                with self.lock:
-                    stable = self.state is MemberState.STABLE
-                if stable:
-                    self.request_rejoin("group is already rebalancing")
-                    future.raise_(cls())
-                else:
-                    future.complete(None)  # we are completing the rebalance ourselves
-            elif cls in (IllegalGenerationError, UnknownMemberIdError, FencedInstanceIdError):
-                with self.lock:
-                    unchanged = self.generation == gen
-                if unchanged:
-                    self._reset_generation_on_response_error("Heartbeat", cls)
-                future.raise_(cls())
-            elif cls in (CoordinatorNotAvailableError, NotCoordinatorError):
-                self.mark_coordinator_unknown(f"{cls.name} from Heartbeat")
-                future.raise_(cls())
-            else:
-                future.raise_(cls("Heartbeat failed"))
-
-        return self._compose(sent, handle, "Heartbeat")
+        return self._compose(sent, partial(handle_heartbeat_response, self, gen), "Heartbeat")
 
     def heartbeat_step(self, now_ms: int) -> int:
         """One decision of the heartbeat thread (called with no lock held; takes it briefly).
         Returns how long to wait before the next step, in ms. Deterministic: unit tests call it."""
         retry = self.rebalance_config.retry_backoff_ms
+        poll_timed_out = False
         with self.lock:
             if self.closed or self.state.has_not_joined_group():
                 return retry
@@ -593,17 +460,20 @@ class AbstractCoordinator(ABC):
                     self.mark_coordinator_unknown("session timed out without a heartbeat response", disconnect=True)
                     return retry
                 if self.heartbeat.poll_timeout_expired(now_ms):
-                    log.warning(
-                        "consumer poll timeout has expired: the time between poll() calls exceeded "
-                        "max.poll.interval.ms (%d ms); leaving the group. Consider a larger "
-                        "max.poll.interval.ms or a smaller max.poll.records.",
-                        self.rebalance_config.rebalance_timeout_ms,
-                    )
-                    self.maybe_leave_group("consumer poll timeout has expired")
-                    return retry
-                if not self.heartbeat.should_heartbeat(now_ms):
+                    poll_timed_out = True
+                elif not self.heartbeat.should_heartbeat(now_ms):
                     return min(retry, max(self.heartbeat.time_to_next_heartbeat(now_ms), 1))
-                self.heartbeat.sent_heartbeat(now_ms)
+                else:
+                    self.heartbeat.sent_heartbeat(now_ms)
+        if poll_timed_out:  # leaving polls the client: not under the coordinator lock
+            log.warning(
+                "consumer poll timeout has expired: the time between poll() calls exceeded "
+                "max.poll.interval.ms (%d ms); leaving the group. Consider a larger "
+                "max.poll.interval.ms or a smaller max.poll.records.",
+                self.rebalance_config.rebalance_timeout_ms,
+            )
+            self.maybe_leave_group("consumer poll timeout has expired")
+            return retry
         if pending is None and self.coordinator_unknown():
             self.lookup_coordinator()
             return retry
@@ -631,33 +501,48 @@ class AbstractCoordinator(ABC):
     def is_dynamic_member(self) -> bool:
         return self.rebalance_config.group_instance_id is None
 
-    def maybe_leave_group(self, reason: str) -> RequestFuture[None] | None:
-        """Send LeaveGroup (dynamic members only; static members are removed by session timeout),
-        then reset the generation so the next poll rejoins."""
+    def _should_send_leave_group(self, operation: GroupMembershipOperation) -> bool:
+        """Under ``lock``. Only a member of a generation with a known coordinator can leave; by
+        default only dynamic members do (a static member keeps its partitions across a restart and is
+        removed by the session timeout), as in Java."""
+        if self.coordinator is None or self._state is MemberState.UNJOINED or not self.generation.has_member_id():
+            return False
+        if operation is GroupMembershipOperation.LEAVE_GROUP:
+            return True
+        if operation is GroupMembershipOperation.REMAIN_IN_GROUP:
+            return False
+        return self.is_dynamic_member()
+
+    def maybe_leave_group(
+        self, reason: str, operation: GroupMembershipOperation = GroupMembershipOperation.DEFAULT
+    ) -> RequestFuture[None] | None:
+        """Send LeaveGroup when :meth:`_should_send_leave_group` says so, then reset the generation so
+        the next poll rejoins. The future (None when nothing was sent) fails if the request could not
+        be sent or encoded; that failure is logged at WARNING here."""
         future: RequestFuture[None] | None = None
         with self.lock:
             coordinator = self.coordinator
-            if (
-                self.is_dynamic_member()
-                and coordinator is not None
-                and self.state is not MemberState.UNJOINED
-                and self.generation.has_member_id()
-            ):
-                log.info(
-                    "member %s sending LeaveGroup to coordinator %s: %s", self.generation.member_id, coordinator, reason
-                )
-                request = LeaveGroupRequest(
-                    group_id=self.rebalance_config.group_id,
-                    member_id=self.generation.member_id,
-                    members=[
-                        LeaveGroupRequest.MemberIdentity(member_id=self.generation.member_id, reason=reason[:255])
-                    ],
+            if coordinator is not None and self._should_send_leave_group(operation):
+                member_id = self.generation.member_id
+                log.info("member %s sending LeaveGroup to coordinator %s: %s", member_id, coordinator, reason)
+                request = LeaveGroupRequestBuilder.for_member(
+                    self.rebalance_config.group_id, member_id, self.rebalance_config.group_instance_id, reason
                 )
                 sent = self.client.send(coordinator, request)
-                future = self._compose(sent, lambda body, f: f.complete(None), "LeaveGroup")
+                future = self._compose(sent, handle_leave_group_response, "LeaveGroup")
+                future.add_callbacks(None, lambda exc: self._log_leave_group_failure(member_id, exc))
             self._reset_state_and_generation(f"leaving group: {reason}", True)
             self.rejoin_needed = True
+        if future is not None:
+            self.client.poll_no_wakeup()  # put it on the wire now: nobody may poll after unsubscribe()
         return future
+
+    def _log_leave_group_failure(self, member_id: str, exc: BaseException) -> None:
+        log.warning(
+            "LeaveGroup of member %s in group %s failed: %s. The coordinator removes the member when "
+            "session.timeout.ms (%d ms) expires; until then its partitions are not reassigned.",
+            member_id, self.rebalance_config.group_id, exc, self.rebalance_config.session_timeout_ms,
+        )  # fmt: skip
 
     def close(self, timer: Timer) -> None:
         """Stop the heartbeat thread and leave the group (waiting for the LeaveGroup until ``timer``)."""
@@ -674,62 +559,25 @@ class AbstractCoordinator(ABC):
             future = self.maybe_leave_group("the consumer is being closed")
             if future is not None:
                 try:
-                    self.client.poll_future(future, timer)
-                except Exception as e:  # closing: best effort
-                    log.debug("LeaveGroup on close failed: %s", e)
+                    done = self.client.poll_future(future, timer)
+                except Exception as e:  # closing: best effort, but say so
+                    log.warning("LeaveGroup on close could not be completed: %s", e)
+                else:
+                    if not done:
+                        log.warning(
+                            "LeaveGroup on close got no response before the close timeout; the coordinator "
+                            "may keep the member until session.timeout.ms expires"
+                        )
 
     def heartbeat_thread_alive(self) -> bool:
         t = self._heartbeat_thread
         return t is not None and t.is_alive()
 
 
-class HeartbeatThread(threading.Thread):
-    """Background heartbeats (daemon). Each step decides under the coordinator lock, then polls the
-    client with no coordinator lock held (completion handlers take it briefly), then waits on the
-    coordinator's condition (woken by state changes and close). While the member has not joined
-    (UNJOINED, PREPARING_REBALANCE) it neither heartbeats nor polls."""
-
-    def __init__(self, coordinator: AbstractCoordinator) -> None:
-        super().__init__(
-            name=f"kafka-coordinator-heartbeat-thread | {coordinator.rebalance_config.group_id}", daemon=True
-        )
-        self.coordinator = coordinator
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        c = self.coordinator
-        try:
-            while not self._stop_event.is_set():
-                wait_ms = c.heartbeat_step(c.time.hi_res_clock_ms())
-                with c.lock:
-                    joined = not c.state.has_not_joined_group()
-                if joined:
-                    # Never while (re)joining: JoinGroup responses (and the leader's assignment) must be
-                    # handled by the application thread, as in Java.
-                    c.client.poll_no_wakeup()
-                with c.cond:
-                    if self._stop_event.is_set() or c.closed:
-                        break
-                    c.cond.wait(wait_ms / 1000.0)
-        except Exception as e:  # surfaced to the application thread by the next poll()
-            log.error("heartbeat thread failed: %s", e)
-            with c.lock:
-                c.heartbeat_failure = e
-
-    def shutdown(self) -> None:
-        self._stop_event.set()
-        with self.coordinator.cond:
-            self.coordinator.cond.notify_all()
-        if threading.current_thread() is not self:
-            self.join(timeout=5.0)
-
-
 __all__ = [
-    "NO_GENERATION",
     "AbstractCoordinator",
-    "Generation",
+    "GroupMembershipOperation",
     "GroupRebalanceConfig",
-    "HeartbeatThread",
-    "IllegalStateError",
     "MemberState",
+    "is_retriable",
 ]

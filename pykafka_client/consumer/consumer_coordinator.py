@@ -24,12 +24,9 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 
-from pykafka_client.consumer.abstract_coordinator import (
-    AbstractCoordinator,
-    Generation,
-    GroupRebalanceConfig,
-)
+from pykafka_client.consumer.abstract_coordinator import AbstractCoordinator, is_retriable
 from pykafka_client.consumer.assignors import (
     ConsumerPartitionAssignor,
     GroupSubscription,
@@ -45,30 +42,26 @@ from pykafka_client.consumer.consumer_protocol import (
     serialize_assignment,
     serialize_subscription,
 )
+from pykafka_client.consumer.group_rebalance_config import GroupRebalanceConfig
+from pykafka_client.consumer.member_state import Generation
+from pykafka_client.consumer.offset_response_handlers import (
+    CommittedOffsets,
+    handle_offset_commit_response,
+    handle_offset_fetch_response,
+    offset_commit_request,
+    offset_fetch_request,
+)
 from pykafka_client.consumer.subscription_state import FetchPosition, SubscriptionState
 from pykafka_client.errors import (
     CommitFailedError,
     CoordinatorNotAvailableError,
-    GroupAuthorizationFailedError,
-    IllegalGenerationError,
     IllegalStateError,
-    NotCoordinatorError,
     RebalanceInProgressClientError,
-    RebalanceInProgressError,
-    RequestTimedOutError,
-    TopicAuthorizationFailedError,
-    UnknownMemberIdError,
-    UnstableOffsetCommitError,
-    for_code,
 )
 from pykafka_client.errors_base import KafkaError, RetriableError
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.protocol.messages.join_group_response import JoinGroupResponse
-from pykafka_client.protocol.messages.offset_commit_request import OffsetCommitRequest
-from pykafka_client.protocol.messages.offset_commit_response import OffsetCommitResponse
-from pykafka_client.protocol.messages.offset_fetch_request import OffsetFetchRequest
-from pykafka_client.protocol.messages.offset_fetch_response import OffsetFetchResponse
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import Time, Timer
 
@@ -418,70 +411,19 @@ class ConsumerCoordinator(AbstractCoordinator):
                 result: dict[TopicPartition, OffsetAndMetadata | None] = future.value()
                 return result
             exc = future.exception()
-            if not getattr(exc, "retriable", False):
+            if not is_retriable(exc):
                 raise exc
             timer.sleep(self.rebalance_config.retry_backoff_ms)
             if timer.is_expired():
                 return None
 
-    def _send_offset_fetch_request(
-        self, partitions: Collection[TopicPartition]
-    ) -> RequestFuture[dict[TopicPartition, OffsetAndMetadata | None]]:
+    def _send_offset_fetch_request(self, partitions: Collection[TopicPartition]) -> RequestFuture[CommittedOffsets]:
         coordinator = self.check_and_get_coordinator()
         if coordinator is None:
             return RequestFuture.failure(CoordinatorNotAvailableError())
-        by_topic: dict[str, list[int]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        request = OffsetFetchRequest(
-            group_id=self.rebalance_config.group_id,
-            topics=[
-                OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=sorted(ps))
-                for t, ps in by_topic.items()
-            ],
-            require_stable=True,
-        )
+        request = offset_fetch_request(self.rebalance_config.group_id, partitions)
         sent = self.client.send(coordinator, request, latest_allowed_version=_OFFSET_FETCH_MAX_VERSION)
-
-        def handle(
-            body: OffsetFetchResponse, future: RequestFuture[dict[TopicPartition, OffsetAndMetadata | None]]
-        ) -> None:
-            if body.error_code != 0:
-                cls = for_code(body.error_code)
-                if cls in (CoordinatorNotAvailableError, NotCoordinatorError):
-                    self.mark_coordinator_unknown(f"{cls.name} from OffsetFetch")
-                future.raise_(cls(f"OffsetFetch for group {self.rebalance_config.group_id} failed"))
-                return
-            out: dict[TopicPartition, OffsetAndMetadata | None] = {}
-            unauthorized: set[str] = set()
-            unstable = False
-            for t in body.topics:
-                for p in t.partitions:
-                    tp = TopicPartition(t.name, p.partition_index)
-                    if p.error_code != 0:
-                        cls = for_code(p.error_code)
-                        if cls is TopicAuthorizationFailedError:
-                            unauthorized.add(t.name)
-                        elif cls is UnstableOffsetCommitError:
-                            unstable = True
-                        else:
-                            future.raise_(cls(f"OffsetFetch for {tp} failed"))
-                            return
-                    elif p.committed_offset >= 0:
-                        epoch = p.committed_leader_epoch if p.committed_leader_epoch >= 0 else None
-                        out[tp] = OffsetAndMetadata(p.committed_offset, p.metadata or "", epoch)
-                    else:
-                        out[tp] = None
-            if unauthorized:
-                future.raise_(
-                    TopicAuthorizationFailedError(f"not authorized to read offsets of {sorted(unauthorized)}")
-                )
-            elif unstable:
-                future.raise_(UnstableOffsetCommitError("there are unstable offsets for the requested partitions"))
-            else:
-                future.complete(out)
-
-        return self._compose(sent, handle, "OffsetFetch")
+        return self._compose(sent, partial(handle_offset_fetch_response, self), "OffsetFetch")
 
     # -- commits ---------------------------------------------------------------------------------
 
@@ -510,74 +452,14 @@ class ConsumerCoordinator(AbstractCoordinator):
         gen = self._commit_generation()
         if isinstance(gen, BaseException):
             return RequestFuture.failure(gen)
-        by_topic: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
-        for tp, om in offsets.items():
-            if om.offset < 0:
-                return RequestFuture.failure(IllegalStateError(f"invalid offset {om.offset} for {tp}"))
-            by_topic.setdefault(tp.topic, []).append(
-                OffsetCommitRequest.OffsetCommitRequestPartition(
-                    partition_index=tp.partition,
-                    committed_offset=om.offset,
-                    committed_leader_epoch=om.leader_epoch if om.leader_epoch is not None else -1,
-                    committed_metadata=om.metadata,
-                )
+        try:
+            request = offset_commit_request(
+                self.rebalance_config.group_id, self.rebalance_config.group_instance_id, gen, offsets
             )
-        request = OffsetCommitRequest(
-            group_id=self.rebalance_config.group_id,
-            generation_id_or_member_epoch=gen.generation_id,
-            member_id=gen.member_id,
-            group_instance_id=self.rebalance_config.group_instance_id,
-            topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
-        )
+        except IllegalStateError as e:
+            return RequestFuture.failure(e)
         sent = self.client.send(coordinator, request)
-
-        def handle(body: OffsetCommitResponse, future: RequestFuture[None]) -> None:
-            unauthorized: set[str] = set()
-            for t in body.topics:
-                for p in t.partitions:
-                    if p.error_code == 0:
-                        continue
-                    cls = for_code(p.error_code)
-                    tp = TopicPartition(t.name, p.partition_index)
-                    if cls is GroupAuthorizationFailedError:
-                        future.raise_(cls(f"not authorized to commit for group {self.rebalance_config.group_id}"))
-                        return
-                    if cls is TopicAuthorizationFailedError:
-                        unauthorized.add(t.name)
-                    elif cls in (CoordinatorNotAvailableError, NotCoordinatorError, RequestTimedOutError):
-                        self.mark_coordinator_unknown(f"{cls.name} from OffsetCommit")
-                        future.raise_(cls())
-                        return
-                    elif cls is RebalanceInProgressError:
-                        self.request_rejoin("group is rebalancing during OffsetCommit")
-                        future.raise_(
-                            RebalanceInProgressClientError(
-                                "offset commit cannot be completed since the group is rebalancing; call poll() to "
-                                "complete the rebalance, then retry"
-                            )
-                        )
-                        return
-                    elif cls in (UnknownMemberIdError, IllegalGenerationError):
-                        if self.generation_snapshot() == gen:
-                            self._reset_generation_on_response_error("OffsetCommit", cls)
-                        future.raise_(
-                            CommitFailedError(
-                                f"commit failed with {cls.name}: the group has already rebalanced and assigned "
-                                "the partitions to another member"
-                            )
-                        )
-                        return
-                    else:
-                        future.raise_(cls(f"OffsetCommit for {tp} failed"))
-                        return
-            if unauthorized:
-                future.raise_(
-                    TopicAuthorizationFailedError(f"not authorized to commit to topics {sorted(unauthorized)}")
-                )
-            else:
-                future.complete(None)
-
-        return self._compose(sent, handle, "OffsetCommit")
+        return self._compose(sent, partial(handle_offset_commit_response, self, gen), "OffsetCommit")
 
     def commit_offsets_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timer: Timer) -> bool:
         """Commit and wait; False if the timer expired first. Retriable errors are retried."""
@@ -594,7 +476,7 @@ class ConsumerCoordinator(AbstractCoordinator):
             if future.succeeded():
                 return True
             exc = future.exception()
-            if not getattr(exc, "retriable", False) or isinstance(exc, RebalanceInProgressClientError):
+            if not is_retriable(exc) or isinstance(exc, RebalanceInProgressClientError):
                 raise exc
             timer.sleep(self.rebalance_config.retry_backoff_ms)
             if timer.is_expired():
@@ -611,11 +493,7 @@ class ConsumerCoordinator(AbstractCoordinator):
         result: RequestFuture[None] = RequestFuture()
 
         def done(exc: BaseException | None) -> None:
-            if (
-                exc is not None
-                and getattr(exc, "retriable", False)
-                and not isinstance(exc, RebalanceInProgressClientError)
-            ):
+            if exc is not None and is_retriable(exc) and not isinstance(exc, RebalanceInProgressClientError):
                 exc = RetriableCommitFailedError(f"offset commit failed with a retriable exception: {exc}")
             with self._commit_lock:
                 self._pending_async_commits -= 1

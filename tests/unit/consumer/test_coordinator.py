@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pykafka_client.consumer.abstract_coordinator import GroupRebalanceConfig, MemberState
+from pykafka_client.consumer.abstract_coordinator import GroupMembershipOperation, GroupRebalanceConfig, MemberState
 from pykafka_client.consumer.assignors import (
     Assignment,
     CooperativeStickyAssignor,
@@ -23,6 +23,7 @@ from pykafka_client.consumer.consumer_protocol import (
     serialize_assignment,
     serialize_subscription,
 )
+from pykafka_client.consumer.leave_group import LeaveGroupRequestBuilder
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
 from pykafka_client.consumer.subscription_state import SubscriptionState
 from pykafka_client.errors import (
@@ -30,6 +31,7 @@ from pykafka_client.errors import (
     DisconnectError,
     NoAvailableBrokersError,
     RebalanceInProgressClientError,
+    UnsupportedVersionError,
 )
 from pykafka_client.protocol.messages.find_coordinator_request import FindCoordinatorRequest
 from pykafka_client.protocol.messages.find_coordinator_response import FindCoordinatorResponse
@@ -333,6 +335,27 @@ def test_poll_timeout_sends_leave_group() -> None:
     assert coord.rejoin_needed and coord.state is MemberState.UNJOINED
 
 
+def test_poll_timeout_leave_polls_the_client_without_the_coordinator_lock() -> None:
+    coord, client, script, subs, time = make(rebalance_timeout_ms=5000)
+    subs.subscribe(["t"])
+    stable(coord, script, subs, [T0], time)
+    lock_held_while_polling: list[bool] = []
+    original = client.poll_no_wakeup
+
+    def poll_no_wakeup() -> None:
+        lock_held_while_polling.append(coord.lock._is_owned())  # type: ignore[attr-defined]
+        original()
+
+    client.poll_no_wakeup = poll_no_wakeup  # type: ignore[method-assign]
+    script.add(HeartbeatRequest, HeartbeatResponse()).add(LeaveGroupRequest, LeaveGroupResponse())
+    time.sleep(2500)
+    coord.heartbeat_step(time.hi_res_clock_ms())
+    time.sleep(2600)  # past max.poll.interval.ms with no poll()
+    coord.heartbeat_step(time.hi_res_clock_ms())
+    assert script.requests(LeaveGroupRequest) and coord.state is MemberState.UNJOINED
+    assert lock_held_while_polling == [False]
+
+
 def test_static_member_never_sends_leave_group() -> None:
     coord, client, script, subs, time = make(instance_id="instance-1")
     subs.subscribe(["t"])
@@ -352,6 +375,80 @@ def test_close_leaves_group() -> None:
     leave = script.requests(LeaveGroupRequest)[0]
     assert leave.members[0].member_id == "m-1"
     assert rec.calls[-1] == ("revoked", [T0])
+
+
+@pytest.mark.parametrize("version", range(LeaveGroupRequest.VALID_VERSIONS[0], LeaveGroupRequest.VALID_VERSIONS[1] + 1))
+def test_close_sends_leave_group_that_encodes_at_every_version(version: int) -> None:
+    """The bug: member_id (v0-2 only) and members (v3+) were both set, so no version could be encoded."""
+    coord, _client, script, subs, time = make()
+    subs.subscribe(["t"])
+    stable(coord, script, subs, [T0], time)
+    written: list[LeaveGroupRequest] = []
+
+    def encode_and_answer(body: LeaveGroupRequest) -> LeaveGroupResponse:
+        written.append(LeaveGroupRequest.decode(body.encode(version), version))
+        return LeaveGroupResponse()
+
+    script.add(LeaveGroupRequest, encode_and_answer)
+    coord.close(time.timer(100))
+    (leave,) = written
+    assert leave.group_id == GROUP
+    if version < 3:
+        assert (leave.member_id, leave.members) == ("m-1", [])
+    else:
+        assert leave.member_id == ""
+        assert [(m.member_id, m.group_instance_id) for m in leave.members] == [("m-1", None)]
+        assert leave.members[0].reason == ("the consumer is being closed" if version >= 5 else None)
+
+
+def test_static_member_leaves_only_when_asked_explicitly() -> None:
+    coord, _client, script, subs, time = make(instance_id="instance-1")
+    subs.subscribe(["t"])
+    stable(coord, script, subs, [T0], time)
+    assert coord.maybe_leave_group("test", GroupMembershipOperation.REMAIN_IN_GROUP) is None
+    stable(coord, script, subs, [T0], time)
+    assert coord.maybe_leave_group("test") is None  # DEFAULT: a static member stays
+    stable(coord, script, subs, [T0], time)
+    script.add(LeaveGroupRequest, LeaveGroupResponse())
+    future = coord.maybe_leave_group("scaling down", GroupMembershipOperation.LEAVE_GROUP)
+    assert future is not None and future.succeeded()
+    member = script.requests(LeaveGroupRequest)[0].members[0]
+    assert (member.member_id, member.group_instance_id, member.reason) == ("m-1", "instance-1", "scaling down")
+    assert coord.state is MemberState.UNJOINED
+
+
+def test_static_leave_cannot_be_written_before_v3() -> None:
+    builder = LeaveGroupRequestBuilder.for_member(GROUP, "m-1", "instance-1", "r")
+    builder.encode(3)
+    with pytest.raises(UnsupportedVersionError, match="static member"):
+        builder.encode(2)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [UnsupportedVersionError("no common version"), LeaveGroupResponse(error_code=25)],  # 25: UNKNOWN_MEMBER_ID
+)
+def test_leave_group_failure_is_logged_at_warning(answer: Any, caplog: pytest.LogCaptureFixture) -> None:
+    coord, _client, script, subs, time = make()
+    subs.subscribe(["t"])
+    stable(coord, script, subs, [T0], time)
+    script.add(LeaveGroupRequest, answer)
+    with caplog.at_level("WARNING", logger="pykafka_client.consumer"):
+        coord.close(time.timer(100))
+    warnings = [r for r in caplog.records if r.levelname == "WARNING" and "LeaveGroup" in r.getMessage()]
+    assert len(warnings) == 1, caplog.text
+    assert "m-1" in warnings[0].getMessage() and "session.timeout.ms" in warnings[0].getMessage()
+
+
+def test_leave_group_without_response_before_close_timeout_is_logged_at_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    coord, _client, script, subs, time = make()
+    subs.subscribe(["t"])
+    stable(coord, script, subs, [T0], time)
+    with caplog.at_level("WARNING", logger="pykafka_client.consumer"):
+        coord.close(time.timer(100))  # LeaveGroup stays unanswered
+    assert any("no response before the close timeout" in r.getMessage() for r in caplog.records), caplog.text
 
 
 # -- commits ---------------------------------------------------------------------------------
@@ -388,7 +485,7 @@ def test_commit_during_rebalance_raises_rebalance_in_progress() -> None:
     coord, _, script, subs, time = make()
     subs.subscribe(["t"])
     stable(coord, script, subs, [T0], time)
-    coord.state = MemberState.PREPARING_REBALANCE
+    coord._transition_to(MemberState.PREPARING_REBALANCE)
     with pytest.raises(RebalanceInProgressClientError):
         coord.commit_offsets_sync({T0: OffsetAndMetadata(1)}, time.timer(1000))
 

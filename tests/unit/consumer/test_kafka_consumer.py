@@ -171,7 +171,7 @@ def test_subscribe_join_fetch_commit_on_scripted_group() -> None:
     script.add(LeaveGroupRequest, LeaveGroupResponse())
     script.add(HeartbeatRequest, None)
     c.close(1.0)
-    assert script.requests(LeaveGroupRequest)[0].member_id == "me"
+    assert script.requests(LeaveGroupRequest)[0].members[0].member_id == "me"
 
 
 def test_poll_without_subscription_and_after_close() -> None:

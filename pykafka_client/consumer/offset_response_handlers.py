@@ -1,0 +1,180 @@
+"""How the consumer coordinator handles OffsetFetch and OffsetCommit responses (Java:
+ConsumerCoordinator.OffsetFetchResponseHandler and OffsetCommitResponseHandler), and the requests
+they answer.
+
+The handlers run in whichever thread polled the client; they complete the future the coordinator
+returned to ``fetch_committed_offsets`` / ``commit_offsets_*`` and apply the group side effects an
+error calls for (forget the coordinator, request a rejoin, reset the generation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
+
+from pykafka_client.consumer.group_response_handlers import COORDINATOR_MOVED_ERRORS
+from pykafka_client.consumer.member_state import Generation
+from pykafka_client.errors import (
+    CommitFailedError,
+    GroupAuthorizationFailedError,
+    IllegalGenerationError,
+    IllegalStateError,
+    RebalanceInProgressClientError,
+    RebalanceInProgressError,
+    RequestTimedOutError,
+    TopicAuthorizationFailedError,
+    UnknownMemberIdError,
+    UnstableOffsetCommitError,
+    for_code,
+)
+from pykafka_client.network.request_future import RequestFuture
+from pykafka_client.protocol.messages.offset_commit_request import OffsetCommitRequest
+from pykafka_client.protocol.messages.offset_commit_response import OffsetCommitResponse
+from pykafka_client.protocol.messages.offset_fetch_request import OffsetFetchRequest
+from pykafka_client.protocol.messages.offset_fetch_response import OffsetFetchResponse
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
+
+if TYPE_CHECKING:
+    from pykafka_client.consumer.consumer_coordinator import ConsumerCoordinator
+
+CommittedOffsets = dict[TopicPartition, OffsetAndMetadata | None]
+
+
+def offset_fetch_request(group_id: str, partitions: Collection[TopicPartition]) -> OffsetFetchRequest:
+    """Committed offsets of ``partitions``, waiting for pending transactional commits (require_stable)."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return OffsetFetchRequest(
+        group_id=group_id,
+        topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=sorted(ps))
+            for t, ps in by_topic.items()
+        ],
+        require_stable=True,
+    )
+
+
+def handle_offset_fetch_response(
+    c: ConsumerCoordinator, body: OffsetFetchResponse, future: RequestFuture[CommittedOffsets]
+) -> None:
+    """The committed offset per partition (None where nothing is committed); a group error, an
+    unauthorized topic or unstable offsets fail the future."""
+    if body.error_code != 0:
+        cls = for_code(body.error_code)
+        if cls in COORDINATOR_MOVED_ERRORS:
+            c.mark_coordinator_unknown(f"{cls.name} from OffsetFetch")
+        future.raise_(cls(f"OffsetFetch for group {c.rebalance_config.group_id} failed"))
+        return
+    out: dict[TopicPartition, OffsetAndMetadata | None] = {}
+    unauthorized: set[str] = set()
+    unstable = False
+    for t in body.topics:
+        for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            if p.error_code != 0:
+                cls = for_code(p.error_code)
+                if cls is TopicAuthorizationFailedError:
+                    unauthorized.add(t.name)
+                elif cls is UnstableOffsetCommitError:
+                    unstable = True
+                else:
+                    future.raise_(cls(f"OffsetFetch for {tp} failed"))
+                    return
+            elif p.committed_offset >= 0:
+                epoch = p.committed_leader_epoch if p.committed_leader_epoch >= 0 else None
+                out[tp] = OffsetAndMetadata(p.committed_offset, p.metadata or "", epoch)
+            else:
+                out[tp] = None
+    if unauthorized:
+        future.raise_(TopicAuthorizationFailedError(f"not authorized to read offsets of {sorted(unauthorized)}"))
+    elif unstable:
+        future.raise_(UnstableOffsetCommitError("there are unstable offsets for the requested partitions"))
+    else:
+        future.complete(out)
+
+
+def offset_commit_request(
+    group_id: str,
+    group_instance_id: str | None,
+    generation: Generation,
+    offsets: Mapping[TopicPartition, OffsetAndMetadata],
+) -> OffsetCommitRequest:
+    """The commit of ``offsets`` by ``generation``; IllegalStateError for a negative offset."""
+    by_topic: dict[str, list[OffsetCommitRequest.OffsetCommitRequestPartition]] = {}
+    for tp, om in offsets.items():
+        if om.offset < 0:
+            raise IllegalStateError(f"invalid offset {om.offset} for {tp}")
+        by_topic.setdefault(tp.topic, []).append(
+            OffsetCommitRequest.OffsetCommitRequestPartition(
+                partition_index=tp.partition,
+                committed_offset=om.offset,
+                committed_leader_epoch=om.leader_epoch if om.leader_epoch is not None else -1,
+                committed_metadata=om.metadata,
+            )
+        )
+    return OffsetCommitRequest(
+        group_id=group_id,
+        generation_id_or_member_epoch=generation.generation_id,
+        member_id=generation.member_id,
+        group_instance_id=group_instance_id,
+        topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
+    )
+
+
+def handle_offset_commit_response(
+    c: ConsumerCoordinator, gen: Generation, body: OffsetCommitResponse, future: RequestFuture[None]
+) -> None:
+    """The first partition error decides (group authorization, coordinator moved, rebalance, stale
+    generation); unauthorized topics are reported together."""
+    unauthorized: set[str] = set()
+    for t in body.topics:
+        for p in t.partitions:
+            if p.error_code == 0:
+                continue
+            cls = for_code(p.error_code)
+            tp = TopicPartition(t.name, p.partition_index)
+            if cls is GroupAuthorizationFailedError:
+                future.raise_(cls(f"not authorized to commit for group {c.rebalance_config.group_id}"))
+                return
+            if cls is TopicAuthorizationFailedError:
+                unauthorized.add(t.name)
+            elif cls in (*COORDINATOR_MOVED_ERRORS, RequestTimedOutError):
+                c.mark_coordinator_unknown(f"{cls.name} from OffsetCommit")
+                future.raise_(cls())
+                return
+            elif cls is RebalanceInProgressError:
+                c.request_rejoin("group is rebalancing during OffsetCommit")
+                future.raise_(
+                    RebalanceInProgressClientError(
+                        "offset commit cannot be completed since the group is rebalancing; call poll() to "
+                        "complete the rebalance, then retry"
+                    )
+                )
+                return
+            elif cls in (UnknownMemberIdError, IllegalGenerationError):
+                if c.generation_snapshot() == gen:
+                    c._reset_generation_on_response_error("OffsetCommit", cls)
+                future.raise_(
+                    CommitFailedError(
+                        f"commit failed with {cls.name}: the group has already rebalanced and assigned "
+                        "the partitions to another member"
+                    )
+                )
+                return
+            else:
+                future.raise_(cls(f"OffsetCommit for {tp} failed"))
+                return
+    if unauthorized:
+        future.raise_(TopicAuthorizationFailedError(f"not authorized to commit to topics {sorted(unauthorized)}"))
+    else:
+        future.complete(None)
+
+
+__all__ = [
+    "CommittedOffsets",
+    "handle_offset_commit_response",
+    "handle_offset_fetch_response",
+    "offset_commit_request",
+    "offset_fetch_request",
+]
