@@ -54,6 +54,7 @@ from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.network.request_future import RequestFuture
+from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages.find_coordinator_request import FindCoordinatorRequest
 from pykafka_client.protocol.messages.heartbeat_request import HeartbeatRequest
 from pykafka_client.protocol.messages.join_group_request import JoinGroupRequest
@@ -365,7 +366,12 @@ class AbstractCoordinator(ABC):
         )
         log.info("(re-)joining group %s (reason: %s)", cfg.group_id, self.rejoin_reason)
         self.rejoin_reason = ""
-        sent = self.client.send(coordinator, request, self.join_group_request_timeout_ms())
+        sent = self.client.send(
+            coordinator,
+            request,
+            self.join_group_request_timeout_ms(),
+            oldest_allowed_version=cfg.oldest_allowed_version(ApiKey.JOIN_GROUP),
+        )
         return self._compose(sent, partial(handle_join_group_response, self), "JoinGroup")
 
     def _compose(
@@ -424,7 +430,13 @@ class AbstractCoordinator(ABC):
             assignments=assignments,
         )
         return self._compose(
-            self.client.send(coordinator, request), partial(handle_sync_group_response, self), "SyncGroup"
+            self.client.send(
+                coordinator,
+                request,
+                oldest_allowed_version=self.rebalance_config.oldest_allowed_version(ApiKey.SYNC_GROUP),
+            ),
+            partial(handle_sync_group_response, self),
+            "SyncGroup",
         )
 
     # -- heartbeats ----------------------------------------------------------------------------
@@ -440,8 +452,9 @@ class AbstractCoordinator(ABC):
             member_id=gen.member_id,
             group_instance_id=self.rebalance_config.group_instance_id,
         )
-        sent = self.client.send(coordinator, request)
-
+        sent = self.client.send(
+            coordinator, request, oldest_allowed_version=self.rebalance_config.oldest_allowed_version(ApiKey.HEARTBEAT)
+        )
         return self._compose(sent, partial(handle_heartbeat_response, self, gen), "Heartbeat")
 
     def heartbeat_step(self, now_ms: int) -> int:

@@ -22,6 +22,7 @@ class ConsumerClient(Protocol):
         body: Any,
         request_timeout_ms: int | None = None,
         *,
+        oldest_allowed_version: int | None = None,
         latest_allowed_version: int | None = None,
     ) -> RequestFuture[ClientResponse]:
         """Queue a request; the future completes with the ClientResponse or fails (disconnect,

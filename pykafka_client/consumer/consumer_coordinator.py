@@ -61,6 +61,7 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import KafkaError, RetriableError
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.request_future import RequestFuture
+from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages.join_group_response import JoinGroupResponse
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import Time, Timer
@@ -458,7 +459,11 @@ class ConsumerCoordinator(AbstractCoordinator):
             )
         except IllegalStateError as e:
             return RequestFuture.failure(e)
-        sent = self.client.send(coordinator, request)
+        sent = self.client.send(
+            coordinator,
+            request,
+            oldest_allowed_version=self.rebalance_config.oldest_allowed_version(ApiKey.OFFSET_COMMIT),
+        )
         return self._compose(sent, partial(handle_offset_commit_response, self, gen), "OffsetCommit")
 
     def commit_offsets_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timer: Timer) -> bool:

@@ -6,6 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from pykafka_client.protocol.api_keys import ApiKey
+
+#: The first version of each group API that carries ``group.instance.id`` (KIP-345). A static member
+#: cannot use an older one: its request would silently become a dynamic member's (Java's request
+#: builders refuse it with UnsupportedVersionError, and so does the NetworkClient here).
+STATIC_MEMBERSHIP_OLDEST_VERSION: dict[ApiKey, int] = {
+    ApiKey.JOIN_GROUP: 5,
+    ApiKey.SYNC_GROUP: 3,
+    ApiKey.HEARTBEAT: 3,
+    ApiKey.OFFSET_COMMIT: 7,
+}
+
 
 @dataclass(frozen=True, slots=True)
 class GroupRebalanceConfig:
@@ -19,6 +31,13 @@ class GroupRebalanceConfig:
     request_timeout_ms: int = 30000
     leave_group_on_close: bool = True
 
+    def oldest_allowed_version(self, api: ApiKey) -> int | None:
+        """The oldest version of ``api`` this member may send (None: any): static members need the
+        versions that carry ``group.instance.id``."""
+        if self.group_instance_id is None:
+            return None
+        return STATIC_MEMBERSHIP_OLDEST_VERSION.get(api)
+
 
 class GroupMembershipOperation(Enum):
     """What closing does to the membership (Java: CloseOptions.GroupMembershipOperation)."""
@@ -28,4 +47,4 @@ class GroupMembershipOperation(Enum):
     REMAIN_IN_GROUP = "REMAIN_IN_GROUP"  # never send LeaveGroup
 
 
-__all__ = ["GroupMembershipOperation", "GroupRebalanceConfig"]
+__all__ = ["STATIC_MEMBERSHIP_OLDEST_VERSION", "GroupMembershipOperation", "GroupRebalanceConfig"]

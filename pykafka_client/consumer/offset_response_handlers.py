@@ -9,6 +9,7 @@ error calls for (forget the coordinator, request a rejoin, reset the generation)
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
@@ -32,12 +33,35 @@ from pykafka_client.protocol.messages.offset_commit_request import OffsetCommitR
 from pykafka_client.protocol.messages.offset_commit_response import OffsetCommitResponse
 from pykafka_client.protocol.messages.offset_fetch_request import OffsetFetchRequest
 from pykafka_client.protocol.messages.offset_fetch_response import OffsetFetchResponse
+from pykafka_client.protocol.types import Writer
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 if TYPE_CHECKING:
     from pykafka_client.consumer.consumer_coordinator import ConsumerCoordinator
 
+log = logging.getLogger(__name__)
+
 CommittedOffsets = dict[TopicPartition, OffsetAndMetadata | None]
+
+
+#: The first OffsetFetch version with ``require_stable`` (KIP-447, Kafka 2.5).
+REQUIRE_STABLE_OLDEST_VERSION = 7
+
+
+class OffsetFetchRequestBuilder(OffsetFetchRequest):
+    """An OffsetFetchRequest asking for stable offsets whose ``write`` drops ``require_stable`` where the
+    negotiated version lacks it: an older coordinator cannot hold back offsets of open transactions, so
+    the consumer reads what is committed, as Java's ``OffsetFetchRequest.Builder`` falls back."""
+
+    __slots__ = ()
+
+    def write(self, w: Writer, version: int) -> None:
+        if version >= REQUIRE_STABLE_OLDEST_VERSION or not self.require_stable:
+            super().write(w, version)
+            return
+        log.debug("OffsetFetch v%d has no require_stable (needs v%d+): fetching without it",
+                  version, REQUIRE_STABLE_OLDEST_VERSION)
+        OffsetFetchRequest(group_id=self.group_id, topics=self.topics).write(w, version)
 
 
 def offset_fetch_request(group_id: str, partitions: Collection[TopicPartition]) -> OffsetFetchRequest:
@@ -45,7 +69,7 @@ def offset_fetch_request(group_id: str, partitions: Collection[TopicPartition]) 
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
-    return OffsetFetchRequest(
+    return OffsetFetchRequestBuilder(
         group_id=group_id,
         topics=[
             OffsetFetchRequest.OffsetFetchRequestTopic(name=t, partition_indexes=sorted(ps))

@@ -42,7 +42,13 @@ class FakeConsumerClient:
 
     # ConsumerClient protocol
     def send(
-        self, node: Node, body: Any, request_timeout_ms: int | None = None, *, latest_allowed_version: int | None = None
+        self,
+        node: Node,
+        body: Any,
+        request_timeout_ms: int | None = None,
+        *,
+        oldest_allowed_version: int | None = None,
+        latest_allowed_version: int | None = None,
     ) -> RequestFuture[ClientResponse]:
         future: RequestFuture[ClientResponse] = RequestFuture()
         s = Sent(node, body, future, request_timeout_ms, latest_allowed_version)

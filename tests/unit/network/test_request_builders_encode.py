@@ -405,19 +405,6 @@ SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
     }),
 }
 
-_LEAVE_GROUP = (
-    "LeaveGroup sets member_id (v0-v2 only) together with members (v3+); the LeaveGroup helper fixes it in "
-    "consumer/abstract_coordinator.py (issue 9 item 1): drop this mark after that merge"
-)
-_REQUIRE_STABLE = (
-    "consumer_coordinator sets OffsetFetch require_stable, which exists only from v7 (Kafka 2.5); Java drops "
-    "it below v7 (or fails when told to): the builder must decide per version"
-)
-_STATIC = (
-    "a static member's group_instance_id exists only from JoinGroup v5 / SyncGroup v3 / Heartbeat v3 / "
-    "OffsetCommit v7; Java's builders fail with a clear UnsupportedVersionError below those versions: the "
-    "builder (consumer/abstract_coordinator.py, consumer_coordinator.py) must narrow its version range"
-)
 _ISOLATION = (
     "offset_fetcher sets ListOffsets isolation_level=read_committed, which exists only from v2; Java's "
     "ListOffsetsRequest.Builder.forConsumer raises the oldest allowed version to 2: consumer/offset_fetcher.py "
@@ -437,12 +424,6 @@ _CONSUMER_METADATA = (
 
 #: (scenario, API) pairs that fail today, each with why and who fixes it. strict: they flip when fixed.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("consumer", "LEAVE_GROUP"): _LEAVE_GROUP,
-    ("consumer", "OFFSET_FETCH"): _REQUIRE_STABLE,
-    ("consumer_static_member", "JOIN_GROUP"): _STATIC,
-    ("consumer_static_member", "SYNC_GROUP"): _STATIC,
-    ("consumer_static_member", "HEARTBEAT"): _STATIC,
-    ("consumer_static_member", "OFFSET_COMMIT"): _STATIC,
     ("consumer_read_committed", "LIST_OFFSETS"): _ISOLATION,
     ("admin", "METADATA"): _ADMIN_METADATA,
     ("consumer", "METADATA"): _CONSUMER_METADATA,
