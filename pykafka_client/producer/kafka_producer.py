@@ -14,6 +14,11 @@ accumulator and returns a :class:`~concurrent.futures.Future` of :class:`RecordM
 thread (the Sender) batches and sends. ``send`` blocks only to wait for topic metadata or buffer memory,
 both bounded by ``max.block.ms``.
 
+Metadata waits, as in Java: a topic the cluster does not have (broker auto-creation off), or a partition
+past its count, is waited for up to ``max.block.ms`` (it may be created meanwhile), then the record fails
+with KafkaTimeoutError naming the topic; ``partitions_for`` raises the same. An invalid topic name or a
+topic this client may not access fails at once (InvalidTopicError, TopicAuthorizationFailedError).
+
 Errors, as in Java: broker-side and timeout errors of a record (record too large, metadata not available in
 time, buffer exhausted, delivery timeout...) complete its future exceptionally and reach ``on_delivery``;
 misuse raises at once (send after close, serialization failure, a bad partition or timestamp, a fatal
@@ -401,7 +406,8 @@ class KafkaProducer:
             self.accumulator.end_flush()
 
     def partitions_for(self, topic: str) -> list[PartitionInfo]:
-        """The topic's partitions, waiting up to ``max.block.ms`` for its metadata."""
+        """The topic's partitions, waiting up to ``max.block.ms`` for its metadata (as Java: an unknown
+        topic raises KafkaTimeoutError after that wait; an invalid or unauthorized one raises at once)."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         self._wait_on_metadata(topic, None, self._max_block_ms)
