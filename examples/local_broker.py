@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+_CHECKOUT = Path(__file__).resolve().parents[1]
 _LISTENING = re.compile(r"mini_broker listening on PLAINTEXT://(\S+)")
 
 
@@ -30,7 +31,8 @@ def mini_broker_process(overrides: Mapping[str, object] | None = None, start_tim
         for key, value in (overrides or {}).items():
             args += ["--override", f"{key}={value}"]
         with log_path.open("w") as log:
-            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            # From the checkout holding these examples, so ``-m mini_broker`` is the same tree's broker.
+            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=_CHECKOUT)
         try:
             yield _await_listening(proc, log_path, start_timeout)
         finally:

@@ -91,6 +91,14 @@ def test_other_admin_calls_on_an_unknown_topic_fail_fast(admin: AdminClient, cal
     _fails_fast(lambda: call(admin), UnknownTopicOrPartitionError, "missing")
 
 
+def test_describe_configs_of_an_unknown_broker_id_waits_as_java(admin: AdminClient) -> None:
+    """Java waits for a broker id missing from the metadata (it may be starting): the timeout bounds it."""
+    started = time.monotonic()
+    with pytest.raises(KafkaTimeoutError):
+        admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "99")], timeout=1.0)
+    assert 0.9 <= time.monotonic() - started < FAST_S
+
+
 def _producer(broker: MiniBroker, max_block_ms: int) -> KafkaProducer:
     return KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "max.block.ms": max_block_ms})
 
