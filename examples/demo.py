@@ -1,6 +1,8 @@
-"""The README demo: our producer and a consumer group against an embedded mini_broker.
+"""The README demo: our producer and a consumer group against a local mini_broker.
 
-Starts a MiniBroker on a free loopback port (data in a temp dir), creates a topic with AdminClient,
+Starts mini_broker in its own process (``python -m mini_broker`` on a free loopback port, data in a temp
+dir, stopped at the end; see examples/local_broker.py), so the rates printed are the client's and not
+shared with the broker's threads under one GIL. Creates a topic with AdminClient,
 produces keyed records with KafkaProducer (idempotent, acks=all: the defaults), then consumes them with
 two KafkaConsumers in one group and checks that every record arrived exactly once and in order per
 partition. Run it with ``./dev demo`` (``--records N`` and ``--partitions N`` change the workload).
@@ -14,7 +16,7 @@ import threading
 import time
 from collections import defaultdict
 
-from mini_broker.broker import MiniBroker
+from examples.local_broker import mini_broker_process
 from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer
 from pykafka_client.admin import NewTopic
 
@@ -100,9 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--consumers", type=int, default=2)
     args = parser.parse_args(argv)
 
-    with MiniBroker({"group.initial.rebalance.delay.ms": 0}) as broker:
-        bootstrap = broker.bootstrap_servers
-        print(f"mini_broker listening on {bootstrap}")
+    with mini_broker_process({"group.initial.rebalance.delay.ms": 0}) as bootstrap:
+        print(f"mini_broker listening on {bootstrap} (a separate process)")
         with AdminClient({"bootstrap.servers": bootstrap}) as admin:
             admin.create_topics([NewTopic(TOPIC, num_partitions=args.partitions, replication_factor=1)], timeout=10.0)
             print(f"created topic {TOPIC} with {args.partitions} partitions")

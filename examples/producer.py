@@ -1,6 +1,6 @@
 """Produce a few records with pykafka_client's KafkaProducer.
 
-    .venv/bin/python -m examples.producer                          # against an embedded mini_broker
+    .venv/bin/python -m examples.producer                          # against a local mini_broker process
     .venv/bin/python -m examples.producer --bootstrap host:9092    # against a running cluster
 
 Shows the Java-style configuration, keyed and unkeyed sends, headers, a delivery callback, waiting on a
@@ -10,34 +10,24 @@ future, flush and close (the context manager closes).
 from __future__ import annotations
 
 import argparse
-import contextlib
-from collections.abc import Iterator
 
+from examples.local_broker import bootstrap_servers
 from pykafka_client import KafkaProducer, RecordMetadata
 
 
-@contextlib.contextmanager
-def bootstrap_servers(given: str | None) -> Iterator[str]:
-    if given:
-        yield given
-        return
-    from mini_broker.broker import MiniBroker
-
-    with MiniBroker({"num.partitions": 3}) as broker:
-        yield broker.bootstrap_servers
-
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bootstrap", help="host:port of a Kafka broker (default: start a mini_broker)")
     ap.add_argument("--topic", default="example-events")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    failed: list[BaseException] = []
 
     def on_delivery(metadata: RecordMetadata | None, error: BaseException | None) -> None:
         if error is not None:
+            failed.append(error)
             print(f"delivery failed: {error}")
 
-    with bootstrap_servers(args.bootstrap) as servers:
+    with bootstrap_servers(args.bootstrap, {"num.partitions": 3}) as servers:
         config = {
             "bootstrap.servers": servers,
             "key.serializer": "str",
@@ -53,7 +43,9 @@ def main() -> None:
                 producer.send(args.topic, {"event": "click", "n": i}, key=f"user-{i % 10}", on_delivery=on_delivery)
             producer.flush(timeout=30)
             print("metrics:", {k: v for k, v in producer.metrics().items() if k in ("record-send-total", "request-total")})
+    print(f"1001 records sent, {len(failed)} failed")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -10,6 +10,11 @@ within it is bounded by ``request.timeout.ms``. Disconnects and retriable broker
 with ``retry.backoff.ms`` until the timeout, which raises :class:`KafkaTimeoutError`. Broker errors are
 raised as their specific :mod:`pykafka_client.errors` class (for multi-item calls: the first failing
 item's error, naming the item; the other items were still processed).
+
+Calls that cannot succeed fail fast: an unknown topic raises UnknownTopicOrPartitionError from the
+broker's answer (describe_topics, delete_topics, create_partitions, describe_configs) or after one
+metadata round trip (list_offsets). As in Java, a broker resource whose id is not (yet) in the metadata
+is waited for until the timeout (the broker may be starting).
 """
 
 from __future__ import annotations
@@ -43,11 +48,12 @@ from pykafka_client.errors import (
     IllegalArgumentError,
     IllegalStateError,
     KafkaTimeoutError,
+    UnknownTopicOrPartitionError,
     for_code,
 )
 from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import TP
+from pykafka_client.network.cluster import TP, Cluster
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
@@ -86,6 +92,23 @@ _RETRY_WITH_METADATA = {3, 5, 6, 74, 75, 76}  # UNKNOWN_TOPIC_OR_PARTITION, LEAD
 def _error(code: int, message: str | None, subject: str) -> BrokerResponseError:
     cls = for_code(code)
     return cls(f"{subject}: {message}" if message else subject)
+
+
+def _raise_for_absent_partitions(cluster: Cluster, partitions: Iterable[TP]) -> None:
+    """Raise UnknownTopicOrPartitionError for the first partition that fresh metadata does not list."""
+    topics = cluster.topics()
+    for topic, partition in partitions:
+        if topic not in topics:
+            raise UnknownTopicOrPartitionError(
+                f"topic {topic!r} does not exist (asked for partition {topic}-{partition}); "
+                "create it first or check the name"
+            )
+        if cluster.partition((topic, partition)) is None:
+            count = cluster.partition_count_for_topic(topic)
+            raise UnknownTopicOrPartitionError(
+                f"partition {topic}-{partition} does not exist: topic {topic!r} has {count} partitions "
+                f"(0..{(count or 1) - 1})"
+            )
 
 
 class AdminClient:
@@ -257,15 +280,6 @@ class AdminClient:
         while not wait.is_expired():
             self._poll(timer, wait.remaining_ms())
             wait.update()
-
-    def _await_metadata(self, timer: Timer, done: Callable[[], bool], what: str) -> None:
-        """Refresh metadata until ``done()`` or the timer expires."""
-        while not done():
-            version = self.metadata.request_update()
-            while self.metadata.update_version() == version:
-                if timer.is_expired():
-                    raise self._expired(timer, f"waiting for metadata ({what})")
-                self._poll(timer, 100)
 
     def _refresh_metadata(self, timer: Timer, what: str) -> None:
         version = self.metadata.request_update()
@@ -534,23 +548,30 @@ class AdminClient:
         timeout: float | None = None,
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> dict[TP, ListOffsetsResultInfo]:
-        """Earliest / latest / max-timestamp / by-timestamp offsets, asked of each partition's leader."""
+        """Earliest / latest / max-timestamp / by-timestamp offsets, asked of each partition's leader.
+
+        A topic the cluster does not have, or a partition past its partition count, raises
+        UnknownTopicOrPartitionError after one metadata round trip (as Java since KAFKA-15425); a
+        partition without a leader (an election in progress) is retried until the timeout.
+        """
         remaining: dict[TP, OffsetSpec] = {(tp[0], tp[1]): s for tp, s in specs.items()}
         if not remaining:
             return {}
         with self._lock:
             timer = self._timer(timeout)
             out: dict[TP, ListOffsetsResultInfo] = {}
+            stale = False  # set when a leader answered that the cached metadata is out of date
             while remaining:
                 cluster = self.metadata.fetch()
-                missing = [tp for tp in remaining if cluster.leader_for(tp) is None]
-                if missing:
-                    self._await_metadata(
-                        timer,
-                        lambda: all(self.metadata.fetch().leader_for(tp) is not None for tp in remaining),
-                        f"leaders of {sorted(missing)}",
-                    )
+                if stale or any(cluster.leader_for(tp) is None for tp in remaining):
+                    self._refresh_metadata(timer, f"leaders of {sorted(remaining)}")
                     cluster = self.metadata.fetch()
+                    _raise_for_absent_partitions(cluster, remaining)
+                    stale = False
+                    if any(cluster.leader_for(tp) is None for tp in remaining):
+                        stale = True
+                        self._backoff(timer)
+                        continue
                 by_leader: dict[int, list[TP]] = defaultdict(list)
                 for tp in remaining:
                     leader = cluster.leader_for(tp)
@@ -562,7 +583,7 @@ class AdminClient:
                 if retry and remaining:
                     if timer.is_expired():
                         raise self._expired(timer, "listing offsets")
-                    self.metadata.request_update()
+                    stale = True
                     self._backoff(timer)
             return out
 

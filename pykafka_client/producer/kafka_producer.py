@@ -14,19 +14,31 @@ accumulator and returns a :class:`~concurrent.futures.Future` of :class:`RecordM
 thread (the Sender) batches and sends. ``send`` blocks only to wait for topic metadata or buffer memory,
 both bounded by ``max.block.ms``.
 
+Metadata waits, as in Java: a topic the cluster does not have (broker auto-creation off), or a partition
+past its count, is waited for up to ``max.block.ms`` (it may be created meanwhile), then the record fails
+with KafkaTimeoutError naming the topic; ``partitions_for`` raises the same. An invalid topic name or a
+topic this client may not access fails at once (InvalidTopicError, TopicAuthorizationFailedError).
+
 Errors, as in Java: broker-side and timeout errors of a record (record too large, metadata not available in
 time, buffer exhausted, delivery timeout...) complete its future exceptionally and reach ``on_delivery``;
 misuse raises at once (send after close, serialization failure, a bad partition or timestamp, a fatal
 idempotence error). ``on_delivery(metadata, exception)`` runs on the I/O thread, outside any producer lock;
 it must be quick and must not call ``flush`` or ``close`` with a timeout.
+
+A producer the program forgets to close is closed at interpreter exit (an ``atexit`` hook holding only a
+weak reference, removed by ``close``): it gets ``close_at_exit_timeout`` seconds to send what it
+buffered, and a WARNING says how many records were dropped if that runs out.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import itertools
 import logging
 import threading
 import time as _time
+import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -97,8 +109,21 @@ def _failed_future(exc: BaseException) -> FutureRecordMetadata:
     return f
 
 
+def _close_at_exit(ref: weakref.ref[KafkaProducer]) -> None:
+    """The ``atexit`` hook of a producer that was never closed (does nothing once it was collected)."""
+    producer = ref()
+    if producer is not None:
+        producer._close(producer.close_at_exit_timeout, at_exit=True)
+
+
 class KafkaProducer:
-    """A thread-safe Kafka producer with Java's configuration, batching, retries and idempotence."""
+    """A thread-safe Kafka producer with Java's configuration, batching, retries and idempotence.
+
+    ``close_at_exit_timeout`` (seconds, default 10; settable on the class or an instance) bounds how long
+    a producer that was not closed may take to deliver its buffered records when the interpreter exits.
+    """
+
+    close_at_exit_timeout: float = 10.0
 
     def __init__(
         self,
@@ -204,6 +229,8 @@ class KafkaProducer:
             target=self.sender.run, name=f"kafka-producer-network-thread | {self.client_id}", daemon=True
         )
         self._io_thread.start()
+        self._exit_hook = functools.partial(_close_at_exit, weakref.ref(self))
+        atexit.register(self._exit_hook)
 
     @staticmethod
     def _resolve_partitioner(value: Any) -> Partitioner | None:
@@ -401,7 +428,8 @@ class KafkaProducer:
             self.accumulator.end_flush()
 
     def partitions_for(self, topic: str) -> list[PartitionInfo]:
-        """The topic's partitions, waiting up to ``max.block.ms`` for its metadata."""
+        """The topic's partitions, waiting up to ``max.block.ms`` for its metadata (as Java: an unknown
+        topic raises KafkaTimeoutError after that wait; an invalid or unauthorized one raises at once)."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         self._wait_on_metadata(topic, None, self._max_block_ms)
@@ -449,9 +477,15 @@ class KafkaProducer:
     def close(self, timeout: float | None = None) -> None:
         """Stop accepting records, send what is buffered (up to ``timeout`` seconds; None = no limit),
         then fail whatever is left with ProducerClosedError. ``timeout=0`` fails buffered records at once."""
+        self._close(timeout, at_exit=False)
+
+    def _close(self, timeout: float | None, at_exit: bool) -> None:
         with self._close_lock:
             already = self._closed
             self._closed = True
+        atexit.unregister(self._exit_hook)
+        if at_exit and not already:
+            log.info("producer %s was not closed: closing it at interpreter exit (up to %s s)", self.client_id, timeout)
         if already and not self._io_thread.is_alive():
             return
         in_io_thread = threading.current_thread() is self._io_thread
@@ -462,6 +496,13 @@ class KafkaProducer:
             self.sender.initiate_close()
             if not in_io_thread:
                 self._io_thread.join(timeout)
+            if at_exit and self._io_thread.is_alive():
+                pending = sum(b.record_count for b in self.accumulator.incomplete_batches())
+                log.warning(
+                    "producer %s was not closed before the interpreter exited and %d record(s) were still not "
+                    "delivered after %s s; they are dropped. Call flush() or close() before the program ends "
+                    "(or raise KafkaProducer.close_at_exit_timeout).", self.client_id, pending, timeout,
+                )
         if self._io_thread.is_alive() or timeout == 0:
             self.sender.force_close()
             if not in_io_thread:

@@ -1,0 +1,93 @@
+"""The wheel a user installs (issue 9 item 9): built from a copy of the source tree, installed into a fresh
+venv without extras, it imports, runs ``mini-broker --help``, ships LICENSE, NOTICE and py.typed, declares
+the SPDX license and ``Typing :: Typed``, and the build prints no deprecation warning.
+
+Needs PyPI (the isolated build fetches setuptools>=77; the install fetches the runtime dependencies).
+"""
+
+from __future__ import annotations
+
+import email
+import os
+import shutil
+import subprocess
+import sys
+import venv
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".git", ".venv", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "data", ".*_cache", ".hypothesis", "tests",
+    "bench",
+)
+
+
+def _run(*args: str | Path, cwd: Path, timeout: float = 120) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"{args} failed:\n{output[-4000:]}"
+    return output
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """(wheel path, verbose build output)."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "src"
+    shutil.copytree(ROOT, source, ignore=_NOT_SOURCE)
+    out = tmp / "dist"
+    log = _run(sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", out, source, cwd=tmp, timeout=180)
+    wheels = list(out.glob("pykafka_client-*.whl"))
+    assert len(wheels) == 1, wheels
+    yield wheels[0], log
+
+
+def test_build_prints_no_deprecation_warning(built: tuple[Path, str]) -> None:
+    _, log = built
+    assert "SetuptoolsDeprecationWarning" not in log
+    assert "DEPRECATION" not in log
+    assert "deprecated" not in log.lower()
+
+
+def test_wheel_ships_license_notice_and_py_typed(built: tuple[Path, str]) -> None:
+    wheel, _ = built
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        dist_info = next(n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info"))
+        licenses = {n.rsplit("/", 1)[-1] for n in names if n.startswith(f"{dist_info}/")}
+        assert {"LICENSE", "NOTICE"} <= licenses
+        assert "Apache License" in z.read(next(n for n in names if n.endswith("/LICENSE") and dist_info in n)).decode()
+        assert "Apache Kafka" in z.read(next(n for n in names if n.endswith("/NOTICE") and dist_info in n)).decode()
+        assert {"pykafka_client/py.typed", "mini_broker/py.typed"} <= set(names)
+        meta = email.message_from_bytes(z.read(f"{dist_info}/METADATA"))
+    assert meta["License-Expression"] == "Apache-2.0"
+    classifiers = meta.get_all("Classifier") or []
+    assert "Typing :: Typed" in classifiers
+    assert not any(c.startswith("License ::") for c in classifiers)
+    requires = {r.split(";")[0].split(">")[0].split("=")[0].strip() for r in meta.get_all("Requires-Dist") or []
+                if "extra ==" not in r}
+    assert requires == {"cramjam", "crc32c", "typing-extensions"}
+
+
+def test_wheel_installs_without_extras_and_runs(built: tuple[Path, str], tmp_path: Path) -> None:
+    wheel, _ = built
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    bin_dir = env_dir / "bin"
+    _run(bin_dir / "pip", "install", "--quiet", "--disable-pip-version-check", wheel, cwd=tmp_path, timeout=180)
+    help_text = _run(bin_dir / "mini-broker", "--help", cwd=tmp_path)
+    assert "--listeners" in help_text
+    where = _run(
+        bin_dir / "python", "-c",
+        "import pykafka_client, mini_broker; from pykafka_client import KafkaProducer, KafkaConsumer, AdminClient; "
+        "print(pykafka_client.__file__, mini_broker.__file__)",
+        cwd=tmp_path,
+    )
+    assert all(str(env_dir) in p for p in where.split()), where
