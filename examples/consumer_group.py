@@ -52,9 +52,6 @@ def consumer_config(servers: str, name: str) -> dict[str, object]:
         "key.deserializer": "str",
         "value.deserializer": "str",
         "max.poll.records": 100,  # at most this many records per poll()
-        # A member that stops without leaving the group (a crash) keeps its partitions this long before the
-        # group moves them (Kafka's default is 45 s).
-        "session.timeout.ms": 10_000,
     }
 
 

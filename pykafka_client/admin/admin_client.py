@@ -54,7 +54,7 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.cluster import TP, Cluster
-from pykafka_client.network.metadata import Metadata
+from pykafka_client.network.metadata import Metadata, oldest_metadata_version
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
 from pykafka_client.network.transport.selector import create_client_selector
@@ -250,6 +250,9 @@ class AdminClient:
                 True,
                 max(1, min(self._request_timeout_ms, timer.remaining_ms())),
                 box.append,
+                # a Metadata that must not auto-create, or that asks for all topics, has no older form
+                # (Java's MetadataRequest.Builder refuses those versions too)
+                oldest_allowed_version=oldest_metadata_version(body) if isinstance(body, MetadataRequest) else None,
                 latest_allowed_version=version,
             )
             self._client.send(request, self._now())

@@ -36,6 +36,7 @@ import atexit
 import functools
 import itertools
 import logging
+import sys
 import threading
 import time as _time
 import weakref
@@ -498,11 +499,16 @@ class KafkaProducer:
                 self._io_thread.join(timeout)
             if at_exit and self._io_thread.is_alive():
                 pending = sum(b.record_count for b in self.accumulator.incomplete_batches())
-                log.warning(
-                    "producer %s was not closed before the interpreter exited and %d record(s) were still not "
-                    "delivered after %s s; they are dropped. Call flush() or close() before the program ends "
-                    "(or raise KafkaProducer.close_at_exit_timeout).", self.client_id, pending, timeout,
+                message = (
+                    f"producer {self.client_id} was not closed before the interpreter exited and {pending} "
+                    f"record(s) were still not delivered after {timeout} s; they are dropped. Call flush() or "
+                    "close() before the program ends (or raise KafkaProducer.close_at_exit_timeout)."
                 )
+                log.warning(message)
+                if not logging.getLogger().handlers:
+                    # records are being lost and the program configured no logging (the library's own
+                    # NullHandler would swallow the warning): say it on stderr all the same
+                    print(f"WARNING pykafka_client: {message}", file=sys.stderr)
         if self._io_thread.is_alive() or timeout == 0:
             self.sender.force_close()
             if not in_io_thread:

@@ -59,14 +59,18 @@ def test_records_of_a_producer_never_closed_are_delivered_at_exit() -> None:
         assert seen == {f"record {i}" for i in range(records)}
 
 
-def test_exit_is_bounded_and_warns_with_the_pending_count_when_the_broker_is_gone() -> None:
-    program = """
+@pytest.mark.parametrize("logging_configured", [True, False], ids=["logging", "no-logging"])
+def test_exit_is_bounded_and_warns_with_the_pending_count_when_the_broker_is_gone(logging_configured: bool) -> None:
+    """The warning reaches stderr whether or not the program configured logging (the library's logger
+    has only a NullHandler, which would otherwise swallow a data-loss warning)."""
+    setup = "logging.basicConfig(level=logging.WARNING)" if logging_configured else "pass"
+    program = f"""
         import logging, time
         from mini_broker.broker import MiniBroker
         from pykafka_client import KafkaProducer
-        logging.basicConfig(level=logging.WARNING)
+        {setup}
         with MiniBroker() as broker:
-            producer = KafkaProducer({"bootstrap.servers": broker.bootstrap_servers})
+            producer = KafkaProducer({{"bootstrap.servers": broker.bootstrap_servers}})
             producer.close_at_exit_timeout = 1.5
             producer.send("gone", b"first").result(timeout=10)  # metadata known; then the broker stops
         for i in range(37):
