@@ -38,6 +38,7 @@ from pykafka_client.admin.types import (
     TopicDescription,
     TopicPartitionInfo,
 )
+from pykafka_client.client_utils import create_network_client
 from pykafka_client.errors import (
     DisconnectError,
     IllegalArgumentError,
@@ -51,7 +52,6 @@ from pykafka_client.network.cluster import TP
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
-from pykafka_client.network.transport.selector import create_client_selector
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     CreatePartitionsRequest,
@@ -70,6 +70,7 @@ from pykafka_client.protocol.messages import (
     MetadataResponse,
 )
 from pykafka_client.structs import Node
+from pykafka_client.utils.arguments import list_argument, mapping_argument
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
 log = logging.getLogger(__name__)
@@ -97,12 +98,15 @@ class AdminClient:
 
     def __init__(
         self,
-        config: Mapping[str, Any],
+        config: Mapping[str, Any] | None = None,
         *,
         time: Time = SYSTEM_TIME,
         selector: Selectable | None = None,
+        **overrides: Any,
     ) -> None:
-        self.config = AdminClientConfig(config)
+        """``config`` maps Kafka's dotted names to values; keyword arguments name the same keys with
+        ``_`` for ``.`` (``AdminClient(bootstrap_servers="host:9092")``) and win over ``config``."""
+        self.config = AdminClientConfig(config, **overrides)
         c = self.config
         self._time = time
         self._lock = threading.RLock()
@@ -117,26 +121,13 @@ class AdminClient:
             int(c["metadata.max.age.ms"]),
             allow_auto_topic_creation=False,
         )
-        self.metadata.bootstrap(c.bootstrap_addresses)
-        if selector is None:
-            selector = create_client_selector(
-                {**c.security_config(), "connections.max.idle.ms": int(c["connections.max.idle.ms"])}, time
-            )
-        self._client = NetworkClient(
-            selector,
+        self._client = create_network_client(
+            c,
             self.metadata,
             client_id=str(c["client.id"]) or "pykafka-admin",
             max_in_flight_requests_per_connection=1,
-            reconnect_backoff_ms=int(c["reconnect.backoff.ms"]),
-            reconnect_backoff_max_ms=int(c["reconnect.backoff.max.ms"]),
-            socket_send_buffer_bytes=int(c["send.buffer.bytes"]),
-            socket_receive_buffer_bytes=int(c["receive.buffer.bytes"]),
-            request_timeout_ms=self._request_timeout_ms,
-            socket_connection_setup_timeout_ms=int(c["socket.connection.setup.timeout.ms"]),
-            socket_connection_setup_timeout_max_ms=int(c["socket.connection.setup.timeout.max.ms"]),
             time=time,
-            metadata_recovery_strategy=str(c["metadata.recovery.strategy"]),
-            metadata_recovery_rebootstrap_trigger_ms=int(c["metadata.recovery.rebootstrap.trigger.ms"]),
+            selector=selector,
         )
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -306,7 +297,10 @@ class AdminClient:
     ) -> dict[str, CreateTopicResult]:
         """Create topics; returns one result per topic. Raises the first topic's error (e.g.
         TopicExistsError) after all were attempted."""
-        topics = list(new_topics)
+        topics = list_argument(
+            "create_topics", "new_topics", new_topics, NewTopic,
+            "a list of NewTopic, e.g. [NewTopic('orders', num_partitions=3, replication_factor=1)]",
+        )
         if not topics:
             return {}
         with self._lock:
@@ -356,7 +350,7 @@ class AdminClient:
 
     def delete_topics(self, topics: Iterable[str], timeout: float | None = None) -> None:
         """Delete topics by name. Raises the first topic's error (e.g. UnknownTopicOrPartitionError)."""
-        names = list(topics)
+        names = list_argument("delete_topics", "topics", topics, str, "a list of topic names, e.g. ['orders']")
         if not names:
             return
         with self._lock:
@@ -381,6 +375,10 @@ class AdminClient:
         self, new_partitions: Mapping[str, NewPartitions], timeout: float | None = None, validate_only: bool = False
     ) -> None:
         """Increase partition counts. Raises the first topic's error (e.g. InvalidPartitionsError)."""
+        mapping_argument(
+            "create_partitions", "new_partitions", new_partitions,
+            "a mapping of topic name to NewPartitions, e.g. {'orders': NewPartitions(6)}",
+        )
         if not new_partitions:
             return
         with self._lock:
@@ -415,7 +413,7 @@ class AdminClient:
     def describe_topics(self, topics: Iterable[str], timeout: float | None = None) -> dict[str, TopicDescription]:
         """Partitions, leaders, replicas and ISR of each topic. Raises UnknownTopicOrPartitionError (or
         another topic error) for the first topic that failed."""
-        names = list(topics)
+        names = list_argument("describe_topics", "topics", topics, str, "a list of topic names, e.g. ['orders']")
         if not names:
             return {}
         with self._lock:
@@ -475,7 +473,10 @@ class AdminClient:
         self, resources: Iterable[ConfigResource], timeout: float | None = None
     ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
         """Configuration entries of topics / brokers. Broker resources go to that broker."""
-        res = list(resources)
+        res = list_argument(
+            "describe_configs", "resources", resources, ConfigResource,
+            "a list of ConfigResource, e.g. [ConfigResource(ConfigResourceType.TOPIC, 'orders')]",
+        )
         if not res:
             return {}
         with self._lock:
@@ -535,6 +536,10 @@ class AdminClient:
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> dict[TP, ListOffsetsResultInfo]:
         """Earliest / latest / max-timestamp / by-timestamp offsets, asked of each partition's leader."""
+        mapping_argument(
+            "list_offsets", "specs", specs,
+            "a mapping of TopicPartition to OffsetSpec, e.g. {TopicPartition('orders', 0): OffsetSpec.latest()}",
+        )
         remaining: dict[TP, OffsetSpec] = {(tp[0], tp[1]): s for tp, s in specs.items()}
         if not remaining:
             return {}
