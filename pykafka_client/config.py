@@ -8,7 +8,11 @@ every key a client accepts (dotted Kafka name, type, default, validator, doc).
   :class:`~pykafka_client.errors.ConfigurationError` whose message names the key;
 * strings are accepted where Java accepts them (``"true"``, ``"5"``, ``"a,b"``), so a
   ``.properties``-style dict works unchanged;
-* a key with the default :data:`NO_DEFAULT` must be given.
+* a key with the default :data:`NO_DEFAULT` must be given;
+* an unknown key's error suggests the closest known keys ("did you mean ...?").
+
+:func:`merge_config` is the one place where the clients' keyword arguments (``bootstrap_servers=...``,
+the dotted name with ``_`` for ``.``) become dotted keys merged over a config mapping.
 
 :class:`AbstractConfig` keeps the parsed values and the user's originals, so post-processing can
 tell "explicitly set" from "defaulted" (Java ``originals().containsKey``), which is what the
@@ -17,6 +21,7 @@ idempotence rules need.
 
 from __future__ import annotations
 
+import difflib
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -52,6 +57,9 @@ LONG_MIN = -(2**63)
 LONG_MAX = 2**63 - 1
 
 Validator = Callable[[str, Any], None]
+#: Parses a key's raw value (already known to be non-None) into its typed form, replacing the
+#: ConfigType's parsing for that key; raises ConfigurationError naming the key.
+Parser = Callable[[str, Any], Any]
 
 
 def at_least(minimum: float) -> Validator:
@@ -108,6 +116,10 @@ class ConfigKey:
     validator: Validator | None
     doc: str
     nullable: bool = False
+    parser: Parser | None = None
+
+    def parse(self, value: Any) -> Any:
+        return self.parser(self.name, value) if self.parser is not None else _parse_value(self.name, self.type, value)
 
 
 class ConfigDef:
@@ -124,14 +136,19 @@ class ConfigDef:
         validator: Validator | None = None,
         doc: str = "",
         nullable: bool = False,
+        parser: Parser | None = None,
     ) -> ConfigDef:
+        """Add a key. ``parser`` replaces the type's parsing for this key (e.g. ``acks``: 0, 1, -1 or
+        ``"all"`` to an int)."""
         if name in self._keys:
             raise ValueError(f"configuration {name} is defined twice")
+        key = ConfigKey(name, type, default, validator, doc, nullable or default is None, parser)
         if default is not NO_DEFAULT and default is not None:
-            default = _parse_value(name, type, default)
+            default = key.parse(default)
             if validator is not None:
                 validator(name, default)
-        self._keys[name] = ConfigKey(name, type, default, validator, doc, nullable or default is None)
+            key = ConfigKey(name, type, default, validator, doc, key.nullable, parser)
+        self._keys[name] = key
         return self
 
     def keys(self) -> Mapping[str, ConfigKey]:
@@ -140,11 +157,33 @@ class ConfigDef:
     def names(self) -> Iterable[str]:
         return self._keys.keys()
 
+    def suggestions(self, name: str, *, keyword: bool = False) -> list[str]:
+        """The known keys closest to ``name`` (compared with both the dotted and the snake_case form of
+        every key), as dotted names, or as keyword names (``_`` for ``.``) when ``keyword``."""
+        forms: dict[str, str] = {}
+        for key in self._keys:
+            forms[key] = key
+            forms[key.replace(".", "_")] = key
+        close = difflib.get_close_matches(name.strip().lower(), list(forms), n=6, cutoff=0.6)
+        found = list(dict.fromkeys(forms[c] for c in close))[:3]
+        return [k.replace(".", "_") for k in found] if keyword else found
+
+    def unknown_key_error(self, name: object, *, keyword: bool = False) -> ConfigurationError:
+        """ConfigurationError for an unknown key (or keyword argument), with a did-you-mean suggestion
+        when a known key is close."""
+        close = self.suggestions(name, keyword=keyword) if isinstance(name, str) else []
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        kind = "configuration keyword argument" if keyword else "configuration"
+        return ConfigurationError(f"Unknown {kind} {name!r}{hint}")
+
     def parse(self, props: Mapping[str, Any]) -> dict[str, Any]:
         """Validate ``props`` and return every key's value (defaults filled in)."""
         unknown = [k for k in props if k not in self._keys]
         if unknown:
-            raise ConfigurationError(f"Unknown configuration {unknown[0]!r}" + (f" (and {unknown[1:]})" if unknown[1:] else ""))
+            error = self.unknown_key_error(unknown[0])
+            if unknown[1:]:
+                error = ConfigurationError(f"{error} (also unknown: {', '.join(map(repr, unknown[1:]))})")
+            raise error
         values: dict[str, Any] = {}
         for name, key in self._keys.items():
             if name in props:
@@ -154,7 +193,7 @@ class ConfigDef:
                         raise ConfigurationError(f"Invalid value None for configuration {name}: must not be null")
                     value = None
                 else:
-                    value = _parse_value(name, key.type, raw)
+                    value = key.parse(raw)
             elif key.default is NO_DEFAULT:
                 raise ConfigurationError(f"Missing required configuration {name!r} which has no default value")
             else:
@@ -218,17 +257,46 @@ def _parse_value(name: str, type: ConfigType, value: Any) -> Any:
     return value  # CLASS: resolved by the user of the key
 
 
-class AbstractConfig:
-    """Parsed values plus the user's originals (to know what was set explicitly)."""
+def merge_config(definition: ConfigDef, config: Mapping[str, Any] | None, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """One mapping of dotted keys from a client's ``config`` mapping and its keyword arguments.
 
-    def __init__(self, definition: ConfigDef, originals: Mapping[str, Any]) -> None:
+    A keyword argument is a dotted key with ``_`` for ``.`` (``bootstrap_servers`` ->
+    ``bootstrap.servers``) and wins over the same key in ``config``. An unknown keyword raises
+    ConfigurationError with the closest known keywords; so does a non-string key in ``config``.
+    """
+    if config is not None and not isinstance(config, Mapping):
+        raise TypeError(f"config must be a mapping of configuration names to values, got {type(config).__name__}")
+    merged: dict[str, Any] = {}
+    for key, value in (config or {}).items():
+        if not isinstance(key, str):
+            raise ConfigurationError(f"configuration keys must be strings, got {key!r}")
+        merged[key] = value
+    by_keyword = {name.replace(".", "_"): name for name in definition.names()}
+    for keyword, value in kwargs.items():
+        name = by_keyword.get(keyword)
+        if name is None:
+            raise definition.unknown_key_error(keyword, keyword=True)
+        merged[name] = value
+    return merged
+
+
+class AbstractConfig:
+    """Parsed values plus the user's originals (to know what was set explicitly).
+
+    ``originals`` is the user's mapping of dotted keys; ``overrides`` are keyword arguments
+    (``bootstrap_servers=...``) merged over it by :func:`merge_config`.
+    """
+
+    def __init__(
+        self, definition: ConfigDef, originals: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None = None
+    ) -> None:
         self.definition = definition
-        self.originals: dict[str, Any] = dict(originals)
-        self.values: dict[str, Any] = definition.parse(originals)
+        self.originals: dict[str, Any] = merge_config(definition, originals, overrides or {})
+        self.values: dict[str, Any] = definition.parse(self.originals)
 
     def get(self, name: str) -> Any:
         if name not in self.values:
-            raise ConfigurationError(f"Unknown configuration {name!r}")
+            raise self.definition.unknown_key_error(name)
         return self.values[name]
 
     def __getitem__(self, name: str) -> Any:

@@ -43,6 +43,7 @@ from pykafka_client.admin.types import (
     TopicDescription,
     TopicPartitionInfo,
 )
+from pykafka_client.client_utils import create_network_client
 from pykafka_client.errors import (
     DisconnectError,
     IllegalArgumentError,
@@ -57,7 +58,6 @@ from pykafka_client.network.cluster import TP, Cluster
 from pykafka_client.network.metadata import Metadata, oldest_metadata_version
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
-from pykafka_client.network.transport.selector import create_client_selector
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     CreatePartitionsRequest,
@@ -76,6 +76,7 @@ from pykafka_client.protocol.messages import (
     MetadataResponse,
 )
 from pykafka_client.structs import Node
+from pykafka_client.utils.arguments import list_argument, mapping_argument
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
 log = logging.getLogger(__name__)
@@ -120,12 +121,15 @@ class AdminClient:
 
     def __init__(
         self,
-        config: Mapping[str, Any],
+        config: Mapping[str, Any] | None = None,
         *,
         time: Time = SYSTEM_TIME,
         selector: Selectable | None = None,
+        **overrides: Any,
     ) -> None:
-        self.config = AdminClientConfig(config)
+        """``config`` maps Kafka's dotted names to values; keyword arguments name the same keys with
+        ``_`` for ``.`` (``AdminClient(bootstrap_servers="host:9092")``) and win over ``config``."""
+        self.config = AdminClientConfig(config, **overrides)
         c = self.config
         self._time = time
         self._lock = threading.RLock()
@@ -140,26 +144,13 @@ class AdminClient:
             int(c["metadata.max.age.ms"]),
             allow_auto_topic_creation=False,
         )
-        self.metadata.bootstrap(c.bootstrap_addresses)
-        if selector is None:
-            selector = create_client_selector(
-                {**c.security_config(), "connections.max.idle.ms": int(c["connections.max.idle.ms"])}, time
-            )
-        self._client = NetworkClient(
-            selector,
+        self._client = create_network_client(
+            c,
             self.metadata,
             client_id=str(c["client.id"]) or "pykafka-admin",
             max_in_flight_requests_per_connection=1,
-            reconnect_backoff_ms=int(c["reconnect.backoff.ms"]),
-            reconnect_backoff_max_ms=int(c["reconnect.backoff.max.ms"]),
-            socket_send_buffer_bytes=int(c["send.buffer.bytes"]),
-            socket_receive_buffer_bytes=int(c["receive.buffer.bytes"]),
-            request_timeout_ms=self._request_timeout_ms,
-            socket_connection_setup_timeout_ms=int(c["socket.connection.setup.timeout.ms"]),
-            socket_connection_setup_timeout_max_ms=int(c["socket.connection.setup.timeout.max.ms"]),
             time=time,
-            metadata_recovery_strategy=str(c["metadata.recovery.strategy"]),
-            metadata_recovery_rebootstrap_trigger_ms=int(c["metadata.recovery.rebootstrap.trigger.ms"]),
+            selector=selector,
         )
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -323,7 +314,10 @@ class AdminClient:
     ) -> dict[str, CreateTopicResult]:
         """Create topics; returns one result per topic. Raises the first topic's error (e.g.
         TopicExistsError) after all were attempted."""
-        topics = list(new_topics)
+        topics = list_argument(
+            "create_topics", "new_topics", new_topics, NewTopic,
+            "a list of NewTopic, e.g. [NewTopic('orders', num_partitions=3, replication_factor=1)]",
+        )
         if not topics:
             return {}
         with self._lock:
@@ -373,7 +367,7 @@ class AdminClient:
 
     def delete_topics(self, topics: Iterable[str], timeout: float | None = None) -> None:
         """Delete topics by name. Raises the first topic's error (e.g. UnknownTopicOrPartitionError)."""
-        names = list(topics)
+        names = list_argument("delete_topics", "topics", topics, str, "a list of topic names, e.g. ['orders']")
         if not names:
             return
         with self._lock:
@@ -398,6 +392,10 @@ class AdminClient:
         self, new_partitions: Mapping[str, NewPartitions], timeout: float | None = None, validate_only: bool = False
     ) -> None:
         """Increase partition counts. Raises the first topic's error (e.g. InvalidPartitionsError)."""
+        mapping_argument(
+            "create_partitions", "new_partitions", new_partitions,
+            "a mapping of topic name to NewPartitions, e.g. {'orders': NewPartitions(6)}",
+        )
         if not new_partitions:
             return
         with self._lock:
@@ -432,7 +430,7 @@ class AdminClient:
     def describe_topics(self, topics: Iterable[str], timeout: float | None = None) -> dict[str, TopicDescription]:
         """Partitions, leaders, replicas and ISR of each topic. Raises UnknownTopicOrPartitionError (or
         another topic error) for the first topic that failed."""
-        names = list(topics)
+        names = list_argument("describe_topics", "topics", topics, str, "a list of topic names, e.g. ['orders']")
         if not names:
             return {}
         with self._lock:
@@ -492,7 +490,10 @@ class AdminClient:
         self, resources: Iterable[ConfigResource], timeout: float | None = None
     ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
         """Configuration entries of topics / brokers. Broker resources go to that broker."""
-        res = list(resources)
+        res = list_argument(
+            "describe_configs", "resources", resources, ConfigResource,
+            "a list of ConfigResource, e.g. [ConfigResource(ConfigResourceType.TOPIC, 'orders')]",
+        )
         if not res:
             return {}
         with self._lock:
@@ -557,6 +558,10 @@ class AdminClient:
         UnknownTopicOrPartitionError after one metadata round trip (as Java since KAFKA-15425); a
         partition without a leader (an election in progress) is retried until the timeout.
         """
+        mapping_argument(
+            "list_offsets", "specs", specs,
+            "a mapping of TopicPartition to OffsetSpec, e.g. {TopicPartition('orders', 0): OffsetSpec.latest()}",
+        )
         remaining: dict[TP, OffsetSpec] = {(tp[0], tp[1]): s for tp, s in specs.items()}
         if not remaining:
             return {}

@@ -2,7 +2,9 @@
 on the shared :class:`pykafka_client.config.ConfigDef`.
 
 :class:`ConsumerConfig` takes a mapping of dotted Kafka names to values (Python values or the strings a
-properties file would hold: "true", "500", "a,b"); keyword overrides may use underscores for dots.
+properties file would hold: "true", "500", "a,b"); keyword overrides use underscores for dots
+(:func:`pykafka_client.config.merge_config`). The shared keys come from
+:mod:`pykafka_client.common_client_configs`.
 Unknown keys and invalid values raise :class:`~pykafka_client.errors.ConfigurationError` naming the key.
 Durations keep their ``*.ms`` names and are integers in milliseconds.
 """
@@ -12,20 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pykafka_client.common_client_configs import define_common_client_configs, define_default_api_timeout
 from pykafka_client.config import AbstractConfig, ConfigDef, ConfigType, at_least, one_of
 from pykafka_client.errors import ConfigurationError
 
 _T = ConfigType
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: string keys whose values are case-insensitive enums, stored lower-case
 _LOWERCASE_KEYS = ("auto.offset.reset", "isolation.level", "group.protocol", "client.dns.lookup")
 
 # fmt: off
 CONSUMER_CONFIG = (
-    ConfigDef()
-    .define("bootstrap.servers", _T.LIST, [], doc="host:port pairs used to discover the cluster")
-    .define("client.dns.lookup", _T.STRING, "use_all_dns_ips", one_of("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"))
-    .define("client.id", _T.STRING, "")
+    define_default_api_timeout(define_common_client_configs(ConfigDef()))
     .define("client.rack", _T.STRING, "")
     .define("group.id", _T.STRING, None, nullable=True)
     .define("group.instance.id", _T.STRING, None, nullable=True, doc="static membership id (KIP-345)")
@@ -51,43 +50,8 @@ CONSUMER_CONFIG = (
     .define("allow.auto.create.topics", _T.BOOLEAN, True)
     .define("key.deserializer", _T.CLASS, None, nullable=True)
     .define("value.deserializer", _T.CLASS, None, nullable=True)
-    .define("metadata.max.age.ms", _T.LONG, 300_000, at_least(0))
-    .define("metadata.recovery.strategy", _T.STRING, "none", one_of("none", "rebootstrap"))
-    .define("request.timeout.ms", _T.INT, 30_000, at_least(0))
-    .define("default.api.timeout.ms", _T.INT, 60_000, at_least(0))
-    .define("retry.backoff.ms", _T.LONG, 100, at_least(0))
-    .define("retry.backoff.max.ms", _T.LONG, 1000, at_least(0))
-    .define("reconnect.backoff.ms", _T.LONG, 50, at_least(0))
-    .define("reconnect.backoff.max.ms", _T.LONG, 1000, at_least(0))
-    .define("socket.connection.setup.timeout.ms", _T.LONG, 10_000, at_least(0))
-    .define("socket.connection.setup.timeout.max.ms", _T.LONG, 30_000, at_least(0))
-    .define("connections.max.idle.ms", _T.LONG, 540_000)
-    .define("send.buffer.bytes", _T.INT, 131_072, at_least(-1))
-    .define("receive.buffer.bytes", _T.INT, 65_536, at_least(-1))
     .define("internal.leave.group.on.close", _T.BOOLEAN, True)
     .define("interceptor.classes", _T.LIST, [])
-    .define("security.protocol", _T.STRING, "PLAINTEXT", one_of(*SECURITY_PROTOCOLS))
-    .define("ssl.ca.location", _T.STRING, None, nullable=True)
-    .define("ssl.certificate.location", _T.STRING, None, nullable=True)
-    .define("ssl.key.location", _T.STRING, None, nullable=True)
-    .define("ssl.key.password", _T.PASSWORD, None, nullable=True)
-    .define("ssl.check.hostname", _T.BOOLEAN, True)
-    .define("ssl.endpoint.identification.algorithm", _T.STRING, "https")
-    .define("ssl.truststore.location", _T.STRING, None, nullable=True)
-    .define("ssl.truststore.type", _T.STRING, None, nullable=True)
-    .define("ssl.keystore.location", _T.STRING, None, nullable=True)
-    .define("ssl.keystore.password", _T.PASSWORD, None, nullable=True)
-    .define("ssl.keystore.type", _T.STRING, None, nullable=True)
-    .define("ssl.enabled.protocols", _T.LIST, None, nullable=True)
-    .define("ssl.cipher.suites", _T.LIST, None, nullable=True)
-    .define("sasl.mechanism", _T.STRING, "GSSAPI")
-    .define("sasl.username", _T.STRING, None, nullable=True)
-    .define("sasl.password", _T.PASSWORD, None, nullable=True)
-    .define("sasl.jaas.config", _T.PASSWORD, None, nullable=True)
-    .define("metrics.num.samples", _T.INT, 2, at_least(1))
-    .define("metrics.sample.window.ms", _T.LONG, 30_000, at_least(0))
-    .define("metrics.recording.level", _T.STRING, "INFO", one_of("INFO", "DEBUG", "TRACE"))
-    .define("enable.metrics.push", _T.BOOLEAN, True)
 )
 # fmt: on
 
@@ -104,13 +68,7 @@ class ConsumerConfig(AbstractConfig):
     """
 
     def __init__(self, configs: Mapping[str, Any] | None = None, **overrides: Any) -> None:
-        given: dict[str, Any] = dict(configs or {})
-        for key, value in overrides.items():
-            given[key.replace("_", ".")] = value
-        for key in given:
-            if not isinstance(key, str):
-                raise ConfigurationError(f"configuration keys must be strings, got {key!r}")
-        super().__init__(CONSUMER_CONFIG, given)
+        super().__init__(CONSUMER_CONFIG, configs, overrides)
         self._validate()
 
     def _validate(self) -> None:
@@ -144,11 +102,3 @@ class ConsumerConfig(AbstractConfig):
             raise ConfigurationError("group.instance.id cannot be an empty string")
         if v["rebalance.timeout.ms"] is None:
             v["rebalance.timeout.ms"] = v["max.poll.interval.ms"]
-
-    def security_config(self) -> dict[str, Any]:
-        """The keys the transport reads (security.protocol, ssl.*, sasl.*), unset ones left out."""
-        return {
-            k: v
-            for k, v in self.values.items()
-            if (k == "security.protocol" or k.startswith(("ssl.", "sasl."))) and v not in (None, [])
-        }

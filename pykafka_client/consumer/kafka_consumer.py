@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from pykafka_client.admin.config import parse_bootstrap_servers
+from pykafka_client.client_utils import create_network_client
 from pykafka_client.consumer.abstract_coordinator import GroupRebalanceConfig
 from pykafka_client.consumer.assignors import get_assignor_instances
 from pykafka_client.consumer.client_adapter import ConsumerClient
@@ -54,11 +54,11 @@ from pykafka_client.network.cluster import PartitionInfo
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
-from pykafka_client.network.transport.selector import create_client_selector
 from pykafka_client.protocol.messages.metadata_request import MetadataRequest
 from pykafka_client.protocol.messages.metadata_response import MetadataResponse
 from pykafka_client.serialization import ByteArrayDeserializer, resolve_deserializer
 from pykafka_client.structs import Node, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from pykafka_client.utils.arguments import list_argument
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
 log = logging.getLogger(__name__)
@@ -102,14 +102,15 @@ class KafkaConsumer(Generic[K, V]):
         metadata: Metadata | None = None,
         **overrides: Any,
     ) -> None:
-        """``client``/``metadata`` replace the network layer (tests); otherwise both are built from
-        ``bootstrap.servers`` and the security settings."""
-        cfg_map = dict(config or {})
+        """``config`` maps Kafka's dotted names to values; keyword arguments name the same keys with
+        ``_`` for ``.`` (``KafkaConsumer(bootstrap_servers="host:9092", group_id="g")``) and win over
+        ``config``. ``client``/``metadata`` replace the network layer (tests); otherwise both are built
+        from ``bootstrap.servers`` and the security settings."""
         if key_deserializer is not None:
-            cfg_map["key.deserializer"] = key_deserializer
+            overrides["key_deserializer"] = key_deserializer
         if value_deserializer is not None:
-            cfg_map["value.deserializer"] = value_deserializer
-        self.config = cfg = ConsumerConfig(cfg_map, **overrides)
+            overrides["value_deserializer"] = value_deserializer
+        self.config = cfg = ConsumerConfig(config, **overrides)
         self._time = time
         self._closed = False
         # True while close() runs: the consumer stays open for the rebalance callbacks close() triggers
@@ -133,9 +134,6 @@ class KafkaConsumer(Generic[K, V]):
         self.subscriptions = SubscriptionState(OffsetResetStrategy(cfg["auto.offset.reset"]))
         self._network_client: NetworkClient | None = None
         if client is None:
-            servers = cfg["bootstrap.servers"]
-            if not servers:
-                raise IllegalArgumentError("bootstrap.servers must name at least one broker")
             cm = ConsumerMetadata(
                 self.subscriptions,
                 cfg["retry.backoff.ms"],
@@ -144,25 +142,9 @@ class KafkaConsumer(Generic[K, V]):
                 allow_auto_topic_creation=cfg["allow.auto.create.topics"],
                 include_internal_topics=not cfg["exclude.internal.topics"],
             )
-            cm.bootstrap(parse_bootstrap_servers(servers))
             self.metadata: Metadata = cm
-            selector = create_client_selector(
-                {**cfg.security_config(), "connections.max.idle.ms": cfg["connections.max.idle.ms"]}, time
-            )
-            self._network_client = NetworkClient(
-                selector,
-                cm,
-                client_id=self.client_id,
-                max_in_flight_requests_per_connection=100,
-                reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
-                reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
-                socket_send_buffer_bytes=cfg["send.buffer.bytes"],
-                socket_receive_buffer_bytes=cfg["receive.buffer.bytes"],
-                request_timeout_ms=self._request_timeout_ms,
-                socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
-                socket_connection_setup_timeout_max_ms=cfg["socket.connection.setup.timeout.max.ms"],
-                time=time,
-                metadata_recovery_strategy=cfg["metadata.recovery.strategy"],
+            self._network_client = create_network_client(
+                cfg, cm, client_id=self.client_id, max_in_flight_requests_per_connection=100, time=time
             )
             self._client: ConsumerClient = ConsumerNetworkClient(
                 self._network_client, cm, time, self._retry_backoff_ms, self._request_timeout_ms
@@ -304,14 +286,15 @@ class KafkaConsumer(Generic[K, V]):
                 coordinator.request_rejoin("subscribed to a new pattern")
                 self.metadata.request_update()
                 return
-            if topics is None or isinstance(topics, (str, bytes)):
-                raise IllegalArgumentError("topics must be a collection of topic names (use pattern= for a regex)")
-            topic_list = list(topics)
+            topic_list = list_argument(
+                "subscribe", "topics", topics, str,
+                "a list of topic names, e.g. ['orders'] (a bare str is not taken as one topic; use pattern= for a regex)",
+            )
             if not topic_list:
                 self._unsubscribe()
                 return
             for t in topic_list:
-                if not isinstance(t, str) or not t.strip():
+                if not t.strip():
                     raise IllegalArgumentError(
                         f"topic collection to subscribe to cannot contain null or empty topic: {t!r}"
                     )
@@ -326,7 +309,12 @@ class KafkaConsumer(Generic[K, V]):
         """Manually assign partitions (no group management). Empty = unassign."""
         self._acquire_and_ensure_open()
         try:
-            tps = [TopicPartition(tp[0], tp[1]) for tp in partitions]
+            given = list_argument(
+                "assign", "partitions", partitions, tuple, "a list of TopicPartition, e.g. [TopicPartition('orders', 0)]"
+            )
+            if any(len(tp) != 2 for tp in given):
+                raise TypeError(f"assign() expects partitions as a list of TopicPartition(topic, partition), got {given!r}")
+            tps = [TopicPartition(tp[0], tp[1]) for tp in given]
             if not tps:
                 self._unsubscribe()
                 return

@@ -10,7 +10,11 @@ and ``KafkaProducer.configureDeliveryTimeout``):
 * ``transactional.id`` requires idempotence.
 * ``delivery.timeout.ms >= linger.ms + request.timeout.ms``: raises if the user set ``delivery.timeout.ms``,
   otherwise the default is raised to that sum.
-* ``acks`` is normalised to an int: ``all`` -> -1.
+* ``acks`` takes 0, 1, -1, ``"all"`` and the strings ``"0"``, ``"1"``, ``"-1"``, and is normalised to an
+  int: ``all`` -> -1 (:func:`parse_acks`).
+
+The shared keys come from :mod:`pykafka_client.common_client_configs`; keyword arguments name keys with
+``_`` for ``.`` (:func:`pykafka_client.config.merge_config`).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pykafka_client.common_client_configs import define_common_client_configs
 from pykafka_client.config import (
     INT_MAX,
     AbstractConfig,
@@ -31,22 +36,29 @@ from pykafka_client.errors import ConfigurationError
 
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
 COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 _T = ConfigType
 
 
-def _acks(name: str, value: Any) -> None:
-    if str(value).strip().lower() not in ("all", "-1", "0", "1"):
-        raise ConfigurationError(f"Invalid value {value!r} for configuration {name}: must be one of all, -1, 0, 1")
+def parse_acks(name: str, value: Any) -> int:
+    """``acks`` as Java's int: ``"all"``/``-1``/``"-1"`` -> -1, ``0``/``"0"`` -> 0, ``1``/``"1"`` -> 1."""
+    if isinstance(value, int) and not isinstance(value, bool) and value in (-1, 0, 1):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "all":
+            return -1
+        if text in ("-1", "0", "1"):
+            return int(text)
+    raise ConfigurationError(
+        f"Invalid value {value!r} for configuration {name}: must be one of 0, 1, -1, 'all' (or '0', '1', '-1')"
+    )
 
 
+# fmt: off
 PRODUCER_CONFIG_DEF = (
-    ConfigDef()
-    .define("bootstrap.servers", _T.LIST, [], doc="host:port pairs used to discover the cluster")
-    .define("client.id", _T.STRING, "", doc="logical name sent with every request")
-    .define("client.dns.lookup", _T.STRING, "use_all_dns_ips", one_of("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"))
-    .define("acks", _T.STRING, "all", _acks, doc="all/-1: full ISR; 1: leader only; 0: no response")
+    define_common_client_configs(ConfigDef(), {"receive.buffer.bytes": 32_768})  # ProducerConfig's own default
+    .define("acks", _T.STRING, "all", parser=parse_acks, doc="all/-1: full ISR; 1: leader only; 0: no response")
     .define("linger.ms", _T.LONG, 5, at_least(0), doc="extra wait to fill a batch (Kafka 4.0 default 5, KIP-1030)")
     .define("batch.size", _T.INT, 16384, at_least(0), doc="per-partition batch size in bytes")
     .define("buffer.memory", _T.LONG, 33554432, at_least(0), doc="bytes of records waiting to be sent")
@@ -56,10 +68,7 @@ PRODUCER_CONFIG_DEF = (
     .define("compression.lz4.level", _T.INT, 9, between(1, 17))
     .define("compression.zstd.level", _T.INT, 3, between(-131072, 22))
     .define("retries", _T.INT, INT_MAX, between(0, INT_MAX))
-    .define("retry.backoff.ms", _T.LONG, 100, at_least(0))
-    .define("retry.backoff.max.ms", _T.LONG, 1000, at_least(0))
     .define("delivery.timeout.ms", _T.INT, 120000, at_least(0))
-    .define("request.timeout.ms", _T.INT, 30000, at_least(0))
     .define("max.in.flight.requests.per.connection", _T.INT, 5, at_least(1))
     .define("max.request.size", _T.INT, 1048576, at_least(0))
     .define("enable.idempotence", _T.BOOLEAN, True)
@@ -71,50 +80,17 @@ PRODUCER_CONFIG_DEF = (
     .define("partitioner.availability.timeout.ms", _T.LONG, 0, at_least(0))
     .define("key.serializer", _T.CLASS, "bytes")
     .define("value.serializer", _T.CLASS, "bytes")
-    .define("metadata.max.age.ms", _T.LONG, 300000, at_least(0))
     .define("metadata.max.idle.ms", _T.LONG, 300000, at_least(5000))
-    .define("metadata.recovery.strategy", _T.STRING, "none", one_of("none", "rebootstrap"))
-    .define("metadata.recovery.rebootstrap.trigger.ms", _T.LONG, 300000, at_least(0))
-    .define("send.buffer.bytes", _T.INT, 131072, at_least(-1))
-    .define("receive.buffer.bytes", _T.INT, 32768, at_least(-1))
-    .define("reconnect.backoff.ms", _T.LONG, 50, at_least(0))
-    .define("reconnect.backoff.max.ms", _T.LONG, 1000, at_least(0))
-    .define("socket.connection.setup.timeout.ms", _T.LONG, 10000, at_least(0))
-    .define("socket.connection.setup.timeout.max.ms", _T.LONG, 30000, at_least(0))
-    .define("connections.max.idle.ms", _T.LONG, 540000)
     .define("interceptor.classes", _T.LIST, [])
-    .define("metrics.sample.window.ms", _T.LONG, 30000, at_least(0))
-    .define("metrics.num.samples", _T.INT, 2, at_least(1))
-    .define("security.protocol", _T.STRING, "PLAINTEXT", one_of(*SECURITY_PROTOCOLS))
-    .define("ssl.ca.location", _T.STRING, None, nullable=True, doc="PEM CA bundle")
-    .define("ssl.certificate.location", _T.STRING, None, nullable=True, doc="PEM client certificate")
-    .define("ssl.key.location", _T.STRING, None, nullable=True, doc="PEM client key")
-    .define("ssl.key.password", _T.PASSWORD, None, nullable=True)
-    .define("ssl.keystore.location", _T.STRING, None, nullable=True)
-    .define("ssl.keystore.password", _T.PASSWORD, None, nullable=True)
-    .define("ssl.keystore.type", _T.STRING, None, nullable=True)
-    .define("ssl.truststore.location", _T.STRING, None, nullable=True)
-    .define("ssl.truststore.password", _T.PASSWORD, None, nullable=True)
-    .define("ssl.truststore.type", _T.STRING, None, nullable=True)
-    .define("ssl.check.hostname", _T.BOOLEAN, None, nullable=True)
-    .define("ssl.endpoint.identification.algorithm", _T.STRING, "https")
-    .define("ssl.enabled.protocols", _T.LIST, None, nullable=True)
-    .define("ssl.cipher.suites", _T.STRING, None, nullable=True)
-    .define("sasl.mechanism", _T.STRING, "GSSAPI")
-    .define("sasl.username", _T.STRING, None, nullable=True)
-    .define("sasl.password", _T.PASSWORD, None, nullable=True)
-    .define("sasl.jaas.config", _T.PASSWORD, None, nullable=True)
 )
+# fmt: on
 
 
 class ProducerConfig(AbstractConfig):
     """Parsed producer configuration with Java's cross-key rules applied (see module doc)."""
 
-    def __init__(self, originals: Mapping[str, Any]) -> None:
-        super().__init__(PRODUCER_CONFIG_DEF, originals)
-        v = self.values
-        acks = str(v["acks"]).strip().lower()
-        v["acks"] = -1 if acks in ("all", "-1") else int(acks)
+    def __init__(self, originals: Mapping[str, Any] | None = None, **overrides: Any) -> None:
+        super().__init__(PRODUCER_CONFIG_DEF, originals, overrides)
         self._validate_idempotence()
         self._configure_delivery_timeout()
         # retry.backoff.ms > retry.backoff.max.ms is allowed: the backoff is then the constant max, as in Java.

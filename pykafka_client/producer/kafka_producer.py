@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from pykafka_client.client_utils import create_network_client
 from pykafka_client.errors import (
     ConfigurationError,
     IllegalArgumentError,
@@ -57,8 +58,6 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.network.cluster import PartitionInfo
-from pykafka_client.network.network_client import NetworkClient
-from pykafka_client.network.transport.selector import create_client_selector
 from pykafka_client.producer.batch_encoder import compression_type_for
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.config import ProducerConfig
@@ -91,19 +90,6 @@ _PARTITIONER_NAMES = {
 }
 
 
-def parse_bootstrap_servers(servers: Sequence[str]) -> list[tuple[str, int]]:
-    """``["host:port", "[::1]:9092"]`` -> addresses; an empty or malformed list raises ConfigurationError."""
-    out: list[tuple[str, int]] = []
-    for s in servers:
-        host, sep, port = s.strip().rpartition(":")
-        if not sep or not host or not port.isdigit():
-            raise ConfigurationError(f"Invalid url in bootstrap.servers: {s!r}")
-        out.append((host.strip("[]"), int(port)))
-    if not out:
-        raise ConfigurationError("No resolvable bootstrap urls given in bootstrap.servers")
-    return out
-
-
 def _failed_future(exc: BaseException) -> FutureRecordMetadata:
     f = FutureRecordMetadata()
     f._complete(None, exc)
@@ -128,17 +114,19 @@ class KafkaProducer:
 
     def __init__(
         self,
-        config: Mapping[str, Any],
+        config: Mapping[str, Any] | None = None,
         *,
         key_serializer: Any = None,
         value_serializer: Any = None,
         time: Time = SYSTEM_TIME,
+        **overrides: Any,
     ) -> None:
-        cfg = ProducerConfig(config)
+        """``config`` maps Kafka's dotted names to values; keyword arguments name the same keys with
+        ``_`` for ``.`` (``KafkaProducer(bootstrap_servers="host:9092", acks=1)``) and win over ``config``."""
+        cfg = ProducerConfig(config, **overrides)
         self.config = cfg
         self._time = time
         self._system_time = type(time) is SystemTime
-        addresses = parse_bootstrap_servers(cfg["bootstrap.servers"])
         self.client_id = cfg["client.id"] or f"producer-{next(_client_ids)}"
         if cfg["transactional.id"] is not None:
             raise ConfigurationError(
@@ -176,7 +164,6 @@ class KafkaProducer:
             cfg["metadata.max.age.ms"],
             metadata_idle_ms=cfg["metadata.max.idle.ms"],
         )
-        self.metadata.bootstrap(addresses)
         self.transaction_manager = TransactionManager() if cfg.idempotence_enabled else None
         self.accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"],
@@ -191,25 +178,12 @@ class KafkaProducer:
             transaction_manager=self.transaction_manager,
             adaptive_partitioning=cfg["partitioner.adaptive.partitioning.enable"],
         )
-        security = {k: v for k, v in cfg.originals.items() if k.startswith(("ssl.", "sasl.")) and v is not None}
-        security["security.protocol"] = cfg["security.protocol"]
-        security["client.id"] = self.client_id
-        security["connections.max.idle.ms"] = cfg["connections.max.idle.ms"]
-        selector = create_client_selector(security, time)
-        self.client = NetworkClient(
-            selector,
+        self.client = create_network_client(
+            cfg,
             self.metadata,
             client_id=self.client_id,
             max_in_flight_requests_per_connection=cfg["max.in.flight.requests.per.connection"],
-            reconnect_backoff_ms=cfg["reconnect.backoff.ms"],
-            reconnect_backoff_max_ms=cfg["reconnect.backoff.max.ms"],
-            socket_send_buffer_bytes=cfg["send.buffer.bytes"],
-            socket_receive_buffer_bytes=cfg["receive.buffer.bytes"],
-            request_timeout_ms=cfg["request.timeout.ms"],
-            socket_connection_setup_timeout_ms=cfg["socket.connection.setup.timeout.ms"],
-            socket_connection_setup_timeout_max_ms=cfg["socket.connection.setup.timeout.max.ms"],
             time=time,
-            metadata_recovery_strategy=cfg["metadata.recovery.strategy"],
         )
         self.sender = Sender(
             self.client,
@@ -271,9 +245,13 @@ class KafkaProducer:
         tm = self.transaction_manager
         if tm is not None and tm.has_fatal_error():
             raise tm.fail_pending()
-        if not isinstance(topic, str) or not topic:
-            raise IllegalArgumentError(f"Invalid topic {topic!r}")
-        if partition is not None and (not isinstance(partition, int) or partition < 0):
+        if not isinstance(topic, str):
+            raise TypeError(f"send() expects the topic name as a str, got {type(topic).__name__} {topic!r}")
+        if not topic:
+            raise IllegalArgumentError("Invalid topic '': a topic name must not be empty")
+        if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool)):
+            raise TypeError(f"send() expects partition as an int or None, got {type(partition).__name__} {partition!r}")
+        if partition is not None and partition < 0:
             raise IllegalArgumentError(f"Invalid partition given with record: {partition}")
         if timestamp is not None and timestamp < 0:
             raise IllegalArgumentError(f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or None.")
@@ -550,4 +528,4 @@ def _normalize_headers(headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | 
     return out
 
 
-__all__ = ["KafkaError", "KafkaProducer", "parse_bootstrap_servers"]
+__all__ = ["KafkaError", "KafkaProducer"]

@@ -9,7 +9,7 @@ Keys (Java names, with the librdkafka / kafka-python aliases):
 * ``ssl.endpoint.identification.algorithm``: ``"https"`` (default) verifies the broker's host name;
   ``""`` disables it. ``ssl.check.hostname`` (bool) overrides it when given.
 * ``ssl.client.auth`` (server side): ``required``, ``requested`` or ``none`` (default).
-* ``ssl.cipher.suites``: an OpenSSL cipher string; ``ssl.enabled.protocols``: lowest listed is the minimum
+* ``ssl.cipher.suites``: a list of cipher names or an OpenSSL cipher string; ``ssl.enabled.protocols``: lowest listed is the minimum
   (TLSv1.2 by default).
 
 Only PEM stores are supported (``ssl.truststore.type`` / ``ssl.keystore.type`` other than PEM raise
@@ -74,7 +74,9 @@ def create_ssl_context(config: Mapping[str, object], *, server_side: bool) -> ss
     else:
         context.minimum_version = ssl.TLSVersion.TLSv1_2
 
-    ciphers = _str(config, "ssl.cipher.suites")
+    suites = config.get("ssl.cipher.suites")
+    # A list (Java's LIST type, as the client configs parse it) becomes an OpenSSL cipher string.
+    ciphers = ":".join(str(c) for c in suites) if isinstance(suites, (list, tuple)) else _str(config, "ssl.cipher.suites")
     if ciphers:
         try:
             context.set_ciphers(ciphers)

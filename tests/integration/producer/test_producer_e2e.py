@@ -234,6 +234,9 @@ def test_delivery_timeout_and_buffer_exhaustion_when_broker_is_gone() -> None:
         "batch.size": 16 * 1024,
         "max.block.ms": 300,
         "reconnect.backoff.max.ms": 100,
+        # keep the dead broker's partitions known so sends queue up (rebootstrap, Kafka 4's default, would
+        # forget them and make every send wait max.block.ms for metadata instead)
+        "metadata.recovery.strategy": "none",
     }
     p = KafkaProducer(cfg)
     try:

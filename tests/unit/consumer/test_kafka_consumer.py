@@ -193,7 +193,7 @@ def test_bad_arguments() -> None:
         c.subscribe(pattern="(unclosed")
     with pytest.raises(IllegalArgumentError):
         c.subscribe(["ok", ""])
-    with pytest.raises(IllegalArgumentError):
+    with pytest.raises(TypeError, match="list of topic names"):
         c.subscribe("a-string-is-not-a-collection")
     c.assign([TP0])
     with pytest.raises(IllegalArgumentError):

@@ -10,7 +10,7 @@ import pytest
 
 from pykafka_client import KafkaProducer
 from pykafka_client.errors import ConfigurationError, IllegalArgumentError, ProducerClosedError
-from pykafka_client.producer.kafka_producer import _normalize_headers, parse_bootstrap_servers
+from pykafka_client.producer.kafka_producer import _normalize_headers
 
 
 def closed_port() -> str:
@@ -26,20 +26,6 @@ def producer() -> Iterator[KafkaProducer]:
         yield p
     finally:
         p.close(0)
-
-
-@pytest.mark.parametrize(
-    ("servers", "expected"),
-    [(["a:1"], [("a", 1)]), (["a:1", " b:22 "], [("a", 1), ("b", 22)]), (["[::1]:9092"], [("::1", 9092)])],
-)
-def test_parse_bootstrap_servers(servers: list[str], expected: list[tuple[str, int]]) -> None:
-    assert parse_bootstrap_servers(servers) == expected
-
-
-@pytest.mark.parametrize("servers", [[], ["host"], ["host:"], [":9092"], ["host:port"]])
-def test_bad_bootstrap_servers(servers: list[str]) -> None:
-    with pytest.raises(ConfigurationError, match="bootstrap"):
-        parse_bootstrap_servers(servers)
 
 
 def test_headers_normalized() -> None:
