@@ -207,10 +207,12 @@ class ReplicaManager:
             log.warning("event=stray_log dir=%s msg=\"log of a topic not in the registry; deleting\"", lg.dir_path)
             self.log_manager.delete_log(lg.topic, lg.partition)
 
-    def shutdown(self) -> None:
+    def shutdown(self, clean: bool = True) -> None:
+        """Stop the purgatories and close the logs; ``clean=False`` (a failed start) writes no clean-shutdown
+        marker."""
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
-        self.log_manager.shutdown()
+        self.log_manager.shutdown(clean=clean)
 
     def _log_config(self, md: TopicMetadata) -> LogConfig:
         return LogConfig.from_props(md.configs, self.default_log_config)
