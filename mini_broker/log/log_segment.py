@@ -190,14 +190,6 @@ class LogSegment:
         self.offset_index.flush()
         self.time_index.flush()
 
-    def truncate_to_position(self, position: int, next_offset: int) -> None:
-        """Cut the file at ``position`` (a batch boundary) and drop index entries at or past ``next_offset``."""
-        os.ftruncate(self._fd, position)
-        self.size = position
-        self.offset_index.truncate_to(next_offset)
-        self.time_index.truncate_to(next_offset)
-        self._bytes_since_last_index_entry = 0
-
     # -- reading (any thread) -------------------------------------------------------------------------
     def read_header(self, position: int, end: int) -> BatchHeader | None:
         """The header of the batch at ``position`` if a whole batch fits before ``end``."""

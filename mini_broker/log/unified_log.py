@@ -33,7 +33,7 @@ import os
 import shutil
 import threading
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from enum import Enum
 from typing import Final
 
@@ -101,8 +101,6 @@ _PRODUCER_ORIGIN: Final = {
     AppendOrigin.COORDINATOR: _pai.AppendOrigin.COORDINATOR,
     AppendOrigin.REPLICATION: _pai.AppendOrigin.REPLICATION,
 }
-
-BeforeAppend = Callable[[Sequence[DefaultRecordBatch]], "LogAppendInfo | None"]
 
 
 def parse_topic_partition(dir_name: str) -> tuple[str, int]:
@@ -283,15 +281,14 @@ class Log:
         *,
         origin: AppendOrigin = AppendOrigin.CLIENT,
         leader_epoch: int = 0,
-        before_append: BeforeAppend | None = None,
     ) -> LogAppendInfo:
         """Validate and append v2 batches; see the module docstring.
 
         Raises ``CorruptRecordError`` (bad framing, CRC or record encoding), ``InvalidRecordError``
         (client rules, inner offsets), ``UnsupportedCompressionTypeError``, ``RecordTooLargeError`` (a
-        batch over ``max.message.bytes``) or ``InvalidTimestampError``; nothing is written then. ``before_append`` (producer-state hook) is
-        called under the log lock with the validated batches before offsets are assigned; if it returns
-        a ``LogAppendInfo`` (a duplicate) the append is skipped and that is returned.
+        batch over ``max.message.bytes``) or ``InvalidTimestampError``; nothing is written then. Batches with a producer id go through the
+        producer state (under the log lock, before offsets are assigned): a duplicate of a recent batch is
+        not written and its original offsets are returned; a sequence or epoch violation raises.
         """
         buf = bytearray(records)
         batches = self._analyze_and_validate(buf, origin)
@@ -300,10 +297,6 @@ class Log:
         with self._lock:
             if self._closed:
                 raise KafkaStorageError(f"log {self.dir_path} is closed")
-            if before_append is not None:
-                existing = before_append(batches)
-                if existing is not None:
-                    return existing
             now = self._time.milliseconds()
             log_append = self.config.is_log_append_time
             next_offset = self.log_end_offset
@@ -382,11 +375,6 @@ class Log:
     def remove_expired_producers(self, now_ms: int) -> list[int]:
         """Forget producers idle for ``producer.id.expiration.ms`` (the log manager's periodic task)."""
         return self.producer_state.remove_expired_producers(now_ms)
-
-    def take_producer_snapshot(self) -> str:
-        """Write ``<LEO>.snapshot`` of the producer state (at roll and clean shutdown)."""
-        with self._lock:
-            return self.producer_state.take_snapshot(self.log_end_offset)
 
     def _analyze_and_validate(self, buf: bytearray, origin: AppendOrigin) -> list[DefaultRecordBatch]:
         batches: list[DefaultRecordBatch] = []
