@@ -6,10 +6,14 @@ all are full). Each Processor owns one transport ``Selector`` in the server role
 configure new connections -> process new responses -> poll -> completed receives -> completed sends ->
 disconnects -> close excess connections.
 
-Invariant: one request in flight per connection. After a complete receive the request is parsed, put on
-the RequestChannel (blocking while it is full: TCP backpressure) and the channel is muted; it is unmuted
-only when the response has been written (or a NoOpResponse arrived). Frames that the transport still hands
-out for a connection with a request in flight are kept, in order, and processed after the unmute.
+Invariant: one request in flight per connection, kept by the channel's mute state machine (KafkaChannel's
+``ChannelMuteState``; the Processor only sends it events, as Kafka's Processor does). After a complete
+receive the request is parsed, the channel is muted (``selector.mute``: NOT_MUTED -> MUTED) and gets
+``REQUEST_RECEIVED`` (-> MUTED_AND_RESPONSE_PENDING), then the request is put on the RequestChannel
+(blocking while it is full: TCP backpressure). When the response has been written, or a NoOpResponse
+arrived, the channel gets ``RESPONSE_SENT`` (-> MUTED) and ``selector.unmute`` unmutes it (only plain
+MUTED unmutes, so a throttled channel would stay muted). Frames that the transport still hands out for a
+muted connection are kept, in order, and processed after the unmute.
 
 Any exception while handling one channel closes that channel only; processor and acceptor threads never die.
 """
@@ -17,7 +21,6 @@ Any exception while handling one channel closes that channel only; processor and
 from __future__ import annotations
 
 import collections
-import enum
 import logging
 import queue
 import selectors
@@ -36,6 +39,7 @@ from mini_broker.network.request_channel import (
     Response,
     SendResponse,
 )
+from pykafka_client.network.transport.channel import ChannelMuteEvent, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -67,6 +71,10 @@ class ServerSelector(Protocol):
     def mute(self, connection_id: str) -> None: ...
 
     def unmute(self, connection_id: str) -> None: ...
+
+    def channel(self, connection_id: str) -> KafkaChannel | None:
+        """The open channel (its mute state machine), None once closed."""
+        ...
 
     def close_channel(self, connection_id: str) -> None: ...
 
@@ -150,20 +158,11 @@ class ConnectionQuotas:
             self._cond.notify_all()
 
 
-class ChannelMuteState(enum.Enum):
-    """KafkaChannel.ChannelMuteState (throttling states omitted: no quotas yet)."""
-
-    NOT_MUTED = 0
-    MUTED = 1
-    MUTED_AND_RESPONSE_PENDING = 2
-
-
 @dataclass(eq=False)
 class _Conn:
     connection_id: str
     remote_ip: str
     remote_address: str
-    mute_state: ChannelMuteState = ChannelMuteState.NOT_MUTED
     # frames the transport handed out while a request was in flight, processed in order after unmute
     pending: collections.deque[NetworkReceive] | None = None
 
@@ -326,10 +325,9 @@ class Processor:
             if isinstance(resp, SendResponse):
                 self.selector.send(resp.to_send())
                 self._inflight[cid] = resp
-                conn.mute_state = ChannelMuteState.MUTED_AND_RESPONSE_PENDING
             elif isinstance(resp, NoOpResponse):
                 self._parser.complete_response_metrics(resp, self._time.nanoseconds())
-                self._unmute(conn)
+                self._response_sent(conn)
             elif isinstance(resp, CloseConnectionResponse):
                 self._parser.complete_response_metrics(resp, self._time.nanoseconds())
                 self._close(cid, "close_connection_response")
@@ -359,7 +357,7 @@ class Processor:
             conn = self._conns.get(receive.source)
             if conn is None:
                 continue
-            if conn.mute_state != ChannelMuteState.NOT_MUTED or conn.pending:
+            if conn.pending or self._is_muted(conn.connection_id):
                 if conn.pending is None:
                     conn.pending = collections.deque()
                 conn.pending.append(receive)
@@ -369,7 +367,7 @@ class Processor:
         for _ in range(len(self._ready)):
             cid = self._ready.popleft()
             conn = self._conns.get(cid)
-            if conn is None or not conn.pending or conn.mute_state != ChannelMuteState.NOT_MUTED:
+            if conn is None or not conn.pending or self._is_muted(cid):
                 continue
             receive = conn.pending.popleft()
             self._handle_receive(conn, receive)
@@ -386,8 +384,12 @@ class Processor:
             self._close(cid, "invalid_request")
             return
         # mute before handing the request over: one request in flight per connection
+        channel = self.selector.channel(cid)
+        if channel is None:  # closed under us (its disconnect is reported): nobody to answer
+            self._close(cid, "channel_closed")
+            return
         self.selector.mute(cid)
-        conn.mute_state = ChannelMuteState.MUTED
+        channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
         if request.context.api_key in self._inline_api_keys:
             self._handle_inline(request)
             return
@@ -424,18 +426,28 @@ class Processor:
                 log.warning("event=send_completion_failed connection=%s error=%r", send.destination, e)
             conn = self._conns.get(send.destination)
             if conn is not None:
-                self._unmute(conn)
+                self._response_sent(conn)
 
-    def _unmute(self, conn: _Conn) -> None:
-        conn.mute_state = ChannelMuteState.NOT_MUTED
-        try:
-            self.selector.unmute(conn.connection_id)
-        except Exception as e:
-            log.info("event=unmute_failed connection=%s error=%r", conn.connection_id, e)
-            self._close(conn.connection_id, "unmute_failed")
+    def _is_muted(self, cid: str) -> bool:
+        channel = self.selector.channel(cid)
+        return channel is not None and channel.is_muted()
+
+    def _response_sent(self, conn: _Conn) -> None:
+        """``RESPONSE_SENT`` to the channel's mute machine, then unmute if it allows (Kafka
+        ``tryUnmuteChannel``); frames that waited are processed next."""
+        cid = conn.connection_id
+        channel = self.selector.channel(cid)
+        if channel is None:
             return
-        if conn.pending:
-            self._ready.append(conn.connection_id)
+        try:
+            channel.handle_channel_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+            self.selector.unmute(cid)
+        except Exception as e:
+            log.info("event=unmute_failed connection=%s error=%r", cid, e)
+            self._close(cid, "unmute_failed")
+            return
+        if conn.pending and not channel.is_muted():
+            self._ready.append(cid)
 
     def _process_disconnected(self) -> None:
         for cid, info in self.selector.disconnected().items():

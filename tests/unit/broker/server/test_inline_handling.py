@@ -53,6 +53,7 @@ def make() -> tuple[Processor, ScriptedSelector, RequestChannel, InlineParser]:
     channel.add_processor(0, proc)
     quotas.inc("1.2.3.4")
     proc._conns["c1"] = _Conn("c1", "1.2.3.4", "1.2.3.4:5")
+    sel.open_channel("c1")
     return proc, sel, channel, parser
 
 
