@@ -23,9 +23,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from mini_broker.log.abstract_index import CorruptIndexError
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_offset_metadata import LogOffsetMetadata
-from mini_broker.log.offset_index import CorruptIndexError, OffsetIndex
+from mini_broker.log.offset_index import OffsetIndex
 from mini_broker.log.time_index import NO_TIMESTAMP, TimeIndex
 from pykafka_client.protocol.records.batch_ops import BatchIterator
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Final
 
+from mini_broker.log.abstract_index import CorruptIndexError
 from mini_broker.log.fetch_data_info import FetchDataInfo, LogAppendInfo, TimestampAndOffset
 from mini_broker.log.log_config import LONG_MAX, LogConfig
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
@@ -47,7 +48,6 @@ from mini_broker.log.log_segment import (
     AppendedBatch,
     LogSegment,
 )
-from mini_broker.log.offset_index import CorruptIndexError
 from mini_broker.producer_state import producer_append_info as _pai
 from mini_broker.producer_state.producer_state_entry import BatchMetadata
 from mini_broker.producer_state.producer_state_manager import (
