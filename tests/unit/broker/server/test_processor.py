@@ -8,6 +8,8 @@ import socket
 import pytest
 
 from mini_broker.config import KafkaConfig
+from mini_broker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
+from mini_broker.network.processor import Processor, _Conn
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
     NoOpResponse,
@@ -17,7 +19,6 @@ from mini_broker.network.request_channel import (
     Response,
     SendResponse,
 )
-from mini_broker.network.socket_server import ConnectionQuotas, Processor, TooManyConnectionsError, _Conn
 from pykafka_client.network.transport.channel import ChannelMuteEvent, ChannelMuteState, KafkaChannel
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.network.transport.transport_layer import PlaintextTransportLayer
