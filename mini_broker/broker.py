@@ -5,11 +5,14 @@ Usage (tests, examples)::
     with MiniBroker() as broker:            # port 0, temp data dir removed on exit
         client = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
 
-Startup order: metadata (meta.properties, topic registry) -> logs (recovery) -> replica manager and
+Startup order: the lock on every data directory (``<dir>/.lock``, :mod:`mini_broker.log.data_dir_lock`;
+a directory in use by another broker fails the start before anything is written) -> metadata (meta.properties, topic registry) -> logs (recovery) -> replica manager and
 purgatories -> request channel, API layer, socket server (binds; the bound port is known from here) ->
 handler pool -> processors and acceptors -> optional metrics HTTP endpoint.
 Shutdown order (Kafka's): stop accepting and close connections -> stop handler threads -> replica manager
-(purgatories) -> logs (flush, clean-shutdown markers) -> metrics endpoint. ``shutdown()`` is idempotent.
+(purgatories) -> logs (flush, clean-shutdown markers) -> metrics endpoint -> data directory locks released.
+``shutdown()`` is idempotent. A start that fails (port in use, directory in use) undoes what it began but
+writes no clean-shutdown marker: the next start recovers as after a crash.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Mapping
 
 from mini_broker.config import KafkaConfig
 from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
+from mini_broker.log.data_dir_lock import DataDirLock
 from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
@@ -95,6 +99,8 @@ class MiniBroker:
         self._lock = threading.Lock()
         self._started = False
         self._stopped = False
+        self._start_failed = False
+        self._dir_locks = [DataDirLock(d) for d in self.config.log_dirs]
         self.socket_server: SocketServer | None = None
         self.handler_pool: KafkaRequestHandlerPool | None = None
         self.replica_manager: ReplicaManager | None = None
@@ -114,6 +120,7 @@ class MiniBroker:
         try:
             self._start()
         except BaseException:
+            self._start_failed = True
             self.shutdown()
             raise
         return self
@@ -121,7 +128,8 @@ class MiniBroker:
     def _start(self) -> None:
         config = self.config
         node_id = config.node_id
-        os.makedirs(self.data_dir, exist_ok=True)
+        for lock in self._dir_locks:
+            lock.acquire()  # DataDirInUseError before anything is written
         self.metadata_cache = MetadataCache(self.data_dir, node_id, config.cluster_id)
         self.replica_manager = ReplicaManager(config, self.metadata_cache, self.data_dir, self.metrics, self.time)
         self.replica_manager.startup()
@@ -178,11 +186,13 @@ class MiniBroker:
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.replica_manager is not None:
-            self.replica_manager.shutdown()
+            self.replica_manager.shutdown(clean=not self._start_failed)
         if self.metrics_server is not None:
             self.metrics_server.shutdown()
         if self._owns_data_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
+        for lock in self._dir_locks:
+            lock.release()
         log.info("event=broker_stopped node_id=%s", self.config.node_id)
 
     stop = shutdown

@@ -49,10 +49,6 @@ class WakeupException(KafkaError):
     """A blocking call was interrupted by ``wakeup()`` from another thread."""
 
 
-class InterruptError(KafkaError):
-    """The calling thread was interrupted while blocked."""
-
-
 class AuthenticationError(KafkaError):
     """Authentication with a broker failed (SSL handshake or SASL). Not retriable."""
 

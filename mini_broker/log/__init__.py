@@ -6,7 +6,8 @@ from mini_broker.log.fetch_data_info import FetchDataInfo, LogAppendInfo, Timest
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_manager import LogManager
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
-from mini_broker.log.unified_log import AppendOrigin, Log
+from mini_broker.log.log_validator import AppendOrigin
+from mini_broker.log.unified_log import Log
 
 __all__ = [
     "AppendOrigin",

@@ -3,8 +3,10 @@ scheduling, checkpoints, clean shutdown.
 
 Each data directory holds ``<topic>-<partition>`` log directories plus three files: the recovery point
 and log start offset checkpoints (:mod:`mini_broker.log.checkpoint`) and ``.kafka_cleanshutdown``,
-written last on :meth:`shutdown` and removed on :meth:`startup`: its absence at startup means the
-previous run crashed, and every log then recovers from its recovery point.
+written last on a clean :meth:`shutdown` (not after a failed start) and removed on :meth:`startup`: its
+absence at startup, when there are logs to load, means the previous run crashed, and every log then
+recovers from its recovery point (logged at WARNING). A directory with no logs yet is just new.
+The broker holds the directory's lock (:mod:`mini_broker.log.data_dir_lock`) around all of this.
 
 Periodic work (:meth:`scheduled_tasks`): retention (``log.retention.check.interval.ms``, 300000), flush
 of logs whose ``flush.ms`` has passed (``log.flush.scheduler.interval.ms``), and the two checkpoints
@@ -107,14 +109,19 @@ class LogManager:
             os.unlink(marker)
         recovery_points = OffsetCheckpointFile(os.path.join(log_dir, RECOVERY_POINT_CHECKPOINT_FILE)).read()
         start_offsets = OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT_FILE)).read()
+        found: list[tuple[TopicPartition, str]] = []
         for name in sorted(os.listdir(log_dir)):
             path = os.path.join(log_dir, name)
             if not os.path.isdir(path):
                 continue
             try:
-                tp = parse_topic_partition(name)
+                found.append((parse_topic_partition(name), path))
             except ValueError:
                 continue
+        if found and not clean:
+            _log.warning("%s: no clean-shutdown marker: the previous broker stopped without a clean shutdown; "
+                         "recovering %d logs from their recovery points", log_dir, len(found))
+        for tp, path in found:
             if tp in self._logs:
                 raise KafkaStorageError(
                     f"duplicate log directories for {tp[0]}-{tp[1]}: {path} and {self._log_dir_of[tp]}"
@@ -130,10 +137,11 @@ class LogManager:
             )
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
-        _log.info("loaded %d logs from %s (clean shutdown: %s)", len(self._logs), log_dir, clean)
+        _log.info("loaded %d logs from %s", len(found), log_dir)
 
-    def shutdown(self) -> None:
-        """Stop the scheduler, close (fsync) every log, write the checkpoints and the clean-shutdown markers."""
+    def shutdown(self, clean: bool = True) -> None:
+        """Stop the scheduler, close (fsync) every log, write the checkpoints and, when ``clean`` (not after a
+        failed start), the clean-shutdown markers."""
         with self._lock:
             if self._shut_down:
                 return
@@ -146,7 +154,7 @@ class LogManager:
                 log.close()
             self.checkpoint_recovery_offsets()
             self.checkpoint_log_start_offsets()
-            for log_dir in self.log_dirs:
+            for log_dir in self.log_dirs if clean else ():
                 with open(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE), "w", encoding="utf-8"):
                     pass
 

@@ -23,9 +23,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from mini_broker.log.abstract_index import CorruptIndexError
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_offset_metadata import LogOffsetMetadata
-from mini_broker.log.offset_index import CorruptIndexError, OffsetIndex
+from mini_broker.log.offset_index import OffsetIndex
 from mini_broker.log.time_index import NO_TIMESTAMP, TimeIndex
 from pykafka_client.protocol.records.batch_ops import BatchIterator
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
@@ -189,14 +190,6 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
-
-    def truncate_to_position(self, position: int, next_offset: int) -> None:
-        """Cut the file at ``position`` (a batch boundary) and drop index entries at or past ``next_offset``."""
-        os.ftruncate(self._fd, position)
-        self.size = position
-        self.offset_index.truncate_to(next_offset)
-        self.time_index.truncate_to(next_offset)
-        self._bytes_since_last_index_entry = 0
 
     # -- reading (any thread) -------------------------------------------------------------------------
     def read_header(self, position: int, end: int) -> BatchHeader | None:

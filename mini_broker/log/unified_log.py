@@ -10,20 +10,16 @@ Threads and locks: one lock per log serialises appends, rolls, retention, flushe
 no lock: they use a snapshot of the segment list (replaced, never mutated, under the lock) and of the
 LEO metadata (one attribute, assigned after the bytes are written), and never read past that snapshot.
 
-Appends (:meth:`append`): each batch is validated with ``batch_ops.validate_batch`` (CRC, framing,
-and the client rules when ``origin`` is the client), its records are decoded and checked with
-``batch_ops.validate_records`` (except for replication), and it is checked against
-``max.message.bytes``; the whole request is rejected before anything is written. Offsets are then assigned by rewriting only the batch
-headers (``set_base_offset``, ``set_partition_leader_epoch`` and, for ``LogAppendTime`` topics,
-``set_log_append_time``). Records are never re-encoded: a topic ``compression.type`` other than
-``producer`` is not applied (deferred). Timestamp bounds (``message.timestamp.before/after.max.ms``) are
-checked per record for CreateTime batches.
+Appends (:meth:`append`): the batches are checked by :func:`~mini_broker.log.log_validator.analyze_and_validate`
+before the lock is taken (the whole request is rejected before anything is written), then, under the
+lock, the producer state is checked (a duplicate is not written), offsets are assigned by
+:func:`~mini_broker.log.log_validator.assign_offsets` (batch headers rewritten, records never
+re-encoded), the active segment is rolled if needed and the bytes are written.
 
-Recovery on open: stray files are removed; every segment from the one holding the recovery point (all of
-them after an unclean shutdown without a recovery checkpoint), and always the last segment, are re-read
-batch by batch: indexes are rebuilt and the file is cut after the last valid batch (a torn tail), and
-segments after a cut are deleted, so nothing past a torn write is ever served. Other segments keep their
-index files unless those fail a sanity check, in which case they are rebuilt the same way.
+Recovery on open is :func:`~mini_broker.log.log_loader.load_segments` (stray files removed, segments from
+the recovery point re-read, a torn tail cut). Retention (:meth:`delete_old_segments`) and DeleteRecords
+(:meth:`delete_records_before`) drop whole segments below the log start offset, over ``retention.bytes``
+or older than ``retention.ms``, never past the high watermark.
 """
 
 from __future__ import annotations
@@ -33,21 +29,16 @@ import os
 import shutil
 import threading
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
-from enum import Enum
+from collections.abc import Callable
 from typing import Final
 
 from mini_broker.log.fetch_data_info import FetchDataInfo, LogAppendInfo, TimestampAndOffset
-from mini_broker.log.log_config import LONG_MAX, LogConfig
+from mini_broker.log.log_config import LogConfig
+from mini_broker.log.log_loader import load_segments
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
-from mini_broker.log.log_segment import (
-    INDEX_FILE_SUFFIX,
-    LOG_FILE_SUFFIX,
-    TIME_INDEX_FILE_SUFFIX,
-    AppendedBatch,
-    LogSegment,
-)
-from mini_broker.log.offset_index import CorruptIndexError
+from mini_broker.log.log_segment import LogSegment
+from mini_broker.log.log_validator import AppendOrigin as AppendOrigin  # re-exported: the log's API
+from mini_broker.log.log_validator import analyze_and_validate, assign_offsets
 from mini_broker.producer_state import producer_append_info as _pai
 from mini_broker.producer_state.producer_state_entry import BatchMetadata
 from mini_broker.producer_state.producer_state_manager import (
@@ -56,23 +47,7 @@ from mini_broker.producer_state.producer_state_manager import (
     ProducerStateManager,
     rebuild_from_log,
 )
-from pykafka_client.errors import (
-    CorruptRecordError,
-    InvalidTimestampError,
-    KafkaStorageError,
-    MessageDecodeError,
-    OffsetOutOfRangeError,
-    RecordTooLargeError,
-)
-from pykafka_client.protocol.records.batch_ops import (
-    set_base_offset,
-    set_log_append_time,
-    set_partition_leader_epoch,
-    validate_batch,
-    validate_records,
-)
-from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
-from pykafka_client.protocol.records.record_batch import TimestampType
+from pykafka_client.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _log = logging.getLogger(__name__)
@@ -84,25 +59,11 @@ MAX_TIMESTAMP: Final = -3
 EARLIEST_LOCAL_TIMESTAMP: Final = -4
 LATEST_TIERED_TIMESTAMP: Final = -5
 
-_STRAY_SUFFIXES: Final = (".deleted", ".cleaned", ".swap", ".tmp")
-
-
-class AppendOrigin(Enum):
-    """Who appends: a producer (offsets assigned, client rules), the coordinator (offsets assigned),
-    or replication (offsets kept as they are and checked)."""
-
-    CLIENT = "client"
-    COORDINATOR = "coordinator"
-    REPLICATION = "replication"
-
-
 _PRODUCER_ORIGIN: Final = {
     AppendOrigin.CLIENT: _pai.AppendOrigin.CLIENT,
     AppendOrigin.COORDINATOR: _pai.AppendOrigin.COORDINATOR,
     AppendOrigin.REPLICATION: _pai.AppendOrigin.REPLICATION,
 }
-
-BeforeAppend = Callable[[Sequence[DefaultRecordBatch]], "LogAppendInfo | None"]
 
 
 def parse_topic_partition(dir_name: str) -> tuple[str, int]:
@@ -158,50 +119,10 @@ class Log:
 
     # -- loading --------------------------------------------------------------------------------------
     def _load(self, had_clean_shutdown: bool) -> None:
-        bases: list[int] = []
-        for name in os.listdir(self.dir_path):
-            path = os.path.join(self.dir_path, name)
-            if name.endswith(_STRAY_SUFFIXES):
-                os.unlink(path)
-            elif name.endswith(LOG_FILE_SUFFIX) and name[: -len(LOG_FILE_SUFFIX)].isdigit():
-                bases.append(int(name[: -len(LOG_FILE_SUFFIX)]))
-        base_set = set(bases)
-        for name in os.listdir(self.dir_path):
-            for suffix in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
-                stem = name[: -len(suffix)]
-                if name.endswith(suffix) and stem.isdigit() and int(stem) not in base_set:
-                    os.unlink(os.path.join(self.dir_path, name))  # an index without its segment
-        bases.sort()
-        segments = [LogSegment(self.dir_path, base, self.config, self._time) for base in bases]
-        if not segments:
-            segments = [LogSegment(self.dir_path, self.log_start_offset, self.config, self._time)]
-        # Which segments to re-read: from the one holding the recovery point, and always the last.
-        recover_from = len(segments) - 1
-        if not had_clean_shutdown:
-            recover_from = max(0, bisect_right(bases, self.recovery_point) - 1) if bases else 0
-        kept: list[LogSegment] = []
-        for i, segment in enumerate(segments):
-            truncated = 0
-            if i >= recover_from:
-                truncated = segment.recover()
-            else:
-                try:
-                    if not segment.index_files_existed and segment.size:
-                        raise CorruptIndexError(f"index files of {segment!r} are missing")
-                    segment.sanity_check_indexes(segment.next_offset())
-                except (CorruptIndexError, ValueError) as e:
-                    _log.warning("%s: rebuilding the indexes of %r: %s", self.dir_path, segment, e)
-                    truncated = segment.recover()
-            kept.append(segment)
-            if truncated:
-                _log.warning(
-                    "%s: truncated %d bytes of a torn or corrupt tail in %r", self.dir_path, truncated, segment
-                )
-                for later in segments[i + 1 :]:
-                    _log.warning("%s: deleting %r, which follows a truncated segment", self.dir_path, later)
-                    later.delete()
-                    later.close()
-                break
+        kept = load_segments(
+            self.dir_path, self.config, self._time, log_start_offset=self.log_start_offset,
+            recovery_point=self.recovery_point, had_clean_shutdown=had_clean_shutdown,
+        )
         self._set_segments(kept)
         active = kept[-1]
         leo = active.next_offset()
@@ -283,27 +204,23 @@ class Log:
         *,
         origin: AppendOrigin = AppendOrigin.CLIENT,
         leader_epoch: int = 0,
-        before_append: BeforeAppend | None = None,
     ) -> LogAppendInfo:
         """Validate and append v2 batches; see the module docstring.
 
         Raises ``CorruptRecordError`` (bad framing, CRC or record encoding), ``InvalidRecordError``
         (client rules, inner offsets), ``UnsupportedCompressionTypeError``, ``RecordTooLargeError`` (a
-        batch over ``max.message.bytes``) or ``InvalidTimestampError``; nothing is written then. ``before_append`` (producer-state hook) is
-        called under the log lock with the validated batches before offsets are assigned; if it returns
-        a ``LogAppendInfo`` (a duplicate) the append is skipped and that is returned.
+        batch over ``max.message.bytes``) or ``InvalidTimestampError``; nothing is written then. Batches
+        with a producer id go through the producer state (under the log lock, before offsets are
+        assigned): a duplicate of a recent batch is not written and its original offsets are returned; a
+        sequence or epoch violation raises.
         """
         buf = bytearray(records)
-        batches = self._analyze_and_validate(buf, origin)
+        batches = analyze_and_validate(buf, origin, self.config, self._time.milliseconds())
         if not batches:
             return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0, 0)
         with self._lock:
             if self._closed:
                 raise KafkaStorageError(f"log {self.dir_path} is closed")
-            if before_append is not None:
-                existing = before_append(batches)
-                if existing is not None:
-                    return existing
             now = self._time.milliseconds()
             log_append = self.config.is_log_append_time
             next_offset = self.log_end_offset
@@ -320,31 +237,10 @@ class Log:
                 if isinstance(checked, BatchMetadata):
                     return self._duplicate_append_info(checked)
                 pending = checked
-            max_timestamp, offset_of_max = -1, -1
-            num_records = 0
-            appended: list[AppendedBatch] = []
-            for batch in batches:
-                pos = batch.position
-                if origin is AppendOrigin.REPLICATION:
-                    if batch.base_offset < next_offset:
-                        raise CorruptRecordError(f"replicated offsets go backwards at {batch.base_offset}")
-                    base = batch.base_offset
-                else:
-                    base = next_offset
-                    set_base_offset(buf, pos, base)
-                    set_partition_leader_epoch(buf, pos, leader_epoch)
-                batch_max_ts = batch.max_timestamp
-                if log_append and origin is not AppendOrigin.REPLICATION:
-                    set_log_append_time(buf, pos, now)
-                    batch_max_ts = now
-                last = base + batch.last_offset_delta
-                if batch_max_ts > max_timestamp:
-                    max_timestamp, offset_of_max = batch_max_ts, last
-                appended.append(AppendedBatch(pos, last, batch_max_ts, batch.size_in_bytes))
-                num_records += batch.records_count
-                next_offset = last + 1
-            segment = self._maybe_roll(len(buf), max_timestamp, next_offset - 1, first_offset, now)
-            segment.append(buf, appended)
+            assigned = assign_offsets(buf, batches, origin, first_offset, leader_epoch, now if log_append else None)
+            next_offset = assigned.next_offset
+            segment = self._maybe_roll(len(buf), assigned.max_timestamp, next_offset - 1, first_offset, now)
+            segment.append(buf, assigned.batches)
             self._leo_metadata = LogOffsetMetadata(next_offset, segment.base_offset, segment.size)
             # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
             if pending is not None:
@@ -356,11 +252,11 @@ class Log:
             return LogAppendInfo(
                 first_offset=first_offset,
                 last_offset=next_offset - 1,
-                max_timestamp=max_timestamp,
-                offset_of_max_timestamp=offset_of_max,
+                max_timestamp=assigned.max_timestamp,
+                offset_of_max_timestamp=assigned.offset_of_max_timestamp,
                 log_append_time=now if log_append else -1,
                 log_start_offset=self.log_start_offset,
-                num_records=num_records,
+                num_records=assigned.num_records,
                 shallow_count=len(batches),
                 valid_bytes=len(buf),
             )
@@ -382,49 +278,6 @@ class Log:
     def remove_expired_producers(self, now_ms: int) -> list[int]:
         """Forget producers idle for ``producer.id.expiration.ms`` (the log manager's periodic task)."""
         return self.producer_state.remove_expired_producers(now_ms)
-
-    def take_producer_snapshot(self) -> str:
-        """Write ``<LEO>.snapshot`` of the producer state (at roll and clean shutdown)."""
-        with self._lock:
-            return self.producer_state.take_snapshot(self.log_end_offset)
-
-    def _analyze_and_validate(self, buf: bytearray, origin: AppendOrigin) -> list[DefaultRecordBatch]:
-        batches: list[DefaultRecordBatch] = []
-        pos = 0
-        now = self._time.milliseconds()
-        config = self.config
-        check_timestamps = not config.is_log_append_time and (
-            config.message_timestamp_before_max_ms < LONG_MAX or config.message_timestamp_after_max_ms < LONG_MAX
-        )
-        while pos < len(buf):
-            if len(buf) - pos >= 12:
-                size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True) + 12
-                if size > config.max_message_bytes and size <= len(buf) - pos:
-                    raise RecordTooLargeError(
-                        f"batch of {size} bytes is larger than max.message.bytes={config.max_message_bytes}"
-                    )
-            batch = validate_batch(buf, pos, from_client=origin is AppendOrigin.CLIENT)
-            if origin is not AppendOrigin.REPLICATION:
-                # Decode every record (as Java's LogValidator): consecutive offsets, well-formed records.
-                try:
-                    records = validate_records(batch)
-                except MessageDecodeError as e:
-                    raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
-                if check_timestamps and batch.timestamp_type == TimestampType.CREATE_TIME:
-                    for record in records:
-                        ts = record.timestamp
-                        if ts >= 0 and (
-                            now - ts > config.message_timestamp_before_max_ms
-                            or ts - now > config.message_timestamp_after_max_ms
-                        ):
-                            raise InvalidTimestampError(
-                                f"timestamp {ts} of record {record.offset - batch.base_offset} is out of range "
-                                f"(now {now}, before.max.ms {config.message_timestamp_before_max_ms}, "
-                                f"after.max.ms {config.message_timestamp_after_max_ms})"
-                            )
-            batches.append(batch)
-            pos += batch.size_in_bytes
-        return batches
 
     # -- roll -----------------------------------------------------------------------------------------
     def _maybe_roll(

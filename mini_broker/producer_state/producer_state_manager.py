@@ -8,15 +8,14 @@ Integration with the partition log (see docs/ARCHITECTURE.md, "Producer state"):
   :class:`BatchMetadata` of a duplicate (skip the write, answer with those offsets, error NONE), raises
   ``OutOfOrderSequenceError`` / ``InvalidProducerEpochError`` / ``InvalidTxnStateError`` (reject the whole
   append), or returns the pending updates, applied with :meth:`complete_append` only after the segment write
-  succeeded (the partition Log does this). :meth:`before_append` does both at once.
+  succeeded (the partition Log does this).
 * at segment roll and at clean shutdown call :meth:`take_snapshot` with the log end offset;
 * on log load call :meth:`load` with the log end offset, then :meth:`replay` every batch from
   :attr:`map_end_offset` to the end (no sequence checks), so the in-memory state matches the log;
 * periodically (``producer.id.expiration.check.interval.ms``, default 10 min) call
   :meth:`remove_expired_producers` with the wall clock.
 
-The state committed by ``before_append`` assumes the write then succeeds (the log writes under the same
-lock right after); a failed write should be followed by :meth:`truncate_and_reload`.
+Nothing changes until :meth:`complete_append`, so a failed write leaves the state as it was.
 
 Snapshot file ``<20-digit offset>.snapshot`` (offset = first offset NOT covered), big-endian::
 
@@ -136,22 +135,6 @@ class ProducerStateManager:
         return not self._producers
 
     # --- appends -------------------------------------------------------------------------------------
-
-    def before_append(
-        self, batches: Sequence[ProducerBatchView], first_offset: int, origin: AppendOrigin = AppendOrigin.CLIENT
-    ) -> BatchMetadata | None:
-        """Check and record the producer batches of one append whose first batch gets ``first_offset``.
-
-        Returns a duplicate's metadata (nothing recorded), or None after recording. Raises on a sequence,
-        epoch or transaction-state violation (nothing recorded). Same as :meth:`prepare_append` followed at
-        once by :meth:`complete_append`.
-        """
-        with self._lock:
-            result = self.prepare_append(batches, first_offset, origin)
-            if isinstance(result, BatchMetadata):
-                return result
-            self.complete_append(result)
-            return None
 
     def prepare_append(
         self, batches: Sequence[ProducerBatchView], first_offset: int, origin: AppendOrigin = AppendOrigin.CLIENT

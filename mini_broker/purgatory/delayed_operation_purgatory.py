@@ -199,15 +199,6 @@ class DelayedOperationPurgatory(Generic[T]):
             shard_lock.release()
         return completed
 
-    def _watch_for_operation(self, key: Hashable, operation: T) -> None:
-        shard = self._shard(key)
-        with shard.lock:
-            watchers = shard.watchers_by_key.get(key)
-            if watchers is None:
-                watchers = _Watchers(key)
-                shard.watchers_by_key[key] = watchers
-            watchers.ops.append(operation)
-
     # -- cancellation, metrics, housekeeping ----------------------------------------------------------
     def cancel_for_key(self, key: Hashable) -> list[T]:
         """Stop watching ``key``: its ops are removed and their timers cancelled, without completing them."""

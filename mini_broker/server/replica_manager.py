@@ -34,6 +34,7 @@ from mini_broker.purgatory import (
     FetchPartitionStatus,
     TopicPartitionOperationKey,
 )
+from mini_broker.server.api_error import error_code, error_message
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from mini_broker.server.fetch_session import FetchSessionCache
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata, validate_topic_name
@@ -45,11 +46,8 @@ from pykafka_client.errors import (
     InvalidRecordError,
     InvalidRequiredAcksError,
     InvalidTopicError,
-    KafkaStorageError,
-    MessageDecodeError,
     OffsetOutOfRangeError,
     UnknownLeaderEpochError,
-    UnknownServerError,
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
@@ -128,16 +126,6 @@ def _int_config(config: KafkaConfig, name: str, default: int = 1000) -> int:
     return v if isinstance(v, int) else default
 
 
-def _error_code(e: BaseException) -> int:
-    if isinstance(e, BrokerResponseError):
-        return int(e.code)
-    if isinstance(e, MessageDecodeError):
-        return CorruptRecordError.code
-    if isinstance(e, OSError):
-        return KafkaStorageError.code
-    return UnknownServerError.code
-
-
 class ReplicaManager:
     """See the module docstring."""
 
@@ -207,10 +195,12 @@ class ReplicaManager:
             log.warning("event=stray_log dir=%s msg=\"log of a topic not in the registry; deleting\"", lg.dir_path)
             self.log_manager.delete_log(lg.topic, lg.partition)
 
-    def shutdown(self) -> None:
+    def shutdown(self, clean: bool = True) -> None:
+        """Stop the purgatories and close the logs; ``clean=False`` (a failed start) writes no clean-shutdown
+        marker."""
         self.produce_purgatory.shutdown()
         self.fetch_purgatory.shutdown()
-        self.log_manager.shutdown()
+        self.log_manager.shutdown(clean=clean)
 
     def _log_config(self, md: TopicMetadata) -> LogConfig:
         return LogConfig.from_props(md.configs, self.default_log_config)
@@ -316,7 +306,7 @@ class ReplicaManager:
         try:
             validate_topic_name(tp.topic)
         except InvalidTopicError as e:
-            return PartitionResponse(error_code=InvalidTopicError.code, error_message=str(e))
+            return PartitionResponse(error_code=InvalidTopicError.code, error_message=error_message(e))
         try:
             lg = self._get_log(tp)
             if records is None:
@@ -335,15 +325,15 @@ class ReplicaManager:
             # one broker: the high watermark follows the log end at once
             lg.update_high_watermark(lg.log_end_offset)
         except KafkaError as e:
-            code = _error_code(e)
+            code = error_code(e)
             record_errors = list(getattr(e, "record_errors", []) or [])
             if self.metrics is not None:
                 self.metrics.counter("kafka_server_BrokerTopicMetrics_FailedProduceRequests_total").inc()
             log.debug("event=append_failed partition=%s error=%r", tp, e)
-            return PartitionResponse(error_code=code, error_message=str(e) or None, record_errors=record_errors)
+            return PartitionResponse(error_code=code, error_message=error_message(e), record_errors=record_errors)
         except Exception as e:
             log.exception("event=append_failed partition=%s", tp)
-            return PartitionResponse(error_code=_error_code(e), error_message=str(e) or None)
+            return PartitionResponse(error_code=error_code(e), error_message=error_message(e))
         if self.metrics is not None:
             self.metrics.counter("kafka_server_BrokerTopicMetrics_BytesIn_total").inc(_records_size(records))
             self.metrics.counter("kafka_server_BrokerTopicMetrics_MessagesIn_total").inc(
@@ -390,10 +380,10 @@ class ReplicaManager:
             return LogReadResult(0, hw, log_start, lso, data.records if size and data.records is not None else b"", size,
                                  data.fetch_offset_metadata)
         except KafkaError as e:
-            return LogReadResult(_error_code(e), error_message=str(e) or None)
+            return LogReadResult(error_code(e), error_message=error_message(e))
         except Exception as e:
             log.exception("event=read_failed partition=%s", tp)
-            return LogReadResult(_error_code(e), error_message=str(e) or None)
+            return LogReadResult(error_code(e), error_message=error_message(e))
 
     def fetch_messages(self, params: FetchParams, infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]],
                        respond: Callable[[list[tuple[TopicPartition, LogReadResult]]], None]) -> None:

@@ -23,18 +23,11 @@ from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
 
-_handler_thread = threading.local()
-
 
 class RequestApis(Protocol):
     """What a handler needs from the API layer."""
 
     def handle(self, request: Request) -> None: ...
-
-
-def on_handler_thread() -> bool:
-    """True when the calling thread is one of the request handler threads."""
-    return bool(getattr(_handler_thread, "active", False))
 
 
 class KafkaRequestHandler:
@@ -57,7 +50,6 @@ class KafkaRequestHandler:
         self._thread.join(timeout)
 
     def run(self) -> None:
-        _handler_thread.active = True
         idle_meter = self._pool.idle_meter
         try:
             while True:

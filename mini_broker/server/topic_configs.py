@@ -207,8 +207,3 @@ def describe_broker_configs(broker: KafkaConfig, names: list[str] | None = None,
         out.append(ConfigEntry(n, value, source, CONFIG_TYPES.get(key.type, 0), read_only=True,
                                is_sensitive=key.sensitive, synonyms=syns))
     return out
-
-
-def effective_topic_config(broker: KafkaConfig, overrides: dict[str, str]) -> dict[str, str]:
-    """Every topic config's effective value (what the log should be created with)."""
-    return {e.name: e.value or "" for e in describe_topic_configs(broker, overrides)}

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
+from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import TopicMetadata
 from pykafka_client.errors import InvalidRequestError, UnknownTopicOrPartitionError
@@ -65,7 +66,7 @@ def alter_each(resources: Iterable[R], apply: Callable[[R], None], result: Calla
             apply(res)
             code, message = 0, None
         except BrokerResponseError as e:
-            code, message = e.code, str(e) or None
+            code, message = e.code, error_message(e)
         out.append(result(error_code=code, error_message=message, resource_type=res.resource_type,
                           resource_name=res.resource_name))
     return out

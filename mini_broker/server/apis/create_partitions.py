@@ -11,6 +11,7 @@ import logging
 from collections import Counter
 
 from mini_broker.network.request_channel import Request
+from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import (
     InvalidPartitionsError,
@@ -64,7 +65,7 @@ def handle(apis: KafkaApis, request: Request) -> CreatePartitionsResponse:
             _one(apis, t, body.validate_only)
             results.append(Result(name=t.name, error_code=0, error_message=None))
         except BrokerResponseError as e:
-            results.append(Result(name=t.name, error_code=e.code, error_message=str(e) or None))
+            results.append(Result(name=t.name, error_code=e.code, error_message=error_message(e)))
     return CreatePartitionsResponse(throttle_time_ms=0, results=results)
 
 

@@ -15,6 +15,7 @@ import logging
 from collections import Counter
 
 from mini_broker.network.request_channel import Request
+from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import validate_topic_name
 from mini_broker.server.topic_configs import describe_topic_configs, validate_topic_configs
@@ -89,7 +90,7 @@ def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
                 md = broker.replica_manager.create_topic(t.name, partitions, configs)
                 log.info("event=topic_created topic=%s partitions=%d configs=%s", t.name, partitions, configs)
         except BrokerResponseError as e:
-            results.append(Result(name=t.name, error_code=e.code, error_message=str(e) or None))
+            results.append(Result(name=t.name, error_code=e.code, error_message=error_message(e)))
             continue
         described = describe_topic_configs(broker.config, md.configs)
         results.append(Result(

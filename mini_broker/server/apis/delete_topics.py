@@ -10,6 +10,7 @@ import logging
 import uuid
 
 from mini_broker.network.request_channel import Request
+from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID
 from pykafka_client.errors import (
@@ -57,7 +58,7 @@ def handle(apis: KafkaApis, request: Request) -> DeleteTopicsResponse:
                 err = e
         results.append(Result(
             name=md.name if md else name, topic_id=md.topic_id if md else topic_id,
-            error_code=err.code if err else 0, error_message=(str(err) or None) if err else None,
+            error_code=err.code if err else 0, error_message=error_message(err) if err else None,
         ))
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 

@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import glob
 import os
-import re
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,88 +16,9 @@ from typing import Any
 
 import pytest
 
-ck = pytest.importorskip("confluent_kafka")
-ck_admin = pytest.importorskip("confluent_kafka.admin")
+from tests.integration.broker.broker_process import BrokerProcess, ck, consume_all, create_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(120)]
-
-LISTENING = re.compile(r"mini_broker listening on PLAINTEXT://([\d.]+):(\d+)")
-
-
-class BrokerProcess:
-    def __init__(self, data_dir: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mini_broker", "--data-dir", str(data_dir), "--listeners",
-             "PLAINTEXT://127.0.0.1:0", "--override", "num.io.threads=2", "--override", "num.network.threads=1",
-             "--log-level", "WARNING"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            cwd=str(Path(__file__).resolve().parents[3]))
-        self.output: list[str] = []
-        self.port = -1
-        deadline = time.monotonic() + 30
-        assert self.proc.stdout is not None
-        while time.monotonic() < deadline:
-            line = self.proc.stdout.readline()
-            if not line:
-                break
-            self.output.append(line)
-            m = LISTENING.search(line)
-            if m:
-                self.port = int(m.group(2))
-                break
-        if self.port < 0:
-            self.proc.kill()
-            raise AssertionError("broker did not start:\n" + "".join(self.output))
-        self._drain = threading.Thread(target=self._read_rest, daemon=True)
-        self._drain.start()
-
-    def _read_rest(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.output.append(line)
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def kill9(self) -> None:
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-
-    def terminate(self) -> int:
-        os.kill(self.proc.pid, signal.SIGTERM)
-        return self.proc.wait(20)
-
-    def ensure_dead(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
-
-
-def create_topic(bootstrap: str, topic: str) -> None:
-    admin = ck_admin.AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([ck_admin.NewTopic(topic, 1, 1)])[topic].result(15)
-
-
-def consume_all(bootstrap: str, topic: str) -> list[tuple[int, bytes | None]]:
-    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "durability", "enable.auto.commit": False,
-                     "check.crcs": True})
-    try:
-        low, high = c.get_watermark_offsets(ck.TopicPartition(topic, 0), timeout=10)
-        assert low == 0
-        c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
-        out: list[tuple[int, bytes | None]] = []
-        deadline = time.monotonic() + 30
-        while len(out) < high and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is None:
-                continue
-            assert m.error() is None, m.error()
-            out.append((m.offset(), m.value()))
-        assert len(out) == high
-        return out
-    finally:
-        c.close()
 
 
 def test_kill9_mid_stream_keeps_every_acknowledged_record(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_broker.producer_state import ProducerStateManager
+from mini_broker.producer_state import BatchMetadata, ProducerStateManager
 from pykafka_client.errors import InvalidProducerEpochError, OutOfOrderSequenceError
 from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
@@ -37,18 +37,19 @@ class ModelBroker:
                     parts.append(ProduceResponse.PartitionProduceResponse(index=pd.index, error_code=10, base_offset=-1))
                     continue
                 try:
-                    dup = self.state[pd.index].before_append([batch], len(log))
+                    checked = self.state[pd.index].prepare_append([batch], len(log))
                 except OutOfOrderSequenceError:
                     parts.append(ProduceResponse.PartitionProduceResponse(index=pd.index, error_code=45, base_offset=-1))
                     continue
                 except InvalidProducerEpochError:
                     parts.append(ProduceResponse.PartitionProduceResponse(index=pd.index, error_code=47, base_offset=-1))
                     continue
-                if dup is not None:
-                    base = dup.first_offset
+                if isinstance(checked, BatchMetadata):  # a duplicate: the original offsets, nothing written
+                    base = checked.first_offset
                 else:
                     base = len(log)
                     log.extend(r.value or b"" for r in batch.records())
+                    self.state[pd.index].complete_append(checked)
                 parts.append(ProduceResponse.PartitionProduceResponse(index=pd.index, error_code=0, base_offset=base, log_start_offset=0))
         return ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name="t", partition_responses=parts)])
 

@@ -416,12 +416,6 @@ def test_replication_origin_keeps_offsets(log: Log) -> None:
         log.append(builder.build(), origin=AppendOrigin.REPLICATION)
 
 
-def test_before_append_hook_can_skip_a_duplicate(log: Log) -> None:
-    first = log.append(batch([b"a"]))
-    dup = log.append(batch([b"a"]), before_append=lambda batches: first)
-    assert dup is first and log.log_end_offset == 1
-
-
 def test_flush_messages_moves_the_recovery_point(tmp_path: Path, time: MockTime) -> None:
     lg = open_log(tmp_path, time, **{"flush.messages": 3})
     try:

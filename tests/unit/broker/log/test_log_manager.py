@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -125,3 +126,22 @@ def test_background_scheduler_starts_and_stops(tmp_path: Path) -> None:
     mgr.startup()
     mgr.shutdown()
     assert (tmp_path / "d" / CLEAN_SHUTDOWN_FILE).exists()
+
+
+def test_unclean_shutdown_is_reported_only_when_there_are_logs_to_recover(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    time = MockTime()
+    with caplog.at_level(logging.INFO, logger="mini_broker.log"):
+        mgr = make_manager(tmp_path, time)  # brand-new directories: nothing to report
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING or "clean" in str(r.msg)]
+        mgr.get_or_create_log("t", 0).append(batch([b"x"]))
+        mgr.shutdown(clean=False)  # as after a failed start: no marker
+        assert not (tmp_path / "d1" / CLEAN_SHUTDOWN_FILE).exists()
+        assert not (tmp_path / "d2" / CLEAN_SHUTDOWN_FILE).exists()
+        caplog.clear()
+        mgr2 = make_manager(tmp_path, time)
+        mgr2.shutdown()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings  # only the directory that holds the log
+    assert "without a clean shutdown" in warnings[0] and "recovering 1 logs" in warnings[0]

@@ -15,7 +15,11 @@ from mini_broker.producer_state import (
     ProducerIdManager,
     ProducerStateManager,
 )
-from mini_broker.producer_state.producer_state_manager import CorruptSnapshotError, snapshot_file_name
+from mini_broker.producer_state.producer_state_manager import (
+    CorruptSnapshotError,
+    ProducerBatchView,
+    snapshot_file_name,
+)
 from pykafka_client.errors import InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError
 from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
@@ -56,15 +60,28 @@ class Log:
         self.batches: list[B] = []
 
     def append(self, *batches: B) -> tuple[int, int]:
-        dup = self.psm.before_append(list(batches), self.end)
-        if dup is not None:
-            return dup.first_offset, dup.last_offset
+        # as the partition Log does: prepare, write, then complete
+        checked = self.psm.prepare_append(list(batches), self.end)
+        if isinstance(checked, BatchMetadata):
+            return checked.first_offset, checked.last_offset
         first = self.end
         for b in batches:
             b.base_offset = self.end
             self.end += b.records
             self.batches.append(b)
+        self.psm.complete_append(checked)
         return first, self.end - 1
+
+
+def append_to(
+    psm: ProducerStateManager, batches: list[ProducerBatchView], first_offset: int, origin: AppendOrigin = AppendOrigin.CLIENT
+) -> BatchMetadata | None:
+    """The Log's append path on the producer state alone: a duplicate's metadata, or None once recorded."""
+    checked = psm.prepare_append(batches, first_offset, origin)
+    if isinstance(checked, BatchMetadata):
+        return checked
+    psm.complete_append(checked)
+    return None
 
 
 @pytest.fixture
@@ -166,8 +183,8 @@ def test_non_transactional_write_during_open_txn(log: Log) -> None:
 
 def test_replication_origin_skips_sequence_checks(tmp_path: Path) -> None:
     psm = ProducerStateManager("t-0", str(tmp_path))
-    psm.before_append([B(PID, 0, 0)], 0)
-    assert psm.before_append([B(PID, 0, 9)], 1, AppendOrigin.REPLICATION) is None
+    append_to(psm, [B(PID, 0, 0)], 0)
+    assert append_to(psm, [B(PID, 0, 9)], 1, AppendOrigin.REPLICATION) is None
 
 
 def test_expiry(log: Log) -> None:
@@ -213,9 +230,9 @@ def test_snapshot_round_trip_and_replay(tmp_path: Path) -> None:
 
 def test_load_skips_snapshots_beyond_log_end_and_corrupt_ones(tmp_path: Path) -> None:
     psm = ProducerStateManager("t-0", str(tmp_path))
-    psm.before_append([B(PID, 0, 0)], 0)
+    append_to(psm, [B(PID, 0, 0)], 0)
     psm.take_snapshot(1)
-    psm.before_append([B(PID, 0, 1)], 1)
+    append_to(psm, [B(PID, 0, 1)], 1)
     psm.take_snapshot(2)
     psm.take_snapshot(10)
     with open(os.path.join(tmp_path, snapshot_file_name(2)), "r+b") as fh:
@@ -239,7 +256,7 @@ def test_bad_snapshot_files_raise(tmp_path: Path, data: bytes) -> None:
 
 def test_expired_producers_dropped_on_load(tmp_path: Path) -> None:
     psm = ProducerStateManager("t-0", str(tmp_path), producer_id_expiration_ms=100)
-    psm.before_append([B(PID, 0, 0, max_timestamp=1000)], 0)
+    append_to(psm, [B(PID, 0, 0, max_timestamp=1000)], 0)
     psm.take_snapshot(1)
     fresh = ProducerStateManager("t-0", str(tmp_path), producer_id_expiration_ms=100)
     fresh.load(1, now_ms=1100)
@@ -248,9 +265,9 @@ def test_expired_producers_dropped_on_load(tmp_path: Path) -> None:
 
 def test_truncate_and_reload(tmp_path: Path) -> None:
     psm = ProducerStateManager("t-0", str(tmp_path))
-    psm.before_append([B(PID, 0, 0)], 0)
+    append_to(psm, [B(PID, 0, 0)], 0)
     psm.take_snapshot(1)
-    psm.before_append([B(PID, 0, 1)], 1)
+    append_to(psm, [B(PID, 0, 1)], 1)
     psm.take_snapshot(2)
     psm.truncate_and_reload(0, 1, now_ms=0)
     assert psm.snapshot_offsets() == [1]
@@ -265,8 +282,8 @@ def test_works_with_real_record_batches(tmp_path: Path) -> None:
     pb.set_producer_state(PID, 0, 0, False)
     batch = DefaultRecordBatch(pb.records())
     psm = ProducerStateManager("t-0", str(tmp_path))
-    assert psm.before_append([batch], 10) is None
-    dup = psm.before_append([batch], 13)
+    assert append_to(psm, [batch], 10) is None
+    dup = append_to(psm, [batch], 13)
     assert dup == BatchMetadata(2, 12, 2, 1002)
 
 

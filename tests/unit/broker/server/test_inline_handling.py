@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from mini_broker.config import KafkaConfig
 from mini_broker.metrics import REQUEST_TIME_METRICS, BrokerMetrics
+from mini_broker.network.connection_quotas import ConnectionQuotas
+from mini_broker.network.processor import Processor, _Conn
 from mini_broker.network.request_channel import Request, RequestChannel, RequestContext, Response, SendResponse
-from mini_broker.network.socket_server import ConnectionQuotas, Processor, _Conn
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.kafka_apis import INLINE_API_KEYS, KafkaApis
 from pykafka_client.network.transport.selectable import NetworkReceive
@@ -53,6 +54,7 @@ def make() -> tuple[Processor, ScriptedSelector, RequestChannel, InlineParser]:
     channel.add_processor(0, proc)
     quotas.inc("1.2.3.4")
     proc._conns["c1"] = _Conn("c1", "1.2.3.4", "1.2.3.4:5")
+    sel.open_channel("c1")
     return proc, sel, channel, parser
 
 

@@ -1,4 +1,5 @@
-"""Processor and ConnectionQuotas without sockets: a scripted selector pins the one-in-flight invariant."""
+"""Processor and ConnectionQuotas without network I/O: a scripted selector (holding real KafkaChannels, whose
+mute state machine the Processor drives) pins the one-in-flight invariant."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import socket
 import pytest
 
 from mini_broker.config import KafkaConfig
+from mini_broker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
+from mini_broker.network.processor import Processor, _Conn
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
     NoOpResponse,
@@ -16,25 +19,41 @@ from mini_broker.network.request_channel import (
     Response,
     SendResponse,
 )
-from mini_broker.network.socket_server import ConnectionQuotas, Processor, TooManyConnectionsError, _Conn
+from pykafka_client.network.transport.channel import ChannelMuteEvent, ChannelMuteState, KafkaChannel
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.transport_layer import PlaintextTransportLayer
 from pykafka_client.utils.time import MockTime
 
 
 class ScriptedSelector:
-    """Hands out the receives a test queues; records mutes, sends and closes."""
+    """Hands out the receives a test queues; records sends and closes. Its channels are real KafkaChannels
+    (over a socketpair that carries nothing): mute/unmute go to their mute state machine as in the Selector."""
 
     def __init__(self) -> None:
         self.to_receive: list[NetworkReceive] = []
         self.to_disconnect: dict[str, DisconnectInfo] = {}
         self.sent: list[NetworkSend] = []
-        self.muted: set[str] = set()
+        self.channels: dict[str, KafkaChannel] = {}
+        self._peers: list[socket.socket] = []
         self.closed: list[str] = []
         self._sends: list[NetworkSend] = []
         self._receives: list[NetworkReceive] = []
         self._disconnected: dict[str, DisconnectInfo] = {}
 
     def register(self, connection_id: str, sock: socket.socket) -> None: ...
+
+    def open_channel(self, connection_id: str) -> KafkaChannel:
+        a, b = socket.socketpair()
+        self._peers.append(b)
+        channel = self.channels[connection_id] = KafkaChannel(connection_id, PlaintextTransportLayer(a))
+        return channel
+
+    @property
+    def muted(self) -> set[str]:
+        return {cid for cid, ch in self.channels.items() if ch.is_muted()}
+
+    def channel(self, connection_id: str) -> KafkaChannel | None:
+        return self.channels.get(connection_id)
 
     def send(self, send: NetworkSend) -> None:
         self.sent.append(send)
@@ -55,17 +74,24 @@ class ScriptedSelector:
         return self._disconnected
 
     def mute(self, connection_id: str) -> None:
-        self.muted.add(connection_id)
+        self.channels[connection_id].mute()
 
     def unmute(self, connection_id: str) -> None:
-        self.muted.discard(connection_id)
+        self.channels[connection_id].maybe_unmute()
 
     def close_channel(self, connection_id: str) -> None:
         self.closed.append(connection_id)
+        channel = self.channels.pop(connection_id, None)
+        if channel is not None:
+            channel.close()
 
     def wakeup(self) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        for cid in list(self.channels):
+            self.close_channel(cid)
+        for peer in self._peers:
+            peer.close()
 
 
 class Parser:
@@ -88,6 +114,7 @@ def make() -> tuple[Processor, ScriptedSelector, RequestChannel, ConnectionQuota
     channel.add_processor(0, proc)
     quotas.inc("1.2.3.4")
     proc._conns["c1"] = _Conn("c1", "1.2.3.4", "1.2.3.4:5")  # as if accepted and registered
+    sel.open_channel("c1")
     return proc, sel, channel, quotas
 
 
@@ -135,6 +162,46 @@ def test_one_request_in_flight_and_order_kept() -> None:
     step(proc)
     step(proc)
     assert "c1" not in sel.muted and channel.receive_request(0) is None
+
+
+def test_processor_drives_the_channel_mute_state_machine() -> None:
+    proc, sel, channel, _ = make()
+    ch = sel.channels["c1"]
+    assert ch.mute_state is ChannelMuteState.NOT_MUTED
+    sel.to_receive = [rcv(b"a")]
+    step(proc)
+    assert ch.mute_state is ChannelMuteState.MUTED_AND_RESPONSE_PENDING  # muted, then REQUEST_RECEIVED
+    respond(channel, take(channel), b"A")
+    proc._process_new_responses()
+    assert ch.mute_state is ChannelMuteState.MUTED_AND_RESPONSE_PENDING  # queued for writing, not yet sent
+    step(proc)  # the send completes: RESPONSE_SENT, then unmute from plain MUTED
+    assert ch.mute_state is ChannelMuteState.NOT_MUTED
+
+
+def test_no_op_response_is_a_response_sent_event() -> None:
+    proc, sel, channel, _ = make()
+    sel.to_receive = [rcv(b"a")]
+    step(proc)
+    channel.send_response(NoOpResponse(take(channel)))
+    proc._process_new_responses()
+    assert sel.channels["c1"].mute_state is ChannelMuteState.NOT_MUTED
+
+
+def test_a_throttled_channel_stays_muted_after_its_response() -> None:
+    """Only plain MUTED unmutes (Kafka testSendActionResponseWithThrottledChannelWhereThrottlingInProgress):
+    the Processor does not force the channel open, and the pipelined request waits (mini_broker has no quotas
+    yet, so nothing ends a throttle; the machine's own transitions are in test_channel_mute)."""
+    proc, sel, channel, _ = make()
+    ch = sel.channels["c1"]
+    sel.to_receive = [rcv(b"a"), rcv(b"b")]
+    step(proc)
+    a = take(channel)
+    ch.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_STARTED)  # what a quota manager would send
+    respond(channel, a, b"A")
+    step(proc)
+    step(proc)
+    assert ch.mute_state is ChannelMuteState.MUTED_AND_THROTTLED and "c1" in sel.muted
+    assert channel.receive_request(0) is None  # b still waits
 
 
 def test_bad_request_and_close_response_close_only_that_connection() -> None:

@@ -1,0 +1,119 @@
+"""What the offset and the time index of a segment share (Java ``AbstractIndex``).
+
+An index is a file of fixed-size big-endian entries of two columns, kept in memory as two ``array``s (one
+per column) and appended to the file as entries are added; the file is the durable copy read back on open.
+This base owns the file (open, load, append, truncate, reset, flush, close, delete), the entry size and the
+capacity (``max_index_size // entry_size`` entries: the log rolls the segment when an index is full), the
+binary search on a column, truncation by offset and the torn-file part of the sanity check. Subclasses say
+what the columns are (:attr:`ENTRY`, :attr:`TYPECODES`, :attr:`OFFSET_COLUMN`) and add their own lookup,
+append rule and ordering check.
+
+Unlike Kafka the files are not memory-mapped nor preallocated to the maximum size, so there is no
+``resize`` / ``trimToValidSize``: a file is always exactly its entries.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from array import array
+from bisect import bisect_left, bisect_right
+from typing import ClassVar
+
+from pykafka_client.errors_base import KafkaError
+
+
+class CorruptIndexError(KafkaError):
+    """An index file that cannot be trusted (its segment's index is rebuilt)."""
+
+
+class AbstractIndex:
+    """Two columns of entries backed by an append-only file."""
+
+    #: The on-disk entry (two fields, big-endian).
+    ENTRY: ClassVar[struct.Struct]
+    #: ``array`` type codes of the two columns, in entry order.
+    TYPECODES: ClassVar[tuple[str, str]]
+    #: Which column holds the offset relative to the segment's base offset (non-decreasing).
+    OFFSET_COLUMN: ClassVar[int]
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_index_size // self.entry_size)
+        self._columns = (array(self.TYPECODES[0]), array(self.TYPECODES[1]))
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        data = _read_all(self._fd)
+        usable = len(data) - len(data) % self.entry_size
+        first, second = self._columns
+        for a, b in self.ENTRY.iter_unpack(data[:usable]):
+            first.append(a)
+            second.append(b)
+        self._torn = len(data) != usable
+
+    @property
+    def entry_size(self) -> int:
+        return self.ENTRY.size
+
+    # -- queries --------------------------------------------------------------------------------------
+    def entries(self) -> int:
+        return len(self._columns[0])
+
+    def is_full(self) -> bool:
+        return self.entries() >= self.max_entries
+
+    def _largest_at_most(self, column: int, key: int) -> int:
+        """Index of the last entry whose ``column`` value is <= ``key`` (the column is sorted), or -1."""
+        return bisect_right(self._columns[column], key) - 1
+
+    def _check_not_torn(self) -> None:
+        if self._torn:
+            raise CorruptIndexError(f"{self.path}: size is not a multiple of {self.entry_size}")
+
+    # -- updates (under the log lock) -----------------------------------------------------------------
+    def _append_entry(self, first: int, second: int) -> None:
+        os.pwrite(self._fd, self.ENTRY.pack(first, second), self.entries() * self.entry_size)
+        self._columns[0].append(first)
+        self._columns[1].append(second)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries with offset >= ``offset``."""
+        keep = bisect_left(self._columns[self.OFFSET_COLUMN], offset - self.base_offset)
+        for column in self._columns:
+            del column[keep:]
+        os.ftruncate(self._fd, keep * self.entry_size)
+
+    def reset(self) -> None:
+        """Drop every entry (before a rebuild)."""
+        for column in self._columns:
+            del column[:]
+        os.ftruncate(self._fd, 0)
+        self._torn = False
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks: list[bytes] = []
+    pos = 0
+    while pos < size:
+        chunk = os.pread(fd, min(size - pos, 1 << 20), pos)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        pos += len(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,81 @@
+"""Opening a partition directory (Java ``LogLoader``): clean up, find the segments, recover what may be torn.
+
+Stray files (``.deleted``, ``.cleaned``, ``.swap``, ``.tmp``) and index files without their ``.log`` are
+removed. Every segment from the one holding the recovery point (all of them after an unclean shutdown
+without a recovery checkpoint), and always the last segment, are re-read batch by batch: indexes are
+rebuilt and the file is cut after the last valid batch (a torn tail), and segments after a cut are
+deleted, so nothing past a torn write is ever served. Other segments keep their index files unless those
+are missing or fail a sanity check, in which case they are rebuilt the same way. ``*.snapshot`` files are
+the producer state's and are left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from bisect import bisect_right
+from typing import Final
+
+from mini_broker.log.abstract_index import CorruptIndexError
+from mini_broker.log.log_config import LogConfig
+from mini_broker.log.log_segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, LogSegment
+from pykafka_client.utils.time import Time
+
+_log = logging.getLogger(__name__)
+
+STRAY_SUFFIXES: Final = (".deleted", ".cleaned", ".swap", ".tmp")
+
+
+def load_segments(
+    dir_path: str, config: LogConfig, time: Time, *, log_start_offset: int, recovery_point: int,
+    had_clean_shutdown: bool,
+) -> list[LogSegment]:
+    """The segments of ``dir_path``, oldest first and recovered as the module docstring says; never empty (a
+    directory without segments gets one at ``log_start_offset``)."""
+    bases = _remove_strays_and_find_segments(dir_path)
+    segments = [LogSegment(dir_path, base, config, time) for base in bases]
+    if not segments:
+        segments = [LogSegment(dir_path, log_start_offset, config, time)]
+    # Which segments to re-read: from the one holding the recovery point, and always the last.
+    recover_from = len(segments) - 1
+    if not had_clean_shutdown:
+        recover_from = max(0, bisect_right(bases, recovery_point) - 1) if bases else 0
+    kept: list[LogSegment] = []
+    for i, segment in enumerate(segments):
+        truncated = 0
+        if i >= recover_from:
+            truncated = segment.recover()
+        else:
+            try:
+                if not segment.index_files_existed and segment.size:
+                    raise CorruptIndexError(f"index files of {segment!r} are missing")
+                segment.sanity_check_indexes(segment.next_offset())
+            except (CorruptIndexError, ValueError) as e:
+                _log.warning("%s: rebuilding the indexes of %r: %s", dir_path, segment, e)
+                truncated = segment.recover()
+        kept.append(segment)
+        if truncated:
+            _log.warning("%s: truncated %d bytes of a torn or corrupt tail in %r", dir_path, truncated, segment)
+            for later in segments[i + 1 :]:
+                _log.warning("%s: deleting %r, which follows a truncated segment", dir_path, later)
+                later.delete()
+                later.close()
+            break
+    return kept
+
+
+def _remove_strays_and_find_segments(dir_path: str) -> list[int]:
+    """Remove stray files and orphan indexes; the base offsets of the ``.log`` files, sorted."""
+    bases: list[int] = []
+    for name in os.listdir(dir_path):
+        if name.endswith(STRAY_SUFFIXES):
+            os.unlink(os.path.join(dir_path, name))
+        elif name.endswith(LOG_FILE_SUFFIX) and name[: -len(LOG_FILE_SUFFIX)].isdigit():
+            bases.append(int(name[: -len(LOG_FILE_SUFFIX)]))
+    base_set = set(bases)
+    for name in os.listdir(dir_path):
+        for suffix in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
+            stem = name[: -len(suffix)]
+            if name.endswith(suffix) and stem.isdigit() and int(stem) not in base_set:
+                os.unlink(os.path.join(dir_path, name))  # an index without its segment
+    return sorted(bases)

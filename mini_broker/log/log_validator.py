@@ -1,0 +1,128 @@
+"""Checking the batches of an append and assigning their offsets (Java ``LogValidator`` and
+``UnifiedLog.analyzeAndValidateRecords``), apart from the log's files and locks.
+
+:func:`analyze_and_validate` runs before the log lock is taken: each batch is checked with
+``batch_ops.validate_batch`` (CRC, framing, and the client rules when the origin is the client), its
+records are decoded and checked with ``batch_ops.validate_records`` (except for replication), its size is
+checked against ``max.message.bytes`` and, for CreateTime batches, each record's timestamp against
+``message.timestamp.before/after.max.ms``. The whole request is rejected before anything is written.
+
+:func:`assign_offsets` runs under the log lock: it rewrites only the batch headers (base offset, partition
+leader epoch and, on ``LogAppendTime`` topics, the append time). Records are never re-encoded, so a topic
+``compression.type`` other than ``producer`` is not applied (deferred). Replicated batches keep their
+offsets, which must not go backwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from mini_broker.log.log_config import LONG_MAX, LogConfig
+from mini_broker.log.log_segment import AppendedBatch
+from pykafka_client.errors import CorruptRecordError, InvalidTimestampError, MessageDecodeError, RecordTooLargeError
+from pykafka_client.protocol.records.batch_ops import (
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+    validate_batch,
+    validate_records,
+)
+from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+from pykafka_client.protocol.records.record_batch import TimestampType
+
+
+class AppendOrigin(Enum):
+    """Who appends: a producer (offsets assigned, client rules), the coordinator (offsets assigned),
+    or replication (offsets kept as they are and checked)."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+    REPLICATION = "replication"
+
+
+def analyze_and_validate(
+    buf: bytearray, origin: AppendOrigin, config: LogConfig, now: int
+) -> list[DefaultRecordBatch]:
+    """The batches of ``buf``, each checked (see the module docstring); raises ``CorruptRecordError``,
+    ``InvalidRecordError``, ``UnsupportedCompressionTypeError``, ``RecordTooLargeError`` or
+    ``InvalidTimestampError`` on the first bad one."""
+    batches: list[DefaultRecordBatch] = []
+    pos = 0
+    check_timestamps = not config.is_log_append_time and (
+        config.message_timestamp_before_max_ms < LONG_MAX or config.message_timestamp_after_max_ms < LONG_MAX
+    )
+    while pos < len(buf):
+        if len(buf) - pos >= 12:
+            size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True) + 12
+            if size > config.max_message_bytes and size <= len(buf) - pos:
+                raise RecordTooLargeError(
+                    f"batch of {size} bytes is larger than max.message.bytes={config.max_message_bytes}"
+                )
+        batch = validate_batch(buf, pos, from_client=origin is AppendOrigin.CLIENT)
+        if origin is not AppendOrigin.REPLICATION:
+            # Decode every record (as Java's LogValidator): consecutive offsets, well-formed records.
+            try:
+                records = validate_records(batch)
+            except MessageDecodeError as e:
+                raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
+            if check_timestamps and batch.timestamp_type == TimestampType.CREATE_TIME:
+                for record in records:
+                    ts = record.timestamp
+                    if ts >= 0 and (
+                        now - ts > config.message_timestamp_before_max_ms
+                        or ts - now > config.message_timestamp_after_max_ms
+                    ):
+                        raise InvalidTimestampError(
+                            f"timestamp {ts} of record {record.offset - batch.base_offset} is out of range "
+                            f"(now {now}, before.max.ms {config.message_timestamp_before_max_ms}, "
+                            f"after.max.ms {config.message_timestamp_after_max_ms})"
+                        )
+        batches.append(batch)
+        pos += batch.size_in_bytes
+    return batches
+
+
+@dataclass
+class AssignedOffsets:
+    """What :func:`assign_offsets` did: each batch's place for the segment, and the append's totals."""
+
+    next_offset: int
+    max_timestamp: int = -1
+    offset_of_max_timestamp: int = -1
+    num_records: int = 0
+    batches: list[AppendedBatch] = field(default_factory=list)
+
+
+def assign_offsets(
+    buf: bytearray,
+    batches: list[DefaultRecordBatch],
+    origin: AppendOrigin,
+    first_offset: int,
+    leader_epoch: int,
+    log_append_time: int | None,
+) -> AssignedOffsets:
+    """Give the batches of ``buf`` offsets from ``first_offset`` (replication: check theirs), stamp the
+    leader epoch and, when ``log_append_time`` is set, the append time, rewriting headers in place."""
+    out = AssignedOffsets(first_offset)
+    for batch in batches:
+        pos = batch.position
+        if origin is AppendOrigin.REPLICATION:
+            if batch.base_offset < out.next_offset:
+                raise CorruptRecordError(f"replicated offsets go backwards at {batch.base_offset}")
+            base = batch.base_offset
+        else:
+            base = out.next_offset
+            set_base_offset(buf, pos, base)
+            set_partition_leader_epoch(buf, pos, leader_epoch)
+        batch_max_ts = batch.max_timestamp
+        if log_append_time is not None and origin is not AppendOrigin.REPLICATION:
+            set_log_append_time(buf, pos, log_append_time)
+            batch_max_ts = log_append_time
+        last = base + batch.last_offset_delta
+        if batch_max_ts > out.max_timestamp:
+            out.max_timestamp, out.offset_of_max_timestamp = batch_max_ts, last
+        out.batches.append(AppendedBatch(pos, last, batch_max_ts, batch.size_in_bytes))
+        out.num_records += batch.records_count
+        out.next_offset = last + 1
+    return out

@@ -1,0 +1,409 @@
+"""A network thread of the socket server (Kafka: ``SocketServer.Processor``); see
+:mod:`mini_broker.network.socket_server` for the threads, the loop order and the one-in-flight invariant.
+
+The Processor owns one transport Selector (server role) and the connections its Acceptor hands it. It keeps
+one request in flight per connection through the channel's own mute state machine (KafkaChannel's
+``ChannelMuteState``): it only sends the channel events (``REQUEST_RECEIVED``, ``RESPONSE_SENT``) and asks
+the selector to mute or unmute.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import queue
+import socket
+import struct
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Final, Protocol
+
+from mini_broker.config import EndPoint, KafkaConfig
+from mini_broker.network.connection_quotas import INT_MAX, ConnectionQuotas
+from mini_broker.network.request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    RequestChannel,
+    Response,
+    SendResponse,
+)
+from pykafka_client.network.transport.channel import ChannelMuteEvent, KafkaChannel
+from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+if TYPE_CHECKING:
+    from mini_broker.metrics import BrokerMetrics
+
+log = logging.getLogger(__name__)
+
+CONNECTION_QUEUE_SIZE: Final = 20
+POLL_TIMEOUT_MS: Final = 300
+
+
+class ServerSelector(Protocol):
+    """The part of the transport Selector a Processor uses (server role)."""
+
+    def register(self, connection_id: str, sock: socket.socket) -> None: ...
+
+    def send(self, send: NetworkSend) -> None: ...
+
+    def poll(self, timeout_ms: int) -> None: ...
+
+    def completed_sends(self) -> list[NetworkSend]: ...
+
+    def completed_receives(self) -> list[NetworkReceive]: ...
+
+    def disconnected(self) -> dict[str, DisconnectInfo]: ...
+
+    def mute(self, connection_id: str) -> None: ...
+
+    def unmute(self, connection_id: str) -> None: ...
+
+    def channel(self, connection_id: str) -> KafkaChannel | None:
+        """The open channel (its mute state machine), None once closed."""
+        ...
+
+    def close_channel(self, connection_id: str) -> None: ...
+
+    def wakeup(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(eq=False)
+class _Conn:
+    connection_id: str
+    remote_ip: str
+    remote_address: str
+    # frames the transport handed out while a request was in flight, processed in order after unmute
+    pending: collections.deque[NetworkReceive] | None = None
+
+
+class RequestParser(Protocol):
+    """Turns a frame payload into a Request (or raises to close the connection). Provided by KafkaApis."""
+
+    def parse_request(self, processor_id: int, connection_id: str, client_address: str, listener_name: str,
+                      payload: memoryview, start_time_ns: int) -> Request: ...
+
+    def complete_response_metrics(self, response: Response, now_ns: int) -> None: ...
+
+
+class Processor:
+    """A network thread: owns a Selector and the connections the Acceptor hands it."""
+
+    def __init__(self, processor_id: int, listener: EndPoint, config: KafkaConfig, channel: RequestChannel,
+                 quotas: ConnectionQuotas, parser: RequestParser, selector: ServerSelector, time: Time = SYSTEM_TIME,
+                 metrics: BrokerMetrics | None = None) -> None:
+        self.id = processor_id
+        self.listener = listener
+        self._config = config
+        self._channel = channel
+        self._quotas = quotas
+        self._parser = parser
+        self.selector = selector
+        self._time = time
+        self._metrics = metrics
+        # (socket, remote ip as counted by ConnectionQuotas: the same string must be given back to dec())
+        self._new_connections: queue.Queue[tuple[socket.socket, str]] = queue.Queue(CONNECTION_QUEUE_SIZE)
+        self._response_queue: collections.deque[Response] = collections.deque()
+        self._response_lock = threading.Lock()
+        self._inflight: dict[str, SendResponse] = {}
+        self._conns: dict[str, _Conn] = {}
+        self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
+        self._handled_inline = False
+        self._index = 0
+        # APIs this thread handles itself (KafkaApis.inline_api_keys / handle; none for other parsers)
+        self._inline_api_keys: frozenset[int] = getattr(parser, "inline_api_keys", frozenset())
+        self._inline_handle: Callable[[Request], None] | None = getattr(parser, "handle", None)
+        if self._inline_handle is None:
+            self._inline_api_keys = frozenset()
+        self._thread_ident: int | None = None
+        self._running = True
+        self._thread = threading.Thread(target=self.run, name=f"data-plane-network-thread-{listener.listener_name}-{processor_id}",
+                                        daemon=True)
+        self.stopped = threading.Event()
+
+    # --- called from other threads ---------------------------------------------------------------
+
+    def accept(self, sock: socket.socket, may_block: bool, remote_ip: str = "?") -> bool:
+        """Queue a new connection; returns False if the queue is full and ``may_block`` is False."""
+        item = (sock, remote_ip)
+        try:
+            if may_block:
+                while self._running:
+                    try:
+                        self._new_connections.put(item, timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                else:
+                    return False
+            else:
+                self._new_connections.put_nowait(item)
+        except queue.Full:
+            return False
+        self.selector.wakeup()
+        return True
+
+    def enqueue_response(self, response: Response) -> None:
+        with self._response_lock:
+            self._response_queue.append(response)
+        if threading.get_ident() != self._thread_ident:
+            # from the processor's own thread (inline handling) no wakeup is needed: it processes new
+            # responses before it polls again
+            self.selector.wakeup()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def initiate_shutdown(self) -> None:
+        self._running = False
+        self.selector.wakeup()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread.ident is None:  # never started
+            self._close_all()
+            return
+        self._thread.join(timeout)
+
+    def connection_count(self) -> int:
+        return len(self._conns)
+
+    # --- the loop ----------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self._thread_ident = threading.get_ident()
+        try:
+            while self._running:
+                try:
+                    self._configure_new_connections()
+                    self._process_new_responses()
+                    self._poll()
+                    self._process_completed_receives()
+                    self._process_completed_sends()
+                    self._process_disconnected()
+                except Exception:
+                    # per-channel errors are handled below; this is the last line of defence
+                    log.exception("event=processor_error processor=%s", self.id)
+        finally:
+            self._close_all()
+            self.stopped.set()
+
+    def _next_connection_id(self, sock: socket.socket) -> tuple[str, str]:
+        local = sock.getsockname()
+        remote = sock.getpeername()
+        self._index = 0 if self._index == INT_MAX else self._index + 1
+        cid = f"{local[0]}:{local[1]}-{remote[0]}:{remote[1]}-{self.id}-{self._index}"
+        return cid, f"{remote[0]}:{remote[1]}"
+
+    def _configure_new_connections(self) -> None:
+        if not self._new_connections.queue:  # lock-free peek: the usual case, and a miss costs a raise
+            return
+        for _ in range(CONNECTION_QUEUE_SIZE):
+            try:
+                sock, remote_ip = self._new_connections.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                cid, remote_addr = self._next_connection_id(sock)  # raises if the peer is already gone
+                self.selector.register(cid, sock)
+                self._conns[cid] = _Conn(cid, remote_ip, remote_addr)
+                log.debug("event=connection_registered processor=%s connection=%s", self.id, cid)
+            except Exception as e:
+                log.info("event=connection_register_failed processor=%s remote=%s error=%r", self.id, remote_ip, e)
+                self._quotas.dec(remote_ip)
+                try:
+                    sock.close()
+                except OSError:
+                    pass
+
+    def _process_new_responses(self) -> None:
+        if not self._response_queue:  # lock-free peek (appends happen under the lock, then a wakeup)
+            return
+        with self._response_lock:
+            responses = self._response_queue
+            self._response_queue = collections.deque()
+        for resp in responses:
+            self._process_new_response(resp)
+
+    def _process_new_response(self, resp: Response) -> None:
+        cid = resp.request.connection_id
+        try:
+            resp.request.response_dequeue_time_ns = self._time.nanoseconds()
+            conn = self._conns.get(cid)
+            if conn is None:
+                log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
+                return
+            if isinstance(resp, SendResponse):
+                self.selector.send(resp.to_send())
+                self._inflight[cid] = resp
+            elif isinstance(resp, NoOpResponse):
+                self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                self._response_sent(conn)
+            elif isinstance(resp, CloseConnectionResponse):
+                self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                self._close(cid, "close_connection_response")
+            else:
+                raise TypeError(f"unknown response type {type(resp).__name__}")
+        except Exception as e:
+            log.warning("event=response_failed connection=%s error=%r", cid, e)
+            self._close(cid, "response_failed")
+
+    def _poll(self) -> None:
+        has_pending = bool(self._new_connections.queue) or bool(self._ready) or bool(self._response_queue)
+        timeout = 0 if has_pending else POLL_TIMEOUT_MS
+        t0 = self._time.nanoseconds()
+        self.selector.poll(timeout)
+        if self._metrics is not None:
+            self._metrics.network_processor_idle.record(self._time.nanoseconds() - t0)
+
+    def _process_completed_receives(self) -> None:
+        self._handled_inline = False
+        self._receive_batch()
+        if self._handled_inline:
+            # answers of inline-handled requests go out now rather than after another poll round
+            self._process_new_responses()
+
+    def _receive_batch(self) -> None:
+        for receive in self.selector.completed_receives():
+            conn = self._conns.get(receive.source)
+            if conn is None:
+                continue
+            if conn.pending or self._is_muted(conn.connection_id):
+                if conn.pending is None:
+                    conn.pending = collections.deque()
+                conn.pending.append(receive)
+                continue
+            self._handle_receive(conn, receive)
+        # frames that waited for an unmute
+        for _ in range(len(self._ready)):
+            cid = self._ready.popleft()
+            conn = self._conns.get(cid)
+            if conn is None or not conn.pending or self._is_muted(cid):
+                continue
+            receive = conn.pending.popleft()
+            self._handle_receive(conn, receive)
+
+    def _handle_receive(self, conn: _Conn, receive: NetworkReceive) -> None:
+        cid = conn.connection_id
+        if not self._running:
+            return
+        try:
+            request = self._parser.parse_request(self.id, cid, conn.remote_address, self.listener.listener_name,
+                                                 receive.payload, self._time.nanoseconds())
+        except Exception as e:
+            log.info("event=invalid_request connection=%s listener=%s error=%r", cid, self.listener.listener_name, e)
+            self._close(cid, "invalid_request")
+            return
+        # mute before handing the request over: one request in flight per connection
+        channel = self.selector.channel(cid)
+        if channel is None:  # closed under us (its disconnect is reported): nobody to answer
+            self._close(cid, "channel_closed")
+            return
+        self.selector.mute(cid)
+        channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
+        if request.context.api_key in self._inline_api_keys:
+            self._handle_inline(request)
+            return
+        while self._running:
+            try:
+                self._channel.send_request(request, timeout=0.2)
+                return
+            except queue.Full:
+                continue  # backpressure: block this processor until a handler frees a slot
+
+    def _handle_inline(self, request: Request) -> None:
+        """Handle ``request`` on this thread (what a handler thread would do); its answer is queued here."""
+        assert self._inline_handle is not None
+        self._handled_inline = True
+        request.request_dequeue_time_ns = self._time.nanoseconds()
+        try:
+            self._inline_handle(request)
+        except Exception:
+            log.exception("event=request_failed api_key=%s api_version=%s correlation_id=%s connection=%s",
+                          request.context.api_key, request.context.api_version, request.context.correlation_id,
+                          request.connection_id)
+            self.enqueue_response(CloseConnectionResponse(request))
+
+    def _process_completed_sends(self) -> None:
+        for send in self.selector.completed_sends():
+            resp = self._inflight.pop(send.destination, None)
+            if resp is None:
+                continue
+            try:
+                self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                if resp.on_complete is not None:
+                    resp.on_complete()
+            except Exception as e:
+                log.warning("event=send_completion_failed connection=%s error=%r", send.destination, e)
+            conn = self._conns.get(send.destination)
+            if conn is not None:
+                self._response_sent(conn)
+
+    def _is_muted(self, cid: str) -> bool:
+        channel = self.selector.channel(cid)
+        return channel is not None and channel.is_muted()
+
+    def _response_sent(self, conn: _Conn) -> None:
+        """``RESPONSE_SENT`` to the channel's mute machine, then unmute if it allows (Kafka
+        ``tryUnmuteChannel``); frames that waited are processed next."""
+        cid = conn.connection_id
+        channel = self.selector.channel(cid)
+        if channel is None:
+            return
+        try:
+            channel.handle_channel_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+            self.selector.unmute(cid)
+        except Exception as e:
+            log.info("event=unmute_failed connection=%s error=%r", cid, e)
+            self._close(cid, "unmute_failed")
+            return
+        if conn.pending and not channel.is_muted():
+            self._ready.append(cid)
+
+    def _process_disconnected(self) -> None:
+        for cid, info in self.selector.disconnected().items():
+            conn = self._conns.pop(cid, None)
+            self._inflight.pop(cid, None)
+            if conn is not None:
+                self._quotas.dec(conn.remote_ip)
+                log.debug("event=disconnected connection=%s state=%s", cid, info.state.name)
+
+    def _close(self, cid: str, reason: str) -> None:
+        conn = self._conns.pop(cid, None)
+        self._inflight.pop(cid, None)
+        try:
+            self.selector.close_channel(cid)
+        except Exception as e:
+            log.debug("event=close_failed connection=%s error=%r", cid, e)
+        if conn is not None:
+            self._quotas.dec(conn.remote_ip)
+            log.debug("event=connection_closed connection=%s reason=%s", cid, reason)
+
+    def _close_all(self) -> None:
+        for cid in list(self._conns):
+            self._close(cid, "shutdown")
+        while True:
+            try:
+                sock, remote_ip = self._new_connections.get_nowait()
+            except queue.Empty:
+                break
+            self._quotas.dec(remote_ip)
+            close_quietly(sock)
+        try:
+            self.selector.close()
+        except Exception as e:
+            log.debug("event=selector_close_failed processor=%s error=%r", self.id, e)
+
+
+def close_quietly(sock: socket.socket) -> None:
+    try:
+        # RST rather than FIN so a rejected client sees the close at once
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    try:
+        sock.close()
+    except OSError:
+        pass

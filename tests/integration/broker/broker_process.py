@@ -1,0 +1,100 @@
+"""A mini_broker in its own process (``python -m mini_broker``) for the durability and data-dir tests, and the
+confluent-kafka helpers they share (create a topic, read a whole partition back)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ck = pytest.importorskip("confluent_kafka")
+ck_admin = pytest.importorskip("confluent_kafka.admin")
+
+ROOT = Path(__file__).resolve().parents[3]
+
+LISTENING = re.compile(r"mini_broker listening on PLAINTEXT://([\d.]+):(\d+)")
+
+
+class BrokerProcess:
+    def __init__(self, data_dir: Path, log_level: str = "WARNING") -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mini_broker", "--data-dir", str(data_dir), "--listeners",
+             "PLAINTEXT://127.0.0.1:0", "--override", "num.io.threads=2", "--override", "num.network.threads=1",
+             "--log-level", log_level],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=str(ROOT))
+        self.output: list[str] = []
+        self.port = -1
+        deadline = time.monotonic() + 30
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.output.append(line)
+            m = LISTENING.search(line)
+            if m:
+                self.port = int(m.group(2))
+                break
+        if self.port < 0:
+            self.proc.kill()
+            raise AssertionError("broker did not start:\n" + "".join(self.output))
+        self._drain = threading.Thread(target=self._read_rest, daemon=True)
+        self._drain.start()
+
+    def _read_rest(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.output.append(line)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def kill9(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+
+    def terminate(self) -> int:
+        os.kill(self.proc.pid, signal.SIGTERM)
+        code = self.proc.wait(20)
+        self._drain.join(5)  # the output up to the exit
+        return code
+
+    def ensure_dead(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+
+def create_topic(bootstrap: str, topic: str) -> None:
+    admin = ck_admin.AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([ck_admin.NewTopic(topic, 1, 1)])[topic].result(15)
+
+
+def consume_all(bootstrap: str, topic: str) -> list[tuple[int, bytes | None]]:
+    c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": "durability", "enable.auto.commit": False,
+                     "check.crcs": True})
+    try:
+        low, high = c.get_watermark_offsets(ck.TopicPartition(topic, 0), timeout=10)
+        assert low == 0
+        c.assign([ck.TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])
+        out: list[tuple[int, bytes | None]] = []
+        deadline = time.monotonic() + 30
+        while len(out) < high and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            assert m.error() is None, m.error()
+            out.append((m.offset(), m.value()))
+        assert len(out) == high
+        return out
+    finally:
+        c.close()

@@ -1,0 +1,70 @@
+"""The offset and time indexes on their shared base (AbstractIndex): file round trip, capacity, lookup,
+truncation, torn files and the sanity checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mini_broker.log.abstract_index import CorruptIndexError
+from mini_broker.log.offset_index import OffsetIndex
+from mini_broker.log.time_index import NO_TIMESTAMP, TimeIndex
+
+
+def test_offset_index_round_trip_lookup_and_truncate(tmp_path: Path) -> None:
+    path = str(tmp_path / "00000000000000000100.index")
+    idx = OffsetIndex(path, 100, max_index_size=3 * 8)
+    assert idx.entry_size == 8 and idx.max_entries == 3
+    assert idx.lookup(150) == (100, 0)
+    for offset, position in ((110, 400), (120, 900), (130, 1500)):
+        idx.append(offset, position)
+    idx.append(140, 2000)  # full: ignored
+    assert idx.is_full() and idx.entries() == 3
+    with pytest.raises(CorruptIndexError):
+        idx.append(125, 1000)  # offsets must increase
+    assert [idx.lookup(o) for o in (105, 110, 119, 135)] == [(100, 0), (110, 400), (110, 400), (130, 1500)]
+    idx.close()
+
+    again = OffsetIndex(path, 100, max_index_size=3 * 8)
+    assert [again.entry(i) for i in range(again.entries())] == [(110, 400), (120, 900), (130, 1500)]
+    again.sanity_check(log_size=2000)
+    again.truncate_to(120)
+    assert again.entries() == 1 and again.last_offset() == 110
+    assert Path(path).stat().st_size == 8
+    with pytest.raises(CorruptIndexError):
+        again.sanity_check(log_size=400)  # points at the end of the log
+    again.reset()
+    assert again.entries() == 0 and Path(path).stat().st_size == 0
+    again.delete()
+    assert not Path(path).exists()
+
+
+def test_time_index_lookup_truncate_and_only_growing_timestamps(tmp_path: Path) -> None:
+    path = str(tmp_path / "00000000000000000000.timeindex")
+    idx = TimeIndex(path, 0, max_index_size=10 * 12)
+    assert idx.entry_size == 12 and idx.last_entry() == (NO_TIMESTAMP, 0)
+    idx.maybe_append(1000, 5)
+    idx.maybe_append(1000, 9)  # not a larger timestamp: ignored
+    idx.maybe_append(2000, 9)
+    idx.maybe_append(3000, 20)
+    assert idx.entries() == 3
+    assert [idx.lookup(t) for t in (999, 1000, 2500, 9999)] == [(NO_TIMESTAMP, 0), (1000, 5), (2000, 9), (3000, 20)]
+    idx.truncate_to(9)
+    assert idx.last_entry() == (1000, 5)
+    idx.sanity_check(max_offset=5)
+    idx.close()
+
+
+def test_a_torn_index_file_fails_its_sanity_check(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.index"
+    idx = OffsetIndex(str(path), 0, max_index_size=1024)
+    idx.append(3, 100)
+    idx.close()
+    with open(path, "ab") as fh:
+        fh.write(b"\x00\x01\x02")  # part of an entry
+    torn = OffsetIndex(str(path), 0, max_index_size=1024)
+    assert torn.entries() == 1  # the whole entries are still read
+    with pytest.raises(CorruptIndexError, match="not a multiple of 8"):
+        torn.sanity_check(log_size=1000)
+    torn.close()
