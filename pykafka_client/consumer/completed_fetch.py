@@ -114,8 +114,16 @@ class CompletedFetch:
             try:
                 batch.ensure_valid()
             except (CorruptRecordError, MessageDecodeError) as e:
-                raise corrupt(self.partition, batch.base_offset, _why(e)) from e
+                raise corrupt(self.partition, self._offset_of(batch), _why(e)) from e
         return batch
+
+    def _offset_of(self, batch: RecordBatch) -> int:
+        """The batch's base offset for an error message; the fetch position when the corrupt batch cannot
+        even say that (a compressed legacy wrapper must be decoded to know its first offset)."""
+        try:
+            return batch.base_offset
+        except (CorruptRecordError, MessageDecodeError):
+            return self.next_fetch_offset
 
     def _is_aborted_control(self, batch: RecordBatch, records: list[Record]) -> bool:
         if not records:
@@ -157,9 +165,9 @@ class CompletedFetch:
         try:
             return batch.records()
         except (CorruptRecordError, MessageDecodeError, KafkaError) as e:
-            raise corrupt(self.partition, batch.base_offset, _why(e)) from e
+            raise corrupt(self.partition, self._offset_of(batch), _why(e)) from e
         except Exception as e:  # a codec library failing on garbage
-            raise corrupt(self.partition, batch.base_offset, f"{type(e).__name__}: {e}") from e
+            raise corrupt(self.partition, self._offset_of(batch), f"{type(e).__name__}: {e}") from e
 
     def fetch_records(
         self,
