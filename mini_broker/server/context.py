@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from mini_broker.producer_state.producer_id_manager import ProducerIdManager
     from mini_broker.server.faults import FaultInjector
     from mini_broker.server.replica_manager import ReplicaManager
+    from mini_broker.transaction.seams import TransactionVerifier, TxnMarkerWriter
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,10 @@ class BrokerContext:
     group_coordinator: GroupCoordinator | None = None
     #: Producer ids for InitProducerId (None: the MetadataCache allocator is used).
     producer_id_manager: ProducerIdManager | None = None
+    #: This broker's transaction coordinator, as the partition logs see it (None: no transactions served).
+    transaction_verifier: TransactionVerifier | None = None
+    #: How the transaction coordinator writes COMMIT/ABORT markers (the WriteTxnMarkers path).
+    txn_marker_writer: TxnMarkerWriter | None = None
     #: TEST-ONLY fault injection (see ``mini_broker.server.faults``); None in normal runs.
     faults: FaultInjector | None = None
 
