@@ -23,11 +23,14 @@ LISTENING = re.compile(r"mini_broker listening on PLAINTEXT://([\d.]+):(\d+)")
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, log_level: str = "WARNING") -> None:
+    def __init__(self, data_dir: Path, log_level: str = "WARNING", port: int = 0,
+                 overrides: dict[str, object] | None = None) -> None:
+        """``port`` 0 picks a free one; a fixed ``port`` lets clients reconnect to a restarted broker."""
+        extra = [arg for key, value in (overrides or {}).items() for arg in ("--override", f"{key}={value}")]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "mini_broker", "--data-dir", str(data_dir), "--listeners",
-             "PLAINTEXT://127.0.0.1:0", "--override", "num.io.threads=2", "--override", "num.network.threads=1",
-             "--log-level", log_level],
+             f"PLAINTEXT://127.0.0.1:{port}", "--override", "num.io.threads=2", "--override", "num.network.threads=1",
+             "--log-level", log_level, *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             cwd=str(ROOT))
         self.output: list[str] = []
