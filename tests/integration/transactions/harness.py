@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 from pathlib import Path
 
 from tests.integration.broker.broker_process import ROOT, BrokerProcess, ck, ck_admin
@@ -262,3 +263,47 @@ def read_partition_ours(bootstrap: str, topic: str, partition: int, isolation: s
 
 Reader = Callable[[str, str, int, str], list[bytes]]
 READERS: dict[str, Reader] = {"ours": read_partition_ours, "confluent": read_partition_confluent}
+
+
+class TxnProducer:
+    """A transactional producer of ours or of confluent-kafka behind one small interface, so one test body
+    checks the broker (and our consumer) with either, and is proven on noida-db with confluent-kafka."""
+
+    def __init__(self, client: str, bootstrap: str, transactional_id: str, **conf: object) -> None:
+        self.client = client
+        config: dict[str, object] = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
+                                     "linger.ms": 5, **conf}
+        if client == "ours":
+            from pykafka_client import KafkaProducer
+
+            self.impl: Any = KafkaProducer(config)
+        else:
+            self.impl = ck.Producer(config)
+
+    def init(self, timeout: float = 20.0) -> None:
+        self.impl.init_transactions(timeout)
+
+    def begin(self) -> None:
+        self.impl.begin_transaction()
+
+    def send(self, topic: str, value: bytes, partition: int = 0) -> None:
+        if self.client == "ours":
+            self.impl.send(topic, value, partition=partition)
+        else:
+            self.impl.produce(topic, value, partition=partition)
+
+    def flush(self, timeout: float = 20.0) -> None:
+        remaining = self.impl.flush(timeout)
+        assert not remaining, f"{remaining} records not delivered"
+
+    def commit(self, timeout: float = 20.0) -> None:
+        self.impl.commit_transaction(timeout)
+
+    def abort(self, timeout: float = 20.0) -> None:
+        self.impl.abort_transaction(timeout)
+
+    def close(self) -> None:
+        if self.client == "ours":
+            self.impl.close(5)
+        else:
+            self.impl.flush(5)
