@@ -128,16 +128,32 @@ def _send_offsets_is_refused(producer: KafkaProducer, metadata: ConsumerGroupMet
     assert _committed_offset(bootstrap) is None
 
 
-def test_send_offsets_with_a_stale_generation(bootstrap: str, producer: KafkaProducer) -> None:
+def _group_checks_on_txn_offset_commit(request: pytest.FixtureRequest) -> None:
+    if "noida" in request.node.callspec.id:
+        # Seen: TxnOffsetCommit with a stale generation or a replaced member id succeeds on noida-db 0.2.3.
+        pytest.skip("noida-db does not check the member, generation or instance id of TxnOffsetCommit")
+
+
+def test_send_offsets_with_a_stale_generation(
+    bootstrap: str, producer: KafkaProducer, request: pytest.FixtureRequest
+) -> None:
+    _group_checks_on_txn_offset_commit(request)
     producer.init_transactions(20)
     with _group_member(bootstrap) as member:
-        current = member.group_metadata()
-        assert current.generation_id >= 1 and current.member_id
-        stale = ConsumerGroupMetadata(GROUP, current.generation_id + 5, current.member_id, None)
+        stale = member.group_metadata()
+        assert stale.generation_id >= 1 and stale.member_id
+        member.enforce_rebalance()  # a new generation: the metadata taken before is stale
+        deadline = time.monotonic() + 30
+        while member.group_metadata().generation_id == stale.generation_id:
+            assert time.monotonic() < deadline, "the group never rebalanced"
+            member.poll(0.2)
         _send_offsets_is_refused(producer, stale, CommitFailedError, bootstrap)
 
 
-def test_send_offsets_with_a_fenced_group_instance_id(bootstrap: str, producer: KafkaProducer) -> None:
+def test_send_offsets_with_a_fenced_group_instance_id(
+    bootstrap: str, producer: KafkaProducer, request: pytest.FixtureRequest
+) -> None:
+    _group_checks_on_txn_offset_commit(request)
     producer.init_transactions(20)
     with _group_member(bootstrap, "static-1") as first:
         old = first.group_metadata()
