@@ -11,8 +11,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from tests.integration.broker.broker_process import ROOT, BrokerProcess, ck, ck_admin
 from tests.integration.noida import NoidaBroker, noida_binary

@@ -167,7 +167,7 @@ def test_transaction_timeout_above_the_broker_maximum(bootstrap: str) -> None:
     # from InitProducerId as a fatal KafkaException naming the error; InvalidTxnTimeoutError itself is fine too.
     with KafkaProducer({"bootstrap.servers": bootstrap, "transactional.id": "too-long",
                         "transaction.timeout.ms": 900_001}) as p:
-        with pytest.raises(KafkaError, match="InvalidTxnTimeout|transaction timeout") as raised:
+        with pytest.raises(KafkaError, match=r"InvalidTxnTimeout|transaction timeout") as raised:
             p.init_transactions(20)
         assert isinstance(raised.value, InvalidTxnTimeoutError) or "InvalidTxnTimeout" in str(raised.value)
         with pytest.raises(KafkaError):
