@@ -11,9 +11,11 @@ SIGKILLed three times and the broker once (SIGKILL, restart on its data dir), ea
   ``ABORT_EVERY``-th transaction on purpose, and a kill inside a transaction leaves one that the next
   incarnation's ``init_transactions`` aborts).
 
-Variants: ``ours-mini_broker`` (our copier, our reader, mini_broker in its own process on a fixed port) and
+Variants: ``ours-mini_broker`` (our copier, our reader, mini_broker in its own process on a fixed port);
 ``confluent-noida`` (confluent-kafka's copier and reader against noida-db: the harness proving itself on an
-independent implementation; marked interop).
+independent implementation) and ``ours-noida`` (our client against that independent broker), both interop.
+The harness was checked to catch a broken copier: committing instead of aborting the deliberately aborted
+transactions (so the rewound records are copied twice) fails it with "18000 committed records, expected 16667".
 
 Cost: ``RECORDS`` = 100,000 takes about 60-120 s on a 2-core box (each restart costs a few seconds of
 group rejoin and coordinator recovery; the copy itself runs at several thousand records/s). Lowering it to
@@ -57,7 +59,8 @@ STALL_S = 60.0
 INPUT, OUTPUT = "copier-input", "copier-output"
 
 
-@pytest.fixture(params=["ours-mini_broker", pytest.param("confluent-noida", marks=pytest.mark.interop)])
+@pytest.fixture(params=["ours-mini_broker", pytest.param("confluent-noida", marks=pytest.mark.interop),
+                        pytest.param("ours-noida", marks=pytest.mark.interop)])
 def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, RestartableBroker]]:
     client, broker_kind = request.param.split("-", 1)
     broker: RestartableBroker
