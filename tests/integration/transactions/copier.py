@@ -143,16 +143,12 @@ def run_confluent(args: argparse.Namespace) -> None:
 
 
 def _copied_confluent(consumer: Any) -> int:
-    return sum(max(tp.offset, 0) for tp in consumer.position(consumer.assignment()))
+    """The group's committed offsets (positions are unknown for partitions not consumed in this run)."""
+    return sum(max(tp.offset, 0) for tp in consumer.committed(consumer.assignment(), 10))
 
 
 def _done_confluent(consumer: Any, args: argparse.Namespace) -> bool:
-    """Positions are unknown until a partition returned a message, so a restarted copier with nothing left to
-    copy asks for the committed offsets."""
-    assignment = consumer.assignment()
-    if len(assignment) != args.partitions:
-        return False
-    return sum(max(tp.offset, 0) for tp in consumer.committed(assignment, 10)) >= args.expect
+    return len(consumer.assignment()) == args.partitions and _copied_confluent(consumer) >= args.expect
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -146,7 +146,7 @@ def test_exactly_once_copy_survives_copier_and_broker_kills(setup: tuple[str, Re
             if copy.copied != last_copied:
                 last_progress, last_copied = time.monotonic(), copy.copied
             assert time.monotonic() - last_progress < STALL_S, "the copy stalled:\n" + copy.diagnostics()
-            time.sleep(0.05)
+            time.sleep(0.02)
         assert copy.copier.wait(30) == 0, copy.diagnostics()
         assert not kills, f"the copy finished before every kill happened: {kills} left"
         copied = time.monotonic()
