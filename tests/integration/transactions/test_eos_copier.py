@@ -17,10 +17,11 @@ independent implementation) and ``ours-noida`` (our client against that independ
 The harness was checked to catch a broken copier: committing instead of aborting the deliberately aborted
 transactions (so the rewound records are copied twice) fails it with "18000 committed records, expected 16667".
 
-Cost: ``RECORDS`` = 100,000 takes about 60-120 s on a 2-core box (each restart costs a few seconds of
-group rejoin and coordinator recovery; the copy itself runs at several thousand records/s). Lowering it to
-20,000 keeps every kill but squeezes them into fewer transactions (about 40 instead of 200), which makes
-it likelier that a kill lands between transactions rather than inside one.
+Cost (2-core box shared with other work): with ``RECORDS`` = 100,000 the mini_broker variant takes 13-20 s
+(copy 9-15 s at 500 records per transaction, 4 copier runs, the copier riding out the broker restart without
+one of its own), the noida-db variants 12-25 s each. Lowering ``RECORDS`` saves little (input production and
+read-back are ~2 s; restarts and group rejoins are a fixed few seconds) but squeezes the four kills into fewer
+transactions, so a kill is less likely to land inside one; 20,000 still keeps every kill.
 """
 
 from __future__ import annotations
