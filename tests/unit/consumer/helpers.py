@@ -12,14 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
+from pykafka_client.consumer.subscription_state import SubscriptionState
 from pykafka_client.network.client_request import RequestHeaderInfo
 from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.network.metadata import Metadata
+from pykafka_client.network.node_api_versions import NodeApiVersions
 from pykafka_client.network.request_future import RequestFuture
+from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages.metadata_response import MetadataResponse
 from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import MockTime, Timer
+from tests.doubles.mock_client import MockClient
 
 
 @dataclass
@@ -104,6 +110,12 @@ class FakeConsumerClient:
     def wakeup(self) -> None:
         self.wakeups += 1
 
+    def maybe_trigger_wakeup(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
     def disconnect_async(self, node: Node) -> None:
         pass
 
@@ -128,14 +140,26 @@ class FakeConsumerClient:
         return s
 
 
+def consumer_client(
+    time: MockTime, metadata: Metadata, *, fetch_version: int = 12
+) -> tuple[MockClient, ConsumerNetworkClient]:
+    """The consumer's real ConsumerNetworkClient over a MockClient whose polls advance ``time``.
+    Fetch is capped at ``fetch_version`` (12: topics named in fetch responses, not by id)."""
+    lo, _ = CLIENT_SUPPORTED_VERSIONS[ApiKey.FETCH]
+    client = MockClient(
+        time, metadata, NodeApiVersions.create({ApiKey.FETCH: (lo, fetch_version)}), advance_time_on_poll=True
+    )
+    return client, ConsumerNetworkClient(client, metadata, time, retry_backoff_ms=100, request_timeout_ms=30_000)
+
+
 TOPIC_IDS: dict[str, uuid.UUID] = {}
 
 
 def metadata_with(
     partitions: dict[str, int], leaders: dict[tuple[str, int], int] | None = None, nodes: int = 1, epoch: int = 0
-) -> Metadata:
-    """A Metadata holding ``partitions`` (topic -> count) led by node 0 unless ``leaders`` says otherwise."""
-    md = Metadata()
+) -> ConsumerMetadata:
+    """A ConsumerMetadata holding ``partitions`` (topic -> count) led by node 0 unless ``leaders`` says otherwise."""
+    md = ConsumerMetadata(SubscriptionState())
     update_metadata(md, partitions, leaders, nodes, epoch)
     return md
 
