@@ -69,7 +69,7 @@ from pykafka_client.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from pykafka_client.structs import Node
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
 log = logging.getLogger(__name__)
@@ -533,8 +533,9 @@ class AdminClient:
         specs: Mapping[TP, OffsetSpec],
         timeout: float | None = None,
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
-    ) -> dict[TP, ListOffsetsResultInfo]:
-        """Earliest / latest / max-timestamp / by-timestamp offsets, asked of each partition's leader."""
+    ) -> dict[TopicPartition, ListOffsetsResultInfo]:
+        """Earliest / latest / max-timestamp / by-timestamp offsets, asked of each partition's leader;
+        keyed by TopicPartition (equal to the ``(topic, partition)`` tuples it accepts)."""
         remaining: dict[TP, OffsetSpec] = {(tp[0], tp[1]): s for tp, s in specs.items()}
         if not remaining:
             return {}
@@ -564,7 +565,7 @@ class AdminClient:
                         raise self._expired(timer, "listing offsets")
                     self.metadata.request_update()
                     self._backoff(timer)
-            return out
+            return {TopicPartition(tp[0], tp[1]): info for tp, info in out.items()}
 
     def _list_offsets_from(
         self,
