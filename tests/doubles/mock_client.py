@@ -18,9 +18,10 @@ Connection behaviour per node (``ready()`` connects instantly otherwise):
 Answers by request type, in any order (for flows where several requests are in flight at once, as
 the consumer's fetches, ListOffsets and group requests are): ``Script(client).add(RequestType, answer)``
 answers the next request of that type, now if one is in flight or else when it is sent. ``answer`` is
-a response body, ``fn(request_body) -> response body``, or a ``DisconnectError`` (the request completes
-as disconnected). Prepared (FIFO) responses are matched first. ``script.requests(RequestType)`` lists
-the request bodies it answered. Unscripted requests stay in flight (``pending()``).
+a response body, ``fn(request_body) -> response body``, a ``DisconnectError`` (the request completes
+as disconnected) or None (the request stays unanswered). Prepared (FIFO) responses are matched first. ``script.requests(RequestType)`` lists
+the request bodies it answered; ``add(..., repeat=True)`` answers every request of the type.
+Unscripted requests stay in flight (``pending()``).
 
 Other: ``prepare_metadata_update(response)`` is applied to the Metadata on the next poll where an
 update is due; ``enable_blocking_until_wakeup(n)`` makes the next ``n`` polls block until ``wakeup()``
@@ -209,6 +210,8 @@ class MockClient:
                 found, answer = script.take(request.body)
                 if not found:
                     continue
+                if answer is None:  # consumed, and the request stays unanswered
+                    break
                 self.requests.remove(request)
                 if isinstance(answer, DisconnectError):
                     self._answer(request, None, True)
@@ -458,18 +461,20 @@ class Script:
     """Answers to requests by type, consumed in order; see the module doc."""
 
     def __init__(self, client: MockClient) -> None:
-        self.entries: list[tuple[type, Any]] = []
+        self.entries: list[tuple[type, Any, bool]] = []
         self.seen: list[Any] = []
         client._scripts.append(self)
 
-    def add(self, request_type: type, answer: Any) -> Script:
-        self.entries.append((request_type, answer))
+    def add(self, request_type: type, answer: Any, *, repeat: bool = False) -> Script:
+        """Answer the next request of ``request_type`` (every one with ``repeat=True``)."""
+        self.entries.append((request_type, answer, repeat))
         return self
 
     def take(self, body: Any) -> tuple[bool, Any]:
-        for i, (request_type, answer) in enumerate(self.entries):
+        for i, (request_type, answer, repeat) in enumerate(self.entries):
             if isinstance(body, request_type):
-                del self.entries[i]
+                if not repeat:
+                    del self.entries[i]
                 self.seen.append(body)
                 if callable(answer) and not isinstance(answer, (type, BaseException)):
                     return True, answer(body)

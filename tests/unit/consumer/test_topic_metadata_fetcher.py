@@ -13,7 +13,7 @@ from pykafka_client.protocol.messages.metadata_request import MetadataRequest
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_client import MockClient
 from tests.doubles.responses import metadata_response, nodes
-from tests.unit.consumer.helpers import consumer_client, metadata_with
+from tests.unit.consumer.helpers import ConsumerEnv, metadata_with
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -26,7 +26,8 @@ TOPIC_AUTHORIZATION_FAILED = 29
 def make(**cfg: Any) -> tuple[KafkaConsumer[Any, Any], MockClient, MockTime]:
     time = MockTime()
     md = metadata_with({"known": 2})
-    client, cnc = consumer_client(time, md)
+    env = ConsumerEnv(time, md)
+    client, cnc = env.client, env.cnc
     consumer: KafkaConsumer[Any, Any] = KafkaConsumer(cfg, time=time, client=cnc, metadata=md)
     return consumer, client, time
 
