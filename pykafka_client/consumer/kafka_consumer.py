@@ -421,9 +421,7 @@ class KafkaConsumer(Generic[K, V]):
 
     def _seek_to(self, partitions: Collection[TopicPartition] | None, strategy: OffsetResetStrategy) -> None:
         with self._open_in_this_thread():
-            tps = (
-                self.subscriptions.assigned_partitions() if partitions is None else args.topic_partitions(partitions)
-            )
+            tps = self.subscriptions.assigned_partitions() if partitions is None else args.topic_partitions(partitions)
             for tp in tps:
                 if not self.subscriptions.is_assigned(tp):
                     raise IllegalStateError(f"No current assignment for partition {tp}")
@@ -468,7 +466,9 @@ class KafkaConsumer(Generic[K, V]):
         out = args.commit_offsets(offsets)
         for tp in out:
             if not self.subscriptions.is_assigned(tp):
-                raise IllegalStateError(f"cannot commit offsets for partition {tp}: it is not assigned to this consumer")
+                raise IllegalStateError(
+                    f"cannot commit offsets for partition {tp}: it is not assigned to this consumer"
+                )
         return out
 
     def commit_sync(
@@ -533,14 +533,7 @@ class KafkaConsumer(Generic[K, V]):
         self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
         with self._open_in_this_thread():
-            query = args.target_times(timestamps)
-            data = self.offset_fetcher.fetch_offsets_by_times(query, self._timer(timeout))
-            return {
-                tp: None
-                if d.offset is None
-                else OffsetAndTimestamp(d.offset, d.timestamp if d.timestamp is not None else -1, d.leader_epoch)
-                for tp, d in ((tp, data[tp]) for tp in query)
-            }
+            return self.offset_fetcher.offsets_for_times(args.target_times(timestamps), self._timer(timeout))
 
     def beginning_offsets(
         self, partitions: Collection[TopicPartition], timeout: float | None = None

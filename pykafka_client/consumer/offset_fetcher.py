@@ -33,7 +33,7 @@ from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.protocol.messages.list_offsets_request import ListOffsetsRequest
 from pykafka_client.protocol.messages.list_offsets_response import ListOffsetsResponse
-from pykafka_client.structs import Node, TopicPartition
+from pykafka_client.structs import Node, OffsetAndTimestamp, TopicPartition
 from pykafka_client.utils.time import Time, Timer
 
 log = logging.getLogger(__name__)
@@ -275,6 +275,18 @@ class OffsetFetcher:
                 self.client.await_metadata_update(timer)
             else:
                 timer.sleep(self.retry_backoff_ms)
+
+    def offsets_for_times(
+        self, timestamps: dict[TopicPartition, int], timer: Timer
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """Java OffsetFetcher.offsetsForTimes: None for a partition with no record at or after the time."""
+        data = self.fetch_offsets_by_times(timestamps, timer)
+        return {
+            tp: None
+            if d.offset is None
+            else OffsetAndTimestamp(d.offset, d.timestamp if d.timestamp is not None else -1, d.leader_epoch)
+            for tp, d in ((tp, data[tp]) for tp in timestamps)
+        }
 
     def beginning_or_end_offsets(
         self, partitions: Iterable[TopicPartition], timestamp: int, timer: Timer

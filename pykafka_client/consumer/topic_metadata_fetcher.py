@@ -41,7 +41,9 @@ class TopicMetadataFetcher:
         self.retry_backoff_ms = retry_backoff_ms
         self.exclude_internal_topics = exclude_internal_topics
 
-    def get_topic_metadata(self, topic: str, allow_auto_topic_creation: bool, timer: Timer) -> list[PartitionInfo] | None:
+    def get_topic_metadata(
+        self, topic: str, allow_auto_topic_creation: bool, timer: Timer
+    ) -> list[PartitionInfo] | None:
         """The partitions of ``topic``, or None when the cluster does not know it."""
         request = MetadataRequest(
             topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
@@ -80,7 +82,9 @@ class TopicMetadataFetcher:
     def _parse(self, body: MetadataResponse) -> TopicPartitions | None:
         """The topics of a usable answer, or None when a retriable error asks for another round."""
         unauthorized = sorted(
-            t.name for t in body.topics if t.name is not None and for_code(t.error_code) is TopicAuthorizationFailedError
+            t.name
+            for t in body.topics
+            if t.name is not None and for_code(t.error_code) is TopicAuthorizationFailedError
         )
         if unauthorized:
             raise TopicAuthorizationFailedError(

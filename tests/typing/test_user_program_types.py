@@ -28,9 +28,13 @@ def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[tupl
     env = {**os.environ, "MYPYPATH": str(ROOT)}  # the library of this checkout, not an installed copy
     proc = subprocess.run(
         [
-            sys.executable, "-m", "mypy",
-            "--config-file", str(HERE / "mypy.ini"),
-            "--cache-dir", str(cache),
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(HERE / "mypy.ini"),
+            "--cache-dir",
+            str(cache),
             "--show-absolute-path",
             *(str(HERE / f) for f in FILES),
         ],
@@ -68,8 +72,11 @@ def test_consumer_types_are_inferred_from_the_deserializers(
     mypy_output: dict[str, list[tuple[int, str, str]]],
 ) -> None:
     expected = _marked("reveal_types.py", "# revealed:")
-    got = {line: text.removeprefix("Revealed type is ").strip('"') for line, kind, text in mypy_output["reveal_types.py"]
-           if kind == "note" and text.startswith("Revealed type is")}
+    got = {
+        line: text.removeprefix("Revealed type is ").strip('"')
+        for line, kind, text in mypy_output["reveal_types.py"]
+        if kind == "note" and text.startswith("Revealed type is")
+    }
     errors = [m for m in mypy_output["reveal_types.py"] if m[1] == "error"]
     assert errors == []
     assert got == expected

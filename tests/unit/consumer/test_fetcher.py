@@ -335,9 +335,7 @@ def test_control_batch_at_end_advances_position() -> None:
     f, env, subs = make(isolation_level=READ_COMMITTED)
     assign(subs, TP0)
     f.send_fetches()
-    env.respond(
-        response({TP0: (0, batch(0, [b"v"], producer_id=1, transactional=True) + control_batch(1, 1, True))})
-    )
+    env.respond(response({TP0: (0, batch(0, [b"v"], producer_id=1, transactional=True) + control_batch(1, 1, True))}))
     assert [r.offset for r in f.collect_fetch()[TP0]] == [0]
     f.collect_fetch()
     pos = subs.position(TP0)
