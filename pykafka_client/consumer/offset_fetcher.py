@@ -62,6 +62,24 @@ class ListOffsetResult:
     need_metadata: bool = False
 
 
+#: ListOffsets timestamp for the record with the largest timestamp (KIP-734).
+MAX_TIMESTAMP = -3
+
+
+def oldest_list_offsets_version(isolation_level: int, timestamps: Iterable[int]) -> int:
+    """The oldest ListOffsets version that means what the consumer asks (Java's
+    ``ListOffsetsRequest.Builder.forConsumer``): read_committed needs v2 (isolation level), a lookup by
+    timestamp v1 (v0 answers a list of segment offsets), the max-timestamp lookup v7. Older brokers get a
+    clear UnsupportedVersionError instead of a different question."""
+    oldest = 2 if isolation_level == 1 else 0
+    for ts in timestamps:
+        if ts == MAX_TIMESTAMP:
+            oldest = max(oldest, 7)
+        elif ts >= 0:
+            oldest = max(oldest, 1)
+    return oldest
+
+
 class OffsetFetcher:
     """See module docstring."""
 
@@ -117,7 +135,8 @@ class OffsetFetcher:
                 )
             )
         request = ListOffsetsRequest(replica_id=-1, isolation_level=self.isolation_level, topics=list(topics.values()))
-        return self.client.send(node, request, self.request_timeout_ms)
+        oldest = oldest_list_offsets_version(self.isolation_level, [ts for ts, _ in parts.values()])
+        return self.client.send(node, request, self.request_timeout_ms, oldest_allowed_version=oldest)
 
     def _parse(self, response: ClientResponse, asked: Iterable[TopicPartition]) -> ListOffsetResult:
         body = response.response_body

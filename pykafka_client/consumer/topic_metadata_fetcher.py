@@ -25,6 +25,7 @@ from pykafka_client.errors import (
     for_code,
 )
 from pykafka_client.network.cluster import PartitionInfo
+from pykafka_client.network.metadata import oldest_metadata_version
 from pykafka_client.protocol.messages.metadata_request import MetadataRequest
 from pykafka_client.protocol.messages.metadata_response import MetadataResponse
 from pykafka_client.structs import Node
@@ -61,7 +62,7 @@ class TopicMetadataFetcher:
             if node is None:
                 self.client.await_metadata_update(timer)
             else:
-                future = self.client.send(node, request)
+                future = self.client.send(node, request, oldest_allowed_version=oldest_metadata_version(request))
                 self.client.poll_future(future, timer)
                 if future.failed() and not future.is_retriable():
                     raise future.exception()
