@@ -276,14 +276,22 @@ DESERIALIZERS: dict[str, Callable[[], Deserializer[Any]]] = {
 }
 
 
-def resolve_serializer(config_name: str, value: Any) -> Serializer[Any]:
-    """Interpret a ``key.serializer`` / ``value.serializer`` config value (see module doc)."""
+def _resolve(
+    config_name: str,
+    value: Any,
+    kind: str,
+    registry: dict[str, Callable[[], Any]],
+    protocol: type,
+    from_function: Callable[[Callable[..., Any]], Any],
+) -> Any:
+    """A (de)serializer from a config value: a registered name, an instance of ``protocol``, a class to
+    instantiate, or a plain function (wrapped by ``from_function``)."""
     if isinstance(value, str):
-        factory = SERIALIZERS.get(value) or SERIALIZERS.get(value.lower())
+        factory = registry.get(value) or registry.get(value.lower())
         if factory is None:
             raise ConfigurationError(
-                f"Invalid value {value!r} for configuration {config_name}: unknown serializer "
-                f"(built-ins: {', '.join(sorted(k for k in SERIALIZERS if '.' not in k))})"
+                f"Invalid value {value!r} for configuration {config_name}: unknown {kind} "
+                f"(built-ins: {', '.join(sorted(k for k in registry if '.' not in k))})"
             )
         return factory()
     if isinstance(value, type):
@@ -291,30 +299,22 @@ def resolve_serializer(config_name: str, value: Any) -> Serializer[Any]:
             value = value()
         except Exception as e:
             raise ConfigurationError(f"Invalid value for configuration {config_name}: cannot instantiate: {e}") from e
-    if isinstance(value, Serializer):
+    if isinstance(value, protocol):
         return value
     if callable(value):
-        return FunctionSerializer(value)
-    raise ConfigurationError(f"Invalid value {value!r} for configuration {config_name}: not a serializer")
+        return from_function(value)
+    raise ConfigurationError(f"Invalid value {value!r} for configuration {config_name}: not a {kind}")
+
+
+def resolve_serializer(config_name: str, value: Any) -> Serializer[Any]:
+    """Interpret a ``key.serializer`` / ``value.serializer`` config value (see module doc)."""
+    result: Serializer[Any] = _resolve(config_name, value, "serializer", SERIALIZERS, Serializer, FunctionSerializer)
+    return result
 
 
 def resolve_deserializer(config_name: str, value: Any) -> Deserializer[Any]:
     """Interpret a ``key.deserializer`` / ``value.deserializer`` config value (see module doc)."""
-    if isinstance(value, str):
-        factory = DESERIALIZERS.get(value) or DESERIALIZERS.get(value.lower())
-        if factory is None:
-            raise ConfigurationError(
-                f"Invalid value {value!r} for configuration {config_name}: unknown deserializer "
-                f"(built-ins: {', '.join(sorted(k for k in DESERIALIZERS if '.' not in k))})"
-            )
-        return factory()
-    if isinstance(value, type):
-        try:
-            value = value()
-        except Exception as e:
-            raise ConfigurationError(f"Invalid value for configuration {config_name}: cannot instantiate: {e}") from e
-    if isinstance(value, Deserializer):
-        return value
-    if callable(value):
-        return FunctionDeserializer(value)
-    raise ConfigurationError(f"Invalid value {value!r} for configuration {config_name}: not a deserializer")
+    result: Deserializer[Any] = _resolve(
+        config_name, value, "deserializer", DESERIALIZERS, Deserializer, FunctionDeserializer
+    )
+    return result
