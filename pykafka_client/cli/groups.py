@@ -102,7 +102,10 @@ def run_describe(args: argparse.Namespace) -> int:
             d = _describe(admin, group, args.timeout)
             committed = admin.list_consumer_group_offsets(group, timeout=args.timeout)
             owner = {tp: m for m in d.members for tp in m.assignment}
-            tps = sorted(set(committed) | set(owner))
+            known = set(committed) | set(owner)
+            # every partition of the topics the group reads, also those it has not committed yet
+            topics = admin.describe_topics(sorted({tp.topic for tp in known}), timeout=args.timeout) if known else {}
+            tps = sorted(known | {TopicPartition(t, p.partition) for t, desc in topics.items() for p in desc.partitions})
             ends = _end_offsets(admin, tps, args.timeout, OffsetSpec.latest())
             columns = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
             rows = []
