@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
@@ -29,6 +30,8 @@ from pykafka_client.cli.output import info
 from pykafka_client.producer.config import COMPRESSION_TYPES
 from pykafka_client.producer.kafka_producer import KafkaProducer
 from pykafka_client.producer.record_metadata import RecordMetadata
+
+PROGRESS_INTERVAL_S = 5.0
 
 EPILOG = """examples:
   printf 'user-1:hello\\nuser-2:world\\n' | pykafka produce greetings --key-separator : --header source=cli
@@ -136,10 +139,15 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read --file {args.file}: {e.strerror or e}", EXIT_USAGE) from e
     outcome = _Outcome()
     total = 0
+    progress = sys.stdout.isatty()  # a person is watching: a line on stderr every PROGRESS_INTERVAL_S
+    last_progress = time.monotonic()
     producer = KafkaProducer(config)
     try:
         for number, line in enumerate(_lines(stream), start=1):
             total += 1
+            if progress and time.monotonic() - last_progress >= PROGRESS_INTERVAL_S:
+                last_progress = time.monotonic()
+                info(f"{total - 1} lines read, {outcome.sent} records sent, {len(outcome.failures)} failed")
             try:
                 if args.json:
                     fields = parse_json_line(line)
