@@ -14,7 +14,7 @@ from typing import Any
 
 from pykafka_client.admin.admin_client import AdminClient
 from pykafka_client.admin.group_types import DEAD, ConsumerGroupDescription
-from pykafka_client.admin.types import OffsetSpec
+from pykafka_client.admin.types import OffsetSpec, TopicDescription
 from pykafka_client.cli.common import (
     EXIT_FAILED,
     EXIT_NOT_FOUND,
@@ -27,6 +27,7 @@ from pykafka_client.cli.common import (
     output_flag,
 )
 from pykafka_client.cli.output import emit, emit_rows, info, records, table
+from pykafka_client.errors import UnknownTopicOrPartitionError
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 
@@ -95,6 +96,17 @@ def _end_offsets(admin: AdminClient, tps: list[TopicPartition], timeout: float, 
     return {TopicPartition(tp[0], tp[1]): info.offset for tp, info in found.items()}
 
 
+def _topics_if_they_exist(admin: AdminClient, names: list[str], timeout: float) -> dict[str, TopicDescription]:
+    """The descriptions of ``names`` that still exist (a group may keep offsets of a deleted topic)."""
+    out: dict[str, TopicDescription] = {}
+    for name in names:
+        try:
+            out.update(admin.describe_topics([name], timeout=timeout))
+        except UnknownTopicOrPartitionError:
+            pass
+    return out
+
+
 def run_describe(args: argparse.Namespace) -> int:
     out: list[dict[str, Any]] = []
     with open_admin(args) as admin:
@@ -104,9 +116,9 @@ def run_describe(args: argparse.Namespace) -> int:
             owner = {tp: m for m in d.members for tp in m.assignment}
             known = set(committed) | set(owner)
             # every partition of the topics the group reads, also those it has not committed yet
-            topics = admin.describe_topics(sorted({tp.topic for tp in known}), timeout=args.timeout) if known else {}
+            topics = _topics_if_they_exist(admin, sorted({tp.topic for tp in known}), args.timeout)
             tps = sorted(known | {TopicPartition(t, p.partition) for t, desc in topics.items() for p in desc.partitions})
-            ends = _end_offsets(admin, tps, args.timeout, OffsetSpec.latest())
+            ends = _end_offsets(admin, [tp for tp in tps if tp.topic in topics], args.timeout, OffsetSpec.latest())
             columns = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
             rows = []
             for tp in tps:

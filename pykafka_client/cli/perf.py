@@ -4,7 +4,8 @@ perf produce sends ``--num-records`` records of ``--record-size`` bytes, at most
 records/s (-1: as fast as it can), and prints Kafka's lines: one per reporting window (records sent,
 records/s, MB/s, average and max latency) and a final one with the 50th/95th/99th/99.9th latency
 percentiles. perf consume reads ``--messages`` records in a new group and prints Kafka's consumer line:
-MB and records consumed per second, and the rebalance time."""
+MB and records consumed per second, and the rebalance time; it fails (exit 1) when no record arrives for
+``--timeout`` seconds."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from typing import Any
 from pykafka_client.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_USAGE,
     CliError,
     add_command,
     client_config,
@@ -66,7 +68,7 @@ def _now_ms() -> float:
 
 def run_produce(args: argparse.Namespace) -> int:
     if args.throughput == 0:
-        raise CliError("--throughput must be positive, or -1 for no limit", 2)
+        raise CliError("--throughput must be positive, or -1 for no limit", EXIT_USAGE)
     with open_admin(args) as admin:
         admin.describe_topics([args.topic], timeout=args.timeout)
     payload = "".join(random.choices(string.ascii_uppercase, k=args.record_size)).encode()

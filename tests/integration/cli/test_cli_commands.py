@@ -125,3 +125,15 @@ def test_offsets_earliest_latest_and_for_a_time(pykafka: Run) -> None:
     assert [r["offset"] for r in future] == [-1, -1]
     table = pykafka("offsets", topic).stdout.decode().splitlines()
     assert table[0].split() == ["TOPIC", "PARTITION", "OFFSET", "TIMESTAMP"] and table[1].split()[:3] == [topic, "0", "3"]
+
+
+
+def test_configs_of_a_broker(pykafka: Run, broker: MiniBroker) -> None:
+    node = str(broker.config.node_id)
+    rows = {r["name"]: r for r in json.loads(
+        pykafka("configs", "describe", "--broker", node, "--all", "--output", "json").stdout)}
+    assert rows["auto.create.topics.enable"]["source"] in ("DEFAULT_CONFIG", "STATIC_BROKER_CONFIG")
+    # mini_broker alters topic configs only: the broker's refusal is one line and exit 1 (a real Kafka broker
+    # accepts this dynamic config)
+    refused = pykafka("configs", "alter", "--broker", node, "--add-config", "background.threads=4")
+    assert refused.returncode == 1 and "INVALID_REQUEST" in one_error_line(refused)

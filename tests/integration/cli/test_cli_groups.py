@@ -150,3 +150,13 @@ def test_ctrl_c_stops_a_group_consumer_with_a_summary_and_commits(pykafka: Run, 
     assert process.returncode == 0
     assert err.decode().strip() == "Processed a total of 10 messages"
     assert _offsets(pykafka, group) == {0: (5, 5, 0), 1: (5, 5, 0)}
+
+
+def test_describe_a_group_whose_topic_was_deleted(pykafka: Run, topic: str) -> None:
+    group = f"g-{topic}"
+    assert pykafka("consume", topic, "--group", group, "--from-beginning", "--max-messages", "10").returncode == 0
+    assert pykafka("topics", "delete", topic).returncode == 0
+    result = pykafka("groups", "describe", group, "--output", "json")
+    assert result.returncode == 0, result.stderr
+    [described] = json.loads(result.stdout)
+    assert all(r["log_end_offset"] is None and r["lag"] is None for r in described["offsets"])
