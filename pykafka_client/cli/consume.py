@@ -70,7 +70,7 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise CliError("use either --offset or --from-beginning", EXIT_USAGE)
 
 
-def _position(consumer: KafkaConsumer[bytes, bytes], tps: list[TopicPartition], args: argparse.Namespace) -> None:
+def _position(consumer: KafkaConsumer[Any, Any], tps: list[TopicPartition], args: argparse.Namespace) -> None:
     """Seek the assigned partitions to where the flags say reading starts."""
     spec = args.offset if args.offset is not None else ("earliest" if args.from_beginning else "latest")
     if spec == "earliest":
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     }
     if args.group:
         extra.update({"group.id": args.group, "auto.offset.reset": "earliest" if args.from_beginning else "latest"})
-    consumer: KafkaConsumer[bytes, bytes] = KafkaConsumer(client_config("consumer", args, extra))
+    consumer = KafkaConsumer(client_config("consumer", args, extra))
     stopping = False
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:

@@ -61,6 +61,6 @@ def run(args: argparse.Namespace) -> int:
             {TopicPartition(args.topic, p): spec for p in parts}, timeout=args.timeout,
             isolation_level=IsolationLevel[args.isolation_level.upper()],
         )
-    rows = [(args.topic, p, found[(args.topic, p)].offset, found[(args.topic, p)].timestamp) for p in parts]
+    rows = [(args.topic, p, found[TopicPartition(args.topic, p)].offset, found[TopicPartition(args.topic, p)].timestamp) for p in parts]
     emit_rows(args.output, ("TOPIC", "PARTITION", "OFFSET", "TIMESTAMP"), rows)
     return EXIT_OK

@@ -125,7 +125,7 @@ def run_consume(args: argparse.Namespace) -> int:
     with open_admin(args) as admin:
         admin.describe_topics([args.topic], timeout=args.timeout)
     group = args.group or f"perf-consumer-{uuid.uuid4().hex[:8]}"
-    consumer: KafkaConsumer[bytes, bytes] = KafkaConsumer(client_config("consumer", args, {
+    consumer = KafkaConsumer(client_config("consumer", args, {
         "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False,
     }))
     listener = _JoinTimer()
