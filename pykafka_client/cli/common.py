@@ -170,8 +170,9 @@ def add_command(
     subparsers: Any, name: str, help_text: str, parents: list[argparse.ArgumentParser], description: str | None = None,
     epilog: str | None = None,
 ) -> argparse.ArgumentParser:
-    """A subcommand whose --help shows its description, the flags and an example epilog as written."""
+    """A subcommand whose --help shows its description (a module docstring's ``markup`` dropped), the flags
+    and an example epilog as written."""
     return subparsers.add_parser(  # type: ignore[no-any-return]
-        name, help=help_text, description=description or help_text, parents=parents, epilog=epilog,
+        name, help=help_text, description=(description or help_text).replace("``", ""), parents=parents, epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

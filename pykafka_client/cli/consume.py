@@ -41,16 +41,17 @@ COMMIT_INTERVAL_S = 5.0
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = add_command(subparsers, "consume", "print records of topics", [common],
                     description=__doc__.split("\n\n", 1)[1] if __doc__ else None, epilog=EPILOG)
-    p.add_argument("topics", nargs="+", metavar="TOPIC")
+    p.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to read")
     p.add_argument("--from-beginning", action="store_true", help="start at the earliest offset (default: the end)")
     p.add_argument("--group", metavar="GROUP", help="consume as a member of GROUP and commit what was printed")
-    p.add_argument("--partition", type=non_negative_int, help="read only this partition (one topic, no --group)")
+    p.add_argument("--partition", type=non_negative_int, metavar="N", help="read only this partition (one topic, no --group)")
     p.add_argument("--offset", metavar="OFFSET",
                    help="with --partition: a number, earliest, latest or @TIMESTAMP_MS to start from")
-    p.add_argument("--max-messages", type=non_negative_int, help="stop after this many records")
+    p.add_argument("--max-messages", type=non_negative_int, metavar="N", help="stop after this many records")
     p.add_argument("--idle-timeout", type=positive_float, metavar="SECONDS",
                    help="stop after this long without a record (default: never)")
-    p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default="read_uncommitted")
+    p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
+                   help="read_committed skips aborted transactional records (default read_uncommitted)")
     p.add_argument("--format", metavar="FMT",
                    help="kcat-style output: %%t topic, %%p partition, %%o offset, %%T timestamp, %%k key, %%s value, "
                         "%%h headers, %%K/%%S key/value length, %%%% percent; escapes \\n \\r \\t \\\\ "

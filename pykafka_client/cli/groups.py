@@ -45,7 +45,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         sub, "describe", "state, protocol, members and per-partition committed offset, end offset and lag", [common],
         epilog="example:\n  pykafka groups describe billing",
     )
-    p.add_argument("groups", nargs="+", metavar="GROUP")
+    p.add_argument("groups", nargs="+", metavar="GROUP", help="groups to describe")
     output_flag(p)
     p.set_defaults(run=run_describe)
 

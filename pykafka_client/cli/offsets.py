@@ -26,11 +26,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = add_command(subparsers, "offsets", "earliest, latest or for-a-time offsets of a topic's partitions", [common],
                     epilog="examples:\n  pykafka offsets orders\n  pykafka offsets orders --time earliest --partition 0\n"
                            "  pykafka offsets orders --time 2024-05-01T00:00:00Z")
-    p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("--partition", type=non_negative_int, action="append", help="only these partitions (repeatable)")
+    p.add_argument("topic", metavar="TOPIC", help="the topic whose partitions to look up")
+    p.add_argument("--partition", type=non_negative_int, action="append", metavar="N", help="only these partitions (repeatable)")
     p.add_argument("--time", default="latest", metavar="WHEN",
                    help="earliest, latest (default), max-timestamp, milliseconds since the epoch, or an ISO date-time")
-    p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default="read_uncommitted")
+    p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
+                   help="read_committed: latest is the last stable offset (default read_uncommitted)")
     output_flag(p)
     p.set_defaults(run=run)
 

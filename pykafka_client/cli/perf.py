@@ -46,18 +46,18 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, "produce", "send records as fast as allowed and report throughput and latency", [common],
                     epilog="example:\n  pykafka perf produce --topic bench --num-records 100000 --record-size 100 "
                            "--throughput 5000 -X acks=1")
-    p.add_argument("--topic", required=True)
-    p.add_argument("--num-records", type=non_negative_int, required=True)
-    p.add_argument("--record-size", type=non_negative_int, default=100, help="bytes per record (default 100)")
-    p.add_argument("--throughput", type=float, default=-1, help="records per second at most (-1: no limit, the default)")
+    p.add_argument("--topic", required=True, help="the topic to write to (it must exist)")
+    p.add_argument("--num-records", type=non_negative_int, required=True, metavar="N", help="records to send")
+    p.add_argument("--record-size", type=non_negative_int, default=100, metavar="BYTES", help="bytes per record (default 100)")
+    p.add_argument("--throughput", type=float, default=-1, metavar="PER_SECOND", help="records per second at most (-1: no limit, the default)")
     p.add_argument("--reporting-interval", type=positive_float, default=5.0, metavar="SECONDS",
                    help="seconds between progress lines (default 5)")
     p.set_defaults(run=run_produce)
 
     p = add_command(sub, "consume", "read records in a new group and report throughput and rebalance time", [common],
                     epilog="example:\n  pykafka perf consume --topic bench --messages 100000")
-    p.add_argument("--topic", required=True)
-    p.add_argument("--messages", type=non_negative_int, required=True, help="records to read")
+    p.add_argument("--topic", required=True, help="the topic to read")
+    p.add_argument("--messages", type=non_negative_int, required=True, metavar="N", help="records to read")
     p.add_argument("--group", help="the group to read in (default: a new perf-consumer-<random> group)")
     p.set_defaults(run=run_consume)
 

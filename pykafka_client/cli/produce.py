@@ -41,15 +41,15 @@ EPILOG = """examples:
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = add_command(subparsers, "produce", "send lines from stdin or a file as records", [common],
                     description=__doc__.split("\n\n", 1)[1] if __doc__ else None, epilog=EPILOG)
-    p.add_argument("topic", metavar="TOPIC")
+    p.add_argument("topic", metavar="TOPIC", help="the topic to write to (it must exist)")
     p.add_argument("--file", metavar="PATH", help="read lines from PATH instead of stdin")
     p.add_argument("--key-separator", metavar="SEP", help="split each line into KEY SEP VALUE at the first SEP")
     p.add_argument("--header", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="a header added to every record (repeatable)")
-    p.add_argument("--partition", type=non_negative_int, help="send every record to this partition")
+    p.add_argument("--partition", type=non_negative_int, metavar="N", help="send every record to this partition")
     p.add_argument("--compression", choices=COMPRESSION_TYPES, help="compression.type (default none)")
     p.add_argument("--acks", choices=("all", "-1", "0", "1"), help="acks (default all)")
-    p.add_argument("--linger-ms", type=non_negative_int, help="linger.ms (default 5)")
+    p.add_argument("--linger-ms", type=non_negative_int, metavar="MS", help="linger.ms (default 5)")
     p.add_argument("--json", action="store_true", help="one JSON object per line: key, value, headers, partition")
     p.set_defaults(run=run)
 

@@ -31,23 +31,23 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         sub, "create", "create a topic", [common],
         epilog="example:\n  pykafka topics create orders --partitions 3 --config retention.ms=86400000",
     )
-    p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("--partitions", type=int, default=-1, help="partition count (default: the broker's num.partitions)")
-    p.add_argument("--replication-factor", type=int, default=-1, help="replicas per partition (default: the broker's)")
+    p.add_argument("topic", metavar="TOPIC", help="the topic to create")
+    p.add_argument("--partitions", type=int, default=-1, metavar="N", help="partition count (default: the broker's num.partitions)")
+    p.add_argument("--replication-factor", type=int, default=-1, metavar="N", help="replicas per partition (default: the broker's)")
     p.add_argument("--config", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="a topic config override (repeatable)")
     p.add_argument("--if-not-exists", action="store_true", help="succeed when the topic already exists")
     p.set_defaults(run=run_create)
 
     p = add_command(sub, "delete", "delete topics", [common], epilog="example:\n  pykafka topics delete orders")
-    p.add_argument("topics", nargs="+", metavar="TOPIC")
+    p.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to delete")
     p.set_defaults(run=run_delete)
 
     p = add_command(
         sub, "alter", "add partitions to a topic", [common], epilog="example:\n  pykafka topics alter orders --partitions 6"
     )
-    p.add_argument("topic", metavar="TOPIC")
-    p.add_argument("--partitions", type=int, required=True, help="the new (larger) partition count")
+    p.add_argument("topic", metavar="TOPIC", help="the topic to grow")
+    p.add_argument("--partitions", type=int, required=True, metavar="N", help="the new (larger) partition count")
     p.set_defaults(run=run_alter)
 
 
