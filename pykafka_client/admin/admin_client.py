@@ -56,6 +56,7 @@ from pykafka_client.errors import (
     IllegalStateError,
     KafkaTimeoutError,
     UnknownTopicOrPartitionError,
+    UnsupportedVersionError,
     for_code,
 )
 from pykafka_client.errors_base import BrokerResponseError
@@ -708,6 +709,11 @@ class AdminClient:
             by_topic[topic].append(partition)
 
         def build(version: int) -> OffsetFetchRequest:
+            if version < 2 and wanted is None:
+                raise UnsupportedVersionError(
+                    f"the broker supports OffsetFetch v{version} only; asking for all of a group's offsets needs v2 "
+                    "or later: name the partitions"
+                )
             if version >= 8:
                 topics8 = None if wanted is None else [
                     OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=p) for t, p in by_topic.items()
