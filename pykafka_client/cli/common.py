@@ -12,6 +12,7 @@ from pykafka_client.admin.admin_client import AdminClient
 from pykafka_client.admin.config import ADMIN_CONFIG
 from pykafka_client.config import ConfigDef
 from pykafka_client.consumer.config import CONSUMER_CONFIG
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.producer.config import PRODUCER_CONFIG_DEF
 
 #: Exit codes (documented in ``pykafka --help`` and the README).
@@ -39,8 +40,9 @@ DEFAULT_TIMEOUT_S = 30.0
 CONFIG_DEFS: dict[str, ConfigDef] = {"admin": ADMIN_CONFIG, "producer": PRODUCER_CONFIG_DEF, "consumer": CONSUMER_CONFIG}
 
 
-class CliError(Exception):
-    """A failure reported as one line on stderr with ``exit_code``."""
+class CliError(KafkaError):
+    """A failure reported as one line on stderr with ``exit_code`` (a KafkaError like every error the
+    library defines; never retriable)."""
 
     def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
         super().__init__(message)
