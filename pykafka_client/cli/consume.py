@@ -161,7 +161,10 @@ def run(args: argparse.Namespace) -> int:
                 consumer.commit_async(dict(consumed))
                 last_commit = now
         if args.group and consumed:
-            consumer.commit_sync(consumed, timeout=args.timeout)
+            try:
+                consumer.commit_sync(consumed, timeout=args.timeout)
+            except WakeupException:  # Ctrl-C came while records were printed: its wakeup hit the commit
+                consumer.commit_sync(consumed, timeout=args.timeout)
     finally:
         signal.signal(signal.SIGINT, previous)
         consumer.close()

@@ -147,7 +147,7 @@ def test_ctrl_c_stops_a_group_consumer_with_a_summary_and_commits(pykafka: Run, 
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 0
+    assert process.returncode == 0, err.decode()
     assert err.decode().strip() == "Processed a total of 10 messages"
     assert _offsets(pykafka, group) == {0: (5, 5, 0), 1: (5, 5, 0)}
 
@@ -160,3 +160,26 @@ def test_describe_a_group_whose_topic_was_deleted(pykafka: Run, topic: str) -> N
     assert result.returncode == 0, result.stderr
     [described] = json.loads(result.stdout)
     assert all(r["log_end_offset"] is None and r["lag"] is None for r in described["offsets"])
+
+
+def test_ctrl_c_while_records_are_printed_still_commits(pykafka: Run, broker: MiniBroker) -> None:
+    """SIGINT lands while a large batch is written (not inside poll): its wakeup must not fail the commit."""
+    name = f"cli-{uuid.uuid4().hex[:8]}"
+    assert pykafka("topics", "create", name, "--partitions", "1").returncode == 0
+    assert pykafka("produce", name, input=b"".join(b"r%d\n" % i for i in range(20_000))).returncode == 0
+    group = f"g-{name}"
+    process = subprocess.Popen(
+        cli_command("consume", name, "--group", group, "--from-beginning"), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, cwd=ROOT, env=cli_env(broker.bootstrap_servers),
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"r0\n"
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err.decode()
+    printed = int(err.decode().strip().removeprefix("Processed a total of ").removesuffix(" messages"))
+    assert _offsets(pykafka, group)[0][0] == printed
