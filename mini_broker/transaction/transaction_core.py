@@ -347,8 +347,8 @@ class TransactionCore:
 
     def list_transactions(self, now: int, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
                           duration_ms: int = -1) -> tuple[list[str], list[TransactionDescription]]:
-        """(unknown state filters, matching transactions). ``duration_ms`` >= 0: only transactions running
-        at least that long."""
+        """(unknown state filters, matching transactions). ``duration_ms`` >= 0: only those whose transaction
+        started more than that long ago (as in Kafka, ids without a transaction, start time -1, match too)."""
         wanted_states: set[TransactionState] = set()
         unknown: list[str] = []
         for name in states:
@@ -364,7 +364,7 @@ class TransactionCore:
                 continue
             if pids and metadata.producer_id not in pids:
                 continue
-            if metadata.state is S.DEAD or (duration_ms >= 0 and now - metadata.txn_start_timestamp < duration_ms):
+            if metadata.state is S.DEAD or (duration_ms >= 0 and now - metadata.txn_start_timestamp <= duration_ms):
                 continue
             out.append(_describe(metadata))
         return unknown, out

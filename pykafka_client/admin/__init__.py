@@ -16,6 +16,9 @@ from pykafka_client.admin.types import (
     OffsetSpec,
     TopicDescription,
     TopicPartitionInfo,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
 )
 
 __all__ = [
@@ -34,4 +37,7 @@ __all__ = [
     "OffsetSpec",
     "TopicDescription",
     "TopicPartitionInfo",
+    "TransactionDescription",
+    "TransactionListing",
+    "TransactionState",
 ]

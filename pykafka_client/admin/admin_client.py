@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+from pykafka_client.admin import transactions
 from pykafka_client.admin.config import AdminClientConfig
 from pykafka_client.admin.types import (
     ClusterDescription,
@@ -42,6 +43,9 @@ from pykafka_client.admin.types import (
     OffsetSpec,
     TopicDescription,
     TopicPartitionInfo,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
 )
 from pykafka_client.client_utils import create_network_client
 from pykafka_client.errors import (
@@ -656,3 +660,25 @@ class AdminClient:
                 del remaining[tp]
         # A partition the leader did not answer for: refresh and ask again.
         return retry or any(tp in remaining for tp in tps)
+
+    # --- transactions -------------------------------------------------------------------------
+
+    def describe_transactions(self, transactional_ids: Iterable[str],
+                              timeout: float | None = None) -> dict[str, TransactionDescription]:
+        """State, producer id/epoch, timeout, start time and partitions of each transactional id, asked of its
+        coordinator. An unknown id raises TransactionalIdNotFoundError naming it."""
+        ids = list_argument("describe_transactions", "transactional_ids", transactional_ids, str,
+                            "a list of transactional ids (str)")
+        with self._lock:
+            return transactions.describe_transactions(self, ids, self._timer(timeout))
+
+    def list_transactions(self, states: Iterable[TransactionState] = (), producer_ids: Iterable[int] = (),
+                          duration_ms: int = -1, timeout: float | None = None) -> list[TransactionListing]:
+        """Every transactional id of every broker, filtered by state, producer id and (``duration_ms`` >= 0)
+        a transaction start more than that long ago (ids with no open transaction match that filter too, as
+        in Kafka: combine it with ``states=[TransactionState.ONGOING]``)."""
+        wanted = list_argument("list_transactions", "states", states, TransactionState,
+                               "a list of TransactionState, e.g. [TransactionState.ONGOING]")
+        pids = list_argument("list_transactions", "producer_ids", producer_ids, int, "a list of producer ids (int)")
+        with self._lock:
+            return transactions.list_transactions(self, wanted, pids, duration_ms, self._timer(timeout))

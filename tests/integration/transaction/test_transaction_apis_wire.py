@@ -6,6 +6,7 @@ broker's context (the partition side's WriteTxnMarkers path is another component
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,23 @@ def add_v3(c: Conn, txn: str, pid: int, epoch: int, parts: list[int], version: i
             for p in t.results_by_partition}
 
 
+def last_marker(writer: RecordingWriter, count: int) -> Any:
+    """The marker of the ``count``-th marker request: EndTxn is answered once Prepare* is durable, the markers
+    are written just after, so wait for it."""
+    deadline = time.monotonic() + 10
+    while len(writer.requests) < count:
+        assert time.monotonic() < deadline, f"{len(writer.requests)} marker requests, expected {count}"
+        time.sleep(0.005)
+    return writer.requests[count - 1].markers[0]
+
+
+def wait_state(c: Conn, txn: str, state: str) -> None:
+    deadline = time.monotonic() + 10
+    while (current := describe(c, txn)[0].transaction_state) != state:
+        assert time.monotonic() < deadline, f"{txn} is {current}, expected {state}"
+        time.sleep(0.005)
+
+
 def end(c: Conn, txn: str, pid: int, epoch: int, commit: bool, version: int = 3) -> int:
     r = c.call(EndTxnRequest(transactional_id=txn, producer_id=pid, producer_epoch=epoch, committed=commit), version)
     return int(r.error_code)
@@ -126,15 +144,16 @@ def test_commit_and_abort_with_the_client_form(env: tuple[MiniBroker, RecordingW
                                                              (TOPIC, 7): UNKNOWN_TOPIC_OR_PARTITION}
     assert [d.transaction_state for d in describe(c, "tx")] == ["Ongoing"]
     assert end(c, "tx", pid, epoch, True, min(version, 3)) == NONE
-    marker = writer.requests[-1].markers[0]
+    marker = last_marker(writer, 1)
     assert (marker.producer_id, marker.producer_epoch, marker.transaction_result) == (pid, epoch, True)
     assert sorted(p for t in marker.topics for p in t.partition_indexes) == [0, 1]
+    wait_state(c, "tx", "CompleteCommit")
     assert end(c, "tx", pid, epoch, True) == NONE  # retry of a completed commit
     assert end(c, "tx", pid, epoch, False) == INVALID_TXN_STATE
     assert add_v3(c, "tx", pid, epoch, [1], version) == {(TOPIC, 1): NONE}
     assert end(c, "tx", pid, epoch, False, 0) == NONE
-    assert writer.requests[-1].markers[0].transaction_result is False
-    assert [d.transaction_state for d in describe(c, "tx")] == ["CompleteAbort"]
+    assert last_marker(writer, 2).transaction_result is False
+    wait_state(c, "tx", "CompleteAbort")
 
 
 @pytest.mark.parametrize("version", [4, 5])
@@ -170,7 +189,7 @@ def test_add_offsets_to_txn(env: tuple[MiniBroker, RecordingWriter, Conn], versi
     [d] = describe(c, "tx")
     assert [(t.topic, list(t.partitions)) for t in d.topics] == [("__consumer_offsets", [0])]
     assert end(c, "tx", r.producer_id, r.producer_epoch, True, min(version, 4)) == NONE
-    assert [t.name for t in writer.requests[-1].markers[0].topics] == ["__consumer_offsets"]
+    assert [t.name for t in last_marker(writer, 1).topics] == ["__consumer_offsets"]
     bad = AddOffsetsToTxnRequest(transactional_id="tx", producer_id=r.producer_id + 1,
                                  producer_epoch=r.producer_epoch, group_id="g")
     assert c.call(bad, version).error_code == INVALID_PRODUCER_ID_MAPPING
@@ -186,7 +205,8 @@ def test_end_txn_errors_and_fencing(env: tuple[MiniBroker, RecordingWriter, Conn
     assert add_v3(c, "tx", pid, epoch, [0]) == {(TOPIC, 0): NONE}
     # a second producer with the same id fences the open transaction: it is aborted, the retry gets a bump
     assert init(c, "tx").error_code == CONCURRENT_TRANSACTIONS
-    assert writer.requests[-1].markers[0].transaction_result is False
+    assert last_marker(writer, 1).transaction_result is False
+    wait_state(c, "tx", "CompleteAbort")
     again = init(c, "tx")
     assert (again.error_code, again.producer_id, again.producer_epoch) == (NONE, pid, epoch + 2)
     assert end(c, "tx", pid, epoch, True) == PRODUCER_FENCED
@@ -228,7 +248,7 @@ def test_transaction_state_survives_a_restart(tmp_path: Path) -> None:
             [d] = describe(c, "tx")
             assert (d.transaction_state, d.producer_id) == ("Ongoing", r.producer_id)
             assert end(c, "tx", r.producer_id, r.producer_epoch, True) == NONE
-            assert writer.requests[-1].markers[0].producer_id == r.producer_id
+            assert last_marker(writer, 1).producer_id == r.producer_id
             assert init(c, "new").producer_id > r.producer_id  # ids are never handed out twice
     finally:
         broker.shutdown()

@@ -347,5 +347,5 @@ def test_describe_and_list() -> None:
     _, found = h.core.list_transactions(h.now, producer_ids=[pid + 1])
     assert [f.transactional_id for f in found] == ["other"]
     assert len(h.core.list_transactions(h.now)[1]) == 2
-    assert [f.transactional_id for f in h.core.list_transactions(h.now + 10, ["Ongoing"], duration_ms=10)[1]] == [TXN]
-    assert h.core.list_transactions(h.now + 9, ["Ongoing"], duration_ms=10)[1] == []
+    assert [f.transactional_id for f in h.core.list_transactions(h.now + 11, ["Ongoing"], duration_ms=10)[1]] == [TXN]
+    assert h.core.list_transactions(h.now + 10, ["Ongoing"], duration_ms=10)[1] == []
