@@ -252,3 +252,32 @@ def test_transaction_state_survives_a_restart(tmp_path: Path) -> None:
             assert init(c, "new").producer_id > r.producer_id  # ids are never handed out twice
     finally:
         broker.shutdown()
+
+
+def test_prepare_commit_at_restart_is_completed(tmp_path: Path) -> None:
+    """EndTxn answered, the broker stopped before any marker could be written: after the restart the
+    coordinator finds PrepareCommit in ``__transaction_state``, writes the markers and completes."""
+    broker, _ = start(tmp_path)
+    try:
+        assert broker.context is not None
+        broker.context.txn_marker_writer = None  # markers cannot be written: the transaction stays prepared
+        with Conn(broker) as c:
+            r = init(c, "tx")
+            add_v3(c, "tx", r.producer_id, r.producer_epoch, [0, 1])
+            assert end(c, "tx", r.producer_id, r.producer_epoch, True) == NONE
+            assert describe(c, "tx")[0].transaction_state == "PrepareCommit"
+            assert end(c, "tx", r.producer_id, r.producer_epoch, True) == CONCURRENT_TRANSACTIONS
+    finally:
+        broker.shutdown()
+    broker = MiniBroker(data_dir=str(tmp_path))
+    writer = RecordingWriter()
+    broker.start()
+    try:
+        assert broker.context is not None
+        if broker.context.txn_marker_writer is None:
+            broker.context.txn_marker_writer = writer  # picked up by the coordinator's marker retry
+        with Conn(broker) as c:
+            wait_state(c, "tx", "CompleteCommit")
+            assert end(c, "tx", r.producer_id, r.producer_epoch, True) == NONE
+    finally:
+        broker.shutdown()
