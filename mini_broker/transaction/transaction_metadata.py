@@ -81,12 +81,13 @@ class TransactionMetadata:
 
     def prepare_increment_producer_epoch(self, txn_timeout_ms: int, expected_epoch: int | None,
                                          now: int) -> TxnTransitMetadata | None:
-        """InitProducerId on Empty/Complete*: epoch + 1 (None: ``expected_epoch`` is stale -> fenced).
-        A retry carrying the epoch this id had before the last bump gets the current epoch again."""
+        """InitProducerId on Empty/Complete*: epoch + 1 (None: ``expected_epoch`` is stale -> fenced). A fresh
+        id (no epoch yet) is bumped whatever the client expected; a retry carrying the epoch this id had before
+        the last bump gets the current epoch again."""
         bumped = self.producer_epoch + 1
         if expected_epoch is None:
             epoch, last = bumped, NO_PRODUCER_EPOCH
-        elif expected_epoch in (NO_PRODUCER_EPOCH, self.producer_epoch):
+        elif self.producer_epoch == NO_PRODUCER_EPOCH or expected_epoch == self.producer_epoch:
             epoch, last = bumped, self.producer_epoch
         elif expected_epoch == self.last_producer_epoch:
             epoch, last = self.producer_epoch, self.last_producer_epoch

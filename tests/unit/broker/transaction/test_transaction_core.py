@@ -349,3 +349,12 @@ def test_describe_and_list() -> None:
     assert len(h.core.list_transactions(h.now)[1]) == 2
     assert [f.transactional_id for f in h.core.list_transactions(h.now + 11, ["Ongoing"], duration_ms=10)[1]] == [TXN]
     assert h.core.list_transactions(h.now + 10, ["Ongoing"], duration_ms=10)[1] == []
+
+
+def test_expected_pid_for_an_unknown_id_gets_a_fresh_producer() -> None:
+    """KIP-360: a producer whose transactional id expired sends its old pid/epoch; the id is new to the
+    coordinator, so the request is accepted and answered with a new pid at epoch 0 (Kafka's
+    prepareIncrementProducerEpoch bumps whenever the metadata has no epoch yet)."""
+    h = Harness()
+    r = h.init(pid=77, epoch=5)
+    assert r is not None and (r.error_code, r.producer_id, r.producer_epoch) == (0, 1000, 0)
