@@ -132,7 +132,7 @@ class TransactionCore:
             _log.error("InitProducerId for %r in state %s", metadata.transactional_id, state.state_name)
             answer(UnknownServerError.code)
             return
-        if is_epoch_exhausted(metadata.producer_epoch):
+        if is_epoch_exhausted(metadata.producer_epoch) and (expected is None or expected[1] == metadata.producer_epoch):
             new_transit: TxnTransitMetadata | None = metadata.prepare_producer_id_rotation(
                 self._generate_producer_id(), request.transaction_timeout_ms, step.now,
                 record_last_epoch=expected is not None)
@@ -148,12 +148,10 @@ class TransactionCore:
     @staticmethod
     def _is_valid_producer_id(metadata: TransactionMetadata, producer_id: int, producer_epoch: int) -> bool:
         """KIP-360: a client's current pid/epoch is accepted when the id is fresh, when it is the current pid
-        at its current or last epoch, or the previous pid of a rotation at an exhausted epoch."""
-        if metadata.producer_epoch == NO_PRODUCER_EPOCH:
-            return True
-        if producer_id == metadata.producer_id:
-            return producer_epoch in (metadata.producer_epoch, metadata.last_producer_epoch)
-        return producer_id == metadata.previous_producer_id and is_epoch_exhausted(producer_epoch)
+        (its epoch is checked by the epoch bump; an Ongoing transaction is fenced whatever it is), or the previous
+        pid of a rotation at an exhausted epoch (a retry whose answer was lost)."""
+        return (metadata.producer_epoch == NO_PRODUCER_EPOCH or producer_id == metadata.producer_id
+                or (producer_id == metadata.previous_producer_id and is_epoch_exhausted(producer_epoch)))
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------------------------
     def _check_producer(self, transactional_id: str, producer_id: int,

@@ -162,6 +162,8 @@ def test_exhausted_epoch_rotates_to_a_new_producer_id() -> None:
     m = h.meta()
     assert (m.previous_producer_id, m.last_producer_epoch) == (pid, MAX_PRODUCER_EPOCH - 1)
     assert h.appended[-1].transit.producer_id == r.producer_id
+    retry = h.init(pid=pid, epoch=MAX_PRODUCER_EPOCH - 1)  # its answer was lost: the same pid/epoch again
+    assert retry is not None and (retry.error_code, retry.producer_id, retry.producer_epoch) == (0, r.producer_id, 0)
 
 
 def test_a_failed_first_append_forgets_the_new_id() -> None:
@@ -358,3 +360,25 @@ def test_expected_pid_for_an_unknown_id_gets_a_fresh_producer() -> None:
     h = Harness()
     r = h.init(pid=77, epoch=5)
     assert r is not None and (r.error_code, r.producer_id, r.producer_epoch) == (0, 1000, 0)
+
+
+def test_stale_epoch_of_the_current_pid_still_fences_an_ongoing_transaction() -> None:
+    """Kafka checks only the pid before fencing an Ongoing transaction: the epoch is never handed out, the
+    client retries after CONCURRENT_TRANSACTIONS and its retry is checked against the bumped epochs."""
+    h = Harness()
+    pid, epoch = h.init_ok()
+    h.init_ok()  # epoch 1
+    assert h.add(pid, epoch + 1, TP0) == 0
+    r = h.init(pid=pid, epoch=epoch)
+    assert r is not None and r.error_code == CONCURRENT
+    assert h.meta().state is S.COMPLETE_ABORT and h.meta().producer_epoch == epoch + 2
+    r = h.init(pid=pid, epoch=epoch)
+    assert r is not None and r.error_code == FENCED
+
+
+def test_exhausted_epoch_with_an_older_expected_epoch_is_not_rotated() -> None:
+    h = Harness()
+    pid, _ = h.init_ok()
+    h.meta().producer_epoch = MAX_PRODUCER_EPOCH - 1
+    r = h.init(pid=pid, epoch=5)
+    assert r is not None and r.error_code == FENCED and h.meta().producer_id == pid
