@@ -123,7 +123,13 @@ class TransactionCore:
             return
         if state is S.ONGOING:
             # Fence the producer of the open transaction and abort it; the client retries and gets a bump.
-            fenced_epoch = metadata.prepare_fence_producer_epoch()
+            try:
+                fenced_epoch = metadata.prepare_fence_producer_epoch()
+            except OverflowError:
+                _log.error("cannot fence transactional id %r: its epoch is %d", metadata.transactional_id,
+                           metadata.producer_epoch)
+                answer(UnknownServerError.code)
+                return
             transit = metadata.prepare_abort_or_commit(S.PREPARE_ABORT, step.now, producer_epoch=fenced_epoch)
             step.emit(AppendTxnState(metadata.transactional_id, transit, SendInitProducerIdResponse(
                 reply, InitProducerIdResult(ConcurrentTransactionsError.code))))
