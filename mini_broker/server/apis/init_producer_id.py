@@ -14,7 +14,7 @@ aborted, INVALID_TRANSACTION_TIMEOUT above ``transaction.max.timeout.ms``), once
 from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.txn_api_util import transaction_coordinator
+from mini_broker.server.apis.txn_api_util import fenced_for_version, transaction_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.transaction.transaction_requests import InitProducerIdParams, InitProducerIdResult
 from pykafka_client.protocol.api_keys import ApiKey
@@ -30,7 +30,8 @@ def handle(apis: KafkaApis, request: Request) -> InitProducerIdResponse | None:
         return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
 
     def respond(result: InitProducerIdResult) -> None:
-        apis.send_response(request, InitProducerIdResponse(throttle_time_ms=0, error_code=result.error_code,
+        error = fenced_for_version(result.error_code, request.context.api_version, 4)
+        apis.send_response(request, InitProducerIdResponse(throttle_time_ms=0, error_code=error,
                                                            producer_id=result.producer_id,
                                                            producer_epoch=result.producer_epoch))
 

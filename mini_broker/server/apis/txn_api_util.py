@@ -1,5 +1,5 @@
 """Shared by the transaction API modules: reaching this broker's transaction coordinator, partitions a
-request names that the broker does not host."""
+request names that the broker does not host, PRODUCER_FENCED for versions that predate it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ from collections.abc import Iterable
 
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
-from pykafka_client.errors import OperationNotAttemptedError, UnknownTopicOrPartitionError
+from pykafka_client.errors import (
+    InvalidProducerEpochError,
+    OperationNotAttemptedError,
+    ProducerFencedError,
+    UnknownTopicOrPartitionError,
+)
 from pykafka_client.structs import TopicPartition
 
 
@@ -29,3 +34,11 @@ def unknown_partition_errors(apis: KafkaApis, partitions: Iterable[TopicPartitio
         return None
     return {tp: UnknownTopicOrPartitionError.code if tp in unknown else OperationNotAttemptedError.code
             for tp in parts}
+
+
+def fenced_for_version(error: int, version: int, first_version_with_fenced: int) -> int:
+    """Versions older than the one that added PRODUCER_FENCED get INVALID_PRODUCER_EPOCH instead, which
+    their clients handle the same way (Kafka's KafkaApis does this per API)."""
+    if error == ProducerFencedError.code and version < first_version_with_fenced:
+        return int(InvalidProducerEpochError.code)
+    return error

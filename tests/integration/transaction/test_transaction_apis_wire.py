@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
 INVALID_PRODUCER_ID_MAPPING = 49
 INVALID_TRANSACTION_TIMEOUT = 50
@@ -129,8 +130,9 @@ def test_init_producer_id_versions(env: tuple[MiniBroker, RecordingWriter, Conn]
     assert init(c, "tx", version, timeout_ms=900001).error_code == INVALID_TRANSACTION_TIMEOUT
     idempotent = c.call(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000), version)
     assert (idempotent.error_code, idempotent.producer_epoch) == (NONE, 0)  # the idempotent path is unchanged
-    if version >= 3:
-        assert init(c, "tx", version, pid=r.producer_id, epoch=0).error_code == PRODUCER_FENCED
+    if version >= 3:  # PRODUCER_FENCED from v4; v3 clients know it as INVALID_PRODUCER_EPOCH
+        assert init(c, "tx", version, pid=r.producer_id, epoch=0).error_code == (
+            PRODUCER_FENCED if version >= 4 else INVALID_PRODUCER_EPOCH)
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
@@ -139,7 +141,9 @@ def test_commit_and_abort_with_the_client_form(env: tuple[MiniBroker, RecordingW
     r = init(c, "tx")
     pid, epoch = r.producer_id, r.producer_epoch
     assert add_v3(c, "tx", pid, epoch, [0, 1], version) == {(TOPIC, 0): NONE, (TOPIC, 1): NONE}
-    assert add_v3(c, "tx", pid, epoch + 1, [0], version) == {(TOPIC, 0): PRODUCER_FENCED}
+    fenced = PRODUCER_FENCED if version >= 2 else INVALID_PRODUCER_EPOCH  # the v2+ error for older clients
+    assert add_v3(c, "tx", pid, epoch + 1, [0], version) == {(TOPIC, 0): fenced}
+    assert end(c, "tx", pid, epoch + 1, True, version) == fenced
     assert add_v3(c, "tx", pid, epoch, [0, 7], version) == {(TOPIC, 0): OPERATION_NOT_ATTEMPTED,
                                                              (TOPIC, 7): UNKNOWN_TOPIC_OR_PARTITION}
     assert [d.transaction_state for d in describe(c, "tx")] == ["Ongoing"]
@@ -176,7 +180,7 @@ def test_batched_add_and_verify_only(env: tuple[MiniBroker, RecordingWriter, Con
             topics=[Topic(name=TOPIC, partitions=[0, 1])])]), version)
     verified = {p.partition_index: p.partition_error_code for p in r.results_by_transaction[0].topic_results[0]
                 .results_by_partition}
-    assert verified == {0: NONE, 1: TRANSACTION_ABORTABLE}
+    assert verified == {0: NONE, 1: TRANSACTION_ABORTABLE if version >= 5 else INVALID_TXN_STATE}
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
