@@ -593,14 +593,14 @@ class AdminClient:
 
     # --- consumer groups, records and incremental configs (issue 14) ---------------------------
 
-    def _find_coordinator(self, group_id: str, timer: Timer) -> int:
-        """The node id of ``group_id``'s coordinator (FindCoordinator), retried while the coordinator
-        is loading or not available until ``timer`` expires."""
+    def _find_coordinator(self, group_id: str, timer: Timer, key_type: int = 0) -> int:
+        """The node id of ``group_id``'s coordinator (FindCoordinator; ``key_type`` 1: of the transactional id
+        ``group_id``), retried while the coordinator is loading or not available until ``timer`` expires."""
 
         def build(version: int) -> FindCoordinatorRequest:
             if version >= 4:
-                return FindCoordinatorRequest(key_type=0, coordinator_keys=[group_id])
-            return FindCoordinatorRequest(key=group_id, key_type=0)
+                return FindCoordinatorRequest(key_type=key_type, coordinator_keys=[group_id])
+            return FindCoordinatorRequest(key=group_id, key_type=key_type)
 
         while True:
             _, resp = self._send(ApiKey.FIND_COORDINATOR, build, self._least_loaded, timer)
@@ -612,7 +612,8 @@ class AdminClient:
                 code, message, node_id = resp.error_code, resp.error_message, resp.node_id
             if not code:
                 return node_id
-            error = _error(code, message, f"finding the coordinator of group {group_id!r}")
+            what = "transactional id" if key_type == 1 else "group"
+            error = _error(code, message, f"finding the coordinator of {what} {group_id!r}")
             if not error.retriable or timer.is_expired():
                 raise error
             self._backoff(timer)

@@ -14,8 +14,6 @@ from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
     ListTransactionsRequest,
     ListTransactionsResponse,
 )
@@ -40,37 +38,19 @@ def _always(body: DescribeTransactionsRequest) -> Callable[[int], DescribeTransa
     return lambda version: body
 
 
-def find_transaction_coordinator(admin: AdminClient, transactional_id: str, timer: Timer) -> Node:
-    """The coordinator of ``transactional_id``; retriable errors are retried until ``timer`` expires."""
-    while True:
-        _, resp = admin._send(ApiKey.FIND_COORDINATOR, lambda v: FindCoordinatorRequest(
-            key_type=TRANSACTION_KEY_TYPE, coordinator_keys=[transactional_id]) if v >= 4 else FindCoordinatorRequest(
-            key=transactional_id, key_type=TRANSACTION_KEY_TYPE), admin._least_loaded, timer)
-        assert isinstance(resp, FindCoordinatorResponse)
-        if resp.coordinators:
-            c = resp.coordinators[0]
-            error, node = c.error_code, Node(c.node_id, c.host, c.port)
-        else:
-            error, node = resp.error_code, Node(resp.node_id, resp.host, resp.port)
-        if not error:
-            return node
-        if not for_code(error).retriable or timer.is_expired():
-            _raise(error, f"finding the transaction coordinator of {transactional_id!r}")
-        admin._backoff(timer)
-
-
 def describe_transactions(admin: AdminClient, transactional_ids: list[str],
                           timer: Timer) -> dict[str, TransactionDescription]:
     out: dict[str, TransactionDescription] = {}
     pending = list(dict.fromkeys(transactional_ids))
     while pending:
-        by_node: dict[Node, list[str]] = defaultdict(list)
+        by_node: dict[int, list[str]] = defaultdict(list)
         for tid in pending:
-            by_node[find_transaction_coordinator(admin, tid, timer)].append(tid)
+            by_node[admin._find_coordinator(tid, timer, key_type=TRANSACTION_KEY_TYPE)].append(tid)
         retry: list[str] = []
-        for node, ids in by_node.items():
-            _, resp = admin._send(ApiKey.DESCRIBE_TRANSACTIONS,
-                                  _always(DescribeTransactionsRequest(transactional_ids=ids)), _to(node), timer)
+        for node_id, ids in by_node.items():
+            node, resp = admin._send(ApiKey.DESCRIBE_TRANSACTIONS,
+                                     _always(DescribeTransactionsRequest(transactional_ids=ids)),
+                                     admin._broker_target(node_id), timer)
             assert isinstance(resp, DescribeTransactionsResponse)
             for s in resp.transaction_states:
                 if s.error_code:
@@ -90,7 +70,9 @@ def describe_transactions(admin: AdminClient, transactional_ids: list[str],
 
 def list_transactions(admin: AdminClient, states: Iterable[TransactionState], producer_ids: Iterable[int],
                       duration_ms: int, timer: Timer) -> list[TransactionListing]:
-    admin._refresh_metadata(timer, "brokers to list transactions of")
+    nodes = admin.metadata.fetch().nodes
+    if not nodes or any(n.id < 0 for n in nodes):  # only the bootstrap addresses so far
+        admin._refresh_metadata(timer, "brokers to list transactions of")
     state_names = [s.value for s in states]
     pids = list(producer_ids)
     out: list[TransactionListing] = []
@@ -107,4 +89,4 @@ def list_transactions(admin: AdminClient, states: Iterable[TransactionState], pr
             _raise(resp.error_code, f"listing the transactions of broker {node.id}")
         out.extend(TransactionListing(t.transactional_id, t.producer_id, TransactionState.parse(t.transaction_state))
                    for t in resp.transaction_states)
-    return out
+    return sorted(out, key=lambda t: t.transactional_id)
