@@ -23,6 +23,9 @@ from pykafka_client.admin.types import (
     OffsetSpec,
     TopicDescription,
     TopicPartitionInfo,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
 )
 
 __all__ = [
@@ -46,4 +49,7 @@ __all__ = [
     "OffsetSpec",
     "TopicDescription",
     "TopicPartitionInfo",
+    "TransactionDescription",
+    "TransactionListing",
+    "TransactionState",
 ]

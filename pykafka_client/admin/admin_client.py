@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+from pykafka_client.admin import transactions
 from pykafka_client.admin.config import AdminClientConfig
 from pykafka_client.admin.group_types import (
     AlterConfigOp,
@@ -48,6 +49,9 @@ from pykafka_client.admin.types import (
     OffsetSpec,
     TopicDescription,
     TopicPartitionInfo,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
 )
 from pykafka_client.client_utils import create_network_client
 from pykafka_client.errors import (
@@ -589,14 +593,14 @@ class AdminClient:
 
     # --- consumer groups, records and incremental configs (issue 14) ---------------------------
 
-    def _find_coordinator(self, group_id: str, timer: Timer) -> int:
-        """The node id of ``group_id``'s coordinator (FindCoordinator), retried while the coordinator
-        is loading or not available until ``timer`` expires."""
+    def _find_coordinator(self, group_id: str, timer: Timer, key_type: int = 0) -> int:
+        """The node id of ``group_id``'s coordinator (FindCoordinator; ``key_type`` 1: of the transactional id
+        ``group_id``), retried while the coordinator is loading or not available until ``timer`` expires."""
 
         def build(version: int) -> FindCoordinatorRequest:
             if version >= 4:
-                return FindCoordinatorRequest(key_type=0, coordinator_keys=[group_id])
-            return FindCoordinatorRequest(key=group_id, key_type=0)
+                return FindCoordinatorRequest(key_type=key_type, coordinator_keys=[group_id])
+            return FindCoordinatorRequest(key=group_id, key_type=key_type)
 
         while True:
             _, resp = self._send(ApiKey.FIND_COORDINATOR, build, self._least_loaded, timer)
@@ -608,7 +612,8 @@ class AdminClient:
                 code, message, node_id = resp.error_code, resp.error_message, resp.node_id
             if not code:
                 return node_id
-            error = _error(code, message, f"finding the coordinator of group {group_id!r}")
+            what = "transactional id" if key_type == 1 else "group"
+            error = _error(code, message, f"finding the coordinator of {what} {group_id!r}")
             if not error.retriable or timer.is_expired():
                 raise error
             self._backoff(timer)
@@ -1001,3 +1006,25 @@ class AdminClient:
                 del remaining[tp]
         # A partition the leader did not answer for: refresh and ask again.
         return retry or any(tp in remaining for tp in tps)
+
+    # --- transactions -------------------------------------------------------------------------
+
+    def describe_transactions(self, transactional_ids: Iterable[str],
+                              timeout: float | None = None) -> dict[str, TransactionDescription]:
+        """State, producer id/epoch, timeout, start time and partitions of each transactional id, asked of its
+        coordinator. An unknown id raises TransactionalIdNotFoundError naming it."""
+        ids = list_argument("describe_transactions", "transactional_ids", transactional_ids, str,
+                            "a list of transactional ids (str)")
+        with self._lock:
+            return transactions.describe_transactions(self, ids, self._timer(timeout))
+
+    def list_transactions(self, states: Iterable[TransactionState] = (), producer_ids: Iterable[int] = (),
+                          duration_ms: int = -1, timeout: float | None = None) -> list[TransactionListing]:
+        """Every transactional id of every broker, filtered by state, producer id and (``duration_ms`` >= 0)
+        a transaction start more than that long ago (ids with no open transaction match that filter too, as
+        in Kafka: combine it with ``states=[TransactionState.ONGOING]``)."""
+        wanted = list_argument("list_transactions", "states", states, TransactionState,
+                               "a list of TransactionState, e.g. [TransactionState.ONGOING]")
+        pids = list_argument("list_transactions", "producer_ids", producer_ids, int, "a list of producer ids (int)")
+        with self._lock:
+            return transactions.list_transactions(self, wanted, pids, duration_ms, self._timer(timeout))
