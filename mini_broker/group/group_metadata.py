@@ -89,6 +89,9 @@ class GroupMetadata:
         self.pending_join: PendingJoin | None = None
         self._timer_ids = 0
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
+        #: Offsets committed in a transaction (TxnOffsetCommit), by producer id, until its marker
+        #: materializes (COMMIT) or drops (ABORT) them (Kafka ``pendingTransactionalOffsetCommits``).
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = {}
 
     # -- state ----------------------------------------------------------------------------------------
     def is_state(self, state: GroupState) -> bool:
@@ -321,7 +324,10 @@ class GroupMetadata:
 
     # -- offsets --------------------------------------------------------------------------------------
     def has_offsets(self) -> bool:
-        return bool(self.offsets)
+        return bool(self.offsets) or bool(self.pending_txn_offsets)
+
+    def has_pending_txn_offsets(self, tp: tuple[str, int]) -> bool:
+        return any(tp in offsets for offsets in self.pending_txn_offsets.values())
 
     def remove_offsets(self, partitions: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
         return [tp for tp in partitions if self.offsets.pop(tp, None) is not None]

@@ -14,6 +14,7 @@ from pykafka_client.admin.types import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    ProducerState,
     TopicDescription,
     TopicPartitionInfo,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "NewPartitions",
     "NewTopic",
     "OffsetSpec",
+    "ProducerState",
     "TopicDescription",
     "TopicPartitionInfo",
 ]

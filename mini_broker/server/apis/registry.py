@@ -13,6 +13,7 @@ from mini_broker.server.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
     fetch,
     find_coordinator,
     heartbeat,
@@ -29,6 +30,8 @@ from mini_broker.server.apis import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from mini_broker.server.kafka_apis import ApiSpec
 
@@ -60,4 +63,8 @@ ALL_APIS: list[ApiSpec] = [
     delete_groups.API,
     offset_delete.API,
     offset_for_leader_epoch.API,
+    # transactions on the partition side (mini_broker/log, producer_state; group coordinator offsets)
+    write_txn_markers.API,
+    txn_offset_commit.API,
+    describe_producers.API,
 ]
