@@ -138,6 +138,9 @@ def restore_group(group_id: str, loaded: LoadedGroup, now: int) -> GroupMetadata
     group.offsets.update(loaded.offsets)
     for producer_id, offsets in loaded.pending_txn_offsets.items():
         group.pending_txn_offsets[producer_id] = dict(offsets)
+    for producer_id, partitions in loaded.superseded_txn_offsets.items():
+        if partitions:
+            group.superseded_txn_offsets[producer_id] = set(partitions)
     return group
 
 

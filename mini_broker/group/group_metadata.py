@@ -92,6 +92,9 @@ class GroupMetadata:
         #: Offsets committed in a transaction (TxnOffsetCommit), by producer id, until its marker
         #: materializes (COMMIT) or drops (ABORT) them (Kafka ``pendingTransactionalOffsetCommits``).
         self.pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = {}
+        #: Pending transactional offsets a plain commit of the same partition came after: the COMMIT marker
+        #: does not materialize them (the newer plain commit wins, Kafka ``olderThan``).
+        self.superseded_txn_offsets: dict[int, set[tuple[str, int]]] = {}
 
     # -- state ----------------------------------------------------------------------------------------
     def is_state(self, state: GroupState) -> bool:

@@ -96,6 +96,8 @@ class LoadedGroup:
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
     #: producer id -> offsets committed in its transaction, no marker yet.
     pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
+    #: producer id -> those of its pending partitions a later plain commit superseded.
+    superseded_txn_offsets: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
 
 
 # -- codec ------------------------------------------------------------------------------------------------
@@ -189,6 +191,15 @@ def apply_record(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None
         raise MessageDecodeError(f"unknown __consumer_offsets key version {version}")
 
 
+def _offset_key(key: bytes) -> tuple[str, tuple[str, int]] | None:
+    """(group id, (topic, partition)) of an offset commit key; None for other keys."""
+    r = Reader(key)
+    if r.read_int16() != OFFSET_KEY_VERSION:
+        return None
+    group_id, topic = r.read_string(), r.read_string()
+    return group_id, (topic, r.read_int32())
+
+
 def _apply_logged(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None, offset: int) -> None:
     try:
         apply_record(groups, key, value)
@@ -244,6 +255,8 @@ class GroupMetadataManager:
         records = 0
         #: producer id -> its transactional records not yet resolved by a marker, in log order
         in_txn: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        #: producer id -> keys of its transactional records a later plain record superseded
+        superseded: dict[int, set[bytes]] = {}
         while position < end:
             data = log.read(position, _READ_CHUNK).to_bytes()
             if not data:
@@ -255,9 +268,11 @@ class GroupMetadataManager:
                 if batch.is_control:
                     marker = end_txn_marker_of(batch)
                     resolved = in_txn.pop(batch.producer_id, [])
+                    newer = superseded.pop(batch.producer_id, set())
                     if marker is not None and not marker[0]:
                         for key, value in resolved:
-                            _apply_logged(groups, key, value, batch.base_offset)
+                            if key not in newer:
+                                _apply_logged(groups, key, value, batch.base_offset)
                     position = batch.last_offset + 1
                     advanced = True
                     continue
@@ -268,8 +283,12 @@ class GroupMetadataManager:
                     key, value = bytes(record.key), None if record.value is None else bytes(record.value)
                     if batch.is_transactional:
                         in_txn.setdefault(batch.producer_id, []).append((key, value))
+                        superseded.get(batch.producer_id, set()).discard(key)
                     else:
                         _apply_logged(groups, key, value, record.offset)
+                        for pid, pending in in_txn.items():
+                            if any(k == key for k, _ in pending):
+                                superseded.setdefault(pid, set()).add(key)
                 position = (batch.last_offset + 1)
                 advanced = True
             if not advanced:
@@ -279,8 +298,11 @@ class GroupMetadataManager:
             scratch: dict[str, LoadedGroup] = {}
             for key, value in pending:
                 _apply_logged(scratch, key, value, -1)
+            later = [k for k in map(_offset_key, superseded.get(pid, set())) if k is not None]
             for group_id, loaded in scratch.items():
-                groups.setdefault(group_id, LoadedGroup()).pending_txn_offsets[pid] = loaded.offsets
+                entry = groups.setdefault(group_id, LoadedGroup())
+                entry.pending_txn_offsets[pid] = loaded.offsets
+                entry.superseded_txn_offsets[pid] = {tp for g, tp in later if g == group_id}
         live = sum(len(g.offsets) + (g.group is not None) for g in groups.values())
         if records > self._compact_min_records and records > 2 * live and not in_txn:
             self._compact(groups)

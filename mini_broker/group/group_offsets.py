@@ -99,8 +99,13 @@ def _validate_offset_commit(group: GroupMetadata, request: OffsetCommitParams) -
 
 
 def complete_offset_commit(group: GroupMetadata, offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
-    """The commit records are in the log: the offsets are now the group's."""
+    """The commit records are in the log: the offsets are now the group's (and newer than any transactional
+    commit of those partitions still pending)."""
     group.offsets.update(offsets)
+    for pid, pending in group.pending_txn_offsets.items():
+        newer = [tp for tp in offsets if tp in pending]
+        if newer:
+            group.superseded_txn_offsets.setdefault(pid, set()).update(newer)
 
 
 def commit_txn_offsets(step: Step, group: GroupMetadata, request: TxnOffsetCommitParams) -> dict[TopicPartition, int]:
@@ -135,16 +140,18 @@ def complete_txn_offset_commit(group: GroupMetadata, producer_id: int,
                                offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
     """The transactional commit records are in the log: pending until the producer's marker."""
     group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+    group.superseded_txn_offsets.get(producer_id, set()).difference_update(offsets)
 
 
 def complete_pending_txn_offsets(group: GroupMetadata, producer_id: int, committed: bool) -> int:
-    """The marker of ``producer_id``'s transaction: COMMIT materializes its pending offsets, ABORT drops them.
-    Returns how many were pending."""
+    """The marker of ``producer_id``'s transaction: COMMIT materializes its pending offsets (except those a
+    later plain commit of the partition superseded), ABORT drops them. Returns how many were pending."""
     pending = group.pending_txn_offsets.pop(producer_id, None)
+    superseded = group.superseded_txn_offsets.pop(producer_id, set())
     if not pending:
         return 0
     if committed:
-        group.offsets.update(pending)
+        group.offsets.update({tp: om for tp, om in pending.items() if tp not in superseded})
     return len(pending)
 
 

@@ -12,6 +12,7 @@ from mini_broker.group.group_effects import AppendTxnOffsetCommits, Step
 from mini_broker.group.group_metadata import GroupMetadata
 from mini_broker.group.group_offsets import (
     commit_txn_offsets,
+    complete_offset_commit,
     complete_pending_txn_offsets,
     complete_txn_offset_commit,
     fetch_offsets,
@@ -138,5 +139,35 @@ def test_coordinator_log_rebuilds_pending_committed_and_aborted(tmp_path: Path) 
         assert error == 0 and out[TP].error_code == UnstableOffsetCommitError.code
         h.coordinator.write_txn_marker(P1, True, [0], marker(P1, True))
         assert h.fetch([TP]) == {TP: 6}
+    finally:
+        h.close()
+
+
+def test_plain_commit_after_a_transactional_one_wins_at_the_commit_marker() -> None:
+    """Kafka GroupMetadata ``completePendingTxnOffsetCommit``: a pending offset is materialized only if the
+    committed one was written before it."""
+    g = GroupMetadata("g", GroupState.EMPTY, 0)
+    txn_commit(g, P1, 15)
+    complete_offset_commit(g, {TP: om(20)})  # plain commit after the transactional one
+    txn_commit(g, P2, 30)  # a transactional commit after the plain one
+    assert complete_pending_txn_offsets(g, P1, committed=True) == 1
+    assert visible(g) == (20, 0)
+    assert complete_pending_txn_offsets(g, P2, committed=True) == 1
+    assert visible(g) == (30, 0)
+
+
+def test_superseding_survives_a_restart(tmp_path: Path) -> None:
+    time = MockTime()
+    h = Harness(str(tmp_path), time)
+    try:
+        assert h.coordinator.handle_txn_commit_offsets(TxnOffsetCommitParams(GROUP, P1, 0, {TP: om(15)})) == {TP: 0}
+        assert h.commit("", -1, {TP: 20}) == {TP: 0}
+    finally:
+        h.close()
+    h = Harness(str(tmp_path), time)
+    try:
+        assert h.fetch([TP]) == {TP: 20}
+        h.coordinator.write_txn_marker(P1, True, [0], marker(P1, True))
+        assert h.fetch([TP]) == {TP: 20}
     finally:
         h.close()
