@@ -78,7 +78,7 @@ from pykafka_client.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from pykafka_client.structs import Node
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.arguments import list_argument, mapping_argument
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
@@ -576,8 +576,9 @@ class AdminClient:
         specs: Mapping[TP, OffsetSpec],
         timeout: float | None = None,
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
-    ) -> dict[TP, ListOffsetsResultInfo]:
-        """Earliest / latest / max-timestamp / by-timestamp offsets, asked of each partition's leader.
+    ) -> dict[TopicPartition, ListOffsetsResultInfo]:
+        """Earliest / latest / max-timestamp / by-timestamp offsets, asked of each partition's leader;
+        keyed by TopicPartition (equal to the ``(topic, partition)`` tuples it accepts).
 
         A topic the cluster does not have, or a partition past its partition count, raises
         UnknownTopicOrPartitionError after one metadata round trip (as Java since KAFKA-15425); a
@@ -596,7 +597,7 @@ class AdminClient:
             self._ask_leaders(
                 remaining, timer, "listing offsets",
                 lambda leader_id, tps: self._list_offsets_from(leader_id, tps, remaining, out, timer, isolation_level))
-            return out
+            return {TopicPartition(tp[0], tp[1]): info for tp, info in out.items()}
 
     def _ask_leaders(self, remaining: Mapping[TP, object], timer: Timer, what: str,
                      ask: Callable[[int, list[TP]], bool]) -> None:
@@ -683,8 +684,9 @@ class AdminClient:
 
     # --- producers -----------------------------------------------------------------------------
 
-    def describe_producers(self, partitions: Iterable[TP], timeout: float | None = None) -> dict[TP, list[ProducerState]]:
-        """The active idempotent/transactional producers of each partition, asked of its leader (Java
+    def describe_producers(self, partitions: Iterable[TP], timeout: float | None = None
+                           ) -> dict[TopicPartition, list[ProducerState]]:
+        """The active idempotent/transactional producers of each partition (keyed by TopicPartition), asked of its leader (Java
         ``describeProducers``): producer id and epoch, last sequence and timestamp, coordinator epoch and the
         start offset of its open transaction (None when none). Errors as :meth:`list_offsets`."""
         wanted = list_argument("describe_producers", "partitions", partitions, tuple,
@@ -697,7 +699,7 @@ class AdminClient:
             out: dict[TP, list[ProducerState]] = {}
             self._ask_leaders(remaining, timer, "describing producers",
                               lambda leader_id, tps: self._describe_producers_from(leader_id, tps, remaining, out, timer))
-            return out
+            return {TopicPartition(tp[0], tp[1]): states for tp, states in out.items()}
 
     def _describe_producers_from(self, leader_id: int, tps: list[TP], remaining: dict[TP, None],
                                  out: dict[TP, list[ProducerState]], timer: Timer) -> bool:
