@@ -40,6 +40,7 @@ from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.server.replica_manager import ReplicaManager
 from mini_broker.server.request_handler import KafkaRequestHandlerPool
+from mini_broker.server.txn_marker_writer import ReplicaTxnMarkerWriter
 from mini_broker.transaction.transaction_config import TransactionConfig
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
 from mini_broker.transaction.transaction_log import TransactionLog
@@ -149,6 +150,7 @@ class MiniBroker:
         self.group_coordinator.startup()
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
+        self.context.txn_marker_writer = ReplicaTxnMarkerWriter(self.context)
         self._start_transaction_coordinator(self.context)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
         self.socket_server = SocketServer(config, channel, self.apis, self.time, self.metrics, self._selector_factory)

@@ -193,3 +193,16 @@ class TransactionListing:
     transactional_id: str
     producer_id: int
     state: TransactionState
+
+
+@dataclass(frozen=True)
+class ProducerState:
+    """One active producer of a partition (Java ``ProducerState``, from ``describe_producers``).
+    ``coordinator_epoch`` and ``current_transaction_start_offset`` are None when unknown / no open transaction."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int | None
+    current_transaction_start_offset: int | None

@@ -15,6 +15,7 @@ from mini_broker.server.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
     describe_transactions,
     end_txn,
     fetch,
@@ -34,6 +35,8 @@ from mini_broker.server.apis import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from mini_broker.server.kafka_apis import ApiSpec
 
@@ -71,4 +74,8 @@ ALL_APIS: list[ApiSpec] = [
     end_txn.API,
     describe_transactions.API,
     list_transactions.API,
+    # transactions on the partition side (mini_broker/log, producer_state; group coordinator offsets)
+    write_txn_markers.API,
+    txn_offset_commit.API,
+    describe_producers.API,
 ]
