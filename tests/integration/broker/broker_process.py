@@ -23,12 +23,13 @@ LISTENING = re.compile(r"mini_broker listening on PLAINTEXT://([\d.]+):(\d+)")
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, log_level: str = "WARNING", port: int = 0,
+    def __init__(self, data_dir: Path, log_level: str = "WARNING", module: str = "mini_broker", port: int = 0,
                  overrides: dict[str, object] | None = None) -> None:
-        """``port`` 0 picks a free one; a fixed ``port`` lets clients reconnect to a restarted broker."""
+        """``module``: what ``python -m`` runs (a test wrapper of ``mini_broker``'s main may replace it). ``port`` 0
+        picks a free one; a fixed ``port`` lets clients reconnect to a restarted broker."""
         extra = [arg for key, value in (overrides or {}).items() for arg in ("--override", f"{key}={value}")]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mini_broker", "--data-dir", str(data_dir), "--listeners",
+            [sys.executable, "-m", module, "--data-dir", str(data_dir), "--listeners",
              f"PLAINTEXT://127.0.0.1:{port}", "--override", "num.io.threads=2", "--override", "num.network.threads=1",
              "--log-level", log_level, *extra],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
