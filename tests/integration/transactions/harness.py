@@ -161,6 +161,12 @@ class CopierProcess:
     def exited(self) -> int | None:
         return self.proc.poll()
 
+    def dump_stacks(self) -> None:
+        """Have a running copier print every thread's stack into its output (for a stall's diagnostics)."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGUSR1)
+            time.sleep(0.5)
+
     def kill9(self) -> None:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGKILL)

@@ -13,7 +13,8 @@ SIGKILLed three times and the broker once (SIGKILL, restart on its data dir), ea
 
 Variants: ``ours-mini_broker`` (our copier, our reader, mini_broker in its own process on a fixed port);
 ``confluent-noida`` (confluent-kafka's copier and reader against noida-db: the harness proving itself on an
-independent implementation) and ``ours-noida`` (our client against that independent broker), both interop.
+independent implementation), ``ours-noida`` (our client against that independent broker) and
+``confluent-mini_broker`` (librdkafka's transactional copier against our broker), all three interop.
 The harness was checked to catch a broken copier: committing instead of aborting the deliberately aborted
 transactions (so the rewound records are copied twice) fails it with "18000 committed records, expected 16667".
 
@@ -61,7 +62,8 @@ INPUT, OUTPUT = "copier-input", "copier-output"
 
 
 @pytest.fixture(params=["ours-mini_broker", pytest.param("confluent-noida", marks=pytest.mark.interop),
-                        pytest.param("ours-noida", marks=pytest.mark.interop)])
+                        pytest.param("ours-noida", marks=pytest.mark.interop),
+                        pytest.param("confluent-mini_broker", marks=pytest.mark.interop)])
 def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, RestartableBroker]]:
     client, broker_kind = request.param.split("-", 1)
     broker: RestartableBroker
@@ -113,7 +115,7 @@ class Copy:
     def diagnostics(self) -> str:
         parts = [f"copied {self.copied} of {RECORDS}; {len(self.incarnations)} copier runs"]
         for i, c in enumerate(self.incarnations):
-            parts.append(f"--- copier run {i} (exit {c.exited()}):\n" + "".join(c.output[-40:]))
+            parts.append(f"--- copier run {i} (exit {c.exited()}):\n" + "".join(c.output[-80:]))
         parts.append(f"--- {self.broker.kind} log tail:\n{self.broker.log_tail()}")
         return "\n".join(parts)
 
@@ -146,7 +148,9 @@ def test_exactly_once_copy_survives_copier_and_broker_kills(setup: tuple[str, Re
             copy.supervise()
             if copy.copied != last_copied:
                 last_progress, last_copied = time.monotonic(), copy.copied
-            assert time.monotonic() - last_progress < STALL_S, "the copy stalled:\n" + copy.diagnostics()
+            if time.monotonic() - last_progress > STALL_S:
+                copy.copier.dump_stacks()
+                raise AssertionError("the copy stalled:\n" + copy.diagnostics())
             time.sleep(0.02)
         assert copy.copier.wait(30) == 0, copy.diagnostics()
         assert not kills, f"the copy finished before every kill happened: {kills} left"
