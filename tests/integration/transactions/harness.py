@@ -221,10 +221,32 @@ def produce_input(bootstrap: str, topic: str, counts: list[int]) -> None:
     assert not errors, errors[:5]
 
 
+def wait_until_stable(bootstrap: str, topic: str, partition: int, timeout: float = 20.0) -> None:
+    """Wait until the partition's last stable offset reaches its high watermark. commit_transaction returns once
+    the coordinator has logged PrepareCommit; the markers that move the LSO are written after, so a reader
+    started at once may stop short of the last transaction. Only for partitions with no transaction left open."""
+    from pykafka_client import KafkaConsumer, TopicPartition
+
+    tp = TopicPartition(topic, partition)
+    with KafkaConsumer({"bootstrap.servers": bootstrap, "isolation.level": "read_committed"}) as committed, \
+            KafkaConsumer({"bootstrap.servers": bootstrap}) as uncommitted:
+        deadline = time.monotonic() + timeout
+        while True:
+            lso = committed.end_offsets([tp], timeout=10)[tp]
+            hw = uncommitted.end_offsets([tp], timeout=10)[tp]
+            if lso == hw:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{tp}: the last stable offset stayed at {lso}, below the high watermark {hw}")
+            time.sleep(0.05)
+
+
 def read_partition_confluent(bootstrap: str, topic: str, partition: int, isolation: str,
                              timeout: float = 60.0) -> list[bytes]:
     """Every record value of one partition visible under ``isolation``, from the beginning to the end offset
-    (the LSO under read_committed)."""
+    (the LSO under read_committed, once it has reached the high watermark)."""
+    if isolation == "read_committed":
+        wait_until_stable(bootstrap, topic, partition)
     c = ck.Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{isolation}", "enable.auto.commit": False,
                      "isolation.level": isolation, "enable.partition.eof": True})
     try:
@@ -246,10 +268,14 @@ def read_partition_confluent(bootstrap: str, topic: str, partition: int, isolati
 
 
 def read_partition_ours(bootstrap: str, topic: str, partition: int, isolation: str,
-                        timeout: float = 60.0) -> list[bytes]:
+                        timeout: float = 60.0, settle: bool = True) -> list[bytes]:
     """The same with our KafkaConsumer: reads up to ``end_offsets`` (which is the LSO under read_committed;
-    positions move past the commit markers, so the end is reached although markers are never returned)."""
+    positions move past the commit markers, so the end is reached although markers are never returned).
+    ``settle=False``: do not wait for the LSO to reach the high watermark (a transaction is known to be open)."""
     from pykafka_client import KafkaConsumer, TopicPartition
+
+    if isolation == "read_committed" and settle:
+        wait_until_stable(bootstrap, topic, partition)
 
     tp = TopicPartition(topic, partition)
     with KafkaConsumer({"bootstrap.servers": bootstrap, "isolation.level": isolation,

@@ -203,6 +203,6 @@ def test_end_txn_for_an_unknown_producer_id(bootstrap: str, request: pytest.Fixt
                 response = conn.call(EndTxnRequest(transactional_id=txn_id, producer_id=pid,
                                                    producer_epoch=other.producer_epoch, committed=True), 3)
                 assert response.error_code == InvalidPidMappingError.code, (txn_id, response)
-        assert _committed_values(bootstrap) == []
+        assert read_partition_ours(bootstrap, TOPIC, 0, "read_committed", settle=False) == []  # still open
         real.commit_transaction(20)
     assert _committed_values(bootstrap) == [b"real"]
