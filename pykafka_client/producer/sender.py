@@ -420,7 +420,9 @@ class Sender:
             self._handle_produce_response(response, by_tp, self.time.hi_res_clock_ms())
 
         request = self.client.new_client_request(
-            str(node_id), body, now, self.acks != 0, self.request_timeout_ms, callback
+            str(node_id), body, now, self.acks != 0, self.request_timeout_ms, callback,
+            # the transactional id is a field from v3 (the first version of magic v2 batches)
+            oldest_allowed_version=3 if body.transactional_id is not None else None,
         )
         self.metrics.requests_sent += 1
         self.metrics.batches_sent += len(batches)

@@ -540,6 +540,8 @@ class TransactionManager:
             ) from err
 
     def _throw_if_pending_state(self, operation: str) -> None:
+        if self.has_fatal_error():
+            self.maybe_fail_with_error()  # a fatal error outranks a timed-out call: nothing can be retried
         pending = self._pending_transition
         if pending is not None:
             if pending.result.acked:
@@ -554,6 +556,8 @@ class TransactionManager:
         """Start ``operation`` unless the previous call of it timed out, in which case hand back its result
         (contract statement 83); any other operation in between raises IllegalStateError."""
         self._ensure_transactional()
+        if self.has_fatal_error():
+            self.maybe_fail_with_error()
         pending = self._pending_transition
         if pending is not None:
             if pending.result.acked:
