@@ -1,0 +1,112 @@
+"""Our transactional producer against noida-db (an independent broker that implements transactions),
+read back by confluent-kafka consumers: read_committed sees committed records only, read_uncommitted
+shows that the aborted ones were really written; an older producer with the same transactional.id is
+fenced and nothing of its open transaction ever becomes visible."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from pykafka_client import KafkaProducer
+from pykafka_client.errors import ProducerFencedError
+from pykafka_client.errors_base import KafkaError
+
+pytestmark = [pytest.mark.integration, pytest.mark.interop, pytest.mark.timeout(180)]
+
+ck = pytest.importorskip("confluent_kafka")
+
+
+def create_topic(bootstrap: str, partitions: int) -> str:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"txn-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        f.result(20)
+    return name
+
+
+def read_values(bootstrap: str, topic: str, partitions: int, isolation: str, settle_s: float = 3.0) -> list[bytes]:
+    """Every value a consumer with ``isolation`` reads, polling until nothing new arrives for ``settle_s``."""
+    c = ck.Consumer({
+        "bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest",
+        "enable.auto.commit": False, "isolation.level": isolation,
+    })
+    try:
+        c.assign([ck.TopicPartition(topic, p, 0) for p in range(partitions)])
+        out: list[bytes] = []
+        quiet_since = time.monotonic()
+        deadline = time.monotonic() + 30
+        while time.monotonic() - quiet_since < settle_s and time.monotonic() < deadline:
+            msg = c.poll(0.2)
+            if msg is None or msg.error():
+                continue
+            out.append(msg.value())
+            quiet_since = time.monotonic()
+        return out
+    finally:
+        c.close()
+
+
+def producer(bootstrap: str, txn_id: str) -> KafkaProducer:
+    return KafkaProducer({
+        "bootstrap.servers": bootstrap, "transactional.id": txn_id, "max.block.ms": 30_000, "linger.ms": 5,
+    })
+
+
+def test_commit_visible_abort_not_against_noida(noida_broker: Any) -> None:
+    bootstrap = noida_broker.bootstrap
+    topic = create_topic(bootstrap, 3)
+    with producer(bootstrap, f"t-{uuid.uuid4().hex[:8]}") as p:
+        p.init_transactions()
+        p.begin_transaction()
+        committed = [p.send(topic, b"c%d" % i, key=b"k%d" % i) for i in range(30)]
+        p.commit_transaction()
+        assert all(f.done() and f.exception() is None for f in committed), "commit flushes every record"
+        p.begin_transaction()
+        aborted = [p.send(topic, b"a%d" % i, key=b"k%d" % i) for i in range(30)]
+        p.flush()  # written to the log, then aborted
+        p.abort_transaction()
+        assert all(f.exception() is None for f in aborted)
+        p.begin_transaction()
+        p.send(topic, b"after-abort", key=b"k0")
+        p.commit_transaction()
+    seen = read_values(bootstrap, topic, 3, "read_committed")
+    assert sorted(seen) == sorted([b"c%d" % i for i in range(30)] + [b"after-abort"])
+    everything = read_values(bootstrap, topic, 3, "read_uncommitted")
+    assert {b"a%d" % i for i in range(30)} <= set(everything), "the aborted records really were written"
+
+
+def test_older_producer_is_fenced_against_noida(noida_broker: Any) -> None:
+    bootstrap = noida_broker.bootstrap
+    topic = create_topic(bootstrap, 1)
+    txn_id = f"t-{uuid.uuid4().hex[:8]}"
+    old = producer(bootstrap, txn_id)
+    new = producer(bootstrap, txn_id)
+    try:
+        old.init_transactions()
+        old.begin_transaction()
+        old.send(topic, b"zombie-1")
+        old.flush()
+        new.init_transactions()  # fences the old producer and aborts its open transaction
+        new.begin_transaction()
+        new.send(topic, b"fresh")
+        new.commit_transaction()
+        # As Java: the zombie's next write fails (INVALID_PRODUCER_EPOCH, abortable), its commit refuses, and
+        # the abort it must then call is answered PRODUCER_FENCED by the coordinator: fatal from then on.
+        with pytest.raises(KafkaError):
+            old.send(topic, b"zombie-2").result(20)
+        with pytest.raises(KafkaError, match="abort_transaction"):
+            old.commit_transaction()
+        with pytest.raises(ProducerFencedError):
+            old.abort_transaction()
+        with pytest.raises(ProducerFencedError):
+            old.begin_transaction()
+    finally:
+        old.close(5)
+        new.close(5)
+    assert read_values(bootstrap, topic, 1, "read_committed") == [b"fresh"]
