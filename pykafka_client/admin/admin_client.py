@@ -75,7 +75,7 @@ from pykafka_client.protocol.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from pykafka_client.structs import Node
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.arguments import list_argument, mapping_argument
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
@@ -551,8 +551,9 @@ class AdminClient:
         specs: Mapping[TP, OffsetSpec],
         timeout: float | None = None,
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
-    ) -> dict[TP, ListOffsetsResultInfo]:
-        """Earliest / latest / max-timestamp / by-timestamp offsets, asked of each partition's leader.
+    ) -> dict[TopicPartition, ListOffsetsResultInfo]:
+        """Earliest / latest / max-timestamp / by-timestamp offsets, asked of each partition's leader;
+        keyed by TopicPartition (equal to the ``(topic, partition)`` tuples it accepts).
 
         A topic the cluster does not have, or a partition past its partition count, raises
         UnknownTopicOrPartitionError after one metadata round trip (as Java since KAFKA-15425); a
@@ -593,7 +594,7 @@ class AdminClient:
                         raise self._expired(timer, "listing offsets")
                     stale = True
                     self._backoff(timer)
-            return out
+            return {TopicPartition(tp[0], tp[1]): info for tp, info in out.items()}
 
     def _list_offsets_from(
         self,

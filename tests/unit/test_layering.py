@@ -47,9 +47,6 @@ SIBLING_LAYER = "clients"
 #: The highest pykafka_client layer mini_broker may import.
 BROKER_MAY_IMPORT_UP_TO = "transport"
 
-#: Known edges that another change owns, each with the reason (pytest xfails the check for them only).
-KNOWN_EDGES: dict[tuple[str, str], str] = {}
-
 
 def _is(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
@@ -166,18 +163,9 @@ def test_no_upward_or_sibling_import() -> None:
     bad = []
     for edge in collect_edges():
         why = violation(edge)
-        if why is not None and (edge.importer, edge.imported) not in KNOWN_EDGES:
+        if why is not None:
             bad.append(f"{edge}\n    {why}")
     assert not bad, "layer rule broken (see docs/ARCHITECTURE.md, Layers):\n" + "\n".join(bad)
-
-
-@pytest.mark.parametrize("key", sorted(KNOWN_EDGES) or [pytest.param(None, marks=pytest.mark.skip("no known edges"))])
-def test_known_edges_in_other_changes(key: tuple[str, str] | None) -> None:
-    assert key is not None
-    reason = KNOWN_EDGES[key]
-    still_there = any((e.importer, e.imported) == key for e in collect_edges())
-    if still_there:
-        pytest.xfail(reason)
 
 
 # --- the checker itself -------------------------------------------------------------------------------

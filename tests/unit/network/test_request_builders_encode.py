@@ -444,22 +444,10 @@ SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
     }),
 }
 
-_ISOLATION = (
-    "offset_fetcher sets ListOffsets isolation_level=read_committed, which exists only from v2; Java's "
-    "ListOffsetsRequest.Builder.forConsumer raises the oldest allowed version to 2: consumer/offset_fetcher.py "
-    "must do the same"
-)
 
-_CONSUMER_METADATA = (
-    "kafka_consumer._fetch_topic_metadata (list_topics, partitions_for) builds MetadataRequest("
-    "allow_auto_topic_creation=False) for every version, but the field exists only from v4 (a null topic list "
-    "from v1): it must pass oldest_allowed_version=network.metadata.oldest_metadata_version(request)"
-)
 
 #: (scenario, API) pairs that fail today, each with why and who fixes it. strict: they flip when fixed.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("consumer_read_committed", "LIST_OFFSETS"): _ISOLATION,
-    ("consumer", "METADATA"): _CONSUMER_METADATA,
 }
 
 _CACHE: dict[str, list[Captured]] = {}
