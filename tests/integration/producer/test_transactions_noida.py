@@ -110,3 +110,50 @@ def test_older_producer_is_fenced_against_noida(noida_broker: Any) -> None:
         old.close(5)
         new.close(5)
     assert read_values(bootstrap, topic, 1, "read_committed") == [b"fresh"]
+
+
+def test_consume_transform_produce_commits_offsets_in_the_transaction_against_noida(noida_broker: Any) -> None:
+    """KIP-447: our consumer in a group, our producer sending its offsets with ``group_metadata()``: after a
+    commit the group's committed offsets and the output move together; after an abort neither does."""
+    from pykafka_client import KafkaConsumer, TopicPartition
+
+    bootstrap = noida_broker.bootstrap
+    src, dst = create_topic(bootstrap, 1), create_topic(bootstrap, 1)
+    group = f"copier-{uuid.uuid4().hex[:8]}"
+    seed = ck.Producer({"bootstrap.servers": bootstrap})
+    for i in range(10):
+        seed.produce(src, b"in%d" % i)
+    seed.flush(20)
+    consumer = KafkaConsumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+        "enable.auto.commit": False, "isolation.level": "read_committed",
+    })
+    p = producer(bootstrap, f"t-{uuid.uuid4().hex[:8]}")
+    try:
+        consumer.subscribe([src])
+        records: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(records) < 10 and time.monotonic() < deadline:
+            records.extend(consumer.poll(0.5))
+        assert len(records) == 10
+        p.init_transactions()
+        tp = TopicPartition(src, 0)
+        # an aborted copy of the first half: neither output nor offsets
+        p.begin_transaction()
+        for r in records[:5]:
+            p.send(dst, r.value.upper())
+        p.send_offsets_to_transaction({tp: records[4].offset + 1}, consumer.group_metadata())
+        p.abort_transaction()
+        assert consumer.committed({tp}).get(tp) is None
+        # the committed copy of everything
+        p.begin_transaction()
+        for r in records:
+            p.send(dst, r.value.upper())
+        p.send_offsets_to_transaction({tp: records[-1].offset + 1}, consumer.group_metadata())
+        p.commit_transaction()
+        committed = consumer.committed({tp}).get(tp)
+        assert committed is not None and committed.offset == records[-1].offset + 1
+    finally:
+        p.close(5)
+        consumer.close()
+    assert read_values(bootstrap, dst, 1, "read_committed") == [b"IN%d" % i for i in range(10)]
