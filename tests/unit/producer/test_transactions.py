@@ -21,6 +21,7 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.producer.transaction_manager import GROUP_COORDINATOR, TRANSACTION_COORDINATOR
 from pykafka_client.producer.transaction_state import State
+from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.producer.txn_request_handlers import (
     AddPartitionsToTxnHandler,
     EndTxnHandler,
@@ -512,3 +513,58 @@ def test_transactional_calls_on_an_idempotent_manager_raise() -> None:
     for call in (tm.initialize_transactions, tm.begin_commit, tm.begin_abort, tm.begin_transaction):
         with pytest.raises(IllegalStateError, match="non-transactional producer"):
             call()
+
+
+# --- EndTxn and AddOffsetsToTxn errors ------------------------------------------------------------------
+
+
+def _commit_with(h: TxnHarness, *end_txn_codes: int) -> TransactionalRequestResult:
+    in_transaction(h)
+    h.send_and_add()
+    h.produce_ok()
+    for code in end_txn_codes:
+        h.client.prepare_response(end_txn_response(code), is_end_txn(True))
+    return h.txn.begin_commit()
+
+
+def test_end_txn_concurrent_transactions_is_retried_after_the_backoff(h: TxnHarness) -> None:
+    commit = _commit_with(h, CONCURRENT_TRANSACTIONS, NONE)
+    h.run_until(lambda: len(h.sent_of(EndTxnRequest)) == 1)
+    h.run_once()
+    assert len(h.sent_of(EndTxnRequest)) == 1, "waits retry.backoff.ms"
+    h.time.sleep(100)
+    h.run_until(commit.is_completed)
+    assert commit.is_successful() and len(h.sent_of(EndTxnRequest)) == 2
+
+
+def test_end_txn_not_coordinator_finds_it_again(h: TxnHarness) -> None:
+    commit = _commit_with(h, COORDINATOR_NOT_AVAILABLE)
+    h.run_until(lambda: len(h.sent_of(EndTxnRequest)) == 1)
+    h.client.prepare_response(find_coordinator_response(h.node1), is_find_coordinator(1))
+    h.client.prepare_response(end_txn_response(), is_end_txn(True), node=h.node1)
+    h.time.sleep(100)
+    h.run_until(commit.is_completed)
+    assert commit.is_successful()
+    assert h.client.sent[-1].destination == h.node1.id_string
+
+
+def test_end_txn_transaction_abortable_fails_the_commit_and_abort_recovers(h: TxnHarness) -> None:
+    commit = _commit_with(h, TRANSACTION_ABORTABLE)
+    h.run_until(commit.is_completed)
+    assert isinstance(commit.error, TransactionAbortableError)
+    assert h.txn.state is State.ABORTABLE_ERROR
+    with pytest.raises(TransactionAbortableError):
+        commit.await_(0)
+    h.client.prepare_response(end_txn_response(), is_end_txn(False))
+    abort = h.txn.begin_abort()
+    h.run_until(abort.is_completed)
+    assert abort.is_successful() and h.txn.state is State.READY
+
+
+def test_add_offsets_fenced_is_fatal(h: TxnHarness) -> None:
+    in_transaction(h)
+    result = h.txn.send_offsets_to_transaction({TP0: OffsetAndMetadata(1)}, Group())
+    h.client.prepare_response(add_offsets_response(PRODUCER_FENCED), is_add_offsets)
+    h.run_until(result.is_completed)
+    assert isinstance(result.error, ProducerFencedError)
+    assert h.txn.has_fatal_error()
