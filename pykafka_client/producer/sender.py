@@ -232,7 +232,8 @@ class Sender:
             self.accumulator.abort_undrained_batches(
                 TransactionAbortedError(
                     "Failing batch since transaction was aborted" + (f" ({err!r})" if err is not None else "")
-                )
+                ),
+                tm.forget_aborted_batch,
             )
         handler = tm.next_request(self.accumulator.has_incomplete())
         if handler is None:

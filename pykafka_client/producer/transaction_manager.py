@@ -681,6 +681,14 @@ class TransactionManager:
                 log.debug("transactional id %s: adding partition %s to the transaction", self.transactional_id, tp)
                 self.new_partitions_in_transaction.add(tp)
 
+    def forget_aborted_batch(self, batch: ProducerBatch) -> None:
+        """A queued batch failed by an abort. One that was sent before (a retry) took sequence numbers the
+        broker never acknowledged: the abort bumps the epoch so that the next transaction restarts at 0."""
+        with self._lock:
+            if batch.has_sequence():
+                self.remove_in_flight_batch(batch)
+                self.txn_epoch_bump_required = True
+
     def is_partition_added(self, tp: TopicPartition) -> bool:
         return tp in self.partitions_in_transaction
 

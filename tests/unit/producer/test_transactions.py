@@ -568,3 +568,26 @@ def test_add_offsets_fenced_is_fatal(h: TxnHarness) -> None:
     h.run_until(result.is_completed)
     assert isinstance(result.error, ProducerFencedError)
     assert h.txn.has_fatal_error()
+
+
+def test_abort_of_a_batch_waiting_for_its_retry_bumps_the_epoch(h: TxnHarness) -> None:
+    """The retried batch holds sequence numbers the broker never acknowledged: without a bump the next
+    transaction's first batch would leave a gap (OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+    in_transaction(h)
+    future = h.send_and_add()[0]
+    h.client.prepare_response(produce_response({TP0: (6, -1)}), is_produce_request)  # NOT_LEADER_OR_FOLLOWER
+    h.run_until(lambda: len(h.sent_of(ProduceRequest)) == 1 and h.accumulator.batches_for(TP0) != [])  # re-enqueued
+    h.client.prepare_response(end_txn_response(), is_end_txn(False))
+    h.client.prepare_response(init_pid_response(epoch=1), is_init_pid)
+    abort = h.txn.begin_abort()
+    h.run_until(abort.is_completed)
+    assert abort.is_successful()
+    assert isinstance(future.exception(0), TransactionAbortedError)
+    assert h.txn.producer_id_and_epoch() == (PID, 1)
+    abort.await_(0)
+    h.txn.begin_transaction()
+    h.send_and_add()
+    h.produce_ok()
+    h.run_until(lambda: len(h.sent_of(ProduceRequest)) == 2)
+    batch = batches_in(h.sent_of(ProduceRequest)[-1])[TP0]
+    assert (batch.producer_epoch, batch.base_sequence) == (1, 0)
