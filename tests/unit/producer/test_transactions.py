@@ -87,6 +87,16 @@ def h() -> TxnHarness:
     return harness
 
 
+def assert_next_transaction_restarts_at_sequence_0(h: TxnHarness, epoch: int) -> None:
+    h.txn.begin_transaction()
+    h.send_and_add()
+    h.produce_ok()
+    before = len(h.sent_of(ProduceRequest))
+    h.run_until(lambda: len(h.sent_of(ProduceRequest)) == before + 1)
+    batch = batches_in(h.sent_of(ProduceRequest)[-1])[TP0]
+    assert (batch.producer_epoch, batch.base_sequence) == (epoch, 0)
+
+
 def in_transaction(h: TxnHarness) -> None:
     h.init_transactions()
     h.txn.begin_transaction()
@@ -333,12 +343,7 @@ def test_81_abort_after_produce_failure_bumps_the_epoch_and_the_producer_is_read
     assert (bump.producer_id, bump.producer_epoch) == (PID, 0), "the bump names the current id and epoch"
     assert h.txn.state is State.READY and h.txn.producer_id_and_epoch() == (PID, 1)
     # a new transaction works, under the new epoch, from sequence 0
-    h.txn.begin_transaction()
-    h.send_and_add()
-    h.produce_ok()
-    h.run_until(lambda: len(h.sent_of(ProduceRequest)) == 2)
-    batch = batches_in(h.sent_of(ProduceRequest)[-1])[TP0]
-    assert (batch.producer_epoch, batch.base_sequence) == (1, 0)
+    assert_next_transaction_restarts_at_sequence_0(h, epoch=1)
 
 
 def test_81_recovery_from_abortable_error_when_transaction_not_started(h: TxnHarness) -> None:
@@ -585,9 +590,4 @@ def test_abort_of_a_batch_waiting_for_its_retry_bumps_the_epoch(h: TxnHarness) -
     assert isinstance(future.exception(0), TransactionAbortedError)
     assert h.txn.producer_id_and_epoch() == (PID, 1)
     abort.await_(0)
-    h.txn.begin_transaction()
-    h.send_and_add()
-    h.produce_ok()
-    h.run_until(lambda: len(h.sent_of(ProduceRequest)) == 2)
-    batch = batches_in(h.sent_of(ProduceRequest)[-1])[TP0]
-    assert (batch.producer_epoch, batch.base_sequence) == (1, 0)
+    assert_next_transaction_restarts_at_sequence_0(h, epoch=1)
