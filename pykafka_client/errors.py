@@ -49,6 +49,7 @@ __all__ = [
     "RetriableError",
     "SerializationError",
     "SslAuthenticationError",
+    "TransactionAbortedError",
     "UnknownApiKeyError",
     "WakeupException",
     "for_code",
