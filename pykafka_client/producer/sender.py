@@ -269,7 +269,14 @@ class Sender:
         )
         tm.in_flight_handler = handler
         log.debug("sending %s to node %s: %s", handler.operation, node.id, body)
-        self.client.send(request, now)
+        try:
+            self.client.send(request, now)
+        except Exception as e:  # the connection went away between ready() and send(): as a disconnect
+            log.warning("could not send %s to node %s (%r); retrying", handler.operation, node.id, e)
+            tm.in_flight_handler = None
+            if handler.coordinator_type is not None:
+                tm.lookup_coordinator(handler.coordinator_type, handler.coordinator_key())
+            tm.retry(handler)
         self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
         return True
 

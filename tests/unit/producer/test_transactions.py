@@ -591,3 +591,14 @@ def test_abort_of_a_batch_waiting_for_its_retry_bumps_the_epoch(h: TxnHarness) -
     assert h.txn.producer_id_and_epoch() == (PID, 1)
     abort.await_(0)
     assert_next_transaction_restarts_at_sequence_0(h, epoch=1)
+
+
+def test_unreachable_coordinator_is_looked_up_again(h: TxnHarness) -> None:
+    in_transaction(h)
+    h.client.set_unreachable(h.node0, 10_000)
+    h.send(TP0)
+    h.client.prepare_response(find_coordinator_response(h.node1), is_find_coordinator(1), node=h.node1)
+    h.client.prepare_response(add_partitions_response({TP0: NONE}), is_add_partitions, node=h.node1)
+    h.run_until(lambda: h.txn.is_partition_added(TP0))
+    assert h.txn.transaction_coordinator == h.node1
+    assert h.client.sent[-1].destination == h.node1.id_string
