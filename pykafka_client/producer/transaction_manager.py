@@ -529,10 +529,17 @@ class TransactionManager:
                     f"Producer with transactional.id {self.transactional_id!r} and {self._pid_epoch} has been fenced "
                     "by another producer with the same transactional.id; close this producer"
                 ) from err
-            raise KafkaError(
+            message = (
                 f"Cannot execute transactional method because the producer is in a fatal error state ({err!r}); "
                 "close this producer and create a new one"
-            ) from err
+            )
+            # the same class as the fatal error, so that callers can tell them apart
+            cls = type(err) if isinstance(err, KafkaError) else KafkaError
+            try:
+                exc = cls(message)
+            except Exception:
+                exc = KafkaError(message)
+            raise exc from err
         if self._state is State.ABORTABLE_ERROR:
             raise KafkaError(
                 f"Cannot execute transactional method because we are in an error state ({err!r}); "

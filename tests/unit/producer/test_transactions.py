@@ -290,8 +290,9 @@ def test_other_fatal_init_producer_id_errors(h: TxnHarness, code: int | None, er
     h.run_until(result.is_completed)
     assert isinstance(result.error, error)
     assert h.txn.has_fatal_error()
-    with pytest.raises(KafkaError, match="fatal error state"):
-        h.txn.begin_transaction()
+    for call in (h.txn.begin_transaction, h.txn.begin_abort, h.txn.initialize_transactions):
+        with pytest.raises(error, match="fatal error state"):
+            call()
 
 
 def test_fenced_end_txn_fails_the_pending_batches_and_poisons(h: TxnHarness) -> None:
