@@ -174,3 +174,67 @@ def test_consume_transform_produce_commits_offsets_in_the_transaction(txn_broker
         p.close(5)
         consumer.close()
     assert read_values(bootstrap, dst, 1, "read_committed") == [b"IN%d" % i for i in range(10)]
+
+
+def test_read_committed_consumer_of_ours(txn_broker: Any) -> None:
+    """Our consumer (issue 11 item 5, client side): read_committed skips aborted records and control
+    batches, its position moves past the markers, and an open transaction holds back its end offset (the
+    LSO) while read_uncommitted reads to the high watermark."""
+    from pykafka_client import KafkaConsumer, TopicPartition
+
+    bootstrap = txn_broker.bootstrap
+    topic = create_topic(bootstrap, 1)
+    tp = TopicPartition(topic, 0)
+
+    def consumer(isolation: str) -> KafkaConsumer[bytes, bytes]:
+        c: KafkaConsumer[bytes, bytes] = KafkaConsumer(
+            {"bootstrap.servers": bootstrap, "isolation.level": isolation, "auto.offset.reset": "earliest"}
+        )
+        c.assign([tp])
+        return c
+
+    def drain(c: KafkaConsumer[bytes, bytes], until: int) -> list[bytes]:
+        out: list[bytes] = []
+        deadline = time.monotonic() + 20
+        while c.position(tp) < until and time.monotonic() < deadline:
+            out.extend(r.value for r in c.poll(0.2))
+        return out
+
+    p = producer(bootstrap, f"t-{uuid.uuid4().hex[:8]}")
+    committed_c, uncommitted_c = consumer("read_committed"), consumer("read_uncommitted")
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        for i in range(3):
+            p.send(topic, b"c%d" % i)
+        p.commit_transaction()  # offsets 0-2, commit marker 3
+        p.begin_transaction()
+        for i in range(3):
+            p.send(topic, b"a%d" % i)
+        p.flush()
+        p.abort_transaction()  # offsets 4-6, abort marker 7
+        # The open transaction comes from another producer: noida-db answers a fetch from offset 8 with the
+        # aborted transaction of offsets 4-7 as well (Kafka returns only those overlapping the fetched range),
+        # which makes read_committed consumers (librdkafka's as ours) skip that producer's later records.
+        p.close(5)
+        p = producer(bootstrap, f"t-{uuid.uuid4().hex[:8]}")
+        p.init_transactions()
+        p.begin_transaction()
+        open_records = [p.send(topic, b"o%d" % i) for i in range(2)]
+        p.flush()  # offsets 8-9 in an open transaction
+        first_open = open_records[0].result(10).offset
+        assert committed_c.end_offsets([tp])[tp] == first_open, "read_committed ends at the LSO"
+        hw = uncommitted_c.end_offsets([tp])[tp]
+        assert hw == open_records[-1].result(10).offset + 1
+        assert drain(committed_c, first_open) == [b"c0", b"c1", b"c2"]
+        assert committed_c.position(tp) == first_open, "past the abort marker, held at the open transaction"
+        assert drain(uncommitted_c, hw) == [b"c0", b"c1", b"c2", b"a0", b"a1", b"a2", b"o0", b"o1"]
+        p.commit_transaction()
+        end = committed_c.end_offsets([tp])[tp]
+        assert end == hw + 1, "the commit marker moved the LSO past the transaction"
+        assert drain(committed_c, end) == [b"o0", b"o1"]
+        assert committed_c.position(tp) == end
+    finally:
+        p.close(5)
+        committed_c.close()
+        uncommitted_c.close()
