@@ -238,3 +238,26 @@ def test_read_committed_consumer_of_ours(txn_broker: Any) -> None:
         p.close(5)
         committed_c.close()
         uncommitted_c.close()
+
+
+def test_close_aborts_the_open_transaction(txn_broker: Any) -> None:
+    """Statement 85 on a real broker: close() aborts an open transaction, so its records are never visible
+    and the next producer with the same transactional.id starts without waiting for a timeout."""
+    bootstrap = txn_broker.bootstrap
+    topic = create_topic(bootstrap, 1)
+    txn_id = f"t-{uuid.uuid4().hex[:8]}"
+    p = producer(bootstrap, txn_id)
+    p.init_transactions()
+    p.begin_transaction()
+    p.send(topic, b"never")
+    p.flush()
+    p.close(10)
+    assert p.transaction_manager is not None and not p.transaction_manager.has_ongoing_transaction()
+    with producer(bootstrap, txn_id) as again:
+        started = time.monotonic()
+        again.init_transactions(timeout=10)
+        assert time.monotonic() - started < 5
+        again.begin_transaction()
+        again.send(topic, b"after")
+        again.commit_transaction()
+    assert read_values(bootstrap, topic, 1, "read_committed") == [b"after"]
