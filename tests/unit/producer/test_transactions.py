@@ -603,3 +603,20 @@ def test_unreachable_coordinator_is_looked_up_again(h: TxnHarness) -> None:
     h.run_until(lambda: h.txn.is_partition_added(TP0))
     assert h.txn.transaction_coordinator == h.node1
     assert h.client.sent[-1].destination == h.node1.id_string
+
+
+def test_83_abort_retried_after_timeout_returns_the_same_result(h: TxnHarness) -> None:
+    in_transaction(h)
+    h.send_and_add()
+    h.produce_ok()
+    h.run_until(lambda: not h.accumulator.has_incomplete())
+    abort = h.txn.begin_abort()
+    with pytest.raises(KafkaTimeoutError):
+        abort.await_(0)
+    assert h.txn.begin_abort() is abort
+    with pytest.raises(IllegalStateError, match="previous call to `abort_transaction` timed out"):
+        h.txn.begin_commit()
+    h.client.prepare_response(end_txn_response(), is_end_txn(False))
+    h.run_until(abort.is_completed)
+    h.txn.begin_abort().await_(0)
+    assert h.txn.state is State.READY and len(h.sent_of(EndTxnRequest)) == 1
