@@ -2,6 +2,13 @@
 
 from pykafka_client.admin.admin_client import AdminClient
 from pykafka_client.admin.config import AdminClientConfig
+from pykafka_client.admin.group_types import (
+    AlterConfigOp,
+    AlterConfigOpType,
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    MemberDescription,
+)
 from pykafka_client.admin.types import (
     ClusterDescription,
     ConfigEntry,
@@ -21,6 +28,11 @@ from pykafka_client.admin.types import (
 __all__ = [
     "AdminClient",
     "AdminClientConfig",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "ConsumerGroupDescription",
+    "ConsumerGroupListing",
+    "MemberDescription",
     "ClusterDescription",
     "ConfigEntry",
     "ConfigResource",
