@@ -21,8 +21,12 @@ from pykafka_client.admin.types import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    ProducerState,
     TopicDescription,
     TopicPartitionInfo,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
 )
 
 __all__ = [
@@ -44,6 +48,10 @@ __all__ = [
     "NewPartitions",
     "NewTopic",
     "OffsetSpec",
+    "ProducerState",
     "TopicDescription",
     "TopicPartitionInfo",
+    "TransactionDescription",
+    "TransactionListing",
+    "TransactionState",
 ]

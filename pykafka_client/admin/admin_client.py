@@ -23,10 +23,11 @@ import logging
 import threading
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from types import TracebackType
 from typing import Any, TypeVar
 
+from pykafka_client.admin import transactions
 from pykafka_client.admin.config import AdminClientConfig
 from pykafka_client.admin.group_types import (
     AlterConfigOp,
@@ -46,8 +47,12 @@ from pykafka_client.admin.types import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    ProducerState,
     TopicDescription,
     TopicPartitionInfo,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
 )
 from pykafka_client.client_utils import create_network_client
 from pykafka_client.errors import (
@@ -83,6 +88,8 @@ from pykafka_client.protocol.messages import (
     DescribeConfigsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     IncrementalAlterConfigsRequest,
@@ -136,6 +143,28 @@ def _assigned_partitions(member_assignment: bytes) -> list[TopicPartition]:
 def _one_group(request: Callable[..., Any], field_name: str, group_id: str) -> Callable[[int], Any]:
     """A request builder naming one group in the list field ``field_name`` (the same at every version)."""
     return lambda version: request(**{field_name: [group_id]})
+
+
+def _take_partition_results(topics: Iterable[Any], remaining: MutableMapping[TP, Any], asked: Iterable[TP],
+                            store: Callable[[TP, Any], None]) -> bool:
+    """Per-partition answers of a leader: ``store`` each good one and drop it from ``remaining``; raise the
+    first error that is not a stale-metadata one. True when some partition must be asked again (stale
+    metadata, or no answer for it) after a metadata refresh."""
+    retry = False
+    for t in topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if tp not in remaining:
+                continue
+            if p.error_code in _RETRY_WITH_METADATA:
+                retry = True
+                continue
+            if p.error_code:
+                raise _error(p.error_code, getattr(p, "error_message", None), f"partition {t.name}-{p.partition_index}")
+            store(tp, p)
+            del remaining[tp]
+    # A partition the leader did not answer for: refresh and ask again.
+    return retry or any(tp in remaining for tp in asked)
 
 
 def _raise_for_absent_partitions(cluster: Cluster, partitions: Iterable[TP]) -> None:
@@ -589,14 +618,14 @@ class AdminClient:
 
     # --- consumer groups, records and incremental configs (issue 14) ---------------------------
 
-    def _find_coordinator(self, group_id: str, timer: Timer) -> int:
-        """The node id of ``group_id``'s coordinator (FindCoordinator), retried while the coordinator
-        is loading or not available until ``timer`` expires."""
+    def _find_coordinator(self, group_id: str, timer: Timer, key_type: int = 0) -> int:
+        """The node id of ``group_id``'s coordinator (FindCoordinator; ``key_type`` 1: of the transactional id
+        ``group_id``), retried while the coordinator is loading or not available until ``timer`` expires."""
 
         def build(version: int) -> FindCoordinatorRequest:
             if version >= 4:
-                return FindCoordinatorRequest(key_type=0, coordinator_keys=[group_id])
-            return FindCoordinatorRequest(key=group_id, key_type=0)
+                return FindCoordinatorRequest(key_type=key_type, coordinator_keys=[group_id])
+            return FindCoordinatorRequest(key=group_id, key_type=key_type)
 
         while True:
             _, resp = self._send(ApiKey.FIND_COORDINATOR, build, self._least_loaded, timer)
@@ -608,7 +637,8 @@ class AdminClient:
                 code, message, node_id = resp.error_code, resp.error_message, resp.node_id
             if not code:
                 return node_id
-            error = _error(code, message, f"finding the coordinator of group {group_id!r}")
+            what = "transactional id" if key_type == 1 else "group"
+            error = _error(code, message, f"finding the coordinator of {what} {group_id!r}")
             if not error.retriable or timer.is_expired():
                 raise error
             self._backoff(timer)
@@ -913,32 +943,41 @@ class AdminClient:
         with self._lock:
             timer = self._timer(timeout)
             out: dict[TP, ListOffsetsResultInfo] = {}
-            stale = False  # set when a leader answered that the cached metadata is out of date
-            while remaining:
+            self._ask_leaders(
+                remaining, timer, "listing offsets",
+                lambda leader_id, tps: self._list_offsets_from(leader_id, tps, remaining, out, timer, isolation_level))
+            return {TopicPartition(tp[0], tp[1]): info for tp, info in out.items()}
+
+    def _ask_leaders(self, remaining: Mapping[TP, object], timer: Timer, what: str,
+                     ask: Callable[[int, list[TP]], bool]) -> None:
+        """Until ``remaining`` is empty: ``ask(leader id, its partitions)`` of each partition's leader (it removes
+        what it answered; True: retry with fresh metadata). Absent partitions raise UnknownTopicOrPartitionError
+        after one metadata round trip; partitions without a leader are retried until the timeout."""
+        stale = False  # set when a leader answered that the cached metadata is out of date
+        while remaining:
+            cluster = self.metadata.fetch()
+            if stale or any(cluster.leader_for(tp) is None for tp in remaining):
+                self._refresh_metadata(timer, f"leaders of {sorted(remaining)}")
                 cluster = self.metadata.fetch()
-                if stale or any(cluster.leader_for(tp) is None for tp in remaining):
-                    self._refresh_metadata(timer, f"leaders of {sorted(remaining)}")
-                    cluster = self.metadata.fetch()
-                    _raise_for_absent_partitions(cluster, remaining)
-                    stale = False
-                    if any(cluster.leader_for(tp) is None for tp in remaining):
-                        stale = True
-                        self._backoff(timer)
-                        continue
-                by_leader: dict[int, list[TP]] = defaultdict(list)
-                for tp in remaining:
-                    leader = cluster.leader_for(tp)
-                    assert leader is not None
-                    by_leader[leader.id].append(tp)
-                retry = False
-                for leader_id, tps in by_leader.items():
-                    retry |= self._list_offsets_from(leader_id, tps, remaining, out, timer, isolation_level)
-                if retry and remaining:
-                    if timer.is_expired():
-                        raise self._expired(timer, "listing offsets")
+                _raise_for_absent_partitions(cluster, remaining)
+                stale = False
+                if any(cluster.leader_for(tp) is None for tp in remaining):
                     stale = True
                     self._backoff(timer)
-            return {TopicPartition(tp[0], tp[1]): info for tp, info in out.items()}
+                    continue
+            by_leader: dict[int, list[TP]] = defaultdict(list)
+            for tp in remaining:
+                leader = cluster.leader_for(tp)
+                assert leader is not None
+                by_leader[leader.id].append(tp)
+            retry = False
+            for leader_id, tps in by_leader.items():
+                retry |= ask(leader_id, tps)
+            if retry and remaining:
+                if timer.is_expired():
+                    raise self._expired(timer, what)
+                stale = True
+                self._backoff(timer)
 
     def _list_offsets_from(
         self,
@@ -983,21 +1022,73 @@ class AdminClient:
 
         _, resp = self._send(ApiKey.LIST_OFFSETS, build, self._broker_target(leader_id), timer)
         assert isinstance(resp, ListOffsetsResponse)
-        retry = False
-        for t in resp.topics:
-            for p in t.partitions:
-                tp = (t.name, p.partition_index)
-                if tp not in remaining:
-                    continue
-                if p.error_code in _RETRY_WITH_METADATA:
-                    retry = True
-                    continue
-                if p.error_code:
-                    raise _error(p.error_code, None, f"partition {t.name}-{p.partition_index}")
-                offset = p.offset
-                if not offset and p.old_style_offsets:
-                    offset = p.old_style_offsets[0]
-                out[tp] = ListOffsetsResultInfo(offset, p.timestamp, p.leader_epoch if p.leader_epoch >= 0 else None)
-                del remaining[tp]
-        # A partition the leader did not answer for: refresh and ask again.
-        return retry or any(tp in remaining for tp in tps)
+
+        def store(tp: TP, p: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
+            offset = p.offset
+            if not offset and p.old_style_offsets:
+                offset = p.old_style_offsets[0]
+            out[tp] = ListOffsetsResultInfo(offset, p.timestamp, p.leader_epoch if p.leader_epoch >= 0 else None)
+
+        return _take_partition_results(resp.topics, remaining, tps, store)
+
+    # --- transactions -------------------------------------------------------------------------
+
+    def describe_transactions(self, transactional_ids: Iterable[str],
+                              timeout: float | None = None) -> dict[str, TransactionDescription]:
+        """State, producer id/epoch, timeout, start time and partitions of each transactional id, asked of its
+        coordinator. An unknown id raises TransactionalIdNotFoundError naming it."""
+        ids = list_argument("describe_transactions", "transactional_ids", transactional_ids, str,
+                            "a list of transactional ids (str)")
+        with self._lock:
+            return transactions.describe_transactions(self, ids, self._timer(timeout))
+
+    def list_transactions(self, states: Iterable[TransactionState] = (), producer_ids: Iterable[int] = (),
+                          duration_ms: int = -1, timeout: float | None = None) -> list[TransactionListing]:
+        """Every transactional id of every broker, filtered by state, producer id and (``duration_ms`` >= 0)
+        a transaction start more than that long ago (ids with no open transaction match that filter too, as
+        in Kafka: combine it with ``states=[TransactionState.ONGOING]``)."""
+        wanted = list_argument("list_transactions", "states", states, TransactionState,
+                               "a list of TransactionState, e.g. [TransactionState.ONGOING]")
+        pids = list_argument("list_transactions", "producer_ids", producer_ids, int, "a list of producer ids (int)")
+        with self._lock:
+            return transactions.list_transactions(self, wanted, pids, duration_ms, self._timer(timeout))
+
+    # --- producers -----------------------------------------------------------------------------
+
+    def describe_producers(self, partitions: Iterable[TP], timeout: float | None = None
+                           ) -> dict[TopicPartition, list[ProducerState]]:
+        """The active idempotent/transactional producers of each partition (keyed by TopicPartition), asked of its leader (Java
+        ``describeProducers``): producer id and epoch, last sequence and timestamp, coordinator epoch and the
+        start offset of its open transaction (None when none). Errors as :meth:`list_offsets`."""
+        wanted = list_argument("describe_producers", "partitions", partitions, tuple,
+                               "an iterable of TopicPartition, e.g. [TopicPartition('orders', 0)]")
+        remaining: dict[TP, None] = {(tp[0], tp[1]): None for tp in wanted}
+        if not remaining:
+            return {}
+        with self._lock:
+            timer = self._timer(timeout)
+            out: dict[TP, list[ProducerState]] = {}
+            self._ask_leaders(remaining, timer, "describing producers",
+                              lambda leader_id, tps: self._describe_producers_from(leader_id, tps, remaining, out, timer))
+            return {TopicPartition(tp[0], tp[1]): states for tp, states in out.items()}
+
+    def _describe_producers_from(self, leader_id: int, tps: list[TP], remaining: dict[TP, None],
+                                 out: dict[TP, list[ProducerState]], timer: Timer) -> bool:
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for tp in tps:
+            by_topic[tp[0]].append(tp[1])
+        request = DescribeProducersRequest(topics=[
+            DescribeProducersRequest.TopicRequest(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
+        _, resp = self._send(ApiKey.DESCRIBE_PRODUCERS, lambda _v: request, self._broker_target(leader_id), timer)
+        assert isinstance(resp, DescribeProducersResponse)
+
+        def store(tp: TP, p: DescribeProducersResponse.PartitionResponse) -> None:
+            out[tp] = [ProducerState(
+                producer_id=s.producer_id, producer_epoch=s.producer_epoch, last_sequence=s.last_sequence,
+                last_timestamp=s.last_timestamp,
+                coordinator_epoch=s.coordinator_epoch if s.coordinator_epoch >= 0 else None,
+                current_transaction_start_offset=(
+                    s.current_txn_start_offset if s.current_txn_start_offset >= 0 else None))
+                for s in p.active_producers]
+
+        return _take_partition_results(resp.topics, remaining, tps, store)

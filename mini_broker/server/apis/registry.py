@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from mini_broker.server.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     create_partitions,
@@ -13,6 +15,9 @@ from mini_broker.server.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -22,6 +27,7 @@ from mini_broker.server.apis import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -29,6 +35,8 @@ from mini_broker.server.apis import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from mini_broker.server.kafka_apis import ApiSpec
 
@@ -60,4 +68,14 @@ ALL_APIS: list[ApiSpec] = [
     delete_groups.API,
     offset_delete.API,
     offset_for_leader_epoch.API,
+    # transaction coordinator (mini_broker/transaction)
+    add_partitions_to_txn.API,
+    add_offsets_to_txn.API,
+    end_txn.API,
+    describe_transactions.API,
+    list_transactions.API,
+    # transactions on the partition side (mini_broker/log, producer_state; group coordinator offsets)
+    write_txn_markers.API,
+    txn_offset_commit.API,
+    describe_producers.API,
 ]

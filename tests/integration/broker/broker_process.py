@@ -23,9 +23,10 @@ LISTENING = re.compile(r"mini_broker listening on PLAINTEXT://([\d.]+):(\d+)")
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, log_level: str = "WARNING") -> None:
+    def __init__(self, data_dir: Path, log_level: str = "WARNING", module: str = "mini_broker") -> None:
+        """``module``: what ``python -m`` runs (a test wrapper of ``mini_broker``'s main may replace it)."""
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mini_broker", "--data-dir", str(data_dir), "--listeners",
+            [sys.executable, "-m", module, "--data-dir", str(data_dir), "--listeners",
              "PLAINTEXT://127.0.0.1:0", "--override", "num.io.threads=2", "--override", "num.network.threads=1",
              "--log-level", log_level],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
