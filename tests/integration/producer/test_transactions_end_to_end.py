@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pykafka_client import KafkaProducer
-from pykafka_client.errors import ProducerFencedError
+from pykafka_client.errors import InvalidProducerEpochError, ProducerFencedError
 from pykafka_client.errors_base import KafkaError
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop, pytest.mark.timeout(180)]
@@ -113,10 +113,10 @@ def test_older_producer_is_fenced(txn_broker: Any) -> None:
         new.begin_transaction()
         new.send(topic, b"fresh")
         new.commit_transaction()
-        # As Java: the zombie's next write fails and its commit refuses. Kafka (KIP-588), like noida-db, answers
-        # that write INVALID_PRODUCER_EPOCH (abortable), and the abort the zombie must then call is answered
-        # PRODUCER_FENCED by the coordinator; MiniBroker answers the write PRODUCER_FENCED (fatal at once).
-        with pytest.raises(KafkaError):
+        # As Java: the zombie's next write fails and its commit refuses. Kafka (KIP-588), noida-db and MiniBroker
+        # answer that write INVALID_PRODUCER_EPOCH (abortable), and the abort the zombie must then call is
+        # answered PRODUCER_FENCED by the coordinator.
+        with pytest.raises(InvalidProducerEpochError):
             old.send(topic, b"zombie-2").result(20)
         with pytest.raises(KafkaError):
             old.commit_transaction()
