@@ -61,7 +61,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     _k("num.network.threads", "int", 3, 1),
     _k("num.io.threads", "int", 8, 1),
     _k("queued.max.requests", "int", 500, 1),
-    _k("queued.max.request.bytes", "long", -1),
+    _k("queued.max.request.bytes", "long", 104857600,
+       doc="bound on request-frame memory (Kafka's default is -1, unbounded; -1 turns the pool off here too)"),
     _k("socket.request.max.bytes", "int", 104857600, 1),
     _k("socket.send.buffer.bytes", "int", 102400),
     _k("socket.receive.buffer.bytes", "int", 102400),
@@ -383,6 +384,11 @@ class KafkaConfig:
     @property
     def queued_max_requests(self) -> int:
         return self._int("queued.max.requests")
+
+    @property
+    def queued_max_request_bytes(self) -> int:
+        """Bytes of request frames being read or processed at once; -1 (or 0) means unbounded."""
+        return self._int("queued.max.request.bytes")
 
     @property
     def socket_request_max_bytes(self) -> int:

@@ -78,6 +78,24 @@ class _Conn:
     remote_address: str
     # frames the transport handed out while a request was in flight, processed in order after unmute
     pending: collections.deque[NetworkReceive] | None = None
+    # gives the in-flight request's frame memory back to the pool (set when the selector has a pool)
+    inflight_release: Callable[[], None] | None = None
+
+    def release_memory(self) -> None:
+        """Give back the pool memory of the in-flight frame and of every frame still pending."""
+        release, self.inflight_release = self.inflight_release, None
+        if release is not None:
+            release()
+        if self.pending:
+            for receive in self.pending:
+                release_frame(receive)
+            self.pending.clear()
+
+
+def release_frame(receive: NetworkReceive) -> None:
+    """Give a frame's pool memory back (a no-op for frames read without a pool)."""
+    if callable(receive.extra):
+        receive.extra()
 
 
 class RequestParser(Protocol):
@@ -269,6 +287,7 @@ class Processor:
         for receive in self.selector.completed_receives():
             conn = self._conns.get(receive.source)
             if conn is None:
+                release_frame(receive)
                 continue
             if conn.pending or self._is_muted(conn.connection_id):
                 if conn.pending is None:
@@ -288,14 +307,18 @@ class Processor:
     def _handle_receive(self, conn: _Conn, receive: NetworkReceive) -> None:
         cid = conn.connection_id
         if not self._running:
+            release_frame(receive)
             return
         try:
             request = self._parser.parse_request(self.id, cid, conn.remote_address, self.listener.listener_name,
                                                  receive.payload, self._time.nanoseconds())
         except Exception as e:
             log.info("event=invalid_request connection=%s listener=%s error=%r", cid, self.listener.listener_name, e)
+            release_frame(receive)
             self._close(cid, "invalid_request")
             return
+        if callable(receive.extra):
+            conn.inflight_release = receive.extra
         # mute before handing the request over: one request in flight per connection
         channel = self.selector.channel(cid)
         if channel is None:  # closed under us (its disconnect is reported): nobody to answer
@@ -349,6 +372,9 @@ class Processor:
         """``RESPONSE_SENT`` to the channel's mute machine, then unmute if it allows (Kafka
         ``tryUnmuteChannel``); frames that waited are processed next."""
         cid = conn.connection_id
+        release, conn.inflight_release = conn.inflight_release, None
+        if release is not None:
+            release()
         channel = self.selector.channel(cid)
         if channel is None:
             return
@@ -367,6 +393,7 @@ class Processor:
             conn = self._conns.pop(cid, None)
             self._inflight.pop(cid, None)
             if conn is not None:
+                conn.release_memory()
                 self._quotas.dec(conn.remote_ip)
                 log.debug("event=disconnected connection=%s state=%s", cid, info.state.name)
 
@@ -378,6 +405,7 @@ class Processor:
         except Exception as e:
             log.debug("event=close_failed connection=%s error=%r", cid, e)
         if conn is not None:
+            conn.release_memory()
             self._quotas.dec(conn.remote_ip)
             log.debug("event=connection_closed connection=%s reason=%s", cid, reason)
 

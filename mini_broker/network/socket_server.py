@@ -29,16 +29,24 @@ from mini_broker.network.acceptor import Acceptor
 from mini_broker.network.connection_quotas import ConnectionQuotas
 from mini_broker.network.processor import Processor, RequestParser, ServerSelector
 from mini_broker.network.request_channel import RequestChannel
+from pykafka_client.network.transport.memory_pool import MemoryPool, SimpleMemoryPool
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
     from mini_broker.metrics import BrokerMetrics
 
-SelectorFactory = Callable[[int, KafkaConfig], ServerSelector]
+#: (processor id, config, the shared request memory pool or None) -> the processor's selector
+SelectorFactory = Callable[[int, KafkaConfig, "MemoryPool | None"], ServerSelector]
 
 
-def default_selector_factory(processor_id: int, config: KafkaConfig) -> ServerSelector:
-    """The transport Selector in server role, with the broker's receive limit and idle expiry."""
+def create_memory_pool(config: KafkaConfig) -> SimpleMemoryPool | None:
+    """The request memory pool bounded by ``queued.max.request.bytes`` (None when it is -1 or 0: unbounded)."""
+    capacity = config.queued_max_request_bytes
+    return SimpleMemoryPool(capacity) if capacity > 0 else None
+
+
+def default_selector_factory(processor_id: int, config: KafkaConfig, memory_pool: MemoryPool | None) -> ServerSelector:
+    """The transport Selector in server role, with the broker's receive limit, idle expiry and memory pool."""
     from pykafka_client.network.transport.channel_builder import DefaultChannelBuilder, Mode
     from pykafka_client.network.transport.selector import Selector
 
@@ -46,6 +54,7 @@ def default_selector_factory(processor_id: int, config: KafkaConfig) -> ServerSe
         max_receive_size=config.socket_request_max_bytes,
         connections_max_idle_ms=config.connections_max_idle_ms,
         channel_builder=DefaultChannelBuilder(Mode.SERVER),
+        memory_pool=memory_pool,
     )
 
 
@@ -58,6 +67,7 @@ class SocketServer:
         self.channel = channel
         self.quotas = ConnectionQuotas(config.max_connections_per_ip, config.max_connections_per_ip_overrides,
                                        config.max_connections)
+        self.memory_pool = create_memory_pool(config)
         self.acceptors: list[Acceptor] = []
         self.processors: list[Processor] = []
         factory = selector_factory or default_selector_factory
@@ -68,7 +78,7 @@ class SocketServer:
             for endpoint in config.listeners:
                 procs: list[Processor] = []
                 for _ in range(config.num_network_threads):
-                    p = Processor(next_id, endpoint, config, channel, self.quotas, parser, factory(next_id, config), time, metrics)
+                    p = Processor(next_id, endpoint, config, channel, self.quotas, parser, factory(next_id, config, self.memory_pool), time, metrics)
                     channel.add_processor(next_id, p)
                     procs.append(p)
                     next_id += 1
@@ -81,6 +91,11 @@ class SocketServer:
         if metrics is not None:
             metrics.gauge("kafka_network_RequestChannel_RequestQueueSize", lambda: float(channel.request_queue_size()))
             metrics.gauge("kafka_server_socket_server_metrics_connection_count", lambda: float(self.quotas.total))
+            pool = self.memory_pool
+            if pool is not None:
+                metrics.gauge("kafka_network_SocketServer_MemoryPoolAvailable", lambda: float(pool.available))
+                metrics.gauge("kafka_network_SocketServer_MemoryPoolUsed", lambda: float(pool.used))
+                metrics.gauge("kafka_network_SocketServer_MemoryPoolRefusedTotal", lambda: float(pool.refused_total))
 
     def bound_port(self, listener_name: str | None = None) -> int:
         for a in self.acceptors:

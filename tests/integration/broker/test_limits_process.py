@@ -1,0 +1,119 @@
+"""The broker in its own process under memory pressure and descriptor exhaustion, measured from outside
+(/proc/PID/status VmRSS, /proc/PID/stat CPU time, its log output)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pykafka_client.protocol.messages import (
+    ApiVersionsRequest,
+    CreateTopicsRequest,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+)
+from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
+from tests.integration.broker.broker_process import BrokerProcess
+from tests.integration.wire import Conn
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(90)]
+
+MB = 1_000_000
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+def start(data_dir: Path, **kwargs: object) -> BrokerProcess:
+    return BrokerProcess(data_dir, **kwargs)  # type: ignore[arg-type]
+
+
+def serve_client_requests(broker: BrokerProcess, topic: str) -> float:
+    """ApiVersions, Metadata and a produce on a fresh connection; returns the slowest answer in seconds."""
+    records = MemoryRecordsBuilder(write_limit=1 << 20)
+    records.append(int(time.time() * 1000), b"k", b"v" * 100, [])
+    worst = 0.0
+    with Conn(broker, timeout=5) as c:  # type: ignore[arg-type]
+        for body, version in ((ApiVersionsRequest(), 3), (MetadataRequest(topics=None), 12),
+                              (ProduceRequest(acks=1, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+                                  name=topic, partition_data=[ProduceRequest.PartitionProduceData(
+                                      index=0, records=records.build())])]), 9)):
+            t0 = time.monotonic()
+            resp = c.call(body, version)
+            worst = max(worst, time.monotonic() - t0)
+            if isinstance(resp, MetadataResponse):
+                assert resp.topics
+            if isinstance(body, ProduceRequest):
+                assert resp.responses[0].partition_responses[0].error_code == 0
+    return worst
+
+
+@pytest.fixture
+def pool_broker(data_dir: Path) -> Iterator[BrokerProcess]:
+    b = start(data_dir, overrides={"queued.max.request.bytes": 50 * MB, "num.network.threads": 3})
+    try:
+        yield b
+    finally:
+        b.terminate()
+        b.ensure_dead()
+
+
+def test_memory_stays_bounded_under_huge_announced_frames(pool_broker: BrokerProcess) -> None:
+    b = pool_broker
+    with Conn(b) as c:  # type: ignore[arg-type]
+        c.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name="mem", num_partitions=1, replication_factor=1)], timeout_ms=5000), 7)
+    for _ in range(3):
+        serve_client_requests(b, "mem")  # warm up every path the test uses
+    time.sleep(0.5)
+    baseline = b.rss_bytes()
+
+    # 10 connections announce ~100 MB frames; each sends 10 MB of it, then stalls (100 MB > the 50 MB pool)
+    attackers = [socket.create_connection(("127.0.0.1", b.port)) for _ in range(10)]
+    stop = threading.Event()
+
+    def flood(s: socket.socket) -> None:
+        s.settimeout(0.5)
+        data = struct.pack(">i", 104_857_000) + bytes(10 * MB)
+        sent = 0
+        while sent < len(data) and not stop.is_set():
+            try:
+                sent += s.send(data[sent:sent + 1 << 20])
+            except TimeoutError:
+                continue  # muted: TCP pushes back
+            except OSError:
+                return
+
+    threads = [threading.Thread(target=flood, args=(s,), daemon=True) for s in attackers]
+    for t in threads:
+        t.start()
+    peak = baseline
+    worst_answer = 0.0
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline:
+        peak = max(peak, b.rss_bytes())
+        worst_answer = max(worst_answer, serve_client_requests(b, "mem"))
+        time.sleep(0.2)
+    peak = max(peak, b.rss_bytes())
+    stop.set()
+    for s in attackers:
+        s.close()
+    for t in threads:
+        t.join(5)
+    time.sleep(1.5)
+    serve_client_requests(b, "mem")
+    after = b.rss_bytes()
+    print(f"rss baseline={baseline / MB:.1f}MB peak={peak / MB:.1f}MB after={after / MB:.1f}MB "
+          f"slowest answer={worst_answer * 1000:.0f}ms")
+    assert peak < baseline + 60 * MB
+    assert worst_answer < 1.0
+    assert after < baseline + 20 * MB
