@@ -83,7 +83,7 @@ class SocketServer:
                     procs.append(p)
                     next_id += 1
                 self.processors.extend(procs)
-                self.acceptors.append(Acceptor(endpoint, config, self.quotas, procs))
+                self.acceptors.append(Acceptor(endpoint, config, self.quotas, procs, metrics))
         except Exception:
             for a in self.acceptors:
                 a.server_socket.close()

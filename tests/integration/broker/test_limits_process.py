@@ -117,3 +117,54 @@ def test_memory_stays_bounded_under_huge_announced_frames(pool_broker: BrokerPro
     assert peak < baseline + 60 * MB
     assert worst_answer < 1.0
     assert after < baseline + 20 * MB
+
+
+HOLD_S = 8.0  # the issue holds 20 s; one log line per pause of up to 1 s shows the same property sooner
+
+
+@pytest.mark.skipif(not Path("/usr/bin/prlimit").exists(), reason="needs util-linux prlimit")
+def test_descriptor_exhaustion_backs_off_and_recovers(data_dir: Path) -> None:
+    b = start(data_dir, overrides={"num.network.threads": 1}, wrapper=["/usr/bin/prlimit", "--nofile=128:128"])
+    try:
+        with Conn(b) as c:  # type: ignore[arg-type]
+            c.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name="fd", num_partitions=1, replication_factor=1)], timeout_ms=5000), 7)
+        existing = Conn(b, timeout=5)  # type: ignore[arg-type]
+        existing.call(ApiVersionsRequest(), 3)
+        lines_before, cpu_before = len(b.output), b.cpu_seconds()
+        held: list[socket.socket] = []
+        for _ in range(300):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", b.port))
+            held.append(s)
+        phase_end = time.monotonic() + HOLD_S
+        while time.monotonic() < phase_end:
+            t0 = time.monotonic()
+            existing.call(ApiVersionsRequest(), 3)  # existing connections are still served
+            assert time.monotonic() - t0 < 1.0
+            time.sleep(0.5)
+        lines = b.output[lines_before:]
+        cpu = b.cpu_seconds() - cpu_before
+        for s in held:
+            s.close()
+        t0 = time.monotonic()
+        while True:  # a new connection is served once descriptors are free again
+            try:
+                serve_client_requests(b, "fd")
+                break
+            except OSError:
+                assert time.monotonic() - t0 < 2.0
+                time.sleep(0.05)
+        recovered_s = time.monotonic() - t0
+        existing.close()
+        paused = [line for line in lines if "event=accept_paused" in line]
+        print(f"phase {HOLD_S}s: {len(lines)} log lines ({len(paused)} accept_paused), {cpu:.2f} CPU-s; "
+              f"served again after {recovered_s:.2f}s")
+        assert len(lines) <= 200 * HOLD_S / 20
+        assert cpu <= 3.0 * HOLD_S / 20
+        assert paused, "the broker never ran out of descriptors: the test did not exercise anything"
+        assert recovered_s < 2.0
+    finally:
+        b.terminate()
+        b.ensure_dead()
