@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Callable, Mapping, Union
+from typing import Callable, Final, Mapping, Union
 
 from pykafka_client.errors import ConfigurationError
 
@@ -281,6 +281,18 @@ def parse_listener(name: str, spec: str) -> EndPoint:
     return EndPoint(proto.upper(), host, port)
 
 
+#: keys that may be set per listener as ``listener.name.<listener>.<key>`` (Kafka's listener prefix)
+LISTENER_PREFIXED_KEYS: Final = frozenset({"max.connections", "max.connection.creation.rate"})
+
+
+def _listener_prefixed(name: str) -> tuple[str, str] | None:
+    """(listener in lower case, key) for ``listener.name.<listener>.<key>`` with a per-listener key."""
+    if not name.startswith("listener.name."):
+        return None
+    listener, _, base = name[len("listener.name."):].partition(".")
+    return (listener.lower(), base) if listener and base in LISTENER_PREFIXED_KEYS else None
+
+
 class KafkaConfig:
     """The broker's configuration. Build with :meth:`from_properties_file` or ``KafkaConfig(props)``."""
 
@@ -288,8 +300,16 @@ class KafkaConfig:
         self._originals: dict[str, ConfigValue] = {}
         self._values: dict[str, ConfigValue] = {k.name: k.default for k in CONFIG_KEYS}
         warn_fn = warn or (lambda msg: log.warning(msg))
+        self._listener_values: dict[tuple[str, str], ConfigValue] = {}
         for name, raw in (props or {}).items():
             key = CONFIG_DEF.get(name)
+            prefixed = _listener_prefixed(name)
+            if key is None and prefixed is not None:
+                listener, base = prefixed
+                value = parse_value(CONFIG_DEF[base], raw)
+                self._originals[name] = value
+                self._listener_values[(listener, base)] = value
+                continue
             if key is None:
                 warn_fn(f"event=unknown_config key={name} msg=\"The configuration '{name}' was supplied but isn't a known config.\"")
                 continue
@@ -319,6 +339,13 @@ class KafkaConfig:
 
     def is_set(self, name: str) -> bool:
         return name in self._originals
+
+    def listener_int(self, listener_name: str, name: str) -> int:
+        """``listener.name.<listener>.<name>`` when set (listener names are matched case-insensitively),
+        else the broker-wide ``name``."""
+        v = self._listener_values.get((listener_name.lower(), name), self._values[name])
+        assert isinstance(v, int)
+        return v
 
     def _int(self, name: str) -> int:
         v = self._values[name]
@@ -432,6 +459,10 @@ class KafkaConfig:
     @property
     def max_connections(self) -> int:
         return self._int("max.connections")
+
+    @property
+    def max_connection_creation_rate(self) -> int:
+        return self._int("max.connection.creation.rate")
 
     @property
     def num_partitions(self) -> int:

@@ -10,6 +10,7 @@ the processors serving the existing connections, and resumes by itself once an a
 from __future__ import annotations
 
 import errno
+import heapq
 import logging
 import selectors
 import socket
@@ -18,7 +19,7 @@ import time
 from typing import TYPE_CHECKING, Final
 
 from mini_broker.config import EndPoint, KafkaConfig
-from mini_broker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
+from mini_broker.network.connection_quotas import ConnectionQuotas, ConnectionThrottledError, TooManyConnectionsError
 from mini_broker.network.processor import Processor, close_quietly
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class Acceptor:
                  metrics: BrokerMetrics | None = None) -> None:
         self.endpoint = endpoint
         self._backoff = AcceptBackoff()
+        # sockets over their IP's connection creation rate, closed at the time given: (close at, id, socket)
+        self._throttled: list[tuple[float, int, socket.socket]] = []
         self._listening = True  # the server socket is registered with the selector
         self._exhausted = metrics.counter("kafka_network_Acceptor_AcceptResourceExhaustedTotal",
                                           listener=endpoint.listener_name) if metrics is not None else None
@@ -140,6 +143,8 @@ class Acceptor:
                 except Exception:
                     log.exception("event=acceptor_error listener=%s", self.endpoint.listener_name)
         finally:
+            while self._throttled:
+                close_quietly(heapq.heappop(self._throttled)[2])
             self._selector.close()
             self.server_socket.close()
             self._wakeup_r.close()
@@ -147,14 +152,26 @@ class Acceptor:
             self.stopped.set()
 
     def _select_timeout(self) -> float:
-        """0.5 s normally; while paused, the rest of the pause with the listening socket unregistered."""
-        left = self._backoff.remaining(time.monotonic())
+        """0.5 s normally; while paused, the rest of the pause with the listening socket unregistered;
+        never past the next throttled socket's close time."""
+        now = time.monotonic()
+        timeout = 0.5
+        if self._throttled:
+            self._close_throttled(now)
+            if self._throttled:
+                timeout = max(0.0, min(timeout, self._throttled[0][0] - now))
+        left = self._backoff.remaining(now)
         if left is not None:
-            return min(left, 0.5)
+            return min(left, timeout)
         if not self._listening:
             self._selector.register(self.server_socket, selectors.EVENT_READ)
             self._listening = True
-        return 0.5
+        return timeout
+
+    def _close_throttled(self, now: float) -> None:
+        """Close the sockets whose per-IP connection-rate throttle has run out (Kafka ``closeThrottledConnections``)."""
+        while self._throttled and self._throttled[0][0] <= now:
+            close_quietly(heapq.heappop(self._throttled)[2])
 
     def _pause_accepting(self, e: OSError) -> None:
         backoff_s = self._backoff.failed(time.monotonic())
@@ -184,21 +201,26 @@ class Acceptor:
                 log.warning("event=accept_resumed listener=%s failures=%d", self.endpoint.listener_name,
                             self._backoff.succeeded())
             ip = str(addr[0])
+            listener = self.endpoint.listener_name
             try:
-                self._quotas.inc(ip)
+                self._quotas.inc(ip, listener=listener)
             except TooManyConnectionsError as e:
                 log.info("event=connection_rejected remote=%s reason=%s", ip, e)
                 close_quietly(sock)
+                continue
+            except ConnectionThrottledError as e:
+                log.info("event=connection_throttled remote=%s throttle_ms=%d", ip, int(e.throttle_s * 1000))
+                heapq.heappush(self._throttled, (time.monotonic() + e.throttle_s, id(sock), sock))
                 continue
             try:
                 self._configure_socket(sock)
             except OSError as e:
                 log.info("event=configure_socket_failed remote=%s error=%r", ip, e)
-                self._quotas.dec(ip)
+                self._quotas.dec(ip, listener)
                 close_quietly(sock)
                 continue
             if not self._assign(sock, ip):
-                self._quotas.dec(ip)
+                self._quotas.dec(ip, listener)
                 close_quietly(sock)
 
     def _configure_socket(self, sock: socket.socket) -> None:

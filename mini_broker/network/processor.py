@@ -66,6 +66,10 @@ class ServerSelector(Protocol):
 
     def close_channel(self, connection_id: str) -> None: ...
 
+    def lowest_priority_channel(self) -> KafkaChannel | None:
+        """The channel to close first when over ``max.connections`` (the least recently active)."""
+        ...
+
     def wakeup(self) -> None: ...
 
     def close(self) -> None: ...
@@ -201,6 +205,7 @@ class Processor:
                     self._process_completed_receives()
                     self._process_completed_sends()
                     self._process_disconnected()
+                    self._close_excess_connections()
                 except Exception:
                     # per-channel errors are handled below; this is the last line of defence
                     log.exception("event=processor_error processor=%s", self.id)
@@ -230,7 +235,7 @@ class Processor:
                 log.debug("event=connection_registered processor=%s connection=%s", self.id, cid)
             except Exception as e:
                 log.info("event=connection_register_failed processor=%s remote=%s error=%r", self.id, remote_ip, e)
-                self._quotas.dec(remote_ip)
+                self._quotas.dec(remote_ip, self.listener.listener_name)
                 try:
                     sock.close()
                 except OSError:
@@ -394,8 +399,19 @@ class Processor:
             self._inflight.pop(cid, None)
             if conn is not None:
                 conn.release_memory()
-                self._quotas.dec(conn.remote_ip)
+                self._quotas.dec(conn.remote_ip, self.listener.listener_name)
                 log.debug("event=disconnected connection=%s state=%s", cid, info.state.name)
+
+    def _close_excess_connections(self) -> None:
+        """Over the listener's (or the broker-wide) limit, e.g. after it was lowered: close this
+        processor's lowest-priority (least recently active) channel (Kafka ``closeExcessConnections``)."""
+        if not self._quotas.max_connections_exceeded(self.listener.listener_name):
+            return
+        channel = self.selector.lowest_priority_channel()
+        if channel is not None:
+            log.info("event=connection_closed_excess connection=%s listener=%s", channel.id, self.listener.listener_name)
+            self._quotas.record_excess_closed()
+            self._close(channel.id, "max_connections_exceeded")
 
     def _close(self, cid: str, reason: str) -> None:
         conn = self._conns.pop(cid, None)
@@ -406,7 +422,7 @@ class Processor:
             log.debug("event=close_failed connection=%s error=%r", cid, e)
         if conn is not None:
             conn.release_memory()
-            self._quotas.dec(conn.remote_ip)
+            self._quotas.dec(conn.remote_ip, self.listener.listener_name)
             log.debug("event=connection_closed connection=%s reason=%s", cid, reason)
 
     def _close_all(self) -> None:
@@ -417,7 +433,7 @@ class Processor:
                 sock, remote_ip = self._new_connections.get_nowait()
             except queue.Empty:
                 break
-            self._quotas.dec(remote_ip)
+            self._quotas.dec(remote_ip, self.listener.listener_name)
             close_quietly(sock)
         try:
             self.selector.close()

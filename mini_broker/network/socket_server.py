@@ -22,6 +22,7 @@ Any exception while handling one channel closes that channel only; processor and
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Callable
 
 from mini_broker.config import KafkaConfig
@@ -58,6 +59,10 @@ def default_selector_factory(processor_id: int, config: KafkaConfig, memory_pool
     )
 
 
+def _as_float(fn: Callable[[], int]) -> Callable[[], float]:
+    return lambda: float(fn())
+
+
 class SocketServer:
     """All listeners: an Acceptor and ``num.network.threads`` Processors each, one ConnectionQuotas."""
 
@@ -65,8 +70,15 @@ class SocketServer:
                  metrics: BrokerMetrics | None = None, selector_factory: SelectorFactory | None = None) -> None:
         self.config = config
         self.channel = channel
+        inter_broker = config.get("inter.broker.listener.name")
         self.quotas = ConnectionQuotas(config.max_connections_per_ip, config.max_connections_per_ip_overrides,
-                                       config.max_connections)
+                                       config.max_connections,
+                                       max_connection_creation_rate=config.max_connection_creation_rate,
+                                       protected_listener=str(inter_broker) if inter_broker else None, time=time)
+        for endpoint in config.listeners:
+            self.quotas.add_listener(endpoint.listener_name,
+                                     config.listener_int(endpoint.listener_name, "max.connections"),
+                                     config.listener_int(endpoint.listener_name, "max.connection.creation.rate"))
         self.memory_pool = create_memory_pool(config)
         self.acceptors: list[Acceptor] = []
         self.processors: list[Processor] = []
@@ -91,11 +103,24 @@ class SocketServer:
         if metrics is not None:
             metrics.gauge("kafka_network_RequestChannel_RequestQueueSize", lambda: float(channel.request_queue_size()))
             metrics.gauge("kafka_server_socket_server_metrics_connection_count", lambda: float(self.quotas.total))
-            pool = self.memory_pool
-            if pool is not None:
-                metrics.gauge("kafka_network_SocketServer_MemoryPoolAvailable", lambda: float(pool.available))
-                metrics.gauge("kafka_network_SocketServer_MemoryPoolUsed", lambda: float(pool.used))
-                metrics.gauge("kafka_network_SocketServer_MemoryPoolRefusedTotal", lambda: float(pool.refused_total))
+            self._register_quota_gauges(metrics)
+
+    def _register_quota_gauges(self, metrics: BrokerMetrics) -> None:
+        """Accepted, rejected, throttled and excess-closed connections, and the count per listener."""
+        qm = self.quotas.metrics
+        counters: dict[str, Callable[[], int]] = {
+            "ConnectionsAcceptedTotal": lambda: qm.accepted_total,
+            "ConnectionsRejectedTotal": lambda: qm.rejected_total,
+            "ConnectionsIpThrottledTotal": lambda: qm.ip_throttled_total,
+            "ConnectionsRateThrottledTotal": lambda: qm.rate_throttled_total,
+            "ConnectionsExcessClosedTotal": lambda: qm.excess_closed_total,
+        }
+        for name, fn in counters.items():
+            metrics.gauge(f"kafka_network_ConnectionQuotas_{name}", _as_float(fn))
+        for endpoint in self.config.listeners:
+            metrics.gauge("kafka_network_ConnectionQuotas_ListenerConnectionCount",
+                          _as_float(functools.partial(self.quotas.listener_count, endpoint.listener_name)),
+                          listener=endpoint.listener_name)
 
     def bound_port(self, listener_name: str | None = None) -> int:
         for a in self.acceptors:

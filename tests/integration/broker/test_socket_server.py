@@ -322,3 +322,67 @@ def test_pool_off_when_queued_max_request_bytes_is_minus_one(make_server: Callab
     s = connect(server)
     s.sendall(frame(b"q" * 200_000))
     assert recv_frame(s) == b"q" * 200_000
+
+
+def served(s: socket.socket, payload: bytes = b"ping", timeout: float = 10.0) -> bool:
+    """Whether ``s`` gets its frame echoed within ``timeout`` (False if closed or no answer)."""
+    s.settimeout(timeout)
+    try:
+        s.sendall(frame(payload))
+        return recv_frame(s) == payload
+    except (TimeoutError, ConnectionError):
+        return False
+
+
+def test_fifty_of_sixty_connections_served_with_max_connections_per_ip_fifty(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(max_connections_per_ip=50)
+    socks = []
+    for _ in range(60):
+        try:
+            socks.append(connect(server))
+        except ConnectionResetError:
+            pass
+    assert sum(served(s, timeout=3) for s in socks) == 50
+    assert server.quotas.metrics.rejected_total == 10
+
+
+def test_listener_limit_makes_the_acceptor_wait(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(listener_name_plaintext_max_connections=2)
+    a, b = connect(server), connect(server)
+    assert served(a) and served(b)
+    c = connect(server)  # sits in the listen backlog: not rejected, not served
+    assert not served(c, timeout=0.5)
+    a.close()
+    c.settimeout(10)
+    assert recv_frame(c) == b"ping"  # its frame is answered once a slot frees
+    assert server.quotas.listener_count("PLAINTEXT") == 2
+
+
+def test_connection_creation_rate_throttles_accepts(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(max_connection_creation_rate=10)
+    t0 = time.monotonic()
+    socks = [connect(server) for _ in range(20)]
+    assert all(served(s) for s in socks)  # a burst of 10, then 10 more at 10/s
+    elapsed = time.monotonic() - t0
+    assert 0.8 <= elapsed < 5.0
+    assert server.quotas.metrics.rate_throttled_total >= 8
+
+
+def test_ip_connection_rate_closes_excess_sockets_after_the_throttle(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server()
+    server.quotas.update_ip_connection_rate(None, 3)
+    socks = [connect(server) for _ in range(6)]
+    results = [served(s, timeout=3) for s in socks]
+    assert results.count(True) == 3  # a burst of 3; the rest is closed after its throttle time
+    assert server.quotas.metrics.ip_throttled_total == 3
+
+
+def test_close_excess_connections_drops_the_least_recently_active(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(num_network_threads=1)
+    socks = [connect(server) for _ in range(4)]
+    for s in socks:
+        assert served(s)
+    server.quotas.update_max_connections(2, listener="PLAINTEXT")
+    assert is_closed(socks[0]) and is_closed(socks[1])
+    assert served(socks[2]) and served(socks[3])
+    assert server.quotas.metrics.excess_closed_total == 2
