@@ -72,6 +72,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     _k("max.connections.per.ip.overrides", "str", ""),
     _k("max.connections", "int", INT_MAX, 0),
     _k("max.connection.creation.rate", "int", INT_MAX, 0),
+    _k("quota.window.num", "int", 11, 1),
+    _k("quota.window.size.seconds", "int", 1, 1),
     _k("background.threads", "int", 10, 1),
     _k("request.timeout.ms", "int", 30000, 0),
     # topics
@@ -459,6 +461,14 @@ class KafkaConfig:
     @property
     def max_connections(self) -> int:
         return self._int("max.connections")
+
+    @property
+    def quota_window_num(self) -> int:
+        return self._int("quota.window.num")
+
+    @property
+    def quota_window_size_seconds(self) -> int:
+        return self._int("quota.window.size.seconds")
 
     @property
     def max_connection_creation_rate(self) -> int:

@@ -22,11 +22,13 @@ from mini_broker.config import EndPoint, KafkaConfig
 from mini_broker.network.connection_quotas import INT_MAX, ConnectionQuotas
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
+    EndThrottlingResponse,
     NoOpResponse,
     Request,
     RequestChannel,
     Response,
     SendResponse,
+    StartThrottlingResponse,
 )
 from pykafka_client.network.transport.channel import ChannelMuteEvent, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
@@ -267,6 +269,12 @@ class Processor:
             elif isinstance(resp, CloseConnectionResponse):
                 self._parser.complete_response_metrics(resp, self._time.nanoseconds())
                 self._close(cid, "close_connection_response")
+            elif isinstance(resp, StartThrottlingResponse):
+                channel = self.selector.channel(cid)
+                if channel is not None:
+                    channel.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_STARTED)
+            elif isinstance(resp, EndThrottlingResponse):
+                self._throttle_ended(conn)
             else:
                 raise TypeError(f"unknown response type {type(resp).__name__}")
         except Exception as e:
@@ -329,6 +337,7 @@ class Processor:
         if channel is None:  # closed under us (its disconnect is reported): nobody to answer
             self._close(cid, "channel_closed")
             return
+        request.context.principal = channel.principal()
         self.selector.mute(cid)
         channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
         if request.context.api_key in self._inline_api_keys:
@@ -373,6 +382,19 @@ class Processor:
         channel = self.selector.channel(cid)
         return channel is not None and channel.is_muted()
 
+    def _throttle_ended(self, conn: _Conn) -> None:
+        """``THROTTLE_ENDED``, then unmute if the response has gone out (Kafka ``tryUnmuteChannel``)."""
+        channel = self.selector.channel(conn.connection_id)
+        if channel is None:
+            return
+        channel.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_ENDED)
+        self._try_unmute(conn, channel)
+
+    def _try_unmute(self, conn: _Conn, channel: KafkaChannel) -> None:
+        self.selector.unmute(conn.connection_id)
+        if conn.pending and not channel.is_muted():
+            self._ready.append(conn.connection_id)
+
     def _response_sent(self, conn: _Conn) -> None:
         """``RESPONSE_SENT`` to the channel's mute machine, then unmute if it allows (Kafka
         ``tryUnmuteChannel``); frames that waited are processed next."""
@@ -385,13 +407,10 @@ class Processor:
             return
         try:
             channel.handle_channel_mute_event(ChannelMuteEvent.RESPONSE_SENT)
-            self.selector.unmute(cid)
+            self._try_unmute(conn, channel)
         except Exception as e:
             log.info("event=unmute_failed connection=%s error=%r", cid, e)
             self._close(cid, "unmute_failed")
-            return
-        if conn.pending and not channel.is_muted():
-            self._ready.append(cid)
 
     def _process_disconnected(self) -> None:
         for cid, info in self.selector.disconnected().items():

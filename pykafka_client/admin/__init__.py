@@ -3,6 +3,11 @@
 from pykafka_client.admin.admin_client import AdminClient
 from pykafka_client.admin.config import AdminClientConfig
 from pykafka_client.admin.types import (
+    ClientQuotaAlteration,
+    ClientQuotaEntity,
+    ClientQuotaFilter,
+    ClientQuotaFilterComponent,
+    ClientQuotaMatchType,
     ClusterDescription,
     ConfigEntry,
     ConfigResource,
@@ -21,6 +26,11 @@ from pykafka_client.admin.types import (
 __all__ = [
     "AdminClient",
     "AdminClientConfig",
+    "ClientQuotaAlteration",
+    "ClientQuotaEntity",
+    "ClientQuotaFilter",
+    "ClientQuotaFilterComponent",
+    "ClientQuotaMatchType",
     "ClusterDescription",
     "ConfigEntry",
     "ConfigResource",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mini_broker.server.apis import (
+    alter_client_quotas,
     alter_configs,
     api_versions,
     create_partitions,
@@ -10,6 +11,7 @@ from mini_broker.server.apis import (
     delete_groups,
     delete_records,
     delete_topics,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -60,4 +62,7 @@ ALL_APIS: list[ApiSpec] = [
     delete_groups.API,
     offset_delete.API,
     offset_for_leader_epoch.API,
+    # client quotas (mini_broker/quota)
+    describe_client_quotas.API,
+    alter_client_quotas.API,
 ]
