@@ -7,14 +7,17 @@ an allocation succeeds whenever some memory is left, even if it is larger than w
 
 Going past Kafka:
 
-* A frame's buffer grows with the bytes that actually arrive. Frames over :data:`SMALL_FRAME_BYTES` get
-  an anonymous ``mmap`` of the announced size, which the kernel backs with pages only as they are
-  written, and reserve pool memory in :data:`GROWTH_STEP_BYTES` steps just ahead of the bytes read.
+* A large frame's buffer grows with the bytes that actually arrive. Frames over :data:`EAGER_FRAME_BYTES`
+  (1 MiB) get an anonymous ``mmap`` of the announced size, which the kernel backs with pages only as they
+  are written, and reserve pool memory in :data:`GROWTH_STEP_BYTES` steps just ahead of the bytes read.
   Announcing 100 MB therefore costs nothing until the bytes come, and the memory goes back to the OS as
-  soon as the frame is dropped (no allocator arena keeps it).
-* Large frames may use the pool only up to ``capacity - small_frame_reserve``: the rest stays for small
-  frames (up to 64 KiB: ApiVersions, Metadata, ordinary produce and fetch requests), so that connections
-  stalled in the middle of large frames cannot starve everybody else.
+  soon as the frame is dropped (no allocator arena keeps it). Frames up to 1 MiB (nearly every real
+  request: ``max.request.size`` is 1 MB) are allocated whole, as a plain ``bytearray``, once the pool
+  grants their size: the cheap path, which a fresh mmap per frame is not (page faults).
+* Frames over :data:`SMALL_FRAME_BYTES` (64 KiB) may use the pool only up to
+  ``capacity - small_frame_reserve``: the rest stays for small frames (ApiVersions, Metadata, ordinary
+  produce and fetch requests), so that connections stalled in the middle of large frames cannot starve
+  everybody else.
 * Large frames in progress that have used up the pool between them would wait for each other forever
   (they each hold part of the pool and none can finish). So when the pool refuses a large frame, one frame
   at a time may go on in *overdraft* past the bound until it is complete. The bound on the memory of
@@ -34,8 +37,10 @@ from typing import Final, Protocol
 from pykafka_client.network.transport.network_receive import FrameReader, ReadableTransport
 from pykafka_client.network.transport.selectable import NetworkReceive
 
-#: Frames up to this size are allocated whole when their size is read; larger ones grow as bytes arrive.
+#: Frames up to this size may use the whole pool; larger ones leave the small-frame reserve alone.
 SMALL_FRAME_BYTES: Final = 64 * 1024
+#: Frames up to this size are allocated whole once the pool grants their size; larger ones grow as bytes arrive.
+EAGER_FRAME_BYTES: Final = 1024 * 1024
 #: How much pool memory a large frame reserves at a time, ahead of the bytes it reads.
 GROWTH_STEP_BYTES: Final = 1024 * 1024
 #: The part of the pool kept for small frames: min(capacity / 4, 8 MiB).
@@ -140,11 +145,12 @@ class PooledFrameReader(FrameReader):
     frame calls it when done with the request (the broker Processor does when the response is sent or the
     connection closes). A frame dropped before completion is released by :meth:`close`."""
 
-    __slots__ = ("_pool", "_reserved", "_overdraft", "_waiting", "_large")
+    __slots__ = ("_pool", "_allowed", "_reserved", "_overdraft", "_waiting", "_large")
 
     def __init__(self, source: str, max_size: int, pool: MemoryPool) -> None:
         super().__init__(source, max_size)
         self._pool = pool
+        self._allowed = 0  # payload bytes that may be read now (the memory granted so far)
         self._reserved = 0  # pool bytes held by the current frame
         self._overdraft = 0  # bytes of the current frame allowed past the pool (not counted in it)
         self._waiting = False
@@ -157,51 +163,52 @@ class PooledFrameReader(FrameReader):
         return self._large
 
     def read_from(self, transport: ReadableTransport) -> int:
-        self._waiting = False
         total = 0
         if self._size < 0:
             total = self._read_size(transport)
             if total < 0 or self._size <= 0:  # end of stream, size still incomplete, or an empty frame
                 return total
             self._large = self._size > SMALL_FRAME_BYTES
+        if self._payload_read == self._allowed and not self._grant():
+            self._waiting = True
+            return total
+        self._waiting = False
+        assert self._payload is not None
+        n = transport.read_into(memoryview(self._payload)[self._payload_read : self._allowed])
+        if n < 0:
+            return -1
+        self._payload_read += n
+        return total + n
+
+    def _grant(self) -> bool:
+        """Memory for the next bytes: the whole frame up to 1 MiB, else the next growth step."""
+        pool, size = self._pool, self._size
+        if self._payload is None and size <= EAGER_FRAME_BYTES:
+            if not pool.try_allocate(size, self._large):
+                return False
+            self._payload = bytearray(size)
+            self._reserved = self._allowed = size
+            return True
         if self._payload is None:
-            if not self._large:
-                if not self._pool.try_allocate(self._size, large=False):
-                    self._waiting = True
-                    return total
-                self._reserved = self._size
-                self._payload = bytearray(self._size)
-            else:
-                # pages are only backed once written: the frame costs what has arrived
-                self._payload = mmap.mmap(-1, self._size)
-        if self._payload_read < self._size:
-            allowed = self._reserved + self._overdraft
-            if allowed == self._payload_read:  # large frame: reserve the next step first
-                step = min(GROWTH_STEP_BYTES, self._size - allowed)
-                if self._pool.try_allocate(step, large=True):
-                    self._reserved += step
-                elif self._pool.try_overdraft(self):
-                    self._overdraft += step
-                else:
-                    self._waiting = True
-                    return total
-                allowed += step
-            n = transport.read_into(memoryview(self._payload)[self._payload_read : allowed])
-            if n < 0:
-                return -1
-            total += n
-            self._payload_read += n
-        return total
+            self._payload = mmap.mmap(-1, size)  # pages are only backed once written
+        step = min(GROWTH_STEP_BYTES, size - self._allowed)
+        if pool.try_allocate(step, True):
+            self._reserved += step
+        elif pool.try_overdraft(self):
+            self._overdraft += step
+        else:
+            return False
+        self._allowed += step
+        return True
 
     def take(self) -> NetworkReceive:
-        release = _Release(self._pool, self._reserved)
+        receive = super().take()
+        receive.extra = _Release(self._pool, self._reserved)
         if self._overdraft:
             self._pool.end_overdraft(self)
             self._overdraft = 0
-        self._reserved = 0
+        self._reserved = self._allowed = 0
         self._large = False
-        receive = super().take()
-        receive.extra = release
         return receive
 
     def close(self) -> None:
