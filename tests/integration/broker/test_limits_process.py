@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import random
 import socket
 import struct
 import threading
@@ -168,3 +170,97 @@ def test_descriptor_exhaustion_backs_off_and_recovers(data_dir: Path) -> None:
     finally:
         b.terminate()
         b.ensure_dead()
+
+
+def malformed_frame(i: int, rng: random.Random) -> bytes:
+    """One of the malformed inputs of issue 18, chosen by ``i``."""
+    kind = i % 9
+    if kind == 0:  # random bytes
+        return rng.randbytes(rng.randint(1, 200))
+    if kind == 1:  # a random body behind a valid size, up to the 100 MiB limit, then the connection ends
+        size = rng.choice([50, 5_000, 500_000, 5_000_000, 104_857_000])
+        return struct.pack(">i", size) + rng.randbytes(min(size, 2_000))
+    if kind == 2:  # truncated frame
+        return struct.pack(">i", 100) + b"\x00\x12"
+    if kind == 3:
+        return struct.pack(">i", -rng.randint(1, 2**31 - 1))
+    if kind == 4:
+        return struct.pack(">i", 0)
+    if kind == 5:  # 2 GB
+        return struct.pack(">i", 2**31 - 1) + b"x" * 16
+    if kind == 6:  # a real Produce v9 header, garbage body
+        body = struct.pack(">hhi", 0, 9, i) + b"\x00\x04test" + rng.randbytes(300)
+        return struct.pack(">i", len(body)) + body
+    if kind == 7:  # unknown key / version
+        body = struct.pack(">hhi", rng.choice([999, 3]), rng.choice([99, -1]), i) + b"\x00\x00"
+        return struct.pack(">i", len(body)) + body
+    body = struct.pack(">hhi", 3, 12, i) + struct.pack(">h", 30_000) + b"short"  # a header string that lies
+    return struct.pack(">i", len(body)) + body
+
+
+@pytest.mark.parametrize("count", [1000, 5000])
+def test_malformed_frames_leave_memory_bounded_and_the_broker_serving(data_dir: Path, count: int) -> None:
+    b = start(data_dir, overrides={"num.network.threads": 3})
+    try:
+        with Conn(b) as c:  # type: ignore[arg-type]
+            c.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+                name="bad", num_partitions=1, replication_factor=1)], timeout_ms=5000), 7)
+        for _ in range(3):
+            serve_client_requests(b, "bad")
+        time.sleep(0.5)
+        baseline = b.rss_bytes()
+        peak = [baseline]
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                peak[0] = max(peak[0], b.rss_bytes())
+                time.sleep(0.05)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        rng = random.Random(count)
+        frames = [malformed_frame(i, rng) for i in range(count)]
+        t_end = time.monotonic() + 40
+
+        def send_all(worker: int) -> int:
+            sent = 0
+            for data in frames[worker::8]:
+                if time.monotonic() > t_end:
+                    break
+                with socket.create_connection(("127.0.0.1", b.port), timeout=5) as s:
+                    try:
+                        s.sendall(data)
+                    except OSError:
+                        pass  # the broker may close first
+                sent += 1
+            return sent
+
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            sent = sum(pool.map(send_all, range(8)))
+        assert sent == count, f"only {sent} of {count} frames sent in time"
+        # garbage pipelined after valid requests on one connection: those are answered, then it is closed
+        with Conn(b, timeout=5) as c:  # type: ignore[arg-type]
+            c.sock.sendall(b"".join(
+                struct.pack(">i", len(p)) + p for p in [_api_versions_v0(1), _api_versions_v0(2)]) + b"\xff" * 64)
+            assert len(c.recv_frame()) > 0 and len(c.recv_frame()) > 0
+            assert c.closed_by_broker()
+        stop.set()
+        sampler.join(5)
+        assert serve_client_requests(b, "bad") < 1.0
+        time.sleep(1.0)
+        after = b.rss_bytes()
+        tracebacks = sum("Traceback" in line for line in b.output)
+        print(f"{count} malformed frames: rss baseline={baseline / MB:.1f}MB peak={peak[0] / MB:.1f}MB "
+              f"after={after / MB:.1f}MB tracebacks={tracebacks}")
+        assert b.proc.poll() is None
+        assert peak[0] < baseline + 100 * MB
+        assert after < baseline + 20 * MB
+        assert tracebacks == 0
+    finally:
+        b.terminate()
+        b.ensure_dead()
+
+
+def _api_versions_v0(correlation_id: int) -> bytes:
+    return struct.pack(">hhi", 18, 0, correlation_id) + b"\x00\x04test"
