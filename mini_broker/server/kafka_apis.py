@@ -240,11 +240,8 @@ class KafkaApis:
 
     def _throttle(self, request: Request, body: Message, throttle_ms: int, pieces: list[Chunk]) -> list[Chunk]:
         """Put ``throttle_ms`` in the response and keep the channel muted that long after it (KIP-219)."""
-        quotas = self.quotas
-        assert quotas is not None and quotas.reaper is not None
         ctx = request.context
-        self.channel.send_response(StartThrottlingResponse(request))
-        quotas.reaper.add(throttle_ms, lambda: self.channel.send_response(EndThrottlingResponse(request)))
+        self._start_throttling(request, throttle_ms)
         current = getattr(body, "throttle_time_ms", None)
         if not isinstance(current, int):
             return pieces
@@ -257,8 +254,21 @@ class KafkaApis:
         self.channel.send_response(SendResponse(request, frame_pieces, _total_size(frame_pieces)))
 
     def send_no_op_response(self, request: Request) -> None:
+        """Nothing to write (acks=0 produce): unmute. A quota still records it and throttles the channel
+        (Kafka's acks=0 path: no response to carry throttle_time_ms, so only the mute holds the client)."""
+        if self.quotas is not None and self.quotas.any_active():
+            throttle_ms = self._record_quotas(request, 0)
+            if throttle_ms > 0:
+                self._start_throttling(request, throttle_ms)
         self._mark_complete(request)
         self.channel.send_response(NoOpResponse(request))
+
+    def _start_throttling(self, request: Request, throttle_ms: int) -> None:
+        """StartThrottling now (queued before the answer), EndThrottling after ``throttle_ms`` (KIP-219)."""
+        quotas = self.quotas
+        assert quotas is not None and quotas.reaper is not None
+        self.channel.send_response(StartThrottlingResponse(request))
+        quotas.reaper.add(throttle_ms, lambda: self.channel.send_response(EndThrottlingResponse(request)))
 
     def close_connection(self, request: Request) -> None:
         self._mark_complete(request)

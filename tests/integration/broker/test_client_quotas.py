@@ -23,7 +23,8 @@ from pykafka_client.admin import (
 )
 from pykafka_client.errors import InvalidRequestError
 from pykafka_client.protocol.api_keys import ApiKey
-from pykafka_client.protocol.messages import ApiVersionsRequest, MetadataRequest
+from pykafka_client.protocol.messages import ApiVersionsRequest, MetadataRequest, ProduceRequest
+from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from tests.integration.wire import Conn
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -95,6 +96,21 @@ def test_request_percentage_throttles_and_mutes_the_channel(broker: MiniBroker, 
         assert throttle > 0 and time.monotonic() - t0 >= throttle / 1000 * 0.9
     with Conn(broker, client_id="idle") as other:  # other client ids are not throttled
         assert other.call(MetadataRequest(topics=None), 12).throttle_time_ms == 0
+
+
+def test_acks_zero_produce_over_quota_mutes_the_channel(broker: MiniBroker, admin: AdminClient) -> None:
+    """No response carries throttle_time_ms for acks=0, so the mute alone holds the client back."""
+    admin.create_topics([NewTopic("fire", 1, 1)], timeout=10)
+    set_quota(admin, {CLIENT: "fire"}, producer_byte_rate=1000)
+    records = MemoryRecordsBuilder(write_limit=1 << 20)
+    records.append(int(time.time() * 1000), None, b"f" * 20_000, [])
+    with Conn(broker, client_id="fire") as c:
+        c.send(ProduceRequest(acks=0, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
+            name="fire", partition_data=[ProduceRequest.PartitionProduceData(index=0, records=records.build())])]), 9)
+        t0 = time.monotonic()
+        c.call(MetadataRequest(topics=None), 12)  # read only once the throttle (capped at 2 windows) is over
+        assert time.monotonic() - t0 >= 1.5
+    assert log_end_offset(admin, "fire") == 1
 
 
 def log_end_offset(admin: AdminClient, topic: str) -> int:
