@@ -41,6 +41,10 @@ from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.server.replica_manager import ReplicaManager
 from mini_broker.server.request_handler import KafkaRequestHandlerPool
+from mini_broker.server.txn_marker_writer import ReplicaTxnMarkerWriter
+from mini_broker.transaction.transaction_config import TransactionConfig
+from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
+from mini_broker.transaction.transaction_log import TransactionLog
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
@@ -106,6 +110,7 @@ class MiniBroker:
         self.handler_pool: KafkaRequestHandlerPool | None = None
         self.replica_manager: ReplicaManager | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.transaction_coordinator: TransactionCoordinator | None = None
         self.metadata_cache: MetadataCache | None = None
         self.metrics_server: MetricsHttpServer | None = None
         self.apis: KafkaApis | None = None
@@ -147,6 +152,8 @@ class MiniBroker:
         self.group_coordinator.startup()
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
+        self.context.txn_marker_writer = ReplicaTxnMarkerWriter(self.context)
+        self._start_transaction_coordinator(self.context)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
         self.quotas.start()
@@ -163,6 +170,20 @@ class MiniBroker:
             self.metrics_server.start()
         log.info("event=broker_started node_id=%s cluster_id=%s listeners=%s data_dir=%s", node_id,
                  self.metadata_cache.cluster_id, ",".join(self.listener_urls()), self.data_dir)
+
+    def _start_transaction_coordinator(self, context: BrokerContext) -> None:
+        """The transaction coordinator: ``__transaction_state`` replayed, ids from the ProducerIdManager, markers
+        through whatever ``context.txn_marker_writer`` holds when they are written."""
+        txn_config = TransactionConfig.from_broker(self.config.get)
+        manager = context.producer_id_manager
+        assert manager is not None
+        coordinator = TransactionCoordinator(
+            txn_config, TransactionLog(self.data_dir, self.time, txn_config.transaction_state_log_segment_bytes),
+            manager.generate_producer_id, lambda: context.txn_marker_writer, self.time)
+        coordinator.startup()
+        self.transaction_coordinator = coordinator
+        context.transaction_coordinator = coordinator
+        context.transaction_verifier = coordinator
 
     def _advertised_endpoints(self, server: SocketServer) -> list[BrokerEndPoint]:
         out: list[BrokerEndPoint] = []
@@ -193,6 +214,8 @@ class MiniBroker:
             self.quotas.shutdown()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown(clean=not self._start_failed)
         if self.metrics_server is not None:

@@ -17,6 +17,44 @@ from pykafka_client.errors_base import (
 )
 from pykafka_client.errors_generated import *  # noqa: F403
 from pykafka_client.errors_generated import BROKER_ERRORS, UnknownServerError
+from pykafka_client.errors_generated import __all__ as _generated_all
+
+# Every public name, so ``from pykafka_client.errors import KafkaError`` type-checks under
+# ``mypy --strict`` (no implicit re-export). tests/unit/test_errors.py checks nothing is missing.
+__all__ = [
+    "BROKER_ERRORS",
+    "AuthenticationError",
+    "BrokerResponseError",
+    "BufferExhaustedError",
+    "CommitFailedError",
+    "ConcurrentModificationError",
+    "ConfigurationError",
+    "CorrelationIdMismatchError",
+    "DisconnectError",
+    "IllegalArgumentError",
+    "IllegalStateError",
+    "InvalidMetadataError",
+    "InvalidOffsetError",
+    "InvalidReceiveError",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "MessageDecodeError",
+    "NoAvailableBrokersError",
+    "NoOffsetForPartitionError",
+    "OffsetOutOfRangeClientError",
+    "ProducerClosedError",
+    "ProtocolError",
+    "RebalanceInProgressClientError",
+    "RecordDeserializationError",
+    "RetriableError",
+    "SerializationError",
+    "SslAuthenticationError",
+    "UnknownApiKeyError",
+    "WakeupException",
+    "for_code",
+    "raise_for_code",
+]
+__all__ += _generated_all
 
 # --- client-side errors -----------------------------------------------------------------------
 

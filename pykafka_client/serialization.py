@@ -4,6 +4,11 @@ Both sides share one shape: ``serialize(topic, data, headers=None) -> bytes | No
 ``deserialize(topic, data, headers=None) -> object``. ``None`` always maps to ``None`` (a null key or
 a tombstone value) in both directions, as in Java.
 
+Typing: :class:`Serializer` is generic over what it accepts and :class:`Deserializer` over what it
+returns (``StringDeserializer`` is a ``Deserializer[str | None]``: a null key stays ``None``). A
+:class:`~pykafka_client.KafkaConsumer` built with deserializer objects is typed by them
+(``KafkaConsumer[str | None, str | None]``); names and plain functions work at run time but type as ``Any``.
+
 Built-ins (also reachable by short name through :func:`resolve_serializer` /
 :func:`resolve_deserializer`, which is how ``key.serializer`` / ``value.deserializer`` configs are
 interpreted):
@@ -31,30 +36,37 @@ import json
 import struct
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pykafka_client.errors import ConfigurationError, SerializationError
 
 #: Record headers as the client sees them: ``(key, value)`` pairs.
 Headers = Sequence[tuple[str, "bytes | None"]]
 
-
-@runtime_checkable
-class Serializer(Protocol):
-    """Turns a key or value into bytes (``None`` stays ``None``)."""
-
-    def serialize(self, topic: str, data: Any, headers: Headers | None = None) -> bytes | None: ...
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+T_contra = TypeVar("T_contra", contravariant=True)
+_N = TypeVar("_N", int, float)
 
 
 @runtime_checkable
-class Deserializer(Protocol):
-    """Turns bytes back into a key or value (``None`` stays ``None``)."""
+class Serializer(Protocol[T_contra]):
+    """Turns a key or value of type ``T_contra`` into bytes (``None`` stays ``None``)."""
 
-    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any: ...
+    def serialize(self, topic: str, data: T_contra, headers: Headers | None = None) -> bytes | None: ...
+
+
+@runtime_checkable
+class Deserializer(Protocol[T_co]):
+    """Turns bytes (or ``None``: a null key, a tombstone) back into a ``T_co``."""
+
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> T_co: ...
 
 
 class ByteArraySerializer:
-    def serialize(self, topic: str, data: Any, headers: Headers | None = None) -> bytes | None:
+    def serialize(
+        self, topic: str, data: bytes | bytearray | memoryview | None, headers: Headers | None = None
+    ) -> bytes | None:
         if data is None or isinstance(data, bytes):
             return data
         if isinstance(data, (bytearray, memoryview)):
@@ -63,7 +75,7 @@ class ByteArraySerializer:
 
 
 class ByteArrayDeserializer:
-    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> bytes | None:
         return None if data is None else bytes(data)
 
 
@@ -71,7 +83,7 @@ class StringSerializer:
     def __init__(self, encoding: str = "utf-8") -> None:
         self.encoding = encoding
 
-    def serialize(self, topic: str, data: Any, headers: Headers | None = None) -> bytes | None:
+    def serialize(self, topic: str, data: str | None, headers: Headers | None = None) -> bytes | None:
         if data is None:
             return None
         if not isinstance(data, str):
@@ -86,7 +98,7 @@ class StringDeserializer:
     def __init__(self, encoding: str = "utf-8") -> None:
         self.encoding = encoding
 
-    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> str | None:
         if data is None:
             return None
         try:
@@ -95,11 +107,13 @@ class StringDeserializer:
             raise SerializationError(f"cannot decode {self.encoding} string: {e}") from e
 
 
-class _StructSerializer:
+class _StructSerializer(Generic[_N]):
+    """Fixed-size numbers; each subclass is both the serializer and (subclassed) the deserializer."""
+
     _fmt: struct.Struct
     _what: str
 
-    def serialize(self, topic: str, data: Any, headers: Headers | None = None) -> bytes | None:
+    def serialize(self, topic: str, data: _N | None, headers: Headers | None = None) -> bytes | None:
         if data is None:
             return None
         if isinstance(data, bool) or not isinstance(data, (int, float)):
@@ -109,17 +123,18 @@ class _StructSerializer:
         except struct.error as e:
             raise SerializationError(f"{type(self).__name__}: {data!r} out of range: {e}") from e
 
-    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> _N | None:
         if data is None:
             return None
         if len(data) != self._fmt.size:
             raise SerializationError(
                 f"{type(self).__name__}: size of data received is not {self._fmt.size} (got {len(data)})"
             )
-        return self._fmt.unpack(data)[0]
+        value: _N = self._fmt.unpack(data)[0]
+        return value
 
 
-class IntegerSerializer(_StructSerializer):
+class IntegerSerializer(_StructSerializer[int]):
     _fmt = struct.Struct(">i")
     _what = "an int in the 32-bit signed range"
 
@@ -128,7 +143,7 @@ class IntegerDeserializer(IntegerSerializer):
     pass
 
 
-class LongSerializer(_StructSerializer):
+class LongSerializer(_StructSerializer[int]):
     _fmt = struct.Struct(">q")
     _what = "an int in the 64-bit signed range"
 
@@ -137,7 +152,7 @@ class LongDeserializer(LongSerializer):
     pass
 
 
-class DoubleSerializer(_StructSerializer):
+class DoubleSerializer(_StructSerializer[float]):
     _fmt = struct.Struct(">d")
     _what = "a float"
 
@@ -147,7 +162,7 @@ class DoubleDeserializer(DoubleSerializer):
 
 
 class UUIDSerializer:
-    def serialize(self, topic: str, data: Any, headers: Headers | None = None) -> bytes | None:
+    def serialize(self, topic: str, data: uuid.UUID | None, headers: Headers | None = None) -> bytes | None:
         if data is None:
             return None
         if not isinstance(data, uuid.UUID):
@@ -156,7 +171,7 @@ class UUIDSerializer:
 
 
 class UUIDDeserializer:
-    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> uuid.UUID | None:
         if data is None:
             return None
         try:
@@ -207,13 +222,13 @@ class FunctionSerializer:
         raise SerializationError(f"serializer {self.fn!r} returned {type(out).__name__}, not bytes")
 
 
-class FunctionDeserializer:
-    """Adapts a plain function ``f(bytes) -> object``."""
+class FunctionDeserializer(Generic[T]):
+    """Adapts a plain function ``f(bytes) -> T`` (``None`` is passed through without calling it)."""
 
-    def __init__(self, fn: Callable[[bytes], Any]) -> None:
+    def __init__(self, fn: Callable[[bytes], T]) -> None:
         self.fn = fn
 
-    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> Any:
+    def deserialize(self, topic: str, data: bytes | None, headers: Headers | None = None) -> T | None:
         if data is None:
             return None
         try:
@@ -224,7 +239,7 @@ class FunctionDeserializer:
             raise SerializationError(f"deserializer {self.fn!r} failed: {e}") from e
 
 
-SERIALIZERS: dict[str, Callable[[], Serializer]] = {
+SERIALIZERS: dict[str, Callable[[], Serializer[Any]]] = {
     "bytes": ByteArraySerializer,
     "str": StringSerializer,
     "string": StringSerializer,
@@ -242,7 +257,7 @@ SERIALIZERS: dict[str, Callable[[], Serializer]] = {
     "org.apache.kafka.common.serialization.UUIDSerializer": UUIDSerializer,
 }
 
-DESERIALIZERS: dict[str, Callable[[], Deserializer]] = {
+DESERIALIZERS: dict[str, Callable[[], Deserializer[Any]]] = {
     "bytes": ByteArrayDeserializer,
     "str": StringDeserializer,
     "string": StringDeserializer,
@@ -261,45 +276,45 @@ DESERIALIZERS: dict[str, Callable[[], Deserializer]] = {
 }
 
 
-def resolve_serializer(config_name: str, value: Any) -> Serializer:
+def _resolve(
+    config_name: str,
+    value: Any,
+    kind: str,
+    registry: dict[str, Callable[[], Any]],
+    protocol: type,
+    from_function: Callable[[Callable[..., Any]], Any],
+) -> Any:
+    """A (de)serializer from a config value: a registered name, an instance of ``protocol``, a class to
+    instantiate, or a plain function (wrapped by ``from_function``)."""
+    if isinstance(value, str):
+        factory = registry.get(value) or registry.get(value.lower())
+        if factory is None:
+            raise ConfigurationError(
+                f"Invalid value {value!r} for configuration {config_name}: unknown {kind} "
+                f"(built-ins: {', '.join(sorted(k for k in registry if '.' not in k))})"
+            )
+        return factory()
+    if isinstance(value, type):
+        try:
+            value = value()
+        except Exception as e:
+            raise ConfigurationError(f"Invalid value for configuration {config_name}: cannot instantiate: {e}") from e
+    if isinstance(value, protocol):
+        return value
+    if callable(value):
+        return from_function(value)
+    raise ConfigurationError(f"Invalid value {value!r} for configuration {config_name}: not a {kind}")
+
+
+def resolve_serializer(config_name: str, value: Any) -> Serializer[Any]:
     """Interpret a ``key.serializer`` / ``value.serializer`` config value (see module doc)."""
-    if isinstance(value, str):
-        factory = SERIALIZERS.get(value) or SERIALIZERS.get(value.lower())
-        if factory is None:
-            raise ConfigurationError(
-                f"Invalid value {value!r} for configuration {config_name}: unknown serializer "
-                f"(built-ins: {', '.join(sorted(k for k in SERIALIZERS if '.' not in k))})"
-            )
-        return factory()
-    if isinstance(value, type):
-        try:
-            value = value()
-        except Exception as e:
-            raise ConfigurationError(f"Invalid value for configuration {config_name}: cannot instantiate: {e}") from e
-    if isinstance(value, Serializer):
-        return value
-    if callable(value):
-        return FunctionSerializer(value)
-    raise ConfigurationError(f"Invalid value {value!r} for configuration {config_name}: not a serializer")
+    result: Serializer[Any] = _resolve(config_name, value, "serializer", SERIALIZERS, Serializer, FunctionSerializer)
+    return result
 
 
-def resolve_deserializer(config_name: str, value: Any) -> Deserializer:
+def resolve_deserializer(config_name: str, value: Any) -> Deserializer[Any]:
     """Interpret a ``key.deserializer`` / ``value.deserializer`` config value (see module doc)."""
-    if isinstance(value, str):
-        factory = DESERIALIZERS.get(value) or DESERIALIZERS.get(value.lower())
-        if factory is None:
-            raise ConfigurationError(
-                f"Invalid value {value!r} for configuration {config_name}: unknown deserializer "
-                f"(built-ins: {', '.join(sorted(k for k in DESERIALIZERS if '.' not in k))})"
-            )
-        return factory()
-    if isinstance(value, type):
-        try:
-            value = value()
-        except Exception as e:
-            raise ConfigurationError(f"Invalid value for configuration {config_name}: cannot instantiate: {e}") from e
-    if isinstance(value, Deserializer):
-        return value
-    if callable(value):
-        return FunctionDeserializer(value)
-    raise ConfigurationError(f"Invalid value {value!r} for configuration {config_name}: not a deserializer")
+    result: Deserializer[Any] = _resolve(
+        config_name, value, "deserializer", DESERIALIZERS, Deserializer, FunctionDeserializer
+    )
+    return result

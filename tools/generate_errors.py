@@ -51,6 +51,9 @@ def render() -> str:
             "",
         ]
         names.append((code, cls))
+    lines += ["", "__all__ = ["]
+    lines += [f"    {cls!r}," for _, cls in names]
+    lines += ["]", ""]
     lines += ["", "BROKER_ERRORS: dict[int, type[BrokerResponseError]] = {"]
     lines += [f"    {code}: {cls}," for code, cls in names]
     lines += ["}", ""]

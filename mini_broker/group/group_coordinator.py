@@ -1,7 +1,7 @@
 """The classic-protocol group coordinator's driver (Kafka: ``kafka.coordinator.group.GroupCoordinator``).
 
-It answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
-DescribeGroups, DeleteGroups and OffsetDelete for every group of one broker (each broker owns one; see
+It answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit, OffsetFetch,
+ListGroups, DescribeGroups, DeleteGroups and OffsetDelete for every group of one broker (each broker owns one; see
 docs/ARCHITECTURE.md "mini_broker group coordinator" for the per-state answers).
 
 The decisions are made by the sans-IO core (:mod:`group_join`, :mod:`group_heartbeat`, :mod:`group_offsets`,
@@ -35,6 +35,7 @@ from mini_broker.group.group_effects import (
     AppendGroupMetadata,
     AppendOffsetCommits,
     AppendTombstones,
+    AppendTxnOffsetCommits,
     CancelTimeout,
     Effect,
     HeartbeatTimeout,
@@ -67,6 +68,7 @@ from mini_broker.group.group_requests import (
     SyncGroupParams,
     SyncGroupResult,
     TopicPartition,
+    TxnOffsetCommitParams,
 )
 from mini_broker.group.group_state import GroupState
 from mini_broker.group.member_metadata import MemberMetadata
@@ -134,6 +136,11 @@ def restore_group(group_id: str, loaded: LoadedGroup, now: int) -> GroupMetadata
         if stored.protocol_type == CONSUMER_PROTOCOL_TYPE and stored.members:
             group.subscribed_topics = group.compute_subscribed_topics()
     group.offsets.update(loaded.offsets)
+    for producer_id, offsets in loaded.pending_txn_offsets.items():
+        group.pending_txn_offsets[producer_id] = dict(offsets)
+    for producer_id, partitions in loaded.superseded_txn_offsets.items():
+        if partitions:
+            group.superseded_txn_offsets[producer_id] = set(partitions)
     return group
 
 
@@ -265,6 +272,10 @@ class GroupCoordinator:
         elif isinstance(effect, AppendOffsetCommits):
             self.manager.store_offsets(effect.group_id, effect.offsets, now)
             group_offsets.complete_offset_commit(group, effect.offsets)
+        elif isinstance(effect, AppendTxnOffsetCommits):
+            self.manager.store_txn_offsets(effect.group_id, effect.producer_id, effect.producer_epoch, effect.offsets,
+                                           now)
+            group_offsets.complete_txn_offset_commit(group, effect.producer_id, effect.offsets)
         elif isinstance(effect, AppendGroupMetadata):
             self.manager.store_group(effect.group_id, effect.group, now)
         elif isinstance(effect, AppendAssignment):
@@ -351,10 +362,35 @@ class GroupCoordinator:
         with group.lock:
             return self._run(group, group_offsets.commit_offsets, group, request)
 
-    def handle_fetch_offsets(self, group_id: str,
-                             partitions: Sequence[TopicPartition] | None) -> tuple[int, dict[TopicPartition, FetchedOffset]]:
+    def handle_txn_commit_offsets(self, request: TxnOffsetCommitParams) -> dict[TopicPartition, int]:
+        """Per-partition error codes (see ``group_offsets.commit_txn_offsets``); a group the coordinator does
+        not know is created Empty, as Kafka does for transactional commits."""
+        error = self._validate_group_status(request.group_id)
+        if error is not None:
+            return {tp: error for tp in request.offsets}
+        group = self._get_or_maybe_create_group(request.group_id, True)
+        assert group is not None
+        with group.lock:
+            return self._run(group, group_offsets.commit_txn_offsets, group, request)
+
+    def write_txn_marker(self, producer_id: int, committed: bool, partitions: Sequence[int], records: bytes) -> None:
+        """The WriteTxnMarkers path for ``__consumer_offsets``: append the marker control batch to the offsets
+        log (raises as the log does), then materialize or drop the producer's pending offsets."""
+        self.manager.append_txn_marker(records)
+        self.on_transaction_completed(producer_id, committed, partitions)
+
+    def on_transaction_completed(self, producer_id: int, committed: bool, partitions: Sequence[int]) -> None:
+        """:class:`~mini_broker.transaction.seams.TxnOffsetsListener`: every group of the (single) offsets
+        partition applies the marker to its pending transactional offsets."""
+        for group in self._all_groups():
+            with group.lock:
+                group_offsets.complete_pending_txn_offsets(group, producer_id, committed)
+
+    def handle_fetch_offsets(self, group_id: str, partitions: Sequence[TopicPartition] | None,
+                             require_stable: bool = False) -> tuple[int, dict[TopicPartition, FetchedOffset]]:
         """(group error, offsets). ``partitions`` None: every committed offset of the group. Unknown groups and
-        partitions without a commit give offset -1."""
+        partitions without a commit give offset -1; ``require_stable``: UNSTABLE_OFFSET_COMMIT for partitions
+        with offsets pending in a transaction."""
         error = self._validate_group_status(group_id, allow_empty_id=True)
         if error is not None:
             return error, {}
@@ -362,7 +398,7 @@ class GroupCoordinator:
         if group is None:
             return NONE, group_offsets.fetch_offsets(None, partitions)
         with group.lock:
-            return NONE, group_offsets.fetch_offsets(group, partitions)
+            return NONE, group_offsets.fetch_offsets(group, partitions, require_stable)
 
     # -- admin --------------------------------------------------------------------------------------------
     def handle_list_groups(self, states: Iterable[str] = ()) -> tuple[int, list[tuple[str, str, str]]]:

@@ -6,7 +6,7 @@ and emits, in order:
 * responses: :class:`SendJoinResponse`, :class:`SendSyncResponse` (the parked request's reply handle and
   its answer; immediate answers of the other APIs are plain return values);
 * log appends to ``__consumer_offsets``: :class:`AppendGroupMetadata`, :class:`AppendAssignment`,
-  :class:`AppendOffsetCommits`,
+  :class:`AppendOffsetCommits`, :class:`AppendTxnOffsetCommits` (a transactional batch),
   :class:`AppendTombstones`, and :class:`RemoveGroup` (drop the group from the coordinator's map);
 * timer effects: :class:`ScheduleTimeout` (replaces whatever is armed under the same key) and
   :class:`CancelTimeout`, for a :class:`HeartbeatTimeout` (a member's session or a KIP-394 pending member's
@@ -77,6 +77,17 @@ class AppendOffsetCommits:
 
 
 @dataclass(frozen=True, slots=True)
+class AppendTxnOffsetCommits:
+    """OffsetCommit records written as a transactional batch of ``producer_id``. Once appended they are
+    pending (``group_offsets.complete_txn_offset_commit``) until the transaction's marker."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    offsets: Mapping[TopicPartition, CommittedOffset]
+
+
+@dataclass(frozen=True, slots=True)
 class AppendTombstones:
     """Null-valued records for ``offsets`` and, with ``group_too``, for the group's metadata."""
 
@@ -136,7 +147,7 @@ class CancelTimeout:
 
 
 Effect = (SendJoinResponse | SendSyncResponse | AppendGroupMetadata | AppendAssignment | AppendOffsetCommits
-          | AppendTombstones | RemoveGroup | ScheduleTimeout | CancelTimeout)
+          | AppendTxnOffsetCommits | AppendTombstones | RemoveGroup | ScheduleTimeout | CancelTimeout)
 
 
 @dataclass

@@ -89,6 +89,12 @@ class GroupMetadata:
         self.pending_join: PendingJoin | None = None
         self._timer_ids = 0
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
+        #: Offsets committed in a transaction (TxnOffsetCommit), by producer id, until its marker
+        #: materializes (COMMIT) or drops (ABORT) them (Kafka ``pendingTransactionalOffsetCommits``).
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = {}
+        #: Pending transactional offsets a plain commit of the same partition came after: the COMMIT marker
+        #: does not materialize them (the newer plain commit wins, Kafka ``olderThan``).
+        self.superseded_txn_offsets: dict[int, set[tuple[str, int]]] = {}
 
     # -- state ----------------------------------------------------------------------------------------
     def is_state(self, state: GroupState) -> bool:
@@ -321,7 +327,10 @@ class GroupMetadata:
 
     # -- offsets --------------------------------------------------------------------------------------
     def has_offsets(self) -> bool:
-        return bool(self.offsets)
+        return bool(self.offsets) or bool(self.pending_txn_offsets)
+
+    def has_pending_txn_offsets(self, tp: tuple[str, int]) -> bool:
+        return any(tp in offsets for offsets in self.pending_txn_offsets.values())
 
     def remove_offsets(self, partitions: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
         return [tp for tp in partitions if self.offsets.pop(tp, None) is not None]

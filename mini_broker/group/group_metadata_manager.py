@@ -20,6 +20,13 @@ int32-length-prefixed). The shapes follow Kafka's OffsetCommitKey/Value v3 and G
   nullable string group_instance_id, string client_id, string client_host, int32 rebalance_timeout_ms,
   int32 session_timeout_ms, bytes subscription, bytes assignment)``; null value = group deleted.
 
+Transactional offset commits (TxnOffsetCommit) are offset commit records in a transactional batch of the
+producer id and epoch; the transaction's COMMIT/ABORT marker is appended to the same log as a control batch
+(:meth:`GroupMetadataManager.append_txn_marker`), as Kafka writes both to ``__consumer_offsets``. Replay
+holds a producer's transactional records until its marker: COMMIT applies them, ABORT drops them, and those
+without a marker yet come back as the group's pending transactional offsets (:attr:`LoadedGroup.pending_txn_offsets`).
+Compaction on load is skipped while any are pending.
+
 Thread safety: :class:`mini_broker.log.Log` serialises appends; callers hold the group's lock, so the
 lock order is group lock -> log lock.
 """
@@ -36,6 +43,7 @@ from typing import Final
 from mini_broker.group.group_requests import CommittedOffset
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import AppendOrigin, Log
+from mini_broker.producer_state.producer_state_manager import end_txn_marker_of
 from pykafka_client.errors import MessageDecodeError
 from pykafka_client.protocol.records import MemoryRecords, MemoryRecordsBuilder
 from pykafka_client.protocol.types import Reader, Writer
@@ -86,6 +94,10 @@ class LoadedGroup:
 
     group: StoredGroup | None = None
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    #: producer id -> offsets committed in its transaction, no marker yet.
+    pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
+    #: producer id -> those of its pending partitions a later plain commit superseded.
+    superseded_txn_offsets: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
 
 
 # -- codec ------------------------------------------------------------------------------------------------
@@ -179,6 +191,22 @@ def apply_record(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None
         raise MessageDecodeError(f"unknown __consumer_offsets key version {version}")
 
 
+def _offset_key(key: bytes) -> tuple[str, tuple[str, int]] | None:
+    """(group id, (topic, partition)) of an offset commit key; None for other keys."""
+    r = Reader(key)
+    if r.read_int16() != OFFSET_KEY_VERSION:
+        return None
+    group_id, topic = r.read_string(), r.read_string()
+    return group_id, (topic, r.read_int32())
+
+
+def _apply_logged(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None, offset: int) -> None:
+    try:
+        apply_record(groups, key, value)
+    except MessageDecodeError as e:
+        _log.warning("skipping an unreadable %s record at offset %d: %s", GROUP_METADATA_TOPIC_NAME, offset, e)
+
+
 class GroupMetadataManager:
     """Appends group and offset records to the internal log and replays it. ``data_dir`` None keeps
     nothing (unit tests).
@@ -225,6 +253,10 @@ class GroupMetadataManager:
         position = log.log_start_offset
         end = log.log_end_offset
         records = 0
+        #: producer id -> its transactional records not yet resolved by a marker, in log order
+        in_txn: dict[int, list[tuple[bytes, bytes | None]]] = {}
+        #: producer id -> keys of its transactional records a later plain record superseded
+        superseded: dict[int, set[bytes]] = {}
         while position < end:
             data = log.read(position, _READ_CHUNK).to_bytes()
             if not data:
@@ -233,22 +265,46 @@ class GroupMetadataManager:
             for batch in MemoryRecords(data).batches():
                 if (batch.last_offset + 1) <= position:
                     continue
+                if batch.is_control:
+                    marker = end_txn_marker_of(batch)
+                    resolved = in_txn.pop(batch.producer_id, [])
+                    newer = superseded.pop(batch.producer_id, set())
+                    if marker is not None and not marker[0]:
+                        for key, value in resolved:
+                            if key not in newer:
+                                _apply_logged(groups, key, value, batch.base_offset)
+                    position = batch.last_offset + 1
+                    advanced = True
+                    continue
                 for record in batch.records():
                     if record.offset < position or record.key is None:
                         continue
                     records += 1
-                    try:
-                        apply_record(groups, bytes(record.key), None if record.value is None else bytes(record.value))
-                    except MessageDecodeError as e:
-                        _log.warning("skipping an unreadable %s record at offset %d: %s",
-                                     GROUP_METADATA_TOPIC_NAME, record.offset, e)
+                    key, value = bytes(record.key), None if record.value is None else bytes(record.value)
+                    if batch.is_transactional:
+                        in_txn.setdefault(batch.producer_id, []).append((key, value))
+                        superseded.get(batch.producer_id, set()).discard(key)
+                    else:
+                        _apply_logged(groups, key, value, record.offset)
+                        for pid, pending in in_txn.items():
+                            if any(k == key for k, _ in pending):
+                                superseded.setdefault(pid, set()).add(key)
                 position = (batch.last_offset + 1)
                 advanced = True
             if not advanced:
                 break
         _log.info("loaded %d groups from %s (offsets %d..%d)", len(groups), log.dir_path, log.log_start_offset, end)
+        for pid, pending in in_txn.items():
+            scratch: dict[str, LoadedGroup] = {}
+            for key, value in pending:
+                _apply_logged(scratch, key, value, -1)
+            later = [k for k in map(_offset_key, superseded.get(pid, set())) if k is not None]
+            for group_id, loaded in scratch.items():
+                entry = groups.setdefault(group_id, LoadedGroup())
+                entry.pending_txn_offsets[pid] = loaded.offsets
+                entry.superseded_txn_offsets[pid] = {tp for g, tp in later if g == group_id}
         live = sum(len(g.offsets) + (g.group is not None) for g in groups.values())
-        if records > self._compact_min_records and records > 2 * live:
+        if records > self._compact_min_records and records > 2 * live and not in_txn:
             self._compact(groups)
         return groups
 
@@ -296,6 +352,25 @@ class GroupMetadataManager:
         if count:
             log.append(builder.build(), origin=AppendOrigin.COORDINATOR)
             log.update_high_watermark(log.log_end_offset)
+
+    def store_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
+                          offsets: Mapping[tuple[str, int], CommittedOffset], now_ms: int) -> None:
+        """Offset commit records in a transactional batch of ``producer_id`` (pending until its marker)."""
+        if self._log is None:
+            return
+        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES, producer_id=producer_id,
+                                       producer_epoch=producer_epoch, is_transactional=True)
+        for (t, p), om in offsets.items():
+            builder.append(now_ms, offset_commit_key(group_id, t, p), offset_commit_value(om))
+        self._log.append(builder.build(), origin=AppendOrigin.COORDINATOR)
+        self._log.update_high_watermark(self._log.log_end_offset)
+
+    def append_txn_marker(self, records: bytes) -> None:
+        """A COMMIT/ABORT control batch (raises as the log does, e.g. a fenced coordinator epoch)."""
+        if self._log is None:
+            return
+        self._log.append(records, origin=AppendOrigin.COORDINATOR)
+        self._log.update_high_watermark(self._log.log_end_offset)
 
     def store_group(self, group_id: str, group: StoredGroup, now_ms: int) -> None:
         self._append([(group_metadata_key(group_id), group_metadata_value(group))], now_ms)

@@ -5,13 +5,25 @@
 A commit emits :class:`AppendOffsetCommits`; the offsets become visible (:func:`complete_offset_commit`)
 once the driver appended them. Deletions change the group at once and emit tombstones; a group left Empty
 without offsets goes Dead and is dropped (:class:`RemoveGroup`).
+
+Transactional commits (TxnOffsetCommit, KIP-98/447) emit :class:`AppendTxnOffsetCommits`; once appended the
+offsets are pending under the producer id (invisible to OffsetFetch, which answers UNSTABLE_OFFSET_COMMIT
+for such a partition when asked for stable offsets) until :func:`complete_pending_txn_offsets` applies the
+transaction's marker: COMMIT makes them the group's offsets, ABORT drops them. A marker for a producer with
+nothing pending changes nothing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from mini_broker.group.group_effects import AppendOffsetCommits, AppendTombstones, RemoveGroup, Step
+from mini_broker.group.group_effects import (
+    AppendOffsetCommits,
+    AppendTombstones,
+    AppendTxnOffsetCommits,
+    RemoveGroup,
+    Step,
+)
 from mini_broker.group.group_metadata import CONSUMER_PROTOCOL_TYPE, UNKNOWN_MEMBER_ID, GroupMetadata
 from mini_broker.group.group_rebalance import schedule_next_heartbeat, validate_current_member
 from mini_broker.group.group_requests import (
@@ -20,10 +32,12 @@ from mini_broker.group.group_requests import (
     FetchedOffset,
     OffsetCommitParams,
     TopicPartition,
+    TxnOffsetCommitParams,
 )
 from mini_broker.group.group_state import GroupState
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
+    FencedInstanceIdError,
     GroupIdNotFoundError,
     GroupNotEmptyError,
     GroupSubscribedToTopicError,
@@ -31,6 +45,7 @@ from pykafka_client.errors import (
     OffsetMetadataTooLargeError,
     RebalanceInProgressError,
     UnknownMemberIdError,
+    UnstableOffsetCommitError,
 )
 
 
@@ -47,17 +62,24 @@ def commit_offsets(step: Step, group: GroupMetadata, request: OffsetCommitParams
         return {tp: RebalanceInProgressError.code for tp in request.offsets}
     if state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
         schedule_next_heartbeat(step, group, group.get(request.member_id))
+    errors, valid = _check_metadata_sizes(step, request.offsets)
+    if valid:
+        step.emit(AppendOffsetCommits(group.group_id, valid))
+    return errors
+
+
+def _check_metadata_sizes(step: Step, offsets: Mapping[TopicPartition, CommittedOffset]
+                          ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, CommittedOffset]]:
+    """(error per partition, the offsets to write): OFFSET_METADATA_TOO_LARGE over ``offset.metadata.max.bytes``."""
     errors: dict[TopicPartition, int] = {}
     valid: dict[TopicPartition, CommittedOffset] = {}
-    for tp, om in request.offsets.items():
+    for tp, om in offsets.items():
         if len(om.metadata.encode()) > step.config.offset_metadata_max_bytes:
             errors[tp] = OffsetMetadataTooLargeError.code
         else:
             valid[tp] = om
             errors[tp] = NONE
-    if valid:
-        step.emit(AppendOffsetCommits(group.group_id, valid))
-    return errors
+    return errors, valid
 
 
 def _validate_offset_commit(group: GroupMetadata, request: OffsetCommitParams) -> int | None:
@@ -77,22 +99,79 @@ def _validate_offset_commit(group: GroupMetadata, request: OffsetCommitParams) -
 
 
 def complete_offset_commit(group: GroupMetadata, offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
-    """The commit records are in the log: the offsets are now the group's."""
+    """The commit records are in the log: the offsets are now the group's (and newer than any transactional
+    commit of those partitions still pending)."""
     group.offsets.update(offsets)
+    for pid, pending in group.pending_txn_offsets.items():
+        newer = [tp for tp in offsets if tp in pending]
+        if newer:
+            group.superseded_txn_offsets.setdefault(pid, set()).update(newer)
 
 
-def fetch_offsets(group: GroupMetadata | None,
-                  partitions: Sequence[TopicPartition] | None) -> dict[TopicPartition, FetchedOffset]:
+def commit_txn_offsets(step: Step, group: GroupMetadata, request: TxnOffsetCommitParams) -> dict[TopicPartition, int]:
+    """Per-partition error codes of a TxnOffsetCommit (Kafka ``doTxnCommitOffsets``): a Dead group ->
+    COORDINATOR_NOT_AVAILABLE; a static member whose instance id maps to another member -> FENCED_INSTANCE_ID;
+    a member id the group does not know -> UNKNOWN_MEMBER_ID; a generation >= 0 other than the group's ->
+    ILLEGAL_GENERATION. Without member id and generation (pre-KIP-447 clients) the member is not checked."""
+    error = _validate_txn_offset_commit(group, request)
+    if error is not None:
+        return {tp: error for tp in request.offsets}
+    errors, valid = _check_metadata_sizes(step, request.offsets)
+    if valid:
+        step.emit(AppendTxnOffsetCommits(group.group_id, request.producer_id, request.producer_epoch, valid))
+    return errors
+
+
+def _validate_txn_offset_commit(group: GroupMetadata, request: TxnOffsetCommitParams) -> int | None:
+    if group.is_state(GroupState.DEAD):
+        return CoordinatorNotAvailableError.code
+    if request.group_instance_id is not None:
+        current = group.current_static_member_id(request.group_instance_id)
+        if current is not None and current != request.member_id:
+            return FencedInstanceIdError.code
+    if request.member_id != UNKNOWN_MEMBER_ID and not group.has(request.member_id):
+        return UnknownMemberIdError.code
+    if request.generation_id >= 0 and request.generation_id != group.generation_id:
+        return IllegalGenerationError.code
+    return None
+
+
+def complete_txn_offset_commit(group: GroupMetadata, producer_id: int,
+                               offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+    """The transactional commit records are in the log: pending until the producer's marker."""
+    group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
+    group.superseded_txn_offsets.get(producer_id, set()).difference_update(offsets)
+
+
+def complete_pending_txn_offsets(group: GroupMetadata, producer_id: int, committed: bool) -> int:
+    """The marker of ``producer_id``'s transaction: COMMIT materializes its pending offsets (except those a
+    later plain commit of the partition superseded), ABORT drops them. Returns how many were pending."""
+    pending = group.pending_txn_offsets.pop(producer_id, None)
+    superseded = group.superseded_txn_offsets.pop(producer_id, set())
+    if not pending:
+        return 0
+    if committed:
+        group.offsets.update({tp: om for tp, om in pending.items() if tp not in superseded})
+    return len(pending)
+
+
+def fetch_offsets(group: GroupMetadata | None, partitions: Sequence[TopicPartition] | None,
+                  require_stable: bool = False) -> dict[TopicPartition, FetchedOffset]:
     """``partitions`` None: every committed offset of the group. Unknown groups and partitions without a
-    commit give offset -1."""
+    commit give offset -1. Offsets pending in a transaction are not visible; with ``require_stable`` a
+    partition that has some answers UNSTABLE_OFFSET_COMMIT (the client retries)."""
     committed: dict[TopicPartition, CommittedOffset] = {}
-    if group is not None and not group.is_state(GroupState.DEAD):
+    live = group is not None and not group.is_state(GroupState.DEAD)
+    if group is not None and live:
         committed = dict(group.offsets)
     wanted = list(committed) if partitions is None else list(partitions)
     out: dict[TopicPartition, FetchedOffset] = {}
     for tp in wanted:
         om = committed.get(tp)
-        out[tp] = FetchedOffset(-1, -1, "") if om is None else FetchedOffset(om.offset, om.leader_epoch, om.metadata)
+        if require_stable and group is not None and live and group.has_pending_txn_offsets(tp):
+            out[tp] = FetchedOffset(-1, -1, "", UnstableOffsetCommitError.code)
+        else:
+            out[tp] = FetchedOffset(-1, -1, "") if om is None else FetchedOffset(om.offset, om.leader_epoch, om.metadata)
     return out
 
 

@@ -101,6 +101,21 @@ class OffsetCommitParams:
     group_instance_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitParams:
+    """A TxnOffsetCommit: offsets committed in ``producer_id``'s transaction. ``member_id`` /
+    ``generation_id`` / ``group_instance_id`` are the KIP-447 fields (v3+; older requests leave the defaults,
+    which skip the member checks)."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    offsets: Mapping[TopicPartition, CommittedOffset]
+    member_id: str = ""
+    generation_id: int = NO_GENERATION
+    group_instance_id: str | None = None
+
+
 # -- results ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True, slots=True)
 class JoinGroupMember:

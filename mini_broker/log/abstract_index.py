@@ -100,10 +100,14 @@ class AbstractIndex:
 
     def delete(self) -> None:
         self.close()
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
+        unlink_if_exists(self.path)
+
+
+def unlink_if_exists(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _read_all(fd: int) -> bytes:

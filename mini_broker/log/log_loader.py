@@ -19,6 +19,7 @@ from typing import Final
 from mini_broker.log.abstract_index import CorruptIndexError
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, LogSegment
+from mini_broker.log.transaction_index import TXN_INDEX_FILE_SUFFIX
 from pykafka_client.utils.time import Time
 
 _log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ def load_segments(
                 if not segment.index_files_existed and segment.size:
                     raise CorruptIndexError(f"index files of {segment!r} are missing")
                 segment.sanity_check_indexes(segment.next_offset())
+                segment.txn_index.sanity_check()
             except (CorruptIndexError, ValueError) as e:
                 _log.warning("%s: rebuilding the indexes of %r: %s", dir_path, segment, e)
                 truncated = segment.recover()
@@ -74,7 +76,7 @@ def _remove_strays_and_find_segments(dir_path: str) -> list[int]:
             bases.append(int(name[: -len(LOG_FILE_SUFFIX)]))
     base_set = set(bases)
     for name in os.listdir(dir_path):
-        for suffix in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
+        for suffix in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX):
             stem = name[: -len(suffix)]
             if name.endswith(suffix) and stem.isdigit() and int(stem) not in base_set:
                 os.unlink(os.path.join(dir_path, name))  # an index without its segment

@@ -1,4 +1,5 @@
-"""One segment of a partition log (Java LogSegment): ``<base offset>.log`` plus its two indexes.
+"""One segment of a partition log (Java LogSegment): ``<base offset>.log`` plus its indexes (offset, time, and
+the aborted-transaction index ``.txnindex``, created with its first entry).
 
 File names are the base offset zero-padded to 20 digits (``00000000000000000042.log``, ``.index``,
 ``.timeindex``). The ``.log`` file is the exact concatenation of the stored v2 batches.
@@ -28,6 +29,7 @@ from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_offset_metadata import LogOffsetMetadata
 from mini_broker.log.offset_index import OffsetIndex
 from mini_broker.log.time_index import NO_TIMESTAMP, TimeIndex
+from mini_broker.log.transaction_index import TXN_INDEX_FILE_SUFFIX, TransactionIndex
 from pykafka_client.protocol.records.batch_ops import BatchIterator
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.types import FileRegion
@@ -101,6 +103,7 @@ class LogSegment:
         )
         self.offset_index = OffsetIndex(prefix + INDEX_FILE_SUFFIX, base_offset, config.max_index_size)
         self.time_index = TimeIndex(prefix + TIME_INDEX_FILE_SUFFIX, base_offset, config.max_index_size)
+        self.txn_index = TransactionIndex(prefix + TXN_INDEX_FILE_SUFFIX, base_offset)
         self.created_ms = time.milliseconds()
         #: Random per segment in [0, segment.jitter.ms), so that segments of many partitions do not roll at once.
         self.roll_jitter_ms = random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0
@@ -190,6 +193,7 @@ class LogSegment:
         os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     # -- reading (any thread) -------------------------------------------------------------------------
     def read_header(self, position: int, end: int) -> BatchHeader | None:
@@ -338,12 +342,15 @@ class LogSegment:
         if truncated:
             os.ftruncate(self._fd, valid)
         self.size = valid
+        # aborted transactions whose marker was cut off go too (the log re-adds those it replays)
+        self.txn_index.truncate_to(next_expected)
         return truncated
 
     # -- life cycle -----------------------------------------------------------------------------------
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         # Forget the descriptor number first: a read racing with close gets EBADF, never another file
         # that reused the number.
         self._fd = -1
@@ -351,10 +358,11 @@ class LogSegment:
             self._file.close()
 
     def delete(self) -> None:
-        """Unlink the three files; the ``.log`` stays open for in-flight reads until :meth:`close`."""
+        """Unlink the files; the ``.log`` stays open for in-flight reads until :meth:`close`."""
         self.deleted = True
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
         try:
             os.unlink(self.log_path)
         except FileNotFoundError:

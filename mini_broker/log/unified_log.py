@@ -3,8 +3,16 @@
 Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset``. The log end offset (LEO) is the
 next offset to assign. The high watermark is its own field, moved by the caller
 (:meth:`update_high_watermark`; on a single broker the caller sets it to the LEO after each append),
-so that replication can come later. ``last_stable_offset`` equals the high watermark until transactions
-exist. On load the high watermark starts at the LEO.
+so that replication can come later. On load the high watermark starts at the LEO.
+
+Transactions (broker contract 1.11): the last stable offset (:attr:`last_stable_offset`) is the producer
+state's first unstable offset (the first offset of the oldest open transaction) when that is below the
+high watermark, else the high watermark, never below the log start. A COMMIT/ABORT marker appended with
+the COORDINATOR origin completes its producer's transaction; an aborted one with data gets an entry in the
+``.txnindex`` of the segment holding the marker. read_committed reads stop at the LSO and
+:meth:`collect_aborted_transactions` gives the index entries overlapping the read. On load, entries for
+markers the producer-state replay passes are re-added when missing (recovered segments cut entries past
+their valid end).
 
 Threads and locks: one lock per log serialises appends, rolls, retention, flushes and close. Reads take
 no lock: they use a snapshot of the segment list (replaced, never mutated, under the lock) and of the
@@ -39,6 +47,7 @@ from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadat
 from mini_broker.log.log_segment import LogSegment
 from mini_broker.log.log_validator import AppendOrigin as AppendOrigin  # re-exported: the log's API
 from mini_broker.log.log_validator import analyze_and_validate, assign_offsets
+from mini_broker.log.transaction_index import AbortedTxn
 from mini_broker.producer_state import producer_append_info as _pai
 from mini_broker.producer_state.producer_state_entry import BatchMetadata
 from mini_broker.producer_state.producer_state_manager import (
@@ -47,6 +56,7 @@ from mini_broker.producer_state.producer_state_manager import (
     ProducerStateManager,
     rebuild_from_log,
 )
+from mini_broker.producer_state.txn_metadata import CompletedTxn
 from pykafka_client.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -114,8 +124,10 @@ class Log:
         self.producer_state = ProducerStateManager(
             f"{self.topic}-{self.partition}", dir_path, producer_id_expiration_ms
         )
-        rebuild_from_log(self.producer_state, self, time.milliseconds())
+        completed = rebuild_from_log(self.producer_state, self, time.milliseconds())
+        self._update_txn_indexes(completed, replayed=True)
         self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
+        self._lso_metadata: LogOffsetMetadata | None = None
 
     # -- loading --------------------------------------------------------------------------------------
     def _load(self, had_clean_shutdown: bool) -> None:
@@ -149,8 +161,51 @@ class Log:
 
     @property
     def last_stable_offset(self) -> int:
-        """The LSO: the high watermark until transactions exist."""
-        return self._high_watermark
+        """The LSO: the first unstable offset if below the high watermark, else the high watermark; at least
+        the log start offset."""
+        hw = self._high_watermark
+        first_unstable = self.producer_state.first_unstable_offset()
+        lso = first_unstable if first_unstable is not None and first_unstable < hw else hw
+        return max(lso, self.log_start_offset)
+
+    def last_stable_offset_metadata(self) -> LogOffsetMetadata:
+        lso = self.last_stable_offset
+        if lso == self._high_watermark:
+            return self.high_watermark_metadata()
+        self._lso_metadata = self._metadata_cached(lso, self._lso_metadata)
+        return self._lso_metadata
+
+    def _metadata_cached(self, offset: int, cached: LogOffsetMetadata | None) -> LogOffsetMetadata:
+        if cached is not None and cached.message_offset == offset:
+            return cached
+        return self.offset_metadata(offset)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping ``[start_offset, upper_bound_offset)``, from the index of the
+        segment holding ``start_offset`` onwards, stopping at the first complete search (Kafka ``LocalLog``)."""
+        segments = self._segments
+        i = max(0, bisect_right([s.base_offset for s in segments], start_offset) - 1)
+        out: list[AbortedTxn] = []
+        for segment in segments[i:]:
+            result = segment.txn_index.collect_aborted_txns(start_offset, upper_bound_offset)
+            out += result.aborted_transactions
+            if result.is_complete:
+                break
+        return out
+
+    def _update_txn_indexes(self, completed: list[tuple[CompletedTxn, int]], replayed: bool = False) -> None:
+        """Index the aborted ones in the segment holding their marker (when replaying: only if missing)."""
+        for txn, lso in completed:
+            if not txn.is_aborted:
+                continue
+            i = bisect_right(self._bases, txn.last_offset) - 1
+            if i < 0:
+                continue
+            index = self._segments[i].txn_index
+            last = index.last_offset()
+            if replayed and last is not None and last >= txn.last_offset:
+                continue
+            index.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
 
     @property
     def segments(self) -> list[LogSegment]:
@@ -171,6 +226,7 @@ class Log:
             if hw != self._high_watermark:
                 self._high_watermark = hw
                 self._hw_metadata = None
+            self.producer_state.on_high_watermark_updated(hw)
             return hw
 
     def high_watermark_metadata(self) -> LogOffsetMetadata:
@@ -178,23 +234,23 @@ class Log:
         leo = self._leo_metadata
         if hw == leo.message_offset:
             return leo
-        cached = self._hw_metadata
-        if cached is not None and cached.message_offset == hw:
-            return cached
-        metadata = self.offset_metadata(hw)
-        self._hw_metadata = metadata
-        return metadata
+        self._hw_metadata = self._metadata_cached(hw, self._hw_metadata)
+        return self._hw_metadata
 
     def end_offset_metadata(self, isolation: FetchIsolation) -> LogOffsetMetadata:
         """Where readable data ends for ``isolation`` (LEO, high watermark or LSO)."""
         if isolation is FetchIsolation.LOG_END:
             return self._leo_metadata
+        if isolation is FetchIsolation.TXN_COMMITTED:
+            return self.last_stable_offset_metadata()
         return self.high_watermark_metadata()
 
     def max_offset_for(self, isolation: FetchIsolation) -> int | None:
         """The ``max_offset`` to pass to :meth:`read` for ``isolation`` (None: up to the LEO)."""
         if isolation is FetchIsolation.LOG_END:
             return None
+        if isolation is FetchIsolation.TXN_COMMITTED:
+            return self.last_stable_offset
         return self._high_watermark
 
     # -- append ---------------------------------------------------------------------------------------
@@ -244,7 +300,7 @@ class Log:
             self._leo_metadata = LogOffsetMetadata(next_offset, segment.base_offset, segment.size)
             # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
             if pending is not None:
-                self.producer_state.complete_append(pending)
+                self._update_txn_indexes(self.producer_state.complete_append(pending))
             else:
                 self.producer_state.update_map_end_offset(next_offset)
             if next_offset - self.recovery_point >= self.config.flush_interval_messages:

@@ -12,16 +12,19 @@ from mini_broker.producer_state.producer_state_manager import (
     ProducerStateManager,
     rebuild_from_log,
 )
+from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
 
 __all__ = [
     "NUM_BATCHES_TO_RETAIN",
     "AppendOrigin",
     "BatchInfo",
     "BatchMetadata",
+    "CompletedTxn",
     "PendingAppend",
     "ProducerAppendInfo",
     "ProducerIdManager",
     "ProducerStateEntry",
     "ProducerStateManager",
+    "TxnMetadata",
     "rebuild_from_log",
 ]

@@ -8,7 +8,10 @@ passed. Rules (error codes as Kafka's, for the ``CLIENT`` origin):
 * sequence, same epoch: ``first_seq == last_seq + 1`` (Int.MAX_VALUE wraps to 0), except that any sequence is
   accepted when the producer has no state (expired, deleted, or never seen) -> else OUT_OF_ORDER_SEQUENCE_NUMBER;
 * sequences are not checked for the ``REPLICATION`` and ``COORDINATOR`` origins;
-* a non-transactional batch while the producer has an open transaction -> INVALID_TXN_STATE.
+* a non-transactional batch while the producer has an open transaction -> INVALID_TXN_STATE;
+* a COMMIT/ABORT marker (:meth:`ProducerAppendInfo.append_end_txn_marker`) with a coordinator epoch lower
+  than the one stored for the producer -> TRANSACTION_COORDINATOR_FENCED (not for replication); it ends the
+  open transaction and yields a :class:`CompletedTxn` only if the transaction wrote data here.
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ import logging
 from dataclasses import dataclass
 
 from mini_broker.producer_state.producer_state_entry import INT_MAX, NO_PRODUCER_EPOCH, NO_SEQUENCE, ProducerStateEntry
-from pykafka_client.errors import InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceError
+from mini_broker.producer_state.txn_metadata import CompletedTxn
+from pykafka_client.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -42,6 +51,8 @@ class BatchInfo:
     max_timestamp: int
     is_transactional: bool = False
     is_control: bool = False
+    #: For a COMMIT/ABORT control batch: (is_abort, coordinator_epoch) of its marker.
+    marker: tuple[bool, int] | None = None
 
     @property
     def offset_delta(self) -> int:
@@ -61,8 +72,10 @@ class ProducerAppendInfo:
         self.current = current
         self.origin = origin
         self.updated = current.copy()
-        self.started_txn_offset: int | None = None
-        self.ended_txn = False
+        #: First offsets of the transactions this append starts (Kafka: ``transactions``).
+        self.started_txns: list[int] = []
+        #: Transactions with data that a marker of this append ended, in offset order.
+        self.completed_txns: list[CompletedTxn] = []
 
     def _check_producer_epoch(self, epoch: int, offset: int) -> None:
         current = self.updated.producer_epoch
@@ -100,12 +113,9 @@ class ProducerAppendInfo:
     def append(self, batch: BatchInfo) -> None:
         """Validate one batch and add it to the copy (raises; the copy is then discarded by the caller)."""
         if batch.is_control:
-            # A transaction marker ends the open transaction (markers come from the coordinator).
-            self._check_producer_epoch(batch.producer_epoch, batch.first_offset)
-            self.updated.maybe_update_producer_epoch(batch.producer_epoch)
-            self.updated.current_txn_first_offset = None
-            self.updated.last_timestamp = batch.max_timestamp
-            self.ended_txn = True
+            if batch.marker is not None:
+                is_abort, coordinator_epoch = batch.marker
+                self.append_end_txn_marker(batch, is_abort, coordinator_epoch)
             return
         self._check_producer_epoch(batch.producer_epoch, batch.first_offset)
         if self.origin is AppendOrigin.CLIENT:
@@ -117,5 +127,26 @@ class ProducerAppendInfo:
             )
         if batch.is_transactional and self.updated.current_txn_first_offset is None:
             self.updated.current_txn_first_offset = batch.first_offset
-            self.started_txn_offset = batch.first_offset
+            self.started_txns.append(batch.first_offset)
         self.updated.add_batch(batch.producer_epoch, batch.last_seq, batch.last_offset, batch.offset_delta, batch.max_timestamp)
+
+    def append_end_txn_marker(self, batch: BatchInfo, is_abort: bool, coordinator_epoch: int) -> CompletedTxn | None:
+        """A COMMIT/ABORT marker at ``batch.first_offset``: ends the producer's open transaction (Kafka
+        ``appendEndTxnMarker``). Raises INVALID_PRODUCER_EPOCH / TRANSACTION_COORDINATOR_FENCED."""
+        offset = batch.first_offset
+        self._check_producer_epoch(batch.producer_epoch, offset)
+        if self.origin is not AppendOrigin.REPLICATION and self.updated.coordinator_epoch > coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"Invalid coordinator epoch for producer {self.producer_id} at offset {offset} in partition "
+                f"{self.topic_partition}: {coordinator_epoch} (zombie), {self.updated.coordinator_epoch} (current)"
+            )
+        completed: CompletedTxn | None = None
+        first = self.updated.current_txn_first_offset
+        if first is not None:
+            completed = CompletedTxn(self.producer_id, first, offset, is_abort)
+            self.completed_txns.append(completed)
+        self.updated.maybe_update_producer_epoch(batch.producer_epoch)
+        self.updated.current_txn_first_offset = None
+        self.updated.coordinator_epoch = coordinator_epoch
+        self.updated.last_timestamp = batch.max_timestamp
+        return completed

@@ -24,6 +24,14 @@ Snapshot file ``<20-digit offset>.snapshot`` (offset = first offset NOT covered)
              timestamp int64, coordinator_epoch int32, current_txn_first_offset int64 (-1 = none))
 
 As in Kafka only the last batch of each producer is in a snapshot; replaying the log tail restores more.
+
+Transactions (broker contract 1.11): ongoing transactions are kept by first offset in an ordered map
+(``SortedDict``, Kafka's TreeMap), filled when a producer's first transactional batch on the partition is
+appended and emptied by its COMMIT/ABORT marker. A completed transaction stays *unreplicated* until the high
+watermark passes its marker (:meth:`on_high_watermark_updated`; on one broker the HW follows the log end at
+once). :meth:`first_unstable_offset` is the smallest first offset of both maps; the Log derives the last
+stable offset from it. The snapshot keeps each producer's ``current_txn_first_offset``, so loading it
+rebuilds the ongoing transactions, and replaying the log after it rebuilds the rest (markers included).
 """
 
 from __future__ import annotations
@@ -33,14 +41,18 @@ import os
 import struct
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from crc32c import crc32c
+from sortedcontainers import SortedDict
 
 from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo
 from mini_broker.producer_state.producer_state_entry import BatchMetadata, ProducerStateEntry
+from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
 from pykafka_client.errors import CorruptRecordError
+from pykafka_client.protocol.records.control import ControlRecordType, EndTransactionMarker
+from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 
 _log = logging.getLogger(__name__)
 
@@ -84,10 +96,28 @@ class PendingAppend:
 
     updated: dict[int, ProducerStateEntry]
     end_offset: int
+    #: (producer id, first offset) of the transactions the append starts.
+    started_txns: list[tuple[int, int]] = field(default_factory=list)
+    #: Transactions with data the append's markers end, in offset order.
+    completed_txns: list[CompletedTxn] = field(default_factory=list)
 
 
 def snapshot_file_name(offset: int) -> str:
     return f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+def end_txn_marker_of(batch: object) -> tuple[bool, int] | None:
+    """(is_abort, coordinator_epoch) of a control batch's COMMIT/ABORT marker; None for other control
+    records. Views that are not record batches (test doubles) carry it as a ``marker`` attribute."""
+    if not isinstance(batch, DefaultRecordBatch):
+        marker = getattr(batch, "marker", None)
+        return marker if isinstance(marker, tuple) else None
+    for record in batch.records():
+        if ControlRecordType.parse(record.key) not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            return None
+        m = EndTransactionMarker.deserialize(record)
+        return m.control_type is ControlRecordType.ABORT, m.coordinator_epoch
+    return None
 
 
 def _batch_info(batch: ProducerBatchView, first_offset: int) -> BatchInfo:
@@ -101,6 +131,7 @@ def _batch_info(batch: ProducerBatchView, first_offset: int) -> BatchInfo:
         batch.max_timestamp,
         batch.is_transactional,
         batch.is_control,
+        end_txn_marker_of(batch) if batch.is_control else None,
     )
 
 
@@ -120,6 +151,10 @@ class ProducerStateManager:
         self._lock = threading.RLock()
         #: The offset up to which (exclusive) the state reflects the log.
         self.map_end_offset = 0
+        #: first offset -> TxnMetadata of the transactions without a marker yet.
+        self._ongoing_txns: SortedDict = SortedDict()
+        #: first offset -> TxnMetadata of completed transactions whose marker is not below the HW yet.
+        self._unreplicated_txns: SortedDict = SortedDict()
 
     # --- queries -------------------------------------------------------------------------------------
 
@@ -133,6 +168,45 @@ class ProducerStateManager:
 
     def is_empty(self) -> bool:
         return not self._producers
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction that is ongoing or completed above the HW."""
+        with self._lock:
+            firsts = [int(m.peekitem(0)[0]) for m in (self._ongoing_txns, self._unreplicated_txns) if m]
+            return min(firsts) if firsts else None
+
+    def ongoing_txns(self) -> list[TxnMetadata]:
+        """The ongoing transactions, oldest first (copies)."""
+        with self._lock:
+            return [TxnMetadata(t.producer_id, t.first_offset, t.last_offset) for t in self._ongoing_txns.values()]
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO recorded with an aborted transaction in the index: the first offset of the oldest other
+        producer's ongoing transaction, else the offset after the marker (Kafka ``lastStableOffset``)."""
+        with self._lock:
+            for txn in self._ongoing_txns.values():
+                if txn.producer_id != completed.producer_id:
+                    return int(txn.first_offset)
+            return completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """Move the transaction from ongoing to unreplicated (its marker is written)."""
+        with self._lock:
+            txn = self._ongoing_txns.pop(completed.first_offset, None)
+            if txn is None:
+                _log.warning("%s: completed transaction %s was not ongoing", self.topic_partition, completed)
+                return
+            txn.last_offset = completed.last_offset
+            self._unreplicated_txns[completed.first_offset] = txn
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Forget completed transactions whose marker is below the high watermark."""
+        with self._lock:
+            while self._unreplicated_txns:
+                first, txn = self._unreplicated_txns.peekitem(0)
+                if txn.last_offset >= high_watermark:
+                    break
+                del self._unreplicated_txns[first]
 
     # --- appends -------------------------------------------------------------------------------------
 
@@ -162,21 +236,39 @@ class ProducerStateManager:
                     current = self._producers.get(batch.producer_id) or ProducerStateEntry.empty(batch.producer_id)
                     pai = infos[batch.producer_id] = ProducerAppendInfo(self.topic_partition, batch.producer_id, current, origin)
                 pai.append(info)
-            return PendingAppend({pid: pai.updated for pid, pai in infos.items()}, offset)
+            return PendingAppend(
+                {pid: pai.updated for pid, pai in infos.items()},
+                offset,
+                sorted((pid, first) for pid, pai in infos.items() for first in pai.started_txns),
+                sorted((c for pai in infos.values() for c in pai.completed_txns), key=lambda c: c.last_offset),
+            )
 
-    def complete_append(self, pending: PendingAppend) -> None:
-        """Apply what :meth:`prepare_append` computed (after the write succeeded)."""
+    def complete_append(self, pending: PendingAppend) -> list[tuple[CompletedTxn, int]]:
+        """Apply what :meth:`prepare_append` computed (after the write succeeded). Returns each completed
+        transaction with the last stable offset to record for it in the aborted-transaction index."""
         with self._lock:
             self._producers.update(pending.updated)
+            for pid, first in pending.started_txns:
+                self._ongoing_txns[first] = TxnMetadata(pid, first)
             self.map_end_offset = max(self.map_end_offset, pending.end_offset)
+            return self._complete_txns(pending.completed_txns)
+
+    def _complete_txns(self, completed: Sequence[CompletedTxn]) -> list[tuple[CompletedTxn, int]]:
+        out: list[tuple[CompletedTxn, int]] = []
+        for txn in completed:
+            out.append((txn, self.last_stable_offset(txn)))
+            self.complete_txn(txn)
+        return out
 
     def update_map_end_offset(self, end_offset: int) -> None:
         """Batches without a producer id up to ``end_offset`` (exclusive) were appended."""
         with self._lock:
             self.map_end_offset = max(self.map_end_offset, end_offset)
 
-    def replay(self, batches: Iterable[ProducerBatchView]) -> None:
-        """Rebuild state from batches already in the log (offsets as stored; no sequence checks)."""
+    def replay(self, batches: Iterable[ProducerBatchView]) -> list[tuple[CompletedTxn, int]]:
+        """Rebuild state from batches already in the log (offsets as stored; no sequence checks). Returns
+        the transactions its markers completed, each with its index LSO (as :meth:`complete_append`)."""
+        completed: list[tuple[CompletedTxn, int]] = []
         with self._lock:
             for batch in batches:
                 end = batch.base_offset + batch.last_offset_delta + 1
@@ -189,7 +281,13 @@ class ProducerStateManager:
                         _log.warning("skipping producer state of batch at %d in %s: %s", batch.base_offset, self.topic_partition, e)
                         continue
                     self._producers[batch.producer_id] = pai.updated
+                    for first in pai.started_txns:
+                        self._ongoing_txns[first] = TxnMetadata(batch.producer_id, first)
+                    completed += self._complete_txns(pai.completed_txns)
                 self.map_end_offset = max(self.map_end_offset, end)
+            # replayed data is below the high watermark (which starts at the log end after a load)
+            self._unreplicated_txns.clear()
+        return completed
 
     # --- expiry --------------------------------------------------------------------------------------
 
@@ -210,7 +308,10 @@ class ProducerStateManager:
         """Write ``<offset>.snapshot`` (default: :attr:`map_end_offset`) atomically; returns its path."""
         with self._lock:
             end = self.map_end_offset if offset is None else offset
-            entries = [e for e in self._producers.values() if not e.is_empty() or e.current_txn_first_offset is not None]
+            entries = [
+                e for e in self._producers.values()
+                if not e.is_empty() or e.current_txn_first_offset is not None or e.coordinator_epoch >= 0
+            ]
             body = bytearray(struct.pack(">i", len(entries)))
             for e in entries:
                 last = e.batch_metadata[-1] if e.batch_metadata else BatchMetadata(-1, -1, 0, e.last_timestamp)
@@ -272,6 +373,8 @@ class ProducerStateManager:
         and drop expired producers. Afterwards replay the log from :attr:`map_end_offset`."""
         with self._lock:
             self._producers.clear()
+            self._ongoing_txns.clear()
+            self._unreplicated_txns.clear()
             self.map_end_offset = 0
             for off in reversed(self.snapshot_offsets()):
                 path = os.path.join(self.log_dir, snapshot_file_name(off))
@@ -287,6 +390,8 @@ class ProducerStateManager:
                 for e in entries:
                     if e.current_txn_first_offset is not None or now_ms - e.last_timestamp < self.producer_id_expiration_ms:
                         self._producers[e.producer_id] = e
+                    if e.current_txn_first_offset is not None:
+                        self._ongoing_txns[e.current_txn_first_offset] = TxnMetadata(e.producer_id, e.current_txn_first_offset)
                 self.map_end_offset = off
                 return
 
@@ -312,21 +417,25 @@ class _ReadableLog(Protocol):
     def read(self, start_offset: int, max_bytes: int) -> Any: ...
 
 
-def rebuild_from_log(manager: ProducerStateManager, log: _ReadableLog, now_ms: int, chunk_bytes: int = 8 << 20) -> None:
+def rebuild_from_log(
+    manager: ProducerStateManager, log: _ReadableLog, now_ms: int, chunk_bytes: int = 8 << 20
+) -> list[tuple[CompletedTxn, int]]:
     """On log load: the newest snapshot, then every batch after it (``log.read(...).to_bytes()``), so the state
-    matches the log. Reads in chunks of ``chunk_bytes`` (at least one batch each)."""
-    from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+    matches the log. Reads in chunks of ``chunk_bytes`` (at least one batch each). Returns the transactions
+    the replayed markers completed, with their index LSO (the log re-adds missing aborted-index entries)."""
     from pykafka_client.protocol.records.memory_records import MemoryRecords
 
     end = log.log_end_offset
     manager.load(end, now_ms)
     offset = max(manager.map_end_offset, log.log_start_offset)
+    completed: list[tuple[CompletedTxn, int]] = []
     while offset < end:
         info = log.read(offset, chunk_bytes)
         data = info.to_bytes() if info.records is not None else b""
         views = [b for b in MemoryRecords(data).batches() if isinstance(b, DefaultRecordBatch)]
         if not views:
             break
-        manager.replay(v for v in views if v.base_offset + v.last_offset_delta >= offset)
+        completed += manager.replay(v for v in views if v.base_offset + v.last_offset_delta >= offset)
         offset = views[-1].base_offset + views[-1].last_offset_delta + 1
+    return completed
 

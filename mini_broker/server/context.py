@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from mini_broker.server.faults import FaultInjector
     from mini_broker.server.replica_manager import ReplicaManager
     from mini_broker.transaction.seams import TransactionVerifier, TxnMarkerWriter
+    from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class BrokerContext:
     group_coordinator: GroupCoordinator | None = None
     #: Producer ids for InitProducerId (None: the MetadataCache allocator is used).
     producer_id_manager: ProducerIdManager | None = None
+    #: This broker's transaction coordinator (the transaction APIs' handlers reach it here; None: none).
+    transaction_coordinator: TransactionCoordinator | None = None
     #: This broker's transaction coordinator, as the partition logs see it (None: no transactions served).
     transaction_verifier: TransactionVerifier | None = None
     #: How the transaction coordinator writes COMMIT/ABORT markers (the WriteTxnMarkers path).

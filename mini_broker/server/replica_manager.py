@@ -8,6 +8,11 @@ produce and fetch purgatories, and the topic lifecycle (registry + logs together
   one broker. Every successful append wakes delayed fetches and produces watching that partition.
 * :meth:`fetch_messages`: read every partition (``max_bytes`` overall, ``partition_max_bytes`` each, the first
   partition always returns at least one batch), then answer now or park a :class:`DelayedFetch`.
+  read_committed (``FetchIsolation.TXN_COMMITTED``) reads stop at the last stable offset and carry the
+  aborted transactions of the log's index overlapping ``[fetch offset, LSO)`` (a superset of Kafka's bound,
+  which ends at the last fetched batch: entries past the data are ignored by consumers). A parked
+  read_committed fetch waits for the LSO, so the marker append that moves it completes the fetch.
+* :meth:`append_records` with ``origin=COORDINATOR`` is the WriteTxnMarkers path (control batches).
 * offsets by timestamp, delete records, create / delete topics and partitions, topic config changes.
 
 Lock order: registry lock -> (released) -> log locks. ``check_and_complete`` is called with no lock held.
@@ -25,8 +30,9 @@ from mini_broker.config import KafkaConfig
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_manager import LogManager
 from mini_broker.log.log_offset_metadata import UNKNOWN_OFFSET_METADATA, FetchIsolation, LogOffsetMetadata
-from mini_broker.log.unified_log import Log
+from mini_broker.log.unified_log import AppendOrigin, Log
 from mini_broker.metrics import BrokerMetrics
+from mini_broker.producer_state.producer_state_entry import ProducerStateEntry
 from mini_broker.purgatory import (
     DelayedFetch,
     DelayedOperationPurgatory,
@@ -95,6 +101,8 @@ class LogReadResult:
     records_size: int = 0
     fetch_offset_metadata: LogOffsetMetadata = UNKNOWN_OFFSET_METADATA
     error_message: str | None = None
+    #: (producer id, first offset) of aborted transactions; None unless read_committed.
+    aborted_transactions: list[tuple[int, int]] | None = None
 
 
 def _records_size(records: object) -> int:
@@ -261,16 +269,30 @@ class ReplicaManager:
 
     # --- produce ------------------------------------------------------------------------------------
 
+    def has_ongoing_txn(self, tp: TopicPartition, producer_id: int) -> bool:
+        """Whether ``producer_id`` has an open transaction on ``tp`` (False for an unknown partition)."""
+        try:
+            entry = self._get_log(tp).producer_state.last_entry(producer_id)
+        except BrokerResponseError:
+            return False
+        return entry is not None and entry.current_txn_first_offset is not None
+
+    def describe_producers(self, tp: TopicPartition) -> list[ProducerStateEntry]:
+        """The active producers of ``tp`` (copies); raises BrokerResponseError for an unknown partition."""
+        return list(self._get_log(tp).producer_state.active_producers.values())
+
     def append_records(self, timeout_ms: int, required_acks: int, entries: Sequence[tuple[TopicPartition, object]],
-                       respond: Callable[[dict[TopicPartition, PartitionResponse]], None]) -> None:
-        """Append and answer through ``respond`` (now, or when the DelayedProduce completes)."""
+                       respond: Callable[[dict[TopicPartition, PartitionResponse]], None],
+                       origin: AppendOrigin = AppendOrigin.CLIENT) -> None:
+        """Append and answer through ``respond`` (now, or when the DelayedProduce completes). ``origin``:
+        CLIENT for Produce, COORDINATOR for transaction markers."""
         if required_acks not in (-1, 0, 1):
             respond({tp: PartitionResponse(error_code=InvalidRequiredAcksError.code) for tp, _ in entries})
             return
         results: dict[TopicPartition, PartitionResponse] = {}
         appended: list[TopicPartition] = []
         for tp, records in entries:
-            results[tp] = self._append_to_local_log(tp, records)
+            results[tp] = self._append_to_local_log(tp, records, origin)
             if results[tp].error_code == 0:
                 appended.append(tp)
         for tp in appended:
@@ -302,7 +324,8 @@ class ReplicaManager:
             return False, int(e.code)
         return lg.high_watermark >= required_offset, 0
 
-    def _append_to_local_log(self, tp: TopicPartition, records: object) -> PartitionResponse:
+    def _append_to_local_log(self, tp: TopicPartition, records: object,
+                             origin: AppendOrigin = AppendOrigin.CLIENT) -> PartitionResponse:
         try:
             validate_topic_name(tp.topic)
         except InvalidTopicError as e:
@@ -319,7 +342,7 @@ class ReplicaManager:
                     msg = f"Compacted topic cannot accept message without key in topic partition {tp}."
                     return PartitionResponse(error_code=InvalidRecordError.code, error_message=msg,
                                              record_errors=[(i, msg) for i in keyless])
-            info = lg.append(records, leader_epoch=LEADER_EPOCH)
+            info = lg.append(records, origin=origin, leader_epoch=LEADER_EPOCH)
             if info.first_offset < 0:
                 raise CorruptRecordError("produce request has no record batches")
             # one broker: the high watermark follows the log end at once
@@ -373,12 +396,17 @@ class ReplicaManager:
                 raise OffsetOutOfRangeError(f"Received request for offset {info.fetch_offset} for partition {tp}, "
                                             f"but we only have log segments in the range {log_start} to "
                                             f"{lg.log_end_offset}.")
-            data = lg.read(info.fetch_offset, max_bytes, lg.max_offset_for(isolation), min_one)
+            committed = isolation is FetchIsolation.TXN_COMMITTED
+            data = lg.read(info.fetch_offset, max_bytes, lso if committed else lg.max_offset_for(isolation), min_one)
             size = _records_size(data.records)
             if self.metrics is not None and size:
                 self.metrics.counter("kafka_server_BrokerTopicMetrics_BytesOut_total").inc(size)
+            aborted: list[tuple[int, int]] | None = None
+            if committed:
+                aborted = [(t.producer_id, t.first_offset)
+                           for t in lg.collect_aborted_transactions(info.fetch_offset, lso)] if size else []
             return LogReadResult(0, hw, log_start, lso, data.records if size and data.records is not None else b"", size,
-                                 data.fetch_offset_metadata)
+                                 data.fetch_offset_metadata, aborted_transactions=aborted)
         except KafkaError as e:
             return LogReadResult(error_code(e), error_message=error_message(e))
         except Exception as e:

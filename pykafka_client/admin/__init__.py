@@ -2,6 +2,13 @@
 
 from pykafka_client.admin.admin_client import AdminClient
 from pykafka_client.admin.config import AdminClientConfig
+from pykafka_client.admin.group_types import (
+    AlterConfigOp,
+    AlterConfigOpType,
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    MemberDescription,
+)
 from pykafka_client.admin.types import (
     ClientQuotaAlteration,
     ClientQuotaEntity,
@@ -19,13 +26,22 @@ from pykafka_client.admin.types import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    ProducerState,
     TopicDescription,
     TopicPartitionInfo,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
 )
 
 __all__ = [
     "AdminClient",
     "AdminClientConfig",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "ConsumerGroupDescription",
+    "ConsumerGroupListing",
+    "MemberDescription",
     "ClientQuotaAlteration",
     "ClientQuotaEntity",
     "ClientQuotaFilter",
@@ -42,6 +58,10 @@ __all__ = [
     "NewPartitions",
     "NewTopic",
     "OffsetSpec",
+    "ProducerState",
     "TopicDescription",
     "TopicPartitionInfo",
+    "TransactionDescription",
+    "TransactionListing",
+    "TransactionState",
 ]

@@ -151,6 +151,63 @@ class ListOffsetsResultInfo:
     leader_epoch: int | None
 
 
+class TransactionState(enum.Enum):
+    """A transaction's state as the coordinator names it (Java ``admin.TransactionState``)."""
+
+    ONGOING = "Ongoing"
+    PREPARE_ABORT = "PrepareAbort"
+    PREPARE_COMMIT = "PrepareCommit"
+    COMPLETE_ABORT = "CompleteAbort"
+    COMPLETE_COMMIT = "CompleteCommit"
+    EMPTY = "Empty"
+    PREPARE_EPOCH_FENCE = "PrepareEpochFence"
+    UNKNOWN = "Unknown"
+
+    @classmethod
+    def parse(cls, name: str) -> TransactionState:
+        for state in cls:
+            if state.value == name:
+                return state
+        return cls.UNKNOWN
+
+
+@dataclass(frozen=True)
+class TransactionDescription:
+    """One transactional id (Java ``admin.TransactionDescription``). ``transaction_start_time_ms`` None when
+    no transaction is open; ``topic_partitions`` the partitions of the open transaction (while it is being
+    committed or aborted: those without their marker yet)."""
+
+    coordinator_id: int
+    state: TransactionState
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    transaction_start_time_ms: int | None
+    topic_partitions: frozenset[tuple[str, int]]
+
+
+@dataclass(frozen=True)
+class TransactionListing:
+    """One entry of ``list_transactions`` (Java ``admin.TransactionListing``)."""
+
+    transactional_id: str
+    producer_id: int
+    state: TransactionState
+
+
+@dataclass(frozen=True)
+class ProducerState:
+    """One active producer of a partition (Java ``ProducerState``, from ``describe_producers``).
+    ``coordinator_epoch`` and ``current_transaction_start_offset`` are None when unknown / no open transaction."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int | None
+    current_transaction_start_offset: int | None
+
+
 class ClientQuotaEntity:
     """Who a client quota is for (Java ``ClientQuotaEntity``): entity type -> name, with None for the type's
     default, e.g. ``ClientQuotaEntity({"user": "alice", "client-id": None})``. Types: ``user``,

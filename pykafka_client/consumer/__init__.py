@@ -1,8 +1,9 @@
 """The consumer (see docs/ARCHITECTURE.md): KafkaConsumer and its parts, layered as in Java.
 
-structs / consumer_record / config -> subscription_state -> fetcher (+ completed_fetch),
-offset_fetcher -> assignors, consumer_protocol -> abstract_coordinator (+ heartbeat) ->
-consumer_coordinator -> kafka_consumer.
+structs / consumer_record / config -> subscription_state -> client_adapter (the ConsumerClient
+protocol) -> fetcher (+ completed_fetch), offset_fetcher, topic_metadata_fetcher -> assignors,
+consumer_protocol -> abstract_coordinator (+ heartbeat) -> consumer_coordinator -> kafka_consumer
+(+ single_thread_guard, api_arguments).
 """
 
 from __future__ import annotations

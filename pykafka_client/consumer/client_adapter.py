@@ -1,8 +1,10 @@
 """What the consumer needs from ConsumerNetworkClient, as a Protocol (Java: the parts of
-``ConsumerNetworkClient`` used by Fetcher, OffsetFetcher and the coordinators).
+``ConsumerNetworkClient`` used by KafkaConsumer, Fetcher, OffsetFetcher, TopicMetadataFetcher and the
+coordinators).
 
-Kept narrow so consumer components can be unit-tested with a scripted fake, and so the consumer is
-insulated from small naming differences in the network layer.
+Everything the consumer calls on its client is declared here, so no part of the consumer probes its
+client with ``getattr``. ConsumerNetworkClient implements it; unit tests run the real
+ConsumerNetworkClient over ``tests/doubles/mock_client.MockClient``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.consumer_network_client import PollCondition
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import Timer
@@ -33,7 +36,7 @@ class ConsumerClient(Protocol):
         """Drive I/O until ``future`` is done or the timer expires; True if done. Wakeup-enabled."""
         ...
 
-    def poll(self, timer: Timer, poll_condition: Any = None) -> None:
+    def poll(self, timer: Timer, poll_condition: PollCondition | None = None) -> None:
         """Drive I/O once, blocking at most until the timer expires (not at all when
         ``poll_condition.should_block()`` is False). Wakeup-enabled."""
         ...
@@ -50,6 +53,16 @@ class ConsumerClient(Protocol):
 
     def await_metadata_update(self, timer: Timer) -> bool: ...
 
-    def wakeup(self) -> None: ...
+    def wakeup(self) -> None:
+        """Make the current (or next) wakeup-enabled poll raise WakeupException; any thread."""
+        ...
+
+    def maybe_trigger_wakeup(self) -> None:
+        """Raise WakeupException now if ``wakeup()`` was called since the last one was raised."""
+        ...
 
     def disconnect_async(self, node: Node) -> None: ...
+
+    def close(self) -> None:
+        """Close every connection (the consumer's close)."""
+        ...

@@ -30,7 +30,7 @@ from pykafka_client.errors import (
     MessageDecodeError,
     RecordDeserializationError,
 )
-from pykafka_client.errors_base import KafkaError
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.protocol.records import ControlRecordType, MemoryRecords, RecordBatch
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
@@ -45,8 +45,8 @@ _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
 
 def _why(e: BaseException) -> str:
     """The cause's own message, without the error-code prefix of broker error classes."""
-    message = getattr(e, "message", None)
-    return message if isinstance(message, str) and message else str(e)
+    message = e.message if isinstance(e, BrokerResponseError) else None
+    return message if message else str(e)
 
 
 def corrupt(tp: TopicPartition, offset: int, why: str) -> CorruptRecordError:
@@ -196,8 +196,8 @@ class CompletedFetch:
                     break
                 # per-batch values, computed once (this loop is the consumer's per-record hot path)
                 batch = self._current_batch
-                epoch = getattr(batch, "partition_leader_epoch", -1)
-                leader_epoch = epoch if epoch is not None and epoch >= 0 else None
+                epoch = batch.partition_leader_epoch if batch is not None else -1
+                leader_epoch = epoch if epoch >= 0 else None
                 tstype = (
                     _TIMESTAMP_TYPES[int(batch.timestamp_type)]
                     if batch is not None

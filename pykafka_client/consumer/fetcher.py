@@ -27,6 +27,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from pykafka_client.config import AbstractConfig
 from pykafka_client.consumer.client_adapter import ConsumerClient
 from pykafka_client.consumer.completed_fetch import CompletedFetch, Deserialize, FetchBuffer
 from pykafka_client.consumer.consumer_record import ConsumerRecord
@@ -48,6 +49,7 @@ from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.protocol.records import MemoryRecords
+from pykafka_client.serialization import ByteArrayDeserializer, Deserializer
 from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import Time
 
@@ -100,6 +102,28 @@ class FetchConfig:
     request_timeout_ms: int = 30000
     key_deserializer: Deserialize = None  # None: keys stay bytes
     value_deserializer: Deserialize = None
+
+    @classmethod
+    def from_consumer_config(
+        cls, cfg: AbstractConfig, key_deserializer: Deserializer[Any], value_deserializer: Deserializer[Any]
+    ) -> FetchConfig:
+        """Java: ``new FetchConfig(config, deserializers, isolationLevel)``. The bytes deserializer is
+        not called at all (records carry the raw bytes)."""
+        return cls(
+            min_bytes=cfg["fetch.min.bytes"],
+            max_bytes=cfg["fetch.max.bytes"],
+            max_wait_ms=cfg["fetch.max.wait.ms"],
+            fetch_size=cfg["max.partition.fetch.bytes"],
+            max_poll_records=cfg["max.poll.records"],
+            check_crcs=cfg["check.crcs"],
+            isolation_level=READ_COMMITTED if cfg["isolation.level"] == "read_committed" else READ_UNCOMMITTED,
+            client_rack=cfg["client.rack"],
+            request_timeout_ms=cfg["request.timeout.ms"],
+            key_deserializer=None if type(key_deserializer) is ByteArrayDeserializer else key_deserializer.deserialize,
+            value_deserializer=(
+                None if type(value_deserializer) is ByteArrayDeserializer else value_deserializer.deserialize
+            ),
+        )
 
 
 @dataclass(slots=True)
@@ -157,8 +181,7 @@ class Fetcher:
                 continue
             if node.id in pending:
                 continue
-            is_unavailable = getattr(self.client, "is_unavailable", None)
-            if is_unavailable is not None and is_unavailable(node):
+            if self.client.is_unavailable(node):
                 continue
             epoch = leader_and_epoch.epoch if leader_and_epoch.epoch is not None else -1
             per_node.setdefault(node, {})[tp] = (position.offset, epoch)

@@ -24,41 +24,38 @@ from __future__ import annotations
 
 import logging
 import re
-import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from pykafka_client.client_utils import create_network_client
+from pykafka_client.consumer import api_arguments as args
 from pykafka_client.consumer.abstract_coordinator import GroupRebalanceConfig
 from pykafka_client.consumer.assignors import get_assignor_instances
 from pykafka_client.consumer.client_adapter import ConsumerClient
 from pykafka_client.consumer.config import ConsumerConfig
 from pykafka_client.consumer.consumer_coordinator import ConsumerCoordinator, OffsetCommitCallback
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
-from pykafka_client.consumer.consumer_record import ConsumerRecords
+from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerRecords
 from pykafka_client.consumer.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchConfig, Fetcher
 from pykafka_client.consumer.offset_fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
+from pykafka_client.consumer.single_thread_guard import SingleThreadGuard
 from pykafka_client.consumer.structs import ConsumerGroupMetadata
 from pykafka_client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
+from pykafka_client.consumer.topic_metadata_fetcher import TopicMetadataFetcher
 from pykafka_client.errors import (
-    ConcurrentModificationError,
     IllegalArgumentError,
     IllegalStateError,
     InvalidGroupIdError,
     KafkaTimeoutError,
-    for_code,
 )
 from pykafka_client.network.cluster import PartitionInfo
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
-from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
-from pykafka_client.protocol.messages.metadata_request import MetadataRequest
-from pykafka_client.protocol.messages.metadata_response import MetadataResponse
-from pykafka_client.serialization import ByteArrayDeserializer, resolve_deserializer
-from pykafka_client.structs import Node, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
-from pykafka_client.utils.arguments import list_argument
+from pykafka_client.serialization import Deserializer, resolve_deserializer
+from pykafka_client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time, Timer
 
 log = logging.getLogger(__name__)
@@ -66,16 +63,7 @@ log = logging.getLogger(__name__)
 K = TypeVar("K")
 V = TypeVar("V")
 
-_NO_CURRENT_THREAD = -1
 _DEFAULT_CLOSE_TIMEOUT_S = 30.0
-
-
-def _to_ms(timeout: float | None, default_ms: int) -> int:
-    if timeout is None:
-        return default_ms
-    if timeout < 0:
-        raise IllegalArgumentError(f"timeout must not be negative: {timeout}")
-    return int(timeout * 1000)
 
 
 class _NotAvailable:
@@ -89,7 +77,61 @@ class _NotAvailable:
 
 
 class KafkaConsumer(Generic[K, V]):
-    """See module docstring."""
+    """See module docstring. ``K`` and ``V`` are the types of record keys and values, inferred from the
+    ``key_deserializer`` / ``value_deserializer`` objects (``bytes | None`` without them). A deserializer
+    named in the config mapping ("str") is not visible to a type checker: pass the object instead
+    (``value_deserializer=StringDeserializer()``) or annotate the variable."""
+
+    # Test seams (time, client, metadata) are keyword arguments of the implementation only.
+    @overload
+    def __init__(
+        self: KafkaConsumer[bytes | None, bytes | None],
+        config: Mapping[str, Any] | None = None,
+        *,
+        key_deserializer: None = None,
+        value_deserializer: None = None,
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: KafkaConsumer[K, bytes | None],
+        config: Mapping[str, Any] | None = None,
+        *,
+        key_deserializer: Deserializer[K],
+        value_deserializer: None = None,
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: KafkaConsumer[bytes | None, V],
+        config: Mapping[str, Any] | None = None,
+        *,
+        key_deserializer: None = None,
+        value_deserializer: Deserializer[V],
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: KafkaConsumer[K, V],
+        config: Mapping[str, Any] | None = None,
+        *,
+        key_deserializer: Deserializer[K],
+        value_deserializer: Deserializer[V],
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(  # a name ("str"), a class or a function: typed Any
+        self: KafkaConsumer[Any, Any],
+        config: Mapping[str, Any] | None = None,
+        *,
+        key_deserializer: str | type | Callable[[bytes], Any] | Deserializer[Any] | None = None,
+        value_deserializer: str | type | Callable[[bytes], Any] | Deserializer[Any] | None = None,
+        **overrides: Any,
+    ) -> None: ...
 
     def __init__(
         self,
@@ -99,13 +141,14 @@ class KafkaConsumer(Generic[K, V]):
         value_deserializer: Any = None,
         time: Time = SYSTEM_TIME,
         client: ConsumerClient | None = None,
-        metadata: Metadata | None = None,
+        metadata: ConsumerMetadata | None = None,
         **overrides: Any,
     ) -> None:
         """``config`` maps Kafka's dotted names to values; keyword arguments name the same keys with
         ``_`` for ``.`` (``KafkaConsumer(bootstrap_servers="host:9092", group_id="g")``) and win over
-        ``config``. ``client``/``metadata`` replace the network layer (tests); otherwise both are built
-        from ``bootstrap.servers`` and the security settings."""
+        ``config``. ``client``/``metadata`` replace the network layer (tests; the consumer adopts the
+        metadata, which then serves this consumer's subscriptions); otherwise both are built from
+        ``bootstrap.servers`` and the security settings."""
         if key_deserializer is not None:
             overrides["key_deserializer"] = key_deserializer
         if value_deserializer is not None:
@@ -116,9 +159,7 @@ class KafkaConsumer(Generic[K, V]):
         # True while close() runs: the consumer stays open for the rebalance callbacks close() triggers
         # (a commit_sync in on_partitions_revoked), as in Java; a nested close() is a no-op.
         self._closing = False
-        self._current_thread = _NO_CURRENT_THREAD
-        self._refcount = 0
-        self._thread_lock = threading.Lock()
+        self._guard = SingleThreadGuard()
         self.group_id: str | None = cfg["group.id"]
         self.client_id = cfg["client.id"] or f"consumer-{self.group_id or ''}-{id(self) & 0xFFFF}"
         self._request_timeout_ms: int = cfg["request.timeout.ms"]
@@ -142,7 +183,7 @@ class KafkaConsumer(Generic[K, V]):
                 allow_auto_topic_creation=cfg["allow.auto.create.topics"],
                 include_internal_topics=not cfg["exclude.internal.topics"],
             )
-            self.metadata: Metadata = cm
+            self.metadata: ConsumerMetadata = cm
             self._network_client = create_network_client(
                 cfg, cm, client_id=self.client_id, max_in_flight_requests_per_connection=100, time=time
             )
@@ -153,26 +194,18 @@ class KafkaConsumer(Generic[K, V]):
             if metadata is None:
                 raise IllegalArgumentError("a custom client needs its metadata")
             self._client = client
+            metadata.subscriptions = self.subscriptions
             self.metadata = metadata
 
         self.fetcher = Fetcher(
             self._client,
             self.metadata,
             self.subscriptions,
-            FetchConfig(
-                min_bytes=cfg["fetch.min.bytes"],
-                max_bytes=cfg["fetch.max.bytes"],
-                max_wait_ms=cfg["fetch.max.wait.ms"],
-                fetch_size=cfg["max.partition.fetch.bytes"],
-                max_poll_records=cfg["max.poll.records"],
-                check_crcs=cfg["check.crcs"],
-                isolation_level=self._isolation_level,
-                client_rack=cfg["client.rack"],
-                request_timeout_ms=self._request_timeout_ms,
-                key_deserializer=None if type(kd) is ByteArrayDeserializer else kd.deserialize,
-                value_deserializer=None if type(vd) is ByteArrayDeserializer else vd.deserialize,
-            ),
+            FetchConfig.from_consumer_config(cfg, kd, vd),
             time,
+        )
+        self.topic_metadata_fetcher = TopicMetadataFetcher(
+            self._client, self._retry_backoff_ms, exclude_internal_topics=cfg["exclude.internal.topics"]
         )
         self.offset_fetcher = OffsetFetcher(
             self._client,
@@ -210,34 +243,16 @@ class KafkaConsumer(Generic[K, V]):
 
     # -- single-thread guard (Java acquire/release) ---------------------------------------------
 
-    def _acquire(self) -> None:
-        tid = threading.get_ident()
-        with self._thread_lock:
-            if self._current_thread not in (_NO_CURRENT_THREAD, tid):
-                raise ConcurrentModificationError(
-                    "KafkaConsumer is not safe for multi-threaded access: it is in use by another thread"
-                )
-            self._current_thread = tid
-            self._refcount += 1
-
-    def _release(self) -> None:
-        with self._thread_lock:
-            self._refcount -= 1
-            if self._refcount == 0:
-                self._current_thread = _NO_CURRENT_THREAD
-
-    def _acquire_and_ensure_open(self) -> None:
-        self._acquire()
-        if self._closed:
-            self._release()
-            raise IllegalStateError("This consumer has already been closed.")
-
-    def _guarded(self, fn: Callable[[], Any]) -> Any:
-        self._acquire_and_ensure_open()
+    @contextmanager
+    def _open_in_this_thread(self) -> Iterator[None]:
+        """Java acquireAndEnsureOpen ... release around every public method but wakeup()."""
+        self._guard.acquire()
         try:
-            return fn()
+            if self._closed:
+                raise IllegalStateError("This consumer has already been closed.")
+            yield
         finally:
-            self._release()
+            self._guard.release()
 
     def _require_group(self, what: str) -> ConsumerCoordinator:
         if self.coordinator is None:
@@ -245,7 +260,7 @@ class KafkaConsumer(Generic[K, V]):
         return self.coordinator
 
     def _timer(self, timeout: float | None) -> Timer:
-        return self._time.timer(_to_ms(timeout, self._default_api_timeout_ms))
+        return self._time.timer(args.to_ms(timeout, self._default_api_timeout_ms))
 
     # -- subscription --------------------------------------------------------------------------
 
@@ -259,81 +274,43 @@ class KafkaConsumer(Generic[K, V]):
         """Subscribe to topics (a collection of names) or to every topic matching a regex
         (``pattern=``, or a compiled pattern as ``topics``). Replaces any previous subscription;
         an empty collection unsubscribes. Mixing with :meth:`assign` raises IllegalStateError."""
-        self._acquire_and_ensure_open()
-        try:
+        with self._open_in_this_thread():
             coordinator = self._require_group("subscribe")
-            if listener is not None and not isinstance(listener, ConsumerRebalanceListener):
-                if not all(hasattr(listener, m) for m in ("on_partitions_revoked", "on_partitions_assigned")):
-                    raise IllegalArgumentError("listener must implement ConsumerRebalanceListener")
-            if isinstance(topics, re.Pattern) or pattern is not None:
-                if isinstance(topics, re.Pattern):
-                    compiled = topics
-                else:
-                    if topics is not None:
-                        raise IllegalArgumentError("give either topics or pattern, not both")
-                    if isinstance(pattern, re.Pattern):
-                        compiled = pattern
-                    else:
-                        if not pattern or not isinstance(pattern, str):
-                            raise IllegalArgumentError("topic pattern to subscribe to cannot be empty")
-                        try:
-                            compiled = re.compile(pattern)
-                        except re.error as e:
-                            raise IllegalArgumentError(f"invalid topic pattern {pattern!r}: {e}") from e
+            args.check_listener(listener)
+            compiled = args.subscription_pattern(topics, pattern)
+            if compiled is not None:
                 self.fetcher.clear_buffered_data_for_unassigned_partitions()
                 self.subscriptions.subscribe_pattern(compiled, listener)
                 coordinator.maybe_update_pattern_subscription()  # forget the previous pattern's match
                 coordinator.request_rejoin("subscribed to a new pattern")
                 self.metadata.request_update()
                 return
-            topic_list = list_argument(
-                "subscribe", "topics", topics, str,
-                "a list of topic names, e.g. ['orders'] (a bare str is not taken as one topic; use pattern= for a regex)",
-            )
+            topic_list = args.topic_names(topics if not isinstance(topics, re.Pattern) else None)
             if not topic_list:
                 self._unsubscribe()
                 return
-            for t in topic_list:
-                if not t.strip():
-                    raise IllegalArgumentError(
-                        f"topic collection to subscribe to cannot contain null or empty topic: {t!r}"
-                    )
             self.fetcher.clear_buffered_data_for_unassigned_partitions()
             if self.subscriptions.subscribe(topic_list, listener):
                 self.metadata.request_update_for_new_topics()
                 coordinator.request_rejoin("subscription changed")
-        finally:
-            self._release()
 
     def assign(self, partitions: Collection[TopicPartition]) -> None:
         """Manually assign partitions (no group management). Empty = unassign."""
-        self._acquire_and_ensure_open()
-        try:
-            given = list_argument(
-                "assign", "partitions", partitions, tuple, "a list of TopicPartition, e.g. [TopicPartition('orders', 0)]"
-            )
-            if any(len(tp) != 2 for tp in given):
-                raise TypeError(f"assign() expects partitions as a list of TopicPartition(topic, partition), got {given!r}")
-            tps = [TopicPartition(tp[0], tp[1]) for tp in given]
+        with self._open_in_this_thread():
+            tps = args.partitions_to_assign(partitions)
             if not tps:
                 self._unsubscribe()
                 return
-            for tp in tps:
-                if not isinstance(tp.topic, str) or not tp.topic.strip():
-                    raise IllegalArgumentError(f"topic partitions to assign cannot have null or empty topic: {tp}")
-                if not isinstance(tp.partition, int) or tp.partition < 0:
-                    raise IllegalArgumentError(f"invalid partition number in {tp}")
             if self.coordinator is not None:
                 self.coordinator.maybe_auto_commit_offsets_async(self._time.hi_res_clock_ms())
             if self.subscriptions.assign_from_user(tps):
                 self.fetcher.clear_buffered_data_for_unassigned_partitions()
                 self.metadata.request_update_for_new_topics()
-        finally:
-            self._release()
 
     def unsubscribe(self) -> None:
         """Drop the subscription/assignment; leaves the group (revoking partitions)."""
-        self._guarded(self._unsubscribe)
+        with self._open_in_this_thread():
+            self._unsubscribe()
 
     def _unsubscribe(self) -> None:
         self.fetcher.fetch_buffer.clear()
@@ -343,26 +320,24 @@ class KafkaConsumer(Generic[K, V]):
         self.subscriptions.unsubscribe()
 
     def subscription(self) -> set[str]:
-        return set(self._guarded(self.subscriptions.subscription))
+        with self._open_in_this_thread():
+            return set(self.subscriptions.subscription())
 
     def assignment(self) -> set[TopicPartition]:
-        result: set[TopicPartition] = self._guarded(self.subscriptions.assigned_partitions)
-        return result
+        with self._open_in_this_thread():
+            return self.subscriptions.assigned_partitions()
 
     # -- polling ---------------------------------------------------------------------------------
 
     def poll(self, timeout: float = 0.0) -> ConsumerRecords[K, V]:
         """Records fetched for the assigned partitions, grouped by partition; waits up to
         ``timeout`` seconds for some. Drives the group (join, heartbeat bookkeeping, auto-commit)."""
-        self._acquire_and_ensure_open()
-        try:
-            timer = self._time.timer(_to_ms(timeout, 0))
+        with self._open_in_this_thread():
+            timer = self._time.timer(args.to_ms(timeout, 0))
             if self.subscriptions.has_no_subscription_or_user_assignment():
                 raise IllegalStateError("Consumer is not subscribed to any topics or assigned any partitions")
-            trigger_wakeup = getattr(self._client, "maybe_trigger_wakeup", None)
             while True:
-                if trigger_wakeup is not None:
-                    trigger_wakeup()
+                self._client.maybe_trigger_wakeup()
                 self._update_assignment_metadata_if_needed(timer, wait_for_join_group=False)
                 records = self._poll_for_fetches(timer)
                 if records:
@@ -378,8 +353,6 @@ class KafkaConsumer(Generic[K, V]):
                 timer.update()
                 if timer.is_expired():
                     return ConsumerRecords({})
-        finally:
-            self._release()
 
     def _update_assignment_metadata_if_needed(self, timer: Timer, wait_for_join_group: bool = True) -> bool:
         if self.coordinator is not None and not self.coordinator.poll(timer, wait_for_join_group):
@@ -411,7 +384,7 @@ class KafkaConsumer(Generic[K, V]):
         timer.update(poll_timer.current_time_ms())
         return self.fetcher.collect_fetch()
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[ConsumerRecord[K, V]]:
         """Yield records forever (until close or an error), polling as needed."""
         while not self._closed:
             yield from self.poll(1.0)
@@ -421,32 +394,20 @@ class KafkaConsumer(Generic[K, V]):
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
         """Fetch ``partition`` from ``offset`` at the next poll (negative -> IllegalArgumentError,
         unassigned -> IllegalStateError)."""
-        self._acquire_and_ensure_open()
-        try:
-            off = offset.offset if isinstance(offset, OffsetAndMetadata) else offset
-            if not isinstance(off, int) or isinstance(off, bool) or off < 0:
-                raise IllegalArgumentError(f"seek offset must not be a negative number: {off!r}")
+        with self._open_in_this_thread():
+            off = args.seek_offset(offset)
             tp = TopicPartition(partition[0], partition[1])
             log.info("seeking to offset %d for partition %s", off, tp)
             self.subscriptions.seek(tp, off)
-        finally:
-            self._release()
 
     def _seek_to(self, partitions: Collection[TopicPartition] | None, strategy: OffsetResetStrategy) -> None:
-        self._acquire_and_ensure_open()
-        try:
-            tps = (
-                self.subscriptions.assigned_partitions()
-                if partitions is None
-                else [TopicPartition(*tp) for tp in partitions]
-            )
+        with self._open_in_this_thread():
+            tps = self.subscriptions.assigned_partitions() if partitions is None else args.topic_partitions(partitions)
             for tp in tps:
                 if not self.subscriptions.is_assigned(tp):
                     raise IllegalStateError(f"No current assignment for partition {tp}")
             for tp in tps:
                 self.subscriptions.request_offset_reset(tp, strategy)
-        finally:
-            self._release()
 
     def seek_to_beginning(self, partitions: Collection[TopicPartition] | None = None) -> None:
         self._seek_to(partitions, OffsetResetStrategy.EARLIEST)
@@ -455,9 +416,9 @@ class KafkaConsumer(Generic[K, V]):
         self._seek_to(partitions, OffsetResetStrategy.LATEST)
 
     def position(self, partition: TopicPartition, timeout: float | None = None) -> int:
-        """The offset of the next record to fetch; resolves it (committed offset or reset) if needed."""
-        self._acquire_and_ensure_open()
-        try:
+        """The offset of the next record to fetch; resolves it (committed offset or reset) if needed.
+        For a partition whose topic does not exist this waits the whole timeout, as Java does."""
+        with self._open_in_this_thread():
             tp = TopicPartition(partition[0], partition[1])
             if not self.subscriptions.is_assigned(tp):
                 raise IllegalStateError(
@@ -475,28 +436,19 @@ class KafkaConsumer(Generic[K, V]):
                     raise KafkaTimeoutError(
                         f"timeout of {timer.timeout_ms()}ms expired before the position for {tp} could be determined"
                     )
-        finally:
-            self._release()
 
     # -- commits ---------------------------------------------------------------------------------
 
-    def _normalize_offsets(
+    def _offsets_to_commit(
         self, offsets: Mapping[TopicPartition, OffsetAndMetadata | int] | None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         if offsets is None:
             return self.subscriptions.all_consumed()
-        out: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp, om in offsets.items():
-            tp2 = TopicPartition(tp[0], tp[1])
-            if isinstance(om, OffsetAndMetadata):
-                out[tp2] = om
-            elif isinstance(om, int) and not isinstance(om, bool) and om >= 0:
-                out[tp2] = OffsetAndMetadata(om)
-            else:
-                raise IllegalArgumentError(f"invalid offset {om!r} for {tp2}")
-            if not self.subscriptions.is_assigned(tp2):
+        out = args.commit_offsets(offsets)
+        for tp in out:
+            if not self.subscriptions.is_assigned(tp):
                 raise IllegalStateError(
-                    f"cannot commit offsets for partition {tp2}: it is not assigned to this consumer"
+                    f"cannot commit offsets for partition {tp}: it is not assigned to this consumer"
                 )
         return out
 
@@ -505,17 +457,14 @@ class KafkaConsumer(Generic[K, V]):
     ) -> None:
         """Commit ``offsets`` (default: the current positions) and wait. Raises CommitFailedError,
         RebalanceInProgressClientError, KafkaTimeoutError, ..."""
-        self._acquire_and_ensure_open()
-        try:
+        with self._open_in_this_thread():
             coordinator = self._require_group("commit_sync")
-            normalized = self._normalize_offsets(offsets)
+            normalized = self._offsets_to_commit(offsets)
             timer = self._timer(timeout)
             if not coordinator.commit_offsets_sync(normalized, timer):
                 raise KafkaTimeoutError(
                     f"timeout of {timer.timeout_ms()}ms expired before successfully committing offsets"
                 )
-        finally:
-            self._release()
 
     def commit_async(
         self,
@@ -523,185 +472,112 @@ class KafkaConsumer(Generic[K, V]):
         callback: OffsetCommitCallback | None = None,
     ) -> None:
         """Commit without waiting; ``callback(offsets, exception_or_None)`` runs in a later poll()."""
-        self._acquire_and_ensure_open()
-        try:
+        with self._open_in_this_thread():
             coordinator = self._require_group("commit_async")
-            coordinator.commit_offsets_async(self._normalize_offsets(offsets), callback)
-        finally:
-            self._release()
+            coordinator.commit_offsets_async(self._offsets_to_commit(offsets), callback)
 
     def committed(
         self, partitions: Collection[TopicPartition], timeout: float | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        self._acquire_and_ensure_open()
-        try:
+        """The last committed offset of each partition (None when there is none, which includes a
+        partition whose topic does not exist)."""
+        with self._open_in_this_thread():
             coordinator = self._require_group("committed")
-            tps = {TopicPartition(tp[0], tp[1]) for tp in partitions}
+            tps = set(args.topic_partitions(partitions))
             timer = self._timer(timeout)
             result = coordinator.fetch_committed_offsets(tps, timer)
             if result is None:
                 raise KafkaTimeoutError(f"timeout of {timer.timeout_ms()}ms expired before fetching committed offsets")
             return {tp: result.get(tp) for tp in tps}
-        finally:
-            self._release()
 
     # -- pause / resume ------------------------------------------------------------------------
 
     def pause(self, partitions: Collection[TopicPartition]) -> None:
-        def run() -> None:
-            for tp in partitions:
-                self.subscriptions.pause(TopicPartition(tp[0], tp[1]))
-
-        self._guarded(run)
+        with self._open_in_this_thread():
+            for tp in args.topic_partitions(partitions):
+                self.subscriptions.pause(tp)
 
     def resume(self, partitions: Collection[TopicPartition]) -> None:
-        def run() -> None:
-            for tp in partitions:
-                self.subscriptions.resume(TopicPartition(tp[0], tp[1]))
-
-        self._guarded(run)
+        with self._open_in_this_thread():
+            for tp in args.topic_partitions(partitions):
+                self.subscriptions.resume(tp)
 
     def paused(self) -> set[TopicPartition]:
-        result: set[TopicPartition] = self._guarded(self.subscriptions.paused_partitions)
-        return result
+        with self._open_in_this_thread():
+            return self.subscriptions.paused_partitions()
 
     # -- offsets look-ups ------------------------------------------------------------------------
+    # Java semantics: a partition without a known leader (its topic does not exist, or is being
+    # created) is retried until the timeout expires, then KafkaTimeoutError names the partitions.
 
     def offsets_for_times(
         self, timestamps: Mapping[TopicPartition, int], timeout: float | None = None
     ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
-        self._acquire_and_ensure_open()
-        try:
-            query: dict[TopicPartition, int] = {}
-            for tp, ts in timestamps.items():
-                if not isinstance(ts, int) or ts < 0:
-                    raise IllegalArgumentError(f"the target time for partition {tp} is {ts}: it should be non-negative")
-                query[TopicPartition(tp[0], tp[1])] = ts
-            data = self.offset_fetcher.fetch_offsets_by_times(query, self._timer(timeout))
-            return {
-                tp: None
-                if d.offset is None
-                else OffsetAndTimestamp(d.offset, d.timestamp if d.timestamp is not None else -1, d.leader_epoch)
-                for tp, d in ((tp, data[tp]) for tp in query)
-            }
-        finally:
-            self._release()
+        with self._open_in_this_thread():
+            return self.offset_fetcher.offsets_for_times(args.target_times(timestamps), self._timer(timeout))
 
     def beginning_offsets(
         self, partitions: Collection[TopicPartition], timeout: float | None = None
     ) -> dict[TopicPartition, int]:
-        return self._guarded(  # type: ignore[no-any-return]
-            lambda: self.offset_fetcher.beginning_or_end_offsets(
-                [TopicPartition(tp[0], tp[1]) for tp in partitions], EARLIEST_TIMESTAMP, self._timer(timeout)
+        with self._open_in_this_thread():
+            return self.offset_fetcher.beginning_or_end_offsets(
+                args.topic_partitions(partitions), EARLIEST_TIMESTAMP, self._timer(timeout)
             )
-        )
 
     def end_offsets(
         self, partitions: Collection[TopicPartition], timeout: float | None = None
     ) -> dict[TopicPartition, int]:
         """The offset after the last record (the LSO with read_committed)."""
-        return self._guarded(  # type: ignore[no-any-return]
-            lambda: self.offset_fetcher.beginning_or_end_offsets(
-                [TopicPartition(tp[0], tp[1]) for tp in partitions], LATEST_TIMESTAMP, self._timer(timeout)
+        with self._open_in_this_thread():
+            return self.offset_fetcher.beginning_or_end_offsets(
+                args.topic_partitions(partitions), LATEST_TIMESTAMP, self._timer(timeout)
             )
-        )
 
     # -- metadata ----------------------------------------------------------------------------------
 
-    def _fetch_topic_metadata(self, topics: list[str] | None, timer: Timer) -> dict[str, list[PartitionInfo]]:
-        while True:
-            node = self._client.least_loaded_node()
-            if node is None:
-                self._client.await_metadata_update(timer)
-            else:
-                request = MetadataRequest(
-                    topics=None if topics is None else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
-                    allow_auto_topic_creation=False,
-                )
-                future = self._client.send(node, request)
-                if self._client.poll_future(future, timer) and future.succeeded():
-                    body = future.value().response_body
-                    if isinstance(body, MetadataResponse):
-                        return self._parse_topic_metadata(body)
-                elif future.is_done() and not getattr(future.exception(), "retriable", False):
-                    raise future.exception()
-            timer.update()
-            if timer.is_expired():
-                raise KafkaTimeoutError(f"timeout of {timer.timeout_ms()}ms expired while fetching topic metadata")
-            timer.sleep(self._retry_backoff_ms)
-
-    def _parse_topic_metadata(self, body: MetadataResponse) -> dict[str, list[PartitionInfo]]:
-        brokers = {b.node_id: Node(b.node_id, b.host, b.port, b.rack) for b in body.brokers}
-        out: dict[str, list[PartitionInfo]] = {}
-        for t in body.topics:
-            if t.name is None:
-                continue
-            if t.error_code not in (0, 5):  # LEADER_NOT_AVAILABLE still lists partitions
-                if t.error_code == 3:  # UNKNOWN_TOPIC_OR_PARTITION
-                    continue
-                raise for_code(t.error_code)(f"metadata for topic {t.name}")
-            if self.config["exclude.internal.topics"] and t.is_internal:
-                continue
-            out[t.name] = [
-                PartitionInfo(
-                    t.name,
-                    p.partition_index,
-                    brokers.get(p.leader_id),
-                    p.leader_epoch if p.leader_epoch >= 0 else None,
-                    tuple(p.replica_nodes),
-                    tuple(p.isr_nodes),
-                    tuple(p.offline_replicas),
-                    p.error_code,
-                )
-                for p in sorted(t.partitions, key=lambda p: p.partition_index)
-            ]
-        return out
-
     def list_topics(self, timeout: float | None = None) -> dict[str, list[PartitionInfo]]:
-        """Every topic the user may describe, with its partitions."""
-        return self._guarded(lambda: self._fetch_topic_metadata(None, self._timer(timeout)))  # type: ignore[no-any-return]
+        """Every topic the user may describe, with its partitions (one metadata round trip)."""
+        with self._open_in_this_thread():
+            return self.topic_metadata_fetcher.get_all_topic_metadata(self._timer(timeout))
 
     def partitions_for(self, topic: str, timeout: float | None = None) -> list[PartitionInfo]:
-        """Partitions of ``topic`` (empty when it does not exist)."""
-
-        def run() -> list[PartitionInfo]:
+        """Partitions of ``topic``; empty when it does not exist, after one metadata round trip.
+        The request may create the topic when ``allow.auto.create.topics`` is on (as in Java) and
+        the broker creates topics on metadata requests."""
+        with self._open_in_this_thread():
             if not isinstance(topic, str) or not topic:
                 raise IllegalArgumentError("topic cannot be empty")
             known = self.metadata.fetch().partitions_for_topic(topic)
             if known:
                 return sorted(known, key=lambda p: p.partition)
-            return self._fetch_topic_metadata([topic], self._timer(timeout)).get(topic, [])
-
-        return self._guarded(run)  # type: ignore[no-any-return]
+            parts = self.topic_metadata_fetcher.get_topic_metadata(
+                topic, self.config["allow.auto.create.topics"], self._timer(timeout)
+            )
+            return parts if parts is not None else []
 
     # -- group ---------------------------------------------------------------------------------
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         """What a transactional producer needs (send_offsets_to_transaction)."""
-
-        def run() -> ConsumerGroupMetadata:
+        with self._open_in_this_thread():
             coordinator = self._require_group("group_metadata")
             gen = coordinator.generation_snapshot()
             return ConsumerGroupMetadata(
                 self.group_id or "", gen.generation_id, gen.member_id, self.config["group.instance.id"]
             )
 
-        return self._guarded(run)  # type: ignore[no-any-return]
-
     def enforce_rebalance(self, reason: str | None = None) -> None:
         """Ask for a rebalance at the next poll (no-op if one is already in progress)."""
-
-        def run() -> None:
+        with self._open_in_this_thread():
             if self.coordinator is None:
                 raise IllegalStateError("Tried to force a rebalance but consumer does not have a group.")
             self.coordinator.request_rejoin(reason or "rebalance enforced by user")
 
-        self._guarded(run)
-
     def current_lag(self, partition: TopicPartition) -> int | None:
         """Lag from the last fetch response (None if unknown), without I/O."""
         tp = TopicPartition(partition[0], partition[1])
-        return self._guarded(lambda: self.subscriptions.partition_lag(tp, self._isolation_level == READ_COMMITTED))  # type: ignore[no-any-return]
+        with self._open_in_this_thread():
+            return self.subscriptions.partition_lag(tp, self._isolation_level == READ_COMMITTED)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -711,12 +587,12 @@ class KafkaConsumer(Generic[K, V]):
 
     def close(self, timeout: float | None = _DEFAULT_CLOSE_TIMEOUT_S) -> None:
         """Commit (if auto-commit), leave the group and close connections, within ``timeout``."""
-        self._acquire()
+        self._guard.acquire()
         try:
             if self._closed or self._closing:
                 return
             self._closing = True
-            timer = self._time.timer(_to_ms(timeout, int(_DEFAULT_CLOSE_TIMEOUT_S * 1000)))
+            timer = self._time.timer(args.to_ms(timeout, int(_DEFAULT_CLOSE_TIMEOUT_S * 1000)))
             try:
                 if self.coordinator is not None:
                     # still open here: the revoke callback may commit (Java closes with the flag still unset)
@@ -726,15 +602,10 @@ class KafkaConsumer(Generic[K, V]):
             finally:
                 self._closed = True
                 self.fetcher.close()
-                if self._network_client is not None:
-                    closer = getattr(self._client, "close", None)
-                    if closer is not None:
-                        closer()
-                    else:
-                        self._network_client.close()
+                self._client.close()
                 self.metadata.close()
         finally:
-            self._release()
+            self._guard.release()
 
     def __enter__(self) -> KafkaConsumer[K, V]:
         return self

@@ -21,18 +21,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pykafka_client.consumer.client_adapter import ConsumerClient
+from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.subscription_state import FetchPosition, OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import (
+    KafkaError,
     KafkaTimeoutError,
     TopicAuthorizationFailedError,
     for_code,
 )
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.request_future import RequestFuture
 from pykafka_client.protocol.messages.list_offsets_request import ListOffsetsRequest
 from pykafka_client.protocol.messages.list_offsets_response import ListOffsetsResponse
-from pykafka_client.structs import Node, TopicPartition
+from pykafka_client.structs import Node, OffsetAndTimestamp, TopicPartition
 from pykafka_client.utils.time import Time, Timer
 
 log = logging.getLogger(__name__)
@@ -61,13 +62,31 @@ class ListOffsetResult:
     need_metadata: bool = False
 
 
+#: ListOffsets timestamp for the record with the largest timestamp (KIP-734).
+MAX_TIMESTAMP = -3
+
+
+def oldest_list_offsets_version(isolation_level: int, timestamps: Iterable[int]) -> int:
+    """The oldest ListOffsets version that means what the consumer asks (Java's
+    ``ListOffsetsRequest.Builder.forConsumer``): read_committed needs v2 (isolation level), a lookup by
+    timestamp v1 (v0 answers a list of segment offsets), the max-timestamp lookup v7. Older brokers get a
+    clear UnsupportedVersionError instead of a different question."""
+    oldest = 2 if isolation_level == 1 else 0
+    for ts in timestamps:
+        if ts == MAX_TIMESTAMP:
+            oldest = max(oldest, 7)
+        elif ts >= 0:
+            oldest = max(oldest, 1)
+    return oldest
+
+
 class OffsetFetcher:
     """See module docstring."""
 
     def __init__(
         self,
         client: ConsumerClient,
-        metadata: Metadata,
+        metadata: ConsumerMetadata,
         subscriptions: SubscriptionState,
         time: Time,
         retry_backoff_ms: int = 100,
@@ -116,7 +135,8 @@ class OffsetFetcher:
                 )
             )
         request = ListOffsetsRequest(replica_id=-1, isolation_level=self.isolation_level, topics=list(topics.values()))
-        return self.client.send(node, request, self.request_timeout_ms)
+        oldest = oldest_list_offsets_version(self.isolation_level, [ts for ts, _ in parts.values()])
+        return self.client.send(node, request, self.request_timeout_ms, oldest_allowed_version=oldest)
 
     def _parse(self, response: ClientResponse, asked: Iterable[TopicPartition]) -> ListOffsetResult:
         body = response.response_body
@@ -203,7 +223,7 @@ class OffsetFetcher:
             if isinstance(outcome, BaseException):
                 self.subscriptions.request_failed(strategies, now + self.retry_backoff_ms)
                 self.metadata.request_update()
-                if not getattr(outcome, "retriable", False) and fatal is None:
+                if not _is_retriable(outcome) and fatal is None:
                     fatal = outcome
                 continue
             for tp, data in outcome.fetched.items():
@@ -234,15 +254,12 @@ class OffsetFetcher:
         remaining = dict(timestamps)
         if not remaining:
             return result
-        add_transient = getattr(self.metadata, "add_transient_topics", None)
-        if add_transient is not None:  # topics outside the subscription need metadata too
-            add_transient({tp.topic for tp in remaining})
+        # topics outside the subscription need metadata too
+        self.metadata.add_transient_topics({tp.topic for tp in remaining})
         try:
             return self._fetch_offsets_by_times(remaining, result, timer)
         finally:
-            clear = getattr(self.metadata, "clear_transient_topics", None)
-            if clear is not None:
-                clear()
+            self.metadata.clear_transient_topics()
 
     def _fetch_offsets_by_times(
         self, remaining: dict[TopicPartition, int], result: dict[TopicPartition, ListOffsetData], timer: Timer
@@ -256,9 +273,9 @@ class OffsetFetcher:
                     continue
                 if future.failed():
                     exc = future.exception()
-                    if not getattr(exc, "retriable", False):
+                    if not isinstance(exc, KafkaError) or not exc.retriable:
                         raise exc
-                    need_metadata = need_metadata or bool(getattr(exc, "invalid_metadata", True))
+                    need_metadata = need_metadata or exc.invalid_metadata
                     continue
                 parsed = self._parse(future.value(), asked)
                 for tp, data in parsed.fetched.items():
@@ -278,8 +295,24 @@ class OffsetFetcher:
             else:
                 timer.sleep(self.retry_backoff_ms)
 
+    def offsets_for_times(
+        self, timestamps: dict[TopicPartition, int], timer: Timer
+    ) -> dict[TopicPartition, OffsetAndTimestamp | None]:
+        """Java OffsetFetcher.offsetsForTimes: None for a partition with no record at or after the time."""
+        data = self.fetch_offsets_by_times(timestamps, timer)
+        return {
+            tp: None
+            if d.offset is None
+            else OffsetAndTimestamp(d.offset, d.timestamp if d.timestamp is not None else -1, d.leader_epoch)
+            for tp, d in ((tp, data[tp]) for tp in timestamps)
+        }
+
     def beginning_or_end_offsets(
         self, partitions: Iterable[TopicPartition], timestamp: int, timer: Timer
     ) -> dict[TopicPartition, int]:
         data = self.fetch_offsets_by_times({tp: timestamp for tp in partitions}, timer)
         return {tp: d.offset for tp, d in data.items() if d.offset is not None}
+
+
+def _is_retriable(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaError) and exc.retriable

@@ -134,10 +134,10 @@ class KafkaProducer:
             )
         if cfg["interceptor.classes"]:
             raise ConfigurationError("Invalid value for configuration interceptor.classes: interceptors are not supported")
-        self._key_serializer: Serializer = resolve_serializer(
+        self._key_serializer: Serializer[Any] = resolve_serializer(
             "key.serializer", key_serializer if key_serializer is not None else cfg["key.serializer"]
         )
-        self._value_serializer: Serializer = resolve_serializer(
+        self._value_serializer: Serializer[Any] = resolve_serializer(
             "value.serializer", value_serializer if value_serializer is not None else cfg["value.serializer"]
         )
         # The default bytes serializer passes bytes and None through: send() skips the call for them.
@@ -314,7 +314,7 @@ class KafkaProducer:
         return result.future
 
     @staticmethod
-    def _serialize(serializer: Serializer, topic: str, data: Any, headers: Sequence[Header], what: str) -> bytes | None:
+    def _serialize(serializer: Serializer[Any], topic: str, data: Any, headers: Sequence[Header], what: str) -> bytes | None:
         try:
             out = serializer.serialize(topic, data, headers)
         except SerializationError:

@@ -15,10 +15,20 @@ Connection behaviour per node (``ready()`` connects instantly otherwise):
 ``authentication_failed(node, backoff_ms)``, ``create_pending_authentication_error(node, backoff_ms)``
 (the next send to the node fails authentication), and ``reset()``.
 
+Answers by request type, in any order (for flows where several requests are in flight at once, as
+the consumer's fetches, ListOffsets and group requests are): ``Script(client).add(RequestType, answer)``
+answers the next request of that type, now if one is in flight or else when it is sent. ``answer`` is
+a response body, ``fn(request_body) -> response body``, a ``DisconnectError`` (the request completes
+as disconnected) or None (the request stays unanswered). Prepared (FIFO) responses are matched first. ``script.requests(RequestType)`` lists
+the request bodies it answered; ``add(..., repeat=True)`` answers every request of the type.
+Unscripted requests stay in flight (``pending()``).
+
 Other: ``prepare_metadata_update(response)`` is applied to the Metadata on the next poll where an
 update is due; ``enable_blocking_until_wakeup(n)`` makes the next ``n`` polls block until ``wakeup()``
 (for cross-thread wakeup tests); requests not answered within their request timeout are completed as
 disconnected by ``poll`` (request-timeout emulation). All responses complete (callbacks run) in ``poll``.
+With ``advance_time_on_poll=True`` a poll that delivers nothing sleeps its timeout on the MockTime,
+as MockSelector does, so blocking calls reach their deadlines without a ticking clock.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pykafka_client.errors import AuthenticationError, IllegalStateError, UnsupportedVersionError
+from pykafka_client.errors import AuthenticationError, DisconnectError, IllegalStateError, UnsupportedVersionError
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.kafka_client import LeastLoadedNode
@@ -119,6 +129,7 @@ class MockClient:
     metadata: Metadata | None = None
     node_api_versions: NodeApiVersions = field(default_factory=NodeApiVersions.create)
     default_request_timeout_ms: int = 30_000
+    advance_time_on_poll: bool = False
 
     def __post_init__(self) -> None:
         self._correlation = 0
@@ -135,6 +146,7 @@ class MockClient:
         self.sent: list[ClientRequest] = []
         self._active = True
         self._nodes: list[Node] = []
+        self._scripts: list[Script] = []
 
     # --- scripting -----------------------------------------------------------------------------
 
@@ -187,6 +199,27 @@ class MockClient:
 
     def has_in_flight_request(self) -> bool:
         return bool(self.requests)
+
+    def pending(self) -> list[ClientRequest]:
+        """Requests sent and not answered yet, oldest first."""
+        return list(self.requests)
+
+    def _answer_scripted(self) -> None:
+        for request in list(self.requests):
+            for script in self._scripts:
+                found, answer = script.take(request.body)
+                if not found:
+                    continue
+                if answer is None:  # consumed, and the request stays unanswered
+                    break
+                self.requests.remove(request)
+                if isinstance(answer, DisconnectError):
+                    self._answer(request, None, True)
+                elif isinstance(answer, BaseException):
+                    raise AssertionError(f"MockClient can fail a request only by disconnecting it, not with {answer!r}")
+                else:
+                    self._answer(request, answer, False)
+                break
 
     # --- connection scripting ------------------------------------------------------------------
 
@@ -309,10 +342,12 @@ class MockClient:
             )
             return
         self.requests.append(request)
+        self._answer_scripted()
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
         self.poll_timeouts.append(int(timeout_ms))
         self._maybe_await_wakeup()
+        self._answer_scripted()
         self._check_timeout_of_pending_requests(now_ms)
         if self.metadata is not None and self.metadata.time_to_next_update(now_ms) == 0:
             if self._metadata_updates and self.least_loaded_node(now_ms).node is not None:
@@ -322,6 +357,8 @@ class MockClient:
             response = self._responses.popleft()
             response.on_complete()
             out.append(response)
+        if not out and self.advance_time_on_poll and timeout_ms > 0:
+            self.time.sleep(int(timeout_ms))
         return out
 
     def _maybe_await_wakeup(self) -> None:
@@ -418,3 +455,31 @@ class MockClient:
 
     def active(self) -> bool:
         return self._active
+
+
+class Script:
+    """Answers to requests by type, consumed in order; see the module doc."""
+
+    def __init__(self, client: MockClient) -> None:
+        self.entries: list[tuple[type, Any, bool]] = []
+        self.seen: list[Any] = []
+        client._scripts.append(self)
+
+    def add(self, request_type: type, answer: Any, *, repeat: bool = False) -> Script:
+        """Answer the next request of ``request_type`` (every one with ``repeat=True``)."""
+        self.entries.append((request_type, answer, repeat))
+        return self
+
+    def take(self, body: Any) -> tuple[bool, Any]:
+        for i, (request_type, answer, repeat) in enumerate(self.entries):
+            if isinstance(body, request_type):
+                if not repeat:
+                    del self.entries[i]
+                self.seen.append(body)
+                if callable(answer) and not isinstance(answer, (type, BaseException)):
+                    return True, answer(body)
+                return True, answer
+        return False, None
+
+    def requests(self, request_type: type) -> list[Any]:
+        return [b for b in self.seen if isinstance(b, request_type)]

@@ -1,5 +1,5 @@
 """The wheel a user installs (issue 9 item 9): built from a copy of the source tree, installed into a fresh
-venv without extras, it imports, runs ``mini-broker --help``, ships LICENSE, NOTICE and py.typed, declares
+venv without extras, it imports, runs ``mini-broker --help`` and ``pykafka --help``, ships LICENSE, NOTICE and py.typed, declares
 the SPDX license and ``Typing :: Typed``, and the build prints no deprecation warning.
 
 Needs PyPI (the isolated build fetches setuptools>=77; the install fetches the runtime dependencies).
@@ -73,7 +73,7 @@ def test_wheel_ships_license_notice_and_py_typed(built: tuple[Path, str]) -> Non
     assert not any(c.startswith("License ::") for c in classifiers)
     requires = {r.split(";")[0].split(">")[0].split("=")[0].strip() for r in meta.get_all("Requires-Dist") or []
                 if "extra ==" not in r}
-    assert requires == {"cramjam", "crc32c", "typing-extensions"}
+    assert requires == {"cramjam", "crc32c", "sortedcontainers", "typing-extensions"}
 
 
 def test_wheel_installs_without_extras_and_runs(built: tuple[Path, str], tmp_path: Path) -> None:
@@ -84,6 +84,7 @@ def test_wheel_installs_without_extras_and_runs(built: tuple[Path, str], tmp_pat
     _run(bin_dir / "pip", "install", "--quiet", "--disable-pip-version-check", wheel, cwd=tmp_path, timeout=180)
     help_text = _run(bin_dir / "mini-broker", "--help", cwd=tmp_path)
     assert "--listeners" in help_text
+    assert "exit codes:" in _run(bin_dir / "pykafka", "--help", cwd=tmp_path)
     where = _run(
         bin_dir / "python", "-c",
         "import pykafka_client, mini_broker; from pykafka_client import KafkaProducer, KafkaConsumer, AdminClient; "

@@ -32,3 +32,16 @@ def test_raise_for_code() -> None:
     with pytest.raises(errors.UnknownServerError, match="unknown error code 4242"):
         errors.raise_for_code(4242)
     assert errors.for_code(4242) is errors.UnknownServerError
+
+
+def test_all_names_every_public_error_class() -> None:
+    """``__all__`` lists every error class the module offers (mypy --strict only sees names in it)."""
+    public = {
+        name
+        for name, value in vars(errors).items()
+        if not name.startswith("_") and isinstance(value, type) and issubclass(value, BaseException)
+    }
+    assert public <= set(errors.__all__), sorted(public - set(errors.__all__))
+    assert len(errors.__all__) == len(set(errors.__all__))
+    for name in errors.__all__:
+        assert hasattr(errors, name), name

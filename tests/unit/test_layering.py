@@ -9,7 +9,8 @@ Layers, bottom up; a module may import its own layer and the layers below, never
 5. client core:  network (NetworkClient, Metadata, ConsumerNetworkClient, RequestFuture, ...)
 6. shared client: client_utils (parse_bootstrap_servers, create_network_client)
 7. clients:      producer | consumer | admin: siblings, none imports another
-8. package:      pykafka_client/__init__.py
+8. tools:        cli (the ``pykafka`` command, built on all three clients)
+9. package:      pykafka_client/__init__.py
 
 mini_broker may import layers 1-4 of pykafka_client (errors, utils, structs, config, protocol,
 network.transport) and nothing of the client core or the clients; the client never imports mini_broker.
@@ -41,14 +42,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("client core", ("pykafka_client.network",)),
     ("shared client", ("pykafka_client.client_utils",)),
     ("clients", ("pykafka_client.producer", "pykafka_client.consumer", "pykafka_client.admin")),
+    ("tools", ("pykafka_client.cli",)),
 )
 PACKAGE_LAYER = len(LAYERS)  # pykafka_client/__init__.py
 SIBLING_LAYER = "clients"
 #: The highest pykafka_client layer mini_broker may import.
 BROKER_MAY_IMPORT_UP_TO = "transport"
-
-#: Known edges that another change owns, each with the reason (pytest xfails the check for them only).
-KNOWN_EDGES: dict[tuple[str, str], str] = {}
 
 
 def _is(module: str, prefix: str) -> bool:
@@ -166,18 +165,9 @@ def test_no_upward_or_sibling_import() -> None:
     bad = []
     for edge in collect_edges():
         why = violation(edge)
-        if why is not None and (edge.importer, edge.imported) not in KNOWN_EDGES:
+        if why is not None:
             bad.append(f"{edge}\n    {why}")
     assert not bad, "layer rule broken (see docs/ARCHITECTURE.md, Layers):\n" + "\n".join(bad)
-
-
-@pytest.mark.parametrize("key", sorted(KNOWN_EDGES) or [pytest.param(None, marks=pytest.mark.skip("no known edges"))])
-def test_known_edges_in_other_changes(key: tuple[str, str] | None) -> None:
-    assert key is not None
-    reason = KNOWN_EDGES[key]
-    still_there = any((e.importer, e.imported) == key for e in collect_edges())
-    if still_there:
-        pytest.xfail(reason)
 
 
 # --- the checker itself -------------------------------------------------------------------------------

@@ -4,6 +4,9 @@ Fetch sessions (KIP-227, v7+) are handled with :mod:`mini_broker.server.fetch_se
 opens a session, incremental fetches name only changed partitions and get only partitions with news. v13+ name
 topics by id (unknown id -> UNKNOWN_TOPIC_ID). Records are the log's FileRegion, written with sendfile by the
 transport (zero copy); an empty partition carries empty records, never null (librdkafka rejects null).
+isolation_level=1 (read_committed) reads up to the last stable offset; every response carries
+``last_stable_offset`` and, for read_committed, the aborted transactions overlapping the read (an empty list
+when there are none, null for read_uncommitted, as Kafka).
 """
 
 from __future__ import annotations
@@ -137,7 +140,8 @@ def _build(parts: list[CachedPartition], results: dict[TopicPartition, LogReadRe
                 continue
             pd = PartData(partition_index=p.partition, error_code=r.error_code, high_watermark=r.high_watermark,
                           last_stable_offset=r.last_stable_offset, log_start_offset=r.log_start_offset,
-                          aborted_transactions=None, preferred_read_replica=-1, records=r.records)
+                          aborted_transactions=_aborted(r.aborted_transactions), preferred_read_replica=-1,
+                          records=r.records)
             if r.error_code != 0:
                 pd.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=0, leader_epoch=LEADER_EPOCH)
             if r.records_size > 0:
@@ -151,6 +155,12 @@ def _build(parts: list[CachedPartition], results: dict[TopicPartition, LogReadRe
             lock.release()
     session_id = session.id if session is not None else INVALID_SESSION_ID
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=session_id, responses=topics)
+
+
+def _aborted(aborted: list[tuple[int, int]] | None) -> list[FetchResponse.AbortedTransaction] | None:
+    if aborted is None:
+        return None
+    return [FetchResponse.AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in aborted]
 
 
 API = ApiSpec(ApiKey.FETCH, 4, 16, handle)

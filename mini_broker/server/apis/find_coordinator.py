@@ -1,7 +1,7 @@
 """FindCoordinator (key 10): this broker coordinates every group.
 
 Key type 0 (GROUP) answers this broker's endpoint on the request's listener. Key type 1 (TRANSACTION)
-answers this broker when the broker context has a ``transaction_coordinator``, else
+answers this broker when its transaction coordinator is active, else
 COORDINATOR_NOT_AVAILABLE. Other key types get INVALID_REQUEST. v4+ carry a batch of keys.
 """
 
@@ -23,7 +23,7 @@ def _lookup(apis: KafkaApis, request: Request, key_type: int) -> tuple[int, str 
     if key_type == GROUP_KEY_TYPE:
         active = broker.group_coordinator is not None and broker.group_coordinator.is_active
     elif key_type == TRANSACTION_KEY_TYPE:
-        active = getattr(broker, "transaction_coordinator", None) is not None
+        active = broker.transaction_coordinator is not None and broker.transaction_coordinator.is_active
     else:
         return InvalidRequestError.code, f"Unknown coordinator key type {key_type}", -1, "", -1
     if not active:

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from mini_broker.group.group_requests import CommittedOffset, OffsetCommitParams
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.apis.group_api_util import group_coordinator, split_unknown_partitions
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.errors import UnknownTopicOrPartitionError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 
@@ -19,20 +18,16 @@ def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
     version = request.context.api_version
     broker = apis.broker
     now = broker.time.milliseconds()
-    errors: dict[tuple[str, int], int] = {}
-    to_commit: dict[tuple[str, int], CommittedOffset] = {}
-    for topic in body.topics:
-        for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
-            if not broker.metadata_cache.contains_partition(topic.name, p.partition_index):
-                errors[tp] = UnknownTopicOrPartitionError.code
-                continue
-            commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now
-            expire_ts = -1
-            if 2 <= version <= 4 and body.retention_time_ms >= 0:
-                expire_ts = commit_ts + body.retention_time_ms
-            to_commit[tp] = CommittedOffset(p.committed_offset, p.committed_leader_epoch,
-                                            p.committed_metadata or "", commit_ts, expire_ts)
+
+    def committed(p: OffsetCommitRequest.OffsetCommitRequestPartition) -> CommittedOffset:
+        commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now
+        expire_ts = -1
+        if 2 <= version <= 4 and body.retention_time_ms >= 0:
+            expire_ts = commit_ts + body.retention_time_ms
+        return CommittedOffset(p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", commit_ts,
+                               expire_ts)
+
+    errors, to_commit = split_unknown_partitions(broker, body.topics, committed)
     if to_commit:
         errors.update(group_coordinator(apis).handle_commit_offsets(OffsetCommitParams(
             group_id=body.group_id, offsets=to_commit, member_id=body.member_id,

@@ -1,6 +1,6 @@
 """OffsetFetch (key 9): committed offsets (-1 when none), whatever the group's state. v2+ may ask for all
-partitions (null topics); v8+ batch several groups. No transactional offsets exist, so ``require_stable``
-never yields UNSTABLE_OFFSET_COMMIT."""
+partitions (null topics); v8+ batch several groups. Offsets pending in a transaction are not shown; with
+``require_stable`` (v7+) a partition that has some answers UNSTABLE_OFFSET_COMMIT."""
 
 from __future__ import annotations
 
@@ -31,9 +31,10 @@ def _by_topic(requested: Requested, offsets: dict[TopicPartition, FetchedOffset]
     return out
 
 
-def _fetch(apis: KafkaApis, group_id: str, requested: Requested) -> tuple[int, list[tuple[str, list[tuple[int, FetchedOffset]]]]]:
+def _fetch(apis: KafkaApis, group_id: str, requested: Requested,
+           require_stable: bool) -> tuple[int, list[tuple[str, list[tuple[int, FetchedOffset]]]]]:
     partitions = None if requested is None else [(t, p) for t, ps in requested for p in ps]
-    error, offsets = group_coordinator(apis).handle_fetch_offsets(group_id, partitions)
+    error, offsets = group_coordinator(apis).handle_fetch_offsets(group_id, partitions, require_stable)
     return error, _by_topic(requested, offsets, error)
 
 
@@ -45,7 +46,7 @@ def handle(apis: KafkaApis, request: Request) -> OffsetFetchResponse:
         groups = []
         for g in body.groups:
             requested = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
-            error, topics = _fetch(apis, g.group_id, requested)
+            error, topics = _fetch(apis, g.group_id, requested, body.require_stable)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[
                 OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
                     OffsetFetchResponse.OffsetFetchResponsePartitions(
@@ -54,7 +55,7 @@ def handle(apis: KafkaApis, request: Request) -> OffsetFetchResponse:
                 for name, parts in (topics if error == 0 else [])]))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     requested_v0 = None if body.topics is None else [(t.name, t.partition_indexes) for t in body.topics]
-    error, topics = _fetch(apis, body.group_id, requested_v0)
+    error, topics = _fetch(apis, body.group_id, requested_v0, version >= 7 and body.require_stable)
     if error != 0 and version >= 2:
         topics = []
     return OffsetFetchResponse(throttle_time_ms=0, error_code=error, topics=[

@@ -8,7 +8,18 @@ INVALID_TOPIC_EXCEPTION, CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, INVALID_RECORD (wit
 Only v2 record batches are accepted (v3+), as Kafka 4 does. Batches of idempotent producers are checked
 by the partition log's producer state: a retried batch (same epoch and sequence range among the producer's
 last 5) answers NONE with its original offsets and is not written again; OUT_OF_ORDER_SEQUENCE_NUMBER and
-INVALID_PRODUCER_EPOCH otherwise, as Kafka. TEST-ONLY: an armed ``FaultInjector`` closes the connection
+INVALID_PRODUCER_EPOCH otherwise, as Kafka.
+
+Transactional produce (``transactional_id`` set): served only when the broker has a transaction coordinator
+(``context.transaction_verifier``); without one it is refused with INVALID_REQUEST as before transactions
+existed (no client gets here: InitProducerId with a transactional id fails first). Transactional batches
+without a transactional id are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka does. A partition where the
+producer has no open transaction yet is verified first (KIP-890: the coordinator's verify-only
+AddPartitionsToTxn); a partition not in the producer's transaction is refused with the verifier's error
+(INVALID_TXN_STATE, PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, TRANSACTION_ABORTABLE) and nothing is
+written to it. Unlike Kafka's VerificationGuard the verification is not re-checked under the log lock: a
+transaction aborted between the two could still get one batch (the log then holds it in an open transaction
+the next marker of the producer ends). TEST-ONLY: an armed ``FaultInjector`` closes the connection
 instead of answering (after the append).
 """
 
@@ -19,12 +30,21 @@ import logging
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
-from pykafka_client.errors import InvalidRequestError
+from mini_broker.transaction.seams import TransactionVerifier
+from pykafka_client.errors import InvalidRequestError, InvalidTxnStateError, TransactionalIdAuthorizationError
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
+from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.structs import TopicPartition
 
 log = logging.getLogger(__name__)
+
+#: v2 batch header: magic at byte 16, attributes (int16) at bytes 21-22; bit 4 is "transactional".
+_MAGIC = 16
+_ATTRIBUTES_END = 23
+_TRANSACTIONAL_FLAG = 0x10
 
 TopicResp = ProduceResponse.TopicProduceResponse
 PartResp = ProduceResponse.PartitionProduceResponse
@@ -61,22 +81,76 @@ def handle(apis: KafkaApis, request: Request) -> None:
                 continue
             order.append(tp)
             entries.append((tp, p.records))
+    verifier = apis.broker.transaction_verifier
+    request_error: tuple[int, str] | None = None
     if duplicate:
-        results = {tp: PartitionResponse(error_code=InvalidRequestError.code,
-                                         error_message="Duplicate partition in produce request") for tp in order}
-        _respond(apis, request, body.acks, version, order, results)
+        request_error = InvalidRequestError.code, "Duplicate partition in produce request"
+    elif body.transactional_id is None and any(_first_batch_transactional(records) for _, records in entries):
+        request_error = (TransactionalIdAuthorizationError.code,
+                         "transactional records need the producer's transactional id in the Produce request")
+    elif body.transactional_id is not None and verifier is None:
+        request_error = (InvalidRequestError.code,
+                         "Transactional produce is not served: this broker has no transaction coordinator")
+    if request_error is not None:
+        code, message = request_error
+        _respond(apis, request, body.acks, version, order,
+                 {tp: PartitionResponse(error_code=code, error_message=message) for tp in order})
         return
-    if body.transactional_id is not None:
-        # Transactions come with a later issue; InitProducerId is not advertised, so no client gets here.
-        results = {tp: PartitionResponse(error_code=InvalidRequestError.code,
-                                         error_message="Transactional produce is not supported yet") for tp in order}
-        _respond(apis, request, body.acks, version, order, results)
-        return
+    refused: dict[TopicPartition, PartitionResponse] = {}
+    if body.transactional_id is not None and verifier is not None:
+        refused = _verify_transaction(apis, verifier, body.transactional_id, entries)
+        entries = [(tp, records) for tp, records in entries if tp not in refused]
 
     def respond(results: dict[TopicPartition, PartitionResponse]) -> None:
-        _respond(apis, request, body.acks, version, order, results)
+        _respond(apis, request, body.acks, version, order, {**results, **refused})
 
+    if not entries:
+        respond({})
+        return
     rm.append_records(body.timeout_ms, body.acks, entries, respond)
+
+
+def _verify_transaction(apis: KafkaApis, verifier: TransactionVerifier, transactional_id: str,
+                        entries: list[tuple[TopicPartition, object]]) -> dict[TopicPartition, PartitionResponse]:
+    """The partitions to refuse: those whose transactional batches open a transaction the coordinator does not
+    know of (verified in one call per producer)."""
+    rm = apis.broker.replica_manager
+    to_verify: dict[tuple[int, int], list[TopicPartition]] = {}
+    for tp, records in entries:
+        producer = _transactional_producer(records)
+        if producer is not None and not rm.has_ongoing_txn(tp, producer[0]):
+            to_verify.setdefault(producer, []).append(tp)
+    refused: dict[TopicPartition, PartitionResponse] = {}
+    for (producer_id, producer_epoch), partitions in to_verify.items():
+        errors = verifier.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        for tp in partitions:
+            code = errors.get(tp, InvalidTxnStateError.code)
+            if code != 0:
+                refused[tp] = PartitionResponse(error_code=code, error_message=(
+                    f"partition {tp} is not in the ongoing transaction of producer {producer_id} "
+                    f"(transactional id {transactional_id!r}): add it with AddPartitionsToTxn first"))
+    return refused
+
+
+def _first_batch_transactional(records: object) -> bool:
+    """The transactional bit of the first v2 batch, read from its header (cheap on the hot path)."""
+    if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
+        return False
+    view = memoryview(records)
+    return view[_MAGIC] == 2 and bool(view[_ATTRIBUTES_END - 1] & _TRANSACTIONAL_FLAG)
+
+
+def _transactional_producer(records: object) -> tuple[int, int] | None:
+    """(producer id, epoch) of the first transactional batch; None if none (bad bytes: the log refuses them)."""
+    if not isinstance(records, (bytes, bytearray, memoryview)):
+        return None
+    try:
+        for batch in MemoryRecords(records).batches():
+            if isinstance(batch, DefaultRecordBatch) and batch.is_transactional and not batch.is_control:
+                return batch.producer_id, batch.producer_epoch
+    except KafkaError:
+        return None
+    return None
 
 
 def _respond(apis: KafkaApis, request: Request, acks: int, version: int, order: list[TopicPartition],

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from mini_broker.server.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     api_versions,
@@ -15,6 +17,9 @@ from mini_broker.server.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -24,6 +29,7 @@ from mini_broker.server.apis import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -31,6 +37,8 @@ from mini_broker.server.apis import (
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )
 from mini_broker.server.kafka_apis import ApiSpec
 
@@ -62,6 +70,16 @@ ALL_APIS: list[ApiSpec] = [
     delete_groups.API,
     offset_delete.API,
     offset_for_leader_epoch.API,
+    # transaction coordinator (mini_broker/transaction)
+    add_partitions_to_txn.API,
+    add_offsets_to_txn.API,
+    end_txn.API,
+    describe_transactions.API,
+    list_transactions.API,
+    # transactions on the partition side (mini_broker/log, producer_state; group coordinator offsets)
+    write_txn_markers.API,
+    txn_offset_commit.API,
+    describe_producers.API,
     # client quotas (mini_broker/quota)
     describe_client_quotas.API,
     alter_client_quotas.API,

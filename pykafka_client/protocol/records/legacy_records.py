@@ -75,6 +75,10 @@ class LegacyRecordBatch:
         return self._attributes
 
     @property
+    def partition_leader_epoch(self) -> int:
+        return -1  # v0/v1 messages carry no leader epoch (Java NO_PARTITION_LEADER_EPOCH)
+
+    @property
     def size_in_bytes(self) -> int:
         return self.message_size + LOG_OVERHEAD
 

@@ -1,137 +1,63 @@
-"""Deterministic test doubles for consumer components: a scripted ConsumerClient and metadata builders.
-
-``FakeConsumerClient`` records every ``send``; tests answer with :meth:`respond` (a response body),
-:meth:`fail` (an exception) or :meth:`disconnect`. Nothing happens in the background: futures
-complete only when the test says so, in the test's thread.
+"""Helpers for consumer unit tests: :class:`ConsumerEnv` (the real ConsumerNetworkClient over the
+project's one consumer test double, ``tests/doubles/mock_client.MockClient``), metadata and record-batch
+builders. Answer requests with ``env.respond(body)``, ``env.disconnect()`` or, by request type,
+``tests.doubles.mock_client.Script``. Nothing happens in the background: responses complete in the
+test's thread, when the code under test (or the test) polls.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from pykafka_client.network.client_request import RequestHeaderInfo
-from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
+from pykafka_client.consumer.subscription_state import SubscriptionState
+from pykafka_client.network.client_request import ClientRequest
+from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.network.metadata import Metadata
-from pykafka_client.network.request_future import RequestFuture
+from pykafka_client.network.node_api_versions import NodeApiVersions
+from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages.metadata_response import MetadataResponse
 from pykafka_client.protocol.records import MemoryRecordsBuilder
-from pykafka_client.structs import Node
-from pykafka_client.utils.time import MockTime, Timer
+from pykafka_client.utils.time import MockTime
+from tests.doubles.mock_client import MockClient
 
 
-@dataclass
-class Sent:
-    node: Node
-    body: Any
-    future: RequestFuture[ClientResponse]
-    timeout_ms: int | None
-    latest_allowed_version: int | None = None
+class ConsumerEnv:
+    """The consumer's real ConsumerNetworkClient (``cnc``) over a MockClient (``client``) whose polls
+    advance ``time``. Fetch is capped at ``fetch_version`` (12: fetch responses name topics, not ids).
+    The helpers below drive the ConsumerNetworkClient the way the consumer's next poll would."""
 
-
-class FakeConsumerClient:
-    def __init__(self, time: MockTime, version: int = 12) -> None:
+    def __init__(self, time: MockTime, metadata: Metadata, *, fetch_version: int = 12) -> None:
+        lo, _ = CLIENT_SUPPORTED_VERSIONS[ApiKey.FETCH]
         self.time = time
-        self.version = version
-        self.sent: list[Sent] = []
-        self.unavailable: set[int] = set()
-        self.auto_responders: list[Callable[[Node, Any], Any | None]] = []
-        self.wakeups = 0
+        self.metadata = metadata
+        self.client = MockClient(
+            time, metadata, NodeApiVersions.create({ApiKey.FETCH: (lo, fetch_version)}), advance_time_on_poll=True
+        )
+        self.cnc = ConsumerNetworkClient(self.client, metadata, time, retry_backoff_ms=100, request_timeout_ms=30_000)
 
-    # ConsumerClient protocol
-    def send(
-        self,
-        node: Node,
-        body: Any,
-        request_timeout_ms: int | None = None,
-        *,
-        oldest_allowed_version: int | None = None,
-        latest_allowed_version: int | None = None,
-    ) -> RequestFuture[ClientResponse]:
-        future: RequestFuture[ClientResponse] = RequestFuture()
-        s = Sent(node, body, future, request_timeout_ms, latest_allowed_version)
-        self.sent.append(s)
-        return future
+    def pending(self) -> list[ClientRequest]:
+        """Transmit what is queued, then the requests in flight, oldest first."""
+        self.cnc.poll_no_wakeup()
+        return self.client.pending()
 
-    def _auto_respond(self) -> None:
-        progress = True
-        while progress:  # responses may trigger new requests (JoinGroup -> SyncGroup)
-            progress = False
-            for s in list(self.sent):
-                if s.future.is_done():
-                    continue
-                for responder in self.auto_responders:
-                    body = responder(s.node, s.body)
-                    if body is not None:
-                        if isinstance(body, BaseException):
-                            s.future.raise_(body)
-                        else:
-                            self.complete(s, body)
-                        progress = True
-                        break
+    @property
+    def sent(self) -> list[ClientRequest]:
+        """Transmit what is queued, then every request sent so far."""
+        self.cnc.poll_no_wakeup()
+        return self.client.sent
 
-    def poll_future(self, future: RequestFuture[Any], timer: Timer) -> bool:
-        self._auto_respond()
-        if not future.is_done():
-            self.time.sleep(max(1, timer.remaining_ms()))
-            timer.update()
-        return future.is_done()
+    def respond(self, body: Any) -> None:
+        """Answer the oldest request in flight and run its completion handlers."""
+        self.pending()
+        self.client.respond(body)
+        self.cnc.poll_no_wakeup()
 
-    def poll(self, timer: Timer, poll_condition: Any = None) -> None:
-        if self.wakeups:
-            self.wakeups = 0
-            from pykafka_client.errors import WakeupException
-
-            raise WakeupException("woken up")
-        self._auto_respond()
-        if poll_condition is None or poll_condition.should_block():
-            self.time.sleep(max(1, min(timer.remaining_ms(), 100)))
-        timer.update()
-
-    def poll_no_wakeup(self) -> None:
-        self._auto_respond()
-
-    def least_loaded_node(self) -> Node | None:
-        return Node(0, "localhost", 9092)
-
-    def is_unavailable(self, node: Node) -> bool:
-        return node.id in self.unavailable
-
-    def has_pending_requests(self, node: Node | None = None) -> bool:
-        return any(not s.future.is_done() and (node is None or s.node == node) for s in self.sent)
-
-    def await_metadata_update(self, timer: Timer) -> bool:
-        self.time.sleep(max(1, timer.remaining_ms()))
-        timer.update()
-        return False
-
-    def wakeup(self) -> None:
-        self.wakeups += 1
-
-    def disconnect_async(self, node: Node) -> None:
-        pass
-
-    # test side
-    def pending(self) -> list[Sent]:
-        return [s for s in self.sent if not s.future.is_done()]
-
-    def complete(self, s: Sent, body: Any) -> None:
-        version = self.version if s.latest_allowed_version is None else min(self.version, s.latest_allowed_version)
-        header = RequestHeaderInfo(int(s.body.API_KEY), version, "client", len(self.sent))
-        now = self.time.hi_res_clock_ms()
-        s.future.complete(ClientResponse(header, None, str(s.node.id), now, now, response_body=body))
-
-    def respond(self, body: Any, index: int = 0) -> Sent:
-        s = self.pending()[index]
-        self.complete(s, body)
-        return s
-
-    def fail(self, exc: BaseException, index: int = 0) -> Sent:
-        s = self.pending()[index]
-        s.future.raise_(exc)
-        return s
+    def disconnect(self) -> None:
+        """The connection of the oldest request in flight drops (its requests fail with DisconnectError)."""
+        self.client.disconnect(self.pending()[0].destination)
+        self.cnc.poll_no_wakeup()
 
 
 TOPIC_IDS: dict[str, uuid.UUID] = {}
@@ -139,9 +65,9 @@ TOPIC_IDS: dict[str, uuid.UUID] = {}
 
 def metadata_with(
     partitions: dict[str, int], leaders: dict[tuple[str, int], int] | None = None, nodes: int = 1, epoch: int = 0
-) -> Metadata:
-    """A Metadata holding ``partitions`` (topic -> count) led by node 0 unless ``leaders`` says otherwise."""
-    md = Metadata()
+) -> ConsumerMetadata:
+    """A ConsumerMetadata holding ``partitions`` (topic -> count) led by node 0 unless ``leaders`` says otherwise."""
+    md = ConsumerMetadata(SubscriptionState())
     update_metadata(md, partitions, leaders, nodes, epoch)
     return md
 
@@ -215,28 +141,3 @@ def control_batch(offset: int, producer_id: int, commit: bool) -> bytes:
     return build_end_transaction_marker(
         marker, producer_id=producer_id, producer_epoch=0, timestamp=1000, base_offset=offset
     )
-
-
-class Script:
-    """Answers requests by type, in order: ``add(RequestType, response | exception | fn(body))``.
-    A request type with nothing scripted stays unanswered (in flight)."""
-
-    def __init__(self, client: FakeConsumerClient) -> None:
-        self.entries: list[tuple[type, Any]] = []
-        self.seen: list[Any] = []
-        client.auto_responders.append(self)
-
-    def add(self, request_type: type, answer: Any) -> Script:
-        self.entries.append((request_type, answer))
-        return self
-
-    def __call__(self, node: Node, body: Any) -> Any | None:
-        for i, (t, answer) in enumerate(self.entries):
-            if isinstance(body, t):
-                del self.entries[i]
-                self.seen.append(body)
-                return answer(body) if callable(answer) and not isinstance(answer, type) else answer
-        return None
-
-    def requests(self, request_type: type) -> list[Any]:
-        return [b for b in self.seen if isinstance(b, request_type)]

@@ -12,11 +12,11 @@ from pykafka_client import KafkaConsumer, TopicPartition
 from pykafka_client.consumer.abstract_coordinator import GroupRebalanceConfig
 from pykafka_client.consumer.assignors import Assignment, get_assignor_instances
 from pykafka_client.consumer.consumer_coordinator import ConsumerCoordinator
+from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.consumer_protocol import serialize_assignment
 from pykafka_client.consumer.subscription_state import SubscriptionState
 from pykafka_client.errors import WakeupException
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
-from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.protocol.messages.find_coordinator_response import FindCoordinatorResponse
@@ -37,7 +37,7 @@ TP0 = TopicPartition("t", 0)
 class Env:
     def __init__(self) -> None:
         self.time = MockTime(auto_tick_ms=1)
-        self.metadata = Metadata(100, 100, 300_000)
+        self.metadata = ConsumerMetadata(SubscriptionState(), 100, 100, 300_000)
         self.metadata.bootstrap([("localhost", 9092)])
         self.metadata.update(0, metadata_response(nodes(1), {"t": 1}), False, self.time.hi_res_clock_ms())
         self.client = MockClient(self.time, self.metadata)

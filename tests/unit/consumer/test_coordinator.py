@@ -49,7 +49,8 @@ from pykafka_client.protocol.messages.sync_group_request import SyncGroupRequest
 from pykafka_client.protocol.messages.sync_group_response import SyncGroupResponse
 from pykafka_client.structs import Node, OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import MockTime
-from tests.unit.consumer.helpers import FakeConsumerClient, Script, metadata_with
+from tests.doubles.mock_client import Script
+from tests.unit.consumer.helpers import ConsumerEnv, metadata_with
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -78,11 +79,10 @@ def make(
     request_timeout_ms: int = 30000,
     auto_commit: bool = False,
     instance_id: str | None = None,
-) -> tuple[ConsumerCoordinator, FakeConsumerClient, Script, SubscriptionState, MockTime]:
+) -> tuple[ConsumerCoordinator, ConsumerEnv, Script, SubscriptionState, MockTime]:
     time = MockTime()
-    client = FakeConsumerClient(time)
+    env = ConsumerEnv(time, metadata_with({"t": 4}))
     subs = SubscriptionState()
-    md = metadata_with({"t": 4})
     cfg = GroupRebalanceConfig(
         GROUP,
         instance_id,
@@ -94,9 +94,15 @@ def make(
         request_timeout_ms=request_timeout_ms,
     )
     coord = ConsumerCoordinator(
-        cfg, client, time, subs, md, get_assignor_instances(assignors or ["range"]), auto_commit_enabled=auto_commit
+        cfg,
+        env.cnc,
+        time,
+        subs,
+        env.metadata,
+        get_assignor_instances(assignors or ["range"]),
+        auto_commit_enabled=auto_commit,
     )
-    return coord, client, Script(client), subs, time
+    return coord, env, Script(env.client), subs, time
 
 
 def find_ok(node_id: int = 0) -> FindCoordinatorResponse:
@@ -156,7 +162,7 @@ def test_s52_lookup_coordinator_is_deduplicated_and_fails_fast_without_brokers()
     assert f1.succeeded() and coord.coordinator is not None
     # no brokers known: the lookup fails at once and nothing is sent
     coord2, client2, _, _, _ = make()
-    client2.least_loaded_node = lambda: None  # type: ignore[method-assign]
+    client2.cnc.least_loaded_node = lambda: None  # type: ignore[method-assign]
     f = coord2.lookup_coordinator()
     assert f.failed() and isinstance(f.exception(), NoAvailableBrokersError)
     assert client2.sent == []
@@ -223,7 +229,7 @@ def test_s56_join_group_timeout_is_lower_bounded(rebalance: int, request_timeout
     coord.ensure_coordinator_ready(time.timer(100))
     coord.join_group_if_needed(time.timer(0))
     joins = [s for s in client.sent if isinstance(s.body, JoinGroupRequest)]
-    assert joins and joins[0].timeout_ms == expected
+    assert joins and joins[0].request_timeout_ms == expected
     assert coord.join_group_request_timeout_ms() == expected
 
 
@@ -329,8 +335,8 @@ def test_poll_timeout_sends_leave_group() -> None:
     for _ in range(7):  # heartbeats keep the session alive, but nobody calls poll()
         time.sleep(3000)
         coord.heartbeat_step(time.hi_res_clock_ms())
-        for s in client.pending():
-            client.complete(s, HeartbeatResponse())
+        for _ in client.pending():
+            client.respond(HeartbeatResponse())
     assert any(isinstance(s.body, LeaveGroupRequest) for s in client.sent)
     assert coord.rejoin_needed and coord.state is MemberState.UNJOINED
 
@@ -340,13 +346,13 @@ def test_poll_timeout_leave_polls_the_client_without_the_coordinator_lock() -> N
     subs.subscribe(["t"])
     stable(coord, script, subs, [T0], time)
     lock_held_while_polling: list[bool] = []
-    original = client.poll_no_wakeup
+    original = client.cnc.poll_no_wakeup
 
     def poll_no_wakeup() -> None:
         lock_held_while_polling.append(coord.lock._is_owned())  # type: ignore[attr-defined]
         original()
 
-    client.poll_no_wakeup = poll_no_wakeup  # type: ignore[method-assign]
+    client.cnc.poll_no_wakeup = poll_no_wakeup  # type: ignore[method-assign]
     script.add(HeartbeatRequest, HeartbeatResponse()).add(LeaveGroupRequest, LeaveGroupResponse())
     time.sleep(2500)
     coord.heartbeat_step(time.hi_res_clock_ms())
@@ -424,15 +430,15 @@ def test_static_leave_cannot_be_written_before_v3() -> None:
         builder.encode(2)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [UnsupportedVersionError("no common version"), LeaveGroupResponse(error_code=25)],  # 25: UNKNOWN_MEMBER_ID
-)
+@pytest.mark.parametrize("answer", ["unsupported-version", LeaveGroupResponse(error_code=25)], ids=["unsupported", "unknown-member"])
 def test_leave_group_failure_is_logged_at_warning(answer: Any, caplog: pytest.LogCaptureFixture) -> None:
-    coord, _client, script, subs, time = make()
+    coord, client, script, subs, time = make()
     subs.subscribe(["t"])
     stable(coord, script, subs, [T0], time)
-    script.add(LeaveGroupRequest, answer)
+    if answer == "unsupported-version":  # the NetworkClient found no version both sides support
+        client.client.prepare_unsupported_version_response(lambda body: isinstance(body, LeaveGroupRequest))
+    else:
+        script.add(LeaveGroupRequest, answer)  # 25: UNKNOWN_MEMBER_ID
     with caplog.at_level("WARNING", logger="pykafka_client.consumer"):
         coord.close(time.timer(100))
     warnings = [r for r in caplog.records if r.levelname == "WARNING" and "LeaveGroup" in r.getMessage()]

@@ -9,12 +9,11 @@ import pytest
 from pykafka_client.consumer.fetch_session_handler import FetchSessionHandler, PartitionFetchState
 from pykafka_client.consumer.fetcher import FetchConfig, Fetcher
 from pykafka_client.consumer.subscription_state import SubscriptionState
-from pykafka_client.errors import DisconnectError
 from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
-from tests.unit.consumer.helpers import FakeConsumerClient, batch, metadata_with
+from tests.unit.consumer.helpers import ConsumerEnv, batch, metadata_with
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -64,11 +63,11 @@ def test_epoch_wraps_to_one() -> None:
     assert h.next_epoch == 1
 
 
-def make() -> tuple[Fetcher, FakeConsumerClient, SubscriptionState]:
+def make() -> tuple[Fetcher, ConsumerEnv, SubscriptionState]:
     time = MockTime()
-    client = FakeConsumerClient(time)
+    env = ConsumerEnv(time, metadata_with({"t": 3}))
     subs = SubscriptionState()
-    return Fetcher(client, metadata_with({"t": 3}), subs, FetchConfig(), time), client, subs
+    return Fetcher(env.cnc, env.metadata, subs, FetchConfig(), time), env, subs
 
 
 def resp(session_id: int, parts: dict[TopicPartition, bytes], error: int = 0) -> FetchResponse:
@@ -94,45 +93,45 @@ def sent_parts(body: Any) -> dict[int, int]:
 
 
 def test_fetcher_uses_incremental_sessions() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     subs.assign_from_user([TP0, TP1])
     subs.seek(TP0, 0)
     subs.seek(TP1, 0)
     f.send_fetches()
-    first: FetchRequest = client.pending()[0].body
+    first: FetchRequest = env.pending()[0].body
     assert (first.session_id, first.session_epoch, sent_parts(first)) == (0, 0, {0: 0, 1: 0})
-    client.respond(resp(42, {TP0: batch(0, [b"a", b"b"])}))
+    env.respond(resp(42, {TP0: batch(0, [b"a", b"b"])}))
     assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 1]
     f.send_fetches()
-    second: FetchRequest = client.pending()[0].body
+    second: FetchRequest = env.pending()[0].body
     # only the partition whose position moved is sent; TP1 stays cached in the session
     assert (second.session_id, second.session_epoch, sent_parts(second)) == (42, 1, {0: 2})
     assert second.forgotten_topics_data == []
     # an incremental response naming only TP1 is matched with the session's offset for it
-    client.respond(resp(42, {TP1: batch(0, [b"x"])}))
+    env.respond(resp(42, {TP1: batch(0, [b"x"])}))
     assert [r.value for r in f.collect_fetch()[TP1]] == [b"x"]
     subs.assign_from_user([TP1])
     f.send_fetches()
-    third: FetchRequest = client.pending()[0].body
+    third: FetchRequest = env.pending()[0].body
     assert third.session_epoch == 2 and sent_parts(third) == {1: 1}
     assert [(t.topic, t.partitions) for t in third.forgotten_topics_data] == [("t", [0])]
 
 
 def test_fetcher_session_error_and_disconnect_restart_full() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     subs.assign_from_user([TP0])
     subs.seek(TP0, 0)
     f.send_fetches()
-    client.respond(resp(42, {}))
+    env.respond(resp(42, {}))
     f.send_fetches()
-    client.respond(resp(0, {}, error=70))  # FETCH_SESSION_ID_NOT_FOUND
+    env.respond(resp(0, {}, error=70))  # FETCH_SESSION_ID_NOT_FOUND
     f.send_fetches()
-    body = client.pending()[0].body
+    body = env.pending()[0].body
     assert (body.session_id, body.session_epoch) == (0, 0)
-    client.respond(resp(43, {}))
+    env.respond(resp(43, {}))
     f.send_fetches()
-    assert client.pending()[0].body.session_id == 43
-    client.fail(DisconnectError("gone"))
+    assert env.pending()[0].body.session_id == 43
+    env.disconnect()
     f.send_fetches()
-    body = client.pending()[0].body
+    body = env.pending()[0].body
     assert (body.session_id, body.session_epoch, sent_parts(body)) == (0, 0, {0: 0})

@@ -8,7 +8,6 @@ from pykafka_client.consumer.fetcher import READ_COMMITTED, FetchConfig, Fetcher
 from pykafka_client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import (
     CorruptRecordError,
-    DisconnectError,
     OffsetOutOfRangeClientError,
     RecordDeserializationError,
     RecordTooLargeError,
@@ -18,7 +17,7 @@ from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
-from tests.unit.consumer.helpers import FakeConsumerClient, batch, control_batch, metadata_with, update_metadata
+from tests.unit.consumer.helpers import ConsumerEnv, batch, control_batch, metadata_with, update_metadata
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,13 +29,13 @@ def make(
     partitions: int = 2,
     leaders: dict[tuple[str, int], int] | None = None,
     reset: OffsetResetStrategy = OffsetResetStrategy.EARLIEST,
+    fetch_version: int = 12,
     **cfg: Any,
-) -> tuple[Fetcher, FakeConsumerClient, SubscriptionState]:
+) -> tuple[Fetcher, ConsumerEnv, SubscriptionState]:
     time = MockTime()
-    client = FakeConsumerClient(time)
-    md = metadata_with({"test": partitions}, leaders, nodes=2)
+    env = ConsumerEnv(time, metadata_with({"test": partitions}, leaders, nodes=2), fetch_version=fetch_version)
     subs = SubscriptionState(reset)
-    return Fetcher(client, md, subs, FetchConfig(**cfg), time), client, subs
+    return Fetcher(env.cnc, env.metadata, subs, FetchConfig(**cfg), time), env, subs
 
 
 def response(parts: dict[TopicPartition, tuple[int, bytes | None]], **extra: Any) -> FetchResponse:
@@ -60,10 +59,10 @@ def assign(subs: SubscriptionState, *tps: TopicPartition, offset: int = 0) -> No
 
 
 def test_fetch_request_per_leader_with_limits() -> None:
-    f, client, subs = make(leaders={("test", 1): 1}, max_wait_ms=77, min_bytes=3, max_bytes=999, fetch_size=55)
+    f, env, subs = make(leaders={("test", 1): 1}, max_wait_ms=77, min_bytes=3, max_bytes=999, fetch_size=55)
     assign(subs, TP0, TP1, offset=5)
     assert f.send_fetches() == 2
-    by_node = {s.node.id: s.body for s in client.sent}
+    by_node = {int(r.destination): r.body for r in env.pending()}
     req0: FetchRequest = by_node[0]
     assert (req0.max_wait_ms, req0.min_bytes, req0.max_bytes, req0.isolation_level) == (77, 3, 999, 0)
     assert [
@@ -75,10 +74,10 @@ def test_fetch_request_per_leader_with_limits() -> None:
 
 
 def test_fetch_normal_and_position_advances() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(response({TP0: (0, batch(0, [b"a", b"b", b"c"]))}))
+    env.respond(response({TP0: (0, batch(0, [b"a", b"b", b"c"]))}))
     recs = f.collect_fetch()
     assert [(r.offset, r.value, r.key) for r in recs[TP0]] == [(0, b"a", b"k0"), (1, b"b", b"k1"), (2, b"c", b"k2")]
     r = recs[TP0][0]
@@ -88,14 +87,14 @@ def test_fetch_normal_and_position_advances() -> None:
     assert subs.partition_lag(TP0, False) == 97
     # next fetch goes out from the new position
     f.send_fetches()
-    assert client.pending()[0].body.topics[0].partitions[0].fetch_offset == 3
+    assert env.pending()[0].body.topics[0].partitions[0].fetch_offset == 3
 
 
 def test_max_poll_records_buffers_the_rest() -> None:
-    f, client, subs = make(max_poll_records=2)
+    f, env, subs = make(max_poll_records=2)
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(response({TP0: (0, batch(0, [b"a", b"b", b"c"]))}))
+    env.respond(response({TP0: (0, batch(0, [b"a", b"b", b"c"]))}))
     assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 1]
     assert f.send_fetches() == 0  # data still buffered for the partition: no new fetch
     assert [r.offset for r in f.collect_fetch()[TP0]] == [2]
@@ -103,40 +102,40 @@ def test_max_poll_records_buffers_the_rest() -> None:
 
 
 def test_records_before_position_in_batch_are_skipped() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0, offset=2)
     f.send_fetches()
-    client.respond(response({TP0: (0, batch(0, [b"a", b"b", b"c", b"d"], compression=3))}))  # lz4
+    env.respond(response({TP0: (0, batch(0, [b"a", b"b", b"c", b"d"], compression=3))}))  # lz4
     assert [r.offset for r in f.collect_fetch()[TP0]] == [2, 3]
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_decompression(codec: int) -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(response({TP0: (0, batch(0, [b"x" * 100] * 5, compression=codec))}))
+    env.respond(response({TP0: (0, batch(0, [b"x" * 100] * 5, compression=codec))}))
     assert [r.value for r in f.collect_fetch()[TP0]] == [b"x" * 100] * 5
 
 
 def test_stale_response_after_seek_is_dropped() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     f.send_fetches()
     subs.seek(TP0, 10)
-    client.respond(response({TP0: (0, batch(0, [b"a"]))}))
+    env.respond(response({TP0: (0, batch(0, [b"a"]))}))
     assert f.collect_fetch() == {}
     pos = subs.position(TP0)
     assert pos is not None and pos.offset == 10
 
 
 def test_paused_partition_returns_nothing_and_is_not_fetched() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0, TP1)
     subs.pause(TP1)
     f.send_fetches()
-    assert [p.partition for t in client.sent[0].body.topics for p in t.partitions] == [0]
-    client.respond(response({TP0: (0, batch(0, [b"a"]))}))
+    assert [p.partition for t in env.pending()[0].body.topics for p in t.partitions] == [0]
+    env.respond(response({TP0: (0, batch(0, [b"a"]))}))
     subs.pause(TP0)
     assert f.collect_fetch() == {}
     assert not f.has_available_fetches()  # paused data does not stop poll() from blocking
@@ -147,10 +146,10 @@ def test_paused_partition_returns_nothing_and_is_not_fetched() -> None:
 
 
 def test_unassigned_partition_data_dropped() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0, TP1)
     f.send_fetches()
-    client.respond(response({TP0: (0, batch(0, [b"a"])), TP1: (0, batch(0, [b"b"]))}))
+    env.respond(response({TP0: (0, batch(0, [b"a"])), TP1: (0, batch(0, [b"b"]))}))
     subs.assign_from_user([TP1])
     f.clear_buffered_data_for_unassigned_partitions()
     out = f.collect_fetch()
@@ -158,13 +157,13 @@ def test_unassigned_partition_data_dropped() -> None:
 
 
 def test_corrupt_batch_raises_with_partition_and_offset_and_is_not_skipped() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     good = batch(0, [b"a", b"b"])
     bad = bytearray(batch(2, [b"c"]))
     bad[-1] ^= 0xFF  # flip a payload byte: CRC mismatch
     f.send_fetches()
-    client.respond(response({TP0: (0, good + bytes(bad) + batch(3, [b"d"]))}))
+    env.respond(response({TP0: (0, good + bytes(bad) + batch(3, [b"d"]))}))
     assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 1]
     for _ in range(2):  # raised again and again; offset 3 is never returned
         with pytest.raises(CorruptRecordError) as ei:
@@ -179,20 +178,20 @@ def test_corrupt_batch_raises_with_partition_and_offset_and_is_not_skipped() -> 
 
 
 def test_crc_not_checked_when_disabled() -> None:
-    f, client, subs = make(check_crcs=False)
+    f, env, subs = make(check_crcs=False)
     assign(subs, TP0)
     b = bytearray(batch(0, [b"abc"]))
     b[20] ^= 0x01  # corrupt the stored CRC only
     f.send_fetches()
-    client.respond(response({TP0: (0, bytes(b))}))
+    env.respond(response({TP0: (0, bytes(b))}))
     assert [r.value for r in f.collect_fetch()[TP0]] == [b"abc"]
 
 
 def test_garbage_records_raise_corrupt() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(response({TP0: (0, b"\x00" * 8 + b"\x00\x00\x00\x05" + b"\x00" * 20)}))
+    env.respond(response({TP0: (0, b"\x00" * 8 + b"\x00\x00\x00\x05" + b"\x00" * 20)}))
     with pytest.raises(CorruptRecordError, match="test-0"):
         f.collect_fetch()
 
@@ -203,10 +202,10 @@ def test_deserializer_error_names_partition_and_offset() -> None:
             raise ValueError("nope")
         return data
 
-    f, client, subs = make(value_deserializer=bad)
+    f, env, subs = make(value_deserializer=bad)
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(response({TP0: (0, batch(0, [b"ok", b"boom", b"after"]))}))
+    env.respond(response({TP0: (0, batch(0, [b"ok", b"boom", b"after"]))}))
     assert [r.value for r in f.collect_fetch()[TP0]] == [b"ok"]
     with pytest.raises(RecordDeserializationError) as ei:
         f.collect_fetch()
@@ -216,20 +215,20 @@ def test_deserializer_error_names_partition_and_offset() -> None:
 
 
 def test_offset_out_of_range_resets_with_policy() -> None:
-    f, client, subs = make(reset=OffsetResetStrategy.LATEST)
+    f, env, subs = make(reset=OffsetResetStrategy.LATEST)
     assign(subs, TP0, offset=50)
     f.send_fetches()
-    client.respond(response({TP0: (1, None)}))
+    env.respond(response({TP0: (1, None)}))
     assert f.collect_fetch() == {}
     assert subs.is_offset_reset_needed(TP0)
     assert subs.reset_strategy(TP0) is OffsetResetStrategy.LATEST
 
 
 def test_offset_out_of_range_without_policy_raises() -> None:
-    f, client, subs = make(reset=OffsetResetStrategy.NONE)
+    f, env, subs = make(reset=OffsetResetStrategy.NONE)
     assign(subs, TP0, offset=50)
     f.send_fetches()
-    client.respond(response({TP0: (1, None)}))
+    env.respond(response({TP0: (1, None)}))
     with pytest.raises(OffsetOutOfRangeClientError) as ei:
         f.collect_fetch()
     assert ei.value.offsets == {TP0: 50}
@@ -237,58 +236,58 @@ def test_offset_out_of_range_without_policy_raises() -> None:
 
 
 def test_offset_out_of_range_for_stale_position_ignored() -> None:
-    f, client, subs = make(reset=OffsetResetStrategy.NONE)
+    f, env, subs = make(reset=OffsetResetStrategy.NONE)
     assign(subs, TP0, offset=50)
     f.send_fetches()
     subs.seek(TP0, 3)
-    client.respond(response({TP0: (1, None)}))
+    env.respond(response({TP0: (1, None)}))
     assert f.collect_fetch() == {}
 
 
 @pytest.mark.parametrize("err", [6, 9, 3, 74, 56])
 def test_leader_errors_request_metadata_update(err: int) -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(response({TP0: (err, None)}))
+    env.respond(response({TP0: (err, None)}))
     assert not f.metadata.update_requested()
     assert f.collect_fetch() == {}
     assert f.metadata.update_requested()
 
 
 def test_leader_change_moves_fetch_to_new_leader() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(response({TP0: (6, None)}))
+    env.respond(response({TP0: (6, None)}))
     f.collect_fetch()
     update_metadata(f.metadata, {"test": 2}, {("test", 0): 1}, nodes=2, epoch=1)
     f.send_fetches()
-    s = client.pending()[0]
-    assert s.node.id == 1
+    s = env.pending()[0]
+    assert int(s.destination) == 1
     assert s.body.topics[0].partitions[0].current_leader_epoch == 1
 
 
 def test_topic_authorization_failed_raises() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(response({TP0: (29, None)}))
+    env.respond(response({TP0: (29, None)}))
     with pytest.raises(TopicAuthorizationFailedError):
         f.collect_fetch()
 
 
 def test_disconnect_frees_node_for_next_fetch() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     f.send_fetches()
     assert f.send_fetches() == 0
-    client.fail(DisconnectError("gone"))
+    env.disconnect()
     assert f.send_fetches() == 1
 
 
 def test_unknown_leader_requests_update_and_skips() -> None:
-    f, _client, subs = make()
+    f, _env, subs = make()
     subs.assign_from_user([TopicPartition("other", 0)])
     subs.seek(TopicPartition("other", 0), 0)
     assert f.send_fetches() == 0
@@ -296,16 +295,16 @@ def test_unknown_leader_requests_update_and_skips() -> None:
 
 
 def test_partial_batch_only_raises_record_too_large() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(response({TP0: (0, batch(0, [b"x" * 200])[:100])}))
+    env.respond(response({TP0: (0, batch(0, [b"x" * 200])[:100])}))
     with pytest.raises(RecordTooLargeError):
         f.collect_fetch()
 
 
 def test_read_committed_skips_aborted_and_control() -> None:
-    f, client, subs = make(isolation_level=READ_COMMITTED)
+    f, env, subs = make(isolation_level=READ_COMMITTED)
     assign(subs, TP0)
     data = (
         batch(0, [b"c1", b"c2"], producer_id=1, transactional=True)
@@ -316,29 +315,27 @@ def test_read_committed_skips_aborted_and_control() -> None:
     )
     f.send_fetches()
     aborted = [FetchResponse.AbortedTransaction(producer_id=2, first_offset=3)]
-    client.respond(response({TP0: (0, data)}, aborted_transactions=aborted))
+    env.respond(response({TP0: (0, data)}, aborted_transactions=aborted))
     assert [(r.offset, r.value) for r in f.collect_fetch()[TP0]] == [(0, b"c1"), (1, b"c2"), (6, b"plain")]
     pos = subs.position(TP0)
     assert pos is not None and pos.offset == 7
 
 
 def test_read_uncommitted_returns_aborted_but_not_control() -> None:
-    f, client, subs = make()
+    f, env, subs = make()
     assign(subs, TP0)
     data = batch(0, [b"a1"], producer_id=2, transactional=True) + control_batch(1, 2, commit=False) + batch(2, [b"x"])
     f.send_fetches()
     aborted = [FetchResponse.AbortedTransaction(producer_id=2, first_offset=0)]
-    client.respond(response({TP0: (0, data)}, aborted_transactions=aborted))
+    env.respond(response({TP0: (0, data)}, aborted_transactions=aborted))
     assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 2]
 
 
 def test_control_batch_at_end_advances_position() -> None:
-    f, client, subs = make(isolation_level=READ_COMMITTED)
+    f, env, subs = make(isolation_level=READ_COMMITTED)
     assign(subs, TP0)
     f.send_fetches()
-    client.respond(
-        response({TP0: (0, batch(0, [b"v"], producer_id=1, transactional=True) + control_batch(1, 1, True))})
-    )
+    env.respond(response({TP0: (0, batch(0, [b"v"], producer_id=1, transactional=True) + control_batch(1, 1, True))}))
     assert [r.offset for r in f.collect_fetch()[TP0]] == [0]
     f.collect_fetch()
     pos = subs.position(TP0)
@@ -346,11 +343,10 @@ def test_control_batch_at_end_advances_position() -> None:
 
 
 def test_topic_ids_used_from_v13() -> None:
-    f, client, subs = make()
-    client.version = 13
+    f, env, subs = make(fetch_version=13)
     assign(subs, TP0)
     f.send_fetches()
-    req = client.pending()[0].body
+    req = env.pending()[0].body
     tid = req.topics[0].topic_id
     resp = FetchResponse(
         responses=[
@@ -360,5 +356,5 @@ def test_topic_ids_used_from_v13() -> None:
             )
         ]
     )
-    client.respond(resp)
+    env.respond(resp)
     assert [r.value for r in f.collect_fetch()[TP0]] == [b"z"]

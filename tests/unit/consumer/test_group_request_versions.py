@@ -26,3 +26,12 @@ def test_offset_fetch_asks_for_stable_offsets_and_drops_the_flag_where_the_versi
         assert request.encode(version) == plain.encode(version)
     stable = request.encode(REQUIRE_STABLE_OLDEST_VERSION)
     assert OffsetFetchRequest.decode(stable, REQUIRE_STABLE_OLDEST_VERSION).require_stable
+
+
+def test_list_offsets_is_never_sent_below_the_version_that_means_what_the_consumer_asks() -> None:
+    from pykafka_client.consumer.offset_fetcher import MAX_TIMESTAMP, oldest_list_offsets_version
+
+    assert oldest_list_offsets_version(0, [-1, -2]) == 0  # latest / earliest: any version
+    assert oldest_list_offsets_version(1, [-1]) == 2  # read_committed needs the isolation level (v2)
+    assert oldest_list_offsets_version(0, [1_700_000_000_000]) == 1  # by timestamp: v0 answers something else
+    assert oldest_list_offsets_version(0, [MAX_TIMESTAMP, -1]) == 7  # KIP-734

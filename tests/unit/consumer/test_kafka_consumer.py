@@ -39,7 +39,8 @@ from pykafka_client.protocol.messages.offset_fetch_response import OffsetFetchRe
 from pykafka_client.protocol.messages.sync_group_request import SyncGroupRequest
 from pykafka_client.protocol.messages.sync_group_response import SyncGroupResponse
 from pykafka_client.utils.time import MockTime
-from tests.unit.consumer.helpers import FakeConsumerClient, Script, batch, metadata_with
+from tests.doubles.mock_client import MockClient, Script
+from tests.unit.consumer.helpers import ConsumerEnv, batch, metadata_with
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,13 +48,12 @@ TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
 
 
-def make(**cfg: Any) -> tuple[KafkaConsumer[Any, Any], FakeConsumerClient, Script]:
-    time = MockTime()
-    client = FakeConsumerClient(time)
-    script = Script(client)
+def make(**cfg: Any) -> tuple[KafkaConsumer[Any, Any], MockClient, Script]:
+    env = ConsumerEnv(MockTime(), metadata_with({"t": 2}))
+    script = Script(env.client)
     config = {"auto.offset.reset": "earliest", **cfg}
-    c: KafkaConsumer[Any, Any] = KafkaConsumer(config, time=time, client=client, metadata=metadata_with({"t": 2}))
-    return c, client, script
+    c: KafkaConsumer[Any, Any] = KafkaConsumer(config, time=env.time, client=env.cnc, metadata=env.metadata)
+    return c, env.client, script
 
 
 def fetch_answer(body: FetchRequest) -> FetchResponse:
@@ -209,7 +209,8 @@ def test_bad_arguments() -> None:
     with pytest.raises(IllegalArgumentError):
         c.commit_sync({TP0: -3})
     with pytest.raises(ConfigurationError, match=r"no\.such\.key"):
-        KafkaConsumer({"no.such.key": 1}, client=FakeConsumerClient(MockTime()), metadata=metadata_with({}))
+        env = ConsumerEnv(MockTime(), metadata_with({}))
+        KafkaConsumer({"no.such.key": 1}, client=env.cnc, metadata=env.metadata)
 
 
 def test_group_apis_need_group_id() -> None:

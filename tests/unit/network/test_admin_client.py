@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pykafka_client import AdminClient
+from pykafka_client import AdminClient, TopicPartition
 from pykafka_client.admin import NewTopic, OffsetSpec
 from pykafka_client.errors import (
     ConfigurationError,
@@ -162,6 +162,7 @@ def test_list_offsets_groups_by_leader_and_retries_after_not_leader() -> None:
     e.responders[ApiKey.LIST_OFFSETS] = answer
     out = e.admin.list_offsets({("t", 0): OffsetSpec.earliest(), ("t", 1): OffsetSpec.latest()}, timeout=5)
     assert out[("t", 0)].offset == 40 and out[("t", 1)].offset == 41
+    assert all(type(tp) is TopicPartition for tp in out)  # the one TopicPartition, equal to the tuples given
     first_round = {r.destination for r in e.sent(ApiKey.LIST_OFFSETS)[:2]}
     assert first_round == {"0", "1"}  # partitions 0 and 1 have different leaders
     sent = e.sent(ApiKey.LIST_OFFSETS)[0]

@@ -28,7 +28,15 @@ from typing import Any
 import pytest
 
 from pykafka_client import AdminClient, KafkaConsumer, TopicPartition
-from pykafka_client.admin import ConfigResource, ConfigResourceType, IsolationLevel, NewPartitions, NewTopic, OffsetSpec
+from pykafka_client.admin import (
+    AlterConfigOp,
+    ConfigResource,
+    ConfigResourceType,
+    IsolationLevel,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+)
 from pykafka_client.consumer.assignors import Assignment, Subscription
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.consumer_protocol import serialize_assignment, serialize_subscription
@@ -43,15 +51,20 @@ from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import (
     CreatePartitionsResponse,
     CreateTopicsResponse,
+    DeleteGroupsResponse,
+    DeleteRecordsResponse,
     DeleteTopicsResponse,
     DescribeClusterResponse,
     DescribeConfigsResponse,
+    DescribeGroupsResponse,
     FetchResponse,
     FindCoordinatorResponse,
     HeartbeatResponse,
+    IncrementalAlterConfigsResponse,
     JoinGroupResponse,
     LeaveGroupRequest,
     LeaveGroupResponse,
+    ListGroupsResponse,
     ListOffsetsResponse,
     OffsetCommitResponse,
     OffsetFetchResponse,
@@ -323,6 +336,22 @@ def _admin_responders() -> dict[int, Callable[[SentRequest], Any]]:
                 for t in r.body.topics
             ]
         ),
+        # the consumer-group, delete-records and incremental-alter-configs calls (issue 14)
+        ApiKey.FIND_COORDINATOR: lambda r: FindCoordinatorResponse(
+            coordinators=[FindCoordinatorResponse.Coordinator(key=k, node_id=0, host="127.0.0.1", port=brokers[0].port)
+                          for k in r.body.coordinator_keys],
+        ) if r.body.coordinator_keys else FindCoordinatorResponse(node_id=0, host="127.0.0.1", port=brokers[0].port),
+        ApiKey.LIST_GROUPS: lambda r: ListGroupsResponse(),
+        ApiKey.DESCRIBE_GROUPS: lambda r: DescribeGroupsResponse(
+            groups=[DescribeGroupsResponse.DescribedGroup(group_id=g, group_state="Dead") for g in r.body.groups]
+        ),
+        ApiKey.DELETE_GROUPS: lambda r: DeleteGroupsResponse(
+            results=[DeleteGroupsResponse.DeletableGroupResult(group_id=g) for g in r.body.groups_names]
+        ),
+        ApiKey.OFFSET_FETCH: lambda r: OffsetFetchResponse(),
+        ApiKey.OFFSET_COMMIT: lambda r: OffsetCommitResponse(),
+        ApiKey.DELETE_RECORDS: lambda r: DeleteRecordsResponse(),
+        ApiKey.INCREMENTAL_ALTER_CONFIGS: lambda r: IncrementalAlterConfigsResponse(),
     }
 
 
@@ -358,6 +387,16 @@ def drive_admin(cap: int) -> None:
         lambda: admin.list_offsets({TP0: OffsetSpec.latest()}, timeout=5),
         lambda: admin.list_offsets({TP0: OffsetSpec.earliest()}, isolation_level=IsolationLevel.READ_COMMITTED, timeout=5),
         lambda: admin.list_offsets({TP0: OffsetSpec.for_timestamp(1000)}, timeout=5),
+        lambda: admin.list_consumer_groups(timeout=5),
+        lambda: admin.describe_consumer_groups(["g"], timeout=5),
+        lambda: admin.delete_consumer_groups(["g"], timeout=5),
+        lambda: admin.list_consumer_group_offsets("g", timeout=5),
+        lambda: admin.list_consumer_group_offsets("g", [TP0], timeout=5),
+        lambda: admin.alter_consumer_group_offsets("g", {TP0: 5}, timeout=5),
+        lambda: admin.delete_records({TP0: 5}, timeout=5),
+        lambda: admin.incremental_alter_configs(
+            {ConfigResource(ConfigResourceType.TOPIC, TOPIC): [AlterConfigOp("retention.ms", "1")]}, timeout=5
+        ),
     ]
     try:
         for call in calls:
@@ -393,6 +432,14 @@ SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
             "CREATE_PARTITIONS",
             "DESCRIBE_CONFIGS",
             "LIST_OFFSETS",
+            "FIND_COORDINATOR",
+            "LIST_GROUPS",
+            "DESCRIBE_GROUPS",
+            "DELETE_GROUPS",
+            "OFFSET_FETCH",
+            "OFFSET_COMMIT",
+            "DELETE_RECORDS",
+            "INCREMENTAL_ALTER_CONFIGS",
         },
     ),
     "consumer": (lambda: drive_consumer({}), False, {
@@ -405,22 +452,10 @@ SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
     }),
 }
 
-_ISOLATION = (
-    "offset_fetcher sets ListOffsets isolation_level=read_committed, which exists only from v2; Java's "
-    "ListOffsetsRequest.Builder.forConsumer raises the oldest allowed version to 2: consumer/offset_fetcher.py "
-    "must do the same"
-)
 
-_CONSUMER_METADATA = (
-    "kafka_consumer._fetch_topic_metadata (list_topics, partitions_for) builds MetadataRequest("
-    "allow_auto_topic_creation=False) for every version, but the field exists only from v4 (a null topic list "
-    "from v1): it must pass oldest_allowed_version=network.metadata.oldest_metadata_version(request)"
-)
 
 #: (scenario, API) pairs that fail today, each with why and who fixes it. strict: they flip when fixed.
 KNOWN_FAILURES: dict[tuple[str, str], str] = {
-    ("consumer_read_committed", "LIST_OFFSETS"): _ISOLATION,
-    ("consumer", "METADATA"): _CONSUMER_METADATA,
 }
 
 _CACHE: dict[str, list[Captured]] = {}

@@ -41,6 +41,7 @@ class B:
     max_timestamp: int = 1000
     is_transactional: bool = False
     is_control: bool = False
+    marker: tuple[bool, int] | None = None  # (is_abort, coordinator_epoch) of a control batch
 
     @property
     def last_offset_delta(self) -> int:
@@ -177,7 +178,7 @@ def test_non_transactional_write_during_open_txn(log: Log) -> None:
     log.append(B(PID, 0, 0, is_transactional=True))
     with pytest.raises(InvalidTxnStateError):
         log.append(B(PID, 0, 1))
-    log.append(B(PID, 0, -1, is_control=True))
+    log.append(B(PID, 0, -1, is_control=True, marker=(False, 0)))
     assert log.append(B(PID, 0, 1)) == (2, 2)
 
 

@@ -1,0 +1,32 @@
+"""AddOffsetsToTxn (key 25): the group's ``__consumer_offsets`` partition joins the transaction, so that
+the transaction's offset commits (TxnOffsetCommit) get its COMMIT/ABORT marker."""
+
+from __future__ import annotations
+
+from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.txn_api_util import fenced_for_version, transaction_coordinator
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from mini_broker.transaction.transaction_requests import AddPartitionsParams
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from pykafka_client.structs import TopicPartition
+
+
+def offsets_partition_for(group_id: str) -> int:
+    """Kafka's ``GroupCoordinator.partitionFor``. This broker's group coordinator keeps every group in
+    ``__consumer_offsets`` partition 0 (see ``group_metadata_manager``), so that is every group's partition."""
+    return 0
+
+
+def handle(apis: KafkaApis, request: Request) -> None:
+    body = request.body
+    assert isinstance(body, AddOffsetsToTxnRequest)
+    partition = TopicPartition(GROUP_METADATA_TOPIC_NAME, offsets_partition_for(body.group_id))
+    transaction_coordinator(apis).handle_add_partitions(
+        AddPartitionsParams(body.transactional_id, body.producer_id, body.producer_epoch, [partition]),
+        lambda error: apis.send_response(request, AddOffsetsToTxnResponse(
+            throttle_time_ms=0, error_code=fenced_for_version(error, request.context.api_version, 2))))
+
+
+API = ApiSpec(ApiKey.ADD_OFFSETS_TO_TXN, 0, 4, handle)

@@ -1,0 +1,20 @@
+"""WriteTxnMarkers (key 27): the transaction coordinator's COMMIT/ABORT markers, appended to each partition
+with the COORDINATOR origin (see :mod:`mini_broker.server.txn_marker_writer`). The coordinator of this broker
+calls the same path in process; the API is served for coordinators speaking the wire (and tests)."""
+
+from __future__ import annotations
+
+from mini_broker.network.request_channel import Request
+from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from mini_broker.server.txn_marker_writer import write_markers
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+
+
+def handle(apis: KafkaApis, request: Request) -> WriteTxnMarkersResponse:
+    body = request.body
+    assert isinstance(body, WriteTxnMarkersRequest)
+    return write_markers(apis.broker, body)
+
+
+API = ApiSpec(ApiKey.WRITE_TXN_MARKERS, 0, 1, handle)

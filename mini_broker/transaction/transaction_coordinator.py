@@ -1,0 +1,284 @@
+"""The transaction coordinator's driver (Kafka: ``kafka.coordinator.transaction.TransactionCoordinator`` with
+its ``TransactionStateManager`` and ``TransactionMarkerChannelManager``).
+
+It answers InitProducerId (with a transactional id), AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+DescribeTransactions and ListTransactions, and verifies transactional produce (it is the broker's
+:class:`~mini_broker.transaction.seams.TransactionVerifier`). The decisions are the sans-IO core's
+(:class:`TransactionCore`); this driver owns what is not pure: the lock that serialises calls into the core,
+the clock, ``__transaction_state`` (:class:`TransactionLog`, appended and fsynced under the lock before the
+core completes a transition), the marker writes through the broker's ``TxnMarkerWriter`` and the timers (the
+timed-out transaction sweep every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, the
+expired-id sweep every ``transaction.remove.expired.transaction.cleanup.interval.ms``, marker retries).
+
+Order of one call: under the lock, the core runs and every log append it asks for is made and handed back
+(which may emit more effects); then, with no lock held, replies are sent, markers handed to the writer and
+retries scheduled. A marker writer may call back from any thread, or at once from ``write_txn_markers``.
+
+When the broker has no marker writer (``txn_marker_writer`` unset) a committed or aborted transaction cannot
+complete: it stays in PrepareCommit/PrepareAbort (its producer gets CONCURRENT_TRANSACTIONS), the coordinator
+logs an ERROR and keeps retrying.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Concatenate, Final, ParamSpec, TypeVar
+
+from mini_broker.timer.system_timer import SystemTimer, SystemTimerReaper
+from mini_broker.timer.timer_task import TimerTask
+from mini_broker.transaction.seams import TxnMarkerWriter
+from mini_broker.transaction.transaction_config import TransactionConfig
+from mini_broker.transaction.transaction_core import TransactionCore
+from mini_broker.transaction.transaction_effects import (
+    AppendTxnState,
+    Effect,
+    ScheduleMarkerRetry,
+    SendErrorResponse,
+    SendInitProducerIdResponse,
+    Step,
+    WriteTxnMarkers,
+)
+from mini_broker.transaction.transaction_log import TransactionLog
+from mini_broker.transaction.transaction_requests import (
+    AddPartitionsParams,
+    EndTxnParams,
+    ErrorCallback,
+    InitProducerIdCallback,
+    InitProducerIdParams,
+    InitProducerIdResult,
+    TransactionDescription,
+)
+from pykafka_client.errors import CoordinatorNotAvailableError
+from pykafka_client.protocol.messages import WriteTxnMarkersResponse
+from pykafka_client.structs import TopicPartition
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+_log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+P = ParamSpec("P")
+
+#: At most one "no marker writer" ERROR per this many ms (the retry loop runs far more often).
+_NO_WRITER_LOG_INTERVAL_MS: Final = 10000
+
+
+class _Periodic(TimerTask):
+    """Runs ``action`` every ``delay_ms`` until the coordinator stops."""
+
+    def __init__(self, coordinator: TransactionCoordinator, action: Callable[[], object], delay_ms: int) -> None:
+        super().__init__(delay_ms)
+        self._coordinator = coordinator
+        self._action = action
+
+    def run(self) -> None:
+        if not self._coordinator.is_active:
+            return
+        try:
+            self._action()
+        except Exception:
+            _log.exception("transaction coordinator sweep failed")
+        if self._coordinator.is_active:
+            self._coordinator.timer.add(_Periodic(self._coordinator, self._action, self.delay_ms))
+
+
+class _MarkerRetry(TimerTask):
+    def __init__(self, coordinator: TransactionCoordinator, transactional_id: str, delay_ms: int) -> None:
+        super().__init__(delay_ms)
+        self._coordinator = coordinator
+        self._transactional_id = transactional_id
+
+    def run(self) -> None:
+        self._coordinator.on_marker_retry(self._transactional_id)
+
+
+class TransactionCoordinator:
+    """Coordinates every transactional id of this broker. Call :meth:`startup` before use.
+
+    ``marker_writer`` returns the broker's current ``TxnMarkerWriter`` (None: none yet). ``timer_run_inline``
+    with ``reaper_enabled=False`` makes the timers deterministic for tests with a ``MockTime``: nothing fires
+    until :meth:`advance_clock` is called.
+    """
+
+    def __init__(self, config: TransactionConfig, txn_log: TransactionLog, generate_producer_id: Callable[[], int],
+                 marker_writer: Callable[[], TxnMarkerWriter | None], time: Time = SYSTEM_TIME, *,
+                 timer_run_inline: bool = False, reaper_enabled: bool = True) -> None:
+        self.config = config
+        self.txn_log = txn_log
+        self.time = time
+        self.core = TransactionCore(generate_producer_id)
+        self._marker_writer = marker_writer
+        self._lock = threading.RLock()
+        self._active = False
+        self._retries_armed: set[str] = set()
+        self._no_writer_logged_at: int | None = None
+        self.timer = SystemTimer("transaction-coordinator", time, start_ms=time.hi_res_clock_ms(),
+                                 run_inline=timer_run_inline)
+        self._reaper = SystemTimerReaper("transaction-coordinator", self.timer) if reaper_enabled else None
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        return self._active
+
+    def startup(self) -> None:
+        """Replay ``__transaction_state``, resume the markers of Prepare* transactions, start the sweeps."""
+        loaded = self.txn_log.load()
+        self._active = True
+        self._run(self.core.load, loaded)
+        self.timer.add(_Periodic(self, self.abort_timed_out_transactions,
+                                 self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms))
+        self.timer.add(_Periodic(self, self.expire_transactional_ids,
+                                 self.config.transaction_remove_expired_transaction_cleanup_interval_ms))
+
+    def shutdown(self) -> None:
+        self._active = False
+        if self._reaper is not None:
+            self._reaper.close()
+        else:
+            self.timer.close()
+        with self._lock:
+            self.txn_log.close()
+
+    def advance_clock(self) -> None:
+        """Fire what is due now (tests with a MockTime and inline timers)."""
+        while self.timer.advance_clock(0):
+            pass
+
+    # -- driving the core ---------------------------------------------------------------------------------
+    def _run(self, call: Callable[Concatenate[Step, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """``call(step, *args)`` into the core under the lock, with every append it asks for made and handed
+        back; then the other effects, with no lock held."""
+        with self._lock:
+            now = self.time.milliseconds()
+            step = Step(self.config, now)
+            result = call(step, *args, **kwargs)
+            queue: deque[Effect] = deque(step.effects)
+            outside: list[Effect] = []
+            while queue:
+                effect = queue.popleft()
+                if isinstance(effect, AppendTxnState):
+                    follow = Step(self.config, now)
+                    self.core.on_append_complete(follow, effect, self._append(effect, now))
+                    queue.extend(follow.effects)
+                else:
+                    outside.append(effect)
+        for effect in outside:
+            self._apply(effect)
+        return result
+
+    def _append(self, effect: AppendTxnState, now: int) -> int:
+        if not self._active:
+            return CoordinatorNotAvailableError.code
+        try:
+            self.txn_log.append({effect.transactional_id: effect.transit}, now)
+        except Exception:
+            _log.exception("appending %s for transactional id %r to __transaction_state failed",
+                           effect.transit.state.state_name, effect.transactional_id)
+            return CoordinatorNotAvailableError.code
+        return 0
+
+    def _apply(self, effect: Effect) -> None:
+        if isinstance(effect, SendInitProducerIdResponse):
+            effect.reply(effect.result)
+        elif isinstance(effect, SendErrorResponse):
+            effect.reply(effect.error_code)
+        elif isinstance(effect, WriteTxnMarkers):
+            self._write_markers(effect)
+        elif isinstance(effect, ScheduleMarkerRetry):
+            with self._lock:
+                if effect.transactional_id in self._retries_armed or not self._active:
+                    return
+                self._retries_armed.add(effect.transactional_id)
+            self.timer.add(_MarkerRetry(self, effect.transactional_id, effect.delay_ms))
+
+    def _write_markers(self, effect: WriteTxnMarkers) -> None:
+        writer = self._marker_writer()
+        if writer is None:
+            now = self.time.milliseconds()
+            if self._no_writer_logged_at is None or now - self._no_writer_logged_at >= _NO_WRITER_LOG_INTERVAL_MS:
+                self._no_writer_logged_at = now
+                _log.error("transactional id %r cannot complete: this broker has no transaction marker writer "
+                           "(BrokerContext.txn_marker_writer is unset), so its markers are not written; it stays in "
+                           "%s and is retried. Wire the WriteTxnMarkers path into the broker.",
+                           effect.transactional_id, "PrepareCommit" if effect.request.markers[0].transaction_result
+                           else "PrepareAbort")
+            self._markers_failed(effect)
+            return
+        try:
+            writer.write_txn_markers(effect.request, lambda response: self._on_markers_written(effect, response))
+        except Exception:
+            _log.exception("writing the markers of transactional id %r failed; they are retried",
+                           effect.transactional_id)
+            self._markers_failed(effect)
+
+    def _markers_failed(self, effect: WriteTxnMarkers) -> None:
+        marker = effect.request.markers[0]
+        errors = {TopicPartition(t.name, p): CoordinatorNotAvailableError.code
+                  for t in marker.topics for p in t.partition_indexes}
+        self._run(self.core.on_markers_written, effect, errors)
+
+    def _on_markers_written(self, effect: WriteTxnMarkers, response: WriteTxnMarkersResponse) -> None:
+        errors: dict[TopicPartition, int] = {}
+        for result in response.markers:
+            for topic in result.topics:
+                for p in topic.partitions:
+                    errors[TopicPartition(topic.name, p.partition_index)] = p.error_code
+        self._run(self.core.on_markers_written, effect, errors)
+
+    def on_marker_retry(self, transactional_id: str) -> None:
+        with self._lock:
+            self._retries_armed.discard(transactional_id)
+        if self._active:
+            self._run(self.core.retry_markers, transactional_id)
+
+    # -- requests -----------------------------------------------------------------------------------------
+    def handle_init_producer_id(self, request: InitProducerIdParams, reply: InitProducerIdCallback) -> None:
+        if not self._active:
+            reply(InitProducerIdResult(CoordinatorNotAvailableError.code))
+            return
+        self._run(self.core.init_producer_id, request, reply)
+
+    def handle_add_partitions(self, request: AddPartitionsParams, reply: ErrorCallback) -> None:
+        if not self._active:
+            reply(CoordinatorNotAvailableError.code)
+            return
+        self._run(self.core.add_partitions, request, reply)
+
+    def handle_end_txn(self, request: EndTxnParams, reply: ErrorCallback) -> None:
+        if not self._active:
+            reply(CoordinatorNotAvailableError.code)
+            return
+        self._run(self.core.end_txn, request, reply)
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
+        """:class:`~mini_broker.transaction.seams.TransactionVerifier` (KIP-890 verify-only add)."""
+        if not self._active:
+            return {tp: CoordinatorNotAvailableError.code for tp in partitions}
+        with self._lock:
+            return self.core.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+
+    def handle_describe(self, transactional_id: str) -> tuple[int, TransactionDescription | None]:
+        if not self._active:
+            return CoordinatorNotAvailableError.code, None
+        with self._lock:
+            return self.core.describe(transactional_id)
+
+    def handle_list(self, states: Sequence[str], producer_ids: Sequence[int],
+                    duration_ms: int) -> tuple[int, list[str], list[TransactionDescription]]:
+        """(error, unknown state filters, transactions)."""
+        if not self._active:
+            return CoordinatorNotAvailableError.code, [], []
+        with self._lock:
+            unknown, found = self.core.list_transactions(self.time.milliseconds(), states, producer_ids, duration_ms)
+        return 0, unknown, found
+
+    # -- sweeps -------------------------------------------------------------------------------------------
+    def abort_timed_out_transactions(self) -> list[str]:
+        return self._run(self.core.abort_timed_out_transactions)
+
+    def expire_transactional_ids(self) -> list[str]:
+        return self._run(self.core.expire_transactional_ids)

@@ -1,0 +1,74 @@
+"""Arguments and results of the AdminClient's consumer-group, record and incremental-config operations
+(Java ``admin.ConsumerGroupListing``, ``ConsumerGroupDescription``, ``MemberDescription``,
+``AlterConfigOp``). Plain frozen dataclasses; partitions are ``TopicPartition``."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from pykafka_client.structs import Node, TopicPartition
+
+#: The group states a broker reports (Kafka's ``ClassicGroupState`` names).
+DEAD = "Dead"
+EMPTY = "Empty"
+
+
+@dataclass(frozen=True)
+class ConsumerGroupListing:
+    """One group as ListGroups reports it. ``protocol_type`` is ``"consumer"`` for consumer groups and
+    ``""`` for a simple group (offsets committed without joining)."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+
+    @property
+    def is_simple_consumer_group(self) -> bool:
+        return not self.protocol_type
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    """A member of a group; ``assignment`` is empty unless the group is Stable."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: list[TopicPartition]
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescription:
+    """A group as DescribeGroups reports it: ``state`` is Kafka's name (Stable, Empty, PreparingRebalance,
+    CompletingRebalance, Dead: Dead is also how a broker describes a group it does not know)."""
+
+    group_id: str
+    is_simple_consumer_group: bool
+    members: list[MemberDescription]
+    partition_assignor: str
+    state: str
+    coordinator: Node | None
+
+    @property
+    def is_active(self) -> bool:
+        """Whether members are in the group (it is neither Empty nor Dead)."""
+        return self.state not in (EMPTY, DEAD)
+
+
+class AlterConfigOpType(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True)
+class AlterConfigOp:
+    """One change of ``incremental_alter_configs``: set (or append/subtract a list element) ``name`` to
+    ``value``, or delete the override of ``name`` (``value`` ignored)."""
+
+    name: str
+    value: str | None
+    op_type: AlterConfigOpType = AlterConfigOpType.SET

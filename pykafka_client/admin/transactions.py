@@ -1,0 +1,92 @@
+"""The AdminClient's transaction calls (Java ``KafkaAdminClient.describeTransactions`` /
+``listTransactions``): DescribeTransactions goes to each transactional id's coordinator (found with
+FindCoordinator, key type TRANSACTION), ListTransactions to every broker."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from pykafka_client.admin.types import TransactionDescription, TransactionListing, TransactionState
+from pykafka_client.errors import UnsupportedVersionError, for_code
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from pykafka_client.structs import Node
+
+if TYPE_CHECKING:
+    from pykafka_client.admin.admin_client import AdminClient
+    from pykafka_client.utils.time import Timer
+
+TRANSACTION_KEY_TYPE = 1
+
+
+def _raise(code: int, subject: str) -> None:
+    raise for_code(code)(subject)
+
+
+def _to(node: Node) -> Callable[[], Node | None]:
+    return lambda: node
+
+
+def _always(body: DescribeTransactionsRequest) -> Callable[[int], DescribeTransactionsRequest]:
+    return lambda version: body
+
+
+def describe_transactions(admin: AdminClient, transactional_ids: list[str],
+                          timer: Timer) -> dict[str, TransactionDescription]:
+    out: dict[str, TransactionDescription] = {}
+    pending = list(dict.fromkeys(transactional_ids))
+    while pending:
+        by_node: dict[int, list[str]] = defaultdict(list)
+        for tid in pending:
+            by_node[admin._find_coordinator(tid, timer, key_type=TRANSACTION_KEY_TYPE)].append(tid)
+        retry: list[str] = []
+        for node_id, ids in by_node.items():
+            node, resp = admin._send(ApiKey.DESCRIBE_TRANSACTIONS,
+                                     _always(DescribeTransactionsRequest(transactional_ids=ids)),
+                                     admin._broker_target(node_id), timer)
+            assert isinstance(resp, DescribeTransactionsResponse)
+            for s in resp.transaction_states:
+                if s.error_code:
+                    if for_code(s.error_code).retriable and not timer.is_expired():
+                        retry.append(s.transactional_id)
+                        continue
+                    _raise(s.error_code, f"transactional id {s.transactional_id!r}")
+                out[s.transactional_id] = TransactionDescription(
+                    node.id, TransactionState.parse(s.transaction_state), s.producer_id, s.producer_epoch,
+                    s.transaction_timeout_ms, s.transaction_start_time_ms if s.transaction_start_time_ms >= 0 else None,
+                    frozenset((t.topic, p) for t in s.topics for p in t.partitions))
+        pending = retry
+        if pending:
+            admin._backoff(timer)
+    return out
+
+
+def list_transactions(admin: AdminClient, states: Iterable[TransactionState], producer_ids: Iterable[int],
+                      duration_ms: int, timer: Timer) -> list[TransactionListing]:
+    nodes = admin.metadata.fetch().nodes
+    if not nodes or any(n.id < 0 for n in nodes):  # only the bootstrap addresses so far
+        admin._refresh_metadata(timer, "brokers to list transactions of")
+    state_names = [s.value for s in states]
+    pids = list(producer_ids)
+    out: list[TransactionListing] = []
+
+    def build(version: int) -> ListTransactionsRequest:
+        if version < 1 and duration_ms >= 0:
+            raise UnsupportedVersionError("list_transactions(duration_ms=...) needs ListTransactions v1 or later")
+        return ListTransactionsRequest(state_filters=state_names, producer_id_filters=pids, duration_filter=duration_ms)
+
+    for node in admin.metadata.fetch().nodes:
+        _, resp = admin._send(ApiKey.LIST_TRANSACTIONS, build, _to(node), timer)
+        assert isinstance(resp, ListTransactionsResponse)
+        if resp.error_code:
+            _raise(resp.error_code, f"listing the transactions of broker {node.id}")
+        out.extend(TransactionListing(t.transactional_id, t.producer_id, TransactionState.parse(t.transaction_state))
+                   for t in resp.transaction_states)
+    return sorted(out, key=lambda t: t.transactional_id)

@@ -1,0 +1,180 @@
+"""What every subcommand shares: the exit codes, the common flags, and the client configuration they
+build (``--bootstrap-server``, ``--command-config`` properties file, ``-X key=value``, ``--timeout``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pykafka_client.admin.admin_client import AdminClient
+from pykafka_client.admin.config import ADMIN_CONFIG
+from pykafka_client.config import ConfigDef
+from pykafka_client.consumer.config import CONSUMER_CONFIG
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.producer.config import PRODUCER_CONFIG_DEF
+
+#: Exit codes (documented in ``pykafka --help`` and the README).
+EXIT_OK = 0
+EXIT_FAILED = 1  # the operation failed (a broker or client error; some records were not produced)
+EXIT_USAGE = 2  # bad command line: unknown flag, bad value, unreadable file (argparse uses 2 too)
+EXIT_UNREACHABLE = 3  # the cluster could not be reached within --timeout
+EXIT_NOT_FOUND = 4  # unknown topic, partition or group
+EXIT_REFUSED = 5  # refused: the group has active members
+EXIT_INTERRUPTED = 130  # Ctrl-C during a command that cannot stop cleanly
+
+EXIT_CODES_HELP = """exit codes:
+  0    success
+  1    the operation failed (broker or client error; a record could not be produced)
+  2    bad command line (unknown flag, bad value, unreadable file)
+  3    the cluster could not be reached within --timeout
+  4    unknown topic, partition or group
+  5    refused: the consumer group has active members
+  130  interrupted"""
+
+DEFAULT_BOOTSTRAP = "localhost:9092"
+BOOTSTRAP_ENV = "PYKAFKA_BOOTSTRAP_SERVERS"
+DEFAULT_TIMEOUT_S = 30.0
+
+CONFIG_DEFS: dict[str, ConfigDef] = {"admin": ADMIN_CONFIG, "producer": PRODUCER_CONFIG_DEF, "consumer": CONSUMER_CONFIG}
+
+
+class CliError(KafkaError):
+    """A failure reported as one line on stderr with ``exit_code`` (a KafkaError like every error the
+    library defines; never retriable)."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def common_flags() -> argparse.ArgumentParser:
+    """The flags every subcommand takes (an argparse parent parser)."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("connection")
+    g.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT[,...]",
+        default=os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP,
+        help=f"brokers to connect to (default: ${BOOTSTRAP_ENV}, then {DEFAULT_BOOTSTRAP})",
+    )
+    g.add_argument("--command-config", metavar="FILE", help="a Java properties file of client configs")
+    g.add_argument(
+        "-X", dest="overrides", metavar="KEY=VALUE", action="append", default=[],
+        help="a client config, e.g. -X linger.ms=5 (repeatable; wins over --command-config)",
+    )
+    g.add_argument(
+        "--timeout", metavar="SECONDS", type=positive_float, default=DEFAULT_TIMEOUT_S,
+        help=f"how long to wait for the cluster (default {DEFAULT_TIMEOUT_S:g})",
+    )
+    g.add_argument("--debug", action="store_true", help="on error, show the traceback")
+    return p
+
+
+def output_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output", choices=("table", "json"), default="table", help="table for people (default) or json for scripts"
+    )
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return value
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """``k=v`` -> (k, v); the value may contain ``=``."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, value
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """A Java properties file: ``key=value``, ``key: value`` or ``key value`` lines, ``#``/``!``
+    comments, a trailing backslash continues the line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise CliError(f"cannot read --command-config {path}: {e.strerror or e}", EXIT_USAGE) from e
+    props: dict[str, str] = {}
+    pending = ""
+    for raw in lines:
+        line = pending + raw.strip()
+        pending = ""
+        if line.endswith("\\"):
+            pending = line[:-1]
+            continue
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if cut < 0:
+            key, _, value = line.partition(" ")
+        else:
+            key, value = line[:cut], line[cut + 1 :]
+        props[key.strip()] = value.strip()
+    return props
+
+
+def user_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The configs given by --command-config then -X (later wins); unknown names fail as a usage error."""
+    settings = read_properties(args.command_config) if args.command_config else {}
+    for item in args.overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"-X {item!r} is not KEY=VALUE (e.g. -X linger.ms=5)", EXIT_USAGE)
+        settings[key.strip()] = value
+    for key in settings:
+        if not any(key in d.keys() for d in CONFIG_DEFS.values()):
+            raise CliError(f"{CONFIG_DEFS['producer'].unknown_key_error(key)}", EXIT_USAGE)
+    return settings
+
+
+def client_config(kind: str, args: argparse.Namespace, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The configuration of a ``kind`` ("admin", "producer", "consumer") client: bootstrap servers, the
+    user's settings this client knows (a producer setting is not given to the admin), then ``extra``
+    (what the subcommand's own flags set) unless the user set the same key."""
+    known = CONFIG_DEFS[kind].keys()
+    settings = user_settings(args)
+    config: dict[str, Any] = {"bootstrap.servers": args.bootstrap_server}
+    for key, value in (extra or {}).items():
+        config[key] = value
+    config.update({k: v for k, v in settings.items() if k in known})
+    return config
+
+
+def split_csv(values: Iterable[str]) -> list[str]:
+    """Flags that take ``a,b`` and may repeat: ``--x a,b --x c`` -> [a, b, c]."""
+    return [item.strip() for v in values for item in v.split(",") if item.strip()]
+
+
+def open_admin(args: argparse.Namespace) -> AdminClient:
+    return AdminClient(client_config("admin", args))
+
+
+def add_command(
+    subparsers: Any, name: str, help_text: str, parents: list[argparse.ArgumentParser], description: str | None = None,
+    epilog: str | None = None,
+) -> argparse.ArgumentParser:
+    """A subcommand whose --help shows its description (a module docstring's ``markup`` dropped), the flags
+    and an example epilog as written."""
+    return subparsers.add_parser(  # type: ignore[no-any-return]
+        name, help=help_text, description=(description or help_text).replace("``", ""), parents=parents, epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )

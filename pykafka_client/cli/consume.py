@@ -1,0 +1,172 @@
+"""``pykafka consume TOPIC...`` (Kafka's kafka-console-consumer.sh, with kcat's ``--format``).
+
+Without ``--group`` the tool reads every partition (or ``--partition``) without committing; with
+``--group`` it joins the group and commits what it printed when it stops. It stops after
+``--max-messages``, after ``--idle-timeout`` seconds without a record, or on Ctrl-C, and then prints
+``Processed a total of N messages`` on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from types import FrameType
+from typing import Any
+
+from pykafka_client.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    add_command,
+    client_config,
+    non_negative_int,
+    open_admin,
+    positive_float,
+)
+from pykafka_client.cli.output import info
+from pykafka_client.cli.record_format import RecordFormat
+from pykafka_client.consumer.kafka_consumer import KafkaConsumer
+from pykafka_client.errors import WakeupException
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
+
+EPILOG = """examples:
+  pykafka consume greetings --from-beginning --max-messages 10
+  pykafka consume greetings --group readers --format '%p:%o %k=%s [%h]\\n'
+  pykafka consume greetings --partition 0 --offset @1700000000000"""
+
+COMMIT_INTERVAL_S = 5.0
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    p = add_command(subparsers, "consume", "print records of topics", [common],
+                    description=__doc__.split("\n\n", 1)[1] if __doc__ else None, epilog=EPILOG)
+    p.add_argument("topics", nargs="+", metavar="TOPIC", help="topics to read")
+    p.add_argument("--from-beginning", action="store_true", help="start at the earliest offset (default: the end)")
+    p.add_argument("--group", metavar="GROUP", help="consume as a member of GROUP and commit what was printed")
+    p.add_argument("--partition", type=non_negative_int, metavar="N", help="read only this partition (one topic, no --group)")
+    p.add_argument("--offset", metavar="OFFSET",
+                   help="with --partition: a number, earliest, latest or @TIMESTAMP_MS to start from")
+    p.add_argument("--max-messages", type=non_negative_int, metavar="N", help="stop after this many records")
+    p.add_argument("--idle-timeout", type=positive_float, metavar="SECONDS",
+                   help="stop after this long without a record (default: never)")
+    p.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
+                   help="read_committed skips aborted transactional records (default read_uncommitted)")
+    p.add_argument("--format", metavar="FMT",
+                   help="kcat-style output: %%t topic, %%p partition, %%o offset, %%T timestamp, %%k key, %%s value, "
+                        "%%h headers, %%K/%%S key/value length, %%%% percent; escapes \\n \\r \\t \\\\ "
+                        "(default '%%s\\n')")
+    p.add_argument("--print-key", action="store_true", help="print KEY<TAB>VALUE (when no --format)")
+    p.set_defaults(run=run)
+
+
+def _check_flags(args: argparse.Namespace) -> None:
+    if args.offset is not None and args.partition is None:
+        raise CliError("--offset needs --partition (which partition to start in)", EXIT_USAGE)
+    if args.partition is not None and args.group:
+        raise CliError("--partition cannot be used with --group (the group assigns partitions)", EXIT_USAGE)
+    if args.partition is not None and len(args.topics) > 1:
+        raise CliError("--partition needs exactly one TOPIC", EXIT_USAGE)
+    if args.offset is not None and args.from_beginning:
+        raise CliError("use either --offset or --from-beginning", EXIT_USAGE)
+
+
+def _position(consumer: KafkaConsumer[Any, Any], tps: list[TopicPartition], args: argparse.Namespace) -> None:
+    """Seek the assigned partitions to where the flags say reading starts."""
+    spec = args.offset if args.offset is not None else ("earliest" if args.from_beginning else "latest")
+    if spec == "earliest":
+        consumer.seek_to_beginning(tps)
+    elif spec == "latest":
+        consumer.seek_to_end(tps)
+    elif spec.startswith("@"):
+        try:
+            when = int(spec[1:])
+        except ValueError:
+            raise CliError(f"--offset {spec!r}: expected @TIMESTAMP_MS, e.g. @1700000000000", EXIT_USAGE) from None
+        found = consumer.offsets_for_times(dict.fromkeys(tps, when), timeout=args.timeout)
+        ends = consumer.end_offsets(tps, timeout=args.timeout)
+        for tp in tps:
+            hit = found.get(tp)
+            consumer.seek(tp, hit.offset if hit is not None else ends[tp])
+    else:
+        try:
+            offset = int(spec)
+        except ValueError:
+            raise CliError(f"--offset {spec!r}: expected a number, earliest, latest or @TIMESTAMP_MS", EXIT_USAGE) from None
+        if offset < 0:
+            raise CliError(f"--offset {spec!r} must not be negative", EXIT_USAGE)
+        for tp in tps:
+            consumer.seek(tp, offset)
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_flags(args)
+    try:
+        fmt = RecordFormat(args.format if args.format is not None else ("%k\\t%s\\n" if args.print_key else "%s\\n"))
+    except ValueError as e:
+        raise CliError(str(e), EXIT_USAGE) from None
+    with open_admin(args) as admin:  # unknown topics and an unreachable cluster fail here
+        described = admin.describe_topics(args.topics, timeout=args.timeout)
+    extra: dict[str, Any] = {
+        "isolation.level": args.isolation_level,
+        "default.api.timeout.ms": int(args.timeout * 1000),
+        "enable.auto.commit": False,
+    }
+    if args.group:
+        extra.update({"group.id": args.group, "auto.offset.reset": "earliest" if args.from_beginning else "latest"})
+    consumer = KafkaConsumer(client_config("consumer", args, extra))
+    stopping = False
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        consumer.wakeup()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    count = 0
+    consumed: dict[TopicPartition, OffsetAndMetadata] = {}
+    out = sys.stdout.buffer
+    try:
+        if args.group:
+            consumer.subscribe(args.topics)
+        else:
+            if args.partition is not None:
+                n = len(described[args.topics[0]].partitions)
+                if args.partition >= n:
+                    raise CliError(f"partition {args.partition} does not exist: topic {args.topics[0]!r} has {n} partitions",
+                                   EXIT_USAGE)
+                tps = [TopicPartition(args.topics[0], args.partition)]
+            else:
+                tps = [TopicPartition(t, p.partition) for t in args.topics for p in described[t].partitions]
+            consumer.assign(tps)
+            _position(consumer, tps, args)
+        last_record = last_commit = time.monotonic()
+        while not stopping and (args.max_messages is None or count < args.max_messages):
+            try:
+                records = consumer.poll(0.5)
+            except WakeupException:
+                break
+            now = time.monotonic()
+            for record in records:
+                out.write(fmt.render(record))
+                consumed[record.topic_partition()] = OffsetAndMetadata(record.offset + 1, "", record.leader_epoch)
+                count += 1
+                last_record = now
+                if args.max_messages is not None and count >= args.max_messages:
+                    break
+            out.flush()
+            if args.idle_timeout is not None and now - last_record >= args.idle_timeout:
+                break
+            if args.group and consumed and now - last_commit >= COMMIT_INTERVAL_S:
+                consumer.commit_async(dict(consumed))
+                last_commit = now
+        if args.group and consumed:
+            try:
+                consumer.commit_sync(consumed, timeout=args.timeout)
+            except WakeupException:  # Ctrl-C came while records were printed: its wakeup hit the commit
+                consumer.commit_sync(consumed, timeout=args.timeout)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        consumer.close()
+        info(f"Processed a total of {count} messages")
+    return EXIT_OK

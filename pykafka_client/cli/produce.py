@@ -1,0 +1,180 @@
+"""``pykafka produce TOPIC`` (Kafka's kafka-console-producer.sh): one record per input line.
+
+Plain mode sends each line (bytes, without its line ending) as the value, split into key and value at
+the first ``--key-separator``. ``--json`` mode reads one JSON object per line with ``key``, ``value``,
+``headers`` and ``partition`` (all optional). A line that cannot be sent is reported on stderr with its
+line number; the exit code is 1 when any record failed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from pykafka_client.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    add_command,
+    client_config,
+    key_value,
+    non_negative_int,
+    open_admin,
+)
+from pykafka_client.cli.output import info
+from pykafka_client.producer.config import COMPRESSION_TYPES
+from pykafka_client.producer.kafka_producer import KafkaProducer
+from pykafka_client.producer.record_metadata import RecordMetadata
+
+PROGRESS_INTERVAL_S = 5.0
+
+EPILOG = """examples:
+  printf 'user-1:hello\\nuser-2:world\\n' | pykafka produce greetings --key-separator : --header source=cli
+  echo '{"key": "user-1", "value": "hi", "headers": {"trace": "42"}}' | pykafka produce greetings --json"""
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    p = add_command(subparsers, "produce", "send lines from stdin or a file as records", [common],
+                    description=__doc__.split("\n\n", 1)[1] if __doc__ else None, epilog=EPILOG)
+    p.add_argument("topic", metavar="TOPIC", help="the topic to write to (it must exist)")
+    p.add_argument("--file", metavar="PATH", help="read lines from PATH instead of stdin")
+    p.add_argument("--key-separator", metavar="SEP", help="split each line into KEY SEP VALUE at the first SEP")
+    p.add_argument("--header", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                   help="a header added to every record (repeatable)")
+    p.add_argument("--partition", type=non_negative_int, metavar="N", help="send every record to this partition")
+    p.add_argument("--compression", choices=COMPRESSION_TYPES, help="compression.type (default none)")
+    p.add_argument("--acks", choices=("all", "-1", "0", "1"), help="acks (default all)")
+    p.add_argument("--linger-ms", type=non_negative_int, metavar="MS", help="linger.ms (default 5)")
+    p.add_argument("--json", action="store_true", help="one JSON object per line: key, value, headers, partition")
+    p.set_defaults(run=run)
+
+
+class _Outcome:
+    """Delivery results counted from the producer's I/O thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.sent = 0
+        self.failures: list[tuple[int, str]] = []
+
+    def fail(self, line: int, why: str) -> None:
+        with self.lock:
+            self.failures.append((line, why))
+
+    def callback(self, line: int) -> Any:
+        def on_delivery(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
+            if exception is not None:
+                self.fail(line, f"{type(exception).__name__}: {exception}")
+            else:
+                with self.lock:
+                    self.sent += 1
+
+        return on_delivery
+
+
+def _lines(stream: BinaryIO) -> Iterator[bytes]:
+    for raw in stream:
+        if raw.endswith(b"\n"):
+            raw = raw[:-1]
+            if raw.endswith(b"\r"):
+                raw = raw[:-1]
+        yield raw
+
+
+def _as_bytes(value: Any, what: str) -> bytes | None:
+    """JSON strings as UTF-8; null as no bytes; any other JSON value as its JSON text."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return json.dumps(value, separators=(",", ":")).encode("utf-8")
+
+
+def parse_json_line(line: bytes) -> dict[str, Any]:
+    """The send() arguments of one ``--json`` line; ValueError says what is wrong."""
+    obj = json.loads(line)
+    if not isinstance(obj, dict):
+        raise ValueError("expected a JSON object with key, value, headers, partition")
+    unknown = set(obj) - {"key", "value", "headers", "partition"}
+    if unknown:
+        raise ValueError(f"unknown field(s) {', '.join(sorted(unknown))}: expected key, value, headers, partition")
+    raw_headers = obj.get("headers") or {}
+    pairs = list(raw_headers.items()) if isinstance(raw_headers, dict) else raw_headers
+    if not isinstance(pairs, list) or not all(isinstance(h, (list, tuple)) and len(h) == 2 for h in pairs):
+        raise ValueError("headers must be an object or a list of [key, value] pairs")
+    partition = obj.get("partition")
+    if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool) or partition < 0):
+        raise ValueError(f"partition must be a non-negative integer, got {partition!r}")
+    return {
+        "key": _as_bytes(obj.get("key"), "key"),
+        "value": _as_bytes(obj.get("value"), "value"),
+        "headers": [(str(k), _as_bytes(v, "header")) for k, v in pairs],
+        "partition": partition,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    extra: dict[str, Any] = {"max.block.ms": int(args.timeout * 1000)}
+    for flag, name in (("compression", "compression.type"), ("acks", "acks"), ("linger_ms", "linger.ms")):
+        if getattr(args, flag) is not None:
+            extra[name] = getattr(args, flag)
+    config = client_config("producer", args, extra)
+    separator = args.key_separator.encode("utf-8") if args.key_separator else None
+    headers = [(k, v.encode("utf-8")) for k, v in args.header]
+    with open_admin(args) as admin:  # an unknown topic or partition fails here, before any line is read
+        partitions = admin.describe_topics([args.topic], timeout=args.timeout)[args.topic].partitions
+    if args.partition is not None and args.partition >= len(partitions):
+        raise CliError(
+            f"partition {args.partition} does not exist: topic {args.topic!r} has {len(partitions)} partitions",
+            EXIT_USAGE,
+        )
+    try:
+        stream: BinaryIO = open(args.file, "rb") if args.file else sys.stdin.buffer
+    except OSError as e:
+        raise CliError(f"cannot read --file {args.file}: {e.strerror or e}", EXIT_USAGE) from e
+    outcome = _Outcome()
+    total = 0
+    progress = sys.stdout.isatty()  # a person is watching: a line on stderr every PROGRESS_INTERVAL_S
+    last_progress = time.monotonic()
+    producer = KafkaProducer(config)
+    try:
+        for number, line in enumerate(_lines(stream), start=1):
+            total += 1
+            if progress and time.monotonic() - last_progress >= PROGRESS_INTERVAL_S:
+                last_progress = time.monotonic()
+                info(f"{total - 1} lines read, {outcome.sent} records sent, {len(outcome.failures)} failed")
+            try:
+                if args.json:
+                    fields = parse_json_line(line)
+                    fields["headers"] = headers + fields["headers"]
+                    if fields["partition"] is None:
+                        fields["partition"] = args.partition
+                else:
+                    key: bytes | None = None
+                    value = line
+                    if separator is not None:
+                        key, sep, value = line.partition(separator)
+                        if not sep:
+                            raise ValueError(f"no key separator {args.key_separator!r} in the line")
+                    fields = {"key": key, "value": value, "headers": headers, "partition": args.partition}
+                producer.send(args.topic, on_delivery=outcome.callback(number), **fields)
+            except (ValueError, TypeError) as e:
+                outcome.fail(number, str(e))
+            except Exception as e:
+                outcome.fail(number, f"{type(e).__name__}: {e}")
+    except KeyboardInterrupt:
+        info("interrupted: sending what was read")
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+        producer.close(args.timeout)
+    for number, why in sorted(outcome.failures):
+        print(f"pykafka produce: line {number}: {why}", file=sys.stderr)
+    failed = len(outcome.failures)
+    info(f"Produced {outcome.sent} of {total} records to {args.topic}" + (f"; {failed} failed" if failed else "."))
+    return EXIT_FAILED if failed else EXIT_OK

@@ -1,0 +1,70 @@
+"""End to end on mini_broker: a confluent-kafka (librdkafka) transactional producer commits one transaction and
+aborts another; our read_committed KafkaConsumer sees exactly the committed records, our read_uncommitted one
+sees both, and end offsets under read_committed are the LSO. Needs the broker's transaction coordinator
+(skipped on a broker without one)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from mini_broker.broker import MiniBroker
+from pykafka_client.consumer.kafka_consumer import KafkaConsumer
+from pykafka_client.structs import TopicPartition
+
+ck = pytest.importorskip("confluent_kafka")
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+TP = TopicPartition("txn-e2e", 0)
+
+
+def consume(bootstrap: str, isolation: str, end: int) -> list[bytes]:
+    consumer: KafkaConsumer[bytes, bytes] = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                                                          auto_offset_reset="earliest")
+    try:
+        consumer.assign([TP])
+        seen: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while consumer.position(TP) < end and time.monotonic() < deadline:
+            seen += [r.value for r in consumer.poll(0.5) if r.value is not None]
+        return seen
+    finally:
+        consumer.close()
+
+
+def test_confluent_transactions_read_committed_by_our_consumer() -> None:
+    with MiniBroker(num_network_threads=1, num_io_threads=2) as broker:
+        assert broker.context is not None and broker.replica_manager is not None
+        if broker.context.transaction_verifier is None:
+            pytest.skip("this broker has no transaction coordinator yet")
+        broker.replica_manager.create_topic(TP.topic, 1, {})
+        producer = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "e2e-tx",
+                                "linger.ms": 5})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for i in range(5):
+            producer.produce(TP.topic, value=b"committed-%d" % i, partition=0)
+        producer.commit_transaction(30)
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(TP.topic, value=b"aborted-%d" % i, partition=0)
+        producer.flush(30)
+        producer.abort_transaction(30)
+        producer.begin_transaction()
+        producer.produce(TP.topic, value=b"open", partition=0)
+        producer.flush(30)  # written, its transaction left open: holds the LSO back
+
+        rm = broker.replica_manager
+        lg = rm.log_manager.get_log(TP.topic, 0)
+        assert lg is not None
+        lso, hw = lg.last_stable_offset, lg.high_watermark
+        assert lso < hw  # 5 data + COMMIT + 3 data + ABORT = 10; "open" at 10
+        assert lso == 10
+        assert consume(broker.bootstrap_servers, "read_committed", lso) == [b"committed-%d" % i for i in range(5)]
+        uncommitted = consume(broker.bootstrap_servers, "read_uncommitted", hw)
+        assert uncommitted == [b"committed-%d" % i for i in range(5)] + [b"aborted-%d" % i for i in range(3)] + [b"open"]
+        producer.commit_transaction(30)
+        assert lg.last_stable_offset == lg.high_watermark == 12
+        assert consume(broker.bootstrap_servers, "read_committed", 12)[-1] == b"open"
