@@ -6,6 +6,7 @@ transaction releases the LSO."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -18,6 +19,15 @@ ck = pytest.importorskip("confluent_kafka")
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 TP = TopicPartition("txn-e2e", 0)
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """commit/abort_transaction return once the coordinator made the outcome durable; the markers are written
+    just after (Kafka's order), so the log reflects them a moment later."""
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
 
 
 def consume(bootstrap: str, isolation: str, end: int) -> list[bytes]:
@@ -77,6 +87,7 @@ def test_confluent_transactions_read_committed_by_our_consumer() -> None:
         rm = broker.replica_manager
         lg = rm.log_manager.get_log(TP.topic, 0)
         assert lg is not None
+        wait_until(lambda: lg.high_watermark == 11, "the ABORT marker and the open transaction's record")
         lso, hw = lg.last_stable_offset, lg.high_watermark
         assert lso < hw  # 5 data + COMMIT + 3 data + ABORT = 10; "open" at 10
         assert lso == 10
@@ -85,5 +96,5 @@ def test_confluent_transactions_read_committed_by_our_consumer() -> None:
         uncommitted = consume(broker.bootstrap_servers, "read_uncommitted", hw)
         assert uncommitted == [b"committed-%d" % i for i in range(5)] + [b"aborted-%d" % i for i in range(3)] + [b"open"]
         producer.commit_transaction(30)
-        assert lg.last_stable_offset == lg.high_watermark == 12
+        wait_until(lambda: lg.last_stable_offset == lg.high_watermark == 12, "the COMMIT marker")
         assert consume(broker.bootstrap_servers, "read_committed", 12)[-1] == b"open"
