@@ -49,6 +49,7 @@ __all__ = [
     "RetriableError",
     "SerializationError",
     "SslAuthenticationError",
+    "TransactionAbortedError",
     "UnknownApiKeyError",
     "WakeupException",
     "for_code",
@@ -203,3 +204,9 @@ class BufferExhaustedError(KafkaTimeoutError):
 
 class ProducerClosedError(IllegalStateError):
     """The producer was closed before the record could be sent, or ``send()`` was called after ``close()``."""
+
+
+class TransactionAbortedError(KafkaError):
+    """A record could not be sent because its transaction was aborted (Java TransactionAbortedException):
+    it was still buffered when ``abort_transaction()`` ran or the transaction entered an abortable error.
+    Send it again in a new transaction."""

@@ -68,9 +68,11 @@ from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.producer.sender import Sender
-from pykafka_client.producer.transaction_manager import TransactionManager
+from pykafka_client.producer.transaction_manager import GroupMetadata, TransactionManager
+from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.serialization import ByteArraySerializer, Serializer, resolve_serializer
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, SystemTime, Time
 
 log = logging.getLogger(__name__)
@@ -128,10 +130,6 @@ class KafkaProducer:
         self._time = time
         self._system_time = type(time) is SystemTime
         self.client_id = cfg["client.id"] or f"producer-{next(_client_ids)}"
-        if cfg["transactional.id"] is not None:
-            raise ConfigurationError(
-                "Invalid value for configuration transactional.id: transactions are not supported yet"
-            )
         if cfg["interceptor.classes"]:
             raise ConfigurationError("Invalid value for configuration interceptor.classes: interceptors are not supported")
         self._key_serializer: Serializer[Any] = resolve_serializer(
@@ -164,7 +162,14 @@ class KafkaProducer:
             cfg["metadata.max.age.ms"],
             metadata_idle_ms=cfg["metadata.max.idle.ms"],
         )
-        self.transaction_manager = TransactionManager() if cfg.idempotence_enabled else None
+        self.transactional_id: str | None = cfg["transactional.id"]
+        self.transaction_manager = (
+            TransactionManager(
+                self.transactional_id, cfg["transaction.timeout.ms"], cfg["retry.backoff.ms"], time
+            )
+            if cfg.idempotence_enabled
+            else None
+        )
         self.accumulator = RecordAccumulator(
             batch_size=cfg["batch.size"],
             linger_ms=cfg["linger.ms"],
@@ -243,8 +248,11 @@ class KafkaProducer:
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         tm = self.transaction_manager
-        if tm is not None and tm.has_fatal_error():
-            raise tm.fail_pending()
+        if tm is not None:
+            if self.transactional_id is not None:
+                tm.fail_if_not_ready_for_send()
+            elif tm.has_fatal_error():
+                raise tm.fail_pending()
         if not isinstance(topic, str):
             raise TypeError(f"send() expects the topic name as a str, got {type(topic).__name__} {topic!r}")
         if not topic:
@@ -303,6 +311,10 @@ class KafkaProducer:
             result = accumulator.append(
                 topic, part, ts, key_bytes, value_bytes, hdrs, on_delivery, remaining_ms, metadata
             )
+            if tm is not None and self.transactional_id is not None:
+                # After the append, when the partition is known; the Sender drains it only once added. The fast
+                # path above appends only to a batch whose partition was added when the batch was created.
+                tm.maybe_add_partition(TopicPartition(topic, result.partition))
         except (BrokerResponseError, KafkaTimeoutError) as e:
             if on_delivery is not None:
                 on_delivery(None, e)
@@ -434,22 +446,71 @@ class KafkaProducer:
             "requests-in-flight": self.sender.in_flight_count(),
         }
 
-    # --- transactions (not supported yet) --------------------------------------------------------------
+    # --- transactions ---------------------------------------------------------------------------------
+
+    def _transaction_manager(self) -> TransactionManager:
+        tm = self.transaction_manager
+        if tm is None or self.transactional_id is None:
+            raise IllegalStateError(
+                "Cannot use transactional methods without enabling transactions by setting the transactional.id "
+                "configuration property"
+            )
+        if self._closed:
+            raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        return tm
+
+    def _await(self, result: TransactionalRequestResult, timeout: float | None) -> None:
+        self.sender.wakeup()
+        result.await_(self._max_block_ms / 1000.0 if timeout is None else timeout)
 
     def init_transactions(self, timeout: float | None = None) -> None:
-        raise IllegalStateError("transactions are not supported yet")
+        """Get a producer id for ``transactional.id``, fencing any older producer with the same id and
+        completing (or aborting) the transactions it left open. Call once, before any other transactional
+        method. ``timeout`` (seconds; default ``max.block.ms``) passing raises KafkaTimeoutError: call again
+        to keep waiting."""
+        tm = self._transaction_manager()
+        self._await(tm.initialize_transactions(), timeout)
 
     def begin_transaction(self) -> None:
-        raise IllegalStateError("transactions are not supported yet")
+        """Start a transaction: records sent from now on are committed or aborted together."""
+        self._transaction_manager().begin_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        group_metadata: GroupMetadata,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit a consumer group's ``offsets`` (the next offsets to read) as part of the transaction
+        (consume-transform-produce). ``group_metadata`` is ``consumer.group_metadata()`` (KIP-447: a zombie
+        of an older generation is fenced)."""
+        if group_metadata is None:
+            raise IllegalArgumentError("Consumer group metadata could not be None")
+        if group_metadata.generation_id > 0 and group_metadata.member_id == "":
+            raise IllegalArgumentError(
+                f"Passed in group metadata {group_metadata} has generation_id > 0 but member_id is empty"
+            )
+        tm = self._transaction_manager()
+        if not offsets:
+            return
+        normalized = {
+            tp: om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(om) for tp, om in offsets.items()
+        }
+        self._await(tm.send_offsets_to_transaction(normalized, group_metadata), timeout)
 
     def commit_transaction(self, timeout: float | None = None) -> None:
-        raise IllegalStateError("transactions are not supported yet")
+        """Flush the transaction's records and commit it. An abortable error (a failed send, TRANSACTION_ABORTABLE)
+        raises here: call ``abort_transaction()``. A fatal one (ProducerFencedError...) means close the producer.
+        KafkaTimeoutError after ``timeout`` seconds (default ``max.block.ms``): call again for the same outcome."""
+        tm = self._transaction_manager()
+        self._await(tm.begin_commit(), timeout)
 
     def abort_transaction(self, timeout: float | None = None) -> None:
-        raise IllegalStateError("transactions are not supported yet")
-
-    def send_offsets_to_transaction(self, offsets: object, group_metadata: object) -> None:
-        raise IllegalStateError("transactions are not supported yet")
+        """Abort the transaction: records not sent yet fail with TransactionAbortedError, sent ones are never
+        visible to read_committed consumers. After an abortable error this makes the producer usable again."""
+        tm = self._transaction_manager()
+        log.info("aborting the transaction of transactional.id %s", self.transactional_id)
+        self._await(tm.begin_abort(), timeout)
 
     # --- closing -------------------------------------------------------------------------------------
 

@@ -648,8 +648,10 @@ class RecordAccumulator:
             if on_done is not None:
                 on_done(batch)
 
-    def abort_undrained_batches(self, exception: BaseException) -> None:
-        """Fail the batches still queued (not in flight)."""
+    def abort_undrained_batches(
+        self, exception: BaseException, on_abort: Callable[[ProducerBatch], None] | None = None
+    ) -> None:
+        """Fail the batches still queued (not in flight); ``on_abort`` sees each before it is failed."""
         for info in list(self._topics.values()):
             for q in list(info.queues.values()):
                 with q.lock:
@@ -657,6 +659,8 @@ class RecordAccumulator:
                     q.batches.clear()
                 for b in batches:
                     b.close_for_appends()
+                    if on_abort is not None:
+                        on_abort(b)
                     b.abort(exception)
                     self.deallocate(b)
 

@@ -28,6 +28,7 @@ from pykafka_client.errors import (
     InvalidRecordError,
     KafkaTimeoutError,
     ProducerClosedError,
+    TransactionAbortedError,
     UnknownServerError,
     for_code,
 )
@@ -126,15 +127,32 @@ class Sender:
     # --- thread loop ---------------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Loop until ``initiate_close``; then finish queued and in-flight work unless forced."""
+        """Loop until ``initiate_close``; then finish queued and in-flight work unless forced, aborting an
+        open transaction (contract statement 85)."""
+        tm = self.transaction_manager
+        if tm is not None:
+            tm.set_poison_state_on_invalid_transition(True)
         try:
             while self._running:
                 self._run_once_safely()
             while not self._force_close and (
                 self.accumulator.has_undrained() or self.client.has_in_flight_requests() or self._has_pending_init()
+                or self._has_pending_transactional_requests()
             ):
                 self._run_once_safely()
+            while not self._force_close and tm is not None and tm.is_transactional() and tm.has_ongoing_transaction():
+                if not tm.is_completing():
+                    log.info("aborting the open transaction of transactional.id %s: the producer is closing", tm.transactional_id)
+                    try:
+                        tm.begin_abort()
+                    except Exception:
+                        log.exception("could not abort the open transaction while closing; closing forcefully")
+                        self._force_close = True
+                        break
+                self._run_once_safely()
             if self._force_close:
+                if tm is not None and tm.is_transactional():
+                    tm.close()
                 self.accumulator.abort_incomplete_batches(ProducerClosedError("Producer is closed forcefully."), self._forget)
         finally:
             try:
@@ -143,6 +161,10 @@ class Sender:
                 log.exception("error closing the network client")
             # Anything still incomplete can never complete now.
             self.accumulator.abort_incomplete_batches(ProducerClosedError("Producer is closed."), self._forget)
+
+    def _has_pending_transactional_requests(self) -> bool:
+        tm = self.transaction_manager
+        return tm is not None and tm.has_pending_requests() and tm.has_ongoing_transaction()
 
     def _has_pending_init(self) -> bool:
         tm = self.transaction_manager
@@ -186,12 +208,77 @@ class Sender:
                     self.accumulator.abort_incomplete_batches(err, self._forget)
                 self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
                 return
-            tm.bump_idempotent_epoch_and_reset_id_if_needed()
-            if self._maybe_send_and_poll_init_producer_id():
-                return
+            if tm.is_transactional():
+                if self._maybe_send_and_poll_transactional_request(tm):
+                    return
+            else:
+                tm.bump_idempotent_epoch_and_reset_id_if_needed()
+                if self._maybe_send_and_poll_init_producer_id():
+                    return
         now = self.time.hi_res_clock_ms()
         poll_timeout = self.send_producer_data(now)
         self.client.poll(poll_timeout, now)
+
+    # --- transactional requests ----------------------------------------------------------------------
+
+    def _maybe_send_and_poll_transactional_request(self, tm: TransactionManager) -> bool:
+        """Send the next queued transactional request; True if this iteration was spent on one (no produce
+        data goes out while one is in flight, as in Java)."""
+        if tm.has_in_flight_request():
+            self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
+            return True
+        if (tm.has_abortable_error() or tm.is_aborting()) and self.accumulator.has_incomplete():
+            err = tm.last_error
+            self.accumulator.abort_undrained_batches(
+                TransactionAbortedError(
+                    "Failing batch since transaction was aborted" + (f" ({err!r})" if err is not None else "")
+                ),
+                tm.forget_aborted_batch,
+            )
+        handler = tm.next_request(self.accumulator.has_incomplete())
+        if handler is None:
+            return False
+        now = self.time.hi_res_clock_ms()
+        if handler.is_retry and now < handler.retry_at_ms:
+            tm.retry(handler)
+            self.client.poll(handler.retry_at_ms - now, now)
+            return True
+        if handler.coordinator_type is not None:
+            node = tm.coordinator(handler.coordinator_type)
+            if node is None:
+                tm.lookup_coordinator(handler.coordinator_type, handler.coordinator_key())
+                tm.retry(handler)
+                return True
+        else:
+            node = self.client.least_loaded_node(now).node
+            if node is None:
+                tm.retry(handler)
+                self.metadata.request_update()
+                self.client.poll(self.retry_backoff_ms, now)
+                return True
+        if not self.client.ready(node, now):
+            if self.client.connection_failed(node) and handler.coordinator_type is not None:
+                tm.lookup_coordinator(handler.coordinator_type, handler.coordinator_key())
+            tm.retry(handler)
+            self.client.poll(max(min(self.client.poll_delay_ms(node, now), self.retry_backoff_ms), 0), now)
+            return True
+        body, oldest, latest = handler.build()
+        request = self.client.new_client_request(
+            node.id_string, body, now, True, self.request_timeout_ms, handler.on_complete,
+            oldest_allowed_version=oldest, latest_allowed_version=latest,
+        )
+        tm.in_flight_handler = handler
+        log.debug("sending %s to node %s: %s", handler.operation, node.id, body)
+        try:
+            self.client.send(request, now)
+        except Exception as e:  # the connection went away between ready() and send(): as a disconnect
+            log.warning("could not send %s to node %s (%r); retrying", handler.operation, node.id, e)
+            tm.in_flight_handler = None
+            if handler.coordinator_type is not None:
+                tm.lookup_coordinator(handler.coordinator_type, handler.coordinator_key())
+            tm.retry(handler)
+        self.client.poll(self.retry_backoff_ms, self.time.hi_res_clock_ms())
+        return True
 
     # --- InitProducerId ------------------------------------------------------------------------------
 
@@ -329,8 +416,9 @@ class Sender:
             records += b.record_count
             by_tp[tp] = b
             topics.setdefault(tp.topic, []).append(ProduceRequest.PartitionProduceData(index=tp.partition, records=data))
+        tm = self.transaction_manager
         body = ProduceRequest(
-            transactional_id=None,
+            transactional_id=tm.transactional_id if tm is not None else None,
             acks=self.acks,
             timeout_ms=self.request_timeout_ms,
             topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in topics.items()],
@@ -340,7 +428,9 @@ class Sender:
             self._handle_produce_response(response, by_tp, self.time.hi_res_clock_ms())
 
         request = self.client.new_client_request(
-            str(node_id), body, now, self.acks != 0, self.request_timeout_ms, callback
+            str(node_id), body, now, self.acks != 0, self.request_timeout_ms, callback,
+            # the transactional id is a field from v3 (the first version of magic v2 batches)
+            oldest_allowed_version=3 if body.transactional_id is not None else None,
         )
         self.metrics.requests_sent += 1
         self.metrics.batches_sent += len(batches)

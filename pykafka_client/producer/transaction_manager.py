@@ -18,20 +18,30 @@ Rules (contract statements 67-74):
 * CLUSTER_AUTHORIZATION_FAILED (and the other fatal errors) move the manager to FATAL_ERROR: every
   pending batch fails and later sends raise.
 
-Transactions (``transactional.id``) are not supported yet: the transactional API raises
-:class:`~pykafka_client.errors.IllegalStateError` saying so.
+Transactions (``transactional.id``, contract statements 75-85): the states and their transition table
+are Java's (:data:`VALID_SOURCES`); an invalid transition asked for by the application raises
+IllegalStateError and changes nothing, one on the Sender thread poisons the manager (FATAL_ERROR). The
+transactional requests are queued here by priority and built, sent and answered by
+:mod:`pykafka_client.producer.txn_request_handlers` on the Sender thread; which partition may be drained
+is decided here (:meth:`TransactionManager.is_send_to_partition_allowed`).
 """
 
 from __future__ import annotations
 
 import bisect
-import enum
+import heapq
+import itertools
+import logging
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from pykafka_client.errors import (
     ClusterAuthorizationFailedError,
+    IllegalArgumentError,
     IllegalStateError,
+    InvalidProducerEpochError,
     OutOfOrderSequenceError,
     ProducerFencedError,
     TransactionalIdAuthorizationError,
@@ -39,7 +49,15 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.producer.producer_batch import NO_SEQUENCE, ProducerBatch, increment_sequence
-from pykafka_client.structs import TopicPartition
+from pykafka_client.producer.transaction_state import State, is_transition_valid
+from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
+from pykafka_client.structs import Node, OffsetAndMetadata, TopicPartition
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+if TYPE_CHECKING:
+    from pykafka_client.producer.txn_request_handlers import TxnRequestHandler
+
+log = logging.getLogger(__name__)
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -61,11 +79,31 @@ class ProducerIdAndEpoch:
 NONE = ProducerIdAndEpoch(NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
 
 
-class State(enum.Enum):
-    UNINITIALIZED = "UNINITIALIZED"
-    INITIALIZING = "INITIALIZING"
-    READY = "READY"
-    FATAL_ERROR = "FATAL_ERROR"
+class GroupMetadata(Protocol):
+    """What ``send_offsets_to_transaction`` needs of a consumer's group (``ConsumerGroupMetadata``, KIP-447)."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def generation_id(self) -> int: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def group_instance_id(self) -> str | None: ...
+
+
+#: FindCoordinator key types
+GROUP_COORDINATOR = 0
+TRANSACTION_COORDINATOR = 1
+
+
+@dataclass(slots=True)
+class _PendingTransition:
+    """A commit/abort/init whose wait may have timed out: the same call returns the same result."""
+
+    result: TransactionalRequestResult
+    state: State
+    operation: str
 
 
 class _PartitionEntry:
@@ -82,11 +120,17 @@ class _PartitionEntry:
 class TransactionManager:
     """Idempotent-producer bookkeeping shared by the accumulator (drain) and the Sender (responses)."""
 
-    def __init__(self, transactional_id: str | None = None, transaction_timeout_ms: int = 60000) -> None:
-        if transactional_id is not None:
-            raise IllegalStateError("transactions are not supported yet (transactional.id is set)")
+    def __init__(
+        self,
+        transactional_id: str | None = None,
+        transaction_timeout_ms: int = 60000,
+        retry_backoff_ms: int = 100,
+        time: Time = SYSTEM_TIME,
+    ) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.time = time
         self._lock = threading.RLock()
         self._pid_epoch = NONE
         self._state = State.UNINITIALIZED
@@ -97,6 +141,20 @@ class TransactionManager:
         self._pid_reset_required = False
         self._last_error: BaseException | None = None
         self.init_producer_id_in_flight = False
+        # --- transactions (Java field names) ---
+        self._poison = threading.local()  # .enabled on the Sender thread: invalid transitions are fatal there
+        self.partitions_in_transaction: set[TopicPartition] = set()
+        self.pending_partitions_in_transaction: set[TopicPartition] = set()  # AddPartitionsToTxn sent
+        self.new_partitions_in_transaction: set[TopicPartition] = set()  # AddPartitionsToTxn not sent yet
+        self.pending_txn_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}
+        self.transaction_started = False  # a partition or the offsets were added: EndTxn must be sent
+        self.txn_epoch_bump_required = False
+        self._pending_requests: list[tuple[int, int, TxnRequestHandler]] = []
+        self._enqueue_order = itertools.count()
+        self.in_flight_handler: TxnRequestHandler | None = None
+        self.transaction_coordinator: Node | None = None
+        self.group_coordinator: Node | None = None
+        self._pending_transition: _PendingTransition | None = None
 
     # --- state -------------------------------------------------------------------------------------
 
@@ -105,34 +163,94 @@ class TransactionManager:
         return self._state
 
     def is_transactional(self) -> bool:
-        return False
+        return self.transactional_id is not None
 
     def is_completing(self) -> bool:
-        return False
+        return self._state in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION)
+
+    def is_aborting(self) -> bool:
+        return self._state is State.ABORTING_TRANSACTION
+
+    def is_in_transaction(self) -> bool:
+        return self._state is State.IN_TRANSACTION
+
+    def has_ongoing_transaction(self) -> bool:
+        return self._state in (
+            State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION, State.ABORTABLE_ERROR
+        )
 
     def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool:
-        return not self.has_fatal_error()
+        """Batches of ``tp`` may be drained: no fatal error and, in a transaction, ``tp`` was added to it
+        (contract statement 77)."""
+        if self.has_fatal_error():
+            return False
+        return not self.is_transactional() or tp in self.partitions_in_transaction
 
     def has_fatal_error(self) -> bool:
         return self._state is State.FATAL_ERROR
+
+    def has_abortable_error(self) -> bool:
+        return self._state is State.ABORTABLE_ERROR
+
+    def has_error(self) -> bool:
+        return self._state in (State.FATAL_ERROR, State.ABORTABLE_ERROR)
 
     @property
     def last_error(self) -> BaseException | None:
         return self._last_error
 
+    def set_poison_state_on_invalid_transition(self, enabled: bool) -> None:
+        """Called by the Sender on its own thread: an invalid transition there means a bug, and the
+        producer must not go on as if nothing happened (contract statement 75)."""
+        self._poison.enabled = enabled
+
+    def _transition_to(self, target: State, error: BaseException | None = None) -> None:
+        with self._lock:
+            if not is_transition_valid(self._state, target):
+                message = f"TransactionalId {self.transactional_id}: Invalid transition attempted from state {self._state.name} to state {target.name}"
+                if getattr(self._poison, "enabled", False):
+                    exc = IllegalStateError(message)
+                    self._state = State.FATAL_ERROR
+                    self._last_error = exc
+                    self._fail_pending_transition(exc)
+                    raise exc
+                raise IllegalStateError(message)
+            if target in (State.FATAL_ERROR, State.ABORTABLE_ERROR):
+                if error is None:
+                    raise IllegalArgumentError(f"Cannot transition to {target.name} without an error")
+                self._last_error = error
+            elif target is not State.ABORTING_TRANSACTION:
+                self._last_error = None  # aborting keeps the error that made the abort necessary
+            if error is not None:
+                log.info("transactional id %s: %s -> %s because of %r", self.transactional_id, self._state.name, target.name, error)
+            else:
+                log.debug("transactional id %s: %s -> %s", self.transactional_id, self._state.name, target.name)
+            self._state = target
+
     def transition_to_fatal_error(self, exc: BaseException) -> None:
         with self._lock:
-            self._last_error = exc
-            self._state = State.FATAL_ERROR
+            self._transition_to(State.FATAL_ERROR, exc)
+            self._fail_pending_transition(exc)
+
+    def transition_to_abortable_error(self, exc: BaseException) -> None:
+        with self._lock:
+            if self._state is State.ABORTING_TRANSACTION:
+                log.debug("not moving to ABORTABLE_ERROR: the transaction is being aborted already (%r)", exc)
+                return
+            self._transition_to(State.ABORTABLE_ERROR, exc)
+
+    def _fail_pending_transition(self, exc: BaseException) -> None:
+        if self._pending_transition is not None:
+            self._pending_transition.result.fail(exc)
 
     def maybe_transition_to_error_state(self, exc: BaseException) -> None:
         if isinstance(exc, _FATAL):
             self.transition_to_fatal_error(exc)
-
-    def begin_transaction(self) -> None:
-        raise IllegalStateError("transactions are not supported yet")
-
-    commit_transaction = abort_transaction = init_transactions = begin_transaction
+        elif self.is_transactional():
+            with self._lock:
+                if not self.is_completing():
+                    self.txn_epoch_bump_required = True
+                self.transition_to_abortable_error(exc)
 
     # --- producer id and epoch -----------------------------------------------------------------------
 
@@ -144,15 +262,20 @@ class TransactionManager:
         return self._pid_epoch.is_valid()
 
     def has_valid_producer_id(self) -> bool:
-        return self._pid_epoch.is_valid() and self._state is State.READY
+        return self._pid_epoch.is_valid() and self._state not in (State.UNINITIALIZED, State.INITIALIZING, State.FATAL_ERROR)
 
     def needs_producer_id(self) -> bool:
-        """True when an InitProducerId request should be sent (bumps and resets applied first)."""
+        """True when an idempotent producer's InitProducerId should be sent (bumps and resets applied first).
+        A transactional producer asks through its request queue instead."""
+        if self.is_transactional():
+            return False
         with self._lock:
             self.bump_idempotent_epoch_and_reset_id_if_needed()
             return self._state in (State.UNINITIALIZED, State.INITIALIZING) and not self.init_producer_id_in_flight
 
     def bump_idempotent_epoch_and_reset_id_if_needed(self) -> None:
+        if self.is_transactional():
+            return  # a transaction's epoch is bumped by its coordinator (InitProducerId after an abort)
         with self._lock:
             if self.has_fatal_error():
                 return
@@ -307,8 +430,8 @@ class TransactionManager:
         with self._lock:
             self.maybe_transition_to_error_state(exc)
             self.remove_in_flight_batch(batch)
-            if self.has_fatal_error():
-                return
+            if self.has_fatal_error() or self.is_transactional():
+                return  # a transaction is aborted (its epoch bumped by the coordinator) rather than repaired
             if isinstance(exc, OutOfOrderSequenceError):
                 # Nothing after this batch can be trusted under the current epoch.
                 self.request_epoch_bump_for_partition(batch.topic_partition)
@@ -320,6 +443,8 @@ class TransactionManager:
         """Whether a partition error can be retried, bumping the epoch where Java's idempotent producer does."""
         with self._lock:
             tp = batch.topic_partition
+            if self.is_transactional() and error_code in (45, 59):
+                return False  # the transaction cannot be repaired locally: fail the batch, abort the transaction
             if error_code == 59:  # UNKNOWN_PRODUCER_ID: the broker lost our state
                 if log_start_offset == -1 or not batch.response_is_for_current_stamp():
                     return True  # the log start is unknown, or the batch was already re-stamped: just retry
@@ -366,7 +491,16 @@ class TransactionManager:
                 if self.has_inflight_batches(tp):
                     continue
                 if not self.is_next_sequence(tp, self.sequence_number(tp)):
-                    self.request_epoch_bump_for_partition(tp)
+                    if self.is_transactional():
+                        self.txn_epoch_bump_required = True
+                        self.transition_to_abortable_error(
+                            KafkaError(
+                                "The client has no acknowledgment for some previously sent records and can no longer "
+                                "retry them; abort the transaction and send them again in a new one"
+                            )
+                        )
+                    else:
+                        self.request_epoch_bump_for_partition(tp)
                 del self._unresolved[tp]
 
     def fail_pending(self) -> KafkaError:
@@ -375,3 +509,302 @@ class TransactionManager:
         if isinstance(err, KafkaError):
             return err
         return KafkaError(f"the producer is in a fatal error state: {err!r}")
+
+    # --- transactions: application thread ------------------------------------------------------------------
+
+    def _ensure_transactional(self) -> None:
+        if not self.is_transactional():
+            raise IllegalStateError(
+                "Transactional method invoked on a non-transactional producer: set the transactional.id "
+                "configuration to use transactions"
+            )
+
+    def maybe_fail_with_error(self) -> None:
+        """Raise if the manager is in an error state: the fatal error itself (the producer must be closed), or,
+        for an abortable error, a KafkaError saying to abort."""
+        err = self._last_error
+        if self._state is State.FATAL_ERROR:
+            if isinstance(err, (ProducerFencedError, InvalidProducerEpochError)):
+                raise ProducerFencedError(
+                    f"Producer with transactional.id {self.transactional_id!r} and {self._pid_epoch} has been fenced "
+                    "by another producer with the same transactional.id; close this producer"
+                ) from err
+            message = (
+                f"Cannot execute transactional method because the producer is in a fatal error state ({err!r}); "
+                "close this producer and create a new one"
+            )
+            # the same class as the fatal error, so that callers can tell them apart
+            cls = type(err) if isinstance(err, KafkaError) else KafkaError
+            try:
+                exc = cls(message)
+            except Exception:
+                exc = KafkaError(message)
+            raise exc from err
+        if self._state is State.ABORTABLE_ERROR:
+            raise KafkaError(
+                f"Cannot execute transactional method because we are in an error state ({err!r}); "
+                "call abort_transaction() and retry the transaction"
+            ) from err
+
+    def _throw_if_pending_state(self, operation: str) -> None:
+        if self.has_fatal_error():
+            self.maybe_fail_with_error()  # a fatal error outranks a timed-out call: nothing can be retried
+        pending = self._pending_transition
+        if pending is not None:
+            if pending.result.acked:
+                self._pending_transition = None
+            else:
+                raise IllegalStateError(
+                    f"Cannot attempt operation `{operation}` because the previous call to `{pending.operation}` "
+                    "timed out and must be retried"
+                )
+
+    def _cached_result(self, target: State, operation: str, start: Callable[[], TransactionalRequestResult]) -> TransactionalRequestResult:
+        """Start ``operation`` unless the previous call of it timed out, in which case hand back its result
+        (contract statement 83); any other operation in between raises IllegalStateError."""
+        self._ensure_transactional()
+        if self.has_fatal_error():
+            self.maybe_fail_with_error()
+        pending = self._pending_transition
+        if pending is not None:
+            if pending.result.acked:
+                self._pending_transition = None
+            elif pending.state is not target:
+                raise IllegalStateError(
+                    f"Cannot attempt operation `{operation}` because the previous call to `{pending.operation}` "
+                    "timed out and must be retried"
+                )
+            else:
+                return pending.result
+        result = start()
+        self._pending_transition = _PendingTransition(result, target, operation)
+        return result
+
+    def initialize_transactions(self) -> TransactionalRequestResult:
+        """``init_transactions``: get a producer id for the transactional id (fencing older producers)."""
+        with self._lock:
+            self._ensure_transactional()
+            self.maybe_fail_with_error()
+
+            def start() -> TransactionalRequestResult:
+                self._transition_to(State.INITIALIZING)
+                self._pid_epoch = NONE
+                log.info("transactional id %s: InitProducerId to obtain a producer id", self.transactional_id)
+                return self._enqueue_init_producer_id(bump=False)
+
+            return self._cached_result(State.INITIALIZING, "init_transactions", start)
+
+    def begin_transaction(self) -> None:
+        with self._lock:
+            self._ensure_transactional()
+            self._throw_if_pending_state("begin_transaction")
+            self.maybe_fail_with_error()
+            self._transition_to(State.IN_TRANSACTION)
+
+    def begin_commit(self) -> TransactionalRequestResult:
+        with self._lock:
+
+            def start() -> TransactionalRequestResult:
+                self.maybe_fail_with_error()
+                self._transition_to(State.COMMITTING_TRANSACTION)
+                return self._begin_completing_transaction(committed=True)
+
+            return self._cached_result(State.COMMITTING_TRANSACTION, "commit_transaction", start)
+
+    def begin_abort(self) -> TransactionalRequestResult:
+        with self._lock:
+
+            def start() -> TransactionalRequestResult:
+                if self._state is not State.ABORTABLE_ERROR:
+                    self.maybe_fail_with_error()
+                self._transition_to(State.ABORTING_TRANSACTION)
+                self.new_partitions_in_transaction.clear()  # nothing more to add to a transaction being aborted
+                return self._begin_completing_transaction(committed=False)
+
+            return self._cached_result(State.ABORTING_TRANSACTION, "abort_transaction", start)
+
+    def _begin_completing_transaction(self, committed: bool) -> TransactionalRequestResult:
+        from pykafka_client.producer.txn_request_handlers import EndTxnHandler
+
+        if self.new_partitions_in_transaction:
+            self._enqueue(self._add_partitions_handler())
+        handler = EndTxnHandler(self, committed)
+        self._enqueue(handler)
+        return handler.result
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], group_metadata: GroupMetadata
+    ) -> TransactionalRequestResult:
+        """AddOffsetsToTxn for the group, then TxnOffsetCommit of ``offsets`` to its coordinator; the result
+        completes when the offsets are committed into the transaction."""
+        from pykafka_client.producer.txn_request_handlers import AddOffsetsToTxnHandler
+
+        with self._lock:
+            self._ensure_transactional()
+            self._throw_if_pending_state("send_offsets_to_transaction")
+            self.maybe_fail_with_error()
+            if self._state is not State.IN_TRANSACTION:
+                raise IllegalStateError(
+                    f"Cannot send offsets if a transaction is not in progress (currently in state {self._state.name}): "
+                    "call begin_transaction() first"
+                )
+            handler = AddOffsetsToTxnHandler(self, dict(offsets), group_metadata)
+            self._enqueue(handler)
+            return handler.result
+
+    def fail_if_not_ready_for_send(self) -> None:
+        """Checked by ``send()`` before appending (Java ``failIfNotReadyForSend``)."""
+        if self.has_error():
+            raise KafkaError(
+                "Cannot perform send because at least one previous transactional or idempotent request has failed "
+                f"with errors ({self._last_error!r})"
+                + ("; call abort_transaction()" if self.has_abortable_error() else "; close this producer")
+            ) from self._last_error
+        if self.is_transactional():
+            if not self.has_producer_id():
+                raise IllegalStateError(
+                    "Cannot perform a 'send' before completing a call to init_transactions() when transactions are enabled"
+                )
+            if self._state is not State.IN_TRANSACTION:
+                raise IllegalStateError(
+                    f"Cannot call send in state {self._state.name}: the transactional producer is not in a transaction "
+                    "(call begin_transaction() first)"
+                )
+
+    def maybe_add_partition(self, tp: TopicPartition) -> None:
+        """After a record for ``tp`` was appended: queue ``tp`` for AddPartitionsToTxn if it is new."""
+        with self._lock:
+            self.maybe_fail_with_error()
+            self._throw_if_pending_state("send")
+            if not self.is_transactional():
+                return
+            if not self.has_producer_id():
+                raise IllegalStateError(f"Cannot add partition {tp} to transaction before completing a call to init_transactions()")
+            if self._state is not State.IN_TRANSACTION:
+                raise IllegalStateError(f"Cannot add partition {tp} to transaction while in state {self._state.name}")
+            if tp in self.partitions_in_transaction or tp in self.pending_partitions_in_transaction:
+                return
+            if tp not in self.new_partitions_in_transaction:
+                log.debug("transactional id %s: adding partition %s to the transaction", self.transactional_id, tp)
+                self.new_partitions_in_transaction.add(tp)
+
+    def forget_aborted_batch(self, batch: ProducerBatch) -> None:
+        """A queued batch failed by an abort. One that was sent before (a retry) took sequence numbers the
+        broker never acknowledged: the abort bumps the epoch so that the next transaction restarts at 0."""
+        with self._lock:
+            if batch.has_sequence():
+                self.remove_in_flight_batch(batch)
+                self.txn_epoch_bump_required = True
+
+    def is_partition_added(self, tp: TopicPartition) -> bool:
+        return tp in self.partitions_in_transaction
+
+    def is_partition_pending_add(self, tp: TopicPartition) -> bool:
+        return tp in self.new_partitions_in_transaction or tp in self.pending_partitions_in_transaction
+
+    # --- transactions: request queue (Sender thread) ------------------------------------------------------
+
+    def _enqueue(self, handler: TxnRequestHandler) -> None:
+        with self._lock:
+            heapq.heappush(self._pending_requests, (handler.priority, next(self._enqueue_order), handler))
+
+    def _enqueue_init_producer_id(self, bump: bool, result: TransactionalRequestResult | None = None) -> TransactionalRequestResult:
+        from pykafka_client.producer.txn_request_handlers import InitProducerIdHandler
+
+        handler = InitProducerIdHandler(self, bump, result)
+        self._enqueue(handler)
+        return handler.result
+
+    def _add_partitions_handler(self) -> TxnRequestHandler:
+        from pykafka_client.producer.txn_request_handlers import AddPartitionsToTxnHandler
+
+        self.pending_partitions_in_transaction |= self.new_partitions_in_transaction
+        self.new_partitions_in_transaction.clear()
+        return AddPartitionsToTxnHandler(self, sorted(self.pending_partitions_in_transaction))
+
+    def has_pending_requests(self) -> bool:
+        return bool(self._pending_requests) or bool(self.new_partitions_in_transaction)
+
+    def has_in_flight_request(self) -> bool:
+        return self.in_flight_handler is not None
+
+    def retry(self, handler: TxnRequestHandler) -> None:
+        """Put a request that could not be sent back in the queue (no backoff: nothing was sent)."""
+        self._enqueue(handler)
+
+    def next_request(self, has_incomplete_batches: bool) -> TxnRequestHandler | None:
+        """The next transactional request to send, or None. EndTxn waits until every batch of the transaction
+        is acknowledged (statement 76); a queued request fails at once in an error state (FindCoordinator may
+        still go when the error is abortable); EndTxn is skipped when nothing was added (statement 84)."""
+        from pykafka_client.producer.txn_request_handlers import EndTxnHandler, FindCoordinatorHandler
+
+        with self._lock:
+            if self.new_partitions_in_transaction:
+                self._enqueue(self._add_partitions_handler())
+            if not self._pending_requests:
+                return None
+            handler = self._pending_requests[0][2]
+            if isinstance(handler, EndTxnHandler) and has_incomplete_batches:
+                return None
+            heapq.heappop(self._pending_requests)
+            if self.has_error() and not (self.has_abortable_error() and isinstance(handler, FindCoordinatorHandler)):
+                assert self._last_error is not None
+                handler.result.fail(self._last_error)
+                return None
+            if isinstance(handler, EndTxnHandler) and not self.transaction_started:
+                log.debug("transactional id %s: no EndTxn since nothing was added to the transaction", self.transactional_id)
+                self.complete_transaction(handler.result)
+                return heapq.heappop(self._pending_requests)[2] if self._pending_requests else None
+            return handler
+
+    def complete_transaction(self, result: TransactionalRequestResult) -> None:
+        """EndTxn succeeded (or was not needed): READY and ``result`` done, or, when the epoch must be bumped
+        (an abort after a failed send), INITIALIZING and ``result`` left to the InitProducerId that bumps it."""
+        with self._lock:
+            bump = self.txn_epoch_bump_required
+            self._transition_to(State.INITIALIZING if bump else State.READY)
+            self.txn_epoch_bump_required = False
+            self.transaction_started = False
+            self.new_partitions_in_transaction.clear()
+            self.pending_partitions_in_transaction.clear()
+            self.partitions_in_transaction.clear()
+            self.pending_txn_offset_commits.clear()
+            if bump:
+                log.info("transactional id %s: bumping the epoch of %s after the abort", self.transactional_id, self._pid_epoch)
+                self._enqueue_init_producer_id(bump=True, result=result)
+            else:
+                result.done()
+
+    def lookup_coordinator(self, key_type: int, key: str) -> None:
+        """Forget the coordinator and queue a FindCoordinator for it (once)."""
+        from pykafka_client.producer.txn_request_handlers import FindCoordinatorHandler
+
+        with self._lock:
+            if key_type == TRANSACTION_COORDINATOR:
+                self.transaction_coordinator = None
+            else:
+                self.group_coordinator = None
+            for _, _, h in self._pending_requests:
+                if isinstance(h, FindCoordinatorHandler) and h.key_type == key_type and h.key == key:
+                    return
+            self._enqueue(FindCoordinatorHandler(self, key_type, key))
+
+    def coordinator(self, key_type: int) -> Node | None:
+        return self.transaction_coordinator if key_type == TRANSACTION_COORDINATOR else self.group_coordinator
+
+    def set_producer_id_and_epoch_for_transaction(self, producer_id: int, epoch: int) -> None:
+        with self._lock:
+            self._pid_epoch = ProducerIdAndEpoch(producer_id, epoch)
+            self._transition_to(State.READY)
+            self._last_error = None
+
+    def close(self) -> None:
+        """Force close: fail every queued transactional request and the pending call (statement 85)."""
+        with self._lock:
+            exc = KafkaError("The producer closed forcefully")
+            for _, _, h in self._pending_requests:
+                h.result.fail(exc)
+            self._pending_requests.clear()
+            if self.in_flight_handler is not None:
+                self.in_flight_handler.result.fail(exc)
+            self._fail_pending_transition(exc)

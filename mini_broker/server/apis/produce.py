@@ -16,8 +16,8 @@ existed (no client gets here: InitProducerId with a transactional id fails first
 without a transactional id are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka does. A partition where the
 producer has no open transaction yet is verified first (KIP-890: the coordinator's verify-only
 AddPartitionsToTxn); a partition not in the producer's transaction is refused with the verifier's error
-(INVALID_TXN_STATE, PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, TRANSACTION_ABORTABLE) and nothing is
-written to it. Unlike Kafka's VerificationGuard the verification is not re-checked under the log lock: a
+(INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH for a fenced epoch, INVALID_PRODUCER_ID_MAPPING,
+TRANSACTION_ABORTABLE) and nothing is written to it. Unlike Kafka's VerificationGuard the verification is not re-checked under the log lock: a
 transaction aborted between the two could still get one batch (the log then holds it in an open transaction
 the next marker of the producer ends). TEST-ONLY: an armed ``FaultInjector`` closes the connection
 instead of answering (after the append).
@@ -31,7 +31,13 @@ from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
 from mini_broker.transaction.seams import TransactionVerifier
-from pykafka_client.errors import InvalidRequestError, InvalidTxnStateError, TransactionalIdAuthorizationError
+from pykafka_client.errors import (
+    InvalidProducerEpochError,
+    InvalidRequestError,
+    InvalidTxnStateError,
+    ProducerFencedError,
+    TransactionalIdAuthorizationError,
+)
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
@@ -125,6 +131,10 @@ def _verify_transaction(apis: KafkaApis, verifier: TransactionVerifier, transact
         errors = verifier.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
         for tp in partitions:
             code = errors.get(tp, InvalidTxnStateError.code)
+            if code == ProducerFencedError.code:
+                # Produce has no PRODUCER_FENCED (KIP-588): a stale epoch is INVALID_PRODUCER_EPOCH here, as
+                # Kafka answers a verification that found the producer fenced
+                code = InvalidProducerEpochError.code
             if code != 0:
                 refused[tp] = PartitionResponse(error_code=code, error_message=(
                     f"partition {tp} is not in the ongoing transaction of producer {producer_id} "

@@ -302,10 +302,10 @@ def test_custom_partitioner(broker: MiniBroker) -> None:
         assert [p.send(topic, b"v").result(10).partition for _ in range(6)] == [0, 1, 2, 3, 4, 5]
 
 
-def test_transactions_not_supported(broker: MiniBroker) -> None:
+def test_transactional_misuse(broker: MiniBroker) -> None:
     with pytest.raises(ConfigurationError, match="transactional"):
-        producer(broker, **{"transactional.id": "tx"})
-    with producer(broker) as p, pytest.raises(IllegalStateError, match="not supported"):
+        producer(broker, **{"transactional.id": "tx", "enable.idempotence": False})
+    with producer(broker) as p, pytest.raises(IllegalStateError, match="transactional"):
         p.begin_transaction()
 
 

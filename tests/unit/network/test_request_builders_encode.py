@@ -70,7 +70,7 @@ from pykafka_client.protocol.messages import (
     OffsetFetchResponse,
     SyncGroupResponse,
 )
-from pykafka_client.structs import Node
+from pykafka_client.structs import Node, OffsetAndMetadata
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_client import MockClient
 from tests.doubles.mock_selector import MockSelector, SentRequest
@@ -176,6 +176,41 @@ def drive_producer() -> None:
         h.client.prepare_response(produce_response({TP0: (0, 0)}))
         for _ in range(4):
             h.run_once()
+
+
+def drive_transactional_producer() -> None:
+    """init_transactions, a transaction with records and consumer offsets (with and without KIP-447 group
+    metadata) committed, one aborted after a failed send (EndTxn then the epoch-bumping InitProducerId)."""
+    from tests.unit.producer import txn_harness as tx
+    from tests.unit.producer.test_transactions import Group
+
+    h = tx.TxnHarness()
+    h.init_transactions()
+    tm = h.txn
+    for group in (Group(), Group(generation_id=-1, member_id="")):
+        tm.begin_transaction()
+        h.send_and_add()
+        h.produce_ok()
+        h.run_until(lambda: not h.accumulator.has_incomplete())
+        offsets = tm.send_offsets_to_transaction({TP0: OffsetAndMetadata(3, "m", leader_epoch=2)}, group)
+        h.client.prepare_response(tx.add_offsets_response(), tx.is_add_offsets)
+        if tm.group_coordinator is None:
+            h.client.prepare_response(tx.find_coordinator_response(h.node1), tx.is_find_coordinator(0))
+        h.client.prepare_response(tx.txn_offset_commit_response({TP0: 0}), tx.is_txn_offset_commit)
+        h.run_until(offsets.is_completed)
+        h.client.prepare_response(tx.end_txn_response(), tx.is_end_txn(True))
+        commit = tm.begin_commit()
+        h.run_until(commit.is_completed)
+        commit.await_(0)
+    tm.begin_transaction()
+    h.send_and_add()
+    h.client.prepare_response(produce_response({TP0: (87, -1)}), tx.is_produce)
+    h.run_until(tm.has_abortable_error)
+    h.client.prepare_response(tx.end_txn_response(), tx.is_end_txn(False))
+    h.client.prepare_response(init_pid_response(epoch=1), tx.is_init_pid)
+    abort = tm.begin_abort()
+    h.run_until(abort.is_completed)
+    abort.await_(0)
 
 
 # --- consumer: a group member on the real ConsumerNetworkClient over MockClient ------------------------
@@ -420,6 +455,10 @@ READ_COMMITTED = {"isolation.level": "read_committed", "client.rack": "rack-a"}
 SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
     "network_client": (drive_network_client, False, {"API_VERSIONS", "METADATA"}),
     "producer": (drive_producer, False, {"PRODUCE", "INIT_PRODUCER_ID"}),
+    "transactional_producer": (drive_transactional_producer, False, {
+        "FIND_COORDINATOR", "INIT_PRODUCER_ID", "ADD_PARTITIONS_TO_TXN", "PRODUCE", "ADD_OFFSETS_TO_TXN",
+        "TXN_OFFSET_COMMIT", "END_TXN",
+    }),
     "admin": (
         lambda: [drive_admin(cap) for cap in ADMIN_CAPS] and None,
         True,

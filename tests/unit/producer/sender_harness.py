@@ -86,6 +86,7 @@ class Harness:
         acks: int = -1,
         with_producer_id: bool = True,
         partitions: int = 2,
+        transactional_id: str | None = None,
     ) -> None:
         self.time = MockTime()
         self.brokers = nodes(2)
@@ -100,7 +101,9 @@ class Harness:
         )
         self.client = MockClient(self.time, self.metadata)
         self.tm: TransactionManager | None = TransactionManager() if idempotent else None
-        if self.tm is not None and with_producer_id:
+        if transactional_id is not None:
+            self.tm = TransactionManager(transactional_id, 60_000, retry_backoff_ms, self.time)
+        elif self.tm is not None and with_producer_id:
             self.tm.set_producer_id_and_epoch(PID, 0)
         self.accumulator = RecordAccumulator(
             batch_size=batch_size,
