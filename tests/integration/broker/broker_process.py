@@ -24,13 +24,14 @@ LISTENING = re.compile(r"mini_broker listening on PLAINTEXT://([\d.]+):(\d+)")
 
 class BrokerProcess:
     def __init__(self, data_dir: Path, log_level: str = "WARNING", module: str = "mini_broker",
-                 overrides: dict[str, object] | None = None, wrapper: list[str] | None = None) -> None:
+                 overrides: dict[str, object] | None = None, wrapper: list[str] | None = None, port: int = 0) -> None:
         """``module``: what ``python -m`` runs (a test wrapper of ``mini_broker``'s main may replace it);
-        ``overrides``: extra ``--override`` properties; ``wrapper``: a command prefix (e.g. ``prlimit ...``)."""
+        ``overrides``: extra ``--override`` properties; ``wrapper``: a command prefix (e.g. ``prlimit ...``);
+        ``port``: 0 picks a free one, a fixed one lets clients reconnect to a restarted broker."""
         extra = [a for k, v in (overrides or {}).items() for a in ("--override", f"{k}={v}")]
         self.proc = subprocess.Popen(
             [*(wrapper or []), sys.executable, "-m", module, "--data-dir", str(data_dir), "--listeners",
-             "PLAINTEXT://127.0.0.1:0", "--override", "num.io.threads=2", "--override", "num.network.threads=1",
+             f"PLAINTEXT://127.0.0.1:{port}", "--override", "num.io.threads=2", "--override", "num.network.threads=1",
              *extra, "--log-level", log_level],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             cwd=str(ROOT))
