@@ -121,7 +121,7 @@ def test_memory_stays_bounded_under_huge_announced_frames(pool_broker: BrokerPro
     assert after < baseline + 20 * MB
 
 
-HOLD_S = 8.0  # the issue holds 20 s; one log line per pause of up to 1 s shows the same property sooner
+HOLD_S = 20.0  # as the issue states it: 300 connections held 20 s, at most 200 log lines and 3 CPU-s
 
 
 @pytest.mark.skipif(not Path("/usr/bin/prlimit").exists(), reason="needs util-linux prlimit")
