@@ -80,7 +80,10 @@ def describe_configs(
 
 
 def incremental_alter_configs(
-    admin: AdminClient, configs: Mapping[ConfigResource, Iterable[AlterConfigOp]], timeout: float | None = None, validate_only: bool = False,
+    admin: AdminClient,
+    configs: Mapping[ConfigResource, Iterable[AlterConfigOp]],
+    timeout: float | None = None,
+    validate_only: bool = False,
 ) -> None:
     mapping_argument(
         "incremental_alter_configs", "configs", configs,

@@ -206,7 +206,13 @@ def alter_consumer_group_offsets(
 
 
 def _ask_each_coordinator(
-    admin: AdminClient, group_ids: list[str], api_key: ApiKey, request: Callable[..., Any], field_name: str, results_field: str, timer: Timer,
+    admin: AdminClient,
+    group_ids: list[str],
+    api_key: ApiKey,
+    request: Callable[..., Any],
+    field_name: str,
+    results_field: str,
+    timer: Timer,
 ) -> list[tuple[Node, Any]]:
     """Send ``request(field_name=[group_id])`` to each group's coordinator; ``results_field`` names the
     response's per-group list, whose first error code says whether the coordinator moved."""

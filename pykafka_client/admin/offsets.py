@@ -59,7 +59,10 @@ def _take_partition_results(topics: Iterable[Any], remaining: MutableMapping[TP,
 
 
 def list_offsets(
-    admin: AdminClient, specs: Mapping[TP, OffsetSpec], timeout: float | None = None, isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+    admin: AdminClient,
+    specs: Mapping[TP, OffsetSpec],
+    timeout: float | None = None,
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
 ) -> dict[TopicPartition, ListOffsetsResultInfo]:
     mapping_argument(
         "list_offsets", "specs", specs,
@@ -139,7 +142,13 @@ def describe_producers(
 
 
 def _list_offsets_from(
-    admin: AdminClient, leader_id: int, tps: list[TP], remaining: dict[TP, OffsetSpec], out: dict[TP, ListOffsetsResultInfo], timer: Timer, isolation_level: IsolationLevel,
+    admin: AdminClient,
+    leader_id: int,
+    tps: list[TP],
+    remaining: dict[TP, OffsetSpec],
+    out: dict[TP, ListOffsetsResultInfo],
+    timer: Timer,
+    isolation_level: IsolationLevel,
 ) -> bool:
     by_topic: dict[str, list[TP]] = defaultdict(list)
     for tp in tps:
@@ -186,7 +195,12 @@ def _list_offsets_from(
 
 
 def _describe_producers_from(
-    admin: AdminClient, leader_id: int, tps: list[TP], remaining: dict[TP, None], out: dict[TP, list[ProducerState]], timer: Timer,
+    admin: AdminClient,
+    leader_id: int,
+    tps: list[TP],
+    remaining: dict[TP, None],
+    out: dict[TP, list[ProducerState]],
+    timer: Timer,
 ) -> bool:
     by_topic: dict[str, list[int]] = defaultdict(list)
     for tp in tps:

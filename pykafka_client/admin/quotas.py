@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 
 
 def alter_client_quotas(
-    admin: AdminClient, entries: Iterable[ClientQuotaAlteration], timeout: float | None = None, validate_only: bool = False,
+    admin: AdminClient,
+    entries: Iterable[ClientQuotaAlteration],
+    timeout: float | None = None,
+    validate_only: bool = False,
 ) -> dict[ClientQuotaEntity, BaseException | None]:
     alterations = list_argument(
         "alter_client_quotas", "entries", entries, ClientQuotaAlteration,

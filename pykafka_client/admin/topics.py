@@ -116,7 +116,10 @@ def delete_topics(admin: AdminClient, topics: Iterable[str], timeout: float | No
 
 
 def create_partitions(
-    admin: AdminClient, new_partitions: Mapping[str, NewPartitions], timeout: float | None = None, validate_only: bool = False,
+    admin: AdminClient,
+    new_partitions: Mapping[str, NewPartitions],
+    timeout: float | None = None,
+    validate_only: bool = False,
 ) -> None:
     mapping_argument(
         "create_partitions", "new_partitions", new_partitions,
