@@ -33,8 +33,9 @@ from mini_broker.log.checkpoint import (
     RECOVERY_POINT_CHECKPOINT_FILE,
     OffsetCheckpointFile,
 )
+from mini_broker.log.local_log import log_dir_name, parse_topic_partition
 from mini_broker.log.log_config import LONG_MAX, LogConfig
-from mini_broker.log.unified_log import Log, log_dir_name, parse_topic_partition
+from mini_broker.log.unified_log import Log
 from mini_broker.producer_state.producer_state_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from pykafka_client.errors import KafkaStorageError
 from pykafka_client.utils.time import SYSTEM_TIME, Time

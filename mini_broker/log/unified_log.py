@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Final
 
 from mini_broker.log.fetch_data_info import FetchDataInfo, LogAppendInfo, TimestampAndOffset
+from mini_broker.log.local_log import offset_of_max_timestamp, offset_of_timestamp, parse_topic_partition, read_segments
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_loader import load_segments
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
@@ -74,18 +75,6 @@ _PRODUCER_ORIGIN: Final = {
     AppendOrigin.COORDINATOR: _pai.AppendOrigin.COORDINATOR,
     AppendOrigin.REPLICATION: _pai.AppendOrigin.REPLICATION,
 }
-
-
-def parse_topic_partition(dir_name: str) -> tuple[str, int]:
-    """``"my-topic-3"`` -> ``("my-topic", 3)``; ValueError when the name is not ``<topic>-<partition>``."""
-    topic, sep, partition = dir_name.rpartition("-")
-    if not sep or not topic or not partition.isdigit():
-        raise ValueError(f"{dir_name!r} is not a <topic>-<partition> directory name")
-    return topic, int(partition)
-
-
-def log_dir_name(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
 
 
 class Log:
@@ -400,36 +389,12 @@ class Log:
                     else self._bound_metadata(max_offset)
                 )
             bound = self._bound_metadata(max_offset)
-        return self._read_segments(segments, start_offset, max_bytes, bound, min_one_message, end)
+        return read_segments(segments, start_offset, max_bytes, bound, min_one_message, end)
 
     def _bound_metadata(self, offset: int) -> LogOffsetMetadata:
         if offset == self._high_watermark:
             return self.high_watermark_metadata()
         return self.offset_metadata(offset)
-
-    def _read_segments(
-        self,
-        segments: list[LogSegment],
-        start_offset: int,
-        max_bytes: int,
-        bound: LogOffsetMetadata,
-        min_one_message: bool,
-        end: LogOffsetMetadata,
-    ) -> FetchDataInfo:
-        bases = [s.base_offset for s in segments]
-        i = max(0, bisect_right(bases, start_offset) - 1)
-        while i < len(segments):
-            segment = segments[i]
-            if segment.base_offset > bound.segment_base_offset:
-                break
-            max_position = (
-                bound.relative_position_in_segment if segment.base_offset == bound.segment_base_offset else segment.size
-            )
-            result = segment.read(start_offset, max_bytes, max_position, min_one_message)
-            if result is not None:
-                return FetchDataInfo(result.fetch_offset_metadata, result.region)
-            i += 1
-        return FetchDataInfo(end)
 
     def offset_metadata(self, offset: int) -> LogOffsetMetadata:
         """The position of ``offset`` (its batch's start). Raises ``OffsetOutOfRangeError`` outside the log."""
@@ -443,7 +408,7 @@ class Log:
         end = self._leo_metadata
         if offset > end.message_offset or offset < self.log_start_offset:
             raise OffsetOutOfRangeError(f"offset {offset} is out of range for {self.topic}-{self.partition}")
-        return self._read_segments(self._segments, offset, 1, end, False, end)
+        return read_segments(self._segments, offset, 1, end, False, end)
 
     # -- timestamps -----------------------------------------------------------------------------------
     def fetch_offset_by_timestamp(
@@ -469,24 +434,10 @@ class Log:
         segments = self._segments
         log_start = self.log_start_offset
         if target_timestamp == MAX_TIMESTAMP:
-            best: LogSegment | None = None
-            for segment in segments:
-                if segment.max_timestamp_so_far >= 0 and (
-                    best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far
-                ):
-                    best = segment
-            if best is None:
-                return None
-            found = best.find_offset_by_timestamp(best.max_timestamp_so_far, max(log_start, best.base_offset))
-            return TimestampAndOffset(*found) if found is not None else None
+            return offset_of_max_timestamp(segments, log_start)
         if target_timestamp < 0:
             return None
-        for segment in segments:
-            if segment.size and segment.largest_timestamp() >= target_timestamp:
-                found = segment.find_offset_by_timestamp(target_timestamp, max(log_start, segment.base_offset))
-                if found is not None:
-                    return TimestampAndOffset(*found)
-        return None
+        return offset_of_timestamp(segments, log_start, target_timestamp)
 
     # -- retention and log start ----------------------------------------------------------------------
     def delete_records_before(self, offset: int) -> int:

@@ -10,13 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mini_broker.config import (
-    CONFIG_DEF,
-    TOPIC_CONFIG_SYNONYMS,
-    KafkaConfig,
-    broker_value_for_topic_config,
-    config_value_to_string,
-)
+from mini_broker.config import KafkaConfig
+from mini_broker.config_def import CONFIG_DEF, config_value_to_string
+from mini_broker.server_topic_config_synonyms import TOPIC_CONFIG_SYNONYMS, broker_value_for_topic_config
 from pykafka_client.errors import InvalidConfigurationError
 
 # ConfigSource values of DescribeConfigs v1+

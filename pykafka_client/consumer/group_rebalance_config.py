@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from pykafka_client.config import AbstractConfig
 from pykafka_client.protocol.api_keys import ApiKey
 
 #: The first version of each group API that carries ``group.instance.id`` (KIP-345). A static member
@@ -30,6 +31,22 @@ class GroupRebalanceConfig:
     retry_backoff_max_ms: int = 1000
     request_timeout_ms: int = 30000
     leave_group_on_close: bool = True
+
+    @classmethod
+    def from_consumer_config(cls, cfg: AbstractConfig, group_id: str) -> GroupRebalanceConfig:
+        """Java: ``new GroupRebalanceConfig(config, ProtocolType.CONSUMER)`` (``group_id``: the configured
+        ``group.id``, checked to be set by the caller)."""
+        return cls(
+            group_id=group_id,
+            group_instance_id=cfg["group.instance.id"],
+            session_timeout_ms=cfg["session.timeout.ms"],
+            rebalance_timeout_ms=cfg["rebalance.timeout.ms"],
+            heartbeat_interval_ms=cfg["heartbeat.interval.ms"],
+            retry_backoff_ms=cfg["retry.backoff.ms"],
+            retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
+            request_timeout_ms=cfg["request.timeout.ms"],
+            leave_group_on_close=cfg["internal.leave.group.on.close"],
+        )
 
     def oldest_allowed_version(self, api: ApiKey) -> int | None:
         """The oldest version of ``api`` this member may send (None: any): static members need the

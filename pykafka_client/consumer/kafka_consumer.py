@@ -29,7 +29,6 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any, Generic, TypeVar, overload
 
-from pykafka_client.client_utils import create_network_client
 from pykafka_client.consumer import api_arguments as args
 from pykafka_client.consumer.abstract_coordinator import GroupRebalanceConfig
 from pykafka_client.consumer.assignors import get_assignor_instances
@@ -38,6 +37,7 @@ from pykafka_client.consumer.config import ConsumerConfig
 from pykafka_client.consumer.consumer_coordinator import ConsumerCoordinator, OffsetCommitCallback
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerRecords
+from pykafka_client.consumer.consumer_utils import create_consumer_network_client
 from pykafka_client.consumer.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchConfig, Fetcher
 from pykafka_client.consumer.offset_fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
@@ -52,7 +52,6 @@ from pykafka_client.errors import (
     KafkaTimeoutError,
 )
 from pykafka_client.network.cluster import PartitionInfo
-from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.serialization import Deserializer, resolve_deserializer
 from pykafka_client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
@@ -175,20 +174,10 @@ class KafkaConsumer(Generic[K, V]):
         self.subscriptions = SubscriptionState(OffsetResetStrategy(cfg["auto.offset.reset"]))
         self._network_client: NetworkClient | None = None
         if client is None:
-            cm = ConsumerMetadata(
-                self.subscriptions,
-                cfg["retry.backoff.ms"],
-                cfg["retry.backoff.max.ms"],
-                cfg["metadata.max.age.ms"],
-                allow_auto_topic_creation=cfg["allow.auto.create.topics"],
-                include_internal_topics=not cfg["exclude.internal.topics"],
-            )
-            self.metadata: ConsumerMetadata = cm
-            self._network_client = create_network_client(
-                cfg, cm, client_id=self.client_id, max_in_flight_requests_per_connection=100, time=time
-            )
-            self._client: ConsumerClient = ConsumerNetworkClient(
-                self._network_client, cm, time, self._retry_backoff_ms, self._request_timeout_ms
+            self.metadata: ConsumerMetadata
+            self._client: ConsumerClient
+            self.metadata, self._network_client, self._client = create_consumer_network_client(
+                cfg, self.subscriptions, self.client_id, time
             )
         else:
             if metadata is None:
@@ -219,17 +208,7 @@ class KafkaConsumer(Generic[K, V]):
         self.coordinator: ConsumerCoordinator | None = None
         if self.group_id is not None:
             self.coordinator = ConsumerCoordinator(
-                GroupRebalanceConfig(
-                    group_id=self.group_id,
-                    group_instance_id=cfg["group.instance.id"],
-                    session_timeout_ms=cfg["session.timeout.ms"],
-                    rebalance_timeout_ms=cfg["rebalance.timeout.ms"],
-                    heartbeat_interval_ms=cfg["heartbeat.interval.ms"],
-                    retry_backoff_ms=cfg["retry.backoff.ms"],
-                    retry_backoff_max_ms=cfg["retry.backoff.max.ms"],
-                    request_timeout_ms=self._request_timeout_ms,
-                    leave_group_on_close=cfg["internal.leave.group.on.close"],
-                ),
+                GroupRebalanceConfig.from_consumer_config(cfg, self.group_id),
                 self._client,
                 time,
                 self.subscriptions,

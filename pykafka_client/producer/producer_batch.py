@@ -316,6 +316,14 @@ class ProducerBatch:
         self.last_attempt_ms = max(self.last_attempt_ms, now_ms)
         self.retry = True
 
+    def maybe_update_leader_epoch(self, leader_epoch: int | None) -> bool:
+        """Record the partition's current leader epoch on this batch; True when the leader changed after the
+        batch's last attempt (Java ``ProducerBatch.maybeUpdateLeaderEpoch`` / ``hasLeaderChangedForTheOngoingRetry``)."""
+        if leader_epoch is not None and (self.current_leader_epoch is None or self.current_leader_epoch < leader_epoch):
+            self.attempts_when_leader_last_changed = self.attempts
+            self.current_leader_epoch = leader_epoch
+        return self.attempts >= 1 and self.attempts == self.attempts_when_leader_last_changed
+
     def drained(self, now_ms: int) -> None:
         self.drained_ms = max(self.drained_ms, now_ms)
 

@@ -32,7 +32,9 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.producer.buffer_pool import BufferPool
+from pykafka_client.producer.compression_ratio_estimator import CompressionRatioEstimator
 from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.incomplete_batches import IncompleteBatches
 from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView
 from pykafka_client.producer.producer_batch import (
     Callback,
@@ -52,8 +54,6 @@ if TYPE_CHECKING:
 UNKNOWN_PARTITION = -1
 RETRY_BACKOFF_EXP_BASE = 2
 RETRY_BACKOFF_JITTER = 0.2
-COMPRESSION_RATIO_IMPROVING_STEP = 0.005
-COMPRESSION_RATIO_DETERIORATE_STEP = 0.05
 
 
 class AccumulatorMetadata(ClusterView, Protocol):
@@ -129,9 +129,7 @@ class RecordAccumulator:
         self._rng = rng if rng is not None else random.Random()
         self._topics: dict[str, _TopicInfo] = {}
         self._topics_lock = threading.Lock()
-        self._incomplete: set[ProducerBatch] = set()
-        self._incomplete_lock = threading.Lock()
-        self._incomplete_cond = threading.Condition(self._incomplete_lock)
+        self._incomplete = IncompleteBatches()
         self._muted: set[TopicPartition] = set()
         self._drain_index: dict[int, int] = {}
         self._flushes_in_progress = 0
@@ -139,8 +137,7 @@ class RecordAccumulator:
         self._counts_lock = threading.Lock()
         self._closed = False
         self._next_batch_expiry_ms = 2**63 - 1
-        # topic -> estimated compression ratio (Java CompressionRatioEstimator, per topic and codec).
-        self._compression_ratios: dict[str, float] = {}
+        self._compression_ratios = CompressionRatioEstimator()
 
     # --- append (application threads) ----------------------------------------------------------------
 
@@ -211,15 +208,14 @@ class RecordAccumulator:
                             raise KafkaError("Producer closed while send in progress")
                         batch = ProducerBatch(
                             TopicPartition(topic, effective), allocated, now, self.compression_type,
-                            self.compression_level, compression_ratio=self._compression_ratios.get(topic, 1.0),
+                            self.compression_level, compression_ratio=self._compression_ratios.estimation(topic),
                         )
                         batch.allocated_bytes = allocated
                         future = batch.try_append(timestamp, key, value, headers, callback, now)
                         if future is None:  # cannot happen: the first record always fits
                             raise IllegalStateError("a record did not fit in a new batch")
                         q.batches.append(batch)
-                        with self._incomplete_lock:
-                            self._incomplete.add(batch)
+                        self._incomplete.add(batch)
                         allocated = 0
                         result = RecordAppendResult(
                             future, len(q.batches) > 1 or batch.is_full(), True, effective,
@@ -354,7 +350,7 @@ class RecordAccumulator:
                         continue
                     batch = q.batches[0]
                     waited = now_ms - max(batch.created_ms, batch.last_attempt_ms)
-                    leader_changed = self.maybe_update_leader_epoch(batch, epoch)
+                    leader_changed = batch.maybe_update_leader_epoch(epoch)
                     backing_off, retry_wait = self._should_backoff(batch, waited, leader_changed)
                     full = n > 1 or batch.is_full()
                 if leader is None:
@@ -376,14 +372,6 @@ class RecordAccumulator:
                 else:
                     info.partitioner.update_partition_load_stats((), (), 0)
         return ReadyCheckResult(ready_nodes, next_delay, unknown)
-
-    def maybe_update_leader_epoch(self, batch: ProducerBatch, leader_epoch: int | None) -> bool:
-        """Record the partition's current leader epoch on the batch; True when the leader changed after the
-        batch's last attempt (Java ``ProducerBatch.maybeUpdateLeaderEpoch`` / ``hasLeaderChangedForTheOngoingRetry``)."""
-        if leader_epoch is not None and (batch.current_leader_epoch is None or batch.current_leader_epoch < leader_epoch):
-            batch.attempts_when_leader_last_changed = batch.attempts
-            batch.current_leader_epoch = leader_epoch
-        return batch.attempts >= 1 and batch.attempts == batch.attempts_when_leader_last_changed
 
     def has_undrained(self) -> bool:
         for info in list(self._topics.values()):
@@ -441,7 +429,7 @@ class RecordAccumulator:
                     first = q.batches[0] if q.batches else None
                     if first is not None:
                         _, epoch = metadata.leader_and_epoch(tp)
-                        leader_changed = self.maybe_update_leader_epoch(first, epoch)
+                        leader_changed = first.maybe_update_leader_epoch(epoch)
                         waited = now_ms - max(first.created_ms, first.last_attempt_ms)
                         backing_off, _ = self._should_backoff(first, waited, leader_changed)
                         if not backing_off:
@@ -498,7 +486,7 @@ class RecordAccumulator:
         # Halving the uncompressed records always makes progress. As Java, a batch found too large resets the
         # topic's compression estimate to at least 1.0.
         split_size = max(big.uncompressed_size_in_bytes() // 2, 1)
-        self._compression_ratios[big.topic_partition.topic] = max(1.0, big.actual_compression_ratio)
+        self._compression_ratios.set_estimation(big.topic_partition.topic, max(1.0, big.actual_compression_ratio))
         pieces = big.split_into(split_size, now_ms)
         if base_seq != -1:
             seq = base_seq
@@ -507,8 +495,7 @@ class RecordAccumulator:
                 seq = increment_sequence(seq, b.record_count)
         q = self._queue(self._topic_info(big.topic_partition.topic), big.topic_partition.partition)
         tm = self.transaction_manager
-        with self._incomplete_lock:
-            self._incomplete.update(pieces)
+        self._incomplete.add_all(pieces)
         for b in reversed(pieces):
             b.attempts = big.attempts
             b.last_attempt_ms = big.last_attempt_ms
@@ -538,20 +525,11 @@ class RecordAccumulator:
         return expired
 
     def update_compression_ratio(self, batch: ProducerBatch) -> None:
-        """After a batch was encoded: move the topic's estimate towards the observed ratio (slowly when it
-        improves, fast when it deteriorates), as Java ``CompressionRatioEstimator.updateEstimation``."""
-        if not batch.is_compressed:
-            return
-        topic = batch.topic_partition.topic
-        observed = batch.actual_compression_ratio
-        current = self._compression_ratios.get(topic, 1.0)
-        if observed > current:
-            self._compression_ratios[topic] = max(current + COMPRESSION_RATIO_DETERIORATE_STEP, observed)
-        elif observed < current:
-            self._compression_ratios[topic] = max(current - COMPRESSION_RATIO_IMPROVING_STEP, observed)
+        """After a batch was encoded: move the topic's compression estimate towards the observed ratio."""
+        self._compression_ratios.update_estimation(batch)
 
     def compression_ratio_estimate(self, topic: str) -> float:
-        return self._compression_ratios.get(topic, 1.0)
+        return self._compression_ratios.estimation(topic)
 
     def maybe_update_next_batch_expiry_time(self, batch: ProducerBatch) -> None:
         t = batch.created_ms + self.delivery_timeout_ms
@@ -568,21 +546,16 @@ class RecordAccumulator:
 
     def deallocate(self, batch: ProducerBatch) -> None:
         """Forget a completed batch and return its memory."""
-        with self._incomplete_cond:
-            self._incomplete.discard(batch)
-            if not self._incomplete:
-                self._incomplete_cond.notify_all()
+        self._incomplete.remove(batch)
         if batch.allocated_bytes:
             self.free.deallocate(batch.allocated_bytes)
             batch.allocated_bytes = 0
 
     def has_incomplete(self) -> bool:
-        with self._incomplete_lock:
-            return bool(self._incomplete)
+        return not self._incomplete.is_empty()
 
     def incomplete_batches(self) -> list[ProducerBatch]:
-        with self._incomplete_lock:
-            return list(self._incomplete)
+        return self._incomplete.copy_all()
 
     # --- flush and close -----------------------------------------------------------------------------
 
@@ -599,20 +572,8 @@ class RecordAccumulator:
 
     def await_flush_completion(self, timeout_s: float | None, snapshot: Iterable[ProducerBatch] | None = None) -> bool:
         """Wait (real time) until the batches incomplete when the flush began are done. True if they all are."""
-        pending = list(self.incomplete_batches() if snapshot is None else snapshot)
-        deadline = None if timeout_s is None else self.time.hi_res_clock_ms() + int(timeout_s * 1000)
-        with self._incomplete_cond:
-            while True:
-                pending = [b for b in pending if b in self._incomplete]
-                if not pending:
-                    return True
-                if deadline is None:
-                    self._incomplete_cond.wait(0.5)
-                    continue
-                remaining = deadline - self.time.hi_res_clock_ms()
-                if remaining <= 0:
-                    return False
-                self._incomplete_cond.wait(min(remaining / 1000.0, 0.5))
+        pending = self.incomplete_batches() if snapshot is None else snapshot
+        return self._incomplete.await_completion(pending, timeout_s, self.time)
 
     def appends_in_progress(self) -> bool:
         return self._appends_in_progress > 0

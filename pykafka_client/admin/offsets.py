@@ -1,0 +1,222 @@
+"""The AdminClient's per-partition calls asked of each partition's leader (Java
+``KafkaAdminClient.listOffsets`` / ``deleteRecords`` / ``describeProducers``)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
+from pykafka_client.admin.types import (
+    IsolationLevel,
+    ListOffsetsResultInfo,
+    OffsetSpec,
+    ProducerState,
+)
+from pykafka_client.network.cluster import TP
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import (
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+)
+from pykafka_client.structs import TopicPartition
+from pykafka_client.utils.arguments import list_argument, mapping_argument
+from pykafka_client.utils.time import Timer
+
+if TYPE_CHECKING:
+    from pykafka_client.admin.admin_client import AdminClient
+
+# Partition-level errors after which list_offsets refreshes metadata and retries.
+_RETRY_WITH_METADATA = {3, 5, 6, 74, 75, 76}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
+# NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, OFFSET_NOT_AVAILABLE
+
+
+def _take_partition_results(topics: Iterable[Any], remaining: MutableMapping[TP, Any], asked: Iterable[TP],
+                            store: Callable[[TP, Any], None]) -> bool:
+    """Per-partition answers of a leader: ``store`` each good one and drop it from ``remaining``; raise the
+    first error that is not a stale-metadata one. True when some partition must be asked again (stale
+    metadata, or no answer for it) after a metadata refresh."""
+    retry = False
+    for t in topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if tp not in remaining:
+                continue
+            if p.error_code in _RETRY_WITH_METADATA:
+                retry = True
+                continue
+            if p.error_code:
+                raise broker_error(p.error_code, getattr(p, "error_message", None), f"partition {t.name}-{p.partition_index}")
+            store(tp, p)
+            del remaining[tp]
+    # A partition the leader did not answer for: refresh and ask again.
+    return retry or any(tp in remaining for tp in asked)
+
+
+def list_offsets(
+    admin: AdminClient,
+    specs: Mapping[TP, OffsetSpec],
+    timeout: float | None = None,
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+) -> dict[TopicPartition, ListOffsetsResultInfo]:
+    mapping_argument(
+        "list_offsets", "specs", specs,
+        "a mapping of TopicPartition to OffsetSpec, e.g. {TopicPartition('orders', 0): OffsetSpec.latest()}",
+    )
+    remaining: dict[TP, OffsetSpec] = {(tp[0], tp[1]): s for tp, s in specs.items()}
+    if not remaining:
+        return {}
+    with admin._lock:
+        timer = admin._timer(timeout)
+        out: dict[TP, ListOffsetsResultInfo] = {}
+        admin._ask_leaders(
+            remaining, timer, "listing offsets",
+            lambda leader_id, tps: _list_offsets_from(admin, leader_id, tps, remaining, out, timer, isolation_level))
+        return {TopicPartition(tp[0], tp[1]): info for tp, info in out.items()}
+
+
+def delete_records(
+    admin: AdminClient, before_offsets: Mapping[TP, int], timeout: float | None = None,
+) -> dict[TopicPartition, int]:
+    mapping_argument(
+        "delete_records", "before_offsets", before_offsets,
+        "a mapping of TopicPartition to offset, e.g. {TopicPartition('orders', 0): 100}",
+    )
+    if not before_offsets:
+        return {}
+    with admin._lock:
+        timer = admin._timer(timeout)
+        admin._refresh_metadata(timer, "leaders to delete records on")
+        cluster = admin.metadata.fetch()
+        raise_for_absent_partitions(cluster, before_offsets)
+        by_leader: dict[int, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+        for tp, offset in before_offsets.items():
+            leader = cluster.leader_for((tp[0], tp[1]))
+            if leader is None:
+                raise broker_error(5, None, f"partition {tp[0]}-{tp[1]} has no leader; try again shortly")
+            by_leader[leader.id][tp[0]].append((tp[1], offset))
+        out: dict[TopicPartition, int] = {}
+        for leader_id, topics in by_leader.items():
+
+            def build(version: int, topics: dict[str, list[tuple[int, int]]] = topics) -> DeleteRecordsRequest:
+                return DeleteRecordsRequest(
+                    topics=[
+                        DeleteRecordsRequest.DeleteRecordsTopic(
+                            name=t,
+                            partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=o) for p, o in parts],
+                        )
+                        for t, parts in topics.items()
+                    ],
+                    timeout_ms=max(0, min(timer.remaining_ms(), 2**31 - 1)),
+                )
+
+            _, resp = admin._send(ApiKey.DELETE_RECORDS, build, admin._broker_target(leader_id), timer)
+            assert isinstance(resp, DeleteRecordsResponse)
+            for t in resp.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        raise broker_error(p.error_code, None, f"deleting records of {t.name}-{p.partition_index}")
+                    out[TopicPartition(t.name, p.partition_index)] = p.low_watermark
+        return out
+
+
+def describe_producers(
+    admin: AdminClient, partitions: Iterable[TP], timeout: float | None = None,
+) -> dict[TopicPartition, list[ProducerState]]:
+    wanted = list_argument("describe_producers", "partitions", partitions, tuple,
+                           "an iterable of TopicPartition, e.g. [TopicPartition('orders', 0)]")
+    remaining: dict[TP, None] = {(tp[0], tp[1]): None for tp in wanted}
+    if not remaining:
+        return {}
+    with admin._lock:
+        timer = admin._timer(timeout)
+        out: dict[TP, list[ProducerState]] = {}
+        admin._ask_leaders(remaining, timer, "describing producers",
+                          lambda leader_id, tps: _describe_producers_from(admin, leader_id, tps, remaining, out, timer))
+        return {TopicPartition(tp[0], tp[1]): states for tp, states in out.items()}
+
+
+def _list_offsets_from(
+    admin: AdminClient,
+    leader_id: int,
+    tps: list[TP],
+    remaining: dict[TP, OffsetSpec],
+    out: dict[TP, ListOffsetsResultInfo],
+    timer: Timer,
+    isolation_level: IsolationLevel,
+) -> bool:
+    by_topic: dict[str, list[TP]] = defaultdict(list)
+    for tp in tps:
+        by_topic[tp[0]].append(tp)
+
+    def build(version: int) -> ListOffsetsRequest:
+        if version < 7 and any(remaining[tp].timestamp == OffsetSpec.MAX_TIMESTAMP for tp in tps):
+            from pykafka_client.errors import UnsupportedVersionError
+
+            raise UnsupportedVersionError("OffsetSpec.max_timestamp() needs ListOffsets v7 or later")
+        return ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=int(isolation_level) if version >= 2 else 0,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    name=topic,
+                    partitions=[
+                        ListOffsetsRequest.ListOffsetsPartition(
+                            partition_index=tp[1],
+                            timestamp=remaining[tp].timestamp,
+                            current_leader_epoch=(
+                                (admin.metadata.last_seen_leader_epoch(tp) or -1) if version >= 4 else -1
+                            ),
+                            max_num_offsets=1,
+                        )
+                        for tp in parts
+                    ],
+                )
+                for topic, parts in by_topic.items()
+            ],
+            timeout_ms=max(0, min(timer.remaining_ms(), 2**31 - 1)) if version >= 10 else 60_000,
+        )
+
+    _, resp = admin._send(ApiKey.LIST_OFFSETS, build, admin._broker_target(leader_id), timer)
+    assert isinstance(resp, ListOffsetsResponse)
+
+    def store(tp: TP, p: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
+        offset = p.offset
+        if not offset and p.old_style_offsets:
+            offset = p.old_style_offsets[0]
+        out[tp] = ListOffsetsResultInfo(offset, p.timestamp, p.leader_epoch if p.leader_epoch >= 0 else None)
+
+    return _take_partition_results(resp.topics, remaining, tps, store)
+
+
+def _describe_producers_from(
+    admin: AdminClient,
+    leader_id: int,
+    tps: list[TP],
+    remaining: dict[TP, None],
+    out: dict[TP, list[ProducerState]],
+    timer: Timer,
+) -> bool:
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for tp in tps:
+        by_topic[tp[0]].append(tp[1])
+    request = DescribeProducersRequest(topics=[
+        DescribeProducersRequest.TopicRequest(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
+    _, resp = admin._send(ApiKey.DESCRIBE_PRODUCERS, lambda _v: request, admin._broker_target(leader_id), timer)
+    assert isinstance(resp, DescribeProducersResponse)
+
+    def store(tp: TP, p: DescribeProducersResponse.PartitionResponse) -> None:
+        out[tp] = [ProducerState(
+            producer_id=s.producer_id, producer_epoch=s.producer_epoch, last_sequence=s.last_sequence,
+            last_timestamp=s.last_timestamp,
+            coordinator_epoch=s.coordinator_epoch if s.coordinator_epoch >= 0 else None,
+            current_transaction_start_offset=(
+                s.current_txn_start_offset if s.current_txn_start_offset >= 0 else None))
+            for s in p.active_producers]
+
+    return _take_partition_results(resp.topics, remaining, tps, store)
