@@ -2,7 +2,7 @@
 subprocesses against one MiniBroker, with our transactional KafkaProducer holding a transaction open over
 two partitions: it shows as Ongoing with those partitions, as a producer with a current transaction start
 offset, and not as hanging (its coordinator is finishing it); after commit it is CompleteCommit and the
-partitions have no open transaction. An unknown transactional id or topic is exit 4 with one line."""
+partitions have no open transaction; after an abort, CompleteAbort. An unknown transactional id or topic is exit 4 with one line."""
 
 from __future__ import annotations
 
@@ -65,6 +65,8 @@ def test_open_transaction_then_commit(pykafka: Run, topic: str, open_txn: tuple[
     ongoing = [t["transactional_id"] for t in _json(pykafka, "transactions", "list", "--state", "Ongoing")]
     assert tid in ongoing
     assert tid not in [t["transactional_id"] for t in _json(pykafka, "transactions", "list", "--state", "Empty")]
+    recent = _json(pykafka, "transactions", "list", "--state", "Ongoing", "--duration-ms", "3600000")
+    assert tid not in [t["transactional_id"] for t in recent]  # started less than an hour ago
     people_list = pykafka("transactions", "list").stdout.decode()
     assert any(line.split() == [tid, str(pid), "Ongoing"] for line in people_list.splitlines())
 
@@ -83,6 +85,12 @@ def test_open_transaction_then_commit(pykafka: Run, topic: str, open_txn: tuple[
     assert done["state"] == "CompleteCommit" and done["partitions"] == [] and done["duration_ms"] is None
     after = [p for p in _json(pykafka, "producers", "describe", "--topic", topic) if p["producer_id"] == pid]
     assert after and all(p["current_transaction_start_offset"] is None for p in after)
+
+    producer.begin_transaction()
+    producer.send(topic, b"dropped", partition=1).result(30)
+    producer.abort_transaction(30)
+    [aborted] = _json(pykafka, "transactions", "describe", "--transactional-id", tid)
+    assert aborted["state"] == "CompleteAbort" and aborted["partitions"] == []
 
 
 def test_unknown_transactional_id_and_topic_are_exit_4(pykafka: Run) -> None:
