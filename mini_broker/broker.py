@@ -33,6 +33,7 @@ from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
 from mini_broker.producer_state.producer_id_manager import ProducerIdManager
+from mini_broker.quota.quota_manager import QuotaManagers
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.context import BrokerContext, BrokerEndPoint
 from mini_broker.server.faults import FaultInjector
@@ -113,6 +114,7 @@ class MiniBroker:
         self.metadata_cache: MetadataCache | None = None
         self.metrics_server: MetricsHttpServer | None = None
         self.apis: KafkaApis | None = None
+        self.quotas: QuotaManagers | None = None
         self.context: BrokerContext | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
@@ -153,7 +155,11 @@ class MiniBroker:
         self.context.txn_marker_writer = ReplicaTxnMarkerWriter(self.context)
         self._start_transaction_coordinator(self.context)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
+        self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
+        self.quotas.start()
+        self.apis.quotas = self.quotas
         self.socket_server = SocketServer(config, channel, self.apis, self.time, self.metrics, self._selector_factory)
+        self.quotas.on_ip_quota = self.socket_server.quotas.update_ip_connection_rate
         self.context.endpoints = self._advertised_endpoints(self.socket_server)
         self.handler_pool = KafkaRequestHandlerPool(channel, self.apis, config.num_io_threads, self.time,
                                                     self.metrics.request_handler_idle)
@@ -204,6 +210,8 @@ class MiniBroker:
             self.socket_server.stop_processing()
         if self.handler_pool is not None:
             self.handler_pool.shutdown()
+        if self.quotas is not None:
+            self.quotas.shutdown()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.transaction_coordinator is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from typing import Callable, Mapping, Union
+from typing import Callable, Final, Mapping, Union
 
 from pykafka_client.errors import ConfigurationError
 
@@ -61,7 +61,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     _k("num.network.threads", "int", 3, 1),
     _k("num.io.threads", "int", 8, 1),
     _k("queued.max.requests", "int", 500, 1),
-    _k("queued.max.request.bytes", "long", -1),
+    _k("queued.max.request.bytes", "long", 104857600,
+       doc="bound on request-frame memory (Kafka's default is -1, unbounded; -1 turns the pool off here too)"),
     _k("socket.request.max.bytes", "int", 104857600, 1),
     _k("socket.send.buffer.bytes", "int", 102400),
     _k("socket.receive.buffer.bytes", "int", 102400),
@@ -71,6 +72,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     _k("max.connections.per.ip.overrides", "str", ""),
     _k("max.connections", "int", INT_MAX, 0),
     _k("max.connection.creation.rate", "int", INT_MAX, 0),
+    _k("quota.window.num", "int", 11, 1),
+    _k("quota.window.size.seconds", "int", 1, 1),
     _k("background.threads", "int", 10, 1),
     _k("request.timeout.ms", "int", 30000, 0),
     # topics
@@ -284,6 +287,18 @@ def parse_listener(name: str, spec: str) -> EndPoint:
     return EndPoint(proto.upper(), host, port)
 
 
+#: keys that may be set per listener as ``listener.name.<listener>.<key>`` (Kafka's listener prefix)
+LISTENER_PREFIXED_KEYS: Final = frozenset({"max.connections", "max.connection.creation.rate"})
+
+
+def _listener_prefixed(name: str) -> tuple[str, str] | None:
+    """(listener in lower case, key) for ``listener.name.<listener>.<key>`` with a per-listener key."""
+    if not name.startswith("listener.name."):
+        return None
+    listener, _, base = name[len("listener.name."):].partition(".")
+    return (listener.lower(), base) if listener and base in LISTENER_PREFIXED_KEYS else None
+
+
 class KafkaConfig:
     """The broker's configuration. Build with :meth:`from_properties_file` or ``KafkaConfig(props)``."""
 
@@ -291,8 +306,16 @@ class KafkaConfig:
         self._originals: dict[str, ConfigValue] = {}
         self._values: dict[str, ConfigValue] = {k.name: k.default for k in CONFIG_KEYS}
         warn_fn = warn or (lambda msg: log.warning(msg))
+        self._listener_values: dict[tuple[str, str], ConfigValue] = {}
         for name, raw in (props or {}).items():
             key = CONFIG_DEF.get(name)
+            prefixed = _listener_prefixed(name)
+            if key is None and prefixed is not None:
+                listener, base = prefixed
+                value = parse_value(CONFIG_DEF[base], raw)
+                self._originals[name] = value
+                self._listener_values[(listener, base)] = value
+                continue
             if key is None:
                 warn_fn(f"event=unknown_config key={name} msg=\"The configuration '{name}' was supplied but isn't a known config.\"")
                 continue
@@ -322,6 +345,13 @@ class KafkaConfig:
 
     def is_set(self, name: str) -> bool:
         return name in self._originals
+
+    def listener_int(self, listener_name: str, name: str) -> int:
+        """``listener.name.<listener>.<name>`` when set (listener names are matched case-insensitively),
+        else the broker-wide ``name``."""
+        v = self._listener_values.get((listener_name.lower(), name), self._values[name])
+        assert isinstance(v, int)
+        return v
 
     def _int(self, name: str) -> int:
         v = self._values[name]
@@ -389,6 +419,11 @@ class KafkaConfig:
         return self._int("queued.max.requests")
 
     @property
+    def queued_max_request_bytes(self) -> int:
+        """Bytes of request frames being read or processed at once; -1 (or 0) means unbounded."""
+        return self._int("queued.max.request.bytes")
+
+    @property
     def socket_request_max_bytes(self) -> int:
         return self._int("socket.request.max.bytes")
 
@@ -430,6 +465,18 @@ class KafkaConfig:
     @property
     def max_connections(self) -> int:
         return self._int("max.connections")
+
+    @property
+    def quota_window_num(self) -> int:
+        return self._int("quota.window.num")
+
+    @property
+    def quota_window_size_seconds(self) -> int:
+        return self._int("quota.window.size.seconds")
+
+    @property
+    def max_connection_creation_rate(self) -> int:
+        return self._int("max.connection.creation.rate")
 
     @property
     def num_partitions(self) -> int:

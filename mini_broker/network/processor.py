@@ -22,11 +22,13 @@ from mini_broker.config import EndPoint, KafkaConfig
 from mini_broker.network.connection_quotas import INT_MAX, ConnectionQuotas
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
+    EndThrottlingResponse,
     NoOpResponse,
     Request,
     RequestChannel,
     Response,
     SendResponse,
+    StartThrottlingResponse,
 )
 from pykafka_client.network.transport.channel import ChannelMuteEvent, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
@@ -66,6 +68,10 @@ class ServerSelector(Protocol):
 
     def close_channel(self, connection_id: str) -> None: ...
 
+    def lowest_priority_channel(self) -> KafkaChannel | None:
+        """The channel to close first when over ``max.connections`` (the least recently active)."""
+        ...
+
     def wakeup(self) -> None: ...
 
     def close(self) -> None: ...
@@ -78,6 +84,24 @@ class _Conn:
     remote_address: str
     # frames the transport handed out while a request was in flight, processed in order after unmute
     pending: collections.deque[NetworkReceive] | None = None
+    # gives the in-flight request's frame memory back to the pool (set when the selector has a pool)
+    inflight_release: Callable[[], None] | None = None
+
+    def release_memory(self) -> None:
+        """Give back the pool memory of the in-flight frame and of every frame still pending."""
+        release, self.inflight_release = self.inflight_release, None
+        if release is not None:
+            release()
+        if self.pending:
+            for receive in self.pending:
+                release_frame(receive)
+            self.pending.clear()
+
+
+def release_frame(receive: NetworkReceive) -> None:
+    """Give a frame's pool memory back (a no-op for frames read without a pool)."""
+    if callable(receive.extra):
+        receive.extra()
 
 
 class RequestParser(Protocol):
@@ -183,6 +207,7 @@ class Processor:
                     self._process_completed_receives()
                     self._process_completed_sends()
                     self._process_disconnected()
+                    self._close_excess_connections()
                 except Exception:
                     # per-channel errors are handled below; this is the last line of defence
                     log.exception("event=processor_error processor=%s", self.id)
@@ -212,7 +237,7 @@ class Processor:
                 log.debug("event=connection_registered processor=%s connection=%s", self.id, cid)
             except Exception as e:
                 log.info("event=connection_register_failed processor=%s remote=%s error=%r", self.id, remote_ip, e)
-                self._quotas.dec(remote_ip)
+                self._quotas.dec(remote_ip, self.listener.listener_name)
                 try:
                     sock.close()
                 except OSError:
@@ -244,6 +269,12 @@ class Processor:
             elif isinstance(resp, CloseConnectionResponse):
                 self._parser.complete_response_metrics(resp, self._time.nanoseconds())
                 self._close(cid, "close_connection_response")
+            elif isinstance(resp, StartThrottlingResponse):
+                channel = self.selector.channel(cid)
+                if channel is not None:
+                    channel.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_STARTED)
+            elif isinstance(resp, EndThrottlingResponse):
+                self._throttle_ended(conn)
             else:
                 raise TypeError(f"unknown response type {type(resp).__name__}")
         except Exception as e:
@@ -269,6 +300,7 @@ class Processor:
         for receive in self.selector.completed_receives():
             conn = self._conns.get(receive.source)
             if conn is None:
+                release_frame(receive)
                 continue
             if conn.pending or self._is_muted(conn.connection_id):
                 if conn.pending is None:
@@ -288,19 +320,24 @@ class Processor:
     def _handle_receive(self, conn: _Conn, receive: NetworkReceive) -> None:
         cid = conn.connection_id
         if not self._running:
+            release_frame(receive)
             return
         try:
             request = self._parser.parse_request(self.id, cid, conn.remote_address, self.listener.listener_name,
                                                  receive.payload, self._time.nanoseconds())
         except Exception as e:
             log.info("event=invalid_request connection=%s listener=%s error=%r", cid, self.listener.listener_name, e)
+            release_frame(receive)
             self._close(cid, "invalid_request")
             return
+        if callable(receive.extra):
+            conn.inflight_release = receive.extra
         # mute before handing the request over: one request in flight per connection
         channel = self.selector.channel(cid)
         if channel is None:  # closed under us (its disconnect is reported): nobody to answer
             self._close(cid, "channel_closed")
             return
+        request.context.principal = channel.principal()
         self.selector.mute(cid)
         channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
         if request.context.api_key in self._inline_api_keys:
@@ -345,30 +382,55 @@ class Processor:
         channel = self.selector.channel(cid)
         return channel is not None and channel.is_muted()
 
+    def _throttle_ended(self, conn: _Conn) -> None:
+        """``THROTTLE_ENDED``, then unmute if the response has gone out (Kafka ``tryUnmuteChannel``)."""
+        channel = self.selector.channel(conn.connection_id)
+        if channel is None:
+            return
+        channel.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_ENDED)
+        self._try_unmute(conn, channel)
+
+    def _try_unmute(self, conn: _Conn, channel: KafkaChannel) -> None:
+        self.selector.unmute(conn.connection_id)
+        if conn.pending and not channel.is_muted():
+            self._ready.append(conn.connection_id)
+
     def _response_sent(self, conn: _Conn) -> None:
         """``RESPONSE_SENT`` to the channel's mute machine, then unmute if it allows (Kafka
         ``tryUnmuteChannel``); frames that waited are processed next."""
         cid = conn.connection_id
+        release, conn.inflight_release = conn.inflight_release, None
+        if release is not None:
+            release()
         channel = self.selector.channel(cid)
         if channel is None:
             return
         try:
             channel.handle_channel_mute_event(ChannelMuteEvent.RESPONSE_SENT)
-            self.selector.unmute(cid)
+            self._try_unmute(conn, channel)
         except Exception as e:
             log.info("event=unmute_failed connection=%s error=%r", cid, e)
             self._close(cid, "unmute_failed")
-            return
-        if conn.pending and not channel.is_muted():
-            self._ready.append(cid)
 
     def _process_disconnected(self) -> None:
         for cid, info in self.selector.disconnected().items():
             conn = self._conns.pop(cid, None)
             self._inflight.pop(cid, None)
             if conn is not None:
-                self._quotas.dec(conn.remote_ip)
+                conn.release_memory()
+                self._quotas.dec(conn.remote_ip, self.listener.listener_name)
                 log.debug("event=disconnected connection=%s state=%s", cid, info.state.name)
+
+    def _close_excess_connections(self) -> None:
+        """Over the listener's (or the broker-wide) limit, e.g. after it was lowered: close this
+        processor's lowest-priority (least recently active) channel (Kafka ``closeExcessConnections``)."""
+        if not self._quotas.max_connections_exceeded(self.listener.listener_name):
+            return
+        channel = self.selector.lowest_priority_channel()
+        if channel is not None:
+            log.info("event=connection_closed_excess connection=%s listener=%s", channel.id, self.listener.listener_name)
+            self._quotas.record_excess_closed()
+            self._close(channel.id, "max_connections_exceeded")
 
     def _close(self, cid: str, reason: str) -> None:
         conn = self._conns.pop(cid, None)
@@ -378,7 +440,8 @@ class Processor:
         except Exception as e:
             log.debug("event=close_failed connection=%s error=%r", cid, e)
         if conn is not None:
-            self._quotas.dec(conn.remote_ip)
+            conn.release_memory()
+            self._quotas.dec(conn.remote_ip, self.listener.listener_name)
             log.debug("event=connection_closed connection=%s reason=%s", cid, reason)
 
     def _close_all(self) -> None:
@@ -389,7 +452,7 @@ class Processor:
                 sock, remote_ip = self._new_connections.get_nowait()
             except queue.Empty:
                 break
-            self._quotas.dec(remote_ip)
+            self._quotas.dec(remote_ip, self.listener.listener_name)
             close_quietly(sock)
         try:
             self.selector.close()

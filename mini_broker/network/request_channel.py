@@ -10,7 +10,8 @@
 
 Response kinds mirror Kafka: :class:`SendResponse` (write bytes), :class:`NoOpResponse` (nothing to write;
 unmute the channel: acks=0 produce), :class:`CloseConnectionResponse` (close the channel: acks=0 produce
-errors, bad requests).
+errors, bad requests), :class:`StartThrottlingResponse` / :class:`EndThrottlingResponse` (a client quota's
+throttle begins / ends: the channel's ``THROTTLE_STARTED`` / ``THROTTLE_ENDED`` mute events, KIP-219).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ class RequestContext:
     client_address: str
     listener_name: str
     header_version: int = 1
+    #: who sent it (the channel's principal; set by the Processor): the ``user`` of client quotas
+    principal: str = "ANONYMOUS"
 
 
 @dataclass(eq=False)
@@ -115,6 +118,16 @@ class NoOpResponse(Response):
 @dataclass(eq=False)
 class CloseConnectionResponse(Response):
     """Close the channel instead of answering."""
+
+
+@dataclass(eq=False)
+class StartThrottlingResponse(Response):
+    """A quota throttles the request's channel: it stays muted past its response until EndThrottling."""
+
+
+@dataclass(eq=False)
+class EndThrottlingResponse(Response):
+    """The channel's throttle time is over: unmute it if its response has gone out."""
 
 
 class ResponseSink(Protocol):

@@ -22,6 +22,7 @@ Any exception while handling one channel closes that channel only; processor and
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Callable
 
 from mini_broker.config import KafkaConfig
@@ -29,16 +30,24 @@ from mini_broker.network.acceptor import Acceptor
 from mini_broker.network.connection_quotas import ConnectionQuotas
 from mini_broker.network.processor import Processor, RequestParser, ServerSelector
 from mini_broker.network.request_channel import RequestChannel
+from pykafka_client.network.transport.memory_pool import MemoryPool, SimpleMemoryPool
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
     from mini_broker.metrics import BrokerMetrics
 
-SelectorFactory = Callable[[int, KafkaConfig], ServerSelector]
+#: (processor id, config, the shared request memory pool or None) -> the processor's selector
+SelectorFactory = Callable[[int, KafkaConfig, "MemoryPool | None"], ServerSelector]
 
 
-def default_selector_factory(processor_id: int, config: KafkaConfig) -> ServerSelector:
-    """The transport Selector in server role, with the broker's receive limit and idle expiry."""
+def create_memory_pool(config: KafkaConfig) -> SimpleMemoryPool | None:
+    """The request memory pool bounded by ``queued.max.request.bytes`` (None when it is -1 or 0: unbounded)."""
+    capacity = config.queued_max_request_bytes
+    return SimpleMemoryPool(capacity) if capacity > 0 else None
+
+
+def default_selector_factory(processor_id: int, config: KafkaConfig, memory_pool: MemoryPool | None) -> ServerSelector:
+    """The transport Selector in server role, with the broker's receive limit, idle expiry and memory pool."""
     from pykafka_client.network.transport.channel_builder import DefaultChannelBuilder, Mode
     from pykafka_client.network.transport.selector import Selector
 
@@ -46,7 +55,12 @@ def default_selector_factory(processor_id: int, config: KafkaConfig) -> ServerSe
         max_receive_size=config.socket_request_max_bytes,
         connections_max_idle_ms=config.connections_max_idle_ms,
         channel_builder=DefaultChannelBuilder(Mode.SERVER),
+        memory_pool=memory_pool,
     )
+
+
+def _as_float(fn: Callable[[], int]) -> Callable[[], float]:
+    return lambda: float(fn())
 
 
 class SocketServer:
@@ -56,8 +70,16 @@ class SocketServer:
                  metrics: BrokerMetrics | None = None, selector_factory: SelectorFactory | None = None) -> None:
         self.config = config
         self.channel = channel
+        inter_broker = config.get("inter.broker.listener.name")
         self.quotas = ConnectionQuotas(config.max_connections_per_ip, config.max_connections_per_ip_overrides,
-                                       config.max_connections)
+                                       config.max_connections,
+                                       max_connection_creation_rate=config.max_connection_creation_rate,
+                                       protected_listener=str(inter_broker) if inter_broker else None, time=time)
+        for endpoint in config.listeners:
+            self.quotas.add_listener(endpoint.listener_name,
+                                     config.listener_int(endpoint.listener_name, "max.connections"),
+                                     config.listener_int(endpoint.listener_name, "max.connection.creation.rate"))
+        self.memory_pool = create_memory_pool(config)
         self.acceptors: list[Acceptor] = []
         self.processors: list[Processor] = []
         factory = selector_factory or default_selector_factory
@@ -68,12 +90,12 @@ class SocketServer:
             for endpoint in config.listeners:
                 procs: list[Processor] = []
                 for _ in range(config.num_network_threads):
-                    p = Processor(next_id, endpoint, config, channel, self.quotas, parser, factory(next_id, config), time, metrics)
+                    p = Processor(next_id, endpoint, config, channel, self.quotas, parser, factory(next_id, config, self.memory_pool), time, metrics)
                     channel.add_processor(next_id, p)
                     procs.append(p)
                     next_id += 1
                 self.processors.extend(procs)
-                self.acceptors.append(Acceptor(endpoint, config, self.quotas, procs))
+                self.acceptors.append(Acceptor(endpoint, config, self.quotas, procs, metrics))
         except Exception:
             for a in self.acceptors:
                 a.server_socket.close()
@@ -81,6 +103,24 @@ class SocketServer:
         if metrics is not None:
             metrics.gauge("kafka_network_RequestChannel_RequestQueueSize", lambda: float(channel.request_queue_size()))
             metrics.gauge("kafka_server_socket_server_metrics_connection_count", lambda: float(self.quotas.total))
+            self._register_quota_gauges(metrics)
+
+    def _register_quota_gauges(self, metrics: BrokerMetrics) -> None:
+        """Accepted, rejected, throttled and excess-closed connections, and the count per listener."""
+        qm = self.quotas.metrics
+        counters: dict[str, Callable[[], int]] = {
+            "ConnectionsAcceptedTotal": lambda: qm.accepted_total,
+            "ConnectionsRejectedTotal": lambda: qm.rejected_total,
+            "ConnectionsIpThrottledTotal": lambda: qm.ip_throttled_total,
+            "ConnectionsRateThrottledTotal": lambda: qm.rate_throttled_total,
+            "ConnectionsExcessClosedTotal": lambda: qm.excess_closed_total,
+        }
+        for name, fn in counters.items():
+            metrics.gauge(f"kafka_network_ConnectionQuotas_{name}", _as_float(fn))
+        for endpoint in self.config.listeners:
+            metrics.gauge("kafka_network_ConnectionQuotas_ListenerConnectionCount",
+                          _as_float(functools.partial(self.quotas.listener_count, endpoint.listener_name)),
+                          listener=endpoint.listener_name)
 
     def bound_port(self, listener_name: str | None = None) -> int:
         for a in self.acceptors:

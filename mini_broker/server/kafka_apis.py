@@ -21,22 +21,26 @@ from typing import TYPE_CHECKING, Callable
 
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
+    EndThrottlingResponse,
     NoOpResponse,
     Request,
     RequestChannel,
     RequestContext,
     Response,
     SendResponse,
+    StartThrottlingResponse,
 )
+from mini_broker.quota.quota_manager import NANOS_TO_PERCENTAGE
 from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, UnsupportedVersionError
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import REQUESTS, ApiKey
 from pykafka_client.protocol.messages import RequestHeader
-from pykafka_client.protocol.types import Message, Reader
+from pykafka_client.protocol.types import Chunk, Message, Reader
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
     from mini_broker.metrics import BrokerMetrics
+    from mini_broker.quota.quota_manager import QuotaManagers
     from mini_broker.server.context import BrokerContext
 
 log = logging.getLogger(__name__)
@@ -110,6 +114,8 @@ class KafkaApis:
         self._header_versions: dict[tuple[int, int], int] = {}
         #: api keys the processors answer on their own thread (see :data:`INLINE_API_KEYS`)
         self.inline_api_keys: frozenset[int] = frozenset(k for k in inline_api_keys if k in self.specs)
+        #: client quotas (None: not enforced); set by the broker before it serves requests
+        self.quotas: QuotaManagers | None = None
 
     @property
     def broker(self) -> BrokerContext:
@@ -204,16 +210,65 @@ class KafkaApis:
                           _api_name(ctx.api_key), ctx.api_version, ctx.correlation_id, request.connection_id)
             self.close_connection(request)
             return
+        size = _total_size(pieces)
+        if self.quotas is not None and self.quotas.any_active():
+            throttle_ms = self._record_quotas(request, size)
+            if throttle_ms > 0:
+                pieces = self._throttle(request, body, throttle_ms, pieces)
+                size = _total_size(pieces)
         self._mark_complete(request)
-        self.channel.send_response(SendResponse(request, list(pieces), _total_size(pieces), body, on_complete))
+        self.channel.send_response(SendResponse(request, list(pieces), size, body, on_complete))
+
+    def _record_quotas(self, request: Request, response_size: int) -> int:
+        """Record the request against the client quotas that apply; the throttle time (KIP-219)."""
+        quotas = self.quotas
+        assert quotas is not None
+        ctx = request.context
+        if ctx.api_key == API_VERSIONS_KEY:
+            return 0
+        user, client_id = ctx.principal, ctx.client_id or ""
+        throttle = 0
+        if ctx.api_key == ApiKey.PRODUCE and quotas.produce.active():
+            throttle = quotas.produce.record_and_get_throttle_ms(user, client_id, request.size)
+        elif ctx.api_key == ApiKey.FETCH and quotas.fetch.active() and getattr(request.body, "replica_id", -1) < 0:
+            throttle = quotas.fetch.record_and_get_throttle_ms(user, client_id, response_size)
+        if quotas.request.active() and request.request_dequeue_time_ns >= 0:
+            thread_ns = self.time.nanoseconds() - request.request_dequeue_time_ns
+            throttle = max(throttle, quotas.request.record_and_get_throttle_ms(
+                user, client_id, thread_ns * NANOS_TO_PERCENTAGE))
+        return throttle
+
+    def _throttle(self, request: Request, body: Message, throttle_ms: int, pieces: list[Chunk]) -> list[Chunk]:
+        """Put ``throttle_ms`` in the response and keep the channel muted that long after it (KIP-219)."""
+        ctx = request.context
+        self._start_throttling(request, throttle_ms)
+        current = getattr(body, "throttle_time_ms", None)
+        if not isinstance(current, int):
+            return pieces
+        body.__setattr__("throttle_time_ms", max(current, throttle_ms))
+        fit_to_version(body, ctx.api_version)  # versions without the field: back to 0, the mute still holds
+        return headers.encode_response(body, ctx.api_key, ctx.api_version, ctx.correlation_id)
 
     def send_raw_response(self, request: Request, frame_pieces: list[object]) -> None:
         self._mark_complete(request)
         self.channel.send_response(SendResponse(request, frame_pieces, _total_size(frame_pieces)))
 
     def send_no_op_response(self, request: Request) -> None:
+        """Nothing to write (acks=0 produce): unmute. A quota still records it and throttles the channel
+        (Kafka's acks=0 path: no response to carry throttle_time_ms, so only the mute holds the client)."""
+        if self.quotas is not None and self.quotas.any_active():
+            throttle_ms = self._record_quotas(request, 0)
+            if throttle_ms > 0:
+                self._start_throttling(request, throttle_ms)
         self._mark_complete(request)
         self.channel.send_response(NoOpResponse(request))
+
+    def _start_throttling(self, request: Request, throttle_ms: int) -> None:
+        """StartThrottling now (queued before the answer), EndThrottling after ``throttle_ms`` (KIP-219)."""
+        quotas = self.quotas
+        assert quotas is not None and quotas.reaper is not None
+        self.channel.send_response(StartThrottlingResponse(request))
+        quotas.reaper.add(throttle_ms, lambda: self.channel.send_response(EndThrottlingResponse(request)))
 
     def close_connection(self, request: Request) -> None:
         self._mark_complete(request)

@@ -10,6 +10,11 @@ from pykafka_client.admin.group_types import (
     MemberDescription,
 )
 from pykafka_client.admin.types import (
+    ClientQuotaAlteration,
+    ClientQuotaEntity,
+    ClientQuotaFilter,
+    ClientQuotaFilterComponent,
+    ClientQuotaMatchType,
     ClusterDescription,
     ConfigEntry,
     ConfigResource,
@@ -37,6 +42,11 @@ __all__ = [
     "ConsumerGroupDescription",
     "ConsumerGroupListing",
     "MemberDescription",
+    "ClientQuotaAlteration",
+    "ClientQuotaEntity",
+    "ClientQuotaFilter",
+    "ClientQuotaFilterComponent",
+    "ClientQuotaMatchType",
     "ClusterDescription",
     "ConfigEntry",
     "ConfigResource",

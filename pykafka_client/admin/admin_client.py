@@ -36,6 +36,9 @@ from pykafka_client.admin.group_types import (
     MemberDescription,
 )
 from pykafka_client.admin.types import (
+    ClientQuotaAlteration,
+    ClientQuotaEntity,
+    ClientQuotaFilter,
     ClusterDescription,
     ConfigEntry,
     ConfigResource,
@@ -72,6 +75,8 @@ from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -82,6 +87,8 @@ from pykafka_client.protocol.messages import (
     DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
@@ -555,6 +562,76 @@ class AdminClient:
             )
             assert isinstance(resp, MetadataResponse)
             return {t.name for t in resp.topics if t.name and not t.is_internal and not t.error_code}
+
+    # --- client quotas -------------------------------------------------------------------------
+
+    def alter_client_quotas(
+        self, entries: Iterable[ClientQuotaAlteration], timeout: float | None = None, validate_only: bool = False
+    ) -> dict[ClientQuotaEntity, BaseException | None]:
+        """Set or remove client quotas (AlterClientQuotas); returns each entity's error or None. Raises the
+        first entity's error (e.g. InvalidRequestError for an unknown key) after all were attempted."""
+        alterations = list_argument(
+            "alter_client_quotas", "entries", entries, ClientQuotaAlteration,
+            "a list of ClientQuotaAlteration, e.g. [ClientQuotaAlteration(ClientQuotaEntity({'client-id': 'app'}), "
+            "{'producer_byte_rate': 1048576})]",
+        )
+        if not alterations:
+            return {}
+        with self._lock:
+            timer = self._timer(timeout)
+
+            def build(version: int) -> AlterClientQuotasRequest:
+                return AlterClientQuotasRequest(
+                    entries=[
+                        AlterClientQuotasRequest.EntryData(
+                            entity=[AlterClientQuotasRequest.EntityData(entity_type=t, entity_name=n)
+                                    for t, n in a.entity.entries.items()],
+                            ops=[AlterClientQuotasRequest.OpData(key=k, value=0.0 if v is None else float(v),
+                                                                 remove=v is None) for k, v in a.ops.items()],
+                        )
+                        for a in alterations
+                    ],
+                    validate_only=validate_only,
+                )
+
+            _, resp = self._send(ApiKey.ALTER_CLIENT_QUOTAS, build, self._least_loaded, timer)
+            assert isinstance(resp, AlterClientQuotasResponse)
+            out: dict[ClientQuotaEntity, BaseException | None] = {}
+            first_error: BaseException | None = None
+            for e in resp.entries:
+                entity = ClientQuotaEntity({d.entity_type: d.entity_name for d in e.entity})
+                err = _error(e.error_code, e.error_message, f"{entity}") if e.error_code else None
+                out[entity] = err
+                first_error = first_error or err
+            if first_error is not None:
+                raise first_error
+            return out
+
+    def describe_client_quotas(
+        self, quota_filter: ClientQuotaFilter | None = None, timeout: float | None = None
+    ) -> dict[ClientQuotaEntity, dict[str, float]]:
+        """The client quotas set for the entities ``quota_filter`` matches (all when None)."""
+        qf = quota_filter or ClientQuotaFilter.all()
+        if not isinstance(qf, ClientQuotaFilter):
+            raise TypeError(f"describe_client_quotas() expects quota_filter as a ClientQuotaFilter, got {qf!r}")
+        with self._lock:
+            timer = self._timer(timeout)
+
+            def build(version: int) -> DescribeClientQuotasRequest:
+                return DescribeClientQuotasRequest(
+                    components=[DescribeClientQuotasRequest.ComponentData(
+                        entity_type=c.entity_type, match_type=int(c.match_type), match=c.match) for c in qf.components],
+                    strict=qf.strict,
+                )
+
+            _, resp = self._send(ApiKey.DESCRIBE_CLIENT_QUOTAS, build, self._least_loaded, timer)
+            assert isinstance(resp, DescribeClientQuotasResponse)
+            if resp.error_code:
+                raise _error(resp.error_code, resp.error_message, "describe_client_quotas")
+            return {
+                ClientQuotaEntity({d.entity_type: d.entity_name for d in e.entity}): {v.key: v.value for v in e.values}
+                for e in resp.entries or []
+            }
 
     # --- configs -------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pykafka_client.structs import Node
@@ -206,3 +206,89 @@ class ProducerState:
     last_timestamp: int
     coordinator_epoch: int | None
     current_transaction_start_offset: int | None
+
+
+class ClientQuotaEntity:
+    """Who a client quota is for (Java ``ClientQuotaEntity``): entity type -> name, with None for the type's
+    default, e.g. ``ClientQuotaEntity({"user": "alice", "client-id": None})``. Types: ``user``,
+    ``client-id``, ``ip``. Hashable (a result key)."""
+
+    USER = "user"
+    CLIENT_ID = "client-id"
+    IP = "ip"
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: Mapping[str, str | None]) -> None:
+        self._entries: tuple[tuple[str, str | None], ...] = tuple(sorted(dict(entries).items()))
+
+    @property
+    def entries(self) -> dict[str, str | None]:
+        return dict(self._entries)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ClientQuotaEntity) and other._entries == self._entries
+
+    def __hash__(self) -> int:
+        return hash(self._entries)
+
+    def __repr__(self) -> str:
+        return f"ClientQuotaEntity({self.entries!r})"
+
+
+@dataclass(frozen=True)
+class ClientQuotaAlteration:
+    """Changes to one entity's quotas (Java ``ClientQuotaAlteration``): ``ops`` maps a quota key
+    (``producer_byte_rate``, ``consumer_byte_rate``, ``request_percentage``, ``connection_creation_rate``)
+    to its new value, or to None to remove it."""
+
+    entity: ClientQuotaEntity
+    ops: Mapping[str, float | None]
+
+
+class ClientQuotaMatchType(enum.IntEnum):
+    EXACT = 0  # the named entity
+    DEFAULT = 1  # the type's default entity
+    SPECIFIED = 2  # any entity of the type
+
+
+@dataclass(frozen=True)
+class ClientQuotaFilterComponent:
+    """One entity type of a filter (Java ``ClientQuotaFilterComponent``); use the ``of_*`` constructors."""
+
+    entity_type: str
+    match_type: ClientQuotaMatchType
+    match: str | None = None
+
+    @classmethod
+    def of_entity(cls, entity_type: str, name: str) -> ClientQuotaFilterComponent:
+        return cls(entity_type, ClientQuotaMatchType.EXACT, name)
+
+    @classmethod
+    def of_default_entity(cls, entity_type: str) -> ClientQuotaFilterComponent:
+        return cls(entity_type, ClientQuotaMatchType.DEFAULT)
+
+    @classmethod
+    def of_entity_type(cls, entity_type: str) -> ClientQuotaFilterComponent:
+        return cls(entity_type, ClientQuotaMatchType.SPECIFIED)
+
+
+@dataclass(frozen=True)
+class ClientQuotaFilter:
+    """Which entities to describe (Java ``ClientQuotaFilter``): those matching every component; ``strict``
+    leaves out entities that also have other types. ``ClientQuotaFilter.all()`` matches everything."""
+
+    components: tuple[ClientQuotaFilterComponent, ...] = ()
+    strict: bool = False
+
+    @classmethod
+    def contains(cls, components: Iterable[ClientQuotaFilterComponent]) -> ClientQuotaFilter:
+        return cls(tuple(components), False)
+
+    @classmethod
+    def contains_only(cls, components: Iterable[ClientQuotaFilterComponent]) -> ClientQuotaFilter:
+        return cls(tuple(components), True)
+
+    @classmethod
+    def all(cls) -> ClientQuotaFilter:
+        return cls((), False)

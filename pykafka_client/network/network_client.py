@@ -60,6 +60,7 @@ from pykafka_client.network.correlation_ids import (
 from pykafka_client.network.error_text import describe_connect_error, describe_error
 from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequests
 from pykafka_client.network.kafka_client import LeastLoadedNode
+from pykafka_client.network.log_rate_limiter import LogRateLimiter
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.metadata_updater import (
     DefaultMetadataUpdater,
@@ -91,6 +92,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: At most one throttling WARNING per node in this interval (the rest are counted into the next one).
+THROTTLE_WARNING_INTERVAL_MS = 60_000
 
 class _State(enum.Enum):
     ACTIVE = 1
@@ -146,6 +150,8 @@ class NetworkClient(ConnectionFailures):
         self.metadata_recovery_strategy = MetadataRecoveryStrategy(metadata_recovery_strategy)
         self.rebootstrap_trigger_ms = metadata_recovery_rebootstrap_trigger_ms
         self._correlation_ids = CorrelationIds()
+        # a client held to a quota is throttled on every response: say so once a minute per node, with a count
+        self._throttle_warnings = LogRateLimiter(THROTTLE_WARNING_INTERVAL_MS)
         self._aborted_sends: list[ClientResponse] = []
         self._handshake = ApiVersionsHandshake()
         # node id -> "host:port" of the address last connected to, for log messages.
@@ -448,11 +454,14 @@ class NetworkClient(ConnectionFailures):
         if throttle_ms > 0 and should_client_throttle(api_key, version):
             self.in_flight_requests.increment_throttle_time(node_id, throttle_ms)
             self.connection_states.throttle(node_id, now_ms + throttle_ms)
-            log.warning(
-                "%s throttles this client for %d ms (a quota was exceeded); requests to it wait",
-                self._node_label(node_id),
-                throttle_ms,
-            )
+            if self._throttle_warnings.should_log(node_id, now_ms):
+                repeats = self._throttle_warnings.take_suppressed()
+                log.warning(
+                    "%s throttles this client for %d ms (a quota was exceeded); requests to it wait%s",
+                    self._node_label(node_id),
+                    throttle_ms,
+                    f" (throttled {repeats} more time(s) in the last minute)" if repeats else "",
+                )
 
     def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
         failed: set[str] = set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mini_broker.server.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    alter_client_quotas,
     alter_configs,
     api_versions,
     create_partitions,
@@ -12,6 +13,7 @@ from mini_broker.server.apis import (
     delete_groups,
     delete_records,
     delete_topics,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -78,4 +80,7 @@ ALL_APIS: list[ApiSpec] = [
     write_txn_markers.API,
     txn_offset_commit.API,
     describe_producers.API,
+    # client quotas (mini_broker/quota)
+    describe_client_quotas.API,
+    alter_client_quotas.API,
 ]

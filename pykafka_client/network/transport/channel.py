@@ -153,6 +153,7 @@ class KafkaChannel:
         return name if name is not None else ANONYMOUS
 
     def close(self) -> None:
+        self._reader.close()
         self.transport.close()
 
     # --- interest --------------------------------------------------------------------------------
@@ -218,6 +219,18 @@ class KafkaChannel:
 
     def partial_receive_pending(self) -> bool:
         return self._reader.bytes_pending()
+
+    def use_frame_reader(self, reader: FrameReader) -> None:
+        """Read frames with ``reader`` (the broker's pooled reader) from now on; before any byte is read."""
+        self._reader = reader
+
+    def waiting_for_memory(self) -> bool:
+        """The last read stopped because the memory pool had no room for this frame."""
+        return self._reader.waiting_for_memory()
+
+    def waiting_for_large_memory(self) -> bool:
+        """The frame waiting for memory is a large one (it may not use the small-frame reserve)."""
+        return self._reader.waiting_for_large()
 
     def read(self, max_receives: int, max_bytes: int) -> tuple[list[NetworkReceive], int]:
         """Read up to ``max_receives`` whole frames or about ``max_bytes`` bytes, whichever comes

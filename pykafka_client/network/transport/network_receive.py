@@ -8,6 +8,7 @@ by a length that has not been checked.
 
 from __future__ import annotations
 
+import mmap
 from typing import Protocol
 
 from pykafka_client.errors import InvalidReceiveError
@@ -44,7 +45,7 @@ class FrameReader:
         self.max_size = max_size
         self._size_buf = bytearray(SIZE_LENGTH)
         self._size_read = 0
-        self._payload: bytearray | None = None
+        self._payload: bytearray | mmap.mmap | None = None
         self._payload_read = 0
         self._size = -1
 
@@ -56,6 +57,17 @@ class FrameReader:
         """True when part of a frame has been read (a disconnect now loses that frame)."""
         return self._size_read > 0
 
+    def waiting_for_memory(self) -> bool:
+        """True when the last read stopped because no memory was available (pooled readers only)."""
+        return False
+
+    def waiting_for_large(self) -> bool:
+        """The frame waiting for memory is larger than the pool's small-frame size."""
+        return False
+
+    def close(self) -> None:
+        """Drop a partly read frame (pooled readers give its memory back)."""
+
     def complete(self) -> bool:
         return self._size >= 0 and self._payload_read == self._size
 
@@ -64,19 +76,10 @@ class FrameReader:
         available) or -1 at end of stream. Raises :class:`InvalidReceiveError` for a bad size."""
         total = 0
         if self._size < 0:
-            n = transport.read_into(memoryview(self._size_buf)[self._size_read :])
-            if n < 0:
-                return -1
-            total += n
-            self._size_read += n
-            if self._size_read < SIZE_LENGTH:
+            total = self._read_size(transport)
+            if total < 0 or self._size <= 0:  # end of stream, size still incomplete, or an empty frame
                 return total
-            size = int.from_bytes(self._size_buf, "big", signed=True)
-            check_receive_size(size, self.max_size)
-            self._size = size
-            if size == 0:
-                return total
-            self._payload = bytearray(size)
+            self._payload = bytearray(self._size)
         if self._payload is not None and self._payload_read < self._size:
             n = transport.read_into(memoryview(self._payload)[self._payload_read :])
             if n < 0:
@@ -84,6 +87,18 @@ class FrameReader:
             total += n
             self._payload_read += n
         return total
+
+    def _read_size(self, transport: ReadableTransport) -> int:
+        """Read (part of) the 4-byte size and check it once complete; bytes read or -1 at end of stream."""
+        n = transport.read_into(memoryview(self._size_buf)[self._size_read :])
+        if n < 0:
+            return -1
+        self._size_read += n
+        if self._size_read == SIZE_LENGTH:
+            size = int.from_bytes(self._size_buf, "big", signed=True)
+            check_receive_size(size, self.max_size)
+            self._size = size
+        return n
 
     def take(self) -> NetworkReceive:
         """Hand out the completed frame and reset for the next one."""

@@ -43,6 +43,7 @@ from pykafka_client.network.transport.channel_builder import (
     create_channel_builder,
 )
 from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
+from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -108,6 +109,7 @@ class Selector:
         max_receives_per_channel_per_poll: int = 1,
         max_read_bytes_per_channel_per_poll: int = 2 * 1024 * 1024,
         optimistic_writes: bool = True,
+        memory_pool: MemoryPool | None = None,
     ) -> None:
         if max_receives_per_channel_per_poll < 1 or max_read_bytes_per_channel_per_poll < 1:
             raise IllegalArgumentError("per-poll read limits must be positive")
@@ -126,6 +128,10 @@ class Selector:
         self._buffered: set[str] = set()
         self._pending_disconnects: dict[str, DisconnectInfo] = {}
         self._optimistic_writes = optimistic_writes
+        # server role only: accepted channels read frames into pool memory; channels muted because the
+        # pool had no room, with whether they wait for a large frame's step (Java: memory-muted channels)
+        self._memory_pool = memory_pool
+        self._memory_muted: dict[str, bool] = {}
         self._pending_completed_sends: list[NetworkSend] = []
         self._completed_sends: list[NetworkSend] = []
         self._completed_receives: list[NetworkReceive] = []
@@ -207,6 +213,8 @@ class Selector:
             max_receive_size=self._max_receive_size,
             remote_address=remote,
         )
+        if self._memory_pool is not None:
+            channel.use_frame_reader(PooledFrameReader(connection_id, self._max_receive_size, self._memory_pool))
         self._server_channels.add(connection_id)
         self.metrics.connection_creation_total += 1
         self._add_channel(channel)
@@ -290,6 +298,7 @@ class Selector:
         self.metrics.connection_count = len(self._channels)
         self._buffered.discard(cid)
         self._server_channels.discard(cid)
+        self._memory_muted.pop(cid, None)
         if self._idle is not None:
             self._idle.remove(cid)
         self.metrics.connection_close_total += 1
@@ -411,6 +420,8 @@ class Selector:
         if self._pending_disconnects:
             self._disconnected.update(self._pending_disconnects)
             self._pending_disconnects.clear()
+        if self._memory_muted:
+            self._unmute_for_memory()
         buffered = [c for c in self._buffered if not self._channels[c].is_muted()]
         if buffered or self._disconnected or self._completed_sends:
             timeout_ms = 0
@@ -440,6 +451,25 @@ class Selector:
         self.metrics.io_time_ns_total += end_io_ns - end_select_ns
         self._maybe_close_oldest_connection(end_io_ns)
 
+    def _unmute_for_memory(self) -> None:
+        """Unmute the channels muted for memory once the pool has room for what each waits for."""
+        pool = self._memory_pool
+        assert pool is not None
+        for cid, large in list(self._memory_muted.items()):
+            if not pool.has_room(large):
+                continue
+            del self._memory_muted[cid]
+            channel = self._channels.get(cid)
+            if channel is not None:
+                channel.maybe_unmute()
+                self._update_interest(channel)
+                if channel.has_bytes_buffered():
+                    self._buffered.add(cid)
+
+    def memory_muted_count(self) -> int:
+        """Channels muted now because the memory pool had no room."""
+        return len(self._memory_muted)
+
     def _poll_channel(self, channel: KafkaChannel, mask: int, now_ns: int) -> None:
         cid = channel.id
         if self._idle is not None:
@@ -468,6 +498,10 @@ class Selector:
                         self._buffered.add(cid)
                     else:
                         self._buffered.discard(cid)
+                    if self._memory_pool is not None and channel.waiting_for_memory() and not channel.is_muted():
+                        # no memory for this frame: stop reading (TCP pushes back) until the pool has room
+                        channel.mute()
+                        self._memory_muted[cid] = channel.waiting_for_large_memory()
                 if mask & selectors.EVENT_WRITE and channel.has_send():
                     before = channel.bytes_sent
                     done = channel.write()

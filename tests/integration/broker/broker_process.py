@@ -23,12 +23,15 @@ LISTENING = re.compile(r"mini_broker listening on PLAINTEXT://([\d.]+):(\d+)")
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, log_level: str = "WARNING", module: str = "mini_broker") -> None:
-        """``module``: what ``python -m`` runs (a test wrapper of ``mini_broker``'s main may replace it)."""
+    def __init__(self, data_dir: Path, log_level: str = "WARNING", module: str = "mini_broker",
+                 overrides: dict[str, object] | None = None, wrapper: list[str] | None = None) -> None:
+        """``module``: what ``python -m`` runs (a test wrapper of ``mini_broker``'s main may replace it);
+        ``overrides``: extra ``--override`` properties; ``wrapper``: a command prefix (e.g. ``prlimit ...``)."""
+        extra = [a for k, v in (overrides or {}).items() for a in ("--override", f"{k}={v}")]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", module, "--data-dir", str(data_dir), "--listeners",
+            [*(wrapper or []), sys.executable, "-m", module, "--data-dir", str(data_dir), "--listeners",
              "PLAINTEXT://127.0.0.1:0", "--override", "num.io.threads=2", "--override", "num.network.threads=1",
-             "--log-level", log_level],
+             *extra, "--log-level", log_level],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             cwd=str(ROOT))
         self.output: list[str] = []
@@ -58,6 +61,20 @@ class BrokerProcess:
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def rss_bytes(self) -> int:
+        """The broker's resident set size now (``VmRSS`` from /proc)."""
+        with open(f"/proc/{self.proc.pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time the broker has used so far (/proc/PID/stat)."""
+        with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def kill9(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)

@@ -252,3 +252,137 @@ def test_shutdown_closes_connections(make_server: Callable[..., Server]) -> None
     assert recv_frame(s) == b"x"
     server.stop_processing()
     assert is_closed(s)
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_memory_pool_mutes_large_frames_and_resumes_as_memory_frees(make_server: Callable[..., Server]) -> None:
+    mib = 1024 * 1024
+    # 4 MiB pool: large frames may use 3 MiB of it, 1 MiB stays for small frames
+    server, _, _, _ = make_server(queued_max_request_bytes=4 * mib, num_network_threads=1)
+    pool = server.memory_pool
+    selector = server.processors[0].selector
+    assert pool is not None and pool.small_frame_reserve == mib
+    size = 2_500_000
+    a, b, c, d = connect(server), connect(server), connect(server), connect(server)
+    payloads = {s: bytes([65 + i]) * size for i, s in enumerate((a, b, c))}
+
+    def send(s: socket.socket, data: bytes) -> threading.Thread:
+        t = threading.Thread(target=s.sendall, args=(data,), daemon=True)
+        t.start()
+        return t
+
+    def muted() -> int:
+        return selector.memory_muted_count()  # type: ignore[attr-defined, no-any-return]
+
+    send(a, struct.pack(">i", size) + payloads[a][:2_000_000])  # reserves 2 MiB, then waits for bytes
+    assert wait_until(lambda: pool.used == 2 * mib)
+    # b takes the last large step, then goes on in overdraft (one frame at a time may) and stalls
+    send(b, struct.pack(">i", size) + payloads[b][:1_500_000])
+    assert wait_until(lambda: not pool.has_room(large=True))
+    assert pool.used == 3 * mib
+    send(c, struct.pack(">i", size) + payloads[c])  # no room and the overdraft is taken: c is muted
+    assert wait_until(lambda: muted() == 1)
+    t0 = time.monotonic()
+    d.sendall(frame(b"small"))  # small frames are still served
+    assert recv_frame(d) == b"small"
+    assert time.monotonic() - t0 < 1.0
+    send(a, payloads[a][2_000_000:])  # a needs another step: muted too
+    assert wait_until(lambda: muted() == 2)
+    assert pool.used == 3 * mib
+    # b completes: its memory and the overdraft come back, a and c are unmuted and complete
+    send(b, payloads[b][1_500_000:])
+    for s in (b, a, c):
+        assert recv_frame(s) == payloads[s]
+    assert wait_until(lambda: pool.used == 0)
+    assert muted() == 0
+
+
+def test_connection_stalled_mid_frame_is_closed_after_idle_timeout(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(connections_max_idle_ms=400)
+    pool = server.memory_pool
+    assert pool is not None
+    s = connect(server)
+    s.sendall(struct.pack(">i", 90_000_000) + b"z" * 300_000)  # announces 90 MB, sends 300 kB, stalls
+    assert wait_until(lambda: pool.used > 0)
+    assert is_closed(s, timeout=10)
+    assert wait_until(lambda: pool.used == 0 and server.quotas.total == 0)
+
+
+def test_pool_off_when_queued_max_request_bytes_is_minus_one(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(queued_max_request_bytes=-1)
+    assert server.memory_pool is None
+    s = connect(server)
+    s.sendall(frame(b"q" * 200_000))
+    assert recv_frame(s) == b"q" * 200_000
+
+
+def served(s: socket.socket, payload: bytes = b"ping", timeout: float = 10.0) -> bool:
+    """Whether ``s`` gets its frame echoed within ``timeout`` (False if closed or no answer)."""
+    s.settimeout(timeout)
+    try:
+        s.sendall(frame(payload))
+        return recv_frame(s) == payload
+    except (TimeoutError, ConnectionError):
+        return False
+
+
+def test_fifty_of_sixty_connections_served_with_max_connections_per_ip_fifty(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(max_connections_per_ip=50)
+    socks = []
+    for _ in range(60):
+        try:
+            socks.append(connect(server))
+        except ConnectionResetError:
+            pass
+    assert sum(served(s, timeout=3) for s in socks) == 50
+    assert server.quotas.metrics.rejected_total == 10
+
+
+def test_listener_limit_makes_the_acceptor_wait(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(listener_name_plaintext_max_connections=2)
+    a, b = connect(server), connect(server)
+    assert served(a) and served(b)
+    c = connect(server)  # sits in the listen backlog: not rejected, not served
+    assert not served(c, timeout=0.5)
+    a.close()
+    c.settimeout(10)
+    assert recv_frame(c) == b"ping"  # its frame is answered once a slot frees
+    assert server.quotas.listener_count("PLAINTEXT") == 2
+
+
+def test_connection_creation_rate_throttles_accepts(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(max_connection_creation_rate=10)
+    t0 = time.monotonic()
+    socks = [connect(server) for _ in range(20)]
+    assert all(served(s) for s in socks)  # a burst of 10, then 10 more at 10/s
+    elapsed = time.monotonic() - t0
+    assert 0.8 <= elapsed < 5.0
+    assert server.quotas.metrics.rate_throttled_total >= 8
+
+
+def test_ip_connection_rate_closes_excess_sockets_after_the_throttle(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server()
+    server.quotas.update_ip_connection_rate(None, 3)
+    socks = [connect(server) for _ in range(6)]
+    results = [served(s, timeout=3) for s in socks]
+    assert results.count(True) == 3  # a burst of 3; the rest is closed after its throttle time
+    assert server.quotas.metrics.ip_throttled_total == 3
+
+
+def test_close_excess_connections_drops_the_least_recently_active(make_server: Callable[..., Server]) -> None:
+    server, _, _, _ = make_server(num_network_threads=1)
+    socks = [connect(server) for _ in range(4)]
+    for s in socks:
+        assert served(s)
+    server.quotas.update_max_connections(2, listener="PLAINTEXT")
+    assert is_closed(socks[0]) and is_closed(socks[1])
+    assert served(socks[2]) and served(socks[3])
+    assert server.quotas.metrics.excess_closed_total == 2

@@ -391,6 +391,27 @@ def test_s25_throttle_time_makes_node_not_ready_for_kip219_versions() -> None:
     assert h.client.is_ready(h.node, h.now) and h.client.throttle_delay_ms(h.node, h.now) == 0
 
 
+def test_throttling_is_warned_once_a_minute_per_node_with_a_count(caplog: pytest.LogCaptureFixture) -> None:
+    """A client held to a quota is throttled on every response; the WARNING must not flood the log."""
+    h = Harness()
+    h.await_ready()
+    with caplog.at_level("WARNING", logger="pykafka_client.network"):
+        for _ in range(5):
+            h.send()
+            h.poll()
+            h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
+            h.poll()
+            h.time.sleep(100)
+        h.time.sleep(60_000)
+        h.send()
+        h.poll()
+        h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
+        h.poll()
+    lines = [r.getMessage() for r in caplog.records if "throttles this client" in r.getMessage()]
+    assert len(lines) == 2, lines
+    assert "throttled 4 more time(s)" in lines[1]
+
+
 def test_s25_no_client_throttling_for_old_versions() -> None:
     h = Harness()
     h.await_ready(api_versions=api_versions_response({ApiKey.HEARTBEAT: (0, 1)}))

@@ -12,14 +12,16 @@ from mini_broker.network.connection_quotas import ConnectionQuotas, TooManyConne
 from mini_broker.network.processor import Processor, _Conn
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
+    EndThrottlingResponse,
     NoOpResponse,
     Request,
     RequestChannel,
     RequestContext,
     Response,
     SendResponse,
+    StartThrottlingResponse,
 )
-from pykafka_client.network.transport.channel import ChannelMuteEvent, ChannelMuteState, KafkaChannel
+from pykafka_client.network.transport.channel import ChannelMuteState, KafkaChannel
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.network.transport.transport_layer import PlaintextTransportLayer
 from pykafka_client.utils.time import MockTime
@@ -187,21 +189,57 @@ def test_no_op_response_is_a_response_sent_event() -> None:
     assert sel.channels["c1"].mute_state is ChannelMuteState.NOT_MUTED
 
 
-def test_a_throttled_channel_stays_muted_after_its_response() -> None:
-    """Only plain MUTED unmutes (Kafka testSendActionResponseWithThrottledChannelWhereThrottlingInProgress):
-    the Processor does not force the channel open, and the pipelined request waits (mini_broker has no quotas
-    yet, so nothing ends a throttle; the machine's own transitions are in test_channel_mute)."""
+def _throttle_scenario(no_op: bool, throttle_ends_first: bool) -> tuple[ScriptedSelector, RequestChannel, Processor]:
+    """A request whose channel a quota throttles (StartThrottling before its response, as KafkaApis queues
+    them), answered by a SendResponse or a NoOpResponse; the throttle ends before or after the answer."""
     proc, sel, channel, _ = make()
-    ch = sel.channels["c1"]
     sel.to_receive = [rcv(b"a"), rcv(b"b")]
     step(proc)
     a = take(channel)
-    ch.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_STARTED)  # what a quota manager would send
-    respond(channel, a, b"A")
+    channel.send_response(StartThrottlingResponse(a))
+    if throttle_ends_first:
+        channel.send_response(EndThrottlingResponse(a))
+    channel.send_response(NoOpResponse(a) if no_op else SendResponse(a, [b"A"], 1))
     step(proc)
     step(proc)
+    return sel, channel, proc
+
+
+@pytest.mark.parametrize("no_op", [False, True], ids=["send", "no_op"])
+def test_response_with_throttled_channel_where_throttling_in_progress(no_op: bool) -> None:
+    """Kafka testSendActionResponseWithThrottledChannelWhereThrottlingInProgress / testNoOpAction...: the
+    answer is out, but the channel stays muted until the throttle ends; then the pipelined request goes on."""
+    sel, channel, proc = _throttle_scenario(no_op, throttle_ends_first=False)
+    ch = sel.channels["c1"]
     assert ch.mute_state is ChannelMuteState.MUTED_AND_THROTTLED and "c1" in sel.muted
     assert channel.receive_request(0) is None  # b still waits
+    a = Request(0, RequestContext(0, 0, 0, None, "c1", "", ""), b"a", 1, 0)
+    channel.send_response(EndThrottlingResponse(a))
+    step(proc)
+    step(proc)
+    assert take(channel).body == b"b"
+
+
+@pytest.mark.parametrize("no_op", [False, True], ids=["send", "no_op"])
+def test_response_with_throttled_channel_where_throttling_already_done(no_op: bool) -> None:
+    """Kafka testSendActionResponseWithThrottledChannelWhereThrottlingAlreadyDone / testNoOpAction...: the
+    throttle ended while the response was pending, so the answer unmutes the channel."""
+    sel, channel, _ = _throttle_scenario(no_op, throttle_ends_first=True)
+    assert take(channel).body == b"b"  # unmuted after the answer; b was handed over and muted it again
+    assert sel.channels["c1"].mute_state is ChannelMuteState.MUTED_AND_RESPONSE_PENDING
+
+
+def test_end_throttling_for_a_closed_connection_is_ignored() -> None:
+    proc, sel, channel, _ = make()
+    sel.to_receive = [rcv(b"a")]
+    step(proc)
+    a = take(channel)
+    channel.send_response(StartThrottlingResponse(a))
+    sel.to_disconnect = {"c1": DisconnectInfo(ChannelState.EXPIRED)}
+    step(proc)
+    channel.send_response(EndThrottlingResponse(a))
+    step(proc)
+    assert proc.connection_count() == 0
 
 
 def test_bad_request_and_close_response_close_only_that_connection() -> None:

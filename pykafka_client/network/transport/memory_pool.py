@@ -1,0 +1,222 @@
+"""A bounded pool of receive memory (Java: ``common.memory.MemoryPool`` / ``SimpleMemoryPool``), and the
+frame reader that draws on it. Broker side only: a client Selector has no pool and reads as before.
+
+The pool only counts bytes (Python owns the buffers): :meth:`SimpleMemoryPool.try_allocate` reserves,
+:meth:`SimpleMemoryPool.release` gives back. It is non-strict, as Kafka's ``SocketServer`` creates it:
+an allocation succeeds whenever some memory is left, even if it is larger than what is left.
+
+Going past Kafka:
+
+* A large frame's buffer grows with the bytes that actually arrive. Frames over :data:`EAGER_FRAME_BYTES`
+  (1 MiB) get an anonymous ``mmap`` of the announced size, which the kernel backs with pages only as they
+  are written, and reserve pool memory in :data:`GROWTH_STEP_BYTES` steps just ahead of the bytes read.
+  Announcing 100 MB therefore costs nothing until the bytes come, and the memory goes back to the OS as
+  soon as the frame is dropped (no allocator arena keeps it). Frames up to 1 MiB (nearly every real
+  request: ``max.request.size`` is 1 MB) are allocated whole, as a plain ``bytearray``, once the pool
+  grants their size: the cheap path, which a fresh mmap per frame is not (page faults).
+* Frames over :data:`SMALL_FRAME_BYTES` (64 KiB) may use the pool only up to
+  ``capacity - small_frame_reserve``: the rest stays for small frames (ApiVersions, Metadata, ordinary
+  produce and fetch requests), so that connections stalled in the middle of large frames cannot starve
+  everybody else.
+* Large frames in progress that have used up the pool between them would wait for each other forever
+  (they each hold part of the pool and none can finish). So when the pool refuses a large frame, one frame
+  at a time may go on in *overdraft* past the bound until it is complete. The bound on the memory of
+  frames is therefore ``queued.max.request.bytes`` plus one frame (``socket.request.max.bytes``) plus
+  one growth step per reading connection; a connection that stalls, in overdraft or not, is closed after
+  ``connections.max.idle.ms``.
+
+Thread-safe: the Processors of all listeners share one pool.
+"""
+
+from __future__ import annotations
+
+import mmap
+import threading
+from typing import Final, Protocol
+
+from pykafka_client.network.transport.network_receive import FrameReader, ReadableTransport
+from pykafka_client.network.transport.selectable import NetworkReceive
+
+#: Frames up to this size may use the whole pool; larger ones leave the small-frame reserve alone.
+SMALL_FRAME_BYTES: Final = 64 * 1024
+#: Frames up to this size are allocated whole once the pool grants their size; larger ones grow as bytes arrive.
+EAGER_FRAME_BYTES: Final = 1024 * 1024
+#: How much pool memory a large frame reserves at a time, ahead of the bytes it reads.
+GROWTH_STEP_BYTES: Final = 1024 * 1024
+#: The part of the pool kept for small frames: min(capacity / 4, 8 MiB).
+MAX_SMALL_FRAME_RESERVE: Final = 8 * 1024 * 1024
+
+
+class MemoryPool(Protocol):
+    def try_allocate(self, size: int, large: bool) -> bool:
+        """Reserve ``size`` bytes; False when the pool has no room (the caller waits and retries)."""
+        ...
+
+    def try_overdraft(self, owner: object) -> bool:
+        """Let ``owner``'s large frame go on past the bound (not counted) if no other frame does."""
+        ...
+
+    def release(self, size: int) -> None: ...
+
+    def end_overdraft(self, owner: object) -> None:
+        """``owner``'s frame is complete or dropped: the overdraft is free for another frame."""
+        ...
+
+    def has_room(self, large: bool) -> bool:
+        """Whether an allocation of this kind could succeed now."""
+        ...
+
+
+class SimpleMemoryPool:
+    """A non-strict byte counter bounded by ``capacity`` (``queued.max.request.bytes``)."""
+
+    def __init__(self, capacity: int) -> None:
+        if capacity <= 0:
+            raise ValueError(f"memory pool capacity must be positive, got {capacity}")
+        self.capacity = capacity
+        self.small_frame_reserve = min(capacity // 4, MAX_SMALL_FRAME_RESERVE)
+        self._available = capacity
+        self._lock = threading.Lock()
+        self._overdraft_owner: object = None
+        #: allocations refused since start (a metric: how often reads were muted for memory)
+        self.refused_total = 0
+
+    def _floor(self, large: bool) -> int:
+        return self.small_frame_reserve if large else 0
+
+    def try_allocate(self, size: int, large: bool) -> bool:
+        with self._lock:
+            if self._available <= self._floor(large):
+                self.refused_total += 1
+                return False
+            self._available -= size
+            return True
+
+    def try_overdraft(self, owner: object) -> bool:
+        with self._lock:
+            if self._overdraft_owner is not None and self._overdraft_owner is not owner:
+                return False
+            self._overdraft_owner = owner
+            return True
+
+    def end_overdraft(self, owner: object) -> None:
+        with self._lock:
+            if self._overdraft_owner is owner:
+                self._overdraft_owner = None
+
+    def release(self, size: int) -> None:
+        with self._lock:
+            self._available += size
+
+    def has_room(self, large: bool) -> bool:
+        return self._available > self._floor(large) or (large and self._overdraft_owner is None)
+
+    @property
+    def available(self) -> int:
+        return self._available
+
+    @property
+    def used(self) -> int:
+        return self.capacity - self._available
+
+    def is_out_of_memory(self) -> bool:
+        return self._available <= 0
+
+
+class _Release:
+    """Gives a frame's reservation back to the pool once (idempotent)."""
+
+    __slots__ = ("_pool", "_size")
+
+    def __init__(self, pool: MemoryPool, size: int) -> None:
+        self._pool: MemoryPool | None = pool
+        self._size = size
+
+    def __call__(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None and self._size:
+            pool.release(self._size)
+
+
+class PooledFrameReader(FrameReader):
+    """A :class:`FrameReader` whose payload memory comes from a :class:`MemoryPool` (see the module doc).
+
+    A completed frame is handed out with ``extra`` set to a release callable: whoever consumes the
+    frame calls it when done with the request (the broker Processor does when the response is sent or the
+    connection closes). A frame dropped before completion is released by :meth:`close`."""
+
+    __slots__ = ("_pool", "_allowed", "_reserved", "_overdraft", "_waiting", "_large")
+
+    def __init__(self, source: str, max_size: int, pool: MemoryPool) -> None:
+        super().__init__(source, max_size)
+        self._pool = pool
+        self._allowed = 0  # payload bytes that may be read now (the memory granted so far)
+        self._reserved = 0  # pool bytes held by the current frame
+        self._overdraft = 0  # bytes of the current frame allowed past the pool (not counted in it)
+        self._waiting = False
+        self._large = False
+
+    def waiting_for_memory(self) -> bool:
+        return self._waiting
+
+    def waiting_for_large(self) -> bool:
+        return self._large
+
+    def read_from(self, transport: ReadableTransport) -> int:
+        total = 0
+        if self._size < 0:
+            total = self._read_size(transport)
+            if total < 0 or self._size <= 0:  # end of stream, size still incomplete, or an empty frame
+                return total
+            self._large = self._size > SMALL_FRAME_BYTES
+        if self._payload_read == self._allowed and not self._grant():
+            self._waiting = True
+            return total
+        self._waiting = False
+        assert self._payload is not None
+        n = transport.read_into(memoryview(self._payload)[self._payload_read : self._allowed])
+        if n < 0:
+            return -1
+        self._payload_read += n
+        return total + n
+
+    def _grant(self) -> bool:
+        """Memory for the next bytes: the whole frame up to 1 MiB, else the next growth step."""
+        pool, size = self._pool, self._size
+        if self._payload is None and size <= EAGER_FRAME_BYTES:
+            if not pool.try_allocate(size, self._large):
+                return False
+            self._payload = bytearray(size)
+            self._reserved = self._allowed = size
+            return True
+        if self._payload is None:
+            self._payload = mmap.mmap(-1, size)  # pages are only backed once written
+        step = min(GROWTH_STEP_BYTES, size - self._allowed)
+        if pool.try_allocate(step, True):
+            self._reserved += step
+        elif pool.try_overdraft(self):
+            self._overdraft += step
+        else:
+            return False
+        self._allowed += step
+        return True
+
+    def take(self) -> NetworkReceive:
+        receive = super().take()
+        receive.extra = _Release(self._pool, self._reserved)
+        if self._overdraft:
+            self._pool.end_overdraft(self)
+            self._overdraft = 0
+        self._reserved = self._allowed = 0
+        self._large = False
+        return receive
+
+    def close(self) -> None:
+        """Drop a partly read frame and give its memory back."""
+        if self._reserved:
+            self._pool.release(self._reserved)
+            self._reserved = 0
+        if self._overdraft:
+            self._pool.end_overdraft(self)
+            self._overdraft = 0
+        self._payload = None

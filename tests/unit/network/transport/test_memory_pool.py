@@ -1,0 +1,133 @@
+"""The broker's request memory pool and the frame reader that grows with the bytes that arrive."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from pykafka_client.network.transport.memory_pool import (
+    GROWTH_STEP_BYTES,
+    SMALL_FRAME_BYTES,
+    PooledFrameReader,
+    SimpleMemoryPool,
+)
+from pykafka_client.network.transport.network_receive import FrameReader
+
+
+class FeedTransport:
+    """Hands out exactly the bytes fed so far."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+        self.eof = False
+
+    def feed(self, b: bytes) -> None:
+        self.data += b
+
+    def read_into(self, view: memoryview) -> int:
+        if not self.data:
+            return -1 if self.eof else 0
+        n = min(len(view), len(self.data))
+        view[:n] = self.data[:n]
+        del self.data[:n]
+        return n
+
+
+def drain(reader: FrameReader, t: FeedTransport) -> None:
+    while reader.read_from(t) > 0 and not reader.complete():
+        pass
+
+
+def test_pool_is_non_strict_and_counts() -> None:
+    pool = SimpleMemoryPool(100)
+    assert pool.try_allocate(150, large=False)  # some memory left: granted whole, as Kafka's non-strict pool
+    assert pool.available == -50 and pool.is_out_of_memory()
+    assert not pool.try_allocate(1, large=False)
+    assert pool.refused_total == 1
+    pool.release(150)
+    assert pool.available == 100 and pool.used == 0
+
+
+def test_large_frames_leave_the_small_frame_reserve() -> None:
+    pool = SimpleMemoryPool(40 * 1024 * 1024)
+    assert pool.small_frame_reserve == 8 * 1024 * 1024
+    assert pool.try_allocate(32 * 1024 * 1024, large=True)
+    assert not pool.try_allocate(1, large=True)
+    assert pool.has_room(large=False) and pool.try_allocate(100, large=False)
+
+
+def test_one_large_frame_at_a_time_goes_on_in_overdraft() -> None:
+    pool = SimpleMemoryPool(4 * 1024 * 1024)
+    first, second = object(), object()
+    assert pool.try_allocate(3 * 1024 * 1024, large=True)
+    assert not pool.try_allocate(1024 * 1024, large=True)
+    assert pool.try_overdraft(first) and pool.try_overdraft(first)
+    assert not pool.try_overdraft(second)
+    assert not pool.has_room(large=True) and pool.has_room(large=False)
+    pool.end_overdraft(second)  # not the holder: no effect
+    assert not pool.has_room(large=True)
+    pool.end_overdraft(first)
+    assert pool.has_room(large=True) and pool.try_overdraft(second)
+
+
+def test_announcing_a_large_frame_reserves_nothing_until_bytes_arrive() -> None:
+    pool = SimpleMemoryPool(50 * 1024 * 1024)
+    t = FeedTransport()
+    r = PooledFrameReader("c", 104_857_600, pool)
+    t.feed(struct.pack(">i", 100_000_000))
+    drain(r, t)
+    assert pool.used == GROWTH_STEP_BYTES  # one step reserved ahead of the first byte, none yet read
+    t.feed(b"x" * (3 * GROWTH_STEP_BYTES + 10))
+    drain(r, t)
+    assert pool.used == 4 * GROWTH_STEP_BYTES
+    r.close()  # a frame dropped half-way gives its memory back
+    assert pool.used == 0
+
+
+def test_completed_frame_keeps_its_memory_until_released() -> None:
+    pool = SimpleMemoryPool(50 * 1024 * 1024)
+    t = FeedTransport()
+    r = PooledFrameReader("c", 104_857_600, pool)
+    payload = bytes(range(256)) * 10_000  # 2.56 MB: a large frame
+    t.feed(struct.pack(">i", len(payload)) + payload + struct.pack(">i", 3) + b"abc")
+    drain(r, t)
+    assert r.complete()
+    receive = r.take()
+    assert bytes(receive.payload) == payload
+    assert pool.used == len(payload)
+    assert callable(receive.extra)
+    receive.extra()
+    receive.extra()  # idempotent
+    assert pool.used == 0
+    drain(r, t)
+    small = r.take()
+    assert bytes(small.payload) == b"abc" and pool.used == 3
+    assert callable(small.extra)
+    small.extra()
+    assert pool.used == 0
+
+
+@pytest.mark.parametrize("size", [10, SMALL_FRAME_BYTES + 1])
+def test_reader_waits_for_memory_then_resumes(size: int) -> None:
+    pool = SimpleMemoryPool(4 * 1024 * 1024)
+    assert pool.try_allocate(pool.capacity, large=False)  # exhausted
+    blocker = object()
+    assert pool.try_overdraft(blocker)  # and another frame holds the overdraft
+    t = FeedTransport()
+    r = PooledFrameReader("c", 104_857_600, pool)
+    t.feed(struct.pack(">i", size) + b"y" * size)
+    drain(r, t)
+    assert r.waiting_for_memory() and not r.complete()
+    assert r.waiting_for_large() == (size > SMALL_FRAME_BYTES)
+    pool.release(pool.capacity)
+    pool.end_overdraft(blocker)
+    drain(r, t)
+    assert r.complete() and not r.waiting_for_memory()
+    assert bytes(r.take().payload) == b"y" * size
+
+
+def test_plain_reader_has_no_pool_behaviour() -> None:
+    r = FrameReader("c")
+    assert not r.waiting_for_memory() and not r.waiting_for_large()
+    r.close()
