@@ -20,7 +20,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # the operation failed (a broker or client error; some records were not produced)
 EXIT_USAGE = 2  # bad command line: unknown flag, bad value, unreadable file (argparse uses 2 too)
 EXIT_UNREACHABLE = 3  # the cluster could not be reached within --timeout
-EXIT_NOT_FOUND = 4  # unknown topic, partition or group
+EXIT_NOT_FOUND = 4  # unknown topic, partition, group or transactional id
 EXIT_REFUSED = 5  # refused: the group has active members
 EXIT_INTERRUPTED = 130  # Ctrl-C during a command that cannot stop cleanly
 
@@ -29,7 +29,7 @@ EXIT_CODES_HELP = """exit codes:
   1    the operation failed (broker or client error; a record could not be produced)
   2    bad command line (unknown flag, bad value, unreadable file)
   3    the cluster could not be reached within --timeout
-  4    unknown topic, partition or group
+  4    unknown topic, partition, group or transactional id
   5    refused: the consumer group has active members
   130  interrupted"""
 
@@ -166,6 +166,17 @@ def split_csv(values: Iterable[str]) -> list[str]:
 
 def open_admin(args: argparse.Namespace) -> AdminClient:
     return AdminClient(client_config("admin", args))
+
+
+def topic_partitions(admin: AdminClient, topic: str, wanted: Iterable[int] | None, timeout: float) -> list[int]:
+    """The partitions of ``topic`` a ``--partition`` flag asked for (all when none), sorted; an unknown topic
+    raises UnknownTopicOrPartitionError, a partition beyond the topic's a CliError with EXIT_NOT_FOUND."""
+    count = len(admin.describe_topics([topic], timeout=timeout)[topic].partitions)
+    parts = sorted(set(wanted)) if wanted else list(range(count))
+    missing = [p for p in parts if p >= count]
+    if missing:
+        raise CliError(f"partition {topic}-{missing[0]} does not exist: {topic!r} has {count} partitions", EXIT_NOT_FOUND)
+    return parts
 
 
 def add_command(

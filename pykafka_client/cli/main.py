@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from pykafka_client._version import __version__
-from pykafka_client.cli import configs, consume, groups, offsets, perf, produce, topics
+from pykafka_client.cli import configs, consume, groups, offsets, perf, produce, topics, transactions
 from pykafka_client.cli.common import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -28,21 +28,24 @@ from pykafka_client.errors import (
     GroupNotEmptyError,
     IllegalArgumentError,
     KafkaTimeoutError,
+    TransactionalIdNotFoundError,
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import KafkaError
 
 DESCRIPTION = """Kafka's command-line tools in one, built on pykafka_client: topics, console producer and
-consumer, consumer groups, configs, offsets and perf tests. Every subcommand takes --bootstrap-server
-(default $PYKAFKA_BOOTSTRAP_SERVERS, then localhost:9092), --command-config FILE, -X key=value and
---timeout; listing commands take --output json. `pykafka COMMAND --help` shows each one."""
+consumer, consumer groups, configs, offsets, transactions and producers, and perf tests. Every
+subcommand takes --bootstrap-server (default $PYKAFKA_BOOTSTRAP_SERVERS, then localhost:9092),
+--command-config FILE, -X key=value and --timeout; listing commands take --output json.
+`pykafka COMMAND --help` shows each one."""
 
 EPILOG = f"""examples:
   pykafka topics create orders --partitions 3
   printf 'k1:hello\\n' | pykafka produce orders --key-separator :
   pykafka consume orders --from-beginning --max-messages 1 --format '%k=%s\\n'
   pykafka groups describe billing
+  pykafka transactions describe --transactional-id payments-1
 
 {EXIT_CODES_HELP}"""
 
@@ -61,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pykafka {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = common_flags()
-    for module in (topics, produce, consume, groups, configs, offsets, perf):
+    for module in (topics, produce, consume, groups, configs, offsets, transactions, perf):
         module.register(sub, common)
     return parser
 
@@ -79,6 +82,8 @@ def exit_code_and_message(e: BaseException, args: argparse.Namespace) -> tuple[i
         return EXIT_NOT_FOUND, f"unknown topic or partition: {e}; see `pykafka topics list`"
     if isinstance(e, GroupIdNotFoundError):
         return EXIT_NOT_FOUND, f"unknown group: {e}; see `pykafka groups list`"
+    if isinstance(e, TransactionalIdNotFoundError):
+        return EXIT_NOT_FOUND, f"unknown transactional id: {e}; see `pykafka transactions list`"
     if isinstance(e, GroupNotEmptyError):
         return EXIT_REFUSED, f"{e}: the group has active members; stop its consumers first"
     if isinstance(e, UnknownMemberIdError):

@@ -8,7 +8,6 @@ from typing import Any
 
 from pykafka_client.admin.types import IsolationLevel, OffsetSpec
 from pykafka_client.cli.common import (
-    EXIT_NOT_FOUND,
     EXIT_OK,
     EXIT_USAGE,
     CliError,
@@ -16,6 +15,7 @@ from pykafka_client.cli.common import (
     non_negative_int,
     open_admin,
     output_flag,
+    topic_partitions,
 )
 from pykafka_client.cli.groups import parse_datetime_ms
 from pykafka_client.cli.output import emit_rows
@@ -53,11 +53,7 @@ def offset_spec(text: str) -> OffsetSpec:
 def run(args: argparse.Namespace) -> int:
     spec = offset_spec(args.time)
     with open_admin(args) as admin:
-        count = len(admin.describe_topics([args.topic], timeout=args.timeout)[args.topic].partitions)
-        parts = sorted(set(args.partition)) if args.partition else list(range(count))
-        missing = [p for p in parts if p >= count]
-        if missing:
-            raise CliError(f"partition {args.topic}-{missing[0]} does not exist: {args.topic!r} has {count} partitions", EXIT_NOT_FOUND)
+        parts = topic_partitions(admin, args.topic, args.partition, args.timeout)
         found = admin.list_offsets(
             {TopicPartition(args.topic, p): spec for p in parts}, timeout=args.timeout,
             isolation_level=IsolationLevel[args.isolation_level.upper()],

@@ -1,5 +1,6 @@
 """The ``pykafka`` CLI's pure parts: kcat formats, --add-config, durations and date-times, properties
-files, the throttle (fake clock), tables, Kafka's perf lines and --time specs."""
+files, the throttle (fake clock), tables, Kafka's perf lines, --time specs, find-hanging's verdicts and the
+exit code of an unknown transactional id."""
 
 from __future__ import annotations
 
@@ -7,16 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from pykafka_client.admin.types import OffsetSpec
+from pykafka_client.admin.types import OffsetSpec, ProducerState, TransactionDescription, TransactionState
 from pykafka_client.cli.common import CliError, read_properties
 from pykafka_client.cli.configs import parse_add_config
 from pykafka_client.cli.groups import parse_datetime_ms, parse_duration_ms
+from pykafka_client.cli.main import build_parser, exit_code_and_message
 from pykafka_client.cli.offsets import offset_spec
 from pykafka_client.cli.output import table
 from pykafka_client.cli.perf_stats import ProducerStats, Throttle, percentile
 from pykafka_client.cli.produce import parse_json_line
 from pykafka_client.cli.record_format import RecordFormat
+from pykafka_client.cli.transactions import hanging, open_too_long
 from pykafka_client.consumer.consumer_record import ConsumerRecord, TimestampType
+from pykafka_client.errors import TransactionalIdNotFoundError
+from pykafka_client.structs import TopicPartition
 
 
 def _record(key: bytes | None, value: bytes | None) -> ConsumerRecord[bytes | None, bytes | None]:
@@ -105,3 +110,36 @@ def test_table_aligns_and_json_lines_parse() -> None:
     for bad in (b"[1]", b'{"partition": -1}', b'{"extra": 1}', b'{"headers": 3}'):
         with pytest.raises(ValueError):
             parse_json_line(bad)
+
+
+def test_find_hanging_candidates_and_verdicts() -> None:
+    tp, other = TopicPartition("pay", 0), TopicPartition("pay", 1)
+    old_open = ProducerState(7, 0, 3, 1_000, 0, 42)
+    young_open = ProducerState(8, 0, 1, 9_500, 0, 50)
+    old_closed = ProducerState(9, 0, 5, 1_000, 0, None)
+    found = {tp: [old_open, young_open, old_closed]}
+    assert open_too_long(found, now_ms=10_000, max_ms=5_000) == {tp: [old_open]}
+    assert open_too_long(found, now_ms=10_000, max_ms=0) == {tp: [old_open, young_open]}
+
+    def txn(state: TransactionState, pid: int = 7, parts: frozenset[tuple[str, int]] = frozenset({("pay", 0)})
+            ) -> dict[str, TransactionDescription]:
+        return {"tx": TransactionDescription(0, state, pid, 0, 60_000, 1_000, parts)}
+
+    candidates = {tp: [old_open]}
+    assert hanging(candidates, {7: ["tx"]}, txn(TransactionState.ONGOING)) == {tp: []}
+    assert hanging(candidates, {7: ["tx"]}, txn(TransactionState.PREPARE_COMMIT)) == {tp: []}
+    # no transactional id, a finished transaction, another partition, another producer id: hanging
+    assert hanging(candidates, {}, {}) == candidates
+    assert hanging(candidates, {7: ["tx"]}, txn(TransactionState.COMPLETE_COMMIT)) == candidates
+    assert hanging(candidates, {7: ["tx"]}, txn(TransactionState.ONGOING, parts=frozenset({("pay", 1)}))) == candidates
+    assert hanging(candidates, {7: ["tx"]}, txn(TransactionState.ONGOING, pid=70)) == candidates
+    assert hanging({other: []}, {}, {}) == {other: []}
+
+
+def test_unknown_transactional_id_is_exit_4_with_a_hint() -> None:
+    args = build_parser().parse_args(["transactions", "describe", "--transactional-id", "t"])
+    code, message = exit_code_and_message(TransactionalIdNotFoundError("transactional id 't'"), args)
+    assert code == 4 and "unknown transactional id" in message and "pykafka transactions list" in message
+    with pytest.raises(SystemExit) as bad:
+        build_parser().parse_args(["transactions", "list", "--state", "Running"])
+    assert bad.value.code == 2
