@@ -70,9 +70,14 @@ def test_exit_is_bounded_and_warns_with_the_pending_count_when_the_broker_is_gon
         from pykafka_client import KafkaProducer
         {setup}
         with MiniBroker() as broker:
-            producer = KafkaProducer({{"bootstrap.servers": broker.bootstrap_servers}})
+            # rebootstrap (the default) would replace the cached metadata with the bare bootstrap node once
+            # the broker is gone, and each send() below would then block max.block.ms for the partitions.
+            producer = KafkaProducer(
+                {{"bootstrap.servers": broker.bootstrap_servers, "metadata.recovery.strategy": "none"}}
+            )
             producer.close_at_exit_timeout = 1.5
             producer.send("gone", b"first").result(timeout=10)  # metadata known; then the broker stops
+        time.sleep(0.5)  # let the I/O thread see the broker go and fail to reconnect before the sends
         for i in range(37):
             producer.send("gone", b"x%d" % i)
         print("exiting", flush=True)
