@@ -61,8 +61,11 @@ def test_tansu_codecs_keys_headers(tansu_broker_module: Any, codec: str) -> None
 def test_tansu_restart_records_sent_during_outage_are_delivered(tansu_broker: Any) -> None:
     bootstrap = tansu_broker.bootstrap
     topic = create_topic(bootstrap, 1)
+    # Records sent while the only broker is down must be buffered: with the default rebootstrap strategy the
+    # producer forgets the topic's partitions once no broker can be reached (as Java's), and these sends would
+    # block in the main thread, which restarts the broker only after them.
     cfg = {"bootstrap.servers": bootstrap, "max.block.ms": 20_000, "reconnect.backoff.max.ms": 200,
-           "request.timeout.ms": 3000, "delivery.timeout.ms": 60_000}
+           "request.timeout.ms": 3000, "delivery.timeout.ms": 60_000, "metadata.recovery.strategy": "none"}
     with KafkaProducer(cfg) as p:
         p.send(topic, b"before", partition=0).result(20)
         tansu_broker.stop()
