@@ -169,6 +169,14 @@ class LogManager:
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())
 
+    def logs_by_dir(self) -> dict[str, list[Log]]:
+        """Each log directory (all of them, empty ones too) with the logs it holds."""
+        with self._lock:
+            out: dict[str, list[Log]] = {d: [] for d in self.log_dirs}
+            for tp, lg in self._logs.items():
+                out[self._log_dir_of[tp]].append(lg)
+            return out
+
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         """The log of ``topic``-``partition``, created (in the data directory with the fewest logs) if
         missing. ``config`` sets the topic's config for this and the topic's other partitions."""

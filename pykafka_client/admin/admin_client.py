@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from pykafka_client.admin import cluster, groups, offsets, quotas, transactions
+from pykafka_client.admin import cluster, groups, log_dirs, offsets, quotas, transactions
 from pykafka_client.admin import configs as config_calls
 from pykafka_client.admin import topics as topic_calls
 from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
@@ -46,6 +46,7 @@ from pykafka_client.admin.types import (
     CreateTopicResult,
     IsolationLevel,
     ListOffsetsResultInfo,
+    LogDirDescription,
     NewPartitions,
     NewTopic,
     OffsetSpec,
@@ -261,6 +262,13 @@ class AdminClient:
     def describe_cluster(self, timeout: float | None = None) -> ClusterDescription:
         """The cluster id, controller and brokers (DescribeCluster, or Metadata for older brokers)."""
         return cluster.describe_cluster(self, timeout)
+
+    def describe_log_dirs(
+        self, broker_ids: Iterable[int] | None = None, timeout: float | None = None
+    ) -> dict[int, dict[str, LogDirDescription]]:
+        """Per broker (all when None), per log directory path: its error, its replicas' sizes and lags, and its
+        volume's total/usable bytes (DescribeLogDirs). Raises the first broker-level error."""
+        return log_dirs.describe_log_dirs(self, broker_ids, timeout)
 
     # --- topics --------------------------------------------------------------------------------
 

@@ -208,6 +208,29 @@ class ProducerState:
     current_transaction_start_offset: int | None
 
 
+@dataclass(frozen=True)
+class ReplicaInfo:
+    """One replica's log in a log directory (Java ``ReplicaInfo``, from ``describe_log_dirs``): its size in bytes,
+    how far its log end offset lags (the high watermark for a current log) and whether it is a future log being
+    moved there by AlterReplicaLogDirs."""
+
+    size: int
+    offset_lag: int
+    is_future: bool
+
+
+@dataclass(frozen=True)
+class LogDirDescription:
+    """One log directory of a broker (Java ``LogDirDescription``): its error (None when it is online), the
+    replicas it holds per ``(topic, partition)``, and the total / usable bytes of its volume (None when the
+    broker does not say: before DescribeLogDirs v4)."""
+
+    error: BaseException | None
+    replica_infos: Mapping[tuple[str, int], ReplicaInfo]
+    total_bytes: int | None = None
+    usable_bytes: int | None = None
+
+
 class ClientQuotaEntity:
     """Who a client quota is for (Java ``ClientQuotaEntity``): entity type -> name, with None for the type's
     default, e.g. ``ClientQuotaEntity({"user": "alice", "client-id": None})``. Types: ``user``,

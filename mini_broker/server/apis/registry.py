@@ -17,6 +17,7 @@ from mini_broker.server.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
     describe_transactions,
     end_txn,
@@ -56,6 +57,7 @@ ALL_APIS: list[ApiSpec] = [
     incremental_alter_configs.API,
     alter_configs.API,
     describe_cluster.API,
+    describe_log_dirs.API,
     init_producer_id.API,
     # group coordinator (mini_broker/group)
     find_coordinator.API,

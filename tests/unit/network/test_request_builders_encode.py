@@ -57,6 +57,7 @@ from pykafka_client.protocol.messages import (
     DescribeClusterResponse,
     DescribeConfigsResponse,
     DescribeGroupsResponse,
+    DescribeLogDirsResponse,
     FetchResponse,
     FindCoordinatorResponse,
     HeartbeatResponse,
@@ -387,6 +388,7 @@ def _admin_responders() -> dict[int, Callable[[SentRequest], Any]]:
         ApiKey.OFFSET_COMMIT: lambda r: OffsetCommitResponse(),
         ApiKey.DELETE_RECORDS: lambda r: DeleteRecordsResponse(),
         ApiKey.INCREMENTAL_ALTER_CONFIGS: lambda r: IncrementalAlterConfigsResponse(),
+        ApiKey.DESCRIBE_LOG_DIRS: lambda r: DescribeLogDirsResponse(),
     }
 
 
@@ -432,6 +434,7 @@ def drive_admin(cap: int) -> None:
         lambda: admin.incremental_alter_configs(
             {ConfigResource(ConfigResourceType.TOPIC, TOPIC): [AlterConfigOp("retention.ms", "1")]}, timeout=5
         ),
+        lambda: admin.describe_log_dirs([0], timeout=5),
     ]
     try:
         for call in calls:
@@ -479,6 +482,7 @@ SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
             "OFFSET_COMMIT",
             "DELETE_RECORDS",
             "INCREMENTAL_ALTER_CONFIGS",
+            "DESCRIBE_LOG_DIRS",
         },
     ),
     "consumer": (lambda: drive_consumer({}), False, {
