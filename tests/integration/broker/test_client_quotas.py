@@ -212,3 +212,33 @@ def test_confluent_kafka_sees_throttle_time(broker: MiniBroker, admin: AdminClie
     c.close()
     print(f"confluent-kafka throttles: producer {producer_throttles[:3]}, consumer {throttles[:3]}")
     assert throttles and max(throttles) > 0, "confluent-kafka consumer saw no throttle"
+
+
+def test_request_percentage_is_seen_by_our_client_and_by_confluent_kafka(
+        broker: MiniBroker, admin: AdminClient, caplog: pytest.LogCaptureFixture) -> None:
+    """A request_percentage quota (handler time, not bytes) throttles real clients too: our producer logs the
+    throttle it honours, confluent-kafka's throttle_cb fires."""
+    ck = pytest.importorskip("confluent_kafka")
+    admin.create_topics([NewTopic("rp", 1, 1)], timeout=10)
+    set_quota(admin, {CLIENT: "rp-ours"}, request_percentage=0.0001)
+    set_quota(admin, {CLIENT: "rp-ck"}, request_percentage=0.0001)
+    caplog.set_level(logging.WARNING, logger="pykafka_client")
+    with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "client.id": "rp-ours",
+                        "linger.ms": 0}) as producer:
+        for i in range(5):
+            producer.send("rp", b"v%d" % i).result(30)
+    assert any("throttles this client" in r.getMessage() for r in caplog.records)
+
+    throttles: list[int] = []
+
+    def on_throttle(event: object) -> None:
+        throttles.append(int(event.throttle_time * 1000))  # type: ignore[attr-defined]
+
+    p = ck.Producer({"bootstrap.servers": broker.bootstrap_servers, "client.id": "rp-ck",
+                     "throttle_cb": on_throttle, "linger.ms": 0})
+    deadline = time.monotonic() + 20
+    while not throttles and time.monotonic() < deadline:
+        p.produce("rp", b"z")
+        p.poll(0.05)
+    p.flush(10)
+    assert throttles and max(throttles) > 0, "confluent-kafka producer saw no request_percentage throttle"
