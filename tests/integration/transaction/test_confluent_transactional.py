@@ -23,8 +23,6 @@ TOPIC = "t"
 def broker() -> Iterator[MiniBroker]:
     with MiniBroker() as b:
         assert b.context is not None and b.replica_manager is not None
-        if b.context.txn_marker_writer is None:
-            pytest.skip("this broker has no WriteTxnMarkers path (BrokerContext.txn_marker_writer) yet")
         b.replica_manager.create_topic(TOPIC, 2, {})
         yield b
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import _missing_peer
 from tests.integration.noida import NoidaBroker, noida_binary
 
 
@@ -17,7 +18,7 @@ def txn_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "noida":
         binary = noida_binary()
         if binary is None:
-            pytest.skip("noida-db is not installed (pip install -e '.[interop]')")
+            _missing_peer("noida-db")
         noida = NoidaBroker(binary, tmp_path / "noida-data", log_path=tmp_path / "noida.log")
         noida.start()
         try:

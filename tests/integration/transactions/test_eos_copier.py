@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.conftest import _missing_peer
 from tests.integration.noida import noida_binary
 from tests.integration.transactions.harness import (
     READERS,
@@ -69,7 +70,7 @@ def setup(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str,
     broker: RestartableBroker
     if broker_kind == "noida":
         if noida_binary() is None:
-            pytest.skip("noida-db is not installed (pip install -e '.[interop]')")
+            _missing_peer("noida-db")
         broker = NoidaProcess(tmp_path / "noida-data", tmp_path / "noida.log")
     else:
         broker = MiniBrokerProcess(tmp_path / "data")
