@@ -497,9 +497,6 @@ SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
 
 
 
-#: (scenario, API) pairs that fail today, each with why and who fixes it. strict: they flip when fixed.
-KNOWN_FAILURES: dict[tuple[str, str], str] = {
-}
 
 _CACHE: dict[str, list[Captured]] = {}
 
@@ -514,10 +511,6 @@ def captured_for(scenario: str) -> list[Captured]:
     return _CACHE[scenario]
 
 
-def test_every_known_failure_names_a_case() -> None:
-    assert {key for key in KNOWN_FAILURES if key[1] not in SCENARIOS[key[0]][2]} == set()
-
-
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_scenario_reaches_every_request_it_is_meant_to_build(scenario: str) -> None:
     """Guards the guard: a scenario that stops reaching an API would make its encode test vacuous."""
@@ -528,9 +521,7 @@ def _cases() -> list[Any]:
     cases = []
     for scenario, (_, _, apis) in sorted(SCENARIOS.items()):
         for api in sorted(apis):
-            reason = KNOWN_FAILURES.get((scenario, api))
-            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            cases.append(pytest.param(scenario, api, id=f"{scenario}-{api}", marks=marks))
+            cases.append(pytest.param(scenario, api, id=f"{scenario}-{api}"))
     return cases
 
 
