@@ -148,6 +148,8 @@ class QuotaManagers:
         self.fetch = ClientQuotaManager(self.store, CONSUMER_BYTE_RATE, samples, window_ms, metrics, time)
         self.request = ClientQuotaManager(self.store, REQUEST_PERCENTAGE, samples, window_ms, metrics, time)
         self.reaper: ThrottledChannelReaper | None = None  # started by start()
+        #: told about ip connection_creation_rate changes (the socket server's ConnectionQuotas)
+        self.on_ip_quota: Callable[[str | None, float | None], None] | None = None
 
     def start(self) -> None:
         self.reaper = ThrottledChannelReaper()
@@ -155,9 +157,6 @@ class QuotaManagers:
     def shutdown(self) -> None:
         if self.reaper is not None:
             self.reaper.shutdown()
-
-        #: told about ip connection_creation_rate changes (the socket server's ConnectionQuotas)
-        self.on_ip_quota: Callable[[str | None, float | None], None] | None = None
 
     def any_active(self) -> bool:
         return bool(self.store.keys_in_use - IP_KEYS)
