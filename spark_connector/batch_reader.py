@@ -83,7 +83,12 @@ class KafkaBatchReader(DataSourceReader):
         yield from read_range(partition.offset_range(), self.options)
 
 
-def create_batch_reader(options: Mapping[str, Any], schema: StructType) -> KafkaBatchReader:
-    read_options = parse_read_options(options, streaming=False)
+def checked_read_options(options: Mapping[str, Any], schema: StructType, *, streaming: bool) -> ReadOptions:
+    """The parsed options, after rejecting a user-given schema (both at ``load()``)."""
+    read_options = parse_read_options(options, streaming=streaming)
     check_schema(schema, read_options.include_headers)
-    return KafkaBatchReader(read_options)
+    return read_options
+
+
+def create_batch_reader(options: Mapping[str, Any], schema: StructType) -> KafkaBatchReader:
+    return KafkaBatchReader(checked_read_options(options, schema, streaming=False))

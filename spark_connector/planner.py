@@ -98,3 +98,14 @@ def rate_limit(limit: int, start: Mapping[TopicPartition, int],
         admitted = math.ceil(share) if share < 1 else math.floor(share)
         out[tp] = min(end, begin + admitted)
     return out
+
+
+def should_delay(min_rows: int, start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int],
+                 max_trigger_delay_ms: int, now_ms: int, last_trigger_ms: int) -> bool:
+    """Spark's ``delayBatch`` for ``minOffsetsPerTrigger``: skip this trigger while fewer than ``min_rows``
+    new records are available, unless ``maxTriggerDelay`` has passed since the last batch fired (the first
+    trigger, with ``last_trigger_ms`` 0, always fires)."""
+    if now_ms - last_trigger_ms >= max_trigger_delay_ms:
+        return False
+    available = sum(end - start.get(tp, 0) for tp, end in latest.items())
+    return available < min_rows
