@@ -47,6 +47,13 @@ def to_input_partitions(ranges: Sequence[OffsetRange]) -> list[InputPartition]:
     return [KafkaInputPartition.of(r) for r in ranges]
 
 
+def read_partition(partition: InputPartition, options: ReadOptions) -> Iterator[pa.RecordBatch]:
+    """``read()`` of both readers. When there is nothing to read, ``partitions()`` returns no partition and
+    Spark substitutes one ``InputPartition(None)``: it yields no rows."""
+    if isinstance(partition, KafkaInputPartition):
+        yield from read_range(partition.offset_range(), options)
+
+
 def plan_batch(reader: OffsetReader, options: ReadOptions) -> list[OffsetRange]:
     """Spark's ``getOffsetRangesFromUnresolvedOffsets`` then ``KafkaOffsetRangeCalculator``."""
     tps = reader.topic_partitions()
@@ -79,8 +86,7 @@ class KafkaBatchReader(DataSourceReader):
             reader.close()
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, KafkaInputPartition), partition
-        yield from read_range(partition.offset_range(), self.options)
+        yield from read_partition(partition, self.options)
 
 
 def checked_read_options(options: Mapping[str, Any], schema: StructType, *, streaming: bool) -> ReadOptions:

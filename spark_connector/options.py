@@ -13,7 +13,7 @@ import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pykafka_client.consumer.config import CONSUMER_CONFIG
 from pykafka_client.errors import ConfigurationError
@@ -286,6 +286,43 @@ def _check_batch_limits(start: OffsetLimit, end: OffsetLimit) -> None:
             raise ValueError(f"ending offset for {tp} can't be earliest for batch queries on Kafka")
 
 
+class _General(NamedTuple):
+    strategy: Strategy
+    min_partitions: int | None
+    max_records: int | None
+    max_offsets: int | None
+    min_offsets: int | None
+    params: dict[str, str]
+
+
+def _general_options(options: Mapping[str, str]) -> _General:
+    strategy = _strategy(options)
+    min_partitions = _parse_int(options, MIN_PARTITIONS, "minPartitions", None)
+    if min_partitions is not None and min_partitions <= 0:
+        raise ValueError("minPartitions must be positive")
+    max_records = _parse_int(options, MAX_RECORDS_PER_PARTITION, "maxRecordsPerPartition", None)
+    if max_records is not None and max_records <= 0:
+        raise ValueError(f"{MAX_RECORDS_PER_PARTITION} must be positive")
+    params = kafka_params(options)
+    _check_kafka_params(params)
+    max_offsets = _parse_int(options, MAX_OFFSETS_PER_TRIGGER, "maxOffsetsPerTrigger", None)
+    min_offsets = _parse_int(options, MIN_OFFSETS_PER_TRIGGER, "minOffsetsPerTrigger", None)
+    if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
+        raise ValueError(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
+                         f"maxOffsetsPerTrigger({max_offsets}).")
+    for name, value in (("maxOffsetsPerTrigger", max_offsets), ("minOffsetsPerTrigger", min_offsets)):
+        if value is not None and value <= 0:
+            raise ValueError(f"{name} must be positive, but it was {value}")
+    return _General(strategy, min_partitions, max_records, max_offsets, min_offsets, params)
+
+
+def check_general_options(raw: Mapping[str, Any]) -> None:
+    """The checks common to batch and streaming reads (Spark's ``validateGeneralOptions``): run by
+    ``schema()`` so a bad option fails at ``load()``, as with Spark's source (``reader()`` runs later, at the
+    first action)."""
+    _general_options(lower_keys(raw))
+
+
 def parse_read_options(raw: Mapping[str, Any], *, streaming: bool) -> ReadOptions:
     """Check and parse the options of a batch (``streaming=False``) or streaming read, in Spark's order
     (``validateBatchOptions`` / ``validateStreamOptions``, then ``validateGeneralOptions``)."""
@@ -304,23 +341,7 @@ def parse_read_options(raw: Mapping[str, Any], *, streaming: bool) -> ReadOption
         ending = offset_limit(options, ENDING_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP, ENDING_OFFSETS,
                               LATEST_LIMIT)
         _check_batch_limits(starting, ending)
-    strategy = _strategy(options)
-    min_partitions = _parse_int(options, MIN_PARTITIONS, "minPartitions", None)
-    if min_partitions is not None and min_partitions <= 0:
-        raise ValueError("minPartitions must be positive")
-    max_records = _parse_int(options, MAX_RECORDS_PER_PARTITION, "maxRecordsPerPartition", None)
-    if max_records is not None and max_records <= 0:
-        raise ValueError(f"{MAX_RECORDS_PER_PARTITION} must be positive")
-    params = kafka_params(options)
-    _check_kafka_params(params)
-    max_offsets = _parse_int(options, MAX_OFFSETS_PER_TRIGGER, "maxOffsetsPerTrigger", None)
-    min_offsets = _parse_int(options, MIN_OFFSETS_PER_TRIGGER, "minOffsetsPerTrigger", None)
-    if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
-        raise ValueError(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
-                         f"maxOffsetsPerTrigger({max_offsets}).")
-    for name, value in (("maxOffsetsPerTrigger", max_offsets), ("minOffsetsPerTrigger", min_offsets)):
-        if value is not None and value <= 0:
-            raise ValueError(f"{name} must be positive, but it was {value}")
+    strategy, min_partitions, max_records, max_offsets, min_offsets, params = _general_options(options)
     if not streaming:
         check_offset_limit_validity(starting, ending)
     # Spark's batchUniqueGroupId / streamingUniqueGroupId (no checkpoint path reaches a Python source, so

@@ -22,7 +22,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_connector.options import INCLUDE_HEADERS, lower_keys, parse_bool
+from spark_connector.options import INCLUDE_HEADERS, check_general_options, lower_keys, parse_bool
 
 #: Spark's message when ``.schema(...)`` is given to a Kafka read
 FIXED_SCHEMA_MESSAGE = "Kafka source has a fixed schema and cannot be set with a custom one"
@@ -46,7 +46,10 @@ def kafka_schema(include_headers: bool) -> StructType:
 
 
 def read_schema(options: Mapping[str, Any]) -> StructType:
-    """``schema()`` of the source: the fixed schema, with ``headers`` when ``includeHeaders`` is true."""
+    """``schema()`` of the source: the fixed schema, with ``headers`` when ``includeHeaders`` is true. Checks
+    the options common to batch and streaming reads first (``schema()`` is the one call ``load()`` makes;
+    writes never call it)."""
+    check_general_options(options)
     return kafka_schema(parse_bool(lower_keys(options), INCLUDE_HEADERS, "includeHeaders", False))
 
 

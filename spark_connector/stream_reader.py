@@ -38,11 +38,11 @@ from pyspark.sql.streaming.datasource import (
 
 from pykafka_client.errors import KafkaError
 from pykafka_client.structs import TopicPartition
-from spark_connector.batch_reader import KafkaInputPartition, checked_read_options, to_input_partitions
+from spark_connector.batch_reader import checked_read_options, read_partition, to_input_partitions
 from spark_connector.offset_json import OffsetDict, from_offset_dict, to_offset_dict
 from spark_connector.offset_reader import OffsetReader, scala_set
 from spark_connector.options import ReadOptions
-from spark_connector.partition_reader import read_range, report_data_loss
+from spark_connector.partition_reader import report_data_loss
 from spark_connector.planner import OffsetRange, rate_limit, should_delay, split_ranges
 
 if TYPE_CHECKING:
@@ -172,8 +172,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- executor side ---------------------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, KafkaInputPartition), partition
-        yield from read_range(partition.offset_range(), self.options)
+        yield from read_partition(partition, self.options)
 
 
 def create_stream_reader(options: Mapping[str, Any], schema: StructType) -> KafkaStreamReader:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -38,6 +39,8 @@ def spark() -> Iterator[SparkSession]:
         _missing("Java")
     from spark_connector.source import KafkaDataSource
 
+    # Python workers run `python3` from PATH unless told otherwise: use this interpreter (with pyarrow)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     session = (SparkSession.builder.master("local[2]").appName("pykafka-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")

@@ -38,6 +38,11 @@ def test_stream_reader_pickles_with_its_admin_client_dropped() -> None:
     assert clone.offset_reader._admin is None
 
 
+def test_schema_checks_the_general_options_so_load_fails() -> None:
+    with pytest.raises(ValueError, match="One of the following options must be specified"):
+        read_schema({"kafka.bootstrap.servers": "h:1"})
+
+
 def test_user_schema_is_rejected_with_sparks_message() -> None:
     custom = StructType([StructField("value", StringType())])
     for create in (create_batch_reader, create_stream_reader):
@@ -45,4 +50,4 @@ def test_user_schema_is_rejected_with_sparks_message() -> None:
             create(OPTIONS, custom)
     # the schema without headers is "custom" when includeHeaders is true
     with pytest.raises(ValueError, match=FIXED_SCHEMA_MESSAGE):
-        create_batch_reader(OPTIONS, read_schema({}))
+        create_batch_reader(OPTIONS, read_schema({**OPTIONS, "includeHeaders": "false"}))
