@@ -191,3 +191,14 @@ def test_errors_surface_at_load(spark: SparkSession, spark_broker: MiniBroker) -
     message = error_of(lambda: read(spark, spark_broker, subscribe=topic,
                                     startingOffsets='{"nope":{"0":0}}').collect())
     assert "[KAFKA_START_OFFSET_DOES_NOT_MATCH_ASSIGNED]" in message
+
+
+def test_ending_offset_past_the_log_waits_poll_timeout_then_is_data_loss(
+        spark: SparkSession, spark_broker: MiniBroker) -> None:
+    topic = fresh_topic()
+    create_topic(spark_broker, topic, 1)
+    produced = produce(spark_broker, numbered(topic, 3, 1))
+    past = {"subscribe": topic, "endingOffsets": f'{{"{topic}":{{"0":8}}}}', "kafkaConsumer.pollTimeoutMs": "700"}
+    message = error_of(lambda: read(spark, spark_broker, **past).collect())
+    assert f"Could not read records in offset [3, 8) for topic partition {topic}-0" in message
+    assert rows(read(spark, spark_broker, failOnDataLoss="false", **past)) == expected(produced)
