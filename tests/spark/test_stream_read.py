@@ -151,3 +151,12 @@ def test_topic_deleted_mid_stream(spark: SparkSession, spark_broker: MiniBroker,
         wait_until(lambda: len(sink.rows) == len(before) + len(after), "the records after the deletion", query)
         assert sink.rows == expected(before + after)
         assert query.isActive
+
+
+def test_batch_only_options_are_rejected_by_a_stream(spark: SparkSession, spark_broker: MiniBroker,
+                                                     tmp_path: Path) -> None:
+    with pytest.raises(Exception) as e:  # at start() or as the query's first failure, by Spark's timing
+        query = stream(spark, spark_broker, subscribe="x", endingOffsets="latest").writeStream.format("noop") \
+            .option("checkpointLocation", str(tmp_path / "cp")).start()
+        query.awaitTermination(60)
+    assert "ending offset not valid in streaming queries" in str(e.value)
