@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 
-from spark_connector.offset_reader import OffsetReader, scala_set
-from spark_connector.options import ReadOptions, parse_read_options
+from spark_connector.offset_reader import OffsetReader
+from spark_connector.options import ReadOptions, parse_read_options, scala_set
 from spark_connector.partition_reader import read_range
 from spark_connector.planner import OffsetRange, split_ranges
 from spark_connector.read_schema import check_schema

@@ -20,7 +20,7 @@ from pykafka_client.admin.config import ADMIN_CONFIG
 from pykafka_client.admin.types import IsolationLevel, OffsetSpec
 from pykafka_client.errors import KafkaError
 from pykafka_client.structs import TopicPartition
-from spark_connector.options import ASSIGN, SUBSCRIBE, OffsetLimit, ReadOptions
+from spark_connector.options import ASSIGN, SUBSCRIBE, OffsetLimit, ReadOptions, scala_set
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -31,11 +31,6 @@ def admin_config(options: ReadOptions) -> dict[str, str]:
     left out)."""
     known = set(ADMIN_CONFIG.names())
     return {k: v for k, v in options.kafka.items() if k in known}
-
-
-def scala_set(tps: Collection[TopicPartition]) -> str:
-    """A partition set as Spark prints one in its messages: ``Set(t-0, t-1)``."""
-    return "Set(" + ", ".join(str(tp) for tp in sorted(tps)) + ")"
 
 
 class OffsetReader:

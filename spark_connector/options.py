@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -249,7 +249,8 @@ def _check_kafka_params(params: Mapping[str, str]) -> None:
                                      "kafka.* options are passed to pykafka_client's KafkaConsumer)")
 
 
-def _scala_set(tps: Any) -> str:
+def scala_set(tps: Collection[TopicPartition]) -> str:
+    """A partition set as Spark prints one in its messages: ``Set(t-0, t-1)``."""
     return "Set(" + ", ".join(str(tp) for tp in sorted(tps)) + ")"
 
 
@@ -263,7 +264,7 @@ def check_offset_limit_validity(start: OffsetLimit, end: OffsetLimit) -> None:
         raise ValueError(
             "[MISMATCHED_TOPIC_PARTITIONS_BETWEEN_START_OFFSET_AND_END_OFFSET] The specified start offset and "
             "end offset should have the same topic-partitions. Topic-partitions for start offset: "
-            f"{_scala_set(start.offsets)}, topic-partitions for end offset: {_scala_set(end.offsets)}.")
+            f"{scala_set(start.offsets)}, topic-partitions for end offset: {scala_set(end.offsets)}.")
     what = "offset" if start.kind == "offsets" else "timestamp"
     for tp in sorted(start.offsets):
         s, e = start.offsets[tp], end.offsets[tp]

@@ -40,8 +40,8 @@ from pykafka_client.errors import KafkaError
 from pykafka_client.structs import TopicPartition
 from spark_connector.batch_reader import checked_read_options, read_partition, to_input_partitions
 from spark_connector.offset_json import OffsetDict, from_offset_dict, to_offset_dict
-from spark_connector.offset_reader import OffsetReader, scala_set
-from spark_connector.options import ReadOptions
+from spark_connector.offset_reader import OffsetReader
+from spark_connector.options import ReadOptions, scala_set
 from spark_connector.partition_reader import report_data_loss
 from spark_connector.planner import OffsetRange, rate_limit, should_delay, split_ranges
 
