@@ -66,6 +66,8 @@ def test_wheel_ships_license_notice_and_py_typed(built: tuple[Path, str]) -> Non
         assert "Apache License" in z.read(next(n for n in names if n.endswith("/LICENSE") and dist_info in n)).decode()
         assert "Apache Kafka" in z.read(next(n for n in names if n.endswith("/NOTICE") and dist_info in n)).decode()
         assert {"pykafka_client/py.typed", "mini_broker/py.typed"} <= set(names)
+        # the Spark source and the module PySpark's lookup auto-registers it from
+        assert {"spark_connector/source.py", "pyspark_pykafka/__init__.py"} <= set(names)
         meta = email.message_from_bytes(z.read(f"{dist_info}/METADATA"))
     assert meta["License-Expression"] == "Apache-2.0"
     classifiers = meta.get_all("Classifier") or []
