@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark]
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _missing(what: str) -> None:
@@ -38,6 +41,10 @@ def spark() -> Iterator[SparkSession]:
         _missing("Java")
     from spark_connector.source import KafkaDataSource
 
+    # Spark's Python workers run `python3` from PATH with their own PYTHONPATH: make them use this interpreter
+    # (pyarrow) and import this checkout's packages (not another install of them).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
     session = (SparkSession.builder.master("local[2]").appName("pykafka-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")

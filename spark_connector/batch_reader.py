@@ -1,0 +1,12 @@
+"""PLACEHOLDER on the spark-write branch (the read helper's module replaces it at merge)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyspark.sql.datasource import DataSourceReader
+from pyspark.sql.types import StructType
+
+
+def create_batch_reader(options: Mapping[str, str], schema: StructType) -> DataSourceReader:
+    raise NotImplementedError("the read side of the pykafka data source is not on this branch")
