@@ -11,7 +11,6 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
 import pytest
 
 from mini_broker.broker import MiniBroker
@@ -87,6 +86,7 @@ def test_batch_replayed_after_driver_restart_is_not_written_twice(
 def test_commit_left_half_done_is_completed_on_recovery(spark_broker: MiniBroker, tmp_path: Path) -> None:
     """Outside Spark: a task's open transaction, an intent file as a driver that died mid-commit leaves it;
     creating the stream writer (what the next run's driver does first) commits it."""
+    import pyarrow as pa
     from pyspark.sql.types import StringType, StructField, StructType
 
     from spark_connector.exactly_once import SinkState, write_in_transaction
