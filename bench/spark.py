@@ -157,7 +157,8 @@ def main() -> int:
                     results[fmt] = seconds
                 except Exception as e:  # the read side not merged yet, or a failure: say so, keep going
                     results[fmt] = None
-                    print(f"read {label} {fmt}: failed: {str(e).strip().splitlines()[-1][:200]}")
+                    lines = [ln for ln in str(e).splitlines() if "Error" in ln] or str(e).strip().splitlines()
+                    print(f"read {label} {fmt}: failed: {lines[-1].strip()[:200]}")
             _print(f"read {label}", "confluent baseline", n, results["confluent"], results["confluent"])
             _print(f"read {label}", "pykafka", n, results["pykafka"], results["confluent"])
         seconds, count = _timed(lambda: _consume_ours(bootstrap, topics["ours"]))
