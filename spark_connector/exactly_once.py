@@ -26,14 +26,16 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import WriterCommitMessage
 
 from pykafka_client import KafkaProducer
 from spark_connector.write_options import KafkaWriteOptionError, WriteOptions
+from spark_connector.write_schema import WriteColumns
 
 log = logging.getLogger(__name__)
 
@@ -200,7 +202,9 @@ class ExactlyOnceCommitter:
                 log.warning("exactly-once sink: aborting transaction %s failed (%r)", txn["transactional_id"], e)
 
 
-def write_in_transaction(options: WriteOptions, columns: Any, txn_id_base: str, batches: Any) -> TransactionCommitMessage:
+def write_in_transaction(
+    options: WriteOptions, columns: WriteColumns, txn_id_base: str, batches: Iterator[pa.RecordBatch]
+) -> TransactionCommitMessage:
     """The task half: write the task's rows in a transaction left open for the driver (see the module doc)."""
     from spark_connector.task_producer import InjectedWriteFault, TaskProducer, task_context
 
