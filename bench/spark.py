@@ -65,9 +65,15 @@ def _rows(spark: Any, n: int) -> Any:
     return df
 
 
+#: extra producer settings for the pykafka sink (--kafka key=value)
+SINK_OPTIONS: dict[str, str] = {}
+
+
 def _write_pykafka(df: Any, bootstrap: str, topic: str) -> None:
-    (df.write.format("pykafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
-     .mode("append").save())
+    writer = df.write.format("pykafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic)
+    for k, v in SINK_OPTIONS.items():
+        writer = writer.option("kafka." + k, v)
+    writer.mode("append").save()
 
 
 def _write_confluent(df: Any, bootstrap: str, topic: str) -> None:
@@ -125,7 +131,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=5_000_000)
     ap.add_argument("--skip-read", action="store_true")
+    ap.add_argument("--kafka", action="append", default=[], metavar="KEY=VALUE",
+                    help="a producer setting for the pykafka sink (repeatable), e.g. batch.size=262144")
     args = ap.parse_args()
+    SINK_OPTIONS.update(kv.split("=", 1) for kv in args.kafka)
     n = args.records
     with mini_broker_process({"num.partitions": PARTITIONS}) as bootstrap:
         spark = _session()
