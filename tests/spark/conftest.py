@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 pytestmark = [pytest.mark.spark]
 
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 
 def _missing(what: str) -> None:
     message = f"{what} is not available (pip install -e '.[spark]'; Spark needs Java 17+)"
@@ -39,8 +41,10 @@ def spark() -> Iterator[SparkSession]:
         _missing("Java")
     from spark_connector.source import KafkaDataSource
 
-    # Python workers run `python3` from PATH unless told otherwise: use this interpreter (with pyarrow)
+    # Spark's Python workers run `python3` from PATH with their own PYTHONPATH: make them use this interpreter
+    # (pyarrow) and import this checkout's packages (not another install of them).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
     session = (SparkSession.builder.master("local[2]").appName("pykafka-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
