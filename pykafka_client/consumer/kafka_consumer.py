@@ -40,6 +40,7 @@ from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerReco
 from pykafka_client.consumer.consumer_utils import create_consumer_network_client
 from pykafka_client.consumer.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchConfig, Fetcher
 from pykafka_client.consumer.offset_fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
+from pykafka_client.consumer.position_validator import PositionValidator
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
 from pykafka_client.consumer.single_thread_guard import SingleThreadGuard
 from pykafka_client.consumer.structs import ConsumerGroupMetadata
@@ -205,6 +206,9 @@ class KafkaConsumer(Generic[K, V]):
             self._request_timeout_ms,
             self._isolation_level,
         )
+        self.position_validator = PositionValidator(
+            self._client, self.metadata, self.subscriptions, time, self._retry_backoff_ms, self._request_timeout_ms
+        )
         self.coordinator: ConsumerCoordinator | None = None
         if self.group_id is not None:
             self.coordinator = ConsumerCoordinator(
@@ -339,6 +343,8 @@ class KafkaConsumer(Generic[K, V]):
         return self._update_fetch_positions(timer)
 
     def _update_fetch_positions(self, timer: Timer) -> bool:
+        # positions whose leader changed are validated (KIP-320); may raise LogTruncationError
+        self.position_validator.validate_positions_if_needed()
         if self.subscriptions.has_all_fetch_positions():
             return True
         if self.coordinator is not None and self.subscriptions.initializing_partitions():
