@@ -413,6 +413,9 @@ class Fetcher:
                 cfg.value_deserializer,
             )
         finally:
+            if completed.last_epoch is not None and completed.last_epoch != position.offset_epoch:
+                # a record written under a newer epoch than metadata knows: the cached leader is stale
+                self.metadata.update_last_seen_epoch_if_newer(tp, completed.last_epoch)
             if completed.next_fetch_offset > position.offset:
                 subs.seek_position(
                     tp,

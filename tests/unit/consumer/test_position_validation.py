@@ -339,3 +339,95 @@ def test_position_without_epoch_follows_the_hinted_leader_at_once() -> None:
     body = request.body
     assert isinstance(body, FetchRequest)
     assert body.topics[0].partitions[0].current_leader_epoch == 2
+
+
+# -- KafkaConsumer ------------------------------------------------------------------------------------
+
+
+def test_consumer_poll_raises_log_truncation_after_a_leader_change_and_continues_after_a_seek() -> None:
+    from typing import Any
+
+    from pykafka_client import KafkaConsumer
+    from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
+    from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
+    from tests.doubles.mock_client import MockClient
+    from tests.doubles.responses import metadata_response
+    from tests.unit.consumer.helpers import batch
+
+    time = MockTime(auto_tick_ms=1)
+    md = ConsumerMetadata(SubscriptionState(), 100, 100, 300_000)
+    md.bootstrap([("localhost", 9092)])
+    md.update(0, metadata_response([NODE0, NODE1], {"t": 1}, leaders={("t", 0): 0}, leader_epoch=0), False, 0)
+    client = MockClient(time, md)
+    cnc = ConsumerNetworkClient(client, md, time, 100, 1000)
+    c: KafkaConsumer[Any, Any] = KafkaConsumer({"auto.offset.reset": "none"}, time=time, client=cnc, metadata=md)
+    tp = TopicPartition("t", 0)
+    tid = md.fetch().topic_id("t")
+
+    def fetch_response(base: int, values: list[bytes], epoch: int) -> FetchResponse:
+        pd = FetchResponse.PartitionData(partition_index=0, high_watermark=base + len(values),
+                                         records=batch(base, values, leader_epoch=epoch))
+        return FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="t", topic_id=tid, partitions=[pd])])
+
+    def fetch_from(node: Node, offset: int) -> tuple[Any, ...]:
+        def matches(body: Any) -> bool:
+            return isinstance(body, FetchRequest) and body.topics[0].partitions[0].fetch_offset == offset
+        return matches, node
+
+    matcher, node = fetch_from(NODE0, 0)
+    client.prepare_response(fetch_response(0, [b"a", b"b", b"c"], epoch=0), matcher=matcher, node=node)
+    c.assign([tp])
+    c.seek(tp, 0)
+    got: list[Any] = []
+    for _ in range(5):
+        got.extend(c.poll(0.2))
+        if got:
+            break
+    assert [r.offset for r in got] == [0, 1, 2]
+    # Node 0 dies; node 1 is elected at epoch 1, but its log holds epoch 0 only up to offset 1 (offset 2
+    # was never replicated: an unclean election).
+    md.update(0, metadata_response([NODE0, NODE1], {"t": 1}, leaders={("t", 0): 1}, leader_epoch=1), False, 0)
+    client.prepare_response(
+        epoch_response({tp: (0, 0, 1)}),
+        matcher=lambda body: isinstance(body, OffsetForLeaderEpochRequest)
+        and body.topics[0].partitions[0].leader_epoch == 0 and body.topics[0].partitions[0].current_leader_epoch == 1,
+        node=NODE1,
+    )
+    with pytest.raises(LogTruncationError) as info:
+        for _ in range(10):
+            assert not c.poll(0.2)
+    assert info.value.divergent_offsets == {tp: OffsetAndMetadata(1, "", 0)}
+    matcher, node = fetch_from(NODE1, 1)
+    client.prepare_response(fetch_response(1, [b"B", b"C"], epoch=1), matcher=matcher, node=node)
+    c.seek(tp, 1)
+    got = []
+    for _ in range(5):
+        got.extend(c.poll(0.2))
+        if got:
+            break
+    assert [(r.offset, r.value) for r in got] == [(1, b"B"), (2, b"C")]
+    c.close(0)
+
+
+def test_seek_to_an_offset_with_its_leader_epoch_validates_it_first() -> None:
+    from typing import Any
+
+    from pykafka_client import KafkaConsumer
+    from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
+    from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
+    from tests.doubles.mock_client import MockClient
+    from tests.doubles.responses import metadata_response
+
+    time = MockTime(auto_tick_ms=1)
+    md = ConsumerMetadata(SubscriptionState(), 100, 100, 300_000)
+    md.update(0, metadata_response([NODE0], {"t": 1}, leader_epoch=3), False, 0)
+    cnc = ConsumerNetworkClient(MockClient(time, md), md, time, 100, 1000)
+    c: KafkaConsumer[Any, Any] = KafkaConsumer({}, time=time, client=cnc, metadata=md)
+    tp = TopicPartition("t", 0)
+    c.assign([tp])
+    c.seek(tp, OffsetAndMetadata(5, "", 2))
+    assert c.subscriptions.awaiting_validation(tp)
+    assert c.subscriptions.position(tp) == FetchPosition(5, 2, 0, 3)
+    c.seek(tp, OffsetAndMetadata(6))  # no epoch: used as it is
+    assert c.subscriptions.is_fetchable(tp)
+    c.close(0)
