@@ -98,7 +98,9 @@ def check_exactly_once_in_order(acks: Acks, read: dict[int, list[tuple[int, int]
 def test_idempotent_acks_all_producer_loses_nothing_through_two_leader_kills(cluster: MiniCluster) -> None:
     topic, n = "failover-idempotent", 20_000
     cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+    epoch = cluster.leader_epoch(topic, 0)
     acks = produce_through_two_leader_kills(cluster, topic, n)
+    assert cluster.leader_epoch(topic, 0) >= epoch + 2  # two failovers happened under the producer
     check_exactly_once_in_order(acks, read_back(cluster, topic, PARTITIONS), n)
 
 
