@@ -431,3 +431,20 @@ def test_seek_to_an_offset_with_its_leader_epoch_validates_it_first() -> None:
     c.seek(tp, OffsetAndMetadata(6))  # no epoch: used as it is
     assert c.subscriptions.is_fetchable(tp)
     c.close(0)
+
+
+def test_records_from_a_newer_epoch_than_metadata_knows_mark_the_cached_leader_stale() -> None:
+    from tests.unit.consumer.helpers import batch
+
+    f, env, subs = make_fetcher()
+    subs.assign_from_user([TP0])
+    subs.seek(TP0, 0)
+    f.send_fetches()
+    pd = FetchResponse.PartitionData(partition_index=0, high_watermark=2, records=batch(0, [b"a", b"b"], leader_epoch=3))
+    env.respond(FetchResponse(responses=[FetchResponse.FetchableTopicResponse(topic="test", partitions=[pd])]))
+    assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 1]
+    position = subs.position(TP0)
+    assert position is not None and position.offset_epoch == 3
+    assert env.metadata.last_seen_leader_epoch(TP0) == 3
+    assert env.metadata.current_leader(TP0) == LeaderAndEpoch(None, 3)  # unknown until metadata catches up
+    assert env.metadata.update_requested()
