@@ -119,7 +119,7 @@ def test_min_insync_replicas_refuses_acks_all_but_not_acks_1_with_a_follower_sto
     assert _produce_raw(port, "minisr", -1, b"both in sync") == 0
     cluster.stop(follower)
     cluster._wait(lambda: cluster.isr("minisr", 0) == [leader], 30, "the ISR to shrink")
-    time.sleep(1)  # the leader learns the ISR from its next heartbeat
+    cluster.wait_for_metadata()  # the leader learns the ISR from its next heartbeat
     assert _produce_raw(port, "minisr", -1, b"refused") == NotEnoughReplicasError.code
     assert _produce_raw(port, "minisr", 1, b"acks=1 still works") == 0
     cluster.restart(follower)
@@ -142,7 +142,7 @@ def test_acks_1_can_lose_acknowledged_records_in_an_unclean_failover_and_acks_al
         follower = next(r for r in cluster.isr(topic, 0) if r != leader)
         cluster.stop(follower)
         cluster._wait(lambda t=topic, ld=leader: cluster.isr(t, 0) == [ld], 30, "the ISR to shrink")
-        time.sleep(1)
+        cluster.wait_for_metadata()
         for i in range(5):
             v = b"%s-%d" % (topic.encode(), i)
             if _produce_raw(cluster.brokers[leader].port, topic, acks, v) == 0:
