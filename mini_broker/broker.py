@@ -223,6 +223,8 @@ class MiniBroker:
                 return
             self._stopped = True
         log.info("event=broker_shutting_down node_id=%s", self.config.node_id)
+        if self.cluster is not None and not self._start_failed:
+            self.cluster.controlled_shutdown()
         if self.socket_server is not None:
             self.socket_server.stop_processing()
         if self.handler_pool is not None:

@@ -126,7 +126,7 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
         log.info("event=broker_registered broker_id=%s broker_epoch=%d", req["broker_id"], epoch)
         return {"broker_epoch": epoch, "image": s.image()}
     if op == "heartbeat":
-        s.heartbeat(int(req["broker_id"]), int(req["broker_epoch"]))
+        s.heartbeat(int(req["broker_id"]), int(req["broker_epoch"]), int(req.get("version", -1)))
         return {"image": s.image()} if s.version != int(req.get("version", -1)) else {}
     if op == "create_topic":
         s.create_topic(str(req["name"]), int(req["num_partitions"]), int(req["replication_factor"]),
@@ -141,6 +141,8 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
         s.alter_partition(int(req["broker_id"]), int(req["broker_epoch"]), str(req["topic"]),
                           int(req["partition"]), int(req["leader_epoch"]), int(req["partition_epoch"]),
                           [int(r) for r in req["isr"]])
+    elif op == "controlled_shutdown":
+        s.controlled_shutdown(int(req["broker_id"]), int(req["broker_epoch"]))
     elif op == "allocate_producer_ids":
         first, count = s.allocate_producer_ids()
         return {"first": first, "count": count}

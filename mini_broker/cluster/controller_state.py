@@ -71,6 +71,8 @@ class BrokerRegistration:
     broker_epoch: int
     fenced: bool = False
     last_heartbeat_ms: int = 0
+    #: the image version the broker reported in its last heartbeat (what it has applied)
+    metadata_version: int = -1
 
 
 def elect_leader(reg: PartitionRegistration, alive: set[int], unclean: bool) -> tuple[int, list[int]]:
@@ -156,13 +158,25 @@ class ControllerState:
             self._changed()
             return epoch
 
-    def heartbeat(self, broker_id: int, broker_epoch: int) -> None:
+    def heartbeat(self, broker_id: int, broker_epoch: int, metadata_version: int = -1) -> None:
         """Raises StaleBrokerEpochError when the broker must register again (fenced or an older incarnation)."""
         with self._lock:
             b = self.brokers.get(broker_id)
             if b is None or b.broker_epoch != broker_epoch or b.fenced:
                 raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered; register again")
             b.last_heartbeat_ms = self.time.milliseconds()
+            b.metadata_version = metadata_version
+
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> None:
+        """A broker shutting down cleanly: fence it now (its partitions get new leaders at once) rather than
+        after the session timeout. Raises StaleBrokerEpochError for an older incarnation."""
+        with self._lock:
+            b = self.brokers.get(broker_id)
+            if b is None or b.broker_epoch != broker_epoch:
+                raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered")
+            if not b.fenced:
+                self._fence(b)
+                self._changed()
 
     def check_sessions(self) -> list[int]:
         """Fence brokers whose session expired; returns their ids."""

@@ -24,7 +24,8 @@ API (stable; the client-side failover tests build on it):
   (:class:`~mini_broker.cluster.controller.Controller`, in this process).
 * ``kill(broker_id)`` (SIGKILL), ``stop(broker_id)`` (SIGTERM, clean), ``restart(broker_id)``;
   ``leader(topic, partition)``, ``isr(topic, partition)``, ``leader_epoch(topic, partition)``;
-  ``wait_for_leader(topic, partition, not_in=(), timeout=30)``, ``wait_for_isr(topic, partition, n, timeout=30)``;
+  ``wait_for_leader(topic, partition, not_in=(), timeout=30)``, ``wait_for_isr(topic, partition, n, timeout=30)``,
+  ``wait_for_metadata(timeout=30)`` (every live broker applied the controller's current image);
   ``create_topic(name, partitions=1, replication_factor=None, configs=None)``.
 
 The controller runs in the process that owns the ``MiniCluster`` (threads): killing a broker is a broker
@@ -173,10 +174,23 @@ class MiniCluster:
                 b = BrokerProcess(i, os.path.join(self.data_dir, f"broker-{i}"), port, props, self.log_level)
                 self.brokers[i] = b
                 self._start_broker(b)
+            self.wait_for_metadata()
         except BaseException:
             self.shutdown()
             raise
         return self
+
+    def wait_for_metadata(self, timeout: float = 30.0) -> None:
+        """Wait until every live broker has applied the controller's current image (it says so in its next
+        heartbeat), so that any broker's Metadata answer shows what the controller knows now."""
+        assert self.controller is not None
+        state = self.controller.state
+        version = state.version
+
+        def applied() -> bool:
+            return all(b.metadata_version >= version for b in list(state.brokers.values()) if not b.fenced)
+
+        self._wait(applied, timeout, f"every broker to apply metadata version {version}")
 
     def _start_broker(self, b: BrokerProcess, timeout: float = 60.0) -> None:
         assert self.controller is not None
@@ -227,6 +241,7 @@ class MiniCluster:
         if b.alive:
             b.kill()
         self._start_broker(b, timeout)
+        self.wait_for_metadata(timeout)
 
     # --- partition state (from the controller) -----------------------------------------------------
 
@@ -269,10 +284,9 @@ class MiniCluster:
         assert self.controller is not None
         rf = replication_factor if replication_factor is not None else int(self.props["default.replication.factor"])
         self.controller.state.create_topic(name, partitions, rf, dict(configs or {}))
-        # brokers pick the topic up from their next heartbeat
-        time.sleep(2 * int(self.props["broker.heartbeat.interval.ms"]) / 1000)
         for p in range(partitions):
             self.wait_for_leader(name, p, timeout=timeout)
+        self.wait_for_metadata(timeout)  # brokers pick the topic up from their next heartbeat
 
     @staticmethod
     def _wait(condition: object, timeout: float, what: str) -> None:

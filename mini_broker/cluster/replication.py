@@ -112,6 +112,17 @@ class ClusterReplication:
         self._thread = threading.Thread(target=self._run, name=f"broker-lifecycle-{self.broker_id}", daemon=True)
         self._thread.start()
 
+    def controlled_shutdown(self) -> None:
+        """Ask the controller to move this broker's leaderships away now (Kafka: controlled shutdown)."""
+        if self.broker_epoch < 0:
+            return
+        try:
+            self.channel.call({"op": "controlled_shutdown", "broker_id": self.broker_id,
+                               "broker_epoch": self.broker_epoch})
+        except (OSError, KafkaError) as e:
+            log.warning("event=controlled_shutdown_failed error=%r msg=\"the controller fences this broker after "
+                        "broker.session.timeout.ms instead\"", e)
+
     def shutdown(self) -> None:
         self._stop.set()
         if self._thread is not None:

@@ -141,3 +141,12 @@ def test_the_image_survives_a_controller_restart() -> None:
     assert again.topics["t"] == state.topics["t"]
     assert again.allocate_producer_ids()[0] > first
     assert again.version == state.version + 1
+
+
+def test_controlled_shutdown_moves_leadership_at_once() -> None:
+    state, _, epochs = _cluster()
+    state.create_topic("t", 1, 3, {})
+    with pytest.raises(StaleBrokerEpochError):
+        state.controlled_shutdown(0, epochs[0] + 100)
+    state.controlled_shutdown(0, epochs[0])
+    assert _reg(state).leader == 1 and _reg(state).isr == [1, 2] and state.brokers[0].fenced
