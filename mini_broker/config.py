@@ -364,6 +364,6 @@ class KafkaConfig:
         nid, bid = self._int("node.id"), self._int("broker.id")
         if nid >= 0 and bid >= 0 and nid != bid:
             raise ConfigurationError(f"Invalid value {bid} for configuration broker.id: must equal node.id ({nid})")
-        if self.default_replication_factor != 1:
+        if self.default_replication_factor != 1 and not self.get("controller.quorum.bootstrap.servers"):
             log.warning("event=config key=default.replication.factor value=%s msg=\"single broker: only 1 is usable\"",
                         self.default_replication_factor)

@@ -45,6 +45,8 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     _k("controller.listener.names", "str", None),
     _k("controller.quorum.voters", "list", []),
     _k("controller.quorum.bootstrap.servers", "list", []),
+    _k("broker.session.timeout.ms", "int", 9000, 1),
+    _k("broker.heartbeat.interval.ms", "int", 2000, 1),
     _k("cluster.id", "str", None, doc="mini_broker extension; normally read from meta.properties"),
     # socket server
     _k("num.network.threads", "int", 3, 1),

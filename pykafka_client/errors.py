@@ -38,6 +38,7 @@ __all__ = [
     "InvalidReceiveError",
     "KafkaError",
     "KafkaTimeoutError",
+    "LogTruncationError",
     "MessageDecodeError",
     "NoAvailableBrokersError",
     "NoOffsetForPartitionError",
@@ -170,6 +171,19 @@ class OffsetOutOfRangeClientError(InvalidOffsetError):
     def __init__(self, message: str, offsets: dict[object, int]) -> None:
         self.offsets = dict(offsets)
         super().__init__(message, offsets.keys())
+
+
+class LogTruncationError(OffsetOutOfRangeClientError):
+    """The log was truncated below the consumer's position after a leader change (KIP-320) and
+    ``auto.offset.reset=none`` (Java LogTruncationException).
+
+    ``offsets`` maps each partition to the fetch position that was validated; ``divergent_offsets`` maps it
+    to the first offset known to diverge (an ``OffsetAndMetadata`` with the leader epoch), or None when the
+    new leader could not say. The consumer keeps the partition unvalidated until the application seeks."""
+
+    def __init__(self, message: str, offsets: dict[object, int], divergent_offsets: dict[object, object]) -> None:
+        self.divergent_offsets = dict(divergent_offsets)
+        super().__init__(message, offsets)
 
 
 class CommitFailedError(KafkaError):

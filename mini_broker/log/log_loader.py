@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 from bisect import bisect_right
 from typing import Final
 
 from mini_broker.log.abstract_index import CorruptIndexError
 from mini_broker.log.log_config import LogConfig
-from mini_broker.log.log_segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, LogSegment
+from mini_broker.log.log_segment import (
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    LogSegment,
+    file_name_prefix,
+)
 from mini_broker.log.transaction_index import TXN_INDEX_FILE_SUFFIX
 from pykafka_client.utils.time import Time
 
@@ -81,3 +88,37 @@ def _remove_strays_and_find_segments(dir_path: str) -> list[int]:
             if name.endswith(suffix) and stem.isdigit() and int(stem) not in base_set:
                 os.unlink(os.path.join(dir_path, name))  # an index without its segment
     return sorted(bases)
+
+
+_TRUNCATE_HEADER = struct.Struct(">qi4xb4xhi")  # base offset, length, magic, attributes, last offset delta
+
+
+def truncate_files_to(dir_path: str, offset: int) -> int:
+    """Cut the closed log in ``dir_path`` so that no batch holding an offset >= ``offset`` remains (a batch that
+    straddles ``offset`` goes whole, as Kafka's ``LogSegment.truncateTo``); later segments are deleted. Returns
+    the base offset of the segment that was cut (where recovery must start)."""
+    bases = _remove_strays_and_find_segments(dir_path)
+    if not bases:
+        return 0
+    keep = [b for b in bases if b <= offset] or [bases[0]]
+    cut = keep[-1]
+    for base in bases:
+        if base > cut:
+            for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX):
+                path = os.path.join(dir_path, file_name_prefix(base) + suffix)
+                if os.path.exists(path):
+                    os.unlink(path)
+    path = os.path.join(dir_path, file_name_prefix(cut) + LOG_FILE_SUFFIX)
+    with open(path, "r+b") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        position = 0
+        while position + _TRUNCATE_HEADER.size <= size:
+            fh.seek(position)
+            base_offset, length, _, _, last_delta = _TRUNCATE_HEADER.unpack(fh.read(_TRUNCATE_HEADER.size))
+            if length <= 0 or base_offset + last_delta >= offset:
+                break
+            position += length + 12
+        fh.truncate(position)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return cut

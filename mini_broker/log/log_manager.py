@@ -35,6 +35,7 @@ from mini_broker.log.checkpoint import (
 )
 from mini_broker.log.local_log import log_dir_name, parse_topic_partition
 from mini_broker.log.log_config import LONG_MAX, LogConfig
+from mini_broker.log.log_loader import truncate_files_to
 from mini_broker.log.unified_log import Log
 from mini_broker.producer_state.producer_state_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from pykafka_client.errors import KafkaStorageError
@@ -201,6 +202,35 @@ class LogManager:
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
             return log
+
+    def truncate_to(self, topic: str, partition: int, offset: int) -> Log:
+        """Truncate the partition's log so that it ends at or below ``offset`` (a follower after a leader change)
+        and return the reopened log: the log is closed, its files cut (:func:`truncate_files_to`) and loaded
+        again, which rebuilds the indexes and the producer state from what is left. Its high watermark is its
+        new end; the caller sets the real one."""
+        with self._lock:
+            tp = (topic, partition)
+            log = self._logs.get(tp)
+            if log is None:
+                raise KafkaStorageError(f"no log for {topic}-{partition}")
+            if offset >= log.log_end_offset:
+                return log
+            _log.warning("event=log_truncated partition=%s-%s from=%d to=%d", topic, partition, log.log_end_offset,
+                         offset)
+            start = log.log_start_offset
+            log.close()
+            recover_from = truncate_files_to(log.dir_path, offset)
+            new = Log(
+                log.dir_path,
+                self.config_for(topic),
+                log_start_offset=min(start, offset),
+                recovery_point=recover_from,
+                had_clean_shutdown=False,
+                time=self._time,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )
+            self._logs[tp] = new
+            return new
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Apply a new config to every existing and future partition of ``topic``."""

@@ -236,6 +236,13 @@ class LogSegment:
             yield BatchHeader(position, base_offset, base_offset + last_delta, size, max_ts)
             position += size
 
+    def iter_batch_epochs(self) -> Iterator[tuple[int, int]]:
+        """(base offset, partition leader epoch) of every whole batch (for the leader epoch cache)."""
+        for header in self.iter_headers():
+            raw = os.pread(self._fd, 4, header.position + 12)
+            if len(raw) == 4:
+                yield header.base_offset, struct.unpack(">i", raw)[0]
+
     def translate_offset(self, offset: int, end: int | None = None) -> BatchHeader | None:
         """The first batch whose last offset is >= ``offset`` (starting from the index), within ``end``."""
         _, position = self.offset_index.lookup(offset)

@@ -35,17 +35,19 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import struct
 import threading
 from bisect import bisect_right
 from collections.abc import Callable
 from typing import Final
 
 from mini_broker.log.fetch_data_info import FetchDataInfo, LogAppendInfo, TimestampAndOffset
+from mini_broker.log.leader_epoch_cache import LeaderEpochCache
 from mini_broker.log.local_log import offset_of_max_timestamp, offset_of_timestamp, parse_topic_partition, read_segments
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_loader import load_segments
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
-from mini_broker.log.log_segment import LogSegment
+from mini_broker.log.log_segment import AppendedBatch, LogSegment
 from mini_broker.log.log_validator import AppendOrigin as AppendOrigin  # re-exported: the log's API
 from mini_broker.log.log_validator import analyze_and_validate, assign_offsets
 from mini_broker.log.transaction_index import AbortedTxn
@@ -60,6 +62,8 @@ from mini_broker.producer_state.producer_state_manager import (
 from mini_broker.producer_state.txn_metadata import CompletedTxn
 from pykafka_client.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+_BASE_AND_EPOCH = struct.Struct(">q4xi")  # a batch header's base offset and partition leader epoch
 
 _log = logging.getLogger(__name__)
 
@@ -117,6 +121,8 @@ class Log:
         self._update_txn_indexes(completed, replayed=True)
         self.producer_state.delete_snapshots_before(self._segments[0].base_offset)
         self._lso_metadata: LogOffsetMetadata | None = None
+        #: built on first use (only cluster brokers ask), then kept up to date by append
+        self._epoch_cache: LeaderEpochCache | None = None
 
     # -- loading --------------------------------------------------------------------------------------
     def _load(self, had_clean_shutdown: bool) -> None:
@@ -208,6 +214,25 @@ class Log:
     def size(self) -> int:
         return sum(s.size for s in self._segments)
 
+    def leader_epoch_cache(self) -> LeaderEpochCache:
+        """The partition's leader epochs, built from the batches the first time it is asked for."""
+        with self._lock:
+            if self._epoch_cache is None:
+                cache = LeaderEpochCache()
+                for segment in self._segments:
+                    for base_offset, epoch in segment.iter_batch_epochs():
+                        cache.assign(epoch, base_offset)
+                self._epoch_cache = cache
+            return self._epoch_cache
+
+    def _cache_epochs(self, buf: bytearray, batches: list[AppendedBatch]) -> None:
+        cache = self._epoch_cache
+        if cache is None:
+            return
+        for b in batches:
+            base, epoch = _BASE_AND_EPOCH.unpack_from(buf, b.relative_position)
+            cache.assign(epoch, base)
+
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log start, LEO]; returns the value set."""
         with self._lock:
@@ -286,6 +311,7 @@ class Log:
             next_offset = assigned.next_offset
             segment = self._maybe_roll(len(buf), assigned.max_timestamp, next_offset - 1, first_offset, now)
             segment.append(buf, assigned.batches)
+            self._cache_epochs(buf, assigned.batches)
             self._leo_metadata = LogOffsetMetadata(next_offset, segment.base_offset, segment.size)
             # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
             if pending is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
 from pykafka_client.errors import CorruptRecordError
 
@@ -57,6 +58,25 @@ class ProducerIdManager:
                     raise OverflowError("producer ids exhausted")
                 self._write(end)
                 self._block_end = end
+            pid = self._next
+            self._next += 1
+            return pid
+
+
+class ControllerProducerIdManager(ProducerIdManager):
+    """A cluster broker's producer ids: blocks handed out by the controller (Kafka: AllocateProducerIds), so no
+    two brokers ever give out the same id; nothing is persisted locally."""
+
+    def __init__(self, data_dir: str, allocate: Callable[[], tuple[int, int]]) -> None:
+        super().__init__(data_dir)
+        self._allocate = allocate
+        self._next = self._block_end = 0
+
+    def generate_producer_id(self) -> int:
+        with self._lock:
+            if self._next >= self._block_end:
+                first, count = self._allocate()
+                self._next, self._block_end = first, first + count
             pid = self._next
             self._next += 1
             return pid

@@ -17,6 +17,7 @@ import re
 import threading
 import uuid
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pykafka_client.errors import (
     InvalidPartitionsError,
@@ -90,6 +91,8 @@ class MetadataCache:
         self.node_id = node_id
         self._lock = threading.RLock()
         self._topics: dict[str, TopicMetadata] = {}
+        self._partitions: dict[tuple[str, int], dict[str, Any]] = {}
+        self._brokers: dict[int, dict[str, Any]] = {}
         # producer ids are handed out from blocks; the end of the current block is persisted first, so a
         # restart never reuses an id (Kafka: ProducerIdsRecord / ProducerIdManager)
         self._next_producer_id = 0
@@ -149,6 +152,46 @@ class MetadataCache:
             ],
         }
         _atomic_write(self._registry_path(), json.dumps(doc, indent=1, sort_keys=True).encode())
+
+    # --- cluster image (cluster brokers only) -----------------------------------------------------
+
+    #: the controller's image last applied (None on a single broker); see mini_broker.cluster.replication
+    cluster_image: dict[str, Any] | None = None
+
+    def apply_cluster_image(self, image: dict[str, Any]) -> None:
+        """Replace the topics with the controller's and keep its brokers and partition registrations."""
+        with self._lock:
+            topics: dict[str, TopicMetadata] = {}
+            parts: dict[tuple[str, int], dict[str, Any]] = {}
+            for t in image["topics"]:
+                old = self._topics.get(t["name"])
+                configs = {str(k): str(v) for k, v in t.get("configs", {}).items()}
+                tid = uuid.UUID(t["topic_id"])
+                md = TopicMetadata(t["name"], tid, len(t["partitions"]), configs)
+                topics[md.name] = old if old == md else md
+                for p, reg in enumerate(t["partitions"]):
+                    parts[(md.name, p)] = reg
+            self._topics = topics
+            self._partitions = parts
+            self._brokers = {int(b["broker_id"]): b for b in image["brokers"]}
+            self.cluster_image = image
+            self.cluster_id = str(image.get("cluster_id", self.cluster_id))
+            self._persist()
+
+    def partition_registration(self, topic: str, partition: int) -> dict[str, Any] | None:
+        """The controller's registration of a partition (replicas, isr, leader, leader_epoch), cluster only."""
+        with self._lock:
+            return self._partitions.get((topic, partition)) if self.cluster_image is not None else None
+
+    def live_brokers(self) -> list[tuple[int, str, int]]:
+        """(id, host, port) of the unfenced brokers (cluster only)."""
+        with self._lock:
+            return [(i, str(b["host"]), int(b["port"])) for i, b in sorted(self._brokers.items()) if not b["fenced"]]
+
+    def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        with self._lock:
+            b = self._brokers.get(broker_id)
+            return None if b is None else (str(b["host"]), int(b["port"]))
 
     # --- reads ------------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ import logging
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mini_broker.config import KafkaConfig
 from mini_broker.log.log_config import LogConfig
@@ -52,6 +52,7 @@ from pykafka_client.errors import (
     InvalidRecordError,
     InvalidRequiredAcksError,
     InvalidTopicError,
+    NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
@@ -61,6 +62,9 @@ from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.protocol.types import RecordsLike
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+if TYPE_CHECKING:
+    from mini_broker.cluster.replication import ClusterReplication
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +164,9 @@ class ReplicaManager:
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
             "Fetch", broker_id=config.node_id, purge_interval=_int_config(config, "fetch.purgatory.purge.interval.requests"),
             time=time)
+        #: None on a single broker (it leads every partition at epoch 0); a cluster broker's replication state
+        #: (leaders, ISR, followers, fetchers), set by the broker before startup.
+        self.cluster: ClusterReplication | None = None
         self.fetch_sessions = FetchSessionCache(_int_config(config, "max.incremental.fetch.session.cache.slots"), time)
         if metrics is not None:
             metrics.gauge("kafka_server_FetchSessionCache_NumIncrementalFetchSessions",
@@ -180,6 +187,13 @@ class ReplicaManager:
         """Open (recover) the log of every partition in the registry."""
         topics = self.metadata_cache.all_topics()
         self.log_manager.startup({t.name: self._log_config(t) for t in topics})
+        if self.cluster is not None:
+            # high watermarks from the checkpoint (not the log end: a follower's tail may not be committed);
+            # which logs this broker keeps is the controller's image's business (ClusterReplication.apply_image)
+            checkpoint = self.cluster.read_hw_checkpoint()
+            for lg in self.log_manager.all_logs():
+                lg.update_high_watermark(checkpoint.get((lg.topic, lg.partition), 0))
+            return
         for t in topics:
             for p in range(t.num_partitions):
                 lg = self.log_manager.get_or_create_log(t.name, p, self._log_config(t))
@@ -216,9 +230,18 @@ class ReplicaManager:
     def leader_epoch(self, topic: str) -> int:
         return LEADER_EPOCH
 
+    def current_leader(self, topic: str, partition: int) -> tuple[int, int]:
+        """(leader id, leader epoch) of a partition as this broker knows it (KIP-951 hints)."""
+        if self.cluster is not None:
+            return self.cluster.current_leader(topic, partition)
+        return self.config.node_id, LEADER_EPOCH
+
     # --- topics -------------------------------------------------------------------------------------
 
-    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str]) -> TopicMetadata:
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
+                     replication_factor: int = -1) -> TopicMetadata:
+        if self.cluster is not None:
+            return self.cluster.create_topic(name, num_partitions, configs, replication_factor)
         with self._lock:
             try:
                 log_config = LogConfig.from_props(configs, self.default_log_config)
@@ -230,6 +253,9 @@ class ReplicaManager:
             return md
 
     def delete_topic(self, name: str) -> None:
+        if self.cluster is not None:
+            self.cluster.delete_topic(name)
+            return
         with self._lock:
             md = self.metadata_cache.delete_topic(name)
             for p in range(md.num_partitions):
@@ -240,6 +266,8 @@ class ReplicaManager:
             self.produce_purgatory.check_and_complete(key)
 
     def add_partitions(self, name: str, count: int) -> TopicMetadata:
+        if self.cluster is not None:
+            return self.cluster.add_partitions(name, count)
         with self._lock:
             old = self.metadata_cache.get_topic(name)
             md = self.metadata_cache.set_partition_count(name, count)
@@ -254,6 +282,8 @@ class ReplicaManager:
                 log_config = LogConfig.from_props(configs, self.default_log_config)
             except ConfigurationError as e:
                 raise InvalidConfigurationError(str(e)) from e
+            if self.cluster is not None:
+                return self.cluster.update_topic_configs(name, configs)
             md = self.metadata_cache.set_topic_configs(name, configs)
             self.log_manager.update_topic_config(name, log_config)
             return md
@@ -264,6 +294,8 @@ class ReplicaManager:
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
         lg = self.log_manager.get_log(tp.topic, tp.partition)
         if lg is None:
+            if self.cluster is not None:
+                raise NotLeaderOrFollowerError(f"broker {self.config.node_id} is not a replica of {tp}")
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
         return lg
 
@@ -292,7 +324,7 @@ class ReplicaManager:
         results: dict[TopicPartition, PartitionResponse] = {}
         appended: list[TopicPartition] = []
         for tp, records in entries:
-            results[tp] = self._append_to_local_log(tp, records, origin)
+            results[tp] = self._append_to_local_log(tp, records, origin, required_acks)
             if results[tp].error_code == 0:
                 appended.append(tp)
         for tp in appended:
@@ -320,12 +352,14 @@ class ReplicaManager:
         assert isinstance(tp, TopicPartition)
         try:
             lg = self._get_log(tp)
+            if self.cluster is not None:
+                return self.cluster.check_enough_replicas(tp, lg, required_offset)
         except BrokerResponseError as e:
             return False, int(e.code)
         return lg.high_watermark >= required_offset, 0
 
     def _append_to_local_log(self, tp: TopicPartition, records: object,
-                             origin: AppendOrigin = AppendOrigin.CLIENT) -> PartitionResponse:
+                             origin: AppendOrigin = AppendOrigin.CLIENT, required_acks: int = 1) -> PartitionResponse:
         try:
             validate_topic_name(tp.topic)
         except InvalidTopicError as e:
@@ -342,11 +376,14 @@ class ReplicaManager:
                     msg = f"Compacted topic cannot accept message without key in topic partition {tp}."
                     return PartitionResponse(error_code=InvalidRecordError.code, error_message=msg,
                                              record_errors=[(i, msg) for i in keyless])
-            info = lg.append(records, origin=origin, leader_epoch=LEADER_EPOCH)
+            if self.cluster is None:
+                info = lg.append(records, origin=origin, leader_epoch=LEADER_EPOCH)
+                # one broker: the high watermark follows the log end at once
+                lg.update_high_watermark(lg.log_end_offset)
+            else:
+                info = self.cluster.append_as_leader(tp, lg, records, origin, required_acks)
             if info.first_offset < 0:
                 raise CorruptRecordError("produce request has no record batches")
-            # one broker: the high watermark follows the log end at once
-            lg.update_high_watermark(lg.log_end_offset)
         except KafkaError as e:
             code = error_code(e)
             record_errors = list(getattr(e, "record_errors", []) or [])
@@ -372,7 +409,7 @@ class ReplicaManager:
         min_one = True
         out: list[tuple[TopicPartition, LogReadResult]] = []
         for tp, info in infos:
-            res = self._read(tp, info, params.isolation, min(limit, info.partition_max_bytes), min_one)
+            res = self._read(tp, info, params.isolation, min(limit, info.partition_max_bytes), min_one, params.replica_id)
             if res.records_size > 0:
                 min_one = False
             limit = max(0, limit - res.records_size)
@@ -380,10 +417,12 @@ class ReplicaManager:
         return out
 
     def _read(self, tp: TopicPartition, info: FetchPartitionInfo, isolation: FetchIsolation, max_bytes: int,
-              min_one: bool) -> LogReadResult:
+              min_one: bool, replica_id: int = -1) -> LogReadResult:
         try:
             lg = self._get_log(tp)
-            if info.current_leader_epoch >= 0:
+            if self.cluster is not None:
+                lg = self.cluster.check_leader_for_read(tp, info.current_leader_epoch, replica_id, info.fetch_offset)
+            elif info.current_leader_epoch >= 0:
                 if info.current_leader_epoch > LEADER_EPOCH:
                     raise UnknownLeaderEpochError(f"leader epoch {info.current_leader_epoch} is newer than ours")
                 if info.current_leader_epoch < LEADER_EPOCH:
@@ -415,6 +454,8 @@ class ReplicaManager:
 
     def fetch_messages(self, params: FetchParams, infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]],
                        respond: Callable[[list[tuple[TopicPartition, LogReadResult]]], None]) -> None:
+        if self.cluster is not None and params.replica_id >= 0:
+            self.cluster.update_follower_fetch_state(params.replica_id, infos)
         results = self.read_from_local_log(params, infos)
         total = sum(r.records_size for _, r in results)
         has_error = any(r.error_code != 0 for _, r in results)
@@ -441,27 +482,34 @@ class ReplicaManager:
                                    current_leader_epoch: int = -1) -> tuple[int, int, int]:
         """(timestamp, offset, leader epoch) for ListOffsets; raises BrokerResponseError."""
         lg = self._get_log(tp)
-        if current_leader_epoch >= 0 and current_leader_epoch != LEADER_EPOCH:
-            if current_leader_epoch > LEADER_EPOCH:
-                raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} is newer than ours")
-            raise FencedLeaderEpochError(f"leader epoch {current_leader_epoch} is fenced")
+        if self.cluster is not None:
+            epoch = self.cluster.check_leader(tp, current_leader_epoch).leader_epoch
+        else:
+            epoch = LEADER_EPOCH
+            if current_leader_epoch >= 0 and current_leader_epoch != LEADER_EPOCH:
+                if current_leader_epoch > LEADER_EPOCH:
+                    raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} is newer than ours")
+                raise FencedLeaderEpochError(f"leader epoch {current_leader_epoch} is fenced")
         last_fetchable = lg.last_stable_offset if isolation_level == 1 else lg.high_watermark
         if timestamp == -1:  # LATEST
-            return -1, last_fetchable, LEADER_EPOCH
+            return -1, last_fetchable, epoch
         if timestamp in (-2, -4):  # EARLIEST, EARLIEST_LOCAL
-            return -1, lg.log_start_offset, LEADER_EPOCH
+            return -1, lg.log_start_offset, epoch
         if timestamp == -5:  # LATEST_TIERED: no tiered storage
             return -1, -1, -1
         found = lg.fetch_offset_by_timestamp(timestamp)
         if found is None or found.offset >= last_fetchable:
             return -1, -1, -1
-        return found.timestamp, found.offset, found.leader_epoch if found.leader_epoch is not None else LEADER_EPOCH
+        return found.timestamp, found.offset, found.leader_epoch if found.leader_epoch is not None else epoch
 
     def end_offset_for_epoch(self, tp: TopicPartition, leader_epoch: int, current_leader_epoch: int = -1
                              ) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch: epoch 0 (the only one) ends at the log end offset;
         any other requested epoch is undefined (-1, -1). Raises BrokerResponseError."""
         lg = self._get_log(tp)
+        if self.cluster is not None:
+            self.cluster.check_leader(tp, current_leader_epoch)
+            return self._get_log(tp).leader_epoch_cache().end_offset_for(leader_epoch, lg.log_end_offset)
         if current_leader_epoch >= 0 and current_leader_epoch != LEADER_EPOCH:
             if current_leader_epoch > LEADER_EPOCH:
                 raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} is newer than ours")

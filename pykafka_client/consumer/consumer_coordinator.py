@@ -382,7 +382,9 @@ class ConsumerCoordinator(AbstractCoordinator):
             return False
         for tp, om in offsets.items():
             if om is not None and self.subscriptions.is_assigned(tp):
-                self.subscriptions.seek_position(tp, FetchPosition(om.offset, om.leader_epoch))
+                # validated first when it carries a leader epoch: the log may have diverged since (KIP-320)
+                position = FetchPosition(om.offset, om.leader_epoch).with_leader(self.cluster_metadata.current_leader(tp))
+                self.subscriptions.seek_unvalidated(tp, position)
                 log.info("setting offset for %s to the committed offset %d", tp, om.offset)
         return True
 

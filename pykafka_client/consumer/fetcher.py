@@ -15,7 +15,13 @@ FetchCollector).
 * Incremental fetch sessions (KIP-227) per broker (``fetch_session_handler.py``): after a full fetch
   that opens a session, requests carry only changed partitions plus ``forgotten`` ones.
 
-Not implemented: fetching from followers (KIP-392) and log truncation detection (KIP-320).
+* Leader changes: a NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH answer asks for metadata, and its
+  KIP-951 hint (current leader + node endpoints) updates metadata at once when the epoch is newer; a
+  position whose leader or epoch changed is validated (KIP-320, ``position_validator.py``) before the
+  partition is fetched again.
+
+Not implemented: fetching from followers (KIP-392); the diverging-epoch check inside Fetch (v12+
+``last_fetched_epoch``): truncation is found by OffsetsForLeaderEpoch validation instead.
 """
 
 from __future__ import annotations
@@ -171,13 +177,16 @@ class Fetcher:
             pending = set(self._nodes_with_pending_fetch_requests)
         per_node: dict[Node, dict[TopicPartition, tuple[int, int]]] = {}
         for tp in self.subscriptions.fetchable_partitions(lambda p: p not in buffered):
-            position = self.subscriptions.position(tp)
-            if position is None:
-                continue
             leader_and_epoch = self.metadata.current_leader(tp)
             node = leader_and_epoch.leader
             if node is None:
                 self.metadata.request_update()
+                continue
+            # A position last validated against another leader or epoch is validated first (KIP-320).
+            if self.subscriptions.maybe_validate_position_for_current_leader(tp, leader_and_epoch):
+                continue
+            position = self.subscriptions.position(tp)
+            if position is None:
                 continue
             if node.id in pending:
                 continue
@@ -280,6 +289,7 @@ class Fetcher:
                 log.debug("fetch to node %s failed with error %d", node, body.error_code)
                 return
             version = response.request_header.api_version
+            leader_hints: dict[tuple[str, int], tuple[int, int]] = {}
             for topic_response in body.responses:
                 if version >= _TOPIC_ID_MIN_VERSION:
                     topic = data.id_to_name.get(topic_response.topic_id)
@@ -292,10 +302,25 @@ class Fetcher:
                     offset = data.offsets.get(tp)
                     if offset is None:
                         continue  # a partition we did not ask for
+                    if pd.error_code in (_NOT_LEADER_OR_FOLLOWER, _FENCED_LEADER_EPOCH):
+                        cl = pd.current_leader
+                        if cl.leader_id >= 0 and cl.leader_epoch >= 0:
+                            leader_hints[(tp.topic, tp.partition)] = (cl.leader_id, cl.leader_epoch)
                     self.fetch_buffer.add(CompletedFetch(tp, offset, pd, version))
+            if leader_hints:
+                self._apply_leader_hints(leader_hints, body)
         finally:
             with self._lock:
                 self._nodes_with_pending_fetch_requests.discard(node.id)
+
+    def _apply_leader_hints(self, hints: dict[tuple[str, int], tuple[int, int]], body: FetchResponse) -> None:
+        """KIP-951: a NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH answer names the new leader; metadata
+        takes it at once when its epoch is newer (the positions are re-validated against it on the next
+        poll, in the application thread)."""
+        nodes = [Node(e.node_id, e.host, e.port, e.rack) for e in body.node_endpoints]
+        updated = self.metadata.update_partition_leadership(hints, nodes)
+        if updated:
+            log.debug("fetch response moved the leaders of %s", sorted(updated))
 
     def _handle_fetch_failure(self, node: Node, exc: BaseException) -> None:
         log.debug("fetch request to node %s failed: %s", node, exc)
@@ -388,6 +413,9 @@ class Fetcher:
                 cfg.value_deserializer,
             )
         finally:
+            if completed.last_epoch is not None and completed.last_epoch != position.offset_epoch:
+                # a record written under a newer epoch than metadata knows: the cached leader is stale
+                self.metadata.update_last_seen_epoch_if_newer(tp, completed.last_epoch)
             if completed.next_fetch_offset > position.offset:
                 subs.seek_position(
                     tp,

@@ -40,10 +40,11 @@ from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerReco
 from pykafka_client.consumer.consumer_utils import create_consumer_network_client
 from pykafka_client.consumer.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchConfig, Fetcher
 from pykafka_client.consumer.offset_fetcher import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, OffsetFetcher
+from pykafka_client.consumer.position_validator import PositionValidator
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
 from pykafka_client.consumer.single_thread_guard import SingleThreadGuard
 from pykafka_client.consumer.structs import ConsumerGroupMetadata
-from pykafka_client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
+from pykafka_client.consumer.subscription_state import FetchPosition, OffsetResetStrategy, SubscriptionState
 from pykafka_client.consumer.topic_metadata_fetcher import TopicMetadataFetcher
 from pykafka_client.errors import (
     IllegalArgumentError,
@@ -205,6 +206,9 @@ class KafkaConsumer(Generic[K, V]):
             self._request_timeout_ms,
             self._isolation_level,
         )
+        self.position_validator = PositionValidator(
+            self._client, self.metadata, self.subscriptions, time, self._retry_backoff_ms, self._request_timeout_ms
+        )
         self.coordinator: ConsumerCoordinator | None = None
         if self.group_id is not None:
             self.coordinator = ConsumerCoordinator(
@@ -339,6 +343,8 @@ class KafkaConsumer(Generic[K, V]):
         return self._update_fetch_positions(timer)
 
     def _update_fetch_positions(self, timer: Timer) -> bool:
+        # positions whose leader changed are validated (KIP-320); may raise LogTruncationError
+        self.position_validator.validate_positions_if_needed()
         if self.subscriptions.has_all_fetch_positions():
             return True
         if self.coordinator is not None and self.subscriptions.initializing_partitions():
@@ -372,12 +378,22 @@ class KafkaConsumer(Generic[K, V]):
 
     def seek(self, partition: TopicPartition, offset: int | OffsetAndMetadata) -> None:
         """Fetch ``partition`` from ``offset`` at the next poll (negative -> IllegalArgumentError,
-        unassigned -> IllegalStateError)."""
+        unassigned -> IllegalStateError). An ``OffsetAndMetadata`` with a leader epoch (from a commit or a
+        record) is first validated against the current leader, so a truncated log is detected (KIP-320)."""
         with self._open_in_this_thread():
             off = args.seek_offset(offset)
             tp = TopicPartition(partition[0], partition[1])
-            log.info("seeking to offset %d for partition %s", off, tp)
-            self.subscriptions.seek(tp, off)
+            epoch = offset.leader_epoch if isinstance(offset, OffsetAndMetadata) else None
+            if epoch is None:
+                log.info("seeking to offset %d for partition %s", off, tp)
+                self.subscriptions.seek(tp, off)
+                return
+            # An offset with its leader epoch is validated against the current leader first (KIP-320).
+            log.info("seeking to offset %d (leader epoch %d) for partition %s", off, epoch, tp)
+            if epoch >= 0:
+                self.metadata.update_last_seen_epoch_if_newer(tp, epoch)
+            position = FetchPosition(off, epoch).with_leader(self.metadata.current_leader(tp))
+            self.subscriptions.seek_unvalidated(tp, position)
 
     def _seek_to(self, partitions: Collection[TopicPartition] | None, strategy: OffsetResetStrategy) -> None:
         with self._open_in_this_thread():

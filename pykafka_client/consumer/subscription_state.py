@@ -7,13 +7,21 @@ IllegalStateError and leaves the state unchanged.
 
 Per assigned partition the fetch state machine is::
 
-    INITIALIZING --seek/committed--> FETCHING
-    INITIALIZING --request_offset_reset--> AWAIT_RESET --reset (ListOffsets)--> FETCHING
+    INITIALIZING --seek--> FETCHING
+    INITIALIZING --committed offset / reset with a leader epoch--> AWAIT_VALIDATION
+    INITIALIZING --request_offset_reset--> AWAIT_RESET --reset (ListOffsets)--> FETCHING | AWAIT_VALIDATION
     FETCHING --offset out of range--> AWAIT_RESET
+    FETCHING --leader (or its epoch) changed and the position has an epoch--> AWAIT_VALIDATION
+    AWAIT_VALIDATION --OffsetsForLeaderEpoch: end offset >= position--> FETCHING
+    AWAIT_VALIDATION --end offset < position (log truncated)--> FETCHING at the divergent offset
+                                                                (LogTruncationError with reset "none")
 
-A partition is *fetchable* when it has a valid position and is neither paused nor pending
-revocation. Log-truncation detection (KIP-320, AWAIT_VALIDATION) is not implemented: positions are
-used as they are.
+Log-truncation detection (KIP-320): every position remembers the leader (id and epoch) it was last
+validated against and the epoch of the record before it (``offset_epoch``). When metadata names another
+leader or epoch, a position with an ``offset_epoch`` goes to AWAIT_VALIDATION and is checked with
+OffsetsForLeaderEpoch (``position_validator.py``); without one (a plain ``seek``, or brokers without leader
+epochs) it just takes the new leader. A partition is *fetchable* when it has a valid position (FETCHING)
+and is neither paused nor pending revocation.
 
 This object is owned by the application thread; the heartbeat thread never touches it (all
 assignment changes happen in ``poll()``), which is why it needs no lock of its own. It is guarded by
@@ -22,6 +30,7 @@ the consumer's single-thread check (``KafkaConsumer._acquire``).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
@@ -29,7 +38,10 @@ from enum import Enum
 
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener, NoOpConsumerRebalanceListener
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError, NoOffsetForPartitionError
+from pykafka_client.network.cluster import LeaderAndEpoch
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger(__name__)
 
 SUBSCRIPTION_EXCEPTION_MESSAGE = "Subscription to topics, partitions and pattern are mutually exclusive"
 
@@ -62,20 +74,23 @@ class FetchState(Enum):
     INITIALIZING = "INITIALIZING"
     FETCHING = "FETCHING"
     AWAIT_RESET = "AWAIT_RESET"
+    AWAIT_VALIDATION = "AWAIT_VALIDATION"
 
     @property
     def has_position(self) -> bool:
-        return self is FetchState.FETCHING
+        return self is FetchState.FETCHING or self is FetchState.AWAIT_VALIDATION
 
     @property
     def has_valid_position(self) -> bool:
         return self is FetchState.FETCHING
 
 
+_ANY_BUT_INITIALIZING = frozenset({FetchState.FETCHING, FetchState.AWAIT_RESET, FetchState.AWAIT_VALIDATION})
 _VALID_TRANSITIONS: dict[FetchState, frozenset[FetchState]] = {
-    FetchState.INITIALIZING: frozenset({FetchState.FETCHING, FetchState.AWAIT_RESET}),
-    FetchState.FETCHING: frozenset({FetchState.FETCHING, FetchState.AWAIT_RESET}),
-    FetchState.AWAIT_RESET: frozenset({FetchState.FETCHING, FetchState.AWAIT_RESET}),
+    FetchState.INITIALIZING: _ANY_BUT_INITIALIZING,
+    FetchState.FETCHING: _ANY_BUT_INITIALIZING,
+    FetchState.AWAIT_RESET: _ANY_BUT_INITIALIZING,
+    FetchState.AWAIT_VALIDATION: _ANY_BUT_INITIALIZING,
 }
 
 
@@ -88,6 +103,23 @@ class FetchPosition:
     offset_epoch: int | None = None
     current_leader: int | None = None
     current_leader_epoch: int | None = None
+
+    def with_leader(self, leader: LeaderAndEpoch) -> FetchPosition:
+        return FetchPosition(self.offset, self.offset_epoch, leader.leader.id if leader.leader else None, leader.epoch)
+
+    def has_leader(self, leader: LeaderAndEpoch) -> bool:
+        leader_id = leader.leader.id if leader.leader else None
+        return self.current_leader == leader_id and self.current_leader_epoch == leader.epoch
+
+
+@dataclass(frozen=True, slots=True)
+class LogTruncation:
+    """A truncation found by validation with no reset policy: the position that was validated and the
+    first offset (and its epoch) known to diverge, None when the new leader could not say."""
+
+    partition: TopicPartition
+    fetch_position: FetchPosition
+    divergent_offset: OffsetAndMetadata | None
 
 
 class TopicPartitionState:
@@ -127,6 +159,26 @@ class TopicPartitionState:
 
     def seek(self, position: FetchPosition) -> None:
         self._transition(FetchState.FETCHING, position)
+
+    def validate_position(self, position: FetchPosition) -> None:
+        """Java validatePosition: validation needs the epoch of the record before the position and the
+        leader's epoch; without both the position is used as it is."""
+        if position.offset_epoch is not None and position.current_leader_epoch is not None:
+            self._transition(FetchState.AWAIT_VALIDATION, position)
+        else:
+            self._transition(FetchState.FETCHING, position)
+
+    def maybe_validate_position(self, leader: LeaderAndEpoch) -> bool:
+        """If the position was last validated against another leader or epoch, validate it again.
+        True if the partition now awaits validation."""
+        if self.fetch_state is FetchState.AWAIT_RESET or leader.leader is None:
+            return False
+        if self.position is not None and not self.position.has_leader(leader):
+            self.validate_position(self.position.with_leader(leader))
+        return self.fetch_state is FetchState.AWAIT_VALIDATION
+
+    def awaiting_validation(self) -> bool:
+        return self.fetch_state is FetchState.AWAIT_VALIDATION
 
     def reset(self, strategy: OffsetResetStrategy) -> None:
         self._transition(FetchState.AWAIT_RESET, None)
@@ -320,8 +372,81 @@ class SubscriptionState:
         state = self._assignment.get(tp)
         if state is None or not state.awaiting_reset() or state.reset_strategy is not strategy:
             return False
-        state.seek(position)
+        state.validate_position(position)
         return True
+
+    def seek_unvalidated(self, tp: TopicPartition, position: FetchPosition) -> None:
+        """Seek to a position whose log may have diverged since it was recorded (a committed offset with
+        its leader epoch): it is validated first when it has an epoch and the leader's epoch is known."""
+        if position.offset < 0:
+            raise IllegalArgumentError(f"seek offset must not be a negative number: {position.offset}")
+        self._assigned_state(tp).validate_position(position)
+
+    # -- validation after a leader change (KIP-320) ----------------------------------------------
+
+    def maybe_validate_position_for_current_leader(self, tp: TopicPartition, leader: LeaderAndEpoch) -> bool:
+        """Compare the position's leader with the current one; a change with known epochs starts a
+        validation. True if ``tp`` awaits validation (not fetchable until it completes)."""
+        state = self._assignment.get(tp)
+        return state is not None and state.maybe_validate_position(leader)
+
+    def awaiting_validation(self, tp: TopicPartition) -> bool:
+        state = self._assignment.get(tp)
+        return state is not None and state.awaiting_validation()
+
+    def partitions_needing_validation(self, now_ms: int) -> dict[TopicPartition, FetchPosition]:
+        """Positions awaiting validation and not waiting for a retry (or an answer already asked for)."""
+        return {
+            tp: s.position
+            for tp, s in self._assignment.items()
+            if s.awaiting_validation() and s.position is not None and not s.awaiting_retry_backoff(now_ms)
+        }
+
+    def complete_validation_without_check(self, tp: TopicPartition) -> None:
+        """The leader cannot validate (OffsetsForLeaderEpoch too old): use the position as it is."""
+        state = self._assignment.get(tp)
+        if state is not None and state.awaiting_validation() and state.position is not None:
+            state.seek(state.position)
+
+    def maybe_complete_validation(
+        self, tp: TopicPartition, requested: FetchPosition, end_epoch: int, end_offset: int
+    ) -> LogTruncation | None:
+        """Apply an OffsetsForLeaderEpoch answer for the position ``requested`` (Java
+        maybeCompleteValidation). An answer for a position that has moved since is dropped. An end offset
+        below the position means the new leader's log diverged (truncation): with a reset policy the
+        position moves back to the end offset, the first offset known to diverge, so nothing the new
+        leader has is skipped; with ``none`` the truncation is returned for a LogTruncationError. An
+        undefined end offset (the leader has no such epoch) resets the position per the reset policy."""
+        state = self._assignment.get(tp)
+        if state is None or not state.awaiting_validation() or state.position != requested:
+            log.debug("dropping the validation result for %s: its position changed meanwhile", tp)
+            return None
+        if end_offset < 0 or end_epoch < 0:
+            if self.default_reset_strategy is OffsetResetStrategy.NONE:
+                return LogTruncation(tp, requested, None)
+            log.info(
+                "the leader of %s has no end offset for epoch %s (position %d); resetting the offset (%s)",
+                tp, requested.offset_epoch, requested.offset, self.default_reset_strategy.value,
+            )
+            state.reset(self.default_reset_strategy)
+            return None
+        if end_offset < requested.offset:
+            if self.default_reset_strategy is OffsetResetStrategy.NONE:
+                log.warning(
+                    "truncation detected for %s at offset %d (epoch %s): the leader's log diverges from offset %d "
+                    "(epoch %d) and auto.offset.reset is none",
+                    tp, requested.offset, requested.offset_epoch, end_offset, end_epoch,
+                )
+                return LogTruncation(tp, requested, OffsetAndMetadata(end_offset, "", end_epoch))
+            log.info(
+                "truncation detected for %s at offset %d (epoch %s); resetting the offset to %d (epoch %d), "
+                "the first offset known to diverge",
+                tp, requested.offset, requested.offset_epoch, end_offset, end_epoch,
+            )
+            state.seek(FetchPosition(end_offset, end_epoch, requested.current_leader, requested.current_leader_epoch))
+            return None
+        state.seek(requested)
+        return None
 
     def position(self, tp: TopicPartition) -> FetchPosition | None:
         return self._assigned_state(tp).position

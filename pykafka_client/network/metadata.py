@@ -10,6 +10,8 @@ Refresh policy:
 * Leader epochs never go backwards: a response carrying an older epoch for a partition keeps the cached
   partition; an out-of-band higher epoch (from a fetch or produce response) makes the cached leader
   unknown until metadata with that epoch arrives.
+* Leader hints from produce and fetch responses (KIP-951, :meth:`update_partition_leadership`): a hinted
+  leader with a newer epoch replaces the cached one at once, without waiting for a metadata round trip.
 * Fatal errors (authentication, set via :meth:`fatal_error`) and topic errors (invalid / unauthorized
   topics from the last response) are raised once by :meth:`maybe_throw_any_exception`, then cleared.
 * With ``metadata.recovery.strategy=rebootstrap`` the node list is reset to the bootstrap servers
@@ -21,6 +23,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 
 from pykafka_client.errors import (
     IllegalArgumentError,
@@ -306,6 +309,40 @@ class Metadata:
             self._last_seen_leader_epochs[key] = leader_epoch
             self._need_full_update = True
             return True
+
+    # --- KIP-951 ------------------------------------------------------------------------------------
+
+    def update_partition_leadership(self, leaders: dict[TP, tuple[int, int]], nodes: Iterable[Node]) -> set[TP]:
+        """Apply ``{tp: (leader_id, leader_epoch)}`` hints from a produce or fetch response; returns the partitions updated.
+
+        A hint is applied only if its epoch is newer than the cached one and its leader node is known
+        (from ``nodes`` or the cluster); otherwise it is ignored.
+        """
+        updated: set[TP] = set()
+        with self._lock:
+            cluster = self._cluster
+            by_id = {n.id: n for n in cluster.nodes}
+            for n in nodes:
+                by_id.setdefault(n.id, n)
+            partitions = dict(cluster.partitions)
+            for tp, (leader_id, epoch) in leaders.items():
+                key = (tp[0], tp[1])
+                info = partitions.get(key)
+                node = by_id.get(leader_id)
+                if info is None or node is None or epoch < 0:
+                    continue
+                cached = info.leader_epoch
+                if cached is not None and epoch <= cached:
+                    continue
+                partitions[key] = replace(info, leader=node, leader_epoch=epoch)
+                seen = self._last_seen_leader_epochs.get(key)
+                if seen is None or epoch >= seen:
+                    self._last_seen_leader_epochs[key] = epoch
+                updated.add(key)
+            if updated:
+                self._cluster = replace(cluster, nodes=tuple(by_id.values()), partitions=partitions)
+                self._update_version += 1
+        return updated
 
     # --- errors --------------------------------------------------------------------------------
 

@@ -7,15 +7,14 @@ On top of :class:`~pykafka_client.network.metadata.Metadata` it
 * lets ``send()`` wait for a topic's partitions (``await_update``) with a condition variable;
 * keeps per-cluster indexes (partitions by topic, partitions by leader node, available partitions) that
   the accumulator and the partitioner read on every call, rebuilt once per metadata update;
-* applies leader hints from produce responses (KIP-951, ``update_partition_leadership``): a hinted leader
-  with a newer epoch replaces the cached one at once, without waiting for a metadata round trip.
+* reads leader hints from produce responses through the base class (KIP-951,
+  ``Metadata.update_partition_leadership``); its indexes follow the hinted cluster at the next lookup.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from typing import Any
 
 from pykafka_client.network.cluster import TP, Cluster, PartitionInfo
@@ -169,37 +168,3 @@ class ProducerMetadata(Metadata):
 
     def node_by_id(self, node_id: int) -> Node | None:
         return self.fetch().node_by_id(node_id)
-
-    # --- KIP-951 ------------------------------------------------------------------------------------
-
-    def update_partition_leadership(self, leaders: dict[TP, tuple[int, int]], nodes: Iterable[Node]) -> set[TP]:
-        """Apply ``{tp: (leader_id, leader_epoch)}`` hints from a produce response; returns the partitions updated.
-
-        A hint is applied only if its epoch is newer than the cached one and its leader node is known
-        (from ``nodes`` or the cluster); otherwise it is ignored.
-        """
-        updated: set[TP] = set()
-        with self._lock:
-            cluster = self._cluster
-            by_id = {n.id: n for n in cluster.nodes}
-            for n in nodes:
-                by_id.setdefault(n.id, n)
-            partitions = dict(cluster.partitions)
-            for tp, (leader_id, epoch) in leaders.items():
-                key = (tp[0], tp[1])
-                info = partitions.get(key)
-                node = by_id.get(leader_id)
-                if info is None or node is None or epoch < 0:
-                    continue
-                cached = info.leader_epoch
-                if cached is not None and epoch <= cached:
-                    continue
-                partitions[key] = replace(info, leader=node, leader_epoch=epoch)
-                seen = self._last_seen_leader_epochs.get(key)
-                if seen is None or epoch >= seen:
-                    self._last_seen_leader_epochs[key] = epoch
-                updated.add(key)
-            if updated:
-                self._cluster = replace(cluster, nodes=tuple(by_id.values()), partitions=partitions)
-                self._update_version += 1
-        return updated

@@ -35,13 +35,19 @@ log = logging.getLogger(__name__)
 Result = CreateTopicsResponse.CreatableTopicResult
 
 
-def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> tuple[int, dict[str, str]]:
-    """Validate one topic; returns (partitions, configs) or raises a BrokerResponseError."""
+def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> tuple[int, int, dict[str, str]]:
+    """Validate one topic; returns (partitions, replication factor, configs) or raises a BrokerResponseError.
+    On a cluster the replication factor is checked against the registered brokers by the controller."""
     broker = apis.broker
     validate_topic_name(t.name)
     if broker.metadata_cache.get_topic(t.name) is not None:
         raise TopicExistsError(f"Topic '{t.name}' already exists.")
     node = broker.node_id
+    cluster = broker.replica_manager.cluster is not None
+    rf = 1
+    if t.assignments and cluster:
+        raise InvalidReplicaAssignmentError("manual replica assignments are not supported by a mini_broker cluster; "
+                                            "give num_partitions and replication_factor")
     if t.assignments:
         if t.num_partitions != -1 or t.replication_factor != -1:
             raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments were set. "
@@ -62,12 +68,12 @@ def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> tuple[int,
             raise InvalidPartitionsError("Number of partitions was set to an invalid non-positive value.")
         if rf <= 0:
             raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
-        if rf != 1:
+        if rf != 1 and not cluster:
             raise InvalidReplicationFactorError(
                 f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
                 "reached because only 1 broker(s) are registered.")
     configs = validate_topic_configs({c.name: c.value for c in t.configs})
-    return partitions, configs
+    return partitions, rf, configs
 
 
 def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
@@ -83,11 +89,11 @@ def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
                                                 "for the same topic."))
             continue
         try:
-            partitions, configs = _check(apis, t)
+            partitions, rf, configs = _check(apis, t)
             if body.validate_only:
                 md = broker.metadata_cache.create_topic(t.name, partitions, configs, validate_only=True)
             else:
-                md = broker.replica_manager.create_topic(t.name, partitions, configs)
+                md = broker.replica_manager.create_topic(t.name, partitions, configs, rf)
                 log.info("event=topic_created topic=%s partitions=%d configs=%s", t.name, partitions, configs)
         except BrokerResponseError as e:
             results.append(Result(name=t.name, error_code=e.code, error_message=error_message(e)))
@@ -95,7 +101,7 @@ def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
         described = describe_topic_configs(broker.config, md.configs)
         results.append(Result(
             name=t.name, topic_id=md.topic_id, error_code=0,
-            error_message=None, num_partitions=md.num_partitions, replication_factor=1,
+            error_message=None, num_partitions=md.num_partitions, replication_factor=rf,
             configs=[CreateTopicsResponse.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                                                 config_source=e.source, is_sensitive=e.is_sensitive)
                      for e in described],

@@ -21,12 +21,18 @@ def handle(apis: KafkaApis, request: Request) -> DescribeClusterResponse:
                                        error_message="The broker listener only serves broker endpoints",
                                        endpoint_type=body.endpoint_type, cluster_id=broker.metadata_cache.cluster_id)
     ep = broker.endpoint_for(request.context.listener_name)
+    brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=ep.host, port=ep.port)]
+    controller_id = broker.node_id
+    live = broker.metadata_cache.live_brokers() if broker.replica_manager.cluster is not None else []
+    if live:  # a cluster: every live broker; any of them forwards controller requests
+        brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=i, host=h, port=p) for i, h, p in live]
+        controller_id = live[0][0]
     return DescribeClusterResponse(
         error_code=0,
         endpoint_type=BROKERS_ENDPOINT_TYPE,
         cluster_id=broker.metadata_cache.cluster_id,
-        controller_id=broker.node_id,
-        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=ep.host, port=ep.port)],
+        controller_id=controller_id,
+        brokers=brokers,
         cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
 

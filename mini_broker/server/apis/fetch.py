@@ -25,7 +25,7 @@ from mini_broker.server.fetch_session import (
 )
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID
-from mini_broker.server.replica_manager import LEADER_EPOCH, FetchPartitionInfo, LogReadResult
+from mini_broker.server.replica_manager import FetchPartitionInfo, LogReadResult
 from pykafka_client.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, UnknownTopicIdError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FetchRequest, FetchResponse
@@ -96,21 +96,27 @@ def handle(apis: KafkaApis, request: Request) -> FetchResponse | None:
                     p.topic, p.topic_id = _resolve(apis, version, p.topic or "", p.topic_id)
             incremental = True
 
+    replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
     isolation = FetchIsolation.TXN_COMMITTED if body.isolation_level == 1 else FetchIsolation.HIGH_WATERMARK
+    if replica_id >= 0 and apis.broker.replica_manager.cluster is not None:
+        isolation = FetchIsolation.LOG_END  # a follower replicates up to the leader's log end
+    else:
+        replica_id = -1
     params = FetchParams(max_wait_ms=body.max_wait_ms, min_bytes=body.min_bytes,
-                         max_bytes=body.max_bytes if version >= 3 else 2**31 - 1, isolation=isolation)
+                         max_bytes=body.max_bytes if version >= 3 else 2**31 - 1, isolation=isolation,
+                         replica_id=replica_id)
     infos = [(TopicPartition(p.topic, p.partition),
               FetchPartitionInfo(p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset))
              for p in parts if p.topic is not None]
 
     def respond(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
-        apis.send_response(request, _build(parts, dict(results), session, incremental))
+        apis.send_response(request, _build(apis, parts, dict(results), session, incremental))
 
     apis.broker.replica_manager.fetch_messages(params, infos, respond)
     return None
 
 
-def _build(parts: list[CachedPartition], results: dict[TopicPartition, LogReadResult], session: FetchSession | None,
+def _build(apis: KafkaApis, parts: list[CachedPartition], results: dict[TopicPartition, LogReadResult], session: FetchSession | None,
            incremental: bool) -> FetchResponse:
     topics: list[TopicResp] = []
     index: dict[tuple[str | None, uuid.UUID], TopicResp] = {}
@@ -143,7 +149,8 @@ def _build(parts: list[CachedPartition], results: dict[TopicPartition, LogReadRe
                           aborted_transactions=_aborted(r.aborted_transactions), preferred_read_replica=-1,
                           records=r.records)
             if r.error_code != 0:
-                pd.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=0, leader_epoch=LEADER_EPOCH)
+                leader_id, leader_epoch = apis.broker.replica_manager.current_leader(p.topic, p.partition)
+                pd.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
             if r.records_size > 0:
                 with_records.append(p)
             add(p, pd)

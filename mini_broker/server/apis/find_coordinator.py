@@ -28,6 +28,13 @@ def _lookup(apis: KafkaApis, request: Request, key_type: int) -> tuple[int, str 
         return InvalidRequestError.code, f"Unknown coordinator key type {key_type}", -1, "", -1
     if not active:
         return CoordinatorNotAvailableError.code, "The coordinator is not available.", -1, "", -1
+    if broker.replica_manager.cluster is not None:
+        live = broker.metadata_cache.live_brokers()
+        if not live:
+            return CoordinatorNotAvailableError.code, "No live broker yet; retry.", -1, "", -1
+        # a cluster's coordinators all live on its lowest live broker (their state is not replicated)
+        node, host, port = live[0]
+        return 0, None, node, host, port
     ep = broker.endpoint_for(request.context.listener_name)
     return 0, None, broker.node_id, ep.host, ep.port
 

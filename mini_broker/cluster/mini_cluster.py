@@ -1,0 +1,299 @@
+"""``MiniCluster``: a controller plus N mini_broker processes on loopback, for tests, benchmarks and the CLI
+(``mini-broker --cluster N --data-dir DIR``).
+
+Usage::
+
+    with MiniCluster(3, data_dir=None, overrides={"min.insync.replicas": "2"}) as cluster:
+        cluster.bootstrap_servers            # "127.0.0.1:p0,127.0.0.1:p1,127.0.0.1:p2"
+        cluster.create_topic("t", partitions=3, replication_factor=3)   # waits for leaders and full ISRs
+        leader = cluster.leader("t", 0)      # broker id (0..N-1), from the controller
+        cluster.kill(leader)                 # SIGKILL that broker's process
+        cluster.wait_for_leader("t", 0, not_in={leader})
+        cluster.restart(leader)              # same port, same data directory; waits until registered
+        cluster.wait_for_isr("t", 0, 3, timeout=30)
+
+API (stable; the client-side failover tests build on it):
+
+* ``MiniCluster(num_brokers=3, *, data_dir=None, overrides=None, log_level="WARNING")``: ``data_dir`` (else a
+  temp dir removed on exit) holds ``controller/`` and ``broker-<id>/``; ``overrides`` are broker properties
+  (``broker.session.timeout.ms`` and ``unclean.leader.election.enable`` also configure the controller).
+  Defaults for tests: ``default.replication.factor=min(3, N)``, ``broker.heartbeat.interval.ms=200``,
+  ``broker.session.timeout.ms=2000``, ``replica.lag.time.max.ms=5000``.
+* ``start()`` / ``shutdown()`` (or the context manager); ``bootstrap_servers``; ``brokers`` (id ->
+  :class:`BrokerProcess`, with ``.port``, ``.pid``, ``.alive``, ``.output``); ``controller``
+  (:class:`~mini_broker.cluster.controller.Controller`, in this process).
+* ``kill(broker_id)`` (SIGKILL), ``stop(broker_id)`` (SIGTERM, clean), ``restart(broker_id)``;
+  ``leader(topic, partition)``, ``isr(topic, partition)``, ``leader_epoch(topic, partition)``;
+  ``wait_for_leader(topic, partition, not_in=(), timeout=30)``, ``wait_for_isr(topic, partition, n, timeout=30)``,
+  ``wait_for_metadata(timeout=30)`` (every live broker applied the controller's current image);
+  ``create_topic(name, partitions=1, replication_factor=None, configs=None)``.
+
+The controller runs in the process that owns the ``MiniCluster`` (threads): killing a broker is a broker
+failure, never a controller failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+
+from mini_broker.cluster.controller import Controller
+from mini_broker.cluster.controller_state import NO_LEADER, PartitionRegistration
+from pykafka_client.errors import KafkaTimeoutError
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LISTENING = re.compile(r"mini_broker listening on PLAINTEXT://([\d.]+):(\d+)")
+
+DEFAULT_OVERRIDES: dict[str, str] = {
+    "broker.heartbeat.interval.ms": "200",
+    "broker.session.timeout.ms": "2000",
+    "replica.lag.time.max.ms": "5000",
+    "num.io.threads": "2",
+    "num.network.threads": "1",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class BrokerProcess:
+    """One broker of the cluster in its own ``python -m mini_broker`` process."""
+
+    def __init__(self, broker_id: int, data_dir: str, port: int, props: Mapping[str, str], log_level: str) -> None:
+        self.broker_id = broker_id
+        self.data_dir = data_dir
+        self.port = port
+        self.props = dict(props)
+        self.log_level = log_level
+        self.output: list[str] = []
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self, timeout: float = 60.0) -> None:
+        args = [sys.executable, "-m", "mini_broker", "--data-dir", self.data_dir, "--listeners",
+                f"PLAINTEXT://127.0.0.1:{self.port}", "--log-level", self.log_level]
+        for k, v in self.props.items():
+            args += ["--override", f"{k}={v}"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        deadline = time.monotonic() + timeout
+        assert self.proc.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.output.append(line)
+            if LISTENING.search(line):
+                threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
+                return
+        self.proc.kill()
+        raise RuntimeError(f"broker {self.broker_id} did not start:\n" + "".join(self.output[-50:]))
+
+    def _drain(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.output.append(line)
+            if len(self.output) > 5000:
+                del self.output[:1000]
+
+    @property
+    def pid(self) -> int:
+        return -1 if self.proc is None else self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def kill(self) -> None:
+        if self.alive:
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.alive:
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+
+
+class MiniCluster:
+    """See the module docstring."""
+
+    def __init__(self, num_brokers: int = 3, *, data_dir: str | None = None,
+                 overrides: Mapping[str, object] | None = None, log_level: str = "WARNING",
+                 ports: list[int] | None = None) -> None:
+        if num_brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        self.num_brokers = num_brokers
+        self._owns_dir = data_dir is None
+        self.data_dir = data_dir or tempfile.mkdtemp(prefix="mini_cluster-")
+        props = dict(DEFAULT_OVERRIDES)
+        props["default.replication.factor"] = str(min(3, num_brokers))
+        props.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()})
+        self.props = props
+        self.log_level = log_level
+        self.cluster_id = "mini-cluster-" + os.path.basename(os.path.normpath(self.data_dir))[-12:].replace("_", "-")
+        self._ports = ports
+        self.controller: Controller | None = None
+        self.brokers: dict[int, BrokerProcess] = {}
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> MiniCluster:
+        self.controller = Controller(
+            os.path.join(self.data_dir, "controller"), self.cluster_id,
+            session_timeout_ms=int(self.props["broker.session.timeout.ms"]),
+            unclean_leader_election=self.props.get("unclean.leader.election.enable", "false").lower() == "true",
+        ).start()
+        try:
+            for i in range(self.num_brokers):
+                port = self._ports[i] if self._ports else _free_port()
+                props = dict(self.props)
+                props.update({"node.id": str(i), "controller.quorum.bootstrap.servers": self.controller.address,
+                              "cluster.id": self.controller.state.cluster_id})
+                b = BrokerProcess(i, os.path.join(self.data_dir, f"broker-{i}"), port, props, self.log_level)
+                self.brokers[i] = b
+                self._start_broker(b)
+            self.wait_for_metadata()
+        except BaseException:
+            self.shutdown()
+            raise
+        return self
+
+    def wait_for_metadata(self, timeout: float = 30.0) -> None:
+        """Wait until every live broker has applied the controller's current image (it says so in its next
+        heartbeat), so that any broker's Metadata answer shows what the controller knows now."""
+        assert self.controller is not None
+        state = self.controller.state
+        version = state.version
+
+        def applied() -> bool:
+            return all(b.metadata_version >= version for b in list(state.brokers.values()) if not b.fenced)
+
+        self._wait(applied, timeout, f"every broker to apply metadata version {version}")
+
+    def _start_broker(self, b: BrokerProcess, timeout: float = 60.0) -> None:
+        assert self.controller is not None
+        before = self.controller.state.brokers.get(b.broker_id)
+        old_epoch = before.broker_epoch if before is not None else -1
+        b.start(timeout)
+
+        def registered() -> bool:
+            assert self.controller is not None
+            reg = self.controller.state.brokers.get(b.broker_id)
+            return reg is not None and not reg.fenced and reg.broker_epoch > old_epoch
+
+        self._wait(registered, timeout, f"broker {b.broker_id} to register")
+
+    def shutdown(self) -> None:
+        for b in self.brokers.values():
+            b.stop()
+        if self.controller is not None:
+            self.controller.shutdown()
+            self.controller = None
+        if self._owns_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> MiniCluster:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.shutdown()
+
+    # --- brokers -----------------------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def kill(self, broker_id: int) -> None:
+        """SIGKILL the broker's process (no clean shutdown; the controller fences it after the session timeout)."""
+        self.brokers[broker_id].kill()
+
+    def stop(self, broker_id: int) -> None:
+        """SIGTERM: a clean shutdown of that broker."""
+        self.brokers[broker_id].stop()
+
+    def restart(self, broker_id: int, timeout: float = 60.0) -> None:
+        """Start a stopped or killed broker again (same id, port and data directory); returns once registered."""
+        b = self.brokers[broker_id]
+        if b.alive:
+            b.kill()
+        self._start_broker(b, timeout)
+        self.wait_for_metadata(timeout)
+
+    # --- partition state (from the controller) -----------------------------------------------------
+
+    def _registration(self, topic: str, partition: int) -> PartitionRegistration | None:
+        assert self.controller is not None
+        t = self.controller.state.topics.get(topic)
+        if t is None or partition >= len(t.partitions):
+            return None
+        return t.partitions[partition]
+
+    def leader(self, topic: str, partition: int) -> int:
+        reg = self._registration(topic, partition)
+        return NO_LEADER if reg is None else reg.leader
+
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        reg = self._registration(topic, partition)
+        return -1 if reg is None else reg.leader_epoch
+
+    def isr(self, topic: str, partition: int) -> list[int]:
+        reg = self._registration(topic, partition)
+        return [] if reg is None else list(reg.isr)
+
+    def wait_for_leader(self, topic: str, partition: int, not_in: Iterable[int] = (), timeout: float = 30.0) -> int:
+        excluded = set(not_in)
+
+        def ok() -> bool:
+            leader = self.leader(topic, partition)
+            return leader != NO_LEADER and leader not in excluded
+
+        self._wait(ok, timeout, f"a leader of {topic}-{partition} not in {sorted(excluded)}")
+        return self.leader(topic, partition)
+
+    def wait_for_isr(self, topic: str, partition: int, n: int, timeout: float = 30.0) -> list[int]:
+        self._wait(lambda: len(self.isr(topic, partition)) >= n, timeout, f"{n} in-sync replicas of {topic}-{partition}")
+        return self.isr(topic, partition)
+
+    def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
+                     configs: Mapping[str, str] | None = None, timeout: float = 30.0) -> None:
+        """Create through the controller and wait until every partition has a leader that serves it."""
+        assert self.controller is not None
+        rf = replication_factor if replication_factor is not None else int(self.props["default.replication.factor"])
+        self.controller.state.create_topic(name, partitions, rf, dict(configs or {}))
+        for p in range(partitions):
+            self.wait_for_leader(name, p, timeout=timeout)
+        self.wait_for_metadata(timeout)  # brokers pick the topic up from their next heartbeat
+
+    @staticmethod
+    def _wait(condition: object, timeout: float, what: str) -> None:
+        assert callable(condition)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return
+            time.sleep(0.05)
+        raise KafkaTimeoutError(f"timed out after {timeout}s waiting for {what}")

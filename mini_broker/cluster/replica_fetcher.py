@@ -1,0 +1,314 @@
+"""Followers fetching from leaders (Kafka: ``ReplicaFetcherManager`` / ``ReplicaFetcherThread``).
+
+One thread per leader broker, each with a blocking connection speaking the Kafka protocol:
+
+1. a partition that just became a follower (new leader or leader epoch) is first *truncated*: an
+   OffsetForLeaderEpoch request (``replica_id`` set) for the latest epoch of the local log tells where that
+   epoch ends on the leader; the local log is cut to ``min(that end, the local end of the epoch)`` (an
+   undefined answer cuts to the high watermark), so records the old leader wrote but the new one never had
+   are dropped before the log is extended again;
+2. then Fetch (v12, ``replica_id`` = this broker, ``current_leader_epoch`` set) from the log end, long-polling
+   ``replica.fetch.wait.max.ms``; the batches are appended as they are (offsets and leader epochs kept,
+   ``AppendOrigin.REPLICATION``) and the follower's high watermark becomes ``min(leader's, local log end)``.
+
+The fetch offset the follower sends is what the leader records as the follower's log end (ISR, high
+watermark). FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH mean the metadata is moving:
+the partition waits for the next image. Connection errors back off and reconnect.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mini_broker.cluster.controller_rpc import close_quietly
+from mini_broker.log.unified_log import AppendOrigin
+from mini_broker.purgatory import TopicPartitionOperationKey
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.headers import decode_response, encode_request
+from pykafka_client.protocol.messages import (
+    FetchRequest,
+    FetchResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
+from pykafka_client.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from mini_broker.cluster.replication import ClusterReplication
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 12
+OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+BACKOFF_S = 0.1
+_SIZE = struct.Struct(">i")
+
+
+@dataclass
+class FetchState:
+    leader_epoch: int
+    truncating: bool = True
+
+
+def whole_batches(records: bytes | bytearray | memoryview) -> memoryview:
+    """The prefix of ``records`` made of whole batches (a fetch may end inside one)."""
+    view = memoryview(records).cast("B")
+    pos = 0
+    n = len(view)
+    while pos + 12 <= n:
+        (length,) = _SIZE.unpack_from(view, pos + 8)
+        if length <= 0 or pos + 12 + length > n:
+            break
+        pos += 12 + length
+    return view[:pos]
+
+
+def truncation_offset(requested_epoch: int, leader_epoch: int, leader_end: int, log_end: int, high_watermark: int,
+                      local_end_of_leader_epoch: int) -> int:
+    """Where a follower cuts its log after OffsetForLeaderEpoch (Kafka ``AbstractFetcherThread``'s rule).
+
+    ``requested_epoch``: the follower's latest epoch; the leader answered ``(leader_epoch, leader_end)``
+    (the largest epoch <= requested it knows and where it ends); ``local_end_of_leader_epoch``: where that
+    epoch ends in the follower's own log. An undefined answer (-1) falls back to the high watermark.
+    """
+    if leader_end < 0:
+        return min(high_watermark, log_end)
+    if leader_epoch == requested_epoch:
+        return min(leader_end, log_end)
+    if local_end_of_leader_epoch < 0:
+        return min(leader_end, high_watermark, log_end)
+    return min(leader_end, local_end_of_leader_epoch, log_end)
+
+
+class ReplicaFetcherThread:
+    def __init__(self, cluster: ClusterReplication, leader_id: int) -> None:
+        self.cluster = cluster
+        self.leader_id = leader_id
+        self.partitions: dict[TopicPartition, FetchState] = {}
+        self._lock = threading.Lock()
+        self._wakeup = threading.Event()
+        self._stop = threading.Event()
+        self._sock: socket.socket | None = None
+        self._correlation = 0
+        config = cluster.rm.config
+        self.max_wait_ms = int(config.get("replica.fetch.wait.max.ms"))  # type: ignore[arg-type]
+        self.max_bytes = int(config.get("replica.fetch.max.bytes"))  # type: ignore[arg-type]
+        self._thread = threading.Thread(target=self._run, name=f"ReplicaFetcherThread-{cluster.broker_id}-{leader_id}",
+                                        daemon=True)
+        self._thread.start()
+
+    def add(self, tp: TopicPartition, leader_epoch: int) -> None:
+        with self._lock:
+            self.partitions[tp] = FetchState(leader_epoch)
+        self._wakeup.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        with self._lock:
+            self.partitions.pop(tp, None)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        self._wakeup.set()
+        self._close()
+        self._thread.join(timeout=5)
+
+    # --- connection --------------------------------------------------------------------------------
+
+    def _close(self) -> None:
+        close_quietly(self._sock)
+        self._sock = None
+
+    def _send(self, body: FetchRequest | OffsetForLeaderEpochRequest, version: int, timeout_s: float
+              ) -> FetchResponse | OffsetForLeaderEpochResponse:
+        if self._sock is None:
+            endpoint = self.cluster.broker_endpoint(self.leader_id)
+            if endpoint is None:
+                raise ConnectionError(f"no endpoint for broker {self.leader_id}")
+            self._sock = socket.create_connection(endpoint, timeout=timeout_s)
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock = self._sock
+        sock.settimeout(timeout_s)
+        self._correlation += 1
+        chunks = encode_request(body, version, self._correlation, f"broker-{self.cluster.broker_id}-fetcher")
+        frame = b"".join(c for c in chunks if isinstance(c, (bytes, bytearray, memoryview)))
+        sock.sendall(frame)
+        size = _SIZE.unpack(self._recv(sock, 4))[0]
+        payload = self._recv(sock, size)
+        api_key = ApiKey.FETCH if isinstance(body, FetchRequest) else ApiKey.OFFSET_FOR_LEADER_EPOCH
+        resp = decode_response(memoryview(payload), api_key, version, self._correlation)
+        assert isinstance(resp, (FetchResponse, OffsetForLeaderEpochResponse))
+        return resp
+
+    @staticmethod
+    def _recv(sock: socket.socket, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("leader closed the connection")
+            buf += chunk
+        return bytes(buf)
+
+    # --- loop --------------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                snapshot = dict(self.partitions)
+            if not snapshot:
+                self._wakeup.wait(0.5)
+                self._wakeup.clear()
+                continue
+            try:
+                truncating = {tp: st for tp, st in snapshot.items() if st.truncating}
+                if truncating:
+                    self._truncate(truncating)
+                    continue
+                self._fetch(snapshot)
+            except (OSError, KafkaError, ValueError) as e:
+                if not self._stop.is_set():
+                    log.info("event=replica_fetch_failed leader=%d error=%r msg=\"reconnecting\"", self.leader_id, e)
+                self._close()
+                self._stop.wait(BACKOFF_S)
+        self._close()
+
+    def _current(self, tp: TopicPartition, st: FetchState) -> bool:
+        with self._lock:
+            return self.partitions.get(tp) is st
+
+    def _truncate(self, parts: dict[TopicPartition, FetchState]) -> None:
+        rm = self.cluster.rm
+        topics: dict[str, list[OffsetForLeaderEpochRequest.OffsetForLeaderPartition]] = {}
+        requested: dict[TopicPartition, int] = {}
+        for tp, st in parts.items():
+            lg = rm.log_manager.get_log(tp.topic, tp.partition)
+            if lg is None:
+                continue
+            latest = lg.leader_epoch_cache().latest_epoch()
+            if latest < 0:  # nothing replicated yet: nothing to cut
+                st.truncating = False
+                continue
+            requested[tp] = latest
+            topics.setdefault(tp.topic, []).append(OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                partition=tp.partition, current_leader_epoch=st.leader_epoch, leader_epoch=latest))
+        if not topics:
+            return
+        body = OffsetForLeaderEpochRequest(
+            replica_id=self.cluster.broker_id,
+            topics=[OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=t, partitions=ps) for t, ps in topics.items()])
+        resp = self._send(body, OFFSET_FOR_LEADER_EPOCH_VERSION, 30.0)
+        assert isinstance(resp, OffsetForLeaderEpochResponse)
+        retry = False
+        for t in resp.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.topic, p.partition)
+                state = parts.get(tp)
+                if state is None or not self._current(tp, state):
+                    continue
+                if p.error_code != 0:
+                    retry = True
+                    continue
+                self._truncate_one(tp, requested[tp], p.leader_epoch, p.end_offset)
+                state.truncating = False
+        if retry:
+            self._stop.wait(BACKOFF_S)
+
+    def _truncate_one(self, tp: TopicPartition, requested_epoch: int, leader_epoch: int, leader_end: int) -> None:
+        rm = self.cluster.rm
+        lg = rm.log_manager.get_log(tp.topic, tp.partition)
+        if lg is None:
+            return
+        leo = lg.log_end_offset
+        hw = lg.high_watermark
+        target = truncation_offset(requested_epoch, leader_epoch, leader_end, leo, hw,
+                                   lg.leader_epoch_cache().end_offset_for(leader_epoch, leo)[1])
+        if target < leo:
+            lg = rm.log_manager.truncate_to(tp.topic, tp.partition, target)
+            lg.update_high_watermark(min(hw, lg.log_end_offset))
+            lg.leader_epoch_cache()
+            log.warning("event=follower_truncated partition=%s leader=%d from=%d to=%d", tp, self.leader_id, leo,
+                        lg.log_end_offset)
+
+    def _fetch(self, parts: dict[TopicPartition, FetchState]) -> None:
+        rm = self.cluster.rm
+        topics: dict[str, list[FetchRequest.FetchPartition]] = {}
+        for tp, st in parts.items():
+            lg = rm.log_manager.get_log(tp.topic, tp.partition)
+            if lg is None:
+                continue
+            topics.setdefault(tp.topic, []).append(FetchRequest.FetchPartition(
+                partition=tp.partition, current_leader_epoch=st.leader_epoch, fetch_offset=lg.log_end_offset,
+                log_start_offset=lg.log_start_offset, partition_max_bytes=self.max_bytes))
+        if not topics:
+            self._stop.wait(BACKOFF_S)
+            return
+        body = FetchRequest(replica_id=self.cluster.broker_id, max_wait_ms=self.max_wait_ms, min_bytes=1,
+                            max_bytes=self.max_bytes * max(1, len(parts)), isolation_level=0, session_id=0,
+                            session_epoch=-1,
+                            topics=[FetchRequest.FetchTopic(topic=t, partitions=ps) for t, ps in topics.items()])
+        resp = self._send(body, FETCH_VERSION, self.max_wait_ms / 1000 + 30.0)
+        assert isinstance(resp, FetchResponse)
+        if resp.error_code != 0:
+            self._stop.wait(BACKOFF_S)
+            return
+        backoff = False
+        for t in resp.responses:
+            for p in t.partitions:
+                tp = TopicPartition(t.topic, p.partition_index)
+                state = parts.get(tp)
+                if state is None or not self._current(tp, state):
+                    continue
+                if p.error_code != 0:
+                    backoff = True
+                    if p.error_code == 1:  # OFFSET_OUT_OF_RANGE: find the divergence again
+                        state.truncating = True
+                    continue
+                self._append(tp, p)
+        if backoff:
+            self._stop.wait(BACKOFF_S)
+
+    def _append(self, tp: TopicPartition, p: FetchResponse.PartitionData) -> None:
+        rm = self.cluster.rm
+        lg = rm.log_manager.get_log(tp.topic, tp.partition)
+        if lg is None:
+            return
+        records = p.records
+        data = whole_batches(records) if isinstance(records, (bytes, bytearray, memoryview)) else memoryview(b"")
+        if len(data):
+            lg.append(data, origin=AppendOrigin.REPLICATION)
+        lg.update_high_watermark(min(p.high_watermark, lg.log_end_offset))
+        if len(data):
+            rm.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
+
+
+class ReplicaFetcherManager:
+    def __init__(self, cluster: ClusterReplication) -> None:
+        self.cluster = cluster
+        self._lock = threading.Lock()
+        self.threads: dict[int, ReplicaFetcherThread] = {}
+
+    def add_partition(self, tp: TopicPartition, leader_id: int, leader_epoch: int) -> None:
+        with self._lock:
+            thread = self.threads.get(leader_id)
+            if thread is None:
+                thread = self.threads[leader_id] = ReplicaFetcherThread(self.cluster, leader_id)
+        thread.add(tp, leader_epoch)
+
+    def remove_partition(self, tp: TopicPartition) -> None:
+        with self._lock:
+            threads = list(self.threads.values())
+        for t in threads:
+            t.remove(tp)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            threads = list(self.threads.values())
+            self.threads.clear()
+        for t in threads:
+            t.shutdown()

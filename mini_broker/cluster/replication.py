@@ -1,0 +1,432 @@
+"""A cluster broker's side of replication (Kafka: the replication parts of ``ReplicaManager`` and
+``BrokerLifecycleManager``): registration and heartbeats, applying the controller's image, leader and follower
+transitions, follower fetch state, the high watermark, ISR changes, and the high-watermark checkpoint.
+
+* **Lifecycle**: :meth:`start` registers with the controller (retrying until it answers), applies the image
+  and starts a thread that heartbeats every ``broker.heartbeat.interval.ms`` (a reply carries the image when
+  its version moved), proposes ISR shrinks (``replica.lag.time.max.ms``), and writes the high-watermark
+  checkpoint (``replication-offset-checkpoint``) every second and at shutdown.
+* **Image**: for each partition this broker hosts, :class:`Partition` says whether the role or the leader
+  epoch changed. Becoming leader stops fetching it and records the epoch's start offset; becoming follower
+  hands it to the fetcher of the new leader, which first truncates (OffsetForLeaderEpoch). Partitions no
+  longer in the image have their logs deleted. Waiting produces and fetches are re-checked so that they fail
+  with NOT_LEADER_OR_FOLLOWER at once.
+* **Leader**: an append needs leadership (NOT_LEADER_OR_FOLLOWER) and, for acks=all, an ISR of at least
+  ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS); batches are stamped with the leader epoch. A follower fetch
+  updates its fetch state, which may move the high watermark (waking delayed produces and consumer fetches)
+  or expand the ISR (AlterPartition, sent from the fetch path's thread, answered in milliseconds).
+
+Lock order: ``_lock`` (partition table) is never held while calling the controller, a log or a purgatory.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time as _time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from mini_broker.cluster.controller_rpc import ControllerChannel
+from mini_broker.cluster.partition import NO_LEADER, Partition
+from mini_broker.log.checkpoint import OffsetCheckpointFile
+from mini_broker.log.fetch_data_info import LogAppendInfo
+from mini_broker.log.unified_log import AppendOrigin, Log
+from mini_broker.purgatory import TopicPartitionOperationKey
+from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
+from pykafka_client.errors import (
+    FencedLeaderEpochError,
+    InvalidReplicationFactorError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    StaleBrokerEpochError,
+    UnknownLeaderEpochError,
+    UnknownTopicOrPartitionError,
+)
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.structs import TopicPartition
+from pykafka_client.utils.time import Time
+
+if TYPE_CHECKING:
+    from mini_broker.cluster.replica_fetcher import ReplicaFetcherManager
+    from mini_broker.server.replica_manager import FetchPartitionInfo, ReplicaManager
+
+log = logging.getLogger(__name__)
+
+HW_CHECKPOINT_FILE = "replication-offset-checkpoint"
+HW_CHECKPOINT_INTERVAL_S = 1.0
+
+
+class ClusterReplication:
+    def __init__(self, replica_manager: ReplicaManager, metadata_cache: MetadataCache, broker_id: int,
+                 controller_address: str, data_dir: str, time: Time) -> None:
+        self.rm = replica_manager
+        self.cache = metadata_cache
+        self.broker_id = broker_id
+        self.time = time
+        config = replica_manager.config
+        host, _, port = controller_address.rpartition(":")
+        self.channel = ControllerChannel(host or "127.0.0.1", int(port))
+        self.heartbeat_interval_s = int(config.get("broker.heartbeat.interval.ms")) / 1000  # type: ignore[arg-type]
+        self.lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]
+        self.default_replication_factor = config.default_replication_factor
+        self.broker_epoch = -1
+        self.image_version = -1
+        self._lock = threading.RLock()
+        self._apply_lock = threading.Lock()
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self._topic_configs: dict[str, dict[str, str]] = {}
+        self._hw_checkpoint = OffsetCheckpointFile(os.path.join(data_dir, HW_CHECKPOINT_FILE))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.fetchers: ReplicaFetcherManager | None = None
+        self._host = ""
+        self._port = -1
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    def register(self, host: str, port: int, timeout_s: float = 60.0) -> None:
+        """Register with the controller (retrying while it is unreachable) and apply its image."""
+        from mini_broker.cluster.replica_fetcher import ReplicaFetcherManager
+
+        self._host, self._port = host, port
+        if self.fetchers is None:
+            self.fetchers = ReplicaFetcherManager(self)
+        deadline = _time.monotonic() + timeout_s
+        while True:
+            try:
+                reply = self.channel.call({"op": "register", "broker_id": self.broker_id, "host": host, "port": port})
+                break
+            except OSError as e:
+                if _time.monotonic() > deadline:
+                    raise ConnectionError(f"controller at {self.channel.host}:{self.channel.port} unreachable; "
+                                          f"start it first (mini-broker --cluster N starts both)") from e
+                _time.sleep(0.1)
+        self.broker_epoch = int(reply["broker_epoch"])
+        log.info("event=broker_registered broker_id=%d broker_epoch=%d", self.broker_id, self.broker_epoch)
+        self.apply_image(reply["image"])
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"broker-lifecycle-{self.broker_id}", daemon=True)
+        self._thread.start()
+
+    def controlled_shutdown(self) -> None:
+        """Ask the controller to move this broker's leaderships away now (Kafka: controlled shutdown)."""
+        if self.broker_epoch < 0:
+            return
+        try:
+            self.channel.call({"op": "controlled_shutdown", "broker_id": self.broker_id,
+                               "broker_epoch": self.broker_epoch})
+        except (OSError, KafkaError) as e:
+            log.warning("event=controlled_shutdown_failed error=%r msg=\"the controller fences this broker after "
+                        "broker.session.timeout.ms instead\"", e)
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self.fetchers is not None:
+            self.fetchers.shutdown()
+        self.channel.close()
+        self.write_hw_checkpoint()
+
+    def _run(self) -> None:
+        last_checkpoint = _time.monotonic()
+        while not self._stop.wait(self.heartbeat_interval_s):
+            try:
+                reply = self.channel.call({"op": "heartbeat", "broker_id": self.broker_id,
+                                           "broker_epoch": self.broker_epoch, "version": self.image_version})
+                if "image" in reply:
+                    self.apply_image(reply["image"])
+            except StaleBrokerEpochError:
+                log.warning("event=broker_fenced broker_id=%d msg=\"the controller fenced this broker; "
+                            "registering again\"", self.broker_id)
+                try:
+                    self.register(self._host, self._port, timeout_s=self.heartbeat_interval_s * 5)
+                except (OSError, KafkaError) as e:
+                    log.warning("event=register_failed error=%r", e)
+            except (OSError, KafkaError, ValueError) as e:
+                log.warning("event=heartbeat_failed broker_id=%d error=%r msg=\"retrying; the controller fences "
+                            "this broker after broker.session.timeout.ms\"", self.broker_id, e)
+            try:
+                self._maybe_shrink_isr()
+                if _time.monotonic() - last_checkpoint >= HW_CHECKPOINT_INTERVAL_S:
+                    last_checkpoint = _time.monotonic()
+                    self.write_hw_checkpoint()
+            except Exception:
+                log.exception("event=replication_housekeeping_failed")
+
+    def write_hw_checkpoint(self) -> None:
+        offsets: dict[tuple[str, int], int] = {}
+        for lg in self.rm.log_manager.all_logs():
+            offsets[(lg.topic, lg.partition)] = lg.high_watermark
+        try:
+            self._hw_checkpoint.write(offsets)
+        except OSError:
+            log.exception("event=hw_checkpoint_failed")
+
+    def read_hw_checkpoint(self) -> dict[tuple[str, int], int]:
+        try:
+            return self._hw_checkpoint.read()
+        except (OSError, ValueError, KafkaError):
+            log.exception("event=hw_checkpoint_unreadable msg=\"high watermarks start at the log start\"")
+            return {}
+
+    # --- the controller's image --------------------------------------------------------------------
+
+    def apply_image(self, image: dict[str, Any]) -> None:
+        with self._apply_lock:
+            version = int(image["version"])
+            if version <= self.image_version:
+                return
+            self.image_version = version
+            self.cache.apply_cluster_image(image)
+            hosted: set[TopicPartition] = set()
+            checkpoint: dict[tuple[str, int], int] | None = None
+            now = self.time.milliseconds()
+            for t in image["topics"]:
+                md = self.cache.get_topic(t["name"])
+                if md is None:
+                    continue
+                if self._topic_configs.get(md.name) != md.configs:
+                    self._topic_configs[md.name] = dict(md.configs)
+                    self.rm.log_manager.update_topic_config(md.name, self.rm._log_config(md))
+                for p, reg in enumerate(t["partitions"]):
+                    if self.broker_id not in reg["replicas"]:
+                        continue
+                    tp = TopicPartition(t["name"], p)
+                    hosted.add(tp)
+                    lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+                    if lg is None:
+                        lg = self.rm.log_manager.get_or_create_log(tp.topic, tp.partition, self.rm._log_config(md))
+                        if checkpoint is None:
+                            checkpoint = self.read_hw_checkpoint()
+                        lg.update_high_watermark(checkpoint.get((tp.topic, tp.partition), 0))
+                    with self._lock:
+                        part = self.partitions.get(tp)
+                        if part is None:
+                            part = self.partitions[tp] = Partition(tp.topic, tp.partition, self.broker_id)
+                        change = part.update_registration(reg["replicas"], reg["isr"], reg["leader"],
+                                                          reg["leader_epoch"], reg["partition_epoch"],
+                                                          lg.log_end_offset, now)
+                    if change == "leader":
+                        self._become_leader(tp, part, lg)
+                    elif change == "follower":
+                        self._become_follower(tp, part)
+                    elif part.is_leader:  # the ISR changed: the high watermark and waiting produces may move
+                        self.maybe_increment_hw(tp, part, lg)
+                        self._wake(tp)
+            with self._lock:
+                gone = [tp for tp in self.partitions if tp not in hosted]
+                for tp in gone:
+                    del self.partitions[tp]
+            for tp in gone:
+                if self.fetchers is not None:
+                    self.fetchers.remove_partition(tp)
+                self.rm.log_manager.delete_log(tp.topic, tp.partition)
+                self._wake(tp)
+            known = {(t.name, p) for t in self.cache.all_topics() for p in range(t.num_partitions)}
+            for lg in self.rm.log_manager.all_logs():
+                if (lg.topic, lg.partition) not in known or TopicPartition(lg.topic, lg.partition) not in hosted:
+                    log.warning("event=stray_log partition=%s-%s msg=\"not assigned to this broker; deleting\"",
+                                lg.topic, lg.partition)
+                    self.rm.log_manager.delete_log(lg.topic, lg.partition)
+
+    def _become_leader(self, tp: TopicPartition, part: Partition, lg: Log) -> None:
+        log.info("event=become_leader partition=%s leader_epoch=%d isr=%s log_end=%d", tp, part.leader_epoch,
+                 part.isr, lg.log_end_offset)
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(tp)
+        lg.leader_epoch_cache().assign(part.leader_epoch, lg.log_end_offset)
+        self.maybe_increment_hw(tp, part, lg)
+        self._wake(tp)
+
+    def _become_follower(self, tp: TopicPartition, part: Partition) -> None:
+        log.info("event=become_follower partition=%s leader=%d leader_epoch=%d", tp, part.leader, part.leader_epoch)
+        if self.fetchers is not None:
+            self.fetchers.remove_partition(tp)
+            if part.leader != NO_LEADER:
+                self.fetchers.add_partition(tp, part.leader, part.leader_epoch)
+        self._wake(tp)
+
+    def _wake(self, tp: TopicPartition) -> None:
+        key = TopicPartitionOperationKey(tp.topic, tp.partition)
+        self.rm.produce_purgatory.check_and_complete(key)
+        self.rm.fetch_purgatory.check_and_complete(key)
+
+    def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        return self.cache.broker_endpoint(broker_id)
+
+    # --- leadership checks -------------------------------------------------------------------------
+
+    def partition(self, tp: TopicPartition) -> Partition | None:
+        with self._lock:
+            return self.partitions.get(tp)
+
+    def current_leader(self, topic: str, partition: int) -> tuple[int, int]:
+        reg = self.cache.partition_registration(topic, partition)
+        if reg is None:
+            return -1, -1
+        return int(reg["leader"]), int(reg["leader_epoch"])
+
+    def check_leader(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
+        """This broker's partition when it leads it (at ``current_leader_epoch`` when that is given)."""
+        part = self.partition(tp)
+        if part is None:
+            if self.cache.contains_partition(tp.topic, tp.partition):
+                raise NotLeaderOrFollowerError(f"broker {self.broker_id} does not host {tp}")
+            raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
+        if current_leader_epoch >= 0:
+            if current_leader_epoch > part.leader_epoch:
+                raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} of {tp} is newer than "
+                                              f"{part.leader_epoch}; this broker has not seen the change yet")
+            if current_leader_epoch < part.leader_epoch:
+                raise FencedLeaderEpochError(f"leader epoch {current_leader_epoch} of {tp} is fenced by "
+                                             f"{part.leader_epoch}; refresh metadata")
+        if not part.is_leader:
+            raise NotLeaderOrFollowerError(f"broker {self.broker_id} is not the leader of {tp} (leader "
+                                           f"{part.leader}); refresh metadata")
+        return part
+
+    def check_leader_for_read(self, tp: TopicPartition, current_leader_epoch: int, replica_id: int,
+                              fetch_offset: int) -> Log:
+        self.check_leader(tp, current_leader_epoch)
+        lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+        if lg is None:
+            raise NotLeaderOrFollowerError(f"broker {self.broker_id} has no log for {tp}")
+        return lg
+
+    # --- leader: append, follower fetch, high watermark, ISR ---------------------------------------
+
+    def append_as_leader(self, tp: TopicPartition, lg: Log, records: bytes | bytearray | memoryview,
+                         origin: AppendOrigin, required_acks: int) -> LogAppendInfo:
+        part = self.check_leader(tp)
+        if required_acks == -1 and origin is AppendOrigin.CLIENT:
+            min_isr = lg.config.min_in_sync_replicas
+            if len(part.isr) < min_isr:
+                raise NotEnoughReplicasError(
+                    f"The size of the current ISR {part.isr} of {tp} is insufficient to satisfy the min.isr "
+                    f"requirement of {min_isr}; retry when the followers are back in sync")
+        info = lg.append(records, origin=origin, leader_epoch=part.leader_epoch)
+        self.maybe_increment_hw(tp, part, lg)
+        return info
+
+    def maybe_increment_hw(self, tp: TopicPartition, part: Partition, lg: Log) -> bool:
+        with self._lock:
+            hw = part.high_watermark(lg.log_end_offset, lg.high_watermark)
+        if hw > lg.high_watermark:
+            lg.update_high_watermark(hw)
+            return True
+        return False
+
+    def check_enough_replicas(self, tp: TopicPartition, lg: Log, required_offset: int) -> tuple[bool, int]:
+        """DelayedProduce's rule (Kafka ``Partition.checkEnoughReplicasReachOffset``)."""
+        part = self.partition(tp)
+        if part is None or not part.is_leader:
+            return False, NotLeaderOrFollowerError.code
+        if lg.high_watermark >= required_offset:
+            if len(part.isr) < lg.config.min_in_sync_replicas:
+                return False, NotEnoughReplicasAfterAppendError.code
+            return True, 0
+        return False, 0
+
+    def update_follower_fetch_state(self, replica_id: int, infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]]
+                                    ) -> None:
+        now = self.time.milliseconds()
+        for tp, info in infos:
+            part = self.partition(tp)
+            lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+            if part is None or lg is None or not part.is_leader:
+                continue
+            if info.current_leader_epoch >= 0 and info.current_leader_epoch != part.leader_epoch:
+                continue
+            with self._lock:
+                part.update_follower_fetch(replica_id, info.fetch_offset, lg.log_end_offset, now)
+            if self.maybe_increment_hw(tp, part, lg):
+                self._wake(tp)
+            with self._lock:
+                new_isr = part.isr_to_expand(replica_id, lg.high_watermark)
+            if new_isr is not None:
+                self._alter_isr(tp, part, new_isr)
+
+    def _maybe_shrink_isr(self) -> None:
+        now = self.time.milliseconds()
+        with self._lock:
+            proposals = [(tp, part, part.isr_to_shrink(now, self.lag_time_max_ms))
+                         for tp, part in self.partitions.items()]
+        for tp, part, new_isr in proposals:
+            if new_isr is not None:
+                log.warning("event=isr_shrink partition=%s isr=%s new_isr=%s msg=\"followers have not caught up "
+                            "within replica.lag.time.max.ms\"", tp, part.isr, new_isr)
+                self._alter_isr(tp, part, new_isr)
+
+    def _alter_isr(self, tp: TopicPartition, part: Partition, new_isr: list[int]) -> None:
+        """AlterPartition to the controller; the image in its reply carries the new ISR."""
+        with self._lock:
+            if part.pending_isr is not None:
+                return
+            part.pending_isr = new_isr
+            req = {"op": "alter_partition", "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
+                   "topic": tp.topic, "partition": tp.partition, "leader_epoch": part.leader_epoch,
+                   "partition_epoch": part.partition_epoch, "isr": new_isr}
+        try:
+            reply = self.channel.call(req)
+        except (OSError, KafkaError) as e:
+            log.warning("event=alter_partition_failed partition=%s isr=%s error=%r", tp, new_isr, e)
+            with self._lock:
+                part.pending_isr = None
+            return
+        log.info("event=isr_changed partition=%s isr=%s", tp, new_isr)
+        self.apply_image(reply["image"])
+        with self._lock:
+            part.pending_isr = None
+        lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+        if lg is not None:
+            self.maybe_increment_hw(tp, part, lg)
+        self._wake(tp)
+
+    # --- topic changes go through the controller ----------------------------------------------------
+
+    def _controller(self, req: dict[str, Any]) -> None:
+        try:
+            reply = self.channel.call(req)
+        except OSError as e:
+            from pykafka_client.errors import NotControllerError
+
+            raise NotControllerError(f"the controller is unreachable ({e!r}); retry") from e
+        self.apply_image(reply["image"])
+
+    def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
+                     replication_factor: int = -1) -> TopicMetadata:
+        rf = self.default_replication_factor if replication_factor < 0 else replication_factor
+        if rf < 1:
+            raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+        self._controller({"op": "create_topic", "name": name, "num_partitions": num_partitions,
+                          "replication_factor": rf, "configs": configs})
+        md = self.cache.get_topic(name)
+        if md is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} was created but is not in the image yet; retry")
+        return md
+
+    def delete_topic(self, name: str) -> None:
+        self._controller({"op": "delete_topic", "name": name})
+
+    def add_partitions(self, name: str, count: int) -> TopicMetadata:
+        self._controller({"op": "create_partitions", "name": name, "count": count})
+        md = self.cache.get_topic(name)
+        if md is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} not found")
+        return md
+
+    def update_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata:
+        self._controller({"op": "alter_configs", "name": name, "configs": configs})
+        md = self.cache.get_topic(name)
+        if md is None:
+            raise UnknownTopicOrPartitionError(f"Topic {name} not found")
+        return md
+
+    def allocate_producer_ids(self) -> tuple[int, int]:
+        reply = self.channel.call({"op": "allocate_producer_ids", "broker_id": self.broker_id})
+        return int(reply["first"]), int(reply["count"])

@@ -1,0 +1,61 @@
+"""Helpers for the client failover tests: kill the leader's broker while records are in flight, bring it
+back, and read a topic back from the beginning."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mini_broker.cluster.mini_cluster import MiniCluster
+from pykafka_client import KafkaConsumer, TopicPartition
+
+#: Generous: a failover on a busy 2-core CI box is the session timeout plus an election plus a metadata
+#: refresh, and a restarted broker must catch up before it rejoins the ISR.
+FAILOVER_TIMEOUT_S = 60.0
+
+
+def kill_leader(cluster: MiniCluster, topic: str, partition: int = 0) -> int:
+    """SIGKILL the broker leading ``topic``-``partition``; returns its id."""
+    victim = cluster.leader(topic, partition)
+    assert victim >= 0, f"{topic}-{partition} has no leader to kill"
+    cluster.kill(victim)
+    return victim
+
+
+def await_new_leader_and_restart(cluster: MiniCluster, topic: str, partitions: int, victim: int) -> None:
+    """Wait until every partition has a leader other than ``victim``, restart it, wait for full ISRs."""
+    for p in range(partitions):
+        cluster.wait_for_leader(topic, p, not_in={victim}, timeout=FAILOVER_TIMEOUT_S)
+    cluster.restart(victim, timeout=FAILOVER_TIMEOUT_S)
+    for p in range(partitions):
+        cluster.wait_for_isr(topic, p, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+
+
+def read_back(cluster: MiniCluster, topic: str, partitions: int, timeout_s: float = 120.0) -> dict[int, list[tuple[int, int]]]:
+    """Every record of ``topic`` as ``{partition: [(offset, int(value)), ...]}``, read with our consumer
+    (no group) from the beginning up to the end offsets."""
+    c: KafkaConsumer[Any, Any] = KafkaConsumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+    )
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        c.assign(tps)
+        c.seek_to_beginning(tps)
+        ends = c.end_offsets(tps, timeout=30)
+        out: dict[int, list[tuple[int, int]]] = {p: [] for p in range(partitions)}
+        deadline = time.monotonic() + timeout_s
+        while any(c.position(tp, timeout=30) < ends[tp] for tp in tps):
+            assert time.monotonic() < deadline, f"read back stalled at {[c.position(tp) for tp in tps]} of {ends}"
+            for r in c.poll(1.0):
+                out[r.partition].append((r.offset, int(r.value)))
+        return out
+    finally:
+        c.close(10)
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out after {timeout_s}s waiting for {what}"
+        time.sleep(0.2)
