@@ -135,7 +135,10 @@ class ClientThread:
         except anyio.get_cancelled_exc_class():
             with job.lock:
                 job.cancelled = True
-                interrupt = job.started and not job.finished
+                started = job.started
+                interrupt = started and not job.finished
+            if not started:
+                raise  # the thread will skip it
             if interrupt:
                 self._wakeup()
             with anyio.CancelScope(shield=True):

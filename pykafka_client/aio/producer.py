@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from pykafka_client.aio._loop import LoopWaker, WakerCache
+from pykafka_client.aio._loop import WakerCache
 from pykafka_client.consumer.structs import ConsumerGroupMetadata
 from pykafka_client.errors import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
 from pykafka_client.errors_base import BrokerResponseError
@@ -54,6 +54,8 @@ T = TypeVar("T")
 #: Polling interval bounds (seconds) while ``send`` waits for ``buffer.memory``.
 _MEMORY_POLL_MIN_S = 0.0005
 _MEMORY_POLL_MAX_S = 0.01
+#: ``send`` yields to the event loop when it has not for this long (seconds).
+_YIELD_EVERY_S = 0.001
 
 
 class DeliveryFuture:
@@ -64,11 +66,11 @@ class DeliveryFuture:
     awaiting task does not cancel the record.
     """
 
-    __slots__ = ("_future", "_waker")
+    __slots__ = ("_future", "_wakers")
 
-    def __init__(self, future: Future[RecordMetadata], waker: LoopWaker) -> None:
+    def __init__(self, future: Future[RecordMetadata], wakers: WakerCache) -> None:
         self._future = future
-        self._waker = waker
+        self._wakers = wakers  # the loop's waker is looked up only if a task has to wait
 
     def done(self) -> bool:
         return self._future.done()
@@ -99,16 +101,16 @@ class DeliveryFuture:
         future = self._future
         if not future.done():
             event = anyio.Event()
-            waker = self._waker
+            waker = self._wakers.current()
             future.add_done_callback(lambda _f: waker.call_soon(event.set))
             await event.wait()
         return future.result()
 
 
-def _failed(exc: BaseException, waker: LoopWaker) -> DeliveryFuture:
+def _failed(exc: BaseException, wakers: WakerCache) -> DeliveryFuture:
     future: Future[RecordMetadata] = Future()
     future.set_exception(exc)
-    return DeliveryFuture(future, waker)
+    return DeliveryFuture(future, wakers)
 
 
 def _rough_size(data: object) -> int:
@@ -137,6 +139,7 @@ class AsyncKafkaProducer:
         self._batch_size: int = self.config["batch.size"]
         self._max_block_s: float = self.config["max.block.ms"] / 1000.0
         self._wakers = WakerCache()
+        self._last_yield = 0.0
 
     @property
     def sync_producer(self) -> KafkaProducer:
@@ -161,7 +164,6 @@ class AsyncKafkaProducer:
         producer = self._producer
         if producer._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
-        waker = self._wakers.current()
         count = producer.metadata.partition_count_for_topic(topic) if isinstance(topic, str) and topic else 0
         if count is None or (partition is not None and isinstance(partition, int) and partition >= count):
             deadline = _time.monotonic() + self._max_block_s
@@ -171,12 +173,14 @@ class AsyncKafkaProducer:
                     abandon_on_cancel=True,
                 )
             except (BrokerResponseError, KafkaTimeoutError) as e:
-                return self._fail(e, on_delivery, waker)
+                return self._fail(e, on_delivery)
         else:
             deadline = None
         pool = producer.accumulator.free
-        need = max(self._batch_size, _rough_size(key) + _rough_size(value) + 128)
-        if pool.available_memory() < need or pool.queued():
+        need = self._batch_size
+        if key is not None or value is not None:
+            need = max(need, _rough_size(key) + _rough_size(value) + 128)
+        if not pool.can_allocate_now(need):
             if deadline is None:
                 deadline = _time.monotonic() + self._max_block_s
             if not await self._wait_for_memory(need, deadline):
@@ -187,17 +191,20 @@ class AsyncKafkaProducer:
                         f"Available memory: {pool.available_memory()} bytes."
                     ),
                     on_delivery,
-                    waker,
                 )
+        now = _time.perf_counter()
+        if now - self._last_yield >= _YIELD_EVERY_S:
+            # a task sending in a tight loop mostly never suspends (the append needs no await): let the
+            # other tasks run now and then, so producing at full speed does not stall the event loop
+            self._last_yield = now
+            await anyio.lowlevel.checkpoint()
         # No await from here: the record is enqueued or send raises (cancellation cannot split the two).
-        return DeliveryFuture(
-            producer.send(topic, value, key, partition, timestamp, headers, on_delivery), waker
-        )
+        return DeliveryFuture(producer.send(topic, value, key, partition, timestamp, headers, on_delivery), self._wakers)
 
     async def _wait_for_memory(self, need: int, deadline: float) -> bool:
         pool = self._producer.accumulator.free
         delay = _MEMORY_POLL_MIN_S
-        while pool.available_memory() < need or pool.queued():
+        while not pool.can_allocate_now(need):
             if self._producer._closed:
                 raise ProducerClosedError("Producer closed while waiting for buffer memory")
             remaining = deadline - _time.monotonic()
@@ -207,11 +214,10 @@ class AsyncKafkaProducer:
             delay = min(delay * 2, _MEMORY_POLL_MAX_S)
         return True
 
-    @staticmethod
-    def _fail(exc: BaseException, on_delivery: Callback | None, waker: LoopWaker) -> DeliveryFuture:
+    def _fail(self, exc: BaseException, on_delivery: Callback | None) -> DeliveryFuture:
         if on_delivery is not None:
             on_delivery(None, exc)
-        return _failed(exc, waker)
+        return _failed(exc, self._wakers)
 
     async def send_and_wait(
         self,
