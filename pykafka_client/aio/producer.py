@@ -16,7 +16,7 @@ completions (:mod:`pykafka_client.aio._loop`).
 * ``send`` never blocks the loop: when the topic's metadata is missing it waits for it on a worker thread;
   when ``buffer.memory`` is short it waits asynchronously for room; both within ``max.block.ms``, after which
   the record fails with KafkaTimeoutError / BufferExhaustedError (through its DeliveryFuture and
-  ``on_delivery``, as the sync ``send``).
+  ``on_delivery``, as the sync ``send``). A tight ``send`` loop yields to the event loop once per millisecond.
 * Cancellation: ``send`` appends the record after its last await, so a cancelled ``send`` has not
   enqueued anything, and a ``send`` that returned has: that record is then delivered or failed (its
   DeliveryFuture and ``on_delivery`` say which) even if the task awaiting it is cancelled; a cancelled
