@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import re
 import time as _time
+import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from types import TracebackType
 from typing import Any, Generic, TypeVar, overload
@@ -89,6 +90,14 @@ class _LoopListener(ConsumerRebalanceListener):
     def on_partitions_lost(self, lost: Collection[TopicPartition]) -> None:
         parts = list(lost)
         self._thread.call_in_loop(lambda: self._listener.on_partitions_lost(parts))
+
+
+def _clear_wakeup(consumer: KafkaConsumer[Any, Any]) -> None:
+    """Drop a wakeup still pending (on the client thread, before a new call)."""
+    try:
+        consumer._client.maybe_trigger_wakeup()
+    except WakeupException:
+        pass
 
 
 def _closed_error() -> IllegalStateError:
@@ -163,9 +172,15 @@ class AsyncKafkaConsumer(Generic[K, V]):
         self.config = self._consumer.config
         self.group_id = self._consumer.group_id
         self.client_id = self._consumer.client_id
+        sync_consumer = self._consumer
         self._thread = ClientThread(
-            f"kafka-async-consumer | {self.client_id}", self._consumer.wakeup, self._clear_wakeup, _closed_error
+            f"kafka-async-consumer | {self.client_id}",
+            sync_consumer.wakeup,
+            lambda: _clear_wakeup(sync_consumer),
+            _closed_error,
         )
+        # a consumer dropped without close(): its client thread ends (the thread holds no reference to self)
+        weakref.finalize(self, self._thread.stop)
         self._kept: ConsumerRecords[K, V] | None = None  # taken by a cancelled poll, returned by the next
         self._closed = False
 
@@ -173,12 +188,6 @@ class AsyncKafkaConsumer(Generic[K, V]):
     def sync_consumer(self) -> KafkaConsumer[K, V]:
         """The sync consumer underneath (for inspection; calling it directly races the consumer thread)."""
         return self._consumer
-
-    def _clear_wakeup(self) -> None:
-        try:
-            self._consumer._client.maybe_trigger_wakeup()
-        except WakeupException:
-            pass
 
     async def _call(self, fn: Callable[[], T]) -> T:
         if self._closed:
