@@ -203,6 +203,7 @@ class ClientThread:
         request = _LoopRequest(fn)
         was_preemptible, self._in_preemptible = self._in_preemptible, False
         self._stack[-1].post(request)
+        stop_seen = False
         try:
             while True:
                 item = self._queue.get()
@@ -210,10 +211,12 @@ class ClientThread:
                     break
                 if isinstance(item, _Job):
                     self._run(item)
-                elif item is None:  # stop() while a listener runs: keep the sentinel for the main loop
-                    self._queue.put(None)
+                elif item is None:  # stop() while a listener runs: the main loop ends after this job
+                    stop_seen = True
         finally:
             self._in_preemptible = was_preemptible
+            if stop_seen:
+                self._queue.put(None)
         if request.error is not None:
             raise request.error
         return request.result

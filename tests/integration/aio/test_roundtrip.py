@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Collection
+
 import anyio
 import pytest
 
 from mini_broker.broker import MiniBroker
-from pykafka_client import TopicPartition
+from pykafka_client import ConsumerRebalanceListener, TopicPartition
 from pykafka_client.admin import NewTopic
-from pykafka_client.aio import AsyncAdminClient, AsyncKafkaConsumer, AsyncKafkaProducer
+from pykafka_client.aio import (
+    AsyncAdminClient,
+    AsyncConsumerRebalanceListener,
+    AsyncKafkaConsumer,
+    AsyncKafkaProducer,
+)
 from pykafka_client.serialization import StringDeserializer
 from tests.integration.aio.conftest import consumer_config, topic_name
 
@@ -80,3 +88,29 @@ async def test_admin_operations_are_coroutines(broker: MiniBroker) -> None:
         assert cluster.nodes
         await admin.delete_topics([topic])
         assert topic not in await admin.list_topics()
+
+
+async def test_rebalance_listeners_run_in_the_event_loop_thread(broker: MiniBroker) -> None:
+    """A sync listener and a coroutine listener both run in the loop's thread, inside the awaited poll."""
+    topic = topic_name()
+    loop_thread = threading.get_ident()
+    seen: list[tuple[str, int]] = []
+
+    class SyncListener(ConsumerRebalanceListener):
+        def on_partitions_assigned(self, assigned: Collection[TopicPartition]) -> None:
+            seen.append(("sync", threading.get_ident()))
+
+    class CoroutineListener(AsyncConsumerRebalanceListener):
+        async def on_partitions_assigned(self, assigned: Collection[TopicPartition]) -> None:
+            await anyio.sleep(0)
+            seen.append(("async", threading.get_ident()))
+
+    async with AsyncKafkaProducer({"bootstrap.servers": broker.bootstrap_servers}) as producer:
+        await producer.send_and_wait(topic, b"x")
+    for kind, listener in (("sync", SyncListener()), ("async", CoroutineListener())):
+        async with AsyncKafkaConsumer(consumer_config(broker, group_id=f"g-{topic}-{kind}")) as consumer:
+            await consumer.subscribe([topic], listener)
+            with anyio.fail_after(30):
+                while not any(k == kind for k, _ in seen):
+                    await consumer.poll(0.2)
+    assert seen == [("sync", loop_thread), ("async", loop_thread)]
