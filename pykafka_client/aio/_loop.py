@@ -9,11 +9,10 @@ costs one loop callback (the pending callbacks are batched under a lock until th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Callable
-
-import sniffio
 
 log = logging.getLogger(__name__)
 
@@ -21,19 +20,32 @@ Schedule = Callable[[Callable[[], object]], object]
 
 
 def _current_loop() -> tuple[object, Schedule]:
-    """(identity of the running event loop, its thread-safe "call soon")."""
-    library = sniffio.current_async_library()
-    if library == "asyncio":
-        import asyncio
+    """(identity of the running event loop, its thread-safe "call soon"); asyncio or trio.
 
+    Without sniffio (anyio 4 does not depend on it): an asyncio loop runs in this thread, or we are in trio.
+    """
+    try:
         loop = asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
         return loop, loop.call_soon_threadsafe
-    if library == "trio":
+    try:
         import trio
 
         token = trio.lowlevel.current_trio_token()
-        return token, token.run_sync_soon
-    raise RuntimeError(f"pykafka_client.aio runs under asyncio or trio, not {library}")
+    except (ImportError, RuntimeError):
+        raise RuntimeError("pykafka_client.aio must be called from an asyncio or trio event loop") from None
+    return token, token.run_sync_soon
+
+
+def _current_loop_identity() -> object:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        import trio
+
+        return trio.lowlevel.current_trio_token()
 
 
 class LoopWaker:
@@ -79,17 +91,6 @@ class WakerCache:
 
     def current(self) -> LoopWaker:
         waker = self._waker
-        if waker is not None:
-            library = sniffio.current_async_library()
-            if library == "asyncio":
-                import asyncio
-
-                if waker.loop is asyncio.get_running_loop():
-                    return waker
-            elif library == "trio":
-                import trio
-
-                if waker.loop is trio.lowlevel.current_trio_token():
-                    return waker
-        waker = self._waker = LoopWaker()
+        if waker is None or waker.loop is not _current_loop_identity():
+            waker = self._waker = LoopWaker()
         return waker
