@@ -33,12 +33,13 @@ import anyio
 
 from pykafka_client.aio._loop import LoopWaker, WakerCache
 from pykafka_client.errors import WakeupException
+from pykafka_client.errors_base import KafkaError
 
 T = TypeVar("T")
 
 
-class _JobCancelled(Exception):
-    """The outcome of a job whose task was cancelled before the thread started it."""
+class _JobCancelled(KafkaError):
+    """The outcome of a job whose task was cancelled (never seen by a caller: the task was cancelled)."""
 
 
 class _LoopRequest:
