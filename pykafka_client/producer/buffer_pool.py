@@ -54,7 +54,7 @@ class BufferPool:
         with self._lock:
             if self._closed:
                 raise KafkaError("Producer closed while allocating memory")
-            if not self._waiters and self._available >= size:
+            if not self._waiters and self._available >= size:  # = can_allocate_now()
                 self._available -= size
                 return
             cond = threading.Condition(self._lock)
@@ -86,6 +86,12 @@ class BufferPool:
             self._available = min(self.total_memory, self._available + size)
             if self._waiters:
                 self._waiters[0].notify()
+
+    def can_allocate_now(self, size: int) -> bool:
+        """Whether ``allocate(size, ...)`` would return at once (no waiter ahead, enough memory): the async
+        producer's ``send`` waits asynchronously while this is False instead of blocking its event loop."""
+        with self._lock:
+            return not self._waiters and self._available >= size
 
     def available_memory(self) -> int:
         with self._lock:

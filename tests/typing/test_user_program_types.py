@@ -1,6 +1,7 @@
 """The library as a typed user sees it: ``mypy --strict`` on user_program.py (produce, consume with a
-group, admin, callbacks, (de)serializers, seek with a producer's metadata, ``except KafkaError``) must
-pass with no ignores; reveal_types.py pins the inferred KafkaConsumer[K, V]; type_errors.py proves
+group, admin, callbacks, (de)serializers, seek with a producer's metadata, ``except KafkaError``) and on its
+async twin async_user_program.py (pykafka_client.aio) must pass with no ignores; reveal_types.py pins
+the inferred KafkaConsumer[K, V]; type_errors.py proves
 the check can fail (each line marked ``# error`` must be reported)."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-FILES = ("user_program.py", "reveal_types.py", "type_errors.py")
+FILES = ("user_program.py", "async_user_program.py", "reveal_types.py", "type_errors.py")
 _LINE = re.compile(r"^(?P<file>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<text>.*)$")
 
 
@@ -66,6 +67,12 @@ def _marked(name: str, marker: str) -> dict[int, str]:
 def test_user_program_passes_mypy_strict(mypy_output: dict[str, list[tuple[int, str, str]]]) -> None:
     assert mypy_output["user_program.py"] == []
     assert "type: ignore" not in (HERE / "user_program.py").read_text()
+
+
+def test_async_user_program_passes_mypy_strict(mypy_output: dict[str, list[tuple[int, str, str]]]) -> None:
+    """The async twin (pykafka_client.aio under asyncio or trio) is typed as strictly as the sync program."""
+    assert mypy_output["async_user_program.py"] == []
+    assert "type: ignore" not in (HERE / "async_user_program.py").read_text()
 
 
 def test_consumer_types_are_inferred_from_the_deserializers(

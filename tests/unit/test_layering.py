@@ -9,7 +9,7 @@ Layers, bottom up; a module may import its own layer and the layers below, never
 5. client core:  network (NetworkClient, Metadata, ConsumerNetworkClient, RequestFuture, ...)
 6. shared client: client_utils (parse_bootstrap_servers, create_network_client)
 7. clients:      producer | consumer | admin: siblings, none imports another
-8. tools:        cli (the ``pykafka`` command, built on all three clients)
+8. tools:        cli (the ``pykafka`` command), aio (the async clients): built on all three clients
 9. package:      pykafka_client/__init__.py
 
 mini_broker may import layers 1-4 of pykafka_client (errors, utils, structs, config, protocol,
@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("client core", ("pykafka_client.network",)),
     ("shared client", ("pykafka_client.client_utils",)),
     ("clients", ("pykafka_client.producer", "pykafka_client.consumer", "pykafka_client.admin")),
-    ("tools", ("pykafka_client.cli",)),
+    ("tools", ("pykafka_client.cli", "pykafka_client.aio")),
 )
 PACKAGE_LAYER = len(LAYERS)  # pykafka_client/__init__.py
 SIBLING_LAYER = "clients"

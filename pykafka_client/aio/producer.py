@@ -1,0 +1,317 @@
+"""The async producer: :class:`~pykafka_client.KafkaProducer`'s API as coroutines, for asyncio and trio.
+
+::
+
+    async with AsyncKafkaProducer({"bootstrap.servers": "localhost:9092"}) as producer:
+        delivery = await producer.send("events", b"hello")   # enqueued; many sends batch together
+        metadata = await delivery                            # RecordMetadata once the broker acknowledged
+        metadata = await producer.send_and_wait("events", b"again")
+
+One core: the async producer *is* a sync :class:`KafkaProducer` (same RecordAccumulator, Sender thread,
+idempotence and transactions). ``send`` appends to the accumulator in the event loop (a few microseconds,
+never blocking: see below) and returns a :class:`DeliveryFuture`; the Sender thread completes the record,
+and a task awaiting it is woken through the loop's thread-safe entry point, one loop callback per burst of
+completions (:mod:`pykafka_client.aio._loop`).
+
+* ``send`` never blocks the loop: when the topic's metadata is missing it waits for it on a worker thread;
+  when ``buffer.memory`` is short it waits asynchronously for room; both within ``max.block.ms``, after which
+  the record fails with KafkaTimeoutError / BufferExhaustedError (through its DeliveryFuture and
+  ``on_delivery``, as the sync ``send``). A tight ``send`` loop yields to the event loop once per millisecond.
+* Cancellation: ``send`` appends the record after its last await, so a cancelled ``send`` has not
+  enqueued anything, and a ``send`` that returned has: that record is then delivered or failed (its
+  DeliveryFuture and ``on_delivery`` say which) even if the task awaiting it is cancelled; a cancelled
+  ``send_and_wait`` logs a WARNING if its record later fails, so no failure goes unseen. ``flush`` and the
+  transactional calls run on worker threads: cancelling stops the waiting, not the work; calling again
+  waits for the same outcome (as after the sync calls' KafkaTimeoutError).
+"""
+
+from __future__ import annotations
+
+import logging
+import time as _time
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from concurrent.futures import Future
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any, TypeVar
+
+import anyio
+
+from pykafka_client.aio._loop import WakerCache
+from pykafka_client.consumer.structs import ConsumerGroupMetadata
+from pykafka_client.errors import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
+from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.network.cluster import PartitionInfo
+from pykafka_client.producer.kafka_producer import KafkaProducer
+from pykafka_client.producer.producer_batch import Callback
+from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Polling interval bounds (seconds) while ``send`` waits for ``buffer.memory``.
+_MEMORY_POLL_MIN_S = 0.0005
+_MEMORY_POLL_MAX_S = 0.01
+#: ``send`` yields to the event loop when it has not for this long (seconds).
+_YIELD_EVERY_S = 0.001
+
+
+class DeliveryFuture:
+    """A record's delivery outcome: ``await`` it for its :class:`RecordMetadata` (or the error that failed it).
+
+    Awaiting a record already completed returns at once; otherwise the awaiting task sleeps until the
+    Sender completes it. ``done()``/``result()``/``exception()`` read it without waiting. Cancelling the
+    awaiting task does not cancel the record.
+    """
+
+    __slots__ = ("_future", "_wakers")
+
+    def __init__(self, future: Future[RecordMetadata], wakers: WakerCache) -> None:
+        self._future = future
+        self._wakers = wakers  # the loop's waker is looked up only if a task has to wait
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def result(self) -> RecordMetadata:
+        """The metadata (raises the record's error); InvalidStateError if it is not done yet."""
+        if not self._future.done():
+            from concurrent.futures import InvalidStateError
+
+            raise InvalidStateError("the record is not delivered yet: await it")
+        return self._future.result()
+
+    def exception(self) -> BaseException | None:
+        if not self._future.done():
+            from concurrent.futures import InvalidStateError
+
+            raise InvalidStateError("the record is not delivered yet: await it")
+        return self._future.exception()
+
+    def add_done_callback(self, fn: Callable[[DeliveryFuture], object]) -> None:
+        """``fn(self)`` once the record completes: in the producer's I/O thread (keep it quick, no awaits)."""
+        self._future.add_done_callback(lambda _f: fn(self))
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> RecordMetadata:
+        future = self._future
+        if not future.done():
+            event = anyio.Event()
+            waker = self._wakers.current()
+            future.add_done_callback(lambda _f: waker.call_soon(event.set))
+            await event.wait()
+        return future.result()
+
+
+def _failed(exc: BaseException, wakers: WakerCache) -> DeliveryFuture:
+    future: Future[RecordMetadata] = Future()
+    future.set_exception(exc)
+    return DeliveryFuture(future, wakers)
+
+
+def _rough_size(data: object) -> int:
+    if isinstance(data, (bytes, bytearray, memoryview, str)):
+        return len(data)
+    return 0
+
+
+class AsyncKafkaProducer:
+    """See the module docstring. Configuration and serializers are the sync producer's."""
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        key_serializer: Any = None,
+        value_serializer: Any = None,
+        **overrides: Any,
+    ) -> None:
+        """As :class:`KafkaProducer` (starts its Sender thread; no network I/O here)."""
+        self._producer = KafkaProducer(
+            config, key_serializer=key_serializer, value_serializer=value_serializer, **overrides
+        )
+        self.config = self._producer.config
+        self.client_id = self._producer.client_id
+        self._batch_size: int = self.config["batch.size"]
+        self._max_block_s: float = self.config["max.block.ms"] / 1000.0
+        self._wakers = WakerCache()
+        self._last_yield = 0.0
+
+    @property
+    def sync_producer(self) -> KafkaProducer:
+        """The sync producer underneath (thread-safe; its blocking calls would block the event loop)."""
+        return self._producer
+
+    # --- sending ----------------------------------------------------------------------------------
+
+    async def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
+        on_delivery: Callback | None = None,
+    ) -> DeliveryFuture:
+        """Enqueue a record and return its :class:`DeliveryFuture` (await that for the RecordMetadata).
+        Waits (asynchronously, up to ``max.block.ms``) only for missing topic metadata or buffer memory.
+        Misuse raises here, as the sync ``send`` (closed producer, serialization error, bad partition...)."""
+        producer = self._producer
+        if producer._closed:
+            raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        count = producer.metadata.partition_count_for_topic(topic) if isinstance(topic, str) and topic else 0
+        if count is None or (partition is not None and isinstance(partition, int) and partition >= count):
+            deadline = _time.monotonic() + self._max_block_s
+            try:
+                await anyio.to_thread.run_sync(
+                    producer._wait_on_metadata, topic, partition, int(self._max_block_s * 1000),
+                    abandon_on_cancel=True,
+                )
+            except (BrokerResponseError, KafkaTimeoutError) as e:
+                return self._fail(e, on_delivery)
+        else:
+            deadline = None
+        pool = producer.accumulator.free
+        need = self._batch_size
+        if key is not None or value is not None:
+            need = max(need, _rough_size(key) + _rough_size(value) + 128)
+        if not pool.can_allocate_now(need):
+            if deadline is None:
+                deadline = _time.monotonic() + self._max_block_s
+            if not await self._wait_for_memory(need, deadline):
+                return self._fail(
+                    BufferExhaustedError(
+                        f"Failed to allocate {need} bytes within the configured max blocking time "
+                        f"{int(self._max_block_s * 1000)} ms. Total memory: {pool.total_memory} bytes. "
+                        f"Available memory: {pool.available_memory()} bytes."
+                    ),
+                    on_delivery,
+                )
+        now = _time.perf_counter()
+        if now - self._last_yield >= _YIELD_EVERY_S:
+            # a task sending in a tight loop mostly never suspends (the append needs no await): let the
+            # other tasks run now and then, so producing at full speed does not stall the event loop
+            self._last_yield = now
+            await anyio.lowlevel.checkpoint()
+        # No await from here: the record is enqueued or send raises (cancellation cannot split the two).
+        return DeliveryFuture(producer.send(topic, value, key, partition, timestamp, headers, on_delivery), self._wakers)
+
+    async def _wait_for_memory(self, need: int, deadline: float) -> bool:
+        pool = self._producer.accumulator.free
+        delay = _MEMORY_POLL_MIN_S
+        while not pool.can_allocate_now(need):
+            if self._producer._closed:
+                raise ProducerClosedError("Producer closed while waiting for buffer memory")
+            remaining = deadline - _time.monotonic()
+            if remaining <= 0:
+                return False
+            await anyio.sleep(min(delay, remaining))
+            delay = min(delay * 2, _MEMORY_POLL_MAX_S)
+        return True
+
+    def _fail(self, exc: BaseException, on_delivery: Callback | None) -> DeliveryFuture:
+        if on_delivery is not None:
+            on_delivery(None, exc)
+        return _failed(exc, self._wakers)
+
+    async def send_and_wait(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+        headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
+    ) -> RecordMetadata:
+        """Send one record and wait until it is acknowledged (raises its error)."""
+        delivery = await self.send(topic, value, key, partition, timestamp, headers)
+        try:
+            return await delivery
+        except anyio.get_cancelled_exc_class():
+            delivery.add_done_callback(_warn_if_failed)
+            raise
+
+    async def flush(self, timeout: float | None = None) -> None:
+        """Send everything buffered now and wait until those records completed (KafkaTimeoutError after
+        ``timeout`` seconds). Cancelling stops the waiting; the records are sent all the same."""
+        await self._to_thread(lambda: self._producer.flush(timeout))
+
+    async def partitions_for(self, topic: str) -> list[PartitionInfo]:
+        return await self._to_thread(lambda: self._producer.partitions_for(topic))
+
+    def metrics(self) -> dict[str, float]:
+        return self._producer.metrics()
+
+    @staticmethod
+    async def _to_thread(fn: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+
+    # --- transactions -----------------------------------------------------------------------------
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """As :meth:`KafkaProducer.init_transactions`."""
+        await self._to_thread(lambda: self._producer.init_transactions(timeout))
+
+    async def begin_transaction(self) -> None:
+        self._producer.begin_transaction()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
+        group_metadata: ConsumerGroupMetadata,
+        timeout: float | None = None,
+    ) -> None:
+        """As :meth:`KafkaProducer.send_offsets_to_transaction` (``await consumer.group_metadata()``)."""
+        await self._to_thread(lambda: self._producer.send_offsets_to_transaction(offsets, group_metadata, timeout))
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        await self._to_thread(lambda: self._producer.commit_transaction(timeout))
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        await self._to_thread(lambda: self._producer.abort_transaction(timeout))
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """``async with producer.transaction():`` begins a transaction, commits it when the block ends and
+        aborts it when the block raises (the error propagates)."""
+        await self.begin_transaction()
+        try:
+            yield
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.abort_transaction()
+            raise
+        await self.commit_transaction()
+
+    # --- closing ----------------------------------------------------------------------------------
+
+    async def close(self, timeout: float | None = None) -> None:
+        """Send what is buffered (up to ``timeout`` seconds; None = no limit), then close. Cancelling
+        stops the waiting; the producer goes on closing in the background."""
+        await self._to_thread(lambda: self._producer.close(timeout))
+
+    @property
+    def closed(self) -> bool:
+        return self._producer._closed
+
+    async def __aenter__(self) -> AsyncKafkaProducer:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"AsyncKafkaProducer(client_id={self.client_id!r}, closed={self.closed})"
+
+
+def _warn_if_failed(delivery: DeliveryFuture) -> None:
+    error = delivery.exception()
+    if error is not None:
+        log.warning("a record whose send_and_wait was cancelled failed: %r", error)
