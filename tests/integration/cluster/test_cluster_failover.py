@@ -11,12 +11,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from mini_broker.cluster.mini_cluster import MiniCluster
 from pykafka_client import AdminClient, KafkaProducer
-from pykafka_client.errors import NotEnoughReplicasError
+from pykafka_client.errors import NotEnoughReplicasError, NotLeaderOrFollowerError
 from pykafka_client.protocol.messages import ProduceRequest
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from tests.integration.cluster.helpers import Endpoint, read_back
@@ -101,14 +102,29 @@ def test_idempotent_acks_all_loses_and_duplicates_nothing_through_two_leader_kil
     assert sum(len(v) for v in acked.values()) == RECORDS
 
 
-def _produce_raw(port: int, topic: str, acks: int, value: bytes) -> int:
+def _produce_raw_response(port: int, topic: str, acks: int, value: bytes, version: int = 9) -> Any:
     builder = MemoryRecordsBuilder(write_limit=1 << 20)
     builder.append(int(time.time() * 1000), None, value)
     body = ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
         name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
     with Conn(Endpoint(port)) as conn:  # type: ignore[arg-type]
-        resp = conn.call(body, 9)
-    return int(resp.responses[0].partition_responses[0].error_code)
+        return conn.call(body, version)
+
+
+def _produce_raw(port: int, topic: str, acks: int, value: bytes) -> int:
+    return int(_produce_raw_response(port, topic, acks, value).responses[0].partition_responses[0].error_code)
+
+
+def test_a_follower_refuses_produce_and_names_the_leader_kip_951(cluster: MiniCluster) -> None:
+    cluster.create_topic("hint", partitions=1, replication_factor=3)
+    leader = cluster.leader("hint", 0)
+    follower = next(b for b in cluster.brokers if b != leader)
+    resp = _produce_raw_response(cluster.brokers[follower].port, "hint", 1, b"x", version=11)
+    part = resp.responses[0].partition_responses[0]
+    assert part.error_code == NotLeaderOrFollowerError.code
+    assert part.current_leader.leader_id == leader
+    assert part.current_leader.leader_epoch == cluster.leader_epoch("hint", 0)
+    assert [(n.node_id, n.port) for n in resp.node_endpoints] == [(leader, cluster.brokers[leader].port)]
 
 
 def test_min_insync_replicas_refuses_acks_all_but_not_acks_1_with_a_follower_stopped(cluster: MiniCluster) -> None:
