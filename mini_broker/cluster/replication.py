@@ -256,6 +256,11 @@ class ClusterReplication:
         self.rm.produce_purgatory.check_and_complete(key)
         self.rm.fetch_purgatory.check_and_complete(key)
 
+    def is_coordinator_broker(self) -> bool:
+        """Whether this broker hosts the cluster's group and transaction coordinators (the lowest live id)."""
+        live = self.cache.live_brokers()
+        return bool(live) and live[0][0] == self.broker_id
+
     def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         return self.cache.broker_endpoint(broker_id)
 

@@ -123,7 +123,11 @@ def handle(apis: KafkaApis, request: Request) -> None:
                  {tp: PartitionResponse(error_code=code, error_message=message) for tp in order})
         return
     refused: dict[TopicPartition, PartitionResponse] = {}
-    if body.transactional_id is not None and verifier is not None:
+    cluster = rm.cluster
+    # a cluster's partition leaders other than the coordinator's broker cannot ask it yet (Kafka: KIP-890's
+    # AddPartitionsToTxn verify-only request): they append without verification, as Kafka did before 3.6
+    verify = cluster is None or cluster.is_coordinator_broker()
+    if body.transactional_id is not None and verifier is not None and verify:
         refused = _verify_transaction(apis, verifier, body.transactional_id, entries)
         entries = [(tp, records) for tp, records in entries if tp not in refused]
 
