@@ -212,3 +212,41 @@ def test_confluent_kafka_produces_and_consumes_across_a_leader_change(cluster: M
             got.append(m.value())
     consumer.close()
     assert got == delivered
+
+
+def test_our_consumer_group_keeps_consuming_through_a_leader_kill(cluster: MiniCluster) -> None:
+    """A group member of ours consumes while the leader of one partition (not the coordinators' broker, whose
+    group state is not replicated) is SIGKILLed and restarted: every acknowledged record is consumed."""
+    from pykafka_client import KafkaConsumer
+
+    topic, partitions, total = "group-failover", 3, 6000
+    cluster.create_topic(topic, partitions=partitions, replication_factor=3)
+    victim = next(cluster.leader(topic, p) for p in range(partitions) if cluster.leader(topic, p) != 0)
+    acked: set[bytes] = set()
+    consumed: set[bytes] = set()
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id="survivors",
+                       auto_offset_reset="earliest") as consumer, \
+            KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=5) as producer:
+        consumer.subscribe([topic])
+
+        def produce(lo: int, hi: int) -> None:
+            futures = {producer.send(topic, value=b"%06d" % i, partition=i % partitions): b"%06d" % i
+                       for i in range(lo, hi)}
+            producer.flush(120)
+            acked.update(v for f, v in futures.items() if f.exception() is None)
+
+        def consume_until(n: int, timeout: float = 90.0) -> None:
+            deadline = time.monotonic() + timeout
+            while len(consumed & acked) < n and time.monotonic() < deadline:
+                consumed.update(r.value for r in consumer.poll(0.5))
+
+        produce(0, total // 3)
+        consume_until(len(acked))
+        cluster.kill(victim)
+        produce(total // 3, 2 * total // 3)
+        consume_until(len(acked))
+        cluster.restart(victim)
+        produce(2 * total // 3, total)
+        consume_until(len(acked))
+    assert len(acked) == total
+    assert acked <= consumed, f"{len(acked - consumed)} acknowledged records never consumed"
