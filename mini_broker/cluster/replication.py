@@ -257,9 +257,9 @@ class ClusterReplication:
         self.rm.fetch_purgatory.check_and_complete(key)
 
     def is_coordinator_broker(self) -> bool:
-        """Whether this broker hosts the cluster's group and transaction coordinators (the lowest live id)."""
-        live = self.cache.live_brokers()
-        return bool(live) and live[0][0] == self.broker_id
+        """Whether this broker hosts the cluster's group and transaction coordinators (the controller's choice)."""
+        coordinator = self.cache.coordinator_broker()
+        return coordinator is not None and coordinator[0] == self.broker_id
 
     def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         return self.cache.broker_endpoint(broker_id)
