@@ -105,7 +105,10 @@ class DefaultMetadataUpdater:
         if self._recovery_strategy is MetadataRecoveryStrategy.REBOOTSTRAP and not (
             least.has_node_available_or_connection_ready()
         ):
-            log.info("no broker of the cluster can be reached: rebootstrapping from bootstrap.servers")
+            if self._warnings.should_log("rebootstrap", now_ms):
+                repeats = self._warnings.take_suppressed()
+                log.info("no broker of the cluster can be reached: rebootstrapping from bootstrap.servers%s",
+                         f" (done {repeats} more time(s) since the last message)" if repeats else "")
             self.metadata.rebootstrap()
             least = self._client.least_loaded_node(now_ms)
         if least.node is None:

@@ -101,3 +101,21 @@ def test_log_rate_limiter_counts_suppressed_repeats() -> None:
     assert not limiter.should_log("a", 999)
     assert limiter.should_log("b", 999)
     assert limiter.should_log("a", 1000) and limiter.take_suppressed() == 2
+
+
+def test_rebootstrap_is_logged_once_per_interval_while_no_broker_answers(caplog: pytest.LogCaptureFixture) -> None:
+    """With every broker and the bootstrap address refusing, the client rebootstraps on each metadata attempt;
+    the INFO line saying so must not repeat every reconnect backoff."""
+    resolver = {"localhost": ["127.0.0.1"], "bootstrap.example": ["10.9.9.9"]}
+    h = Harness(resolver=lambda host: resolver[host], reconnect_backoff_ms=1000, reconnect_backoff_max_ms=1000)
+    h.metadata.bootstrap([("bootstrap.example", 9999)])
+    h.metadata.update(0, metadata_response(h.nodes, {"t": 3}), False, h.now)
+    for n in h.nodes:
+        h.selector.refused.add(("127.0.0.1", n.port))
+    h.selector.refused.add(("10.9.9.9", 9999))
+    h.metadata.request_update()
+    caplog.set_level(logging.INFO, logger="pykafka_client.network.metadata_updater")
+    for _ in range(200):  # about 10 s of mock time: 56 lines before the fix
+        h.client.poll(50, h.now)
+    rebootstraps = [r for r in caplog.records if "rebootstrapping" in r.getMessage()]
+    assert len(rebootstraps) == 1, [r.getMessage() for r in rebootstraps]
