@@ -212,3 +212,11 @@ def test_batches_carry_the_leader_epoch_and_a_follower_truncates_a_divergent_tai
     assert new.log_end_offset == 1 and new.leader_epoch_cache().entries() == [(0, 0)]
     (_, res), = h.consumer_fetch(0)[0]
     assert res.error_code == NotLeaderOrFollowerError.code  # consumers read from leaders only
+
+
+def test_a_waiting_consumer_fetch_completes_at_once_when_leadership_moves(h: Harness) -> None:
+    waiting = h.consumer_fetch(0, max_wait_ms=30000)
+    assert waiting == []
+    h.state.register_broker(0, "127.0.0.1", 9000)  # leadership moves away from this broker
+    h.cluster.apply_image(h.state.image())
+    assert len(waiting) == 1 and waiting[0][0][1].error_code == NotLeaderOrFollowerError.code
