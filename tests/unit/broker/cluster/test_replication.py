@@ -220,3 +220,20 @@ def test_a_waiting_consumer_fetch_completes_at_once_when_leadership_moves(h: Har
     h.state.register_broker(0, "127.0.0.1", 9000)  # leadership moves away from this broker
     h.cluster.apply_image(h.state.image())
     assert len(waiting) == 1 and waiting[0][0][1].error_code == NotLeaderOrFollowerError.code
+
+
+def test_the_high_watermark_comes_back_from_its_checkpoint_not_from_the_log_end(tmp_path: Path) -> None:
+    first = Harness(tmp_path)
+    first.produce(1, n=3)
+    first.follower_fetch(1, 2)
+    first.follower_fetch(2, 2)
+    assert (first.hw, first.log_end) == (2, 3)
+    first.cluster.write_hw_checkpoint()
+    first.rm.shutdown()
+    again = Harness(tmp_path)  # the broker restarts on the same data directory
+    try:
+        assert (again.hw, again.log_end) == (2, 3)
+        (_, res), = again.consumer_fetch(0)[0]
+        assert res.high_watermark == 2
+    finally:
+        again.rm.shutdown()
