@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 
 from mini_broker.cluster.controller import Controller
@@ -91,7 +91,10 @@ class BrokerProcess:
                 f"PLAINTEXT://127.0.0.1:{self.port}", "--log-level", self.log_level]
         for k, v in self.props.items():
             args += ["--override", f"{k}={v}"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        # --exit-on-stdin-eof: the broker stops when this process dies (its end of the pipe closes), so a killed
+        # test run leaves no broker behind
+        self.proc = subprocess.Popen([*args, "--exit-on-stdin-eof"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, cwd=ROOT)
 
     def wait_listening(self, timeout: float = 60.0) -> None:
         assert self.proc is not None
@@ -132,6 +135,14 @@ class BrokerProcess:
             assert self.proc is not None
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=30)
+        self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
 
     def terminate(self) -> None:
         """Send SIGTERM (a clean shutdown) without waiting."""
@@ -148,6 +159,7 @@ class BrokerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=30)
+        self._close_stdin()
 
 
 class MiniCluster:
@@ -313,8 +325,7 @@ class MiniCluster:
         self.wait_for_metadata(timeout)  # brokers pick the topic up from their next heartbeat
 
     @staticmethod
-    def _wait(condition: object, timeout: float, what: str) -> None:
-        assert callable(condition)
+    def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if condition():

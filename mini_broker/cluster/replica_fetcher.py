@@ -94,8 +94,8 @@ class ReplicaFetcherThread:
         self._conn = BrokerConnection(lambda: cluster.broker_endpoint(leader_id),
                                       f"broker-{cluster.broker_id}-fetcher")
         config = cluster.rm.config
-        self.max_wait_ms = int(config.get("replica.fetch.wait.max.ms"))  # type: ignore[arg-type]
-        self.max_bytes = int(config.get("replica.fetch.max.bytes"))  # type: ignore[arg-type]
+        self.max_wait_ms = config.get_int("replica.fetch.wait.max.ms")
+        self.max_bytes = config.get_int("replica.fetch.max.bytes")
         self._thread = threading.Thread(target=self._run, name=f"ReplicaFetcherThread-{cluster.broker_id}-{leader_id}",
                                         daemon=True)
         self._thread.start()

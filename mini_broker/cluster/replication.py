@@ -38,6 +38,7 @@ from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
 from pykafka_client.errors import (
     FencedLeaderEpochError,
     InvalidReplicationFactorError,
+    NotControllerError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
@@ -69,8 +70,8 @@ class ClusterReplication:
         config = replica_manager.config
         host, _, port = controller_address.rpartition(":")
         self.channel = ControllerChannel(host or "127.0.0.1", int(port))
-        self.heartbeat_interval_s = int(config.get("broker.heartbeat.interval.ms")) / 1000  # type: ignore[arg-type]
-        self.lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]
+        self.heartbeat_interval_s = config.get_int("broker.heartbeat.interval.ms") / 1000
+        self.lag_time_max_ms = config.get_int("replica.lag.time.max.ms")
         self.default_replication_factor = config.default_replication_factor
         self.broker_epoch = -1
         self.image_version = -1
@@ -398,8 +399,6 @@ class ClusterReplication:
         try:
             reply = self.channel.call(req)
         except OSError as e:
-            from pykafka_client.errors import NotControllerError
-
             raise NotControllerError(f"the controller is unreachable ({e!r}); retry") from e
         self.apply_image(reply["image"])
 
