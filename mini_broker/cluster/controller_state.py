@@ -99,6 +99,7 @@ class ControllerState:
         self.unclean_leader_election = unclean_leader_election
         self._persist = persist
         self._lock = threading.RLock()
+        self._heartbeats = threading.Condition(self._lock)
         self.version = 0
         self.brokers: dict[int, BrokerRegistration] = {}
         self.topics: dict[str, TopicRegistration] = {}
@@ -144,6 +145,7 @@ class ControllerState:
         self.version += 1
         if self._persist is not None:
             self._persist(self.image())
+        self._heartbeats.notify_all()  # a fenced broker is no longer waited for
 
     # --- brokers ------------------------------------------------------------------------------------
 
@@ -173,6 +175,16 @@ class ControllerState:
                 raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered; register again")
             b.last_heartbeat_ms = self.time.milliseconds()
             b.metadata_version = metadata_version
+            self._heartbeats.notify_all()
+
+    def wait_for_propagation(self, version: int, exclude: int, timeout_s: float) -> bool:
+        """Block (real time) until every unfenced broker but ``exclude`` reported image ``version`` or newer in a
+        heartbeat; False on timeout. Topic changes answer after it, so that a client that created a topic finds
+        it on every broker (Kafka's clients wait for this themselves; ours and the tests' expect it)."""
+        with self._heartbeats:
+            return self._heartbeats.wait_for(
+                lambda: all(b.metadata_version >= version for b in self.brokers.values()
+                            if not b.fenced and b.broker_id != exclude), timeout_s)
 
     def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> None:
         """A broker shutting down cleanly: fence it now (its partitions get new leaders at once) rather than

@@ -70,6 +70,8 @@ class ClusterReplication:
         config = replica_manager.config
         host, _, port = controller_address.rpartition(":")
         self.channel = ControllerChannel(host or "127.0.0.1", int(port))
+        #: forwarded topic changes wait for every broker to apply them: never in the way of the heartbeats
+        self.forwarding_channel = ControllerChannel(host or "127.0.0.1", int(port))
         self.heartbeat_interval_s = config.get_int("broker.heartbeat.interval.ms") / 1000
         self.lag_time_max_ms = config.get_int("replica.lag.time.max.ms")
         self.default_replication_factor = config.default_replication_factor
@@ -131,6 +133,7 @@ class ClusterReplication:
         if self.fetchers is not None:
             self.fetchers.shutdown()
         self.channel.close()
+        self.forwarding_channel.close()
         self.write_hw_checkpoint()
 
     def _run(self) -> None:
@@ -397,7 +400,7 @@ class ClusterReplication:
 
     def _controller(self, req: dict[str, Any]) -> None:
         try:
-            reply = self.channel.call(req)
+            reply = self.forwarding_channel.call({**req, "broker_id": self.broker_id})
         except OSError as e:
             raise NotControllerError(f"the controller is unreachable ({e!r}); retry") from e
         self.apply_image(reply["image"])

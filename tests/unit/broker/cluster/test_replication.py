@@ -64,7 +64,7 @@ class Harness:
         self.rm = ReplicaManager(config, self.cache, d, time=self.time)
         self.cluster = ClusterReplication(self.rm, self.cache, 0, "127.0.0.1:1", d, self.time)
         self.channel = InProcessChannel(self.state)
-        self.cluster.channel = self.channel
+        self.cluster.channel = self.cluster.forwarding_channel = self.channel
         self.cluster.broker_epoch = self.epochs[0]
         self.rm.cluster = self.cluster
         self.rm.startup()
