@@ -110,14 +110,18 @@ def wait_port(port: int, timeout: float) -> None:
     raise RuntimeError(f"nothing listening on {port}")
 
 
-def start_mini_broker(data_dir: str, overrides: list[str] | None = None) -> tuple[subprocess.Popen[bytes], int]:
+def start_mini_broker(
+    data_dir: str, overrides: list[str] | None = None, fallback: bool = False
+) -> tuple[subprocess.Popen[bytes], int]:
+    """``fallback``: with PYKAFKA_NO_NATIVE=1 (the pure-Python record code instead of the compiled kernel)."""
     extra = [arg for kv in overrides or [] for arg in ("--override", kv)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "mini_broker", "--data-dir", data_dir, "--listeners", "PLAINTEXT://127.0.0.1:0",
          "--log-level", "WARNING", "--override", "max.connections.per.ip=1000000",
          # Kafka's default backlog (50) drops SYNs under a connection storm; Tansu (tokio) listens with 1024
          "--override", "socket.listen.backlog.size=1024", *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(Path(__file__).resolve().parents[1]))
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=str(Path(__file__).resolve().parents[1]),
+        env={**os.environ, "PYKAFKA_NO_NATIVE": "1"} if fallback else None)
     assert proc.stdout is not None
     pattern = re.compile(rb"listening on PLAINTEXT://[\d.]+:(\d+)")
     deadline = time.monotonic() + 30
@@ -433,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--many-connections", action="store_true", help="10,000 connections")
     ap.add_argument("--phase-seconds", type=float, default=12.0, help="deadline of each phase")
     ap.add_argument("--no-tansu", action="store_true")
+    ap.add_argument("--no-fallback", action="store_true",
+                    help="skip the mini_broker run on the pure-Python record code (PYKAFKA_NO_NATIVE=1)")
     ap.add_argument("--broker-override", action="append", default=[], metavar="K=V",
                     help="extra mini_broker config (repeatable), e.g. socket.receive.buffer.bytes=-1")
     ap.add_argument("--compare-limits", action="store_true",
@@ -452,12 +458,14 @@ def main(argv: list[str] | None = None) -> int:
         args.connections = max(1, limit - 256)
 
     results: list[Result] = []
-    runs = [("mini_broker", args.broker_override)]
+    runs = [("mini_broker", args.broker_override, False)]
     if args.compare_limits:
-        runs.append(("mb-no-limits", [*args.broker_override, "queued.max.request.bytes=-1"]))
-    for name, overrides in runs:
+        runs.append(("mb-no-limits", [*args.broker_override, "queued.max.request.bytes=-1"], False))
+    if not args.no_fallback:
+        runs.append(("mb-python", args.broker_override, True))
+    for name, overrides, fallback in runs:
         with tempfile.TemporaryDirectory(prefix="bench-broker-") as data_dir:
-            proc, port = start_mini_broker(data_dir, overrides)
+            proc, port = start_mini_broker(data_dir, overrides, fallback)
             try:
                 results.append(run_one(name, proc, port, args))
             finally:
@@ -489,6 +497,11 @@ def main(argv: list[str] | None = None) -> int:
         on, off = results[0], results[1]
         print(f"\nlimits at defaults / switched off: produce {on.produce_rps / off.produce_rps:.3f}x, "
               f"consume {on.consume_rps / off.consume_rps:.3f}x")
+    fallback_run = next((r for r in results if r.name == "mb-python"), None)
+    if fallback_run is not None and fallback_run.produce_rps and fallback_run.consume_rps:
+        m = results[0]
+        print(f"\nmini_broker kernel / pure-Python fallback: produce {m.produce_rps / fallback_run.produce_rps:.2f}x, "
+              f"consume {m.consume_rps / fallback_run.consume_rps:.2f}x")
     if results[-1].name == "tansu" and results[-1].produce_rps and results[-1].consume_rps:
         m, t = results[0], results[-1]
         print(f"\nmini_broker / tansu: produce {m.produce_rps / t.produce_rps:.2f}x, "

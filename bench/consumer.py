@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import json
 import os
 import resource
@@ -34,7 +35,16 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-CLIENTS = ["pykafka_client", "kafka-python", "aiokafka", "confluent-kafka"]
+#: "ours-python" is pykafka_client with PYKAFKA_NO_NATIVE=1: the pure-Python record code, not the compiled kernel.
+CLIENTS = ["pykafka_client", "ours-python", "kafka-python", "aiokafka", "confluent-kafka"]
+FALLBACK_ENV = {**os.environ, "PYKAFKA_NO_NATIVE": "1"}
+CLIENT_MODULES = {
+    "pykafka_client": "pykafka_client.consumer.kafka_consumer",
+    "ours-python": "pykafka_client.consumer.kafka_consumer",
+    "kafka-python": "kafka",
+    "aiokafka": "aiokafka",
+    "confluent-kafka": "confluent_kafka",
+}
 
 
 def run_ours(bootstrap: str, topic: str, partitions: int, n: int) -> float:
@@ -126,6 +136,7 @@ def run_confluent(bootstrap: str, topic: str, partitions: int, n: int) -> float:
 
 RUNNERS = {
     "pykafka_client": run_ours,
+    "ours-python": run_ours,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent-kafka": run_confluent,
@@ -277,8 +288,12 @@ def child(args: argparse.Namespace) -> None:
         prof.disable()
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(25)
     else:
+        # the client's imports are not per-record work: done before the CPU clock starts
+        importlib.import_module(CLIENT_MODULES[args.client])
+        cpu0 = time.process_time()
         elapsed = runner(args.bootstrap, args.topic, args.partitions, args.records)
-    print(json.dumps({"elapsed": elapsed, "rss_mib": peak_rss_mib()}))
+    cpu = time.process_time() - cpu0 if not args.profile else 0.0
+    print(json.dumps({"elapsed": elapsed, "rss_mib": peak_rss_mib(), "cpu_s": cpu}))
 
 
 def peak_rss_mib() -> float:
@@ -379,7 +394,8 @@ def main() -> None:
             configs = [(1, args.compression)] if args.profile else [(1, "none"), (1, "lz4"), (6, "none"), (6, "lz4")]
             clients = ["pykafka_client"] if args.profile else args.clients.split(",")
             print(f"{args.records} records x {args.value_size} B, mini_broker in its own process")
-            print(f"{'config':<14}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}")
+            print(f"{'config':<14}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
+                  "  CPU us/record (process, all threads; pykafka_client and ours-python: record kernel on/off)")
             for partitions, compression in configs:
                 topic = f"bench-{partitions}-{compression}-{time.monotonic_ns()}"
                 fill_topic(bootstrap, topic, partitions, args.records, args.value_size, compression)
@@ -401,7 +417,8 @@ def main() -> None:
                         str(args.records),
                     ]
                     cmd += ["--profile"] if args.profile else []
-                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
+                    env = FALLBACK_ENV if client == "ours-python" else None
+                    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
                     if out.returncode != 0:
                         print(f"{client}: failed: {out.stderr.strip().splitlines()[-1:]}")
                         continue
@@ -414,7 +431,8 @@ def main() -> None:
                     ratio = f"{rate / ours:.2f}x" if ours else "-"
                     print(
                         f"{partitions}p {compression:<10}{client:<17}{rate:>10.0f}"
-                        f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}",
+                        f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}"
+                        f"{res.get('cpu_s', 0) / args.records * 1e6:>8.2f}",
                         flush=True,
                     )
             if not args.profile:

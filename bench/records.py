@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python bench/records.py [--records N]``. Each case encodes ``N`` records (100-byte
 values, 10-byte keys, no headers) into batches of ``PER_BATCH`` records, or decodes those batches
 reading offset, timestamp, key, value and headers of every record. Best of ``--repeat`` runs, the libraries taking turns within each repeat.
-Prints records/s and our speed as a ratio of each other library's. Bounded to roughly 10-20 s.
+Prints records/s, our speed as a ratio of each other library's and of our own pure-Python fallback (the
+compiled record kernel switched off in-process), and our CPU per record. Bounded to roughly 10-30 s.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from pykafka_client.protocol.compression import CompressionType
-from pykafka_client.protocol.records import MemoryRecords, MemoryRecordsBuilder
+from pykafka_client.protocol.records import MemoryRecords, MemoryRecordsBuilder, _native
 
 PER_BATCH = 500
 VALUE = bytes(range(100))
@@ -86,6 +87,19 @@ def _their_decode(memory_records_cls: type) -> Callable[[list[bytes]], int]:
     return decode
 
 
+def _on_fallback(fn: Callable[..., object]) -> Callable[..., object]:
+    """``fn`` run with the compiled kernel switched off (the pure-Python reference)."""
+
+    def run(*args: object) -> object:
+        previous = _native.use_native(False)
+        try:
+            return fn(*args)
+        finally:
+            _native.use_native(previous)
+
+    return run
+
+
 def _best(fn: Callable[[], object], repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
@@ -102,9 +116,10 @@ def main() -> None:
     args = parser.parse_args()
     n, repeat = args.records, args.repeat
 
-    libs: dict[str, tuple[Callable[[CompressionType, int], list[bytes]], Callable[[list[bytes]], int]]] = {
-        "pykafka_client": (ours_encode, ours_decode)
-    }
+    libs: dict[str, tuple[Callable[..., object], Callable[..., object]]] = {"pykafka_client": (ours_encode, ours_decode)}
+    if _native.native_available():
+        libs["ours (python)"] = (_on_fallback(ours_encode), _on_fallback(ours_decode))
+    print(f"pykafka_client record kernel: {'compiled' if _native.native_enabled() else 'NOT available (fallback only)'}")
     from kafka.record.default_records import DefaultRecordBatchBuilder as KBuilder
     from kafka.record.memory_records import MemoryRecords as KRecords
 
@@ -126,7 +141,7 @@ def main() -> None:
     header = (
         f"{'op':<7}{'codec':<6}"
         + "".join(f"{name + ' rec/s':>22}" for name in libs)
-        + (f"{'ours/kafka-python':>20}{'ours/aiokafka':>16}")
+        + f"{'ours/python':>12}{'ours/kafka-python':>20}{'ours/aiokafka':>16}{'ours us/rec':>13}"
     )
     print(header)
     for op in ("encode", "decode"):
@@ -146,10 +161,12 @@ def main() -> None:
                     best[name] = min(best[name], _best(job, 1))
             rates = {name: n / secs for name, secs in best.items()}
             ours = rates["pykafka_client"]
+            fallback = rates.get("ours (python)", ours)
             print(
                 f"{op:<7}{codec.name:<6}"
                 + "".join(f"{rate:>22,.0f}" for rate in rates.values())
-                + f"{ours / rates['kafka-python']:>19.2f}x{ours / rates['aiokafka']:>15.2f}x"
+                + f"{ours / fallback:>11.2f}x{ours / rates['kafka-python']:>19.2f}x{ours / rates['aiokafka']:>15.2f}x"
+                + f"{1e6 / ours:>13.2f}"
             )
 
 

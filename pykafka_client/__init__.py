@@ -40,6 +40,14 @@ _LAZY = {
 }
 
 
+def native_enabled() -> bool:
+    """True when the compiled record kernel is active, False on the pure-Python fallback (see
+    docs/ARCHITECTURE.md "Record fast path"; ``PYKAFKA_NO_NATIVE=1`` forces the fallback)."""
+    from pykafka_client.protocol.records import _native
+
+    return _native.native_enabled()
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:

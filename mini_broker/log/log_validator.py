@@ -5,7 +5,8 @@
 ``batch_ops.validate_batch`` (CRC, framing, and the client rules when the origin is the client), its
 records are decoded and checked with ``batch_ops.validate_records`` (except for replication), its size is
 checked against ``max.message.bytes`` and, for CreateTime batches, each record's timestamp against
-``message.timestamp.before/after.max.ms``. The whole request is rejected before anything is written.
+``message.timestamp.before/after.max.ms``, and on a compacted topic each record must have a key
+(``batch_ops.check_records``, on the compiled record kernel when it is active). The whole request is rejected before anything is written.
 
 :func:`assign_offsets` runs under the log lock: it rewrites only the batch headers (base offset, partition
 leader epoch and, on ``LogAppendTime`` topics, the append time). Records are never re-encoded, so a topic
@@ -20,16 +21,15 @@ from enum import Enum
 
 from mini_broker.log.log_config import LONG_MAX, LogConfig
 from mini_broker.log.log_segment import AppendedBatch
-from pykafka_client.errors import CorruptRecordError, InvalidTimestampError, MessageDecodeError, RecordTooLargeError
+from pykafka_client.errors import CorruptRecordError, MessageDecodeError, RecordTooLargeError
 from pykafka_client.protocol.records.batch_ops import (
+    check_records,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
     validate_batch,
-    validate_records,
 )
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
-from pykafka_client.protocol.records.record_batch import TimestampType
 
 
 class AppendOrigin(Enum):
@@ -49,9 +49,8 @@ def analyze_and_validate(
     ``InvalidTimestampError`` on the first bad one."""
     batches: list[DefaultRecordBatch] = []
     pos = 0
-    check_timestamps = not config.is_log_append_time and (
-        config.message_timestamp_before_max_ms < LONG_MAX or config.message_timestamp_after_max_ms < LONG_MAX
-    )
+    check_timestamps = not config.is_log_append_time
+    compacted = "compact" in str(config.other.get("cleanup.policy", "delete"))
     while pos < len(buf):
         if len(buf) - pos >= 12:
             size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True) + 12
@@ -61,23 +60,18 @@ def analyze_and_validate(
                 )
         batch = validate_batch(buf, pos, from_client=origin is AppendOrigin.CLIENT)
         if origin is not AppendOrigin.REPLICATION:
-            # Decode every record (as Java's LogValidator): consecutive offsets, well-formed records.
+            # Decode every record (as Java's LogValidator): consecutive offsets, well-formed records, timestamps
+            # in bounds and, on a compacted topic, keys.
             try:
-                records = validate_records(batch)
+                check_records(
+                    batch,
+                    now=now,
+                    before_max_ms=config.message_timestamp_before_max_ms if check_timestamps else LONG_MAX,
+                    after_max_ms=config.message_timestamp_after_max_ms if check_timestamps else LONG_MAX,
+                    require_keys=compacted,
+                )
             except MessageDecodeError as e:
                 raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
-            if check_timestamps and batch.timestamp_type == TimestampType.CREATE_TIME:
-                for record in records:
-                    ts = record.timestamp
-                    if ts >= 0 and (
-                        now - ts > config.message_timestamp_before_max_ms
-                        or ts - now > config.message_timestamp_after_max_ms
-                    ):
-                        raise InvalidTimestampError(
-                            f"timestamp {ts} of record {record.offset - batch.base_offset} is out of range "
-                            f"(now {now}, before.max.ms {config.message_timestamp_before_max_ms}, "
-                            f"after.max.ms {config.message_timestamp_after_max_ms})"
-                        )
         batches.append(batch)
         pos += batch.size_in_bytes
     return batches

@@ -475,6 +475,21 @@ class KafkaProducer:
         """Start a transaction: records sent from now on are committed or aborted together."""
         self._transaction_manager().begin_transaction()
 
+    def resume_transaction(self, producer_id: int, epoch: int) -> None:
+        """Take over the open transaction that another producer with this ``transactional.id`` began and
+        left open (its ``producer_id`` and ``epoch``, from :meth:`producer_id_and_epoch`), then end it with
+        ``commit_transaction()`` or ``abort_transaction()``. Call it on a fresh producer instead of
+        ``init_transactions()`` (which would fence that transaction and abort it); send nothing with it.
+        Not a Java API: two-phase commit coordinators use it (Flink's Kafka sink does the same by reflection;
+        here the Spark connector's exactly-once sink). See ``TransactionManager.resume_transaction``."""
+        self._transaction_manager().resume_transaction(producer_id, epoch)
+
+    def producer_id_and_epoch(self) -> tuple[int, int]:
+        """The producer id and epoch in use (-1, -1 before one was obtained), e.g. to hand an open
+        transaction to :meth:`resume_transaction` of another producer."""
+        tm = self.transaction_manager
+        return tm.producer_id_and_epoch() if tm is not None else (-1, -1)
+
     def send_offsets_to_transaction(
         self,
         offsets: Mapping[TopicPartition, OffsetAndMetadata | int],

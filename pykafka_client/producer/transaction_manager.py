@@ -367,6 +367,35 @@ class TransactionManager(IdempotenceManager):
     def coordinator(self, key_type: int) -> Node | None:
         return self.transaction_coordinator if key_type == TRANSACTION_COORDINATOR else self.group_coordinator
 
+    def resume_transaction(self, producer_id: int, epoch: int) -> None:
+        """Adopt the open transaction of another producer instance with the same ``transactional.id``, by its
+        producer id and epoch, so that this one can end it (``commit_transaction`` / ``abort_transaction``).
+
+        Not a Java API: it is what Flink's Kafka sink does to Java's producer by reflection (a two-phase
+        commit coordinator, here the Spark exactly-once sink, commits on the driver the transactions its
+        tasks left open). No InitProducerId is sent (it would bump the epoch and abort the transaction);
+        the manager goes UNINITIALIZED -> INITIALIZING -> READY -> IN_TRANSACTION with ``transaction_started``
+        set, so the next EndTxn is sent with exactly ``producer_id`` / ``epoch``. The broker answers it as it
+        would the original producer: NONE (also for a transaction already completed with the same result),
+        PRODUCER_FENCED when the epoch was bumped since (the transaction was aborted), INVALID_TXN_STATE for
+        the other result. Only on a fresh producer (no ``init_transactions``) and with nothing to send."""
+        with self._lock:
+            self._ensure_transactional()
+            if self._state is not State.UNINITIALIZED:
+                raise IllegalStateError(
+                    f"resume_transaction needs a fresh producer (state {self._state.name}): create a new "
+                    "producer with the transactional.id and do not call init_transactions() on it"
+                )
+            if producer_id < 0 or epoch < 0:
+                raise IllegalStateError(f"resume_transaction: invalid producer id {producer_id} / epoch {epoch}")
+            self._transition_to(State.INITIALIZING)
+            self._pid_epoch = ProducerIdAndEpoch(producer_id, epoch)
+            self._transition_to(State.READY)
+            self._transition_to(State.IN_TRANSACTION)
+            self.transaction_started = True
+            log.info("transactional id %s: resumed the transaction of producer id %d epoch %d",
+                     self.transactional_id, producer_id, epoch)
+
     def set_producer_id_and_epoch_for_transaction(self, producer_id: int, epoch: int) -> None:
         with self._lock:
             self._pid_epoch = ProducerIdAndEpoch(producer_id, epoch)

@@ -66,6 +66,8 @@ def test_wheel_ships_license_notice_and_py_typed(built: tuple[Path, str]) -> Non
         assert "Apache License" in z.read(next(n for n in names if n.endswith("/LICENSE") and dist_info in n)).decode()
         assert "Apache Kafka" in z.read(next(n for n in names if n.endswith("/NOTICE") and dist_info in n)).decode()
         assert {"pykafka_client/py.typed", "mini_broker/py.typed"} <= set(names)
+        # the Spark source and the module PySpark's lookup auto-registers it from
+        assert {"spark_connector/source.py", "pyspark_pykafka/__init__.py"} <= set(names)
         meta = email.message_from_bytes(z.read(f"{dist_info}/METADATA"))
     assert meta["License-Expression"] == "Apache-2.0"
     classifiers = meta.get_all("Classifier") or []
@@ -73,7 +75,16 @@ def test_wheel_ships_license_notice_and_py_typed(built: tuple[Path, str]) -> Non
     assert not any(c.startswith("License ::") for c in classifiers)
     requires = {r.split(";")[0].split(">")[0].split("=")[0].strip() for r in meta.get_all("Requires-Dist") or []
                 if "extra ==" not in r}
-    assert requires == {"cramjam", "crc32c", "sortedcontainers", "typing-extensions"}
+    assert requires == {"anyio", "cramjam", "crc32c", "sortedcontainers", "typing-extensions"}
+
+
+def test_wheel_ships_the_compiled_record_kernel(built: tuple[Path, str]) -> None:
+    """Issue 15: a wheel for users includes the compiled record kernel (the build machine has a C compiler)."""
+    wheel, _ = built
+    assert wheel.name.endswith("linux_x86_64.whl") or "manylinux" in wheel.name or "-cp3" in wheel.name, wheel.name
+    with zipfile.ZipFile(wheel) as z:
+        kernels = [n for n in z.namelist() if n.startswith("pykafka_client/protocol/records/_kernel.") and n.endswith(".so")]
+    assert len(kernels) == 1, kernels
 
 
 def test_wheel_installs_without_extras_and_runs(built: tuple[Path, str], tmp_path: Path) -> None:
@@ -92,3 +103,5 @@ def test_wheel_installs_without_extras_and_runs(built: tuple[Path, str], tmp_pat
         cwd=tmp_path,
     )
     assert all(str(env_dir) in p for p in where.split()), where
+    native = _run(bin_dir / "python", "-c", "import pykafka_client; print(pykafka_client.native_enabled())", cwd=tmp_path)
+    assert native.strip() == "True", native

@@ -16,8 +16,9 @@ from collections.abc import Iterator
 
 from crc32c import crc32c
 
-from pykafka_client.errors import CorruptRecordError, InvalidRecordError
+from pykafka_client.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError
 from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.default_record_batch import (
     ATTRIBUTES_OFFSET,
     BASE_OFFSET_OFFSET,
@@ -143,6 +144,52 @@ def validate_records(batch: DefaultRecordBatch, max_decompressed_size: int | Non
             f"batch at offset {base}: last offset delta {batch.last_offset_delta} but {len(records)} records"
         )
     return records
+
+
+#: Java's Long.MAX_VALUE: no bound on record timestamps.
+LONG_MAX = 2**63 - 1
+
+
+def check_records(
+    batch: DefaultRecordBatch,
+    *,
+    now: int = 0,
+    before_max_ms: int = LONG_MAX,
+    after_max_ms: int = LONG_MAX,
+    require_keys: bool = False,
+) -> None:
+    """The broker's per-record checks of an append (Java ``LogValidator``): every record decodes and has offset
+    delta i (:func:`validate_records`); on a CreateTime batch a record timestamp ``ts >= 0`` is at most
+    ``before_max_ms`` before and ``after_max_ms`` after ``now`` (``InvalidTimestampError``); with
+    ``require_keys`` (a compacted topic) every record has a key (``InvalidRecordError``).
+
+    On the compiled kernel the records are scanned without building any Python object; the pure-Python path
+    below is the reference, and it runs (and raises) whenever the kernel does not accept the batch.
+    """
+    check_ts = not batch.attributes & TIMESTAMP_TYPE_MASK and (before_max_ms < LONG_MAX or after_max_ms < LONG_MAX)
+    kernel = _native.kernel
+    if kernel is not None and batch.last_offset_delta == batch.records_count - 1:
+        data = batch.records_data()
+        if data is None:
+            return
+        if kernel.validate_records(
+            data, batch.records_count, batch.base_offset, batch.base_timestamp, check_ts, now,
+            min(before_max_ms, LONG_MAX), min(after_max_ms, LONG_MAX), require_keys,
+        ):
+            return
+    records = validate_records(batch)
+    base = batch.base_offset
+    for i, record in enumerate(records):
+        if require_keys and record.key is None:
+            raise InvalidRecordError(
+                f"batch at offset {base}: record {i} has no key, and a compacted topic accepts only keyed records"
+            )
+        ts = record.timestamp
+        if check_ts and ts >= 0 and (now - ts > before_max_ms or ts - now > after_max_ms):
+            raise InvalidTimestampError(
+                f"timestamp {ts} of record {i} is out of range "
+                f"(now {now}, before.max.ms {before_max_ms}, after.max.ms {after_max_ms})"
+            )
 
 
 def set_base_offset(buf: WritableBuffer, pos: int, base_offset: int) -> None:

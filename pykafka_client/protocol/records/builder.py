@@ -16,6 +16,7 @@ from crc32c import crc32c
 
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError
 from pykafka_client.protocol.compression import CompressionType, compress
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.default_record_batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
@@ -145,6 +146,20 @@ class MemoryRecordsBuilder:
         if timestamp < 0 and timestamp != NO_TIMESTAMP:
             raise IllegalArgumentError(f"invalid negative timestamp {timestamp}")
         count = self._num_records
+        kernel = _native.kernel
+        if kernel is not None:
+            buf = self._buf
+            old = len(buf)
+            state = kernel.append_records(
+                buf, [(timestamp, key, value, headers)], count, self.base_offset, self._base_timestamp,
+                self._max_timestamp, self._offset_of_max_timestamp,
+            )
+            if state is not None:
+                if count and len(buf) > self._max_uncompressed:
+                    del buf[old:]
+                    return False
+                self._num_records, self._base_timestamp, self._max_timestamp, self._offset_of_max_timestamp = state
+                return True
         if count == 0:
             self._base_timestamp = timestamp
         get = _VARINT_CACHE.get
@@ -185,6 +200,15 @@ class MemoryRecordsBuilder:
         raises IllegalArgumentError with nothing appended."""
         if self._built is not None:
             raise IllegalStateError("tried to append a record, but the batch is already built")
+        kernel = _native.kernel
+        if kernel is not None and type(records) is list:
+            state = kernel.append_records(
+                self._buf, records, self._num_records, self.base_offset, self._base_timestamp,
+                self._max_timestamp, self._offset_of_max_timestamp,
+            )
+            if state is not None:
+                self._num_records, self._base_timestamp, self._max_timestamp, self._offset_of_max_timestamp = state
+                return
         get = _VARINT_CACHE.get
         small = _VARINT_LIST
         n_small = len(small)

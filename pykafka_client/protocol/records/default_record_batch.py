@@ -25,6 +25,7 @@ from crc32c import crc32c
 
 from pykafka_client.errors import CorruptRecordError, MessageDecodeError
 from pykafka_client.protocol.compression import CompressionType, decompress
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.record import Header, Record
 from pykafka_client.protocol.records.record_batch import TimestampType
 from pykafka_client.protocol.records.varint import read_varint
@@ -229,28 +230,36 @@ class DefaultRecordBatch:
 
     def records(self, max_decompressed_size: int | None = None) -> list[Record]:
         """Decode every record. Raises ``CorruptRecordError`` / ``MessageDecodeError`` on bad bytes."""
+        data = self.records_data(max_decompressed_size)
+        if data is None:
+            return []
+        log_append = self.max_timestamp if self._attributes & TIMESTAMP_TYPE_MASK else None
+        return decode_records(data, self.records_count, self.base_offset, self.base_timestamp, log_append)
+
+    def records_data(self, max_decompressed_size: int | None = None) -> Buffer | None:
+        """The records section, decompressed (bounded by ``max_decompressed_size``), after checking that
+        ``records_count`` could fit in it; None for an empty batch (as Java, its records section is not looked
+        at). Uncompressed, a view of the buffer without copying."""
         count = self.records_count
         codec = self._attributes & COMPRESSION_CODEC_MASK
         raw = self.raw_records()
         if count < 0:
             raise CorruptRecordError(f"batch at offset {self.base_offset}: negative records count {count}")
         if count == 0:
-            return []  # as Java: an empty batch's records section is not looked at
+            return None
         if codec == 0:
             if count > len(raw) // MIN_RECORD_SIZE:
                 raise CorruptRecordError(
                     f"batch at offset {self.base_offset}: records count {count} cannot fit in {len(raw)} bytes"
                 )
-            data = bytes(raw)
-        else:
-            data = decompress(CompressionType.for_id(codec), raw, max_decompressed_size)
-            if count > len(data) // MIN_RECORD_SIZE:
-                raise CorruptRecordError(
-                    f"batch at offset {self.base_offset}: records count {count} cannot fit in "
-                    f"{len(data)} decompressed bytes"
-                )
-        log_append = self.max_timestamp if self._attributes & TIMESTAMP_TYPE_MASK else None
-        return decode_records(data, count, self.base_offset, self.base_timestamp, log_append)
+            return raw
+        data = decompress(CompressionType.for_id(codec), raw, max_decompressed_size)
+        if count > len(data) // MIN_RECORD_SIZE:
+            raise CorruptRecordError(
+                f"batch at offset {self.base_offset}: records count {count} cannot fit in "
+                f"{len(data)} decompressed bytes"
+            )
+        return data
 
     def __iter__(self) -> Iterator[Record]:
         return iter(self.records())
@@ -266,9 +275,22 @@ class DefaultRecordBatch:
 
 
 def decode_records(
+    data: Buffer, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None
+) -> list[Record]:
+    """Decode ``count`` v2 records filling ``data`` exactly: on the compiled kernel when it is active and
+    accepts the bytes, else (and for every error) on :func:`decode_records_reference`."""
+    kernel = _native.kernel
+    if kernel is not None:
+        records = kernel.decode_records(data, count, base_offset, base_timestamp, log_append_time)
+        if records is not None:
+            return records
+    return decode_records_reference(bytes(data), count, base_offset, base_timestamp, log_append_time)
+
+
+def decode_records_reference(
     data: bytes, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None
 ) -> list[Record]:
-    """Decode ``count`` v2 records filling ``data`` exactly, in one tight loop.
+    """Decode ``count`` v2 records filling ``data`` exactly, in one tight loop (the reference of the kernel).
 
     Every length is checked against the record's own declared size before it is used, so a lying
     length never causes an allocation or a read outside ``data``.

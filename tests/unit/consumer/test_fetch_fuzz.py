@@ -11,9 +11,10 @@ from pykafka_client.consumer.completed_fetch import CompletedFetch
 from pykafka_client.errors import CorruptRecordError, RecordTooLargeError
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.structs import TopicPartition
+from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
 from tests.unit.consumer.helpers import batch
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.usefixtures("record_impl")]
 
 TP = TopicPartition("t", 0)
 GOOD = batch(0, [b"a" * 10, b"b" * 10, b"c" * 10]) + batch(3, [b"d" * 10], compression=3)

@@ -17,9 +17,10 @@ from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
+from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
 from tests.unit.consumer.helpers import ConsumerEnv, batch, control_batch, metadata_with, update_metadata
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.timeout(60), pytest.mark.usefixtures("record_impl")]
 
 TP0 = TopicPartition("test", 0)
 TP1 = TopicPartition("test", 1)

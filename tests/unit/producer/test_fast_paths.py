@@ -24,7 +24,10 @@ from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.protocol.records.builder import record_size_in_bytes as builder_size
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
+from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
 from tests.unit.producer.helpers import NODE1, FakeMetadata
+
+pytestmark = pytest.mark.usefixtures("record_impl")  # every test on the kernel and on the reference
 
 Rec = tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 

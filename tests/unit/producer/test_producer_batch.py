@@ -20,6 +20,9 @@ from pykafka_client.protocol.records.builder import record_size_in_bytes as buil
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.structs import TopicPartition
+from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
+
+pytestmark = pytest.mark.usefixtures("record_impl")  # every test on the kernel and on the reference
 
 TP = TopicPartition("t", 0)
 

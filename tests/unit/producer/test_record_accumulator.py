@@ -10,7 +10,10 @@ from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
+from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
 from tests.unit.producer.helpers import NODE1, NODE2, FakeMetadata
+
+pytestmark = pytest.mark.usefixtures("record_impl")  # every test on the kernel and on the reference
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)

@@ -68,16 +68,25 @@ def test_random_bytes(data: bytes) -> None:
     exercise(data)
 
 
+#: The arguments of :func:`mutated`, for ``@given(**MUTATIONS)``.
+MUTATIONS = {
+    "index": st.integers(min_value=0, max_value=len(VALID) - 1),
+    "mutations": st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=6),
+    "cut": st.one_of(st.none(), st.integers(min_value=0)),
+    "fix_lengths": st.booleans(),
+}
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    index=st.integers(min_value=0, max_value=len(VALID) - 1),
-    mutations=st.lists(st.tuples(st.integers(min_value=0), st.integers(min_value=0, max_value=255)), max_size=6),
-    cut=st.one_of(st.none(), st.integers(min_value=0)),
-    fix_lengths=st.booleans(),
-)
+@given(**MUTATIONS)
 def test_mutated_valid_batches(
     index: int, mutations: list[tuple[int, int]], cut: int | None, fix_lengths: bool
 ) -> None:
+    exercise(mutated(index, mutations, cut, fix_lengths))
+
+
+def mutated(index: int, mutations: list[tuple[int, int]], cut: int | None, fix_lengths: bool) -> bytes:
+    """``VALID[index]`` with bytes overwritten, cut, and (``fix_lengths``) its length and CRC made to match."""
     buf = bytearray(VALID[index])
     for pos, value in mutations:
         buf[pos % len(buf)] = value
@@ -89,7 +98,7 @@ def test_mutated_valid_batches(
             from crc32c import crc32c
 
             struct.pack_into(">I", buf, 17, crc32c(bytes(buf[21:])))
-    exercise(bytes(buf))
+    return bytes(buf)
 
 
 @settings(max_examples=200, deadline=None)

@@ -1,0 +1,731 @@
+/* The record fast path: the per-record loops of magic v2 batches, compiled (see docs/ARCHITECTURE.md,
+ * "Record fast path").
+ *
+ * The pure-Python modules of this package are the reference. Every function here either returns exactly
+ * what its reference returns, or returns None ("not handled") so that the caller runs the reference,
+ * which then produces the result or raises the error. The kernel therefore never builds an error message
+ * of its own: on bad or unusual input (truncation, a lying length, a value that does not fit 64 bits, a
+ * type it does not know) it declines, and the reference reports it.
+ *
+ * Safety: every read is bounded by the end of the buffer or of the current record, whichever is
+ * smaller; a length from the input is compared with the bytes left before it is used; a count from the
+ * input is compared with what the buffer could hold before anything is allocated from it. The GIL is
+ * released only in the column and validation scans, which touch no Python object (only the bytes of a
+ * buffer exported to us and memory of our own).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Set once by setup(): the Record named tuple, the TimestampType members, the reference varint reader. */
+static PyObject *record_type = NULL;
+static PyObject *create_time = NULL;
+static PyObject *log_append_time_type = NULL;
+static PyObject *py_read_varint = NULL;
+
+#define MIN_RECORD_SIZE 7
+/* Scans on batches at least this large release the GIL. */
+#define NOGIL_THRESHOLD 4096
+
+/* ---- varints ------------------------------------------------------------------------------------ */
+
+/* Zig-zag varint of at most maxb bytes in [*pp, end). 0 and *pp advanced on success; -1 when truncated,
+ * too long, or wider than 64 bits (the reference keeps such values as Python ints; we decline). */
+static inline int rd_varint(const uint8_t **pp, const uint8_t *end, int maxb, int64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t r = 0;
+    int shift = 0;
+    for (int i = 0; i < maxb; i++) {
+        if (p >= end)
+            return -1;
+        uint8_t b = *p++;
+        if (shift == 63 && (b & 0x7E))
+            return -1;
+        r |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            *pp = p;
+            *out = (int64_t)((r >> 1) ^ (0 - (r & 1)));
+            return 0;
+        }
+        shift += 7;
+    }
+    return -1;
+}
+
+static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+static inline Py_ssize_t varint_size(int64_t v)
+{
+    uint64_t u = zigzag(v);
+    Py_ssize_t n = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline uint8_t *wr_varint(uint8_t *p, int64_t v)
+{
+    uint64_t u = zigzag(v);
+    while (u >= 0x80) {
+        *p++ = (uint8_t)((u & 0x7F) | 0x80);
+        u >>= 7;
+    }
+    *p++ = (uint8_t)u;
+    return p;
+}
+
+/* ---- the one record parser ------------------------------------------------------------------------ */
+
+typedef struct {
+    int64_t ts_delta;
+    int64_t offset_delta;
+    const uint8_t *key; /* NULL for a null key */
+    int64_t key_len;
+    const uint8_t *value; /* NULL for a null value */
+    int64_t value_len;
+    int64_t header_count;
+    const uint8_t *headers; /* first header, already checked */
+    const uint8_t *rec_end;
+} rec_t;
+
+typedef struct {
+    const uint8_t *key;
+    int64_t key_len;
+    const uint8_t *value; /* NULL for a null value */
+    int64_t value_len;
+} hdr_t;
+
+/* A nullable varint-length byte string inside [*pp, rec_end). */
+static inline int rd_bytes(const uint8_t **pp, const uint8_t *rec_end, const uint8_t **out, int64_t *len)
+{
+    if (rd_varint(pp, rec_end, 5, len) < 0)
+        return -1;
+    if (*len == -1) {
+        *out = NULL;
+        return 0;
+    }
+    if (*len < 0 || *len > rec_end - *pp)
+        return -1;
+    *out = *pp;
+    *pp += *len;
+    return 0;
+}
+
+/* One header at *pp (bounded by rec_end). */
+static inline int rd_header(const uint8_t **pp, const uint8_t *rec_end, hdr_t *h)
+{
+    if (rd_varint(pp, rec_end, 5, &h->key_len) < 0 || h->key_len < 0 || h->key_len > rec_end - *pp)
+        return -1;
+    h->key = *pp;
+    *pp += h->key_len;
+    return rd_bytes(pp, rec_end, &h->value, &h->value_len);
+}
+
+/* One record at *pp, accepted exactly when default_record_batch.decode_records accepts it. */
+static int parse_record(const uint8_t **pp, const uint8_t *end, rec_t *r)
+{
+    const uint8_t *p = *pp;
+    int64_t length;
+    if (rd_varint(&p, end, 5, &length) < 0 || length < MIN_RECORD_SIZE - 1 || length > end - p)
+        return -1;
+    const uint8_t *rec_end = p + length;
+    p++; /* attributes (unused) */
+    if (rd_varint(&p, rec_end, 10, &r->ts_delta) < 0 || rd_varint(&p, rec_end, 5, &r->offset_delta) < 0)
+        return -1;
+    if (rd_bytes(&p, rec_end, &r->key, &r->key_len) < 0 || rd_bytes(&p, rec_end, &r->value, &r->value_len) < 0)
+        return -1;
+    if (rd_varint(&p, rec_end, 5, &r->header_count) < 0)
+        return -1;
+    r->headers = p;
+    if (r->header_count) {
+        if (r->header_count < 0 || r->header_count > (rec_end - p) / 2)
+            return -1;
+        hdr_t h = {NULL, 0, NULL, 0};
+        for (int64_t j = 0; j < r->header_count; j++)
+            if (rd_header(&p, rec_end, &h) < 0)
+                return -1;
+    }
+    if (p != rec_end)
+        return -1;
+    r->rec_end = rec_end;
+    *pp = p;
+    return 0;
+}
+
+typedef struct {
+    Py_buffer view;
+    long long count, base_offset, base_timestamp;
+} batch_args;
+
+/* Parse (data, count, base_offset, base_timestamp, ...) and check count against the bytes: a record takes at
+ * least MIN_RECORD_SIZE bytes, so a larger count cannot be right and nothing is allocated from it. 1 ok, 0
+ * declined (view released), -1 error. */
+static int batch_args_check(batch_args *a)
+{
+    if (a->count < 0 || a->count > a->view.len / MIN_RECORD_SIZE) {
+        PyBuffer_Release(&a->view);
+        return 0;
+    }
+    return 1;
+}
+
+static inline int add_overflows(int64_t a, int64_t b, int64_t *out) { return __builtin_add_overflow(a, b, out); }
+
+/* ---- decode to Record tuples --------------------------------------------------------------------- */
+
+static PyObject *make_bytes(const uint8_t *p, int64_t n)
+{
+    if (p == NULL)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+}
+
+static PyObject *make_headers(const rec_t *r)
+{
+    PyObject *list = PyList_New((Py_ssize_t)r->header_count);
+    if (list == NULL)
+        return NULL;
+    const uint8_t *p = r->headers;
+    for (int64_t j = 0; j < r->header_count; j++) {
+        hdr_t h = {NULL, 0, NULL, 0};
+        rd_header(&p, r->rec_end, &h); /* checked by parse_record */
+        PyObject *k = PyUnicode_DecodeUTF8((const char *)h.key, (Py_ssize_t)h.key_len, "surrogateescape");
+        PyObject *v = k ? make_bytes(h.value, h.value_len) : NULL;
+        PyObject *pair = v ? PyTuple_Pack(2, k, v) : NULL;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (pair == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)j, pair);
+    }
+    return list;
+}
+
+PyDoc_STRVAR(decode_records_doc,
+    "decode_records(data, count, base_offset, base_timestamp, log_append_time) -> list[Record] | None\n\n"
+    "default_record_batch.decode_records compiled; None when the reference must decide (bad input).");
+
+static PyObject *k_decode_records(PyObject *self, PyObject *args)
+{
+    batch_args a;
+    PyObject *lat_obj;
+    if (record_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_kernel.setup() was not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*LLLO", &a.view, &a.count, &a.base_offset, &a.base_timestamp, &lat_obj))
+        return NULL;
+    if (batch_args_check(&a) == 0)
+        Py_RETURN_NONE;
+    int has_lat = lat_obj != Py_None;
+    PyObject *lat = NULL, *ts_type = has_lat ? log_append_time_type : create_time;
+    if (has_lat) {
+        if (!PyLong_CheckExact(lat_obj)) {
+            PyBuffer_Release(&a.view);
+            Py_RETURN_NONE;
+        }
+        lat = lat_obj;
+    }
+    const uint8_t *p = a.view.buf, *end = p + a.view.len;
+    PyObject *list = PyList_New((Py_ssize_t)a.count);
+    if (list == NULL)
+        goto error;
+    for (long long i = 0; i < a.count; i++) {
+        rec_t r;
+        int64_t offset, ts;
+        if (parse_record(&p, end, &r) < 0 || add_overflows(a.base_offset, r.offset_delta, &offset) ||
+            add_overflows(a.base_timestamp, r.ts_delta, &ts))
+            goto decline;
+        PyObject *rec = ((PyTypeObject *)record_type)->tp_alloc((PyTypeObject *)record_type, 6);
+        if (rec == NULL)
+            goto error;
+        PyList_SET_ITEM(list, (Py_ssize_t)i, rec);
+        PyObject *o = PyLong_FromLongLong(offset);
+        if (o == NULL)
+            goto error;
+        PyTuple_SET_ITEM(rec, 0, o);
+        if (has_lat) {
+            Py_INCREF(lat);
+            o = lat;
+        } else if ((o = PyLong_FromLongLong(ts)) == NULL)
+            goto error;
+        PyTuple_SET_ITEM(rec, 1, o);
+        Py_INCREF(ts_type);
+        PyTuple_SET_ITEM(rec, 2, ts_type);
+        if ((o = make_bytes(r.key, r.key_len)) == NULL)
+            goto error;
+        PyTuple_SET_ITEM(rec, 3, o);
+        if ((o = make_bytes(r.value, r.value_len)) == NULL)
+            goto error;
+        PyTuple_SET_ITEM(rec, 4, o);
+        if ((o = make_headers(&r)) == NULL)
+            goto error;
+        PyTuple_SET_ITEM(rec, 5, o);
+    }
+    if (p != end)
+        goto decline;
+    PyBuffer_Release(&a.view);
+    return list;
+decline:
+    Py_DECREF(list);
+    PyBuffer_Release(&a.view);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(list);
+    PyBuffer_Release(&a.view);
+    return NULL;
+}
+
+/* ---- decode to columns ---------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t *offsets, *timestamps;
+    uint8_t *key_valid, *value_valid, *hvalue_valid;
+    int32_t *key_offsets, *value_offsets, *header_offsets, *hkey_offsets, *hvalue_offsets;
+    uint8_t *key_data, *value_data, *hkey_data, *hvalue_data;
+    Py_ssize_t n, nbitmap, nheaders, key_len, value_len, hkey_len, hvalue_len;
+} columns_t;
+
+static void columns_free(columns_t *c)
+{
+    free(c->offsets); free(c->timestamps);
+    free(c->key_valid); free(c->value_valid); free(c->hvalue_valid);
+    free(c->key_offsets); free(c->value_offsets); free(c->header_offsets);
+    free(c->hkey_offsets); free(c->hvalue_offsets);
+    free(c->key_data); free(c->value_data); free(c->hkey_data); free(c->hvalue_data);
+}
+
+/* Allocate for n records in len bytes: every data column fits in len, a header takes at least 2 bytes. */
+static int columns_alloc(columns_t *c, Py_ssize_t n, Py_ssize_t len)
+{
+    memset(c, 0, sizeof *c);
+    c->n = n;
+    c->nbitmap = (n + 7) / 8;
+    Py_ssize_t hmax = len / 2;
+    c->offsets = malloc(sizeof(int64_t) * (n + 1));
+    c->timestamps = malloc(sizeof(int64_t) * (n + 1));
+    c->key_valid = calloc(c->nbitmap + 1, 1);
+    c->value_valid = calloc(c->nbitmap + 1, 1);
+    c->hvalue_valid = calloc(hmax / 8 + 1, 1);
+    c->key_offsets = malloc(sizeof(int32_t) * (n + 1));
+    c->value_offsets = malloc(sizeof(int32_t) * (n + 1));
+    c->header_offsets = malloc(sizeof(int32_t) * (n + 1));
+    c->hkey_offsets = malloc(sizeof(int32_t) * (hmax + 1));
+    c->hvalue_offsets = malloc(sizeof(int32_t) * (hmax + 1));
+    c->key_data = malloc(len + 1);
+    c->value_data = malloc(len + 1);
+    c->hkey_data = malloc(len + 1);
+    c->hvalue_data = malloc(len + 1);
+    if (!c->offsets || !c->timestamps || !c->key_valid || !c->value_valid || !c->hvalue_valid || !c->key_offsets ||
+        !c->value_offsets || !c->header_offsets || !c->hkey_offsets || !c->hvalue_offsets || !c->key_data ||
+        !c->value_data || !c->hkey_data || !c->hvalue_data) {
+        columns_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+static inline void put_binary(const uint8_t *src, int64_t n, Py_ssize_t i, uint8_t *valid, int32_t *offs,
+                              uint8_t *data, Py_ssize_t *used)
+{
+    if (src != NULL) {
+        valid[i >> 3] |= (uint8_t)(1u << (i & 7));
+        memcpy(data + *used, src, (size_t)n);
+        *used += (Py_ssize_t)n;
+    }
+    offs[i + 1] = (int32_t)*used;
+}
+
+/* Fill the columns (no Python object touched: runs without the GIL). 0 ok, -1 declined. Offsets are int32:
+ * every column is at most the batch length, which the caller checked is below 2**31. */
+static int columns_scan(const uint8_t *p, const uint8_t *end, const batch_args *a, int has_lat, int64_t lat,
+                        columns_t *c)
+{
+    c->key_offsets[0] = c->value_offsets[0] = c->header_offsets[0] = 0;
+    c->hkey_offsets[0] = c->hvalue_offsets[0] = 0;
+    for (Py_ssize_t i = 0; i < c->n; i++) {
+        rec_t r;
+        if (parse_record(&p, end, &r) < 0 || add_overflows(a->base_offset, r.offset_delta, &c->offsets[i]) ||
+            add_overflows(a->base_timestamp, r.ts_delta, &c->timestamps[i]))
+            return -1;
+        if (has_lat)
+            c->timestamps[i] = lat;
+        put_binary(r.key, r.key_len, i, c->key_valid, c->key_offsets, c->key_data, &c->key_len);
+        put_binary(r.value, r.value_len, i, c->value_valid, c->value_offsets, c->value_data, &c->value_len);
+        const uint8_t *hp = r.headers;
+        for (int64_t j = 0; j < r.header_count; j++) {
+            hdr_t h = {NULL, 0, NULL, 0};
+            Py_ssize_t k = c->nheaders++;
+            rd_header(&hp, r.rec_end, &h); /* checked by parse_record */
+            memcpy(c->hkey_data + c->hkey_len, h.key, (size_t)h.key_len);
+            c->hkey_len += (Py_ssize_t)h.key_len;
+            c->hkey_offsets[k + 1] = (int32_t)c->hkey_len;
+            put_binary(h.value, h.value_len, k, c->hvalue_valid, c->hvalue_offsets, c->hvalue_data, &c->hvalue_len);
+        }
+        c->header_offsets[i + 1] = (int32_t)c->nheaders;
+    }
+    return p == end ? 0 : -1;
+}
+
+PyDoc_STRVAR(decode_columns_doc,
+    "decode_columns(data, count, base_offset, base_timestamp, log_append_time) -> tuple[bytes, ...] | None\n\n"
+    "The records as column buffers (see columns.RecordColumns for the order); None when the reference must\n"
+    "decide.");
+
+static PyObject *k_decode_columns(PyObject *self, PyObject *args)
+{
+    batch_args a;
+    PyObject *lat_obj;
+    long long lat = 0;
+    if (!PyArg_ParseTuple(args, "y*LLLO", &a.view, &a.count, &a.base_offset, &a.base_timestamp, &lat_obj))
+        return NULL;
+    if (batch_args_check(&a) == 0)
+        Py_RETURN_NONE;
+    int has_lat = lat_obj != Py_None;
+    if (has_lat) {
+        int overflow = 0;
+        lat = PyLong_Check(lat_obj) ? PyLong_AsLongLongAndOverflow(lat_obj, &overflow) : 0;
+        if (!PyLong_Check(lat_obj) || overflow || (lat == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            PyBuffer_Release(&a.view);
+            Py_RETURN_NONE;
+        }
+    }
+    if (a.view.len >= INT32_MAX) {
+        PyBuffer_Release(&a.view);
+        Py_RETURN_NONE;
+    }
+    columns_t c;
+    if (columns_alloc(&c, (Py_ssize_t)a.count, a.view.len) < 0) {
+        PyBuffer_Release(&a.view);
+        return PyErr_NoMemory();
+    }
+    const uint8_t *p = a.view.buf, *end = p + a.view.len;
+    int rc;
+    if (a.view.len >= NOGIL_THRESHOLD) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = columns_scan(p, end, &a, has_lat, lat, &c);
+        Py_END_ALLOW_THREADS
+    } else {
+        rc = columns_scan(p, end, &a, has_lat, lat, &c);
+    }
+    PyBuffer_Release(&a.view);
+    if (rc < 0) {
+        columns_free(&c);
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = c.n, h = c.nheaders;
+    PyObject *out = Py_BuildValue(
+        "(ny#y#y#y#y#y#y#y#y#y#y#y#y#y#)", n,
+        (const char *)c.offsets, n * 8, (const char *)c.timestamps, n * 8,
+        (const char *)c.key_valid, c.nbitmap, (const char *)c.key_offsets, (n + 1) * 4,
+        (const char *)c.key_data, c.key_len,
+        (const char *)c.value_valid, c.nbitmap, (const char *)c.value_offsets, (n + 1) * 4,
+        (const char *)c.value_data, c.value_len,
+        (const char *)c.header_offsets, (n + 1) * 4,
+        (const char *)c.hkey_offsets, (h + 1) * 4, (const char *)c.hkey_data, c.hkey_len,
+        (const char *)c.hvalue_valid, (h + 7) / 8, (const char *)c.hvalue_offsets, (h + 1) * 4,
+        (const char *)c.hvalue_data, c.hvalue_len);
+    columns_free(&c);
+    return out;
+}
+
+/* ---- broker validation ------------------------------------------------------------------------------ */
+
+typedef struct {
+    int check_ts, require_keys;
+    int64_t now, before_max, after_max;
+} checks_t;
+
+/* Every record well formed, offset delta i for the i-th, timestamps in bounds, keys present if required:
+ * 1 when the reference would accept, 0 when it must look (it raises). */
+static int validate_scan(const uint8_t *p, const uint8_t *end, const batch_args *a, const checks_t *k)
+{
+    for (long long i = 0; i < a->count; i++) {
+        rec_t r;
+        int64_t ts, offset;
+        if (parse_record(&p, end, &r) < 0 || r.offset_delta != i || add_overflows(a->base_offset, i, &offset) ||
+            add_overflows(a->base_timestamp, r.ts_delta, &ts))
+            return 0;
+        if (k->require_keys && r.key == NULL)
+            return 0;
+        if (k->check_ts && ts >= 0) {
+            int64_t before, after;
+            if (__builtin_sub_overflow(k->now, ts, &before) || __builtin_sub_overflow(ts, k->now, &after) || before > k->before_max ||
+                after > k->after_max)
+                return 0;
+        }
+    }
+    return p == end;
+}
+
+PyDoc_STRVAR(validate_records_doc,
+    "validate_records(data, count, base_offset, base_timestamp, check_timestamps, now, before_max_ms,\n"
+    "                 after_max_ms, require_keys) -> bool\n\n"
+    "True when batch_ops.check_records' reference would accept the records; False when it must run.");
+
+static PyObject *k_validate_records(PyObject *self, PyObject *args)
+{
+    batch_args a;
+    checks_t k;
+    long long now, before, after;
+    if (!PyArg_ParseTuple(args, "y*LLLpLLLp", &a.view, &a.count, &a.base_offset, &a.base_timestamp, &k.check_ts,
+                          &now, &before, &after, &k.require_keys))
+        return NULL;
+    k.now = now;
+    k.before_max = before;
+    k.after_max = after;
+    if (batch_args_check(&a) == 0)
+        Py_RETURN_FALSE;
+    const uint8_t *p = a.view.buf, *end = p + a.view.len;
+    int ok;
+    if (a.view.len >= NOGIL_THRESHOLD) {
+        Py_BEGIN_ALLOW_THREADS
+        ok = validate_scan(p, end, &a, &k);
+        Py_END_ALLOW_THREADS
+    } else {
+        ok = validate_scan(p, end, &a, &k);
+    }
+    PyBuffer_Release(&a.view);
+    return PyBool_FromLong(ok);
+}
+
+/* ---- encode ---------------------------------------------------------------------------------------- */
+
+/* A key or value: None (n = -1), bytes or bytearray; anything else is left to the reference. */
+static inline int bytes_like(PyObject *o, const char **data, Py_ssize_t *n)
+{
+    if (o == Py_None) {
+        *data = NULL;
+        *n = -1;
+        return 0;
+    }
+    if (PyBytes_Check(o)) {
+        *data = PyBytes_AS_STRING(o);
+        *n = PyBytes_GET_SIZE(o);
+        return 0;
+    }
+    if (PyByteArray_Check(o)) {
+        *data = PyByteArray_AS_STRING(o);
+        *n = PyByteArray_GET_SIZE(o);
+        return 0;
+    }
+    return -1;
+}
+
+static inline Py_ssize_t nullable_size(Py_ssize_t n) { return n < 0 ? 1 : varint_size(n) + n; }
+
+/* The encoded size of a headers field, or -1 when the reference must encode it. */
+static Py_ssize_t headers_size(PyObject *headers)
+{
+    if (headers == Py_None)
+        return 1;
+    if (!PyList_Check(headers) && !PyTuple_Check(headers))
+        return -1;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(headers), size = varint_size(count);
+    for (Py_ssize_t j = 0; j < count; j++) {
+        PyObject *h = PySequence_Fast_GET_ITEM(headers, j);
+        const char *d;
+        Py_ssize_t kn = -1, vn = -1;
+        if (!PyTuple_CheckExact(h) || PyTuple_GET_SIZE(h) != 2 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(h, 0)))
+            return -1;
+        if (PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(h, 0), &kn) == NULL) { /* lone surrogates */
+            PyErr_Clear();
+            return -1;
+        }
+        if (bytes_like(PyTuple_GET_ITEM(h, 1), &d, &vn) < 0)
+            return -1;
+        size += varint_size(kn) + kn + nullable_size(vn);
+    }
+    return size;
+}
+
+static inline uint8_t *wr_nullable(uint8_t *p, const char *d, Py_ssize_t n)
+{
+    if (n < 0)
+        return wr_varint(p, -1);
+    p = wr_varint(p, n);
+    memcpy(p, d, (size_t)n);
+    return p + n;
+}
+
+static uint8_t *wr_headers(uint8_t *p, PyObject *headers)
+{
+    if (headers == Py_None)
+        return wr_varint(p, 0);
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(headers);
+    p = wr_varint(p, count);
+    for (Py_ssize_t j = 0; j < count; j++) {
+        PyObject *h = PySequence_Fast_GET_ITEM(headers, j);
+        const char *d;
+        Py_ssize_t n;
+        d = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(h, 0), &n); /* cached by headers_size */
+        p = wr_nullable(p, d, n);
+        bytes_like(PyTuple_GET_ITEM(h, 1), &d, &n);
+        p = wr_nullable(p, d, n);
+    }
+    return p;
+}
+
+/* Timestamp of a record tuple, or 0 with *ok = 0 when the reference must handle it. */
+static inline int64_t record_timestamp(PyObject *ts_obj, int *ok)
+{
+    int overflow = 0;
+    long long ts = PyLong_CheckExact(ts_obj) ? PyLong_AsLongLongAndOverflow(ts_obj, &overflow) : 0;
+    *ok = PyLong_CheckExact(ts_obj) && !overflow && !(ts == -1 && PyErr_Occurred()) && (ts >= 0 || ts == -1);
+    PyErr_Clear();
+    return ts;
+}
+
+PyDoc_STRVAR(append_records_doc,
+    "append_records(buf, records, count, base_offset, base_timestamp, max_timestamp, offset_of_max)\n"
+    "    -> (count, base_timestamp, max_timestamp, offset_of_max) | None\n\n"
+    "MemoryRecordsBuilder.append_all compiled: encodes each (timestamp, key, value, headers, ...) tuple onto\n"
+    "the bytearray buf. None, with buf untouched, when the reference must encode them.");
+
+static PyObject *k_append_records(PyObject *self, PyObject *args)
+{
+    PyObject *buf, *records;
+    long long count0, base_offset, base_ts, max_ts, offset_of_max;
+    if (!PyArg_ParseTuple(args, "O!O!LLLLL", &PyByteArray_Type, &buf, &PyList_Type, &records, &count0, &base_offset,
+                          &base_ts, &max_ts, &offset_of_max))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(records), total = 0;
+    int64_t count = count0, bts = base_ts;
+    /* pass 1: check every record and size it; no Python code runs between the passes */
+    for (Py_ssize_t i = 0; i < n; i++, count++) {
+        PyObject *rec = PyList_GET_ITEM(records, i);
+        const char *d;
+        Py_ssize_t kn, vn, hs;
+        int ok;
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 4)
+            Py_RETURN_NONE;
+        int64_t ts = record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok);
+        if (!ok || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 || bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
+            Py_RETURN_NONE;
+        if ((hs = headers_size(PyTuple_GET_ITEM(rec, 3))) < 0)
+            Py_RETURN_NONE;
+        int64_t ts_delta;
+        if (count == 0)
+            bts = ts;
+        if (__builtin_sub_overflow(ts, bts, &ts_delta)) /* the reference encodes the wider Python int */
+            Py_RETURN_NONE;
+        Py_ssize_t body = 1 + varint_size(ts_delta) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
+        total += varint_size(body) + body;
+        if (count >= INT32_MAX || total > PY_SSIZE_T_MAX / 2)
+            Py_RETURN_NONE;
+    }
+    Py_ssize_t old = PyByteArray_GET_SIZE(buf);
+    if (PyByteArray_Resize(buf, old + total) < 0) { /* e.g. exported: the reference raises the same way */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    /* pass 2: write */
+    uint8_t *p = (uint8_t *)PyByteArray_AS_STRING(buf) + old;
+    count = count0;
+    bts = base_ts;
+    int64_t mts = max_ts, omax = offset_of_max;
+    for (Py_ssize_t i = 0; i < n; i++, count++) {
+        PyObject *rec = PyList_GET_ITEM(records, i);
+        const char *kd = NULL, *vd = NULL;
+        Py_ssize_t kn = -1, vn = -1;
+        int ok;
+        int64_t ts = record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok);
+        bytes_like(PyTuple_GET_ITEM(rec, 1), &kd, &kn);
+        bytes_like(PyTuple_GET_ITEM(rec, 2), &vd, &vn);
+        PyObject *headers = PyTuple_GET_ITEM(rec, 3);
+        if (count == 0)
+            bts = ts;
+        Py_ssize_t body = 1 + varint_size(ts - bts) + varint_size(count) + nullable_size(kn) + nullable_size(vn) +
+                          headers_size(headers);
+        p = wr_varint(p, body);
+        *p++ = 0;
+        p = wr_varint(p, ts - bts);
+        p = wr_varint(p, count);
+        p = wr_nullable(p, kd, kn);
+        p = wr_nullable(p, vd, vn);
+        p = wr_headers(p, headers);
+        if (ts > mts) {
+            mts = ts;
+            omax = base_offset + count;
+        }
+    }
+    return Py_BuildValue("(LLLL)", (long long)count, (long long)bts, (long long)mts, (long long)omax);
+}
+
+/* ---- varint entry points -------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(read_varint_doc, "read_varint(buf, pos, max_bytes=10) -> (value, pos): varint.read_varint compiled.");
+
+static PyObject *k_read_varint(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 2 || nargs > 3 || py_read_varint == NULL)
+        goto reference;
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    long maxb = nargs == 3 ? PyLong_AsLong(args[2]) : 10;
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        goto reference;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        goto reference;
+    }
+    if (pos < 0 || pos > view.len || maxb < 1 || maxb > 10) {
+        PyBuffer_Release(&view);
+        goto reference;
+    }
+    const uint8_t *p = (const uint8_t *)view.buf + pos;
+    int64_t v;
+    int rc = rd_varint(&p, (const uint8_t *)view.buf + view.len, (int)maxb, &v);
+    Py_ssize_t after = p - (const uint8_t *)view.buf;
+    PyBuffer_Release(&view);
+    if (rc < 0)
+        goto reference;
+    return Py_BuildValue("(Ln)", (long long)v, after);
+reference: /* errors, negative positions and values over 64 bits: the reference answers */
+    return PyObject_Vectorcall(py_read_varint, args, (size_t)nargs, NULL);
+}
+
+/* ---- module ---------------------------------------------------------------------------------------- */
+
+static PyObject *k_setup(PyObject *self, PyObject *args)
+{
+    PyObject *rt, *ct, *lt, *rv;
+    if (!PyArg_ParseTuple(args, "O!OOO", &PyType_Type, &rt, &ct, &lt, &rv))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)rt, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "the record type must be a tuple subclass");
+        return NULL;
+    }
+    Py_INCREF(rt); Py_INCREF(ct); Py_INCREF(lt); Py_INCREF(rv);
+    Py_XSETREF(record_type, rt);
+    Py_XSETREF(create_time, ct);
+    Py_XSETREF(log_append_time_type, lt);
+    Py_XSETREF(py_read_varint, rv);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef kernel_methods[] = {
+    {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
+    {"decode_records", k_decode_records, METH_VARARGS, decode_records_doc},
+    {"decode_columns", k_decode_columns, METH_VARARGS, decode_columns_doc},
+    {"validate_records", k_validate_records, METH_VARARGS, validate_records_doc},
+    {"append_records", k_append_records, METH_VARARGS, append_records_doc},
+    {"read_varint", (PyCFunction)(void (*)(void))k_read_varint, METH_FASTCALL, read_varint_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef kernel_module = {
+    PyModuleDef_HEAD_INIT, "_kernel", "The compiled record fast path (see records/_native.py).", -1, kernel_methods,
+};
+
+PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&kernel_module); }

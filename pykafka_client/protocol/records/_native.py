@@ -1,0 +1,123 @@
+"""Which implementation of the record fast path is active: the compiled ``_kernel`` or the pure-Python reference.
+
+The kernel is an optional extension (see docs/ARCHITECTURE.md "Record fast path"). It is loaded once at import
+unless ``PYKAFKA_NO_NATIVE=1`` is set; when it cannot be loaded the package runs on the pure-Python code and says
+so once in a debug log line. Call sites read :data:`kernel` at call time, so :func:`use_native` switches every
+one of them in-process (tests and benchmarks run both implementations that way).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, cast
+
+if TYPE_CHECKING:
+    from pykafka_client.protocol.records.record import Record
+
+log = logging.getLogger(__name__)
+
+Buffer = bytes | bytearray | memoryview
+
+
+class Kernel(Protocol):
+    """The compiled module ``_kernel.c``. Each function returns exactly what its pure-Python reference returns,
+    or None (False for ``validate_records``) when the reference must decide, e.g. on bad input."""
+
+    def setup(
+        self, record_type: type, create_time: object, log_append_time: object, read_varint: Callable[..., object], /
+    ) -> None: ...
+
+    def decode_records(
+        self, data: Buffer, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None, /
+    ) -> list[Record] | None:
+        """Reference: ``default_record_batch.decode_records_reference``."""
+
+    def decode_columns(
+        self, data: Buffer, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None, /
+    ) -> tuple[int, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes, bytes] | None:
+        """Reference: ``columns.decode_columns_reference`` (the fields of ``RecordColumns`` but the last)."""
+
+    def validate_records(
+        self,
+        data: Buffer,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        check_timestamps: bool,
+        now: int,
+        before_max_ms: int,
+        after_max_ms: int,
+        require_keys: bool,
+        /,
+    ) -> bool:
+        """Reference: ``batch_ops.check_records``."""
+
+    def append_records(
+        self,
+        buf: bytearray,
+        records: list[object],
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        max_timestamp: int,
+        offset_of_max: int,
+        /,
+    ) -> tuple[int, int, int, int] | None:
+        """Reference: ``MemoryRecordsBuilder.append_all``; returns (count, base ts, max ts, offset of max)."""
+
+    def read_varint(self, buf: Buffer, pos: int, max_bytes: int = 10, /) -> tuple[int, int]:
+        """Reference: ``varint.read_varint`` (which it calls for every error)."""
+
+
+#: The compiled module when active, else None (read it at call time: ``_native.kernel``).
+kernel: Kernel | None = None
+_loaded: Kernel | None = None
+_why_not = ""
+
+
+def _load() -> None:
+    global _loaded, _why_not
+    if os.environ.get("PYKAFKA_NO_NATIVE", "") not in ("", "0"):
+        _why_not = "PYKAFKA_NO_NATIVE is set"
+    else:
+        try:
+            _kernel = cast(Kernel, importlib.import_module("pykafka_client.protocol.records._kernel"))
+        except ImportError as e:
+            _why_not = f"the compiled kernel is not built ({e})"
+        else:
+            from pykafka_client.protocol.records.record import Record
+            from pykafka_client.protocol.records.record_batch import TimestampType
+            from pykafka_client.protocol.records.varint import read_varint
+
+            _kernel.setup(Record, TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME, read_varint)
+            _loaded = _kernel
+    if _loaded is None:
+        log.debug("record fast path: running on the pure-Python record code, %s", _why_not)
+    use_native(_loaded is not None)
+
+
+def native_available() -> bool:
+    """True when the compiled kernel was loaded (whether or not it is switched on)."""
+    return _loaded is not None
+
+
+def native_enabled() -> bool:
+    """True when record encoding, decoding and validation run on the compiled kernel."""
+    return kernel is not None
+
+
+def use_native(enabled: bool) -> bool:
+    """Switch the kernel on or off for the whole process; returns the previous state. Switching on without a
+    loaded kernel raises RuntimeError with the reason."""
+    global kernel
+    previous = kernel is not None
+    if enabled and _loaded is None:
+        raise RuntimeError(f"the compiled record kernel is not available: {_why_not}")
+    kernel = _loaded if enabled else None
+    return previous
+
+
+_load()

@@ -1,0 +1,105 @@
+"""One write task's producer: our KafkaProducer (idempotent; transactional for the exactly-once sink) that
+sends every row of the task's Arrow batches, remembers the first delivery error and fails the task with it
+(checked after every Arrow batch and after the final flush), so ``write()`` returns only once every record is
+acknowledged. The built-in sink does the same with Java's producer (KafkaWriteTask)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from pykafka_client import KafkaProducer
+from spark_connector.arrow_records import records
+from spark_connector.write_options import WriteOptions
+from spark_connector.write_schema import WriteColumns
+
+log = logging.getLogger(__name__)
+
+#: seconds a task waits for its records to be acknowledged before failing (delivery.timeout.ms bounds each)
+FLUSH_TIMEOUT_S = 600.0
+
+
+class KafkaWriteTaskError(RuntimeError):
+    """A record of the task could not be written: the task fails (Spark retries it or fails the job)."""
+
+
+class InjectedWriteFault(RuntimeError):
+    """Raised by the ``testing.failAfterRecords`` fault injection (tests only): the task dies mid-write."""
+
+
+def task_context() -> tuple[int, int]:
+    """(partition id, attempt number) of the running Spark task; (0, 0) outside Spark."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        return 0, 0
+    return ctx.partitionId(), ctx.attemptNumber()
+
+
+class TaskProducer:
+    def __init__(self, options: WriteOptions, columns: WriteColumns, extra_config: dict[str, str] | None = None) -> None:
+        self.options = options
+        self.columns = columns
+        config: dict[str, Any] = dict(options.producer_config)
+        config.update(extra_config or {})
+        self.producer = KafkaProducer(config)
+        self.records = 0
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()
+
+    def _on_delivery(self, metadata: object, exc: BaseException | None) -> None:
+        if exc is not None and self._error is None:
+            with self._lock:
+                if self._error is None:
+                    self._error = exc
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise KafkaWriteTaskError(
+                f"Writing to Kafka failed after {self.records} record(s) were handed to the producer: {self._error!r}"
+            ) from self._error
+
+    def send_all(self, batches: Iterator[pa.RecordBatch]) -> int:
+        """Send every row; raises the first delivery error; returns the number of records sent."""
+        send = self.producer.send
+        on_delivery = self._on_delivery
+        topic_option = self.options.topic
+        fail_after = self._fault_threshold()
+        for batch in batches:
+            for topic, key, value, headers, partition, timestamp in records(batch, self.columns, topic_option):
+                send(topic, value, key, partition, timestamp, headers, on_delivery)
+                self.records += 1
+                if fail_after is not None and self.records >= fail_after:
+                    self.flush()
+                    raise InjectedWriteFault(f"injected fault after {self.records} records (testing.failAfterRecords)")
+            self._raise_if_failed()
+        self.flush()
+        return self.records
+
+    def flush(self) -> None:
+        self.producer.flush(FLUSH_TIMEOUT_S)
+        self._raise_if_failed()
+
+    def _fault_threshold(self) -> int | None:
+        """The record count at which this task dies, for the first task that gets there (the marker file is
+        created exclusively, so a retried or replayed task writes normally)."""
+        o = self.options
+        if o.fail_after_records is None or o.failure_marker is None:
+            return None
+        if os.path.exists(o.failure_marker):
+            return None
+        try:
+            fd = os.open(o.failure_marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return None
+        os.close(fd)
+        return o.fail_after_records
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        self.producer.close(timeout)

@@ -1,0 +1,147 @@
+"""The compiled record kernel against the pure-Python reference (issue 15 item 3): for random batches, every
+codec, and corrupt or truncated input (the fuzz cases of the record tests), both give byte-for-byte equal output
+and identical errors (type and message)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pykafka_client.protocol.compression import CompressionType
+from pykafka_client.protocol.records import DefaultRecordBatch, MemoryRecordsBuilder, _native
+from pykafka_client.protocol.records.batch_ops import check_records
+from pykafka_client.protocol.records.columns import decode_columns
+from pykafka_client.protocol.records.default_record_batch import decode_records
+from pykafka_client.protocol.records.varint import read_varint
+from tests.unit.protocol.records.test_records_fuzz import MUTATIONS, mutated
+
+pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
+
+LIMIT = 1 << 20
+
+
+def outcome(fn: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", fn()
+    except Exception as e:
+        return "error", (type(e), str(e))
+
+
+def both(fn: Callable[[], Any]) -> tuple[str, Any]:
+    """``fn``'s outcome on the kernel, asserted equal to its outcome on the reference."""
+    previous = _native.use_native(True)
+    try:
+        native = outcome(fn)
+        _native.use_native(False)
+        reference = outcome(fn)
+    finally:
+        _native.use_native(previous)
+    assert native == reference
+    return native
+
+
+timestamps = st.one_of(st.just(-1), st.integers(min_value=0, max_value=2**63 - 1), st.integers(0, 2**41))
+blobs = st.one_of(st.none(), st.binary(max_size=40), st.binary(min_size=60, max_size=300))
+header_keys = st.one_of(st.text(max_size=8), st.sampled_from(["h\udcff", "\udc80"]))
+headers = st.one_of(st.none(), st.lists(st.tuples(header_keys, st.one_of(st.none(), st.binary(max_size=20))), max_size=3))
+records = st.lists(st.tuples(timestamps, blobs, blobs, headers), max_size=25)
+codecs = st.sampled_from(list(CompressionType))
+
+
+def build(codec: CompressionType, recs: list[tuple[int, Any, Any, Any]], bulk: bool, limit: int = 1 << 20) -> tuple[Any, ...]:
+    builder = MemoryRecordsBuilder(codec, write_limit=limit, producer_id=7, producer_epoch=1, base_sequence=3)
+    if bulk:
+        builder.append_all(list(recs))
+        appended = len(recs)
+    else:
+        appended = sum(1 for r in recs if builder.append(*r))
+    return builder.build(), appended, builder.max_timestamp, builder.offset_of_max_timestamp, builder.base_timestamp
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(codec=codecs, recs=records, bulk=st.booleans(), limit=st.sampled_from([200, 1000, 1 << 20]))
+def test_encode_and_decode_agree(codec: CompressionType, recs: list[tuple[int, Any, Any, Any]], bulk: bool, limit: int) -> None:
+    kind, built = both(lambda: build(codec, recs, bulk, limit))
+    if kind == "ok":
+        raw = built[0]
+        both(lambda: DefaultRecordBatch(raw).records())
+        both(lambda: decode_columns(DefaultRecordBatch(raw)))
+        both(lambda: check_records(DefaultRecordBatch(raw), now=2**40, before_max_ms=2**39, after_max_ms=1000, require_keys=True))
+        both(lambda: check_records(DefaultRecordBatch(raw)))
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_a_timestamp_delta_beyond_64_bits_is_encoded_as_the_reference_does(bulk: bool) -> None:
+    """Found by the property test: -1 then 2**63 - 1 gives a delta of 2**63 (the kernel overflowed)."""
+    both(lambda: build(CompressionType.NONE, [(-1, None, None, None), (2**63 - 1, None, None, None)], bulk))
+
+
+def test_invalid_timestamp_is_the_same_error() -> None:
+    kind, (_error, message) = both(lambda: build(CompressionType.NONE, [(5, b"k", b"v", None), (-2, None, None, None)], True))
+    assert kind == "error" and "invalid negative timestamp -2" in message
+
+
+def _decode_everything(data: bytes) -> Callable[[], Any]:
+    def run() -> Any:
+        out: list[Any] = []
+        if len(data) < 61:
+            return out
+        batch = DefaultRecordBatch(data)  # no CRC check: corrupt records reach the record loop
+        for fn in (
+            lambda: batch.records(LIMIT),
+            lambda: decode_columns(batch, LIMIT),
+            lambda: check_records(batch, now=10**12, before_max_ms=10**9, after_max_ms=10**9, require_keys=True),
+        ):
+            out.append(outcome(fn))
+        return out
+
+    return run
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**MUTATIONS)
+def test_corrupt_and_truncated_batches_agree(index: int, mutations: list[tuple[int, int]], cut: int | None, fix_lengths: bool) -> None:
+    both(_decode_everything(mutated(index, mutations, cut, fix_lengths)))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.binary(max_size=120),
+    count=st.integers(min_value=-2, max_value=40),
+    base_offset=st.one_of(st.integers(0, 100), st.just(2**63 - 3)),
+    base_ts=st.one_of(st.integers(-1, 100), st.just(2**63 - 3)),
+    log_append=st.one_of(st.none(), st.integers(0, 2**40)),
+)
+def test_random_record_sections_agree(data: bytes, count: int, base_offset: int, base_ts: int, log_append: int | None) -> None:
+    both(lambda: decode_records(data, count, base_offset, base_ts, log_append))
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=14), pos=st.integers(-2, 16), max_bytes=st.integers(1, 10))
+def test_read_varint_agrees(data: bytes, pos: int, max_bytes: int) -> None:
+    assert _native.kernel is not None or not _native.native_available()
+    kernel = _native._loaded
+    assert kernel is not None
+    assert outcome(lambda: kernel.read_varint(data, pos, max_bytes)) == outcome(lambda: read_varint(data, pos, max_bytes))
+
+
+@pytest.mark.parametrize("value", [0, 1, -1, 63, -64, 64, 300, 2**31 - 1, -(2**31), 2**63 - 1, -(2**63)])
+def test_read_varint_edges(value: int) -> None:
+    from pykafka_client.protocol.records.varint import encode_varint
+
+    kernel = _native._loaded
+    assert kernel is not None
+    data = b"\x00" + encode_varint(value)
+    assert kernel.read_varint(data, 1) == read_varint(data, 1) == (value, len(data))
+
+
+def test_overlong_ten_byte_varint_is_left_to_the_reference() -> None:
+    """A 10th byte with more than the 64th bit: the reference keeps the big value, the kernel declines."""
+    data = b"\xff" * 9 + b"\x7f"
+    kernel = _native._loaded
+    assert kernel is not None
+    assert kernel.read_varint(data, 0) == read_varint(data, 0)

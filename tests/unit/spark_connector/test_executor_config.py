@@ -1,0 +1,50 @@
+"""What the executors' consumer and the driver's AdminClient are given, and fetchOffset retries."""
+
+from __future__ import annotations
+
+import pytest
+
+from pykafka_client.errors import KafkaTimeoutError
+from spark_connector.offset_reader import OffsetReader, admin_config
+from spark_connector.options import parse_read_options
+from spark_connector.partition_reader import executor_consumer_config
+
+BASE = {"kafka.bootstrap.servers": "h:1", "subscribe": "t"}
+
+
+def test_executor_consumer_config_forces_what_spark_forces() -> None:
+    opts = parse_read_options({**BASE, "kafka.isolation.level": "read_committed", "groupIdPrefix": "p"},
+                              streaming=False)
+    config = executor_consumer_config(opts)
+    assert config["auto.offset.reset"] == "none" and config["enable.auto.commit"] == "false"
+    assert config["isolation.level"] == "read_committed"
+    assert config["group.id"] == f"{opts.group_id}-executor" and opts.group_id.startswith("p-")
+    assert config["allow.auto.create.topics"] == "false"
+    fixed = executor_consumer_config(parse_read_options({**BASE, "kafka.group.id": "mine"}, streaming=False))
+    assert fixed["group.id"] == "mine"
+    # consumer-only keys do not reach the AdminClient (it would reject them)
+    assert admin_config(opts) == {"bootstrap.servers": "h:1"}
+
+
+def test_fetch_offset_retries() -> None:
+    opts = parse_read_options({**BASE, "fetchOffset.numRetries": "3", "fetchOffset.retryIntervalMs": "0"},
+                              streaming=False)
+    reader = OffsetReader(opts)
+    calls = []
+
+    def flaky() -> int:
+        calls.append(1)
+        if len(calls) < 3:
+            raise KafkaTimeoutError("not yet")
+        return 7
+
+    assert reader._with_retries("test", flaky) == 7
+    calls.clear()
+
+    def broken() -> int:
+        calls.append(1)
+        raise KafkaTimeoutError("never")
+
+    with pytest.raises(KafkaTimeoutError):
+        reader._with_retries("test", broken)
+    assert len(calls) == 3
