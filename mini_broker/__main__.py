@@ -36,6 +36,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="override a property (repeatable), as Kafka's --override")
     p.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     p.add_argument("--cluster", type=int, metavar="N", help="run a controller and N brokers (one process each)")
+    p.add_argument("--exit-on-stdin-eof", action="store_true",
+                   help="shut down cleanly when stdin closes (a parent process owning this broker died)")
     return p.parse_args(argv)
 
 
@@ -71,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.exit_on_stdin_eof:
+        threading.Thread(target=_stop_on_stdin_eof, args=(stop,), name="stdin-watch", daemon=True).start()
     if args.cluster:
         return _run_cluster(args, props, data_dir, stop)
     try:
@@ -86,6 +90,15 @@ def main(argv: list[str] | None = None) -> int:
         pass
     broker.shutdown()
     return 0
+
+
+def _stop_on_stdin_eof(stop: threading.Event) -> None:
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except (OSError, ValueError):
+        pass
+    stop.set()
 
 
 def _run_cluster(args: argparse.Namespace, props: dict[str, object], data_dir: str | None,

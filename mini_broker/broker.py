@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Mapping
 
 from mini_broker.cluster.replication import ClusterReplication
+from mini_broker.cluster.txn_markers import ClusterTxnMarkerWriter
 from mini_broker.config import KafkaConfig
 from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from mini_broker.log.data_dir_lock import DataDirLock
@@ -165,7 +166,10 @@ class MiniBroker:
         self.group_coordinator.startup()
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
-        self.context.txn_marker_writer = ReplicaTxnMarkerWriter(self.context)
+        if self.cluster is not None:
+            self.context.txn_marker_writer = ClusterTxnMarkerWriter(self.context, self.cluster)
+        else:
+            self.context.txn_marker_writer = ReplicaTxnMarkerWriter(self.context)
         self._start_transaction_coordinator(self.context)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)

@@ -159,6 +159,13 @@ class KafkaConfig:
         assert isinstance(v, int)
         return v
 
+    def get_int(self, name: str) -> int:
+        """The value of a known int/long key (raises ConfigurationError for an unknown key)."""
+        v = self.get(name)
+        if not isinstance(v, int):
+            raise ConfigurationError(f"{name} is not an integer config: {v!r}")
+        return v
+
     def _int(self, name: str) -> int:
         v = self._values[name]
         assert isinstance(v, int)

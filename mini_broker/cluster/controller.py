@@ -24,6 +24,9 @@ from pykafka_client.utils.time import SYSTEM_TIME, Time
 log = logging.getLogger(__name__)
 
 IMAGE_FILE = "metadata.json"
+#: how long a topic change waits for every broker to apply it before answering anyway
+PROPAGATION_TIMEOUT_S = 5.0
+_TOPIC_OPS = frozenset({"create_topic", "delete_topic", "create_partitions", "alter_configs"})
 
 
 class Controller:
@@ -128,15 +131,21 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
     if op == "heartbeat":
         s.heartbeat(int(req["broker_id"]), int(req["broker_epoch"]), int(req.get("version", -1)))
         return {"image": s.image()} if s.version != int(req.get("version", -1)) else {}
-    if op == "create_topic":
-        s.create_topic(str(req["name"]), int(req["num_partitions"]), int(req["replication_factor"]),
-                       dict(req.get("configs", {})), bool(req.get("validate_only", False)))
-    elif op == "delete_topic":
-        s.delete_topic(str(req["name"]))
-    elif op == "create_partitions":
-        s.create_partitions(str(req["name"]), int(req["count"]), bool(req.get("validate_only", False)))
-    elif op == "alter_configs":
-        s.alter_configs(str(req["name"]), dict(req["configs"]))
+    if op in _TOPIC_OPS:
+        if op == "create_topic":
+            s.create_topic(str(req["name"]), int(req["num_partitions"]), int(req["replication_factor"]),
+                           dict(req.get("configs", {})), bool(req.get("validate_only", False)))
+        elif op == "delete_topic":
+            s.delete_topic(str(req["name"]))
+        elif op == "create_partitions":
+            s.create_partitions(str(req["name"]), int(req["count"]), bool(req.get("validate_only", False)))
+        else:
+            s.alter_configs(str(req["name"]), dict(req["configs"]))
+        image = s.image()
+        if not s.wait_for_propagation(int(image["version"]), int(req.get("broker_id", -1)), PROPAGATION_TIMEOUT_S):
+            log.warning("event=metadata_propagation_slow op=%s msg=\"answering before every broker applied the "
+                        "change; clients retry unknown topics\"", op)
+        return {"image": image}
     elif op == "alter_partition":
         s.alter_partition(int(req["broker_id"]), int(req["broker_epoch"]), str(req["topic"]),
                           int(req["partition"]), int(req["leader_epoch"]), int(req["partition_epoch"]),

@@ -99,11 +99,15 @@ class ControllerState:
         self.unclean_leader_election = unclean_leader_election
         self._persist = persist
         self._lock = threading.RLock()
+        self._heartbeats = threading.Condition(self._lock)
         self.version = 0
         self.brokers: dict[int, BrokerRegistration] = {}
         self.topics: dict[str, TopicRegistration] = {}
         self.next_broker_epoch = 1
         self.next_producer_id = 0
+        #: the broker hosting the group and transaction coordinators: sticky, it changes only when that broker
+        #: is fenced (their state is not replicated, so moving back and forth would serve stale state)
+        self.coordinator_id = NO_LEADER
         if image is not None:
             self._load(image)
 
@@ -113,6 +117,7 @@ class ControllerState:
         self.version = int(image["version"])
         self.next_broker_epoch = int(image.get("next_broker_epoch", 1))
         self.next_producer_id = int(image.get("next_producer_id", 0))
+        self.coordinator_id = int(image.get("coordinator_id", NO_LEADER))
         now = self.time.milliseconds()
         for b in image.get("brokers", []):
             # after a controller restart every broker must heartbeat again before its session is trusted
@@ -131,6 +136,7 @@ class ControllerState:
                 "cluster_id": self.cluster_id,
                 "next_broker_epoch": self.next_broker_epoch,
                 "next_producer_id": self.next_producer_id,
+                "coordinator_id": self.coordinator_id,
                 "brokers": [asdict(b) for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)],
                 "topics": [asdict(t) for t in sorted(self.topics.values(), key=lambda t: t.name)],
             }
@@ -139,6 +145,7 @@ class ControllerState:
         self.version += 1
         if self._persist is not None:
             self._persist(self.image())
+        self._heartbeats.notify_all()  # a fenced broker is no longer waited for
 
     # --- brokers ------------------------------------------------------------------------------------
 
@@ -154,6 +161,8 @@ class ControllerState:
             epoch = self.next_broker_epoch
             self.next_broker_epoch += 1
             self.brokers[broker_id] = BrokerRegistration(broker_id, host, port, epoch, False, self.time.milliseconds())
+            if self.coordinator_id == NO_LEADER:
+                self.coordinator_id = broker_id
             self._elect_offline_partitions()
             self._changed()
             return epoch
@@ -166,6 +175,16 @@ class ControllerState:
                 raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered; register again")
             b.last_heartbeat_ms = self.time.milliseconds()
             b.metadata_version = metadata_version
+            self._heartbeats.notify_all()
+
+    def wait_for_propagation(self, version: int, exclude: int, timeout_s: float) -> bool:
+        """Block (real time) until every unfenced broker but ``exclude`` reported image ``version`` or newer in a
+        heartbeat; False on timeout. Topic changes answer after it, so that a client that created a topic finds
+        it on every broker (Kafka's clients wait for this themselves; ours and the tests' expect it)."""
+        with self._heartbeats:
+            return self._heartbeats.wait_for(
+                lambda: all(b.metadata_version >= version for b in self.brokers.values()
+                            if not b.fenced and b.broker_id != exclude), timeout_s)
 
     def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> None:
         """A broker shutting down cleanly: fence it now (its partitions get new leaders at once) rather than
@@ -198,6 +217,8 @@ class ControllerState:
         broker.fenced = True
         dead = broker.broker_id
         alive = self.alive()
+        if self.coordinator_id == dead:
+            self.coordinator_id = min(alive) if alive else NO_LEADER
         for t in self.topics.values():
             for reg in t.partitions:
                 if dead not in reg.replicas:

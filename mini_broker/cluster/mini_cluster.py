@@ -44,11 +44,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 
 from mini_broker.cluster.controller import Controller
-from mini_broker.cluster.controller_state import NO_LEADER, PartitionRegistration
+from mini_broker.cluster.controller_state import NO_LEADER, BrokerRegistration, PartitionRegistration
 from pykafka_client.errors import KafkaTimeoutError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -82,11 +82,22 @@ class BrokerProcess:
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self, timeout: float = 60.0) -> None:
+        self.spawn()
+        self.wait_listening(timeout)
+
+    def spawn(self) -> None:
+        """Start the process (returns at once; :meth:`wait_listening` waits for its listener)."""
         args = [sys.executable, "-m", "mini_broker", "--data-dir", self.data_dir, "--listeners",
                 f"PLAINTEXT://127.0.0.1:{self.port}", "--log-level", self.log_level]
         for k, v in self.props.items():
             args += ["--override", f"{k}={v}"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        # --exit-on-stdin-eof: the broker stops when this process dies (its end of the pipe closes), so a killed
+        # test run leaves no broker behind
+        self.proc = subprocess.Popen([*args, "--exit-on-stdin-eof"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+
+    def wait_listening(self, timeout: float = 60.0) -> None:
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None
         while time.monotonic() < deadline:
@@ -124,6 +135,20 @@ class BrokerProcess:
             assert self.proc is not None
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=30)
+        self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
+    def terminate(self) -> None:
+        """Send SIGTERM (a clean shutdown) without waiting."""
+        if self.alive:
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGTERM)
 
     def stop(self, timeout: float = 30.0) -> None:
         if self.alive:
@@ -134,6 +159,7 @@ class BrokerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(timeout=30)
+        self._close_stdin()
 
 
 class MiniCluster:
@@ -173,7 +199,11 @@ class MiniCluster:
                               "cluster.id": self.controller.state.cluster_id})
                 b = BrokerProcess(i, os.path.join(self.data_dir, f"broker-{i}"), port, props, self.log_level)
                 self.brokers[i] = b
-                self._start_broker(b)
+                b.spawn()  # all at once: the interpreters start in parallel
+            for b in self.brokers.values():
+                b.wait_listening()
+            self._wait(lambda: all(not r.fenced for r in self._registered()) and len(self._registered()) == len(self.brokers),
+                       60, "every broker to register")
             self.wait_for_metadata()
         except BaseException:
             self.shutdown()
@@ -205,7 +235,13 @@ class MiniCluster:
 
         self._wait(registered, timeout, f"broker {b.broker_id} to register")
 
+    def _registered(self) -> list[BrokerRegistration]:
+        assert self.controller is not None
+        return [r for i, r in list(self.controller.state.brokers.items()) if i in self.brokers]
+
     def shutdown(self) -> None:
+        for b in self.brokers.values():
+            b.terminate()  # all at once, then wait for each
         for b in self.brokers.values():
             b.stop()
         if self.controller is not None:
@@ -289,8 +325,7 @@ class MiniCluster:
         self.wait_for_metadata(timeout)  # brokers pick the topic up from their next heartbeat
 
     @staticmethod
-    def _wait(condition: object, timeout: float, what: str) -> None:
-        assert callable(condition)
+    def _wait(condition: Callable[[], bool], timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if condition():

@@ -19,18 +19,15 @@ the partition waits for the next image. Connection errors back off and reconnect
 from __future__ import annotations
 
 import logging
-import socket
 import struct
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mini_broker.cluster.controller_rpc import close_quietly
+from mini_broker.cluster.broker_connection import BrokerConnection
 from mini_broker.log.unified_log import AppendOrigin
 from mini_broker.purgatory import TopicPartitionOperationKey
 from pykafka_client.errors_base import KafkaError
-from pykafka_client.protocol.api_keys import ApiKey
-from pykafka_client.protocol.headers import decode_response, encode_request
 from pykafka_client.protocol.messages import (
     FetchRequest,
     FetchResponse,
@@ -94,11 +91,11 @@ class ReplicaFetcherThread:
         self._lock = threading.Lock()
         self._wakeup = threading.Event()
         self._stop = threading.Event()
-        self._sock: socket.socket | None = None
-        self._correlation = 0
+        self._conn = BrokerConnection(lambda: cluster.broker_endpoint(leader_id),
+                                      f"broker-{cluster.broker_id}-fetcher")
         config = cluster.rm.config
-        self.max_wait_ms = int(config.get("replica.fetch.wait.max.ms"))  # type: ignore[arg-type]
-        self.max_bytes = int(config.get("replica.fetch.max.bytes"))  # type: ignore[arg-type]
+        self.max_wait_ms = config.get_int("replica.fetch.wait.max.ms")
+        self.max_bytes = config.get_int("replica.fetch.max.bytes")
         self._thread = threading.Thread(target=self._run, name=f"ReplicaFetcherThread-{cluster.broker_id}-{leader_id}",
                                         daemon=True)
         self._thread.start()
@@ -118,42 +115,14 @@ class ReplicaFetcherThread:
         self._close()
         self._thread.join(timeout=5)
 
-    # --- connection --------------------------------------------------------------------------------
-
     def _close(self) -> None:
-        close_quietly(self._sock)
-        self._sock = None
+        self._conn.close()
 
     def _send(self, body: FetchRequest | OffsetForLeaderEpochRequest, version: int, timeout_s: float
               ) -> FetchResponse | OffsetForLeaderEpochResponse:
-        if self._sock is None:
-            endpoint = self.cluster.broker_endpoint(self.leader_id)
-            if endpoint is None:
-                raise ConnectionError(f"no endpoint for broker {self.leader_id}")
-            self._sock = socket.create_connection(endpoint, timeout=timeout_s)
-            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock = self._sock
-        sock.settimeout(timeout_s)
-        self._correlation += 1
-        chunks = encode_request(body, version, self._correlation, f"broker-{self.cluster.broker_id}-fetcher")
-        frame = b"".join(c for c in chunks if isinstance(c, (bytes, bytearray, memoryview)))
-        sock.sendall(frame)
-        size = _SIZE.unpack(self._recv(sock, 4))[0]
-        payload = self._recv(sock, size)
-        api_key = ApiKey.FETCH if isinstance(body, FetchRequest) else ApiKey.OFFSET_FOR_LEADER_EPOCH
-        resp = decode_response(memoryview(payload), api_key, version, self._correlation)
+        resp = self._conn.send_and_receive(body, version, timeout_s)
         assert isinstance(resp, (FetchResponse, OffsetForLeaderEpochResponse))
         return resp
-
-    @staticmethod
-    def _recv(sock: socket.socket, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("leader closed the connection")
-            buf += chunk
-        return bytes(buf)
 
     # --- loop --------------------------------------------------------------------------------------
 

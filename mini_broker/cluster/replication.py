@@ -38,6 +38,7 @@ from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
 from pykafka_client.errors import (
     FencedLeaderEpochError,
     InvalidReplicationFactorError,
+    NotControllerError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
@@ -69,8 +70,10 @@ class ClusterReplication:
         config = replica_manager.config
         host, _, port = controller_address.rpartition(":")
         self.channel = ControllerChannel(host or "127.0.0.1", int(port))
-        self.heartbeat_interval_s = int(config.get("broker.heartbeat.interval.ms")) / 1000  # type: ignore[arg-type]
-        self.lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))  # type: ignore[arg-type]
+        #: forwarded topic changes wait for every broker to apply them: never in the way of the heartbeats
+        self.forwarding_channel = ControllerChannel(host or "127.0.0.1", int(port))
+        self.heartbeat_interval_s = config.get_int("broker.heartbeat.interval.ms") / 1000
+        self.lag_time_max_ms = config.get_int("replica.lag.time.max.ms")
         self.default_replication_factor = config.default_replication_factor
         self.broker_epoch = -1
         self.image_version = -1
@@ -130,6 +133,7 @@ class ClusterReplication:
         if self.fetchers is not None:
             self.fetchers.shutdown()
         self.channel.close()
+        self.forwarding_channel.close()
         self.write_hw_checkpoint()
 
     def _run(self) -> None:
@@ -255,6 +259,11 @@ class ClusterReplication:
         key = TopicPartitionOperationKey(tp.topic, tp.partition)
         self.rm.produce_purgatory.check_and_complete(key)
         self.rm.fetch_purgatory.check_and_complete(key)
+
+    def is_coordinator_broker(self) -> bool:
+        """Whether this broker hosts the cluster's group and transaction coordinators (the controller's choice)."""
+        coordinator = self.cache.coordinator_broker()
+        return coordinator is not None and coordinator[0] == self.broker_id
 
     def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         return self.cache.broker_endpoint(broker_id)
@@ -391,10 +400,8 @@ class ClusterReplication:
 
     def _controller(self, req: dict[str, Any]) -> None:
         try:
-            reply = self.channel.call(req)
+            reply = self.forwarding_channel.call({**req, "broker_id": self.broker_id})
         except OSError as e:
-            from pykafka_client.errors import NotControllerError
-
             raise NotControllerError(f"the controller is unreachable ({e!r}); retry") from e
         self.apply_image(reply["image"])
 

@@ -474,6 +474,8 @@ class ReplicaManager:
 
     def _end_offset_metadata(self, tp: Hashable, isolation: FetchIsolation) -> LogOffsetMetadata:
         assert isinstance(tp, TopicPartition)
+        if self.cluster is not None:
+            self.cluster.check_leader(tp)  # a waiting fetch completes at once when leadership moves (Kafka)
         return self._get_log(tp).end_offset_metadata(isolation)
 
     # --- offsets ------------------------------------------------------------------------------------

@@ -121,6 +121,7 @@ def _build(apis: KafkaApis, parts: list[CachedPartition], results: dict[TopicPar
     topics: list[TopicResp] = []
     index: dict[tuple[str | None, uuid.UUID], TopicResp] = {}
     with_records: list[CachedPartition] = []
+    hinted: set[int] = set()
 
     def add(p: CachedPartition, pd: PartData) -> None:
         key = (p.topic, p.topic_id)
@@ -151,6 +152,8 @@ def _build(apis: KafkaApis, parts: list[CachedPartition], results: dict[TopicPar
             if r.error_code != 0:
                 leader_id, leader_epoch = apis.broker.replica_manager.current_leader(p.topic, p.partition)
                 pd.current_leader = FetchResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+                if leader_id >= 0 and leader_id != apis.broker.node_id:
+                    hinted.add(leader_id)
             if r.records_size > 0:
                 with_records.append(p)
             add(p, pd)
@@ -161,7 +164,13 @@ def _build(apis: KafkaApis, parts: list[CachedPartition], results: dict[TopicPar
         if lock is not None:
             lock.release()
     session_id = session.id if session is not None else INVALID_SESSION_ID
-    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=session_id, responses=topics)
+    endpoints = []
+    for node in sorted(hinted):  # KIP-951: where the new leaders are
+        ep = apis.broker.metadata_cache.broker_endpoint(node)
+        if ep is not None:
+            endpoints.append(FetchResponse.NodeEndpoint(node_id=node, host=ep[0], port=ep[1], rack=None))
+    return FetchResponse(throttle_time_ms=0, error_code=0, session_id=session_id, responses=topics,
+                         node_endpoints=endpoints)
 
 
 def _aborted(aborted: list[tuple[int, int]] | None) -> list[FetchResponse.AbortedTransaction] | None:

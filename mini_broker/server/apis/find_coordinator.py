@@ -3,6 +3,8 @@
 Key type 0 (GROUP) answers this broker's endpoint on the request's listener. Key type 1 (TRANSACTION)
 answers this broker when its transaction coordinator is active, else
 COORDINATOR_NOT_AVAILABLE. Other key types get INVALID_REQUEST. v4+ carry a batch of keys.
+On a cluster every key answers the broker the controller designates for the coordinators (sticky: it changes
+only when that broker is fenced).
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ def _lookup(apis: KafkaApis, request: Request, key_type: int) -> tuple[int, str 
     if not active:
         return CoordinatorNotAvailableError.code, "The coordinator is not available.", -1, "", -1
     if broker.replica_manager.cluster is not None:
-        live = broker.metadata_cache.live_brokers()
-        if not live:
-            return CoordinatorNotAvailableError.code, "No live broker yet; retry.", -1, "", -1
-        # a cluster's coordinators all live on its lowest live broker (their state is not replicated)
-        node, host, port = live[0]
+        # a cluster's coordinators all live on the broker the controller designates (their state is not
+        # replicated; see docs/ARCHITECTURE.md "Cluster and replication")
+        coordinator = broker.metadata_cache.coordinator_broker()
+        if coordinator is None:
+            return CoordinatorNotAvailableError.code, "The coordinator's broker is not available; retry.", -1, "", -1
+        node, host, port = coordinator
         return 0, None, node, host, port
     ep = broker.endpoint_for(request.context.listener_name)
     return 0, None, broker.node_id, ep.host, ep.port

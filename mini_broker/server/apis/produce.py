@@ -32,9 +32,11 @@ from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
 from mini_broker.transaction.seams import TransactionVerifier
 from pykafka_client.errors import (
+    FencedLeaderEpochError,
     InvalidProducerEpochError,
     InvalidRequestError,
     InvalidTxnStateError,
+    NotLeaderOrFollowerError,
     ProducerFencedError,
     TransactionalIdAuthorizationError,
 )
@@ -56,19 +58,37 @@ TopicResp = ProduceResponse.TopicProduceResponse
 PartResp = ProduceResponse.PartitionProduceResponse
 
 
-def _build(version: int, order: list[TopicPartition], results: dict[TopicPartition, PartitionResponse]) -> ProduceResponse:
+#: errors that make a cluster broker name the partition's current leader in the response (KIP-951)
+_LEADER_HINT_ERRORS = frozenset({NotLeaderOrFollowerError.code, FencedLeaderEpochError.code})
+
+
+def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: dict[TopicPartition, PartitionResponse]
+           ) -> ProduceResponse:
     topics: dict[str, list[PartResp]] = {}
+    rm = apis.broker.replica_manager
+    hinted: set[int] = set()
     for tp in order:
         r = results[tp]
-        topics.setdefault(tp.topic, []).append(PartResp(
+        part = PartResp(
             index=tp.partition, error_code=r.error_code, base_offset=r.base_offset,
             log_append_time_ms=r.log_append_time_ms, log_start_offset=r.log_start_offset,
             record_errors=[ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
                            for i, m in r.record_errors] if version >= 8 else [],
             error_message=r.error_message if version >= 8 else None,
-        ))
+        )
+        if rm.cluster is not None and version >= 10 and r.error_code in _LEADER_HINT_ERRORS:
+            leader_id, leader_epoch = rm.current_leader(tp.topic, tp.partition)
+            part.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+            if leader_id >= 0:
+                hinted.add(leader_id)
+        topics.setdefault(tp.topic, []).append(part)
+    endpoints = []
+    for node in sorted(hinted):
+        ep = apis.broker.metadata_cache.broker_endpoint(node)
+        if ep is not None:
+            endpoints.append(ProduceResponse.NodeEndpoint(node_id=node, host=ep[0], port=ep[1], rack=None))
     return ProduceResponse(responses=[TopicResp(name=n, partition_responses=ps) for n, ps in topics.items()],
-                           throttle_time_ms=0)
+                           throttle_time_ms=0, node_endpoints=endpoints)
 
 
 def handle(apis: KafkaApis, request: Request) -> None:
@@ -103,7 +123,11 @@ def handle(apis: KafkaApis, request: Request) -> None:
                  {tp: PartitionResponse(error_code=code, error_message=message) for tp in order})
         return
     refused: dict[TopicPartition, PartitionResponse] = {}
-    if body.transactional_id is not None and verifier is not None:
+    cluster = rm.cluster
+    # a cluster's partition leaders other than the coordinator's broker cannot ask it yet (Kafka: KIP-890's
+    # AddPartitionsToTxn verify-only request): they append without verification, as Kafka did before 3.6
+    verify = cluster is None or cluster.is_coordinator_broker()
+    if body.transactional_id is not None and verifier is not None and verify:
         refused = _verify_transaction(apis, verifier, body.transactional_id, entries)
         entries = [(tp, records) for tp, records in entries if tp not in refused]
 
@@ -179,7 +203,7 @@ def _respond(apis: KafkaApis, request: Request, acks: int, version: int, order: 
         log.info("event=fault_injected connection=%s action=close_before_produce_response", request.connection_id)
         apis.close_connection(request)
         return
-    apis.send_response(request, _build(version, order, results))
+    apis.send_response(request, _build(apis, version, order, results))
 
 
 API = ApiSpec(ApiKey.PRODUCE, 3, 11, handle)

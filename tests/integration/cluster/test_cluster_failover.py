@@ -11,12 +11,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from mini_broker.cluster.mini_cluster import MiniCluster
 from pykafka_client import AdminClient, KafkaProducer
-from pykafka_client.errors import NotEnoughReplicasError
+from pykafka_client.errors import NotEnoughReplicasError, NotLeaderOrFollowerError
 from pykafka_client.protocol.messages import ProduceRequest
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from tests.integration.cluster.helpers import Endpoint, read_back
@@ -101,14 +102,29 @@ def test_idempotent_acks_all_loses_and_duplicates_nothing_through_two_leader_kil
     assert sum(len(v) for v in acked.values()) == RECORDS
 
 
-def _produce_raw(port: int, topic: str, acks: int, value: bytes) -> int:
+def _produce_raw_response(port: int, topic: str, acks: int, value: bytes, version: int = 9) -> Any:
     builder = MemoryRecordsBuilder(write_limit=1 << 20)
     builder.append(int(time.time() * 1000), None, value)
     body = ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[ProduceRequest.TopicProduceData(
         name=topic, partition_data=[ProduceRequest.PartitionProduceData(index=0, records=builder.build())])])
     with Conn(Endpoint(port)) as conn:  # type: ignore[arg-type]
-        resp = conn.call(body, 9)
-    return int(resp.responses[0].partition_responses[0].error_code)
+        return conn.call(body, version)
+
+
+def _produce_raw(port: int, topic: str, acks: int, value: bytes) -> int:
+    return int(_produce_raw_response(port, topic, acks, value).responses[0].partition_responses[0].error_code)
+
+
+def test_a_follower_refuses_produce_and_names_the_leader_kip_951(cluster: MiniCluster) -> None:
+    cluster.create_topic("hint", partitions=1, replication_factor=3)
+    leader = cluster.leader("hint", 0)
+    follower = next(b for b in cluster.brokers if b != leader)
+    resp = _produce_raw_response(cluster.brokers[follower].port, "hint", 1, b"x", version=11)
+    part = resp.responses[0].partition_responses[0]
+    assert part.error_code == NotLeaderOrFollowerError.code
+    assert part.current_leader.leader_id == leader
+    assert part.current_leader.leader_epoch == cluster.leader_epoch("hint", 0)
+    assert [(n.node_id, n.port) for n in resp.node_endpoints] == [(leader, cluster.brokers[leader].port)]
 
 
 def test_min_insync_replicas_refuses_acks_all_but_not_acks_1_with_a_follower_stopped(cluster: MiniCluster) -> None:
@@ -152,11 +168,21 @@ def test_acks_1_can_lose_acknowledged_records_in_an_unclean_failover_and_acks_al
         cluster.wait_for_leader(topic, 0, not_in={leader})
         cluster.restart(leader)
         cluster.wait_for_isr(topic, 0, 2, timeout=60)
-        got = read_back(cluster.bootstrap_servers, topic, 1, len(acked[topic]), timeout_s=10)[0]
+        after = b"%s-after-failover" % topic.encode()
+        assert _produce_raw(cluster.brokers[cluster.leader(topic, 0)].port, topic, -1, after) == 0
+        got = read_back(cluster.bootstrap_servers, topic, 1, 1, timeout_s=30)[0]
         if acks == 1:
             assert acked[topic] and not set(acked[topic]) <= set(got), "acks=1 records survived the unclean failover"
+            # the old leader truncated its divergent tail (OffsetForLeaderEpoch) before rejoining the ISR: when it
+            # leads again the lost records do not come back
+            new_leader = cluster.leader(topic, 0)
+            cluster.kill(new_leader)
+            assert cluster.wait_for_leader(topic, 0, not_in={new_leader}) == leader
+            cluster.wait_for_metadata()
+            assert read_back(cluster.bootstrap_servers, topic, 1, len(got), timeout_s=10)[0] == got
+            cluster.restart(new_leader)
         else:
-            assert acked[topic] == [] and got == []
+            assert acked[topic] == [] and got == [after]
 
 
 def test_confluent_kafka_produces_and_consumes_across_a_leader_change(cluster: MiniCluster) -> None:
@@ -196,3 +222,41 @@ def test_confluent_kafka_produces_and_consumes_across_a_leader_change(cluster: M
             got.append(m.value())
     consumer.close()
     assert got == delivered
+
+
+def test_our_consumer_group_keeps_consuming_through_a_leader_kill(cluster: MiniCluster) -> None:
+    """A group member of ours consumes while the leader of one partition (not the coordinators' broker, whose
+    group state is not replicated) is SIGKILLed and restarted: every acknowledged record is consumed."""
+    from pykafka_client import KafkaConsumer
+
+    topic, partitions, total = "group-failover", 3, 6000
+    cluster.create_topic(topic, partitions=partitions, replication_factor=3)
+    victim = next(cluster.leader(topic, p) for p in range(partitions) if cluster.leader(topic, p) != 0)
+    acked: set[bytes] = set()
+    consumed: set[bytes] = set()
+    with KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id="survivors",
+                       auto_offset_reset="earliest") as consumer, \
+            KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=5) as producer:
+        consumer.subscribe([topic])
+
+        def produce(lo: int, hi: int) -> None:
+            futures = {producer.send(topic, value=b"%06d" % i, partition=i % partitions): b"%06d" % i
+                       for i in range(lo, hi)}
+            producer.flush(120)
+            acked.update(v for f, v in futures.items() if f.exception() is None)
+
+        def consume_until(n: int, timeout: float = 90.0) -> None:
+            deadline = time.monotonic() + timeout
+            while len(consumed & acked) < n and time.monotonic() < deadline:
+                consumed.update(r.value for r in consumer.poll(0.5))
+
+        produce(0, total // 3)
+        consume_until(len(acked))
+        cluster.kill(victim)
+        produce(total // 3, 2 * total // 3)
+        consume_until(len(acked))
+        cluster.restart(victim)
+        produce(2 * total // 3, total)
+        consume_until(len(acked))
+    assert len(acked) == total
+    assert acked <= consumed, f"{len(acked - consumed)} acknowledged records never consumed"

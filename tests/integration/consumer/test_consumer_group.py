@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
+from mini_broker.cluster.mini_cluster import MiniCluster
 from pykafka_client import AdminClient, ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
 from pykafka_client.admin.types import NewTopic
 
@@ -32,11 +33,27 @@ def mini_group_broker() -> Iterator[_Mini]:
         yield _Mini(b)
 
 
-@pytest.fixture(params=["tansu", "mini_broker"])
+class _Cluster:
+    def __init__(self, cluster: MiniCluster) -> None:
+        self.cluster = cluster
+        self.bootstrap = cluster.bootstrap_servers
+
+
+@pytest.fixture(scope="module")
+def mini_group_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Cluster]:
+    with MiniCluster(3, data_dir=str(tmp_path_factory.mktemp("group-cluster")),
+                     overrides={"num.partitions": 1, "group.initial.rebalance.delay.ms": 0}) as c:
+        yield _Cluster(c)
+
+
+@pytest.fixture(params=["tansu", "mini_broker", "mini_cluster"])
 def group_broker(request: pytest.FixtureRequest) -> Any:
-    """A broker with a group coordinator (``.bootstrap``): both, for the core flows."""
+    """A broker with a group coordinator (``.bootstrap``): all three, for the core flows (on the 3-broker
+    MiniCluster the partitions' leaders are spread over brokers other than the coordinator's)."""
     if request.param == "tansu":
         return request.getfixturevalue("tansu_broker_module")
+    if request.param == "mini_cluster":
+        return request.getfixturevalue("mini_group_cluster")
     return request.getfixturevalue("mini_group_broker")
 
 

@@ -1,5 +1,6 @@
 """``txn_broker``: the broker the transaction tests run against, as a bootstrap address: an in-process
-MiniBroker, and (marked interop) noida-db, an independent implementation of transactions the tests are
+MiniBroker, a 3-broker MiniCluster (partitions led by brokers other than the coordinator's, so markers cross
+brokers), and (marked interop) noida-db, an independent implementation of transactions the tests are
 proven on."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from tests.integration.conftest import _missing_peer
 from tests.integration.noida import NoidaBroker, noida_binary
 
 
-@pytest.fixture(params=["mini_broker", pytest.param("noida", marks=pytest.mark.interop)])
+@pytest.fixture(params=["mini_broker", "mini_cluster", pytest.param("noida", marks=pytest.mark.interop)])
 def txn_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "noida":
         binary = noida_binary()
@@ -25,6 +26,14 @@ def txn_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
             yield noida.bootstrap
         finally:
             noida.stop()
+        return
+    if request.param == "mini_cluster":
+        if request.node.module.__name__.endswith("test_bad_input"):
+            pytest.skip("client-side input checks do not depend on the broker count (single broker covers them)")
+        from mini_broker.cluster.mini_cluster import MiniCluster
+
+        with MiniCluster(3, data_dir=str(tmp_path / "cluster"), overrides={"group.initial.rebalance.delay.ms": 0}) as c:
+            yield c.bootstrap_servers
         return
     from mini_broker.broker import MiniBroker
 

@@ -64,7 +64,7 @@ class Harness:
         self.rm = ReplicaManager(config, self.cache, d, time=self.time)
         self.cluster = ClusterReplication(self.rm, self.cache, 0, "127.0.0.1:1", d, self.time)
         self.channel = InProcessChannel(self.state)
-        self.cluster.channel = self.channel
+        self.cluster.channel = self.cluster.forwarding_channel = self.channel
         self.cluster.broker_epoch = self.epochs[0]
         self.rm.cluster = self.cluster
         self.rm.startup()
@@ -212,3 +212,28 @@ def test_batches_carry_the_leader_epoch_and_a_follower_truncates_a_divergent_tai
     assert new.log_end_offset == 1 and new.leader_epoch_cache().entries() == [(0, 0)]
     (_, res), = h.consumer_fetch(0)[0]
     assert res.error_code == NotLeaderOrFollowerError.code  # consumers read from leaders only
+
+
+def test_a_waiting_consumer_fetch_completes_at_once_when_leadership_moves(h: Harness) -> None:
+    waiting = h.consumer_fetch(0, max_wait_ms=30000)
+    assert waiting == []
+    h.state.register_broker(0, "127.0.0.1", 9000)  # leadership moves away from this broker
+    h.cluster.apply_image(h.state.image())
+    assert len(waiting) == 1 and waiting[0][0][1].error_code == NotLeaderOrFollowerError.code
+
+
+def test_the_high_watermark_comes_back_from_its_checkpoint_not_from_the_log_end(tmp_path: Path) -> None:
+    first = Harness(tmp_path)
+    first.produce(1, n=3)
+    first.follower_fetch(1, 2)
+    first.follower_fetch(2, 2)
+    assert (first.hw, first.log_end) == (2, 3)
+    first.cluster.write_hw_checkpoint()
+    first.rm.shutdown()
+    again = Harness(tmp_path)  # the broker restarts on the same data directory
+    try:
+        assert (again.hw, again.log_end) == (2, 3)
+        (_, res), = again.consumer_fetch(0)[0]
+        assert res.high_watermark == 2
+    finally:
+        again.rm.shutdown()

@@ -1,0 +1,115 @@
+"""Transaction markers on a cluster (Kafka: ``TransactionMarkerChannelManager``): the coordinator's COMMIT/ABORT
+markers go to each partition's *leader*. Partitions this broker leads (and ``__consumer_offsets``, whose
+group coordinator lives here) are written in process; the others are grouped per leader and sent as
+WriteTxnMarkers requests from a short-lived sender thread. A partition whose leader is unknown or unreachable
+answers NOT_LEADER_OR_FOLLOWER, which the coordinator retries after ``marker_retry_backoff_ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from mini_broker.cluster.broker_connection import BrokerConnection
+from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from mini_broker.server.context import BrokerContext
+from mini_broker.server.txn_marker_writer import write_markers
+from pykafka_client.errors import NotLeaderOrFollowerError
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+
+if TYPE_CHECKING:
+    from mini_broker.cluster.replication import ClusterReplication
+
+log = logging.getLogger(__name__)
+
+WRITE_TXN_MARKERS_VERSION = 1
+Marker = WriteTxnMarkersRequest.WritableTxnMarker
+MarkerTopic = WriteTxnMarkersRequest.WritableTxnMarkerTopic
+
+
+def split_by_leader(request: WriteTxnMarkersRequest, leader_of: Callable[[str, int], int]
+                    ) -> dict[int, WriteTxnMarkersRequest]:
+    """The request's markers regrouped per destination broker (``leader_of(topic, partition)``)."""
+    out: dict[int, dict[int, Marker]] = {}
+    for i, marker in enumerate(request.markers):
+        for t in marker.topics:
+            for p in t.partition_indexes:
+                dest = leader_of(t.name, p)
+                m = out.setdefault(dest, {}).get(i)
+                if m is None:
+                    m = out[dest][i] = Marker(producer_id=marker.producer_id, producer_epoch=marker.producer_epoch,
+                                              transaction_result=marker.transaction_result, topics=[],
+                                              coordinator_epoch=marker.coordinator_epoch)
+                topic = next((x for x in m.topics if x.name == t.name), None)
+                if topic is None:
+                    topic = MarkerTopic(name=t.name, partition_indexes=[])
+                    m.topics.append(topic)
+                topic.partition_indexes.append(p)
+    return {dest: WriteTxnMarkersRequest(markers=list(ms.values())) for dest, ms in out.items()}
+
+
+def failed_response(request: WriteTxnMarkersRequest, code: int) -> WriteTxnMarkersResponse:
+    R = WriteTxnMarkersResponse
+    return R(markers=[R.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[
+        R.WritableTxnMarkerTopicResult(name=t.name, partitions=[
+            R.WritableTxnMarkerPartitionResult(partition_index=p, error_code=code) for p in t.partition_indexes])
+        for t in m.topics]) for m in request.markers])
+
+
+def merge(responses: list[WriteTxnMarkersResponse]) -> WriteTxnMarkersResponse:
+    """One response from several (markers of the same producer id joined)."""
+    R = WriteTxnMarkersResponse
+    by_pid: dict[int, WriteTxnMarkersResponse.WritableTxnMarkerResult] = {}
+    for resp in responses:
+        for m in resp.markers:
+            into = by_pid.setdefault(m.producer_id, R.WritableTxnMarkerResult(producer_id=m.producer_id, topics=[]))
+            into.topics.extend(m.topics)
+    return R(markers=list(by_pid.values()))
+
+
+class ClusterTxnMarkerWriter:
+    """The :class:`~mini_broker.transaction.seams.TxnMarkerWriter` of a cluster broker."""
+
+    def __init__(self, context: BrokerContext, cluster: ClusterReplication) -> None:
+        self._context = context
+        self._cluster = cluster
+
+    def _destination(self, topic: str, partition: int) -> int:
+        me = self._cluster.broker_id
+        if topic == GROUP_METADATA_TOPIC_NAME:
+            return me
+        leader = self._cluster.current_leader(topic, partition)[0]
+        return me if leader < 0 else leader
+
+    def _endpoint_of(self, broker_id: int) -> Callable[[], tuple[str, int] | None]:
+        return lambda: self._cluster.broker_endpoint(broker_id)
+
+    def write_txn_markers(self, request: WriteTxnMarkersRequest,
+                          on_complete: Callable[[WriteTxnMarkersResponse], None]) -> None:
+        parts = split_by_leader(request, self._destination)
+        local = parts.pop(self._cluster.broker_id, None)
+        local_response = write_markers(self._context, local) if local is not None else None
+        if not parts:
+            on_complete(local_response if local_response is not None else WriteTxnMarkersResponse(markers=[]))
+            return
+
+        def send_remote() -> None:
+            responses = [local_response] if local_response is not None else []
+            for dest, req in parts.items():
+                conn = BrokerConnection(self._endpoint_of(dest), f"broker-{self._cluster.broker_id}-txn-markers")
+                try:
+                    resp = conn.send_and_receive(req, WRITE_TXN_MARKERS_VERSION, 30.0)
+                    assert isinstance(resp, WriteTxnMarkersResponse)
+                    responses.append(resp)
+                except (OSError, KafkaError) as e:
+                    log.warning("event=txn_markers_send_failed broker=%d error=%r msg=\"the coordinator retries\"",
+                                dest, e)
+                    responses.append(failed_response(req, NotLeaderOrFollowerError.code))
+                finally:
+                    conn.close()
+            on_complete(merge(responses))
+
+        threading.Thread(target=send_remote, name="txn-marker-sender", daemon=True).start()
