@@ -1,4 +1,5 @@
-"""In CI the interop peers must be installed: without them the interop tests would skip, not fail."""
+"""In CI the interop peers and the spark and async test dependencies must be installed: without them their tests
+would skip (importorskip), not fail."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tests.integration.tansu import tansu_binary
 pytestmark = pytest.mark.skipif(not os.environ.get("CI"), reason="checks CI's installation only (CI=true)")
 
 
-@pytest.mark.parametrize("module", ["confluent_kafka", "kafka", "aiokafka", "cryptography", "hypothesis"])
+@pytest.mark.parametrize("module", ["confluent_kafka", "kafka", "aiokafka", "cryptography", "hypothesis", "pyspark", "pyarrow", "trio"])
 def test_peer_client_is_installed(module: str) -> None:
     importlib.import_module(module)
 

@@ -5,6 +5,7 @@ proven on."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +15,10 @@ from tests.integration.conftest import _missing_peer
 from tests.integration.noida import NoidaBroker, noida_binary
 
 
-@pytest.fixture(params=["mini_broker", "mini_cluster", pytest.param("noida", marks=pytest.mark.interop)])
-def txn_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "noida":
+@contextlib.contextmanager
+def start_txn_broker(kind: str, tmp_path: Path) -> Iterator[str]:
+    """Start the broker ``kind`` ("mini_broker", "mini_cluster" or "noida"); yield its bootstrap address."""
+    if kind == "noida":
         binary = noida_binary()
         if binary is None:
             _missing_peer("noida-db")
@@ -26,16 +28,23 @@ def txn_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
             yield noida.bootstrap
         finally:
             noida.stop()
-        return
-    if request.param == "mini_cluster":
-        if request.node.module.__name__.endswith("test_bad_input"):
-            pytest.skip("client-side input checks do not depend on the broker count (single broker covers them)")
+    elif kind == "mini_cluster":
         from mini_broker.cluster.mini_cluster import MiniCluster
 
         with MiniCluster(3, data_dir=str(tmp_path / "cluster"), overrides={"group.initial.rebalance.delay.ms": 0}) as c:
             yield c.bootstrap_servers
-        return
-    from mini_broker.broker import MiniBroker
+    else:
+        from mini_broker.broker import MiniBroker
 
-    with MiniBroker({"group.initial.rebalance.delay.ms": 0}) as broker:
-        yield broker.bootstrap_servers
+        with MiniBroker({"group.initial.rebalance.delay.ms": 0}) as broker:
+            yield broker.bootstrap_servers
+
+
+#: the independent broker, marked interop
+NOIDA = pytest.param("noida", marks=pytest.mark.interop)
+
+
+@pytest.fixture(params=["mini_broker", "mini_cluster", NOIDA])
+def txn_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with start_txn_broker(request.param, tmp_path) as bootstrap:
+        yield bootstrap

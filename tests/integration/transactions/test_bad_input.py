@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ from pykafka_client.errors import (
     InvalidTxnTimeoutError,
     KafkaError,
 )
+from tests.integration.transactions.conftest import NOIDA, start_txn_broker
 from tests.integration.transactions.harness import create_topic, read_partition_ours
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -24,6 +26,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 TOPIC = "bad-input"
 TP = TopicPartition(TOPIC, 0)
 GROUP = "bad-input-group"
+
+
+@pytest.fixture(params=["mini_broker", NOIDA])
+def txn_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Misuse is caught by the client or the coordinator: the broker count changes nothing, so the
+    3-broker cluster of the other transaction tests is left out here."""
+    with start_txn_broker(request.param, tmp_path) as bootstrap:
+        yield bootstrap
 
 
 @pytest.fixture
