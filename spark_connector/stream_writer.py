@@ -3,15 +3,18 @@ flush, commit/abort do nothing), exactly-once with ``exactlyOnce=true`` (:mod:`s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
-from spark_connector.batch_writer import KafkaWriteCommitMessage, write_task
+from spark_connector.batch_writer import KafkaWriteCommitMessage, total_records, write_task
 from spark_connector.exactly_once import ExactlyOnceCommitter, TransactionCommitMessage, write_in_transaction
 from spark_connector.write_options import WriteOptions
 from spark_connector.write_schema import WriteColumns
+
+log = logging.getLogger(__name__)
 
 
 class KafkaStreamWriter(DataSourceStreamArrowWriter):
@@ -25,10 +28,13 @@ class KafkaStreamWriter(DataSourceStreamArrowWriter):
         return write_task(self.options, self.columns, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        pass
+        """Nothing to do: every task flushed its records before its ``write`` returned."""
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        pass
+        # the records of the tasks that succeeded are in Kafka already; Spark replays the batch
+        log.warning("pykafka sink: micro-batch %d failed; %d record(s) written by successful tasks stay in Kafka "
+                    "and are written again when the batch is replayed (at-least-once; exactlyOnce=true avoids "
+                    "this)", batchId, total_records(messages))
 
 
 class ExactlyOnceStreamWriter(DataSourceStreamArrowWriter):
