@@ -28,6 +28,7 @@ completions (:mod:`pykafka_client.aio._loop`).
 from __future__ import annotations
 
 import logging
+import threading
 import time as _time
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future
@@ -38,6 +39,7 @@ from typing import Any, TypeVar
 import anyio
 
 from pykafka_client.aio._loop import WakerCache
+from pykafka_client.aio._sender_driver import SenderDriver
 from pykafka_client.consumer.structs import ConsumerGroupMetadata
 from pykafka_client.errors import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
 from pykafka_client.errors_base import BrokerResponseError
@@ -45,6 +47,7 @@ from pykafka_client.network.cluster import PartitionInfo
 from pykafka_client.producer.kafka_producer import KafkaProducer
 from pykafka_client.producer.producer_batch import Callback
 from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.producer.sender import IoRunner
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -102,7 +105,16 @@ class DeliveryFuture:
         if not future.done():
             event = anyio.Event()
             waker = self._wakers.current()
-            future.add_done_callback(lambda _f: waker.call_soon(event.set))
+            loop_thread = threading.get_ident()
+
+            def wake(_f: object) -> None:
+                # the loop-driven Sender completes records in this very thread: set the event directly
+                if threading.get_ident() == loop_thread:
+                    event.set()
+                else:
+                    waker.call_soon(event.set)
+
+            future.add_done_callback(wake)
             await event.wait()
         return future.result()
 
@@ -119,8 +131,22 @@ def _rough_size(data: object) -> int:
     return 0
 
 
+class _LoopDrivenProducer(KafkaProducer):
+    """The sync producer whose Sender is run by a :class:`SenderDriver` in the event loop, not a thread."""
+
+    driver: SenderDriver
+
+    def _start_io(self) -> IoRunner:
+        self.driver = SenderDriver(self.sender, f"kafka-producer-network-task | {self.client_id}")
+        return self.driver
+
+
 class AsyncKafkaProducer:
     """See the module docstring. Configuration and serializers are the sync producer's."""
+
+    #: True: the Sender runs in the event loop (:mod:`pykafka_client.aio._sender_driver`); False: on its
+    #: own I/O thread bridged to the loop (the earlier design; kept for ``bench/async.py --design``).
+    _native_sender = True
 
     def __init__(
         self,
@@ -131,9 +157,10 @@ class AsyncKafkaProducer:
         **overrides: Any,
     ) -> None:
         """As :class:`KafkaProducer` (starts its Sender thread; no network I/O here)."""
-        self._producer = KafkaProducer(
-            config, key_serializer=key_serializer, value_serializer=value_serializer, **overrides
-        )
+        cls = _LoopDrivenProducer if self._native_sender else KafkaProducer
+        producer = cls(config, key_serializer=key_serializer, value_serializer=value_serializer, **overrides)
+        self._producer = producer
+        self._driver = producer.driver if isinstance(producer, _LoopDrivenProducer) else None
         self.config = self._producer.config
         self.client_id = self._producer.client_id
         self._batch_size: int = self.config["batch.size"]
@@ -164,6 +191,7 @@ class AsyncKafkaProducer:
         producer = self._producer
         if producer._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        self._start_driver()
         count = producer.metadata.partition_count_for_topic(topic) if isinstance(topic, str) and topic else 0
         if count is None or (partition is not None and isinstance(partition, int) and partition >= count):
             deadline = _time.monotonic() + self._max_block_s
@@ -247,9 +275,15 @@ class AsyncKafkaProducer:
     def metrics(self) -> dict[str, float]:
         return self._producer.metrics()
 
-    @staticmethod
-    async def _to_thread(fn: Callable[[], T]) -> T:
+    async def _to_thread(self, fn: Callable[[], T]) -> T:
+        self._start_driver()
         return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True)
+
+    def _start_driver(self) -> None:
+        """Start the loop-driven Sender in the running loop (first call; the async calls all pass here)."""
+        driver = self._driver
+        if driver is not None:
+            driver.ensure_started()
 
     # --- transactions -----------------------------------------------------------------------------
 
@@ -300,6 +334,7 @@ class AsyncKafkaProducer:
         return self._producer._closed
 
     async def __aenter__(self) -> AsyncKafkaProducer:
+        self._start_driver()
         return self
 
     async def __aexit__(

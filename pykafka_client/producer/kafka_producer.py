@@ -67,7 +67,7 @@ from pykafka_client.producer.producer_batch import Callback, Header, estimate_si
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.producer.record_metadata import RecordMetadata
-from pykafka_client.producer.sender import Sender
+from pykafka_client.producer.sender import IoRunner, Sender
 from pykafka_client.producer.transaction_manager import GroupMetadata, TransactionManager
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.protocol.compression import CompressionType
@@ -205,12 +205,18 @@ class KafkaProducer:
         )
         self._closed = False
         self._close_lock = threading.Lock()
-        self._io_thread = threading.Thread(
-            target=self.sender.run, name=f"kafka-producer-network-thread | {self.client_id}", daemon=True
-        )
-        self._io_thread.start()
+        self._io_thread: IoRunner = self._start_io()
         self._exit_hook = functools.partial(_close_at_exit, weakref.ref(self))
         atexit.register(self._exit_hook)
+
+    def _start_io(self) -> IoRunner:
+        """Start running the Sender (``self.sender.run``) and return its runner: the I/O thread. The hook for
+        another driver of the same Sender (the async producer drives it from its event loop)."""
+        thread = threading.Thread(
+            target=self.sender.run, name=f"kafka-producer-network-thread | {self.client_id}", daemon=True
+        )
+        thread.start()
+        return thread
 
     @staticmethod
     def _resolve_partitioner(value: Any) -> Partitioner | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pykafka_client.errors import (
     InvalidRecordError,
@@ -60,6 +61,15 @@ FENCED_LEADER_EPOCH = 74
 INVALID_RECORD = 87
 CLUSTER_AUTHORIZATION_FAILED = 31
 TOPIC_AUTHORIZATION_FAILED = 29
+
+
+class IoRunner(Protocol):
+    """What runs a Sender's :meth:`Sender.run` loop: its I/O thread (``threading.Thread``), or the async
+    producer's event-loop driver (:mod:`pykafka_client.aio._sender_driver`)."""
+
+    def is_alive(self) -> bool: ...
+
+    def join(self, timeout: float | None = None) -> None: ...
 
 
 @dataclass(slots=True)
@@ -128,39 +138,62 @@ class Sender:
 
     def run(self) -> None:
         """Loop until ``initiate_close``; then finish queued and in-flight work unless forced, aborting an
-        open transaction (contract statement 85)."""
+        open transaction (contract statement 85). The loop is :meth:`run_step` until it returns False, so a
+        driver other than a thread (the async producer's event-loop driver) runs exactly the same steps."""
+        self.start_run()
+        try:
+            while self.run_step():
+                pass
+        finally:
+            self.finish_run()
+
+    def start_run(self) -> None:
+        """Before the first :meth:`run_step`."""
         tm = self.transaction_manager
         if tm is not None:
             tm.set_poison_state_on_invalid_transition(True)
+
+    def run_step(self) -> bool:
+        """One iteration of :meth:`run`; False once the loop is over (then call :meth:`finish_run`).
+
+        Phases: running (one :meth:`run_once` per step); after ``initiate_close``, unless forced, finishing
+        the queued, in-flight and transactional work, then aborting an open transaction; when forced, the
+        transaction manager is closed and the incomplete batches failed."""
+        if self._running:
+            self._run_once_safely()
+            return True
+        tm = self.transaction_manager
+        if not self._force_close and (
+            self.accumulator.has_undrained() or self.client.has_in_flight_requests() or self._has_pending_init()
+            or self._has_pending_transactional_requests()
+        ):
+            self._run_once_safely()
+            return True
+        if not self._force_close and tm is not None and tm.is_transactional() and tm.has_ongoing_transaction():
+            if not tm.is_completing():
+                log.info("aborting the open transaction of transactional.id %s: the producer is closing", tm.transactional_id)
+                try:
+                    tm.begin_abort()
+                except Exception:
+                    log.exception("could not abort the open transaction while closing; closing forcefully")
+                    self._force_close = True
+            if not self._force_close:
+                self._run_once_safely()
+                return True
+        if self._force_close:
+            if tm is not None and tm.is_transactional():
+                tm.close()
+            self.accumulator.abort_incomplete_batches(ProducerClosedError("Producer is closed forcefully."), self._forget)
+        return False
+
+    def finish_run(self) -> None:
+        """After the last :meth:`run_step` (also when a step raised): close the network client and fail
+        whatever is still incomplete, which can never complete now."""
         try:
-            while self._running:
-                self._run_once_safely()
-            while not self._force_close and (
-                self.accumulator.has_undrained() or self.client.has_in_flight_requests() or self._has_pending_init()
-                or self._has_pending_transactional_requests()
-            ):
-                self._run_once_safely()
-            while not self._force_close and tm is not None and tm.is_transactional() and tm.has_ongoing_transaction():
-                if not tm.is_completing():
-                    log.info("aborting the open transaction of transactional.id %s: the producer is closing", tm.transactional_id)
-                    try:
-                        tm.begin_abort()
-                    except Exception:
-                        log.exception("could not abort the open transaction while closing; closing forcefully")
-                        self._force_close = True
-                        break
-                self._run_once_safely()
-            if self._force_close:
-                if tm is not None and tm.is_transactional():
-                    tm.close()
-                self.accumulator.abort_incomplete_batches(ProducerClosedError("Producer is closed forcefully."), self._forget)
-        finally:
-            try:
-                self.client.close()
-            except Exception:  # pragma: no cover - best effort
-                log.exception("error closing the network client")
-            # Anything still incomplete can never complete now.
-            self.accumulator.abort_incomplete_batches(ProducerClosedError("Producer is closed."), self._forget)
+            self.client.close()
+        except Exception:  # pragma: no cover - best effort
+            log.exception("error closing the network client")
+        self.accumulator.abort_incomplete_batches(ProducerClosedError("Producer is closed."), self._forget)
 
     def _has_pending_transactional_requests(self) -> bool:
         tm = self.transaction_manager
@@ -374,7 +407,10 @@ class Sender:
         poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
         poll_timeout = min(poll_timeout, self.accumulator.next_expiry_time_ms() - now)
         poll_timeout = max(poll_timeout, 0)
-        if result.ready_nodes:
+        if ready_nodes:
+            # data was drained for a node the client can send to: loop again at once (Java tests the ready
+            # nodes left after removing those the client is not ready for; a node that is not ready, e.g.
+            # at max.in.flight.requests.per.connection, waits in the poll for a response or its delay)
             poll_timeout = 0
         self._send_produce_requests(batches, now)
         return poll_timeout

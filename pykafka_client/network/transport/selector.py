@@ -143,6 +143,12 @@ class Selector:
         self._wakeup_w.setblocking(False)
         self._selector.register(self._wakeup_r.fileno(), selectors.EVENT_READ, None)
         self._closed = False
+        #: Set by a driver that waits for readiness itself (the async producer's event-loop driver, which
+        #: awaits :meth:`fileno` becoming readable): :meth:`poll` then never blocks and records in
+        #: :attr:`deferred_timeout_ms` how long it would have waited: 0 when it found I/O (a blocking
+        #: poll would have returned at once), else its timeout.
+        self.nonblocking = False
+        self.deferred_timeout_ms = 0
 
     # --- connections -----------------------------------------------------------------------------
 
@@ -385,6 +391,21 @@ class Selector:
         except OSError:
             pass  # closed concurrently
 
+    def fileno(self) -> int | None:
+        """A descriptor that is readable whenever :meth:`poll` has I/O to do (a connection's interest is
+        ready, or a :meth:`wakeup`): the OS selector's own (epoll/kqueue), or None where it has none
+        (``select``-based platforms)."""
+        fileno = getattr(self._selector, "fileno", None)
+        return fileno() if fileno is not None else None
+
+    def has_pending_io(self) -> bool:
+        """True if the next :meth:`poll` has results without waiting (sends completed at send time, pending
+        disconnects, bytes buffered in a channel): a driver waiting on :meth:`fileno` must poll at once."""
+        return bool(
+            self._pending_completed_sends or self._pending_disconnects or self._memory_muted
+            or any(not self._channels[c].is_muted() for c in self._buffered if c in self._channels)
+        )
+
     def _drain_wakeup(self) -> None:
         try:
             while self._wakeup_r.recv(4096):
@@ -427,8 +448,12 @@ class Selector:
             timeout_ms = 0
         start_ns = self._time.nanoseconds()
         timeout_ms = min(timeout_ms, _MAX_SELECT_TIMEOUT_MS)
+        if self.nonblocking:
+            self.deferred_timeout_ms, timeout_ms = timeout_ms, 0
         events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
         end_select_ns = self._time.nanoseconds()
+        if events and self.nonblocking:
+            self.deferred_timeout_ms = 0  # a blocking poll would have returned now: its caller loops at once
         self.metrics.select_total += 1
         self.metrics.select_time_ns_total += end_select_ns - start_ns
 

@@ -471,3 +471,31 @@ def test_epoch_exhaustion_gets_a_new_producer_id() -> None:
     h.client.respond(produce_response({TP0: (NONE, 1)}))
     h.run_until(f.done)
     assert f.result(0).offset == 1
+
+
+def test_node_not_ready_does_not_make_the_sender_spin() -> None:
+    """Bug fix: a node with data whose connection is backing off made every iteration poll with timeout 0
+    (the sender tested the ready nodes before dropping those the client cannot send to); as in Java, the
+    poll now waits for the node's delay."""
+    h = Harness()
+    h.client.backoff(h.node0, 500)
+    h.append()
+    h.run_once()
+    assert h.produce_requests() == []
+    assert 0 < h.client.poll_timeouts[-1] <= 500
+
+
+def test_run_steps_finish_queued_work_after_close() -> None:
+    """run() is run_step() until False: a batch still queued at initiate_close is sent and completed."""
+    h = Harness()
+    (f,) = h.append()
+    h.client.prepare_response(produce_response({TP0: (NONE, 7)}), is_produce)
+    h.sender.start_run()
+    h.sender.initiate_close()
+    steps = 0
+    while h.sender.run_step():
+        steps += 1
+        assert steps < 10
+    h.sender.finish_run()
+    assert len(h.produce_requests()) == 1
+    assert f.result(0).offset == 7

@@ -1,0 +1,184 @@
+"""The async producer's Sender, driven from the event loop instead of an I/O thread.
+
+The Sender, NetworkClient, RecordAccumulator and TransactionManager are the sync producer's objects; only
+who runs :meth:`Sender.run_step` changes. :class:`SenderDriver` runs it as one background task of the
+event loop (asyncio task / trio system task), so the loop thread is the only thread doing the producer's
+work and there is no GIL hand-off between the loop and an I/O thread (which cost up to the interpreter's
+switch interval, 5 ms, per hand-off: the bridge's loop-lag p99 of 5-16 ms).
+
+One step: ``run_step()`` with the selector in non-blocking mode (its poll never waits; it records how long
+it would have waited in ``deferred_timeout_ms``: linger, retry backoff, request timeouts, metadata), then
+
+* if that is 0 or the selector has results pending without I/O: yield once (``checkpoint``) and step again;
+* else await the OS selector's descriptor (epoll) becoming readable, up to that timeout. The descriptor is
+  readable when any connection has I/O to do or :meth:`Selector.wakeup` was called (``send`` filling a batch,
+  ``flush``, ``close``, a transactional call: the sync producer's wake-ups, unchanged).
+
+A step is short (its p99 is measured by ``bench/async.py``), so no step blocks the loop.
+
+The blocking sync calls (``flush``, ``close``, transactional calls, metadata waits) still run on worker
+threads and wait for the loop-driven Sender as they wait for the I/O thread. When the loop ends while the
+producer is open (its task is cancelled), or before the driver was ever started in a loop, the remaining
+steps run on a thread (:meth:`SenderDriver.join` starts it), so the producer can always be closed and flushed.
+Where the selector has no pollable descriptor (``select``-based platforms), the Sender runs on its thread
+as in the sync producer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import threading
+import time as _time
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from pykafka_client.network.transport.selector import Selector
+from pykafka_client.producer.sender import Sender
+
+log = logging.getLogger(__name__)
+
+
+class _State(enum.Enum):
+    NEW = "new"  # not started: nothing runs the Sender yet
+    LOOP = "loop"  # a task of an event loop runs it
+    THREAD = "thread"  # a thread runs it (the loop ended, or there was none, or no pollable selector)
+    DONE = "done"  # the Sender's run is over (finish_run done)
+
+
+class SenderDriver:
+    """Runs one Sender's steps in an event loop; an :class:`~pykafka_client.producer.sender.IoRunner`."""
+
+    def __init__(self, sender: Sender, name: str) -> None:
+        self._sender = sender
+        selector = getattr(sender.client, "selector", None)
+        self._selector = selector if isinstance(selector, Selector) and selector.fileno() is not None else None
+        self._name = name
+        self._lock = threading.Lock()
+        self._state = _State.NEW
+        self._done = threading.Event()
+        self._loop_thread = 0
+        self._asyncio_loop: asyncio.AbstractEventLoop | None = None
+        self._task: Any = None  # the asyncio task (a strong reference, as asyncio requires)
+        #: Wall time of each step (ns), when a benchmark sets it to a list.
+        self.step_ns: list[int] | None = None
+
+    # --- IoRunner ------------------------------------------------------------------------------
+
+    def is_alive(self) -> bool:
+        return not self._done.is_set()
+
+    def join(self, timeout: float | None = None) -> None:
+        """Wait until the Sender's run is over (as ``Thread.join``). Never waits in the loop thread itself
+        (it would stop the loop that runs the Sender): returns at once there."""
+        with self._lock:
+            state = self._state
+            if state is _State.NEW or (
+                state is _State.LOOP and self._asyncio_loop is not None and self._asyncio_loop.is_closed()
+            ):
+                self._state = state = _State.THREAD
+                self._start_thread()
+        if state is _State.LOOP and threading.get_ident() == self._loop_thread:
+            log.warning("the producer was closed from its event loop's thread without awaiting: not waiting")
+            return
+        self._done.wait(timeout)
+
+    # --- starting --------------------------------------------------------------------------------
+
+    def ensure_started(self) -> None:
+        """Start driving the Sender in the running event loop (once; cheap afterwards)."""
+        if self._state is not _State.NEW:
+            return
+        with self._lock:
+            if self._state is not _State.NEW:
+                return
+            if self._selector is None:
+                self._state = _State.THREAD
+                self._start_thread()
+                return
+            self._state = _State.LOOP
+            self._loop_thread = threading.get_ident()
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                import trio
+
+                trio.lowlevel.spawn_system_task(self._drive, name=self._name)
+            else:
+                self._asyncio_loop = loop
+                self._task = loop.create_task(self._drive(), name=self._name)
+
+    def _start_thread(self) -> None:
+        threading.Thread(target=self._run_rest, name=self._name, daemon=True).start()
+
+    # --- the two ways of running the steps -----------------------------------------------------------
+
+    async def _drive(self) -> None:
+        sender = self._sender
+        selector = self._selector
+        assert selector is not None
+        fd = selector.fileno()
+        assert fd is not None
+        wait_readable = anyio.wait_readable
+        checkpoint = anyio.lowlevel.checkpoint
+        clock = _time.perf_counter_ns
+        finished = False
+        selector.nonblocking = True
+        try:
+            sender.start_run()
+            while True:
+                selector.deferred_timeout_ms = 0
+                steps = self.step_ns
+                if steps is None:
+                    more = sender.run_step()
+                else:
+                    start = clock()
+                    more = sender.run_step()
+                    steps.append(clock() - start)
+                if not more:
+                    finished = True
+                    break
+                timeout_ms = selector.deferred_timeout_ms
+                if timeout_ms <= 0 or selector.has_pending_io():
+                    await checkpoint()
+                else:
+                    with anyio.move_on_after(timeout_ms / 1000.0):
+                        await wait_readable(fd)
+        except Exception:
+            log.exception("uncaught error in the producer's event-loop driver; the producer stops sending")
+            finished = True
+        finally:
+            selector.nonblocking = False
+            if finished:
+                self._finish()
+            else:
+                # the loop is ending (our task is cancelled) with the producer still open: go on in a thread
+                with self._lock:
+                    self._state = _State.THREAD
+                    self._asyncio_loop = None
+                    self._task = None
+                self._start_thread()
+
+    def _run_rest(self) -> None:
+        """The thread's part: the remaining steps (blocking polls), then the end of the run."""
+        sender = self._sender
+        try:
+            sender.start_run()  # idempotent: the loop may have run the first steps
+            while sender.run_step():
+                pass
+        except Exception:
+            log.exception("uncaught error in the producer I/O thread")
+        finally:
+            self._finish()
+
+    def _finish(self) -> None:
+        try:
+            self._sender.finish_run()
+        finally:
+            with self._lock:
+                self._state = _State.DONE
+                self._task = None
+            self._done.set()
