@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/async.py                   # 200k x 100-byte values, produce and consume
     .venv/bin/python bench/async.py --records 50000   # quicker
+    .venv/bin/python bench/async.py --gc freeze       # gc.freeze() after start-up in each client process
     .venv/bin/python bench/async.py --design          # no broker needed beyond one run: what the design
                                                       # decision in docs/ARCHITECTURE.md "Async API" rests on
 
@@ -15,6 +16,7 @@ sync client has no loop ("-"). Ratios are to our sync client.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -29,7 +31,11 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-CLIENTS = ["sync", "async-asyncio", "async-trio", "aiokafka"]
+# bridge-*: our async producer with its Sender on an I/O thread bridged to the loop (the design before the
+# loop-driven Sender; produce only: the consumer is the same in both)
+CLIENTS = ["sync", "async-asyncio", "async-trio", "bridge-asyncio", "bridge-trio", "aiokafka"]
+#: the loop-driven Sender's step times (ns) of the last produce_ours run
+STEP_NS: list[int] = []
 TICK_S = 0.001
 
 
@@ -86,11 +92,14 @@ def produce_sync(bootstrap: str, topic: str, n: int, value: bytes) -> float:
     return elapsed
 
 
-async def produce_ours(bootstrap: str, topic: str, n: int, value: bytes) -> float:
+async def produce_ours(bootstrap: str, topic: str, n: int, value: bytes, native: bool = True) -> float:
     from pykafka_client.aio import AsyncKafkaProducer
 
+    AsyncKafkaProducer._native_sender = native
     async with AsyncKafkaProducer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5}) as p:
         await p.send_and_wait(topic, value)
+        if p._driver is not None:
+            p._driver.step_ns = STEP_NS
         start = time.perf_counter()
         send = p.send
         last = None
@@ -181,16 +190,31 @@ async def consume_aiokafka(bootstrap: str, topic: str, n: int) -> float:
 def child(args: argparse.Namespace) -> None:
     if args.switch_interval:
         sys.setswitchinterval(args.switch_interval)
+    gen2: list[float] = []
+    if args.gc == "freeze":
+        gc.collect()
+        gc.freeze()  # the objects alive after start-up (modules, classes...) are not scanned by collections
+    started = [0.0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] == 2:
+            if phase == "start":
+                started[0] = time.perf_counter()
+            else:
+                gen2.append((time.perf_counter() - started[0]) * 1000)
+
+    gc.callbacks.append(on_gc)
     value = b"x" * args.value_size
     client, workload = args.client, args.workload
     lag: dict[str, float] | None = None
+    cpu0 = time.process_time()
     if client == "sync":
         if workload == "produce":
             elapsed = produce_sync(args.bootstrap, args.topic, args.records, value)
         else:
             elapsed = consume_sync(args.bootstrap, args.topic, args.records)
     else:
-        backend = "trio" if client == "async-trio" else "asyncio"
+        backend = "trio" if client.endswith("-trio") else "asyncio"
 
         def work() -> Awaitable[float]:
             if client == "aiokafka":
@@ -198,11 +222,14 @@ def child(args: argparse.Namespace) -> None:
                     return produce_aiokafka(args.bootstrap, args.topic, args.records, value)
                 return consume_aiokafka(args.bootstrap, args.topic, args.records)
             if workload == "produce":
-                return produce_ours(args.bootstrap, args.topic, args.records, value)
+                return produce_ours(args.bootstrap, args.topic, args.records, value, not client.startswith("bridge"))
             return consume_ours(args.bootstrap, args.topic, args.records)
 
         elapsed, lag = _run_with_lag(backend, work)
-    print(json.dumps({"elapsed": elapsed, "lag": lag}))
+    cpu = time.process_time() - cpu0
+    steps = _percentiles([ns / 1e9 for ns in STEP_NS]) if STEP_NS else None
+    print(json.dumps({"elapsed": elapsed, "lag": lag, "cpu": cpu, "steps": steps, "nsteps": len(STEP_NS),
+                      "gen2": [len(gen2), max(gen2, default=0.0)]}))
 
 
 # --- design measurements ---------------------------------------------------------------------------
@@ -329,6 +356,9 @@ def main() -> None:
     ap.add_argument("--design", action="store_true", help="the measurements behind the design decision")
     ap.add_argument("--switch-interval", type=float, default=0.0,
                     help="sys.setswitchinterval() of the client processes (default: Python's 0.005 s)")
+    ap.add_argument("--gc", choices=("default", "freeze"), default="default",
+                    help="freeze: gc.freeze() in the client processes before the workload (full collections then "
+                         "scan only what the workload allocated, not the start-up heap)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--workload", help=argparse.SUPPRESS)
@@ -347,18 +377,24 @@ def main() -> None:
             switch = f"{args.switch_interval or sys.getswitchinterval()} s"
             print(f"{args.records} records x {args.value_size} B, 1 partition, mini_broker in its own process;"
                   f" loop lag in ms (1 ms ticker); GIL switch interval {switch}")
-            print(f"{'workload':<10}{'client':<15}{'rec/s':>10}{'vs sync':>9}{'lag p50':>8}{'p99':>8}{'max':>8}")
+            print("cpu us/rec: the client process's CPU time per record (includes start-up; steadier than rec/s"
+                  " on a shared box); step p50/p99: wall time of the loop-driven Sender's steps, ms; gen2: full"
+                  f" garbage collections during the run and the longest, ms (--gc {args.gc})")
+            print(f"{'workload':<10}{'client':<15}{'rec/s':>10}{'vs sync':>9}{'lag p50':>8}{'p99':>8}{'max':>8}"
+                  f"{'cpu us/rec':>11}{'step p50':>9}{'p99':>7}{'gen2':>6}{'max':>6}")
             topic = f"bench-async-{time.monotonic_ns()}"
             for workload in ("produce", "consume"):
                 base: float | None = None
                 for i, client in enumerate(args.clients.split(",")):
+                    if workload == "consume" and client.startswith("bridge"):
+                        continue
                     # produce: each client writes its own records; consume: every client reads the same
                     # topic, filled by the produce runs (records x clients >= records)
                     t = f"{topic}-{i}" if workload == "produce" else f"{topic}-0"
                     cmd = [sys.executable, __file__, "--child", "--client", client, "--workload", workload,
                            "--bootstrap", bootstrap, "--topic", t, "--records", str(args.records),
                            "--value-size", str(args.value_size),
-                           "--switch-interval", str(args.switch_interval)]  # fmt: skip
+                           "--switch-interval", str(args.switch_interval), "--gc", args.gc]  # fmt: skip
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT)
                     if out.returncode != 0:
                         print(f"{workload:<10}{client:<15} failed: {out.stderr.strip().splitlines()[-1:]}")
@@ -368,7 +404,12 @@ def main() -> None:
                     if client == "sync":
                         base = rate
                     ratio = f"{rate / base:.2f}x" if base else "-"
-                    print(f"{workload:<10}{client:<15}{rate:>10.0f}{ratio:>9}{_lag_text(res['lag'])}", flush=True)
+                    cpu = res["cpu"] / args.records * 1e6
+                    st = res.get("steps")
+                    steps = f"{st['p50']:>9.3f}{st['p99']:>7.2f}" if st else f"{'-':>9}{'-':>7}"
+                    n2, max2 = res["gen2"]
+                    print(f"{workload:<10}{client:<15}{rate:>10.0f}{ratio:>9}{_lag_text(res['lag'])}{cpu:>11.1f}{steps}"
+                          f"{n2:>6}{max2:>6.1f}", flush=True)
         finally:
             broker.terminate()
             broker.wait(30)

@@ -89,27 +89,37 @@ class SenderDriver:
     # --- starting --------------------------------------------------------------------------------
 
     def ensure_started(self) -> None:
-        """Start driving the Sender in the running event loop (once; cheap afterwards)."""
+        """Start driving the Sender: in the event loop running in this thread, else (no loop here: a sync
+        call from another thread came first) on a thread. Once; cheap afterwards."""
         if self._state is not _State.NEW:
             return
         with self._lock:
             if self._state is not _State.NEW:
                 return
-            if self._selector is None:
+            loop: asyncio.AbstractEventLoop | None = None
+            trio_token: object = None
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                try:
+                    import trio
+
+                    trio_token = trio.lowlevel.current_trio_token()
+                except (ImportError, RuntimeError):
+                    pass
+            if self._selector is None or (loop is None and trio_token is None):
                 self._state = _State.THREAD
                 self._start_thread()
                 return
             self._state = _State.LOOP
             self._loop_thread = threading.get_ident()
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
+            if loop is not None:
+                self._asyncio_loop = loop
+                self._task = loop.create_task(self._drive(), name=self._name)
+            else:
                 import trio
 
                 trio.lowlevel.spawn_system_task(self._drive, name=self._name)
-            else:
-                self._asyncio_loop = loop
-                self._task = loop.create_task(self._drive(), name=self._name)
 
     def _start_thread(self) -> None:
         threading.Thread(target=self._run_rest, name=self._name, daemon=True).start()

@@ -48,6 +48,7 @@ from pykafka_client.producer.kafka_producer import KafkaProducer
 from pykafka_client.producer.producer_batch import Callback
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.producer.sender import IoRunner
+from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,9 @@ T = TypeVar("T")
 #: Polling interval bounds (seconds) while ``send`` waits for ``buffer.memory``.
 _MEMORY_POLL_MIN_S = 0.0005
 _MEMORY_POLL_MAX_S = 0.01
-#: ``send`` yields to the event loop when it has not for this long (seconds).
-_YIELD_EVERY_S = 0.001
+#: ``send`` yields to the event loop when it has not for this long (seconds). asyncio runs a task that
+#: yielded before the timers that came due meanwhile, so a waiting task can wait two of these.
+_YIELD_EVERY_S = 0.0005
 
 
 class DeliveryFuture:
@@ -136,9 +138,27 @@ class _LoopDrivenProducer(KafkaProducer):
 
     driver: SenderDriver
 
+    # the loop thread runs the Sender: there is no I/O thread to hand the GIL to after a new batch
+    _yield_to_io_thread = False
+
     def _start_io(self) -> IoRunner:
         self.driver = SenderDriver(self.sender, f"kafka-producer-network-task | {self.client_id}")
         return self.driver
+
+    # The sync calls that wait for the Sender: if no event loop runs it yet (a sync call from a thread came
+    # first), they start it on a thread instead of waiting for nothing. No-ops once it runs.
+
+    def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int) -> int:
+        self.driver.ensure_started()
+        return super()._wait_on_metadata(topic, partition, max_wait_ms)
+
+    def flush(self, timeout: float | None = None) -> None:
+        self.driver.ensure_started()
+        super().flush(timeout)
+
+    def _await(self, result: TransactionalRequestResult, timeout: float | None) -> None:
+        self.driver.ensure_started()
+        super()._await(result, timeout)
 
 
 class AsyncKafkaProducer:
@@ -161,6 +181,7 @@ class AsyncKafkaProducer:
         producer = cls(config, key_serializer=key_serializer, value_serializer=value_serializer, **overrides)
         self._producer = producer
         self._driver = producer.driver if isinstance(producer, _LoopDrivenProducer) else None
+        self._driver_idle = True  # until the first async call starts the driver in its loop
         self.config = self._producer.config
         self.client_id = self._producer.client_id
         self._batch_size: int = self.config["batch.size"]
@@ -191,41 +212,53 @@ class AsyncKafkaProducer:
         producer = self._producer
         if producer._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
-        self._start_driver()
-        count = producer.metadata.partition_count_for_topic(topic) if isinstance(topic, str) and topic else 0
-        if count is None or (partition is not None and isinstance(partition, int) and partition >= count):
-            deadline = _time.monotonic() + self._max_block_s
-            try:
-                await anyio.to_thread.run_sync(
-                    producer._wait_on_metadata, topic, partition, int(self._max_block_s * 1000),
-                    abandon_on_cancel=True,
-                )
-            except (BrokerResponseError, KafkaTimeoutError) as e:
-                return self._fail(e, on_delivery)
-        else:
-            deadline = None
-        pool = producer.accumulator.free
-        need = self._batch_size
-        if key is not None or value is not None:
-            need = max(need, _rough_size(key) + _rough_size(value) + 128)
-        if not pool.can_allocate_now(need):
-            if deadline is None:
-                deadline = _time.monotonic() + self._max_block_s
-            if not await self._wait_for_memory(need, deadline):
-                return self._fail(
-                    BufferExhaustedError(
-                        f"Failed to allocate {need} bytes within the configured max blocking time "
-                        f"{int(self._max_block_s * 1000)} ms. Total memory: {pool.total_memory} bytes. "
-                        f"Available memory: {pool.available_memory()} bytes."
-                    ),
-                    on_delivery,
-                )
+        if self._driver_idle:
+            self._start_driver()
         now = _time.perf_counter()
         if now - self._last_yield >= _YIELD_EVERY_S:
             # a task sending in a tight loop mostly never suspends (the append needs no await): let the
             # other tasks run now and then, so producing at full speed does not stall the event loop
             self._last_yield = now
             await anyio.lowlevel.checkpoint()
+        pool = producer.accumulator.free
+        need = self._batch_size
+        size = 128
+        if value is not None:
+            size += _rough_size(value)
+        if key is not None:
+            size += _rough_size(key)
+        if size > need:
+            need = size
+        deadline: float | None = None
+        while True:
+            # Both conditions are checked again after any await (the loop-driven Sender runs meanwhile and may,
+            # e.g., drop the topic's metadata), so the sync send below finds them true and never blocks the loop.
+            count = producer.metadata.partition_count_for_topic(topic) if isinstance(topic, str) and topic else 0
+            if count is None or (partition is not None and isinstance(partition, int) and partition >= count):
+                if deadline is None:
+                    deadline = _time.monotonic() + self._max_block_s
+                remaining_ms = max(int((deadline - _time.monotonic()) * 1000), 0)
+                try:
+                    await anyio.to_thread.run_sync(
+                        producer._wait_on_metadata, topic, partition, remaining_ms, abandon_on_cancel=True
+                    )
+                except (BrokerResponseError, KafkaTimeoutError) as e:
+                    return self._fail(e, on_delivery)
+                continue
+            if not pool.can_allocate_now(need):
+                if deadline is None:
+                    deadline = _time.monotonic() + self._max_block_s
+                if not await self._wait_for_memory(need, deadline):
+                    return self._fail(
+                        BufferExhaustedError(
+                            f"Failed to allocate {need} bytes within the configured max blocking time "
+                            f"{int(self._max_block_s * 1000)} ms. Total memory: {pool.total_memory} bytes. "
+                            f"Available memory: {pool.available_memory()} bytes."
+                        ),
+                        on_delivery,
+                    )
+                continue
+            break
         # No await from here: the record is enqueued or send raises (cancellation cannot split the two).
         return DeliveryFuture(producer.send(topic, value, key, partition, timestamp, headers, on_delivery), self._wakers)
 
@@ -284,6 +317,7 @@ class AsyncKafkaProducer:
         driver = self._driver
         if driver is not None:
             driver.ensure_started()
+        self._driver_idle = False
 
     # --- transactions -----------------------------------------------------------------------------
 

@@ -113,6 +113,8 @@ class KafkaProducer:
     """
 
     close_at_exit_timeout: float = 10.0
+    #: ``send`` hands the GIL to the I/O thread after creating a batch (False when no thread runs the Sender)
+    _yield_to_io_thread = True
 
     def __init__(
         self,
@@ -327,7 +329,7 @@ class KafkaProducer:
             return _failed_future(e)
         if result.batch_is_full or result.new_batch_created:
             self.sender.wakeup()
-            if result.new_batch_created:
+            if result.new_batch_created and self._yield_to_io_thread:
                 _yield_gil()
         return result.future
 

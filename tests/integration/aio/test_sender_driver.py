@@ -1,0 +1,81 @@
+"""The async producer's Sender runs in the event loop (aio/_sender_driver.py): no I/O thread, completions in
+the loop's thread, and the hand-over to a thread when the loop ends with the producer still open."""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+import pytest
+
+from mini_broker.broker import MiniBroker
+from pykafka_client.aio import AsyncKafkaProducer
+from pykafka_client.aio.producer import DeliveryFuture
+from pykafka_client.producer.record_metadata import RecordMetadata
+from tests.integration.aio.conftest import topic_name
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+IO_THREAD_PREFIX = "kafka-producer-network"
+
+
+def _io_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(IO_THREAD_PREFIX)]
+
+
+@pytest.mark.anyio
+async def test_the_sender_runs_in_the_loop_thread_without_an_io_thread(broker: MiniBroker) -> None:
+    topic = topic_name()
+    before = set(_io_threads())
+    delivered_in: list[int] = []
+    async with AsyncKafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 2}) as producer:
+        deliveries = [
+            await producer.send(topic, b"v%d" % i, on_delivery=lambda md, exc: delivered_in.append(threading.get_ident()))
+            for i in range(200)
+        ]
+        metas = [await d for d in deliveries]
+        assert set(_io_threads()) == before  # no thread of ours runs this producer's Sender
+        await producer.flush()
+    assert len(metas) == 200 and all(m.offset >= 0 for m in metas)
+    assert set(delivered_in) == {threading.get_ident()}  # callbacks ran in the event loop's thread
+    assert producer.sync_producer.sender.is_running() is False
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_producer_left_open_when_its_loop_ends_goes_on_in_a_thread(broker: MiniBroker, backend: str) -> None:
+    topic = topic_name()
+    held: dict[str, object] = {}
+
+    async def first_loop() -> None:
+        producer = AsyncKafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 50})
+        await producer.send_and_wait(topic, b"first")
+        held["producer"] = producer
+        held["pending"] = [await producer.send(topic, b"p%d" % i) for i in range(50)]
+        # the loop ends here with the producer open and records buffered (linger.ms 50)
+
+    anyio.run(first_loop, backend=backend)
+    producer = held["producer"]
+    assert isinstance(producer, AsyncKafkaProducer)
+    producer.sync_producer.flush(30)  # a thread now runs the Sender: the sync calls work
+    pending = held["pending"]
+    assert isinstance(pending, list)
+    for d in pending:
+        assert isinstance(d, DeliveryFuture)
+        assert isinstance(d.result(), RecordMetadata)
+
+    async def second_loop() -> RecordMetadata:
+        async with producer:  # another loop: sends still work, close ends the thread
+            return await producer.send_and_wait(topic, b"second")
+
+    md = anyio.run(second_loop, backend=backend)
+    assert md.offset == 51
+    assert producer.closed and not producer.sync_producer._io_thread.is_alive()
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_producer_closed_before_any_loop_ran_it_closes(broker: MiniBroker, backend: str) -> None:
+    producer = AsyncKafkaProducer({"bootstrap.servers": broker.bootstrap_servers})
+    future = producer.sync_producer.send(topic_name(), b"sync")  # appended; nothing drives the Sender yet
+    producer.sync_producer.close(30)  # runs the Sender's steps on a thread, which sends the record
+    assert future.result(0).offset == 0
+    assert not producer.sync_producer._io_thread.is_alive()
