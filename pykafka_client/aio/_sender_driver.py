@@ -180,7 +180,7 @@ class SenderDriver:
             while sender.run_step():
                 pass
         except Exception:
-            log.exception("uncaught error in the producer I/O thread")
+            log.exception("uncaught error in the producer I/O thread; the producer stops sending")
         finally:
             self._finish()
 

@@ -7,11 +7,13 @@
         metadata = await delivery                            # RecordMetadata once the broker acknowledged
         metadata = await producer.send_and_wait("events", b"again")
 
-One core: the async producer *is* a sync :class:`KafkaProducer` (same RecordAccumulator, Sender thread,
-idempotence and transactions). ``send`` appends to the accumulator in the event loop (a few microseconds,
-never blocking: see below) and returns a :class:`DeliveryFuture`; the Sender thread completes the record,
-and a task awaiting it is woken through the loop's thread-safe entry point, one loop callback per burst of
-completions (:mod:`pykafka_client.aio._loop`).
+One core: the async producer *is* a sync :class:`KafkaProducer` (same RecordAccumulator, Sender,
+NetworkClient, idempotence and transactions). Its Sender is not run by an I/O thread but by a task of the
+event loop (:mod:`pykafka_client.aio._sender_driver`: short non-blocking steps, waiting on the selector's
+descriptor in between), started by the first async call. ``send`` appends to the accumulator in the event
+loop (a few microseconds, never blocking: see below) and returns a :class:`DeliveryFuture`; the Sender's
+step completes the record in the loop's thread and wakes the task awaiting it directly (a record completed
+on another thread, e.g. after the loop ended, wakes it through :mod:`pykafka_client.aio._loop`).
 
 * ``send`` never blocks the loop: when the topic's metadata is missing it waits for it on a worker thread;
   when ``buffer.memory`` is short it waits asynchronously for room; both within ``max.block.ms``, after which
@@ -96,7 +98,8 @@ class DeliveryFuture:
         return self._future.exception()
 
     def add_done_callback(self, fn: Callable[[DeliveryFuture], object]) -> None:
-        """``fn(self)`` once the record completes: in the producer's I/O thread (keep it quick, no awaits)."""
+        """``fn(self)`` once the record completes: in the thread running the Sender, normally the event loop's
+        (keep it quick, no awaits, no blocking call)."""
         self._future.add_done_callback(lambda _f: fn(self))
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
@@ -165,7 +168,7 @@ class AsyncKafkaProducer:
     """See the module docstring. Configuration and serializers are the sync producer's."""
 
     #: True: the Sender runs in the event loop (:mod:`pykafka_client.aio._sender_driver`); False: on its
-    #: own I/O thread bridged to the loop (the earlier design; kept for ``bench/async.py --design``).
+    #: own I/O thread bridged to the loop (the earlier design; kept for ``bench/async.py``'s bridge-* rows).
     _native_sender = True
 
     def __init__(
@@ -176,7 +179,7 @@ class AsyncKafkaProducer:
         value_serializer: Any = None,
         **overrides: Any,
     ) -> None:
-        """As :class:`KafkaProducer` (starts its Sender thread; no network I/O here)."""
+        """As :class:`KafkaProducer` (no network I/O here: the Sender starts in the loop at the first async call)."""
         cls = _LoopDrivenProducer if self._native_sender else KafkaProducer
         producer = cls(config, key_serializer=key_serializer, value_serializer=value_serializer, **overrides)
         self._producer = producer
