@@ -22,7 +22,7 @@ import heapq
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from pykafka_client.consumer.consumer_record import ConsumerRecord, TimestampType
 from pykafka_client.errors import (
@@ -33,6 +33,7 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
 from pykafka_client.protocol.records import ControlRecordType, MemoryRecords, RecordBatch
+from pykafka_client.protocol.records.columns import RecordColumns, columns_of_records, decode_columns
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.record import Record
 from pykafka_client.structs import TopicPartition
@@ -41,6 +42,7 @@ from pykafka_client.structs import TopicPartition
 Deserialize = Callable[[str, "bytes | None", Any], Any] | None
 
 _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
+_T = TypeVar("_T")
 
 
 def _why(e: BaseException) -> str:
@@ -133,12 +135,14 @@ class CompletedFetch:
         except KafkaError:
             return False
 
-    def _fill(self) -> bool:
-        """Load the next batch with records at or after ``next_fetch_offset``; False at the end."""
-        while not self._records:
+    def _next_data_batch(self) -> RecordBatch | None:
+        """The next batch whose records the application sees; control batches and (with ``read_committed``)
+        the batches of aborted transactions are skipped, moving ``next_fetch_offset`` past them. None at the
+        end of the fetched data."""
+        while True:
             batch = self._next_batch()
             if batch is None:
-                return False
+                return None
             producer_id = batch.producer_id
             if self._read_committed and producer_id >= 0:
                 while self._aborted_txns and self._aborted_txns[0][0] <= batch.last_offset:
@@ -153,6 +157,14 @@ class CompletedFetch:
             if batch.is_control:
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
                 continue
+            return batch
+
+    def _fill(self) -> bool:
+        """Load the next batch with records at or after ``next_fetch_offset``; False at the end."""
+        while not self._records:
+            batch = self._next_data_batch()
+            if batch is None:
+                return False
             self._current_batch = batch
             for r in self._decode(batch):
                 if r.offset >= self.next_fetch_offset:
@@ -162,12 +174,59 @@ class CompletedFetch:
         return True
 
     def _decode(self, batch: RecordBatch) -> list[Record]:
+        return self._guarded(batch, batch.records)
+
+    def _decode_columns(self, batch: RecordBatch) -> RecordColumns:
+        if isinstance(batch, DefaultRecordBatch):
+            return self._guarded(batch, lambda: decode_columns(batch))
+        return columns_of_records(self._decode(batch), batch.timestamp_type)
+
+    def _guarded(self, batch: RecordBatch, decode: Callable[[], _T]) -> _T:
+        """``decode()``, its failures raised as :func:`corrupt` naming the partition and the batch."""
         try:
-            return batch.records()
+            return decode()
         except (CorruptRecordError, MessageDecodeError, KafkaError) as e:
             raise corrupt(self.partition, self._offset_of(batch), _why(e)) from e
         except Exception as e:  # a codec library failing on garbage
             raise corrupt(self.partition, self._offset_of(batch), f"{type(e).__name__}: {e}") from e
+
+    def fetch_columns(self, max_records: int, check_crcs: bool, read_committed: bool) -> list[RecordColumns]:
+        """The next whole batches as columns (no object per record), at least one and then until they hold
+        ``max_records`` records; the position moves past each batch returned. The first batch may start
+        before ``next_fetch_offset`` as it was when called (a compressed batch, or the rest of a batch
+        :meth:`fetch_records` started): the caller drops the records before it. Same skipping (control
+        batches, aborted transactions) and the same sticky errors as :meth:`fetch_records`."""
+        if self.cached_exception is not None:
+            raise self.cached_exception
+        if self.is_consumed:
+            return []
+        if self._batches is None:
+            self._open(check_crcs, read_committed)
+        out: list[RecordColumns] = []
+        count = 0
+        try:
+            while count < max_records:
+                if self._records:
+                    batch: RecordBatch | None = self._current_batch  # fetch_records stopped inside it
+                else:
+                    batch = self._next_data_batch()
+                if batch is None:
+                    self.drain()
+                    break
+                columns = self._decode_columns(batch)
+                self._records.clear()
+                epoch = batch.partition_leader_epoch
+                self.last_epoch = epoch if epoch >= 0 else None
+                self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
+                if columns.num_records:
+                    out.append(columns)
+                    count += columns.num_records
+        except KafkaError as e:
+            self.cached_exception = e
+            if not out:
+                raise
+        self.records_read += count
+        return out
 
     def fetch_records(
         self,
