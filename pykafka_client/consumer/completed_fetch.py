@@ -300,6 +300,10 @@ class CompletedFetch:
                 if not records and isinstance(batch, DefaultRecordBatch):
                     # the batch may end with offsets removed by compaction
                     self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
+            if not records and not self.is_consumed and not self._fill():
+                # max_records ended the loop exactly at the end of the data: consumed now, not on the next
+                # call, so the fetch pipelined after this poll (KafkaConsumer.poll) includes this partition
+                self.drain()
         except KafkaError as e:
             self.cached_exception = e
             if not out:

@@ -102,6 +102,18 @@ def test_max_poll_records_buffers_the_rest() -> None:
     assert f.collect_fetch() == {}
 
 
+def test_taking_the_last_records_frees_the_partition_for_the_pipelined_fetch() -> None:
+    f, env, subs = make(max_poll_records=3)
+    assign(subs, TP0)
+    f.send_fetches()
+    env.respond(response({TP0: (0, batch(0, [b"a", b"b"]) + batch(2, [b"c"]) + control_batch(3, 1, True))}))
+    assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 1, 2]
+    # max.poll.records ended exactly at the end of the data: nothing buffered, the next fetch goes out now
+    # (KafkaConsumer.poll sends it before handing the records over), from past the trailing marker
+    assert f.send_fetches() == 1
+    assert env.pending()[-1].body.topics[0].partitions[0].fetch_offset == 4
+
+
 def test_records_before_position_in_batch_are_skipped() -> None:
     f, env, subs = make()
     assign(subs, TP0, offset=2)
