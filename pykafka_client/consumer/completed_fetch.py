@@ -19,6 +19,8 @@ Invariants:
 from __future__ import annotations
 
 import heapq
+import itertools
+import operator
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -43,6 +45,12 @@ Deserialize = Callable[[str, "bytes | None", Any], Any] | None
 
 _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
 _T = TypeVar("_T")
+
+
+def _increasing(records: list[Record]) -> bool:
+    """Whether the offsets of ``records`` strictly increase (always, unless the broker sent a bad batch)."""
+    offsets = [r.offset for r in records]
+    return all(map(operator.lt, offsets, itertools.islice(offsets, 1, None)))
 
 
 def _why(e: BaseException) -> str:
@@ -81,7 +89,9 @@ class CompletedFetch:
         self.records_read = 0
         self.bytes_read = 0
         self._batches: Iterator[RecordBatch] | None = None
-        self._records: deque[Record] = deque()
+        #: the decoded records of ``_current_batch``; ``_records[_index:]`` are not returned yet
+        self._records: list[Record] = []
+        self._index = 0
         self._current_batch: RecordBatch | None = None
         self._aborted_producer_ids: set[int] = set()
         self._aborted_txns: list[tuple[int, int]] = []
@@ -101,7 +111,8 @@ class CompletedFetch:
     def drain(self) -> None:
         """Drop what is left (the partition was revoked, paused or seeked)."""
         self.is_consumed = True
-        self._records.clear()
+        self._records = []
+        self._index = 0
         self._batches = None
 
     def _next_batch(self) -> RecordBatch | None:
@@ -161,15 +172,19 @@ class CompletedFetch:
 
     def _fill(self) -> bool:
         """Load the next batch with records at or after ``next_fetch_offset``; False at the end."""
-        while not self._records:
+        while self._index >= len(self._records):
             batch = self._next_data_batch()
             if batch is None:
                 return False
             self._current_batch = batch
-            for r in self._decode(batch):
-                if r.offset >= self.next_fetch_offset:
-                    self._records.append(r)  # re-checked when returned: offsets must keep increasing
-            if not self._records:
+            records = self._decode(batch)
+            start = 0
+            position = self.next_fetch_offset
+            while start < len(records) and records[start].offset < position:
+                start += 1  # a compressed batch may start before the position
+            self._records = records
+            self._index = start
+            if start >= len(records):
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
         return True
 
@@ -206,7 +221,7 @@ class CompletedFetch:
         count = 0
         try:
             while count < max_records:
-                if self._records:
+                if self._index < len(self._records):
                     batch: RecordBatch | None = self._current_batch  # fetch_records stopped inside it
                 else:
                     batch = self._next_data_batch()
@@ -214,7 +229,8 @@ class CompletedFetch:
                     self.drain()
                     break
                 columns = self._decode_columns(batch)
-                self._records.clear()
+                self._records = []
+                self._index = 0
                 epoch = batch.partition_leader_epoch
                 self.last_epoch = epoch if epoch >= 0 else None
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
@@ -227,6 +243,53 @@ class CompletedFetch:
                 raise
         self.records_read += count
         return out
+
+    def _take_one_by_one(
+        self,
+        chunk: list[Record],
+        out: list[ConsumerRecord[Any, Any]],
+        tstype: TimestampType,
+        leader_epoch: int | None,
+        key_deserializer: Deserialize,
+        value_deserializer: Deserialize,
+    ) -> None:
+        """:meth:`fetch_records` for ``chunk`` (the next records of the current batch) record by record: with
+        deserializers (a failure stops at its record), or offsets that do not increase."""
+        tp = self.partition
+        topic, partition = tp
+        for record in chunk:
+            if record.offset < self.next_fetch_offset:
+                # behind the position (start of a compressed batch, or an offset that does not
+                # increase): never returned twice or out of order
+                self._index += 1
+                continue
+            headers = record.headers
+            rkey = record.key
+            rvalue = record.value
+            try:
+                key = rkey if key_deserializer is None else key_deserializer(topic, rkey, headers)
+                value = rvalue if value_deserializer is None else value_deserializer(topic, rvalue, headers)
+            except Exception as e:
+                raise RecordDeserializationError(
+                    f"error deserializing key/value: {type(e).__name__}: {e}", tp, record.offset
+                ) from e
+            self._index += 1
+            out.append(
+                ConsumerRecord(
+                    topic,
+                    partition,
+                    record.offset,
+                    record.timestamp,
+                    tstype,
+                    key,
+                    value,
+                    headers,
+                    leader_epoch,
+                    -1 if rkey is None else len(rkey),
+                    -1 if rvalue is None else len(rvalue),
+                )
+            )
+            self.next_fetch_offset = record.offset + 1
 
     def fetch_records(
         self,
@@ -246,11 +309,10 @@ class CompletedFetch:
         out: list[ConsumerRecord[Any, Any]] = []
         tp = self.partition
         topic, partition = tp
-        records = self._records
-        append = out.append
+        bytes_as_they_are = key_deserializer is None and value_deserializer is None
         try:
             while len(out) < max_records:
-                if not records and not self._fill():
+                if self._index >= len(self._records) and not self._fill():
                     self.drain()
                     break
                 # per-batch values, computed once (this loop is the consumer's per-record hot path)
@@ -262,45 +324,26 @@ class CompletedFetch:
                     if batch is not None
                     else TimestampType.NO_TIMESTAMP_TYPE
                 )
-                while records and len(out) < max_records:
-                    record = records[0]
-                    if record.offset < self.next_fetch_offset:
-                        # behind the position (start of a compressed batch, or an offset that does not
-                        # increase): never returned twice or out of order
-                        records.popleft()
-                        continue
-                    headers = record.headers
-                    rkey = record.key
-                    rvalue = record.value
-                    try:
-                        key = rkey if key_deserializer is None else key_deserializer(topic, rkey, headers)
-                        value = rvalue if value_deserializer is None else value_deserializer(topic, rvalue, headers)
-                    except Exception as e:
-                        raise RecordDeserializationError(
-                            f"error deserializing key/value: {type(e).__name__}: {e}", tp, record.offset
-                        ) from e
-                    records.popleft()
-                    append(
-                        ConsumerRecord(
-                            topic,
-                            partition,
-                            record.offset,
-                            record.timestamp,
-                            tstype,
-                            key,
-                            value,
-                            headers,
-                            leader_epoch,
-                            -1 if rkey is None else len(rkey),
-                            -1 if rvalue is None else len(rvalue),
-                        )
-                    )
-                    self.next_fetch_offset = record.offset + 1
+                records = self._records
+                end = min(len(records), self._index + max_records - len(out))
+                chunk = records[self._index : end]
+                if bytes_as_they_are and chunk[0].offset >= self.next_fetch_offset and _increasing(chunk):
+                    # the common case, one list comprehension: no deserializer, offsets in order
+                    cr = ConsumerRecord
+                    out += [
+                        cr(topic, partition, o, ts, tstype, k, v, h, leader_epoch,
+                           -1 if k is None else len(k), -1 if v is None else len(v))
+                        for o, ts, _, k, v, h in chunk
+                    ]
+                    self._index = end
+                    self.next_fetch_offset = chunk[-1].offset + 1
+                else:
+                    self._take_one_by_one(chunk, out, tstype, leader_epoch, key_deserializer, value_deserializer)
                 self.last_epoch = leader_epoch
-                if not records and isinstance(batch, DefaultRecordBatch):
+                if self._index >= len(records) and isinstance(batch, DefaultRecordBatch):
                     # the batch may end with offsets removed by compaction
                     self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
-            if not records and not self.is_consumed and not self._fill():
+            if self._index >= len(self._records) and not self.is_consumed and not self._fill():
                 # max_records ended the loop exactly at the end of the data: consumed now, not on the next
                 # call, so the fetch pipelined after this poll (KafkaConsumer.poll) includes this partition
                 self.drain()

@@ -371,3 +371,28 @@ def test_topic_ids_used_from_v13() -> None:
     )
     env.respond(resp)
     assert [r.value for r in f.collect_fetch()[TP0]] == [b"z"]
+
+
+def test_overlapping_batches_never_return_an_offset_twice() -> None:
+    f, env, subs = make()
+    assign(subs, TP0)
+    f.send_fetches()
+    env.respond(response({TP0: (0, batch(0, [b"a", b"b", b"c"]) + batch(1, [b"x", b"y", b"z"]))}))
+    assert [(r.offset, r.value) for r in f.collect_fetch()[TP0]] == [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"z")]
+
+
+def test_offsets_not_increasing_inside_a_batch_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pykafka_client.consumer.completed_fetch import CompletedFetch
+    from pykafka_client.protocol.records.record import Record
+    from pykafka_client.protocol.records.record_batch import TimestampType
+
+    def decoded(self: CompletedFetch, b: Any) -> list[Record]:
+        return [Record(o, 1000, TimestampType.CREATE_TIME, None, b"v%d" % o, []) for o in (0, 2, 1, 3, 3, 5)]
+
+    monkeypatch.setattr(CompletedFetch, "_decode", decoded)
+    f, env, subs = make(max_poll_records=3)
+    assign(subs, TP0)
+    f.send_fetches()
+    env.respond(response({TP0: (0, batch(0, [b"-"] * 6))}))
+    assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 2, 3]
+    assert [r.offset for r in f.collect_fetch()[TP0]] == [5]
