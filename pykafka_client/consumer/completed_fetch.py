@@ -34,7 +34,7 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
-from pykafka_client.protocol.records import ControlRecordType, MemoryRecords, RecordBatch
+from pykafka_client.protocol.records import ControlRecordType, MemoryRecords, RecordBatch, _native
 from pykafka_client.protocol.records.columns import RecordColumns, columns_of_records, decode_columns
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.record import Record
@@ -51,6 +51,32 @@ def _increasing(records: list[Record]) -> bool:
     """Whether the offsets of ``records`` strictly increase (always, unless the broker sent a bad batch)."""
     offsets = [r.offset for r in records]
     return all(map(operator.lt, offsets, itertools.islice(offsets, 1, None)))
+
+
+def consumer_records_reference(
+    records: list[Record],
+    position: int,
+    topic: str,
+    partition: int,
+    timestamp_type: TimestampType,
+    leader_epoch: int | None,
+) -> list[ConsumerRecord[Any, Any]]:
+    """``records`` (of one batch) as ConsumerRecords with keys and values as bytes, skipping every record behind
+    the running position (from ``position``, then the last record taken + 1): a record is never returned twice
+    or out of order. The reference of the kernel's ``decode_consumer_records``."""
+    if not records or records[0].offset < position or not _increasing(records):
+        kept = []
+        for r in records:
+            if r.offset >= position:
+                kept.append(r)
+                position = r.offset + 1
+        records = kept
+    cr = ConsumerRecord
+    return [
+        cr(topic, partition, o, ts, timestamp_type, k, v, h, leader_epoch,
+           -1 if k is None else len(k), -1 if v is None else len(v))
+        for o, ts, _, k, v, h in records
+    ]
 
 
 def _why(e: BaseException) -> str:
@@ -89,8 +115,10 @@ class CompletedFetch:
         self.records_read = 0
         self.bytes_read = 0
         self._batches: Iterator[RecordBatch] | None = None
-        #: the decoded records of ``_current_batch``; ``_records[_index:]`` are not returned yet
+        #: the current batch's records not returned yet: ``_records[_index:]`` (decoded, for deserializers) or
+        #: ``_ready[_index:]`` (already ConsumerRecords, when keys and values stay bytes); one of them is empty
         self._records: list[Record] = []
+        self._ready: list[ConsumerRecord[Any, Any]] = []
         self._index = 0
         self._current_batch: RecordBatch | None = None
         self._aborted_producer_ids: set[int] = set()
@@ -111,8 +139,16 @@ class CompletedFetch:
     def drain(self) -> None:
         """Drop what is left (the partition was revoked, paused or seeked)."""
         self.is_consumed = True
+        self._forget_batch()
+
+    def _forget_batch(self) -> None:
         self._records = []
+        self._ready = []
         self._index = 0
+
+    def _has_pending(self) -> bool:
+        """Records of the current batch not returned yet."""
+        return self._index < len(self._records) or self._index < len(self._ready)
         self._batches = None
 
     def _next_batch(self) -> RecordBatch | None:
@@ -170,23 +206,57 @@ class CompletedFetch:
                 continue
             return batch
 
-    def _fill(self) -> bool:
-        """Load the next batch with records at or after ``next_fetch_offset``; False at the end."""
-        while self._index >= len(self._records):
+    def _fill(self, as_bytes: bool) -> bool:
+        """Load the next batch with records at or after ``next_fetch_offset``; False at the end. With
+        ``as_bytes`` (no deserializer) its records are made ConsumerRecords at once (:meth:`_consumer_records`)."""
+        while not self._has_pending():
             batch = self._next_data_batch()
             if batch is None:
                 return False
             self._current_batch = batch
-            records = self._decode(batch)
-            start = 0
-            position = self.next_fetch_offset
-            while start < len(records) and records[start].offset < position:
-                start += 1  # a compressed batch may start before the position
-            self._records = records
-            self._index = start
-            if start >= len(records):
+            if as_bytes:
+                self._records = []
+                self._ready = self._consumer_records(batch)
+                self._index = 0
+            else:
+                records = self._decode(batch)
+                start = 0
+                position = self.next_fetch_offset
+                while start < len(records) and records[start].offset < position:
+                    start += 1  # a compressed batch may start before the position
+                self._ready = []
+                self._records = records
+                self._index = start
+            if not self._has_pending():
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
         return True
+
+    def _consumer_records(self, batch: RecordBatch) -> list[ConsumerRecord[Any, Any]]:
+        """The records of ``batch`` from ``next_fetch_offset`` on as ConsumerRecords with keys and values as
+        bytes: decoded straight into them by the record kernel, else :func:`consumer_records_reference`."""
+        topic, partition = self.partition
+        epoch = batch.partition_leader_epoch
+        leader_epoch = epoch if epoch >= 0 else None
+        tstype = _TIMESTAMP_TYPES[int(batch.timestamp_type)]
+        position = self.next_fetch_offset
+        kernel = _native.kernel
+        if kernel is not None and isinstance(batch, DefaultRecordBatch):
+            k = kernel
+
+            def native() -> list[ConsumerRecord[Any, Any]] | None:
+                data = batch.records_data()
+                if data is None:
+                    return []
+                log_append = batch.max_timestamp if tstype is TimestampType.LOG_APPEND_TIME else None
+                return k.decode_consumer_records(
+                    data, batch.records_count, batch.base_offset, batch.base_timestamp, log_append, position,
+                    ConsumerRecord, topic, partition, tstype, leader_epoch,
+                )
+
+            out = self._guarded(batch, native)
+            if out is not None:
+                return out
+        return consumer_records_reference(self._decode(batch), position, topic, partition, tstype, leader_epoch)
 
     def _decode(self, batch: RecordBatch) -> list[Record]:
         return self._guarded(batch, batch.records)
@@ -221,7 +291,7 @@ class CompletedFetch:
         count = 0
         try:
             while count < max_records:
-                if self._index < len(self._records):
+                if self._has_pending():
                     batch: RecordBatch | None = self._current_batch  # fetch_records stopped inside it
                 else:
                     batch = self._next_data_batch()
@@ -229,8 +299,7 @@ class CompletedFetch:
                     self.drain()
                     break
                 columns = self._decode_columns(batch)
-                self._records = []
-                self._index = 0
+                self._forget_batch()
                 epoch = batch.partition_leader_epoch
                 self.last_epoch = epoch if epoch >= 0 else None
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
@@ -307,43 +376,35 @@ class CompletedFetch:
         if self._batches is None:
             self._open(check_crcs, read_committed)
         out: list[ConsumerRecord[Any, Any]] = []
-        tp = self.partition
-        topic, partition = tp
-        bytes_as_they_are = key_deserializer is None and value_deserializer is None
+        as_bytes = key_deserializer is None and value_deserializer is None
         try:
             while len(out) < max_records:
-                if self._index >= len(self._records) and not self._fill():
+                if not self._has_pending() and not self._fill(as_bytes):
                     self.drain()
                     break
-                # per-batch values, computed once (this loop is the consumer's per-record hot path)
                 batch = self._current_batch
                 epoch = batch.partition_leader_epoch if batch is not None else -1
                 leader_epoch = epoch if epoch >= 0 else None
-                tstype = (
-                    _TIMESTAMP_TYPES[int(batch.timestamp_type)]
-                    if batch is not None
-                    else TimestampType.NO_TIMESTAMP_TYPE
-                )
-                records = self._records
-                end = min(len(records), self._index + max_records - len(out))
-                chunk = records[self._index : end]
-                if bytes_as_they_are and chunk[0].offset >= self.next_fetch_offset and _increasing(chunk):
-                    # the common case, one list comprehension: no deserializer, offsets in order
-                    cr = ConsumerRecord
-                    out += [
-                        cr(topic, partition, o, ts, tstype, k, v, h, leader_epoch,
-                           -1 if k is None else len(k), -1 if v is None else len(v))
-                        for o, ts, _, k, v, h in chunk
-                    ]
+                ready = self._ready
+                if ready:
+                    end = min(len(ready), self._index + max_records - len(out))
+                    out += ready[self._index : end] if self._index or end < len(ready) else ready
                     self._index = end
-                    self.next_fetch_offset = chunk[-1].offset + 1
+                    self.next_fetch_offset = ready[end - 1].offset + 1
                 else:
+                    tstype = (
+                        _TIMESTAMP_TYPES[int(batch.timestamp_type)]
+                        if batch is not None
+                        else TimestampType.NO_TIMESTAMP_TYPE
+                    )
+                    end = min(len(self._records), self._index + max_records - len(out))
+                    chunk = self._records[self._index : end]
                     self._take_one_by_one(chunk, out, tstype, leader_epoch, key_deserializer, value_deserializer)
                 self.last_epoch = leader_epoch
-                if self._index >= len(records) and isinstance(batch, DefaultRecordBatch):
+                if not self._has_pending() and isinstance(batch, DefaultRecordBatch):
                     # the batch may end with offsets removed by compaction
                     self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
-            if self._index >= len(self._records) and not self.is_consumed and not self._fill():
+            if not self._has_pending() and not self.is_consumed and not self._fill(as_bytes):
                 # max_records ended the loop exactly at the end of the data: consumed now, not on the next
                 # call, so the fetch pipelined after this poll (KafkaConsumer.poll) includes this partition
                 self.drain()

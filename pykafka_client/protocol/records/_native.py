@@ -12,9 +12,10 @@ import importlib
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
+    from pykafka_client.consumer.consumer_record import ConsumerRecord
     from pykafka_client.protocol.records.record import Record
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,24 @@ class Kernel(Protocol):
         self, data: Buffer, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None, /
     ) -> list[Record] | None:
         """Reference: ``default_record_batch.decode_records_reference``."""
+
+    def decode_consumer_records(
+        self,
+        data: Buffer,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        log_append_time: int | None,
+        position: int,
+        record_type: type[ConsumerRecord[Any, Any]],
+        topic: str,
+        partition: int,
+        timestamp_type: object,
+        leader_epoch: int | None,
+        /,
+    ) -> list[ConsumerRecord[Any, Any]] | None:
+        """Reference: ``consumer.completed_fetch.consumer_records_reference`` (on the decoded records); builds
+        instances of ``record_type`` through its ``__slots__`` without calling ``__init__``."""
 
     def decode_columns(
         self, data: Buffer, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None, /

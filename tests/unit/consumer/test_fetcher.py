@@ -381,8 +381,11 @@ def test_overlapping_batches_never_return_an_offset_twice() -> None:
     assert [(r.offset, r.value) for r in f.collect_fetch()[TP0]] == [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"z")]
 
 
-def test_offsets_not_increasing_inside_a_batch_are_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("deserialize", [False, True])
+def test_offsets_not_increasing_inside_a_batch_are_skipped(monkeypatch: pytest.MonkeyPatch, deserialize: bool) -> None:
+    """On the Python path (the kernel's decode_consumer_records is checked against it in test_records_native)."""
     from pykafka_client.consumer.completed_fetch import CompletedFetch
+    from pykafka_client.protocol.records import _native
     from pykafka_client.protocol.records.record import Record
     from pykafka_client.protocol.records.record_batch import TimestampType
 
@@ -390,9 +393,11 @@ def test_offsets_not_increasing_inside_a_batch_are_skipped(monkeypatch: pytest.M
         return [Record(o, 1000, TimestampType.CREATE_TIME, None, b"v%d" % o, []) for o in (0, 2, 1, 3, 3, 5)]
 
     monkeypatch.setattr(CompletedFetch, "_decode", decoded)
-    f, env, subs = make(max_poll_records=3)
+    monkeypatch.setattr(_native, "kernel", None)
+    upper = (lambda topic, data, headers: data.upper()) if deserialize else None
+    f, env, subs = make(max_poll_records=3, value_deserializer=upper)
     assign(subs, TP0)
     f.send_fetches()
     env.respond(response({TP0: (0, batch(0, [b"-"] * 6))}))
     assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 2, 3]
-    assert [r.offset for r in f.collect_fetch()[TP0]] == [5]
+    assert [(r.offset, r.value) for r in f.collect_fetch()[TP0]] == [(5, b"V5" if deserialize else b"v5")]
