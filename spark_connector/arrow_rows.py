@@ -20,8 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pykafka_client.consumer.column_fetch import FetchedColumns
-from pykafka_client.protocol.records.columns import RecordColumns
+from pykafka_client.consumer.column_fetch import FetchedColumns, RecordColumns
 
 HEADERS_ARROW_TYPE = pa.list_(pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
 _TIMESTAMP = pa.timestamp("us", tz="UTC")

@@ -8,7 +8,8 @@ batches of aborted transactions are skipped as ``poll`` skips them; CRCs are che
 corrupt batch raises ``CorruptRecordError`` (partition and offset) after the batches before it were returned,
 and the position stays at it. The position moves past every batch returned, so the first batch may hold
 records before the position the read started from (``start_offset``); the caller drops them. The key and
-value deserializers are not called: columns hold the bytes.
+value deserializers are not called: columns hold the bytes. ``RecordColumns`` (the buffers' layout) is
+re-exported for readers that stay on the consumer's public modules (the Spark connector).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pykafka_client.structs import TopicPartition
 
 if TYPE_CHECKING:
     from pykafka_client.consumer.kafka_consumer import KafkaConsumer
+
+__all__ = ["FetchedColumns", "RecordColumns", "poll_columns"]
 
 
 class FetchedColumns(NamedTuple):

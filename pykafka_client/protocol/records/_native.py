@@ -12,15 +12,15 @@ import importlib
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
-    from pykafka_client.consumer.consumer_record import ConsumerRecord
     from pykafka_client.protocol.records.record import Record
 
 log = logging.getLogger(__name__)
 
 Buffer = bytes | bytearray | memoryview
+_R = TypeVar("_R")
 
 
 class Kernel(Protocol):
@@ -44,15 +44,16 @@ class Kernel(Protocol):
         base_timestamp: int,
         log_append_time: int | None,
         position: int,
-        record_type: type[ConsumerRecord[Any, Any]],
+        record_type: type[_R],
         topic: str,
         partition: int,
         timestamp_type: object,
         leader_epoch: int | None,
         /,
-    ) -> list[ConsumerRecord[Any, Any]] | None:
+    ) -> list[_R] | None:
         """Reference: ``consumer.completed_fetch.consumer_records_reference`` (on the decoded records); builds
-        instances of ``record_type`` through its ``__slots__`` without calling ``__init__``."""
+        instances of ``record_type`` (the consumer's ``ConsumerRecord``) through its ``__slots__`` without
+        calling ``__init__``."""
 
     def decode_columns(
         self, data: Buffer, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None, /
