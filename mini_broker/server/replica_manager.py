@@ -342,13 +342,13 @@ class ReplicaManager:
                     results[tp2].error_code = st2.error_code
                 respond(results)
 
-            op = DelayedProduce(timeout_ms, statuses, self._check_enough_replicas, on_done)
+            op = DelayedProduce(timeout_ms, statuses, self.check_enough_replicas, on_done)
             keys = [TopicPartitionOperationKey(tp.topic, tp.partition) for tp in results]
             self.produce_purgatory.try_complete_else_watch(op, keys)
             return
         respond(results)
 
-    def _check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
+    def check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
         assert isinstance(tp, TopicPartition)
         try:
             lg = self._get_log(tp)
