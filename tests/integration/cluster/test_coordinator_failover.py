@@ -14,7 +14,13 @@ import pytest
 
 from mini_broker.cluster.mini_cluster import MiniCluster
 from pykafka_client import KafkaConsumer, KafkaProducer, TopicPartition
-from pykafka_client.protocol.messages import FindCoordinatorRequest, OffsetFetchRequest
+from pykafka_client.protocol.messages import (
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    InitProducerIdRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S, wait_until
 from tests.integration.cluster.helpers import Endpoint
 from tests.integration.wire import Conn
@@ -173,3 +179,26 @@ def test_open_transaction_survives_the_transaction_coordinators_death(cluster: M
     finally:
         if victim >= 0:
             _restart_and_heal(cluster, victim, topic)
+
+
+def test_brokers_other_than_the_coordinator_answer_not_coordinator(cluster: MiniCluster) -> None:
+    group, txn_id, topic = f"g-{uuid.uuid4().hex[:8]}", f"txn-{uuid.uuid4().hex[:8]}", f"nc-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    group_coordinator = find_coordinator(cluster, group, GROUP_KEY)
+    txn_coordinator = find_coordinator(cluster, txn_id, TRANSACTION_KEY)
+    assert cluster.leader("__consumer_offsets", 0) == group_coordinator
+    assert cluster.leader("__transaction_state", 0) == txn_coordinator
+    other = next(b for b in cluster.brokers if b != group_coordinator)
+    with _conn(cluster, other) as c:
+        assert c.call(HeartbeatRequest(group_id=group, generation_id=1, member_id="m"), 4).error_code == NOT_COORDINATOR
+        assert c.call(OffsetFetchRequest(group_id=group, topics=None), 6).error_code == NOT_COORDINATOR
+        commit = c.call(OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+            OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
+                OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=5)])]), 8)
+        assert [p.error_code for t in commit.topics for p in t.partitions] == [NOT_COORDINATOR]
+    other = next(b for b in cluster.brokers if b != txn_coordinator)
+    with _conn(cluster, other) as c:
+        init = c.call(InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60000), 4)
+        assert init.error_code == NOT_COORDINATOR
+    with _conn(cluster, txn_coordinator) as c:
+        assert c.call(InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60000), 4).error_code == 0
