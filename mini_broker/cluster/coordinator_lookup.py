@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.server.metadata_cache import MetadataCache
+from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from pykafka_client.errors import CoordinatorNotAvailableError, InvalidRequestError
 
-GROUP_METADATA_TOPIC_NAME: Final = "__consumer_offsets"
-TRANSACTION_STATE_TOPIC_NAME: Final = "__transaction_state"
 GROUP_KEY_TYPE: Final = 0
 TRANSACTION_KEY_TYPE: Final = 1
 INTERNAL_TOPIC_OF_KEY_TYPE: Final = {GROUP_KEY_TYPE: GROUP_METADATA_TOPIC_NAME,

@@ -27,10 +27,11 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
-from mini_broker.cluster.coordinator_lookup import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
+from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.log.unified_log import Log
 from mini_broker.purgatory import TopicPartitionOperationKey
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from pykafka_client.errors import CoordinatorNotAvailableError, NotCoordinatorError, NotLeaderOrFollowerError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.structs import TopicPartition

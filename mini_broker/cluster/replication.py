@@ -15,6 +15,9 @@ transitions, follower fetch state, the high watermark, ISR changes, and the high
   ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS); batches are stamped with the leader epoch. A follower fetch
   updates its fetch state, which may move the high watermark (waking delayed produces and consumer fetches)
   or expand the ISR (AlterPartition, sent from the fetch path's thread, answered in milliseconds).
+* **Coordinators**: leadership changes are told to :attr:`ClusterReplication.leadership_listener` (the group and
+  transaction coordinators follow ``__consumer_offsets`` / ``__transaction_state``; see coordinator_partitions),
+  whose appends go through :meth:`ClusterReplication.append_internal`.
 
 Lock order: ``_lock`` (partition table) is never held while calling the controller, a log or a purgatory.
 """

@@ -2,7 +2,9 @@
 
 It answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit, OffsetFetch,
 ListGroups, DescribeGroups, DeleteGroups and OffsetDelete for every group of one broker (each broker owns one; see
-docs/ARCHITECTURE.md "mini_broker group coordinator" for the per-state answers).
+docs/ARCHITECTURE.md "mini_broker group coordinator" for the per-state answers). On a cluster broker it serves
+only while the broker leads ``__consumer_offsets`` (:meth:`GroupCoordinator.on_election` /
+:meth:`~GroupCoordinator.on_resignation`): NOT_COORDINATOR otherwise, COORDINATOR_LOAD_IN_PROGRESS while loading.
 
 The decisions are made by the sans-IO core (:mod:`group_join`, :mod:`group_heartbeat`, :mod:`group_offsets`,
 :mod:`group_rebalance`): a typed request and ``now`` in, state changed, effects out

@@ -4,8 +4,11 @@ Everything the group coordinator must keep across restarts is appended to an int
 ``<data dir>/__group_coordinator/__consumer_offsets-0`` (a :class:`mini_broker.log.Log`; the directory is
 outside the topic registry and the LogManager's scan, so the topic never shows up in Metadata). The log
 is replayed from its start when the broker starts: the last record per key wins, a null value deletes.
-One partition is used whatever ``offsets.topic.num.partitions`` says (a single broker coordinates every
-group). The log is never compacted or trimmed: it grows with every commit (a test broker's trade-off).
+One partition is used whatever ``offsets.topic.num.partitions`` says (one coordinator serves every group).
+On a cluster broker there is no local log: the manager serves the replicated ``__consumer_offsets-0``
+partition while this broker leads it (:meth:`GroupMetadataManager.attach` / :meth:`~GroupMetadataManager.detach`,
+driven by ``mini_broker.cluster.coordinator_partitions``), appending through the leader's append.
+The log is compacted only on a single broker's start (see :class:`GroupMetadataManager`), never trimmed.
 
 Record format (v2 record batches; keys and values use Kafka's classic non-flexible primitives: int16/
 int32/int64 big-endian, strings int16-length-prefixed UTF-8, nullable strings length -1, bytes

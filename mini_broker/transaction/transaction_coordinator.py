@@ -14,6 +14,10 @@ Order of one call: under the lock, the core runs and every log append it asks fo
 (which may emit more effects); then, with no lock held, replies are sent, markers handed to the writer and
 retries scheduled. A marker writer may call back from any thread, or at once from ``write_txn_markers``.
 
+On a cluster broker it serves only while the broker leads ``__transaction_state``
+(:meth:`TransactionCoordinator.on_election` / :meth:`~TransactionCoordinator.on_resignation`): NOT_COORDINATOR
+otherwise, COORDINATOR_LOAD_IN_PROGRESS while loading.
+
 When the broker has no marker writer (``txn_marker_writer`` unset) a committed or aborted transaction cannot
 complete: it stays in PrepareCommit/PrepareAbort (its producer gets CONCURRENT_TRANSACTIONS), the coordinator
 logs an ERROR and keeps retrying.

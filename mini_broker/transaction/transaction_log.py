@@ -5,8 +5,10 @@ Every state change of a transactional id is appended (and fsynced) before the co
 answers the client; the log is replayed when the broker starts, the last record per key winning and a null
 value (a Dead id's tombstone) deleting. It lives in ``<data dir>/__transaction_coordinator/
 __transaction_state-0`` (a :class:`mini_broker.log.Log` outside the topic registry, so the topic is never in
-Metadata): one partition, whatever ``transaction.state.log.num.partitions`` says, as a single broker
-coordinates every transactional id. It is not compacted (a test broker's trade-off).
+Metadata): one partition, whatever ``transaction.state.log.num.partitions`` says, as one coordinator serves
+every transactional id. It is not compacted (a test broker's trade-off). On a cluster broker there is no local
+log: :meth:`TransactionLog.attach` serves the replicated ``__transaction_state-0`` partition while this broker
+leads it (``mini_broker.cluster.coordinator_partitions``).
 
 Record format. The vendored protocol specs have no TransactionLogKey/TransactionLogValue schema, so this is
 a small versioned format shaped after Kafka's TransactionLogKey v0 / TransactionLogValue v0 (classic
