@@ -71,8 +71,11 @@ class CoordinatorPartitions:
     def on_leadership_change(self, tp: TopicPartition, leader_epoch: int, lg: Log | None) -> None:
         """From the image's application: ``lg`` set when this broker became the leader of ``tp`` at
         ``leader_epoch``, None when it no longer leads it."""
-        if tp.topic in INTERNAL_TOPICS:
-            self._queue.put((tp, None if lg is None else (leader_epoch, lg)))
+        if tp.topic not in INTERNAL_TOPICS:
+            return
+        if lg is not None:
+            (self._group if tp.topic == GROUP_METADATA_TOPIC_NAME else self._txn).expect_election()
+        self._queue.put((tp, None if lg is None else (leader_epoch, lg)))
 
     def shutdown(self) -> None:
         self._queue.put(None)

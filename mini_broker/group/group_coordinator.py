@@ -234,6 +234,12 @@ class GroupCoordinator:
             finally:
                 self._loading = False
 
+    def expect_election(self) -> None:
+        """The election was seen and its load is queued: answer COORDINATOR_LOAD_IN_PROGRESS (not NOT_COORDINATOR)
+        until :meth:`on_election` ran, so that clients retry here instead of looking the coordinator up again."""
+        if self._running:
+            self._loading = True
+
     def on_resignation(self) -> None:
         """Kafka's ``onResignation``: this broker no longer leads the ``__consumer_offsets`` partition. Its
         groups are dropped (parked joins and syncs answered NOT_COORDINATOR) and every group request gets

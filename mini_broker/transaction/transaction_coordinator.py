@@ -186,6 +186,12 @@ class TransactionCoordinator:
             finally:
                 self._loading = False
 
+    def expect_election(self) -> None:
+        """The election was seen and its load is queued: answer COORDINATOR_LOAD_IN_PROGRESS (not NOT_COORDINATOR)
+        until :meth:`on_election` ran, so that clients retry here instead of looking the coordinator up again."""
+        if self._running:
+            self._loading = True
+
     def on_resignation(self) -> None:
         """Kafka's ``onResignation``: this broker no longer leads the ``__transaction_state`` partition; its
         transactions are dropped and every request gets NOT_COORDINATOR."""

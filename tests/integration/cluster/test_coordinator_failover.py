@@ -202,3 +202,36 @@ def test_brokers_other_than_the_coordinator_answer_not_coordinator(cluster: Mini
         assert init.error_code == NOT_COORDINATOR
     with _conn(cluster, txn_coordinator) as c:
         assert c.call(InitProducerIdRequest(transactional_id=txn_id, transaction_timeout_ms=60000), 4).error_code == 0
+
+
+def test_an_abandoned_transaction_is_aborted_by_the_new_coordinators_timeout(cluster: MiniCluster) -> None:
+    """The producer disappears with its transaction open and the coordinator's broker is SIGKILLed: the new
+    coordinator knows the transaction and its partitions and aborts it at its timeout, so the last stable offset
+    moves again and a read_committed consumer sees exactly the committed records."""
+    topic, txn_id = f"coord-a-{uuid.uuid4().hex[:8]}", f"txn-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+    abandoned = KafkaProducer({"bootstrap.servers": cluster.bootstrap_servers, "transactional.id": txn_id,
+                               "transaction.timeout.ms": 3000, "request.timeout.ms": 15000})
+    victim = -1
+    try:
+        abandoned.init_transactions()
+        abandoned.begin_transaction()
+        for i in range(1000, 1100):
+            abandoned.send(topic, value=b"%d" % i, partition=i % PARTITIONS)
+        abandoned.flush()
+        victim = find_coordinator(cluster, txn_id, TRANSACTION_KEY)
+        cluster.kill(victim)
+        # committed after the open transaction's records: visible only once the new coordinator aborted it
+        with KafkaProducer({"bootstrap.servers": cluster.bootstrap_servers, "request.timeout.ms": 15000,
+                            "transactional.id": f"{txn_id}-other", "max.block.ms": 120000}) as other:
+            other.init_transactions()
+            other.begin_transaction()
+            for i in range(100):
+                other.send(topic, value=b"%d" % i, partition=i % PARTITIONS)
+            other.commit_transaction()
+        got = _read_committed(cluster, topic, 100, timeout_s=180)
+        assert sorted(got) == list(range(100))
+    finally:
+        abandoned.close(timeout=0)
+        if victim >= 0:
+            _restart_and_heal(cluster, victim, topic)
