@@ -182,6 +182,7 @@ class MiniBroker:
             self.cluster.leadership_listener = self.coordinator_partitions.on_leadership_change
             gate = CoordinatorAppendGate(self.cluster, config.get_int("offsets.commit.timeout.ms"))
             self.apis.response_gate = gate
+            self.transaction_coordinator.replication_barrier = gate.when_replicated
             self.context.txn_marker_writer = ClusterTxnMarkerWriter(self.context, self.cluster, gate)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
         self.quotas.start()

@@ -14,9 +14,12 @@ called by ``ReplicaManager`` when it applies a leadership change of ``__consumer
   completed by follower fetches like an acks=all produce; it fails with the partition's error (no longer
   leader, ISR below ``min.insync.replicas``) or REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``.
 
+The transaction coordinator also waits with a transition's markers and answers (``when_replicated`` is its
+``replication_barrier``).
+
 Limits: a coordinator's in-memory state moves before the ISR has the record (Kafka holds offset commits
-pending until then), so a read on the old leader may see what a failover then loses; transaction markers may
-be written before the PrepareCommit/PrepareAbort record is replicated (Kafka waits for it).
+pending until then), so a read on the old leader may see what a failover then loses; an answer whose records
+were appended just before a resignation and sent just after it is not held (only led partitions are waited on).
 """
 
 from __future__ import annotations

@@ -105,6 +105,20 @@ class _MarkerRetry(TimerTask):
         self._coordinator.on_marker_retry(self._transactional_id)
 
 
+class _Deferred(TimerTask):
+    """Runs ``action`` on the timer's executor at once (off the thread that completed a replication wait)."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        super().__init__(0)
+        self._action = action
+
+    def run(self) -> None:
+        try:
+            self._action()
+        except Exception:
+            _log.exception("transaction coordinator: applying the effects of a replicated transition failed")
+
+
 class TransactionCoordinator:
     """Coordinates every transactional id of this broker. Call :meth:`startup` before use.
 
@@ -133,6 +147,9 @@ class TransactionCoordinator:
         self._loading = False
         #: serializes :meth:`on_election` / :meth:`on_resignation`
         self._election_lock = threading.Lock()
+        #: a cluster broker's: calls back (0, or the error to answer) once the ISR has every record appended so
+        #: far; a transition's answers and markers wait for it (Kafka acts on a state once it is replicated)
+        self.replication_barrier: Callable[[Callable[[int], None]], None] | None = None
         self._retries_armed: set[str] = set()
         self._no_writer_logged_at: int | None = None
         self.timer = SystemTimer("transaction-coordinator", time, start_ms=time.hi_res_clock_ms(),
@@ -240,17 +257,39 @@ class TransactionCoordinator:
             result = call(step, *args, **kwargs)
             queue: deque[Effect] = deque(step.effects)
             outside: list[Effect] = []
+            appended = False
             while queue:
                 effect = queue.popleft()
                 if isinstance(effect, AppendTxnState):
+                    appended = True
                     follow = Step(self.config, now)
                     self.core.on_append_complete(follow, effect, self._append(effect, now))
                     queue.extend(follow.effects)
                 else:
                     outside.append(effect)
+        barrier = self.replication_barrier
+        if appended and outside and barrier is not None:
+            barrier(lambda error: self.timer.add(_Deferred(lambda: self._apply_replicated(outside, error))))
+            return result
         for effect in outside:
             self._apply(effect)
         return result
+
+    def _apply_replicated(self, effects: list[Effect], error: int) -> None:
+        """The effects of a transition whose records the ISR has (``error`` 0); else successful answers carry
+        ``error`` (the client retries, finding the coordinator again) and a resigned coordinator writes no
+        markers (its successor does)."""
+        for effect in effects:
+            if error:
+                if isinstance(effect, SendErrorResponse) and effect.error_code == 0:
+                    effect.reply(error)
+                    continue
+                if isinstance(effect, SendInitProducerIdResponse) and effect.result.error_code == 0:
+                    effect.reply(InitProducerIdResult(error))
+                    continue
+                if isinstance(effect, (WriteTxnMarkers, ScheduleMarkerRetry)) and not self._active:
+                    continue
+            self._apply(effect)
 
     def _append(self, effect: AppendTxnState, now: int) -> int:
         if not self._active:

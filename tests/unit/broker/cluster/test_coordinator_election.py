@@ -179,3 +179,43 @@ def test_transaction_coordinator_loads_on_election_and_unloads_on_resignation(tm
         b.coordinator.shutdown()
         partition.log.close()
 
+
+
+def test_a_transitions_markers_and_answer_wait_for_the_isr(tmp_path: Path) -> None:
+    """EndTxn appends PrepareCommit: its markers and its answer go out only once the replication barrier says the
+    ISR has it (Kafka writes markers for a replicated state only); a failed barrier answers the error and a
+    resigned coordinator writes no markers."""
+    time = MockTime()
+    partition = Replicated(tmp_path / "__transaction_state-0", time)
+    f = TxnCoordinatorFixture(time)
+    held: list[Callable[[int], None]] = []
+    try:
+        f.coordinator.on_election(partition.log, partition.append, 1)
+        f.coordinator.replication_barrier = held.append
+        init: list[InitProducerIdResult] = []
+        f.coordinator.handle_init_producer_id(InitProducerIdParams(TXN, 60000), init.append)
+        assert init == [] and len(held) == 1
+        held.pop()(0)
+        pid, epoch = init[0].producer_id, init[0].producer_epoch
+        added: list[int] = []
+        f.coordinator.handle_add_partitions(AddPartitionsParams(TXN, pid, epoch, [TP0]), added.append)
+        held.pop()(0)
+        assert added == [0]
+
+        ended: list[int] = []
+        f.coordinator.handle_end_txn(EndTxnParams(TXN, pid, epoch, True), ended.append)
+        assert ended == [] and f.writer.requests == []  # PrepareCommit appended, not yet on the ISR
+        held.pop()(0)
+        assert ended == [0] and len(f.writer.requests) == 1  # now the markers, then CompleteCommit
+        assert held == []  # CompleteCommit has nothing to wait for
+        assert f.coordinator.core.transactions[TXN].state is TransactionState.COMPLETE_COMMIT
+
+        f.coordinator.handle_add_partitions(AddPartitionsParams(TXN, pid, epoch, [TP0]), added.append)
+        held.pop()(0)
+        f.coordinator.handle_end_txn(EndTxnParams(TXN, pid, epoch, False), ended.append)
+        f.coordinator.on_resignation()
+        held.pop()(NOT_COORDINATOR)  # the leadership went before the ISR had PrepareAbort
+        assert ended[-1] == NOT_COORDINATOR and len(f.writer.requests) == 1
+    finally:
+        f.coordinator.shutdown()
+        partition.log.close()
