@@ -98,8 +98,18 @@ class ClusterTxnMarkerWriter:
                 on_complete(WriteTxnMarkersResponse(markers=[]))
                 return
             written, local_request = local_response, local
-            self._gate.when_replicated(lambda error: on_complete(
-                written if error == 0 else failed_response(local_request, NotLeaderOrFollowerError.code)))
+            waiting = False
+
+            def replicated(error: int) -> None:
+                response = written if error == 0 else failed_response(local_request, NotLeaderOrFollowerError.code)
+                if not waiting:
+                    on_complete(response)
+                else:  # completed by a follower fetch, under the purgatory op's lock: the coordinator runs elsewhere
+                    threading.Thread(target=on_complete, args=(response,), name="txn-marker-complete",
+                                     daemon=True).start()
+
+            self._gate.when_replicated(replicated)
+            waiting = True
             return
 
         def send_remote() -> None:
