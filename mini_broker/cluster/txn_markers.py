@@ -1,8 +1,10 @@
 """Transaction markers on a cluster (Kafka: ``TransactionMarkerChannelManager``): the coordinator's COMMIT/ABORT
-markers go to each partition's *leader*. Partitions this broker leads (and ``__consumer_offsets``, whose
-group coordinator lives here) are written in process; the others are grouped per leader and sent as
-WriteTxnMarkers requests from a short-lived sender thread. A partition whose leader is unknown or unreachable
-answers NOT_LEADER_OR_FOLLOWER, which the coordinator retries after ``marker_retry_backoff_ms``.
+markers go to each partition's *leader* (for ``__consumer_offsets``, its group coordinator). Partitions this
+broker leads are written in process (a marker on ``__consumer_offsets`` counts as written once the ISR has it,
+through the :class:`~mini_broker.cluster.coordinator_partitions.CoordinatorAppendGate`); the others are grouped
+per leader and sent as WriteTxnMarkers requests from a short-lived sender thread. A partition whose leader is
+unknown or unreachable answers NOT_LEADER_OR_FOLLOWER, which the coordinator retries after
+``marker_retry_backoff_ms``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mini_broker.cluster.broker_connection import BrokerConnection
-from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.server.context import BrokerContext
 from mini_broker.server.txn_marker_writer import write_markers
 from pykafka_client.errors import NotLeaderOrFollowerError
@@ -21,6 +22,7 @@ from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
 if TYPE_CHECKING:
+    from mini_broker.cluster.coordinator_partitions import CoordinatorAppendGate
     from mini_broker.cluster.replication import ClusterReplication
 
 log = logging.getLogger(__name__)
@@ -73,14 +75,13 @@ def merge(responses: list[WriteTxnMarkersResponse]) -> WriteTxnMarkersResponse:
 class ClusterTxnMarkerWriter:
     """The :class:`~mini_broker.transaction.seams.TxnMarkerWriter` of a cluster broker."""
 
-    def __init__(self, context: BrokerContext, cluster: ClusterReplication) -> None:
+    def __init__(self, context: BrokerContext, cluster: ClusterReplication, gate: CoordinatorAppendGate) -> None:
         self._context = context
         self._cluster = cluster
+        self._gate = gate
 
     def _destination(self, topic: str, partition: int) -> int:
         me = self._cluster.broker_id
-        if topic == GROUP_METADATA_TOPIC_NAME:
-            return me
         leader = self._cluster.current_leader(topic, partition)[0]
         return me if leader < 0 else leader
 
@@ -93,7 +94,22 @@ class ClusterTxnMarkerWriter:
         local = parts.pop(self._cluster.broker_id, None)
         local_response = write_markers(self._context, local) if local is not None else None
         if not parts:
-            on_complete(local_response if local_response is not None else WriteTxnMarkersResponse(markers=[]))
+            if local is None or local_response is None:
+                on_complete(WriteTxnMarkersResponse(markers=[]))
+                return
+            written, local_request = local_response, local
+            waiting = False
+
+            def replicated(error: int) -> None:
+                response = written if error == 0 else failed_response(local_request, NotLeaderOrFollowerError.code)
+                if not waiting:
+                    on_complete(response)
+                else:  # completed by a follower fetch, under the purgatory op's lock: the coordinator runs elsewhere
+                    threading.Thread(target=on_complete, args=(response,), name="txn-marker-complete",
+                                     daemon=True).start()
+
+            self._gate.when_replicated(replicated)
+            waiting = True
             return
 
         def send_remote() -> None:

@@ -124,10 +124,10 @@ def handle(apis: KafkaApis, request: Request) -> None:
         return
     refused: dict[TopicPartition, PartitionResponse] = {}
     cluster = rm.cluster
-    # a cluster's partition leaders other than the coordinator's broker cannot ask it yet (Kafka: KIP-890's
-    # AddPartitionsToTxn verify-only request): they append without verification, as Kafka did before 3.6
-    verify = cluster is None or cluster.is_coordinator_broker()
-    if body.transactional_id is not None and verifier is not None and verify:
+    # a cluster's partition leaders other than the transactional id's coordinator cannot ask it yet (Kafka:
+    # KIP-890's AddPartitionsToTxn verify-only request): they append without verification, as Kafka did before 3.6
+    if body.transactional_id is not None and verifier is not None and (
+            cluster is None or cluster.coordinates_transaction(body.transactional_id)):
         refused = _verify_transaction(apis, verifier, body.transactional_id, entries)
         entries = [(tp, records) for tp, records in entries if tp not in refused]
 
