@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import concurrent.futures
+import threading
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -174,3 +176,69 @@ def test_callbacks_run_before_futures_complete() -> None:
     b.done(0, -1, None)
     assert states == [False, False, False]
     assert all(f.done() for f in futures)  # type: ignore[attr-defined]
+
+
+class _CompletingCondition(threading.Condition):
+    """A Condition whose ``wait`` runs the next action, as if another thread did it while the caller waited,
+    and then returns as after a notify: a deterministic stand-in for a second thread."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.actions: list[Callable[[], object]] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self.actions:
+            self.actions.pop(0)()
+        return True
+
+
+def test_result_is_not_woken_by_the_other_half_of_a_split_batch() -> None:
+    """Bug fix: the halves of a split batch share their futures' condition, so completing the first half woke
+    ``result()`` of a record of the second half, which then raised TimeoutError while its record was in flight."""
+    cond = _CompletingCondition()
+    b = ProducerBatch(TP, 10_000, 0, condition=cond)
+    fs = [b.try_append(1, None, b"x" * 100, [], None, 0) for _ in range(4)]
+    first, second = b.split_into(300, 5)
+    assert first.record_count == 2 and second.record_count == 2
+    cond.actions = [lambda: first.done(0, -1, None), lambda: second.done(10, -1, None)]
+    last = fs[3]
+    assert last is not None
+    assert last.result(timeout=30) == RecordMetadata("t", 0, 11, 1, -1, 100)
+    assert fs[0] is not None and fs[0].result(0).offset == 0
+
+
+def test_future_metadata_is_the_records_own() -> None:
+    """Each future reports its own record's offset, timestamp and sizes, after a split too, and as the
+    delivery callback saw it."""
+    b = ProducerBatch(TP, 10_000, 0)
+    seen: dict[int, RecordMetadata | None] = {}
+    fs = [
+        b.try_append(100 + i, None if i % 2 else b"k" * i, None if i == 3 else b"v" * (i + 1), [],
+                     (lambda m, e, i=i: seen.__setitem__(i, m)) if i % 3 == 0 else None, 0)
+        for i in range(6)
+    ]
+    pieces = b.split_into(120, 5)
+    assert len(pieces) > 1
+    offset = 50
+    for p in pieces:
+        p.done(offset, -1, None)
+        offset += 100
+    mds = [f.result(0) for f in fs if f is not None]
+    assert [(m.timestamp, m.serialized_key_size, m.serialized_value_size) for m in mds] == [
+        (100 + i, -1 if i % 2 else i, -1 if i == 3 else i + 1) for i in range(6)
+    ]
+    assert mds[0].offset == 50 and all(m.topic == "t" and m.partition == 0 for m in mds)
+    assert seen == {0: mds[0], 3: mds[3]}
+
+
+def test_user_completed_future_keeps_its_outcome() -> None:
+    b = ProducerBatch(TP, 16384, 0)
+    f1 = b.try_append(1, None, b"a", [], None, 0)
+    f2 = b.try_append(1, None, b"b", [], None, 0)
+    assert f1 is not None and f2 is not None
+    mine = RecordMetadata("x", 9, 9, 9, 9, 9)
+    f1.set_result(mine)
+    with pytest.raises(concurrent.futures.InvalidStateError):
+        f1.set_result(mine)
+    b.done(7, -1, None)
+    assert f1.result(0) is mine and f2.result(0).offset == 8
