@@ -237,7 +237,16 @@ class ProducerBatch:
             return None
         pending = self.pending
         if pending:
-            size = record_size_in_bytes(len(pending), timestamp - self._base_timestamp, key, value, headers)
+            n = len(pending)
+            td = timestamp - self._base_timestamp
+            if headers or n >= 8192 or not -64 <= td < 64 or (key is not None and len(key) >= 64) or value is None or len(value) >= 8192:
+                size = record_size_in_bytes(n, td, key, value, headers)
+            else:
+                # record_size_in_bytes inlined for the common record (runs once per send): offset delta under
+                # 8192, 1-byte timestamp delta, a null or short key, a value under 8 KiB, no headers.
+                nv = len(value)
+                body = (5 if n < 64 else 6) + (0 if key is None else len(key)) + nv + (1 if nv < 64 else 2)
+                size = body + (1 if body < 64 else 2)
             if self._size + size > self._limit:
                 return None
         else:

@@ -242,3 +242,24 @@ def test_user_completed_future_keeps_its_outcome() -> None:
         f1.set_result(mine)
     b.done(7, -1, None)
     assert f1.result(0) is mine and f2.result(0).offset == 8
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=-100, max_value=100),
+            st.one_of(st.none(), st.binary(max_size=80)),
+            st.one_of(st.none(), st.binary(max_size=9000)),
+            st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=5))), max_size=1),
+        ),
+        min_size=1, max_size=80,
+    )
+)
+def test_appended_size_is_the_encoded_size(records: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]) -> None:
+    """The size try_append accounts (its inlined common case included) is exactly the encoded batch's."""
+    b = ProducerBatch(TP, 10**7, 0)
+    for ts, key, value, headers in records:
+        assert b.try_append(1_000 + ts, key, value, headers, None, 0) is not None
+    b.set_producer_state(1, 0, 0, False)
+    assert b.uncompressed_size_in_bytes() == len(b.records())
