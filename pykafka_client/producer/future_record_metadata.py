@@ -9,7 +9,9 @@ As Java, the outcome is kept once per batch: all futures of a batch point to one
 batch's ``ProduceRequestResult``) and know their index in it; a future's state, result and exception are read
 from it, and its :class:`RecordMetadata` is built only when read (``result()``, or for a delivery callback).
 So completing a batch costs one lock round plus work for the futures someone waits on or added a
-done-callback to (the outcome's ``watched``), not a write per record.
+done-callback to (the outcome's ``watched``), not a write per record. The batch does not keep its futures
+(a future the caller drops is freed at once): when a batch is split, its outcome records where each record
+went (``moved_to``) and a future follows that on every read; watched futures are moved at once.
 """
 
 from __future__ import annotations
@@ -33,8 +35,8 @@ class BatchOutcome:
     a user holding futures does not hold the records' bytes."""
 
     __slots__ = (
-        "base_offset", "condition", "exception", "key_sizes", "log_append_time", "partition", "record_exceptions",
-        "state", "timestamps", "topic", "value_sizes", "watched",
+        "base_offset", "condition", "exception", "key_sizes", "log_append_time", "moved_to", "partition",
+        "record_exceptions", "state", "timestamps", "topic", "value_sizes", "watched",
     )
 
     def __init__(self, condition: threading.Condition, topic: str, partition: int) -> None:
@@ -51,6 +53,18 @@ class BatchOutcome:
         self.value_sizes: list[int] = []
         #: futures with waiters or done-callbacks (registered on first use, under ``condition``)
         self.watched: list[FutureRecordMetadata] = []
+        #: after a split: record i's (outcome, index) in the new batches (this outcome never completes then)
+        self.moved_to: list[tuple[BatchOutcome, int]] | None = None
+
+    def move_to(self, places: list[tuple[BatchOutcome, int]]) -> None:
+        """The batch was split (all new batches share this condition): record i now lives at ``places[i]``.
+        Watched futures move now, so the new outcomes notify them; the others follow ``moved_to`` when read."""
+        with self.condition:
+            self.moved_to = places
+            for f in self.watched:
+                if f._outcome is self:
+                    f._outcome, f._index = places[f._index]
+                    f._outcome.watched.append(f)
 
     def metadata(self, index: int) -> RecordMetadata | None:
         """Record ``index``'s metadata; None unless the batch succeeded."""
@@ -138,17 +152,27 @@ class FutureRecordMetadata(Future[RecordMetadata]):
     def _condition(self) -> threading.Condition:  # type: ignore[override]
         return self._outcome.condition
 
+    def _where(self) -> tuple[BatchOutcome, int]:
+        """This record's outcome and index, following splits."""
+        o, i = self._outcome, self._index
+        while o.moved_to is not None:
+            o, i = o.moved_to[i]
+        return o, i
+
     @property
     def _state(self) -> str:  # type: ignore[override]
-        return self._outcome.state
+        o = self._outcome
+        return o.state if o.moved_to is None else self._where()[0].state
 
     @property
     def _result(self) -> RecordMetadata | None:  # type: ignore[override]
-        return self._outcome.metadata(self._index)
+        o, i = self._where()
+        return o.metadata(i)
 
     @property
     def _exception(self) -> BaseException | None:  # type: ignore[override]
-        return self._outcome.error(self._index)
+        o, i = self._where()
+        return o.error(i)
 
     @property
     def _waiters(self) -> list[Any]:  # type: ignore[override]
@@ -171,6 +195,7 @@ class FutureRecordMetadata(Future[RecordMetadata]):
         and the outcome will look at this future when the batch completes."""
         self._waiters_list = []
         self._callbacks_list = []
+        self._outcome, self._index = self._where()
         self._outcome.watched.append(self)
 
     # --- Future API ----------------------------------------------------------------------------------
@@ -192,13 +217,12 @@ class FutureRecordMetadata(Future[RecordMetadata]):
         return super().exception(0)
 
     def _wait(self, timeout: float | None) -> None:
-        outcome = self._outcome
-        if outcome.state == FINISHED:
+        if self._state == FINISHED:
             return
-        cond = outcome.condition
+        cond = self._outcome.condition
         deadline = None if timeout is None else time.monotonic() + timeout
         with cond:
-            while self._outcome.state != FINISHED:
+            while self._state != FINISHED:
                 if deadline is None:
                     cond.wait()
                 else:
@@ -220,7 +244,7 @@ class FutureRecordMetadata(Future[RecordMetadata]):
         done. Runs its done-callbacks in this thread."""
         cond = self._outcome.condition
         with cond:
-            if self._outcome.state == FINISHED:
+            if self._state == FINISHED:
                 return False
             own = _OwnOutcome(cond, metadata, exception)
             self._outcome = own

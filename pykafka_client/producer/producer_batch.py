@@ -108,25 +108,23 @@ class FinalState(enum.Enum):
 
 
 class PendingRecord(NamedTuple):
-    """One appended record and its future (Java ``Thunk`` plus the record's bytes).
+    """One appended record (Java ``Thunk`` plus the record's bytes).
 
     A tuple so that an append costs no Python-level constructor: the hot path builds it with
-    ``_new_record((timestamp, key, value, headers, future, callback))``."""
+    ``tuple.__new__(PendingRecord, (timestamp, key, value, headers, callback))``. It does not hold the record's
+    future: a future the caller drops is freed at once, and a record without a callback is a tuple of
+    untracked objects, which the garbage collector stops tracking at its first pass (the batch's futures
+    reach their outcome through :class:`BatchOutcome`, never through the batch)."""
 
     timestamp: int
     key: bytes | None
     value: bytes | None
     headers: Sequence[Header]
-    future: FutureRecordMetadata
     callback: Callback | None
 
 
 _tuple_new = tuple.__new__
 _object_new = object.__new__
-
-
-def _new_record(fields: tuple[int, bytes | None, bytes | None, Sequence[Header], FutureRecordMetadata, Callback | None]) -> PendingRecord:
-    return _tuple_new(PendingRecord, fields)
 
 
 class ProducerBatch:
@@ -256,7 +254,7 @@ class ProducerBatch:
         future = _object_new(FutureRecordMetadata)
         future._outcome = self._outcome
         future._index = len(pending)
-        pending.append(_tuple_new(PendingRecord, (timestamp, key, value, headers, future, callback)))
+        pending.append(_tuple_new(PendingRecord, (timestamp, key, value, headers, callback)))
         self._size += size
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
@@ -401,7 +399,7 @@ class ProducerBatch:
         if self.has_callbacks:
             topic, partition = self.topic_partition
             for i, rec in enumerate(pending):
-                cb = rec[5]
+                cb = rec[4]
                 if cb is None:
                     continue
                 if exception is None:
@@ -445,17 +443,9 @@ class ProducerBatch:
                 )
                 current._append_existing(rec)
                 out.append(current)
-        with self._condition:  # the futures move to the new batches' outcomes
-            for b in out:
-                b.close_for_appends()
-                for i, rec in enumerate(b.pending):
-                    f = rec[4]
-                    if f._outcome is self._outcome:  # not completed on its own meanwhile
-                        f._outcome = b._outcome
-                        f._index = i
-            for f in self._outcome.watched:
-                if f._outcome is not self._outcome:
-                    f._outcome.watched.append(f)
+        for b in out:
+            b.close_for_appends()
+        self._outcome.move_to([(b._outcome, i) for b in out for i in range(len(b.pending))])
         self.split = True
         self.pending = []
         return out

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
+import weakref
 from collections.abc import Callable
 
 import pytest
@@ -212,9 +213,13 @@ def test_future_metadata_is_the_records_own() -> None:
     delivery callback saw it."""
     b = ProducerBatch(TP, 10_000, 0)
     seen: dict[int, RecordMetadata | None] = {}
+
+    def remember(i: int) -> Callable[[RecordMetadata | None, BaseException | None], None]:
+        return lambda m, e: seen.__setitem__(i, m)
+
     fs = [
         b.try_append(100 + i, None if i % 2 else b"k" * i, None if i == 3 else b"v" * (i + 1), [],
-                     (lambda m, e, i=i: seen.__setitem__(i, m)) if i % 3 == 0 else None, 0)
+                     remember(i) if i % 3 == 0 else None, 0)
         for i in range(6)
     ]
     pieces = b.split_into(120, 5)
@@ -263,3 +268,25 @@ def test_appended_size_is_the_encoded_size(records: list[tuple[int, bytes | None
         assert b.try_append(1_000 + ts, key, value, headers, None, 0) is not None
     b.set_producer_state(1, 0, 0, False)
     assert b.uncompressed_size_in_bytes() == len(b.records())
+
+
+def test_batch_does_not_keep_the_futures_and_split_futures_follow_their_records() -> None:
+    b = ProducerBatch(TP, 10_000, 0)
+    dropped = b.try_append(1, None, b"x" * 100, [], None, 0)
+    ref = weakref.ref(dropped)
+    del dropped
+    assert ref() is None  # freed at once: the batch holds no future
+    fs = [b.try_append(2 + i, None, b"x" * 100, [], None, 0) for i in range(4)]
+    assert all(f is not None for f in fs)
+    got: list[RecordMetadata] = []
+    fs[3].add_done_callback(lambda f: got.append(f.result(0)))  # type: ignore[union-attr]
+    pieces = b.split_into(300, 5)
+    again = pieces[1].split_into(200, 5)  # a split batch split again
+    assert len(pieces) == 3 and len(again) == 2
+    done, not_done = concurrent.futures.wait(fs, timeout=0)  # type: ignore[arg-type]
+    assert not done and len(not_done) == 4
+    for i, p in enumerate([pieces[0], *again, pieces[2]]):
+        p.done(100 * i, -1, None)
+    assert [f.result(0).offset for f in fs] == [1, 100, 200, 300]  # type: ignore[union-attr]
+    assert [f.result(0).timestamp for f in fs] == [2, 3, 4, 5]  # type: ignore[union-attr]
+    assert got == [fs[3].result(0)]  # type: ignore[union-attr]
