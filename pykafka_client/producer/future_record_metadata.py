@@ -11,7 +11,9 @@ from it, and its :class:`RecordMetadata` is built only when read (``result()``, 
 So completing a batch costs one lock round plus work for the futures someone waits on or added a
 done-callback to (the outcome's ``watched``), not a write per record. The batch does not keep its futures
 (a future the caller drops is freed at once): when a batch is split, its outcome records where each record
-went (``moved_to``) and a future follows that on every read; watched futures are moved at once.
+went (``moved_to``) and a future follows that on every read; watched futures are also registered with their
+new outcome. A future's (outcome, index) pair is written only when it is completed on its own, so a reader
+without the lock never sees half of a move.
 """
 
 from __future__ import annotations
@@ -58,13 +60,14 @@ class BatchOutcome:
 
     def move_to(self, places: list[tuple[BatchOutcome, int]]) -> None:
         """The batch was split (all new batches share this condition): record i now lives at ``places[i]``.
-        Watched futures move now, so the new outcomes notify them; the others follow ``moved_to`` when read."""
+        Watched futures are registered with their new outcomes, which notify them; every future follows
+        ``moved_to`` when read."""
         with self.condition:
             self.moved_to = places
             for f in self.watched:
-                if f._outcome is self:
-                    f._outcome, f._index = places[f._index]
-                    f._outcome.watched.append(f)
+                where = f._where()[0]
+                if where is not self:
+                    where.watched.append(f)
 
     def metadata(self, index: int) -> RecordMetadata | None:
         """Record ``index``'s metadata; None unless the batch succeeded."""
@@ -107,11 +110,12 @@ class BatchOutcome:
         self.state = FINISHED
         with_callbacks = []
         for f in self.watched:
-            if f._outcome is not self:
+            where, index = f._where()
+            if where is not self:
                 continue  # completed on its own (set_result) or moved by a split
             waiters = f._waiters_list
             if waiters:
-                failed = self.error(f._index) is not None
+                failed = self.error(index) is not None
                 for waiter in waiters:
                     if failed:
                         waiter.add_exception(f)
@@ -195,8 +199,7 @@ class FutureRecordMetadata(Future[RecordMetadata]):
         and the outcome will look at this future when the batch completes."""
         self._waiters_list = []
         self._callbacks_list = []
-        self._outcome, self._index = self._where()
-        self._outcome.watched.append(self)
+        self._where()[0].watched.append(self)
 
     # --- Future API ----------------------------------------------------------------------------------
 
@@ -247,8 +250,7 @@ class FutureRecordMetadata(Future[RecordMetadata]):
             if self._state == FINISHED:
                 return False
             own = _OwnOutcome(cond, metadata, exception)
-            self._outcome = own
-            self._index = 0
+            self._outcome = own  # its index no longer matters: an _OwnOutcome has one result
             if _is_watched(self):
                 own.watched.append(self)
             with_callbacks = own._finish()
