@@ -52,6 +52,7 @@ from pykafka_client.utils.time import Time
 
 if TYPE_CHECKING:
     from mini_broker.cluster.replica_fetcher import ReplicaFetcherManager
+    from mini_broker.cluster.txn_verification import TxnVerificationManager
     from mini_broker.server.replica_manager import FetchPartitionInfo, ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class ClusterReplication:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.fetchers: ReplicaFetcherManager | None = None
+        self._txn_verification: TxnVerificationManager | None = None
         self._host = ""
         self._port = -1
 
@@ -132,6 +134,10 @@ class ClusterReplication:
             self._thread.join(timeout=5)
         if self.fetchers is not None:
             self.fetchers.shutdown()
+        with self._lock:
+            verification, self._txn_verification = self._txn_verification, None
+        if verification is not None:
+            verification.shutdown()
         self.channel.close()
         self.forwarding_channel.close()
         self.write_hw_checkpoint()
@@ -267,6 +273,15 @@ class ClusterReplication:
 
     def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         return self.cache.broker_endpoint(broker_id)
+
+    def txn_verification(self) -> TxnVerificationManager:
+        """The KIP-890 verifier that asks remote transaction coordinators (created at first use)."""
+        from mini_broker.cluster.txn_verification import TxnVerificationManager
+
+        with self._lock:
+            if self._txn_verification is None:
+                self._txn_verification = TxnVerificationManager(self)
+            return self._txn_verification
 
     # --- leadership checks -------------------------------------------------------------------------
 
