@@ -1,7 +1,9 @@
 """Transaction markers on a cluster (Kafka: ``TransactionMarkerChannelManager``): the coordinator's COMMIT/ABORT
 markers go to each partition's *leader*. Partitions this broker leads (and ``__consumer_offsets``, whose
 group coordinator lives here) are written in process; the others are grouped per leader and sent as
-WriteTxnMarkers requests from a short-lived sender thread. A partition whose leader is unknown or unreachable
+WriteTxnMarkers requests from a short-lived sender thread. Every marker is appended with acks=-1: the answer
+(local or remote) comes once the partition's ISR has it, so the coordinator completes the transaction only
+when every in-sync replica holds every marker (Kafka's rule). A partition whose leader is unknown or unreachable
 answers NOT_LEADER_OR_FOLLOWER, which the coordinator retries after ``marker_retry_backoff_ms``.
 """
 
@@ -15,7 +17,7 @@ from typing import TYPE_CHECKING
 from mini_broker.cluster.broker_connection import BrokerConnection
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.server.context import BrokerContext
-from mini_broker.server.txn_marker_writer import write_markers
+from mini_broker.server.txn_marker_writer import MARKER_APPEND_TIMEOUT_MS, write_markers
 from pykafka_client.errors import NotLeaderOrFollowerError
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -91,25 +93,41 @@ class ClusterTxnMarkerWriter:
                           on_complete: Callable[[WriteTxnMarkersResponse], None]) -> None:
         parts = split_by_leader(request, self._destination)
         local = parts.pop(self._cluster.broker_id, None)
-        local_response = write_markers(self._context, local) if local is not None else None
+        lock = threading.Lock()
+        responses: list[WriteTxnMarkersResponse] = []
+        remaining = [(1 if local is not None else 0) + (1 if parts else 0)]
+
+        def part_done(resps: list[WriteTxnMarkersResponse]) -> None:
+            with lock:
+                responses.extend(resps)
+                remaining[0] -= 1
+                last = remaining[0] == 0
+            if last:
+                on_complete(merge(responses))
+
+        if remaining[0] == 0:
+            on_complete(WriteTxnMarkersResponse(markers=[]))
+            return
+        if local is not None:
+            write_markers(self._context, local, lambda resp: part_done([resp]))
         if not parts:
-            on_complete(local_response if local_response is not None else WriteTxnMarkersResponse(markers=[]))
             return
 
         def send_remote() -> None:
-            responses = [local_response] if local_response is not None else []
+            remote: list[WriteTxnMarkersResponse] = []
             for dest, req in parts.items():
                 conn = BrokerConnection(self._endpoint_of(dest), f"broker-{self._cluster.broker_id}-txn-markers")
                 try:
-                    resp = conn.send_and_receive(req, WRITE_TXN_MARKERS_VERSION, 30.0)
+                    # the leader answers once its ISR has the markers (at most MARKER_APPEND_TIMEOUT_MS)
+                    resp = conn.send_and_receive(req, WRITE_TXN_MARKERS_VERSION, MARKER_APPEND_TIMEOUT_MS / 1000 + 30)
                     assert isinstance(resp, WriteTxnMarkersResponse)
-                    responses.append(resp)
+                    remote.append(resp)
                 except (OSError, KafkaError) as e:
                     log.warning("event=txn_markers_send_failed broker=%d error=%r msg=\"the coordinator retries\"",
                                 dest, e)
-                    responses.append(failed_response(req, NotLeaderOrFollowerError.code))
+                    remote.append(failed_response(req, NotLeaderOrFollowerError.code))
                 finally:
                     conn.close()
-            on_complete(merge(responses))
+            part_done(remote)
 
         threading.Thread(target=send_remote, name="txn-marker-sender", daemon=True).start()

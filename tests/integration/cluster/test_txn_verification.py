@@ -16,13 +16,12 @@ from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.protocol.messages import (
     AddPartitionsToTxnRequest,
     EndTxnRequest,
-    FindCoordinatorRequest,
     InitProducerIdRequest,
     ListOffsetsRequest,
     ProduceRequest,
 )
 from pykafka_client.structs import TopicPartition
-from tests.integration.cluster.helpers import Endpoint
+from tests.integration.cluster.helpers import conn, transaction_coordinator
 from tests.integration.wire import Conn
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -31,10 +30,6 @@ TOPIC = "kip890"
 PARTITIONS = 3
 #: "not in the ongoing transaction": INVALID_TXN_STATE, or TRANSACTION_ABORTABLE from verifiers that know it
 NOT_IN_TRANSACTION = {InvalidTxnStateError.code, TransactionAbortableError.code}
-
-
-def conn(cluster: MiniCluster, broker_id: int) -> Conn:
-    return Conn(Endpoint(cluster.brokers[broker_id].port))  # type: ignore[arg-type]
 
 
 def txn_batch(partition: int, pid: int, epoch: int, seq: int, values: list[bytes]) -> bytes:
@@ -57,13 +52,6 @@ def log_end(c: Conn, partition: int) -> int:
     req = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.ListOffsetsTopic(
         name=TOPIC, partitions=[ListOffsetsRequest.ListOffsetsPartition(partition_index=partition, timestamp=-1)])])
     return int(c.call(req, 7).topics[0].partitions[0].offset)
-
-
-def transaction_coordinator(cluster: MiniCluster, transactional_id: str) -> int:
-    with conn(cluster, next(iter(cluster.brokers))) as c:
-        resp = c.call(FindCoordinatorRequest(key=transactional_id, key_type=1), 3)
-    assert resp.error_code == 0, resp
-    return int(resp.node_id)
 
 
 def test_a_leader_other_than_the_coordinators_refuses_a_partition_not_in_the_transaction(
