@@ -9,7 +9,8 @@ One thread per leader broker, each with a blocking connection speaking the Kafka
    are dropped before the log is extended again;
 2. then Fetch (v12, ``replica_id`` = this broker, ``current_leader_epoch`` set) from the log end, long-polling
    ``replica.fetch.wait.max.ms``; the batches are appended as they are (offsets and leader epochs kept,
-   ``AppendOrigin.REPLICATION``) and the follower's high watermark becomes ``min(leader's, local log end)``.
+   ``AppendOrigin.REPLICATION``), the follower's high watermark becomes ``min(leader's, local log end)`` and
+   its log start offset follows the leader's (at most up to its high watermark; segments below are deleted).
 
 The fetch offset the follower sends is what the leader records as the follower's log end (ISR, high
 watermark). FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH mean the metadata is moving:
@@ -252,6 +253,11 @@ class ReplicaFetcherThread:
         if len(data):
             lg.append(data, origin=AppendOrigin.REPLICATION)
         lg.update_high_watermark(min(p.high_watermark, lg.log_end_offset))
+        # the leader's log start offset (DeleteRecords, retention) moves this replica's too, up to its high
+        # watermark, deleting the segments below it; the next fetch reports it (the leader's low watermark)
+        new_start = min(p.log_start_offset, lg.high_watermark)
+        if new_start > lg.log_start_offset:
+            rm.log_manager.delete_records(tp.topic, tp.partition, new_start)
         if len(data):
             rm.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
 
