@@ -29,10 +29,8 @@ def earliest_on(cluster: MiniCluster, broker_id: int, topic: str) -> Any:
         return c.call(req, 7).topics[0].partitions[0]
 
 
-def test_delete_records_survives_a_leader_kill(cluster: MiniCluster) -> None:
-    topic, n, cut = "log-start", 300, 200
-    # small segments, so that moving the log start deletes whole segments on every replica
-    cluster.create_topic(topic, partitions=1, replication_factor=3, configs={"segment.bytes": "2048"})
+def produce_then_delete_records(cluster: MiniCluster, topic: str, n: int, cut: int) -> None:
+    """``n`` records to ``topic``-0 (acks=all, small batches), then DeleteRecords below ``cut``."""
     with KafkaProducer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5,
                         "batch.size": 512}) as producer:
         for i in range(n):
@@ -41,6 +39,13 @@ def test_delete_records_survives_a_leader_kill(cluster: MiniCluster) -> None:
     with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
         low = admin.delete_records({TopicPartition(topic, 0): cut}, timeout=30)
     assert low[TopicPartition(topic, 0)] == cut
+
+
+def test_delete_records_survives_a_leader_kill(cluster: MiniCluster) -> None:
+    topic, n, cut = "log-start", 300, 200
+    # small segments, so that moving the log start deletes whole segments on every replica
+    cluster.create_topic(topic, partitions=1, replication_factor=3, configs={"segment.bytes": "2048"})
+    produce_then_delete_records(cluster, topic, n, cut)
     old_leader = cluster.leader(topic, 0)
     cluster.kill(old_leader)
     new_leader = cluster.wait_for_leader(topic, 0, not_in={old_leader}, timeout=FAILOVER_TIMEOUT_S)
@@ -51,4 +56,33 @@ def test_delete_records_survives_a_leader_kill(cluster: MiniCluster) -> None:
     values = [v for _, v in read_back(cluster, topic, 1)[0]]
     assert values == list(range(cut, n))
     cluster.restart(old_leader, timeout=FAILOVER_TIMEOUT_S)
+    cluster.wait_for_isr(topic, 0, 3, timeout=FAILOVER_TIMEOUT_S)
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_over_there_and_rejoins_the_isr(cluster: MiniCluster) -> None:
+    """A follower stopped while DeleteRecords moved the leader's log start past the follower's log end cannot
+    fetch from its log end (OFFSET_OUT_OF_RANGE): it empties its log, starts at the leader's log start (Kafka's
+    truncateFullyAndStartAt), catches up and rejoins the ISR; led by it, the partition starts there."""
+    topic, n, cut = "log-start-behind", 300, 250
+    cluster.create_topic(topic, partitions=1, replication_factor=3, configs={"segment.bytes": "2048"})
+    leader = cluster.leader(topic, 0)
+    lagging = next(r for r in cluster.isr(topic, 0) if r != leader)
+    cluster.stop(lagging)
+    cluster.wait_for_isr(topic, 0, 2, timeout=FAILOVER_TIMEOUT_S)
+    produce_then_delete_records(cluster, topic, n, cut)
+    cluster.restart(lagging, timeout=FAILOVER_TIMEOUT_S)
+    cluster.wait_for_isr(topic, 0, 3, timeout=FAILOVER_TIMEOUT_S)
+    # make the lagging broker the leader: stop the others one by one (it is in the ISR, so it is elected)
+    stopped = []
+    while cluster.leader(topic, 0) != lagging:
+        victim = cluster.leader(topic, 0)
+        cluster.stop(victim)
+        stopped.append(victim)
+        cluster.wait_for_leader(topic, 0, not_in=set(stopped), timeout=FAILOVER_TIMEOUT_S)
+    cluster.wait_for_metadata()
+    part = earliest_on(cluster, lagging, topic)
+    assert (part.error_code, part.offset) == (0, cut)
+    assert [v for _, v in read_back(cluster, topic, 1)[0]] == list(range(cut, n))
+    for b in stopped:
+        cluster.restart(b, timeout=FAILOVER_TIMEOUT_S)
     cluster.wait_for_isr(topic, 0, 3, timeout=FAILOVER_TIMEOUT_S)
