@@ -69,7 +69,18 @@ class Verification:
     done: Done
 
 
-def _request(batch: Sequence[Verification]) -> AddPartitionsToTxnRequest:
+def split_batch(queue: Sequence[Verification]) -> tuple[list[Verification], list[Verification]]:
+    """(the next request's questions: the first of each transactional id, in order; the rest, still queued)"""
+    batch: list[Verification] = []
+    rest: list[Verification] = []
+    ids: set[str] = set()
+    for v in queue:
+        (rest if v.transactional_id in ids else batch).append(v)
+        ids.add(v.transactional_id)
+    return batch, rest
+
+
+def request_for(batch: Sequence[Verification]) -> AddPartitionsToTxnRequest:
     R = AddPartitionsToTxnRequest
     txns = []
     for v in batch:
@@ -82,9 +93,9 @@ def _request(batch: Sequence[Verification]) -> AddPartitionsToTxnRequest:
     return R(transactions=txns)
 
 
-def _answers(batch: Sequence[Verification], resp: AddPartitionsToTxnResponse) -> list[dict[TopicPartition, int]]:
-    """The error per partition of each question (a partition the coordinator did not answer: INVALID_TXN_STATE
-    would be wrong to invent; it is NOT_ENOUGH_REPLICAS, retried)."""
+def answers_of(batch: Sequence[Verification], resp: AddPartitionsToTxnResponse) -> list[dict[TopicPartition, int]]:
+    """The error per partition of each question of ``batch`` (a partition the coordinator did not answer:
+    NOT_ENOUGH_REPLICAS, retried; coordinator errors that mean "later" too)."""
     by_txn = {r.transactional_id: {TopicPartition(t.name, p.partition_index): p.partition_error_code
                                    for t in r.topic_results for p in t.results_by_partition}
               for r in resp.results_by_transaction}
@@ -138,21 +149,15 @@ class _Sender:
                 for v in pending:
                     v.done({tp: NotEnoughReplicasError.code for tp in v.partitions})
                 return None
-            batch: list[Verification] = []
-            rest: list[Verification] = []
-            ids: set[str] = set()
-            for v in self._queue:
-                (rest if v.transactional_id in ids else batch).append(v)
-                ids.add(v.transactional_id)
-            self._queue = rest
+            batch, self._queue = split_batch(self._queue)
             return batch
 
     def _run(self) -> None:
         while (batch := self._next_batch()) is not None:
             try:
-                resp = self._conn.send_and_receive(_request(batch), ADD_PARTITIONS_TO_TXN_VERSION, REQUEST_TIMEOUT_S)
+                resp = self._conn.send_and_receive(request_for(batch), ADD_PARTITIONS_TO_TXN_VERSION, REQUEST_TIMEOUT_S)
                 assert isinstance(resp, AddPartitionsToTxnResponse)
-                answers = _answers(batch, resp)
+                answers = answers_of(batch, resp)
             except (OSError, KafkaError) as e:
                 log.warning("event=txn_verification_failed coordinator=%d error=%r msg=\"the produce is answered "
                             "NOT_ENOUGH_REPLICAS and the producer retries\"", self.broker_id, e)
