@@ -74,7 +74,7 @@ class BrokerProcess:
 
     def __init__(self, broker_id: int, data_dir: str, port: int, props: Mapping[str, str], log_level: str) -> None:
         self.broker_id = broker_id
-        self.data_dir = data_dir
+        self.data_dir = os.path.abspath(data_dir)  # the process's working directory is not the caller's
         self.port = port
         self.props = dict(props)
         self.log_level = log_level
@@ -172,7 +172,8 @@ class MiniCluster:
             raise ValueError("a cluster needs at least one broker")
         self.num_brokers = num_brokers
         self._owns_dir = data_dir is None
-        self.data_dir = data_dir or tempfile.mkdtemp(prefix="mini_cluster-")
+        # absolute: the broker processes run with the package's root as their working directory
+        self.data_dir = os.path.abspath(data_dir) if data_dir else tempfile.mkdtemp(prefix="mini_cluster-")
         props = dict(DEFAULT_OVERRIDES)
         props["default.replication.factor"] = str(min(3, num_brokers))
         props.update({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (overrides or {}).items()})

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mini_broker.cluster.broker_connection import BrokerConnection
+from mini_broker.cluster.coordinator_lookup import TRANSACTION_KEY_TYPE, coordinator_for
 from pykafka_client.errors import (
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
@@ -49,11 +50,9 @@ Done = Callable[[dict[TopicPartition, int]], None]
 
 
 def transaction_coordinator_id(cluster: ClusterReplication, transactional_id: str) -> int:
-    """The broker id of the transaction coordinator for ``transactional_id`` (-1: none is live now).
-
-    The one place the produce path asks this (the coordinators' placement is the controller's)."""
-    coordinator = cluster.cache.coordinator_broker()
-    return -1 if coordinator is None else coordinator[0]
+    """The broker id of the transaction coordinator for ``transactional_id``: the live leader of its
+    ``__transaction_state`` partition (-1: none now; the produce is answered NOT_ENOUGH_REPLICAS and retried)."""
+    return coordinator_for(cluster.cache, TRANSACTION_KEY_TYPE, transactional_id).node_id
 
 
 def retriable_as_not_enough_replicas(errors: dict[TopicPartition, int]) -> dict[TopicPartition, int]:

@@ -43,7 +43,7 @@ from mini_broker.purgatory import (
 from mini_broker.server.api_error import error_code, error_message
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from mini_broker.server.fetch_session import FetchSessionCache
-from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata, validate_topic_name
+from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata, is_internal_topic, validate_topic_name
 from pykafka_client.errors import (
     ConfigurationError,
     CorruptRecordError,
@@ -342,13 +342,13 @@ class ReplicaManager:
                     results[tp2].error_code = st2.error_code
                 respond(results)
 
-            op = DelayedProduce(timeout_ms, statuses, self._check_enough_replicas, on_done)
+            op = DelayedProduce(timeout_ms, statuses, self.check_enough_replicas, on_done)
             keys = [TopicPartitionOperationKey(tp.topic, tp.partition) for tp in results]
             self.produce_purgatory.try_complete_else_watch(op, keys)
             return
         respond(results)
 
-    def _check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
+    def check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
         assert isinstance(tp, TopicPartition)
         try:
             lg = self._get_log(tp)
@@ -362,6 +362,9 @@ class ReplicaManager:
                              origin: AppendOrigin = AppendOrigin.CLIENT, required_acks: int = 1) -> PartitionResponse:
         try:
             validate_topic_name(tp.topic)
+            if origin is AppendOrigin.CLIENT and is_internal_topic(tp.topic):
+                # a cluster's __consumer_offsets / __transaction_state are the coordinators' (Kafka: the same)
+                raise InvalidTopicError(f"Cannot append to internal topic {tp.topic}")
         except InvalidTopicError as e:
             return PartitionResponse(error_code=InvalidTopicError.code, error_message=error_message(e))
         try:

@@ -374,7 +374,9 @@ class Sender:
         poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
         poll_timeout = min(poll_timeout, self.accumulator.next_expiry_time_ms() - now)
         poll_timeout = max(poll_timeout, 0)
-        if result.ready_nodes:
+        if ready_nodes:
+            # Only nodes the client can send to now (Java removes the others from readyNodes first): a ready
+            # batch for a throttled or in-flight-limited node waits for network events, not in a 0 ms loop.
             poll_timeout = 0
         self._send_produce_requests(batches, now)
         return poll_timeout

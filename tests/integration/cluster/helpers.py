@@ -26,11 +26,16 @@ def conn(cluster: MiniCluster, broker_id: int) -> Conn:
 
 
 def transaction_coordinator(cluster: MiniCluster, transactional_id: str) -> int:
-    """The broker id FindCoordinator names for ``transactional_id``."""
-    with conn(cluster, next(b for b, p in cluster.brokers.items() if p.alive)) as c:
-        resp = c.call(FindCoordinatorRequest(key=transactional_id, key_type=1), 3)
-    assert resp.error_code == 0, resp
-    return int(resp.node_id)
+    """The broker id FindCoordinator names for ``transactional_id`` (retried while the coordinator is not
+    available: the first lookup creates ``__transaction_state``, and its leader must load it)."""
+    deadline = time.monotonic() + 60
+    while True:
+        with conn(cluster, next(b for b, p in cluster.brokers.items() if p.alive)) as c:
+            resp = c.call(FindCoordinatorRequest(key=transactional_id, key_type=1), 3)
+        if resp.error_code == 0:
+            return int(resp.node_id)
+        assert time.monotonic() < deadline, f"no transaction coordinator for {transactional_id!r}: {resp}"
+        time.sleep(0.2)
 
 
 def read_back(bootstrap: str, topic: str, partitions: int, expected: int, timeout_s: float = 120.0
