@@ -210,7 +210,7 @@ def child(args: argparse.Namespace) -> None:
         print("=== application thread (send) ===", file=sys.stderr)
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(20)
         print("=== I/O thread (Sender) ===", file=sys.stderr)
-        pstats.Stats(io_prof, stream=sys.stderr).sort_stats("tottime").print_stats(20)
+        pstats.Stats(io_prof, stream=sys.stderr).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_LINES", "20")))
     else:
         # the client's imports are not per-record work: done before the CPU clock starts
         importlib.import_module(CLIENT_MODULES[args.client])

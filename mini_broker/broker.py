@@ -26,6 +26,7 @@ import threading
 from types import TracebackType
 from typing import Mapping
 
+from mini_broker.cluster.coordinator_partitions import CoordinatorAppendGate, CoordinatorPartitions
 from mini_broker.cluster.replication import ClusterReplication
 from mini_broker.cluster.txn_markers import ClusterTxnMarkerWriter
 from mini_broker.config import KafkaConfig
@@ -114,6 +115,7 @@ class MiniBroker:
         #: set when ``controller.quorum.bootstrap.servers`` names a controller (a cluster broker)
         self.cluster: ClusterReplication | None = None
         self.group_coordinator: GroupCoordinator | None = None
+        self.coordinator_partitions: CoordinatorPartitions | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.metadata_cache: MetadataCache | None = None
         self.metrics_server: MetricsHttpServer | None = None
@@ -142,7 +144,8 @@ class MiniBroker:
         for lock in self._dir_locks:
             lock.acquire()  # DataDirInUseError before anything is written
         self.metadata_cache = MetadataCache(self.data_dir, node_id, config.cluster_id)
-        self.replica_manager = ReplicaManager(config, self.metadata_cache, self.data_dir, self.metrics, self.time)
+        self.replica_manager = ReplicaManager(config, self.metadata_cache, self.data_dir, self.metrics, self.time,
+                                              log_dirs=self.config.log_dirs)
         controllers = config.get("controller.quorum.bootstrap.servers")
         if controllers:
             assert isinstance(controllers, list)
@@ -160,18 +163,28 @@ class MiniBroker:
                 self.data_dir, first_id=self.metadata_cache.producer_id_block_end)
         self.context.faults = self.faults
         group_config = GroupConfig.from_broker(config.get)
+        # a cluster broker's coordinators serve their replicated internal partitions while they lead them
+        # (coordinator_partitions); a single broker keeps their logs in its data dir
+        local_dir = None if self.cluster is not None else self.data_dir
         self.group_coordinator = GroupCoordinator(
-            group_config, GroupMetadataManager(self.data_dir, self.time, group_config.offsets_topic_segment_bytes),
+            group_config, GroupMetadataManager(local_dir, self.time, group_config.offsets_topic_segment_bytes),
             self.time, broker_id=node_id)
-        self.group_coordinator.startup()
+        self.group_coordinator.startup(follow_partition_leadership=self.cluster is not None)
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
-        if self.cluster is not None:
-            self.context.txn_marker_writer = ClusterTxnMarkerWriter(self.context, self.cluster)
-        else:
+        if self.cluster is None:
             self.context.txn_marker_writer = ReplicaTxnMarkerWriter(self.context)
         self._start_transaction_coordinator(self.context)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
+        if self.cluster is not None:
+            assert self.transaction_coordinator is not None
+            self.coordinator_partitions = CoordinatorPartitions(self.cluster, self.group_coordinator,
+                                                                self.transaction_coordinator)
+            self.cluster.leadership_listener = self.coordinator_partitions.on_leadership_change
+            gate = CoordinatorAppendGate(self.cluster, config.get_int("offsets.commit.timeout.ms"))
+            self.apis.response_gate = gate
+            self.transaction_coordinator.replication_barrier = gate.when_replicated
+            self.context.txn_marker_writer = ClusterTxnMarkerWriter(self.context, self.cluster, gate)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
         self.quotas.start()
         self.apis.quotas = self.quotas
@@ -198,10 +211,11 @@ class MiniBroker:
         txn_config = TransactionConfig.from_broker(self.config.get)
         manager = context.producer_id_manager
         assert manager is not None
+        local_dir = None if self.cluster is not None else self.data_dir
         coordinator = TransactionCoordinator(
-            txn_config, TransactionLog(self.data_dir, self.time, txn_config.transaction_state_log_segment_bytes),
+            txn_config, TransactionLog(local_dir, self.time, txn_config.transaction_state_log_segment_bytes),
             manager.generate_producer_id, lambda: context.txn_marker_writer, self.time)
-        coordinator.startup()
+        coordinator.startup(follow_partition_leadership=self.cluster is not None)
         self.transaction_coordinator = coordinator
         context.transaction_coordinator = coordinator
         context.transaction_verifier = coordinator
@@ -235,6 +249,8 @@ class MiniBroker:
             self.handler_pool.shutdown()
         if self.quotas is not None:
             self.quotas.shutdown()
+        if self.coordinator_partitions is not None:
+            self.coordinator_partitions.shutdown()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.transaction_coordinator is not None:

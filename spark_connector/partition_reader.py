@@ -1,4 +1,6 @@
 """Executor side of a read: one offset range of one partition, read with our KafkaConsumer, out as Arrow.
+The consumer returns whole record batches decoded to column buffers (``column_fetch.poll_columns``), so no
+Python object is made per record (``arrow_rows.py``).
 
 The consumer is assigned the partition (no group membership, no commits: ``enable.auto.commit=false``),
 seeks to the range's first offset and polls until its *position* reaches the range's end, so the read stops
@@ -20,9 +22,10 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from pykafka_client.consumer.column_fetch import poll_columns
 from pykafka_client.consumer.kafka_consumer import KafkaConsumer
 from pykafka_client.errors import OffsetOutOfRangeClientError
-from spark_connector.arrow_rows import records_to_batch
+from spark_connector.arrow_rows import columns_to_batch
 from spark_connector.options import ReadOptions
 
 if TYPE_CHECKING:
@@ -34,7 +37,8 @@ log = logging.getLogger(__name__)
 
 #: each poll waits at most this long, so a read whose last offsets are control records ends promptly
 _POLL_SLICE_S = 0.5
-#: rows per Arrow batch unless ``kafka.max.poll.records`` says otherwise (one batch per poll)
+#: records per poll (whole Kafka batches, so an Arrow batch may hold a little more) unless
+#: ``kafka.max.poll.records`` says otherwise (one Arrow batch per poll)
 DEFAULT_MAX_POLL_RECORDS = "10000"
 
 _DATA_LOSS_TRUE = (
@@ -84,18 +88,17 @@ def read_range(r: OffsetRange, options: ReadOptions) -> Iterator[pa.RecordBatch]
         last_progress = time.monotonic()
         while position < r.until_offset:
             try:
-                polled = consumer.poll(_POLL_SLICE_S)
+                polled = poll_columns(consumer, _POLL_SLICE_S)
             except OffsetOutOfRangeClientError:
                 position = _after_lost_records(consumer, r, position, options, "out of range")
                 consumer.seek(tp, min(position, r.until_offset))
                 last_progress = time.monotonic()
                 continue
-            records = polled.records(tp)
-            if records:
-                if records[-1].offset >= r.until_offset:
-                    records = [x for x in records if x.offset < r.until_offset]
-                if records:
-                    yield records_to_batch(records, r.topic, r.partition, options.include_headers)
+            fetched = polled.get(tp)
+            if fetched:
+                batch = columns_to_batch(fetched, r.topic, r.partition, r.until_offset, options.include_headers)
+                if batch is not None:
+                    yield batch
             now_at = consumer.position(tp)
             if now_at > position:
                 position = now_at

@@ -105,9 +105,6 @@ class ControllerState:
         self.topics: dict[str, TopicRegistration] = {}
         self.next_broker_epoch = 1
         self.next_producer_id = 0
-        #: the broker hosting the group and transaction coordinators: sticky, it changes only when that broker
-        #: is fenced (their state is not replicated, so moving back and forth would serve stale state)
-        self.coordinator_id = NO_LEADER
         if image is not None:
             self._load(image)
 
@@ -117,7 +114,6 @@ class ControllerState:
         self.version = int(image["version"])
         self.next_broker_epoch = int(image.get("next_broker_epoch", 1))
         self.next_producer_id = int(image.get("next_producer_id", 0))
-        self.coordinator_id = int(image.get("coordinator_id", NO_LEADER))
         now = self.time.milliseconds()
         for b in image.get("brokers", []):
             # after a controller restart every broker must heartbeat again before its session is trusted
@@ -136,7 +132,6 @@ class ControllerState:
                 "cluster_id": self.cluster_id,
                 "next_broker_epoch": self.next_broker_epoch,
                 "next_producer_id": self.next_producer_id,
-                "coordinator_id": self.coordinator_id,
                 "brokers": [asdict(b) for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)],
                 "topics": [asdict(t) for t in sorted(self.topics.values(), key=lambda t: t.name)],
             }
@@ -161,8 +156,6 @@ class ControllerState:
             epoch = self.next_broker_epoch
             self.next_broker_epoch += 1
             self.brokers[broker_id] = BrokerRegistration(broker_id, host, port, epoch, False, self.time.milliseconds())
-            if self.coordinator_id == NO_LEADER:
-                self.coordinator_id = broker_id
             self._elect_offline_partitions()
             self._changed()
             return epoch
@@ -217,8 +210,6 @@ class ControllerState:
         broker.fenced = True
         dead = broker.broker_id
         alive = self.alive()
-        if self.coordinator_id == dead:
-            self.coordinator_id = min(alive) if alive else NO_LEADER
         for t in self.topics.values():
             for reg in t.partitions:
                 if dead not in reg.replicas:

@@ -15,6 +15,9 @@ transitions, follower fetch state, the high watermark, ISR changes, and the high
   ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS); batches are stamped with the leader epoch. A follower fetch
   updates its fetch state, which may move the high watermark (waking delayed produces and consumer fetches)
   or expand the ISR (AlterPartition, sent from the fetch path's thread, answered in milliseconds).
+* **Coordinators**: leadership changes are told to :attr:`ClusterReplication.leadership_listener` (the group and
+  transaction coordinators follow ``__consumer_offsets`` / ``__transaction_state``; see coordinator_partitions),
+  whose appends go through :meth:`ClusterReplication.append_internal`.
 
 Lock order: ``_lock`` (partition table) is never held while calling the controller, a log or a purgatory.
 """
@@ -25,15 +28,17 @@ import logging
 import os
 import threading
 import time as _time
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mini_broker.cluster.controller_rpc import ControllerChannel
+from mini_broker.cluster.coordinator_lookup import TRANSACTION_KEY_TYPE, coordinates
+from mini_broker.cluster.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsStatus
 from mini_broker.cluster.partition import NO_LEADER, Partition
 from mini_broker.log.checkpoint import OffsetCheckpointFile
 from mini_broker.log.fetch_data_info import LogAppendInfo
 from mini_broker.log.unified_log import AppendOrigin, Log
-from mini_broker.purgatory import TopicPartitionOperationKey
+from mini_broker.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
 from pykafka_client.errors import (
     FencedLeaderEpochError,
@@ -43,6 +48,7 @@ from pykafka_client.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     StaleBrokerEpochError,
+    TopicExistsError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
@@ -52,6 +58,7 @@ from pykafka_client.utils.time import Time
 
 if TYPE_CHECKING:
     from mini_broker.cluster.replica_fetcher import ReplicaFetcherManager
+    from mini_broker.cluster.txn_verification import TxnVerificationManager
     from mini_broker.server.replica_manager import FetchPartitionInfo, ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -85,8 +92,14 @@ class ClusterReplication:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.fetchers: ReplicaFetcherManager | None = None
+        self._txn_verification: TxnVerificationManager | None = None
+        self.delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = DelayedOperationPurgatory(
+            "DeleteRecords", broker_id=broker_id, time=time)
         self._host = ""
         self._port = -1
+        #: told (tp, leader epoch, log) when this broker becomes a partition's leader and (tp, epoch, None) when
+        #: it stops leading it (the coordinators follow their internal partitions; see coordinator_partitions)
+        self.leadership_listener: Callable[[TopicPartition, int, Log | None], None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -132,6 +145,11 @@ class ClusterReplication:
             self._thread.join(timeout=5)
         if self.fetchers is not None:
             self.fetchers.shutdown()
+        with self._lock:
+            verification, self._txn_verification = self._txn_verification, None
+        if verification is not None:
+            verification.shutdown()
+        self.delete_records_purgatory.shutdown()
         self.channel.close()
         self.forwarding_channel.close()
         self.write_hw_checkpoint()
@@ -217,8 +235,10 @@ class ClusterReplication:
                                                           lg.log_end_offset, now)
                     if change == "leader":
                         self._become_leader(tp, part, lg)
+                        self._tell_leadership(tp, part.leader_epoch, lg)
                     elif change == "follower":
                         self._become_follower(tp, part)
+                        self._tell_leadership(tp, part.leader_epoch, None)
                     elif part.is_leader:  # the ISR changed: the high watermark and waiting produces may move
                         self.maybe_increment_hw(tp, part, lg)
                         self._wake(tp)
@@ -227,6 +247,7 @@ class ClusterReplication:
                 for tp in gone:
                     del self.partitions[tp]
             for tp in gone:
+                self._tell_leadership(tp, -1, None)
                 if self.fetchers is not None:
                     self.fetchers.remove_partition(tp)
                 self.rm.log_manager.delete_log(tp.topic, tp.partition)
@@ -237,6 +258,10 @@ class ClusterReplication:
                     log.warning("event=stray_log partition=%s-%s msg=\"not assigned to this broker; deleting\"",
                                 lg.topic, lg.partition)
                     self.rm.log_manager.delete_log(lg.topic, lg.partition)
+
+    def _tell_leadership(self, tp: TopicPartition, leader_epoch: int, lg: Log | None) -> None:
+        if self.leadership_listener is not None:
+            self.leadership_listener(tp, leader_epoch, lg)
 
     def _become_leader(self, tp: TopicPartition, part: Partition, lg: Log) -> None:
         log.info("event=become_leader partition=%s leader_epoch=%d isr=%s log_end=%d", tp, part.leader_epoch,
@@ -259,14 +284,23 @@ class ClusterReplication:
         key = TopicPartitionOperationKey(tp.topic, tp.partition)
         self.rm.produce_purgatory.check_and_complete(key)
         self.rm.fetch_purgatory.check_and_complete(key)
+        self.delete_records_purgatory.check_and_complete(key)
 
-    def is_coordinator_broker(self) -> bool:
-        """Whether this broker hosts the cluster's group and transaction coordinators (the controller's choice)."""
-        coordinator = self.cache.coordinator_broker()
-        return coordinator is not None and coordinator[0] == self.broker_id
+    def coordinates_transaction(self, transactional_id: str) -> bool:
+        """Whether this broker leads the ``__transaction_state`` partition of ``transactional_id``."""
+        return coordinates(self.cache, self.broker_id, TRANSACTION_KEY_TYPE, transactional_id)
 
     def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         return self.cache.broker_endpoint(broker_id)
+
+    def txn_verification(self) -> TxnVerificationManager:
+        """The KIP-890 verifier that asks remote transaction coordinators (created at first use)."""
+        from mini_broker.cluster.txn_verification import TxnVerificationManager
+
+        with self._lock:
+            if self._txn_verification is None:
+                self._txn_verification = TxnVerificationManager(self)
+            return self._txn_verification
 
     # --- leadership checks -------------------------------------------------------------------------
 
@@ -322,6 +356,23 @@ class ClusterReplication:
         self.maybe_increment_hw(tp, part, lg)
         return info
 
+    def append_internal(self, tp: TopicPartition, lg: Log, records: bytes) -> None:
+        """A coordinator's append to the internal partition ``tp`` it leads (raises NOT_LEADER_OR_FOLLOWER when
+        this broker no longer leads it); long-polling follower fetches are woken so that the ISR gets it."""
+        self.append_as_leader(tp, lg, records, AppendOrigin.COORDINATOR, -1)
+        self.rm.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
+
+    def unreplicated_internal_offsets(self, topics: frozenset[str]) -> dict[TopicPartition, int]:
+        """Log end offsets of the partitions of ``topics`` this broker leads whose high watermark is below it."""
+        with self._lock:
+            led = [tp for tp, part in self.partitions.items() if tp.topic in topics and part.is_leader]
+        out: dict[TopicPartition, int] = {}
+        for tp in led:
+            lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+            if lg is not None and lg.high_watermark < lg.log_end_offset:
+                out[tp] = lg.log_end_offset
+        return out
+
     def maybe_increment_hw(self, tp: TopicPartition, part: Partition, lg: Log) -> bool:
         with self._lock:
             hw = part.high_watermark(lg.log_end_offset, lg.high_watermark)
@@ -352,13 +403,39 @@ class ClusterReplication:
             if info.current_leader_epoch >= 0 and info.current_leader_epoch != part.leader_epoch:
                 continue
             with self._lock:
-                part.update_follower_fetch(replica_id, info.fetch_offset, lg.log_end_offset, now)
+                log_start_moved = part.update_follower_fetch(replica_id, info.fetch_offset, lg.log_end_offset, now,
+                                                             info.log_start_offset)
             if self.maybe_increment_hw(tp, part, lg):
                 self._wake(tp)
+            if log_start_moved:
+                self.delete_records_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
             with self._lock:
                 new_isr = part.isr_to_expand(replica_id, lg.high_watermark)
             if new_isr is not None:
                 self._alter_isr(tp, part, new_isr)
+
+    def delete_records(self, tp: TopicPartition, timeout_ms: int, respond: Callable[[int, int], None]) -> None:
+        """After the leader moved its log start offset (``rm.delete_records``): ``respond(low watermark,
+        error code)`` once the ISR's followers have moved theirs (see :mod:`delayed_delete_records`)."""
+        lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+        required = -1 if lg is None else lg.log_start_offset
+
+        def done(statuses: dict[Hashable, DeleteRecordsStatus]) -> None:
+            st = statuses[tp]
+            respond(st.low_watermark if st.error_code == 0 else -1, st.error_code)
+
+        op = DelayedDeleteRecords(timeout_ms, {tp: DeleteRecordsStatus(required)}, self._check_low_watermark, done)
+        self.delete_records_purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey(tp.topic, tp.partition)])
+
+    def _check_low_watermark(self, tp: Hashable, required_offset: int) -> tuple[bool, int, int]:
+        assert isinstance(tp, TopicPartition)
+        part = self.partition(tp)
+        lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+        if part is None or lg is None or not part.is_leader:
+            return False, -1, NotLeaderOrFollowerError.code
+        with self._lock:
+            low = part.low_watermark(lg.log_start_offset)
+        return low >= required_offset, low, 0
 
     def _maybe_shrink_isr(self) -> None:
         now = self.time.milliseconds()
@@ -416,6 +493,20 @@ class ClusterReplication:
         if md is None:
             raise UnknownTopicOrPartitionError(f"Topic {name} was created but is not in the image yet; retry")
         return md
+
+    def create_internal_topic(self, name: str, replication_factor: int, configs: dict[str, str]) -> None:
+        """Create ``__consumer_offsets`` / ``__transaction_state`` with one partition and ``replication_factor``
+        capped by the live brokers, and ``min.insync.replicas`` capped by that (a concurrent creation by another
+        broker is fine)."""
+        rf = max(1, min(replication_factor, len(self.cache.live_brokers())))
+        configs = dict(configs)
+        if "min.insync.replicas" in configs:
+            configs["min.insync.replicas"] = str(min(int(configs["min.insync.replicas"]), rf))
+        try:
+            self._controller({"op": "create_topic", "name": name, "num_partitions": 1, "replication_factor": rf,
+                              "configs": configs})
+        except TopicExistsError:
+            pass
 
     def delete_topic(self, name: str) -> None:
         self._controller({"op": "delete_topic", "name": name})

@@ -2,7 +2,9 @@
 
 It answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit, OffsetFetch,
 ListGroups, DescribeGroups, DeleteGroups and OffsetDelete for every group of one broker (each broker owns one; see
-docs/ARCHITECTURE.md "mini_broker group coordinator" for the per-state answers).
+docs/ARCHITECTURE.md "mini_broker group coordinator" for the per-state answers). On a cluster broker it serves
+only while the broker leads ``__consumer_offsets`` (:meth:`GroupCoordinator.on_election` /
+:meth:`~GroupCoordinator.on_resignation`): NOT_COORDINATOR otherwise, COORDINATOR_LOAD_IN_PROGRESS while loading.
 
 The decisions are made by the sans-IO core (:mod:`group_join`, :mod:`group_heartbeat`, :mod:`group_offsets`,
 :mod:`group_rebalance`): a typed request and ``now`` in, state changed, effects out
@@ -78,15 +80,19 @@ from mini_broker.purgatory.keys import GroupJoinKey, GroupSyncKey, MemberKey
 from mini_broker.timer.system_timer import SystemTimer
 from mini_broker.timer.timer_task import TimerTask
 from pykafka_client.errors import (
+    CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     GroupIdNotFoundError,
     IllegalGenerationError,
     InvalidGroupIdError,
+    NotCoordinatorError,
+    NotLeaderOrFollowerError,
     UnknownMemberIdError,
 )
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
+    from mini_broker.log.unified_log import Log
     from mini_broker.metrics import BrokerMetrics
 
 _log = logging.getLogger(__name__)
@@ -104,13 +110,14 @@ class _OffsetsCleanup(TimerTask):
         self._timer = timer
 
     def run(self) -> None:
-        if not self._coordinator.is_active:
+        if not self._coordinator.is_running:
             return
         try:
-            self._coordinator.cleanup_group_metadata()
+            if self._coordinator.is_active:
+                self._coordinator.cleanup_group_metadata()
         except Exception:
             _log.exception("offsets cleanup failed")
-        if self._coordinator.is_active:
+        if self._coordinator.is_running:
             self._timer.add(_OffsetsCleanup(self._coordinator, self._timer, self.delay_ms))
 
 
@@ -159,7 +166,16 @@ class GroupCoordinator:
         self.time = time
         self._groups: dict[str, GroupMetadata] = {}
         self._groups_lock = threading.Lock()
+        #: serving requests (a single broker: from startup to shutdown; a cluster broker: while it leads the
+        #: ``__consumer_offsets`` partition and its groups are loaded)
         self._active = False
+        #: between startup and shutdown
+        self._running = False
+        #: a cluster broker's coordinator serves only while it leads its partition (see :meth:`on_election`)
+        self._follows_partition_leadership = False
+        self._loading = False
+        #: serializes :meth:`on_election` / :meth:`on_resignation`
+        self._election_lock = threading.Lock()
 
         def timer(name: str) -> SystemTimer:
             return SystemTimer(name, time, start_ms=time.hi_res_clock_ms(), run_inline=timer_run_inline)
@@ -174,23 +190,78 @@ class GroupCoordinator:
     def is_active(self) -> bool:
         return self._active
 
-    def startup(self) -> None:
-        """Replay the offsets log into groups, start their members' session timers, start serving."""
-        now = self.time.milliseconds()
-        for group_id, loaded in self.manager.load().items():
-            self._groups[group_id] = restore_group(group_id, loaded, now)
-        self._active = True
-        for group in list(self._groups.values()):
-            with group.lock:
-                for member in list(group.members.values()):
-                    self._run(group, group_rebalance.schedule_next_heartbeat, group, member)
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    def startup(self, follow_partition_leadership: bool = False) -> None:
+        """Start the periodic offset expiry and serve: a single broker replays its offsets log now; with
+        ``follow_partition_leadership`` (a cluster broker) nothing is loaded and every group request gets
+        NOT_COORDINATOR until :meth:`on_election`."""
+        self._running = True
+        self._follows_partition_leadership = follow_partition_leadership
+        if not follow_partition_leadership:
+            self._load_groups()
         interval = self.config.offsets_retention_check_interval_ms
         timer = self.heartbeat_purgatory.timeout_timer
         timer.add(_OffsetsCleanup(self, timer, interval))
 
+    def _load_groups(self) -> None:
+        """Replay the offsets log into groups, start their members' session timers, start serving."""
+        now = self.time.milliseconds()
+        groups = {group_id: restore_group(group_id, loaded, now) for group_id, loaded in self.manager.load().items()}
+        with self._groups_lock:
+            self._groups = groups
+        self._active = True
+        for group in list(groups.values()):
+            with group.lock:
+                for member in list(group.members.values()):
+                    self._run(group, group_rebalance.schedule_next_heartbeat, group, member)
+
+    def on_election(self, log: Log, append: Callable[[bytes], None]) -> None:
+        """Kafka's ``onElection``: this broker became the leader of the ``__consumer_offsets`` partition whose
+        log is ``log`` (appended through ``append``). Its groups are loaded (COORDINATOR_LOAD_IN_PROGRESS
+        meanwhile), then served."""
+        with self._election_lock:
+            if not self._running:
+                return
+            self._unload_groups()
+            self._loading = True
+            try:
+                self.manager.attach(log, append)
+                self._load_groups()
+                _log.info("event=group_coordinator_elected groups=%d", len(self._all_groups()))
+            finally:
+                self._loading = False
+
+    def expect_election(self) -> None:
+        """The election was seen and its load is queued: answer COORDINATOR_LOAD_IN_PROGRESS (not NOT_COORDINATOR)
+        until :meth:`on_election` ran, so that clients retry here instead of looking the coordinator up again."""
+        if self._running:
+            self._loading = True
+
+    def on_resignation(self) -> None:
+        """Kafka's ``onResignation``: this broker no longer leads the ``__consumer_offsets`` partition. Its
+        groups are dropped (parked joins and syncs answered NOT_COORDINATOR) and every group request gets
+        NOT_COORDINATOR."""
+        with self._election_lock:
+            if self._active:
+                _log.info("event=group_coordinator_resigned groups=%d", len(self._all_groups()))
+            self._unload_groups()
+
+    def _unload_groups(self) -> None:
+        self._active = False
+        with self._groups_lock:
+            groups, self._groups = list(self._groups.values()), {}
+        for group in groups:
+            with group.lock:
+                self._run(group, group_rebalance.unload_group, group)
+        self.manager.detach()
+
     def shutdown(self) -> None:
         """Stop serving (COORDINATOR_NOT_AVAILABLE), stop the purgatories, close the offsets log."""
         self._active = False
+        self._running = False
         self.heartbeat_purgatory.shutdown()
         self.rebalance_purgatory.shutdown()
         self.manager.close()
@@ -242,8 +313,17 @@ class GroupCoordinator:
         if not group_id and not allow_empty_id:
             return InvalidGroupIdError.code
         if not self._active:
-            return CoordinatorNotAvailableError.code
+            return self._inactive_error()
         return None
+
+    def _inactive_error(self) -> int:
+        """Why a request is not served: the groups are loading, this broker does not lead the
+        ``__consumer_offsets`` partition (a cluster), or the coordinator is shut down."""
+        if self._loading:
+            return int(CoordinatorLoadInProgressError.code)
+        if self._follows_partition_leadership and self._running:
+            return int(NotCoordinatorError.code)
+        return int(CoordinatorNotAvailableError.code)
 
     # -- driving the core ---------------------------------------------------------------------------------
     def _run(self, group: GroupMetadata, call: Callable[Concatenate[Step, P], R], *args: P.args,
@@ -296,6 +376,8 @@ class GroupCoordinator:
     def on_timeout(self, group: GroupMetadata, timeout: Timeout) -> None:
         """A :class:`DelayedGroupTimeout` fired (timer thread, or the caller of :meth:`advance_clock`)."""
         with group.lock:
+            if self.get_group(group.group_id) is not group:  # unloaded since it was armed
+                return
             self._run(group, group_rebalance.on_timeout, group, timeout)
 
     # -- JoinGroup / SyncGroup ----------------------------------------------------------------------------
@@ -375,7 +457,11 @@ class GroupCoordinator:
 
     def write_txn_marker(self, producer_id: int, committed: bool, partitions: Sequence[int], records: bytes) -> None:
         """The WriteTxnMarkers path for ``__consumer_offsets``: append the marker control batch to the offsets
-        log (raises as the log does), then materialize or drop the producer's pending offsets."""
+        log (raises as the log does, and NOT_LEADER_OR_FOLLOWER on a cluster broker not leading the partition),
+        then materialize or drop the producer's pending offsets."""
+        if not self._active and self._follows_partition_leadership:
+            raise NotLeaderOrFollowerError("this broker does not lead the __consumer_offsets partition; "
+                                           "send the marker to its leader")
         self.manager.append_txn_marker(records)
         self.on_transaction_completed(producer_id, committed, partitions)
 
@@ -404,7 +490,9 @@ class GroupCoordinator:
     def handle_list_groups(self, states: Iterable[str] = ()) -> tuple[int, list[tuple[str, str, str]]]:
         """(error, [(group id, protocol type, state)]); ``states`` filters case-insensitively."""
         if not self._active:
-            return CoordinatorNotAvailableError.code, []
+            if self._follows_partition_leadership and self._running and not self._loading:
+                return NONE, []  # a cluster broker lists the groups of the partitions it leads: none
+            return self._inactive_error(), []
         wanted = {s.lower() for s in states}
         out: list[tuple[str, str, str]] = []
         for g in self._all_groups():

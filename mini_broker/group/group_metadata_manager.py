@@ -4,8 +4,11 @@ Everything the group coordinator must keep across restarts is appended to an int
 ``<data dir>/__group_coordinator/__consumer_offsets-0`` (a :class:`mini_broker.log.Log`; the directory is
 outside the topic registry and the LogManager's scan, so the topic never shows up in Metadata). The log
 is replayed from its start when the broker starts: the last record per key wins, a null value deletes.
-One partition is used whatever ``offsets.topic.num.partitions`` says (a single broker coordinates every
-group). The log is never compacted or trimmed: it grows with every commit (a test broker's trade-off).
+One partition is used whatever ``offsets.topic.num.partitions`` says (one coordinator serves every group).
+On a cluster broker there is no local log: the manager serves the replicated ``__consumer_offsets-0``
+partition while this broker leads it (:meth:`GroupMetadataManager.attach` / :meth:`~GroupMetadataManager.detach`,
+driven by ``mini_broker.cluster.coordinator_partitions``), appending through the leader's append.
+The log is compacted only on a single broker's start (see :class:`GroupMetadataManager`), never trimmed.
 
 Record format (v2 record batches; keys and values use Kafka's classic non-flexible primitives: int16/
 int32/int64 big-endian, strings int16-length-prefixed UTF-8, nullable strings length -1, bytes
@@ -36,13 +39,14 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from mini_broker.group.group_requests import CommittedOffset
+from mini_broker.log.coordinator_append import append_coordinator_records, refuse_append
 from mini_broker.log.log_config import LogConfig
-from mini_broker.log.unified_log import AppendOrigin, Log
+from mini_broker.log.unified_log import Log
 from mini_broker.producer_state.producer_state_manager import end_txn_marker_of
 from pykafka_client.errors import MessageDecodeError
 from pykafka_client.protocol.records import MemoryRecords, MemoryRecordsBuilder
@@ -220,6 +224,8 @@ class GroupMetadataManager:
     def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600,
                  compact_min_records: int = COMPACT_MIN_RECORDS) -> None:
         self._log: Log | None = None
+        #: set while serving a cluster's replicated partition (see :meth:`attach`)
+        self._replicated_append: Callable[[bytes], None] | None = None
         self._time = time
         self._config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES)
         self._compact_min_records = compact_min_records
@@ -243,6 +249,19 @@ class GroupMetadataManager:
     @property
     def log(self) -> Log | None:
         return self._log
+
+    def attach(self, log: Log, append: Callable[[bytes], None]) -> None:
+        """Serve a cluster's replicated ``__consumer_offsets`` partition, whose leader this broker became:
+        :meth:`load` reads ``log``, appends go through ``append`` (the leader's append, which stamps the
+        leader epoch and raises once this broker no longer leads); no compaction, the high watermark is
+        replication's. The log stays the LogManager's (:meth:`close` leaves it open)."""
+        self._log, self._replicated_append, self._parent = log, append, None
+
+    def detach(self) -> None:
+        """Stop serving the replicated partition (this broker resigned its leadership): appends are refused
+        (NOT_LEADER_OR_FOLLOWER) until the next :meth:`attach`."""
+        if self._replicated_append is not None:
+            self._replicated_append = refuse_append
 
     def load(self) -> dict[str, LoadedGroup]:
         """Replay the whole log: group id -> what is stored for it (groups deleted since are absent)."""
@@ -304,7 +323,7 @@ class GroupMetadataManager:
                 entry.pending_txn_offsets[pid] = loaded.offsets
                 entry.superseded_txn_offsets[pid] = {tp for g, tp in later if g == group_id}
         live = sum(len(g.offsets) + (g.group is not None) for g in groups.values())
-        if records > self._compact_min_records and records > 2 * live and not in_txn:
+        if self._replicated_append is None and records > self._compact_min_records and records > 2 * live and not in_txn:
             self._compact(groups)
         return groups
 
@@ -340,18 +359,18 @@ class GroupMetadataManager:
 
     def _append(self, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
         if self._log is not None:
-            self._append_to(self._log, entries, now_ms)
+            self._append_to(self._log, entries, now_ms, self._replicated_append)
 
     @staticmethod
-    def _append_to(log: Log, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
+    def _append_to(log: Log, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int,
+                   replicated_append: Callable[[bytes], None] | None = None) -> None:
         builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
         count = 0
         for key, value in entries:
             builder.append(now_ms, key, value)
             count += 1
         if count:
-            log.append(builder.build(), origin=AppendOrigin.COORDINATOR)
-            log.update_high_watermark(log.log_end_offset)
+            append_coordinator_records(log, builder.build(), replicated_append)
 
     def store_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                           offsets: Mapping[tuple[str, int], CommittedOffset], now_ms: int) -> None:
@@ -362,15 +381,13 @@ class GroupMetadataManager:
                                        producer_epoch=producer_epoch, is_transactional=True)
         for (t, p), om in offsets.items():
             builder.append(now_ms, offset_commit_key(group_id, t, p), offset_commit_value(om))
-        self._log.append(builder.build(), origin=AppendOrigin.COORDINATOR)
-        self._log.update_high_watermark(self._log.log_end_offset)
+        append_coordinator_records(self._log, builder.build(), self._replicated_append)
 
     def append_txn_marker(self, records: bytes) -> None:
         """A COMMIT/ABORT control batch (raises as the log does, e.g. a fenced coordinator epoch)."""
         if self._log is None:
             return
-        self._log.append(records, origin=AppendOrigin.COORDINATOR)
-        self._log.update_high_watermark(self._log.log_end_offset)
+        append_coordinator_records(self._log, records, self._replicated_append)
 
     def store_group(self, group_id: str, group: StoredGroup, now_ms: int) -> None:
         self._append([(group_metadata_key(group_id), group_metadata_value(group))], now_ms)
@@ -391,5 +408,5 @@ class GroupMetadataManager:
             self._log.flush()
 
     def close(self) -> None:
-        if self._log is not None:
+        if self._log is not None and self._replicated_append is None:
             self._log.close()

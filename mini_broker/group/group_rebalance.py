@@ -44,6 +44,7 @@ from pykafka_client.errors import (
     FencedInstanceIdError,
     IllegalGenerationError,
     IllegalStateError,
+    NotCoordinatorError,
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
@@ -324,3 +325,21 @@ def on_timeout(step: Step, group: GroupMetadata, timeout: Timeout) -> None:
         _on_join_timeout(step, group, timeout)
     else:
         _on_sync_timeout(step, group, timeout)
+
+
+# -- unloading (the coordinator resigned) ----------------------------------------------------------------
+def unload_group(step: Step, group: GroupMetadata) -> None:
+    """Kafka's ``onGroupUnloaded``: this broker no longer coordinates ``group`` (it resigned the leadership of
+    its ``__consumer_offsets`` partition). The group goes Dead, its timeouts are cancelled and the parked
+    JoinGroups and SyncGroups are answered NOT_COORDINATOR, so their members find the new coordinator."""
+    for member in list(group.members.values()):
+        answer_join(step, group, member, JoinGroupResult(member.member_id, NotCoordinatorError.code))
+        answer_sync(step, group, member, SyncGroupResult(NotCoordinatorError.code))
+        step.emit(CancelTimeout(HeartbeatTimeout(group.group_id, member.member_id)))
+    for member_id in list(group.pending_members):
+        step.emit(CancelTimeout(HeartbeatTimeout(group.group_id, member_id, is_pending=True)))
+    if group.pending_join is not None:
+        step.emit(CancelTimeout(JoinTimeout(group.group_id, group.pending_join.timer_id)))
+    step.emit(CancelTimeout(SyncTimeout(group.group_id, group.generation_id)))
+    if not group.is_state(GroupState.DEAD):
+        group.transition_to(GroupState.DEAD, step.now)

@@ -17,7 +17,7 @@ import dataclasses
 import logging
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
@@ -51,6 +51,14 @@ API_VERSIONS_KEY = 18
 UNSUPPORTED_VERSION_CODE = 35
 
 Handler = Callable[["KafkaApis", Request], object]
+
+
+class ResponseGate(Protocol):
+    """Holds the answers of ``api_keys`` until ``when_replicated`` calls back (0, or the error to answer)."""
+
+    api_keys: frozenset[int]
+
+    def when_replicated(self, callback: Callable[[int], None]) -> None: ...
 
 #: APIs a network thread (Processor) handles itself, right after parsing, instead of queueing them for a
 #: handler thread: their handlers never block (Fetch reads the page cache and parks in the purgatory when
@@ -116,6 +124,9 @@ class KafkaApis:
         self.inline_api_keys: frozenset[int] = frozenset(k for k in inline_api_keys if k in self.specs)
         #: client quotas (None: not enforced); set by the broker before it serves requests
         self.quotas: QuotaManagers | None = None
+        #: holds the answers of some APIs until a condition holds (a cluster broker: the coordinators' appends
+        #: are on the ISR; see mini_broker.cluster.coordinator_partitions); None: answers go out at once
+        self.response_gate: ResponseGate | None = None
 
     @property
     def broker(self) -> BrokerContext:
@@ -199,7 +210,27 @@ class KafkaApis:
         request.response_complete_time_ns = now
 
     def send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None = None) -> None:
-        """Encode ``body`` at the request's version and queue it for the owning processor."""
+        """Encode ``body`` at the request's version and queue it for the owning processor (once the
+        :attr:`response_gate` lets it go, for the APIs it holds)."""
+        gate = self.response_gate
+        if gate is not None and request.context.api_key in gate.api_keys:
+            gate.when_replicated(lambda error: self._release(request, body, on_complete, error))
+            return
+        self._send_response(request, body, on_complete)
+
+    def _release(self, request: Request, body: Message, on_complete: Callable[[], None] | None, error: int) -> None:
+        """A held answer: sent as it is, or when the gate failed with ``error``, with that error as its top-level
+        error code; an answer without one (per-partition errors) closes the connection instead, which the
+        client retries like any network error."""
+        if error == 0:
+            self._send_response(request, body, on_complete)
+        elif isinstance(getattr(body, "error_code", None), int):
+            body.__setattr__("error_code", error)
+            self._send_response(request, body, on_complete)
+        else:
+            self.close_connection(request)
+
+    def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None) -> None:
         ctx = request.context
         try:
             fit_to_version(body, ctx.api_version)

@@ -188,14 +188,11 @@ class MetadataCache:
         with self._lock:
             return [(i, str(b["host"]), int(b["port"])) for i, b in sorted(self._brokers.items()) if not b["fenced"]]
 
-    def coordinator_broker(self) -> tuple[int, str, int] | None:
-        """(id, host, port) of the broker hosting the cluster's coordinators (cluster only), if it is live."""
+    def live_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        """(host, port) of ``broker_id`` when it is registered and unfenced (cluster only)."""
         with self._lock:
-            if self.cluster_image is None:
-                return None
-            node = int(self.cluster_image.get("coordinator_id", -1))
-            b = self._brokers.get(node)
-            return None if b is None or b["fenced"] else (node, str(b["host"]), int(b["port"]))
+            b = self._brokers.get(broker_id)
+            return None if b is None or b["fenced"] else (str(b["host"]), int(b["port"]))
 
     def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         with self._lock:

@@ -21,6 +21,7 @@ Lock order: registry lock -> (released) -> log locks. ``check_and_complete`` is 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from mini_broker.purgatory import (
 from mini_broker.server.api_error import error_code, error_message
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from mini_broker.server.fetch_session import FetchSessionCache
-from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata, validate_topic_name
+from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata, is_internal_topic, validate_topic_name
 from pykafka_client.errors import (
     ConfigurationError,
     CorruptRecordError,
@@ -143,7 +144,7 @@ class ReplicaManager:
 
     def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, data_dir: str,
                  metrics: BrokerMetrics | None = None, time: Time = SYSTEM_TIME,
-                 log_manager: LogManager | None = None) -> None:
+                 log_manager: LogManager | None = None, log_dirs: Sequence[str] = ()) -> None:
         self.config = config
         self.metadata_cache = metadata_cache
         self.time = time
@@ -152,7 +153,9 @@ class ReplicaManager:
         self.default_log_config = LogConfig.from_broker(lambda n: config.get(n) if config.is_set(n) else None)
         if log_manager is None:
             log_manager = LogManager(
-                [data_dir], self.default_log_config, time=time,
+                # partitions go to every directory of log.dirs (data_dir, the first, also holds the broker's files)
+                [data_dir, *(d for d in log_dirs if os.path.abspath(d) != os.path.abspath(data_dir))],
+                self.default_log_config, time=time,
                 retention_check_interval_ms=config.log_retention_check_interval_ms,
                 producer_id_expiration_ms=_int_config(config, "producer.id.expiration.ms", 86400000),
                 producer_id_expiration_check_interval_ms=_int_config(
@@ -342,13 +345,13 @@ class ReplicaManager:
                     results[tp2].error_code = st2.error_code
                 respond(results)
 
-            op = DelayedProduce(timeout_ms, statuses, self._check_enough_replicas, on_done)
+            op = DelayedProduce(timeout_ms, statuses, self.check_enough_replicas, on_done)
             keys = [TopicPartitionOperationKey(tp.topic, tp.partition) for tp in results]
             self.produce_purgatory.try_complete_else_watch(op, keys)
             return
         respond(results)
 
-    def _check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
+    def check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
         assert isinstance(tp, TopicPartition)
         try:
             lg = self._get_log(tp)
@@ -362,6 +365,9 @@ class ReplicaManager:
                              origin: AppendOrigin = AppendOrigin.CLIENT, required_acks: int = 1) -> PartitionResponse:
         try:
             validate_topic_name(tp.topic)
+            if origin is AppendOrigin.CLIENT and is_internal_topic(tp.topic):
+                # a cluster's __consumer_offsets / __transaction_state are the coordinators' (Kafka: the same)
+                raise InvalidTopicError(f"Cannot append to internal topic {tp.topic}")
         except InvalidTopicError as e:
             return PartitionResponse(error_code=InvalidTopicError.code, error_message=error_message(e))
         try:
@@ -521,8 +527,11 @@ class ReplicaManager:
         return -1, -1
 
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
-        """Move the log start offset up to ``offset`` (-1 = high watermark); returns the new low watermark."""
+        """Move the log start offset up to ``offset`` (-1 = high watermark); returns the new log start offset
+        (on a cluster the caller then waits for the followers: ``cluster.delete_records``)."""
         lg = self._get_log(tp)
+        if self.cluster is not None:
+            self.cluster.check_leader(tp)
         hw = lg.high_watermark
         target = hw if offset == -1 else offset
         if target < 0 or target > hw:

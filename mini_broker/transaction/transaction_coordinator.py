@@ -14,6 +14,10 @@ Order of one call: under the lock, the core runs and every log append it asks fo
 (which may emit more effects); then, with no lock held, replies are sent, markers handed to the writer and
 retries scheduled. A marker writer may call back from any thread, or at once from ``write_txn_markers``.
 
+On a cluster broker it serves only while the broker leads ``__transaction_state``
+(:meth:`TransactionCoordinator.on_election` / :meth:`~TransactionCoordinator.on_resignation`): NOT_COORDINATOR
+otherwise, COORDINATOR_LOAD_IN_PROGRESS while loading.
+
 When the broker has no marker writer (``txn_marker_writer`` unset) a committed or aborted transaction cannot
 complete: it stays in PrepareCommit/PrepareAbort (its producer gets CONCURRENT_TRANSACTIONS), the coordinator
 logs an ERROR and keeps retrying.
@@ -27,6 +31,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
+from mini_broker.log.unified_log import Log
 from mini_broker.timer.system_timer import SystemTimer, SystemTimerReaper
 from mini_broker.timer.timer_task import TimerTask
 from mini_broker.transaction.seams import TxnMarkerWriter
@@ -51,7 +56,12 @@ from mini_broker.transaction.transaction_requests import (
     InitProducerIdResult,
     TransactionDescription,
 )
-from pykafka_client.errors import CoordinatorNotAvailableError
+from pykafka_client.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    NotCoordinatorError,
+    NotLeaderOrFollowerError,
+)
 from pykafka_client.protocol.messages import WriteTxnMarkersResponse
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -74,13 +84,14 @@ class _Periodic(TimerTask):
         self._action = action
 
     def run(self) -> None:
-        if not self._coordinator.is_active:
+        if not self._coordinator.is_running:
             return
         try:
-            self._action()
+            if self._coordinator.is_active:
+                self._action()
         except Exception:
             _log.exception("transaction coordinator sweep failed")
-        if self._coordinator.is_active:
+        if self._coordinator.is_running:
             self._coordinator.timer.add(_Periodic(self._coordinator, self._action, self.delay_ms))
 
 
@@ -92,6 +103,20 @@ class _MarkerRetry(TimerTask):
 
     def run(self) -> None:
         self._coordinator.on_marker_retry(self._transactional_id)
+
+
+class _Deferred(TimerTask):
+    """Runs ``action`` on the timer's executor at once (off the thread that completed a replication wait)."""
+
+    def __init__(self, action: Callable[[], None]) -> None:
+        super().__init__(0)
+        self._action = action
+
+    def run(self) -> None:
+        try:
+            self._action()
+        except Exception:
+            _log.exception("transaction coordinator: applying the effects of a replicated transition failed")
 
 
 class TransactionCoordinator:
@@ -109,9 +134,22 @@ class TransactionCoordinator:
         self.txn_log = txn_log
         self.time = time
         self.core = TransactionCore(generate_producer_id)
+        self._generate_producer_id = generate_producer_id
         self._marker_writer = marker_writer
         self._lock = threading.RLock()
+        #: serving requests (a single broker: from startup to shutdown; a cluster broker: while it leads the
+        #: ``__transaction_state`` partition and its transactions are loaded)
         self._active = False
+        #: between startup and shutdown
+        self._running = False
+        #: a cluster broker's coordinator serves only while it leads its partition (see :meth:`on_election`)
+        self._follows_partition_leadership = False
+        self._loading = False
+        #: serializes :meth:`on_election` / :meth:`on_resignation`
+        self._election_lock = threading.Lock()
+        #: a cluster broker's: calls back (0, or the error to answer) once the ISR has every record appended so
+        #: far; a transition's answers and markers wait for it (Kafka acts on a state once it is replicated)
+        self.replication_barrier: Callable[[Callable[[int], None]], None] | None = None
         self._retries_armed: set[str] = set()
         self._no_writer_logged_at: int | None = None
         self.timer = SystemTimer("transaction-coordinator", time, start_ms=time.hi_res_clock_ms(),
@@ -123,18 +161,80 @@ class TransactionCoordinator:
     def is_active(self) -> bool:
         return self._active
 
-    def startup(self) -> None:
-        """Replay ``__transaction_state``, resume the markers of Prepare* transactions, start the sweeps."""
-        loaded = self.txn_log.load()
-        self._active = True
-        self._run(self.core.load, loaded)
+    @property
+    def is_running(self) -> bool:
+        return self._running
+
+    def startup(self, follow_partition_leadership: bool = False) -> None:
+        """Start the sweeps and serve: a single broker replays ``__transaction_state`` now (resuming the markers
+        of Prepare* transactions); with ``follow_partition_leadership`` (a cluster broker) nothing is loaded
+        and every request gets NOT_COORDINATOR until :meth:`on_election`."""
+        self._running = True
+        self._follows_partition_leadership = follow_partition_leadership
+        if not follow_partition_leadership:
+            self._load()
         self.timer.add(_Periodic(self, self.abort_timed_out_transactions,
                                  self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms))
         self.timer.add(_Periodic(self, self.expire_transactional_ids,
                                  self.config.transaction_remove_expired_transaction_cleanup_interval_ms))
 
+    def _load(self) -> None:
+        loaded = self.txn_log.load()
+        self._active = True
+        self._run(self.core.load, loaded)
+
+    def on_election(self, log: Log, append: Callable[[bytes], None], coordinator_epoch: int) -> None:
+        """Kafka's ``onElection``: this broker became the leader of the ``__transaction_state`` partition whose
+        log is ``log`` (appended through ``append``) at leader epoch ``coordinator_epoch``, which its markers
+        carry. Its transactions are loaded (COORDINATOR_LOAD_IN_PROGRESS meanwhile); Prepare* ones have their
+        markers written again; Ongoing ones time out as usual."""
+        with self._election_lock:
+            if not self._running:
+                return
+            self._unload()
+            self._loading = True
+            try:
+                with self._lock:
+                    self.txn_log.attach(log, append)
+                    self.core = TransactionCore(self._generate_producer_id, coordinator_epoch)
+                self._load()
+                _log.info("event=transaction_coordinator_elected coordinator_epoch=%d transactional_ids=%d",
+                          coordinator_epoch, len(self.core.transactions))
+            finally:
+                self._loading = False
+
+    def expect_election(self) -> None:
+        """The election was seen and its load is queued: answer COORDINATOR_LOAD_IN_PROGRESS (not NOT_COORDINATOR)
+        until :meth:`on_election` ran, so that clients retry here instead of looking the coordinator up again."""
+        if self._running:
+            self._loading = True
+
+    def on_resignation(self) -> None:
+        """Kafka's ``onResignation``: this broker no longer leads the ``__transaction_state`` partition; its
+        transactions are dropped and every request gets NOT_COORDINATOR."""
+        with self._election_lock:
+            if self._active:
+                _log.info("event=transaction_coordinator_resigned transactional_ids=%d", len(self.core.transactions))
+            self._unload()
+
+    def _unload(self) -> None:
+        self._active = False
+        with self._lock:
+            self.core = TransactionCore(self._generate_producer_id)
+            self._retries_armed.clear()
+            self.txn_log.detach()
+
+    def _inactive_error(self) -> int:
+        """Why a request is not served: loading, not this partition's leader (a cluster), or shut down."""
+        if self._loading:
+            return int(CoordinatorLoadInProgressError.code)
+        if self._follows_partition_leadership and self._running:
+            return int(NotCoordinatorError.code)
+        return int(CoordinatorNotAvailableError.code)
+
     def shutdown(self) -> None:
         self._active = False
+        self._running = False
         if self._reaper is not None:
             self._reaper.close()
         else:
@@ -157,23 +257,49 @@ class TransactionCoordinator:
             result = call(step, *args, **kwargs)
             queue: deque[Effect] = deque(step.effects)
             outside: list[Effect] = []
+            appended = False
             while queue:
                 effect = queue.popleft()
                 if isinstance(effect, AppendTxnState):
+                    appended = True
                     follow = Step(self.config, now)
                     self.core.on_append_complete(follow, effect, self._append(effect, now))
                     queue.extend(follow.effects)
                 else:
                     outside.append(effect)
+        barrier = self.replication_barrier
+        if appended and outside and barrier is not None:
+            barrier(lambda error: self.timer.add(_Deferred(lambda: self._apply_replicated(outside, error))))
+            return result
         for effect in outside:
             self._apply(effect)
         return result
+
+    def _apply_replicated(self, effects: list[Effect], error: int) -> None:
+        """The effects of a transition whose records the ISR has (``error`` 0); else successful answers carry
+        ``error`` (the client retries, finding the coordinator again) and a resigned coordinator writes no
+        markers (its successor does)."""
+        for effect in effects:
+            if error:
+                if isinstance(effect, SendErrorResponse) and effect.error_code == 0:
+                    effect.reply(error)
+                    continue
+                if isinstance(effect, SendInitProducerIdResponse) and effect.result.error_code == 0:
+                    effect.reply(InitProducerIdResult(error))
+                    continue
+                if isinstance(effect, (WriteTxnMarkers, ScheduleMarkerRetry)) and not self._active:
+                    continue
+            self._apply(effect)
 
     def _append(self, effect: AppendTxnState, now: int) -> int:
         if not self._active:
             return CoordinatorNotAvailableError.code
         try:
             self.txn_log.append({effect.transactional_id: effect.transit}, now)
+        except NotLeaderOrFollowerError:
+            _log.warning("event=txn_state_append_refused transactional_id=%r msg=\"this broker no longer leads "
+                         "__transaction_state; the client finds the new coordinator\"", effect.transactional_id)
+            return NotCoordinatorError.code
         except Exception:
             _log.exception("appending %s for transactional id %r to __transaction_state failed",
                            effect.transit.state.state_name, effect.transactional_id)
@@ -237,19 +363,19 @@ class TransactionCoordinator:
     # -- requests -----------------------------------------------------------------------------------------
     def handle_init_producer_id(self, request: InitProducerIdParams, reply: InitProducerIdCallback) -> None:
         if not self._active:
-            reply(InitProducerIdResult(CoordinatorNotAvailableError.code))
+            reply(InitProducerIdResult(self._inactive_error()))
             return
         self._run(self.core.init_producer_id, request, reply)
 
     def handle_add_partitions(self, request: AddPartitionsParams, reply: ErrorCallback) -> None:
         if not self._active:
-            reply(CoordinatorNotAvailableError.code)
+            reply(self._inactive_error())
             return
         self._run(self.core.add_partitions, request, reply)
 
     def handle_end_txn(self, request: EndTxnParams, reply: ErrorCallback) -> None:
         if not self._active:
-            reply(CoordinatorNotAvailableError.code)
+            reply(self._inactive_error())
             return
         self._run(self.core.end_txn, request, reply)
 
@@ -257,13 +383,13 @@ class TransactionCoordinator:
                           partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """:class:`~mini_broker.transaction.seams.TransactionVerifier` (KIP-890 verify-only add)."""
         if not self._active:
-            return {tp: CoordinatorNotAvailableError.code for tp in partitions}
+            return {tp: self._inactive_error() for tp in partitions}
         with self._lock:
             return self.core.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
 
     def handle_describe(self, transactional_id: str) -> tuple[int, TransactionDescription | None]:
         if not self._active:
-            return CoordinatorNotAvailableError.code, None
+            return self._inactive_error(), None
         with self._lock:
             return self.core.describe(transactional_id)
 
@@ -271,7 +397,9 @@ class TransactionCoordinator:
                     duration_ms: int) -> tuple[int, list[str], list[TransactionDescription]]:
         """(error, unknown state filters, transactions)."""
         if not self._active:
-            return CoordinatorNotAvailableError.code, [], []
+            if self._follows_partition_leadership and self._running and not self._loading:
+                return 0, [], []  # a cluster broker lists the transactions of the partitions it leads: none
+            return self._inactive_error(), [], []
         with self._lock:
             unknown, found = self.core.list_transactions(self.time.milliseconds(), states, producer_ids, duration_ms)
         return 0, unknown, found

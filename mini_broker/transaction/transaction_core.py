@@ -79,9 +79,12 @@ class TransactionCore:
     """Every transactional id of this coordinator and the decisions about them. Not thread-safe: the driver
     serialises calls."""
 
-    def __init__(self, generate_producer_id: Callable[[], int]) -> None:
+    def __init__(self, generate_producer_id: Callable[[], int], coordinator_epoch: int = COORDINATOR_EPOCH) -> None:
         self.transactions: dict[str, TransactionMetadata] = {}
         self._generate_producer_id = generate_producer_id
+        #: written in every marker (a partition fences markers of an older coordinator epoch); on a cluster the
+        #: leader epoch of the ``__transaction_state`` partition this coordinator was elected with
+        self.coordinator_epoch = coordinator_epoch
 
     # -- replay -----------------------------------------------------------------------------------------
     def load(self, step: Step, loaded: Mapping[str, TxnTransitMetadata]) -> None:
@@ -271,7 +274,7 @@ class TransactionCore:
             transaction_result=metadata.state is S.PREPARE_COMMIT,
             topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=p)
                     for t, p in by_topic.items()],
-            coordinator_epoch=COORDINATOR_EPOCH)
+            coordinator_epoch=self.coordinator_epoch)
         step.emit(WriteTxnMarkers(metadata.transactional_id, WriteTxnMarkersRequest(markers=[marker])))
 
     def on_markers_written(self, step: Step, markers: WriteTxnMarkers,

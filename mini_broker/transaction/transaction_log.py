@@ -5,8 +5,10 @@ Every state change of a transactional id is appended (and fsynced) before the co
 answers the client; the log is replayed when the broker starts, the last record per key winning and a null
 value (a Dead id's tombstone) deleting. It lives in ``<data dir>/__transaction_coordinator/
 __transaction_state-0`` (a :class:`mini_broker.log.Log` outside the topic registry, so the topic is never in
-Metadata): one partition, whatever ``transaction.state.log.num.partitions`` says, as a single broker
-coordinates every transactional id. It is not compacted (a test broker's trade-off).
+Metadata): one partition, whatever ``transaction.state.log.num.partitions`` says, as one coordinator serves
+every transactional id. It is not compacted (a test broker's trade-off). On a cluster broker there is no local
+log: :meth:`TransactionLog.attach` serves the replicated ``__transaction_state-0`` partition while this broker
+leads it (``mini_broker.cluster.coordinator_partitions``).
 
 Record format. The vendored protocol specs have no TransactionLogKey/TransactionLogValue schema, so this is
 a small versioned format shaped after Kafka's TransactionLogKey v0 / TransactionLogValue v0 (classic
@@ -23,11 +25,11 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final
 
+from mini_broker.log.coordinator_append import append_coordinator_records, refuse_append
 from mini_broker.log.log_config import LogConfig
-from mini_broker.log.log_validator import AppendOrigin
 from mini_broker.log.unified_log import Log
 from mini_broker.transaction.transaction_metadata import TxnTransitMetadata
 from mini_broker.transaction.transaction_state import TransactionState
@@ -126,6 +128,8 @@ class TransactionLog:
     def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600) -> None:
         self._time = time
         self._log: Log | None = None
+        #: set while serving a cluster's replicated partition (see :meth:`attach`)
+        self._replicated_append: Callable[[bytes], None] | None = None
         if data_dir is not None:
             config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES)
             self._log = Log(os.path.join(data_dir, COORDINATOR_DIR, f"{TRANSACTION_STATE_TOPIC_NAME}-0"), config,
@@ -134,6 +138,18 @@ class TransactionLog:
     @property
     def log(self) -> Log | None:
         return self._log
+
+    def attach(self, log: Log, append: Callable[[bytes], None]) -> None:
+        """Serve a cluster's replicated ``__transaction_state`` partition, whose leader this broker became:
+        :meth:`load` reads ``log``, appends go through ``append`` (the leader's append; it raises once this
+        broker no longer leads). The log stays the LogManager's (:meth:`close` leaves it open)."""
+        self._log, self._replicated_append = log, append
+
+    def detach(self) -> None:
+        """Stop serving the replicated partition (this broker resigned its leadership): appends are refused
+        (NOT_LEADER_OR_FOLLOWER) until the next :meth:`attach`."""
+        if self._replicated_append is not None:
+            self._replicated_append = refuse_append
 
     def load(self) -> dict[str, TxnTransitMetadata]:
         """Replay the whole log: transactional id -> its last state (Dead ids are absent)."""
@@ -168,10 +184,8 @@ class TransactionLog:
         builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
         for transactional_id, transit in entries.items():
             builder.append(now_ms, transaction_log_key(transactional_id), transaction_log_value(transit))
-        self._log.append(builder.build(), origin=AppendOrigin.COORDINATOR)
-        self._log.flush()
-        self._log.update_high_watermark(self._log.log_end_offset)
+        append_coordinator_records(self._log, builder.build(), self._replicated_append, flush=True)
 
     def close(self) -> None:
-        if self._log is not None:
+        if self._log is not None and self._replicated_append is None:
             self._log.close()

@@ -10,6 +10,7 @@ from pykafka_client.admin.group_types import (
     MemberDescription,
 )
 from pykafka_client.admin.types import (
+    AbortTransactionSpec,
     ClientQuotaAlteration,
     ClientQuotaEntity,
     ClientQuotaFilter,
@@ -37,6 +38,7 @@ from pykafka_client.admin.types import (
 )
 
 __all__ = [
+    "AbortTransactionSpec",
     "AdminClient",
     "AdminClientConfig",
     "AlterConfigOp",

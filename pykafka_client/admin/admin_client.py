@@ -37,6 +37,7 @@ from pykafka_client.admin.group_types import (
     ConsumerGroupListing,
 )
 from pykafka_client.admin.types import (
+    AbortTransactionSpec,
     ClientQuotaAlteration,
     ClientQuotaEntity,
     ClientQuotaFilter,
@@ -487,6 +488,17 @@ class AdminClient:
         pids = list_argument("list_transactions", "producer_ids", producer_ids, int, "a list of producer ids (int)")
         with self._lock:
             return transactions.list_transactions(self, wanted, pids, duration_ms, self._timer(timeout))
+
+    def abort_transaction(self, spec: AbortTransactionSpec, timeout: float | None = None) -> None:
+        """End a partition's open transaction by writing an ABORT marker to its leader (Java
+        ``abortTransaction``), for a hanging transaction that no coordinator will finish (see
+        ``pykafka transactions find-hanging``). Take the producer id and epoch, and the coordinator epoch,
+        from :meth:`describe_producers`. A stale producer epoch raises InvalidProducerEpochError and a stale
+        coordinator epoch TransactionCoordinatorFencedError; an unknown partition UnknownTopicOrPartitionError."""
+        if not isinstance(spec, AbortTransactionSpec):
+            raise TypeError(f"abort_transaction(spec=...) takes an AbortTransactionSpec, not {type(spec).__name__}")
+        with self._lock:
+            transactions.abort_transaction(self, spec, self._timer(timeout))
 
     # --- producers -----------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """The AdminClient's transaction calls (Java ``KafkaAdminClient.describeTransactions`` /
-``listTransactions``): DescribeTransactions goes to each transactional id's coordinator (found with
-FindCoordinator, key type TRANSACTION), ListTransactions to every broker."""
+``listTransactions`` / ``abortTransaction``): DescribeTransactions goes to each transactional id's coordinator
+(found with FindCoordinator, key type TRANSACTION), ListTransactions to every broker, and the ABORT marker of
+abort_transaction (a WriteTxnMarkers request, as a coordinator would send it) to the partition's leader."""
 
 from __future__ import annotations
 
@@ -8,14 +9,23 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from pykafka_client.admin.types import TransactionDescription, TransactionListing, TransactionState
+from pykafka_client.admin.admin_calls import broker_error
+from pykafka_client.admin.types import (
+    AbortTransactionSpec,
+    TransactionDescription,
+    TransactionListing,
+    TransactionState,
+)
 from pykafka_client.errors import UnsupportedVersionError, for_code
+from pykafka_client.network.cluster import TP
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     DescribeTransactionsRequest,
     DescribeTransactionsResponse,
     ListTransactionsRequest,
     ListTransactionsResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
 )
 from pykafka_client.structs import Node
 
@@ -90,3 +100,40 @@ def list_transactions(admin: AdminClient, states: Iterable[TransactionState], pr
         out.extend(TransactionListing(t.transactional_id, t.producer_id, TransactionState.parse(t.transaction_state))
                    for t in resp.transaction_states)
     return sorted(out, key=lambda t: t.transactional_id)
+
+
+#: Partition errors after which abort_transaction looks the leader up again (Java AbortTransactionHandler:
+#: NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION; also LEADER_NOT_AVAILABLE during an election).
+_ABORT_RETRY_WITH_METADATA = frozenset({3, 5, 6})
+
+
+def abort_transaction(admin: AdminClient, spec: AbortTransactionSpec, timer: Timer) -> None:
+    """Write an ABORT marker for ``spec``'s producer to its partition's leader, as the transaction coordinator
+    would: the partition's open transaction of that producer ends (its records are aborted and the last stable
+    offset moves on). The leader fences a stale producer epoch (InvalidProducerEpochError) or coordinator
+    epoch (TransactionCoordinatorFencedError), so the abort cannot end a newer transaction of the producer."""
+    tp: TP = (spec.topic_partition[0], spec.topic_partition[1])
+    remaining: dict[TP, None] = {tp: None}
+    request = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
+        producer_id=spec.producer_id, producer_epoch=spec.producer_epoch, transaction_result=False,
+        topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=tp[0], partition_indexes=[tp[1]])],
+        coordinator_epoch=spec.coordinator_epoch)])
+
+    def ask(leader_id: int, _tps: list[TP]) -> bool:
+        _, resp = admin._send(ApiKey.WRITE_TXN_MARKERS, lambda _v: request, admin._broker_target(leader_id), timer)
+        assert isinstance(resp, WriteTxnMarkersResponse)
+        for marker in resp.markers:
+            for t in marker.topics:
+                for p in t.partitions:
+                    if (t.name, p.partition_index) != tp:
+                        continue
+                    if p.error_code in _ABORT_RETRY_WITH_METADATA:
+                        return True
+                    if p.error_code:
+                        raise broker_error(p.error_code, None, f"aborting the transaction of producer "
+                                           f"{spec.producer_id} (epoch {spec.producer_epoch}) on {tp[0]}-{tp[1]}")
+                    remaining.pop(tp, None)
+                    return False
+        return True  # the leader did not answer for the partition: look it up again
+
+    admin._ask_leaders(remaining, timer, f"aborting a transaction on {tp[0]}-{tp[1]}", ask)

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pykafka_client.structs import Node
+from pykafka_client.structs import Node, TopicPartition
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,19 @@ class TransactionListing:
     transactional_id: str
     producer_id: int
     state: TransactionState
+
+
+@dataclass(frozen=True)
+class AbortTransactionSpec:
+    """What ``abort_transaction`` needs to end one partition's open transaction (Java
+    ``AbortTransactionSpec``): the partition, the producer id and epoch of the transaction, and the coordinator
+    epoch to write the ABORT marker with. ``describe_producers`` gives all three; a producer state whose
+    coordinator epoch is unknown (no marker yet) takes 0, as Kafka's ``kafka-transactions.sh abort`` does."""
+
+    topic_partition: TopicPartition
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
 
 
 @dataclass(frozen=True)

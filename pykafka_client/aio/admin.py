@@ -18,6 +18,7 @@ import anyio
 from pykafka_client.admin import AdminClient
 from pykafka_client.admin.group_types import AlterConfigOp, ConsumerGroupDescription, ConsumerGroupListing
 from pykafka_client.admin.types import (
+    AbortTransactionSpec,
     ClientQuotaAlteration,
     ClientQuotaEntity,
     ClientQuotaFilter,
@@ -158,6 +159,9 @@ class AsyncAdminClient:
         timeout: float | None = None,
     ) -> list[TransactionListing]:
         return await self._run(lambda: self._admin.list_transactions(states, producer_ids, duration_ms, timeout))
+
+    async def abort_transaction(self, spec: AbortTransactionSpec, timeout: float | None = None) -> None:
+        await self._run(lambda: self._admin.abort_transaction(spec, timeout))
 
     async def describe_producers(
         self, partitions: Iterable[TP], timeout: float | None = None

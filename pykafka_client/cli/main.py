@@ -27,8 +27,11 @@ from pykafka_client.errors import (
     GroupIdNotFoundError,
     GroupNotEmptyError,
     IllegalArgumentError,
+    InvalidProducerEpochError,
     KafkaTimeoutError,
+    ProducerFencedError,
     TransactionalIdNotFoundError,
+    TransactionCoordinatorFencedError,
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
@@ -88,6 +91,9 @@ def exit_code_and_message(e: BaseException, args: argparse.Namespace) -> tuple[i
         return EXIT_REFUSED, f"{e}: the group has active members; stop its consumers first"
     if isinstance(e, UnknownMemberIdError):
         return EXIT_REFUSED, f"{e}: the group has active members; stop its consumers first"
+    if isinstance(e, (InvalidProducerEpochError, ProducerFencedError, TransactionCoordinatorFencedError)):
+        return EXIT_FAILED, (f"{type(e).__name__}: {e}; the producer or its coordinator has moved on to a newer "
+                             "epoch, see `pykafka producers describe`")
     if isinstance(e, (ConfigurationError, IllegalArgumentError)):
         return EXIT_USAGE, f"{e}"
     if isinstance(e, KafkaError):

@@ -1,9 +1,7 @@
-"""``pykafka transactions list | describe | find-hanging`` and ``pykafka producers describe`` (Kafka's
+"""``pykafka transactions list | describe | find-hanging | abort`` and ``pykafka producers describe`` (Kafka's
 kafka-transactions.sh): the transactional ids the coordinators know, one id's open transaction, the active
-producers of a topic's partitions, and the partitions whose transaction no coordinator is finishing.
-
-There is no ``transactions abort``: it needs an admin call writing an ABORT marker (Kafka's
-``abortTransaction``, a WriteTxnMarkers request to the partition leader), which the AdminClient does not have."""
+producers of a topic's partitions, the partitions whose transaction no coordinator is finishing, and the abort
+of such a hanging transaction (an ABORT marker written to the partition's leader, ``AdminClient.abort_transaction``)."""
 
 from __future__ import annotations
 
@@ -12,9 +10,12 @@ import time
 from typing import Any
 
 from pykafka_client.admin.admin_client import AdminClient
-from pykafka_client.admin.types import ProducerState, TransactionDescription, TransactionState
+from pykafka_client.admin.types import AbortTransactionSpec, ProducerState, TransactionDescription, TransactionState
 from pykafka_client.cli.common import (
+    EXIT_NOT_FOUND,
     EXIT_OK,
+    EXIT_USAGE,
+    CliError,
     add_command,
     non_negative_int,
     open_admin,
@@ -38,11 +39,10 @@ PRODUCER_COLUMNS = ("TOPIC", "PARTITION", "PRODUCER-ID", "PRODUCER-EPOCH", "COOR
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    txns = add_command(subparsers, "transactions", "list, describe and find hanging transactions", [],
+    txns = add_command(subparsers, "transactions", "list, describe, find hanging and abort transactions", [],
                        description="The transactional ids the coordinators know (list), one id's transaction "
-                                   "(describe) and\nopen transactions no coordinator is finishing (find-hanging), as "
-                                   "Kafka's kafka-transactions.sh.\nThere is no abort: the AdminClient has no call "
-                                   "that writes an ABORT marker.")
+                                   "(describe),\nopen transactions no coordinator is finishing (find-hanging) and the "
+                                   "abort of one of them\n(abort), as Kafka's kafka-transactions.sh.")
     sub = txns.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     p = add_command(sub, "list", "transactional ids with their producer id and state, from every broker", [common],
@@ -78,6 +78,28 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
                         f"candidates (default {DEFAULT_MAX_TRANSACTION_TIMEOUT_MIN})")
     output_flag(p)
     p.set_defaults(run=run_find_hanging)
+
+    p = add_command(
+        sub, "abort", "abort a partition's open transaction (a hanging one) by writing an ABORT marker", [common],
+        description="Write an ABORT marker for one producer's open transaction on a partition to its leader, as\n"
+                    "the transaction coordinator would (Kafka's kafka-transactions.sh abort). Use it for a hanging\n"
+                    "transaction (see find-hanging): its records become aborted and read_committed consumers move\n"
+                    "past it. Name the transaction by the offset it starts at (--start-offset, the\n"
+                    "CURRENT-TRANSACTION-START-OFFSET of `pykafka producers describe`), or by its producer\n"
+                    "(--producer-id, --producer-epoch and --coordinator-epoch). The leader refuses a stale epoch.",
+        epilog="examples:\n  pykafka transactions abort --topic payments --partition 0 --start-offset 1042\n"
+               "  pykafka transactions abort --topic payments --partition 0 --producer-id 7 --producer-epoch 0 "
+               "--coordinator-epoch 0",
+    )
+    p.add_argument("--topic", required=True, metavar="TOPIC", help="the topic of the partition")
+    p.add_argument("--partition", type=non_negative_int, required=True, metavar="N", help="the partition")
+    p.add_argument("--start-offset", type=non_negative_int, metavar="OFFSET",
+                   help="the offset the open transaction starts at (finds its producer with describe producers)")
+    p.add_argument("--producer-id", type=non_negative_int, metavar="ID", help="the producer id of the transaction")
+    p.add_argument("--producer-epoch", type=non_negative_int, metavar="EPOCH", help="its producer epoch")
+    p.add_argument("--coordinator-epoch", type=non_negative_int, metavar="EPOCH",
+                   help="the coordinator epoch to write the marker with")
+    p.set_defaults(run=run_abort)
 
     producers = add_command(subparsers, "producers", "describe the active producers of a topic's partitions", [],
                             description="The idempotent and transactional producers each partition's leader "
@@ -190,3 +212,39 @@ def hanging(candidates: dict[TopicPartition, list[ProducerState]], ids_of: dict[
             for d in (described.get(tid) for tid in ids_of.get(s.producer_id, ())))
 
     return {tp: [s for s in states if not being_finished(tp, s)] for tp, states in candidates.items()}
+
+
+def abort_spec(tp: TopicPartition, start_offset: int | None, producer_id: int | None, producer_epoch: int | None,
+               coordinator_epoch: int | None, states: list[ProducerState] | None) -> AbortTransactionSpec:
+    """The transaction ``transactions abort`` names: by ``start_offset`` (the producer of ``states`` whose open
+    transaction starts there; an unknown coordinator epoch is 0, as in Kafka) or by the three producer flags."""
+    by_producer = (producer_id, producer_epoch, coordinator_epoch)
+    if start_offset is not None:
+        if any(v is not None for v in by_producer):
+            raise CliError("give either --start-offset or --producer-id/--producer-epoch/--coordinator-epoch, "
+                           "not both", EXIT_USAGE)
+        match = [s for s in states or () if s.current_transaction_start_offset == start_offset]
+        if not match:
+            raise CliError(f"no open transaction starts at offset {start_offset} of {tp.topic}-{tp.partition}; "
+                           f"see `pykafka producers describe --topic {tp.topic} --partition {tp.partition}`",
+                           EXIT_NOT_FOUND)
+        s = match[0]
+        return AbortTransactionSpec(tp, s.producer_id, s.producer_epoch, s.coordinator_epoch or 0)
+    if producer_id is None or producer_epoch is None or coordinator_epoch is None:
+        raise CliError("name the transaction: --start-offset, or all of --producer-id, --producer-epoch and "
+                       "--coordinator-epoch", EXIT_USAGE)
+    return AbortTransactionSpec(tp, producer_id, producer_epoch, coordinator_epoch)
+
+
+def run_abort(args: argparse.Namespace) -> int:
+    tp = TopicPartition(args.topic, args.partition)
+    with open_admin(args) as admin:
+        states = None
+        if args.start_offset is not None:
+            states = admin.describe_producers([tp], timeout=args.timeout).get(tp, [])
+        spec = abort_spec(tp, args.start_offset, args.producer_id, args.producer_epoch, args.coordinator_epoch,
+                          states)
+        admin.abort_transaction(spec, timeout=args.timeout)
+    print(f"aborted the transaction of producer {spec.producer_id} (epoch {spec.producer_epoch}) on "
+          f"{tp.topic}-{tp.partition}")
+    return EXIT_OK

@@ -19,10 +19,12 @@ Invariants:
 from __future__ import annotations
 
 import heapq
+import itertools
+import operator
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from pykafka_client.consumer.consumer_record import ConsumerRecord, TimestampType
 from pykafka_client.errors import (
@@ -32,7 +34,8 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
-from pykafka_client.protocol.records import ControlRecordType, MemoryRecords, RecordBatch
+from pykafka_client.protocol.records import ControlRecordType, MemoryRecords, RecordBatch, _native
+from pykafka_client.protocol.records.columns import RecordColumns, columns_of_records, decode_columns
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.record import Record
 from pykafka_client.structs import TopicPartition
@@ -41,6 +44,39 @@ from pykafka_client.structs import TopicPartition
 Deserialize = Callable[[str, "bytes | None", Any], Any] | None
 
 _TIMESTAMP_TYPES = {int(t): t for t in TimestampType}
+_T = TypeVar("_T")
+
+
+def _increasing(records: list[Record]) -> bool:
+    """Whether the offsets of ``records`` strictly increase (always, unless the broker sent a bad batch)."""
+    offsets = [r.offset for r in records]
+    return all(map(operator.lt, offsets, itertools.islice(offsets, 1, None)))
+
+
+def consumer_records_reference(
+    records: list[Record],
+    position: int,
+    topic: str,
+    partition: int,
+    timestamp_type: TimestampType,
+    leader_epoch: int | None,
+) -> list[ConsumerRecord[Any, Any]]:
+    """``records`` (of one batch) as ConsumerRecords with keys and values as bytes, skipping every record behind
+    the running position (from ``position``, then the last record taken + 1): a record is never returned twice
+    or out of order. The reference of the kernel's ``decode_consumer_records``."""
+    if not records or records[0].offset < position or not _increasing(records):
+        kept = []
+        for r in records:
+            if r.offset >= position:
+                kept.append(r)
+                position = r.offset + 1
+        records = kept
+    cr = ConsumerRecord
+    return [
+        cr(topic, partition, o, ts, timestamp_type, k, v, h, leader_epoch,
+           -1 if k is None else len(k), -1 if v is None else len(v))
+        for o, ts, _, k, v, h in records
+    ]
 
 
 def _why(e: BaseException) -> str:
@@ -79,7 +115,11 @@ class CompletedFetch:
         self.records_read = 0
         self.bytes_read = 0
         self._batches: Iterator[RecordBatch] | None = None
-        self._records: deque[Record] = deque()
+        #: the current batch's records not returned yet: ``_records[_index:]`` (decoded, for deserializers) or
+        #: ``_ready[_index:]`` (already ConsumerRecords, when keys and values stay bytes); one of them is empty
+        self._records: list[Record] = []
+        self._ready: list[ConsumerRecord[Any, Any]] = []
+        self._index = 0
         self._current_batch: RecordBatch | None = None
         self._aborted_producer_ids: set[int] = set()
         self._aborted_txns: list[tuple[int, int]] = []
@@ -99,7 +139,16 @@ class CompletedFetch:
     def drain(self) -> None:
         """Drop what is left (the partition was revoked, paused or seeked)."""
         self.is_consumed = True
-        self._records.clear()
+        self._forget_batch()
+
+    def _forget_batch(self) -> None:
+        self._records = []
+        self._ready = []
+        self._index = 0
+
+    def _has_pending(self) -> bool:
+        """Records of the current batch not returned yet."""
+        return self._index < len(self._records) or self._index < len(self._ready)
         self._batches = None
 
     def _next_batch(self) -> RecordBatch | None:
@@ -133,12 +182,14 @@ class CompletedFetch:
         except KafkaError:
             return False
 
-    def _fill(self) -> bool:
-        """Load the next batch with records at or after ``next_fetch_offset``; False at the end."""
-        while not self._records:
+    def _next_data_batch(self) -> RecordBatch | None:
+        """The next batch whose records the application sees; control batches and (with ``read_committed``)
+        the batches of aborted transactions are skipped, moving ``next_fetch_offset`` past them. None at the
+        end of the fetched data."""
+        while True:
             batch = self._next_batch()
             if batch is None:
-                return False
+                return None
             producer_id = batch.producer_id
             if self._read_committed and producer_id >= 0:
                 while self._aborted_txns and self._aborted_txns[0][0] <= batch.last_offset:
@@ -153,21 +204,161 @@ class CompletedFetch:
             if batch.is_control:
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
                 continue
+            return batch
+
+    def _fill(self, as_bytes: bool) -> bool:
+        """Load the next batch with records at or after ``next_fetch_offset``; False at the end. With
+        ``as_bytes`` (no deserializer) its records are made ConsumerRecords at once (:meth:`_consumer_records`)."""
+        while not self._has_pending():
+            batch = self._next_data_batch()
+            if batch is None:
+                return False
             self._current_batch = batch
-            for r in self._decode(batch):
-                if r.offset >= self.next_fetch_offset:
-                    self._records.append(r)  # re-checked when returned: offsets must keep increasing
-            if not self._records:
+            if as_bytes:
+                self._records = []
+                self._ready = self._consumer_records(batch)
+                self._index = 0
+            else:
+                records = self._decode(batch)
+                start = 0
+                position = self.next_fetch_offset
+                while start < len(records) and records[start].offset < position:
+                    start += 1  # a compressed batch may start before the position
+                self._ready = []
+                self._records = records
+                self._index = start
+            if not self._has_pending():
                 self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
         return True
 
+    def _consumer_records(self, batch: RecordBatch) -> list[ConsumerRecord[Any, Any]]:
+        """The records of ``batch`` from ``next_fetch_offset`` on as ConsumerRecords with keys and values as
+        bytes: decoded straight into them by the record kernel, else :func:`consumer_records_reference`."""
+        topic, partition = self.partition
+        epoch = batch.partition_leader_epoch
+        leader_epoch = epoch if epoch >= 0 else None
+        tstype = _TIMESTAMP_TYPES[int(batch.timestamp_type)]
+        position = self.next_fetch_offset
+        kernel = _native.kernel
+        if kernel is not None and isinstance(batch, DefaultRecordBatch):
+            k = kernel
+
+            def native() -> list[ConsumerRecord[Any, Any]] | None:
+                data = batch.records_data()
+                if data is None:
+                    return []
+                log_append = batch.max_timestamp if tstype is TimestampType.LOG_APPEND_TIME else None
+                return k.decode_consumer_records(
+                    data, batch.records_count, batch.base_offset, batch.base_timestamp, log_append, position,
+                    ConsumerRecord, topic, partition, tstype, leader_epoch,
+                )
+
+            out = self._guarded(batch, native)
+            if out is not None:
+                return out
+        return consumer_records_reference(self._decode(batch), position, topic, partition, tstype, leader_epoch)
+
     def _decode(self, batch: RecordBatch) -> list[Record]:
+        return self._guarded(batch, batch.records)
+
+    def _decode_columns(self, batch: RecordBatch) -> RecordColumns:
+        if isinstance(batch, DefaultRecordBatch):
+            return self._guarded(batch, lambda: decode_columns(batch))
+        return columns_of_records(self._decode(batch), batch.timestamp_type)
+
+    def _guarded(self, batch: RecordBatch, decode: Callable[[], _T]) -> _T:
+        """``decode()``, its failures raised as :func:`corrupt` naming the partition and the batch."""
         try:
-            return batch.records()
+            return decode()
         except (CorruptRecordError, MessageDecodeError, KafkaError) as e:
             raise corrupt(self.partition, self._offset_of(batch), _why(e)) from e
         except Exception as e:  # a codec library failing on garbage
             raise corrupt(self.partition, self._offset_of(batch), f"{type(e).__name__}: {e}") from e
+
+    def fetch_columns(self, max_records: int, check_crcs: bool, read_committed: bool) -> list[RecordColumns]:
+        """The next whole batches as columns (no object per record), at least one and then until they hold
+        ``max_records`` records; the position moves past each batch returned. The first batch may start
+        before ``next_fetch_offset`` as it was when called (a compressed batch, or the rest of a batch
+        :meth:`fetch_records` started): the caller drops the records before it. Same skipping (control
+        batches, aborted transactions) and the same sticky errors as :meth:`fetch_records`."""
+        if self.cached_exception is not None:
+            raise self.cached_exception
+        if self.is_consumed:
+            return []
+        if self._batches is None:
+            self._open(check_crcs, read_committed)
+        out: list[RecordColumns] = []
+        count = 0
+        try:
+            while count < max_records:
+                if self._has_pending():
+                    batch: RecordBatch | None = self._current_batch  # fetch_records stopped inside it
+                else:
+                    batch = self._next_data_batch()
+                if batch is None:
+                    self.drain()
+                    break
+                columns = self._decode_columns(batch)
+                self._forget_batch()
+                epoch = batch.partition_leader_epoch
+                self.last_epoch = epoch if epoch >= 0 else None
+                self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
+                if columns.num_records:
+                    out.append(columns)
+                    count += columns.num_records
+        except KafkaError as e:
+            self.cached_exception = e
+            if not out:
+                raise
+        self.records_read += count
+        return out
+
+    def _take_one_by_one(
+        self,
+        chunk: list[Record],
+        out: list[ConsumerRecord[Any, Any]],
+        tstype: TimestampType,
+        leader_epoch: int | None,
+        key_deserializer: Deserialize,
+        value_deserializer: Deserialize,
+    ) -> None:
+        """:meth:`fetch_records` for ``chunk`` (the next records of the current batch) record by record: with
+        deserializers (a failure stops at its record), or offsets that do not increase."""
+        tp = self.partition
+        topic, partition = tp
+        for record in chunk:
+            if record.offset < self.next_fetch_offset:
+                # behind the position (start of a compressed batch, or an offset that does not
+                # increase): never returned twice or out of order
+                self._index += 1
+                continue
+            headers = record.headers
+            rkey = record.key
+            rvalue = record.value
+            try:
+                key = rkey if key_deserializer is None else key_deserializer(topic, rkey, headers)
+                value = rvalue if value_deserializer is None else value_deserializer(topic, rvalue, headers)
+            except Exception as e:
+                raise RecordDeserializationError(
+                    f"error deserializing key/value: {type(e).__name__}: {e}", tp, record.offset
+                ) from e
+            self._index += 1
+            out.append(
+                ConsumerRecord(
+                    topic,
+                    partition,
+                    record.offset,
+                    record.timestamp,
+                    tstype,
+                    key,
+                    value,
+                    headers,
+                    leader_epoch,
+                    -1 if rkey is None else len(rkey),
+                    -1 if rvalue is None else len(rvalue),
+                )
+            )
+            self.next_fetch_offset = record.offset + 1
 
     def fetch_records(
         self,
@@ -185,62 +376,38 @@ class CompletedFetch:
         if self._batches is None:
             self._open(check_crcs, read_committed)
         out: list[ConsumerRecord[Any, Any]] = []
-        tp = self.partition
-        topic, partition = tp
-        records = self._records
-        append = out.append
+        as_bytes = key_deserializer is None and value_deserializer is None
         try:
             while len(out) < max_records:
-                if not records and not self._fill():
+                if not self._has_pending() and not self._fill(as_bytes):
                     self.drain()
                     break
-                # per-batch values, computed once (this loop is the consumer's per-record hot path)
                 batch = self._current_batch
                 epoch = batch.partition_leader_epoch if batch is not None else -1
                 leader_epoch = epoch if epoch >= 0 else None
-                tstype = (
-                    _TIMESTAMP_TYPES[int(batch.timestamp_type)]
-                    if batch is not None
-                    else TimestampType.NO_TIMESTAMP_TYPE
-                )
-                while records and len(out) < max_records:
-                    record = records[0]
-                    if record.offset < self.next_fetch_offset:
-                        # behind the position (start of a compressed batch, or an offset that does not
-                        # increase): never returned twice or out of order
-                        records.popleft()
-                        continue
-                    headers = record.headers
-                    rkey = record.key
-                    rvalue = record.value
-                    try:
-                        key = rkey if key_deserializer is None else key_deserializer(topic, rkey, headers)
-                        value = rvalue if value_deserializer is None else value_deserializer(topic, rvalue, headers)
-                    except Exception as e:
-                        raise RecordDeserializationError(
-                            f"error deserializing key/value: {type(e).__name__}: {e}", tp, record.offset
-                        ) from e
-                    records.popleft()
-                    append(
-                        ConsumerRecord(
-                            topic,
-                            partition,
-                            record.offset,
-                            record.timestamp,
-                            tstype,
-                            key,
-                            value,
-                            headers,
-                            leader_epoch,
-                            -1 if rkey is None else len(rkey),
-                            -1 if rvalue is None else len(rvalue),
-                        )
+                ready = self._ready
+                if ready:
+                    end = min(len(ready), self._index + max_records - len(out))
+                    out += ready[self._index : end] if self._index or end < len(ready) else ready
+                    self._index = end
+                    self.next_fetch_offset = ready[end - 1].offset + 1
+                else:
+                    tstype = (
+                        _TIMESTAMP_TYPES[int(batch.timestamp_type)]
+                        if batch is not None
+                        else TimestampType.NO_TIMESTAMP_TYPE
                     )
-                    self.next_fetch_offset = record.offset + 1
+                    end = min(len(self._records), self._index + max_records - len(out))
+                    chunk = self._records[self._index : end]
+                    self._take_one_by_one(chunk, out, tstype, leader_epoch, key_deserializer, value_deserializer)
                 self.last_epoch = leader_epoch
-                if not records and isinstance(batch, DefaultRecordBatch):
+                if not self._has_pending() and isinstance(batch, DefaultRecordBatch):
                     # the batch may end with offsets removed by compaction
                     self.next_fetch_offset = max(self.next_fetch_offset, batch.last_offset + 1)
+            if not self._has_pending() and not self.is_consumed and not self._fill(as_bytes):
+                # max_records ended the loop exactly at the end of the data: consumed now, not on the next
+                # call, so the fetch pipelined after this poll (KafkaConsumer.poll) includes this partition
+                self.drain()
         except KafkaError as e:
             self.cached_exception = e
             if not out:

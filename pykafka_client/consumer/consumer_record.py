@@ -29,6 +29,8 @@ class ConsumerRecord(Generic[K, V]):
     deserialized key and value, its headers as ``(key, value)`` pairs and the leader epoch of the
     batch it came from (None when unknown)."""
 
+    # The record kernel (``_kernel.decode_consumer_records``) builds instances without ``__init__`` by filling
+    # these slots by name: a new field must be added there too (its test fails otherwise).
     __slots__ = (
         "topic",
         "partition",

@@ -30,11 +30,13 @@ import functools
 import logging
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pykafka_client.config import AbstractConfig
 from pykafka_client.consumer.client_adapter import ConsumerClient
+from pykafka_client.consumer.column_fetch import FetchedColumns
 from pykafka_client.consumer.completed_fetch import CompletedFetch, Deserialize, FetchBuffer
 from pykafka_client.consumer.consumer_record import ConsumerRecord
 from pykafka_client.consumer.fetch_session_handler import (
@@ -88,6 +90,9 @@ _REFRESH_METADATA = {
     _UNKNOWN_TOPIC_ID,
     _INCONSISTENT_TOPIC_ID,
 }
+
+_T = TypeVar("_T")
+
 
 #: FetchRequest v13+ names topics by id; the response is mapped back with the request's ids.
 _TOPIC_ID_MIN_VERSION = 13
@@ -393,25 +398,39 @@ class Fetcher:
             raise IllegalStateError(f"unexpected error code {err} while fetching {tp}")
         return None
 
-    def _fetch_records(self, completed: CompletedFetch, max_records: int) -> list[ConsumerRecord[Any, Any]]:
+    def _take_records(self, completed: CompletedFetch, max_records: int) -> tuple[list[ConsumerRecord[Any, Any]], int]:
+        cfg = self.config
+        records = completed.fetch_records(
+            max_records,
+            cfg.check_crcs,
+            cfg.isolation_level == READ_COMMITTED,
+            cfg.key_deserializer,
+            cfg.value_deserializer,
+        )
+        return records, len(records)
+
+    def _take_columns(self, completed: CompletedFetch, max_records: int) -> tuple[list[FetchedColumns], int]:
+        start = completed.next_fetch_offset
+        cfg = self.config
+        columns = completed.fetch_columns(max_records, cfg.check_crcs, cfg.isolation_level == READ_COMMITTED)
+        if not columns:
+            return [], 0
+        return [FetchedColumns(start, columns)], sum(c.num_records for c in columns)
+
+    def _fetch_from(
+        self, completed: CompletedFetch, max_records: int, take: Callable[[CompletedFetch, int], tuple[list[_T], int]]
+    ) -> tuple[list[_T], int]:
         tp = completed.partition
         subs = self.subscriptions
         if not subs.is_fetchable(tp):
             completed.drain()  # revoked, paused or awaiting reset
-            return []
+            return [], 0
         position = subs.position(tp)
         if position is None or completed.next_fetch_offset != position.offset:
             completed.drain()
-            return []
-        cfg = self.config
+            return [], 0
         try:
-            records = completed.fetch_records(
-                max_records,
-                cfg.check_crcs,
-                cfg.isolation_level == READ_COMMITTED,
-                cfg.key_deserializer,
-                cfg.value_deserializer,
-            )
+            return take(completed, max_records)
         finally:
             if completed.last_epoch is not None and completed.last_epoch != position.offset_epoch:
                 # a record written under a newer epoch than metadata knows: the cached leader is stale
@@ -426,11 +445,21 @@ class Fetcher:
                         position.current_leader_epoch,
                     ),
                 )
-        return records
 
     def collect_fetch(self) -> dict[TopicPartition, list[ConsumerRecord[Any, Any]]]:
         """Up to ``max.poll.records`` records from buffered fetches (application thread only)."""
-        fetched: dict[TopicPartition, list[ConsumerRecord[Any, Any]]] = {}
+        return self._collect(self._take_records)
+
+    def collect_columns(self) -> dict[TopicPartition, list[FetchedColumns]]:
+        """:meth:`collect_fetch` as whole record batches decoded to columns (``column_fetch.poll_columns``):
+        the same positions, skipping and errors, no object per record; ``max.poll.records`` is reached by
+        whole batches (at least one per partition)."""
+        return self._collect(self._take_columns)
+
+    def _collect(
+        self, take: Callable[[CompletedFetch, int], tuple[list[_T], int]]
+    ) -> dict[TopicPartition, list[_T]]:
+        fetched: dict[TopicPartition, list[_T]] = {}
         remaining = self.config.max_poll_records
         buffer = self.fetch_buffer
         paused: list[CompletedFetch] = []
@@ -460,19 +489,19 @@ class Fetcher:
                     buffer.next_in_line = None
                     continue
                 try:
-                    records = self._fetch_records(nil, remaining)
+                    items, count = self._fetch_from(nil, remaining, take)
                 except KafkaError as e:
                     if not fetched:
                         raise
                     nil.cached_exception = e  # raised by the next poll, after these records are returned
                     break
-                if records:
-                    fetched.setdefault(nil.partition, []).extend(records)
-                    remaining -= len(records)
+                if items:
+                    fetched.setdefault(nil.partition, []).extend(items)
+                    remaining -= count
                     self.subscriptions.move_partition_to_end(nil.partition)
                 if nil.cached_exception is not None:
                     break
-                if not records and not nil.is_consumed:
+                if not items and not nil.is_consumed:
                     nil.drain()
         finally:
             for completed in paused:

@@ -62,6 +62,7 @@ log = logging.getLogger(__name__)
 
 K = TypeVar("K")
 V = TypeVar("V")
+_T = TypeVar("_T")
 
 _DEFAULT_CLOSE_TIMEOUT_S = 30.0
 
@@ -315,6 +316,21 @@ class KafkaConsumer(Generic[K, V]):
     def poll(self, timeout: float = 0.0) -> ConsumerRecords[K, V]:
         """Records fetched for the assigned partitions, grouped by partition; waits up to
         ``timeout`` seconds for some. Drives the group (join, heartbeat bookkeeping, auto-commit)."""
+        records = self._poll_with(timeout, self.fetcher.collect_fetch)
+        if not records:
+            return ConsumerRecords({})
+        next_offsets = {}
+        for tp in records:
+            pos = self.subscriptions.position_or_none(tp)
+            if pos is not None:
+                next_offsets[tp] = OffsetAndMetadata(pos.offset, "", pos.offset_epoch)
+        return ConsumerRecords(records, next_offsets)
+
+    def _poll_with(
+        self, timeout: float, collect: Callable[[], dict[TopicPartition, list[_T]]]
+    ) -> dict[TopicPartition, list[_T]]:
+        """:meth:`poll`'s loop with ``collect`` taking the buffered data (records, or columns for
+        ``column_fetch.poll_columns``); empty when ``timeout`` passes without data."""
         with self._open_in_this_thread():
             timer = self._time.timer(args.to_ms(timeout, 0))
             if self.subscriptions.has_no_subscription_or_user_assignment():
@@ -322,20 +338,15 @@ class KafkaConsumer(Generic[K, V]):
             while True:
                 self._client.maybe_trigger_wakeup()
                 self._update_assignment_metadata_if_needed(timer, wait_for_join_group=False)
-                records = self._poll_for_fetches(timer)
+                records = self._poll_for_fetches(timer, collect)
                 if records:
                     # pipeline the next fetches before handing records to the application
                     if self.fetcher.send_fetches() > 0 or self._client.has_pending_requests():
                         self._client.poll_no_wakeup()
-                    next_offsets = {}
-                    for tp in records:
-                        pos = self.subscriptions.position_or_none(tp)
-                        if pos is not None:
-                            next_offsets[tp] = OffsetAndMetadata(pos.offset, "", pos.offset_epoch)
-                    return ConsumerRecords(records, next_offsets)
+                    return records
                 timer.update()
                 if timer.is_expired():
-                    return ConsumerRecords({})
+                    return {}
 
     def _update_assignment_metadata_if_needed(self, timer: Timer, wait_for_join_group: bool = True) -> bool:
         if self.coordinator is not None and not self.coordinator.poll(timer, wait_for_join_group):
@@ -354,11 +365,13 @@ class KafkaConsumer(Generic[K, V]):
         self.offset_fetcher.reset_positions_if_needed()
         return True
 
-    def _poll_for_fetches(self, timer: Timer) -> dict[TopicPartition, list[Any]]:
+    def _poll_for_fetches(
+        self, timer: Timer, collect: Callable[[], dict[TopicPartition, list[_T]]]
+    ) -> dict[TopicPartition, list[_T]]:
         remaining = timer.remaining_ms()
         if self.coordinator is not None:
             remaining = min(remaining, self.coordinator.time_to_next_poll(timer.current_time_ms()))
-        records = self.fetcher.collect_fetch()
+        records = collect()
         if records:
             return records
         self.fetcher.send_fetches()
@@ -367,7 +380,7 @@ class KafkaConsumer(Generic[K, V]):
         poll_timer = self._time.timer(remaining)
         self._client.poll(poll_timer, _NotAvailable(self.fetcher))
         timer.update(poll_timer.current_time_ms())
-        return self.fetcher.collect_fetch()
+        return collect()
 
     def __iter__(self) -> Iterator[ConsumerRecord[K, V]]:
         """Yield records forever (until close or an error), polling as needed."""

@@ -2,52 +2,206 @@
 
 :class:`FutureRecordMetadata` *is* a :class:`concurrent.futures.Future`, so ``result(timeout)``,
 ``exception()``, ``add_done_callback``, ``concurrent.futures.wait`` and ``as_completed`` all work.
-All records of one batch share one :class:`threading.Condition` (a batch completes all its records at
-once), so a record costs no lock allocation of its own. Only the producer completes these futures;
-``cancel()`` always returns False, as a record handed to the producer cannot be taken back.
+Only the producer completes these futures; ``cancel()`` always returns False, as a record handed to the
+producer cannot be taken back (``set_result`` / ``set_exception`` complete one future, as on any Future).
+
+As Java, the outcome is kept once per batch: all futures of a batch point to one :class:`BatchOutcome` (the
+batch's ``ProduceRequestResult``) and know their index in it; a future's state, result and exception are read
+from it, and its :class:`RecordMetadata` is built only when read (``result()``, or for a delivery callback).
+So completing a batch costs one lock round plus work for the futures someone waits on or added a
+done-callback to (the outcome's ``watched``), not a write per record. The batch does not keep its futures
+(a future the caller drops is freed at once): when a batch is split, its outcome records where each record
+went (``moved_to``) and a future follows that on every read; watched futures are also registered with their
+new outcome. A future's (outcome, index) pair is written only when it is completed on its own, so a reader
+without the lock never sees half of a move.
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import Future
+import time
+from concurrent.futures import Future, InvalidStateError
 from concurrent.futures._base import FINISHED, PENDING
 from typing import Any
 
 from pykafka_client.producer.record_metadata import RecordMetadata
+
+NO_TIMESTAMP = -1
+
+
+class BatchOutcome:
+    """The outcome shared by the futures of one batch (Java ``ProduceRequestResult``).
+
+    Written once, under ``condition``, by :meth:`complete_success` / :meth:`complete_failure`; until then
+    ``state`` is PENDING. Per record it keeps only the timestamps and serialized sizes (not the records), so
+    a user holding futures does not hold the records' bytes."""
+
+    __slots__ = (
+        "base_offset", "condition", "exception", "key_sizes", "log_append_time", "moved_to", "partition",
+        "record_exceptions", "state", "timestamps", "topic", "value_sizes", "watched",
+    )
+
+    def __init__(self, condition: threading.Condition, topic: str, partition: int) -> None:
+        self.condition = condition
+        self.topic = topic
+        self.partition = partition
+        self.state = PENDING
+        self.base_offset = -1
+        self.log_append_time = NO_TIMESTAMP
+        self.exception: BaseException | None = None
+        self.record_exceptions: list[BaseException] | None = None
+        self.timestamps: list[int] | None = None
+        self.key_sizes: list[int] = []
+        self.value_sizes: list[int] = []
+        #: futures with waiters or done-callbacks (registered on first use, under ``condition``)
+        self.watched: list[FutureRecordMetadata] = []
+        #: after a split: record i's (outcome, index) in the new batches (this outcome never completes then)
+        self.moved_to: list[tuple[BatchOutcome, int]] | None = None
+
+    def move_to(self, places: list[tuple[BatchOutcome, int]]) -> None:
+        """The batch was split (all new batches share this condition): record i now lives at ``places[i]``.
+        Watched futures are registered with their new outcomes, which notify them; every future follows
+        ``moved_to`` when read."""
+        with self.condition:
+            self.moved_to = places
+            for f in self.watched:
+                where = f._where()[0]
+                if where is not self:
+                    where.watched.append(f)
+
+    def metadata(self, index: int) -> RecordMetadata | None:
+        """Record ``index``'s metadata; None unless the batch succeeded."""
+        if self.state != FINISHED or self.exception is not None:
+            return None
+        base = self.base_offset
+        ts = self.timestamps
+        return _tuple_new(RecordMetadata, (
+            self.topic, self.partition, -1 if base < 0 else base + index,
+            self.log_append_time if ts is None else ts[index], self.key_sizes[index], self.value_sizes[index],
+        ))
+
+    def error(self, index: int) -> BaseException | None:
+        errs = self.record_exceptions
+        return self.exception if errs is None else errs[index]
+
+    def complete_success(
+        self, base_offset: int, log_append_time: int, timestamps: list[int] | None, key_sizes: list[int], value_sizes: list[int]
+    ) -> list[FutureRecordMetadata]:
+        """Mark the batch succeeded; returns the futures whose done-callbacks must now run (outside the lock)."""
+        with self.condition:
+            if self.state == FINISHED:
+                return []
+            self.base_offset = base_offset
+            self.log_append_time = log_append_time
+            self.timestamps = None if log_append_time != NO_TIMESTAMP else timestamps
+            self.key_sizes = key_sizes
+            self.value_sizes = value_sizes
+            return self._finish()
+
+    def complete_failure(self, exception: BaseException, record_exceptions: list[BaseException] | None) -> list[FutureRecordMetadata]:
+        with self.condition:
+            if self.state == FINISHED:
+                return []
+            self.exception = exception
+            self.record_exceptions = record_exceptions
+            return self._finish()
+
+    def _finish(self) -> list[FutureRecordMetadata]:
+        self.state = FINISHED
+        with_callbacks = []
+        for f in self.watched:
+            where, index = f._where()
+            if where is not self:
+                continue  # completed on its own (set_result) or moved by a split
+            waiters = f._waiters_list
+            if waiters:
+                failed = self.error(index) is not None
+                for waiter in waiters:
+                    if failed:
+                        waiter.add_exception(f)
+                    else:
+                        waiter.add_result(f)
+            if f._callbacks_list:
+                with_callbacks.append(f)
+        self.condition.notify_all()
+        return with_callbacks
+
+
+_tuple_new = tuple.__new__
 
 
 class FutureRecordMetadata(Future[RecordMetadata]):
     """A record's delivery outcome: its :class:`RecordMetadata`, or the exception that failed it.
 
     Memory and speed: ``Future.__init__`` is not called (it would allocate a Condition and two lists per
-    record); the state lives in slots (measured: 128 bytes a future, and completing one costs ~0.03 us, where
-    class-level defaults with an instance dict cost 336 bytes and ~0.9 us) and the waiter / callback lists
-    are created on first use.
-    """
+    record); a future is two set slots (its batch's outcome and its index), made by :func:`new_future` without a
+    Python-level constructor; the waiter / callback list slots are set on first use (:meth:`_watch`)."""
 
-    __slots__ = ("_callbacks_list", "_condition", "_exception", "_result", "_state", "_waiters_list")
+    __slots__ = ("_callbacks_list", "_index", "_outcome", "_waiters_list")
+
+    _outcome: BatchOutcome
+    _index: int
+
+    _waiters_list: list[Any]
+    _callbacks_list: list[Any]
 
     def __init__(self, condition: threading.Condition | None = None) -> None:
-        # Deliberately not calling Future.__init__: it would allocate a Condition per record.
-        self._condition = condition if condition is not None else threading.Condition()
-        self._state = PENDING
-        self._result: Any = None
-        self._exception: BaseException | None = None
-        self._waiters_list: list[Any] | None = None
-        self._callbacks_list: list[Any] | None = None
+        # Deliberately not calling Future.__init__: a standalone future (see _failed_future) has its own outcome.
+        self._outcome = BatchOutcome(condition if condition is not None else threading.Condition(), "", -1)
+        self._index = 0
+
+    # --- the attributes concurrent.futures reads, from the shared outcome -------------------------------
+
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        return self._outcome.condition
+
+    def _where(self) -> tuple[BatchOutcome, int]:
+        """This record's outcome and index, following splits."""
+        o, i = self._outcome, self._index
+        while o.moved_to is not None:
+            o, i = o.moved_to[i]
+        return o, i
+
+    @property
+    def _state(self) -> str:  # type: ignore[override]
+        o = self._outcome
+        return o.state if o.moved_to is None else self._where()[0].state
+
+    @property
+    def _result(self) -> RecordMetadata | None:  # type: ignore[override]
+        o, i = self._where()
+        return o.metadata(i)
+
+    @property
+    def _exception(self) -> BaseException | None:  # type: ignore[override]
+        o, i = self._where()
+        return o.error(i)
 
     @property
     def _waiters(self) -> list[Any]:  # type: ignore[override]
-        if self._waiters_list is None:
-            self._waiters_list = []
-        return self._waiters_list
+        try:
+            return self._waiters_list
+        except AttributeError:
+            self._watch()
+            return self._waiters_list
 
     @property
     def _done_callbacks(self) -> list[Any]:
-        if self._callbacks_list is None:
-            self._callbacks_list = []
-        return self._callbacks_list
+        try:
+            return self._callbacks_list
+        except AttributeError:
+            self._watch()
+            return self._callbacks_list
+
+    def _watch(self) -> None:
+        """First waiter or done-callback (Future's methods ask under the condition): the lists are created
+        and the outcome will look at this future when the batch completes."""
+        self._waiters_list = []
+        self._callbacks_list = []
+        self._where()[0].watched.append(self)
+
+    # --- Future API ----------------------------------------------------------------------------------
 
     def cancel(self) -> bool:
         return False
@@ -55,60 +209,84 @@ class FutureRecordMetadata(Future[RecordMetadata]):
     def set_running_or_notify_cancel(self) -> bool:
         return True
 
+    def result(self, timeout: float | None = None) -> RecordMetadata:
+        """As ``Future.result``, but a wake-up of the shared condition for another future (another batch split
+        from the same one) does not end the wait early."""
+        self._wait(timeout)
+        return super().result(0)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._wait(timeout)
+        return super().exception(0)
+
+    def _wait(self, timeout: float | None) -> None:
+        if self._state == FINISHED:
+            return
+        cond = self._outcome.condition
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with cond:
+            while self._state != FINISHED:
+                if deadline is None:
+                    cond.wait()
+                else:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return  # Future.result(0) raises TimeoutError
+                    cond.wait(left)
+
+    def set_result(self, result: RecordMetadata) -> None:
+        if not self._complete(result, None):
+            raise InvalidStateError(f"{self!r} is already done")
+
+    def set_exception(self, exception: BaseException | None) -> None:
+        if not self._complete(None, exception):
+            raise InvalidStateError(f"{self!r} is already done")
+
     def _complete(self, metadata: RecordMetadata | None, exception: BaseException | None) -> bool:
-        """Set the outcome once; False if it was already set. Runs done-callbacks in this thread."""
-        with self._condition:
+        """Complete this future alone (it leaves its batch's outcome for one of its own); False if it was already
+        done. Runs its done-callbacks in this thread."""
+        cond = self._outcome.condition
+        with cond:
             if self._state == FINISHED:
                 return False
-            self._result = metadata
-            self._exception = exception
-            self._state = FINISHED
-            if self._waiters_list:
-                for waiter in self._waiters_list:
-                    if exception is None:
-                        waiter.add_result(self)
-                    else:
-                        waiter.add_exception(self)
-            self._condition.notify_all()
-        if self._callbacks_list:
-            self._invoke_callbacks()  # type: ignore[attr-defined]
+            own = _OwnOutcome(cond, metadata, exception)
+            self._outcome = own  # its index no longer matters: an _OwnOutcome has one result
+            if _is_watched(self):
+                own.watched.append(self)
+            with_callbacks = own._finish()
+        for f in with_callbacks:
+            f._invoke_callbacks()  # type: ignore[attr-defined]
         return True
 
 
-def complete_all(
-    futures: list[FutureRecordMetadata],
-    results: list[Any],
-    exceptions: list[BaseException | None] | None,
-) -> None:
-    """Complete many futures that share one condition (a batch's records) under a single lock round, then
-    run their done-callbacks outside it: future ``i`` gets ``results[i]`` / ``exceptions[i]`` (no exception
-    when ``exceptions`` is None). Futures on another condition, or already done, are handled one by one."""
-    if not futures:
-        return
-    cond = futures[0]._condition
-    later: list[tuple[FutureRecordMetadata, Any, BaseException | None]] = []
-    with_callbacks: list[FutureRecordMetadata] = []
-    with cond:
-        for i, f in enumerate(futures):
-            exc = None if exceptions is None else exceptions[i]
-            if f._condition is not cond:
-                later.append((f, results[i], exc))
-                continue
-            if f._state == FINISHED:
-                continue
-            f._result = results[i]
-            f._exception = exc
-            f._state = FINISHED
-            if f._waiters_list:
-                for waiter in f._waiters_list:
-                    if exc is None:
-                        waiter.add_result(f)
-                    else:
-                        waiter.add_exception(f)
-            if f._callbacks_list:
-                with_callbacks.append(f)
-        cond.notify_all()
-    for f in with_callbacks:
-        f._invoke_callbacks()  # type: ignore[attr-defined]
-    for f, md, e in later:
-        f._complete(md, e)
+class _OwnOutcome(BatchOutcome):
+    """The outcome of a future completed on its own (``set_result``, a send that failed before any batch)."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, condition: threading.Condition, result: RecordMetadata | None, exception: BaseException | None) -> None:
+        super().__init__(condition, "", -1)
+        self.result = result
+        self.exception = exception
+
+    def metadata(self, index: int) -> RecordMetadata | None:
+        return self.result if self.state == FINISHED else None
+
+
+def _is_watched(f: FutureRecordMetadata) -> bool:
+    try:
+        f._waiters_list  # noqa: B018  (an unset slot raises AttributeError)
+    except AttributeError:
+        return False
+    return True
+
+
+_object_new = object.__new__
+
+
+def new_future(outcome: BatchOutcome, index: int) -> FutureRecordMetadata:
+    """Record ``index``'s future of the batch whose outcome is ``outcome`` (no Python-level ``__init__``)."""
+    f: FutureRecordMetadata = _object_new(FutureRecordMetadata)
+    f._outcome = outcome
+    f._index = index
+    return f

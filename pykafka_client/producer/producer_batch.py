@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from pykafka_client.producer.future_record_metadata import FutureRecordMetadata, complete_all
+from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.structs import TopicPartition
 
@@ -108,24 +108,23 @@ class FinalState(enum.Enum):
 
 
 class PendingRecord(NamedTuple):
-    """One appended record and its future (Java ``Thunk`` plus the record's bytes).
+    """One appended record (Java ``Thunk`` plus the record's bytes).
 
     A tuple so that an append costs no Python-level constructor: the hot path builds it with
-    ``_new_record((timestamp, key, value, headers, future, callback))``."""
+    ``tuple.__new__(PendingRecord, (timestamp, key, value, headers, callback))``. It does not hold the record's
+    future: a future the caller drops is freed at once, and a record without a callback is a tuple of
+    untracked objects, which the garbage collector stops tracking at its first pass (the batch's futures
+    reach their outcome through :class:`BatchOutcome`, never through the batch)."""
 
     timestamp: int
     key: bytes | None
     value: bytes | None
     headers: Sequence[Header]
-    future: FutureRecordMetadata
     callback: Callback | None
 
 
 _tuple_new = tuple.__new__
-
-
-def _new_record(fields: tuple[int, bytes | None, bytes | None, Sequence[Header], FutureRecordMetadata, Callback | None]) -> PendingRecord:
-    return _tuple_new(PendingRecord, fields)
+_object_new = object.__new__
 
 
 class ProducerBatch:
@@ -140,6 +139,7 @@ class ProducerBatch:
         compression_level: int | None = None,
         is_splitting: bool = False,
         compression_ratio: float = 1.0,
+        condition: threading.Condition | None = None,
     ) -> None:
         self.topic_partition = tp
         self.write_limit = write_limit
@@ -172,7 +172,10 @@ class ProducerBatch:
         self.pending: list[PendingRecord] = []
         #: some record has a delivery callback (completion skips the callback pass otherwise)
         self.has_callbacks = False
-        self._condition = threading.Condition()
+        # The futures' condition; the batches split from one batch share it, as their futures move between them.
+        self._condition = condition if condition is not None else threading.Condition()
+        #: the outcome every record future of this batch reads (Java ProduceRequestResult)
+        self._outcome = BatchOutcome(self._condition, tp[0], tp[1])
         self._base_timestamp = NO_TIMESTAMP
         self._max_timestamp = NO_TIMESTAMP
         self._size = RECORD_BATCH_OVERHEAD
@@ -232,14 +235,26 @@ class ProducerBatch:
             return None
         pending = self.pending
         if pending:
-            size = record_size_in_bytes(len(pending), timestamp - self._base_timestamp, key, value, headers)
+            n = len(pending)
+            td = timestamp - self._base_timestamp
+            if headers or n >= 8192 or not -64 <= td < 64 or (key is not None and len(key) >= 64) or value is None or len(value) >= 8192:
+                size = record_size_in_bytes(n, td, key, value, headers)
+            else:
+                # record_size_in_bytes inlined for the common record (runs once per send): offset delta under
+                # 8192, 1-byte timestamp delta, a null or short key, a value under 8 KiB, no headers.
+                nv = len(value)
+                body = (5 if n < 64 else 6) + (0 if key is None else len(key)) + nv + (1 if nv < 64 else 2)
+                size = body + (1 if body < 64 else 2)
             if self._size + size > self._limit:
                 return None
         else:
             self._base_timestamp = timestamp
             size = record_size_in_bytes(0, 0, key, value, headers)
-        future = FutureRecordMetadata(self._condition)
-        pending.append(_tuple_new(PendingRecord, (timestamp, key, value, headers, future, callback)))
+        # FutureRecordMetadata without a Python-level __init__ (as future_record_metadata.new_future)
+        future = _object_new(FutureRecordMetadata)
+        future._outcome = self._outcome
+        future._index = len(pending)
+        pending.append(_tuple_new(PendingRecord, (timestamp, key, value, headers, callback)))
         self._size += size
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
@@ -366,44 +381,48 @@ class ProducerBatch:
         exception: BaseException | None,
         record_exceptions: Callable[[int], BaseException] | None,
     ) -> None:
-        topic, partition = self.topic_partition
+        """Complete the batch's outcome, which all its futures read: per record only the timestamps and the
+        key/value sizes are collected (three list comprehensions); a RecordMetadata is built for a record with
+        a delivery callback, else only when its future is read."""
         pending = self.pending
+        outcome = self._outcome
         if exception is None:
-            offset = -1 if base_offset < 0 else base_offset
-            step = 0 if base_offset < 0 else 1
             la = log_append_time != NO_TIMESTAMP
-            mds: list[Any] = []
-            add = mds.append
-            # RecordMetadata built with tuple.__new__: no Python-level constructor per record.
-            for rec in pending:
-                k = rec[1]
-                v = rec[2]
-                add(_tuple_new(RecordMetadata, (
-                    topic, partition, offset, log_append_time if la else rec[0],
-                    -1 if k is None else len(k), -1 if v is None else len(v),
-                )))
-                offset += step
-            errs: list[BaseException | None] | None = None
+            timestamps = None if la else [rec[0] for rec in pending]
+            key_sizes = [-1 if (k := rec[1]) is None else len(k) for rec in pending]
+            value_sizes = [-1 if (v := rec[2]) is None else len(v) for rec in pending]
+            errs: list[BaseException] | None = None
         else:
-            mds = [None] * len(pending)
-            errs = (
-                [record_exceptions(i) for i in range(len(pending))]
-                if record_exceptions is not None
-                else [exception] * len(pending)
-            )
+            errs = [record_exceptions(i) for i in range(len(pending))] if record_exceptions is not None else None
         # As Java: the delivery callbacks run before the futures complete, so a thread woken by result() sees
         # the effects of the batch's callbacks.
         if self.has_callbacks:
+            topic, partition = self.topic_partition
             for i, rec in enumerate(pending):
-                cb = rec[5]
-                if cb is not None:
-                    try:
-                        cb(mds[i], None if errs is None else errs[i])
-                    except Exception:  # a user callback must not break the I/O thread
-                        import logging
+                cb = rec[4]
+                if cb is None:
+                    continue
+                if exception is None:
+                    md: RecordMetadata | None = _tuple_new(RecordMetadata, (
+                        topic, partition, -1 if base_offset < 0 else base_offset + i,
+                        log_append_time if la else rec[0], key_sizes[i], value_sizes[i],
+                    ))
+                    err: BaseException | None = None
+                else:
+                    md = None
+                    err = exception if errs is None else errs[i]
+                try:
+                    cb(md, err)
+                except Exception:  # a user callback must not break the I/O thread
+                    import logging
 
-                        logging.getLogger(__name__).exception("error in producer delivery callback for %s", self.topic_partition)
-        complete_all([rec[4] for rec in pending], mds, errs)  # one lock round for the whole batch
+                    logging.getLogger(__name__).exception("error in producer delivery callback for %s", self.topic_partition)
+        if exception is None:
+            with_callbacks = outcome.complete_success(base_offset, log_append_time, timestamps, key_sizes, value_sizes)
+        else:
+            with_callbacks = outcome.complete_failure(exception, errs)
+        for f in with_callbacks:  # done-callbacks of the futures, outside the lock
+            f._invoke_callbacks()  # type: ignore[attr-defined]
 
     # --- splitting (MESSAGE_TOO_LARGE) ---------------------------------------------------------------
 
@@ -420,12 +439,13 @@ class ProducerBatch:
             if current is None or not current._append_existing(rec):
                 current = ProducerBatch(
                     self.topic_partition, split_batch_size, self.created_ms, self.compression_type,
-                    self.compression_level, is_splitting=True,
+                    self.compression_level, is_splitting=True, condition=self._condition,
                 )
                 current._append_existing(rec)
                 out.append(current)
         for b in out:
             b.close_for_appends()
+        self._outcome.move_to([(b._outcome, i) for b in out for i in range(len(b.pending))])
         self.split = True
         self.pending = []
         return out

@@ -76,7 +76,10 @@ class ProducerMetadata(Metadata):
         expiry = self._topics.get(topic)
         if expiry is None or expiry - now_ms <= self.metadata_idle_ms // 2:
             self.add(topic, now_ms)
-        infos = self._current_index().by_topic.get(topic)
+        idx = self._index
+        if idx.cluster is not self._cluster:  # _current_index() inlined: this runs once per send
+            idx = self._current_index()
+        infos = idx.by_topic.get(topic)
         return len(infos) if infos else None
 
     def contains_topic(self, topic: str) -> bool:

@@ -408,9 +408,8 @@ class Sender:
         poll_timeout = min(poll_timeout, self.accumulator.next_expiry_time_ms() - now)
         poll_timeout = max(poll_timeout, 0)
         if ready_nodes:
-            # data was drained for a node the client can send to: loop again at once (Java tests the ready
-            # nodes left after removing those the client is not ready for; a node that is not ready, e.g.
-            # at max.in.flight.requests.per.connection, waits in the poll for a response or its delay)
+            # Only nodes the client can send to now (Java removes the others from readyNodes first): a ready
+            # batch for a throttled or in-flight-limited node waits for network events, not in a 0 ms loop.
             poll_timeout = 0
         self._send_produce_requests(batches, now)
         return poll_timeout

@@ -3,6 +3,7 @@ the transaction's offset commits (TxnOffsetCommit) get its COMMIT/ABORT marker."
 
 from __future__ import annotations
 
+from mini_broker.cluster.coordinator_lookup import partition_for
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.txn_api_util import fenced_for_version, transaction_coordinator
@@ -13,16 +14,18 @@ from pykafka_client.protocol.messages import AddOffsetsToTxnRequest, AddOffsetsT
 from pykafka_client.structs import TopicPartition
 
 
-def offsets_partition_for(group_id: str) -> int:
-    """Kafka's ``GroupCoordinator.partitionFor``. This broker's group coordinator keeps every group in
-    ``__consumer_offsets`` partition 0 (see ``group_metadata_manager``), so that is every group's partition."""
-    return 0
+def offsets_partition_for(apis: KafkaApis, group_id: str) -> int:
+    """Kafka's ``GroupCoordinator.partitionFor`` over the ``__consumer_offsets`` partitions the metadata knows (a
+    cluster: the internal topic, created with one partition; a single broker: none, its coordinator keeps every
+    group in its local partition 0)."""
+    md = apis.broker.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME)
+    return 0 if md is None else partition_for(group_id, md.num_partitions)
 
 
 def handle(apis: KafkaApis, request: Request) -> None:
     body = request.body
     assert isinstance(body, AddOffsetsToTxnRequest)
-    partition = TopicPartition(GROUP_METADATA_TOPIC_NAME, offsets_partition_for(body.group_id))
+    partition = TopicPartition(GROUP_METADATA_TOPIC_NAME, offsets_partition_for(apis, body.group_id))
     transaction_coordinator(apis).handle_add_partitions(
         AddPartitionsParams(body.transactional_id, body.producer_id, body.producer_epoch, [partition]),
         lambda error: apis.send_response(request, AddOffsetsToTxnResponse(

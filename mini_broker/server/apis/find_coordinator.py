@@ -1,43 +1,71 @@
-"""FindCoordinator (key 10): this broker coordinates every group.
+"""FindCoordinator (key 10).
 
-Key type 0 (GROUP) answers this broker's endpoint on the request's listener. Key type 1 (TRANSACTION)
-answers this broker when its transaction coordinator is active, else
+A single broker coordinates every key itself: key type 0 (GROUP) answers this broker's endpoint on the
+request's listener; key type 1 (TRANSACTION) answers it when its transaction coordinator is active, else
 COORDINATOR_NOT_AVAILABLE. Other key types get INVALID_REQUEST. v4+ carry a batch of keys.
-On a cluster every key answers the broker the controller designates for the coordinators (sticky: it changes
-only when that broker is fenced).
+
+On a cluster the coordinator of a key is the leader of its internal topic partition
+(:func:`mini_broker.cluster.coordinator_lookup.coordinator_for`); the first lookup creates the internal topic
+(Kafka: auto-creation on FindCoordinator), and a partition without a live leader answers
+COORDINATOR_NOT_AVAILABLE.
 """
 
 from __future__ import annotations
 
+from mini_broker.cluster.coordinator_lookup import (
+    GROUP_KEY_TYPE,
+    INTERNAL_TOPIC_OF_KEY_TYPE,
+    TRANSACTION_KEY_TYPE,
+    coordinator_for,
+)
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import CoordinatorNotAvailableError, InvalidRequestError
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 
-GROUP_KEY_TYPE = 0
-TRANSACTION_KEY_TYPE = 1
+
+def _internal_topic_settings(apis: KafkaApis, key_type: int) -> tuple[int, dict[str, str]]:
+    """(replication factor, topic configs) an internal topic is created with (Kafka's broker configs)."""
+    get = apis.broker.config.get_int
+    if key_type == GROUP_KEY_TYPE:
+        return get("offsets.topic.replication.factor"), {
+            "cleanup.policy": "compact", "segment.bytes": str(get("offsets.topic.segment.bytes"))}
+    return get("transaction.state.log.replication.factor"), {
+        "cleanup.policy": "compact", "segment.bytes": str(get("transaction.state.log.segment.bytes")),
+        "min.insync.replicas": str(get("transaction.state.log.min.isr"))}
 
 
-def _lookup(apis: KafkaApis, request: Request, key_type: int) -> tuple[int, str | None, int, str, int]:
+def _cluster_lookup(apis: KafkaApis, key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
+    broker = apis.broker
+    cluster = broker.replica_manager.cluster
+    assert cluster is not None
+    found = coordinator_for(broker.metadata_cache, key_type, key)
+    if found.error_code == CoordinatorNotAvailableError.code and found.partition < 0:
+        topic = INTERNAL_TOPIC_OF_KEY_TYPE[key_type]
+        rf, configs = _internal_topic_settings(apis, key_type)
+        try:
+            cluster.create_internal_topic(topic, rf, configs)
+        except KafkaError as e:
+            return CoordinatorNotAvailableError.code, f"creating {topic} failed ({e}); retry", -1, "", -1
+        found = coordinator_for(broker.metadata_cache, key_type, key)
+    return found.error_code, found.error_message, found.node_id, found.host, found.port
+
+
+def _lookup(apis: KafkaApis, request: Request, key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
     """(error code, error message, node id, host, port)."""
     broker = apis.broker
     if key_type == GROUP_KEY_TYPE:
-        active = broker.group_coordinator is not None and broker.group_coordinator.is_active
+        running = broker.group_coordinator is not None and broker.group_coordinator.is_running
     elif key_type == TRANSACTION_KEY_TYPE:
-        active = broker.transaction_coordinator is not None and broker.transaction_coordinator.is_active
+        running = broker.transaction_coordinator is not None and broker.transaction_coordinator.is_running
     else:
         return InvalidRequestError.code, f"Unknown coordinator key type {key_type}", -1, "", -1
-    if not active:
+    if not running:
         return CoordinatorNotAvailableError.code, "The coordinator is not available.", -1, "", -1
     if broker.replica_manager.cluster is not None:
-        # a cluster's coordinators all live on the broker the controller designates (their state is not
-        # replicated; see docs/ARCHITECTURE.md "Cluster and replication")
-        coordinator = broker.metadata_cache.coordinator_broker()
-        if coordinator is None:
-            return CoordinatorNotAvailableError.code, "The coordinator's broker is not available; retry.", -1, "", -1
-        node, host, port = coordinator
-        return 0, None, node, host, port
+        return _cluster_lookup(apis, key_type, key)
     ep = broker.endpoint_for(request.context.listener_name)
     return 0, None, broker.node_id, ep.host, ep.port
 
@@ -48,11 +76,11 @@ def handle(apis: KafkaApis, request: Request) -> FindCoordinatorResponse:
     if request.context.api_version >= 4:
         coordinators = []
         for key in body.coordinator_keys:
-            error, message, node, host, port = _lookup(apis, request, body.key_type)
+            error, message, node, host, port = _lookup(apis, request, body.key_type, key)
             coordinators.append(FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port,
                                                                     error_code=error, error_message=message))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    error, message, node, host, port = _lookup(apis, request, body.key_type)
+    error, message, node, host, port = _lookup(apis, request, body.key_type, body.key)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=error, error_message=message, node_id=node,
                                    host=host, port=port)
 

@@ -15,6 +15,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,11 +179,63 @@ static inline int add_overflows(int64_t a, int64_t b, int64_t *out) { return __b
 
 /* ---- decode to Record tuples --------------------------------------------------------------------- */
 
+/* The next record at *pp with its absolute offset and timestamp; -1 to decline (bad bytes, int64 overflow). */
+static inline int next_record(const uint8_t **pp, const uint8_t *end, const batch_args *a, rec_t *r,
+                              int64_t *offset, int64_t *ts)
+{
+    if (parse_record(pp, end, r) < 0 || add_overflows(a->base_offset, r->offset_delta, offset) ||
+        add_overflows(a->base_timestamp, r->ts_delta, ts))
+        return -1;
+    return 0;
+}
+
+/* Declines a log_append_time that is neither None nor an exact int (the view is released); 1 when accepted. */
+static int log_append_time_ok(batch_args *a, PyObject *lat_obj)
+{
+    if (lat_obj != Py_None && !PyLong_CheckExact(lat_obj)) {
+        PyBuffer_Release(&a->view);
+        return 0;
+    }
+    return 1;
+}
+
 static PyObject *make_bytes(const uint8_t *p, int64_t n)
 {
     if (p == NULL)
         Py_RETURN_NONE;
     return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+}
+
+/* New references to a record's offset, timestamp (log_append_time when not NULL), key and value, in that
+ * order; -1 (nothing left allocated) on error. */
+static int record_values(const rec_t *r, int64_t offset, int64_t ts, PyObject *log_append_time, PyObject *out[4])
+{
+    out[0] = PyLong_FromLongLong(offset);
+    if (log_append_time != NULL) {
+        Py_INCREF(log_append_time);
+        out[1] = log_append_time;
+    } else
+        out[1] = PyLong_FromLongLong(ts);
+    out[2] = make_bytes(r->key, r->key_len);
+    out[3] = make_bytes(r->value, r->value_len);
+    if (out[0] && out[1] && out[2] && out[3])
+        return 0;
+    for (int i = 0; i < 4; i++)
+        Py_CLEAR(out[i]);
+    return -1;
+}
+
+/* The end of a decode into `list`: released view, and the list (ok), None (declined) or NULL (error). */
+enum { DONE, DECLINED, FAILED };
+static PyObject *decoded(batch_args *a, PyObject *list, int how)
+{
+    PyBuffer_Release(&a->view);
+    if (how == DONE)
+        return list;
+    Py_XDECREF(list);
+    if (how == DECLINED)
+        Py_RETURN_NONE;
+    return NULL;
 }
 
 static PyObject *make_headers(const rec_t *r)
@@ -224,63 +277,161 @@ static PyObject *k_decode_records(PyObject *self, PyObject *args)
         return NULL;
     if (batch_args_check(&a) == 0)
         Py_RETURN_NONE;
+    if (!log_append_time_ok(&a, lat_obj))
+        Py_RETURN_NONE;
     int has_lat = lat_obj != Py_None;
-    PyObject *lat = NULL, *ts_type = has_lat ? log_append_time_type : create_time;
-    if (has_lat) {
-        if (!PyLong_CheckExact(lat_obj)) {
-            PyBuffer_Release(&a.view);
-            Py_RETURN_NONE;
-        }
-        lat = lat_obj;
-    }
+    PyObject *ts_type = has_lat ? log_append_time_type : create_time;
     const uint8_t *p = a.view.buf, *end = p + a.view.len;
     PyObject *list = PyList_New((Py_ssize_t)a.count);
     if (list == NULL)
-        goto error;
+        return decoded(&a, NULL, FAILED);
     for (long long i = 0; i < a.count; i++) {
         rec_t r;
         int64_t offset, ts;
-        if (parse_record(&p, end, &r) < 0 || add_overflows(a.base_offset, r.offset_delta, &offset) ||
-            add_overflows(a.base_timestamp, r.ts_delta, &ts))
-            goto decline;
+        if (next_record(&p, end, &a, &r, &offset, &ts) < 0)
+            return decoded(&a, list, DECLINED);
         PyObject *rec = ((PyTypeObject *)record_type)->tp_alloc((PyTypeObject *)record_type, 6);
         if (rec == NULL)
-            goto error;
+            return decoded(&a, list, FAILED);
         PyList_SET_ITEM(list, (Py_ssize_t)i, rec);
-        PyObject *o = PyLong_FromLongLong(offset);
-        if (o == NULL)
-            goto error;
-        PyTuple_SET_ITEM(rec, 0, o);
-        if (has_lat) {
-            Py_INCREF(lat);
-            o = lat;
-        } else if ((o = PyLong_FromLongLong(ts)) == NULL)
-            goto error;
-        PyTuple_SET_ITEM(rec, 1, o);
+        PyObject *v[4], *o;
+        if (record_values(&r, offset, ts, has_lat ? lat_obj : NULL, v) < 0)
+            return decoded(&a, list, FAILED);
+        PyTuple_SET_ITEM(rec, 0, v[0]);
+        PyTuple_SET_ITEM(rec, 1, v[1]);
         Py_INCREF(ts_type);
         PyTuple_SET_ITEM(rec, 2, ts_type);
-        if ((o = make_bytes(r.key, r.key_len)) == NULL)
-            goto error;
-        PyTuple_SET_ITEM(rec, 3, o);
-        if ((o = make_bytes(r.value, r.value_len)) == NULL)
-            goto error;
-        PyTuple_SET_ITEM(rec, 4, o);
+        PyTuple_SET_ITEM(rec, 3, v[2]);
+        PyTuple_SET_ITEM(rec, 4, v[3]);
         if ((o = make_headers(&r)) == NULL)
-            goto error;
+            return decoded(&a, list, FAILED);
         PyTuple_SET_ITEM(rec, 5, o);
     }
-    if (p != end)
-        goto decline;
-    PyBuffer_Release(&a.view);
-    return list;
-decline:
+    return decoded(&a, list, p == end ? DONE : DECLINED);
+}
+
+/* ---- decode to the consumer's records -------------------------------------------------------------- */
+
+/* ConsumerRecord's slots, in the order decode_consumer_records fills them; their offsets are looked up once
+ * per type (the member descriptors of its __slots__). */
+static const char *const cr_slot_names[] = {
+    "topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value", "headers", "leader_epoch",
+    "serialized_key_size", "serialized_value_size",
+};
+#define CR_SLOTS 11
+static PyTypeObject *cr_type = NULL;
+static Py_ssize_t cr_offsets[CR_SLOTS];
+
+static int cr_setup(PyTypeObject *type)
+{
+    if (type == cr_type)
+        return 0;
+    Py_ssize_t offsets[CR_SLOTS];
+    for (int i = 0; i < CR_SLOTS; i++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)type, cr_slot_names[i]);
+        if (d == NULL)
+            PyErr_Clear();
+        int ok = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+                 ((PyMemberDescrObject *)d)->d_common.d_type == type;
+        if (ok)
+            offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_XDECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot of that class", type->tp_name, cr_slot_names[i]);
+            return -1;
+        }
+    }
+    memcpy(cr_offsets, offsets, sizeof offsets);
+    Py_INCREF(type);
+    Py_XSETREF(cr_type, type);
+    return 0;
+}
+
+#define CR_SET(obj, i, v) (*(PyObject **)((char *)(obj) + cr_offsets[i]) = (v))
+
+static PyObject *make_header_tuple(const rec_t *r)
+{
+    PyObject *list = make_headers(r);
+    if (list == NULL)
+        return NULL;
+    PyObject *t = PyList_AsTuple(list);
     Py_DECREF(list);
-    PyBuffer_Release(&a.view);
-    Py_RETURN_NONE;
-error:
-    Py_XDECREF(list);
-    PyBuffer_Release(&a.view);
-    return NULL;
+    return t;
+}
+
+PyDoc_STRVAR(decode_consumer_records_doc,
+    "decode_consumer_records(data, count, base_offset, base_timestamp, log_append_time, position, record_type,\n"
+    "                        topic, partition, timestamp_type, leader_epoch) -> list[ConsumerRecord] | None\n\n"
+    "completed_fetch.consumer_records_reference compiled: the records of a batch as ConsumerRecords (bytes as\n"
+    "they are), each record behind the running position skipped; None when the reference must decide.");
+
+static PyObject *k_decode_consumer_records(PyObject *self, PyObject *args)
+{
+    batch_args a;
+    long long position;
+    PyObject *lat_obj, *topic, *partition, *ts_type, *leader_epoch;
+    PyTypeObject *type;
+    if (!PyArg_ParseTuple(args, "y*LLLOLO!OOOO", &a.view, &a.count, &a.base_offset, &a.base_timestamp, &lat_obj,
+                          &position, &PyType_Type, &type, &topic, &partition, &ts_type, &leader_epoch))
+        return NULL;
+    if (cr_setup(type) < 0) {
+        PyBuffer_Release(&a.view);
+        return NULL;
+    }
+    if (batch_args_check(&a) == 0)
+        Py_RETURN_NONE;
+    if (!log_append_time_ok(&a, lat_obj))
+        Py_RETURN_NONE;
+    int has_lat = lat_obj != Py_None;
+    const uint8_t *p = a.view.buf, *end = p + a.view.len;
+    PyObject *list = PyList_New((Py_ssize_t)a.count);
+    if (list == NULL)
+        return decoded(&a, NULL, FAILED);
+    Py_ssize_t n = 0;
+    int64_t next = (int64_t)position;
+    for (long long i = 0; i < a.count; i++) {
+        rec_t r;
+        int64_t offset, ts;
+        if (next_record(&p, end, &a, &r, &offset, &ts) < 0)
+            return decoded(&a, list, DECLINED);
+        if (offset < next)
+            continue; /* behind the position: never returned twice or out of order */
+        if (offset == INT64_MAX)
+            return decoded(&a, list, DECLINED); /* the reference's next position (offset + 1) would not fit */
+        next = offset + 1;
+        PyObject *rec = type->tp_alloc(type, 0);
+        if (rec == NULL)
+            return decoded(&a, list, FAILED);
+        PyList_SET_ITEM(list, n, rec);
+        n++;
+        PyObject *v[4], *o;
+        Py_INCREF(topic);
+        CR_SET(rec, 0, topic);
+        Py_INCREF(partition);
+        CR_SET(rec, 1, partition);
+        Py_INCREF(ts_type);
+        CR_SET(rec, 4, ts_type);
+        Py_INCREF(leader_epoch);
+        CR_SET(rec, 8, leader_epoch);
+        if (record_values(&r, offset, ts, has_lat ? lat_obj : NULL, v) < 0)
+            return decoded(&a, list, FAILED);
+        CR_SET(rec, 2, v[0]);
+        CR_SET(rec, 3, v[1]);
+        CR_SET(rec, 5, v[2]);
+        CR_SET(rec, 6, v[3]);
+        if ((o = make_header_tuple(&r)) == NULL)
+            return decoded(&a, list, FAILED);
+        CR_SET(rec, 7, o);
+        if ((o = PyLong_FromLongLong(r.key == NULL ? -1 : r.key_len)) == NULL)
+            return decoded(&a, list, FAILED);
+        CR_SET(rec, 9, o);
+        if ((o = PyLong_FromLongLong(r.value == NULL ? -1 : r.value_len)) == NULL)
+            return decoded(&a, list, FAILED);
+        CR_SET(rec, 10, o);
+    }
+    Py_SET_SIZE(list, n); /* the items past n were never set (NULL) */
+    return decoded(&a, list, p == end ? DONE : DECLINED);
 }
 
 /* ---- decode to columns ---------------------------------------------------------------------------- */
@@ -717,6 +868,7 @@ static PyObject *k_setup(PyObject *self, PyObject *args)
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
     {"decode_records", k_decode_records, METH_VARARGS, decode_records_doc},
+    {"decode_consumer_records", k_decode_consumer_records, METH_VARARGS, decode_consumer_records_doc},
     {"decode_columns", k_decode_columns, METH_VARARGS, decode_columns_doc},
     {"validate_records", k_validate_records, METH_VARARGS, validate_records_doc},
     {"append_records", k_append_records, METH_VARARGS, append_records_doc},

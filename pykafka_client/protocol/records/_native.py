@@ -12,7 +12,7 @@ import importlib
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from pykafka_client.protocol.records.record import Record
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Buffer = bytes | bytearray | memoryview
+_R = TypeVar("_R")
 
 
 class Kernel(Protocol):
@@ -34,6 +35,25 @@ class Kernel(Protocol):
         self, data: Buffer, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None, /
     ) -> list[Record] | None:
         """Reference: ``default_record_batch.decode_records_reference``."""
+
+    def decode_consumer_records(
+        self,
+        data: Buffer,
+        count: int,
+        base_offset: int,
+        base_timestamp: int,
+        log_append_time: int | None,
+        position: int,
+        record_type: type[_R],
+        topic: str,
+        partition: int,
+        timestamp_type: object,
+        leader_epoch: int | None,
+        /,
+    ) -> list[_R] | None:
+        """Reference: ``consumer.completed_fetch.consumer_records_reference`` (on the decoded records); builds
+        instances of ``record_type`` (the consumer's ``ConsumerRecord``) through its ``__slots__`` without
+        calling ``__init__``."""
 
     def decode_columns(
         self, data: Buffer, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None, /

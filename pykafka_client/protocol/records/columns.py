@@ -56,7 +56,7 @@ def decode_columns(batch: DefaultRecordBatch, max_decompressed_size: int | None 
     if kernel is not None:
         data = batch.records_data(max_decompressed_size)
         if data is None:
-            return _columns([], ts_type)
+            return columns_of_records([], ts_type)
         log_append = batch.max_timestamp if ts_type is TimestampType.LOG_APPEND_TIME else None
         out = kernel.decode_columns(data, batch.records_count, batch.base_offset, batch.base_timestamp, log_append)
         if out is not None:
@@ -67,7 +67,7 @@ def decode_columns(batch: DefaultRecordBatch, max_decompressed_size: int | None 
 def decode_columns_reference(batch: DefaultRecordBatch, max_decompressed_size: int | None = None) -> RecordColumns:
     """:func:`decode_columns` in pure Python, from the decoded records (the reference of the kernel)."""
     ts_type = TimestampType.LOG_APPEND_TIME if batch.attributes & TIMESTAMP_TYPE_MASK else TimestampType.CREATE_TIME
-    return _columns(batch.records(max_decompressed_size), ts_type)
+    return columns_of_records(batch.records(max_decompressed_size), ts_type)
 
 
 class _Binary:
@@ -89,7 +89,8 @@ class _Binary:
         self.count += 1
 
 
-def _columns(records: list[Record], ts_type: TimestampType) -> RecordColumns:
+def columns_of_records(records: list[Record], ts_type: TimestampType) -> RecordColumns:
+    """Decoded records as columns (legacy v0/v1 batches, and the reference of the kernel)."""
     keys, values, hkeys, hvalues = _Binary(), _Binary(), _Binary(), _Binary()
     header_offsets = array("i", [0])
     for r in records:

@@ -1,7 +1,9 @@
-"""``mini-broker --cluster N``: a controller and N broker processes, stopped together by SIGTERM."""
+"""``mini-broker --cluster N``: a controller and N broker processes, stopped together by SIGTERM; a relative
+``--data-dir`` is the user's working directory's (every broker's data lands there, none in the package's tree)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -13,9 +15,10 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_cli_starts_a_cluster_whose_brokers_all_answer_metadata(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "mini_broker", "--cluster", "2", "--data-dir", str(tmp_path),
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "mini_broker", "--cluster", "2", "--data-dir", "cluster-data",
                              "--listeners", "PLAINTEXT://127.0.0.1:0", "--log-level", "WARNING"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(ROOT))
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=str(tmp_path), env=env)
     try:
         assert proc.stdout is not None
         bootstrap = ""
@@ -28,7 +31,9 @@ def test_cli_starts_a_cluster_whose_brokers_all_answer_metadata(tmp_path: Path) 
         assert bootstrap, "".join(lines)
         with AdminClient(bootstrap_servers=bootstrap) as admin:
             assert sorted(n.id for n in admin.describe_cluster(timeout=30).nodes) == [0, 1]
-        assert sorted(p.name for p in tmp_path.iterdir()) == ["broker-0", "broker-1", "controller"]
+        data = tmp_path / "cluster-data"
+        assert sorted(p.name for p in data.iterdir()) == ["broker-0", "broker-1", "controller"]
+        assert all(any((data / f"broker-{i}").iterdir()) for i in (0, 1))  # the brokers wrote there
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     finally:

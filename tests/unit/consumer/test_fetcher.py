@@ -102,6 +102,18 @@ def test_max_poll_records_buffers_the_rest() -> None:
     assert f.collect_fetch() == {}
 
 
+def test_taking_the_last_records_frees_the_partition_for_the_pipelined_fetch() -> None:
+    f, env, subs = make(max_poll_records=3)
+    assign(subs, TP0)
+    f.send_fetches()
+    env.respond(response({TP0: (0, batch(0, [b"a", b"b"]) + batch(2, [b"c"]) + control_batch(3, 1, True))}))
+    assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 1, 2]
+    # max.poll.records ended exactly at the end of the data: nothing buffered, the next fetch goes out now
+    # (KafkaConsumer.poll sends it before handing the records over), from past the trailing marker
+    assert f.send_fetches() == 1
+    assert env.pending()[-1].body.topics[0].partitions[0].fetch_offset == 4
+
+
 def test_records_before_position_in_batch_are_skipped() -> None:
     f, env, subs = make()
     assign(subs, TP0, offset=2)
@@ -359,3 +371,33 @@ def test_topic_ids_used_from_v13() -> None:
     )
     env.respond(resp)
     assert [r.value for r in f.collect_fetch()[TP0]] == [b"z"]
+
+
+def test_overlapping_batches_never_return_an_offset_twice() -> None:
+    f, env, subs = make()
+    assign(subs, TP0)
+    f.send_fetches()
+    env.respond(response({TP0: (0, batch(0, [b"a", b"b", b"c"]) + batch(1, [b"x", b"y", b"z"]))}))
+    assert [(r.offset, r.value) for r in f.collect_fetch()[TP0]] == [(0, b"a"), (1, b"b"), (2, b"c"), (3, b"z")]
+
+
+@pytest.mark.parametrize("deserialize", [False, True])
+def test_offsets_not_increasing_inside_a_batch_are_skipped(monkeypatch: pytest.MonkeyPatch, deserialize: bool) -> None:
+    """On the Python path (the kernel's decode_consumer_records is checked against it in test_records_native)."""
+    from pykafka_client.consumer.completed_fetch import CompletedFetch
+    from pykafka_client.protocol.records import _native
+    from pykafka_client.protocol.records.record import Record
+    from pykafka_client.protocol.records.record_batch import TimestampType
+
+    def decoded(self: CompletedFetch, b: Any) -> list[Record]:
+        return [Record(o, 1000, TimestampType.CREATE_TIME, None, b"v%d" % o, []) for o in (0, 2, 1, 3, 3, 5)]
+
+    monkeypatch.setattr(CompletedFetch, "_decode", decoded)
+    monkeypatch.setattr(_native, "kernel", None)
+    upper = (lambda topic, data, headers: data.upper()) if deserialize else None
+    f, env, subs = make(max_poll_records=3, value_deserializer=upper)
+    assign(subs, TP0)
+    f.send_fetches()
+    env.respond(response({TP0: (0, batch(0, [b"-"] * 6))}))
+    assert [r.offset for r in f.collect_fetch()[TP0]] == [0, 2, 3]
+    assert [(r.offset, r.value) for r in f.collect_fetch()[TP0]] == [(5, b"V5" if deserialize else b"v5")]

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import concurrent.futures
+import threading
+import weakref
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -174,3 +177,116 @@ def test_callbacks_run_before_futures_complete() -> None:
     b.done(0, -1, None)
     assert states == [False, False, False]
     assert all(f.done() for f in futures)  # type: ignore[attr-defined]
+
+
+class _CompletingCondition(threading.Condition):
+    """A Condition whose ``wait`` runs the next action, as if another thread did it while the caller waited,
+    and then returns as after a notify: a deterministic stand-in for a second thread."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.actions: list[Callable[[], object]] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self.actions:
+            self.actions.pop(0)()
+        return True
+
+
+def test_result_is_not_woken_by_the_other_half_of_a_split_batch() -> None:
+    """Bug fix: the halves of a split batch share their futures' condition, so completing the first half woke
+    ``result()`` of a record of the second half, which then raised TimeoutError while its record was in flight."""
+    cond = _CompletingCondition()
+    b = ProducerBatch(TP, 10_000, 0, condition=cond)
+    fs = [b.try_append(1, None, b"x" * 100, [], None, 0) for _ in range(4)]
+    first, second = b.split_into(300, 5)
+    assert first.record_count == 2 and second.record_count == 2
+    cond.actions = [lambda: first.done(0, -1, None), lambda: second.done(10, -1, None)]
+    last = fs[3]
+    assert last is not None
+    assert last.result(timeout=30) == RecordMetadata("t", 0, 11, 1, -1, 100)
+    assert fs[0] is not None and fs[0].result(0).offset == 0
+
+
+def test_future_metadata_is_the_records_own() -> None:
+    """Each future reports its own record's offset, timestamp and sizes, after a split too, and as the
+    delivery callback saw it."""
+    b = ProducerBatch(TP, 10_000, 0)
+    seen: dict[int, RecordMetadata | None] = {}
+
+    def remember(i: int) -> Callable[[RecordMetadata | None, BaseException | None], None]:
+        return lambda m, e: seen.__setitem__(i, m)
+
+    fs = [
+        b.try_append(100 + i, None if i % 2 else b"k" * i, None if i == 3 else b"v" * (i + 1), [],
+                     remember(i) if i % 3 == 0 else None, 0)
+        for i in range(6)
+    ]
+    pieces = b.split_into(120, 5)
+    assert len(pieces) > 1
+    offset = 50
+    for p in pieces:
+        p.done(offset, -1, None)
+        offset += 100
+    mds = [f.result(0) for f in fs if f is not None]
+    assert [(m.timestamp, m.serialized_key_size, m.serialized_value_size) for m in mds] == [
+        (100 + i, -1 if i % 2 else i, -1 if i == 3 else i + 1) for i in range(6)
+    ]
+    assert mds[0].offset == 50 and all(m.topic == "t" and m.partition == 0 for m in mds)
+    assert seen == {0: mds[0], 3: mds[3]}
+
+
+def test_user_completed_future_keeps_its_outcome() -> None:
+    b = ProducerBatch(TP, 16384, 0)
+    f1 = b.try_append(1, None, b"a", [], None, 0)
+    f2 = b.try_append(1, None, b"b", [], None, 0)
+    assert f1 is not None and f2 is not None
+    mine = RecordMetadata("x", 9, 9, 9, 9, 9)
+    f1.set_result(mine)
+    with pytest.raises(concurrent.futures.InvalidStateError):
+        f1.set_result(mine)
+    b.done(7, -1, None)
+    assert f1.result(0) is mine and f2.result(0).offset == 8
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=-100, max_value=100),
+            st.one_of(st.none(), st.binary(max_size=80)),
+            st.one_of(st.none(), st.binary(max_size=9000)),
+            st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=5))), max_size=1),
+        ),
+        min_size=1, max_size=80,
+    )
+)
+def test_appended_size_is_the_encoded_size(records: list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]) -> None:
+    """The size try_append accounts (its inlined common case included) is exactly the encoded batch's."""
+    b = ProducerBatch(TP, 10**7, 0)
+    for ts, key, value, headers in records:
+        assert b.try_append(1_000 + ts, key, value, headers, None, 0) is not None
+    b.set_producer_state(1, 0, 0, False)
+    assert b.uncompressed_size_in_bytes() == len(b.records())
+
+
+def test_batch_does_not_keep_the_futures_and_split_futures_follow_their_records() -> None:
+    b = ProducerBatch(TP, 10_000, 0)
+    dropped = b.try_append(1, None, b"x" * 100, [], None, 0)
+    ref = weakref.ref(dropped)
+    del dropped
+    assert ref() is None  # freed at once: the batch holds no future
+    fs = [b.try_append(2 + i, None, b"x" * 100, [], None, 0) for i in range(4)]
+    assert all(f is not None for f in fs)
+    got: list[RecordMetadata] = []
+    fs[3].add_done_callback(lambda f: got.append(f.result(0)))  # type: ignore[union-attr]
+    pieces = b.split_into(300, 5)
+    again = pieces[1].split_into(200, 5)  # a split batch split again
+    assert len(pieces) == 3 and len(again) == 2
+    done, not_done = concurrent.futures.wait(fs, timeout=0)  # type: ignore[arg-type]
+    assert not done and len(not_done) == 4
+    for i, p in enumerate([pieces[0], *again, pieces[2]]):
+        p.done(100 * i, -1, None)
+    assert [f.result(0).offset for f in fs] == [1, 100, 200, 300]  # type: ignore[union-attr]
+    assert [f.result(0).timestamp for f in fs] == [2, 3, 4, 5]  # type: ignore[union-attr]
+    assert got == [fs[3].result(0)]  # type: ignore[union-attr]

@@ -278,8 +278,7 @@ def test_split_and_reenqueue_front_in_order() -> None:
 def test_abort_batches(abort_all: bool) -> None:
     time = MockTime()
     acc = make(time, linger_ms=0)
-    append(acc, TP0)
-    fut = acc.batches_for(TP0)[0].pending[0].future
+    fut = acc.append(TP0.topic, TP0.partition, 0, None, VALUE, [], None, 0, META).future
     err = RuntimeError("closing")
     if abort_all:
         acc.abort_incomplete_batches(err)

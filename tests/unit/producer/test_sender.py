@@ -473,16 +473,20 @@ def test_epoch_exhaustion_gets_a_new_producer_id() -> None:
     assert f.result(0).offset == 1
 
 
-def test_node_not_ready_does_not_make_the_sender_spin() -> None:
-    """Bug fix: a node with data whose connection is backing off made every iteration poll with timeout 0
-    (the sender tested the ready nodes before dropping those the client cannot send to); as in Java, the
-    poll now waits for the node's delay."""
+def test_a_ready_batch_for_a_node_that_cannot_take_it_does_not_make_the_loop_spin() -> None:
+    """Bug fix (Java Sender.sendProducerData removes the nodes the client is not ready for before choosing a
+    0 ms poll): a full batch for a throttled (or, for real, in-flight-limited) node made every iteration poll
+    with timeout 0, a busy loop of the I/O thread until the node could take the request."""
     h = Harness()
-    h.client.backoff(h.node0, 500)
     h.append()
-    h.run_once()
-    assert h.produce_requests() == []
-    assert 0 < h.client.poll_timeouts[-1] <= 500
+    h.run_once()  # connect and send the first batch
+    h.append()
+    h.client.throttle(h.node0, 300)
+    assert h.sender.send_producer_data(h.time.hi_res_clock_ms()) == 300
+    assert len(h.produce_requests()) == 1
+    h.time.sleep(300)
+    assert h.sender.send_producer_data(h.time.hi_res_clock_ms()) == 0  # sent, and the loop comes round at once
+    assert len(h.produce_requests()) == 2
 
 
 def test_run_steps_finish_queued_work_after_close() -> None:

@@ -11,12 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pykafka_client.consumer.completed_fetch import consumer_records_reference
+from pykafka_client.consumer.consumer_record import ConsumerRecord, TimestampType
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records import DefaultRecordBatch, MemoryRecordsBuilder, _native
 from pykafka_client.protocol.records.batch_ops import check_records
 from pykafka_client.protocol.records.columns import decode_columns
-from pykafka_client.protocol.records.default_record_batch import decode_records
-from pykafka_client.protocol.records.varint import read_varint
+from pykafka_client.protocol.records.default_record_batch import decode_records, decode_records_reference
+from pykafka_client.protocol.records.varint import encode_varint, read_varint
 from tests.unit.protocol.records.test_records_fuzz import MUTATIONS, mutated
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
@@ -72,6 +74,8 @@ def test_encode_and_decode_agree(codec: CompressionType, recs: list[tuple[int, A
         both(lambda: decode_columns(DefaultRecordBatch(raw)))
         both(lambda: check_records(DefaultRecordBatch(raw), now=2**40, before_max_ms=2**39, after_max_ms=1000, require_keys=True))
         both(lambda: check_records(DefaultRecordBatch(raw)))
+        for position in (-1, 0, 3):
+            both(lambda position=position: consumer_records_of(DefaultRecordBatch(raw), position))
 
 
 @pytest.mark.parametrize("bulk", [True, False])
@@ -118,6 +122,70 @@ def test_corrupt_and_truncated_batches_agree(index: int, mutations: list[tuple[i
 )
 def test_random_record_sections_agree(data: bytes, count: int, base_offset: int, base_ts: int, log_append: int | None) -> None:
     both(lambda: decode_records(data, count, base_offset, base_ts, log_append))
+    both(lambda: consumer_records(data, count, base_offset, base_ts, log_append, base_offset + 1))
+
+
+def consumer_records(data: bytes, count: int, base_offset: int, base_ts: int, log_append: int | None,
+                     position: int) -> list[ConsumerRecord[Any, Any]]:
+    """The records as the consumer's fetch builds them without deserializers: by the kernel when it is on and
+    accepts the bytes, else by the reference (as ``CompletedFetch._consumer_records``)."""
+    tstype = TimestampType.CREATE_TIME if log_append is None else TimestampType.LOG_APPEND_TIME
+    kernel = _native.kernel
+    if kernel is not None:
+        out = kernel.decode_consumer_records(data, count, base_offset, base_ts, log_append, position, ConsumerRecord,
+                                             "t", 3, tstype, 5)
+        if out is not None:
+            return out
+    return consumer_records_reference(decode_records(data, count, base_offset, base_ts, log_append), position, "t", 3,
+                                      tstype, 5)
+
+
+def consumer_records_of(batch: DefaultRecordBatch, position: int) -> list[ConsumerRecord[Any, Any]]:
+    data = batch.records_data(LIMIT)
+    if data is None:
+        return []
+    log_append = batch.max_timestamp if batch.attributes & 0x08 else None
+    return consumer_records(bytes(data), batch.records_count, batch.base_offset, batch.base_timestamp, log_append,
+                            position)
+
+
+def _section(deltas: list[int]) -> bytes:
+    """A records section of value-only records with the given offset deltas (and timestamp delta = index)."""
+    out = b""
+    for i, d in enumerate(deltas):
+        body = b"\x00" + encode_varint(i) + encode_varint(d) + encode_varint(-1) + encode_varint(2) + b"v%d" % d
+        body += encode_varint(1) + encode_varint(1) + b"h" + encode_varint(-1)
+        out += encode_varint(len(body)) + body
+    return out
+
+
+def test_consumer_records_skip_offsets_behind_the_running_position() -> None:
+    data = _section([0, 2, 1, 3, 3, 5])
+    kernel = _native._loaded
+    assert kernel is not None
+    built = kernel.decode_consumer_records(data, 6, 100, 1000, None, 101, ConsumerRecord, "t", 3,
+                                           TimestampType.CREATE_TIME, None)
+    assert built is not None  # the kernel takes it (it does not decline to the reference)
+    kind, records = both(lambda: consumer_records(data, 6, 100, 1000, None, 101))
+    assert kind == "ok" and [(r.offset, r.value, r.headers) for r in records] == [
+        (102, b"v2", (("h", None),)), (103, b"v3", (("h", None),)), (105, b"v5", (("h", None),))]
+    assert built == consumer_records_reference(decode_records_reference(data, 6, 100, 1000, None), 101, "t", 3,
+                                               TimestampType.CREATE_TIME, None)
+    r = built[0]
+    assert (r.topic, r.partition, r.timestamp, r.timestamp_type, r.key, r.leader_epoch,
+            r.serialized_key_size, r.serialized_value_size) == ("t", 3, 1001, TimestampType.CREATE_TIME, None, None, -1, 2)
+
+
+def test_consumer_records_need_a_slotted_class() -> None:
+    kernel = _native._loaded
+    assert kernel is not None
+
+    class NotSlotted:
+        pass
+
+    with pytest.raises(TypeError):
+        kernel.decode_consumer_records(_section([0]), 1, 0, 0, None, 0, NotSlotted, "t", 0,  # type: ignore[arg-type]
+                                       TimestampType.CREATE_TIME, None)
 
 
 @settings(max_examples=300, deadline=None)

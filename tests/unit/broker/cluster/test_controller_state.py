@@ -150,15 +150,3 @@ def test_controlled_shutdown_moves_leadership_at_once() -> None:
         state.controlled_shutdown(0, epochs[0] + 100)
     state.controlled_shutdown(0, epochs[0])
     assert _reg(state).leader == 1 and _reg(state).isr == [1, 2] and state.brokers[0].fenced
-
-
-def test_the_coordinators_broker_is_sticky_and_moves_only_when_fenced() -> None:
-    state, time, epochs = _cluster()
-    assert state.coordinator_id == 0
-    time.sleep(SESSION_MS // 2)
-    _heartbeat_all_but(state, epochs, {0})
-    time.sleep(SESSION_MS // 2 + 1)
-    state.check_sessions()
-    assert state.coordinator_id == 1
-    state.register_broker(0, "127.0.0.1", 9000)  # back: the coordinators stay where they are
-    assert state.coordinator_id == 1 and state.image()["coordinator_id"] == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import pytest
 
@@ -125,3 +126,36 @@ def test_unencodable_response_closes_the_connection() -> None:
     apis = KafkaApis(ch, [ApiSpec(ApiKey.API_VERSIONS, 0, 4, wrong_body)], None, BrokerMetrics(time), time)
     apis.handle(parse(apis, frame_payload(ApiVersionsRequest(), 0, 1)))
     assert [type(r) for r in sink.responses] == [CloseConnectionResponse]
+
+
+class HoldingGate:
+    """A response gate holding ApiVersions answers until the test releases them."""
+
+    api_keys = frozenset({int(ApiKey.API_VERSIONS)})
+
+    def __init__(self) -> None:
+        self.held: list[Callable[[int], None]] = []
+
+    def when_replicated(self, callback: Callable[[int], None]) -> None:
+        self.held.append(callback)
+
+
+def test_a_response_gate_holds_answers_and_fails_them_with_its_error() -> None:
+    apis, sink, _ = make()
+    gate = HoldingGate()
+    apis.response_gate = gate
+    request = ApiVersionsRequest(client_software_name="x", client_software_version="1")
+    apis.handle(parse(apis, frame_payload(request, 3, 1)))
+    assert sink.responses == [] and len(gate.held) == 1  # held until the gate says the ISR has the appends
+    gate.held.pop()(0)
+    frame = b"".join(bytes(p) for p in sink.responses[-1].buffers)  # type: ignore[attr-defined]
+    assert ApiVersionsResponse.decode(frame[8:], 3).error_code == 0
+
+    apis.handle(parse(apis, frame_payload(request, 3, 2)))
+    gate.held.pop()(16)  # the gate failed: the answer carries its error as the top-level error code
+    frame = b"".join(bytes(p) for p in sink.responses[-1].buffers)  # type: ignore[attr-defined]
+    assert ApiVersionsResponse.decode(frame[8:], 3).error_code == 16
+
+    apis.send_response(parse(apis, frame_payload(request, 3, 3)), MetadataResponse())
+    gate.held.pop()(16)  # no top-level error code to carry it: the connection is closed (the client retries)
+    assert isinstance(sink.responses[-1], CloseConnectionResponse)

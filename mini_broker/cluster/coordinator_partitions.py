@@ -1,0 +1,158 @@
+"""The group and transaction coordinators of a cluster broker follow the leadership of their internal partitions
+(Kafka: ``GroupCoordinator.onElection/onResignation`` and ``TransactionCoordinator.onElection/onResignation``,
+called by ``ReplicaManager`` when it applies a leadership change of ``__consumer_offsets`` /
+``__transaction_state``), and their answers wait for the ISR (Kafka appends internal records with acks=-1).
+
+* :class:`CoordinatorPartitions` gets every leadership change of an internal partition from
+  :class:`~mini_broker.cluster.replication.ClusterReplication` and replays it, in order, on one loader thread
+  (``coordinator-loader-<id>``): becoming leader loads the coordinator's state from the partition's replicated
+  log (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS), losing it unloads it (NOT_COORDINATOR).
+* :class:`CoordinatorAppendGate` holds the answers of the APIs that append to an internal partition
+  (:data:`GATED_API_KEYS`) until the high watermark of every internal partition this broker leads reached its
+  log end as it was when the answer was ready: a client is told "done" only for what the ISR has, so a
+  coordinator failover loses nothing acknowledged. The wait is a ``DelayedProduce`` in the produce purgatory,
+  completed by follower fetches like an acks=all produce; it fails with the partition's error (no longer
+  leader, ISR below ``min.insync.replicas``) or REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``.
+
+The transaction coordinator also waits with a transition's markers and answers (``when_replicated`` is its
+``replication_barrier``).
+
+Limits: a coordinator's in-memory state moves before the ISR has the record (Kafka holds offset commits
+pending until then), so a read on the old leader may see what a failover then loses; an answer whose records
+were appended just before a resignation and sent just after it is not held (only led partitions are waited on).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
+
+from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from mini_broker.log.unified_log import Log
+from mini_broker.purgatory import TopicPartitionOperationKey
+from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
+from pykafka_client.errors import CoordinatorNotAvailableError, NotCoordinatorError, NotLeaderOrFollowerError
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from mini_broker.cluster.replication import ClusterReplication
+    from mini_broker.group.group_coordinator import GroupCoordinator
+    from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
+
+log = logging.getLogger(__name__)
+
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
+
+#: The APIs whose handling may append to an internal partition: their answers wait for the ISR.
+GATED_API_KEYS: frozenset[int] = frozenset(int(k) for k in (
+    ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP,
+    ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
+    ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.WRITE_TXN_MARKERS))
+
+#: (partition, leader epoch and log when this broker became its leader; None when it stopped leading)
+_Change = tuple[TopicPartition, "tuple[int, Log] | None"]
+
+
+class CoordinatorPartitions:
+    """Loads and unloads the coordinators on leadership changes of their partitions (see the module doc)."""
+
+    def __init__(self, cluster: ClusterReplication, group_coordinator: GroupCoordinator,
+                 transaction_coordinator: TransactionCoordinator) -> None:
+        self._cluster = cluster
+        self._group = group_coordinator
+        self._txn = transaction_coordinator
+        self._queue: queue.Queue[_Change | None] = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name=f"coordinator-loader-{cluster.broker_id}",
+                                         daemon=True)
+        self._thread.start()
+
+    def on_leadership_change(self, tp: TopicPartition, leader_epoch: int, lg: Log | None) -> None:
+        """From the image's application: ``lg`` set when this broker became the leader of ``tp`` at
+        ``leader_epoch``, None when it no longer leads it."""
+        if tp.topic not in INTERNAL_TOPICS:
+            return
+        if lg is not None:
+            (self._group if tp.topic == GROUP_METADATA_TOPIC_NAME else self._txn).expect_election()
+        self._queue.put((tp, None if lg is None else (leader_epoch, lg)))
+
+    def shutdown(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while True:
+            change = self._queue.get()
+            if change is None:
+                return
+            tp, elected = change
+            try:
+                if elected is None:
+                    self._resign(tp)
+                else:
+                    self._elect(tp, *elected)
+            except Exception:
+                log.exception("event=coordinator_load_failed partition=%s msg=\"this broker answers "
+                              "NOT_COORDINATOR for it; the clients go to the next leader after a failover\"", tp)
+
+    def _elect(self, tp: TopicPartition, leader_epoch: int, lg: Log) -> None:
+        def append(records: bytes) -> None:
+            self._cluster.append_internal(tp, lg, records)
+
+        log.info("event=coordinator_election partition=%s leader_epoch=%d", tp, leader_epoch)
+        if tp.topic == GROUP_METADATA_TOPIC_NAME:
+            self._group.on_election(lg, append)
+        else:
+            self._txn.on_election(lg, append, leader_epoch)
+
+    def _resign(self, tp: TopicPartition) -> None:
+        log.info("event=coordinator_resignation partition=%s", tp)
+        if tp.topic == GROUP_METADATA_TOPIC_NAME:
+            self._group.on_resignation()
+        else:
+            self._txn.on_resignation()
+
+
+def coordinator_error(append_error: int) -> int:
+    """What a coordinator answers for a failed append (Kafka's GroupMetadataManager / TransactionStateManager
+    mapping): NOT_COORDINATOR when this broker no longer leads the partition, COORDINATOR_NOT_AVAILABLE
+    otherwise (ISR too small, timed out), both of which send the client to FindCoordinator again."""
+    if append_error == NotLeaderOrFollowerError.code:
+        return int(NotCoordinatorError.code)
+    return int(CoordinatorNotAvailableError.code)
+
+
+class CoordinatorAppendGate:
+    """Holds coordinator answers until the ISR has the internal records (see the module doc)."""
+
+    api_keys = GATED_API_KEYS
+
+    def __init__(self, cluster: ClusterReplication, timeout_ms: int) -> None:
+        self._cluster = cluster
+        self._timeout_ms = timeout_ms
+
+    def when_replicated(self, callback: Callable[[int], None]) -> None:
+        """``callback(0)`` once every internal partition this broker leads has its current log end under its
+        high watermark (at once when it already has), else ``callback(error code)``."""
+        required = self._cluster.unreplicated_internal_offsets(INTERNAL_TOPICS)
+        if not required:
+            callback(0)
+            return
+        statuses: dict[Hashable, ProducePartitionStatus] = {
+            tp: ProducePartitionStatus(offset, 0, False) for tp, offset in required.items()}
+
+        def done(final: dict[Hashable, ProducePartitionStatus]) -> None:
+            errors = [s.error_code for s in final.values() if s.error_code != 0]
+            if errors:
+                log.warning("event=coordinator_append_not_replicated errors=%s msg=\"the request is answered with "
+                            "an error; the client retries (after finding the coordinator again)\"", errors)
+            callback(coordinator_error(errors[0]) if errors else 0)
+
+        rm = self._cluster.rm
+        op = DelayedProduce(self._timeout_ms, statuses, rm.check_enough_replicas, done)
+        rm.produce_purgatory.try_complete_else_watch(
+            op, [TopicPartitionOperationKey(tp.topic, tp.partition) for tp in required])
