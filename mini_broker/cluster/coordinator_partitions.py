@@ -12,7 +12,9 @@ called by ``ReplicaManager`` when it applies a leadership change of ``__consumer
   log end as it was when the answer was ready: a client is told "done" only for what the ISR has, so a
   coordinator failover loses nothing acknowledged. The wait is a ``DelayedProduce`` in the produce purgatory,
   completed by follower fetches like an acks=all produce; it fails with the partition's error (no longer
-  leader, ISR below ``min.insync.replicas``) or REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``.
+  leader, ISR below ``min.insync.replicas``) or REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``, which
+  the answer then carries as Kafka's coordinators map it (per partition / per group where it has no top-level
+  error code; see coordinator_errors).
 
 The transaction coordinator also waits with a transition's markers and answers (``when_replicated`` is its
 ``replication_barrier``).
@@ -30,19 +32,21 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
+from mini_broker.cluster.coordinator_errors import fail_answer, txn_append_error
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.log.unified_log import Log
 from mini_broker.purgatory import TopicPartitionOperationKey
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
-from pykafka_client.errors import CoordinatorNotAvailableError, NotCoordinatorError, NotLeaderOrFollowerError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.structs import TopicPartition
 
 if TYPE_CHECKING:
     from mini_broker.cluster.replication import ClusterReplication
     from mini_broker.group.group_coordinator import GroupCoordinator
+    from mini_broker.network.request_channel import Request
     from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
+    from pykafka_client.protocol.types import Message
 
 log = logging.getLogger(__name__)
 
@@ -117,15 +121,6 @@ class CoordinatorPartitions:
             self._txn.on_resignation()
 
 
-def coordinator_error(append_error: int) -> int:
-    """What a coordinator answers for a failed append (Kafka's GroupMetadataManager / TransactionStateManager
-    mapping): NOT_COORDINATOR when this broker no longer leads the partition, COORDINATOR_NOT_AVAILABLE
-    otherwise (ISR too small, timed out), both of which send the client to FindCoordinator again."""
-    if append_error == NotLeaderOrFollowerError.code:
-        return int(NotCoordinatorError.code)
-    return int(CoordinatorNotAvailableError.code)
-
-
 class CoordinatorAppendGate:
     """Holds coordinator answers until the ISR has the internal records (see the module doc)."""
 
@@ -135,22 +130,42 @@ class CoordinatorAppendGate:
         self._cluster = cluster
         self._timeout_ms = timeout_ms
 
+    def hold(self, request: Request, body: Message, release: Callable[[], None]) -> None:
+        """:class:`~mini_broker.server.kafka_apis.ResponseGate`: ``release()`` once the ISR has the internal
+        records; when the wait failed, ``body`` first carries the coordinator's error for it
+        (:func:`~mini_broker.cluster.coordinator_errors.fail_answer`)."""
+        api_key = request.context.api_key
+
+        def done(errors: dict[TopicPartition, int]) -> None:
+            if errors:
+                fail_answer(api_key, body, errors)
+            release()
+
+        self._wait(done)
+
     def when_replicated(self, callback: Callable[[int], None]) -> None:
         """``callback(0)`` once every internal partition this broker leads has its current log end under its
-        high watermark (at once when it already has), else ``callback(error code)``."""
+        high watermark (at once when it already has), else ``callback(error)`` with the transaction
+        coordinator's error for the failed append (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)."""
+        self._wait(lambda errors: callback(txn_append_error(next(iter(errors.values()))) if errors else 0))
+
+    def _wait(self, callback: Callable[[dict[TopicPartition, int]], None]) -> None:
+        """``callback(produce error per internal partition whose wait failed)``, empty when all succeeded."""
         required = self._cluster.unreplicated_internal_offsets(INTERNAL_TOPICS)
         if not required:
-            callback(0)
+            callback({})
             return
         statuses: dict[Hashable, ProducePartitionStatus] = {
             tp: ProducePartitionStatus(offset, 0, False) for tp, offset in required.items()}
 
         def done(final: dict[Hashable, ProducePartitionStatus]) -> None:
-            errors = [s.error_code for s in final.values() if s.error_code != 0]
+            errors = {tp: s.error_code for tp, s in final.items() if s.error_code != 0
+                      and isinstance(tp, TopicPartition)}
             if errors:
                 log.warning("event=coordinator_append_not_replicated errors=%s msg=\"the request is answered with "
-                            "an error; the client retries (after finding the coordinator again)\"", errors)
-            callback(coordinator_error(errors[0]) if errors else 0)
+                            "the coordinator's error for it; the client retries (after finding the coordinator "
+                            "again)\"", errors)
+            callback(errors)
 
         rm = self._cluster.rm
         op = DelayedProduce(self._timeout_ms, statuses, rm.check_enough_replicas, done)
