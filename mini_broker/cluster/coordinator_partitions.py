@@ -17,11 +17,11 @@ called by ``ReplicaManager`` when it applies a leadership change of ``__consumer
   error code; see coordinator_errors).
 
 The transaction coordinator also waits with a transition's markers and answers (``when_replicated`` is its
-``replication_barrier``).
+``replication_barrier``); the group coordinator keeps offset commits pending and applies markers to pending
+transactional offsets only once replicated (``when_topic_replicated`` for ``__consumer_offsets``).
 
-Limits: a coordinator's in-memory state moves before the ISR has the record (Kafka holds offset commits
-pending until then), so a read on the old leader may see what a failover then loses; an answer whose records
-were appended just before a resignation and sent just after it is not held (only led partitions are waited on).
+Limits: an answer whose records were appended just before a resignation and sent just after it is not held
+(only led partitions are waited on).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
-from mini_broker.cluster.coordinator_errors import fail_answer, txn_append_error
+from mini_broker.cluster.coordinator_errors import fail_answer, offsets_append_error, txn_append_error
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.log.unified_log import Log
 from mini_broker.purgatory import TopicPartitionOperationKey
@@ -148,6 +148,15 @@ class CoordinatorAppendGate:
         high watermark (at once when it already has), else ``callback(error)`` with the transaction
         coordinator's error for the failed append (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)."""
         self._wait(lambda errors: callback(txn_append_error(next(iter(errors.values()))) if errors else 0))
+
+    def when_topic_replicated(self, topic: str, callback: Callable[[int], None]) -> None:
+        """As :meth:`when_replicated`, but fails only when a partition of ``topic`` did (the group coordinator's
+        barrier: a stuck ``__transaction_state`` does not hold back offset commits)."""
+        def done(errors: dict[TopicPartition, int]) -> None:
+            codes = [code for tp, code in errors.items() if tp.topic == topic]
+            callback(offsets_append_error(codes[0]) if codes else 0)
+
+        self._wait(done)
 
     def _wait(self, callback: Callable[[dict[TopicPartition, int]], None]) -> None:
         """``callback(produce error per internal partition whose wait failed)``, empty when all succeeded."""
