@@ -179,10 +179,10 @@ class MiniBroker:
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
         if self.cluster is not None:
             assert self.transaction_coordinator is not None
+            gate = CoordinatorAppendGate(self.cluster, config.get_int("offsets.commit.timeout.ms"), self.time)
             self.coordinator_partitions = CoordinatorPartitions(self.cluster, self.group_coordinator,
-                                                                self.transaction_coordinator)
+                                                                self.transaction_coordinator, gate)
             self.cluster.leadership_listener = self.coordinator_partitions.on_leadership_change
-            gate = CoordinatorAppendGate(self.cluster, config.get_int("offsets.commit.timeout.ms"))
             self.apis.response_gate = gate
             self.transaction_coordinator.replication_barrier = gate.when_replicated
             self.group_coordinator.replication_barrier = functools.partial(gate.when_topic_replicated,

@@ -20,8 +20,8 @@ The transaction coordinator also waits with a transition's markers and answers (
 ``replication_barrier``); the group coordinator keeps offset commits pending and applies markers to pending
 transactional offsets only once replicated (``when_topic_replicated`` for ``__consumer_offsets``).
 
-Limits: an answer whose records were appended just before a resignation and sent just after it is not held
-(only led partitions are waited on).
+An answer to a request received before a resignation that left records off the ISR (the new leader may
+truncate them) fails with NOT_COORDINATOR, since the wait no longer covers that partition.
 """
 
 from __future__ import annotations
@@ -38,8 +38,10 @@ from mini_broker.log.unified_log import Log
 from mini_broker.purgatory import TopicPartitionOperationKey
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
+from pykafka_client.errors import NotLeaderOrFollowerError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.structs import TopicPartition
+from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
     from mini_broker.cluster.replication import ClusterReplication
@@ -66,8 +68,9 @@ class CoordinatorPartitions:
     """Loads and unloads the coordinators on leadership changes of their partitions (see the module doc)."""
 
     def __init__(self, cluster: ClusterReplication, group_coordinator: GroupCoordinator,
-                 transaction_coordinator: TransactionCoordinator) -> None:
+                 transaction_coordinator: TransactionCoordinator, gate: CoordinatorAppendGate | None = None) -> None:
         self._cluster = cluster
+        self._gate = gate
         self._group = group_coordinator
         self._txn = transaction_coordinator
         self._queue: queue.Queue[_Change | None] = queue.Queue()
@@ -80,6 +83,8 @@ class CoordinatorPartitions:
         ``leader_epoch``, None when it no longer leads it."""
         if tp.topic not in INTERNAL_TOPICS:
             return
+        if self._gate is not None:
+            self._gate.on_leadership_change(tp, leader_epoch, lg)
         if lg is not None:
             (self._group if tp.topic == GROUP_METADATA_TOPIC_NAME else self._txn).expect_election()
         self._queue.put((tp, None if lg is None else (leader_epoch, lg)))
@@ -126,17 +131,48 @@ class CoordinatorAppendGate:
 
     api_keys = GATED_API_KEYS
 
-    def __init__(self, cluster: ClusterReplication, timeout_ms: int) -> None:
+    def __init__(self, cluster: ClusterReplication, timeout_ms: int, time: Time = SYSTEM_TIME) -> None:
         self._cluster = cluster
         self._timeout_ms = timeout_ms
+        self._time = time
+        self._lock = threading.Lock()
+        #: internal partition -> when (``time.nanoseconds()``) this broker last stopped leading it with records
+        #: not on its ISR (which the new leader may truncate)
+        self._unsafe_resignations: dict[TopicPartition, int] = {}
+        #: the internal partitions this broker leads (as told by :meth:`on_leadership_change`)
+        self._led: set[TopicPartition] = set()
+
+    def on_leadership_change(self, tp: TopicPartition, leader_epoch: int, lg: Log | None) -> None:
+        """From the image's application, before the coordinators hear of it: a resignation (``lg`` None) of an
+        internal partition whose high watermark is below its log end is remembered (see :meth:`hold`)."""
+        if tp.topic not in INTERNAL_TOPICS:
+            return
+        with self._lock:
+            if lg is not None:
+                self._led.add(tp)
+                return
+            if tp not in self._led:
+                return  # a follower's change: it had nothing to acknowledge
+            self._led.discard(tp)
+        old = self._cluster.rm.log_manager.get_log(tp.topic, tp.partition)
+        if old is not None and old.high_watermark < old.log_end_offset:
+            with self._lock:
+                self._unsafe_resignations[tp] = self._time.nanoseconds()
 
     def hold(self, request: Request, body: Message, release: Callable[[], None]) -> None:
         """:class:`~mini_broker.server.kafka_apis.ResponseGate`: ``release()`` once the ISR has the internal
         records; when the wait failed, ``body`` first carries the coordinator's error for it
-        (:func:`~mini_broker.cluster.coordinator_errors.fail_answer`)."""
+        (:func:`~mini_broker.cluster.coordinator_errors.fail_answer`). A request received before this broker
+        resigned a partition that had records not on its ISR fails as NOT_LEADER_OR_FOLLOWER on it (-> NOT_COORDINATOR):
+        its records may be among those the new leader truncates, and the wait no longer covers that partition."""
         api_key = request.context.api_key
+        received_ns = request.start_time_ns
 
         def done(errors: dict[TopicPartition, int]) -> None:
+            with self._lock:
+                lost = [tp for tp, at in self._unsafe_resignations.items() if at >= received_ns]
+            for tp in lost:
+                errors.setdefault(tp, int(NotLeaderOrFollowerError.code))
             if errors:
                 fail_answer(api_key, body, errors)
             release()

@@ -51,8 +51,22 @@ COORDINATOR_NOT_AVAILABLE = CoordinatorNotAvailableError.code
 NOT_COORDINATOR = NotCoordinatorError.code
 
 
+class FakeLog:
+    def __init__(self, high_watermark: int, log_end_offset: int) -> None:
+        self.high_watermark, self.log_end_offset = high_watermark, log_end_offset
+
+
+class FakeLogManager:
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str, int], FakeLog] = {}
+
+    def get_log(self, topic: str, partition: int) -> FakeLog | None:
+        return self.logs.get((topic, partition))
+
+
 class FakeReplicaManager:
     def __init__(self, time: MockTime) -> None:
+        self.log_manager = FakeLogManager()
         timer = SystemTimer("Produce", time, start_ms=time.hi_res_clock_ms(), run_inline=True)
         self.produce_purgatory: DelayedOperationPurgatory[Any] = DelayedOperationPurgatory(
             "Produce", timer, reaper_enabled=False, time=time)
@@ -84,8 +98,8 @@ def cluster(time: MockTime) -> Iterator[FakeCluster]:
     c.rm.produce_purgatory.shutdown()
 
 
-def _gate(cluster: FakeCluster) -> CoordinatorAppendGate:
-    return CoordinatorAppendGate(cast(Any, cluster), TIMEOUT_MS)
+def _gate(cluster: FakeCluster, time: MockTime | None = None) -> CoordinatorAppendGate:
+    return CoordinatorAppendGate(cast(Any, cluster), TIMEOUT_MS, time if time is not None else MockTime())
 
 
 def _request(api_key: ApiKey, version: int = 0, received_ns: int = 0) -> Request:
@@ -231,3 +245,52 @@ def test_write_txn_markers_carry_the_produce_error_of_the_failed_offsets_partiti
 def test_kafkas_mappings_of_a_failed_coordinator_append(append_error: int, offsets: int, group: int, txn: int) -> None:
     assert (offsets_append_error(append_error), group_append_error(append_error), txn_append_error(append_error)) == \
         (offsets, group, txn)
+
+
+def _resign(gate: CoordinatorAppendGate, cluster: FakeCluster, high_watermark: int, log_end_offset: int) -> None:
+    """This broker led __consumer_offsets-0 and stops leading it, its log as given."""
+    cluster.rm.log_manager.logs[("__consumer_offsets", 0)] = FakeLog(high_watermark, log_end_offset)
+    gate.on_leadership_change(OFFSETS0, 1, cast(Any, object()))
+    gate.on_leadership_change(OFFSETS0, 2, None)
+    cluster.unreplicated = {}  # the gate waits only on the partitions this broker still leads
+
+
+def test_an_answer_to_a_request_received_before_an_unsafe_resignation_fails_not_coordinator(
+        cluster: FakeCluster, time: MockTime) -> None:
+    """Appended just before the resignation, answered just after: its records may be truncated by the new
+    leader, so the answer must not say "committed"."""
+    gate = _gate(cluster, time)
+    received = time.nanoseconds()
+    time.sleep(1)
+    _resign(gate, cluster, high_watermark=5, log_end_offset=8)
+    body = _offset_commit_answer()
+    sent = _hold(gate, ApiKey.OFFSET_COMMIT, body, received_ns=received)
+    assert sent == [body] and _partition_errors(body) == [NOT_COORDINATOR, OffsetMetadataTooLargeError.code]
+
+
+def test_a_resignation_with_everything_replicated_or_before_the_request_fails_nothing(
+        cluster: FakeCluster, time: MockTime) -> None:
+    gate = _gate(cluster, time)
+    received = time.nanoseconds()
+    time.sleep(1)
+    _resign(gate, cluster, high_watermark=8, log_end_offset=8)  # the ISR had every record
+    body = _offset_commit_answer()
+    assert _hold(gate, ApiKey.OFFSET_COMMIT, body, received_ns=received) == [body]
+    assert _partition_errors(body)[0] == 0
+
+    gate = _gate(cluster, time)
+    _resign(gate, cluster, high_watermark=5, log_end_offset=8)
+    time.sleep(1)
+    later = _offset_commit_answer()  # received after the resignation: the coordinator answered it itself
+    assert _hold(gate, ApiKey.OFFSET_COMMIT, later, received_ns=time.nanoseconds()) == [later]
+    assert _partition_errors(later)[0] == 0
+
+
+def test_a_followers_leadership_change_is_not_a_resignation(cluster: FakeCluster, time: MockTime) -> None:
+    gate = _gate(cluster, time)
+    received = time.nanoseconds()
+    cluster.rm.log_manager.logs[("__consumer_offsets", 0)] = FakeLog(5, 8)  # a follower's high watermark lags
+    gate.on_leadership_change(OFFSETS0, 2, None)
+    body = _offset_commit_answer()
+    assert _hold(gate, ApiKey.OFFSET_COMMIT, body, received_ns=received) == [body]
+    assert _partition_errors(body)[0] == 0
