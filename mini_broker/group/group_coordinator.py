@@ -468,7 +468,10 @@ class GroupCoordinator:
             group = self._get_or_maybe_create_group(request.group_id, True)
             assert group is not None
         with group.lock:
-            return self._run(group, group_offsets.commit_offsets, group, request)
+            try:
+                return self._run(group, group_offsets.commit_offsets, group, request)
+            except NotLeaderOrFollowerError:
+                return {tp: NotCoordinatorError.code for tp in request.offsets}  # resigned after the check
 
     def handle_txn_commit_offsets(self, request: TxnOffsetCommitParams) -> dict[TopicPartition, int]:
         """Per-partition error codes (see ``group_offsets.commit_txn_offsets``); a group the coordinator does
@@ -479,7 +482,10 @@ class GroupCoordinator:
         group = self._get_or_maybe_create_group(request.group_id, True)
         assert group is not None
         with group.lock:
-            return self._run(group, group_offsets.commit_txn_offsets, group, request)
+            try:
+                return self._run(group, group_offsets.commit_txn_offsets, group, request)
+            except NotLeaderOrFollowerError:
+                return {tp: NotCoordinatorError.code for tp in request.offsets}  # resigned after the check
 
     def write_txn_marker(self, producer_id: int, committed: bool, partitions: Sequence[int], records: bytes) -> None:
         """The WriteTxnMarkers path for ``__consumer_offsets``: append the marker control batch to the offsets

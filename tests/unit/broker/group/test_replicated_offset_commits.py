@@ -12,7 +12,12 @@ import pytest
 
 from mini_broker.group.group_offsets import complete_staged_offset_commit, stage_offset_commit
 from mini_broker.group.group_requests import CommittedOffset, TxnOffsetCommitParams
-from pykafka_client.errors import NotEnoughReplicasError, UnstableOffsetCommitError
+from pykafka_client.errors import (
+    NotCoordinatorError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    UnstableOffsetCommitError,
+)
 from pykafka_client.protocol.records.control import (
     ControlRecordType,
     EndTransactionMarker,
@@ -115,3 +120,17 @@ def test_a_transaction_marker_applies_only_once_the_isr_has_it(h: Harness, repli
     replication.complete()
     h.advance(0)
     assert _fetch(h, require_stable=True) == (30, 0)
+
+
+def test_a_commit_racing_the_resignation_is_answered_not_coordinator(h: Harness) -> None:
+    """The partition's storage refuses the append (this broker resigned after the request was validated): each
+    partition gets NOT_COORDINATOR, instead of an error that closes the connection; nothing is applied."""
+    def refused(*args: object) -> None:
+        raise NotLeaderOrFollowerError("resigned")
+
+    h.coordinator.manager.store_offsets = refused  # type: ignore[method-assign]
+    h.coordinator.manager.store_txn_offsets = refused  # type: ignore[method-assign]
+    assert h.commit("", -1, {TP: 10}) == {TP: NotCoordinatorError.code}
+    assert h.coordinator.handle_txn_commit_offsets(TxnOffsetCommitParams(
+        GROUP, PID, 0, {TP: CommittedOffset(30, -1, "", 0)})) == {TP: NotCoordinatorError.code}
+    assert _fetch(h, require_stable=True) == (-1, 0)
