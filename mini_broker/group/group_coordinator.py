@@ -362,6 +362,7 @@ class GroupCoordinator:
             self.manager.store_txn_offsets(effect.group_id, effect.producer_id, effect.producer_epoch, effect.offsets,
                                            now)
             group_offsets.complete_txn_offset_commit(group, effect.producer_id, effect.offsets)
+            self._fail_txn_offsets_unless_replicated(group, effect.producer_id, effect.offsets)
         elif isinstance(effect, AppendGroupMetadata):
             self.manager.store_group(effect.group_id, effect.group, now)
         elif isinstance(effect, AppendAssignment):
@@ -388,6 +389,24 @@ class GroupCoordinator:
                 group_offsets.complete_staged_offset_commit(group, seq, offsets, error == 0)
 
         barrier(lambda error: self._defer(lambda: replicated(error), "applying a replicated offset commit"))
+
+    def _fail_txn_offsets_unless_replicated(self, group: GroupMetadata, producer_id: int,
+                                            offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+        """A cluster broker: transactional offsets whose records the ISR never got stop being pending (Kafka
+        ``failPendingTxnOffsetCommit``); the client was told to retry."""
+        barrier = self.replication_barrier
+        if barrier is None:
+            return
+
+        def failed() -> None:
+            with group.lock:
+                group_offsets.fail_pending_txn_offsets(group, producer_id, offsets)
+
+        def replicated(error: int) -> None:
+            if error != 0:
+                self._defer(failed, "dropping unreplicated transactional offsets")
+
+        barrier(replicated)
 
     def _defer(self, action: Callable[[], None], what: str) -> None:
         self.heartbeat_purgatory.timeout_timer.add(DeferredTask(action, what))

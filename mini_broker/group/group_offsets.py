@@ -176,6 +176,20 @@ def complete_txn_offset_commit(group: GroupMetadata, producer_id: int,
     group.superseded_txn_offsets.get(producer_id, set()).difference_update(offsets)
 
 
+def fail_pending_txn_offsets(group: GroupMetadata, producer_id: int,
+                             offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+    """The records of a transactional commit did not reach the ISR: its offsets stop being pending (those a
+    later commit of the producer replaced stay)."""
+    pending = group.pending_txn_offsets.get(producer_id)
+    if pending is None:
+        return
+    for tp, om in offsets.items():
+        if pending.get(tp) is om:
+            del pending[tp]
+    if not pending:
+        del group.pending_txn_offsets[producer_id]
+
+
 def complete_pending_txn_offsets(group: GroupMetadata, producer_id: int, committed: bool) -> int:
     """The marker of ``producer_id``'s transaction: COMMIT materializes its pending offsets (except those a
     later plain commit of the partition superseded), ABORT drops them. Returns how many were pending."""

@@ -111,6 +111,7 @@ def test_a_transaction_marker_applies_only_once_the_isr_has_it(h: Harness, repli
     now = h.time.milliseconds()
     assert h.coordinator.handle_txn_commit_offsets(TxnOffsetCommitParams(
         GROUP, PID, 0, {TP: CommittedOffset(30, -1, "", now)})) == {TP: 0}
+    replication.complete()  # the TxnOffsetCommit's records are on the ISR
     marker = build_end_transaction_marker(EndTransactionMarker(ControlRecordType.COMMIT, 0), producer_id=PID,
                                           producer_epoch=0, timestamp=now)
     h.coordinator.write_txn_marker(PID, True, [0], marker)
@@ -134,3 +135,17 @@ def test_a_commit_racing_the_resignation_is_answered_not_coordinator(h: Harness)
     assert h.coordinator.handle_txn_commit_offsets(TxnOffsetCommitParams(
         GROUP, PID, 0, {TP: CommittedOffset(30, -1, "", 0)})) == {TP: NotCoordinatorError.code}
     assert _fetch(h, require_stable=True) == (-1, 0)
+
+
+def test_transactional_offsets_whose_isr_wait_failed_stop_being_pending(h: Harness,
+                                                                        replication: FakeReplication) -> None:
+    now = h.time.milliseconds()
+    h.coordinator.handle_txn_commit_offsets(TxnOffsetCommitParams(GROUP, PID, 0, {TP: CommittedOffset(30, -1, "", now)}))
+    assert _fetch(h, require_stable=True) == (-1, UnstableOffsetCommitError.code)
+    replication.complete(NotEnoughReplicasError.code)
+    h.advance(0)
+    assert _fetch(h, require_stable=True) == (-1, 0)  # Kafka failPendingTxnOffsetCommit: the client retries
+    h.coordinator.handle_txn_commit_offsets(TxnOffsetCommitParams(GROUP, PID, 0, {TP: CommittedOffset(31, -1, "", now)}))
+    replication.complete()
+    h.advance(0)
+    assert _fetch(h, require_stable=True) == (-1, UnstableOffsetCommitError.code)  # replicated: pending until its marker
