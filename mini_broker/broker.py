@@ -146,7 +146,8 @@ class MiniBroker:
         for lock in self._dir_locks:
             lock.acquire()  # DataDirInUseError before anything is written
         self.metadata_cache = MetadataCache(self.data_dir, node_id, config.cluster_id)
-        self.replica_manager = ReplicaManager(config, self.metadata_cache, self.data_dir, self.metrics, self.time)
+        self.replica_manager = ReplicaManager(config, self.metadata_cache, self.data_dir, self.metrics, self.time,
+                                              log_dirs=self.config.log_dirs)
         controllers = config.get("controller.quorum.bootstrap.servers")
         if controllers:
             assert isinstance(controllers, list)

@@ -21,6 +21,7 @@ Lock order: registry lock -> (released) -> log locks. ``check_and_complete`` is 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -143,7 +144,7 @@ class ReplicaManager:
 
     def __init__(self, config: KafkaConfig, metadata_cache: MetadataCache, data_dir: str,
                  metrics: BrokerMetrics | None = None, time: Time = SYSTEM_TIME,
-                 log_manager: LogManager | None = None) -> None:
+                 log_manager: LogManager | None = None, log_dirs: Sequence[str] = ()) -> None:
         self.config = config
         self.metadata_cache = metadata_cache
         self.time = time
@@ -152,7 +153,9 @@ class ReplicaManager:
         self.default_log_config = LogConfig.from_broker(lambda n: config.get(n) if config.is_set(n) else None)
         if log_manager is None:
             log_manager = LogManager(
-                [data_dir], self.default_log_config, time=time,
+                # partitions go to every directory of log.dirs (data_dir, the first, also holds the broker's files)
+                [data_dir, *(d for d in log_dirs if os.path.abspath(d) != os.path.abspath(data_dir))],
+                self.default_log_config, time=time,
                 retention_check_interval_ms=config.log_retention_check_interval_ms,
                 producer_id_expiration_ms=_int_config(config, "producer.id.expiration.ms", 86400000),
                 producer_id_expiration_check_interval_ms=_int_config(
