@@ -69,6 +69,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class BrokerStartError(RuntimeError):
+    """A broker process exited (or never listened) instead of starting; ``port_in_use`` when its port was taken
+    between :func:`_free_port` choosing it and the broker binding it."""
+
+    def __init__(self, message: str, port_in_use: bool) -> None:
+        super().__init__(message)
+        self.port_in_use = port_in_use
+
+
 class BrokerProcess:
     """One broker of the cluster in its own ``python -m mini_broker`` process."""
 
@@ -109,7 +118,10 @@ class BrokerProcess:
                 threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
                 return
         self.proc.kill()
-        raise RuntimeError(f"broker {self.broker_id} did not start:\n" + "".join(self.output[-50:]))
+        self.proc.wait()
+        tail = "".join(self.output[-50:])
+        raise BrokerStartError(f"broker {self.broker_id} did not start:\n" + tail,
+                               port_in_use="Address already in use" in tail)
 
     def _drain(self, proc: subprocess.Popen[str]) -> None:
         assert proc.stdout is not None
@@ -202,7 +214,7 @@ class MiniCluster:
                 self.brokers[i] = b
                 b.spawn()  # all at once: the interpreters start in parallel
             for b in self.brokers.values():
-                b.wait_listening()
+                self._wait_listening(b)
             self._wait(lambda: all(not r.fenced for r in self._registered()) and len(self._registered()) == len(self.brokers),
                        60, "every broker to register")
             self.wait_for_metadata()
@@ -210,6 +222,19 @@ class MiniCluster:
             self.shutdown()
             raise
         return self
+
+    def _wait_listening(self, b: BrokerProcess, attempts: int = 3) -> None:
+        """Wait for ``b`` to listen; a port another process took since it was chosen is replaced by a fresh
+        one (only for ports this cluster chose itself: a port the caller gave is reported)."""
+        for attempt in range(attempts):
+            try:
+                b.wait_listening()
+                return
+            except BrokerStartError as e:
+                if not e.port_in_use or self._ports or attempt == attempts - 1:
+                    raise
+                b.port = _free_port()
+                b.spawn()
 
     def wait_for_metadata(self, timeout: float = 30.0) -> None:
         """Wait until every live broker has applied the controller's current image (it says so in its next

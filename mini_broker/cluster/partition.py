@@ -9,7 +9,8 @@ the follower's previous fetch), and from that decides:
   expansion, as Kafka's ``PartitionState.maximalIsr``), never lower than the current one;
 * :meth:`isr_to_expand`: a follower not in the ISR whose log end reached the high watermark and the start
   of the leader's epoch joins it;
-* :meth:`isr_to_shrink`: a follower that has not caught up for ``replica.lag.time.max.ms`` leaves it.
+* :meth:`isr_to_shrink`: a follower that has not caught up for ``replica.lag.time.max.ms`` leaves it;
+* :meth:`low_watermark`: the smallest log start offset of the ISR, which a DeleteRecords waits for.
 
 ISR changes are proposals: the broker sends them to the controller (AlterPartition) and sets the ISR when
 the controller's image carries it; one proposal at a time (:attr:`pending_isr`).
@@ -28,6 +29,7 @@ class ReplicaState:
     last_caught_up_ms: int = 0
     last_fetch_leader_leo: int = -1
     last_fetch_ms: int = 0
+    log_start_offset: int = -1
 
 
 @dataclass
@@ -72,11 +74,15 @@ class Partition:
 
     # --- leader side -------------------------------------------------------------------------------
 
-    def update_follower_fetch(self, replica_id: int, fetch_offset: int, leader_leo: int, now_ms: int) -> None:
-        """A follower fetched from ``fetch_offset`` (= its log end) while the leader's log end was ``leader_leo``."""
+    def update_follower_fetch(self, replica_id: int, fetch_offset: int, leader_leo: int, now_ms: int,
+                              log_start_offset: int = -1) -> bool:
+        """A follower fetched from ``fetch_offset`` (= its log end) while the leader's log end was ``leader_leo``,
+        reporting its log start offset; True when that log start moved (a DeleteRecords may complete)."""
         st = self.followers.get(replica_id)
         if st is None:
-            return
+            return False
+        moved = log_start_offset != st.log_start_offset
+        st.log_start_offset = log_start_offset
         if fetch_offset >= leader_leo:
             st.last_caught_up_ms = now_ms
         elif fetch_offset >= st.last_fetch_leader_leo >= 0:
@@ -84,6 +90,7 @@ class Partition:
         st.log_end_offset = fetch_offset
         st.last_fetch_leader_leo = leader_leo
         st.last_fetch_ms = now_ms
+        return moved
 
     def maximal_isr(self) -> list[int]:
         if self.pending_isr is None:
@@ -101,6 +108,19 @@ class Partition:
                 return current_hw
             hw = min(hw, st.log_end_offset)
         return max(hw, current_hw)
+
+    def low_watermark(self, leader_log_start: int) -> int:
+        """The smallest log start offset of the leader and the (maximal) ISR's followers; -1 while a follower
+        has not reported one since this broker became leader (Kafka ``Partition.lowWatermarkIfLeader``)."""
+        low = leader_log_start
+        for r in self.maximal_isr():
+            if r == self.local_id:
+                continue
+            st = self.followers.get(r)
+            if st is None or st.log_start_offset < 0:
+                return -1
+            low = min(low, st.log_start_offset)
+        return low
 
     def isr_to_expand(self, replica_id: int, high_watermark: int) -> list[int] | None:
         """The ISR with ``replica_id`` added, when it caught up (else None)."""

@@ -9,10 +9,12 @@ One thread per leader broker, each with a blocking connection speaking the Kafka
    are dropped before the log is extended again;
 2. then Fetch (v12, ``replica_id`` = this broker, ``current_leader_epoch`` set) from the log end, long-polling
    ``replica.fetch.wait.max.ms``; the batches are appended as they are (offsets and leader epochs kept,
-   ``AppendOrigin.REPLICATION``) and the follower's high watermark becomes ``min(leader's, local log end)``.
+   ``AppendOrigin.REPLICATION``), the follower's high watermark becomes ``min(leader's, local log end)`` and
+   its log start offset follows the leader's (at most up to its high watermark; segments below are deleted).
 
 The fetch offset the follower sends is what the leader records as the follower's log end (ISR, high
-watermark). FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH mean the metadata is moving:
+watermark). OFFSET_OUT_OF_RANGE asks the leader's log start (ListOffsets earliest): a log end below it (records
+deleted while this replica was away) empties the local log and starts it there; otherwise truncate again. FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH mean the metadata is moving:
 the partition waits for the next image. Connection errors back off and reconnect.
 """
 
@@ -27,10 +29,13 @@ from typing import TYPE_CHECKING
 from mini_broker.cluster.broker_connection import BrokerConnection
 from mini_broker.log.unified_log import AppendOrigin
 from mini_broker.purgatory import TopicPartitionOperationKey
+from pykafka_client.errors import OffsetOutOfRangeError
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.messages import (
     FetchRequest,
     FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
@@ -43,8 +48,12 @@ log = logging.getLogger(__name__)
 
 FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
+LIST_OFFSETS_VERSION = 4
+EARLIEST_TIMESTAMP = -2
 BACKOFF_S = 0.1
 _SIZE = struct.Struct(">i")
+#: a v2 batch header's base offset (int64 at 0) and last offset delta (int32 at 23)
+_FIRST_BATCH_HEADER = struct.Struct(">q15xi")
 
 
 @dataclass
@@ -227,20 +236,49 @@ class ReplicaFetcherThread:
             self._stop.wait(BACKOFF_S)
             return
         backoff = False
+        out_of_range: dict[TopicPartition, FetchState] = {}
         for t in resp.responses:
             for p in t.partitions:
                 tp = TopicPartition(t.topic, p.partition_index)
                 state = parts.get(tp)
                 if state is None or not self._current(tp, state):
                     continue
-                if p.error_code != 0:
+                if p.error_code == OffsetOutOfRangeError.code:
+                    out_of_range[tp] = state
+                elif p.error_code != 0:
                     backoff = True
-                    if p.error_code == 1:  # OFFSET_OUT_OF_RANGE: find the divergence again
-                        state.truncating = True
-                    continue
-                self._append(tp, p)
+                else:
+                    self._append(tp, p)
+        if out_of_range:
+            self._handle_out_of_range(out_of_range)
         if backoff:
             self._stop.wait(BACKOFF_S)
+
+    def _handle_out_of_range(self, parts: dict[TopicPartition, FetchState]) -> None:
+        """OFFSET_OUT_OF_RANGE (Kafka ``AbstractFetcherThread.handleOutOfRangeError``): a log end below the
+        leader's log start (DeleteRecords or retention moved it while this replica was away) empties the local
+        log and starts it at the leader's log start; otherwise the logs diverged: truncate again."""
+        rm = self.cluster.rm
+        topics: dict[str, list[ListOffsetsRequest.ListOffsetsPartition]] = {}
+        for tp, st in parts.items():
+            topics.setdefault(tp.topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
+                partition_index=tp.partition, current_leader_epoch=st.leader_epoch, timestamp=EARLIEST_TIMESTAMP))
+        body = ListOffsetsRequest(replica_id=self.cluster.broker_id, isolation_level=0, topics=[
+            ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in topics.items()])
+        resp = self._conn.send_and_receive(body, LIST_OFFSETS_VERSION, 30.0)
+        assert isinstance(resp, ListOffsetsResponse)
+        for t in resp.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.name, p.partition_index)
+                state = parts.get(tp)
+                lg = rm.log_manager.get_log(tp.topic, tp.partition)
+                if state is None or lg is None or not self._current(tp, state) or p.error_code != 0:
+                    continue
+                if lg.log_end_offset < p.offset:
+                    lg = rm.log_manager.truncate_fully_and_start_at(tp.topic, tp.partition, p.offset)
+                    lg.update_high_watermark(p.offset)
+                else:
+                    state.truncating = True
 
     def _append(self, tp: TopicPartition, p: FetchResponse.PartitionData) -> None:
         rm = self.cluster.rm
@@ -249,9 +287,20 @@ class ReplicaFetcherThread:
             return
         records = p.records
         data = whole_batches(records) if isinstance(records, (bytes, bytearray, memoryview)) else memoryview(b"")
+        if len(data) >= _FIRST_BATCH_HEADER.size:
+            base, last_delta = _FIRST_BATCH_HEADER.unpack_from(data)
+            if lg.log_end_offset == lg.log_start_offset and base < lg.log_end_offset <= base + last_delta:
+                # an empty log started at the leader's log start, which falls inside this batch: start the log at
+                # the batch (Kafka handles UnexpectedAppendOffsetException so); the log start moves up below
+                lg = rm.log_manager.truncate_fully_and_start_at(tp.topic, tp.partition, base)
         if len(data):
             lg.append(data, origin=AppendOrigin.REPLICATION)
         lg.update_high_watermark(min(p.high_watermark, lg.log_end_offset))
+        # the leader's log start offset (DeleteRecords, retention) moves this replica's too, up to its high
+        # watermark, deleting the segments below it; the next fetch reports it (the leader's low watermark)
+        new_start = min(p.log_start_offset, lg.high_watermark)
+        if new_start > lg.log_start_offset:
+            rm.log_manager.delete_records(tp.topic, tp.partition, new_start)
         if len(data):
             rm.fetch_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
 

@@ -28,16 +28,17 @@ import logging
 import os
 import threading
 import time as _time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mini_broker.cluster.controller_rpc import ControllerChannel
 from mini_broker.cluster.coordinator_lookup import TRANSACTION_KEY_TYPE, coordinates
+from mini_broker.cluster.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsStatus
 from mini_broker.cluster.partition import NO_LEADER, Partition
 from mini_broker.log.checkpoint import OffsetCheckpointFile
 from mini_broker.log.fetch_data_info import LogAppendInfo
 from mini_broker.log.unified_log import AppendOrigin, Log
-from mini_broker.purgatory import TopicPartitionOperationKey
+from mini_broker.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
 from pykafka_client.errors import (
     FencedLeaderEpochError,
@@ -57,6 +58,7 @@ from pykafka_client.utils.time import Time
 
 if TYPE_CHECKING:
     from mini_broker.cluster.replica_fetcher import ReplicaFetcherManager
+    from mini_broker.cluster.txn_verification import TxnVerificationManager
     from mini_broker.server.replica_manager import FetchPartitionInfo, ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -90,6 +92,9 @@ class ClusterReplication:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.fetchers: ReplicaFetcherManager | None = None
+        self._txn_verification: TxnVerificationManager | None = None
+        self.delete_records_purgatory: DelayedOperationPurgatory[DelayedDeleteRecords] = DelayedOperationPurgatory(
+            "DeleteRecords", broker_id=broker_id, time=time)
         self._host = ""
         self._port = -1
         #: told (tp, leader epoch, log) when this broker becomes a partition's leader and (tp, epoch, None) when
@@ -140,6 +145,11 @@ class ClusterReplication:
             self._thread.join(timeout=5)
         if self.fetchers is not None:
             self.fetchers.shutdown()
+        with self._lock:
+            verification, self._txn_verification = self._txn_verification, None
+        if verification is not None:
+            verification.shutdown()
+        self.delete_records_purgatory.shutdown()
         self.channel.close()
         self.forwarding_channel.close()
         self.write_hw_checkpoint()
@@ -274,6 +284,7 @@ class ClusterReplication:
         key = TopicPartitionOperationKey(tp.topic, tp.partition)
         self.rm.produce_purgatory.check_and_complete(key)
         self.rm.fetch_purgatory.check_and_complete(key)
+        self.delete_records_purgatory.check_and_complete(key)
 
     def coordinates_transaction(self, transactional_id: str) -> bool:
         """Whether this broker leads the ``__transaction_state`` partition of ``transactional_id``."""
@@ -281,6 +292,15 @@ class ClusterReplication:
 
     def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
         return self.cache.broker_endpoint(broker_id)
+
+    def txn_verification(self) -> TxnVerificationManager:
+        """The KIP-890 verifier that asks remote transaction coordinators (created at first use)."""
+        from mini_broker.cluster.txn_verification import TxnVerificationManager
+
+        with self._lock:
+            if self._txn_verification is None:
+                self._txn_verification = TxnVerificationManager(self)
+            return self._txn_verification
 
     # --- leadership checks -------------------------------------------------------------------------
 
@@ -383,13 +403,39 @@ class ClusterReplication:
             if info.current_leader_epoch >= 0 and info.current_leader_epoch != part.leader_epoch:
                 continue
             with self._lock:
-                part.update_follower_fetch(replica_id, info.fetch_offset, lg.log_end_offset, now)
+                log_start_moved = part.update_follower_fetch(replica_id, info.fetch_offset, lg.log_end_offset, now,
+                                                             info.log_start_offset)
             if self.maybe_increment_hw(tp, part, lg):
                 self._wake(tp)
+            if log_start_moved:
+                self.delete_records_purgatory.check_and_complete(TopicPartitionOperationKey(tp.topic, tp.partition))
             with self._lock:
                 new_isr = part.isr_to_expand(replica_id, lg.high_watermark)
             if new_isr is not None:
                 self._alter_isr(tp, part, new_isr)
+
+    def delete_records(self, tp: TopicPartition, timeout_ms: int, respond: Callable[[int, int], None]) -> None:
+        """After the leader moved its log start offset (``rm.delete_records``): ``respond(low watermark,
+        error code)`` once the ISR's followers have moved theirs (see :mod:`delayed_delete_records`)."""
+        lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+        required = -1 if lg is None else lg.log_start_offset
+
+        def done(statuses: dict[Hashable, DeleteRecordsStatus]) -> None:
+            st = statuses[tp]
+            respond(st.low_watermark if st.error_code == 0 else -1, st.error_code)
+
+        op = DelayedDeleteRecords(timeout_ms, {tp: DeleteRecordsStatus(required)}, self._check_low_watermark, done)
+        self.delete_records_purgatory.try_complete_else_watch(op, [TopicPartitionOperationKey(tp.topic, tp.partition)])
+
+    def _check_low_watermark(self, tp: Hashable, required_offset: int) -> tuple[bool, int, int]:
+        assert isinstance(tp, TopicPartition)
+        part = self.partition(tp)
+        lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+        if part is None or lg is None or not part.is_leader:
+            return False, -1, NotLeaderOrFollowerError.code
+        with self._lock:
+            low = part.low_watermark(lg.log_start_offset)
+        return low >= required_offset, low, 0
 
     def _maybe_shrink_isr(self) -> None:
         now = self.time.milliseconds()

@@ -1,9 +1,12 @@
 """Transaction markers on a cluster (Kafka: ``TransactionMarkerChannelManager``): the coordinator's COMMIT/ABORT
 markers go to each partition's *leader* (for ``__consumer_offsets``, its group coordinator). Partitions this
-broker leads are written in process (a marker on ``__consumer_offsets`` counts as written once the ISR has it,
-through the :class:`~mini_broker.cluster.coordinator_partitions.CoordinatorAppendGate`); the others are grouped
-per leader and sent as WriteTxnMarkers requests from a short-lived sender thread. A partition whose leader is
-unknown or unreachable answers NOT_LEADER_OR_FOLLOWER, which the coordinator retries after
+broker leads are written in process; the others are grouped per leader and sent as WriteTxnMarkers requests
+from a short-lived sender thread. Every marker is appended with acks=-1 and a marker on ``__consumer_offsets``
+waits for the ISR through the :class:`~mini_broker.cluster.coordinator_partitions.CoordinatorAppendGate`: the
+answer (local or remote) comes once the partition's ISR has it, so the coordinator completes the transaction
+only when every in-sync replica holds every marker (Kafka's rule). An answer completed by a follower fetch (under
+the purgatory operation's lock on the fetch thread) reaches the coordinator on a thread of its own. A partition
+whose leader is unknown or unreachable answers NOT_LEADER_OR_FOLLOWER, which the coordinator retries after
 ``marker_retry_backoff_ms``.
 """
 
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from mini_broker.cluster.broker_connection import BrokerConnection
 from mini_broker.server.context import BrokerContext
-from mini_broker.server.txn_marker_writer import write_markers
+from mini_broker.server.txn_marker_writer import MARKER_APPEND_TIMEOUT_MS, write_markers
 from pykafka_client.errors import NotLeaderOrFollowerError
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -92,40 +95,54 @@ class ClusterTxnMarkerWriter:
                           on_complete: Callable[[WriteTxnMarkersResponse], None]) -> None:
         parts = split_by_leader(request, self._destination)
         local = parts.pop(self._cluster.broker_id, None)
-        local_response = write_markers(self._context, local) if local is not None else None
-        if not parts:
-            if local is None or local_response is None:
-                on_complete(WriteTxnMarkersResponse(markers=[]))
+        lock = threading.Lock()
+        responses: list[WriteTxnMarkersResponse] = []
+        remaining = [(1 if local is not None else 0) + (1 if parts else 0)]
+        caller, inline = threading.get_ident(), [True]
+
+        def part_done(resps: list[WriteTxnMarkersResponse], on_sender: bool = False) -> None:
+            with lock:
+                responses.extend(resps)
+                remaining[0] -= 1
+                last = remaining[0] == 0
+            if not last:
                 return
-            written, local_request = local_response, local
-            waiting = False
+            response = merge(responses)
+            if on_sender or (inline[0] and threading.get_ident() == caller):
+                on_complete(response)
+            else:  # completed by a follower fetch, under the purgatory op's lock: the coordinator runs elsewhere
+                threading.Thread(target=on_complete, args=(response,), name="txn-marker-complete", daemon=True).start()
 
-            def replicated(error: int) -> None:
-                response = written if error == 0 else failed_response(local_request, NotLeaderOrFollowerError.code)
-                if not waiting:
-                    on_complete(response)
-                else:  # completed by a follower fetch, under the purgatory op's lock: the coordinator runs elsewhere
-                    threading.Thread(target=on_complete, args=(response,), name="txn-marker-complete",
-                                     daemon=True).start()
+        def local_written(resp: WriteTxnMarkersResponse) -> None:
+            assert local is not None
+            # the partitions' markers are on their ISR (acks=-1); those on __consumer_offsets wait for it here
+            self._gate.when_replicated(lambda error: part_done(
+                [resp if error == 0 else failed_response(local, NotLeaderOrFollowerError.code)]))
 
-            self._gate.when_replicated(replicated)
-            waiting = True
+        if remaining[0] == 0:
+            on_complete(WriteTxnMarkersResponse(markers=[]))
+            return
+        if local is not None:
+            write_markers(self._context, local, local_written)
+        inline[0] = False
+        if not parts:
             return
 
         def send_remote() -> None:
-            responses = [local_response] if local_response is not None else []
+            remote: list[WriteTxnMarkersResponse] = []
             for dest, req in parts.items():
                 conn = BrokerConnection(self._endpoint_of(dest), f"broker-{self._cluster.broker_id}-txn-markers")
                 try:
-                    resp = conn.send_and_receive(req, WRITE_TXN_MARKERS_VERSION, 30.0)
+                    # the leader answers once its ISR has the markers (at most MARKER_APPEND_TIMEOUT_MS)
+                    resp = conn.send_and_receive(req, WRITE_TXN_MARKERS_VERSION, MARKER_APPEND_TIMEOUT_MS / 1000 + 30)
                     assert isinstance(resp, WriteTxnMarkersResponse)
-                    responses.append(resp)
+                    remote.append(resp)
                 except (OSError, KafkaError) as e:
                     log.warning("event=txn_markers_send_failed broker=%d error=%r msg=\"the coordinator retries\"",
                                 dest, e)
-                    responses.append(failed_response(req, NotLeaderOrFollowerError.code))
+                    remote.append(failed_response(req, NotLeaderOrFollowerError.code))
                 finally:
                     conn.close()
-            on_complete(merge(responses))
+            part_done(remote, on_sender=True)
 
         threading.Thread(target=send_remote, name="txn-marker-sender", daemon=True).start()

@@ -232,6 +232,35 @@ class LogManager:
             self._logs[tp] = new
             return new
 
+    def truncate_fully_and_start_at(self, topic: str, partition: int, offset: int) -> Log:
+        """Empty the partition's log and start it again at ``offset`` (a follower whose log end is below the
+        leader's log start, Kafka's ``truncateFullyAndStartAt``): every file of the partition is deleted and
+        an empty log with one segment at ``offset`` replaces it (no producer state, no leader epochs)."""
+        with self._lock:
+            tp = (topic, partition)
+            log = self._logs.get(tp)
+            if log is None:
+                raise KafkaStorageError(f"no log for {topic}-{partition}")
+            _log.warning("event=log_truncated_fully partition=%s-%s log_end=%d new_start=%d", topic, partition,
+                         log.log_end_offset, offset)
+            log.close()
+            for name in os.listdir(log.dir_path):
+                path = os.path.join(log.dir_path, name)
+                if os.path.isfile(path):
+                    os.unlink(path)
+            new = Log(
+                log.dir_path,
+                self.config_for(topic),
+                log_start_offset=offset,
+                recovery_point=offset,
+                had_clean_shutdown=True,
+                time=self._time,
+                producer_id_expiration_ms=self.producer_id_expiration_ms,
+            )
+            self._logs[tp] = new
+        self.checkpoint_log_start_offsets()
+        return new
+
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Apply a new config to every existing and future partition of ``topic``."""
         with self._lock:

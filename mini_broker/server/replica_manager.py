@@ -527,8 +527,11 @@ class ReplicaManager:
         return -1, -1
 
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
-        """Move the log start offset up to ``offset`` (-1 = high watermark); returns the new low watermark."""
+        """Move the log start offset up to ``offset`` (-1 = high watermark); returns the new log start offset
+        (on a cluster the caller then waits for the followers: ``cluster.delete_records``)."""
         lg = self._get_log(tp)
+        if self.cluster is not None:
+            self.cluster.check_leader(tp)
         hw = lg.high_watermark
         target = hw if offset == -1 else offset
         if target < 0 or target > hw:

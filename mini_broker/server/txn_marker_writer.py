@@ -12,7 +12,9 @@ drops the producer's pending transactional offsets (:class:`TxnOffsetsListener`)
 
 from __future__ import annotations
 
+import functools
 import logging
+import threading
 from collections.abc import Callable
 
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
@@ -34,6 +36,9 @@ log = logging.getLogger(__name__)
 MarkerResult = WriteTxnMarkersResponse.WritableTxnMarkerResult
 TopicResult = WriteTxnMarkersResponse.WritableTxnMarkerTopicResult
 PartitionResult = WriteTxnMarkersResponse.WritableTxnMarkerPartitionResult
+
+#: how long a marker append waits for the ISR (Kafka: the broker's request.timeout.ms, 30 s)
+MARKER_APPEND_TIMEOUT_MS = 30_000
 
 
 def marker_batch(marker: WriteTxnMarkersRequest.WritableTxnMarker, timestamp: int) -> bytes:
@@ -57,11 +62,30 @@ def _write_offsets_markers(context: BrokerContext, marker: WriteTxnMarkersReques
     return 0
 
 
-def write_markers(context: BrokerContext, request: WriteTxnMarkersRequest) -> WriteTxnMarkersResponse:
-    """Append every marker of ``request`` and answer with the per-partition errors."""
+def write_markers(context: BrokerContext, request: WriteTxnMarkersRequest,
+                  on_complete: Callable[[WriteTxnMarkersResponse], None]) -> None:
+    """Append every marker of ``request`` with acks=-1 (Kafka's marker writes wait for the ISR, so the
+    coordinator completes a transaction only once every in-sync replica has its markers) and answer with the
+    per-partition errors through ``on_complete``: at once on a single broker, when the high watermark passes
+    the markers on a cluster (from the thread that moved it), REQUEST_TIMED_OUT after
+    :data:`MARKER_APPEND_TIMEOUT_MS` (the coordinator retries)."""
     rm = context.replica_manager
-    results: list[MarkerResult] = []
-    for marker in request.markers:
+    results: list[MarkerResult | None] = [None] * len(request.markers)
+    lock = threading.Lock()
+    remaining = [len(request.markers)]
+
+    def marker_done(i: int, result: MarkerResult) -> None:
+        with lock:
+            results[i] = result
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            on_complete(WriteTxnMarkersResponse(markers=[r for r in results if r is not None]))
+
+    if not request.markers:
+        on_complete(WriteTxnMarkersResponse(markers=[]))
+        return
+    for i, marker in enumerate(request.markers):
         records = marker_batch(marker, context.time.milliseconds())
         entries: list[tuple[TopicPartition, object]] = []
         offsets_partitions: list[int] = []
@@ -71,11 +95,18 @@ def write_markers(context: BrokerContext, request: WriteTxnMarkersRequest) -> Wr
                     offsets_partitions.append(p)
                 else:
                     entries.append((TopicPartition(t.name, p), records))
-        appended: dict[TopicPartition, PartitionResponse] = {}
-        if entries:
-            # acks=1: on one broker the high watermark follows the append at once, as acks=-1 would wait for
-            rm.append_records(0, 1, entries, appended.update, origin=AppendOrigin.COORDINATOR)
         offsets_error = _write_offsets_markers(context, marker, offsets_partitions, records) if offsets_partitions else 0
+        done = _marker_answer(marker, offsets_error, functools.partial(marker_done, i))
+        if entries:
+            rm.append_records(MARKER_APPEND_TIMEOUT_MS, -1, entries, done, origin=AppendOrigin.COORDINATOR)
+        else:
+            done({})
+
+
+def _marker_answer(marker: WriteTxnMarkersRequest.WritableTxnMarker, offsets_error: int,
+                   then: Callable[[MarkerResult], None]) -> Callable[[dict[TopicPartition, PartitionResponse]], None]:
+    """The callback of one marker's append: its per-partition result to ``then``."""
+    def answer(appended: dict[TopicPartition, PartitionResponse]) -> None:
         topics: list[TopicResult] = []
         for t in marker.topics:
             parts = [PartitionResult(partition_index=p, error_code=offsets_error if t.name == GROUP_METADATA_TOPIC_NAME
@@ -84,19 +115,20 @@ def write_markers(context: BrokerContext, request: WriteTxnMarkersRequest) -> Wr
             topics.append(TopicResult(name=t.name, partitions=parts))
         for tp, r in appended.items():
             if r.error_code:
-                log.warning("event=txn_marker_failed partition=%s producer_id=%d error_code=%d message=%s",
-                            tp, marker.producer_id, r.error_code, r.error_message)
-        results.append(MarkerResult(producer_id=marker.producer_id, topics=topics))
-    return WriteTxnMarkersResponse(markers=results)
+                log.warning("event=txn_marker_failed partition=%s producer_id=%d error_code=%d message=%s "
+                            "msg=\"the coordinator retries\"", tp, marker.producer_id, r.error_code, r.error_message)
+        then(MarkerResult(producer_id=marker.producer_id, topics=topics))
+
+    return answer
 
 
 class ReplicaTxnMarkerWriter:
-    """The in-process :class:`~mini_broker.transaction.seams.TxnMarkerWriter` of this broker: writes at once,
-    on the caller's thread, and calls ``on_complete`` before returning."""
+    """The in-process :class:`~mini_broker.transaction.seams.TxnMarkerWriter` of a single broker: writes at once,
+    on the caller's thread, and calls ``on_complete`` before returning (the high watermark follows the append)."""
 
     def __init__(self, context: BrokerContext) -> None:
         self._context = context
 
     def write_txn_markers(self, request: WriteTxnMarkersRequest,
                           on_complete: Callable[[WriteTxnMarkersResponse], None]) -> None:
-        on_complete(write_markers(self._context, request))
+        write_markers(self._context, request, on_complete)

@@ -1,10 +1,15 @@
 """DeleteRecords (key 21): move each partition's log start offset up (offset -1 = the high watermark).
 
 Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION; an offset above the high watermark -> OFFSET_OUT_OF_RANGE.
-Completes at once on a single broker (Kafka parks it in a purgatory until followers catch up).
+Completes at once on a single broker; on a cluster the leader answers once its in-sync followers moved their log
+start offsets too (``mini_broker.cluster.delayed_delete_records``, Kafka's DelayedDeleteRecords), or
+REQUEST_TIMED_OUT after the request's ``timeout_ms``; a follower answers NOT_LEADER_OR_FOLLOWER.
 """
 
 from __future__ import annotations
+
+import functools
+import threading
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
@@ -17,21 +22,49 @@ TopicResult = DeleteRecordsResponse.DeleteRecordsTopicResult
 PartResult = DeleteRecordsResponse.DeleteRecordsPartitionResult
 
 
-def handle(apis: KafkaApis, request: Request) -> DeleteRecordsResponse:
+def handle(apis: KafkaApis, request: Request) -> DeleteRecordsResponse | None:
     body = request.body
     assert isinstance(body, DeleteRecordsRequest)
     rm = apis.broker.replica_manager
-    topics: list[TopicResult] = []
+    results: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (low watermark, error code)
+    order: list[TopicPartition] = []
     for t in body.topics:
-        parts: list[PartResult] = []
         for p in t.partitions:
+            tp = TopicPartition(t.name, p.partition_index)
+            order.append(tp)
             try:
-                low = rm.delete_records(TopicPartition(t.name, p.partition_index), p.offset)
-                parts.append(PartResult(partition_index=p.partition_index, low_watermark=low, error_code=0))
+                results[tp] = rm.delete_records(tp, p.offset), 0
             except BrokerResponseError as e:
-                parts.append(PartResult(partition_index=p.partition_index, low_watermark=-1, error_code=e.code))
-        topics.append(TopicResult(name=t.name, partitions=parts))
-    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
+                results[tp] = -1, e.code
+    cluster = rm.cluster
+    waiting = [tp for tp in order if results[tp][1] == 0] if cluster is not None else []
+    if not waiting:
+        return _response(order, results)
+    assert cluster is not None
+    lock = threading.Lock()
+    remaining = [len(waiting)]
+
+    def answered(tp: TopicPartition, low: int, error: int) -> None:
+        with lock:
+            results[tp] = low, error
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            apis.send_response(request, _response(order, results))
+
+    for tp in waiting:
+        cluster.delete_records(tp, body.timeout_ms, functools.partial(answered, tp))
+    return None
+
+
+def _response(order: list[TopicPartition], results: dict[TopicPartition, tuple[int, int]]) -> DeleteRecordsResponse:
+    topics: dict[str, list[PartResult]] = {}
+    for tp in order:
+        low, error = results[tp]
+        topics.setdefault(tp.topic, []).append(PartResult(partition_index=tp.partition, low_watermark=low,
+                                                          error_code=error))
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=[TopicResult(name=n, partitions=ps)
+                                                             for n, ps in topics.items()])
 
 
 API = ApiSpec(ApiKey.DELETE_RECORDS, 0, 2, handle)

@@ -15,7 +15,9 @@ Transactional produce (``transactional_id`` set): served only when the broker ha
 existed (no client gets here: InitProducerId with a transactional id fails first). Transactional batches
 without a transactional id are refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka does. A partition where the
 producer has no open transaction yet is verified first (KIP-890: the coordinator's verify-only
-AddPartitionsToTxn); a partition not in the producer's transaction is refused with the verifier's error
+AddPartitionsToTxn; on a cluster broker that is not the transactional id's coordinator, asked of the coordinator's
+broker over an inter-broker connection by ``mini_broker.cluster.txn_verification`` while no handler thread
+waits, an unreachable coordinator answering NOT_ENOUGH_REPLICAS so the producer retries); a partition not in the producer's transaction is refused with the verifier's error
 (INVALID_TXN_STATE, INVALID_PRODUCER_EPOCH for a fenced epoch, INVALID_PRODUCER_ID_MAPPING,
 TRANSACTION_ABORTABLE) and nothing is written to it. Unlike Kafka's VerificationGuard the verification is not re-checked under the log lock: a
 transaction aborted between the two could still get one batch (the log then holds it in an open transaction
@@ -26,16 +28,19 @@ instead of answering (after the append).
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
+from mini_broker.cluster.txn_verification import transaction_coordinator_id
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
-from mini_broker.transaction.seams import TransactionVerifier
 from pykafka_client.errors import (
     FencedLeaderEpochError,
     InvalidProducerEpochError,
     InvalidRequestError,
-    InvalidTxnStateError,
+    NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     ProducerFencedError,
     TransactionalIdAuthorizationError,
@@ -46,6 +51,9 @@ from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.structs import TopicPartition
+
+if TYPE_CHECKING:
+    from mini_broker.cluster.replication import ClusterReplication
 
 log = logging.getLogger(__name__)
 
@@ -122,44 +130,86 @@ def handle(apis: KafkaApis, request: Request) -> None:
         _respond(apis, request, body.acks, version, order,
                  {tp: PartitionResponse(error_code=code, error_message=message) for tp in order})
         return
-    refused: dict[TopicPartition, PartitionResponse] = {}
-    cluster = rm.cluster
-    # a cluster's partition leaders other than the transactional id's coordinator cannot ask it yet (Kafka:
-    # KIP-890's AddPartitionsToTxn verify-only request): they append without verification, as Kafka did before 3.6
-    if body.transactional_id is not None and verifier is not None and (
-            cluster is None or cluster.coordinates_transaction(body.transactional_id)):
-        refused = _verify_transaction(apis, verifier, body.transactional_id, entries)
-        entries = [(tp, records) for tp, records in entries if tp not in refused]
+    transactional_id = body.transactional_id
 
-    def respond(results: dict[TopicPartition, PartitionResponse]) -> None:
-        _respond(apis, request, body.acks, version, order, {**results, **refused})
+    def append(refused: dict[TopicPartition, PartitionResponse]) -> None:
+        def respond(results: dict[TopicPartition, PartitionResponse]) -> None:
+            _respond(apis, request, body.acks, version, order, {**results, **refused})
 
-    if not entries:
-        respond({})
+        remaining = [(tp, records) for tp, records in entries if tp not in refused]
+        if not remaining:
+            respond({})
+            return
+        rm.append_records(body.timeout_ms, body.acks, remaining, respond)
+
+    to_verify = _partitions_to_verify(apis, entries) if transactional_id is not None and verifier is not None else {}
+    if not to_verify:
+        append({})
         return
-    rm.append_records(body.timeout_ms, body.acks, entries, respond)
+    assert transactional_id is not None and verifier is not None
+    cluster = rm.cluster
+    coordinator = -2 if cluster is None else transaction_coordinator_id(cluster, transactional_id)
+    if cluster is None or coordinator == cluster.broker_id:
+        append(_refusals(transactional_id, {producer: verifier.verify_partitions(
+            transactional_id, producer[0], producer[1], partitions) for producer, partitions in to_verify.items()}))
+        return
+    _verify_remotely(cluster, coordinator, transactional_id, to_verify, append)
 
 
-def _verify_transaction(apis: KafkaApis, verifier: TransactionVerifier, transactional_id: str,
-                        entries: list[tuple[TopicPartition, object]]) -> dict[TopicPartition, PartitionResponse]:
-    """The partitions to refuse: those whose transactional batches open a transaction the coordinator does not
-    know of (verified in one call per producer)."""
+def _verify_remotely(cluster: ClusterReplication, coordinator: int, transactional_id: str,
+                     to_verify: dict[tuple[int, int], list[TopicPartition]],
+                     then: Callable[[dict[TopicPartition, PartitionResponse]], None]) -> None:
+    """KIP-890 on a leader other than the coordinator's broker: ask it (verify-only AddPartitionsToTxn) without
+    holding this handler thread; ``then`` runs on the verification sender's thread once every producer of the
+    request was answered."""
+    lock = threading.Lock()
+    answers: dict[tuple[int, int], Mapping[TopicPartition, int]] = {}
+
+    def answered(producer: tuple[int, int], errors: Mapping[TopicPartition, int]) -> None:
+        with lock:
+            answers[producer] = errors
+            complete = len(answers) == len(to_verify)
+        if complete:
+            then(_refusals(transactional_id, answers))
+
+    def answer_for(producer: tuple[int, int]) -> Callable[[dict[TopicPartition, int]], None]:
+        return lambda errors: answered(producer, errors)
+
+    for producer, partitions in to_verify.items():
+        if coordinator < 0:
+            answered(producer, {tp: NotEnoughReplicasError.code for tp in partitions})
+        else:
+            cluster.txn_verification().verify(coordinator, transactional_id, producer[0], producer[1], partitions,
+                                              answer_for(producer))
+
+
+def _partitions_to_verify(apis: KafkaApis, entries: list[tuple[TopicPartition, object]]
+                          ) -> dict[tuple[int, int], list[TopicPartition]]:
+    """Per (producer id, epoch): the partitions whose transactional batches would open a transaction there."""
     rm = apis.broker.replica_manager
     to_verify: dict[tuple[int, int], list[TopicPartition]] = {}
     for tp, records in entries:
         producer = _transactional_producer(records)
         if producer is not None and not rm.has_ongoing_txn(tp, producer[0]):
             to_verify.setdefault(producer, []).append(tp)
+    return to_verify
+
+
+def _refusals(transactional_id: str, answers: Mapping[tuple[int, int], Mapping[TopicPartition, int]]
+              ) -> dict[TopicPartition, PartitionResponse]:
+    """The partitions to refuse, from the coordinator's verification answers (one per producer)."""
     refused: dict[TopicPartition, PartitionResponse] = {}
-    for (producer_id, producer_epoch), partitions in to_verify.items():
-        errors = verifier.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
-        for tp in partitions:
-            code = errors.get(tp, InvalidTxnStateError.code)
+    for (producer_id, _), errors in answers.items():
+        for tp, code in errors.items():
             if code == ProducerFencedError.code:
                 # Produce has no PRODUCER_FENCED (KIP-588): a stale epoch is INVALID_PRODUCER_EPOCH here, as
                 # Kafka answers a verification that found the producer fenced
                 code = InvalidProducerEpochError.code
-            if code != 0:
+            if code == NotEnoughReplicasError.code:
+                refused[tp] = PartitionResponse(error_code=code, error_message=(
+                    f"the transaction coordinator of {transactional_id!r} could not verify partition {tp} now "
+                    f"(unreachable or moving); retry"))
+            elif code != 0:
                 refused[tp] = PartitionResponse(error_code=code, error_message=(
                     f"partition {tp} is not in the ongoing transaction of producer {producer_id} "
                     f"(transactional id {transactional_id!r}): add it with AddPartitionsToTxn first"))

@@ -3,6 +3,8 @@ back, and read a topic back from the beginning."""
 
 from __future__ import annotations
 
+import functools
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -59,3 +61,62 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
     while not condition():
         assert time.monotonic() < deadline, f"timed out after {timeout_s}s waiting for {what}"
         time.sleep(0.2)
+
+
+class TwoLeaderKills:
+    """SIGKILLs the broker leading ``topic``-0 when the producer's acknowledged count reaches each threshold
+    (reported with :meth:`acked`), then waits for a new leader, restarts the victim and waits for full ISRs,
+    on its own thread. A sender calls :meth:`wait_for_kills` to hold back part of its records until a kill
+    happened, so that every kill lands with records in flight and more are sent during the failover."""
+
+    def __init__(self, cluster: MiniCluster, topic: str, partitions: int, thresholds: tuple[int, int]) -> None:
+        self.cluster, self.topic, self.partitions, self.thresholds = cluster, topic, partitions, thresholds
+        self.kills: list[int] = []
+        self.error: BaseException | None = None
+        self._acked = 0
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="leader-killer")
+        self._thread.start()
+
+    def acked(self, n: int = 1) -> None:
+        with self._cond:
+            self._acked += n
+            self._cond.notify_all()
+
+    def wait_for_kills(self, k: int, pump: Callable[[], object] = lambda: None, timeout_s: float = 300) -> None:
+        """Until ``k`` kills happened, calling ``pump`` meanwhile (e.g. a producer's poll, which runs the
+        delivery callbacks that report the acknowledgements)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._cond:
+                if len(self.kills) >= k or self.error is not None:
+                    return
+                assert time.monotonic() < deadline, f"only {len(self.kills)} of {k} leader kills after {timeout_s}s"
+                self._cond.wait(0.05)
+            pump()
+
+    def join(self, timeout_s: float = 300) -> None:
+        self._thread.join(timeout_s)
+        assert not self._thread.is_alive(), "the leader killer did not finish"
+        if self.error is not None:
+            raise self.error
+        assert len(self.kills) == len(self.thresholds), f"the leader was killed {len(self.kills)} times"
+
+    def _reached(self, threshold: int) -> bool:
+        return self._acked >= threshold
+
+    def _run(self) -> None:
+        try:
+            for threshold in self.thresholds:
+                with self._cond:
+                    if not self._cond.wait_for(functools.partial(self._reached, threshold), 300):
+                        raise AssertionError(f"{self._acked} records acknowledged, waited for {threshold}")
+                victim = kill_leader(self.cluster, self.topic)
+                with self._cond:
+                    self.kills.append(victim)
+                    self._cond.notify_all()
+                await_new_leader_and_restart(self.cluster, self.topic, self.partitions, victim)
+        except BaseException as e:  # reported by join()
+            with self._cond:
+                self.error = e
+                self._cond.notify_all()

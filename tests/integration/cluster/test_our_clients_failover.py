@@ -3,7 +3,7 @@ SIGKILLed twice and restarted (issue 16, end-to-end tests): the group keeps cons
 and loses nothing, and every record the idempotent acks=all producer had acknowledged is read back exactly
 once, in order per partition, at the offset it was acknowledged with.
 
-The 20,000-record run of the idempotent producer alone is test_cluster_failover.py's; this one adds the group
+The 200,000-record run of the idempotent producer alone is test_cluster_failover.py's; this one adds the group
 and the offset check with a moderate count (6,000). Nothing here asserts a rate or a latency."""
 
 from __future__ import annotations

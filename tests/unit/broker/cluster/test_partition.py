@@ -73,3 +73,19 @@ def test_a_new_leader_epoch_resets_follower_state() -> None:
     assert p.followers[1].log_end_offset == 10
     assert p.update_registration([0, 1, 2], [1, 2], 1, 4, 2, 10, 3) == "follower"
     assert not p.is_leader and p.followers == {}
+
+
+def test_low_watermark_is_the_smallest_log_start_of_the_isr_and_waits_for_every_follower() -> None:
+    p = _leader(isr=[0, 1, 2])
+    assert p.low_watermark(50) == -1  # no follower reported its log start yet
+    assert p.update_follower_fetch(1, 60, 60, 1, log_start_offset=50) is True
+    assert p.low_watermark(50) == -1
+    assert p.update_follower_fetch(2, 60, 60, 1, log_start_offset=20) is True
+    assert p.low_watermark(50) == 20
+    assert p.update_follower_fetch(2, 60, 60, 2, log_start_offset=20) is False  # unchanged: nothing to wake
+    p.update_follower_fetch(2, 60, 60, 3, log_start_offset=50)
+    assert p.low_watermark(50) == 50
+    out_of_isr = _leader(isr=[0, 1])
+    out_of_isr.update_follower_fetch(1, 60, 60, 1, log_start_offset=50)
+    out_of_isr.update_follower_fetch(2, 10, 60, 1, log_start_offset=0)
+    assert out_of_isr.low_watermark(50) == 50  # a follower out of the ISR does not hold DeleteRecords

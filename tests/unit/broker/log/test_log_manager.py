@@ -145,3 +145,25 @@ def test_unclean_shutdown_is_reported_only_when_there_are_logs_to_recover(
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1, warnings  # only the directory that holds the log
     assert "without a clean shutdown" in warnings[0] and "recovering 1 logs" in warnings[0]
+
+
+def test_truncate_fully_and_start_at_empties_the_log_and_restarts_it_there(tmp_path: Path) -> None:
+    time = MockTime()
+    mgr = make_manager(tmp_path, time, LogConfig.from_props({"segment.bytes": 200}))
+    try:
+        old = mgr.get_or_create_log("orders", 0)
+        for i in range(20):
+            old.append(batch([b"record-%d" % i]))
+        new = mgr.truncate_fully_and_start_at("orders", 0, 500)
+        assert mgr.get_log("orders", 0) is new
+        assert (new.log_start_offset, new.log_end_offset) == (500, 500)
+        assert sorted(f for f in os.listdir(new.dir_path) if f.endswith(".log")) == ["00000000000000000500.log"]
+        new.append(batch([b"next"]))
+        assert new.log_end_offset == 501
+        start = OffsetCheckpointFile(str(tmp_path / "d1" / LOG_START_OFFSET_CHECKPOINT_FILE)).read()
+        start.update(OffsetCheckpointFile(str(tmp_path / "d2" / LOG_START_OFFSET_CHECKPOINT_FILE)).read())
+        assert start[("orders", 0)] == 500
+        with pytest.raises(KafkaStorageError):
+            mgr.truncate_fully_and_start_at("orders", 9, 0)
+    finally:
+        mgr.shutdown()
