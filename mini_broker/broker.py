@@ -17,6 +17,7 @@ writes no clean-shutdown marker: the next start recovers as after a crash.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -31,6 +32,7 @@ from mini_broker.cluster.replication import ClusterReplication
 from mini_broker.cluster.txn_markers import ClusterTxnMarkerWriter
 from mini_broker.config import KafkaConfig
 from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
+from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.log.data_dir_lock import DataDirLock
 from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
@@ -178,12 +180,14 @@ class MiniBroker:
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
         if self.cluster is not None:
             assert self.transaction_coordinator is not None
+            gate = CoordinatorAppendGate(self.cluster, config.get_int("offsets.commit.timeout.ms"), self.time)
             self.coordinator_partitions = CoordinatorPartitions(self.cluster, self.group_coordinator,
-                                                                self.transaction_coordinator)
+                                                                self.transaction_coordinator, gate)
             self.cluster.leadership_listener = self.coordinator_partitions.on_leadership_change
-            gate = CoordinatorAppendGate(self.cluster, config.get_int("offsets.commit.timeout.ms"))
             self.apis.response_gate = gate
             self.transaction_coordinator.replication_barrier = gate.when_replicated
+            self.group_coordinator.replication_barrier = functools.partial(gate.when_topic_replicated,
+                                                                           GROUP_METADATA_TOPIC_NAME)
             self.context.txn_marker_writer = ClusterTxnMarkerWriter(self.context, self.cluster, gate)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
         self.quotas.start()

@@ -12,14 +12,16 @@ called by ``ReplicaManager`` when it applies a leadership change of ``__consumer
   log end as it was when the answer was ready: a client is told "done" only for what the ISR has, so a
   coordinator failover loses nothing acknowledged. The wait is a ``DelayedProduce`` in the produce purgatory,
   completed by follower fetches like an acks=all produce; it fails with the partition's error (no longer
-  leader, ISR below ``min.insync.replicas``) or REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``.
+  leader, ISR below ``min.insync.replicas``) or REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``, which
+  the answer then carries as Kafka's coordinators map it (per partition / per group where it has no top-level
+  error code; see coordinator_errors).
 
 The transaction coordinator also waits with a transition's markers and answers (``when_replicated`` is its
-``replication_barrier``).
+``replication_barrier``); the group coordinator keeps offset commits pending and applies markers to pending
+transactional offsets only once replicated (``when_topic_replicated`` for ``__consumer_offsets``).
 
-Limits: a coordinator's in-memory state moves before the ISR has the record (Kafka holds offset commits
-pending until then), so a read on the old leader may see what a failover then loses; an answer whose records
-were appended just before a resignation and sent just after it is not held (only led partitions are waited on).
+An answer to a request received before a resignation that left records off the ISR (the new leader may
+truncate them) fails with NOT_COORDINATOR, since the wait no longer covers that partition.
 """
 
 from __future__ import annotations
@@ -30,19 +32,23 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING
 
+from mini_broker.cluster.coordinator_errors import fail_answer, offsets_append_error, txn_append_error
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.log.unified_log import Log
 from mini_broker.purgatory import TopicPartitionOperationKey
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
-from pykafka_client.errors import CoordinatorNotAvailableError, NotCoordinatorError, NotLeaderOrFollowerError
+from pykafka_client.errors import NotLeaderOrFollowerError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.structs import TopicPartition
+from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
     from mini_broker.cluster.replication import ClusterReplication
     from mini_broker.group.group_coordinator import GroupCoordinator
+    from mini_broker.network.request_channel import Request
     from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
+    from pykafka_client.protocol.types import Message
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +68,9 @@ class CoordinatorPartitions:
     """Loads and unloads the coordinators on leadership changes of their partitions (see the module doc)."""
 
     def __init__(self, cluster: ClusterReplication, group_coordinator: GroupCoordinator,
-                 transaction_coordinator: TransactionCoordinator) -> None:
+                 transaction_coordinator: TransactionCoordinator, gate: CoordinatorAppendGate | None = None) -> None:
         self._cluster = cluster
+        self._gate = gate
         self._group = group_coordinator
         self._txn = transaction_coordinator
         self._queue: queue.Queue[_Change | None] = queue.Queue()
@@ -76,6 +83,8 @@ class CoordinatorPartitions:
         ``leader_epoch``, None when it no longer leads it."""
         if tp.topic not in INTERNAL_TOPICS:
             return
+        if self._gate is not None:
+            self._gate.on_leadership_change(tp, leader_epoch, lg)
         if lg is not None:
             (self._group if tp.topic == GROUP_METADATA_TOPIC_NAME else self._txn).expect_election()
         self._queue.put((tp, None if lg is None else (leader_epoch, lg)))
@@ -117,40 +126,91 @@ class CoordinatorPartitions:
             self._txn.on_resignation()
 
 
-def coordinator_error(append_error: int) -> int:
-    """What a coordinator answers for a failed append (Kafka's GroupMetadataManager / TransactionStateManager
-    mapping): NOT_COORDINATOR when this broker no longer leads the partition, COORDINATOR_NOT_AVAILABLE
-    otherwise (ISR too small, timed out), both of which send the client to FindCoordinator again."""
-    if append_error == NotLeaderOrFollowerError.code:
-        return int(NotCoordinatorError.code)
-    return int(CoordinatorNotAvailableError.code)
-
-
 class CoordinatorAppendGate:
     """Holds coordinator answers until the ISR has the internal records (see the module doc)."""
 
     api_keys = GATED_API_KEYS
 
-    def __init__(self, cluster: ClusterReplication, timeout_ms: int) -> None:
+    def __init__(self, cluster: ClusterReplication, timeout_ms: int, time: Time = SYSTEM_TIME) -> None:
         self._cluster = cluster
         self._timeout_ms = timeout_ms
+        self._time = time
+        self._lock = threading.Lock()
+        #: internal partition -> when (``time.nanoseconds()``) this broker last stopped leading it with records
+        #: not on its ISR (which the new leader may truncate)
+        self._unsafe_resignations: dict[TopicPartition, int] = {}
+        #: the internal partitions this broker leads (as told by :meth:`on_leadership_change`)
+        self._led: set[TopicPartition] = set()
+
+    def on_leadership_change(self, tp: TopicPartition, leader_epoch: int, lg: Log | None) -> None:
+        """From the image's application, before the coordinators hear of it: a resignation (``lg`` None) of an
+        internal partition whose high watermark is below its log end is remembered (see :meth:`hold`)."""
+        if tp.topic not in INTERNAL_TOPICS:
+            return
+        with self._lock:
+            if lg is not None:
+                self._led.add(tp)
+                return
+            if tp not in self._led:
+                return  # a follower's change: it had nothing to acknowledge
+            self._led.discard(tp)
+        old = self._cluster.rm.log_manager.get_log(tp.topic, tp.partition)
+        if old is not None and old.high_watermark < old.log_end_offset:
+            with self._lock:
+                self._unsafe_resignations[tp] = self._time.nanoseconds()
+
+    def hold(self, request: Request, body: Message, release: Callable[[], None]) -> None:
+        """:class:`~mini_broker.server.kafka_apis.ResponseGate`: ``release()`` once the ISR has the internal
+        records; when the wait failed, ``body`` first carries the coordinator's error for it
+        (:func:`~mini_broker.cluster.coordinator_errors.fail_answer`). A request received before this broker
+        resigned a partition that had records not on its ISR fails as NOT_LEADER_OR_FOLLOWER on it (-> NOT_COORDINATOR):
+        its records may be among those the new leader truncates, and the wait no longer covers that partition."""
+        api_key = request.context.api_key
+        received_ns = request.start_time_ns
+
+        def done(errors: dict[TopicPartition, int]) -> None:
+            with self._lock:
+                lost = [tp for tp, at in self._unsafe_resignations.items() if at >= received_ns]
+            for tp in lost:
+                errors.setdefault(tp, int(NotLeaderOrFollowerError.code))
+            if errors:
+                fail_answer(api_key, body, errors)
+            release()
+
+        self._wait(done)
 
     def when_replicated(self, callback: Callable[[int], None]) -> None:
         """``callback(0)`` once every internal partition this broker leads has its current log end under its
-        high watermark (at once when it already has), else ``callback(error code)``."""
+        high watermark (at once when it already has), else ``callback(error)`` with the transaction
+        coordinator's error for the failed append (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE)."""
+        self._wait(lambda errors: callback(txn_append_error(next(iter(errors.values()))) if errors else 0))
+
+    def when_topic_replicated(self, topic: str, callback: Callable[[int], None]) -> None:
+        """As :meth:`when_replicated`, but fails only when a partition of ``topic`` did (the group coordinator's
+        barrier: a stuck ``__transaction_state`` does not hold back offset commits)."""
+        def done(errors: dict[TopicPartition, int]) -> None:
+            codes = [code for tp, code in errors.items() if tp.topic == topic]
+            callback(offsets_append_error(codes[0]) if codes else 0)
+
+        self._wait(done)
+
+    def _wait(self, callback: Callable[[dict[TopicPartition, int]], None]) -> None:
+        """``callback(produce error per internal partition whose wait failed)``, empty when all succeeded."""
         required = self._cluster.unreplicated_internal_offsets(INTERNAL_TOPICS)
         if not required:
-            callback(0)
+            callback({})
             return
         statuses: dict[Hashable, ProducePartitionStatus] = {
             tp: ProducePartitionStatus(offset, 0, False) for tp, offset in required.items()}
 
         def done(final: dict[Hashable, ProducePartitionStatus]) -> None:
-            errors = [s.error_code for s in final.values() if s.error_code != 0]
+            errors = {tp: s.error_code for tp, s in final.items() if s.error_code != 0
+                      and isinstance(tp, TopicPartition)}
             if errors:
                 log.warning("event=coordinator_append_not_replicated errors=%s msg=\"the request is answered with "
-                            "an error; the client retries (after finding the coordinator again)\"", errors)
-            callback(coordinator_error(errors[0]) if errors else 0)
+                            "the coordinator's error for it; the client retries (after finding the coordinator "
+                            "again)\"", errors)
+            callback(errors)
 
         rm = self._cluster.rm
         op = DelayedProduce(self._timeout_ms, statuses, rm.check_enough_replicas, done)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from mini_broker.group import group_heartbeat, group_join, group_offsets, group_rebalance
@@ -58,6 +58,7 @@ from mini_broker.group.group_metadata import (
 from mini_broker.group.group_metadata_manager import GroupMetadataManager, LoadedGroup
 from mini_broker.group.group_requests import (
     NONE,
+    CommittedOffset,
     FetchedOffset,
     HeartbeatParams,
     JoinCallback,
@@ -77,6 +78,7 @@ from mini_broker.group.member_metadata import MemberMetadata
 from mini_broker.purgatory.delayed_operation import DelayedOperation
 from mini_broker.purgatory.delayed_operation_purgatory import DelayedOperationPurgatory
 from mini_broker.purgatory.keys import GroupJoinKey, GroupSyncKey, MemberKey
+from mini_broker.timer.deferred_task import DeferredTask
 from mini_broker.timer.system_timer import SystemTimer
 from mini_broker.timer.timer_task import TimerTask
 from pykafka_client.errors import (
@@ -176,6 +178,10 @@ class GroupCoordinator:
         self._loading = False
         #: serializes :meth:`on_election` / :meth:`on_resignation`
         self._election_lock = threading.Lock()
+        #: a cluster broker: ``barrier(callback)`` calls ``callback(0)`` once the ISR has what was appended to the
+        #: ``__consumer_offsets`` partition (else ``callback(error)``); commits and markers apply only then. None
+        #: (a single broker): an append is durable, applied at once.
+        self.replication_barrier: Callable[[Callable[[int], None]], None] | None = None
 
         def timer(name: str) -> SystemTimer:
             return SystemTimer(name, time, start_ms=time.hi_res_clock_ms(), run_inline=timer_run_inline)
@@ -351,11 +357,12 @@ class GroupCoordinator:
             purgatory.cancel_for_key(key)
         elif isinstance(effect, AppendOffsetCommits):
             self.manager.store_offsets(effect.group_id, effect.offsets, now)
-            group_offsets.complete_offset_commit(group, effect.offsets)
+            self._complete_offset_commit_once_replicated(group, effect.offsets)
         elif isinstance(effect, AppendTxnOffsetCommits):
             self.manager.store_txn_offsets(effect.group_id, effect.producer_id, effect.producer_epoch, effect.offsets,
                                            now)
             group_offsets.complete_txn_offset_commit(group, effect.producer_id, effect.offsets)
+            self._fail_txn_offsets_unless_replicated(group, effect.producer_id, effect.offsets)
         elif isinstance(effect, AppendGroupMetadata):
             self.manager.store_group(effect.group_id, effect.group, now)
         elif isinstance(effect, AppendAssignment):
@@ -365,6 +372,44 @@ class GroupCoordinator:
             self.manager.delete(effect.group_id, effect.offsets, effect.group_too, now)
         elif isinstance(effect, RemoveGroup):
             self._remove_group(group)
+
+    def _complete_offset_commit_once_replicated(self, group: GroupMetadata,
+                                                offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+        """Appended commit records become the group's offsets: at once on a single broker; on a cluster broker
+        pending until the ISR has them (Kafka ``pendingOffsetCommits``), so that nothing a failover may lose is
+        ever read. The wait's end is applied on the timer thread (never under the purgatory op's lock)."""
+        barrier = self.replication_barrier
+        if barrier is None:
+            group_offsets.complete_offset_commit(group, offsets)
+            return
+        seq = group_offsets.stage_offset_commit(group, offsets)
+
+        def replicated(error: int) -> None:
+            with group.lock:
+                group_offsets.complete_staged_offset_commit(group, seq, offsets, error == 0)
+
+        barrier(lambda error: self._defer(lambda: replicated(error), "applying a replicated offset commit"))
+
+    def _fail_txn_offsets_unless_replicated(self, group: GroupMetadata, producer_id: int,
+                                            offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+        """A cluster broker: transactional offsets whose records the ISR never got stop being pending (Kafka
+        ``failPendingTxnOffsetCommit``); the client was told to retry."""
+        barrier = self.replication_barrier
+        if barrier is None:
+            return
+
+        def failed() -> None:
+            with group.lock:
+                group_offsets.fail_pending_txn_offsets(group, producer_id, offsets)
+
+        def replicated(error: int) -> None:
+            if error != 0:
+                self._defer(failed, "dropping unreplicated transactional offsets")
+
+        barrier(replicated)
+
+    def _defer(self, action: Callable[[], None], what: str) -> None:
+        self.heartbeat_purgatory.timeout_timer.add(DeferredTask(action, what))
 
     def _timer_slot(self, timeout: Timeout) -> tuple[DelayedOperationPurgatory[DelayedOperation], object]:
         if isinstance(timeout, HeartbeatTimeout):
@@ -442,7 +487,10 @@ class GroupCoordinator:
             group = self._get_or_maybe_create_group(request.group_id, True)
             assert group is not None
         with group.lock:
-            return self._run(group, group_offsets.commit_offsets, group, request)
+            try:
+                return self._run(group, group_offsets.commit_offsets, group, request)
+            except NotLeaderOrFollowerError:
+                return {tp: NotCoordinatorError.code for tp in request.offsets}  # resigned after the check
 
     def handle_txn_commit_offsets(self, request: TxnOffsetCommitParams) -> dict[TopicPartition, int]:
         """Per-partition error codes (see ``group_offsets.commit_txn_offsets``); a group the coordinator does
@@ -453,17 +501,31 @@ class GroupCoordinator:
         group = self._get_or_maybe_create_group(request.group_id, True)
         assert group is not None
         with group.lock:
-            return self._run(group, group_offsets.commit_txn_offsets, group, request)
+            try:
+                return self._run(group, group_offsets.commit_txn_offsets, group, request)
+            except NotLeaderOrFollowerError:
+                return {tp: NotCoordinatorError.code for tp in request.offsets}  # resigned after the check
 
     def write_txn_marker(self, producer_id: int, committed: bool, partitions: Sequence[int], records: bytes) -> None:
         """The WriteTxnMarkers path for ``__consumer_offsets``: append the marker control batch to the offsets
         log (raises as the log does, and NOT_LEADER_OR_FOLLOWER on a cluster broker not leading the partition),
-        then materialize or drop the producer's pending offsets."""
+        then materialize or drop the producer's pending offsets (on a cluster broker once the ISR has the marker;
+        if it never does, the transaction coordinator writes the marker again)."""
         if not self._active and self._follows_partition_leadership:
             raise NotLeaderOrFollowerError("this broker does not lead the __consumer_offsets partition; "
                                            "send the marker to its leader")
         self.manager.append_txn_marker(records)
-        self.on_transaction_completed(producer_id, committed, partitions)
+        barrier = self.replication_barrier
+        if barrier is None:
+            self.on_transaction_completed(producer_id, committed, partitions)
+            return
+
+        def replicated(error: int) -> None:  # Kafka: the cache changes in the acks=-1 append's callback
+            if error == 0:
+                self._defer(lambda: self.on_transaction_completed(producer_id, committed, partitions),
+                            "applying a replicated transaction marker")
+
+        barrier(replicated)
 
     def on_transaction_completed(self, producer_id: int, committed: bool, partitions: Sequence[int]) -> None:
         """:class:`~mini_broker.transaction.seams.TxnOffsetsListener`: every group of the (single) offsets

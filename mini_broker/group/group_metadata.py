@@ -95,6 +95,15 @@ class GroupMetadata:
         #: Pending transactional offsets a plain commit of the same partition came after: the COMMIT marker
         #: does not materialize them (the newer plain commit wins, Kafka ``olderThan``).
         self.superseded_txn_offsets: dict[int, set[tuple[str, int]]] = {}
+        #: Plain commits appended to a cluster's ``__consumer_offsets`` partition but not yet on its ISR: per
+        #: partition the (sequence, offset) of the latest (Kafka ``pendingOffsetCommits``). Invisible to
+        #: OffsetFetch (UNSTABLE_OFFSET_COMMIT with ``require_stable``) until the ISR has them.
+        self.pending_offset_commits: dict[tuple[str, int], tuple[int, CommittedOffset]] = {}
+        #: the sequence of the last plain commit staged pending
+        self.offset_commit_seq = 0
+        #: partition -> sequence of the staged commit its offset comes from (so that completions arriving out of
+        #: order never bring back an older offset; Kafka compares the commits' append offsets)
+        self.offset_commit_seqs: dict[tuple[str, int], int] = {}
 
     # -- state ----------------------------------------------------------------------------------------
     def is_state(self, state: GroupState) -> bool:
@@ -327,18 +336,25 @@ class GroupMetadata:
 
     # -- offsets --------------------------------------------------------------------------------------
     def has_offsets(self) -> bool:
-        return bool(self.offsets) or bool(self.pending_txn_offsets)
+        return bool(self.offsets) or bool(self.pending_txn_offsets) or bool(self.pending_offset_commits)
 
     def has_pending_txn_offsets(self, tp: tuple[str, int]) -> bool:
         return any(tp in offsets for offsets in self.pending_txn_offsets.values())
 
+    def has_pending_offset_commits(self, tp: tuple[str, int]) -> bool:
+        """A commit of ``tp`` is not settled yet: a plain one not on the ISR, or a transactional one before its
+        marker (Kafka ``hasPendingOffsetCommitsForTopicPartition``)."""
+        return tp in self.pending_offset_commits or self.has_pending_txn_offsets(tp)
+
     def remove_offsets(self, partitions: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
+        """Drop the offsets of ``partitions`` (and their pending plain commits, which will then not apply);
+        the partitions that had an offset."""
+        for tp in partitions:
+            self.pending_offset_commits.pop(tp, None)
         return [tp for tp in partitions if self.offsets.pop(tp, None) is not None]
 
     def remove_all_offsets(self) -> list[tuple[str, int]]:
-        removed = list(self.offsets)
-        self.offsets.clear()
-        return removed
+        return self.remove_offsets(list(self.offsets))
 
     def remove_expired_offsets(self, now_ms: int, retention_ms: int,
                                subscribed: Callable[[str], bool]) -> list[tuple[str, int]]:

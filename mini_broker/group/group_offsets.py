@@ -3,8 +3,10 @@
 ``GroupMetadataManager.cleanupGroupMetadata``). The driver holds the group's lock.
 
 A commit emits :class:`AppendOffsetCommits`; the offsets become visible (:func:`complete_offset_commit`)
-once the driver appended them. Deletions change the group at once and emit tombstones; a group left Empty
-without offsets goes Dead and is dropped (:class:`RemoveGroup`).
+once the driver appended them, or on a cluster broker once the ISR has them: until then they are pending
+(:func:`stage_offset_commit`, :func:`complete_staged_offset_commit`), and OffsetFetch with ``require_stable``
+answers UNSTABLE_OFFSET_COMMIT for such a partition. Deletions change the group at once and emit tombstones; a
+group left Empty without offsets goes Dead and is dropped (:class:`RemoveGroup`).
 
 Transactional commits (TxnOffsetCommit, KIP-98/447) emit :class:`AppendTxnOffsetCommits`; once appended the
 offsets are pending under the producer id (invisible to OffsetFetch, which answers UNSTABLE_OFFSET_COMMIT
@@ -108,6 +110,37 @@ def complete_offset_commit(group: GroupMetadata, offsets: Mapping[TopicPartition
             group.superseded_txn_offsets.setdefault(pid, set()).update(newer)
 
 
+def stage_offset_commit(group: GroupMetadata, offsets: Mapping[TopicPartition, CommittedOffset]) -> int:
+    """The commit records are appended but the ISR does not have them yet (a cluster broker): the offsets are
+    pending (Kafka ``prepareOffsetCommit``), invisible to OffsetFetch until :func:`complete_staged_offset_commit`.
+    Returns the commit's sequence."""
+    group.offset_commit_seq += 1
+    seq = group.offset_commit_seq
+    for tp, om in offsets.items():
+        group.pending_offset_commits[tp] = (seq, om)
+    return seq
+
+
+def complete_staged_offset_commit(group: GroupMetadata, seq: int, offsets: Mapping[TopicPartition, CommittedOffset],
+                                  replicated: bool) -> None:
+    """The ISR wait of the staged commit ``seq`` ended (Kafka ``onOffsetCommitAppend`` /
+    ``failPendingOffsetWrite``): when ``replicated``, its offsets become the group's, except for partitions whose
+    pending commits were removed meanwhile (offsets deleted) or that already hold a later commit; a commit still
+    staged by ``seq`` stops being pending either way."""
+    applied: dict[TopicPartition, CommittedOffset] = {}
+    for tp, om in offsets.items():
+        staged = group.pending_offset_commits.get(tp)
+        if staged is None:
+            continue
+        if replicated and group.offset_commit_seqs.get(tp, 0) < seq:
+            applied[tp] = om
+            group.offset_commit_seqs[tp] = seq
+        if staged[0] == seq:
+            del group.pending_offset_commits[tp]
+    if applied:
+        complete_offset_commit(group, applied)
+
+
 def commit_txn_offsets(step: Step, group: GroupMetadata, request: TxnOffsetCommitParams) -> dict[TopicPartition, int]:
     """Per-partition error codes of a TxnOffsetCommit (Kafka ``doTxnCommitOffsets``): a Dead group ->
     COORDINATOR_NOT_AVAILABLE; a static member whose instance id maps to another member -> FENCED_INSTANCE_ID;
@@ -143,6 +176,20 @@ def complete_txn_offset_commit(group: GroupMetadata, producer_id: int,
     group.superseded_txn_offsets.get(producer_id, set()).difference_update(offsets)
 
 
+def fail_pending_txn_offsets(group: GroupMetadata, producer_id: int,
+                             offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+    """The records of a transactional commit did not reach the ISR: its offsets stop being pending (those a
+    later commit of the producer replaced stay)."""
+    pending = group.pending_txn_offsets.get(producer_id)
+    if pending is None:
+        return
+    for tp, om in offsets.items():
+        if pending.get(tp) is om:
+            del pending[tp]
+    if not pending:
+        del group.pending_txn_offsets[producer_id]
+
+
 def complete_pending_txn_offsets(group: GroupMetadata, producer_id: int, committed: bool) -> int:
     """The marker of ``producer_id``'s transaction: COMMIT materializes its pending offsets (except those a
     later plain commit of the partition superseded), ABORT drops them. Returns how many were pending."""
@@ -158,8 +205,8 @@ def complete_pending_txn_offsets(group: GroupMetadata, producer_id: int, committ
 def fetch_offsets(group: GroupMetadata | None, partitions: Sequence[TopicPartition] | None,
                   require_stable: bool = False) -> dict[TopicPartition, FetchedOffset]:
     """``partitions`` None: every committed offset of the group. Unknown groups and partitions without a
-    commit give offset -1. Offsets pending in a transaction are not visible; with ``require_stable`` a
-    partition that has some answers UNSTABLE_OFFSET_COMMIT (the client retries)."""
+    commit give offset -1. Offsets pending (in a transaction, or not yet on the ISR) are not visible; with
+    ``require_stable`` a partition that has some answers UNSTABLE_OFFSET_COMMIT (the client retries)."""
     committed: dict[TopicPartition, CommittedOffset] = {}
     live = group is not None and not group.is_state(GroupState.DEAD)
     if group is not None and live:
@@ -168,7 +215,7 @@ def fetch_offsets(group: GroupMetadata | None, partitions: Sequence[TopicPartiti
     out: dict[TopicPartition, FetchedOffset] = {}
     for tp in wanted:
         om = committed.get(tp)
-        if require_stable and group is not None and live and group.has_pending_txn_offsets(tp):
+        if require_stable and group is not None and live and group.has_pending_offset_commits(tp):
             out[tp] = FetchedOffset(-1, -1, "", UnstableOffsetCommitError.code)
         else:
             out[tp] = FetchedOffset(-1, -1, "") if om is None else FetchedOffset(om.offset, om.leader_epoch, om.metadata)

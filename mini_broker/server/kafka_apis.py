@@ -54,11 +54,14 @@ Handler = Callable[["KafkaApis", Request], object]
 
 
 class ResponseGate(Protocol):
-    """Holds the answers of ``api_keys`` until ``when_replicated`` calls back (0, or the error to answer)."""
+    """Holds the answers of ``api_keys`` until their condition holds."""
 
     api_keys: frozenset[int]
 
-    def when_replicated(self, callback: Callable[[int], None]) -> None: ...
+    def hold(self, request: Request, body: Message, release: Callable[[], None]) -> None:
+        """Call ``release()`` once ``body`` may be sent; when the wait failed, ``body``'s error codes say so
+        first (it is always answered, never dropped)."""
+        ...
 
 #: APIs a network thread (Processor) handles itself, right after parsing, instead of queueing them for a
 #: handler thread: their handlers never block (Fetch reads the page cache and parks in the purgatory when
@@ -214,21 +217,9 @@ class KafkaApis:
         :attr:`response_gate` lets it go, for the APIs it holds)."""
         gate = self.response_gate
         if gate is not None and request.context.api_key in gate.api_keys:
-            gate.when_replicated(lambda error: self._release(request, body, on_complete, error))
+            gate.hold(request, body, lambda: self._send_response(request, body, on_complete))
             return
         self._send_response(request, body, on_complete)
-
-    def _release(self, request: Request, body: Message, on_complete: Callable[[], None] | None, error: int) -> None:
-        """A held answer: sent as it is, or when the gate failed with ``error``, with that error as its top-level
-        error code; an answer without one (per-partition errors) closes the connection instead, which the
-        client retries like any network error."""
-        if error == 0:
-            self._send_response(request, body, on_complete)
-        elif isinstance(getattr(body, "error_code", None), int):
-            body.__setattr__("error_code", error)
-            self._send_response(request, body, on_complete)
-        else:
-            self.close_connection(request)
 
     def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None) -> None:
         ctx = request.context

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
 from mini_broker.log.unified_log import Log
+from mini_broker.timer.deferred_task import DeferredTask
 from mini_broker.timer.system_timer import SystemTimer, SystemTimerReaper
 from mini_broker.timer.timer_task import TimerTask
 from mini_broker.transaction.seams import TxnMarkerWriter
@@ -103,20 +104,6 @@ class _MarkerRetry(TimerTask):
 
     def run(self) -> None:
         self._coordinator.on_marker_retry(self._transactional_id)
-
-
-class _Deferred(TimerTask):
-    """Runs ``action`` on the timer's executor at once (off the thread that completed a replication wait)."""
-
-    def __init__(self, action: Callable[[], None]) -> None:
-        super().__init__(0)
-        self._action = action
-
-    def run(self) -> None:
-        try:
-            self._action()
-        except Exception:
-            _log.exception("transaction coordinator: applying the effects of a replicated transition failed")
 
 
 class TransactionCoordinator:
@@ -269,7 +256,8 @@ class TransactionCoordinator:
                     outside.append(effect)
         barrier = self.replication_barrier
         if appended and outside and barrier is not None:
-            barrier(lambda error: self.timer.add(_Deferred(lambda: self._apply_replicated(outside, error))))
+            barrier(lambda error: self.timer.add(DeferredTask(lambda: self._apply_replicated(outside, error),
+                                                              "applying a replicated transition's effects")))
             return result
         for effect in outside:
             self._apply(effect)

@@ -6,6 +6,7 @@ Nothing here asserts a rate or a latency."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from typing import Any
@@ -30,6 +31,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 PARTITIONS = 3
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 NOT_COORDINATOR = 16
+COORDINATOR_NOT_AVAILABLE = 15
 
 
 def _conn(cluster: MiniCluster, broker_id: int) -> Conn:
@@ -235,3 +237,54 @@ def test_an_abandoned_transaction_is_aborted_by_the_new_coordinators_timeout(clu
         abandoned.close(timeout=0)
         if victim >= 0:
             _restart_and_heal(cluster, victim, topic)
+
+
+def test_a_commit_the_coordinator_cannot_replicate_is_refused_per_partition_and_retried(cluster: MiniCluster) -> None:
+    """Both followers of __consumer_offsets are down (ISR below min.insync.replicas=2): the coordinator answers
+    an OffsetCommit with COORDINATOR_NOT_AVAILABLE on each partition (the connection stays open), and our
+    consumer's commit_sync keeps retrying until the followers are back, then succeeds."""
+    group, topic = f"g-{uuid.uuid4().hex[:8]}", f"nr-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    coordinator = find_coordinator(cluster, group, GROUP_KEY)
+    followers = [b for b in cluster.brokers if b != coordinator]
+    tp = TopicPartition(topic, 0)
+    outcome: list[object] = []
+
+    def commit_through_the_outage() -> None:
+        consumer: KafkaConsumer[Any, Any] = KafkaConsumer({
+            "bootstrap.servers": f"127.0.0.1:{cluster.brokers[coordinator].port}", "group.id": group,
+            "enable.auto.commit": False, "request.timeout.ms": 15000, "default.api.timeout.ms": 180000})
+        try:
+            consumer.assign([tp])
+            consumer.commit_sync({tp: 7})
+            outcome.append(consumer.committed([tp])[tp])
+        except Exception as e:  # reported by the main thread's assertion
+            outcome.append(e)
+        finally:
+            consumer.close()
+
+    try:
+        for b in followers:
+            cluster.kill(b)
+        with _conn(cluster, coordinator) as c:
+            commit = c.call(OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+                OffsetCommitRequest.OffsetCommitRequestTopic(name=topic, partitions=[
+                    OffsetCommitRequest.OffsetCommitRequestPartition(partition_index=0, committed_offset=5)])]), 8)
+            assert [p.error_code for t in commit.topics for p in t.partitions] == [COORDINATOR_NOT_AVAILABLE]
+            assert not c.closed_by_broker()
+            fetched = c.call(OffsetFetchRequest(group_id=group, topics=None), 6)
+            assert fetched.error_code == 0 and not fetched.topics  # the refused commit was never applied
+        committer = threading.Thread(target=commit_through_the_outage, name="commit-through-outage")
+        committer.start()
+        for b in followers:
+            cluster.restart(b, timeout=FAILOVER_TIMEOUT_S)
+        committer.join(240)
+        assert len(outcome) == 1 and not isinstance(outcome[0], Exception), outcome
+        committed = outcome[0]
+        assert committed is not None and committed.offset == 7  # type: ignore[attr-defined]
+    finally:
+        for b in followers:
+            if not cluster.brokers[b].alive:
+                cluster.restart(b, timeout=FAILOVER_TIMEOUT_S)
+        cluster.wait_for_isr("__consumer_offsets", 0, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+        cluster.wait_for_isr(topic, 0, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)

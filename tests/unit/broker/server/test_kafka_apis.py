@@ -21,6 +21,7 @@ from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, Unsupp
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataResponse
+from pykafka_client.protocol.types import Message
 from pykafka_client.utils.time import MockTime
 
 
@@ -134,28 +135,27 @@ class HoldingGate:
     api_keys = frozenset({int(ApiKey.API_VERSIONS)})
 
     def __init__(self) -> None:
-        self.held: list[Callable[[int], None]] = []
+        self.held: list[tuple[Message, Callable[[], None]]] = []
 
-    def when_replicated(self, callback: Callable[[int], None]) -> None:
-        self.held.append(callback)
+    def hold(self, request: Request, body: Message, release: Callable[[], None]) -> None:
+        self.held.append((body, release))
 
 
-def test_a_response_gate_holds_answers_and_fails_them_with_its_error() -> None:
+def test_a_response_gate_holds_answers_until_it_releases_them() -> None:
     apis, sink, _ = make()
     gate = HoldingGate()
     apis.response_gate = gate
     request = ApiVersionsRequest(client_software_name="x", client_software_version="1")
     apis.handle(parse(apis, frame_payload(request, 3, 1)))
     assert sink.responses == [] and len(gate.held) == 1  # held until the gate says the ISR has the appends
-    gate.held.pop()(0)
+    gate.held.pop()[1]()
     frame = b"".join(bytes(p) for p in sink.responses[-1].buffers)  # type: ignore[attr-defined]
     assert ApiVersionsResponse.decode(frame[8:], 3).error_code == 0
 
     apis.handle(parse(apis, frame_payload(request, 3, 2)))
-    gate.held.pop()(16)  # the gate failed: the answer carries its error as the top-level error code
+    body, release = gate.held.pop()
+    assert isinstance(body, ApiVersionsResponse)
+    body.error_code = 16  # the gate failed: it set the answer's error first
+    release()
     frame = b"".join(bytes(p) for p in sink.responses[-1].buffers)  # type: ignore[attr-defined]
     assert ApiVersionsResponse.decode(frame[8:], 3).error_code == 16
-
-    apis.send_response(parse(apis, frame_payload(request, 3, 3)), MetadataResponse())
-    gate.held.pop()(16)  # no top-level error code to carry it: the connection is closed (the client retries)
-    assert isinstance(sink.responses[-1], CloseConnectionResponse)
