@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from pykafka_client.aio._loop import WakerCache
+from pykafka_client.aio._loop import WakerCache, loop_yield
 from pykafka_client.aio._sender_driver import SenderDriver
 from pykafka_client.consumer.structs import ConsumerGroupMetadata
 from pykafka_client.errors import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
@@ -54,6 +54,8 @@ from pykafka_client.producer.transactional_request_result import TransactionalRe
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
+
+_perf_counter = _time.perf_counter
 
 T = TypeVar("T")
 
@@ -217,21 +219,36 @@ class AsyncKafkaProducer:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if self._driver_idle:
             self._start_driver()
-        now = _time.perf_counter()
+        now = _perf_counter()
         if now - self._last_yield >= _YIELD_EVERY_S:
             # a task sending in a tight loop mostly never suspends (the append needs no await): let the
             # other tasks run now and then, so producing at full speed does not stall the event loop
             self._last_yield = now
-            await anyio.lowlevel.checkpoint()
-        pool = producer.accumulator.free
+            await loop_yield()
         need = self._batch_size
         size = 128
         if value is not None:
-            size += _rough_size(value)
+            size += len(value) if value.__class__ is bytes else _rough_size(value)
         if key is not None:
-            size += _rough_size(key)
+            size += len(key) if key.__class__ is bytes else _rough_size(key)
         if size > need:
             need = size
+        # Fast path (nearly every call): the topic's partitions are known and ``buffer.memory`` has room, so
+        # the sync send below waits for neither. Read without locks, as in the sync send's own fast path:
+        # the metadata index is replaced whole, and memory is taken only by appends, here in this thread
+        # (a concurrent sync send on another thread could take it between the check and the append as well
+        # under the pool's lock). Anything else goes through the checks and waits of the loop below.
+        metadata = producer.metadata
+        index = metadata._index
+        pool = producer.accumulator.free
+        if (
+            index.cluster is metadata._cluster
+            and (infos := index.by_topic.get(topic) if topic.__class__ is str else None)
+            and (partition is None or (partition.__class__ is int and partition < len(infos)))
+            and not pool._waiters
+            and pool._available >= need
+        ):
+            return DeliveryFuture(producer.send(topic, value, key, partition, timestamp, headers, on_delivery), self._wakers)
         deadline: float | None = None
         while True:
             # Both conditions are checked again after any await (the loop-driven Sender runs meanwhile and may,
