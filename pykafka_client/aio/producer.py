@@ -18,7 +18,8 @@ on another thread, e.g. after the loop ended, wakes it through :mod:`pykafka_cli
 * ``send`` never blocks the loop: when the topic's metadata is missing it waits for it on a worker thread;
   when ``buffer.memory`` is short it waits asynchronously for room; both within ``max.block.ms``, after which
   the record fails with KafkaTimeoutError / BufferExhaustedError (through its DeliveryFuture and
-  ``on_delivery``, as the sync ``send``). A tight ``send`` loop yields to the event loop once per millisecond.
+  ``on_delivery``, as the sync ``send``). A tight ``send`` loop yields to the event loop every 0.5 ms, behind
+  the timers that came due (:func:`~pykafka_client.aio._loop.loop_yield`).
 * Cancellation: ``send`` appends the record after its last await, so a cancelled ``send`` has not
   enqueued anything, and a ``send`` that returned has: that record is then delivered or failed (its
   DeliveryFuture and ``on_delivery`` say which) even if the task awaiting it is cancelled; a cancelled
@@ -62,8 +63,8 @@ T = TypeVar("T")
 #: Polling interval bounds (seconds) while ``send`` waits for ``buffer.memory``.
 _MEMORY_POLL_MIN_S = 0.0005
 _MEMORY_POLL_MAX_S = 0.01
-#: ``send`` yields to the event loop when it has not for this long (seconds). asyncio runs a task that
-#: yielded before the timers that came due meanwhile, so a waiting task can wait two of these.
+#: ``send`` yields to the event loop when it has not for this long (seconds): a task woken by a timer waits
+#: at most about this long (``loop_yield`` lets the timers due run first).
 _YIELD_EVERY_S = 0.0005
 
 
