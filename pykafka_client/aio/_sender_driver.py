@@ -9,7 +9,8 @@ switch interval, 5 ms, per hand-off: the bridge's loop-lag p99 of 5-16 ms).
 One step: ``run_step()`` with the selector in non-blocking mode (its poll never waits; it records how long
 it would have waited in ``deferred_timeout_ms``: linger, retry backoff, request timeouts, metadata), then
 
-* if that is 0 or the selector has results pending without I/O: yield once (``checkpoint``) and step again;
+* if that is 0 or the selector has results pending without I/O: yield (:func:`~pykafka_client.aio._loop.loop_yield`,
+  behind the timers already due) and step again;
 * else await the OS selector's descriptor (epoll) becoming readable, up to that timeout. The descriptor is
   readable when any connection has I/O to do or :meth:`Selector.wakeup` was called (``send`` filling a batch,
   ``flush``, ``close``, a transactional call: the sync producer's wake-ups, unchanged).
@@ -34,8 +35,8 @@ import time as _time
 from typing import Any
 
 import anyio
-import anyio.lowlevel
 
+from pykafka_client.aio._loop import loop_yield
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.producer.sender import Sender
 
@@ -133,7 +134,6 @@ class SenderDriver:
         fd = selector.fileno()
         assert fd is not None
         wait_readable = anyio.wait_readable
-        checkpoint = anyio.lowlevel.checkpoint
         clock = _time.perf_counter_ns
         finished = False
         selector.nonblocking = True
@@ -153,7 +153,7 @@ class SenderDriver:
                     break
                 timeout_ms = selector.deferred_timeout_ms
                 if timeout_ms <= 0 or selector.has_pending_io():
-                    await checkpoint()
+                    await loop_yield()
                 else:
                     with anyio.move_on_after(timeout_ms / 1000.0):
                         await wait_readable(fd)

@@ -18,7 +18,8 @@ on another thread, e.g. after the loop ended, wakes it through :mod:`pykafka_cli
 * ``send`` never blocks the loop: when the topic's metadata is missing it waits for it on a worker thread;
   when ``buffer.memory`` is short it waits asynchronously for room; both within ``max.block.ms``, after which
   the record fails with KafkaTimeoutError / BufferExhaustedError (through its DeliveryFuture and
-  ``on_delivery``, as the sync ``send``). A tight ``send`` loop yields to the event loop once per millisecond.
+  ``on_delivery``, as the sync ``send``). A tight ``send`` loop yields to the event loop every 0.5 ms, behind
+  the timers that came due (:func:`~pykafka_client.aio._loop.loop_yield`).
 * Cancellation: ``send`` appends the record after its last await, so a cancelled ``send`` has not
   enqueued anything, and a ``send`` that returned has: that record is then delivered or failed (its
   DeliveryFuture and ``on_delivery`` say which) even if the task awaiting it is cancelled; a cancelled
@@ -40,7 +41,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from pykafka_client.aio._loop import WakerCache
+from pykafka_client.aio._loop import WakerCache, loop_yield
 from pykafka_client.aio._sender_driver import SenderDriver
 from pykafka_client.consumer.structs import ConsumerGroupMetadata
 from pykafka_client.errors import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
@@ -55,13 +56,15 @@ from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
 
+_perf_counter = _time.perf_counter
+
 T = TypeVar("T")
 
 #: Polling interval bounds (seconds) while ``send`` waits for ``buffer.memory``.
 _MEMORY_POLL_MIN_S = 0.0005
 _MEMORY_POLL_MAX_S = 0.01
-#: ``send`` yields to the event loop when it has not for this long (seconds). asyncio runs a task that
-#: yielded before the timers that came due meanwhile, so a waiting task can wait two of these.
+#: ``send`` yields to the event loop when it has not for this long (seconds): a task woken by a timer waits
+#: at most about this long (``loop_yield`` lets the timers due run first).
 _YIELD_EVERY_S = 0.0005
 
 
@@ -217,21 +220,36 @@ class AsyncKafkaProducer:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if self._driver_idle:
             self._start_driver()
-        now = _time.perf_counter()
+        now = _perf_counter()
         if now - self._last_yield >= _YIELD_EVERY_S:
             # a task sending in a tight loop mostly never suspends (the append needs no await): let the
             # other tasks run now and then, so producing at full speed does not stall the event loop
             self._last_yield = now
-            await anyio.lowlevel.checkpoint()
-        pool = producer.accumulator.free
+            await loop_yield()
         need = self._batch_size
         size = 128
         if value is not None:
-            size += _rough_size(value)
+            size += len(value) if value.__class__ is bytes else _rough_size(value)
         if key is not None:
-            size += _rough_size(key)
+            size += len(key) if key.__class__ is bytes else _rough_size(key)
         if size > need:
             need = size
+        # Fast path (nearly every call): the topic's partitions are known and ``buffer.memory`` has room, so
+        # the sync send below waits for neither. Read without locks, as in the sync send's own fast path:
+        # the metadata index is replaced whole, and memory is taken only by appends, here in this thread
+        # (a concurrent sync send on another thread could take it between the check and the append as well
+        # under the pool's lock). Anything else goes through the checks and waits of the loop below.
+        metadata = producer.metadata
+        index = metadata._index
+        pool = producer.accumulator.free
+        if (
+            index.cluster is metadata._cluster
+            and (infos := index.by_topic.get(topic) if topic.__class__ is str else None)
+            and (partition is None or (partition.__class__ is int and partition < len(infos)))
+            and not pool._waiters
+            and pool._available >= need
+        ):
+            return DeliveryFuture(producer.send(topic, value, key, partition, timestamp, headers, on_delivery), self._wakers)
         deadline: float | None = None
         while True:
             # Both conditions are checked again after any await (the loop-driven Sender runs meanwhile and may,

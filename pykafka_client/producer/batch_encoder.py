@@ -34,6 +34,6 @@ def encode_batch(batch: ProducerBatch, compression_type: Any, compression_level:
         is_transactional=batch.is_transactional,
         compression_level=compression_level,
     )
-    builder.append_all(batch.pending)  # PendingRecord starts with (timestamp, key, value, headers)
+    builder.append_all(batch.pending)  # a PendingRecord starts with (timestamp, key, value, headers)
     data = builder.build()
     return data, builder.compression_ratio

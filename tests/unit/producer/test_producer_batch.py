@@ -290,3 +290,16 @@ def test_batch_does_not_keep_the_futures_and_split_futures_follow_their_records(
     assert [f.result(0).offset for f in fs] == [1, 100, 200, 300]  # type: ignore[union-attr]
     assert [f.result(0).timestamp for f in fs] == [2, 3, 4, 5]  # type: ignore[union-attr]
     assert got == [fs[3].result(0)]  # type: ignore[union-attr]
+
+
+def test_a_plain_record_is_untracked_by_the_gc_after_one_pass() -> None:
+    # A record without headers or callback holds only untracked objects: the garbage collector must stop
+    # tracking it at its first pass, else a backlog of batches fills the oldest generation and triggers full
+    # collections (long pauses of the producing thread). CPython untracks only exact tuples.
+    import gc
+
+    b = ProducerBatch(TP, 16384, 0)
+    b.try_append(0, None, b"v" * 100, (), None, 0)
+    b.try_append(1, b"k", b"v", (), None, 0)
+    gc.collect()
+    assert [gc.is_tracked(rec) for rec in b.pending] == [False, False]
