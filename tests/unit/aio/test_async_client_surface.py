@@ -4,7 +4,9 @@ forgotten in its async twin fails here. The few sync methods without a twin are 
 
 from __future__ import annotations
 
+import ast
 import inspect
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +70,42 @@ def test_the_parity_check_sees_a_method_added_to_the_sync_core(monkeypatch: pyte
     monkeypatch.setattr(KafkaProducer, "pause_sending", pause_sending, raising=False)
     with pytest.raises(AssertionError, match=r"lacks.*pause_sending"):
         test_every_sync_method_has_an_async_twin_with_the_same_parameters(KafkaProducer, AsyncKafkaProducer)
+
+
+# --- the async clients, the columnar fetch and the Spark connector use the sync core's public surface only -------
+
+ROOT = Path(__file__).resolve().parents[3]
+#: modules that sit on the sync core: they may use its public typed members only
+ON_THE_CORE = [*sorted((ROOT / "pykafka_client" / "aio").glob("*.py")), ROOT / "pykafka_client/consumer/column_fetch.py",
+               *sorted((ROOT / "spark_connector").glob("*.py")), ROOT / "pyspark_pykafka/__init__.py",
+               ROOT / "mini_broker/network/processor.py"]
+#: where a getattr/hasattr probe of a named member is allowed: on third-party objects (pyarrow, pyspark)
+PROBES_ALLOWED = {"spark_connector/arrow_records.py", "spark_connector/batch_writer.py"}
+
+
+def private_reaches(source: str, *, probes_allowed: bool = False) -> list[str]:
+    """``obj._member`` where ``obj`` is not ``self`` / ``cls``, and ``getattr(obj, "name")`` probes."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+        if (not probes_allowed and isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in ("getattr", "hasattr") and len(node.args) > 1
+                and isinstance(node.args[1], ast.Constant)):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_modules_on_the_sync_core_use_its_public_surface_only() -> None:
+    bad = []
+    for path in ON_THE_CORE:
+        where = str(path.relative_to(ROOT))
+        for hit in private_reaches(path.read_text(encoding="utf-8"), probes_allowed=where in PROBES_ALLOWED):
+            bad.append(f"{where}:{hit}")
+    assert not bad, "reaches into another object's private members (give it a public typed method):\n" + "\n".join(bad)
+
+
+def test_the_reach_check_sees_private_reads_and_probes() -> None:
+    source = "def f(p, s):\n    p._closed\n    s.sender._waiters\n    getattr(s.client, 'selector')\n    self._x\n"
+    assert private_reaches(source) == ["2: p._closed", "3: s.sender._waiters", "4: getattr(s.client, 'selector')"]
