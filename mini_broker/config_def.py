@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from typing import Any, Union
 
-from pykafka_client.config import INT_MAX, LONG_MAX, ConfigDef, ConfigKey, ConfigType, Parser, at_least
+from mini_broker.metadata_version import (
+    DEFAULT_MESSAGE_FORMAT_VERSION,
+    LATEST_PRODUCTION,
+    kraft_protocol_validator,
+    version_validator,
+)
+from pykafka_client.config import INT_MAX, LONG_MAX, ConfigDef, ConfigKey, ConfigType, Parser, Validator, at_least
 from pykafka_client.errors import ConfigurationError
 
 ConfigValue = Union[int, float, bool, str, list[str], None]
@@ -43,9 +49,10 @@ INT, LONG, BOOL, STR, LIST, DOUBLE, PASSWORD = (ConfigType.INT, ConfigType.LONG,
 BROKER_CONFIG = ConfigDef()
 
 
-def _k(name: str, type_: ConfigType, default: ConfigValue, min: int | None = None, doc: str = "") -> None:
-    BROKER_CONFIG.define(name, type_, default, at_least(min) if min is not None else None, doc, nullable=True,
-                         parser=_LENIENT.get(type_))
+def _k(name: str, type_: ConfigType, default: ConfigValue, min: int | None = None, doc: str = "",
+       validator: Validator | None = None) -> None:
+    check = at_least(min) if min is not None else validator
+    BROKER_CONFIG.define(name, type_, default, check, doc, nullable=True, parser=_LENIENT.get(type_))
 
 
 # Kafka's names and defaults (KafkaConfig / ServerLogConfigs / SocketServerConfigs ...).
@@ -60,6 +67,8 @@ _k("process.roles", LIST, [])
 _k("controller.listener.names", STR, None)
 _k("controller.quorum.voters", LIST, [])
 _k("controller.quorum.bootstrap.servers", LIST, [])
+_k("inter.broker.protocol.version", STR, LATEST_PRODUCTION.version, validator=kraft_protocol_validator,
+   doc="deprecated in KRaft mode (Kafka 3.3+): checked and otherwise ignored")
 _k("broker.session.timeout.ms", INT, 9000, 1)
 _k("broker.heartbeat.interval.ms", INT, 2000, 1)
 _k("cluster.id", STR, None, doc="mini_broker extension; normally read from meta.properties")
@@ -119,6 +128,11 @@ _k("log.message.timestamp.type", STR, "CreateTime")
 _k("log.message.timestamp.before.max.ms", LONG, LONG_MAX, 0)
 _k("log.message.timestamp.after.max.ms", LONG, LONG_MAX, 0)
 _k("log.message.downconversion.enable", BOOL, True)
+# deprecated in Kafka 3.x, removed in 4.0: accepted as 3.x accepts them
+_k("log.message.format.version", STR, DEFAULT_MESSAGE_FORMAT_VERSION, validator=version_validator,
+   doc="ignored: the inter-broker protocol is 3.0-IV1 or newer, records are always format v2")
+_k("log.message.timestamp.difference.max.ms", LONG, LONG_MAX, 0,
+   doc="used for log.message.timestamp.before/after.max.ms while they keep their defaults")
 _k("num.recovery.threads.per.data.dir", INT, 2, 1)
 _k("log.cleaner.delete.retention.ms", LONG, 86400000, 0)
 _k("log.cleaner.min.compaction.lag.ms", LONG, 0, 0)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from mini_broker.metadata_version import DEFAULT_MESSAGE_FORMAT_VERSION
 from pykafka_client.config import ConfigType, parse_typed
 from pykafka_client.errors import ConfigurationError
 
@@ -40,6 +41,7 @@ _TYPED: Final[dict[str, tuple[str, int, int]]] = {
     "file.delete.delay.ms": ("file_delete_delay_ms", 60000, 0),
     "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", LONG_MAX, 0),
     "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", LONG_MAX, 0),
+    "message.timestamp.difference.max.ms": ("message_timestamp_difference_max_ms", LONG_MAX, 0),
     "min.insync.replicas": ("min_in_sync_replicas", 1, 1),
 }
 
@@ -54,6 +56,7 @@ OTHER_DEFAULTS: Final[dict[str, str]] = {
     "preallocate": "false",
     "unclean.leader.election.enable": "false",
     "message.downconversion.enable": "true",
+    "message.format.version": DEFAULT_MESSAGE_FORMAT_VERSION,  # deprecated; ignored as Kafka 3.x ignores it
     "follower.replication.throttled.replicas": "",
     "leader.replication.throttled.replicas": "",
     "local.retention.bytes": "-2",
@@ -77,6 +80,8 @@ BROKER_SYNONYMS: Final[dict[str, tuple[str, ...]]] = {
     "message.timestamp.type": ("log.message.timestamp.type",),
     "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",),
     "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",),
+    "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",),
+    "message.format.version": ("log.message.format.version",),
     "min.insync.replicas": ("min.insync.replicas",),
     "cleanup.policy": ("log.cleanup.policy",),
     "compression.type": ("compression.type",),
@@ -105,6 +110,8 @@ class LogConfig:
     message_timestamp_type: str = CREATE_TIME
     message_timestamp_before_max_ms: int = LONG_MAX
     message_timestamp_after_max_ms: int = LONG_MAX
+    #: Deprecated in Kafka 3.6 (removed in 4.0); see :attr:`timestamp_before_max_ms`.
+    message_timestamp_difference_max_ms: int = LONG_MAX
     min_in_sync_replicas: int = 1
     other: Mapping[str, str] = field(default_factory=dict)
     #: Names that were set explicitly (topic overrides), for DescribeConfigs' is_default.
@@ -113,6 +120,22 @@ class LogConfig:
     @property
     def is_log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """How far before the broker's time a CreateTime timestamp may be (Kafka's effective
+        ``messageTimestampBeforeMaxMs``): ``message.timestamp.before.max.ms``, or the deprecated
+        ``message.timestamp.difference.max.ms`` while the former keeps its default."""
+        if self.message_timestamp_before_max_ms != LONG_MAX:
+            return self.message_timestamp_before_max_ms
+        return self.message_timestamp_difference_max_ms
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        """As :attr:`timestamp_before_max_ms`, for timestamps after the broker's time."""
+        if self.message_timestamp_after_max_ms != LONG_MAX:
+            return self.message_timestamp_after_max_ms
+        return self.message_timestamp_difference_max_ms
 
     @classmethod
     def from_props(cls, props: Mapping[str, object], defaults: LogConfig | None = None) -> LogConfig:

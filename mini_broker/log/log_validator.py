@@ -66,8 +66,8 @@ def analyze_and_validate(
                 check_records(
                     batch,
                     now=now,
-                    before_max_ms=config.message_timestamp_before_max_ms if check_timestamps else LONG_MAX,
-                    after_max_ms=config.message_timestamp_after_max_ms if check_timestamps else LONG_MAX,
+                    before_max_ms=config.timestamp_before_max_ms if check_timestamps else LONG_MAX,
+                    after_max_ms=config.timestamp_after_max_ms if check_timestamps else LONG_MAX,
                     require_keys=compacted,
                 )
             except MessageDecodeError as e:

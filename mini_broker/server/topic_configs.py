@@ -8,10 +8,18 @@ source, default flag and synonyms, which is what DescribeConfigs and CreateTopic
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from mini_broker.config import KafkaConfig
 from mini_broker.config_def import CONFIG_DEF, config_value_to_string
+from mini_broker.metadata_version import (
+    DEFAULT_MESSAGE_FORMAT_VERSION,
+    IBP_0_11_0_IV0,
+    MINIMUM_KRAFT_VERSION,
+    from_version_string,
+    version_validator,
+)
 from mini_broker.server_topic_config_synonyms import TOPIC_CONFIG_SYNONYMS, broker_value_for_topic_config
 from pykafka_client.config import ConfigType, parse_typed
 from pykafka_client.errors import ConfigurationError, InvalidConfigurationError
@@ -34,6 +42,8 @@ INT, LONG, BOOL, STR, LIST, DOUBLE = (ConfigType.INT, ConfigType.LONG, ConfigTyp
 
 LONG_MAX = 2**63 - 1
 
+log = logging.getLogger(__name__)
+
 # Topic config name -> (type, Kafka default as the topic-level string).
 TOPIC_CONFIGS: dict[str, tuple[ConfigType, str]] = {
     "cleanup.policy": (LIST, "delete"),
@@ -53,8 +63,10 @@ TOPIC_CONFIGS: dict[str, tuple[ConfigType, str]] = {
     "max.compaction.lag.ms": (LONG, str(LONG_MAX)),
     "max.message.bytes": (INT, "1048588"),
     "message.downconversion.enable": (BOOL, "true"),
+    "message.format.version": (STR, DEFAULT_MESSAGE_FORMAT_VERSION),
     "message.timestamp.after.max.ms": (LONG, str(LONG_MAX)),
     "message.timestamp.before.max.ms": (LONG, str(LONG_MAX)),
+    "message.timestamp.difference.max.ms": (LONG, str(LONG_MAX)),
     "message.timestamp.type": (STR, "CreateTime"),
     "min.cleanable.dirty.ratio": (DOUBLE, "0.5"),
     "min.compaction.lag.ms": (LONG, "0"),
@@ -80,7 +92,20 @@ _AT_LEAST = {
     "retention.bytes": -1, "max.message.bytes": 0, "index.interval.bytes": 0, "delete.retention.ms": 0,
     "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1, "file.delete.delay.ms": 0, "flush.messages": 1,
     "flush.ms": 0, "min.insync.replicas": 1, "message.timestamp.before.max.ms": 0,
-    "message.timestamp.after.max.ms": 0,
+    "message.timestamp.after.max.ms": 0, "message.timestamp.difference.max.ms": 0,
+}
+
+# Configs Kafka 3.x deprecated but still accepts (both are removed in Kafka 4.0): their DescribeConfigs
+# documentation says so.
+DEPRECATED_DOCS = {
+    "message.format.version": (
+        "[DEPRECATED] The message format version the broker would append records in. Ignored: the inter-broker "
+        f"protocol version is {MINIMUM_KRAFT_VERSION} or newer, so records are always written in format v2. Any "
+        "Kafka version is accepted (e.g. 0.10.0, 2.8, 3.0); the config is removed in Kafka 4.0."),
+    "message.timestamp.difference.max.ms": (
+        "[DEPRECATED] The largest difference allowed between a record's CreateTime timestamp and the broker's "
+        "time, in either direction. Used for message.timestamp.before.max.ms and message.timestamp.after.max.ms "
+        "while they keep their default; use those instead. Removed in Kafka 4.0."),
 }
 
 
@@ -140,7 +165,23 @@ def validate_topic_config(name: str, value: str | None) -> str:
     if allowed is not None and any(i not in allowed for i in items):
         raise InvalidConfigurationError(f"Invalid value {value} for configuration {name}: "
                                         f"String must be one of: {', '.join(sorted(allowed))}")
+    if name == "message.format.version":
+        _check_message_format_version(v)
     return ",".join(items)
+
+
+def _check_message_format_version(value: str) -> None:
+    """A Kafka version, accepted and ignored (Kafka 3.x: the inter-broker protocol is 3.0 or newer); a version
+    older than 0.11.0 (record formats v0/v1) gets Kafka's warning that it has no effect."""
+    try:
+        version_validator("message.format.version", value)
+    except ConfigurationError as e:
+        raise InvalidConfigurationError(str(e)) from None
+    if not from_version_string(value).is_at_least(IBP_0_11_0_IV0):
+        log.warning("event=deprecated_topic_config_ignored config=message.format.version value=%s msg=\"Topic "
+                    "configuration message.format.version=%s is ignored: the inter-broker protocol version is %s or "
+                    "newer, so records are written in format v2. The configuration is deprecated and removed in "
+                    "Kafka 4.0; remove it from the topic.\"", value, value, MINIMUM_KRAFT_VERSION)
 
 
 def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
@@ -171,7 +212,7 @@ def describe_topic_config(broker: KafkaConfig, overrides: dict[str, str], name: 
             value, source = broker_value[1], STATIC_BROKER_CONFIG
         else:
             value, source = kafka_default, DEFAULT_CONFIG
-    return ConfigEntry(name, value, source, CONFIG_TYPES.get(type_, 0),
+    return ConfigEntry(name, value, source, CONFIG_TYPES.get(type_, 0), documentation=DEPRECATED_DOCS.get(name),
                        synonyms=synonyms if include_synonyms else [])
 
 
