@@ -1,8 +1,8 @@
 """A Spark Structured Streaming pipeline on the ``pykafka`` data source: read one topic, transform, write
 another, exactly once.
 
-    .venv/bin/python -m examples.spark_pipeline                          # against a local mini_broker process
-    .venv/bin/python -m examples.spark_pipeline --bootstrap host:9092    # against a running cluster
+    .venv/bin/python examples/spark_pipeline.py                          # against a local mini_broker process
+    .venv/bin/python examples/spark_pipeline.py --bootstrap host:9092    # against a running cluster
 
 The query reads ``example-spark-words`` from the earliest offset (``readStream.format("pykafka")``), upper-cases
 each value, and writes the result to ``example-spark-upper`` with the exactly-once sink (``exactlyOnce=true``:
@@ -17,7 +17,10 @@ import argparse
 import os
 import sys
 import tempfile
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # `python examples/x.py` too: the checkout holds `examples`
 
 from examples.local_broker import bootstrap_servers
 from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer, TopicPartition
