@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             except TopicExistsError:
                 print(f"{INPUT} and {OUTPUT} exist (an earlier run): reusing them")
             ends = admin.list_offsets({TopicPartition(OUTPUT, p): OffsetSpec.latest() for p in range(3)})
-        start = {TopicPartition(tp.topic, tp.partition): info.offset for tp, info in ends.items()}
+        start = {tp: info.offset for tp, info in ends.items()}
         with KafkaProducer({"bootstrap.servers": servers, "key.serializer": "str", "value.serializer": "str"}) as p:
             for i in range(args.records):
                 p.send(INPUT, f"{run}-word-{i}", key=f"k{i % 30}")
