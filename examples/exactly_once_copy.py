@@ -34,7 +34,7 @@ from pykafka_client.errors import TopicExistsError
 INPUT, OUTPUT, GROUP, TRANSACTIONAL_ID = "example-words", "example-words-upper", "example-copier", "example-copier-1"
 
 
-def copier(servers: str) -> tuple[KafkaConsumer[str, str], KafkaProducer]:
+def copier(servers: str, batch: int) -> tuple[KafkaConsumer[str, str], KafkaProducer]:
     consumer: KafkaConsumer[str, str] = KafkaConsumer({
         "bootstrap.servers": servers,
         "group.id": GROUP,
@@ -43,7 +43,7 @@ def copier(servers: str) -> tuple[KafkaConsumer[str, str], KafkaProducer]:
         "auto.offset.reset": "earliest",
         "key.deserializer": "str",
         "value.deserializer": "str",
-        "max.poll.records": 100,
+        "max.poll.records": batch,  # records per poll, so per transaction here
     })
     producer = KafkaProducer({
         "bootstrap.servers": servers,
@@ -117,23 +117,25 @@ def main(argv: list[str] | None = None) -> int:
             for i in range(args.records):
                 p.send(INPUT, f"{run}-word-{i}", key=f"k{i % 30}")
 
-        consumer, producer = copier(servers)
-        copied = 0  # this run's records in committed transactions
-        while copied == 0 and time.monotonic() < deadline:  # the first polls return nothing while the group forms
-            copied += len(ours(copy_some(consumer, producer)))
+        batch = max(1, min(100, args.records // 4))  # leaves input for the crashed transaction and the restart
+        consumer, producer = copier(servers, batch)
+        first_committed: list[str] = []
+        while not ours(first_committed) and time.monotonic() < deadline:  # nothing is polled while the group forms
+            first_committed += copy_some(consumer, producer)
+        copied = len(ours(first_committed))  # this run's records in committed transactions
         crashed: list[str] = []
         while not crashed and time.monotonic() < deadline:
             crashed = copy_some(consumer, producer, commit=False)
         print(f"first copier: committed {copied} records, then crashed with {len(crashed)} records in an open transaction")
         visible = len(read_output(servers, "read_committed", start))
-        isolated = visible == copied  # the open transaction's records are not visible to read_committed
+        isolated = visible == len(first_committed)  # the open transaction's records are not visible to read_committed
         in_log = len(read_output(servers, "read_uncommitted", start))
         print(f"while it is open, read_committed readers see {visible} output records (they stop before the open "
               f"transaction); read_uncommitted readers see {in_log}")
         consumer.close()
         producer.close(timeout=0)  # no graceful abort: the transaction stays open until the restart fences it
 
-        consumer, producer = copier(servers)  # init_transactions fences the first copier and aborts its transaction
+        consumer, producer = copier(servers, batch)  # init_transactions fences the first copier and aborts its transaction
         with consumer, producer:
             while copied < args.records and time.monotonic() < deadline:
                 copied += len(ours(copy_some(consumer, producer)))

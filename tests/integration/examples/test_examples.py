@@ -125,6 +125,7 @@ def test_example_runs_on_its_own_mini_broker(example: Example) -> None:
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # two Spark applications, each starting its JVM (about 1 min each on an idle machine)
 def test_spark_example_runs_twice_against_one_broker(long_running_broker: str) -> None:
     """Two Spark applications (each its own local JVM) against the same broker: the second copies only its
     own run's input (startingOffsets from where the input ended) and checks the output from where it ended."""
