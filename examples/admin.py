@@ -1,7 +1,7 @@
 """Administer a cluster with AdminClient: topics, partitions, configs, offsets, and the errors you can expect.
 
-    .venv/bin/python -m examples.admin                          # against a local mini_broker process
-    .venv/bin/python -m examples.admin --bootstrap host:9092    # against a running cluster
+    .venv/bin/python examples/admin.py                          # against a local mini_broker process
+    .venv/bin/python examples/admin.py --bootstrap host:9092    # against a running cluster
 
 Every call is synchronous and takes ``timeout`` in seconds (default ``default.api.timeout.ms``); broker
 errors raise their own class from ``pykafka_client.errors``.
@@ -10,6 +10,10 @@ errors raise their own class from ``pykafka_client.errors``.
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # `python examples/x.py` too: the checkout holds `examples`
 
 from examples.local_broker import bootstrap_servers
 from pykafka_client import AdminClient, KafkaProducer

@@ -15,6 +15,9 @@ import sys
 import threading
 import time
 from collections import defaultdict
+from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # `python examples/x.py` too: the checkout holds `examples`
 
 from examples.local_broker import mini_broker_process
 from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer

@@ -1,7 +1,7 @@
 """Produce a few records with pykafka_client's KafkaProducer.
 
-    .venv/bin/python -m examples.producer                          # against a local mini_broker process
-    .venv/bin/python -m examples.producer --bootstrap host:9092    # against a running cluster
+    .venv/bin/python examples/producer.py                          # against a local mini_broker process
+    .venv/bin/python examples/producer.py --bootstrap host:9092    # against a running cluster
 
 Shows the Java-style configuration, keyed and unkeyed sends, headers, a delivery callback, waiting on a
 future, flush and close (the context manager closes).
@@ -10,6 +10,10 @@ future, flush and close (the context manager closes).
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # `python examples/x.py` too: the checkout holds `examples`
 
 from examples.local_broker import bootstrap_servers
 from pykafka_client import KafkaProducer, RecordMetadata

@@ -7,7 +7,9 @@ a tombstone value) in both directions, as in Java.
 Typing: :class:`Serializer` is generic over what it accepts and :class:`Deserializer` over what it
 returns (``StringDeserializer`` is a ``Deserializer[str | None]``: a null key stays ``None``). A
 :class:`~pykafka_client.KafkaConsumer` built with deserializer objects is typed by them
-(``KafkaConsumer[str | None, str | None]``); names and plain functions work at run time but type as ``Any``.
+(``KafkaConsumer[str | None, str | None]``); names and plain functions work at run time but type as ``Any``,
+as does a side with no deserializer object when a config mapping is given (it may name one): annotate
+the variable to state the types.
 
 Built-ins (also reachable by short name through :func:`resolve_serializer` /
 :func:`resolve_deserializer`, which is how ``key.serializer`` / ``value.deserializer`` configs are

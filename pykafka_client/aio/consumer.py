@@ -99,10 +99,12 @@ def _closed_error() -> IllegalStateError:
 class AsyncKafkaConsumer(Generic[K, V]):
     """See the module docstring. Configuration, deserializers and typing are the sync consumer's."""
 
+    # The sync consumer's overloads (see KafkaConsumer): a side is typed by its deserializer object, else
+    # bytes without a config mapping and Any with one (the mapping may name a deserializer).
     @overload
     def __init__(
         self: AsyncKafkaConsumer[bytes | None, bytes | None],
-        config: Mapping[str, Any] | None = None,
+        config: None = None,
         *,
         key_deserializer: None = None,
         value_deserializer: None = None,
@@ -112,7 +114,7 @@ class AsyncKafkaConsumer(Generic[K, V]):
     @overload
     def __init__(
         self: AsyncKafkaConsumer[K, bytes | None],
-        config: Mapping[str, Any] | None = None,
+        config: None = None,
         *,
         key_deserializer: Deserializer[K],
         value_deserializer: None = None,
@@ -122,7 +124,7 @@ class AsyncKafkaConsumer(Generic[K, V]):
     @overload
     def __init__(
         self: AsyncKafkaConsumer[bytes | None, V],
-        config: Mapping[str, Any] | None = None,
+        config: None = None,
         *,
         key_deserializer: None = None,
         value_deserializer: Deserializer[V],
@@ -140,7 +142,27 @@ class AsyncKafkaConsumer(Generic[K, V]):
     ) -> None: ...
 
     @overload
-    def __init__(  # a name ("str"), a class or a function: typed Any
+    def __init__(
+        self: AsyncKafkaConsumer[K, Any],
+        config: Mapping[str, Any],
+        *,
+        key_deserializer: Deserializer[K],
+        value_deserializer: None = None,
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: AsyncKafkaConsumer[Any, V],
+        config: Mapping[str, Any],
+        *,
+        key_deserializer: None = None,
+        value_deserializer: Deserializer[V],
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(  # a config mapping, or a deserializer name ("str"), class or function: typed Any
         self: AsyncKafkaConsumer[Any, Any],
         config: Mapping[str, Any] | None = None,
         *,

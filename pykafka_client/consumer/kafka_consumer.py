@@ -80,15 +80,20 @@ class _NotAvailable:
 
 class KafkaConsumer(Generic[K, V]):
     """See module docstring. ``K`` and ``V`` are the types of record keys and values, inferred from the
-    ``key_deserializer`` / ``value_deserializer`` objects (``bytes | None`` without them). A deserializer
-    named in the config mapping ("str") is not visible to a type checker: pass the object instead
-    (``value_deserializer=StringDeserializer()``) or annotate the variable."""
+    ``key_deserializer`` / ``value_deserializer`` objects. Without such an object a side is ``bytes | None``
+    when no config mapping is given, and ``Any`` when one is: the mapping may name a deserializer
+    ("value.deserializer": "str") that a type checker cannot see. Pass the object instead
+    (``value_deserializer=StringDeserializer()``) or state the types on the variable
+    (``consumer: KafkaConsumer[str | None, str | None] = KafkaConsumer(config)``)."""
 
     # Test seams (time, client, metadata) are keyword arguments of the implementation only.
+    # Without a config mapping, a side without a deserializer object is bytes; with one, the mapping may
+    # name a deserializer ("value.deserializer": "str") that a type checker cannot see, so that side is
+    # Any (never a type that contradicts the records at run time) and an annotation states it.
     @overload
     def __init__(
         self: KafkaConsumer[bytes | None, bytes | None],
-        config: Mapping[str, Any] | None = None,
+        config: None = None,
         *,
         key_deserializer: None = None,
         value_deserializer: None = None,
@@ -98,7 +103,7 @@ class KafkaConsumer(Generic[K, V]):
     @overload
     def __init__(
         self: KafkaConsumer[K, bytes | None],
-        config: Mapping[str, Any] | None = None,
+        config: None = None,
         *,
         key_deserializer: Deserializer[K],
         value_deserializer: None = None,
@@ -108,7 +113,7 @@ class KafkaConsumer(Generic[K, V]):
     @overload
     def __init__(
         self: KafkaConsumer[bytes | None, V],
-        config: Mapping[str, Any] | None = None,
+        config: None = None,
         *,
         key_deserializer: None = None,
         value_deserializer: Deserializer[V],
@@ -126,7 +131,27 @@ class KafkaConsumer(Generic[K, V]):
     ) -> None: ...
 
     @overload
-    def __init__(  # a name ("str"), a class or a function: typed Any
+    def __init__(
+        self: KafkaConsumer[K, Any],
+        config: Mapping[str, Any],
+        *,
+        key_deserializer: Deserializer[K],
+        value_deserializer: None = None,
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: KafkaConsumer[Any, V],
+        config: Mapping[str, Any],
+        *,
+        key_deserializer: None = None,
+        value_deserializer: Deserializer[V],
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(  # a config mapping, or a deserializer name ("str"), class or function: typed Any
         self: KafkaConsumer[Any, Any],
         config: Mapping[str, Any] | None = None,
         *,

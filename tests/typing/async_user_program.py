@@ -115,7 +115,7 @@ async def transfer(src: str, dst: str) -> None:
 
 async def replay_from(metadata: RecordMetadata) -> list[bytes]:
     out: list[bytes] = []
-    async with AsyncKafkaConsumer(BOOTSTRAP) as consumer:
+    async with AsyncKafkaConsumer(bootstrap_servers=BOOTSTRAP["bootstrap.servers"]) as consumer:
         await consumer.assign([metadata.topic_partition])
         await consumer.seek(metadata.topic_partition, metadata.offset)
         ends: dict[TopicPartition, int] = await consumer.end_offsets([metadata.topic_partition], timeout=5)
@@ -128,12 +128,30 @@ async def replay_from(metadata: RecordMetadata) -> list[bytes]:
     return out
 
 
+async def shout(src: str, dst: str) -> int:
+    """The config-dict style with the (de)serializers named in the config: the user states the types."""
+    text_config = {**BOOTSTRAP, "group.id": "shout", "key.deserializer": "str", "value.deserializer": "str"}
+    consumer: AsyncKafkaConsumer[str | None, str | None] = AsyncKafkaConsumer(text_config)
+    copied = 0
+    async with consumer, AsyncKafkaProducer(
+        {**BOOTSTRAP, "key.serializer": "str", "value.serializer": "str"}
+    ) as producer:
+        await consumer.subscribe([src])
+        for record in await consumer.poll(1.0):
+            text: str = record.value.upper() if record.value is not None else ""
+            await producer.send(dst, value=text, key=record.key)
+            copied += 1
+        await producer.flush(10)
+    return copied
+
+
 async def main() -> None:
     try:
         await create_topic("orders")
         metadata = await produce("orders")
         print(await consume_group("orders"), await replay_from(metadata))
         await transfer("orders", "orders-copy")
+        print(await shout("orders", "shouted"))
     except UnknownTopicOrPartitionError as e:
         print("no such topic:", e)
     except KafkaTimeoutError as e:

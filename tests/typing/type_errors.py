@@ -11,3 +11,8 @@ for record in consumer.poll(1.0):
     size: int = record.value  # error
     record.value.upper()  # error
 consumer.assign("topic-0")  # error
+text_config = {"bootstrap.servers": "localhost:9092", "value.deserializer": "str"}
+stated: KafkaConsumer[str | None, str | None] = KafkaConsumer(text_config)
+for text_record in stated.poll(1.0):
+    count: int = text_record.value  # error
+bytes_only: KafkaConsumer[str, str] = KafkaConsumer(bootstrap_servers="localhost:9092")  # error

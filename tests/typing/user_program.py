@@ -115,7 +115,7 @@ def consume_group(topic: str) -> float:
 def replay_from(metadata: RecordMetadata) -> list[bytes]:
     """Seek to where a producer wrote: RecordMetadata.topic_partition is the consumer's TopicPartition."""
     out: list[bytes] = []
-    with KafkaConsumer(BOOTSTRAP) as consumer:
+    with KafkaConsumer(bootstrap_servers=BOOTSTRAP["bootstrap.servers"]) as consumer:
         consumer.assign([metadata.topic_partition])
         consumer.seek(metadata.topic_partition, metadata.offset)
         ends: dict[TopicPartition, int] = consumer.end_offsets([metadata.topic_partition], timeout=5)
@@ -126,11 +126,27 @@ def replay_from(metadata: RecordMetadata) -> list[bytes]:
     return out
 
 
+def shout(src: str, dst: str) -> int:
+    """The config-dict style with the (de)serializers named in the config: mypy cannot see the names, so
+    the user states the consumer's types, and a string value is sent through the string serializer."""
+    text_config = {**BOOTSTRAP, "group.id": "shout", "key.deserializer": "str", "value.deserializer": "str"}
+    consumer: KafkaConsumer[str | None, str | None] = KafkaConsumer(text_config)
+    copied = 0
+    with consumer, KafkaProducer({**BOOTSTRAP, "key.serializer": "str", "value.serializer": "str"}) as producer:
+        consumer.subscribe([src])
+        for record in consumer.poll(1.0):
+            text: str = record.value.upper() if record.value is not None else ""
+            producer.send(dst, value=text, key=record.key)
+            copied += 1
+        producer.flush(10)
+    return copied
+
+
 def main() -> None:
     try:
         create_topic("orders")
         metadata = produce("orders")
-        print(consume_group("orders"), replay_from(metadata))
+        print(consume_group("orders"), replay_from(metadata), shout("orders", "shouted"))
     except UnknownTopicOrPartitionError as e:
         print("no such topic:", e)
     except KafkaTimeoutError as e:
