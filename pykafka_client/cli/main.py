@@ -4,14 +4,17 @@ stderr and an exit code (``--debug`` shows the traceback instead)."""
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pykafka_client._version import __version__
 from pykafka_client.cli import configs, consume, groups, offsets, perf, produce, topics, transactions
 from pykafka_client.cli.common import (
+    COMMAND_PARSER,
     EXIT_CODES_HELP,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -20,6 +23,7 @@ from pykafka_client.cli.common import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     CliError,
+    apply_common_defaults,
     common_flags,
 )
 from pykafka_client.errors import (
@@ -35,13 +39,13 @@ from pykafka_client.errors import (
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
-from pykafka_client.errors_base import KafkaError
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
 
 DESCRIPTION = """Kafka's command-line tools in one, built on pykafka_client: topics, console producer and
 consumer, consumer groups, configs, offsets, transactions and producers, and perf tests. Every
 subcommand takes --bootstrap-server (default $PYKAFKA_BOOTSTRAP_SERVERS, then localhost:9092),
---command-config FILE, -X key=value and --timeout; listing commands take --output json.
-`pykafka COMMAND --help` shows each one."""
+--command-config FILE, -X key=value and --timeout, before or after the subcommand; listing commands
+take --output json. `pykafka COMMAND --help` shows each one."""
 
 EPILOG = f"""examples:
   pykafka topics create orders --partitions 3
@@ -54,15 +58,31 @@ EPILOG = f"""examples:
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors are one line on stderr (what is wrong, where to look), exit code 2."""
+    """Usage errors are one line on stderr (what is wrong, where to look), exit code 2. No option is taken
+    for a longer one it begins (``allow_abbrev`` off: ``--max-message`` is an error, not ``--max-messages``);
+    the subcommands' parsers are of this class too."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        choice = _INVALID_CHOICE.search(message)
+        if choice:
+            close = difflib.get_close_matches(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)), n=1)
+            if close:
+                message += f"; did you mean {close[0]}?"
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+_OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog="pykafka", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="pykafka", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common_flags(before_subcommand=True)],
     )
     parser.add_argument("--version", action="version", version=f"pykafka {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -70,6 +90,38 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (topics, produce, consume, groups, configs, offsets, transactions, perf):
         module.register(sub, common)
     return parser
+
+
+def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """The usage error for arguments no parser took, with the closest option of ``parser`` (the subcommand's)
+    for each unknown one: ``unrecognized arguments: --max-message (did you mean --max-messages?)``."""
+    known = sorted(set(_OPTION.findall(parser.format_help())))
+    hints = []
+    for word in (w.split("=", 1)[0] for w in extras if w.startswith("-")):
+        close = difflib.get_close_matches(word, known, n=1)
+        if close:
+            hints.append((word, close[0]))
+    if len(hints) == 1:
+        return f"unrecognized arguments: {' '.join(extras)}; did you mean {hints[0][1]}?"
+    said = "; ".join(f"{word}: did you mean {option}?" for word, option in hints)
+    return f"unrecognized arguments: {' '.join(extras)}" + (f" ({said})" if said else "")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line, common flags filled in; a usage error exits with EXIT_USAGE before anything runs."""
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        leaf = getattr(args, COMMAND_PARSER, parser)
+        leaf.error(unrecognized(extras, leaf))
+    return apply_common_defaults(args)
+
+
+def said(e: BaseException) -> str:
+    """What an error says, for a line that already names its kind: a broker error's message (or its code's
+    description) without the ``[Error N] NAME:`` prefix, and no trailing period."""
+    text = (e.message or e.description) if isinstance(e, BrokerResponseError) else str(e)
+    return text.rstrip(". ")
 
 
 def exit_code_and_message(e: BaseException, args: argparse.Namespace) -> tuple[int, str]:
@@ -82,20 +134,20 @@ def exit_code_and_message(e: BaseException, args: argparse.Namespace) -> tuple[i
             "check --bootstrap-server and that the broker is running, or raise --timeout"
         )
     if isinstance(e, UnknownTopicOrPartitionError):
-        return EXIT_NOT_FOUND, f"unknown topic or partition: {e}; see `pykafka topics list`"
+        return EXIT_NOT_FOUND, f"unknown topic or partition: {said(e)}; see `pykafka topics list`"
     if isinstance(e, GroupIdNotFoundError):
-        return EXIT_NOT_FOUND, f"unknown group: {e}; see `pykafka groups list`"
+        return EXIT_NOT_FOUND, f"unknown group: {said(e)}; see `pykafka groups list`"
     if isinstance(e, TransactionalIdNotFoundError):
-        return EXIT_NOT_FOUND, f"unknown transactional id: {e}; see `pykafka transactions list`"
-    if isinstance(e, GroupNotEmptyError):
-        return EXIT_REFUSED, f"{e}: the group has active members; stop its consumers first"
-    if isinstance(e, UnknownMemberIdError):
-        return EXIT_REFUSED, f"{e}: the group has active members; stop its consumers first"
+        return EXIT_NOT_FOUND, f"unknown transactional id: {said(e)}; see `pykafka transactions list`"
+    if isinstance(e, (GroupNotEmptyError, UnknownMemberIdError)):
+        return EXIT_REFUSED, f"{said(e)}: the group has active members; stop its consumers first"
     if isinstance(e, (InvalidProducerEpochError, ProducerFencedError, TransactionCoordinatorFencedError)):
         return EXIT_FAILED, (f"{type(e).__name__}: {e}; the producer or its coordinator has moved on to a newer "
                              "epoch, see `pykafka producers describe`")
     if isinstance(e, (ConfigurationError, IllegalArgumentError)):
         return EXIT_USAGE, f"{e}"
+    if isinstance(e, BrokerResponseError):
+        return EXIT_FAILED, f"{e.name}: {said(e)}"
     if isinstance(e, KafkaError):
         return EXIT_FAILED, f"{type(e).__name__}: {e}"
     if isinstance(e, OSError):
@@ -104,8 +156,7 @@ def exit_code_and_message(e: BaseException, args: argparse.Namespace) -> tuple[i
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     try:
         return int(args.run(args))
     except KeyboardInterrupt:
