@@ -8,7 +8,7 @@ import difflib
 import re
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, NoReturn
 
 from pykafka_client._version import __version__
@@ -80,6 +80,11 @@ _OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    return _build()[0]
+
+
+def _build() -> tuple[argparse.ArgumentParser, Collection[str]]:
+    """The parser and its command names."""
     parser = _Parser(
         prog="pykafka", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common_flags(before_subcommand=True)],
@@ -89,13 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
     common = common_flags()
     for module in (topics, produce, consume, groups, configs, offsets, transactions, perf):
         module.register(sub, common)
-    return parser
+    return parser, list(sub.choices or ())
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    """The options ``parser`` takes, as its help lists them."""
+    return sorted(set(_OPTION.findall(parser.format_help())))
 
 
 def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
     """The usage error for arguments no parser took, with the closest option of ``parser`` (the subcommand's)
     for each unknown one: ``unrecognized arguments: --max-message (did you mean --max-messages?)``."""
-    known = sorted(set(_OPTION.findall(parser.format_help())))
+    known = _options(parser)
     hints = []
     for word in (w.split("=", 1)[0] for w in extras if w.startswith("-")):
         close = difflib.get_close_matches(word, known, n=1)
@@ -109,8 +119,15 @@ def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line, common flags filled in; a usage error exits with EXIT_USAGE before anything runs."""
-    parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
+    parser, commands = _build()
+    words = list(sys.argv[1:] if argv is None else argv)
+    # an unknown option before the command would make its value the command ("invalid choice: 'x:1'")
+    first = next((i for i, w in enumerate(words) if w in commands), len(words))
+    known = _options(parser)
+    leading = [w for w in words[:first] if _OPTION.fullmatch(w.split("=", 1)[0]) and w.split("=", 1)[0] not in known]
+    if leading:
+        parser.error(unrecognized(leading, parser))
+    args, extras = parser.parse_known_args(words)
     if extras:
         leaf = getattr(args, COMMAND_PARSER, parser)
         leaf.error(unrecognized(extras, leaf))
