@@ -50,9 +50,6 @@ class CliError(KafkaError):
         self.exit_code = exit_code
 
 
-#: The namespace attribute holding the parser of the (sub)command that parsed the command line.
-COMMAND_PARSER = "command_parser"
-
 #: The flags every subcommand takes; they may also come before the subcommand (``pykafka --timeout 5 topics
 #: list``). A flag given after the subcommand wins; ``-X`` values given before come first (later wins).
 GLOBAL_OVERRIDES_DEST = "global_overrides"
@@ -242,11 +239,8 @@ def add_command(
     epilog: str | None = None,
 ) -> argparse.ArgumentParser:
     """A subcommand whose --help shows its description (a module docstring's ``markup`` dropped), the flags
-    and an example epilog as written. The namespace keeps the parser of the deepest command parsed (under
-    COMMAND_PARSER), whose flags suggest the right one for an unknown flag."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
+    and an example epilog as written."""
+    return subparsers.add_parser(  # type: ignore[no-any-return]
         name, help=help_text, description=(description or help_text).replace("``", ""), parents=parents, epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(**{COMMAND_PARSER: parser})
-    return parser

@@ -8,13 +8,12 @@ import difflib
 import re
 import sys
 import traceback
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from pykafka_client._version import __version__
 from pykafka_client.cli import configs, consume, groups, offsets, perf, produce, topics, transactions
 from pykafka_client.cli.common import (
-    COMMAND_PARSER,
     EXIT_CODES_HELP,
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -66,6 +65,12 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        """As argparse's; ``commands`` keeps the subcommands' parsers by name."""
+        action = super().add_subparsers(**kwargs)
+        self.commands: dict[str, argparse.ArgumentParser] = action.choices
+        return action
+
     def error(self, message: str) -> NoReturn:
         choice = _INVALID_CHOICE.search(message)
         if choice:
@@ -80,11 +85,6 @@ _OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    return _build()[0]
-
-
-def _build() -> tuple[argparse.ArgumentParser, Collection[str]]:
-    """The parser and its command names."""
     parser = _Parser(
         prog="pykafka", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[common_flags(before_subcommand=True)],
@@ -94,7 +94,7 @@ def _build() -> tuple[argparse.ArgumentParser, Collection[str]]:
     common = common_flags()
     for module in (topics, produce, consume, groups, configs, offsets, transactions, perf):
         module.register(sub, common)
-    return parser, list(sub.choices or ())
+    return parser
 
 
 def _options(parser: argparse.ArgumentParser) -> list[str]:
@@ -102,10 +102,9 @@ def _options(parser: argparse.ArgumentParser) -> list[str]:
     return sorted(set(_OPTION.findall(parser.format_help())))
 
 
-def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
-    """The usage error for arguments no parser took, with the closest option of ``parser`` (the subcommand's)
-    for each unknown one: ``unrecognized arguments: --max-message (did you mean --max-messages?)``."""
-    known = _options(parser)
+def unrecognized(extras: Sequence[str], known: Sequence[str]) -> str:
+    """The usage error for arguments no parser took, with the closest of the ``known`` options (the command's)
+    for each unknown one: ``unrecognized arguments: --max-message; did you mean --max-messages?``."""
     hints = []
     for word in (w.split("=", 1)[0] for w in extras if w.startswith("-")):
         close = difflib.get_close_matches(word, known, n=1)
@@ -117,20 +116,33 @@ def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
     return f"unrecognized arguments: {' '.join(extras)}" + (f" ({said})" if said else "")
 
 
+def _command_chain(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[argparse.ArgumentParser]:
+    """The parsers of the command and subcommands named in ``words`` (``pykafka``, ``topics``, ``list``)."""
+    chain = [parser]
+    for word in words:
+        if word == "--":
+            break
+        child = getattr(chain[-1], "commands", {}).get(word)
+        if child is not None:
+            chain.append(child)
+    return chain
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """The command line, common flags filled in; a usage error exits with EXIT_USAGE before anything runs."""
-    parser, commands = _build()
+    """The command line, common flags filled in; a usage error exits with EXIT_USAGE before anything runs. An
+    option no parser of the command takes is reported first, with the closest one (argparse would report it
+    after a missing required flag, or take the unknown option's value for the command before it)."""
+    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
-    # an unknown option before the command would make its value the command ("invalid choice: 'x:1'")
-    first = next((i for i, w in enumerate(words) if w in commands), len(words))
-    known = _options(parser)
-    leading = [w for w in words[:first] if _OPTION.fullmatch(w.split("=", 1)[0]) and w.split("=", 1)[0] not in known]
-    if leading:
-        parser.error(unrecognized(leading, parser))
+    chain = _command_chain(parser, words)
+    known = sorted({o for p in chain for o in _options(p)})
+    options = words[:words.index("--")] if "--" in words else words
+    unknown = [w for w in options if _OPTION.fullmatch(w.split("=", 1)[0]) and w.split("=", 1)[0] not in known]
+    if unknown:
+        chain[-1].error(unrecognized(unknown, known))
     args, extras = parser.parse_known_args(words)
     if extras:
-        leaf = getattr(args, COMMAND_PARSER, parser)
-        leaf.error(unrecognized(extras, leaf))
+        chain[-1].error(unrecognized(extras, known))
     return apply_common_defaults(args)
 
 
