@@ -13,7 +13,7 @@ from pykafka_client.admin.config import ADMIN_CONFIG
 from pykafka_client.config import ConfigDef
 from pykafka_client.consumer.config import CONSUMER_CONFIG
 from pykafka_client.consumer.kafka_consumer import KafkaConsumer
-from pykafka_client.errors_base import KafkaError
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.producer.config import PRODUCER_CONFIG_DEF
 
 #: Exit codes (documented in ``pykafka --help`` and the README).
@@ -53,6 +53,19 @@ class CliError(KafkaError):
 #: The flags every subcommand takes; they may also come before the subcommand (``pykafka --timeout 5 topics
 #: list``). A flag given after the subcommand wins; ``-X`` values given before come first (later wins).
 GLOBAL_OVERRIDES_DEST = "global_overrides"
+
+
+def said(e: BaseException) -> str:
+    """What an error says, for a line that already names its kind: a broker error's message (or its code's
+    description) without the ``[Error N] NAME:`` prefix, and no trailing period."""
+    text = (e.message or e.description) if isinstance(e, BrokerResponseError) else str(e)
+    return text.rstrip(". ")
+
+
+def error_text(e: BaseException) -> str:
+    """An error on one line: a broker error as ``CODE_NAME: message`` (Kafka's name for it), any other as
+    ``ClassName: message``."""
+    return f"{e.name}: {said(e)}" if isinstance(e, BrokerResponseError) else f"{type(e).__name__}: {said(e)}"
 
 
 def common_flags(before_subcommand: bool = False) -> argparse.ArgumentParser:

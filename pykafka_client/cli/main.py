@@ -24,6 +24,8 @@ from pykafka_client.cli.common import (
     CliError,
     apply_common_defaults,
     common_flags,
+    error_text,
+    said,
 )
 from pykafka_client.errors import (
     ConfigurationError,
@@ -38,7 +40,7 @@ from pykafka_client.errors import (
     UnknownMemberIdError,
     UnknownTopicOrPartitionError,
 )
-from pykafka_client.errors_base import BrokerResponseError, KafkaError
+from pykafka_client.errors_base import KafkaError
 
 DESCRIPTION = """Kafka's command-line tools in one, built on pykafka_client: topics, console producer and
 consumer, consumer groups, configs, offsets, transactions and producers, and perf tests. Every
@@ -112,8 +114,8 @@ def unrecognized(extras: Sequence[str], known: Sequence[str]) -> str:
             hints.append((word, close[0]))
     if len(hints) == 1:
         return f"unrecognized arguments: {' '.join(extras)}; did you mean {hints[0][1]}?"
-    said = "; ".join(f"{word}: did you mean {option}?" for word, option in hints)
-    return f"unrecognized arguments: {' '.join(extras)}" + (f" ({said})" if said else "")
+    listed = "; ".join(f"{word}: did you mean {option}?" for word, option in hints)
+    return f"unrecognized arguments: {' '.join(extras)}" + (f" ({listed})" if listed else "")
 
 
 def _command_chain(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[argparse.ArgumentParser]:
@@ -146,13 +148,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return apply_common_defaults(args)
 
 
-def said(e: BaseException) -> str:
-    """What an error says, for a line that already names its kind: a broker error's message (or its code's
-    description) without the ``[Error N] NAME:`` prefix, and no trailing period."""
-    text = (e.message or e.description) if isinstance(e, BrokerResponseError) else str(e)
-    return text.rstrip(". ")
-
-
 def exit_code_and_message(e: BaseException, args: argparse.Namespace) -> tuple[int, str]:
     """The exit code and the one line a failure prints (what failed, what to try)."""
     if isinstance(e, CliError):
@@ -171,14 +166,12 @@ def exit_code_and_message(e: BaseException, args: argparse.Namespace) -> tuple[i
     if isinstance(e, (GroupNotEmptyError, UnknownMemberIdError)):
         return EXIT_REFUSED, f"{said(e)}: the group has active members; stop its consumers first"
     if isinstance(e, (InvalidProducerEpochError, ProducerFencedError, TransactionCoordinatorFencedError)):
-        return EXIT_FAILED, (f"{type(e).__name__}: {e}; the producer or its coordinator has moved on to a newer "
+        return EXIT_FAILED, (f"{error_text(e)}; the producer or its coordinator has moved on to a newer "
                              "epoch, see `pykafka producers describe`")
     if isinstance(e, (ConfigurationError, IllegalArgumentError)):
         return EXIT_USAGE, f"{e}"
-    if isinstance(e, BrokerResponseError):
-        return EXIT_FAILED, f"{e.name}: {said(e)}"
     if isinstance(e, KafkaError):
-        return EXIT_FAILED, f"{type(e).__name__}: {e}"
+        return EXIT_FAILED, error_text(e)
     if isinstance(e, OSError):
         return EXIT_FAILED, f"{e}"
     return EXIT_FAILED, f"unexpected {type(e).__name__}: {e} (run again with --debug for the traceback)"

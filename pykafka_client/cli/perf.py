@@ -27,6 +27,7 @@ from pykafka_client.cli.common import (
     add_command,
     auto_created_partition_counts,
     client_config,
+    error_text,
     non_negative_int,
     open_admin,
     positive_float,
@@ -83,7 +84,7 @@ def run_produce(args: argparse.Namespace) -> int:
         def on_delivery(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
             now = _now_ms()
             if exception is not None:
-                stats.failed(f"{type(exception).__name__}: {exception}")
+                stats.failed(error_text(exception))
             else:
                 stats.record(int(now - sent_ms), len(payload), now)
 

@@ -24,6 +24,7 @@ from pykafka_client.cli.common import (
     auto_created_partition_counts,
     check_partition,
     client_config,
+    error_text,
     key_value,
     non_negative_int,
 )
@@ -70,7 +71,7 @@ class _Outcome:
     def callback(self, line: int) -> Any:
         def on_delivery(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
             if exception is not None:
-                self.fail(line, f"{type(exception).__name__}: {exception}")
+                self.fail(line, error_text(exception))
             else:
                 with self.lock:
                     self.sent += 1
@@ -110,7 +111,7 @@ def parse_json_line(line: bytes) -> dict[str, Any]:
         raise ValueError("headers must be an object or a list of [key, value] pairs")
     partition = obj.get("partition")
     if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool) or partition < 0):
-        raise ValueError(f"partition must be a non-negative integer, got {partition!r}")
+        raise ValueError(f"partition must be a non-negative integer, got {json.dumps(partition)}")
     return {
         "key": _as_bytes(obj.get("key"), "key"),
         "value": _as_bytes(obj.get("value"), "value"),
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
             except (ValueError, TypeError) as e:
                 outcome.fail(number, str(e))
             except Exception as e:
-                outcome.fail(number, f"{type(e).__name__}: {e}")
+                outcome.fail(number, error_text(e))
     except KeyboardInterrupt:
         info("interrupted: sending what was read")
     finally:
