@@ -80,6 +80,14 @@ class ConfigResource:
     type: ConfigResourceType
     name: str
 
+    def __str__(self) -> str:
+        """How messages name it: ``topic 'orders'``, ``broker 1``, ``broker default`` (the repr stays the
+        dataclass's)."""
+        kind = self.type.name.lower().replace("_", " ")
+        if self.type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER):
+            return f"{kind} {self.name or 'default'}"
+        return f"{kind} {self.name!r}"
+
 
 class ConfigSource(enum.IntEnum):
     UNKNOWN = 0

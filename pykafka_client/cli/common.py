@@ -12,7 +12,8 @@ from pykafka_client.admin.admin_client import AdminClient
 from pykafka_client.admin.config import ADMIN_CONFIG
 from pykafka_client.config import ConfigDef
 from pykafka_client.consumer.config import CONSUMER_CONFIG
-from pykafka_client.errors_base import KafkaError
+from pykafka_client.consumer.kafka_consumer import KafkaConsumer
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.producer.config import PRODUCER_CONFIG_DEF
 
 #: Exit codes (documented in ``pykafka --help`` and the README).
@@ -29,7 +30,7 @@ EXIT_CODES_HELP = """exit codes:
   1    the operation failed (broker or client error; a record could not be produced)
   2    bad command line (unknown flag, bad value, unreadable file)
   3    the cluster could not be reached within --timeout
-  4    unknown topic, partition, group or transactional id
+  4    unknown topic, partition, group, transactional id or broker
   5    refused: the consumer group has active members
   130  interrupted"""
 
@@ -49,26 +50,63 @@ class CliError(KafkaError):
         self.exit_code = exit_code
 
 
-def common_flags() -> argparse.ArgumentParser:
-    """The flags every subcommand takes (an argparse parent parser)."""
-    p = argparse.ArgumentParser(add_help=False)
-    g = p.add_argument_group("connection")
+#: The flags every subcommand takes; they may also come before the subcommand (``pykafka --timeout 5 topics
+#: list``). A flag given after the subcommand wins; ``-X`` values given before come first (later wins).
+GLOBAL_OVERRIDES_DEST = "global_overrides"
+
+
+def said(e: BaseException) -> str:
+    """What an error says, for a line that already names its kind: a broker error's message (or its code's
+    description) without the ``[Error N] NAME:`` prefix, and no trailing period."""
+    text = (e.message or e.description) if isinstance(e, BrokerResponseError) else str(e)
+    return text.rstrip(". ")
+
+
+def error_text(e: BaseException) -> str:
+    """An error on one line: a broker error as ``CODE_NAME: message`` (Kafka's name for it), any other as
+    ``ClassName: message``."""
+    return f"{e.name}: {said(e)}" if isinstance(e, BrokerResponseError) else f"{type(e).__name__}: {said(e)}"
+
+
+def common_flags(before_subcommand: bool = False) -> argparse.ArgumentParser:
+    """The flags every subcommand takes (an argparse parent parser). Their defaults are left out of the
+    namespace (``argparse.SUPPRESS``) so that a flag given before the subcommand is not overwritten by the
+    subcommand's default; :func:`apply_common_defaults` fills in what was not given."""
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, argument_default=argparse.SUPPRESS)
+    g = p.add_argument_group("connection (before or after the subcommand)" if before_subcommand else "connection")
     g.add_argument(
         "--bootstrap-server", metavar="HOST:PORT[,...]",
-        default=os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP,
         help=f"brokers to connect to (default: ${BOOTSTRAP_ENV}, then {DEFAULT_BOOTSTRAP})",
     )
     g.add_argument("--command-config", metavar="FILE", help="a Java properties file of client configs")
     g.add_argument(
-        "-X", dest="overrides", metavar="KEY=VALUE", action="append", default=[],
+        "-X", dest=GLOBAL_OVERRIDES_DEST if before_subcommand else "overrides", metavar="KEY=VALUE", action="append",
         help="a client config, e.g. -X linger.ms=5 (repeatable; wins over --command-config)",
     )
     g.add_argument(
-        "--timeout", metavar="SECONDS", type=positive_float, default=DEFAULT_TIMEOUT_S,
+        "--timeout", metavar="SECONDS", type=positive_float,
         help=f"how long to wait for the cluster (default {DEFAULT_TIMEOUT_S:g})",
     )
     g.add_argument("--debug", action="store_true", help="on error, show the traceback")
     return p
+
+
+def apply_common_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """Fill in the common flags not given anywhere, and join the ``-X`` values given before and after the
+    subcommand (in that order, so that the later one wins)."""
+    defaults: dict[str, Any] = {
+        "bootstrap_server": os.environ.get(BOOTSTRAP_ENV) or DEFAULT_BOOTSTRAP,
+        "command_config": None,
+        "timeout": DEFAULT_TIMEOUT_S,
+        "debug": False,
+    }
+    for name, value in defaults.items():
+        if not hasattr(args, name):
+            setattr(args, name, value)
+    args.overrides = [*(getattr(args, GLOBAL_OVERRIDES_DEST, None) or []), *(getattr(args, "overrides", None) or [])]
+    if hasattr(args, GLOBAL_OVERRIDES_DEST):
+        delattr(args, GLOBAL_OVERRIDES_DEST)
+    return args
 
 
 def output_flag(parser: argparse.ArgumentParser) -> None:
@@ -173,10 +211,40 @@ def topic_partitions(admin: AdminClient, topic: str, wanted: Iterable[int] | Non
     raises UnknownTopicOrPartitionError, a partition beyond the topic's a CliError with EXIT_NOT_FOUND."""
     count = len(admin.describe_topics([topic], timeout=timeout)[topic].partitions)
     parts = sorted(set(wanted)) if wanted else list(range(count))
-    missing = [p for p in parts if p >= count]
-    if missing:
-        raise CliError(f"partition {topic}-{missing[0]} does not exist: {topic!r} has {count} partitions", EXIT_NOT_FOUND)
+    for p in parts:
+        check_partition(topic, p, count)
     return parts
+
+
+def check_partition(topic: str, partition: int | None, count: int) -> None:
+    """A CliError with EXIT_NOT_FOUND when ``partition`` (None: any) is not one of the topic's ``count``."""
+    if partition is not None and not 0 <= partition < count:
+        raise CliError(f"partition {topic}-{partition} does not exist: topic {topic!r} has {count} partition"
+                       f"{'' if count == 1 else 's'} (0..{count - 1})", EXIT_NOT_FOUND)
+
+
+def partition_count(consumer: KafkaConsumer[Any, Any], topic: str, timeout: float, auto_create: bool = True) -> int:
+    """The partition count of ``topic``, after one metadata request that lets the broker create a missing topic
+    (``auto_create``: what Kafka's console producer and consumer send, so a broker with
+    auto.create.topics.enable=true creates it here). A topic that is still missing is a CliError with
+    EXIT_NOT_FOUND saying how to create it."""
+    parts = consumer.partitions_for(topic, timeout=timeout)
+    if not parts:
+        why = ("the broker does not create topics on use (auto.create.topics.enable=false)" if auto_create
+               else "allow.auto.create.topics=false, so it was not created on use")
+        raise CliError(f"topic {topic!r} does not exist and {why}; create it first: `pykafka topics create {topic}` "
+                       "(--partitions N to choose the count)", EXIT_NOT_FOUND)
+    return len(parts)
+
+
+def auto_created_partition_counts(args: argparse.Namespace, topics: Iterable[str]) -> dict[str, int]:
+    """:func:`partition_count` of each topic with a short-lived consumer of the command's client configs (the
+    producer commands' topic check: the consumer's metadata look-up is one round trip, while the producer's
+    waits max.block.ms for a topic that does not come)."""
+    config = client_config("consumer", args, {"default.api.timeout.ms": int(args.timeout * 1000)})
+    config["allow.auto.create.topics"] = True  # a producer's metadata requests always allow it (as in Java)
+    with KafkaConsumer(config) as consumer:
+        return {t: partition_count(consumer, t, args.timeout) for t in topics}
 
 
 def add_command(

@@ -6,9 +6,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pykafka_client.admin.admin_client import AdminClient
 from pykafka_client.admin.group_types import AlterConfigOp, AlterConfigOpType
 from pykafka_client.admin.types import ConfigResource, ConfigResourceType, ConfigSource
-from pykafka_client.cli.common import EXIT_OK, EXIT_USAGE, CliError, add_command, open_admin, output_flag, split_csv
+from pykafka_client.cli.common import (
+    EXIT_NOT_FOUND,
+    EXIT_OK,
+    EXIT_USAGE,
+    CliError,
+    add_command,
+    open_admin,
+    output_flag,
+    split_csv,
+)
 from pykafka_client.cli.output import emit_rows, info
 
 
@@ -47,9 +57,20 @@ def _resource(args: argparse.Namespace) -> ConfigResource:
     return ConfigResource(ConfigResourceType.BROKER, str(args.broker))
 
 
+def _check_broker(admin: AdminClient, args: argparse.Namespace) -> None:
+    """--broker names a broker of the cluster (a request to any other would wait --timeout for it to appear)."""
+    if args.broker is None:
+        return
+    ids = sorted(n.id for n in admin.describe_cluster(timeout=args.timeout).nodes)
+    if args.broker not in ids:
+        raise CliError(f"broker {args.broker} is not in the cluster (its brokers: {', '.join(map(str, ids))}); "
+                       "see `pykafka configs describe --help`", EXIT_NOT_FOUND)
+
+
 def run_describe(args: argparse.Namespace) -> int:
     resource = _resource(args)
     with open_admin(args) as admin:
+        _check_broker(admin, args)
         entries = admin.describe_configs([resource], timeout=args.timeout)[resource]
     rows = [
         (e.name, "(sensitive)" if e.is_sensitive else e.value, e.source.name, e.is_read_only)
@@ -97,6 +118,7 @@ def run_alter(args: argparse.Namespace) -> int:
     ops += [AlterConfigOp(k, None, AlterConfigOpType.DELETE) for k in delete]
     resource = _resource(args)
     with open_admin(args) as admin:
+        _check_broker(admin, args)
         admin.incremental_alter_configs({resource: ops}, timeout=args.timeout)
     what = f"topic {args.topic}" if args.topic is not None else f"broker {args.broker}"
     info(f"Altered the configs of {what}: {len(add)} set, {len(delete)} deleted.")

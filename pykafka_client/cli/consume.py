@@ -19,9 +19,10 @@ from pykafka_client.cli.common import (
     EXIT_USAGE,
     CliError,
     add_command,
+    check_partition,
     client_config,
     non_negative_int,
-    open_admin,
+    partition_count,
     positive_float,
 )
 from pykafka_client.cli.output import info
@@ -71,42 +72,69 @@ def _check_flags(args: argparse.Namespace) -> None:
         raise CliError("use either --offset or --from-beginning", EXIT_USAGE)
 
 
-def _position(consumer: KafkaConsumer[Any, Any], tps: list[TopicPartition], args: argparse.Namespace) -> None:
-    """Seek the assigned partitions to where the flags say reading starts."""
+def start_at(args: argparse.Namespace) -> tuple[str, int]:
+    """Where reading starts, from --offset / --from-beginning: ("earliest" | "latest", 0), ("offset", N) or
+    ("timestamp", MS); a bad --offset is a usage error (before anything connects)."""
     spec = args.offset if args.offset is not None else ("earliest" if args.from_beginning else "latest")
-    if spec == "earliest":
-        consumer.seek_to_beginning(tps)
-    elif spec == "latest":
-        consumer.seek_to_end(tps)
-    elif spec.startswith("@"):
+    if spec in ("earliest", "latest"):
+        return spec, 0
+    if spec.startswith("@"):
         try:
-            when = int(spec[1:])
+            return "timestamp", int(spec[1:])
         except ValueError:
             raise CliError(f"--offset {spec!r}: expected @TIMESTAMP_MS, e.g. @1700000000000", EXIT_USAGE) from None
-        found = consumer.offsets_for_times(dict.fromkeys(tps, when), timeout=args.timeout)
-        ends = consumer.end_offsets(tps, timeout=args.timeout)
+    try:
+        offset = int(spec)
+    except ValueError:
+        raise CliError(f"--offset {spec!r}: expected a number, earliest, latest or @TIMESTAMP_MS", EXIT_USAGE) from None
+    if offset < 0:
+        raise CliError(f"--offset {spec!r} must not be negative", EXIT_USAGE)
+    return "offset", offset
+
+
+def _position(consumer: KafkaConsumer[Any, Any], tps: list[TopicPartition], start: tuple[str, int], timeout: float) -> None:
+    """Seek the assigned partitions to ``start`` (:func:`start_at`)."""
+    kind, value = start
+    if kind == "earliest":
+        consumer.seek_to_beginning(tps)
+    elif kind == "latest":
+        consumer.seek_to_end(tps)
+    elif kind == "timestamp":
+        found = consumer.offsets_for_times(dict.fromkeys(tps, value), timeout=timeout)
+        ends = consumer.end_offsets(tps, timeout=timeout)
         for tp in tps:
             hit = found.get(tp)
             consumer.seek(tp, hit.offset if hit is not None else ends[tp])
     else:
-        try:
-            offset = int(spec)
-        except ValueError:
-            raise CliError(f"--offset {spec!r}: expected a number, earliest, latest or @TIMESTAMP_MS", EXIT_USAGE) from None
-        if offset < 0:
-            raise CliError(f"--offset {spec!r} must not be negative", EXIT_USAGE)
         for tp in tps:
-            consumer.seek(tp, offset)
+            consumer.seek(tp, value)
+
+
+def _start(consumer: KafkaConsumer[Any, Any], args: argparse.Namespace, start: tuple[str, int]) -> None:
+    """Subscribe (--group) or assign and seek. A missing topic is created if the broker creates topics on use
+    (the consumer's metadata request allows it unless -X allow.auto.create.topics=false, as in Java's console
+    consumer); one that still does not exist, or an unknown --partition, fails here with exit code 4."""
+    auto_create = bool(consumer.config["allow.auto.create.topics"])
+    counts = {t: partition_count(consumer, t, args.timeout, auto_create) for t in args.topics}
+    if args.group:
+        consumer.subscribe(args.topics)
+        return
+    if args.partition is not None:
+        check_partition(args.topics[0], args.partition, counts[args.topics[0]])
+        tps = [TopicPartition(args.topics[0], args.partition)]
+    else:
+        tps = [TopicPartition(t, p) for t in args.topics for p in range(counts[t])]
+    consumer.assign(tps)
+    _position(consumer, tps, start, args.timeout)
 
 
 def run(args: argparse.Namespace) -> int:
     _check_flags(args)
+    start = start_at(args)
     try:
         fmt = RecordFormat(args.format if args.format is not None else ("%k\\t%s\\n" if args.print_key else "%s\\n"))
     except ValueError as e:
         raise CliError(str(e), EXIT_USAGE) from None
-    with open_admin(args) as admin:  # unknown topics and an unreachable cluster fail here
-        described = admin.describe_topics(args.topics, timeout=args.timeout)
     extra: dict[str, Any] = {
         "isolation.level": args.isolation_level,
         "default.api.timeout.ms": int(args.timeout * 1000),
@@ -115,6 +143,17 @@ def run(args: argparse.Namespace) -> int:
     if args.group:
         extra.update({"group.id": args.group, "auto.offset.reset": "earliest" if args.from_beginning else "latest"})
     consumer = KafkaConsumer(client_config("consumer", args, extra))
+    try:
+        _start(consumer, args, start)
+    except BaseException:
+        consumer.close()
+        raise
+    return _print_records(consumer, fmt, args)
+
+
+def _print_records(consumer: KafkaConsumer[Any, Any], fmt: RecordFormat, args: argparse.Namespace) -> int:
+    """The read loop, until --max-messages, --idle-timeout or Ctrl-C; then the group's commit, the consumer's
+    close and Kafka's ``Processed a total of N messages``."""
     stopping = False
 
     def on_sigint(signum: int, frame: FrameType | None) -> None:
@@ -127,19 +166,6 @@ def run(args: argparse.Namespace) -> int:
     consumed: dict[TopicPartition, OffsetAndMetadata] = {}
     out = sys.stdout.buffer
     try:
-        if args.group:
-            consumer.subscribe(args.topics)
-        else:
-            if args.partition is not None:
-                n = len(described[args.topics[0]].partitions)
-                if args.partition >= n:
-                    raise CliError(f"partition {args.partition} does not exist: topic {args.topics[0]!r} has {n} partitions",
-                                   EXIT_USAGE)
-                tps = [TopicPartition(args.topics[0], args.partition)]
-            else:
-                tps = [TopicPartition(t, p.partition) for t in args.topics for p in described[t].partitions]
-            consumer.assign(tps)
-            _position(consumer, tps, args)
         last_record = last_commit = time.monotonic()
         while not stopping and (args.max_messages is None or count < args.max_messages):
             try:

@@ -23,6 +23,7 @@ from pykafka_client.cli.common import (
     EXIT_USAGE,
     CliError,
     add_command,
+    check_partition,
     open_admin,
     output_flag,
 )
@@ -176,52 +177,70 @@ def parse_duration_ms(text: str) -> int:
     return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
 
 
-def parse_datetime_ms(text: str) -> int:
-    """``YYYY-MM-DDTHH:MM:SS[.sss][Z|+HH:MM]`` in milliseconds since the epoch; no offset means local time."""
+DATETIME_FORMAT = "YYYY-MM-DDTHH:MM:SS[.sss][Z|+HH:MM]"
+
+
+def parse_datetime_ms(text: str, flag: str = "--to-datetime", expected: str = DATETIME_FORMAT) -> int:
+    """``YYYY-MM-DDTHH:MM:SS[.sss][Z|+HH:MM]`` in milliseconds since the epoch; no offset means local time.
+    Not a date-time: a usage error naming ``flag`` (the flag the user typed) and what it ``expected``."""
     cleaned = text.strip()
     if cleaned.endswith(("Z", "z")):
         cleaned = cleaned[:-1] + "+00:00"
     try:
         return int(datetime.fromisoformat(cleaned).timestamp() * 1000)
     except ValueError:
-        raise CliError(f"--to-datetime {text!r}: expected YYYY-MM-DDTHH:MM:SS[.sss][+HH:MM]", EXIT_USAGE) from None
+        raise CliError(f"{flag} {text!r}: expected {expected}", EXIT_USAGE) from None
 
 
-def _partitions(admin: AdminClient, args: argparse.Namespace, committed: Mapping[TopicPartition, OffsetAndMetadata]) -> list[TopicPartition]:
-    if args.all_topics:
-        if not committed:
-            raise CliError(f"group {args.group!r} has no committed offsets; name the topics with --topic", EXIT_NOT_FOUND)
-        return sorted(committed)
+def wanted_partitions(args: argparse.Namespace) -> dict[str, list[int] | None]:
+    """The --topic TOPIC[:P,P...] flags (None: every partition); a bad one is a usage error."""
     wanted: dict[str, list[int] | None] = {}
-    for item in args.topic:
+    for item in args.topic or ():
         topic, _, parts = item.partition(":")
         try:
             wanted[topic] = [int(p) for p in parts.split(",")] if parts else None
         except ValueError:
             raise CliError(f"--topic {item!r}: expected TOPIC or TOPIC:P,P (partition numbers)", EXIT_USAGE) from None
+    return wanted
+
+
+def _partitions(admin: AdminClient, args: argparse.Namespace, wanted: dict[str, list[int] | None],
+                committed: Mapping[TopicPartition, OffsetAndMetadata]) -> list[TopicPartition]:
+    if args.all_topics:
+        if not committed:
+            raise CliError(f"group {args.group!r} has no committed offsets; name the topics with --topic", EXIT_NOT_FOUND)
+        return sorted(committed)
     described = admin.describe_topics(list(wanted), timeout=args.timeout)
     out: list[TopicPartition] = []
     for topic, parts in wanted.items():
         count = len(described[topic].partitions)
         for p in parts if parts is not None else range(count):
-            if not 0 <= p < count:
-                raise CliError(f"partition {topic}-{p} does not exist: {topic!r} has {count} partitions", EXIT_NOT_FOUND)
+            check_partition(topic, p, count)
             out.append(TopicPartition(topic, p))
     return sorted(set(out))
 
 
+def reset_time_ms(args: argparse.Namespace, now_ms: int) -> int | None:
+    """The time --to-datetime or --by-duration (before ``now_ms``) asks for, None for the other strategies; a
+    bad value is a usage error, raised before anything connects."""
+    if args.to_datetime is not None:
+        return parse_datetime_ms(args.to_datetime)
+    if args.by_duration is not None:
+        return now_ms - parse_duration_ms(args.by_duration)
+    return None
+
+
 def plan_offsets(admin: AdminClient, args: argparse.Namespace, tps: list[TopicPartition],
-                 committed: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, int]:
-    """The new offset of each partition under the chosen strategy, kept between earliest and latest."""
+                 committed: Mapping[TopicPartition, OffsetAndMetadata], when: int | None) -> dict[TopicPartition, int]:
+    """The new offset of each partition under the chosen strategy (``when``: :func:`reset_time_ms`), kept
+    between earliest and latest."""
     earliest = _end_offsets(admin, tps, args.timeout, OffsetSpec.earliest())
     latest = _end_offsets(admin, tps, args.timeout, OffsetSpec.latest())
     if args.to_earliest:
         return dict(earliest)
     if args.to_latest:
         return dict(latest)
-    if args.to_datetime is not None or args.by_duration is not None:
-        when = (parse_datetime_ms(args.to_datetime) if args.to_datetime is not None
-                else int(time.time() * 1000) - parse_duration_ms(args.by_duration))
+    if when is not None:
         found = _end_offsets(admin, tps, args.timeout, OffsetSpec.for_timestamp(max(0, when)))
         return {tp: latest[tp] if found.get(tp, -1) < 0 else found[tp] for tp in tps}
     plan: dict[TopicPartition, int] = {}
@@ -240,6 +259,8 @@ def plan_offsets(admin: AdminClient, args: argparse.Namespace, tps: list[TopicPa
 def run_reset(args: argparse.Namespace) -> int:
     if args.execute and args.dry_run:
         raise CliError("use either --execute or --dry-run", EXIT_USAGE)
+    when = reset_time_ms(args, int(time.time() * 1000))
+    wanted = wanted_partitions(args)
     with open_admin(args) as admin:
         d = admin.describe_consumer_groups([args.group], timeout=args.timeout)[args.group]
         if d.is_active:
@@ -248,8 +269,8 @@ def run_reset(args: argparse.Namespace) -> int:
                 "before resetting offsets", EXIT_REFUSED,
             )
         committed = admin.list_consumer_group_offsets(args.group, timeout=args.timeout)
-        tps = _partitions(admin, args, committed)
-        plan = plan_offsets(admin, args, tps, committed)
+        tps = _partitions(admin, args, wanted, committed)
+        plan = plan_offsets(admin, args, tps, committed, when)
         rows = [(args.group, tp.topic, tp.partition, committed[tp].offset if tp in committed else None, plan[tp])
                 for tp in sorted(plan)]
         emit_rows(args.output, ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"), rows)

@@ -17,7 +17,7 @@ from pykafka_client.cli.common import (
     output_flag,
     topic_partitions,
 )
-from pykafka_client.cli.groups import parse_datetime_ms
+from pykafka_client.cli.groups import DATETIME_FORMAT, parse_datetime_ms
 from pykafka_client.cli.output import emit_rows
 from pykafka_client.structs import TopicPartition
 
@@ -47,7 +47,8 @@ def offset_spec(text: str) -> OffsetSpec:
         if ms < 0:
             raise CliError(f"--time {text}: a time must not be negative", EXIT_USAGE)
         return OffsetSpec.for_timestamp(ms)
-    return OffsetSpec.for_timestamp(parse_datetime_ms(text))
+    expected = f"earliest, latest, max-timestamp, milliseconds since the epoch or a date-time {DATETIME_FORMAT}"
+    return OffsetSpec.for_timestamp(parse_datetime_ms(text, "--time", expected))
 
 
 def run(args: argparse.Namespace) -> int:

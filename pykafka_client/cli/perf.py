@@ -25,7 +25,9 @@ from pykafka_client.cli.common import (
     EXIT_USAGE,
     CliError,
     add_command,
+    auto_created_partition_counts,
     client_config,
+    error_text,
     non_negative_int,
     open_admin,
     positive_float,
@@ -46,7 +48,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = add_command(sub, "produce", "send records as fast as allowed and report throughput and latency", [common],
                     epilog="example:\n  pykafka perf produce --topic bench --num-records 100000 --record-size 100 "
                            "--throughput 5000 -X acks=1")
-    p.add_argument("--topic", required=True, help="the topic to write to (it must exist)")
+    p.add_argument("--topic", required=True, help="the topic to write to (created on use if the broker allows it)")
     p.add_argument("--num-records", type=non_negative_int, required=True, metavar="N", help="records to send")
     p.add_argument("--record-size", type=non_negative_int, default=100, metavar="BYTES", help="bytes per record (default 100)")
     p.add_argument("--throughput", type=float, default=-1, metavar="PER_SECOND", help="records per second at most (-1: no limit, the default)")
@@ -69,8 +71,7 @@ def _now_ms() -> float:
 def run_produce(args: argparse.Namespace) -> int:
     if args.throughput == 0:
         raise CliError("--throughput must be positive, or -1 for no limit", EXIT_USAGE)
-    with open_admin(args) as admin:
-        admin.describe_topics([args.topic], timeout=args.timeout)
+    auto_created_partition_counts(args, [args.topic])  # as Kafka's perf test: created on use if the broker allows
     payload = "".join(random.choices(string.ascii_uppercase, k=args.record_size)).encode()
     producer = KafkaProducer(
         client_config("producer", args, {"max.block.ms": int(args.timeout * 1000)})
@@ -83,7 +84,7 @@ def run_produce(args: argparse.Namespace) -> int:
         def on_delivery(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
             now = _now_ms()
             if exception is not None:
-                stats.failed(f"{type(exception).__name__}: {exception}")
+                stats.failed(error_text(exception))
             else:
                 stats.record(int(now - sent_ms), len(payload), now)
 

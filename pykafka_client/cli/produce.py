@@ -21,10 +21,12 @@ from pykafka_client.cli.common import (
     EXIT_USAGE,
     CliError,
     add_command,
+    auto_created_partition_counts,
+    check_partition,
     client_config,
+    error_text,
     key_value,
     non_negative_int,
-    open_admin,
 )
 from pykafka_client.cli.output import info
 from pykafka_client.producer.config import COMPRESSION_TYPES
@@ -41,7 +43,7 @@ EPILOG = """examples:
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = add_command(subparsers, "produce", "send lines from stdin or a file as records", [common],
                     description=__doc__.split("\n\n", 1)[1] if __doc__ else None, epilog=EPILOG)
-    p.add_argument("topic", metavar="TOPIC", help="the topic to write to (it must exist)")
+    p.add_argument("topic", metavar="TOPIC", help="the topic to write to (created on use if the broker allows it)")
     p.add_argument("--file", metavar="PATH", help="read lines from PATH instead of stdin")
     p.add_argument("--key-separator", metavar="SEP", help="split each line into KEY SEP VALUE at the first SEP")
     p.add_argument("--header", type=key_value, action="append", default=[], metavar="KEY=VALUE",
@@ -69,7 +71,7 @@ class _Outcome:
     def callback(self, line: int) -> Any:
         def on_delivery(metadata: RecordMetadata | None, exception: BaseException | None) -> None:
             if exception is not None:
-                self.fail(line, f"{type(exception).__name__}: {exception}")
+                self.fail(line, error_text(exception))
             else:
                 with self.lock:
                     self.sent += 1
@@ -109,7 +111,7 @@ def parse_json_line(line: bytes) -> dict[str, Any]:
         raise ValueError("headers must be an object or a list of [key, value] pairs")
     partition = obj.get("partition")
     if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool) or partition < 0):
-        raise ValueError(f"partition must be a non-negative integer, got {partition!r}")
+        raise ValueError(f"partition must be a non-negative integer, got {json.dumps(partition)}")
     return {
         "key": _as_bytes(obj.get("key"), "key"),
         "value": _as_bytes(obj.get("value"), "value"),
@@ -126,17 +128,19 @@ def run(args: argparse.Namespace) -> int:
     config = client_config("producer", args, extra)
     separator = args.key_separator.encode("utf-8") if args.key_separator else None
     headers = [(k, v.encode("utf-8")) for k, v in args.header]
-    with open_admin(args) as admin:  # an unknown topic or partition fails here, before any line is read
-        partitions = admin.describe_topics([args.topic], timeout=args.timeout)[args.topic].partitions
-    if args.partition is not None and args.partition >= len(partitions):
-        raise CliError(
-            f"partition {args.partition} does not exist: topic {args.topic!r} has {len(partitions)} partitions",
-            EXIT_USAGE,
-        )
     try:
         stream: BinaryIO = open(args.file, "rb") if args.file else sys.stdin.buffer
     except OSError as e:
         raise CliError(f"cannot read --file {args.file}: {e.strerror or e}", EXIT_USAGE) from e
+    try:
+        # before any line is read: a missing topic is created if the broker creates topics on use (as Kafka's
+        # console producer, whose first metadata request allows it); otherwise it, or an unknown partition, fails
+        count = auto_created_partition_counts(args, [args.topic])[args.topic]
+        check_partition(args.topic, args.partition, count)
+    except BaseException:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+        raise
     outcome = _Outcome()
     total = 0
     progress = sys.stdout.isatty()  # a person is watching: a line on stderr every PROGRESS_INTERVAL_S
@@ -166,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
             except (ValueError, TypeError) as e:
                 outcome.fail(number, str(e))
             except Exception as e:
-                outcome.fail(number, f"{type(e).__name__}: {e}")
+                outcome.fail(number, error_text(e))
     except KeyboardInterrupt:
         info("interrupted: sending what was read")
     finally:

@@ -37,9 +37,8 @@ def broker() -> Iterator[MiniBroker]:
         yield b
 
 
-@pytest.fixture(scope="module")
-def pykafka(broker: MiniBroker) -> Run:
-    """``pykafka("topics", "list", input=b"...")`` -> CompletedProcess with bytes stdout/stderr."""
+def runner(broker: MiniBroker) -> Run:
+    """``run("topics", "list", input=b"...")`` -> CompletedProcess with bytes stdout/stderr, against ``broker``."""
 
     def run(*args: str, input: bytes | None = None, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(
@@ -48,6 +47,12 @@ def pykafka(broker: MiniBroker) -> Run:
         )
 
     return run
+
+
+@pytest.fixture(scope="module")
+def pykafka(broker: MiniBroker) -> Run:
+    """``pykafka("topics", "list", input=b"...")`` -> CompletedProcess with bytes stdout/stderr."""
+    return runner(broker)
 
 
 def one_error_line(result: subprocess.CompletedProcess[bytes]) -> str:

@@ -50,3 +50,23 @@ def test_readme_example_parses(command: str, example: str) -> None:
     assert words[0] == "pykafka"
     args = build_parser().parse_args(words[1:])
     assert " ".join(filter(None, (args.command, getattr(args, "action", None)))) == command
+
+
+@pytest.mark.parametrize("command", ["produce", "consume"])
+def test_readme_names_every_flag_of_the_console_commands(command: str) -> None:
+    """The produce and consume rows list their flags: each one the command has is named there."""
+    row = next(text for name, text in _table_rows_with_description() if name == command)
+    leaf = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    common = {"--bootstrap-server", "--command-config", "-X", "--timeout", "--debug", "-h", "--help"}
+    flags = {s for a in leaf._actions for s in a.option_strings if s.startswith("--")} - common
+    assert sorted(f for f in flags if f"`{f}" not in row) == []
+
+
+def _table_rows_with_description() -> list[tuple[str, str]]:
+    section = README.read_text(encoding="utf-8").split("## Command line: `pykafka`", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if len(cells) == 3 and cells[0].startswith("`"):
+            rows.append((cells[0].strip("`"), cells[1]))
+    return rows
