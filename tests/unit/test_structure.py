@@ -73,7 +73,8 @@ PENDING_PRIVATE_REACHES: Mapping[str, tuple[str, ...]] = {
     # item 3: mini_broker/cluster
     "mini_broker.cluster.coordinator_errors": ("message._SCHEMA",),
     "mini_broker.cluster.replication": ("self.rm._log_config", "self.rm._log_config"),
-    # item 5: the async clients' entry points into the sync core
+    # item 5: the async clients' and the Spark connector's entry points into the sync core
+    "pykafka_client.consumer.column_fetch": ("consumer._poll_with",),
     "pykafka_client.aio.consumer": ("consumer._client", "consumer._closed"),
     "pykafka_client.aio.producer": (
         "metadata._cluster", "metadata._index", "pool._available", "pool._waiters", "producer._closed",
