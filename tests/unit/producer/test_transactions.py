@@ -137,7 +137,7 @@ def test_76_requests_by_priority_and_end_txn_not_sent_while_batches_incomplete(h
     ]
     tm.transaction_started = True  # else the EndTxn would be skipped (statement 84)
     for handler in handlers:
-        tm._enqueue(handler)
+        tm.enqueue(handler)
     order = [tm.next_request(False) for _ in handlers]
     assert [type(x) for x in order] == [FindCoordinatorHandler, InitProducerIdHandler, AddPartitionsToTxnHandler, EndTxnHandler]
 
