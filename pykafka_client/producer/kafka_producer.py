@@ -68,8 +68,9 @@ from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.producer.sender import IoRunner, Sender
-from pykafka_client.producer.transaction_manager import GroupMetadata, TransactionManager
+from pykafka_client.producer.transaction_manager import TransactionManager
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
+from pykafka_client.producer.txn_request_handlers import GroupMetadata
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.serialization import ByteArraySerializer, Serializer, resolve_serializer
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
@@ -94,7 +95,7 @@ _PARTITIONER_NAMES = {
 
 def _failed_future(exc: BaseException) -> FutureRecordMetadata:
     f = FutureRecordMetadata()
-    f._complete(None, exc)
+    f.set_exception(exc)
     return f
 
 

@@ -19,10 +19,11 @@ from pykafka_client.errors import (
     UnsupportedVersionError,
 )
 from pykafka_client.errors_base import KafkaError
-from pykafka_client.producer.transaction_manager import GROUP_COORDINATOR, TRANSACTION_COORDINATOR
 from pykafka_client.producer.transaction_state import State
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.producer.txn_request_handlers import (
+    GROUP_COORDINATOR,
+    TRANSACTION_COORDINATOR,
     AddPartitionsToTxnHandler,
     EndTxnHandler,
     FindCoordinatorHandler,
