@@ -4,7 +4,7 @@
     .venv/bin/python bench/async.py --records 50000   # quicker
     .venv/bin/python bench/async.py --gc freeze       # gc.freeze() after start-up in each client process
     .venv/bin/python bench/async.py --design          # no broker needed beyond one run: what the design
-                                                      # decision in docs/ARCHITECTURE.md "Async API" rests on
+                                                      # decision in docs/benchmarks.md "Async API" rests on
 
 The workloads of bench/producer.py and bench/consumer.py (1 partition, 100-byte values; produce: acks=1,
 linger.ms=5, a tight send loop then flush; consume: assign mode from the beginning, touching each value).

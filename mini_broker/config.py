@@ -16,7 +16,8 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Final, Mapping
 
-from mini_broker.config_def import CONFIG_DEF, CONFIG_KEYS, INT_MAX, ConfigValue, parse_int, parse_value
+from mini_broker.config_def import CONFIG_DEF, CONFIG_KEYS, INT_MAX, ConfigValue, parse_value
+from pykafka_client.config import ConfigType, between, parse_typed
 from pykafka_client.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -272,7 +273,10 @@ class KafkaConfig:
             host, sep, count = part.rpartition(":")
             if not sep:
                 raise ConfigurationError(f"Invalid value {raw!r} for configuration max.connections.per.ip.overrides")
-            out[host.strip()] = parse_int("max.connections.per.ip.overrides", count, 0, INT_MAX, "int")
+            name = "max.connections.per.ip.overrides"
+            limit: int = parse_typed(name, ConfigType.INT, count)
+            between(0, INT_MAX)(name, limit)
+            out[host.strip()] = limit
         return out
 
     @property

@@ -119,7 +119,12 @@ class ConfigKey:
     parser: Parser | None = None
 
     def parse(self, value: Any) -> Any:
-        return self.parser(self.name, value) if self.parser is not None else _parse_value(self.name, self.type, value)
+        return self.parser(self.name, value) if self.parser is not None else parse_typed(self.name, self.type, value)
+
+    @property
+    def sensitive(self) -> bool:
+        """True for a password: its value is never shown (in messages, reprs or DescribeConfigs)."""
+        return self.type is ConfigType.PASSWORD
 
 
 class ConfigDef:
@@ -204,17 +209,32 @@ class ConfigDef:
         return values
 
 
-def _parse_value(name: str, type: ConfigType, value: Any) -> Any:
+def _label(name: str, label: str | None) -> str:
+    return label if label is not None else f"configuration {name}"
+
+
+def parse_bool(name: str, value: Any, *, label: str | None = None) -> bool:
+    """The one boolean parser of the client, the broker and the Spark connector: ``True`` / ``False`` or the
+    strings ``true`` / ``false`` (any case, surrounding spaces ignored); anything else raises
+    :class:`ConfigurationError`. ``label`` names the setting in the message (default ``configuration
+    <name>``; the Spark connector says ``option '<name>'``)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ConfigurationError(f"Invalid value {value!r} for {_label(name, label)}: must be true or false")
+
+
+def parse_typed(name: str, type: ConfigType, value: Any, *, label: str | None = None) -> Any:
+    """Parse ``value`` (not None) as ``type``; raises :class:`ConfigurationError` naming the setting (see
+    :func:`parse_bool` for ``label``). Strings are accepted where Java accepts them (``"5"``, ``"a,b"``)."""
+
     def bad(expected: str) -> ConfigurationError:
         shown = "[hidden]" if type is ConfigType.PASSWORD else repr(value)
-        return ConfigurationError(f"Invalid value {shown} for configuration {name}: expected {expected}")
+        return ConfigurationError(f"Invalid value {shown} for {_label(name, label)}: expected {expected}")
 
     if type is ConfigType.BOOLEAN:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise bad("a boolean")
+        return parse_bool(name, value, label=label)
     if type in (ConfigType.INT, ConfigType.LONG):
         lo, hi = (INT_MIN, INT_MAX) if type is ConfigType.INT else (LONG_MIN, LONG_MAX)
         if isinstance(value, bool):

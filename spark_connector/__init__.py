@@ -1,4 +1,4 @@
 """PySpark Python Data Source for Kafka through pykafka_client (``spark.read.format("pykafka")``).
 
-Planned; see the roadmap in docs/ARCHITECTURE.md.
+Read and write paths and the exactly-once sink: see docs/ARCHITECTURE.md, "The Spark connector".
 """

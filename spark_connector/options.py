@@ -2,9 +2,11 @@
 
 Option names are case-insensitive (Spark hands a data source lower-cased keys; :func:`lower_keys` does the
 same for a plain dict). ``kafka.*`` options are our client's configuration with the prefix stripped
-(:func:`kafka_params`, shared with the write side). Every invalid option or combination raises
-``ValueError`` (Spark's ``IllegalArgumentException``) with Spark's own message, so it surfaces at
-``load()`` / ``start()`` as Spark's would. Pure: no I/O, nothing here talks to Kafka.
+(:func:`kafka_params`, shared with the write side). Values are parsed by the client's config machinery
+(:func:`pykafka_client.config.parse_bool` / :func:`~pykafka_client.config.parse_typed`). Every invalid option
+or combination raises :class:`~pykafka_client.errors.ConfigurationError` (a ``ValueError``: Spark's
+``IllegalArgumentException``) with Spark's own message, so it surfaces at ``load()`` / ``start()`` as Spark's
+would. Pure: no I/O, nothing here talks to Kafka.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from pykafka_client.config import ConfigType, parse_bool, parse_typed
 from pykafka_client.consumer.config import CONSUMER_CONFIG
 from pykafka_client.errors import ConfigurationError
 from pykafka_client.structs import TopicPartition
@@ -89,24 +92,23 @@ def kafka_params(options: Mapping[str, Any]) -> dict[str, str]:
     return {k[len(KAFKA_PREFIX):]: v for k, v in lower_keys(options).items() if k.startswith(KAFKA_PREFIX)}
 
 
-def parse_bool(options: Mapping[str, str], key: str, name: str, default: bool) -> bool:
+def option_label(name: str) -> str:
+    """How a message names a source or sink option: ``option 'failOnDataLoss'``."""
+    return f"option '{name}'"
+
+
+def bool_option(options: Mapping[str, str], key: str, name: str, default: bool) -> bool:
+    """The boolean option ``key`` (Spark's spelling ``name`` in messages), ``default`` when absent."""
     raw = options.get(key)
-    if raw is None:
-        return default
-    text = raw.strip().lower()
-    if text not in ("true", "false"):
-        raise ValueError(f"Invalid value '{raw}' for option '{name}': expected true or false")
-    return text == "true"
+    return default if raw is None else parse_bool(key, raw, label=option_label(name))
 
 
 def _parse_int(options: Mapping[str, str], key: str, name: str, default: int | None) -> int | None:
     raw = options.get(key)
     if raw is None:
         return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise ValueError(f"Invalid value '{raw}' for option '{name}': expected an integer") from None
+    value: int = parse_typed(key, ConfigType.LONG, raw, label=option_label(name))
+    return value
 
 
 _TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -116,7 +118,7 @@ def time_string_as_ms(text: str) -> int:
     """Spark's ``Utils.timeStringAsMs``: ``"15m"``, ``"10s"``, ``"100ms"``, ``"1h"``; no unit means ms."""
     match = re.fullmatch(r"\s*(-?[0-9]+)\s*([a-z]+)?\s*", text.lower())
     if match is None or (match.group(2) is not None and match.group(2) not in _TIME_UNITS_MS):
-        raise ValueError(f"Invalid time string '{text}' (e.g. 100ms, 10s, 15m, 1h, 1d)")
+        raise ConfigurationError(f"Invalid time string '{text}' (e.g. 100ms, 10s, 15m, 1h, 1d)")
     return int(int(match.group(1)) * _TIME_UNITS_MS[match.group(2) or "ms"])
 
 
@@ -143,7 +145,7 @@ def offset_limit(options: Mapping[str, str], timestamp_key: str, by_timestamp_ke
     win over offsets; none given -> ``default``."""
     strategy = options.get(STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY, "error").strip().lower()
     if strategy not in ("error", "latest"):
-        raise ValueError(f"Invalid value '{options[STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY]}' for option "
+        raise ConfigurationError(f"Invalid value '{options[STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY]}' for option "
                          "'startingOffsetsByTimestampStrategy': expected error or latest")
     latest = strategy == "latest"
     if timestamp_key in options:
@@ -151,7 +153,7 @@ def offset_limit(options: Mapping[str, str], timestamp_key: str, by_timestamp_ke
         try:
             return OffsetLimit("timestamp", timestamp=int(text), strategy_latest=latest)
         except ValueError:
-            raise ValueError(f"Expected a single long value, got {text}") from None
+            raise ConfigurationError(f"Expected a single long value, got {text}") from None
     if by_timestamp_key in options:
         timestamps = offset_json.partition_timestamps(options[by_timestamp_key].strip())
         return OffsetLimit("timestamps", offsets=timestamps, strategy_latest=latest)
@@ -210,38 +212,38 @@ def _strategy(options: Mapping[str, str]) -> Strategy:
     given = [k for k in STRATEGY_KEYS if k in options]
     listed = ", ".join(STRATEGY_KEYS)
     if not given:
-        raise ValueError(f"One of the following options must be specified for Kafka source: {listed}. "
+        raise ConfigurationError(f"One of the following options must be specified for Kafka source: {listed}. "
                          "See the docs for more details.")
     if len(given) > 1:
-        raise ValueError(f"Only one of the following options can be specified for Kafka source: {listed}. "
+        raise ConfigurationError(f"Only one of the following options can be specified for Kafka source: {listed}. "
                          "See the docs for more details.")
     kind, value = given[0], options[given[0]]
     if kind == ASSIGN:
         if not value.strip().startswith("{"):
-            raise ValueError(f"No topicpartitions to assign as specified value for option 'assign' is '{value}'")
+            raise ConfigurationError(f"No topicpartitions to assign as specified value for option 'assign' is '{value}'")
         return Strategy(ASSIGN, partitions=tuple(offset_json.partitions(value)))
     if kind == SUBSCRIBE:
         topics = tuple(t.strip() for t in value.split(",") if t.strip())
         if not topics:
-            raise ValueError(f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'")
+            raise ConfigurationError(f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'")
         return Strategy(SUBSCRIBE, topics=topics)
     pattern = value.strip()
     if not pattern:
-        raise ValueError(
+        raise ConfigurationError(
             f"Pattern to subscribe is empty as specified value for option 'subscribePattern' is '{value}'")
     try:
         re.compile(pattern)
     except re.error as e:
-        raise ValueError(f"Invalid subscribePattern '{pattern}': {e}") from None
+        raise ConfigurationError(f"Invalid subscribePattern '{pattern}': {e}") from None
     return Strategy(SUBSCRIBE_PATTERN, pattern=pattern)
 
 
 def _check_kafka_params(params: Mapping[str, str]) -> None:
     for key, message in FORBIDDEN_KAFKA_KEYS.items():
         if key in params:
-            raise ValueError(message)
+            raise ConfigurationError(message)
     if "bootstrap.servers" not in params:
-        raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer")
+        raise ConfigurationError("Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer")
     known = set(CONSUMER_CONFIG.names())
     for key in params:
         if key not in known:
@@ -261,7 +263,7 @@ def check_offset_limit_validity(start: OffsetLimit, end: OffsetLimit) -> None:
     if not same_kind:
         return
     if set(start.offsets) != set(end.offsets):
-        raise ValueError(
+        raise ConfigurationError(
             "[MISMATCHED_TOPIC_PARTITIONS_BETWEEN_START_OFFSET_AND_END_OFFSET] The specified start offset and "
             "end offset should have the same topic-partitions. Topic-partitions for start offset: "
             f"{scala_set(start.offsets)}, topic-partitions for end offset: {scala_set(end.offsets)}.")
@@ -269,22 +271,22 @@ def check_offset_limit_validity(start: OffsetLimit, end: OffsetLimit) -> None:
     for tp in sorted(start.offsets):
         s, e = start.offsets[tp], end.offsets[tp]
         if s > e and s >= 0 and e >= 0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"[UNRESOLVED_START_{what.upper()}_GREATER_THAN_END_{what.upper()}] The specified start {what} "
                 f"{s} is greater than the end {what} {e} for topic {tp.topic} partition {tp.partition}.")
 
 
 def _check_batch_limits(start: OffsetLimit, end: OffsetLimit) -> None:
     if start.kind == "latest":
-        raise ValueError("starting offset can't be latest for batch queries on Kafka")
+        raise ConfigurationError("starting offset can't be latest for batch queries on Kafka")
     for tp, off in sorted(start.offsets.items()) if start.kind == "offsets" else ():
         if off == offset_json.LATEST:
-            raise ValueError(f"startingOffsets for {tp} can't be latest for batch queries on Kafka")
+            raise ConfigurationError(f"startingOffsets for {tp} can't be latest for batch queries on Kafka")
     if end.kind == "earliest":
-        raise ValueError("ending offset can't be earliest for batch queries on Kafka")
+        raise ConfigurationError("ending offset can't be earliest for batch queries on Kafka")
     for tp, off in sorted(end.offsets.items()) if end.kind == "offsets" else ():
         if off == offset_json.EARLIEST:
-            raise ValueError(f"ending offset for {tp} can't be earliest for batch queries on Kafka")
+            raise ConfigurationError(f"ending offset for {tp} can't be earliest for batch queries on Kafka")
 
 
 class _General(NamedTuple):
@@ -300,20 +302,20 @@ def _general_options(options: Mapping[str, str]) -> _General:
     strategy = _strategy(options)
     min_partitions = _parse_int(options, MIN_PARTITIONS, "minPartitions", None)
     if min_partitions is not None and min_partitions <= 0:
-        raise ValueError("minPartitions must be positive")
+        raise ConfigurationError("minPartitions must be positive")
     max_records = _parse_int(options, MAX_RECORDS_PER_PARTITION, "maxRecordsPerPartition", None)
     if max_records is not None and max_records <= 0:
-        raise ValueError(f"{MAX_RECORDS_PER_PARTITION} must be positive")
+        raise ConfigurationError(f"{MAX_RECORDS_PER_PARTITION} must be positive")
     params = kafka_params(options)
     _check_kafka_params(params)
     max_offsets = _parse_int(options, MAX_OFFSETS_PER_TRIGGER, "maxOffsetsPerTrigger", None)
     min_offsets = _parse_int(options, MIN_OFFSETS_PER_TRIGGER, "minOffsetsPerTrigger", None)
     if min_offsets is not None and max_offsets is not None and min_offsets > max_offsets:
-        raise ValueError(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
+        raise ConfigurationError(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
                          f"maxOffsetsPerTrigger({max_offsets}).")
     for name, value in (("maxOffsetsPerTrigger", max_offsets), ("minOffsetsPerTrigger", min_offsets)):
         if value is not None and value <= 0:
-            raise ValueError(f"{name} must be positive, but it was {value}")
+            raise ConfigurationError(f"{name} must be positive, but it was {value}")
     return _General(strategy, min_partitions, max_records, max_offsets, min_offsets, params)
 
 
@@ -330,9 +332,9 @@ def parse_read_options(raw: Mapping[str, Any], *, streaming: bool) -> ReadOption
     options = lower_keys(raw)
     if streaming:
         if ENDING_OFFSETS in options:
-            raise ValueError("ending offset not valid in streaming queries")
+            raise ConfigurationError("ending offset not valid in streaming queries")
         if ENDING_OFFSETS_BY_TIMESTAMP in options or ENDING_TIMESTAMP in options:
-            raise ValueError("ending timestamp not valid in streaming queries")
+            raise ConfigurationError("ending timestamp not valid in streaming queries")
         starting = offset_limit(options, STARTING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP, STARTING_OFFSETS,
                                 LATEST_LIMIT)
         ending = LATEST_LIMIT
@@ -353,8 +355,8 @@ def parse_read_options(raw: Mapping[str, Any], *, streaming: bool) -> ReadOption
         strategy=strategy,
         starting=starting,
         ending=ending,
-        fail_on_data_loss=parse_bool(options, FAIL_ON_DATA_LOSS, "failOnDataLoss", True),
-        include_headers=parse_bool(options, INCLUDE_HEADERS, "includeHeaders", False),
+        fail_on_data_loss=bool_option(options, FAIL_ON_DATA_LOSS, "failOnDataLoss", True),
+        include_headers=bool_option(options, INCLUDE_HEADERS, "includeHeaders", False),
         min_partitions=min_partitions,
         max_records_per_partition=max_records,
         max_offsets_per_trigger=max_offsets,

@@ -22,7 +22,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark_connector.options import INCLUDE_HEADERS, check_general_options, lower_keys, parse_bool
+from spark_connector.options import INCLUDE_HEADERS, bool_option, check_general_options, lower_keys
 
 #: Spark's message when ``.schema(...)`` is given to a Kafka read
 FIXED_SCHEMA_MESSAGE = "Kafka source has a fixed schema and cannot be set with a custom one"
@@ -50,7 +50,7 @@ def read_schema(options: Mapping[str, Any]) -> StructType:
     the options common to batch and streaming reads first (``schema()`` is the one call ``load()`` makes;
     writes never call it)."""
     check_general_options(options)
-    return kafka_schema(parse_bool(lower_keys(options), INCLUDE_HEADERS, "includeHeaders", False))
+    return kafka_schema(bool_option(lower_keys(options), INCLUDE_HEADERS, "includeHeaders", False))
 
 
 def check_schema(schema: StructType, include_headers: bool) -> None:

@@ -17,22 +17,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from spark_connector.options import kafka_params
+from pykafka_client.config import parse_bool
+from pykafka_client.errors import ConfigurationError
+from spark_connector.options import kafka_params, option_label
 
 #: Kafka's broker default for ``transaction.max.timeout.ms``: the sink's default ``transaction.timeout.ms``, so a
 #: driver restart has 15 minutes to commit the transactions its tasks left open (Flink's advice too).
 DEFAULT_TRANSACTION_TIMEOUT_MS = "900000"
 
 
-class KafkaWriteOptionError(ValueError):
-    """An invalid option or column of a write (surfaces as Spark's AnalysisException at save()/start())."""
+class KafkaWriteOptionError(ConfigurationError):
+    """An invalid option or column of a write (surfaces as Spark's AnalysisException at save()/start()). A
+    :class:`ConfigurationError`, so a ``ValueError`` too, like every option error of the source and the sink."""
 
 
 def _flag(options: Mapping[str, str], key: str) -> bool:
-    raw = str(_get(options, key, "false")).strip().lower()
-    if raw not in ("true", "false"):
-        raise KafkaWriteOptionError(f"Option '{key}' must be true or false, got {raw!r}")
-    return raw == "true"
+    try:
+        return parse_bool(key, _get(options, key, "false"), label=option_label(key))
+    except ConfigurationError as e:
+        raise KafkaWriteOptionError(str(e)) from None
 
 
 def _get(options: Mapping[str, str], key: str, default: str | None = None) -> str | None:
@@ -80,7 +83,8 @@ def parse_write_options(options: Mapping[str, str], *, streaming: bool) -> Write
             "Option 'exactlyOnce' applies to streaming writes only (writeStream); batch writes are at-least-once"
         )
     if exactly_once:
-        if params.get("enable.idempotence", "true").lower() == "false":
+        if not parse_bool("enable.idempotence", params.get("enable.idempotence", "true"),
+                          label=option_label("kafka.enable.idempotence")):
             raise KafkaWriteOptionError("Option 'exactlyOnce' needs an idempotent producer: remove kafka.enable.idempotence=false")
         params.setdefault("transaction.timeout.ms", DEFAULT_TRANSACTION_TIMEOUT_MS)
     topic = _get(options, "topic")

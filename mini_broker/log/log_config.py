@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from pykafka_client.config import ConfigType, parse_typed
 from pykafka_client.errors import ConfigurationError
 
 LONG_MAX: Final = 2**63 - 1
@@ -172,14 +173,8 @@ class LogConfig:
 
 
 def _parse_int(name: str, raw: object) -> int:
-    if isinstance(raw, bool):
-        raise ConfigurationError(f"invalid value {raw!r} for configuration {name}: expected an integer")
-    if isinstance(raw, int):
-        return raw
-    try:
-        return int(str(raw).strip())
-    except ValueError:
-        raise ConfigurationError(f"invalid value {raw!r} for configuration {name}: expected an integer") from None
+    value: int = parse_typed(name, ConfigType.LONG, raw)
+    return value
 
 
 def _to_str(raw: object) -> str:

@@ -39,6 +39,7 @@ from mini_broker.log.log_loader import truncate_files_to
 from mini_broker.log.unified_log import Log
 from mini_broker.producer_state.producer_state_manager import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from pykafka_client.errors import KafkaStorageError
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _log = logging.getLogger(__name__)
@@ -46,9 +47,6 @@ _log = logging.getLogger(__name__)
 DEFAULT_RETENTION_CHECK_INTERVAL_MS: Final = 300000
 DEFAULT_CHECKPOINT_INTERVAL_MS: Final = 60000
 DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS: Final = 600000
-
-TopicPartition = tuple[str, int]
-
 
 class LogManager:
     """Owns every :class:`Log` of the broker."""
@@ -117,7 +115,7 @@ class LogManager:
             if not os.path.isdir(path):
                 continue
             try:
-                found.append((parse_topic_partition(name), path))
+                found.append((TopicPartition(*parse_topic_partition(name)), path))
             except ValueError:
                 continue
         if found and not clean:
@@ -165,7 +163,7 @@ class LogManager:
         return self._topic_configs.get(topic, self.default_config)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
-        return self._logs.get((topic, partition))
+        return self._logs.get(TopicPartition(topic, partition))
 
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())
@@ -182,7 +180,7 @@ class LogManager:
         """The log of ``topic``-``partition``, created (in the data directory with the fewest logs) if
         missing. ``config`` sets the topic's config for this and the topic's other partitions."""
         with self._lock:
-            tp = (topic, partition)
+            tp = TopicPartition(topic, partition)
             if config is not None:
                 self._topic_configs[topic] = config
             existing = self._logs.get(tp)
@@ -209,7 +207,7 @@ class LogManager:
         again, which rebuilds the indexes and the producer state from what is left. Its high watermark is its
         new end; the caller sets the real one."""
         with self._lock:
-            tp = (topic, partition)
+            tp = TopicPartition(topic, partition)
             log = self._logs.get(tp)
             if log is None:
                 raise KafkaStorageError(f"no log for {topic}-{partition}")
@@ -237,7 +235,7 @@ class LogManager:
         leader's log start, Kafka's ``truncateFullyAndStartAt``): every file of the partition is deleted and
         an empty log with one segment at ``offset`` replaces it (no producer state, no leader epochs)."""
         with self._lock:
-            tp = (topic, partition)
+            tp = TopicPartition(topic, partition)
             log = self._logs.get(tp)
             if log is None:
                 raise KafkaStorageError(f"no log for {topic}-{partition}")
@@ -272,8 +270,8 @@ class LogManager:
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close and remove the partition's directory. False if there was no such log."""
         with self._lock:
-            log = self._logs.pop((topic, partition), None)
-            self._log_dir_of.pop((topic, partition), None)
+            log = self._logs.pop(TopicPartition(topic, partition), None)
+            self._log_dir_of.pop(TopicPartition(topic, partition), None)
         if log is None:
             return False
         log.delete()
@@ -325,7 +323,8 @@ class LogManager:
 
     def _write_checkpoint(self, file_name: str, value: Callable[[Log], int]) -> None:
         with self._lock:
-            by_dir: dict[str, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs}
+            # the checkpoint file takes plain (topic, partition) keys (OffsetCheckpointFile is shared with cluster/)
+            by_dir: dict[str, dict[tuple[str, int], int]] = {d: {} for d in self.log_dirs}
             for tp, log in self._logs.items():
                 by_dir[self._log_dir_of[tp]][tp] = value(log)
         for log_dir, offsets in by_dir.items():

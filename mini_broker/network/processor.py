@@ -105,10 +105,18 @@ def release_frame(receive: NetworkReceive) -> None:
 
 
 class RequestParser(Protocol):
-    """Turns a frame payload into a Request (or raises to close the connection). Provided by KafkaApis."""
+    """Turns a frame payload into a Request (or raises to close the connection), and handles the requests
+    of ``inline_api_keys`` on the network thread itself (:meth:`handle`). Provided by KafkaApis."""
+
+    #: API keys :meth:`handle` answers on the network thread (no request queue); may be empty
+    inline_api_keys: frozenset[int]
 
     def parse_request(self, processor_id: int, connection_id: str, client_address: str, listener_name: str,
                       payload: memoryview, start_time_ns: int) -> Request: ...
+
+    def handle(self, request: Request) -> None:
+        """Handle a request of ``inline_api_keys`` now, in the calling network thread."""
+        ...
 
     def complete_response_metrics(self, response: Response, now_ns: int) -> None: ...
 
@@ -137,11 +145,8 @@ class Processor:
         self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
         self._handled_inline = False
         self._index = 0
-        # APIs this thread handles itself (KafkaApis.inline_api_keys / handle; none for other parsers)
-        self._inline_api_keys: frozenset[int] = getattr(parser, "inline_api_keys", frozenset())
-        self._inline_handle: Callable[[Request], None] | None = getattr(parser, "handle", None)
-        if self._inline_handle is None:
-            self._inline_api_keys = frozenset()
+        # APIs this thread handles itself (KafkaApis.inline_api_keys / handle)
+        self._inline_api_keys: frozenset[int] = parser.inline_api_keys
         self._thread_ident: int | None = None
         self._running = True
         self._thread = threading.Thread(target=self.run, name=f"data-plane-network-thread-{listener.listener_name}-{processor_id}",
@@ -352,11 +357,10 @@ class Processor:
 
     def _handle_inline(self, request: Request) -> None:
         """Handle ``request`` on this thread (what a handler thread would do); its answer is queued here."""
-        assert self._inline_handle is not None
         self._handled_inline = True
         request.request_dequeue_time_ns = self._time.nanoseconds()
         try:
-            self._inline_handle(request)
+            self._parser.handle(request)
         except Exception:
             log.exception("event=request_failed api_key=%s api_version=%s correlation_id=%s connection=%s",
                           request.context.api_key, request.context.api_version, request.context.correlation_id,

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from mini_broker.config import KafkaConfig
 from mini_broker.config_def import CONFIG_DEF, config_value_to_string
 from mini_broker.server_topic_config_synonyms import TOPIC_CONFIG_SYNONYMS, broker_value_for_topic_config
-from pykafka_client.errors import InvalidConfigurationError
+from pykafka_client.config import ConfigType, parse_typed
+from pykafka_client.errors import ConfigurationError, InvalidConfigurationError
 
 # ConfigSource values of DescribeConfigs v1+
 UNKNOWN = 0
@@ -23,45 +24,50 @@ DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
 
-# ConfigType of DescribeConfigs v3+
-CONFIG_TYPES = {"bool": 1, "str": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "class": 8, "password": 9}
+# ConfigType of DescribeConfigs v3+ (SHORT = 4 is not used by any config we define)
+CONFIG_TYPES: dict[ConfigType, int] = {
+    ConfigType.BOOLEAN: 1, ConfigType.STRING: 2, ConfigType.INT: 3, ConfigType.LONG: 5, ConfigType.DOUBLE: 6,
+    ConfigType.LIST: 7, ConfigType.CLASS: 8, ConfigType.PASSWORD: 9,
+}
+INT, LONG, BOOL, STR, LIST, DOUBLE = (ConfigType.INT, ConfigType.LONG, ConfigType.BOOLEAN, ConfigType.STRING,
+                                      ConfigType.LIST, ConfigType.DOUBLE)
 
 LONG_MAX = 2**63 - 1
 
 # Topic config name -> (type, Kafka default as the topic-level string).
-TOPIC_CONFIGS: dict[str, tuple[str, str]] = {
-    "cleanup.policy": ("list", "delete"),
-    "compression.type": ("str", "producer"),
-    "compression.gzip.level": ("int", "-1"),
-    "compression.lz4.level": ("int", "9"),
-    "compression.zstd.level": ("int", "3"),
-    "delete.retention.ms": ("long", "86400000"),
-    "file.delete.delay.ms": ("long", "60000"),
-    "flush.messages": ("long", str(LONG_MAX)),
-    "flush.ms": ("long", str(LONG_MAX)),
-    "follower.replication.throttled.replicas": ("list", ""),
-    "index.interval.bytes": ("int", "4096"),
-    "leader.replication.throttled.replicas": ("list", ""),
-    "local.retention.bytes": ("long", "-2"),
-    "local.retention.ms": ("long", "-2"),
-    "max.compaction.lag.ms": ("long", str(LONG_MAX)),
-    "max.message.bytes": ("int", "1048588"),
-    "message.downconversion.enable": ("bool", "true"),
-    "message.timestamp.after.max.ms": ("long", str(LONG_MAX)),
-    "message.timestamp.before.max.ms": ("long", str(LONG_MAX)),
-    "message.timestamp.type": ("str", "CreateTime"),
-    "min.cleanable.dirty.ratio": ("double", "0.5"),
-    "min.compaction.lag.ms": ("long", "0"),
-    "min.insync.replicas": ("int", "1"),
-    "preallocate": ("bool", "false"),
-    "remote.storage.enable": ("bool", "false"),
-    "retention.bytes": ("long", "-1"),
-    "retention.ms": ("long", "604800000"),
-    "segment.bytes": ("int", "1073741824"),
-    "segment.index.bytes": ("int", "10485760"),
-    "segment.jitter.ms": ("long", "0"),
-    "segment.ms": ("long", "604800000"),
-    "unclean.leader.election.enable": ("bool", "false"),
+TOPIC_CONFIGS: dict[str, tuple[ConfigType, str]] = {
+    "cleanup.policy": (LIST, "delete"),
+    "compression.type": (STR, "producer"),
+    "compression.gzip.level": (INT, "-1"),
+    "compression.lz4.level": (INT, "9"),
+    "compression.zstd.level": (INT, "3"),
+    "delete.retention.ms": (LONG, "86400000"),
+    "file.delete.delay.ms": (LONG, "60000"),
+    "flush.messages": (LONG, str(LONG_MAX)),
+    "flush.ms": (LONG, str(LONG_MAX)),
+    "follower.replication.throttled.replicas": (LIST, ""),
+    "index.interval.bytes": (INT, "4096"),
+    "leader.replication.throttled.replicas": (LIST, ""),
+    "local.retention.bytes": (LONG, "-2"),
+    "local.retention.ms": (LONG, "-2"),
+    "max.compaction.lag.ms": (LONG, str(LONG_MAX)),
+    "max.message.bytes": (INT, "1048588"),
+    "message.downconversion.enable": (BOOL, "true"),
+    "message.timestamp.after.max.ms": (LONG, str(LONG_MAX)),
+    "message.timestamp.before.max.ms": (LONG, str(LONG_MAX)),
+    "message.timestamp.type": (STR, "CreateTime"),
+    "min.cleanable.dirty.ratio": (DOUBLE, "0.5"),
+    "min.compaction.lag.ms": (LONG, "0"),
+    "min.insync.replicas": (INT, "1"),
+    "preallocate": (BOOL, "false"),
+    "remote.storage.enable": (BOOL, "false"),
+    "retention.bytes": (LONG, "-1"),
+    "retention.ms": (LONG, "604800000"),
+    "segment.bytes": (INT, "1073741824"),
+    "segment.index.bytes": (INT, "10485760"),
+    "segment.jitter.ms": (LONG, "0"),
+    "segment.ms": (LONG, "604800000"),
+    "unclean.leader.election.enable": (BOOL, "false"),
 }
 
 _ENUMS = {
@@ -104,7 +110,9 @@ class ConfigEntry:
 
 
 def validate_topic_config(name: str, value: str | None) -> str:
-    """Check one topic config; returns the normalised string. Raises InvalidConfigurationError."""
+    """Check one topic config; returns the normalised string. The value is parsed by the client's typed parser
+    (:func:`pykafka_client.config.parse_typed`); a failure is reported as INVALID_CONFIG with Kafka's text
+    (``InvalidConfigurationError``, which the request handlers put on the wire)."""
     spec = TOPIC_CONFIGS.get(name)
     if spec is None:
         raise InvalidConfigurationError(f"Unknown topic config name: {name}")
@@ -113,41 +121,26 @@ def validate_topic_config(name: str, value: str | None) -> str:
     type_, _ = spec
     v = value.strip()
     try:
-        if type_ in ("int", "long"):
-            n = int(v)
-            lo = _AT_LEAST.get(name)
-            if lo is not None and n < lo:
-                raise InvalidConfigurationError(f"Invalid value {value} for configuration {name}: Value must be at least {lo}")
-            if type_ == "int" and not -(2**31) <= n < 2**31:
-                raise ValueError
-            if type_ == "long" and not -(2**63) <= n < 2**63:
-                raise ValueError
-            return str(n)
-        if type_ == "double":
-            return str(float(v))
-        if type_ == "bool":
-            if v.lower() not in ("true", "false"):
-                raise ValueError
-            return v.lower()
-        if type_ == "list":
-            items = [p.strip() for p in v.split(",") if p.strip()]
-            allowed = _ENUMS.get(name)
-            if allowed is not None:
-                bad = [i for i in items if i not in allowed]
-                if bad:
-                    raise InvalidConfigurationError(f"Invalid value {value} for configuration {name}: "
-                                                    f"String must be one of: {', '.join(sorted(allowed))}")
-            return ",".join(items)
-        allowed = _ENUMS.get(name)
-        if allowed is not None and v not in allowed:
-            raise InvalidConfigurationError(f"Invalid value {value} for configuration {name}: "
-                                            f"String must be one of: {', '.join(sorted(allowed))}")
-        return v
-    except ValueError:
+        parsed = parse_typed(name, type_, v)
+    except ConfigurationError:
+        expected = ("Expected value to be either true or false" if type_ is BOOL
+                    else f"Not a number of type {type_.name}")
+        raise InvalidConfigurationError(f"Invalid value {value} for configuration {name}: {expected}") from None
+    if type_ in (INT, LONG):
+        lo = _AT_LEAST.get(name)
+        if lo is not None and parsed < lo:
+            raise InvalidConfigurationError(f"Invalid value {value} for configuration {name}: Value must be at least {lo}")
+        return str(parsed)
+    if type_ is DOUBLE:
+        return str(parsed)
+    if type_ is BOOL:
+        return "true" if parsed else "false"
+    items: list[str] = parsed if type_ is LIST else [parsed]
+    allowed = _ENUMS.get(name)
+    if allowed is not None and any(i not in allowed for i in items):
         raise InvalidConfigurationError(f"Invalid value {value} for configuration {name}: "
-                                        f"Not a number of type {type_.upper()}" if type_ != "bool"
-                                        else f"Invalid value {value} for configuration {name}: Expected value to be "
-                                        "either true or false") from None
+                                        f"String must be one of: {', '.join(sorted(allowed))}")
+    return ",".join(items)
 
 
 def validate_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:

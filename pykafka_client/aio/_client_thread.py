@@ -101,7 +101,7 @@ class ClientThread:
         self,
         name: str,
         wakeup: Callable[[], None],
-        clear_wakeup: Callable[[], None],
+        clear_wakeup: Callable[[], object],
         closed_error: Callable[[], BaseException],
     ) -> None:
         self._wakeup = wakeup

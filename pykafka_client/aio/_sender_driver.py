@@ -37,7 +37,6 @@ from typing import Any
 import anyio
 
 from pykafka_client.aio._loop import loop_yield
-from pykafka_client.network.transport.selector import Selector
 from pykafka_client.producer.sender import Sender
 
 log = logging.getLogger(__name__)
@@ -55,8 +54,7 @@ class SenderDriver:
 
     def __init__(self, sender: Sender, name: str) -> None:
         self._sender = sender
-        selector = getattr(sender.client, "selector", None)
-        self._selector = selector if isinstance(selector, Selector) and selector.fileno() is not None else None
+        self._selector = sender.pollable_selector
         self._name = name
         self._lock = threading.Lock()
         self._state = _State.NEW

@@ -42,7 +42,7 @@ from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerReco
 from pykafka_client.consumer.kafka_consumer import KafkaConsumer
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
 from pykafka_client.consumer.structs import ConsumerGroupMetadata
-from pykafka_client.errors import IllegalStateError, WakeupException
+from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.cluster import PartitionInfo
 from pykafka_client.serialization import Deserializer
 from pykafka_client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
@@ -90,14 +90,6 @@ class _LoopListener(ConsumerRebalanceListener):
     def on_partitions_lost(self, lost: Collection[TopicPartition]) -> None:
         parts = list(lost)
         self._thread.call_in_loop(lambda: self._listener.on_partitions_lost(parts))
-
-
-def _clear_wakeup(consumer: KafkaConsumer[Any, Any]) -> None:
-    """Drop a wakeup still pending (on the client thread, before a new call)."""
-    try:
-        consumer._client.maybe_trigger_wakeup()
-    except WakeupException:
-        pass
 
 
 def _closed_error() -> IllegalStateError:
@@ -176,7 +168,7 @@ class AsyncKafkaConsumer(Generic[K, V]):
         self._thread = ClientThread(
             f"kafka-async-consumer | {self.client_id}",
             sync_consumer.wakeup,
-            lambda: _clear_wakeup(sync_consumer),
+            sync_consumer.clear_wakeup,
             _closed_error,
         )
         # a consumer dropped without close(): its client thread ends (the thread holds no reference to self)
@@ -234,7 +226,7 @@ class AsyncKafkaConsumer(Generic[K, V]):
         consumer = self._consumer
 
         def poll_rest() -> ConsumerRecords[K, V]:
-            if consumer._closed:
+            if consumer.closed:
                 return ConsumerRecords({})
             return consumer.poll(max(0.0, deadline - _time.monotonic()))
 

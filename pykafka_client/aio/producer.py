@@ -50,8 +50,7 @@ from pykafka_client.network.cluster import PartitionInfo
 from pykafka_client.producer.kafka_producer import KafkaProducer
 from pykafka_client.producer.producer_batch import Callback
 from pykafka_client.producer.record_metadata import RecordMetadata
-from pykafka_client.producer.sender import IoRunner
-from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
+from pykafka_client.producer.sender import IoRunner, Sender
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 log = logging.getLogger(__name__)
@@ -139,32 +138,17 @@ def _rough_size(data: object) -> int:
     return 0
 
 
-class _LoopDrivenProducer(KafkaProducer):
-    """The sync producer whose Sender is run by a :class:`SenderDriver` in the event loop, not a thread."""
+class _DriverFactory:
+    """``KafkaProducer(io_runner=...)`` for the async producer: the Sender is run by a :class:`SenderDriver` in
+    the event loop, not by a thread. The sync calls that wait for the Sender call ``ensure_started`` first: if
+    no event loop runs it yet (a sync call from a thread came first), it starts on a thread instead."""
 
-    driver: SenderDriver
+    def __init__(self) -> None:
+        self.driver: SenderDriver | None = None
 
-    # the loop thread runs the Sender: there is no I/O thread to hand the GIL to after a new batch
-    _yield_to_io_thread = False
-
-    def _start_io(self) -> IoRunner:
-        self.driver = SenderDriver(self.sender, f"kafka-producer-network-task | {self.client_id}")
+    def __call__(self, sender: Sender, client_id: str) -> IoRunner:
+        self.driver = SenderDriver(sender, f"kafka-producer-network-task | {client_id}")
         return self.driver
-
-    # The sync calls that wait for the Sender: if no event loop runs it yet (a sync call from a thread came
-    # first), they start it on a thread instead of waiting for nothing. No-ops once it runs.
-
-    def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int) -> int:
-        self.driver.ensure_started()
-        return super()._wait_on_metadata(topic, partition, max_wait_ms)
-
-    def flush(self, timeout: float | None = None) -> None:
-        self.driver.ensure_started()
-        super().flush(timeout)
-
-    def _await(self, result: TransactionalRequestResult, timeout: float | None) -> None:
-        self.driver.ensure_started()
-        super()._await(result, timeout)
 
 
 class AsyncKafkaProducer:
@@ -183,10 +167,12 @@ class AsyncKafkaProducer:
         **overrides: Any,
     ) -> None:
         """As :class:`KafkaProducer` (no network I/O here: the Sender starts in the loop at the first async call)."""
-        cls = _LoopDrivenProducer if self._native_sender else KafkaProducer
-        producer = cls(config, key_serializer=key_serializer, value_serializer=value_serializer, **overrides)
+        factory = _DriverFactory() if self._native_sender else None
+        producer = KafkaProducer(
+            config, key_serializer=key_serializer, value_serializer=value_serializer, io_runner=factory, **overrides
+        )
         self._producer = producer
-        self._driver = producer.driver if isinstance(producer, _LoopDrivenProducer) else None
+        self._driver = factory.driver if factory is not None else None
         self._driver_idle = True  # until the first async call starts the driver in its loop
         self.config = self._producer.config
         self.client_id = self._producer.client_id
@@ -216,7 +202,7 @@ class AsyncKafkaProducer:
         Waits (asynchronously, up to ``max.block.ms``) only for missing topic metadata or buffer memory.
         Misuse raises here, as the sync ``send`` (closed producer, serialization error, bad partition...)."""
         producer = self._producer
-        if producer._closed:
+        if producer.closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if self._driver_idle:
             self._start_driver()
@@ -239,15 +225,11 @@ class AsyncKafkaProducer:
         # the metadata index is replaced whole, and memory is taken only by appends, here in this thread
         # (a concurrent sync send on another thread could take it between the check and the append as well
         # under the pool's lock). Anything else goes through the checks and waits of the loop below.
-        metadata = producer.metadata
-        index = metadata._index
         pool = producer.accumulator.free
         if (
-            index.cluster is metadata._cluster
-            and (infos := index.by_topic.get(topic) if topic.__class__ is str else None)
-            and (partition is None or (partition.__class__ is int and partition < len(infos)))
-            and not pool._waiters
-            and pool._available >= need
+            (count := producer.metadata.current_partition_count(topic) if topic.__class__ is str else None)
+            and (partition is None or (partition.__class__ is int and partition < count))
+            and pool.may_allocate_now(need)
         ):
             return DeliveryFuture(producer.send(topic, value, key, partition, timestamp, headers, on_delivery), self._wakers)
         deadline: float | None = None
@@ -261,7 +243,7 @@ class AsyncKafkaProducer:
                 remaining_ms = max(int((deadline - _time.monotonic()) * 1000), 0)
                 try:
                     await anyio.to_thread.run_sync(
-                        producer._wait_on_metadata, topic, partition, remaining_ms, abandon_on_cancel=True
+                        producer.wait_on_metadata, topic, partition, remaining_ms, abandon_on_cancel=True
                     )
                 except (BrokerResponseError, KafkaTimeoutError) as e:
                     return self._fail(e, on_delivery)
@@ -287,7 +269,7 @@ class AsyncKafkaProducer:
         pool = self._producer.accumulator.free
         delay = _MEMORY_POLL_MIN_S
         while not pool.can_allocate_now(need):
-            if self._producer._closed:
+            if self._producer.closed:
                 raise ProducerClosedError("Producer closed while waiting for buffer memory")
             remaining = deadline - _time.monotonic()
             if remaining <= 0:
@@ -349,6 +331,18 @@ class AsyncKafkaProducer:
     async def begin_transaction(self) -> None:
         self._producer.begin_transaction()
 
+    async def resume_transaction(self, producer_id: int, epoch: int) -> None:
+        """As :meth:`KafkaProducer.resume_transaction`: on a fresh producer (no ``init_transactions``), adopt
+        the open transaction another producer with this ``transactional.id`` left (its
+        :meth:`producer_id_and_epoch`), then end it with ``commit_transaction()`` / ``abort_transaction()``.
+        Sends nothing (no wait)."""
+        self._producer.resume_transaction(producer_id, epoch)
+
+    def producer_id_and_epoch(self) -> tuple[int, int]:
+        """The producer id and epoch in use, (-1, -1) before one was obtained (a snapshot, no wait: a plain
+        method, as :meth:`metrics`)."""
+        return self._producer.producer_id_and_epoch()
+
     async def send_offsets_to_transaction(
         self,
         offsets: Mapping[TopicPartition, OffsetAndMetadata | int],
@@ -386,7 +380,7 @@ class AsyncKafkaProducer:
 
     @property
     def closed(self) -> bool:
-        return self._producer._closed
+        return self._producer.closed
 
     async def __aenter__(self) -> AsyncKafkaProducer:
         self._start_driver()

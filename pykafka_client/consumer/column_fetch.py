@@ -29,4 +29,4 @@ __all__ = ["FetchedColumns", "RecordColumns", "poll_columns"]
 def poll_columns(consumer: KafkaConsumer[Any, Any], timeout: float = 0.0) -> dict[TopicPartition, list[FetchedColumns]]:
     """Like ``consumer.poll(timeout)``, as columns (see the module docstring); ``max.poll.records`` is reached by
     whole batches, at least one per partition with data."""
-    return consumer._poll_with(timeout, consumer.fetcher.collect_columns)
+    return consumer.poll_with(timeout, consumer.fetcher.collect_columns)

@@ -51,6 +51,7 @@ from pykafka_client.errors import (
     IllegalStateError,
     InvalidGroupIdError,
     KafkaTimeoutError,
+    WakeupException,
 )
 from pykafka_client.network.cluster import PartitionInfo
 from pykafka_client.network.network_client import NetworkClient
@@ -316,7 +317,7 @@ class KafkaConsumer(Generic[K, V]):
     def poll(self, timeout: float = 0.0) -> ConsumerRecords[K, V]:
         """Records fetched for the assigned partitions, grouped by partition; waits up to
         ``timeout`` seconds for some. Drives the group (join, heartbeat bookkeeping, auto-commit)."""
-        records = self._poll_with(timeout, self.fetcher.collect_fetch)
+        records = self.poll_with(timeout, self.fetcher.collect_fetch)
         if not records:
             return ConsumerRecords({})
         next_offsets = {}
@@ -326,11 +327,13 @@ class KafkaConsumer(Generic[K, V]):
                 next_offsets[tp] = OffsetAndMetadata(pos.offset, "", pos.offset_epoch)
         return ConsumerRecords(records, next_offsets)
 
-    def _poll_with(
+    def poll_with(
         self, timeout: float, collect: Callable[[], dict[TopicPartition, list[_T]]]
     ) -> dict[TopicPartition, list[_T]]:
-        """:meth:`poll`'s loop with ``collect`` taking the buffered data (records, or columns for
-        ``column_fetch.poll_columns``); empty when ``timeout`` passes without data."""
+        """:meth:`poll`'s loop (group, positions, fetches, waiting up to ``timeout`` seconds) with ``collect``
+        taking the buffered data: ``fetcher.collect_fetch`` for records (what :meth:`poll` does), or
+        ``fetcher.collect_columns`` (:func:`~pykafka_client.consumer.column_fetch.poll_columns`). Empty when
+        ``timeout`` passes without data. Same rules as :meth:`poll` (one thread, raises once closed)."""
         with self._open_in_this_thread():
             timer = self._time.timer(args.to_ms(timeout, 0))
             if self.subscriptions.has_no_subscription_or_user_assignment():
@@ -592,6 +595,21 @@ class KafkaConsumer(Generic[K, V]):
     def wakeup(self) -> None:
         """Interrupt a blocking call from any thread: it (or the next one) raises WakeupException."""
         self._client.wakeup()
+
+    def clear_wakeup(self) -> bool:
+        """Drop a :meth:`wakeup` that no blocking call consumed yet, so that the next call does not raise
+        WakeupException; True if one was pending. (The async consumer interrupts a poll it cancels with
+        ``wakeup`` and clears what is left before its next call.)"""
+        try:
+            self._client.maybe_trigger_wakeup()
+        except WakeupException:
+            return True
+        return False
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` finished (every other call then raises IllegalStateError)."""
+        return self._closed
 
     def close(self, timeout: float | None = _DEFAULT_CLOSE_TIMEOUT_S) -> None:
         """Commit (if auto-commit), leave the group and close connections, within ``timeout``."""

@@ -93,6 +93,11 @@ class BufferPool:
         with self._lock:
             return not self._waiters and self._available >= size
 
+    def may_allocate_now(self, size: int) -> bool:
+        """:meth:`can_allocate_now` read without the lock: a hint for a fast path that rechecks under the
+        lock (the append does), never a promise (another thread may take the memory in between)."""
+        return not self._waiters and self._available >= size
+
     def available_memory(self) -> int:
         with self._lock:
             return self._available

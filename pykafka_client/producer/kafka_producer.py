@@ -67,10 +67,9 @@ from pykafka_client.producer.producer_batch import Callback, Header, estimate_si
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.producer.record_metadata import RecordMetadata
-from pykafka_client.producer.sender import IoRunner, Sender
-from pykafka_client.producer.transaction_manager import TransactionManager
+from pykafka_client.producer.sender import IoRunner, IoRunnerFactory, Sender
+from pykafka_client.producer.transaction_manager import GroupMetadata, TransactionManager
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
-from pykafka_client.producer.txn_request_handlers import GroupMetadata
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.serialization import ByteArraySerializer, Serializer, resolve_serializer
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
@@ -106,6 +105,24 @@ def _close_at_exit(ref: weakref.ref[KafkaProducer]) -> None:
         producer._close(producer.close_at_exit_timeout, at_exit=True)
 
 
+class _SenderThread(threading.Thread):
+    """The default :class:`IoRunner`: a daemon thread running ``Sender.run``, started at creation."""
+
+    def ensure_started(self) -> None:
+        """Started in :func:`_start_sender_thread`: nothing to do."""
+
+
+def _start_sender_thread(sender: Sender, client_id: str) -> IoRunner:
+    thread = _SenderThread(target=sender.run, name=f"kafka-producer-network-thread | {client_id}", daemon=True)
+    thread.start()
+    return thread
+
+
+def _is_current_thread(runner: object) -> bool:
+    """Whether ``runner`` (an :class:`IoRunner`) is the calling thread: a delivery callback runs there."""
+    return threading.current_thread() is runner
+
+
 class KafkaProducer:
     """A thread-safe Kafka producer with Java's configuration, batching, retries and idempotence.
 
@@ -114,8 +131,6 @@ class KafkaProducer:
     """
 
     close_at_exit_timeout: float = 10.0
-    #: ``send`` hands the GIL to the I/O thread after creating a batch (False when no thread runs the Sender)
-    _yield_to_io_thread = True
 
     def __init__(
         self,
@@ -124,10 +139,13 @@ class KafkaProducer:
         key_serializer: Any = None,
         value_serializer: Any = None,
         time: Time = SYSTEM_TIME,
+        io_runner: IoRunnerFactory | None = None,
         **overrides: Any,
     ) -> None:
         """``config`` maps Kafka's dotted names to values; keyword arguments name the same keys with
-        ``_`` for ``.`` (``KafkaProducer(bootstrap_servers="host:9092", acks=1)``) and win over ``config``."""
+        ``_`` for ``.`` (``KafkaProducer(bootstrap_servers="host:9092", acks=1)``) and win over ``config``.
+        ``io_runner(sender, client_id)`` starts what runs the Sender (default: its I/O thread; the async
+        producer passes its event-loop driver)."""
         cfg = ProducerConfig(config, **overrides)
         self.config = cfg
         self._time = time
@@ -208,18 +226,16 @@ class KafkaProducer:
         )
         self._closed = False
         self._close_lock = threading.Lock()
-        self._io_thread: IoRunner = self._start_io()
+        #: ``send`` hands the GIL to the I/O thread after creating a batch (not when no thread runs the Sender)
+        self._yield_to_io_thread = io_runner is None
+        self._io_thread: IoRunner = (io_runner or _start_sender_thread)(self.sender, self.client_id)
         self._exit_hook = functools.partial(_close_at_exit, weakref.ref(self))
         atexit.register(self._exit_hook)
 
-    def _start_io(self) -> IoRunner:
-        """Start running the Sender (``self.sender.run``) and return its runner: the I/O thread. The hook for
-        another driver of the same Sender (the async producer drives it from its event loop)."""
-        thread = threading.Thread(
-            target=self.sender.run, name=f"kafka-producer-network-thread | {self.client_id}", daemon=True
-        )
-        thread.start()
-        return thread
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called (``send`` then raises ProducerClosedError)."""
+        return self._closed
 
     @staticmethod
     def _resolve_partitioner(value: Any) -> Partitioner | None:
@@ -282,7 +298,7 @@ class KafkaProducer:
             if count is not None and (partition is None or partition < count):
                 remaining_ms = self._max_block_ms
             else:
-                remaining_ms = self._wait_on_metadata(topic, partition, self._max_block_ms)
+                remaining_ms = self.wait_on_metadata(topic, partition, self._max_block_ms)
             if self._key_passthrough and (key is None or key.__class__ is bytes):
                 key_bytes = key
             else:
@@ -346,8 +362,12 @@ class KafkaProducer:
             raise SerializationError(f"{what} serializer returned {type(out).__name__}, not bytes")
         return out
 
-    def _wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int) -> int:
-        """Wait until ``topic`` (and ``partition``) is in the metadata; returns the ms left of ``max_wait_ms``."""
+    def wait_on_metadata(self, topic: str, partition: int | None, max_wait_ms: int) -> int:
+        """Wait until ``topic`` (and ``partition``) is in the metadata; returns the ms left of ``max_wait_ms``.
+        Blocks the calling thread (the async producer calls it on a worker thread). Raises KafkaTimeoutError
+        when ``max_wait_ms`` passes first, the topic's error (TopicAuthorizationFailedError, InvalidTopicError)
+        at once, ProducerClosedError when the producer closes meanwhile."""
+        self._io_thread.ensure_started()
         now = self._time.hi_res_clock_ms()
         self.metadata.add(topic, now)
         count = self.metadata.partition_count_for_topic(topic)
@@ -416,7 +436,8 @@ class KafkaProducer:
 
         Raises KafkaTimeoutError if ``timeout`` (seconds) passes first.
         """
-        if threading.current_thread() is self._io_thread:
+        self._io_thread.ensure_started()
+        if _is_current_thread(self._io_thread):
             raise IllegalArgumentError("flush() must not be called from a delivery callback")
         snapshot = self.accumulator.incomplete_batches()
         self.accumulator.begin_flush()
@@ -432,7 +453,7 @@ class KafkaProducer:
         topic raises KafkaTimeoutError after that wait; an invalid or unauthorized one raises at once)."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
-        self._wait_on_metadata(topic, None, self._max_block_ms)
+        self.wait_on_metadata(topic, None, self._max_block_ms)
         return self.metadata.partitions_for_topic(topic)
 
     def metrics(self) -> dict[str, float]:
@@ -469,6 +490,7 @@ class KafkaProducer:
         return tm
 
     def _await(self, result: TransactionalRequestResult, timeout: float | None) -> None:
+        self._io_thread.ensure_started()
         self.sender.wakeup()
         result.await_(self._max_block_ms / 1000.0 if timeout is None else timeout)
 
@@ -552,7 +574,7 @@ class KafkaProducer:
             log.info("producer %s was not closed: closing it at interpreter exit (up to %s s)", self.client_id, timeout)
         if already and not self._io_thread.is_alive():
             return
-        in_io_thread = threading.current_thread() is self._io_thread
+        in_io_thread = _is_current_thread(self._io_thread)
         if in_io_thread and timeout != 0:
             log.warning("close() from a delivery callback: closing without waiting (timeout 0)")
             timeout = 0

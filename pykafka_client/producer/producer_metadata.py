@@ -82,6 +82,17 @@ class ProducerMetadata(Metadata):
         infos = idx.by_topic.get(topic)
         return len(infos) if infos else None
 
+    def current_partition_count(self, topic: str) -> int | None:
+        """The partition count of ``topic`` if the topic index is that of the current cluster, without a lock
+        and without rebuilding a stale index: None when the topic is unknown or the index is stale (then use
+        :meth:`partition_count_for_topic`). The async producer's ``send`` fast path; the index is replaced
+        whole, never changed in place, so a reader sees one consistent index."""
+        idx = self._index
+        if idx.cluster is not self._cluster:
+            return None
+        infos = idx.by_topic.get(topic)
+        return len(infos) if infos else None
+
     def contains_topic(self, topic: str) -> bool:
         return topic in self._topics
 

@@ -22,6 +22,7 @@ DUPLICATE_SEQUENCE_NUMBER counts as success; anything else fails the batch, per 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -36,6 +37,8 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.kafka_client import KafkaClient
+from pykafka_client.network.network_client import NetworkClient
+from pykafka_client.network.transport.selector import Selector
 from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import RecordAccumulator
@@ -64,12 +67,21 @@ TOPIC_AUTHORIZATION_FAILED = 29
 
 
 class IoRunner(Protocol):
-    """What runs a Sender's :meth:`Sender.run` loop: its I/O thread (``threading.Thread``), or the async
+    """What runs a Sender's :meth:`Sender.run` loop: its I/O thread (a ``threading.Thread``), or the async
     producer's event-loop driver (:mod:`pykafka_client.aio._sender_driver`)."""
 
     def is_alive(self) -> bool: ...
 
     def join(self, timeout: float | None = None) -> None: ...
+
+    def ensure_started(self) -> None:
+        """Make sure something runs the Sender before the producer blocks waiting for it (a thread runs from
+        its creation; the event-loop driver starts on a thread when no loop runs it yet)."""
+        ...
+
+
+#: Starts what runs a Sender: ``factory(sender, client_id)`` (``KafkaProducer(io_runner=...)``).
+IoRunnerFactory = Callable[["Sender", str], IoRunner]
 
 
 @dataclass(slots=True)
@@ -220,6 +232,18 @@ class Sender:
 
     def is_running(self) -> bool:
         return self._running
+
+    @property
+    def pollable_selector(self) -> Selector | None:
+        """The selector the client polls, when the client is a :class:`NetworkClient` over a real
+        :class:`Selector` with a descriptor to wait on (the async producer's driver waits on it between
+        steps); None for any other client (tests' mock clients)."""
+        client = self.client
+        if isinstance(client, NetworkClient):
+            selector = client.selector
+            if isinstance(selector, Selector) and selector.fileno() is not None:
+                return selector
+        return None
 
     def wakeup(self) -> None:
         """Interrupt the I/O thread's poll (thread-safe). Repeated calls before the next iteration cost no

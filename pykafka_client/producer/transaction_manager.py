@@ -27,6 +27,7 @@ from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.producer.transaction_state import State
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.producer.txn_request_handlers import (
+    GROUP_COORDINATOR,
     TRANSACTION_COORDINATOR,
     AddOffsetsToTxnHandler,
     AddPartitionsToTxnHandler,
@@ -390,3 +391,6 @@ class TransactionManager(IdempotenceManager):
                 self.in_flight_handler.result.fail(exc)
             self._fail_pending_transition(exc)
 
+
+#: GroupMetadata and the coordinator key types live with the handlers that use them; importable from here too.
+__all__ = ["GROUP_COORDINATOR", "TRANSACTION_COORDINATOR", "GroupMetadata", "State", "TransactionManager"]

@@ -84,13 +84,6 @@ PENDING_PRIVATE_REACHES: Mapping[str, tuple[str, ...]] = {
     "pykafka_client.producer.record_accumulator": (
         "last._limit", "last._size", "last._size", "last._size", "partitioner._sticky", "partitioner._sticky",
     ),
-    # item 5: the async clients' and the Spark connector's entry points into the sync core
-    "pykafka_client.consumer.column_fetch": ("consumer._poll_with",),
-    "pykafka_client.aio.consumer": ("consumer._client", "consumer._closed"),
-    "pykafka_client.aio.producer": (
-        "metadata._cluster", "metadata._index", "pool._available", "pool._waiters", "producer._closed",
-        "producer._wait_on_metadata", "self._producer._closed", "self._producer._closed",
-    ),
 }
 
 

@@ -14,6 +14,7 @@ from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.alter_configs_util import alter_each, topic_to_alter
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.topic_configs import TOPIC_CONFIGS, describe_topic_config, validate_topic_config
+from pykafka_client.config import ConfigType
 from pykafka_client.errors import InvalidConfigurationError, InvalidRequestError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
@@ -34,7 +35,7 @@ def _apply(apis: KafkaApis, validate_only: bool, res: IncrementalAlterConfigsReq
         elif c.config_operation == DELETE:
             new.pop(c.name, None)
         elif c.config_operation in (APPEND, SUBTRACT):
-            if TOPIC_CONFIGS[c.name][0] != "list":
+            if TOPIC_CONFIGS[c.name][0] is not ConfigType.LIST:
                 raise InvalidConfigurationError(f"Config value append is not allowed for config key: {c.name}")
             current = describe_topic_config(apis.broker.config, new, c.name).value or ""
             items = [i for i in current.split(",") if i]

@@ -34,6 +34,8 @@ pytestmark = pytest.mark.timeout(60)
 class EchoApis:
     """parse: payload b"close" raises (-> connection closed); handle: echo, optionally gated."""
 
+    inline_api_keys: frozenset[int] = frozenset()  # every request goes through the handler threads
+
     def __init__(self, channel: RequestChannel) -> None:
         self.channel = channel
         self.gate: threading.Event | None = None

@@ -97,6 +97,11 @@ class ScriptedSelector:
 
 
 class Parser:
+    inline_api_keys: frozenset[int] = frozenset()
+
+    def handle(self, request: Request) -> None:
+        raise AssertionError("no API is handled inline")
+
     def parse_request(self, processor_id: int, connection_id: str, client_address: str, listener_name: str,
                       payload: memoryview, start_time_ns: int) -> Request:
         if bytes(payload) == b"bad":
