@@ -35,6 +35,7 @@ from pykafka_client.protocol.messages import (
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import Time, Timer
 
+#: the AdminClient's logger: its retries are logged under the name they always had
 log = logging.getLogger("pykafka_client.admin.admin_client")
 
 # NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS: find the coordinator again.
