@@ -192,17 +192,24 @@ def _is_private(name: str) -> bool:
 
 
 def defined_privates(tree: ast.Module) -> set[str]:
-    """Private names a module defines: ``self._x = ...``, and private defs / assignments anywhere."""
+    """Private names a module's own classes and body define: ``self._x = ...`` / ``cls._x = ...``, private
+    methods and classes, and private names assigned at module or class level (not local variables, not
+    ``other._x = ...``)."""
     names: set[str] = set()
+    scopes: list[list[ast.stmt]] = [tree.body]
     for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            scopes.append(node.body)
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _is_private(node.attr):
-            names.add(node.attr)
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                names.add(node.attr)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and _is_private(node.name):
             names.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and _is_private(node.id):
-            names.add(node.id)
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and _is_private(node.target.id):
-            names.add(node.target.id)
+    for body in scopes:
+        for stmt in body:
+            if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name) and _is_private(t.id))
     return names
 
 
@@ -350,5 +357,8 @@ def test_private_reach_rules() -> None:
     )
     tree = ast.parse(source)
     assert private_reaches(tree, defined_privates(tree), set()) == [(11, "admin._lock"), (12, "admin.thing._timer")]
+    # assigning another object's private attribute, or a local variable, does not make the name this module's
+    other = ast.parse("def f(x):\n    _lock = 1\n    x._lock = _lock\n    return x._lock\n")
+    assert private_reaches(other, defined_privates(other), set()) == [(3, "x._lock"), (4, "x._lock")]
     # the same name defined by an imported module is someone else's too
     assert private_reaches(tree, defined_privates(tree), {"_mine"})[0] == (7, "other._mine")
