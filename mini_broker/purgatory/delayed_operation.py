@@ -31,17 +31,17 @@ class DelayedOperation(TimerTask):
     """Base of every delayed operation. ``lock`` may be shared (e.g. a group's RLock); the default is a
     plain Lock: ``try_complete``/``on_complete`` must not re-enter this op's ``safe_try_complete``."""
 
-    __slots__ = ("_completed", "lock")
+    __slots__ = ("completion_lock", "lock")
 
     def __init__(self, delay_ms: int, lock: OperationLock | None = None) -> None:
         # TimerTask.__init__, inlined (one op per request: the call is a measurable part of its cost).
         self.delay_ms = delay_ms
-        self._entry = None
+        self.entry = None
         # A plain Lock costs ~50 ns to create: cheaper than any shared or lazily created scheme, and it keeps
         # Kafka's one-lock-per-operation semantics (no false sharing, no cross-op deadlock).
         self.lock: OperationLock = lock if lock is not None else threading.Lock()
         # Held <=> completed. acquire(blocking=False) is the atomic compare-and-set of Java's AtomicBoolean.
-        self._completed = threading.Lock()
+        self.completion_lock = threading.Lock()
 
     # -- to implement -------------------------------------------------------------------------------
     def try_complete(self) -> bool:
@@ -58,19 +58,19 @@ class DelayedOperation(TimerTask):
     # -- final ----------------------------------------------------------------------------------------
     def force_complete(self) -> bool:
         """Complete now. True only for the one caller that completed the operation."""
-        if self._completed.acquire(False):
+        if self.completion_lock.acquire(False):
             self.cancel()
             self.on_complete()
             return True
         return False
 
     def is_completed(self) -> bool:
-        return self._completed.locked()
+        return self.completion_lock.locked()
 
     def safe_try_complete(self) -> bool:
         """:meth:`try_complete` under the op lock."""
         with self.lock:
-            if self._completed.locked():
+            if self.completion_lock.locked():
                 return False
             return self.try_complete()
 
@@ -84,7 +84,7 @@ class DelayedOperation(TimerTask):
             if self.try_complete():
                 return True
             f()
-            if self._completed.locked():
+            if self.completion_lock.locked():
                 return False
             return self.try_complete()
 

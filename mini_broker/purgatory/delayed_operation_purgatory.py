@@ -48,8 +48,8 @@ class _Watchers(Generic[T]):
 
     def purge_completed(self) -> int:
         before = len(self.ops)
-        # ``_completed.locked()`` is ``is_completed()`` without a method call (this loop is hot).
-        self.ops = [op for op in self.ops if not op._completed.locked()]
+        # ``completion_lock.locked()`` is ``is_completed()`` without a method call (this loop is hot).
+        self.ops = [op for op in self.ops if not op.completion_lock.locked()]
         return before - len(self.ops)
 
 
@@ -141,7 +141,7 @@ class DelayedOperationPurgatory(Generic[T]):
         keys = watch_keys if isinstance(watch_keys, (list, tuple)) else list(watch_keys)
         if not keys:
             raise ValueError("the key list cannot be empty")
-        completed = operation._completed  # held <=> completed (is_completed() without the method call)
+        completed = operation.completion_lock  # held <=> completed (is_completed() without the method call)
         with operation.lock:
             if operation.try_complete():
                 return True
@@ -187,7 +187,7 @@ class DelayedOperationPurgatory(Generic[T]):
             shard_lock.release()
         completed = 0
         for op in snapshot:
-            if not op._completed.locked() and op.safe_try_complete():
+            if not op.completion_lock.locked() and op.safe_try_complete():
                 completed += 1
         shard_lock.acquire()
         try:

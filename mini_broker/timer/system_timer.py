@@ -77,7 +77,7 @@ class SystemTimer:
         lock.acquire()
         try:
             entry = TimerTaskEntry(task, task.delay_ms + self._clock())
-            if self._wheel.add(entry) or task._entry is not entry:
+            if self._wheel.add(entry) or task.entry is not entry:
                 return  # in a bucket, or cancelled meanwhile
         finally:
             lock.release()

@@ -109,7 +109,7 @@ class TimerTaskList:
                     root.prev = entry
                     self._size += 1
                     task = entry.timer_task
-                    if task is not None and task._entry is not entry:
+                    if task is not None and task.entry is not entry:
                         # Cancelled (or re-bound) while being added: TimerTask.cancel() clears the binding
                         # before it reads ``entry.list``, so either it sees this list and unlinks the entry,
                         # or we see the cleared binding here. No cancelled entry stays counted until a flush.

@@ -79,7 +79,7 @@ class TimingWheel:
         expiration = entry.expiration_ms
         task = entry.timer_task
         # ``entry.cancelled()``, inlined (one call per add and per re-add at a flush).
-        if task is None or task._entry is not entry or expiration < self.current_time_ms + self.tick_ms:
+        if task is None or task.entry is not entry or expiration < self.current_time_ms + self.tick_ms:
             return False
         wheel = self
         # Walk up the levels (iteratively) until the expiration falls within a wheel's interval.

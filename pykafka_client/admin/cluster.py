@@ -3,9 +3,8 @@ for brokers without it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pykafka_client.admin.admin_calls import broker_error
+from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.types import (
     ClusterDescription,
 )
@@ -18,26 +17,23 @@ from pykafka_client.protocol.messages import (
 )
 from pykafka_client.structs import Node
 
-if TYPE_CHECKING:
-    from pykafka_client.admin.admin_client import AdminClient
 
-
-def describe_cluster(admin: AdminClient, timeout: float | None = None) -> ClusterDescription:
-    with admin._lock:
-        timer = admin._timer(timeout)
-        node = admin._await_ready(admin._least_loaded, timer, "DescribeCluster")
-        versions = admin._client.api_versions.get(node.id_string)
+def describe_cluster(ctx: AdminContext, timeout: float | None = None) -> ClusterDescription:
+    with ctx.lock:
+        timer = ctx.timer(timeout)
+        node = ctx.await_ready(ctx.least_loaded, timer, "DescribeCluster")
+        versions = ctx.client.api_versions.get(node.id_string)
         if versions is not None and versions.api_version(ApiKey.DESCRIBE_CLUSTER) is not None:
-            _, dc = admin._send(ApiKey.DESCRIBE_CLUSTER, lambda v: DescribeClusterRequest(), admin._least_loaded, timer)
+            _, dc = ctx.send(ApiKey.DESCRIBE_CLUSTER, lambda v: DescribeClusterRequest(), ctx.least_loaded, timer)
             assert isinstance(dc, DescribeClusterResponse)
             if dc.error_code:
                 raise broker_error(dc.error_code, dc.error_message, "describe_cluster")
             nodes = [Node(b.broker_id, b.host, b.port, b.rack) for b in dc.brokers]
             controller = next((n for n in nodes if n.id == dc.controller_id), None)
             return ClusterDescription(dc.cluster_id, controller, nodes)
-        _, md = admin._send(
+        _, md = ctx.send(
             ApiKey.METADATA, lambda v: MetadataRequest(topics=[], allow_auto_topic_creation=False),
-            admin._least_loaded, timer,
+            ctx.least_loaded, timer,
         )
         assert isinstance(md, MetadataResponse)
         nodes = [Node(b.node_id, b.host, b.port, b.rack) for b in md.brokers]

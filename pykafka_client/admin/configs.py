@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from pykafka_client.admin.admin_calls import broker_error
+from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.group_types import (
     AlterConfigOp,
 )
@@ -26,12 +26,9 @@ from pykafka_client.protocol.messages import (
 )
 from pykafka_client.utils.arguments import list_argument, mapping_argument
 
-if TYPE_CHECKING:
-    from pykafka_client.admin.admin_client import AdminClient
-
 
 def describe_configs(
-    admin: AdminClient, resources: Iterable[ConfigResource], timeout: float | None = None,
+    ctx: AdminContext, resources: Iterable[ConfigResource], timeout: float | None = None,
 ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
     res = list_argument(
         "describe_configs", "resources", resources, ConfigResource,
@@ -39,8 +36,8 @@ def describe_configs(
     )
     if not res:
         return {}
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
         groups: dict[int | None, list[ConfigResource]] = defaultdict(list)
         for r in res:
             is_broker = r.type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER)
@@ -48,7 +45,7 @@ def describe_configs(
         out: dict[ConfigResource, dict[str, ConfigEntry]] = {}
         first_error: BaseException | None = None
         for broker_id, items in groups.items():
-            target = admin._least_loaded if broker_id is None else admin._broker_target(broker_id)
+            target = ctx.least_loaded if broker_id is None else ctx.broker_target(broker_id)
 
             def build(version: int, items: list[ConfigResource] = items) -> DescribeConfigsRequest:
                 return DescribeConfigsRequest(
@@ -60,7 +57,7 @@ def describe_configs(
                     ]
                 )
 
-            _, resp = admin._send(ApiKey.DESCRIBE_CONFIGS, build, target, timer)
+            _, resp = ctx.send(ApiKey.DESCRIBE_CONFIGS, build, target, timer)
             assert isinstance(resp, DescribeConfigsResponse)
             for result in resp.results:
                 key = ConfigResource(ConfigResourceType(result.resource_type), result.resource_name)
@@ -80,7 +77,7 @@ def describe_configs(
 
 
 def incremental_alter_configs(
-    admin: AdminClient,
+    ctx: AdminContext,
     configs: Mapping[ConfigResource, Iterable[AlterConfigOp]],
     timeout: float | None = None,
     validate_only: bool = False,
@@ -95,10 +92,10 @@ def incremental_alter_configs(
         is_broker = r.type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER)
         groups[int(r.name) if is_broker and r.name else None].append((r, list(ops)))
     first_error: BaseException | None = None
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
         for broker_id, items in groups.items():
-            target = admin._least_loaded if broker_id is None else admin._broker_target(broker_id)
+            target = ctx.least_loaded if broker_id is None else ctx.broker_target(broker_id)
 
             def build(version: int, items: list[tuple[ConfigResource, list[AlterConfigOp]]] = items) -> IncrementalAlterConfigsRequest:
                 return IncrementalAlterConfigsRequest(
@@ -117,7 +114,7 @@ def incremental_alter_configs(
                     validate_only=validate_only,
                 )
 
-            _, resp = admin._send(ApiKey.INCREMENTAL_ALTER_CONFIGS, build, target, timer)
+            _, resp = ctx.send(ApiKey.INCREMENTAL_ALTER_CONFIGS, build, target, timer)
             assert isinstance(resp, IncrementalAlterConfigsResponse)
             for result in resp.responses:
                 if result.error_code:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pykafka_client.admin.admin_calls import broker_error
+from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.group_types import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
@@ -37,9 +38,6 @@ from pykafka_client.structs import Node, OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.arguments import list_argument, mapping_argument
 from pykafka_client.utils.time import Timer
 
-if TYPE_CHECKING:
-    from pykafka_client.admin.admin_client import AdminClient
-
 
 def _assigned_partitions(member_assignment: bytes) -> list[TopicPartition]:
     """The partitions in a consumer-protocol member assignment (int16 version, then the assignment)."""
@@ -56,14 +54,14 @@ def _one_group(request: Callable[..., Any], field_name: str, group_id: str) -> C
     return lambda version: request(**{field_name: [group_id]})
 
 
-def list_consumer_groups(admin: AdminClient, timeout: float | None = None) -> list[ConsumerGroupListing]:
-    with admin._lock:
-        timer = admin._timer(timeout)
-        if not admin.metadata.fetch().nodes or any(n.id < 0 for n in admin.metadata.fetch().nodes):
-            admin._refresh_metadata(timer, "brokers to list groups of")
+def list_consumer_groups(ctx: AdminContext, timeout: float | None = None) -> list[ConsumerGroupListing]:
+    with ctx.lock:
+        timer = ctx.timer(timeout)
+        if not ctx.metadata.fetch().nodes or any(n.id < 0 for n in ctx.metadata.fetch().nodes):
+            ctx.refresh_metadata(timer, "brokers to list groups of")
         out: list[ConsumerGroupListing] = []
-        for broker in admin.metadata.fetch().nodes:
-            _, resp = admin._send(ApiKey.LIST_GROUPS, lambda v: ListGroupsRequest(), admin._broker_target(broker.id), timer)
+        for broker in ctx.metadata.fetch().nodes:
+            _, resp = ctx.send(ApiKey.LIST_GROUPS, lambda v: ListGroupsRequest(), ctx.broker_target(broker.id), timer)
             assert isinstance(resp, ListGroupsResponse)
             if resp.error_code:
                 raise broker_error(resp.error_code, None, f"listing the groups of broker {broker.id}")
@@ -72,13 +70,13 @@ def list_consumer_groups(admin: AdminClient, timeout: float | None = None) -> li
 
 
 def describe_consumer_groups(
-    admin: AdminClient, group_ids: Iterable[str], timeout: float | None = None,
+    ctx: AdminContext, group_ids: Iterable[str], timeout: float | None = None,
 ) -> dict[str, ConsumerGroupDescription]:
     ids = list_argument("describe_consumer_groups", "group_ids", group_ids, str, "a list of group ids, e.g. ['billing']")
     out: dict[str, ConsumerGroupDescription] = {}
-    with admin._lock:
-        timer = admin._timer(timeout)
-        for node, resp in _ask_each_coordinator(admin, ids, ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, "groups", "groups", timer):
+    with ctx.lock:
+        timer = ctx.timer(timeout)
+        for node, resp in _ask_each_coordinator(ctx, ids, ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest, "groups", "groups", timer):
             assert isinstance(resp, DescribeGroupsResponse)
             for g in resp.groups:
                 if g.error_code:
@@ -96,12 +94,12 @@ def describe_consumer_groups(
     return out
 
 
-def delete_consumer_groups(admin: AdminClient, group_ids: Iterable[str], timeout: float | None = None) -> None:
+def delete_consumer_groups(ctx: AdminContext, group_ids: Iterable[str], timeout: float | None = None) -> None:
     ids = list_argument("delete_consumer_groups", "group_ids", group_ids, str, "a list of group ids, e.g. ['billing']")
     first_error: BaseException | None = None
-    with admin._lock:
-        timer = admin._timer(timeout)
-        for _, resp in _ask_each_coordinator(admin, ids, ApiKey.DELETE_GROUPS, DeleteGroupsRequest, "groups_names", "results", timer):
+    with ctx.lock:
+        timer = ctx.timer(timeout)
+        for _, resp in _ask_each_coordinator(ctx, ids, ApiKey.DELETE_GROUPS, DeleteGroupsRequest, "groups_names", "results", timer):
             assert isinstance(resp, DeleteGroupsResponse)
             for r in resp.results:
                 if r.error_code:
@@ -111,7 +109,7 @@ def delete_consumer_groups(admin: AdminClient, group_ids: Iterable[str], timeout
 
 
 def list_consumer_group_offsets(
-    admin: AdminClient, group_id: str, partitions: Iterable[TP] | None = None, timeout: float | None = None,
+    ctx: AdminContext, group_id: str, partitions: Iterable[TP] | None = None, timeout: float | None = None,
 ) -> dict[TopicPartition, OffsetAndMetadata]:
     wanted = None if partitions is None else sorted({(tp[0], tp[1]) for tp in partitions})
     by_topic: dict[str, list[int]] = defaultdict(list)
@@ -137,9 +135,9 @@ def list_consumer_group_offsets(
     def error_of(r: OffsetFetchResponse) -> int:
         return r.groups[0].error_code if r.groups else r.error_code
 
-    with admin._lock:
-        timer = admin._timer(timeout)
-        _, resp = admin._send_to_coordinator(group_id, ApiKey.OFFSET_FETCH, build, error_of, timer)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
+        _, resp = ctx.send_to_coordinator(group_id, ApiKey.OFFSET_FETCH, build, error_of, timer)
         assert isinstance(resp, OffsetFetchResponse)
         if error_of(resp):
             raise broker_error(error_of(resp), None, f"fetching the offsets of group {group_id!r}")
@@ -161,7 +159,7 @@ def list_consumer_group_offsets(
 
 
 def alter_consumer_group_offsets(
-    admin: AdminClient, group_id: str, offsets: Mapping[TP, OffsetAndMetadata | int], timeout: float | None = None,
+    ctx: AdminContext, group_id: str, offsets: Mapping[TP, OffsetAndMetadata | int], timeout: float | None = None,
 ) -> None:
     mapping_argument(
         "alter_consumer_group_offsets", "offsets", offsets,
@@ -195,9 +193,9 @@ def alter_consumer_group_offsets(
     def error_of(r: OffsetCommitResponse) -> int:
         return next((p.error_code for t in r.topics for p in t.partitions if p.error_code), 0)
 
-    with admin._lock:
-        timer = admin._timer(timeout)
-        _, resp = admin._send_to_coordinator(group_id, ApiKey.OFFSET_COMMIT, build, error_of, timer)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
+        _, resp = ctx.send_to_coordinator(group_id, ApiKey.OFFSET_COMMIT, build, error_of, timer)
         assert isinstance(resp, OffsetCommitResponse)
         for t in resp.topics:
             for p in t.partitions:
@@ -206,7 +204,7 @@ def alter_consumer_group_offsets(
 
 
 def _ask_each_coordinator(
-    admin: AdminClient,
+    ctx: AdminContext,
     group_ids: list[str],
     api_key: ApiKey,
     request: Callable[..., Any],
@@ -222,5 +220,5 @@ def _ask_each_coordinator(
         return int(results[0].error_code) if results else 0
 
     return [
-        admin._send_to_coordinator(g, api_key, _one_group(request, field_name, g), error_of, timer) for g in group_ids
+        ctx.send_to_coordinator(g, api_key, _one_group(request, field_name, g), error_of, timer) for g in group_ids
     ]

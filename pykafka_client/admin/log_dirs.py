@@ -4,16 +4,13 @@ topics, sent to each broker asked (every broker in the metadata when none are na
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from pykafka_client.admin.admin_calls import broker_error
+from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.types import LogDirDescription, ReplicaInfo
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 from pykafka_client.utils.arguments import list_argument
-
-if TYPE_CHECKING:
-    from pykafka_client.admin.admin_client import AdminClient
 
 
 def _bytes(value: int) -> int | None:
@@ -21,20 +18,20 @@ def _bytes(value: int) -> int | None:
 
 
 def describe_log_dirs(
-    admin: AdminClient, broker_ids: Iterable[int] | None = None, timeout: float | None = None,
+    ctx: AdminContext, broker_ids: Iterable[int] | None = None, timeout: float | None = None,
 ) -> dict[int, dict[str, LogDirDescription]]:
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
         if broker_ids is None:
-            admin._refresh_metadata(timer, "describe_log_dirs")
-            ids = sorted(n.id for n in admin.metadata.fetch().nodes)
+            ctx.refresh_metadata(timer, "describe_log_dirs")
+            ids = sorted(n.id for n in ctx.metadata.fetch().nodes)
         else:
             ids = list_argument("describe_log_dirs", "broker_ids", broker_ids, int, "a list of broker ids (int)")
         out: dict[int, dict[str, LogDirDescription]] = {}
         for broker_id in ids:
             # topics=None asks for every partition on the broker (Java sends the same)
-            _, resp = admin._send(ApiKey.DESCRIBE_LOG_DIRS, lambda v: DescribeLogDirsRequest(topics=None),
-                                  admin._broker_target(broker_id), timer)
+            _, resp = ctx.send(ApiKey.DESCRIBE_LOG_DIRS, lambda v: DescribeLogDirsRequest(topics=None),
+                                  ctx.broker_target(broker_id), timer)
             assert isinstance(resp, DescribeLogDirsResponse)
             if resp.error_code:
                 raise broker_error(resp.error_code, None, f"describe_log_dirs on broker {broker_id}")

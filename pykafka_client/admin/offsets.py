@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
+from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.types import (
     IsolationLevel,
     ListOffsetsResultInfo,
@@ -27,9 +28,6 @@ from pykafka_client.protocol.messages import (
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.arguments import list_argument, mapping_argument
 from pykafka_client.utils.time import Timer
-
-if TYPE_CHECKING:
-    from pykafka_client.admin.admin_client import AdminClient
 
 # Partition-level errors after which list_offsets refreshes metadata and retries.
 _RETRY_WITH_METADATA = {3, 5, 6, 74, 75, 76}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE,
@@ -59,7 +57,7 @@ def _take_partition_results(topics: Iterable[Any], remaining: MutableMapping[TP,
 
 
 def list_offsets(
-    admin: AdminClient,
+    ctx: AdminContext,
     specs: Mapping[TP, OffsetSpec],
     timeout: float | None = None,
     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
@@ -71,17 +69,17 @@ def list_offsets(
     remaining: dict[TP, OffsetSpec] = {(tp[0], tp[1]): s for tp, s in specs.items()}
     if not remaining:
         return {}
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
         out: dict[TP, ListOffsetsResultInfo] = {}
-        admin._ask_leaders(
+        ctx.ask_leaders(
             remaining, timer, "listing offsets",
-            lambda leader_id, tps: _list_offsets_from(admin, leader_id, tps, remaining, out, timer, isolation_level))
+            lambda leader_id, tps: _list_offsets_from(ctx, leader_id, tps, remaining, out, timer, isolation_level))
         return {TopicPartition(tp[0], tp[1]): info for tp, info in out.items()}
 
 
 def delete_records(
-    admin: AdminClient, before_offsets: Mapping[TP, int], timeout: float | None = None,
+    ctx: AdminContext, before_offsets: Mapping[TP, int], timeout: float | None = None,
 ) -> dict[TopicPartition, int]:
     mapping_argument(
         "delete_records", "before_offsets", before_offsets,
@@ -89,10 +87,10 @@ def delete_records(
     )
     if not before_offsets:
         return {}
-    with admin._lock:
-        timer = admin._timer(timeout)
-        admin._refresh_metadata(timer, "leaders to delete records on")
-        cluster = admin.metadata.fetch()
+    with ctx.lock:
+        timer = ctx.timer(timeout)
+        ctx.refresh_metadata(timer, "leaders to delete records on")
+        cluster = ctx.metadata.fetch()
         raise_for_absent_partitions(cluster, before_offsets)
         by_leader: dict[int, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
         for tp, offset in before_offsets.items():
@@ -115,7 +113,7 @@ def delete_records(
                     timeout_ms=max(0, min(timer.remaining_ms(), 2**31 - 1)),
                 )
 
-            _, resp = admin._send(ApiKey.DELETE_RECORDS, build, admin._broker_target(leader_id), timer)
+            _, resp = ctx.send(ApiKey.DELETE_RECORDS, build, ctx.broker_target(leader_id), timer)
             assert isinstance(resp, DeleteRecordsResponse)
             for t in resp.topics:
                 for p in t.partitions:
@@ -126,23 +124,23 @@ def delete_records(
 
 
 def describe_producers(
-    admin: AdminClient, partitions: Iterable[TP], timeout: float | None = None,
+    ctx: AdminContext, partitions: Iterable[TP], timeout: float | None = None,
 ) -> dict[TopicPartition, list[ProducerState]]:
     wanted = list_argument("describe_producers", "partitions", partitions, tuple,
                            "an iterable of TopicPartition, e.g. [TopicPartition('orders', 0)]")
     remaining: dict[TP, None] = {(tp[0], tp[1]): None for tp in wanted}
     if not remaining:
         return {}
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
         out: dict[TP, list[ProducerState]] = {}
-        admin._ask_leaders(remaining, timer, "describing producers",
-                          lambda leader_id, tps: _describe_producers_from(admin, leader_id, tps, remaining, out, timer))
+        ctx.ask_leaders(remaining, timer, "describing producers",
+                          lambda leader_id, tps: _describe_producers_from(ctx, leader_id, tps, remaining, out, timer))
         return {TopicPartition(tp[0], tp[1]): states for tp, states in out.items()}
 
 
 def _list_offsets_from(
-    admin: AdminClient,
+    ctx: AdminContext,
     leader_id: int,
     tps: list[TP],
     remaining: dict[TP, OffsetSpec],
@@ -170,7 +168,7 @@ def _list_offsets_from(
                             partition_index=tp[1],
                             timestamp=remaining[tp].timestamp,
                             current_leader_epoch=(
-                                (admin.metadata.last_seen_leader_epoch(tp) or -1) if version >= 4 else -1
+                                (ctx.metadata.last_seen_leader_epoch(tp) or -1) if version >= 4 else -1
                             ),
                             max_num_offsets=1,
                         )
@@ -182,7 +180,7 @@ def _list_offsets_from(
             timeout_ms=max(0, min(timer.remaining_ms(), 2**31 - 1)) if version >= 10 else 60_000,
         )
 
-    _, resp = admin._send(ApiKey.LIST_OFFSETS, build, admin._broker_target(leader_id), timer)
+    _, resp = ctx.send(ApiKey.LIST_OFFSETS, build, ctx.broker_target(leader_id), timer)
     assert isinstance(resp, ListOffsetsResponse)
 
     def store(tp: TP, p: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
@@ -195,7 +193,7 @@ def _list_offsets_from(
 
 
 def _describe_producers_from(
-    admin: AdminClient,
+    ctx: AdminContext,
     leader_id: int,
     tps: list[TP],
     remaining: dict[TP, None],
@@ -207,7 +205,7 @@ def _describe_producers_from(
         by_topic[tp[0]].append(tp[1])
     request = DescribeProducersRequest(topics=[
         DescribeProducersRequest.TopicRequest(name=t, partition_indexes=ps) for t, ps in by_topic.items()])
-    _, resp = admin._send(ApiKey.DESCRIBE_PRODUCERS, lambda _v: request, admin._broker_target(leader_id), timer)
+    _, resp = ctx.send(ApiKey.DESCRIBE_PRODUCERS, lambda _v: request, ctx.broker_target(leader_id), timer)
     assert isinstance(resp, DescribeProducersResponse)
 
     def store(tp: TP, p: DescribeProducersResponse.PartitionResponse) -> None:

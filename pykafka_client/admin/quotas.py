@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from pykafka_client.admin.admin_calls import broker_error
+from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.types import (
     ClientQuotaAlteration,
     ClientQuotaEntity,
@@ -21,12 +21,9 @@ from pykafka_client.protocol.messages import (
 )
 from pykafka_client.utils.arguments import list_argument
 
-if TYPE_CHECKING:
-    from pykafka_client.admin.admin_client import AdminClient
-
 
 def alter_client_quotas(
-    admin: AdminClient,
+    ctx: AdminContext,
     entries: Iterable[ClientQuotaAlteration],
     timeout: float | None = None,
     validate_only: bool = False,
@@ -38,8 +35,8 @@ def alter_client_quotas(
     )
     if not alterations:
         return {}
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
 
         def build(version: int) -> AlterClientQuotasRequest:
             return AlterClientQuotasRequest(
@@ -55,7 +52,7 @@ def alter_client_quotas(
                 validate_only=validate_only,
             )
 
-        _, resp = admin._send(ApiKey.ALTER_CLIENT_QUOTAS, build, admin._least_loaded, timer)
+        _, resp = ctx.send(ApiKey.ALTER_CLIENT_QUOTAS, build, ctx.least_loaded, timer)
         assert isinstance(resp, AlterClientQuotasResponse)
         out: dict[ClientQuotaEntity, BaseException | None] = {}
         first_error: BaseException | None = None
@@ -70,13 +67,13 @@ def alter_client_quotas(
 
 
 def describe_client_quotas(
-    admin: AdminClient, quota_filter: ClientQuotaFilter | None = None, timeout: float | None = None,
+    ctx: AdminContext, quota_filter: ClientQuotaFilter | None = None, timeout: float | None = None,
 ) -> dict[ClientQuotaEntity, dict[str, float]]:
     qf = quota_filter or ClientQuotaFilter.all()
     if not isinstance(qf, ClientQuotaFilter):
         raise TypeError(f"describe_client_quotas() expects quota_filter as a ClientQuotaFilter, got {qf!r}")
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
 
         def build(version: int) -> DescribeClientQuotasRequest:
             return DescribeClientQuotasRequest(
@@ -85,7 +82,7 @@ def describe_client_quotas(
                 strict=qf.strict,
             )
 
-        _, resp = admin._send(ApiKey.DESCRIBE_CLIENT_QUOTAS, build, admin._least_loaded, timer)
+        _, resp = ctx.send(ApiKey.DESCRIBE_CLIENT_QUOTAS, build, ctx.least_loaded, timer)
         assert isinstance(resp, DescribeClientQuotasResponse)
         if resp.error_code:
             raise broker_error(resp.error_code, resp.error_message, "describe_client_quotas")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
 
 from pykafka_client.admin.admin_calls import broker_error
+from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.types import (
     CreateTopicResult,
     NewPartitions,
@@ -30,15 +30,12 @@ from pykafka_client.protocol.messages import (
 from pykafka_client.structs import Node
 from pykafka_client.utils.arguments import list_argument, mapping_argument
 
-if TYPE_CHECKING:
-    from pykafka_client.admin.admin_client import AdminClient
-
 _NOT_CONTROLLER = 41
 _ZERO_UUID = uuid.UUID(int=0)
 
 
 def create_topics(
-    admin: AdminClient, new_topics: Iterable[NewTopic], timeout: float | None = None, validate_only: bool = False,
+    ctx: AdminContext, new_topics: Iterable[NewTopic], timeout: float | None = None, validate_only: bool = False,
 ) -> dict[str, CreateTopicResult]:
     topics = list_argument(
         "create_topics", "new_topics", new_topics, NewTopic,
@@ -46,8 +43,8 @@ def create_topics(
     )
     if not topics:
         return {}
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
 
         def build(version: int) -> CreateTopicsRequest:
             return CreateTopicsRequest(
@@ -71,11 +68,11 @@ def create_topics(
             )
 
         while True:
-            _, resp = admin._send(ApiKey.CREATE_TOPICS, build, admin._controller_or_any, timer)
+            _, resp = ctx.send(ApiKey.CREATE_TOPICS, build, ctx.controller_or_any, timer)
             assert isinstance(resp, CreateTopicsResponse)
             if any(r.error_code == _NOT_CONTROLLER for r in resp.topics) and not timer.is_expired():
-                admin._refresh_metadata(timer, "controller")
-                admin._backoff(timer)
+                ctx.refresh_metadata(timer, "controller")
+                ctx.backoff(timer)
                 continue
             break
         results: dict[str, CreateTopicResult] = {}
@@ -86,18 +83,18 @@ def create_topics(
                 continue
             tid = r.topic_id if r.topic_id != _ZERO_UUID else None
             results[r.name] = CreateTopicResult(r.name, tid, r.num_partitions, r.replication_factor)
-        admin.metadata.request_update()
+        ctx.metadata.request_update()
         if first_error is not None:
             raise first_error
         return results
 
 
-def delete_topics(admin: AdminClient, topics: Iterable[str], timeout: float | None = None) -> None:
+def delete_topics(ctx: AdminContext, topics: Iterable[str], timeout: float | None = None) -> None:
     names = list_argument("delete_topics", "topics", topics, str, "a list of topic names, e.g. ['orders']")
     if not names:
         return
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
 
         def build(version: int) -> DeleteTopicsRequest:
             timeout_ms = max(0, min(timer.remaining_ms(), 2**31 - 1))
@@ -107,16 +104,16 @@ def delete_topics(admin: AdminClient, topics: Iterable[str], timeout: float | No
                 )
             return DeleteTopicsRequest(topic_names=names, timeout_ms=timeout_ms)
 
-        _, resp = admin._send(ApiKey.DELETE_TOPICS, build, admin._controller_or_any, timer)
+        _, resp = ctx.send(ApiKey.DELETE_TOPICS, build, ctx.controller_or_any, timer)
         assert isinstance(resp, DeleteTopicsResponse)
-        admin.metadata.request_update()
+        ctx.metadata.request_update()
         for r in resp.responses:
             if r.error_code:
                 raise broker_error(r.error_code, r.error_message, f"topic {r.name!r}")
 
 
 def create_partitions(
-    admin: AdminClient,
+    ctx: AdminContext,
     new_partitions: Mapping[str, NewPartitions],
     timeout: float | None = None,
     validate_only: bool = False,
@@ -127,8 +124,8 @@ def create_partitions(
     )
     if not new_partitions:
         return
-    with admin._lock:
-        timer = admin._timer(timeout)
+    with ctx.lock:
+        timer = ctx.timer(timeout)
 
         def build(version: int) -> CreatePartitionsRequest:
             return CreatePartitionsRequest(
@@ -149,29 +146,29 @@ def create_partitions(
                 validate_only=validate_only,
             )
 
-        _, resp = admin._send(ApiKey.CREATE_PARTITIONS, build, admin._controller_or_any, timer)
+        _, resp = ctx.send(ApiKey.CREATE_PARTITIONS, build, ctx.controller_or_any, timer)
         assert isinstance(resp, CreatePartitionsResponse)
-        admin.metadata.request_update()
+        ctx.metadata.request_update()
         for r in resp.results:
             if r.error_code:
                 raise broker_error(r.error_code, r.error_message, f"topic {r.name!r}")
 
 
 def describe_topics(
-    admin: AdminClient, topics: Iterable[str], timeout: float | None = None,
+    ctx: AdminContext, topics: Iterable[str], timeout: float | None = None,
 ) -> dict[str, TopicDescription]:
     names = list_argument("describe_topics", "topics", topics, str, "a list of topic names, e.g. ['orders']")
     if not names:
         return {}
-    with admin._lock:
-        timer = admin._timer(timeout)
-        _, resp = admin._send(
+    with ctx.lock:
+        timer = ctx.timer(timeout)
+        _, resp = ctx.send(
             ApiKey.METADATA,
             lambda v: MetadataRequest(
                 topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
                 allow_auto_topic_creation=False,
             ),
-            admin._least_loaded,
+            ctx.least_loaded,
             timer,
         )
         assert isinstance(resp, MetadataResponse)
@@ -204,12 +201,12 @@ def describe_topics(
         return out
 
 
-def list_topics(admin: AdminClient, timeout: float | None = None) -> set[str]:
-    with admin._lock:
-        timer = admin._timer(timeout)
-        _, resp = admin._send(
+def list_topics(ctx: AdminContext, timeout: float | None = None) -> set[str]:
+    with ctx.lock:
+        timer = ctx.timer(timeout)
+        _, resp = ctx.send(
             ApiKey.METADATA, lambda v: MetadataRequest(topics=None, allow_auto_topic_creation=False),
-            admin._least_loaded, timer,
+            ctx.least_loaded, timer,
         )
         assert isinstance(resp, MetadataResponse)
         return {t.name for t in resp.topics if t.name and not t.is_internal and not t.error_code}

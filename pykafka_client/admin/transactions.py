@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from pykafka_client.admin.admin_calls import broker_error
+from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
     TransactionDescription,
@@ -28,10 +28,7 @@ from pykafka_client.protocol.messages import (
     WriteTxnMarkersResponse,
 )
 from pykafka_client.structs import Node
-
-if TYPE_CHECKING:
-    from pykafka_client.admin.admin_client import AdminClient
-    from pykafka_client.utils.time import Timer
+from pykafka_client.utils.time import Timer
 
 TRANSACTION_KEY_TYPE = 1
 
@@ -48,19 +45,19 @@ def _always(body: DescribeTransactionsRequest) -> Callable[[int], DescribeTransa
     return lambda version: body
 
 
-def describe_transactions(admin: AdminClient, transactional_ids: list[str],
+def describe_transactions(ctx: AdminContext, transactional_ids: list[str],
                           timer: Timer) -> dict[str, TransactionDescription]:
     out: dict[str, TransactionDescription] = {}
     pending = list(dict.fromkeys(transactional_ids))
     while pending:
         by_node: dict[int, list[str]] = defaultdict(list)
         for tid in pending:
-            by_node[admin._find_coordinator(tid, timer, key_type=TRANSACTION_KEY_TYPE)].append(tid)
+            by_node[ctx.find_coordinator(tid, timer, key_type=TRANSACTION_KEY_TYPE)].append(tid)
         retry: list[str] = []
         for node_id, ids in by_node.items():
-            node, resp = admin._send(ApiKey.DESCRIBE_TRANSACTIONS,
+            node, resp = ctx.send(ApiKey.DESCRIBE_TRANSACTIONS,
                                      _always(DescribeTransactionsRequest(transactional_ids=ids)),
-                                     admin._broker_target(node_id), timer)
+                                     ctx.broker_target(node_id), timer)
             assert isinstance(resp, DescribeTransactionsResponse)
             for s in resp.transaction_states:
                 if s.error_code:
@@ -74,15 +71,15 @@ def describe_transactions(admin: AdminClient, transactional_ids: list[str],
                     frozenset((t.topic, p) for t in s.topics for p in t.partitions))
         pending = retry
         if pending:
-            admin._backoff(timer)
+            ctx.backoff(timer)
     return out
 
 
-def list_transactions(admin: AdminClient, states: Iterable[TransactionState], producer_ids: Iterable[int],
+def list_transactions(ctx: AdminContext, states: Iterable[TransactionState], producer_ids: Iterable[int],
                       duration_ms: int, timer: Timer) -> list[TransactionListing]:
-    nodes = admin.metadata.fetch().nodes
+    nodes = ctx.metadata.fetch().nodes
     if not nodes or any(n.id < 0 for n in nodes):  # only the bootstrap addresses so far
-        admin._refresh_metadata(timer, "brokers to list transactions of")
+        ctx.refresh_metadata(timer, "brokers to list transactions of")
     state_names = [s.value for s in states]
     pids = list(producer_ids)
     out: list[TransactionListing] = []
@@ -92,8 +89,8 @@ def list_transactions(admin: AdminClient, states: Iterable[TransactionState], pr
             raise UnsupportedVersionError("list_transactions(duration_ms=...) needs ListTransactions v1 or later")
         return ListTransactionsRequest(state_filters=state_names, producer_id_filters=pids, duration_filter=duration_ms)
 
-    for node in admin.metadata.fetch().nodes:
-        _, resp = admin._send(ApiKey.LIST_TRANSACTIONS, build, _to(node), timer)
+    for node in ctx.metadata.fetch().nodes:
+        _, resp = ctx.send(ApiKey.LIST_TRANSACTIONS, build, _to(node), timer)
         assert isinstance(resp, ListTransactionsResponse)
         if resp.error_code:
             _raise(resp.error_code, f"listing the transactions of broker {node.id}")
@@ -107,7 +104,7 @@ def list_transactions(admin: AdminClient, states: Iterable[TransactionState], pr
 _ABORT_RETRY_WITH_METADATA = frozenset({3, 5, 6})
 
 
-def abort_transaction(admin: AdminClient, spec: AbortTransactionSpec, timer: Timer) -> None:
+def abort_transaction(ctx: AdminContext, spec: AbortTransactionSpec, timer: Timer) -> None:
     """Write an ABORT marker for ``spec``'s producer to its partition's leader, as the transaction coordinator
     would: the partition's open transaction of that producer ends (its records are aborted and the last stable
     offset moves on). The leader fences a stale producer epoch (InvalidProducerEpochError) or coordinator
@@ -120,7 +117,7 @@ def abort_transaction(admin: AdminClient, spec: AbortTransactionSpec, timer: Tim
         coordinator_epoch=spec.coordinator_epoch)])
 
     def ask(leader_id: int, _tps: list[TP]) -> bool:
-        _, resp = admin._send(ApiKey.WRITE_TXN_MARKERS, lambda _v: request, admin._broker_target(leader_id), timer)
+        _, resp = ctx.send(ApiKey.WRITE_TXN_MARKERS, lambda _v: request, ctx.broker_target(leader_id), timer)
         assert isinstance(resp, WriteTxnMarkersResponse)
         for marker in resp.markers:
             for t in marker.topics:
@@ -136,4 +133,4 @@ def abort_transaction(admin: AdminClient, spec: AbortTransactionSpec, timer: Tim
                     return False
         return True  # the leader did not answer for the partition: look it up again
 
-    admin._ask_leaders(remaining, timer, f"aborting a transaction on {tp[0]}-{tp[1]}", ask)
+    ctx.ask_leaders(remaining, timer, f"aborting a transaction on {tp[0]}-{tp[1]}", ask)

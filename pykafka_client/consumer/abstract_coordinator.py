@@ -108,7 +108,7 @@ class AbstractCoordinator(ABC):
     def state(self) -> MemberState:
         return self._state
 
-    def _transition_to(self, target: MemberState) -> None:
+    def transition_to(self, target: MemberState) -> None:
         """The only way the member state changes (see member_state.VALID_TRANSITIONS); under ``lock``."""
         with self.lock:
             check_transition(self._state, target)
@@ -254,17 +254,17 @@ class AbstractCoordinator(ABC):
         with self.lock:
             return self.generation
 
-    def _reset_state_and_generation(self, reason: str, should_reset_member_id: bool) -> None:
+    def reset_state_and_generation(self, reason: str, should_reset_member_id: bool) -> None:
         with self.lock:
             log.info("resetting generation (%s)", reason)
-            self._transition_to(MemberState.UNJOINED)
+            self.transition_to(MemberState.UNJOINED)
             if should_reset_member_id:
                 self.generation = NO_GENERATION
             else:
                 self.generation = Generation(-1, self.generation.member_id, None)
 
-    def _reset_generation_on_response_error(self, api: str, error: type[KafkaError]) -> None:
-        self._reset_state_and_generation(f"encountered {error.__name__} from {api} response", True)
+    def reset_generation_on_response_error(self, api: str, error: type[KafkaError]) -> None:
+        self.reset_state_and_generation(f"encountered {error.__name__} from {api} response", True)
         self.request_rejoin(f"encountered {error.__name__} from {api} response")
 
     def ensure_active_group(self, timer: Timer) -> bool:
@@ -323,14 +323,14 @@ class AbstractCoordinator(ABC):
     def _initiate_join_group(self) -> RequestFuture[bytes]:
         with self.lock:
             if self._join_future is None:
-                self._transition_to(MemberState.PREPARING_REBALANCE)
+                self.transition_to(MemberState.PREPARING_REBALANCE)
                 self._last_rebalance_start_ms = self.time.hi_res_clock_ms()
                 future = self._send_join_group_request()
 
                 def on_success(_: bytes) -> None:
                     with self.lock:
                         if self.state is MemberState.COMPLETING_REBALANCE:
-                            self._transition_to(MemberState.STABLE)
+                            self.transition_to(MemberState.STABLE)
                             self.rejoin_needed = False
                             self.heartbeat.reset_timeouts()
                             self.cond.notify_all()
@@ -338,7 +338,7 @@ class AbstractCoordinator(ABC):
                 def on_failure(_: BaseException) -> None:
                     with self.lock:
                         if self.state is not MemberState.STABLE:
-                            self._transition_to(MemberState.UNJOINED)
+                            self.transition_to(MemberState.UNJOINED)
 
                 future.add_callbacks(on_success, on_failure)
                 self._join_future = future
@@ -399,10 +399,10 @@ class AbstractCoordinator(ABC):
         sent.add_callbacks(on_success, on_failure)
         return future
 
-    def _on_join_follower(self) -> RequestFuture[bytes]:
+    def on_join_follower(self) -> RequestFuture[bytes]:
         return self._send_sync_group_request([])
 
-    def _on_join_leader(self, body: JoinGroupResponse) -> RequestFuture[bytes]:
+    def on_join_leader(self, body: JoinGroupResponse) -> RequestFuture[bytes]:
         try:
             assignments = self.perform_assignment(
                 body.leader, body.protocol_name or "", body.members, body.skip_assignment
@@ -544,7 +544,7 @@ class AbstractCoordinator(ABC):
                 sent = self.client.send(coordinator, request)
                 future = self._compose(sent, handle_leave_group_response, "LeaveGroup")
                 future.add_callbacks(None, lambda exc: self._log_leave_group_failure(member_id, exc))
-            self._reset_state_and_generation(f"leaving group: {reason}", True)
+            self.reset_state_and_generation(f"leaving group: {reason}", True)
             self.rejoin_needed = True
         if future is not None:
             self.client.poll_no_wakeup()  # put it on the wire now: nobody may poll after unsubscribe()

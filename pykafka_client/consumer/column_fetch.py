@@ -14,8 +14,9 @@ re-exported for readers that stay on the consumer's public modules (the Spark co
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
+from pykafka_client.consumer.completed_fetch import FetchedColumns
 from pykafka_client.protocol.records.columns import RecordColumns
 from pykafka_client.structs import TopicPartition
 
@@ -23,14 +24,6 @@ if TYPE_CHECKING:
     from pykafka_client.consumer.kafka_consumer import KafkaConsumer
 
 __all__ = ["FetchedColumns", "RecordColumns", "poll_columns"]
-
-
-class FetchedColumns(NamedTuple):
-    """Whole record batches of one partition, each as columns, in offset order."""
-
-    #: the position they were read from: records before it (in the first batch) are not part of the read
-    start_offset: int
-    columns: list[RecordColumns]
 
 
 def poll_columns(consumer: KafkaConsumer[Any, Any], timeout: float = 0.0) -> dict[TopicPartition, list[FetchedColumns]]:

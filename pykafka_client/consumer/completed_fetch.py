@@ -24,7 +24,7 @@ import operator
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pykafka_client.consumer.consumer_record import ConsumerRecord, TimestampType
 from pykafka_client.errors import (
@@ -91,6 +91,14 @@ def corrupt(tp: TopicPartition, offset: int, why: str) -> CorruptRecordError:
     err.topic_partition = tp  # type: ignore[attr-defined]
     err.offset = offset  # type: ignore[attr-defined]
     return err
+
+
+class FetchedColumns(NamedTuple):
+    """Whole record batches of one partition, each as columns, in offset order."""
+
+    #: the position they were read from: records before it (in the first batch) are not part of the read
+    start_offset: int
+    columns: list[RecordColumns]
 
 
 class CompletedFetch:

@@ -36,8 +36,7 @@ from typing import Any, TypeVar
 
 from pykafka_client.config import AbstractConfig
 from pykafka_client.consumer.client_adapter import ConsumerClient
-from pykafka_client.consumer.column_fetch import FetchedColumns
-from pykafka_client.consumer.completed_fetch import CompletedFetch, Deserialize, FetchBuffer
+from pykafka_client.consumer.completed_fetch import CompletedFetch, Deserialize, FetchBuffer, FetchedColumns
 from pykafka_client.consumer.consumer_record import ConsumerRecord
 from pykafka_client.consumer.fetch_session_handler import (
     FetchSessionHandler,

@@ -4,7 +4,7 @@ HeartbeatResponseHandler, LeaveGroupResponseHandler).
 
 Each handler gets the coordinator, the response body and the future to complete; it runs in
 whichever thread polled the client and takes ``c.lock`` only for short state updates. The member
-state moves only through ``c._transition_to`` (see member_state.py). AbstractCoordinator builds and
+state moves only through ``c.transition_to`` (see member_state.py). AbstractCoordinator builds and
 sends the requests and adapts the client futures (``_compose``); these functions are its handlers,
 kept apart so the request flow and the error handling per API can each be read on their own.
 """
@@ -12,8 +12,9 @@ kept apart so the request flow and the error handling per API can each be read o
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pykafka_client.consumer.group_member import GroupMember
 from pykafka_client.consumer.member_state import NO_GENERATION, Generation, MemberState
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
@@ -36,9 +37,6 @@ from pykafka_client.protocol.messages.leave_group_response import LeaveGroupResp
 from pykafka_client.protocol.messages.sync_group_response import SyncGroupResponse
 from pykafka_client.structs import Node
 
-if TYPE_CHECKING:
-    from pykafka_client.consumer.abstract_coordinator import AbstractCoordinator
-
 log = logging.getLogger(__name__)
 
 #: The coordinator gets its own connection id (so group traffic never queues behind fetches).
@@ -50,7 +48,7 @@ COORDINATOR_MOVED_ERRORS = (CoordinatorNotAvailableError, NotCoordinatorError)
 
 
 def _forget_coordinator_and_fail(
-    c: AbstractCoordinator, cls: type[BrokerResponseError], api: str, future: RequestFuture[Any]
+    c: GroupMember, cls: type[BrokerResponseError], api: str, future: RequestFuture[Any]
 ) -> None:
     c.mark_coordinator_unknown(f"{cls.name} from {api}")
     future.raise_(cls())
@@ -61,7 +59,7 @@ class UnjoinedGroupError(RebalanceInProgressError):
 
 
 def handle_find_coordinator_response(
-    c: AbstractCoordinator, body: FindCoordinatorResponse, future: RequestFuture[None]
+    c: GroupMember, body: FindCoordinatorResponse, future: RequestFuture[None]
 ) -> None:
     """FindCoordinator answered: remember the coordinator (single-key form, or the first entry of
     the v4+ ``coordinators`` list)."""
@@ -84,7 +82,7 @@ def handle_find_coordinator_response(
         future.raise_(for_code(err)(f"FindCoordinator for group {c.rebalance_config.group_id} failed"))
 
 
-def handle_join_group_response(c: AbstractCoordinator, body: JoinGroupResponse, future: RequestFuture[bytes]) -> None:
+def handle_join_group_response(c: GroupMember, body: JoinGroupResponse, future: RequestFuture[bytes]) -> None:
     """JoinGroup answered: on success move to COMPLETING_REBALANCE and run the leader's or the
     follower's SyncGroup; otherwise reset or rediscover as the error requires (Java JoinGroupResponseHandler)."""
     err = body.error_code
@@ -96,13 +94,13 @@ def handle_join_group_response(c: AbstractCoordinator, body: JoinGroupResponse, 
             if c.state is not MemberState.PREPARING_REBALANCE:
                 future.raise_(UnjoinedGroupError("member state changed during JoinGroup"))
                 return
-            c._transition_to(MemberState.COMPLETING_REBALANCE)
+            c.transition_to(MemberState.COMPLETING_REBALANCE)
             c.generation = Generation(body.generation_id, body.member_id, body.protocol_name)
             c.cond.notify_all()  # heartbeats resume while completing the rebalance
         if body.leader == body.member_id:
-            c._on_join_leader(body).chain(future)
+            c.on_join_leader(body).chain(future)
         else:
-            c._on_join_follower().chain(future)
+            c.on_join_follower().chain(future)
         return
     cls = for_code(err)
     if cls is MemberIdRequiredError:
@@ -111,7 +109,7 @@ def handle_join_group_response(c: AbstractCoordinator, body: JoinGroupResponse, 
         c.request_rejoin("need to re-join with the given member-id")
         future.raise_(MemberIdRequiredError(f"rejoin with member id {body.member_id}"))
     elif cls is UnknownMemberIdError:
-        c._reset_state_and_generation("UNKNOWN_MEMBER_ID from JoinGroup", True)
+        c.reset_state_and_generation("UNKNOWN_MEMBER_ID from JoinGroup", True)
         future.raise_(cls())
     elif cls in COORDINATOR_MOVED_ERRORS:
         _forget_coordinator_and_fail(c, cls, "JoinGroup", future)
@@ -123,7 +121,7 @@ def handle_join_group_response(c: AbstractCoordinator, body: JoinGroupResponse, 
         future.raise_(cls(f"JoinGroup for group {c.rebalance_config.group_id} failed"))
 
 
-def handle_sync_group_response(c: AbstractCoordinator, body: SyncGroupResponse, future: RequestFuture[bytes]) -> None:
+def handle_sync_group_response(c: GroupMember, body: SyncGroupResponse, future: RequestFuture[bytes]) -> None:
     """SyncGroup answered: the assignment bytes, if the member is still completing this rebalance
     (Java SyncGroupResponseHandler)."""
     err = body.error_code
@@ -144,7 +142,7 @@ def handle_sync_group_response(c: AbstractCoordinator, body: SyncGroupResponse, 
         c.request_rejoin("group is rebalancing during SyncGroup")
         future.raise_(cls())
     elif cls in (UnknownMemberIdError, IllegalGenerationError):
-        c._reset_generation_on_response_error("SyncGroup", cls)
+        c.reset_generation_on_response_error("SyncGroup", cls)
         future.raise_(cls())
     elif cls in COORDINATOR_MOVED_ERRORS:
         _forget_coordinator_and_fail(c, cls, "SyncGroup", future)
@@ -153,7 +151,7 @@ def handle_sync_group_response(c: AbstractCoordinator, body: SyncGroupResponse, 
 
 
 def handle_heartbeat_response(
-    c: AbstractCoordinator, sent_with: Generation, body: HeartbeatResponse, future: RequestFuture[None]
+    c: GroupMember, sent_with: Generation, body: HeartbeatResponse, future: RequestFuture[None]
 ) -> None:
     """Heartbeat answered. A rebalance in progress matters only to a STABLE member (it rejoins); an
     unknown member or stale generation resets the generation the heartbeat was sent with, if it is
@@ -175,7 +173,7 @@ def handle_heartbeat_response(
         with c.lock:
             unchanged = c.generation == sent_with
         if unchanged:
-            c._reset_generation_on_response_error("Heartbeat", cls)
+            c.reset_generation_on_response_error("Heartbeat", cls)
         future.raise_(cls())
     elif cls in COORDINATOR_MOVED_ERRORS:
         _forget_coordinator_and_fail(c, cls, "Heartbeat", future)

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from pykafka_client.consumer.abstract_coordinator import AbstractCoordinator
+from pykafka_client.consumer.group_member import HeartbeatDriven
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +22,7 @@ class HeartbeatThread(threading.Thread):
     coordinator's condition (woken by state changes and close). While the member has not joined
     (UNJOINED, PREPARING_REBALANCE) it neither heartbeats nor polls."""
 
-    def __init__(self, coordinator: AbstractCoordinator) -> None:
+    def __init__(self, coordinator: HeartbeatDriven) -> None:
         super().__init__(
             name=f"kafka-coordinator-heartbeat-thread | {coordinator.rebalance_config.group_id}", daemon=True
         )

@@ -1,7 +1,7 @@
 """The group member's state and generation (Java: AbstractCoordinator.MemberState, Generation).
 
 Sans-IO: the states, the table of allowed transitions and a check, nothing else. The coordinator
-moves between states only through :func:`check_transition` (``AbstractCoordinator._transition_to``),
+moves between states only through :func:`check_transition` (``AbstractCoordinator.transition_to``),
 so a transition the protocol does not allow fails loudly with IllegalStateError instead of leaving
 the member in a state nobody planned for.
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING
 
+from pykafka_client.consumer.group_member import GroupMember
 from pykafka_client.consumer.group_response_handlers import COORDINATOR_MOVED_ERRORS
 from pykafka_client.consumer.member_state import Generation
 from pykafka_client.errors import (
@@ -35,9 +35,6 @@ from pykafka_client.protocol.messages.offset_fetch_request import OffsetFetchReq
 from pykafka_client.protocol.messages.offset_fetch_response import OffsetFetchResponse
 from pykafka_client.protocol.types import Writer
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
-
-if TYPE_CHECKING:
-    from pykafka_client.consumer.consumer_coordinator import ConsumerCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +77,7 @@ def offset_fetch_request(group_id: str, partitions: Collection[TopicPartition]) 
 
 
 def handle_offset_fetch_response(
-    c: ConsumerCoordinator, body: OffsetFetchResponse, future: RequestFuture[CommittedOffsets]
+    c: GroupMember, body: OffsetFetchResponse, future: RequestFuture[CommittedOffsets]
 ) -> None:
     """The committed offset per partition (None where nothing is committed); a group error, an
     unauthorized topic or unstable offsets fail the future."""
@@ -147,7 +144,7 @@ def offset_commit_request(
 
 
 def handle_offset_commit_response(
-    c: ConsumerCoordinator, gen: Generation, body: OffsetCommitResponse, future: RequestFuture[None]
+    c: GroupMember, gen: Generation, body: OffsetCommitResponse, future: RequestFuture[None]
 ) -> None:
     """The first partition error decides (group authorization, coordinator moved, rebalance, stale
     generation); unauthorized topics are reported together."""
@@ -178,7 +175,7 @@ def handle_offset_commit_response(
                 return
             elif cls in (UnknownMemberIdError, IllegalGenerationError):
                 if c.generation_snapshot() == gen:
-                    c._reset_generation_on_response_error("OffsetCommit", cls)
+                    c.reset_generation_on_response_error("OffsetCommit", cls)
                 future.raise_(
                     CommitFailedError(
                         f"commit failed with {cls.name}: the group has already rebalanced and assigned "

@@ -7,12 +7,12 @@ chosen at send time by NetworkClient from the node's advertised ApiVersions, wit
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
-if TYPE_CHECKING:
-    from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.client_response import RequestCompletionHandler, RequestHeaderInfo
+
+__all__ = ["ClientRequest", "RequestBody", "RequestCompletionHandler", "RequestHeaderInfo"]
 
 
 class RequestBody(Protocol):
@@ -22,20 +22,6 @@ class RequestBody(Protocol):
     VALID_VERSIONS: ClassVar[tuple[int, int]]
 
     def encode(self, version: int) -> bytes: ...
-
-
-#: Called once with the response (or the disconnect / timeout / version-mismatch outcome).
-RequestCompletionHandler = Callable[["ClientResponse"], None]
-
-
-@dataclass(frozen=True, slots=True)
-class RequestHeaderInfo:
-    """The header fields of a sent request (the encoded header lives in the frame)."""
-
-    api_key: int
-    api_version: int
-    client_id: str | None
-    correlation_id: int
 
 
 @dataclass(eq=False, slots=True)

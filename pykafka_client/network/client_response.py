@@ -9,10 +9,23 @@ requests complete with ``response_body=None`` and no flag set.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pykafka_client.network.client_request import RequestCompletionHandler, RequestHeaderInfo
+
+@dataclass(frozen=True, slots=True)
+class RequestHeaderInfo:
+    """The header fields of a sent request (the encoded header lives in the frame)."""
+
+    api_key: int
+    api_version: int
+    client_id: str | None
+    correlation_id: int
+
+
+#: Called once with the response (or the disconnect / timeout / version-mismatch outcome).
+RequestCompletionHandler = Callable[["ClientResponse"], None]
 
 
 @dataclass(eq=False, slots=True)

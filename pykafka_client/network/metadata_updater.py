@@ -13,18 +13,16 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pykafka_client.errors import AuthenticationError, for_code
-from pykafka_client.network.client_request import RequestHeaderInfo
-from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS
+from pykafka_client.network.client_request import RequestBody, RequestHeaderInfo
+from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS, ClusterConnectionStates
+from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.log_rate_limiter import LogRateLimiter
 from pykafka_client.network.metadata import Metadata, oldest_metadata_version
 from pykafka_client.protocol.messages import MetadataResponse
 from pykafka_client.structs import Node
-
-if TYPE_CHECKING:
-    from pykafka_client.network.network_client import NetworkClient
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +57,32 @@ class MetadataUpdater(Protocol):
     def close(self) -> None: ...
 
 
+class MetadataRequestSender(Protocol):
+    """What :class:`DefaultMetadataUpdater` uses of the NetworkClient it belongs to: pick a node, connect to
+    it, send it a Metadata request outside the application's requests."""
+
+    @property
+    def connection_states(self) -> ClusterConnectionStates: ...
+
+    def least_loaded_node(self, now_ms: int) -> LeastLoadedNode: ...
+
+    def can_send_request(self, node_id: str, now_ms: int) -> bool: ...
+
+    def is_any_node_connecting(self) -> bool: ...
+
+    def initiate_connect(self, node: Node, now_ms: int) -> None: ...
+
+    def send_internal_request(
+        self,
+        body: RequestBody,
+        node_id: str,
+        now_ms: int,
+        latest_allowed_version: int | None = None,
+        *,
+        oldest_allowed_version: int | None = None,
+    ) -> None: ...
+
+
 @dataclass(slots=True)
 class _InProgress:
     request_version: int
@@ -71,7 +95,7 @@ class DefaultMetadataUpdater:
     def __init__(
         self,
         metadata: Metadata,
-        client: NetworkClient,
+        client: MetadataRequestSender,
         request_timeout_ms: int,
         reconnect_backoff_ms: int,
         recovery_strategy: MetadataRecoveryStrategy,

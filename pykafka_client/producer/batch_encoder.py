@@ -1,14 +1,26 @@
-"""Encoding a :class:`ProducerBatch` into one magic v2 record batch with the shared ``MemoryRecordsBuilder``."""
+"""Encoding a :class:`~pykafka_client.producer.producer_batch.ProducerBatch` into one magic v2 record batch
+with the shared ``MemoryRecordsBuilder``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 
-if TYPE_CHECKING:
-    from pykafka_client.producer.producer_batch import ProducerBatch
+
+class EncodableBatch(Protocol):
+    """What :func:`encode_batch` reads of a producer batch: its records and its producer state."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    is_transactional: bool
+
+    @property
+    def pending(self) -> Sequence[Sequence[object]]:
+        """The records, each starting with (timestamp, key, value, headers)."""
 
 _UNLIMITED = 2**62
 
@@ -22,7 +34,7 @@ def compression_type_for(value: Any) -> CompressionType:
     return CompressionType.for_name(str(value))
 
 
-def encode_batch(batch: ProducerBatch, compression_type: Any, compression_level: int | None) -> tuple[bytes, float]:
+def encode_batch(batch: EncodableBatch, compression_type: Any, compression_level: int | None) -> tuple[bytes, float]:
     """The wire bytes of ``batch`` (base offset 0) with its current producer id, epoch and base sequence, and
     the compression ratio achieved on its records (1.0 without compression)."""
     builder = MemoryRecordsBuilder(

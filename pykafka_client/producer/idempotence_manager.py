@@ -101,7 +101,7 @@ class IdempotenceManager:
         self.transaction_timeout_ms = transaction_timeout_ms
         self.retry_backoff_ms = retry_backoff_ms
         self.time = time
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()
         self._pid_epoch = NONE
         self._state = State.UNINITIALIZED
         self._partitions: dict[TopicPartition, _PartitionEntry] = {}
@@ -157,7 +157,7 @@ class IdempotenceManager:
         self._poison.enabled = enabled
 
     def _transition_to(self, target: State, error: BaseException | None = None) -> None:
-        with self._lock:
+        with self.lock:
             if not is_transition_valid(self._state, target):
                 message = f"TransactionalId {self.transactional_id}: Invalid transition attempted from state {self._state.name} to state {target.name}"
                 if getattr(self._poison, "enabled", False):
@@ -180,12 +180,12 @@ class IdempotenceManager:
             self._state = target
 
     def transition_to_fatal_error(self, exc: BaseException) -> None:
-        with self._lock:
+        with self.lock:
             self._transition_to(State.FATAL_ERROR, exc)
             self._fail_pending_transition(exc)
 
     def transition_to_abortable_error(self, exc: BaseException) -> None:
-        with self._lock:
+        with self.lock:
             if self._state is State.ABORTING_TRANSACTION:
                 log.debug("not moving to ABORTABLE_ERROR: the transaction is being aborted already (%r)", exc)
                 return
@@ -199,7 +199,7 @@ class IdempotenceManager:
         if isinstance(exc, _FATAL):
             self.transition_to_fatal_error(exc)
         elif self.is_transactional():
-            with self._lock:
+            with self.lock:
                 if not self.is_completing():
                     self.txn_epoch_bump_required = True
                 self.transition_to_abortable_error(exc)
@@ -221,14 +221,14 @@ class IdempotenceManager:
         A transactional producer asks through its request queue instead."""
         if self.is_transactional():
             return False
-        with self._lock:
+        with self.lock:
             self.bump_idempotent_epoch_and_reset_id_if_needed()
             return self._state in (State.UNINITIALIZED, State.INITIALIZING) and not self.init_producer_id_in_flight
 
     def bump_idempotent_epoch_and_reset_id_if_needed(self) -> None:
         if self.is_transactional():
             return  # a transaction's epoch is bumped by its coordinator (InitProducerId after an abort)
-        with self._lock:
+        with self.lock:
             if self.has_fatal_error():
                 return
             if self._pid_reset_required:
@@ -242,7 +242,7 @@ class IdempotenceManager:
 
     def set_producer_id_and_epoch(self, producer_id: int, epoch: int) -> None:
         """The outcome of a successful InitProducerId."""
-        with self._lock:
+        with self.lock:
             self._pid_epoch = ProducerIdAndEpoch(producer_id, epoch)
             self._state = State.READY
             self.init_producer_id_in_flight = False
@@ -253,12 +253,12 @@ class IdempotenceManager:
 
     def request_producer_id_reset_for_partition(self, tp: TopicPartition) -> None:
         """Drop the producer id; once InitProducerId gives a new one, ``tp``'s batches restart at sequence 0."""
-        with self._lock:
+        with self.lock:
             self._pid_reset_required = True
             self._to_rewrite.add(tp)
 
     def request_epoch_bump_for_partition(self, tp: TopicPartition) -> None:
-        with self._lock:
+        with self.lock:
             self._epoch_bump_required = True
             self._to_rewrite.add(tp)
 
@@ -280,7 +280,7 @@ class IdempotenceManager:
         self._epoch_bump_required = False
 
     def reset_idempotent_producer_id(self) -> None:
-        with self._lock:
+        with self.lock:
             self._pid_epoch = NONE
             self._state = State.UNINITIALIZED
 
@@ -293,11 +293,11 @@ class IdempotenceManager:
         return e
 
     def sequence_number(self, tp: TopicPartition) -> int:
-        with self._lock:
+        with self.lock:
             return self._entry(tp).next_sequence
 
     def increment_sequence_number(self, tp: TopicPartition, increment: int) -> None:
-        with self._lock:
+        with self.lock:
             e = self._entry(tp)
             e.next_sequence = increment_sequence(e.next_sequence, increment)
 
@@ -310,13 +310,13 @@ class IdempotenceManager:
         return -1 if e is None else e.last_acked_offset
 
     def has_stale_producer_id_and_epoch(self, tp: TopicPartition) -> bool:
-        with self._lock:
+        with self.lock:
             return self._entry(tp).producer_id_and_epoch != self._pid_epoch
 
     def maybe_update_producer_id_and_epoch(self, tp: TopicPartition) -> None:
         """Before stamping a new batch: a partition still on an old id/epoch restarts at sequence 0 once
         nothing of the old epoch is in flight."""
-        with self._lock:
+        with self.lock:
             if self.has_fatal_error():
                 return
             e = self._entry(tp)
@@ -336,7 +336,7 @@ class IdempotenceManager:
     # --- in-flight batches ---------------------------------------------------------------------------
 
     def add_in_flight_batch(self, batch: ProducerBatch) -> None:
-        with self._lock:
+        with self.lock:
             if not batch.has_sequence():
                 raise IllegalStateError(f"cannot track a batch without a sequence: {batch}")
             e = self._entry(batch.topic_partition)
@@ -346,7 +346,7 @@ class IdempotenceManager:
             e.in_flight.insert(bisect.bisect_right(keys, batch.base_sequence), batch)
 
     def remove_in_flight_batch(self, batch: ProducerBatch) -> None:
-        with self._lock:
+        with self.lock:
             e = self._partitions.get(batch.topic_partition)
             if e is not None and batch in e.in_flight:
                 e.in_flight.remove(batch)
@@ -356,7 +356,7 @@ class IdempotenceManager:
         return e is not None and bool(e.in_flight)
 
     def first_in_flight_sequence(self, tp: TopicPartition) -> int:
-        with self._lock:
+        with self.lock:
             e = self._partitions.get(tp)
             if e is None or not e.in_flight:
                 return NO_SEQUENCE
@@ -369,7 +369,7 @@ class IdempotenceManager:
     # --- outcomes ------------------------------------------------------------------------------------
 
     def handle_completed_batch(self, batch: ProducerBatch, base_offset: int) -> None:
-        with self._lock:
+        with self.lock:
             e = self._entry(batch.topic_partition)
             last = batch.last_sequence
             if last > e.last_acked_sequence:
@@ -379,7 +379,7 @@ class IdempotenceManager:
             self.remove_in_flight_batch(batch)
 
     def handle_failed_batch(self, batch: ProducerBatch, exc: BaseException, adjust_sequence_numbers: bool) -> None:
-        with self._lock:
+        with self.lock:
             self.maybe_transition_to_error_state(exc)
             self.remove_in_flight_batch(batch)
             if self.has_fatal_error() or self.is_transactional():
@@ -393,7 +393,7 @@ class IdempotenceManager:
 
     def can_retry(self, error_code: int, log_start_offset: int, batch: ProducerBatch, retriable: bool) -> bool:
         """Whether a partition error can be retried, bumping the epoch where Java's idempotent producer does."""
-        with self._lock:
+        with self.lock:
             tp = batch.topic_partition
             if self.is_transactional() and error_code in (45, 59):
                 return False  # the transaction cannot be repaired locally: fail the batch, abort the transaction
@@ -421,7 +421,7 @@ class IdempotenceManager:
     # --- unresolved sequences (expired in-flight batches) ---------------------------------------------
 
     def mark_sequence_unresolved(self, batch: ProducerBatch) -> None:
-        with self._lock:
+        with self.lock:
             nxt = increment_sequence(batch.last_sequence, 1)
             tp = batch.topic_partition
             cur = self._unresolved.get(tp)
@@ -438,7 +438,7 @@ class IdempotenceManager:
 
     def maybe_resolve_sequences(self) -> None:
         """Partitions with nothing in flight any more are resolved (later batches filled the gap) or bumped."""
-        with self._lock:
+        with self.lock:
             for tp in list(self._unresolved):
                 if self.has_inflight_batches(tp):
                     continue

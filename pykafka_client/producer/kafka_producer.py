@@ -94,7 +94,7 @@ _PARTITIONER_NAMES = {
 
 def _failed_future(exc: BaseException) -> FutureRecordMetadata:
     f = FutureRecordMetadata()
-    f._complete(None, exc)
+    f.set_exception(exc)
     return f
 
 

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pykafka_client.producer.batch_encoder import encode_batch
 from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.structs import TopicPartition
@@ -317,8 +318,6 @@ class ProducerBatch:
         """The encoded batch (base offset 0), built on first use and rebuilt if the producer state changed."""
         state = (self.producer_id, self.producer_epoch, self.base_sequence, self.is_transactional)
         if self._built is None or self._built_state != state:
-            from pykafka_client.producer.batch_encoder import encode_batch
-
             self._built, self.actual_compression_ratio = encode_batch(self, self.compression_type, self.compression_level)
             self._built_state = state
         return self._built

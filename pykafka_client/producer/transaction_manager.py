@@ -15,7 +15,6 @@ import heapq
 import itertools
 import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Protocol
 
 from pykafka_client.errors import (
     IllegalStateError,
@@ -27,31 +26,21 @@ from pykafka_client.producer.idempotence_manager import NONE, IdempotenceManager
 from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.producer.transaction_state import State
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
+from pykafka_client.producer.txn_request_handlers import (
+    GROUP_COORDINATOR,
+    TRANSACTION_COORDINATOR,
+    AddOffsetsToTxnHandler,
+    AddPartitionsToTxnHandler,
+    EndTxnHandler,
+    FindCoordinatorHandler,
+    GroupMetadata,
+    InitProducerIdHandler,
+    TxnRequestHandler,
+)
 from pykafka_client.structs import Node, OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
-if TYPE_CHECKING:
-    from pykafka_client.producer.txn_request_handlers import TxnRequestHandler
-
 log = logging.getLogger(__name__)
-
-
-class GroupMetadata(Protocol):
-    """What ``send_offsets_to_transaction`` needs of a consumer's group (``ConsumerGroupMetadata``, KIP-447)."""
-
-    @property
-    def group_id(self) -> str: ...
-    @property
-    def generation_id(self) -> int: ...
-    @property
-    def member_id(self) -> str: ...
-    @property
-    def group_instance_id(self) -> str | None: ...
-
-
-#: FindCoordinator key types
-GROUP_COORDINATOR = 0
-TRANSACTION_COORDINATOR = 1
 
 
 class TransactionManager(IdempotenceManager):
@@ -157,7 +146,7 @@ class TransactionManager(IdempotenceManager):
 
     def initialize_transactions(self) -> TransactionalRequestResult:
         """``init_transactions``: get a producer id for the transactional id (fencing older producers)."""
-        with self._lock:
+        with self.lock:
             self._ensure_transactional()
             self.maybe_fail_with_error()
 
@@ -170,14 +159,14 @@ class TransactionManager(IdempotenceManager):
             return self._cached_result(State.INITIALIZING, "init_transactions", start)
 
     def begin_transaction(self) -> None:
-        with self._lock:
+        with self.lock:
             self._ensure_transactional()
             self._throw_if_pending_state("begin_transaction")
             self.maybe_fail_with_error()
             self._transition_to(State.IN_TRANSACTION)
 
     def begin_commit(self) -> TransactionalRequestResult:
-        with self._lock:
+        with self.lock:
 
             def start() -> TransactionalRequestResult:
                 self.maybe_fail_with_error()
@@ -187,7 +176,7 @@ class TransactionManager(IdempotenceManager):
             return self._cached_result(State.COMMITTING_TRANSACTION, "commit_transaction", start)
 
     def begin_abort(self) -> TransactionalRequestResult:
-        with self._lock:
+        with self.lock:
 
             def start() -> TransactionalRequestResult:
                 if self._state is not State.ABORTABLE_ERROR:
@@ -199,12 +188,10 @@ class TransactionManager(IdempotenceManager):
             return self._cached_result(State.ABORTING_TRANSACTION, "abort_transaction", start)
 
     def _begin_completing_transaction(self, committed: bool) -> TransactionalRequestResult:
-        from pykafka_client.producer.txn_request_handlers import EndTxnHandler
-
         if self.new_partitions_in_transaction:
-            self._enqueue(self._add_partitions_handler())
+            self.enqueue(self._add_partitions_handler())
         handler = EndTxnHandler(self, committed)
-        self._enqueue(handler)
+        self.enqueue(handler)
         return handler.result
 
     def send_offsets_to_transaction(
@@ -212,9 +199,7 @@ class TransactionManager(IdempotenceManager):
     ) -> TransactionalRequestResult:
         """AddOffsetsToTxn for the group, then TxnOffsetCommit of ``offsets`` to its coordinator; the result
         completes when the offsets are committed into the transaction."""
-        from pykafka_client.producer.txn_request_handlers import AddOffsetsToTxnHandler
-
-        with self._lock:
+        with self.lock:
             self._ensure_transactional()
             self._throw_if_pending_state("send_offsets_to_transaction")
             self.maybe_fail_with_error()
@@ -224,7 +209,7 @@ class TransactionManager(IdempotenceManager):
                     "call begin_transaction() first"
                 )
             handler = AddOffsetsToTxnHandler(self, dict(offsets), group_metadata)
-            self._enqueue(handler)
+            self.enqueue(handler)
             return handler.result
 
     def fail_if_not_ready_for_send(self) -> None:
@@ -248,7 +233,7 @@ class TransactionManager(IdempotenceManager):
 
     def maybe_add_partition(self, tp: TopicPartition) -> None:
         """After a record for ``tp`` was appended: queue ``tp`` for AddPartitionsToTxn if it is new."""
-        with self._lock:
+        with self.lock:
             self.maybe_fail_with_error()
             self._throw_if_pending_state("send")
             if not self.is_transactional():
@@ -266,7 +251,7 @@ class TransactionManager(IdempotenceManager):
     def forget_aborted_batch(self, batch: ProducerBatch) -> None:
         """A queued batch failed by an abort. One that was sent before (a retry) took sequence numbers the
         broker never acknowledged: the abort bumps the epoch so that the next transaction restarts at 0."""
-        with self._lock:
+        with self.lock:
             if batch.has_sequence():
                 self.remove_in_flight_batch(batch)
                 self.txn_epoch_bump_required = True
@@ -279,20 +264,17 @@ class TransactionManager(IdempotenceManager):
 
     # --- transactions: request queue (Sender thread) ------------------------------------------------------
 
-    def _enqueue(self, handler: TxnRequestHandler) -> None:
-        with self._lock:
+    def enqueue(self, handler: TxnRequestHandler) -> None:
+        """Queue ``handler`` for the Sender, by priority then order."""
+        with self.lock:
             heapq.heappush(self._pending_requests, (handler.priority, next(self._enqueue_order), handler))
 
     def _enqueue_init_producer_id(self, bump: bool, result: TransactionalRequestResult | None = None) -> TransactionalRequestResult:
-        from pykafka_client.producer.txn_request_handlers import InitProducerIdHandler
-
         handler = InitProducerIdHandler(self, bump, result)
-        self._enqueue(handler)
+        self.enqueue(handler)
         return handler.result
 
     def _add_partitions_handler(self) -> TxnRequestHandler:
-        from pykafka_client.producer.txn_request_handlers import AddPartitionsToTxnHandler
-
         self.pending_partitions_in_transaction |= self.new_partitions_in_transaction
         self.new_partitions_in_transaction.clear()
         return AddPartitionsToTxnHandler(self, sorted(self.pending_partitions_in_transaction))
@@ -305,17 +287,15 @@ class TransactionManager(IdempotenceManager):
 
     def retry(self, handler: TxnRequestHandler) -> None:
         """Put a request that could not be sent back in the queue (no backoff: nothing was sent)."""
-        self._enqueue(handler)
+        self.enqueue(handler)
 
     def next_request(self, has_incomplete_batches: bool) -> TxnRequestHandler | None:
         """The next transactional request to send, or None. EndTxn waits until every batch of the transaction
         is acknowledged (statement 76); a queued request fails at once in an error state (FindCoordinator may
         still go when the error is abortable); EndTxn is skipped when nothing was added (statement 84)."""
-        from pykafka_client.producer.txn_request_handlers import EndTxnHandler, FindCoordinatorHandler
-
-        with self._lock:
+        with self.lock:
             if self.new_partitions_in_transaction:
-                self._enqueue(self._add_partitions_handler())
+                self.enqueue(self._add_partitions_handler())
             if not self._pending_requests:
                 return None
             handler = self._pending_requests[0][2]
@@ -335,7 +315,7 @@ class TransactionManager(IdempotenceManager):
     def complete_transaction(self, result: TransactionalRequestResult) -> None:
         """EndTxn succeeded (or was not needed): READY and ``result`` done, or, when the epoch must be bumped
         (an abort after a failed send), INITIALIZING and ``result`` left to the InitProducerId that bumps it."""
-        with self._lock:
+        with self.lock:
             bump = self.txn_epoch_bump_required
             self._transition_to(State.INITIALIZING if bump else State.READY)
             self.txn_epoch_bump_required = False
@@ -352,9 +332,7 @@ class TransactionManager(IdempotenceManager):
 
     def lookup_coordinator(self, key_type: int, key: str) -> None:
         """Forget the coordinator and queue a FindCoordinator for it (once)."""
-        from pykafka_client.producer.txn_request_handlers import FindCoordinatorHandler
-
-        with self._lock:
+        with self.lock:
             if key_type == TRANSACTION_COORDINATOR:
                 self.transaction_coordinator = None
             else:
@@ -362,7 +340,7 @@ class TransactionManager(IdempotenceManager):
             for _, _, h in self._pending_requests:
                 if isinstance(h, FindCoordinatorHandler) and h.key_type == key_type and h.key == key:
                     return
-            self._enqueue(FindCoordinatorHandler(self, key_type, key))
+            self.enqueue(FindCoordinatorHandler(self, key_type, key))
 
     def coordinator(self, key_type: int) -> Node | None:
         return self.transaction_coordinator if key_type == TRANSACTION_COORDINATOR else self.group_coordinator
@@ -379,7 +357,7 @@ class TransactionManager(IdempotenceManager):
         would the original producer: NONE (also for a transaction already completed with the same result),
         PRODUCER_FENCED when the epoch was bumped since (the transaction was aborted), INVALID_TXN_STATE for
         the other result. Only on a fresh producer (no ``init_transactions``) and with nothing to send."""
-        with self._lock:
+        with self.lock:
             self._ensure_transactional()
             if self._state is not State.UNINITIALIZED:
                 raise IllegalStateError(
@@ -397,14 +375,14 @@ class TransactionManager(IdempotenceManager):
                      self.transactional_id, producer_id, epoch)
 
     def set_producer_id_and_epoch_for_transaction(self, producer_id: int, epoch: int) -> None:
-        with self._lock:
+        with self.lock:
             self._pid_epoch = ProducerIdAndEpoch(producer_id, epoch)
             self._transition_to(State.READY)
             self._last_error = None
 
     def close(self) -> None:
         """Force close: fail every queued transactional request and the pending call (statement 85)."""
-        with self._lock:
+        with self.lock:
             exc = KafkaError("The producer closed forcefully")
             for _, _, h in self._pending_requests:
                 h.result.fail(exc)
@@ -412,3 +390,7 @@ class TransactionManager(IdempotenceManager):
             if self.in_flight_handler is not None:
                 self.in_flight_handler.result.fail(exc)
             self._fail_pending_transition(exc)
+
+
+#: GroupMetadata and the coordinator key types live with the handlers that use them; importable from here too.
+__all__ = ["GROUP_COORDINATOR", "TRANSACTION_COORDINATOR", "GroupMetadata", "State", "TransactionManager"]

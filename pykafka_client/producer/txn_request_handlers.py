@@ -26,7 +26,8 @@ UNKNOWN_PRODUCER_ID and consumer group mismatches are abortable.
 from __future__ import annotations
 
 import logging
-from typing import Any
+import threading
+from typing import Any, Protocol
 
 from pykafka_client.errors import (
     CommitFailedError,
@@ -52,12 +53,6 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.producer.transaction_manager import (
-    GROUP_COORDINATOR,
-    TRANSACTION_COORDINATOR,
-    GroupMetadata,
-    TransactionManager,
-)
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.protocol.messages import (
     AddOffsetsToTxnRequest,
@@ -74,8 +69,60 @@ from pykafka_client.protocol.messages import (
     TxnOffsetCommitResponse,
 )
 from pykafka_client.structs import Node, OffsetAndMetadata, TopicPartition
+from pykafka_client.utils.time import Time
 
 log = logging.getLogger(__name__)
+
+
+class GroupMetadata(Protocol):
+    """What ``send_offsets_to_transaction`` needs of a consumer's group (``ConsumerGroupMetadata``, KIP-447)."""
+
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def generation_id(self) -> int: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def group_instance_id(self) -> str | None: ...
+
+
+#: FindCoordinator key types
+GROUP_COORDINATOR = 0
+TRANSACTION_COORDINATOR = 1
+
+
+class TxnContext(Protocol):
+    """What a handler reads and changes of the transaction manager (Java: the TransactionManager fields an
+    inner TxnRequestHandler uses). ``handle_response`` runs under ``lock``."""
+
+    lock: threading.RLock
+    time: Time
+    transactional_id: str | None
+    transaction_timeout_ms: int
+    retry_backoff_ms: int
+    txn_epoch_bump_required: bool
+    transaction_started: bool
+    in_flight_handler: TxnRequestHandler | None
+    transaction_coordinator: Node | None
+    group_coordinator: Node | None
+    partitions_in_transaction: set[TopicPartition]
+    pending_partitions_in_transaction: set[TopicPartition]
+    pending_txn_offset_commits: dict[TopicPartition, OffsetAndMetadata]
+
+    def enqueue(self, handler: TxnRequestHandler) -> None: ...
+
+    def lookup_coordinator(self, coordinator_type: int, key: str) -> None: ...
+
+    def producer_id_and_epoch(self) -> tuple[int, int]: ...
+
+    def set_producer_id_and_epoch_for_transaction(self, producer_id: int, epoch: int) -> None: ...
+
+    def complete_transaction(self, result: TransactionalRequestResult) -> None: ...
+
+    def transition_to_fatal_error(self, exc: BaseException) -> None: ...
+
+    def transition_to_abortable_error(self, exc: BaseException) -> None: ...
 
 FIND_COORDINATOR_PRIORITY = 0
 INIT_PRODUCER_ID_PRIORITY = 1
@@ -102,7 +149,7 @@ class TxnRequestHandler:
     coordinator_type: int | None = TRANSACTION_COORDINATOR
     operation = "transactional request"
 
-    def __init__(self, tm: TransactionManager, result: TransactionalRequestResult | None = None) -> None:
+    def __init__(self, tm: TxnContext, result: TransactionalRequestResult | None = None) -> None:
         self.tm = tm
         self.result = result if result is not None else TransactionalRequestResult(self.operation)
         self.is_retry = False
@@ -139,7 +186,7 @@ class TxnRequestHandler:
         """Send again after the retry backoff."""
         self.is_retry = True
         self.retry_at_ms = self.tm.time.hi_res_clock_ms() + self.retry_backoff_ms
-        self.tm._enqueue(self)
+        self.tm.enqueue(self)
 
     def coordinator_moved(self) -> None:
         assert self.coordinator_type is not None
@@ -159,7 +206,7 @@ class TxnRequestHandler:
         elif response.version_mismatch is not None:
             self.fatal_error(response.version_mismatch)
         elif response.response_body is not None:
-            with tm._lock:
+            with tm.lock:
                 self.handle_response(response.response_body)
         else:
             self.fatal_error(KafkaError(f"Could not execute {self.operation} for unknown reasons (no response)"))
@@ -173,7 +220,7 @@ class FindCoordinatorHandler(TxnRequestHandler):
     coordinator_type = None
     operation = "FindCoordinator"
 
-    def __init__(self, tm: TransactionManager, key_type: int, key: str) -> None:
+    def __init__(self, tm: TxnContext, key_type: int, key: str) -> None:
         super().__init__(tm)
         self.key_type = key_type
         self.key = key
@@ -213,7 +260,7 @@ class InitProducerIdHandler(TxnRequestHandler):
     priority = INIT_PRODUCER_ID_PRIORITY
     operation = "InitProducerId"
 
-    def __init__(self, tm: TransactionManager, bump: bool, result: TransactionalRequestResult | None = None) -> None:
+    def __init__(self, tm: TxnContext, bump: bool, result: TransactionalRequestResult | None = None) -> None:
         super().__init__(tm, result)
         self.bump = bump
 
@@ -249,7 +296,7 @@ class InitProducerIdHandler(TxnRequestHandler):
 class AddPartitionsToTxnHandler(TxnRequestHandler):
     operation = "AddPartitionsToTxn"
 
-    def __init__(self, tm: TransactionManager, partitions: list[TopicPartition]) -> None:
+    def __init__(self, tm: TxnContext, partitions: list[TopicPartition]) -> None:
         super().__init__(tm)
         self.partitions = partitions
 
@@ -328,7 +375,7 @@ class AddOffsetsToTxnHandler(TxnRequestHandler):
     operation = "AddOffsetsToTxn"
 
     def __init__(
-        self, tm: TransactionManager, offsets: dict[TopicPartition, OffsetAndMetadata], group: GroupMetadata
+        self, tm: TxnContext, offsets: dict[TopicPartition, OffsetAndMetadata], group: GroupMetadata
     ) -> None:
         super().__init__(tm, TransactionalRequestResult("send_offsets_to_transaction"))
         self.offsets = offsets
@@ -348,7 +395,7 @@ class AddOffsetsToTxnHandler(TxnRequestHandler):
             log.debug("added the offsets of group %s to the transaction", group_id)
             self.tm.transaction_started = True
             # the result completes when the TxnOffsetCommit does
-            self.tm._enqueue(TxnOffsetCommitHandler(self.tm, self.result, self.offsets, self.group))
+            self.tm.enqueue(TxnOffsetCommitHandler(self.tm, self.result, self.offsets, self.group))
         elif err in _COORDINATOR_MOVED:
             self.coordinator_moved()
         elif for_code(err).retriable:
@@ -377,7 +424,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
 
     def __init__(
         self,
-        tm: TransactionManager,
+        tm: TxnContext,
         result: TransactionalRequestResult,
         offsets: dict[TopicPartition, OffsetAndMetadata],
         group: GroupMetadata,
@@ -462,7 +509,7 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
 class EndTxnHandler(TxnRequestHandler):
     priority = END_TXN_PRIORITY
 
-    def __init__(self, tm: TransactionManager, committed: bool) -> None:
+    def __init__(self, tm: TxnContext, committed: bool) -> None:
         self.committed = committed
         self.operation = f"EndTxn({'commit' if committed else 'abort'})"
         super().__init__(tm)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from pykafka_client.protocol.records.record_batch import TimestampType
+from pykafka_client.protocol.records.timestamp_type import TimestampType
 
 Header = tuple[str, "bytes | None"]
 

@@ -9,8 +9,9 @@ legacy v0/v1 message sets are read through
 from __future__ import annotations
 
 from collections.abc import Iterator
-from enum import IntEnum
 from typing import TYPE_CHECKING, Protocol
+
+from pykafka_client.protocol.records.timestamp_type import TimestampType as TimestampType  # re-exported
 
 if TYPE_CHECKING:
     from pykafka_client.protocol.compression import CompressionType
@@ -31,14 +32,6 @@ NO_PARTITION_LEADER_EPOCH = -1
 LOG_OVERHEAD = 12
 #: Position of the magic byte, the same in every format (after offset, length and a 4-byte field).
 MAGIC_OFFSET = 16
-
-
-class TimestampType(IntEnum):
-    """How a batch's timestamps were assigned (Java ``TimestampType``)."""
-
-    NO_TIMESTAMP_TYPE = -1
-    CREATE_TIME = 0
-    LOG_APPEND_TIME = 1
 
 
 class RecordBatch(Protocol):

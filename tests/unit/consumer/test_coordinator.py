@@ -491,7 +491,7 @@ def test_commit_during_rebalance_raises_rebalance_in_progress() -> None:
     coord, _, script, subs, time = make()
     subs.subscribe(["t"])
     stable(coord, script, subs, [T0], time)
-    coord._transition_to(MemberState.PREPARING_REBALANCE)
+    coord.transition_to(MemberState.PREPARING_REBALANCE)
     with pytest.raises(RebalanceInProgressClientError):
         coord.commit_offsets_sync({T0: OffsetAndMetadata(1)}, time.timer(1000))
 

@@ -46,13 +46,13 @@ def test_coordinator_walks_the_table_through_a_join() -> None:
     assert coord.state is S.UNJOINED
     subs.subscribe(["t"])
     seen: list[MemberState] = []
-    original = coord._transition_to
+    original = coord.transition_to
 
     def record(target: MemberState) -> None:
         original(target)
         seen.append(target)
 
-    coord._transition_to = record  # type: ignore[method-assign]  # spy on the one transition point
+    coord.transition_to = record  # type: ignore[method-assign]  # spy on the one transition point
     stable(coord, script, subs, [], time)
     assert seen == [S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE]
     coord.maybe_leave_group("test")
@@ -64,7 +64,7 @@ def test_coordinator_rejects_an_invalid_transition_and_keeps_its_state() -> None
     subs.subscribe(["t"])
     stable(coord, script, subs, [], time)
     with pytest.raises(IllegalStateError):
-        coord._transition_to(S.COMPLETING_REBALANCE)
+        coord.transition_to(S.COMPLETING_REBALANCE)
     assert coord.state is S.STABLE
 
 

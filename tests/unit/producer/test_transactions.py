@@ -19,10 +19,11 @@ from pykafka_client.errors import (
     UnsupportedVersionError,
 )
 from pykafka_client.errors_base import KafkaError
-from pykafka_client.producer.transaction_manager import GROUP_COORDINATOR, TRANSACTION_COORDINATOR
 from pykafka_client.producer.transaction_state import State
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.producer.txn_request_handlers import (
+    GROUP_COORDINATOR,
+    TRANSACTION_COORDINATOR,
     AddPartitionsToTxnHandler,
     EndTxnHandler,
     FindCoordinatorHandler,
@@ -137,7 +138,7 @@ def test_76_requests_by_priority_and_end_txn_not_sent_while_batches_incomplete(h
     ]
     tm.transaction_started = True  # else the EndTxn would be skipped (statement 84)
     for handler in handlers:
-        tm._enqueue(handler)
+        tm.enqueue(handler)
     order = [tm.next_request(False) for _ in handlers]
     assert [type(x) for x in order] == [FindCoordinatorHandler, InitProducerIdHandler, AddPartitionsToTxnHandler, EndTxnHandler]
 

@@ -1,0 +1,276 @@
+"""What the AdminClient's call modules (``cluster``, ``topics``, ``groups``, ...) are given to run a call: the
+:class:`AdminContext`, its NetworkClient, Metadata and clock, with the mechanics every call shares (wait for
+a ready broker, send one request and wait for the answer, retry disconnects, back off, refresh metadata, find
+a coordinator, ask each partition's leader). The AdminClient owns one and hands it, never itself, to the call
+modules (Java: the ``KafkaAdminClient`` internals an ``AdminApiHandler`` is driven by).
+
+Driving the NetworkClient happens in the caller's thread, under :attr:`AdminContext.lock`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
+from pykafka_client.errors import (
+    DisconnectError,
+    IllegalArgumentError,
+    IllegalStateError,
+    KafkaTimeoutError,
+)
+from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.cluster import TP
+from pykafka_client.network.metadata import Metadata, oldest_metadata_version
+from pykafka_client.network.network_client import NetworkClient
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+)
+from pykafka_client.structs import Node
+from pykafka_client.utils.time import Time, Timer
+
+#: the AdminClient's logger: its retries are logged under the name they always had
+log = logging.getLogger("pykafka_client.admin.admin_client")
+
+# NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS: find the coordinator again.
+_COORDINATOR_MOVED = {16, 15, 14}
+
+
+class AdminContext:
+    """The collaborators and shared mechanics of the admin calls (see the module docstring).
+
+    ``lock`` serializes the calls (one operation at a time); ``metadata`` is the admin's cluster view;
+    ``client`` the NetworkClient driven in the caller's thread.
+    """
+
+    def __init__(
+        self,
+        client: NetworkClient,
+        metadata: Metadata,
+        time: Time,
+        *,
+        default_timeout_ms: int,
+        request_timeout_ms: int,
+        retry_backoff_ms: int,
+        retries: int,
+    ) -> None:
+        self.client = client
+        self.metadata = metadata
+        self.time = time
+        self.lock = threading.RLock()
+        self.closed = False
+        self.default_timeout_ms = default_timeout_ms
+        self.request_timeout_ms = request_timeout_ms
+        self.retry_backoff_ms = retry_backoff_ms
+        self.retries = retries
+
+    def close(self) -> None:
+        """Close every connection. Idempotent."""
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                self.client.close()
+
+    # --- driving the NetworkClient -------------------------------------------------------------
+
+    def timer(self, timeout: float | None) -> Timer:
+        """The deadline of one call: ``timeout`` seconds, ``default.api.timeout.ms`` when None."""
+        if self.closed:
+            raise IllegalStateError("the AdminClient is closed")
+        if timeout is None:
+            return self.time.timer(self.default_timeout_ms)
+        if timeout < 0:
+            raise IllegalArgumentError(f"timeout must be non-negative, got {timeout}")
+        return self.time.timer(int(timeout * 1000))
+
+    def now(self) -> int:
+        return self.time.hi_res_clock_ms()
+
+    def poll(self, timer: Timer, max_ms: int = 100) -> None:
+        timer.update()
+        self.client.poll(max(0, min(timer.remaining_ms(), max_ms)), timer.current_time_ms())
+        timer.update()
+        self.metadata.maybe_throw_fatal_exception()
+
+    def expired(self, timer: Timer, what: str) -> KafkaTimeoutError:
+        return KafkaTimeoutError(f"timed out after {timer.elapsed_ms()} ms {what}")
+
+    def least_loaded(self) -> Node | None:
+        """The broker with the fewest in-flight requests (None: none is known or connectable now)."""
+        return self.client.least_loaded_node(self.now()).node
+
+    def controller_or_any(self) -> Node | None:
+        cluster = self.metadata.fetch()
+        if cluster.controller is not None:
+            return cluster.controller
+        return self.least_loaded()
+
+    def broker_target(self, broker_id: int) -> Callable[[], Node | None]:
+        """A target naming broker ``broker_id`` (asking for fresh metadata while it is not known)."""
+
+        def target() -> Node | None:
+            node = self.metadata.fetch().node_by_id(broker_id)
+            if node is None:
+                self.metadata.request_update()
+            return node
+
+        return target
+
+    def await_ready(self, target: Callable[[], Node | None], timer: Timer, what: str) -> Node:
+        """``target()`` once it is connected and ready to send ``what`` to."""
+        while True:
+            node = target()
+            if node is not None:
+                if self.client.ready(node, self.now()):
+                    return node
+                auth = self.client.authentication_exception(node)
+                if auth is not None:
+                    raise auth
+            if timer.is_expired():
+                raise self.expired(timer, f"waiting for a broker to send {what} to")
+            self.poll(timer, 50)
+
+    def send(
+        self,
+        api_key: ApiKey,
+        build: Callable[[int], Any],
+        target: Callable[[], Node | None],
+        timer: Timer,
+    ) -> tuple[Node, Any]:
+        """Send ``build(version)`` to ``target()`` once it is ready and wait for the response;
+        disconnects are retried until ``timer`` expires. Returns (node, response body)."""
+        what = api_key.name
+        retries = 0
+        while True:
+            node = self.await_ready(target, timer, what)
+            versions = self.client.api_versions.get(node.id_string)
+            version = versions.latest_usable_version(api_key) if versions is not None else None
+            body = build(version if version is not None else 0)
+            box: list[ClientResponse] = []
+            request = self.client.new_client_request(
+                node.id_string,
+                body,
+                self.now(),
+                True,
+                max(1, min(self.request_timeout_ms, timer.remaining_ms())),
+                box.append,
+                # a Metadata that must not auto-create, or that asks for all topics, has no older form
+                # (Java's MetadataRequest.Builder refuses those versions too)
+                oldest_allowed_version=oldest_metadata_version(body) if isinstance(body, MetadataRequest) else None,
+                latest_allowed_version=version,
+            )
+            self.client.send(request, self.now())
+            while not box:
+                self.poll(timer, 200)
+                if not box and timer.is_expired():
+                    raise self.expired(timer, f"waiting for the {what} response from node {node.id}")
+            response = box[0]
+            if response.version_mismatch is not None:
+                raise response.version_mismatch
+            if response.authentication_exception is not None:
+                raise response.authentication_exception
+            if response.was_disconnected:
+                log.info("%s to node %s failed (%s); retrying", what, node.id,
+                         "timed out" if response.was_timed_out else "disconnected")
+                if timer.is_expired():
+                    raise self.expired(timer, f"sending {what}")
+                retries += 1
+                if retries > self.retries:
+                    raise DisconnectError(f"{what} to node {node.id} failed after {retries} attempts")
+                self.backoff(timer)
+                continue
+            return node, response.response_body
+
+    def backoff(self, timer: Timer) -> None:
+        """Wait ``retry.backoff.ms`` (at most until ``timer`` expires), serving the network meanwhile."""
+        deadline = min(timer.remaining_ms(), self.retry_backoff_ms)
+        wait = self.time.timer(deadline)
+        while not wait.is_expired():
+            self.poll(timer, wait.remaining_ms())
+            wait.update()
+
+    def refresh_metadata(self, timer: Timer, what: str) -> None:
+        """Ask for fresh metadata and wait for it (``what``: why, for the timeout's message)."""
+        version = self.metadata.request_update()
+        while self.metadata.update_version() == version:
+            if timer.is_expired():
+                raise self.expired(timer, f"waiting for metadata ({what})")
+            self.poll(timer, 100)
+
+    # --- coordinators and partition leaders ----------------------------------------------------
+
+    def find_coordinator(self, group_id: str, timer: Timer, key_type: int = 0) -> int:
+        """The node id of ``group_id``'s coordinator (FindCoordinator; ``key_type`` 1: of the transactional id
+        ``group_id``), retried while the coordinator is loading or not available until ``timer`` expires."""
+
+        def build(version: int) -> FindCoordinatorRequest:
+            if version >= 4:
+                return FindCoordinatorRequest(key_type=key_type, coordinator_keys=[group_id])
+            return FindCoordinatorRequest(key=group_id, key_type=key_type)
+
+        while True:
+            _, resp = self.send(ApiKey.FIND_COORDINATOR, build, self.least_loaded, timer)
+            assert isinstance(resp, FindCoordinatorResponse)
+            if resp.coordinators:
+                c = resp.coordinators[0]
+                code, message, node_id = c.error_code, c.error_message, c.node_id
+            else:
+                code, message, node_id = resp.error_code, resp.error_message, resp.node_id
+            if not code:
+                return node_id
+            what = "transactional id" if key_type == 1 else "group"
+            error = broker_error(code, message, f"finding the coordinator of {what} {group_id!r}")
+            if not error.retriable or timer.is_expired():
+                raise error
+            self.backoff(timer)
+
+    def send_to_coordinator(
+        self, group_id: str, api_key: ApiKey, build: Callable[[int], Any], error_of: Callable[[Any], int], timer: Timer
+    ) -> tuple[Node, Any]:
+        """Send ``build(version)`` to the group's coordinator; when the answer's ``error_of`` says the
+        coordinator moved or is loading, find it again and resend until ``timer`` expires."""
+        while True:
+            coordinator = self.find_coordinator(group_id, timer)
+            node, resp = self.send(api_key, build, self.broker_target(coordinator), timer)
+            code = error_of(resp)
+            if code in _COORDINATOR_MOVED and not timer.is_expired():
+                self.backoff(timer)
+                continue
+            return node, resp
+
+    def ask_leaders(self, remaining: Mapping[TP, object], timer: Timer, what: str,
+                    ask: Callable[[int, list[TP]], bool]) -> None:
+        """Until ``remaining`` is empty: ``ask(leader id, its partitions)`` of each partition's leader (it removes
+        what it answered; True: retry with fresh metadata). Absent partitions raise UnknownTopicOrPartitionError
+        after one metadata round trip; partitions without a leader are retried until the timeout."""
+        stale = False  # set when a leader answered that the cached metadata is out of date
+        while remaining:
+            cluster = self.metadata.fetch()
+            if stale or any(cluster.leader_for(tp) is None for tp in remaining):
+                self.refresh_metadata(timer, f"leaders of {sorted(remaining)}")
+                cluster = self.metadata.fetch()
+                raise_for_absent_partitions(cluster, remaining)
+                stale = False
+                if any(cluster.leader_for(tp) is None for tp in remaining):
+                    stale = True
+                    self.backoff(timer)
+                    continue
+            by_leader: dict[int, list[TP]] = defaultdict(list)
+            for tp in remaining:
+                leader = cluster.leader_for(tp)
+                assert leader is not None
+                by_leader[leader.id].append(tp)
+            retry = False
+            for leader_id, tps in by_leader.items():
+                retry |= ask(leader_id, tps)
+            if retry and remaining:
+                if timer.is_expired():
+                    raise self.expired(timer, what)
+                stale = True
+                self.backoff(timer)
