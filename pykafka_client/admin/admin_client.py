@@ -169,7 +169,14 @@ class AdminClient:
         self.metadata.maybe_throw_fatal_exception()
 
     def _expired(self, timer: Timer, what: str) -> KafkaTimeoutError:
-        return KafkaTimeoutError(f"timed out after {timer.elapsed_ms()} ms {what}")
+        """``timed out after N ms <what>``, and when no broker could be reached: the bootstrap servers and
+        each address tried with its last connection error."""
+        text = f"timed out after {timer.elapsed_ms()} ms {what}"
+        reason = self._client.unreachable_reason()
+        if reason is None:
+            return KafkaTimeoutError(text)
+        servers = ",".join(self.config["bootstrap.servers"])
+        return KafkaTimeoutError(f"{text} (bootstrap.servers={servers}): {reason}")
 
     def _least_loaded(self) -> Node | None:
         return self._client.least_loaded_node(self._now()).node
@@ -190,7 +197,7 @@ class AdminClient:
                 if auth is not None:
                     raise auth
             if timer.is_expired():
-                raise self._expired(timer, f"waiting for a broker to send {what} to")
+                raise self._expired(timer, f"waiting for a broker to take the {what} request")
             self._poll(timer, 50)
 
     def _send(
