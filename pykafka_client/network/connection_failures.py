@@ -108,8 +108,8 @@ class ConnectionFailures:
         if timed_out:
             return (
                 ConnectFailureCause.TIMED_OUT,
-                "timed out: connected, but no answer to ApiVersions within request.timeout.ms; is this a Kafka"
-                " listener with the configured security.protocol?",
+                "timed out: connected, but no answer to ApiVersions within request.timeout.ms (not a Kafka"
+                " listener, or one with another security.protocol)",
                 error,
             )
         if info.state is ChannelState.LOCAL_CLOSE and error is None:
@@ -119,8 +119,8 @@ class ConnectionFailures:
         because = f" ({describe_error(error)})" if error is not None else ""
         return (
             ConnectFailureCause.CLOSED_DURING_SETUP,
-            f"connection closed before the broker answered ApiVersions{because}; is this a Kafka listener with"
-            " the configured security.protocol?",
+            f"connection closed before the broker answered ApiVersions{because}: not a Kafka listener, or one"
+            " with another security.protocol",
             error,
         )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -128,6 +129,47 @@ def test_admin_timeout_on_a_name_that_does_not_resolve_says_so() -> None:
     with AdminClient({"bootstrap.servers": UNRESOLVABLE}) as admin:
         text = _raises_within_bound(lambda: admin.describe_cluster(timeout=BOUND_MS / 1000))
     assert f"{UNRESOLVABLE}: name not resolved" in text
+
+
+@pytest.fixture
+def not_kafka() -> Iterator[str]:
+    """``127.0.0.1:PORT`` of a listener that is not Kafka: it answers anything with an HTTP error and hangs up."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.1)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(1.0)
+                try:
+                    conn.recv(4096)
+                    conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                except OSError:
+                    pass
+
+    thread = threading.Thread(target=serve, name="not-kafka", daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
+
+
+def test_admin_timeout_against_a_listener_that_is_not_kafka_says_the_handshake_failed(not_kafka: str) -> None:
+    """A wrong port (some other service): the connect succeeds, the ApiVersions handshake does not."""
+    with AdminClient({"bootstrap.servers": not_kafka}) as admin:
+        text = _raises_within_bound(lambda: admin.list_topics(timeout=BOUND_MS / 1000))
+    assert f"{not_kafka}: connection closed before the broker answered ApiVersions" in text
+    assert "not a Kafka listener, or one with another security.protocol" in text
 
 
 # --- consumer ------------------------------------------------------------------------------------

@@ -93,6 +93,19 @@ def test_a_connection_closed_before_the_api_versions_answer_is_recorded() -> Non
     assert "before the broker answered ApiVersions" in failure.detail
 
 
+def test_a_listener_that_never_answers_api_versions_is_recorded_as_timed_out() -> None:
+    h = Harness(request_timeout_ms=1000)
+    h.client.ready(h.node, h.now)
+    h.poll(0)
+    h.poll(0)
+    assert h.selector.unanswered(h.node.id_string, ApiKey.API_VERSIONS)
+    h.time.sleep(1001)
+    h.poll(0)
+    failure = h.client.last_connect_failure(h.node)
+    assert failure is not None and failure.cause is ConnectFailureCause.TIMED_OUT
+    assert "no answer to ApiVersions within request.timeout.ms" in failure.detail
+
+
 def test_the_record_is_forgotten_once_the_node_is_ready_and_a_dropped_ready_connection_records_nothing() -> None:
     h = Harness(reconnect_backoff_ms=10, reconnect_backoff_max_ms=10)
     h.selector.refused.add(("127.0.0.1", h.node.port))
