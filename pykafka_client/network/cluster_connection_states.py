@@ -14,6 +14,8 @@ Invariants:
   re-resolved when exhausted or after an established connection drops, and the address tried last
   is skipped first after a re-resolution (when there is a choice).
 * ``disconnected`` on a node that is already disconnected does not restart the backoff window.
+* The last failed connection attempt of a node (:class:`~pykafka_client.network.connect_failure.ConnectFailure`,
+  set by ``connect_failed``) is kept until the node is READY.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ Invariants:
 * A response that cannot be parsed (garbage, unknown correlation id, trailing bytes) closes only that
   connection; its in-flight requests complete as disconnected with ``disconnect_exception`` set.
 * A disconnect or a request timeout requests a metadata update.
+* A connection that fails before its node is READY is recorded as the node's ConnectFailure (address and
+  cause: refused, name not resolved, timed out, closed during the handshake) and logged at WARNING once per
+  node and cause, not at every retry; :meth:`NetworkClient.unreachable_reason` turns the records into the
+  reason a caller's timeout gives when no broker could be reached.
 * A request that cannot be built at the chosen version (no common version, or a field the version lacks)
   never hits the wire: it completes with the error on the next poll and is logged at WARNING.
 
