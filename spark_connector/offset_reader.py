@@ -4,7 +4,9 @@ the subscription covers now, and their earliest / latest / by-timestamp offsets.
 Used by ``partitions()`` of the batch reader and by the stream reader's ``initialOffset`` /
 ``latestOffset`` / ``partitions``. The AdminClient is created on first use and is never pickled (see
 ``__getstate__``). Each lookup is retried ``fetchOffset.numRetries`` times, ``fetchOffset.retryIntervalMs``
-apart, as Spark does. Offsets honour ``kafka.isolation.level`` (read_committed: the last stable offset).
+apart, as Spark does, except a timeout: the AdminClient already retried within its whole timeout
+(``kafka.default.api.timeout.ms``), so a read against a dead broker fails once, within that timeout, with the
+admin's message (the addresses tried and their last connection errors) instead of after three timeouts. Offsets honour ``kafka.isolation.level`` (read_committed: the last stable offset).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any, TypeVar
 from pykafka_client.admin import AdminClient
 from pykafka_client.admin.config import ADMIN_CONFIG
 from pykafka_client.admin.types import IsolationLevel, OffsetSpec
-from pykafka_client.errors import KafkaError
+from pykafka_client.errors import KafkaError, KafkaTimeoutError
 from pykafka_client.structs import TopicPartition
 from spark_connector.options import ASSIGN, SUBSCRIBE, OffsetLimit, ReadOptions, scala_set
 
@@ -63,6 +65,8 @@ class OffsetReader:
         for attempt in range(1, attempts + 1):
             try:
                 return call()
+            except KafkaTimeoutError:
+                raise  # the admin call used its whole timeout retrying: another round would only wait again
             except KafkaError as e:
                 if attempt == attempts:
                     raise

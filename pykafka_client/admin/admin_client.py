@@ -106,6 +106,7 @@ class AdminClient:
             request_timeout_ms=int(c["request.timeout.ms"]),
             retry_backoff_ms=int(c["retry.backoff.ms"]),
             retries=int(c["retries"]),
+            bootstrap_servers=",".join(c["bootstrap.servers"]),
         )
 
     # --- lifecycle -----------------------------------------------------------------------------

@@ -59,8 +59,10 @@ class AdminContext:
         request_timeout_ms: int,
         retry_backoff_ms: int,
         retries: int,
+        bootstrap_servers: str = "",
     ) -> None:
         self.client = client
+        self.bootstrap_servers = bootstrap_servers
         self.metadata = metadata
         self.time = time
         self.lock = threading.RLock()
@@ -99,7 +101,13 @@ class AdminContext:
         self.metadata.maybe_throw_fatal_exception()
 
     def expired(self, timer: Timer, what: str) -> KafkaTimeoutError:
-        return KafkaTimeoutError(f"timed out after {timer.elapsed_ms()} ms {what}")
+        """``timed out after N ms <what>``, and when no broker could be reached: the bootstrap servers and
+        each address tried with its last connection error."""
+        text = f"timed out after {timer.elapsed_ms()} ms {what}"
+        reason = self.client.unreachable_reason()
+        if reason is None:
+            return KafkaTimeoutError(text)
+        return KafkaTimeoutError(f"{text} (bootstrap.servers={self.bootstrap_servers}): {reason}")
 
     def least_loaded(self) -> Node | None:
         """The broker with the fewest in-flight requests (None: none is known or connectable now)."""
@@ -133,7 +141,7 @@ class AdminContext:
                 if auth is not None:
                     raise auth
             if timer.is_expired():
-                raise self.expired(timer, f"waiting for a broker to send {what} to")
+                raise self.expired(timer, f"waiting for a broker to take the {what} request")
             self.poll(timer, 50)
 
     def send(

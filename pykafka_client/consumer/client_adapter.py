@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from pykafka_client.errors import KafkaTimeoutError
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.consumer_network_client import PollCondition
 from pykafka_client.network.request_future import RequestFuture
@@ -49,6 +50,10 @@ class ConsumerClient(Protocol):
 
     def is_unavailable(self, node: Node) -> bool: ...
 
+    def unreachable_reason(self) -> str | None:
+        """Why no broker can be reached (each address tried with its last connection error), or None."""
+        ...
+
     def has_pending_requests(self, node: Node | None = None) -> bool: ...
 
     def await_metadata_update(self, timer: Timer) -> bool: ...
@@ -66,3 +71,10 @@ class ConsumerClient(Protocol):
     def close(self) -> None:
         """Close every connection (the consumer's close)."""
         ...
+
+
+def timeout_error(client: ConsumerClient, message: str, otherwise: str | None = None) -> KafkaTimeoutError:
+    """A KafkaTimeoutError saying ``message`` and, when no broker could be reached, why: each address tried
+    with its last connection error (else ``otherwise``, when given)."""
+    reason = client.unreachable_reason() or otherwise
+    return KafkaTimeoutError(f"{message}: {reason}" if reason is not None else message)

@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar, overload
 from pykafka_client.consumer import api_arguments as args
 from pykafka_client.consumer.abstract_coordinator import GroupRebalanceConfig
 from pykafka_client.consumer.assignors import get_assignor_instances
-from pykafka_client.consumer.client_adapter import ConsumerClient
+from pykafka_client.consumer.client_adapter import ConsumerClient, timeout_error
 from pykafka_client.consumer.config import ConsumerConfig
 from pykafka_client.consumer.consumer_coordinator import ConsumerCoordinator, OffsetCommitCallback
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
@@ -50,7 +50,6 @@ from pykafka_client.errors import (
     IllegalArgumentError,
     IllegalStateError,
     InvalidGroupIdError,
-    KafkaTimeoutError,
     WakeupException,
 )
 from pykafka_client.network.cluster import PartitionInfo
@@ -469,8 +468,9 @@ class KafkaConsumer(Generic[K, V]):
                 self._client.poll(timer)
                 timer.update()
                 if timer.is_expired():
-                    raise KafkaTimeoutError(
-                        f"timeout of {timer.timeout_ms()}ms expired before the position for {tp} could be determined"
+                    raise timeout_error(
+                        self._client,
+                        f"timeout of {timer.timeout_ms()}ms expired before the position for {tp} could be determined",
                     )
 
     # -- commits ---------------------------------------------------------------------------------
@@ -498,8 +498,8 @@ class KafkaConsumer(Generic[K, V]):
             normalized = self._offsets_to_commit(offsets)
             timer = self._timer(timeout)
             if not coordinator.commit_offsets_sync(normalized, timer):
-                raise KafkaTimeoutError(
-                    f"timeout of {timer.timeout_ms()}ms expired before successfully committing offsets"
+                raise timeout_error(
+                    self._client, f"timeout of {timer.timeout_ms()}ms expired before successfully committing offsets"
                 )
 
     def commit_async(
@@ -523,7 +523,9 @@ class KafkaConsumer(Generic[K, V]):
             timer = self._timer(timeout)
             result = coordinator.fetch_committed_offsets(tps, timer)
             if result is None:
-                raise KafkaTimeoutError(f"timeout of {timer.timeout_ms()}ms expired before fetching committed offsets")
+                raise timeout_error(
+                    self._client, f"timeout of {timer.timeout_ms()}ms expired before fetching committed offsets"
+                )
             return {tp: result.get(tp) for tp in tps}
 
     # -- pause / resume ------------------------------------------------------------------------

@@ -20,12 +20,11 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pykafka_client.consumer.client_adapter import ConsumerClient
+from pykafka_client.consumer.client_adapter import ConsumerClient, timeout_error
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.subscription_state import FetchPosition, OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import (
     KafkaError,
-    KafkaTimeoutError,
     TopicAuthorizationFailedError,
     for_code,
 )
@@ -286,9 +285,10 @@ class OffsetFetcher:
                 return result
             timer.update()
             if timer.is_expired():
-                raise KafkaTimeoutError(
+                raise timeout_error(
+                    self.client,
                     f"failed to get offsets by times in {timer.timeout_ms()}ms for partitions "
-                    + ", ".join(sorted(map(str, remaining)))
+                    + ", ".join(sorted(map(str, remaining))),
                 )
             if need_metadata:
                 self.client.await_metadata_update(timer)

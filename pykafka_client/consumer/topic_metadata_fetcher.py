@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import logging
 
-from pykafka_client.consumer.client_adapter import ConsumerClient
+from pykafka_client.consumer.client_adapter import ConsumerClient, timeout_error
 from pykafka_client.errors import (
-    KafkaTimeoutError,
     NoError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
@@ -74,9 +73,10 @@ class TopicMetadataFetcher:
                             return parsed
             timer.update()
             if timer.is_expired():
-                raise KafkaTimeoutError(
-                    f"timeout of {timer.timeout_ms()}ms expired while fetching topic metadata: "
-                    "check that the brokers in bootstrap.servers are reachable, or pass a longer timeout"
+                raise timeout_error(
+                    self.client,
+                    f"timeout of {timer.timeout_ms()}ms expired while fetching topic metadata",
+                    "check that the brokers in bootstrap.servers are reachable, or pass a longer timeout",
                 )
             timer.sleep(self.retry_backoff_ms)
 

@@ -14,6 +14,8 @@ Invariants:
   re-resolved when exhausted or after an established connection drops, and the address tried last
   is skipped first after a re-resolution (when there is a choice).
 * ``disconnected`` on a node that is already disconnected does not restart the backoff window.
+* The last failed connection attempt of a node (:class:`~pykafka_client.network.connect_failure.ConnectFailure`,
+  set by ``connect_failed``) is kept until the node is READY.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import socket
 from collections.abc import Callable
 
 from pykafka_client.errors import IllegalStateError
+from pykafka_client.network.connect_failure import ConnectFailure
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 
 #: Java ``Long.MAX_VALUE``: "no timer, wait for network events".
@@ -82,6 +85,7 @@ class NodeConnectionState:
         "_addresses",
         "_address_index",
         "last_attempted_address",
+        "last_failure",
     )
 
     def __init__(
@@ -106,6 +110,8 @@ class NodeConnectionState:
         self._addresses: list[str] = []
         self._address_index = 0
         self.last_attempted_address: str | None = None
+        # why the last connection attempt failed; None once the node was ready
+        self.last_failure: ConnectFailure | None = None
 
     def current_address(self) -> str:
         """The address to connect to now; resolves (again) if the list is empty. Raises OSError."""
@@ -240,6 +246,11 @@ class ClusterConnectionStates:
         state = self._node_state.get(node_id)
         return state.authentication_exception if state is not None else None
 
+    def last_connect_failure(self, node_id: str) -> ConnectFailure | None:
+        """Why the last connection attempt to ``node_id`` failed, or None (never failed, or ready since)."""
+        state = self._node_state.get(node_id)
+        return state.last_failure if state is not None else None
+
     def connection_state(self, node_id: str) -> ConnectionState:
         return self._state(node_id).state
 
@@ -318,6 +329,10 @@ class ClusterConnectionStates:
                 state.clear_addresses()
         state.state = ConnectionState.DISCONNECTED
 
+    def connect_failed(self, node_id: str, failure: ConnectFailure) -> None:
+        """Remember why the connection to ``node_id`` could not be set up (kept until it is ready)."""
+        self._state(node_id).last_failure = failure
+
     def checking_api_versions(self, node_id: str) -> None:
         """The channel is ready and the ApiVersions request is being sent."""
         state = self._state(node_id)
@@ -329,6 +344,7 @@ class ClusterConnectionStates:
         state = self._state(node_id)
         state.state = ConnectionState.READY
         state.authentication_exception = None
+        state.last_failure = None
         self._reset_reconnect_backoff(state)
         self._reset_connection_setup_timeout(state)
         self._connecting_nodes.discard(node_id)

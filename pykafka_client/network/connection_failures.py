@@ -7,6 +7,11 @@ failing for so long that the client rebootstraps. Each ends in :meth:`Connection
 the node's connection state backs off, its API versions are forgotten, its in-flight requests complete as
 disconnected (or timed out), and the metadata updater hears about it.
 
+A connection that fails before the node is ready (refused, name not resolved, setup timeout, closed or
+unanswered during the ApiVersions handshake, authentication failed) is recorded as the node's
+:class:`~pykafka_client.network.connect_failure.ConnectFailure` (kept until the node is ready) and logged at
+WARNING the first time, and again only when the cause changes: retries of the same failure log at DEBUG.
+
 A mixin of :class:`~pykafka_client.network.network_client.NetworkClient`, which owns the attributes declared
 here.
 """
@@ -19,8 +24,9 @@ from pykafka_client.errors import AuthenticationError
 from pykafka_client.network.api_versions import ApiVersions
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster_connection_states import ClusterConnectionStates
-from pykafka_client.network.error_text import describe_connect_error, describe_error
+from pykafka_client.network.cluster_connection_states import ClusterConnectionStates, ConnectionState
+from pykafka_client.network.connect_failure import ConnectFailure, ConnectFailureCause
+from pykafka_client.network.error_text import classify_connect_error, describe_connect_error, describe_error
 from pykafka_client.network.in_flight_requests import InFlightRequests
 from pykafka_client.network.metadata_updater import DefaultMetadataUpdater, MetadataRecoveryStrategy, MetadataUpdater
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, Selectable
@@ -39,6 +45,7 @@ class ConnectionFailures:
     rebootstrap_trigger_ms: int
     _handshake: ApiVersionsHandshake
     _node_addresses: dict[str, str]
+    _node_host_ports: dict[str, str]
 
     def _node_label(self, node_id: str) -> str:
         """``node 0 (host:port)`` for messages."""
@@ -53,6 +60,69 @@ class ConnectionFailures:
             if node.id_string == node_id:
                 return f"{node.host}:{node.port}"
         return "address unknown"
+
+    def _record_connect_failure(
+        self,
+        node_id: str,
+        now_ms: int,
+        cause: ConnectFailureCause,
+        detail: str,
+        error: BaseException | None,
+        resolved_address: str | None,
+        warn: bool = True,
+    ) -> None:
+        """Remember why ``node_id`` could not be connected; WARNING the first time (and when the cause
+        changes), DEBUG for the retries that fail the same way."""
+        previous = self.connection_states.last_connect_failure(node_id)
+        address = self._node_host_ports.get(node_id) or self._node_address(node_id)
+        failure = ConnectFailure(node_id, address, resolved_address, cause, detail, now_ms, error)
+        self.connection_states.connect_failed(node_id, failure)
+        repeated = previous is not None and previous.cause is cause
+        log.log(
+            logging.WARNING if warn and not repeated else logging.DEBUG,
+            "cannot connect to %s: %s; check that a broker listens at %s (bootstrap.servers, or the broker's"
+            " advertised.listeners); retrying after the reconnect backoff%s",
+            self._node_label(node_id),
+            detail,
+            address,
+            "" if repeated else " (further failures of this node that have the same cause are logged at DEBUG)",
+        )
+
+    def _setup_failure(
+        self, node_id: str, info: DisconnectInfo, timed_out: bool
+    ) -> tuple[ConnectFailureCause, str, BaseException | None] | None:
+        """Why a disconnect of ``node_id`` (still in its pre-disconnect state) means it could not be set up,
+        or None when it was ready (or we closed it ourselves)."""
+        state = self.connection_states.node_state(node_id)
+        if state is None or state.state not in (ConnectionState.CONNECTING, ConnectionState.CHECKING_API_VERSIONS):
+            return None
+        error = info.exception
+        connecting = state.state is ConnectionState.CONNECTING
+        if timed_out and connecting:
+            return (
+                ConnectFailureCause.TIMED_OUT,
+                f"timed out: not connected within {state.connection_setup_timeout_ms} ms (the socket connection"
+                " setup timeout, socket.connection.setup.timeout.ms)",
+                error,
+            )
+        if timed_out:
+            return (
+                ConnectFailureCause.TIMED_OUT,
+                "timed out: connected, but no answer to ApiVersions within request.timeout.ms (not a Kafka"
+                " listener, or one with another security.protocol)",
+                error,
+            )
+        if info.state is ChannelState.LOCAL_CLOSE and error is None:
+            return None  # closed by this client (rebootstrap), not a failure of the broker
+        if info.state is ChannelState.NOT_CONNECTED or connecting:
+            return classify_connect_error(error), describe_connect_error(error), error
+        because = f" ({describe_error(error)})" if error is not None else ""
+        return (
+            ConnectFailureCause.CLOSED_DURING_SETUP,
+            f"connection closed before the broker answered ApiVersions{because}: not a Kafka listener, or one"
+            " with another security.protocol",
+            error,
+        )
 
     def _forget_versions(self, node_id: str) -> None:
         self.api_versions.remove(node_id)
@@ -88,7 +158,12 @@ class ConnectionFailures:
         for node_id, info in disconnected.items():
             if self.connection_states.node_state(node_id) is None:
                 continue
-            log.info("%s disconnected (channel state %s)", self._node_label(node_id), info.state.name)
+            log.log(
+                logging.DEBUG if info.state is ChannelState.NOT_CONNECTED else logging.INFO,
+                "%s disconnected (channel state %s)",
+                self._node_label(node_id),
+                info.state.name,
+            )
             self._process_disconnection(responses, node_id, now_ms, info)
         if disconnected:
             # A broker may be gone: refresh metadata.
@@ -96,11 +171,7 @@ class ConnectionFailures:
 
     def _handle_timed_out_connections(self, responses: list[ClientResponse], now_ms: int) -> None:
         for node_id in self.connection_states.nodes_with_connection_setup_timeout(now_ms):
-            log.info(
-                "disconnecting from %s: the connection was not set up within %d ms (socket connection setup timeout)",
-                self._node_label(node_id),
-                self.connection_states.connection_setup_timeout_ms(node_id),
-            )
+            log.debug("disconnecting from %s: the connection was not set up in time", self._node_label(node_id))
             self.selector.close_channel(node_id)
             self._process_disconnection(
                 responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE), timed_out=True
@@ -127,9 +198,11 @@ class ConnectionFailures:
         info: DisconnectInfo,
         timed_out: bool = False,
     ) -> None:
+        setup_failure = self._setup_failure(node_id, info, timed_out)
         self.connection_states.disconnected(node_id, now_ms)
         self._forget_versions(node_id)
         auth_exception: BaseException | None = None
+        resolved = self._node_addresses.get(node_id)
         if info.state is ChannelState.AUTHENTICATION_FAILED:
             auth_exception = info.exception or AuthenticationError(f"authentication with node {node_id} failed")
             self.connection_states.authentication_failed(node_id, now_ms, auth_exception)
@@ -138,13 +211,13 @@ class ConnectionFailures:
                 self._node_label(node_id),
                 describe_error(auth_exception),
             )
-        elif info.state is ChannelState.NOT_CONNECTED:
-            log.warning(
-                "connection to %s could not be established: %s; check that a broker listens there"
-                " (bootstrap.servers, or the broker's advertised.listeners); retrying after the reconnect backoff",
-                self._node_label(node_id),
-                describe_connect_error(info.exception),
+            self._record_connect_failure(
+                node_id, now_ms, ConnectFailureCause.AUTHENTICATION_FAILED,
+                f"authentication failed ({describe_error(auth_exception)})", auth_exception, resolved, warn=False,
             )
+        elif setup_failure is not None:
+            cause, detail, error = setup_failure
+            self._record_connect_failure(node_id, now_ms, cause, detail, error, resolved)
         self._cancel_in_flight_requests(node_id, now_ms, responses, timed_out, auth_exception, info.exception)
         self.metadata_updater.handle_server_disconnect(now_ms, node_id, auth_exception)
 

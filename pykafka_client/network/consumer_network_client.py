@@ -214,6 +214,10 @@ class ConsumerNetworkClient:
         with self._lock:
             return self.client.least_loaded_node(self.time.hi_res_clock_ms()).node
 
+    def unreachable_reason(self) -> str | None:
+        """Why no broker can be reached, for a timeout's message (see ``NetworkClient.unreachable_reason``)."""
+        return self.client.unreachable_reason(self.time.hi_res_clock_ms())
+
     def has_ready_nodes(self, now_ms: int) -> bool:
         with self._lock:
             return self.client.has_ready_nodes(now_ms)

@@ -12,6 +12,10 @@ Refresh policy:
   unknown until metadata with that epoch arrives.
 * Leader hints from produce and fetch responses (KIP-951, :meth:`update_partition_leadership`): a hinted
   leader with a newer epoch replaces the cached one at once, without waiting for a metadata round trip.
+* The error each topic had in the last response that named it (UNKNOWN_TOPIC_OR_PARTITION for a topic that
+  does not exist and was not auto-created, LEADER_NOT_AVAILABLE while it is being created, ...) is kept
+  until a response names the topic without error (:meth:`topic_error`), so a caller that times out waiting
+  for the topic can say why.
 * Fatal errors (authentication, set via :meth:`fatal_error`) and topic errors (invalid / unauthorized
   topics from the last response) are raised once by :meth:`maybe_throw_any_exception`, then cleared.
 * With ``metadata.recovery.strategy=rebootstrap`` the node list is reset to the bootstrap servers
@@ -26,9 +30,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from pykafka_client.errors import (
+    BrokerResponseError,
     IllegalArgumentError,
     InvalidTopicError,
     TopicAuthorizationFailedError,
+    for_code,
 )
 from pykafka_client.network.cluster import TP, Cluster, LeaderAndEpoch, PartitionInfo
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
@@ -74,6 +80,8 @@ class Metadata:
         self._fatal_exception: BaseException | None = None
         self._invalid_topics: set[str] = set()
         self._unauthorized_topics: set[str] = set()
+        # topic -> error code of the last response that named it with an error
+        self._topic_errors: dict[str, int] = {}
         self._listeners: list[Callable[[Cluster], None]] = []
         self._closed = False
         # When the current run of update attempts started (None when the last attempt succeeded).
@@ -134,6 +142,12 @@ class Metadata:
             if info is None or (epoch is not None and info.leader_epoch != epoch):
                 return LeaderAndEpoch(None, epoch)
             return LeaderAndEpoch(info.leader, info.leader_epoch)
+
+    def topic_error(self, topic: str) -> type[BrokerResponseError] | None:
+        """The error ``topic`` had in the last metadata response that named it, or None (no error, or not
+        asked for yet). UnknownTopicOrPartitionError: the broker does not know the topic and did not create it."""
+        code = self._topic_errors.get(topic)
+        return for_code(code) if code else None
 
     def add_listener(self, listener: Callable[[Cluster], None]) -> None:
         """Call ``listener(cluster)`` after every successful update (outside the lock)."""
@@ -229,11 +243,16 @@ class Metadata:
         invalid: set[str] = set()
         internal: set[str] = set()
         seen_topics: set[str] = set()
+        topic_errors = dict(self._topic_errors) if is_partial else {}
         for topic in response.topics:
             name = topic.name
             if name is None:
                 continue
             seen_topics.add(name)
+            if topic.error_code:
+                topic_errors[name] = int(topic.error_code)
+            else:
+                topic_errors.pop(name, None)
             if topic.error_code == _TOPIC_AUTHORIZATION_FAILED:
                 unauthorized.add(name)
                 continue
@@ -259,6 +278,7 @@ class Metadata:
                     topic_ids.setdefault(name, tid)
         self._unauthorized_topics = unauthorized
         self._invalid_topics = invalid
+        self._topic_errors = topic_errors
         controller_id = int(getattr(response, "controller_id", -1))
         return Cluster(
             nodes,

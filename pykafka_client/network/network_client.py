@@ -21,6 +21,10 @@ Invariants:
 * A response that cannot be parsed (garbage, unknown correlation id, trailing bytes) closes only that
   connection; its in-flight requests complete as disconnected with ``disconnect_exception`` set.
 * A disconnect or a request timeout requests a metadata update.
+* A connection that fails before its node is READY is recorded as the node's ConnectFailure (address and
+  cause: refused, name not resolved, timed out, closed during the handshake) and logged at WARNING once per
+  node and cause, not at every retry; :meth:`NetworkClient.unreachable_reason` turns the records into the
+  reason a caller's timeout gives when no broker could be reached.
 * A request that cannot be built at the chosen version (no common version, or a field the version lacks)
   never hits the wire: it completes with the error on the next poll and is logged at WARNING.
 
@@ -48,16 +52,18 @@ from pykafka_client.network.client_request import ClientRequest, RequestBody, Re
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.cluster_connection_states import (
     ClusterConnectionStates,
+    ConnectionState,
     HostResolver,
     default_host_resolver,
 )
+from pykafka_client.network.connect_failure import ConnectFailure, describe_unreachable
 from pykafka_client.network.connection_failures import ConnectionFailures
 from pykafka_client.network.correlation_ids import (
     SASL_MAX_RESERVED_CORRELATION_ID,
     SASL_MIN_RESERVED_CORRELATION_ID,
     CorrelationIds,
 )
-from pykafka_client.network.error_text import describe_connect_error, describe_error
+from pykafka_client.network.error_text import classify_connect_error, describe_connect_error, describe_error
 from pykafka_client.network.in_flight_requests import InFlightRequest, InFlightRequests
 from pykafka_client.network.kafka_client import LeastLoadedNode
 from pykafka_client.network.log_rate_limiter import LogRateLimiter
@@ -154,8 +160,10 @@ class NetworkClient(ConnectionFailures):
         self._throttle_warnings = LogRateLimiter(THROTTLE_WARNING_INTERVAL_MS)
         self._aborted_sends: list[ClientResponse] = []
         self._handshake = ApiVersionsHandshake()
-        # node id -> "host:port" of the address last connected to, for log messages.
+        # node id -> "ip:port" of the address last connected to, for log messages.
         self._node_addresses: dict[str, str] = {}
+        # node id -> "host:port" as the bootstrap list or the metadata names the node.
+        self._node_host_ports: dict[str, str] = {}
         self._state = _State.ACTIVE
         self.metadata = metadata
         if metadata_updater is None:
@@ -215,23 +223,55 @@ class NetworkClient(ConnectionFailures):
 
     def initiate_connect(self, node: Node, now_ms: int) -> None:
         node_id = node.id_string
+        self._node_host_ports[node_id] = f"{node.host}:{node.port}"
+        resolved: str | None = None
         try:
             self.connection_states.connecting(node_id, now_ms, node.host)
             address = self.connection_states.current_address(node_id)
-            self._node_addresses[node_id] = f"{address}:{node.port}"
+            resolved = self._node_addresses[node_id] = f"{address}:{node.port}"
             log.debug("initiating connection to node %s using address %s", node, address)
             self.selector.connect(
                 node_id, (address, node.port), self.socket_send_buffer_bytes, self.socket_receive_buffer_bytes
             )
         except OSError as e:
             self._node_addresses.setdefault(node_id, f"{node.host}:{node.port}")
-            log.warning(
-                "cannot connect to %s: %s; retrying after the reconnect backoff",
-                self._node_label(node_id),
-                describe_connect_error(e),
-            )
             self.connection_states.disconnected(node_id, now_ms)
+            self._record_connect_failure(
+                node_id, now_ms, classify_connect_error(e), describe_connect_error(e), e, resolved
+            )
             self.metadata_updater.handle_server_disconnect(now_ms, node_id, None)
+
+    def last_connect_failure(self, node: Node | str) -> ConnectFailure | None:
+        """Why the last connection attempt to ``node`` (a Node or its id string) failed; None if it never
+        failed or has been ready since."""
+        return self.connection_states.last_connect_failure(node if isinstance(node, str) else node.id_string)
+
+    def unreachable_reason(self, now_ms: int | None = None) -> str | None:
+        """Why no broker can be reached, for the message of a timeout: every known node (the bootstrap
+        servers until metadata arrived) with its last connection error, or how long it has been connecting.
+        None when a known node is ready, or when no connection was tried (nothing to explain).
+
+        Safe to call from another thread than the one driving the client (it only reads)."""
+        now = self.time.hi_res_clock_ms() if now_ms is None else now_ms
+        states = self.connection_states
+        failures: list[ConnectFailure] = []
+        connecting: list[str] = []
+        for node in self.metadata_updater.fetch_nodes():
+            node_id = node.id_string
+            state = states.node_state(node_id)
+            if state is None:
+                continue
+            if state.state is ConnectionState.READY:
+                return None
+            failure = state.last_failure
+            if failure is not None:
+                failures.append(failure)
+            elif state.state is ConnectionState.CONNECTING:
+                waited = now - state.last_connect_attempt_ms
+                connecting.append(f"{node.host}:{node.port}: not connected yet after {waited} ms")
+        if not failures and not connecting:
+            return None
+        return describe_unreachable(failures, connecting)
 
     def disconnect(self, node_id: str) -> None:
         """Close the connection to ``node_id``; its in-flight requests complete as disconnected on the

@@ -5,8 +5,9 @@ and ``KafkaProducer.configureDeliveryTimeout``):
 
 * ``enable.idempotence`` explicitly true requires ``acks=all``, ``max.in.flight.requests.per.connection <= 5``
   and ``retries > 0``; an explicit conflicting setting raises ``ConfigurationError`` naming that key.
-* ``enable.idempotence`` left at its default (true) is silently turned off when the user explicitly set a
-  conflicting ``acks``, ``retries`` or ``max.in.flight``, exactly as Java 3.2+ does.
+* ``enable.idempotence`` left at its default (true) is turned off when the user explicitly set a
+  conflicting ``acks``, ``retries`` or ``max.in.flight``, exactly as Java 3.2+ does, and an INFO line says
+  which key turned it off (as Java's ProducerConfig logs it).
 * ``transactional.id`` requires idempotence.
 * ``delivery.timeout.ms >= linger.ms + request.timeout.ms``: raises if the user set ``delivery.timeout.ms``,
   otherwise the default is raised to that sum.
@@ -19,6 +20,7 @@ The shared keys come from :mod:`pykafka_client.common_client_configs`; keyword a
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +35,8 @@ from pykafka_client.config import (
     one_of,
 )
 from pykafka_client.errors import ConfigurationError
+
+log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT_FOR_IDEMPOTENCE = 5
 COMPRESSION_TYPES = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -98,19 +102,30 @@ class ProducerConfig(AbstractConfig):
     def _validate_idempotence(self) -> None:
         v = self.values
         explicit = self.was_set("enable.idempotence") and v["enable.idempotence"]
-        conflicts: list[tuple[str, str]] = []
-        if self.was_set("max.in.flight.requests.per.connection") and v["max.in.flight.requests.per.connection"] > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
-            conflicts.append(
-                ("max.in.flight.requests.per.connection", f"must be at most {MAX_IN_FLIGHT_FOR_IDEMPOTENCE} to use the idempotent producer")
-            )
+        # (key, why it conflicts, what idempotence needs instead)
+        conflicts: list[tuple[str, str, str]] = []
+        max_in_flight = "max.in.flight.requests.per.connection"
+        if self.was_set(max_in_flight) and v[max_in_flight] > MAX_IN_FLIGHT_FOR_IDEMPOTENCE:
+            conflicts.append((
+                max_in_flight,
+                f"must be at most {MAX_IN_FLIGHT_FOR_IDEMPOTENCE} to use the idempotent producer",
+                f"{max_in_flight} <= {MAX_IN_FLIGHT_FOR_IDEMPOTENCE}",
+            ))
         if self.was_set("retries") and v["retries"] == 0:
-            conflicts.append(("retries", "must be greater than 0 to use the idempotent producer"))
+            conflicts.append(("retries", "must be greater than 0 to use the idempotent producer", "retries > 0"))
         if self.was_set("acks") and v["acks"] != -1:
-            conflicts.append(("acks", "must be set to all (or -1) to use the idempotent producer"))
+            conflicts.append(("acks", "must be set to all (or -1) to use the idempotent producer", "acks=all"))
         if conflicts:
             if explicit:
-                key, why = conflicts[0]
+                key, why, _ = conflicts[0]
                 raise ConfigurationError(f"Invalid value {self.originals[key]!r} for configuration {key}: {why}")
+            if not self.was_set("enable.idempotence"):
+                for key, _, needed in conflicts:
+                    log.info(
+                        "idempotence is disabled because %s is set to %s (the idempotent producer needs %s);"
+                        " set enable.idempotence=false to say so, or %s to keep idempotence",
+                        key, self.originals[key], needed, needed,
+                    )
             v["enable.idempotence"] = False
         if v["transactional.id"] is not None and not v["enable.idempotence"]:
             raise ConfigurationError(

@@ -16,7 +16,8 @@ both bounded by ``max.block.ms``.
 
 Metadata waits, as in Java: a topic the cluster does not have (broker auto-creation off), or a partition
 past its count, is waited for up to ``max.block.ms`` (it may be created meanwhile), then the record fails
-with KafkaTimeoutError naming the topic; ``partitions_for`` raises the same. An invalid topic name or a
+with KafkaTimeoutError naming the topic and why (no broker reachable: the addresses and their last
+connection errors; or the topic does not exist: how to create it); ``partitions_for`` raises the same. An invalid topic name or a
 topic this client may not access fails at once (InvalidTopicError, TopicAuthorizationFailedError).
 
 Errors, as in Java: broker-side and timeout errors of a record (record too large, metadata not available in
@@ -62,6 +63,7 @@ from pykafka_client.producer.batch_encoder import compression_type_for
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.config import ProducerConfig
 from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.metadata_wait import topic_not_present_message
 from pykafka_client.producer.partitioner import Partitioner, RoundRobinPartitioner, partition_for_key
 from pykafka_client.producer.producer_batch import Callback, Header, estimate_size_upper_bound
 from pykafka_client.producer.producer_metadata import ProducerMetadata
@@ -389,7 +391,11 @@ class KafkaProducer:
                 return max(deadline - self._time.hi_res_clock_ms(), 0)
             if self._time.hi_res_clock_ms() >= deadline:
                 if count is None:
-                    raise KafkaTimeoutError(f"Topic {topic} not present in metadata after {max_wait_ms} ms.")
+                    raise KafkaTimeoutError(
+                        topic_not_present_message(
+                            topic, max_wait_ms, self.metadata, self.client, self.config["bootstrap.servers"]
+                        )
+                    )
                 raise KafkaTimeoutError(
                     f"Partition {partition} of topic {topic} with partition count {count} is not present in "
                     f"metadata after {max_wait_ms} ms."

@@ -279,6 +279,9 @@ class MockClient:
     def authentication_exception(self, node: Node) -> BaseException | None:
         return self._state(node.id_string).auth_exception
 
+    def unreachable_reason(self, now_ms: int | None = None) -> str | None:
+        return None  # scripted connections never fail for a reason a user could fix
+
     def _version(self, request: ClientRequest) -> int:
         key = ApiKey(request.api_key)
         lo, hi = CLIENT_SUPPORTED_VERSIONS[key]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from pykafka_client.config import ConfigDef, ConfigType, at_least
@@ -74,6 +76,32 @@ def test_explicit_idempotence_rejects_conflicts(key: str, value: object) -> None
 def test_default_idempotence_is_disabled_by_conflicts(key: str, value: object) -> None:
     c = ProducerConfig({key: value})
     assert c["enable.idempotence"] is False
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "needed"),
+    [("acks", "1", "acks=all"), ("acks", 0, "acks=all"), ("retries", 0, "retries > 0"),
+     ("max.in.flight.requests.per.connection", 6, "max.in.flight.requests.per.connection <= 5")],
+)
+def test_default_idempotence_disabled_by_a_conflict_is_logged_at_info(
+    caplog: pytest.LogCaptureFixture, key: str, value: object, needed: str
+) -> None:
+    """As Java's ProducerConfig: the user asked for acks=1 and idempotence quietly went away; say so once."""
+    caplog.set_level(logging.INFO, logger="pykafka_client")
+    ProducerConfig({key: value})
+    (record,) = caplog.records
+    assert record.levelno == logging.INFO
+    assert record.getMessage().startswith(f"idempotence is disabled because {key} is set to {value}")
+    assert f"needs {needed}" in record.getMessage()
+
+
+@pytest.mark.parametrize("config", [{"acks": "1", "enable.idempotence": False}, {"acks": "all"}, {}])
+def test_no_idempotence_line_when_nothing_was_turned_off_behind_the_users_back(
+    caplog: pytest.LogCaptureFixture, config: dict[str, object]
+) -> None:
+    caplog.set_level(logging.INFO, logger="pykafka_client")
+    ProducerConfig(config)
+    assert not [r for r in caplog.records if "idempotence" in r.getMessage()]
 
 
 def test_idempotence_kept_with_compatible_explicit_values() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pykafka_client.errors import KafkaTimeoutError
+from pykafka_client.errors import KafkaTimeoutError, LeaderNotAvailableError
 from spark_connector.offset_reader import OffsetReader, admin_config
 from spark_connector.options import parse_read_options
 from spark_connector.partition_reader import executor_consumer_config
@@ -35,7 +35,7 @@ def test_fetch_offset_retries() -> None:
     def flaky() -> int:
         calls.append(1)
         if len(calls) < 3:
-            raise KafkaTimeoutError("not yet")
+            raise LeaderNotAvailableError("not yet")
         return 7
 
     assert reader._with_retries("test", flaky) == 7
@@ -43,8 +43,24 @@ def test_fetch_offset_retries() -> None:
 
     def broken() -> int:
         calls.append(1)
-        raise KafkaTimeoutError("never")
+        raise LeaderNotAvailableError("never")
 
-    with pytest.raises(KafkaTimeoutError):
+    with pytest.raises(LeaderNotAvailableError):
         reader._with_retries("test", broken)
     assert len(calls) == 3
+
+
+def test_a_timeout_is_not_retried() -> None:
+    """The AdminClient already retried for its whole timeout: retrying would make a read against a dead
+    broker wait numRetries times the timeout (180 s by default) before failing (issue 22 item 2)."""
+    opts = parse_read_options({**BASE, "fetchOffset.numRetries": "3", "fetchOffset.retryIntervalMs": "0"},
+                              streaming=False)
+    calls = []
+
+    def dead() -> int:
+        calls.append(1)
+        raise KafkaTimeoutError("timed out after 60000 ms waiting for a broker")
+
+    with pytest.raises(KafkaTimeoutError, match="waiting for a broker"):
+        OffsetReader(opts)._with_retries("test", dead)
+    assert len(calls) == 1
