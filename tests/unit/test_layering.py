@@ -278,6 +278,7 @@ SOCKETS_ALLOWED: dict[str, str] = {
     "pykafka_client.network.transport.transport_layer": "socket reads and writes, sendfile, the TLS handshake",
     "pykafka_client.network.transport.ssl_factory": "builds the ssl.SSLContext from the ssl.* configs",
     "pykafka_client.network.cluster_connection_states": "DNS resolution (socket.getaddrinfo) of a node's host",
+    "pykafka_client.network.error_text": "names a failed connect's cause from socket.gaierror (no I/O)",
     "mini_broker.network.acceptor": "the broker's listening sockets (accept, then hand to a processor)",
     "mini_broker.network.processor": "takes over accepted sockets and registers them with its selector",
     "mini_broker.broker": "socket.gethostname() for an advertised listener on a wildcard host",
