@@ -46,15 +46,14 @@ def _produce(bootstrap: str, topic: str, values: list[str]) -> None:
 
 def _read_all(bootstrap: str, topic: str) -> list[str]:
     """Every committed value of ``topic``, in offset order per partition."""
-    with KafkaConsumer({"bootstrap.servers": bootstrap, "isolation.level": "read_committed",
-                        "value.deserializer": "str"}) as consumer:
+    with KafkaConsumer({"bootstrap.servers": bootstrap, "isolation.level": "read_committed"}) as consumer:
         tps = [TopicPartition(topic, p.partition) for p in consumer.partitions_for(topic, timeout=10)]
         consumer.assign(tps)
         consumer.seek_to_beginning(tps)
         end = consumer.end_offsets(tps, timeout=10)
         values: list[str] = []
         while any(consumer.position(tp) < end[tp] for tp in tps):
-            values += [r.value for r in consumer.poll(0.5) if r.value is not None]
+            values += [r.value.decode() for r in consumer.poll(0.5) if r.value is not None]
         return values
 
 
