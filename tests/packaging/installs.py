@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 _NOT_SOURCE = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "data", ".*_cache", ".hypothesis", "tests",
     "bench", ".dev-stamp", "checkpoints",
 )
+_JAVA_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
 
 
 def user_env(**extra: str) -> dict[str, str]:
@@ -29,7 +33,10 @@ def run(*args: str | Path, cwd: Path, timeout: float = 120, env: Mapping[str, st
     done = subprocess.run([str(a) for a in args], cwd=cwd, env=dict(env or user_env()), capture_output=True,
                           text=True, timeout=timeout)
     output = done.stdout + done.stderr
-    assert done.returncode == 0, f"{args} failed (exit {done.returncode}):\n{output[-6000:]}"
+    if done.returncode != 0:
+        # without the JVM's stack frames, which would push Spark's error message out of the report
+        shown = "\n".join(line for line in output.splitlines() if not _JAVA_FRAME.match(line))
+        pytest.fail(f"{args} failed (exit {done.returncode}):\n{shown[-6000:]}")
     return output
 
 
