@@ -8,56 +8,26 @@ Needs PyPI (the isolated build fetches setuptools>=77; the install fetches the r
 from __future__ import annotations
 
 import email
-import os
-import shutil
-import subprocess
-import sys
 import venv
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.packaging.installs import run as _run
+
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-_NOT_SOURCE = shutil.ignore_patterns(
-    ".git", ".venv", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "data", ".*_cache", ".hypothesis", "tests",
-    "bench",
-)
 
-
-def _run(*args: str | Path, cwd: Path, timeout: float = 120) -> str:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, f"{args} failed:\n{output[-4000:]}"
-    return output
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    """(wheel path, verbose build output)."""
-    tmp = tmp_path_factory.mktemp("wheel")
-    source = tmp / "src"
-    shutil.copytree(ROOT, source, ignore=_NOT_SOURCE)
-    out = tmp / "dist"
-    log = _run(sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", out, source, cwd=tmp, timeout=180)
-    wheels = list(out.glob("pykafka_client-*.whl"))
-    assert len(wheels) == 1, wheels
-    yield wheels[0], log
-
-
-def test_build_prints_no_deprecation_warning(built: tuple[Path, str]) -> None:
-    _, log = built
+def test_build_prints_no_deprecation_warning(built_wheel: tuple[Path, str]) -> None:
+    _, log = built_wheel
     assert "SetuptoolsDeprecationWarning" not in log
     assert "DEPRECATION" not in log
     assert "deprecated" not in log.lower()
 
 
-def test_wheel_ships_license_notice_and_py_typed(built: tuple[Path, str]) -> None:
-    wheel, _ = built
+def test_wheel_ships_license_notice_and_py_typed(built_wheel: tuple[Path, str]) -> None:
+    wheel, _ = built_wheel
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
         dist_info = next(n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info"))
@@ -78,17 +48,17 @@ def test_wheel_ships_license_notice_and_py_typed(built: tuple[Path, str]) -> Non
     assert requires == {"anyio", "cramjam", "crc32c", "sortedcontainers", "typing-extensions"}
 
 
-def test_wheel_ships_the_compiled_record_kernel(built: tuple[Path, str]) -> None:
+def test_wheel_ships_the_compiled_record_kernel(built_wheel: tuple[Path, str]) -> None:
     """Issue 15: a wheel for users includes the compiled record kernel (the build machine has a C compiler)."""
-    wheel, _ = built
+    wheel, _ = built_wheel
     assert wheel.name.endswith("linux_x86_64.whl") or "manylinux" in wheel.name or "-cp3" in wheel.name, wheel.name
     with zipfile.ZipFile(wheel) as z:
         kernels = [n for n in z.namelist() if n.startswith("pykafka_client/protocol/records/_kernel.") and n.endswith(".so")]
     assert len(kernels) == 1, kernels
 
 
-def test_wheel_installs_without_extras_and_runs(built: tuple[Path, str], tmp_path: Path) -> None:
-    wheel, _ = built
+def test_wheel_installs_without_extras_and_runs(built_wheel: tuple[Path, str], tmp_path: Path) -> None:
+    wheel, _ = built_wheel
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     bin_dir = env_dir / "bin"
