@@ -181,12 +181,12 @@ class MiniBroker:
         if self.cluster is not None:
             assert self.transaction_coordinator is not None
             gate = CoordinatorAppendGate(self.cluster, config.get_int("offsets.commit.timeout.ms"), self.time)
-            self.coordinator_partitions = CoordinatorPartitions(self.cluster, self.group_coordinator,
-                                                                self.transaction_coordinator, gate)
+            self.coordinator_partitions = CoordinatorPartitions(
+                self.cluster, [self.group_coordinator.runtime, self.transaction_coordinator.runtime], gate)
             self.cluster.leadership_listener = self.coordinator_partitions.on_leadership_change
             self.apis.response_gate = gate
-            self.transaction_coordinator.replication_barrier = gate.when_replicated
-            self.group_coordinator.replication_barrier = functools.partial(gate.when_topic_replicated,
+            self.transaction_coordinator.runtime.replication_barrier = gate.when_replicated
+            self.group_coordinator.runtime.replication_barrier = functools.partial(gate.when_topic_replicated,
                                                                            GROUP_METADATA_TOPIC_NAME)
             self.context.txn_marker_writer = ClusterTxnMarkerWriter(self.context, self.cluster, gate)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
