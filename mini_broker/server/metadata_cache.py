@@ -168,7 +168,7 @@ class MetadataCache:
     def partition_registration(self, topic: str, partition: int) -> dict[str, Any] | None:
         """The controller's registration of a partition (replicas, isr, leader, leader_epoch), cluster only."""
         with self._lock:
-            return self._partitions.get((topic, partition)) if self.cluster_image is not None else None
+            return self._partitions.get((topic, partition))  # only a controller's image registers partitions
 
     def live_brokers(self) -> list[tuple[int, str, int]]:
         """(id, host, port) of the unfenced brokers (cluster only)."""
