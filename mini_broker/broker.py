@@ -71,8 +71,8 @@ class BrokerMode(Protocol):
     def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,
                           txn: TransactionCoordinator) -> None: ...
 
-    def start(self, endpoint: BrokerEndPoint) -> None:
-        """Once the listeners are bound (a cluster broker registers with the controller)."""
+    def start(self, endpoints: list[BrokerEndPoint]) -> None:
+        """Once the listeners are bound (a cluster broker registers its first endpoint with the controller)."""
         ...
 
     def controlled_shutdown(self) -> None: ...
@@ -101,7 +101,7 @@ class SingleBrokerMode:
                           txn: TransactionCoordinator) -> None:
         return None
 
-    def start(self, endpoint: BrokerEndPoint) -> None:
+    def start(self, endpoints: list[BrokerEndPoint]) -> None:
         return None
 
     def controlled_shutdown(self) -> None:
@@ -241,7 +241,7 @@ class MiniBroker:
                                                     self.metrics.request_handler_idle)
         self.handler_pool.start()
         self.socket_server.start()
-        mode.start(self.context.endpoints[0])
+        mode.start(self.context.endpoints)
         if self._metrics_port is not None:
             self.metrics_server = MetricsHttpServer(self.metrics, "127.0.0.1", self._metrics_port)
             self.metrics_server.start()

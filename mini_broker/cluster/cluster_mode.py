@@ -57,8 +57,8 @@ class ClusterMode:
         group.runtime.replication_barrier = functools.partial(gate.when_topic_replicated, GROUP_METADATA_TOPIC_NAME)
         context.txn_marker_writer = ClusterTxnMarkerWriter(context, self.replication, gate)
 
-    def start(self, endpoint: BrokerEndPoint) -> None:
-        self.replication.register(endpoint.host, endpoint.port)
+    def start(self, endpoints: list[BrokerEndPoint]) -> None:
+        self.replication.register(endpoints[0].host, endpoints[0].port)
         self.replication.start()
 
     def controlled_shutdown(self) -> None:
