@@ -17,7 +17,6 @@ writes no clean-shutdown marker: the next start recovers as after a crash.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import shutil
@@ -25,19 +24,16 @@ import socket
 import tempfile
 import threading
 from types import TracebackType
-from typing import Mapping
+from typing import Mapping, Protocol
 
-from mini_broker.cluster.coordinator_partitions import CoordinatorAppendGate, CoordinatorPartitions
-from mini_broker.cluster.replication import ClusterReplication
-from mini_broker.cluster.txn_markers import ClusterTxnMarkerWriter
+from mini_broker.cluster.cluster_mode import ClusterMode
 from mini_broker.config import KafkaConfig
 from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
-from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.log.data_dir_lock import DataDirLock
 from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
-from mini_broker.producer_state.producer_id_manager import ControllerProducerIdManager, ProducerIdManager
+from mini_broker.producer_state.producer_id_manager import ProducerIdManager
 from mini_broker.quota.quota_manager import QuotaManagers
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.context import BrokerContext, BrokerEndPoint
@@ -53,6 +49,69 @@ from mini_broker.transaction.transaction_log import TransactionLog
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
+
+
+class BrokerMode(Protocol):
+    """What differs between a single broker and a cluster broker, decided once at start
+    (:class:`SingleBrokerMode`, :class:`~mini_broker.cluster.cluster_mode.ClusterMode`)."""
+
+    #: whether the coordinators serve only while this broker leads their internal partitions
+    follows_partition_leadership: bool
+
+    def coordinator_data_dir(self, data_dir: str) -> str | None:
+        """Where the coordinators keep their logs (None: in the replicated internal partitions)."""
+        ...
+
+    def producer_id_manager(self, data_dir: str, metadata_cache: MetadataCache) -> ProducerIdManager: ...
+
+    def before_coordinators(self, context: BrokerContext) -> None:
+        """Wiring the coordinators need from their startup on (a single broker's marker writer)."""
+        ...
+
+    def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,
+                          txn: TransactionCoordinator) -> None: ...
+
+    def start(self, endpoints: list[BrokerEndPoint]) -> None:
+        """Once the listeners are bound (a cluster broker registers its first endpoint with the controller)."""
+        ...
+
+    def controlled_shutdown(self) -> None: ...
+
+    def stop_coordinators(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+class SingleBrokerMode:
+    """:class:`BrokerMode` of a broker that is its own cluster: it leads every partition and keeps the coordinators'
+    logs in its data dir."""
+
+    follows_partition_leadership = False
+
+    def coordinator_data_dir(self, data_dir: str) -> str | None:
+        return data_dir
+
+    def producer_id_manager(self, data_dir: str, metadata_cache: MetadataCache) -> ProducerIdManager:
+        return ProducerIdManager(data_dir, first_id=metadata_cache.producer_id_block_end)
+
+    def before_coordinators(self, context: BrokerContext) -> None:
+        context.txn_marker_writer = ReplicaTxnMarkerWriter(context)
+
+    def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,
+                          txn: TransactionCoordinator) -> None:
+        return None
+
+    def start(self, endpoints: list[BrokerEndPoint]) -> None:
+        return None
+
+    def controlled_shutdown(self) -> None:
+        return None
+
+    def stop_coordinators(self) -> None:
+        return None
+
+    def shutdown(self) -> None:
+        return None
 
 
 def default_cli_data_dir() -> str:
@@ -114,10 +173,9 @@ class MiniBroker:
         self.socket_server: SocketServer | None = None
         self.handler_pool: KafkaRequestHandlerPool | None = None
         self.replica_manager: ReplicaManager | None = None
-        #: set when ``controller.quorum.bootstrap.servers`` names a controller (a cluster broker)
-        self.cluster: ClusterReplication | None = None
+        #: a cluster broker's when ``controller.quorum.bootstrap.servers`` names a controller (set at start)
+        self.mode: BrokerMode = SingleBrokerMode()
         self.group_coordinator: GroupCoordinator | None = None
-        self.coordinator_partitions: CoordinatorPartitions | None = None
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.metadata_cache: MetadataCache | None = None
         self.metrics_server: MetricsHttpServer | None = None
@@ -151,44 +209,28 @@ class MiniBroker:
         controllers = config.get("controller.quorum.bootstrap.servers")
         if controllers:
             assert isinstance(controllers, list)
-            self.cluster = ClusterReplication(self.replica_manager, self.metadata_cache, node_id, str(controllers[0]),
-                                              self.data_dir, self.time)
-            self.replica_manager.cluster = self.cluster
+            self.mode = ClusterMode(config, self.replica_manager, self.metadata_cache, str(controllers[0]),
+                                    self.data_dir, self.time)
+        mode = self.mode
         self.replica_manager.startup()
         channel = RequestChannel(config.queued_max_requests, self.metrics)
         self.context = BrokerContext(config, node_id, self.metadata_cache, self.replica_manager, self.metrics, self.time)
-        if self.cluster is not None:
-            self.context.producer_id_manager = ControllerProducerIdManager(self.data_dir,
-                                                                           self.cluster.allocate_producer_ids)
-        else:
-            self.context.producer_id_manager = ProducerIdManager(
-                self.data_dir, first_id=self.metadata_cache.producer_id_block_end)
+        self.context.producer_id_manager = mode.producer_id_manager(self.data_dir, self.metadata_cache)
         self.context.faults = self.faults
         group_config = GroupConfig.from_broker(config.get)
         # a cluster broker's coordinators serve their replicated internal partitions while they lead them
         # (coordinator_partitions); a single broker keeps their logs in its data dir
-        local_dir = None if self.cluster is not None else self.data_dir
         self.group_coordinator = GroupCoordinator(
-            group_config, GroupMetadataManager(local_dir, self.time, group_config.offsets_topic_segment_bytes),
+            group_config, GroupMetadataManager(mode.coordinator_data_dir(self.data_dir), self.time,
+                                               group_config.offsets_topic_segment_bytes),
             self.time, broker_id=node_id)
-        self.group_coordinator.startup(follow_partition_leadership=self.cluster is not None)
+        self.group_coordinator.startup(follow_partition_leadership=mode.follows_partition_leadership)
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
-        if self.cluster is None:
-            self.context.txn_marker_writer = ReplicaTxnMarkerWriter(self.context)
-        self._start_transaction_coordinator(self.context)
+        mode.before_coordinators(self.context)
+        txn_coordinator = self._start_transaction_coordinator(self.context)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
-        if self.cluster is not None:
-            assert self.transaction_coordinator is not None
-            gate = CoordinatorAppendGate(self.cluster, config.get_int("offsets.commit.timeout.ms"), self.time)
-            self.coordinator_partitions = CoordinatorPartitions(self.cluster, self.group_coordinator,
-                                                                self.transaction_coordinator, gate)
-            self.cluster.leadership_listener = self.coordinator_partitions.on_leadership_change
-            self.apis.response_gate = gate
-            self.transaction_coordinator.replication_barrier = gate.when_replicated
-            self.group_coordinator.replication_barrier = functools.partial(gate.when_topic_replicated,
-                                                                           GROUP_METADATA_TOPIC_NAME)
-            self.context.txn_marker_writer = ClusterTxnMarkerWriter(self.context, self.cluster, gate)
+        mode.wire_coordinators(self.context, self.apis, self.group_coordinator, txn_coordinator)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
         self.quotas.start()
         self.apis.quotas = self.quotas
@@ -199,30 +241,28 @@ class MiniBroker:
                                                     self.metrics.request_handler_idle)
         self.handler_pool.start()
         self.socket_server.start()
-        if self.cluster is not None:
-            ep = self.context.endpoints[0]
-            self.cluster.register(ep.host, ep.port)
-            self.cluster.start()
+        mode.start(self.context.endpoints)
         if self._metrics_port is not None:
             self.metrics_server = MetricsHttpServer(self.metrics, "127.0.0.1", self._metrics_port)
             self.metrics_server.start()
         log.info("event=broker_started node_id=%s cluster_id=%s listeners=%s data_dir=%s", node_id,
                  self.metadata_cache.cluster_id, ",".join(self.listener_urls()), self.data_dir)
 
-    def _start_transaction_coordinator(self, context: BrokerContext) -> None:
+    def _start_transaction_coordinator(self, context: BrokerContext) -> TransactionCoordinator:
         """The transaction coordinator: ``__transaction_state`` replayed, ids from the ProducerIdManager, markers
         through whatever ``context.txn_marker_writer`` holds when they are written."""
         txn_config = TransactionConfig.from_broker(self.config.get)
         manager = context.producer_id_manager
         assert manager is not None
-        local_dir = None if self.cluster is not None else self.data_dir
-        coordinator = TransactionCoordinator(
-            txn_config, TransactionLog(local_dir, self.time, txn_config.transaction_state_log_segment_bytes),
-            manager.generate_producer_id, lambda: context.txn_marker_writer, self.time)
-        coordinator.startup(follow_partition_leadership=self.cluster is not None)
+        txn_log = TransactionLog(self.mode.coordinator_data_dir(self.data_dir), self.time,
+                                 txn_config.transaction_state_log_segment_bytes)
+        coordinator = TransactionCoordinator(txn_config, txn_log, manager.generate_producer_id,
+                                             lambda: context.txn_marker_writer, self.time)
+        coordinator.startup(follow_partition_leadership=self.mode.follows_partition_leadership)
         self.transaction_coordinator = coordinator
         context.transaction_coordinator = coordinator
         context.transaction_verifier = coordinator
+        return coordinator
 
     def _advertised_endpoints(self, server: SocketServer) -> list[BrokerEndPoint]:
         out: list[BrokerEndPoint] = []
@@ -245,22 +285,20 @@ class MiniBroker:
                 return
             self._stopped = True
         log.info("event=broker_shutting_down node_id=%s", self.config.node_id)
-        if self.cluster is not None and not self._start_failed:
-            self.cluster.controlled_shutdown()
+        if not self._start_failed:
+            self.mode.controlled_shutdown()
         if self.socket_server is not None:
             self.socket_server.stop_processing()
         if self.handler_pool is not None:
             self.handler_pool.shutdown()
         if self.quotas is not None:
             self.quotas.shutdown()
-        if self.coordinator_partitions is not None:
-            self.coordinator_partitions.shutdown()
+        self.mode.stop_coordinators()
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.transaction_coordinator is not None:
             self.transaction_coordinator.shutdown()
-        if self.cluster is not None:
-            self.cluster.shutdown()
+        self.mode.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown(clean=not self._start_failed)
         if self.metrics_server is not None:

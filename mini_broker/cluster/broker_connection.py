@@ -6,12 +6,22 @@ from __future__ import annotations
 import socket
 import struct
 from collections.abc import Callable
+from typing import Protocol
 
 from mini_broker.cluster.controller_rpc import close_quietly
 from pykafka_client.protocol.headers import decode_response, encode_request
 from pykafka_client.protocol.types import Message
 
 _SIZE = struct.Struct(">i")
+
+
+class BrokerDirectory(Protocol):
+    """This broker's id and where the other brokers listen (what an inter-broker sender needs)."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None: ...
 
 
 class BrokerConnection:

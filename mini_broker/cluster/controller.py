@@ -17,7 +17,7 @@ from typing import Any
 
 from mini_broker.cluster.controller_rpc import encode
 from mini_broker.cluster.controller_state import ControllerState, error_of
-from mini_broker.server.metadata_cache import _atomic_write
+from mini_broker.utils.atomic_file import atomic_write
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -51,7 +51,7 @@ class Controller:
         self._conns_lock = threading.Lock()
 
     def _write(self, image: dict[str, Any]) -> None:
-        _atomic_write(self.path, json.dumps(image, sort_keys=True).encode())
+        atomic_write(self.path, json.dumps(image, sort_keys=True).encode())
 
     @property
     def address(self) -> str:

@@ -9,6 +9,7 @@ NOT_ENOUGH_REPLICAS(_AFTER_APPEND) (ISR below ``min.insync.replicas``) or REQUES
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
@@ -108,8 +109,9 @@ def fail_answer(api_key: int, body: Message, append_errors: Mapping[TopicPartiti
 
 def set_success_codes(message: Message, error: int) -> None:
     """Every error code of ``message`` and its nested structs that says success now says ``error``."""
-    for schema in message._SCHEMA:
-        name = schema.name
+    assert dataclasses.is_dataclass(message)  # every generated message is one
+    for field in dataclasses.fields(message):
+        name = field.name
         value = getattr(message, name)
         if name in _ERROR_FIELDS and value == 0:
             setattr(message, name, error)

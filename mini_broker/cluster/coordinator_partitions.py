@@ -4,8 +4,9 @@ called by ``ReplicaManager`` when it applies a leadership change of ``__consumer
 ``__transaction_state``), and their answers wait for the ISR (Kafka appends internal records with acks=-1).
 
 * :class:`CoordinatorPartitions` gets every leadership change of an internal partition from
-  :class:`~mini_broker.cluster.replication.ClusterReplication` and replays it, in order, on one loader thread
-  (``coordinator-loader-<id>``): becoming leader loads the coordinator's state from the partition's replicated
+  :class:`~mini_broker.cluster.replication.ClusterReplication` and hands it, in order, on one loader thread
+  (``coordinator-loader-<id>``), to the :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime` hosting
+  that partition's coordinator: becoming leader loads the coordinator's state from the partition's replicated
   log (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS), losing it unloads it (NOT_COORDINATOR).
 * :class:`CoordinatorAppendGate` holds the answers of the APIs that append to an internal partition
   (:data:`GATED_API_KEYS`) until the high watermark of every internal partition this broker leads reached its
@@ -29,10 +30,11 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING
 
 from mini_broker.cluster.coordinator_errors import fail_answer, offsets_append_error, txn_append_error
+from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.log.unified_log import Log
 from mini_broker.purgatory import TopicPartitionOperationKey
@@ -45,9 +47,7 @@ from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
     from mini_broker.cluster.replication import ClusterReplication
-    from mini_broker.group.group_coordinator import GroupCoordinator
     from mini_broker.network.request_channel import Request
-    from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
     from pykafka_client.protocol.types import Message
 
 log = logging.getLogger(__name__)
@@ -67,12 +67,12 @@ _Change = tuple[TopicPartition, "tuple[int, Log] | None"]
 class CoordinatorPartitions:
     """Loads and unloads the coordinators on leadership changes of their partitions (see the module doc)."""
 
-    def __init__(self, cluster: ClusterReplication, group_coordinator: GroupCoordinator,
-                 transaction_coordinator: TransactionCoordinator, gate: CoordinatorAppendGate | None = None) -> None:
+    def __init__(self, cluster: ClusterReplication, runtimes: Iterable[CoordinatorRuntime],
+                 gate: CoordinatorAppendGate | None = None) -> None:
         self._cluster = cluster
         self._gate = gate
-        self._group = group_coordinator
-        self._txn = transaction_coordinator
+        #: internal topic -> the runtime hosting its coordinator (the runtime's name is its partition's topic)
+        self._runtimes = {runtime.name: runtime for runtime in runtimes}
         self._queue: queue.Queue[_Change | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=f"coordinator-loader-{cluster.broker_id}",
                                          daemon=True)
@@ -81,12 +81,13 @@ class CoordinatorPartitions:
     def on_leadership_change(self, tp: TopicPartition, leader_epoch: int, lg: Log | None) -> None:
         """From the image's application: ``lg`` set when this broker became the leader of ``tp`` at
         ``leader_epoch``, None when it no longer leads it."""
-        if tp.topic not in INTERNAL_TOPICS:
+        runtime = self._runtimes.get(tp.topic)
+        if runtime is None:
             return
         if self._gate is not None:
             self._gate.on_leadership_change(tp, leader_epoch, lg)
         if lg is not None:
-            (self._group if tp.topic == GROUP_METADATA_TOPIC_NAME else self._txn).expect_election()
+            runtime.expect_election()
         self._queue.put((tp, None if lg is None else (leader_epoch, lg)))
 
     def shutdown(self) -> None:
@@ -113,17 +114,11 @@ class CoordinatorPartitions:
             self._cluster.append_internal(tp, lg, records)
 
         log.info("event=coordinator_election partition=%s leader_epoch=%d", tp, leader_epoch)
-        if tp.topic == GROUP_METADATA_TOPIC_NAME:
-            self._group.on_election(lg, append)
-        else:
-            self._txn.on_election(lg, append, leader_epoch)
+        self._runtimes[tp.topic].on_election(lg, append, leader_epoch)
 
     def _resign(self, tp: TopicPartition) -> None:
         log.info("event=coordinator_resignation partition=%s", tp)
-        if tp.topic == GROUP_METADATA_TOPIC_NAME:
-            self._group.on_resignation()
-        else:
-            self._txn.on_resignation()
+        self._runtimes[tp.topic].on_resignation()
 
 
 class CoordinatorAppendGate:

@@ -24,11 +24,12 @@ import logging
 import struct
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from mini_broker.cluster.broker_connection import BrokerConnection
+from mini_broker.cluster.broker_connection import BrokerConnection, BrokerDirectory
 from mini_broker.log.unified_log import AppendOrigin
 from mini_broker.purgatory import TopicPartitionOperationKey
+from mini_broker.server.replica_manager import ReplicaManager
 from pykafka_client.errors import OffsetOutOfRangeError
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.messages import (
@@ -40,9 +41,6 @@ from pykafka_client.protocol.messages import (
     OffsetForLeaderEpochResponse,
 )
 from pykafka_client.structs import TopicPartition
-
-if TYPE_CHECKING:
-    from mini_broker.cluster.replication import ClusterReplication
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +90,16 @@ def truncation_offset(requested_epoch: int, leader_epoch: int, leader_end: int, 
     return min(leader_end, local_end_of_leader_epoch, log_end)
 
 
+class FetcherContext(BrokerDirectory, Protocol):
+    """What a follower's fetchers use of the broker's replication: its id, the leaders' endpoints and the
+    ReplicaManager whose logs they append to."""
+
+    @property
+    def rm(self) -> ReplicaManager: ...
+
+
 class ReplicaFetcherThread:
-    def __init__(self, cluster: ClusterReplication, leader_id: int) -> None:
+    def __init__(self, cluster: FetcherContext, leader_id: int) -> None:
         self.cluster = cluster
         self.leader_id = leader_id
         self.partitions: dict[TopicPartition, FetchState] = {}
@@ -306,7 +312,7 @@ class ReplicaFetcherThread:
 
 
 class ReplicaFetcherManager:
-    def __init__(self, cluster: ClusterReplication) -> None:
+    def __init__(self, cluster: FetcherContext) -> None:
         self.cluster = cluster
         self._lock = threading.Lock()
         self.threads: dict[int, ReplicaFetcherThread] = {}

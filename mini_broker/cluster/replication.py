@@ -29,20 +29,33 @@ import os
 import threading
 import time as _time
 from collections.abc import Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mini_broker.cluster.controller_rpc import ControllerChannel
-from mini_broker.cluster.coordinator_lookup import TRANSACTION_KEY_TYPE, coordinates
 from mini_broker.cluster.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsStatus
 from mini_broker.cluster.partition import NO_LEADER, Partition
+from mini_broker.cluster.replica_fetcher import ReplicaFetcherManager
+from mini_broker.cluster.txn_verification import TxnVerificationManager
 from mini_broker.log.checkpoint import OffsetCheckpointFile
 from mini_broker.log.fetch_data_info import LogAppendInfo
 from mini_broker.log.unified_log import AppendOrigin, Log
 from mini_broker.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from mini_broker.server.coordinator_lookup import (
+    INTERNAL_TOPIC_OF_KEY_TYPE,
+    TRANSACTION_KEY_TYPE,
+    CoordinatorLookup,
+    coordinates,
+    coordinator_for,
+)
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
+from mini_broker.server.replica_manager import ReplicaManager
+from mini_broker.server.replication_strategy import FetchPartitionInfo, PartitionReplicas
 from pykafka_client.errors import (
+    CoordinatorNotAvailableError,
     FencedLeaderEpochError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
+    LeaderNotAvailableError,
     NotControllerError,
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
@@ -55,11 +68,6 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import Time
-
-if TYPE_CHECKING:
-    from mini_broker.cluster.replica_fetcher import ReplicaFetcherManager
-    from mini_broker.cluster.txn_verification import TxnVerificationManager
-    from mini_broker.server.replica_manager import FetchPartitionInfo, ReplicaManager
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +113,6 @@ class ClusterReplication:
 
     def register(self, host: str, port: int, timeout_s: float = 60.0) -> None:
         """Register with the controller (retrying while it is unreachable) and apply its image."""
-        from mini_broker.cluster.replica_fetcher import ReplicaFetcherManager
-
         self._host, self._port = host, port
         if self.fetchers is None:
             self.fetchers = ReplicaFetcherManager(self)
@@ -214,7 +220,7 @@ class ClusterReplication:
                     continue
                 if self._topic_configs.get(md.name) != md.configs:
                     self._topic_configs[md.name] = dict(md.configs)
-                    self.rm.log_manager.update_topic_config(md.name, self.rm._log_config(md))
+                    self.rm.log_manager.update_topic_config(md.name, self.rm.log_config_for(md))
                 for p, reg in enumerate(t["partitions"]):
                     if self.broker_id not in reg["replicas"]:
                         continue
@@ -222,7 +228,7 @@ class ClusterReplication:
                     hosted.add(tp)
                     lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
                     if lg is None:
-                        lg = self.rm.log_manager.get_or_create_log(tp.topic, tp.partition, self.rm._log_config(md))
+                        lg = self.rm.log_manager.get_or_create_log(tp.topic, tp.partition, self.rm.log_config_for(md))
                         if checkpoint is None:
                             checkpoint = self.read_hw_checkpoint()
                         lg.update_high_watermark(checkpoint.get((tp.topic, tp.partition), 0))
@@ -295,12 +301,84 @@ class ClusterReplication:
 
     def txn_verification(self) -> TxnVerificationManager:
         """The KIP-890 verifier that asks remote transaction coordinators (created at first use)."""
-        from mini_broker.cluster.txn_verification import TxnVerificationManager
-
         with self._lock:
             if self._txn_verification is None:
                 self._txn_verification = TxnVerificationManager(self)
             return self._txn_verification
+
+    # --- ReplicationStrategy: what the ReplicaManager and the APIs ask ------------------------------------
+
+    def load_logs(self) -> None:
+        """High watermarks from the checkpoint (not the log end: a follower's tail may not be committed); which
+        logs this broker keeps is the controller's image's business (:meth:`apply_image`)."""
+        checkpoint = self.read_hw_checkpoint()
+        for lg in self.rm.log_manager.all_logs():
+            lg.update_high_watermark(checkpoint.get((lg.topic, lg.partition), 0))
+
+    def missing_log_error(self, tp: TopicPartition) -> KafkaError:
+        return NotLeaderOrFollowerError(f"broker {self.broker_id} is not a replica of {tp}")
+
+    def leader_hint(self, tp: TopicPartition) -> tuple[int, int] | None:
+        return self.current_leader(tp.topic, tp.partition)
+
+    @property
+    def accepts_follower_fetches(self) -> bool:
+        return True
+
+    def end_offset_for_epoch(self, tp: TopicPartition, lg: Log, leader_epoch: int,
+                             current_leader_epoch: int) -> tuple[int, int]:
+        self.check_leader(tp, current_leader_epoch)
+        return lg.leader_epoch_cache().end_offset_for(leader_epoch, lg.log_end_offset)
+
+    def wait_for_delete_records(self, tp: TopicPartition, low_watermark: int, timeout_ms: int,
+                                respond: Callable[[int, int], None]) -> None:
+        self.delete_records(tp, timeout_ms, respond)
+
+    def live_brokers(self) -> list[tuple[int, str, int]]:
+        return self.cache.live_brokers()
+
+    def partition_replicas(self, md: TopicMetadata, partition: int) -> PartitionReplicas:
+        reg = self.cache.partition_registration(md.name, partition)
+        if reg is None:
+            return PartitionReplicas(LeaderNotAvailableError.code, -1, -1, [], [], [])
+        live = {b[0] for b in self.cache.live_brokers()}
+        leader = int(reg["leader"])
+        return PartitionReplicas(0 if leader >= 0 else LeaderNotAvailableError.code, leader, int(reg["leader_epoch"]),
+                                 list(reg["replicas"]), list(reg["isr"]),
+                                 [r for r in reg["replicas"] if r not in live])
+
+    @property
+    def manual_assignment_error(self) -> KafkaError | None:
+        return InvalidReplicaAssignmentError("manual replica assignments are not supported by a mini_broker "
+                                             "cluster; give num_partitions and replication_factor")
+
+    def check_replication_factor(self, replication_factor: int) -> None:
+        return None  # the controller checks it against the registered brokers
+
+    def find_coordinator(self, key_type: int, key: str,
+                         internal_topic: Callable[[int], tuple[int, dict[str, str]]]) -> CoordinatorLookup | None:
+        """The live leader of the key's internal topic partition; the first lookup creates the internal topic
+        (Kafka: auto-creation on FindCoordinator)."""
+        found = coordinator_for(self.cache, key_type, key)
+        if found.error_code == CoordinatorNotAvailableError.code and found.partition < 0:
+            topic = INTERNAL_TOPIC_OF_KEY_TYPE[key_type]
+            rf, configs = internal_topic(key_type)
+            try:
+                self.create_internal_topic(topic, rf, configs)
+            except KafkaError as e:
+                return CoordinatorLookup(CoordinatorNotAvailableError.code, f"creating {topic} failed ({e}); retry")
+            found = coordinator_for(self.cache, key_type, key)
+        return found
+
+    def remote_transaction_coordinator(self, transactional_id: str) -> int | None:
+        coordinator = coordinator_for(self.cache, TRANSACTION_KEY_TYPE, transactional_id).node_id
+        return None if coordinator == self.broker_id else coordinator
+
+    def verify_remotely(self, coordinator: int, transactional_id: str, producer_id: int, producer_epoch: int,
+                        partitions: list[TopicPartition],
+                        callback: Callable[[dict[TopicPartition, int]], None]) -> None:
+        self.txn_verification().verify(coordinator, transactional_id, producer_id, producer_epoch, partitions,
+                                       callback)
 
     # --- leadership checks -------------------------------------------------------------------------
 
@@ -314,7 +392,11 @@ class ClusterReplication:
             return -1, -1
         return int(reg["leader"]), int(reg["leader_epoch"])
 
-    def check_leader(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
+    def check_leader(self, tp: TopicPartition, current_leader_epoch: int = -1) -> int:
+        """This broker's leader epoch of ``tp`` when it leads it (at ``current_leader_epoch`` when given)."""
+        return self.leader_partition(tp, current_leader_epoch).leader_epoch
+
+    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
         """This broker's partition when it leads it (at ``current_leader_epoch`` when that is given)."""
         part = self.partition(tp)
         if part is None:
@@ -333,19 +415,19 @@ class ClusterReplication:
                                            f"{part.leader}); refresh metadata")
         return part
 
-    def check_leader_for_read(self, tp: TopicPartition, current_leader_epoch: int, replica_id: int,
-                              fetch_offset: int) -> Log:
+    def leader_log_for_read(self, tp: TopicPartition, lg: Log, current_leader_epoch: int, replica_id: int,
+                            fetch_offset: int) -> Log:
         self.check_leader(tp, current_leader_epoch)
-        lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
-        if lg is None:
+        current = self.rm.log_manager.get_log(tp.topic, tp.partition)
+        if current is None:
             raise NotLeaderOrFollowerError(f"broker {self.broker_id} has no log for {tp}")
-        return lg
+        return current
 
     # --- leader: append, follower fetch, high watermark, ISR ---------------------------------------
 
     def append_as_leader(self, tp: TopicPartition, lg: Log, records: bytes | bytearray | memoryview,
                          origin: AppendOrigin, required_acks: int) -> LogAppendInfo:
-        part = self.check_leader(tp)
+        part = self.leader_partition(tp)
         if required_acks == -1 and origin is AppendOrigin.CLIENT:
             min_isr = lg.config.min_in_sync_replicas
             if len(part.isr) < min_isr:

@@ -18,10 +18,8 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from mini_broker.cluster.broker_connection import BrokerConnection
-from mini_broker.cluster.coordinator_lookup import TRANSACTION_KEY_TYPE, coordinator_for
+from mini_broker.cluster.broker_connection import BrokerConnection, BrokerDirectory
 from pykafka_client.errors import (
     ConcurrentTransactionsError,
     CoordinatorLoadInProgressError,
@@ -34,9 +32,6 @@ from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from pykafka_client.structs import TopicPartition
 
-if TYPE_CHECKING:
-    from mini_broker.cluster.replication import ClusterReplication
-
 log = logging.getLogger(__name__)
 
 ADD_PARTITIONS_TO_TXN_VERSION = 5
@@ -47,12 +42,6 @@ _RETRIABLE = frozenset({NotCoordinatorError.code, CoordinatorNotAvailableError.c
                         CoordinatorLoadInProgressError.code, ConcurrentTransactionsError.code, NetworkError.code})
 
 Done = Callable[[dict[TopicPartition, int]], None]
-
-
-def transaction_coordinator_id(cluster: ClusterReplication, transactional_id: str) -> int:
-    """The broker id of the transaction coordinator for ``transactional_id``: the live leader of its
-    ``__transaction_state`` partition (-1: none now; the produce is answered NOT_ENOUGH_REPLICAS and retried)."""
-    return coordinator_for(cluster.cache, TRANSACTION_KEY_TYPE, transactional_id).node_id
 
 
 def retriable_as_not_enough_replicas(errors: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -112,7 +101,7 @@ def answers_of(batch: Sequence[Verification], resp: AddPartitionsToTxnResponse) 
 class _Sender:
     """The queue and thread of one coordinator broker."""
 
-    def __init__(self, cluster: ClusterReplication, broker_id: int) -> None:
+    def __init__(self, cluster: BrokerDirectory, broker_id: int) -> None:
         self.broker_id = broker_id
         self._cond = threading.Condition()
         self._queue: list[Verification] = []
@@ -169,7 +158,7 @@ class _Sender:
 
 
 class TxnVerificationManager:
-    def __init__(self, cluster: ClusterReplication) -> None:
+    def __init__(self, cluster: BrokerDirectory) -> None:
         self._cluster = cluster
         self._lock = threading.Lock()
         self._senders: dict[int, _Sender] = {}

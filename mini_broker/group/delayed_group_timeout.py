@@ -9,18 +9,21 @@ group's lock; when its delay passes the driver hands the timeout back to the cor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from mini_broker.group.group_effects import Timeout
+from mini_broker.group.group_metadata import GroupMetadata
 from mini_broker.purgatory.delayed_operation import DelayedOperation
 
-if TYPE_CHECKING:
-    from mini_broker.group.group_coordinator import GroupCoordinator
-    from mini_broker.group.group_effects import Timeout
-    from mini_broker.group.group_metadata import GroupMetadata
+
+class GroupTimeoutListener(Protocol):
+    """Told when a group's timeout fired (the group coordinator)."""
+
+    def on_timeout(self, group: GroupMetadata, timeout: Timeout) -> None: ...
 
 
 class DelayedGroupTimeout(DelayedOperation):
-    def __init__(self, coordinator: GroupCoordinator, group: GroupMetadata, timeout: Timeout,
+    def __init__(self, coordinator: GroupTimeoutListener, group: GroupMetadata, timeout: Timeout,
                  delay_ms: int) -> None:
         super().__init__(delay_ms, group.lock)
         self.coordinator = coordinator

@@ -3,8 +3,10 @@
 It answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit, OffsetFetch,
 ListGroups, DescribeGroups, DeleteGroups and OffsetDelete for every group of one broker (each broker owns one; see
 docs/ARCHITECTURE.md "mini_broker group coordinator" for the per-state answers). On a cluster broker it serves
-only while the broker leads ``__consumer_offsets`` (:meth:`GroupCoordinator.on_election` /
-:meth:`~GroupCoordinator.on_resignation`): NOT_COORDINATOR otherwise, COORDINATOR_LOAD_IN_PROGRESS while loading.
+only while the broker leads ``__consumer_offsets``: NOT_COORDINATOR otherwise, COORDINATOR_LOAD_IN_PROGRESS while
+loading. That lifecycle is the :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime`'s (``runtime``), which
+hosts this coordinator (:meth:`GroupCoordinator.load` / :meth:`~GroupCoordinator.on_loaded` /
+:meth:`~GroupCoordinator.unload`).
 
 The decisions are made by the sans-IO core (:mod:`group_join`, :mod:`group_heartbeat`, :mod:`group_offsets`,
 :mod:`group_rebalance`): a typed request and ``now`` in, state changed, effects out
@@ -29,6 +31,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
+from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group import group_heartbeat, group_join, group_offsets, group_rebalance
 from mini_broker.group.delayed_group_timeout import DelayedGroupTimeout
 from mini_broker.group.group_config import GroupConfig
@@ -55,7 +58,7 @@ from mini_broker.group.group_metadata import (
     GroupMetadata,
     GroupSummary,
 )
-from mini_broker.group.group_metadata_manager import GroupMetadataManager, LoadedGroup
+from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager, LoadedGroup
 from mini_broker.group.group_requests import (
     NONE,
     CommittedOffset,
@@ -78,12 +81,8 @@ from mini_broker.group.member_metadata import MemberMetadata
 from mini_broker.purgatory.delayed_operation import DelayedOperation
 from mini_broker.purgatory.delayed_operation_purgatory import DelayedOperationPurgatory
 from mini_broker.purgatory.keys import GroupJoinKey, GroupSyncKey, MemberKey
-from mini_broker.timer.deferred_task import DeferredTask
 from mini_broker.timer.system_timer import SystemTimer
-from mini_broker.timer.timer_task import TimerTask
 from pykafka_client.errors import (
-    CoordinatorLoadInProgressError,
-    CoordinatorNotAvailableError,
     GroupIdNotFoundError,
     IllegalGenerationError,
     InvalidGroupIdError,
@@ -94,33 +93,12 @@ from pykafka_client.errors import (
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
-    from mini_broker.log.unified_log import Log
     from mini_broker.metrics import BrokerMetrics
 
 _log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 P = ParamSpec("P")
-
-
-class _OffsetsCleanup(TimerTask):
-    """Periodic offset expiry; re-adds itself after each run until the coordinator stops."""
-
-    def __init__(self, coordinator: GroupCoordinator, timer: SystemTimer, interval_ms: int) -> None:
-        super().__init__(interval_ms)
-        self._coordinator = coordinator
-        self._timer = timer
-
-    def run(self) -> None:
-        if not self._coordinator.is_running:
-            return
-        try:
-            if self._coordinator.is_active:
-                self._coordinator.cleanup_group_metadata()
-        except Exception:
-            _log.exception("offsets cleanup failed")
-        if self._coordinator.is_running:
-            self._timer.add(_OffsetsCleanup(self._coordinator, self._timer, self.delay_ms))
 
 
 def restore_group(group_id: str, loaded: LoadedGroup, now: int) -> GroupMetadata:
@@ -168,20 +146,6 @@ class GroupCoordinator:
         self.time = time
         self._groups: dict[str, GroupMetadata] = {}
         self._groups_lock = threading.Lock()
-        #: serving requests (a single broker: from startup to shutdown; a cluster broker: while it leads the
-        #: ``__consumer_offsets`` partition and its groups are loaded)
-        self._active = False
-        #: between startup and shutdown
-        self._running = False
-        #: a cluster broker's coordinator serves only while it leads its partition (see :meth:`on_election`)
-        self._follows_partition_leadership = False
-        self._loading = False
-        #: serializes :meth:`on_election` / :meth:`on_resignation`
-        self._election_lock = threading.Lock()
-        #: a cluster broker: ``barrier(callback)`` calls ``callback(0)`` once the ISR has what was appended to the
-        #: ``__consumer_offsets`` partition (else ``callback(error)``); commits and markers apply only then. None
-        #: (a single broker): an append is durable, applied at once.
-        self.replication_barrier: Callable[[Callable[[int], None]], None] | None = None
 
         def timer(name: str) -> SystemTimer:
             return SystemTimer(name, time, start_ms=time.hi_res_clock_ms(), run_inline=timer_run_inline)
@@ -190,84 +154,55 @@ class GroupCoordinator:
             "Heartbeat", timer("Heartbeat"), broker_id, reaper_enabled=reaper_enabled, time=time)
         self.rebalance_purgatory: DelayedOperationPurgatory[DelayedOperation] = DelayedOperationPurgatory(
             "Rebalance", timer("Rebalance"), broker_id, reaper_enabled=reaper_enabled, time=time)
+        #: the lifecycle on ``__consumer_offsets`` (election, load, resignation), its appends and the periodic
+        #: tasks and replication continuations (on the heartbeat purgatory's timer thread)
+        self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC_NAME, manager.partition, self,
+                                          self.heartbeat_purgatory.timeout_timer)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     @property
     def is_active(self) -> bool:
-        return self._active
+        return self.runtime.is_active
 
     @property
     def is_running(self) -> bool:
-        return self._running
+        return self.runtime.is_running
 
     def startup(self, follow_partition_leadership: bool = False) -> None:
         """Start the periodic offset expiry and serve: a single broker replays its offsets log now; with
         ``follow_partition_leadership`` (a cluster broker) nothing is loaded and every group request gets
-        NOT_COORDINATOR until :meth:`on_election`."""
-        self._running = True
-        self._follows_partition_leadership = follow_partition_leadership
-        if not follow_partition_leadership:
-            self._load_groups()
-        interval = self.config.offsets_retention_check_interval_ms
-        timer = self.heartbeat_purgatory.timeout_timer
-        timer.add(_OffsetsCleanup(self, timer, interval))
+        NOT_COORDINATOR until the runtime's election."""
+        self.runtime.startup(follow_partition_leadership)
+        self.runtime.schedule_periodic(self.cleanup_group_metadata, self.config.offsets_retention_check_interval_ms,
+                                       "offsets cleanup")
 
-    def _load_groups(self) -> None:
-        """Replay the offsets log into groups, start their members' session timers, start serving."""
+    # -- HostedCoordinator --------------------------------------------------------------------------------
+    def load(self, coordinator_epoch: int | None) -> int:
+        """Replay the offsets log into groups (the runtime serves them once :meth:`on_loaded` ran)."""
         now = self.time.milliseconds()
         groups = {group_id: restore_group(group_id, loaded, now) for group_id, loaded in self.manager.load().items()}
         with self._groups_lock:
             self._groups = groups
-        self._active = True
-        for group in list(groups.values()):
+        return len(groups)
+
+    def on_loaded(self) -> None:
+        """Start the loaded members' session timers."""
+        for group in self._all_groups():
             with group.lock:
                 for member in list(group.members.values()):
                     self._run(group, group_rebalance.schedule_next_heartbeat, group, member)
 
-    def on_election(self, log: Log, append: Callable[[bytes], None]) -> None:
-        """Kafka's ``onElection``: this broker became the leader of the ``__consumer_offsets`` partition whose
-        log is ``log`` (appended through ``append``). Its groups are loaded (COORDINATOR_LOAD_IN_PROGRESS
-        meanwhile), then served."""
-        with self._election_lock:
-            if not self._running:
-                return
-            self._unload_groups()
-            self._loading = True
-            try:
-                self.manager.attach(log, append)
-                self._load_groups()
-                _log.info("event=group_coordinator_elected groups=%d", len(self._all_groups()))
-            finally:
-                self._loading = False
-
-    def expect_election(self) -> None:
-        """The election was seen and its load is queued: answer COORDINATOR_LOAD_IN_PROGRESS (not NOT_COORDINATOR)
-        until :meth:`on_election` ran, so that clients retry here instead of looking the coordinator up again."""
-        if self._running:
-            self._loading = True
-
-    def on_resignation(self) -> None:
-        """Kafka's ``onResignation``: this broker no longer leads the ``__consumer_offsets`` partition. Its
-        groups are dropped (parked joins and syncs answered NOT_COORDINATOR) and every group request gets
-        NOT_COORDINATOR."""
-        with self._election_lock:
-            if self._active:
-                _log.info("event=group_coordinator_resigned groups=%d", len(self._all_groups()))
-            self._unload_groups()
-
-    def _unload_groups(self) -> None:
-        self._active = False
+    def unload(self) -> None:
+        """Drop every group; parked joins and syncs are answered NOT_COORDINATOR."""
         with self._groups_lock:
             groups, self._groups = list(self._groups.values()), {}
         for group in groups:
             with group.lock:
                 self._run(group, group_rebalance.unload_group, group)
-        self.manager.detach()
 
     def shutdown(self) -> None:
         """Stop serving (COORDINATOR_NOT_AVAILABLE), stop the purgatories, close the offsets log."""
-        self._active = False
-        self._running = False
+        self.runtime.shutdown()
         self.heartbeat_purgatory.shutdown()
         self.rebalance_purgatory.shutdown()
         self.manager.close()
@@ -318,18 +253,9 @@ class GroupCoordinator:
     def _validate_group_status(self, group_id: str, allow_empty_id: bool = False) -> int | None:
         if not group_id and not allow_empty_id:
             return InvalidGroupIdError.code
-        if not self._active:
-            return self._inactive_error()
+        if not self.runtime.is_active:
+            return self.runtime.inactive_error()
         return None
-
-    def _inactive_error(self) -> int:
-        """Why a request is not served: the groups are loading, this broker does not lead the
-        ``__consumer_offsets`` partition (a cluster), or the coordinator is shut down."""
-        if self._loading:
-            return int(CoordinatorLoadInProgressError.code)
-        if self._follows_partition_leadership and self._running:
-            return int(NotCoordinatorError.code)
-        return int(CoordinatorNotAvailableError.code)
 
     # -- driving the core ---------------------------------------------------------------------------------
     def _run(self, group: GroupMetadata, call: Callable[Concatenate[Step, P], R], *args: P.args,
@@ -378,7 +304,7 @@ class GroupCoordinator:
         """Appended commit records become the group's offsets: at once on a single broker; on a cluster broker
         pending until the ISR has them (Kafka ``pendingOffsetCommits``), so that nothing a failover may lose is
         ever read. The wait's end is applied on the timer thread (never under the purgatory op's lock)."""
-        barrier = self.replication_barrier
+        barrier = self.runtime.replication_barrier
         if barrier is None:
             group_offsets.complete_offset_commit(group, offsets)
             return
@@ -388,13 +314,13 @@ class GroupCoordinator:
             with group.lock:
                 group_offsets.complete_staged_offset_commit(group, seq, offsets, error == 0)
 
-        barrier(lambda error: self._defer(lambda: replicated(error), "applying a replicated offset commit"))
+        barrier(lambda error: self.runtime.defer(lambda: replicated(error), "applying a replicated offset commit"))
 
     def _fail_txn_offsets_unless_replicated(self, group: GroupMetadata, producer_id: int,
                                             offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
         """A cluster broker: transactional offsets whose records the ISR never got stop being pending (Kafka
         ``failPendingTxnOffsetCommit``); the client was told to retry."""
-        barrier = self.replication_barrier
+        barrier = self.runtime.replication_barrier
         if barrier is None:
             return
 
@@ -404,12 +330,9 @@ class GroupCoordinator:
 
         def replicated(error: int) -> None:
             if error != 0:
-                self._defer(failed, "dropping unreplicated transactional offsets")
+                self.runtime.defer(failed, "dropping unreplicated transactional offsets")
 
         barrier(replicated)
-
-    def _defer(self, action: Callable[[], None], what: str) -> None:
-        self.heartbeat_purgatory.timeout_timer.add(DeferredTask(action, what))
 
     def _timer_slot(self, timeout: Timeout) -> tuple[DelayedOperationPurgatory[DelayedOperation], object]:
         if isinstance(timeout, HeartbeatTimeout):
@@ -511,21 +434,14 @@ class GroupCoordinator:
         log (raises as the log does, and NOT_LEADER_OR_FOLLOWER on a cluster broker not leading the partition),
         then materialize or drop the producer's pending offsets (on a cluster broker once the ISR has the marker;
         if it never does, the transaction coordinator writes the marker again)."""
-        if not self._active and self._follows_partition_leadership:
+        if not self.runtime.is_active and self.runtime.follows_partition_leadership:
             raise NotLeaderOrFollowerError("this broker does not lead the __consumer_offsets partition; "
                                            "send the marker to its leader")
-        self.manager.append_txn_marker(records)
-        barrier = self.replication_barrier
-        if barrier is None:
-            self.on_transaction_completed(producer_id, committed, partitions)
-            return
-
         def replicated(error: int) -> None:  # Kafka: the cache changes in the acks=-1 append's callback
             if error == 0:
-                self._defer(lambda: self.on_transaction_completed(producer_id, committed, partitions),
-                            "applying a replicated transaction marker")
+                self.on_transaction_completed(producer_id, committed, partitions)
 
-        barrier(replicated)
+        self.runtime.append_and_wait(lambda: self.manager.append_txn_marker(records), replicated)
 
     def on_transaction_completed(self, producer_id: int, committed: bool, partitions: Sequence[int]) -> None:
         """:class:`~mini_broker.transaction.seams.TxnOffsetsListener`: every group of the (single) offsets
@@ -551,10 +467,10 @@ class GroupCoordinator:
     # -- admin --------------------------------------------------------------------------------------------
     def handle_list_groups(self, states: Iterable[str] = ()) -> tuple[int, list[tuple[str, str, str]]]:
         """(error, [(group id, protocol type, state)]); ``states`` filters case-insensitively."""
-        if not self._active:
-            if self._follows_partition_leadership and self._running and not self._loading:
+        if not self.runtime.is_active:
+            if self.runtime.leads_no_partition:
                 return NONE, []  # a cluster broker lists the groups of the partitions it leads: none
-            return self._inactive_error(), []
+            return self.runtime.inactive_error(), []
         wanted = {s.lower() for s in states}
         out: list[tuple[str, str, str]] = []
         for g in self._all_groups():

@@ -6,8 +6,9 @@ outside the topic registry and the LogManager's scan, so the topic never shows u
 is replayed from its start when the broker starts: the last record per key wins, a null value deletes.
 One partition is used whatever ``offsets.topic.num.partitions`` says (one coordinator serves every group).
 On a cluster broker there is no local log: the manager serves the replicated ``__consumer_offsets-0``
-partition while this broker leads it (:meth:`GroupMetadataManager.attach` / :meth:`~GroupMetadataManager.detach`,
-driven by ``mini_broker.cluster.coordinator_partitions``), appending through the leader's append.
+partition while this broker leads it (the coordinator runtime attaches it on election and detaches it on
+resignation: :mod:`mini_broker.coordinator.runtime`, driven by ``mini_broker.cluster.coordinator_partitions``),
+appending through the leader's append.
 The log is compacted only on a single broker's start (see :class:`GroupMetadataManager`), never trimmed.
 
 Record format (v2 record batches; keys and values use Kafka's classic non-flexible primitives: int16/
@@ -39,17 +40,17 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from mini_broker.coordinator.partition import CoordinatorPartition
 from mini_broker.group.group_requests import CommittedOffset
-from mini_broker.log.coordinator_append import append_coordinator_records, refuse_append
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import Log
 from mini_broker.producer_state.producer_state_manager import end_txn_marker_of
 from pykafka_client.errors import MessageDecodeError
-from pykafka_client.protocol.records import MemoryRecords, MemoryRecordsBuilder
+from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.protocol.types import Reader, Writer
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -60,7 +61,6 @@ COORDINATOR_DIR: Final = "__group_coordinator"
 OFFSET_KEY_VERSION: Final = 1
 GROUP_KEY_VERSION: Final = 2
 VALUE_VERSION: Final = 3
-_READ_CHUNK: Final = 1 << 20
 _MAX_BATCH_BYTES: Final = 1 << 30
 #: Rewrite the log on start when it holds more than this many records and over twice the live ones.
 COMPACT_MIN_RECORDS: Final = 1000
@@ -204,6 +204,16 @@ def _offset_key(key: bytes) -> tuple[str, tuple[str, int]] | None:
     return group_id, (topic, r.read_int32())
 
 
+def _build(entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> bytes | None:
+    """One batch of ``entries`` (None when there are none)."""
+    builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+    count = 0
+    for key, value in entries:
+        builder.append(now_ms, key, value)
+        count += 1
+    return builder.build() if count else None
+
+
 def _apply_logged(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None, offset: int) -> None:
     try:
         apply_record(groups, key, value)
@@ -223,16 +233,16 @@ class GroupMetadataManager:
 
     def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600,
                  compact_min_records: int = COMPACT_MIN_RECORDS) -> None:
-        self._log: Log | None = None
-        #: set while serving a cluster's replicated partition (see :meth:`attach`)
-        self._replicated_append: Callable[[bytes], None] | None = None
         self._time = time
         self._config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES)
         self._compact_min_records = compact_min_records
         self._parent = None if data_dir is None else os.path.join(data_dir, COORDINATOR_DIR)
+        local: Log | None = None
         if self._parent is not None:
             self._recover_interrupted_compaction(self._parent)
-            self._log = self._open(self._parent)
+            local = self._open(self._parent)
+        #: the log replayed and appended to (the runtime attaches a cluster's replicated partition on election)
+        self.partition = CoordinatorPartition(local)
 
     def _open(self, parent: str) -> Log:
         return Log(os.path.join(parent, f"{GROUP_METADATA_TOPIC_NAME}-0"), self._config, time=self._time)
@@ -248,70 +258,43 @@ class GroupMetadataManager:
 
     @property
     def log(self) -> Log | None:
-        return self._log
-
-    def attach(self, log: Log, append: Callable[[bytes], None]) -> None:
-        """Serve a cluster's replicated ``__consumer_offsets`` partition, whose leader this broker became:
-        :meth:`load` reads ``log``, appends go through ``append`` (the leader's append, which stamps the
-        leader epoch and raises once this broker no longer leads); no compaction, the high watermark is
-        replication's. The log stays the LogManager's (:meth:`close` leaves it open)."""
-        self._log, self._replicated_append, self._parent = log, append, None
-
-    def detach(self) -> None:
-        """Stop serving the replicated partition (this broker resigned its leadership): appends are refused
-        (NOT_LEADER_OR_FOLLOWER) until the next :meth:`attach`."""
-        if self._replicated_append is not None:
-            self._replicated_append = refuse_append
+        return self.partition.log
 
     def load(self) -> dict[str, LoadedGroup]:
         """Replay the whole log: group id -> what is stored for it (groups deleted since are absent)."""
         groups: dict[str, LoadedGroup] = {}
-        log = self._log
+        log = self.partition.log
         if log is None:
             return groups
-        position = log.log_start_offset
         end = log.log_end_offset
         records = 0
         #: producer id -> its transactional records not yet resolved by a marker, in log order
         in_txn: dict[int, list[tuple[bytes, bytes | None]]] = {}
         #: producer id -> keys of its transactional records a later plain record superseded
         superseded: dict[int, set[bytes]] = {}
-        while position < end:
-            data = log.read(position, _READ_CHUNK).to_bytes()
-            if not data:
-                break
-            advanced = False
-            for batch in MemoryRecords(data).batches():
-                if (batch.last_offset + 1) <= position:
+        for batch, first in self.partition.batches():
+            if batch.is_control:
+                marker = end_txn_marker_of(batch)
+                resolved = in_txn.pop(batch.producer_id, [])
+                newer = superseded.pop(batch.producer_id, set())
+                if marker is not None and not marker[0]:
+                    for key, value in resolved:
+                        if key not in newer:
+                            _apply_logged(groups, key, value, batch.base_offset)
+                continue
+            for record in batch.records():
+                if record.offset < first or record.key is None:
                     continue
-                if batch.is_control:
-                    marker = end_txn_marker_of(batch)
-                    resolved = in_txn.pop(batch.producer_id, [])
-                    newer = superseded.pop(batch.producer_id, set())
-                    if marker is not None and not marker[0]:
-                        for key, value in resolved:
-                            if key not in newer:
-                                _apply_logged(groups, key, value, batch.base_offset)
-                    position = batch.last_offset + 1
-                    advanced = True
-                    continue
-                for record in batch.records():
-                    if record.offset < position or record.key is None:
-                        continue
-                    records += 1
-                    key, value = bytes(record.key), None if record.value is None else bytes(record.value)
-                    if batch.is_transactional:
-                        in_txn.setdefault(batch.producer_id, []).append((key, value))
-                        superseded.get(batch.producer_id, set()).discard(key)
-                    else:
-                        _apply_logged(groups, key, value, record.offset)
-                        for pid, pending in in_txn.items():
-                            if any(k == key for k, _ in pending):
-                                superseded.setdefault(pid, set()).add(key)
-                position = (batch.last_offset + 1)
-                advanced = True
-            if not advanced:
-                break
+                records += 1
+                key, value = bytes(record.key), None if record.value is None else bytes(record.value)
+                if batch.is_transactional:
+                    in_txn.setdefault(batch.producer_id, []).append((key, value))
+                    superseded.get(batch.producer_id, set()).discard(key)
+                else:
+                    _apply_logged(groups, key, value, record.offset)
+                    for pid, pending in in_txn.items():
+                        if any(k == key for k, _ in pending):
+                            superseded.setdefault(pid, set()).add(key)
         _log.info("loaded %d groups from %s (offsets %d..%d)", len(groups), log.dir_path, log.log_start_offset, end)
         for pid, pending in in_txn.items():
             scratch: dict[str, LoadedGroup] = {}
@@ -323,7 +306,7 @@ class GroupMetadataManager:
                 entry.pending_txn_offsets[pid] = loaded.offsets
                 entry.superseded_txn_offsets[pid] = {tp for g, tp in later if g == group_id}
         live = sum(len(g.offsets) + (g.group is not None) for g in groups.values())
-        if self._replicated_append is None and records > self._compact_min_records and records > 2 * live and not in_txn:
+        if self.partition.is_local and records > self._compact_min_records and records > 2 * live and not in_txn:
             self._compact(groups)
         return groups
 
@@ -337,8 +320,8 @@ class GroupMetadataManager:
         return entries
 
     def _compact(self, groups: dict[str, LoadedGroup]) -> None:
-        parent = self._parent
-        assert parent is not None and self._log is not None
+        parent, log = self._parent, self.partition.log
+        assert parent is not None and log is not None
         compacting, old = parent + _COMPACTING_SUFFIX, parent + _OLD_SUFFIX
         shutil.rmtree(compacting, ignore_errors=True)
         fresh = self._open(compacting)
@@ -348,46 +331,44 @@ class GroupMetadataManager:
             self._append_to(fresh, entries[i:i + 1000], now)
         fresh.flush()
         fresh.close()
-        before = self._log.log_end_offset
-        self._log.close()
+        before = log.log_end_offset
+        log.close()
         os.replace(parent, old)
         os.replace(compacting, parent)
         shutil.rmtree(old, ignore_errors=True)
-        self._log = self._open(parent)
+        self.partition.replace_local_log(self._open(parent))
         _log.info("compacted %s: log end offset %d -> %d live records", GROUP_METADATA_TOPIC_NAME, before,
                   len(entries))
 
     def _append(self, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
-        if self._log is not None:
-            self._append_to(self._log, entries, now_ms, self._replicated_append)
+        if self.partition.log is not None:
+            records = _build(entries, now_ms)
+            if records is not None:
+                self.partition.append(records)
 
     @staticmethod
-    def _append_to(log: Log, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int,
-                   replicated_append: Callable[[bytes], None] | None = None) -> None:
-        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
-        count = 0
-        for key, value in entries:
-            builder.append(now_ms, key, value)
-            count += 1
-        if count:
-            append_coordinator_records(log, builder.build(), replicated_append)
+    def _append_to(log: Log, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
+        """The compaction's append to the fresh local log (high watermark at its end, as a single broker's)."""
+        records = _build(entries, now_ms)
+        if records is not None:
+            CoordinatorPartition(log).append(records)
 
     def store_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
                           offsets: Mapping[tuple[str, int], CommittedOffset], now_ms: int) -> None:
         """Offset commit records in a transactional batch of ``producer_id`` (pending until its marker)."""
-        if self._log is None:
+        if self.partition.log is None:
             return
         builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES, producer_id=producer_id,
                                        producer_epoch=producer_epoch, is_transactional=True)
         for (t, p), om in offsets.items():
             builder.append(now_ms, offset_commit_key(group_id, t, p), offset_commit_value(om))
-        append_coordinator_records(self._log, builder.build(), self._replicated_append)
+        self.partition.append(builder.build())
 
     def append_txn_marker(self, records: bytes) -> None:
         """A COMMIT/ABORT control batch (raises as the log does, e.g. a fenced coordinator epoch)."""
-        if self._log is None:
+        if self.partition.log is None:
             return
-        append_coordinator_records(self._log, records, self._replicated_append)
+        self.partition.append(records)
 
     def store_group(self, group_id: str, group: StoredGroup, now_ms: int) -> None:
         self._append([(group_metadata_key(group_id), group_metadata_value(group))], now_ms)
@@ -404,9 +385,10 @@ class GroupMetadataManager:
         self._append(entries, now_ms)
 
     def flush(self) -> None:
-        if self._log is not None:
-            self._log.flush()
+        log = self.partition.log
+        if log is not None:
+            log.flush()
 
     def close(self) -> None:
-        if self._log is not None and self._replicated_append is None:
-            self._log.close()
+        """Close a local log (a cluster's replicated partition is the LogManager's)."""
+        self.partition.close()

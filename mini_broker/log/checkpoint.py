@@ -2,17 +2,17 @@
 ``log-start-offset-checkpoint`` in every data directory.
 
 Text format (as Kafka's): a version line (``0``), a count line, then one ``<topic> <partition> <offset>``
-line per partition. Written atomically: a ``.tmp`` file, fsync, rename over the old one, fsync the
-directory. A missing file reads as empty; a malformed one also reads as empty (and is logged), which
+line per partition. Written atomically (:func:`mini_broker.utils.atomic_file.atomic_write`). A missing file reads as empty; a malformed one also reads as empty (and is logged), which
 only makes recovery scan more.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from typing import Final
+
+from mini_broker.utils.atomic_file import atomic_write
 
 _log = logging.getLogger(__name__)
 
@@ -31,13 +31,7 @@ class OffsetCheckpointFile:
     def write(self, offsets: Mapping[TopicPartition, int]) -> None:
         lines = [str(_VERSION), str(len(offsets))]
         lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write("\n".join(lines) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        _fsync_dir(os.path.dirname(self.path) or ".")
+        atomic_write(self.path, ("\n".join(lines) + "\n").encode("utf-8"))
 
     def read(self) -> dict[TopicPartition, int]:
         try:
@@ -61,15 +55,3 @@ class OffsetCheckpointFile:
             _log.warning("ignoring malformed checkpoint file %s: %s", self.path, e)
             return {}
 
-
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from mini_broker.log.abstract_index import CorruptIndexError, unlink_if_exists
+from mini_broker.utils.atomic_file import atomic_write
 
 TXN_INDEX_FILE_SUFFIX: Final = ".txnindex"
 ABORTED_TXN_VERSION: Final = 0
@@ -126,12 +127,7 @@ class TransactionIndex:
     def _rewrite(self, entries: list[AbortedTxn]) -> None:
         self.close()
         if entries:
-            tmp = self.path + ".tmp"
-            with open(tmp, "wb") as fh:
-                fh.write(b"".join(t.to_bytes() for t in entries))
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
+            atomic_write(self.path, b"".join(t.to_bytes() for t in entries))
         else:
             unlink_if_exists(self.path)
         self._entries = entries

@@ -12,6 +12,7 @@ import os
 import threading
 from collections.abc import Callable
 
+from mini_broker.utils.atomic_file import atomic_write
 from pykafka_client.errors import CorruptRecordError
 
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -43,12 +44,7 @@ class ProducerIdManager:
 
     def _write(self, block_end: int) -> None:
         os.makedirs(self.data_dir, exist_ok=True)
-        tmp = self._path + ".tmp"
-        with open(tmp, "w", encoding="ascii") as fh:
-            fh.write(f"{block_end}\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self._path)
+        atomic_write(self._path, f"{block_end}\n".encode("ascii"))
 
     def generate_producer_id(self) -> int:
         with self._lock:

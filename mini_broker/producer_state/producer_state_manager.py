@@ -50,6 +50,7 @@ from sortedcontainers import SortedDict
 from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo
 from mini_broker.producer_state.producer_state_entry import BatchMetadata, ProducerStateEntry
 from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
+from mini_broker.utils.atomic_file import atomic_write
 from pykafka_client.errors import CorruptRecordError
 from pykafka_client.protocol.records.control import ControlRecordType, EndTransactionMarker
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
@@ -323,12 +324,7 @@ class ProducerStateManager:
         data = struct.pack(">hI", SNAPSHOT_VERSION, crc32c(bytes(body))) + bytes(body)
         os.makedirs(self.log_dir, exist_ok=True)
         path = os.path.join(self.log_dir, snapshot_file_name(end))
-        tmp = path + ".tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, data)
         return path
 
     def snapshot_offsets(self) -> list[int]:

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from mini_broker.utils.atomic_file import atomic_write
 from pykafka_client.errors import (
     InvalidPartitionsError,
     InvalidTopicError,
@@ -69,20 +70,6 @@ def _random_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def _atomic_write(path: str, data: bytes) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    dfd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
 class MetadataCache:
     """Topics and cluster identity of this single-broker cluster."""
 
@@ -121,7 +108,7 @@ class MetadataCache:
         cluster_id = existing or wanted or _random_cluster_id()
         if not existing:
             text = f"#mini_broker meta.properties\nversion=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
-            _atomic_write(path, text.encode())
+            atomic_write(path, text.encode())
         return cluster_id
 
     def _registry_path(self) -> str:
@@ -151,7 +138,7 @@ class MetadataCache:
                 for t in sorted(self._topics.values(), key=lambda t: t.name)
             ],
         }
-        _atomic_write(self._registry_path(), json.dumps(doc, indent=1, sort_keys=True).encode())
+        atomic_write(self._registry_path(), json.dumps(doc, indent=1, sort_keys=True).encode())
 
     # --- cluster image (cluster brokers only) -----------------------------------------------------
 
@@ -181,7 +168,7 @@ class MetadataCache:
     def partition_registration(self, topic: str, partition: int) -> dict[str, Any] | None:
         """The controller's registration of a partition (replicas, isr, leader, leader_epoch), cluster only."""
         with self._lock:
-            return self._partitions.get((topic, partition)) if self.cluster_image is not None else None
+            return self._partitions.get((topic, partition))  # only a controller's image registers partitions
 
     def live_brokers(self) -> list[tuple[int, str, int]]:
         """(id, host, port) of the unfenced brokers (cluster only)."""

@@ -25,7 +25,7 @@ import os
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mini_broker.config import KafkaConfig
 from mini_broker.log.log_config import LogConfig
@@ -45,17 +45,20 @@ from mini_broker.server.api_error import error_code, error_message
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from mini_broker.server.fetch_session import FetchSessionCache
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata, is_internal_topic, validate_topic_name
+from mini_broker.server.replication_strategy import (
+    LEADER_EPOCH,
+    FetchPartitionInfo,
+    ReplicationStrategy,
+    SingleBrokerReplication,
+)
 from pykafka_client.errors import (
     ConfigurationError,
     CorruptRecordError,
-    FencedLeaderEpochError,
     InvalidConfigurationError,
     InvalidRecordError,
     InvalidRequiredAcksError,
     InvalidTopicError,
-    NotLeaderOrFollowerError,
     OffsetOutOfRangeError,
-    UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
@@ -64,12 +67,8 @@ from pykafka_client.protocol.types import RecordsLike
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
-if TYPE_CHECKING:
-    from mini_broker.cluster.replication import ClusterReplication
-
 log = logging.getLogger(__name__)
 
-LEADER_EPOCH = 0
 UNKNOWN_OFFSET = -1
 
 
@@ -84,14 +83,6 @@ class PartitionResponse:
     record_errors: list[tuple[int, str | None]] = field(default_factory=list)
     error_message: str | None = None
     last_offset: int = -1  # not on the wire: what a DelayedProduce waits for (high watermark > last_offset)
-
-
-@dataclass
-class FetchPartitionInfo:
-    fetch_offset: int
-    partition_max_bytes: int
-    current_leader_epoch: int = -1
-    log_start_offset: int = -1
 
 
 @dataclass
@@ -149,7 +140,8 @@ class ReplicaManager:
         self.metadata_cache = metadata_cache
         self.time = time
         self.metrics = metrics
-        self._lock = threading.RLock()  # topic lifecycle
+        #: held while a topic's registry entry and logs change together
+        self.topic_lock = threading.RLock()
         self.default_log_config = LogConfig.from_broker(lambda n: config.get(n) if config.is_set(n) else None)
         if log_manager is None:
             log_manager = LogManager(
@@ -167,9 +159,9 @@ class ReplicaManager:
         self.fetch_purgatory: DelayedOperationPurgatory[DelayedFetch] = DelayedOperationPurgatory(
             "Fetch", broker_id=config.node_id, purge_interval=_int_config(config, "fetch.purgatory.purge.interval.requests"),
             time=time)
-        #: None on a single broker (it leads every partition at epoch 0); a cluster broker's replication state
-        #: (leaders, ISR, followers, fetchers), set by the broker before startup.
-        self.cluster: ClusterReplication | None = None
+        #: how the partitions are replicated: a single broker leads every partition at epoch 0; a cluster broker's
+        #: strategy (leaders, ISR, followers, fetchers) is set by the broker before startup
+        self.replication: ReplicationStrategy = SingleBrokerReplication(self)
         self.fetch_sessions = FetchSessionCache(_int_config(config, "max.incremental.fetch.session.cache.slots"), time)
         if metrics is not None:
             metrics.gauge("kafka_server_FetchSessionCache_NumIncrementalFetchSessions",
@@ -189,36 +181,8 @@ class ReplicaManager:
     def startup(self) -> None:
         """Open (recover) the log of every partition in the registry."""
         topics = self.metadata_cache.all_topics()
-        self.log_manager.startup({t.name: self._log_config(t) for t in topics})
-        if self.cluster is not None:
-            # high watermarks from the checkpoint (not the log end: a follower's tail may not be committed);
-            # which logs this broker keeps is the controller's image's business (ClusterReplication.apply_image)
-            checkpoint = self.cluster.read_hw_checkpoint()
-            for lg in self.log_manager.all_logs():
-                lg.update_high_watermark(checkpoint.get((lg.topic, lg.partition), 0))
-            return
-        for t in topics:
-            for p in range(t.num_partitions):
-                lg = self.log_manager.get_or_create_log(t.name, p, self._log_config(t))
-                lg.update_high_watermark(lg.log_end_offset)
-        known = {(t.name, p) for t in topics for p in range(t.num_partitions)}
-        strays = [lg for lg in self.log_manager.all_logs() if (lg.topic, lg.partition) not in known]
-        if strays and not self.metadata_cache.registry_existed:
-            # no registry at all (first start on an old data dir): adopt the logs rather than lose them
-            counts: dict[str, int] = {}
-            for lg in strays:
-                counts[lg.topic] = max(counts.get(lg.topic, 0), lg.partition + 1)
-            for topic, count in sorted(counts.items()):
-                log.warning("event=log_adopted topic=%s partitions=%d msg=\"no topic registry; registering the "
-                            "topic found on disk\"", topic, count)
-                md = self.metadata_cache.create_topic(topic, count, {})
-                for p in range(count):
-                    self.log_manager.get_or_create_log(topic, p, self._log_config(md))
-            return
-        for lg in strays:
-            # a topic deleted while the broker crashed before removing its logs (Kafka: stray partitions)
-            log.warning("event=stray_log dir=%s msg=\"log of a topic not in the registry; deleting\"", lg.dir_path)
-            self.log_manager.delete_log(lg.topic, lg.partition)
+        self.log_manager.startup({t.name: self.log_config_for(t) for t in topics})
+        self.replication.load_logs()
 
     def shutdown(self, clean: bool = True) -> None:
         """Stop the purgatories and close the logs; ``clean=False`` (a failed start) writes no clean-shutdown
@@ -227,69 +191,40 @@ class ReplicaManager:
         self.fetch_purgatory.shutdown()
         self.log_manager.shutdown(clean=clean)
 
-    def _log_config(self, md: TopicMetadata) -> LogConfig:
+    def log_config_for(self, md: TopicMetadata) -> LogConfig:
+        """The log config of ``md``'s partitions (its overrides over the broker's defaults)."""
         return LogConfig.from_props(md.configs, self.default_log_config)
+
+    def log_config_from(self, configs: dict[str, str]) -> LogConfig:
+        """The log config of topic ``configs`` (raises ConfigurationError for a bad value)."""
+        return LogConfig.from_props(configs, self.default_log_config)
 
     def leader_epoch(self, topic: str) -> int:
         return LEADER_EPOCH
 
     def current_leader(self, topic: str, partition: int) -> tuple[int, int]:
         """(leader id, leader epoch) of a partition as this broker knows it (KIP-951 hints)."""
-        if self.cluster is not None:
-            return self.cluster.current_leader(topic, partition)
-        return self.config.node_id, LEADER_EPOCH
+        return self.replication.current_leader(topic, partition)
 
     # --- topics -------------------------------------------------------------------------------------
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
                      replication_factor: int = -1) -> TopicMetadata:
-        if self.cluster is not None:
-            return self.cluster.create_topic(name, num_partitions, configs, replication_factor)
-        with self._lock:
-            try:
-                log_config = LogConfig.from_props(configs, self.default_log_config)
-            except ConfigurationError as e:
-                raise InvalidConfigurationError(str(e)) from e
-            md = self.metadata_cache.create_topic(name, num_partitions, configs)
-            for p in range(num_partitions):
-                self.log_manager.get_or_create_log(name, p, log_config)
-            return md
+        return self.replication.create_topic(name, num_partitions, configs, replication_factor)
 
     def delete_topic(self, name: str) -> None:
-        if self.cluster is not None:
-            self.cluster.delete_topic(name)
-            return
-        with self._lock:
-            md = self.metadata_cache.delete_topic(name)
-            for p in range(md.num_partitions):
-                self.log_manager.delete_log(name, p)
-        for p in range(md.num_partitions):
-            key = TopicPartitionOperationKey(name, p)
-            self.fetch_purgatory.check_and_complete(key)
-            self.produce_purgatory.check_and_complete(key)
+        self.replication.delete_topic(name)
 
     def add_partitions(self, name: str, count: int) -> TopicMetadata:
-        if self.cluster is not None:
-            return self.cluster.add_partitions(name, count)
-        with self._lock:
-            old = self.metadata_cache.get_topic(name)
-            md = self.metadata_cache.set_partition_count(name, count)
-            start = old.num_partitions if old is not None else 0
-            for p in range(start, count):
-                self.log_manager.get_or_create_log(name, p, self._log_config(md))
-            return md
+        return self.replication.add_partitions(name, count)
 
     def update_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata:
-        with self._lock:
+        with self.topic_lock:
             try:
-                log_config = LogConfig.from_props(configs, self.default_log_config)
+                self.log_config_from(configs)
             except ConfigurationError as e:
                 raise InvalidConfigurationError(str(e)) from e
-            if self.cluster is not None:
-                return self.cluster.update_topic_configs(name, configs)
-            md = self.metadata_cache.set_topic_configs(name, configs)
-            self.log_manager.update_topic_config(name, log_config)
-            return md
+            return self.replication.update_topic_configs(name, configs)
 
     def _get_log(self, tp: TopicPartition) -> Log:
         """The partition's log, or raise UNKNOWN_TOPIC_OR_PARTITION."""
@@ -297,9 +232,7 @@ class ReplicaManager:
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
         lg = self.log_manager.get_log(tp.topic, tp.partition)
         if lg is None:
-            if self.cluster is not None:
-                raise NotLeaderOrFollowerError(f"broker {self.config.node_id} is not a replica of {tp}")
-            raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
+            raise self.replication.missing_log_error(tp)
         return lg
 
     # --- produce ------------------------------------------------------------------------------------
@@ -355,11 +288,9 @@ class ReplicaManager:
         assert isinstance(tp, TopicPartition)
         try:
             lg = self._get_log(tp)
-            if self.cluster is not None:
-                return self.cluster.check_enough_replicas(tp, lg, required_offset)
+            return self.replication.check_enough_replicas(tp, lg, required_offset)
         except BrokerResponseError as e:
             return False, int(e.code)
-        return lg.high_watermark >= required_offset, 0
 
     def _append_to_local_log(self, tp: TopicPartition, records: object,
                              origin: AppendOrigin = AppendOrigin.CLIENT, required_acks: int = 1) -> PartitionResponse:
@@ -382,12 +313,7 @@ class ReplicaManager:
                     msg = f"Compacted topic cannot accept message without key in topic partition {tp}."
                     return PartitionResponse(error_code=InvalidRecordError.code, error_message=msg,
                                              record_errors=[(i, msg) for i in keyless])
-            if self.cluster is None:
-                info = lg.append(records, origin=origin, leader_epoch=LEADER_EPOCH)
-                # one broker: the high watermark follows the log end at once
-                lg.update_high_watermark(lg.log_end_offset)
-            else:
-                info = self.cluster.append_as_leader(tp, lg, records, origin, required_acks)
+            info = self.replication.append_as_leader(tp, lg, records, origin, required_acks)
             if info.first_offset < 0:
                 raise CorruptRecordError("produce request has no record batches")
         except KafkaError as e:
@@ -425,14 +351,8 @@ class ReplicaManager:
     def _read(self, tp: TopicPartition, info: FetchPartitionInfo, isolation: FetchIsolation, max_bytes: int,
               min_one: bool, replica_id: int = -1) -> LogReadResult:
         try:
-            lg = self._get_log(tp)
-            if self.cluster is not None:
-                lg = self.cluster.check_leader_for_read(tp, info.current_leader_epoch, replica_id, info.fetch_offset)
-            elif info.current_leader_epoch >= 0:
-                if info.current_leader_epoch > LEADER_EPOCH:
-                    raise UnknownLeaderEpochError(f"leader epoch {info.current_leader_epoch} is newer than ours")
-                if info.current_leader_epoch < LEADER_EPOCH:
-                    raise FencedLeaderEpochError(f"leader epoch {info.current_leader_epoch} is fenced")
+            lg = self.replication.leader_log_for_read(tp, self._get_log(tp), info.current_leader_epoch, replica_id,
+                                                      info.fetch_offset)
             # snapshot the offsets before reading (Kafka reads HW/LSO before the log)
             hw = lg.high_watermark
             lso = lg.last_stable_offset
@@ -460,8 +380,8 @@ class ReplicaManager:
 
     def fetch_messages(self, params: FetchParams, infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]],
                        respond: Callable[[list[tuple[TopicPartition, LogReadResult]]], None]) -> None:
-        if self.cluster is not None and params.replica_id >= 0:
-            self.cluster.update_follower_fetch_state(params.replica_id, infos)
+        if params.replica_id >= 0:
+            self.replication.update_follower_fetch_state(params.replica_id, infos)
         results = self.read_from_local_log(params, infos)
         total = sum(r.records_size for _, r in results)
         has_error = any(r.error_code != 0 for _, r in results)
@@ -480,8 +400,7 @@ class ReplicaManager:
 
     def _end_offset_metadata(self, tp: Hashable, isolation: FetchIsolation) -> LogOffsetMetadata:
         assert isinstance(tp, TopicPartition)
-        if self.cluster is not None:
-            self.cluster.check_leader(tp)  # a waiting fetch completes at once when leadership moves (Kafka)
+        self.replication.check_leader(tp)  # a waiting fetch completes at once when leadership moves (Kafka)
         return self._get_log(tp).end_offset_metadata(isolation)
 
     # --- offsets ------------------------------------------------------------------------------------
@@ -490,14 +409,7 @@ class ReplicaManager:
                                    current_leader_epoch: int = -1) -> tuple[int, int, int]:
         """(timestamp, offset, leader epoch) for ListOffsets; raises BrokerResponseError."""
         lg = self._get_log(tp)
-        if self.cluster is not None:
-            epoch = self.cluster.check_leader(tp, current_leader_epoch).leader_epoch
-        else:
-            epoch = LEADER_EPOCH
-            if current_leader_epoch >= 0 and current_leader_epoch != LEADER_EPOCH:
-                if current_leader_epoch > LEADER_EPOCH:
-                    raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} is newer than ours")
-                raise FencedLeaderEpochError(f"leader epoch {current_leader_epoch} is fenced")
+        epoch = self.replication.check_leader(tp, current_leader_epoch)
         last_fetchable = lg.last_stable_offset if isolation_level == 1 else lg.high_watermark
         if timestamp == -1:  # LATEST
             return -1, last_fetchable, epoch
@@ -514,24 +426,13 @@ class ReplicaManager:
                              ) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch: epoch 0 (the only one) ends at the log end offset;
         any other requested epoch is undefined (-1, -1). Raises BrokerResponseError."""
-        lg = self._get_log(tp)
-        if self.cluster is not None:
-            self.cluster.check_leader(tp, current_leader_epoch)
-            return self._get_log(tp).leader_epoch_cache().end_offset_for(leader_epoch, lg.log_end_offset)
-        if current_leader_epoch >= 0 and current_leader_epoch != LEADER_EPOCH:
-            if current_leader_epoch > LEADER_EPOCH:
-                raise UnknownLeaderEpochError(f"leader epoch {current_leader_epoch} is newer than ours")
-            raise FencedLeaderEpochError(f"leader epoch {current_leader_epoch} is fenced")
-        if leader_epoch == LEADER_EPOCH:
-            return LEADER_EPOCH, lg.log_end_offset
-        return -1, -1
+        return self.replication.end_offset_for_epoch(tp, self._get_log(tp), leader_epoch, current_leader_epoch)
 
     def delete_records(self, tp: TopicPartition, offset: int) -> int:
         """Move the log start offset up to ``offset`` (-1 = high watermark); returns the new log start offset
-        (on a cluster the caller then waits for the followers: ``cluster.delete_records``)."""
+        (the caller then waits for the replicas: ``replication.wait_for_delete_records``)."""
         lg = self._get_log(tp)
-        if self.cluster is not None:
-            self.cluster.check_leader(tp)
+        self.replication.check_leader(tp)
         hw = lg.high_watermark
         target = hw if offset == -1 else offset
         if target < 0 or target > hw:

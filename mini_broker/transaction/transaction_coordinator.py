@@ -14,9 +14,10 @@ Order of one call: under the lock, the core runs and every log append it asks fo
 (which may emit more effects); then, with no lock held, replies are sent, markers handed to the writer and
 retries scheduled. A marker writer may call back from any thread, or at once from ``write_txn_markers``.
 
-On a cluster broker it serves only while the broker leads ``__transaction_state``
-(:meth:`TransactionCoordinator.on_election` / :meth:`~TransactionCoordinator.on_resignation`): NOT_COORDINATOR
-otherwise, COORDINATOR_LOAD_IN_PROGRESS while loading.
+Its lifecycle on ``__transaction_state`` is the :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime`'s
+(``runtime``), which hosts it (:meth:`TransactionCoordinator.load` / :meth:`~TransactionCoordinator.on_loaded` /
+:meth:`~TransactionCoordinator.unload`): on a cluster broker it serves only while the broker leads the
+partition, NOT_COORDINATOR otherwise, COORDINATOR_LOAD_IN_PROGRESS while loading.
 
 When the broker has no marker writer (``txn_marker_writer`` unset) a committed or aborted transaction cannot
 complete: it stays in PrepareCommit/PrepareAbort (its producer gets CONCURRENT_TRANSACTIONS), the coordinator
@@ -31,8 +32,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
-from mini_broker.log.unified_log import Log
-from mini_broker.timer.deferred_task import DeferredTask
+from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.timer.system_timer import SystemTimer, SystemTimerReaper
 from mini_broker.timer.timer_task import TimerTask
 from mini_broker.transaction.seams import TxnMarkerWriter
@@ -47,7 +47,8 @@ from mini_broker.transaction.transaction_effects import (
     Step,
     WriteTxnMarkers,
 )
-from mini_broker.transaction.transaction_log import TransactionLog
+from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME, TransactionLog
+from mini_broker.transaction.transaction_metadata import TxnTransitMetadata
 from mini_broker.transaction.transaction_requests import (
     AddPartitionsParams,
     EndTxnParams,
@@ -58,7 +59,6 @@ from mini_broker.transaction.transaction_requests import (
     TransactionDescription,
 )
 from pykafka_client.errors import (
-    CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
     NotCoordinatorError,
     NotLeaderOrFollowerError,
@@ -74,26 +74,6 @@ P = ParamSpec("P")
 
 #: At most one "no marker writer" ERROR per this many ms (the retry loop runs far more often).
 _NO_WRITER_LOG_INTERVAL_MS: Final = 10000
-
-
-class _Periodic(TimerTask):
-    """Runs ``action`` every ``delay_ms`` until the coordinator stops."""
-
-    def __init__(self, coordinator: TransactionCoordinator, action: Callable[[], object], delay_ms: int) -> None:
-        super().__init__(delay_ms)
-        self._coordinator = coordinator
-        self._action = action
-
-    def run(self) -> None:
-        if not self._coordinator.is_running:
-            return
-        try:
-            if self._coordinator.is_active:
-                self._action()
-        except Exception:
-            _log.exception("transaction coordinator sweep failed")
-        if self._coordinator.is_running:
-            self._coordinator.timer.add(_Periodic(self._coordinator, self._action, self.delay_ms))
 
 
 class _MarkerRetry(TimerTask):
@@ -124,104 +104,59 @@ class TransactionCoordinator:
         self._generate_producer_id = generate_producer_id
         self._marker_writer = marker_writer
         self._lock = threading.RLock()
-        #: serving requests (a single broker: from startup to shutdown; a cluster broker: while it leads the
-        #: ``__transaction_state`` partition and its transactions are loaded)
-        self._active = False
-        #: between startup and shutdown
-        self._running = False
-        #: a cluster broker's coordinator serves only while it leads its partition (see :meth:`on_election`)
-        self._follows_partition_leadership = False
-        self._loading = False
-        #: serializes :meth:`on_election` / :meth:`on_resignation`
-        self._election_lock = threading.Lock()
-        #: a cluster broker's: calls back (0, or the error to answer) once the ISR has every record appended so
-        #: far; a transition's answers and markers wait for it (Kafka acts on a state once it is replicated)
-        self.replication_barrier: Callable[[Callable[[int], None]], None] | None = None
         self._retries_armed: set[str] = set()
+        #: what :meth:`load` replayed, taken over by the core in :meth:`on_loaded`
+        self._replayed: dict[str, TxnTransitMetadata] = {}
         self._no_writer_logged_at: int | None = None
         self.timer = SystemTimer("transaction-coordinator", time, start_ms=time.hi_res_clock_ms(),
                                  run_inline=timer_run_inline)
         self._reaper = SystemTimerReaper("transaction-coordinator", self.timer) if reaper_enabled else None
+        #: the lifecycle on ``__transaction_state`` (election, load, resignation), its appends and the timers
+        self.runtime = CoordinatorRuntime(TRANSACTION_STATE_TOPIC_NAME, txn_log.partition, self, self.timer)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     @property
     def is_active(self) -> bool:
-        return self._active
+        return self.runtime.is_active
 
     @property
     def is_running(self) -> bool:
-        return self._running
+        return self.runtime.is_running
 
     def startup(self, follow_partition_leadership: bool = False) -> None:
         """Start the sweeps and serve: a single broker replays ``__transaction_state`` now (resuming the markers
         of Prepare* transactions); with ``follow_partition_leadership`` (a cluster broker) nothing is loaded
-        and every request gets NOT_COORDINATOR until :meth:`on_election`."""
-        self._running = True
-        self._follows_partition_leadership = follow_partition_leadership
-        if not follow_partition_leadership:
-            self._load()
-        self.timer.add(_Periodic(self, self.abort_timed_out_transactions,
-                                 self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms))
-        self.timer.add(_Periodic(self, self.expire_transactional_ids,
-                                 self.config.transaction_remove_expired_transaction_cleanup_interval_ms))
+        and every request gets NOT_COORDINATOR until the runtime's election."""
+        self.runtime.startup(follow_partition_leadership)
+        self.runtime.schedule_periodic(self.abort_timed_out_transactions,
+                                       self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms,
+                                       "abort timed-out transactions")
+        self.runtime.schedule_periodic(self.expire_transactional_ids,
+                                       self.config.transaction_remove_expired_transaction_cleanup_interval_ms,
+                                       "expire transactional ids")
 
-    def _load(self) -> None:
-        loaded = self.txn_log.load()
-        self._active = True
-        self._run(self.core.load, loaded)
+    # -- HostedCoordinator --------------------------------------------------------------------------------
+    def load(self, coordinator_epoch: int | None) -> int:
+        """Replay ``__transaction_state``; on an election the markers carry ``coordinator_epoch`` (the partition's
+        leader epoch). Prepare* transactions have their markers written again once serving; Ongoing ones time
+        out as usual."""
+        if coordinator_epoch is not None:
+            with self._lock:
+                self.core = TransactionCore(self._generate_producer_id, coordinator_epoch)
+        self._replayed = self.txn_log.load()
+        return len(self._replayed)
 
-    def on_election(self, log: Log, append: Callable[[bytes], None], coordinator_epoch: int) -> None:
-        """Kafka's ``onElection``: this broker became the leader of the ``__transaction_state`` partition whose
-        log is ``log`` (appended through ``append``) at leader epoch ``coordinator_epoch``, which its markers
-        carry. Its transactions are loaded (COORDINATOR_LOAD_IN_PROGRESS meanwhile); Prepare* ones have their
-        markers written again; Ongoing ones time out as usual."""
-        with self._election_lock:
-            if not self._running:
-                return
-            self._unload()
-            self._loading = True
-            try:
-                with self._lock:
-                    self.txn_log.attach(log, append)
-                    self.core = TransactionCore(self._generate_producer_id, coordinator_epoch)
-                self._load()
-                _log.info("event=transaction_coordinator_elected coordinator_epoch=%d transactional_ids=%d",
-                          coordinator_epoch, len(self.core.transactions))
-            finally:
-                self._loading = False
+    def on_loaded(self) -> None:
+        replayed, self._replayed = self._replayed, {}
+        self._run(self.core.load, replayed)
 
-    def expect_election(self) -> None:
-        """The election was seen and its load is queued: answer COORDINATOR_LOAD_IN_PROGRESS (not NOT_COORDINATOR)
-        until :meth:`on_election` ran, so that clients retry here instead of looking the coordinator up again."""
-        if self._running:
-            self._loading = True
-
-    def on_resignation(self) -> None:
-        """Kafka's ``onResignation``: this broker no longer leads the ``__transaction_state`` partition; its
-        transactions are dropped and every request gets NOT_COORDINATOR."""
-        with self._election_lock:
-            if self._active:
-                _log.info("event=transaction_coordinator_resigned transactional_ids=%d", len(self.core.transactions))
-            self._unload()
-
-    def _unload(self) -> None:
-        self._active = False
+    def unload(self) -> None:
         with self._lock:
             self.core = TransactionCore(self._generate_producer_id)
             self._retries_armed.clear()
-            self.txn_log.detach()
-
-    def _inactive_error(self) -> int:
-        """Why a request is not served: loading, not this partition's leader (a cluster), or shut down."""
-        if self._loading:
-            return int(CoordinatorLoadInProgressError.code)
-        if self._follows_partition_leadership and self._running:
-            return int(NotCoordinatorError.code)
-        return int(CoordinatorNotAvailableError.code)
 
     def shutdown(self) -> None:
-        self._active = False
-        self._running = False
+        self.runtime.shutdown()
         if self._reaper is not None:
             self._reaper.close()
         else:
@@ -254,10 +189,10 @@ class TransactionCoordinator:
                     queue.extend(follow.effects)
                 else:
                     outside.append(effect)
-        barrier = self.replication_barrier
+        barrier = self.runtime.replication_barrier
         if appended and outside and barrier is not None:
-            barrier(lambda error: self.timer.add(DeferredTask(lambda: self._apply_replicated(outside, error),
-                                                              "applying a replicated transition's effects")))
+            barrier(lambda error: self.runtime.defer(lambda: self._apply_replicated(outside, error),
+                                                     "applying a replicated transition's effects"))
             return result
         for effect in outside:
             self._apply(effect)
@@ -275,12 +210,12 @@ class TransactionCoordinator:
                 if isinstance(effect, SendInitProducerIdResponse) and effect.result.error_code == 0:
                     effect.reply(InitProducerIdResult(error))
                     continue
-                if isinstance(effect, (WriteTxnMarkers, ScheduleMarkerRetry)) and not self._active:
+                if isinstance(effect, (WriteTxnMarkers, ScheduleMarkerRetry)) and not self.runtime.is_active:
                     continue
             self._apply(effect)
 
     def _append(self, effect: AppendTxnState, now: int) -> int:
-        if not self._active:
+        if not self.runtime.is_active:
             return CoordinatorNotAvailableError.code
         try:
             self.txn_log.append({effect.transactional_id: effect.transit}, now)
@@ -303,10 +238,10 @@ class TransactionCoordinator:
             self._write_markers(effect)
         elif isinstance(effect, ScheduleMarkerRetry):
             with self._lock:
-                if effect.transactional_id in self._retries_armed or not self._active:
+                if effect.transactional_id in self._retries_armed or not self.runtime.is_active:
                     return
                 self._retries_armed.add(effect.transactional_id)
-            self.timer.add(_MarkerRetry(self, effect.transactional_id, effect.delay_ms))
+            self.runtime.schedule(_MarkerRetry(self, effect.transactional_id, effect.delay_ms))
 
     def _write_markers(self, effect: WriteTxnMarkers) -> None:
         writer = self._marker_writer()
@@ -345,49 +280,49 @@ class TransactionCoordinator:
     def on_marker_retry(self, transactional_id: str) -> None:
         with self._lock:
             self._retries_armed.discard(transactional_id)
-        if self._active:
+        if self.runtime.is_active:
             self._run(self.core.retry_markers, transactional_id)
 
     # -- requests -----------------------------------------------------------------------------------------
     def handle_init_producer_id(self, request: InitProducerIdParams, reply: InitProducerIdCallback) -> None:
-        if not self._active:
-            reply(InitProducerIdResult(self._inactive_error()))
+        if not self.runtime.is_active:
+            reply(InitProducerIdResult(self.runtime.inactive_error()))
             return
         self._run(self.core.init_producer_id, request, reply)
 
     def handle_add_partitions(self, request: AddPartitionsParams, reply: ErrorCallback) -> None:
-        if not self._active:
-            reply(self._inactive_error())
+        if not self.runtime.is_active:
+            reply(self.runtime.inactive_error())
             return
         self._run(self.core.add_partitions, request, reply)
 
     def handle_end_txn(self, request: EndTxnParams, reply: ErrorCallback) -> None:
-        if not self._active:
-            reply(self._inactive_error())
+        if not self.runtime.is_active:
+            reply(self.runtime.inactive_error())
             return
         self._run(self.core.end_txn, request, reply)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """:class:`~mini_broker.transaction.seams.TransactionVerifier` (KIP-890 verify-only add)."""
-        if not self._active:
-            return {tp: self._inactive_error() for tp in partitions}
+        if not self.runtime.is_active:
+            return {tp: self.runtime.inactive_error() for tp in partitions}
         with self._lock:
             return self.core.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
 
     def handle_describe(self, transactional_id: str) -> tuple[int, TransactionDescription | None]:
-        if not self._active:
-            return self._inactive_error(), None
+        if not self.runtime.is_active:
+            return self.runtime.inactive_error(), None
         with self._lock:
             return self.core.describe(transactional_id)
 
     def handle_list(self, states: Sequence[str], producer_ids: Sequence[int],
                     duration_ms: int) -> tuple[int, list[str], list[TransactionDescription]]:
         """(error, unknown state filters, transactions)."""
-        if not self._active:
-            if self._follows_partition_leadership and self._running and not self._loading:
+        if not self.runtime.is_active:
+            if self.runtime.leads_no_partition:
                 return 0, [], []  # a cluster broker lists the transactions of the partitions it leads: none
-            return self._inactive_error(), [], []
+            return self.runtime.inactive_error(), [], []
         with self._lock:
             unknown, found = self.core.list_transactions(self.time.milliseconds(), states, producer_ids, duration_ms)
         return 0, unknown, found

@@ -7,8 +7,8 @@ value (a Dead id's tombstone) deleting. It lives in ``<data dir>/__transaction_c
 __transaction_state-0`` (a :class:`mini_broker.log.Log` outside the topic registry, so the topic is never in
 Metadata): one partition, whatever ``transaction.state.log.num.partitions`` says, as one coordinator serves
 every transactional id. It is not compacted (a test broker's trade-off). On a cluster broker there is no local
-log: :meth:`TransactionLog.attach` serves the replicated ``__transaction_state-0`` partition while this broker
-leads it (``mini_broker.cluster.coordinator_partitions``).
+log: the coordinator runtime attaches the replicated ``__transaction_state-0`` partition while this broker leads it
+(:mod:`mini_broker.coordinator.runtime`, driven by ``mini_broker.cluster.coordinator_partitions``).
 
 Record format. The vendored protocol specs have no TransactionLogKey/TransactionLogValue schema, so this is
 a small versioned format shaped after Kafka's TransactionLogKey v0 / TransactionLogValue v0 (classic
@@ -25,16 +25,16 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Final
 
-from mini_broker.log.coordinator_append import append_coordinator_records, refuse_append
+from mini_broker.coordinator.partition import CoordinatorPartition
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import Log
 from mini_broker.transaction.transaction_metadata import TxnTransitMetadata
 from mini_broker.transaction.transaction_state import TransactionState
 from pykafka_client.errors import MessageDecodeError
-from pykafka_client.protocol.records import MemoryRecords, MemoryRecordsBuilder
+from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.protocol.types import Reader, Writer
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -45,7 +45,6 @@ TRANSACTION_STATE_TOPIC_NAME: Final = "__transaction_state"
 COORDINATOR_DIR: Final = "__transaction_coordinator"
 KEY_VERSION: Final = 0
 VALUE_VERSION: Final = 0
-_READ_CHUNK: Final = 1 << 20
 _MAX_BATCH_BYTES: Final = 1 << 30
 
 
@@ -122,70 +121,51 @@ def apply_record(loaded: dict[str, TxnTransitMetadata], key: bytes, value: bytes
 
 
 class TransactionLog:
-    """Appends transaction state records durably and replays them. ``data_dir`` None keeps nothing (unit
-    tests)."""
+    """Appends transaction state records durably and replays them, on the coordinator's
+    :class:`~mini_broker.coordinator.partition.CoordinatorPartition` (the runtime attaches a cluster's
+    replicated partition on election). ``data_dir`` None keeps nothing (unit tests)."""
 
     def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600) -> None:
-        self._time = time
-        self._log: Log | None = None
-        #: set while serving a cluster's replicated partition (see :meth:`attach`)
-        self._replicated_append: Callable[[bytes], None] | None = None
+        local: Log | None = None
         if data_dir is not None:
             config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES)
-            self._log = Log(os.path.join(data_dir, COORDINATOR_DIR, f"{TRANSACTION_STATE_TOPIC_NAME}-0"), config,
-                            time=time)
+            local = Log(os.path.join(data_dir, COORDINATOR_DIR, f"{TRANSACTION_STATE_TOPIC_NAME}-0"), config,
+                        time=time)
+        self.partition = CoordinatorPartition(local)
 
     @property
     def log(self) -> Log | None:
-        return self._log
-
-    def attach(self, log: Log, append: Callable[[bytes], None]) -> None:
-        """Serve a cluster's replicated ``__transaction_state`` partition, whose leader this broker became:
-        :meth:`load` reads ``log``, appends go through ``append`` (the leader's append; it raises once this
-        broker no longer leads). The log stays the LogManager's (:meth:`close` leaves it open)."""
-        self._log, self._replicated_append = log, append
-
-    def detach(self) -> None:
-        """Stop serving the replicated partition (this broker resigned its leadership): appends are refused
-        (NOT_LEADER_OR_FOLLOWER) until the next :meth:`attach`."""
-        if self._replicated_append is not None:
-            self._replicated_append = refuse_append
+        return self.partition.log
 
     def load(self) -> dict[str, TxnTransitMetadata]:
         """Replay the whole log: transactional id -> its last state (Dead ids are absent)."""
         loaded: dict[str, TxnTransitMetadata] = {}
-        log = self._log
+        log = self.partition.log
         if log is None:
             return loaded
-        position, end = log.log_start_offset, log.log_end_offset
-        while position < end:
-            data = log.read(position, _READ_CHUNK).to_bytes()
-            start = position
-            for batch in MemoryRecords(data).batches():
-                for record in batch.records():
-                    if record.offset < position or record.key is None:
-                        continue
-                    try:
-                        apply_record(loaded, bytes(record.key), None if record.value is None else bytes(record.value))
-                    except MessageDecodeError as e:
-                        _log.warning("skipping an unreadable %s record at offset %d: %s",
-                                     TRANSACTION_STATE_TOPIC_NAME, record.offset, e)
-                position = max(position, batch.last_offset + 1)
-            if position == start:
-                break
+        end = log.log_end_offset
+        for batch, first in self.partition.batches():
+            for record in batch.records():
+                if record.offset < first or record.key is None:
+                    continue
+                try:
+                    apply_record(loaded, bytes(record.key), None if record.value is None else bytes(record.value))
+                except MessageDecodeError as e:
+                    _log.warning("skipping an unreadable %s record at offset %d: %s",
+                                 TRANSACTION_STATE_TOPIC_NAME, record.offset, e)
         _log.info("loaded %d transactional ids from %s (offsets %d..%d)", len(loaded), log.dir_path,
                   log.log_start_offset, end)
         return loaded
 
     def append(self, entries: Mapping[str, TxnTransitMetadata], now_ms: int) -> None:
         """Append one record per id and fsync: the states are durable when this returns (raises otherwise)."""
-        if self._log is None or not entries:
+        if self.partition.log is None or not entries:
             return
         builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
         for transactional_id, transit in entries.items():
             builder.append(now_ms, transaction_log_key(transactional_id), transaction_log_value(transit))
-        append_coordinator_records(self._log, builder.build(), self._replicated_append, flush=True)
+        self.partition.append(builder.build(), flush=True)
 
     def close(self) -> None:
-        if self._log is not None and self._replicated_append is None:
-            self._log.close()
+        """Close a local log (a cluster's replicated partition is the LogManager's)."""
+        self.partition.close()

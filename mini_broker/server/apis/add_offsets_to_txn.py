@@ -3,10 +3,10 @@ the transaction's offset commits (TxnOffsetCommit) get its COMMIT/ABORT marker."
 
 from __future__ import annotations
 
-from mini_broker.cluster.coordinator_lookup import partition_for
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.txn_api_util import fenced_for_version, transaction_coordinator
+from mini_broker.server.coordinator_lookup import partition_for
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.transaction.transaction_requests import AddPartitionsParams
 from pykafka_client.protocol.api_keys import ApiKey

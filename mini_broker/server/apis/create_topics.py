@@ -43,11 +43,10 @@ def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> tuple[int,
     if broker.metadata_cache.get_topic(t.name) is not None:
         raise TopicExistsError(f"Topic '{t.name}' already exists.")
     node = broker.node_id
-    cluster = broker.replica_manager.cluster is not None
+    refused = broker.replica_manager.replication.manual_assignment_error
     rf = 1
-    if t.assignments and cluster:
-        raise InvalidReplicaAssignmentError("manual replica assignments are not supported by a mini_broker cluster; "
-                                            "give num_partitions and replication_factor")
+    if t.assignments and refused is not None:
+        raise refused
     if t.assignments:
         if t.num_partitions != -1 or t.replication_factor != -1:
             raise InvalidRequestError("Both numPartitions or replicationFactor and replicasAssignments were set. "
@@ -68,10 +67,7 @@ def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> tuple[int,
             raise InvalidPartitionsError("Number of partitions was set to an invalid non-positive value.")
         if rf <= 0:
             raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
-        if rf != 1 and not cluster:
-            raise InvalidReplicationFactorError(
-                f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
-                "reached because only 1 broker(s) are registered.")
+        broker.replica_manager.replication.check_replication_factor(rf)
     configs = validate_topic_configs({c.name: c.value for c in t.configs})
     return partitions, rf, configs
 

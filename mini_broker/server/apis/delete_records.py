@@ -36,24 +36,25 @@ def handle(apis: KafkaApis, request: Request) -> DeleteRecordsResponse | None:
                 results[tp] = rm.delete_records(tp, p.offset), 0
             except BrokerResponseError as e:
                 results[tp] = -1, e.code
-    cluster = rm.cluster
-    waiting = [tp for tp in order if results[tp][1] == 0] if cluster is not None else []
-    if not waiting:
-        return _response(order, results)
-    assert cluster is not None
+    waiting = [tp for tp in order if results[tp][1] == 0]
     lock = threading.Lock()
-    remaining = [len(waiting)]
+    remaining = [len(waiting) + 1]  # + this handler's own hold: whoever lets go last answers
+
+    def release() -> bool:
+        with lock:
+            remaining[0] -= 1
+            return remaining[0] == 0
 
     def answered(tp: TopicPartition, low: int, error: int) -> None:
         with lock:
             results[tp] = low, error
-            remaining[0] -= 1
-            last = remaining[0] == 0
-        if last:
+        if release():
             apis.send_response(request, _response(order, results))
 
     for tp in waiting:
-        cluster.delete_records(tp, body.timeout_ms, functools.partial(answered, tp))
+        rm.replication.wait_for_delete_records(tp, results[tp][0], body.timeout_ms, functools.partial(answered, tp))
+    if release():
+        return _response(order, results)  # every wait completed at once (a single broker)
     return None
 
 

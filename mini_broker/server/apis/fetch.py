@@ -25,7 +25,8 @@ from mini_broker.server.fetch_session import (
 )
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID
-from mini_broker.server.replica_manager import FetchPartitionInfo, LogReadResult
+from mini_broker.server.replica_manager import LogReadResult
+from mini_broker.server.replication_strategy import FetchPartitionInfo
 from pykafka_client.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, UnknownTopicIdError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FetchRequest, FetchResponse
@@ -98,7 +99,7 @@ def handle(apis: KafkaApis, request: Request) -> FetchResponse | None:
 
     replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
     isolation = FetchIsolation.TXN_COMMITTED if body.isolation_level == 1 else FetchIsolation.HIGH_WATERMARK
-    if replica_id >= 0 and apis.broker.replica_manager.cluster is not None:
+    if replica_id >= 0 and apis.broker.replica_manager.replication.accepts_follower_fetches:
         isolation = FetchIsolation.LOG_END  # a follower replicates up to the leader's log end
     else:
         replica_id = -1

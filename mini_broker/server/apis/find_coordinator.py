@@ -5,23 +5,17 @@ request's listener; key type 1 (TRANSACTION) answers it when its transaction coo
 COORDINATOR_NOT_AVAILABLE. Other key types get INVALID_REQUEST. v4+ carry a batch of keys.
 
 On a cluster the coordinator of a key is the leader of its internal topic partition
-(:func:`mini_broker.cluster.coordinator_lookup.coordinator_for`); the first lookup creates the internal topic
+(:func:`mini_broker.server.coordinator_lookup.coordinator_for`); the first lookup creates the internal topic
 (Kafka: auto-creation on FindCoordinator), and a partition without a live leader answers
 COORDINATOR_NOT_AVAILABLE.
 """
 
 from __future__ import annotations
 
-from mini_broker.cluster.coordinator_lookup import (
-    GROUP_KEY_TYPE,
-    INTERNAL_TOPIC_OF_KEY_TYPE,
-    TRANSACTION_KEY_TYPE,
-    coordinator_for,
-)
 from mini_broker.network.request_channel import Request
+from mini_broker.server.coordinator_lookup import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import CoordinatorNotAvailableError, InvalidRequestError
-from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 
@@ -37,22 +31,6 @@ def _internal_topic_settings(apis: KafkaApis, key_type: int) -> tuple[int, dict[
         "min.insync.replicas": str(get("transaction.state.log.min.isr"))}
 
 
-def _cluster_lookup(apis: KafkaApis, key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
-    broker = apis.broker
-    cluster = broker.replica_manager.cluster
-    assert cluster is not None
-    found = coordinator_for(broker.metadata_cache, key_type, key)
-    if found.error_code == CoordinatorNotAvailableError.code and found.partition < 0:
-        topic = INTERNAL_TOPIC_OF_KEY_TYPE[key_type]
-        rf, configs = _internal_topic_settings(apis, key_type)
-        try:
-            cluster.create_internal_topic(topic, rf, configs)
-        except KafkaError as e:
-            return CoordinatorNotAvailableError.code, f"creating {topic} failed ({e}); retry", -1, "", -1
-        found = coordinator_for(broker.metadata_cache, key_type, key)
-    return found.error_code, found.error_message, found.node_id, found.host, found.port
-
-
 def _lookup(apis: KafkaApis, request: Request, key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
     """(error code, error message, node id, host, port)."""
     broker = apis.broker
@@ -64,8 +42,10 @@ def _lookup(apis: KafkaApis, request: Request, key_type: int, key: str) -> tuple
         return InvalidRequestError.code, f"Unknown coordinator key type {key_type}", -1, "", -1
     if not running:
         return CoordinatorNotAvailableError.code, "The coordinator is not available.", -1, "", -1
-    if broker.replica_manager.cluster is not None:
-        return _cluster_lookup(apis, key_type, key)
+    found = broker.replica_manager.replication.find_coordinator(
+        key_type, key, lambda kt: _internal_topic_settings(apis, kt))
+    if found is not None:
+        return found.error_code, found.error_message, found.node_id, found.host, found.port
     ep = broker.endpoint_for(request.context.listener_name)
     return 0, None, broker.node_id, ep.host, ep.port
 

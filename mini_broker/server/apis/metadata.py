@@ -15,7 +15,6 @@ from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID, TopicMetadata, is_internal_topic, validate_topic_name
 from pykafka_client.errors import (
     InvalidTopicError,
-    LeaderNotAvailableError,
     TopicExistsError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
@@ -34,27 +33,14 @@ Topic = MetadataResponse.MetadataResponseTopic
 Partition = MetadataResponse.MetadataResponsePartition
 
 
-def _cluster_partition(apis: KafkaApis, md: TopicMetadata, p: int, live: set[int]) -> Partition:
-    reg = apis.broker.metadata_cache.partition_registration(md.name, p)
-    if reg is None:
-        return Partition(error_code=LeaderNotAvailableError.code, partition_index=p, leader_id=-1, leader_epoch=-1,
-                         replica_nodes=[], isr_nodes=[], offline_replicas=[])
-    leader = int(reg["leader"])
-    return Partition(error_code=0 if leader >= 0 else LeaderNotAvailableError.code, partition_index=p,
-                     leader_id=leader, leader_epoch=int(reg["leader_epoch"]), replica_nodes=list(reg["replicas"]),
-                     isr_nodes=list(reg["isr"]), offline_replicas=[r for r in reg["replicas"] if r not in live])
-
-
 def topic_metadata(apis: KafkaApis, md: TopicMetadata, include_ops: bool) -> Topic:
-    node = apis.broker.node_id
-    if apis.broker.replica_manager.cluster is not None:
-        live = {b[0] for b in apis.broker.metadata_cache.live_brokers()}
-        partitions = [_cluster_partition(apis, md, p, live) for p in range(md.num_partitions)]
-    else:
-        epoch = apis.broker.replica_manager.leader_epoch(md.name)
-        partitions = [Partition(error_code=0, partition_index=p, leader_id=node, leader_epoch=epoch,
-                                replica_nodes=[node], isr_nodes=[node], offline_replicas=[])
-                      for p in range(md.num_partitions)]
+    replication = apis.broker.replica_manager.replication
+    partitions = []
+    for p in range(md.num_partitions):
+        r = replication.partition_replicas(md, p)
+        partitions.append(Partition(error_code=r.error_code, partition_index=p, leader_id=r.leader,
+                                    leader_epoch=r.leader_epoch, replica_nodes=r.replicas, isr_nodes=r.isr,
+                                    offline_replicas=r.offline))
     return Topic(error_code=0, name=md.name, topic_id=md.topic_id, is_internal=md.is_internal, partitions=partitions,
                  topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED)
 
@@ -107,7 +93,7 @@ def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
     ep = broker.endpoint_for(request.context.listener_name)
     brokers = [MetadataResponse.MetadataResponseBroker(node_id=broker.node_id, host=ep.host, port=ep.port, rack=None)]
     controller_id = broker.node_id
-    live = cache.live_brokers() if broker.replica_manager.cluster is not None else []
+    live = broker.replica_manager.replication.live_brokers()
     if live:
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=i, host=h, port=p, rack=None) for i, h, p in live]
         controller_id = live[0][0]  # any live broker forwards controller requests

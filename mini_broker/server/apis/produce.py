@@ -30,12 +30,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
 
-from mini_broker.cluster.txn_verification import transaction_coordinator_id
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
+from mini_broker.server.replication_strategy import ReplicationStrategy
 from pykafka_client.errors import (
     FencedLeaderEpochError,
     InvalidProducerEpochError,
@@ -51,9 +50,6 @@ from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.structs import TopicPartition
-
-if TYPE_CHECKING:
-    from mini_broker.cluster.replication import ClusterReplication
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +80,9 @@ def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: 
                            for i, m in r.record_errors] if version >= 8 else [],
             error_message=r.error_message if version >= 8 else None,
         )
-        if rm.cluster is not None and version >= 10 and r.error_code in _LEADER_HINT_ERRORS:
-            leader_id, leader_epoch = rm.current_leader(tp.topic, tp.partition)
+        hint = rm.replication.leader_hint(tp) if version >= 10 and r.error_code in _LEADER_HINT_ERRORS else None
+        if hint is not None:
+            leader_id, leader_epoch = hint
             part.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
             if leader_id >= 0:
                 hinted.add(leader_id)
@@ -147,16 +144,16 @@ def handle(apis: KafkaApis, request: Request) -> None:
         append({})
         return
     assert transactional_id is not None and verifier is not None
-    cluster = rm.cluster
-    coordinator = -2 if cluster is None else transaction_coordinator_id(cluster, transactional_id)
-    if cluster is None or coordinator == cluster.broker_id:
+    replication = rm.replication
+    coordinator = replication.remote_transaction_coordinator(transactional_id)
+    if coordinator is None:
         append(_refusals(transactional_id, {producer: verifier.verify_partitions(
             transactional_id, producer[0], producer[1], partitions) for producer, partitions in to_verify.items()}))
         return
-    _verify_remotely(cluster, coordinator, transactional_id, to_verify, append)
+    _verify_remotely(replication, coordinator, transactional_id, to_verify, append)
 
 
-def _verify_remotely(cluster: ClusterReplication, coordinator: int, transactional_id: str,
+def _verify_remotely(replication: ReplicationStrategy, coordinator: int, transactional_id: str,
                      to_verify: dict[tuple[int, int], list[TopicPartition]],
                      then: Callable[[dict[TopicPartition, PartitionResponse]], None]) -> None:
     """KIP-890 on a leader other than the coordinator's broker: ask it (verify-only AddPartitionsToTxn) without
@@ -179,8 +176,8 @@ def _verify_remotely(cluster: ClusterReplication, coordinator: int, transactiona
         if coordinator < 0:
             answered(producer, {tp: NotEnoughReplicasError.code for tp in partitions})
         else:
-            cluster.txn_verification().verify(coordinator, transactional_id, producer[0], producer[1], partitions,
-                                              answer_for(producer))
+            replication.verify_remotely(coordinator, transactional_id, producer[0], producer[1], partitions,
+                                        answer_for(producer))
 
 
 def _partitions_to_verify(apis: KafkaApis, entries: list[tuple[TopicPartition, object]]

@@ -78,14 +78,14 @@ def test_group_coordinator_loads_on_election_and_unloads_on_resignation(tmp_path
         assert a.coordinator.handle_fetch_offsets(GROUP, None)[0] == NOT_COORDINATOR
         assert a.coordinator.handle_list_groups() == (0, [])  # leads no partition: no groups, no error
 
-        a.coordinator.on_election(partition.log, partition.append)
+        a.coordinator.runtime.on_election(partition.log, partition.append, 1)
         leader, follower = a.stable_group(2)
         gen = a.group().generation_id
         assert a.commit(leader, gen, {("t", 0): 42, ("t", 1): 7}) == {("t", 0): 0, ("t", 1): 0}
         assert partition.appends >= 2  # the assignment and the commit went through the leader's append
         parked = a.join()  # a new member: the join round parks it until the others rejoin
 
-        a.coordinator.on_resignation()
+        a.coordinator.runtime.on_resignation()
         assert parked.value.error_code == NOT_COORDINATOR  # parked members are sent to the new coordinator
         assert a.heartbeat(leader, gen) == NOT_COORDINATOR
         assert a.commit(leader, gen, {("t", 0): 50}) == {("t", 0): NOT_COORDINATOR}
@@ -93,7 +93,7 @@ def test_group_coordinator_loads_on_election_and_unloads_on_resignation(tmp_path
         with pytest.raises(NotLeaderOrFollowerError):  # a request that raced the resignation: refused, not lost
             a.coordinator.manager.append_txn_marker(b"")
 
-        b.coordinator.on_election(partition.log, partition.append)
+        b.coordinator.runtime.on_election(partition.log, partition.append, 1)
         g = b.group()
         assert g.state is GroupState.STABLE and g.generation_id == gen and set(g.members) == {leader, follower}
         assert b.fetch(None) == {("t", 0): 42, ("t", 1): 7}
@@ -109,12 +109,12 @@ def test_group_requests_during_the_load_get_coordinator_load_in_progress(tmp_pat
     partition = Replicated(tmp_path / "__consumer_offsets-0", time)
     writer, reader = _cluster_group_harness(time), _cluster_group_harness(time)
     try:
-        writer.coordinator.on_election(partition.log, partition.append)
+        writer.coordinator.runtime.on_election(partition.log, partition.append, 1)
         member = writer.stable_group(1)[0]
-        writer.coordinator.on_resignation()
+        writer.coordinator.runtime.on_resignation()
         seen: list[int] = []
         hooked = ReadHook(partition.log, lambda: seen.append(reader.heartbeat(member, 1)))
-        reader.coordinator.on_election(hooked, partition.append)  # type: ignore[arg-type]
+        reader.coordinator.runtime.on_election(hooked, partition.append, 1)  # type: ignore[arg-type]
         assert seen and set(seen) == {CoordinatorLoadInProgressError.code}
         assert reader.heartbeat(member, 1) == 0
     finally:
@@ -157,17 +157,17 @@ def test_transaction_coordinator_loads_on_election_and_unloads_on_resignation(tm
         assert a.coordinator.handle_describe(TXN)[0] == NOT_COORDINATOR
         assert a.coordinator.handle_list([], [], -1) == (0, [], [])
 
-        a.coordinator.on_election(partition.log, partition.append, 3)
+        a.coordinator.runtime.on_election(partition.log, partition.append, 3)
         result = a.init()
         assert result.error_code == 0
         pid, epoch = result.producer_id, result.producer_epoch
         assert a.add(pid, epoch) == 0
 
-        a.coordinator.on_resignation()
+        a.coordinator.runtime.on_resignation()
         assert a.end(pid, epoch, True) == NOT_COORDINATOR
         assert a.coordinator.core.transactions == {}
 
-        b.coordinator.on_election(partition.log, partition.append, 4)
+        b.coordinator.runtime.on_election(partition.log, partition.append, 4)
         md = b.coordinator.core.transactions[TXN]
         assert md.state is TransactionState.ONGOING and set(md.partitions) == {TP0}
         assert b.end(pid, epoch, True) == 0
@@ -190,8 +190,8 @@ def test_a_transitions_markers_and_answer_wait_for_the_isr(tmp_path: Path) -> No
     f = TxnCoordinatorFixture(time)
     held: list[Callable[[int], None]] = []
     try:
-        f.coordinator.on_election(partition.log, partition.append, 1)
-        f.coordinator.replication_barrier = held.append
+        f.coordinator.runtime.on_election(partition.log, partition.append, 1)
+        f.coordinator.runtime.replication_barrier = held.append
         init: list[InitProducerIdResult] = []
         f.coordinator.handle_init_producer_id(InitProducerIdParams(TXN, 60000), init.append)
         assert init == [] and len(held) == 1
@@ -213,7 +213,7 @@ def test_a_transitions_markers_and_answer_wait_for_the_isr(tmp_path: Path) -> No
         f.coordinator.handle_add_partitions(AddPartitionsParams(TXN, pid, epoch, [TP0]), added.append)
         held.pop()(0)
         f.coordinator.handle_end_txn(EndTxnParams(TXN, pid, epoch, False), ended.append)
-        f.coordinator.on_resignation()
+        f.coordinator.runtime.on_resignation()
         held.pop()(NOT_COORDINATOR)  # the leadership went before the ISR had PrepareAbort
         assert ended[-1] == NOT_COORDINATOR and len(f.writer.requests) == 1
     finally:

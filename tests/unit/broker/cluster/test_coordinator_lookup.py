@@ -7,7 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from mini_broker.cluster.coordinator_lookup import (
+from mini_broker.server.coordinator_lookup import (
     GROUP_KEY_TYPE,
     TRANSACTION_KEY_TYPE,
     coordinates,

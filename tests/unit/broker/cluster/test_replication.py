@@ -19,7 +19,8 @@ from mini_broker.config import KafkaConfig
 from mini_broker.log.log_offset_metadata import FetchIsolation
 from mini_broker.purgatory import FetchParams
 from mini_broker.server.metadata_cache import MetadataCache
-from mini_broker.server.replica_manager import FetchPartitionInfo, LogReadResult, PartitionResponse, ReplicaManager
+from mini_broker.server.replica_manager import LogReadResult, PartitionResponse, ReplicaManager
+from mini_broker.server.replication_strategy import FetchPartitionInfo
 from pykafka_client.errors import (
     FencedLeaderEpochError,
     NotEnoughReplicasAfterAppendError,
@@ -66,7 +67,7 @@ class Harness:
         self.channel = InProcessChannel(self.state)
         self.cluster.channel = self.cluster.forwarding_channel = self.channel
         self.cluster.broker_epoch = self.epochs[0]
-        self.rm.cluster = self.cluster
+        self.rm.replication = self.cluster
         self.rm.startup()
         self.cluster.apply_image(self.state.image())
 

@@ -52,7 +52,7 @@ def h() -> Iterator[Harness]:
 @pytest.fixture
 def replication(h: Harness) -> FakeReplication:
     r = FakeReplication()
-    h.coordinator.replication_barrier = r.barrier
+    h.coordinator.runtime.replication_barrier = r.barrier
     return r
 
 

@@ -1,0 +1,72 @@
+"""What a cluster broker adds to :class:`~mini_broker.broker.MiniBroker` (Kafka: the ``BrokerServer`` parts
+that exist because of the controller): its :class:`ClusterReplication`, producer ids from the controller, the
+coordinators following the leadership of their internal partitions (:class:`CoordinatorPartitions`) with
+answers held until the ISR has their records (:class:`CoordinatorAppendGate`), transaction markers sent to the
+partitions' leaders, registration and controlled shutdown."""
+
+from __future__ import annotations
+
+import functools
+
+from mini_broker.cluster.coordinator_partitions import CoordinatorAppendGate, CoordinatorPartitions
+from mini_broker.cluster.replication import ClusterReplication
+from mini_broker.cluster.txn_markers import ClusterTxnMarkerWriter
+from mini_broker.config import KafkaConfig
+from mini_broker.group.group_coordinator import GroupCoordinator
+from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from mini_broker.producer_state.producer_id_manager import ControllerProducerIdManager, ProducerIdManager
+from mini_broker.server.context import BrokerContext, BrokerEndPoint
+from mini_broker.server.kafka_apis import KafkaApis
+from mini_broker.server.metadata_cache import MetadataCache
+from mini_broker.server.replica_manager import ReplicaManager
+from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
+from pykafka_client.utils.time import Time
+
+
+class ClusterMode:
+    """:class:`~mini_broker.broker.BrokerMode` of a broker with a controller at ``controller_address``."""
+
+    #: the coordinators keep no local log: they serve the replicated partitions they lead
+    follows_partition_leadership = True
+
+    def __init__(self, config: KafkaConfig, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
+                 controller_address: str, data_dir: str, time: Time) -> None:
+        self._config = config
+        self._time = time
+        self.replication = ClusterReplication(replica_manager, metadata_cache, config.node_id, controller_address,
+                                              data_dir, time)
+        replica_manager.replication = self.replication
+        self._coordinator_partitions: CoordinatorPartitions | None = None
+
+    def coordinator_data_dir(self, data_dir: str) -> str | None:
+        return None
+
+    def producer_id_manager(self, data_dir: str, metadata_cache: MetadataCache) -> ProducerIdManager:
+        return ControllerProducerIdManager(data_dir, self.replication.allocate_producer_ids)
+
+    def before_coordinators(self, context: BrokerContext) -> None:
+        return None  # the marker writer needs the gate, wired with the coordinators
+
+    def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,
+                          txn: TransactionCoordinator) -> None:
+        gate = CoordinatorAppendGate(self.replication, self._config.get_int("offsets.commit.timeout.ms"), self._time)
+        self._coordinator_partitions = CoordinatorPartitions(self.replication, [group.runtime, txn.runtime], gate)
+        self.replication.leadership_listener = self._coordinator_partitions.on_leadership_change
+        apis.response_gate = gate
+        txn.runtime.replication_barrier = gate.when_replicated
+        group.runtime.replication_barrier = functools.partial(gate.when_topic_replicated, GROUP_METADATA_TOPIC_NAME)
+        context.txn_marker_writer = ClusterTxnMarkerWriter(context, self.replication, gate)
+
+    def start(self, endpoints: list[BrokerEndPoint]) -> None:
+        self.replication.register(endpoints[0].host, endpoints[0].port)
+        self.replication.start()
+
+    def controlled_shutdown(self) -> None:
+        self.replication.controlled_shutdown()
+
+    def stop_coordinators(self) -> None:
+        if self._coordinator_partitions is not None:
+            self._coordinator_partitions.shutdown()
+
+    def shutdown(self) -> None:
+        self.replication.shutdown()

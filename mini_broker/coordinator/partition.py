@@ -1,0 +1,107 @@
+"""A coordinator's internal partition as the coordinator sees it: the log it replays and the append it writes
+through (Kafka: the runtime's ``PartitionWriter``).
+
+* A single broker keeps the partition in its data dir (``local_log``): an append goes to the log, is fsynced when
+  asked, and the high watermark follows the log end at once.
+* A cluster broker serves a replicated partition while it leads it: :meth:`CoordinatorPartition.attach` (by the
+  :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime` on election) gives the partition's log and the
+  leader's append (which stamps the leader epoch, leaves the high watermark to replication and raises
+  NOT_LEADER_OR_FOLLOWER once this broker no longer leads); :meth:`~CoordinatorPartition.detach` (on resignation)
+  makes every later append fail with NOT_LEADER_OR_FOLLOWER: a request that raced the resignation is refused,
+  never silently dropped.
+
+:meth:`CoordinatorPartition.batches` is the one replay reader: every batch from the log start to the log end as
+it was when the replay began.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Final
+
+from mini_broker.log.unified_log import AppendOrigin, Log
+from pykafka_client.errors import NotLeaderOrFollowerError
+from pykafka_client.protocol.records import MemoryRecords, RecordBatch
+
+_READ_CHUNK: Final = 1 << 20
+
+#: The leader's append of a replicated partition (raises NOT_LEADER_OR_FOLLOWER once this broker no longer leads).
+ReplicatedAppend = Callable[[bytes], None]
+
+
+def _refuse(records: bytes) -> None:
+    raise NotLeaderOrFollowerError("this broker no longer leads the coordinator's partition; find the coordinator "
+                                   "again")
+
+
+class CoordinatorPartition:
+    """See the module docstring. ``local_log`` None and never attached: a coordinator that keeps nothing (unit
+    tests); appends are then no-ops."""
+
+    def __init__(self, local_log: Log | None) -> None:
+        self._log = local_log
+        #: None: the log is the local one (appends go to it directly)
+        self._replicated_append: ReplicatedAppend | None = None
+
+    @property
+    def log(self) -> Log | None:
+        """The log to replay (None: nothing kept)."""
+        return self._log
+
+    @property
+    def is_local(self) -> bool:
+        """Whether the log is this broker's own (a single broker's; it may be compacted and is closed here)."""
+        return self._log is not None and self._replicated_append is None
+
+    def attach(self, log: Log, append: ReplicatedAppend) -> None:
+        """Serve a replicated partition whose leader this broker became (the log stays the LogManager's)."""
+        self._log, self._replicated_append = log, append
+
+    def detach(self) -> None:
+        """This broker resigned the partition's leadership: appends fail until the next :meth:`attach`."""
+        if self._replicated_append is not None:
+            self._replicated_append = _refuse
+
+    def replace_local_log(self, log: Log) -> None:
+        """A single broker's log was rewritten (compaction on load): serve the new one."""
+        if self._replicated_append is None:
+            self._log = log
+
+    def append(self, records: bytes, flush: bool = False) -> None:
+        """Append one batch (raises as the log or the leader's append does). ``flush``: fsync a local log before
+        returning (a replicated partition's durability is its ISR's)."""
+        if self._replicated_append is not None:
+            self._replicated_append(records)
+            return
+        log = self._log
+        if log is None:
+            return
+        log.append(records, origin=AppendOrigin.COORDINATOR)
+        if flush:
+            log.flush()
+        log.update_high_watermark(log.log_end_offset)
+
+    def batches(self) -> Iterator[tuple[RecordBatch, int]]:
+        """Replay: ``(batch, first offset to apply)`` for every batch from the log start to the log end as it is
+        now (records of the first batch below the log start offset are not to be applied)."""
+        log = self._log
+        if log is None:
+            return
+        position, end = log.log_start_offset, log.log_end_offset
+        while position < end:
+            data = log.read(position, _READ_CHUNK).to_bytes()
+            if not data:
+                return
+            start = position
+            for batch in MemoryRecords(data).batches():
+                if batch.last_offset < position:
+                    continue
+                yield batch, position
+                position = batch.last_offset + 1
+            if position == start:
+                return
+
+    def close(self) -> None:
+        """Close a local log (a replicated partition's log is the LogManager's)."""
+        if self._log is not None and self._replicated_append is None:
+            self._log.close()

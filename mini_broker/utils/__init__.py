@@ -1,0 +1,1 @@
+"""Small helpers shared by the broker's packages (no broker state here)."""
