@@ -292,6 +292,7 @@ SOCKETS_ALLOWED: dict[str, str] = {
 #: ``shutil``, ``tempfile``, ``fcntl``).
 FILES_ALLOWED: dict[str, str] = {
     "mini_broker.log": "the log layer: segments, indexes, checkpoints, the data-dir lock",
+    "mini_broker.utils.atomic_file": "the one atomic_write (temp file, fsync, rename, fsync the directory)",
     "mini_broker.producer_state.producer_state_manager": "producer-state snapshot files of a partition log",
     "mini_broker.producer_state.producer_id_manager": "the producer-id block file of the data dir",
     "mini_broker.server.metadata_cache": "persists the metadata image (topics, ids) in the data dir",

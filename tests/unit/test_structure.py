@@ -63,19 +63,11 @@ ALLOWED_PRIVATE_NAMES = frozenset({
 
 #: Import cycles left in areas owned by other branches (each a set of modules forming one cycle).
 PENDING_CYCLES: tuple[frozenset[str], ...] = (
-    # item 3 (replication as a strategy): mini_broker/server/replica_manager.py and mini_broker/cluster
-    frozenset({"mini_broker.cluster.replica_fetcher", "mini_broker.cluster.replication",
-               "mini_broker.cluster.txn_verification", "mini_broker.server.replica_manager"}),
-    # item 2 (one coordinator runtime): mini_broker/group
-    frozenset({"mini_broker.group.delayed_group_timeout", "mini_broker.group.group_coordinator"}),
 )
 
 #: Private reaches left in areas owned by other branches: module -> the reaching expressions (as written,
 #: with repeats).
 PENDING_PRIVATE_REACHES: Mapping[str, tuple[str, ...]] = {
-    # item 3: mini_broker/cluster
-    "mini_broker.cluster.coordinator_errors": ("message._SCHEMA",),
-    "mini_broker.cluster.replication": ("self.rm._log_config", "self.rm._log_config"),
     # the producer's per-record path, being rewritten by the compiled send path branch (issue 27): renamed
     # after it merges, so that both land on the same names (FutureRecordMetadata slots set without __init__,
     # the batch's size and limit and the partitioner's sticky choice read per send; b._outcome is a
