@@ -73,7 +73,6 @@ from mini_broker.group.group_requests import (
     SyncCallback,
     SyncGroupParams,
     SyncGroupResult,
-    TopicPartition,
     TxnOffsetCommitParams,
 )
 from mini_broker.group.group_state import GroupState
@@ -300,7 +299,7 @@ class GroupCoordinator:
             self._remove_group(group)
 
     def _complete_offset_commit_once_replicated(self, group: GroupMetadata,
-                                                offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+                                                offsets: Mapping[tuple[str, int], CommittedOffset]) -> None:
         """Appended commit records become the group's offsets: at once on a single broker; on a cluster broker
         pending until the ISR has them (Kafka ``pendingOffsetCommits``), so that nothing a failover may lose is
         ever read. The wait's end is applied on the timer thread (never under the purgatory op's lock)."""
@@ -317,7 +316,7 @@ class GroupCoordinator:
         barrier(lambda error: self.runtime.defer(lambda: replicated(error), "applying a replicated offset commit"))
 
     def _fail_txn_offsets_unless_replicated(self, group: GroupMetadata, producer_id: int,
-                                            offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+                                            offsets: Mapping[tuple[str, int], CommittedOffset]) -> None:
         """A cluster broker: transactional offsets whose records the ISR never got stop being pending (Kafka
         ``failPendingTxnOffsetCommit``); the client was told to retry."""
         barrier = self.runtime.replication_barrier
@@ -398,7 +397,7 @@ class GroupCoordinator:
             return self._run(group, group_heartbeat.leave_group, group, list(request.members))
 
     # -- offsets -----------------------------------------------------------------------------------------
-    def handle_commit_offsets(self, request: OffsetCommitParams) -> dict[TopicPartition, int]:
+    def handle_commit_offsets(self, request: OffsetCommitParams) -> dict[tuple[str, int], int]:
         """Per-partition error codes (see ``group_offsets.commit_offsets``)."""
         error = self._validate_group_status(request.group_id, allow_empty_id=True)
         if error is not None:
@@ -415,7 +414,7 @@ class GroupCoordinator:
             except NotLeaderOrFollowerError:
                 return {tp: NotCoordinatorError.code for tp in request.offsets}  # resigned after the check
 
-    def handle_txn_commit_offsets(self, request: TxnOffsetCommitParams) -> dict[TopicPartition, int]:
+    def handle_txn_commit_offsets(self, request: TxnOffsetCommitParams) -> dict[tuple[str, int], int]:
         """Per-partition error codes (see ``group_offsets.commit_txn_offsets``); a group the coordinator does
         not know is created Empty, as Kafka does for transactional commits."""
         error = self._validate_group_status(request.group_id)
@@ -450,8 +449,8 @@ class GroupCoordinator:
             with group.lock:
                 group_offsets.complete_pending_txn_offsets(group, producer_id, committed)
 
-    def handle_fetch_offsets(self, group_id: str, partitions: Sequence[TopicPartition] | None,
-                             require_stable: bool = False) -> tuple[int, dict[TopicPartition, FetchedOffset]]:
+    def handle_fetch_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]] | None,
+                             require_stable: bool = False) -> tuple[int, dict[tuple[str, int], FetchedOffset]]:
         """(group error, offsets). ``partitions`` None: every committed offset of the group. Unknown groups and
         partitions without a commit give offset -1; ``require_stable``: UNSTABLE_OFFSET_COMMIT for partitions
         with offsets pending in a transaction."""
@@ -506,7 +505,7 @@ class GroupCoordinator:
         return out
 
     def handle_delete_offsets(self, group_id: str,
-                              partitions: Sequence[TopicPartition]) -> tuple[int, dict[TopicPartition, int]]:
+                              partitions: Sequence[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
         """(group error, per-partition errors); see ``group_offsets.delete_offsets``."""
         error = self._validate_group_status(group_id)
         if error is not None:

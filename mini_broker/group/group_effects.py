@@ -29,7 +29,6 @@ from mini_broker.group.group_requests import (
     JoinGroupResult,
     SyncCallback,
     SyncGroupResult,
-    TopicPartition,
 )
 
 
@@ -73,7 +72,7 @@ class AppendOffsetCommits:
     append succeeded, as Kafka's pending offset commits do."""
 
     group_id: str
-    offsets: Mapping[TopicPartition, CommittedOffset]
+    offsets: Mapping[tuple[str, int], CommittedOffset]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +83,7 @@ class AppendTxnOffsetCommits:
     group_id: str
     producer_id: int
     producer_epoch: int
-    offsets: Mapping[TopicPartition, CommittedOffset]
+    offsets: Mapping[tuple[str, int], CommittedOffset]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +91,7 @@ class AppendTombstones:
     """Null-valued records for ``offsets`` and, with ``group_too``, for the group's metadata."""
 
     group_id: str
-    offsets: Sequence[TopicPartition]
+    offsets: Sequence[tuple[str, int]]
     group_too: bool
 
 

@@ -33,7 +33,6 @@ from mini_broker.group.group_requests import (
     CommittedOffset,
     FetchedOffset,
     OffsetCommitParams,
-    TopicPartition,
     TxnOffsetCommitParams,
 )
 from mini_broker.group.group_state import GroupState
@@ -52,7 +51,7 @@ from pykafka_client.errors import (
 
 
 # -- OffsetCommit / OffsetFetch ---------------------------------------------------------------------------
-def commit_offsets(step: Step, group: GroupMetadata, request: OffsetCommitParams) -> dict[TopicPartition, int]:
+def commit_offsets(step: Step, group: GroupMetadata, request: OffsetCommitParams) -> dict[tuple[str, int], int]:
     """Per-partition error codes. Generation -1 with no member id is a manual (admin) commit, allowed
     while the group is Empty; members commit with their current generation (Stable, PreparingRebalance),
     get REBALANCE_IN_PROGRESS in CompletingRebalance."""
@@ -70,11 +69,11 @@ def commit_offsets(step: Step, group: GroupMetadata, request: OffsetCommitParams
     return errors
 
 
-def _check_metadata_sizes(step: Step, offsets: Mapping[TopicPartition, CommittedOffset]
-                          ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, CommittedOffset]]:
+def _check_metadata_sizes(step: Step, offsets: Mapping[tuple[str, int], CommittedOffset]
+                          ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], CommittedOffset]]:
     """(error per partition, the offsets to write): OFFSET_METADATA_TOO_LARGE over ``offset.metadata.max.bytes``."""
-    errors: dict[TopicPartition, int] = {}
-    valid: dict[TopicPartition, CommittedOffset] = {}
+    errors: dict[tuple[str, int], int] = {}
+    valid: dict[tuple[str, int], CommittedOffset] = {}
     for tp, om in offsets.items():
         if len(om.metadata.encode()) > step.config.offset_metadata_max_bytes:
             errors[tp] = OffsetMetadataTooLargeError.code
@@ -100,7 +99,7 @@ def _validate_offset_commit(group: GroupMetadata, request: OffsetCommitParams) -
     return None
 
 
-def complete_offset_commit(group: GroupMetadata, offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+def complete_offset_commit(group: GroupMetadata, offsets: Mapping[tuple[str, int], CommittedOffset]) -> None:
     """The commit records are in the log: the offsets are now the group's (and newer than any transactional
     commit of those partitions still pending)."""
     group.offsets.update(offsets)
@@ -110,7 +109,7 @@ def complete_offset_commit(group: GroupMetadata, offsets: Mapping[TopicPartition
             group.superseded_txn_offsets.setdefault(pid, set()).update(newer)
 
 
-def stage_offset_commit(group: GroupMetadata, offsets: Mapping[TopicPartition, CommittedOffset]) -> int:
+def stage_offset_commit(group: GroupMetadata, offsets: Mapping[tuple[str, int], CommittedOffset]) -> int:
     """The commit records are appended but the ISR does not have them yet (a cluster broker): the offsets are
     pending (Kafka ``prepareOffsetCommit``), invisible to OffsetFetch until :func:`complete_staged_offset_commit`.
     Returns the commit's sequence."""
@@ -121,13 +120,13 @@ def stage_offset_commit(group: GroupMetadata, offsets: Mapping[TopicPartition, C
     return seq
 
 
-def complete_staged_offset_commit(group: GroupMetadata, seq: int, offsets: Mapping[TopicPartition, CommittedOffset],
+def complete_staged_offset_commit(group: GroupMetadata, seq: int, offsets: Mapping[tuple[str, int], CommittedOffset],
                                   replicated: bool) -> None:
     """The ISR wait of the staged commit ``seq`` ended (Kafka ``onOffsetCommitAppend`` /
     ``failPendingOffsetWrite``): when ``replicated``, its offsets become the group's, except for partitions whose
     pending commits were removed meanwhile (offsets deleted) or that already hold a later commit; a commit still
     staged by ``seq`` stops being pending either way."""
-    applied: dict[TopicPartition, CommittedOffset] = {}
+    applied: dict[tuple[str, int], CommittedOffset] = {}
     for tp, om in offsets.items():
         staged = group.pending_offset_commits.get(tp)
         if staged is None:
@@ -141,7 +140,7 @@ def complete_staged_offset_commit(group: GroupMetadata, seq: int, offsets: Mappi
         complete_offset_commit(group, applied)
 
 
-def commit_txn_offsets(step: Step, group: GroupMetadata, request: TxnOffsetCommitParams) -> dict[TopicPartition, int]:
+def commit_txn_offsets(step: Step, group: GroupMetadata, request: TxnOffsetCommitParams) -> dict[tuple[str, int], int]:
     """Per-partition error codes of a TxnOffsetCommit (Kafka ``doTxnCommitOffsets``): a Dead group ->
     COORDINATOR_NOT_AVAILABLE; a static member whose instance id maps to another member -> FENCED_INSTANCE_ID;
     a member id the group does not know -> UNKNOWN_MEMBER_ID; a generation >= 0 other than the group's ->
@@ -170,14 +169,14 @@ def _validate_txn_offset_commit(group: GroupMetadata, request: TxnOffsetCommitPa
 
 
 def complete_txn_offset_commit(group: GroupMetadata, producer_id: int,
-                               offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+                               offsets: Mapping[tuple[str, int], CommittedOffset]) -> None:
     """The transactional commit records are in the log: pending until the producer's marker."""
     group.pending_txn_offsets.setdefault(producer_id, {}).update(offsets)
     group.superseded_txn_offsets.get(producer_id, set()).difference_update(offsets)
 
 
 def fail_pending_txn_offsets(group: GroupMetadata, producer_id: int,
-                             offsets: Mapping[TopicPartition, CommittedOffset]) -> None:
+                             offsets: Mapping[tuple[str, int], CommittedOffset]) -> None:
     """The records of a transactional commit did not reach the ISR: its offsets stop being pending (those a
     later commit of the producer replaced stay)."""
     pending = group.pending_txn_offsets.get(producer_id)
@@ -202,17 +201,17 @@ def complete_pending_txn_offsets(group: GroupMetadata, producer_id: int, committ
     return len(pending)
 
 
-def fetch_offsets(group: GroupMetadata | None, partitions: Sequence[TopicPartition] | None,
-                  require_stable: bool = False) -> dict[TopicPartition, FetchedOffset]:
+def fetch_offsets(group: GroupMetadata | None, partitions: Sequence[tuple[str, int]] | None,
+                  require_stable: bool = False) -> dict[tuple[str, int], FetchedOffset]:
     """``partitions`` None: every committed offset of the group. Unknown groups and partitions without a
     commit give offset -1. Offsets pending (in a transaction, or not yet on the ISR) are not visible; with
     ``require_stable`` a partition that has some answers UNSTABLE_OFFSET_COMMIT (the client retries)."""
-    committed: dict[TopicPartition, CommittedOffset] = {}
+    committed: dict[tuple[str, int], CommittedOffset] = {}
     live = group is not None and not group.is_state(GroupState.DEAD)
     if group is not None and live:
         committed = dict(group.offsets)
     wanted = list(committed) if partitions is None else list(partitions)
-    out: dict[TopicPartition, FetchedOffset] = {}
+    out: dict[tuple[str, int], FetchedOffset] = {}
     for tp in wanted:
         om = committed.get(tp)
         if require_stable and group is not None and live and group.has_pending_offset_commits(tp):
@@ -236,10 +235,10 @@ def delete_group(step: Step, group: GroupMetadata) -> int:
 
 
 def delete_offsets(step: Step, group: GroupMetadata,
-                   partitions: Iterable[TopicPartition]) -> tuple[int, dict[TopicPartition, int]]:
+                   partitions: Iterable[tuple[str, int]]) -> tuple[int, dict[tuple[str, int], int]]:
     """(group error, per-partition errors): Empty groups lose the offsets; a consumer group with members
     keeps those of subscribed topics (GROUP_SUBSCRIBED_TO_TOPIC); other non-empty groups NON_EMPTY_GROUP."""
-    errors: dict[TopicPartition, int] = {}
+    errors: dict[tuple[str, int], int] = {}
     state = group.state
     if state is GroupState.DEAD:
         return GroupIdNotFoundError.code, {}

@@ -16,8 +16,6 @@ NONE: Final = 0
 NO_GENERATION: Final = -1
 NO_LEADER: Final = ""
 
-TopicPartition = tuple[str, int]
-
 
 @dataclass(frozen=True, slots=True)
 class CommittedOffset:
@@ -95,7 +93,7 @@ class OffsetCommitParams:
     """An OffsetCommit. Generation -1 with no member id is a manual (admin) commit."""
 
     group_id: str
-    offsets: Mapping[TopicPartition, CommittedOffset]
+    offsets: Mapping[tuple[str, int], CommittedOffset]
     member_id: str = ""
     generation_id: int = NO_GENERATION
     group_instance_id: str | None = None
@@ -110,7 +108,7 @@ class TxnOffsetCommitParams:
     group_id: str
     producer_id: int
     producer_epoch: int
-    offsets: Mapping[TopicPartition, CommittedOffset]
+    offsets: Mapping[tuple[str, int], CommittedOffset]
     member_id: str = ""
     generation_id: int = NO_GENERATION
     group_instance_id: str | None = None

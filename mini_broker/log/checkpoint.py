@@ -21,19 +21,17 @@ LOG_START_OFFSET_CHECKPOINT_FILE: Final = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE: Final = ".kafka_cleanshutdown"
 _VERSION: Final = 0
 
-TopicPartition = tuple[str, int]
-
 
 class OffsetCheckpointFile:
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def write(self, offsets: Mapping[TopicPartition, int]) -> None:
+    def write(self, offsets: Mapping[tuple[str, int], int]) -> None:
         lines = [str(_VERSION), str(len(offsets))]
         lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(offsets.items())]
         atomic_write(self.path, ("\n".join(lines) + "\n").encode("utf-8"))
 
-    def read(self) -> dict[TopicPartition, int]:
+    def read(self) -> dict[tuple[str, int], int]:
         try:
             with open(self.path, encoding="utf-8") as f:
                 lines = f.read().splitlines()
@@ -46,7 +44,7 @@ class OffsetCheckpointFile:
             entries = lines[2:]
             if count != len(entries):
                 raise ValueError(f"expected {count} entries, found {len(entries)}")
-            out: dict[TopicPartition, int] = {}
+            out: dict[tuple[str, int], int] = {}
             for line in entries:
                 topic, partition, offset = line.split(" ")
                 out[(topic, int(partition))] = int(offset)

@@ -10,7 +10,7 @@ from pykafka_client.errors import (
     for_code,
 )
 from pykafka_client.errors_base import BrokerResponseError
-from pykafka_client.network.cluster import TP, Cluster
+from pykafka_client.network.cluster import Cluster
 
 
 def broker_error(code: int, message: str | None, subject: str) -> BrokerResponseError:
@@ -18,7 +18,7 @@ def broker_error(code: int, message: str | None, subject: str) -> BrokerResponse
     return cls(f"{subject}: {message}" if message else subject)
 
 
-def raise_for_absent_partitions(cluster: Cluster, partitions: Iterable[TP]) -> None:
+def raise_for_absent_partitions(cluster: Cluster, partitions: Iterable[tuple[str, int]]) -> None:
     """Raise UnknownTopicOrPartitionError for the first partition that fresh metadata does not list."""
     topics = cluster.topics()
     for topic, partition in partitions:

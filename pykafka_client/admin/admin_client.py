@@ -55,7 +55,6 @@ from pykafka_client.admin.types import (
     TransactionState,
 )
 from pykafka_client.client_utils import create_network_client
-from pykafka_client.network.cluster import TP
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
@@ -208,21 +207,21 @@ class AdminClient:
         groups.delete_consumer_groups(self._ctx, group_ids, timeout)
 
     def list_consumer_group_offsets(
-        self, group_id: str, partitions: Iterable[TP] | None = None, timeout: float | None = None
+        self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         """The committed offsets of ``group_id`` (all of them, or those of ``partitions``); partitions
         without a committed offset are left out."""
         return groups.list_consumer_group_offsets(self._ctx, group_id, partitions, timeout)
 
     def alter_consumer_group_offsets(
-        self, group_id: str, offsets: Mapping[TP, OffsetAndMetadata | int], timeout: float | None = None
+        self, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int], timeout: float | None = None
     ) -> None:
         """Commit ``offsets`` for ``group_id`` as an admin (no member, generation -1): the group must have
         no active members, else the broker refuses (UnknownMemberIdError; Kafka's rule)."""
         groups.alter_consumer_group_offsets(self._ctx, group_id, offsets, timeout)
 
     def delete_records(
-        self, before_offsets: Mapping[TP, int], timeout: float | None = None
+        self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None
     ) -> dict[TopicPartition, int]:
         """Delete the records of each partition below the given offset (-1: the high watermark), asked of
         each partition's leader; returns each partition's new low watermark."""
@@ -240,7 +239,7 @@ class AdminClient:
 
     def list_offsets(
         self,
-        specs: Mapping[TP, OffsetSpec],
+        specs: Mapping[tuple[str, int], OffsetSpec],
         timeout: float | None = None,
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> dict[TopicPartition, ListOffsetsResultInfo]:
@@ -288,7 +287,7 @@ class AdminClient:
 
     # --- producers -----------------------------------------------------------------------------
 
-    def describe_producers(self, partitions: Iterable[TP], timeout: float | None = None
+    def describe_producers(self, partitions: Iterable[tuple[str, int]], timeout: float | None = None
                            ) -> dict[TopicPartition, list[ProducerState]]:
         """The active idempotent/transactional producers of each partition (keyed by TopicPartition), asked of its leader (Java
         ``describeProducers``): producer id and epoch, last sequence and timestamp, coordinator epoch and the

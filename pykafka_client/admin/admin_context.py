@@ -23,7 +23,6 @@ from pykafka_client.errors import (
     KafkaTimeoutError,
 )
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.cluster import TP
 from pykafka_client.network.metadata import Metadata, oldest_metadata_version
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.protocol.api_keys import ApiKey
@@ -32,7 +31,7 @@ from pykafka_client.protocol.messages import (
     FindCoordinatorResponse,
     MetadataRequest,
 )
-from pykafka_client.structs import Node
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import Time, Timer
 
 #: the AdminClient's logger: its retries are logged under the name they always had
@@ -252,8 +251,8 @@ class AdminContext:
                 continue
             return node, resp
 
-    def ask_leaders(self, remaining: Mapping[TP, object], timer: Timer, what: str,
-                    ask: Callable[[int, list[TP]], bool]) -> None:
+    def ask_leaders(self, remaining: Mapping[TopicPartition, object], timer: Timer, what: str,
+                    ask: Callable[[int, list[TopicPartition]], bool]) -> None:
         """Until ``remaining`` is empty: ``ask(leader id, its partitions)`` of each partition's leader (it removes
         what it answered; True: retry with fresh metadata). Absent partitions raise UnknownTopicOrPartitionError
         after one metadata round trip; partitions without a leader are retried until the timeout."""
@@ -261,7 +260,7 @@ class AdminContext:
         while remaining:
             cluster = self.metadata.fetch()
             if stale or any(cluster.leader_for(tp) is None for tp in remaining):
-                self.refresh_metadata(timer, f"leaders of {sorted(remaining)}")
+                self.refresh_metadata(timer, f"leaders of {sorted((tp[0], tp[1]) for tp in remaining)}")
                 cluster = self.metadata.fetch()
                 raise_for_absent_partitions(cluster, remaining)
                 stale = False
@@ -269,7 +268,7 @@ class AdminContext:
                     stale = True
                     self.backoff(timer)
                     continue
-            by_leader: dict[int, list[TP]] = defaultdict(list)
+            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
             for tp in remaining:
                 leader = cluster.leader_for(tp)
                 assert leader is not None

@@ -18,7 +18,6 @@ from pykafka_client.admin.group_types import (
 from pykafka_client.errors import (
     UnsupportedVersionError,
 )
-from pykafka_client.network.cluster import TP
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     DeleteGroupsRequest,
@@ -109,7 +108,7 @@ def delete_consumer_groups(ctx: AdminContext, group_ids: Iterable[str], timeout:
 
 
 def list_consumer_group_offsets(
-    ctx: AdminContext, group_id: str, partitions: Iterable[TP] | None = None, timeout: float | None = None,
+    ctx: AdminContext, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None,
 ) -> dict[TopicPartition, OffsetAndMetadata]:
     wanted = None if partitions is None else sorted({(tp[0], tp[1]) for tp in partitions})
     by_topic: dict[str, list[int]] = defaultdict(list)
@@ -159,7 +158,7 @@ def list_consumer_group_offsets(
 
 
 def alter_consumer_group_offsets(
-    ctx: AdminContext, group_id: str, offsets: Mapping[TP, OffsetAndMetadata | int], timeout: float | None = None,
+    ctx: AdminContext, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int], timeout: float | None = None,
 ) -> None:
     mapping_argument(
         "alter_consumer_group_offsets", "offsets", offsets,

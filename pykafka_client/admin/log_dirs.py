@@ -10,6 +10,7 @@ from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.types import LogDirDescription, ReplicaInfo
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.arguments import list_argument
 
 
@@ -39,8 +40,8 @@ def describe_log_dirs(
                 r.log_dir: LogDirDescription(
                     error=broker_error(r.error_code, None, f"log dir {r.log_dir} on broker {broker_id}")
                     if r.error_code else None,
-                    replica_infos={(t.name, p.partition_index): ReplicaInfo(p.partition_size, p.offset_lag,
-                                                                             p.is_future_key)
+                    replica_infos={TopicPartition(t.name, p.partition_index): ReplicaInfo(p.partition_size, p.offset_lag,
+                                                                                           p.is_future_key)
                                    for t in r.topics for p in t.partitions},
                     total_bytes=_bytes(r.total_bytes), usable_bytes=_bytes(r.usable_bytes))
                 for r in resp.results

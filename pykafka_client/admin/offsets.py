@@ -15,7 +15,6 @@ from pykafka_client.admin.types import (
     OffsetSpec,
     ProducerState,
 )
-from pykafka_client.network.cluster import TP
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     DeleteRecordsRequest,
@@ -34,15 +33,15 @@ _RETRY_WITH_METADATA = {3, 5, 6, 74, 75, 76}  # UNKNOWN_TOPIC_OR_PARTITION, LEAD
 # NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH, OFFSET_NOT_AVAILABLE
 
 
-def _take_partition_results(topics: Iterable[Any], remaining: MutableMapping[TP, Any], asked: Iterable[TP],
-                            store: Callable[[TP, Any], None]) -> bool:
+def _take_partition_results(topics: Iterable[Any], remaining: MutableMapping[TopicPartition, Any], asked: Iterable[TopicPartition],
+                            store: Callable[[TopicPartition, Any], None]) -> bool:
     """Per-partition answers of a leader: ``store`` each good one and drop it from ``remaining``; raise the
     first error that is not a stale-metadata one. True when some partition must be asked again (stale
     metadata, or no answer for it) after a metadata refresh."""
     retry = False
     for t in topics:
         for p in t.partitions:
-            tp = (t.name, p.partition_index)
+            tp = TopicPartition(t.name, p.partition_index)
             if tp not in remaining:
                 continue
             if p.error_code in _RETRY_WITH_METADATA:
@@ -58,7 +57,7 @@ def _take_partition_results(topics: Iterable[Any], remaining: MutableMapping[TP,
 
 def list_offsets(
     ctx: AdminContext,
-    specs: Mapping[TP, OffsetSpec],
+    specs: Mapping[tuple[str, int], OffsetSpec],
     timeout: float | None = None,
     isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
 ) -> dict[TopicPartition, ListOffsetsResultInfo]:
@@ -66,20 +65,20 @@ def list_offsets(
         "list_offsets", "specs", specs,
         "a mapping of TopicPartition to OffsetSpec, e.g. {TopicPartition('orders', 0): OffsetSpec.latest()}",
     )
-    remaining: dict[TP, OffsetSpec] = {(tp[0], tp[1]): s for tp, s in specs.items()}
+    remaining: dict[TopicPartition, OffsetSpec] = {TopicPartition(tp[0], tp[1]): s for tp, s in specs.items()}
     if not remaining:
         return {}
     with ctx.lock:
         timer = ctx.timer(timeout)
-        out: dict[TP, ListOffsetsResultInfo] = {}
+        out: dict[TopicPartition, ListOffsetsResultInfo] = {}
         ctx.ask_leaders(
             remaining, timer, "listing offsets",
             lambda leader_id, tps: _list_offsets_from(ctx, leader_id, tps, remaining, out, timer, isolation_level))
-        return {TopicPartition(tp[0], tp[1]): info for tp, info in out.items()}
+        return out
 
 
 def delete_records(
-    ctx: AdminContext, before_offsets: Mapping[TP, int], timeout: float | None = None,
+    ctx: AdminContext, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None,
 ) -> dict[TopicPartition, int]:
     mapping_argument(
         "delete_records", "before_offsets", before_offsets,
@@ -124,31 +123,31 @@ def delete_records(
 
 
 def describe_producers(
-    ctx: AdminContext, partitions: Iterable[TP], timeout: float | None = None,
+    ctx: AdminContext, partitions: Iterable[tuple[str, int]], timeout: float | None = None,
 ) -> dict[TopicPartition, list[ProducerState]]:
     wanted = list_argument("describe_producers", "partitions", partitions, tuple,
                            "an iterable of TopicPartition, e.g. [TopicPartition('orders', 0)]")
-    remaining: dict[TP, None] = {(tp[0], tp[1]): None for tp in wanted}
+    remaining: dict[TopicPartition, None] = {TopicPartition(tp[0], tp[1]): None for tp in wanted}
     if not remaining:
         return {}
     with ctx.lock:
         timer = ctx.timer(timeout)
-        out: dict[TP, list[ProducerState]] = {}
+        out: dict[TopicPartition, list[ProducerState]] = {}
         ctx.ask_leaders(remaining, timer, "describing producers",
                           lambda leader_id, tps: _describe_producers_from(ctx, leader_id, tps, remaining, out, timer))
-        return {TopicPartition(tp[0], tp[1]): states for tp, states in out.items()}
+        return out
 
 
 def _list_offsets_from(
     ctx: AdminContext,
     leader_id: int,
-    tps: list[TP],
-    remaining: dict[TP, OffsetSpec],
-    out: dict[TP, ListOffsetsResultInfo],
+    tps: list[TopicPartition],
+    remaining: dict[TopicPartition, OffsetSpec],
+    out: dict[TopicPartition, ListOffsetsResultInfo],
     timer: Timer,
     isolation_level: IsolationLevel,
 ) -> bool:
-    by_topic: dict[str, list[TP]] = defaultdict(list)
+    by_topic: dict[str, list[TopicPartition]] = defaultdict(list)
     for tp in tps:
         by_topic[tp[0]].append(tp)
 
@@ -183,7 +182,7 @@ def _list_offsets_from(
     _, resp = ctx.send(ApiKey.LIST_OFFSETS, build, ctx.broker_target(leader_id), timer)
     assert isinstance(resp, ListOffsetsResponse)
 
-    def store(tp: TP, p: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
+    def store(tp: TopicPartition, p: ListOffsetsResponse.ListOffsetsPartitionResponse) -> None:
         offset = p.offset
         if not offset and p.old_style_offsets:
             offset = p.old_style_offsets[0]
@@ -195,9 +194,9 @@ def _list_offsets_from(
 def _describe_producers_from(
     ctx: AdminContext,
     leader_id: int,
-    tps: list[TP],
-    remaining: dict[TP, None],
-    out: dict[TP, list[ProducerState]],
+    tps: list[TopicPartition],
+    remaining: dict[TopicPartition, None],
+    out: dict[TopicPartition, list[ProducerState]],
     timer: Timer,
 ) -> bool:
     by_topic: dict[str, list[int]] = defaultdict(list)
@@ -208,7 +207,7 @@ def _describe_producers_from(
     _, resp = ctx.send(ApiKey.DESCRIBE_PRODUCERS, lambda _v: request, ctx.broker_target(leader_id), timer)
     assert isinstance(resp, DescribeProducersResponse)
 
-    def store(tp: TP, p: DescribeProducersResponse.PartitionResponse) -> None:
+    def store(tp: TopicPartition, p: DescribeProducersResponse.PartitionResponse) -> None:
         out[tp] = [ProducerState(
             producer_id=s.producer_id, producer_epoch=s.producer_epoch, last_sequence=s.last_sequence,
             last_timestamp=s.last_timestamp,

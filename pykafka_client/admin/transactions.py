@@ -17,7 +17,6 @@ from pykafka_client.admin.types import (
     TransactionState,
 )
 from pykafka_client.errors import UnsupportedVersionError, for_code
-from pykafka_client.network.cluster import TP
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     DescribeTransactionsRequest,
@@ -27,7 +26,7 @@ from pykafka_client.protocol.messages import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from pykafka_client.structs import Node
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import Timer
 
 TRANSACTION_KEY_TYPE = 1
@@ -68,7 +67,7 @@ def describe_transactions(ctx: AdminContext, transactional_ids: list[str],
                 out[s.transactional_id] = TransactionDescription(
                     node.id, TransactionState.parse(s.transaction_state), s.producer_id, s.producer_epoch,
                     s.transaction_timeout_ms, s.transaction_start_time_ms if s.transaction_start_time_ms >= 0 else None,
-                    frozenset((t.topic, p) for t in s.topics for p in t.partitions))
+                    frozenset(TopicPartition(t.topic, p) for t in s.topics for p in t.partitions))
         pending = retry
         if pending:
             ctx.backoff(timer)
@@ -109,14 +108,14 @@ def abort_transaction(ctx: AdminContext, spec: AbortTransactionSpec, timer: Time
     would: the partition's open transaction of that producer ends (its records are aborted and the last stable
     offset moves on). The leader fences a stale producer epoch (InvalidProducerEpochError) or coordinator
     epoch (TransactionCoordinatorFencedError), so the abort cannot end a newer transaction of the producer."""
-    tp: TP = (spec.topic_partition[0], spec.topic_partition[1])
-    remaining: dict[TP, None] = {tp: None}
+    tp = TopicPartition(spec.topic_partition[0], spec.topic_partition[1])
+    remaining: dict[TopicPartition, None] = {tp: None}
     request = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
         producer_id=spec.producer_id, producer_epoch=spec.producer_epoch, transaction_result=False,
         topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=tp[0], partition_indexes=[tp[1]])],
         coordinator_epoch=spec.coordinator_epoch)])
 
-    def ask(leader_id: int, _tps: list[TP]) -> bool:
+    def ask(leader_id: int, _tps: list[TopicPartition]) -> bool:
         _, resp = ctx.send(ApiKey.WRITE_TXN_MARKERS, lambda _v: request, ctx.broker_target(leader_id), timer)
         assert isinstance(resp, WriteTxnMarkersResponse)
         for marker in resp.markers:

@@ -1,6 +1,7 @@
 """The arguments and results of :class:`~pykafka_client.admin.AdminClient` (Java ``admin.*`` value classes).
 
-Plain frozen dataclasses; partitions are ``(topic, partition)`` tuples (``TopicPartition`` works).
+Plain frozen dataclasses; partitions in results are ``TopicPartition`` (equal to their ``(topic, partition)``
+tuple); arguments take either.
 """
 
 from __future__ import annotations
@@ -191,7 +192,7 @@ class TransactionDescription:
     producer_epoch: int
     transaction_timeout_ms: int
     transaction_start_time_ms: int | None
-    topic_partitions: frozenset[tuple[str, int]]
+    topic_partitions: frozenset[TopicPartition]
 
 
 @dataclass(frozen=True)
@@ -243,11 +244,11 @@ class ReplicaInfo:
 @dataclass(frozen=True)
 class LogDirDescription:
     """One log directory of a broker (Java ``LogDirDescription``): its error (None when it is online), the
-    replicas it holds per ``(topic, partition)``, and the total / usable bytes of its volume (None when the
+    replicas it holds per TopicPartition, and the total / usable bytes of its volume (None when the
     broker does not say: before DescribeLogDirs v4)."""
 
     error: BaseException | None
-    replica_infos: Mapping[tuple[str, int], ReplicaInfo]
+    replica_infos: Mapping[TopicPartition, ReplicaInfo]
     total_bytes: int | None = None
     usable_bytes: int | None = None
 

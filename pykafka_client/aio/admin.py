@@ -39,7 +39,6 @@ from pykafka_client.admin.types import (
     TransactionState,
 )
 from pykafka_client.errors import IllegalStateError
-from pykafka_client.network.cluster import TP
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 T = TypeVar("T")
@@ -124,23 +123,23 @@ class AsyncAdminClient:
         await self._run(lambda: self._admin.delete_consumer_groups(group_ids, timeout))
 
     async def list_consumer_group_offsets(
-        self, group_id: str, partitions: Iterable[TP] | None = None, timeout: float | None = None
+        self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         return await self._run(lambda: self._admin.list_consumer_group_offsets(group_id, partitions, timeout))
 
     async def alter_consumer_group_offsets(
-        self, group_id: str, offsets: Mapping[TP, OffsetAndMetadata | int], timeout: float | None = None
+        self, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int], timeout: float | None = None
     ) -> None:
         await self._run(lambda: self._admin.alter_consumer_group_offsets(group_id, offsets, timeout))
 
     async def delete_records(
-        self, before_offsets: Mapping[TP, int], timeout: float | None = None
+        self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None
     ) -> dict[TopicPartition, int]:
         return await self._run(lambda: self._admin.delete_records(before_offsets, timeout))
 
     async def list_offsets(
         self,
-        specs: Mapping[TP, OffsetSpec],
+        specs: Mapping[tuple[str, int], OffsetSpec],
         timeout: float | None = None,
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> dict[TopicPartition, ListOffsetsResultInfo]:
@@ -164,7 +163,7 @@ class AsyncAdminClient:
         await self._run(lambda: self._admin.abort_transaction(spec, timeout))
 
     async def describe_producers(
-        self, partitions: Iterable[TP], timeout: float | None = None
+        self, partitions: Iterable[tuple[str, int]], timeout: float | None = None
     ) -> dict[TopicPartition, list[ProducerState]]:
         return await self._run(lambda: self._admin.describe_producers(partitions, timeout))
 

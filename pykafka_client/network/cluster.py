@@ -1,8 +1,8 @@
 """An immutable view of the cluster from one metadata response (Java: ``PartitionInfo``, ``Cluster``;
 ``Node`` is in :mod:`pykafka_client.structs`).
 
-Partition keys are ``(topic, partition)`` tuples, so ``pykafka_client.structs.TopicPartition``
-(a NamedTuple) works as a key unchanged.
+Partition keys are plain ``(topic, partition)`` tuples (typed ``tuple[str, int]``), so
+``pykafka_client.structs.TopicPartition`` (a NamedTuple, equal to its tuple) works as a key unchanged.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pykafka_client.structs import Node
-
-TP = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +38,7 @@ class Cluster:
     """Brokers, partitions, leaders, topic ids, controller and cluster id."""
 
     nodes: tuple[Node, ...]
-    partitions: Mapping[TP, PartitionInfo] = field(default_factory=dict)
+    partitions: Mapping[tuple[str, int], PartitionInfo] = field(default_factory=dict)
     cluster_id: str | None = None
     controller: Node | None = None
     topic_ids: Mapping[str, object] = field(default_factory=dict)
@@ -74,11 +72,11 @@ class Cluster:
         n = sum(1 for tp in self.partitions if tp[0] == topic)
         return n or None
 
-    def leader_for(self, tp: TP) -> Node | None:
+    def leader_for(self, tp: tuple[str, int]) -> Node | None:
         info = self.partitions.get((tp[0], tp[1]))
         return info.leader if info is not None else None
 
-    def partition(self, tp: TP) -> PartitionInfo | None:
+    def partition(self, tp: tuple[str, int]) -> PartitionInfo | None:
         return self.partitions.get((tp[0], tp[1]))
 
     def topic_id(self, topic: str) -> object | None:

@@ -36,7 +36,7 @@ from pykafka_client.errors import (
     TopicAuthorizationFailedError,
     for_code,
 )
-from pykafka_client.network.cluster import TP, Cluster, LeaderAndEpoch, PartitionInfo
+from pykafka_client.network.cluster import Cluster, LeaderAndEpoch, PartitionInfo
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
 from pykafka_client.structs import Node
@@ -76,7 +76,7 @@ class Metadata:
         self._request_version = 0
         self._need_full_update = False
         self._need_partial_update = False
-        self._last_seen_leader_epochs: dict[TP, int] = {}
+        self._last_seen_leader_epochs: dict[tuple[str, int], int] = {}
         self._fatal_exception: BaseException | None = None
         self._invalid_topics: set[str] = set()
         self._unauthorized_topics: set[str] = set()
@@ -130,10 +130,10 @@ class Metadata:
     def last_successful_update_ms(self) -> int:
         return self._last_successful_refresh_ms
 
-    def last_seen_leader_epoch(self, tp: TP) -> int | None:
+    def last_seen_leader_epoch(self, tp: tuple[str, int]) -> int | None:
         return self._last_seen_leader_epochs.get((tp[0], tp[1]))
 
-    def current_leader(self, tp: TP) -> LeaderAndEpoch:
+    def current_leader(self, tp: tuple[str, int]) -> LeaderAndEpoch:
         """The cached leader, or an unknown leader if a newer epoch was seen out of band."""
         key = (tp[0], tp[1])
         with self._lock:
@@ -237,7 +237,7 @@ class Metadata:
         by_id = {n.id: n for n in nodes}
         reliable_epochs = response_version >= _RELIABLE_LEADER_EPOCH_MIN_VERSION
         old = self._cluster
-        partitions: dict[TP, PartitionInfo] = {}
+        partitions: dict[tuple[str, int], PartitionInfo] = {}
         topic_ids: dict[str, object] = {}
         unauthorized: set[str] = set()
         invalid: set[str] = set()
@@ -292,7 +292,7 @@ class Metadata:
         )
 
     def _partition_with_epoch(
-        self, key: TP, p: MetadataResponse.MetadataResponsePartition,
+        self, key: tuple[str, int], p: MetadataResponse.MetadataResponsePartition,
         by_id: dict[int, Node], reliable_epochs: bool, old: Cluster,
     ) -> PartitionInfo:
         leader = by_id.get(int(p.leader_id)) if p.leader_id >= 0 else None
@@ -316,7 +316,7 @@ class Metadata:
         return PartitionInfo(key[0], key[1], leader, None, info.replicas, info.in_sync_replicas,
                              info.offline_replicas, info.error_code)
 
-    def update_last_seen_epoch_if_newer(self, tp: TP, leader_epoch: int) -> bool:
+    def update_last_seen_epoch_if_newer(self, tp: tuple[str, int], leader_epoch: int) -> bool:
         """Record an out-of-band leader epoch (from a fetch/produce response). True if it was newer,
         in which case the cached leader becomes unknown and a full update is requested."""
         if leader_epoch < 0:
@@ -332,13 +332,13 @@ class Metadata:
 
     # --- KIP-951 ------------------------------------------------------------------------------------
 
-    def update_partition_leadership(self, leaders: dict[TP, tuple[int, int]], nodes: Iterable[Node]) -> set[TP]:
+    def update_partition_leadership(self, leaders: dict[tuple[str, int], tuple[int, int]], nodes: Iterable[Node]) -> set[tuple[str, int]]:
         """Apply ``{tp: (leader_id, leader_epoch)}`` hints from a produce or fetch response; returns the partitions updated.
 
         A hint is applied only if its epoch is newer than the cached one and its leader node is known
         (from ``nodes`` or the cluster); otherwise it is ignored.
         """
-        updated: set[TP] = set()
+        updated: set[tuple[str, int]] = set()
         with self._lock:
             cluster = self._cluster
             by_id = {n.id: n for n in cluster.nodes}

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from pykafka_client.network.cluster import TP, Cluster, PartitionInfo
+from pykafka_client.network.cluster import Cluster, PartitionInfo
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.messages import MetadataRequest
 from pykafka_client.structs import Node, TopicPartition
@@ -30,7 +30,7 @@ class _Index:
         self.cluster = cluster
         by_topic: dict[str, list[PartitionInfo]] = {}
         by_node: dict[int, list[TopicPartition]] = {}
-        leaders: dict[TP, tuple[Node | None, int | None]] = {}
+        leaders: dict[tuple[str, int], tuple[Node | None, int | None]] = {}
         for (topic, partition), info in cluster.partitions.items():
             by_topic.setdefault(topic, []).append(info)
             leaders[(topic, partition)] = (info.leader, info.leader_epoch)
@@ -166,7 +166,7 @@ class ProducerMetadata(Metadata):
     def partitions_for_topic(self, topic: str) -> list[PartitionInfo]:
         return list(self._current_index().by_topic.get(topic, ()))
 
-    def leader_and_epoch(self, tp: TP) -> tuple[Node | None, int | None]:
+    def leader_and_epoch(self, tp: tuple[str, int]) -> tuple[Node | None, int | None]:
         """The leader of ``tp`` (None if unknown) and its epoch, respecting out-of-band newer epochs."""
         found = self._current_index().leaders.get((tp[0], tp[1]))
         if found is None:

@@ -44,6 +44,7 @@ async def create_topic(name: str) -> dict[TopicPartition, int]:
     async with AsyncAdminClient(BOOTSTRAP) as admin:
         await admin.create_topics([NewTopic(name, num_partitions=3, replication_factor=1)], timeout=10)
         offsets = await admin.list_offsets({TopicPartition(name, p): OffsetSpec.latest() for p in range(3)})
+        await admin.describe_producers([(name, p) for p in range(3)])  # plain tuples are accepted too
         return {tp: info.offset for tp, info in offsets.items()}
 
 

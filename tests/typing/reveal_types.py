@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pykafka_client import KafkaConsumer
+from pykafka_client import AdminClient, KafkaConsumer
+from pykafka_client.admin import OffsetSpec
 from pykafka_client.aio import AsyncKafkaConsumer
 from pykafka_client.serialization import Headers, IntegerDeserializer, StringDeserializer
 
@@ -69,3 +70,9 @@ reveal_type(async_plain)  # revealed: pykafka_client.aio.consumer.AsyncKafkaCons
 reveal_type(async_stated)  # revealed: pykafka_client.aio.consumer.AsyncKafkaConsumer[str | None, str | None]
 reveal_type(async_no_config)  # revealed: pykafka_client.aio.consumer.AsyncKafkaConsumer[bytes | None, bytes | None]
 reveal_type(async_mixed)  # revealed: pykafka_client.aio.consumer.AsyncKafkaConsumer[Any, str | None]
+
+# The admin takes plain (topic, partition) tuples and keys its results by TopicPartition (also at run time).
+admin = AdminClient(cfg)
+reveal_type(admin.list_offsets({("t", 0): OffsetSpec.latest()}))  # revealed: dict[tuple[str, int, fallback=pykafka_client.structs.TopicPartition], pykafka_client.admin.types.ListOffsetsResultInfo]
+reveal_type(admin.describe_log_dirs()[0]["/data"].replica_infos)  # revealed: typing.Mapping[tuple[str, int, fallback=pykafka_client.structs.TopicPartition], pykafka_client.admin.types.ReplicaInfo]
+reveal_type(admin.describe_transactions(["tx"])["tx"].topic_partitions)  # revealed: frozenset[tuple[str, int, fallback=pykafka_client.structs.TopicPartition]]

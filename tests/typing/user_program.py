@@ -54,6 +54,14 @@ def create_topic(name: str) -> dict[TopicPartition, int]:
         return {tp: info.offset for tp, info in offsets.items()}
 
 
+def latest_of_active_partitions(name: str) -> dict[TopicPartition, int]:
+    """Plain ``(topic, partition)`` tuples as the admin's partition arguments (as the README writes them)."""
+    with AdminClient(BOOTSTRAP) as admin:
+        offsets = admin.list_offsets({(name, p): OffsetSpec.latest() for p in range(3)})
+        producers = admin.describe_producers([(name, p) for p in range(3)])
+        return {tp: info.offset for tp, info in offsets.items() if producers.get(tp)}
+
+
 def on_delivery(metadata: RecordMetadata | None, error: BaseException | None) -> None:
     if error is not None:
         print("delivery failed:", error)

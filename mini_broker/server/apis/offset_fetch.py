@@ -13,11 +13,10 @@ from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 
-TopicPartition = tuple[str, int]
 Requested = Sequence[tuple[str, Sequence[int]]] | None
 
 
-def _by_topic(requested: Requested, offsets: dict[TopicPartition, FetchedOffset],
+def _by_topic(requested: Requested, offsets: dict[tuple[str, int], FetchedOffset],
               error: int) -> list[tuple[str, list[tuple[int, FetchedOffset]]]]:
     """Requested order (or sorted, for all partitions); a group error goes to every requested partition."""
     out: list[tuple[str, list[tuple[int, FetchedOffset]]]] = []

@@ -224,7 +224,9 @@ def test_txn_offset_commit_pending_until_marker_and_describe_producers(broker: M
 
         assert produce(c, "t", txn_batch(A, 0, 2)).error_code == 0
     with AdminClient(bootstrap_servers=broker.bootstrap_servers) as admin:
-        states = admin.describe_producers([TopicPartition("t", 0)])[("t", 0)]
+        described = admin.describe_producers([("t", 0)])  # a plain tuple is accepted; the result key is TopicPartition
+        assert [type(tp) for tp in described] == [TopicPartition]
+        states = described[("t", 0)]
         assert [(s.producer_id, s.producer_epoch, s.last_sequence, s.current_transaction_start_offset)
                 for s in states] == [(A, 0, 1, 0)]
         assert states[0].coordinator_epoch is None and states[0].last_timestamp == NOW_MS

@@ -10,6 +10,7 @@ import pytest
 from mini_broker.broker import MiniBroker
 from pykafka_client.admin import AdminClient, TransactionState
 from pykafka_client.errors import TransactionalIdNotFoundError
+from pykafka_client.structs import TopicPartition
 from tests.integration.transaction.test_transaction_apis_wire import TOPIC, add_v3, init, start
 from tests.integration.wire import Conn
 
@@ -36,6 +37,7 @@ def test_describe_and_list_transactions(broker: MiniBroker) -> None:
         assert (d["open"].producer_id, d["open"].producer_epoch, d["open"].transaction_timeout_ms) == (
             r.producer_id, r.producer_epoch, 45000)
         assert d["open"].topic_partitions == {(TOPIC, 0), (TOPIC, 1)}
+        assert all(type(tp) is TopicPartition for tp in d["open"].topic_partitions)  # as typed
         assert d["open"].transaction_start_time_ms is not None and d["open"].coordinator_id == 0
         assert d["idle"].state is TransactionState.EMPTY and d["idle"].transaction_start_time_ms is None
         with pytest.raises(TransactionalIdNotFoundError, match="missing"):
