@@ -30,11 +30,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 #: "ours-python" is pykafka_client with PYKAFKA_NO_NATIVE=1: the pure-Python record code, not the compiled kernel.
-CLIENTS = ["pykafka_client", "ours-python", "kafka-python", "aiokafka", "confluent-kafka"]
+#: "ours-batch" is KafkaProducer.send_batch (BATCH_CALL_RECORDS records per call); "ours-batch-python" the same
+#: with PYKAFKA_NO_NATIVE=1.
+CLIENTS = ["pykafka_client", "ours-batch", "ours-batch-python", "ours-python", "kafka-python", "aiokafka", "confluent-kafka"]
 FALLBACK_ENV = {**os.environ, "PYKAFKA_NO_NATIVE": "1"}
 CLIENT_MODULES = {
     "pykafka_client": "pykafka_client.producer.kafka_producer",
     "ours-python": "pykafka_client.producer.kafka_producer",
+    "ours-batch": "pykafka_client.producer.kafka_producer",
+    "ours-batch-python": "pykafka_client.producer.kafka_producer",
     "kafka-python": "kafka",
     "aiokafka": "aiokafka",
     "confluent-kafka": "confluent_kafka",
@@ -46,6 +50,31 @@ CPU: dict[str, float] = {}
 
 
 def run_ours(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    def send_all(p: Any) -> None:
+        send = p.send
+        for _ in range(n):
+            send(topic, value)
+
+    return _run_ours(bootstrap, topic, acks, value, send_all)
+
+
+#: records per send_batch call in the "ours-batch" rows (an Arrow batch of the Spark sink is about this size)
+BATCH_CALL_RECORDS = 10_000
+
+
+def run_ours_batch(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    """Our producer's send_batch: the same records, BATCH_CALL_RECORDS per call (a list of values)."""
+    values = [value] * BATCH_CALL_RECORDS
+
+    def send_all(p: Any) -> None:
+        send_batch = p.send_batch
+        for start in range(0, n, BATCH_CALL_RECORDS):
+            send_batch(topic, values if n - start >= BATCH_CALL_RECORDS else values[: n - start])
+
+    return _run_ours(bootstrap, topic, acks, value, send_all)
+
+
+def _run_ours(bootstrap: str, topic: str, acks: str, value: bytes, send_all: Any) -> float:
     from pykafka_client import KafkaProducer
 
     p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
@@ -53,9 +82,7 @@ def run_ours(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> flo
     io_start = _thread_cpu(p._io_thread)
     start = time.perf_counter()
     cpu0 = time.thread_time()
-    send = p.send
-    for _ in range(n):
-        send(topic, value)
+    send_all(p)
     CPU["send"] = time.thread_time() - cpu0
     p.flush()
     elapsed = time.perf_counter() - start
@@ -175,6 +202,8 @@ def run_micro(n: int, value: bytes, rounds: int = 3) -> None:
 RUNNERS = {
     "pykafka_client": run_ours,
     "ours-python": run_ours,
+    "ours-batch": run_ours_batch,
+    "ours-batch-python": run_ours_batch,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent-kafka": run_confluent,
@@ -289,7 +318,7 @@ def main() -> None:
                     cmd = [sys.executable, __file__, "--child", "--client", client, "--bootstrap", bootstrap,
                            "--topic", topic, "--acks", acks, "--records", str(args.records),
                            "--value-size", str(args.value_size)] + (["--profile"] if args.profile else [])
-                    env = FALLBACK_ENV if client == "ours-python" else None
+                    env = FALLBACK_ENV if client in ("ours-python", "ours-batch-python") else None
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
                     if out.returncode != 0:
                         print(f"{client}: failed: {out.stderr.strip().splitlines()[-1:]}")

@@ -18,8 +18,10 @@ without the lock never sees half of a move.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures._base import FINISHED, PENDING
 from typing import Any
@@ -156,6 +158,10 @@ class FutureRecordMetadata(Future[RecordMetadata]):
     def _condition(self) -> threading.Condition:  # type: ignore[override]
         return self._outcome.condition
 
+    def batch_position(self) -> tuple[BatchOutcome, int]:
+        """This record's batch outcome and its index there (following splits)."""
+        return self._where()
+
     def _where(self) -> tuple[BatchOutcome, int]:
         """This record's outcome and index, following splits."""
         o, i = self._outcome, self._index
@@ -290,3 +296,166 @@ def new_future(outcome: BatchOutcome, index: int) -> FutureRecordMetadata:
     f._outcome = outcome
     f._index = index
     return f
+
+
+class BatchMetadata:
+    """The outcome of every record of one ``send_batch`` call, in the order given: ``len()``, ``[i]`` (record i's
+    :class:`RecordMetadata`, raising its error if it failed), :meth:`exception` and iteration. Each
+    RecordMetadata is built when read."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: SendBatchFuture) -> None:
+        self._future = future
+
+    def __len__(self) -> int:
+        return self._future.record_count
+
+    def _record_future(self, i: int) -> Future[RecordMetadata]:
+        n = self._future.record_count
+        if not -n <= i < n:
+            raise IndexError(f"record {i} of a batch of {n}")
+        return self._future.record_future(i % n)
+
+    def __getitem__(self, i: int) -> RecordMetadata:
+        return self._record_future(i).result(0)
+
+    def exception(self, i: int) -> BaseException | None:
+        """Record ``i``'s error, None if it was delivered."""
+        return self._record_future(i).exception(0)
+
+    def __iter__(self) -> Iterator[RecordMetadata]:
+        for i in range(len(self)):
+            yield self[i]
+
+
+class SendBatchFuture(Future[BatchMetadata]):
+    """The future of a ``send_batch`` call: done once every record of it is (delivered or failed); its result is a
+    :class:`BatchMetadata`, or it raises the error of the first record that failed (:meth:`metadata` still gives
+    every record's outcome then).
+
+    It watches one record per producer batch the records went into (the batch completes them all together), not
+    every record; only a batch split on MESSAGE_TOO_LARGE, whose records may complete apart, makes it watch each
+    record of that batch."""
+
+    def __init__(self, record_count: int, order: list[int] | None) -> None:
+        super().__init__()
+        self.record_count = record_count
+        #: processing position -> position given (None: the same)
+        self._order = order
+        self._inverse: list[int] | None = None
+        #: (first processing position, outcome, index of that record in it), in processing order
+        self._segments: list[tuple[int, BatchOutcome, int]] = []
+        self._starts: list[int] = []
+        self._lock = threading.Lock()
+        self._pending = 1  # held by send_batch until it added every record (seal)
+        #: the last segment, still growing: (position, count, outcome, index)
+        self._open: tuple[int, int, BatchOutcome, int] | None = None
+        self._batch_metadata = BatchMetadata(self)
+
+    # --- filled by send_batch ------------------------------------------------------------------------
+
+    def add_segment(self, position: int, count: int, outcome: BatchOutcome, index: int) -> None:
+        """Records at processing positions ``position..position+count`` are records ``index..`` of ``outcome``.
+        The batch's outcome is watched once all its records of this call were added (at the next segment
+        of another batch, or at :meth:`seal`)."""
+        open_ = self._open
+        if open_ is not None:
+            o_position, o_count, o_outcome, o_index = open_
+            if o_outcome is outcome and o_index + o_count == index and o_position + o_count == position:
+                self._open = (o_position, o_count + count, outcome, o_index)
+                return
+            self._watch_segment(*open_)
+        self._open = (position, count, outcome, index)
+
+    def _watch_segment(self, position: int, count: int, outcome: BatchOutcome, index: int) -> None:
+        self._segments.append((position, outcome, index))
+        self._starts.append(position)
+        with self._lock:
+            self._pending += 1
+        new_future(outcome, index).add_done_callback(lambda _f: self._segment_done(outcome, index, count))
+
+    def fail_from(self, position: int, exception: BaseException) -> None:
+        """Records at processing positions ``position..`` were never appended: they fail with ``exception``."""
+        self._flush_open()
+        failed = _OwnOutcome(threading.Condition(), None, exception)
+        failed.state = FINISHED
+        self._segments.append((position, failed, 0))
+        self._starts.append(position)
+
+    def seal(self) -> None:
+        """send_batch added every record."""
+        self._flush_open()
+        self._release(1)
+
+    def _flush_open(self) -> None:
+        if self._open is not None:
+            self._watch_segment(*self._open)
+            self._open = None
+
+    # --- completion ----------------------------------------------------------------------------------
+
+    def _segment_done(self, outcome: BatchOutcome, index: int, count: int) -> None:
+        if outcome.moved_to is None:
+            self._release(1)
+            return
+        # the batch was split: its records complete with the batches they went to
+        with self._lock:
+            self._pending += count
+        for i in range(index, index + count):
+            new_future(outcome, i).add_done_callback(lambda _f: self._release(1))
+        self._release(1)
+
+    def _release(self, n: int) -> None:
+        with self._lock:
+            self._pending -= n
+            done = self._pending == 0
+        if not done:
+            return
+        err = self._first_error()
+        if err is not None:
+            self.set_exception(err)
+        else:
+            self.set_result(self._batch_metadata)
+
+    def _first_error(self) -> BaseException | None:
+        """Per segment, not per record, unless a segment's records may have different outcomes."""
+        segments = self._segments
+        for k, (start, outcome, index) in enumerate(segments):
+            if outcome.moved_to is None and outcome.record_exceptions is None:
+                if outcome.exception is not None:
+                    return outcome.exception
+                continue
+            stop = segments[k + 1][0] if k + 1 < len(segments) else self.record_count
+            for i in range(index, index + stop - start):
+                err = new_future(outcome, i).exception(0)
+                if err is not None:
+                    return err
+        return None
+
+    # --- per record, on demand -----------------------------------------------------------------------
+
+    def record_future(self, i: int) -> Future[RecordMetadata]:
+        """Record ``i``'s future (as ``send`` would have returned it); built when asked."""
+        order = self._order
+        if order is None:
+            position = i
+        else:
+            inverse = self._inverse
+            if inverse is None:
+                inverse = [0] * len(order)
+                for p, original in enumerate(order):
+                    inverse[original] = p
+                self._inverse = inverse
+            position = inverse[i]
+        k = bisect.bisect_right(self._starts, position) - 1
+        start, outcome, index = self._segments[k]
+        if isinstance(outcome, _OwnOutcome):
+            f = FutureRecordMetadata()
+            f._outcome = outcome
+            return f
+        return new_future(outcome, index + position - start)
+
+    def metadata(self) -> BatchMetadata:
+        """Every record's outcome (read them once the future is done)."""
+        return self._batch_metadata

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from pykafka_client.protocol.records import _native
+
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
 _MASK32 = 0xFFFFFFFF
@@ -58,6 +60,11 @@ def to_positive(n: int) -> int:
 
 def partition_for_key(key_bytes: bytes, num_partitions: int) -> int:
     """The partition Java's default partitioner picks for a keyed record."""
+    kernel = _native.kernel
+    if kernel is not None:
+        h = kernel.murmur2(key_bytes)
+        if h is not None:
+            return to_positive(h) % num_partitions
     return to_positive(murmur2(key_bytes)) % num_partitions
 
 
@@ -104,6 +111,8 @@ class RoundRobinPartitioner:
 
 
 class _StickyInfo:
+    """The current sticky partition of a topic and the bytes produced to it since it was chosen."""
+
     __slots__ = ("partition", "produced_bytes")
 
     def __init__(self, partition: int) -> None:
@@ -214,3 +223,7 @@ class StaticClusterView:
     def available_partitions_for_topic(self, topic: str) -> Sequence[int]:
         down = self._unavailable.get(topic, set())
         return [p for p in range(self._partitions.get(topic, 0)) if p not in down]
+
+
+#: The type of ``BuiltInPartitioner``'s sticky state (for annotations elsewhere).
+StickyInfo = _StickyInfo

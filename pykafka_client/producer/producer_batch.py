@@ -263,6 +263,42 @@ class ProducerBatch:
             self.has_callbacks = True
         return future
 
+    @property
+    def outcome(self) -> BatchOutcome:
+        """The outcome the batch's record futures read (``new_future(batch.outcome, index)`` is record index's)."""
+        return self._outcome
+
+    def append_many(
+        self,
+        keys: list[Any] | None,
+        values: list[Any],
+        start: int,
+        stop: int,
+        timestamps: list[Any] | None,
+        timestamp: int,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        sticky: tuple[int, int, int] | None = None,
+    ) -> tuple[int, int, bool]:
+        """Append records ``start..stop`` of the lists (checked by ``batch_append.scan_records``) while they fit,
+        as many :meth:`try_append` calls would (same pending tuples and sizes; no futures are made: the caller
+        reads them from :attr:`outcome`). ``sticky`` is (produced bytes, switch bytes, sticky batch size) of the
+        topic's sticky partitioner when this is its partition: the appended bytes are added to the produced bytes
+        and appending stops after the record making a switch due. Returns (next index, produced bytes, switch due)."""
+        if self.closed:
+            return start, 0 if sticky is None else sticky[0], False
+        produced, switch_bytes, sticky_bytes = (0, 0, 0) if sticky is None else sticky
+        nxt, self._size, self._base_timestamp, self._max_timestamp, self.max_record_size, produced, due = _batch_append.append_pending(
+            self.pending, keys, values, start, stop, timestamps, timestamp, headers, callback, self._size, self._limit,
+            self._base_timestamp, self._max_timestamp, self.max_record_size, self.compression_ratio, produced,
+            switch_bytes, sticky_bytes,
+        )
+        if nxt > start:
+            self.last_append_ms = 0  # as the accumulator's fast path (try_append with now 0)
+            if callback is not None:
+                self.has_callbacks = True
+        return nxt, produced, due
+
     def _append_existing(self, rec: PendingRecord) -> bool:
         """Move a record (with its future) into this batch; used by :meth:`split_into`."""
         timestamp, key, value, headers, callback = rec
@@ -454,3 +490,7 @@ class ProducerBatch:
             f"ProducerBatch({self.topic_partition}, records={len(self.pending)}, bytes={self._size}, "
             f"attempts={self.attempts}, seq={self.base_sequence}, state={self.final_state})"
         )
+
+
+# At the end, as a module (read at call time): batch_append builds on this module's record sizes.
+import pykafka_client.producer.batch_append as _batch_append  # noqa: E402

@@ -33,9 +33,9 @@ from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.compression_ratio_estimator import CompressionRatioEstimator
-from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
 from pykafka_client.producer.incomplete_batches import IncompleteBatches
-from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView
+from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView, StickyInfo
 from pykafka_client.producer.producer_batch import (
     Callback,
     Header,
@@ -248,21 +248,10 @@ class RecordAccumulator:
         No ``appends in progress`` count is needed here: the record goes into a batch that is already
         incomplete, under its deque lock, and an abort closes a batch under that same lock before failing it.
         """
-        info = self._topics.get(topic)
-        if info is None:
+        found = self._open_queue(topic, partition)
+        if found is None:
             return None
-        partitioner = info.partitioner
-        if partition == UNKNOWN_PARTITION:
-            sticky = partitioner._sticky
-            if sticky is None:
-                return None
-            effective = sticky.partition
-        else:
-            sticky = None
-            effective = partition
-        q = info.queues.get(effective)
-        if q is None:
-            return None
+        partitioner, sticky, effective, q = found
         with q.lock:
             batches = q.batches
             if not batches or self._closed:
@@ -285,6 +274,70 @@ class RecordAccumulator:
                 if produced >= partitioner.switch_bytes or (last_full and produced >= partitioner.sticky_batch_size):
                     partitioner.update_partition_info(effective, 0, cluster, last_full)
         return future, last_full or len(batches) > 1
+
+    def _open_queue(self, topic: str, partition: int) -> tuple[BuiltInPartitioner, StickyInfo | None, int, _PartitionQueue] | None:
+        """The topic's partitioner, its sticky state (None for a requested partition), the partition and its
+        queue, when they all exist already; read without locks, checked again under the queue's lock."""
+        info = self._topics.get(topic)
+        if info is None:
+            return None
+        partitioner = info.partitioner
+        if partition == UNKNOWN_PARTITION:
+            sticky = partitioner._sticky
+            if sticky is None:
+                return None
+            effective = sticky.partition
+        else:
+            sticky = None
+            effective = partition
+        q = info.queues.get(effective)
+        if q is None:
+            return None
+        return partitioner, sticky, effective, q
+
+    def try_append_many(
+        self,
+        topic: str,
+        partition: int,
+        keys: list[Any] | None,
+        values: list[Any],
+        start: int,
+        stop: int,
+        timestamps: list[Any] | None,
+        timestamp: int,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        cluster: ClusterView,
+    ) -> tuple[int, BatchOutcome, int, bool] | None:
+        """:meth:`try_append_fast` for records ``start..stop`` of the lists (``KafkaProducer.send_batch``): as many
+        of them as the open last batch of ``partition`` (or of the topic's sticky partition) takes, in one
+        deque-lock round, stopping where the sticky partition switches. Returns (next index, the batch's outcome,
+        the index of the first appended record in it, wake the Sender), or None, having changed nothing, where
+        :meth:`append` must take record ``start``."""
+        found = self._open_queue(topic, partition)
+        if found is None:
+            return None
+        partitioner, sticky, effective, q = found
+        with q.lock:
+            batches = q.batches
+            if not batches or self._closed:
+                return None
+            if sticky is not None and partitioner._sticky is not sticky:
+                return None  # another thread switched the sticky partition
+            last = batches[-1]
+            first = last.record_count
+            if sticky is None:
+                nxt, _, _ = last.append_many(keys, values, start, stop, timestamps, timestamp, headers, callback)
+            else:
+                nxt, sticky.produced_bytes, due = last.append_many(
+                    keys, values, start, stop, timestamps, timestamp, headers, callback,
+                    (sticky.produced_bytes, partitioner.switch_bytes, partitioner.sticky_batch_size),
+                )
+                if due:
+                    partitioner.update_partition_info(effective, 0, cluster, last._size >= last._limit)
+            if nxt == start:
+                return None
+            return nxt, last.outcome, first, last._size >= last._limit or len(batches) > 1
 
     def _try_append(
         self,
