@@ -27,6 +27,7 @@ from typing import Any
 
 from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
 from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 
 NO_PRODUCER_ID = -1
@@ -229,6 +230,23 @@ class ProducerBatch:
         now_ms: int,
     ) -> FutureRecordMetadata | None:
         """Append a record if it fits; the record's future, or None when the batch is full or closed."""
+        kernel = _native.kernel
+        if kernel is not None:
+            out = kernel.batch_try_append(self, timestamp, key, value, headers, callback, now_ms)
+            if out is not NotImplemented:
+                return out  # type: ignore[no-any-return]
+        return self.try_append_reference(timestamp, key, value, headers, callback, now_ms)
+
+    def try_append_reference(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        now_ms: int,
+    ) -> FutureRecordMetadata | None:
+        """:meth:`try_append` in Python (the compiled one, ``_kernel.batch_try_append``, does the same)."""
         if self.closed:
             return None
         pending = self.pending
@@ -494,3 +512,7 @@ class ProducerBatch:
 
 # At the end, as a module (read at call time): batch_append builds on this module's record sizes.
 import pykafka_client.producer.batch_append as _batch_append  # noqa: E402
+
+_loaded_kernel = _native.loaded_kernel()
+if _loaded_kernel is not None:
+    _loaded_kernel.producer_setup(FutureRecordMetadata)

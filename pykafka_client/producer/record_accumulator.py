@@ -43,6 +43,7 @@ from pykafka_client.producer.producer_batch import (
     estimate_size_upper_bound,
     increment_sequence,
 )
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import Time
 
@@ -261,7 +262,13 @@ class RecordAccumulator:
             last = batches[-1]
             uncompressed = last.compression_ratio == 1.0
             before = last._size if uncompressed else last.estimated_size_in_bytes()
-            future = last.try_append(timestamp, key, value, headers, callback, 0)
+            kernel = _native.kernel  # ProducerBatch.try_append without its Python frame
+            future = (
+                kernel.batch_try_append(last, timestamp, key, value, headers, callback, 0) if kernel is not None
+                else NotImplemented
+            )
+            if future is NotImplemented:
+                future = last.try_append_reference(timestamp, key, value, headers, callback, 0)
             if future is None:
                 return None
             last_full = last._size >= last._limit

@@ -1058,6 +1058,154 @@ error:
     return NULL;
 }
 
+/* ---- producer: one record into a batch (ProducerBatch.try_append) ------------------------------------- */
+
+static PyTypeObject *future_type = NULL; /* FutureRecordMetadata, set by producer_setup() */
+enum { A_CLOSED, A_PENDING, A_BASE_TS, A_SIZE, A_LIMIT, A_MAX_TS, A_MAX_REC, A_OUTCOME, A_LAST_APPEND, A_HAS_CB,
+       A_F_OUTCOME, A_F_INDEX, A_COUNT };
+static const char *const attr_names[A_COUNT] = {
+    "closed", "pending", "_base_timestamp", "_size", "_limit", "_max_timestamp", "max_record_size", "_outcome",
+    "last_append_ms", "has_callbacks", "_outcome", "_index",
+};
+static PyObject *attr[A_COUNT];
+
+PyDoc_STRVAR(producer_setup_doc, "producer_setup(FutureRecordMetadata): the type batch_try_append makes futures of.");
+
+static PyObject *k_producer_setup(PyObject *self, PyObject *arg)
+{
+    if (!PyType_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "producer_setup expects the FutureRecordMetadata type");
+        return NULL;
+    }
+    for (int i = 0; i < A_COUNT; i++) {
+        if (attr[i] == NULL && (attr[i] = PyUnicode_InternFromString(attr_names[i])) == NULL)
+            return NULL;
+    }
+    Py_INCREF(arg);
+    Py_XSETREF(future_type, (PyTypeObject *)arg);
+    Py_RETURN_NONE;
+}
+
+/* An int attribute of the batch into *out; -1 with an exception, or 1 when it is not a plain int. */
+static int get_int(PyObject *obj, int a, int64_t *out)
+{
+    PyObject *v = PyObject_GetAttr(obj, attr[a]);
+    if (v == NULL)
+        return -1;
+    int overflow = 0;
+    long long x = PyLong_CheckExact(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
+    int bad = !PyLong_CheckExact(v) || overflow;
+    Py_DECREF(v);
+    if (bad)
+        return 1;
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int set_int(PyObject *obj, int a, int64_t x)
+{
+    PyObject *v = PyLong_FromLongLong(x);
+    if (v == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(obj, attr[a], v);
+    Py_DECREF(v);
+    return rc;
+}
+
+PyDoc_STRVAR(batch_try_append_doc,
+    "batch_try_append(batch, timestamp, key, value, headers, callback, now_ms) -> future | None | NotImplemented\n\n"
+    "ProducerBatch.try_append compiled: appends the record and returns its FutureRecordMetadata, None when the batch\n"
+    "is closed or has no room, NotImplemented (nothing changed) on input the Python method must handle.");
+
+static PyObject *k_batch_try_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7 || future_type == NULL)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *batch = args[0], *ts_obj = args[1], *key = args[2], *value = args[3], *headers = args[4],
+             *callback = args[5], *now_obj = args[6];
+    Py_ssize_t kn, vn, hs;
+    int overflow = 0;
+    if (!PyLong_CheckExact(ts_obj) || producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
+        !PyLong_CheckExact(now_obj) || (hs = headers_size(headers)) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    long long ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
+    if (overflow || ts < 0 || ts > ((int64_t)1 << 62)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *closed = PyObject_GetAttr(batch, attr[A_CLOSED]);
+    if (closed == NULL)
+        return NULL;
+    int is_closed = PyObject_IsTrue(closed);
+    Py_DECREF(closed);
+    if (is_closed < 0)
+        return NULL;
+    if (is_closed)
+        Py_RETURN_NONE;
+    int64_t base_ts = 0, size, limit, max_ts, max_rec;
+    int rc;
+    if ((rc = get_int(batch, A_SIZE, &size)) != 0 || (rc = get_int(batch, A_LIMIT, &limit)) != 0 ||
+        (rc = get_int(batch, A_MAX_TS, &max_ts)) != 0 || (rc = get_int(batch, A_MAX_REC, &max_rec)) != 0) {
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *pending = PyObject_GetAttr(batch, attr[A_PENDING]);
+    if (pending == NULL)
+        return NULL;
+    PyObject *result = NULL, *future = NULL, *outcome = NULL, *index = NULL;
+    if (!PyList_CheckExact(pending)) {
+        result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(pending);
+    if (count > 0) {
+        if ((rc = get_int(batch, A_BASE_TS, &base_ts)) != 0) {
+            result = rc < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+    } else {
+        base_ts = ts;
+    }
+    int64_t body = 1 + varint_size(ts - base_ts) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
+    int64_t rs = varint_size(body) + body;
+    if (count > 0 && size + rs > limit) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* everything that can fail comes before the first change to the batch */
+    outcome = PyObject_GetAttr(batch, attr[A_OUTCOME]);
+    if (outcome == NULL || (index = PyLong_FromSsize_t(count)) == NULL)
+        goto done;
+    future = future_type->tp_alloc(future_type, 0);
+    if (future == NULL || PyObject_SetAttr(future, attr[A_F_OUTCOME], outcome) < 0 ||
+        PyObject_SetAttr(future, attr[A_F_INDEX], index) < 0)
+        goto done;
+    PyObject *rec = PyTuple_Pack(5, ts_obj, key, value, headers, callback);
+    if (rec == NULL)
+        goto done;
+    if (callback == Py_None && !PyObject_GC_IsTracked(headers))
+        PyObject_GC_UnTrack(rec);
+    rc = PyList_Append(pending, rec);
+    Py_DECREF(rec);
+    if (rc < 0)
+        goto done;
+    if ((count == 0 && PyObject_SetAttr(batch, attr[A_BASE_TS], ts_obj) < 0) || set_int(batch, A_SIZE, size + rs) < 0 ||
+        (ts > max_ts && PyObject_SetAttr(batch, attr[A_MAX_TS], ts_obj) < 0) ||
+        (rs > max_rec && set_int(batch, A_MAX_REC, rs) < 0) || PyObject_SetAttr(batch, attr[A_LAST_APPEND], now_obj) < 0 ||
+        (callback != Py_None && PyObject_SetAttr(batch, attr[A_HAS_CB], Py_True) < 0))
+        goto done;
+    result = Py_NewRef(future);
+done:
+    Py_XDECREF(future);
+    Py_XDECREF(outcome);
+    Py_XDECREF(index);
+    Py_DECREF(pending);
+    return result;
+}
+
 /* ---- varint entry points -------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(read_varint_doc, "read_varint(buf, pos, max_bytes=10) -> (value, pos): varint.read_varint compiled.");
@@ -1124,6 +1272,8 @@ static PyMethodDef kernel_methods[] = {
     {"murmur2", k_murmur2, METH_O, murmur2_doc},
     {"key_partitions", k_key_partitions, METH_VARARGS, key_partitions_doc},
     {"append_pending", k_append_pending, METH_VARARGS, append_pending_doc},
+    {"producer_setup", k_producer_setup, METH_O, producer_setup_doc},
+    {"batch_try_append", (PyCFunction)(void (*)(void))k_batch_try_append, METH_FASTCALL, batch_try_append_doc},
     {NULL, NULL, 0, NULL},
 };
 

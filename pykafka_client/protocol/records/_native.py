@@ -91,6 +91,13 @@ class Kernel(Protocol):
     def read_varint(self, buf: Buffer, pos: int, max_bytes: int = 10, /) -> tuple[int, int]:
         """Reference: ``varint.read_varint`` (which it calls for every error)."""
 
+    def producer_setup(self, future_type: type, /) -> None: ...
+
+    def batch_try_append(
+        self, batch: object, timestamp: int, key: object, value: object, headers: object, callback: object, now_ms: int, /
+    ) -> Any:
+        """Reference: ``ProducerBatch.try_append`` (a future, None, or NotImplemented: run the reference)."""
+
     def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
         """Reference: ``producer.batch_append.scan_records_reference``."""
 
@@ -150,6 +157,11 @@ def _load() -> None:
     if _loaded is None:
         log.debug("record fast path: running on the pure-Python record code, %s", _why_not)
     use_native(_loaded is not None)
+
+
+def loaded_kernel() -> Kernel | None:
+    """The compiled module if it was loaded (whether or not it is switched on), for one-time setup calls."""
+    return _loaded
 
 
 def native_available() -> bool:

@@ -8,7 +8,6 @@ and completes them by hand. Both producers share a MockTime and a seeded partiti
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -267,14 +266,39 @@ def test_scan_records_reports_bad_items() -> None:
     assert batch_append.scan_records(None, [b"a"], [2**63]) == -2
 
 
-@pytest.fixture
-def futures_of_both() -> Iterator[None]:
-    yield
-
-
 def test_send_batch_future_type() -> None:
     p = _producer(MockTime(), 1, 1)
     try:
         assert isinstance(p.send_batch(TOPIC, [b"a"]), SendBatchFuture)
     finally:
         p.close(0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2**41), _bytes, _bytes, st.sampled_from([(), [("h", b"v")], [("k", None)]])),
+        min_size=5, max_size=40,
+    ),
+    st.sampled_from([150, 300, 1000, 5000]),
+    st.booleans(),
+)
+def test_compiled_try_append_equals_the_reference(
+    records: list[tuple[int, bytes | None, bytes | None, Any]], limit: int, with_callback: bool
+) -> None:
+    """``ProducerBatch.try_append`` (on the kernel when active) leaves the batch as ``try_append_reference``."""
+    def cb(m: RecordMetadata | None, e: BaseException | None) -> None:
+        return None
+
+    callback = cb if with_callback else None
+    tp = TopicPartition(TOPIC, 0)
+    compiled, reference = ProducerBatch(tp, limit, 0), ProducerBatch(tp, limit, 0)
+    for i, (ts, k, v, h) in enumerate(records):
+        a = compiled.try_append(ts, k, v, h, callback, i)
+        b = reference.try_append_reference(ts, k, v, h, callback, i)
+        assert (a is None) == (b is None)
+        if a is not None and b is not None:
+            assert a.batch_position()[1] == b.batch_position()[1]
+    state = ("pending", "_size", "_base_timestamp", "_max_timestamp", "max_record_size", "last_append_ms", "has_callbacks")
+    assert [getattr(compiled, s) for s in state] == [getattr(reference, s) for s in state]
+    assert compiled.records() == reference.records()
