@@ -126,6 +126,16 @@ _tuple_new = tuple.__new__
 _object_new = object.__new__
 
 
+def pending_columns_reference(
+    pending: list[PendingRecord], with_timestamps: bool
+) -> tuple[list[int] | None, list[int], list[int]]:
+    """Per record of a batch: its timestamp (None when not asked for), key size and value size (-1 for None)."""
+    timestamps = [rec[0] for rec in pending] if with_timestamps else None
+    key_sizes = [-1 if (k := rec[1]) is None else len(k) for rec in pending]
+    value_sizes = [-1 if (v := rec[2]) is None else len(v) for rec in pending]
+    return timestamps, key_sizes, value_sizes
+
+
 class ProducerBatch:
     """Records for one partition, sent together in one produce request."""
 
@@ -441,9 +451,9 @@ class ProducerBatch:
         outcome = self._outcome
         if exception is None:
             la = log_append_time != NO_TIMESTAMP
-            timestamps = None if la else [rec[0] for rec in pending]
-            key_sizes = [-1 if (k := rec[1]) is None else len(k) for rec in pending]
-            value_sizes = [-1 if (v := rec[2]) is None else len(v) for rec in pending]
+            kernel = _native.kernel
+            columns = kernel.pending_columns(pending, not la) if kernel is not None else None
+            timestamps, key_sizes, value_sizes = columns or pending_columns_reference(pending, not la)
             errs: list[BaseException] | None = None
         else:
             errs = [record_exceptions(i) for i in range(len(pending))] if record_exceptions is not None else None

@@ -1206,6 +1206,56 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(pending_columns_doc,
+    "pending_columns(pending, with_timestamps) -> (timestamps | None, key_sizes, value_sizes) | None\n\n"
+    "The per-record columns ProducerBatch._complete_records collects, compiled: each record's timestamp (when\n"
+    "asked) and key/value size (-1 for None). None when a record is not a (timestamp, key, value, ...) tuple of\n"
+    "bytes or None.");
+
+static PyObject *k_pending_columns(PyObject *self, PyObject *args)
+{
+    PyObject *pending;
+    int with_ts;
+    if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &pending, &with_ts))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(pending);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rec = PyList_GET_ITEM(pending, i);
+        const char *d;
+        Py_ssize_t kn, vn;
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 3 || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 ||
+            bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
+            Py_RETURN_NONE;
+    }
+    PyObject *ts = with_ts ? PyList_New(n) : Py_NewRef(Py_None);
+    PyObject *ks = PyList_New(n), *vs = PyList_New(n);
+    if (ts == NULL || ks == NULL || vs == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rec = PyList_GET_ITEM(pending, i);
+        const char *d;
+        Py_ssize_t kn = -1, vn = -1; /* checked above: both are None, bytes or bytearray */
+        bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn);
+        bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn);
+        PyObject *k = PyLong_FromSsize_t(kn), *v = PyLong_FromSsize_t(vn);
+        if (k == NULL || v == NULL) {
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            goto error;
+        }
+        PyList_SET_ITEM(ks, i, k);
+        PyList_SET_ITEM(vs, i, v);
+        if (with_ts)
+            PyList_SET_ITEM(ts, i, Py_NewRef(PyTuple_GET_ITEM(rec, 0)));
+    }
+    return Py_BuildValue("(NNN)", ts, ks, vs);
+error:
+    Py_XDECREF(ts);
+    Py_XDECREF(ks);
+    Py_XDECREF(vs);
+    return NULL;
+}
+
 /* ---- varint entry points -------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(read_varint_doc, "read_varint(buf, pos, max_bytes=10) -> (value, pos): varint.read_varint compiled.");
@@ -1273,6 +1323,7 @@ static PyMethodDef kernel_methods[] = {
     {"key_partitions", k_key_partitions, METH_VARARGS, key_partitions_doc},
     {"append_pending", k_append_pending, METH_VARARGS, append_pending_doc},
     {"producer_setup", k_producer_setup, METH_O, producer_setup_doc},
+    {"pending_columns", k_pending_columns, METH_VARARGS, pending_columns_doc},
     {"batch_try_append", (PyCFunction)(void (*)(void))k_batch_try_append, METH_FASTCALL, batch_try_append_doc},
     {NULL, NULL, 0, NULL},
 };

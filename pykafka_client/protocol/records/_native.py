@@ -93,6 +93,11 @@ class Kernel(Protocol):
 
     def producer_setup(self, future_type: type, /) -> None: ...
 
+    def pending_columns(
+        self, pending: list[Any], with_timestamps: bool, /
+    ) -> tuple[list[int] | None, list[int], list[int]] | None:
+        """Reference: ``producer_batch.pending_columns_reference``."""
+
     def batch_try_append(
         self, batch: object, timestamp: int, key: object, value: object, headers: object, callback: object, now_ms: int, /
     ) -> Any:

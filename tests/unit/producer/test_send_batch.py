@@ -19,7 +19,7 @@ from pykafka_client.errors import IllegalArgumentError, ProducerClosedError, Rec
 from pykafka_client.producer import batch_append
 from pykafka_client.producer.kafka_producer import SendBatchFuture
 from pykafka_client.producer.partitioner import murmur2, to_positive
-from pykafka_client.producer.producer_batch import ProducerBatch
+from pykafka_client.producer.producer_batch import ProducerBatch, pending_columns_reference
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.producer.sender import IoRunner
 from pykafka_client.protocol.records import _native
@@ -302,3 +302,15 @@ def test_compiled_try_append_equals_the_reference(
     state = ("pending", "_size", "_base_timestamp", "_max_timestamp", "max_record_size", "last_append_ms", "has_callbacks")
     assert [getattr(compiled, s) for s in state] == [getattr(reference, s) for s in state]
     assert compiled.records() == reference.records()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**41), _bytes, _bytes), max_size=30), st.booleans())
+def test_pending_columns_equal_the_reference(records: list[tuple[int, bytes | None, bytes | None]], with_ts: bool) -> None:
+    """The columns a completed batch keeps per record (timestamps, key and value sizes), kernel or reference."""
+    pending: list[Any] = [(ts, k, v, (), None) for ts, k, v in records]
+    kernel = _native.kernel
+    got = kernel.pending_columns(pending, with_ts) if kernel is not None else None
+    expected = pending_columns_reference(pending, with_ts)
+    assert got is None if kernel is None else got == expected
+    assert expected[1] == [-1 if k is None else len(k) for _, k, _ in records]
