@@ -38,6 +38,7 @@ def _batches(n: int) -> list[Any]:
             "value": pa.array([f"v{i}".encode() if i % 50 else None for i in rows], pa.binary()),
             "timestamp": pa.array([1_600_000_000_000_000 + i for i in rows], pa.timestamp("us")),
             "topic": pa.array(["ignored"] * len(rows)),
+            "partition": pa.array([i % 2 for i in rows], pa.int32()),
         }))
     return out
 
@@ -81,6 +82,7 @@ def test_batch_path_writes_what_the_row_path_writes(broker: MiniBroker) -> None:
         task.close()
     # a topic column instead of the option: the row path
     rows = [b.set_column(3, "topic", pa.array([by_row] * b.num_rows)) for b in _batches(n)]
+    _check_partitioned(broker)
     task = _task(broker, None, WriteColumns("value", key="key", timestamp="timestamp", topic="topic"))
     try:
         assert task.send_all(iter(rows)) == n
@@ -100,3 +102,36 @@ def test_fault_injection_stops_after_the_configured_record(broker: MiniBroker, t
     finally:
         task.close()
     assert len(_read(broker, topic, 1000)) == 1000
+
+
+def _check_partitioned(broker: MiniBroker) -> None:
+    """With a partition column: one send_batch per partition, rows in the partition and order the row path gives."""
+    n = 1500
+    by_batch, by_row = f"pb-{uuid.uuid4().hex[:8]}", f"pr-{uuid.uuid4().hex[:8]}"
+    columns = WriteColumns("value", key="key", timestamp="timestamp", partition="partition")
+    task = _task(broker, by_batch, columns)
+    try:
+        assert task.send_all(iter(_batches(n))) == n
+    finally:
+        task.close()
+    rows = [b.set_column(3, "topic", pa.array([by_row] * b.num_rows)) for b in _batches(n)]
+    task = _task(broker, None, WriteColumns("value", key="key", timestamp="timestamp", partition="partition", topic="topic"))
+    try:
+        assert task.send_all(iter(rows)) == n
+    finally:
+        task.close()
+    assert _read_exact(broker, by_batch, n) == _read_exact(broker, by_row, n)
+
+
+def _read_exact(broker: MiniBroker, topic: str, n: int) -> list[tuple[int, int, bytes | None, bytes | None, int]]:
+    c = KafkaConsumer({"bootstrap.servers": broker.bootstrap_servers, "auto.offset.reset": "earliest"})
+    try:
+        c.assign([TopicPartition(topic, p) for p in range(2)])
+        got: list[tuple[int, int, bytes | None, bytes | None, int]] = []
+        for _ in range(100):
+            got.extend((r.partition, r.offset, r.key, r.value, r.timestamp) for r in c.poll(0.2))
+            if len(got) >= n:
+                break
+        return sorted(got, key=lambda r: (r[0], r[1]))
+    finally:
+        c.close()
