@@ -249,10 +249,22 @@ class RecordAccumulator:
         No ``appends in progress`` count is needed here: the record goes into a batch that is already
         incomplete, under its deque lock, and an abort closes a batch under that same lock before failing it.
         """
-        found = self._open_queue(topic, partition)
-        if found is None:
+        # _open_queue inlined: this runs once per send
+        info = self._topics.get(topic)
+        if info is None:
             return None
-        partitioner, sticky, effective, q = found
+        partitioner = info.partitioner
+        if partition == UNKNOWN_PARTITION:
+            sticky = partitioner._sticky
+            if sticky is None:
+                return None
+            effective = sticky.partition
+        else:
+            sticky = None
+            effective = partition
+        q = info.queues.get(effective)
+        if q is None:
+            return None
         with q.lock:
             batches = q.batches
             if not batches or self._closed:
