@@ -349,7 +349,8 @@ class KafkaProducer:
         (blocking up to ``max.block.ms`` per new batch), idempotence and transactions as ``send``. Misuse
         raises before any record is appended, as ``send`` raises (closed producer, bad partition or timestamp,
         serialization failure, a record larger than ``max.request.size``); a record that cannot get buffer
-        memory in time fails with the rest of the call's records not yet appended (their future's error)."""
+        memory in time fails with the rest of the call's records not yet appended (their future's error); a topic
+        or partition missing from the metadata after ``max.block.ms`` fails them all (KafkaTimeoutError)."""
         self._check_can_send(topic, partition)
         value_list = _as_list(values, "values")
         n = len(value_list)
@@ -362,7 +363,16 @@ class KafkaProducer:
         metadata = self.metadata
         count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
         if count is None or (partition is not None and partition >= count):
-            self._wait_on_metadata(topic, partition, self._max_block_ms)
+            try:
+                self._wait_on_metadata(topic, partition, self._max_block_ms)
+            except (BrokerResponseError, KafkaTimeoutError) as e:  # as send(): the records fail, nothing raises
+                failed = SendBatchFuture(n, None)
+                failed.fail_from(0, e)
+                if on_delivery is not None:
+                    for _ in range(n):
+                        on_delivery(None, e)
+                failed.seal()
+                return failed
             count = metadata.partition_count_for_topic(topic) or 1
         longest = batch_append.scan_records(key_list, value_list, ts_list)
         if longest == -2:

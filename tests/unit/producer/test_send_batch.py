@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykafka_client import KafkaProducer
-from pykafka_client.errors import IllegalArgumentError, ProducerClosedError, RecordTooLargeError
+from pykafka_client.errors import IllegalArgumentError, KafkaTimeoutError, ProducerClosedError, RecordTooLargeError
 from pykafka_client.producer import batch_append
 from pykafka_client.producer.kafka_producer import SendBatchFuture
 from pykafka_client.producer.partitioner import murmur2, to_positive
@@ -314,3 +314,17 @@ def test_pending_columns_equal_the_reference(records: list[tuple[int, bytes | No
     expected = pending_columns_reference(pending, with_ts)
     assert got is None if kernel is None else got == expected
     assert expected[1] == [-1 if k is None else len(k) for _, k, _ in records]
+
+
+def test_a_partition_missing_from_the_metadata_fails_every_record_as_send_does() -> None:
+    p = _producer(MockTime(auto_tick_ms=5), 1, 1, **{"max.block.ms": 20})
+    seen: list[BaseException | None] = []
+    try:
+        single = p.send(TOPIC, b"a", partition=5)
+        f = p.send_batch(TOPIC, [b"a", b"b"], partition=5, on_delivery=lambda m, e: seen.append(e))
+        assert f.done() and single.done()
+        assert type(f.exception(0)) is type(single.exception(0)) is KafkaTimeoutError
+        assert [type(e) for e in seen] == [KafkaTimeoutError, KafkaTimeoutError]
+        assert f.metadata().exception(1) is f.exception(0)
+    finally:
+        p.close(0)
