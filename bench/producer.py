@@ -310,6 +310,7 @@ def main() -> None:
             print(f"{args.records} records x {args.value_size} B, linger.ms=5, mini_broker in its own process")
             print(f"{'config':<18}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
                   "  CPU us/record: process, and (send thread, I/O thread)")
+            rates: dict[tuple[int, str], dict[str, float]] = {}
             for partitions, acks in configs:
                 ours: float | None = None
                 for client in clients:
@@ -327,15 +328,33 @@ def main() -> None:
                         print(out.stderr)
                     res: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
                     rate = args.records / res["elapsed"]
+                    rates.setdefault((partitions, acks), {})[client] = rate
                     if client == "pykafka_client":
                         ours = rate
                     ratio = f"{rate / ours:.2f}x" if ours else "-"
                     print(f"{partitions}p acks={acks:<9}{client:<17}{rate:>10.0f}"
                           f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}{_cpu_text(res, args.records)}",
                           flush=True)
+            _print_peer_ratios(rates)
         finally:
             broker.terminate()
             broker.wait(30)
+
+
+def _print_peer_ratios(rates: dict[tuple[int, str], dict[str, float]]) -> None:
+    """Each of our rows as a ratio to aiokafka and to confluent-kafka (the issue's aims), per config."""
+    peers = ("aiokafka", "confluent-kafka")
+    lines = []
+    for (partitions, acks), by_client in rates.items():
+        for client, rate in by_client.items():
+            if client in peers or client == "kafka-python":
+                continue
+            ratios = [f"{rate / by_client[p]:.2f}x {p}" for p in peers if by_client.get(p)]
+            if ratios:
+                lines.append(f"{partitions}p acks={acks:<9}{client:<17}" + ", ".join(ratios))
+    if lines:
+        print("ratios to the peers:")
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":
