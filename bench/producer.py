@@ -351,7 +351,7 @@ def _print_peer_ratios(rates: dict[tuple[int, str], dict[str, float]]) -> None:
                 continue
             ratios = [f"{rate / by_client[p]:.2f}x {p}" for p in peers if by_client.get(p)]
             if ratios:
-                lines.append(f"{partitions}p acks={acks:<9}{client:<17}" + ", ".join(ratios))
+                lines.append(f"{partitions}p acks={acks:<9}{client:<19}" + ", ".join(ratios))
     if lines:
         print("ratios to the peers:")
         print("\n".join(lines))
