@@ -30,11 +30,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 #: "ours-python" is pykafka_client with PYKAFKA_NO_NATIVE=1: the pure-Python record code, not the compiled kernel.
-CLIENTS = ["pykafka_client", "ours-python", "kafka-python", "aiokafka", "confluent-kafka"]
+#: "ours-batch" is KafkaProducer.send_batch (BATCH_CALL_RECORDS records per call); "ours-batch-python" the same
+#: with PYKAFKA_NO_NATIVE=1.
+CLIENTS = ["pykafka_client", "ours-batch", "ours-batch-python", "ours-python", "kafka-python", "aiokafka", "confluent-kafka"]
 FALLBACK_ENV = {**os.environ, "PYKAFKA_NO_NATIVE": "1"}
 CLIENT_MODULES = {
     "pykafka_client": "pykafka_client.producer.kafka_producer",
     "ours-python": "pykafka_client.producer.kafka_producer",
+    "ours-batch": "pykafka_client.producer.kafka_producer",
+    "ours-batch-python": "pykafka_client.producer.kafka_producer",
     "kafka-python": "kafka",
     "aiokafka": "aiokafka",
     "confluent-kafka": "confluent_kafka",
@@ -46,6 +50,31 @@ CPU: dict[str, float] = {}
 
 
 def run_ours(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    def send_all(p: Any) -> None:
+        send = p.send
+        for _ in range(n):
+            send(topic, value)
+
+    return _run_ours(bootstrap, topic, acks, value, send_all)
+
+
+#: records per send_batch call in the "ours-batch" rows (an Arrow batch of the Spark sink is about this size)
+BATCH_CALL_RECORDS = 10_000
+
+
+def run_ours_batch(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    """Our producer's send_batch: the same records, BATCH_CALL_RECORDS per call (a list of values)."""
+    values = [value] * BATCH_CALL_RECORDS
+
+    def send_all(p: Any) -> None:
+        send_batch = p.send_batch
+        for start in range(0, n, BATCH_CALL_RECORDS):
+            send_batch(topic, values if n - start >= BATCH_CALL_RECORDS else values[: n - start])
+
+    return _run_ours(bootstrap, topic, acks, value, send_all)
+
+
+def _run_ours(bootstrap: str, topic: str, acks: str, value: bytes, send_all: Any) -> float:
     from pykafka_client import KafkaProducer
 
     p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
@@ -53,9 +82,7 @@ def run_ours(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> flo
     io_start = _thread_cpu(p._io_thread)
     start = time.perf_counter()
     cpu0 = time.thread_time()
-    send = p.send
-    for _ in range(n):
-        send(topic, value)
+    send_all(p)
     CPU["send"] = time.thread_time() - cpu0
     p.flush()
     elapsed = time.perf_counter() - start
@@ -175,6 +202,8 @@ def run_micro(n: int, value: bytes, rounds: int = 3) -> None:
 RUNNERS = {
     "pykafka_client": run_ours,
     "ours-python": run_ours,
+    "ours-batch": run_ours_batch,
+    "ours-batch-python": run_ours_batch,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent-kafka": run_confluent,
@@ -281,6 +310,7 @@ def main() -> None:
             print(f"{args.records} records x {args.value_size} B, linger.ms=5, mini_broker in its own process")
             print(f"{'config':<18}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
                   "  CPU us/record: process, and (send thread, I/O thread)")
+            rates: dict[tuple[int, str], dict[str, float]] = {}
             for partitions, acks in configs:
                 ours: float | None = None
                 for client in clients:
@@ -289,7 +319,7 @@ def main() -> None:
                     cmd = [sys.executable, __file__, "--child", "--client", client, "--bootstrap", bootstrap,
                            "--topic", topic, "--acks", acks, "--records", str(args.records),
                            "--value-size", str(args.value_size)] + (["--profile"] if args.profile else [])
-                    env = FALLBACK_ENV if client == "ours-python" else None
+                    env = FALLBACK_ENV if client in ("ours-python", "ours-batch-python") else None
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
                     if out.returncode != 0:
                         print(f"{client}: failed: {out.stderr.strip().splitlines()[-1:]}")
@@ -298,15 +328,33 @@ def main() -> None:
                         print(out.stderr)
                     res: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
                     rate = args.records / res["elapsed"]
+                    rates.setdefault((partitions, acks), {})[client] = rate
                     if client == "pykafka_client":
                         ours = rate
                     ratio = f"{rate / ours:.2f}x" if ours else "-"
                     print(f"{partitions}p acks={acks:<9}{client:<17}{rate:>10.0f}"
                           f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}{_cpu_text(res, args.records)}",
                           flush=True)
+            _print_peer_ratios(rates)
         finally:
             broker.terminate()
             broker.wait(30)
+
+
+def _print_peer_ratios(rates: dict[tuple[int, str], dict[str, float]]) -> None:
+    """Each of our rows as a ratio to aiokafka and to confluent-kafka (the issue's aims), per config."""
+    peers = ("aiokafka", "confluent-kafka")
+    lines = []
+    for (partitions, acks), by_client in rates.items():
+        for client, rate in by_client.items():
+            if client in peers or client == "kafka-python":
+                continue
+            ratios = [f"{rate / by_client[p]:.2f}x {p}" for p in peers if by_client.get(p)]
+            if ratios:
+                lines.append(f"{partitions}p acks={acks:<9}{client:<19}" + ", ".join(ratios))
+    if lines:
+        print("ratios to the peers:")
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ def _bytes_column(column: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
     return out
 
 
-def _timestamp_ms_column(column: pa.Array | pa.ChunkedArray) -> list[int | None]:
+def timestamp_ms_column(column: pa.Array | pa.ChunkedArray) -> list[int | None]:
     unit = getattr(column.type, "unit", "us")
     divisor = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
     raw: list[int | None] = column.cast(pa.int64()).to_pylist()
@@ -58,5 +58,5 @@ def records(batch: pa.RecordBatch, columns: WriteColumns, topic_option: str | No
         topics = topic_column.to_pylist()
     headers = _headers_column(batch.column(columns.headers)) if columns.headers else none
     partitions: list[Any] = batch.column(columns.partition).to_pylist() if columns.partition else none
-    timestamps = _timestamp_ms_column(batch.column(columns.timestamp)) if columns.timestamp else none
+    timestamps = timestamp_ms_column(batch.column(columns.timestamp)) if columns.timestamp else none
     return zip(topics, keys, values, headers, partitions, timestamps, strict=True)

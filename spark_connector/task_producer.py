@@ -9,12 +9,14 @@ import logging
 import os
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pykafka_client import KafkaProducer
-from spark_connector.arrow_records import records
+from spark_connector.arrow_records import records, timestamp_ms_column
 from spark_connector.write_options import WriteOptions
 from spark_connector.write_schema import WriteColumns
 
@@ -66,13 +68,31 @@ class TaskProducer:
             ) from self._error
 
     def send_all(self, batches: Iterator[pa.RecordBatch]) -> int:
-        """Send every row; raises the first delivery error; returns the number of records sent."""
+        """Send every row; raises the first delivery error; returns the number of records sent.
+
+        With one topic for all rows (the ``topic`` option) and no headers column, each Arrow batch goes to
+        ``KafkaProducer.send_batch`` (its columns straight into record batches): whole, or with a partition
+        column one call per partition (rows of a partition keep their order; a null partition sends the batch
+        row by row); otherwise row by row through ``send``."""
         send = self.producer.send
         on_delivery = self._on_delivery
         topic_option = self.options.topic
         fail_after = self._fault_threshold()
+        columns = self.columns
+        whole = topic_option is not None and columns.headers is None
         for batch in batches:
-            for topic, key, value, headers, partition, timestamp in records(batch, self.columns, topic_option):
+            if whole and topic_option is not None and (
+                columns.partition is None or batch.column(columns.partition).null_count == 0
+            ):
+                if fail_after is not None and self.records + batch.num_rows >= fail_after:
+                    batch = batch.slice(0, fail_after - self.records)
+                self._send_batch(topic_option, batch)
+                if fail_after is not None and self.records >= fail_after:
+                    self.flush()
+                    raise InjectedWriteFault(f"injected fault after {self.records} records (testing.failAfterRecords)")
+                self._raise_if_failed()
+                continue
+            for topic, key, value, headers, partition, timestamp in records(batch, columns, topic_option):
                 send(topic, value, key, partition, timestamp, headers, on_delivery)
                 self.records += 1
                 if fail_after is not None and self.records >= fail_after:
@@ -81,6 +101,29 @@ class TaskProducer:
             self._raise_if_failed()
         self.flush()
         return self.records
+
+    def _send_batch(self, topic: str, batch: pa.RecordBatch) -> None:
+        columns = self.columns
+        if columns.partition is None:
+            parts: list[tuple[int | None, pa.RecordBatch]] = [(None, batch)]
+        else:
+            column = batch.column(columns.partition)
+            parts = [(int(p), batch.filter(pc.equal(column, p))) for p in pc.unique(column).to_pylist()]
+        for partition, rows in parts:
+            future = self.producer.send_batch(
+                topic,
+                rows.column(columns.value),
+                rows.column(columns.key) if columns.key else None,
+                partition=partition,
+                timestamps=timestamp_ms_column(rows.column(columns.timestamp)) if columns.timestamp else None,
+            )
+            future.add_done_callback(self._on_batch_done)
+        self.records += batch.num_rows
+
+    def _on_batch_done(self, future: Future[Any]) -> None:
+        exc = future.exception()
+        if exc is not None:
+            self._on_delivery(None, exc)
 
     def flush(self) -> None:
         self.producer.flush(FLUSH_TIMEOUT_S)

@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequenc
 from concurrent.futures import Future
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 
@@ -47,9 +47,10 @@ from pykafka_client.consumer.structs import ConsumerGroupMetadata
 from pykafka_client.errors import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
 from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.network.cluster import PartitionInfo
-from pykafka_client.producer.kafka_producer import KafkaProducer
-from pykafka_client.producer.producer_batch import Callback
+from pykafka_client.producer import batch_append
+from pykafka_client.producer.kafka_producer import BatchMetadata, KafkaProducer, SendBatchFuture
 from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.producer.record_size import Callback
 from pykafka_client.producer.sender import IoRunner, Sender
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
@@ -136,6 +137,42 @@ def _rough_size(data: object) -> int:
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         return len(data)
     return 0
+
+
+def _rough_batch_size(values: Any, keys: Any) -> int:
+    """An upper bound of the buffer memory the records of a send_batch need, or a huge number if unknown."""
+    total = 0
+    for column in (values, keys):
+        if column is None:
+            continue
+        if type(column).__module__.startswith("pyarrow"):  # a pyarrow array
+            total += int(column.nbytes) + 100 * len(column)
+        elif isinstance(column, list) and (longest := batch_append.scan_records(None, column, None)) >= 0:
+            total += (longest + 100) * len(column)
+        else:
+            return 1 << 62
+    return total
+
+
+class BatchDeliveryFuture:
+    """The outcome of an async ``send_batch``: ``await`` it for the :class:`BatchMetadata` of every record (it
+    raises the first record's error if one failed; :attr:`future`'s ``metadata()`` still has them all)."""
+
+    __slots__ = ("_delivery", "future")
+
+    def __init__(self, future: SendBatchFuture, wakers: WakerCache) -> None:
+        self.future = future
+        self._delivery = DeliveryFuture(cast("Future[Any]", future), wakers)
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def __await__(self) -> Generator[Any, None, BatchMetadata]:
+        return self._wait().__await__()
+
+    async def _wait(self) -> BatchMetadata:
+        await self._delivery
+        return self.future.result()
 
 
 class _DriverFactory:
@@ -282,6 +319,44 @@ class AsyncKafkaProducer:
         if on_delivery is not None:
             on_delivery(None, exc)
         return _failed(exc, self._wakers)
+
+    async def send_batch(
+        self,
+        topic: str,
+        values: Sequence[Any] | Any,
+        keys: Sequence[Any] | Any | None = None,
+        *,
+        partition: int | None = None,
+        headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
+        timestamps: Sequence[int | None] | Any | None = None,
+        on_delivery: Callback | None = None,
+    ) -> BatchDeliveryFuture:
+        """:meth:`KafkaProducer.send_batch`: enqueue many records of one topic; ``await`` the returned future for
+        their :class:`BatchMetadata`. Appends in the event loop when the topic's metadata is known and
+        ``buffer.memory`` has room for all of them (the common case: no wait); otherwise on a worker thread,
+        which waits for both within ``max.block.ms`` while the loop keeps sending. Misuse raises here. Once
+        the worker started, cancelling waits for it to finish appending (the records are then sent)."""
+        producer = self._producer
+        if producer.closed:
+            raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        self._start_driver()
+
+        def send_batch() -> SendBatchFuture:
+            return producer.send_batch(
+                topic, values, keys, partition=partition, headers=headers, timestamps=timestamps, on_delivery=on_delivery
+            )
+
+        count = producer.metadata.partition_count_for_topic(topic) if isinstance(topic, str) and topic else 0
+        pool = producer.accumulator.free
+        if (
+            count is not None
+            and (partition is None or not isinstance(partition, int) or partition < count)
+            and pool.can_allocate_now(self._batch_size + _rough_batch_size(values, keys))
+        ):
+            future = send_batch()
+        else:
+            future = await anyio.to_thread.run_sync(send_batch)
+        return BatchDeliveryFuture(future, self._wakers)
 
     async def send_and_wait(
         self,

@@ -18,8 +18,10 @@ without the lock never sees half of a move.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures._base import FINISHED, PENDING
 from typing import Any
@@ -137,35 +139,39 @@ class FutureRecordMetadata(Future[RecordMetadata]):
     record); a future is two set slots (its batch's outcome and its index), made by :func:`new_future` without a
     Python-level constructor; the waiter / callback list slots are set on first use (:meth:`_watch`)."""
 
-    __slots__ = ("_callbacks_list", "_index", "_outcome", "_waiters_list")
+    __slots__ = ("_callbacks_list", "_waiters_list", "index", "outcome")
 
-    _outcome: BatchOutcome
-    _index: int
+    outcome: BatchOutcome
+    index: int
 
     _waiters_list: list[Any]
     _callbacks_list: list[Any]
 
     def __init__(self, condition: threading.Condition | None = None) -> None:
         # Deliberately not calling Future.__init__: a standalone future (see _failed_future) has its own outcome.
-        self._outcome = BatchOutcome(condition if condition is not None else threading.Condition(), "", -1)
-        self._index = 0
+        self.outcome = BatchOutcome(condition if condition is not None else threading.Condition(), "", -1)
+        self.index = 0
 
     # --- the attributes concurrent.futures reads, from the shared outcome -------------------------------
 
     @property
     def _condition(self) -> threading.Condition:  # type: ignore[override]
-        return self._outcome.condition
+        return self.outcome.condition
+
+    def batch_position(self) -> tuple[BatchOutcome, int]:
+        """This record's batch outcome and its index there (following splits)."""
+        return self._where()
 
     def _where(self) -> tuple[BatchOutcome, int]:
         """This record's outcome and index, following splits."""
-        o, i = self._outcome, self._index
+        o, i = self.outcome, self.index
         while o.moved_to is not None:
             o, i = o.moved_to[i]
         return o, i
 
     @property
     def _state(self) -> str:  # type: ignore[override]
-        o = self._outcome
+        o = self.outcome
         return o.state if o.moved_to is None else self._where()[0].state
 
     @property
@@ -222,7 +228,7 @@ class FutureRecordMetadata(Future[RecordMetadata]):
     def _wait(self, timeout: float | None) -> None:
         if self._state == FINISHED:
             return
-        cond = self._outcome.condition
+        cond = self.outcome.condition
         deadline = None if timeout is None else time.monotonic() + timeout
         with cond:
             while self._state != FINISHED:
@@ -245,12 +251,12 @@ class FutureRecordMetadata(Future[RecordMetadata]):
     def _complete(self, metadata: RecordMetadata | None, exception: BaseException | None) -> bool:
         """Complete this future alone (it leaves its batch's outcome for one of its own); False if it was already
         done. Runs its done-callbacks in this thread."""
-        cond = self._outcome.condition
+        cond = self.outcome.condition
         with cond:
             if self._state == FINISHED:
                 return False
             own = _OwnOutcome(cond, metadata, exception)
-            self._outcome = own  # its index no longer matters: an _OwnOutcome has one result
+            self.outcome = own  # its index no longer matters: an _OwnOutcome has one result
             if _is_watched(self):
                 own.watched.append(self)
             with_callbacks = own._finish()
@@ -287,6 +293,169 @@ _object_new = object.__new__
 def new_future(outcome: BatchOutcome, index: int) -> FutureRecordMetadata:
     """Record ``index``'s future of the batch whose outcome is ``outcome`` (no Python-level ``__init__``)."""
     f: FutureRecordMetadata = _object_new(FutureRecordMetadata)
-    f._outcome = outcome
-    f._index = index
+    f.outcome = outcome
+    f.index = index
     return f
+
+
+class BatchMetadata:
+    """The outcome of every record of one ``send_batch`` call, in the order given: ``len()``, ``[i]`` (record i's
+    :class:`RecordMetadata`, raising its error if it failed), :meth:`exception` and iteration. Each
+    RecordMetadata is built when read."""
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: SendBatchFuture) -> None:
+        self._future = future
+
+    def __len__(self) -> int:
+        return self._future.record_count
+
+    def _record_future(self, i: int) -> Future[RecordMetadata]:
+        n = self._future.record_count
+        if not -n <= i < n:
+            raise IndexError(f"record {i} of a batch of {n}")
+        return self._future.record_future(i % n)
+
+    def __getitem__(self, i: int) -> RecordMetadata:
+        return self._record_future(i).result(0)
+
+    def exception(self, i: int) -> BaseException | None:
+        """Record ``i``'s error, None if it was delivered."""
+        return self._record_future(i).exception(0)
+
+    def __iter__(self) -> Iterator[RecordMetadata]:
+        for i in range(len(self)):
+            yield self[i]
+
+
+class SendBatchFuture(Future[BatchMetadata]):
+    """The future of a ``send_batch`` call: done once every record of it is (delivered or failed); its result is a
+    :class:`BatchMetadata`, or it raises the error of the first record that failed (:meth:`metadata` still gives
+    every record's outcome then).
+
+    It watches one record per producer batch the records went into (the batch completes them all together), not
+    every record; only a batch split on MESSAGE_TOO_LARGE, whose records may complete apart, makes it watch each
+    record of that batch."""
+
+    def __init__(self, record_count: int, order: list[int] | None) -> None:
+        super().__init__()
+        self.record_count = record_count
+        #: processing position -> position given (None: the same)
+        self._order = order
+        self._inverse: list[int] | None = None
+        #: (first processing position, outcome, index of that record in it), in processing order
+        self._segments: list[tuple[int, BatchOutcome, int]] = []
+        self._starts: list[int] = []
+        self._lock = threading.Lock()
+        self._pending = 1  # held by send_batch until it added every record (seal)
+        #: the last segment, still growing: (position, count, outcome, index)
+        self._open: tuple[int, int, BatchOutcome, int] | None = None
+        self._batch_metadata = BatchMetadata(self)
+
+    # --- filled by send_batch ------------------------------------------------------------------------
+
+    def add_segment(self, position: int, count: int, outcome: BatchOutcome, index: int) -> None:
+        """Records at processing positions ``position..position+count`` are records ``index..`` of ``outcome``.
+        The batch's outcome is watched once all its records of this call were added (at the next segment
+        of another batch, or at :meth:`seal`)."""
+        open_ = self._open
+        if open_ is not None:
+            o_position, o_count, o_outcome, o_index = open_
+            if o_outcome is outcome and o_index + o_count == index and o_position + o_count == position:
+                self._open = (o_position, o_count + count, outcome, o_index)
+                return
+            self._watch_segment(*open_)
+        self._open = (position, count, outcome, index)
+
+    def _watch_segment(self, position: int, count: int, outcome: BatchOutcome, index: int) -> None:
+        self._segments.append((position, outcome, index))
+        self._starts.append(position)
+        with self._lock:
+            self._pending += 1
+        new_future(outcome, index).add_done_callback(lambda _f: self._segment_done(outcome, index, count))
+
+    def fail_from(self, position: int, exception: BaseException) -> None:
+        """Records at processing positions ``position..`` were never appended: they fail with ``exception``."""
+        self._flush_open()
+        failed = _OwnOutcome(threading.Condition(), None, exception)
+        failed.state = FINISHED
+        self._segments.append((position, failed, 0))
+        self._starts.append(position)
+
+    def seal(self) -> None:
+        """send_batch added every record."""
+        self._flush_open()
+        self._release(1)
+
+    def _flush_open(self) -> None:
+        if self._open is not None:
+            self._watch_segment(*self._open)
+            self._open = None
+
+    # --- completion ----------------------------------------------------------------------------------
+
+    def _segment_done(self, outcome: BatchOutcome, index: int, count: int) -> None:
+        if outcome.moved_to is None:
+            self._release(1)
+            return
+        # the batch was split: its records complete with the batches they went to
+        with self._lock:
+            self._pending += count
+        for i in range(index, index + count):
+            new_future(outcome, i).add_done_callback(lambda _f: self._release(1))
+        self._release(1)
+
+    def _release(self, n: int) -> None:
+        with self._lock:
+            self._pending -= n
+            done = self._pending == 0
+        if not done:
+            return
+        err = self._first_error()
+        if err is not None:
+            self.set_exception(err)
+        else:
+            self.set_result(self._batch_metadata)
+
+    def _first_error(self) -> BaseException | None:
+        """Per segment, not per record, unless a segment's records may have different outcomes."""
+        segments = self._segments
+        for k, (start, outcome, index) in enumerate(segments):
+            if outcome.moved_to is None and outcome.record_exceptions is None:
+                if outcome.exception is not None:
+                    return outcome.exception
+                continue
+            stop = segments[k + 1][0] if k + 1 < len(segments) else self.record_count
+            for i in range(index, index + stop - start):
+                err = new_future(outcome, i).exception(0)
+                if err is not None:
+                    return err
+        return None
+
+    # --- per record, on demand -----------------------------------------------------------------------
+
+    def record_future(self, i: int) -> Future[RecordMetadata]:
+        """Record ``i``'s future (as ``send`` would have returned it); built when asked."""
+        order = self._order
+        if order is None:
+            position = i
+        else:
+            inverse = self._inverse
+            if inverse is None:
+                inverse = [0] * len(order)
+                for p, original in enumerate(order):
+                    inverse[original] = p
+                self._inverse = inverse
+            position = inverse[i]
+        k = bisect.bisect_right(self._starts, position) - 1
+        start, outcome, index = self._segments[k]
+        if isinstance(outcome, _OwnOutcome):
+            f = FutureRecordMetadata()
+            f.outcome = outcome
+            return f
+        return new_future(outcome, index + position - start)
+
+    def metadata(self) -> BatchMetadata:
+        """Every record's outcome (read them once the future is done)."""
+        return self._batch_metadata

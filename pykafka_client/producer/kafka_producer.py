@@ -59,16 +59,17 @@ from pykafka_client.errors import (
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.network.cluster import PartitionInfo
+from pykafka_client.producer import batch_append
 from pykafka_client.producer.batch_encoder import compression_type_for
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.config import ProducerConfig
-from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.future_record_metadata import BatchMetadata, FutureRecordMetadata, SendBatchFuture
 from pykafka_client.producer.metadata_wait import topic_not_present_message
 from pykafka_client.producer.partitioner import Partitioner, RoundRobinPartitioner, partition_for_key
-from pykafka_client.producer.producer_batch import Callback, Header, estimate_size_upper_bound
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.producer.record_size import Callback, Header, estimate_size_upper_bound
 from pykafka_client.producer.sender import IoRunner, IoRunnerFactory, Sender
 from pykafka_client.producer.transaction_manager import GroupMetadata, TransactionManager
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
@@ -275,19 +276,8 @@ class KafkaProducer:
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         tm = self.transaction_manager
-        if tm is not None:
-            if self.transactional_id is not None:
-                tm.fail_if_not_ready_for_send()
-            elif tm.has_fatal_error():
-                raise tm.fail_pending()
-        if not isinstance(topic, str):
-            raise TypeError(f"send() expects the topic name as a str, got {type(topic).__name__} {topic!r}")
-        if not topic:
-            raise IllegalArgumentError("Invalid topic '': a topic name must not be empty")
-        if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool)):
-            raise TypeError(f"send() expects partition as an int or None, got {type(partition).__name__} {partition!r}")
-        if partition is not None and partition < 0:
-            raise IllegalArgumentError(f"Invalid partition given with record: {partition}")
+        if tm is not None or topic.__class__ is not str or not topic or partition is not None:
+            self._check_can_send(topic, partition)
         if timestamp is not None and timestamp < 0:
             raise IllegalArgumentError(f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or None.")
         hdrs = _normalize_headers(headers) if headers else _NO_HEADERS
@@ -351,6 +341,177 @@ class KafkaProducer:
             if result.new_batch_created and self._yield_to_io_thread:
                 _yield_gil()
         return result.future
+
+    def send_batch(
+        self,
+        topic: str,
+        values: Sequence[Any] | Any,
+        keys: Sequence[Any] | Any | None = None,
+        *,
+        partition: int | None = None,
+        headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None = None,
+        timestamps: Sequence[int | None] | Any | None = None,
+        on_delivery: Callback | None = None,
+    ) -> SendBatchFuture:
+        """Send many records of one topic at once; returns one :class:`SendBatchFuture` for all of them (its result:
+        a :class:`BatchMetadata` with each record's RecordMetadata, built when read).
+
+        ``values`` (and ``keys``, ``timestamps``: None or as many) are sequences or pyarrow arrays (binary,
+        string, large variants, nulls; chunked too). Arrow binary and string arrays are the records' bytes (UTF-8
+        for strings); the items of sequences go through the configured serializers as in :meth:`send`.
+        ``partition``: every record's partition; else the configured partitioner, or Java's default (murmur2 of
+        the key, or the sticky partition for a null key). ``headers`` go on every record. A record without
+        a timestamp gets the time of the call. ``on_delivery(metadata, exception)`` runs per record.
+
+        Records land in the same batches with the same bytes as a loop of ``send`` calls would produce
+        (the batches of different partitions may fill in another order), with ``batch.size``, ``buffer.memory``
+        (blocking up to ``max.block.ms`` per new batch), idempotence and transactions as ``send``. Misuse
+        raises before any record is appended, as ``send`` raises (closed producer, bad partition or timestamp,
+        serialization failure, a record larger than ``max.request.size``); a record that cannot get buffer
+        memory in time fails with the rest of the call's records not yet appended (their future's error); a topic
+        or partition missing from the metadata after ``max.block.ms`` fails them all (KafkaTimeoutError)."""
+        self._check_can_send(topic, partition)
+        value_list = _as_list(values, "values")
+        n = len(value_list)
+        key_list = None if keys is None else _as_list(keys, "keys")
+        ts_list = None if timestamps is None else _as_list(timestamps, "timestamps")
+        for name, other in (("keys", key_list), ("timestamps", ts_list)):
+            if other is not None and len(other) != n:
+                raise IllegalArgumentError(f"send_batch(): {len(other)} {name} for {n} values: give one per value or None")
+        hdrs = _normalize_headers(headers) if headers else _NO_HEADERS
+        metadata = self.metadata
+        count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
+        if count is None or (partition is not None and partition >= count):
+            try:
+                self.wait_on_metadata(topic, partition, self._max_block_ms)
+            except (BrokerResponseError, KafkaTimeoutError) as e:  # as send(): the records fail, nothing raises
+                failed = SendBatchFuture(n, None)
+                failed.fail_from(0, e)
+                if on_delivery is not None:
+                    for _ in range(n):
+                        on_delivery(None, e)
+                failed.seal()
+                return failed
+            count = metadata.partition_count_for_topic(topic) or 1
+        longest = batch_append.scan_records(key_list, value_list, ts_list)
+        if longest == -2:
+            assert ts_list is not None
+            bad = next(t for t in ts_list if t is not None and (t.__class__ is not int or not 0 <= t <= batch_append.MAX_TIMESTAMP))
+            raise IllegalArgumentError(f"Invalid timestamp: {bad!r}. Timestamp should always be non-negative or None.")
+        if longest == -1:
+            if key_list is not None and not (self._key_passthrough and batch_append.scan_records(key_list, [], None) >= 0):
+                key_list = [self._serialize(self._key_serializer, topic, k, hdrs, "key") for k in key_list]
+            value_list = [self._serialize(self._value_serializer, topic, v, hdrs, "value") for v in value_list]
+            longest = batch_append.scan_records(key_list, value_list, None)
+        size = estimate_size_upper_bound(None, None, hdrs) + longest
+        if size > self._max_record_size:
+            self._ensure_valid_record_size(size)
+        ts = _time_ns() // 1_000_000 if self._system_time else self._time.milliseconds()
+        # the partition of each record, then runs of records for one partition (requested, or UNKNOWN: sticky)
+        order: list[int] | None = None
+        if partition is not None:
+            runs = [(partition, 0, n)]
+        elif self._partitioner is None and (key_list is None or self._ignore_keys):
+            runs = [(UNKNOWN_PARTITION, 0, n)]
+        else:
+            if self._partitioner is None and key_list is not None:
+                parts = batch_append.key_partitions(key_list, count)
+            else:
+                parts = [
+                    self._partition(topic, None, None, None if key_list is None else key_list[i], None, value_list[i])
+                    for i in range(n)
+                ]
+            if UNKNOWN_PARTITION not in parts:
+                # partitions fill independently: group each partition's records, in their order
+                order = sorted(range(n), key=parts.__getitem__)
+                parts = [parts[i] for i in order]
+                value_list = [value_list[i] for i in order]
+                key_list = None if key_list is None else [key_list[i] for i in order]
+                ts_list = None if ts_list is None else [ts_list[i] for i in order]
+            runs = []
+            start = 0
+            for i in range(1, n + 1):
+                if i == n or parts[i] != parts[start]:
+                    runs.append((parts[start], start, i))
+                    start = i
+        future = SendBatchFuture(n, order)
+        try:
+            for part, start, stop in runs:
+                self._append_run(topic, part, key_list, value_list, start, stop, ts_list, ts, hdrs, on_delivery, future)
+        except _RecordsFailed as failed:
+            future.fail_from(failed.position, failed.error)
+            if on_delivery is not None:
+                for _ in range(failed.position, n):
+                    on_delivery(None, failed.error)
+        future.seal()
+        return future
+
+    def _append_run(
+        self,
+        topic: str,
+        part: int,
+        keys: list[Any] | None,
+        values: list[Any],
+        start: int,
+        stop: int,
+        timestamps: list[Any] | None,
+        ts: int,
+        hdrs: Sequence[Header],
+        on_delivery: Callback | None,
+        future: SendBatchFuture,
+    ) -> None:
+        """Append records ``start..stop`` (all for partition ``part``) as that many ``send`` calls would: into the
+        open batch in bulk (``try_append_many``), through ``RecordAccumulator.append`` for a record that needs a
+        new batch."""
+        accumulator = self.accumulator
+        metadata = self.metadata
+        tm = self.transaction_manager if self.transactional_id is not None else None
+        i = start
+        while i < stop:
+            fast = accumulator.try_append_many(topic, part, keys, values, i, stop, timestamps, ts, hdrs, on_delivery, metadata)
+            if fast is not None:
+                nxt, outcome, index, wake = fast
+                future.add_segment(i, nxt - i, outcome, index)
+                if wake:
+                    self.sender.wakeup()
+                i = nxt
+                continue
+            rts = ts if timestamps is None or timestamps[i] is None else timestamps[i]
+            try:
+                result = accumulator.append(
+                    topic, part, rts, None if keys is None else keys[i], values[i], hdrs, on_delivery,
+                    self._max_block_ms, metadata,
+                )
+            except (BrokerResponseError, KafkaTimeoutError) as e:
+                raise _RecordsFailed(i, e) from e
+            if tm is not None:
+                tm.maybe_add_partition(TopicPartition(topic, result.partition))
+            outcome, index = result.future.batch_position()
+            future.add_segment(i, 1, outcome, index)
+            i += 1
+            if result.batch_is_full or result.new_batch_created:
+                self.sender.wakeup()
+                if result.new_batch_created and self._yield_to_io_thread:
+                    _yield_gil()
+
+    def _check_can_send(self, topic: str, partition: int | None) -> None:
+        """What ``send`` raises at once for a closed producer, a transaction state, a bad topic or partition."""
+        if self._closed:
+            raise ProducerClosedError("Cannot perform operation after producer has been closed")
+        tm = self.transaction_manager
+        if tm is not None:
+            if self.transactional_id is not None:
+                tm.fail_if_not_ready_for_send()
+            elif tm.has_fatal_error():
+                raise tm.fail_pending()
+        if not isinstance(topic, str):
+            raise TypeError(f"send() expects the topic name as a str, got {type(topic).__name__} {topic!r}")
+        if not topic:
+            raise IllegalArgumentError("Invalid topic '': a topic name must not be empty")
+        if partition is not None and (not isinstance(partition, int) or isinstance(partition, bool)):
+            raise TypeError(f"send() expects partition as an int or None, got {type(partition).__name__} {partition!r}")
+        if partition is not None and partition < 0:
+            raise IllegalArgumentError(f"Invalid partition given with record: {partition}")
 
     @staticmethod
     def _serialize(serializer: Serializer[Any], topic: str, data: Any, headers: Sequence[Header], what: str) -> bytes | None:
@@ -621,6 +782,33 @@ _NO_HEADERS: tuple[Header, ...] = ()
 _UPPER_BOUND_NO_HEADERS = estimate_size_upper_bound(None, None, _NO_HEADERS)
 
 
+class _RecordsFailed(Exception):
+    """send_batch: record ``position`` (and so the records after it) could not be appended."""
+
+    def __init__(self, position: int, error: BrokerResponseError | KafkaTimeoutError) -> None:
+        super().__init__(position, error)
+        self.position = position
+        self.error = error
+
+
+def _as_list(data: Any, what: str) -> list[Any]:
+    """A send_batch column as a list: a list as is, another sequence copied, a pyarrow array's items (string
+    arrays as UTF-8 bytes, by an Arrow cast)."""
+    if data.__class__ is list:
+        return data
+    if type(data).__module__.startswith("pyarrow") and hasattr(data, "to_pylist"):
+        import pyarrow as pa
+
+        if pa.types.is_string(data.type):
+            data = data.cast(pa.binary())
+        elif pa.types.is_large_string(data.type):
+            data = data.cast(pa.large_binary())
+        return data.to_pylist()  # type: ignore[no-any-return]
+    if isinstance(data, (str, bytes, bytearray, memoryview)) or not isinstance(data, Sequence):
+        raise TypeError(f"send_batch() expects {what} as a sequence or a pyarrow array, got {type(data).__name__}")
+    return list(data)
+
+
 def _normalize_headers(headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None) -> Sequence[Header]:
     if not headers:
         return _NO_HEADERS  # shared: no list per record
@@ -641,4 +829,4 @@ def _normalize_headers(headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | 
     return out
 
 
-__all__ = ["KafkaError", "KafkaProducer"]
+__all__ = ["BatchMetadata", "KafkaError", "KafkaProducer", "SendBatchFuture"]

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from pykafka_client.protocol.records import _native
+
 _M = 0x5BD1E995
 _SEED = 0x9747B28C
 _MASK32 = 0xFFFFFFFF
@@ -58,6 +60,11 @@ def to_positive(n: int) -> int:
 
 def partition_for_key(key_bytes: bytes, num_partitions: int) -> int:
     """The partition Java's default partitioner picks for a keyed record."""
+    kernel = _native.kernel
+    if kernel is not None:
+        h = kernel.murmur2(key_bytes)
+        if h is not None:
+            return to_positive(h) % num_partitions
     return to_positive(murmur2(key_bytes)) % num_partitions
 
 
@@ -104,6 +111,8 @@ class RoundRobinPartitioner:
 
 
 class _StickyInfo:
+    """The current sticky partition of a topic and the bytes produced to it since it was chosen."""
+
     __slots__ = ("partition", "produced_bytes")
 
     def __init__(self, partition: int) -> None:
@@ -139,18 +148,18 @@ class BuiltInPartitioner:
         self.switch_bytes = sticky_batch_size * 2
         self._rng = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
-        self._sticky: _StickyInfo | None = None
+        self.sticky: _StickyInfo | None = None
         self._load: _LoadStats | None = None
 
     def peek_partition(self, cluster: ClusterView) -> int:
         """The current sticky partition, choosing one if there is none yet."""
-        info = self._sticky
+        info = self.sticky
         if info is not None:
             return info.partition
         with self._lock:
-            if self._sticky is None:
-                self._sticky = _StickyInfo(self._next_partition(cluster, None))
-            return self._sticky.partition
+            if self.sticky is None:
+                self.sticky = _StickyInfo(self._next_partition(cluster, None))
+            return self.sticky.partition
 
     def update_partition_info(self, partition: int, appended_bytes: int, cluster: ClusterView, enable_switch: bool) -> None:
         """Account ``appended_bytes`` to ``partition`` if it is still the sticky one; maybe switch.
@@ -159,14 +168,14 @@ class BuiltInPartitioner:
         only changes under that lock: ``RecordAccumulator.try_append_fast`` adds to it there without this
         lock and calls this with 0 bytes when a switch is due)."""
         with self._lock:
-            info = self._sticky
+            info = self.sticky
             if info is None or info.partition != partition:
                 return
             info.produced_bytes += appended_bytes
             if info.produced_bytes >= self.sticky_batch_size * 2 or (
                 enable_switch and info.produced_bytes >= self.sticky_batch_size
             ):
-                self._sticky = _StickyInfo(self._next_partition(cluster, partition))
+                self.sticky = _StickyInfo(self._next_partition(cluster, partition))
 
     def update_partition_load_stats(self, queue_sizes: Sequence[int], partition_ids: Sequence[int], max_size: int) -> None:
         """Adaptive partitioning input: queue lengths (in batches) of partitions with a ready leader.
@@ -214,3 +223,7 @@ class StaticClusterView:
     def available_partitions_for_topic(self, topic: str) -> Sequence[int]:
         down = self._unavailable.get(topic, set())
         return [p for p in range(self._partitions.get(topic, 0)) if p not in down]
+
+
+#: The type of ``BuiltInPartitioner``'s sticky state (for annotations elsewhere).
+StickyInfo = _StickyInfo

@@ -25,9 +25,18 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pykafka_client.producer import batch_append as _batch_append
 from pykafka_client.producer.batch_encoder import encode_batch
 from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
 from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.producer.record_size import (
+    COMPRESSION_RATE_ESTIMATION_FACTOR,
+    RECORD_BATCH_OVERHEAD,
+    Callback,
+    Header,
+    record_size_in_bytes,
+)
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 
 NO_PRODUCER_ID = -1
@@ -35,66 +44,6 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_TIMESTAMP = -1
 INT_MAX = 2**31 - 1
-#: Size of the magic v2 batch header (an empty batch).
-RECORD_BATCH_OVERHEAD = 61
-#: Head-room on an estimated compressed size (Java ``COMPRESSION_RATE_ESTIMATION_FACTOR``).
-COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
-
-Header = tuple[str, "bytes | None"]
-Callback = Callable[[RecordMetadata | None, BaseException | None], None]
-
-
-def _varint_size(value: int) -> int:
-    """Bytes of the zig-zag varint of ``value`` (64-bit range)."""
-    if -64 <= value < 64:
-        return 1
-    return (((value << 1) ^ (value >> 63)).bit_length() + 6) // 7
-
-
-def record_size_in_bytes(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
-    """Exact encoded size of one v2 record, including its own length prefix (Java ``DefaultRecord.sizeInBytes``).
-
-    Written out for the common cases (varints of 1 or 2 bytes) without function calls: it runs once per send."""
-    body = 1 + (1 if -64 <= offset_delta < 64 else 2 if -8192 <= offset_delta < 8192 else _varint_size(offset_delta))
-    body += 1 if -64 <= timestamp_delta < 64 else 2 if -8192 <= timestamp_delta < 8192 else _varint_size(timestamp_delta)
-    if key is None:
-        body += 1
-    else:
-        n = len(key)
-        body += n + (1 if n < 64 else 2 if n < 8192 else _varint_size(n))
-    if value is None:
-        body += 1
-    else:
-        n = len(value)
-        body += n + (1 if n < 64 else 2 if n < 8192 else _varint_size(n))
-    if headers:
-        body += _varint_size(len(headers))
-        for hk, hv in headers:
-            kb = len(hk.encode("utf-8", "surrogateescape"))
-            body += _varint_size(kb) + kb
-            body += 1 if hv is None else _varint_size(len(hv)) + len(hv)
-    else:
-        body += 1
-    return (1 if body < 64 else 2 if body < 8192 else _varint_size(body)) + body
-
-
-#: Worst-case overhead of one record besides its key, value and headers (Java ``MAX_RECORD_OVERHEAD``).
-MAX_RECORD_OVERHEAD = 21
-
-
-def estimate_size_upper_bound(key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> int:
-    """An upper bound of a record's size in a batch of its own (Java ``estimateSizeInBytesUpperBound``); O(1)
-    without headers."""
-    size = RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD + 10
-    if key is not None:
-        size += len(key)
-    if value is not None:
-        size += len(value)
-    for hk, hv in headers:
-        size += 10 + 4 * len(hk) + (0 if hv is None else len(hv))
-    return size
-
-
 def increment_sequence(sequence: int, increment: int) -> int:
     """Add to a sequence number, wrapping from Int.MAX_VALUE to 0 (Java ``DefaultRecordBatch.incrementSequence``)."""
     if sequence > INT_MAX - increment:
@@ -126,6 +75,16 @@ _tuple_new = tuple.__new__
 _object_new = object.__new__
 
 
+def pending_columns_reference(
+    pending: list[PendingRecord], with_timestamps: bool
+) -> tuple[list[int] | None, list[int], list[int]]:
+    """Per record of a batch: its timestamp (None when not asked for), key size and value size (-1 for None)."""
+    timestamps = [rec[0] for rec in pending] if with_timestamps else None
+    key_sizes = [-1 if (k := rec[1]) is None else len(k) for rec in pending]
+    value_sizes = [-1 if (v := rec[2]) is None else len(v) for rec in pending]
+    return timestamps, key_sizes, value_sizes
+
+
 class ProducerBatch:
     """Records for one partition, sent together in one produce request."""
 
@@ -147,7 +106,7 @@ class ProducerBatch:
         compressed = compression_type is not None and str(getattr(compression_type, "name", compression_type)).lower() != "none"
         self.is_compressed = compressed
         self.compression_ratio = compression_ratio * COMPRESSION_RATE_ESTIMATION_FACTOR if compressed else 1.0
-        self._limit = (
+        self.size_limit = (
             write_limit
             if self.compression_ratio == 1.0
             else RECORD_BATCH_OVERHEAD + int((write_limit - RECORD_BATCH_OVERHEAD) / max(self.compression_ratio, 0.01))
@@ -174,10 +133,10 @@ class ProducerBatch:
         # The futures' condition; the batches split from one batch share it, as their futures move between them.
         self._condition = condition if condition is not None else threading.Condition()
         #: the outcome every record future of this batch reads (Java ProduceRequestResult)
-        self._outcome = BatchOutcome(self._condition, tp[0], tp[1])
-        self._base_timestamp = NO_TIMESTAMP
-        self._max_timestamp = NO_TIMESTAMP
-        self._size = RECORD_BATCH_OVERHEAD
+        self.outcome = BatchOutcome(self._condition, tp[0], tp[1])
+        self.base_timestamp = NO_TIMESTAMP
+        self.max_timestamp = NO_TIMESTAMP
+        self.size_bytes = RECORD_BATCH_OVERHEAD
         self.max_record_size = 0
         self.producer_id = NO_PRODUCER_ID
         self.producer_epoch = NO_PRODUCER_EPOCH
@@ -203,22 +162,22 @@ class ProducerBatch:
         if self._built is not None:
             return len(self._built)
         if self.compression_ratio == 1.0:
-            return self._size
-        return RECORD_BATCH_OVERHEAD + int((self._size - RECORD_BATCH_OVERHEAD) * self.compression_ratio)
+            return self.size_bytes
+        return RECORD_BATCH_OVERHEAD + int((self.size_bytes - RECORD_BATCH_OVERHEAD) * self.compression_ratio)
 
     def uncompressed_size_in_bytes(self) -> int:
-        return self._size
+        return self.size_bytes
 
     def is_full(self) -> bool:
-        return self.closed or self._size >= self._limit
+        return self.closed or self.size_bytes >= self.size_limit
 
     def has_room_for(self, timestamp: int, key: bytes | None, value: bytes | None, headers: Sequence[Header]) -> bool:
         if self.closed:
             return False
         if not self.pending:
             return True
-        size = record_size_in_bytes(len(self.pending), timestamp - self._base_timestamp, key, value, headers)
-        return self._size + size <= self._limit
+        size = record_size_in_bytes(len(self.pending), timestamp - self.base_timestamp, key, value, headers)
+        return self.size_bytes + size <= self.size_limit
 
     def try_append(
         self,
@@ -230,12 +189,29 @@ class ProducerBatch:
         now_ms: int,
     ) -> FutureRecordMetadata | None:
         """Append a record if it fits; the record's future, or None when the batch is full or closed."""
+        kernel = _native.kernel
+        if kernel is not None:
+            out = kernel.batch_try_append(self, timestamp, key, value, headers, callback, now_ms)
+            if out is not NotImplemented:
+                return out  # type: ignore[no-any-return]
+        return self.try_append_reference(timestamp, key, value, headers, callback, now_ms)
+
+    def try_append_reference(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        now_ms: int,
+    ) -> FutureRecordMetadata | None:
+        """:meth:`try_append` in Python (the compiled one, ``_kernel.batch_try_append``, does the same)."""
         if self.closed:
             return None
         pending = self.pending
         if pending:
             n = len(pending)
-            td = timestamp - self._base_timestamp
+            td = timestamp - self.base_timestamp
             if headers or n >= 8192 or not -64 <= td < 64 or (key is not None and len(key) >= 64) or value is None or len(value) >= 8192:
                 size = record_size_in_bytes(n, td, key, value, headers)
             else:
@@ -244,19 +220,19 @@ class ProducerBatch:
                 nv = len(value)
                 body = (5 if n < 64 else 6) + (0 if key is None else len(key)) + nv + (1 if nv < 64 else 2)
                 size = body + (1 if body < 64 else 2)
-            if self._size + size > self._limit:
+            if self.size_bytes + size > self.size_limit:
                 return None
         else:
-            self._base_timestamp = timestamp
+            self.base_timestamp = timestamp
             size = record_size_in_bytes(0, 0, key, value, headers)
         # FutureRecordMetadata without a Python-level __init__ (as future_record_metadata.new_future)
         future = _object_new(FutureRecordMetadata)
-        future._outcome = self._outcome
-        future._index = len(pending)
+        future.outcome = self.outcome
+        future.index = len(pending)
         pending.append((timestamp, key, value, headers, callback))
-        self._size += size
-        if timestamp > self._max_timestamp:
-            self._max_timestamp = timestamp
+        self.size_bytes += size
+        if timestamp > self.max_timestamp:
+            self.max_timestamp = timestamp
         if size > self.max_record_size:
             self.max_record_size = size
         self.last_append_ms = now_ms
@@ -264,22 +240,53 @@ class ProducerBatch:
             self.has_callbacks = True
         return future
 
+    def append_many(
+        self,
+        keys: list[Any] | None,
+        values: list[Any],
+        start: int,
+        stop: int,
+        timestamps: list[Any] | None,
+        timestamp: int,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        sticky: tuple[int, int, int] | None = None,
+    ) -> tuple[int, int, bool]:
+        """Append records ``start..stop`` of the lists (checked by ``batch_append.scan_records``) while they fit,
+        as many :meth:`try_append` calls would (same pending tuples and sizes; no futures are made: the caller
+        reads them from :attr:`outcome`). ``sticky`` is (produced bytes, switch bytes, sticky batch size) of the
+        topic's sticky partitioner when this is its partition: the appended bytes are added to the produced bytes
+        and appending stops after the record making a switch due. Returns (next index, produced bytes, switch due)."""
+        if self.closed:
+            return start, 0 if sticky is None else sticky[0], False
+        produced, switch_bytes, sticky_bytes = (0, 0, 0) if sticky is None else sticky
+        nxt, self.size_bytes, self.base_timestamp, self.max_timestamp, self.max_record_size, produced, due = _batch_append.append_pending(
+            self.pending, keys, values, start, stop, timestamps, timestamp, headers, callback, self.size_bytes, self.size_limit,
+            self.base_timestamp, self.max_timestamp, self.max_record_size, self.compression_ratio, produced,
+            switch_bytes, sticky_bytes,
+        )
+        if nxt > start:
+            self.last_append_ms = 0  # as the accumulator's fast path (try_append with now 0)
+            if callback is not None:
+                self.has_callbacks = True
+        return nxt, produced, due
+
     def _append_existing(self, rec: PendingRecord) -> bool:
         """Move a record (with its future) into this batch; used by :meth:`split_into`."""
         timestamp, key, value, headers, callback = rec
         if self.pending:
-            size = record_size_in_bytes(len(self.pending), timestamp - self._base_timestamp, key, value, headers)
-            if self._size + size > self._limit:
+            size = record_size_in_bytes(len(self.pending), timestamp - self.base_timestamp, key, value, headers)
+            if self.size_bytes + size > self.size_limit:
                 return False
         else:
-            self._base_timestamp = timestamp
+            self.base_timestamp = timestamp
             size = record_size_in_bytes(0, 0, key, value, headers)
         self.pending.append(rec)
         if callback is not None:
             self.has_callbacks = True
-        self._size += size
+        self.size_bytes += size
         self.max_record_size = max(self.max_record_size, size)
-        self._max_timestamp = max(self._max_timestamp, timestamp)
+        self.max_timestamp = max(self.max_timestamp, timestamp)
         return True
 
     def close_for_appends(self) -> None:
@@ -383,12 +390,12 @@ class ProducerBatch:
         key/value sizes are collected (three list comprehensions); a RecordMetadata is built for a record with
         a delivery callback, else only when its future is read."""
         pending = self.pending
-        outcome = self._outcome
+        outcome = self.outcome
         if exception is None:
             la = log_append_time != NO_TIMESTAMP
-            timestamps = None if la else [rec[0] for rec in pending]
-            key_sizes = [-1 if (k := rec[1]) is None else len(k) for rec in pending]
-            value_sizes = [-1 if (v := rec[2]) is None else len(v) for rec in pending]
+            kernel = _native.kernel
+            columns = kernel.pending_columns(pending, not la) if kernel is not None else None
+            timestamps, key_sizes, value_sizes = columns or pending_columns_reference(pending, not la)
             errs: list[BaseException] | None = None
         else:
             errs = [record_exceptions(i) for i in range(len(pending))] if record_exceptions is not None else None
@@ -443,13 +450,19 @@ class ProducerBatch:
                 out.append(current)
         for b in out:
             b.close_for_appends()
-        self._outcome.move_to([(b._outcome, i) for b in out for i in range(len(b.pending))])
+        self.outcome.move_to([(b.outcome, i) for b in out for i in range(len(b.pending))])
         self.split = True
         self.pending = []
         return out
 
     def __repr__(self) -> str:
         return (
-            f"ProducerBatch({self.topic_partition}, records={len(self.pending)}, bytes={self._size}, "
+            f"ProducerBatch({self.topic_partition}, records={len(self.pending)}, bytes={self.size_bytes}, "
             f"attempts={self.attempts}, seq={self.base_sequence}, state={self.final_state})"
         )
+
+
+
+_loaded_kernel = _native.loaded_kernel()
+if _loaded_kernel is not None:
+    _loaded_kernel.producer_setup(FutureRecordMetadata)

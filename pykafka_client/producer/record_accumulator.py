@@ -33,16 +33,12 @@ from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.compression_ratio_estimator import CompressionRatioEstimator
-from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
 from pykafka_client.producer.incomplete_batches import IncompleteBatches
-from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView
-from pykafka_client.producer.producer_batch import (
-    Callback,
-    Header,
-    ProducerBatch,
-    estimate_size_upper_bound,
-    increment_sequence,
-)
+from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView, StickyInfo
+from pykafka_client.producer.producer_batch import ProducerBatch, increment_sequence
+from pykafka_client.producer.record_size import Callback, Header, estimate_size_upper_bound
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import Time
 
@@ -248,12 +244,13 @@ class RecordAccumulator:
         No ``appends in progress`` count is needed here: the record goes into a batch that is already
         incomplete, under its deque lock, and an abort closes a batch under that same lock before failing it.
         """
+        # _open_queue inlined: this runs once per send
         info = self._topics.get(topic)
         if info is None:
             return None
         partitioner = info.partitioner
         if partition == UNKNOWN_PARTITION:
-            sticky = partitioner._sticky
+            sticky = partitioner.sticky
             if sticky is None:
                 return None
             effective = sticky.partition
@@ -267,24 +264,94 @@ class RecordAccumulator:
             batches = q.batches
             if not batches or self._closed:
                 return None
-            if sticky is not None and partitioner._sticky is not sticky:
+            if sticky is not None and partitioner.sticky is not sticky:
                 return None  # another thread switched the sticky partition
             last = batches[-1]
             uncompressed = last.compression_ratio == 1.0
-            before = last._size if uncompressed else last.estimated_size_in_bytes()
-            future = last.try_append(timestamp, key, value, headers, callback, 0)
+            before = last.size_bytes if uncompressed else last.estimated_size_in_bytes()
+            kernel = _native.kernel  # ProducerBatch.try_append without its Python frame
+            future = (
+                kernel.batch_try_append(last, timestamp, key, value, headers, callback, 0) if kernel is not None
+                else NotImplemented
+            )
+            if future is NotImplemented:
+                future = last.try_append_reference(timestamp, key, value, headers, callback, 0)
             if future is None:
                 return None
-            last_full = last._size >= last._limit
+            last_full = last.size_bytes >= last.size_limit
             if sticky is not None:
                 # Accounted under this deque lock, as every append to the sticky partition is; only a switch
                 # takes the partitioner's lock (BuiltInPartitioner.update_partition_info does the same).
                 produced = sticky.produced_bytes = sticky.produced_bytes + (
-                    last._size - before if uncompressed else last.estimated_size_in_bytes() - before
+                    last.size_bytes - before if uncompressed else last.estimated_size_in_bytes() - before
                 )
                 if produced >= partitioner.switch_bytes or (last_full and produced >= partitioner.sticky_batch_size):
                     partitioner.update_partition_info(effective, 0, cluster, last_full)
         return future, last_full or len(batches) > 1
+
+    def _open_queue(self, topic: str, partition: int) -> tuple[BuiltInPartitioner, StickyInfo | None, int, _PartitionQueue] | None:
+        """The topic's partitioner, its sticky state (None for a requested partition), the partition and its
+        queue, when they all exist already; read without locks, checked again under the queue's lock."""
+        info = self._topics.get(topic)
+        if info is None:
+            return None
+        partitioner = info.partitioner
+        if partition == UNKNOWN_PARTITION:
+            sticky = partitioner.sticky
+            if sticky is None:
+                return None
+            effective = sticky.partition
+        else:
+            sticky = None
+            effective = partition
+        q = info.queues.get(effective)
+        if q is None:
+            return None
+        return partitioner, sticky, effective, q
+
+    def try_append_many(
+        self,
+        topic: str,
+        partition: int,
+        keys: list[Any] | None,
+        values: list[Any],
+        start: int,
+        stop: int,
+        timestamps: list[Any] | None,
+        timestamp: int,
+        headers: Sequence[Header],
+        callback: Callback | None,
+        cluster: ClusterView,
+    ) -> tuple[int, BatchOutcome, int, bool] | None:
+        """:meth:`try_append_fast` for records ``start..stop`` of the lists (``KafkaProducer.send_batch``): as many
+        of them as the open last batch of ``partition`` (or of the topic's sticky partition) takes, in one
+        deque-lock round, stopping where the sticky partition switches. Returns (next index, the batch's outcome,
+        the index of the first appended record in it, wake the Sender), or None, having changed nothing, where
+        :meth:`append` must take record ``start``."""
+        found = self._open_queue(topic, partition)
+        if found is None:
+            return None
+        partitioner, sticky, effective, q = found
+        with q.lock:
+            batches = q.batches
+            if not batches or self._closed:
+                return None
+            if sticky is not None and partitioner.sticky is not sticky:
+                return None  # another thread switched the sticky partition
+            last = batches[-1]
+            first = last.record_count
+            if sticky is None:
+                nxt, _, _ = last.append_many(keys, values, start, stop, timestamps, timestamp, headers, callback)
+            else:
+                nxt, sticky.produced_bytes, due = last.append_many(
+                    keys, values, start, stop, timestamps, timestamp, headers, callback,
+                    (sticky.produced_bytes, partitioner.switch_bytes, partitioner.sticky_batch_size),
+                )
+                if due:
+                    partitioner.update_partition_info(effective, 0, cluster, last.size_bytes >= last.size_limit)
+            if nxt == start:
+                return None
+            return nxt, last.outcome, first, last.size_bytes >= last.size_limit or len(batches) > 1
 
     def _try_append(
         self,

@@ -67,16 +67,7 @@ PENDING_CYCLES: tuple[frozenset[str], ...] = (
 
 #: Private reaches left in areas owned by other branches: module -> the reaching expressions (as written,
 #: with repeats).
-PENDING_PRIVATE_REACHES: Mapping[str, tuple[str, ...]] = {
-    # the producer's per-record path, being rewritten by the compiled send path branch (issue 27): renamed
-    # after it merges, so that both land on the same names (FutureRecordMetadata slots set without __init__,
-    # the batch's size and limit and the partitioner's sticky choice read per send; b._outcome is a
-    # ProducerBatch's own, and future_record_metadata has an _outcome too)
-    "pykafka_client.producer.producer_batch": ("b._outcome", "future._index", "future._outcome"),
-    "pykafka_client.producer.record_accumulator": (
-        "last._limit", "last._size", "last._size", "last._size", "partitioner._sticky", "partitioner._sticky",
-    ),
-}
+PENDING_PRIVATE_REACHES: Mapping[str, tuple[str, ...]] = {}
 
 
 # --- the model --------------------------------------------------------------------------------------------

@@ -811,6 +811,451 @@ static PyObject *k_append_records(PyObject *self, PyObject *args)
     return Py_BuildValue("(LLLL)", (long long)count, (long long)bts, (long long)mts, (long long)omax);
 }
 
+/* ---- producer: appending many records to a batch's pending list (KafkaProducer.send_batch) ------------ */
+
+/* A key or value the producer takes as is: None (n = -1) or exact bytes. */
+static inline int producer_bytes(PyObject *o, Py_ssize_t *n)
+{
+    if (o == Py_None) {
+        *n = -1;
+        return 0;
+    }
+    if (PyBytes_CheckExact(o)) {
+        *n = PyBytes_GET_SIZE(o);
+        return 0;
+    }
+    return -1;
+}
+
+/* A record timestamp of send_batch: None (uses the default) or an int in [0, 2**62]. */
+static inline int producer_timestamp(PyObject *o, int64_t dflt, int64_t *out)
+{
+    if (o == Py_None) {
+        *out = dflt;
+        return 0;
+    }
+    if (!PyLong_CheckExact(o))
+        return -1;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred()) || v < 0 || v > ((int64_t)1 << 62)) {
+        PyErr_Clear();
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static inline int64_t estimated_size(int64_t size, double ratio)
+{
+    return ratio == 1.0 ? size : 61 + (int64_t)((double)(size - 61) * ratio);
+}
+
+PyDoc_STRVAR(scan_records_doc,
+    "scan_records(keys, values, timestamps) -> int\n\n"
+    "producer.batch_append.scan_records_reference compiled: the largest len(key) + len(value) of the records\n"
+    "(None counts 0), -1 when a key or value is not bytes or None, -2 when a timestamp is not None or an int in\n"
+    "[0, 2**62]. keys and timestamps may be None; the lists have the length of values.");
+
+static PyObject *k_scan_records(PyObject *self, PyObject *args)
+{
+    PyObject *keys, *values, *timestamps;
+    if (!PyArg_ParseTuple(args, "OO!O", &keys, &PyList_Type, &values, &timestamps))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(values), best = 0;
+    if ((keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) ||
+        (timestamps != Py_None && (!PyList_Check(timestamps) || PyList_GET_SIZE(timestamps) != n))) {
+        PyErr_SetString(PyExc_ValueError, "scan_records: keys and timestamps must be None or lists as long as values");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t kn = -1, vn;
+        if (keys != Py_None && producer_bytes(PyList_GET_ITEM(keys, i), &kn) < 0)
+            return PyLong_FromLong(-1);
+        if (producer_bytes(PyList_GET_ITEM(values, i), &vn) < 0)
+            return PyLong_FromLong(-1);
+        Py_ssize_t total = (kn < 0 ? 0 : kn) + (vn < 0 ? 0 : vn);
+        if (total > best)
+            best = total;
+    }
+    if (timestamps != Py_None) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t ts;
+            if (producer_timestamp(PyList_GET_ITEM(timestamps, i), 0, &ts) < 0)
+                return PyLong_FromLong(-2);
+        }
+    }
+    return PyLong_FromSsize_t(best);
+}
+
+static int32_t murmur2_of(const uint8_t *d, Py_ssize_t len)
+{
+    const uint32_t m = 0x5bd1e995u;
+    uint32_t h = 0x9747b28cu ^ (uint32_t)len;
+    Py_ssize_t end = len & ~(Py_ssize_t)3;
+    for (Py_ssize_t i = 0; i < end; i += 4) {
+        uint32_t k = (uint32_t)d[i] | ((uint32_t)d[i + 1] << 8) | ((uint32_t)d[i + 2] << 16) | ((uint32_t)d[i + 3] << 24);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    switch (len & 3) {
+    case 3:
+        h ^= (uint32_t)d[end + 2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)d[end + 1] << 8;
+        /* fall through */
+    case 1:
+        h ^= d[end];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return (int32_t)h;
+}
+
+PyDoc_STRVAR(murmur2_doc, "murmur2(data) -> int: partitioner.murmur2 compiled (bytes only; None otherwise).");
+
+static PyObject *k_murmur2(PyObject *self, PyObject *arg)
+{
+    if (!PyBytes_Check(arg))
+        Py_RETURN_NONE;
+    return PyLong_FromLong(murmur2_of((const uint8_t *)PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg)));
+}
+
+PyDoc_STRVAR(key_partitions_doc,
+    "key_partitions(keys, num_partitions) -> list[int] | None\n\n"
+    "producer.batch_append.key_partitions_reference compiled: to_positive(murmur2(key)) % num_partitions per key,\n"
+    "-1 for a None key; None when a key is not bytes or None.");
+
+static PyObject *k_key_partitions(PyObject *self, PyObject *args)
+{
+    PyObject *keys;
+    Py_ssize_t parts;
+    if (!PyArg_ParseTuple(args, "O!n", &PyList_Type, &keys, &parts))
+        return NULL;
+    if (parts < 1) {
+        PyErr_SetString(PyExc_ValueError, "key_partitions: num_partitions must be at least 1");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyList_GET_ITEM(keys, i);
+        if (k != Py_None && !PyBytes_CheckExact(k))
+            Py_RETURN_NONE;
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyList_GET_ITEM(keys, i);
+        long p = k == Py_None ? -1
+                              : (long)(((uint32_t)murmur2_of((const uint8_t *)PyBytes_AS_STRING(k), PyBytes_GET_SIZE(k)) &
+                                        0x7fffffffu) % (uint32_t)parts);
+        PyObject *v = PyLong_FromLong(p);
+        if (v == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    return out;
+}
+
+PyDoc_STRVAR(append_pending_doc,
+    "append_pending(pending, keys, values, start, stop, timestamps, timestamp, headers, callback, size, limit,\n"
+    "               base_ts, max_ts, max_rec, ratio, produced, switch_bytes, sticky_bytes)\n"
+    "    -> (next, size, base_ts, max_ts, max_rec, produced, switch_due) | None\n\n"
+    "producer.batch_append.append_pending_reference compiled: appends (timestamp, key, value, headers, callback)\n"
+    "for records start.. of the lists onto a batch's pending list while they fit (the first record of an empty\n"
+    "batch always does), accounting sticky-partitioner bytes when switch_bytes > 0 and stopping after the\n"
+    "record that makes a switch due. None, with nothing appended, on input the reference must handle.");
+
+static PyObject *k_append_pending(PyObject *self, PyObject *args)
+{
+    PyObject *pending, *keys, *values, *timestamps, *headers, *callback;
+    Py_ssize_t start, stop;
+    long long ts_default, size0, limit, base_ts0, max_ts0, max_rec0, produced0, switch_bytes, sticky_bytes;
+    double ratio;
+    if (!PyArg_ParseTuple(args, "O!OO!nnOLOOLLLLLdLLL", &PyList_Type, &pending, &keys, &PyList_Type, &values, &start,
+                          &stop, &timestamps, &ts_default, &headers, &callback, &size0, &limit, &base_ts0, &max_ts0,
+                          &max_rec0, &ratio, &produced0, &switch_bytes, &sticky_bytes))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    if (start < 0 || stop > n || start > stop || (keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) ||
+        (timestamps != Py_None && (!PyList_Check(timestamps) || PyList_GET_SIZE(timestamps) != n)))
+        Py_RETURN_NONE;
+    Py_ssize_t hs = headers_size(headers);
+    if (hs < 0)
+        Py_RETURN_NONE;
+    int64_t size = size0, base_ts = base_ts0, max_ts = max_ts0, max_rec = max_rec0, produced = produced0;
+    int switch_due = 0;
+    /* one int object shared by every record without a timestamp of its own */
+    PyObject *ts_default_obj = PyLong_FromLongLong(ts_default);
+    if (ts_default_obj == NULL)
+        return NULL;
+    /* The record tuples hold ints, bytes, None, the headers and the callback: with untracked headers and no
+     * callback they can never be part of a cycle, and a batch's thousands of them are not left to the garbage
+     * collector to visit (and untrack) one by one. */
+    int untrack = callback == Py_None && !PyObject_GC_IsTracked(headers);
+    Py_ssize_t i = start;
+    for (; i < stop; i++) {
+        PyObject *key = keys == Py_None ? Py_None : PyList_GET_ITEM(keys, i);
+        PyObject *value = PyList_GET_ITEM(values, i);
+        Py_ssize_t kn, vn;
+        int64_t ts;
+        if (producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
+            (timestamps != Py_None && producer_timestamp(PyList_GET_ITEM(timestamps, i), ts_default, &ts) < 0)) {
+            if (i == start) {
+                Py_DECREF(ts_default_obj);
+                Py_RETURN_NONE;
+            }
+            break; /* what was appended stays; the caller goes on from i */
+        }
+        if (timestamps == Py_None)
+            ts = ts_default;
+        Py_ssize_t count = PyList_GET_SIZE(pending);
+        if (count == 0)
+            base_ts = ts;
+        int64_t body = 1 + varint_size(ts - base_ts) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
+        int64_t rs = varint_size(body) + body;
+        if (count > 0 && size + rs > limit)
+            break;
+        PyObject *ts_obj = timestamps == Py_None ? Py_None : PyList_GET_ITEM(timestamps, i);
+        PyObject *rec = PyTuple_Pack(5, ts_obj == Py_None ? ts_default_obj : ts_obj, key, value, headers, callback);
+        if (rec == NULL)
+            goto error;
+        if (untrack)
+            PyObject_GC_UnTrack(rec); /* only atoms inside: what the collector does at its first pass, done now */
+        int rc = PyList_Append(pending, rec);
+        Py_DECREF(rec);
+        if (rc < 0)
+            goto error;
+        int64_t before = estimated_size(size, ratio);
+        size += rs;
+        if (ts > max_ts)
+            max_ts = ts;
+        if (rs > max_rec)
+            max_rec = rs;
+        if (switch_bytes > 0) {
+            produced += estimated_size(size, ratio) - before;
+            if (produced >= switch_bytes || (size >= limit && produced >= sticky_bytes)) {
+                switch_due = 1;
+                i++;
+                break;
+            }
+        }
+    }
+    Py_DECREF(ts_default_obj);
+    return Py_BuildValue("(nLLLLLO)", i, (long long)size, (long long)base_ts, (long long)max_ts, (long long)max_rec,
+                         (long long)produced, switch_due ? Py_True : Py_False);
+error:
+    Py_DECREF(ts_default_obj);
+    return NULL;
+}
+
+/* ---- producer: one record into a batch (ProducerBatch.try_append) ------------------------------------- */
+
+static PyTypeObject *future_type = NULL; /* FutureRecordMetadata, set by producer_setup() */
+enum { A_CLOSED, A_PENDING, A_BASE_TS, A_SIZE, A_LIMIT, A_MAX_TS, A_MAX_REC, A_OUTCOME, A_LAST_APPEND, A_HAS_CB,
+       A_F_OUTCOME, A_F_INDEX, A_COUNT };
+static const char *const attr_names[A_COUNT] = {
+    "closed", "pending", "base_timestamp", "size_bytes", "size_limit", "max_timestamp", "max_record_size", "outcome",
+    "last_append_ms", "has_callbacks", "outcome", "index",
+};
+static PyObject *attr[A_COUNT];
+
+PyDoc_STRVAR(producer_setup_doc, "producer_setup(FutureRecordMetadata): the type batch_try_append makes futures of.");
+
+static PyObject *k_producer_setup(PyObject *self, PyObject *arg)
+{
+    if (!PyType_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "producer_setup expects the FutureRecordMetadata type");
+        return NULL;
+    }
+    for (int i = 0; i < A_COUNT; i++) {
+        if (attr[i] == NULL && (attr[i] = PyUnicode_InternFromString(attr_names[i])) == NULL)
+            return NULL;
+    }
+    Py_INCREF(arg);
+    Py_XSETREF(future_type, (PyTypeObject *)arg);
+    Py_RETURN_NONE;
+}
+
+/* An int attribute of the batch into *out; -1 with an exception, or 1 when it is not a plain int. */
+static int get_int(PyObject *obj, int a, int64_t *out)
+{
+    PyObject *v = PyObject_GetAttr(obj, attr[a]);
+    if (v == NULL)
+        return -1;
+    int overflow = 0;
+    long long x = PyLong_CheckExact(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
+    int bad = !PyLong_CheckExact(v) || overflow;
+    Py_DECREF(v);
+    if (bad)
+        return 1;
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int set_int(PyObject *obj, int a, int64_t x)
+{
+    PyObject *v = PyLong_FromLongLong(x);
+    if (v == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(obj, attr[a], v);
+    Py_DECREF(v);
+    return rc;
+}
+
+PyDoc_STRVAR(batch_try_append_doc,
+    "batch_try_append(batch, timestamp, key, value, headers, callback, now_ms) -> future | None | NotImplemented\n\n"
+    "ProducerBatch.try_append compiled: appends the record and returns its FutureRecordMetadata, None when the batch\n"
+    "is closed or has no room, NotImplemented (nothing changed) on input the Python method must handle.");
+
+static PyObject *k_batch_try_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7 || future_type == NULL)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *batch = args[0], *ts_obj = args[1], *key = args[2], *value = args[3], *headers = args[4],
+             *callback = args[5], *now_obj = args[6];
+    Py_ssize_t kn, vn, hs;
+    int overflow = 0;
+    if (!PyLong_CheckExact(ts_obj) || producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
+        !PyLong_CheckExact(now_obj) || (hs = headers_size(headers)) < 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    long long ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
+    if (overflow || ts < 0 || ts > ((int64_t)1 << 62)) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *closed = PyObject_GetAttr(batch, attr[A_CLOSED]);
+    if (closed == NULL)
+        return NULL;
+    int is_closed = PyObject_IsTrue(closed);
+    Py_DECREF(closed);
+    if (is_closed < 0)
+        return NULL;
+    if (is_closed)
+        Py_RETURN_NONE;
+    int64_t base_ts = 0, size, limit, max_ts, max_rec;
+    int rc;
+    if ((rc = get_int(batch, A_SIZE, &size)) != 0 || (rc = get_int(batch, A_LIMIT, &limit)) != 0 ||
+        (rc = get_int(batch, A_MAX_TS, &max_ts)) != 0 || (rc = get_int(batch, A_MAX_REC, &max_rec)) != 0) {
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *pending = PyObject_GetAttr(batch, attr[A_PENDING]);
+    if (pending == NULL)
+        return NULL;
+    PyObject *result = NULL, *future = NULL, *outcome = NULL, *index = NULL;
+    if (!PyList_CheckExact(pending)) {
+        result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(pending);
+    if (count > 0) {
+        if ((rc = get_int(batch, A_BASE_TS, &base_ts)) != 0) {
+            result = rc < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+    } else {
+        base_ts = ts;
+    }
+    int64_t body = 1 + varint_size(ts - base_ts) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
+    int64_t rs = varint_size(body) + body;
+    if (count > 0 && size + rs > limit) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* everything that can fail comes before the first change to the batch */
+    outcome = PyObject_GetAttr(batch, attr[A_OUTCOME]);
+    if (outcome == NULL || (index = PyLong_FromSsize_t(count)) == NULL)
+        goto done;
+    future = future_type->tp_alloc(future_type, 0);
+    if (future == NULL || PyObject_SetAttr(future, attr[A_F_OUTCOME], outcome) < 0 ||
+        PyObject_SetAttr(future, attr[A_F_INDEX], index) < 0)
+        goto done;
+    PyObject *rec = PyTuple_Pack(5, ts_obj, key, value, headers, callback);
+    if (rec == NULL)
+        goto done;
+    if (callback == Py_None && !PyObject_GC_IsTracked(headers))
+        PyObject_GC_UnTrack(rec);
+    rc = PyList_Append(pending, rec);
+    Py_DECREF(rec);
+    if (rc < 0)
+        goto done;
+    if ((count == 0 && PyObject_SetAttr(batch, attr[A_BASE_TS], ts_obj) < 0) || set_int(batch, A_SIZE, size + rs) < 0 ||
+        (ts > max_ts && PyObject_SetAttr(batch, attr[A_MAX_TS], ts_obj) < 0) ||
+        (rs > max_rec && set_int(batch, A_MAX_REC, rs) < 0) || PyObject_SetAttr(batch, attr[A_LAST_APPEND], now_obj) < 0 ||
+        (callback != Py_None && PyObject_SetAttr(batch, attr[A_HAS_CB], Py_True) < 0))
+        goto done;
+    result = Py_NewRef(future);
+done:
+    Py_XDECREF(future);
+    Py_XDECREF(outcome);
+    Py_XDECREF(index);
+    Py_DECREF(pending);
+    return result;
+}
+
+PyDoc_STRVAR(pending_columns_doc,
+    "pending_columns(pending, with_timestamps) -> (timestamps | None, key_sizes, value_sizes) | None\n\n"
+    "The per-record columns ProducerBatch._complete_records collects, compiled: each record's timestamp (when\n"
+    "asked) and key/value size (-1 for None). None when a record is not a (timestamp, key, value, ...) tuple of\n"
+    "bytes or None.");
+
+static PyObject *k_pending_columns(PyObject *self, PyObject *args)
+{
+    PyObject *pending;
+    int with_ts;
+    if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &pending, &with_ts))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(pending);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rec = PyList_GET_ITEM(pending, i);
+        const char *d;
+        Py_ssize_t kn, vn;
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 3 || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 ||
+            bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
+            Py_RETURN_NONE;
+    }
+    PyObject *ts = with_ts ? PyList_New(n) : Py_NewRef(Py_None);
+    PyObject *ks = PyList_New(n), *vs = PyList_New(n);
+    if (ts == NULL || ks == NULL || vs == NULL)
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rec = PyList_GET_ITEM(pending, i);
+        const char *d;
+        Py_ssize_t kn = -1, vn = -1; /* checked above: both are None, bytes or bytearray */
+        bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn);
+        bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn);
+        PyObject *k = PyLong_FromSsize_t(kn), *v = PyLong_FromSsize_t(vn);
+        if (k == NULL || v == NULL) {
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+            goto error;
+        }
+        PyList_SET_ITEM(ks, i, k);
+        PyList_SET_ITEM(vs, i, v);
+        if (with_ts)
+            PyList_SET_ITEM(ts, i, Py_NewRef(PyTuple_GET_ITEM(rec, 0)));
+    }
+    return Py_BuildValue("(NNN)", ts, ks, vs);
+error:
+    Py_XDECREF(ts);
+    Py_XDECREF(ks);
+    Py_XDECREF(vs);
+    return NULL;
+}
+
 /* ---- varint entry points -------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(read_varint_doc, "read_varint(buf, pos, max_bytes=10) -> (value, pos): varint.read_varint compiled.");
@@ -873,6 +1318,13 @@ static PyMethodDef kernel_methods[] = {
     {"validate_records", k_validate_records, METH_VARARGS, validate_records_doc},
     {"append_records", k_append_records, METH_VARARGS, append_records_doc},
     {"read_varint", (PyCFunction)(void (*)(void))k_read_varint, METH_FASTCALL, read_varint_doc},
+    {"scan_records", k_scan_records, METH_VARARGS, scan_records_doc},
+    {"murmur2", k_murmur2, METH_O, murmur2_doc},
+    {"key_partitions", k_key_partitions, METH_VARARGS, key_partitions_doc},
+    {"append_pending", k_append_pending, METH_VARARGS, append_pending_doc},
+    {"producer_setup", k_producer_setup, METH_O, producer_setup_doc},
+    {"pending_columns", k_pending_columns, METH_VARARGS, pending_columns_doc},
+    {"batch_try_append", (PyCFunction)(void (*)(void))k_batch_try_append, METH_FASTCALL, batch_try_append_doc},
     {NULL, NULL, 0, NULL},
 };
 

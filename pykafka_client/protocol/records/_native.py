@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from pykafka_client.protocol.records.record import Record
@@ -91,6 +91,51 @@ class Kernel(Protocol):
     def read_varint(self, buf: Buffer, pos: int, max_bytes: int = 10, /) -> tuple[int, int]:
         """Reference: ``varint.read_varint`` (which it calls for every error)."""
 
+    def producer_setup(self, future_type: type, /) -> None: ...
+
+    def pending_columns(
+        self, pending: list[Any], with_timestamps: bool, /
+    ) -> tuple[list[int] | None, list[int], list[int]] | None:
+        """Reference: ``producer_batch.pending_columns_reference``."""
+
+    def batch_try_append(
+        self, batch: object, timestamp: int, key: object, value: object, headers: object, callback: object, now_ms: int, /
+    ) -> Any:
+        """Reference: ``ProducerBatch.try_append`` (a future, None, or NotImplemented: run the reference)."""
+
+    def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
+        """Reference: ``producer.batch_append.scan_records_reference``."""
+
+    def murmur2(self, data: object, /) -> int | None:
+        """Reference: ``producer.partitioner.murmur2`` (None unless ``data`` is bytes)."""
+
+    def key_partitions(self, keys: list[Any], num_partitions: int, /) -> list[int] | None:
+        """Reference: ``producer.batch_append.key_partitions_reference``."""
+
+    def append_pending(
+        self,
+        pending: list[Any],
+        keys: list[Any] | None,
+        values: list[Any],
+        start: int,
+        stop: int,
+        timestamps: list[Any] | None,
+        timestamp: int,
+        headers: Sequence[Any],
+        callback: object,
+        size: int,
+        limit: int,
+        base_ts: int,
+        max_ts: int,
+        max_rec: int,
+        ratio: float,
+        produced: int,
+        switch_bytes: int,
+        sticky_bytes: int,
+        /,
+    ) -> tuple[int, int, int, int, int, int, bool] | None:
+        """Reference: ``producer.batch_append.append_pending_reference``."""
+
 
 #: The compiled module when active, else None (read it at call time: ``_native.kernel``).
 kernel: Kernel | None = None
@@ -117,6 +162,11 @@ def _load() -> None:
     if _loaded is None:
         log.debug("record fast path: running on the pure-Python record code, %s", _why_not)
     use_native(_loaded is not None)
+
+
+def loaded_kernel() -> Kernel | None:
+    """The compiled module if it was loaded (whether or not it is switched on), for one-time setup calls."""
+    return _loaded
 
 
 def native_available() -> bool:

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from pykafka_client.errors import IllegalArgumentError
 from pykafka_client.producer.buffer_pool import BufferPool
-from pykafka_client.producer.producer_batch import record_size_in_bytes
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
+from pykafka_client.producer.record_size import record_size_in_bytes
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.protocol.records.builder import record_size_in_bytes as builder_size
@@ -92,7 +92,7 @@ def _acc(compression: CompressionType = CompressionType.NONE) -> RecordAccumulat
 
 def _state(acc: RecordAccumulator) -> tuple[object, ...]:
     info = acc._topics["t"]
-    sticky = info.partitioner._sticky
+    sticky = info.partitioner.sticky
     queues = {p: [(b.record_count, b.closed, b.estimated_size_in_bytes()) for b in q.batches] for p, q in info.queues.items()}
     return (sticky.partition if sticky else None, sticky.produced_bytes if sticky else None, queues)
 

@@ -10,15 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykafka_client.errors import KafkaTimeoutError
-from pykafka_client.producer.producer_batch import (
-    INT_MAX,
-    RECORD_BATCH_OVERHEAD,
-    ProducerBatch,
-    estimate_size_upper_bound,
-    increment_sequence,
-    record_size_in_bytes,
-)
+from pykafka_client.producer.producer_batch import INT_MAX, ProducerBatch, increment_sequence
 from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.producer.record_size import RECORD_BATCH_OVERHEAD, estimate_size_upper_bound, record_size_in_bytes
 from pykafka_client.protocol.records.builder import record_size_in_bytes as builder_size
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.memory_records import MemoryRecords

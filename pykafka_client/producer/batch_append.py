@@ -1,0 +1,136 @@
+"""The per-record loops of ``KafkaProducer.send_batch``: checking the records, the key partitions, and appending
+many records to a batch's pending list in one call.
+
+Each function runs the compiled kernel (``protocol/records/_kernel.c``) when it is active and otherwise, or
+when the kernel declines the input, its ``*_reference`` twin here, which defines the result. Both produce the
+same pending tuples and sizes as :meth:`ProducerBatch.try_append` one record at a time, so a batch filled by
+``send_batch`` encodes to the same bytes as one filled by as many ``send`` calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pykafka_client.producer.partitioner import murmur2, to_positive
+from pykafka_client.producer.record_size import RECORD_BATCH_OVERHEAD, Callback, Header, record_size_in_bytes
+from pykafka_client.protocol.records import _native
+
+#: largest timestamp send_batch takes (the kernel keeps timestamp deltas within 64 bits)
+MAX_TIMESTAMP = 1 << 62
+
+#: (next index, size, base timestamp, max timestamp, max record size, produced bytes, sticky switch due)
+AppendState = tuple[int, int, int, int, int, int, bool]
+
+
+def _payload(data: object) -> int:
+    if data is None:
+        return 0
+    if data.__class__ is bytes:
+        return len(data)
+    return -1
+
+
+def scan_records_reference(keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None) -> int:
+    """The largest ``len(key) + len(value)`` (None counts 0); -1 when a key or value is not bytes or None, -2
+    when a timestamp is not None or an int in [0, 2**62]."""
+    best = 0
+    for i, value in enumerate(values):
+        v = _payload(value)
+        k = 0 if keys is None else _payload(keys[i])
+        if v < 0 or k < 0:
+            return -1
+        best = max(best, k + v)
+    if timestamps is not None:
+        for ts in timestamps:
+            if ts is not None and (ts.__class__ is not int or not 0 <= ts <= MAX_TIMESTAMP):
+                return -2
+    return best
+
+
+def scan_records(keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None) -> int:
+    kernel = _native.kernel
+    if kernel is not None:
+        return kernel.scan_records(keys, values, timestamps)
+    return scan_records_reference(keys, values, timestamps)
+
+
+def key_partitions_reference(keys: list[Any], num_partitions: int) -> list[int]:
+    """The default partitioner's choice per key (Java: ``toPositive(murmur2(key)) % numPartitions``), -1 for None."""
+    return [-1 if k is None else to_positive(murmur2(k)) % num_partitions for k in keys]
+
+
+def key_partitions(keys: list[Any], num_partitions: int) -> list[int]:
+    kernel = _native.kernel
+    if kernel is not None:
+        out = kernel.key_partitions(keys, num_partitions)
+        if out is not None:
+            return out
+    return key_partitions_reference(keys, num_partitions)
+
+
+def _estimated(size: int, ratio: float) -> int:
+    """``ProducerBatch.estimated_size_in_bytes`` of a batch of ``size`` uncompressed bytes."""
+    return size if ratio == 1.0 else RECORD_BATCH_OVERHEAD + int((size - RECORD_BATCH_OVERHEAD) * ratio)
+
+
+def append_pending_reference(
+    pending: list[Any],
+    keys: list[Any] | None,
+    values: list[Any],
+    start: int,
+    stop: int,
+    timestamps: list[Any] | None,
+    timestamp: int,
+    headers: Sequence[Header],
+    callback: Callback | None,
+    size: int,
+    limit: int,
+    base_ts: int,
+    max_ts: int,
+    max_rec: int,
+    ratio: float,
+    produced: int,
+    switch_bytes: int,
+    sticky_bytes: int,
+) -> AppendState:
+    """Append ``(timestamp, key, value, headers, callback)`` of records ``start..stop`` to ``pending`` (a batch's
+    pending list, ``size`` bytes so far of at most ``limit``) while they fit; the first record of an empty batch
+    always fits. With ``switch_bytes > 0`` the appended bytes (estimated, as the sticky partitioner counts them)
+    are added to ``produced`` and appending stops after the record that makes a partition switch due (Java's
+    rules: ``switch_bytes`` produced, or ``sticky_bytes`` and the batch full). Records are checked by
+    :func:`scan_records` beforehand."""
+    i = start
+    due = False
+    while i < stop:
+        key = None if keys is None else keys[i]
+        value = values[i]
+        ts = timestamp if timestamps is None or timestamps[i] is None else timestamps[i]
+        count = len(pending)
+        if count == 0:
+            base_ts = ts
+        rs = record_size_in_bytes(count, ts - base_ts, key, value, headers)
+        if count > 0 and size + rs > limit:
+            break
+        pending.append((ts, key, value, headers, callback))
+        before = _estimated(size, ratio)
+        size += rs
+        max_ts = max(max_ts, ts)
+        max_rec = max(max_rec, rs)
+        i += 1
+        if switch_bytes > 0:
+            produced += _estimated(size, ratio) - before
+            if produced >= switch_bytes or (size >= limit and produced >= sticky_bytes):
+                due = True
+                break
+    return i, size, base_ts, max_ts, max_rec, produced, due
+
+
+def append_pending(*args: Any) -> AppendState:
+    """:func:`append_pending_reference` (same arguments), on the kernel when it is active and takes the input."""
+    kernel = _native.kernel
+    if kernel is not None:
+        out = kernel.append_pending(*args)
+        if out is not None:
+            return out
+    return append_pending_reference(*args)

@@ -1,0 +1,330 @@
+"""``KafkaProducer.send_batch`` == a loop of ``send``: the same batches with the same bytes, partitions and record
+futures' results, on the compiled kernel and on the pure-Python reference (``record_impl``).
+
+The producers here run no Sender (an idle I/O runner): batches stay in the accumulator, where the test reads
+and completes them by hand. Both producers share a MockTime and a seeded partitioner random source.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pykafka_client import KafkaProducer
+from pykafka_client.errors import IllegalArgumentError, KafkaTimeoutError, ProducerClosedError, RecordTooLargeError
+from pykafka_client.producer import batch_append
+from pykafka_client.producer.kafka_producer import SendBatchFuture
+from pykafka_client.producer.partitioner import murmur2, to_positive
+from pykafka_client.producer.producer_batch import ProducerBatch, pending_columns_reference
+from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.producer.sender import IoRunner
+from pykafka_client.protocol.records import _native
+from pykafka_client.structs import TopicPartition
+from pykafka_client.utils.time import MockTime
+from tests.doubles.responses import metadata_response, nodes
+from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
+
+pytestmark = pytest.mark.usefixtures("record_impl")
+
+TOPIC = "t"
+
+
+class _IdleRunner:
+    def is_alive(self) -> bool:
+        return False
+
+    def join(self, timeout: float | None = None) -> None:
+        return None
+
+
+class _NoSenderProducer(KafkaProducer):
+    """Runs no Sender: what is sent stays in the accumulator."""
+
+    _yield_to_io_thread = False
+
+    def _start_io(self) -> IoRunner:
+        return _IdleRunner()
+
+
+def _producer(time: MockTime, partitions: int, seed: int, **config: Any) -> KafkaProducer:
+    p = _NoSenderProducer(
+        {"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": False, "linger.ms": 5, **config}, time=time
+    )
+    p.accumulator._rng = random.Random(seed)
+    now = time.hi_res_clock_ms()
+    p.metadata.add(TOPIC, now)
+    p.metadata.update(
+        0, metadata_response(nodes(1), {TOPIC: partitions}, leaders={(TOPIC, i): 0 for i in range(partitions)}), False, now
+    )
+    return p
+
+
+def _batches(p: KafkaProducer, partitions: int) -> dict[int, list[ProducerBatch]]:
+    return {i: p.accumulator.batches_for(TopicPartition(TOPIC, i)) for i in range(partitions)}
+
+
+def _complete(batches: dict[int, list[ProducerBatch]]) -> None:
+    for part, bs in batches.items():
+        offset = 1000 * part
+        for b in bs:
+            b.done(offset, -1, None)
+            offset += b.record_count
+
+
+_bytes = st.one_of(st.none(), st.binary(max_size=60), st.binary(max_size=60), st.binary(min_size=200, max_size=700))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    records=st.lists(st.tuples(_bytes, _bytes, st.one_of(st.none(), st.integers(0, 2**41))), min_size=1, max_size=80),
+    partitions=st.integers(1, 4),
+    explicit=st.one_of(st.none(), st.integers(0, 3)),
+    with_keys=st.booleans(),
+    with_timestamps=st.booleans(),
+    headers=st.sampled_from([None, [("h", b"v")], [("h1", None), ("h2", b"")]]),
+    codec=st.sampled_from(["none", "gzip", "snappy", "lz4", "zstd"]),
+    batch_size=st.sampled_from([150, 500, 1024, 4096]),
+    seed=st.integers(0, 1000),
+)
+def test_send_batch_makes_the_batches_of_a_send_loop(
+    records: list[tuple[bytes | None, bytes | None, int | None]],
+    partitions: int,
+    explicit: int | None,
+    with_keys: bool,
+    with_timestamps: bool,
+    headers: list[tuple[str, bytes | None]] | None,
+    codec: str,
+    batch_size: int,
+    seed: int,
+) -> None:
+    partition = None if explicit is None else explicit % partitions
+    keys = [k for k, _, _ in records] if with_keys else None
+    values = [v for _, v, _ in records]
+    timestamps = [t for _, _, t in records] if with_timestamps else None
+    config = {"compression.type": codec, "batch.size": batch_size}
+    time = MockTime()
+    one = _producer(time, partitions, seed, **config)
+    many = _producer(time, partitions, seed, **config)
+    try:
+        futures = [
+            one.send(TOPIC, values[i], None if keys is None else keys[i], partition,
+                     None if timestamps is None else timestamps[i], headers)
+            for i in range(len(values))
+        ]
+        batch_future = many.send_batch(TOPIC, values, keys, partition=partition, headers=headers, timestamps=timestamps)
+        expected, got = _batches(one, partitions), _batches(many, partitions)
+        assert {p: [b.records() for b in bs] for p, bs in got.items()} == {
+            p: [b.records() for b in bs] for p, bs in expected.items()
+        }
+        assert not batch_future.done() or not values
+        _complete(expected)
+        _complete(got)
+        assert batch_future.done()
+        assert list(batch_future.result(0)) == [f.result(0) for f in futures]
+    finally:
+        one.close(0)
+        many.close(0)
+
+
+def test_send_batch_fills_batches_up_to_batch_size_and_then_opens_new_ones() -> None:
+    time = MockTime()
+    p = _producer(time, 1, 1, **{"batch.size": 1000})
+    try:
+        f = p.send_batch(TOPIC, [b"x" * 100] * 50, partition=0)
+        bs = p.accumulator.batches_for(TopicPartition(TOPIC, 0))
+        assert len(bs) > 5
+        assert sum(b.record_count for b in bs) == 50
+        assert all(b.estimated_size_in_bytes() <= 1000 for b in bs)
+        _complete({0: bs})
+        md = f.result(0)
+        assert [m.offset for m in md] == list(range(50))
+        assert md[-1] == md[49]
+    finally:
+        p.close(0)
+
+
+def test_send_batch_of_nothing_is_done_at_once() -> None:
+    p = _producer(MockTime(), 1, 1)
+    try:
+        f = p.send_batch(TOPIC, [])
+        assert f.done()
+        assert len(f.result(0)) == 0
+    finally:
+        p.close(0)
+
+
+def test_pyarrow_arrays_with_nulls_equal_their_lists() -> None:
+    pa = pytest.importorskip("pyarrow")
+    values: list[str | None] = ["a", None, "ccc", "", "é"]
+    keys: list[bytes | None] = [None, b"k", b"", None, b"kk"]
+    time = MockTime()
+    lists = _producer(time, 3, 5)
+    arrays = _producer(time, 3, 5)
+    try:
+        for kind, ktype in ((pa.string(), pa.binary()), (pa.large_string(), pa.large_binary())):
+            lists.send_batch(TOPIC, [None if v is None else v.encode() for v in values], keys)
+            arrays.send_batch(TOPIC, pa.array(values, kind), pa.chunked_array([pa.array(keys, ktype)]))
+        got, expected = _batches(arrays, 3), _batches(lists, 3)
+        assert {k: [b.records() for b in v] for k, v in got.items()} == {k: [b.records() for b in v] for k, v in expected.items()}
+    finally:
+        lists.close(0)
+        arrays.close(0)
+
+
+def test_a_failed_batch_fails_the_batch_future_and_every_record() -> None:
+    p = _producer(MockTime(), 2, 1)
+    seen: list[tuple[RecordMetadata | None, BaseException | None]] = []
+    try:
+        f = p.send_batch(TOPIC, [b"a", b"b", b"c"], [b"1", b"2", b"3"], on_delivery=lambda m, e: seen.append((m, e)))
+        batches = _batches(p, 2)
+        boom = RuntimeError("boom")
+        for b in batches[0]:
+            b.done(-1, -1, boom)
+        for b in batches[1]:
+            b.done(0, -1, None)
+        assert f.exception(0) is boom
+        md = f.metadata()
+        outcomes = [md.exception(i) for i in range(3)]
+        parts = [to_positive(murmur2(k)) % 2 for k in (b"1", b"2", b"3")]
+        assert outcomes == [boom if part == 0 else None for part in parts]
+        assert len(seen) == 3
+    finally:
+        p.close(0)
+
+
+def test_misuse_raises_before_anything_is_appended() -> None:
+    p = _producer(MockTime(), 1, 1, **{"max.request.size": 2000})
+    try:
+        with pytest.raises(IllegalArgumentError, match="2 keys for 3 values"):
+            p.send_batch(TOPIC, [b"a", b"b", b"c"], [b"k", b"k"])
+        with pytest.raises(IllegalArgumentError, match="Invalid timestamp"):
+            p.send_batch(TOPIC, [b"a", b"b"], timestamps=[1, -5])
+        with pytest.raises(RecordTooLargeError):
+            p.send_batch(TOPIC, [b"a", b"b" * 5000])
+        with pytest.raises(IllegalArgumentError, match="Invalid partition"):
+            p.send_batch(TOPIC, [b"a"], partition=-1)
+        with pytest.raises(TypeError, match="sequence or a pyarrow array"):
+            p.send_batch(TOPIC, b"abc")
+        assert p.accumulator.batches_for(TopicPartition(TOPIC, 0)) == []
+    finally:
+        p.close(0)
+    with pytest.raises(ProducerClosedError):
+        p.send_batch(TOPIC, [b"a"])
+
+
+def test_values_through_the_configured_serializer() -> None:
+    time = MockTime()
+    one = _producer(time, 1, 1, **{"value.serializer": "str", "key.serializer": "str"})
+    many = _producer(time, 1, 1, **{"value.serializer": "str", "key.serializer": "str"})
+    try:
+        for v in ("x", "yy", "zzz"):
+            one.send(TOPIC, v, "k")
+        many.send_batch(TOPIC, ["x", "yy", "zzz"], ("k", "k", "k"))
+        assert [b.records() for b in _batches(many, 1)[0]] == [b.records() for b in _batches(one, 1)[0]]
+    finally:
+        one.close(0)
+        many.close(0)
+
+
+def test_a_split_batch_completes_the_batch_future_once_all_pieces_did() -> None:
+    p = _producer(MockTime(), 1, 1)
+    try:
+        f = p.send_batch(TOPIC, [b"x" * 100] * 20, partition=0)
+        [big] = p.accumulator.batches_for(TopicPartition(TOPIC, 0))
+        p.accumulator.drain(p.metadata, [nodes(1)[0]], 10**6, 0)
+        pieces = big.split_into(600, 0)
+        assert len(pieces) > 1
+        for piece in pieces[:-1]:
+            piece.done(0, -1, None)
+        assert not f.done()
+        pieces[-1].done(100, -1, None)
+        md = f.result(0)
+        assert len(md) == 20 and md[19].offset == 100 + pieces[-1].record_count - 1
+    finally:
+        p.close(0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=30)), max_size=30), st.integers(1, 50))
+def test_key_partitions_and_murmur2_match_the_reference(keys: list[bytes | None], parts: int) -> None:
+    assert batch_append.key_partitions(keys, parts) == [-1 if k is None else to_positive(murmur2(k)) % parts for k in keys]
+    kernel = _native.kernel
+    if kernel is not None:
+        for k in keys:
+            if k is not None:
+                assert kernel.murmur2(k) == murmur2(k)
+
+
+def test_scan_records_reports_bad_items() -> None:
+    assert batch_append.scan_records([b"ab", None], [b"c", b"defg"], None) == 4
+    assert batch_append.scan_records(None, ["str"], None) == -1
+    assert batch_append.scan_records(None, [b"a"], [True]) == -2
+    assert batch_append.scan_records(None, [b"a"], [2**63]) == -2
+
+
+def test_send_batch_future_type() -> None:
+    p = _producer(MockTime(), 1, 1)
+    try:
+        assert isinstance(p.send_batch(TOPIC, [b"a"]), SendBatchFuture)
+    finally:
+        p.close(0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2**41), _bytes, _bytes, st.sampled_from([(), [("h", b"v")], [("k", None)]])),
+        min_size=5, max_size=40,
+    ),
+    st.sampled_from([150, 300, 1000, 5000]),
+    st.booleans(),
+)
+def test_compiled_try_append_equals_the_reference(
+    records: list[tuple[int, bytes | None, bytes | None, Any]], limit: int, with_callback: bool
+) -> None:
+    """``ProducerBatch.try_append`` (on the kernel when active) leaves the batch as ``try_append_reference``."""
+    def cb(m: RecordMetadata | None, e: BaseException | None) -> None:
+        return None
+
+    callback = cb if with_callback else None
+    tp = TopicPartition(TOPIC, 0)
+    compiled, reference = ProducerBatch(tp, limit, 0), ProducerBatch(tp, limit, 0)
+    for i, (ts, k, v, h) in enumerate(records):
+        a = compiled.try_append(ts, k, v, h, callback, i)
+        b = reference.try_append_reference(ts, k, v, h, callback, i)
+        assert (a is None) == (b is None)
+        if a is not None and b is not None:
+            assert a.batch_position()[1] == b.batch_position()[1]
+    state = ("pending", "size_bytes", "base_timestamp", "max_timestamp", "max_record_size", "last_append_ms", "has_callbacks")
+    assert [getattr(compiled, s) for s in state] == [getattr(reference, s) for s in state]
+    assert compiled.records() == reference.records()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2**41), _bytes, _bytes), max_size=30), st.booleans())
+def test_pending_columns_equal_the_reference(records: list[tuple[int, bytes | None, bytes | None]], with_ts: bool) -> None:
+    """The columns a completed batch keeps per record (timestamps, key and value sizes), kernel or reference."""
+    pending: list[Any] = [(ts, k, v, (), None) for ts, k, v in records]
+    kernel = _native.kernel
+    got = kernel.pending_columns(pending, with_ts) if kernel is not None else None
+    expected = pending_columns_reference(pending, with_ts)
+    assert got is None if kernel is None else got == expected
+    assert expected[1] == [-1 if k is None else len(k) for _, k, _ in records]
+
+
+def test_a_partition_missing_from_the_metadata_fails_every_record_as_send_does() -> None:
+    p = _producer(MockTime(auto_tick_ms=5), 1, 1, **{"max.block.ms": 20})
+    seen: list[BaseException | None] = []
+    try:
+        single = p.send(TOPIC, b"a", partition=5)
+        f = p.send_batch(TOPIC, [b"a", b"b"], partition=5, on_delivery=lambda m, e: seen.append(e))
+        assert f.done() and single.done()
+        assert type(f.exception(0)) is type(single.exception(0)) is KafkaTimeoutError
+        assert [type(e) for e in seen] == [KafkaTimeoutError, KafkaTimeoutError]
+        assert f.metadata().exception(1) is f.exception(0)
+    finally:
+        p.close(0)
