@@ -32,8 +32,13 @@ pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the comp
 TOPIC = "t"
 
 
+class _Idle(_IdleRunner):
+    def ensure_started(self) -> None:
+        return None
+
+
 def _idle(sender: Sender, client_id: str) -> IoRunner:
-    return _IdleRunner()
+    return _Idle()
 
 
 class _Counted:
@@ -179,7 +184,7 @@ def test_unusual_input_falls_back_to_the_python_path_with_its_outcomes() -> None
             assert isinstance(too_large.exception(0), RecordTooLargeError)
             seen.append(str(too_large.exception(0)))
             with pytest.raises(Exception) as bad:
-                p.send(TOPIC, "not bytes", None, 0)  # type: ignore[arg-type]
+                p.send(TOPIC, "not bytes", None, 0)
             seen.append(f"{type(bad.value).__name__}: {bad.value}")
             f = p.send(TOPIC, bytearray(b"ba"), None, 0)
             _complete(_batches(p, 2))
