@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
+from pykafka_client.admin.api_handler import AdminApiHandler, ApiResult
 from pykafka_client.errors import (
     DisconnectError,
     IllegalArgumentError,
@@ -39,6 +41,9 @@ log = logging.getLogger("pykafka_client.admin.admin_client")
 
 # NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS: find the coordinator again.
 _COORDINATOR_MOVED = {16, 15, 14}
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class AdminContext:
@@ -193,6 +198,38 @@ class AdminContext:
                 self.backoff(timer)
                 continue
             return node, response.response_body
+
+    def run(self, handler: AdminApiHandler[K, V], keys: Sequence[K], timer: Timer) -> ApiResult[K, V]:
+        """Drive ``handler`` about ``keys`` (the generic driver, Java ``AdminApiDriver``): its lookup groups the
+        keys by target; each group's request is sent with :meth:`send` (disconnects retried, the timeout's
+        messages); when an answer says the target was stale and ``timer`` has not expired, the metadata is
+        refreshed, and after a backoff the group is sent again. Returns every group's answer, merged."""
+        result: ApiResult[K, V] = ApiResult()
+        for target, group in handler.lookup.targets(self, keys):
+            build = partial(handler.build_request, keys=group)
+            while True:
+                _, response = self.send(handler.api_key, build, target, timer)
+                answer = handler.handle_response(group, response)
+                if answer.lookup_again and not timer.is_expired():
+                    self.refresh_metadata(timer, handler.lookup.description)
+                    self.backoff(timer)
+                    continue
+                break
+            result.merge(answer)
+        return result
+
+    def run_call(self, make_handler: Callable[[Timer], AdminApiHandler[K, V]], keys: Sequence[K],
+                 timeout: float | None, *, update_metadata: bool = False) -> dict[K, V]:
+        """One whole call of a handler: under the lock, with the call's deadline, :meth:`run` the handler
+        ``make_handler(timer)`` about ``keys``; ask for a metadata update when ``update_metadata`` (the call
+        changed topics); then raise the first key's error, else return each key's value."""
+        with self.lock:
+            timer = self.timer(timeout)
+            result = self.run(make_handler(timer), keys, timer)
+            if update_metadata:
+                self.metadata.request_update()
+        result.raise_first_error()
+        return result.completed
 
     def backoff(self, timer: Timer) -> None:
         """Wait ``retry.backoff.ms`` (at most until ``timer`` expires), serving the network meanwhile."""

@@ -1,6 +1,7 @@
 """The AdminClient's consumer group calls (Java ``KafkaAdminClient.listConsumerGroups`` /
 ``describeConsumerGroups`` / ``deleteConsumerGroups`` / ``listConsumerGroupOffsets`` /
-``alterConsumerGroupOffsets``): ListGroups to every broker, the others to each group's coordinator."""
+``alterConsumerGroupOffsets``): each to the group's coordinator. (ListGroups, to every broker, is
+``handlers/list_consumer_groups.py``.)"""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.group_types import (
     ConsumerGroupDescription,
-    ConsumerGroupListing,
     MemberDescription,
 )
 from pykafka_client.errors import (
@@ -24,8 +24,6 @@ from pykafka_client.protocol.messages import (
     DeleteGroupsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
-    ListGroupsRequest,
-    ListGroupsResponse,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchRequest,
@@ -51,21 +49,6 @@ def _assigned_partitions(member_assignment: bytes) -> list[TopicPartition]:
 def _one_group(request: Callable[..., Any], field_name: str, group_id: str) -> Callable[[int], Any]:
     """A request builder naming one group in the list field ``field_name`` (the same at every version)."""
     return lambda version: request(**{field_name: [group_id]})
-
-
-def list_consumer_groups(ctx: AdminContext, timeout: float | None = None) -> list[ConsumerGroupListing]:
-    with ctx.lock:
-        timer = ctx.timer(timeout)
-        if not ctx.metadata.fetch().nodes or any(n.id < 0 for n in ctx.metadata.fetch().nodes):
-            ctx.refresh_metadata(timer, "brokers to list groups of")
-        out: list[ConsumerGroupListing] = []
-        for broker in ctx.metadata.fetch().nodes:
-            _, resp = ctx.send(ApiKey.LIST_GROUPS, lambda v: ListGroupsRequest(), ctx.broker_target(broker.id), timer)
-            assert isinstance(resp, ListGroupsResponse)
-            if resp.error_code:
-                raise broker_error(resp.error_code, None, f"listing the groups of broker {broker.id}")
-            out += [ConsumerGroupListing(g.group_id, g.group_state, g.protocol_type) for g in resp.groups]
-        return sorted(out, key=lambda g: g.group_id)
 
 
 def describe_consumer_groups(
