@@ -33,14 +33,18 @@ from pykafka_client.admin.group_types import (
 )
 from pykafka_client.admin.handlers import multi_step
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
+from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
+from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
+from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
 from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
+from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
 from pykafka_client.admin.types import (
@@ -208,26 +212,26 @@ class AdminClient:
     ) -> dict[str, ConsumerGroupDescription]:
         """State, assignor and members (with their assignments) of each group. A group the broker does not
         know is described with state ``Dead`` and no members, as Kafka does."""
-        return api("describe_consumer_groups", multi_step.DescribeConsumerGroups).call(self._ctx, group_ids, timeout)
+        return api("describe_consumer_groups", DescribeConsumerGroupsHandler).call(self._ctx, group_ids, timeout)
 
     def delete_consumer_groups(self, group_ids: Iterable[str], timeout: float | None = None) -> None:
         """Delete empty groups with their committed offsets. Raises GroupNotEmptyError for a group with
         members, GroupIdNotFoundError for an unknown one (the first failing group; the others were tried)."""
-        api("delete_consumer_groups", multi_step.DeleteConsumerGroups).call(self._ctx, group_ids, timeout)
+        api("delete_consumer_groups", DeleteConsumerGroupsHandler).call(self._ctx, group_ids, timeout)
 
     def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         """The committed offsets of ``group_id`` (all of them, or those of ``partitions``); partitions
         without a committed offset are left out."""
-        return api("list_consumer_group_offsets", multi_step.ListConsumerGroupOffsets).call(self._ctx, group_id, partitions, timeout)
+        return api("list_consumer_group_offsets", ListConsumerGroupOffsetsHandler).call(self._ctx, group_id, partitions, timeout)
 
     def alter_consumer_group_offsets(
         self, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int], timeout: float | None = None
     ) -> None:
         """Commit ``offsets`` for ``group_id`` as an admin (no member, generation -1): the group must have
         no active members, else the broker refuses (UnknownMemberIdError; Kafka's rule)."""
-        api("alter_consumer_group_offsets", multi_step.AlterConsumerGroupOffsets).call(self._ctx, group_id, offsets, timeout)
+        api("alter_consumer_group_offsets", AlterConsumerGroupOffsetsHandler).call(self._ctx, group_id, offsets, timeout)
 
     def delete_records(
         self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None

@@ -14,18 +14,27 @@ entry point of every AdminClient operation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.structs import Node
+from pykafka_client.utils.time import Timer
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 #: where to send a request: the node, or None while none is known or connectable
 Target = Callable[[], "Node | None"]
+
+#: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS: find the coordinator again
+COORDINATOR_MOVED = frozenset({16, 15, 14})
+
+
+def coordinator_moved(results: Sequence[Any]) -> bool:
+    """Whether a coordinator's per-group results (one group asked) say it moved or is loading."""
+    return bool(results) and results[0].error_code in COORDINATOR_MOVED
 
 
 @dataclass
@@ -61,6 +70,12 @@ class TargetFinder(Protocol):
 
     def broker_target(self, broker_id: int) -> Target: ...
 
+    def find_coordinator(self, group_id: str, timer: Timer, key_type: int = 0) -> int: ...
+
+    def refresh_metadata(self, timer: Timer, what: str) -> None: ...
+
+    def backoff(self, timer: Timer) -> None: ...
+
 
 class LookupStrategy(Protocol[K]):
     """How a handler finds the brokers its keys go to (Java ``AdminApiLookupStrategy``)."""
@@ -70,8 +85,13 @@ class LookupStrategy(Protocol[K]):
         """What is looked up, for the message of a metadata timeout when it must be looked up again."""
         ...
 
-    def targets(self, finder: TargetFinder, keys: Sequence[K]) -> list[tuple[Target, list[K]]]:
-        """The keys grouped by the broker to ask, in the order the requests are sent."""
+    def targets(self, finder: TargetFinder, keys: Sequence[K], timer: Timer) -> Iterable[tuple[Target, list[K]]]:
+        """The keys grouped by the broker to ask, in the order the requests are sent (looked up lazily: a
+        coordinator is found just before its request is sent)."""
+        ...
+
+    def before_lookup_again(self, finder: TargetFinder, timer: Timer) -> None:
+        """What happens before the keys of a stale target are looked up again (refresh, back off)."""
         ...
 
 
@@ -89,53 +109,78 @@ class AdminApiHandler(Protocol[K, V]):
         """The request about ``keys`` at ``version`` (the newest both sides support)."""
         ...
 
-    def handle_response(self, keys: list[K], response: Any) -> ApiResult[K, V]:
-        """The answer about ``keys``: a value or an error per key; raise to stop the whole call."""
+    def handle_response(self, node: Node, keys: list[K], response: Any) -> ApiResult[K, V]:
+        """``node``'s answer about ``keys``: a value or an error per key; raise to stop the whole call."""
         ...
 
 
+class _RefreshBeforeLookingAgain:
+    """Looking up again after a stale answer: fresh metadata, then a backoff."""
+
+    description: str
+
+    def before_lookup_again(self, finder: TargetFinder, timer: Timer) -> None:
+        finder.refresh_metadata(timer, self.description)
+        finder.backoff(timer)
+
+
 @dataclass(frozen=True)
-class LeastLoaded:
+class LeastLoaded(_RefreshBeforeLookingAgain):
     """Every key to the least-loaded broker, in one request."""
 
     description: str = "any broker"
 
-    def targets(self, finder: TargetFinder, keys: Sequence[Any]) -> list[tuple[Target, list[Any]]]:
+    def targets(self, finder: TargetFinder, keys: Sequence[Any], timer: Timer) -> list[tuple[Target, list[Any]]]:
         return [(finder.least_loaded, list(keys))]
 
 
 @dataclass(frozen=True)
-class Controller:
+class Controller(_RefreshBeforeLookingAgain):
     """Every key to the controller (any broker while none is known), in one request; a NOT_CONTROLLER answer
     refreshes the metadata and resends."""
 
     description: str = "controller"
 
-    def targets(self, finder: TargetFinder, keys: Sequence[Any]) -> list[tuple[Target, list[Any]]]:
+    def targets(self, finder: TargetFinder, keys: Sequence[Any], timer: Timer) -> list[tuple[Target, list[Any]]]:
         return [(finder.controller_or_any, list(keys))]
 
 
 @dataclass(frozen=True)
-class EachBroker:
+class EachBroker(_RefreshBeforeLookingAgain):
     """Each key is a broker id: one request to each broker (waited for while not in the metadata)."""
 
     description: str = "each broker"
 
-    def targets(self, finder: TargetFinder, keys: Sequence[int]) -> list[tuple[Target, list[int]]]:
+    def targets(self, finder: TargetFinder, keys: Sequence[int], timer: Timer) -> list[tuple[Target, list[int]]]:
         return [(finder.broker_target(broker_id), [broker_id]) for broker_id in keys]
 
 
 @dataclass(frozen=True)
-class BrokerOrAny(Generic[K]):
+class BrokerOrAny(_RefreshBeforeLookingAgain, Generic[K]):
     """Keys grouped by ``broker_of(key)``: the keys of a broker id go to that broker, those of None to the
     least-loaded broker; one request per group, in the order the groups first appear."""
 
     broker_of: Callable[[K], int | None]
     description: str = "the broker of a resource"
 
-    def targets(self, finder: TargetFinder, keys: Sequence[K]) -> list[tuple[Target, list[K]]]:
+    def targets(self, finder: TargetFinder, keys: Sequence[K], timer: Timer) -> list[tuple[Target, list[K]]]:
         groups: dict[int | None, list[K]] = {}
         for key in keys:
             groups.setdefault(self.broker_of(key), []).append(key)
         return [(finder.least_loaded if broker_id is None else finder.broker_target(broker_id), items)
                 for broker_id, items in groups.items()]
+
+
+@dataclass(frozen=True)
+class GroupCoordinator:
+    """Each key is a group id: one request to its coordinator, found (FindCoordinator) just before the request
+    is sent; when the answer says the coordinator moved or is loading, back off and find it again."""
+
+    description: str = "group coordinator"
+
+    def targets(self, finder: TargetFinder, keys: Sequence[str], timer: Timer) -> Iterator[tuple[Target, list[str]]]:
+        for group_id in keys:
+            yield finder.broker_target(finder.find_coordinator(group_id, timer)), [group_id]
+
+    def before_lookup_again(self, finder: TargetFinder, timer: Timer) -> None:
+        finder.backoff(timer)

@@ -14,14 +14,18 @@ from typing import TypeVar
 
 from pykafka_client.admin.handlers import multi_step
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
+from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
+from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
+from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
 from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
+from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
 from pykafka_client.errors import IllegalStateError
@@ -41,15 +45,15 @@ HANDLER_APIS: dict[str, type] = {
     "incremental_alter_configs": IncrementalAlterConfigsHandler,
     "describe_log_dirs": DescribeLogDirsHandler,
     "list_consumer_groups": ListConsumerGroupsHandler,
+    "describe_consumer_groups": DescribeConsumerGroupsHandler,
+    "delete_consumer_groups": DeleteConsumerGroupsHandler,
+    "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
+    "alter_consumer_group_offsets": AlterConsumerGroupOffsetsHandler,
 }
 
 #: operation name -> its entry point, for the operations not yet converted to a handler
 MULTI_STEP_APIS: dict[str, type] = {
     "describe_cluster": multi_step.DescribeCluster,
-    "describe_consumer_groups": multi_step.DescribeConsumerGroups,
-    "delete_consumer_groups": multi_step.DeleteConsumerGroups,
-    "list_consumer_group_offsets": multi_step.ListConsumerGroupOffsets,
-    "alter_consumer_group_offsets": multi_step.AlterConsumerGroupOffsets,
     "delete_records": multi_step.DeleteRecords,
     "list_offsets": multi_step.ListOffsets,
     "describe_producers": multi_step.DescribeProducers,

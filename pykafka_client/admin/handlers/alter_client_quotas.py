@@ -11,6 +11,7 @@ from pykafka_client.admin.api_handler import ApiResult, LeastLoaded
 from pykafka_client.admin.types import ClientQuotaAlteration, ClientQuotaEntity
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import AlterClientQuotasRequest, AlterClientQuotasResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.arguments import list_argument
 
 
@@ -38,7 +39,7 @@ class AlterClientQuotasHandler:
             validate_only=self.validate_only,
         )
 
-    def handle_response(self, keys: list[ClientQuotaEntity], response: AlterClientQuotasResponse
+    def handle_response(self, node: Node, keys: list[ClientQuotaEntity], response: AlterClientQuotasResponse
                         ) -> ApiResult[ClientQuotaEntity, BaseException | None]:
         assert isinstance(response, AlterClientQuotasResponse)
         result: ApiResult[ClientQuotaEntity, BaseException | None] = ApiResult()

@@ -12,6 +12,7 @@ from pykafka_client.admin.api_handler import ApiResult, Controller
 from pykafka_client.admin.types import NewPartitions
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.arguments import mapping_argument
 from pykafka_client.utils.time import Timer
 
@@ -45,7 +46,7 @@ class CreatePartitionsHandler:
             validate_only=self.validate_only,
         )
 
-    def handle_response(self, keys: list[str], response: CreatePartitionsResponse) -> ApiResult[str, None]:
+    def handle_response(self, node: Node, keys: list[str], response: CreatePartitionsResponse) -> ApiResult[str, None]:
         assert isinstance(response, CreatePartitionsResponse)
         result: ApiResult[str, None] = ApiResult()
         for r in response.results:

@@ -13,6 +13,7 @@ from pykafka_client.admin.api_handler import ApiResult, Controller
 from pykafka_client.admin.types import CreateTopicResult, NewTopic
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.arguments import list_argument
 from pykafka_client.utils.time import Timer
 
@@ -50,7 +51,7 @@ class CreateTopicsHandler:
             validate_only=self.validate_only if version >= 1 else False,
         )
 
-    def handle_response(self, keys: list[str], response: CreateTopicsResponse) -> ApiResult[str, CreateTopicResult]:
+    def handle_response(self, node: Node, keys: list[str], response: CreateTopicsResponse) -> ApiResult[str, CreateTopicResult]:
         assert isinstance(response, CreateTopicsResponse)
         result: ApiResult[str, CreateTopicResult] = ApiResult(
             lookup_again=any(r.error_code == NOT_CONTROLLER for r in response.topics))

@@ -10,6 +10,7 @@ from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.api_handler import ApiResult, Controller
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.arguments import list_argument
 from pykafka_client.utils.time import Timer
 
@@ -30,7 +31,7 @@ class DeleteTopicsHandler:
             )
         return DeleteTopicsRequest(topic_names=keys, timeout_ms=timeout_ms)
 
-    def handle_response(self, keys: list[str], response: DeleteTopicsResponse) -> ApiResult[str, None]:
+    def handle_response(self, node: Node, keys: list[str], response: DeleteTopicsResponse) -> ApiResult[str, None]:
         assert isinstance(response, DeleteTopicsResponse)
         result: ApiResult[str, None] = ApiResult()
         for r in response.responses:

@@ -10,6 +10,7 @@ from pykafka_client.admin.api_handler import ApiResult, LeastLoaded
 from pykafka_client.admin.types import ClientQuotaEntity, ClientQuotaFilter
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeClientQuotasRequest, DescribeClientQuotasResponse
+from pykafka_client.structs import Node
 
 #: the one key of this call
 QUOTAS = "quotas"
@@ -31,7 +32,7 @@ class DescribeClientQuotasHandler:
             strict=qf.strict,
         )
 
-    def handle_response(self, keys: list[str], response: DescribeClientQuotasResponse
+    def handle_response(self, node: Node, keys: list[str], response: DescribeClientQuotasResponse
                         ) -> ApiResult[str, dict[ClientQuotaEntity, dict[str, float]]]:
         assert isinstance(response, DescribeClientQuotasResponse)
         if response.error_code:

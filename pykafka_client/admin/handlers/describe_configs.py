@@ -12,6 +12,7 @@ from pykafka_client.admin.api_handler import ApiResult, BrokerOrAny
 from pykafka_client.admin.types import ConfigEntry, ConfigResource, ConfigResourceType, ConfigSource
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.arguments import list_argument
 
 
@@ -38,7 +39,7 @@ class DescribeConfigsHandler:
             ]
         )
 
-    def handle_response(self, keys: list[ConfigResource], response: DescribeConfigsResponse
+    def handle_response(self, node: Node, keys: list[ConfigResource], response: DescribeConfigsResponse
                         ) -> ApiResult[ConfigResource, dict[str, ConfigEntry]]:
         assert isinstance(response, DescribeConfigsResponse)
         result: ApiResult[ConfigResource, dict[str, ConfigEntry]] = ApiResult()

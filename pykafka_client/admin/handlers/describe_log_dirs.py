@@ -12,7 +12,7 @@ from pykafka_client.admin.api_handler import ApiResult, EachBroker
 from pykafka_client.admin.types import LogDirDescription, ReplicaInfo
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
-from pykafka_client.structs import TopicPartition
+from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.arguments import list_argument
 
 
@@ -30,7 +30,7 @@ class DescribeLogDirsHandler:
     def build_request(self, version: int, keys: list[int]) -> DescribeLogDirsRequest:
         return DescribeLogDirsRequest(topics=None)  # None asks for every partition on the broker (as Java)
 
-    def handle_response(self, keys: list[int], response: DescribeLogDirsResponse
+    def handle_response(self, node: Node, keys: list[int], response: DescribeLogDirsResponse
                         ) -> ApiResult[int, dict[str, LogDirDescription]]:
         assert isinstance(response, DescribeLogDirsResponse)
         (broker_id,) = keys

@@ -27,11 +27,11 @@ class DescribeTopicsHandler:
         return MetadataRequest(
             topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in keys], allow_auto_topic_creation=False)
 
-    def handle_response(self, keys: list[str], response: MetadataResponse) -> ApiResult[str, TopicDescription]:
+    def handle_response(self, node: Node, keys: list[str], response: MetadataResponse) -> ApiResult[str, TopicDescription]:
         assert isinstance(response, MetadataResponse)
         brokers = {b.node_id: Node(b.node_id, b.host, b.port, b.rack) for b in response.brokers}
 
-        def node(i: int) -> Node:
+        def node_of(i: int) -> Node:
             return brokers.get(i) or Node(i, "", -1)
 
         result: ApiResult[str, TopicDescription] = ApiResult()
@@ -44,8 +44,8 @@ class DescribeTopicsHandler:
                 TopicPartitionInfo(
                     p.partition_index,
                     brokers.get(p.leader_id),
-                    [node(i) for i in p.replica_nodes],
-                    [node(i) for i in p.isr_nodes],
+                    [node_of(i) for i in p.replica_nodes],
+                    [node_of(i) for i in p.isr_nodes],
                     p.leader_epoch if p.leader_epoch >= 0 else None,
                 )
                 for p in sorted(t.partitions, key=lambda p: p.partition_index)

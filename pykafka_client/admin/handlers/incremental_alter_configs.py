@@ -14,6 +14,7 @@ from pykafka_client.admin.handlers.describe_configs import broker_of
 from pykafka_client.admin.types import ConfigResource, ConfigResourceType
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse
+from pykafka_client.structs import Node
 from pykafka_client.utils.arguments import mapping_argument
 
 
@@ -43,7 +44,7 @@ class IncrementalAlterConfigsHandler:
             validate_only=self.validate_only,
         )
 
-    def handle_response(self, keys: list[ConfigResource], response: IncrementalAlterConfigsResponse
+    def handle_response(self, node: Node, keys: list[ConfigResource], response: IncrementalAlterConfigsResponse
                         ) -> ApiResult[ConfigResource, None]:
         assert isinstance(response, IncrementalAlterConfigsResponse)
         result: ApiResult[ConfigResource, None] = ApiResult()

@@ -10,6 +10,7 @@ from pykafka_client.admin.api_handler import ApiResult, EachBroker
 from pykafka_client.admin.group_types import ConsumerGroupListing
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ListGroupsRequest, ListGroupsResponse
+from pykafka_client.structs import Node
 
 
 @dataclass
@@ -22,7 +23,7 @@ class ListConsumerGroupsHandler:
     def build_request(self, version: int, keys: list[int]) -> ListGroupsRequest:
         return ListGroupsRequest()
 
-    def handle_response(self, keys: list[int], response: ListGroupsResponse
+    def handle_response(self, node: Node, keys: list[int], response: ListGroupsResponse
                         ) -> ApiResult[int, list[ConsumerGroupListing]]:
         assert isinstance(response, ListGroupsResponse)
         (broker_id,) = keys

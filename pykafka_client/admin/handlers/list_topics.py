@@ -8,6 +8,7 @@ from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.api_handler import ApiResult, LeastLoaded
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
+from pykafka_client.structs import Node
 
 #: the one key of this call: the whole cluster
 CLUSTER = "cluster"
@@ -23,7 +24,7 @@ class ListTopicsHandler:
     def build_request(self, version: int, keys: list[str]) -> MetadataRequest:
         return MetadataRequest(topics=None, allow_auto_topic_creation=False)
 
-    def handle_response(self, keys: list[str], response: MetadataResponse) -> ApiResult[str, set[str]]:
+    def handle_response(self, node: Node, keys: list[str], response: MetadataResponse) -> ApiResult[str, set[str]]:
         assert isinstance(response, MetadataResponse)
         names = {t.name for t in response.topics if t.name and not t.is_internal and not t.error_code}
         return ApiResult(completed={CLUSTER: names})

@@ -1,17 +1,16 @@
 """The admin APIs not yet converted to an :class:`~pykafka_client.admin.api_handler.AdminApiHandler`: their
 entry points in the table, each running its own multi-step logic on the AdminContext (in ``admin/cluster.py``,
-``groups.py``, ``offsets.py``, ``transactions.py``). They need lookups the generic driver does not have yet:
-describe_cluster picks DescribeCluster or Metadata by the broker's versions; the group calls find each group's
-coordinator and resend while it moves; the partition calls ask each partition's leader and retry with fresh
-metadata; the transaction calls find transaction coordinators or write markers to leaders."""
+``offsets.py``, ``transactions.py``). They need lookups the generic driver does not have yet:
+describe_cluster picks DescribeCluster or Metadata by the broker's versions; the partition calls ask each
+partition's leader and retry with fresh metadata; the transaction calls batch ids per transaction coordinator
+and retry single ids, list every broker, or write markers to a leader."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from pykafka_client.admin import cluster, groups, offsets, transactions
+from pykafka_client.admin import cluster, offsets, transactions
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.group_types import ConsumerGroupDescription
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
     ClusterDescription,
@@ -23,7 +22,7 @@ from pykafka_client.admin.types import (
     TransactionListing,
     TransactionState,
 )
-from pykafka_client.structs import OffsetAndMetadata, TopicPartition
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.arguments import list_argument
 
 
@@ -31,33 +30,6 @@ class DescribeCluster:
     @staticmethod
     def call(ctx: AdminContext, timeout: float | None = None) -> ClusterDescription:
         return cluster.describe_cluster(ctx, timeout)
-
-
-class DescribeConsumerGroups:
-    @staticmethod
-    def call(ctx: AdminContext, group_ids: Iterable[str],
-             timeout: float | None = None) -> dict[str, ConsumerGroupDescription]:
-        return groups.describe_consumer_groups(ctx, group_ids, timeout)
-
-
-class DeleteConsumerGroups:
-    @staticmethod
-    def call(ctx: AdminContext, group_ids: Iterable[str], timeout: float | None = None) -> None:
-        groups.delete_consumer_groups(ctx, group_ids, timeout)
-
-
-class ListConsumerGroupOffsets:
-    @staticmethod
-    def call(ctx: AdminContext, group_id: str, partitions: Iterable[tuple[str, int]] | None = None,
-             timeout: float | None = None) -> dict[TopicPartition, OffsetAndMetadata]:
-        return groups.list_consumer_group_offsets(ctx, group_id, partitions, timeout)
-
-
-class AlterConsumerGroupOffsets:
-    @staticmethod
-    def call(ctx: AdminContext, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int],
-             timeout: float | None = None) -> None:
-        groups.alter_consumer_group_offsets(ctx, group_id, offsets, timeout)
 
 
 class DeleteRecords:

@@ -18,8 +18,7 @@ from tests.doubles.mock_selector import MockSelector
 
 #: the operations still running their own steps (shrinks as they become handlers)
 NOT_YET_HANDLERS = {
-    "describe_cluster", "describe_consumer_groups", "delete_consumer_groups", "list_consumer_group_offsets",
-    "alter_consumer_group_offsets", "delete_records", "list_offsets", "describe_producers",
+    "describe_cluster", "delete_records", "list_offsets", "describe_producers",
     "describe_transactions", "list_transactions", "abort_transaction",
 }
 LIFECYCLE = {"close"}
@@ -46,7 +45,7 @@ def test_every_handler_satisfies_the_protocol_in_a_module_of_its_own(name: str) 
     for method in ("build_request", "handle_response", "call"):
         assert callable(getattr(handler, method)), (name, method)
     assert list(inspect.signature(handler.build_request).parameters) == ["self", "version", "keys"]
-    assert list(inspect.signature(handler.handle_response).parameters) == ["self", "keys", "response"]
+    assert list(inspect.signature(handler.handle_response).parameters) == ["self", "node", "keys", "response"]
 
 
 def test_every_operation_dispatches_through_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
