@@ -37,6 +37,7 @@ from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterCons
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
+from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
@@ -238,7 +239,7 @@ class AdminClient:
     ) -> dict[TopicPartition, int]:
         """Delete the records of each partition below the given offset (-1: the high watermark), asked of
         each partition's leader; returns each partition's new low watermark."""
-        return api("delete_records", multi_step.DeleteRecords).call(self._ctx, before_offsets, timeout)
+        return api("delete_records", DeleteRecordsHandler).call(self._ctx, before_offsets, timeout)
 
     def incremental_alter_configs(
         self, configs: Mapping[ConfigResource, Iterable[AlterConfigOp]], timeout: float | None = None,

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
+from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import Timer
@@ -63,6 +65,9 @@ class ApiResult(Generic[K, V]):
 
 class TargetFinder(Protocol):
     """What a lookup strategy may ask of the AdminContext."""
+
+    @property
+    def metadata(self) -> Metadata: ...
 
     def least_loaded(self) -> Node | None: ...
 
@@ -184,3 +189,25 @@ class GroupCoordinator:
 
     def before_lookup_again(self, finder: TargetFinder, timer: Timer) -> None:
         finder.backoff(timer)
+
+
+@dataclass(frozen=True)
+class CurrentLeaders(_RefreshBeforeLookingAgain):
+    """Each key is a partition: grouped by its leader in fresh metadata (one refresh, no waiting): a partition
+    the cluster does not have raises UnknownTopicOrPartitionError, one without a leader LeaderNotAvailableError.
+    ``description``: why the leaders are looked up (the metadata timeout's message)."""
+
+    description: str = "partition leaders"
+
+    def targets(self, finder: TargetFinder, keys: Sequence[tuple[str, int]], timer: Timer
+                ) -> list[tuple[Target, list[tuple[str, int]]]]:
+        finder.refresh_metadata(timer, self.description)
+        cluster = finder.metadata.fetch()
+        raise_for_absent_partitions(cluster, keys)
+        by_leader: dict[int, list[tuple[str, int]]] = {}
+        for tp in keys:
+            leader = cluster.leader_for((tp[0], tp[1]))
+            if leader is None:
+                raise broker_error(5, None, f"partition {tp[0]}-{tp[1]} has no leader; try again shortly")
+            by_leader.setdefault(leader.id, []).append(tp)
+        return [(finder.broker_target(leader_id), tps) for leader_id, tps in by_leader.items()]

@@ -18,6 +18,7 @@ from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterCons
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
+from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
@@ -49,12 +50,12 @@ HANDLER_APIS: dict[str, type] = {
     "delete_consumer_groups": DeleteConsumerGroupsHandler,
     "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
     "alter_consumer_group_offsets": AlterConsumerGroupOffsetsHandler,
+    "delete_records": DeleteRecordsHandler,
 }
 
 #: operation name -> its entry point, for the operations not yet converted to a handler
 MULTI_STEP_APIS: dict[str, type] = {
     "describe_cluster": multi_step.DescribeCluster,
-    "delete_records": multi_step.DeleteRecords,
     "list_offsets": multi_step.ListOffsets,
     "describe_producers": multi_step.DescribeProducers,
     "describe_transactions": multi_step.DescribeTransactions,

@@ -32,13 +32,6 @@ class DescribeCluster:
         return cluster.describe_cluster(ctx, timeout)
 
 
-class DeleteRecords:
-    @staticmethod
-    def call(ctx: AdminContext, before_offsets: Mapping[tuple[str, int], int],
-             timeout: float | None = None) -> dict[TopicPartition, int]:
-        return offsets.delete_records(ctx, before_offsets, timeout)
-
-
 class ListOffsets:
     @staticmethod
     def call(ctx: AdminContext, specs: Mapping[tuple[str, int], OffsetSpec], timeout: float | None = None,

@@ -11,14 +11,23 @@ import pytest
 from pykafka_client import AdminClient
 from pykafka_client.admin import api_table
 from pykafka_client.admin.api_handler import AdminApiHandler, ApiResult
-from pykafka_client.errors import IllegalStateError, TopicExistsError, UnknownTopicOrPartitionError
+from pykafka_client.errors import (
+    IllegalStateError,
+    LeaderNotAvailableError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
 from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import DeleteRecordsResponse
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
-from tests.doubles.mock_selector import MockSelector
+from tests.doubles.mock_selector import MockSelector, SentRequest
+from tests.doubles.responses import metadata_response
+from tests.unit.network.test_admin_client import BROKERS, Env
 
 #: the operations still running their own steps (shrinks as they become handlers)
 NOT_YET_HANDLERS = {
-    "describe_cluster", "delete_records", "list_offsets", "describe_producers",
+    "describe_cluster", "list_offsets", "describe_producers",
     "describe_transactions", "list_transactions", "abort_transaction",
 }
 LIFECYCLE = {"close"}
@@ -90,3 +99,30 @@ def test_merged_results_keep_the_first_error_of_the_first_group() -> None:
     with pytest.raises(TopicExistsError):
         merged.raise_first_error()
     assert ApiResult[str, int]().first_error() is None
+
+
+def _low_watermarks(request: SentRequest) -> DeleteRecordsResponse:
+    return DeleteRecordsResponse(topics=[
+        DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=[
+            DeleteRecordsResponse.DeleteRecordsPartitionResult(
+                partition_index=p.partition_index, low_watermark=9 if p.offset < 0 else p.offset)
+            for p in t.partitions])
+        for t in request.body.topics])
+
+
+def test_delete_records_asks_each_partition_leader_once_and_refuses_unknown_or_leaderless_partitions() -> None:
+    env = Env()
+    env.responders[ApiKey.DELETE_RECORDS] = _low_watermarks
+    out = env.admin.delete_records({("t", 0): 5, TopicPartition("t", 1): -1}, timeout=5)
+    assert out == {TopicPartition("t", 0): 5, TopicPartition("t", 1): 9}
+    assert all(isinstance(tp, TopicPartition) for tp in out)
+    asked = {r.destination: [(t.name, [p.partition_index for p in t.partitions]) for t in r.body.topics]
+             for r in env.sent(ApiKey.DELETE_RECORDS)}
+    assert asked == {"0": [("t", [0])], "1": [("t", [1])]}
+    with pytest.raises(UnknownTopicOrPartitionError, match=r"partition t-7 does not exist"):
+        env.admin.delete_records({("t", 7): 1}, timeout=5)
+    env.responders[ApiKey.METADATA] = lambda r: metadata_response(BROKERS, {"t": 2}, leaders={("t", 1): -1})
+    with pytest.raises(LeaderNotAvailableError, match=r"t-1 has no leader"):
+        env.admin.delete_records({("t", 0): 1, ("t", 1): 1}, timeout=5)
+    assert len(env.sent(ApiKey.DELETE_RECORDS)) == 2  # nothing sent for the refused calls
+    env.admin.close()
