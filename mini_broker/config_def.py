@@ -14,7 +14,6 @@ from typing import Any, Union
 from mini_broker.metadata_version import (
     DEFAULT_MESSAGE_FORMAT_VERSION,
     LATEST_PRODUCTION,
-    kraft_protocol_validator,
     version_validator,
 )
 from pykafka_client.config import INT_MAX, LONG_MAX, ConfigDef, ConfigKey, ConfigType, Parser, Validator, at_least
@@ -67,7 +66,7 @@ _k("process.roles", LIST, [])
 _k("controller.listener.names", STR, None)
 _k("controller.quorum.voters", LIST, [])
 _k("controller.quorum.bootstrap.servers", LIST, [])
-_k("inter.broker.protocol.version", STR, LATEST_PRODUCTION.version, validator=kraft_protocol_validator,
+_k("inter.broker.protocol.version", STR, LATEST_PRODUCTION.version, validator=version_validator,
    doc="deprecated in KRaft mode (Kafka 3.3+): checked and otherwise ignored")
 _k("broker.session.timeout.ms", INT, 9000, 1)
 _k("broker.heartbeat.interval.ms", INT, 2000, 1)

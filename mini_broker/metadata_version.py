@@ -88,13 +88,3 @@ def version_validator(name: str, value: Any) -> None:
     except ValueError as e:
         raise ConfigurationError(f"Invalid value {value} for configuration {name}: {e}; valid versions are "
                                  f"{VERSIONS[0]} to {LATEST_PRODUCTION}, e.g. 0.10.0, 2.8, 3.0-IV1") from None
-
-
-def kraft_protocol_validator(name: str, value: Any) -> None:
-    """Config validator of ``inter.broker.protocol.version`` on a KRaft broker: a Kafka version that KRaft runs
-    (3.0-IV1 or newer), as Kafka 3.x requires in KRaft mode."""
-    version_validator(name, value)
-    if value is not None and not from_version_string(str(value)).is_at_least(MINIMUM_KRAFT_VERSION):
-        raise ConfigurationError(f"A non-KRaft version {value} given for {name}. The minimum version is "
-                                 f"{MINIMUM_KRAFT_VERSION}; set it to {MINIMUM_KRAFT_VERSION} or newer, or remove it "
-                                 f"(it is deprecated in KRaft mode)")

@@ -70,8 +70,9 @@ class LogManager:
         self.default_config = default_config if default_config is not None else LogConfig()
         self._time = time
         self._lock = threading.RLock()
-        self._logs: dict[TopicPartition, Log] = {}
-        self._log_dir_of: dict[TopicPartition, str] = {}
+        #: keyed by TopicPartition; a plain (topic, partition) tuple finds the same entry (get_log, per request)
+        self._logs: dict[tuple[str, int], Log] = {}
+        self._log_dir_of: dict[tuple[str, int], str] = {}
         self._topic_configs: dict[str, LogConfig] = {}
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._intervals = {
@@ -163,7 +164,7 @@ class LogManager:
         return self._topic_configs.get(topic, self.default_config)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
-        return self._logs.get(TopicPartition(topic, partition))
+        return self._logs.get((topic, partition))
 
     def all_logs(self) -> list[Log]:
         return list(self._logs.values())

@@ -9,6 +9,7 @@ survives a power loss. A failed write removes the temp file and leaves the old c
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from typing import Final
 
@@ -32,17 +33,21 @@ def atomic_write(path: str, data: bytes) -> None:
     fsync_dir(os.path.dirname(path) or ".")
 
 
+#: What fsync of a directory answers on a file system that does not support it (then the rename is as
+#: durable as that file system makes it); any other error (EIO, ...) is raised, as Kafka's flushDir does.
+_FSYNC_DIR_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EBADF})
+
+
 def fsync_dir(path: str) -> None:
-    """Make a rename or a creation in directory ``path`` durable. A platform that cannot open or fsync a
-    directory (Windows, some network file systems) is left as it is: there the rename is as durable as the
-    platform makes it."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+    """Make a rename or a creation in directory ``path`` durable. Windows, which cannot open a directory, and a
+    file system that cannot fsync one are left as they are; a failed fsync of the directory raises."""
+    if os.name == "nt":
         return
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
-    except OSError:
-        pass
+    except OSError as e:
+        if e.errno not in _FSYNC_DIR_UNSUPPORTED:
+            raise
     finally:
         os.close(fd)

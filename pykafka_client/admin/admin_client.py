@@ -23,16 +23,31 @@ from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any
 
-from pykafka_client.admin import cluster, groups, log_dirs, offsets, quotas, transactions
-from pykafka_client.admin import configs as config_calls
-from pykafka_client.admin import topics as topic_calls
 from pykafka_client.admin.admin_context import AdminContext
+from pykafka_client.admin.api_table import api
 from pykafka_client.admin.config import AdminClientConfig
 from pykafka_client.admin.group_types import (
     AlterConfigOp,
     ConsumerGroupDescription,
     ConsumerGroupListing,
 )
+from pykafka_client.admin.handlers import multi_step
+from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
+from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
+from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
+from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
+from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
+from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
+from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
+from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
+from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
+from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
+from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
+from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
+from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
+from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
     ClientQuotaAlteration,
@@ -59,7 +74,6 @@ from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
-from pykafka_client.utils.arguments import list_argument
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 
@@ -128,14 +142,14 @@ class AdminClient:
 
     def describe_cluster(self, timeout: float | None = None) -> ClusterDescription:
         """The cluster id, controller and brokers (DescribeCluster, or Metadata for older brokers)."""
-        return cluster.describe_cluster(self._ctx, timeout)
+        return api("describe_cluster", multi_step.DescribeCluster).call(self._ctx, timeout)
 
     def describe_log_dirs(
         self, broker_ids: Iterable[int] | None = None, timeout: float | None = None
     ) -> dict[int, dict[str, LogDirDescription]]:
         """Per broker (all when None), per log directory path: its error, its replicas' sizes and lags, and its
         volume's total/usable bytes (DescribeLogDirs). Raises the first broker-level error."""
-        return log_dirs.describe_log_dirs(self._ctx, broker_ids, timeout)
+        return api("describe_log_dirs", DescribeLogDirsHandler).call(self._ctx, broker_ids, timeout)
 
     # --- topics --------------------------------------------------------------------------------
 
@@ -144,26 +158,26 @@ class AdminClient:
     ) -> dict[str, CreateTopicResult]:
         """Create topics; returns one result per topic. Raises the first topic's error (e.g.
         TopicExistsError) after all were attempted."""
-        return topic_calls.create_topics(self._ctx, new_topics, timeout, validate_only)
+        return api("create_topics", CreateTopicsHandler).call(self._ctx, new_topics, timeout, validate_only)
 
     def delete_topics(self, topics: Iterable[str], timeout: float | None = None) -> None:
         """Delete topics by name. Raises the first topic's error (e.g. UnknownTopicOrPartitionError)."""
-        topic_calls.delete_topics(self._ctx, topics, timeout)
+        api("delete_topics", DeleteTopicsHandler).call(self._ctx, topics, timeout)
 
     def create_partitions(
         self, new_partitions: Mapping[str, NewPartitions], timeout: float | None = None, validate_only: bool = False
     ) -> None:
         """Increase partition counts. Raises the first topic's error (e.g. InvalidPartitionsError)."""
-        topic_calls.create_partitions(self._ctx, new_partitions, timeout, validate_only)
+        api("create_partitions", CreatePartitionsHandler).call(self._ctx, new_partitions, timeout, validate_only)
 
     def describe_topics(self, topics: Iterable[str], timeout: float | None = None) -> dict[str, TopicDescription]:
         """Partitions, leaders, replicas and ISR of each topic. Raises UnknownTopicOrPartitionError (or
         another topic error) for the first topic that failed."""
-        return topic_calls.describe_topics(self._ctx, topics, timeout)
+        return api("describe_topics", DescribeTopicsHandler).call(self._ctx, topics, timeout)
 
     def list_topics(self, timeout: float | None = None) -> set[str]:
         """Names of all non-internal topics."""
-        return topic_calls.list_topics(self._ctx, timeout)
+        return api("list_topics", ListTopicsHandler).call(self._ctx, timeout)
 
     # --- client quotas -------------------------------------------------------------------------
 
@@ -172,13 +186,13 @@ class AdminClient:
     ) -> dict[ClientQuotaEntity, BaseException | None]:
         """Set or remove client quotas (AlterClientQuotas); returns each entity's error or None. Raises the
         first entity's error (e.g. InvalidRequestError for an unknown key) after all were attempted."""
-        return quotas.alter_client_quotas(self._ctx, entries, timeout, validate_only)
+        return api("alter_client_quotas", AlterClientQuotasHandler).call(self._ctx, entries, timeout, validate_only)
 
     def describe_client_quotas(
         self, quota_filter: ClientQuotaFilter | None = None, timeout: float | None = None
     ) -> dict[ClientQuotaEntity, dict[str, float]]:
         """The client quotas set for the entities ``quota_filter`` matches (all when None)."""
-        return quotas.describe_client_quotas(self._ctx, quota_filter, timeout)
+        return api("describe_client_quotas", DescribeClientQuotasHandler).call(self._ctx, quota_filter, timeout)
 
     # --- configs -------------------------------------------------------------------------------
 
@@ -186,46 +200,46 @@ class AdminClient:
         self, resources: Iterable[ConfigResource], timeout: float | None = None
     ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
         """Configuration entries of topics / brokers. Broker resources go to that broker."""
-        return config_calls.describe_configs(self._ctx, resources, timeout)
+        return api("describe_configs", DescribeConfigsHandler).call(self._ctx, resources, timeout)
 
     # --- consumer groups, records and incremental configs (issue 14) ---------------------------
 
     def list_consumer_groups(self, timeout: float | None = None) -> list[ConsumerGroupListing]:
         """Every group of every broker (ListGroups to each), sorted by group id."""
-        return groups.list_consumer_groups(self._ctx, timeout)
+        return api("list_consumer_groups", ListConsumerGroupsHandler).call(self._ctx, timeout)
 
     def describe_consumer_groups(
         self, group_ids: Iterable[str], timeout: float | None = None
     ) -> dict[str, ConsumerGroupDescription]:
         """State, assignor and members (with their assignments) of each group. A group the broker does not
         know is described with state ``Dead`` and no members, as Kafka does."""
-        return groups.describe_consumer_groups(self._ctx, group_ids, timeout)
+        return api("describe_consumer_groups", DescribeConsumerGroupsHandler).call(self._ctx, group_ids, timeout)
 
     def delete_consumer_groups(self, group_ids: Iterable[str], timeout: float | None = None) -> None:
         """Delete empty groups with their committed offsets. Raises GroupNotEmptyError for a group with
         members, GroupIdNotFoundError for an unknown one (the first failing group; the others were tried)."""
-        groups.delete_consumer_groups(self._ctx, group_ids, timeout)
+        api("delete_consumer_groups", DeleteConsumerGroupsHandler).call(self._ctx, group_ids, timeout)
 
     def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
         """The committed offsets of ``group_id`` (all of them, or those of ``partitions``); partitions
         without a committed offset are left out."""
-        return groups.list_consumer_group_offsets(self._ctx, group_id, partitions, timeout)
+        return api("list_consumer_group_offsets", ListConsumerGroupOffsetsHandler).call(self._ctx, group_id, partitions, timeout)
 
     def alter_consumer_group_offsets(
         self, group_id: str, offsets: Mapping[tuple[str, int], OffsetAndMetadata | int], timeout: float | None = None
     ) -> None:
         """Commit ``offsets`` for ``group_id`` as an admin (no member, generation -1): the group must have
         no active members, else the broker refuses (UnknownMemberIdError; Kafka's rule)."""
-        groups.alter_consumer_group_offsets(self._ctx, group_id, offsets, timeout)
+        api("alter_consumer_group_offsets", AlterConsumerGroupOffsetsHandler).call(self._ctx, group_id, offsets, timeout)
 
     def delete_records(
         self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None
     ) -> dict[TopicPartition, int]:
         """Delete the records of each partition below the given offset (-1: the high watermark), asked of
         each partition's leader; returns each partition's new low watermark."""
-        return offsets.delete_records(self._ctx, before_offsets, timeout)
+        return api("delete_records", DeleteRecordsHandler).call(self._ctx, before_offsets, timeout)
 
     def incremental_alter_configs(
         self, configs: Mapping[ConfigResource, Iterable[AlterConfigOp]], timeout: float | None = None,
@@ -233,7 +247,7 @@ class AdminClient:
     ) -> None:
         """Set, delete, append to or subtract from config overrides of topics and brokers (broker resources
         go to that broker). Raises the first resource's error after all were attempted."""
-        config_calls.incremental_alter_configs(self._ctx, configs, timeout, validate_only)
+        api("incremental_alter_configs", IncrementalAlterConfigsHandler).call(self._ctx, configs, timeout, validate_only)
 
     # --- offsets -------------------------------------------------------------------------------
 
@@ -250,7 +264,7 @@ class AdminClient:
         UnknownTopicOrPartitionError after one metadata round trip (as Java since KAFKA-15425); a
         partition without a leader (an election in progress) is retried until the timeout.
         """
-        return offsets.list_offsets(self._ctx, specs, timeout, isolation_level)
+        return api("list_offsets", multi_step.ListOffsets).call(self._ctx, specs, timeout, isolation_level)
 
     # --- transactions -------------------------------------------------------------------------
 
@@ -258,21 +272,15 @@ class AdminClient:
                               timeout: float | None = None) -> dict[str, TransactionDescription]:
         """State, producer id/epoch, timeout, start time and partitions of each transactional id, asked of its
         coordinator. An unknown id raises TransactionalIdNotFoundError naming it."""
-        ids = list_argument("describe_transactions", "transactional_ids", transactional_ids, str,
-                            "a list of transactional ids (str)")
-        with self._ctx.lock:
-            return transactions.describe_transactions(self._ctx, ids, self._ctx.timer(timeout))
+        return api("describe_transactions", multi_step.DescribeTransactions).call(self._ctx, transactional_ids, timeout)
 
     def list_transactions(self, states: Iterable[TransactionState] = (), producer_ids: Iterable[int] = (),
                           duration_ms: int = -1, timeout: float | None = None) -> list[TransactionListing]:
         """Every transactional id of every broker, filtered by state, producer id and (``duration_ms`` >= 0)
         a transaction start more than that long ago (ids with no open transaction match that filter too, as
         in Kafka: combine it with ``states=[TransactionState.ONGOING]``)."""
-        wanted = list_argument("list_transactions", "states", states, TransactionState,
-                               "a list of TransactionState, e.g. [TransactionState.ONGOING]")
-        pids = list_argument("list_transactions", "producer_ids", producer_ids, int, "a list of producer ids (int)")
-        with self._ctx.lock:
-            return transactions.list_transactions(self._ctx, wanted, pids, duration_ms, self._ctx.timer(timeout))
+        return api("list_transactions", multi_step.ListTransactions).call(
+            self._ctx, states, producer_ids, duration_ms, timeout)
 
     def abort_transaction(self, spec: AbortTransactionSpec, timeout: float | None = None) -> None:
         """End a partition's open transaction by writing an ABORT marker to its leader (Java
@@ -280,10 +288,7 @@ class AdminClient:
         ``pykafka transactions find-hanging``). Take the producer id and epoch, and the coordinator epoch,
         from :meth:`describe_producers`. A stale producer epoch raises InvalidProducerEpochError and a stale
         coordinator epoch TransactionCoordinatorFencedError; an unknown partition UnknownTopicOrPartitionError."""
-        if not isinstance(spec, AbortTransactionSpec):
-            raise TypeError(f"abort_transaction(spec=...) takes an AbortTransactionSpec, not {type(spec).__name__}")
-        with self._ctx.lock:
-            transactions.abort_transaction(self._ctx, spec, self._ctx.timer(timeout))
+        api("abort_transaction", multi_step.AbortTransaction).call(self._ctx, spec, timeout)
 
     # --- producers -----------------------------------------------------------------------------
 
@@ -292,5 +297,5 @@ class AdminClient:
         """The active idempotent/transactional producers of each partition (keyed by TopicPartition), asked of its leader (Java
         ``describeProducers``): producer id and epoch, last sequence and timestamp, coordinator epoch and the
         start offset of its open transaction (None when none). Errors as :meth:`list_offsets`."""
-        return offsets.describe_producers(self._ctx, partitions, timeout)
+        return api("describe_producers", multi_step.DescribeProducers).call(self._ctx, partitions, timeout)
 

@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, TypeVar
 
 from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
+from pykafka_client.admin.api_handler import AdminApiHandler, ApiResult
 from pykafka_client.errors import (
     DisconnectError,
     IllegalArgumentError,
@@ -37,8 +39,8 @@ from pykafka_client.utils.time import Time, Timer
 #: the AdminClient's logger: its retries are logged under the name they always had
 log = logging.getLogger("pykafka_client.admin.admin_client")
 
-# NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS: find the coordinator again.
-_COORDINATOR_MOVED = {16, 15, 14}
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class AdminContext:
@@ -194,6 +196,43 @@ class AdminContext:
                 continue
             return node, response.response_body
 
+    def run(self, handler: AdminApiHandler[K, V], keys: Sequence[K], timer: Timer) -> ApiResult[K, V]:
+        """Drive ``handler`` about ``keys`` (the generic driver, Java ``AdminApiDriver``): its lookup groups the
+        keys by target; each group's request is sent with :meth:`send` (disconnects retried, the timeout's
+        messages); when an answer says the target was stale and ``timer`` has not expired, the lookup's
+        ``before_lookup_again`` runs (refresh, back off) and the group's keys are looked up and sent again.
+        Returns every group's last answer, merged."""
+        result: ApiResult[K, V] = ApiResult()
+        lookup = handler.lookup
+        pending = [iter(lookup.targets(self, keys, timer))]
+        while pending:
+            item = next(pending[-1], None)
+            if item is None:
+                pending.pop()
+                continue
+            target, group = item
+            node, response = self.send(handler.api_key, partial(handler.build_request, keys=group), target, timer)
+            answer = handler.handle_response(node, group, response)
+            if answer.lookup_again and not timer.is_expired():
+                lookup.before_lookup_again(self, timer)
+                pending.append(iter(lookup.targets(self, group, timer)))
+                continue
+            result.merge(answer)
+        return result
+
+    def run_call(self, make_handler: Callable[[Timer], AdminApiHandler[K, V]], keys: Sequence[K],
+                 timeout: float | None, *, update_metadata: bool = False) -> dict[K, V]:
+        """One whole call of a handler: under the lock, with the call's deadline, :meth:`run` the handler
+        ``make_handler(timer)`` about ``keys``; ask for a metadata update when ``update_metadata`` (the call
+        changed topics); then raise the first key's error, else return each key's value."""
+        with self.lock:
+            timer = self.timer(timeout)
+            result = self.run(make_handler(timer), keys, timer)
+            if update_metadata:
+                self.metadata.request_update()
+        result.raise_first_error()
+        return result.completed
+
     def backoff(self, timer: Timer) -> None:
         """Wait ``retry.backoff.ms`` (at most until ``timer`` expires), serving the network meanwhile."""
         deadline = min(timer.remaining_ms(), self.retry_backoff_ms)
@@ -236,20 +275,6 @@ class AdminContext:
             if not error.retriable or timer.is_expired():
                 raise error
             self.backoff(timer)
-
-    def send_to_coordinator(
-        self, group_id: str, api_key: ApiKey, build: Callable[[int], Any], error_of: Callable[[Any], int], timer: Timer
-    ) -> tuple[Node, Any]:
-        """Send ``build(version)`` to the group's coordinator; when the answer's ``error_of`` says the
-        coordinator moved or is loading, find it again and resend until ``timer`` expires."""
-        while True:
-            coordinator = self.find_coordinator(group_id, timer)
-            node, resp = self.send(api_key, build, self.broker_target(coordinator), timer)
-            code = error_of(resp)
-            if code in _COORDINATOR_MOVED and not timer.is_expired():
-                self.backoff(timer)
-                continue
-            return node, resp
 
     def ask_leaders(self, remaining: Mapping[TopicPartition, object], timer: Timer, what: str,
                     ask: Callable[[int, list[TopicPartition]], bool]) -> None:

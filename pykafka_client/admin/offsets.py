@@ -1,5 +1,6 @@
 """The AdminClient's per-partition calls asked of each partition's leader (Java
-``KafkaAdminClient.listOffsets`` / ``deleteRecords`` / ``describeProducers``)."""
+``KafkaAdminClient.listOffsets`` / ``describeProducers``), retried with fresh metadata while a leader is
+stale. (DeleteRecords, which does not retry, is ``handlers/delete_records.py``.)"""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
-from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
+from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.types import (
     IsolationLevel,
@@ -17,8 +18,6 @@ from pykafka_client.admin.types import (
 )
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
-    DeleteRecordsRequest,
-    DeleteRecordsResponse,
     DescribeProducersRequest,
     DescribeProducersResponse,
     ListOffsetsRequest,
@@ -74,51 +73,6 @@ def list_offsets(
         ctx.ask_leaders(
             remaining, timer, "listing offsets",
             lambda leader_id, tps: _list_offsets_from(ctx, leader_id, tps, remaining, out, timer, isolation_level))
-        return out
-
-
-def delete_records(
-    ctx: AdminContext, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None,
-) -> dict[TopicPartition, int]:
-    mapping_argument(
-        "delete_records", "before_offsets", before_offsets,
-        "a mapping of TopicPartition to offset, e.g. {TopicPartition('orders', 0): 100}",
-    )
-    if not before_offsets:
-        return {}
-    with ctx.lock:
-        timer = ctx.timer(timeout)
-        ctx.refresh_metadata(timer, "leaders to delete records on")
-        cluster = ctx.metadata.fetch()
-        raise_for_absent_partitions(cluster, before_offsets)
-        by_leader: dict[int, dict[str, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
-        for tp, offset in before_offsets.items():
-            leader = cluster.leader_for((tp[0], tp[1]))
-            if leader is None:
-                raise broker_error(5, None, f"partition {tp[0]}-{tp[1]} has no leader; try again shortly")
-            by_leader[leader.id][tp[0]].append((tp[1], offset))
-        out: dict[TopicPartition, int] = {}
-        for leader_id, topics in by_leader.items():
-
-            def build(version: int, topics: dict[str, list[tuple[int, int]]] = topics) -> DeleteRecordsRequest:
-                return DeleteRecordsRequest(
-                    topics=[
-                        DeleteRecordsRequest.DeleteRecordsTopic(
-                            name=t,
-                            partitions=[DeleteRecordsRequest.DeleteRecordsPartition(partition_index=p, offset=o) for p, o in parts],
-                        )
-                        for t, parts in topics.items()
-                    ],
-                    timeout_ms=max(0, min(timer.remaining_ms(), 2**31 - 1)),
-                )
-
-            _, resp = ctx.send(ApiKey.DELETE_RECORDS, build, ctx.broker_target(leader_id), timer)
-            assert isinstance(resp, DeleteRecordsResponse)
-            for t in resp.topics:
-                for p in t.partitions:
-                    if p.error_code:
-                        raise broker_error(p.error_code, None, f"deleting records of {t.name}-{p.partition_index}")
-                    out[TopicPartition(t.name, p.partition_index)] = p.low_watermark
         return out
 
 

@@ -130,6 +130,11 @@ def _command_chain(parser: argparse.ArgumentParser, words: Sequence[str]) -> lis
     return chain
 
 
+def _attached_short_option(word: str, known: Sequence[str]) -> bool:
+    """``-Xacks=1``: a known short option with its value attached (argparse reads it as ``-X acks=1``)."""
+    return not word.startswith("--") and len(word) > 2 and word[:2] in known
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The command line, common flags filled in; a usage error exits with EXIT_USAGE before anything runs. An
     option no parser of the command takes is reported first, with the closest one (argparse would report it
@@ -139,7 +144,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     chain = _command_chain(parser, words)
     known = sorted({o for p in chain for o in _options(p)})
     options = words[:words.index("--")] if "--" in words else words
-    unknown = [w for w in options if _OPTION.fullmatch(w.split("=", 1)[0]) and w.split("=", 1)[0] not in known]
+    unknown = [w for w in options if _OPTION.fullmatch(w.split("=", 1)[0]) and w.split("=", 1)[0] not in known
+               and not _attached_short_option(w, known)]
     if unknown:
         chain[-1].error(unrecognized(unknown, known))
     args, extras = parser.parse_known_args(words)

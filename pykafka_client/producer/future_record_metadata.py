@@ -353,6 +353,13 @@ class SendBatchFuture(Future[BatchMetadata]):
         self._open: tuple[int, int, BatchOutcome, int] | None = None
         self._batch_metadata = BatchMetadata(self)
 
+    def cancel(self) -> bool:
+        """Records handed to the producer are sent: as a record's future (and Java's), this cannot be cancelled."""
+        return False
+
+    def set_running_or_notify_cancel(self) -> bool:
+        return True
+
     # --- filled by send_batch ------------------------------------------------------------------------
 
     def add_segment(self, position: int, count: int, outcome: BatchOutcome, index: int) -> None:

@@ -412,15 +412,22 @@ class KafkaProducer:
                 return failed
             count = metadata.partition_count_for_topic(topic) or 1
         longest = batch_append.scan_records(key_list, value_list, ts_list)
+        # the objects given, for a custom partitioner (as send() passes them beside the serialized bytes)
+        key_objects, value_objects = key_list, value_list
+        if longest == -1:
+            # a key or value to serialize: serialize, then scan again (timestamps included: the first scan
+            # stopped at the first object that is not bytes, before it checked them)
+            if key_list is not None and not (self._key_passthrough and batch_append.scan_records(None, key_list, None) >= 0):
+                key_list = [self._serialize(self._key_serializer, topic, k, hdrs, "key") for k in key_list]
+            value_list = [self._serialize(self._value_serializer, topic, v, hdrs, "value") for v in value_list]
+            longest = batch_append.scan_records(key_list, value_list, ts_list)
         if longest == -2:
             assert ts_list is not None
             bad = next(t for t in ts_list if t is not None and (t.__class__ is not int or not 0 <= t <= batch_append.MAX_TIMESTAMP))
-            raise IllegalArgumentError(f"Invalid timestamp: {bad!r}. Timestamp should always be non-negative or None.")
-        if longest == -1:
-            if key_list is not None and not (self._key_passthrough and batch_append.scan_records(key_list, [], None) >= 0):
-                key_list = [self._serialize(self._key_serializer, topic, k, hdrs, "key") for k in key_list]
-            value_list = [self._serialize(self._value_serializer, topic, v, hdrs, "value") for v in value_list]
-            longest = batch_append.scan_records(key_list, value_list, None)
+            raise IllegalArgumentError(
+                f"Invalid timestamp: {bad!r}. Timestamp should always be non-negative or None"
+                f" (send_batch(): an int from 0 to {batch_append.MAX_TIMESTAMP})"
+            )
         size = estimate_size_upper_bound(None, None, hdrs) + longest
         if size > self._max_record_size:
             self._ensure_valid_record_size(size)
@@ -436,7 +443,11 @@ class KafkaProducer:
                 parts = batch_append.key_partitions(key_list, count)
             else:
                 parts = [
-                    self._partition(topic, None, None, None if key_list is None else key_list[i], None, value_list[i])
+                    self._partition(
+                        topic, None,
+                        None if key_objects is None else key_objects[i], None if key_list is None else key_list[i],
+                        value_objects[i], value_list[i],
+                    )
                     for i in range(n)
                 ]
             if UNKNOWN_PARTITION not in parts:

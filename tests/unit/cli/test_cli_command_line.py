@@ -83,3 +83,12 @@ def test_failure_lines_name_resources_without_reprs() -> None:
     assert code == 4 and message.startswith("unknown topic or partition: topic 'orders': Topic 'orders' does not exist;")
     assert str(ConfigResource(ConfigResourceType.BROKER, "1")) == "broker 1"
     assert str(ConfigResource(ConfigResourceType.BROKER, "")) == "broker default"
+
+
+def test_a_short_option_with_its_value_attached_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    # argparse reads -Xacks=1 as -X acks=1; the unknown-option check must not take it for an option named -Xacks
+    monkeypatch.delenv(BOOTSTRAP_ENV, raising=False)
+    args = parse_args(["topics", "list", "-Xacks=1"])
+    assert args.overrides == ["acks=1"]
+    args = parse_args(["-Xclient.id=a", "produce", "t", "-Xacks=all"])
+    assert args.overrides == ["client.id=a", "acks=all"]

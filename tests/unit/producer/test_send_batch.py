@@ -21,7 +21,7 @@ from pykafka_client.producer.kafka_producer import SendBatchFuture
 from pykafka_client.producer.partitioner import murmur2, to_positive
 from pykafka_client.producer.producer_batch import ProducerBatch, pending_columns_reference
 from pykafka_client.producer.record_metadata import RecordMetadata
-from pykafka_client.producer.sender import IoRunner
+from pykafka_client.producer.sender import IoRunner, Sender
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
@@ -40,19 +40,20 @@ class _IdleRunner:
     def join(self, timeout: float | None = None) -> None:
         return None
 
+    def ensure_started(self) -> None:
+        return None
 
-class _NoSenderProducer(KafkaProducer):
+
+def _idle_runner(sender: Sender, client_id: str) -> IoRunner:
     """Runs no Sender: what is sent stays in the accumulator."""
-
-    _yield_to_io_thread = False
-
-    def _start_io(self) -> IoRunner:
-        return _IdleRunner()
+    return _IdleRunner()
 
 
 def _producer(time: MockTime, partitions: int, seed: int, **config: Any) -> KafkaProducer:
-    p = _NoSenderProducer(
-        {"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": False, "linger.ms": 5, **config}, time=time
+    p = KafkaProducer(
+        {"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": False, "linger.ms": 5, **config},
+        time=time,
+        io_runner=_idle_runner,
     )
     p.accumulator._rng = random.Random(seed)
     now = time.hi_res_clock_ms()
@@ -326,5 +327,70 @@ def test_a_partition_missing_from_the_metadata_fails_every_record_as_send_does()
         assert type(f.exception(0)) is type(single.exception(0)) is KafkaTimeoutError
         assert [type(e) for e in seen] == [KafkaTimeoutError, KafkaTimeoutError]
         assert f.metadata().exception(1) is f.exception(0)
+    finally:
+        p.close(0)
+
+
+def test_bytes_keys_with_serialized_values_make_the_batches_of_a_send_loop() -> None:
+    # bytes keys (the default key serializer passes them through) beside values that need serializing: the keys
+    # are scanned as they are, not compared with an empty value list
+    time = MockTime()
+    one = _producer(time, 1, 1, **{"value.serializer": "str"})
+    many = _producer(time, 1, 1, **{"value.serializer": "str"})
+    try:
+        for k, v in ((b"k1", "a"), (bytearray(b"k2"), "bb")):
+            one.send(TOPIC, v, k)
+        many.send_batch(TOPIC, ["a", "bb"], [b"k1", bytearray(b"k2")])
+        assert [b.records() for b in _batches(many, 1)[0]] == [b.records() for b in _batches(one, 1)[0]]
+    finally:
+        one.close(0)
+        many.close(0)
+
+
+@pytest.mark.parametrize("timestamps", [[-5, 7], [1, "x"], [1, 2**63]])
+def test_timestamps_are_checked_when_values_are_serialized(timestamps: list[Any]) -> None:
+    p = _producer(MockTime(), 1, 1, **{"value.serializer": "str"})
+    try:
+        with pytest.raises(IllegalArgumentError, match="Invalid timestamp"):
+            p.send_batch(TOPIC, ["a", "b"], timestamps=timestamps)
+        assert p.accumulator.batches_for(TopicPartition(TOPIC, 0)) == []  # nothing was appended
+    finally:
+        p.close(0)
+
+
+class _Recording:
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, Any, Any, Any]] = []
+
+    def configure(self, configs: Any) -> None:
+        return None
+
+    def partition(self, topic: str, key: Any, key_bytes: Any, value: Any, value_bytes: Any, cluster: Any) -> int:
+        self.calls.append((key, key_bytes, value, value_bytes))
+        return 0
+
+    def close(self) -> None:
+        return None
+
+
+def test_a_custom_partitioner_sees_the_objects_given_as_with_send() -> None:
+    p = _producer(MockTime(), 1, 1, **{"value.serializer": "str", "key.serializer": "str"})
+    recording = _Recording()
+    p._partitioner = recording  # type: ignore[assignment]  # the test's partitioner, as partitioner.class would give
+    try:
+        p.send(TOPIC, "v", "k")
+        p.send_batch(TOPIC, ["v"], ["k"])
+        assert recording.calls == [("k", b"k", "v", b"v")] * 2
+    finally:
+        p.close(0)
+
+
+def test_a_send_batch_future_cannot_be_cancelled() -> None:
+    p = _producer(MockTime(), 1, 1)
+    try:
+        f = p.send_batch(TOPIC, [b"x"], partition=0)
+        assert f.cancel() is False and not f.cancelled()
+        _complete(_batches(p, 1))
+        assert f.result(0)[0].offset >= 0
     finally:
         p.close(0)

@@ -83,6 +83,20 @@ def test_a_directory_that_cannot_be_fsynced_does_not_fail_the_write(tmp_path: Pa
     assert (tmp_path / "f").read_bytes() == b"x"
 
 
+def test_an_io_error_fsyncing_the_directory_is_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # EIO: the rename may not survive a crash, so the write is not reported as durable (Kafka's flushDir raises)
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OSError, match="Input/output error"):
+        atomic_write(str(tmp_path / "f"), b"x")
+
+
 @pytest.mark.parametrize("module", [
     "mini_broker.log.checkpoint", "mini_broker.server.metadata_cache", "mini_broker.producer_state.producer_state_manager",
     "mini_broker.producer_state.producer_id_manager", "mini_broker.log.transaction_index", "mini_broker.cluster.controller",

@@ -1,0 +1,76 @@
+"""The table of admin APIs: each AdminClient operation's name and the class whose ``call(ctx, ...)`` runs it
+(in the spirit of franz-go kfake's request table and Java's per-API ``AdminApiHandler``). Each AdminClient
+method is one line: ``api(name, kind).call(self._ctx, ...)``. A new API is a module in ``admin/handlers/`` and
+an entry here (and the one-line method in AdminClient and AsyncAdminClient).
+
+The entries in :data:`HANDLER_APIS` are :class:`~pykafka_client.admin.api_handler.AdminApiHandler` classes
+run by the generic driver ``AdminContext.run``; those in :data:`MULTI_STEP_APIS` are not converted yet and run
+their own steps on the AdminContext (see ``admin/handlers/multi_step.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pykafka_client.admin.handlers import multi_step
+from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
+from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
+from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
+from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
+from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
+from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
+from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
+from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
+from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
+from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
+from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
+from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
+from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
+from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
+from pykafka_client.errors import IllegalStateError
+
+H = TypeVar("H")
+
+#: operation name -> its AdminApiHandler class (sent by the generic driver)
+HANDLER_APIS: dict[str, type] = {
+    "create_topics": CreateTopicsHandler,
+    "delete_topics": DeleteTopicsHandler,
+    "create_partitions": CreatePartitionsHandler,
+    "describe_topics": DescribeTopicsHandler,
+    "list_topics": ListTopicsHandler,
+    "alter_client_quotas": AlterClientQuotasHandler,
+    "describe_client_quotas": DescribeClientQuotasHandler,
+    "describe_configs": DescribeConfigsHandler,
+    "incremental_alter_configs": IncrementalAlterConfigsHandler,
+    "describe_log_dirs": DescribeLogDirsHandler,
+    "list_consumer_groups": ListConsumerGroupsHandler,
+    "describe_consumer_groups": DescribeConsumerGroupsHandler,
+    "delete_consumer_groups": DeleteConsumerGroupsHandler,
+    "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
+    "alter_consumer_group_offsets": AlterConsumerGroupOffsetsHandler,
+    "delete_records": DeleteRecordsHandler,
+}
+
+#: operation name -> its entry point, for the operations not yet converted to a handler
+MULTI_STEP_APIS: dict[str, type] = {
+    "describe_cluster": multi_step.DescribeCluster,
+    "list_offsets": multi_step.ListOffsets,
+    "describe_producers": multi_step.DescribeProducers,
+    "describe_transactions": multi_step.DescribeTransactions,
+    "list_transactions": multi_step.ListTransactions,
+    "abort_transaction": multi_step.AbortTransaction,
+}
+
+#: every AdminClient operation -> the class whose ``call`` runs it
+ADMIN_APIS: dict[str, type] = {**HANDLER_APIS, **MULTI_STEP_APIS}
+
+
+def api(name: str, kind: type[H]) -> type[H]:
+    """The table's entry for operation ``name``, which must be ``kind`` (or a subclass of it)."""
+    entry = ADMIN_APIS.get(name)
+    if entry is None or not issubclass(entry, kind):
+        raise IllegalStateError(f"the admin API table has {entry!r} for {name!r}, not a {kind.__name__}: "
+                                "register the operation's class in pykafka_client/admin/api_table.py")
+    return entry
