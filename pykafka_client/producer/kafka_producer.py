@@ -41,7 +41,7 @@ import sys
 import threading
 import time as _time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -227,6 +227,17 @@ class KafkaProducer:
             time=time,
             transaction_manager=self.transaction_manager,
         )
+        # send()'s compiled common case (RecordAccumulator.send_append): bytes or None key and value through the
+        # default serializers and the built-in partitioner; None otherwise (and without the kernel)
+        send_append = self.accumulator.send_append
+        self._send_append: Callable[..., Any] | None = (
+            functools.partial(
+                send_append, None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
+                self._max_record_size - _UPPER_BOUND_NO_HEADERS, self._ignore_keys, self.sender.wakeup,
+            )
+            if send_append is not None and self._key_passthrough and self._value_passthrough
+            and self._partitioner is None else None
+        )
         self._closed = False
         self._close_lock = threading.Lock()
         #: ``send`` hands the GIL to the I/O thread after creating a batch (not when no thread runs the Sender)
@@ -289,6 +300,13 @@ class KafkaProducer:
                 count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
             if count is not None and (partition is None or partition < count):
                 remaining_ms = self._max_block_ms
+                send_append = self._send_append
+                if send_append is not None and not hdrs:
+                    # the partition, the append into an open batch and the Sender's wake-up in one C call; None or
+                    # NotImplemented: nothing changed, the Python path below does it
+                    future = send_append(topic, partition, count, timestamp, key, value, on_delivery)
+                    if future is not None and future is not NotImplemented:
+                        return future  # type: ignore[no-any-return]
             else:
                 remaining_ms = self.wait_on_metadata(topic, partition, self._max_block_ms)
             if self._key_passthrough and (key is None or key.__class__ is bytes):

@@ -19,6 +19,7 @@ numbers of an idempotent producer are assigned here, at drain time, never at app
 
 from __future__ import annotations
 
+import functools
 import random
 import threading
 from collections import deque
@@ -131,9 +132,18 @@ class RecordAccumulator:
         self._flushes_in_progress = 0
         self._appends_in_progress = 0
         self._counts_lock = threading.Lock()
-        self._closed = False
+        #: set by :meth:`close` (read under each queue's lock by the appends, also by the kernel's send_append)
+        self.closed = False
         self._next_batch_expiry_ms = 2**63 - 1
         self._compression_ratios = CompressionRatioEstimator()
+        kernel = _native.kernel
+        #: ``send_append(clock, headers, cluster, max_payload, ignore_keys, wakeup, topic, partition, count,
+        #: timestamp, key, value, callback)``: KafkaProducer.send's common case compiled (the kernel's
+        #: ``send_append`` over this accumulator's queues): the partition, :meth:`try_append_fast` and the Sender's
+        #: wake-up in one call. None without the kernel.
+        self.send_append: Callable[..., Any] | None = (
+            None if kernel is None else functools.partial(kernel.send_append, self._topics, self)
+        )
 
     # --- append (application threads) ----------------------------------------------------------------
 
@@ -179,7 +189,7 @@ class RecordAccumulator:
         allocated = 0
         try:
             while True:
-                if self._closed:
+                if self.closed:
                     raise KafkaError("Producer closed while send in progress")
                 effective = info.partitioner.peek_partition(cluster) if partition == UNKNOWN_PARTITION else partition
                 q = self._queue(info, effective)
@@ -200,7 +210,7 @@ class RecordAccumulator:
                         continue
                     result = self._try_append(q, effective, timestamp, key, value, headers, callback)
                     if result is None:
-                        if self._closed:
+                        if self.closed:
                             raise KafkaError("Producer closed while send in progress")
                         batch = ProducerBatch(
                             TopicPartition(topic, effective), allocated, now, self.compression_type,
@@ -262,7 +272,7 @@ class RecordAccumulator:
             return None
         with q.lock:
             batches = q.batches
-            if not batches or self._closed:
+            if not batches or self.closed:
                 return None
             if sticky is not None and partitioner.sticky is not sticky:
                 return None  # another thread switched the sticky partition
@@ -334,7 +344,7 @@ class RecordAccumulator:
         partitioner, sticky, effective, q = found
         with q.lock:
             batches = q.batches
-            if not batches or self._closed:
+            if not batches or self.closed:
                 return None
             if sticky is not None and partitioner.sticky is not sticky:
                 return None  # another thread switched the sticky partition
@@ -427,7 +437,7 @@ class RecordAccumulator:
                     continue
                 time_to_wait = retry_wait if backing_off else self.linger_ms
                 expired = waited >= time_to_wait
-                sendable = full or expired or exhausted or self._closed or flushing or completing
+                sendable = full or expired or exhausted or self.closed or flushing or completing
                 if sendable and not backing_off:
                     ready_nodes.add(leader)
                 else:
@@ -647,12 +657,8 @@ class RecordAccumulator:
 
     def close(self) -> None:
         """No more appends; queued batches become sendable at once."""
-        self._closed = True
+        self.closed = True
         self.free.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     def abort_incomplete_batches(self, exception: BaseException, on_done: Callable[[ProducerBatch], None] | None = None) -> None:
         """Fail every batch not yet completed (force close, fatal error). Repeats while appends are running."""

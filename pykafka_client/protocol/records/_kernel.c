@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Set once by setup(): the Record named tuple, the TimestampType members, the reference varint reader. */
 static PyObject *record_type = NULL;
@@ -1086,10 +1087,10 @@ static PyObject *k_producer_setup(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-/* An int attribute of the batch into *out; -1 with an exception, or 1 when it is not a plain int. */
-static int get_int(PyObject *obj, int a, int64_t *out)
+/* An attribute that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception). */
+static int get_int_attr(PyObject *obj, PyObject *name, int64_t *out)
 {
-    PyObject *v = PyObject_GetAttr(obj, attr[a]);
+    PyObject *v = PyObject_GetAttr(obj, name);
     if (v == NULL)
         return -1;
     int overflow = 0;
@@ -1102,6 +1103,12 @@ static int get_int(PyObject *obj, int a, int64_t *out)
         return -1;
     *out = x;
     return 0;
+}
+
+/* get_int_attr of one of the batch's attributes */
+static int get_int(PyObject *obj, int a, int64_t *out)
+{
+    return get_int_attr(obj, attr[a], out);
 }
 
 static int set_int(PyObject *obj, int a, int64_t x)
@@ -1119,16 +1126,17 @@ PyDoc_STRVAR(batch_try_append_doc,
     "ProducerBatch.try_append compiled: appends the record and returns its FutureRecordMetadata, None when the batch\n"
     "is closed or has no room, NotImplemented (nothing changed) on input the Python method must handle.");
 
-static PyObject *k_batch_try_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* ProducerBatch.try_append: the future, None (closed or no room), NotImplemented (nothing changed: input the
+ * Python method must handle) or NULL with an exception. On a future, *size_before and *size_after are the
+ * batch's size_bytes around the append and *limit its size_limit. */
+static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *key, PyObject *value, PyObject *headers,
+                                  PyObject *callback, PyObject *now_obj, int64_t *size_before, int64_t *size_after,
+                                  int64_t *limit_out)
 {
-    if (nargs != 7 || future_type == NULL)
-        Py_RETURN_NOTIMPLEMENTED;
-    PyObject *batch = args[0], *ts_obj = args[1], *key = args[2], *value = args[3], *headers = args[4],
-             *callback = args[5], *now_obj = args[6];
     Py_ssize_t kn, vn, hs;
     int overflow = 0;
-    if (!PyLong_CheckExact(ts_obj) || producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
-        !PyLong_CheckExact(now_obj) || (hs = headers_size(headers)) < 0)
+    if (future_type == NULL || !PyLong_CheckExact(ts_obj) || producer_bytes(key, &kn) < 0 ||
+        producer_bytes(value, &vn) < 0 || !PyLong_CheckExact(now_obj) || (hs = headers_size(headers)) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     long long ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
     if (overflow || ts < 0 || ts > ((int64_t)1 << 62)) {
@@ -1197,12 +1205,246 @@ static PyObject *k_batch_try_append(PyObject *self, PyObject *const *args, Py_ss
         (rs > max_rec && set_int(batch, A_MAX_REC, rs) < 0) || PyObject_SetAttr(batch, attr[A_LAST_APPEND], now_obj) < 0 ||
         (callback != Py_None && PyObject_SetAttr(batch, attr[A_HAS_CB], Py_True) < 0))
         goto done;
+    *size_before = size;
+    *size_after = size + rs;
+    *limit_out = limit;
     result = Py_NewRef(future);
 done:
     Py_XDECREF(future);
     Py_XDECREF(outcome);
     Py_XDECREF(index);
     Py_DECREF(pending);
+    return result;
+}
+
+static PyObject *k_batch_try_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7)
+        Py_RETURN_NOTIMPLEMENTED;
+    int64_t before, after, limit;
+    return batch_append_one(args[0], args[1], args[2], args[3], args[4], args[5], args[6], &before, &after, &limit);
+}
+
+/* ---- producer: send()'s common case in one call (RecordAccumulator.try_append_fast + the partition) ------- */
+
+enum { S_PARTITIONER, S_QUEUES, S_STICKY, S_PARTITION, S_PRODUCED, S_SWITCH, S_STICKY_SIZE, S_LOCK, S_BATCHES,
+       S_ACQUIRE, S_RELEASE, S_CLOSED, S_RATIO, S_UPDATE, S_COUNT };
+static const char *const send_attr_names[S_COUNT] = {
+    "partitioner", "queues", "sticky", "partition", "produced_bytes", "switch_bytes", "sticky_batch_size", "lock",
+    "batches", "acquire", "release", "closed", "compression_ratio", "update_partition_info",
+};
+static PyObject *sattr[S_COUNT];
+
+PyDoc_STRVAR(send_append_doc,
+    "send_append(topics, accumulator, clock, headers, cluster, max_payload, ignore_keys, wakeup,\n"
+    "            topic, partition, count, timestamp, key, value, callback) -> future | None | NotImplemented\n\n"
+    "KafkaProducer.send's common case after its checks and the metadata lookup, compiled: the partition\n"
+    "(``partition``, else murmur2 of a bytes key over ``count`` partitions unless ``ignore_keys``, else the\n"
+    "topic's sticky partition), RecordAccumulator.try_append_fast under the partition queue's lock (with the\n"
+    "sticky accounting and its partitioner's update_partition_info), and ``wakeup()`` when a batch is ready.\n"
+    "``topics`` maps topic -> (queues: {partition: queue with .lock and .batches}, partitioner); ``timestamp``\n"
+    "None takes the time from ``clock()``, or the system clock when ``clock`` is None. Returns the record's\n"
+    "future; None or NotImplemented when nothing changed and the Python path must do it (None: no open batch\n"
+    "with room; NotImplemented: input it does not handle: another key or value type, a record over\n"
+    "``max_payload`` bytes of key and value, a compressed sticky batch, an unknown topic or partition).");
+
+static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 15 || future_type == NULL)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *topics = args[0], *accumulator = args[1], *clock = args[2], *headers = args[3], *cluster = args[4],
+             *max_payload_obj = args[5], *ignore_keys = args[6], *wakeup = args[7], *topic = args[8],
+             *partition_obj = args[9], *count_obj = args[10], *ts_arg = args[11], *key = args[12], *value = args[13],
+             *callback = args[14];
+    Py_ssize_t kn, vn;
+    if (!PyDict_CheckExact(topics) || producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
+        !PyLong_CheckExact(max_payload_obj) || !PyLong_CheckExact(count_obj))
+        Py_RETURN_NOTIMPLEMENTED;
+    long long max_payload = PyLong_AsLongLong(max_payload_obj), count = PyLong_AsLongLong(count_obj);
+    if ((max_payload == -1 || count == -1) && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if ((kn < 0 ? 0 : kn) + (vn < 0 ? 0 : vn) > max_payload || count <= 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    /* the partition: requested, by key, or sticky (-1) */
+    long long partition = -1;
+    if (partition_obj != Py_None) {
+        if (!PyLong_CheckExact(partition_obj))
+            Py_RETURN_NOTIMPLEMENTED;
+        partition = PyLong_AsLongLong(partition_obj);
+        if (partition < 0 || partition >= count) {
+            PyErr_Clear();
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    } else if (key != Py_None && ignore_keys != Py_True) {
+        partition = (long long)(((uint32_t)murmur2_of((const uint8_t *)PyBytes_AS_STRING(key), kn) & 0x7FFFFFFFu) %
+                                (uint64_t)count);
+    }
+    if (sattr[0] == NULL) {
+        for (int i = 0; i < S_COUNT; i++) {
+            if ((sattr[i] = PyUnicode_InternFromString(send_attr_names[i])) == NULL)
+                return NULL;
+        }
+    }
+    PyObject *info = PyDict_GetItemWithError(topics, topic); /* borrowed */
+    if (info == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *result = NULL, *partitioner = NULL, *sticky = NULL, *queues = NULL, *q = NULL, *lock = NULL,
+             *batches = NULL, *last = NULL, *future = NULL, *ts_obj = NULL, *effective_obj = NULL;
+    int locked = 0, wake = 0;
+    if ((partitioner = PyObject_GetAttr(info, sattr[S_PARTITIONER])) == NULL)
+        goto done;
+    int64_t effective = partition;
+    if (partition == -1) {
+        if ((sticky = PyObject_GetAttr(partitioner, sattr[S_STICKY])) == NULL)
+            goto done;
+        int rc;
+        if (sticky == Py_None || (rc = get_int_attr(sticky, sattr[S_PARTITION], &effective)) > 0) {
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        if (rc < 0)
+            goto done;
+    }
+    if ((queues = PyObject_GetAttr(info, sattr[S_QUEUES])) == NULL)
+        goto done;
+    if (!PyDict_CheckExact(queues) || (effective_obj = PyLong_FromLongLong(effective)) == NULL) {
+        result = effective_obj == NULL ? NULL : Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    q = PyDict_GetItemWithError(queues, effective_obj);
+    if (q == NULL) {
+        if (!PyErr_Occurred())
+            result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    Py_INCREF(q);
+    /* the timestamp, as send() takes it before the append */
+    if (ts_arg != Py_None) {
+        ts_obj = Py_NewRef(ts_arg);
+    } else if (clock == Py_None) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        ts_obj = PyLong_FromLongLong((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+    } else {
+        ts_obj = PyObject_CallNoArgs(clock);
+    }
+    if (ts_obj == NULL || (lock = PyObject_GetAttr(q, sattr[S_LOCK])) == NULL)
+        goto done;
+    PyObject *got = PyObject_CallMethodNoArgs(lock, sattr[S_ACQUIRE]);
+    if (got == NULL)
+        goto done;
+    Py_DECREF(got);
+    locked = 1;
+    /* under the queue's lock, as RecordAccumulator.try_append_fast */
+    if ((batches = PyObject_GetAttr(q, sattr[S_BATCHES])) == NULL)
+        goto done;
+    Py_ssize_t nbatches = PyObject_Size(batches);
+    if (nbatches < 0)
+        goto done;
+    PyObject *closed = PyObject_GetAttr(accumulator, sattr[S_CLOSED]);
+    if (closed == NULL)
+        goto done;
+    int is_closed = PyObject_IsTrue(closed);
+    Py_DECREF(closed);
+    if (is_closed < 0)
+        goto done;
+    if (nbatches == 0 || is_closed) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (sticky != NULL) {
+        PyObject *now_sticky = PyObject_GetAttr(partitioner, sattr[S_STICKY]);
+        if (now_sticky == NULL)
+            goto done;
+        Py_DECREF(now_sticky);
+        if (now_sticky != sticky) { /* another thread switched the sticky partition */
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    if ((last = PySequence_GetItem(batches, nbatches - 1)) == NULL)
+        goto done;
+    int64_t produced = 0, switch_bytes = 0, sticky_size = 0;
+    if (sticky != NULL) {
+        /* the sticky accounting counts estimated bytes of a compressed batch: the Python path does that */
+        PyObject *ratio = PyObject_GetAttr(last, sattr[S_RATIO]);
+        if (ratio == NULL)
+            goto done;
+        int plain = PyFloat_CheckExact(ratio) && PyFloat_AS_DOUBLE(ratio) == 1.0;
+        Py_DECREF(ratio);
+        int rc;
+        if (!plain || (rc = get_int_attr(sticky, sattr[S_PRODUCED], &produced)) > 0 ||
+            (rc = get_int_attr(partitioner, sattr[S_SWITCH], &switch_bytes)) > 0 ||
+            (rc = get_int_attr(partitioner, sattr[S_STICKY_SIZE], &sticky_size)) > 0) {
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        if (rc < 0)
+            goto done;
+    }
+    int64_t before = 0, after = 0, limit = 0;
+    static PyObject *zero = NULL;
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
+        goto done;
+    future = batch_append_one(last, ts_obj, key, value, headers, callback, zero, &before, &after, &limit);
+    if (future == NULL || future == Py_None || future == Py_NotImplemented) {
+        result = future;
+        future = NULL;
+        goto done;
+    }
+    int last_full = after >= limit;
+    if (sticky != NULL) {
+        produced += after - before;
+        PyObject *p = PyLong_FromLongLong(produced);
+        if (p == NULL || PyObject_SetAttr(sticky, sattr[S_PRODUCED], p) < 0) {
+            Py_XDECREF(p);
+            goto done;
+        }
+        Py_DECREF(p);
+        if (produced >= switch_bytes || (last_full && produced >= sticky_size)) {
+            PyObject *r = PyObject_CallMethodObjArgs(partitioner, sattr[S_UPDATE], effective_obj, zero, cluster,
+                                                     last_full ? Py_True : Py_False, NULL);
+            if (r == NULL)
+                goto done;
+            Py_DECREF(r);
+        }
+    }
+    wake = last_full || nbatches > 1;
+    result = Py_NewRef(future);
+done:
+    if (locked) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *r = PyObject_CallMethodNoArgs(lock, sattr[S_RELEASE]);
+        if (r == NULL) {
+            Py_CLEAR(result);
+            Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
+        } else {
+            Py_DECREF(r);
+            PyErr_Restore(et, ev, tb);
+        }
+    }
+    if (result != NULL && wake) {
+        PyObject *r = PyObject_CallNoArgs(wakeup);
+        if (r == NULL)
+            Py_CLEAR(result);
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(partitioner);
+    Py_XDECREF(sticky);
+    Py_XDECREF(queues);
+    Py_XDECREF(q);
+    Py_XDECREF(lock);
+    Py_XDECREF(batches);
+    Py_XDECREF(last);
+    Py_XDECREF(future);
+    Py_XDECREF(ts_obj);
+    Py_XDECREF(effective_obj);
     return result;
 }
 
@@ -1325,6 +1567,7 @@ static PyMethodDef kernel_methods[] = {
     {"producer_setup", k_producer_setup, METH_O, producer_setup_doc},
     {"pending_columns", k_pending_columns, METH_VARARGS, pending_columns_doc},
     {"batch_try_append", (PyCFunction)(void (*)(void))k_batch_try_append, METH_FASTCALL, batch_try_append_doc},
+    {"send_append", (PyCFunction)(void (*)(void))k_send_append, METH_FASTCALL, send_append_doc},
     {NULL, NULL, 0, NULL},
 };
 

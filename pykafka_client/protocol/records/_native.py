@@ -103,6 +103,14 @@ class Kernel(Protocol):
     ) -> Any:
         """Reference: ``ProducerBatch.try_append`` (a future, None, or NotImplemented: run the reference)."""
 
+    def send_append(
+        self, topics: dict[str, Any], accumulator: object, clock: Any, headers: object, cluster: object,
+        max_payload: int, ignore_keys: bool, wakeup: Any, topic: str, partition: int | None, count: int,
+        timestamp: int | None, key: object, value: object, callback: object, /,
+    ) -> Any:
+        """Reference: ``KafkaProducer.send``'s partition choice and ``RecordAccumulator.try_append_fast`` (a
+        future; None or NotImplemented, nothing changed: run the reference)."""
+
     def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
         """Reference: ``producer.batch_append.scan_records_reference``."""
 

@@ -1,0 +1,244 @@
+"""``KafkaProducer.send``'s compiled common case (the kernel's ``send_append``, via ``RecordAccumulator.send_append``)
+== the Python path it short-cuts: the same partitions (keys, explicit partitions, the sticky partition and its
+switches across batch boundaries), the same batches with the same bytes, the same futures' results and
+callbacks, the same errors.
+
+Two producers get the same sends at the same MockTime with the same seeded partitioner random source: one
+with the compiled path, one with it switched off (``_send_append = None``: exactly the Python path). They run
+no Sender: batches stay in the accumulator, where the test reads and completes them by hand.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pykafka_client import KafkaProducer
+from pykafka_client.errors import KafkaError, RecordTooLargeError
+from pykafka_client.producer.partitioner import murmur2, to_positive
+from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.producer.sender import IoRunner, Sender
+from pykafka_client.protocol.records import _native
+from pykafka_client.utils.time import MockTime
+from tests.doubles.responses import metadata_response, nodes
+from tests.unit.producer.test_send_batch import _batches, _complete, _IdleRunner
+
+pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
+
+TOPIC = "t"
+
+
+class _Idle(_IdleRunner):
+    def ensure_started(self) -> None:
+        return None
+
+
+def _idle(sender: Sender, client_id: str) -> IoRunner:
+    return _Idle()
+
+
+class _Counted:
+    """Wraps the compiled path and counts the sends it took (returned a future for)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.taken = 0
+
+    def __call__(self, *args: Any) -> Any:
+        r = self.inner(*args)
+        if r is not None and r is not NotImplemented:
+            self.taken += 1
+        return r
+
+
+def _producer(time: MockTime, partitions: int, seed: int, native: bool, **config: Any) -> KafkaProducer:
+    previous = _native.use_native(True)
+    try:
+        p = KafkaProducer(
+            {"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": False, "linger.ms": 5, **config},
+            time=time, io_runner=_idle,
+        )
+    finally:
+        _native.use_native(previous)
+    p.accumulator._rng = random.Random(seed)
+    if native:
+        assert p._send_append is not None
+        p._send_append = _Counted(p._send_append)
+    else:
+        p._send_append = None
+    now = time.hi_res_clock_ms()
+    p.metadata.add(TOPIC, now)
+    p.metadata.update(
+        0, metadata_response(nodes(1), {TOPIC: partitions}, leaders={(TOPIC, i): 0 for i in range(partitions)}), False, now
+    )
+    return p
+
+
+_bytes = st.one_of(st.none(), st.binary(max_size=40), st.binary(max_size=40), st.binary(min_size=200, max_size=700))
+_send = st.tuples(
+    _bytes,  # key
+    _bytes,  # value
+    st.one_of(st.none(), st.none(), st.integers(0, 3)),  # partition (mod the partition count)
+    st.one_of(st.none(), st.none(), st.integers(0, 2**41)),  # timestamp
+    st.booleans(),  # a callback
+    st.sampled_from([None, None, None, [("h", b"v")]]),  # headers (the Python path)
+    st.integers(0, 3),  # ms the MockTime advances before the send
+    st.sampled_from([1, 1, 1, 5, 30]),  # times the send repeats (runs that fill batches and switch partitions)
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sends=st.lists(_send, min_size=1, max_size=40),
+    partitions=st.integers(1, 4),
+    codec=st.sampled_from(["none", "none", "gzip", "lz4"]),
+    batch_size=st.sampled_from([150, 500, 1024, 4096]),
+    ignore_keys=st.booleans(),
+    seed=st.integers(0, 1000),
+)
+def test_compiled_send_equals_the_python_path(
+    sends: list[tuple[bytes | None, bytes | None, int | None, int | None, bool, list[tuple[str, bytes]] | None, int, int]],
+    partitions: int,
+    codec: str,
+    batch_size: int,
+    ignore_keys: bool,
+    seed: int,
+) -> None:
+    config = {"compression.type": codec, "batch.size": batch_size, "partitioner.ignore.keys": ignore_keys}
+    time = MockTime()
+    compiled = _producer(time, partitions, seed, True, **config)
+    python = _producer(time, partitions, seed, False, **config)
+    seen: dict[str, list[tuple[RecordMetadata | None, BaseException | None]]] = {"c": [], "p": []}
+    try:
+        futures: dict[str, list[Any]] = {"c": [], "p": []}
+        for key, value, partition, timestamp, callback, headers, sleep_ms, repeat in sends:
+            part = None if partition is None else partition % partitions
+            for _ in range(repeat):
+                time.sleep(sleep_ms / 1000)
+                for name, p in (("c", compiled), ("p", python)):
+                    cb = (lambda m, e, out=seen[name]: out.append((m, e))) if callback else None
+                    futures[name].append(p.send(TOPIC, value, key, part, timestamp, headers, cb))
+        got, expected = _batches(compiled, partitions), _batches(python, partitions)
+        assert {p: [b.records() for b in bs] for p, bs in got.items()} == {
+            p: [b.records() for b in bs] for p, bs in expected.items()
+        }
+        _complete(got)
+        _complete(expected)
+        assert [f.result(0) for f in futures["c"]] == [f.result(0) for f in futures["p"]]
+        assert seen["c"] == seen["p"]
+    finally:
+        compiled.close(0)
+        python.close(0)
+
+
+def test_the_common_case_takes_the_compiled_path_with_java_partitions() -> None:
+    """Keyed, explicit and unkeyed sends: all compiled but the first to each partition (which opens its batch)
+    and the first unkeyed one (which picks the sticky partition), to the partitions Java picks."""
+    time = MockTime()
+    p = _producer(time, 3, 7, True)
+    try:
+        keys = [b"a", b"bb", b"", b"key-4", b"k8", b"k9"]
+        assert {to_positive(murmur2(k)) % 3 for k in keys} == {0, 1, 2}
+        fs = [p.send(TOPIC, b"v", k) for k in keys * 3]
+        fs += [p.send(TOPIC, b"w", None, 2) for _ in range(3)]
+        fs += [p.send(TOPIC, b"x") for _ in range(4)]
+        counted = p._send_append
+        assert isinstance(counted, _Counted)
+        assert counted.taken == len(fs) - 3 - 1
+        _complete(_batches(p, 3))
+        parts = [f.result(0).partition for f in fs]
+        assert parts[:18] == [to_positive(murmur2(k)) % 3 for k in keys * 3]
+        assert parts[18:21] == [2, 2, 2]
+        assert len(set(parts[21:])) == 1
+    finally:
+        p.close(0)
+
+
+def test_a_closed_accumulator_fails_the_send_as_the_python_path_does() -> None:
+    time = MockTime()
+    for native in (True, False):
+        p = _producer(time, 1, 1, native)
+        try:
+            p.send(TOPIC, b"first")
+            p.accumulator.close()
+            with pytest.raises(KafkaError, match="Producer closed while send in progress"):
+                p.send(TOPIC, b"second")
+        finally:
+            p.close(0)
+
+
+def test_unusual_input_falls_back_to_the_python_path_with_its_outcomes() -> None:
+    """A record over max.request.size, a value the serializer rejects, a bytearray: nothing compiled, and the
+    outcome (failed future, exception, appended record) of the Python path."""
+    outcomes: dict[bool, list[str]] = {}
+    for native in (True, False):
+        p = _producer(MockTime(), 2, 1, native, **{"max.request.size": 500})
+        seen: list[str] = []
+        try:
+            p.send(TOPIC, b"open", None, 0)
+            too_large = p.send(TOPIC, b"x" * 600, None, 0)
+            assert isinstance(too_large.exception(0), RecordTooLargeError)
+            seen.append(str(too_large.exception(0)))
+            with pytest.raises(Exception) as bad:
+                p.send(TOPIC, "not bytes", None, 0)
+            seen.append(f"{type(bad.value).__name__}: {bad.value}")
+            f = p.send(TOPIC, bytearray(b"ba"), None, 0)
+            _complete(_batches(p, 2))
+            seen.append(repr(f.result(0)))
+            if native:
+                counted = p._send_append
+                assert isinstance(counted, _Counted)
+                assert counted.taken == 0
+        finally:
+            p.close(0)
+        outcomes[native] = seen
+    assert outcomes[True] == outcomes[False]
+
+
+def test_concurrent_sends_lose_nothing_and_keep_each_threads_order() -> None:
+    """Four threads sending keyed and unkeyed records at once (the kernel call takes each queue's lock, the
+    sticky partition switches under them): every record lands once, in each thread's order per partition,
+    with distinct offsets. Holds for every interleaving."""
+    p = _producer(MockTime(), 3, 1, True, **{"batch.size": 2000})
+    n = 5000
+    futures: dict[int, list[Any]] = {}
+
+    def run(t: int) -> None:
+        futures[t] = [p.send(TOPIC, b"%d:%d" % (t, i), None if i % 3 else b"k%d" % (i % 7)) for i in range(n)]
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=run, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(previous)
+    try:
+        batches = _batches(p, 3)
+        order: dict[tuple[int, int], list[int]] = {}
+        for part, bs in batches.items():
+            for b in bs:
+                for record in b.pending:
+                    value = record[2]
+                    assert value is not None
+                    t, i = map(int, value.split(b":"))
+                    order.setdefault((t, part), []).append(i)
+        assert sum(len(v) for v in order.values()) == 4 * n
+        assert all(v == sorted(v) for v in order.values())
+        _complete(batches)
+        placed = [(f.result(0).partition, f.result(0).offset) for fs in futures.values() for f in fs]
+        assert len(set(placed)) == 4 * n
+        counted = p._send_append
+        assert isinstance(counted, _Counted)
+        assert counted.taken > 0
+    finally:
+        p.close(0)
