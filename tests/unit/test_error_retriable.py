@@ -11,10 +11,11 @@ import pykafka_client
 from pykafka_client import errors
 from pykafka_client.errors_base import KafkaError, RetriableError
 from pykafka_client.network.transport.channel import PeerClosedError
+from pykafka_client.producer.kafka_producer import _RecordsFailed
 
-#: Transport-internal signals (OSError subclasses the Selector catches and turns into a disconnect);
-#: they never reach a caller, so they need no ``retriable``.
-INTERNAL_SIGNALS: set[type[BaseException]] = {PeerClosedError}
+#: Signals that never reach a caller, so they need no ``retriable``: the transport's (OSError subclasses the
+#: Selector catches and turns into a disconnect) and send_batch's "stop appending at this record".
+INTERNAL_SIGNALS: set[type[BaseException]] = {PeerClosedError, _RecordsFailed}
 
 
 def _library_error_classes() -> set[type[BaseException]]:
