@@ -198,6 +198,7 @@ def malformed_frame(i: int, rng: random.Random) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
+@pytest.mark.timeout(240)  # the send bound below (150 s) plus the checks
 @pytest.mark.parametrize("count", [1000, 5000])
 def test_malformed_frames_leave_memory_bounded_and_the_broker_serving(data_dir: Path, count: int) -> None:
     b = start(data_dir, overrides={"num.network.threads": 3})
