@@ -42,7 +42,7 @@ COORDINATOR_MOVED = frozenset({15, 16})
 #: UNKNOWN_LEADER_EPOCH: the partition's leader moved (or the partition went): look it up again
 LEADER_MOVED = frozenset({3, 5, 6, 74, 75})
 #: the leader has no offset to give yet (a leader change in progress): ask it again
-OFFSET_NOT_AVAILABLE = 76
+OFFSET_NOT_AVAILABLE = 78
 
 
 @dataclass
