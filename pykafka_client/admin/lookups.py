@@ -204,28 +204,31 @@ class Coordinators:
         by_node: dict[int, list[str]] = {}
         todo = list(keys)
         while todo:
-            asked: list[list[str]] = []
+            asked: list[tuple[int, list[str]]] = []
             _, response = finder.send(ApiKey.FIND_COORDINATOR, partial(self.build_request, keys=todo, asked=asked),
                                       finder.least_loaded, timer)
-            self.handle_response(asked[-1], response, result, by_node)
-            todo = todo[len(asked[-1]):]
+            version, sent = asked[-1]
+            self.handle_response(version, sent, response, result, by_node)
+            todo = todo[len(sent):]
         result.mapped = grouped(finder, by_node)
         return result
 
-    def build_request(self, version: int, keys: list[str], asked: list[list[str]]) -> FindCoordinatorRequest:
-        """The lookup of ``keys`` (only the first before v4); appends the keys it asks about to ``asked``."""
+    def build_request(self, version: int, keys: list[str], asked: list[tuple[int, list[str]]]
+                      ) -> FindCoordinatorRequest:
+        """The lookup of ``keys`` (only the first before v4); appends the version and the keys it asks about to
+        ``asked``."""
         if version >= BATCHED_FIND_COORDINATOR_VERSION:
-            asked.append(keys)
+            asked.append((version, keys))
             return FindCoordinatorRequest(key_type=self.key_type, coordinator_keys=keys)
-        asked.append(keys[:1])
+        asked.append((version, keys[:1]))
         return FindCoordinatorRequest(key=keys[0], key_type=self.key_type)
 
-    def handle_response(self, keys: list[str], response: FindCoordinatorResponse, result: LookupResult[str],
-                        by_node: dict[int, list[str]]) -> None:
-        """Each asked key's coordinator into ``by_node``, or its error into ``result``; a key the broker did
-        not answer for is looked up again."""
+    def handle_response(self, version: int, keys: list[str], response: FindCoordinatorResponse,
+                        result: LookupResult[str], by_node: dict[int, list[str]]) -> None:
+        """Each asked key's coordinator (the answer of a request at ``version``) into ``by_node``, or its error
+        into ``result``; a key the broker did not answer for is looked up again."""
         assert isinstance(response, FindCoordinatorResponse)
-        if response.coordinators:
+        if version >= BATCHED_FIND_COORDINATOR_VERSION:
             answers = {c.key: (c.error_code, c.error_message, c.node_id) for c in response.coordinators}
         else:
             answers = {keys[0]: (response.error_code, response.error_message, response.node_id)}

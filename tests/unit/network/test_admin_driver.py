@@ -19,6 +19,7 @@ from pykafka_client.admin.api_handler import ApiResult, LookupResult, Target, Ta
 from pykafka_client.admin.lookups import TRANSACTION_COORDINATORS
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
     KafkaTimeoutError,
     NotCoordinatorError,
     TransactionalIdAuthorizationError,
@@ -29,6 +30,7 @@ from pykafka_client.errors import (
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
+    DescribeGroupsResponse,
     DescribeTransactionsResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
@@ -447,10 +449,36 @@ def test_a_failing_broker_fails_list_transactions_after_every_broker_was_asked()
     env.admin.close()
 
 
-def test_the_transaction_coordinator_lookup_builds_by_version() -> None:
-    asked: list[list[str]] = []
+def test_the_transaction_coordinator_lookup_builds_and_reads_by_version() -> None:
+    asked: list[tuple[int, list[str]]] = []
     batched = TRANSACTION_COORDINATORS.build_request(4, ["a", "b"], asked)
     assert (batched.key_type, batched.coordinator_keys) == (1, ["a", "b"])
     single = TRANSACTION_COORDINATORS.build_request(3, ["a", "b"], asked)
     assert (single.key_type, single.key, single.coordinator_keys) == (1, "a", [])
-    assert asked == [["a", "b"], ["a"]]
+    assert asked == [(4, ["a", "b"]), (3, ["a"])]
+    result: LookupResult[str] = LookupResult()
+    by_node: dict[int, list[str]] = {}
+    # a v4 answer that leaves out a key: that key is looked up again (not read from the v3 top-level fields)
+    TRANSACTION_COORDINATORS.handle_response(4, ["a", "b"], FindCoordinatorResponse(coordinators=[
+        FindCoordinatorResponse.Coordinator(key="a", node_id=1)]), result, by_node)
+    assert by_node == {1: ["a"]} and result.unmapped == {"b": None}
+    TRANSACTION_COORDINATORS.handle_response(3, ["c"], FindCoordinatorResponse(node_id=0), result, by_node)
+    assert by_node == {1: ["a"], 0: ["c"]}
+
+
+def test_group_coordinators_share_the_stages_loading_retries_in_place_and_a_fatal_lookup_fails_one_group() -> None:
+    env = Env()
+    env.responders[ApiKey.FIND_COORDINATOR] = _coordinators(
+        lambda k: (GroupAuthorizationFailedError.code, -1) if k == "secret" else (0, 1))
+    answers = {"g": [LOADING, 0]}
+
+    def described(r: SentRequest) -> DescribeGroupsResponse:
+        return DescribeGroupsResponse(groups=[DescribeGroupsResponse.DescribedGroup(
+            group_id=g, error_code=answers[g].pop(0), group_state="Empty") for g in r.body.groups])
+
+    env.responders[ApiKey.DESCRIBE_GROUPS] = described
+    with pytest.raises(GroupAuthorizationFailedError, match="'secret'"):
+        env.admin.describe_consumer_groups(["secret", "g"], timeout=5)
+    assert _asked_coordinators(env) == [["secret"], ["g"]]  # each group looked up just before its request
+    assert [(r.destination, r.body.groups) for r in env.sent(ApiKey.DESCRIBE_GROUPS)] == [("1", ["g"]), ("1", ["g"])]
+    env.admin.close()
