@@ -24,7 +24,7 @@ class AbortTransactionHandler:
 
     spec: AbortTransactionSpec
     api_key = ApiKey.WRITE_TXN_MARKERS
-    lookup = PartitionLeaders("leader to abort a transaction on")
+    lookup = PartitionLeaders("leader for abort_transaction")
 
     def build_request(self, version: int, keys: list[TopicPartition]) -> WriteTxnMarkersRequest:
         (tp,) = keys

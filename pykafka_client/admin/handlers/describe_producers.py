@@ -31,7 +31,7 @@ class DescribeProducersHandler:
     """Keys: the partitions; a partition whose leader moved is looked up again."""
 
     api_key = ApiKey.DESCRIBE_PRODUCERS
-    lookup = PartitionLeaders("leaders to describe the producers of")
+    lookup = PartitionLeaders("leader for describe_producers")
 
     def build_request(self, version: int, keys: list[TopicPartition]) -> DescribeProducersRequest:
         by_topic: dict[str, list[int]] = {}

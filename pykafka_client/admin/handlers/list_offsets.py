@@ -32,7 +32,7 @@ class ListOffsetsHandler:
     metadata: Metadata
     timer: Timer
     api_key = ApiKey.LIST_OFFSETS
-    lookup = PartitionLeaders("leaders to list offsets of")
+    lookup = PartitionLeaders("leader for list_offsets")
 
     def build_request(self, version: int, keys: list[TopicPartition]) -> ListOffsetsRequest:
         if version < MAX_TIMESTAMP_VERSION and any(self.specs[tp].timestamp == OffsetSpec.MAX_TIMESTAMP for tp in keys):
