@@ -619,6 +619,15 @@ class LogCleaner:
                 self.cleans_done += 1
         except CleanAbortedError as e:
             _log.info("%s", e)
+        except Exception:
+            if self.manager.is_current(to_clean.log):
+                # Kafka's uncleanable partitions: not retried until the log is truncated, deleted or reloaded
+                _log.exception("cleaning %s-%d failed; it is not cleaned again until it is truncated, deleted or the "
+                               "broker restarts", to_clean.log.topic, to_clean.log.partition)
+                self.manager.mark_uncleanable(to_clean.log)
+            else:  # the log was replaced (truncation, deletion) under the clean
+                _log.info("clean of %s-%d stopped: the log was replaced meanwhile", to_clean.log.topic,
+                          to_clean.log.partition)
         finally:
             self.manager.done_cleaning(to_clean.log, end, result.stats.latest_delete_horizon_ms if end is not None
                                        else -1)

@@ -110,6 +110,7 @@ class LogCleanerManager:
         self._logs = logs
         self._lock = threading.Lock()
         self._in_progress: set[tuple[str, int]] = set()
+        self._uncleanable: set[tuple[str, int]] = set()
         #: per log, the latest delete horizon its last clean wrote: once passed, the log is cleaned again even
         #: without dirty data, to drop its tombstones and markers (KIP-534)
         self._delete_horizons: dict[tuple[str, int], int] = {}
@@ -141,7 +142,7 @@ class LogCleanerManager:
         with self._lock:
             best: LogToClean | None = None
             for tp, log in self._logs().items():
-                if not log.config.compact or tp in self._in_progress:
+                if not log.config.compact or tp in self._in_progress or tp in self._uncleanable:
                     continue
                 try:
                     candidate = measure(log, self._offsets[self._dir_of(log)].get(tp), now_ms)
@@ -180,11 +181,21 @@ class LogCleanerManager:
         with self._lock:
             return (topic, partition) in self._in_progress
 
+    def is_current(self, log: Log) -> bool:
+        """``log`` is still the broker's log of its partition (not replaced by a truncation or deleted)."""
+        return self._logs().get((log.topic, log.partition)) is log
+
+    def mark_uncleanable(self, log: Log) -> None:
+        """A clean of ``log`` failed: skip it until it is truncated or deleted (or the broker restarts)."""
+        with self._lock:
+            self._uncleanable.add((log.topic, log.partition))
+
     def truncate_checkpoint(self, log: Log, offset: int) -> None:
         """The log was cut at ``offset``: a checkpoint past it comes down to it (Kafka's ``maybeTruncateCheckpoint``)."""
         with self._lock:
             log_dir = self._dir_of(log)
             tp = (log.topic, log.partition)
+            self._uncleanable.discard(tp)
             current = self._offsets[log_dir].get(tp)
             if current is not None and current > offset:
                 self._offsets[log_dir][tp] = offset
@@ -193,6 +204,7 @@ class LogCleanerManager:
     def remove_checkpoint(self, log: Log) -> None:
         """The log was deleted or emptied: forget how far it was clean."""
         with self._lock:
+            self._uncleanable.discard((log.topic, log.partition))
             log_dir = self._dir_of(log)
             if self._offsets[log_dir].pop((log.topic, log.partition), None) is not None:
                 self._write(log_dir)

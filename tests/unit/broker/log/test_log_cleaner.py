@@ -367,3 +367,21 @@ def test_cleaner_config_from_broker() -> None:
     values = {"log.cleaner.threads": 3, "log.cleaner.enable": False, "log.cleaner.backoff.ms": 10}
     config = CleanerConfig.from_broker(values.get)
     assert (config.num_threads, config.enable_cleaner, config.backoff_ms) == (3, False, 10)
+
+
+def test_a_failing_clean_marks_the_log_uncleanable_until_truncated(
+    tmp_path: Path, time: MockTime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = new_log(tmp_path, time)
+    write_updates(log, time, keys=3, rounds=5)
+    cleaner = LogCleaner(CleanerConfig(), [str(tmp_path)], lambda: {("t", 0): log}, time)
+
+    def broken(self: Cleaner, to_clean: object) -> None:
+        raise RuntimeError("a corrupt batch")
+
+    with monkeypatch.context() as m:
+        m.setattr(Cleaner, "clean", broken)
+        assert not cleaner.clean_filthiest_log()
+    assert cleaner.manager.grab_filthiest_log(time.milliseconds()) is None  # skipped, not retried every round
+    cleaner.manager.truncate_checkpoint(log, log.log_end_offset)
+    assert cleaner.clean_filthiest_log()
