@@ -27,9 +27,9 @@ TOPIC_CONFIGS = {
 }
 
 
-def create_compacted_topic(bootstrap: str) -> None:
+def create_compacted_topic(bootstrap: str, replication_factor: int = 1) -> None:
     admin = ck_admin.AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([ck_admin.NewTopic(TOPIC, 1, 1, config=TOPIC_CONFIGS)])[TOPIC].result(15)
+    admin.create_topics([ck_admin.NewTopic(TOPIC, 1, replication_factor, config=TOPIC_CONFIGS)])[TOPIC].result(15)
 
 
 def produce_updates(bootstrap: str, keys: int, rounds: int) -> dict[bytes, tuple[int, bytes]]:
