@@ -88,10 +88,12 @@ class LogManager:
             "kafka-log-start-offset-checkpoint": log_start_offset_checkpoint_interval_ms,
             "PeriodicProducerExpirationCheck": producer_id_expiration_check_interval_ms,
         }
+        #: logs kept outside the table that the cleaner compacts too (:meth:`register_for_cleaning`)
+        self._extra_cleanable: dict[tuple[str, int], Log] = {}
         #: the log cleaner (compaction of ``cleanup.policy=compact`` logs); its threads start with the scheduler
         self.cleaner = LogCleaner(
             cleaner_config if cleaner_config is not None else CleanerConfig(), self.log_dirs,
-            lambda: dict(self._logs), time,
+            lambda: {**self._extra_cleanable, **self._logs}, time,
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -274,6 +276,19 @@ class LogManager:
             self.cleaner.manager.remove_checkpoint(new)
         self.checkpoint_log_start_offsets()
         return new
+
+    def register_for_cleaning(self, log: Log) -> None:
+        """Let the cleaner compact ``log``, a log this manager does not own (a single broker's coordinator
+        logs under ``__group_coordinator``); its cleaner checkpoint goes to the first data directory. The
+        log's config decides (``cleanup.policy=compact``); its owner keeps appending, moving its high
+        watermark and closing it, and calls :meth:`unregister_for_cleaning` before closing it."""
+        with self._lock:
+            self._extra_cleanable[(log.topic, log.partition)] = log
+
+    def unregister_for_cleaning(self, log: Log) -> None:
+        with self._lock:
+            if self._extra_cleanable.get((log.topic, log.partition)) is log:
+                del self._extra_cleanable[(log.topic, log.partition)]
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Apply a new config to every existing and future partition of ``topic``."""

@@ -385,3 +385,19 @@ def test_a_failing_clean_marks_the_log_uncleanable_until_truncated(
     assert cleaner.manager.grab_filthiest_log(time.milliseconds()) is None  # skipped, not retried every round
     cleaner.manager.truncate_checkpoint(log, log.log_end_offset)
     assert cleaner.clean_filthiest_log()
+
+
+def test_a_registered_log_outside_the_table_is_cleaned(tmp_path: Path, time: MockTime) -> None:
+    manager = LogManager([str(tmp_path / "data")], LogConfig(), time)
+    manager.startup(start_scheduler=False)
+    internal = new_log(tmp_path / "data" / "__group_coordinator", time, name="__consumer_offsets-0")
+    latest = write_updates(internal, time, keys=5, rounds=10)
+    assert not manager.cleaner.clean_filthiest_log()  # not known yet
+    manager.register_for_cleaning(internal)
+    assert manager.cleaner.clean_filthiest_log()
+    assert {r.key: (r.offset, r.value) for r in read_all(internal)} == latest
+    assert len(read_all(internal)) == 5
+    manager.unregister_for_cleaning(internal)
+    assert manager.all_logs() == []  # never in the table (no retention, no checkpoints of its own)
+    internal.close()
+    manager.shutdown()
