@@ -139,8 +139,37 @@ class OffsetMap:
         self._map[key] = offset
         self.latest_offset = offset
 
+    def put_all(self, records: Sequence[Record], from_offset: int) -> None:
+        """Put every keyed record at or after ``from_offset`` (the map's hot loop)."""
+        m = self._map
+        for record in records:
+            key = record.key
+            if key is not None and record.offset >= from_offset:
+                m[key] = record.offset
+        if records:
+            self.latest_offset = max(self.latest_offset, records[-1].offset)
+
     def get(self, key: bytes) -> int:
         return self._map.get(key, -1)
+
+    def retained(self, records: Sequence[Record], horizon: int | None, now: int) -> list[Record]:
+        """The records of a data batch a clean keeps: past the map's last offset all of them; else the keyed
+        ones that are their key's latest, tombstones only before the batch's delete horizon ``horizon``."""
+        latest = self.latest_offset
+        get = self._map.get
+        keep_tombstones = horizon is None or now < horizon
+        out: list[Record] = []
+        for record in records:
+            offset = record.offset
+            if offset > latest:
+                out.append(record)
+                continue
+            key = record.key
+            if key is None or offset < get(key, -1):
+                continue
+            if record.value is not None or keep_tombstones:
+                out.append(record)
+        return out
 
     def update_latest_offset(self, offset: int) -> None:
         self.latest_offset = max(self.latest_offset, offset)
@@ -410,9 +439,7 @@ class Cleaner:
                             f"offset map of {self.map.max_entries} entries; raise log.cleaner.dedupe.buffer.size"
                         )
                     return end
-                for record in records:
-                    if record.offset >= first_dirty and record.key is not None:
-                        self.map.put(record.key, record.offset)
+                self.map.put_all(records, first_dirty)
                 stats.map_records += len(records)
                 stats.map_bytes_read += batch.size_in_bytes
                 self.throttler.maybe_throttle(batch.size_in_bytes)
@@ -476,7 +503,6 @@ class Cleaner:
         self, log: Log, source: LogSegment, dest: LogSegment, txns: CleanedTransactionMetadata, now: int,
         horizon_ms: int, active_producers: Mapping[int, tuple[int, int]], stats: CleanerStats,
     ) -> None:
-        latest = self.map.latest_offset
         out = bytearray()
         appended: list[AppendedBatch] = []
         for batch in _iter_batches(source):
@@ -502,11 +528,12 @@ class Cleaner:
                 retain_empty = False
             if discard and not retain_empty:
                 continue
-            retained: list[Record] = []
-            if not discard:
-                for record in records:
-                    if batch.is_control or self._should_retain_record(record, latest, horizon, now):
-                        retained.append(record)
+            if discard:
+                retained: list[Record] = []
+            elif batch.is_control:
+                retained = records
+            else:
+                retained = self.map.retained(records, horizon, now)
             has_tombstone = any(r.value is None for r in retained) and not batch.is_control
             set_horizon = (has_tombstone or marker_for_empty_txn) and horizon is None
             if retained and len(retained) == len(records) and not set_horizon:
@@ -534,15 +561,6 @@ class Cleaner:
             dest.append(out, appended)
             stats.bytes_written += len(out)
             self.throttler.maybe_throttle(len(out))
-
-    def _should_retain_record(self, record: Record, latest_offset: int, horizon: int | None, now: int) -> bool:
-        """Past the map: kept (not deduped yet). Keyless: dropped. Else kept when it is its key's latest, and
-        for a tombstone only until its batch's delete horizon."""
-        if record.offset > latest_offset:
-            return True
-        if record.key is None or record.offset < self.map.get(record.key):
-            return False
-        return record.value is not None or horizon is None or now < horizon
 
 
 class LogCleaner:
