@@ -45,6 +45,7 @@ the filthiest log, cleaning it, and otherwise sleeping ``log.cleaner.backoff.ms`
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,10 +53,18 @@ from typing import Final
 
 from crc32c import crc32c
 
+from mini_broker.log.abstract_index import unlink_if_exists
 from mini_broker.log.log_cleaner_manager import LogCleanerManager, LogToClean
 from mini_broker.log.log_loader import CLEANED_FILE_SUFFIX
-from mini_broker.log.log_segment import AppendedBatch, LogSegment
-from mini_broker.log.transaction_index import AbortedTxn
+from mini_broker.log.log_segment import (
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    AppendedBatch,
+    LogSegment,
+    file_name_prefix,
+)
+from mini_broker.log.transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn
 from mini_broker.log.unified_log import Log
 from pykafka_client.protocol.compression import CompressionType, compress
 from pykafka_client.protocol.records.control import ControlRecordType
@@ -473,6 +482,10 @@ class Cleaner:
     ) -> None:
         """Rewrite ``group`` into one ``.cleaned`` segment and swap it in."""
         txns = CleanedTransactionMetadata(log.collect_aborted_transactions(group[0].base_offset, upper))
+        for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX):
+            # a leftover of a clean that stopped without cleaning up (its files are opened for appending)
+            unlink_if_exists(os.path.join(log.dir_path, file_name_prefix(group[0].base_offset) + suffix
+                                          + CLEANED_FILE_SUFFIX))
         cleaned = LogSegment(log.dir_path, group[0].base_offset, log.config, self._time, CLEANED_FILE_SUFFIX)
         try:
             for segment in group:

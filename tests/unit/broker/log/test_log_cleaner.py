@@ -401,3 +401,12 @@ def test_a_registered_log_outside_the_table_is_cleaned(tmp_path: Path, time: Moc
     assert manager.all_logs() == []  # never in the table (no retention, no checkpoints of its own)
     internal.close()
     manager.shutdown()
+
+
+def test_a_leftover_cleaned_file_does_not_leak_into_the_next_clean(tmp_path: Path, time: MockTime) -> None:
+    log = new_log(tmp_path, time)
+    latest = write_updates(log, time, keys=4, rounds=6)
+    with open(os.path.join(log.dir_path, "00000000000000000000.log" + CLEANED_FILE_SUFFIX), "wb") as fh:
+        fh.write(kv_batch([(b"stale", b"garbage")], time.milliseconds()))  # a valid batch of a stopped clean
+    clean(log, time)
+    assert {r.key: (r.offset, r.value) for r in read_all(log)} == latest
