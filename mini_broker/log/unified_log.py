@@ -28,6 +28,10 @@ Recovery on open is :func:`~mini_broker.log.log_loader.load_segments` (stray fil
 the recovery point re-read, a torn tail cut). Retention (:meth:`delete_old_segments`) and DeleteRecords
 (:meth:`delete_records_before`) drop whole segments below the log start offset, over ``retention.bytes``
 or older than ``retention.ms``, never past the high watermark.
+
+Compaction (``cleanup.policy=compact``) is the log cleaner's (:mod:`mini_broker.log.log_cleaner`): it reads
+non-active segments without the lock and swaps a rewritten segment in with :meth:`Log.replace_segments`
+under it. Offsets are never renumbered, so a compacted log has gaps that reads step over.
 """
 
 from __future__ import annotations
