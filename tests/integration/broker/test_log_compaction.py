@@ -32,17 +32,18 @@ def create_compacted_topic(bootstrap: str, replication_factor: int = 1) -> None:
     admin.create_topics([ck_admin.NewTopic(TOPIC, 1, replication_factor, config=TOPIC_CONFIGS)])[TOPIC].result(15)
 
 
-def produce_updates(bootstrap: str, keys: int, rounds: int) -> dict[bytes, tuple[int, bytes]]:
-    """``rounds`` updates of each key (idempotent producer), then one record after ``segment.ms`` that rolls the
+def produce_updates(bootstrap: str, keys: int, rounds: int) -> dict[bytes, tuple[int, bytes | None]]:
+    """``rounds`` updates of each key (idempotent producer), a tombstone for every 13th key, then one record after ``segment.ms`` that rolls the
     segment holding the last round; the (offset, value) of the latest record per key."""
-    latest: dict[bytes, tuple[int, bytes]] = {}
+    latest: dict[bytes, tuple[int, bytes | None]] = {}
     errors: list[object] = []
 
     def on_delivery(err: object, msg: ck.Message) -> None:
         if err is not None:
             errors.append(err)
         else:
-            latest[msg.key()] = max(latest.get(msg.key(), (-1, b"")), (msg.offset(), msg.value()))
+            if msg.offset() > latest.get(msg.key(), (-1, None))[0]:
+                latest[msg.key()] = (msg.offset(), msg.value())
 
     p = ck.Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
     for r in range(rounds):
@@ -54,6 +55,9 @@ def produce_updates(bootstrap: str, keys: int, rounds: int) -> dict[bytes, tuple
                 except BufferError:
                     p.poll(0.05)
         p.poll(0)
+    assert p.flush(60) == 0
+    for k in range(0, keys, 13):  # tombstones: kept (delete.retention.ms is an hour), read as null values
+        p.produce(TOPIC, key=f"key-{k}".encode(), value=None, on_delivery=on_delivery)
     assert p.flush(60) == 0
     # an aborted transaction over some keys: the cleaner drops its records (read_uncommitted sees them before)
     txn = ck.Producer({"bootstrap.servers": bootstrap, "transactional.id": "compaction-aborter"})

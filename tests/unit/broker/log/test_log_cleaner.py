@@ -410,3 +410,18 @@ def test_a_leftover_cleaned_file_does_not_leak_into_the_next_clean(tmp_path: Pat
         fh.write(kv_batch([(b"stale", b"garbage")], time.milliseconds()))  # a valid batch of a stopped clean
     clean(log, time)
     assert {r.key: (r.offset, r.value) for r in read_all(log)} == latest
+
+
+def test_cleaner_threads_start_and_stop(tmp_path: Path, time: MockTime) -> None:
+    import threading
+
+    cleaner = LogCleaner(CleanerConfig(num_threads=2, backoff_ms=10), [str(tmp_path)], dict, time)
+    cleaner.startup()
+    names = {t.name for t in threading.enumerate()}
+    assert {"kafka-log-cleaner-thread-0", "kafka-log-cleaner-thread-1"} <= names
+    cleaner.shutdown()
+    assert not {t.name for t in threading.enumerate()} & {"kafka-log-cleaner-thread-0", "kafka-log-cleaner-thread-1"}
+    disabled = LogCleaner(CleanerConfig(enable_cleaner=False), [str(tmp_path)], dict, time)
+    disabled.startup()
+    assert "kafka-log-cleaner-thread-0" not in {t.name for t in threading.enumerate()}
+    disabled.shutdown()
