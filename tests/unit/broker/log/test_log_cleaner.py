@@ -425,3 +425,25 @@ def test_cleaner_threads_start_and_stop(tmp_path: Path, time: MockTime) -> None:
     disabled.startup()
     assert "kafka-log-cleaner-thread-0" not in {t.name for t in threading.enumerate()}
     disabled.shutdown()
+
+
+def test_a_follower_replicates_a_compacted_log_with_its_gaps_and_empty_batches(tmp_path: Path, time: MockTime) -> None:
+    leader = new_log(tmp_path, time, name="leader-0")
+    now = time.milliseconds()
+    leader.append(kv_batch([(b"k", b"1"), (b"k", b"2")], now, pid=42, epoch=0, seq=0))
+    leader.append(kv_batch([(b"k", b"3"), (b"t", b"x")], now))
+    leader.append(kv_batch([(b"t", None)], now))
+    leader.roll()
+    clean(leader, time)
+    batches = batches_of(leader)
+    assert any(b.records_count == 0 for b in batches) and any(b.has_delete_horizon_ms for b in batches)
+    follower = new_log(tmp_path, time, name="follower-0")
+    for segment in leader.segments:
+        if segment.size:
+            follower.append(segment.read_bytes(0, segment.size), origin=AppendOrigin.REPLICATION)
+    assert [(r.offset, r.key, r.value) for r in read_all(follower)] == [
+        (r.offset, r.key, r.value) for r in read_all(leader)
+    ]
+    assert follower.log_end_offset == leader.log_end_offset
+    entry = follower.producer_state.last_entry(42)
+    assert entry is not None and entry.last_seq == 1  # the emptied batch carries the producer's sequence
