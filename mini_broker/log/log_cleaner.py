@@ -66,6 +66,7 @@ from mini_broker.log.log_segment import (
 )
 from mini_broker.log.transaction_index import TXN_INDEX_FILE_SUFFIX, AbortedTxn
 from mini_broker.log.unified_log import Log
+from mini_broker.metrics import BrokerMetrics
 from pykafka_client.protocol.compression import CompressionType, compress
 from pykafka_client.protocol.records.control import ControlRecordType
 from pykafka_client.protocol.records.default_record_batch import (
@@ -596,7 +597,18 @@ class LogCleaner:
         self.total_bytes_written = 0
         self.total_clean_seconds = 0.0
         self.cleans_done = 0
+        self.last_clean_seconds = 0.0
         self._totals_lock = threading.Lock()
+
+    def register_metrics(self, metrics: BrokerMetrics) -> None:
+        """Kafka's cleaner gauges (MBean names flattened): the dirtiest log's dirty percentage when last chosen,
+        the uncleanable partitions, the last clean's time, and the totals since startup."""
+        metrics.gauge("kafka_log_LogCleanerManager_max_dirty_percent", lambda: float(self.manager.max_dirty_percent))
+        metrics.gauge("kafka_log_LogCleanerManager_uncleanable_partitions_count",
+                      lambda: float(self.manager.uncleanable_count()))
+        metrics.gauge("kafka_log_LogCleaner_max_clean_time_secs", lambda: self.last_clean_seconds)
+        metrics.gauge("kafka_log_LogCleaner_cleaner_bytes_read_total", lambda: float(self.total_bytes_read))
+        metrics.gauge("kafka_log_LogCleaner_cleaner_bytes_written_total", lambda: float(self.total_bytes_written))
 
     def startup(self) -> None:
         if not self.config.enable_cleaner:
@@ -647,6 +659,7 @@ class LogCleaner:
                 self.total_bytes_read += result.stats.bytes_read
                 self.total_bytes_written += result.stats.bytes_written
                 self.total_clean_seconds += result.stats.elapsed_seconds()
+                self.last_clean_seconds = result.stats.elapsed_seconds()
                 self.cleans_done += 1
         except CleanAbortedError as e:
             _log.info("%s", e)

@@ -185,6 +185,10 @@ class LogCleanerManager:
         """``log`` is still the broker's log of its partition (not replaced by a truncation or deleted)."""
         return self._logs().get((log.topic, log.partition)) is log
 
+    def uncleanable_count(self) -> int:
+        with self._lock:
+            return len(self._uncleanable)
+
     def mark_uncleanable(self, log: Log) -> None:
         """A clean of ``log`` failed: skip it until it is truncated or deleted (or the broker restarts)."""
         with self._lock:

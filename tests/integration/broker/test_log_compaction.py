@@ -175,6 +175,9 @@ def check_compacted(broker: object, keys: int) -> None:
     create_compacted_topic(bootstrap)
     latest = produce_updates(bootstrap, keys, rounds=10)
     wait_until(lambda: _fully_cleaned(broker), "the cleaner has cleaned up to the active segment")
+    metrics = broker.metrics  # type: ignore[attr-defined]
+    assert metrics.gauge_value("kafka_log_LogCleaner_cleaner_bytes_read_total") > 0
+    assert metrics.gauge_value("kafka_log_LogCleanerManager_uncleanable_partitions_count") == 0
     expected = sorted((offset, key, value) for key, (offset, value) in latest.items())
     assert len(expected) == keys + 1
     # the aborting producer's last batch stays as a header with no records (its sequence and epoch): readers must
