@@ -448,6 +448,7 @@ class Cleaner:
                             f"{log.topic}-{log.partition}: a batch of {len(records)} records does not fit the "
                             f"offset map of {self.map.max_entries} entries; raise log.cleaner.dedupe.buffer.size"
                         )
+                    self.map.update_latest_offset(end - 1)
                     return end
                 self.map.put_all(records, first_dirty)
                 stats.map_records += len(records)
