@@ -447,3 +447,37 @@ def test_a_follower_replicates_a_compacted_log_with_its_gaps_and_empty_batches(t
     assert follower.log_end_offset == leader.log_end_offset
     entry = follower.producer_state.last_entry(42)
     assert entry is not None and entry.last_seq == 1  # the emptied batch carries the producer's sequence
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_updates_and_cleans_keep_every_latest_value(tmp_path: Path, time: MockTime, seed: int) -> None:
+    """Rounds of random updates, tombstones and multi-record batches, each followed by a clean: after each clean
+    every key's latest record is there at its offset, and nothing else below the active segment but the latest
+    of each key."""
+    import random
+
+    rng = random.Random(seed)
+    log = new_log(tmp_path, time, compacted(**{"delete.retention.ms": 10_000}))
+    latest: dict[bytes, tuple[int, bytes | None]] = {}
+    end: int | None = None
+    for _ in range(6):
+        for _ in range(rng.randrange(20, 60)):
+            pairs = [(f"k{rng.randrange(15)}".encode(), None if rng.random() < 0.15 else f"v{rng.random()}".encode())
+                     for _ in range(rng.randrange(1, 5))]
+            info = log.append(kv_batch(pairs, time.milliseconds()))
+            for i, (key, value) in enumerate(pairs):
+                latest[key] = (info.first_offset + i, value)
+        log.roll()
+        time.sleep(rng.randrange(0, 8000))
+        end = clean(log, time, end)
+        records = read_all(log)
+        by_key: dict[bytes, list[tuple[int, bytes | None]]] = {}
+        for r in records:
+            assert r.key is not None
+            by_key.setdefault(r.key, []).append((r.offset, r.value))
+        for key, (offset, value) in latest.items():
+            if key in by_key:
+                assert by_key[key] == [(offset, value)]  # exactly the latest, once
+            else:
+                assert value is None  # only an expired tombstone may be gone
+        assert set(by_key) <= set(latest)
