@@ -198,6 +198,11 @@ class Throttler:
         self._observed = 0.0
         #: total ms slept (a test and the bench read it)
         self.throttled_ms = 0.0
+        self._stopped = threading.Event()
+
+    def stop(self) -> None:
+        """End a sleep in progress and never sleep again (the cleaner is shutting down)."""
+        self._stopped.set()
 
     def maybe_throttle(self, observed: int) -> None:
         if self.bytes_per_second >= DEFAULT_IO_MAX_BYTES_PER_SECOND:
@@ -211,8 +216,12 @@ class Throttler:
             wanted_ms = self._observed * 1000.0 / self.bytes_per_second
             sleep_ms = wanted_ms - elapsed
             if sleep_ms > 0:
-                self._time.sleep(sleep_ms)
-                self.throttled_ms += sleep_ms
+                slept = 0.0
+                while slept < sleep_ms and not self._stopped.is_set():  # in steps: shutdown does not wait
+                    step = min(100.0, sleep_ms - slept)
+                    self._time.sleep(step)
+                    slept += step
+                self.throttled_ms += slept
             self._period_start_ms = self._time.milliseconds()
             self._observed = 0.0
 
@@ -627,6 +636,7 @@ class LogCleaner:
     def shutdown(self) -> None:
         """Stop the threads, aborting a clean in progress (its ``.cleaned`` files are removed)."""
         self._stop.set()
+        self.throttler.stop()
         for cleaner in self._cleaners:
             cleaner.abort()
         for thread in self._threads:

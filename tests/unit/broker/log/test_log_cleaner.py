@@ -481,3 +481,11 @@ def test_random_updates_and_cleans_keep_every_latest_value(tmp_path: Path, time:
             else:
                 assert value is None  # only an expired tombstone may be gone
         assert set(by_key) <= set(latest)
+
+
+def test_a_stopped_throttler_does_not_sleep(time: MockTime) -> None:
+    throttler = Throttler(1000.0, time, check_interval_ms=100)
+    throttler.stop()
+    start = time.milliseconds()
+    throttler.maybe_throttle(1_000_000)  # 1000 s of I/O at this rate
+    assert time.milliseconds() == start
