@@ -309,7 +309,6 @@ class CleanResult:
 
     end_offset: int
     stats: CleanerStats = field(default_factory=CleanerStats)
-    swapped: bool = True
 
 
 class CleanAbortedError(Exception):
