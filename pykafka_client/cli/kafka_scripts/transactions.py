@@ -48,6 +48,9 @@ def build_parser() -> ToolParser:
                    help=f"transaction.max.timeout.ms of the brokers, in minutes (default {DEFAULT_MAX_TRANSACTION_TIMEOUT_MIN})")
     for child in (*sub.choices.values(),):
         child.error = p.error  # type: ignore[method-assign]
+        # also after the command (Kafka takes them before it); not given there, they keep the value given before
+        child.add_argument("--bootstrap-server", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        child.add_argument("--command-config", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
 
 
