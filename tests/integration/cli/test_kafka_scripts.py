@@ -131,16 +131,13 @@ def test_topics_errors_are_kafkas(kafka: Script) -> None:
     missing = kafka("kafka-topics.sh", "--describe", "--topic", topic)
     assert missing.returncode == 1
     assert missing.stdout == f"Error while executing topic command : Topic '{topic}' does not exist as expected\n"
-    assert kafka("kafka-topics.sh", "--delete", "--topic", topic).returncode == 1
-    assert _ok(kafka("kafka-topics.sh", "--delete", "--topic", topic, "--if-exists")) == ""
     _ok(kafka("kafka-topics.sh", "--create", "--topic", topic))
     again = kafka("kafka-topics.sh", "--create", "--topic", topic)
     assert again.returncode == 1
     assert again.stdout == f"Error while executing topic command : Topic '{topic}' already exists.\n"
     assert _ok(kafka("kafka-topics.sh", "--create", "--topic", topic, "--if-not-exists")) == ""
+    # the other scripts' usage errors are checked in-process: tests/unit/cli/test_kafka_scripts_parsing.py
     _usage_error(kafka("kafka-topics.sh", "--create"), 'Missing required argument "[topic]"')
-    _usage_error(kafka("kafka-topics.sh", "--list", bootstrap=False), 'Missing required argument "[bootstrap-server]"')
-    _usage_error(kafka("kafka-topics.sh", "--list", "--no-such-flag"), "--no-such-flag is not a recognized option")
 
 
 # -- kafka-configs.sh -----------------------------------------------------------------------------------------
@@ -169,15 +166,13 @@ def test_configs_of_an_unknown_topic_fail(kafka: Script) -> None:
     done = kafka("kafka-configs.sh", "--describe", "--entity-type", "topics", "--entity-name", _topic())
     assert done.returncode == 1
     assert done.stderr.startswith("Error while executing config command with args '--describe --entity-type topics")
-    _usage_error(kafka("kafka-configs.sh", "--describe"), "At least one entity type must be specified")
 
 
 # -- console producer and consumer ----------------------------------------------------------------------------
 
 
 def test_console_producer_keys_and_console_consumer_properties(kafka: Script) -> None:
-    topic = _topic()
-    _ok(kafka("kafka-topics.sh", "--create", "--topic", topic))
+    topic = _topic()  # created on use, as by Kafka's console producer
     produced = kafka("kafka-console-producer.sh", "--topic", topic, "--property", "parse.key=true",
                      "--property", "key.separator=:", "--producer-property", "acks=1", input="k1:v1\nk2:v:2\n")
     assert _ok(produced) == ""
@@ -194,20 +189,15 @@ def test_console_producer_refuses_a_line_without_the_key_separator(kafka: Script
     done = kafka("kafka-console-producer.sh", "--topic", topic, "--property", "parse.key=true", input="no separator\n")
     assert done.returncode == 1
     assert "No key separator found on line number 1: 'no separator'" in done.stderr
-    _usage_error(kafka("kafka-console-producer.sh", input=""), 'Missing required argument "[topic]"')
 
 
 def test_console_consumer_timeout_ms_ends_with_kafkas_lines(kafka: Script) -> None:
-    topic = _topic()
-    _ok(kafka("kafka-topics.sh", "--create", "--topic", topic))
-    done = kafka("kafka-console-consumer.sh", "--topic", topic, "--timeout-ms", "1000")
+    done = kafka("kafka-console-consumer.sh", "--topic", _topic(), "--timeout-ms", "1000")
     assert _ok(done) == ""
     assert done.stderr.splitlines()[-2:] == [
         "ERROR Error processing message, terminating consumer process: org.apache.kafka.common.errors.TimeoutException",
         "Processed a total of 0 messages",
     ]
-    _usage_error(kafka("kafka-console-consumer.sh", "--topic", topic, "--offset", "1"),
-                 "The partition is required when offset is specified.")
 
 
 # -- kafka-consumer-groups.sh ---------------------------------------------------------------------------------
@@ -215,7 +205,6 @@ def test_console_consumer_timeout_ms_ends_with_kafkas_lines(kafka: Script) -> No
 
 def test_consumer_groups_describe_reset_and_delete(kafka: Script) -> None:
     topic, group = _topic(), f"g-{uuid.uuid4().hex[:8]}"
-    _ok(kafka("kafka-topics.sh", "--create", "--topic", topic))
     _ok(kafka("kafka-console-producer.sh", "--topic", topic, input="a\nb\nc\n"))
     _ok(kafka("kafka-console-consumer.sh", "--topic", topic, "--group", group, "--from-beginning", "--max-messages", "2"))
     assert group in _ok(kafka("kafka-consumer-groups.sh", "--list")).split()
@@ -231,7 +220,6 @@ def test_consumer_groups_describe_reset_and_delete(kafka: Script) -> None:
 
     plan = kafka("kafka-consumer-groups.sh", "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest")
     assert _ok(plan).splitlines()[0].startswith("WARN: No action will be performed as the --execute option is missing.")
-    assert "2" == _ok(kafka("kafka-consumer-groups.sh", "--describe", "--group", group)).splitlines()[4].split()[3]
     done = _ok(kafka("kafka-consumer-groups.sh", "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest",
                      "--execute")).splitlines()
     assert done[1].split() == ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]
@@ -243,14 +231,11 @@ def test_consumer_groups_describe_reset_and_delete(kafka: Script) -> None:
     assert group not in _ok(kafka("kafka-consumer-groups.sh", "--list")).split()
 
 
-def test_consumer_groups_unknown_group_and_missing_flags(kafka: Script) -> None:
+def test_consumer_groups_unknown_group(kafka: Script) -> None:
     group = f"g-{uuid.uuid4().hex[:8]}"
     done = kafka("kafka-consumer-groups.sh", "--describe", "--group", group)
     assert done.returncode == 1
     assert done.stdout.strip() == f"Error: Consumer group '{group}' does not exist."
-    _usage_error(kafka("kafka-consumer-groups.sh", "--describe"), 'Missing required argument "[group]"')
-    _usage_error(kafka("kafka-consumer-groups.sh", "--reset-offsets", "--group", group, "--to-earliest"),
-                 "One of the reset scopes should be defined: --all-topics, --topic.")
 
 
 # -- kafka-transactions.sh and kafka-producer-perf-test.sh ----------------------------------------------------
@@ -279,6 +264,3 @@ def test_producer_perf_test_summary_line(kafka: Script, broker: MiniBroker) -> N
     last = _ok(done).splitlines()[-1]
     assert re.fullmatch(r"200 records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency, [\d.]+ ms "
                         r"max latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99\.9th\.", last), last
-    missing = kafka("kafka-producer-perf-test.sh", "--topic", topic, "--num-records", "1", "--record-size", "1")
-    assert missing.returncode == 1
-    assert "--throughput" in missing.stderr.splitlines()[0]
