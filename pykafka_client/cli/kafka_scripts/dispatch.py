@@ -18,8 +18,24 @@ SCRIPTS = {
 }
 
 
+#: Kafka's tool classes (the last part of the name ``kafka-run-class.sh`` takes, in ``kafka.tools``,
+#: ``kafka.admin`` or ``org.apache.kafka.tools``) and the script that is each one here.
+TOOL_CLASSES = {
+    "TopicCommand": "kafka-topics.sh",
+    "ConfigCommand": "kafka-configs.sh",
+    "ConsoleProducer": "kafka-console-producer.sh",
+    "ConsoleConsumer": "kafka-console-consumer.sh",
+    "ConsumerGroupCommand": "kafka-consumer-groups.sh",
+    "TransactionsCommand": "kafka-transactions.sh",
+    "ProducerPerformance": "kafka-producer-perf-test.sh",
+}
+
+
 def main(argv: Sequence[str]) -> int:
-    """``argv``: the script's name, then its arguments."""
+    """``argv``: the script's name (or, as ``kafka-run-class.sh`` takes it, Kafka's tool class), then its
+    arguments."""
+    if argv and "." in argv[0] and not argv[0].endswith(".sh"):
+        argv = [TOOL_CLASSES.get(argv[0].rsplit(".", 1)[-1], argv[0]), *argv[1:]]
     if not argv or argv[0] not in SCRIPTS:
         print(f"usage: python -m pykafka_client.cli.kafka_scripts SCRIPT [ARGS...], SCRIPT one of "
               f"{', '.join(SCRIPTS)}", file=sys.stderr)

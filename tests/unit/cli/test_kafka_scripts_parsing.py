@@ -89,6 +89,15 @@ def test_an_unknown_script_is_refused(capsys: pytest.CaptureFixture[str]) -> Non
     assert "kafka-topics.sh" in capsys.readouterr().err
 
 
+def test_kafkas_tool_class_names_run_their_script(capsys: pytest.CaptureFixture[str]) -> None:
+    """``kafka-run-class.sh kafka.admin.TopicCommand ...`` (as some tools call it) is kafka-topics.sh."""
+    with pytest.raises(SystemExit) as exited:
+        dispatch(["kafka.admin.TopicCommand", "--create", *BOOTSTRAP])
+    assert exited.value.code == 1
+    assert capsys.readouterr().err.startswith('Missing required argument "[topic]"')
+    assert dispatch(["org.apache.kafka.tools.NoSuchTool"]) == 1
+
+
 def test_console_producer_lines_as_kafka_reads_them() -> None:
     reader = console_producer.LineReader({"parse.key": "true", "key.separator": ":", "parse.headers": "true",
                                           "headers.delimiter": "|", "null.marker": "NULL"})

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs one of Kafka's tools on pykafka-client: kafka-run-class.sh SCRIPT [ARGS...] execs
+# Runs one of Kafka's tools on pykafka-client: kafka-run-class.sh SCRIPT [ARGS...] (SCRIPT: kafka-topics.sh, ...,
+# or Kafka's class for it, e.g. kafka.admin.TopicCommand) execs
 # `python -m pykafka_client.cli.kafka_scripts SCRIPT ARGS...` with the Python this package is installed in,
 # the first of:
 #   1. $PYKAFKA_PYTHON;
