@@ -4,7 +4,8 @@ Per topic, in Kafka's order: duplicate names in one request -> INVALID_REQUEST; 
 INVALID_TOPIC_EXCEPTION; already exists -> TOPIC_ALREADY_EXISTS; partitions (-1 = ``num.partitions``)
 must be > 0 -> INVALID_PARTITIONS; replication factor (-1 = ``default.replication.factor``) must be 1 on a
 single broker -> INVALID_REPLICATION_FACTOR; manual assignments must name only this broker ->
-INVALID_REPLICA_ASSIGNMENT; configs must be known topic configs with valid values -> INVALID_CONFIG.
+INVALID_REPLICA_ASSIGNMENT; configs must be known topic configs with valid values -> INVALID_CONFIG. Authorization first, as Kafka: CREATE on
+the cluster, else CREATE on the topic (TOPIC_AUTHORIZATION_FAILED).
 ``validate_only`` checks everything and creates nothing. v5+ results carry the partition count,
 replication factor and the topic's configs with their sources.
 """
@@ -19,11 +20,13 @@ from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import validate_topic_name
 from mini_broker.server.topic_configs import describe_topic_configs, validate_topic_configs
+from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
+    TopicAuthorizationFailedError,
     TopicExistsError,
 )
 from pykafka_client.errors_base import BrokerResponseError
@@ -77,12 +80,19 @@ def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
     assert isinstance(body, CreateTopicsRequest)
     broker = apis.broker
     counts = Counter(t.name for t in body.topics)
+    auth = broker.auth(request)
+    creatable = ({t.name for t in body.topics} if auth.cluster(AclOperation.CREATE)
+                 else auth.topics(AclOperation.CREATE, (t.name for t in body.topics)))
     results: list[Result] = []
     for t in body.topics:
         if counts[t.name] > 1:
             results.append(Result(name=t.name, error_code=InvalidRequestError.code,
                                   error_message="Create topics request from client contains multiple entries "
                                                 "for the same topic."))
+            continue
+        if t.name not in creatable:
+            results.append(Result(name=t.name, error_code=TopicAuthorizationFailedError.code,
+                                  error_message="Authorization failed: CREATE on the cluster or on the topic is needed"))
             continue
         try:
             partitions, rf, configs = _check(apis, t)
