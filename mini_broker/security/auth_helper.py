@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from mini_broker.security.authorizer import OPERATIONS_BY_TYPE, StandardAuthorizer, principal_of
-from pykafka_client.admin.acl import CLUSTER_NAME, AclOperation, ResourceType
+from pykafka_client.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 T = TypeVar("T")
 

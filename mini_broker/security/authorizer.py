@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 
 from mini_broker.config import KafkaConfig
 from mini_broker.utils.atomic_file import atomic_write
-from pykafka_client.admin.acl import (
+from pykafka_client.errors import ConfigurationError, InvalidRequestError
+from pykafka_client.protocol.acl import (
     CLUSTER_NAME,
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
@@ -43,7 +44,6 @@ from pykafka_client.admin.acl import (
     ResourcePattern,
     ResourceType,
 )
-from pykafka_client.errors import ConfigurationError, InvalidRequestError
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,14 @@ from typing import TypeVar
 from pykafka_client.admin.handlers import multi_step
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
+from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
+from pykafka_client.admin.handlers.describe_acls import DescribeAclsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
 from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
@@ -51,6 +54,9 @@ HANDLER_APIS: dict[str, type] = {
     "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
     "alter_consumer_group_offsets": AlterConsumerGroupOffsetsHandler,
     "delete_records": DeleteRecordsHandler,
+    "create_acls": CreateAclsHandler,
+    "describe_acls": DescribeAclsHandler,
+    "delete_acls": DeleteAclsHandler,
 }
 
 #: operation name -> its entry point, for the operations not yet converted to a handler

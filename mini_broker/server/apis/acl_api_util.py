@@ -8,7 +8,9 @@ from typing import Any
 from mini_broker.network.request_channel import Request
 from mini_broker.security.authorizer import StandardAuthorizer
 from mini_broker.server.kafka_apis import KafkaApis
-from pykafka_client.admin.acl import (
+from pykafka_client.errors import ClusterAuthorizationFailedError, SecurityDisabledError
+from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import (
     AccessControlEntryFilter,
     AclBindingFilter,
     AclOperation,
@@ -18,8 +20,6 @@ from pykafka_client.admin.acl import (
     permission_type,
     resource_type,
 )
-from pykafka_client.errors import ClusterAuthorizationFailedError, SecurityDisabledError
-from pykafka_client.errors_base import BrokerResponseError
 
 
 def acl_authorizer(apis: KafkaApis, request: Request, op: AclOperation) -> StandardAuthorizer | BrokerResponseError:

@@ -10,8 +10,8 @@ from mini_broker.server.apis.txn_api_util import fenced_for_version, transaction
 from mini_broker.server.coordinator_lookup import partition_for
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.transaction.transaction_requests import AddPartitionsParams
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import GroupAuthorizationFailedError, TransactionalIdAuthorizationError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from pykafka_client.structs import TopicPartition

@@ -22,7 +22,6 @@ from mini_broker.server.apis.txn_api_util import (
 )
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.transaction.transaction_requests import AddPartitionsParams
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import (
     ClusterAuthorizationFailedError,
     InvalidTxnStateError,
@@ -31,6 +30,7 @@ from pykafka_client.errors import (
     TransactionAbortableError,
     TransactionalIdAuthorizationError,
 )
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from pykafka_client.structs import TopicPartition

@@ -8,8 +8,8 @@ from __future__ import annotations
 from mini_broker.network.request_channel import Request
 from mini_broker.quota.client_quotas import InvalidQuotaError, check_key, make_entity
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import ClusterAuthorizationFailedError, InvalidRequestError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import AlterClientQuotasRequest, AlterClientQuotasResponse
 

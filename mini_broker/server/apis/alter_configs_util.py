@@ -14,7 +14,6 @@ from mini_broker.security.auth_helper import RequestAuth
 from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import TopicMetadata
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import (
     ClusterAuthorizationFailedError,
     InvalidRequestError,
@@ -22,6 +21,7 @@ from pykafka_client.errors import (
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 
 TOPIC = 2
 BROKER = 4

@@ -10,7 +10,7 @@ from mini_broker.network.request_channel import Request
 from mini_broker.server.api_error import error_code, error_message
 from mini_broker.server.apis.acl_api_util import acl_authorizer
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.admin.acl import (
+from pykafka_client.protocol.acl import (
     AccessControlEntry,
     AclBinding,
     AclOperation,

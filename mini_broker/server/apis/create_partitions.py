@@ -14,7 +14,6 @@ from collections import Counter
 from mini_broker.network.request_channel import Request
 from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -23,6 +22,7 @@ from pykafka_client.errors import (
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 

@@ -20,7 +20,6 @@ from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import validate_topic_name
 from mini_broker.server.topic_configs import describe_topic_configs, validate_topic_configs
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
@@ -30,6 +29,7 @@ from pykafka_client.errors import (
     TopicExistsError,
 )
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 

@@ -15,7 +15,6 @@ from mini_broker.security.auth_helper import RequestAuth
 from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import (
     InvalidRequestError,
     TopicAuthorizationFailedError,
@@ -24,6 +23,7 @@ from pykafka_client.errors import (
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 

@@ -8,8 +8,8 @@ from mini_broker.network.request_channel import Request
 from mini_broker.server.api_error import error_code, error_message
 from mini_broker.server.apis.acl_api_util import acl_authorizer, binding_filter
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.admin.acl import AclOperation, ResourcePattern
 from pykafka_client.errors import InvalidRequestError
+from pykafka_client.protocol.acl import AclOperation, ResourcePattern
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeAclsRequest, DescribeAclsResponse
 

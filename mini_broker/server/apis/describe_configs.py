@@ -13,8 +13,8 @@ from mini_broker.server.api_error import error_message
 from mini_broker.server.apis.alter_configs_util import BROKER, BROKER_LOGGER, TOPIC, config_authorization_error
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.topic_configs import ConfigEntry, describe_broker_configs, describe_topic_configs
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
 

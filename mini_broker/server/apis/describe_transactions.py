@@ -7,8 +7,8 @@ from __future__ import annotations
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.txn_api_util import transaction_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import TransactionalIdAuthorizationError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeTransactionsRequest, DescribeTransactionsResponse
 

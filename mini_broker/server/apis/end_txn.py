@@ -11,8 +11,8 @@ from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.txn_api_util import fenced_for_version, transaction_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.transaction.transaction_requests import EndTxnParams
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import TransactionalIdAuthorizationError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import EndTxnRequest, EndTxnResponse
 

@@ -30,13 +30,13 @@ from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID
 from mini_broker.server.replica_manager import LogReadResult
 from mini_broker.server.replication_strategy import FetchPartitionInfo
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import (
     FetchSessionIdNotFoundError,
     InvalidFetchSessionEpochError,
     TopicAuthorizationFailedError,
     UnknownTopicIdError,
 )
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FetchRequest, FetchResponse
 from pykafka_client.structs import TopicPartition

@@ -16,13 +16,13 @@ from __future__ import annotations
 from mini_broker.network.request_channel import Request
 from mini_broker.server.coordinator_lookup import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
     GroupAuthorizationFailedError,
     InvalidRequestError,
     TransactionalIdAuthorizationError,
 )
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 

@@ -11,8 +11,8 @@ from mini_broker.network.request_channel import Request
 from mini_broker.security.auth_helper import RequestAuth
 from mini_broker.server.context import BrokerContext
 from mini_broker.server.kafka_apis import KafkaApis
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
+from pykafka_client.protocol.acl import AclOperation
 
 
 def group_coordinator(apis: KafkaApis) -> GroupCoordinator:

@@ -21,8 +21,8 @@ from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.txn_api_util import fenced_for_version, transaction_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.transaction.transaction_requests import InitProducerIdParams, InitProducerIdResult
-from pykafka_client.admin.acl import AclOperation, ResourceType
 from pykafka_client.errors import ClusterAuthorizationFailedError, TransactionalIdAuthorizationError
+from pykafka_client.protocol.acl import AclOperation, ResourceType
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 

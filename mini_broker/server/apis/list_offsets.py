@@ -10,9 +10,9 @@ from collections import Counter
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import InvalidRequestError, TopicAuthorizationFailedError, UnsupportedVersionError
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from pykafka_client.structs import TopicPartition

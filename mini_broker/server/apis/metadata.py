@@ -18,7 +18,6 @@ import uuid
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID, TopicMetadata, is_internal_topic, validate_topic_name
-from pykafka_client.admin.acl import AclOperation, ResourceType
 from pykafka_client.errors import (
     InvalidTopicError,
     TopicAuthorizationFailedError,
@@ -27,6 +26,7 @@ from pykafka_client.errors import (
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.acl import AclOperation, ResourceType
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import TopicAuthorizationFailedError
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from pykafka_client.structs import TopicPartition

@@ -38,7 +38,6 @@ from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
 from mini_broker.server.replication_strategy import ReplicationStrategy
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import (
     FencedLeaderEpochError,
     InvalidProducerEpochError,
@@ -50,6 +49,7 @@ from pykafka_client.errors import (
     TransactionalIdAuthorizationError,
 )
 from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch

@@ -9,8 +9,8 @@ from __future__ import annotations
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.txn_marker_writer import write_markers
-from pykafka_client.admin.acl import AclOperation
 from pykafka_client.errors import ClusterAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 

@@ -25,7 +25,8 @@ from mini_broker.security.authorizer import (
     create_authorizer,
     parse_super_users,
 )
-from pykafka_client.admin.acl import (
+from pykafka_client.errors import ConfigurationError, InvalidRequestError
+from pykafka_client.protocol.acl import (
     ANY_ACL,
     CLUSTER_NAME,
     AccessControlEntry,
@@ -39,7 +40,6 @@ from pykafka_client.admin.acl import (
     ResourcePatternFilter,
     ResourceType,
 )
-from pykafka_client.errors import ConfigurationError, InvalidRequestError
 
 Op, Perm, RT, PT = AclOperation, AclPermissionType, ResourceType, PatternType
 ALICE, BOB = "User:alice", "User:bob"

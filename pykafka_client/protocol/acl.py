@@ -1,6 +1,7 @@
 """Kafka's ACL model (Java ``org.apache.kafka.common.acl`` and ``common.resource``): the enums with their wire
 codes, bindings and the filters that select bindings. The admin client sends these; mini_broker's authorizer
-stores and matches them with the same types.
+stores and matches them with the same types (so they live at the protocol layer, which both may import, as Kafka's
+live in its ``common`` module).
 
 A binding is a :class:`ResourcePattern` (what) plus an :class:`AccessControlEntry` (who, from where, which
 operation, allow or deny). A filter has the same shape with ``None`` / ``ANY`` meaning "any"; the pattern type
