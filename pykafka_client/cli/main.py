@@ -185,7 +185,7 @@ def exit_code_and_message(e: BaseException, args: argparse.Namespace) -> tuple[i
                              "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
     if isinstance(e, (ClusterAuthorizationFailedError, TopicAuthorizationFailedError, GroupAuthorizationFailedError,
                       TransactionalIdAuthorizationError)):
-        return EXIT_REFUSED, (f"{error_text(e)}; the principal of this connection lacks the ACL: see "
+        return EXIT_FAILED, (f"{error_text(e)}; the principal of this connection lacks the ACL: see "
                               "`pykafka acls list` (as a super user)")
     if isinstance(e, (ConfigurationError, IllegalArgumentError)):
         return EXIT_USAGE, f"{e}"
