@@ -13,9 +13,12 @@ the broker has no authorizer and every request is allowed. The rules, as Kafka d
 * an ALLOW for the operation, or for ALL, allows it; so does an ALLOW for an operation that implies it: READ,
   WRITE, DELETE and ALTER imply DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS.
 
-ACLs are kept in memory (replaced copy-on-write, so checks take no lock) and written to ``acls.json`` in the
-data directory with :func:`~mini_broker.utils.atomic_file.atomic_write` after every change; a broker restarted on
-the same directory reloads them.
+ACLs are kept in memory (replaced copy-on-write, so checks take no lock). A single broker writes them to
+``acls.json`` in the data directory with :func:`~mini_broker.utils.atomic_file.atomic_write` after every change and
+reloads them when restarted on the same directory. A cluster broker (:meth:`StandardAuthorizer.replicate_with`)
+sends every change to the controller instead, which keeps the ACLs in its metadata image (persisted with it); each
+broker applies the image's ACLs (:meth:`StandardAuthorizer.apply_replicated`), as KRaft brokers apply the ACL
+records of the metadata log.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from mini_broker.config import KafkaConfig
@@ -173,6 +176,8 @@ class StandardAuthorizer:
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._path = os.path.join(data_dir, ACL_FILE) if data_dir is not None else None
         self._lock = threading.Lock()
+        #: a cluster broker's way to the controller (see :meth:`replicate_with`); None: the ACL file
+        self._replicate: Callable[[list[dict[str, str]], list[dict[str, str]]], None] | None = None
         self._bindings: tuple[AclBinding, ...] = ()
         self._index: dict[ResourceType, _Index] = {}
         if self._path is not None and os.path.exists(self._path):
@@ -243,7 +248,8 @@ class StandardAuthorizer:
 
     def create_acls(self, bindings: list[AclBinding]) -> list[BaseException | None]:
         """Add ``bindings`` (each validated alone; an existing one is kept once). One result per binding: None,
-        or the InvalidRequestError that refused it. Raises OSError when the ACL file cannot be written."""
+        or the InvalidRequestError that refused it. Raises OSError when the ACL file cannot be written (a cluster
+        broker: the controller's error)."""
         results: list[BaseException | None] = []
         with self._lock:
             current = list(self._bindings)
@@ -258,23 +264,50 @@ class StandardAuthorizer:
                     known.add(b)
                     current.append(b)
                 results.append(None)
-            if len(current) != len(self._bindings):
-                self._persist(current)
-                self._replace(current)
+            added = current[len(self._bindings):]
+            if added and self._replicate is None:
+                self._store(current)
+        if added and self._replicate is not None:
+            self._replicate([binding_to_json(b) for b in added], [])
         return results
 
     def delete_acls(self, filters: list[AclBindingFilter]) -> list[list[AclBinding]]:
         """Remove every binding each filter selects; per filter, the bindings it removed."""
         with self._lock:
             removed: list[list[AclBinding]] = [[b for b in self._bindings if f.matches(b)] for f in filters]
-            gone = {b for bs in removed for b in bs}
-            if gone:
-                remaining = [b for b in self._bindings if b not in gone]
-                self._persist(remaining)
-                self._replace(remaining)
+            gone = [b for b in self._bindings if any(b in bs for bs in removed)]
+            if gone and self._replicate is None:
+                self._store([b for b in self._bindings if b not in gone])
+        if gone and self._replicate is not None:
+            # outside the lock: the controller's answer is applied (apply_replicated) by this thread or the
+            # heartbeat thread, whichever gets the image first
+            self._replicate([], [binding_to_json(b) for b in gone])
         return removed
 
+    # --- replication (a cluster broker) ----------------------------------------------------------
+
+    def replicate_with(self, replicate: Callable[[list[dict[str, str]], list[dict[str, str]]], None]) -> None:
+        """Send changes through ``replicate(created, deleted)`` (the controller; it raises when the change could not
+        be made) instead of writing the local file; the ACLs are then those of the controller's image."""
+        with self._lock:
+            self._replicate = replicate
+            self._path = None
+            self._replace([])
+
+    def apply_replicated(self, entries: list[dict[str, str]]) -> None:
+        """The ACLs of the controller's metadata image (all of them) replace this broker's."""
+        bindings = [binding_from_json(e) for e in entries]
+        with self._lock:
+            if bindings != list(self._bindings):
+                self._replace(bindings)
+                log.info("event=acls_applied count=%d", len(bindings))
+
     # --- storage ---------------------------------------------------------------------------------
+
+    def _store(self, bindings: list[AclBinding]) -> None:
+        """A single broker's change: the ACL file first (an OSError leaves the old ACLs in force), then memory."""
+        self._persist(bindings)
+        self._replace(bindings)
 
     def _replace(self, bindings: list[AclBinding]) -> None:
         self._bindings = tuple(bindings)
@@ -283,11 +316,7 @@ class StandardAuthorizer:
     def _persist(self, bindings: list[AclBinding]) -> None:
         if self._path is None:
             return
-        doc = {"version": _FILE_VERSION, "acls": [
-            {"resource_type": b.pattern.resource_type.name, "name": b.pattern.name,
-             "pattern_type": b.pattern.pattern_type.name, "principal": b.entry.principal, "host": b.entry.host,
-             "operation": b.entry.operation.name, "permission_type": b.entry.permission_type.name}
-            for b in bindings]}
+        doc = {"version": _FILE_VERSION, "acls": [binding_to_json(b) for b in bindings]}
         atomic_write(self._path, json.dumps(doc, indent=1).encode())
 
     @staticmethod
@@ -295,14 +324,23 @@ class StandardAuthorizer:
         try:
             with open(path, encoding="utf-8") as fh:
                 doc = json.load(fh)
-            return [AclBinding(
-                ResourcePattern(ResourceType[a["resource_type"]], a["name"], PatternType[a["pattern_type"]]),
-                AccessControlEntry(a["principal"], a["host"], AclOperation[a["operation"]],
-                                   AclPermissionType[a["permission_type"]]))
-                for a in doc["acls"]]
+            return [binding_from_json(a) for a in doc["acls"]]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise ConfigurationError(f"cannot read the ACL file {path}: {e}; restore it from a backup or remove it "
                                      "(the broker then starts without ACLs)") from e
+
+
+def binding_to_json(b: AclBinding) -> dict[str, str]:
+    """A binding as the ACL file and the controller's image keep it (enum names, not codes)."""
+    return {"resource_type": b.pattern.resource_type.name, "name": b.pattern.name,
+            "pattern_type": b.pattern.pattern_type.name, "principal": b.entry.principal, "host": b.entry.host,
+            "operation": b.entry.operation.name, "permission_type": b.entry.permission_type.name}
+
+
+def binding_from_json(a: dict[str, str]) -> AclBinding:
+    return AclBinding(ResourcePattern(ResourceType[a["resource_type"]], a["name"], PatternType[a["pattern_type"]]),
+                      AccessControlEntry(a["principal"], a["host"], AclOperation[a["operation"]],
+                                         AclPermissionType[a["permission_type"]]))
 
 
 def create_authorizer(config: KafkaConfig, data_dir: str | None) -> StandardAuthorizer | None:

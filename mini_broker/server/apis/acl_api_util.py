@@ -7,6 +7,7 @@ from typing import Any
 
 from mini_broker.network.request_channel import Request
 from mini_broker.security.authorizer import StandardAuthorizer
+from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import KafkaApis
 from pykafka_client.errors import ClusterAuthorizationFailedError, SecurityDisabledError
 from pykafka_client.errors_base import BrokerResponseError
@@ -33,6 +34,12 @@ def acl_authorizer(apis: KafkaApis, request: Request, op: AclOperation) -> Stand
     if not apis.broker.auth(request).cluster(op):
         return ClusterAuthorizationFailedError(f"{op.name} on the cluster is needed to manage ACLs")
     return authorizer
+
+
+def store_failure(e: BaseException) -> str:
+    """The message of a change that was not stored (the ACL file could not be written, the controller refused or
+    was unreachable: retry)."""
+    return f"the ACL change was not stored: {error_message(e) or e!r}"
 
 
 def binding_filter(f: Any) -> AclBindingFilter:

@@ -8,8 +8,9 @@ import logging
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.api_error import error_code, error_message
-from mini_broker.server.apis.acl_api_util import acl_authorizer
+from mini_broker.server.apis.acl_api_util import acl_authorizer, store_failure
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.protocol.acl import (
     AccessControlEntry,
     AclBinding,
@@ -42,10 +43,10 @@ def handle(apis: KafkaApis, request: Request) -> CreateAclsResponse:
                 for c in body.creations]
     try:
         errors = authorizer.create_acls(bindings)
-    except OSError as e:
+    except (OSError, BrokerResponseError) as e:  # the ACL file, or the controller of a cluster
         log.error("event=acl_store_failed error=%r", e)
         return CreateAclsResponse(throttle_time_ms=0, results=[
-            Result(error_code=error_code(e), error_message=f"the broker could not store the ACLs: {e}")
+            Result(error_code=error_code(e), error_message=store_failure(e))
             for _ in body.creations])
     for b, err in zip(bindings, errors, strict=True):
         if err is None:

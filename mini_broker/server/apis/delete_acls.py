@@ -8,9 +8,10 @@ import logging
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.api_error import error_code, error_message
-from mini_broker.server.apis.acl_api_util import acl_authorizer, binding_filter
+from mini_broker.server.apis.acl_api_util import acl_authorizer, binding_filter, store_failure
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import InvalidRequestError
+from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.protocol.acl import AclBinding, AclBindingFilter, AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteAclsRequest, DeleteAclsResponse
@@ -40,10 +41,10 @@ def handle(apis: KafkaApis, request: Request) -> DeleteAclsResponse:
     usable: list[AclBindingFilter] = [f for f in filters if f.unknown_element() is None]
     try:
         removed = iter(authorizer.delete_acls(usable))
-    except OSError as e:
+    except (OSError, BrokerResponseError) as e:  # the ACL file, or the controller of a cluster
         log.error("event=acl_store_failed error=%r", e)
         return DeleteAclsResponse(throttle_time_ms=0, filter_results=[
-            FilterResult(error_code=error_code(e), error_message=f"the broker could not store the ACLs: {e}",
+            FilterResult(error_code=error_code(e), error_message=store_failure(e),
                          matching_acls=[]) for _ in body.filters])
     results: list[FilterResult] = []
     for f in filters:
