@@ -15,6 +15,12 @@ from pykafka_client.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 T = TypeVar("T")
 
 
+def client_ip(client_address: str) -> str:
+    """The host an ACL's host is compared with: the client's IP, without the port of ``ip:port``."""
+    host, sep, _ = client_address.rpartition(":")
+    return host.strip("[]") if sep else client_address
+
+
 class RequestAuth:
     """What the principal of one request, connected from ``host``, may do."""
 

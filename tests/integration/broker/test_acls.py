@@ -198,6 +198,19 @@ def test_managing_acls_needs_alter_on_the_cluster(secured: MiniBroker, admin: Ad
     assert admin.describe_acls(timeout=10) == [ADMIN_ACLS[1]]  # DESCRIBE on the cluster is still granted
 
 
+def test_host_of_an_acl_is_the_clients_ip(secured: MiniBroker, admin: AdminClient) -> None:
+    """Kafka matches an ACL's host against the client's IP address (``*``: any)."""
+    def on(host: str, perm: AclPermissionType) -> AclBinding:
+        return AclBinding(ResourcePattern(RT.TOPIC, "orders"), AccessControlEntry(ANON, host, Op.DESCRIBE, perm))
+
+    admin.create_acls([on("10.9.9.9", Perm.ALLOW)], timeout=10)
+    assert admin.list_topics(timeout=10) == set()
+    admin.create_acls([on("127.0.0.1", Perm.ALLOW), on("10.9.9.9", Perm.DENY)], timeout=10)
+    assert admin.list_topics(timeout=10) == {"orders"}
+    admin.create_acls([on("127.0.0.1", Perm.DENY)], timeout=10)
+    assert admin.list_topics(timeout=10) == set()
+
+
 def test_acl_apis_without_an_authorizer_answer_security_disabled() -> None:
     with MiniBroker() as b, AdminClient(bootstrap_servers=b.bootstrap_servers) as admin:
         with pytest.raises(SecurityDisabledError):

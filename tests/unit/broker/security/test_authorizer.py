@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from mini_broker.config import KafkaConfig
+from mini_broker.security.auth_helper import client_ip
 from mini_broker.security.authorizer import (
     ACL_FILE,
     STANDARD_AUTHORIZER,
@@ -118,6 +119,12 @@ def test_deny_for_wildcard_principal_applies_to_everyone() -> None:
 def test_host_matching(acl_host: str, client_host: str, allowed: bool) -> None:
     a = authorizer(acl(RT.TOPIC, "t", Op.WRITE, host=acl_host))
     assert a.authorize(ALICE, client_host, Op.WRITE, RT.TOPIC, "t") is allowed
+
+
+@pytest.mark.parametrize("address,ip", [("127.0.0.1:5432", "127.0.0.1"), ("::1:5432", "::1"), ("[::1]:5432", "::1"),
+                                        ("10.0.0.1", "10.0.0.1")])
+def test_the_host_is_the_clients_ip_without_its_port(address: str, ip: str) -> None:
+    assert client_ip(address) == ip
 
 
 def test_deny_from_one_host_only() -> None:
