@@ -74,3 +74,7 @@ class RequestAuth:
         if a is None:
             return sum(1 << int(op) for op in OPERATIONS_BY_TYPE.get(rtype, ()))
         return a.authorized_operations(self.principal, self.host, rtype, name)
+
+
+#: the answers of a broker without an authorizer: everything is allowed
+ALLOW_ALL = RequestAuth(None, "ANONYMOUS", "")

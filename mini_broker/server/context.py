@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from mini_broker.config import KafkaConfig
 from mini_broker.metrics import BrokerMetrics
 from mini_broker.network.request_channel import Request
-from mini_broker.security.auth_helper import RequestAuth, client_ip
+from mini_broker.security.auth_helper import ALLOW_ALL, RequestAuth, client_ip
 from mini_broker.server.metadata_cache import MetadataCache
 from pykafka_client.utils.time import Time
 
@@ -58,6 +58,8 @@ class BrokerContext:
 
     def auth(self, request: Request) -> RequestAuth:
         """The authorization checks of ``request``'s principal and client host (see mini_broker.security)."""
+        if self.authorizer is None:
+            return ALLOW_ALL  # no allocation per request while authorization is off (the common case)
         return RequestAuth(self.authorizer, request.context.principal, client_ip(request.context.client_address))
 
     def endpoint_for(self, listener_name: str) -> BrokerEndPoint:
