@@ -83,6 +83,7 @@ GRANTED = [
     grant(RT.TOPIC, "seen", Op.DESCRIBE),             # visible, nothing more
     grant(RT.GROUP, "g-read", Op.READ),               # a group it may use, with no topic it may read
     grant(RT.TRANSACTIONAL_ID, "tx-write", Op.WRITE),  # a transactional id it may use (WRITE implies DESCRIBE)
+    grant(RT.TOPIC, "made-", Op.CREATE, PatternType.PREFIXED),  # topics it may create (but not describe)
 ]
 
 
@@ -143,6 +144,10 @@ def test_topic_apis(conn: Conn) -> None:
     ct = conn.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
         name="new", num_partitions=1, replication_factor=1)], timeout_ms=5000), 7)
     assert ct.topics[0].error_code == TOPIC_AUTH
+    made = conn.call(CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name="made-1", num_partitions=1, replication_factor=1)], timeout_ms=5000), 7).topics[0]
+    # created (CREATE on the prefix), but its configs are not shown without DESCRIBE_CONFIGS
+    assert (made.error_code, made.topic_config_error_code, made.configs) == (0, TOPIC_AUTH, [])
     dt = conn.call(DeleteTopicsRequest(topic_names=["t", "seen", "no-such"], timeout_ms=5000), 5)
     assert [(r.name, r.error_code) for r in dt.responses] == [("t", TOPIC_AUTH), ("seen", TOPIC_AUTH),
                                                                 ("no-such", TOPIC_AUTH)]
