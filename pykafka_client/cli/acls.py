@@ -110,7 +110,7 @@ def _pattern_type(args: argparse.Namespace) -> PatternType:
 Entry = tuple["str | None", "str | None", "AclOperation | None", AclPermissionType]
 
 
-def _entries(args: argparse.Namespace, operations: list[AclOperation | None]) -> list[Entry]:
+def entries_from_args(args: argparse.Namespace, operations: list[AclOperation | None]) -> list[Entry]:
     """(principal, host, operation, permission) for every flag combination; hosts default to ``hosts_default``."""
     out: list[Entry] = []
     for principals, hosts, perm in ((args.allow_principal, args.allow_host, AclPermissionType.ALLOW),
@@ -144,9 +144,10 @@ def run_add(args: argparse.Namespace) -> int:
         raise CliError("give --allow-principal and/or --deny-principal", EXIT_USAGE)
     operations: list[AclOperation | None] = [parse_operation(o) for o in args.operation]
     pattern = _pattern_type(args)
+    entries = entries_from_args(args, operations)
     bindings = [AclBinding(ResourcePattern(rtype, name, pattern),
                            AccessControlEntry(principal or "", host or WILDCARD_HOST, op, perm))
-                for rtype, name in named for principal, host, op, perm in _entries(args, operations) if op is not None]
+                for rtype, name in named for principal, host, op, perm in entries if op is not None]
     with open_admin(args) as admin:
         admin.create_acls(bindings, timeout=args.timeout)
     info(f"Added {len(bindings)} ACL{'' if len(bindings) == 1 else 's'}:")
@@ -155,7 +156,7 @@ def run_add(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _filters(args: argparse.Namespace, principals: list[Entry] | None) -> list[AclBindingFilter]:
+def filters_from_args(args: argparse.Namespace, principals: list[Entry] | None) -> list[AclBindingFilter]:
     named: list[tuple[ResourceType, str | None]] = list(_named(args)) or [(ResourceType.ANY, None)]
     pattern = _pattern_type(args) if _named(args) else PatternType.ANY
     entries = ([AccessControlEntryFilter(p, h, op or AclOperation.ANY, perm) for p, h, op, perm in principals]
@@ -169,7 +170,7 @@ def run_list(args: argparse.Namespace) -> int:
         _check_principal(args.principal)
     found: dict[AclBinding, None] = {}
     with open_admin(args) as admin:
-        for f in _filters(args, principal):
+        for f in filters_from_args(args, principal):
             for b in admin.describe_acls(f, timeout=args.timeout):
                 found[b] = None
     emit_rows(args.output, COLUMNS, _rows(found))
@@ -181,11 +182,11 @@ def run_remove(args: argparse.Namespace) -> int:
         raise CliError("name the resources whose ACLs to remove: --topic, --group, --transactional-id or --cluster",
                        EXIT_USAGE)
     operations: list[AclOperation | None] = [parse_operation(o) for o in args.operation] or [None]
-    entries = _entries(args, operations)
+    entries = entries_from_args(args, operations)
     if args.operation and not entries:
         raise CliError("--operation needs --allow-principal or --deny-principal to say whose ACLs to remove", EXIT_USAGE)
     with open_admin(args) as admin:
-        removed = admin.delete_acls(_filters(args, list(entries)), timeout=args.timeout)
+        removed = admin.delete_acls(filters_from_args(args, list(entries)), timeout=args.timeout)
     gone = list(dict.fromkeys(b for bs in removed.values() for b in bs))
     info(f"Removed {len(gone)} ACL{'' if len(gone) == 1 else 's'}:")
     for b in gone:
