@@ -74,14 +74,14 @@ def handle(apis: KafkaApis, request: Request) -> DeleteTopicsResponse:
 def _authorize(auth: RequestAuth, err: BrokerResponseError | None, resolved: str | None, name: str | None,
                topic_id: uuid.UUID) -> tuple[BrokerResponseError | None, str | None, uuid.UUID]:
     """Kafka's checks (DESCRIBE, then DELETE on the topic) and what the result may show: a named topic the
-    principal may not describe fails with TOPIC_AUTHORIZATION_FAILED whether it exists or not; a topic id of a
-    topic it may not describe answers TOPIC_AUTHORIZATION_FAILED without the name or the id."""
+    principal may not describe, or describe but not delete, fails with TOPIC_AUTHORIZATION_FAILED whether it exists
+    or not; a topic id of a topic it may not describe answers TOPIC_AUTHORIZATION_FAILED without the name or the id."""
     if resolved is None or (err is not None and name is None):
         return err, name, topic_id
     if not auth.topic(AclOperation.DESCRIBE, resolved):
         denied = TopicAuthorizationFailedError("Authorization failed: DESCRIBE and DELETE on the topic are needed")
         return (denied, name, topic_id) if name is not None else (denied, None, ZERO_UUID)
-    if err is None and not auth.topic(AclOperation.DELETE, resolved):
+    if (err is None or isinstance(err, UnknownTopicOrPartitionError)) and not auth.topic(AclOperation.DELETE, resolved):
         return TopicAuthorizationFailedError("Authorization failed: DELETE on the topic is needed"), name, topic_id
     return err, name, topic_id
 

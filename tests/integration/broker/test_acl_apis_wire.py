@@ -84,6 +84,7 @@ GRANTED = [
     grant(RT.GROUP, "g-read", Op.READ),               # a group it may use, with no topic it may read
     grant(RT.TRANSACTIONAL_ID, "tx-write", Op.WRITE),  # a transactional id it may use (WRITE implies DESCRIBE)
     grant(RT.TOPIC, "made-", Op.CREATE, PatternType.PREFIXED),  # topics it may create (but not describe)
+    grant(RT.TOPIC, "ghost-", Op.DESCRIBE, PatternType.PREFIXED),  # describable names, no such topics
 ]
 
 
@@ -148,9 +149,10 @@ def test_topic_apis(conn: Conn) -> None:
         name="made-1", num_partitions=1, replication_factor=1)], timeout_ms=5000), 7).topics[0]
     # created (CREATE on the prefix), but its configs are not shown without DESCRIBE_CONFIGS
     assert (made.error_code, made.topic_config_error_code, made.configs) == (0, TOPIC_AUTH, [])
-    dt = conn.call(DeleteTopicsRequest(topic_names=["t", "seen", "no-such"], timeout_ms=5000), 5)
+    dt = conn.call(DeleteTopicsRequest(topic_names=["t", "seen", "no-such", "ghost-1"], timeout_ms=5000), 5)
+    # DESCRIBE and DELETE are checked before existence (ControllerApis.deleteTopics)
     assert [(r.name, r.error_code) for r in dt.responses] == [("t", TOPIC_AUTH), ("seen", TOPIC_AUTH),
-                                                                ("no-such", TOPIC_AUTH)]
+                                                                ("no-such", TOPIC_AUTH), ("ghost-1", TOPIC_AUTH)]
     cp = conn.call(CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
         name="t", count=3, assignments=None)], timeout_ms=5000), 3)
     assert cp.results[0].error_code == TOPIC_AUTH
