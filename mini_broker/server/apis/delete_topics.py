@@ -82,7 +82,8 @@ def _authorize(auth: RequestAuth, err: BrokerResponseError | None, resolved: str
         denied = TopicAuthorizationFailedError("Authorization failed: DESCRIBE and DELETE on the topic are needed")
         return (denied, name, topic_id) if name is not None else (denied, None, ZERO_UUID)
     if (err is None or isinstance(err, UnknownTopicOrPartitionError)) and not auth.topic(AclOperation.DELETE, resolved):
-        return TopicAuthorizationFailedError("Authorization failed: DELETE on the topic is needed"), name, topic_id
+        # a topic the principal may describe is shown by name, also when it was asked for by id
+        return TopicAuthorizationFailedError("Authorization failed: DELETE on the topic is needed"), resolved, topic_id
     return err, name, topic_id
 
 

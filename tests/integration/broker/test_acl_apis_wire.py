@@ -10,6 +10,7 @@ directory without super users: the client (User:ANONYMOUS on PLAINTEXT) has only
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -88,6 +89,10 @@ GRANTED = [
 ]
 
 
+#: topic name -> id, read while the client was a super user
+TOPIC_IDS: dict[str, uuid.UUID] = {}
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MiniBroker]:
     data = str(tmp_path_factory.mktemp("acl-wire") / "data")
@@ -96,6 +101,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MiniBroker]:
         bootstrap = first.bootstrap_servers
         with AdminClient(bootstrap_servers=bootstrap) as admin:
             admin.create_topics([NewTopic("t", 1, 1), NewTopic("seen", 1, 1)], timeout=10)
+            TOPIC_IDS.update({n: d.topic_id for n, d in admin.describe_topics(["t", "seen"], timeout=10).items()
+                              if d.topic_id is not None})
             admin.create_acls(GRANTED, timeout=10)
         with KafkaProducer({"bootstrap.servers": bootstrap, "transactional.id": "tx-open"}) as producer:
             producer.init_transactions(15)
@@ -153,6 +160,12 @@ def test_topic_apis(conn: Conn) -> None:
     # DESCRIBE and DELETE are checked before existence (ControllerApis.deleteTopics)
     assert [(r.name, r.error_code) for r in dt.responses] == [("t", TOPIC_AUTH), ("seen", TOPIC_AUTH),
                                                                 ("no-such", TOPIC_AUTH), ("ghost-1", TOPIC_AUTH)]
+    # by id (v6): a topic the principal may not describe answers without its name or id; one it may describe but
+    # not delete keeps them
+    by_id = conn.call(DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(topic_id=TOPIC_IDS[n])
+                                                  for n in ("t", "seen")], timeout_ms=5000), 6)
+    assert [(r.name, r.topic_id, r.error_code) for r in by_id.responses] == [
+        (None, uuid.UUID(int=0), TOPIC_AUTH), ("seen", TOPIC_IDS["seen"], TOPIC_AUTH)]
     cp = conn.call(CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
         name="t", count=3, assignments=None)], timeout_ms=5000), 3)
     assert cp.results[0].error_code == TOPIC_AUTH
