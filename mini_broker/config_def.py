@@ -178,6 +178,11 @@ _k("producer.id.expiration.ms", INT, 86400000, 1)
 _k("producer.id.expiration.check.interval.ms", INT, 600000, 1)
 _k("transaction.partition.verification.enable", BOOL, True)
 # security (accepted, only PLAINTEXT is served for now)
+_k("authorizer.class.name", STR, "",
+   doc="org.apache.kafka.metadata.authorizer.StandardAuthorizer switches ACL authorization on; empty: off")
+_k("super.users", STR, None, doc="principals allowed everything, separated by ';' (User:admin;User:broker)")
+_k("allow.everyone.if.no.acl.found", BOOL, False,
+   doc="with the authorizer on: allow a resource that has no ACL at all")
 _k("sasl.enabled.mechanisms", LIST, ["GSSAPI"])
 _k("ssl.keystore.password", PASSWORD, None)
 _k("ssl.key.password", PASSWORD, None)

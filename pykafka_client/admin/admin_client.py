@@ -34,11 +34,14 @@ from pykafka_client.admin.group_types import (
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
+from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
+from pykafka_client.admin.handlers.describe_acls import DescribeAclsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from pykafka_client.admin.handlers.describe_cluster import DescribeClusterHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
@@ -78,6 +81,7 @@ from pykafka_client.client_utils import create_network_client
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
+from pykafka_client.protocol.acl import ANY_ACL, AclBinding, AclBindingFilter
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -198,6 +202,28 @@ class AdminClient:
     ) -> dict[ClientQuotaEntity, dict[str, float]]:
         """The client quotas set for the entities ``quota_filter`` matches (all when None)."""
         return api("describe_client_quotas", DescribeClientQuotasHandler).call(self._ctx, quota_filter, timeout)
+
+    # --- ACLs ----------------------------------------------------------------------------------
+
+    def create_acls(self, acls: Iterable[AclBinding], timeout: float | None = None
+                    ) -> dict[AclBinding, BaseException | None]:
+        """Create ACL bindings (CreateAcls); returns each binding's error or None. Raises the first binding's
+        error (e.g. InvalidRequestError for a pattern type that is not LITERAL/PREFIXED) after all were attempted;
+        SecurityDisabledError when the broker has no authorizer, ClusterAuthorizationFailedError without ALTER
+        on the cluster."""
+        return api("create_acls", CreateAclsHandler).call(self._ctx, acls, timeout)
+
+    def describe_acls(self, acl_filter: AclBindingFilter = ANY_ACL, timeout: float | None = None
+                      ) -> list[AclBinding]:
+        """The ACL bindings ``acl_filter`` selects (DescribeAcls; all of them by default). Needs DESCRIBE on the
+        cluster (else ClusterAuthorizationFailedError)."""
+        return api("describe_acls", DescribeAclsHandler).call(self._ctx, acl_filter, timeout)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter], timeout: float | None = None
+                    ) -> dict[AclBindingFilter, list[AclBinding]]:
+        """Delete the bindings each filter selects (DeleteAcls); returns per filter the bindings it removed.
+        Raises the first filter's error after all were applied."""
+        return api("delete_acls", DeleteAclsHandler).call(self._ctx, filters, timeout)
 
     # --- configs -------------------------------------------------------------------------------
 

@@ -14,11 +14,14 @@ from typing import TypeVar
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
+from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
+from pykafka_client.admin.handlers.describe_acls import DescribeAclsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
 from pykafka_client.admin.handlers.describe_cluster import DescribeClusterHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
@@ -61,6 +64,9 @@ ADMIN_APIS: dict[str, type] = {
     "describe_transactions": DescribeTransactionsHandler,
     "list_transactions": ListTransactionsHandler,
     "abort_transaction": AbortTransactionHandler,
+    "create_acls": CreateAclsHandler,
+    "describe_acls": DescribeAclsHandler,
+    "delete_acls": DeleteAclsHandler,
 }
 
 

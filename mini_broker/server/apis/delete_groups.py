@@ -1,11 +1,13 @@
 """DeleteGroups (key 42): Empty groups go with their offsets; others NON_EMPTY_GROUP; unknown
-GROUP_ID_NOT_FOUND."""
+GROUP_ID_NOT_FOUND; DELETE on the group is needed (else GROUP_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteGroupsRequest, DeleteGroupsResponse
 
@@ -13,10 +15,15 @@ from pykafka_client.protocol.messages import DeleteGroupsRequest, DeleteGroupsRe
 def handle(apis: KafkaApis, request: Request) -> DeleteGroupsResponse:
     body = request.body
     assert isinstance(body, DeleteGroupsRequest)
-    results = group_coordinator(apis).handle_delete_groups(body.groups_names)
+    auth = apis.broker.auth(request)
+    names = list(dict.fromkeys(body.groups_names))
+    deletable = [g for g in names if auth.group(AclOperation.DELETE, g)]
+    results = {g: GroupAuthorizationFailedError.code for g in names}
+    if deletable:
+        results.update(group_coordinator(apis).handle_delete_groups(deletable))
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g])
-        for g in dict.fromkeys(body.groups_names)])
+        for g in names])
 
 
 API = ApiSpec(ApiKey.DELETE_GROUPS, 0, 2, handle)

@@ -1,7 +1,8 @@
 """JoinGroup (key 11): answered later, when the group's join round completes (or at once on errors).
 
 v0 has no rebalance timeout (the session timeout is used). v4+ without a group instance id must first get
-a member id (KIP-394: MEMBER_ID_REQUIRED). v9+ lets a rejoining static leader skip the assignment.
+a member id (KIP-394: MEMBER_ID_REQUIRED). v9+ lets a rejoining static leader skip the assignment. READ on the group
+is needed (else GROUP_AUTHORIZATION_FAILED), as for SyncGroup, Heartbeat and LeaveGroup.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from mini_broker.group.group_requests import JoinGroupParams, JoinGroupResult
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import client_host, client_id, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import JoinGroupRequest, JoinGroupResponse
 
 
-def handle(apis: KafkaApis, request: Request) -> None:
+def handle(apis: KafkaApis, request: Request) -> JoinGroupResponse | None:
     body = request.body
     assert isinstance(body, JoinGroupRequest)
     version = request.context.api_version
@@ -32,6 +35,10 @@ def handle(apis: KafkaApis, request: Request) -> None:
                                                                metadata=m.metadata)
                      for m in result.members]))
 
+    if not apis.broker.auth(request).group(AclOperation.READ, body.group_id):
+        return JoinGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code, generation_id=-1,
+                                 protocol_type=None, protocol_name=None if version >= 7 else "", leader="",
+                                 member_id=body.member_id, members=[])
     rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
     group_coordinator(apis).handle_join_group(JoinGroupParams(
         group_id=body.group_id, member_id=body.member_id, group_instance_id=body.group_instance_id,

@@ -8,11 +8,14 @@ from mini_broker.server.apis import (
     alter_client_quotas,
     alter_configs,
     api_versions,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_client_quotas,
     describe_cluster,
     describe_configs,
@@ -85,4 +88,8 @@ ALL_APIS: list[ApiSpec] = [
     # client quotas (mini_broker/quota)
     describe_client_quotas.API,
     alter_client_quotas.API,
+    # ACLs (mini_broker/security)
+    describe_acls.API,
+    create_acls.API,
+    delete_acls.API,
 ]

@@ -3,7 +3,9 @@ Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the 
 writes them to ``__consumer_offsets`` as a transactional batch and holds them pending (invisible to
 OffsetFetch) until the transaction's marker materializes (COMMIT) or drops (ABORT) them. v3+ carry the
 KIP-447 member fields, checked as Kafka does (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID).
-The transaction coordinator's AddOffsetsToTxn check is its own (the producer must have added the group)."""
+The transaction coordinator's AddOffsetsToTxn check is its own (the producer must have added the group).
+Authorization as Kafka: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
+(GROUP_AUTHORIZATION_FAILED), each for every partition, then READ on each topic (TOPIC_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from mini_broker.group.group_requests import CommittedOffset, TxnOffsetCommitPar
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator, split_unknown_partitions
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError, TransactionalIdAuthorizationError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
@@ -20,8 +24,11 @@ def handle(apis: KafkaApis, request: Request) -> TxnOffsetCommitResponse:
     assert isinstance(body, TxnOffsetCommitRequest)
     broker = apis.broker
     now = broker.time.milliseconds()
-    errors, to_commit = split_unknown_partitions(broker, body.topics, lambda p: CommittedOffset(
-        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now))
+    auth = broker.auth(request)
+    denied = (TransactionalIdAuthorizationError.code if not auth.transactional_id(AclOperation.WRITE, body.transactional_id)
+              else GroupAuthorizationFailedError.code if not auth.group(AclOperation.READ, body.group_id) else 0)
+    errors, to_commit = split_unknown_partitions(broker, auth, body.topics, lambda p: CommittedOffset(
+        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now), denied)
     if to_commit:
         errors.update(group_coordinator(apis).handle_txn_commit_offsets(TxnOffsetCommitParams(
             group_id=body.group_id, producer_id=body.producer_id, producer_epoch=body.producer_epoch,
