@@ -6,15 +6,13 @@ an inline timer, so every step is deterministic."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from mini_broker.coordinator.partition import CoordinatorPartition
 from mini_broker.coordinator.result import CoordinatorResult, append_error_code
 from mini_broker.coordinator.runtime import CoordinatorRuntime, CoordinatorStatus, HostedCoordinator
-from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import AppendOrigin, Log
 from mini_broker.timer.system_timer import SystemTimer
 from pykafka_client.errors import (
@@ -158,25 +156,6 @@ class Broker:
 
 def _status(broker: Broker) -> CoordinatorStatus:
     return broker.runtime.status
-
-
-@pytest.fixture
-def time() -> MockTime:
-    return MockTime()
-
-
-@pytest.fixture
-def log(tmp_path: Path, time: MockTime) -> Iterator[Log]:
-    lg = Log(str(tmp_path / "__kv-0"), LogConfig(), time=time)
-    yield lg
-    lg.close()
-
-
-@pytest.fixture
-def broker(time: MockTime) -> Iterator[Broker]:
-    b = Broker(time)
-    yield b
-    b.close()
 
 
 def _elect(broker: Broker, log: Log, epoch: int) -> FakeReplication:
