@@ -6,10 +6,11 @@ DescribeTransactions and ListTransactions, and verifies transactional produce (i
 :class:`~mini_broker.transaction.seams.TransactionVerifier`). The decisions are the sans-IO core's
 (:class:`TransactionCore`); this driver owns what is not pure: the lock that serialises calls into the core,
 the clock, ``__transaction_state`` (replayed through :class:`TransactionLog`; every transition returns its
-record as a :class:`~mini_broker.coordinator.result.CoordinatorResult` which the runtime appends and fsyncs under
-the lock before the core completes the transition), the marker writes through the broker's ``TxnMarkerWriter`` and the timers (the
-timed-out transaction sweep every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, the
-expired-id sweep every ``transaction.remove.expired.transaction.cleanup.interval.ms``, marker retries).
+record as a :class:`~mini_broker.coordinator.result.CoordinatorResult` which the runtime appends and fsyncs
+under the lock before the core completes the transition), the marker writes through the broker's
+``TxnMarkerWriter`` and the timers (the timed-out transaction sweep every
+``transaction.abort.timed.out.transaction.cleanup.interval.ms``, the expired-id sweep every
+``transaction.remove.expired.transaction.cleanup.interval.ms``, marker retries).
 
 Order of one call: under the lock, the core runs and every log append it asks for is written by the runtime
 and handed back (which may emit more effects); then, with no lock held (on a cluster broker once the ISR has the
