@@ -1,9 +1,10 @@
 """The coordinators' writes are values the runtime carries out.
 
 * The group and the transaction coordinators return their records as a ``CoordinatorResult`` and append nothing
-  themselves: with the runtime's write intercepted, an offset commit, a group deletion and a transaction
-  transition leave their coordinator's log untouched, and the intercepted results hold exactly the records the
-  log would get (the commit becomes visible only once the runtime carried the result out).
+  themselves: with the runtime's write intercepted, an offset commit, a group deletion, a SyncGroup's
+  assignment, the members' leaving and a transaction transition leave their coordinator's log untouched, and the
+  intercepted results hold exactly the records the log would get (the commit becomes visible and the syncs are
+  answered only once the runtime carried the result out).
 * The runtime's write with a fake ISR wait: what the append makes visible runs at once, the continuation only
   once the barrier releases; a resignation in the middle fails it with NOT_COORDINATOR; a refused or failed append
   runs nothing and answers through the result's error path (or raises when it has none).
@@ -21,7 +22,7 @@ import pytest
 from mini_broker.coordinator.partition import CoordinatorPartition
 from mini_broker.coordinator.result import CoordinatorResult, append_error_code
 from mini_broker.coordinator.runtime import CoordinatorRuntime
-from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
+from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager, LeaveMember
 from mini_broker.group.group_metadata_manager import LoadedGroup, apply_record
 from mini_broker.group.group_requests import CommittedOffset, OffsetCommitParams
 from mini_broker.log.log_config import LogConfig
@@ -44,6 +45,7 @@ from pykafka_client.errors import (
 from pykafka_client.protocol.records import MemoryRecords, MemoryRecordsBuilder
 from pykafka_client.utils.time import MockTime
 from tests.unit.broker.coordinator.test_coordinator_runtime import Broker, FakeReplication
+from tests.unit.broker.group.harness import GROUP, Harness
 
 NOT_COORDINATOR = NotCoordinatorError.code
 TP = ("t", 0)
@@ -105,6 +107,46 @@ def test_a_group_operation_returns_its_records_and_appends_nothing(group_coordin
     tombstones = _records(writes.results[-1])
     assert tombstones and all(value is None for _, value in tombstones)
     assert log.log_end_offset == 1
+
+
+def test_a_sync_is_answered_only_once_the_runtime_wrote_the_assignment(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(str(tmp_path))
+    try:
+        runtime = h.coordinator.runtime
+        log = runtime.partition.log
+        assert log is not None
+        a, b = h.join(), h.join()
+        h.finish_initial_join()
+        leader = a.value.leader_id
+        follower = b.value.member_id if a.value.member_id == leader else a.value.member_id
+        writes = InterceptedWrites()
+        monkeypatch.setattr(runtime, "write", writes)
+        parked = h.sync(follower, 1)
+        leader_sync = h.sync(leader, 1, {leader: b"L", follower: b"F"})
+        assert not parked.done and not leader_sync.done and log.log_end_offset == 0
+        (result,) = writes.results
+        replayed: dict[str, LoadedGroup] = {}
+        for key, value in _records(result):
+            apply_record(replayed, key, value)
+        stored = replayed[GROUP].group
+        assert stored is not None and stored.generation_id == 1
+        assert {m.member_id: m.assignment for m in stored.members} == {leader: b"L", follower: b"F"}
+
+        monkeypatch.undo()
+        runtime.write(result)
+        assert log.log_end_offset == 1
+        assert parked.value.assignment == b"F" and leader_sync.value.assignment == b"L"
+
+        monkeypatch.setattr(runtime, "write", writes)
+        h.leave(LeaveMember(follower), LeaveMember(leader))  # the group is Empty: its record is the runtime's to write
+        replayed = {}
+        for key, value in _records(writes.results[-1]):
+            apply_record(replayed, key, value)
+        emptied = replayed[GROUP].group
+        assert emptied is not None and emptied.members == [] and log.log_end_offset == 1
+    finally:
+        h.close()
 
 
 def test_a_transaction_transition_returns_its_record_and_appends_nothing(tmp_path: Path, time: MockTime,
