@@ -2,7 +2,8 @@
 
 The runtime owns what the group and the transaction coordinators used to carry each: the coordinator's
 lifecycle around its internal partition, the partition's appends, the wait for the ISR and the coordinator's
-timers. The coordinator it hosts (a :class:`HostedCoordinator`) keeps only its state and its decisions.
+timers. The coordinator it hosts (a :class:`HostedCoordinator`) keeps only its state and its decisions, and
+reads (replays) its partition on load but never writes it.
 
 Lifecycle (:class:`CoordinatorStatus`):
 
@@ -17,13 +18,22 @@ Lifecycle (:class:`CoordinatorStatus`):
   (``unload``) and every later append to the partition fails with NOT_LEADER_OR_FOLLOWER.
 * :meth:`~CoordinatorRuntime.shutdown`: COORDINATOR_NOT_AVAILABLE from then on.
 
-Appends (:meth:`~CoordinatorRuntime.append`) go through the :class:`CoordinatorPartition`. On a cluster broker a
-:class:`ReplicationBarrier` (``replication_barrier``) says when the ISR has everything appended so far; the hosted
-coordinator answers, writes markers and applies commits only then (Kafka's acks=-1 append). With no barrier (a
-single broker) an append is durable when it returns.
+Writes (:meth:`~CoordinatorRuntime.write`): a hosted coordinator never appends to its partition. Its write
+operations return a :class:`~mini_broker.coordinator.result.CoordinatorResult` (the records, the answer, what the
+append makes visible at once, what to run once the records are durable, the answer when the append fails) and
+the runtime appends it through the :class:`CoordinatorPartition`, the one place that does. On a cluster broker a
+:class:`ReplicationBarrier` (``replication_barrier``) says when the ISR has everything appended so far; the
+``on_durable`` continuations (answers, markers, commits made visible) run only then (Kafka's acks=-1 append),
+with the barrier's error (NOT_COORDINATOR after a resignation) when the ISR never got the records. With no
+barrier (a single broker) an append is durable when it returns and ``on_durable(0)`` runs at once.
 
-Elections and resignations are serialised; the hosted coordinator's own locks are taken inside its hooks, never
-while the runtime holds its election lock for anything else.
+Locks: elections and resignations are serialised by the runtime's election lock; the hosted coordinator's own
+locks are taken inside its hooks, never while the runtime holds its election lock for anything else.
+:meth:`~CoordinatorRuntime.write` takes no lock of its own: it runs on the caller's thread under the locks the
+hosted coordinator holds for the operation (the group coordinator's group lock, the transaction coordinator's
+lock), so the order stays the coordinator's lock -> the partition's log lock, as when the coordinators appended
+themselves. ``on_appended`` runs there too. A deferred ``on_durable`` runs on the runtime's timer thread with no
+lock held and takes the coordinator's locks itself (a barrier may call back under a purgatory operation's lock).
 """
 
 from __future__ import annotations
@@ -32,9 +42,10 @@ import enum
 import logging
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from mini_broker.coordinator.partition import CoordinatorPartition, ReplicatedAppend
+from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.log.unified_log import Log
 from mini_broker.timer.deferred_task import DeferredTask
 from mini_broker.timer.system_timer import SystemTimer
@@ -42,6 +53,8 @@ from mini_broker.timer.timer_task import TimerTask
 from pykafka_client.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError
 
 _log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class CoordinatorStatus(enum.Enum):
@@ -225,18 +238,31 @@ class CoordinatorRuntime:
         self.coordinator.unload()
         self.partition.detach()
 
-    # -- appends and the ISR --------------------------------------------------------------------------------
-    def append(self, records: bytes, flush: bool = False) -> None:
-        """Append one batch to the partition (raises NOT_LEADER_OR_FOLLOWER after a resignation, and as the log
-        does); ``flush``: a local log is fsynced before this returns."""
-        self.partition.append(records, flush)
+    # -- writes and the ISR ---------------------------------------------------------------------------------
+    def write(self, result: CoordinatorResult[T]) -> T:
+        """Carry out a hosted coordinator's write (Kafka: the runtime's write operation): append
+        ``result.records`` through the partition (fsynced when ``result.flush``), run ``on_appended``, arrange
+        ``on_durable`` for when the ISR has the records (:meth:`when_durable`) and return ``result.response``.
+        When the append raises (NOT_LEADER_OR_FOLLOWER after a resignation, or as the log does), nothing else
+        runs and ``on_failed(exception)`` is returned, or the exception propagates when the result has none.
+        Runs on the caller's thread, under the caller's locks (see the module docstring)."""
+        if result.records is not None:
+            try:
+                self.partition.append(result.records, result.flush)
+            except Exception as e:
+                if result.on_failed is None:
+                    raise
+                return result.on_failed(e)
+        if result.on_appended is not None:
+            result.on_appended()
+        if result.on_durable is not None:
+            self.when_durable(result.on_durable)
+        return result.response
 
-    def append_and_wait(self, append: Callable[[], None], then: Callable[[int], None]) -> None:
-        """A write (Kafka: the runtime's write operation): ``append()`` (raises as :meth:`append` does; ``then``
-        is not called), then ``then(error)`` once the ISR has it: at once on this thread when appends are
-        durable when they return (no barrier), else on the timer's thread with 0 or the barrier's error (e.g.
-        NOT_COORDINATOR when this broker resigned before the ISR had the records)."""
-        append()
+    def when_durable(self, then: Callable[[int], None]) -> None:
+        """``then(error)`` once the ISR has every record appended so far: at once on this thread when appends
+        are durable when they return (no barrier), else on the timer's thread with 0 or the barrier's error
+        (e.g. NOT_COORDINATOR when this broker resigned before the ISR had the records)."""
         barrier = self.replication_barrier
         if barrier is None:
             then(0)

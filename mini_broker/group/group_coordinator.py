@@ -12,9 +12,12 @@ The decisions are made by the sans-IO core (:mod:`group_join`, :mod:`group_heart
 :mod:`group_rebalance`): a typed request and ``now`` in, state changed, effects out
 (:mod:`group_effects`). This driver owns what is not pure: the group map and its locks, the coordinator's
 status, the clock, the two purgatories that time the core's timeouts (``Heartbeat``: sessions and pending
-members; ``Rebalance``: join rounds and sync phases, each a :class:`DelayedGroupTimeout`), the offsets log
-(:class:`GroupMetadataManager`) and the periodic offset expiry. :meth:`_run` calls the core under the group's
-lock and applies its effects in order.
+members; ``Rebalance``: join rounds and sync phases, each a :class:`DelayedGroupTimeout`), the replay of the
+offsets log (:class:`GroupMetadataManager`) and the periodic offset expiry. :meth:`_run` calls the core under
+the group's lock and applies its effects in order; an append effect becomes a
+:class:`~mini_broker.coordinator.result.CoordinatorResult` (:meth:`GroupCoordinator.write_result`: the records
+and what they change once appended and once the ISR has them) which the runtime writes, still under the group's
+lock. This coordinator never appends to ``__consumer_offsets`` itself.
 
 Locks: ``_groups_lock`` guards only the group map. Each group has one RLock (``group.lock``), which its
 timeouts share. Order: group lock -> groups-map lock -> log lock. A group lock is never held while taking
@@ -28,9 +31,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
+from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group import group_heartbeat, group_join, group_offsets, group_rebalance
 from mini_broker.group.delayed_group_timeout import DelayedGroupTimeout
@@ -39,7 +43,6 @@ from mini_broker.group.group_effects import (
     AppendAssignment,
     AppendGroupMetadata,
     AppendOffsetCommits,
-    AppendTombstones,
     AppendTxnOffsetCommits,
     CancelTimeout,
     Effect,
@@ -51,6 +54,7 @@ from mini_broker.group.group_effects import (
     SendSyncResponse,
     Step,
     Timeout,
+    WriteEffect,
 )
 from mini_broker.group.group_metadata import (
     CONSUMER_PROTOCOL_TYPE,
@@ -58,10 +62,17 @@ from mini_broker.group.group_metadata import (
     GroupMetadata,
     GroupSummary,
 )
-from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME, GroupMetadataManager, LoadedGroup
+from mini_broker.group.group_metadata_manager import (
+    GROUP_METADATA_TOPIC_NAME,
+    GroupMetadataManager,
+    LoadedGroup,
+    group_metadata_records,
+    offset_commit_records,
+    tombstone_records,
+    txn_offset_commit_records,
+)
 from mini_broker.group.group_requests import (
     NONE,
-    CommittedOffset,
     FetchedOffset,
     HeartbeatParams,
     JoinCallback,
@@ -280,58 +291,71 @@ class GroupCoordinator:
         elif isinstance(effect, CancelTimeout):
             purgatory, key = self._timer_slot(effect.timeout)
             purgatory.cancel_for_key(key)
-        elif isinstance(effect, AppendOffsetCommits):
-            self.manager.store_offsets(effect.group_id, effect.offsets, now)
-            self._complete_offset_commit_once_replicated(group, effect.offsets)
-        elif isinstance(effect, AppendTxnOffsetCommits):
-            self.manager.store_txn_offsets(effect.group_id, effect.producer_id, effect.producer_epoch, effect.offsets,
-                                           now)
-            group_offsets.complete_txn_offset_commit(group, effect.producer_id, effect.offsets)
-            self._fail_txn_offsets_unless_replicated(group, effect.producer_id, effect.offsets)
-        elif isinstance(effect, AppendGroupMetadata):
-            self.manager.store_group(effect.group_id, effect.group, now)
-        elif isinstance(effect, AppendAssignment):
-            self.manager.store_group(effect.group_id, effect.group, now)
-            self._run(group, group_join.complete_assignment, group, effect.generation_id, effect.assignment)
-        elif isinstance(effect, AppendTombstones):
-            self.manager.delete(effect.group_id, effect.offsets, effect.group_too, now)
         elif isinstance(effect, RemoveGroup):
             self._remove_group(group)
+        else:
+            self.runtime.write(self.write_result(group, effect, now))
 
-    def _complete_offset_commit_once_replicated(self, group: GroupMetadata,
-                                                offsets: Mapping[tuple[str, int], CommittedOffset]) -> None:
-        """Appended commit records become the group's offsets: at once on a single broker; on a cluster broker
-        pending until the ISR has them (Kafka ``pendingOffsetCommits``), so that nothing a failover may lose is
-        ever read. The wait's end is applied on the timer thread (never under the purgatory op's lock)."""
-        barrier = self.runtime.replication_barrier
-        if barrier is None:
-            group_offsets.complete_offset_commit(group, offsets)
-            return
-        seq = group_offsets.stage_offset_commit(group, offsets)
+    def write_result(self, group: GroupMetadata, effect: WriteEffect, now: int) -> CoordinatorResult[None]:
+        """The write of one of the core's append effects for ``group`` (sans-IO: nothing is appended here): its
+        ``__consumer_offsets`` records and what they change once appended / once the ISR has them. No error
+        path: a failed append raises out of the operation, as before the runtime wrote (OffsetCommit and
+        TxnOffsetCommit answer NOT_COORDINATOR for a resignation; see their handlers)."""
+        if isinstance(effect, AppendOffsetCommits):
+            return self._offset_commit_result(group, effect, now)
+        if isinstance(effect, AppendTxnOffsetCommits):
+            return self._txn_offset_commit_result(group, effect, now)
+        if isinstance(effect, AppendGroupMetadata):
+            return CoordinatorResult(group_metadata_records(effect.group_id, effect.group, now), None)
+        if isinstance(effect, AppendAssignment):
+            assignment = effect
 
-        def replicated(error: int) -> None:
+            def hand_out() -> None:  # Kafka hands the assignment out in storeGroup's callback
+                self._run(group, group_join.complete_assignment, group, assignment.generation_id,
+                          assignment.assignment)
+
+            return CoordinatorResult(group_metadata_records(effect.group_id, effect.group, now), None,
+                                     on_appended=hand_out)
+        return CoordinatorResult(tombstone_records(effect.group_id, effect.offsets, effect.group_too, now), None)
+
+    @staticmethod
+    def _offset_commit_result(group: GroupMetadata, effect: AppendOffsetCommits,
+                              now: int) -> CoordinatorResult[None]:
+        """Appended commit records are pending (Kafka ``pendingOffsetCommits``) until the ISR has them, then the
+        group's offsets, so that nothing a failover may lose is ever read; on a single broker both happen at once.
+        The wait's end runs on the runtime's timer thread (never under the purgatory op's lock) and takes the
+        group lock."""
+        offsets = effect.offsets
+        staged: list[int] = []
+
+        def appended() -> None:
+            staged.append(group_offsets.stage_offset_commit(group, offsets))
+
+        def durable(error: int) -> None:
             with group.lock:
-                group_offsets.complete_staged_offset_commit(group, seq, offsets, error == 0)
+                group_offsets.complete_staged_offset_commit(group, staged[0], offsets, error == 0)
 
-        barrier(lambda error: self.runtime.defer(lambda: replicated(error), "applying a replicated offset commit"))
+        return CoordinatorResult(offset_commit_records(effect.group_id, offsets, now), None, on_appended=appended,
+                                 on_durable=durable)
 
-    def _fail_txn_offsets_unless_replicated(self, group: GroupMetadata, producer_id: int,
-                                            offsets: Mapping[tuple[str, int], CommittedOffset]) -> None:
-        """A cluster broker: transactional offsets whose records the ISR never got stop being pending (Kafka
-        ``failPendingTxnOffsetCommit``); the client was told to retry."""
-        barrier = self.runtime.replication_barrier
-        if barrier is None:
-            return
+    @staticmethod
+    def _txn_offset_commit_result(group: GroupMetadata, effect: AppendTxnOffsetCommits,
+                                  now: int) -> CoordinatorResult[None]:
+        """Appended transactional offsets are pending until the transaction's marker; if the ISR never gets
+        their records they stop being pending (Kafka ``failPendingTxnOffsetCommit``; the client was told to
+        retry)."""
+        producer_id, offsets = effect.producer_id, effect.offsets
 
-        def failed() -> None:
-            with group.lock:
-                group_offsets.fail_pending_txn_offsets(group, producer_id, offsets)
+        def appended() -> None:
+            group_offsets.complete_txn_offset_commit(group, producer_id, offsets)
 
-        def replicated(error: int) -> None:
+        def durable(error: int) -> None:
             if error != 0:
-                self.runtime.defer(failed, "dropping unreplicated transactional offsets")
+                with group.lock:
+                    group_offsets.fail_pending_txn_offsets(group, producer_id, offsets)
 
-        barrier(replicated)
+        records = txn_offset_commit_records(effect.group_id, producer_id, effect.producer_epoch, offsets, now)
+        return CoordinatorResult(records, None, on_appended=appended, on_durable=durable)
 
     def _timer_slot(self, timeout: Timeout) -> tuple[DelayedOperationPurgatory[DelayedOperation], object]:
         if isinstance(timeout, HeartbeatTimeout):
@@ -440,7 +464,7 @@ class GroupCoordinator:
             if error == 0:
                 self.on_transaction_completed(producer_id, committed, partitions)
 
-        self.runtime.append_and_wait(lambda: self.manager.append_txn_marker(records), replicated)
+        self.runtime.write(CoordinatorResult(records, None, on_durable=replicated))
 
     def on_transaction_completed(self, producer_id: int, committed: bool, partitions: Sequence[int]) -> None:
         """:class:`~mini_broker.transaction.seams.TxnOffsetsListener`: every group of the (single) offsets

@@ -145,6 +145,9 @@ class CancelTimeout:
     timeout: Timeout
 
 
+#: The effects the coordinator runtime writes to ``__consumer_offsets`` (``GroupCoordinator.write_result``).
+WriteEffect = AppendGroupMetadata | AppendAssignment | AppendOffsetCommits | AppendTxnOffsetCommits | AppendTombstones
+
 Effect = (SendJoinResponse | SendSyncResponse | AppendGroupMetadata | AppendAssignment | AppendOffsetCommits
           | AppendTxnOffsetCommits | AppendTombstones | RemoveGroup | ScheduleTimeout | CancelTimeout)
 

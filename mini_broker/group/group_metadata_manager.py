@@ -5,10 +5,10 @@ Everything the group coordinator must keep across restarts is appended to an int
 outside the topic registry and the LogManager's scan, so the topic never shows up in Metadata). The log
 is replayed from its start when the broker starts: the last record per key wins, a null value deletes.
 One partition is used whatever ``offsets.topic.num.partitions`` says (one coordinator serves every group).
-On a cluster broker there is no local log: the manager serves the replicated ``__consumer_offsets-0``
+On a cluster broker there is no local log: the coordinator replays the replicated ``__consumer_offsets-0``
 partition while this broker leads it (the coordinator runtime attaches it on election and detaches it on
 resignation: :mod:`mini_broker.coordinator.runtime`, driven by ``mini_broker.cluster.coordinator_partitions``),
-appending through the leader's append.
+and the runtime appends through the leader's append.
 The log is compacted only on a single broker's start (see :class:`GroupMetadataManager`), never trimmed.
 
 Record format (v2 record batches; keys and values use Kafka's classic non-flexible primitives: int16/
@@ -26,13 +26,14 @@ int32-length-prefixed). The shapes follow Kafka's OffsetCommitKey/Value v3 and G
 
 Transactional offset commits (TxnOffsetCommit) are offset commit records in a transactional batch of the
 producer id and epoch; the transaction's COMMIT/ABORT marker is appended to the same log as a control batch
-(:meth:`GroupMetadataManager.append_txn_marker`), as Kafka writes both to ``__consumer_offsets``. Replay
+(``GroupCoordinator.write_txn_marker``), as Kafka writes both to ``__consumer_offsets``. Replay
 holds a producer's transactional records until its marker: COMMIT applies them, ABORT drops them, and those
 without a marker yet come back as the group's pending transactional offsets (:attr:`LoadedGroup.pending_txn_offsets`).
 Compaction on load is skipped while any are pending.
 
-Thread safety: :class:`mini_broker.log.Log` serialises appends; callers hold the group's lock, so the
-lock order is group lock -> log lock.
+This module builds the records and replays them; it appends nothing to the coordinator's partition (the
+coordinator runtime does, :mod:`mini_broker.coordinator.runtime`). Thread safety: :class:`mini_broker.log.Log`
+serialises appends; the runtime appends under the group's lock, so the lock order is group lock -> log lock.
 """
 
 from __future__ import annotations
@@ -214,6 +215,36 @@ def _build(entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> bytes 
     return builder.build() if count else None
 
 
+def offset_commit_records(group_id: str, offsets: Mapping[tuple[str, int], CommittedOffset],
+                          now_ms: int) -> bytes | None:
+    """OffsetCommit records of ``group_id`` in one batch (None: no offsets)."""
+    return _build([(offset_commit_key(group_id, t, p), offset_commit_value(om)) for (t, p), om in offsets.items()],
+                  now_ms)
+
+
+def txn_offset_commit_records(group_id: str, producer_id: int, producer_epoch: int,
+                              offsets: Mapping[tuple[str, int], CommittedOffset], now_ms: int) -> bytes:
+    """OffsetCommit records in a transactional batch of ``producer_id`` (pending until its marker)."""
+    builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES, producer_id=producer_id,
+                                   producer_epoch=producer_epoch, is_transactional=True)
+    for (t, p), om in offsets.items():
+        builder.append(now_ms, offset_commit_key(group_id, t, p), offset_commit_value(om))
+    return builder.build()
+
+
+def group_metadata_records(group_id: str, group: StoredGroup, now_ms: int) -> bytes | None:
+    """The GroupMetadata record of ``group_id``."""
+    return _build([(group_metadata_key(group_id), group_metadata_value(group))], now_ms)
+
+
+def tombstone_records(group_id: str, offsets: Iterable[tuple[str, int]], group_too: bool, now_ms: int) -> bytes | None:
+    """Tombstones for ``offsets`` of ``group_id`` and, with ``group_too``, for the group itself (None: none)."""
+    entries: list[tuple[bytes, bytes | None]] = [(offset_commit_key(group_id, t, p), None) for t, p in offsets]
+    if group_too:
+        entries.append((group_metadata_key(group_id), None))
+    return _build(entries, now_ms)
+
+
 def _apply_logged(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None, offset: int) -> None:
     try:
         apply_record(groups, key, value)
@@ -222,8 +253,9 @@ def _apply_logged(groups: dict[str, LoadedGroup], key: bytes, value: bytes | Non
 
 
 class GroupMetadataManager:
-    """Appends group and offset records to the internal log and replays it. ``data_dir`` None keeps
-    nothing (unit tests).
+    """Replays the internal log (the group coordinator returns its records, built by
+    :func:`offset_commit_records`, :func:`group_metadata_records`, ..., and the coordinator runtime appends them).
+    ``data_dir`` None keeps nothing (unit tests).
 
     Compaction: there is no log cleaner; instead :meth:`load` rewrites the log with only the live records
     when it holds more than ``compact_min_records`` records and over twice the live ones. The rewrite goes to
@@ -241,7 +273,8 @@ class GroupMetadataManager:
         if self._parent is not None:
             self._recover_interrupted_compaction(self._parent)
             local = self._open(self._parent)
-        #: the log replayed and appended to (the runtime attaches a cluster's replicated partition on election)
+        #: the log replayed here and appended to by the runtime (which attaches a cluster's replicated partition on
+        #: election)
         self.partition = CoordinatorPartition(local)
 
     def _open(self, parent: str) -> Log:
@@ -340,54 +373,12 @@ class GroupMetadataManager:
         _log.info("compacted %s: log end offset %d -> %d live records", GROUP_METADATA_TOPIC_NAME, before,
                   len(entries))
 
-    def _append(self, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
-        if self.partition.log is not None:
-            records = _build(entries, now_ms)
-            if records is not None:
-                self.partition.append(records)
-
     @staticmethod
     def _append_to(log: Log, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
         """The compaction's append to the fresh local log (high watermark at its end, as a single broker's)."""
         records = _build(entries, now_ms)
         if records is not None:
             CoordinatorPartition(log).append(records)
-
-    def store_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
-                          offsets: Mapping[tuple[str, int], CommittedOffset], now_ms: int) -> None:
-        """Offset commit records in a transactional batch of ``producer_id`` (pending until its marker)."""
-        if self.partition.log is None:
-            return
-        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES, producer_id=producer_id,
-                                       producer_epoch=producer_epoch, is_transactional=True)
-        for (t, p), om in offsets.items():
-            builder.append(now_ms, offset_commit_key(group_id, t, p), offset_commit_value(om))
-        self.partition.append(builder.build())
-
-    def append_txn_marker(self, records: bytes) -> None:
-        """A COMMIT/ABORT control batch (raises as the log does, e.g. a fenced coordinator epoch)."""
-        if self.partition.log is None:
-            return
-        self.partition.append(records)
-
-    def store_group(self, group_id: str, group: StoredGroup, now_ms: int) -> None:
-        self._append([(group_metadata_key(group_id), group_metadata_value(group))], now_ms)
-
-    def store_offsets(self, group_id: str, offsets: Mapping[tuple[str, int], CommittedOffset], now_ms: int) -> None:
-        self._append([(offset_commit_key(group_id, t, p), offset_commit_value(om)) for (t, p), om in offsets.items()],
-                     now_ms)
-
-    def delete(self, group_id: str, offsets: Iterable[tuple[str, int]], group_too: bool, now_ms: int) -> None:
-        """Tombstones for ``offsets`` of ``group_id`` and, with ``group_too``, for the group itself."""
-        entries: list[tuple[bytes, bytes | None]] = [(offset_commit_key(group_id, t, p), None) for t, p in offsets]
-        if group_too:
-            entries.append((group_metadata_key(group_id), None))
-        self._append(entries, now_ms)
-
-    def flush(self) -> None:
-        log = self.partition.log
-        if log is not None:
-            log.flush()
 
     def close(self) -> None:
         """Close a local log (a cluster's replicated partition is the LogManager's)."""

@@ -5,14 +5,17 @@ It answers InitProducerId (with a transactional id), AddPartitionsToTxn, AddOffs
 DescribeTransactions and ListTransactions, and verifies transactional produce (it is the broker's
 :class:`~mini_broker.transaction.seams.TransactionVerifier`). The decisions are the sans-IO core's
 (:class:`TransactionCore`); this driver owns what is not pure: the lock that serialises calls into the core,
-the clock, ``__transaction_state`` (:class:`TransactionLog`, appended and fsynced under the lock before the
-core completes a transition), the marker writes through the broker's ``TxnMarkerWriter`` and the timers (the
-timed-out transaction sweep every ``transaction.abort.timed.out.transaction.cleanup.interval.ms``, the
-expired-id sweep every ``transaction.remove.expired.transaction.cleanup.interval.ms``, marker retries).
+the clock, ``__transaction_state`` (replayed through :class:`TransactionLog`; every transition returns its
+record as a :class:`~mini_broker.coordinator.result.CoordinatorResult` which the runtime appends and fsyncs
+under the lock before the core completes the transition), the marker writes through the broker's
+``TxnMarkerWriter`` and the timers (the timed-out transaction sweep every
+``transaction.abort.timed.out.transaction.cleanup.interval.ms``, the expired-id sweep every
+``transaction.remove.expired.transaction.cleanup.interval.ms``, marker retries).
 
-Order of one call: under the lock, the core runs and every log append it asks for is made and handed back
-(which may emit more effects); then, with no lock held, replies are sent, markers handed to the writer and
-retries scheduled. A marker writer may call back from any thread, or at once from ``write_txn_markers``.
+Order of one call: under the lock, the core runs and every log append it asks for is written by the runtime
+and handed back (which may emit more effects); then, with no lock held (on a cluster broker once the ISR has the
+records: ``CoordinatorRuntime.when_durable``), replies are sent, markers handed to the writer and retries
+scheduled. A marker writer may call back from any thread, or at once from ``write_txn_markers``.
 
 Its lifecycle on ``__transaction_state`` is the :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime`'s
 (``runtime``), which hosts it (:meth:`TransactionCoordinator.load` / :meth:`~TransactionCoordinator.on_loaded` /
@@ -32,6 +35,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Concatenate, Final, ParamSpec, TypeVar
 
+from mini_broker.coordinator.result import CoordinatorResult, append_error_code
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.timer.system_timer import SystemTimer, SystemTimerReaper
 from mini_broker.timer.timer_task import TimerTask
@@ -47,7 +51,11 @@ from mini_broker.transaction.transaction_effects import (
     Step,
     WriteTxnMarkers,
 )
-from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME, TransactionLog
+from mini_broker.transaction.transaction_log import (
+    TRANSACTION_STATE_TOPIC_NAME,
+    TransactionLog,
+    transaction_state_records,
+)
 from mini_broker.transaction.transaction_metadata import TxnTransitMetadata
 from mini_broker.transaction.transaction_requests import (
     AddPartitionsParams,
@@ -58,11 +66,7 @@ from mini_broker.transaction.transaction_requests import (
     InitProducerIdResult,
     TransactionDescription,
 )
-from pykafka_client.errors import (
-    CoordinatorNotAvailableError,
-    NotCoordinatorError,
-    NotLeaderOrFollowerError,
-)
+from pykafka_client.errors import CoordinatorNotAvailableError, NotLeaderOrFollowerError
 from pykafka_client.protocol.messages import WriteTxnMarkersResponse
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -171,8 +175,9 @@ class TransactionCoordinator:
 
     # -- driving the core ---------------------------------------------------------------------------------
     def _run(self, call: Callable[Concatenate[Step, P], R], *args: P.args, **kwargs: P.kwargs) -> R:
-        """``call(step, *args)`` into the core under the lock, with every append it asks for made and handed
-        back; then the other effects, with no lock held."""
+        """``call(step, *args)`` into the core under the lock, with every append it asks for written by the
+        runtime and handed back; then the other effects, with no lock held (on a cluster broker once the ISR has
+        the appended records)."""
         with self._lock:
             now = self.time.milliseconds()
             step = Step(self.config, now)
@@ -185,18 +190,35 @@ class TransactionCoordinator:
                 if isinstance(effect, AppendTxnState):
                     appended = True
                     follow = Step(self.config, now)
-                    self.core.on_append_complete(follow, effect, self._append(effect, now))
+                    error = (self.runtime.write(self.transition_result(effect, now)) if self.runtime.is_active
+                             else CoordinatorNotAvailableError.code)
+                    self.core.on_append_complete(follow, effect, error)
                     queue.extend(follow.effects)
                 else:
                     outside.append(effect)
-        barrier = self.runtime.replication_barrier
-        if appended and outside and barrier is not None:
-            barrier(lambda error: self.runtime.defer(lambda: self._apply_replicated(outside, error),
-                                                     "applying a replicated transition's effects"))
+        if appended and outside:
+            self.runtime.when_durable(lambda error: self._apply_replicated(outside, error))
             return result
         for effect in outside:
             self._apply(effect)
         return result
+
+    @staticmethod
+    def transition_result(effect: AppendTxnState, now: int) -> CoordinatorResult[int]:
+        """The write of one transition (sans-IO): its ``__transaction_state`` record, fsynced; the answer is the
+        append's error code for ``TransactionCore.on_append_complete`` (0, NOT_COORDINATOR once this broker no
+        longer leads the partition, COORDINATOR_NOT_AVAILABLE when the log failed)."""
+        def failed(error: Exception) -> int:
+            if isinstance(error, NotLeaderOrFollowerError):
+                _log.warning("event=txn_state_append_refused transactional_id=%r msg=\"this broker no longer leads "
+                             "__transaction_state; the client finds the new coordinator\"", effect.transactional_id)
+            else:
+                _log.error("appending %s for transactional id %r to __transaction_state failed",
+                           effect.transit.state.state_name, effect.transactional_id, exc_info=error)
+            return append_error_code(error)
+
+        records = transaction_state_records({effect.transactional_id: effect.transit}, now)
+        return CoordinatorResult(records, 0, flush=True, on_failed=failed)
 
     def _apply_replicated(self, effects: list[Effect], error: int) -> None:
         """The effects of a transition whose records the ISR has (``error`` 0); else successful answers carry
@@ -213,21 +235,6 @@ class TransactionCoordinator:
                 if isinstance(effect, (WriteTxnMarkers, ScheduleMarkerRetry)) and not self.runtime.is_active:
                     continue
             self._apply(effect)
-
-    def _append(self, effect: AppendTxnState, now: int) -> int:
-        if not self.runtime.is_active:
-            return CoordinatorNotAvailableError.code
-        try:
-            self.txn_log.append({effect.transactional_id: effect.transit}, now)
-        except NotLeaderOrFollowerError:
-            _log.warning("event=txn_state_append_refused transactional_id=%r msg=\"this broker no longer leads "
-                         "__transaction_state; the client finds the new coordinator\"", effect.transactional_id)
-            return NotCoordinatorError.code
-        except Exception:
-            _log.exception("appending %s for transactional id %r to __transaction_state failed",
-                           effect.transit.state.state_name, effect.transactional_id)
-            return CoordinatorNotAvailableError.code
-        return 0
 
     def _apply(self, effect: Effect) -> None:
         if isinstance(effect, SendInitProducerIdResponse):

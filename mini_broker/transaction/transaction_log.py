@@ -1,8 +1,9 @@
 """``__transaction_state``: the transaction coordinator's internal log (Kafka: ``TransactionLog`` and the
 log half of ``TransactionStateManager``).
 
-Every state change of a transactional id is appended (and fsynced) before the coordinator acts on it or
-answers the client; the log is replayed when the broker starts, the last record per key winning and a null
+Every state change of a transactional id is appended (and fsynced) by the coordinator runtime before the
+coordinator acts on it or answers the client (the coordinator returns the records:
+:func:`transaction_state_records`); the log is replayed when the broker starts, the last record per key winning and a null
 value (a Dead id's tombstone) deleting. It lives in ``<data dir>/__transaction_coordinator/
 __transaction_state-0`` (a :class:`mini_broker.log.Log` outside the topic registry, so the topic is never in
 Metadata): one partition, whatever ``transaction.state.log.num.partitions`` says, as one coordinator serves
@@ -111,6 +112,15 @@ def read_transaction_log_value(value: bytes) -> TxnTransitMetadata:
                               frozenset(partitions), start, last_update)
 
 
+def transaction_state_records(entries: Mapping[str, TxnTransitMetadata], now_ms: int) -> bytes:
+    """One batch with a record per transactional id (a tombstone for Dead): what the transaction coordinator
+    returns for the runtime to append (and fsync) before it completes the transitions."""
+    builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+    for transactional_id, transit in entries.items():
+        builder.append(now_ms, transaction_log_key(transactional_id), transaction_log_value(transit))
+    return builder.build()
+
+
 def apply_record(loaded: dict[str, TxnTransitMetadata], key: bytes, value: bytes | None) -> None:
     """Replay one record into ``loaded``. Raises ``MessageDecodeError`` for bytes that do not parse."""
     transactional_id = read_transaction_log_key(key)
@@ -121,9 +131,10 @@ def apply_record(loaded: dict[str, TxnTransitMetadata], key: bytes, value: bytes
 
 
 class TransactionLog:
-    """Appends transaction state records durably and replays them, on the coordinator's
+    """Replays transaction state records from the coordinator's
     :class:`~mini_broker.coordinator.partition.CoordinatorPartition` (the runtime attaches a cluster's
-    replicated partition on election). ``data_dir`` None keeps nothing (unit tests)."""
+    replicated partition on election, and appends what the coordinator's transitions return:
+    :func:`transaction_state_records`). ``data_dir`` None keeps nothing (unit tests)."""
 
     def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600) -> None:
         local: Log | None = None
@@ -156,15 +167,6 @@ class TransactionLog:
         _log.info("loaded %d transactional ids from %s (offsets %d..%d)", len(loaded), log.dir_path,
                   log.log_start_offset, end)
         return loaded
-
-    def append(self, entries: Mapping[str, TxnTransitMetadata], now_ms: int) -> None:
-        """Append one record per id and fsync: the states are durable when this returns (raises otherwise)."""
-        if self.partition.log is None or not entries:
-            return
-        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
-        for transactional_id, transit in entries.items():
-            builder.append(now_ms, transaction_log_key(transactional_id), transaction_log_value(transit))
-        self.partition.append(builder.build(), flush=True)
 
     def close(self) -> None:
         """Close a local log (a cluster's replicated partition is the LogManager's)."""

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from mini_broker.group.group_state import GroupState
 from mini_broker.log.log_config import LogConfig
@@ -91,7 +92,7 @@ def test_group_coordinator_loads_on_election_and_unloads_on_resignation(tmp_path
         assert a.commit(leader, gen, {("t", 0): 50}) == {("t", 0): NOT_COORDINATOR}
         assert a.coordinator.get_group(GROUP) is None
         with pytest.raises(NotLeaderOrFollowerError):  # a request that raced the resignation: refused, not lost
-            a.coordinator.manager.append_txn_marker(b"")
+            a.coordinator.runtime.write(CoordinatorResult(b"", None))
 
         b.coordinator.runtime.on_election(partition.log, partition.append, 1)
         g = b.group()

@@ -6,14 +6,13 @@ an inline timer, so every step is deterministic."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from mini_broker.coordinator.partition import CoordinatorPartition
+from mini_broker.coordinator.result import CoordinatorResult, append_error_code
 from mini_broker.coordinator.runtime import CoordinatorRuntime, CoordinatorStatus, HostedCoordinator
-from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import AppendOrigin, Log
 from mini_broker.timer.system_timer import SystemTimer
 from pykafka_client.errors import (
@@ -106,20 +105,21 @@ class KeyValueCoordinator:
             return self.runtime.inactive_error(), None
         return 0, self.state.get(key)
 
-    def put(self, key: str, value: str, reply: Callable[[int], None]) -> None:
-        if not self.runtime.is_active:
-            reply(self.runtime.inactive_error())
-            return
-
-        def replicated(error: int) -> None:
+    def put_result(self, key: str, value: str, reply: Callable[[int], None]) -> CoordinatorResult[None]:
+        """The write operation, sans-IO: the record, and the answer once it is durable (or the append failed)."""
+        def durable(error: int) -> None:
             if error == 0:
                 self.state[key] = value
             reply(error)
 
-        try:
-            self.runtime.append_and_wait(lambda: self.runtime.append(_batch(self.time, key, value)), replicated)
-        except NotLeaderOrFollowerError:
-            reply(NOT_COORDINATOR)
+        return CoordinatorResult(_batch(self.time, key, value), None, on_durable=durable,
+                                 on_failed=lambda e: reply(append_error_code(e)))
+
+    def put(self, key: str, value: str, reply: Callable[[int], None]) -> None:
+        if not self.runtime.is_active:
+            reply(self.runtime.inactive_error())
+            return
+        self.runtime.write(self.put_result(key, value, reply))
 
 
 def _is_hosted(coordinator: HostedCoordinator) -> HostedCoordinator:
@@ -156,25 +156,6 @@ class Broker:
 
 def _status(broker: Broker) -> CoordinatorStatus:
     return broker.runtime.status
-
-
-@pytest.fixture
-def time() -> MockTime:
-    return MockTime()
-
-
-@pytest.fixture
-def log(tmp_path: Path, time: MockTime) -> Iterator[Log]:
-    lg = Log(str(tmp_path / "__kv-0"), LogConfig(), time=time)
-    yield lg
-    lg.close()
-
-
-@pytest.fixture
-def broker(time: MockTime) -> Iterator[Broker]:
-    b = Broker(time)
-    yield b
-    b.close()
 
 
 def _elect(broker: Broker, log: Log, epoch: int) -> FakeReplication:
@@ -238,7 +219,7 @@ def test_a_resignation_in_the_middle_of_a_write_answers_not_coordinator_and_refu
     assert _status(broker) is CoordinatorStatus.INACTIVE and broker.kv.state == {}
     assert broker.kv.get("k") == (NOT_COORDINATOR, None)
     with pytest.raises(NotLeaderOrFollowerError):  # a request that raced the resignation is refused, not lost
-        broker.runtime.append(b"")
+        broker.runtime.write(CoordinatorResult(b"", None))
     assert log.log_end_offset == 1
 
 

@@ -218,7 +218,7 @@ def test_leader_sync_changes_nothing_when_its_record_is_not_appended(h: Harness,
     def broken(*args: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(h.coordinator.manager, "store_group", broken)
+    monkeypatch.setattr(h.coordinator.runtime.partition, "append", broken)
     with pytest.raises(OSError):
         h.sync(leader, 1, {follower: b"F"})
     assert h.group().state is GroupState.COMPLETING_REBALANCE and not parked.done

@@ -17,9 +17,12 @@ from mini_broker.group.group_metadata_manager import (
     StoredMember,
     apply_record,
     group_metadata_key,
+    group_metadata_records,
     group_metadata_value,
     offset_commit_key,
+    offset_commit_records,
     offset_commit_value,
+    tombstone_records,
 )
 from pykafka_client.errors import FencedInstanceIdError, MessageDecodeError
 from pykafka_client.utils.time import MockTime
@@ -104,6 +107,21 @@ def test_empty_group_generation_survives_restart(tmp_path: Path) -> None:
         h2.close()
 
 
+def _store_offsets(m: GroupMetadataManager, group_id: str, offsets: dict[tuple[str, int], CommittedOffset],
+                   now: int) -> None:
+    """What the coordinator runtime does with an offset commit's records (the test stands in for it)."""
+    m.partition.append(offset_commit_records(group_id, offsets, now) or b"")
+
+
+def _store_group(m: GroupMetadataManager, group_id: str, group: StoredGroup, now: int) -> None:
+    m.partition.append(group_metadata_records(group_id, group, now) or b"")
+
+
+def _delete(m: GroupMetadataManager, group_id: str, offsets: list[tuple[str, int]], group_too: bool,
+            now: int) -> None:
+    m.partition.append(tombstone_records(group_id, offsets, group_too, now) or b"")
+
+
 def _manager(path: Path, compact_min_records: int = 10) -> GroupMetadataManager:
     return GroupMetadataManager(str(path), MockTime(), compact_min_records=compact_min_records)
 
@@ -112,10 +130,10 @@ def test_log_is_compacted_on_load(tmp_path: Path) -> None:
     m = _manager(tmp_path)
     assert m.load() == {}
     for i in range(50):
-        m.store_offsets("g", {("t", 0): CommittedOffset(i, -1, "", i), ("t", 1): CommittedOffset(i, -1, "", i)}, i)
-    m.store_group("g", StoredGroup("consumer", 3, "range", None, 5, []), 60)
-    m.store_offsets("gone", {("t", 0): CommittedOffset(1, -1, "", 1)}, 61)
-    m.delete("gone", [("t", 0)], True, 62)
+        _store_offsets(m, "g", {("t", 0): CommittedOffset(i, -1, "", i), ("t", 1): CommittedOffset(i, -1, "", i)}, i)
+    _store_group(m, "g", StoredGroup("consumer", 3, "range", None, 5, []), 60)
+    _store_offsets(m, "gone", {("t", 0): CommittedOffset(1, -1, "", 1)}, 61)
+    _delete(m, "gone", [("t", 0)], True, 62)
     m.close()
 
     m2 = _manager(tmp_path)
@@ -125,7 +143,7 @@ def test_log_is_compacted_on_load(tmp_path: Path) -> None:
                                    ("t", 1): CommittedOffset(49, -1, "", 49)}
     assert loaded["g"].group == StoredGroup("consumer", 3, "range", None, 5, [])
     assert m2.log is not None and m2.log.log_end_offset == 3  # only the live records are left
-    m2.store_offsets("g", {("t", 2): CommittedOffset(7, -1, "", 70)}, 70)
+    _store_offsets(m2, "g", {("t", 2): CommittedOffset(7, -1, "", 70)}, 70)
     m2.close()
 
     m3 = _manager(tmp_path)
@@ -139,7 +157,7 @@ def test_log_is_compacted_on_load(tmp_path: Path) -> None:
 def test_small_log_is_not_rewritten(tmp_path: Path) -> None:
     m = _manager(tmp_path, compact_min_records=1000)
     for i in range(20):
-        m.store_offsets("g", {("t", 0): CommittedOffset(i, -1, "", i)}, i)
+        _store_offsets(m, "g", {("t", 0): CommittedOffset(i, -1, "", i)}, i)
     m.close()
     m2 = _manager(tmp_path, compact_min_records=1000)
     m2.load()
@@ -150,7 +168,7 @@ def test_small_log_is_not_rewritten(tmp_path: Path) -> None:
 @pytest.mark.parametrize("compacted_copy_complete", [True, False])
 def test_interrupted_compaction_is_recovered(tmp_path: Path, compacted_copy_complete: bool) -> None:
     m = _manager(tmp_path)
-    m.store_offsets("g", {("t", 0): CommittedOffset(5, -1, "", 1)}, 1)
+    _store_offsets(m, "g", {("t", 0): CommittedOffset(5, -1, "", 1)}, 1)
     m.close()
     main = tmp_path / "__group_coordinator"
     if compacted_copy_complete:  # crash after the first rename, the compacted copy in place

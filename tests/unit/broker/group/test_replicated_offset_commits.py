@@ -129,8 +129,7 @@ def test_a_commit_racing_the_resignation_is_answered_not_coordinator(h: Harness)
     def refused(*args: object) -> None:
         raise NotLeaderOrFollowerError("resigned")
 
-    h.coordinator.manager.store_offsets = refused  # type: ignore[method-assign]
-    h.coordinator.manager.store_txn_offsets = refused  # type: ignore[method-assign]
+    h.coordinator.runtime.partition.append = refused  # type: ignore[method-assign,assignment]
     assert h.commit("", -1, {TP: 10}) == {TP: NotCoordinatorError.code}
     assert h.coordinator.handle_txn_commit_offsets(TxnOffsetCommitParams(
         GROUP, PID, 0, {TP: CommittedOffset(30, -1, "", 0)})) == {TP: NotCoordinatorError.code}

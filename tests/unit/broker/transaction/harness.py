@@ -18,7 +18,7 @@ from mini_broker.transaction.transaction_effects import (
     Step,
     WriteTxnMarkers,
 )
-from mini_broker.transaction.transaction_log import TransactionLog
+from mini_broker.transaction.transaction_log import TransactionLog, transaction_state_records
 from mini_broker.transaction.transaction_metadata import TransactionMetadata
 from mini_broker.transaction.transaction_requests import (
     AddPartitionsParams,
@@ -86,7 +86,9 @@ class Harness:
         if not error:
             self.appended.append(effect)
             if self.txn_log is not None:
-                self.txn_log.append({effect.transactional_id: effect.transit}, self.now)
+                # what the runtime does with a transition's records (the test stands in for it)
+                self.txn_log.partition.append(
+                    transaction_state_records({effect.transactional_id: effect.transit}, self.now), flush=True)
         self.run(self.core.on_append_complete, effect, error or 0)
 
     def answer_markers(self, effect: WriteTxnMarkers, errors: dict[TopicPartition, int] | None = None) -> None:
