@@ -13,6 +13,7 @@ from pykafka_client.utils.time import Time
 if TYPE_CHECKING:
     from mini_broker.group.group_coordinator import GroupCoordinator
     from mini_broker.producer_state.producer_id_manager import ProducerIdManager
+    from mini_broker.security.scram_credentials import ScramCredentialStore
     from mini_broker.server.faults import FaultInjector
     from mini_broker.server.replica_manager import ReplicaManager
     from mini_broker.transaction.seams import TransactionVerifier, TxnMarkerWriter
@@ -50,6 +51,8 @@ class BrokerContext:
     txn_marker_writer: TxnMarkerWriter | None = None
     #: TEST-ONLY fault injection (see ``mini_broker.server.faults``); None in normal runs.
     faults: FaultInjector | None = None
+    #: SCRAM credentials (AlterUserScramCredentials / DescribeUserScramCredentials and the SASL listeners)
+    scram_credentials: ScramCredentialStore | None = None
 
     def endpoint_for(self, listener_name: str) -> BrokerEndPoint:
         """The advertised endpoint of the listener a request came in on (else the first one)."""

@@ -1,0 +1,2 @@
+"""Listener security (Kafka: ``common.security`` on the broker side): TLS listeners, SASL authentication
+(PLAIN, SCRAM-SHA-256/512) with re-authentication (KIP-368), SCRAM credentials and principal mapping."""
