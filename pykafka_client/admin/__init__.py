@@ -30,11 +30,16 @@ from pykafka_client.admin.types import (
     OffsetSpec,
     ProducerState,
     ReplicaInfo,
+    ScramCredentialInfo,
+    ScramMechanismType,
     TopicDescription,
     TopicPartitionInfo,
     TransactionDescription,
     TransactionListing,
     TransactionState,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
 )
 
 __all__ = [
@@ -49,6 +54,11 @@ __all__ = [
     "ClientQuotaAlteration",
     "ClientQuotaEntity",
     "ClientQuotaFilter",
+    "ScramCredentialInfo",
+    "ScramMechanismType",
+    "UserScramCredentialDeletion",
+    "UserScramCredentialUpsertion",
+    "UserScramCredentialsDescription",
     "ClientQuotaFilterComponent",
     "ClientQuotaMatchType",
     "ClusterDescription",

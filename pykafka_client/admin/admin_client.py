@@ -48,6 +48,10 @@ from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalA
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
+from pykafka_client.admin.handlers.user_scram_credentials import (
+    AlterUserScramCredentialsHandler,
+    DescribeUserScramCredentialsHandler,
+)
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
     ClientQuotaAlteration,
@@ -68,6 +72,9 @@ from pykafka_client.admin.types import (
     TransactionDescription,
     TransactionListing,
     TransactionState,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
 )
 from pykafka_client.client_utils import create_network_client
 from pykafka_client.network.metadata import Metadata
@@ -193,6 +200,25 @@ class AdminClient:
     ) -> dict[ClientQuotaEntity, dict[str, float]]:
         """The client quotas set for the entities ``quota_filter`` matches (all when None)."""
         return api("describe_client_quotas", DescribeClientQuotasHandler).call(self._ctx, quota_filter, timeout)
+
+    # --- SCRAM credentials -----------------------------------------------------------------------
+
+    def alter_user_scram_credentials(
+        self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion],
+        timeout: float | None = None,
+    ) -> dict[str, BaseException | None]:
+        """Create, replace or delete users' SCRAM credentials (AlterUserScramCredentials; the password is salted
+        here and never sent). Returns each user's error or None; raises the first user's error (e.g.
+        UnacceptableCredentialError for too few iterations, ResourceNotFoundError for deleting a missing one)
+        after all were attempted."""
+        return api("alter_user_scram_credentials", AlterUserScramCredentialsHandler).call(self._ctx, alterations, timeout)
+
+    def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None, timeout: float | None = None
+    ) -> dict[str, UserScramCredentialsDescription]:
+        """The mechanisms and iteration counts of ``users``' SCRAM credentials (every user that has one when
+        None). A named user without any raises ResourceNotFoundError."""
+        return api("describe_user_scram_credentials", DescribeUserScramCredentialsHandler).call(self._ctx, users, timeout)
 
     # --- configs -------------------------------------------------------------------------------
 
