@@ -34,6 +34,7 @@ from pykafka_client.admin.group_types import (
 from pykafka_client.admin.handlers import multi_step
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
@@ -44,14 +45,11 @@ from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandle
 from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
 from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
+from pykafka_client.admin.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
-from pykafka_client.admin.handlers.user_scram_credentials import (
-    AlterUserScramCredentialsHandler,
-    DescribeUserScramCredentialsHandler,
-)
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
     ClientQuotaAlteration,

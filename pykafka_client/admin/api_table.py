@@ -15,6 +15,7 @@ from typing import TypeVar
 from pykafka_client.admin.handlers import multi_step
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
@@ -25,6 +26,7 @@ from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandle
 from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
 from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
+from pykafka_client.admin.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
@@ -51,6 +53,8 @@ HANDLER_APIS: dict[str, type] = {
     "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
     "alter_consumer_group_offsets": AlterConsumerGroupOffsetsHandler,
     "delete_records": DeleteRecordsHandler,
+    "alter_user_scram_credentials": AlterUserScramCredentialsHandler,
+    "describe_user_scram_credentials": DescribeUserScramCredentialsHandler,
 }
 
 #: operation name -> its entry point, for the operations not yet converted to a handler

@@ -50,6 +50,7 @@ def secure_config(pki: Pki, directory: Path, **extra: object) -> dict[str, objec
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(pki.ca),
         "listener.name.ssl.ssl.client.auth": "required",
+        "listener.name.ssl.ssl.principal.mapping.rules": "RULE:^CN=([^,]+)$/$1/L,DEFAULT",
         "sasl.enabled.mechanisms": ",".join(MECHANISMS),
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
