@@ -55,6 +55,7 @@ def secure_config(pki: Pki, directory: Path, **extra: object) -> dict[str, objec
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
         "connection.failed.authentication.delay.ms": 0,
+        "group.initial.rebalance.delay.ms": 0,
     }
     config.update(extra)
     return config
