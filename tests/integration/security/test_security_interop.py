@@ -81,7 +81,7 @@ def test_confluent_kafka_wrong_password(secure_broker: MiniBroker, pki: Pki) -> 
     client = admin.AdminClient({**_confluent_config(secure_broker, pki, "SASL_SSL", "SCRAM-SHA-512", "wrong"),
                                 "error_cb": errors.append})
     with pytest.raises(ck.KafkaException):
-        client.list_topics(timeout=5)
+        client.list_topics(timeout=2)
     client.poll(1)  # delivers the error callbacks
     assert any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors)
 
@@ -124,9 +124,9 @@ def test_kafka_python(secure_broker: MiniBroker, pki: Pki, protocol: str, mechan
 def test_kafka_python_wrong_password(secure_broker: MiniBroker, pki: Pki) -> None:
     kafka = pytest.importorskip("kafka")
     errors = pytest.importorskip("kafka.errors")
-    # kafka-python 3.0 retries a bootstrap whose authentication failed until max_block_ms, then times out
+    # kafka-python 3.0 retries a bootstrap whose authentication failed until bootstrap_timeout_ms, then times out
     with pytest.raises((errors.SaslAuthenticationFailedError, errors.KafkaTimeoutError)):
-        kafka.KafkaProducer(**_kafka_python_config(secure_broker, pki, "SASL_PLAINTEXT", "SCRAM-SHA-256", "wrong"), max_block_ms=3000)
+        kafka.KafkaProducer(**_kafka_python_config(secure_broker, pki, "SASL_PLAINTEXT", "SCRAM-SHA-256", "wrong"), bootstrap_timeout_ms=3000)
 
 
 # --- aiokafka --------------------------------------------------------------------------------------------
