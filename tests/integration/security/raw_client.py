@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Sequence
 
 from pykafka_client.network.transport.sasl import wire
 from pykafka_client.protocol.api_keys import ApiKey
@@ -12,7 +13,7 @@ from pykafka_client.protocol.headers import decode_response, encode_request
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
 
 
-def frame_bytes(chunks: list[object]) -> bytes:
+def frame_bytes(chunks: Sequence[object]) -> bytes:
     return b"".join(bytes(c) for c in chunks)  # type: ignore[call-overload]
 
 
