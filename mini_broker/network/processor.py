@@ -145,6 +145,7 @@ class Processor:
         self._auth_failures = auth_failures
         # a TLS client certificate's DN -> principal name (ssl.principal.mapping.rules)
         self._principal_mapper = principal_mapper
+        self._sasl_listener = config.listener_security_protocol(listener.listener_name).startswith("SASL_")
         # (socket, remote ip as counted by ConnectionQuotas: the same string must be given back to dec())
         self._new_connections: queue.Queue[tuple[socket.socket, str]] = queue.Queue(CONNECTION_QUEUE_SIZE)
         self._response_queue: collections.deque[Response] = collections.deque()
@@ -340,7 +341,7 @@ class Processor:
         if not self._running:
             release_frame(receive)
             return
-        session = self._sasl_session(cid)
+        session = self._sasl_session(cid) if self._sasl_listener else None
         if session is not None and self._sasl_session_event(conn, session, receive):
             release_frame(receive)
             return
