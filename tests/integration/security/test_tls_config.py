@@ -73,7 +73,7 @@ def test_encrypted_key_in_a_pem_keystore_file(pki: Pki, tmp_path: Path) -> None:
               "ssl.keystore.location": str(keystore), "ssl.key.password": "store-pw"}
     with MiniBroker(config) as broker, AdminClient(_client(broker, pki, with_certificate=False)) as admin:
         admin.list_topics(timeout=30)
-    with pytest.raises(ConfigurationError, match="ssl.keystore.location"):
+    with pytest.raises(ConfigurationError, match=r"ssl\.keystore\.location"):
         MiniBroker({**config, "ssl.key.password": "wrong"}).start()
 
 
@@ -93,7 +93,7 @@ def test_bad_tls_configuration_names_the_key(pki: Pki, tmp_path: Path, extra: di
 
 
 def test_sasl_listener_without_users_or_with_unknown_mechanism_fails_to_start() -> None:
-    with pytest.raises(ConfigurationError, match="plain.sasl.jaas.config"):
+    with pytest.raises(ConfigurationError, match=r"plain\.sasl\.jaas\.config"):
         MiniBroker({"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms": "PLAIN"}).start()
     with pytest.raises(ConfigurationError, match="GSSAPI"):
         MiniBroker({"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}).start()
