@@ -129,6 +129,13 @@ class MiniBroker:
 
     ``data_dir`` (else ``log.dirs``/``log.dir`` when set in ``config``, else a fresh temp dir that is deleted
     on shutdown) holds the logs and the metadata. ``listeners`` defaults to ``PLAINTEXT://127.0.0.1:0``.
+
+    Secured listeners take Kafka's settings (see :mod:`mini_broker.security.listener_security`)::
+
+        MiniBroker({"listeners": "SASL_SSL://127.0.0.1:0", "ssl.keystore.type": "PEM",
+                    "ssl.keystore.location": "broker.pem", "sasl.enabled.mechanisms": "SCRAM-SHA-512"})
+        broker.add_scram_credential("alice", "alice-secret", "SCRAM-SHA-512")
+        broker.listener_bootstrap("SASL_SSL")   # host:port of that listener
     """
 
     def __init__(

@@ -72,6 +72,8 @@ class EndPoint:
 
     @property
     def security_protocol(self) -> str:
+        """The listener name, which is the protocol only for a listener named after it; the protocol of any
+        listener is :meth:`KafkaConfig.listener_security_protocol`."""
         return self.listener_name
 
     def connection_string(self, port: int | None = None) -> str:

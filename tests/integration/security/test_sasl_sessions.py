@@ -165,3 +165,15 @@ def test_scram_credentials_survive_a_restart(tmp_path: Path) -> None:
             admin.list_topics(timeout=30)
         with AdminClient({**ok, "sasl.password": "nope"}) as admin, pytest.raises(SaslAuthenticationError):
             admin.list_topics(timeout=30)
+
+
+def test_our_producer_keeps_working_across_an_expired_session(session_broker: MiniBroker) -> None:
+    """Our client does not re-authenticate (KIP-368) yet: the broker closes the connection at the first request
+    after the session lifetime, and the producer reconnects, authenticates again and delivers."""
+    from pykafka_client import KafkaProducer
+
+    config = {**client_config(session_broker, None, "SASL_PLAINTEXT", "PLAIN"), "linger.ms": 0}  # type: ignore[arg-type]
+    with KafkaProducer(config) as producer:
+        producer.send("reauth-topic", b"before").result(timeout=30)
+        time.sleep(REAUTH_MS / 1000 + 0.3)  # past the session lifetime (the configured bound)
+        assert producer.send("reauth-topic", b"after").result(timeout=30).offset == 1
