@@ -224,6 +224,7 @@ class MiniBroker:
                                     self.data_dir, self.time)
         mode = self.mode
         self.replica_manager.startup()
+        self.replica_manager.log_manager.cleaner.register_metrics(self.metrics)
         channel = RequestChannel(config.queued_max_requests, self.metrics)
         self.context = BrokerContext(config, node_id, self.metadata_cache, self.replica_manager, self.metrics, self.time)
         self.context.producer_id_manager = mode.producer_id_manager(self.data_dir, self.metadata_cache)

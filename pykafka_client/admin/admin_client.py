@@ -31,7 +31,7 @@ from pykafka_client.admin.group_types import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
 )
-from pykafka_client.admin.handlers import multi_step
+from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
@@ -41,15 +41,20 @@ from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerG
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
+from pykafka_client.admin.handlers.describe_cluster import DescribeClusterHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
 from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
 from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
+from pykafka_client.admin.handlers.describe_producers import DescribeProducersHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
+from pykafka_client.admin.handlers.describe_transactions import DescribeTransactionsHandler
 from pykafka_client.admin.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
+from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
+from pykafka_client.admin.handlers.list_transactions import ListTransactionsHandler
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
     ClientQuotaAlteration,
@@ -147,7 +152,7 @@ class AdminClient:
 
     def describe_cluster(self, timeout: float | None = None) -> ClusterDescription:
         """The cluster id, controller and brokers (DescribeCluster, or Metadata for older brokers)."""
-        return api("describe_cluster", multi_step.DescribeCluster).call(self._ctx, timeout)
+        return api("describe_cluster", DescribeClusterHandler).call(self._ctx, timeout)
 
     def describe_log_dirs(
         self, broker_ids: Iterable[int] | None = None, timeout: float | None = None
@@ -288,7 +293,7 @@ class AdminClient:
         UnknownTopicOrPartitionError after one metadata round trip (as Java since KAFKA-15425); a
         partition without a leader (an election in progress) is retried until the timeout.
         """
-        return api("list_offsets", multi_step.ListOffsets).call(self._ctx, specs, timeout, isolation_level)
+        return api("list_offsets", ListOffsetsHandler).call(self._ctx, specs, timeout, isolation_level)
 
     # --- transactions -------------------------------------------------------------------------
 
@@ -296,14 +301,14 @@ class AdminClient:
                               timeout: float | None = None) -> dict[str, TransactionDescription]:
         """State, producer id/epoch, timeout, start time and partitions of each transactional id, asked of its
         coordinator. An unknown id raises TransactionalIdNotFoundError naming it."""
-        return api("describe_transactions", multi_step.DescribeTransactions).call(self._ctx, transactional_ids, timeout)
+        return api("describe_transactions", DescribeTransactionsHandler).call(self._ctx, transactional_ids, timeout)
 
     def list_transactions(self, states: Iterable[TransactionState] = (), producer_ids: Iterable[int] = (),
                           duration_ms: int = -1, timeout: float | None = None) -> list[TransactionListing]:
         """Every transactional id of every broker, filtered by state, producer id and (``duration_ms`` >= 0)
         a transaction start more than that long ago (ids with no open transaction match that filter too, as
         in Kafka: combine it with ``states=[TransactionState.ONGOING]``)."""
-        return api("list_transactions", multi_step.ListTransactions).call(
+        return api("list_transactions", ListTransactionsHandler).call(
             self._ctx, states, producer_ids, duration_ms, timeout)
 
     def abort_transaction(self, spec: AbortTransactionSpec, timeout: float | None = None) -> None:
@@ -312,7 +317,7 @@ class AdminClient:
         ``pykafka transactions find-hanging``). Take the producer id and epoch, and the coordinator epoch,
         from :meth:`describe_producers`. A stale producer epoch raises InvalidProducerEpochError and a stale
         coordinator epoch TransactionCoordinatorFencedError; an unknown partition UnknownTopicOrPartitionError."""
-        api("abort_transaction", multi_step.AbortTransaction).call(self._ctx, spec, timeout)
+        api("abort_transaction", AbortTransactionHandler).call(self._ctx, spec, timeout)
 
     # --- producers -----------------------------------------------------------------------------
 
@@ -321,5 +326,5 @@ class AdminClient:
         """The active idempotent/transactional producers of each partition (keyed by TopicPartition), asked of its leader (Java
         ``describeProducers``): producer id and epoch, last sequence and timestamp, coordinator epoch and the
         start offset of its open transaction (None when none). Errors as :meth:`list_offsets`."""
-        return api("describe_producers", multi_step.DescribeProducers).call(self._ctx, partitions, timeout)
+        return api("describe_producers", DescribeProducersHandler).call(self._ctx, partitions, timeout)
 

@@ -27,6 +27,7 @@ from pykafka_client.cli.common import (
     error_text,
     said,
 )
+from pykafka_client.cli.kafka_scripts import home as kafka_home
 from pykafka_client.errors import (
     ConfigurationError,
     GroupIdNotFoundError,
@@ -94,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pykafka {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = common_flags()
-    for module in (topics, produce, consume, groups, configs, offsets, transactions, perf):
+    for module in (topics, produce, consume, groups, configs, offsets, transactions, perf, kafka_home):
         module.register(sub, common)
     return parser
 
