@@ -36,6 +36,8 @@ from mini_broker.network.socket_server import SelectorFactory, SocketServer
 from mini_broker.producer_state.producer_id_manager import ProducerIdManager
 from mini_broker.quota.quota_manager import QuotaManagers
 from mini_broker.security.authorizer import create_authorizer
+from mini_broker.security.listener_security import BrokerSecurity, api_versions_handler
+from mini_broker.security.scram_credentials import ScramCredentialStore
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.context import BrokerContext, BrokerEndPoint
 from mini_broker.server.faults import FaultInjector
@@ -128,6 +130,13 @@ class MiniBroker:
 
     ``data_dir`` (else ``log.dirs``/``log.dir`` when set in ``config``, else a fresh temp dir that is deleted
     on shutdown) holds the logs and the metadata. ``listeners`` defaults to ``PLAINTEXT://127.0.0.1:0``.
+
+    Secured listeners take Kafka's settings (see :mod:`mini_broker.security.listener_security`)::
+
+        MiniBroker({"listeners": "SASL_SSL://127.0.0.1:0", "ssl.keystore.type": "PEM",
+                    "ssl.keystore.location": "broker.pem", "sasl.enabled.mechanisms": "SCRAM-SHA-512"})
+        broker.add_scram_credential("alice", "alice-secret", "SCRAM-SHA-512")
+        broker.listener_bootstrap("SASL_SSL")   # host:port of that listener
     """
 
     def __init__(
@@ -183,6 +192,8 @@ class MiniBroker:
         self.apis: KafkaApis | None = None
         self.quotas: QuotaManagers | None = None
         self.context: BrokerContext | None = None
+        #: SCRAM credentials (persisted in the data dir; set at start)
+        self.scram_credentials: ScramCredentialStore | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -220,6 +231,8 @@ class MiniBroker:
         self.context.producer_id_manager = mode.producer_id_manager(self.data_dir, self.metadata_cache)
         self.context.faults = self.faults
         self.context.authorizer = create_authorizer(config, self.data_dir)
+        self.scram_credentials = ScramCredentialStore(self.data_dir)
+        self.context.scram_credentials = self.scram_credentials
         group_config = GroupConfig.from_broker(config.get)
         # a cluster broker's coordinators serve their replicated internal partitions while they lead them
         # (coordinator_partitions); a single broker keeps their logs in its data dir
@@ -237,7 +250,9 @@ class MiniBroker:
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
         self.quotas.start()
         self.apis.quotas = self.quotas
-        self.socket_server = SocketServer(config, channel, self.apis, self.time, self.metrics, self._selector_factory)
+        security = BrokerSecurity(self.scram_credentials, api_versions_handler(self.apis.supported_versions), self.time)
+        self.socket_server = SocketServer(config, channel, self.apis, self.time, self.metrics, self._selector_factory,
+                                          security)
         self.quotas.on_ip_quota = self.socket_server.quotas.update_ip_connection_rate
         self.context.endpoints = self._advertised_endpoints(self.socket_server)
         self.handler_pool = KafkaRequestHandlerPool(channel, self.apis, config.num_io_threads, self.time,
@@ -344,6 +359,29 @@ class MiniBroker:
         if self.socket_server is None:
             return []
         return [a.endpoint.connection_string(a.bound_port) for a in self.socket_server.acceptors]
+
+    def listener_port(self, listener_name: str) -> int:
+        """The bound port of a named listener (e.g. ``"SASL_SSL"``)."""
+        if self.socket_server is None:
+            raise RuntimeError("broker not started")
+        return self.socket_server.bound_port(listener_name.upper())
+
+    def listener_bootstrap(self, listener_name: str) -> str:
+        """``host:port`` of a named listener, for a client's ``bootstrap.servers``."""
+        return f"{self.host}:{self.listener_port(listener_name)}"
+
+    def add_scram_credential(self, user: str, password: str, mechanism: str = "SCRAM-SHA-256",
+                             iterations: int = 4096) -> None:
+        """Store a SCRAM credential for ``user`` (what ``kafka-storage format --add-scram`` does for a new
+        cluster); clients may also use AlterUserScramCredentials."""
+        from pykafka_client.network.transport.sasl.scram import ScramMechanism
+
+        scram = ScramMechanism.for_mechanism_name(mechanism.upper())
+        if scram is None:
+            raise ValueError(f"unknown SCRAM mechanism {mechanism!r}: use SCRAM-SHA-256 or SCRAM-SHA-512")
+        if self.scram_credentials is None:
+            raise RuntimeError("broker not started")
+        self.scram_credentials.upsert_password(user, scram, password, iterations)
 
     @property
     def metrics_url(self) -> str | None:

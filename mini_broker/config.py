@@ -59,6 +59,9 @@ def load_properties(text: str) -> dict[str, str]:
     return out
 
 
+SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
 @dataclass(frozen=True)
 class EndPoint:
     """One listener: ``PLAINTEXT://host:port`` (host ``""`` = all interfaces; port 0 = ephemeral)."""
@@ -69,6 +72,8 @@ class EndPoint:
 
     @property
     def security_protocol(self) -> str:
+        """The listener name, which is the protocol only for a listener named after it; the protocol of any
+        listener is :meth:`KafkaConfig.listener_security_protocol`."""
         return self.listener_name
 
     def connection_string(self, port: int | None = None) -> str:
@@ -94,8 +99,19 @@ def parse_listener(name: str, spec: str) -> EndPoint:
     return EndPoint(proto.upper(), host, port)
 
 
-#: keys that may be set per listener as ``listener.name.<listener>.<key>`` (Kafka's listener prefix)
-LISTENER_PREFIXED_KEYS: Final = frozenset({"max.connections", "max.connection.creation.rate"})
+#: keys that may be set per listener as ``listener.name.<listener>.<key>`` (Kafka's listener prefix), besides
+#: every ``ssl.*`` / ``sasl.*`` key and ``<mechanism>.sasl.jaas.config``
+LISTENER_PREFIXED_KEYS: Final = frozenset({"max.connections", "max.connection.creation.rate",
+                                           "connections.max.reauth.ms", "connection.failed.authentication.delay.ms"})
+
+#: the per-mechanism JAAS key of a listener (``listener.name.<l>.<mechanism>.sasl.jaas.config``)
+JAAS_SUFFIX: Final = ".sasl.jaas.config"
+
+
+def _listener_key(base: str) -> bool:
+    if base in LISTENER_PREFIXED_KEYS or base.endswith(JAAS_SUFFIX):
+        return True
+    return base.startswith(("ssl.", "sasl.")) and base in CONFIG_DEF
 
 
 def _listener_prefixed(name: str) -> tuple[str, str] | None:
@@ -103,7 +119,9 @@ def _listener_prefixed(name: str) -> tuple[str, str] | None:
     if not name.startswith("listener.name."):
         return None
     listener, _, base = name[len("listener.name."):].partition(".")
-    return (listener.lower(), base) if listener and base in LISTENER_PREFIXED_KEYS else None
+    if base.lower().endswith(JAAS_SUFFIX):
+        base = base.lower()
+    return (listener.lower(), base) if listener and _listener_key(base) else None
 
 
 class KafkaConfig:
@@ -119,7 +137,7 @@ class KafkaConfig:
             prefixed = _listener_prefixed(name)
             if key is None and prefixed is not None:
                 listener, base = prefixed
-                value = parse_value(CONFIG_DEF[base], raw)
+                value = parse_value(CONFIG_DEF.get(base, CONFIG_DEF["sasl.jaas.config"]), raw)
                 self._originals[name] = value
                 self._listener_values[(listener, base)] = value
                 continue
@@ -159,6 +177,22 @@ class KafkaConfig:
         v = self._listener_values.get((listener_name.lower(), name), self._values[name])
         assert isinstance(v, int)
         return v
+
+    def listener_value(self, listener_name: str, name: str) -> ConfigValue:
+        """``listener.name.<listener>.<name>`` when set (Kafka's listener prefix, listener matched
+        case-insensitively), else the broker-wide ``name`` (None for a ``<mechanism>.sasl.jaas.config``)."""
+        key = (listener_name.lower(), name)
+        if key in self._listener_values:
+            return self._listener_values[key]
+        return self._values.get(name)
+
+    def listener_is_set(self, listener_name: str, name: str) -> bool:
+        """Whether ``name`` was set for this listener or broker-wide."""
+        return (listener_name.lower(), name) in self._listener_values or name in self._originals
+
+    def listener_security_protocol(self, listener_name: str) -> str:
+        """The security protocol of a listener: its ``listener.security.protocol.map`` entry, else its name."""
+        return self.listener_security_protocol_map.get(listener_name.upper(), listener_name.upper())
 
     def get_int(self, name: str) -> int:
         """The value of a known int/long key (raises ConfigurationError for an unknown key)."""
@@ -365,12 +399,12 @@ class KafkaConfig:
         if not advertised <= set(names):
             raise ConfigurationError(f"Invalid value for configuration advertised.listeners: listener names "
                                      f"{sorted(advertised - set(names))} are not in listeners")
-        protocols = self.listener_security_protocol_map
         for name in names:
-            protocol = protocols.get(name, name)
-            if protocol != "PLAINTEXT":
-                raise ConfigurationError(f"Invalid value for configuration listeners: listener {name} uses "
-                                         f"{protocol}; mini_broker serves PLAINTEXT only so far")
+            protocol = self.listener_security_protocol(name)
+            if protocol not in SECURITY_PROTOCOLS:
+                raise ConfigurationError(f"Invalid value for configuration listeners: listener {name} has no security "
+                                         f"protocol ({protocol!r}); map it in listener.security.protocol.map to one of "
+                                         f"{', '.join(SECURITY_PROTOCOLS)}")
         self.max_connections_per_ip_overrides  # noqa: B018 - parse for errors
         nid, bid = self._int("node.id"), self._int("broker.id")
         if nid >= 0 and bid >= 0 and nid != bid:

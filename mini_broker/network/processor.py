@@ -30,7 +30,8 @@ from mini_broker.network.request_channel import (
     SendResponse,
     StartThrottlingResponse,
 )
-from pykafka_client.network.transport.channel import ChannelMuteEvent, KafkaChannel
+from mini_broker.security.sasl_authenticator import DelayedAuthFailures, SaslServerSession
+from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONNECTION_QUEUE_SIZE: Final = 20
+SASL_HANDSHAKE_KEY: Final = 17
 POLL_TIMEOUT_MS: Final = 300
 
 
@@ -86,6 +88,8 @@ class _Conn:
     pending: collections.deque[NetworkReceive] | None = None
     # gives the in-flight request's frame memory back to the pool (set when the selector has a pool)
     inflight_release: Callable[[], None] | None = None
+    # who the peer is, known from its first request on (authentication is over by then)
+    principal: str | None = None
 
     def release_memory(self) -> None:
         """Give back the pool memory of the in-flight frame and of every frame still pending."""
@@ -126,7 +130,8 @@ class Processor:
 
     def __init__(self, processor_id: int, listener: EndPoint, config: KafkaConfig, channel: RequestChannel,
                  quotas: ConnectionQuotas, parser: RequestParser, selector: ServerSelector, time: Time = SYSTEM_TIME,
-                 metrics: BrokerMetrics | None = None) -> None:
+                 metrics: BrokerMetrics | None = None, *, auth_failures: DelayedAuthFailures | None = None,
+                 principal_mapper: Callable[[str], str] | None = None) -> None:
         self.id = processor_id
         self.listener = listener
         self._config = config
@@ -136,6 +141,11 @@ class Processor:
         self.selector = selector
         self._time = time
         self._metrics = metrics
+        # failed SASL authentications answered and closed after connection.failed.authentication.delay.ms
+        self._auth_failures = auth_failures
+        # a TLS client certificate's DN -> principal name (ssl.principal.mapping.rules)
+        self._principal_mapper = principal_mapper
+        self._sasl_listener = config.listener_security_protocol(listener.listener_name).startswith("SASL_")
         # (socket, remote ip as counted by ConnectionQuotas: the same string must be given back to dec())
         self._new_connections: queue.Queue[tuple[socket.socket, str]] = queue.Queue(CONNECTION_QUEUE_SIZE)
         self._response_queue: collections.deque[Response] = collections.deque()
@@ -213,6 +223,7 @@ class Processor:
                     self._process_completed_sends()
                     self._process_disconnected()
                     self._close_excess_connections()
+                    self._complete_failed_authentications()
                 except Exception:
                     # per-channel errors are handled below; this is the last line of defence
                     log.exception("event=processor_error processor=%s", self.id)
@@ -289,6 +300,9 @@ class Processor:
     def _poll(self) -> None:
         has_pending = bool(self._new_connections.queue) or bool(self._ready) or bool(self._response_queue)
         timeout = 0 if has_pending else POLL_TIMEOUT_MS
+        deadline = self._auth_failures.next_deadline_ns() if self._auth_failures is not None else None
+        if deadline is not None:
+            timeout = max(0, min(timeout, (deadline - self._time.nanoseconds() + 999_999) // 1_000_000))
         t0 = self._time.nanoseconds()
         self.selector.poll(timeout)
         if self._metrics is not None:
@@ -327,6 +341,10 @@ class Processor:
         if not self._running:
             release_frame(receive)
             return
+        session = self._sasl_session(cid) if self._sasl_listener else None
+        if session is not None and self._sasl_session_event(conn, session, receive):
+            release_frame(receive)
+            return
         try:
             request = self._parser.parse_request(self.id, cid, conn.remote_address, self.listener.listener_name,
                                                  receive.payload, self._time.nanoseconds())
@@ -342,7 +360,7 @@ class Processor:
         if channel is None:  # closed under us (its disconnect is reported): nobody to answer
             self._close(cid, "channel_closed")
             return
-        request.context.principal = channel.principal()
+        request.context.principal = conn.principal if conn.principal is not None else self._principal(conn, channel)
         self.selector.mute(cid)
         channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
         if request.context.api_key in self._inline_api_keys:
@@ -354,6 +372,54 @@ class Processor:
                 return
             except queue.Full:
                 continue  # backpressure: block this processor until a handler frees a slot
+
+    # --- security -----------------------------------------------------------------------------------
+
+    def _sasl_session(self, cid: str) -> SaslServerSession | None:
+        channel = self.selector.channel(cid)
+        auth = channel.authenticator if channel is not None else None
+        return auth if isinstance(auth, SaslServerSession) else None
+
+    def _sasl_session_event(self, conn: _Conn, session: SaslServerSession, receive: NetworkReceive) -> bool:
+        """A SaslHandshake on an authenticated connection starts a re-authentication (KIP-368); any other request
+        after the session lifetime closes the connection (Kafka's expired-session check). True when handled."""
+        payload = receive.payload
+        api_key = struct.unpack_from(">h", payload, 0)[0] if len(payload) >= 2 else -1
+        cid = conn.connection_id
+        if api_key == SASL_HANDSHAKE_KEY:
+            try:
+                session.begin_reauthentication(bytes(payload))
+            except Exception as e:
+                log.info("event=reauthentication_failed connection=%s error=%r", cid, e)
+                self._close(cid, "reauthentication_failed")
+                return True
+            self.selector.unmute(cid)  # re-reads the channel's interest: the handshake response is to be written
+            return True
+        if session.session_expired(self._time.nanoseconds()):
+            log.info("event=session_expired connection=%s listener=%s: the client did not re-authenticate within "
+                     "connections.max.reauth.ms", cid, self.listener.listener_name)
+            self._close(cid, "authentication_session_expired")
+            return True
+        return False
+
+    def _principal(self, conn: _Conn, channel: KafkaChannel) -> str:
+        """The channel's principal, the TLS DN mapped by ssl.principal.mapping.rules; cached once authenticated."""
+        name = channel.principal()
+        if channel.authenticator is None and name != ANONYMOUS and self._principal_mapper is not None:
+            name = self._principal_mapper(name)
+        conn.principal = name
+        return name
+
+    def _complete_failed_authentications(self) -> None:
+        """Answer and close the connections whose failed authentication has waited out its delay."""
+        if self._auth_failures is None:
+            return
+        for cid in self._auth_failures.due(self._time.nanoseconds()):
+            channel = self.selector.channel(cid)
+            auth = channel.authenticator if channel is not None else None
+            if channel is not None and isinstance(auth, SaslServerSession):
+                auth.send_failure_response(channel.transport)
+            self._close(cid, "authentication_failed")
 
     def _handle_inline(self, request: Request) -> None:
         """Handle ``request`` on this thread (what a handler thread would do); its answer is queued here."""

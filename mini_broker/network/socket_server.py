@@ -30,14 +30,19 @@ from mini_broker.network.acceptor import Acceptor
 from mini_broker.network.connection_quotas import ConnectionQuotas
 from mini_broker.network.processor import Processor, RequestParser, ServerSelector
 from mini_broker.network.request_channel import RequestChannel
+from mini_broker.security.listener_security import BrokerSecurity, server_channel_builder
+from mini_broker.security.principal_mapping import SslPrincipalMapper
+from mini_broker.security.sasl_authenticator import DelayedAuthFailures
+from pykafka_client.network.transport.channel_builder import ChannelBuilder
 from pykafka_client.network.transport.memory_pool import MemoryPool, SimpleMemoryPool
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
     from mini_broker.metrics import BrokerMetrics
 
-#: (processor id, config, the shared request memory pool or None) -> the processor's selector
-SelectorFactory = Callable[[int, KafkaConfig, "MemoryPool | None"], ServerSelector]
+#: (processor id, config, the shared request memory pool or None, the listener's channel builder) -> the
+#: processor's selector
+SelectorFactory = Callable[[int, KafkaConfig, "MemoryPool | None", ChannelBuilder], ServerSelector]
 
 
 def create_memory_pool(config: KafkaConfig) -> SimpleMemoryPool | None:
@@ -46,15 +51,15 @@ def create_memory_pool(config: KafkaConfig) -> SimpleMemoryPool | None:
     return SimpleMemoryPool(capacity) if capacity > 0 else None
 
 
-def default_selector_factory(processor_id: int, config: KafkaConfig, memory_pool: MemoryPool | None) -> ServerSelector:
+def default_selector_factory(processor_id: int, config: KafkaConfig, memory_pool: MemoryPool | None,
+                             channel_builder: ChannelBuilder) -> ServerSelector:
     """The transport Selector in server role, with the broker's receive limit, idle expiry and memory pool."""
-    from pykafka_client.network.transport.channel_builder import DefaultChannelBuilder, Mode
     from pykafka_client.network.transport.selector import Selector
 
     return Selector(
         max_receive_size=config.socket_request_max_bytes,
         connections_max_idle_ms=config.connections_max_idle_ms,
-        channel_builder=DefaultChannelBuilder(Mode.SERVER),
+        channel_builder=channel_builder,
         memory_pool=memory_pool,
     )
 
@@ -67,7 +72,8 @@ class SocketServer:
     """All listeners: an Acceptor and ``num.network.threads`` Processors each, one ConnectionQuotas."""
 
     def __init__(self, config: KafkaConfig, channel: RequestChannel, parser: RequestParser, time: Time = SYSTEM_TIME,
-                 metrics: BrokerMetrics | None = None, selector_factory: SelectorFactory | None = None) -> None:
+                 metrics: BrokerMetrics | None = None, selector_factory: SelectorFactory | None = None,
+                 security: BrokerSecurity | None = None) -> None:
         self.config = config
         self.channel = channel
         inter_broker = config.get("inter.broker.listener.name")
@@ -89,8 +95,14 @@ class SocketServer:
         try:
             for endpoint in config.listeners:
                 procs: list[Processor] = []
+                listener = endpoint.listener_name
+                mapper = SslPrincipalMapper(str(config.listener_value(listener, "ssl.principal.mapping.rules") or "DEFAULT"))
                 for _ in range(config.num_network_threads):
-                    p = Processor(next_id, endpoint, config, channel, self.quotas, parser, factory(next_id, config, self.memory_pool), time, metrics)
+                    failures = DelayedAuthFailures(time)
+                    builder = server_channel_builder(config, listener, security, failures)
+                    p = Processor(next_id, endpoint, config, channel, self.quotas, parser,
+                                  factory(next_id, config, self.memory_pool, builder), time, metrics,
+                                  auth_failures=failures, principal_mapper=mapper.principal_name)
                     channel.add_processor(next_id, p)
                     procs.append(p)
                     next_id += 1

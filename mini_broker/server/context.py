@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from mini_broker.group.group_coordinator import GroupCoordinator
     from mini_broker.producer_state.producer_id_manager import ProducerIdManager
     from mini_broker.security.authorizer import StandardAuthorizer
+    from mini_broker.security.scram_credentials import ScramCredentialStore
     from mini_broker.server.faults import FaultInjector
     from mini_broker.server.replica_manager import ReplicaManager
     from mini_broker.transaction.seams import TransactionVerifier, TxnMarkerWriter
@@ -55,6 +56,8 @@ class BrokerContext:
     authorizer: StandardAuthorizer | None = None
     #: TEST-ONLY fault injection (see ``mini_broker.server.faults``); None in normal runs.
     faults: FaultInjector | None = None
+    #: SCRAM credentials (AlterUserScramCredentials / DescribeUserScramCredentials and the SASL listeners)
+    scram_credentials: ScramCredentialStore | None = None
 
     def auth(self, request: Request) -> RequestAuth:
         """The authorization checks of ``request``'s principal and client host (see mini_broker.security)."""

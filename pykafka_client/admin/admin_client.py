@@ -34,6 +34,7 @@ from pykafka_client.admin.group_types import (
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
@@ -50,6 +51,7 @@ from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandl
 from pykafka_client.admin.handlers.describe_producers import DescribeProducersHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
 from pykafka_client.admin.handlers.describe_transactions import DescribeTransactionsHandler
+from pykafka_client.admin.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
@@ -76,6 +78,9 @@ from pykafka_client.admin.types import (
     TransactionDescription,
     TransactionListing,
     TransactionState,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
 )
 from pykafka_client.client_utils import create_network_client
 from pykafka_client.network.metadata import Metadata
@@ -224,6 +229,25 @@ class AdminClient:
         """Delete the bindings each filter selects (DeleteAcls); returns per filter the bindings it removed.
         Raises the first filter's error after all were applied."""
         return api("delete_acls", DeleteAclsHandler).call(self._ctx, filters, timeout)
+
+    # --- SCRAM credentials -----------------------------------------------------------------------
+
+    def alter_user_scram_credentials(
+        self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion],
+        timeout: float | None = None,
+    ) -> dict[str, BaseException | None]:
+        """Create, replace or delete users' SCRAM credentials (AlterUserScramCredentials; the password is salted
+        here and never sent). Returns each user's error or None; raises the first user's error (e.g.
+        UnacceptableCredentialError for too few iterations, ResourceNotFoundError for deleting a missing one)
+        after all were attempted."""
+        return api("alter_user_scram_credentials", AlterUserScramCredentialsHandler).call(self._ctx, alterations, timeout)
+
+    def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None, timeout: float | None = None
+    ) -> dict[str, UserScramCredentialsDescription]:
+        """The mechanisms and iteration counts of ``users``' SCRAM credentials (every user that has one when
+        None). A named user without any raises ResourceNotFoundError."""
+        return api("describe_user_scram_credentials", DescribeUserScramCredentialsHandler).call(self._ctx, users, timeout)
 
     # --- configs -------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from typing import TypeVar
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
@@ -30,6 +31,7 @@ from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandl
 from pykafka_client.admin.handlers.describe_producers import DescribeProducersHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
 from pykafka_client.admin.handlers.describe_transactions import DescribeTransactionsHandler
+from pykafka_client.admin.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
@@ -67,6 +69,8 @@ ADMIN_APIS: dict[str, type] = {
     "create_acls": CreateAclsHandler,
     "describe_acls": DescribeAclsHandler,
     "delete_acls": DeleteAclsHandler,
+    "alter_user_scram_credentials": AlterUserScramCredentialsHandler,
+    "describe_user_scram_credentials": DescribeUserScramCredentialsHandler,
 }
 
 

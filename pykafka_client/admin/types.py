@@ -337,3 +337,63 @@ class ClientQuotaFilter:
     @classmethod
     def all(cls) -> ClientQuotaFilter:
         return cls((), False)
+
+
+# --- SCRAM credentials (AlterUserScramCredentials / DescribeUserScramCredentials) ------------------------
+
+
+class ScramMechanismType(enum.IntEnum):
+    """A SCRAM mechanism as the credential APIs number it (Java ``ScramMechanism``)."""
+
+    UNKNOWN = 0
+    SCRAM_SHA_256 = 1
+    SCRAM_SHA_512 = 2
+
+    @property
+    def mechanism_name(self) -> str:
+        return self.name.replace("_", "-")
+
+    @classmethod
+    def for_name(cls, name: str | ScramMechanismType) -> ScramMechanismType:
+        if isinstance(name, ScramMechanismType):
+            return name
+        for m in (cls.SCRAM_SHA_256, cls.SCRAM_SHA_512):
+            if m.mechanism_name == str(name).upper():
+                return m
+        raise ValueError(f"unknown SCRAM mechanism {name!r}: use 'SCRAM-SHA-256' or 'SCRAM-SHA-512'")
+
+
+@dataclass(frozen=True)
+class ScramCredentialInfo:
+    """One credential of a user: its mechanism and iteration count (never key material)."""
+
+    mechanism: ScramMechanismType
+    iterations: int
+
+
+@dataclass(frozen=True)
+class UserScramCredentialsDescription:
+    """The SCRAM credentials a user has."""
+
+    user: str
+    credential_infos: list[ScramCredentialInfo]
+
+
+@dataclass(frozen=True)
+class UserScramCredentialUpsertion:
+    """Create or replace ``user``'s credential for ``mechanism`` from ``password`` (salted here: only the salted
+    password is sent). ``salt`` defaults to 32 random bytes."""
+
+    user: str
+    mechanism: ScramMechanismType | str
+    password: str
+    iterations: int = 4096
+    salt: bytes | None = None
+
+
+@dataclass(frozen=True)
+class UserScramCredentialDeletion:
+    """Delete ``user``'s credential for ``mechanism``."""
+
+    user: str
+    mechanism: ScramMechanismType | str

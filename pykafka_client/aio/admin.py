@@ -37,6 +37,9 @@ from pykafka_client.admin.types import (
     TransactionDescription,
     TransactionListing,
     TransactionState,
+    UserScramCredentialDeletion,
+    UserScramCredentialsDescription,
+    UserScramCredentialUpsertion,
 )
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.protocol.acl import ANY_ACL, AclBinding, AclBindingFilter
@@ -93,6 +96,17 @@ class AsyncAdminClient:
         self, entries: Iterable[ClientQuotaAlteration], timeout: float | None = None, validate_only: bool = False
     ) -> dict[ClientQuotaEntity, BaseException | None]:
         return await self._run(lambda: self._admin.alter_client_quotas(entries, timeout, validate_only))
+
+    async def alter_user_scram_credentials(
+        self, alterations: Iterable[UserScramCredentialUpsertion | UserScramCredentialDeletion],
+        timeout: float | None = None,
+    ) -> dict[str, BaseException | None]:
+        return await self._run(lambda: self._admin.alter_user_scram_credentials(alterations, timeout))
+
+    async def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None, timeout: float | None = None
+    ) -> dict[str, UserScramCredentialsDescription]:
+        return await self._run(lambda: self._admin.describe_user_scram_credentials(users, timeout))
 
     async def describe_client_quotas(
         self, quota_filter: ClientQuotaFilter | None = None, timeout: float | None = None

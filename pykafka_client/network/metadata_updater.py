@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from pykafka_client.errors import AuthenticationError, for_code
+from pykafka_client.errors import for_code
 from pykafka_client.network.client_request import RequestBody, RequestHeaderInfo
 from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS, ClusterConnectionStates
 from pykafka_client.network.kafka_client import LeastLoadedNode
@@ -158,7 +158,9 @@ class DefaultMetadataUpdater:
         return MAX_DELAY_MS
 
     def handle_server_disconnect(self, now_ms: int, node_id: str, auth_exception: BaseException | None) -> None:
-        if isinstance(auth_exception, AuthenticationError):
+        # any authentication failure (TLS, or SASL: SaslAuthenticationError, UnsupportedSaslMechanismError, ... are
+        # broker error classes, not AuthenticationError subclasses) is fatal for the metadata waiters, as in Java
+        if auth_exception is not None:
             self.metadata.fatal_error(auth_exception)
         # A disconnect while an update is due counts as a failed update, so that we back off.
         if self.is_update_due(now_ms):

@@ -286,6 +286,7 @@ SOCKETS_ALLOWED: dict[str, str] = {
     "mini_broker.cluster.controller_rpc": "a broker's blocking RPC connection to the controller",
     "mini_broker.cluster.broker_connection": "blocking connections between brokers (replica fetches, txn markers and checks)",
     "mini_broker.cluster.mini_cluster": "picks free ports for the brokers of a test cluster",
+    "mini_broker.security.listener_security": "builds a TLS listener's ssl.SSLContext (through ssl_factory)",
 }
 
 #: Modules that may touch the file system (``open``, ``os`` file calls, ``os.path`` queries of the disk,
@@ -302,6 +303,8 @@ FILES_ALLOWED: dict[str, str] = {
     "mini_broker.broker": "a temporary data dir for MiniBroker() without log.dirs, removed on close",
     "mini_broker.cluster.mini_cluster": "temporary data dirs of a test cluster",
     "mini_broker.config": "reads server.properties (KafkaConfig.from_properties_file)",
+    "mini_broker.security.listener_security": "inline PEM keys go through a private temp file (ssl loads files only)",
+    "mini_broker.security.scram_credentials": "reads the SCRAM credential file of the data dir (written by atomic_write)",
     "mini_broker.__main__": "reads the --config properties file",
     "pykafka_client.network.transport.transport_layer": "sends a log file region (sendfile, or pread for TLS) "
                                                         "handed in by the broker's fetch",

@@ -166,7 +166,8 @@ class SslTransportLayer:
     a time. A write that TLS refused is retried with exactly the same bytes, as OpenSSL requires.
     """
 
-    __slots__ = ("_raw", "_ssl", "_context", "_server_side", "_server_hostname", "_peer", "_ready", "_wants_write")
+    __slots__ = ("_raw", "_ssl", "_context", "_server_side", "_server_hostname", "_peer", "_ready", "_wants_write",
+                 "_post_handshake")
 
     def __init__(
         self,
@@ -185,6 +186,9 @@ class SslTransportLayer:
         self._peer = peer or (server_hostname or "peer")
         self._ready = False
         self._wants_write = not server_side
+        # TLS 1.3: the server checks the client's certificate after the client's handshake is done, so its
+        # rejection (an alert) arrives with the first read; until data has arrived a TLS error is a handshake failure
+        self._post_handshake = False
 
     @property
     def socket(self) -> socket.socket:
@@ -229,6 +233,7 @@ class SslTransportLayer:
             raise self._fail(str(e)) from e
         self._ready = True
         self._wants_write = False
+        self._post_handshake = True
 
     def read_into(self, view: memoryview) -> int:
         assert self._ssl is not None
@@ -236,6 +241,12 @@ class SslTransportLayer:
             n = self._ssl.recv_into(view)
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError, InterruptedError):
             return 0
+        except ssl.SSLError as e:
+            if self._post_handshake:
+                raise self._fail(str(e.reason or e)) from e
+            raise
+        if n > 0:
+            self._post_handshake = False
         return n if n > 0 else -1
 
     def write_buffers(self, views: Sequence[memoryview]) -> int:

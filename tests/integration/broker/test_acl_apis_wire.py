@@ -33,6 +33,7 @@ from pykafka_client.protocol.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AlterClientQuotasRequest,
+    AlterUserScramCredentialsRequest,
     CreateAclsRequest,
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -47,6 +48,7 @@ from pykafka_client.protocol.messages import (
     DescribeLogDirsRequest,
     DescribeProducersRequest,
     DescribeTransactionsRequest,
+    DescribeUserScramCredentialsRequest,
     EndTxnRequest,
     FetchRequest,
     FindCoordinatorRequest,
@@ -288,3 +290,14 @@ def test_config_quota_cluster_and_acl_apis(conn: Conn) -> None:
         resource_type=4, resource_name=CLUSTER_NAME, resource_pattern_type=3, principal=ANON, host="*",
         operation=int(Op.ALL), permission_type=3)]), 3)
     assert created.results[0].error_code == CLUSTER_AUTH  # no one grants themselves the cluster
+
+
+def test_scram_credential_apis_need_the_cluster(conn: Conn) -> None:
+    # Kafka: DescribeUserScramCredentials needs DESCRIBE on the cluster (top-level error), AlterUserScramCredentials
+    # needs ALTER on the cluster (every user's result fails, nothing is changed)
+    described = conn.call(DescribeUserScramCredentialsRequest(users=None), 0)
+    assert described.error_code == CLUSTER_AUTH and described.results == []
+    altered = conn.call(AlterUserScramCredentialsRequest(deletions=[], upsertions=[
+        AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
+            name="mallory", mechanism=1, iterations=4096, salt=b"s" * 16, salted_password=b"p" * 32)]), 0)
+    assert [(r.user, r.error_code) for r in altered.results] == [("mallory", CLUSTER_AUTH)]

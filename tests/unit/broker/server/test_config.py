@@ -56,7 +56,7 @@ def test_unknown_keys_warn_and_are_ignored() -> None:
     ("listeners", "127.0.0.1:9092"),
     ("listeners", "PLAINTEXT://127.0.0.1:99999"),
     ("max.connections.per.ip.overrides", "a"),
-    ("listeners", "SSL://127.0.0.1:0"),
+    ("listeners", "CLIENT://127.0.0.1:0"),  # a listener name with no security protocol in the map
     ("listener.security.protocol.map", "nonsense"),
 ])
 def test_invalid_values_name_the_key(key: str, value: str) -> None:
