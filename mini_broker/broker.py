@@ -29,6 +29,7 @@ from typing import Mapping, Protocol
 from mini_broker.cluster.cluster_mode import ClusterMode
 from mini_broker.config import KafkaConfig
 from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
+from mini_broker.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, TopicInfo, TopicsImage
 from mini_broker.log.data_dir_lock import DataDirLock
 from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
@@ -227,6 +228,7 @@ class MiniBroker:
         self.group_coordinator.startup(follow_partition_leadership=mode.follows_partition_leadership)
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
+        self._start_consumer_groups(self.group_coordinator, self.metadata_cache)
         mode.before_coordinators(self.context)
         txn_coordinator = self._start_transaction_coordinator(self.context)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
@@ -247,6 +249,16 @@ class MiniBroker:
             self.metrics_server.start()
         log.info("event=broker_started node_id=%s cluster_id=%s listeners=%s data_dir=%s", node_id,
                  self.metadata_cache.cluster_id, ",".join(self.listener_urls()), self.data_dir)
+
+    def _start_consumer_groups(self, classic: GroupCoordinator, metadata: MetadataCache) -> None:
+        """KIP-848 consumer groups, served on the classic coordinator's runtime (which routes to them)."""
+        def topics() -> TopicsImage:
+            return TopicsImage.of(TopicInfo(t.topic_id, t.name, t.num_partitions) for t in metadata.all_topics())
+
+        consumer_groups = ConsumerGroupCoordinator(ConsumerGroupConfig.from_broker(self.config.get), classic.runtime,
+                                                   topics, self.time)
+        classic.consumer_groups = consumer_groups
+        consumer_groups.startup()
 
     def _start_transaction_coordinator(self, context: BrokerContext) -> TransactionCoordinator:
         """The transaction coordinator: ``__transaction_state`` replayed, ids from the ProducerIdManager, markers

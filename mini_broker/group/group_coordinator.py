@@ -92,6 +92,7 @@ from pykafka_client.errors import (
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
+    from mini_broker.group.consumer.coordinator import ConsumerGroupCoordinator
     from mini_broker.metrics import BrokerMetrics
 
 _log = logging.getLogger(__name__)
@@ -157,6 +158,9 @@ class GroupCoordinator:
         #: tasks and replication continuations (on the heartbeat purgatory's timer thread)
         self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC_NAME, manager.partition, self,
                                           self.heartbeat_purgatory.timeout_timer)
+        #: KIP-848 consumer groups (mini_broker/group/consumer), hosted on the same runtime; set by the broker.
+        #: The group APIs route a group id to them or to this classic coordinator by the group's type.
+        self.consumer_groups: ConsumerGroupCoordinator | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     @property
@@ -195,6 +199,8 @@ class GroupCoordinator:
         """Drop every group; parked joins and syncs are answered NOT_COORDINATOR."""
         with self._groups_lock:
             groups, self._groups = list(self._groups.values()), {}
+        if self.consumer_groups is not None:  # KIP-848 consumer groups go with the runtime's state
+            self.consumer_groups.unload()
         for group in groups:
             with group.lock:
                 self._run(group, group_rebalance.unload_group, group)

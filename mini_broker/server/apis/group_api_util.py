@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mini_broker.group.consumer import ConsumerGroupCoordinator
 from mini_broker.group.group_coordinator import GroupCoordinator
 from mini_broker.group.group_requests import CommittedOffset
 from mini_broker.network.request_channel import Request
@@ -21,6 +22,15 @@ def group_coordinator(apis: KafkaApis) -> GroupCoordinator:
         raise RuntimeError("the broker context has no group coordinator: the broker must create it before "
                            "it serves requests")
     return coordinator
+
+
+def consumer_group_coordinator(apis: KafkaApis) -> ConsumerGroupCoordinator:
+    """The KIP-848 consumer groups, hosted on the group coordinator's runtime (the broker creates both)."""
+    consumer_groups = group_coordinator(apis).consumer_groups
+    if consumer_groups is None:
+        raise RuntimeError("the group coordinator hosts no consumer groups: the broker must create them before "
+                           "it serves requests")
+    return consumer_groups
 
 
 def split_unknown_partitions(broker: BrokerContext, topics: Iterable[Any],

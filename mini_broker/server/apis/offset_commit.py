@@ -1,12 +1,19 @@
 """OffsetCommit (key 8). Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the
 group coordinator (generation/member checks, OFFSET_METADATA_TOO_LARGE). v1 may carry a commit timestamp,
-v2-4 a retention time (-1 = broker default); v5+ neither."""
+v2-4 a retention time (-1 = broker default); v5+ neither.
+
+A KIP-848 consumer group checks the member and its epoch first (v9+ carry them: UNKNOWN_MEMBER_ID,
+STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH); its offsets are then stored as those of a group without members."""
 
 from __future__ import annotations
 
 from mini_broker.group.group_requests import CommittedOffset, OffsetCommitParams
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.group_api_util import group_coordinator, split_unknown_partitions
+from mini_broker.server.apis.group_api_util import (
+    consumer_group_coordinator,
+    group_coordinator,
+    split_unknown_partitions,
+)
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
@@ -28,10 +35,17 @@ def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
                                expire_ts)
 
     errors, to_commit = split_unknown_partitions(broker, body.topics, committed)
+    member_id, generation, instance_id = body.member_id, body.generation_id_or_member_epoch, body.group_instance_id
+    consumer_error = consumer_group_coordinator(apis).validate_offset_commit(body.group_id, member_id, generation)
+    if consumer_error is not None:  # a consumer group: checked by epoch, stored as a commit from outside a group
+        if consumer_error != 0:
+            errors.update({tp: consumer_error for tp in to_commit})
+            to_commit = {}
+        member_id, generation, instance_id = "", -1, None
     if to_commit:
         errors.update(group_coordinator(apis).handle_commit_offsets(OffsetCommitParams(
-            group_id=body.group_id, offsets=to_commit, member_id=body.member_id,
-            generation_id=body.generation_id_or_member_epoch, group_instance_id=body.group_instance_id)))
+            group_id=body.group_id, offsets=to_commit, member_id=member_id,
+            generation_id=generation, group_instance_id=instance_id)))
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
         OffsetCommitResponse.OffsetCommitResponseTopic(name=topic.name, partitions=[
             OffsetCommitResponse.OffsetCommitResponsePartition(

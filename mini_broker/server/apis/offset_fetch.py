@@ -1,6 +1,7 @@
 """OffsetFetch (key 9): committed offsets (-1 when none), whatever the group's state. v2+ may ask for all
 partitions (null topics); v8+ batch several groups. Offsets pending in a transaction are not shown; with
-``require_stable`` (v7+) a partition that has some answers UNSTABLE_OFFSET_COMMIT."""
+``require_stable`` (v7+) a partition that has some answers UNSTABLE_OFFSET_COMMIT. v9+: a member of a KIP-848
+consumer group reads with its current epoch (else UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH for the group)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 
 from mini_broker.group.group_requests import FetchedOffset
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
@@ -30,8 +31,11 @@ def _by_topic(requested: Requested, offsets: dict[tuple[str, int], FetchedOffset
     return out
 
 
-def _fetch(apis: KafkaApis, group_id: str, requested: Requested,
-           require_stable: bool) -> tuple[int, list[tuple[str, list[tuple[int, FetchedOffset]]]]]:
+def _fetch(apis: KafkaApis, group_id: str, requested: Requested, require_stable: bool, member_id: str | None = None,
+           member_epoch: int = -1) -> tuple[int, list[tuple[str, list[tuple[int, FetchedOffset]]]]]:
+    consumer_error = consumer_group_coordinator(apis).validate_offset_fetch(group_id, member_id, member_epoch)
+    if consumer_error:
+        return consumer_error, []
     partitions = None if requested is None else [(t, p) for t, ps in requested for p in ps]
     error, offsets = group_coordinator(apis).handle_fetch_offsets(group_id, partitions, require_stable)
     return error, _by_topic(requested, offsets, error)
@@ -45,7 +49,7 @@ def handle(apis: KafkaApis, request: Request) -> OffsetFetchResponse:
         groups = []
         for g in body.groups:
             requested = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
-            error, topics = _fetch(apis, g.group_id, requested, body.require_stable)
+            error, topics = _fetch(apis, g.group_id, requested, body.require_stable, g.member_id, g.member_epoch)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[
                 OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
                     OffsetFetchResponse.OffsetFetchResponsePartitions(

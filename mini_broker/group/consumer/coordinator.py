@@ -1,0 +1,123 @@
+"""The consumer groups' driver: the :class:`ConsumerGroupManager` under one lock, served on the classic group
+coordinator's :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime` (same ``__consumer_offsets``
+partition, same status: NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS answers while the runtime does not serve),
+with a periodic task that expires sessions and rebalance timeouts.
+
+The state is in memory only: it is dropped when the runtime unloads (a resignation, a shutdown) and members
+rejoin (UNKNOWN_MEMBER_ID makes them rejoin with epoch 0). The groups' committed offsets are the classic
+coordinator's (stored in ``__consumer_offsets`` and replayed like any group's); this driver only checks the
+member epochs of commits and fetches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+
+from mini_broker.coordinator.runtime import CoordinatorRuntime
+from mini_broker.group.consumer.config import ConsumerGroupConfig
+from mini_broker.group.consumer.manager import (
+    ConsumerGroupHeartbeatParams,
+    ConsumerGroupHeartbeatResult,
+    ConsumerGroupManager,
+)
+from mini_broker.group.consumer.model import ConsumerGroup, TopicsImage
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+_log = logging.getLogger(__name__)
+
+#: how often sessions and rebalance timeouts are checked (a bound on how late an expiry is noticed)
+EXPIRY_CHECK_INTERVAL_MS = 100
+
+
+class ConsumerGroupCoordinator:
+    """Serves the consumer groups while ``runtime`` serves; call :meth:`startup` once."""
+
+    def __init__(self, config: ConsumerGroupConfig, runtime: CoordinatorRuntime,
+                 topics: Callable[[], TopicsImage], time: Time = SYSTEM_TIME) -> None:
+        self.config = config
+        self.runtime = runtime
+        self.time = time
+        self._topics = topics
+        self._lock = threading.Lock()
+        self._manager = ConsumerGroupManager(config)
+
+    def startup(self) -> None:
+        self.runtime.schedule_periodic(self.expire_members, EXPIRY_CHECK_INTERVAL_MS, "consumer group sessions")
+
+    def unload(self) -> None:
+        """Drop every consumer group (the runtime stopped serving, or reloads)."""
+        with self._lock:
+            self._manager.groups.clear()
+
+    def inactive_error(self) -> int | None:
+        """The error for any request while the runtime does not serve, else None."""
+        return None if self.runtime.is_active else self.runtime.inactive_error()
+
+    # -- requests -----------------------------------------------------------------------------------------
+    def heartbeat(self, request: ConsumerGroupHeartbeatParams) -> ConsumerGroupHeartbeatResult:
+        error = self.inactive_error()
+        if error is not None:
+            return ConsumerGroupHeartbeatResult(error, "the group coordinator is not serving here: look it up again "
+                                                       "(FindCoordinator) and retry", request.member_id or None)
+        topics = self._topics()
+        with self._lock:
+            result = self._manager.heartbeat(request, self.time.milliseconds(), topics)
+        if result.error_code:
+            _log.debug("event=consumer_group_heartbeat_error group=%s member=%s epoch=%d error=%d message=%s",
+                       request.group_id, request.member_id, request.member_epoch, result.error_code,
+                       result.error_message)
+        return result
+
+    def expire_members(self) -> None:
+        with self._lock:
+            expired = self._manager.expire(self.time.milliseconds())
+        for e in expired:
+            _log.info("event=consumer_group_member_removed group=%s member=%s reason=%r", e.group_id, e.member_id,
+                      e.reason)
+
+    def is_consumer_group(self, group_id: str) -> bool:
+        with self._lock:
+            return group_id in self._manager.groups
+
+    def is_empty_consumer_group(self, group_id: str) -> bool:
+        with self._lock:
+            group = self._manager.groups.get(group_id)
+            return group is not None and not group.members
+
+    def describe(self, group_id: str) -> ConsumerGroup | None:
+        """A copy of the group's state (None: not a consumer group here)."""
+        with self._lock:
+            group = self._manager.groups.get(group_id)
+            if group is None:
+                return None
+            return ConsumerGroup(group.group_id, group.group_epoch, dict(group.members), dict(group.static_members),
+                                 group.target_assignment_epoch, dict(group.target_assignment))
+
+    def preferred_assignor(self, group: ConsumerGroup) -> str:
+        return self._manager.preferred_assignor(group)
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        """(group id, state) of every consumer group."""
+        with self._lock:
+            return [(g.group_id, g.state.value) for g in self._manager.groups.values()]
+
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int | None:
+        """None: not a consumer group (the classic rules apply); else the commit's error code (0: allowed)."""
+        with self._lock:
+            if group_id not in self._manager.groups:
+                return None
+            return self._manager.validate_offset_commit(group_id, member_id, member_epoch)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int | None:
+        """None: not a consumer group; else the fetch's error code (0: allowed)."""
+        with self._lock:
+            if group_id not in self._manager.groups:
+                return None
+            return self._manager.validate_offset_fetch(group_id, member_id, member_epoch)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+        """For the consumer groups among ``group_ids``: 0 (deleted, it had no members) or GROUP_NOT_EMPTY."""
+        with self._lock:
+            return {g: self._manager.delete_group(g) for g in group_ids if g in self._manager.groups}
