@@ -19,6 +19,8 @@ from mini_broker.group.consumer.manager import (
 )
 from mini_broker.group.consumer.model import (
     Assignment,
+    ConsumerGroup,
+    ConsumerGroupMember,
     ConsumerGroupState,
     MemberState,
     TopicInfo,
@@ -65,12 +67,15 @@ class Harness:
             subscribed_topic_names=None if topics is None else tuple(topics), subscribed_topic_regex=regex,
             server_assignor=assignor, owned_partitions=owned), self.time.milliseconds(), self.topics)
 
-    def member(self, member_id: str):  # type: ignore[no-untyped-def]
+    def member(self, member_id: str) -> ConsumerGroupMember:
         return self.manager.groups[GROUP].members[member_id]
 
     @property
-    def group(self):  # type: ignore[no-untyped-def]
+    def group(self) -> ConsumerGroup:
         return self.manager.groups[GROUP]
+
+    def state(self) -> ConsumerGroupState:
+        return self.group.state
 
     def assert_no_partition_owned_twice(self) -> None:
         """The invariant revoke-before-assign keeps: no partition is assigned (or pending revocation) to two
@@ -98,7 +103,7 @@ def test_first_member_joins_and_owns_every_partition() -> None:
     assert r.member_epoch == 1 and r.heartbeat_interval_ms == HEARTBEAT_MS
     assert partitions(r) == set(range(6))
     assert h.group.group_epoch == 1 and h.group.target_assignment_epoch == 1
-    assert h.group.state is ConsumerGroupState.STABLE
+    assert h.state() is ConsumerGroupState.STABLE
 
 
 def test_second_member_converges_by_epochs_revoke_before_assign() -> None:
@@ -111,10 +116,10 @@ def test_second_member_converges_by_epochs_revoke_before_assign() -> None:
     assert h.group.group_epoch == 2
     assert r2.member_epoch == 2 and partitions(r2) == set()
     assert h.member("m2").state is MemberState.UNRELEASED_PARTITIONS
-    assert h.group.state is ConsumerGroupState.RECONCILING
+    assert h.state() is ConsumerGroupState.RECONCILING
     h.assert_no_partition_owned_twice()
 
-    r1 = h.heartbeat("m1", 1, h.member("m1").assigned_partitions | {})  # still owns everything
+    r1 = h.heartbeat("m1", 1, dict(h.member("m1").assigned_partitions))  # still owns everything
     assert r1.member_epoch == 1
     kept = partitions(r1)
     assert len(kept) == 3
@@ -129,7 +134,7 @@ def test_second_member_converges_by_epochs_revoke_before_assign() -> None:
     r2 = h.heartbeat("m2", 2, {})
     assert partitions(r2) == set(range(6)) - kept
     assert h.member("m2").state is MemberState.STABLE
-    assert h.group.state is ConsumerGroupState.STABLE
+    assert h.state() is ConsumerGroupState.STABLE
     h.assert_no_partition_owned_twice()
 
 
@@ -139,7 +144,7 @@ def _stable_pair(h: Harness) -> None:
     h.heartbeat("m1", 1, {T1.topic_id: frozenset(range(6))})
     h.heartbeat("m1", 1, h.member("m1").assigned_partitions)
     h.heartbeat("m2", 2, {})
-    assert h.group.state is ConsumerGroupState.STABLE
+    assert h.state() is ConsumerGroupState.STABLE
 
 
 def test_member_leave_frees_its_partitions_for_the_others() -> None:
@@ -306,6 +311,6 @@ def test_many_members_converge_without_double_ownership(members: int) -> None:
                 owned = dict(member.assigned_partitions)
                 epochs[mid] = h.heartbeat(mid, epochs[mid], owned).member_epoch
                 h.assert_no_partition_owned_twice()
-    assert h.group.state is ConsumerGroupState.STABLE
+    assert h.state() is ConsumerGroupState.STABLE
     owned_all = [tp for m in h.group.members.values() for tp in iter_partitions(m.assigned_partitions)]
     assert sorted(p for _, p in owned_all) == list(range(7))
