@@ -225,10 +225,11 @@ class MiniBroker:
             group_config, GroupMetadataManager(mode.coordinator_data_dir(self.data_dir), self.time,
                                                group_config.offsets_topic_segment_bytes),
             self.time, broker_id=node_id)
+        consumer_groups = self._consumer_groups(self.group_coordinator, self.metadata_cache)
         self.group_coordinator.startup(follow_partition_leadership=mode.follows_partition_leadership)
+        consumer_groups.startup()
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
-        self._start_consumer_groups(self.group_coordinator, self.metadata_cache)
         mode.before_coordinators(self.context)
         txn_coordinator = self._start_transaction_coordinator(self.context)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
@@ -250,15 +251,16 @@ class MiniBroker:
         log.info("event=broker_started node_id=%s cluster_id=%s listeners=%s data_dir=%s", node_id,
                  self.metadata_cache.cluster_id, ",".join(self.listener_urls()), self.data_dir)
 
-    def _start_consumer_groups(self, classic: GroupCoordinator, metadata: MetadataCache) -> None:
-        """KIP-848 consumer groups, served on the classic coordinator's runtime (which routes to them)."""
+    def _consumer_groups(self, classic: GroupCoordinator, metadata: MetadataCache) -> ConsumerGroupCoordinator:
+        """KIP-848 consumer groups, served on the classic coordinator's runtime (which routes to them and hands
+        them their records when it loads); start them once the classic coordinator started."""
         def topics() -> TopicsImage:
             return TopicsImage.of(TopicInfo(t.topic_id, t.name, t.num_partitions) for t in metadata.all_topics())
 
         consumer_groups = ConsumerGroupCoordinator(ConsumerGroupConfig.from_broker(self.config.get), classic.runtime,
                                                    topics, self.time)
         classic.consumer_groups = consumer_groups
-        consumer_groups.startup()
+        return consumer_groups
 
     def _start_transaction_coordinator(self, context: BrokerContext) -> TransactionCoordinator:
         """The transaction coordinator: ``__transaction_state`` replayed, ids from the ProducerIdManager, markers

@@ -183,9 +183,12 @@ class GroupCoordinator:
     def load(self, coordinator_epoch: int | None) -> int:
         """Replay the offsets log into groups (the runtime serves them once :meth:`on_loaded` ran)."""
         now = self.time.milliseconds()
-        groups = {group_id: restore_group(group_id, loaded, now) for group_id, loaded in self.manager.load().items()}
+        replayed = self.manager.load()
+        groups = {group_id: restore_group(group_id, loaded, now) for group_id, loaded in replayed.items()}
         with self._groups_lock:
             self._groups = groups
+        if self.consumer_groups is not None:  # KIP-848 consumer groups replay their own records
+            self.consumer_groups.load({k: v for loaded in replayed.values() for k, v in loaded.consumer_records.items()})
         return len(groups)
 
     def on_loaded(self) -> None:

@@ -3,32 +3,42 @@ coordinator's :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime` (same
 partition, same status: NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS answers while the runtime does not serve),
 with a periodic task that expires sessions and rebalance timeouts.
 
-The state is in memory only: it is dropped when the runtime unloads (a resignation, a shutdown) and members
-rejoin (UNKNOWN_MEMBER_ID makes them rejoin with epoch 0). The groups' committed offsets are the classic
-coordinator's (stored in ``__consumer_offsets`` and replayed like any group's); this driver only checks the
-member epochs of commits and fetches.
+Every change of a group is appended to the runtime's partition as the records that turn the group's previous
+image into its new one (:mod:`records`); the classic coordinator's load hands this driver the live
+consumer-group records (:meth:`ConsumerGroupCoordinator.load`), which it replays: members come back with their
+epochs and assignments and a fresh session. The state is dropped when the runtime unloads (a resignation, a
+shutdown). The groups' committed offsets are the classic coordinator's (stored and replayed like any group's);
+this driver only checks the member epochs of commits and fetches.
+
+A heartbeat is answered once its records are appended to the partition, not once the ISR has them (a cluster
+broker that fails over right after may have lost the last change; its members are then fenced and rejoin).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from mini_broker.coordinator.runtime import CoordinatorRuntime
+from mini_broker.group.consumer import records
 from mini_broker.group.consumer.config import ConsumerGroupConfig
 from mini_broker.group.consumer.manager import (
     ConsumerGroupHeartbeatParams,
     ConsumerGroupHeartbeatResult,
     ConsumerGroupManager,
 )
-from mini_broker.group.consumer.model import ConsumerGroup, TopicsImage
+from mini_broker.group.consumer.model import ConsumerGroup, MemberState, TopicsImage
+from pykafka_client.errors import MessageDecodeError, NotCoordinatorError
+from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _log = logging.getLogger(__name__)
 
 #: how often sessions and rebalance timeouts are checked (a bound on how late an expiry is noticed)
 EXPIRY_CHECK_INTERVAL_MS = 100
+#: one append carries all the records of one change, whatever their size
+_MAX_BATCH_BYTES = 1 << 30
 
 
 class ConsumerGroupCoordinator:
@@ -51,6 +61,49 @@ class ConsumerGroupCoordinator:
         with self._lock:
             self._manager.groups.clear()
 
+    def load(self, live_records: Mapping[bytes, bytes]) -> int:
+        """Replace the groups by those the partition's live consumer-group records describe (the classic
+        coordinator's load collects them); each member's session starts now. Returns the number of groups."""
+        try:
+            groups = records.replay(live_records.items())
+        except MessageDecodeError:
+            _log.exception("event=consumer_groups_not_loaded reason=unreadable_record: the consumer groups start "
+                           "empty and their members rejoin")
+            groups = {}
+        now = self.time.milliseconds()
+        for group in groups.values():
+            for member in group.members.values():
+                group.session_deadlines[member.member_id] = now + self.config.session_timeout_ms
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    group.rebalance_deadlines[member.member_id] = (now + member.rebalance_timeout_ms,
+                                                                   member.member_epoch)
+        with self._lock:
+            self._manager.groups = groups
+        return len(groups)
+
+    def _image(self, group_id: str) -> dict[bytes, bytes]:
+        group = self._manager.groups.get(group_id)
+        return {} if group is None else records.group_records(group)
+
+    def _persist(self, group_ids: Iterable[str], before: Mapping[str, Mapping[bytes, bytes]]) -> int:
+        """Append what changed in these groups since ``before`` (the caller holds the lock). Returns 0, or
+        NOT_COORDINATOR when the partition refused the append (this broker no longer leads it)."""
+        now = self.time.milliseconds()
+        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+        count = 0
+        for group_id in group_ids:
+            for key, value in records.diff(before.get(group_id, {}), self._image(group_id)):
+                builder.append(now, key, value)
+                count += 1
+        if not count:
+            return 0
+        try:
+            self.runtime.append(builder.build())
+        except Exception as e:  # the partition's leadership moved (or its log failed): the client looks again
+            _log.warning("event=consumer_group_records_not_appended groups=%s error=%r", list(group_ids), e)
+            return int(NotCoordinatorError.code)
+        return 0
+
     def inactive_error(self) -> int | None:
         """The error for any request while the runtime does not serve, else None."""
         return None if self.runtime.is_active else self.runtime.inactive_error()
@@ -63,7 +116,13 @@ class ConsumerGroupCoordinator:
                                                        "(FindCoordinator) and retry", request.member_id or None)
         topics = self._topics()
         with self._lock:
+            before = {request.group_id: self._image(request.group_id)}
             result = self._manager.heartbeat(request, self.time.milliseconds(), topics)
+            error = self._persist([request.group_id], before)
+        if error:
+            return ConsumerGroupHeartbeatResult(error, "the group's records could not be written here: look the "
+                                                       "coordinator up again (FindCoordinator) and retry",
+                                                request.member_id or None)
         if result.error_code:
             _log.debug("event=consumer_group_heartbeat_error group=%s member=%s epoch=%d error=%d message=%s",
                        request.group_id, request.member_id, request.member_epoch, result.error_code,
@@ -72,7 +131,9 @@ class ConsumerGroupCoordinator:
 
     def expire_members(self) -> None:
         with self._lock:
+            before = {g: self._image(g) for g in self._manager.expiring_groups(self.time.milliseconds())}
             expired = self._manager.expire(self.time.milliseconds())
+            self._persist(before, before)
         for e in expired:
             _log.info("event=consumer_group_member_removed group=%s member=%s reason=%r", e.group_id, e.member_id,
                       e.reason)
@@ -120,4 +181,7 @@ class ConsumerGroupCoordinator:
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         """For the consumer groups among ``group_ids``: 0 (deleted, it had no members) or GROUP_NOT_EMPTY."""
         with self._lock:
-            return {g: self._manager.delete_group(g) for g in group_ids if g in self._manager.groups}
+            before = {g: self._image(g) for g in group_ids if g in self._manager.groups}
+            out = {g: self._manager.delete_group(g) for g in before}
+            self._persist(before, before)
+            return out

@@ -325,6 +325,12 @@ class ConsumerGroupManager:
         group.target_assignment_epoch = group.group_epoch
 
     # -- timers -------------------------------------------------------------------------------------------
+    def expiring_groups(self, now: int) -> list[str]:
+        """The groups :meth:`expire` would change at ``now``."""
+        return [g.group_id for g in self.groups.values()
+                if any(now >= d for d in g.session_deadlines.values())
+                or any(now >= d for d, _ in g.rebalance_deadlines.values())]
+
     def expire(self, now: int) -> list[ExpiredMember]:
         """Remove the members whose session expired, and those that did not revoke partitions within their
         rebalance timeout; each removal moves its group's epoch."""

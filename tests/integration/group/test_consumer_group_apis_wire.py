@@ -182,3 +182,28 @@ def test_a_classic_group_with_members_is_not_a_consumer_group(broker: MiniBroker
                                             name="range", metadata=subscription(TOPIC))]), 3)
         assert j.error_code == NONE
         assert _join(c, "classic-1").error_code == GROUP_ID_NOT_FOUND
+
+
+def test_a_restarted_broker_keeps_its_consumer_groups(tmp_path: Any) -> None:
+    """The consumer group's records are in ``__consumer_offsets``: after a restart the member heartbeats on with
+    its id and epoch (no rejoin) and keeps its partitions."""
+    def start() -> MiniBroker:
+        return MiniBroker(data_dir=str(tmp_path), num_network_threads=1, num_io_threads=2,
+                          group_consumer_heartbeat_interval_ms=HEARTBEAT_MS)
+
+    with start() as b:
+        with Conn(b, client_id="wire") as c:
+            c.call(CreateTopicsRequest(timeout_ms=5000, topics=[CreateTopicsRequest.CreatableTopic(
+                name=TOPIC, num_partitions=4, replication_factor=1)]), 5)
+            j = _join(c, "cg-restart", member_id="m-restart")
+            assert j.error_code == NONE and j.member_epoch == 1
+            assert _commit(c, "cg-restart", "m-restart", 1) == NONE
+        topic_id = _topic_id(b)
+    with start() as b:
+        with Conn(b, client_id="wire") as c:
+            hb = _heartbeat(c, "cg-restart", "m-restart", 1, _owned(topic_id, [0, 1, 2, 3]))
+            assert (hb.error_code, hb.member_epoch) == (NONE, 1)
+            d = c.call(ConsumerGroupDescribeRequest(group_ids=["cg-restart"]), 0).groups[0]
+            assert d.group_state == "Stable" and [m.member_id for m in d.members] == ["m-restart"]
+            assert sorted(d.members[0].assignment.topic_partitions[0].partitions) == [0, 1, 2, 3]
+            assert _fetch(c, "cg-restart", "m-restart", 1).topics[0].partitions[0].committed_offset == 7
