@@ -10,8 +10,8 @@ epochs and assignments and a fresh session. The state is dropped when the runtim
 shutdown). The groups' committed offsets are the classic coordinator's (stored and replayed like any group's);
 this driver only checks the member epochs of commits and fetches.
 
-A heartbeat is answered once its records are appended to the partition, not once the ISR has them (a cluster
-broker that fails over right after may have lost the last change; its members are then fenced and rejoin).
+A heartbeat that changed its group is answered once its records are durable: on a cluster broker once the ISR
+has them (Kafka's write to the coordinator's partition with acks=-1). Expiries and deletions do not wait.
 """
 
 from __future__ import annotations
@@ -85,9 +85,11 @@ class ConsumerGroupCoordinator:
         group = self._manager.groups.get(group_id)
         return {} if group is None else records.group_records(group)
 
-    def _persist(self, group_ids: Iterable[str], before: Mapping[str, Mapping[bytes, bytes]]) -> int:
-        """Append what changed in these groups since ``before`` (the caller holds the lock). Returns 0, or
-        NOT_COORDINATOR when the partition refused the append (this broker no longer leads it)."""
+    def _persist(self, group_ids: Iterable[str], before: Mapping[str, Mapping[bytes, bytes]],
+                 then: Callable[[int], None] = lambda error: None) -> None:
+        """Append what changed in these groups since ``before`` (the caller holds the lock), then ``then(0)`` once
+        the ISR has it (at once on a single broker, or when nothing changed), or ``then(NOT_COORDINATOR)`` when
+        the partition refused the append or lost it (this broker no longer leads it)."""
         now = self.time.milliseconds()
         builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
         count = 0
@@ -96,38 +98,48 @@ class ConsumerGroupCoordinator:
                 builder.append(now, key, value)
                 count += 1
         if not count:
-            return 0
+            then(0)
+            return
+        batch = builder.build()
         try:
-            self.runtime.append(builder.build())
+            self.runtime.append_and_wait(lambda: self.runtime.append(batch),
+                                         lambda error: then(int(NotCoordinatorError.code) if error else 0))
         except Exception as e:  # the partition's leadership moved (or its log failed): the client looks again
             _log.warning("event=consumer_group_records_not_appended groups=%s error=%r", list(group_ids), e)
-            return int(NotCoordinatorError.code)
-        return 0
+            then(int(NotCoordinatorError.code))
 
     def inactive_error(self) -> int | None:
         """The error for any request while the runtime does not serve, else None."""
         return None if self.runtime.is_active else self.runtime.inactive_error()
 
     # -- requests -----------------------------------------------------------------------------------------
-    def heartbeat(self, request: ConsumerGroupHeartbeatParams) -> ConsumerGroupHeartbeatResult:
+    def heartbeat(self, request: ConsumerGroupHeartbeatParams,
+                  reply: Callable[[ConsumerGroupHeartbeatResult], None]) -> None:
+        """ConsumerGroupHeartbeat: ``reply(result)`` once the change it made is durable (on a cluster broker:
+        once the ISR has its records; maybe later, on the runtime's timer thread)."""
         error = self.inactive_error()
         if error is not None:
-            return ConsumerGroupHeartbeatResult(error, "the group coordinator is not serving here: look it up again "
-                                                       "(FindCoordinator) and retry", request.member_id or None)
+            reply(ConsumerGroupHeartbeatResult(error, "the group coordinator is not serving here: look it up again "
+                                                      "(FindCoordinator) and retry", request.member_id or None))
+            return
         topics = self._topics()
+
+        def written(error: int) -> None:
+            if error:
+                reply(ConsumerGroupHeartbeatResult(error, "the group's records could not be written here: look "
+                                                          "the coordinator up again (FindCoordinator) and retry",
+                                                   request.member_id or None))
+                return
+            if result.error_code:
+                _log.debug("event=consumer_group_heartbeat_error group=%s member=%s epoch=%d error=%d message=%s",
+                           request.group_id, request.member_id, request.member_epoch, result.error_code,
+                           result.error_message)
+            reply(result)
+
         with self._lock:
             before = {request.group_id: self._image(request.group_id)}
             result = self._manager.heartbeat(request, self.time.milliseconds(), topics)
-            error = self._persist([request.group_id], before)
-        if error:
-            return ConsumerGroupHeartbeatResult(error, "the group's records could not be written here: look the "
-                                                       "coordinator up again (FindCoordinator) and retry",
-                                                request.member_id or None)
-        if result.error_code:
-            _log.debug("event=consumer_group_heartbeat_error group=%s member=%s epoch=%d error=%d message=%s",
-                       request.group_id, request.member_id, request.member_epoch, result.error_code,
-                       result.error_message)
-        return result
+            self._persist([request.group_id], before, written)
 
     def expire_members(self) -> None:
         with self._lock:

@@ -1,10 +1,11 @@
 """ConsumerGroupHeartbeat (key 68, KIP-848): join, heartbeat and leave of a ``group.protocol=consumer``
 member (see :mod:`mini_broker.group.consumer.manager` for the rules). A group id held by a classic group with
-members is not a consumer group: GROUP_ID_NOT_FOUND (the online migration of KIP-848 is not served)."""
+members is not a consumer group: GROUP_ID_NOT_FOUND (the online migration of KIP-848 is not served). Answered
+once the change the heartbeat made is durable (maybe later, from the coordinator runtime's timer thread)."""
 
 from __future__ import annotations
 
-from mini_broker.group.consumer import ConsumerGroupHeartbeatParams
+from mini_broker.group.consumer import ConsumerGroupHeartbeatParams, ConsumerGroupHeartbeatResult
 from mini_broker.group.consumer.model import normalize
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import client_host, client_id, consumer_group_coordinator, group_coordinator
@@ -17,7 +18,7 @@ from pykafka_client.protocol.messages import ConsumerGroupHeartbeatRequest, Cons
 _CONVERTIBLE_CLASSIC_STATES = ("Empty", "Dead")
 
 
-def handle(apis: KafkaApis, request: Request) -> ConsumerGroupHeartbeatResponse:
+def handle(apis: KafkaApis, request: Request) -> ConsumerGroupHeartbeatResponse | None:
     body = request.body
     assert isinstance(body, ConsumerGroupHeartbeatRequest)
     consumer_groups = consumer_group_coordinator(apis)
@@ -30,12 +31,17 @@ def handle(apis: KafkaApis, request: Request) -> ConsumerGroupHeartbeatResponse:
                               f"group.protocol=classic, or another group id.")
     owned = None if body.topic_partitions is None else normalize(
         {tp.topic_id: tp.partitions for tp in body.topic_partitions})
-    result = consumer_groups.heartbeat(ConsumerGroupHeartbeatParams(
+    consumer_groups.heartbeat(ConsumerGroupHeartbeatParams(
         group_id=body.group_id, member_id=body.member_id, member_epoch=body.member_epoch,
         instance_id=body.instance_id, rack_id=body.rack_id, rebalance_timeout_ms=body.rebalance_timeout_ms,
         subscribed_topic_names=None if body.subscribed_topic_names is None else tuple(body.subscribed_topic_names),
         subscribed_topic_regex=body.subscribed_topic_regex, server_assignor=body.server_assignor,
-        owned_partitions=owned, client_id=client_id(request), client_host=client_host(request)))
+        owned_partitions=owned, client_id=client_id(request), client_host=client_host(request)),
+        lambda result: apis.send_response(request, _response(result)))
+    return None
+
+
+def _response(result: ConsumerGroupHeartbeatResult) -> ConsumerGroupHeartbeatResponse:
     assignment = None
     if result.assignment is not None:
         assignment = ConsumerGroupHeartbeatResponse.Assignment(topic_partitions=[

@@ -20,6 +20,7 @@ from mini_broker.group.consumer import (
 from mini_broker.group.consumer.coordinator import EXPIRY_CHECK_INTERVAL_MS
 from pykafka_client.errors import NotCoordinatorError, UnknownMemberIdError
 from pykafka_client.utils.time import MockTime
+from tests.unit.broker.group.consumer.helpers import heartbeat
 
 SESSION_MS = 6000
 TOPICS = TopicsImage.of([TopicInfo(uuid.UUID(int=7), "t", 3)])
@@ -49,7 +50,7 @@ def single(time: MockTime) -> Iterator[tuple[GroupCoordinator, ConsumerGroupCoor
 
 
 def _join(consumer: ConsumerGroupCoordinator, member_id: str) -> int:
-    return consumer.heartbeat(ConsumerGroupHeartbeatParams(
+    return heartbeat(consumer, ConsumerGroupHeartbeatParams(
         "g", member_id, 0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",), owned_partitions={})).error_code
 
 
@@ -71,7 +72,7 @@ def test_a_resignation_drops_the_consumer_groups(single: tuple[GroupCoordinator,
     assert consumer.is_consumer_group("g")
     classic.unload()
     assert not consumer.is_consumer_group("g")
-    r = consumer.heartbeat(ConsumerGroupHeartbeatParams("g", "m1", 1, owned_partitions={}))
+    r = heartbeat(consumer, ConsumerGroupHeartbeatParams("g", "m1", 1, owned_partitions={}))
     assert r.error_code == UnknownMemberIdError.code
 
 

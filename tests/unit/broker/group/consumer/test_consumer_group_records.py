@@ -19,6 +19,7 @@ from mini_broker.group.consumer import (
 from mini_broker.group.consumer.model import MemberState
 from mini_broker.group.consumer.records import diff, group_records, replay
 from pykafka_client.utils.time import MockTime
+from tests.unit.broker.group.consumer.helpers import heartbeat
 
 T = TopicInfo(uuid.UUID(int=5), "t", 4)
 TOPICS = TopicsImage.of([T])
@@ -75,16 +76,16 @@ def test_a_restarted_coordinator_finds_its_consumer_groups(tmp_path: Path) -> No
     assignments and heartbeat on without rejoining. The log's compaction on load keeps them."""
     time = MockTime()
     classic, consumer = _coordinators(str(tmp_path), time)
-    m1 = consumer.heartbeat(_join("m1"))
+    m1 = heartbeat(consumer, _join("m1"))
     for i in range(6):  # churn: records superseded and tombstoned, so that the next load compacts the log
-        consumer.heartbeat(_join(f"x{i}"))
-        consumer.heartbeat(ConsumerGroupHeartbeatParams("g", f"x{i}", -1))
-    consumer.heartbeat(_join("m2"))
+        heartbeat(consumer, _join(f"x{i}"))
+        heartbeat(consumer, ConsumerGroupHeartbeatParams("g", f"x{i}", -1))
+    heartbeat(consumer, _join("m2"))
     for _ in range(3):  # m1 revokes, acknowledges; m2 gets the rest: several changes, several records
-        consumer.heartbeat(ConsumerGroupHeartbeatParams(
+        heartbeat(consumer, ConsumerGroupHeartbeatParams(
             "g", "m1", consumer.describe("g").members["m1"].member_epoch,  # type: ignore[union-attr]
             owned_partitions=dict(consumer.describe("g").members["m1"].assigned_partitions)))  # type: ignore[union-attr]
-        consumer.heartbeat(ConsumerGroupHeartbeatParams(
+        heartbeat(consumer, ConsumerGroupHeartbeatParams(
             "g", "m2", consumer.describe("g").members["m2"].member_epoch,  # type: ignore[union-attr]
             owned_partitions=dict(consumer.describe("g").members["m2"].assigned_partitions)))  # type: ignore[union-attr]
     before = consumer.describe("g")
@@ -101,7 +102,7 @@ def test_a_restarted_coordinator_finds_its_consumer_groups(tmp_path: Path) -> No
     classic, consumer = _coordinators(str(tmp_path), time)
     m2 = before.members["m2"]
     assert m2.state is MemberState.STABLE and m2.assigned_partitions
-    r = consumer.heartbeat(ConsumerGroupHeartbeatParams("g", "m2", m2.member_epoch,
+    r = heartbeat(consumer, ConsumerGroupHeartbeatParams("g", "m2", m2.member_epoch,
                                                         owned_partitions=dict(m2.assigned_partitions)))
     assert r.error_code == 0 and r.member_epoch == m2.member_epoch
     classic.shutdown()
