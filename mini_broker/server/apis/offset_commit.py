@@ -10,8 +10,8 @@ from __future__ import annotations
 from mini_broker.group.group_requests import CommittedOffset, OffsetCommitParams
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import (
-    consumer_group_coordinator,
     group_coordinator,
+    route_consumer_group_commit,
     split_unknown_partitions,
 )
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
@@ -35,13 +35,9 @@ def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
                                expire_ts)
 
     errors, to_commit = split_unknown_partitions(broker, body.topics, committed)
-    member_id, generation, instance_id = body.member_id, body.generation_id_or_member_epoch, body.group_instance_id
-    consumer_error = consumer_group_coordinator(apis).validate_offset_commit(body.group_id, member_id, generation)
-    if consumer_error is not None:  # a consumer group: checked by epoch, stored as a commit from outside a group
-        if consumer_error != 0:
-            errors.update({tp: consumer_error for tp in to_commit})
-            to_commit = {}
-        member_id, generation, instance_id = "", -1, None
+    (member_id, generation, instance_id), to_commit = route_consumer_group_commit(
+        apis, body.group_id, (body.member_id, body.generation_id_or_member_epoch, body.group_instance_id), to_commit,
+        errors)
     if to_commit:
         errors.update(group_coordinator(apis).handle_commit_offsets(OffsetCommitParams(
             group_id=body.group_id, offsets=to_commit, member_id=member_id,

@@ -22,6 +22,7 @@ from pykafka_client.protocol.messages import (
     ListGroupsRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    TxnOffsetCommitRequest,
 )
 from tests.integration.wire import Conn
 from tests.unit.broker.group.harness import subscription
@@ -172,6 +173,23 @@ def test_a_member_that_stops_heartbeating_is_removed_after_the_session_timeout(b
         group = consumer_groups.describe("cg-2")
         assert group is not None and list(group.members) == ["live"]
         assert _heartbeat(c, "cg-2", silent.member_id, silent.member_epoch).error_code == UNKNOWN_MEMBER_ID
+
+
+def test_txn_offset_commit_checks_the_member_epoch(broker: MiniBroker) -> None:
+    """TxnOffsetCommit (KIP-447 member fields) from a consumer group member is checked by member epoch."""
+    with Conn(broker, client_id="wire") as c:
+        assert _join(c, "cg-txn", member_id="t1").member_epoch == 1
+
+        def txn_commit(member_id: str, epoch: int) -> int:
+            r = c.call(TxnOffsetCommitRequest(
+                transactional_id="tx", producer_id=4242, producer_epoch=0, group_id="cg-txn", member_id=member_id,
+                generation_id=epoch, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=[
+                    TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=1, committed_offset=3)])]), 3)
+            return int(r.topics[0].partitions[0].error_code)
+
+        assert txn_commit("nobody", 1) == UNKNOWN_MEMBER_ID
+        assert txn_commit("t1", 2) == FENCED_MEMBER_EPOCH
+        assert txn_commit("t1", 1) == NONE
 
 
 def test_a_classic_group_with_members_is_not_a_consumer_group(broker: MiniBroker) -> None:
