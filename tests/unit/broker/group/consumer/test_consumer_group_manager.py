@@ -314,3 +314,29 @@ def test_many_members_converge_without_double_ownership(members: int) -> None:
     assert h.state() is ConsumerGroupState.STABLE
     owned_all = [tp for m in h.group.members.values() for tp in iter_partitions(m.assigned_partitions)]
     assert sorted(p for _, p in owned_all) == list(range(7))
+
+
+def test_a_deleted_topic_is_revoked_before_the_member_moves_on() -> None:
+    """Subscription metadata: a subscribed topic deleted moves the group epoch; its partitions leave the target
+    and the member revokes them (UNREVOKED_PARTITIONS until it heartbeats without them), as any revocation."""
+    h = Harness()
+    t2 = TopicInfo(uuid.UUID(int=12), "t2", 2)
+    h.set_topics(T1, t2)
+    r = h.heartbeat("m1", 0, topics=["t1", "t2"])
+    assert set(r.assignment or {}) == {T1.topic_id, t2.topic_id}
+    h.set_topics(T1)
+    r = h.heartbeat("m1", 1, h.member("m1").assigned_partitions)
+    assert h.group.group_epoch == 2 and r.member_epoch == 1
+    assert h.member("m1").partitions_pending_revocation == {t2.topic_id: frozenset({0, 1})}
+    r = h.heartbeat("m1", 1, h.member("m1").assigned_partitions)
+    assert r.member_epoch == 2 and r.assignment == {T1.topic_id: frozenset(range(6))}
+
+
+def test_a_member_rejoining_with_epoch_zero_gets_its_target_again() -> None:
+    """A known member id with epoch 0 (the member lost its state, e.g. after FENCED_MEMBER_EPOCH) rejoins: it
+    owns nothing any more and reconciles to its target from scratch, without moving the group epoch."""
+    h = Harness()
+    h.heartbeat("m1", 0)
+    r = h.heartbeat("m1", 0)
+    assert r.error_code == 0 and r.member_epoch == 1 and partitions(r) == set(range(6))
+    assert h.group.group_epoch == 1
