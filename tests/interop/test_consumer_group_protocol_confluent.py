@@ -1,11 +1,17 @@
 """confluent-kafka (librdkafka) consumers with ``group.protocol=consumer`` (KIP-848) against mini_broker's
 consumer groups: the broker assigns (uniform by default), members converge by heartbeats, a member closing
-hands its partitions to the others, commits carry the member epoch, a topic gaining partitions gets them
+hands its partitions to the others (a SIGKILLed one once its session expires), commits carry the member epoch, a topic gaining partitions gets them
 assigned, a restarted static member keeps its partitions, a regex subscription picks up a created topic, and
 ListGroups shows the group type."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -216,3 +222,43 @@ def test_list_groups_shows_the_group_type(broker: MiniBroker) -> None:
         assert str(mine[0].state).endswith("STABLE")
     finally:
         c.close()
+
+
+_KILLED_MEMBER = textwrap.dedent("""
+    import sys
+    import confluent_kafka as ck
+    c = ck.Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "group.protocol": "consumer"})
+    c.subscribe([sys.argv[3]])
+    while True:
+        c.poll(0.1)
+        if c.assignment():
+            print("assigned", flush=True)
+""")
+
+
+def test_a_killed_member_loses_its_partitions_when_its_session_expires(broker: MiniBroker) -> None:
+    """A member that never leaves (SIGKILL) keeps its partitions until ``group.consumer.session.timeout.ms``
+    ends; then the group epoch moves and the others take them over."""
+    topic = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    survivors = [_consumer(broker, group) for _ in range(2)]
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_MEMBER, broker.bootstrap_servers, group, topic],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for c in survivors:
+            c.subscribe([topic])
+        stdout = proc.stdout
+        assert stdout is not None
+        said: list[str] = []
+        threading.Thread(target=lambda: said.append(stdout.readline().strip()), daemon=True).start()
+        assert _poll_until(survivors, lambda: said == ["assigned"])  # the survivors revoke what it gets
+        assert _poll_until(survivors, lambda: sorted(len(a) for a in _assignments(survivors)) == [2, 2])
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert _poll_until(survivors, lambda: _each_partition_once(survivors), timeout_s=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        for c in survivors:
+            c.close()
