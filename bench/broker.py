@@ -30,6 +30,12 @@ single broker and on a 3-broker ``MiniCluster`` (replication factor 3, ``min.ins
 failover time: a producer (ours, then confluent-kafka) sends acks=all records every millisecond, the leader's
 broker is SIGKILLed, and the time from the kill to the first delivery of a record sent after the kill is
 printed (broker.session.timeout.ms is 2000 in MiniCluster; Kafka's default is 9000).
+
+``--compaction`` runs the log cleaner benchmark instead (issue 28): the cleaner's own throughput in this process
+(``--records`` keyed records of 100-byte values over ``--keys`` keys in 1 MiB segments, one clean of the
+whole log: MB/s read and written), then confluent-kafka produce and consume throughput on a compacted topic
+(1 MiB segments, ``min.cleanable.dirty.ratio=0.01``) with the cleaner running (``log.cleaner.backoff.ms=100``)
+and with ``log.cleaner.enable=false``, and the partition's size on disk after each run.
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ from pathlib import Path
 from typing import Any
 
 VALUE = b"x" * 100
+#: the cleaner benchmark's clock (the broker's own)
+SYSTEM_TIME_FOR_BENCH: Any = importlib.import_module("pykafka_client.utils.time").SYSTEM_TIME
 TOPIC = "bench"
 
 
@@ -430,6 +438,127 @@ def run_replication(args: argparse.Namespace) -> int:
     return 0
 
 
+COMPACTED_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(1 << 20),
+                           "min.cleanable.dirty.ratio": "0.01"}
+
+
+def cleaner_throughput(records: int, keys: int) -> dict[str, float]:
+    """One clean of a log of ``records`` keyed records (in-process, on the real segment files)."""
+    from mini_broker.log import Log, LogConfig
+    from mini_broker.log.log_cleaner import Cleaner, CleanerConfig
+    from mini_broker.log.log_cleaner_manager import measure
+    from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
+
+    with tempfile.TemporaryDirectory(prefix="bench-cleaner-") as tmp:
+        log = Log(os.path.join(tmp, "bench-0"), LogConfig.from_props(COMPACTED_TOPIC_CONFIGS))
+        now = int(time.time() * 1000)
+        for start in range(0, records, 500):
+            builder = MemoryRecordsBuilder(write_limit=1 << 24)
+            for i in range(start, min(start + 500, records)):
+                builder.append(now, b"key-%d" % (i % keys), VALUE)
+            log.append(builder.build())
+        log.roll()
+        log.update_high_watermark(log.log_end_offset)
+        size = log.size()
+        t0, cpu0 = time.monotonic(), time.process_time()
+        result = Cleaner(CleanerConfig(), SYSTEM_TIME_FOR_BENCH).clean(measure(log, None, now))
+        elapsed, cpu = time.monotonic() - t0, time.process_time() - cpu0
+        log.close()
+        return {"log_mb": size / 1e6, "seconds": elapsed, "read_mbps": result.stats.bytes_read / 1e6 / elapsed,
+                "written_mb": result.stats.bytes_written / 1e6, "cpu_s": cpu,
+                "mb_per_cpu_s": result.stats.bytes_read / 1e6 / cpu}
+
+
+def bench_produce_keyed(bootstrap: str, records: int, keys: int, deadline_s: float) -> tuple[int, float]:
+    from confluent_kafka import Producer
+
+    delivered = 0
+
+    def on_delivery(err: Any, msg: Any) -> None:
+        nonlocal delivered
+        if err is None:
+            delivered += 1
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 1_000_000,
+                  "queue.buffering.max.messages": 2_000_000, "enable.idempotence": False})
+    t0 = time.monotonic()
+    end = t0 + deadline_s
+    for i in range(records):
+        while True:
+            try:
+                p.produce(TOPIC, VALUE, key=b"key-%d" % (i % keys), partition=0, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.01)
+        if time.monotonic() > end:
+            break
+    p.flush(max(1.0, end - time.monotonic()))
+    return delivered, time.monotonic() - t0
+
+
+def bench_consume_to_end(bootstrap: str, deadline_s: float) -> tuple[int, int, float]:
+    """Read the partition from the start to its end offset: (records, bytes of values, seconds)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 50 * 1024 * 1024, "max.partition.fetch.bytes": 10 * 1024 * 1024,
+                  "fetch.queue.backoff.ms": 0})
+    _, high = c.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=10)
+    c.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
+    got = nbytes = 0
+    last = -1
+    t0 = time.monotonic()
+    end = t0 + deadline_s
+    while last < high - 1 and time.monotonic() < end:
+        for m in c.consume(10000, 0.5):
+            if m.error() is None:
+                got += 1
+                nbytes += len(m.value() or b"")
+                last = m.offset() or 0
+    elapsed = time.monotonic() - t0
+    c.close()
+    return got, nbytes, elapsed
+
+
+def dir_size_mb(path: str) -> float:
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path) for f in files) / 1e6
+
+
+def run_compaction(args: argparse.Namespace) -> int:
+    keys = args.keys
+    c = cleaner_throughput(args.records, keys)
+    print(f"cleaner, in process: {args.records:,} records over {keys:,} keys, {c['log_mb']:.1f} MB of log: "
+          f"one clean (offset map over the dirty section, then the rewrite) in {c['seconds']:.2f} s = "
+          f"{c['read_mbps']:.1f} MB/s cleaned ({c['cpu_s']:.2f} CPU s: {c['mb_per_cpu_s']:.1f} MB per CPU second), "
+          f"{c['written_mb']:.2f} MB kept")
+    ck_admin: Any = importlib.import_module("confluent_kafka.admin")
+    rows = []
+    for name, overrides in (("cleaner on", ["log.cleaner.backoff.ms=100"]), ("cleaner off", ["log.cleaner.enable=false"])):
+        with tempfile.TemporaryDirectory(prefix="bench-compaction-") as data_dir:
+            proc, port = start_mini_broker(data_dir, [*args.broker_override, *overrides])
+            try:
+                bootstrap = f"127.0.0.1:{port}"
+                admin = ck_admin.AdminClient({"bootstrap.servers": bootstrap})
+                admin.create_topics([ck_admin.NewTopic(TOPIC, 1, 1, config=COMPACTED_TOPIC_CONFIGS)])[TOPIC].result(20)
+                cpu0 = cpu_seconds(proc.pid)
+                sent, p_s = bench_produce_keyed(bootstrap, args.records, keys, args.phase_seconds * 3)
+                time.sleep(2)  # let the cleaner catch up (off: nothing happens)
+                got, nbytes, c_s = bench_consume_to_end(bootstrap, args.phase_seconds * 3)
+                cpu = cpu_seconds(proc.pid) - cpu0
+                rows.append((name, sent / p_s, sent * len(VALUE) / 1e6 / p_s, got, got / c_s, nbytes / 1e6 / c_s,
+                             dir_size_mb(data_dir), cpu))
+            finally:
+                proc.terminate()
+                proc.wait(20)
+    print(f"\n{'compacted topic':<14} {'produce rec/s':>14} {'MB/s':>6} {'read back':>10} {'consume rec/s':>14} "
+          f"{'MB/s':>6} {'disk MB':>8} {'broker CPU s':>13}")
+    for name, prps, pmbps, got, crps, cmbps, disk, cpu in rows:
+        print(f"{name:<14} {prps:>14,.0f} {pmbps:>6.1f} {got:>10,} {crps:>14,.0f} {cmbps:>6.1f} {disk:>8.1f} {cpu:>13.2f}")
+    if len(rows) == 2 and rows[1][1]:
+        print(f"\nproduce with / without a running cleaner: {rows[0][1] / rows[1][1]:.2f}x")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200_000)
@@ -447,9 +576,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="librdkafka fetch.queue.backoff.ms of the consumer (its default is 1000)")
     ap.add_argument("--replication", action="store_true",
                     help="acks=1 vs acks=all on a 3-broker MiniCluster vs the single broker, and failover time")
+    ap.add_argument("--compaction", action="store_true",
+                    help="log cleaner throughput, and produce/consume on a compacted topic with and without it")
+    ap.add_argument("--keys", type=int, default=10_000, help="distinct keys of --compaction")
     args = ap.parse_args(argv)
     if args.replication:
         return run_replication(args)
+    if args.compaction:
+        return run_compaction(args)
     if args.many_connections:
         args.connections = 10_000
     limit = raise_fd_limit(args.connections + 512)

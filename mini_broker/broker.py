@@ -36,6 +36,7 @@ from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
 from mini_broker.producer_state.producer_id_manager import ProducerIdManager
 from mini_broker.quota.quota_manager import QuotaManagers
+from mini_broker.security.authorizer import create_authorizer
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.context import BrokerContext, BrokerEndPoint
 from mini_broker.server.faults import FaultInjector
@@ -214,10 +215,12 @@ class MiniBroker:
                                     self.data_dir, self.time)
         mode = self.mode
         self.replica_manager.startup()
+        self.replica_manager.log_manager.cleaner.register_metrics(self.metrics)
         channel = RequestChannel(config.queued_max_requests, self.metrics)
         self.context = BrokerContext(config, node_id, self.metadata_cache, self.replica_manager, self.metrics, self.time)
         self.context.producer_id_manager = mode.producer_id_manager(self.data_dir, self.metadata_cache)
         self.context.faults = self.faults
+        self.context.authorizer = create_authorizer(config, self.data_dir)
         group_config = GroupConfig.from_broker(config.get)
         # a cluster broker's coordinators serve their replicated internal partitions while they lead them
         # (coordinator_partitions); a single broker keeps their logs in its data dir

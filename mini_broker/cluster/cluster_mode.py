@@ -45,7 +45,11 @@ class ClusterMode:
         return ControllerProducerIdManager(data_dir, self.replication.allocate_producer_ids)
 
     def before_coordinators(self, context: BrokerContext) -> None:
-        return None  # the marker writer needs the gate, wired with the coordinators
+        # the marker writer needs the gate, wired with the coordinators; the ACLs are the controller's
+        authorizer = context.authorizer
+        if authorizer is not None:
+            authorizer.replicate_with(self.replication.replicate_acls)
+            self.replication.acl_listener = authorizer.apply_replicated
 
     def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,
                           txn: TransactionCoordinator) -> None:

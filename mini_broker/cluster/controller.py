@@ -121,6 +121,15 @@ class Controller:
         return handle_request(self.state, req)
 
 
+def _when_propagated(s: ControllerState, req: dict[str, Any], op: str) -> dict[str, Any]:
+    """The reply to a forwarded change, once every other broker applied it (or after PROPAGATION_TIMEOUT_S)."""
+    image = s.image()
+    if not s.wait_for_propagation(int(image["version"]), int(req.get("broker_id", -1)), PROPAGATION_TIMEOUT_S):
+        log.warning("event=metadata_propagation_slow op=%s msg=\"answering before every broker applied the "
+                    "change; clients retry unknown topics\"", op)
+    return {"image": image}
+
+
 def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
     """One controller request -> its reply (raises KafkaError)."""
     op = req["op"]
@@ -131,6 +140,9 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
     if op == "heartbeat":
         s.heartbeat(int(req["broker_id"]), int(req["broker_epoch"]), int(req.get("version", -1)))
         return {"image": s.image()} if s.version != int(req.get("version", -1)) else {}
+    if op == "alter_acls":
+        s.alter_acls([dict(a) for a in req.get("create", [])], [dict(a) for a in req.get("delete", [])])
+        return _when_propagated(s, req, op)
     if op in _TOPIC_OPS:
         if op == "create_topic":
             s.create_topic(str(req["name"]), int(req["num_partitions"]), int(req["replication_factor"]),
@@ -141,11 +153,7 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
             s.create_partitions(str(req["name"]), int(req["count"]), bool(req.get("validate_only", False)))
         else:
             s.alter_configs(str(req["name"]), dict(req["configs"]))
-        image = s.image()
-        if not s.wait_for_propagation(int(image["version"]), int(req.get("broker_id", -1)), PROPAGATION_TIMEOUT_S):
-            log.warning("event=metadata_propagation_slow op=%s msg=\"answering before every broker applied the "
-                        "change; clients retry unknown topics\"", op)
-        return {"image": image}
+        return _when_propagated(s, req, op)
     elif op == "alter_partition":
         s.alter_partition(int(req["broker_id"]), int(req["broker_epoch"]), str(req["topic"]),
                           int(req["partition"]), int(req["leader_epoch"]), int(req["partition_epoch"]),

@@ -105,6 +105,8 @@ class ControllerState:
         self.topics: dict[str, TopicRegistration] = {}
         self.next_broker_epoch = 1
         self.next_producer_id = 0
+        #: the ACL bindings (as mini_broker.security.authorizer.binding_to_json writes them), in creation order
+        self.acls: list[dict[str, str]] = []
         if image is not None:
             self._load(image)
 
@@ -114,6 +116,7 @@ class ControllerState:
         self.version = int(image["version"])
         self.next_broker_epoch = int(image.get("next_broker_epoch", 1))
         self.next_producer_id = int(image.get("next_producer_id", 0))
+        self.acls = [dict(a) for a in image.get("acls", [])]
         now = self.time.milliseconds()
         for b in image.get("brokers", []):
             # after a controller restart every broker must heartbeat again before its session is trusted
@@ -134,6 +137,7 @@ class ControllerState:
                 "next_producer_id": self.next_producer_id,
                 "brokers": [asdict(b) for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)],
                 "topics": [asdict(t) for t in sorted(self.topics.values(), key=lambda t: t.name)],
+                "acls": list(self.acls),
             }
 
     def _changed(self) -> None:
@@ -141,6 +145,19 @@ class ControllerState:
         if self._persist is not None:
             self._persist(self.image())
         self._heartbeats.notify_all()  # a fenced broker is no longer waited for
+
+    # --- ACLs (Kafka: AclControlManager) -----------------------------------------------------------
+
+    def alter_acls(self, created: list[dict[str, str]], deleted: list[dict[str, str]]) -> None:
+        """Remove the ``deleted`` bindings, then add the ``created`` ones not there yet (brokers validate them)."""
+        with self._lock:
+            acls = [a for a in self.acls if a not in deleted]
+            for c in created:
+                if c not in acls:
+                    acls.append(dict(c))
+            if acls != self.acls:
+                self.acls = acls
+                self._changed()
 
     # --- brokers ------------------------------------------------------------------------------------
 

@@ -98,6 +98,8 @@ class ClusterReplication:
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._hw_checkpoint = OffsetCheckpointFile(os.path.join(data_dir, HW_CHECKPOINT_FILE))
         self._stop = threading.Event()
+        #: gets the ACLs of every applied image (the authorizer's; None: no authorizer)
+        self.acl_listener: Callable[[list[dict[str, str]]], None] | None = None
         self._thread: threading.Thread | None = None
         self.fetchers: ReplicaFetcherManager | None = None
         self._txn_verification: TxnVerificationManager | None = None
@@ -211,6 +213,8 @@ class ClusterReplication:
                 return
             self.image_version = version
             self.cache.apply_cluster_image(image)
+            if self.acl_listener is not None:
+                self.acl_listener(image.get("acls", []))
             hosted: set[TopicPartition] = set()
             checkpoint: dict[tuple[str, int], int] | None = None
             now = self.time.milliseconds()
@@ -563,6 +567,10 @@ class ClusterReplication:
         except OSError as e:
             raise NotControllerError(f"the controller is unreachable ({e!r}); retry") from e
         self.apply_image(reply["image"])
+
+    def replicate_acls(self, created: list[dict[str, str]], deleted: list[dict[str, str]]) -> None:
+        """An ACL change, made by the controller (in its image, which every broker applies)."""
+        self._controller({"op": "alter_acls", "create": created, "delete": deleted})
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
                      replication_factor: int = -1) -> TopicMetadata:

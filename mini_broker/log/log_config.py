@@ -84,6 +84,10 @@ BROKER_SYNONYMS: Final[dict[str, tuple[str, ...]]] = {
     "message.format.version": ("log.message.format.version",),
     "min.insync.replicas": ("min.insync.replicas",),
     "cleanup.policy": ("log.cleanup.policy",),
+    "delete.retention.ms": ("log.cleaner.delete.retention.ms",),
+    "min.compaction.lag.ms": ("log.cleaner.min.compaction.lag.ms",),
+    "max.compaction.lag.ms": ("log.cleaner.max.compaction.lag.ms",),
+    "min.cleanable.dirty.ratio": ("log.cleaner.min.cleanable.ratio",),
     "compression.type": ("compression.type",),
     "preallocate": ("log.preallocate",),
     "unclean.leader.election.enable": ("unclean.leader.election.enable",),
@@ -120,6 +124,52 @@ class LogConfig:
     @property
     def is_log_append_time(self) -> bool:
         return self.message_timestamp_type == LOG_APPEND_TIME
+
+    # -- compaction (``other`` holds these as strings; the log cleaner reads them here) ------------------
+    @property
+    def cleanup_policies(self) -> frozenset[str]:
+        return frozenset(p.strip() for p in self.other.get("cleanup.policy", "delete").split(",") if p.strip())
+
+    @property
+    def compact(self) -> bool:
+        """``cleanup.policy`` holds ``compact`` (alone or with ``delete``): the log cleaner compacts the log."""
+        return "compact" in self.cleanup_policies
+
+    @property
+    def delete(self) -> bool:
+        """``cleanup.policy`` holds ``delete``: retention by time and size applies."""
+        return "delete" in self.cleanup_policies
+
+    def _other_number(self, name: str) -> float:
+        raw = self.other.get(name, OTHER_DEFAULTS[name])
+        try:
+            return float(raw) if name == "min.cleanable.dirty.ratio" else int(raw)
+        except ValueError:
+            raise ConfigurationError(f"invalid value {raw!r} for configuration {name}: not a number") from None
+
+    @property
+    def delete_retention_ms(self) -> int:
+        return int(self._other_number("delete.retention.ms"))
+
+    @property
+    def min_compaction_lag_ms(self) -> int:
+        return int(self._other_number("min.compaction.lag.ms"))
+
+    @property
+    def max_compaction_lag_ms(self) -> int:
+        return int(self._other_number("max.compaction.lag.ms"))
+
+    @property
+    def min_cleanable_ratio(self) -> float:
+        return self._other_number("min.cleanable.dirty.ratio")
+
+    @property
+    def max_segment_ms(self) -> int:
+        """The age at which the active segment rolls: ``segment.ms``, or ``max.compaction.lag.ms`` when that is
+        smaller on a compacted log (so records become cleanable within the lag, as Kafka)."""
+        if self.compact and 0 < self.max_compaction_lag_ms < self.segment_ms:
+            return self.max_compaction_lag_ms
+        return self.segment_ms
 
     @property
     def timestamp_before_max_ms(self) -> int:

@@ -1,7 +1,10 @@
 """Opening a partition directory (Java ``LogLoader``): clean up, find the segments, recover what may be torn.
 
-Stray files (``.deleted``, ``.cleaned``, ``.swap``, ``.tmp``) and index files without their ``.log`` are
-removed. Every segment from the one holding the recovery point (all of them after an unclean shutdown
+Swap files first (a log cleaner's segment caught between its two renames, Kafka's ``.swap`` recovery):
+``<base>.log.swap`` holds every retained record of the segments it replaces, so the ``.log`` segments whose
+base offset lies in ``[base, its next offset)`` are deleted and the swap files lose their suffix. Then stray
+files (``.deleted``, ``.cleaned`` (a clean that had not finished: its sources are intact), ``.tmp``) and
+index files without their ``.log`` are removed. Every segment from the one holding the recovery point (all of them after an unclean shutdown
 without a recovery checkpoint), and always the last segment, are re-read batch by batch: indexes are
 rebuilt and the file is cut after the last valid batch (a torn tail), and segments after a cut are
 deleted, so nothing past a torn write is ever served. Other segments keep their index files unless those
@@ -15,7 +18,8 @@ import logging
 import os
 import struct
 from bisect import bisect_right
-from typing import Final
+from collections.abc import Iterator
+from typing import BinaryIO, Final
 
 from mini_broker.log.abstract_index import CorruptIndexError
 from mini_broker.log.log_config import LogConfig
@@ -31,7 +35,10 @@ from pykafka_client.utils.time import Time
 
 _log = logging.getLogger(__name__)
 
-STRAY_SUFFIXES: Final = (".deleted", ".cleaned", ".swap", ".tmp")
+CLEANED_FILE_SUFFIX: Final = ".cleaned"
+SWAP_FILE_SUFFIX: Final = ".swap"
+STRAY_SUFFIXES: Final = (".deleted", CLEANED_FILE_SUFFIX, ".tmp")
+_SEGMENT_FILE_SUFFIXES: Final = (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
 
 
 def load_segments(
@@ -74,7 +81,8 @@ def load_segments(
 
 
 def _remove_strays_and_find_segments(dir_path: str) -> list[int]:
-    """Remove stray files and orphan indexes; the base offsets of the ``.log`` files, sorted."""
+    """Finish swaps, remove stray files and orphan indexes; the base offsets of the ``.log`` files, sorted."""
+    _complete_swaps(dir_path)
     bases: list[int] = []
     for name in os.listdir(dir_path):
         if name.endswith(STRAY_SUFFIXES):
@@ -90,7 +98,59 @@ def _remove_strays_and_find_segments(dir_path: str) -> list[int]:
     return sorted(bases)
 
 
+def _complete_swaps(dir_path: str) -> None:
+    """Finish the segment swaps a crash interrupted (see the module docstring)."""
+    swap_log = LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX
+    for name in sorted(os.listdir(dir_path)):
+        stem = name[: -len(swap_log)]
+        if not name.endswith(swap_log) or not stem.isdigit():
+            continue
+        base = int(stem)
+        end = _next_offset_of_file(os.path.join(dir_path, name), base)
+        for other in os.listdir(dir_path):
+            other_stem = other[: -len(LOG_FILE_SUFFIX)]
+            if other.endswith(LOG_FILE_SUFFIX) and other_stem.isdigit() and base <= int(other_stem) < max(end, base + 1):
+                _log.info("%s: deleting %s, replaced by the cleaned segment %s", dir_path, other, name)
+                for suffix in _SEGMENT_FILE_SUFFIXES:
+                    path = os.path.join(dir_path, other_stem + suffix)
+                    if os.path.exists(path):
+                        os.unlink(path)
+        for suffix in _SEGMENT_FILE_SUFFIXES:
+            swap = os.path.join(dir_path, file_name_prefix(base) + suffix + SWAP_FILE_SUFFIX)
+            if os.path.exists(swap):
+                os.replace(swap, swap[: -len(SWAP_FILE_SUFFIX)])
+        _log.warning("%s: completed the interrupted swap of cleaned segment %d", dir_path, base)
+    for name in os.listdir(dir_path):  # index swaps without their log: nothing to finish
+        if name.endswith(SWAP_FILE_SUFFIX):
+            os.unlink(os.path.join(dir_path, name))
+
+
+def _next_offset_of_file(path: str, base: int) -> int:
+    """The offset after the last whole batch of a segment file (``base`` when it has none)."""
+    next_offset = base
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        for position, base_offset, length, last_delta in _file_headers(fh, size):
+            if position + length + 12 > size:
+                break
+            next_offset = base_offset + last_delta + 1
+    return next_offset
+
+
 _TRUNCATE_HEADER = struct.Struct(">qi4xb4xhi")  # base offset, length, magic, attributes, last offset delta
+
+
+def _file_headers(fh: BinaryIO, size: int) -> Iterator[tuple[int, int, int, int]]:
+    """(position, base offset, length, last offset delta) of each batch header of an open segment file, up to
+    the first header that does not fit or has no length."""
+    position = 0
+    while position + _TRUNCATE_HEADER.size <= size:
+        fh.seek(position)
+        base_offset, length, _, _, last_delta = _TRUNCATE_HEADER.unpack(fh.read(_TRUNCATE_HEADER.size))
+        if length <= 0:
+            return
+        yield position, base_offset, length, last_delta
+        position += length + 12
 
 
 def truncate_files_to(dir_path: str, offset: int) -> int:
@@ -112,12 +172,10 @@ def truncate_files_to(dir_path: str, offset: int) -> int:
     with open(path, "r+b") as fh:
         size = os.fstat(fh.fileno()).st_size
         position = 0
-        while position + _TRUNCATE_HEADER.size <= size:
-            fh.seek(position)
-            base_offset, length, _, _, last_delta = _TRUNCATE_HEADER.unpack(fh.read(_TRUNCATE_HEADER.size))
-            if length <= 0 or base_offset + last_delta >= offset:
+        for batch_position, base_offset, length, last_delta in _file_headers(fh, size):
+            if base_offset + last_delta >= offset:
                 break
-            position += length + 12
+            position = batch_position + length + 12
         fh.truncate(position)
         fh.flush()
         os.fsync(fh.fileno())

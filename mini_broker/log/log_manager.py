@@ -15,6 +15,10 @@ of logs whose ``flush.ms`` has passed (``log.flush.scheduler.interval.ms``), and
 ``producer.id.expiration.ms`` are forgotten by every log's producer state). :meth:`startup` runs them on a ``kafka-log-manager`` thread unless told not to, so a
 broker with its own scheduler (or a test with a ``MockTime``) can call them itself.
 
+Compaction: :attr:`cleaner` (:mod:`mini_broker.log.log_cleaner`) cleans the logs whose ``cleanup.policy``
+holds ``compact`` on its own threads, started with the scheduler and stopped first at :meth:`shutdown`;
+truncation and deletion bring its ``cleaner-offset-checkpoint`` down with the log.
+
 Lock order: the manager lock (the log table) -> a log's lock. Logs are created and deleted under the
 manager lock; lookups read the table without it (a dict read is atomic).
 """
@@ -34,6 +38,7 @@ from mini_broker.log.checkpoint import (
     OffsetCheckpointFile,
 )
 from mini_broker.log.local_log import log_dir_name, parse_topic_partition
+from mini_broker.log.log_cleaner import CleanerConfig, LogCleaner
 from mini_broker.log.log_config import LONG_MAX, LogConfig
 from mini_broker.log.log_loader import truncate_files_to
 from mini_broker.log.unified_log import Log
@@ -63,6 +68,7 @@ class LogManager:
         log_start_offset_checkpoint_interval_ms: int = DEFAULT_CHECKPOINT_INTERVAL_MS,
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         producer_id_expiration_check_interval_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS,
+        cleaner_config: CleanerConfig | None = None,
     ) -> None:
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
@@ -82,6 +88,13 @@ class LogManager:
             "kafka-log-start-offset-checkpoint": log_start_offset_checkpoint_interval_ms,
             "PeriodicProducerExpirationCheck": producer_id_expiration_check_interval_ms,
         }
+        #: logs kept outside the table that the cleaner compacts too (:meth:`register_for_cleaning`)
+        self._extra_cleanable: dict[tuple[str, int], Log] = {}
+        #: the log cleaner (compaction of ``cleanup.policy=compact`` logs); its threads start with the scheduler
+        self.cleaner = LogCleaner(
+            cleaner_config if cleaner_config is not None else CleanerConfig(), self.log_dirs,
+            lambda: {**self._extra_cleanable, **self._logs}, time,
+        )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started = False
@@ -101,6 +114,7 @@ class LogManager:
         if start_scheduler:
             self._thread = threading.Thread(target=self._run_scheduler, name="kafka-log-manager", daemon=True)
             self._thread.start()
+            self.cleaner.startup()
 
     def _load_logs(self, log_dir: str) -> None:
         os.makedirs(log_dir, exist_ok=True)
@@ -148,6 +162,7 @@ class LogManager:
                 return
             self._shut_down = True
         self._stop.set()
+        self.cleaner.shutdown()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
         with self._lock:
@@ -229,6 +244,7 @@ class LogManager:
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             self._logs[tp] = new
+            self.cleaner.manager.truncate_checkpoint(new, offset)
             return new
 
     def truncate_fully_and_start_at(self, topic: str, partition: int, offset: int) -> Log:
@@ -257,8 +273,22 @@ class LogManager:
                 producer_id_expiration_ms=self.producer_id_expiration_ms,
             )
             self._logs[tp] = new
+            self.cleaner.manager.remove_checkpoint(new)
         self.checkpoint_log_start_offsets()
         return new
+
+    def register_for_cleaning(self, log: Log) -> None:
+        """Let the cleaner compact ``log``, a log this manager does not own (a single broker's coordinator
+        logs under ``__group_coordinator``); its cleaner checkpoint goes to the first data directory. The
+        log's config decides (``cleanup.policy=compact``); its owner keeps appending, moving its high
+        watermark and closing it, and calls :meth:`unregister_for_cleaning` before closing it."""
+        with self._lock:
+            self._extra_cleanable[(log.topic, log.partition)] = log
+
+    def unregister_for_cleaning(self, log: Log) -> None:
+        with self._lock:
+            if self._extra_cleanable.get((log.topic, log.partition)) is log:
+                del self._extra_cleanable[(log.topic, log.partition)]
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Apply a new config to every existing and future partition of ``topic``."""
@@ -276,6 +306,7 @@ class LogManager:
         if log is None:
             return False
         log.delete()
+        self.cleaner.manager.remove_checkpoint(log)
         return True
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:

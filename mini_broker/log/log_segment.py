@@ -86,24 +86,29 @@ class SegmentRead:
 class LogSegment:
     """A ``.log`` file and its offset and time indexes."""
 
-    def __init__(self, dir_path: str, base_offset: int, config: LogConfig, time: Time) -> None:
+    def __init__(
+        self, dir_path: str, base_offset: int, config: LogConfig, time: Time, file_suffix: str = ""
+    ) -> None:
+        """``file_suffix`` (``".cleaned"``) names every file ``<base>.log<suffix>`` etc.: a segment the log
+        cleaner writes before it swaps it in (:meth:`change_file_suffixes`)."""
         self.dir_path = dir_path
         self.base_offset = base_offset
         self.config = config
         self._time = time
+        self.file_suffix = file_suffix
         prefix = os.path.join(dir_path, file_name_prefix(base_offset))
-        self.log_path = prefix + LOG_FILE_SUFFIX
+        self.log_path = prefix + LOG_FILE_SUFFIX + file_suffix
         # Append mode: every write lands at the end; reads are positional (pread).
         self._file: io.FileIO = io.FileIO(self.log_path, "a+")
         self._fd = self._file.fileno()
         self.size = os.fstat(self._fd).st_size
         #: False when an index file was missing at open (the log then rebuilds the indexes).
-        self.index_files_existed = os.path.exists(prefix + INDEX_FILE_SUFFIX) and os.path.exists(
-            prefix + TIME_INDEX_FILE_SUFFIX
+        self.index_files_existed = os.path.exists(prefix + INDEX_FILE_SUFFIX + file_suffix) and os.path.exists(
+            prefix + TIME_INDEX_FILE_SUFFIX + file_suffix
         )
-        self.offset_index = OffsetIndex(prefix + INDEX_FILE_SUFFIX, base_offset, config.max_index_size)
-        self.time_index = TimeIndex(prefix + TIME_INDEX_FILE_SUFFIX, base_offset, config.max_index_size)
-        self.txn_index = TransactionIndex(prefix + TXN_INDEX_FILE_SUFFIX, base_offset)
+        self.offset_index = OffsetIndex(prefix + INDEX_FILE_SUFFIX + file_suffix, base_offset, config.max_index_size)
+        self.time_index = TimeIndex(prefix + TIME_INDEX_FILE_SUFFIX + file_suffix, base_offset, config.max_index_size)
+        self.txn_index = TransactionIndex(prefix + TXN_INDEX_FILE_SUFFIX + file_suffix, base_offset)
         self.created_ms = time.milliseconds()
         #: Random per segment in [0, segment.jitter.ms), so that segments of many partitions do not roll at once.
         self.roll_jitter_ms = random.randrange(config.segment_jitter_ms) if config.segment_jitter_ms > 0 else 0
@@ -137,7 +142,7 @@ class LogSegment:
         """Kafka's roll rule: size, age (``segment.ms`` minus this segment's jitter), a full index, or
         offsets beyond int32 from the base offset."""
         reached_roll_ms = (
-            self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > self.config.segment_ms - self.roll_jitter_ms
+            self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > self.config.max_segment_ms - self.roll_jitter_ms
         )
         return (
             self.size > self.config.segment_bytes - messages_size
@@ -363,6 +368,37 @@ class LogSegment:
         self._fd = -1
         if not self._file.closed:
             self._file.close()
+
+    def change_file_suffixes(self, new_suffix: str) -> None:
+        """Rename every file of the segment from its current suffix to ``new_suffix`` (open descriptors stay
+        valid: a rename does not touch them). The txn index file exists only once it has an entry."""
+        old = self.file_suffix
+        if old == new_suffix:
+            return
+
+        def renamed(path: str) -> str:
+            return path[: len(path) - len(old)] + new_suffix if old else path + new_suffix
+
+        for holder in (self.offset_index, self.time_index, self.txn_index):
+            target = renamed(holder.path)
+            if os.path.exists(holder.path):
+                os.replace(holder.path, target)
+            holder.path = target
+        target = renamed(self.log_path)
+        os.replace(self.log_path, target)
+        self.log_path = target
+        self.file_suffix = new_suffix
+
+    def last_modified_ms(self) -> int:
+        """The ``.log`` file's modification time (of the open file: still known after the file was deleted)."""
+        try:
+            return int(os.fstat(self._fd).st_mtime * 1000)
+        except OSError:
+            return self._time.milliseconds()
+
+    def set_last_modified_ms(self, ms: int) -> None:
+        """Set the ``.log`` file's modification time (a cleaned segment keeps its source's, as Kafka)."""
+        os.utime(self.log_path, ns=(ms * 1_000_000, ms * 1_000_000))
 
     def delete(self) -> None:
         """Unlink the files; the ``.log`` stays open for in-flight reads until :meth:`close`."""

@@ -28,6 +28,10 @@ Recovery on open is :func:`~mini_broker.log.log_loader.load_segments` (stray fil
 the recovery point re-read, a torn tail cut). Retention (:meth:`delete_old_segments`) and DeleteRecords
 (:meth:`delete_records_before`) drop whole segments below the log start offset, over ``retention.bytes``
 or older than ``retention.ms``, never past the high watermark.
+
+Compaction (``cleanup.policy=compact``) is the log cleaner's (:mod:`mini_broker.log.log_cleaner`): it reads
+non-active segments without the lock and swaps a rewritten segment in with :meth:`Log.replace_segments`
+under it. Offsets are never renumbered, so a compacted log has gaps that reads step over.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from mini_broker.log.fetch_data_info import FetchDataInfo, LogAppendInfo, Timest
 from mini_broker.log.leader_epoch_cache import LeaderEpochCache
 from mini_broker.log.local_log import offset_of_max_timestamp, offset_of_timestamp, parse_topic_partition, read_segments
 from mini_broker.log.log_config import LogConfig
-from mini_broker.log.log_loader import load_segments
+from mini_broker.log.log_loader import SWAP_FILE_SUFFIX, load_segments
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
 from mini_broker.log.log_segment import AppendedBatch, LogSegment
 from mini_broker.log.log_validator import AppendOrigin as AppendOrigin  # re-exported: the log's API
@@ -60,6 +64,7 @@ from mini_broker.producer_state.producer_state_manager import (
     rebuild_from_log,
 )
 from mini_broker.producer_state.txn_metadata import CompletedTxn
+from mini_broker.utils.atomic_file import fsync_dir
 from pykafka_client.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -489,7 +494,7 @@ class Log:
         the number of segments deleted. Also closes deleted segments whose delay has passed."""
         with self._lock:
             deleted = self._delete_log_start_offset_breached_segments()
-            if "delete" in self.config.other.get("cleanup.policy", "delete").split(","):
+            if self.config.delete:
                 deleted += self._delete_retention_size_breached_segments()
                 deleted += self._delete_retention_ms_breached_segments()
             self._close_deleted_segments(self._time.milliseconds())
@@ -556,6 +561,39 @@ class Log:
             else:
                 still.append((deadline, segment))
         self._pending_close = still
+
+    # -- compaction -----------------------------------------------------------------------------------
+    def replace_segments(self, new_segment: LogSegment, old_segments: list[LogSegment]) -> bool:
+        """Swap a segment the log cleaner wrote (files suffixed ``.cleaned``) in for ``old_segments``
+        (consecutive, below the active segment), crash-safely as Kafka's ``replaceSegments``: the new files
+        are renamed to ``.swap``, the old segments leave the list and their files are unlinked (kept open
+        for in-flight reads until ``file.delete.delay.ms``), then the ``.swap`` suffix is dropped. A crash
+        between these steps is finished at load (:mod:`mini_broker.log.log_loader`).
+
+        Returns False, changing nothing, when the log was closed or the old segments are no longer all in
+        the log (retention, truncation or DeleteRecords changed it meanwhile); the caller then deletes the
+        new segment."""
+        with self._lock:
+            current = self._segments
+            ids = [id(s) for s in current]
+            if self._closed or not old_segments or id(old_segments[0]) not in ids:
+                return False
+            first = ids.index(id(old_segments[0]))
+            if first + len(old_segments) >= len(current) or any(
+                current[first + i] is not seg for i, seg in enumerate(old_segments)
+            ):
+                return False
+            new_segment.flush()
+            new_segment.change_file_suffixes(SWAP_FILE_SUFFIX)
+            fsync_dir(self.dir_path)
+            self._set_segments([*current[:first], new_segment, *current[first + len(old_segments) :]])
+            deadline = self._time.milliseconds() + self.config.file_delete_delay_ms
+            for segment in old_segments:
+                segment.delete()
+                self._pending_close.append((deadline, segment))
+            new_segment.change_file_suffixes("")
+            fsync_dir(self.dir_path)
+            return True
 
     # -- flush and life cycle -------------------------------------------------------------------------
     def flush(self) -> None:

@@ -7,12 +7,15 @@ from typing import TYPE_CHECKING
 
 from mini_broker.config import KafkaConfig
 from mini_broker.metrics import BrokerMetrics
+from mini_broker.network.request_channel import Request
+from mini_broker.security.auth_helper import ALLOW_ALL, RequestAuth, client_ip
 from mini_broker.server.metadata_cache import MetadataCache
 from pykafka_client.utils.time import Time
 
 if TYPE_CHECKING:
     from mini_broker.group.group_coordinator import GroupCoordinator
     from mini_broker.producer_state.producer_id_manager import ProducerIdManager
+    from mini_broker.security.authorizer import StandardAuthorizer
     from mini_broker.server.faults import FaultInjector
     from mini_broker.server.replica_manager import ReplicaManager
     from mini_broker.transaction.seams import TransactionVerifier, TxnMarkerWriter
@@ -48,8 +51,16 @@ class BrokerContext:
     transaction_verifier: TransactionVerifier | None = None
     #: How the transaction coordinator writes COMMIT/ABORT markers (the WriteTxnMarkers path).
     txn_marker_writer: TxnMarkerWriter | None = None
+    #: The ACL authorizer (``authorizer.class.name``); None: no authorization, every request is allowed.
+    authorizer: StandardAuthorizer | None = None
     #: TEST-ONLY fault injection (see ``mini_broker.server.faults``); None in normal runs.
     faults: FaultInjector | None = None
+
+    def auth(self, request: Request) -> RequestAuth:
+        """The authorization checks of ``request``'s principal and client host (see mini_broker.security)."""
+        if self.authorizer is None:
+            return ALLOW_ALL  # no allocation per request while authorization is off (the common case)
+        return RequestAuth(self.authorizer, request.context.principal, client_ip(request.context.client_address))
 
     def endpoint_for(self, listener_name: str) -> BrokerEndPoint:
         """The advertised endpoint of the listener a request came in on (else the first one)."""

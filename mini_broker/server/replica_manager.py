@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mini_broker.config import KafkaConfig
+from mini_broker.log.log_cleaner import CleanerConfig
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_manager import LogManager
 from mini_broker.log.log_offset_metadata import UNKNOWN_OFFSET_METADATA, FetchIsolation, LogOffsetMetadata
@@ -151,7 +152,8 @@ class ReplicaManager:
                 retention_check_interval_ms=config.log_retention_check_interval_ms,
                 producer_id_expiration_ms=_int_config(config, "producer.id.expiration.ms", 86400000),
                 producer_id_expiration_check_interval_ms=_int_config(
-                    config, "producer.id.expiration.check.interval.ms", 600000))
+                    config, "producer.id.expiration.check.interval.ms", 600000),
+                cleaner_config=CleanerConfig.from_broker(config.get))
         self.log_manager: LogManager = log_manager
         self.produce_purgatory: DelayedOperationPurgatory[DelayedProduce] = DelayedOperationPurgatory(
             "Produce", broker_id=config.node_id, purge_interval=_int_config(config, "producer.purgatory.purge.interval.requests"),

@@ -36,9 +36,33 @@ from pykafka_client.admin.types import (
     TransactionListing,
     TransactionState,
 )
+from pykafka_client.protocol.acl import (
+    ANY_ACL,
+    AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+)
 
 __all__ = [
+    "ANY_ACL",
     "AbortTransactionSpec",
+    "AccessControlEntry",
+    "AccessControlEntryFilter",
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
+    "PatternType",
+    "ResourcePattern",
+    "ResourcePatternFilter",
+    "ResourceType",
     "AdminClient",
     "AdminClientConfig",
     "AlterConfigOp",

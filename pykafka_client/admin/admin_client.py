@@ -31,23 +31,31 @@ from pykafka_client.admin.group_types import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
 )
-from pykafka_client.admin.handlers import multi_step
+from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
+from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
+from pykafka_client.admin.handlers.describe_acls import DescribeAclsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
+from pykafka_client.admin.handlers.describe_cluster import DescribeClusterHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
 from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
 from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
+from pykafka_client.admin.handlers.describe_producers import DescribeProducersHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
+from pykafka_client.admin.handlers.describe_transactions import DescribeTransactionsHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
+from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
+from pykafka_client.admin.handlers.list_transactions import ListTransactionsHandler
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
     ClientQuotaAlteration,
@@ -73,6 +81,7 @@ from pykafka_client.client_utils import create_network_client
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
+from pykafka_client.protocol.acl import ANY_ACL, AclBinding, AclBindingFilter
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -142,7 +151,7 @@ class AdminClient:
 
     def describe_cluster(self, timeout: float | None = None) -> ClusterDescription:
         """The cluster id, controller and brokers (DescribeCluster, or Metadata for older brokers)."""
-        return api("describe_cluster", multi_step.DescribeCluster).call(self._ctx, timeout)
+        return api("describe_cluster", DescribeClusterHandler).call(self._ctx, timeout)
 
     def describe_log_dirs(
         self, broker_ids: Iterable[int] | None = None, timeout: float | None = None
@@ -193,6 +202,28 @@ class AdminClient:
     ) -> dict[ClientQuotaEntity, dict[str, float]]:
         """The client quotas set for the entities ``quota_filter`` matches (all when None)."""
         return api("describe_client_quotas", DescribeClientQuotasHandler).call(self._ctx, quota_filter, timeout)
+
+    # --- ACLs ----------------------------------------------------------------------------------
+
+    def create_acls(self, acls: Iterable[AclBinding], timeout: float | None = None
+                    ) -> dict[AclBinding, BaseException | None]:
+        """Create ACL bindings (CreateAcls); returns each binding's error or None. Raises the first binding's
+        error (e.g. InvalidRequestError for a pattern type that is not LITERAL/PREFIXED) after all were attempted;
+        SecurityDisabledError when the broker has no authorizer, ClusterAuthorizationFailedError without ALTER
+        on the cluster."""
+        return api("create_acls", CreateAclsHandler).call(self._ctx, acls, timeout)
+
+    def describe_acls(self, acl_filter: AclBindingFilter = ANY_ACL, timeout: float | None = None
+                      ) -> list[AclBinding]:
+        """The ACL bindings ``acl_filter`` selects (DescribeAcls; all of them by default). Needs DESCRIBE on the
+        cluster (else ClusterAuthorizationFailedError)."""
+        return api("describe_acls", DescribeAclsHandler).call(self._ctx, acl_filter, timeout)
+
+    def delete_acls(self, filters: Iterable[AclBindingFilter], timeout: float | None = None
+                    ) -> dict[AclBindingFilter, list[AclBinding]]:
+        """Delete the bindings each filter selects (DeleteAcls); returns per filter the bindings it removed.
+        Raises the first filter's error after all were applied."""
+        return api("delete_acls", DeleteAclsHandler).call(self._ctx, filters, timeout)
 
     # --- configs -------------------------------------------------------------------------------
 
@@ -264,7 +295,7 @@ class AdminClient:
         UnknownTopicOrPartitionError after one metadata round trip (as Java since KAFKA-15425); a
         partition without a leader (an election in progress) is retried until the timeout.
         """
-        return api("list_offsets", multi_step.ListOffsets).call(self._ctx, specs, timeout, isolation_level)
+        return api("list_offsets", ListOffsetsHandler).call(self._ctx, specs, timeout, isolation_level)
 
     # --- transactions -------------------------------------------------------------------------
 
@@ -272,14 +303,14 @@ class AdminClient:
                               timeout: float | None = None) -> dict[str, TransactionDescription]:
         """State, producer id/epoch, timeout, start time and partitions of each transactional id, asked of its
         coordinator. An unknown id raises TransactionalIdNotFoundError naming it."""
-        return api("describe_transactions", multi_step.DescribeTransactions).call(self._ctx, transactional_ids, timeout)
+        return api("describe_transactions", DescribeTransactionsHandler).call(self._ctx, transactional_ids, timeout)
 
     def list_transactions(self, states: Iterable[TransactionState] = (), producer_ids: Iterable[int] = (),
                           duration_ms: int = -1, timeout: float | None = None) -> list[TransactionListing]:
         """Every transactional id of every broker, filtered by state, producer id and (``duration_ms`` >= 0)
         a transaction start more than that long ago (ids with no open transaction match that filter too, as
         in Kafka: combine it with ``states=[TransactionState.ONGOING]``)."""
-        return api("list_transactions", multi_step.ListTransactions).call(
+        return api("list_transactions", ListTransactionsHandler).call(
             self._ctx, states, producer_ids, duration_ms, timeout)
 
     def abort_transaction(self, spec: AbortTransactionSpec, timeout: float | None = None) -> None:
@@ -288,7 +319,7 @@ class AdminClient:
         ``pykafka transactions find-hanging``). Take the producer id and epoch, and the coordinator epoch,
         from :meth:`describe_producers`. A stale producer epoch raises InvalidProducerEpochError and a stale
         coordinator epoch TransactionCoordinatorFencedError; an unknown partition UnknownTopicOrPartitionError."""
-        api("abort_transaction", multi_step.AbortTransaction).call(self._ctx, spec, timeout)
+        api("abort_transaction", AbortTransactionHandler).call(self._ctx, spec, timeout)
 
     # --- producers -----------------------------------------------------------------------------
 
@@ -297,5 +328,5 @@ class AdminClient:
         """The active idempotent/transactional producers of each partition (keyed by TopicPartition), asked of its leader (Java
         ``describeProducers``): producer id and epoch, last sequence and timestamp, coordinator epoch and the
         start offset of its open transaction (None when none). Errors as :meth:`list_offsets`."""
-        return api("describe_producers", multi_step.DescribeProducers).call(self._ctx, partitions, timeout)
+        return api("describe_producers", DescribeProducersHandler).call(self._ctx, partitions, timeout)
 

@@ -1,7 +1,7 @@
 """What the AdminClient's call modules (``cluster``, ``topics``, ``groups``, ...) are given to run a call: the
 :class:`AdminContext`, its NetworkClient, Metadata and clock, with the mechanics every call shares (wait for
-a ready broker, send one request and wait for the answer, retry disconnects, back off, refresh metadata, find
-a coordinator, ask each partition's leader). The AdminClient owns one and hands it, never itself, to the call
+a ready broker, send one request and wait for the answer, retry disconnects, back off, refresh metadata), and
+the generic driver that runs an API's handler on them (``admin/api_driver.py``). The AdminClient owns one and hands it, never itself, to the call
 modules (Java: the ``KafkaAdminClient`` internals an ``AdminApiHandler`` is driven by).
 
 Driving the NetworkClient happens in the caller's thread, under :attr:`AdminContext.lock`.
@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
-from functools import partial
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
+from pykafka_client.admin.api_driver import drive
 from pykafka_client.admin.api_handler import AdminApiHandler, ApiResult
 from pykafka_client.errors import (
     DisconnectError,
@@ -28,12 +26,8 @@ from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.metadata import Metadata, oldest_metadata_version
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.protocol.api_keys import ApiKey
-from pykafka_client.protocol.messages import (
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    MetadataRequest,
-)
-from pykafka_client.structs import Node, TopicPartition
+from pykafka_client.protocol.messages import MetadataRequest
+from pykafka_client.structs import Node
 from pykafka_client.utils.time import Time, Timer
 
 #: the AdminClient's logger: its retries are logged under the name they always had
@@ -151,14 +145,19 @@ class AdminContext:
         build: Callable[[int], Any],
         target: Callable[[], Node | None],
         timer: Timer,
+        *,
+        fallback: tuple[ApiKey, Callable[[int], Any]] | None = None,
     ) -> tuple[Node, Any]:
-        """Send ``build(version)`` to ``target()`` once it is ready and wait for the response;
-        disconnects are retried until ``timer`` expires. Returns (node, response body)."""
+        """Send ``build(version)`` to ``target()`` once it is ready and wait for the response (``version``: the
+        newest both sides support); disconnects are retried until ``timer`` expires. ``fallback``: the API and
+        builder to use instead with a broker that does not support ``api_key``. Returns (node, response body)."""
         what = api_key.name
         retries = 0
         while True:
             node = self.await_ready(target, timer, what)
             versions = self.client.api_versions.get(node.id_string)
+            if fallback is not None and (versions is None or versions.api_version(api_key) is None):
+                return self.send(*fallback, target, timer)
             version = versions.latest_usable_version(api_key) if versions is not None else None
             body = build(version if version is not None else 0)
             box: list[ClientResponse] = []
@@ -197,28 +196,9 @@ class AdminContext:
             return node, response.response_body
 
     def run(self, handler: AdminApiHandler[K, V], keys: Sequence[K], timer: Timer) -> ApiResult[K, V]:
-        """Drive ``handler`` about ``keys`` (the generic driver, Java ``AdminApiDriver``): its lookup groups the
-        keys by target; each group's request is sent with :meth:`send` (disconnects retried, the timeout's
-        messages); when an answer says the target was stale and ``timer`` has not expired, the lookup's
-        ``before_lookup_again`` runs (refresh, back off) and the group's keys are looked up and sent again.
-        Returns every group's last answer, merged."""
-        result: ApiResult[K, V] = ApiResult()
-        lookup = handler.lookup
-        pending = [iter(lookup.targets(self, keys, timer))]
-        while pending:
-            item = next(pending[-1], None)
-            if item is None:
-                pending.pop()
-                continue
-            target, group = item
-            node, response = self.send(handler.api_key, partial(handler.build_request, keys=group), target, timer)
-            answer = handler.handle_response(node, group, response)
-            if answer.lookup_again and not timer.is_expired():
-                lookup.before_lookup_again(self, timer)
-                pending.append(iter(lookup.targets(self, group, timer)))
-                continue
-            result.merge(answer)
-        return result
+        """Drive ``handler`` about ``keys`` until each is completed or failed or ``timer`` expires (the generic
+        driver, ``admin/api_driver.py``): every key's value or error."""
+        return drive(self, handler, keys, timer)
 
     def run_call(self, make_handler: Callable[[Timer], AdminApiHandler[K, V]], keys: Sequence[K],
                  timeout: float | None, *, update_metadata: bool = False) -> dict[K, V]:
@@ -248,61 +228,3 @@ class AdminContext:
             if timer.is_expired():
                 raise self.expired(timer, f"waiting for metadata ({what})")
             self.poll(timer, 100)
-
-    # --- coordinators and partition leaders ----------------------------------------------------
-
-    def find_coordinator(self, group_id: str, timer: Timer, key_type: int = 0) -> int:
-        """The node id of ``group_id``'s coordinator (FindCoordinator; ``key_type`` 1: of the transactional id
-        ``group_id``), retried while the coordinator is loading or not available until ``timer`` expires."""
-
-        def build(version: int) -> FindCoordinatorRequest:
-            if version >= 4:
-                return FindCoordinatorRequest(key_type=key_type, coordinator_keys=[group_id])
-            return FindCoordinatorRequest(key=group_id, key_type=key_type)
-
-        while True:
-            _, resp = self.send(ApiKey.FIND_COORDINATOR, build, self.least_loaded, timer)
-            assert isinstance(resp, FindCoordinatorResponse)
-            if resp.coordinators:
-                c = resp.coordinators[0]
-                code, message, node_id = c.error_code, c.error_message, c.node_id
-            else:
-                code, message, node_id = resp.error_code, resp.error_message, resp.node_id
-            if not code:
-                return node_id
-            what = "transactional id" if key_type == 1 else "group"
-            error = broker_error(code, message, f"finding the coordinator of {what} {group_id!r}")
-            if not error.retriable or timer.is_expired():
-                raise error
-            self.backoff(timer)
-
-    def ask_leaders(self, remaining: Mapping[TopicPartition, object], timer: Timer, what: str,
-                    ask: Callable[[int, list[TopicPartition]], bool]) -> None:
-        """Until ``remaining`` is empty: ``ask(leader id, its partitions)`` of each partition's leader (it removes
-        what it answered; True: retry with fresh metadata). Absent partitions raise UnknownTopicOrPartitionError
-        after one metadata round trip; partitions without a leader are retried until the timeout."""
-        stale = False  # set when a leader answered that the cached metadata is out of date
-        while remaining:
-            cluster = self.metadata.fetch()
-            if stale or any(cluster.leader_for(tp) is None for tp in remaining):
-                self.refresh_metadata(timer, f"leaders of {sorted((tp[0], tp[1]) for tp in remaining)}")
-                cluster = self.metadata.fetch()
-                raise_for_absent_partitions(cluster, remaining)
-                stale = False
-                if any(cluster.leader_for(tp) is None for tp in remaining):
-                    stale = True
-                    self.backoff(timer)
-                    continue
-            by_leader: dict[int, list[TopicPartition]] = defaultdict(list)
-            for tp in remaining:
-                leader = cluster.leader_for(tp)
-                assert leader is not None
-                by_leader[leader.id].append(tp)
-            retry = False
-            for leader_id, tps in by_leader.items():
-                retry |= ask(leader_id, tps)
-            if retry and remaining:
-                if timer.is_expired():
-                    raise self.expired(timer, what)
-                stale = True
-                self.backoff(timer)

@@ -1,24 +1,29 @@
-"""What one admin API is, for the generic driver :meth:`AdminContext.run` (Java: ``AdminApiHandler``,
+"""What one admin API is, for the generic driver ``admin/api_driver.py`` (Java: ``AdminApiHandler``,
 ``AdminApiLookupStrategy`` and ``AdminApiDriver``, here sans-IO and synchronous).
 
-An :class:`AdminApiHandler` is built per call (it holds the call's arguments). It names its ``api_key``, its
-``lookup`` (how the keys it is asked about map to the brokers to ask: any least-loaded broker, the controller,
-a named broker), builds the request for a group of keys at the negotiated version, and turns the answer into
-an :class:`ApiResult`: a value or an error per key, or ``lookup_again`` when the target was stale (the
-controller moved), so the driver finds the target again and resends. An error that must stop the whole call
-(a broker-level error) is raised from ``handle_response``.
+A call is about a set of keys (topics, partitions, group or transactional ids, broker ids). The driver runs
+two stages for them until every key is completed or failed, or the call's timer expires:
 
-The handlers live in ``admin/handlers/``, one module per API, and the table ``admin/api_table.py`` names the
-entry point of every AdminClient operation.
+* **lookup**: the handler's :class:`LookupStrategy` maps keys to the broker to ask (any least-loaded broker,
+  the controller, a named broker, each partition's leader, each id's coordinator), grouped by broker; it may
+  fail a key (the partition does not exist) or leave it unmapped (no leader yet: looked up again after a
+  backoff).
+* **fulfilment**: one request per broker about its keys, built by the :class:`AdminApiHandler` at the version
+  both sides support, whose answer is an :class:`ApiResult` per key: a value, an error that fails only that
+  key, ``unmapped`` (the target was stale: NOT_LEADER_OR_FOLLOWER, NOT_COORDINATOR; only those keys go back to
+  the lookup) or ``retry`` (ask the same broker again after a backoff: COORDINATOR_LOAD_IN_PROGRESS). An error
+  that must stop the whole call (a broker-level error) is raised from ``handle_response``.
+
+The handlers live in ``admin/handlers/``, one module per API, the lookup strategies in ``admin/lookups.py``,
+and the table ``admin/api_table.py`` names the entry point of every AdminClient operation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from pykafka_client.admin.admin_calls import broker_error, raise_for_absent_partitions
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.structs import Node
@@ -30,28 +35,62 @@ V = TypeVar("V")
 #: where to send a request: the node, or None while none is known or connectable
 Target = Callable[[], "Node | None"]
 
-#: NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS: find the coordinator again
-COORDINATOR_MOVED = frozenset({16, 15, 14})
-
-
-def coordinator_moved(results: Sequence[Any]) -> bool:
-    """Whether a coordinator's per-group results (one group asked) say it moved or is loading."""
-    return bool(results) and results[0].error_code in COORDINATOR_MOVED
+COORDINATOR_LOAD_IN_PROGRESS = 14
+#: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR: find the coordinator again
+COORDINATOR_MOVED = frozenset({15, 16})
+#: UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+#: UNKNOWN_LEADER_EPOCH: the partition's leader moved (or the partition went): look it up again
+LEADER_MOVED = frozenset({3, 5, 6, 74, 75})
+#: the leader has no offset to give yet (a leader change in progress): ask it again
+OFFSET_NOT_AVAILABLE = 78
 
 
 @dataclass
 class ApiResult(Generic[K, V]):
-    """The answer of one request (or, merged, of a whole call): per key its value or its error, in the order
-    the broker answered; ``lookup_again``: the target was stale, find it again and resend every key."""
+    """The answer of one request (or, merged, of a whole call), per key, in the order the broker answered:
+    ``completed`` its value, ``failed`` its error (final); ``unmapped``: look the key up again (its target was
+    stale), ``retry``: ask the same broker again after a backoff; for these two, the error to raise when the
+    call's time runs out first (None: a timeout naming the key)."""
 
     completed: dict[K, V] = field(default_factory=dict)
     failed: dict[K, BaseException] = field(default_factory=dict)
-    lookup_again: bool = False
+    unmapped: dict[K, BaseException | None] = field(default_factory=dict)
+    retry: dict[K, BaseException | None] = field(default_factory=dict)
 
     def merge(self, other: ApiResult[K, V]) -> None:
+        """Take ``other``'s completed and failed keys (a key's first error wins)."""
         self.completed.update(other.completed)
         for key, error in other.failed.items():
             self.failed.setdefault(key, error)
+
+    def fail(self, key: K, error: BaseException) -> None:
+        self.failed.setdefault(key, error)
+
+    def coordinator_error(self, key: K, code: int, error: BaseException) -> None:
+        """A coordinator's error about ``key``: loading, ask it again; moved or not available, find it again;
+        anything else fails the key."""
+        if code == COORDINATOR_LOAD_IN_PROGRESS:
+            self.retry[key] = error
+        elif code in COORDINATOR_MOVED:
+            self.unmapped[key] = error
+        else:
+            self.fail(key, error)
+
+    def partition_error(self, key: K, code: int, error: BaseException) -> None:
+        """A partition leader's error about ``key``: the leader moved, look it up again; no offset yet, ask it
+        again; anything else fails the key. (Asked again until the call's timeout, which then names the key.)"""
+        if code in LEADER_MOVED:
+            self.unmapped[key] = None
+        elif code == OFFSET_NOT_AVAILABLE:
+            self.retry[key] = None
+        else:
+            self.fail(key, error)
+
+    def look_up_unanswered(self, keys: Iterable[K]) -> None:
+        """The keys of ``keys`` the broker said nothing about go back to the lookup."""
+        for key in keys:
+            if not any(key in answered for answered in (self.completed, self.failed, self.unmapped, self.retry)):
+                self.unmapped[key] = None
 
     def first_error(self) -> BaseException | None:
         """The first key's error (the call raises it after every key was attempted), None when none failed."""
@@ -61,6 +100,17 @@ class ApiResult(Generic[K, V]):
         error = self.first_error()
         if error is not None:
             raise error
+
+
+@dataclass
+class LookupResult(Generic[K]):
+    """What a lookup found: ``mapped`` the keys grouped by the broker to ask, in the order the requests are
+    sent; ``failed`` keys that cannot be looked up (only they fail); ``unmapped`` keys not found yet, looked up
+    again after a backoff, with the error to raise when the time runs out first (None: a timeout)."""
+
+    mapped: list[tuple[Target, list[K]]] = field(default_factory=list)
+    failed: dict[K, BaseException] = field(default_factory=dict)
+    unmapped: dict[K, BaseException | None] = field(default_factory=dict)
 
 
 class TargetFinder(Protocol):
@@ -75,11 +125,12 @@ class TargetFinder(Protocol):
 
     def broker_target(self, broker_id: int) -> Target: ...
 
-    def find_coordinator(self, group_id: str, timer: Timer, key_type: int = 0) -> int: ...
-
     def refresh_metadata(self, timer: Timer, what: str) -> None: ...
 
-    def backoff(self, timer: Timer) -> None: ...
+    def send(self, api_key: ApiKey, build: Callable[[int], Any], target: Target, timer: Timer) -> tuple[Node, Any]:
+        """Send ``build(version)`` (the newest version both sides support) once ``target()`` is ready; the
+        node that answered and its response body."""
+        ...
 
 
 class LookupStrategy(Protocol[K]):
@@ -87,16 +138,13 @@ class LookupStrategy(Protocol[K]):
 
     @property
     def description(self) -> str:
-        """What is looked up, for the message of a metadata timeout when it must be looked up again."""
+        """What is looked up (the timeout's message names it)."""
         ...
 
-    def targets(self, finder: TargetFinder, keys: Sequence[K], timer: Timer) -> Iterable[tuple[Target, list[K]]]:
-        """The keys grouped by the broker to ask, in the order the requests are sent (looked up lazily: a
-        coordinator is found just before its request is sent)."""
-        ...
-
-    def before_lookup_again(self, finder: TargetFinder, timer: Timer) -> None:
-        """What happens before the keys of a stale target are looked up again (refresh, back off)."""
+    def lookup(self, finder: TargetFinder, keys: Sequence[K], timer: Timer, stale: bool) -> Iterable[LookupResult[K]]:
+        """Where ``keys`` go. The results are taken one at a time and their requests sent before the next one is
+        made (a group's coordinator is found just before its request). ``stale``: these keys were looked up
+        before and their targets were stale or not found (a lookup that reads cached metadata refreshes it)."""
         ...
 
 
@@ -115,99 +163,16 @@ class AdminApiHandler(Protocol[K, V]):
         ...
 
     def handle_response(self, node: Node, keys: list[K], response: Any) -> ApiResult[K, V]:
-        """``node``'s answer about ``keys``: a value or an error per key; raise to stop the whole call."""
+        """``node``'s answer about ``keys``: per key a value, an error, or to ask again; raise to stop the call."""
         ...
 
 
-class _RefreshBeforeLookingAgain:
-    """Looking up again after a stale answer: fresh metadata, then a backoff."""
+@runtime_checkable
+class FallbackApi(Protocol[K]):
+    """A handler whose API older brokers lack: to a broker without ``api_key`` the driver sends
+    ``build_fallback_request`` of ``fallback_api_key`` instead, and its answer goes to ``handle_response``."""
 
-    description: str
+    @property
+    def fallback_api_key(self) -> ApiKey: ...
 
-    def before_lookup_again(self, finder: TargetFinder, timer: Timer) -> None:
-        finder.refresh_metadata(timer, self.description)
-        finder.backoff(timer)
-
-
-@dataclass(frozen=True)
-class LeastLoaded(_RefreshBeforeLookingAgain):
-    """Every key to the least-loaded broker, in one request."""
-
-    description: str = "any broker"
-
-    def targets(self, finder: TargetFinder, keys: Sequence[Any], timer: Timer) -> list[tuple[Target, list[Any]]]:
-        return [(finder.least_loaded, list(keys))]
-
-
-@dataclass(frozen=True)
-class Controller(_RefreshBeforeLookingAgain):
-    """Every key to the controller (any broker while none is known), in one request; a NOT_CONTROLLER answer
-    refreshes the metadata and resends."""
-
-    description: str = "controller"
-
-    def targets(self, finder: TargetFinder, keys: Sequence[Any], timer: Timer) -> list[tuple[Target, list[Any]]]:
-        return [(finder.controller_or_any, list(keys))]
-
-
-@dataclass(frozen=True)
-class EachBroker(_RefreshBeforeLookingAgain):
-    """Each key is a broker id: one request to each broker (waited for while not in the metadata)."""
-
-    description: str = "each broker"
-
-    def targets(self, finder: TargetFinder, keys: Sequence[int], timer: Timer) -> list[tuple[Target, list[int]]]:
-        return [(finder.broker_target(broker_id), [broker_id]) for broker_id in keys]
-
-
-@dataclass(frozen=True)
-class BrokerOrAny(_RefreshBeforeLookingAgain, Generic[K]):
-    """Keys grouped by ``broker_of(key)``: the keys of a broker id go to that broker, those of None to the
-    least-loaded broker; one request per group, in the order the groups first appear."""
-
-    broker_of: Callable[[K], int | None]
-    description: str = "the broker of a resource"
-
-    def targets(self, finder: TargetFinder, keys: Sequence[K], timer: Timer) -> list[tuple[Target, list[K]]]:
-        groups: dict[int | None, list[K]] = {}
-        for key in keys:
-            groups.setdefault(self.broker_of(key), []).append(key)
-        return [(finder.least_loaded if broker_id is None else finder.broker_target(broker_id), items)
-                for broker_id, items in groups.items()]
-
-
-@dataclass(frozen=True)
-class GroupCoordinator:
-    """Each key is a group id: one request to its coordinator, found (FindCoordinator) just before the request
-    is sent; when the answer says the coordinator moved or is loading, back off and find it again."""
-
-    description: str = "group coordinator"
-
-    def targets(self, finder: TargetFinder, keys: Sequence[str], timer: Timer) -> Iterator[tuple[Target, list[str]]]:
-        for group_id in keys:
-            yield finder.broker_target(finder.find_coordinator(group_id, timer)), [group_id]
-
-    def before_lookup_again(self, finder: TargetFinder, timer: Timer) -> None:
-        finder.backoff(timer)
-
-
-@dataclass(frozen=True)
-class CurrentLeaders(_RefreshBeforeLookingAgain):
-    """Each key is a partition: grouped by its leader in fresh metadata (one refresh, no waiting): a partition
-    the cluster does not have raises UnknownTopicOrPartitionError, one without a leader LeaderNotAvailableError.
-    ``description``: why the leaders are looked up (the metadata timeout's message)."""
-
-    description: str = "partition leaders"
-
-    def targets(self, finder: TargetFinder, keys: Sequence[tuple[str, int]], timer: Timer
-                ) -> list[tuple[Target, list[tuple[str, int]]]]:
-        finder.refresh_metadata(timer, self.description)
-        cluster = finder.metadata.fetch()
-        raise_for_absent_partitions(cluster, keys)
-        by_leader: dict[int, list[tuple[str, int]]] = {}
-        for tp in keys:
-            leader = cluster.leader_for((tp[0], tp[1]))
-            if leader is None:
-                raise broker_error(5, None, f"partition {tp[0]}-{tp[1]} has no leader; try again shortly")
-            by_leader.setdefault(leader.id, []).append(tp)
-        return [(finder.broker_target(leader_id), tps) for leader_id, tps in by_leader.items()]
+    def build_fallback_request(self, version: int, keys: list[K]) -> Any: ...

@@ -3,38 +3,46 @@
 method is one line: ``api(name, kind).call(self._ctx, ...)``. A new API is a module in ``admin/handlers/`` and
 an entry here (and the one-line method in AdminClient and AsyncAdminClient).
 
-The entries in :data:`HANDLER_APIS` are :class:`~pykafka_client.admin.api_handler.AdminApiHandler` classes
-run by the generic driver ``AdminContext.run``; those in :data:`MULTI_STEP_APIS` are not converted yet and run
-their own steps on the AdminContext (see ``admin/handlers/multi_step.py``).
+Every entry is an :class:`~pykafka_client.admin.api_handler.AdminApiHandler` class run by the generic driver
+(``admin/api_driver.py``).
 """
 
 from __future__ import annotations
 
 from typing import TypeVar
 
-from pykafka_client.admin.handlers import multi_step
+from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
+from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
+from pykafka_client.admin.handlers.describe_acls import DescribeAclsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
+from pykafka_client.admin.handlers.describe_cluster import DescribeClusterHandler
 from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandler
 from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
 from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
+from pykafka_client.admin.handlers.describe_producers import DescribeProducersHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
+from pykafka_client.admin.handlers.describe_transactions import DescribeTransactionsHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
+from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
+from pykafka_client.admin.handlers.list_transactions import ListTransactionsHandler
 from pykafka_client.errors import IllegalStateError
 
 H = TypeVar("H")
 
-#: operation name -> its AdminApiHandler class (sent by the generic driver)
-HANDLER_APIS: dict[str, type] = {
+#: every AdminClient operation -> its AdminApiHandler class (whose ``call`` runs it)
+ADMIN_APIS: dict[str, type] = {
+    "describe_cluster": DescribeClusterHandler,
     "create_topics": CreateTopicsHandler,
     "delete_topics": DeleteTopicsHandler,
     "create_partitions": CreatePartitionsHandler,
@@ -51,20 +59,15 @@ HANDLER_APIS: dict[str, type] = {
     "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
     "alter_consumer_group_offsets": AlterConsumerGroupOffsetsHandler,
     "delete_records": DeleteRecordsHandler,
+    "list_offsets": ListOffsetsHandler,
+    "describe_producers": DescribeProducersHandler,
+    "describe_transactions": DescribeTransactionsHandler,
+    "list_transactions": ListTransactionsHandler,
+    "abort_transaction": AbortTransactionHandler,
+    "create_acls": CreateAclsHandler,
+    "describe_acls": DescribeAclsHandler,
+    "delete_acls": DeleteAclsHandler,
 }
-
-#: operation name -> its entry point, for the operations not yet converted to a handler
-MULTI_STEP_APIS: dict[str, type] = {
-    "describe_cluster": multi_step.DescribeCluster,
-    "list_offsets": multi_step.ListOffsets,
-    "describe_producers": multi_step.DescribeProducers,
-    "describe_transactions": multi_step.DescribeTransactions,
-    "list_transactions": multi_step.ListTransactions,
-    "abort_transaction": multi_step.AbortTransaction,
-}
-
-#: every AdminClient operation -> the class whose ``call`` runs it
-ADMIN_APIS: dict[str, type] = {**HANDLER_APIS, **MULTI_STEP_APIS}
 
 
 def api(name: str, kind: type[H]) -> type[H]:

@@ -39,6 +39,7 @@ from pykafka_client.admin.types import (
     TransactionState,
 )
 from pykafka_client.errors import IllegalStateError
+from pykafka_client.protocol.acl import ANY_ACL, AclBinding, AclBindingFilter
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
 T = TypeVar("T")
@@ -97,6 +98,18 @@ class AsyncAdminClient:
         self, quota_filter: ClientQuotaFilter | None = None, timeout: float | None = None
     ) -> dict[ClientQuotaEntity, dict[str, float]]:
         return await self._run(lambda: self._admin.describe_client_quotas(quota_filter, timeout))
+
+    async def create_acls(self, acls: Iterable[AclBinding], timeout: float | None = None
+                          ) -> dict[AclBinding, BaseException | None]:
+        return await self._run(lambda: self._admin.create_acls(acls, timeout))
+
+    async def describe_acls(self, acl_filter: AclBindingFilter = ANY_ACL, timeout: float | None = None
+                            ) -> list[AclBinding]:
+        return await self._run(lambda: self._admin.describe_acls(acl_filter, timeout))
+
+    async def delete_acls(self, filters: Iterable[AclBindingFilter], timeout: float | None = None
+                          ) -> dict[AclBindingFilter, list[AclBinding]]:
+        return await self._run(lambda: self._admin.delete_acls(filters, timeout))
 
     async def describe_configs(
         self, resources: Iterable[ConfigResource], timeout: float | None = None

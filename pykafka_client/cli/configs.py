@@ -57,20 +57,21 @@ def _resource(args: argparse.Namespace) -> ConfigResource:
     return ConfigResource(ConfigResourceType.BROKER, str(args.broker))
 
 
-def _check_broker(admin: AdminClient, args: argparse.Namespace) -> None:
-    """--broker names a broker of the cluster (a request to any other would wait --timeout for it to appear)."""
-    if args.broker is None:
+def check_broker(admin: AdminClient, broker: int | None, timeout: float) -> None:
+    """``broker`` (None: no broker asked for) is a broker of the cluster (a request to any other would wait
+    --timeout for it to appear)."""
+    if broker is None:
         return
-    ids = sorted(n.id for n in admin.describe_cluster(timeout=args.timeout).nodes)
-    if args.broker not in ids:
-        raise CliError(f"broker {args.broker} is not in the cluster (its brokers: {', '.join(map(str, ids))}); "
+    ids = sorted(n.id for n in admin.describe_cluster(timeout=timeout).nodes)
+    if broker not in ids:
+        raise CliError(f"broker {broker} is not in the cluster (its brokers: {', '.join(map(str, ids))}); "
                        "see `pykafka configs describe --help`", EXIT_NOT_FOUND)
 
 
 def run_describe(args: argparse.Namespace) -> int:
     resource = _resource(args)
     with open_admin(args) as admin:
-        _check_broker(admin, args)
+        check_broker(admin, args.broker, args.timeout)
         entries = admin.describe_configs([resource], timeout=args.timeout)[resource]
     rows = [
         (e.name, "(sensitive)" if e.is_sensitive else e.value, e.source.name, e.is_read_only)
@@ -106,9 +107,10 @@ def parse_add_config(values: list[str]) -> dict[str, str]:
     return out
 
 
-def run_alter(args: argparse.Namespace) -> int:
-    add = parse_add_config(args.add_config)
-    delete = split_csv(args.delete_config)
+def alter_configs(admin: AdminClient, resource: ConfigResource, add: dict[str, str], delete: list[str],
+                  timeout: float) -> None:
+    """Set ``add`` and remove the overrides in ``delete`` (IncrementalAlterConfigs); nothing to change, or a key
+    both added and deleted, is a usage error."""
     if not add and not delete:
         raise CliError("nothing to change: give --add-config and/or --delete-config", EXIT_USAGE)
     both = set(add) & set(delete)
@@ -116,10 +118,15 @@ def run_alter(args: argparse.Namespace) -> int:
         raise CliError(f"{', '.join(sorted(both))} both added and deleted", EXIT_USAGE)
     ops = [AlterConfigOp(k, v) for k, v in add.items()]
     ops += [AlterConfigOp(k, None, AlterConfigOpType.DELETE) for k in delete]
-    resource = _resource(args)
+    admin.incremental_alter_configs({resource: ops}, timeout=timeout)
+
+
+def run_alter(args: argparse.Namespace) -> int:
+    add = parse_add_config(args.add_config)
+    delete = split_csv(args.delete_config)
     with open_admin(args) as admin:
-        _check_broker(admin, args)
-        admin.incremental_alter_configs({resource: ops}, timeout=args.timeout)
+        check_broker(admin, args.broker, args.timeout)
+        alter_configs(admin, _resource(args), add, delete, args.timeout)
     what = f"topic {args.topic}" if args.topic is not None else f"broker {args.broker}"
     info(f"Altered the configs of {what}: {len(add)} set, {len(delete)} deleted.")
     return EXIT_OK

@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple
 
 from pykafka_client.cli.common import (
     EXIT_OK,
@@ -26,7 +26,7 @@ from pykafka_client.cli.common import (
     positive_float,
 )
 from pykafka_client.cli.output import info
-from pykafka_client.cli.record_format import RecordFormat
+from pykafka_client.cli.record_format import RecordFormat, RecordRenderer
 from pykafka_client.consumer.kafka_consumer import KafkaConsumer
 from pykafka_client.errors import WakeupException
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
@@ -129,12 +129,28 @@ def _start(consumer: KafkaConsumer[Any, Any], args: argparse.Namespace, start: t
 
 
 def run(args: argparse.Namespace) -> int:
-    _check_flags(args)
-    start = start_at(args)
     try:
         fmt = RecordFormat(args.format if args.format is not None else ("%k\\t%s\\n" if args.print_key else "%s\\n"))
     except ValueError as e:
         raise CliError(str(e), EXIT_USAGE) from None
+    consume(args, fmt)
+    return EXIT_OK
+
+
+class Consumed(NamedTuple):
+    """What :func:`consume` printed: ``records`` records; ``idle`` when it stopped after --idle-timeout."""
+
+    records: int
+    idle: bool
+
+
+def consume(args: argparse.Namespace, fmt: RecordRenderer, idle_note: str | None = None) -> Consumed:
+    """Check the flags, start reading (``args``: topics, group, partition, offset, from_beginning,
+    isolation_level, max_messages, idle_timeout and the common flags) and print each record as ``fmt``
+    renders it, until --max-messages, --idle-timeout or Ctrl-C. ``idle_note``: a line for stderr when
+    --idle-timeout stopped it (before the ``Processed a total`` line)."""
+    _check_flags(args)
+    start = start_at(args)
     extra: dict[str, Any] = {
         "isolation.level": args.isolation_level,
         "default.api.timeout.ms": int(args.timeout * 1000),
@@ -148,10 +164,11 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         consumer.close()
         raise
-    return _print_records(consumer, fmt, args)
+    return _print_records(consumer, fmt, args, idle_note)
 
 
-def _print_records(consumer: KafkaConsumer[Any, Any], fmt: RecordFormat, args: argparse.Namespace) -> int:
+def _print_records(consumer: KafkaConsumer[Any, Any], fmt: RecordRenderer, args: argparse.Namespace,
+                   idle_note: str | None) -> Consumed:
     """The read loop, until --max-messages, --idle-timeout or Ctrl-C; then the group's commit, the consumer's
     close and Kafka's ``Processed a total of N messages``."""
     stopping = False
@@ -163,6 +180,7 @@ def _print_records(consumer: KafkaConsumer[Any, Any], fmt: RecordFormat, args: a
 
     previous = signal.signal(signal.SIGINT, on_sigint)
     count = 0
+    idle = False
     consumed: dict[TopicPartition, OffsetAndMetadata] = {}
     out = sys.stdout.buffer
     try:
@@ -182,6 +200,7 @@ def _print_records(consumer: KafkaConsumer[Any, Any], fmt: RecordFormat, args: a
                     break
             out.flush()
             if args.idle_timeout is not None and now - last_record >= args.idle_timeout:
+                idle = True
                 break
             if args.group and consumed and now - last_commit >= COMMIT_INTERVAL_S:
                 consumer.commit_async(dict(consumed))
@@ -194,5 +213,7 @@ def _print_records(consumer: KafkaConsumer[Any, Any], fmt: RecordFormat, args: a
     finally:
         signal.signal(signal.SIGINT, previous)
         consumer.close()
+        if idle and idle_note:
+            info(idle_note)
         info(f"Processed a total of {count} messages")
-    return EXIT_OK
+    return Consumed(count, idle)

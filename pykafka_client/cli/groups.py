@@ -108,30 +108,40 @@ def _topics_if_they_exist(admin: AdminClient, names: list[str], timeout: float) 
     return out
 
 
+OFFSET_COLUMNS = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
+
+
+def group_offsets(admin: AdminClient, group: str, timeout: float) -> tuple[ConsumerGroupDescription, list[tuple[Any, ...]]]:
+    """The group's description and a row of OFFSET_COLUMNS per partition it owns or has committed (and
+    every other partition of those topics); an unknown group is a CliError with EXIT_NOT_FOUND."""
+    d = _describe(admin, group, timeout)
+    committed = admin.list_consumer_group_offsets(group, timeout=timeout)
+    owner = {tp: m for m in d.members for tp in m.assignment}
+    known = set(committed) | set(owner)
+    # every partition of the topics the group reads, also those it has not committed yet
+    topics = _topics_if_they_exist(admin, sorted({tp.topic for tp in known}), timeout)
+    tps = sorted(known | {TopicPartition(t, p.partition) for t, desc in topics.items() for p in desc.partitions})
+    ends = _end_offsets(admin, [tp for tp in tps if tp.topic in topics], timeout, OffsetSpec.latest())
+    rows = []
+    for tp in tps:
+        current = committed[tp].offset if tp in committed else None
+        end = ends.get(tp)
+        member = owner.get(tp)
+        rows.append((
+            tp.topic, tp.partition, current, end,
+            None if current is None or end is None else max(0, end - current),
+            member.member_id if member else None, member.host if member else None,
+            member.client_id if member else None,
+        ))
+    return d, rows
+
+
 def run_describe(args: argparse.Namespace) -> int:
     out: list[dict[str, Any]] = []
     with open_admin(args) as admin:
         for group in args.groups:
-            d = _describe(admin, group, args.timeout)
-            committed = admin.list_consumer_group_offsets(group, timeout=args.timeout)
-            owner = {tp: m for m in d.members for tp in m.assignment}
-            known = set(committed) | set(owner)
-            # every partition of the topics the group reads, also those it has not committed yet
-            topics = _topics_if_they_exist(admin, sorted({tp.topic for tp in known}), args.timeout)
-            tps = sorted(known | {TopicPartition(t, p.partition) for t, desc in topics.items() for p in desc.partitions})
-            ends = _end_offsets(admin, [tp for tp in tps if tp.topic in topics], args.timeout, OffsetSpec.latest())
-            columns = ("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID")
-            rows = []
-            for tp in tps:
-                current = committed[tp].offset if tp in committed else None
-                end = ends.get(tp)
-                member = owner.get(tp)
-                rows.append((
-                    tp.topic, tp.partition, current, end,
-                    None if current is None or end is None else max(0, end - current),
-                    member.member_id if member else None, member.host if member else None,
-                    member.client_id if member else None,
-                ))
+            d, rows = group_offsets(admin, group, args.timeout)
+            columns = OFFSET_COLUMNS
             out.append({
                 "group": group, "state": d.state, "protocol_type": "" if d.is_simple_consumer_group else "consumer",
                 "protocol": d.partition_assignor,
@@ -256,29 +266,40 @@ def plan_offsets(admin: AdminClient, args: argparse.Namespace, tps: list[TopicPa
     return plan
 
 
+def reset_plan(admin: AdminClient, args: argparse.Namespace,
+               when: int | None) -> tuple[dict[TopicPartition, int], Mapping[TopicPartition, OffsetAndMetadata]]:
+    """The new offset of each partition --topic/--all-topics names under the chosen strategy, and the group's
+    committed offsets; a group with active members is a CliError with EXIT_REFUSED."""
+    wanted = wanted_partitions(args)
+    d = admin.describe_consumer_groups([args.group], timeout=args.timeout)[args.group]
+    if d.is_active:
+        raise CliError(
+            f"group {args.group!r} has {len(d.members)} active member(s) (state {d.state}): stop its consumers "
+            "before resetting offsets", EXIT_REFUSED,
+        )
+    committed = admin.list_consumer_group_offsets(args.group, timeout=args.timeout)
+    tps = _partitions(admin, args, wanted, committed)
+    return plan_offsets(admin, args, tps, committed, when), committed
+
+
+def commit_plan(admin: AdminClient, group: str, plan: Mapping[TopicPartition, int], timeout: float) -> None:
+    admin.alter_consumer_group_offsets(group, {tp: OffsetAndMetadata(o) for tp, o in plan.items()}, timeout=timeout)
+
+
 def run_reset(args: argparse.Namespace) -> int:
     if args.execute and args.dry_run:
         raise CliError("use either --execute or --dry-run", EXIT_USAGE)
     when = reset_time_ms(args, int(time.time() * 1000))
-    wanted = wanted_partitions(args)
+    wanted_partitions(args)  # a bad --topic is a usage error before anything connects
     with open_admin(args) as admin:
-        d = admin.describe_consumer_groups([args.group], timeout=args.timeout)[args.group]
-        if d.is_active:
-            raise CliError(
-                f"group {args.group!r} has {len(d.members)} active member(s) (state {d.state}): stop its consumers "
-                "before resetting offsets", EXIT_REFUSED,
-            )
-        committed = admin.list_consumer_group_offsets(args.group, timeout=args.timeout)
-        tps = _partitions(admin, args, wanted, committed)
-        plan = plan_offsets(admin, args, tps, committed, when)
+        plan, committed = reset_plan(admin, args, when)
         rows = [(args.group, tp.topic, tp.partition, committed[tp].offset if tp in committed else None, plan[tp])
                 for tp in sorted(plan)]
         emit_rows(args.output, ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"), rows)
         if not args.execute:
             info("Dry run: nothing changed. Add --execute to commit these offsets.")
             return EXIT_OK
-        admin.alter_consumer_group_offsets(args.group, {tp: OffsetAndMetadata(o) for tp, o in plan.items()},
-                                           timeout=args.timeout)
+        commit_plan(admin, args.group, plan, args.timeout)
     info(f"Offsets of group {args.group} reset for {len(plan)} partition(s).")
     return EXIT_OK
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from pykafka_client._version import __version__
-from pykafka_client.cli import configs, consume, groups, offsets, perf, produce, topics, transactions
+from pykafka_client.cli import acls, configs, consume, groups, offsets, perf, produce, topics, transactions
 from pykafka_client.cli.common import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -27,14 +27,20 @@ from pykafka_client.cli.common import (
     error_text,
     said,
 )
+from pykafka_client.cli.kafka_scripts import home as kafka_home
 from pykafka_client.errors import (
+    ClusterAuthorizationFailedError,
     ConfigurationError,
+    GroupAuthorizationFailedError,
     GroupIdNotFoundError,
     GroupNotEmptyError,
     IllegalArgumentError,
     InvalidProducerEpochError,
     KafkaTimeoutError,
     ProducerFencedError,
+    SecurityDisabledError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationError,
     TransactionalIdNotFoundError,
     TransactionCoordinatorFencedError,
     UnknownMemberIdError,
@@ -54,6 +60,7 @@ EPILOG = f"""examples:
   pykafka consume orders --from-beginning --max-messages 1 --format '%k=%s\\n'
   pykafka groups describe billing
   pykafka transactions describe --transactional-id payments-1
+  pykafka acls add --allow-principal User:alice --operation Read --topic orders
 
 {EXIT_CODES_HELP}"""
 
@@ -94,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pykafka {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = common_flags()
-    for module in (topics, produce, consume, groups, configs, offsets, transactions, perf):
+    for module in (topics, produce, consume, groups, configs, offsets, transactions, acls, perf, kafka_home):
         module.register(sub, common)
     return parser
 
@@ -174,6 +181,13 @@ def exit_code_and_message(e: BaseException, args: argparse.Namespace) -> tuple[i
     if isinstance(e, (InvalidProducerEpochError, ProducerFencedError, TransactionCoordinatorFencedError)):
         return EXIT_FAILED, (f"{error_text(e)}; the producer or its coordinator has moved on to a newer "
                              "epoch, see `pykafka producers describe`")
+    if isinstance(e, SecurityDisabledError):
+        return EXIT_FAILED, (f"{error_text(e)}; the broker has no authorizer: start it with authorizer.class.name="
+                             "org.apache.kafka.metadata.authorizer.StandardAuthorizer")
+    if isinstance(e, (ClusterAuthorizationFailedError, TopicAuthorizationFailedError, GroupAuthorizationFailedError,
+                      TransactionalIdAuthorizationError)):
+        return EXIT_FAILED, (f"{error_text(e)}; the principal of this connection lacks the ACL: see "
+                              "`pykafka acls list` (as a super user)")
     if isinstance(e, (ConfigurationError, IllegalArgumentError)):
         return EXIT_USAGE, f"{e}"
     if isinstance(e, KafkaError):

@@ -12,7 +12,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 from pykafka_client.cli.common import (
@@ -56,12 +56,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(run=run)
 
 
-class _Outcome:
-    """Delivery results counted from the producer's I/O thread."""
+class Outcome:
+    """Delivery results counted from the producer's I/O thread, and the number of lines read."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.sent = 0
+        self.total = 0
         self.failures: list[tuple[int, str]] = []
 
     def fail(self, line: int, why: str) -> None:
@@ -79,7 +80,7 @@ class _Outcome:
         return on_delivery
 
 
-def _lines(stream: BinaryIO) -> Iterator[bytes]:
+def input_lines(stream: BinaryIO) -> Iterator[bytes]:
     for raw in stream:
         if raw.endswith(b"\n"):
             raw = raw[:-1]
@@ -120,53 +121,72 @@ def parse_json_line(line: bytes) -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace) -> int:
+def producer_config(args: argparse.Namespace) -> dict[str, Any]:
+    """The producer's configuration: the common flags, then --compression, --acks and --linger-ms."""
     extra: dict[str, Any] = {"max.block.ms": int(args.timeout * 1000)}
     for flag, name in (("compression", "compression.type"), ("acks", "acks"), ("linger_ms", "linger.ms")):
-        if getattr(args, flag) is not None:
+        if getattr(args, flag, None) is not None:
             extra[name] = getattr(args, flag)
-    config = client_config("producer", args, extra)
+    return client_config("producer", args, extra)
+
+
+def run(args: argparse.Namespace) -> int:
     separator = args.key_separator.encode("utf-8") if args.key_separator else None
     headers = [(k, v.encode("utf-8")) for k, v in args.header]
+
+    def fields_of(line: bytes) -> dict[str, Any]:
+        if args.json:
+            fields = parse_json_line(line)
+            fields["headers"] = headers + fields["headers"]
+            if fields["partition"] is None:
+                fields["partition"] = args.partition
+            return fields
+        key: bytes | None = None
+        value = line
+        if separator is not None:
+            key, sep, value = line.partition(separator)
+            if not sep:
+                raise ValueError(f"no key separator {args.key_separator!r} in the line")
+        return {"key": key, "value": value, "headers": headers, "partition": args.partition}
+
+    config = producer_config(args)
     try:
         stream: BinaryIO = open(args.file, "rb") if args.file else sys.stdin.buffer
     except OSError as e:
         raise CliError(f"cannot read --file {args.file}: {e.strerror or e}", EXIT_USAGE) from e
     try:
-        # before any line is read: a missing topic is created if the broker creates topics on use (as Kafka's
-        # console producer, whose first metadata request allows it); otherwise it, or an unknown partition, fails
-        count = auto_created_partition_counts(args, [args.topic])[args.topic]
-        check_partition(args.topic, args.partition, count)
-    except BaseException:
+        outcome = produce_lines(args, config, input_lines(stream), fields_of)
+    finally:
         if stream is not sys.stdin.buffer:
             stream.close()
-        raise
-    outcome = _Outcome()
-    total = 0
+    for number, why in sorted(outcome.failures):
+        print(f"pykafka produce: line {number}: {why}", file=sys.stderr)
+    failed = len(outcome.failures)
+    info(f"Produced {outcome.sent} of {outcome.total} records to {args.topic}" + (f"; {failed} failed" if failed else "."))
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def produce_lines(args: argparse.Namespace, config: dict[str, Any], lines: Iterable[bytes],
+                  fields_of: Callable[[bytes], dict[str, Any]]) -> Outcome:
+    """Send ``fields_of(line)`` (send()'s key, value, headers and partition) for each line to ``args.topic``
+    (``args.partition``: every record's, checked first), until the lines end or Ctrl-C; a line ``fields_of``
+    refuses with ValueError or TypeError, or one the broker refuses, is a failure with its line number.
+    Before any line is read, a missing topic is created if the broker creates topics on use (as Kafka's
+    console producer, whose first metadata request allows it); otherwise it, or an unknown partition, fails."""
+    count = auto_created_partition_counts(args, [args.topic])[args.topic]
+    check_partition(args.topic, args.partition, count)
+    outcome = Outcome()
     progress = sys.stdout.isatty()  # a person is watching: a line on stderr every PROGRESS_INTERVAL_S
     last_progress = time.monotonic()
     producer = KafkaProducer(config)
     try:
-        for number, line in enumerate(_lines(stream), start=1):
-            total += 1
+        for number, line in enumerate(lines, start=1):
+            outcome.total += 1
             if progress and time.monotonic() - last_progress >= PROGRESS_INTERVAL_S:
                 last_progress = time.monotonic()
-                info(f"{total - 1} lines read, {outcome.sent} records sent, {len(outcome.failures)} failed")
+                info(f"{outcome.total - 1} lines read, {outcome.sent} records sent, {len(outcome.failures)} failed")
             try:
-                if args.json:
-                    fields = parse_json_line(line)
-                    fields["headers"] = headers + fields["headers"]
-                    if fields["partition"] is None:
-                        fields["partition"] = args.partition
-                else:
-                    key: bytes | None = None
-                    value = line
-                    if separator is not None:
-                        key, sep, value = line.partition(separator)
-                        if not sep:
-                            raise ValueError(f"no key separator {args.key_separator!r} in the line")
-                    fields = {"key": key, "value": value, "headers": headers, "partition": args.partition}
-                producer.send(args.topic, on_delivery=outcome.callback(number), **fields)
+                producer.send(args.topic, on_delivery=outcome.callback(number), **fields_of(line))
             except (ValueError, TypeError) as e:
                 outcome.fail(number, str(e))
             except Exception as e:
@@ -174,11 +194,5 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         info("interrupted: sending what was read")
     finally:
-        if stream is not sys.stdin.buffer:
-            stream.close()
         producer.close(args.timeout)
-    for number, why in sorted(outcome.failures):
-        print(f"pykafka produce: line {number}: {why}", file=sys.stderr)
-    failed = len(outcome.failures)
-    info(f"Produced {outcome.sent} of {total} records to {args.topic}" + (f"; {failed} failed" if failed else "."))
-    return EXIT_FAILED if failed else EXIT_OK
+    return outcome

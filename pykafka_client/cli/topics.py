@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
-from pykafka_client.admin.types import ConfigResource, ConfigResourceType, ConfigSource, NewPartitions, NewTopic
+from pykafka_client.admin.admin_client import AdminClient
+from pykafka_client.admin.types import (
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+)
 from pykafka_client.cli.common import EXIT_OK, CliError, add_command, key_value, open_admin, output_flag
 from pykafka_client.cli.output import emit, info, kv, table
 from pykafka_client.errors import TopicExistsError
@@ -62,23 +71,23 @@ def run_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_describe(args: argparse.Namespace) -> int:
-    with open_admin(args) as admin:
-        names = args.topics or sorted(admin.list_topics(timeout=args.timeout))
-        described = admin.describe_topics(names, timeout=args.timeout)
-        resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]
-        configs = admin.describe_configs(resources, timeout=args.timeout) if resources else {}
+def topic_details(admin: AdminClient, names: list[str], timeout: float,
+                  shown: Callable[[ConfigEntry], bool]) -> list[dict[str, Any]]:
+    """Each topic's id, partition count, replication factor, the configs ``shown`` keeps, and per partition
+    its leader, replicas and ISR (ids); an unknown topic raises UnknownTopicOrPartitionError."""
+    described = admin.describe_topics(names, timeout=timeout)
+    resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in names]
+    configs = admin.describe_configs(resources, timeout=timeout) if resources else {}
     out: list[dict[str, Any]] = []
     for name in names:
         d = described[name]
         entries = configs.get(ConfigResource(ConfigResourceType.TOPIC, name), {})
-        overrides = {e.name: e.value for e in entries.values() if e.source is ConfigSource.DYNAMIC_TOPIC_CONFIG}
         out.append({
             "name": name,
             "topic_id": str(d.topic_id) if d.topic_id else None,
             "partition_count": len(d.partitions),
             "replication_factor": len(d.partitions[0].replicas) if d.partitions else 0,
-            "configs": overrides,
+            "configs": {e.name: e.value for e in entries.values() if shown(e)},
             "partitions": [
                 {
                     "partition": p.partition,
@@ -89,6 +98,13 @@ def run_describe(args: argparse.Namespace) -> int:
                 for p in d.partitions
             ],
         })
+    return out
+
+
+def run_describe(args: argparse.Namespace) -> int:
+    with open_admin(args) as admin:
+        names = args.topics or sorted(admin.list_topics(timeout=args.timeout))
+        out = topic_details(admin, names, args.timeout, lambda e: e.source is ConfigSource.DYNAMIC_TOPIC_CONFIG)
     if args.output == "json":
         emit("json", out, [], [])
         return EXIT_OK

@@ -161,33 +161,43 @@ def _producer_rows(found: dict[TopicPartition, list[ProducerState]]) -> list[tup
             for tp in sorted(found) for s in sorted(found[tp], key=lambda s: s.producer_id)]
 
 
-def _describe_producers(admin: AdminClient, args: argparse.Namespace) -> dict[TopicPartition, list[ProducerState]]:
-    parts = topic_partitions(admin, args.topic, args.partition, args.timeout)
-    return admin.describe_producers([TopicPartition(args.topic, p) for p in parts], timeout=args.timeout)
+def describe_partition_producers(admin: AdminClient, topic: str, partitions: list[int] | None,
+                                 timeout: float) -> dict[TopicPartition, list[ProducerState]]:
+    """The active producers of ``topic``'s ``partitions`` (None: all)."""
+    parts = topic_partitions(admin, topic, partitions, timeout)
+    return admin.describe_producers([TopicPartition(topic, p) for p in parts], timeout=timeout)
 
 
 def run_producers(args: argparse.Namespace) -> int:
     with open_admin(args) as admin:
-        found = _describe_producers(admin, args)
+        found = describe_partition_producers(admin, args.topic, args.partition, args.timeout)
     emit_rows(args.output, PRODUCER_COLUMNS, _producer_rows(found))
     return EXIT_OK
 
 
 def run_find_hanging(args: argparse.Namespace) -> int:
+    with open_admin(args) as admin:
+        found = hanging_transactions(admin, args.topic, args.partition, args.max_transaction_timeout, args.timeout)
+    emit_rows(args.output, PRODUCER_COLUMNS, _producer_rows(found))
+    return EXIT_OK
+
+
+def hanging_transactions(admin: AdminClient, topic: str, partitions: list[int] | None, max_minutes: int,
+                         timeout: float) -> dict[TopicPartition, list[ProducerState]]:
+    """The producers of ``topic``'s ``partitions`` (None: all) with a transaction open longer than
+    ``max_minutes`` that no coordinator is finishing (:func:`hanging`)."""
     now_ms = int(time.time() * 1000)
     ids_of: dict[int, list[str]] = {}
     described: dict[str, TransactionDescription] = {}
-    with open_admin(args) as admin:
-        found = open_too_long(_describe_producers(admin, args), now_ms, args.max_transaction_timeout * 60_000)
-        pids = sorted({s.producer_id for states in found.values() for s in states})
-        if pids:
-            for t in admin.list_transactions(producer_ids=pids, timeout=args.timeout):
-                ids_of.setdefault(t.producer_id, []).append(t.transactional_id)
-            wanted = sorted({tid for ids in ids_of.values() for tid in ids})
-            if wanted:
-                described = admin.describe_transactions(wanted, timeout=args.timeout)
-    emit_rows(args.output, PRODUCER_COLUMNS, _producer_rows(hanging(found, ids_of, described)))
-    return EXIT_OK
+    found = open_too_long(describe_partition_producers(admin, topic, partitions, timeout), now_ms, max_minutes * 60_000)
+    pids = sorted({s.producer_id for states in found.values() for s in states})
+    if pids:
+        for t in admin.list_transactions(producer_ids=pids, timeout=timeout):
+            ids_of.setdefault(t.producer_id, []).append(t.transactional_id)
+        wanted = sorted({tid for ids in ids_of.values() for tid in ids})
+        if wanted:
+            described = admin.describe_transactions(wanted, timeout=timeout)
+    return hanging(found, ids_of, described)
 
 
 def open_too_long(found: dict[TopicPartition, list[ProducerState]], now_ms: int,

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 _NOT_SOURCE = shutil.ignore_patterns(
     ".git", ".venv", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "data", ".*_cache", ".hypothesis", "tests",
-    "bench", ".dev-stamp", "checkpoints",
+    "bench", ".dev-stamp", "checkpoints", "python-path",
 )
 _JAVA_FRAME = re.compile(r"^\s+(at |\.\.\. \d+ more)")
 

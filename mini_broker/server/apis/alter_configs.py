@@ -2,7 +2,8 @@
 
 Used by kafka-python's and aiokafka's ``alter_configs``. Unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; unknown
 config or bad value -> INVALID_CONFIG; the same resource twice -> INVALID_REQUEST; broker resources ->
-INVALID_REQUEST (no dynamic broker configs yet). ``validate_only`` changes nothing.
+INVALID_REQUEST (no dynamic broker configs yet). ``validate_only`` changes nothing. ALTER_CONFIGS on the topic (or the
+cluster, for a broker) is needed, else TOPIC_AUTHORIZATION_FAILED (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def handle(apis: KafkaApis, request: Request) -> AlterConfigsResponse:
     body = request.body
     assert isinstance(body, AlterConfigsRequest)
     out = alter_each(body.resources, partial(_apply, apis, body.validate_only),
-                     AlterConfigsResponse.AlterConfigsResourceResponse)
+                     AlterConfigsResponse.AlterConfigsResourceResponse, apis.broker.auth(request))
     return AlterConfigsResponse(throttle_time_ms=0, responses=out)
 
 

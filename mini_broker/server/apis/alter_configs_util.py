@@ -10,13 +10,22 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
+from mini_broker.security.auth_helper import RequestAuth
 from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import TopicMetadata
-from pykafka_client.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from pykafka_client.errors import (
+    ClusterAuthorizationFailedError,
+    InvalidRequestError,
+    TopicAuthorizationFailedError,
+    UnknownTopicOrPartitionError,
+)
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 
 TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
 
 
 class _NamedConfig(Protocol):
@@ -52,8 +61,21 @@ def topic_to_alter(apis: KafkaApis, res: ConfigResource) -> TopicMetadata:
     return md
 
 
-def alter_each(resources: Iterable[R], apply: Callable[[R], None], result: Callable[..., T]) -> list[T]:
-    """Apply each resource; build its result (``error_code``, ``error_message``, type, name) with ``result``."""
+def config_authorization_error(auth: RequestAuth, op: AclOperation, resource_type: int,
+                               resource_name: str) -> BrokerResponseError | None:
+    """Kafka's check of a config resource: ``op`` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic (else
+    TOPIC_AUTHORIZATION_FAILED) or, for a broker or broker logger, on the cluster (else CLUSTER_AUTHORIZATION_FAILED)."""
+    if resource_type == TOPIC and not auth.topic(op, resource_name):
+        return TopicAuthorizationFailedError(f"{op.name} on topic {resource_name!r} is not allowed")
+    if resource_type in (BROKER, BROKER_LOGGER) and not auth.cluster(op):
+        return ClusterAuthorizationFailedError(f"{op.name} on the cluster is needed for broker configs")
+    return None
+
+
+def alter_each(resources: Iterable[R], apply: Callable[[R], None], result: Callable[..., T],
+               auth: RequestAuth) -> list[T]:
+    """Apply each resource the principal may ALTER_CONFIGS; build its result (``error_code``, ``error_message``,
+    type, name) with ``result``."""
     resources = list(resources)
     counts = Counter((r.resource_type, r.resource_name) for r in resources)
     out: list[T] = []
@@ -63,6 +85,9 @@ def alter_each(resources: Iterable[R], apply: Callable[[R], None], result: Calla
         try:
             if counts[(res.resource_type, res.resource_name)] > 1:
                 raise InvalidRequestError("Duplicate resource in request")
+            denied = config_authorization_error(auth, AclOperation.ALTER_CONFIGS, res.resource_type, res.resource_name)
+            if denied is not None:
+                raise denied
             apply(res)
             code, message = 0, None
         except BrokerResponseError as e:

@@ -1,15 +1,17 @@
 """ConsumerGroupDescribe (key 69, KIP-848): a consumer group's state, epochs, assignor and members with their
-current and target assignments. A group id that is not a consumer group here answers GROUP_ID_NOT_FOUND."""
+current and target assignments. A group id that is not a consumer group here answers GROUP_ID_NOT_FOUND. DESCRIBE
+on the group is needed (else GROUP_AUTHORIZATION_FAILED for it)."""
 
 from __future__ import annotations
 
 from mini_broker.group.consumer.model import Assignment
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.describe_groups import AUTHORIZED_OPERATIONS_OMITTED, GROUP_OPERATIONS
+from mini_broker.server.apis.describe_groups import AUTHORIZED_OPERATIONS_OMITTED
 from mini_broker.server.apis.group_api_util import consumer_group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import MetadataCache
-from pykafka_client.errors import GroupIdNotFoundError
+from pykafka_client.errors import GroupAuthorizationFailedError, GroupIdNotFoundError
+from pykafka_client.protocol.acl import AclOperation, ResourceType
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 
@@ -30,9 +32,15 @@ def handle(apis: KafkaApis, request: Request) -> ConsumerGroupDescribeResponse:
     assert isinstance(body, ConsumerGroupDescribeRequest)
     consumer_groups = consumer_group_coordinator(apis)
     metadata = apis.broker.metadata_cache
-    ops = GROUP_OPERATIONS if body.include_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED
+    auth = apis.broker.auth(request)
     out: list[Described] = []
     for group_id in body.group_ids:
+        if not auth.group(AclOperation.DESCRIBE, group_id):
+            out.append(Described(error_code=GroupAuthorizationFailedError.code, group_id=group_id,
+                                 error_message=f"DESCRIBE on group {group_id} is not allowed for this principal"))
+            continue
+        ops = (auth.operations(ResourceType.GROUP, group_id) if body.include_authorized_operations
+               else AUTHORIZED_OPERATIONS_OMITTED)
         error = consumer_groups.inactive_error()
         group = None if error is not None else consumer_groups.describe(group_id)
         if group is None:

@@ -1,7 +1,8 @@
 """ConsumerGroupHeartbeat (key 68, KIP-848): join, heartbeat and leave of a ``group.protocol=consumer``
 member (see :mod:`mini_broker.group.consumer.manager` for the rules). A group id held by a classic group with
 members is not a consumer group: GROUP_ID_NOT_FOUND (the online migration of KIP-848 is not served). Answered
-once the change the heartbeat made is durable (maybe later, from the coordinator runtime's timer thread)."""
+once the change the heartbeat made is durable (maybe later, from the coordinator runtime's timer thread). READ on
+the group is needed (else GROUP_AUTHORIZATION_FAILED), as for the classic group APIs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from mini_broker.group.consumer.model import normalize
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import client_host, client_id, consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.errors import GroupIdNotFoundError
+from pykafka_client.errors import GroupAuthorizationFailedError, GroupIdNotFoundError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 
@@ -21,6 +23,10 @@ _CONVERTIBLE_CLASSIC_STATES = ("Empty", "Dead")
 def handle(apis: KafkaApis, request: Request) -> ConsumerGroupHeartbeatResponse | None:
     body = request.body
     assert isinstance(body, ConsumerGroupHeartbeatRequest)
+    if not apis.broker.auth(request).group(AclOperation.READ, body.group_id):
+        return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code,
+                                              error_message=f"READ on group {body.group_id} is not allowed for this "
+                                                            f"principal: ask for an ACL granting it")
     consumer_groups = consumer_group_coordinator(apis)
     if not consumer_groups.is_consumer_group(body.group_id) and consumer_groups.inactive_error() is None:
         _, classic = group_coordinator(apis).handle_describe_group(body.group_id)

@@ -2,7 +2,8 @@
 
 Unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one -> INVALID_PARTITIONS;
 assignments whose number differs from the partitions added, or that name another broker ->
-INVALID_REPLICA_ASSIGNMENT; the same topic twice -> INVALID_REQUEST. ``validate_only`` changes nothing.
+INVALID_REPLICA_ASSIGNMENT; the same topic twice -> INVALID_REQUEST. ALTER on the topic is needed (else
+TOPIC_AUTHORIZATION_FAILED, before the topic's existence is looked at). ``validate_only`` changes nothing.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from pykafka_client.errors import (
     InvalidPartitionsError,
     InvalidReplicaAssignmentError,
     InvalidRequestError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import CreatePartitionsRequest, CreatePartitionsResponse
 
@@ -55,11 +58,16 @@ def handle(apis: KafkaApis, request: Request) -> CreatePartitionsResponse:
     body = request.body
     assert isinstance(body, CreatePartitionsRequest)
     counts = Counter(t.name for t in body.topics)
+    alterable = apis.broker.auth(request).topics(AclOperation.ALTER, counts)
     results: list[Result] = []
     for t in body.topics:
         if counts[t.name] > 1:
             results.append(Result(name=t.name, error_code=InvalidRequestError.code,
                                   error_message="Duplicate topic in request."))
+            continue
+        if t.name not in alterable:
+            results.append(Result(name=t.name, error_code=TopicAuthorizationFailedError.code,
+                                  error_message="Authorization failed: ALTER on the topic is needed"))
             continue
         try:
             _one(apis, t, body.validate_only)

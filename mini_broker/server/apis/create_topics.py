@@ -4,7 +4,9 @@ Per topic, in Kafka's order: duplicate names in one request -> INVALID_REQUEST; 
 INVALID_TOPIC_EXCEPTION; already exists -> TOPIC_ALREADY_EXISTS; partitions (-1 = ``num.partitions``)
 must be > 0 -> INVALID_PARTITIONS; replication factor (-1 = ``default.replication.factor``) must be 1 on a
 single broker -> INVALID_REPLICATION_FACTOR; manual assignments must name only this broker ->
-INVALID_REPLICA_ASSIGNMENT; configs must be known topic configs with valid values -> INVALID_CONFIG.
+INVALID_REPLICA_ASSIGNMENT; configs must be known topic configs with valid values -> INVALID_CONFIG. Authorization first, as Kafka: CREATE on
+the cluster, else CREATE on the topic (TOPIC_AUTHORIZATION_FAILED); the v5+ configs of a created topic only with
+DESCRIBE_CONFIGS on it (else an empty list and topic_config_error_code TOPIC_AUTHORIZATION_FAILED).
 ``validate_only`` checks everything and creates nothing. v5+ results carry the partition count,
 replication factor and the topic's configs with their sources.
 """
@@ -24,9 +26,11 @@ from pykafka_client.errors import (
     InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidRequestError,
+    TopicAuthorizationFailedError,
     TopicExistsError,
 )
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 
@@ -77,12 +81,19 @@ def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
     assert isinstance(body, CreateTopicsRequest)
     broker = apis.broker
     counts = Counter(t.name for t in body.topics)
+    auth = broker.auth(request)
+    creatable = ({t.name for t in body.topics} if auth.cluster(AclOperation.CREATE)
+                 else auth.topics(AclOperation.CREATE, (t.name for t in body.topics)))
     results: list[Result] = []
     for t in body.topics:
         if counts[t.name] > 1:
             results.append(Result(name=t.name, error_code=InvalidRequestError.code,
                                   error_message="Create topics request from client contains multiple entries "
                                                 "for the same topic."))
+            continue
+        if t.name not in creatable:
+            results.append(Result(name=t.name, error_code=TopicAuthorizationFailedError.code,
+                                  error_message="Authorization failed: CREATE on the cluster or on the topic is needed"))
             continue
         try:
             partitions, rf, configs = _check(apis, t)
@@ -94,10 +105,13 @@ def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
         except BrokerResponseError as e:
             results.append(Result(name=t.name, error_code=e.code, error_message=error_message(e)))
             continue
-        described = describe_topic_configs(broker.config, md.configs)
+        # the configs in the answer are shown only with DESCRIBE_CONFIGS on the topic (Kafka)
+        shown = auth.topic(AclOperation.DESCRIBE_CONFIGS, t.name)
+        described = describe_topic_configs(broker.config, md.configs) if shown else []
         results.append(Result(
             name=t.name, topic_id=md.topic_id, error_code=0,
             error_message=None, num_partitions=md.num_partitions, replication_factor=rf,
+            topic_config_error_code=0 if shown else TopicAuthorizationFailedError.code,
             configs=[CreateTopicsResponse.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                                                 config_source=e.source, is_sensitive=e.is_sensitive)
                      for e in described],

@@ -1,12 +1,14 @@
 """DeleteGroups (key 42): Empty groups go with their offsets; others NON_EMPTY_GROUP; unknown
-GROUP_ID_NOT_FOUND. A KIP-848 consumer group is deleted when it has no members (with the offsets the classic
-coordinator keeps for it)."""
+GROUP_ID_NOT_FOUND; DELETE on the group is needed (else GROUP_AUTHORIZATION_FAILED). A KIP-848 consumer group
+is deleted when it has no members (with the offsets the classic coordinator keeps for it)."""
 
 from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteGroupsRequest, DeleteGroupsResponse
 
@@ -14,13 +16,18 @@ from pykafka_client.protocol.messages import DeleteGroupsRequest, DeleteGroupsRe
 def handle(apis: KafkaApis, request: Request) -> DeleteGroupsResponse:
     body = request.body
     assert isinstance(body, DeleteGroupsRequest)
-    consumer = consumer_group_coordinator(apis).delete_groups(body.groups_names)
-    results = group_coordinator(apis).handle_delete_groups([g for g in body.groups_names if consumer.get(g, 0) == 0])
-    for group_id, error in consumer.items():  # the consumer group's own answer (its offsets may not exist)
-        results[group_id] = error
+    auth = apis.broker.auth(request)
+    names = list(dict.fromkeys(body.groups_names))
+    deletable = [g for g in names if auth.group(AclOperation.DELETE, g)]
+    results = {g: GroupAuthorizationFailedError.code for g in names}
+    consumer = consumer_group_coordinator(apis).delete_groups(deletable)
+    classic = [g for g in deletable if consumer.get(g, 0) == 0]
+    if classic:
+        results.update(group_coordinator(apis).handle_delete_groups(classic))
+    results.update(consumer)  # a consumer group's own answer (its offsets may not exist)
     return DeleteGroupsResponse(throttle_time_ms=0, results=[
         DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=results[g])
-        for g in dict.fromkeys(body.groups_names)])
+        for g in names])
 
 
 API = ApiSpec(ApiKey.DELETE_GROUPS, 0, 2, handle)

@@ -3,7 +3,8 @@
 Unknown partition -> UNKNOWN_TOPIC_OR_PARTITION; an offset above the high watermark -> OFFSET_OUT_OF_RANGE.
 Completes at once on a single broker; on a cluster the leader answers once its in-sync followers moved their log
 start offsets too (``mini_broker.cluster.delayed_delete_records``, Kafka's DelayedDeleteRecords), or
-REQUEST_TIMED_OUT after the request's ``timeout_ms``; a follower answers NOT_LEADER_OR_FOLLOWER.
+REQUEST_TIMED_OUT after the request's ``timeout_ms``; a follower answers NOT_LEADER_OR_FOLLOWER. DELETE on the topic is
+needed (else TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import threading
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import TopicAuthorizationFailedError
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
 from pykafka_client.structs import TopicPartition
@@ -28,10 +31,14 @@ def handle(apis: KafkaApis, request: Request) -> DeleteRecordsResponse | None:
     rm = apis.broker.replica_manager
     results: dict[TopicPartition, tuple[int, int]] = {}  # partition -> (low watermark, error code)
     order: list[TopicPartition] = []
+    deletable = apis.broker.auth(request).topics(AclOperation.DELETE, (t.name for t in body.topics))
     for t in body.topics:
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
             order.append(tp)
+            if t.name not in deletable:
+                results[tp] = -1, TopicAuthorizationFailedError.code
+                continue
             try:
                 results[tp] = rm.delete_records(tp, p.offset), 0
             except BrokerResponseError as e:

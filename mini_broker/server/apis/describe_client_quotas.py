@@ -1,12 +1,14 @@
 """DescribeClientQuotas (key 48): the quotas set for the entities that match a filter (exact name, default,
-or any, per entity type; ``strict`` leaves out entities with other types too)."""
+or any, per entity type; ``strict`` leaves out entities with other types too). DESCRIBE_CONFIGS on the cluster is
+needed (else CLUSTER_AUTHORIZATION_FAILED)."""
 
 from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
 from mini_broker.quota.client_quotas import ENTITY_TYPES
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.errors import InvalidRequestError
+from pykafka_client.errors import ClusterAuthorizationFailedError, InvalidRequestError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 
@@ -16,6 +18,9 @@ MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY = 0, 1, 2
 def handle(apis: KafkaApis, request: Request) -> DescribeClientQuotasResponse:
     body = request.body
     assert isinstance(body, DescribeClientQuotasRequest)
+    if not apis.broker.auth(request).cluster(AclOperation.DESCRIBE_CONFIGS):
+        return DescribeClientQuotasResponse(error_code=ClusterAuthorizationFailedError.code, entries=None,
+                                            error_message="DESCRIBE_CONFIGS on the cluster is needed")
     components = [(c.entity_type, c.match_type, c.match) for c in body.components]
     for etype, match_type, match in components:
         problem = None

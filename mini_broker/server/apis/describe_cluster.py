@@ -1,4 +1,7 @@
-"""DescribeCluster (key 60): this broker, the cluster id, and itself as controller."""
+"""DescribeCluster (key 60): this broker, the cluster id, and itself as controller.
+
+As in Kafka it needs no permission; the cluster's authorized operations (when asked for) are the principal's with
+DESCRIBE on the cluster, else none (0)."""
 
 from __future__ import annotations
 
@@ -33,7 +36,8 @@ def handle(apis: KafkaApis, request: Request) -> DescribeClusterResponse:
         cluster_id=broker.metadata_cache.cluster_id,
         controller_id=controller_id,
         brokers=brokers,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=(apis.broker.auth(request).cluster_operations()
+                                       if body.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED),
     )
 
 

@@ -2,20 +2,21 @@
 
 Topic values come from the topic override (DYNAMIC_TOPIC_CONFIG), else the broker synonym set in
 server.properties (STATIC_BROKER_CONFIG), else Kafka's default (DEFAULT_CONFIG); see ``topic_configs``.
+DESCRIBE_CONFIGS on the topic (or the cluster, for a broker) is needed, else TOPIC_AUTHORIZATION_FAILED
+(CLUSTER_AUTHORIZATION_FAILED) for that resource.
 """
 
 from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
+from mini_broker.server.api_error import error_message
+from mini_broker.server.apis.alter_configs_util import BROKER, BROKER_LOGGER, TOPIC, config_authorization_error
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.topic_configs import ConfigEntry, describe_broker_configs, describe_topic_configs
 from pykafka_client.errors import InvalidRequestError, UnknownTopicOrPartitionError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeConfigsRequest, DescribeConfigsResponse
-
-TOPIC = 2
-BROKER = 4
-BROKER_LOGGER = 8
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
@@ -39,9 +40,15 @@ def handle(apis: KafkaApis, request: Request) -> DescribeConfigsResponse:
     version = request.context.api_version
     synonyms = bool(body.include_synonyms) and version >= 1
     docs = bool(body.include_documentation) and version >= 3
+    auth = broker.auth(request)
     results: list[Result] = []
     for res in body.resources:
         keys = list(res.configuration_keys) if res.configuration_keys is not None else None
+        denied = config_authorization_error(auth, AclOperation.DESCRIBE_CONFIGS, res.resource_type, res.resource_name)
+        if denied is not None:
+            results.append(Result(error_code=denied.code, error_message=error_message(denied),
+                                  resource_type=res.resource_type, resource_name=res.resource_name, configs=[]))
+            continue
         entries: list[ConfigEntry]
         if res.resource_type == TOPIC:
             md = broker.metadata_cache.get_topic(res.resource_name)

@@ -2,7 +2,8 @@
 asked (all when ``topics`` is null) that live there, with their size in bytes (the sum of their segments), an offset
 lag of 0 (the broker keeps no future logs, so the lag of a current log, HW - LEO floored at 0, is always 0) and
 ``is_future_key`` false; at v4+ the volume's total and usable bytes. The broker has no offline log directories
-(a failing directory stops it), so every directory answers error 0 and KAFKA_STORAGE_ERROR is never sent."""
+(a failing directory stops it), so every directory answers error 0 and KAFKA_STORAGE_ERROR is never sent. DESCRIBE on
+the cluster is needed (else CLUSTER_AUTHORIZATION_FAILED and no directories)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import os
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import ClusterAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeLogDirsRequest, DescribeLogDirsResponse
 
@@ -28,6 +31,8 @@ def _volume_bytes(log_dir: str) -> tuple[int, int]:
 def handle(apis: KafkaApis, request: Request) -> DescribeLogDirsResponse:
     body = request.body
     assert isinstance(body, DescribeLogDirsRequest)
+    if not apis.broker.auth(request).cluster(AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(throttle_time_ms=0, error_code=ClusterAuthorizationFailedError.code, results=[])
     wanted: dict[str, set[int]] | None = (
         None if body.topics is None else {t.topic: set(t.partitions) for t in body.topics})
     results: list[Result] = []

@@ -7,6 +7,9 @@ transport (zero copy); an empty partition carries empty records, never null (lib
 isolation_level=1 (read_committed) reads up to the last stable offset; every response carries
 ``last_stable_offset`` and, for read_committed, the aborted transactions overlapping the read (an empty list
 when there are none, null for read_uncommitted, as Kafka).
+
+Authorization as Kafka: a follower's fetch (replica id >= 0) needs CLUSTER_ACTION on the cluster, a consumer's READ
+on each topic; the partitions of the others answer TOPIC_AUTHORIZATION_FAILED (and stay in the fetch session).
 """
 
 from __future__ import annotations
@@ -27,7 +30,13 @@ from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID
 from mini_broker.server.replica_manager import LogReadResult
 from mini_broker.server.replication_strategy import FetchPartitionInfo
-from pykafka_client.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError, UnknownTopicIdError
+from pykafka_client.errors import (
+    FetchSessionIdNotFoundError,
+    InvalidFetchSessionEpochError,
+    TopicAuthorizationFailedError,
+    UnknownTopicIdError,
+)
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FetchRequest, FetchResponse
 from pykafka_client.structs import TopicPartition
@@ -98,6 +107,7 @@ def handle(apis: KafkaApis, request: Request) -> FetchResponse | None:
             incremental = True
 
     replica_id = body.replica_state.replica_id if version >= 15 else body.replica_id
+    denied = _unauthorized(apis, request, replica_id >= 0, parts)
     isolation = FetchIsolation.TXN_COMMITTED if body.isolation_level == 1 else FetchIsolation.HIGH_WATERMARK
     if replica_id >= 0 and apis.broker.replica_manager.replication.accepts_follower_fetches:
         isolation = FetchIsolation.LOG_END  # a follower replicates up to the leader's log end
@@ -108,17 +118,29 @@ def handle(apis: KafkaApis, request: Request) -> FetchResponse | None:
                          replica_id=replica_id)
     infos = [(TopicPartition(p.topic, p.partition),
               FetchPartitionInfo(p.fetch_offset, p.max_bytes, p.current_leader_epoch, p.log_start_offset))
-             for p in parts if p.topic is not None]
+             for p in parts if p.topic is not None and p.topic not in denied]
 
     def respond(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
-        apis.send_response(request, _build(apis, parts, dict(results), session, incremental))
+        apis.send_response(request, _build(apis, parts, dict(results), session, incremental, denied))
 
     apis.broker.replica_manager.fetch_messages(params, infos, respond)
     return None
 
 
+def _unauthorized(apis: KafkaApis, request: Request, from_follower: bool, parts: list[CachedPartition]) -> frozenset[str]:
+    """The topics whose partitions answer TOPIC_AUTHORIZATION_FAILED, as Kafka: all of them for a follower's fetch
+    without CLUSTER_ACTION on the cluster, else those the principal may not READ."""
+    auth = apis.broker.auth(request)
+    if not auth.enabled:
+        return frozenset()
+    names = {p.topic for p in parts if p.topic is not None}
+    if from_follower:
+        return frozenset(names) if not auth.cluster(AclOperation.CLUSTER_ACTION) else frozenset()
+    return frozenset(names - auth.topics(AclOperation.READ, names))
+
+
 def _build(apis: KafkaApis, parts: list[CachedPartition], results: dict[TopicPartition, LogReadResult], session: FetchSession | None,
-           incremental: bool) -> FetchResponse:
+           incremental: bool, denied: frozenset[str] = frozenset()) -> FetchResponse:
     topics: list[TopicResp] = []
     index: dict[tuple[str | None, uuid.UUID], TopicResp] = {}
     with_records: list[CachedPartition] = []
@@ -140,6 +162,10 @@ def _build(apis: KafkaApis, parts: list[CachedPartition], results: dict[TopicPar
             if p.topic is None:
                 add(p, PartData(partition_index=p.partition, error_code=UnknownTopicIdError.code, high_watermark=-1,
                                 last_stable_offset=-1, log_start_offset=-1, records=b""))
+                continue
+            if p.topic in denied:
+                add(p, PartData(partition_index=p.partition, error_code=TopicAuthorizationFailedError.code,
+                                high_watermark=-1, last_stable_offset=-1, log_start_offset=-1, records=b""))
                 continue
             r = results[TopicPartition(p.topic, p.partition)]
             report = p.must_report(r.error_code, r.records_size, r.high_watermark, r.last_stable_offset,

@@ -7,7 +7,8 @@ COORDINATOR_NOT_AVAILABLE. Other key types get INVALID_REQUEST. v4+ carry a batc
 On a cluster the coordinator of a key is the leader of its internal topic partition
 (:func:`mini_broker.server.coordinator_lookup.coordinator_for`); the first lookup creates the internal topic
 (Kafka: auto-creation on FindCoordinator), and a partition without a live leader answers
-COORDINATOR_NOT_AVAILABLE.
+COORDINATOR_NOT_AVAILABLE. Authorization first, as Kafka: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED)
+or on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from __future__ import annotations
 from mini_broker.network.request_channel import Request
 from mini_broker.server.coordinator_lookup import GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.errors import CoordinatorNotAvailableError, InvalidRequestError
+from pykafka_client.errors import (
+    CoordinatorNotAvailableError,
+    GroupAuthorizationFailedError,
+    InvalidRequestError,
+    TransactionalIdAuthorizationError,
+)
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import FindCoordinatorRequest, FindCoordinatorResponse
 
@@ -34,6 +41,11 @@ def _internal_topic_settings(apis: KafkaApis, key_type: int) -> tuple[int, dict[
 def _lookup(apis: KafkaApis, request: Request, key_type: int, key: str) -> tuple[int, str | None, int, str, int]:
     """(error code, error message, node id, host, port)."""
     broker = apis.broker
+    auth = broker.auth(request)
+    if key_type == GROUP_KEY_TYPE and not auth.group(AclOperation.DESCRIBE, key):
+        return GroupAuthorizationFailedError.code, "DESCRIBE on the group is needed", -1, "", -1
+    if key_type == TRANSACTION_KEY_TYPE and not auth.transactional_id(AclOperation.DESCRIBE, key):
+        return TransactionalIdAuthorizationError.code, "DESCRIBE on the transactional id is needed", -1, "", -1
     if key_type == GROUP_KEY_TYPE:
         running = broker.group_coordinator is not None and broker.group_coordinator.is_running
     elif key_type == TRANSACTION_KEY_TYPE:

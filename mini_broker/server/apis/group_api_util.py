@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mini_broker.group.consumer import ConsumerGroupCoordinator
 from mini_broker.group.group_coordinator import GroupCoordinator
 from mini_broker.group.group_requests import CommittedOffset
 from mini_broker.network.request_channel import Request
+from mini_broker.security.auth_helper import RequestAuth
 from mini_broker.server.context import BrokerContext
 from mini_broker.server.kafka_apis import KafkaApis
-from pykafka_client.errors import UnknownTopicOrPartitionError
+from pykafka_client.errors import TopicAuthorizationFailedError, UnknownTopicOrPartitionError
+from pykafka_client.protocol.acl import AclOperation
 
 
 def group_coordinator(apis: KafkaApis) -> GroupCoordinator:
@@ -51,17 +53,23 @@ def route_consumer_group_commit(apis: KafkaApis, group_id: str, member: tuple[st
     return ("", -1, None), to_commit
 
 
-def split_unknown_partitions(broker: BrokerContext, topics: Iterable[Any],
-                             committed: Callable[[Any], CommittedOffset]
+def split_unknown_partitions(broker: BrokerContext, auth: RequestAuth, topics: Sequence[Any],
+                             committed: Callable[[Any], CommittedOffset], denied: int = 0
                              ) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], CommittedOffset]]:
-    """The OffsetCommit / TxnOffsetCommit request partitions: UNKNOWN_TOPIC_OR_PARTITION for those the broker
-    does not have, ``committed(partition)`` for the others."""
+    """The OffsetCommit / TxnOffsetCommit request partitions: ``denied`` (a group or transactional id
+    authorization error) for all when set; else TOPIC_AUTHORIZATION_FAILED for topics the principal may not READ,
+    UNKNOWN_TOPIC_OR_PARTITION for those the broker does not have, ``committed(partition)`` for the others."""
     errors: dict[tuple[str, int], int] = {}
     to_commit: dict[tuple[str, int], CommittedOffset] = {}
+    readable = auth.topics(AclOperation.READ, (t.name for t in topics)) if not denied else set()
     for topic in topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if not broker.metadata_cache.contains_partition(topic.name, p.partition_index):
+            if denied:
+                errors[tp] = denied
+            elif topic.name not in readable:
+                errors[tp] = TopicAuthorizationFailedError.code
+            elif not broker.metadata_cache.contains_partition(topic.name, p.partition_index):
                 errors[tp] = UnknownTopicOrPartitionError.code
             else:
                 to_commit[tp] = committed(p)

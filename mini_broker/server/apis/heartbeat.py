@@ -6,6 +6,8 @@ from mini_broker.group.group_requests import HeartbeatParams
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import HeartbeatRequest, HeartbeatResponse
 
@@ -13,6 +15,8 @@ from pykafka_client.protocol.messages import HeartbeatRequest, HeartbeatResponse
 def handle(apis: KafkaApis, request: Request) -> HeartbeatResponse:
     body = request.body
     assert isinstance(body, HeartbeatRequest)
+    if not apis.broker.auth(request).group(AclOperation.READ, body.group_id):
+        return HeartbeatResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code)
     error = group_coordinator(apis).handle_heartbeat(HeartbeatParams(
         group_id=body.group_id, member_id=body.member_id, generation_id=body.generation_id,
         group_instance_id=body.group_instance_id))

@@ -2,7 +2,8 @@
 
 Unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; unknown config or bad value -> INVALID_CONFIG; APPEND or
 SUBTRACT on a non-list config -> INVALID_CONFIG; the same resource twice -> INVALID_REQUEST. Broker
-(dynamic) configs are not supported yet: INVALID_REQUEST. ``validate_only`` changes nothing.
+(dynamic) configs are not supported yet: INVALID_REQUEST. ``validate_only`` changes nothing. Authorization as
+AlterConfigs (ALTER_CONFIGS on the topic or the cluster).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def handle(apis: KafkaApis, request: Request) -> IncrementalAlterConfigsResponse
     body = request.body
     assert isinstance(body, IncrementalAlterConfigsRequest)
     out = alter_each(body.resources, partial(_apply, apis, body.validate_only),
-                     IncrementalAlterConfigsResponse.AlterConfigsResourceResponse)
+                     IncrementalAlterConfigsResponse.AlterConfigsResourceResponse, apis.broker.auth(request))
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=out)
 
 

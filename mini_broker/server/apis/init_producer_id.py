@@ -9,6 +9,10 @@ after an unknown-producer or out-of-order error gets a new id, not a bumped epoc
 With a transactional id: the transaction coordinator answers (a new id at epoch 0, an epoch bump, a new id
 when the epoch is exhausted, CONCURRENT_TRANSACTIONS while an open transaction of the id is fenced and
 aborted, INVALID_TRANSACTION_TIMEOUT above ``transaction.max.timeout.ms``), once the change is durable.
+
+Authorization as Kafka 3.x: an idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic
+(KIP-679; else CLUSTER_AUTHORIZATION_FAILED); a transactional one WRITE on its transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.txn_api_util import fenced_for_version, transaction_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.transaction.transaction_requests import InitProducerIdParams, InitProducerIdResult
+from pykafka_client.errors import ClusterAuthorizationFailedError, TransactionalIdAuthorizationError
+from pykafka_client.protocol.acl import AclOperation, ResourceType
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import InitProducerIdRequest, InitProducerIdResponse
 
@@ -24,10 +30,18 @@ from pykafka_client.protocol.messages import InitProducerIdRequest, InitProducer
 def handle(apis: KafkaApis, request: Request) -> InitProducerIdResponse | None:
     body = request.body
     assert isinstance(body, InitProducerIdRequest)
+    auth = apis.broker.auth(request)
     if body.transactional_id is None:
+        if not (auth.cluster(AclOperation.IDEMPOTENT_WRITE) or auth.any_of_type(AclOperation.WRITE, ResourceType.TOPIC)):
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=ClusterAuthorizationFailedError.code,
+                                          producer_id=-1, producer_epoch=-1)
         manager = apis.broker.producer_id_manager
         pid = manager.generate_producer_id() if manager is not None else apis.broker.metadata_cache.next_producer_id()
         return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=0)
+
+    if not auth.transactional_id(AclOperation.WRITE, body.transactional_id):
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=TransactionalIdAuthorizationError.code,
+                                      producer_id=-1, producer_epoch=-1)
 
     def respond(result: InitProducerIdResult) -> None:
         error = fenced_for_version(result.error_code, request.context.api_version, 4)

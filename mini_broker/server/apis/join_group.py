@@ -1,7 +1,8 @@
 """JoinGroup (key 11): answered later, when the group's join round completes (or at once on errors).
 
 v0 has no rebalance timeout (the session timeout is used). v4+ without a group instance id must first get
-a member id (KIP-394: MEMBER_ID_REQUIRED). v9+ lets a rejoining static leader skip the assignment.
+a member id (KIP-394: MEMBER_ID_REQUIRED). v9+ lets a rejoining static leader skip the assignment. READ on the group
+is needed (else GROUP_AUTHORIZATION_FAILED), as for SyncGroup, Heartbeat and LeaveGroup.
 
 A KIP-848 consumer group with members answers INCONSISTENT_GROUP_PROTOCOL (the online migration between the
 protocols is not served); an empty one becomes a classic group, as Kafka converts it.
@@ -18,12 +19,13 @@ from mini_broker.server.apis.group_api_util import (
     group_coordinator,
 )
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.errors import InconsistentGroupProtocolError
+from pykafka_client.errors import GroupAuthorizationFailedError, InconsistentGroupProtocolError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import JoinGroupRequest, JoinGroupResponse
 
 
-def handle(apis: KafkaApis, request: Request) -> None:
+def handle(apis: KafkaApis, request: Request) -> JoinGroupResponse | None:
     body = request.body
     assert isinstance(body, JoinGroupRequest)
     version = request.context.api_version
@@ -41,6 +43,10 @@ def handle(apis: KafkaApis, request: Request) -> None:
                                                                metadata=m.metadata)
                      for m in result.members]))
 
+    if not apis.broker.auth(request).group(AclOperation.READ, body.group_id):
+        return JoinGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code, generation_id=-1,
+                                 protocol_type=None, protocol_name=None if version >= 7 else "", leader="",
+                                 member_id=body.member_id, members=[])
     consumer_groups = consumer_group_coordinator(apis)
     if consumer_groups.is_consumer_group(body.group_id):
         if not consumer_groups.is_empty_consumer_group(body.group_id):

@@ -7,6 +7,8 @@ from mini_broker.group.group_requests import LeaveGroupParams, LeaveMember
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import LeaveGroupRequest, LeaveGroupResponse
 
@@ -15,6 +17,8 @@ def handle(apis: KafkaApis, request: Request) -> LeaveGroupResponse:
     body = request.body
     assert isinstance(body, LeaveGroupRequest)
     version = request.context.api_version
+    if not apis.broker.auth(request).group(AclOperation.READ, body.group_id):
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code, members=[])
     if version >= 3:
         leaving = [LeaveMember(m.member_id, m.group_instance_id, m.reason) for m in body.members]
     else:

@@ -1,11 +1,13 @@
 """ListGroups (key 16): every live group; v4+ filter by state (case-insensitive), v5+ by type ("classic", or
-"consumer" for the KIP-848 consumer groups, which list with protocol type "consumer" and their own states)."""
+"consumer" for the KIP-848 consumer groups, which list with protocol type "consumer" and their own states).
+With DESCRIBE on the cluster every group is listed, else only those the principal may DESCRIBE (Kafka's rule)."""
 
 from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ListGroupsRequest, ListGroupsResponse
 
@@ -26,6 +28,9 @@ def handle(apis: KafkaApis, request: Request) -> ListGroupsResponse:
     if body.types_filter:
         types = {t.lower() for t in body.types_filter}
         groups = [g for g in groups if g[3] in types]
+    auth = apis.broker.auth(request)
+    if not auth.cluster(AclOperation.DESCRIBE):
+        groups = [g for g in groups if auth.group(AclOperation.DESCRIBE, g[0])]
     return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=[
         ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state, group_type=gtype)
         for gid, ptype, state, gtype in sorted(groups)])

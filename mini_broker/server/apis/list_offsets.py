@@ -1,6 +1,7 @@
 """ListOffsets (key 2): earliest (-2), latest (-1: the high watermark, or the LSO for read_committed),
 max timestamp (-3, v7+), earliest local (-4, v8+), latest tiered (-5, v9+: none, so -1), or the first
 offset whose timestamp is >= the given one (-1/-1 when there is none).
+DESCRIBE on the topic is needed (else TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
 
 from __future__ import annotations
@@ -9,8 +10,9 @@ from collections import Counter
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.errors import InvalidRequestError, UnsupportedVersionError
+from pykafka_client.errors import InvalidRequestError, TopicAuthorizationFailedError, UnsupportedVersionError
 from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ListOffsetsRequest, ListOffsetsResponse
 from pykafka_client.structs import TopicPartition
@@ -26,6 +28,7 @@ def handle(apis: KafkaApis, request: Request) -> ListOffsetsResponse:
     assert isinstance(body, ListOffsetsRequest)
     version = request.context.api_version
     rm = apis.broker.replica_manager
+    described = apis.broker.auth(request).topics(AclOperation.DESCRIBE, (t.name for t in body.topics))
     counts = Counter((t.name, p.partition_index) for t in body.topics for p in t.partitions)
     topics: list[TopicResp] = []
     for t in body.topics:
@@ -33,6 +36,8 @@ def handle(apis: KafkaApis, request: Request) -> ListOffsetsResponse:
         for p in t.partitions:
             tp = TopicPartition(t.name, p.partition_index)
             try:
+                if t.name not in described:
+                    raise TopicAuthorizationFailedError(f"DESCRIBE on topic {t.name!r} is not allowed")
                 if counts[(t.name, p.partition_index)] > 1:
                     raise InvalidRequestError("Duplicate partition in ListOffsets request")
                 need = MIN_VERSION_FOR_SPECIAL.get(p.timestamp)

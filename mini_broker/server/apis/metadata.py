@@ -3,6 +3,11 @@
 Requested topics that do not exist are created when ``auto.create.topics.enable`` is true and the request
 allows it (v4+ ``allow_auto_topic_creation``; always for v0-3), with ``num.partitions`` partitions, and are
 returned at once (the single broker creates them synchronously). Invalid names get INVALID_TOPIC_EXCEPTION.
+
+Authorization as Kafka: the all-topics answer lists only the topics the principal may DESCRIBE; a named topic (or a
+topic id) it may not describe answers TOPIC_AUTHORIZATION_FAILED whether it exists or not (an id without its name);
+auto-creation needs CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED. Authorized operations
+(v8+) are the principal's (KIP-430); the cluster's only with DESCRIBE on the cluster.
 """
 
 from __future__ import annotations
@@ -15,25 +20,25 @@ from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID, TopicMetadata, is_internal_topic, validate_topic_name
 from pykafka_client.errors import (
     InvalidTopicError,
+    TopicAuthorizationFailedError,
     TopicExistsError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.acl import AclOperation, ResourceType
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
 
 log = logging.getLogger(__name__)
 
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
-# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (AclOperation bits)
-ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 
 Topic = MetadataResponse.MetadataResponseTopic
 Partition = MetadataResponse.MetadataResponsePartition
 
 
-def topic_metadata(apis: KafkaApis, md: TopicMetadata, include_ops: bool) -> Topic:
+def topic_metadata(apis: KafkaApis, md: TopicMetadata, authorized_operations: int) -> Topic:
     replication = apis.broker.replica_manager.replication
     partitions = []
     for p in range(md.num_partitions):
@@ -42,7 +47,7 @@ def topic_metadata(apis: KafkaApis, md: TopicMetadata, include_ops: bool) -> Top
                                     leader_epoch=r.leader_epoch, replica_nodes=r.replicas, isr_nodes=r.isr,
                                     offline_replicas=r.offline))
     return Topic(error_code=0, name=md.name, topic_id=md.topic_id, is_internal=md.is_internal, partitions=partitions,
-                 topic_authorized_operations=ALL_TOPIC_OPERATIONS if include_ops else AUTHORIZED_OPERATIONS_OMITTED)
+                 topic_authorized_operations=authorized_operations)
 
 
 def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> Topic:
@@ -55,10 +60,16 @@ def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
     version = request.context.api_version
     broker = apis.broker
     cache = broker.metadata_cache
+    auth = broker.auth(request)
     include_ops = bool(body.include_topic_authorized_operations)
+
+    def described(md: TopicMetadata) -> Topic:
+        ops = auth.operations(ResourceType.TOPIC, md.name) if include_ops else AUTHORIZED_OPERATIONS_OMITTED
+        return topic_metadata(apis, md, ops)
+
     topics: list[Topic] = []
     if body.topics is None or (version == 0 and not body.topics):
-        topics = [topic_metadata(apis, md, include_ops) for md in cache.all_topics()]
+        topics = [described(md) for md in cache.all_topics() if auth.topic(AclOperation.DESCRIBE, md.name)]
     else:
         allow_create = broker.config.auto_create_topics_enable and (version < 4 or body.allow_auto_topic_creation)
         seen: set[str] = set()
@@ -68,14 +79,22 @@ def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
                 md_by_id = cache.topic_by_id(t.topic_id) if t.topic_id != ZERO_UUID else None
                 if md_by_id is None:
                     topics.append(_error_topic(None, UnknownTopicIdError.code, t.topic_id))
+                elif not auth.topic(AclOperation.DESCRIBE, md_by_id.name):
+                    topics.append(_error_topic(None, TopicAuthorizationFailedError.code, t.topic_id))
                 else:
-                    topics.append(topic_metadata(apis, md_by_id, include_ops))
+                    topics.append(described(md_by_id))
                 continue
             if name in seen:
                 continue
             seen.add(name)
+            if not auth.topic(AclOperation.DESCRIBE, name):
+                topics.append(_error_topic(name, TopicAuthorizationFailedError.code))
+                continue
             md = cache.get_topic(name)
             if md is None and allow_create and not is_internal_topic(name):
+                if not (auth.cluster(AclOperation.CREATE) or auth.topic(AclOperation.CREATE, name)):
+                    topics.append(_error_topic(name, TopicAuthorizationFailedError.code))
+                    continue
                 created = _auto_create(apis, name)
                 if isinstance(created, int):
                     topics.append(_error_topic(name, created))
@@ -89,7 +108,7 @@ def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
                     code = InvalidTopicError.code
                 topics.append(_error_topic(name, code))
             else:
-                topics.append(topic_metadata(apis, md, include_ops))
+                topics.append(described(md))
     ep = broker.endpoint_for(request.context.listener_name)
     brokers = [MetadataResponse.MetadataResponseBroker(node_id=broker.node_id, host=ep.host, port=ep.port, rack=None)]
     controller_id = broker.node_id
@@ -103,7 +122,8 @@ def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
         cluster_id=broker.metadata_cache.cluster_id,
         controller_id=controller_id,
         topics=topics,
-        cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        cluster_authorized_operations=auth.cluster_operations() if body.include_cluster_authorized_operations
+        else AUTHORIZED_OPERATIONS_OMITTED,
     )
 
 

@@ -1,6 +1,7 @@
 """OffsetCommit (key 8). Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the
 group coordinator (generation/member checks, OFFSET_METADATA_TOO_LARGE). v1 may carry a commit timestamp,
-v2-4 a retention time (-1 = broker default); v5+ neither.
+v2-4 a retention time (-1 = broker default); v5+ neither. READ on the group is needed (else
+GROUP_AUTHORIZATION_FAILED for every partition) and READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
 
 A KIP-848 consumer group checks the member and its epoch first (v9+ carry them: UNKNOWN_MEMBER_ID,
 STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH); its offsets are then stored as those of a group without members."""
@@ -15,6 +16,8 @@ from mini_broker.server.apis.group_api_util import (
     split_unknown_partitions,
 )
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 
@@ -34,7 +37,9 @@ def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
         return CommittedOffset(p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", commit_ts,
                                expire_ts)
 
-    errors, to_commit = split_unknown_partitions(broker, body.topics, committed)
+    auth = broker.auth(request)
+    denied = 0 if auth.group(AclOperation.READ, body.group_id) else GroupAuthorizationFailedError.code
+    errors, to_commit = split_unknown_partitions(broker, auth, body.topics, committed, denied)
     (member_id, generation, instance_id), to_commit = route_consumer_group_commit(
         apis, body.group_id, (body.member_id, body.generation_id_or_member_epoch, body.group_instance_id), to_commit,
         errors)

@@ -9,8 +9,11 @@ from collections.abc import Sequence
 
 from mini_broker.group.group_requests import FetchedOffset
 from mini_broker.network.request_channel import Request
+from mini_broker.security.auth_helper import RequestAuth
 from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
 
@@ -31,13 +34,30 @@ def _by_topic(requested: Requested, offsets: dict[tuple[str, int], FetchedOffset
     return out
 
 
-def _fetch(apis: KafkaApis, group_id: str, requested: Requested, require_stable: bool, member_id: str | None = None,
-           member_epoch: int = -1) -> tuple[int, list[tuple[str, list[tuple[int, FetchedOffset]]]]]:
+def _fetch(apis: KafkaApis, auth: RequestAuth, group_id: str, requested: Requested, require_stable: bool,
+           member_id: str | None = None, member_epoch: int = -1
+           ) -> tuple[int, list[tuple[str, list[tuple[int, FetchedOffset]]]]]:
+    """Kafka's authorization: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), DESCRIBE on each topic
+    (requested partitions of other topics: TOPIC_AUTHORIZATION_FAILED; all partitions: only those topics').
+    Then a KIP-848 consumer group's member epoch check (v9+)."""
+    if not auth.group(AclOperation.DESCRIBE, group_id):
+        return GroupAuthorizationFailedError.code, _by_topic(requested, {}, GroupAuthorizationFailedError.code)
     consumer_error = consumer_group_coordinator(apis).validate_offset_fetch(group_id, member_id, member_epoch)
     if consumer_error:
         return consumer_error, []
-    partitions = None if requested is None else [(t, p) for t, ps in requested for p in ps]
+    denied: set[str] = set()
+    if requested is not None:
+        names = [t for t, _ in requested]
+        denied = set(names) - auth.topics(AclOperation.DESCRIBE, names)
+    partitions = None if requested is None else [(t, p) for t, ps in requested for p in ps if t not in denied]
     error, offsets = group_coordinator(apis).handle_fetch_offsets(group_id, partitions, require_stable)
+    offsets = dict(offsets)
+    if requested is None and auth.enabled:
+        readable = auth.topics(AclOperation.DESCRIBE, {t for t, _ in offsets})
+        offsets = {tp: fo for tp, fo in offsets.items() if tp[0] in readable}
+    for t, ps in requested or ():
+        if t in denied:
+            offsets.update({(t, p): FetchedOffset(-1, -1, "", TopicAuthorizationFailedError.code) for p in ps})
     return error, _by_topic(requested, offsets, error)
 
 
@@ -45,11 +65,13 @@ def handle(apis: KafkaApis, request: Request) -> OffsetFetchResponse:
     body = request.body
     assert isinstance(body, OffsetFetchRequest)
     version = request.context.api_version
+    auth = apis.broker.auth(request)
     if version >= 8:
         groups = []
         for g in body.groups:
             requested = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
-            error, topics = _fetch(apis, g.group_id, requested, body.require_stable, g.member_id, g.member_epoch)
+            error, topics = _fetch(apis, auth, g.group_id, requested, body.require_stable, g.member_id,
+                                   g.member_epoch)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[
                 OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
                     OffsetFetchResponse.OffsetFetchResponsePartitions(
@@ -58,7 +80,7 @@ def handle(apis: KafkaApis, request: Request) -> OffsetFetchResponse:
                 for name, parts in (topics if error == 0 else [])]))
         return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
     requested_v0 = None if body.topics is None else [(t.name, t.partition_indexes) for t in body.topics]
-    error, topics = _fetch(apis, body.group_id, requested_v0, version >= 7 and body.require_stable)
+    error, topics = _fetch(apis, auth, body.group_id, requested_v0, version >= 7 and body.require_stable)
     if error != 0 and version >= 2:
         topics = []
     return OffsetFetchResponse(throttle_time_ms=0, error_code=error, topics=[

@@ -23,6 +23,9 @@ TRANSACTION_ABORTABLE) and nothing is written to it. Unlike Kafka's Verification
 transaction aborted between the two could still get one batch (the log then holds it in an open transaction
 the next marker of the producer ends). TEST-ONLY: an armed ``FaultInjector`` closes the connection
 instead of answering (after the append).
+
+Authorization as Kafka: WRITE on the transactional id when one is set (else every partition answers
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), WRITE on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
 
 from __future__ import annotations
@@ -42,9 +45,11 @@ from pykafka_client.errors import (
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
     ProducerFencedError,
+    TopicAuthorizationFailedError,
     TransactionalIdAuthorizationError,
 )
 from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
@@ -114,7 +119,13 @@ def handle(apis: KafkaApis, request: Request) -> None:
             entries.append((tp, p.records))
     verifier = apis.broker.transaction_verifier
     request_error: tuple[int, str] | None = None
-    if duplicate:
+    authorization = _unauthorized(apis, request, body.transactional_id, entries)
+    denied = authorization if isinstance(authorization, dict) else {}
+    if denied:
+        entries = [(tp, records) for tp, records in entries if tp not in denied]
+    if isinstance(authorization, tuple):
+        request_error = authorization
+    elif duplicate:
         request_error = InvalidRequestError.code, "Duplicate partition in produce request"
     elif body.transactional_id is None and any(_first_batch_transactional(records) for _, records in entries):
         request_error = (TransactionalIdAuthorizationError.code,
@@ -131,7 +142,7 @@ def handle(apis: KafkaApis, request: Request) -> None:
 
     def append(refused: dict[TopicPartition, PartitionResponse]) -> None:
         def respond(results: dict[TopicPartition, PartitionResponse]) -> None:
-            _respond(apis, request, body.acks, version, order, {**results, **refused})
+            _respond(apis, request, body.acks, version, order, {**results, **refused, **denied})
 
         remaining = [(tp, records) for tp, records in entries if tp not in refused]
         if not remaining:
@@ -151,6 +162,22 @@ def handle(apis: KafkaApis, request: Request) -> None:
             transactional_id, producer[0], producer[1], partitions) for producer, partitions in to_verify.items()}))
         return
     _verify_remotely(replication, coordinator, transactional_id, to_verify, append)
+
+
+def _unauthorized(apis: KafkaApis, request: Request, transactional_id: str | None,
+                  entries: list[tuple[TopicPartition, object]]) -> dict[TopicPartition, PartitionResponse] | tuple[int, str]:
+    """Kafka's checks: WRITE on the transactional id (else the whole request fails with
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED, returned as (code, message)), then WRITE on each topic (the partitions of
+    the others answer TOPIC_AUTHORIZATION_FAILED and are not written)."""
+    auth = apis.broker.auth(request)
+    if not auth.enabled:
+        return {}
+    if transactional_id is not None and not auth.transactional_id(AclOperation.WRITE, transactional_id):
+        return TransactionalIdAuthorizationError.code, f"WRITE on transactional id {transactional_id!r} is not allowed"
+    writable = auth.topics(AclOperation.WRITE, (tp.topic for tp, _ in entries))
+    return {tp: PartitionResponse(error_code=TopicAuthorizationFailedError.code,
+                                  error_message=f"WRITE on topic {tp.topic!r} is not allowed")
+            for tp, _ in entries if tp.topic not in writable}
 
 
 def _verify_remotely(replication: ReplicationStrategy, coordinator: int, transactional_id: str,

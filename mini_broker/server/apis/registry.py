@@ -10,11 +10,14 @@ from mini_broker.server.apis import (
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_client_quotas,
     describe_cluster,
     describe_configs,
@@ -90,4 +93,8 @@ ALL_APIS: list[ApiSpec] = [
     # client quotas (mini_broker/quota)
     describe_client_quotas.API,
     alter_client_quotas.API,
+    # ACLs (mini_broker/security)
+    describe_acls.API,
+    create_acls.API,
+    delete_acls.API,
 ]

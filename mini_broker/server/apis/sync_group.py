@@ -6,11 +6,13 @@ from mini_broker.group.group_requests import SyncGroupParams, SyncGroupResult
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import SyncGroupRequest, SyncGroupResponse
 
 
-def handle(apis: KafkaApis, request: Request) -> None:
+def handle(apis: KafkaApis, request: Request) -> SyncGroupResponse | None:
     body = request.body
     assert isinstance(body, SyncGroupRequest)
 
@@ -19,6 +21,9 @@ def handle(apis: KafkaApis, request: Request) -> None:
             throttle_time_ms=0, error_code=result.error_code, protocol_type=result.protocol_type,
             protocol_name=result.protocol_name, assignment=result.assignment))
 
+    if not apis.broker.auth(request).group(AclOperation.READ, body.group_id):
+        return SyncGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code,
+                                 protocol_type=None, protocol_name=None, assignment=b"")
     group_coordinator(apis).handle_sync_group(SyncGroupParams(
         group_id=body.group_id, generation_id=body.generation_id, member_id=body.member_id,
         group_instance_id=body.group_instance_id, protocol_type=body.protocol_type,

@@ -4,6 +4,8 @@ writes them to ``__consumer_offsets`` as a transactional batch and holds them pe
 OffsetFetch) until the transaction's marker materializes (COMMIT) or drops (ABORT) them. v3+ carry the
 KIP-447 member fields, checked as Kafka does (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID).
 The transaction coordinator's AddOffsetsToTxn check is its own (the producer must have added the group).
+Authorization as Kafka: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group
+(GROUP_AUTHORIZATION_FAILED), each for every partition, then READ on each topic (TOPIC_AUTHORIZATION_FAILED).
 A KIP-848 consumer group checks the member and its epoch as for OffsetCommit (UNKNOWN_MEMBER_ID,
 STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH); its offsets are then kept as those of a group without members."""
 
@@ -17,6 +19,8 @@ from mini_broker.server.apis.group_api_util import (
     split_unknown_partitions,
 )
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
+from pykafka_client.errors import GroupAuthorizationFailedError, TransactionalIdAuthorizationError
+from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
@@ -26,8 +30,11 @@ def handle(apis: KafkaApis, request: Request) -> TxnOffsetCommitResponse:
     assert isinstance(body, TxnOffsetCommitRequest)
     broker = apis.broker
     now = broker.time.milliseconds()
-    errors, to_commit = split_unknown_partitions(broker, body.topics, lambda p: CommittedOffset(
-        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now))
+    auth = broker.auth(request)
+    denied = (TransactionalIdAuthorizationError.code if not auth.transactional_id(AclOperation.WRITE, body.transactional_id)
+              else GroupAuthorizationFailedError.code if not auth.group(AclOperation.READ, body.group_id) else 0)
+    errors, to_commit = split_unknown_partitions(broker, auth, body.topics, lambda p: CommittedOffset(
+        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now), denied)
     (member_id, generation, instance_id), to_commit = route_consumer_group_commit(
         apis, body.group_id, (body.member_id or "", body.generation_id, body.group_instance_id), to_commit, errors)
     if to_commit:

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import COORDINATOR_MOVED, ApiResult, GroupCoordinator
+from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.lookups import GROUP_COORDINATOR
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetCommitRequest, OffsetCommitResponse
 from pykafka_client.structs import Node, OffsetAndMetadata
@@ -22,7 +23,7 @@ class AlterConsumerGroupOffsetsHandler:
 
     by_topic: dict[str, list[tuple[int, OffsetAndMetadata]]]
     api_key = ApiKey.OFFSET_COMMIT
-    lookup = GroupCoordinator()
+    lookup = GROUP_COORDINATOR
 
     def build_request(self, version: int, keys: list[str]) -> OffsetCommitRequest:
         (group_id,) = keys
@@ -52,7 +53,9 @@ class AlterConsumerGroupOffsetsHandler:
                 if p.error_code:
                     error = broker_error(p.error_code, None,
                                          f"committing {t.name}-{p.partition_index} for group {group_id!r}")
-                    return ApiResult(failed={group_id: error}, lookup_again=p.error_code in COORDINATOR_MOVED)
+                    result: ApiResult[str, None] = ApiResult()
+                    result.coordinator_error(group_id, p.error_code, error)
+                    return result
         return ApiResult(completed={group_id: None})
 
     @staticmethod

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import ApiResult, Controller
+from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.lookups import Controller
 from pykafka_client.admin.types import CreateTopicResult, NewTopic
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
@@ -53,11 +54,14 @@ class CreateTopicsHandler:
 
     def handle_response(self, node: Node, keys: list[str], response: CreateTopicsResponse) -> ApiResult[str, CreateTopicResult]:
         assert isinstance(response, CreateTopicsResponse)
-        result: ApiResult[str, CreateTopicResult] = ApiResult(
-            lookup_again=any(r.error_code == NOT_CONTROLLER for r in response.topics))
+        result: ApiResult[str, CreateTopicResult] = ApiResult()
         for r in response.topics:
             if r.error_code:
-                result.failed.setdefault(r.name, broker_error(r.error_code, r.error_message, f"topic {r.name!r}"))
+                error = broker_error(r.error_code, r.error_message, f"topic {r.name!r}")
+                if r.error_code == NOT_CONTROLLER:
+                    result.unmapped[r.name] = error
+                else:
+                    result.fail(r.name, error)
                 continue
             tid = r.topic_id if r.topic_id != ZERO_UUID else None
             result.completed[r.name] = CreateTopicResult(r.name, tid, r.num_partitions, r.replication_factor)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import ApiResult, GroupCoordinator, coordinator_moved
+from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.lookups import GROUP_COORDINATOR
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteGroupsRequest, DeleteGroupsResponse
 from pykafka_client.structs import Node
@@ -19,17 +20,17 @@ class DeleteConsumerGroupsHandler:
     """Keys: group ids, one request each."""
 
     api_key = ApiKey.DELETE_GROUPS
-    lookup = GroupCoordinator()
+    lookup = GROUP_COORDINATOR
 
     def build_request(self, version: int, keys: list[str]) -> DeleteGroupsRequest:
         return DeleteGroupsRequest(groups_names=keys)
 
     def handle_response(self, node: Node, keys: list[str], response: DeleteGroupsResponse) -> ApiResult[str, None]:
         assert isinstance(response, DeleteGroupsResponse)
-        result: ApiResult[str, None] = ApiResult(lookup_again=coordinator_moved(response.results))
+        result: ApiResult[str, None] = ApiResult()
         for r in response.results:
             if r.error_code:
-                result.failed.setdefault(r.group_id, broker_error(r.error_code, None, f"group {r.group_id!r}"))
+                result.coordinator_error(r.group_id, r.error_code, broker_error(r.error_code, None, f"group {r.group_id!r}"))
             else:
                 result.completed[r.group_id] = None
         return result

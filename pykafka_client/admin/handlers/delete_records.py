@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import ApiResult, CurrentLeaders
+from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.lookups import CurrentLeaders
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteRecordsRequest, DeleteRecordsResponse
 from pykafka_client.structs import Node, TopicPartition

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import ApiResult, Controller
+from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.lookups import Controller
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DeleteTopicsRequest, DeleteTopicsResponse
 from pykafka_client.structs import Node

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import ApiResult, LeastLoaded
+from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.lookups import LeastLoaded
 from pykafka_client.admin.types import ClientQuotaEntity, ClientQuotaFilter
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeClientQuotasRequest, DescribeClientQuotasResponse

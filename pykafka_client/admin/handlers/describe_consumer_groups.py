@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import ApiResult, GroupCoordinator, coordinator_moved
+from pykafka_client.admin.api_handler import ApiResult
 from pykafka_client.admin.group_types import ConsumerGroupDescription, MemberDescription
+from pykafka_client.admin.lookups import GROUP_COORDINATOR
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeGroupsRequest, DescribeGroupsResponse
 from pykafka_client.protocol.messages.consumer_protocol_assignment import ConsumerProtocolAssignment
@@ -32,7 +33,7 @@ class DescribeConsumerGroupsHandler:
     """Keys: group ids, one request each."""
 
     api_key = ApiKey.DESCRIBE_GROUPS
-    lookup = GroupCoordinator()
+    lookup = GROUP_COORDINATOR
 
     def build_request(self, version: int, keys: list[str]) -> DescribeGroupsRequest:
         return DescribeGroupsRequest(groups=keys)
@@ -40,10 +41,10 @@ class DescribeConsumerGroupsHandler:
     def handle_response(self, node: Node, keys: list[str], response: DescribeGroupsResponse
                         ) -> ApiResult[str, ConsumerGroupDescription]:
         assert isinstance(response, DescribeGroupsResponse)
-        result: ApiResult[str, ConsumerGroupDescription] = ApiResult(lookup_again=coordinator_moved(response.groups))
+        result: ApiResult[str, ConsumerGroupDescription] = ApiResult()
         for g in response.groups:
             if g.error_code:
-                result.failed.setdefault(g.group_id, broker_error(g.error_code, None, f"group {g.group_id!r}"))
+                result.coordinator_error(g.group_id, g.error_code, broker_error(g.error_code, None, f"group {g.group_id!r}"))
                 continue
             members = [
                 MemberDescription(

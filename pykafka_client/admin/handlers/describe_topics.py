@@ -7,8 +7,9 @@ from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import ApiResult, LeastLoaded
+from pykafka_client.admin.api_handler import ApiResult
 from pykafka_client.admin.handlers.create_topics import ZERO_UUID
+from pykafka_client.admin.lookups import LeastLoaded
 from pykafka_client.admin.types import TopicDescription, TopicPartitionInfo
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse

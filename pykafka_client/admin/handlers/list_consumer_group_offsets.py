@@ -9,7 +9,8 @@ from typing import Any
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import COORDINATOR_MOVED, ApiResult, GroupCoordinator
+from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.lookups import GROUP_COORDINATOR
 from pykafka_client.errors import UnsupportedVersionError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import OffsetFetchRequest, OffsetFetchResponse
@@ -23,7 +24,7 @@ class ListConsumerGroupOffsetsHandler:
     wanted: list[tuple[str, int]] | None
     by_topic: dict[str, list[int]] = field(init=False, default_factory=lambda: defaultdict(list))
     api_key = ApiKey.OFFSET_FETCH
-    lookup = GroupCoordinator()
+    lookup = GROUP_COORDINATOR
 
     def __post_init__(self) -> None:
         for topic, partition in self.wanted or []:
@@ -55,7 +56,9 @@ class ListConsumerGroupOffsetsHandler:
         code = response.groups[0].error_code if response.groups else response.error_code
         if code:
             error = broker_error(code, None, f"fetching the offsets of group {group_id!r}")
-            return ApiResult(failed={group_id: error}, lookup_again=code in COORDINATOR_MOVED)
+            result: ApiResult[str, dict[TopicPartition, OffsetAndMetadata]] = ApiResult()
+            result.coordinator_error(group_id, code, error)
+            return result
         rows: list[tuple[str, Any]] = (
             [(t.name, p) for g in response.groups for t in g.topics for p in t.partitions]
             if response.groups

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import ApiResult, EachBroker
+from pykafka_client.admin.api_handler import ApiResult
 from pykafka_client.admin.group_types import ConsumerGroupListing
+from pykafka_client.admin.lookups import ALL_BROKERS, AllBrokers
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ListGroupsRequest, ListGroupsResponse
 from pykafka_client.structs import Node
@@ -15,16 +16,16 @@ from pykafka_client.structs import Node
 
 @dataclass
 class ListConsumerGroupsHandler:
-    """Keys: broker ids; a broker-level error stops the call."""
+    """Keys: broker ids (:data:`ALL_BROKERS`: every broker); a broker-level error stops the call."""
 
     api_key = ApiKey.LIST_GROUPS
-    lookup = EachBroker()
+    lookup = AllBrokers("brokers to list groups of")
 
-    def build_request(self, version: int, keys: list[int]) -> ListGroupsRequest:
+    def build_request(self, version: int, keys: list[int | None]) -> ListGroupsRequest:
         return ListGroupsRequest()
 
-    def handle_response(self, node: Node, keys: list[int], response: ListGroupsResponse
-                        ) -> ApiResult[int, list[ConsumerGroupListing]]:
+    def handle_response(self, node: Node, keys: list[int | None], response: ListGroupsResponse
+                        ) -> ApiResult[int | None, list[ConsumerGroupListing]]:
         assert isinstance(response, ListGroupsResponse)
         (broker_id,) = keys
         if response.error_code:
@@ -35,11 +36,5 @@ class ListConsumerGroupsHandler:
     @staticmethod
     def call(ctx: AdminContext, timeout: float | None = None) -> list[ConsumerGroupListing]:
         """Every group of every broker, sorted by group id."""
-        with ctx.lock:
-            timer = ctx.timer(timeout)
-            if not ctx.metadata.fetch().nodes or any(n.id < 0 for n in ctx.metadata.fetch().nodes):
-                ctx.refresh_metadata(timer, "brokers to list groups of")
-            ids = [broker.id for broker in ctx.metadata.fetch().nodes]
-            result = ctx.run(ListConsumerGroupsHandler(), ids, timer)
-            out = [listing for listings in result.completed.values() for listing in listings]
-            return sorted(out, key=lambda g: g.group_id)
+        completed = ctx.run_call(lambda _timer: ListConsumerGroupsHandler(), [ALL_BROKERS], timeout)
+        return sorted((g for listings in completed.values() for g in listings), key=lambda g: g.group_id)

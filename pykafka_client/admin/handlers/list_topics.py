@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pykafka_client.admin.admin_context import AdminContext
-from pykafka_client.admin.api_handler import ApiResult, LeastLoaded
+from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.lookups import LeastLoaded
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import MetadataRequest, MetadataResponse
 from pykafka_client.structs import Node
