@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
+from mini_broker.security.authorizer import STANDARD_AUTHORIZER
 from pykafka_client.protocol.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
@@ -32,6 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 NONE = 0
 INCONSISTENT_GROUP_PROTOCOL = 23
 UNKNOWN_MEMBER_ID = 25
+GROUP_AUTHORIZATION_FAILED = 30
 NON_EMPTY_GROUP = 68
 GROUP_ID_NOT_FOUND = 69
 FENCED_MEMBER_EPOCH = 110
@@ -225,3 +227,13 @@ def test_a_restarted_broker_keeps_its_consumer_groups(tmp_path: Any) -> None:
             assert d.group_state == "Stable" and [m.member_id for m in d.members] == ["m-restart"]
             assert sorted(d.members[0].assignment.topic_partitions[0].partitions) == [0, 1, 2, 3]
             assert _fetch(c, "cg-restart", "m-restart", 1).topics[0].partitions[0].committed_offset == 7
+
+
+def test_the_consumer_group_apis_are_authorized() -> None:
+    """With Kafka's ACL authorizer and no ACL: ConsumerGroupHeartbeat needs READ on the group and
+    ConsumerGroupDescribe DESCRIBE on it (GROUP_AUTHORIZATION_FAILED), as Kafka's KafkaApis checks them."""
+    with MiniBroker({"authorizer.class.name": STANDARD_AUTHORIZER}, num_network_threads=1, num_io_threads=2) as b:
+        with Conn(b, client_id="wire") as c:
+            assert _join(c, "cg-denied").error_code == GROUP_AUTHORIZATION_FAILED
+            d = c.call(ConsumerGroupDescribeRequest(group_ids=["cg-denied"]), 0)
+            assert d.groups[0].error_code == GROUP_AUTHORIZATION_FAILED
