@@ -29,6 +29,7 @@ from typing import Mapping, Protocol
 from mini_broker.cluster.cluster_mode import ClusterMode
 from mini_broker.config import KafkaConfig
 from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
+from mini_broker.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, TopicInfo, TopicsImage
 from mini_broker.log.data_dir_lock import DataDirLock
 from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
@@ -240,7 +241,9 @@ class MiniBroker:
             group_config, GroupMetadataManager(mode.coordinator_data_dir(self.data_dir), self.time,
                                                group_config.offsets_topic_segment_bytes),
             self.time, broker_id=node_id)
+        consumer_groups = self._consumer_groups(self.group_coordinator, self.metadata_cache)
         self.group_coordinator.startup(follow_partition_leadership=mode.follows_partition_leadership)
+        consumer_groups.startup()
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
         mode.before_coordinators(self.context)
@@ -265,6 +268,17 @@ class MiniBroker:
             self.metrics_server.start()
         log.info("event=broker_started node_id=%s cluster_id=%s listeners=%s data_dir=%s", node_id,
                  self.metadata_cache.cluster_id, ",".join(self.listener_urls()), self.data_dir)
+
+    def _consumer_groups(self, classic: GroupCoordinator, metadata: MetadataCache) -> ConsumerGroupCoordinator:
+        """KIP-848 consumer groups, served on the classic coordinator's runtime (which routes to them and hands
+        them their records when it loads); start them once the classic coordinator started."""
+        def topics() -> TopicsImage:
+            return TopicsImage.of(TopicInfo(t.topic_id, t.name, t.num_partitions) for t in metadata.all_topics())
+
+        consumer_groups = ConsumerGroupCoordinator(ConsumerGroupConfig.from_broker(self.config.get), classic.runtime,
+                                                   topics, self.time)
+        classic.consumer_groups = consumer_groups
+        return consumer_groups
 
     def _start_transaction_coordinator(self, context: BrokerContext) -> TransactionCoordinator:
         """The transaction coordinator: ``__transaction_state`` replayed, ids from the ProducerIdManager, markers

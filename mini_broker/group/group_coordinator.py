@@ -103,6 +103,7 @@ from pykafka_client.errors import (
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 if TYPE_CHECKING:
+    from mini_broker.group.consumer.coordinator import ConsumerGroupCoordinator
     from mini_broker.metrics import BrokerMetrics
 
 _log = logging.getLogger(__name__)
@@ -168,6 +169,9 @@ class GroupCoordinator:
         #: tasks and replication continuations (on the heartbeat purgatory's timer thread)
         self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC_NAME, manager.partition, self,
                                           self.heartbeat_purgatory.timeout_timer)
+        #: KIP-848 consumer groups (mini_broker/group/consumer), hosted on the same runtime; set by the broker.
+        #: The group APIs route a group id to them or to this classic coordinator by the group's type.
+        self.consumer_groups: ConsumerGroupCoordinator | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     @property
@@ -190,9 +194,12 @@ class GroupCoordinator:
     def load(self, coordinator_epoch: int | None) -> int:
         """Replay the offsets log into groups (the runtime serves them once :meth:`on_loaded` ran)."""
         now = self.time.milliseconds()
-        groups = {group_id: restore_group(group_id, loaded, now) for group_id, loaded in self.manager.load().items()}
+        replayed = self.manager.load()
+        groups = {group_id: restore_group(group_id, loaded, now) for group_id, loaded in replayed.items()}
         with self._groups_lock:
             self._groups = groups
+        if self.consumer_groups is not None:  # KIP-848 consumer groups replay their own records
+            self.consumer_groups.load({k: v for loaded in replayed.values() for k, v in loaded.consumer_records.items()})
         return len(groups)
 
     def on_loaded(self) -> None:
@@ -206,6 +213,8 @@ class GroupCoordinator:
         """Drop every group; parked joins and syncs are answered NOT_COORDINATOR."""
         with self._groups_lock:
             groups, self._groups = list(self._groups.values()), {}
+        if self.consumer_groups is not None:  # KIP-848 consumer groups go with the runtime's state
+            self.consumer_groups.unload()
         for group in groups:
             with group.lock:
                 self._run(group, group_rebalance.unload_group, group)

@@ -23,6 +23,8 @@ int32-length-prefixed). The shapes follow Kafka's OffsetCommitKey/Value v3 and G
   nullable string leader, int64 current_state_timestamp, int32 n, n x (string member_id,
   nullable string group_instance_id, string client_id, string client_host, int32 rebalance_timeout_ms,
   int32 session_timeout_ms, bytes subscription, bytes assignment)``; null value = group deleted.
+* KIP-848 consumer-group records (key versions 3-8, :mod:`mini_broker.group.consumer.records`): kept as they
+  are by replay (:attr:`LoadedGroup.consumer_records`) and compaction; the consumer groups replay them.
 
 Transactional offset commits (TxnOffsetCommit) are offset commit records in a transactional batch of the
 producer id and epoch; the transaction's COMMIT/ABORT marker is appended to the same log as a control batch
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from mini_broker.coordinator.partition import CoordinatorPartition
+from mini_broker.group.consumer.records import CONSUMER_GROUP_KEY_VERSIONS
 from mini_broker.group.group_requests import CommittedOffset
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import Log
@@ -103,6 +106,8 @@ class LoadedGroup:
     pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = field(default_factory=dict)
     #: producer id -> those of its pending partitions a later plain commit superseded.
     superseded_txn_offsets: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
+    #: KIP-848 consumer-group records (key -> value, live ones only), replayed by mini_broker/group/consumer
+    consumer_records: dict[bytes, bytes] = field(default_factory=dict)
 
 
 # -- codec ------------------------------------------------------------------------------------------------
@@ -192,6 +197,12 @@ def apply_record(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None
             groups.pop(group_id, None)
         else:
             groups.setdefault(group_id, LoadedGroup()).group = _read_group_value(Reader(value))
+    elif version in CONSUMER_GROUP_KEY_VERSIONS:  # KIP-848 consumer groups: kept for mini_broker/group/consumer
+        records = groups.setdefault(r.read_string(), LoadedGroup()).consumer_records
+        if value is None:
+            records.pop(key, None)
+        else:
+            records[key] = value
     else:
         raise MessageDecodeError(f"unknown __consumer_offsets key version {version}")
 
@@ -338,7 +349,7 @@ class GroupMetadataManager:
                 entry = groups.setdefault(group_id, LoadedGroup())
                 entry.pending_txn_offsets[pid] = loaded.offsets
                 entry.superseded_txn_offsets[pid] = {tp for g, tp in later if g == group_id}
-        live = sum(len(g.offsets) + (g.group is not None) for g in groups.values())
+        live = sum(len(g.offsets) + (g.group is not None) + len(g.consumer_records) for g in groups.values())
         if self.partition.is_local and records > self._compact_min_records and records > 2 * live and not in_txn:
             self._compact(groups)
         return groups
@@ -350,6 +361,7 @@ class GroupMetadataManager:
                 entries.append((group_metadata_key(group_id), group_metadata_value(loaded.group)))
             entries.extend((offset_commit_key(group_id, t, p), offset_commit_value(om))
                            for (t, p), om in loaded.offsets.items())
+            entries.extend(loaded.consumer_records.items())  # KIP-848 consumer groups
         return entries
 
     def _compact(self, groups: dict[str, LoadedGroup]) -> None:

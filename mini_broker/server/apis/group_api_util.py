@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mini_broker.group.consumer import ConsumerGroupCoordinator
 from mini_broker.group.group_coordinator import GroupCoordinator
 from mini_broker.group.group_requests import CommittedOffset
 from mini_broker.network.request_channel import Request
@@ -23,6 +24,33 @@ def group_coordinator(apis: KafkaApis) -> GroupCoordinator:
         raise RuntimeError("the broker context has no group coordinator: the broker must create it before "
                            "it serves requests")
     return coordinator
+
+
+def consumer_group_coordinator(apis: KafkaApis) -> ConsumerGroupCoordinator:
+    """The KIP-848 consumer groups, hosted on the group coordinator's runtime (the broker creates both)."""
+    consumer_groups = group_coordinator(apis).consumer_groups
+    if consumer_groups is None:
+        raise RuntimeError("the group coordinator hosts no consumer groups: the broker must create them before "
+                           "it serves requests")
+    return consumer_groups
+
+
+def route_consumer_group_commit(apis: KafkaApis, group_id: str, member: tuple[str, int, str | None],
+                                to_commit: dict[tuple[str, int], CommittedOffset], errors: dict[tuple[str, int], int]
+                                ) -> tuple[tuple[str, int, str | None], dict[tuple[str, int], CommittedOffset]]:
+    """An (Txn)OffsetCommit's ``member`` (member id, generation or member epoch, instance id) and its partitions
+    to commit, as the classic coordinator is to see them: unchanged for a classic group; for a KIP-848 consumer
+    group the member epoch is checked here (on failure every partition gets the error in ``errors`` and nothing
+    is committed), and the offsets are then stored as a commit from outside a group (the classic coordinator
+    keeps a consumer group's offsets)."""
+    member_id, generation, _ = member
+    error = consumer_group_coordinator(apis).validate_offset_commit(group_id, member_id, generation)
+    if error is None:
+        return member, to_commit
+    if error != 0:
+        errors.update({tp: error for tp in to_commit})
+        to_commit = {}
+    return ("", -1, None), to_commit
 
 
 def split_unknown_partitions(broker: BrokerContext, auth: RequestAuth, topics: Sequence[Any],

@@ -3,15 +3,23 @@
 v0 has no rebalance timeout (the session timeout is used). v4+ without a group instance id must first get
 a member id (KIP-394: MEMBER_ID_REQUIRED). v9+ lets a rejoining static leader skip the assignment. READ on the group
 is needed (else GROUP_AUTHORIZATION_FAILED), as for SyncGroup, Heartbeat and LeaveGroup.
+
+A KIP-848 consumer group with members answers INCONSISTENT_GROUP_PROTOCOL (the online migration between the
+protocols is not served); an empty one becomes a classic group, as Kafka converts it.
 """
 
 from __future__ import annotations
 
 from mini_broker.group.group_requests import JoinGroupParams, JoinGroupResult
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.group_api_util import client_host, client_id, group_coordinator
+from mini_broker.server.apis.group_api_util import (
+    client_host,
+    client_id,
+    consumer_group_coordinator,
+    group_coordinator,
+)
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.errors import GroupAuthorizationFailedError
+from pykafka_client.errors import GroupAuthorizationFailedError, InconsistentGroupProtocolError
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import JoinGroupRequest, JoinGroupResponse
@@ -39,6 +47,12 @@ def handle(apis: KafkaApis, request: Request) -> JoinGroupResponse | None:
         return JoinGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code, generation_id=-1,
                                  protocol_type=None, protocol_name=None if version >= 7 else "", leader="",
                                  member_id=body.member_id, members=[])
+    consumer_groups = consumer_group_coordinator(apis)
+    if consumer_groups.is_consumer_group(body.group_id):
+        if not consumer_groups.is_empty_consumer_group(body.group_id):
+            respond(JoinGroupResult(body.member_id, InconsistentGroupProtocolError.code))
+            return None
+        consumer_groups.delete_groups([body.group_id])
     rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
     group_coordinator(apis).handle_join_group(JoinGroupParams(
         group_id=body.group_id, member_id=body.member_id, group_instance_id=body.group_instance_id,

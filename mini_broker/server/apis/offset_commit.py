@@ -1,13 +1,20 @@
 """OffsetCommit (key 8). Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION; the rest go to the
 group coordinator (generation/member checks, OFFSET_METADATA_TOO_LARGE). v1 may carry a commit timestamp,
 v2-4 a retention time (-1 = broker default); v5+ neither. READ on the group is needed (else
-GROUP_AUTHORIZATION_FAILED for every partition) and READ on each topic (else TOPIC_AUTHORIZATION_FAILED)."""
+GROUP_AUTHORIZATION_FAILED for every partition) and READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
+
+A KIP-848 consumer group checks the member and its epoch first (v9+ carry them: UNKNOWN_MEMBER_ID,
+STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH); its offsets are then stored as those of a group without members."""
 
 from __future__ import annotations
 
 from mini_broker.group.group_requests import CommittedOffset, OffsetCommitParams
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.group_api_util import group_coordinator, split_unknown_partitions
+from mini_broker.server.apis.group_api_util import (
+    group_coordinator,
+    route_consumer_group_commit,
+    split_unknown_partitions,
+)
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import GroupAuthorizationFailedError
 from pykafka_client.protocol.acl import AclOperation
@@ -33,10 +40,13 @@ def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
     auth = broker.auth(request)
     denied = 0 if auth.group(AclOperation.READ, body.group_id) else GroupAuthorizationFailedError.code
     errors, to_commit = split_unknown_partitions(broker, auth, body.topics, committed, denied)
+    (member_id, generation, instance_id), to_commit = route_consumer_group_commit(
+        apis, body.group_id, (body.member_id, body.generation_id_or_member_epoch, body.group_instance_id), to_commit,
+        errors)
     if to_commit:
         errors.update(group_coordinator(apis).handle_commit_offsets(OffsetCommitParams(
-            group_id=body.group_id, offsets=to_commit, member_id=body.member_id,
-            generation_id=body.generation_id_or_member_epoch, group_instance_id=body.group_instance_id)))
+            group_id=body.group_id, offsets=to_commit, member_id=member_id,
+            generation_id=generation, group_instance_id=instance_id)))
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
         OffsetCommitResponse.OffsetCommitResponseTopic(name=topic.name, partitions=[
             OffsetCommitResponse.OffsetCommitResponsePartition(

@@ -1,6 +1,7 @@
 """OffsetFetch (key 9): committed offsets (-1 when none), whatever the group's state. v2+ may ask for all
 partitions (null topics); v8+ batch several groups. Offsets pending in a transaction are not shown; with
-``require_stable`` (v7+) a partition that has some answers UNSTABLE_OFFSET_COMMIT."""
+``require_stable`` (v7+) a partition that has some answers UNSTABLE_OFFSET_COMMIT. v9+: a member of a KIP-848
+consumer group reads with its current epoch (else UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH for the group)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from mini_broker.group.group_requests import FetchedOffset
 from mini_broker.network.request_channel import Request
 from mini_broker.security.auth_helper import RequestAuth
-from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
 from pykafka_client.protocol.acl import AclOperation
@@ -33,12 +34,17 @@ def _by_topic(requested: Requested, offsets: dict[tuple[str, int], FetchedOffset
     return out
 
 
-def _fetch(apis: KafkaApis, auth: RequestAuth, group_id: str, requested: Requested,
-           require_stable: bool) -> tuple[int, list[tuple[str, list[tuple[int, FetchedOffset]]]]]:
+def _fetch(apis: KafkaApis, auth: RequestAuth, group_id: str, requested: Requested, require_stable: bool,
+           member_id: str | None = None, member_epoch: int = -1
+           ) -> tuple[int, list[tuple[str, list[tuple[int, FetchedOffset]]]]]:
     """Kafka's authorization: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), DESCRIBE on each topic
-    (requested partitions of other topics: TOPIC_AUTHORIZATION_FAILED; all partitions: only those topics')."""
+    (requested partitions of other topics: TOPIC_AUTHORIZATION_FAILED; all partitions: only those topics').
+    Then a KIP-848 consumer group's member epoch check (v9+)."""
     if not auth.group(AclOperation.DESCRIBE, group_id):
         return GroupAuthorizationFailedError.code, _by_topic(requested, {}, GroupAuthorizationFailedError.code)
+    consumer_error = consumer_group_coordinator(apis).validate_offset_fetch(group_id, member_id, member_epoch)
+    if consumer_error:
+        return consumer_error, []
     denied: set[str] = set()
     if requested is not None:
         names = [t for t, _ in requested]
@@ -64,7 +70,8 @@ def handle(apis: KafkaApis, request: Request) -> OffsetFetchResponse:
         groups = []
         for g in body.groups:
             requested = None if g.topics is None else [(t.name, t.partition_indexes) for t in g.topics]
-            error, topics = _fetch(apis, auth, g.group_id, requested, body.require_stable)
+            error, topics = _fetch(apis, auth, g.group_id, requested, body.require_stable, g.member_id,
+                                   g.member_epoch)
             groups.append(OffsetFetchResponse.OffsetFetchResponseGroup(group_id=g.group_id, error_code=error, topics=[
                 OffsetFetchResponse.OffsetFetchResponseTopics(name=name, partitions=[
                     OffsetFetchResponse.OffsetFetchResponsePartitions(

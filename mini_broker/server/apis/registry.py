@@ -9,6 +9,8 @@ from mini_broker.server.apis import (
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -79,6 +81,9 @@ ALL_APIS: list[ApiSpec] = [
     delete_groups.API,
     offset_delete.API,
     offset_for_leader_epoch.API,
+    # KIP-848 consumer groups (mini_broker/group/consumer)
+    consumer_group_heartbeat.API,
+    consumer_group_describe.API,
     # transaction coordinator (mini_broker/transaction)
     add_partitions_to_txn.API,
     add_offsets_to_txn.API,

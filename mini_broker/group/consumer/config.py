@@ -1,0 +1,45 @@
+"""The consumer-group (KIP-848) settings: Kafka's ``group.consumer.*`` broker configs in snake_case."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Final
+
+INT_MAX: Final = 2**31 - 1
+UNIFORM_ASSIGNOR: Final = "uniform"
+RANGE_ASSIGNOR: Final = "range"
+
+
+@dataclass(frozen=True)
+class ConsumerGroupConfig:
+    """``group.consumer.session.timeout.ms`` (a member not heard from for this long is fenced),
+    ``group.consumer.heartbeat.interval.ms`` (told to the members in every heartbeat response),
+    ``group.consumer.assignors`` (the server-side assignors; the first is the default), ``group.consumer.max.size``."""
+
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    assignors: tuple[str, ...] = field(default=(UNIFORM_ASSIGNOR, RANGE_ASSIGNOR))
+    max_size: int = INT_MAX
+
+    @classmethod
+    def from_broker(cls, get: Callable[[str], object]) -> ConsumerGroupConfig:
+        """From the broker's configs (``get(name)``: the value with its default applied)."""
+        assignors = get("group.consumer.assignors")
+        names = assignors if isinstance(assignors, list) else str(assignors).split(",")
+        return cls(session_timeout_ms=int(str(get("group.consumer.session.timeout.ms"))),
+                   heartbeat_interval_ms=int(str(get("group.consumer.heartbeat.interval.ms"))),
+                   assignors=tuple(_short_assignor_name(str(n)) for n in names if str(n).strip()),
+                   max_size=int(str(get("group.consumer.max.size"))))
+
+
+def _short_assignor_name(name: str) -> str:
+    """Kafka accepts the assignor's class name or its short name; both map to the short name here."""
+    name = name.strip()
+    lowered = name.rsplit(".", 1)[-1].lower()
+    if lowered in ("uniformassignor", UNIFORM_ASSIGNOR):
+        return UNIFORM_ASSIGNOR
+    if lowered in ("rangeassignor", RANGE_ASSIGNOR):
+        return RANGE_ASSIGNOR
+    raise ValueError(f"group.consumer.assignors: unknown server-side assignor {name!r}; "
+                     f"use {UNIFORM_ASSIGNOR!r} and/or {RANGE_ASSIGNOR!r}")

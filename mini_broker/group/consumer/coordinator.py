@@ -1,0 +1,199 @@
+"""The consumer groups' driver: the :class:`ConsumerGroupManager` under one lock, served on the classic group
+coordinator's :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime` (same ``__consumer_offsets``
+partition, same status: NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS answers while the runtime does not serve),
+with a periodic task that expires sessions and rebalance timeouts.
+
+Every change of a group is appended to the runtime's partition as the records that turn the group's previous
+image into its new one (:mod:`records`); the classic coordinator's load hands this driver the live
+consumer-group records (:meth:`ConsumerGroupCoordinator.load`), which it replays: members come back with their
+epochs and assignments and a fresh session. The state is dropped when the runtime unloads (a resignation, a
+shutdown). The groups' committed offsets are the classic coordinator's (stored and replayed like any group's);
+this driver only checks the member epochs of commits and fetches.
+
+A heartbeat that changed its group is answered once its records are durable: on a cluster broker once the ISR
+has them (Kafka's write to the coordinator's partition with acks=-1). Expiries and deletions do not wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+
+from mini_broker.coordinator.runtime import CoordinatorRuntime
+from mini_broker.group.consumer import records
+from mini_broker.group.consumer.config import ConsumerGroupConfig
+from mini_broker.group.consumer.manager import (
+    ConsumerGroupHeartbeatParams,
+    ConsumerGroupHeartbeatResult,
+    ConsumerGroupManager,
+)
+from mini_broker.group.consumer.model import ConsumerGroup, MemberState, TopicsImage
+from pykafka_client.errors import MessageDecodeError, NotCoordinatorError
+from pykafka_client.protocol.records import MemoryRecordsBuilder
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+_log = logging.getLogger(__name__)
+
+#: how often sessions and rebalance timeouts are checked (a bound on how late an expiry is noticed)
+EXPIRY_CHECK_INTERVAL_MS = 100
+#: one append carries all the records of one change, whatever their size
+_MAX_BATCH_BYTES = 1 << 30
+
+
+class ConsumerGroupCoordinator:
+    """Serves the consumer groups while ``runtime`` serves; call :meth:`startup` once."""
+
+    def __init__(self, config: ConsumerGroupConfig, runtime: CoordinatorRuntime,
+                 topics: Callable[[], TopicsImage], time: Time = SYSTEM_TIME) -> None:
+        self.config = config
+        self.runtime = runtime
+        self.time = time
+        self._topics = topics
+        self._lock = threading.Lock()
+        self._manager = ConsumerGroupManager(config)
+
+    def startup(self) -> None:
+        self.runtime.schedule_periodic(self.expire_members, EXPIRY_CHECK_INTERVAL_MS, "consumer group sessions")
+
+    def unload(self) -> None:
+        """Drop every consumer group (the runtime stopped serving, or reloads)."""
+        with self._lock:
+            self._manager.groups.clear()
+
+    def load(self, live_records: Mapping[bytes, bytes]) -> int:
+        """Replace the groups by those the partition's live consumer-group records describe (the classic
+        coordinator's load collects them); each member's session starts now. Returns the number of groups."""
+        try:
+            groups = records.replay(live_records.items())
+        except MessageDecodeError:
+            _log.exception("event=consumer_groups_not_loaded reason=unreadable_record: the consumer groups start "
+                           "empty and their members rejoin")
+            groups = {}
+        now = self.time.milliseconds()
+        for group in groups.values():
+            for member in group.members.values():
+                group.session_deadlines[member.member_id] = now + self.config.session_timeout_ms
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    group.rebalance_deadlines[member.member_id] = (now + member.rebalance_timeout_ms,
+                                                                   member.member_epoch)
+        with self._lock:
+            self._manager.groups = groups
+        return len(groups)
+
+    def _image(self, group_id: str) -> dict[bytes, bytes]:
+        group = self._manager.groups.get(group_id)
+        return {} if group is None else records.group_records(group)
+
+    def _persist(self, group_ids: Iterable[str], before: Mapping[str, Mapping[bytes, bytes]],
+                 then: Callable[[int], None] = lambda error: None) -> None:
+        """Append what changed in these groups since ``before`` (the caller holds the lock), then ``then(0)`` once
+        the ISR has it (at once on a single broker, or when nothing changed), or ``then(NOT_COORDINATOR)`` when
+        the partition refused the append or lost it (this broker no longer leads it)."""
+        now = self.time.milliseconds()
+        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+        count = 0
+        for group_id in group_ids:
+            for key, value in records.diff(before.get(group_id, {}), self._image(group_id)):
+                builder.append(now, key, value)
+                count += 1
+        if not count:
+            then(0)
+            return
+        batch = builder.build()
+        try:
+            self.runtime.append_and_wait(lambda: self.runtime.append(batch),
+                                         lambda error: then(int(NotCoordinatorError.code) if error else 0))
+        except Exception as e:  # the partition's leadership moved (or its log failed): the client looks again
+            _log.warning("event=consumer_group_records_not_appended groups=%s error=%r", list(group_ids), e)
+            then(int(NotCoordinatorError.code))
+
+    def inactive_error(self) -> int | None:
+        """The error for any request while the runtime does not serve, else None."""
+        return None if self.runtime.is_active else self.runtime.inactive_error()
+
+    # -- requests -----------------------------------------------------------------------------------------
+    def heartbeat(self, request: ConsumerGroupHeartbeatParams,
+                  reply: Callable[[ConsumerGroupHeartbeatResult], None]) -> None:
+        """ConsumerGroupHeartbeat: ``reply(result)`` once the change it made is durable (on a cluster broker:
+        once the ISR has its records; maybe later, on the runtime's timer thread)."""
+        error = self.inactive_error()
+        if error is not None:
+            reply(ConsumerGroupHeartbeatResult(error, "the group coordinator is not serving here: look it up again "
+                                                      "(FindCoordinator) and retry", request.member_id or None))
+            return
+        topics = self._topics()
+
+        def written(error: int) -> None:
+            if error:
+                reply(ConsumerGroupHeartbeatResult(error, "the group's records could not be written here: look "
+                                                          "the coordinator up again (FindCoordinator) and retry",
+                                                   request.member_id or None))
+                return
+            if result.error_code:
+                _log.debug("event=consumer_group_heartbeat_error group=%s member=%s epoch=%d error=%d message=%s",
+                           request.group_id, request.member_id, request.member_epoch, result.error_code,
+                           result.error_message)
+            reply(result)
+
+        with self._lock:
+            before = {request.group_id: self._image(request.group_id)}
+            result = self._manager.heartbeat(request, self.time.milliseconds(), topics)
+            self._persist([request.group_id], before, written)
+
+    def expire_members(self) -> None:
+        with self._lock:
+            before = {g: self._image(g) for g in self._manager.expiring_groups(self.time.milliseconds())}
+            expired = self._manager.expire(self.time.milliseconds())
+            self._persist(before, before)
+        for e in expired:
+            _log.info("event=consumer_group_member_removed group=%s member=%s reason=%r", e.group_id, e.member_id,
+                      e.reason)
+
+    def is_consumer_group(self, group_id: str) -> bool:
+        with self._lock:
+            return group_id in self._manager.groups
+
+    def is_empty_consumer_group(self, group_id: str) -> bool:
+        with self._lock:
+            group = self._manager.groups.get(group_id)
+            return group is not None and not group.members
+
+    def describe(self, group_id: str) -> ConsumerGroup | None:
+        """A copy of the group's state (None: not a consumer group here)."""
+        with self._lock:
+            group = self._manager.groups.get(group_id)
+            if group is None:
+                return None
+            return ConsumerGroup(group.group_id, group.group_epoch, dict(group.members), dict(group.static_members),
+                                 group.target_assignment_epoch, dict(group.target_assignment))
+
+    def preferred_assignor(self, group: ConsumerGroup) -> str:
+        return self._manager.preferred_assignor(group)
+
+    def list_groups(self) -> list[tuple[str, str]]:
+        """(group id, state) of every consumer group."""
+        with self._lock:
+            return [(g.group_id, g.state.value) for g in self._manager.groups.values()]
+
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int | None:
+        """None: not a consumer group (the classic rules apply); else the commit's error code (0: allowed)."""
+        with self._lock:
+            if group_id not in self._manager.groups:
+                return None
+            return self._manager.validate_offset_commit(group_id, member_id, member_epoch)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int | None:
+        """None: not a consumer group; else the fetch's error code (0: allowed)."""
+        with self._lock:
+            if group_id not in self._manager.groups:
+                return None
+            return self._manager.validate_offset_fetch(group_id, member_id, member_epoch)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+        """For the consumer groups among ``group_ids``: 0 (deleted, it had no members) or GROUP_NOT_EMPTY."""
+        with self._lock:
+            before = {g: self._image(g) for g in group_ids if g in self._manager.groups}
+            out = {g: self._manager.delete_group(g) for g in before}
+            self._persist(before, before)
+            return out

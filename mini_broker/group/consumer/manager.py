@@ -1,0 +1,388 @@
+"""The consumer groups' decisions (Kafka's ``GroupMetadataManager``, consumer-group part), sans-IO: a typed
+request, ``now`` and the broker's topics in, the groups changed and a typed result out. Timers are deadlines
+kept in the group and checked by :meth:`ConsumerGroupManager.expire` (the driver calls it periodically).
+
+A heartbeat (KIP-848 ``ConsumerGroupHeartbeat``):
+
+1. validation: a join (epoch 0) names a rebalance timeout and a subscription (topic names or a regex) and owns
+   nothing; a static leave (epoch -2) names its instance id; else INVALID_REQUEST. An unknown server assignor
+   is UNSUPPORTED_ASSIGNOR, an invalid regex INVALID_REGULAR_EXPRESSION.
+2. leave: epoch -1 removes the member (its partitions are free at once, the group epoch moves); epoch -2 (a
+   static member that will come back) keeps it, its assignment still owned, until it rejoins or its session
+   expires.
+3. the member: epoch 0 joins (a new member id when the request has none); a static member whose instance id
+   is held by a member that left with -2 takes its place, epoch and assignment (a live holder:
+   UNRELEASED_INSTANCE_ID); any other epoch must be the member's epoch, or its previous epoch when the owned
+   partitions are a subset of its assignment (a lost response), else FENCED_MEMBER_EPOCH; an unknown member
+   gets UNKNOWN_MEMBER_ID.
+4. the group epoch moves when a member joins or leaves, when a subscription changes, and when the subscribed
+   topics change (regexes are resolved again whenever the broker's topic names changed); a group epoch past
+   the target assignment's epoch computes a new target with the assignor most members prefer (the first of
+   ``group.consumer.assignors`` when none names one).
+5. the member reconciles towards its target (:mod:`reconciliation`); its session deadline restarts; entering
+   UNREVOKED_PARTITIONS arms its rebalance timeout, after which it is removed if it still has not revoked.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+
+from mini_broker.group.consumer.assignors import ASSIGNORS, MemberSubscription
+from mini_broker.group.consumer.config import ConsumerGroupConfig
+from mini_broker.group.consumer.model import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    TopicInfo,
+    TopicsImage,
+    is_subset,
+    normalize,
+)
+from mini_broker.group.consumer.reconciliation import reconcile
+from pykafka_client.errors import (
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
+    GroupNotEmptyError,
+    InvalidRequestError,
+    StaleMemberEpochError,
+    UnknownMemberIdError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+)
+
+NONE = 0
+#: Kafka 4.0's INVALID_REGULAR_EXPRESSION (not in this client's error table yet)
+INVALID_REGULAR_EXPRESSION = 128
+
+
+@dataclass(frozen=True)
+class ConsumerGroupHeartbeatParams:
+    """A ConsumerGroupHeartbeat request; None fields did not change since the member's last heartbeat."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    #: the partitions the member owns (None: not sent)
+    owned_partitions: Assignment | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True)
+class ConsumerGroupHeartbeatResult:
+    error_code: int
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    #: the member's assignment, when it is news to the member (None otherwise)
+    assignment: Assignment | None = None
+
+
+class HeartbeatError(Exception):
+    """A heartbeat answered with an error (the code and a message saying why and what to do)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ExpiredMember:
+    group_id: str
+    member_id: str
+    reason: str
+
+
+class ConsumerGroupManager:
+    """Every consumer group of one coordinator (see the module docstring)."""
+
+    def __init__(self, config: ConsumerGroupConfig) -> None:
+        self.config = config
+        self.groups: dict[str, ConsumerGroup] = {}
+
+    # -- heartbeat ----------------------------------------------------------------------------------------
+    def heartbeat(self, request: ConsumerGroupHeartbeatParams, now: int,
+                  topics: TopicsImage) -> ConsumerGroupHeartbeatResult:
+        try:
+            self._validate(request)
+            if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._leave(request)
+            return self._join_or_heartbeat(request, now, topics)
+        except HeartbeatError as e:
+            return ConsumerGroupHeartbeatResult(e.code, e.message, request.member_id or None, request.member_epoch,
+                                                self.config.heartbeat_interval_ms if e.code == NONE else 0)
+
+    def _validate(self, r: ConsumerGroupHeartbeatParams) -> None:
+        if not r.group_id:
+            raise HeartbeatError(InvalidRequestError.code, "GroupId can't be empty.")
+        if r.rack_id is not None and not r.rack_id:
+            raise HeartbeatError(InvalidRequestError.code, "RackId can't be empty.")
+        if r.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+            if r.rebalance_timeout_ms < 0:
+                raise HeartbeatError(InvalidRequestError.code,
+                                     "RebalanceTimeoutMs must be provided in the first request (epoch 0).")
+            if r.owned_partitions is None or r.owned_partitions:
+                raise HeartbeatError(InvalidRequestError.code,
+                                     "TopicPartitions must be empty when (re-)joining.")
+            if r.subscribed_topic_names is None and r.subscribed_topic_regex is None:
+                raise HeartbeatError(InvalidRequestError.code, "SubscribedTopicNames or SubscribedTopicRegex must "
+                                                               "be set in the first request (epoch 0).")
+        elif r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if r.instance_id is None:
+                raise HeartbeatError(InvalidRequestError.code, "InstanceId can't be null with MemberEpoch -2: "
+                                                               "only a static member leaves to rejoin.")
+        elif r.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise HeartbeatError(InvalidRequestError.code, f"MemberEpoch {r.member_epoch} is invalid.")
+        if r.member_epoch != JOIN_GROUP_MEMBER_EPOCH and not r.member_id:
+            raise HeartbeatError(InvalidRequestError.code, "MemberId can't be empty after the first request.")
+        if r.server_assignor is not None and r.server_assignor not in self.config.assignors:
+            raise HeartbeatError(UnsupportedAssignorError.code,
+                                 f"ServerAssignor {r.server_assignor} is not supported; the broker's "
+                                 f"group.consumer.assignors are {', '.join(self.config.assignors)}.")
+        if r.subscribed_topic_regex:
+            try:
+                re.compile(r.subscribed_topic_regex)
+            except re.error as e:
+                raise HeartbeatError(INVALID_REGULAR_EXPRESSION,
+                                     f"SubscribedTopicRegex {r.subscribed_topic_regex!r} is invalid: {e}") from None
+
+    def _leave(self, r: ConsumerGroupHeartbeatParams) -> ConsumerGroupHeartbeatResult:
+        group = self.groups.get(r.group_id)
+        member = None if group is None else group.members.get(r.member_id)
+        if group is None or member is None:
+            raise HeartbeatError(UnknownMemberIdError.code,
+                                 f"Member {r.member_id} is not a member of group {r.group_id}: nothing to leave.")
+        if r.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # the static member comes back with the same instance id: it keeps its partitions until then
+            group.update_member(member.with_changes(member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                                    previous_member_epoch=member.member_epoch))
+            group.rebalance_deadlines.pop(member.member_id, None)
+        else:
+            group.remove_member(member.member_id)
+            group.group_epoch += 1
+        return ConsumerGroupHeartbeatResult(NONE, None, r.member_id, r.member_epoch, 0)
+
+    def _join_or_heartbeat(self, r: ConsumerGroupHeartbeatParams, now: int,
+                           topics: TopicsImage) -> ConsumerGroupHeartbeatResult:
+        group = self.groups.get(r.group_id)
+        if group is None:
+            if r.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+                raise HeartbeatError(UnknownMemberIdError.code,
+                                     f"Group {r.group_id} is unknown to this coordinator (it may have moved): "
+                                     f"rejoin with MemberEpoch 0.")
+            group = ConsumerGroup(r.group_id)
+        member_id = r.member_id or str(uuid.uuid4())
+        member, joined = self._member_for(group, r, member_id)
+        before = member
+        updated = member.with_changes(
+            instance_id=r.instance_id if r.instance_id is not None else member.instance_id,
+            rack_id=r.rack_id if r.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=r.rebalance_timeout_ms if r.rebalance_timeout_ms >= 0 else member.rebalance_timeout_ms,
+            subscribed_topic_names=(tuple(sorted(set(r.subscribed_topic_names)))
+                                    if r.subscribed_topic_names is not None else member.subscribed_topic_names),
+            subscribed_topic_regex=((r.subscribed_topic_regex or None) if r.subscribed_topic_regex is not None
+                                    else member.subscribed_topic_regex),
+            server_assignor_name=r.server_assignor if r.server_assignor is not None else member.server_assignor_name,
+            client_id=r.client_id, client_host=r.client_host)
+        bump = joined or (updated.subscribed_topic_names != member.subscribed_topic_names
+                          or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+        if joined and len(group.members) >= self.config.max_size:
+            raise HeartbeatError(GroupMaxSizeReachedError.code,
+                                 f"Group {group.group_id} has reached its maximum size "
+                                 f"(group.consumer.max.size={self.config.max_size}).")
+        self.groups.setdefault(group.group_id, group)
+        group.update_member(updated)
+        self._resolve_regexes(group, topics)
+        metadata = {name: (topics.by_name[name].topic_id, topics.by_name[name].num_partitions)
+                    for name in sorted(group.subscribed_topic_names()) if name in topics.by_name}
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            bump = True
+        if bump:
+            group.group_epoch += 1
+        if group.group_epoch > group.target_assignment_epoch:
+            self._compute_target_assignment(group, topics)
+        current = group.members[member_id]
+        reconciled = reconcile(current, group.target_assignment_epoch, group.target_assignment.get(member_id, {}),
+                               group.partition_epoch, r.owned_partitions)
+        if reconciled != current:
+            group.update_member(reconciled)
+        group.session_deadlines[member_id] = now + self.config.session_timeout_ms
+        if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+            armed = group.rebalance_deadlines.get(member_id)
+            if armed is None or armed[1] != reconciled.member_epoch:
+                group.rebalance_deadlines[member_id] = (now + max(reconciled.rebalance_timeout_ms, 0),
+                                                        reconciled.member_epoch)
+        else:
+            group.rebalance_deadlines.pop(member_id, None)
+        news = (r.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+                or reconciled.assigned_partitions != before.assigned_partitions
+                or reconciled.member_epoch != before.member_epoch
+                or (r.owned_partitions is not None
+                    and normalize(r.owned_partitions) != reconciled.assigned_partitions))
+        return ConsumerGroupHeartbeatResult(NONE, None, member_id, reconciled.member_epoch,
+                                            self.config.heartbeat_interval_ms,
+                                            reconciled.assigned_partitions if news else None)
+
+    def _member_for(self, group: ConsumerGroup, r: ConsumerGroupHeartbeatParams,
+                    member_id: str) -> tuple[ConsumerGroupMember, bool]:
+        """(the member this heartbeat is about, whether it is new to the group)."""
+        existing = group.members.get(member_id)
+        if r.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+            if existing is None:
+                raise HeartbeatError(UnknownMemberIdError.code,
+                                     f"Member {member_id} is not a member of group {group.group_id} (its session "
+                                     f"may have expired): rejoin with MemberEpoch 0.")
+            self._check_member_epoch(existing, r)
+            return existing, False
+        if r.instance_id is not None:
+            holder_id = group.static_members.get(r.instance_id)
+            holder = None if holder_id is None else group.members.get(holder_id)
+            if holder is not None and holder.member_id != member_id:
+                if holder.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    raise HeartbeatError(UnreleasedInstanceIdError.code,
+                                         f"Instance id {r.instance_id} is held by member {holder.member_id} of "
+                                         f"group {group.group_id}, which has not left: stop it or wait for its "
+                                         f"session to expire.")
+                return self._replace_static_member(group, holder, member_id), False
+        if existing is not None:  # a rejoin with the same id: it lost its partitions
+            return existing.with_changes(member_epoch=0, state=MemberState.STABLE, assigned_partitions={},
+                                         partitions_pending_revocation={}), False
+        return ConsumerGroupMember(member_id), True
+
+    @staticmethod
+    def _replace_static_member(group: ConsumerGroup, previous: ConsumerGroupMember,
+                               member_id: str) -> ConsumerGroupMember:
+        """A restarted static member takes over its predecessor's epoch, assignment and target."""
+        target = group.target_assignment.get(previous.member_id, {})
+        epoch = (previous.previous_member_epoch if previous.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                 else previous.member_epoch)
+        group.remove_member(previous.member_id)
+        group.target_assignment[member_id] = target
+        return previous.with_changes(member_id=member_id, member_epoch=epoch)
+
+    @staticmethod
+    def _check_member_epoch(member: ConsumerGroupMember, r: ConsumerGroupHeartbeatParams) -> None:
+        if r.member_epoch == member.member_epoch:
+            return
+        if (r.member_epoch < member.member_epoch and r.member_epoch == member.previous_member_epoch
+                and r.owned_partitions is not None and is_subset(r.owned_partitions, member.assigned_partitions)):
+            return  # the member missed the response that moved it to the new epoch
+        raise HeartbeatError(FencedMemberEpochError.code,
+                             f"Member {member.member_id} sent epoch {r.member_epoch}, the coordinator has "
+                             f"{member.member_epoch}: the member must give up its partitions and rejoin with "
+                             f"MemberEpoch 0.")
+
+    def _resolve_regexes(self, group: ConsumerGroup, topics: TopicsImage) -> None:
+        """Match every subscribed regex against the broker's topics (not internal ones), again whenever the
+        broker's topic names changed."""
+        names = frozenset(n for n in topics.by_name if not n.startswith("__"))
+        wanted = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+        if names != group.regex_topics_seen:
+            group.resolved_regexes.clear()
+            group.regex_topics_seen = names
+        for regex in list(group.resolved_regexes):
+            if regex not in wanted:
+                del group.resolved_regexes[regex]
+        for regex in wanted:
+            if regex not in group.resolved_regexes:
+                pattern = re.compile(regex)
+                group.resolved_regexes[regex] = frozenset(n for n in names if pattern.fullmatch(n))
+
+    def preferred_assignor(self, group: ConsumerGroup) -> str:
+        """The server assignor most members ask for (ties: the configured order); the first configured one when
+        none asks."""
+        counts = Counter(m.server_assignor_name for m in group.members.values() if m.server_assignor_name)
+        if not counts:
+            return self.config.assignors[0]
+        return max(counts, key=lambda name: (counts[name], -self.config.assignors.index(name)))
+
+    def _compute_target_assignment(self, group: ConsumerGroup, topics: TopicsImage) -> None:
+        subscribed: dict[uuid.UUID, TopicInfo] = {
+            topics.by_name[name].topic_id: topics.by_name[name] for name in group.subscription_metadata}
+        members = {
+            m.member_id: MemberSubscription(
+                frozenset(topics.by_name[n].topic_id for n in group.member_subscription(m) if n in topics.by_name),
+                group.target_assignment.get(m.member_id, {}))
+            for m in group.members.values()}
+        group.target_assignment = dict(ASSIGNORS[self.preferred_assignor(group)](members, subscribed))
+        group.target_assignment_epoch = group.group_epoch
+
+    # -- timers -------------------------------------------------------------------------------------------
+    def expiring_groups(self, now: int) -> list[str]:
+        """The groups :meth:`expire` would change at ``now``."""
+        return [g.group_id for g in self.groups.values()
+                if any(now >= d for d in g.session_deadlines.values())
+                or any(now >= d for d, _ in g.rebalance_deadlines.values())]
+
+    def expire(self, now: int) -> list[ExpiredMember]:
+        """Remove the members whose session expired, and those that did not revoke partitions within their
+        rebalance timeout; each removal moves its group's epoch."""
+        out: list[ExpiredMember] = []
+        for group in self.groups.values():
+            for member_id, deadline in sorted(group.session_deadlines.items()):
+                if now >= deadline:
+                    out.append(ExpiredMember(group.group_id, member_id, "session timeout"))
+            for member_id, (deadline, epoch) in sorted(group.rebalance_deadlines.items()):
+                member = group.members.get(member_id)
+                if (now >= deadline and member is not None and member.member_epoch == epoch
+                        and member.state is MemberState.UNREVOKED_PARTITIONS):
+                    out.append(ExpiredMember(group.group_id, member_id, "rebalance timeout (partitions not revoked)"))
+        for expired in out:
+            group = self.groups[expired.group_id]
+            if group.remove_member(expired.member_id) is not None:
+                group.group_epoch += 1
+        return out
+
+    # -- offsets and admin --------------------------------------------------------------------------------
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
+        """OffsetCommit on a consumer group: a commit from outside the group (epoch < 0) only when it has no
+        members; a member commits with its current epoch (an older one: STALE_MEMBER_EPOCH, a newer one:
+        FENCED_MEMBER_EPOCH)."""
+        group = self.groups[group_id]
+        if member_epoch < 0 and not member_id:
+            return NONE if not group.members else UnknownMemberIdError.code
+        return self._check_epoch(group, member_id, member_epoch)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+: a member (epoch >= 0) reads with its current epoch; others read freely."""
+        group = self.groups[group_id]
+        if member_epoch < 0 or member_id is None:
+            return NONE
+        return self._check_epoch(group, member_id, member_epoch)
+
+    @staticmethod
+    def _check_epoch(group: ConsumerGroup, member_id: str, member_epoch: int) -> int:
+        member = group.members.get(member_id)
+        if member is None:
+            return UnknownMemberIdError.code
+        if member_epoch > member.member_epoch:
+            return FencedMemberEpochError.code
+        if member_epoch < member.member_epoch:
+            return StaleMemberEpochError.code
+        return NONE
+
+    def delete_group(self, group_id: str) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            return GroupIdNotFoundError.code
+        if group.members:
+            return GroupNotEmptyError.code
+        del self.groups[group_id]
+        return NONE

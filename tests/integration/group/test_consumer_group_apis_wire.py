@@ -1,0 +1,239 @@
+"""The KIP-848 consumer group APIs of a real MiniBroker over raw frames: ConsumerGroupHeartbeat v0/v1 (join,
+fencing, leave, session expiry), ConsumerGroupDescribe, OffsetCommit v9 / OffsetFetch v9 member-epoch checks,
+and how the classic APIs see a consumer group (ListGroups types, DescribeGroups, JoinGroup, DeleteGroups)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mini_broker.broker import MiniBroker
+from mini_broker.security.authorizer import STANDARD_AUTHORIZER
+from pykafka_client.protocol.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+    CreateTopicsRequest,
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    JoinGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    TxnOffsetCommitRequest,
+)
+from tests.integration.wire import Conn
+from tests.unit.broker.group.harness import subscription
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+NONE = 0
+INCONSISTENT_GROUP_PROTOCOL = 23
+UNKNOWN_MEMBER_ID = 25
+GROUP_AUTHORIZATION_FAILED = 30
+NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
+FENCED_MEMBER_EPOCH = 110
+STALE_MEMBER_EPOCH = 113
+TOPIC = "cg-wire"
+SESSION_MS = 1500
+HEARTBEAT_MS = 200
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[MiniBroker]:
+    with MiniBroker(num_network_threads=1, num_io_threads=2, group_initial_rebalance_delay_ms=0,
+                    group_consumer_session_timeout_ms=SESSION_MS,
+                    group_consumer_heartbeat_interval_ms=HEARTBEAT_MS) as b:
+        with Conn(b, client_id="wire") as c:
+            resp = c.call(CreateTopicsRequest(timeout_ms=5000, topics=[CreateTopicsRequest.CreatableTopic(
+                name=TOPIC, num_partitions=4, replication_factor=1)]), 5)
+            assert resp.topics[0].error_code == NONE
+        yield b
+
+
+def _topic_id(broker: MiniBroker) -> uuid.UUID:
+    assert broker.metadata_cache is not None
+    md = broker.metadata_cache.get_topic(TOPIC)
+    assert md is not None
+    return md.topic_id
+
+
+def _join(c: Conn, group: str, member_id: str = "", version: int = 1, **fields: Any) -> Any:
+    return c.call(ConsumerGroupHeartbeatRequest(
+        group_id=group, member_id=member_id, member_epoch=0, rebalance_timeout_ms=5000,
+        subscribed_topic_names=[TOPIC], topic_partitions=[], **fields), version)
+
+
+def _heartbeat(c: Conn, group: str, member_id: str, epoch: int, owned: Any = None) -> Any:
+    return c.call(ConsumerGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=epoch,
+                                                topic_partitions=owned), 1)
+
+
+def _owned(topic_id: uuid.UUID, partitions: list[int]) -> list[Any]:
+    return [ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=topic_id, partitions=partitions)]
+
+
+def _commit(c: Conn, group: str, member_id: str, epoch: int) -> int:
+    r = c.call(OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=epoch, member_id=member_id,
+                                   topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=TOPIC, partitions=[
+                                       OffsetCommitRequest.OffsetCommitRequestPartition(
+                                           partition_index=0, committed_offset=7)])]), 9)
+    return int(r.topics[0].partitions[0].error_code)
+
+
+def _fetch(c: Conn, group: str, member_id: str | None, epoch: int) -> Any:
+    r = c.call(OffsetFetchRequest(groups=[OffsetFetchRequest.OffsetFetchRequestGroup(
+        group_id=group, member_id=member_id, member_epoch=epoch, topics=[
+            OffsetFetchRequest.OffsetFetchRequestTopics(name=TOPIC, partition_indexes=[0])])]), 9)
+    return r.groups[0]
+
+
+def test_join_heartbeat_commit_and_fencing(broker: MiniBroker) -> None:
+    topic_id = _topic_id(broker)
+    with Conn(broker, client_id="wire") as c:
+        j = _join(c, "cg-1", version=0)  # v0: the coordinator names the member
+        assert j.error_code == NONE and j.member_id and j.member_epoch == 1
+        assert j.heartbeat_interval_ms == HEARTBEAT_MS
+        assert [(tp.topic_id, sorted(tp.partitions)) for tp in j.assignment.topic_partitions] == [
+            (topic_id, [0, 1, 2, 3])]
+        m1 = j.member_id
+        assert _commit(c, "cg-1", m1, 1) == NONE
+        assert _commit(c, "cg-1", "stranger", 1) == UNKNOWN_MEMBER_ID
+        assert _commit(c, "cg-1", "", -1) == UNKNOWN_MEMBER_ID  # a commit from outside a group with members
+        g = _fetch(c, "cg-1", m1, 1)
+        assert g.error_code == NONE and g.topics[0].partitions[0].committed_offset == 7
+
+        j2 = _join(c, "cg-1", member_id="m2-" + uuid.uuid4().hex)  # v1: the member names itself (KIP-1082)
+        assert j2.error_code == NONE and j2.member_epoch == 2
+        hb = _heartbeat(c, "cg-1", m1, 1, _owned(topic_id, [0, 1, 2, 3]))
+        assert hb.error_code == NONE and hb.member_epoch == 1  # must revoke first: still epoch 1
+        kept = sorted(hb.assignment.topic_partitions[0].partitions)
+        assert len(kept) == 2
+        hb = _heartbeat(c, "cg-1", m1, 1, _owned(topic_id, kept))  # acknowledges the revocation
+        assert hb.member_epoch == 2
+        assert _commit(c, "cg-1", m1, 1) == STALE_MEMBER_EPOCH
+        assert _fetch(c, "cg-1", m1, 1).error_code == STALE_MEMBER_EPOCH
+        assert _commit(c, "cg-1", m1, 2) == NONE
+        assert _heartbeat(c, "cg-1", m1, 5).error_code == FENCED_MEMBER_EPOCH
+
+        d = c.call(ConsumerGroupDescribeRequest(group_ids=["cg-1", "nope"]), 0)
+        described, missing = d.groups
+        assert (described.error_code, described.group_state, described.group_epoch, described.assignment_epoch,
+                described.assignor_name) == (NONE, "Reconciling", 2, 2, "uniform")
+        assert sorted(m.member_id for m in described.members) == sorted([m1, j2.member_id])
+        mine = next(m for m in described.members if m.member_id == m1)
+        assert mine.subscribed_topic_names == [TOPIC] and mine.member_epoch == 2
+        assert sorted(mine.assignment.topic_partitions[0].partitions) == kept
+        assert mine.assignment.topic_partitions[0].topic_name == TOPIC
+        assert missing.error_code == GROUP_ID_NOT_FOUND
+
+        # the classic APIs: listed as a consumer group, Dead to DescribeGroups, refused to a classic join
+        listed = c.call(ListGroupsRequest(types_filter=["consumer"]), 5)
+        assert [(g.group_id, g.protocol_type, g.group_type) for g in listed.groups if g.group_id == "cg-1"] == [
+            ("cg-1", "consumer", "consumer")]
+        classic_only = c.call(ListGroupsRequest(types_filter=["classic"]), 5)
+        assert "cg-1" not in [g.group_id for g in classic_only.groups]
+        dg = c.call(DescribeGroupsRequest(groups=["cg-1"]), 5).groups[0]
+        assert (dg.error_code, dg.group_state, dg.members) == (NONE, "Dead", [])
+        jg = c.call(JoinGroupRequest(group_id="cg-1", session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                                     member_id="", protocol_type="consumer", protocols=[
+                                         JoinGroupRequest.JoinGroupRequestProtocol(
+                                             name="range", metadata=subscription(TOPIC))]), 5)
+        assert jg.error_code == INCONSISTENT_GROUP_PROTOCOL
+        assert c.call(DeleteGroupsRequest(groups_names=["cg-1"]), 2).results[0].error_code == NON_EMPTY_GROUP
+
+        for member in (m1, j2.member_id):
+            assert _heartbeat(c, "cg-1", member, -1).error_code == NONE
+        assert _commit(c, "cg-1", "", -1) == NONE  # no members: a commit from outside the group is allowed
+        assert c.call(DeleteGroupsRequest(groups_names=["cg-1"]), 2).results[0].error_code == NONE
+        assert "cg-1" not in [g.group_id for g in c.call(ListGroupsRequest(), 5).groups]
+
+
+def test_a_member_that_stops_heartbeating_is_removed_after_the_session_timeout(broker: MiniBroker) -> None:
+    topic_id = _topic_id(broker)
+    consumer_groups = broker.group_coordinator.consumer_groups  # type: ignore[union-attr]
+    assert consumer_groups is not None
+    with Conn(broker, client_id="wire") as c:
+        silent = _join(c, "cg-2")
+        live = _join(c, "cg-2", member_id="live")
+        deadline = time.monotonic() + SESSION_MS / 1000 + 10
+        owned: list[int] = []
+        while time.monotonic() < deadline:  # only "live" heartbeats
+            hb = _heartbeat(c, "cg-2", "live", live.member_epoch, _owned(topic_id, owned))
+            assert hb.error_code == NONE
+            live = hb
+            if hb.assignment is not None:
+                owned = sorted(hb.assignment.topic_partitions[0].partitions) if hb.assignment.topic_partitions else []
+            if owned == [0, 1, 2, 3]:
+                break
+            time.sleep(HEARTBEAT_MS / 1000)
+        assert owned == [0, 1, 2, 3]
+        group = consumer_groups.describe("cg-2")
+        assert group is not None and list(group.members) == ["live"]
+        assert _heartbeat(c, "cg-2", silent.member_id, silent.member_epoch).error_code == UNKNOWN_MEMBER_ID
+
+
+def test_txn_offset_commit_checks_the_member_epoch(broker: MiniBroker) -> None:
+    """TxnOffsetCommit (KIP-447 member fields) from a consumer group member is checked by member epoch."""
+    with Conn(broker, client_id="wire") as c:
+        assert _join(c, "cg-txn", member_id="t1").member_epoch == 1
+
+        def txn_commit(member_id: str, epoch: int) -> int:
+            r = c.call(TxnOffsetCommitRequest(
+                transactional_id="tx", producer_id=4242, producer_epoch=0, group_id="cg-txn", member_id=member_id,
+                generation_id=epoch, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=[
+                    TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=1, committed_offset=3)])]), 3)
+            return int(r.topics[0].partitions[0].error_code)
+
+        assert txn_commit("nobody", 1) == UNKNOWN_MEMBER_ID
+        assert txn_commit("t1", 2) == FENCED_MEMBER_EPOCH
+        assert txn_commit("t1", 1) == NONE
+
+
+def test_a_classic_group_with_members_is_not_a_consumer_group(broker: MiniBroker) -> None:
+    with Conn(broker, client_id="wire") as c:
+        j = c.call(JoinGroupRequest(group_id="classic-1", session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                                    member_id="", protocol_type="consumer", protocols=[
+                                        JoinGroupRequest.JoinGroupRequestProtocol(
+                                            name="range", metadata=subscription(TOPIC))]), 3)
+        assert j.error_code == NONE
+        assert _join(c, "classic-1").error_code == GROUP_ID_NOT_FOUND
+
+
+def test_a_restarted_broker_keeps_its_consumer_groups(tmp_path: Any) -> None:
+    """The consumer group's records are in ``__consumer_offsets``: after a restart the member heartbeats on with
+    its id and epoch (no rejoin) and keeps its partitions."""
+    def start() -> MiniBroker:
+        return MiniBroker(data_dir=str(tmp_path), num_network_threads=1, num_io_threads=2,
+                          group_consumer_heartbeat_interval_ms=HEARTBEAT_MS)
+
+    with start() as b:
+        with Conn(b, client_id="wire") as c:
+            c.call(CreateTopicsRequest(timeout_ms=5000, topics=[CreateTopicsRequest.CreatableTopic(
+                name=TOPIC, num_partitions=4, replication_factor=1)]), 5)
+            j = _join(c, "cg-restart", member_id="m-restart")
+            assert j.error_code == NONE and j.member_epoch == 1
+            assert _commit(c, "cg-restart", "m-restart", 1) == NONE
+        topic_id = _topic_id(b)
+    with start() as b:
+        with Conn(b, client_id="wire") as c:
+            hb = _heartbeat(c, "cg-restart", "m-restart", 1, _owned(topic_id, [0, 1, 2, 3]))
+            assert (hb.error_code, hb.member_epoch) == (NONE, 1)
+            d = c.call(ConsumerGroupDescribeRequest(group_ids=["cg-restart"]), 0).groups[0]
+            assert d.group_state == "Stable" and [m.member_id for m in d.members] == ["m-restart"]
+            assert sorted(d.members[0].assignment.topic_partitions[0].partitions) == [0, 1, 2, 3]
+            assert _fetch(c, "cg-restart", "m-restart", 1).topics[0].partitions[0].committed_offset == 7
+
+
+def test_the_consumer_group_apis_are_authorized() -> None:
+    """With Kafka's ACL authorizer and no ACL: ConsumerGroupHeartbeat needs READ on the group and
+    ConsumerGroupDescribe DESCRIBE on it (GROUP_AUTHORIZATION_FAILED), as Kafka's KafkaApis checks them."""
+    with MiniBroker({"authorizer.class.name": STANDARD_AUTHORIZER}, num_network_threads=1, num_io_threads=2) as b:
+        with Conn(b, client_id="wire") as c:
+            assert _join(c, "cg-denied").error_code == GROUP_AUTHORIZATION_FAILED
+            d = c.call(ConsumerGroupDescribeRequest(group_ids=["cg-denied"]), 0)
+            assert d.groups[0].error_code == GROUP_AUTHORIZATION_FAILED
