@@ -20,6 +20,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
+from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group.consumer import records
 from mini_broker.group.consumer.config import ConsumerGroupConfig
@@ -100,13 +101,13 @@ class ConsumerGroupCoordinator:
         if not count:
             then(0)
             return
-        batch = builder.build()
-        try:
-            self.runtime.append_and_wait(lambda: self.runtime.append(batch),
-                                         lambda error: then(int(NotCoordinatorError.code) if error else 0))
-        except Exception as e:  # the partition's leadership moved (or its log failed): the client looks again
+        def failed(e: Exception) -> None:  # the partition's leadership moved (or its log failed): look again
             _log.warning("event=consumer_group_records_not_appended groups=%s error=%r", list(group_ids), e)
             then(int(NotCoordinatorError.code))
+
+        self.runtime.write(CoordinatorResult(
+            builder.build(), None, on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0),
+            on_failed=failed))
 
     def inactive_error(self) -> int | None:
         """The error for any request while the runtime does not serve, else None."""
