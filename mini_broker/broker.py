@@ -31,6 +31,7 @@ from mini_broker.config import KafkaConfig
 from mini_broker.group import GroupConfig, GroupCoordinator, GroupMetadataManager
 from mini_broker.group.consumer import ConsumerGroupConfig, ConsumerGroupCoordinator, TopicInfo, TopicsImage
 from mini_broker.log.data_dir_lock import DataDirLock
+from mini_broker.log.unified_log import Log
 from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
@@ -187,6 +188,8 @@ class MiniBroker:
         #: a cluster broker's when ``controller.quorum.bootstrap.servers`` names a controller (set at start)
         self.mode: BrokerMode = SingleBrokerMode()
         self.group_coordinator: GroupCoordinator | None = None
+        #: a single broker's coordinator logs, compacted by the LogManager's cleaner (none on a cluster broker)
+        self._cleanable_coordinator_logs: list[Log] = []
         self.transaction_coordinator: TransactionCoordinator | None = None
         self.metadata_cache: MetadataCache | None = None
         self.metrics_server: MetricsHttpServer | None = None
@@ -248,6 +251,12 @@ class MiniBroker:
         self.context.group_coordinator = self.group_coordinator
         mode.before_coordinators(self.context)
         txn_coordinator = self._start_transaction_coordinator(self.context)
+        # a single broker's coordinator logs live outside the LogManager's table; its cleaner compacts them too
+        self._cleanable_coordinator_logs = [
+            p.log for p in (self.group_coordinator.manager.partition, txn_coordinator.txn_log.partition)
+            if p.is_local and p.log is not None]
+        for coordinator_log in self._cleanable_coordinator_logs:
+            self.replica_manager.log_manager.register_for_cleaning(coordinator_log)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
         mode.wire_coordinators(self.context, self.apis, self.group_coordinator, txn_coordinator)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
@@ -326,6 +335,11 @@ class MiniBroker:
         if self.quotas is not None:
             self.quotas.shutdown()
         self.mode.stop_coordinators()
+        if self.replica_manager is not None:
+            # no clean may run on a coordinator log while its coordinator closes it
+            self.replica_manager.log_manager.cleaner.shutdown()
+            for coordinator_log in self._cleanable_coordinator_logs:
+                self.replica_manager.log_manager.unregister_for_cleaning(coordinator_log)
         if self.group_coordinator is not None:
             self.group_coordinator.shutdown()
         if self.transaction_coordinator is not None:

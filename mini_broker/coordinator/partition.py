@@ -50,7 +50,7 @@ class CoordinatorPartition:
 
     @property
     def is_local(self) -> bool:
-        """Whether the log is this broker's own (a single broker's; it may be compacted and is closed here)."""
+        """Whether the log is this broker's own (a single broker's; it is closed here)."""
         return self._log is not None and self._replicated_append is None
 
     def attach(self, log: Log, append: ReplicatedAppend) -> None:
@@ -61,11 +61,6 @@ class CoordinatorPartition:
         """This broker resigned the partition's leadership: appends fail until the next :meth:`attach`."""
         if self._replicated_append is not None:
             self._replicated_append = _refuse
-
-    def replace_local_log(self, log: Log) -> None:
-        """A single broker's log was rewritten (compaction on load): serve the new one."""
-        if self._replicated_append is None:
-            self._log = log
 
     def append(self, records: bytes, flush: bool = False) -> None:
         """Append one batch (raises as the log or the leader's append does). ``flush``: fsync a local log before

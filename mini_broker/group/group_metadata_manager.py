@@ -9,7 +9,9 @@ On a cluster broker there is no local log: the coordinator replays the replicate
 partition while this broker leads it (the coordinator runtime attaches it on election and detaches it on
 resignation: :mod:`mini_broker.coordinator.runtime`, driven by ``mini_broker.cluster.coordinator_partitions``),
 and the runtime appends through the leader's append.
-The log is compacted only on a single broker's start (see :class:`GroupMetadataManager`), never trimmed.
+The log has ``cleanup.policy=compact``, as Kafka's ``__consumer_offsets``: the broker's log cleaner keeps the
+latest record per key (a single broker registers the local log with its LogManager; a cluster's replicated
+partition is compacted by each replica's broker); it is never trimmed.
 
 Record format (v2 record batches; keys and values use Kafka's classic non-flexible primitives: int16/
 int32/int64 big-endian, strings int16-length-prefixed UTF-8, nullable strings length -1, bytes
@@ -24,14 +26,14 @@ int32-length-prefixed). The shapes follow Kafka's OffsetCommitKey/Value v3 and G
   nullable string group_instance_id, string client_id, string client_host, int32 rebalance_timeout_ms,
   int32 session_timeout_ms, bytes subscription, bytes assignment)``; null value = group deleted.
 * KIP-848 consumer-group records (key versions 3-8, :mod:`mini_broker.group.consumer.records`): kept as they
-  are by replay (:attr:`LoadedGroup.consumer_records`) and compaction; the consumer groups replay them.
+  are by replay (:attr:`LoadedGroup.consumer_records`); the consumer groups replay them.
 
 Transactional offset commits (TxnOffsetCommit) are offset commit records in a transactional batch of the
 producer id and epoch; the transaction's COMMIT/ABORT marker is appended to the same log as a control batch
 (``GroupCoordinator.write_txn_marker``), as Kafka writes both to ``__consumer_offsets``. Replay
 holds a producer's transactional records until its marker: COMMIT applies them, ABORT drops them, and those
 without a marker yet come back as the group's pending transactional offsets (:attr:`LoadedGroup.pending_txn_offsets`).
-Compaction on load is skipped while any are pending.
+The cleaner drops a marker only once no record of its transaction is left, so replay stays right after a clean.
 
 This module builds the records and replays them; it appends nothing to the coordinator's partition (the
 coordinator runtime does, :mod:`mini_broker.coordinator.runtime`). Thread safety: :class:`mini_broker.log.Log`
@@ -66,8 +68,7 @@ OFFSET_KEY_VERSION: Final = 1
 GROUP_KEY_VERSION: Final = 2
 VALUE_VERSION: Final = 3
 _MAX_BATCH_BYTES: Final = 1 << 30
-#: Rewrite the log on start when it holds more than this many records and over twice the live ones.
-COMPACT_MIN_RECORDS: Final = 1000
+#: Directories an older version's compaction on load left behind (finished or undone at open).
 _COMPACTING_SUFFIX: Final = ".compacting"
 _OLD_SUFFIX: Final = ".old"
 
@@ -268,17 +269,15 @@ class GroupMetadataManager:
     :func:`offset_commit_records`, :func:`group_metadata_records`, ..., and the coordinator runtime appends them).
     ``data_dir`` None keeps nothing (unit tests).
 
-    Compaction: there is no log cleaner; instead :meth:`load` rewrites the log with only the live records
-    when it holds more than ``compact_min_records`` records and over twice the live ones. The rewrite goes to
-    ``__group_coordinator.compacting`` and is swapped in with two directory renames (the old one via
-    ``__group_coordinator.old``); opening the manager finishes or undoes a swap a crash interrupted.
+    The local log has ``cleanup.policy=compact`` (the broker registers it with its log cleaner); opening the
+    manager finishes or undoes a compaction-by-rewrite an older version left interrupted (``.compacting`` /
+    ``.old`` directories).
     """
 
-    def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600,
-                 compact_min_records: int = COMPACT_MIN_RECORDS) -> None:
+    def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600) -> None:
         self._time = time
-        self._config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES)
-        self._compact_min_records = compact_min_records
+        self._config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES,
+                                 other={"cleanup.policy": "compact"})
         self._parent = None if data_dir is None else os.path.join(data_dir, COORDINATOR_DIR)
         local: Log | None = None
         if self._parent is not None:
@@ -311,7 +310,6 @@ class GroupMetadataManager:
         if log is None:
             return groups
         end = log.log_end_offset
-        records = 0
         #: producer id -> its transactional records not yet resolved by a marker, in log order
         in_txn: dict[int, list[tuple[bytes, bytes | None]]] = {}
         #: producer id -> keys of its transactional records a later plain record superseded
@@ -329,7 +327,6 @@ class GroupMetadataManager:
             for record in batch.records():
                 if record.offset < first or record.key is None:
                     continue
-                records += 1
                 key, value = bytes(record.key), None if record.value is None else bytes(record.value)
                 if batch.is_transactional:
                     in_txn.setdefault(batch.producer_id, []).append((key, value))
@@ -349,48 +346,7 @@ class GroupMetadataManager:
                 entry = groups.setdefault(group_id, LoadedGroup())
                 entry.pending_txn_offsets[pid] = loaded.offsets
                 entry.superseded_txn_offsets[pid] = {tp for g, tp in later if g == group_id}
-        live = sum(len(g.offsets) + (g.group is not None) + len(g.consumer_records) for g in groups.values())
-        if self.partition.is_local and records > self._compact_min_records and records > 2 * live and not in_txn:
-            self._compact(groups)
         return groups
-
-    def _live_entries(self, groups: dict[str, LoadedGroup]) -> list[tuple[bytes, bytes | None]]:
-        entries: list[tuple[bytes, bytes | None]] = []
-        for group_id, loaded in groups.items():
-            if loaded.group is not None:
-                entries.append((group_metadata_key(group_id), group_metadata_value(loaded.group)))
-            entries.extend((offset_commit_key(group_id, t, p), offset_commit_value(om))
-                           for (t, p), om in loaded.offsets.items())
-            entries.extend(loaded.consumer_records.items())  # KIP-848 consumer groups
-        return entries
-
-    def _compact(self, groups: dict[str, LoadedGroup]) -> None:
-        parent, log = self._parent, self.partition.log
-        assert parent is not None and log is not None
-        compacting, old = parent + _COMPACTING_SUFFIX, parent + _OLD_SUFFIX
-        shutil.rmtree(compacting, ignore_errors=True)
-        fresh = self._open(compacting)
-        entries = self._live_entries(groups)
-        now = self._time.milliseconds()
-        for i in range(0, len(entries), 1000):
-            self._append_to(fresh, entries[i:i + 1000], now)
-        fresh.flush()
-        fresh.close()
-        before = log.log_end_offset
-        log.close()
-        os.replace(parent, old)
-        os.replace(compacting, parent)
-        shutil.rmtree(old, ignore_errors=True)
-        self.partition.replace_local_log(self._open(parent))
-        _log.info("compacted %s: log end offset %d -> %d live records", GROUP_METADATA_TOPIC_NAME, before,
-                  len(entries))
-
-    @staticmethod
-    def _append_to(log: Log, entries: Iterable[tuple[bytes, bytes | None]], now_ms: int) -> None:
-        """The compaction's append to the fresh local log (high watermark at its end, as a single broker's)."""
-        records = _build(entries, now_ms)
-        if records is not None:
-            CoordinatorPartition(log).append(records)
 
     def close(self) -> None:
         """Close a local log (a cluster's replicated partition is the LogManager's)."""

@@ -139,7 +139,8 @@ class TransactionLog:
     def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600) -> None:
         local: Log | None = None
         if data_dir is not None:
-            config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES)
+            config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES,
+                               other={"cleanup.policy": "compact"})  # as Kafka's __transaction_state
             local = Log(os.path.join(data_dir, COORDINATOR_DIR, f"{TRANSACTION_STATE_TOPIC_NAME}-0"), config,
                         time=time)
         self.partition = CoordinatorPartition(local)

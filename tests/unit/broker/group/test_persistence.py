@@ -24,6 +24,8 @@ from mini_broker.group.group_metadata_manager import (
     offset_commit_value,
     tombstone_records,
 )
+from mini_broker.log.log_cleaner import Cleaner, CleanerConfig
+from mini_broker.log.log_cleaner_manager import measure
 from pykafka_client.errors import FencedInstanceIdError, MessageDecodeError
 from pykafka_client.utils.time import MockTime
 from tests.unit.broker.group.harness import Harness
@@ -122,11 +124,21 @@ def _delete(m: GroupMetadataManager, group_id: str, offsets: list[tuple[str, int
     m.partition.append(tombstone_records(group_id, offsets, group_too, now) or b"")
 
 
-def _manager(path: Path, compact_min_records: int = 10) -> GroupMetadataManager:
-    return GroupMetadataManager(str(path), MockTime(), compact_min_records=compact_min_records)
+def _manager(path: Path) -> GroupMetadataManager:
+    return GroupMetadataManager(str(path), MockTime())
 
 
-def test_log_is_compacted_on_load(tmp_path: Path) -> None:
+def clean_offsets_log(m: GroupMetadataManager) -> None:
+    """What the broker's log cleaner does to the offsets log (it is registered with the LogManager's cleaner)."""
+    log = m.log
+    assert log is not None and log.config.compact  # cleanup.policy=compact, as Kafka's __consumer_offsets
+    log.roll()
+    log.update_high_watermark(log.log_end_offset)
+    time = MockTime()
+    Cleaner(CleanerConfig(), time).clean(measure(log, None, time.milliseconds()))
+
+
+def test_a_cleaned_log_replays_the_same_groups_and_offsets_keep_their_offsets(tmp_path: Path) -> None:
     m = _manager(tmp_path)
     assert m.load() == {}
     for i in range(50):
@@ -134,35 +146,27 @@ def test_log_is_compacted_on_load(tmp_path: Path) -> None:
     _store_group(m, "g", StoredGroup("consumer", 3, "range", None, 5, []), 60)
     _store_offsets(m, "gone", {("t", 0): CommittedOffset(1, -1, "", 1)}, 61)
     _delete(m, "gone", [("t", 0)], True, 62)
+    before = m.load()
+    end = m.log.log_end_offset if m.log is not None else -1
+    clean_offsets_log(m)
+    assert m.log is not None and m.log.log_end_offset == end  # offsets are never renumbered
+    kept = sum(1 for _ in m.partition.batches())
+    assert kept < 10  # 2 live offsets + the group (+ the tombstones until their delete horizon), not 104 records
     m.close()
 
     m2 = _manager(tmp_path)
     loaded = m2.load()
-    assert set(loaded) == {"g"}
+    assert set(loaded) == {"g"} and loaded == before
     assert loaded["g"].offsets == {("t", 0): CommittedOffset(49, -1, "", 49),
                                    ("t", 1): CommittedOffset(49, -1, "", 49)}
     assert loaded["g"].group == StoredGroup("consumer", 3, "range", None, 5, [])
-    assert m2.log is not None and m2.log.log_end_offset == 3  # only the live records are left
     _store_offsets(m2, "g", {("t", 2): CommittedOffset(7, -1, "", 70)}, 70)
     m2.close()
 
     m3 = _manager(tmp_path)
     again = m3.load()
     assert again["g"].offsets[("t", 2)].offset == 7 and again["g"].offsets[("t", 0)].offset == 49
-    assert not (tmp_path / "__group_coordinator.old").exists()
-    assert not (tmp_path / "__group_coordinator.compacting").exists()
     m3.close()
-
-
-def test_small_log_is_not_rewritten(tmp_path: Path) -> None:
-    m = _manager(tmp_path, compact_min_records=1000)
-    for i in range(20):
-        _store_offsets(m, "g", {("t", 0): CommittedOffset(i, -1, "", i)}, i)
-    m.close()
-    m2 = _manager(tmp_path, compact_min_records=1000)
-    m2.load()
-    assert m2.log is not None and m2.log.log_end_offset == 20
-    m2.close()
 
 
 @pytest.mark.parametrize("compacted_copy_complete", [True, False])
