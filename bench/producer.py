@@ -240,6 +240,9 @@ def child(args: argparse.Namespace) -> None:
         prof.disable()
         print("=== application thread (send) ===", file=sys.stderr)
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(20)
+        if os.environ.get("BENCH_PROFILE_OUT"):  # for pstats: <out>.send and <out>.io
+            prof.dump_stats(os.environ["BENCH_PROFILE_OUT"] + ".send")
+            io_prof.dump_stats(os.environ["BENCH_PROFILE_OUT"] + ".io")
         print("=== I/O thread (Sender) ===", file=sys.stderr)
         pstats.Stats(io_prof, stream=sys.stderr).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_LINES", "20")))
     else:
