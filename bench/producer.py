@@ -3,6 +3,7 @@
     .venv/bin/python bench/producer.py                  # 200k x 100-byte values, 4 configs x 4 clients
     .venv/bin/python bench/producer.py --records 20000  # quicker
     .venv/bin/python bench/producer.py --profile        # cProfile (thread CPU time) of our send path and I/O thread
+    .venv/bin/python bench/producer.py --profile --clients ours-batch   # the same for send_batch
     .venv/bin/python bench/producer.py --micro          # no broker: CPU us per send() and per record encoded +
                                                         # completed (thread CPU time, stable on a busy box)
 
@@ -33,6 +34,7 @@ sys.path.insert(0, ROOT)
 #: "ours-batch" is KafkaProducer.send_batch (BATCH_CALL_RECORDS records per call); "ours-batch-python" the same
 #: with PYKAFKA_NO_NATIVE=1.
 CLIENTS = ["pykafka_client", "ours-batch", "ours-batch-python", "ours-python", "kafka-python", "aiokafka", "confluent-kafka"]
+_OURS = ("pykafka_client", "ours-batch", "ours-batch-python", "ours-python")
 FALLBACK_ENV = {**os.environ, "PYKAFKA_NO_NATIVE": "1"}
 CLIENT_MODULES = {
     "pykafka_client": "pykafka_client.producer.kafka_producer",
@@ -238,6 +240,9 @@ def child(args: argparse.Namespace) -> None:
         prof.disable()
         print("=== application thread (send) ===", file=sys.stderr)
         pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(20)
+        if os.environ.get("BENCH_PROFILE_OUT"):  # for pstats: <out>.send and <out>.io
+            prof.dump_stats(os.environ["BENCH_PROFILE_OUT"] + ".send")
+            io_prof.dump_stats(os.environ["BENCH_PROFILE_OUT"] + ".io")
         print("=== I/O thread (Sender) ===", file=sys.stderr)
         pstats.Stats(io_prof, stream=sys.stderr).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_LINES", "20")))
     else:
@@ -287,7 +292,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--value-size", type=int, default=100)
-    ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--clients", default=None, help=f"comma-separated, of {','.join(CLIENTS)} (default: all; with"
+                    " --profile: pykafka_client, or the first of ours given)")
     ap.add_argument("--profile", action="store_true", help="profile pykafka_client only (1 partition, acks=1)")
     ap.add_argument("--micro", action="store_true", help="no broker: CPU per send() and per record on the I/O side")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -306,7 +312,9 @@ def main() -> None:
         broker, bootstrap = start_broker(data_dir)
         try:
             configs = [(1, "1")] if args.profile else [(1, "1"), (1, "all"), (6, "1"), (6, "all")]
-            clients = ["pykafka_client"] if args.profile else args.clients.split(",")
+            clients = (args.clients or ",".join(CLIENTS)).split(",")
+            if args.profile:
+                clients = [next((c for c in clients if c in _OURS), "pykafka_client")] if args.clients else ["pykafka_client"]
             print(f"{args.records} records x {args.value_size} B, linger.ms=5, mini_broker in its own process")
             print(f"{'config':<18}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
                   "  CPU us/record: process, and (send thread, I/O thread)")

@@ -45,6 +45,11 @@ class ExponentialBackoff:
         value = int(factor * term)
         return self._max if value > self._max else value
 
+    @property
+    def upper_bound(self) -> int:
+        """No :meth:`backoff` is larger than this (``max``, or ``initial`` when that is the larger)."""
+        return max(self._initial, self._max)
+
     def __repr__(self) -> str:
         return (
             f"ExponentialBackoff(initial={self._initial}, multiplier={self._multiplier}, "

@@ -389,7 +389,7 @@ class NetworkClient(ConnectionFailures):
         except Exception as e:  # any build/encode failure fails the request, see _fail_unencodable
             self._fail_unencodable(request, is_internal, version, e, now_ms)
             return
-        size = sum(len(p) for p in pieces)
+        size = sum(map(len, pieces))
         send = NetworkSend(node_id, pieces, size)
         in_flight = InFlightRequest(
             request.make_header(version),

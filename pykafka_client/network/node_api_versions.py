@@ -63,20 +63,24 @@ class NodeApiVersions:
     ) -> int:
         """The highest version both sides support within ``[oldest_allowed, latest_allowed]``."""
         key = int(api_key)
-        client = CLIENT_SUPPORTED_VERSIONS.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
-        lo = oldest_allowed if oldest_allowed is not None else (client[0] if client else 0)
-        hi = latest_allowed if latest_allowed is not None else (client[1] if client else 0)
+        if oldest_allowed is None or latest_allowed is None:
+            client = CLIENT_SUPPORTED_VERSIONS.get(ApiKey(key)) if key in ApiKey._value2member_map_ else None
+            lo = oldest_allowed if oldest_allowed is not None else (client[0] if client else 0)
+            hi = latest_allowed if latest_allowed is not None else (client[1] if client else 0)
+        else:
+            lo, hi = oldest_allowed, latest_allowed
         broker = self._versions.get(key)
+        if broker is not None:
+            usable_min, usable_max = max(lo, broker[0]), min(hi, broker[1])
+            if usable_min <= usable_max:
+                return usable_max
         name = ApiKey(key).name if key in ApiKey._value2member_map_ else f"API key {key}"
         if broker is None:
             raise UnsupportedVersionError(f"the node does not support {name} at all; a newer broker is needed")
-        usable_min, usable_max = max(lo, broker[0]), min(hi, broker[1])
-        if usable_min > usable_max:
-            raise UnsupportedVersionError(
-                f"the node supports {name} at versions {broker[0]}-{broker[1]}, but this request needs a"
-                f" version in {lo}-{hi}; upgrade the broker or do not use the feature that needs it"
-            )
-        return usable_max
+        raise UnsupportedVersionError(
+            f"the node supports {name} at versions {broker[0]}-{broker[1]}, but this request needs a"
+            f" version in {lo}-{hi}; upgrade the broker or do not use the feature that needs it"
+        )
 
     def all_versions(self) -> dict[int, tuple[int, int]]:
         return dict(self._versions)

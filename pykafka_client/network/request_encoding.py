@@ -20,7 +20,7 @@ from pykafka_client.protocol.types import Chunk
 def allowed_version_range(request: ClientRequest) -> tuple[int, int]:
     """``(lo, hi)`` of the versions the client may send ``request`` at (empty when ``lo > hi``)."""
     body = request.body
-    lo, hi = CLIENT_SUPPORTED_VERSIONS.get(ApiKey(request.api_key), body.VALID_VERSIONS)
+    lo, hi = CLIENT_SUPPORTED_VERSIONS.get(request.api_key, body.VALID_VERSIONS)  # type: ignore[call-overload]
     lo = max(lo, body.VALID_VERSIONS[0])
     hi = min(hi, body.VALID_VERSIONS[1])
     if request.oldest_allowed_version is not None:

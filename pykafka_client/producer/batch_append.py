@@ -1,5 +1,5 @@
-"""The per-record loops of ``KafkaProducer.send_batch``: checking the records, the key partitions, and appending
-many records to a batch's pending list in one call.
+"""The per-record loops of ``KafkaProducer.send_batch``: reading a pyarrow column from its buffers, checking the
+records, the key partitions, and appending many records to a batch's pending list in one call.
 
 Each function runs the compiled kernel (``protocol/records/_kernel.c``) when it is active and otherwise, or
 when the kernel declines the input, its ``*_reference`` twin here, which defines the result. Both produce the
@@ -9,6 +9,7 @@ same pending tuples and sizes as :meth:`ProducerBatch.try_append` one record at 
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import Any
 
@@ -134,3 +135,72 @@ def append_pending(*args: Any) -> AppendState:
         if out is not None:
             return out
     return append_pending_reference(*args)
+
+
+def arrow_binary_items_reference(
+    validity: object, offsets: object, data: object, offset: int, length: int, large: bool
+) -> list[bytes | None]:
+    """The items ``offset..offset+length`` of one Arrow binary or string array (``large``: 64-bit offsets) from its
+    buffers (``Array.buffers()``: the validity bitmap or None, the offsets, the data or None): each item's bytes,
+    None where the bitmap marks a null. Raises ValueError on buffers that do not hold such an array."""
+    width = 8 if large else 4
+    offs_view = memoryview(offsets).cast("B")  # type: ignore[arg-type]
+    if offset < 0 or length < 0 or len(offs_view) < (offset + length + 1) * width:
+        raise ValueError(
+            f"an Arrow array of {length} items at offset {offset} needs {(offset + length + 1) * width} bytes of"
+            f" offsets, its offsets buffer has {len(offs_view)}: pass the array itself, not rebuilt buffers"
+        )
+    offs = struct.unpack_from(f"<{length + 1}{'q' if large else 'i'}", offs_view, offset * width)
+    values = b"" if data is None else memoryview(data).cast("B")  # type: ignore[arg-type]
+    bits = None if validity is None else memoryview(validity).cast("B")  # type: ignore[arg-type]
+    if bits is not None and length and len(bits) < (offset + length + 7) // 8:
+        raise ValueError(f"the validity bitmap of an Arrow array of {length} items at offset {offset} is too short")
+    out: list[bytes | None] = []
+    for i in range(length):
+        start, end = offs[i], offs[i + 1]
+        if start < 0 or end < start or end > len(values):
+            raise ValueError(
+                f"item {i} of an Arrow array spans bytes {start}..{end} of a {len(values)}-byte data buffer: the"
+                " offsets are corrupt"
+            )
+        j = offset + i
+        if bits is not None and not (bits[j >> 3] >> (j & 7)) & 1:
+            out.append(None)
+        else:
+            out.append(bytes(values[start:end]))
+    return out
+
+
+def arrow_binary_items(
+    validity: object, offsets: object, data: object, offset: int, length: int, large: bool
+) -> list[bytes | None]:
+    """:func:`arrow_binary_items_reference`, on the kernel when it is active and takes the buffers."""
+    kernel = _native.kernel
+    if kernel is not None:
+        out = kernel.arrow_binary_items(validity, offsets, data, offset, length, large)
+        if out is not None:
+            return out
+    return arrow_binary_items_reference(validity, offsets, data, offset, length, large)
+
+
+def arrow_column_items(column: Any) -> list[bytes | None] | None:
+    """The items of a pyarrow ``Array`` or ``ChunkedArray`` of binary, string, large_binary or large_string (strings
+    as their UTF-8 bytes) read straight from its buffers, sliced arrays at their offset; None for another type."""
+    import pyarrow as pa
+
+    t = column.type
+    if pa.types.is_binary(t) or pa.types.is_string(t):
+        large = False
+    elif pa.types.is_large_binary(t) or pa.types.is_large_string(t):
+        large = True
+    else:
+        return None
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    out: list[bytes | None] = []
+    for chunk in chunks:
+        validity, offsets, data = chunk.buffers()
+        items = arrow_binary_items(validity, offsets, data, chunk.offset, len(chunk), large)
+        if len(chunks) == 1:
+            return items
+        out += items
+    return out

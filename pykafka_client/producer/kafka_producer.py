@@ -821,11 +821,14 @@ class _RecordsFailed(Exception):
 
 
 def _as_list(data: Any, what: str) -> list[Any]:
-    """A send_batch column as a list: a list as is, another sequence copied, a pyarrow array's items (string
-    arrays as UTF-8 bytes, by an Arrow cast)."""
+    """A send_batch column as a list: a list as is, another sequence copied, a pyarrow array's items (binary and
+    string arrays read from their buffers, strings as their UTF-8 bytes; other types by ``to_pylist``)."""
     if data.__class__ is list:
         return data
     if type(data).__module__.startswith("pyarrow") and hasattr(data, "to_pylist"):
+        items = batch_append.arrow_column_items(data)
+        if items is not None:
+            return items
         import pyarrow as pa
 
         if pa.types.is_string(data.type):

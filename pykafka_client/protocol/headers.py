@@ -40,11 +40,18 @@ __all__ = [
 ]
 
 
+#: number -> ApiKey (a dict lookup, not an enum call, on every request and response)
+_API_KEYS: dict[int, ApiKey] = {int(k): k for k in ApiKey}
+#: (api key, version) -> header version, filled on first use
+_REQUEST_HEADER_VERSIONS: dict[tuple[int, int], int] = {}
+_RESPONSE_HEADER_VERSIONS: dict[tuple[int, int], int] = {}
+
+
 def _api_key(api_key: int) -> ApiKey:
-    try:
-        return ApiKey(api_key)
-    except ValueError:
-        raise UnknownApiKeyError(f"unknown API key {api_key}") from None
+    key = _API_KEYS.get(api_key)
+    if key is None:
+        raise UnknownApiKeyError(f"unknown API key {api_key}")
+    return key
 
 
 def _flexible(cls: type[Message], version: int) -> bool:
@@ -54,18 +61,25 @@ def _flexible(cls: type[Message], version: int) -> bool:
 
 def request_header_version(api_key: int, version: int) -> int:
     """The RequestHeader version used with ``api_key`` at ``version`` (works for unknown versions too)."""
-    key = _api_key(api_key)
-    if key == ApiKey.CONTROLLED_SHUTDOWN and version == 0:
-        return 0
-    return 2 if _flexible(REQUESTS[key], version) else 1
+    hv = _REQUEST_HEADER_VERSIONS.get((api_key, version))
+    if hv is None:
+        key = _api_key(api_key)
+        if key == ApiKey.CONTROLLED_SHUTDOWN and version == 0:
+            hv = 0
+        else:
+            hv = 2 if _flexible(REQUESTS[key], version) else 1
+        _REQUEST_HEADER_VERSIONS[(api_key, version)] = hv
+    return hv
 
 
 def response_header_version(api_key: int, version: int) -> int:
     """The ResponseHeader version used with ``api_key`` at ``version`` (ApiVersions: always 0)."""
-    key = _api_key(api_key)
-    if key == ApiKey.API_VERSIONS:
-        return 0
-    return 1 if _flexible(RESPONSES[key], version) else 0
+    hv = _RESPONSE_HEADER_VERSIONS.get((api_key, version))
+    if hv is None:
+        key = _api_key(api_key)
+        hv = 0 if key == ApiKey.API_VERSIONS else 1 if _flexible(RESPONSES[key], version) else 0
+        _RESPONSE_HEADER_VERSIONS[(api_key, version)] = hv
+    return hv
 
 
 def _check_version(cls: type[Message], version: int) -> None:
@@ -124,7 +138,7 @@ def decode_request(buf: Buffer) -> tuple[RequestHeader, Message]:
     MessageDecodeError (bad bytes, trailing bytes).
     """
     header, pos = decode_request_header(buf)
-    cls = REQUESTS[ApiKey(header.request_api_key)]
+    cls = REQUESTS[_api_key(header.request_api_key)]
     version = header.request_api_version
     _check_version(cls, version)
     return header, _read_body(cls, buf, pos, version)

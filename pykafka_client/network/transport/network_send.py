@@ -100,13 +100,14 @@ class SendWriter:
 
     def __init__(self, send: NetworkSend) -> None:
         pieces = [_as_piece(b) for b in send.buffers]
-        total = sum(piece_length(p) for p in pieces)
+        lengths = [piece_length(p) for p in pieces]
+        total = sum(lengths)
         if total != send.size:
             raise IllegalArgumentError(
                 f"send to {send.destination} declares size {send.size} but its buffers hold {total} bytes"
             )
         self.send = send
-        self._pieces: list[Piece] = [p for p in pieces if piece_length(p) > 0]
+        self._pieces: list[Piece] = [p for p, n in zip(pieces, lengths, strict=True) if n > 0]
         self._index = 0
         self._offset = 0  # within the current piece
 

@@ -1448,6 +1448,105 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(arrow_binary_items_doc,
+    "arrow_binary_items(validity, offsets, data, offset, length, large) -> list[bytes | None] | None\n\n"
+    "producer.batch_append.arrow_binary_items_reference compiled: the items of one Arrow binary or string array\n"
+    "(large: 64-bit offsets) read from its buffers (validity bitmap or None, offsets, data or None), items\n"
+    "offset..offset+length, a null as None. None, with nothing built, when a buffer is too short or an offset\n"
+    "is out of order or outside the data (the reference reports it).");
+
+static PyObject *k_arrow_binary_items(PyObject *self, PyObject *args)
+{
+    PyObject *validity, *offsets, *data;
+    Py_ssize_t offset, length;
+    int large;
+    if (!PyArg_ParseTuple(args, "OOOnnp", &validity, &offsets, &data, &offset, &length, &large))
+        return NULL;
+    if (offset < 0 || length < 0)
+        Py_RETURN_NONE;
+    Py_buffer vb = {0}, ob = {0}, db = {0};
+    int have_v = 0, have_o = 0, have_d = 0;
+    PyObject *out = NULL;
+    if (validity != Py_None) {
+        if (PyObject_GetBuffer(validity, &vb, PyBUF_SIMPLE) < 0)
+            goto decline;
+        have_v = 1;
+    }
+    if (PyObject_GetBuffer(offsets, &ob, PyBUF_SIMPLE) < 0)
+        goto decline;
+    have_o = 1;
+    if (data != Py_None) {
+        if (PyObject_GetBuffer(data, &db, PyBUF_SIMPLE) < 0)
+            goto decline;
+        have_d = 1;
+    }
+    const Py_ssize_t width = large ? 8 : 4;
+    /* every bound is checked before a read: offsets offset..offset+length, bits offset..offset+length-1 */
+    if (offset > (PY_SSIZE_T_MAX / width) - length - 1 || ob.len < (offset + length + 1) * width)
+        goto decline;
+    if (have_v && length > 0 && vb.len < (offset + length + 7) / 8)
+        goto decline;
+    const uint8_t *bits = have_v ? (const uint8_t *)vb.buf : NULL;
+    const uint8_t *ob8 = (const uint8_t *)ob.buf;
+    const uint8_t *dp = have_d ? (const uint8_t *)db.buf : NULL;
+    const int64_t dlen = have_d ? (int64_t)db.len : 0;
+    out = PyList_New(length);
+    if (out == NULL)
+        goto fail;
+    int64_t start;
+    if (large) {
+        memcpy(&start, ob8 + offset * 8, 8);
+    } else {
+        int32_t s32;
+        memcpy(&s32, ob8 + offset * 4, 4);
+        start = s32;
+    }
+    for (Py_ssize_t i = 0; i < length; i++) {
+        int64_t end;
+        if (large) {
+            memcpy(&end, ob8 + (offset + i + 1) * 8, 8);
+        } else {
+            int32_t e32;
+            memcpy(&e32, ob8 + (offset + i + 1) * 4, 4);
+            end = e32;
+        }
+        if (start < 0 || end < start || end > dlen) {
+            Py_CLEAR(out);
+            goto decline;
+        }
+        PyObject *item;
+        Py_ssize_t j = offset + i;
+        if (bits != NULL && !((bits[j >> 3] >> (j & 7)) & 1)) {
+            item = Py_None;
+            Py_INCREF(item);
+        } else {
+            item = PyBytes_FromStringAndSize(end > start ? (const char *)dp + start : "", (Py_ssize_t)(end - start));
+            if (item == NULL) {
+                Py_CLEAR(out);
+                goto fail;
+            }
+        }
+        PyList_SET_ITEM(out, i, item);
+        start = end;
+    }
+    goto done;
+decline:
+    PyErr_Clear();
+    out = Py_None;
+    Py_INCREF(out);
+    goto done;
+fail:
+    out = NULL;
+done:
+    if (have_v)
+        PyBuffer_Release(&vb);
+    if (have_o)
+        PyBuffer_Release(&ob);
+    if (have_d)
+        PyBuffer_Release(&db);
+    return out;
+}
+
 PyDoc_STRVAR(pending_columns_doc,
     "pending_columns(pending, with_timestamps) -> (timestamps | None, key_sizes, value_sizes) | None\n\n"
     "The per-record columns ProducerBatch._complete_records collects, compiled: each record's timestamp (when\n"
@@ -1566,6 +1665,7 @@ static PyMethodDef kernel_methods[] = {
     {"append_pending", k_append_pending, METH_VARARGS, append_pending_doc},
     {"producer_setup", k_producer_setup, METH_O, producer_setup_doc},
     {"pending_columns", k_pending_columns, METH_VARARGS, pending_columns_doc},
+    {"arrow_binary_items", k_arrow_binary_items, METH_VARARGS, arrow_binary_items_doc},
     {"batch_try_append", (PyCFunction)(void (*)(void))k_batch_try_append, METH_FASTCALL, batch_try_append_doc},
     {"send_append", (PyCFunction)(void (*)(void))k_send_append, METH_FASTCALL, send_append_doc},
     {NULL, NULL, 0, NULL},

@@ -144,6 +144,11 @@ class Kernel(Protocol):
     ) -> tuple[int, int, int, int, int, int, bool] | None:
         """Reference: ``producer.batch_append.append_pending_reference``."""
 
+    def arrow_binary_items(
+        self, validity: object, offsets: object, data: object, offset: int, length: int, large: bool, /
+    ) -> list[bytes | None] | None:
+        """Reference: ``producer.batch_append.arrow_binary_items_reference``."""
+
 
 #: The compiled module when active, else None (read it at call time: ``_native.kernel``).
 kernel: Kernel | None = None

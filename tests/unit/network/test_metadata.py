@@ -74,6 +74,15 @@ def test_s32_failed_update_backs_off_exponentially() -> None:
     assert not m.update_requested()
 
 
+def test_backoff_longer_than_the_expiry_left_still_counts() -> None:
+    """The expiry is the answer only when no backoff can outlast it (the I/O thread asks every poll)."""
+    m = md(backoff=100, backoff_max=100)
+    m.update(0, metadata_response(NODES, {"a": 1}), False, 1000)  # expires at 11_000
+    assert m.time_to_next_update(5000) == 6000
+    m.failed_update(10_950)
+    assert 70 <= m.time_to_next_update(10_960) <= 110  # the backoff (100 +-20%) less 10 ms, not the 40 ms to expiry
+
+
 def test_s33_leader_epoch_never_regresses() -> None:
     m = md()
     m.update(0, metadata_response(NODES, {"a": 1}, epochs={("a", 0): 10}, leaders={("a", 0): 1}), False, 1000)

@@ -394,3 +394,32 @@ def test_a_send_batch_future_cannot_be_cancelled() -> None:
         assert f.result(0)[0].offset >= 0
     finally:
         p.close(0)
+
+
+def test_send_batch_makes_one_record_future_per_batch_not_per_record() -> None:
+    """Nothing observes a record of send_batch on its own until asked: the producer keeps one future per batch
+    (the first record's, for the batch's outcome), and a record's future or metadata is built when read."""
+    import gc
+
+    from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+
+    def futures() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, FutureRecordMetadata))
+
+    time = MockTime()
+    p = _producer(time, 2, 1, **{"batch.size": 2000})
+    try:
+        before = futures()
+        f = p.send_batch(TOPIC, [b"x" * 100] * 1000, [b"k%d" % (i % 7) for i in range(1000)])
+        batches = _batches(p, 2)
+        count = sum(len(bs) for bs in batches.values())
+        assert 20 < count < 100
+        assert futures() - before <= count
+        _complete(batches)
+        md = f.result(0)
+        assert futures() - before <= count
+        assert md[999].partition in (0, 1) and md[999].serialized_value_size == 100
+        assert f.record_future(999).result(0) == md[999]
+    finally:
+        p.close(0)
