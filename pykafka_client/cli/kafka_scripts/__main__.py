@@ -4,4 +4,5 @@ import sys
 
 from pykafka_client.cli.kafka_scripts.dispatch import main
 
-sys.exit(main(sys.argv[1:]))
+if __name__ == "__main__":  # importing the module (e.g. walking the package) must not run the tool
+    sys.exit(main(sys.argv[1:]))
