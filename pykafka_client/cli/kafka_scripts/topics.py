@@ -22,7 +22,7 @@ from pykafka_client.cli.kafka_scripts.base import (
     usage_exit,
 )
 from pykafka_client.cli.topics import topic_details
-from pykafka_client.errors import TopicExistsError, UnknownTopicOrPartitionError
+from pykafka_client.errors import IllegalArgumentError, TopicExistsError, UnknownTopicOrPartitionError
 
 ACTIONS = ("list", "describe", "create", "alter", "delete")
 
@@ -34,7 +34,7 @@ def kafka_uuid(text: str | None) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-class TopicNotFound(Exception):
+class TopicNotFound(IllegalArgumentError):
     """No topic matches --topic (Kafka's IllegalArgumentException ``Topic 'x' does not exist as expected``)."""
 
 
