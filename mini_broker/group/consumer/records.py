@@ -10,7 +10,8 @@ layout, as Kafka's record schemas are not part of the message specs here:
 * 4 ConsumerGroupPartitionMetadata ``group`` -> ``n x (topic name, topic id, partitions)``: what the last
   target assignment saw of the subscribed topics
 * 5 ConsumerGroupMemberMetadata ``group, member`` -> instance id, rack, client id and host, subscribed topic
-  names and regex, server assignor, rebalance timeout
+  names and regex, server assignor, rebalance timeout, then (a classic member of the group, KIP-848 migration)
+  its session timeout and JoinGroup protocols (count -1: a consumer-protocol member; absent in older records)
 * 6 ConsumerGroupTargetAssignmentMetadata ``group`` -> ``assignment epoch``
 * 7 ConsumerGroupTargetAssignmentMember ``group, member`` -> its target partitions
 * 8 ConsumerGroupCurrentMemberAssignment ``group, member`` -> member epoch, previous epoch, state, assigned
@@ -76,6 +77,26 @@ def _read_assignment(r: Reader) -> dict[uuid.UUID, frozenset[int]]:
     return normalize(out)
 
 
+def _write_classic(w: Writer, m: ConsumerGroupMember) -> None:
+    """A classic member's JoinGroup protocols and session timeout (a count of -1: a consumer-protocol member)."""
+    w.write_int32(m.classic_session_timeout_ms)
+    if m.classic_protocols is None:
+        w.write_int32(-1)
+        return
+    w.write_int32(len(m.classic_protocols))
+    for name, data in m.classic_protocols:
+        w.write_string(name)
+        w.write_bytes(data)
+
+
+def _read_classic(r: Reader) -> tuple[tuple[tuple[str, bytes], ...] | None, int]:
+    session_timeout = r.read_int32()
+    n = r.read_int32()
+    if n < 0:
+        return None, session_timeout
+    return tuple((r.read_string(), r.read_bytes()) for _ in range(n)), session_timeout
+
+
 def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
     """Every record of ``group`` (its full image)."""
     gid = group.group_id
@@ -109,6 +130,7 @@ def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
         w.write_nullable_string(m.subscribed_topic_regex)
         w.write_nullable_string(m.server_assignor_name)
         w.write_int32(m.rebalance_timeout_ms)
+        _write_classic(w, m)
         out[_key(MEMBER_METADATA, gid, m.member_id)] = w.to_bytes()
         w = _value()
         w.write_int32(m.member_epoch)
@@ -159,6 +181,10 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ConsumerGroup]:
                 member_id, instance_id=instance_id, rack_id=rack_id, client_id=client_id, client_host=client_host,
                 subscribed_topic_names=names, subscribed_topic_regex=v.read_nullable_string(),
                 server_assignor_name=v.read_nullable_string(), rebalance_timeout_ms=v.read_int32())
+            if v.remaining():  # a classic member (KIP-848 migration); records before the migration end here
+                protocols, session_timeout = _read_classic(v)
+                metadata[(gid, member_id)] = metadata[(gid, member_id)].with_changes(
+                    classic_protocols=protocols, classic_session_timeout_ms=session_timeout)
         elif record_type == CURRENT_MEMBER_ASSIGNMENT:
             current[(gid, k.read_string())] = value
         else:
