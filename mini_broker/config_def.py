@@ -174,6 +174,10 @@ _k("group.consumer.session.timeout.ms", INT, 45000, 1)
 _k("group.consumer.heartbeat.interval.ms", INT, 5000, 1)
 _k("group.consumer.assignors", LIST, ["uniform", "range"])
 _k("group.consumer.max.size", INT, INT_MAX, 1)
+_k("group.consumer.min.session.timeout.ms", INT, 45000, 1)
+_k("group.consumer.max.session.timeout.ms", INT, 60000, 1)
+_k("group.consumer.min.heartbeat.interval.ms", INT, 5000, 1)
+_k("group.consumer.max.heartbeat.interval.ms", INT, 15000, 1)
 _k("group.consumer.migration.policy", STR, "bidirectional",
    doc="bidirectional, upgrade, downgrade or disabled: the online conversions between classic and consumer groups",
    validator=one_of("bidirectional", "upgrade", "downgrade", "disabled"))

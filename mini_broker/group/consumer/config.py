@@ -26,6 +26,11 @@ class ConsumerGroupConfig:
     assignors: tuple[str, ...] = field(default=(UNIFORM_ASSIGNOR, RANGE_ASSIGNOR))
     max_size: int = INT_MAX
     migration_policy: str = MIGRATION_POLICIES[0]
+    #: the bounds of a group's own ``consumer.session.timeout.ms`` / ``consumer.heartbeat.interval.ms``
+    min_session_timeout_ms: int = 45000
+    max_session_timeout_ms: int = 60000
+    min_heartbeat_interval_ms: int = 5000
+    max_heartbeat_interval_ms: int = 15000
 
     def __post_init__(self) -> None:
         if self.migration_policy not in MIGRATION_POLICIES:
@@ -56,7 +61,11 @@ class ConsumerGroupConfig:
                    heartbeat_interval_ms=int(str(get("group.consumer.heartbeat.interval.ms"))),
                    assignors=tuple(_short_assignor_name(str(n)) for n in names if str(n).strip()),
                    max_size=int(str(get("group.consumer.max.size"))),
-                   migration_policy=str(get("group.consumer.migration.policy")).strip().lower())
+                   migration_policy=str(get("group.consumer.migration.policy")).strip().lower(),
+                   min_session_timeout_ms=int(str(get("group.consumer.min.session.timeout.ms"))),
+                   max_session_timeout_ms=int(str(get("group.consumer.max.session.timeout.ms"))),
+                   min_heartbeat_interval_ms=int(str(get("group.consumer.min.heartbeat.interval.ms"))),
+                   max_heartbeat_interval_ms=int(str(get("group.consumer.max.heartbeat.interval.ms"))))
 
 
 def _short_assignor_name(name: str) -> str:

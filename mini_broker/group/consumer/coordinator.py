@@ -23,8 +23,9 @@ from typing import Protocol
 
 from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
-from mini_broker.group.consumer import records
+from mini_broker.group.consumer import group_configs, records
 from mini_broker.group.consumer.config import ConsumerGroupConfig
+from mini_broker.group.consumer.group_configs import GroupConfigEntry
 from mini_broker.group.consumer.manager import (
     ConsumerGroupHeartbeatParams,
     ConsumerGroupHeartbeatResult,
@@ -41,7 +42,13 @@ from mini_broker.group.group_requests import (
     SyncGroupResult,
 )
 from mini_broker.group.migration_snapshot import ClassicGroupSnapshot
-from pykafka_client.errors import GroupIdNotFoundError, MessageDecodeError, NotCoordinatorError, UnknownMemberIdError
+from pykafka_client.errors import (
+    GroupIdNotFoundError,
+    InvalidConfigurationError,
+    MessageDecodeError,
+    NotCoordinatorError,
+    UnknownMemberIdError,
+)
 from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -90,14 +97,19 @@ class ConsumerGroupCoordinator:
         coordinator's load collects them); each member's session starts now. Returns the number of groups."""
         try:
             groups = records.replay(live_records.items())
+            configs = records.replay_group_configs(live_records.items())
         except MessageDecodeError:
             _log.exception("event=consumer_groups_not_loaded reason=unreadable_record: the consumer groups start "
                            "empty and their members rejoin")
-            groups = {}
+            groups, configs = {}, {}
+        with self._lock:
+            self._manager.group_configs = configs
         now = self.time.milliseconds()
         for group in groups.values():
             for member in group.members.values():
-                group.session_deadlines[member.member_id] = now + self.config.session_timeout_ms
+                group.session_deadlines[member.member_id] = now + (
+                    member.classic_session_timeout_ms if member.uses_classic_protocol
+                    else self._manager.session_timeout_ms(group.group_id))
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     group.rebalance_deadlines[member.member_id] = (now + member.rebalance_timeout_ms,
                                                                    member.member_epoch)
@@ -261,6 +273,41 @@ class ConsumerGroupCoordinator:
             downgraded = self._take_downgrades(self._topics())
         self._hand_back(downgraded)
         return out
+
+    # -- group configs (GROUP config resources) ------------------------------------------------------------
+    def describe_group_configs(self, group_id: str, keys: list[str] | None = None) -> list[GroupConfigEntry]:
+        with self._lock:
+            return group_configs.describe(self._manager.group_configs.get(group_id, {}), self.config, keys)
+
+    def alter_group_configs(self, group_id: str, changes: Mapping[str, str | None], validate_only: bool) -> None:
+        """Set (a value) or remove (None) some of the group's configs: validated as a whole
+        (InvalidConfigurationError), then written to the group's partition and applied to the group (its members
+        get the new heartbeat interval in their next response; sessions restart with the new timeout)."""
+        error = self.inactive_error()
+        if error is not None:
+            raise NotCoordinatorError(f"the group coordinator is not serving here (error {error}): look it up "
+                                      f"again (FindCoordinator) and retry")
+        with self._lock:
+            proposed: dict[str, int | str] = dict(self._manager.group_configs.get(group_id, {}))
+            for name, value in changes.items():
+                if value is None:
+                    if name not in group_configs.GROUP_CONFIG_KEYS:
+                        raise InvalidConfigurationError(f"Unknown group config name: {name}")
+                    proposed.pop(name, None)
+                else:
+                    proposed[name] = value
+            overrides = group_configs.validate(proposed, self.config)
+            if validate_only or overrides == self._manager.group_configs.get(group_id, {}):
+                return
+            if overrides:
+                self._manager.group_configs[group_id] = overrides
+            else:
+                self._manager.group_configs.pop(group_id, None)
+            key, record = records.group_config_record(group_id, overrides)
+            builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+            builder.append(self.time.milliseconds(), key, record)
+            self.runtime.write(CoordinatorResult(builder.build(), None))
+        _log.info("event=group_configs_altered group=%s configs=%s", group_id, overrides)
 
     def is_consumer_group(self, group_id: str) -> bool:
         with self._lock:

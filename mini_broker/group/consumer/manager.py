@@ -30,6 +30,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
+from mini_broker.group.consumer import group_configs
 from mini_broker.group.consumer.assignors import ASSIGNORS, MemberSubscription
 from mini_broker.group.consumer.classic import (
     classic_snapshot,
@@ -139,6 +140,8 @@ class ConsumerGroupManager:
     def __init__(self, config: ConsumerGroupConfig) -> None:
         self.config = config
         self.groups: dict[str, ConsumerGroup] = {}
+        #: group id -> its own configs (``consumer.session.timeout.ms`` ...; :mod:`group_configs`)
+        self.group_configs: dict[str, dict[str, int]] = {}
         #: groups that lost a member since :meth:`take_downgrades` last looked
         self.downgrade_candidates: set[str] = set()
 
@@ -152,7 +155,7 @@ class ConsumerGroupManager:
             return self._join_or_heartbeat(request, now, topics)
         except HeartbeatError as e:
             return ConsumerGroupHeartbeatResult(e.code, e.message, request.member_id or None, request.member_epoch,
-                                                self.config.heartbeat_interval_ms if e.code == NONE else 0)
+                                                self.heartbeat_interval_ms(request.group_id) if e.code == NONE else 0)
 
     def _validate(self, r: ConsumerGroupHeartbeatParams) -> None:
         if not r.group_id:
@@ -234,7 +237,7 @@ class ConsumerGroupManager:
                 or (r.owned_partitions is not None
                     and normalize(r.owned_partitions) != reconciled.assigned_partitions))
         return ConsumerGroupHeartbeatResult(NONE, None, member_id, reconciled.member_epoch,
-                                            self.config.heartbeat_interval_ms,
+                                            self.heartbeat_interval_ms(group.group_id),
                                             reconciled.assigned_partitions if news else None)
 
     def _converge(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
@@ -270,7 +273,7 @@ class ConsumerGroupManager:
         if reconciled != current:
             group.update_member(reconciled)
         session_timeout = (updated.classic_session_timeout_ms if updated.uses_classic_protocol
-                           else self.config.session_timeout_ms)
+                           else self.session_timeout_ms(group.group_id))
         group.session_deadlines[member_id] = now + session_timeout
         if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
             armed = group.rebalance_deadlines.get(member_id)
@@ -364,6 +367,15 @@ class ConsumerGroupManager:
             for m in group.members.values()}
         group.target_assignment = dict(ASSIGNORS[self.preferred_assignor(group)](members, subscribed))
         group.target_assignment_epoch = group.group_epoch
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's ``consumer.session.timeout.ms``, else the broker's ``group.consumer.session.timeout.ms``."""
+        return group_configs.effective(group_configs.CONSUMER_SESSION_TIMEOUT_MS,
+                                       self.group_configs.get(group_id, {}), self.config)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return group_configs.effective(group_configs.CONSUMER_HEARTBEAT_INTERVAL_MS,
+                                       self.group_configs.get(group_id, {}), self.config)
 
     # -- classic members (KIP-848 online migration) ---------------------------------------------------------
     def upgrade(self, snapshot: ClassicGroupSnapshot, now: int, topics: TopicsImage) -> None:

@@ -16,6 +16,8 @@ layout, as Kafka's record schemas are not part of the message specs here:
 * 7 ConsumerGroupTargetAssignmentMember ``group, member`` -> its target partitions
 * 8 ConsumerGroupCurrentMemberAssignment ``group, member`` -> member epoch, previous epoch, state, assigned
   partitions, partitions pending revocation
+* 9 GroupConfig ``group`` -> ``n x (config name, int64 value)``: the group's own configs (:mod:`group_configs`;
+  not part of the group's image: a group id may have configs and no group); a null value removes them all
 
 :func:`group_records` is a group's full image; :func:`diff` the records that turn one image into another (what
 the coordinator appends after a change); :func:`replay` rebuilds the groups from the live records.
@@ -37,10 +39,11 @@ MEMBER_METADATA: Final = 5
 TARGET_ASSIGNMENT_METADATA: Final = 6
 TARGET_ASSIGNMENT_MEMBER: Final = 7
 CURRENT_MEMBER_ASSIGNMENT: Final = 8
+GROUP_CONFIG: Final = 9
 #: the key versions (record types) of consumer-group records
 CONSUMER_GROUP_KEY_VERSIONS: Final = frozenset({GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA,
                                                 TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER,
-                                                CURRENT_MEMBER_ASSIGNMENT})
+                                                CURRENT_MEMBER_ASSIGNMENT, GROUP_CONFIG})
 VALUE_VERSION: Final = 0
 _MEMBER_STATES: Final = list(MemberState)
 
@@ -142,6 +145,31 @@ def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
     return out
 
 
+def group_config_record(group_id: str, overrides: Mapping[str, int]) -> tuple[bytes, bytes | None]:
+    """The record of a group's configs (a tombstone when it has none left)."""
+    if not overrides:
+        return _key(GROUP_CONFIG, group_id), None
+    w = _value()
+    w.write_int32(len(overrides))
+    for name, value in sorted(overrides.items()):
+        w.write_string(name)
+        w.write_int64(value)
+    return _key(GROUP_CONFIG, group_id), w.to_bytes()
+
+
+def replay_group_configs(records: Iterable[tuple[bytes, bytes]]) -> dict[str, dict[str, int]]:
+    """The groups' configs the live records hold."""
+    out: dict[str, dict[str, int]] = {}
+    for key, value in records:
+        k = Reader(key)
+        if k.read_int16() != GROUP_CONFIG:
+            continue
+        v = Reader(value)
+        v.read_int16()
+        out[k.read_string()] = {v.read_string(): v.read_int64() for _ in range(v.read_array_length(10))}
+    return out
+
+
 def diff(before: Mapping[bytes, bytes], after: Mapping[bytes, bytes]) -> list[tuple[bytes, bytes | None]]:
     """The records that turn ``before`` into ``after``: changed or new values, then tombstones."""
     changed: list[tuple[bytes, bytes | None]] = [(k, v) for k, v in after.items() if before.get(k) != v]
@@ -158,6 +186,8 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ConsumerGroup]:
     for key, value in records:
         k = Reader(key)
         record_type, gid = k.read_int16(), k.read_string()
+        if record_type == GROUP_CONFIG:
+            continue  # replay_group_configs
         v = Reader(value)
         if v.read_int16() != VALUE_VERSION:
             raise MessageDecodeError(f"consumer group record type {record_type}: unknown value version")
