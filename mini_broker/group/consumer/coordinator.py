@@ -335,12 +335,14 @@ class ConsumerGroupCoordinator:
         with self._lock:
             return [(g.group_id, g.state.value) for g in self._manager.groups.values()]
 
-    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int | None:
-        """None: not a consumer group (the classic rules apply); else the commit's error code (0: allowed)."""
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int,
+                               api_version: int | None = None) -> int | None:
+        """None: not a consumer group (the classic rules apply); else the commit's error code (0: allowed);
+        ``api_version``: the OffsetCommit's (None: a TxnOffsetCommit)."""
         with self._lock:
             if group_id not in self._manager.groups:
                 return None
-            return self._manager.validate_offset_commit(group_id, member_id, member_epoch)
+            return self._manager.validate_offset_commit(group_id, member_id, member_epoch, api_version)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int | None:
         """None: not a consumer group; else the fetch's error code (0: allowed)."""

@@ -81,6 +81,7 @@ from pykafka_client.errors import (
     UnknownMemberIdError,
     UnreleasedInstanceIdError,
     UnsupportedAssignorError,
+    UnsupportedVersionError,
 )
 
 NONE = 0
@@ -522,13 +523,23 @@ class ConsumerGroupManager:
         return out
 
     # -- offsets and admin --------------------------------------------------------------------------------
-    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int,
+                               api_version: int | None = None) -> int:
         """OffsetCommit on a consumer group: a commit from outside the group (epoch < 0) only when it has no
-        members; a member commits with its current epoch (an older one: STALE_MEMBER_EPOCH, a newer one:
-        FENCED_MEMBER_EPOCH)."""
+        members; a member of the consumer protocol commits with OffsetCommit v9+ (``api_version``; None: a
+        TxnOffsetCommit, any version) and its current epoch (an older one: STALE_MEMBER_EPOCH, a newer one:
+        FENCED_MEMBER_EPOCH); a classic member of the group with its epoch as generation (else
+        ILLEGAL_GENERATION, what a classic consumer expects)."""
         group = self.groups[group_id]
         if member_epoch < 0 and not member_id:
             return NONE if not group.members else UnknownMemberIdError.code
+        member = group.members.get(member_id)
+        if member is None:
+            return UnknownMemberIdError.code
+        if member.uses_classic_protocol:
+            return NONE if member_epoch == member.member_epoch else IllegalGenerationError.code
+        if api_version is not None and api_version < 9:
+            return UnsupportedVersionError.code
         return self._check_epoch(group, member_id, member_epoch)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:

@@ -41,7 +41,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 NONE = 0
 INCONSISTENT_GROUP_PROTOCOL = 23
+ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
+UNSUPPORTED_VERSION = 35
 REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
 GROUP_AUTHORIZATION_FAILED = 30
@@ -88,11 +90,11 @@ def _owned(topic_id: uuid.UUID, partitions: list[int]) -> list[Any]:
     return [ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=topic_id, partitions=partitions)]
 
 
-def _commit(c: Conn, group: str, member_id: str, epoch: int) -> int:
+def _commit(c: Conn, group: str, member_id: str, epoch: int, version: int = 9) -> int:
     r = c.call(OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=epoch, member_id=member_id,
                                    topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=TOPIC, partitions=[
                                        OffsetCommitRequest.OffsetCommitRequestPartition(
-                                           partition_index=0, committed_offset=7)])]), 9)
+                                           partition_index=0, committed_offset=7)])]), version)
     return int(r.topics[0].partitions[0].error_code)
 
 
@@ -113,6 +115,8 @@ def test_join_heartbeat_commit_and_fencing(broker: MiniBroker) -> None:
             (topic_id, [0, 1, 2, 3])]
         m1 = j.member_id
         assert _commit(c, "cg-1", m1, 1) == NONE
+        # Kafka: a consumer-protocol member must commit with OffsetCommit v9+ (it carries the member epoch)
+        assert _commit(c, "cg-1", m1, 1, version=8) == UNSUPPORTED_VERSION
         assert _commit(c, "cg-1", "stranger", 1) == UNKNOWN_MEMBER_ID
         assert _commit(c, "cg-1", "", -1) == UNKNOWN_MEMBER_ID  # a commit from outside a group with members
         g = _fetch(c, "cg-1", m1, 1)
@@ -274,6 +278,8 @@ def test_online_upgrade_then_downgrade_over_the_wire(broker: MiniBroker) -> None
         got = sorted(hb.assignment.topic_partitions[0].partitions)
         assert sorted(got + kept) == [0, 1, 2, 3]
         assert _commit(c, "mig-1", classic_id, rejoined.generation_id) == NONE  # the member epoch is its generation
+        assert _commit(c, "mig-1", classic_id, rejoined.generation_id, version=8) == NONE  # classic: any version
+        assert _commit(c, "mig-1", classic_id, gen, version=8) == ILLEGAL_GENERATION
 
         assert _heartbeat(c, "mig-1", new.member_id, -1).error_code == NONE  # the last consumer member leaves
         listed = c.call(ListGroupsRequest(types_filter=["classic"]), 5)

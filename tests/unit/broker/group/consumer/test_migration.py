@@ -41,6 +41,7 @@ from pykafka_client.errors import (
     IllegalGenerationError,
     InconsistentGroupProtocolError,
     RebalanceInProgressError,
+    UnsupportedVersionError,
 )
 from pykafka_client.structs import TopicPartition
 from tests.unit.broker.group.consumer.helpers import heartbeat
@@ -238,3 +239,16 @@ def test_classic_members_are_kept_by_the_records(m: Migration) -> None:
     assert member.assigned_partitions == described.members[leader].assigned_partitions
     consumer_member = next(mm for mm in replayed.members.values() if not mm.uses_classic_protocol)
     assert consumer_member.classic_protocols is None
+
+
+def test_offset_commit_versions_and_generations_in_a_mixed_group(m: Migration) -> None:
+    """Kafka's ``ConsumerGroup.validateOffsetCommit``: a consumer-protocol member must use OffsetCommit v9+
+    (UNSUPPORTED_VERSION below; a TxnOffsetCommit is not held to it), a classic member of the consumer group
+    commits with any version and its member epoch as generation (else ILLEGAL_GENERATION)."""
+    leader, _, gen = m.classic_group()
+    _, new_id, epoch, _ = m.consumer_join()
+    assert m.consumer.validate_offset_commit(GROUP, new_id, epoch, 8) == UnsupportedVersionError.code
+    assert m.consumer.validate_offset_commit(GROUP, new_id, epoch, 9) == 0
+    assert m.consumer.validate_offset_commit(GROUP, new_id, epoch, None) == 0
+    assert m.consumer.validate_offset_commit(GROUP, leader, gen, 2) == 0
+    assert m.consumer.validate_offset_commit(GROUP, leader, gen + 5, 9) == IllegalGenerationError.code
