@@ -597,9 +597,25 @@ class GroupCoordinator:
 
     def cleanup_group_metadata(self) -> int:
         """Expire offsets past ``offsets.retention.minutes``; drop Empty groups left without offsets. Returns
-        the number of offsets removed."""
+        the number of offsets removed. A KIP-848 consumer group's offsets (kept here by an Empty group of its id)
+        expire by Kafka's consumer-group rule (never for a topic it subscribes to); an Empty consumer group left
+        without offsets is deleted, as Kafka deletes it."""
         total = 0
+        consumer_groups = self._consumer_groups
         for group in self._all_groups():
+            topics = None if consumer_groups is None else consumer_groups.subscribed_topics(group.group_id)
             with group.lock:
-                total += self._run(group, group_offsets.expire_offsets, group)
+                total += self._run(group, group_offsets.expire_offsets, group, topics)
+        if consumer_groups is not None:
+            without_offsets = []
+            for group_id in consumer_groups.empty_group_ids():
+                holder = self.get_group(group_id)
+                if holder is None:
+                    without_offsets.append(group_id)
+                    continue
+                with holder.lock:
+                    if not holder.has_offsets():
+                        without_offsets.append(group_id)
+            if without_offsets:
+                consumer_groups.delete_groups(without_offsets)
         return total

@@ -313,6 +313,16 @@ class ConsumerGroupCoordinator:
         with self._lock:
             return group_id in self._manager.groups
 
+    def subscribed_topics(self, group_id: str) -> frozenset[str] | None:
+        """The topics the consumer group's members subscribe to (None: not a consumer group)."""
+        with self._lock:
+            group = self._manager.groups.get(group_id)
+            return None if group is None else frozenset(group.subscribed_topic_names())
+
+    def empty_group_ids(self) -> list[str]:
+        with self._lock:
+            return [g.group_id for g in self._manager.groups.values() if not g.members]
+
     def is_empty_consumer_group(self, group_id: str) -> bool:
         with self._lock:
             group = self._manager.groups.get(group_id)

@@ -252,3 +252,20 @@ def test_offset_commit_versions_and_generations_in_a_mixed_group(m: Migration) -
     assert m.consumer.validate_offset_commit(GROUP, new_id, epoch, None) == 0
     assert m.consumer.validate_offset_commit(GROUP, leader, gen, 2) == 0
     assert m.consumer.validate_offset_commit(GROUP, leader, gen + 5, 9) == IllegalGenerationError.code
+
+
+def test_consumer_group_offsets_expire_by_kafkas_rule_and_an_empty_group_is_deleted(m: Migration) -> None:
+    """Kafka's offset expiration for consumer groups: offsets of a topic the group subscribes to never expire;
+    others expire ``offsets.retention.minutes`` after their commit; once the group is empty and its offsets are
+    gone, the group itself is deleted (``cleanupGroupMetadata``)."""
+    _, member, epoch, _ = m.consumer_join()
+    assert m.h.commit("", -1, {("t", 0): 5, ("gone", 0): 9}) == {("t", 0): 0, ("gone", 0): 0}
+    retention = m.h.coordinator.config.offsets_retention_ms
+    m.h.time.sleep(retention + 1)
+    heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, member, epoch))  # still alive
+    m.h.coordinator.cleanup_group_metadata()
+    assert m.h.fetch([("t", 0), ("gone", 0)]) == {("t", 0): 5, ("gone", 0): -1}
+    heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, member, -1))
+    m.h.coordinator.cleanup_group_metadata()  # not subscribed any more: the offset is past retention
+    assert m.h.fetch([("t", 0)]) == {("t", 0): -1}
+    assert not m.consumer.is_consumer_group(GROUP)
