@@ -324,3 +324,26 @@ def test_the_consumer_group_apis_are_authorized() -> None:
             assert _join(c, "cg-denied").error_code == GROUP_AUTHORIZATION_FAILED
             d = c.call(ConsumerGroupDescribeRequest(group_ids=["cg-denied"]), 0)
             assert d.groups[0].error_code == GROUP_AUTHORIZATION_FAILED
+
+
+def test_list_groups_filters_by_type_and_state_for_both_types(broker: MiniBroker) -> None:
+    """ListGroups v5: the state filter (v4+) applies to classic and consumer groups alike, with the type filter
+    (case-insensitive, as Kafka's)."""
+    with Conn(broker, client_id="wire") as c:
+        assert _classic_join(c, "lg-classic").error_code == NONE  # CompletingRebalance until its SyncGroup
+        joined = _join(c, "lg-consumer", member_id="lg-m")
+        assert joined.error_code == NONE
+
+        def listed(states: list[str], types: list[str]) -> set[str]:
+            r = c.call(ListGroupsRequest(states_filter=states, types_filter=types), 5)
+            return {g.group_id for g in r.groups if g.group_id.startswith("lg-")}
+
+        consumer_state = c.call(ConsumerGroupDescribeRequest(group_ids=["lg-consumer"]), 0).groups[0].group_state
+        assert listed([consumer_state], []) == {"lg-consumer"}
+        assert listed([consumer_state.upper()], ["CONSUMER"]) == {"lg-consumer"}
+        assert listed(["CompletingRebalance"], []) == {"lg-classic"}
+        assert listed(["CompletingRebalance"], ["consumer"]) == set()
+        assert listed([], ["Classic"]) == {"lg-classic"}
+        assert listed(["Dead"], []) == set()
+        assert _heartbeat(c, "lg-consumer", "lg-m", -1).error_code == NONE
+        assert listed(["Empty"], ["consumer"]) == {"lg-consumer"}
