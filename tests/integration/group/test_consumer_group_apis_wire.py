@@ -347,3 +347,25 @@ def test_list_groups_filters_by_type_and_state_for_both_types(broker: MiniBroker
         assert listed(["Dead"], []) == set()
         assert _heartbeat(c, "lg-consumer", "lg-m", -1).error_code == NONE
         assert listed(["Empty"], ["consumer"]) == {"lg-consumer"}
+
+
+def test_an_upgraded_group_survives_a_restart(tmp_path: Any) -> None:
+    """The upgrade is written as records: after a restart the classic member of the consumer group heartbeats
+    on with its member id and generation, and the consumer member with its epoch."""
+    def start() -> MiniBroker:
+        return MiniBroker(data_dir=str(tmp_path), num_network_threads=1, num_io_threads=2,
+                          group_initial_rebalance_delay_ms=0)
+
+    with start() as b, Conn(b, client_id="wire") as c:
+        c.call(CreateTopicsRequest(timeout_ms=5000, topics=[CreateTopicsRequest.CreatableTopic(
+            name=TOPIC, num_partitions=4, replication_factor=1)]), 5)
+        j = _classic_join(c, "mig-r")
+        classic_id, gen = j.member_id, j.generation_id
+        assert _classic_sync(c, "mig-r", classic_id, gen, {classic_id: [0, 1, 2, 3]})[0] == NONE
+        new = _join(c, "mig-r", member_id="new-r")
+        assert new.error_code == NONE
+    with start() as b, Conn(b, client_id="wire") as c:
+        assert _classic_heartbeat(c, "mig-r", classic_id, gen) == REBALANCE_IN_PROGRESS  # known, must revoke
+        assert _heartbeat(c, "mig-r", "new-r", new.member_epoch, []).error_code == NONE
+        d = c.call(ConsumerGroupDescribeRequest(group_ids=["mig-r"]), 0).groups[0]
+        assert sorted(m.member_id for m in d.members) == sorted([classic_id, "new-r"])
