@@ -364,7 +364,7 @@ class ConsumerGroupManager:
         members = {
             m.member_id: MemberSubscription(
                 frozenset(topics.by_name[n].topic_id for n in group.member_subscription(m) if n in topics.by_name),
-                group.target_assignment.get(m.member_id, {}))
+                group.target_assignment.get(m.member_id, {}), m.rack_id)
             for m in group.members.values()}
         group.target_assignment = dict(ASSIGNORS[self.preferred_assignor(group)](members, subscribed))
         group.target_assignment_epoch = group.group_epoch

@@ -30,6 +30,11 @@ class TopicInfo:
     topic_id: uuid.UUID
     name: str
     num_partitions: int
+    #: per partition, the racks of its replicas (empty: not known, as on a broker without ``broker.rack``)
+    partition_racks: tuple[frozenset[str], ...] = ()
+
+    def racks_of(self, partition: int) -> frozenset[str]:
+        return self.partition_racks[partition] if partition < len(self.partition_racks) else frozenset()
 
 
 @dataclass(frozen=True)
