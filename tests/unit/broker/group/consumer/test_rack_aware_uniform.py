@@ -5,6 +5,7 @@ changes."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 
 from mini_broker.group.consumer.assignors import MemberSubscription, uniform_assign
 from mini_broker.group.consumer.model import TopicInfo
@@ -20,7 +21,7 @@ def _member(rack: str | None, *current: int) -> MemberSubscription:
     return MemberSubscription(frozenset({T}), {T: frozenset(current)} if current else {}, rack)
 
 
-def _partitions(out: dict[str, dict[uuid.UUID, frozenset[int]]]) -> dict[str, set[int]]:
+def _partitions(out: Mapping[str, Mapping[uuid.UUID, frozenset[int]]]) -> dict[str, set[int]]:
     return {m: set(a.get(T, frozenset())) for m, a in out.items()}
 
 
