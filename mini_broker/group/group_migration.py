@@ -1,7 +1,8 @@
 """The classic side of KIP-848's online migration (sans-IO, like the rest of the classic core).
 
 * upgrade (:func:`hand_over`): a classic group with members becomes a consumer group. Its members, their
-  protocols, timeouts and assignments leave as a :class:`ClassicGroupSnapshot`; parked JoinGroups and
+  protocols, timeouts and assignments (the last ones handed out, also while a rebalance is under way: what the
+  members may still own) leave as a :class:`ClassicGroupSnapshot`; parked JoinGroups and
   SyncGroups are answered REBALANCE_IN_PROGRESS (their members rejoin, now as classic members of the consumer
   group); the classic group stays, Empty, to keep the group's committed offsets, and its record says so.
 * downgrade (:func:`adopt`): the members of a consumer group that only has classic members left come back as
@@ -44,7 +45,7 @@ def hand_over(step: Step, group: GroupMetadata) -> ClassicGroupSnapshot:
     members = tuple(
         ClassicMemberSnapshot(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
                               m.session_timeout_ms, tuple(m.supported_protocols),
-                              m.assignment if group.is_state(GroupState.STABLE) else b"")
+                              m.assignment)
         for m in group.members.values())
     snapshot = ClassicGroupSnapshot(group.group_id, group.generation_id, protocol, members)
     for member in list(group.members.values()):

@@ -269,3 +269,18 @@ def test_consumer_group_offsets_expire_by_kafkas_rule_and_an_empty_group_is_dele
     m.h.coordinator.cleanup_group_metadata()  # not subscribed any more: the offset is past retention
     assert m.h.fetch([("t", 0)]) == {("t", 0): -1}
     assert not m.consumer.is_consumer_group(GROUP)
+
+
+def test_an_upgrade_during_a_rebalance_answers_the_parked_joins(m: Migration) -> None:
+    """A classic group in the middle of a join round is converted too: the parked JoinGroup is answered
+    REBALANCE_IN_PROGRESS (its member rejoins, now into the consumer group), and the members keep the partitions
+    of the last generation until they rejoin."""
+    leader, follower, _ = m.classic_group()
+    parked = m.h.join(leader)  # starts a join round; the follower has not rejoined
+    assert not parked.done and m.h.group().is_state(GroupState.PREPARING_REBALANCE)
+    assert m.consumer_join()[0] == 0
+    assert parked.value.error_code == RebalanceInProgressError.code
+    described = m.consumer.describe(GROUP)
+    assert described is not None
+    assert described.members[follower].assigned_partitions == {T_ID: frozenset({2, 3})}
+    assert m.classic_join(leader).error_code == 0
