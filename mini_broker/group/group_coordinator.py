@@ -567,6 +567,11 @@ class GroupCoordinator:
             return self._run(group, group_offsets.delete_offsets, group, partitions)
 
     # -- KIP-848 online migration (the consumer groups call these, holding their own lock) -------------------
+    @property
+    def classic_max_size(self) -> int:
+        """``group.max.size``: a consumer group larger than this is not downgraded."""
+        return self.config.group_max_size
+
     def has_members(self, group_id: str) -> bool:
         group = self.get_group(group_id)
         if group is None:

@@ -63,6 +63,9 @@ _MAX_BATCH_BYTES = 1 << 30
 class ClassicGroups(Protocol):
     """What the online migration needs of the classic coordinator."""
 
+    @property
+    def classic_max_size(self) -> int: ...
+
     def has_members(self, group_id: str) -> bool: ...
 
     def hand_over_for_upgrade(self, group_id: str, max_size: int) -> ClassicGroupSnapshot | str | None: ...
@@ -213,7 +216,8 @@ class ConsumerGroupCoordinator:
     def _take_downgrades(self, topics: TopicsImage) -> list[ClassicGroupSnapshot]:
         """The groups to downgrade now, their tombstones written (the caller holds the lock)."""
         before = {g: self._image(g) for g in self._manager.downgrade_candidates}
-        downgraded = self._manager.take_downgrades(topics)
+        max_size = None if self.classic_groups is None else self.classic_groups.classic_max_size
+        downgraded = self._manager.take_downgrades(topics, max_size)
         if downgraded:
             self._persist([d.group_id for d in downgraded], before)
         return downgraded

@@ -383,15 +383,16 @@ class ConsumerGroupManager:
         """The classic group of ``snapshot`` becomes a consumer group (the heartbeat that triggered it follows)."""
         self.groups[snapshot.group_id] = consumer_group_from_classic(snapshot, topics, now)
 
-    def take_downgrades(self, topics: TopicsImage) -> list[ClassicGroupSnapshot]:
+    def take_downgrades(self, topics: TopicsImage, classic_max_size: int | None = None) -> list[ClassicGroupSnapshot]:
         """The groups that lost their last consumer-protocol member and have classic members left become classic
-        groups (when ``group.consumer.migration.policy`` allows a downgrade): removed here, returned as snapshots
-        for the classic coordinator."""
+        groups (when ``group.consumer.migration.policy`` allows a downgrade, and, as Kafka checks, the members fit
+        the classic ``group.max.size``): removed here, returned as snapshots for the classic coordinator."""
         out: list[ClassicGroupSnapshot] = []
         for group_id in sorted(self.downgrade_candidates):
             group = self.groups.get(group_id)
             if (group is None or not group.members or not self.config.downgrade_enabled
-                    or not all(m.uses_classic_protocol for m in group.members.values())):
+                    or not all(m.uses_classic_protocol for m in group.members.values())
+                    or (classic_max_size is not None and len(group.members) > classic_max_size)):
                 continue
             out.append(classic_snapshot(group, topics))
             del self.groups[group_id]

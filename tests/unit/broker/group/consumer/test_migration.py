@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
@@ -284,3 +285,16 @@ def test_an_upgrade_during_a_rebalance_answers_the_parked_joins(m: Migration) ->
     assert described is not None
     assert described.members[follower].assigned_partitions == {T_ID: frozenset({2, 3})}
     assert m.classic_join(leader).error_code == 0
+
+
+def test_no_downgrade_beyond_the_classic_group_max_size() -> None:
+    """Kafka does not downgrade a consumer group whose members exceed the classic ``group.max.size``."""
+    m = Migration()
+    try:
+        m.classic_group()
+        _, new_id, _, _ = m.consumer_join()
+        m.h.coordinator.config = replace(m.h.coordinator.config, group_max_size=1)
+        heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, new_id, -1))
+        assert m.consumer.is_consumer_group(GROUP)
+    finally:
+        m.h.close()
