@@ -36,8 +36,9 @@ def broker() -> Iterator[MiniBroker]:
 
 
 class Run:
-    def __init__(self, broker: MiniBroker) -> None:
+    def __init__(self, broker: MiniBroker, strategy: str) -> None:
         self.broker = broker
+        self.strategy = strategy
         self.topic = f"mig-{uuid.uuid4().hex[:8]}"
         self.group = f"mig-g-{uuid.uuid4().hex[:8]}"
         admin = admin_mod.AdminClient({"bootstrap.servers": broker.bootstrap_servers})
@@ -59,7 +60,8 @@ class Run:
                 "group.protocol": protocol, "auto.offset.reset": "earliest", "enable.auto.commit": True,
                 "auto.commit.interval.ms": 200, "enable.partition.eof": False}
         if protocol == "classic":
-            conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 300})
+            conf.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 300,
+                         "partition.assignment.strategy": self.strategy})
         c = ck.Consumer(conf)
         c.subscribe([self.topic])
         self.members.append(c)
@@ -91,8 +93,12 @@ def _group_type(broker: MiniBroker, group: str) -> str:
     return "consumer" if consumer_groups.is_consumer_group(group) else "classic"
 
 
-def test_a_running_group_moves_to_the_consumer_protocol_and_back_one_member_at_a_time(broker: MiniBroker) -> None:
-    run = Run(broker)
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_running_group_moves_to_the_consumer_protocol_and_back_one_member_at_a_time(broker: MiniBroker,
+                                                                                      strategy: str) -> None:
+    """Classic members with an eager (range) or a cooperative (cooperative-sticky) assignor: as classic members
+    of the consumer group, the first revoke everything when told to rejoin, the second only what they lose."""
+    run = Run(broker, strategy)
     try:
         old = [run.start("classic"), run.start("classic")]
         run.produce()
