@@ -253,6 +253,8 @@ class ConsumerGroupCoordinator:
             result = self._manager.classic_join(request, self.time.milliseconds(), topics)
             self._persist([request.group_id], before, lambda error: reply(
                 JoinGroupResult(request.member_id, error) if error else result))
+            downgraded = self._take_downgrades(topics)  # a static member replaced the last consumer member
+        self._hand_back(downgraded)
 
     def classic_sync(self, request: SyncGroupParams) -> SyncGroupResult:
         with self._lock:

@@ -420,18 +420,22 @@ class ConsumerGroupManager:
         existing = group.members.get(member_id)
         if existing is not None and not existing.uses_classic_protocol:
             return JoinGroupResult(member_id, UnknownMemberIdError.code)
+        member = existing if existing is not None else ConsumerGroupMember(member_id)
+        joined = existing is None
         if r.group_instance_id is not None:
             holder = group.static_members.get(r.group_instance_id)
-            if holder is not None and holder != member_id:  # the static member came back with a new id
-                group.remove_member(holder)
-                group.group_epoch += 1
-        member = existing if existing is not None else ConsumerGroupMember(member_id)
+            if holder is not None and holder != member_id and holder in group.members:
+                # the static member came back with a new id: it takes over its predecessor's epoch and partitions
+                # (a consumer-protocol predecessor too: the member moved protocols, which may downgrade the group)
+                member = self._replace_static_member(group, group.members[holder], member_id)
+                joined = False
+                self.downgrade_candidates.add(group.group_id)
         updated = member.with_changes(
             instance_id=r.group_instance_id, rebalance_timeout_ms=r.rebalance_timeout_ms, client_id=r.client_id,
             client_host=r.client_host, subscribed_topic_names=names, classic_protocols=tuple(r.protocols),
             classic_session_timeout_ms=r.session_timeout_ms)
         try:
-            reconciled = self._converge(group, member, updated, existing is None, owned, now, topics)
+            reconciled = self._converge(group, member, updated, joined, owned, now, topics)
         except HeartbeatError as e:
             return JoinGroupResult(member_id, e.code)
         return JoinGroupResult(member_id, NONE, reconciled.member_epoch, CONSUMER_PROTOCOL_TYPE, r.protocols[0][0])

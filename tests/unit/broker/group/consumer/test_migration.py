@@ -298,3 +298,33 @@ def test_no_downgrade_beyond_the_classic_group_max_size() -> None:
         assert m.consumer.is_consumer_group(GROUP)
     finally:
         m.h.close()
+
+
+def test_a_static_consumer_member_restarting_as_a_classic_one_keeps_its_partitions_and_downgrades(
+        m: Migration) -> None:
+    """A static member (same ``group.instance.id``) that comes back with the classic protocol takes over its
+    predecessor's epoch and partitions, with no new target assignment (KAFKA-19546: when it was the last
+    consumer-protocol member, the group is downgraded)."""
+    m.classic_group()
+    r = heartbeat(m.consumer, ConsumerGroupHeartbeatParams(
+        GROUP, "static-new", 0, instance_id="inst", rebalance_timeout_ms=REBALANCE_MS, subscribed_topic_names=("t",),
+        owned_partitions={}))
+    assert r.error_code == 0
+    described = m.consumer.describe(GROUP)
+    assert described is not None
+    for classic in [x.member_id for x in described.members.values() if x.uses_classic_protocol]:
+        m.classic_join(classic)  # they revoke (eager): the new static member's share is free
+    owned = heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, "static-new", r.member_epoch,
+                                                               owned_partitions={})).assignment
+    epoch_before = m.consumer.describe(GROUP).group_epoch  # type: ignore[union-attr]
+    heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, "static-new", -2, instance_id="inst"))
+    box: Box[JoinGroupResult] = Box()
+    m.consumer.classic_join(JoinGroupParams(GROUP, "", "consumer", PROTOCOLS, SESSION_MS, REBALANCE_MS,
+                                            group_instance_id="inst", client_id="client"), box)
+    assert box.value.error_code == 0
+    assert not m.consumer.is_consumer_group(GROUP)  # downgraded: every member is classic now
+    group = m.h.group()
+    assert box.value.member_id in group.members and "static-new" not in group.members
+    assert group.generation_id == epoch_before  # the replacement did not move the epoch
+    kept = deserialize_assignment(group.get(box.value.member_id).assignment).partitions
+    assert {tp.partition for tp in kept} == set((owned or {}).get(T_ID, frozenset()))
