@@ -16,7 +16,17 @@ from mini_broker.metadata_version import (
     LATEST_PRODUCTION,
     version_validator,
 )
-from pykafka_client.config import INT_MAX, LONG_MAX, ConfigDef, ConfigKey, ConfigType, Parser, Validator, at_least
+from pykafka_client.config import (
+    INT_MAX,
+    LONG_MAX,
+    ConfigDef,
+    ConfigKey,
+    ConfigType,
+    Parser,
+    Validator,
+    at_least,
+    one_of,
+)
 from pykafka_client.errors import ConfigurationError
 
 ConfigValue = Union[int, float, bool, str, list[str], None]
@@ -164,6 +174,13 @@ _k("group.consumer.session.timeout.ms", INT, 45000, 1)
 _k("group.consumer.heartbeat.interval.ms", INT, 5000, 1)
 _k("group.consumer.assignors", LIST, ["uniform", "range"])
 _k("group.consumer.max.size", INT, INT_MAX, 1)
+_k("group.consumer.min.session.timeout.ms", INT, 45000, 1)
+_k("group.consumer.max.session.timeout.ms", INT, 60000, 1)
+_k("group.consumer.min.heartbeat.interval.ms", INT, 5000, 1)
+_k("group.consumer.max.heartbeat.interval.ms", INT, 15000, 1)
+_k("group.consumer.migration.policy", STR, "bidirectional",
+   doc="bidirectional, upgrade, downgrade or disabled: the online conversions between classic and consumer groups",
+   validator=one_of("bidirectional", "upgrade", "downgrade", "disabled"))
 _k("offsets.topic.num.partitions", INT, 50, 1)
 _k("offsets.topic.replication.factor", INT, 3, 1)
 _k("offsets.topic.segment.bytes", INT, 104857600, 1)

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
-from mini_broker.group import group_heartbeat, group_join, group_offsets, group_rebalance
+from mini_broker.group import group_heartbeat, group_join, group_migration, group_offsets, group_rebalance
 from mini_broker.group.delayed_group_timeout import DelayedGroupTimeout
 from mini_broker.group.group_config import GroupConfig
 from mini_broker.group.group_effects import (
@@ -88,6 +88,7 @@ from mini_broker.group.group_requests import (
 )
 from mini_broker.group.group_state import GroupState
 from mini_broker.group.member_metadata import MemberMetadata
+from mini_broker.group.migration_snapshot import ClassicGroupSnapshot
 from mini_broker.purgatory.delayed_operation import DelayedOperation
 from mini_broker.purgatory.delayed_operation_purgatory import DelayedOperationPurgatory
 from mini_broker.purgatory.keys import GroupJoinKey, GroupSyncKey, MemberKey
@@ -171,7 +172,18 @@ class GroupCoordinator:
                                           self.heartbeat_purgatory.timeout_timer)
         #: KIP-848 consumer groups (mini_broker/group/consumer), hosted on the same runtime; set by the broker.
         #: The group APIs route a group id to them or to this classic coordinator by the group's type.
-        self.consumer_groups: ConsumerGroupCoordinator | None = None
+        self._consumer_groups: ConsumerGroupCoordinator | None = None
+
+    @property
+    def consumer_groups(self) -> ConsumerGroupCoordinator | None:
+        return self._consumer_groups
+
+    @consumer_groups.setter
+    def consumer_groups(self, consumer_groups: ConsumerGroupCoordinator | None) -> None:
+        """Host ``consumer_groups``; they reach back here for the online migration (KIP-848)."""
+        self._consumer_groups = consumer_groups
+        if consumer_groups is not None:
+            consumer_groups.classic_groups = self
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     @property
@@ -397,6 +409,11 @@ class GroupCoordinator:
         with group.lock:
             self._run(group, group_join.join_group, group, request, reply)
 
+    def validate_join(self, request: JoinGroupParams) -> int | None:
+        """The checks of a JoinGroup before its group is looked at (coordinator status, session timeout range)."""
+        error = self._validate_group_status(request.group_id)
+        return error if error is not None else group_join.validate_join(request, self.config)
+
     def handle_sync_group(self, request: SyncGroupParams, reply: SyncCallback) -> None:
         error = self._validate_group_status(request.group_id)
         group = None if error is not None else self.get_group(request.group_id)
@@ -549,11 +566,61 @@ class GroupCoordinator:
         with group.lock:
             return self._run(group, group_offsets.delete_offsets, group, partitions)
 
+    # -- KIP-848 online migration (the consumer groups call these, holding their own lock) -------------------
+    @property
+    def classic_max_size(self) -> int:
+        """``group.max.size``: a consumer group larger than this is not downgraded."""
+        return self.config.group_max_size
+
+    def has_members(self, group_id: str) -> bool:
+        group = self.get_group(group_id)
+        if group is None:
+            return False
+        with group.lock:
+            return not group.is_empty() and not group.is_state(GroupState.DEAD)
+
+    def hand_over_for_upgrade(self, group_id: str, max_size: int) -> ClassicGroupSnapshot | str | None:
+        """Empty the classic group ``group_id`` for a consumer group to replace it (its offsets stay here): its
+        snapshot; None when it has no members (nothing to convert); a string saying why it cannot be upgraded."""
+        group = self.get_group(group_id)
+        if group is None:
+            return None
+        with group.lock:
+            if group.is_empty() or group.is_state(GroupState.DEAD):
+                return None
+            why = group_migration.upgrade_error(group, max_size)
+            if why is not None:
+                return why
+            return self._run(group, group_migration.hand_over, group)
+
+    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot) -> None:
+        """The consumer group ``snapshot.group_id`` downgraded: its classic members form this classic group."""
+        group = self._get_or_maybe_create_group(snapshot.group_id, True)
+        assert group is not None
+        with group.lock:
+            self._run(group, group_migration.adopt, group, snapshot)
+
     def cleanup_group_metadata(self) -> int:
         """Expire offsets past ``offsets.retention.minutes``; drop Empty groups left without offsets. Returns
-        the number of offsets removed."""
+        the number of offsets removed. A KIP-848 consumer group's offsets (kept here by an Empty group of its id)
+        expire by Kafka's consumer-group rule (never for a topic it subscribes to); an Empty consumer group left
+        without offsets is deleted, as Kafka deletes it."""
         total = 0
+        consumer_groups = self._consumer_groups
         for group in self._all_groups():
+            topics = None if consumer_groups is None else consumer_groups.subscribed_topics(group.group_id)
             with group.lock:
-                total += self._run(group, group_offsets.expire_offsets, group)
+                total += self._run(group, group_offsets.expire_offsets, group, topics)
+        if consumer_groups is not None:
+            without_offsets = []
+            for group_id in consumer_groups.empty_group_ids():
+                holder = self.get_group(group_id)
+                if holder is None:
+                    without_offsets.append(group_id)
+                    continue
+                with holder.lock:
+                    if not holder.has_offsets():
+                        without_offsets.append(group_id)
+            if without_offsets:
+                consumer_groups.delete_groups(without_offsets)
         return total

@@ -356,14 +356,20 @@ class GroupMetadata:
     def remove_all_offsets(self) -> list[tuple[str, int]]:
         return self.remove_offsets(list(self.offsets))
 
-    def remove_expired_offsets(self, now_ms: int, retention_ms: int,
-                               subscribed: Callable[[str], bool]) -> list[tuple[str, int]]:
+    def remove_expired_offsets(self, now_ms: int, retention_ms: int, subscribed: Callable[[str], bool],
+                               consumer_group_topics: frozenset[str] | None = None) -> list[tuple[str, int]]:
         """Offsets past their expiry: an explicit ``expire_timestamp``, else ``retention_ms`` after the later of
         the commit and the moment the group became Empty; only for Empty groups or topics the (consumer)
-        group is not subscribed to."""
+        group is not subscribed to. ``consumer_group_topics``: this (Empty) group keeps the offsets of a KIP-848
+        consumer group subscribed to these topics; as Kafka's consumer groups, the offsets of those topics do not
+        expire and the others expire ``retention_ms`` after their commit."""
         removed: list[tuple[str, int]] = []
         for tp, om in list(self.offsets.items()):
-            if self.is_state(GroupState.EMPTY):
+            if consumer_group_topics is not None:
+                if tp[0] in consumer_group_topics:
+                    continue
+                base = om.commit_timestamp
+            elif self.is_state(GroupState.EMPTY):
                 base = max(om.commit_timestamp, self.current_state_timestamp)
             elif self.protocol_type == CONSUMER_PROTOCOL_TYPE and not subscribed(tp[0]):
                 base = om.commit_timestamp

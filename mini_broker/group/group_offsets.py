@@ -261,12 +261,14 @@ def delete_offsets(step: Step, group: GroupMetadata,
     return NONE, errors
 
 
-def expire_offsets(step: Step, group: GroupMetadata) -> int:
-    """Offsets past ``offsets.retention.minutes`` (see ``GroupMetadata.remove_expired_offsets``) go; an Empty
-    group left without offsets is dropped. Returns the number of offsets removed."""
+def expire_offsets(step: Step, group: GroupMetadata, consumer_group_topics: frozenset[str] | None = None) -> int:
+    """Offsets past ``offsets.retention.minutes`` (see ``GroupMetadata.remove_expired_offsets``; with
+    ``consumer_group_topics`` the group keeps a KIP-848 consumer group's offsets) go; an Empty group left without
+    offsets is dropped. Returns the number of offsets removed."""
     if group.is_state(GroupState.DEAD):
         return 0
-    removed = group.remove_expired_offsets(step.now, step.config.offsets_retention_ms, group.is_subscribed_to_topic)
+    removed = group.remove_expired_offsets(step.now, step.config.offsets_retention_ms, group.is_subscribed_to_topic,
+                                           consumer_group_topics)
     if removed:
         step.emit(AppendTombstones(group.group_id, removed, False))
         _maybe_remove_empty_group(step, group)

@@ -7,6 +7,10 @@ topics; it returns each member's new target. Both are deterministic (members ord
 * ``uniform`` (Kafka's ``UniformAssignor``): every partition of the subscribed topics to a subscribed member,
   partition counts as even as the subscriptions allow (two members subscribed to the same topics differ by at
   most one partition), and sticky: a member keeps what it had whenever the balance allows it.
+  Rack-aware (KIP-881, as Kafka's uniform assignor): when members name racks and the partitions' replica racks
+  are known, a partition goes to a member in one of its replicas' racks whenever that does not break the
+  balance, a member keeps a current partition outside its rack only when no subscribed member is in one of the
+  partition's racks, and the balancing moves prefer a taker in the partition's racks.
 * ``range`` (Kafka's server-side ``RangeAssignor``): per topic, the subscribed members in member-id order get
   contiguous ranges, the first ``partitions % members`` one partition more (co-partitioned topics line up).
 """
@@ -29,6 +33,8 @@ class MemberSubscription:
 
     subscribed_topic_ids: frozenset[uuid.UUID]
     current: Assignment
+    #: the member's rack (ConsumerGroupHeartbeat RackId), None when it names none
+    rack_id: str | None = None
 
 
 Assignor = Callable[[Mapping[str, MemberSubscription], Mapping[uuid.UUID, TopicInfo]], dict[str, Assignment]]
@@ -50,14 +56,26 @@ def _to_assignments(owned: Mapping[str, set[TopicPartition]]) -> dict[str, Assig
 
 def uniform_assign(members: Mapping[str, MemberSubscription],
                    topics: Mapping[uuid.UUID, TopicInfo]) -> dict[str, Assignment]:
-    """Sticky, balanced: keep current partitions, give the free ones to the least loaded subscribed member,
-    then move partitions from the most to the least loaded subscribed member until no move narrows the gap."""
+    """Sticky, balanced, rack-aware when racks are known: keep current partitions (see the module docstring),
+    give the free ones to the least loaded subscribed member (in the partition's racks when one is below its
+    quota), then move partitions from the most to the least loaded subscribed member until no move narrows the
+    gap."""
     member_ids = sorted(members)
     owned: dict[str, set[TopicPartition]] = {m: set() for m in member_ids}
     order = {tp: i for i, tp in enumerate((t.topic_id, p) for t in _sorted_topics(topics)
                                             for p in range(t.num_partitions))}
     eligible: dict[uuid.UUID, list[str]] = {
         t: [m for m in member_ids if t in members[m].subscribed_topic_ids] for t in topics}
+    rack_aware = any(members[m].rack_id for m in member_ids) and any(t.partition_racks for t in topics.values())
+
+    def in_rack(m: str, tp: TopicPartition) -> bool:
+        return rack_aware and members[m].rack_id is not None and members[m].rack_id in topics[tp[0]].racks_of(tp[1])
+
+    def has_rack_match(tp: TopicPartition) -> bool:
+        return any(in_rack(m, tp) for m in eligible[tp[0]])
+
+    subscribers = [m for m in member_ids if members[m].subscribed_topic_ids & topics.keys()]
+    quota = -(-len(order) // len(subscribers)) if subscribers else 0
     owner: dict[TopicPartition, str] = {}
     for m in member_ids:  # stickiness: what is still valid stays
         for topic_id, partitions in members[m].current.items():
@@ -65,21 +83,27 @@ def uniform_assign(members: Mapping[str, MemberSubscription],
                 continue
             for p in partitions:
                 tp = (topic_id, p)
-                if tp in order and tp not in owner:
+                if tp in order and tp not in owner and (in_rack(m, tp) or not has_rack_match(tp)):
                     owner[tp] = m
                     owned[m].add(tp)
     for tp in sorted(order, key=order.__getitem__):
         if tp in owner or not eligible[tp[0]]:
             continue
         m = min(eligible[tp[0]], key=lambda c: (len(owned[c]), c))
+        matching = [c for c in eligible[tp[0]] if in_rack(c, tp)]
+        if matching:
+            best = min(matching, key=lambda c: (len(owned[c]), c))
+            if len(owned[best]) < quota or len(owned[best]) <= len(owned[m]):
+                m = best
         owner[tp] = m
         owned[m].add(tp)
     moved = True
     while moved:  # each move narrows a gap of two or more: this ends
         moved = False
         for giver in sorted(member_ids, key=lambda c: (-len(owned[c]), c)):
-            for tp in sorted(owned[giver], key=order.__getitem__, reverse=True):
-                taker = min(eligible[tp[0]], key=lambda c: (len(owned[c]), c))
+            # partitions outside the giver's racks move first
+            for tp in sorted(owned[giver], key=lambda t: (in_rack(giver, t), -order[t])):
+                taker = min(eligible[tp[0]], key=lambda c: (len(owned[c]), not in_rack(c, tp), c))
                 if len(owned[giver]) - len(owned[taker]) > 1:
                     owned[giver].discard(tp)
                     owned[taker].add(tp)

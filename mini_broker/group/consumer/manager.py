@@ -30,7 +30,14 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 
+from mini_broker.group.consumer import group_configs
 from mini_broker.group.consumer.assignors import ASSIGNORS, MemberSubscription
+from mini_broker.group.consumer.classic import (
+    classic_snapshot,
+    consumer_group_from_classic,
+    encode_assignment,
+    subscription_of,
+)
 from mini_broker.group.consumer.config import ConsumerGroupConfig
 from mini_broker.group.consumer.model import (
     JOIN_GROUP_MEMBER_EPOCH,
@@ -42,20 +49,39 @@ from mini_broker.group.consumer.model import (
     MemberState,
     TopicInfo,
     TopicsImage,
+    intersect,
     is_subset,
     normalize,
 )
 from mini_broker.group.consumer.reconciliation import reconcile
+from mini_broker.group.group_metadata import CONSUMER_PROTOCOL_TYPE
+from mini_broker.group.group_requests import (
+    HeartbeatParams,
+    JoinGroupParams,
+    JoinGroupResult,
+    LeaveMember,
+    LeaveMemberResult,
+    SyncGroupParams,
+    SyncGroupResult,
+)
+from mini_broker.group.migration_snapshot import ClassicGroupSnapshot
 from pykafka_client.errors import (
+    FencedInstanceIdError,
     FencedMemberEpochError,
     GroupIdNotFoundError,
     GroupMaxSizeReachedError,
     GroupNotEmptyError,
+    IllegalGenerationError,
+    InconsistentGroupProtocolError,
     InvalidRequestError,
+    MemberIdRequiredError,
+    MessageDecodeError,
+    RebalanceInProgressError,
     StaleMemberEpochError,
     UnknownMemberIdError,
     UnreleasedInstanceIdError,
     UnsupportedAssignorError,
+    UnsupportedVersionError,
 )
 
 NONE = 0
@@ -115,6 +141,10 @@ class ConsumerGroupManager:
     def __init__(self, config: ConsumerGroupConfig) -> None:
         self.config = config
         self.groups: dict[str, ConsumerGroup] = {}
+        #: group id -> its own configs (``consumer.session.timeout.ms`` ...; :mod:`group_configs`)
+        self.group_configs: dict[str, dict[str, int]] = {}
+        #: groups that lost a member since :meth:`take_downgrades` last looked
+        self.downgrade_candidates: set[str] = set()
 
     # -- heartbeat ----------------------------------------------------------------------------------------
     def heartbeat(self, request: ConsumerGroupHeartbeatParams, now: int,
@@ -126,7 +156,7 @@ class ConsumerGroupManager:
             return self._join_or_heartbeat(request, now, topics)
         except HeartbeatError as e:
             return ConsumerGroupHeartbeatResult(e.code, e.message, request.member_id or None, request.member_epoch,
-                                                self.config.heartbeat_interval_ms if e.code == NONE else 0)
+                                                self.heartbeat_interval_ms(request.group_id) if e.code == NONE else 0)
 
     def _validate(self, r: ConsumerGroupHeartbeatParams) -> None:
         if not r.group_id:
@@ -176,6 +206,7 @@ class ConsumerGroupManager:
         else:
             group.remove_member(member.member_id)
             group.group_epoch += 1
+            self.downgrade_candidates.add(group.group_id)
         return ConsumerGroupHeartbeatResult(NONE, None, r.member_id, r.member_epoch, 0)
 
     def _join_or_heartbeat(self, r: ConsumerGroupHeartbeatParams, now: int,
@@ -200,6 +231,21 @@ class ConsumerGroupManager:
                                     else member.subscribed_topic_regex),
             server_assignor_name=r.server_assignor if r.server_assignor is not None else member.server_assignor_name,
             client_id=r.client_id, client_host=r.client_host)
+        reconciled = self._converge(group, member, updated, joined, r.owned_partitions, now, topics)
+        news = (r.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+                or reconciled.assigned_partitions != before.assigned_partitions
+                or reconciled.member_epoch != before.member_epoch
+                or (r.owned_partitions is not None
+                    and normalize(r.owned_partitions) != reconciled.assigned_partitions))
+        return ConsumerGroupHeartbeatResult(NONE, None, member_id, reconciled.member_epoch,
+                                            self.heartbeat_interval_ms(group.group_id),
+                                            reconciled.assigned_partitions if news else None)
+
+    def _converge(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                  joined: bool, owned: Assignment | None, now: int, topics: TopicsImage) -> ConsumerGroupMember:
+        """Put ``updated`` (``member`` with the request's changes) in ``group``, move the group epoch and the
+        target assignment when what they depend on changed, and reconcile the member with ``owned``."""
+        member_id = updated.member_id
         bump = joined or (updated.subscribed_topic_names != member.subscribed_topic_names
                           or updated.subscribed_topic_regex != member.subscribed_topic_regex)
         if joined and len(group.members) >= self.config.max_size:
@@ -219,11 +265,17 @@ class ConsumerGroupManager:
         if group.group_epoch > group.target_assignment_epoch:
             self._compute_target_assignment(group, topics)
         current = group.members[member_id]
-        reconciled = reconcile(current, group.target_assignment_epoch, group.target_assignment.get(member_id, {}),
-                               group.partition_epoch, r.owned_partitions)
+        target = group.target_assignment.get(member_id, {})
+        reconciled = reconcile(current, group.target_assignment_epoch, target, group.partition_epoch, owned)
+        if (updated.uses_classic_protocol and reconciled.state is MemberState.UNREVOKED_PARTITIONS
+                and owned is not None and not intersect(owned, reconciled.partitions_pending_revocation)):
+            # a classic member's JoinGroup lists what it still owns: what it no longer lists is revoked already
+            reconciled = reconcile(reconciled, group.target_assignment_epoch, target, group.partition_epoch, owned)
         if reconciled != current:
             group.update_member(reconciled)
-        group.session_deadlines[member_id] = now + self.config.session_timeout_ms
+        session_timeout = (updated.classic_session_timeout_ms if updated.uses_classic_protocol
+                           else self.session_timeout_ms(group.group_id))
+        group.session_deadlines[member_id] = now + session_timeout
         if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
             armed = group.rebalance_deadlines.get(member_id)
             if armed is None or armed[1] != reconciled.member_epoch:
@@ -231,14 +283,7 @@ class ConsumerGroupManager:
                                                         reconciled.member_epoch)
         else:
             group.rebalance_deadlines.pop(member_id, None)
-        news = (r.member_epoch == JOIN_GROUP_MEMBER_EPOCH
-                or reconciled.assigned_partitions != before.assigned_partitions
-                or reconciled.member_epoch != before.member_epoch
-                or (r.owned_partitions is not None
-                    and normalize(r.owned_partitions) != reconciled.assigned_partitions))
-        return ConsumerGroupHeartbeatResult(NONE, None, member_id, reconciled.member_epoch,
-                                            self.config.heartbeat_interval_ms,
-                                            reconciled.assigned_partitions if news else None)
+        return reconciled
 
     def _member_for(self, group: ConsumerGroup, r: ConsumerGroupHeartbeatParams,
                     member_id: str) -> tuple[ConsumerGroupMember, bool]:
@@ -319,10 +364,141 @@ class ConsumerGroupManager:
         members = {
             m.member_id: MemberSubscription(
                 frozenset(topics.by_name[n].topic_id for n in group.member_subscription(m) if n in topics.by_name),
-                group.target_assignment.get(m.member_id, {}))
+                group.target_assignment.get(m.member_id, {}), m.rack_id)
             for m in group.members.values()}
         group.target_assignment = dict(ASSIGNORS[self.preferred_assignor(group)](members, subscribed))
         group.target_assignment_epoch = group.group_epoch
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's ``consumer.session.timeout.ms``, else the broker's ``group.consumer.session.timeout.ms``."""
+        return group_configs.effective(group_configs.CONSUMER_SESSION_TIMEOUT_MS,
+                                       self.group_configs.get(group_id, {}), self.config)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return group_configs.effective(group_configs.CONSUMER_HEARTBEAT_INTERVAL_MS,
+                                       self.group_configs.get(group_id, {}), self.config)
+
+    # -- classic members (KIP-848 online migration) ---------------------------------------------------------
+    def upgrade(self, snapshot: ClassicGroupSnapshot, now: int, topics: TopicsImage) -> None:
+        """The classic group of ``snapshot`` becomes a consumer group (the heartbeat that triggered it follows)."""
+        self.groups[snapshot.group_id] = consumer_group_from_classic(snapshot, topics, now)
+
+    def take_downgrades(self, topics: TopicsImage, classic_max_size: int | None = None) -> list[ClassicGroupSnapshot]:
+        """The groups that lost their last consumer-protocol member and have classic members left become classic
+        groups (when ``group.consumer.migration.policy`` allows a downgrade, and, as Kafka checks, the members fit
+        the classic ``group.max.size``): removed here, returned as snapshots for the classic coordinator."""
+        out: list[ClassicGroupSnapshot] = []
+        for group_id in sorted(self.downgrade_candidates):
+            group = self.groups.get(group_id)
+            if (group is None or not group.members or not self.config.downgrade_enabled
+                    or not all(m.uses_classic_protocol for m in group.members.values())
+                    or (classic_max_size is not None and len(group.members) > classic_max_size)):
+                continue
+            out.append(classic_snapshot(group, topics))
+            del self.groups[group_id]
+        self.downgrade_candidates.clear()
+        return out
+
+    def classic_join(self, r: JoinGroupParams, now: int, topics: TopicsImage) -> JoinGroupResult:
+        """A JoinGroup to a consumer group with members: the member joins (or rejoins) as a classic member, and is
+        answered at once with its member epoch as generation and no leader (the coordinator assigns; the
+        SyncGroup that follows returns its partitions)."""
+        group = self.groups[r.group_id]
+        if not self.config.mixed_groups_enabled:
+            return JoinGroupResult(r.member_id, InconsistentGroupProtocolError.code)
+        if r.protocol_type != CONSUMER_PROTOCOL_TYPE or not r.protocols:
+            return JoinGroupResult(r.member_id, InconsistentGroupProtocolError.code)
+        try:
+            names, owned = subscription_of(tuple(r.protocols), None, topics)
+        except MessageDecodeError:
+            return JoinGroupResult(r.member_id, InconsistentGroupProtocolError.code)
+        member_id = r.member_id
+        if not member_id:
+            member_id = f"{r.client_id}-{uuid.uuid4()}"
+            if r.require_known_member_id:
+                return JoinGroupResult(member_id, MemberIdRequiredError.code)
+        existing = group.members.get(member_id)
+        if existing is not None and not existing.uses_classic_protocol:
+            return JoinGroupResult(member_id, UnknownMemberIdError.code)
+        member = existing if existing is not None else ConsumerGroupMember(member_id)
+        joined = existing is None
+        if r.group_instance_id is not None:
+            holder = group.static_members.get(r.group_instance_id)
+            if holder is not None and holder != member_id and holder in group.members:
+                # the static member came back with a new id: it takes over its predecessor's epoch and partitions
+                # (a consumer-protocol predecessor too: the member moved protocols, which may downgrade the group)
+                member = self._replace_static_member(group, group.members[holder], member_id)
+                joined = False
+                self.downgrade_candidates.add(group.group_id)
+        updated = member.with_changes(
+            instance_id=r.group_instance_id, rebalance_timeout_ms=r.rebalance_timeout_ms, client_id=r.client_id,
+            client_host=r.client_host, subscribed_topic_names=names, classic_protocols=tuple(r.protocols),
+            classic_session_timeout_ms=r.session_timeout_ms)
+        try:
+            reconciled = self._converge(group, member, updated, joined, owned, now, topics)
+        except HeartbeatError as e:
+            return JoinGroupResult(member_id, e.code)
+        return JoinGroupResult(member_id, NONE, reconciled.member_epoch, CONSUMER_PROTOCOL_TYPE, r.protocols[0][0])
+
+    def _classic_member(self, group_id: str, member_id: str, generation_id: int, now: int) -> ConsumerGroupMember:
+        group = self.groups[group_id]
+        member = group.members.get(member_id)
+        if member is None or not member.uses_classic_protocol:
+            raise HeartbeatError(UnknownMemberIdError.code, f"{member_id} is not a classic member of {group_id}")
+        if generation_id != member.member_epoch:
+            raise HeartbeatError(IllegalGenerationError.code,
+                                 f"generation {generation_id} is not the member's epoch {member.member_epoch}")
+        group.session_deadlines[member_id] = now + member.classic_session_timeout_ms
+        return member
+
+    def classic_sync(self, r: SyncGroupParams, now: int, topics: TopicsImage) -> SyncGroupResult:
+        """SyncGroup of a classic member: its current assignment (the leader's assignments are ignored)."""
+        try:
+            member = self._classic_member(r.group_id, r.member_id, r.generation_id, now)
+        except HeartbeatError as e:
+            return SyncGroupResult(e.code)
+        protocols = [name for name, _ in member.classic_protocols or ()]
+        if ((r.protocol_type is not None and r.protocol_type != CONSUMER_PROTOCOL_TYPE)
+                or (r.protocol_name is not None and r.protocol_name not in protocols)):
+            return SyncGroupResult(InconsistentGroupProtocolError.code)
+        return SyncGroupResult(NONE, CONSUMER_PROTOCOL_TYPE, r.protocol_name or protocols[0],
+                               encode_assignment(member.assigned_partitions, topics))
+
+    def classic_heartbeat(self, r: HeartbeatParams, now: int) -> int:
+        """Heartbeat of a classic member: REBALANCE_IN_PROGRESS when it must rejoin to revoke partitions, or to
+        get new ones or a new epoch (how a classic member learns what a consumer-protocol member gets in its
+        heartbeat response)."""
+        try:
+            member = self._classic_member(r.group_id, r.member_id, r.generation_id, now)
+        except HeartbeatError as e:
+            return e.code
+        group = self.groups[r.group_id]
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            return RebalanceInProgressError.code
+        next_step = reconcile(member, group.target_assignment_epoch, group.target_assignment.get(member.member_id, {}),
+                              group.partition_epoch, member.assigned_partitions)
+        if (next_step.member_epoch != member.member_epoch
+                or next_step.assigned_partitions != member.assigned_partitions):
+            return RebalanceInProgressError.code
+        return NONE
+
+    def classic_leave(self, group_id: str, leaving: list[LeaveMember]) -> list[LeaveMemberResult]:
+        """LeaveGroup on a consumer group: each member (by id, or by instance id alone) leaves."""
+        group = self.groups[group_id]
+        out: list[LeaveMemberResult] = []
+        for m in leaving:
+            member_id = m.member_id or (group.static_members.get(m.group_instance_id or "") or "")
+            member = group.members.get(member_id)
+            if member is None or (m.group_instance_id is not None and member.instance_id != m.group_instance_id):
+                code = (UnknownMemberIdError.code if m.group_instance_id is None
+                        else FencedInstanceIdError.code if member is not None else UnknownMemberIdError.code)
+                out.append(LeaveMemberResult(m.member_id, m.group_instance_id, code))
+                continue
+            group.remove_member(member_id)
+            group.group_epoch += 1
+            self.downgrade_candidates.add(group_id)
+            out.append(LeaveMemberResult(m.member_id, m.group_instance_id, NONE))
+        return out
 
     # -- timers -------------------------------------------------------------------------------------------
     def expiring_groups(self, now: int) -> list[str]:
@@ -348,16 +524,27 @@ class ConsumerGroupManager:
             group = self.groups[expired.group_id]
             if group.remove_member(expired.member_id) is not None:
                 group.group_epoch += 1
+                self.downgrade_candidates.add(group.group_id)
         return out
 
     # -- offsets and admin --------------------------------------------------------------------------------
-    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int:
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int,
+                               api_version: int | None = None) -> int:
         """OffsetCommit on a consumer group: a commit from outside the group (epoch < 0) only when it has no
-        members; a member commits with its current epoch (an older one: STALE_MEMBER_EPOCH, a newer one:
-        FENCED_MEMBER_EPOCH)."""
+        members; a member of the consumer protocol commits with OffsetCommit v9+ (``api_version``; None: a
+        TxnOffsetCommit, any version) and its current epoch (an older one: STALE_MEMBER_EPOCH, a newer one:
+        FENCED_MEMBER_EPOCH); a classic member of the group with its epoch as generation (else
+        ILLEGAL_GENERATION, what a classic consumer expects)."""
         group = self.groups[group_id]
         if member_epoch < 0 and not member_id:
             return NONE if not group.members else UnknownMemberIdError.code
+        member = group.members.get(member_id)
+        if member is None:
+            return UnknownMemberIdError.code
+        if member.uses_classic_protocol:
+            return NONE if member_epoch == member.member_epoch else IllegalGenerationError.code
+        if api_version is not None and api_version < 9:
+            return UnsupportedVersionError.code
         return self._check_epoch(group, member_id, member_epoch)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:

@@ -30,6 +30,11 @@ class TopicInfo:
     topic_id: uuid.UUID
     name: str
     num_partitions: int
+    #: per partition, the racks of its replicas (empty: not known, as on a broker without ``broker.rack``)
+    partition_racks: tuple[frozenset[str], ...] = ()
+
+    def racks_of(self, partition: int) -> frozenset[str]:
+        return self.partition_racks[partition] if partition < len(self.partition_racks) else frozenset()
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,15 @@ class ConsumerGroupMember:
     server_assignor_name: str | None = None
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    #: a classic member of this consumer group (KIP-848 migration): the (name, metadata) protocols of its last
+    #: JoinGroup, in its preference order; None for a member of the consumer protocol
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
+    #: the session timeout of a classic member's JoinGroup (a consumer-protocol member has the group's)
+    classic_session_timeout_ms: int = -1
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_protocols is not None
 
     def with_changes(self, **changes: object) -> ConsumerGroupMember:
         return replace(self, **changes)  # type: ignore[arg-type]

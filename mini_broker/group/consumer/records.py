@@ -10,11 +10,14 @@ layout, as Kafka's record schemas are not part of the message specs here:
 * 4 ConsumerGroupPartitionMetadata ``group`` -> ``n x (topic name, topic id, partitions)``: what the last
   target assignment saw of the subscribed topics
 * 5 ConsumerGroupMemberMetadata ``group, member`` -> instance id, rack, client id and host, subscribed topic
-  names and regex, server assignor, rebalance timeout
+  names and regex, server assignor, rebalance timeout, then (a classic member of the group, KIP-848 migration)
+  its session timeout and JoinGroup protocols (count -1: a consumer-protocol member; absent in older records)
 * 6 ConsumerGroupTargetAssignmentMetadata ``group`` -> ``assignment epoch``
 * 7 ConsumerGroupTargetAssignmentMember ``group, member`` -> its target partitions
 * 8 ConsumerGroupCurrentMemberAssignment ``group, member`` -> member epoch, previous epoch, state, assigned
   partitions, partitions pending revocation
+* 9 GroupConfig ``group`` -> ``n x (config name, int64 value)``: the group's own configs (:mod:`group_configs`;
+  not part of the group's image: a group id may have configs and no group); a null value removes them all
 
 :func:`group_records` is a group's full image; :func:`diff` the records that turn one image into another (what
 the coordinator appends after a change); :func:`replay` rebuilds the groups from the live records.
@@ -36,10 +39,11 @@ MEMBER_METADATA: Final = 5
 TARGET_ASSIGNMENT_METADATA: Final = 6
 TARGET_ASSIGNMENT_MEMBER: Final = 7
 CURRENT_MEMBER_ASSIGNMENT: Final = 8
+GROUP_CONFIG: Final = 9
 #: the key versions (record types) of consumer-group records
 CONSUMER_GROUP_KEY_VERSIONS: Final = frozenset({GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA,
                                                 TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER,
-                                                CURRENT_MEMBER_ASSIGNMENT})
+                                                CURRENT_MEMBER_ASSIGNMENT, GROUP_CONFIG})
 VALUE_VERSION: Final = 0
 _MEMBER_STATES: Final = list(MemberState)
 
@@ -76,6 +80,26 @@ def _read_assignment(r: Reader) -> dict[uuid.UUID, frozenset[int]]:
     return normalize(out)
 
 
+def _write_classic(w: Writer, m: ConsumerGroupMember) -> None:
+    """A classic member's JoinGroup protocols and session timeout (a count of -1: a consumer-protocol member)."""
+    w.write_int32(m.classic_session_timeout_ms)
+    if m.classic_protocols is None:
+        w.write_int32(-1)
+        return
+    w.write_int32(len(m.classic_protocols))
+    for name, data in m.classic_protocols:
+        w.write_string(name)
+        w.write_bytes(data)
+
+
+def _read_classic(r: Reader) -> tuple[tuple[tuple[str, bytes], ...] | None, int]:
+    session_timeout = r.read_int32()
+    n = r.read_int32()
+    if n < 0:
+        return None, session_timeout
+    return tuple((r.read_string(), r.read_bytes()) for _ in range(n)), session_timeout
+
+
 def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
     """Every record of ``group`` (its full image)."""
     gid = group.group_id
@@ -109,6 +133,7 @@ def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
         w.write_nullable_string(m.subscribed_topic_regex)
         w.write_nullable_string(m.server_assignor_name)
         w.write_int32(m.rebalance_timeout_ms)
+        _write_classic(w, m)
         out[_key(MEMBER_METADATA, gid, m.member_id)] = w.to_bytes()
         w = _value()
         w.write_int32(m.member_epoch)
@@ -117,6 +142,31 @@ def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
         _write_assignment(w, m.assigned_partitions)
         _write_assignment(w, m.partitions_pending_revocation)
         out[_key(CURRENT_MEMBER_ASSIGNMENT, gid, m.member_id)] = w.to_bytes()
+    return out
+
+
+def group_config_record(group_id: str, overrides: Mapping[str, int]) -> tuple[bytes, bytes | None]:
+    """The record of a group's configs (a tombstone when it has none left)."""
+    if not overrides:
+        return _key(GROUP_CONFIG, group_id), None
+    w = _value()
+    w.write_int32(len(overrides))
+    for name, value in sorted(overrides.items()):
+        w.write_string(name)
+        w.write_int64(value)
+    return _key(GROUP_CONFIG, group_id), w.to_bytes()
+
+
+def replay_group_configs(records: Iterable[tuple[bytes, bytes]]) -> dict[str, dict[str, int]]:
+    """The groups' configs the live records hold."""
+    out: dict[str, dict[str, int]] = {}
+    for key, value in records:
+        k = Reader(key)
+        if k.read_int16() != GROUP_CONFIG:
+            continue
+        v = Reader(value)
+        v.read_int16()
+        out[k.read_string()] = {v.read_string(): v.read_int64() for _ in range(v.read_array_length(10))}
     return out
 
 
@@ -136,6 +186,8 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ConsumerGroup]:
     for key, value in records:
         k = Reader(key)
         record_type, gid = k.read_int16(), k.read_string()
+        if record_type == GROUP_CONFIG:
+            continue  # replay_group_configs
         v = Reader(value)
         if v.read_int16() != VALUE_VERSION:
             raise MessageDecodeError(f"consumer group record type {record_type}: unknown value version")
@@ -159,6 +211,10 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ConsumerGroup]:
                 member_id, instance_id=instance_id, rack_id=rack_id, client_id=client_id, client_host=client_host,
                 subscribed_topic_names=names, subscribed_topic_regex=v.read_nullable_string(),
                 server_assignor_name=v.read_nullable_string(), rebalance_timeout_ms=v.read_int32())
+            if v.remaining():  # a classic member (KIP-848 migration); records before the migration end here
+                protocols, session_timeout = _read_classic(v)
+                metadata[(gid, member_id)] = metadata[(gid, member_id)].with_changes(
+                    classic_protocols=protocols, classic_session_timeout_ms=session_timeout)
         elif record_type == CURRENT_MEMBER_ASSIGNMENT:
             current[(gid, k.read_string())] = value
         else:

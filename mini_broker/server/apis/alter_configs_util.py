@@ -16,6 +16,7 @@ from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import TopicMetadata
 from pykafka_client.errors import (
     ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
     InvalidRequestError,
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
@@ -26,6 +27,8 @@ from pykafka_client.protocol.acl import AclOperation
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+#: KIP-848's GROUP config resource (a consumer group's own configs)
+GROUP = 32
 
 
 class _NamedConfig(Protocol):
@@ -64,9 +67,11 @@ def topic_to_alter(apis: KafkaApis, res: ConfigResource) -> TopicMetadata:
 def config_authorization_error(auth: RequestAuth, op: AclOperation, resource_type: int,
                                resource_name: str) -> BrokerResponseError | None:
     """Kafka's check of a config resource: ``op`` (DESCRIBE_CONFIGS or ALTER_CONFIGS) on the topic (else
-    TOPIC_AUTHORIZATION_FAILED) or, for a broker or broker logger, on the cluster (else CLUSTER_AUTHORIZATION_FAILED)."""
+    TOPIC_AUTHORIZATION_FAILED), on the group (else GROUP_AUTHORIZATION_FAILED) or, for a broker or broker logger, on the cluster (else CLUSTER_AUTHORIZATION_FAILED)."""
     if resource_type == TOPIC and not auth.topic(op, resource_name):
         return TopicAuthorizationFailedError(f"{op.name} on topic {resource_name!r} is not allowed")
+    if resource_type == GROUP and not auth.group(op, resource_name):
+        return GroupAuthorizationFailedError(f"{op.name} on group {resource_name!r} is not allowed")
     if resource_type in (BROKER, BROKER_LOGGER) and not auth.cluster(op):
         return ClusterAuthorizationFailedError(f"{op.name} on the cluster is needed for broker configs")
     return None

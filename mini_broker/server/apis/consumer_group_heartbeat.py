@@ -1,6 +1,8 @@
 """ConsumerGroupHeartbeat (key 68, KIP-848): join, heartbeat and leave of a ``group.protocol=consumer``
 member (see :mod:`mini_broker.group.consumer.manager` for the rules). A group id held by a classic group with
-members is not a consumer group: GROUP_ID_NOT_FOUND (the online migration of KIP-848 is not served). Answered
+members is upgraded to a consumer group by a joining member (KIP-848's online upgrade) when
+``group.consumer.migration.policy`` allows it; otherwise (and for any other epoch) it is not a consumer group:
+GROUP_ID_NOT_FOUND. Answered
 once the change the heartbeat made is durable (maybe later, from the coordinator runtime's timer thread). READ on
 the group is needed (else GROUP_AUTHORIZATION_FAILED), as for the classic group APIs."""
 
@@ -28,7 +30,9 @@ def handle(apis: KafkaApis, request: Request) -> ConsumerGroupHeartbeatResponse 
                                               error_message=f"READ on group {body.group_id} is not allowed for this "
                                                             f"principal: ask for an ACL granting it")
     consumer_groups = consumer_group_coordinator(apis)
-    if not consumer_groups.is_consumer_group(body.group_id) and consumer_groups.inactive_error() is None:
+    upgrading = consumer_groups.config.upgrade_enabled and body.member_epoch == 0
+    if not upgrading and not consumer_groups.is_consumer_group(body.group_id) \
+            and consumer_groups.inactive_error() is None:
         _, classic = group_coordinator(apis).handle_describe_group(body.group_id)
         if classic.state and classic.state not in _CONVERTIBLE_CLASSIC_STATES:
             return ConsumerGroupHeartbeatResponse(

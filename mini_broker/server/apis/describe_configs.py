@@ -1,4 +1,6 @@
-"""DescribeConfigs (key 32): topic configs (value, source, default flag, synonyms, type) and broker configs.
+"""DescribeConfigs (key 32): topic configs (value, source, default flag, synonyms, type), broker configs and
+(KIP-848) a group's configs (``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms``: the group's
+value, source GROUP_CONFIG, else the broker's, source DEFAULT_CONFIG; DESCRIBE_CONFIGS on the group).
 
 Topic values come from the topic override (DYNAMIC_TOPIC_CONFIG), else the broker synonym set in
 server.properties (STATIC_BROKER_CONFIG), else Kafka's default (DEFAULT_CONFIG); see ``topic_configs``.
@@ -10,9 +12,23 @@ from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.api_error import error_message
-from mini_broker.server.apis.alter_configs_util import BROKER, BROKER_LOGGER, TOPIC, config_authorization_error
+from mini_broker.server.apis.alter_configs_util import (
+    BROKER,
+    BROKER_LOGGER,
+    GROUP,
+    TOPIC,
+    config_authorization_error,
+)
+from mini_broker.server.apis.group_api_util import consumer_group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from mini_broker.server.topic_configs import ConfigEntry, describe_broker_configs, describe_topic_configs
+from mini_broker.server.topic_configs import (
+    CONFIG_TYPES,
+    DEFAULT_CONFIG,
+    ConfigEntry,
+    describe_broker_configs,
+    describe_topic_configs,
+)
+from pykafka_client.config import ConfigType
 from pykafka_client.errors import InvalidRequestError, UnknownTopicOrPartitionError
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
@@ -21,6 +37,8 @@ from pykafka_client.protocol.messages import DescribeConfigsRequest, DescribeCon
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
 Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
+#: ConfigSource GROUP_CONFIG: a group's own value (KIP-848)
+GROUP_CONFIG_SOURCE = 8
 
 
 def _entry(e: ConfigEntry, version: int, include_documentation: bool) -> Entry:
@@ -68,6 +86,14 @@ def handle(apis: KafkaApis, request: Request) -> DescribeConfigsResponse:
             entries = describe_broker_configs(broker.config, keys, synonyms)
         elif res.resource_type == BROKER_LOGGER:
             entries = []
+        elif res.resource_type == GROUP:
+            if not res.resource_name:
+                results.append(Result(error_code=InvalidRequestError.code, error_message="Group name can't be empty",
+                                      resource_type=res.resource_type, resource_name=res.resource_name, configs=[]))
+                continue
+            entries = [ConfigEntry(e.name, e.value, GROUP_CONFIG_SOURCE if e.is_group_value else DEFAULT_CONFIG,
+                                   CONFIG_TYPES[ConfigType.INT], documentation=e.documentation)
+                       for e in consumer_group_coordinator(apis).describe_group_configs(res.resource_name, keys)]
         else:
             results.append(Result(error_code=InvalidRequestError.code,
                                   error_message=f"Unsupported resource type {res.resource_type}",

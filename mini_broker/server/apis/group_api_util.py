@@ -36,15 +36,17 @@ def consumer_group_coordinator(apis: KafkaApis) -> ConsumerGroupCoordinator:
 
 
 def route_consumer_group_commit(apis: KafkaApis, group_id: str, member: tuple[str, int, str | None],
-                                to_commit: dict[tuple[str, int], CommittedOffset], errors: dict[tuple[str, int], int]
+                                to_commit: dict[tuple[str, int], CommittedOffset], errors: dict[tuple[str, int], int],
+                                api_version: int | None = None
                                 ) -> tuple[tuple[str, int, str | None], dict[tuple[str, int], CommittedOffset]]:
     """An (Txn)OffsetCommit's ``member`` (member id, generation or member epoch, instance id) and its partitions
     to commit, as the classic coordinator is to see them: unchanged for a classic group; for a KIP-848 consumer
     group the member epoch is checked here (on failure every partition gets the error in ``errors`` and nothing
     is committed), and the offsets are then stored as a commit from outside a group (the classic coordinator
-    keeps a consumer group's offsets)."""
+    keeps a consumer group's offsets). ``api_version``: an OffsetCommit's (below v9 a consumer-protocol member gets
+    UNSUPPORTED_VERSION, as Kafka answers); None for a TxnOffsetCommit."""
     member_id, generation, _ = member
-    error = consumer_group_coordinator(apis).validate_offset_commit(group_id, member_id, generation)
+    error = consumer_group_coordinator(apis).validate_offset_commit(group_id, member_id, generation, api_version)
     if error is None:
         return member, to_commit
     if error != 0:

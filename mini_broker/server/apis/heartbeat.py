@@ -1,10 +1,11 @@
-"""Heartbeat (key 12): refreshes the member's session; REBALANCE_IN_PROGRESS tells it to rejoin."""
+"""Heartbeat (key 12): refreshes the member's session; REBALANCE_IN_PROGRESS tells it to rejoin (a classic member
+of a KIP-848 consumer group: to revoke partitions, or to get new ones)."""
 
 from __future__ import annotations
 
 from mini_broker.group.group_requests import HeartbeatParams
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import GroupAuthorizationFailedError
 from pykafka_client.protocol.acl import AclOperation
@@ -17,9 +18,12 @@ def handle(apis: KafkaApis, request: Request) -> HeartbeatResponse:
     assert isinstance(body, HeartbeatRequest)
     if not apis.broker.auth(request).group(AclOperation.READ, body.group_id):
         return HeartbeatResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code)
-    error = group_coordinator(apis).handle_heartbeat(HeartbeatParams(
-        group_id=body.group_id, member_id=body.member_id, generation_id=body.generation_id,
-        group_instance_id=body.group_instance_id))
+    params = HeartbeatParams(group_id=body.group_id, member_id=body.member_id, generation_id=body.generation_id,
+                             group_instance_id=body.group_instance_id)
+    consumer_groups = consumer_group_coordinator(apis)
+    if consumer_groups.is_consumer_group(body.group_id):
+        return HeartbeatResponse(throttle_time_ms=0, error_code=consumer_groups.classic_heartbeat(params))
+    error = group_coordinator(apis).handle_heartbeat(params)
     return HeartbeatResponse(throttle_time_ms=0, error_code=error)
 
 

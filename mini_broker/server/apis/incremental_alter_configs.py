@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs (key 44) for topic configs: SET / DELETE / APPEND / SUBTRACT.
+"""IncrementalAlterConfigs (key 44) for topic configs: SET / DELETE / APPEND / SUBTRACT; for a group's configs
+(KIP-848 GROUP resource): SET / DELETE, ALTER_CONFIGS on the group (see ``mini_broker.group.consumer.group_configs``).
 
 Unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; unknown config or bad value -> INVALID_CONFIG; APPEND or
 SUBTRACT on a non-list config -> INVALID_CONFIG; the same resource twice -> INVALID_REQUEST. Broker
@@ -9,10 +10,12 @@ AlterConfigs (ALTER_CONFIGS on the topic or the cluster).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from functools import partial
 
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.alter_configs_util import alter_each, topic_to_alter
+from mini_broker.server.apis.alter_configs_util import GROUP, alter_each, topic_to_alter
+from mini_broker.server.apis.group_api_util import consumer_group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.topic_configs import TOPIC_CONFIGS, describe_topic_config, validate_topic_config
 from pykafka_client.config import ConfigType
@@ -25,7 +28,32 @@ log = logging.getLogger(__name__)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
+def _apply_group(apis: KafkaApis, validate_only: bool,
+                 res: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:
+    """KIP-848 group configs: SET and DELETE (the group configs are not lists: APPEND / SUBTRACT are
+    INVALID_CONFIG), validated against the broker's bounds, kept in the group's ``__consumer_offsets`` partition."""
+    if not res.resource_name:
+        raise InvalidRequestError("Group name can't be empty")
+    dup = [n for n, count in Counter(c.name for c in res.configs).items() if count > 1]
+    if dup:
+        raise InvalidRequestError(f"Error due to duplicate config keys: {dup}")
+    changes: dict[str, str | None] = {}
+    for c in res.configs:
+        if c.config_operation == SET:
+            changes[c.name] = c.value
+        elif c.config_operation == DELETE:
+            changes[c.name] = None
+        elif c.config_operation in (APPEND, SUBTRACT):
+            raise InvalidConfigurationError(f"Config value append is not allowed for config key: {c.name}")
+        else:
+            raise InvalidRequestError(f"Unknown config operation {c.config_operation}")
+    consumer_group_coordinator(apis).alter_group_configs(res.resource_name, changes, validate_only)
+
+
 def _apply(apis: KafkaApis, validate_only: bool, res: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:
+    if res.resource_type == GROUP:
+        _apply_group(apis, validate_only, res)
+        return
     md = topic_to_alter(apis, res)
     new = dict(md.configs)
     for c in res.configs:

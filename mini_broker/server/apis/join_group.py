@@ -4,8 +4,9 @@ v0 has no rebalance timeout (the session timeout is used). v4+ without a group i
 a member id (KIP-394: MEMBER_ID_REQUIRED). v9+ lets a rejoining static leader skip the assignment. READ on the group
 is needed (else GROUP_AUTHORIZATION_FAILED), as for SyncGroup, Heartbeat and LeaveGroup.
 
-A KIP-848 consumer group with members answers INCONSISTENT_GROUP_PROTOCOL (the online migration between the
-protocols is not served); an empty one becomes a classic group, as Kafka converts it.
+A KIP-848 consumer group with members takes the member as a classic member of the consumer group (KIP-848's
+online migration; INCONSISTENT_GROUP_PROTOCOL when ``group.consumer.migration.policy`` is ``disabled``); an empty
+one becomes a classic group, as Kafka converts it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from mini_broker.server.apis.group_api_util import (
     group_coordinator,
 )
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.errors import GroupAuthorizationFailedError, InconsistentGroupProtocolError
+from pykafka_client.errors import GroupAuthorizationFailedError
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import JoinGroupRequest, JoinGroupResponse
@@ -48,19 +49,24 @@ def handle(apis: KafkaApis, request: Request) -> JoinGroupResponse | None:
                                  protocol_type=None, protocol_name=None if version >= 7 else "", leader="",
                                  member_id=body.member_id, members=[])
     consumer_groups = consumer_group_coordinator(apis)
-    if consumer_groups.is_consumer_group(body.group_id):
-        if not consumer_groups.is_empty_consumer_group(body.group_id):
-            respond(JoinGroupResult(body.member_id, InconsistentGroupProtocolError.code))
-            return None
-        consumer_groups.delete_groups([body.group_id])
     rebalance_timeout_ms = body.rebalance_timeout_ms if version >= 1 else body.session_timeout_ms
-    group_coordinator(apis).handle_join_group(JoinGroupParams(
+    params = JoinGroupParams(
         group_id=body.group_id, member_id=body.member_id, group_instance_id=body.group_instance_id,
         require_known_member_id=version >= 4 and body.group_instance_id is None,
         support_skipping_assignment=version >= 9, client_id=client_id(request), client_host=client_host(request),
         rebalance_timeout_ms=rebalance_timeout_ms, session_timeout_ms=body.session_timeout_ms,
         protocol_type=body.protocol_type, protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
-        reason=body.reason), respond)
+        reason=body.reason)
+    if consumer_groups.is_consumer_group(body.group_id):
+        if not consumer_groups.is_empty_consumer_group(body.group_id):
+            error = group_coordinator(apis).validate_join(params)
+            if error is not None:
+                respond(JoinGroupResult(body.member_id, error))
+            else:
+                consumer_groups.classic_join(params, respond)
+            return None
+        consumer_groups.delete_groups([body.group_id])
+    group_coordinator(apis).handle_join_group(params, respond)
     return None
 
 

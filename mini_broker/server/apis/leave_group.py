@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mini_broker.group.group_requests import LeaveGroupParams, LeaveMember
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import GroupAuthorizationFailedError
 from pykafka_client.protocol.acl import AclOperation
@@ -23,7 +23,11 @@ def handle(apis: KafkaApis, request: Request) -> LeaveGroupResponse:
         leaving = [LeaveMember(m.member_id, m.group_instance_id, m.reason) for m in body.members]
     else:
         leaving = [LeaveMember(body.member_id)]
-    error, results = group_coordinator(apis).handle_leave_group(LeaveGroupParams(body.group_id, leaving))
+    consumer_groups = consumer_group_coordinator(apis)
+    if consumer_groups.is_consumer_group(body.group_id):  # KIP-848: a classic member of a consumer group leaves
+        error, results = 0, consumer_groups.classic_leave(body.group_id, leaving)
+    else:
+        error, results = group_coordinator(apis).handle_leave_group(LeaveGroupParams(body.group_id, leaving))
     if version < 3:
         if error == 0:
             error = next((r.error_code for r in results if r.error_code != 0), 0)

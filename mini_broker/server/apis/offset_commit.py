@@ -4,7 +4,8 @@ v2-4 a retention time (-1 = broker default); v5+ neither. READ on the group is n
 GROUP_AUTHORIZATION_FAILED for every partition) and READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
 
 A KIP-848 consumer group checks the member and its epoch first (v9+ carry them: UNKNOWN_MEMBER_ID,
-STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH); its offsets are then stored as those of a group without members."""
+STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH; a consumer-protocol member below v9: UNSUPPORTED_VERSION; a classic
+member of the group: ILLEGAL_GENERATION unless its generation is its member epoch); its offsets are then stored as those of a group without members."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
     errors, to_commit = split_unknown_partitions(broker, auth, body.topics, committed, denied)
     (member_id, generation, instance_id), to_commit = route_consumer_group_commit(
         apis, body.group_id, (body.member_id, body.generation_id_or_member_epoch, body.group_instance_id), to_commit,
-        errors)
+        errors, version)
     if to_commit:
         errors.update(group_coordinator(apis).handle_commit_offsets(OffsetCommitParams(
             group_id=body.group_id, offsets=to_commit, member_id=member_id,

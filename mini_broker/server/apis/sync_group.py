@@ -1,10 +1,11 @@
-"""SyncGroup (key 14): followers wait for the leader's assignment; the leader's SyncGroup stores it."""
+"""SyncGroup (key 14): followers wait for the leader's assignment; the leader's SyncGroup stores it. A classic
+member of a KIP-848 consumer group gets the assignment the coordinator computed for it."""
 
 from __future__ import annotations
 
 from mini_broker.group.group_requests import SyncGroupParams, SyncGroupResult
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.group_api_util import group_coordinator
+from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import GroupAuthorizationFailedError
 from pykafka_client.protocol.acl import AclOperation
@@ -24,11 +25,15 @@ def handle(apis: KafkaApis, request: Request) -> SyncGroupResponse | None:
     if not apis.broker.auth(request).group(AclOperation.READ, body.group_id):
         return SyncGroupResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code,
                                  protocol_type=None, protocol_name=None, assignment=b"")
-    group_coordinator(apis).handle_sync_group(SyncGroupParams(
+    params = SyncGroupParams(
         group_id=body.group_id, generation_id=body.generation_id, member_id=body.member_id,
         group_instance_id=body.group_instance_id, protocol_type=body.protocol_type,
-        protocol_name=body.protocol_name, assignments={a.member_id: bytes(a.assignment) for a in body.assignments}),
-        respond)
+        protocol_name=body.protocol_name, assignments={a.member_id: bytes(a.assignment) for a in body.assignments})
+    consumer_groups = consumer_group_coordinator(apis)
+    if consumer_groups.is_consumer_group(body.group_id):  # a classic member of a consumer group (KIP-848 migration)
+        respond(consumer_groups.classic_sync(params))
+        return None
+    group_coordinator(apis).handle_sync_group(params, respond)
     return None
 
 

@@ -13,18 +13,27 @@ import pytest
 
 from mini_broker.broker import MiniBroker
 from mini_broker.security.authorizer import STANDARD_AUTHORIZER
+from pykafka_client.consumer.assignors.abstract_assignor import Assignment, Subscription
+from pykafka_client.consumer.consumer_protocol import (
+    deserialize_assignment,
+    serialize_assignment,
+    serialize_subscription,
+)
 from pykafka_client.protocol.messages import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupHeartbeatRequest,
     CreateTopicsRequest,
     DeleteGroupsRequest,
     DescribeGroupsRequest,
+    HeartbeatRequest,
     JoinGroupRequest,
     ListGroupsRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
+from pykafka_client.structs import TopicPartition
 from tests.integration.wire import Conn
 from tests.unit.broker.group.harness import subscription
 
@@ -32,7 +41,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 NONE = 0
 INCONSISTENT_GROUP_PROTOCOL = 23
+ILLEGAL_GENERATION = 22
 UNKNOWN_MEMBER_ID = 25
+UNSUPPORTED_VERSION = 35
+REBALANCE_IN_PROGRESS = 27
+MEMBER_ID_REQUIRED = 79
 GROUP_AUTHORIZATION_FAILED = 30
 NON_EMPTY_GROUP = 68
 GROUP_ID_NOT_FOUND = 69
@@ -77,11 +90,11 @@ def _owned(topic_id: uuid.UUID, partitions: list[int]) -> list[Any]:
     return [ConsumerGroupHeartbeatRequest.TopicPartitions(topic_id=topic_id, partitions=partitions)]
 
 
-def _commit(c: Conn, group: str, member_id: str, epoch: int) -> int:
+def _commit(c: Conn, group: str, member_id: str, epoch: int, version: int = 9) -> int:
     r = c.call(OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=epoch, member_id=member_id,
                                    topics=[OffsetCommitRequest.OffsetCommitRequestTopic(name=TOPIC, partitions=[
                                        OffsetCommitRequest.OffsetCommitRequestPartition(
-                                           partition_index=0, committed_offset=7)])]), 9)
+                                           partition_index=0, committed_offset=7)])]), version)
     return int(r.topics[0].partitions[0].error_code)
 
 
@@ -102,6 +115,8 @@ def test_join_heartbeat_commit_and_fencing(broker: MiniBroker) -> None:
             (topic_id, [0, 1, 2, 3])]
         m1 = j.member_id
         assert _commit(c, "cg-1", m1, 1) == NONE
+        # Kafka: a consumer-protocol member must commit with OffsetCommit v9+ (it carries the member epoch)
+        assert _commit(c, "cg-1", m1, 1, version=8) == UNSUPPORTED_VERSION
         assert _commit(c, "cg-1", "stranger", 1) == UNKNOWN_MEMBER_ID
         assert _commit(c, "cg-1", "", -1) == UNKNOWN_MEMBER_ID  # a commit from outside a group with members
         g = _fetch(c, "cg-1", m1, 1)
@@ -131,7 +146,8 @@ def test_join_heartbeat_commit_and_fencing(broker: MiniBroker) -> None:
         assert mine.assignment.topic_partitions[0].topic_name == TOPIC
         assert missing.error_code == GROUP_ID_NOT_FOUND
 
-        # the classic APIs: listed as a consumer group, Dead to DescribeGroups, refused to a classic join
+        # the classic APIs: listed as a consumer group, Dead to DescribeGroups; a classic JoinGroup v5 (KIP-394)
+        # first gets its member id (it would join as a classic member: the online migration of KIP-848)
         listed = c.call(ListGroupsRequest(types_filter=["consumer"]), 5)
         assert [(g.group_id, g.protocol_type, g.group_type) for g in listed.groups if g.group_id == "cg-1"] == [
             ("cg-1", "consumer", "consumer")]
@@ -143,7 +159,7 @@ def test_join_heartbeat_commit_and_fencing(broker: MiniBroker) -> None:
                                      member_id="", protocol_type="consumer", protocols=[
                                          JoinGroupRequest.JoinGroupRequestProtocol(
                                              name="range", metadata=subscription(TOPIC))]), 5)
-        assert jg.error_code == INCONSISTENT_GROUP_PROTOCOL
+        assert jg.error_code == MEMBER_ID_REQUIRED
         assert c.call(DeleteGroupsRequest(groups_names=["cg-1"]), 2).results[0].error_code == NON_EMPTY_GROUP
 
         for member in (m1, j2.member_id):
@@ -194,14 +210,85 @@ def test_txn_offset_commit_checks_the_member_epoch(broker: MiniBroker) -> None:
         assert txn_commit("t1", 1) == NONE
 
 
-def test_a_classic_group_with_members_is_not_a_consumer_group(broker: MiniBroker) -> None:
-    with Conn(broker, client_id="wire") as c:
-        j = c.call(JoinGroupRequest(group_id="classic-1", session_timeout_ms=10000, rebalance_timeout_ms=10000,
-                                    member_id="", protocol_type="consumer", protocols=[
-                                        JoinGroupRequest.JoinGroupRequestProtocol(
-                                            name="range", metadata=subscription(TOPIC))]), 3)
+def test_with_migration_disabled_the_protocols_do_not_mix() -> None:
+    """``group.consumer.migration.policy=disabled``: a ConsumerGroupHeartbeat to a classic group with members
+    answers GROUP_ID_NOT_FOUND, a classic JoinGroup to a consumer group with members INCONSISTENT_GROUP_PROTOCOL
+    (Kafka's answers when the policy forbids the move)."""
+    with MiniBroker(num_network_threads=1, num_io_threads=2, group_initial_rebalance_delay_ms=0,
+                    group_consumer_migration_policy="disabled") as b, Conn(b, client_id="wire") as c:
+        c.call(CreateTopicsRequest(timeout_ms=5000, topics=[CreateTopicsRequest.CreatableTopic(
+            name=TOPIC, num_partitions=4, replication_factor=1)]), 5)
+        j = _classic_join(c, "classic-1")
         assert j.error_code == NONE
         assert _join(c, "classic-1").error_code == GROUP_ID_NOT_FOUND
+        assert _join(c, "consumer-1").error_code == NONE
+        assert _classic_join(c, "consumer-1").error_code == INCONSISTENT_GROUP_PROTOCOL
+
+
+def _classic_join(c: Conn, group: str, member_id: str = "", owned: list[int] | None = None) -> Any:
+    """JoinGroup v3 (no KIP-394 round trip) with a ConsumerProtocolSubscription v1 listing ``owned``."""
+    sub = serialize_subscription(Subscription([TOPIC], owned_partitions=[TopicPartition(TOPIC, p)
+                                                                         for p in owned or []]), 1)
+    return c.call(JoinGroupRequest(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                                   member_id=member_id, protocol_type="consumer", protocols=[
+                                       JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=sub)]), 3)
+
+
+def _classic_sync(c: Conn, group: str, member_id: str, generation: int,
+                  assignments: dict[str, list[int]] | None = None) -> tuple[int, list[int]]:
+    r = c.call(SyncGroupRequest(group_id=group, generation_id=generation, member_id=member_id, assignments=[
+        SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=serialize_assignment(
+            Assignment([TopicPartition(TOPIC, p) for p in ps])))
+        for m, ps in (assignments or {}).items()]), 3)
+    return r.error_code, sorted(tp.partition for tp in deserialize_assignment(r.assignment).partitions)
+
+
+def _classic_heartbeat(c: Conn, group: str, member_id: str, generation: int) -> int:
+    return int(c.call(HeartbeatRequest(group_id=group, generation_id=generation, member_id=member_id), 3).error_code)
+
+
+def test_online_upgrade_then_downgrade_over_the_wire(broker: MiniBroker) -> None:
+    """KIP-848 "Upgrade/Downgrade" (Kafka docs, Consumer Rebalance Protocol): a consumer-protocol member joining
+    a non-empty classic group converts it; the classic member stays and is told by its Heartbeat
+    (REBALANCE_IN_PROGRESS) to rejoin and give up partitions, its SyncGroup then carries the server's assignment;
+    when the consumer-protocol member leaves, the group is classic again and rebalances."""
+    with Conn(broker, client_id="wire") as c:
+        j = _classic_join(c, "mig-1")
+        assert j.error_code == NONE and j.leader == j.member_id
+        classic_id, gen = j.member_id, j.generation_id
+        assert _classic_sync(c, "mig-1", classic_id, gen, {classic_id: [0, 1, 2, 3]}) == (NONE, [0, 1, 2, 3])
+
+        new = _join(c, "mig-1", member_id="new-" + uuid.uuid4().hex)
+        assert new.error_code == NONE and new.member_epoch == gen + 1
+        assert new.assignment is None or not new.assignment.topic_partitions  # all still owned by the classic one
+        d = c.call(ConsumerGroupDescribeRequest(group_ids=["mig-1"]), 0).groups[0]
+        assert d.error_code == NONE and sorted(m.member_id for m in d.members) == sorted([classic_id, new.member_id])
+
+        assert _classic_heartbeat(c, "mig-1", classic_id, gen) == REBALANCE_IN_PROGRESS
+        rejoined = _classic_join(c, "mig-1", classic_id, owned=[0, 1, 2, 3])  # cooperative: lists what it owns
+        assert rejoined.error_code == NONE and rejoined.leader == "" and rejoined.generation_id == gen
+        error, kept = _classic_sync(c, "mig-1", classic_id, rejoined.generation_id)
+        assert error == NONE and len(kept) == 2
+        assert _classic_heartbeat(c, "mig-1", classic_id, gen) == REBALANCE_IN_PROGRESS  # revoke, then rejoin
+        rejoined = _classic_join(c, "mig-1", classic_id, owned=kept)
+        assert rejoined.generation_id == gen + 1
+        assert _classic_sync(c, "mig-1", classic_id, rejoined.generation_id) == (NONE, kept)
+        assert _classic_heartbeat(c, "mig-1", classic_id, rejoined.generation_id) == NONE
+        hb = _heartbeat(c, "mig-1", new.member_id, new.member_epoch, [])
+        got = sorted(hb.assignment.topic_partitions[0].partitions)
+        assert sorted(got + kept) == [0, 1, 2, 3]
+        assert _commit(c, "mig-1", classic_id, rejoined.generation_id) == NONE  # the member epoch is its generation
+        assert _commit(c, "mig-1", classic_id, rejoined.generation_id, version=8) == NONE  # classic: any version
+        assert _commit(c, "mig-1", classic_id, gen, version=8) == ILLEGAL_GENERATION
+
+        assert _heartbeat(c, "mig-1", new.member_id, -1).error_code == NONE  # the last consumer member leaves
+        listed = c.call(ListGroupsRequest(types_filter=["classic"]), 5)
+        assert "mig-1" in [g.group_id for g in listed.groups]
+        assert _classic_heartbeat(c, "mig-1", classic_id, rejoined.generation_id + 1) == REBALANCE_IN_PROGRESS
+        again = _classic_join(c, "mig-1", classic_id, owned=kept)
+        assert again.error_code == NONE and again.leader == classic_id
+        assert _classic_sync(c, "mig-1", classic_id, again.generation_id, {classic_id: [0, 1, 2, 3]}) == (
+            NONE, [0, 1, 2, 3])
 
 
 def test_a_restarted_broker_keeps_its_consumer_groups(tmp_path: Any) -> None:
@@ -237,3 +324,48 @@ def test_the_consumer_group_apis_are_authorized() -> None:
             assert _join(c, "cg-denied").error_code == GROUP_AUTHORIZATION_FAILED
             d = c.call(ConsumerGroupDescribeRequest(group_ids=["cg-denied"]), 0)
             assert d.groups[0].error_code == GROUP_AUTHORIZATION_FAILED
+
+
+def test_list_groups_filters_by_type_and_state_for_both_types(broker: MiniBroker) -> None:
+    """ListGroups v5: the state filter (v4+) applies to classic and consumer groups alike, with the type filter
+    (case-insensitive, as Kafka's)."""
+    with Conn(broker, client_id="wire") as c:
+        assert _classic_join(c, "lg-classic").error_code == NONE  # CompletingRebalance until its SyncGroup
+        joined = _join(c, "lg-consumer", member_id="lg-m")
+        assert joined.error_code == NONE
+
+        def listed(states: list[str], types: list[str]) -> set[str]:
+            r = c.call(ListGroupsRequest(states_filter=states, types_filter=types), 5)
+            return {g.group_id for g in r.groups if g.group_id.startswith("lg-")}
+
+        consumer_state = c.call(ConsumerGroupDescribeRequest(group_ids=["lg-consumer"]), 0).groups[0].group_state
+        assert listed([consumer_state], []) == {"lg-consumer"}
+        assert listed([consumer_state.upper()], ["CONSUMER"]) == {"lg-consumer"}
+        assert listed(["CompletingRebalance"], []) == {"lg-classic"}
+        assert listed(["CompletingRebalance"], ["consumer"]) == set()
+        assert listed([], ["Classic"]) == {"lg-classic"}
+        assert listed(["Dead"], []) == set()
+        assert _heartbeat(c, "lg-consumer", "lg-m", -1).error_code == NONE
+        assert listed(["Empty"], ["consumer"]) == {"lg-consumer"}
+
+
+def test_an_upgraded_group_survives_a_restart(tmp_path: Any) -> None:
+    """The upgrade is written as records: after a restart the classic member of the consumer group heartbeats
+    on with its member id and generation, and the consumer member with its epoch."""
+    def start() -> MiniBroker:
+        return MiniBroker(data_dir=str(tmp_path), num_network_threads=1, num_io_threads=2,
+                          group_initial_rebalance_delay_ms=0)
+
+    with start() as b, Conn(b, client_id="wire") as c:
+        c.call(CreateTopicsRequest(timeout_ms=5000, topics=[CreateTopicsRequest.CreatableTopic(
+            name=TOPIC, num_partitions=4, replication_factor=1)]), 5)
+        j = _classic_join(c, "mig-r")
+        classic_id, gen = j.member_id, j.generation_id
+        assert _classic_sync(c, "mig-r", classic_id, gen, {classic_id: [0, 1, 2, 3]})[0] == NONE
+        new = _join(c, "mig-r", member_id="new-r")
+        assert new.error_code == NONE
+    with start() as b, Conn(b, client_id="wire") as c:
+        assert _classic_heartbeat(c, "mig-r", classic_id, gen) == REBALANCE_IN_PROGRESS  # known, must revoke
+        assert _heartbeat(c, "mig-r", "new-r", new.member_epoch, []).error_code == NONE
+        d = c.call(ConsumerGroupDescribeRequest(group_ids=["mig-r"]), 0).groups[0]
+        assert sorted(m.member_id for m in d.members) == sorted([classic_id, "new-r"])
