@@ -157,3 +157,16 @@ def test_confluent_kafka_with_librdkafkas_unsecured_jws(broker: MiniBroker, pki:
         admin.list_topics(timeout=3)
     admin.poll(1)
     assert any(e.code() == ck.KafkaError._AUTHENTICATION for e in errors)  # type: ignore[attr-defined]
+
+
+def test_our_producer_gets_a_fresh_token_after_the_session_ends(broker: MiniBroker, pki: Pki) -> None:
+    """A 2 s token: the broker's session ends at its exp (no connections.max.reauth.ms here), the producer
+    reconnects with a new token (new iat/exp) and delivers; an old token would be refused as expired."""
+    topic = _topic()
+    with AdminClient(ours(broker, pki, "SASL_PLAINTEXT", "root")) as admin:
+        admin.create_topics([NewTopic(topic, 1, 1)], timeout=30)
+    config = {**ours(broker, pki, "SASL_PLAINTEXT", "root", unsecuredLoginLifetimeSeconds="2"), "linger.ms": 0}
+    with KafkaProducer(config) as producer:
+        producer.send(topic, b"before").result(timeout=30)
+        time.sleep(2.5)  # past the token's exp (the configured bound)
+        assert producer.send(topic, b"after").result(timeout=30).offset == 1
