@@ -3,6 +3,11 @@
     mini-broker [--config server.properties] [--listeners PLAINTEXT://127.0.0.1:9092] [--data-dir DIR]
                 [--metrics-port PORT] [--override key=value ...] [--log-level INFO]
     mini-broker --cluster N [--data-dir DIR] [--listeners PLAINTEXT://127.0.0.1:9092] [--override ...]
+    mini-broker --generate-test-certificate DIR
+
+``--generate-test-certificate DIR`` writes a throwaway CA (``DIR/ca.pem``) and a broker key and certificate for
+localhost/127.0.0.1 (``DIR/broker.pem``, for ``ssl.keystore.location``), prints the two paths and exits; see
+:mod:`mini_broker.security.dev_certificates`.
 
 ``--cluster N`` runs a controller in this process and N brokers, each its own process with its own port
 (the listener's port, then the next ones) and ``DIR/broker-<id>``; see :mod:`mini_broker.cluster.mini_cluster`.
@@ -38,6 +43,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--cluster", type=int, metavar="N", help="run a controller and N brokers (one process each)")
     p.add_argument("--exit-on-stdin-eof", action="store_true",
                    help="shut down cleanly when stdin closes (a parent process owning this broker died)")
+    p.add_argument("--generate-test-certificate", metavar="DIR",
+                   help="write a test CA (DIR/ca.pem) and a broker certificate for localhost (DIR/broker.pem), then exit")
     return p.parse_args(argv)
 
 
@@ -45,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.INFO),
                         format="%(asctime)s level=%(levelname)s logger=%(name)s %(message)s")
+    if args.generate_test_certificate:
+        return _generate_test_certificate(args.generate_test_certificate)
     props: dict[str, object] = {}
     try:
         if args.config:
@@ -89,6 +98,19 @@ def main(argv: list[str] | None = None) -> int:
     while not stop.wait(0.5):
         pass
     broker.shutdown()
+    return 0
+
+
+def _generate_test_certificate(directory: str) -> int:
+    from mini_broker.security.dev_certificates import generate_test_certificates
+
+    try:
+        written = generate_test_certificates(directory)
+    except (RuntimeError, OSError) as e:
+        print(f"mini_broker: {e}", file=sys.stderr)
+        return 1
+    print(f"mini_broker test CA certificate (clients trust it): {written.ca}", flush=True)
+    print(f"mini_broker test keystore (ssl.keystore.location): {written.keystore}", flush=True)
     return 0
 
 

@@ -45,11 +45,16 @@ class ClusterMode:
         return ControllerProducerIdManager(data_dir, self.replication.allocate_producer_ids)
 
     def before_coordinators(self, context: BrokerContext) -> None:
-        # the marker writer needs the gate, wired with the coordinators; the ACLs are the controller's
+        # the marker writer needs the gate, wired with the coordinators; the ACLs are the controller's,
         authorizer = context.authorizer
         if authorizer is not None:
             authorizer.replicate_with(self.replication.replicate_acls)
             self.replication.acl_listener = authorizer.apply_replicated
+        # as are the SCRAM credentials
+        credentials = context.scram_credentials
+        if credentials is not None:
+            credentials.replicate_with(self.replication.replicate_scram_credentials)
+            self.replication.scram_listener = credentials.apply_replicated
 
     def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,
                           txn: TransactionCoordinator) -> None:

@@ -143,6 +143,9 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
     if op == "alter_acls":
         s.alter_acls([dict(a) for a in req.get("create", [])], [dict(a) for a in req.get("delete", [])])
         return _when_propagated(s, req, op)
+    if op == "alter_scram_credentials":
+        s.alter_scram_credentials([dict(c) for c in req.get("upsert", [])], [dict(c) for c in req.get("delete", [])])
+        return _when_propagated(s, req, op)
     if op in _TOPIC_OPS:
         if op == "create_topic":
             s.create_topic(str(req["name"]), int(req["num_partitions"]), int(req["replication_factor"]),

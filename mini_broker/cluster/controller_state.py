@@ -107,6 +107,9 @@ class ControllerState:
         self.next_producer_id = 0
         #: the ACL bindings (as mini_broker.security.authorizer.binding_to_json writes them), in creation order
         self.acls: list[dict[str, str]] = []
+        #: the SCRAM credentials (as mini_broker.security.scram_credentials.credential_to_json writes them: salted
+        #: keys only), sorted by user and mechanism (Kafka: UserScramCredentialsRecord)
+        self.scram_credentials: list[dict[str, Any]] = []
         if image is not None:
             self._load(image)
 
@@ -117,6 +120,7 @@ class ControllerState:
         self.next_broker_epoch = int(image.get("next_broker_epoch", 1))
         self.next_producer_id = int(image.get("next_producer_id", 0))
         self.acls = [dict(a) for a in image.get("acls", [])]
+        self.scram_credentials = [dict(c) for c in image.get("scram_credentials", [])]
         now = self.time.milliseconds()
         for b in image.get("brokers", []):
             # after a controller restart every broker must heartbeat again before its session is trusted
@@ -138,6 +142,7 @@ class ControllerState:
                 "brokers": [asdict(b) for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)],
                 "topics": [asdict(t) for t in sorted(self.topics.values(), key=lambda t: t.name)],
                 "acls": list(self.acls),
+                "scram_credentials": list(self.scram_credentials),
             }
 
     def _changed(self) -> None:
@@ -157,6 +162,22 @@ class ControllerState:
                     acls.append(dict(c))
             if acls != self.acls:
                 self.acls = acls
+                self._changed()
+
+    # --- SCRAM credentials (Kafka: ScramControlManager) -------------------------------------------
+
+    def alter_scram_credentials(self, upserted: list[dict[str, Any]], deleted: list[dict[str, str]]) -> None:
+        """Delete the ``deleted`` (user, mechanism) credentials, then put the ``upserted`` ones in place of any with
+        the same user and mechanism (brokers validate them)."""
+        def key(c: dict[str, Any]) -> tuple[str, str]:
+            return str(c["user"]), str(c["mechanism"])
+
+        with self._lock:
+            gone = {key(d) for d in deleted} | {key(u) for u in upserted}
+            credentials = [c for c in self.scram_credentials if key(c) not in gone] + [dict(u) for u in upserted]
+            credentials.sort(key=key)
+            if credentials != self.scram_credentials:
+                self.scram_credentials = credentials
                 self._changed()
 
     # --- brokers ------------------------------------------------------------------------------------

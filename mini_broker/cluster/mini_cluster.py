@@ -81,8 +81,10 @@ class BrokerStartError(RuntimeError):
 class BrokerProcess:
     """One broker of the cluster in its own ``python -m mini_broker`` process."""
 
-    def __init__(self, broker_id: int, data_dir: str, port: int, props: Mapping[str, str], log_level: str) -> None:
+    def __init__(self, broker_id: int, data_dir: str, port: int, props: Mapping[str, str], log_level: str,
+                 extra_listeners: str = "") -> None:
         self.broker_id = broker_id
+        self.extra_listeners = extra_listeners
         self.data_dir = os.path.abspath(data_dir)  # the process's working directory is not the caller's
         self.port = port
         self.props = dict(props)
@@ -97,7 +99,8 @@ class BrokerProcess:
     def spawn(self) -> None:
         """Start the process (returns at once; :meth:`wait_listening` waits for its listener)."""
         args = [sys.executable, "-m", "mini_broker", "--data-dir", self.data_dir, "--listeners",
-                f"PLAINTEXT://127.0.0.1:{self.port}", "--log-level", self.log_level]
+                f"PLAINTEXT://127.0.0.1:{self.port}" + (f",{self.extra_listeners}" if self.extra_listeners else ""),
+                "--log-level", self.log_level]
         for k, v in self.props.items():
             args += ["--override", f"{k}={v}"]
         # --exit-on-stdin-eof: the broker stops when this process dies (its end of the pipe closes), so a killed
@@ -129,6 +132,12 @@ class BrokerProcess:
             self.output.append(line)
             if len(self.output) > 5000:
                 del self.output[:1000]
+
+    def listener_bootstrap(self, listener_name: str) -> str | None:
+        """``host:port`` of a named listener as this process last printed it (None before it did)."""
+        pattern = re.compile(rf"mini_broker listening on {re.escape(listener_name.upper())}://([\d.]+):(\d+)")
+        found = [m for m in map(pattern.search, list(self.output)) if m]
+        return f"{found[-1].group(1)}:{found[-1].group(2)}" if found else None
 
     @property
     def pid(self) -> int:
@@ -179,7 +188,7 @@ class MiniCluster:
 
     def __init__(self, num_brokers: int = 3, *, data_dir: str | None = None,
                  overrides: Mapping[str, object] | None = None, log_level: str = "WARNING",
-                 ports: list[int] | None = None) -> None:
+                 ports: list[int] | None = None, extra_listeners: str = "") -> None:
         if num_brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.num_brokers = num_brokers
@@ -193,6 +202,8 @@ class MiniCluster:
         self.log_level = log_level
         self.cluster_id = "mini-cluster-" + os.path.basename(os.path.normpath(self.data_dir))[-12:].replace("_", "-")
         self._ports = ports
+        #: listeners each broker has besides its PLAINTEXT one (e.g. ``SASL_PLAINTEXT://127.0.0.1:0``)
+        self.extra_listeners = extra_listeners
         self.controller: Controller | None = None
         self.brokers: dict[int, BrokerProcess] = {}
 
@@ -210,7 +221,8 @@ class MiniCluster:
                 props = dict(self.props)
                 props.update({"node.id": str(i), "controller.quorum.bootstrap.servers": self.controller.address,
                               "cluster.id": self.controller.state.cluster_id})
-                b = BrokerProcess(i, os.path.join(self.data_dir, f"broker-{i}"), port, props, self.log_level)
+                b = BrokerProcess(i, os.path.join(self.data_dir, f"broker-{i}"), port, props, self.log_level,
+                                  self.extra_listeners)
                 self.brokers[i] = b
                 b.spawn()  # all at once: the interpreters start in parallel
             for b in self.brokers.values():

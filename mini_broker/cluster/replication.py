@@ -100,6 +100,7 @@ class ClusterReplication:
         self._stop = threading.Event()
         #: gets the ACLs of every applied image (the authorizer's; None: no authorizer)
         self.acl_listener: Callable[[list[dict[str, str]]], None] | None = None
+        self.scram_listener: Callable[[list[dict[str, Any]]], None] | None = None
         self._thread: threading.Thread | None = None
         self.fetchers: ReplicaFetcherManager | None = None
         self._txn_verification: TxnVerificationManager | None = None
@@ -215,6 +216,8 @@ class ClusterReplication:
             self.cache.apply_cluster_image(image)
             if self.acl_listener is not None:
                 self.acl_listener(image.get("acls", []))
+            if self.scram_listener is not None:
+                self.scram_listener(image.get("scram_credentials", []))
             hosted: set[TopicPartition] = set()
             checkpoint: dict[tuple[str, int], int] | None = None
             now = self.time.milliseconds()
@@ -571,6 +574,10 @@ class ClusterReplication:
     def replicate_acls(self, created: list[dict[str, str]], deleted: list[dict[str, str]]) -> None:
         """An ACL change, made by the controller (in its image, which every broker applies)."""
         self._controller({"op": "alter_acls", "create": created, "delete": deleted})
+
+    def replicate_scram_credentials(self, upserted: list[dict[str, Any]], deleted: list[dict[str, str]]) -> None:
+        """A SCRAM credential change, made by the controller (in its image, which every broker applies)."""
+        self._controller({"op": "alter_scram_credentials", "upsert": upserted, "delete": deleted})
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
                      replication_factor: int = -1) -> TopicMetadata:

@@ -9,7 +9,9 @@ trusted certificates from ``ssl.truststore.location`` or the inline ``ssl.trusts
 
 SASL mechanisms (``sasl.enabled.mechanisms``): PLAIN with the users of
 ``listener.name.<listener>.plain.sasl.jaas.config`` (``user_<name>="<password>"``), SCRAM-SHA-256 and
-SCRAM-SHA-512 against the broker's :class:`~mini_broker.security.scram_credentials.ScramCredentialStore`.
+SCRAM-SHA-512 against the broker's :class:`~mini_broker.security.scram_credentials.ScramCredentialStore`,
+OAUTHBEARER with Kafka's unsecured JWT validator (:mod:`mini_broker.security.oauthbearer`; its options from
+``listener.name.<listener>.oauthbearer.sasl.jaas.config``).
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mini_broker.config import KafkaConfig
-from mini_broker.security.jaas import plain_users
+from mini_broker.security.jaas import parse_jaas_config, plain_users
+from mini_broker.security.oauthbearer import OAuthBearerServer, UnsecuredValidatorOptions
 from mini_broker.security.sasl_authenticator import ApiVersionsHandler, DelayedAuthFailures, SaslServerSession
 from mini_broker.security.scram_credentials import ScramCredentialStore
 from pykafka_client.errors import ConfigurationError, UnsupportedVersionError
 from pykafka_client.network.transport.channel_builder import AuthenticatorFactory, DefaultChannelBuilder, Mode
 from pykafka_client.network.transport.sasl.mechanism import SaslServerMechanism, SaslServerMechanismFactory
+from pykafka_client.network.transport.sasl.oauthbearer import OAUTHBEARER
 from pykafka_client.network.transport.sasl.plain import PLAIN, PlainServer, mapping_verifier
 from pykafka_client.network.transport.sasl.scram import ScramMechanism, ScramServer
 from pykafka_client.network.transport.ssl_factory import create_ssl_context
@@ -136,10 +140,13 @@ def sasl_mechanisms(config: KafkaConfig, listener: str, security: BrokerSecurity
             verify = mapping_verifier(plain_users(jaas, key))
             out[name] = _plain_factory(verify)
             continue
+        if name == OAUTHBEARER:
+            out[name] = _oauthbearer_factory(config, listener, security)
+            continue
         scram = ScramMechanism.for_mechanism_name(name)
         if scram is None:
             raise ConfigurationError(f"sasl.enabled.mechanisms (listener {listener}): {name} is not supported; use "
-                                     "PLAIN, SCRAM-SHA-256 and/or SCRAM-SHA-512")
+                                     "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and/or OAUTHBEARER")
         out[name] = _scram_factory(scram, security.scram_credentials)
     if not out:
         raise ConfigurationError(f"listener {listener} uses SASL but sasl.enabled.mechanisms is empty")
@@ -149,6 +156,19 @@ def sasl_mechanisms(config: KafkaConfig, listener: str, security: BrokerSecurity
 def _plain_factory(verify: Callable[[str, str], bool]) -> SaslServerMechanismFactory:
     def make() -> SaslServerMechanism:
         return PlainServer(verify)
+    return make
+
+
+def _oauthbearer_factory(config: KafkaConfig, listener: str, security: BrokerSecurity) -> SaslServerMechanismFactory:
+    """OAUTHBEARER with Kafka's unsecured validator, its options from the listener's oauthbearer JAAS config
+    (defaults without one)."""
+    key = f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config"
+    jaas = _text(config, listener, "oauthbearer.sasl.jaas.config") or _text(config, listener, "sasl.jaas.config")
+    options = UnsecuredValidatorOptions.from_jaas_options(parse_jaas_config(jaas, key)[0].options if jaas else {}, key)
+    clock = security.time
+
+    def make() -> SaslServerMechanism:
+        return OAuthBearerServer(options, clock.milliseconds)
     return make
 
 

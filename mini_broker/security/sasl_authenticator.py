@@ -6,7 +6,8 @@ selector, and never blocks:
   librdkafka send one first and keep its answer for the connection);
 * ``SaslHandshake`` v1 picks an enabled mechanism (else UNSUPPORTED_SASL_MECHANISM and close), then each
   ``SaslAuthenticate`` (v0-v2) carries one mechanism token;
-* success: the session lifetime (``connections.max.reauth.ms``, 0 = none) goes in the last response (v1+);
+* success: the session lifetime (``connections.max.reauth.ms``, 0 = none, bounded by the credential's expiry
+  when it has one, as an OAUTHBEARER token's ``exp``) goes in the last response (v1+);
   the Processor closes a connection whose session has expired when its next request is not a re-authentication;
 * re-authentication (KIP-368): a ``SaslHandshake`` on an authenticated connection starts a new exchange
   (:meth:`SaslServerSession.begin_reauthentication`); it must use the same mechanism and prove the same
@@ -22,6 +23,7 @@ import heapq
 import itertools
 import logging
 from collections.abc import Callable, Mapping
+from typing import Protocol, runtime_checkable
 
 from pykafka_client.errors import (
     IllegalSaslStateError,
@@ -239,14 +241,38 @@ class SaslServerSession:
         if not mechanism.is_complete():
             self._queue(wire.authenticate_response(header, 0, None, challenge))
             return
-        lifetime = self._max_reauth_ms
+        lifetime = self._session_lifetime_ms(mechanism)
         response = wire.SaslAuthenticateResponse(error_code=0, error_message=None, auth_bytes=challenge,
                                                  session_lifetime_ms=lifetime if header.request_api_version >= 1 else 0)
         self._queue(encode_response(response, ApiKey.SASL_AUTHENTICATE, header.request_api_version, header.correlation_id))
         self._principal = mechanism.authorization_id()
         self._mechanism_name = name
-        self._expiry_ns = self._time.nanoseconds() + lifetime * 1_000_000 if lifetime > 0 else None
+        expires = lifetime > 0 or credential_expiration_ms(mechanism) is not None
+        self._expiry_ns = self._time.nanoseconds() + lifetime * 1_000_000 if expires else None
         self._complete = True
+
+    def _session_lifetime_ms(self, mechanism: SaslServerMechanism) -> int:
+        """``connections.max.reauth.ms``, bounded by the credential's expiry when the mechanism has one (an
+        OAUTHBEARER token's ``exp``): as Kafka, the smaller of the two, 0 at the least."""
+        expiration_ms = credential_expiration_ms(mechanism)
+        if expiration_ms is None:
+            return self._max_reauth_ms
+        remaining = max(0, expiration_ms - self._time.milliseconds())
+        return min(remaining, self._max_reauth_ms) if self._max_reauth_ms > 0 else remaining
+
+
+@runtime_checkable
+class ExpiringCredentialMechanism(Protocol):
+    """A server mechanism whose proven credential expires (OAUTHBEARER: the token's ``exp``)."""
+
+    def credential_expiration_ms(self) -> int | None: ...
+
+
+def credential_expiration_ms(mechanism: SaslServerMechanism) -> int | None:
+    """When the credential ``mechanism`` proved expires (epoch ms), or None (PLAIN, SCRAM: it does not)."""
+    if isinstance(mechanism, ExpiringCredentialMechanism):
+        return mechanism.credential_expiration_ms()
+    return None
 
 
 class DelayedAuthFailures:

@@ -11,6 +11,9 @@ interpreter although ``python3`` on PATH is another one.
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -19,8 +22,8 @@ import pytest
 from mini_broker.broker import MiniBroker
 from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from pykafka_client.admin import NewTopic
-from tests.packaging.installs import run
-from tests.readme.blocks import python_blocks, with_bootstrap
+from tests.packaging.installs import run, user_env
+from tests.readme.blocks import code_blocks, python_blocks, with_bootstrap
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1200)]
 
@@ -103,3 +106,50 @@ def test_spark_snippets_run(venv: str, request: pytest.FixtureRequest, tmp_path:
         events = _read_all(bootstrap, "events")
         assert sorted(json.loads(v)["id"] for v in events) == list(range(100))
         assert _read_all(bootstrap, "words-upper") == [w.upper() for w in words]
+
+
+SECURED = "Run a secured broker"
+
+
+def _shell_commands(section: str) -> list[str]:
+    """The commands of the section's sh block (continuation lines joined, comments dropped)."""
+    sh, = [b.code for b in code_blocks() if b.section == section and b.lang == "sh"]
+    joined = sh.replace("\\\n", " ")
+    return [line.split("   #", 1)[0].strip() for line in joined.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("venv", VENVS)
+def test_secured_broker_snippets_run(venv: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    """The secured-broker section as a user runs it: its sh commands (the venv's ``mini-broker`` generating the
+    test certificate, then a SASL_SSL broker on port 0 instead of 9092), confluent-kafka installed in the venv,
+    then its python block from the directory holding ``certs/``: our client over PLAIN creates a topic and a
+    SCRAM user and writes, confluent-kafka reads the record back as that user over SCRAM-SHA-256."""
+    python: Path = request.getfixturevalue(venv)
+    generate, start = _shell_commands(SECURED)
+    assert generate.startswith(".venv/bin/mini-broker --generate-test-certificate ")
+    assert start.startswith(".venv/bin/mini-broker --listeners SASL_SSL://127.0.0.1:9092 ")
+    mini_broker = str(python.parent / "mini-broker")
+    env = user_env()
+    subprocess.run(["bash", "-c", generate.replace(".venv/bin/mini-broker", mini_broker, 1)], cwd=tmp_path, env=env,
+                   check=True, timeout=120)
+    assert (tmp_path / "certs" / "ca.pem").exists() and (tmp_path / "certs" / "broker.pem").exists()
+    run(python, "-m", "pip", "install", "--quiet", "confluent-kafka>=2.5", cwd=tmp_path, timeout=600)
+    command = start.replace(".venv/bin/mini-broker", mini_broker, 1).replace(":9092", ":0", 1)
+    log = tmp_path / "secured-broker.log"
+    with log.open("w") as out_file:
+        broker = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=tmp_path, env=env,
+                                  stdout=out_file, stderr=subprocess.STDOUT)
+    try:
+        port = None
+        deadline = time.monotonic() + 60
+        while port is None and broker.poll() is None and time.monotonic() < deadline:
+            found = re.search(r"listening on SASL_SSL://127\.0\.0\.1:(\d+)", log.read_text())
+            port = int(found.group(1)) if found else None
+            time.sleep(0.2)
+        assert port, f"the secured broker did not start:\n{log.read_text()[-4000:]}"
+        code, = python_blocks(SECURED)
+        out = _run_snippet(python, with_bootstrap(code, f"localhost:{port}"), tmp_path, "secured_broker")
+        assert "bob read: sent over TLS by alice" in out, out
+    finally:
+        broker.terminate()
+        broker.wait(timeout=30)

@@ -17,7 +17,7 @@ from tests.readme.blocks import README, Block, code_blocks, readme_text
 ROOT = README.parent
 
 #: the sections whose python blocks tests/packaging/test_readme_snippets.py runs
-SNIPPET_SECTIONS = {"Quickstart", "Async", "Spark", "Exactly-once copy"}
+SNIPPET_SECTIONS = {"Quickstart", "Async", "Spark", "Exactly-once copy", "Run a secured broker"}
 
 
 def _section(title: str) -> str:

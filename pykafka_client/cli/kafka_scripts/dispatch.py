@@ -15,6 +15,7 @@ SCRIPTS = {
     "kafka-consumer-groups.sh": "consumer_groups",
     "kafka-transactions.sh": "transactions",
     "kafka-producer-perf-test.sh": "producer_perf",
+    "kafka-acls.sh": "acls",
 }
 
 
@@ -28,6 +29,7 @@ TOOL_CLASSES = {
     "ConsumerGroupCommand": "kafka-consumer-groups.sh",
     "TransactionsCommand": "kafka-transactions.sh",
     "ProducerPerformance": "kafka-producer-perf-test.sh",
+    "AclCommand": "kafka-acls.sh",
 }
 
 

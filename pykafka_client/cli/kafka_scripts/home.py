@@ -30,8 +30,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         subparsers, "kafka-path", "print the directory whose bin/ holds Kafka's scripts (kafka-topics.sh, ...)", [],
         description="Print the directory whose bin/ holds Kafka's scripts on this client: kafka-topics.sh,\n"
                     "kafka-configs.sh, kafka-console-producer.sh, kafka-console-consumer.sh,\n"
-                    "kafka-consumer-groups.sh, kafka-transactions.sh and kafka-producer-perf-test.sh, with Kafka's\n"
-                    "flags and output.",
+                    "kafka-consumer-groups.sh, kafka-transactions.sh, kafka-producer-perf-test.sh and kafka-acls.sh,\n"
+                    "with Kafka's flags and output.",
         epilog='example:\n  KAFKA_PATH=$(pykafka kafka-path)\n  "$KAFKA_PATH/bin/kafka-topics.sh" --bootstrap-server '
                "localhost:9092 --list",
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +88,22 @@ def client_config(broker: MiniBroker, pki: Pki, protocol: str, mechanism: str | 
     if mechanism is not None:
         config.update({"sasl.mechanism": mechanism, "sasl.username": USER, "sasl.password": password})
     return config
+
+
+def confluent_round_trip(conf: dict[str, Any], topic: str, value: bytes) -> None:
+    """confluent-kafka with ``conf`` produces ``value`` to partition 0 of ``topic`` and reads it back."""
+    ck = pytest.importorskip("confluent_kafka")
+    producer = ck.Producer(conf)
+    producer.produce(topic, value)
+    assert producer.flush(30) == 0
+    consumer = ck.Consumer({**conf, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
+    try:
+        consumer.assign([ck.TopicPartition(topic, 0, 0)])
+        message = None
+        for _ in range(60):
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                break
+        assert message is not None and message.error() is None and message.value() == value
+    finally:
+        consumer.close()

@@ -14,7 +14,7 @@ import pytest
 from mini_broker.broker import MiniBroker
 from tests.integration.transport.certs import KEY_PASSWORD, Pki
 
-from .conftest import PASSWORD, USER
+from .conftest import PASSWORD, USER, confluent_round_trip
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -54,24 +54,10 @@ def _confluent_config(broker: MiniBroker, pki: Pki, protocol: str, mechanism: st
 
 @pytest.mark.parametrize(("protocol", "mechanism"), CASES)
 def test_confluent_kafka(secure_broker: MiniBroker, pki: Pki, protocol: str, mechanism: str | None) -> None:
-    ck = pytest.importorskip("confluent_kafka")
+    pytest.importorskip("confluent_kafka")
     topic = _topic("ck", protocol, mechanism)
     _create(secure_broker, topic)
-    conf = _confluent_config(secure_broker, pki, protocol, mechanism)
-    producer = ck.Producer(conf)
-    producer.produce(topic, VALUE)
-    assert producer.flush(30) == 0
-    consumer = ck.Consumer({**conf, "group.id": f"g-{topic}", "auto.offset.reset": "earliest"})
-    try:
-        consumer.assign([ck.TopicPartition(topic, 0, 0)])
-        message = None
-        for _ in range(60):
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                break
-        assert message is not None and message.error() is None and message.value() == VALUE
-    finally:
-        consumer.close()
+    confluent_round_trip(_confluent_config(secure_broker, pki, protocol, mechanism), topic, VALUE)
 
 
 def test_confluent_kafka_wrong_password(secure_broker: MiniBroker, pki: Pki) -> None:

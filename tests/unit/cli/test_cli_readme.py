@@ -49,7 +49,8 @@ def test_readme_example_parses(command: str, example: str) -> None:
     words = shlex.split(example.split("| ", 1)[-1])
     assert words[0] == "pykafka"
     args = build_parser().parse_args(words[1:])
-    assert " ".join(filter(None, (args.command, getattr(args, "action", None)))) == command
+    words_of_command = (args.command, getattr(args, "kind", None), getattr(args, "action", None))
+    assert " ".join(filter(None, words_of_command)) == command
 
 
 @pytest.mark.parametrize("command", ["produce", "consume"])

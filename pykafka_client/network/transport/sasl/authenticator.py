@@ -12,13 +12,15 @@ message. The server writes its error response before failing, so the client sees
 Messages are the generated protocol classes (:mod:`pykafka_client.network.transport.sasl.wire`). The server side
 also answers the ApiVersions request Java clients send before the handshake (``api_versions_handler``,
 default: the SASL APIs only) and accepts SaslAuthenticate v0-v2. Not done: re-authentication
-(KIP-368), GSSAPI and OAUTHBEARER, SaslHandshake v0 (unframed tokens).
+(KIP-368), GSSAPI, OAUTHBEARER with a token from an OAuth server (the unsecured test token is
+done: :mod:`~pykafka_client.network.transport.sasl.oauthbearer`), SaslHandshake v0 (unframed tokens).
 """
 
 from __future__ import annotations
 
 import enum
 import re
+import time
 from typing import Callable, Mapping
 
 from pykafka_client.errors import (
@@ -38,6 +40,7 @@ from pykafka_client.network.transport.sasl.mechanism import (
     SaslServerMechanism,
     SaslServerMechanismFactory,
 )
+from pykafka_client.network.transport.sasl.oauthbearer import OAUTHBEARER, OAuthBearerClient, unsecured_login_token
 from pykafka_client.network.transport.sasl.plain import PLAIN, PlainClient
 from pykafka_client.network.transport.sasl.scram import ScramClient, ScramMechanism
 from pykafka_client.network.transport.transport_layer import TransportLayer
@@ -296,9 +299,14 @@ class SaslServerAuthenticator:
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 
+def jaas_options(jaas: str) -> dict[str, str]:
+    """The ``key="value"`` options of a ``sasl.jaas.config`` login module line."""
+    return {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _JAAS_OPTION.findall(jaas)}
+
+
 def parse_jaas_credentials(jaas: str) -> tuple[str | None, str | None]:
     """``username`` and ``password`` options of a ``sasl.jaas.config`` login module line."""
-    options = {k: v.replace('\\"', '"').replace("\\\\", "\\") for k, v in _JAAS_OPTION.findall(jaas)}
+    options = jaas_options(jaas)
     return options.get("username"), options.get("password")
 
 
@@ -306,6 +314,8 @@ def client_mechanism_from_config(config: Mapping[str, object]) -> Callable[[], S
     """A factory of client mechanisms for ``sasl.mechanism`` with the credentials of ``config``
     (``sasl.jaas.config``, or ``sasl.username`` / ``sasl.password``)."""
     name = str(config.get("sasl.mechanism", "GSSAPI")).upper()
+    if name == OAUTHBEARER:
+        return _oauthbearer_from_config(config)
     username = config.get("sasl.username")
     password = config.get("sasl.password")
     jaas = config.get("sasl.jaas.config")
@@ -316,7 +326,7 @@ def client_mechanism_from_config(config: Mapping[str, object]) -> Callable[[], S
     scram = ScramMechanism.for_mechanism_name(name)
     if name != PLAIN and scram is None:
         raise ConfigurationError(
-            f"sasl.mechanism={name} is not supported: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+            f"sasl.mechanism={name} is not supported: use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
         )
     if username is None or password is None:
         raise ConfigurationError(f"sasl.mechanism={name} needs sasl.jaas.config (or sasl.username and sasl.password)")
@@ -325,6 +335,23 @@ def client_mechanism_from_config(config: Mapping[str, object]) -> Callable[[], S
         mech = scram
         return lambda: ScramClient(mech, user, pw)
     return lambda: PlainClient(user, pw)
+
+
+def _oauthbearer_from_config(config: Mapping[str, object]) -> Callable[[], SaslClientMechanism]:
+    """OAUTHBEARER with Kafka's unsecured token, made from the ``unsecuredLogin*`` options of ``sasl.jaas.config``
+    at each authentication (a fresh ``iat``/``exp`` for each re-authentication)."""
+    jaas = config.get("sasl.jaas.config")
+    if jaas is None:
+        raise ConfigurationError("sasl.mechanism=OAUTHBEARER needs sasl.jaas.config, e.g. org.apache.kafka.common."
+                                 "security.oauthbearer.OAuthBearerLoginModule required "
+                                 'unsecuredLoginStringClaim_sub="alice";')
+    options = jaas_options(str(jaas))
+
+    def token() -> tuple[str, dict[str, str]]:
+        return unsecured_login_token(options, int(time.time() * 1000))
+
+    token()  # a bad option fails at configuration, not at the first connection
+    return lambda: OAuthBearerClient(token)
 
 
 def client_authenticator_factory(config: Mapping[str, object]) -> Callable[[str, str | None], SaslClientAuthenticator]:
