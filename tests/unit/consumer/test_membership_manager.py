@@ -53,6 +53,9 @@ class Member:
         self.m = ConsumerMembershipManager("g", instance_id, rebalance_timeout_ms=5000, server_assignor="uniform",
                                            retry_backoff_ms=100)  # fmt: skip
 
+    def state(self) -> MemberState:
+        return self.m.state
+
     def now(self) -> int:
         return self.time.milliseconds()
 
@@ -80,10 +83,10 @@ def test_join_sends_every_field_with_epoch_0() -> None:
     """KIP-848: the first heartbeat (epoch 0) carries the rebalance timeout, the subscription, the server
     assignor and an empty owned list; Java's HeartbeatState sends all fields when joining."""
     mb = Member()
-    assert mb.m.state is MemberState.UNSUBSCRIBED
+    assert mb.state() is MemberState.UNSUBSCRIBED
     assert mb.m.heartbeat_request(mb.now()) is None  # nothing to send before subscribing
     mb.m.on_subscription_updated(["b", "a"])
-    assert mb.m.state is MemberState.JOINING
+    assert mb.state() is MemberState.JOINING
     req = mb.send()
     assert req.member_epoch == 0
     assert req.subscribed_topic_names == ["a", "b"]
@@ -101,16 +104,16 @@ def test_reconcile_assigns_then_acknowledges_with_owned_partitions_incrementally
     mb.m.on_subscription_updated(["a", "b"])
     mb.send()
     mb.m.on_heartbeat_response(response(1, {T1: [0, 1], T2: [0]}), mb.now())
-    assert mb.m.state is MemberState.RECONCILING
+    assert mb.state() is MemberState.RECONCILING
     revoked, added = mb.reconcile()
     assert revoked == set() and added == tps("a", 0, 1) | tps("b", 0)
-    assert mb.m.state is MemberState.ACKNOWLEDGING
+    assert mb.state() is MemberState.ACKNOWLEDGING
     assert mb.m.time_to_next_heartbeat(mb.now()) == 0
     ack = mb.send()
     assert ack.member_epoch == 1 and ack.member_id == "m1"
     assert owned(ack) == {T1: [0, 1], T2: [0]}
     assert ack.subscribed_topic_names is None and ack.rebalance_timeout_ms == -1 and ack.server_assignor is None
-    assert mb.m.state is MemberState.STABLE
+    assert mb.state() is MemberState.STABLE
     mb.m.on_heartbeat_response(response(1), mb.now())
     mb.time.sleep(INTERVAL)
     plain = mb.send()
@@ -139,7 +142,7 @@ def test_new_target_revokes_removed_and_adds_new_partitions_only() -> None:
     mb = Member()
     mb.joined_with({T1: [0, 1, 2]})
     mb.m.on_heartbeat_response(response(2, {T1: [0], T2: [1]}), mb.now())
-    assert mb.m.state is MemberState.RECONCILING
+    assert mb.state() is MemberState.RECONCILING
     revoked, added = mb.reconcile()
     assert revoked == tps("a", 1, 2) and added == tps("b", 1)
     ack = mb.send()
@@ -154,7 +157,7 @@ def test_unknown_topic_id_waits_for_metadata() -> None:
     t3 = uuid.UUID(int=3)
     mb.m.on_heartbeat_response(response(1, {T1: [0], t3: [0]}), mb.now())
     assert mb.m.next_reconciliation(NAMES.get) is None
-    assert mb.m.waiting_for_metadata and mb.m.state is MemberState.RECONCILING
+    assert mb.m.waiting_for_metadata and mb.state() is MemberState.RECONCILING
     rec = mb.m.next_reconciliation({**NAMES, t3: "c"}.get)
     assert rec is not None and set(rec.added) == tps("a", 0) | tps("c", 0)
     assert not mb.m.waiting_for_metadata
@@ -170,10 +173,10 @@ def test_fenced_member_loses_partitions_and_rejoins_with_epoch_0(error: type[Exc
     mb.send()
     err = mb.m.on_heartbeat_response(response(1, error=error.code), mb.now())  # type: ignore[attr-defined]
     assert isinstance(err, error)
-    assert mb.m.state is MemberState.FENCED
+    assert mb.state() is MemberState.FENCED
     assert mb.m.heartbeat_request(mb.now()) is None  # nothing is sent until the partitions are given up
     mb.m.on_fenced_done()
-    assert mb.m.state is MemberState.JOINING and mb.m.current_assignment == frozenset()
+    assert mb.state() is MemberState.JOINING and mb.m.current_assignment == frozenset()
     rejoin = mb.send()
     assert rejoin.member_epoch == 0 and rejoin.member_id == "m1"
     assert rejoin.subscribed_topic_names == ["a", "b"] and rejoin.topic_partitions == []
@@ -185,7 +188,7 @@ def test_fatal_error_stops_heartbeats() -> None:
     mb.m.on_subscription_updated(["a"])
     mb.send()
     mb.m.on_heartbeat_response(response(0, error=GroupAuthorizationFailedError.code), mb.now())
-    assert mb.m.state is MemberState.FATAL and isinstance(mb.m.fatal_error, GroupAuthorizationFailedError)
+    assert mb.state() is MemberState.FATAL and isinstance(mb.m.fatal_error, GroupAuthorizationFailedError)
     assert mb.m.heartbeat_request(mb.now() + 10_000) is None
 
 
@@ -207,13 +210,13 @@ def test_leave_with_epoch_minus_1() -> None:
     mb = Member()
     mb.joined_with({T1: [0]})
     mb.m.leave_group()
-    assert mb.m.state is MemberState.PREPARE_LEAVING
+    assert mb.state() is MemberState.PREPARE_LEAVING
     assert mb.m.heartbeat_request(mb.now()) is None  # revocation first
     mb.m.on_leave_prepared()
-    assert mb.m.state is MemberState.LEAVING
+    assert mb.state() is MemberState.LEAVING
     leave = mb.send()
     assert leave.member_epoch == LEAVE_GROUP_MEMBER_EPOCH and leave.member_id == "m1"
-    assert mb.m.state is MemberState.UNSUBSCRIBED
+    assert mb.state() is MemberState.UNSUBSCRIBED
     mb.m.on_subscription_updated(["a"])  # subscribing again joins again with epoch 0
     assert mb.send().member_epoch == 0
 
@@ -245,4 +248,4 @@ def test_response_after_leaving_is_ignored() -> None:
     mb.m.on_leave_prepared()
     mb.send()
     assert mb.m.on_heartbeat_response(response(3, {T1: [0, 1]}), mb.now()) is None
-    assert mb.m.state is MemberState.UNSUBSCRIBED and mb.m.target_assignment is None
+    assert mb.state() is MemberState.UNSUBSCRIBED and mb.m.target_assignment is None
