@@ -28,7 +28,7 @@ HEARTBEAT_INTERVAL_MS = 200
 @pytest.fixture(scope="module")
 def broker() -> Iterator[MiniBroker]:
     with MiniBroker(group_consumer_heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
-                    group_consumer_session_timeout_ms=10000) as b:  # fmt: skip
+                    group_consumer_session_timeout_ms=10000, group_initial_rebalance_delay_ms=0) as b:  # fmt: skip
         yield b
 
 
@@ -246,3 +246,34 @@ def test_async_consumer_with_consumer_protocol(broker: MiniBroker) -> None:
         return got
 
     assert sorted(asyncio.run(run()), key=int) == [str(i) for i in range(10)]
+
+
+def test_admin_describes_consumer_groups_and_lists_by_type(broker: MiniBroker) -> None:
+    """Java Admin.describeConsumerGroups: a consumer group (KIP-848) is described by ConsumerGroupDescribe
+    (type consumer, group epoch, members with their epochs and assignments); a classic group by DescribeGroups.
+    Admin.listGroups with a type filter (ListGroups v5 TypesFilter)."""
+    topic = _topic(broker, 2)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    classic_group = f"classic-{uuid.uuid4().hex[:8]}"
+    with _consumer(broker, group) as c, KafkaConsumer({
+            "bootstrap.servers": broker.bootstrap_servers, "group.id": classic_group,
+            "auto.offset.reset": "earliest"}) as classic:  # fmt: skip
+        c.subscribe([topic])
+        classic.subscribe([topic])
+        assert _poll_until([c, classic], lambda: _owned([c], topic) == [{0, 1}] and _owned([classic], topic) == [{0, 1}])
+        _poll_until([c], lambda: False, timeout_s=2 * HEARTBEAT_INTERVAL_MS / 1000)  # acknowledged
+        with AdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+            described = admin.describe_consumer_groups([group, classic_group])
+            mine = described[group]
+            assert mine.type == "consumer" and mine.state == "Stable" and mine.group_epoch is not None
+            [member] = mine.members
+            assert member.member_epoch is not None and member.member_epoch > 0
+            assert member.assignment == [TopicPartition(topic, 0), TopicPartition(topic, 1)]
+            assert member.target_assignment == member.assignment
+            assert described[classic_group].type == "classic" and described[classic_group].state == "Stable"
+            consumer_groups = {g.group_id for g in admin.list_consumer_groups(types=["consumer"])}
+            classic_groups = {g.group_id for g in admin.list_consumer_groups(types=["classic"])}
+            assert group in consumer_groups and classic_group not in consumer_groups
+            assert classic_group in classic_groups and group not in classic_groups
+            listed = {g.group_id: g for g in admin.list_consumer_groups()}
+            assert listed[group].type == "consumer" and listed[classic_group].type == "classic"
