@@ -72,18 +72,22 @@ class DescribeConsumerGroupsHandler:
         """State, assignor and members of each group; raises the first group's error."""
         ids = list_argument("describe_consumer_groups", "group_ids", group_ids, str,
                             "a list of group ids, e.g. ['billing']")
-        out: dict[str, ConsumerGroupDescription] = {}
-        try:
-            described = ctx.run_call(lambda _timer: ConsumerGroupDescribeHandler(), ids, timeout)
-        except UnsupportedVersionError:
-            described = {}  # a broker without KIP-848: every group is classic
-        for gid, description in described.items():
-            if description is not None:
-                out[gid] = description
-        classic = [gid for gid in ids if gid not in out]
-        if classic:
-            out.update(ctx.run_call(lambda _timer: DescribeConsumerGroupsHandler(), classic, timeout))
-        return {gid: out[gid] for gid in ids if gid in out}
+        with ctx.lock:
+            timer = ctx.timer(timeout)
+            try:
+                first = ctx.run(ConsumerGroupDescribeHandler(), ids, timer)
+            except UnsupportedVersionError:  # the coordinator predates KIP-848
+                first = ApiResult()
+            result: ApiResult[str, ConsumerGroupDescription] = ApiResult()
+            result.failed.update({gid: e for gid, e in first.failed.items()
+                                  if not isinstance(e, UnsupportedVersionError)})  # fmt: skip
+            result.completed.update({gid: d for gid, d in first.completed.items() if d is not None})
+            # not a consumer group, or a broker without KIP-848: DescribeGroups (Java does the same)
+            classic = [gid for gid in ids if gid not in result.completed and gid not in result.failed]
+            if classic:
+                result.merge(ctx.run(DescribeConsumerGroupsHandler(), classic, timer))
+        result.raise_first_error()
+        return {gid: result.completed[gid] for gid in ids if gid in result.completed}
 
 
 def _partitions(assignment: ConsumerGroupDescribeResponse.Assignment | None) -> list[TopicPartition]:
