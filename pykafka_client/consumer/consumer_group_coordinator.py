@@ -144,9 +144,9 @@ class ConsumerGroupCoordinator(ConsumerCoordinator):
             if self.coordinator_unknown() and not self.ensure_coordinator_ready(timer):
                 return False
             self.maybe_update_pattern_subscription()
+            self._maybe_handle_fenced()
             self._sync_subscription()
             self.start_heartbeat_thread_if_needed()
-            self._maybe_handle_fenced()
             self.maybe_send_heartbeat(timer.current_time_ms())
             self._reconcile()
             self.maybe_send_heartbeat(timer.current_time_ms())  # acknowledge at once
@@ -168,17 +168,26 @@ class ConsumerGroupCoordinator(ConsumerCoordinator):
             self.cond.notify_all()
 
     def _maybe_handle_fenced(self) -> None:
+        """A fenced member, or one that left because max.poll.interval.ms expired, lost its partitions:
+        ``on_partitions_lost`` (no commit), then it rejoins with epoch 0."""
         with self.lock:
-            if self.membership.state is not MemberState.FENCED:
+            fenced = self.membership.state is MemberState.FENCED
+            stale = self.membership.left_on_poll_timeout
+            if not fenced and not stale:
                 return
+            self.heartbeat.poll(self.time.hi_res_clock_ms())
         owned = self.subscriptions.assigned_partitions()
         failure = None
         if owned:
-            log.info("member was fenced: partitions %s are lost", sorted(map(str, owned)))
+            why = "was fenced" if fenced else "left the group after max.poll.interval.ms expired"
+            log.info("member %s: partitions %s are lost", why, sorted(map(str, owned)))
             failure = self._invoke("on_partitions_lost", owned)
             self.subscriptions.assign_from_subscribed([])
         with self.lock:
-            self.membership.on_fenced_done()
+            if fenced:
+                self.membership.on_fenced_done()
+            else:
+                self.membership.on_poll_timeout_handled()
             self.cond.notify_all()
         if failure is not None:
             raise failure
@@ -272,6 +281,14 @@ class ConsumerGroupCoordinator(ConsumerCoordinator):
         with self.lock:
             if self.closed or self.membership.should_skip_heartbeat():
                 return retry
+            if self.membership.state.is_in_group() and self.heartbeat.poll_timeout_expired(now_ms):
+                log.warning(
+                    "consumer poll timeout has expired: the time between poll() calls exceeded "
+                    "max.poll.interval.ms (%d ms); leaving the group (its partitions are lost; the next poll() "
+                    "rejoins). Consider a larger max.poll.interval.ms or a smaller max.poll.records.",
+                    self.rebalance_config.rebalance_timeout_ms,
+                )
+                self.membership.on_poll_timer_expired()
         if self.coordinator_unknown():
             self.lookup_coordinator()
             return retry

@@ -18,6 +18,8 @@ States (Java's MemberState)::
     any member      -> PREPARE_LEAVING  unsubscribe / close: revoke first
     PREPARE_LEAVING -> LEAVING          heartbeat with epoch -1 (-2 for a static member) next
     LEAVING         -> UNSUBSCRIBED     leave heartbeat sent
+    any member      -> LEAVING          max.poll.interval.ms expired: leave at once (epoch -1), the
+                                        partitions are lost; the next poll() rejoins
     any             -> FATAL            a non-recoverable heartbeat error (authorization, unsupported assignor, ...)
 
 Heartbeats: at the interval the last response gave; at once in JOINING, ACKNOWLEDGING and LEAVING; never
@@ -72,16 +74,16 @@ _VALID: dict[MemberState, frozenset[MemberState]] = {
     MemberState.UNSUBSCRIBED: frozenset({MemberState.JOINING, MemberState.FATAL}),
     MemberState.JOINING: frozenset(
         {MemberState.RECONCILING, MemberState.STABLE, MemberState.FENCED, MemberState.PREPARE_LEAVING,
-         MemberState.JOINING, MemberState.FATAL}),
+         MemberState.JOINING, MemberState.LEAVING, MemberState.FATAL}),
     MemberState.RECONCILING: frozenset(
         {MemberState.ACKNOWLEDGING, MemberState.STABLE, MemberState.RECONCILING, MemberState.FENCED,
-         MemberState.PREPARE_LEAVING, MemberState.JOINING, MemberState.FATAL}),
+         MemberState.PREPARE_LEAVING, MemberState.JOINING, MemberState.LEAVING, MemberState.FATAL}),
     MemberState.ACKNOWLEDGING: frozenset(
         {MemberState.STABLE, MemberState.RECONCILING, MemberState.FENCED, MemberState.PREPARE_LEAVING,
-         MemberState.JOINING, MemberState.FATAL}),
+         MemberState.JOINING, MemberState.LEAVING, MemberState.FATAL}),
     MemberState.STABLE: frozenset(
         {MemberState.RECONCILING, MemberState.FENCED, MemberState.PREPARE_LEAVING, MemberState.JOINING,
-         MemberState.FATAL}),
+         MemberState.LEAVING, MemberState.FATAL}),
     MemberState.FENCED: frozenset({MemberState.JOINING, MemberState.UNSUBSCRIBED, MemberState.FATAL}),
     MemberState.PREPARE_LEAVING: frozenset({MemberState.LEAVING, MemberState.UNSUBSCRIBED, MemberState.FATAL}),
     MemberState.LEAVING: frozenset({MemberState.UNSUBSCRIBED, MemberState.FATAL}),
@@ -141,6 +143,9 @@ class ConsumerMembershipManager:
         self._send_all_fields = True
         self.fatal_error: BaseException | None = None
         self.waiting_for_metadata = False
+        #: the member left because max.poll.interval.ms expired: the next poll() gives its partitions up as
+        #: lost and rejoins (Java: the member is "stale")
+        self.left_on_poll_timeout = False
 
     # -- state -------------------------------------------------------------------------------
 
@@ -334,6 +339,25 @@ class ConsumerMembershipManager:
             self.state = MemberState.UNSUBSCRIBED
             return
         self.transition_to(MemberState.PREPARE_LEAVING)
+
+    def on_poll_timer_expired(self) -> None:
+        """The application did not poll within max.poll.interval.ms: leave now with epoch -1 (Java sends the
+        leave without running the listener, which would need the application thread); the owned partitions
+        are reported lost by the next poll(), which then rejoins."""
+        if not self.state.is_in_group() or self.state in (MemberState.PREPARE_LEAVING, MemberState.LEAVING):
+            return
+        self.left_on_poll_timeout = True
+        self.target_assignment = None
+        self._reconciled_target = None
+        self.member_epoch = LEAVE_GROUP_MEMBER_EPOCH
+        self.heartbeat_in_flight = False
+        self.transition_to(MemberState.LEAVING)
+
+    def on_poll_timeout_handled(self) -> None:
+        """The next poll() reported the partitions lost: forget them (the subscription rejoins)."""
+        self.left_on_poll_timeout = False
+        self.current_assignment = frozenset()
+        self._owned_by_id = {}
 
     def on_leave_prepared(self) -> None:
         """The owned partitions were revoked: the next heartbeat leaves, with epoch -1, or -2 for a static

@@ -21,7 +21,7 @@ from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.membership_manager import MemberState
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
 from pykafka_client.consumer.subscription_state import SubscriptionState
-from pykafka_client.errors import ConfigurationError, FencedMemberEpochError
+from pykafka_client.errors import CommitFailedError, ConfigurationError, FencedMemberEpochError, StaleMemberEpochError
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.protocol.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from pykafka_client.protocol.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
@@ -215,3 +215,59 @@ def test_enforce_rebalance_only_warns(caplog: pytest.LogCaptureFixture) -> None:
         c.enforce_rebalance()
     assert "Operation not supported in new consumer group protocol" in caplog.text
     assert isinstance(c.coordinator, ConsumerGroupCoordinator)
+
+
+def _commit_response(error: int = 0) -> OffsetCommitResponse:
+    return OffsetCommitResponse(topics=[OffsetCommitResponse.OffsetCommitResponseTopic(
+        name="t", partitions=[OffsetCommitResponse.OffsetCommitResponsePartition(partition_index=0, error_code=error)])])
+
+
+def test_stale_member_epoch_is_retried_with_the_new_epoch_else_the_commit_fails() -> None:
+    """Java CommitRequestManager: STALE_MEMBER_EPOCH is retried when the member has a newer epoch than the one
+    the commit was built with; with the same epoch the commit fails (CommitFailedError)."""
+    e = Env()
+    e.poll()
+    e.answer(3, [0])
+    e.poll()
+    epochs: list[int] = []
+
+    def stale_then_moved_on(body: Any) -> bool:
+        if not isinstance(body, OffsetCommitRequest):
+            return False
+        epochs.append(body.generation_id_or_member_epoch)
+        e.coord.membership.member_epoch = 4  # a heartbeat response moved the member on meanwhile
+        return True
+
+    def capture(body: Any) -> bool:
+        if isinstance(body, OffsetCommitRequest):
+            epochs.append(body.generation_id_or_member_epoch)
+            return True
+        return False
+
+    e.client.prepare_response(_commit_response(StaleMemberEpochError.code), matcher=stale_then_moved_on)
+    e.client.prepare_response(_commit_response(), matcher=capture)
+    assert e.coord.commit_offsets_sync({TopicPartition("t", 0): OffsetAndMetadata(5)}, e.time.timer(5000))
+    assert epochs == [3, 4]
+    e.client.prepare_response(_commit_response(StaleMemberEpochError.code), matcher=capture)
+    with pytest.raises(CommitFailedError, match="STALE_MEMBER_EPOCH"):
+        e.coord.commit_offsets_sync({TopicPartition("t", 0): OffsetAndMetadata(6)}, e.time.timer(5000))
+
+
+def test_poll_timeout_leaves_then_next_poll_loses_partitions_and_rejoins() -> None:
+    """Java (consumer protocol): when max.poll.interval.ms expires the member leaves with epoch -1 from the
+    background; the next poll() reports its partitions lost and rejoins with epoch 0."""
+    e = Env()
+    e.poll()
+    e.answer(1, [0, 1])
+    e.poll()
+    e.answer(1)
+    e.poll()
+    e.time.sleep(10_001)  # the rebalance timeout (max.poll.interval.ms) of Env's config
+    e.coord.heartbeat_step(e.time.hi_res_clock_ms())
+    e.cnc.poll_no_wakeup()
+    assert e.heartbeats()[-1].member_epoch == -1
+    assert e.coord.membership.state is MemberState.UNSUBSCRIBED
+    e.poll()
+    assert e.listener.calls[-1] == ("lost", tps(0, 1))
+    rejoin = e.heartbeats()[-1]
+    assert rejoin.member_epoch == 0 and rejoin.subscribed_topic_names == ["t"]
