@@ -30,7 +30,7 @@ field; later ones carry only what changed (subscription, owned partitions), as J
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
@@ -100,6 +100,8 @@ class Reconciliation:
     added: frozenset[TopicPartition]
     assigned: frozenset[TopicPartition]
     member_epoch: int
+    #: the target (topic id -> partitions) this reconciliation reaches
+    target: Mapping[uuid.UUID, frozenset[int]]
 
 
 class ConsumerMembershipManager:
@@ -301,18 +303,22 @@ class ConsumerMembershipManager:
             assigned.update(TopicPartition(name, p) for p in parts)
         owned = self.current_assignment
         return Reconciliation(
-            frozenset(owned - assigned), frozenset(assigned - owned), frozenset(assigned), self._target_epoch
+            frozenset(owned - assigned), frozenset(assigned - owned), frozenset(assigned), self._target_epoch,
+            dict(self.target_assignment),
         )
 
     def on_reconciliation_done(self, reconciliation: Reconciliation) -> None:
         """The listener ran: the member owns ``reconciliation.assigned``, which the next heartbeat
-        acknowledges. Ignored if the membership changed meanwhile (fenced, leaving)."""
+        acknowledges. Ignored if the membership changed meanwhile (fenced, leaving). When a newer target
+        arrived while the listener ran, the member stays RECONCILING: the next reconciliation reaches it (the
+        heartbeats meanwhile report what it owns now)."""
         if self.state is not MemberState.RECONCILING or self.target_assignment is None:
             return
         self.current_assignment = reconciliation.assigned
-        self._owned_by_id = dict(self.target_assignment)
-        self._reconciled_target = dict(self.target_assignment)
-        self.transition_to(MemberState.ACKNOWLEDGING)
+        self._owned_by_id = dict(reconciliation.target)
+        self._reconciled_target = dict(reconciliation.target)
+        if self.target_assignment == self._reconciled_target:
+            self.transition_to(MemberState.ACKNOWLEDGING)
 
     # -- fencing and leaving ---------------------------------------------------------------------
 

@@ -249,3 +249,24 @@ def test_response_after_leaving_is_ignored() -> None:
     mb.send()
     assert mb.m.on_heartbeat_response(response(3, {T1: [0, 1]}), mb.now()) is None
     assert mb.state() is MemberState.UNSUBSCRIBED and mb.m.target_assignment is None
+
+
+def test_target_arriving_during_reconciliation_is_reconciled_next() -> None:
+    """Java ConsumerMembershipManager: a new target received while a reconciliation runs is not lost; the
+    member reports what it owns and reconciles towards the newer target afterwards."""
+    mb = Member()
+    mb.m.on_subscription_updated(["a", "b"])
+    mb.send()
+    mb.m.on_heartbeat_response(response(1, {T1: [0, 1]}), mb.now())
+    first = mb.m.next_reconciliation(NAMES.get)
+    assert first is not None
+    mb.time.sleep(INTERVAL)
+    mb.m.on_heartbeat_response(response(2, {T1: [1], T2: [0]}), mb.now())  # arrives while the listener runs
+    mb.m.on_reconciliation_done(first)
+    assert mb.state() is MemberState.RECONCILING and mb.m.current_assignment == frozenset(tps("a", 0, 1))
+    second = mb.m.next_reconciliation(NAMES.get)
+    assert second is not None
+    assert set(second.revoked) == tps("a", 0) and set(second.added) == tps("b", 0)
+    mb.m.on_reconciliation_done(second)
+    assert mb.state() is MemberState.ACKNOWLEDGING
+    assert owned(mb.send()) == {T1: [1], T2: [0]}
