@@ -83,7 +83,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 def run_list(args: argparse.Namespace) -> int:
     with open_admin(args) as admin:
         listing = admin.list_consumer_groups(timeout=args.timeout, types=args.types)
-    emit_rows(args.output, ("GROUP", "STATE", "PROTOCOL-TYPE"), [(g.group_id, g.state, g.protocol_type) for g in listing])
+    emit_rows(args.output, ("GROUP", "STATE", "PROTOCOL-TYPE", "TYPE"),
+              [(g.group_id, g.state, g.protocol_type, g.type or "-") for g in listing])
     return EXIT_OK
 
 

@@ -43,5 +43,7 @@ def test_consumer_group_shows_its_type_and_epochs(pykafka: Run, broker: MiniBrok
         classic_groups = {g["group"] for g in json.loads(
             pykafka("groups", "list", "--type", "classic", "--output", "json").stdout)}
         assert group in consumer_groups and group not in classic_groups
+        listed = {g["group"]: g for g in json.loads(pykafka("groups", "list", "--output", "json").stdout)}
+        assert listed[group]["type"] == "consumer"
     finally:
         consumer.close()
