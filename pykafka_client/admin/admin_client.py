@@ -259,15 +259,20 @@ class AdminClient:
 
     # --- consumer groups, records and incremental configs (issue 14) ---------------------------
 
-    def list_consumer_groups(self, timeout: float | None = None) -> list[ConsumerGroupListing]:
-        """Every group of every broker (ListGroups to each), sorted by group id."""
-        return api("list_consumer_groups", ListConsumerGroupsHandler).call(self._ctx, timeout)
+    def list_consumer_groups(
+        self, timeout: float | None = None, types: Iterable[str] | None = None
+    ) -> list[ConsumerGroupListing]:
+        """Every group of every broker (ListGroups to each), sorted by group id; with ``types`` (``"classic"``,
+        ``"consumer"``) only groups of those types (needs ListGroups v5, Kafka 3.7+)."""
+        return api("list_consumer_groups", ListConsumerGroupsHandler).call(self._ctx, timeout, types)
 
     def describe_consumer_groups(
         self, group_ids: Iterable[str], timeout: float | None = None
     ) -> dict[str, ConsumerGroupDescription]:
         """State, assignor and members (with their assignments) of each group. A group the broker does not
-        know is described with state ``Dead`` and no members, as Kafka does."""
+        know is described with state ``Dead`` and no members, as Kafka does. Consumer groups (KIP-848) are
+        described by ConsumerGroupDescribe (``type`` ``consumer``, epochs, current and target assignments),
+        the others by DescribeGroups, as Java's admin client."""
         return api("describe_consumer_groups", DescribeConsumerGroupsHandler).call(self._ctx, group_ids, timeout)
 
     def delete_consumer_groups(self, group_ids: Iterable[str], timeout: float | None = None) -> None:

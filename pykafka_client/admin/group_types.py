@@ -13,6 +13,10 @@ from pykafka_client.structs import Node, TopicPartition
 DEAD = "Dead"
 EMPTY = "Empty"
 
+#: Group types (Java ``GroupType``): JoinGroup/SyncGroup groups, and KIP-848 consumer groups.
+CLASSIC = "classic"
+CONSUMER = "consumer"
+
 
 @dataclass(frozen=True)
 class ConsumerGroupListing:
@@ -22,6 +26,8 @@ class ConsumerGroupListing:
     group_id: str
     state: str
     protocol_type: str
+    #: ``classic`` or ``consumer`` (KIP-848); None when the broker does not say (ListGroups before v5)
+    type: str | None = None
 
     @property
     def is_simple_consumer_group(self) -> bool:
@@ -30,19 +36,23 @@ class ConsumerGroupListing:
 
 @dataclass(frozen=True)
 class MemberDescription:
-    """A member of a group; ``assignment`` is empty unless the group is Stable."""
+    """A member of a group; ``assignment`` is empty unless the group is Stable (classic) or what the member
+    owns (consumer group). ``member_epoch`` and ``target_assignment`` only for consumer groups (KIP-848)."""
 
     member_id: str
     group_instance_id: str | None
     client_id: str
     host: str
     assignment: list[TopicPartition]
+    member_epoch: int | None = None
+    target_assignment: list[TopicPartition] | None = None
 
 
 @dataclass(frozen=True)
 class ConsumerGroupDescription:
     """A group as DescribeGroups reports it: ``state`` is Kafka's name (Stable, Empty, PreparingRebalance,
-    CompletingRebalance, Dead: Dead is also how a broker describes a group it does not know)."""
+    CompletingRebalance, Dead: Dead is also how a broker describes a group it does not know); a consumer group
+    (KIP-848, ConsumerGroupDescribe) reports its own states (Empty, Assigning, Reconciling, Stable, Dead)."""
 
     group_id: str
     is_simple_consumer_group: bool
@@ -50,6 +60,11 @@ class ConsumerGroupDescription:
     partition_assignor: str
     state: str
     coordinator: Node | None
+    #: ``classic`` (DescribeGroups) or ``consumer`` (ConsumerGroupDescribe, KIP-848)
+    type: str = CLASSIC
+    #: consumer groups only: the group epoch and the epoch of its target assignment
+    group_epoch: int | None = None
+    target_assignment_epoch: int | None = None
 
     @property
     def is_active(self) -> bool:

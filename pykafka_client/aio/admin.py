@@ -138,8 +138,10 @@ class AsyncAdminClient:
     ) -> None:
         await self._run(lambda: self._admin.incremental_alter_configs(configs, timeout, validate_only))
 
-    async def list_consumer_groups(self, timeout: float | None = None) -> list[ConsumerGroupListing]:
-        return await self._run(lambda: self._admin.list_consumer_groups(timeout))
+    async def list_consumer_groups(
+        self, timeout: float | None = None, types: Iterable[str] | None = None
+    ) -> list[ConsumerGroupListing]:
+        return await self._run(lambda: self._admin.list_consumer_groups(timeout, types))
 
     async def describe_consumer_groups(
         self, group_ids: Iterable[str], timeout: float | None = None

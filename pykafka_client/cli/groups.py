@@ -38,7 +38,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     sub = groups.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     p = add_command(sub, "list", "list consumer groups with their state", [common],
-                    epilog="example:\n  pykafka groups list --output json")
+                    epilog="example:\n  pykafka groups list --output json\n  pykafka groups list --type consumer")
+    p.add_argument("--type", dest="types", action="append", choices=("classic", "consumer"),
+                   help="only groups of this type (repeatable): classic, or consumer (KIP-848)")
     output_flag(p)
     p.set_defaults(run=run_list)
 
@@ -80,8 +82,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def run_list(args: argparse.Namespace) -> int:
     with open_admin(args) as admin:
-        listing = admin.list_consumer_groups(timeout=args.timeout)
-    emit_rows(args.output, ("GROUP", "STATE", "PROTOCOL-TYPE"), [(g.group_id, g.state, g.protocol_type) for g in listing])
+        listing = admin.list_consumer_groups(timeout=args.timeout, types=args.types)
+    emit_rows(args.output, ("GROUP", "STATE", "PROTOCOL-TYPE", "TYPE"),
+              [(g.group_id, g.state, g.protocol_type, g.type or "-") for g in listing])
     return EXIT_OK
 
 
@@ -144,12 +147,13 @@ def run_describe(args: argparse.Namespace) -> int:
             columns = OFFSET_COLUMNS
             out.append({
                 "group": group, "state": d.state, "protocol_type": "" if d.is_simple_consumer_group else "consumer",
-                "protocol": d.partition_assignor,
+                "protocol": d.partition_assignor, "type": d.type, "group_epoch": d.group_epoch,
                 "coordinator": None if d.coordinator is None else {"id": d.coordinator.id, "host": d.coordinator.host,
                                                                    "port": d.coordinator.port},
                 "members": [
                     {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                     "host": m.host, "assignment": [f"{tp.topic}-{tp.partition}" for tp in m.assignment]}
+                     "host": m.host, "assignment": [f"{tp.topic}-{tp.partition}" for tp in m.assignment],
+                     "member_epoch": m.member_epoch}
                     for m in d.members
                 ],
                 "offsets": records(columns, rows),
@@ -163,9 +167,16 @@ def run_describe(args: argparse.Namespace) -> int:
             print()
         coordinator = g["coordinator"]
         where = f"{coordinator['host']}:{coordinator['port']} (id: {coordinator['id']})" if coordinator else "-"
-        print(f"Group: {g['group']}  State: {g['state']}  Protocol: {g['protocol'] or '-'}  "
+        epoch = f"  Epoch: {g['group_epoch']}" if g["group_epoch"] is not None else ""
+        print(f"Group: {g['group']}  State: {g['state']}  Type: {g['type']}  Protocol: {g['protocol'] or '-'}{epoch}  "
               f"Members: {len(g['members'])}  Coordinator: {where}")
-        if g["members"]:
+        if g["members"] and g["type"] == "consumer":
+            print()
+            print(table(("MEMBER-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT"), [
+                (m["member_id"], m["client_id"], m["host"], m["member_epoch"], ",".join(m["assignment"]) or "-")
+                for m in g["members"]
+            ]))
+        elif g["members"]:
             print()
             print(table(("MEMBER-ID", "CLIENT-ID", "HOST", "ASSIGNMENT"), [
                 (m["member_id"], m["client_id"], m["host"], ",".join(m["assignment"]) or "-") for m in g["members"]

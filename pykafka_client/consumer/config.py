@@ -19,6 +19,10 @@ from pykafka_client.config import AbstractConfig, ConfigDef, ConfigType, at_leas
 from pykafka_client.errors import ConfigurationError
 
 _T = ConfigType
+#: keys only the classic protocol uses: set with group.protocol=consumer they are rejected (Java: ConsumerConfig)
+CLASSIC_PROTOCOL_ONLY_CONFIGS = ("partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms")
+#: keys only the consumer protocol uses: set with group.protocol=classic they are rejected
+CONSUMER_PROTOCOL_ONLY_CONFIGS = ("group.remote.assignor",)
 #: string keys whose values are case-insensitive enums, stored lower-case
 _LOWERCASE_KEYS = ("auto.offset.reset", "isolation.level", "group.protocol", "client.dns.lookup")
 
@@ -28,7 +32,10 @@ CONSUMER_CONFIG = (
     .define("client.rack", _T.STRING, "")
     .define("group.id", _T.STRING, None, nullable=True)
     .define("group.instance.id", _T.STRING, None, nullable=True, doc="static membership id (KIP-345)")
-    .define("group.protocol", _T.STRING, "classic", one_of("classic"))
+    .define("group.protocol", _T.STRING, "classic", one_of("classic", "consumer"),
+            doc="classic (JoinGroup/SyncGroup) or consumer (KIP-848 ConsumerGroupHeartbeat)")
+    .define("group.remote.assignor", _T.STRING, None, nullable=True,
+            doc="the broker-side assignor (uniform, range) with group.protocol=consumer; None: the broker's default")
     .define("session.timeout.ms", _T.INT, 45_000, at_least(1))
     .define("heartbeat.interval.ms", _T.INT, 3000, at_least(1))
     .define("max.poll.interval.ms", _T.INT, 300_000, at_least(1))
@@ -64,7 +71,10 @@ class ConsumerConfig(AbstractConfig):
     * ``enable.auto.commit`` cannot be set explicitly to true without ``group.id``; it is turned off
       silently when no group is configured and the user did not ask for it;
     * ``group.instance.id``, if given, must be non-empty;
-    * ``partition.assignment.strategy`` names at least one assignor (a comma-separated string or a list).
+    * ``partition.assignment.strategy`` names at least one assignor (a comma-separated string or a list);
+    * the keys of one group protocol cannot be set with the other: ``partition.assignment.strategy``,
+      ``session.timeout.ms`` and ``heartbeat.interval.ms`` (the broker decides them) with
+      ``group.protocol=consumer``, ``group.remote.assignor`` with ``group.protocol=classic``.
     """
 
     def __init__(self, configs: Mapping[str, Any] | None = None, **overrides: Any) -> None:
@@ -76,6 +86,7 @@ class ConsumerConfig(AbstractConfig):
         for key in _LOWERCASE_KEYS:
             if isinstance(v[key], str):
                 v[key] = v[key].lower()
+        self._check_protocol_only_configs()
         strategy = v["partition.assignment.strategy"]
         if isinstance(strategy, str):
             strategy = [s.strip() for s in strategy.split(",") if s.strip()]
@@ -92,7 +103,7 @@ class ConsumerConfig(AbstractConfig):
                     "enable.auto.commit cannot be set to true when the default group id (None) is used"
                 )
             v["enable.auto.commit"] = False
-        elif v["heartbeat.interval.ms"] >= v["session.timeout.ms"]:
+        elif v["group.protocol"] == "classic" and v["heartbeat.interval.ms"] >= v["session.timeout.ms"]:
             raise ConfigurationError(
                 "heartbeat.interval.ms must be lower than session.timeout.ms "
                 f"({v['heartbeat.interval.ms']} >= {v['session.timeout.ms']})"
@@ -102,3 +113,13 @@ class ConsumerConfig(AbstractConfig):
             raise ConfigurationError("group.instance.id cannot be an empty string")
         if v["rebalance.timeout.ms"] is None:
             v["rebalance.timeout.ms"] = v["max.poll.interval.ms"]
+
+    def _check_protocol_only_configs(self) -> None:
+        """Java ConsumerConfig: a key of the other protocol set to a non-blank value is an error naming them."""
+        protocol = self.values["group.protocol"]
+        other_only = CLASSIC_PROTOCOL_ONLY_CONFIGS if protocol == "consumer" else CONSUMER_PROTOCOL_ONLY_CONFIGS
+        invalid = [k for k in other_only if self.originals.get(k) is not None and str(self.originals[k]).strip()]
+        if invalid:
+            raise ConfigurationError(
+                f"{', '.join(invalid)} cannot be set when group.protocol={protocol.upper()}"
+            )

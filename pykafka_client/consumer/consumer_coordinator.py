@@ -461,12 +461,12 @@ class ConsumerCoordinator(AbstractCoordinator):
             )
         except IllegalStateError as e:
             return RequestFuture.failure(e)
-        sent = self.client.send(
-            coordinator,
-            request,
-            oldest_allowed_version=self.rebalance_config.oldest_allowed_version(ApiKey.OFFSET_COMMIT),
-        )
+        sent = self.client.send(coordinator, request, oldest_allowed_version=self.offset_commit_oldest_version())
         return self._compose(sent, partial(handle_offset_commit_response, self, gen), "OffsetCommit")
+
+    def offset_commit_oldest_version(self) -> int | None:
+        """The oldest OffsetCommit version this member may send (None: any)."""
+        return self.rebalance_config.oldest_allowed_version(ApiKey.OFFSET_COMMIT)
 
     def commit_offsets_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timer: Timer) -> bool:
         """Commit and wait; False if the timer expired first. Retriable errors are retried."""

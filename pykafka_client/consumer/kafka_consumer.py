@@ -35,6 +35,7 @@ from pykafka_client.consumer.assignors import get_assignor_instances
 from pykafka_client.consumer.client_adapter import ConsumerClient, timeout_error
 from pykafka_client.consumer.config import ConsumerConfig
 from pykafka_client.consumer.consumer_coordinator import ConsumerCoordinator, OffsetCommitCallback
+from pykafka_client.consumer.consumer_group_coordinator import ConsumerGroupCoordinator
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerRecords
 from pykafka_client.consumer.consumer_utils import create_consumer_network_client
@@ -237,17 +238,25 @@ class KafkaConsumer(Generic[K, V]):
         )
         self.coordinator: ConsumerCoordinator | None = None
         if self.group_id is not None:
-            self.coordinator = ConsumerCoordinator(
+            coordinator_args: tuple[Any, ...] = (
                 GroupRebalanceConfig.from_consumer_config(cfg, self.group_id),
                 self._client,
                 time,
                 self.subscriptions,
                 self.metadata,
                 get_assignor_instances(cfg["partition.assignment.strategy"]),
-                auto_commit_enabled=cfg["enable.auto.commit"],
-                auto_commit_interval_ms=cfg["auto.commit.interval.ms"],
-                client_rack=cfg["client.rack"] or None,
             )
+            coordinator_kwargs: dict[str, Any] = {
+                "auto_commit_enabled": cfg["enable.auto.commit"],
+                "auto_commit_interval_ms": cfg["auto.commit.interval.ms"],
+                "client_rack": cfg["client.rack"] or None,
+            }
+            if cfg["group.protocol"] == "consumer":
+                self.coordinator = ConsumerGroupCoordinator(
+                    *coordinator_args, server_assignor=cfg["group.remote.assignor"], **coordinator_kwargs
+                )
+            else:
+                self.coordinator = ConsumerCoordinator(*coordinator_args, **coordinator_kwargs)
             self.coordinator.include_internal_topics = not cfg["exclude.internal.topics"]
 
     # -- single-thread guard (Java acquire/release) ---------------------------------------------
@@ -605,10 +614,15 @@ class KafkaConsumer(Generic[K, V]):
             )
 
     def enforce_rebalance(self, reason: str | None = None) -> None:
-        """Ask for a rebalance at the next poll (no-op if one is already in progress)."""
+        """Ask for a rebalance at the next poll (no-op if one is already in progress). With
+        ``group.protocol=consumer`` this only logs a warning, as Java: the broker decides rebalances."""
         with self._open_in_this_thread():
             if self.coordinator is None:
                 raise IllegalStateError("Tried to force a rebalance but consumer does not have a group.")
+            if isinstance(self.coordinator, ConsumerGroupCoordinator):
+                # Java (AsyncKafkaConsumer): the broker drives rebalances in the consumer protocol
+                log.warning("Operation not supported in new consumer group protocol")
+                return
             self.coordinator.request_rejoin(reason or "rebalance enforced by user")
 
     def current_lag(self, partition: TopicPartition) -> int | None:

@@ -56,7 +56,7 @@ def test_keyword_overrides_use_underscores() -> None:
         ("isolation.level", "serializable"),
         ("enable.auto.commit", "yes"),
         ("fetch.max.wait.ms", -1),
-        ("group.protocol", "consumer"),
+        ("group.protocol", "share"),
     ],
 )
 def test_invalid_values_name_the_key(key: str, value: object) -> None:

@@ -11,6 +11,7 @@ from pykafka_client import AdminClient, TopicPartition
 from pykafka_client.admin import NewTopic, OffsetSpec
 from pykafka_client.errors import (
     ConfigurationError,
+    GroupIdNotFoundError,
     IllegalArgumentError,
     IllegalStateError,
     KafkaTimeoutError,
@@ -20,6 +21,7 @@ from pykafka_client.errors import (
 )
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
+    ConsumerGroupDescribeResponse,
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
@@ -43,6 +45,10 @@ class Env:
         self.api_versions = api_versions or api_versions_response()
         self.responders: dict[int, Responder] = {
             ApiKey.METADATA: lambda r: metadata_response(BROKERS, {"t": 2}),
+            # a broker whose groups are all classic: describe_consumer_groups falls back to DescribeGroups
+            ApiKey.CONSUMER_GROUP_DESCRIBE: lambda r: ConsumerGroupDescribeResponse(groups=[
+                ConsumerGroupDescribeResponse.DescribedGroup(group_id=g, error_code=GroupIdNotFoundError.code)
+                for g in r.body.group_ids]),
         }
         self.selector.on_poll = self._answer
         self.admin = AdminClient({"bootstrap.servers": "127.0.0.1:9092", **config}, time=self.time, selector=self.selector)

@@ -479,6 +479,8 @@ def test_group_coordinators_share_the_stages_loading_retries_in_place_and_a_fata
     env.responders[ApiKey.DESCRIBE_GROUPS] = described
     with pytest.raises(GroupAuthorizationFailedError, match="'secret'"):
         env.admin.describe_consumer_groups(["secret", "g"], timeout=5)
-    assert _asked_coordinators(env) == [["secret"], ["g"]]  # each group looked up just before its request
+    # each group looked up just before its request: ConsumerGroupDescribe first (the broker says "g" is not a
+    # consumer group), then DescribeGroups for "g" (Java's describeConsumerGroups)
+    assert _asked_coordinators(env) == [["secret"], ["g"], ["g"]]
     assert [(r.destination, r.body.groups) for r in env.sent(ApiKey.DESCRIBE_GROUPS)] == [("1", ["g"]), ("1", ["g"])]
     env.admin.close()

@@ -41,6 +41,7 @@ from pykafka_client.consumer.assignors import Assignment, Subscription
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.consumer_protocol import serialize_assignment, serialize_subscription
 from pykafka_client.consumer.subscription_state import SubscriptionState
+from pykafka_client.errors import GroupIdNotFoundError
 from pykafka_client.network.client_request import ClientRequest
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.network.metadata import Metadata
@@ -49,6 +50,7 @@ from pykafka_client.network.request_encoding import allowed_version_range, encod
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import (
+    ConsumerGroupDescribeResponse,
     CreatePartitionsResponse,
     CreateTopicsResponse,
     DeleteGroupsResponse,
@@ -378,6 +380,9 @@ def _admin_responders() -> dict[int, Callable[[SentRequest], Any]]:
                           for k in r.body.coordinator_keys],
         ) if r.body.coordinator_keys else FindCoordinatorResponse(node_id=0, host="127.0.0.1", port=brokers[0].port),
         ApiKey.LIST_GROUPS: lambda r: ListGroupsResponse(),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: lambda r: ConsumerGroupDescribeResponse(groups=[
+            ConsumerGroupDescribeResponse.DescribedGroup(group_id=g, error_code=GroupIdNotFoundError.code)
+            for g in r.body.group_ids]),
         ApiKey.DESCRIBE_GROUPS: lambda r: DescribeGroupsResponse(
             groups=[DescribeGroupsResponse.DescribedGroup(group_id=g, group_state="Dead") for g in r.body.groups]
         ),
@@ -476,6 +481,7 @@ SCENARIOS: dict[str, tuple[Callable[[], None], bool, set[str]]] = {
             "LIST_OFFSETS",
             "FIND_COORDINATOR",
             "LIST_GROUPS",
+            "CONSUMER_GROUP_DESCRIBE",
             "DESCRIBE_GROUPS",
             "DELETE_GROUPS",
             "OFFSET_FETCH",
