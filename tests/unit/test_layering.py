@@ -297,6 +297,8 @@ FILES_ALLOWED: dict[str, str] = {
     "mini_broker.producer_state.producer_state_manager": "producer-state snapshot files of a partition log",
     "mini_broker.producer_state.producer_id_manager": "the producer-id block file of the data dir",
     "mini_broker.server.metadata_cache": "persists the metadata image (topics, ids) in the data dir",
+    "mini_broker.security.dev_certificates": "mini-broker --generate-test-certificate: runs openssl in a temporary "
+                                             "directory and writes the test CA and broker PEM files",
     "mini_broker.security.authorizer": "reads the ACL file of the data dir at start (writes go through atomic_write)",
     "mini_broker.group.group_metadata_manager": "swaps the compacted __consumer_offsets partition directories",
     "mini_broker.cluster.controller": "the controller's state directory",

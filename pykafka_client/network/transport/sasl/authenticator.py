@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import enum
 import re
-import time
 from typing import Callable, Mapping
 
 from pykafka_client.errors import (
@@ -46,6 +45,7 @@ from pykafka_client.network.transport.sasl.scram import ScramClient, ScramMechan
 from pykafka_client.network.transport.transport_layer import TransportLayer
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.types import Chunk, Message
+from pykafka_client.utils.time import SYSTEM_TIME
 
 #: Largest SASL frame accepted during authentication (Java ``sasl.server.max.receive.size`` default).
 MAX_SASL_RECEIVE_SIZE = 524_288
@@ -348,7 +348,7 @@ def _oauthbearer_from_config(config: Mapping[str, object]) -> Callable[[], SaslC
     options = jaas_options(str(jaas))
 
     def token() -> tuple[str, dict[str, str]]:
-        return unsecured_login_token(options, int(time.time() * 1000))
+        return unsecured_login_token(options, SYSTEM_TIME.milliseconds())
 
     token()  # a bad option fails at configuration, not at the first connection
     return lambda: OAuthBearerClient(token)
