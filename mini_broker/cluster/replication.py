@@ -49,11 +49,10 @@ from mini_broker.server.coordinator_lookup import (
 )
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
 from mini_broker.server.replica_manager import ReplicaManager
-from mini_broker.server.replication_strategy import FetchPartitionInfo, PartitionReplicas
+from mini_broker.server.replication_strategy import FetchPartitionInfo, PartitionReplicas, TopicCreation
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
     FencedLeaderEpochError,
-    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     LeaderNotAvailableError,
     NotControllerError,
@@ -64,6 +63,7 @@ from pykafka_client.errors import (
     TopicExistsError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
+    for_code,
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.structs import TopicPartition
@@ -87,6 +87,9 @@ class ClusterReplication:
         self.channel = ControllerChannel(host or "127.0.0.1", int(port))
         #: forwarded topic changes wait for every broker to apply them: never in the way of the heartbeats
         self.forwarding_channel = ControllerChannel(host or "127.0.0.1", int(port))
+        #: the image long-poll (fetch_image): applies each new image as soon as the controller publishes it
+        self.image_channel = ControllerChannel(host or "127.0.0.1", int(port))
+        self._image_thread: threading.Thread | None = None
         self.heartbeat_interval_s = config.get_int("broker.heartbeat.interval.ms") / 1000
         self.lag_time_max_ms = config.get_int("replica.lag.time.max.ms")
         self.default_replication_factor = config.default_replication_factor
@@ -135,6 +138,27 @@ class ClusterReplication:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"broker-lifecycle-{self.broker_id}", daemon=True)
         self._thread.start()
+        self._image_thread = threading.Thread(target=self._fetch_images, name=f"broker-metadata-{self.broker_id}",
+                                              daemon=True)
+        self._image_thread.start()
+
+    def _fetch_images(self) -> None:
+        """Long-poll the controller for new images and apply each at once (heartbeats still carry the image
+        too, as a fallback). The request says which version this broker applied, which the controller's topic
+        changes wait for."""
+        while not self._stop.is_set():
+            try:
+                reply = self.image_channel.call({"op": "fetch_image", "broker_id": self.broker_id,
+                                                 "broker_epoch": self.broker_epoch, "version": self.image_version})
+                if "image" in reply:
+                    self.apply_image(reply["image"])
+            except (OSError, KafkaError, ValueError) as e:
+                # fenced or unreachable: the heartbeat thread registers again; retry after a heartbeat interval
+                log.debug("event=image_fetch_failed broker_id=%d error=%r", self.broker_id, e)
+                self._stop.wait(self.heartbeat_interval_s)
+            except Exception:
+                log.exception("event=image_apply_failed broker_id=%d", self.broker_id)
+                self._stop.wait(self.heartbeat_interval_s)
 
     def controlled_shutdown(self) -> None:
         """Ask the controller to move this broker's leaderships away now (Kafka: controlled shutdown)."""
@@ -151,6 +175,9 @@ class ClusterReplication:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self.image_channel.close()
+        if self._image_thread is not None:
+            self._image_thread.join(timeout=5)
         if self.fetchers is not None:
             self.fetchers.shutdown()
         with self._lock:
@@ -353,8 +380,11 @@ class ClusterReplication:
 
     @property
     def manual_assignment_error(self) -> KafkaError | None:
-        return InvalidReplicaAssignmentError("manual replica assignments are not supported by a mini_broker "
-                                             "cluster; give num_partitions and replication_factor")
+        return None
+
+    @property
+    def validates_assignments(self) -> bool:
+        return True
 
     def check_replication_factor(self, replication_factor: int) -> None:
         return None  # the controller checks it against the registered brokers
@@ -561,12 +591,63 @@ class ClusterReplication:
 
     # --- topic changes go through the controller ----------------------------------------------------
 
-    def _controller(self, req: dict[str, Any]) -> None:
+    def _controller(self, req: dict[str, Any]) -> dict[str, Any]:
         try:
             reply = self.forwarding_channel.call({**req, "broker_id": self.broker_id})
         except OSError as e:
             raise NotControllerError(f"the controller is unreachable ({e!r}); retry") from e
-        self.apply_image(reply["image"])
+        if "image" in reply:
+            self.apply_image(reply["image"])
+        return reply
+
+    def _batch(self, req: dict[str, Any]) -> dict[str, KafkaError | None]:
+        """A batched controller request: per item None or the Kafka error the controller gave."""
+        out: dict[str, KafkaError | None] = {}
+        for key, err in self._controller(req)["results"].items():
+            out[key] = None if err is None else for_code(int(err["error"]))(str(err["message"]))
+        return out
+
+    def create_topics(self, specs: Sequence[TopicCreation]) -> dict[str, TopicMetadata | KafkaError]:
+        """One CreateTopics request, one controller change (answered once every broker applied it)."""
+        topics = []
+        for spec in specs:
+            rf = self.default_replication_factor if spec.replication_factor < 0 else spec.replication_factor
+            topics.append({"name": spec.name, "num_partitions": spec.num_partitions, "replication_factor": rf,
+                           "configs": dict(spec.configs), "assignment": spec.assignment})
+        errors = self._batch({"op": "create_topics", "topics": topics})
+        out: dict[str, TopicMetadata | KafkaError] = {}
+        for spec in specs:
+            err = errors.get(spec.name)
+            md = self.cache.get_topic(spec.name)
+            if err is not None:
+                out[spec.name] = err
+            elif md is None:
+                out[spec.name] = UnknownTopicOrPartitionError(
+                    f"Topic {spec.name} was created but is not in the image yet; retry")
+            else:
+                out[spec.name] = md
+        return out
+
+    def alter_partition_reassignments(self, moves: Sequence[tuple[str, int, list[int] | None]]
+                                      ) -> dict[tuple[str, int], KafkaError | None]:
+        errors = self._batch({"op": "alter_reassignments", "moves": [[t, p, r] for t, p, r in moves]})
+        return {(t, p): errors.get(f"{t}:{p}") for t, p, _ in moves}
+
+    def list_partition_reassignments(self, partitions: Sequence[tuple[str, int]] | None
+                                     ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        reply = self._controller({"op": "list_reassignments",
+                                  "partitions": None if partitions is None else [list(tp) for tp in partitions]})
+        return [(str(t), int(p), list(r), list(a), list(d)) for t, p, r, a, d in reply["reassignments"]]
+
+    def elect_leaders(self, unclean: bool, partitions: Sequence[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], KafkaError | None]:
+        errors = self._batch({"op": "elect_leaders", "unclean": unclean,
+                              "partitions": None if partitions is None else [list(tp) for tp in partitions]})
+        out: dict[tuple[str, int], KafkaError | None] = {}
+        for key, err in errors.items():
+            topic, _, p = key.rpartition(":")
+            out[(topic, int(p))] = err
+        return out
 
     def replicate_acls(self, created: list[dict[str, str]], deleted: list[dict[str, str]]) -> None:
         """An ACL change, made by the controller (in its image, which every broker applies)."""

@@ -51,6 +51,7 @@ from mini_broker.server.replication_strategy import (
     FetchPartitionInfo,
     ReplicationStrategy,
     SingleBrokerReplication,
+    TopicCreation,
 )
 from pykafka_client.errors import (
     ConfigurationError,
@@ -213,6 +214,9 @@ class ReplicaManager:
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
                      replication_factor: int = -1) -> TopicMetadata:
         return self.replication.create_topic(name, num_partitions, configs, replication_factor)
+
+    def create_topics(self, specs: Sequence[TopicCreation]) -> dict[str, TopicMetadata | KafkaError]:
+        return self.replication.create_topics(specs)
 
     def delete_topic(self, name: str) -> None:
         self.replication.delete_topic(name)

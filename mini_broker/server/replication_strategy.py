@@ -33,7 +33,7 @@ from pykafka_client.errors import (
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
-from pykafka_client.errors_base import KafkaError
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -64,6 +64,17 @@ class PartitionReplicas:
     offline: list[int]
 
 
+@dataclass(frozen=True)
+class TopicCreation:
+    """One validated topic of a CreateTopics request (``assignment``: a replica list per partition, or None)."""
+
+    name: str
+    num_partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+    assignment: list[list[int]] | None = None
+
+
 class ReplicationStrategy(Protocol):
     """See the module docstring. Leadership checks raise the partition's BrokerResponseError."""
 
@@ -75,6 +86,11 @@ class ReplicationStrategy(Protocol):
 
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
                      replication_factor: int) -> TopicMetadata: ...
+
+    def create_topics(self, specs: Sequence[TopicCreation]) -> dict[str, TopicMetadata | KafkaError]:
+        """A whole CreateTopics request (a cluster makes it one controller change): per topic its metadata or
+        why it was not created."""
+        ...
 
     def delete_topic(self, name: str) -> None: ...
 
@@ -139,6 +155,12 @@ class ReplicationStrategy(Protocol):
     @property
     def manual_assignment_error(self) -> KafkaError | None:
         """Why CreateTopics refuses manual replica assignments (None: checked per assignment)."""
+        ...
+
+    @property
+    def validates_assignments(self) -> bool:
+        """Whether manual assignments are checked further on (a cluster's controller knows the brokers); else
+        they may name only this broker."""
         ...
 
     def check_replication_factor(self, replication_factor: int) -> None:
@@ -245,6 +267,16 @@ class SingleBrokerReplication:
                 rm.log_manager.get_or_create_log(name, p, log_config)
             return md
 
+    def create_topics(self, specs: Sequence[TopicCreation]) -> dict[str, TopicMetadata | KafkaError]:
+        out: dict[str, TopicMetadata | KafkaError] = {}
+        for spec in specs:
+            try:
+                out[spec.name] = self.create_topic(spec.name, spec.num_partitions, spec.configs,
+                                                   spec.replication_factor)
+            except BrokerResponseError as e:
+                out[spec.name] = e
+        return out
+
     def delete_topic(self, name: str) -> None:
         rm = self.rm
         with rm.topic_lock:
@@ -332,6 +364,10 @@ class SingleBrokerReplication:
     @property
     def manual_assignment_error(self) -> KafkaError | None:
         return None
+
+    @property
+    def validates_assignments(self) -> bool:
+        return False
 
     def check_replication_factor(self, replication_factor: int) -> None:
         if replication_factor != 1:
