@@ -461,7 +461,9 @@ def time_create_topics(bootstrap: str, client: str, prefix: str, count: int, rf:
         for f in futures.values():
             try:
                 f.result(timeout_s)
-            except Exception:
+            except Exception as e:
+                if not failed:
+                    print(f"  first failure: {e}")
                 failed += 1
         return time.perf_counter() - start, failed
     from pykafka_client.admin import AdminClient, NewTopic
@@ -473,7 +475,8 @@ def time_create_topics(bootstrap: str, client: str, prefix: str, count: int, rf:
         try:
             results = ours.create_topics([NewTopic(n, 3, rf) for n in names], timeout=timeout_s)
             failed = sum(1 for r in results.values() if getattr(r, "error", None) is not None)
-        except Exception:
+        except Exception as e:
+            print(f"  failure: {e!r}")
             failed = count
         return time.perf_counter() - start, failed
 

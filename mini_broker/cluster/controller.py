@@ -264,7 +264,9 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
         return {"image": s.image()} if s.wait_for_version(version, wait_ms / 1000) else {}
     if op == "heartbeat":
         s.heartbeat(int(req["broker_id"]), int(req["broker_epoch"]), int(req.get("version", -1)))
-        return {"image": s.image()} if s.version != int(req.get("version", -1)) else {}
+        # a broker that long-polls its images (fetch_image) asks for none here: its heartbeats stay light
+        wants_image = bool(req.get("with_image", True))
+        return {"image": s.image()} if wants_image and s.version != int(req.get("version", -1)) else {}
     if op == "alter_acls":
         s.alter_acls([dict(a) for a in req.get("create", [])], [dict(a) for a in req.get("delete", [])])
         return _when_propagated(s, req, op)

@@ -215,6 +215,8 @@ class ControllerState:
         #: the (kind, key) entries changed since the last persisted delta
         self._dirty: dict[tuple[str, str], None] = {}
         self._batch_depth = 0
+        #: (version, image) of the last image built
+        self._image: tuple[int, dict[str, Any]] | None = None
         if image is not None:
             self._load(image)
 
@@ -249,7 +251,14 @@ class ControllerState:
             self.version = version
 
     def image(self) -> dict[str, Any]:
-        """The whole metadata image (what brokers apply and what is persisted)."""
+        """The whole metadata image (what brokers apply and what is snapshotted). Built once per version (every
+        broker's fetch of a version shares it): callers must not modify it."""
+        with self._lock:
+            if self._image is None or self._image[0] != self.version:
+                self._image = (self.version, self._build_image())
+            return self._image[1]
+
+    def _build_image(self) -> dict[str, Any]:
         with self._lock:
             return {
                 "version": self.version,

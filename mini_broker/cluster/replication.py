@@ -89,7 +89,9 @@ class ClusterReplication:
         self.forwarding_channel = ControllerChannel(host or "127.0.0.1", int(port))
         #: the image long-poll (fetch_image): applies each new image as soon as the controller publishes it
         self.image_channel = ControllerChannel(host or "127.0.0.1", int(port))
+        self.heartbeat_channel = ControllerChannel(host or "127.0.0.1", int(port))
         self._image_thread: threading.Thread | None = None
+        self._housekeeping_thread: threading.Thread | None = None
         self.heartbeat_interval_s = config.get_int("broker.heartbeat.interval.ms") / 1000
         self.lag_time_max_ms = config.get_int("replica.lag.time.max.ms")
         self.default_replication_factor = config.default_replication_factor
@@ -99,6 +101,8 @@ class ClusterReplication:
         self._apply_lock = threading.Lock()
         self.partitions: dict[TopicPartition, Partition] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
+        #: per topic of the last applied image: its entry and the partitions of it this broker hosts
+        self._applied_topics: dict[str, tuple[dict[str, Any], set[TopicPartition]]] = {}
         self._hw_checkpoint = OffsetCheckpointFile(os.path.join(data_dir, HW_CHECKPOINT_FILE))
         self._stop = threading.Event()
         #: gets the ACLs of every applied image (the authorizer's; None: no authorizer)
@@ -141,15 +145,19 @@ class ClusterReplication:
         self._image_thread = threading.Thread(target=self._fetch_images, name=f"broker-metadata-{self.broker_id}",
                                               daemon=True)
         self._image_thread.start()
+        self._housekeeping_thread = threading.Thread(target=self._housekeeping,
+                                                     name=f"broker-replication-{self.broker_id}", daemon=True)
+        self._housekeeping_thread.start()
 
     def _fetch_images(self) -> None:
-        """Long-poll the controller for new images and apply each at once (heartbeats still carry the image
-        too, as a fallback). The request says which version this broker applied, which the controller's topic
+        """Long-poll the controller for new images and apply each at once (heartbeats carry none, so that
+        applying a large image never delays them past the session timeout). The request says which version this broker applied, which the controller's topic
         changes wait for."""
         while not self._stop.is_set():
             try:
                 reply = self.image_channel.call({"op": "fetch_image", "broker_id": self.broker_id,
-                                                 "broker_epoch": self.broker_epoch, "version": self.image_version})
+                                                 "broker_epoch": self.broker_epoch, "version": self.image_version,
+                                           "with_image": False})
                 if "image" in reply:
                     self.apply_image(reply["image"])
             except (OSError, KafkaError, ValueError) as e:
@@ -176,8 +184,10 @@ class ClusterReplication:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.image_channel.close()
-        if self._image_thread is not None:
-            self._image_thread.join(timeout=5)
+        self.heartbeat_channel.close()
+        for t in (self._image_thread, self._housekeeping_thread):
+            if t is not None:
+                t.join(timeout=5)
         if self.fetchers is not None:
             self.fetchers.shutdown()
         with self._lock:
@@ -190,13 +200,14 @@ class ClusterReplication:
         self.write_hw_checkpoint()
 
     def _run(self) -> None:
-        last_checkpoint = _time.monotonic()
+        """Heartbeats only, on their own channel: ISR proposals and checkpoints (:meth:`_housekeeping`) and
+        image application (:meth:`_fetch_images`) run on other threads, so that a burst of them (a thousand
+        new partitions) never delays a heartbeat past ``broker.session.timeout.ms``."""
         while not self._stop.wait(self.heartbeat_interval_s):
             try:
-                reply = self.channel.call({"op": "heartbeat", "broker_id": self.broker_id,
-                                           "broker_epoch": self.broker_epoch, "version": self.image_version})
-                if "image" in reply:
-                    self.apply_image(reply["image"])
+                self.heartbeat_channel.call({"op": "heartbeat", "broker_id": self.broker_id,
+                                             "broker_epoch": self.broker_epoch, "version": self.image_version,
+                                             "with_image": False})
             except StaleBrokerEpochError:
                 log.warning("event=broker_fenced broker_id=%d msg=\"the controller fenced this broker; "
                             "registering again\"", self.broker_id)
@@ -207,6 +218,10 @@ class ClusterReplication:
             except (OSError, KafkaError, ValueError) as e:
                 log.warning("event=heartbeat_failed broker_id=%d error=%r msg=\"retrying; the controller fences "
                             "this broker after broker.session.timeout.ms\"", self.broker_id, e)
+
+    def _housekeeping(self) -> None:
+        last_checkpoint = _time.monotonic()
+        while not self._stop.wait(self.heartbeat_interval_s):
             try:
                 self._maybe_shrink_isr()
                 if _time.monotonic() - last_checkpoint >= HW_CHECKPOINT_INTERVAL_S:
@@ -245,10 +260,17 @@ class ClusterReplication:
             hosted: set[TopicPartition] = set()
             checkpoint: dict[tuple[str, int], int] | None = None
             now = self.time.milliseconds()
+            applied: dict[str, tuple[dict[str, Any], set[TopicPartition]]] = {}
             for t in image["topics"]:
+                prev = self._applied_topics.get(t["name"])
+                if prev is not None and prev[0] == t:  # unchanged since the last image: nothing to do
+                    hosted |= prev[1]
+                    applied[t["name"]] = prev
+                    continue
                 md = self.cache.get_topic(t["name"])
                 if md is None:
                     continue
+                before = set(hosted)
                 if self._topic_configs.get(md.name) != md.configs:
                     self._topic_configs[md.name] = dict(md.configs)
                     self.rm.log_manager.update_topic_config(md.name, self.rm.log_config_for(md))
@@ -279,6 +301,8 @@ class ClusterReplication:
                     elif part.is_leader:  # the ISR changed: the high watermark and waiting produces may move
                         self.maybe_increment_hw(tp, part, lg)
                         self._wake(tp)
+                applied[t["name"]] = (t, hosted - before)
+            self._applied_topics = applied
             with self._lock:
                 gone = [tp for tp in self.partitions if tp not in hosted]
                 for tp in gone:
