@@ -286,7 +286,9 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
         elif op == "delete_topic":
             s.delete_topic(str(req["name"]))
         elif op == "create_partitions":
-            s.create_partitions(str(req["name"]), int(req["count"]), bool(req.get("validate_only", False)))
+            assignment = req.get("assignment")
+            s.create_partitions(str(req["name"]), int(req["count"]), bool(req.get("validate_only", False)),
+                                [[int(r) for r in a] for a in assignment] if assignment else None)
         else:
             s.alter_configs(str(req["name"]), dict(req["configs"]))
         return _when_propagated(s, req, op)

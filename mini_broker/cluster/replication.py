@@ -706,8 +706,8 @@ class ClusterReplication:
     def delete_topic(self, name: str) -> None:
         self._controller({"op": "delete_topic", "name": name})
 
-    def add_partitions(self, name: str, count: int) -> TopicMetadata:
-        self._controller({"op": "create_partitions", "name": name, "count": count})
+    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> TopicMetadata:
+        self._controller({"op": "create_partitions", "name": name, "count": count, "assignment": assignment})
         md = self.cache.get_topic(name)
         if md is None:
             raise UnknownTopicOrPartitionError(f"Topic {name} not found")

@@ -221,8 +221,8 @@ class ReplicaManager:
     def delete_topic(self, name: str) -> None:
         self.replication.delete_topic(name)
 
-    def add_partitions(self, name: str, count: int) -> TopicMetadata:
-        return self.replication.add_partitions(name, count)
+    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> TopicMetadata:
+        return self.replication.add_partitions(name, count, assignment)
 
     def update_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata:
         with self.topic_lock:

@@ -27,9 +27,12 @@ from mini_broker.server.coordinator_lookup import CoordinatorLookup
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
 from pykafka_client.errors import (
     ConfigurationError,
+    ElectionNotNeededError,
     FencedLeaderEpochError,
     InvalidConfigurationError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
+    NoReassignmentInProgressError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
@@ -94,7 +97,24 @@ class ReplicationStrategy(Protocol):
 
     def delete_topic(self, name: str) -> None: ...
 
-    def add_partitions(self, name: str, count: int) -> TopicMetadata: ...
+    def elect_leaders(self, unclean: bool, partitions: Sequence[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], KafkaError | None]:
+        """ElectLeaders: per partition None (elected) or why not; ``partitions`` None = all of them (then only
+        the elected ones are listed)."""
+        ...
+
+    def alter_partition_reassignments(self, moves: Sequence[tuple[str, int, list[int] | None]]
+                                      ) -> dict[tuple[str, int], KafkaError | None]:
+        """AlterPartitionReassignments: per (topic, partition, target replicas or None to cancel) the error."""
+        ...
+
+    def list_partition_reassignments(self, partitions: Sequence[tuple[str, int]] | None
+                                     ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        """The ongoing reassignments: (topic, partition, replicas, adding, removing)."""
+        ...
+
+    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None
+                       ) -> TopicMetadata: ...
 
     def update_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata:
         """Called with the ReplicaManager's topic lock held and the configs validated."""
@@ -277,6 +297,39 @@ class SingleBrokerReplication:
                 out[spec.name] = e
         return out
 
+    def _known(self, topic: str, partition: int) -> bool:
+        md = self.rm.metadata_cache.get_topic(topic)
+        return md is not None and 0 <= partition < md.num_partitions
+
+    def elect_leaders(self, unclean: bool, partitions: Sequence[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], KafkaError | None]:
+        # the only replica always leads: no election is ever needed
+        out: dict[tuple[str, int], KafkaError | None] = {}
+        for topic, p in partitions or []:
+            out[(topic, p)] = (ElectionNotNeededError(f"{topic}-{p} is led by its only replica")
+                               if self._known(topic, p) else UnknownTopicOrPartitionError(f"{topic}-{p} does not exist"))
+        return out
+
+    def alter_partition_reassignments(self, moves: Sequence[tuple[str, int, list[int] | None]]
+                                      ) -> dict[tuple[str, int], KafkaError | None]:
+        node = self.rm.config.node_id
+        out: dict[tuple[str, int], KafkaError | None] = {}
+        for topic, p, target in moves:
+            if not self._known(topic, p):
+                out[(topic, p)] = UnknownTopicOrPartitionError(f"{topic}-{p} does not exist")
+            elif target is None:
+                out[(topic, p)] = NoReassignmentInProgressError(f"no reassignment of {topic}-{p} is in progress")
+            elif target != [node]:
+                out[(topic, p)] = InvalidReplicaAssignmentError(
+                    f"a single broker can place {topic}-{p} only on itself ({node}), not on {target}")
+            else:
+                out[(topic, p)] = None
+        return out
+
+    def list_partition_reassignments(self, partitions: Sequence[tuple[str, int]] | None
+                                     ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        return []
+
     def delete_topic(self, name: str) -> None:
         rm = self.rm
         with rm.topic_lock:
@@ -288,7 +341,7 @@ class SingleBrokerReplication:
             rm.fetch_purgatory.check_and_complete(key)
             rm.produce_purgatory.check_and_complete(key)
 
-    def add_partitions(self, name: str, count: int) -> TopicMetadata:
+    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> TopicMetadata:
         rm = self.rm
         with rm.topic_lock:
             old = rm.metadata_cache.get_topic(name)

@@ -45,12 +45,14 @@ def _one(apis: KafkaApis, t: CreatePartitionsRequest.CreatePartitionsTopic, vali
             raise InvalidReplicaAssignmentError(f"Attempted to add {added} additional partition(s), but only "
                                                 f"{len(t.assignments)} assignment(s) were specified.")
         for a in t.assignments:
-            if list(a.broker_ids) != [broker.node_id]:
+            # a cluster's controller checks them against the registered brokers
+            if not broker.replica_manager.replication.validates_assignments and list(a.broker_ids) != [broker.node_id]:
                 raise InvalidReplicaAssignmentError(f"Unknown broker(s) in replica assignment: {list(a.broker_ids)}.")
     if validate_only:
         broker.metadata_cache.set_partition_count(t.name, t.count, validate_only=True)
     else:
-        broker.replica_manager.add_partitions(t.name, t.count)
+        assignment = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+        broker.replica_manager.add_partitions(t.name, t.count, assignment)
         log.info("event=partitions_created topic=%s count=%d", t.name, t.count)
 
 
