@@ -14,6 +14,7 @@ from typing import TypeVar
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.alter_partition_reassignments import AlterPartitionReassignmentsHandler
 from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
@@ -37,12 +38,9 @@ from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalA
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
 from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
+from pykafka_client.admin.handlers.list_partition_reassignments import ListPartitionReassignmentsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
 from pykafka_client.admin.handlers.list_transactions import ListTransactionsHandler
-from pykafka_client.admin.handlers.partition_reassignments import (
-    AlterPartitionReassignmentsHandler,
-    ListPartitionReassignmentsHandler,
-)
 from pykafka_client.errors import IllegalStateError
 
 H = TypeVar("H")

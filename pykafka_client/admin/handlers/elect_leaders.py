@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.handlers.alter_partition_reassignments import partitions_by_topic, timeout_ms
 from pykafka_client.admin.lookups import Controller
 from pykafka_client.admin.types import ElectionType
 from pykafka_client.errors_base import KafkaError
@@ -31,14 +32,12 @@ class ElectLeadersHandler:
     lookup = Controller()
 
     def build_request(self, version: int, keys: list[str]) -> ElectLeadersRequest:
-        by_topic: dict[str, list[int]] = {}
-        for tp in self.partitions or []:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
         return ElectLeadersRequest(
             election_type=int(self.election_type),
             topic_partitions=None if self.partitions is None else [
-                ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            timeout_ms=max(0, min(self.timer.remaining_ms(), 2**31 - 1)))
+                ElectLeadersRequest.TopicPartitions(topic=t, partitions=ps)
+                for t, ps in partitions_by_topic(self.partitions).items()],
+            timeout_ms=timeout_ms(self.timer))
 
     def handle_response(self, node: Node, keys: list[str], response: ElectLeadersResponse
                         ) -> ApiResult[str, dict[TopicPartition, KafkaError | None]]:

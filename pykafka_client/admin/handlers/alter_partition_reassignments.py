@@ -1,5 +1,5 @@
-"""AlterPartitionReassignments and ListPartitionReassignments (Java ``KafkaAdminClient.alterPartitionReassignments``
-/ ``listPartitionReassignments``, KIP-455): to the controller, each in one request."""
+"""AlterPartitionReassignments (Java ``KafkaAdminClient.alterPartitionReassignments``, KIP-455): to the controller,
+in one request."""
 
 from __future__ import annotations
 
@@ -10,23 +10,20 @@ from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.api_handler import ApiResult
 from pykafka_client.admin.lookups import Controller
-from pykafka_client.admin.types import PartitionReassignment
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
 )
 from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import Timer
 
 
-def _timeout_ms(timer: Timer) -> int:
+def timeout_ms(timer: Timer) -> int:
     return max(0, min(timer.remaining_ms(), 2**31 - 1))
 
 
-def _by_topic(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
+def partitions_by_topic(tps: Iterable[TopicPartition]) -> dict[str, list[int]]:
     out: dict[str, list[int]] = {}
     for tp in tps:
         out.setdefault(tp.topic, []).append(tp.partition)
@@ -43,13 +40,13 @@ class AlterPartitionReassignmentsHandler:
     lookup = Controller()
 
     def build_request(self, version: int, keys: list[TopicPartition]) -> AlterPartitionReassignmentsRequest:
-        return AlterPartitionReassignmentsRequest(timeout_ms=_timeout_ms(self.timer), topics=[
+        return AlterPartitionReassignmentsRequest(timeout_ms=timeout_ms(self.timer), topics=[
             AlterPartitionReassignmentsRequest.ReassignableTopic(name=topic, partitions=[
                 AlterPartitionReassignmentsRequest.ReassignablePartition(
                     partition_index=p, replicas=None if (r := self.targets[TopicPartition(topic, p)]) is None
                     else list(r))
                 for p in ps])
-            for topic, ps in _by_topic(keys).items()])
+            for topic, ps in partitions_by_topic(keys).items()])
 
     def handle_response(self, node: Node, keys: list[TopicPartition], response: AlterPartitionReassignmentsResponse
                         ) -> ApiResult[TopicPartition, None]:
@@ -76,41 +73,3 @@ class AlterPartitionReassignmentsHandler:
             return
         ctx.run_call(lambda timer: AlterPartitionReassignmentsHandler(reassignments, timer), list(reassignments),
                      timeout, update_metadata=True)
-
-
-#: the one key of a list call: the whole request
-LIST_REQUEST = "reassignments"
-
-
-@dataclass
-class ListPartitionReassignmentsHandler:
-    """One key, :data:`LIST_REQUEST`; its value maps each reassigned partition to its PartitionReassignment."""
-
-    partitions: list[TopicPartition] | None
-    timer: Timer
-    api_key = ApiKey.LIST_PARTITION_REASSIGNMENTS
-    lookup = Controller()
-
-    def build_request(self, version: int, keys: list[str]) -> ListPartitionReassignmentsRequest:
-        return ListPartitionReassignmentsRequest(timeout_ms=_timeout_ms(self.timer), topics=None
-                                                 if self.partitions is None else [
-            ListPartitionReassignmentsRequest.ListPartitionReassignmentsTopics(name=t, partition_indexes=ps)
-            for t, ps in _by_topic(self.partitions).items()])
-
-    def handle_response(self, node: Node, keys: list[str], response: ListPartitionReassignmentsResponse
-                        ) -> ApiResult[str, dict[TopicPartition, PartitionReassignment]]:
-        assert isinstance(response, ListPartitionReassignmentsResponse)
-        if response.error_code:
-            raise broker_error(response.error_code, response.error_message, "list_partition_reassignments")
-        out = {TopicPartition(t.name, p.partition_index): PartitionReassignment(
-                   list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
-               for t in response.topics for p in t.partitions}
-        return ApiResult(completed={LIST_REQUEST: out})
-
-    @staticmethod
-    def call(ctx: AdminContext, partitions: Iterable[TopicPartition] | None = None, timeout: float | None = None
-             ) -> dict[TopicPartition, PartitionReassignment]:
-        """The ongoing reassignments (of ``partitions``; None: all)."""
-        wanted = None if partitions is None else list(partitions)
-        return ctx.run_call(lambda timer: ListPartitionReassignmentsHandler(wanted, timer), [LIST_REQUEST],
-                            timeout)[LIST_REQUEST]
