@@ -128,7 +128,7 @@ def test_a_reassignment_is_validated() -> None:
 
 
 def test_preferred_election_returns_leadership_to_the_first_replica() -> None:
-    state, time, epochs, _ = _cluster(3)
+    state, _, epochs, _ = _cluster(3)
     state.create_topic("p", -1, -1, {}, assignment=[[0, 1, 2]])
     state.controlled_shutdown(0, epochs[0])
     assert state.topics["p"].partitions[0].leader == 1
@@ -142,7 +142,7 @@ def test_preferred_election_returns_leadership_to_the_first_replica() -> None:
 
 
 def test_unclean_election_picks_an_out_of_sync_replica_only_when_asked() -> None:
-    state, time, epochs, _ = _cluster(2)
+    state, _, epochs, _ = _cluster(2)
     state.create_topic("u", -1, -1, {}, assignment=[[0, 1]])
     _isr_from_leader(state, epochs, "u", [0])
     state.controlled_shutdown(0, epochs[0])
