@@ -706,6 +706,10 @@ class ClusterReplication:
     def delete_topic(self, name: str) -> None:
         self._controller({"op": "delete_topic", "name": name})
 
+    def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        """One DeleteTopics request, one controller change."""
+        return self._batch({"op": "delete_topics", "names": list(names)})
+
     def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> TopicMetadata:
         self._controller({"op": "create_partitions", "name": name, "count": count, "assignment": assignment})
         md = self.cache.get_topic(name)

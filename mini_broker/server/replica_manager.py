@@ -221,6 +221,9 @@ class ReplicaManager:
     def delete_topic(self, name: str) -> None:
         self.replication.delete_topic(name)
 
+    def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        return self.replication.delete_topics(names)
+
     def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> TopicMetadata:
         return self.replication.add_partitions(name, count, assignment)
 

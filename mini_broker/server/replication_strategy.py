@@ -97,6 +97,11 @@ class ReplicationStrategy(Protocol):
 
     def delete_topic(self, name: str) -> None: ...
 
+    def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        """A whole DeleteTopics request (a cluster makes it one controller change): per topic None or why
+        it was not deleted."""
+        ...
+
     def elect_leaders(self, unclean: bool, partitions: Sequence[tuple[str, int]] | None
                       ) -> dict[tuple[str, int], KafkaError | None]:
         """ElectLeaders: per partition None (elected) or why not; ``partitions`` None = all of them (then only
@@ -295,6 +300,16 @@ class SingleBrokerReplication:
                                                    spec.replication_factor)
             except BrokerResponseError as e:
                 out[spec.name] = e
+        return out
+
+    def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        out: dict[str, KafkaError | None] = {}
+        for name in names:
+            try:
+                self.delete_topic(name)
+                out[name] = None
+            except BrokerResponseError as e:
+                out[name] = e
         return out
 
     def _known(self, topic: str, partition: int) -> bool:

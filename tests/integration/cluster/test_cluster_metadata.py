@@ -34,6 +34,8 @@ def test_a_hundred_topics_in_one_request_all_answer_without_error(cluster: MiniC
         described = admin.describe_topics([f"many-ck-{i}" for i in range(100)], timeout=60)
         assert all(len(d.partitions) == 2 and all(p.leader is not None for p in d.partitions)
                    for d in described.values())
+        admin.delete_topics([f"many-pk-{i}" for i in range(100)], timeout=60)  # one controller change too
+        assert not {t for t in admin.list_topics(timeout=30) if t.startswith("many-pk-")}
 
 
 def test_a_manual_assignment_gives_the_topic_exactly_those_replicas(cluster: MiniCluster) -> None:
