@@ -3,10 +3,13 @@ assignments, the reassignment state machine (KIP-455) and leader elections (KIP-
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mini_broker.cluster import controller as controller_module
+from mini_broker.cluster.controller import IMAGE_FILE, LOG_FILE, Controller
 from mini_broker.cluster.controller_state import NO_LEADER, ControllerState, TopicSpec
 from pykafka_client.errors import (
     ElectionNotNeededError,
@@ -153,3 +156,32 @@ def test_unclean_election_picks_an_out_of_sync_replica_only_when_asked() -> None
     assert isinstance(state.elect_leaders(True, [("u", 0)])[("u", 0)], ElectionNotNeededError)
     state.controlled_shutdown(1, epochs[1])
     assert isinstance(state.elect_leaders(True, [("u", 0)])[("u", 0)], EligibleLeadersNotAvailableError)
+
+
+def test_the_metadata_log_appends_deltas_snapshots_and_survives_a_torn_last_record(tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch
+                                                                                   ) -> None:
+    monkeypatch.setattr(controller_module, "SNAPSHOT_EVERY", 5)
+    c = Controller(str(tmp_path), "c1", time=MockTime())
+    try:
+        for i in range(3):
+            c.state.register_broker(i, "127.0.0.1", 9000 + i)
+        c.state.create_topics([TopicSpec(f"t{i}", 1, 3, {}) for i in range(50)])
+        c.state.create_topic("manual", -1, -1, {}, assignment=[[2, 1]])
+        c.state.alter_partition_reassignments([("manual", 0, [0, 1])])
+        image = c.state.image()
+        log_lines = (tmp_path / LOG_FILE).read_bytes().splitlines()
+        # 3 registrations + 1 batch + 1 topic + 1 reassignment = 6 deltas: a snapshot after the 5th
+        assert len(log_lines) == 1 and (tmp_path / IMAGE_FILE).exists()
+        assert len(log_lines[0]) < 2000  # the reassignment's delta names one topic, not the 51
+    finally:
+        c.shutdown()
+    with open(tmp_path / LOG_FILE, "ab") as fh:
+        fh.write(b'{"version": 99, "entr')  # a crash while appending
+    again = Controller(str(tmp_path), "other", time=MockTime())
+    try:
+        assert again.state.cluster_id == "c1"
+        assert again.state.image()["topics"] == image["topics"] and again.state.version == image["version"]
+        assert again.state.topics["manual"].partitions[0].adding_replicas == [0]
+    finally:
+        again.shutdown()
