@@ -6,8 +6,10 @@ after a broker restart."""
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -61,14 +63,18 @@ def test_a_reassignment_moves_replicas_under_a_running_producer_and_consumer(clu
         errors: list[BaseException] = []
 
         def produce() -> None:
-            p: KafkaProducer[Any, Any] = KafkaProducer({"bootstrap.servers": cluster.bootstrap_servers,
-                                                        "acks": "all", "linger.ms": 5})
+            p = KafkaProducer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5})
+
+            def on_done(f: Future[Any], i: int) -> None:
+                if f.exception() is None:
+                    acked.append(i)
+
             try:
                 i = 0
                 while not stop.is_set():
                     fut = p.send(topic, str(i).encode(), partition=0)
                     sent.append(i)
-                    fut.add_done_callback(lambda f, i=i: acked.append(i) if f.exception() is None else None)
+                    fut.add_done_callback(functools.partial(on_done, i=i))
                     i += 1
                     time.sleep(0.005)
                 p.flush(60)
