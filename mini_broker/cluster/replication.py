@@ -706,6 +706,12 @@ class ClusterReplication:
     def delete_topic(self, name: str) -> None:
         self._controller({"op": "delete_topic", "name": name})
 
+    def add_partitions_batch(self, growth: Sequence[tuple[str, int, list[list[int]] | None]]
+                             ) -> dict[str, KafkaError | None]:
+        """One CreatePartitions request, one controller change."""
+        return self._batch({"op": "create_partitions_batch",
+                            "topics": [{"name": n, "count": c, "assignment": a} for n, c, a in growth]})
+
     def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
         """One DeleteTopics request, one controller change."""
         return self._batch({"op": "delete_topics", "names": list(names)})

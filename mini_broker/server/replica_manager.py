@@ -224,6 +224,10 @@ class ReplicaManager:
     def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
         return self.replication.delete_topics(names)
 
+    def add_partitions_batch(self, growth: Sequence[tuple[str, int, list[list[int]] | None]]
+                             ) -> dict[str, KafkaError | None]:
+        return self.replication.add_partitions_batch(growth)
+
     def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> TopicMetadata:
         return self.replication.add_partitions(name, count, assignment)
 

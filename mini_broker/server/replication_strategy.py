@@ -97,6 +97,12 @@ class ReplicationStrategy(Protocol):
 
     def delete_topic(self, name: str) -> None: ...
 
+    def add_partitions_batch(self, growth: Sequence[tuple[str, int, list[list[int]] | None]]
+                             ) -> dict[str, KafkaError | None]:
+        """A whole CreatePartitions request ((topic, new count, manual assignment or None)); a cluster makes it
+        one controller change. Per topic None or why it did not grow."""
+        ...
+
     def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
         """A whole DeleteTopics request (a cluster makes it one controller change): per topic None or why
         it was not deleted."""
@@ -307,6 +313,17 @@ class SingleBrokerReplication:
         for name in names:
             try:
                 self.delete_topic(name)
+                out[name] = None
+            except BrokerResponseError as e:
+                out[name] = e
+        return out
+
+    def add_partitions_batch(self, growth: Sequence[tuple[str, int, list[list[int]] | None]]
+                             ) -> dict[str, KafkaError | None]:
+        out: dict[str, KafkaError | None] = {}
+        for name, count, assignment in growth:
+            try:
+                self.add_partitions(name, count, assignment)
                 out[name] = None
             except BrokerResponseError as e:
                 out[name] = e

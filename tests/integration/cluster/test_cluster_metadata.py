@@ -16,7 +16,7 @@ import pytest
 
 from mini_broker.cluster.mini_cluster import MiniCluster
 from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from pykafka_client.admin import ElectionType, NewTopic
+from pykafka_client.admin import ElectionType, NewPartitions, NewTopic
 from pykafka_client.errors import ElectionNotNeededError, InvalidReplicaAssignmentError
 from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S, wait_until
 
@@ -49,6 +49,9 @@ def test_a_manual_assignment_gives_the_topic_exactly_those_replicas(cluster: Min
         assert [p.leader.id for p in sorted(d.partitions, key=lambda p: p.partition) if p.leader] == [2, 1, 0]
         with pytest.raises(InvalidReplicaAssignmentError):
             admin.create_topics([NewTopic("manual-bad", replica_assignments={0: [0, 7]})], timeout=30)
+        admin.create_partitions({"manual": NewPartitions(4, [[1, 0]])}, timeout=30)
+        grown = admin.describe_topics(["manual"], timeout=30)["manual"]
+        assert [r.id for r in sorted(grown.partitions, key=lambda p: p.partition)[3].replicas] == [1, 0]
 
 
 def test_a_reassignment_moves_replicas_under_a_running_producer_and_consumer(cluster: MiniCluster) -> None:
