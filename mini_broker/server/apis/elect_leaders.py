@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 PREFERRED, UNCLEAN = 0, 1
 
 
-def _code_and_message(e: KafkaError | None) -> tuple[int, str | None]:
+def code_and_message(e: KafkaError | None) -> tuple[int, str | None]:
     if e is None:
         return 0, None
     if isinstance(e, BrokerResponseError):
@@ -47,7 +47,7 @@ def handle(apis: KafkaApis, request: Request) -> ElectLeadersResponse:
     out = apis.broker.replica_manager.replication.elect_leaders(election == UNCLEAN, wanted)
     by_topic: dict[str, list[ElectLeadersResponse.PartitionResult]] = {}
     for (topic, p), err in out.items():
-        code, msg = _code_and_message(err)
+        code, msg = code_and_message(err)
         by_topic.setdefault(topic, []).append(
             ElectLeadersResponse.PartitionResult(partition_id=p, error_code=code, error_message=msg))
         if err is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.elect_leaders import _code_and_message
+from mini_broker.server.apis.elect_leaders import code_and_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.errors import ClusterAuthorizationFailedError
 from pykafka_client.protocol.acl import AclOperation
@@ -47,7 +47,7 @@ def handle_alter(apis: KafkaApis, request: Request) -> AlterPartitionReassignmen
     for t in body.topics:
         parts = []
         for p in t.partitions:
-            code, msg = _code_and_message(out.get((t.name, p.partition_index)))
+            code, msg = code_and_message(out.get((t.name, p.partition_index)))
             parts.append(_AltPart(partition_index=p.partition_index, error_code=code, error_message=msg))
             if not code:
                 log.info("event=reassignment partition=%s-%d replicas=%s", t.name, p.partition_index, p.replicas)
