@@ -165,12 +165,15 @@ class LogCleanerManager:
             return best
 
     def done_cleaning(self, log: Log, end_offset: int | None, latest_delete_horizon_ms: int = -1) -> None:
-        """Release ``log``; ``end_offset`` (None after a failed or aborted clean) becomes its checkpoint."""
+        """Release ``log``; ``end_offset`` (None after a failed or aborted clean) becomes its checkpoint, unless
+        the log was deleted or replaced meanwhile, and never past the log's end (a truncation after the swap)."""
+        current = end_offset is not None and self.is_current(log)  # outside the lock: it reads the log table
         with self._lock:
             tp = (log.topic, log.partition)
             self._in_progress.discard(tp)
-            if end_offset is None:
+            if end_offset is None or not current:
                 return
+            end_offset = min(end_offset, log.log_end_offset)
             if latest_delete_horizon_ms >= 0:
                 self._delete_horizons[tp] = latest_delete_horizon_ms
             log_dir = self._dir_of(log)

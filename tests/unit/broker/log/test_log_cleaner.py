@@ -10,7 +10,7 @@ import pytest
 
 from mini_broker.log import Log, LogConfig
 from mini_broker.log.log_cleaner import CleanAbortedError, Cleaner, CleanerConfig, LogCleaner, Throttler
-from mini_broker.log.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT_FILE, measure
+from mini_broker.log.log_cleaner_manager import CLEANER_OFFSET_CHECKPOINT_FILE, LogCleanerManager, measure
 from mini_broker.log.log_loader import CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX
 from mini_broker.log.log_manager import LogManager
 from mini_broker.log.unified_log import AppendOrigin
@@ -489,3 +489,18 @@ def test_a_stopped_throttler_does_not_sleep(time: MockTime) -> None:
     start = time.milliseconds()
     throttler.maybe_throttle(1_000_000)  # 1000 s of I/O at this rate
     assert time.milliseconds() == start
+
+
+def test_a_clean_finishing_after_a_truncation_or_deletion_does_not_raise_the_checkpoint(tmp_path: Path,
+                                                                                          time: MockTime) -> None:
+    """Kafka stops cleaning before it truncates or deletes a log; here the clean may finish just after, so its end
+    offset is capped at the log's end and dropped for a log that is no longer the partition's."""
+    log = new_log(tmp_path, time)
+    write_updates(log, time, keys=5, rounds=2)
+    table: dict[tuple[str, int], Log] = {(log.topic, log.partition): log}
+    manager = LogCleanerManager([str(tmp_path)], lambda: table)
+    manager.done_cleaning(log, log.log_end_offset + 100)  # a truncation cut the log after the clean's swap
+    assert manager.checkpoint_of(log) == log.log_end_offset
+    del table[(log.topic, log.partition)]  # deleted meanwhile
+    manager.done_cleaning(log, 3)
+    assert manager.checkpoint_of(log) == log.log_end_offset  # unchanged: the stale clean writes nothing
