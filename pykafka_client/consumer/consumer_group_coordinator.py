@@ -252,8 +252,11 @@ class ConsumerGroupCoordinator(ConsumerCoordinator):
                 return None
             log.debug("sending %s", request)
             sent = self.client.send(coordinator, request)
-            future: RequestFuture[None] = self._compose(sent, self._handle_heartbeat_response, "ConsumerGroupHeartbeat")
             leaving = request.member_epoch < 0
+            # Java ignores the answer to a leave: applied, it would land on the next membership (a subscribe
+            # right after an unsubscribe), setting its epoch to -1 and clearing its in-flight heartbeat
+            handler = self._handle_leave_response if leaving else self._handle_heartbeat_response
+            future: RequestFuture[None] = self._compose(sent, handler, "ConsumerGroupHeartbeat")
         if not leaving:
             future.add_callbacks(None, self._heartbeat_failed)
         return future
@@ -268,6 +271,12 @@ class ConsumerGroupCoordinator(ConsumerCoordinator):
             self.cond.notify_all()
         if err is not None:
             log.info("ConsumerGroupHeartbeat of group %s failed: %s", self.rebalance_config.group_id, err)
+        future.complete(None)
+
+    def _handle_leave_response(self, body: ConsumerGroupHeartbeatResponse, future: RequestFuture[None]) -> None:
+        if body.error_code:
+            log.debug("leaving group %s: ConsumerGroupHeartbeat answered error %d", self.rebalance_config.group_id,
+                      body.error_code)
         future.complete(None)
 
     def _heartbeat_failed(self, exc: BaseException) -> None:

@@ -128,6 +128,9 @@ class ConsumerMembershipManager:
         self.member_epoch = JOIN_GROUP_MEMBER_EPOCH
         self.heartbeat_interval_ms = 0
         self._next_heartbeat_ms = 0
+        #: after a failed heartbeat, no heartbeat before this (Java: the heartbeat request state's backoff holds
+        #: every send, joining and acknowledging included)
+        self._retry_at_ms = 0
         self.heartbeat_in_flight = False
         self._subscribed_topics: frozenset[str] = frozenset()
         self._subscribed_regex: str | None = None
@@ -193,8 +196,10 @@ class ConsumerMembershipManager:
         """ms until a heartbeat is due (0: now); a large number when none will be sent."""
         if self.should_skip_heartbeat() or self.heartbeat_in_flight:
             return 2**31
-        if self.state in (MemberState.JOINING, MemberState.ACKNOWLEDGING, MemberState.LEAVING):
+        if self.state is MemberState.LEAVING:
             return 0
+        if self.state in (MemberState.JOINING, MemberState.ACKNOWLEDGING):
+            return max(0, self._retry_at_ms - now_ms)
         return max(0, self._next_heartbeat_ms - now_ms)
 
     def heartbeat_request(self, now_ms: int) -> ConsumerGroupHeartbeatRequest | None:
@@ -245,7 +250,7 @@ class ConsumerMembershipManager:
         every field."""
         self.heartbeat_in_flight = False
         self._reset_sent_fields()
-        self._next_heartbeat_ms = now_ms + self.retry_backoff_ms
+        self._next_heartbeat_ms = self._retry_at_ms = now_ms + self.retry_backoff_ms
 
     def on_heartbeat_response(self, response: ConsumerGroupHeartbeatResponse, now_ms: int) -> KafkaError | None:
         """Apply a response. Returns the error for the coordinator to act on (None when there was none):
@@ -257,10 +262,11 @@ class ConsumerMembershipManager:
             cls = for_code(response.error_code)
             err = cls(response.error_message or f"ConsumerGroupHeartbeat of group {self.group_id} failed")
             self._reset_sent_fields()
-            self._next_heartbeat_ms = now_ms + self.retry_backoff_ms
+            self._next_heartbeat_ms = self._retry_at_ms = now_ms + self.retry_backoff_ms
             if self.state in (MemberState.UNSUBSCRIBED, MemberState.LEAVING, MemberState.PREPARE_LEAVING):
                 return err  # a late answer to a leave: nothing to do
             if isinstance(err, FENCING_ERRORS):
+                self._retry_at_ms = 0  # Java resets the backoff: the rejoin goes at once
                 if self.state.is_in_group():
                     self.transition_to(MemberState.FENCED)
             elif not err.retriable:

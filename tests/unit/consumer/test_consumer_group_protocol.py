@@ -271,3 +271,4 @@ def test_poll_timeout_leaves_then_next_poll_loses_partitions_and_rejoins() -> No
     assert e.listener.calls[-1] == ("lost", tps(0, 1))
     rejoin = e.heartbeats()[-1]
     assert rejoin.member_epoch == 0 and rejoin.subscribed_topic_names == ["t"]
+

@@ -14,7 +14,12 @@ from pykafka_client.consumer.membership_manager import (
     ConsumerMembershipManager,
     MemberState,
 )
-from pykafka_client.errors import FencedMemberEpochError, GroupAuthorizationFailedError, UnknownMemberIdError
+from pykafka_client.errors import (
+    CoordinatorLoadInProgressError,
+    FencedMemberEpochError,
+    GroupAuthorizationFailedError,
+    UnknownMemberIdError,
+)
 from pykafka_client.protocol.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from pykafka_client.protocol.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from pykafka_client.structs import TopicPartition
@@ -270,3 +275,17 @@ def test_target_arriving_during_reconciliation_is_reconciled_next() -> None:
     mb.m.on_reconciliation_done(second)
     assert mb.state() is MemberState.ACKNOWLEDGING
     assert owned(mb.send()) == {T1: [1], T2: [0]}
+
+
+def test_a_join_answered_with_a_retriable_error_waits_for_the_backoff() -> None:
+    """Java: the heartbeat request state's backoff holds every send, the join's too: a coordinator still
+    loading (COORDINATOR_LOAD_IN_PROGRESS) is asked again after retry.backoff.ms, not at once."""
+    mb = Member()
+    mb.m.on_subscription_updated(["a"])
+    mb.send()
+    err = mb.m.on_heartbeat_response(response(0, error=CoordinatorLoadInProgressError.code), mb.now())
+    assert isinstance(err, CoordinatorLoadInProgressError) and mb.state() is MemberState.JOINING
+    assert mb.m.heartbeat_request(mb.now()) is None
+    assert mb.m.time_to_next_heartbeat(mb.now()) == 100
+    mb.time.sleep(100)
+    assert mb.send().member_epoch == 0
