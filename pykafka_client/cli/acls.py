@@ -185,6 +185,9 @@ def run_remove(args: argparse.Namespace) -> int:
     entries = entries_from_args(args, operations)
     if args.operation and not entries:
         raise CliError("--operation needs --allow-principal or --deny-principal to say whose ACLs to remove", EXIT_USAGE)
+    for hosts, flag in ((args.allow_host, "allow"), (args.deny_host, "deny")):
+        if hosts and not getattr(args, f"{flag}_principal"):  # else the filter would match every ACL of the resource
+            raise CliError(f"--{flag}-host needs --{flag}-principal to say whose ACLs to remove", EXIT_USAGE)
     with open_admin(args) as admin:
         removed = admin.delete_acls(filters_from_args(args, list(entries)), timeout=args.timeout)
     gone = list(dict.fromkeys(b for bs in removed.values() for b in bs))

@@ -52,7 +52,10 @@ class AlterPartitionReassignmentsHandler:
                         ) -> ApiResult[TopicPartition, None]:
         assert isinstance(response, AlterPartitionReassignmentsResponse)
         if response.error_code:
-            raise broker_error(response.error_code, response.error_message, "alter_partition_reassignments")
+            failed: ApiResult[TopicPartition, None] = ApiResult()
+            failed.controller_error(keys, response.error_code,
+                                    broker_error(response.error_code, response.error_message, "alter_partition_reassignments"))
+            return failed
         result: ApiResult[TopicPartition, None] = ApiResult()
         for t in response.responses:
             for p in t.partitions:

@@ -43,7 +43,9 @@ class ElectLeadersHandler:
                         ) -> ApiResult[str, dict[TopicPartition, KafkaError | None]]:
         assert isinstance(response, ElectLeadersResponse)
         if response.error_code:
-            raise broker_error(response.error_code, None, "elect_leaders")
+            failed: ApiResult[str, dict[TopicPartition, KafkaError | None]] = ApiResult()
+            failed.controller_error(keys, response.error_code, broker_error(response.error_code, None, "elect_leaders"))
+            return failed
         out: dict[TopicPartition, KafkaError | None] = {}
         for t in response.replica_election_results:
             for p in t.partition_result:

@@ -52,7 +52,7 @@ class ListOffsetsHandler:
                             partition_index=tp[1],
                             timestamp=self.specs[tp].timestamp,
                             current_leader_epoch=(
-                                (self.metadata.last_seen_leader_epoch(tp) or -1)
+                                _or_unknown(self.metadata.last_seen_leader_epoch(tp))
                                 if version >= LEADER_EPOCH_VERSION else -1
                             ),
                             max_num_offsets=1,
@@ -95,3 +95,8 @@ class ListOffsetsHandler:
             return {}
         return ctx.run_call(lambda timer: ListOffsetsHandler(wanted, isolation_level, ctx.metadata, timer),
                             list(wanted), timeout)
+
+
+def _or_unknown(epoch: int | None) -> int:
+    """The leader epoch to send: -1 when none was seen (0 is a leader's first epoch, not unknown)."""
+    return -1 if epoch is None else epoch

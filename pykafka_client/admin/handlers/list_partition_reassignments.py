@@ -40,7 +40,10 @@ class ListPartitionReassignmentsHandler:
                         ) -> ApiResult[str, dict[TopicPartition, PartitionReassignment]]:
         assert isinstance(response, ListPartitionReassignmentsResponse)
         if response.error_code:
-            raise broker_error(response.error_code, response.error_message, "list_partition_reassignments")
+            failed: ApiResult[str, dict[TopicPartition, PartitionReassignment]] = ApiResult()
+            failed.controller_error(keys, response.error_code,
+                                    broker_error(response.error_code, response.error_message, "list_partition_reassignments"))
+            return failed
         out = {TopicPartition(t.name, p.partition_index): PartitionReassignment(
                    list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
                for t in response.topics for p in t.partitions}

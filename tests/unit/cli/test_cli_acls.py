@@ -61,6 +61,9 @@ def test_remove_filters_cover_each_principal_host_and_operation() -> None:
     (("add", "--topic", "t", "--operation", "Read"), "--allow-principal"),
     (("add", "--topic", "t", "--allow-principal", "alice", "--operation", "Read"), "User:alice"),
     (("remove", "--allow-principal", "User:a"), "name the resources"),
+    # a host alone would make a filter that matches every ACL of the topic
+    (("remove", "--topic", "t", "--allow-host", "10.0.0.9"), "--allow-host needs --allow-principal"),
+    (("remove", "--topic", "t", "--deny-host", "10.0.0.9"), "--deny-host needs --deny-principal"),
 ])
 def test_usage_errors(argv: tuple[str, ...], message: str) -> None:
     args = _args(*argv)

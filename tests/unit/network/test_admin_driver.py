@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pykafka_client.admin import IsolationLevel, OffsetSpec, TransactionState
+from pykafka_client.admin import ElectionType, IsolationLevel, OffsetSpec, TransactionState
 from pykafka_client.admin.api_driver import drive
 from pykafka_client.admin.api_handler import ApiResult, LookupResult, Target, TargetFinder
 from pykafka_client.admin.lookups import TRANSACTION_COORDINATORS
@@ -32,6 +32,7 @@ from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     DescribeGroupsResponse,
     DescribeTransactionsResponse,
+    ElectLeadersResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     ListOffsetsResponse,
@@ -415,9 +416,10 @@ def test_an_absent_partition_fails_its_key_after_one_refresh_the_others_are_stil
 
 
 def test_list_offsets_builds_the_request_of_the_negotiated_version() -> None:
-    for max_version, isolation, epoch in ((1, 0, -1), (3, 1, -1), (9, 1, 5)):
+    # (epoch 0, a partition's first leader, is sent as 0: -1 would switch the broker's fencing check off)
+    for max_version, isolation, seen, epoch in ((1, 0, 5, -1), (3, 1, 5, -1), (9, 1, 5, 5), (9, 1, 0, 0)):
         env = Env(api_versions=api_versions_response({ApiKey.LIST_OFFSETS: (0, max_version)}))
-        env.responders[ApiKey.METADATA] = lambda r: metadata_response(BROKERS, {"t": 1}, leader_epoch=5)
+        env.responders[ApiKey.METADATA] = lambda r, seen=seen: metadata_response(BROKERS, {"t": 1}, leader_epoch=seen)
         env.responders[ApiKey.LIST_OFFSETS] = _offsets(lambda node, tp: 0)
         env.admin.list_offsets({("t", 0): OffsetSpec.latest()}, timeout=5, isolation_level=IsolationLevel.READ_COMMITTED)
         (sent,) = env.sent(ApiKey.LIST_OFFSETS)
@@ -483,4 +485,22 @@ def test_group_coordinators_share_the_stages_loading_retries_in_place_and_a_fata
     # consumer group), then DescribeGroups for "g" (Java's describeConsumerGroups)
     assert _asked_coordinators(env) == [["secret"], ["g"], ["g"]]
     assert [(r.destination, r.body.groups) for r in env.sent(ApiKey.DESCRIBE_GROUPS)] == [("1", ["g"]), ("1", ["g"])]
+    env.admin.close()
+
+
+def test_a_controller_answering_not_controller_is_looked_up_again_and_asked_again() -> None:
+    """Java's handleNotControllerError: ElectLeaders (and the reassignment calls) answered NOT_CONTROLLER at the
+    top level refresh the metadata and resend, instead of failing the call."""
+    env = Env()
+    answers = iter([41, 0])
+
+    def elect(req: SentRequest) -> ElectLeadersResponse:
+        return ElectLeadersResponse(throttle_time_ms=0, error_code=next(answers), replica_election_results=[
+            ElectLeadersResponse.ReplicaElectionResult(topic="t", partition_result=[
+                ElectLeadersResponse.PartitionResult(partition_id=0, error_code=0, error_message=None)])])
+
+    env.responders[ApiKey.ELECT_LEADERS] = elect
+    assert env.admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("t", 0)], timeout=5) == {
+        TopicPartition("t", 0): None}
+    assert len(env.sent(ApiKey.ELECT_LEADERS)) == 2
     env.admin.close()
