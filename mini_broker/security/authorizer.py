@@ -180,6 +180,10 @@ class StandardAuthorizer:
         self._replicate: Callable[[list[dict[str, str]], list[dict[str, str]]], None] | None = None
         self._bindings: tuple[AclBinding, ...] = ()
         self._index: dict[ResourceType, _Index] = {}
+        #: False on a cluster broker until the controller's image gave it the ACLs: only super users are allowed
+        #: meanwhile (Kafka's StandardAuthorizer is not ready before its first metadata load), so a restart window
+        #: neither lets a DENY lapse (allow.everyone.if.no.acl.found) nor decides on an empty list
+        self._ready = True
         if self._path is not None and os.path.exists(self._path):
             self._replace(self._load(self._path))
             log.info("event=acls_loaded count=%d path=%s", len(self._bindings), self._path)
@@ -190,6 +194,8 @@ class StandardAuthorizer:
         """May ``principal`` connected from ``host`` do ``op`` on resource ``rtype``/``name``?"""
         if principal in self.super_users:
             return True
+        if not self._ready:
+            return False
         index = self._index.get(rtype)
         acls = index.applying(name) if index is not None else []
         if not acls:
@@ -212,6 +218,8 @@ class StandardAuthorizer:
         InitProducerId without a transactional id: WRITE on any topic is enough for an idempotent producer."""
         if principal in self.super_users:
             return True
+        if not self._ready:
+            return False
         index = self._index.get(rtype)
         if index is None:
             return self.allow_everyone_if_no_acl_found
@@ -293,6 +301,7 @@ class StandardAuthorizer:
             self._replicate = replicate
             self._path = None
             self._replace([])
+            self._ready = False
 
     def apply_replicated(self, entries: list[dict[str, str]]) -> None:
         """The ACLs of the controller's metadata image (all of them) replace this broker's."""
@@ -301,6 +310,7 @@ class StandardAuthorizer:
             if bindings != list(self._bindings):
                 self._replace(bindings)
                 log.info("event=acls_applied count=%d", len(bindings))
+            self._ready = True
 
     # --- storage ---------------------------------------------------------------------------------
 

@@ -277,3 +277,15 @@ def test_acls_of_one_resource_type_never_apply_to_another() -> None:
     assert not a.authorize(ALICE, HOST, Op.READ, RT.GROUP, "t1")
     assert not a.authorize(ALICE, HOST, Op.READ, RT.TRANSACTIONAL_ID, "t1")
     assert all(a.authorize(ALICE, HOST, Op.DESCRIBE, RT.TOPIC, f"t{i}") for i in range(50))
+
+
+def test_a_cluster_broker_allows_only_super_users_until_the_controller_gave_it_the_acls() -> None:
+    """Kafka's StandardAuthorizer is not ready before its first metadata load: a restarting cluster broker
+    neither lets a DENY lapse under allow.everyone.if.no.acl.found nor decides on an empty ACL list."""
+    a = StandardAuthorizer(None, ["User:admin"], allow_everyone_if_no_acl_found=True)
+    a.replicate_with(lambda created, deleted: None)
+    assert not a.authorize("User:alice", "10.0.0.1", AclOperation.READ, ResourceType.TOPIC, "t")
+    assert not a.authorize_by_resource_type("User:alice", "10.0.0.1", AclOperation.WRITE, ResourceType.TOPIC)
+    assert a.authorize("User:admin", "10.0.0.1", AclOperation.READ, ResourceType.TOPIC, "t")
+    a.apply_replicated([])  # the controller's image: no ACL at all
+    assert a.authorize("User:alice", "10.0.0.1", AclOperation.READ, ResourceType.TOPIC, "t")
