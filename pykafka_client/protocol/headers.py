@@ -54,6 +54,11 @@ def _api_key(api_key: int) -> ApiKey:
     return key
 
 
+def _known_version(cls: type[Message], version: int) -> bool:
+    lo, hi = cls.VALID_VERSIONS
+    return lo <= version <= hi
+
+
 def _flexible(cls: type[Message], version: int) -> bool:
     fmin = cls.FLEXIBLE_VERSIONS_MIN
     return fmin is not None and version >= fmin
@@ -68,7 +73,8 @@ def request_header_version(api_key: int, version: int) -> int:
             hv = 0
         else:
             hv = 2 if _flexible(REQUESTS[key], version) else 1
-        _REQUEST_HEADER_VERSIONS[(api_key, version)] = hv
+        if _known_version(REQUESTS[key], version):  # a peer's made-up versions must not grow the cache
+            _REQUEST_HEADER_VERSIONS[(api_key, version)] = hv
     return hv
 
 
@@ -78,7 +84,8 @@ def response_header_version(api_key: int, version: int) -> int:
     if hv is None:
         key = _api_key(api_key)
         hv = 0 if key == ApiKey.API_VERSIONS else 1 if _flexible(RESPONSES[key], version) else 0
-        _RESPONSE_HEADER_VERSIONS[(api_key, version)] = hv
+        if _known_version(RESPONSES[key], version):
+            _RESPONSE_HEADER_VERSIONS[(api_key, version)] = hv
     return hv
 
 
