@@ -355,7 +355,7 @@ class ScramMechanismType(enum.IntEnum):
 
     @classmethod
     def for_name(cls, name: str | ScramMechanismType) -> ScramMechanismType:
-        if isinstance(name, ScramMechanismType):
+        if isinstance(name, ScramMechanismType) and name is not cls.UNKNOWN:
             return name
         for m in (cls.SCRAM_SHA_256, cls.SCRAM_SHA_512):
             if m.mechanism_name == str(name).upper():
