@@ -40,7 +40,7 @@ class ShareAcknowledgeRequest(Message):
     class AcknowledgementBatch(Message):
         """ShareAcknowledgeRequest.AcknowledgementBatch (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('first_offset', 'FirstOffset', 'int64', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -57,7 +57,7 @@ class ShareAcknowledgeRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_qq.pack(self.first_offset, self.last_offset)
                 w.write_compact_array_length(len(self.acknowledge_types))
                 w.write_fixed_array('b', self.acknowledge_types)
@@ -71,7 +71,7 @@ class ShareAcknowledgeRequest(Message):
             f_last_offset: int
             f_acknowledge_types: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_first_offset, f_last_offset = r.unpack(_S_qq, 'fields FirstOffset, LastOffset')
                 f_acknowledge_types = r.read_fixed_array_field('b', 1, True)
                 _unknown = r.read_unknown_tags()
@@ -83,7 +83,7 @@ class ShareAcknowledgeRequest(Message):
     class AcknowledgePartition(Message):
         """ShareAcknowledgeRequest.AcknowledgePartition (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('partition_index', 'PartitionIndex', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -97,7 +97,7 @@ class ShareAcknowledgeRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_i.pack(self.partition_index)
                 w.write_compact_array_length(len(self.acknowledgement_batches))
                 for _e_acknowledgement_batches in self.acknowledgement_batches:
@@ -111,7 +111,7 @@ class ShareAcknowledgeRequest(Message):
             f_partition_index: int
             f_acknowledgement_batches: list[ShareAcknowledgeRequest.AcknowledgementBatch]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_partition_index = r.read_int32()
                 _n = r.read_compact_array_length(18)
                 f_acknowledgement_batches = [_T_AcknowledgementBatch.read(r, version) for _ in range(_n)]
@@ -124,7 +124,7 @@ class ShareAcknowledgeRequest(Message):
     class AcknowledgeTopic(Message):
         """ShareAcknowledgeRequest.AcknowledgeTopic (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_id', 'TopicId', 'uuid', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -138,7 +138,7 @@ class ShareAcknowledgeRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
@@ -152,7 +152,7 @@ class ShareAcknowledgeRequest(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[ShareAcknowledgeRequest.AcknowledgePartition]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(6)
                 f_partitions = [_T_AcknowledgePartition.read(r, version) for _ in range(_n)]
@@ -163,7 +163,7 @@ class ShareAcknowledgeRequest(Message):
 
     API_KEY = 79
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('group_id', 'GroupId', 'string', (0, 32767), (0, 32767), None, None, 'null', False, 'inherit', 'groupId', False, False),
@@ -183,7 +183,7 @@ class ShareAcknowledgeRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 0 <= version <= 1:
             w.write_compact_nullable_string(self.group_id)
             w.write_compact_nullable_string(self.member_id)
             w.buf += _S_i.pack(self.share_session_epoch)
@@ -201,7 +201,7 @@ class ShareAcknowledgeRequest(Message):
         f_share_session_epoch: int
         f_topics: list[ShareAcknowledgeRequest.AcknowledgeTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if 0 <= version <= 1:
             f_group_id = r.read_compact_nullable_string()
             f_member_id = r.read_compact_nullable_string()
             f_share_session_epoch = r.read_int32()

@@ -41,7 +41,7 @@ class ShareAcknowledgeResponse(Message):
     class LeaderIdAndEpoch(Message):
         """ShareAcknowledgeResponse.LeaderIdAndEpoch (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('leader_id', 'LeaderId', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -55,7 +55,7 @@ class ShareAcknowledgeResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_ii.pack(self.leader_id, self.leader_epoch)
                 w.write_tags(self._unknown_tagged_fields)
             else:
@@ -66,7 +66,7 @@ class ShareAcknowledgeResponse(Message):
             f_leader_id: int
             f_leader_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_leader_id, f_leader_epoch = r.unpack(_S_ii, 'fields LeaderId, LeaderEpoch')
                 _unknown = r.read_unknown_tags()
                 return cls(f_leader_id, f_leader_epoch, _unknown)
@@ -77,7 +77,7 @@ class ShareAcknowledgeResponse(Message):
     class PartitionData(Message):
         """ShareAcknowledgeResponse.PartitionData (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('partition_index', 'PartitionIndex', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -96,7 +96,7 @@ class ShareAcknowledgeResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
                 self.current_leader.write(w, version)
@@ -111,7 +111,7 @@ class ShareAcknowledgeResponse(Message):
             f_error_message: str | None
             f_current_leader: ShareAcknowledgeResponse.LeaderIdAndEpoch
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
                 f_error_message = r.read_compact_nullable_string()
                 f_current_leader = _T_LeaderIdAndEpoch.read(r, version)
@@ -124,7 +124,7 @@ class ShareAcknowledgeResponse(Message):
     class ShareAcknowledgeTopicResponse(Message):
         """ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_id', 'TopicId', 'uuid', (0, 32767), None, None, None, None, True, 'inherit', None, False, False),
@@ -138,7 +138,7 @@ class ShareAcknowledgeResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
@@ -152,7 +152,7 @@ class ShareAcknowledgeResponse(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[ShareAcknowledgeResponse.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(17)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
@@ -165,7 +165,7 @@ class ShareAcknowledgeResponse(Message):
     class NodeEndpoint(Message):
         """ShareAcknowledgeResponse.NodeEndpoint (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('node_id', 'NodeId', 'int32', (0, 32767), None, None, None, None, False, 'inherit', 'brokerId', True, False),
@@ -185,7 +185,7 @@ class ShareAcknowledgeResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_i.pack(self.node_id)
                 w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
@@ -201,7 +201,7 @@ class ShareAcknowledgeResponse(Message):
             f_port: int
             f_rack: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_node_id = r.read_int32()
                 f_host = r.read_compact_string()
                 f_port = r.read_int32()
@@ -213,7 +213,7 @@ class ShareAcknowledgeResponse(Message):
 
     API_KEY = 79
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, 32767), None, None, None, None, True, 'inherit', None, False, False),
@@ -236,7 +236,7 @@ class ShareAcknowledgeResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 0 <= version <= 1:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
             w.write_compact_array_length(len(self.responses))
@@ -257,7 +257,7 @@ class ShareAcknowledgeResponse(Message):
         f_responses: list[ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse]
         f_node_endpoints: list[ShareAcknowledgeResponse.NodeEndpoint]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if 0 <= version <= 1:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(18)

@@ -24,8 +24,10 @@ from pykafka_client.protocol.types import (
 __all__ = ['ShareFetchRequest']
 
 _S_16s = struct.Struct(">16s")
+_S_i = struct.Struct(">i")
 _S_ii = struct.Struct(">ii")
 _S_iiii = struct.Struct(">iiii")
+_S_iiiiii = struct.Struct(">iiiiii")
 _S_qq = struct.Struct(">qq")
 
 
@@ -41,7 +43,7 @@ class ShareFetchRequest(Message):
     class AcknowledgementBatch(Message):
         """ShareFetchRequest.AcknowledgementBatch (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('first_offset', 'FirstOffset', 'int64', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -58,7 +60,7 @@ class ShareFetchRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_qq.pack(self.first_offset, self.last_offset)
                 w.write_compact_array_length(len(self.acknowledge_types))
                 w.write_fixed_array('b', self.acknowledge_types)
@@ -72,7 +74,7 @@ class ShareFetchRequest(Message):
             f_last_offset: int
             f_acknowledge_types: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_first_offset, f_last_offset = r.unpack(_S_qq, 'fields FirstOffset, LastOffset')
                 f_acknowledge_types = r.read_fixed_array_field('b', 1, True)
                 _unknown = r.read_unknown_tags()
@@ -84,11 +86,11 @@ class ShareFetchRequest(Message):
     class FetchPartition(Message):
         """ShareFetchRequest.FetchPartition (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('partition_index', 'PartitionIndex', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
-            FieldSchema('partition_max_bytes', 'PartitionMaxBytes', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
+            FieldSchema('partition_max_bytes', 'PartitionMaxBytes', 'int32', (0, 0), None, None, None, None, False, 'inherit', None, False, False),
             FieldSchema('acknowledgement_batches', 'AcknowledgementBatches', '[]AcknowledgementBatch', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
         )
 
@@ -101,7 +103,15 @@ class ShareFetchRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
+                w.buf += _S_i.pack(self.partition_index)
+                if self.partition_max_bytes != 0:
+                    raise UnsupportedVersionError(f"attempted to write a non-default PartitionMaxBytes at version {version} of ShareFetchRequest.FetchPartition")
+                w.write_compact_array_length(len(self.acknowledgement_batches))
+                for _e_acknowledgement_batches in self.acknowledgement_batches:
+                    _e_acknowledgement_batches.write(w, version)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_ii.pack(self.partition_index, self.partition_max_bytes)
                 w.write_compact_array_length(len(self.acknowledgement_batches))
                 for _e_acknowledgement_batches in self.acknowledgement_batches:
@@ -116,7 +126,13 @@ class ShareFetchRequest(Message):
             f_partition_max_bytes: int
             f_acknowledgement_batches: list[ShareFetchRequest.AcknowledgementBatch]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if version == 1:
+                f_partition_index = r.read_int32()
+                _n = r.read_compact_array_length(18)
+                f_acknowledgement_batches = [_T_AcknowledgementBatch.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition_index, 0, f_acknowledgement_batches, _unknown)
+            elif version == 0:
                 f_partition_index, f_partition_max_bytes = r.unpack(_S_ii, 'fields PartitionIndex, PartitionMaxBytes')
                 _n = r.read_compact_array_length(18)
                 f_acknowledgement_batches = [_T_AcknowledgementBatch.read(r, version) for _ in range(_n)]
@@ -129,7 +145,7 @@ class ShareFetchRequest(Message):
     class FetchTopic(Message):
         """ShareFetchRequest.FetchTopic (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_id', 'TopicId', 'uuid', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -143,7 +159,7 @@ class ShareFetchRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
@@ -157,7 +173,13 @@ class ShareFetchRequest(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[ShareFetchRequest.FetchPartition]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if version == 1:
+                f_topic_id = r.read_uuid()
+                _n = r.read_compact_array_length(6)
+                f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_topic_id, f_partitions, _unknown)
+            elif version == 0:
                 f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(10)
                 f_partitions = [_T_FetchPartition.read(r, version) for _ in range(_n)]
@@ -170,7 +192,7 @@ class ShareFetchRequest(Message):
     class ForgottenTopic(Message):
         """ShareFetchRequest.ForgottenTopic (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_id', 'TopicId', 'uuid', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -184,7 +206,7 @@ class ShareFetchRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
@@ -197,7 +219,7 @@ class ShareFetchRequest(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_topic_id = r.read_uuid()
                 f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
@@ -207,7 +229,7 @@ class ShareFetchRequest(Message):
 
     API_KEY = 78
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('group_id', 'GroupId', 'string', (0, 32767), (0, 32767), None, None, 'null', False, 'inherit', 'groupId', False, False),
@@ -216,6 +238,8 @@ class ShareFetchRequest(Message):
         FieldSchema('max_wait_ms', 'MaxWaitMs', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
         FieldSchema('min_bytes', 'MinBytes', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
         FieldSchema('max_bytes', 'MaxBytes', 'int32', (0, 32767), None, None, None, '0x7fffffff', False, 'inherit', None, False, False),
+        FieldSchema('max_records', 'MaxRecords', 'int32', (1, 32767), None, None, None, None, False, 'inherit', None, False, False),
+        FieldSchema('batch_size', 'BatchSize', 'int32', (1, 32767), None, None, None, None, False, 'inherit', None, False, False),
         FieldSchema('topics', 'Topics', '[]FetchTopic', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
         FieldSchema('forgotten_topics_data', 'ForgottenTopicsData', '[]ForgottenTopic', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
     )
@@ -232,6 +256,10 @@ class ShareFetchRequest(Message):
     # The minimum bytes to accumulate in the response.
     max_bytes: int = 2147483647
     # The maximum bytes to fetch.  See KIP-74 for cases where this limit may not be honored.
+    max_records: int = 0
+    # The maximum number of records to fetch. This limit can be exceeded for alignment of batch boundaries.
+    batch_size: int = 0
+    # The optimal number of records for batches of acquired records and acknowledgements.
     topics: list[ShareFetchRequest.FetchTopic] = field(default_factory=list)
     # The topics to fetch.
     forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic] = field(default_factory=list)
@@ -239,10 +267,25 @@ class ShareFetchRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
+            w.write_compact_nullable_string(self.group_id)
+            w.write_compact_nullable_string(self.member_id)
+            w.buf += _S_iiiiii.pack(self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes, self.max_records, self.batch_size)
+            w.write_compact_array_length(len(self.topics))
+            for _e_topics in self.topics:
+                _e_topics.write(w, version)
+            w.write_compact_array_length(len(self.forgotten_topics_data))
+            for _e_forgotten_topics_data in self.forgotten_topics_data:
+                _e_forgotten_topics_data.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
             w.write_compact_nullable_string(self.group_id)
             w.write_compact_nullable_string(self.member_id)
             w.buf += _S_iiii.pack(self.share_session_epoch, self.max_wait_ms, self.min_bytes, self.max_bytes)
+            if self.max_records != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default MaxRecords at version {version} of ShareFetchRequest")
+            if self.batch_size != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default BatchSize at version {version} of ShareFetchRequest")
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
                 _e_topics.write(w, version)
@@ -261,10 +304,22 @@ class ShareFetchRequest(Message):
         f_max_wait_ms: int
         f_min_bytes: int
         f_max_bytes: int
+        f_max_records: int
+        f_batch_size: int
         f_topics: list[ShareFetchRequest.FetchTopic]
         f_forgotten_topics_data: list[ShareFetchRequest.ForgottenTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if version == 1:
+            f_group_id = r.read_compact_nullable_string()
+            f_member_id = r.read_compact_nullable_string()
+            f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_max_records, f_batch_size = r.unpack(_S_iiiiii, 'fields ShareSessionEpoch, MaxWaitMs, MinBytes, MaxBytes, MaxRecords, BatchSize')
+            _n = r.read_compact_array_length(18)
+            f_topics = [_T_FetchTopic.read(r, version) for _ in range(_n)]
+            _n = r.read_compact_array_length(18)
+            f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_group_id, f_member_id, f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_max_records, f_batch_size, f_topics, f_forgotten_topics_data, _unknown)
+        elif version == 0:
             f_group_id = r.read_compact_nullable_string()
             f_member_id = r.read_compact_nullable_string()
             f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes = r.unpack(_S_iiii, 'fields ShareSessionEpoch, MaxWaitMs, MinBytes, MaxBytes')
@@ -273,7 +328,7 @@ class ShareFetchRequest(Message):
             _n = r.read_compact_array_length(18)
             f_forgotten_topics_data = [_T_ForgottenTopic.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
-            return cls(f_group_id, f_member_id, f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, f_topics, f_forgotten_topics_data, _unknown)
+            return cls(f_group_id, f_member_id, f_share_session_epoch, f_max_wait_ms, f_min_bytes, f_max_bytes, 0, 0, f_topics, f_forgotten_topics_data, _unknown)
         else:
             raise cls.unsupported_version(version)
 

@@ -43,7 +43,7 @@ class ShareFetchResponse(Message):
     class LeaderIdAndEpoch(Message):
         """ShareFetchResponse.LeaderIdAndEpoch (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('leader_id', 'LeaderId', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -57,7 +57,7 @@ class ShareFetchResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_ii.pack(self.leader_id, self.leader_epoch)
                 w.write_tags(self._unknown_tagged_fields)
             else:
@@ -68,7 +68,7 @@ class ShareFetchResponse(Message):
             f_leader_id: int
             f_leader_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_leader_id, f_leader_epoch = r.unpack(_S_ii, 'fields LeaderId, LeaderEpoch')
                 _unknown = r.read_unknown_tags()
                 return cls(f_leader_id, f_leader_epoch, _unknown)
@@ -79,7 +79,7 @@ class ShareFetchResponse(Message):
     class AcquiredRecords(Message):
         """ShareFetchResponse.AcquiredRecords (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('first_offset', 'FirstOffset', 'int64', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -96,7 +96,7 @@ class ShareFetchResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_qqh.pack(self.first_offset, self.last_offset, self.delivery_count)
                 w.write_tags(self._unknown_tagged_fields)
             else:
@@ -108,7 +108,7 @@ class ShareFetchResponse(Message):
             f_last_offset: int
             f_delivery_count: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_first_offset, f_last_offset, f_delivery_count = r.unpack(_S_qqh, 'fields FirstOffset, LastOffset, DeliveryCount')
                 _unknown = r.read_unknown_tags()
                 return cls(f_first_offset, f_last_offset, f_delivery_count, _unknown)
@@ -119,7 +119,7 @@ class ShareFetchResponse(Message):
     class PartitionData(Message):
         """ShareFetchResponse.PartitionData (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('partition_index', 'PartitionIndex', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -150,7 +150,7 @@ class ShareFetchResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
                 w.buf += _S_h.pack(self.acknowledge_error_code)
@@ -175,7 +175,7 @@ class ShareFetchResponse(Message):
             f_records: RecordsLike | None
             f_acquired_records: list[ShareFetchResponse.AcquiredRecords]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
                 f_error_message = r.read_compact_nullable_string()
                 f_acknowledge_error_code = r.read_int16()
@@ -193,7 +193,7 @@ class ShareFetchResponse(Message):
     class ShareFetchableTopicResponse(Message):
         """ShareFetchResponse.ShareFetchableTopicResponse (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_id', 'TopicId', 'uuid', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -207,7 +207,7 @@ class ShareFetchResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
@@ -221,7 +221,7 @@ class ShareFetchResponse(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[ShareFetchResponse.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(22)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
@@ -234,7 +234,7 @@ class ShareFetchResponse(Message):
     class NodeEndpoint(Message):
         """ShareFetchResponse.NodeEndpoint (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('node_id', 'NodeId', 'int32', (0, 32767), None, None, None, None, False, 'inherit', 'brokerId', True, False),
@@ -254,7 +254,7 @@ class ShareFetchResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_i.pack(self.node_id)
                 w.write_compact_string(self.host)
                 w.buf += _S_i.pack(self.port)
@@ -270,7 +270,7 @@ class ShareFetchResponse(Message):
             f_port: int
             f_rack: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_node_id = r.read_int32()
                 f_host = r.read_compact_string()
                 f_port = r.read_int32()
@@ -282,12 +282,13 @@ class ShareFetchResponse(Message):
 
     API_KEY = 78
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
         FieldSchema('error_code', 'ErrorCode', 'int16', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
         FieldSchema('error_message', 'ErrorMessage', 'string', (0, 32767), (0, 32767), None, None, 'null', False, 'inherit', None, False, False),
+        FieldSchema('acquisition_lock_timeout_ms', 'AcquisitionLockTimeoutMs', 'int32', (1, 32767), None, None, None, None, False, 'inherit', None, False, False),
         FieldSchema('responses', 'Responses', '[]ShareFetchableTopicResponse', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
         FieldSchema('node_endpoints', 'NodeEndpoints', '[]NodeEndpoint', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
     )
@@ -298,6 +299,8 @@ class ShareFetchResponse(Message):
     # The top-level response error code.
     error_message: str | None = None
     # The top-level error message, or null if there was no error.
+    acquisition_lock_timeout_ms: int = 0
+    # The time in milliseconds for which the acquired records are locked.
     responses: list[ShareFetchResponse.ShareFetchableTopicResponse] = field(default_factory=list)
     # The response topics.
     node_endpoints: list[ShareFetchResponse.NodeEndpoint] = field(default_factory=list)
@@ -305,9 +308,22 @@ class ShareFetchResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if version == 1:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
+            w.buf += _S_i.pack(self.acquisition_lock_timeout_ms)
+            w.write_compact_array_length(len(self.responses))
+            for _e_responses in self.responses:
+                _e_responses.write(w, version)
+            w.write_compact_array_length(len(self.node_endpoints))
+            for _e_node_endpoints in self.node_endpoints:
+                _e_node_endpoints.write(w, version)
+            w.write_tags(self._unknown_tagged_fields)
+        elif version == 0:
+            w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
+            w.write_compact_nullable_string(self.error_message)
+            if self.acquisition_lock_timeout_ms != 0:
+                raise UnsupportedVersionError(f"attempted to write a non-default AcquisitionLockTimeoutMs at version {version} of ShareFetchResponse")
             w.write_compact_array_length(len(self.responses))
             for _e_responses in self.responses:
                 _e_responses.write(w, version)
@@ -323,10 +339,21 @@ class ShareFetchResponse(Message):
         f_throttle_time_ms: int
         f_error_code: int
         f_error_message: str | None
+        f_acquisition_lock_timeout_ms: int
         f_responses: list[ShareFetchResponse.ShareFetchableTopicResponse]
         f_node_endpoints: list[ShareFetchResponse.NodeEndpoint]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if version == 1:
+            f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
+            f_error_message = r.read_compact_nullable_string()
+            f_acquisition_lock_timeout_ms = r.read_int32()
+            _n = r.read_compact_array_length(18)
+            f_responses = [_T_ShareFetchableTopicResponse.read(r, version) for _ in range(_n)]
+            _n = r.read_compact_array_length(11)
+            f_node_endpoints = [_T_NodeEndpoint.read(r, version) for _ in range(_n)]
+            _unknown = r.read_unknown_tags()
+            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_acquisition_lock_timeout_ms, f_responses, f_node_endpoints, _unknown)
+        elif version == 0:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(18)
@@ -334,7 +361,7 @@ class ShareFetchResponse(Message):
             _n = r.read_compact_array_length(11)
             f_node_endpoints = [_T_NodeEndpoint.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()
-            return cls(f_throttle_time_ms, f_error_code, f_error_message, f_responses, f_node_endpoints, _unknown)
+            return cls(f_throttle_time_ms, f_error_code, f_error_message, 0, f_responses, f_node_endpoints, _unknown)
         else:
             raise cls.unsupported_version(version)
 

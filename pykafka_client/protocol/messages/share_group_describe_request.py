@@ -35,7 +35,7 @@ class ShareGroupDescribeRequest(Message):
 
     API_KEY = 77
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('group_ids', 'GroupIds', '[]string', (0, 32767), None, None, None, None, False, 'inherit', 'groupId', False, False),
@@ -49,7 +49,7 @@ class ShareGroupDescribeRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 0 <= version <= 1:
             w.write_compact_array_length(len(self.group_ids))
             for _e_group_ids in self.group_ids:
                 w.write_compact_string(_e_group_ids)
@@ -63,7 +63,7 @@ class ShareGroupDescribeRequest(Message):
         f_group_ids: list[str]
         f_include_authorized_operations: bool
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if 0 <= version <= 1:
             _n = r.read_compact_array_length(1)
             f_group_ids = [r.read_compact_string() for _ in range(_n)]
             f_include_authorized_operations = r.read_bool()

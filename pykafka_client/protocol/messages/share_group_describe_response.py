@@ -41,7 +41,7 @@ class ShareGroupDescribeResponse(Message):
     class TopicPartitions(Message):
         """ShareGroupDescribeResponse.TopicPartitions (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_id', 'TopicId', 'uuid', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -58,7 +58,7 @@ class ShareGroupDescribeResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partitions))
@@ -73,7 +73,7 @@ class ShareGroupDescribeResponse(Message):
             f_topic_name: str
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_topic_id = r.read_uuid()
                 f_topic_name = r.read_compact_string()
                 f_partitions = r.read_fixed_array_field('i', 4, True)
@@ -86,7 +86,7 @@ class ShareGroupDescribeResponse(Message):
     class Assignment(Message):
         """ShareGroupDescribeResponse.Assignment (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_partitions', 'TopicPartitions', '[]TopicPartitions', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -97,7 +97,7 @@ class ShareGroupDescribeResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.write_compact_array_length(len(self.topic_partitions))
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
@@ -109,7 +109,7 @@ class ShareGroupDescribeResponse(Message):
         def read(cls, r: Reader, version: int) -> Self:
             f_topic_partitions: list[ShareGroupDescribeResponse.TopicPartitions]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 _n = r.read_compact_array_length(19)
                 f_topic_partitions = [_T_TopicPartitions.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
@@ -121,7 +121,7 @@ class ShareGroupDescribeResponse(Message):
     class Member(Message):
         """ShareGroupDescribeResponse.Member (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('member_id', 'MemberId', 'string', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -150,7 +150,7 @@ class ShareGroupDescribeResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.write_compact_string(self.member_id)
                 w.write_compact_nullable_string(self.rack_id)
                 w.buf += _S_i.pack(self.member_epoch)
@@ -174,7 +174,7 @@ class ShareGroupDescribeResponse(Message):
             f_subscribed_topic_names: list[str]
             f_assignment: ShareGroupDescribeResponse.Assignment
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_member_id = r.read_compact_string()
                 f_rack_id = r.read_compact_nullable_string()
                 f_member_epoch = r.read_int32()
@@ -192,7 +192,7 @@ class ShareGroupDescribeResponse(Message):
     class DescribedGroup(Message):
         """ShareGroupDescribeResponse.DescribedGroup (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('error_code', 'ErrorCode', 'int16', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -227,7 +227,7 @@ class ShareGroupDescribeResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_h.pack(self.error_code)
                 w.write_compact_nullable_string(self.error_message)
                 w.write_compact_string(self.group_id)
@@ -254,7 +254,7 @@ class ShareGroupDescribeResponse(Message):
             f_members: list[ShareGroupDescribeResponse.Member]
             f_authorized_operations: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_error_code = r.read_int16()
                 f_error_message = r.read_compact_nullable_string()
                 f_group_id = r.read_compact_string()
@@ -271,7 +271,7 @@ class ShareGroupDescribeResponse(Message):
 
     API_KEY = 77
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -285,7 +285,7 @@ class ShareGroupDescribeResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 0 <= version <= 1:
             w.buf += _S_i.pack(self.throttle_time_ms)
             w.write_compact_array_length(len(self.groups))
             for _e_groups in self.groups:
@@ -299,7 +299,7 @@ class ShareGroupDescribeResponse(Message):
         f_throttle_time_ms: int
         f_groups: list[ShareGroupDescribeResponse.DescribedGroup]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if 0 <= version <= 1:
             f_throttle_time_ms = r.read_int32()
             _n = r.read_compact_array_length(20)
             f_groups = [_T_DescribedGroup.read(r, version) for _ in range(_n)]

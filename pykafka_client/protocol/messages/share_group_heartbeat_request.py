@@ -35,7 +35,7 @@ class ShareGroupHeartbeatRequest(Message):
 
     API_KEY = 76
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('group_id', 'GroupId', 'string', (0, 32767), None, None, None, None, False, 'inherit', 'groupId', False, False),
@@ -58,7 +58,7 @@ class ShareGroupHeartbeatRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 0 <= version <= 1:
             w.write_compact_string(self.group_id)
             w.write_compact_string(self.member_id)
             w.buf += _S_i.pack(self.member_epoch)
@@ -81,7 +81,7 @@ class ShareGroupHeartbeatRequest(Message):
         f_rack_id: str | None
         f_subscribed_topic_names: list[str] | None
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if 0 <= version <= 1:
             f_group_id = r.read_compact_string()
             f_member_id = r.read_compact_string()
             f_member_epoch = r.read_int32()

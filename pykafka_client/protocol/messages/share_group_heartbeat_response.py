@@ -40,7 +40,7 @@ class ShareGroupHeartbeatResponse(Message):
     class TopicPartitions(Message):
         """ShareGroupHeartbeatResponse.TopicPartitions (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_id', 'TopicId', 'uuid', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -54,7 +54,7 @@ class ShareGroupHeartbeatResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 w.write_fixed_array('i', self.partitions)
@@ -67,7 +67,7 @@ class ShareGroupHeartbeatResponse(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[int]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_topic_id = r.read_uuid()
                 f_partitions = r.read_fixed_array_field('i', 4, True)
                 _unknown = r.read_unknown_tags()
@@ -79,7 +79,7 @@ class ShareGroupHeartbeatResponse(Message):
     class Assignment(Message):
         """ShareGroupHeartbeatResponse.Assignment (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_partitions', 'TopicPartitions', '[]TopicPartitions', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -90,7 +90,7 @@ class ShareGroupHeartbeatResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.write_compact_array_length(len(self.topic_partitions))
                 for _e_topic_partitions in self.topic_partitions:
                     _e_topic_partitions.write(w, version)
@@ -102,7 +102,7 @@ class ShareGroupHeartbeatResponse(Message):
         def read(cls, r: Reader, version: int) -> Self:
             f_topic_partitions: list[ShareGroupHeartbeatResponse.TopicPartitions]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 _n = r.read_compact_array_length(18)
                 f_topic_partitions = [_T_TopicPartitions.read(r, version) for _ in range(_n)]
                 _unknown = r.read_unknown_tags()
@@ -112,7 +112,7 @@ class ShareGroupHeartbeatResponse(Message):
 
     API_KEY = 76
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -141,7 +141,7 @@ class ShareGroupHeartbeatResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 0 <= version <= 1:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
             w.write_compact_nullable_string(self.member_id)
@@ -165,7 +165,7 @@ class ShareGroupHeartbeatResponse(Message):
         f_heartbeat_interval_ms: int
         f_assignment: ShareGroupHeartbeatResponse.Assignment | None
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if 0 <= version <= 1:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
             f_member_id = r.read_compact_nullable_string()
