@@ -48,6 +48,9 @@ from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.server.replica_manager import ReplicaManager
 from mini_broker.server.request_handler import KafkaRequestHandlerPool
 from mini_broker.server.txn_marker_writer import ReplicaTxnMarkerWriter
+from mini_broker.share.config import ShareGroupConfig
+from mini_broker.share.coordinator import ShareGroupCoordinator
+from mini_broker.share.partition_manager import SharePartitionManager
 from mini_broker.transaction.transaction_config import TransactionConfig
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
 from mini_broker.transaction.transaction_log import TransactionLog
@@ -191,6 +194,8 @@ class MiniBroker:
         #: a single broker's coordinator logs, compacted by the LogManager's cleaner (none on a cluster broker)
         self._cleanable_coordinator_logs: list[Log] = []
         self.transaction_coordinator: TransactionCoordinator | None = None
+        #: KIP-932 share partitions (this broker's, as partition leader; set at start)
+        self.share_partitions: SharePartitionManager | None = None
         self.metadata_cache: MetadataCache | None = None
         self.metrics_server: MetricsHttpServer | None = None
         self.apis: KafkaApis | None = None
@@ -247,6 +252,7 @@ class MiniBroker:
         consumer_groups = self._consumer_groups(self.group_coordinator, self.metadata_cache)
         self.group_coordinator.startup(follow_partition_leadership=mode.follows_partition_leadership)
         consumer_groups.startup()
+        self._share_groups(self.context, self.group_coordinator, consumer_groups)
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
         mode.before_coordinators(self.context)
@@ -288,6 +294,18 @@ class MiniBroker:
                                                    topics, self.time)
         classic.consumer_groups = consumer_groups
         return consumer_groups
+
+    def _share_groups(self, context: BrokerContext, classic: GroupCoordinator,
+                      consumer_groups: ConsumerGroupCoordinator) -> None:
+        """KIP-932 share groups: membership on the group coordinator's runtime (same topics image as the consumer
+        groups), share partitions on this broker (a member leaving releases what it holds)."""
+        share_config = ShareGroupConfig.from_broker(self.config.get)
+        self.share_partitions = SharePartitionManager(share_config, self.time)
+        share_groups = ShareGroupCoordinator(share_config, classic.runtime, consumer_groups.topics_image,
+                                             self.share_partitions.close_session, self.time)
+        share_groups.startup()
+        context.share_groups = share_groups
+        context.share_partitions = self.share_partitions
 
     def _start_transaction_coordinator(self, context: BrokerContext) -> TransactionCoordinator:
         """The transaction coordinator: ``__transaction_state`` replayed, ids from the ProducerIdManager, markers
@@ -344,6 +362,8 @@ class MiniBroker:
             self.group_coordinator.shutdown()
         if self.transaction_coordinator is not None:
             self.transaction_coordinator.shutdown()
+        if self.share_partitions is not None:
+            self.share_partitions.shutdown()
         self.mode.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown(clean=not self._start_failed)

@@ -181,6 +181,18 @@ _k("group.consumer.max.heartbeat.interval.ms", INT, 15000, 1)
 _k("group.consumer.migration.policy", STR, "bidirectional",
    doc="bidirectional, upgrade, downgrade or disabled: the online conversions between classic and consumer groups",
    validator=one_of("bidirectional", "upgrade", "downgrade", "disabled"))
+# KIP-932 share groups (mini_broker/share): Kafka's group.share.* broker configs; share.auto.offset.reset and
+# share.isolation.level are Kafka's per-group configs, here broker-wide defaults
+_k("group.share.session.timeout.ms", INT, 45000, 1)
+_k("group.share.heartbeat.interval.ms", INT, 5000, 1)
+_k("group.share.record.lock.duration.ms", INT, 30000, 1)
+_k("group.share.delivery.count.limit", INT, 5, 1)
+_k("group.share.partition.max.record.locks", INT, 2000, 1)
+_k("group.share.max.size", INT, 200, 1)
+_k("group.share.max.share.sessions", INT, 2000, 1)
+_k("share.auto.offset.reset", STR, "latest", doc="latest or earliest: where a share group starts reading a "
+   "partition it has not read before", validator=one_of("latest", "earliest"))
+_k("share.isolation.level", STR, "read_uncommitted", validator=one_of("read_uncommitted", "read_committed"))
 _k("offsets.topic.num.partitions", INT, 50, 1)
 _k("offsets.topic.replication.factor", INT, 3, 1)
 _k("offsets.topic.segment.bytes", INT, 104857600, 1)

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from mini_broker.security.scram_credentials import ScramCredentialStore
     from mini_broker.server.faults import FaultInjector
     from mini_broker.server.replica_manager import ReplicaManager
+    from mini_broker.share.coordinator import ShareGroupCoordinator
+    from mini_broker.share.partition_manager import SharePartitionManager
     from mini_broker.transaction.seams import TransactionVerifier, TxnMarkerWriter
     from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
 
@@ -58,6 +60,10 @@ class BrokerContext:
     faults: FaultInjector | None = None
     #: SCRAM credentials (AlterUserScramCredentials / DescribeUserScramCredentials and the SASL listeners)
     scram_credentials: ScramCredentialStore | None = None
+    #: KIP-932 share group membership, on the group coordinator's runtime (None: not served)
+    share_groups: ShareGroupCoordinator | None = None
+    #: KIP-932 share partitions and share sessions of this broker's partitions (None: not served)
+    share_partitions: SharePartitionManager | None = None
 
     def auth(self, request: Request) -> RequestAuth:
         """The authorization checks of ``request``'s principal and client host (see mini_broker.security)."""

@@ -163,6 +163,14 @@ class SharePartition:
         self._advance()
         return self._ranges(acquired)
 
+    def skip(self, first_offset: int, last_offset: int) -> None:
+        """Offsets a log read returned that hold no deliverable record (a control batch): those not yet in flight
+        are archived, so the end offset moves past them."""
+        for offset in range(max(first_offset, self.state.end_offset), last_offset + 1):
+            self.state.records[offset] = InFlightRecord(RecordState.ARCHIVED)
+            self.state.end_offset = offset + 1
+        self._advance()
+
     def acknowledge(self, member_id: str, first_offset: int, last_offset: int, types: list[AcknowledgeType]) -> None:
         """Acknowledge ``[first_offset, last_offset]``: one type for all, or one per offset. All or nothing:
         raises :class:`InvalidRecordState` (nothing changed) unless every offset is acquired by ``member_id``

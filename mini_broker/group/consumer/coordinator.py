@@ -315,6 +315,10 @@ class ConsumerGroupCoordinator:
             self.runtime.write(CoordinatorResult(builder.build(), None))
         _log.info("event=group_configs_altered group=%s configs=%s", group_id, overrides)
 
+    def topics_image(self) -> TopicsImage:
+        """The topics as the groups see them now (also the share groups' view)."""
+        return self._topics()
+
     def is_consumer_group(self, group_id: str) -> bool:
         with self._lock:
             return group_id in self._manager.groups

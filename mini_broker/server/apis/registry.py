@@ -46,6 +46,10 @@ from mini_broker.server.apis import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -84,6 +88,11 @@ ALL_APIS: list[ApiSpec] = [
     # KIP-848 consumer groups (mini_broker/group/consumer)
     consumer_group_heartbeat.API,
     consumer_group_describe.API,
+    # KIP-932 share groups (mini_broker/share)
+    share_group_heartbeat.API,
+    share_group_describe.API,
+    share_fetch.API,
+    share_acknowledge.API,
     # transaction coordinator (mini_broker/transaction)
     add_partitions_to_txn.API,
     add_offsets_to_txn.API,

@@ -52,6 +52,16 @@ def test_a_gap_before_a_batch_is_archived_and_passed_by_the_start_offset() -> No
     assert sp.start_offset == 3
 
 
+def test_skipped_offsets_are_archived_and_never_handed_out() -> None:
+    sp = _partition()
+    sp.acquire("a", [(0, 1)], 500, 0)
+    sp.skip(0, 3)  # a control batch after the records: only the offsets not yet in flight are archived
+    assert (sp.start_offset, sp.end_offset) == (0, 4)
+    sp.acknowledge("a", 0, 1, [AcknowledgeType.ACCEPT])
+    assert sp.start_offset == 4
+    assert sp.acquire("b", [(2, 3)], 500, 0) == []
+
+
 def test_accept_acknowledges_and_advances_the_start_offset() -> None:
     sp = _partition()
     sp.acquire("a", [(0, 4)], 500, 0)

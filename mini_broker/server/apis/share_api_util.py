@@ -1,0 +1,53 @@
+"""Shared by the share group API modules (KIP-932): reaching this broker's share groups and share partitions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from mini_broker.network.request_channel import Request
+from mini_broker.server.kafka_apis import KafkaApis
+from mini_broker.share.coordinator import ShareGroupCoordinator
+from mini_broker.share.partition_manager import AckBatch, SharePartitionManager, TopicIdPartition
+from pykafka_client.errors import GroupAuthorizationFailedError, InvalidRequestError
+from pykafka_client.protocol.acl import AclOperation
+
+
+def share_groups(apis: KafkaApis) -> ShareGroupCoordinator:
+    groups = apis.broker.share_groups
+    if groups is None:
+        raise RuntimeError("the broker context has no share groups: the broker must create them before it serves "
+                           "requests")
+    return groups
+
+
+def share_partitions(apis: KafkaApis) -> SharePartitionManager:
+    partitions = apis.broker.share_partitions
+    if partitions is None:
+        raise RuntimeError("the broker context has no share partitions: the broker must create them before it "
+                           "serves requests")
+    return partitions
+
+
+class AckBatchLike(Protocol):
+    first_offset: int
+    last_offset: int
+    acknowledge_types: list[int]
+
+
+def acknowledge(partitions: SharePartitionManager, group_id: str, member_id: str, tp: TopicIdPartition,
+                batches: Sequence[AckBatchLike]) -> tuple[int, str | None]:
+    """A ShareFetch's or ShareAcknowledge's acknowledgement batches of one partition, applied."""
+    return partitions.acknowledge(group_id, member_id, tp, [
+        AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in batches])
+
+
+def share_request_error(apis: KafkaApis, request: Request, group_id: str | None,
+                        member_id: str | None) -> tuple[int, str] | None:
+    """The top-level error of a ShareFetch / ShareAcknowledge before its session is looked at, else None."""
+    if not group_id or not member_id:
+        return int(InvalidRequestError.code), "GroupId and MemberId must be set on a share request"
+    if not apis.broker.auth(request).group(AclOperation.READ, group_id):
+        return int(GroupAuthorizationFailedError.code), (f"READ on group {group_id} is not allowed for this "
+                                                         f"principal: ask for an ACL granting it")
+    return None

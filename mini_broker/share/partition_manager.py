@@ -1,0 +1,236 @@
+"""The share partitions and share sessions this broker serves as partition leader (Kafka's
+``SharePartitionManager`` and ``ShareSessionCache``): one :class:`SharePartition` per (share group, topic id,
+partition), created on the first ShareFetch that names it, and one share session per (group, member).
+
+Thread-safe: one lock guards every share partition and session (a ShareFetch's acknowledgements and
+acquisitions are short). Acquisition locks expire on this manager's timer: each acquisition schedules a task at
+its lock deadline that makes the still-acquired records of that partition available again.
+
+Share sessions (KIP-932): epoch 0 opens one (replacing the member's previous one, whose records are released),
+-1 closes it (after its acknowledgements, the member's acquired records are released), any other epoch must be
+the session's next one and names the partitions to add; ``forgotten`` partitions leave it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from mini_broker.share.config import ShareGroupConfig
+from mini_broker.share.share_partition import (
+    AcknowledgeType,
+    AcquiredRange,
+    InvalidRecordState,
+    SharePartition,
+)
+from mini_broker.timer.system_timer import SystemTimer, SystemTimerReaper
+from mini_broker.timer.timer_task import TimerTask
+from pykafka_client.errors import (
+    InvalidRecordStateError,
+    InvalidRequestError,
+    InvalidShareSessionEpochError,
+    ShareSessionNotFoundError,
+)
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+_log = logging.getLogger(__name__)
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+
+#: Kafka's SHARE_SESSION_LIMIT_REACHED (4.1; newer than this client's error table)
+SHARE_SESSION_LIMIT_REACHED = 133
+
+#: (topic id, partition)
+TopicIdPartition = tuple[uuid.UUID, int]
+
+
+@dataclass
+class ShareSession:
+    group_id: str
+    member_id: str
+    #: the epoch the member's next request carries
+    epoch: int
+    #: the session's partitions, in the order they joined (dict as an ordered set)
+    partitions: dict[TopicIdPartition, None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AckBatch:
+    first_offset: int
+    last_offset: int
+    types: tuple[int, ...]
+
+
+class SessionError(Exception):
+    """A share session request that cannot be served: ``code`` is the top-level error to answer."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class _LockTimeout(TimerTask):
+    def __init__(self, delay_ms: int, action: Callable[[], None]) -> None:
+        super().__init__(delay_ms)
+        self._action = action
+
+    def run(self) -> None:
+        self._action()
+
+
+class SharePartitionManager:
+    """See the module docstring. ``reaper_enabled=False`` (tests with MockTime): the timer only moves when
+    :meth:`advance_timer` is called."""
+
+    def __init__(self, config: ShareGroupConfig, time: Time = SYSTEM_TIME, reaper_enabled: bool = True) -> None:
+        self.config = config
+        self.time = time
+        self._lock = threading.Lock()
+        self._partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
+        self._sessions: dict[tuple[str, str], ShareSession] = {}
+        self.timer = SystemTimer("share-partition-locks", time, start_ms=time.hi_res_clock_ms(), run_inline=True)
+        self._reaper = SystemTimerReaper("share-partition-locks", self.timer) if reaper_enabled else None
+
+    def shutdown(self) -> None:
+        if self._reaper is not None:
+            self._reaper.close()
+        else:
+            self.timer.close()
+
+    def advance_timer(self, timeout_ms: int = 0) -> None:
+        self.timer.advance_clock(timeout_ms)
+
+    # -- sessions -------------------------------------------------------------------------------------------
+    def session(self, group_id: str, member_id: str, epoch: int, added: Iterable[TopicIdPartition],
+                forgotten: Iterable[TopicIdPartition] = ()) -> ShareSession:
+        """Open, continue or (epoch -1) look up for closing the member's share session; raises
+        :class:`SessionError`. Returns a copy of the session as it is now."""
+        key = (group_id, member_id)
+        with self._lock:
+            current = self._sessions.get(key)
+            if epoch == INITIAL_EPOCH:
+                if current is not None:
+                    self._release_member(group_id, member_id)
+                elif len(self._sessions) >= self.config.max_share_sessions:
+                    raise SessionError(SHARE_SESSION_LIMIT_REACHED,
+                                       f"this broker holds group.share.max.share.sessions "
+                                       f"({self.config.max_share_sessions}) share sessions: retry later")
+                current = self._sessions[key] = ShareSession(group_id, member_id, 0)
+            elif current is None:
+                raise SessionError(ShareSessionNotFoundError.code,
+                                   f"member {member_id} of share group {group_id} has no share session here: "
+                                   f"open one with epoch 0")
+            elif epoch != FINAL_EPOCH and epoch != current.epoch:
+                raise SessionError(InvalidShareSessionEpochError.code,
+                                   f"share session epoch {epoch} of member {member_id} is not the expected "
+                                   f"{current.epoch}: open a new session with epoch 0")
+            if epoch != FINAL_EPOCH:
+                current.epoch += 1
+                for tp in added:
+                    current.partitions[tp] = None
+                for tp in forgotten:
+                    current.partitions.pop(tp, None)
+            return ShareSession(current.group_id, current.member_id, current.epoch, dict(current.partitions))
+
+    def close_session(self, group_id: str, member_id: str) -> int:
+        """End the member's share session (if any) and release what it holds; returns the records released."""
+        with self._lock:
+            self._sessions.pop((group_id, member_id), None)
+            return self._release_member(group_id, member_id)
+
+    def session_count(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    # -- share partitions -----------------------------------------------------------------------------------
+    def fetch_offset(self, group_id: str, tp: TopicIdPartition, start_offset: Callable[[], int],
+                     log_start_offset: int) -> int:
+        """Where the member's read of this share partition starts; the partition is created at
+        ``start_offset()`` (``share.auto.offset.reset``) on first use, and offsets the log no longer has are
+        done."""
+        with self._lock:
+            sp = self._partition(group_id, tp)
+            if not sp.initialized:
+                sp.initialize(start_offset())
+            sp.advance_start(log_start_offset)
+            return sp.next_fetch_offset()
+
+    def acquire(self, group_id: str, member_id: str, tp: TopicIdPartition,
+                batches: Iterable[tuple[int, int, bool]], max_records: int) -> list[AcquiredRange]:
+        """Acquire for the member what is available among ``batches`` ((first, last, is_control), in log
+        order): control batches are skipped (archived), whole record batches are taken until ``max_records``."""
+        now = self.time.milliseconds()
+        out: list[AcquiredRange] = []
+        with self._lock:
+            sp = self._partition(group_id, tp)
+            if not sp.initialized:
+                return out
+            taken = 0
+            for first, last, is_control in batches:
+                if taken >= max_records:
+                    break
+                if is_control:
+                    sp.skip(first, last)
+                    continue
+                ranges = sp.acquire(member_id, [(first, last)], max_records - taken, now)
+                taken += sum(r.last_offset - r.first_offset + 1 for r in ranges)
+                out.extend(ranges)
+        if out:
+            self.timer.add(_LockTimeout(sp.record_lock_duration_ms, lambda: self._expire(group_id, tp)))
+        return out
+
+    def acknowledge(self, group_id: str, member_id: str, tp: TopicIdPartition,
+                    batches: Iterable[AckBatch]) -> tuple[int, str | None]:
+        """Apply the member's acknowledgements of one partition: (0, None), or the error of the first batch
+        that failed (INVALID_RECORD_STATE, INVALID_REQUEST); the batches before it stay applied."""
+        with self._lock:
+            sp = self._partitions.get((group_id, *tp))
+            for batch in batches:
+                try:
+                    types = [AcknowledgeType(t) for t in batch.types]
+                except ValueError:
+                    return int(InvalidRequestError.code), (f"unknown acknowledge type among {list(batch.types)}: "
+                                                           f"use 0 (gap), 1 (accept), 2 (release) or 3 (reject)")
+                if sp is None:
+                    return int(InvalidRecordStateError.code), (f"share group {group_id} has not fetched "
+                                                               f"partition {tp[1]} here: nothing to acknowledge")
+                try:
+                    sp.acknowledge(member_id, batch.first_offset, batch.last_offset, types)
+                except InvalidRecordState as e:
+                    return int(InvalidRecordStateError.code), str(e)
+        return 0, None
+
+    def partition_offsets(self, group_id: str, tp: TopicIdPartition) -> tuple[int, int] | None:
+        """(start offset, end offset) of the share partition (None: not created here)."""
+        with self._lock:
+            sp = self._partitions.get((group_id, *tp))
+            return None if sp is None or not sp.initialized else (sp.start_offset, sp.end_offset)
+
+    # -- internals ------------------------------------------------------------------------------------------
+    def _partition(self, group_id: str, tp: TopicIdPartition) -> SharePartition:
+        key = (group_id, *tp)
+        sp = self._partitions.get(key)
+        if sp is None:
+            sp = self._partitions[key] = SharePartition(self.config.record_lock_duration_ms,
+                                                        self.config.delivery_count_limit,
+                                                        self.config.partition_max_record_locks)
+        return sp
+
+    def _release_member(self, group_id: str, member_id: str) -> int:
+        return sum(sp.release_member(member_id) for (g, _, _), sp in self._partitions.items() if g == group_id)
+
+    def _expire(self, group_id: str, tp: TopicIdPartition) -> None:
+        now = self.time.milliseconds()
+        with self._lock:
+            sp = self._partitions.get((group_id, *tp))
+            expired = 0 if sp is None else sp.expire_locks(now)
+            later = None if sp is None else sp.next_lock_deadline()
+        if later is not None:  # locks taken since, or a timer tick early: look again at the next deadline
+            self.timer.add(_LockTimeout(max(1, later - now), lambda: self._expire(group_id, tp)))
+        if expired:
+            _log.debug("event=share_locks_expired group=%s topic_id=%s partition=%d records=%d", group_id, tp[0],
+                       tp[1], expired)
