@@ -250,9 +250,10 @@ class MiniBroker:
                                                group_config.offsets_topic_segment_bytes),
             self.time, broker_id=node_id)
         consumer_groups = self._consumer_groups(self.group_coordinator, self.metadata_cache)
+        share_groups = self._share_groups(self.context, self.group_coordinator, consumer_groups)
         self.group_coordinator.startup(follow_partition_leadership=mode.follows_partition_leadership)
         consumer_groups.startup()
-        self._share_groups(self.context, self.group_coordinator, consumer_groups)
+        share_groups.startup()
         self.group_coordinator.register_metrics(self.metrics)
         self.context.group_coordinator = self.group_coordinator
         mode.before_coordinators(self.context)
@@ -296,16 +297,18 @@ class MiniBroker:
         return consumer_groups
 
     def _share_groups(self, context: BrokerContext, classic: GroupCoordinator,
-                      consumer_groups: ConsumerGroupCoordinator) -> None:
+                      consumer_groups: ConsumerGroupCoordinator) -> ShareGroupCoordinator:
         """KIP-932 share groups: membership on the group coordinator's runtime (same topics image as the consumer
-        groups), share partitions on this broker (a member leaving releases what it holds)."""
+        groups; hosted before it loads, so they replay their records), share partitions on this broker (a member
+        whose session expires has what it holds released). Start them once the classic coordinator started."""
         share_config = ShareGroupConfig.from_broker(self.config.get)
         self.share_partitions = SharePartitionManager(share_config, self.time)
         share_groups = ShareGroupCoordinator(share_config, classic.runtime, consumer_groups.topics_image,
                                              self.share_partitions.close_session, self.time)
-        share_groups.startup()
+        classic.share_groups = share_groups
         context.share_groups = share_groups
         context.share_partitions = self.share_partitions
+        return share_groups
 
     def _start_transaction_coordinator(self, context: BrokerContext) -> TransactionCoordinator:
         """The transaction coordinator: ``__transaction_state`` replayed, ids from the ProducerIdManager, markers

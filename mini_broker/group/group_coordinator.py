@@ -106,6 +106,7 @@ from pykafka_client.utils.time import SYSTEM_TIME, Time
 if TYPE_CHECKING:
     from mini_broker.group.consumer.coordinator import ConsumerGroupCoordinator
     from mini_broker.metrics import BrokerMetrics
+    from mini_broker.share.coordinator import ShareGroupCoordinator
 
 _log = logging.getLogger(__name__)
 
@@ -173,6 +174,8 @@ class GroupCoordinator:
         #: KIP-848 consumer groups (mini_broker/group/consumer), hosted on the same runtime; set by the broker.
         #: The group APIs route a group id to them or to this classic coordinator by the group's type.
         self._consumer_groups: ConsumerGroupCoordinator | None = None
+        #: KIP-932 share groups on this runtime (set by the broker): they replay their records at each load
+        self.share_groups: ShareGroupCoordinator | None = None
 
     @property
     def consumer_groups(self) -> ConsumerGroupCoordinator | None:
@@ -212,6 +215,8 @@ class GroupCoordinator:
             self._groups = groups
         if self.consumer_groups is not None:  # KIP-848 consumer groups replay their own records
             self.consumer_groups.load({k: v for loaded in replayed.values() for k, v in loaded.consumer_records.items()})
+        if self.share_groups is not None:  # KIP-932 share groups likewise
+            self.share_groups.load({k: v for loaded in replayed.values() for k, v in loaded.share_records.items()})
         return len(groups)
 
     def on_loaded(self) -> None:
@@ -227,6 +232,8 @@ class GroupCoordinator:
             groups, self._groups = list(self._groups.values()), {}
         if self.consumer_groups is not None:  # KIP-848 consumer groups go with the runtime's state
             self.consumer_groups.unload()
+        if self.share_groups is not None:
+            self.share_groups.unload()
         for group in groups:
             with group.lock:
                 self._run(group, group_rebalance.unload_group, group)

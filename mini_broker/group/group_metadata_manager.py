@@ -55,6 +55,7 @@ from mini_broker.group.group_requests import CommittedOffset
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import Log
 from mini_broker.producer_state.producer_state_manager import end_txn_marker_of
+from mini_broker.share.record_types import SHARE_GROUP_KEY_VERSIONS
 from pykafka_client.errors import MessageDecodeError
 from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.protocol.types import Reader, Writer
@@ -109,6 +110,8 @@ class LoadedGroup:
     superseded_txn_offsets: dict[int, set[tuple[str, int]]] = field(default_factory=dict)
     #: KIP-848 consumer-group records (key -> value, live ones only), replayed by mini_broker/group/consumer
     consumer_records: dict[bytes, bytes] = field(default_factory=dict)
+    #: KIP-932 share-group records (key -> value, live ones only), replayed by mini_broker/share
+    share_records: dict[bytes, bytes] = field(default_factory=dict)
 
 
 # -- codec ------------------------------------------------------------------------------------------------
@@ -198,8 +201,10 @@ def apply_record(groups: dict[str, LoadedGroup], key: bytes, value: bytes | None
             groups.pop(group_id, None)
         else:
             groups.setdefault(group_id, LoadedGroup()).group = _read_group_value(Reader(value))
-    elif version in CONSUMER_GROUP_KEY_VERSIONS:  # KIP-848 consumer groups: kept for mini_broker/group/consumer
-        records = groups.setdefault(r.read_string(), LoadedGroup()).consumer_records
+    elif version in CONSUMER_GROUP_KEY_VERSIONS or version in SHARE_GROUP_KEY_VERSIONS:
+        # KIP-848 consumer groups and KIP-932 share groups: kept for mini_broker/group/consumer and mini_broker/share
+        loaded = groups.setdefault(r.read_string(), LoadedGroup())
+        records = loaded.consumer_records if version in CONSUMER_GROUP_KEY_VERSIONS else loaded.share_records
         if value is None:
             records.pop(key, None)
         else:

@@ -5,18 +5,23 @@ sessions. A member whose session expires has its share sessions closed (its acqu
 that leaves closes them itself (its final ShareFetch / ShareAcknowledge, which librdkafka sends after the leave
 heartbeat, still acknowledges what it holds).
 
-Not durable yet: the groups live in memory and are dropped when the runtime unloads; members rejoin (epoch 0)
-after UNKNOWN_MEMBER_ID, as after a coordinator move.
+Every change of a group is appended to the runtime's partition as the share-group records that turn its previous
+image into its new one (:mod:`mini_broker.share.records`); a heartbeat that changed its group is answered once
+they are durable. The classic coordinator's load hands this driver the live share-group records, which it
+replays (members come back with their epochs and assignments and a fresh session); the groups are dropped when
+the runtime unloads.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
+from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group.consumer.model import TopicsImage
+from mini_broker.group.consumer.records import diff
 from mini_broker.share.config import ShareGroupConfig
 from mini_broker.share.group import (
     ShareGroup,
@@ -25,12 +30,17 @@ from mini_broker.share.group import (
     ShareGroupManager,
     ShareGroupMember,
 )
+from mini_broker.share.records import group_records, replay
+from pykafka_client.errors import MessageDecodeError, NotCoordinatorError
+from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _log = logging.getLogger(__name__)
 
 #: how often member sessions are checked (a bound on how late an expiry is noticed)
 EXPIRY_CHECK_INTERVAL_MS = 100
+#: one append carries all the records of one change, whatever their size
+_MAX_BATCH_BYTES = 1 << 30
 
 
 class ShareGroupCoordinator:
@@ -54,17 +64,81 @@ class ShareGroupCoordinator:
     def inactive_error(self) -> int | None:
         return None if self.runtime.is_active else self.runtime.inactive_error()
 
-    def heartbeat(self, request: ShareGroupHeartbeatParams) -> ShareGroupHeartbeatResult:
+    def load(self, live_records: Mapping[bytes, bytes]) -> int:
+        """Replace the groups by those the partition's live share-group records describe; each member's session
+        starts now. Returns the number of groups."""
+        try:
+            groups = replay(live_records.items())
+        except MessageDecodeError:
+            _log.exception("event=share_groups_not_loaded reason=unreadable_record: the share groups start empty "
+                           "and their members rejoin")
+            groups = {}
+        now = self.time.milliseconds()
+        for group in groups.values():
+            for member_id in group.members:
+                group.session_deadlines[member_id] = now + self.config.session_timeout_ms
+        with self._lock:
+            self._manager.groups = groups
+        return len(groups)
+
+    def unload(self) -> None:
+        with self._lock:
+            self._manager.groups.clear()
+
+    def _image(self, group_id: str) -> dict[bytes, bytes]:
+        group = self._manager.groups.get(group_id)
+        return {} if group is None else group_records(group)
+
+    def _persist(self, group_ids: Iterable[str], before: Mapping[str, Mapping[bytes, bytes]],
+                 then: Callable[[int], None] = lambda error: None) -> None:
+        """Append what changed in these groups since ``before`` (the caller holds the lock), then ``then(0)`` once
+        durable (at once when nothing changed), or ``then(NOT_COORDINATOR)`` when the append failed or was lost."""
+        now = self.time.milliseconds()
+        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+        count = 0
+        for group_id in group_ids:
+            for key, value in diff(before.get(group_id, {}), self._image(group_id)):
+                builder.append(now, key, value)
+                count += 1
+        if not count:
+            then(0)
+            return
+
+        def failed(e: Exception) -> None:
+            _log.warning("event=share_group_records_not_appended groups=%s error=%r", list(group_ids), e)
+            then(int(NotCoordinatorError.code))
+
+        self.runtime.write(CoordinatorResult(
+            builder.build(), None, on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0),
+            on_failed=failed))
+
+    def heartbeat(self, request: ShareGroupHeartbeatParams,
+                  reply: Callable[[ShareGroupHeartbeatResult], None]) -> None:
+        """ShareGroupHeartbeat: ``reply(result)`` once the change it made is durable (maybe later, on the
+        runtime's timer thread)."""
         error = self.inactive_error()
         if error is not None:
-            return ShareGroupHeartbeatResult(error, "the group coordinator is not serving here: look it up again "
-                                                    "(FindCoordinator) and retry", request.member_id or None)
+            reply(ShareGroupHeartbeatResult(error, "the group coordinator is not serving here: look it up again "
+                                                   "(FindCoordinator) and retry", request.member_id or None))
+            return
+
+        def written(error: int) -> None:
+            reply(result if not error else ShareGroupHeartbeatResult(
+                error, "the share group's records could not be written here: look the coordinator up again "
+                       "(FindCoordinator) and retry", request.member_id or None))
+
         with self._lock:
-            return self._manager.heartbeat(request, self.time.milliseconds(), self._topics())
+            before = {request.group_id: self._image(request.group_id)}
+            result = self._manager.heartbeat(request, self.time.milliseconds(), self._topics())
+            self._persist([request.group_id], before, written)
 
     def expire_members(self) -> None:
         with self._lock:
-            expired = self._manager.expire(self.time.milliseconds(), self._topics())
+            now = self.time.milliseconds()
+            before = {g.group_id: self._image(g.group_id) for g in self._manager.groups.values()
+                      if any(d <= now for d in g.session_deadlines.values())}
+            expired = self._manager.expire(now, self._topics())
+            self._persist(before, before)
         for group_id, member_id in expired:
             _log.info("event=share_group_member_expired group=%s member=%s", group_id, member_id)
             self._on_member_removed(group_id, member_id)

@@ -48,7 +48,7 @@ VALUE_VERSION: Final = 0
 _MEMBER_STATES: Final = list(MemberState)
 
 
-def _key(record_type: int, group_id: str, member_id: str | None = None) -> bytes:
+def record_key(record_type: int, group_id: str, member_id: str | None = None) -> bytes:
     w = Writer()
     w.write_int16(record_type)
     w.write_string(group_id)
@@ -57,13 +57,13 @@ def _key(record_type: int, group_id: str, member_id: str | None = None) -> bytes
     return w.to_bytes()
 
 
-def _value() -> Writer:
+def value_writer() -> Writer:
     w = Writer()
     w.write_int16(VALUE_VERSION)
     return w
 
 
-def _write_assignment(w: Writer, assignment: Assignment) -> None:
+def write_assignment(w: Writer, assignment: Assignment) -> None:
     w.write_int32(len(assignment))
     for topic_id, partitions in sorted(assignment.items()):
         w.write_uuid(topic_id)
@@ -72,7 +72,7 @@ def _write_assignment(w: Writer, assignment: Assignment) -> None:
             w.write_int32(p)
 
 
-def _read_assignment(r: Reader) -> dict[uuid.UUID, frozenset[int]]:
+def read_assignment(r: Reader) -> dict[uuid.UUID, frozenset[int]]:
     out: dict[uuid.UUID, list[int]] = {}
     for _ in range(r.read_array_length(20)):
         topic_id = r.read_uuid()
@@ -104,25 +104,25 @@ def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
     """Every record of ``group`` (its full image)."""
     gid = group.group_id
     out: dict[bytes, bytes] = {}
-    w = _value()
+    w = value_writer()
     w.write_int32(group.group_epoch)
-    out[_key(GROUP_METADATA, gid)] = w.to_bytes()
-    w = _value()
+    out[record_key(GROUP_METADATA, gid)] = w.to_bytes()
+    w = value_writer()
     w.write_int32(len(group.subscription_metadata))
     for name, (topic_id, partitions) in sorted(group.subscription_metadata.items()):
         w.write_string(name)
         w.write_uuid(topic_id)
         w.write_int32(partitions)
-    out[_key(PARTITION_METADATA, gid)] = w.to_bytes()
-    w = _value()
+    out[record_key(PARTITION_METADATA, gid)] = w.to_bytes()
+    w = value_writer()
     w.write_int32(group.target_assignment_epoch)
-    out[_key(TARGET_ASSIGNMENT_METADATA, gid)] = w.to_bytes()
+    out[record_key(TARGET_ASSIGNMENT_METADATA, gid)] = w.to_bytes()
     for member_id, target in group.target_assignment.items():
-        w = _value()
-        _write_assignment(w, target)
-        out[_key(TARGET_ASSIGNMENT_MEMBER, gid, member_id)] = w.to_bytes()
+        w = value_writer()
+        write_assignment(w, target)
+        out[record_key(TARGET_ASSIGNMENT_MEMBER, gid, member_id)] = w.to_bytes()
     for m in group.members.values():
-        w = _value()
+        w = value_writer()
         w.write_nullable_string(m.instance_id)
         w.write_nullable_string(m.rack_id)
         w.write_string(m.client_id)
@@ -134,27 +134,27 @@ def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
         w.write_nullable_string(m.server_assignor_name)
         w.write_int32(m.rebalance_timeout_ms)
         _write_classic(w, m)
-        out[_key(MEMBER_METADATA, gid, m.member_id)] = w.to_bytes()
-        w = _value()
+        out[record_key(MEMBER_METADATA, gid, m.member_id)] = w.to_bytes()
+        w = value_writer()
         w.write_int32(m.member_epoch)
         w.write_int32(m.previous_member_epoch)
         w.write_int8(_MEMBER_STATES.index(m.state))
-        _write_assignment(w, m.assigned_partitions)
-        _write_assignment(w, m.partitions_pending_revocation)
-        out[_key(CURRENT_MEMBER_ASSIGNMENT, gid, m.member_id)] = w.to_bytes()
+        write_assignment(w, m.assigned_partitions)
+        write_assignment(w, m.partitions_pending_revocation)
+        out[record_key(CURRENT_MEMBER_ASSIGNMENT, gid, m.member_id)] = w.to_bytes()
     return out
 
 
 def group_config_record(group_id: str, overrides: Mapping[str, int]) -> tuple[bytes, bytes | None]:
     """The record of a group's configs (a tombstone when it has none left)."""
     if not overrides:
-        return _key(GROUP_CONFIG, group_id), None
-    w = _value()
+        return record_key(GROUP_CONFIG, group_id), None
+    w = value_writer()
     w.write_int32(len(overrides))
     for name, value in sorted(overrides.items()):
         w.write_string(name)
         w.write_int64(value)
-    return _key(GROUP_CONFIG, group_id), w.to_bytes()
+    return record_key(GROUP_CONFIG, group_id), w.to_bytes()
 
 
 def replay_group_configs(records: Iterable[tuple[bytes, bytes]]) -> dict[str, dict[str, int]]:
@@ -201,7 +201,7 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ConsumerGroup]:
         elif record_type == TARGET_ASSIGNMENT_METADATA:
             group.target_assignment_epoch = v.read_int32()
         elif record_type == TARGET_ASSIGNMENT_MEMBER:
-            group.target_assignment[k.read_string()] = _read_assignment(v)
+            group.target_assignment[k.read_string()] = read_assignment(v)
         elif record_type == MEMBER_METADATA:
             member_id = k.read_string()
             instance_id, rack_id = v.read_nullable_string(), v.read_nullable_string()
@@ -226,7 +226,7 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ConsumerGroup]:
             v.read_int16()
             member = member.with_changes(member_epoch=v.read_int32(), previous_member_epoch=v.read_int32(),
                                          state=_MEMBER_STATES[v.read_int8()],
-                                         assigned_partitions=_read_assignment(v),
-                                         partitions_pending_revocation=_read_assignment(v))
+                                         assigned_partitions=read_assignment(v),
+                                         partitions_pending_revocation=read_assignment(v))
         groups[gid].update_member(member)
     return groups

@@ -1,0 +1,15 @@
+"""The record types (key versions) of the share groups' records in ``__consumer_offsets`` (Kafka's numbers; see
+:mod:`mini_broker.share.records`). Apart so that the offsets log's replay can route them without importing the
+share groups."""
+
+from __future__ import annotations
+
+from typing import Final
+
+MEMBER_METADATA: Final = 10
+GROUP_METADATA: Final = 11
+TARGET_ASSIGNMENT_METADATA: Final = 12
+CURRENT_MEMBER_ASSIGNMENT: Final = 14
+#: the key versions of share-group records
+SHARE_GROUP_KEY_VERSIONS: Final = frozenset({MEMBER_METADATA, GROUP_METADATA, TARGET_ASSIGNMENT_METADATA,
+                                             CURRENT_MEMBER_ASSIGNMENT})

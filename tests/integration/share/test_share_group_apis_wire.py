@@ -1,0 +1,156 @@
+"""The share group APIs (KIP-932) on the wire against a real MiniBroker: ShareGroupHeartbeat / ShareGroupDescribe
+(a restart keeps the group: its records are in ``__consumer_offsets``), ShareFetch long-polling in the fetch
+purgatory, share session epochs, acknowledgement errors, ShareAcknowledge closing a session, authorization."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from mini_broker.broker import MiniBroker
+from mini_broker.security.authorizer import STANDARD_AUTHORIZER
+from pykafka_client import KafkaProducer
+from pykafka_client.errors import (
+    GroupAuthorizationFailedError,
+    GroupIdNotFoundError,
+    InvalidRecordStateError,
+    InvalidShareSessionEpochError,
+    ShareSessionNotFoundError,
+)
+from pykafka_client.protocol.messages import (
+    ConsumerGroupHeartbeatRequest,
+    CreateTopicsRequest,
+    ShareAcknowledgeRequest,
+    ShareFetchRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
+)
+from pykafka_client.protocol.records import MemoryRecords
+from tests.integration.wire import Conn
+
+TOPIC = "share-wire"
+ACCEPT, RELEASE = 1, 2
+
+
+def _broker(**conf: Any) -> MiniBroker:
+    return MiniBroker(num_network_threads=1, num_io_threads=2, share_auto_offset_reset="earliest", **conf)
+
+
+def _create_topic(c: Conn, broker: MiniBroker) -> uuid.UUID:
+    c.call(CreateTopicsRequest(timeout_ms=5000, topics=[CreateTopicsRequest.CreatableTopic(
+        name=TOPIC, num_partitions=1, replication_factor=1)]), 5)
+    assert broker.metadata_cache is not None
+    md = broker.metadata_cache.get_topic(TOPIC)
+    assert md is not None
+    return md.topic_id
+
+
+def _produce(broker: MiniBroker, values: list[str]) -> None:
+    with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers}) as p:
+        for v in values:
+            p.send(TOPIC, value=v.encode(), partition=0)
+        p.flush()
+
+
+def _join(c: Conn, group: str, member: str) -> Any:
+    return c.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=0,
+                                             subscribed_topic_names=[TOPIC]), 1)
+
+
+def _fetch(c: Conn, group: str, member: str, epoch: int, topic_id: uuid.UUID,
+           acks: Sequence[tuple[int, int, int]] = (), max_wait_ms: int = 0, max_records: int = 100) -> Any:
+    batches = [ShareFetchRequest.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=[t])
+               for f, last, t in acks]
+    return c.call(ShareFetchRequest(
+        group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=max_wait_ms, min_bytes=1,
+        max_bytes=1 << 20, max_records=max_records, batch_size=100, topics=[ShareFetchRequest.FetchTopic(
+            topic_id=topic_id, partitions=[ShareFetchRequest.FetchPartition(
+                partition_index=0, acknowledgement_batches=batches)])]), 1)
+
+
+def _values(partition: Any) -> list[bytes]:
+    return [r.value for r in MemoryRecords(bytes(partition.records)).records()]
+
+
+def test_a_restarted_broker_keeps_its_share_groups(tmp_path: Any) -> None:
+    def start() -> MiniBroker:
+        return _broker(data_dir=str(tmp_path))
+
+    with start() as b, Conn(b) as c:
+        topic_id = _create_topic(c, b)
+        joined = _join(c, "sg-restart", "m-restart")
+        assert (joined.error_code, joined.member_id, joined.member_epoch) == (0, "m-restart", 1)
+        assert [(t.topic_id, t.partitions) for t in joined.assignment.topic_partitions] == [(topic_id, [0])]
+    with start() as b, Conn(b) as c:
+        hb = c.call(ShareGroupHeartbeatRequest(group_id="sg-restart", member_id="m-restart", member_epoch=1), 1)
+        assert hb.error_code == 0 and hb.member_epoch >= 1
+        d = c.call(ShareGroupDescribeRequest(group_ids=["sg-restart"]), 1).groups[0]
+        assert (d.error_code, d.group_state, d.assignor_name) == (0, "Stable", "simple")
+        assert [m.member_id for m in d.members] == ["m-restart"]
+        assert [(t.topic_name, t.partitions) for t in d.members[0].assignment.topic_partitions] == [(TOPIC, [0])]
+
+
+def test_a_group_id_of_another_type_is_not_a_share_group() -> None:
+    with _broker() as b, Conn(b) as c:
+        _create_topic(c, b)
+        assert c.call(ConsumerGroupHeartbeatRequest(
+            group_id="taken", member_id="cm", member_epoch=0, rebalance_timeout_ms=5000,
+            subscribed_topic_names=[TOPIC], topic_partitions=[]), 1).error_code == 0
+        assert _join(c, "taken", "sm").error_code == GroupIdNotFoundError.code
+        d = c.call(ShareGroupDescribeRequest(group_ids=["nope"]), 1).groups[0]
+        assert d.error_code == GroupIdNotFoundError.code
+
+
+def test_share_fetch_long_polls_until_records_arrive() -> None:
+    with _broker() as b, Conn(b) as c:
+        topic_id = _create_topic(c, b)
+        _join(c, "sg-poll", "m1")
+        out: list[Any] = []
+        waiting = threading.Thread(target=lambda: out.append(_fetch(c, "sg-poll", "m1", 0, topic_id,
+                                                                    max_wait_ms=15000)))
+        waiting.start()
+        _produce(b, ["late"])
+        waiting.join(30)
+        p = out[0].responses[0].partitions[0]
+        assert _values(p) == [b"late"]
+        assert [(r.first_offset, r.last_offset, r.delivery_count) for r in p.acquired_records] == [(0, 0, 1)]
+
+
+def test_share_sessions_acquisitions_and_acknowledgements() -> None:
+    with _broker(group_share_record_lock_duration_ms=60000) as b, Conn(b) as c:
+        topic_id = _create_topic(c, b)
+        _produce(b, ["a", "b", "c"])
+        first = _fetch(c, "sg-ack", "m1", 0, topic_id)
+        assert first.acquisition_lock_timeout_ms == 60000
+        p = first.responses[0].partitions[0]
+        assert _values(p) == [b"a", b"b", b"c"]
+        assert [(r.first_offset, r.last_offset, r.delivery_count) for r in p.acquired_records] == [(0, 2, 1)]
+        # another member: nothing left to acquire; acknowledging m1's records is refused
+        other = _fetch(c, "sg-ack", "m2", 0, topic_id, acks=[(0, 0, ACCEPT)])
+        op = other.responses[0].partitions[0]
+        assert op.acknowledge_error_code == InvalidRecordStateError.code and op.acquired_records == []
+        assert _fetch(c, "sg-ack", "m1", 5, topic_id).error_code == InvalidShareSessionEpochError.code
+        assert _fetch(c, "sg-ack", "m9", 3, topic_id).error_code == ShareSessionNotFoundError.code
+        # m1 accepts a, releases b; m2 gets b again with its count raised
+        acked = _fetch(c, "sg-ack", "m1", 1, topic_id, acks=[(0, 0, ACCEPT), (1, 1, RELEASE)], max_records=0)
+        assert acked.responses[0].partitions[0].acknowledge_error_code == 0
+        again = _fetch(c, "sg-ack", "m2", 1, topic_id).responses[0].partitions[0]
+        assert [(r.first_offset, r.last_offset, r.delivery_count) for r in again.acquired_records] == [(1, 1, 2)]
+        # ShareAcknowledge cannot open a session; closing m1's session releases c for m2
+        assert c.call(ShareAcknowledgeRequest(group_id="sg-ack", member_id="m1", share_session_epoch=0), 1) \
+            .error_code == InvalidShareSessionEpochError.code
+        closed = c.call(ShareAcknowledgeRequest(group_id="sg-ack", member_id="m1", share_session_epoch=-1), 1)
+        assert closed.error_code == 0
+        last = _fetch(c, "sg-ack", "m2", 2, topic_id).responses[0].partitions[0]
+        assert [(r.first_offset, r.last_offset, r.delivery_count) for r in last.acquired_records] == [(2, 2, 2)]
+
+
+def test_the_share_apis_are_authorized() -> None:
+    with _broker(**{"authorizer.class.name": STANDARD_AUTHORIZER}) as b, Conn(b) as c:
+        assert _join(c, "sg-denied", "m").error_code == GroupAuthorizationFailedError.code
+        fetched = _fetch(c, "sg-denied", "m", 0, uuid.uuid4())
+        assert fetched.error_code == GroupAuthorizationFailedError.code
+        d = c.call(ShareGroupDescribeRequest(group_ids=["sg-denied"]), 1).groups[0]
+        assert d.error_code == GroupAuthorizationFailedError.code
