@@ -161,8 +161,9 @@ class SharePartitionManager:
 
     def acquire(self, group_id: str, member_id: str, tp: TopicIdPartition,
                 batches: Iterable[tuple[int, int, bool]], max_records: int) -> list[AcquiredRange]:
-        """Acquire for the member what is available among ``batches`` ((first, last, is_control), in log
-        order): control batches are skipped (archived), whole record batches are taken until ``max_records``."""
+        """Acquire for the member what is available among ``batches`` ((first, last, skip), in log order):
+        batches to skip (control batches, aborted transactions' records) are archived, whole record batches are
+        taken until ``max_records``."""
         now = self.time.milliseconds()
         out: list[AcquiredRange] = []
         with self._lock:
@@ -170,10 +171,10 @@ class SharePartitionManager:
             if not sp.initialized:
                 return out
             taken = 0
-            for first, last, is_control in batches:
+            for first, last, skip in batches:
                 if taken >= max_records:
                     break
-                if is_control:
+                if skip:
                     sp.skip(first, last)
                     continue
                 ranges = sp.acquire(member_id, [(first, last)], max_records - taken, now)

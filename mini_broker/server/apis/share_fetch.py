@@ -9,8 +9,8 @@ new share partition starts where ``share.auto.offset.reset`` points) through the
 ``max_records``, whole batches), and only the batches holding acquired offsets are returned. A request with
 ``max_records`` 0 (v1+) or epoch -1 only acknowledges.
 
-``share.isolation.level=read_committed`` reads up to the last stable offset; aborted transactions' records are
-not yet filtered out (the issue's read_committed item is for a later round).
+``share.isolation.level=read_committed`` reads up to the last stable offset and skips (archives) the records of
+aborted transactions, as it skips control batches.
 """
 
 from __future__ import annotations
@@ -51,13 +51,24 @@ def _bytes(records: RecordsLike) -> bytes:
 
 
 def _acquire(partitions: SharePartitionManager, group_id: str, member_id: str, tp: TopicIdPartition,
-             records: RecordsLike, max_records: int) -> tuple[bytes, list[AcquiredRange]]:
-    """Acquire what the read returned; the bytes of the batches holding acquired offsets, and the ranges."""
-    buf = _bytes(records)
+             result: LogReadResult, max_records: int) -> tuple[bytes, list[AcquiredRange]]:
+    """Acquire what the read returned; the bytes of the batches holding acquired offsets, and the ranges. Control
+    batches, and under read_committed the batches of aborted transactions (``result.aborted_transactions``),
+    are skipped: archived, never delivered."""
+    buf = _bytes(result.records)
+    #: (first offset, producer id) of the aborted transactions, by first offset; a producer's batches are
+    #: skipped from its aborted transaction's first offset up to its next control batch (the ABORT marker)
+    pending = sorted((first, pid) for pid, first in result.aborted_transactions or ())
+    aborting: set[int] = set()
     batches: list[tuple[int, int, bool, int, int]] = []
     pos = 0
     for batch in MemoryRecords(buf).batches():
-        batches.append((batch.base_offset, batch.last_offset, batch.is_control, pos, pos + batch.size_in_bytes))
+        while pending and pending[0][0] <= batch.base_offset:
+            aborting.add(pending.pop(0)[1])
+        skip = batch.is_control or (batch.is_transactional and batch.producer_id in aborting)
+        if batch.is_control:
+            aborting.discard(batch.producer_id)
+        batches.append((batch.base_offset, batch.last_offset, skip, pos, pos + batch.size_in_bytes))
         pos += batch.size_in_bytes
     ranges = partitions.acquire(group_id, member_id, tp, [(b[0], b[1], b[2]) for b in batches], max_records)
     kept = [buf[start:end] for first, last, _, start, end in batches
@@ -197,8 +208,7 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
             tp = by_tp[topic_partition]
             records, ranges = b"", list[AcquiredRange]()
             if not result.error_code and result.records_size and left > 0:
-                records, ranges = _acquire(fetch.partitions, fetch.group_id, fetch.member_id, tp, result.records,
-                                           left)
+                records, ranges = _acquire(fetch.partitions, fetch.group_id, fetch.member_id, tp, result, left)
                 left -= sum(r.last_offset - r.first_offset + 1 for r in ranges)
             read[tp] = (records, ranges, result)
         apis.send_response(request, fetch.response(session_partitions, read))

@@ -154,3 +154,24 @@ def test_the_share_apis_are_authorized() -> None:
         assert fetched.error_code == GroupAuthorizationFailedError.code
         d = c.call(ShareGroupDescribeRequest(group_ids=["sg-denied"]), 1).groups[0]
         assert d.error_code == GroupAuthorizationFailedError.code
+
+
+def test_read_committed_share_isolation_skips_aborted_transactions() -> None:
+    with _broker(share_isolation_level="read_committed", transaction_state_log_replication_factor=1,
+                 transaction_state_log_min_isr=1) as b, Conn(b) as c:
+        topic_id = _create_topic(c, b)
+        with KafkaProducer({"bootstrap.servers": b.bootstrap_servers, "transactional.id": "share-txn"}) as p:
+            p.init_transactions()
+            for values, commit in ((["c1", "c2"], True), (["x1", "x2"], False), (["c3"], True)):
+                p.begin_transaction()
+                for v in values:
+                    p.send(TOPIC, value=v.encode(), partition=0)
+                p.flush()
+                if commit:
+                    p.commit_transaction()
+                else:
+                    p.abort_transaction()
+        part = _fetch(c, "sg-txn", "m1", 0, topic_id).responses[0].partitions[0]
+        acquired = {o for r in part.acquired_records for o in range(r.first_offset, r.last_offset + 1)}
+        delivered = [r.value for r in MemoryRecords(bytes(part.records)).records() if r.offset in acquired]
+        assert delivered == [b"c1", b"c2", b"c3"]
