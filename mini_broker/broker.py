@@ -302,13 +302,18 @@ class MiniBroker:
         groups; hosted before it loads, so they replay their records), share partitions on this broker (a member
         whose session expires has what it holds released). Start them once the classic coordinator started."""
         share_config = ShareGroupConfig.from_broker(self.config.get)
-        self.share_partitions = SharePartitionManager(share_config, self.time)
         share_groups = ShareGroupCoordinator(share_config, classic.runtime, consumer_groups.topics_image,
-                                             self.share_partitions.close_session, self.time)
+                                             lambda group_id, member_id: self._release_share_member(group_id, member_id),
+                                             self.time)
+        self.share_partitions = SharePartitionManager(share_config, self.time, group_config=share_groups.group_config)
         classic.share_groups = share_groups
         context.share_groups = share_groups
         context.share_partitions = self.share_partitions
         return share_groups
+
+    def _release_share_member(self, group_id: str, member_id: str) -> None:
+        if self.share_partitions is not None:
+            self.share_partitions.close_session(group_id, member_id)
 
     def _start_transaction_coordinator(self, context: BrokerContext) -> TransactionCoordinator:
         """The transaction coordinator: ``__transaction_state`` replayed, ids from the ProducerIdManager, markers

@@ -20,8 +20,10 @@ from collections.abc import Callable, Iterable, Mapping
 
 from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
+from mini_broker.group.consumer.group_configs import GroupConfigEntry
 from mini_broker.group.consumer.model import TopicsImage
 from mini_broker.group.consumer.records import diff
+from mini_broker.share import group_configs
 from mini_broker.share.config import ShareGroupConfig
 from mini_broker.share.group import (
     ShareGroup,
@@ -30,8 +32,8 @@ from mini_broker.share.group import (
     ShareGroupManager,
     ShareGroupMember,
 )
-from mini_broker.share.records import group_records, replay
-from pykafka_client.errors import MessageDecodeError, NotCoordinatorError
+from mini_broker.share.records import group_config_record, group_records, replay, replay_group_configs
+from pykafka_client.errors import InvalidConfigurationError, MessageDecodeError, NotCoordinatorError
 from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -69,21 +71,65 @@ class ShareGroupCoordinator:
         starts now. Returns the number of groups."""
         try:
             groups = replay(live_records.items())
+            configs = replay_group_configs(live_records.items())
         except MessageDecodeError:
             _log.exception("event=share_groups_not_loaded reason=unreadable_record: the share groups start empty "
                            "and their members rejoin")
-            groups = {}
+            groups, configs = {}, {}
         now = self.time.milliseconds()
-        for group in groups.values():
-            for member_id in group.members:
-                group.session_deadlines[member_id] = now + self.config.session_timeout_ms
         with self._lock:
+            self._manager.group_configs = configs
+            for group in groups.values():
+                timeout = self._manager.config_for(group.group_id).session_timeout_ms
+                for member_id in group.members:
+                    group.session_deadlines[member_id] = now + timeout
             self._manager.groups = groups
         return len(groups)
 
     def unload(self) -> None:
         with self._lock:
             self._manager.groups.clear()
+            self._manager.group_configs.clear()
+
+    # -- group configs (the share.* keys of GROUP config resources) ----------------------------------------
+    def group_config(self, group_id: str) -> ShareGroupConfig:
+        """The share config that applies to the group (the broker's with the group's overrides)."""
+        with self._lock:
+            return self._manager.config_for(group_id)
+
+    def describe_group_configs(self, group_id: str, keys: list[str] | None = None) -> list[GroupConfigEntry]:
+        with self._lock:
+            return group_configs.describe(self._manager.group_configs.get(group_id, {}), self.config, keys)
+
+    def alter_group_configs(self, group_id: str, changes: Mapping[str, str | None], validate_only: bool) -> None:
+        """Set (a value) or remove (None) some of the group's ``share.*`` configs: validated as a whole
+        (InvalidConfigurationError), then written to the group's partition and applied (new share partitions,
+        acquisitions and heartbeats use them)."""
+        error = self.inactive_error()
+        if error is not None:
+            raise NotCoordinatorError(f"the group coordinator is not serving here (error {error}): look it up "
+                                      f"again (FindCoordinator) and retry")
+        with self._lock:
+            proposed = dict(self._manager.group_configs.get(group_id, {}))
+            for name, value in changes.items():
+                if value is None:
+                    if name not in group_configs.SHARE_GROUP_CONFIG_KEYS:
+                        raise InvalidConfigurationError(f"Unknown group config name: {name}")
+                    proposed.pop(name, None)
+                else:
+                    proposed[name] = value
+            overrides = group_configs.validate(proposed, self.config)
+            if validate_only or overrides == self._manager.group_configs.get(group_id, {}):
+                return
+            if overrides:
+                self._manager.group_configs[group_id] = overrides
+            else:
+                self._manager.group_configs.pop(group_id, None)
+            key, record = group_config_record(group_id, overrides)
+            builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+            builder.append(self.time.milliseconds(), key, record)
+            self.runtime.write(CoordinatorResult(builder.build(), None))
+        _log.info("event=share_group_configs_altered group=%s configs=%s", group_id, overrides)
 
     def _image(self, group_id: str) -> dict[bytes, bytes]:
         group = self._manager.groups.get(group_id)

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from mini_broker.group.consumer.model import TopicsImage
+from mini_broker.share import group_configs
 from mini_broker.share.config import ShareGroupConfig
 from pykafka_client.errors import (
     FencedMemberEpochError,
@@ -120,18 +121,25 @@ class ShareGroupManager:
     def __init__(self, config: ShareGroupConfig, member_ids: Callable[[], str] = new_member_id) -> None:
         self.config = config
         self.groups: dict[str, ShareGroup] = {}
+        #: group id -> its ``share.*`` config overrides (a group id may have configs and no group yet)
+        self.group_configs: dict[str, dict[str, str]] = {}
         self._member_ids = member_ids
+
+    def config_for(self, group_id: str) -> ShareGroupConfig:
+        """The share config that applies to the group: the broker's, with the group's overrides."""
+        return group_configs.for_group(self.config, self.group_configs.get(group_id, {}))
 
     def heartbeat(self, request: ShareGroupHeartbeatParams, now_ms: int,
                   topics: TopicsImage) -> ShareGroupHeartbeatResult:
         """ShareGroupHeartbeat: epoch 0 joins (a new member id unless the member names its own), -1 leaves, any
         other epoch must be the member's current one (FENCED_MEMBER_EPOCH otherwise)."""
         group = self.groups.get(request.group_id)
+        config = self.config_for(request.group_id)
         if request.member_epoch == LEAVE_EPOCH:
             if group is not None and request.member_id in group.members:
                 self._remove(group, request.member_id, topics)
             return ShareGroupHeartbeatResult(member_id=request.member_id, member_epoch=LEAVE_EPOCH,
-                                             heartbeat_interval_ms=self.config.heartbeat_interval_ms)
+                                             heartbeat_interval_ms=config.heartbeat_interval_ms)
         if request.member_epoch == JOIN_EPOCH:
             if request.subscribed_topic_names is None:
                 return ShareGroupHeartbeatResult(
@@ -168,14 +176,14 @@ class ShareGroupManager:
             group.group_epoch += 1
         elif group.group_epoch == 0 or self._topics_changed(group, topics):
             group.group_epoch += 1
-        group.session_deadlines[member.member_id] = now_ms + self.config.session_timeout_ms
+        group.session_deadlines[member.member_id] = now_ms + config.session_timeout_ms
         self._maybe_assign(group, topics)
         assignment = None
         if member.member_epoch != group.assignment_epoch:
             member.member_epoch = group.assignment_epoch
             assignment = member.assignment
         return ShareGroupHeartbeatResult(member_id=member.member_id, member_epoch=member.member_epoch,
-                                         heartbeat_interval_ms=self.config.heartbeat_interval_ms,
+                                         heartbeat_interval_ms=config.heartbeat_interval_ms,
                                          assignment=assignment)
 
     def expire(self, now_ms: int, topics: TopicsImage) -> list[tuple[str, str]]:

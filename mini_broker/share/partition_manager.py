@@ -86,8 +86,11 @@ class SharePartitionManager:
     """See the module docstring. ``reaper_enabled=False`` (tests with MockTime): the timer only moves when
     :meth:`advance_timer` is called."""
 
-    def __init__(self, config: ShareGroupConfig, time: Time = SYSTEM_TIME, reaper_enabled: bool = True) -> None:
+    def __init__(self, config: ShareGroupConfig, time: Time = SYSTEM_TIME, reaper_enabled: bool = True,
+                 group_config: Callable[[str], ShareGroupConfig] | None = None) -> None:
         self.config = config
+        #: the share config of a group (the broker's with the group's overrides)
+        self.group_config: Callable[[str], ShareGroupConfig] = group_config or (lambda group_id: config)
         self.time = time
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
@@ -165,11 +168,13 @@ class SharePartitionManager:
         batches to skip (control batches, aborted transactions' records) are archived, whole record batches are
         taken until ``max_records``."""
         now = self.time.milliseconds()
+        lock_ms = self.group_config(group_id).record_lock_duration_ms
         out: list[AcquiredRange] = []
         with self._lock:
             sp = self._partition(group_id, tp)
             if not sp.initialized:
                 return out
+            sp.record_lock_duration_ms = lock_ms
             taken = 0
             for first, last, skip in batches:
                 if taken >= max_records:
@@ -181,7 +186,7 @@ class SharePartitionManager:
                 taken += sum(r.last_offset - r.first_offset + 1 for r in ranges)
                 out.extend(ranges)
         if out:
-            self.timer.add(_LockTimeout(sp.record_lock_duration_ms, lambda: self._expire(group_id, tp)))
+            self.timer.add(_LockTimeout(lock_ms, lambda: self._expire(group_id, tp)))
         return out
 
     def acknowledge(self, group_id: str, member_id: str, tp: TopicIdPartition,

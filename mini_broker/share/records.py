@@ -6,6 +6,8 @@ assignments as they were. Same key and value layout as :mod:`mini_broker.group.c
 * 11 ShareGroupMetadata ``group`` -> ``group epoch``
 * 12 ShareGroupTargetAssignmentMetadata ``group`` -> ``assignment epoch``
 * 14 ShareGroupCurrentMemberAssignment ``group, member`` -> member epoch, assigned partitions
+* 100 (this broker's own) ``group`` -> ``n x (config name, value)``: the group's ``share.*`` configs
+  (:mod:`mini_broker.share.group_configs`; not part of the group's image); a null value removes them all
 
 (13, the target assignment of a member, is the member's current assignment here: share groups do not revoke.)
 :func:`group_records` is a group's full image; the consumer records' ``diff`` turns one image into another;
@@ -14,7 +16,7 @@ assignments as they were. Same key and value layout as :mod:`mini_broker.group.c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from mini_broker.group.consumer.records import (
     VALUE_VERSION,
@@ -26,6 +28,7 @@ from mini_broker.group.consumer.records import (
 from mini_broker.share.group import ShareGroup, ShareGroupMember
 from mini_broker.share.record_types import (
     CURRENT_MEMBER_ASSIGNMENT,
+    GROUP_CONFIG,
     GROUP_METADATA,
     MEMBER_METADATA,
     TARGET_ASSIGNMENT_METADATA,
@@ -69,6 +72,8 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ShareGroup]:
     for key, value in records:
         k = Reader(key)
         record_type, gid = k.read_int16(), k.read_string()
+        if record_type == GROUP_CONFIG:
+            continue  # replay_group_configs
         v = Reader(value)
         if v.read_int16() != VALUE_VERSION:
             raise MessageDecodeError(f"share group record type {record_type}: unknown value version")
@@ -93,3 +98,28 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ShareGroup]:
             member.assignment = read_assignment(assignment)
         groups[gid].members[member_id] = member
     return groups
+
+
+def group_config_record(group_id: str, overrides: Mapping[str, str]) -> tuple[bytes, bytes | None]:
+    """The record of a share group's configs (a tombstone when it has none left)."""
+    if not overrides:
+        return record_key(GROUP_CONFIG, group_id), None
+    w = value_writer()
+    w.write_int32(len(overrides))
+    for name, value in sorted(overrides.items()):
+        w.write_string(name)
+        w.write_string(value)
+    return record_key(GROUP_CONFIG, group_id), w.to_bytes()
+
+
+def replay_group_configs(records: Iterable[tuple[bytes, bytes]]) -> dict[str, dict[str, str]]:
+    """The share groups' configs the live records hold."""
+    out: dict[str, dict[str, str]] = {}
+    for key, value in records:
+        k = Reader(key)
+        if k.read_int16() != GROUP_CONFIG:
+            continue
+        v = Reader(value)
+        v.read_int16()
+        out[k.read_string()] = {v.read_string(): v.read_string() for _ in range(v.read_array_length(4))}
+    return out

@@ -20,6 +20,7 @@ from mini_broker.server.apis.alter_configs_util import (
     config_authorization_error,
 )
 from mini_broker.server.apis.group_api_util import consumer_group_coordinator
+from mini_broker.server.apis.share_api_util import SHARE_STRING_KEYS, share_groups
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.topic_configs import (
     CONFIG_TYPES,
@@ -91,9 +92,12 @@ def handle(apis: KafkaApis, request: Request) -> DescribeConfigsResponse:
                 results.append(Result(error_code=InvalidRequestError.code, error_message="Group name can't be empty",
                                       resource_type=res.resource_type, resource_name=res.resource_name, configs=[]))
                 continue
+            described = [*consumer_group_coordinator(apis).describe_group_configs(res.resource_name, keys),
+                         *share_groups(apis).describe_group_configs(res.resource_name, keys)]
             entries = [ConfigEntry(e.name, e.value, GROUP_CONFIG_SOURCE if e.is_group_value else DEFAULT_CONFIG,
-                                   CONFIG_TYPES[ConfigType.INT], documentation=e.documentation)
-                       for e in consumer_group_coordinator(apis).describe_group_configs(res.resource_name, keys)]
+                                   CONFIG_TYPES[ConfigType.STRING if e.name in SHARE_STRING_KEYS else ConfigType.INT],
+                                   documentation=e.documentation)
+                       for e in sorted(described, key=lambda e: e.name)]
         else:
             results.append(Result(error_code=InvalidRequestError.code,
                                   error_message=f"Unsupported resource type {res.resource_type}",

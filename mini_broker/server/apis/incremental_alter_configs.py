@@ -1,5 +1,6 @@
 """IncrementalAlterConfigs (key 44) for topic configs: SET / DELETE / APPEND / SUBTRACT; for a group's configs
-(KIP-848 GROUP resource): SET / DELETE, ALTER_CONFIGS on the group (see ``mini_broker.group.consumer.group_configs``).
+(KIP-848 GROUP resource): SET / DELETE, ALTER_CONFIGS on the group (see ``mini_broker.group.consumer.group_configs``;
+the ``share.*`` keys go to the share groups, ``mini_broker.share.group_configs``).
 
 Unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; unknown config or bad value -> INVALID_CONFIG; APPEND or
 SUBTRACT on a non-list config -> INVALID_CONFIG; the same resource twice -> INVALID_REQUEST. Broker
@@ -16,6 +17,7 @@ from functools import partial
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.alter_configs_util import GROUP, alter_each, topic_to_alter
 from mini_broker.server.apis.group_api_util import consumer_group_coordinator
+from mini_broker.server.apis.share_api_util import SHARE_CONFIG_PREFIX, share_groups
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.topic_configs import TOPIC_CONFIGS, describe_topic_config, validate_topic_config
 from pykafka_client.config import ConfigType
@@ -47,7 +49,12 @@ def _apply_group(apis: KafkaApis, validate_only: bool,
             raise InvalidConfigurationError(f"Config value append is not allowed for config key: {c.name}")
         else:
             raise InvalidRequestError(f"Unknown config operation {c.config_operation}")
-    consumer_group_coordinator(apis).alter_group_configs(res.resource_name, changes, validate_only)
+    share = {n: v for n, v in changes.items() if n.startswith(SHARE_CONFIG_PREFIX)}
+    others = {n: v for n, v in changes.items() if n not in share}
+    if others or not share:
+        consumer_group_coordinator(apis).alter_group_configs(res.resource_name, others, validate_only)
+    if share:
+        share_groups(apis).alter_group_configs(res.resource_name, share, validate_only)
 
 
 def _apply(apis: KafkaApis, validate_only: bool, res: IncrementalAlterConfigsRequest.AlterConfigsResource) -> None:

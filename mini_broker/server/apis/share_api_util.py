@@ -8,9 +8,15 @@ from typing import Protocol
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.share.coordinator import ShareGroupCoordinator
+from mini_broker.share.group_configs import INT_KEYS, SHARE_GROUP_CONFIG_KEYS
 from mini_broker.share.partition_manager import AckBatch, SharePartitionManager, TopicIdPartition
 from pykafka_client.errors import GroupAuthorizationFailedError, InvalidRequestError
 from pykafka_client.protocol.acl import AclOperation
+
+#: the GROUP config keys the share groups serve (the others are the consumer groups')
+SHARE_CONFIG_PREFIX = "share."
+#: the share group configs whose type is STRING
+SHARE_STRING_KEYS = frozenset(SHARE_GROUP_CONFIG_KEYS) - INT_KEYS
 
 
 def share_groups(apis: KafkaApis) -> ShareGroupCoordinator:

@@ -85,6 +85,8 @@ class _Fetch:
         self.body = body
         self.group_id, self.member_id = str(body.group_id), str(body.member_id)
         self.partitions = share_partitions(apis)
+        #: the group's share config (the broker's with the group's overrides)
+        self.config = self.partitions.group_config(self.group_id)
         #: partition -> (acknowledge error, message) for the partitions that carried acknowledgements
         self.ack_results: dict[TopicIdPartition, tuple[int, str | None]] = {}
         #: partition -> (error, message) for partitions answered without a read
@@ -122,7 +124,7 @@ class _Fetch:
     def fetch_info(self, tp: TopicIdPartition, isolation_level: int) -> FetchPartitionInfo | None:
         replicas = self.apis.broker.replica_manager
         topic_partition = TopicPartition(self.names[tp[0]], tp[1])
-        reset = _EARLIEST if self.partitions.config.auto_offset_reset == "earliest" else _LATEST
+        reset = _EARLIEST if self.config.auto_offset_reset == "earliest" else _LATEST
         try:
             _, log_start, _ = replicas.fetch_offset_for_timestamp(topic_partition, _EARLIEST, isolation_level)
 
@@ -163,7 +165,7 @@ class _Fetch:
             if topic is None:
                 topic = topics[tp[0]] = Response.ShareFetchableTopicResponse(topic_id=tp[0], partitions=[])
             topic.partitions.append(pd)
-        return Response(error_code=0, acquisition_lock_timeout_ms=self.partitions.config.record_lock_duration_ms,
+        return Response(error_code=0, acquisition_lock_timeout_ms=self.config.record_lock_duration_ms,
                         responses=list(topics.values()))
 
 
@@ -189,7 +191,7 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
         return fetch.response([], {})
     if max_records <= 0:
         return fetch.response(session_partitions, {})
-    committed = fetch.partitions.config.isolation_level == "read_committed"
+    committed = fetch.config.isolation_level == "read_committed"
     infos: list[tuple[TopicPartition, FetchPartitionInfo]] = []
     by_tp: dict[TopicPartition, TopicIdPartition] = {}
     for tp in fetch.resolve(session_partitions):

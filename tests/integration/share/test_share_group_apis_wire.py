@@ -22,6 +22,8 @@ from pykafka_client.errors import (
 from pykafka_client.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     CreateTopicsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -35,7 +37,8 @@ ACCEPT, RELEASE = 1, 2
 
 
 def _broker(**conf: Any) -> MiniBroker:
-    return MiniBroker(num_network_threads=1, num_io_threads=2, share_auto_offset_reset="earliest", **conf)
+    conf.setdefault("share_auto_offset_reset", "earliest")
+    return MiniBroker(num_network_threads=1, num_io_threads=2, **conf)
 
 
 def _create_topic(c: Conn, broker: MiniBroker) -> uuid.UUID:
@@ -175,3 +178,41 @@ def test_read_committed_share_isolation_skips_aborted_transactions() -> None:
         acquired = {o for r in part.acquired_records for o in range(r.first_offset, r.last_offset + 1)}
         delivered = [r.value for r in MemoryRecords(bytes(part.records)).records() if r.offset in acquired]
         assert delivered == [b"c1", b"c2", b"c3"]
+
+
+GROUP_RESOURCE, SET, INVALID_CONFIG, GROUP_CONFIG_SOURCE = 32, 0, 40, 8
+
+
+def _alter_group(c: Conn, group: str, name: str, value: str) -> Any:
+    return c.call(IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequest.AlterConfigsResource(
+        resource_type=GROUP_RESOURCE, resource_name=group, configs=[IncrementalAlterConfigsRequest.AlterableConfig(
+            name=name, config_operation=SET, value=value)])], validate_only=False), 1).responses[0]
+
+
+def _group_configs(c: Conn, group: str) -> dict[str, tuple[str, int]]:
+    r = c.call(DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+        resource_type=GROUP_RESOURCE, resource_name=group, configuration_keys=None)], include_synonyms=False,
+        include_documentation=False), 4)
+    return {e.name: (e.value, e.config_source) for e in r.results[0].configs if e.name.startswith("share.")}
+
+
+def test_share_configs_are_set_per_group_and_kept_across_a_restart(tmp_path: Any) -> None:
+    def start() -> MiniBroker:
+        return _broker(data_dir=str(tmp_path), share_auto_offset_reset="latest")
+
+    with start() as b, Conn(b) as c:
+        topic_id = _create_topic(c, b)
+        _produce(b, ["old1", "old2"])
+        assert _alter_group(c, "sg-early", "share.auto.offset.reset", "earliest").error_code == 0
+        assert _alter_group(c, "sg-early", "share.record.lock.duration.ms", "12345").error_code == 0
+        bad = _alter_group(c, "sg-early", "share.isolation.level", "sometimes")
+        assert bad.error_code == INVALID_CONFIG and "read_committed" in bad.error_message
+        # the broker default (latest) for another group: the records already there are not delivered
+        late = _fetch(c, "sg-late", "m1", 0, topic_id).responses[0].partitions[0]
+        assert late.acquired_records == []
+    with start() as b, Conn(b) as c:
+        assert _group_configs(c, "sg-early")["share.auto.offset.reset"] == ("earliest", GROUP_CONFIG_SOURCE)
+        assert _group_configs(c, "sg-early")["share.isolation.level"] == ("read_uncommitted", 5)
+        fetched = _fetch(c, "sg-early", "m1", 0, topic_id)
+        assert fetched.acquisition_lock_timeout_ms == 12345
+        assert _values(fetched.responses[0].partitions[0]) == [b"old1", b"old2"]
