@@ -41,7 +41,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from mini_broker.coordinator.partition import CoordinatorPartition, ReplicatedAppend
@@ -51,10 +51,13 @@ from mini_broker.timer.deferred_task import DeferredTask
 from mini_broker.timer.system_timer import SystemTimer
 from mini_broker.timer.timer_task import TimerTask
 from pykafka_client.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError
+from pykafka_client.protocol.records import MemoryRecordsBuilder
 
 _log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+#: one append of :meth:`CoordinatorRuntime.write_records` carries all its records, whatever their size
+_MAX_BATCH_BYTES = 1 << 30
 
 
 class CoordinatorStatus(enum.Enum):
@@ -258,6 +261,26 @@ class CoordinatorRuntime:
         if result.on_durable is not None:
             self.when_durable(result.on_durable)
         return result.response
+
+    def write_records(self, records: Sequence[tuple[bytes, bytes | None]], timestamp_ms: int,
+                      then: Callable[[int], None] = lambda error: None, what: str = "records") -> None:
+        """Append keyed records (a None value: a tombstone) in one batch, then ``then(0)`` once the ISR has them
+        (at once when there are none), or ``then(NOT_COORDINATOR)`` when the partition refused the append or
+        lost it (this broker no longer leads it). ``what`` names them in the log line of a failure."""
+        if not records:
+            then(0)
+            return
+        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+        for key, value in records:
+            builder.append(timestamp_ms, key, value)
+
+        def failed(e: Exception) -> None:  # the partition's leadership moved (or its log failed): look again
+            _log.warning("event=coordinator_records_not_appended coordinator=%s what=%s error=%r", self.name, what, e)
+            then(int(NotCoordinatorError.code))
+
+        self.write(CoordinatorResult(
+            builder.build(), None, on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0),
+            on_failed=failed))
 
     def when_durable(self, then: Callable[[int], None]) -> None:
         """``then(error)`` once the ISR has every record appended so far: at once on this thread when appends

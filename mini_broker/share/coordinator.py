@@ -18,7 +18,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group.consumer.group_configs import GroupConfigEntry
 from mini_broker.group.consumer.model import TopicsImage
@@ -34,15 +33,12 @@ from mini_broker.share.group import (
 )
 from mini_broker.share.records import group_config_record, group_records, replay, replay_group_configs
 from pykafka_client.errors import InvalidConfigurationError, MessageDecodeError, NotCoordinatorError
-from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _log = logging.getLogger(__name__)
 
 #: how often member sessions are checked (a bound on how late an expiry is noticed)
 EXPIRY_CHECK_INTERVAL_MS = 100
-#: one append carries all the records of one change, whatever their size
-_MAX_BATCH_BYTES = 1 << 30
 
 
 class ShareGroupCoordinator:
@@ -125,10 +121,8 @@ class ShareGroupCoordinator:
                 self._manager.group_configs[group_id] = overrides
             else:
                 self._manager.group_configs.pop(group_id, None)
-            key, record = group_config_record(group_id, overrides)
-            builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
-            builder.append(self.time.milliseconds(), key, record)
-            self.runtime.write(CoordinatorResult(builder.build(), None))
+            self.runtime.write_records([group_config_record(group_id, overrides)], self.time.milliseconds(),
+                                       what=f"share configs of group {group_id}")
         _log.info("event=share_group_configs_altered group=%s configs=%s", group_id, overrides)
 
     def _image(self, group_id: str) -> dict[bytes, bytes]:
@@ -139,24 +133,8 @@ class ShareGroupCoordinator:
                  then: Callable[[int], None] = lambda error: None) -> None:
         """Append what changed in these groups since ``before`` (the caller holds the lock), then ``then(0)`` once
         durable (at once when nothing changed), or ``then(NOT_COORDINATOR)`` when the append failed or was lost."""
-        now = self.time.milliseconds()
-        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
-        count = 0
-        for group_id in group_ids:
-            for key, value in diff(before.get(group_id, {}), self._image(group_id)):
-                builder.append(now, key, value)
-                count += 1
-        if not count:
-            then(0)
-            return
-
-        def failed(e: Exception) -> None:
-            _log.warning("event=share_group_records_not_appended groups=%s error=%r", list(group_ids), e)
-            then(int(NotCoordinatorError.code))
-
-        self.runtime.write(CoordinatorResult(
-            builder.build(), None, on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0),
-            on_failed=failed))
+        changes = [change for group_id in group_ids for change in diff(before.get(group_id, {}), self._image(group_id))]
+        self.runtime.write_records(changes, self.time.milliseconds(), then, f"share groups {list(group_ids)}")
 
     def heartbeat(self, request: ShareGroupHeartbeatParams,
                   reply: Callable[[ShareGroupHeartbeatResult], None]) -> None:

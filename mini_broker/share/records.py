@@ -20,8 +20,10 @@ from collections.abc import Iterable, Mapping
 
 from mini_broker.group.consumer.records import (
     VALUE_VERSION,
+    config_record,
     read_assignment,
     record_key,
+    replay_configs,
     value_writer,
     write_assignment,
 )
@@ -34,7 +36,7 @@ from mini_broker.share.record_types import (
     TARGET_ASSIGNMENT_METADATA,
 )
 from pykafka_client.errors import MessageDecodeError
-from pykafka_client.protocol.types import Reader
+from pykafka_client.protocol.types import Reader, Writer
 
 
 def group_records(group: ShareGroup) -> dict[bytes, bytes]:
@@ -102,24 +104,9 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ShareGroup]:
 
 def group_config_record(group_id: str, overrides: Mapping[str, str]) -> tuple[bytes, bytes | None]:
     """The record of a share group's configs (a tombstone when it has none left)."""
-    if not overrides:
-        return record_key(GROUP_CONFIG, group_id), None
-    w = value_writer()
-    w.write_int32(len(overrides))
-    for name, value in sorted(overrides.items()):
-        w.write_string(name)
-        w.write_string(value)
-    return record_key(GROUP_CONFIG, group_id), w.to_bytes()
+    return config_record(GROUP_CONFIG, group_id, overrides, Writer.write_string)
 
 
 def replay_group_configs(records: Iterable[tuple[bytes, bytes]]) -> dict[str, dict[str, str]]:
     """The share groups' configs the live records hold."""
-    out: dict[str, dict[str, str]] = {}
-    for key, value in records:
-        k = Reader(key)
-        if k.read_int16() != GROUP_CONFIG:
-            continue
-        v = Reader(value)
-        v.read_int16()
-        out[k.read_string()] = {v.read_string(): v.read_string() for _ in range(v.read_array_length(4))}
-    return out
+    return replay_configs(records, GROUP_CONFIG, Reader.read_string)

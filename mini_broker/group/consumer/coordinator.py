@@ -21,7 +21,6 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group.consumer import group_configs, records
 from mini_broker.group.consumer.config import ConsumerGroupConfig
@@ -49,15 +48,12 @@ from pykafka_client.errors import (
     NotCoordinatorError,
     UnknownMemberIdError,
 )
-from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _log = logging.getLogger(__name__)
 
 #: how often sessions and rebalance timeouts are checked (a bound on how late an expiry is noticed)
 EXPIRY_CHECK_INTERVAL_MS = 100
-#: one append carries all the records of one change, whatever their size
-_MAX_BATCH_BYTES = 1 << 30
 
 
 class ClassicGroups(Protocol):
@@ -129,23 +125,9 @@ class ConsumerGroupCoordinator:
         """Append what changed in these groups since ``before`` (the caller holds the lock), then ``then(0)`` once
         the ISR has it (at once on a single broker, or when nothing changed), or ``then(NOT_COORDINATOR)`` when
         the partition refused the append or lost it (this broker no longer leads it)."""
-        now = self.time.milliseconds()
-        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
-        count = 0
-        for group_id in group_ids:
-            for key, value in records.diff(before.get(group_id, {}), self._image(group_id)):
-                builder.append(now, key, value)
-                count += 1
-        if not count:
-            then(0)
-            return
-        def failed(e: Exception) -> None:  # the partition's leadership moved (or its log failed): look again
-            _log.warning("event=consumer_group_records_not_appended groups=%s error=%r", list(group_ids), e)
-            then(int(NotCoordinatorError.code))
-
-        self.runtime.write(CoordinatorResult(
-            builder.build(), None, on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0),
-            on_failed=failed))
+        changes = [change for group_id in group_ids for change in records.diff(before.get(group_id, {}),
+                                                                                self._image(group_id))]
+        self.runtime.write_records(changes, self.time.milliseconds(), then, f"consumer groups {list(group_ids)}")
 
     def inactive_error(self) -> int | None:
         """The error for any request while the runtime does not serve, else None."""
@@ -309,10 +291,8 @@ class ConsumerGroupCoordinator:
                 self._manager.group_configs[group_id] = overrides
             else:
                 self._manager.group_configs.pop(group_id, None)
-            key, record = records.group_config_record(group_id, overrides)
-            builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
-            builder.append(self.time.milliseconds(), key, record)
-            self.runtime.write(CoordinatorResult(builder.build(), None))
+            self.runtime.write_records([records.group_config_record(group_id, overrides)], self.time.milliseconds(),
+                                       what=f"configs of group {group_id}")
         _log.info("event=group_configs_altered group=%s configs=%s", group_id, overrides)
 
     def topics_image(self) -> TopicsImage:

@@ -26,8 +26,8 @@ the coordinator appends after a change); :func:`replay` rebuilds the groups from
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
-from typing import Final
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final, TypeVar
 
 from mini_broker.group.consumer.model import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState, normalize
 from pykafka_client.errors import MessageDecodeError
@@ -45,6 +45,7 @@ CONSUMER_GROUP_KEY_VERSIONS: Final = frozenset({GROUP_METADATA, PARTITION_METADA
                                                 TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER,
                                                 CURRENT_MEMBER_ASSIGNMENT, GROUP_CONFIG})
 VALUE_VERSION: Final = 0
+V = TypeVar("V")
 _MEMBER_STATES: Final = list(MemberState)
 
 
@@ -145,29 +146,42 @@ def group_records(group: ConsumerGroup) -> dict[bytes, bytes]:
     return out
 
 
-def group_config_record(group_id: str, overrides: Mapping[str, int]) -> tuple[bytes, bytes | None]:
-    """The record of a group's configs (a tombstone when it has none left)."""
+def config_record(record_type: int, group_id: str, overrides: Mapping[str, V],
+                  write: Callable[[Writer, V], None]) -> tuple[bytes, bytes | None]:
+    """A record of a group's configs, ``n x (name, write(value))`` (a tombstone when it has none left); the
+    consumer groups' (:data:`GROUP_CONFIG`, int64 values) and the share groups' have this layout."""
     if not overrides:
-        return record_key(GROUP_CONFIG, group_id), None
+        return record_key(record_type, group_id), None
     w = value_writer()
     w.write_int32(len(overrides))
     for name, value in sorted(overrides.items()):
         w.write_string(name)
-        w.write_int64(value)
-    return record_key(GROUP_CONFIG, group_id), w.to_bytes()
+        write(w, value)
+    return record_key(record_type, group_id), w.to_bytes()
 
 
-def replay_group_configs(records: Iterable[tuple[bytes, bytes]]) -> dict[str, dict[str, int]]:
-    """The groups' configs the live records hold."""
-    out: dict[str, dict[str, int]] = {}
+def replay_configs(records: Iterable[tuple[bytes, bytes]], record_type: int,
+                   read: Callable[[Reader], V]) -> dict[str, dict[str, V]]:
+    """The groups' configs that the live records of ``record_type`` hold (see :func:`config_record`)."""
+    out: dict[str, dict[str, V]] = {}
     for key, value in records:
         k = Reader(key)
-        if k.read_int16() != GROUP_CONFIG:
+        if k.read_int16() != record_type:
             continue
         v = Reader(value)
         v.read_int16()
-        out[k.read_string()] = {v.read_string(): v.read_int64() for _ in range(v.read_array_length(10))}
+        out[k.read_string()] = {v.read_string(): read(v) for _ in range(v.read_array_length(4))}
     return out
+
+
+def group_config_record(group_id: str, overrides: Mapping[str, int]) -> tuple[bytes, bytes | None]:
+    """The record of a consumer group's configs (a tombstone when it has none left)."""
+    return config_record(GROUP_CONFIG, group_id, overrides, Writer.write_int64)
+
+
+def replay_group_configs(records: Iterable[tuple[bytes, bytes]]) -> dict[str, dict[str, int]]:
+    """The consumer groups' configs the live records hold."""
+    return replay_configs(records, GROUP_CONFIG, Reader.read_int64)
 
 
 def diff(before: Mapping[bytes, bytes], after: Mapping[bytes, bytes]) -> list[tuple[bytes, bytes | None]]:

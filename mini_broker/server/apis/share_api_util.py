@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import KafkaApis
@@ -13,6 +13,7 @@ from mini_broker.share.partition_manager import AckBatch, SharePartitionManager,
 from pykafka_client.errors import GroupAuthorizationFailedError, InvalidRequestError
 from pykafka_client.protocol.acl import AclOperation
 
+T = TypeVar("T")
 #: the GROUP config keys the share groups serve (the others are the consumer groups')
 SHARE_CONFIG_PREFIX = "share."
 #: the share group configs whose type is STRING
@@ -20,19 +21,18 @@ SHARE_STRING_KEYS = frozenset(SHARE_GROUP_CONFIG_KEYS) - INT_KEYS
 
 
 def share_groups(apis: KafkaApis) -> ShareGroupCoordinator:
-    groups = apis.broker.share_groups
-    if groups is None:
-        raise RuntimeError("the broker context has no share groups: the broker must create them before it serves "
-                           "requests")
-    return groups
+    return _created(apis.broker.share_groups, "share groups")
 
 
 def share_partitions(apis: KafkaApis) -> SharePartitionManager:
-    partitions = apis.broker.share_partitions
-    if partitions is None:
-        raise RuntimeError("the broker context has no share partitions: the broker must create them before it "
-                           "serves requests")
-    return partitions
+    return _created(apis.broker.share_partitions, "share partitions")
+
+
+def _created(component: T | None, what: str) -> T:
+    if component is None:
+        raise RuntimeError(f"the broker context has no {what}: the broker must create them before it serves "
+                           f"requests")
+    return component
 
 
 class AckBatchLike(Protocol):
