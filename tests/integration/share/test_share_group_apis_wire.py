@@ -216,3 +216,22 @@ def test_share_configs_are_set_per_group_and_kept_across_a_restart(tmp_path: Any
         fetched = _fetch(c, "sg-early", "m1", 0, topic_id)
         assert fetched.acquisition_lock_timeout_ms == 12345
         assert _values(fetched.responses[0].partitions[0]) == [b"old1", b"old2"]
+
+
+def test_a_record_is_archived_at_the_delivery_count_limit() -> None:
+    with _broker(group_share_delivery_count_limit=2) as b, Conn(b) as c:
+        topic_id = _create_topic(c, b)
+        _produce(b, ["poison"])
+        _produce(b, ["next"])  # its own batch: acquiring "poison" alone takes only offset 0
+        epoch = 0
+        for delivery in (1, 2):
+            part = _fetch(c, "sg-limit", "m1", epoch, topic_id, max_records=1).responses[0].partitions[0]
+            assert [(r.first_offset, r.last_offset, r.delivery_count) for r in part.acquired_records] == [
+                (0, 0, delivery)]
+            epoch += 1
+            acked = _fetch(c, "sg-limit", "m1", epoch, topic_id, max_records=0, acks=[(0, 0, RELEASE)])
+            assert acked.responses[0].partitions[0].acknowledge_error_code == 0
+            epoch += 1
+        # released a second time at the limit (2): archived; the next fetch starts past it
+        part = _fetch(c, "sg-limit", "m1", epoch, topic_id).responses[0].partitions[0]
+        assert [(r.first_offset, r.last_offset, r.delivery_count) for r in part.acquired_records] == [(1, 1, 1)]
