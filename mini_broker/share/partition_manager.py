@@ -95,6 +95,8 @@ class SharePartitionManager:
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self._sessions: dict[tuple[str, str], ShareSession] = {}
+        #: share partition -> when its pending lock-expiry task runs (one task per partition at a time)
+        self._expiry_due: dict[tuple[str, uuid.UUID, int], int] = {}
         self.timer = SystemTimer("share-partition-locks", time, start_ms=time.hi_res_clock_ms(), run_inline=True)
         self._reaper = SystemTimerReaper("share-partition-locks", self.timer) if reaper_enabled else None
 
@@ -185,8 +187,8 @@ class SharePartitionManager:
                 ranges = sp.acquire(member_id, [(first, last)], max_records - taken, now)
                 taken += sum(r.last_offset - r.first_offset + 1 for r in ranges)
                 out.extend(ranges)
-        if out:
-            self.timer.add(_LockTimeout(lock_ms, lambda: self._expire(group_id, tp)))
+            if out:
+                self._schedule_expiry(group_id, tp, now, now + lock_ms)
         return out
 
     def acknowledge(self, group_id: str, member_id: str, tp: TopicIdPartition,
@@ -229,14 +231,28 @@ class SharePartitionManager:
     def _release_member(self, group_id: str, member_id: str) -> int:
         return sum(sp.release_member(member_id) for (g, _, _), sp in self._partitions.items() if g == group_id)
 
-    def _expire(self, group_id: str, tp: TopicIdPartition) -> None:
+    def _schedule_expiry(self, group_id: str, tp: TopicIdPartition, now_ms: int, deadline_ms: int) -> None:
+        """Have the partition's locks checked at ``deadline_ms`` unless a check is due before (the caller holds
+        the lock: the delay is at least 10 ms, so the timer never runs the check inline, on this thread)."""
+        key = (group_id, *tp)
+        due = self._expiry_due.get(key)
+        if due is not None and due <= deadline_ms:
+            return
+        self._expiry_due[key] = deadline_ms
+        self.timer.add(_LockTimeout(max(10, deadline_ms - now_ms), lambda: self._expire(group_id, tp, deadline_ms)))
+
+    def _expire(self, group_id: str, tp: TopicIdPartition, due_ms: int) -> None:
         now = self.time.milliseconds()
+        key = (group_id, *tp)
         with self._lock:
-            sp = self._partitions.get((group_id, *tp))
+            if self._expiry_due.get(key) != due_ms:
+                return  # an earlier check replaced this one
+            del self._expiry_due[key]
+            sp = self._partitions.get(key)
             expired = 0 if sp is None else sp.expire_locks(now)
             later = None if sp is None else sp.next_lock_deadline()
-        if later is not None:  # locks taken since, or a timer tick early: look again at the next deadline
-            self.timer.add(_LockTimeout(max(1, later - now), lambda: self._expire(group_id, tp)))
+            if later is not None:  # locks taken since, or a timer tick early: look again at the next deadline
+                self._schedule_expiry(group_id, tp, now, later)
         if expired:
             _log.debug("event=share_locks_expired group=%s topic_id=%s partition=%d records=%d", group_id, tp[0],
                        tp[1], expired)

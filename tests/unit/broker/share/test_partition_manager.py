@@ -102,3 +102,20 @@ def test_reopening_a_session_releases_the_old_one() -> None:
     mgr.session("g", "a", 0, [TP])
     assert mgr.acquire("g", "b", TP, [(0, 0, False)], 10) == [AcquiredRange(0, 0, 2)]
     mgr.shutdown()
+
+
+def test_one_expiry_check_per_partition_follows_the_next_lock_deadline() -> None:
+    time = MockTime()
+    mgr = _manager(time)
+    mgr.fetch_offset("g", TP, lambda: 0, 0)
+    mgr.acquire("g", "a", TP, [(0, 0, False)], 10)
+    time.sleep(300)
+    mgr.acquire("g", "a", TP, [(1, 1, False)], 10)  # its deadline is later: no second check is scheduled
+    assert mgr.timer.size() == 1
+    time.sleep(LOCK_MS - 300)
+    mgr.advance_timer()
+    assert mgr.acquire("g", "b", TP, [(0, 1, False)], 10) == [AcquiredRange(0, 0, 2)]
+    time.sleep(300)
+    mgr.advance_timer()
+    assert mgr.acquire("g", "c", TP, [(1, 1, False)], 10) == [AcquiredRange(1, 1, 2)]
+    mgr.shutdown()
