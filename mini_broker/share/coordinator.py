@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 
 from mini_broker.coordinator.runtime import CoordinatorRuntime
-from mini_broker.group.consumer.group_configs import GroupConfigEntry
+from mini_broker.group.consumer.group_configs import GroupConfigEntry, apply_changes
 from mini_broker.group.consumer.model import TopicsImage
 from mini_broker.group.consumer.records import diff
 from mini_broker.share import group_configs
@@ -32,7 +32,7 @@ from mini_broker.share.group import (
     ShareGroupMember,
 )
 from mini_broker.share.records import group_config_record, group_records, replay, replay_group_configs
-from pykafka_client.errors import InvalidConfigurationError, MessageDecodeError, NotCoordinatorError
+from pykafka_client.errors import MessageDecodeError, NotCoordinatorError
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _log = logging.getLogger(__name__)
@@ -106,21 +106,11 @@ class ShareGroupCoordinator:
             raise NotCoordinatorError(f"the group coordinator is not serving here (error {error}): look it up "
                                       f"again (FindCoordinator) and retry")
         with self._lock:
-            proposed = dict(self._manager.group_configs.get(group_id, {}))
-            for name, value in changes.items():
-                if value is None:
-                    if name not in group_configs.SHARE_GROUP_CONFIG_KEYS:
-                        raise InvalidConfigurationError(f"Unknown group config name: {name}")
-                    proposed.pop(name, None)
-                else:
-                    proposed[name] = value
-            overrides = group_configs.validate(proposed, self.config)
-            if validate_only or overrides == self._manager.group_configs.get(group_id, {}):
+            overrides = apply_changes(
+                self._manager.group_configs, group_id, changes, group_configs.SHARE_GROUP_CONFIG_KEYS,
+                lambda proposed: group_configs.validate(proposed, self.config), validate_only)
+            if overrides is None:
                 return
-            if overrides:
-                self._manager.group_configs[group_id] = overrides
-            else:
-                self._manager.group_configs.pop(group_id, None)
             self.runtime.write_records([group_config_record(group_id, overrides)], self.time.milliseconds(),
                                        what=f"share configs of group {group_id}")
         _log.info("event=share_group_configs_altered group=%s configs=%s", group_id, overrides)

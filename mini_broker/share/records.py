@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from mini_broker.group.consumer.records import (
-    VALUE_VERSION,
     config_record,
+    parsed,
     read_assignment,
     record_key,
     replay_configs,
@@ -71,14 +71,7 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ShareGroup]:
     groups: dict[str, ShareGroup] = {}
     members: dict[tuple[str, str], ShareGroupMember] = {}
     assignments: dict[tuple[str, str], Reader] = {}
-    for key, value in records:
-        k = Reader(key)
-        record_type, gid = k.read_int16(), k.read_string()
-        if record_type == GROUP_CONFIG:
-            continue  # replay_group_configs
-        v = Reader(value)
-        if v.read_int16() != VALUE_VERSION:
-            raise MessageDecodeError(f"share group record type {record_type}: unknown value version")
+    for record_type, gid, k, v in parsed(records, GROUP_CONFIG, "share group"):
         group = groups.setdefault(gid, ShareGroup(gid))
         if record_type == GROUP_METADATA:
             group.group_epoch = v.read_int32()

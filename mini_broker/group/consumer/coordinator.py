@@ -43,7 +43,6 @@ from mini_broker.group.group_requests import (
 from mini_broker.group.migration_snapshot import ClassicGroupSnapshot
 from pykafka_client.errors import (
     GroupIdNotFoundError,
-    InvalidConfigurationError,
     MessageDecodeError,
     NotCoordinatorError,
     UnknownMemberIdError,
@@ -276,21 +275,11 @@ class ConsumerGroupCoordinator:
             raise NotCoordinatorError(f"the group coordinator is not serving here (error {error}): look it up "
                                       f"again (FindCoordinator) and retry")
         with self._lock:
-            proposed: dict[str, int | str] = dict(self._manager.group_configs.get(group_id, {}))
-            for name, value in changes.items():
-                if value is None:
-                    if name not in group_configs.GROUP_CONFIG_KEYS:
-                        raise InvalidConfigurationError(f"Unknown group config name: {name}")
-                    proposed.pop(name, None)
-                else:
-                    proposed[name] = value
-            overrides = group_configs.validate(proposed, self.config)
-            if validate_only or overrides == self._manager.group_configs.get(group_id, {}):
+            overrides = group_configs.apply_changes(
+                self._manager.group_configs, group_id, changes, group_configs.GROUP_CONFIG_KEYS,
+                lambda proposed: group_configs.validate(proposed, self.config), validate_only)
+            if overrides is None:
                 return
-            if overrides:
-                self._manager.group_configs[group_id] = overrides
-            else:
-                self._manager.group_configs.pop(group_id, None)
             self.runtime.write_records([records.group_config_record(group_id, overrides)], self.time.milliseconds(),
                                        what=f"configs of group {group_id}")
         _log.info("event=group_configs_altered group=%s configs=%s", group_id, overrides)

@@ -14,13 +14,14 @@ cluster metadata; here the group coordinator's partition is the one store that m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from mini_broker.group.consumer.config import ConsumerGroupConfig
 from pykafka_client.errors import InvalidConfigurationError
 
+V = TypeVar("V")
 CONSUMER_SESSION_TIMEOUT_MS: Final = "consumer.session.timeout.ms"
 CONSUMER_HEARTBEAT_INTERVAL_MS: Final = "consumer.heartbeat.interval.ms"
 GROUP_CONFIG_KEYS: Final = (CONSUMER_HEARTBEAT_INTERVAL_MS, CONSUMER_SESSION_TIMEOUT_MS)
@@ -89,3 +90,27 @@ def validate(proposed: Mapping[str, int | str], config: ConsumerGroupConfig) -> 
         raise InvalidConfigurationError(f"{CONSUMER_HEARTBEAT_INTERVAL_MS} ({heartbeat}) must be less than "
                                         f"{CONSUMER_SESSION_TIMEOUT_MS} ({session})")
     return out
+
+
+def apply_changes(stored: dict[str, dict[str, V]], group_id: str, changes: Mapping[str, str | None],
+                  known: Collection[str], validate: Callable[[Mapping[str, V | str]], dict[str, V]],
+                  validate_only: bool) -> dict[str, V] | None:
+    """Set (a value) or remove (None) some of a group's configs in ``stored`` (group id -> overrides), validated
+    as a whole (``validate`` raises InvalidConfigurationError); removing an unknown name is refused too. Returns
+    the group's new overrides when they changed and were stored (the caller writes them), else None."""
+    proposed: dict[str, V | str] = dict(stored.get(group_id, {}))
+    for name, value in changes.items():
+        if value is None:
+            if name not in known:
+                raise InvalidConfigurationError(f"Unknown group config name: {name}")
+            proposed.pop(name, None)
+        else:
+            proposed[name] = value
+    overrides = validate(proposed)
+    if validate_only or overrides == stored.get(group_id, {}):
+        return None
+    if overrides:
+        stored[group_id] = overrides
+    else:
+        stored.pop(group_id, None)
+    return overrides

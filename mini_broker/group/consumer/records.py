@@ -26,7 +26,7 @@ the coordinator appends after a change); :func:`replay` rebuilds the groups from
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final, TypeVar
 
 from mini_broker.group.consumer.model import Assignment, ConsumerGroup, ConsumerGroupMember, MemberState, normalize
@@ -191,20 +191,29 @@ def diff(before: Mapping[bytes, bytes], after: Mapping[bytes, bytes]) -> list[tu
     return changed
 
 
+def parsed(records: Iterable[tuple[bytes, bytes]], configs_type: int,
+           kind: str) -> Iterator[tuple[int, str, Reader, Reader]]:
+    """(record type, group id, the key's reader after the group id, the value's reader after its version) of
+    each record, the groups' config records (``configs_type``: see :func:`replay_configs`) left out. Raises
+    ``MessageDecodeError`` for an unknown value version (``kind`` names the records)."""
+    for key, value in records:
+        k = Reader(key)
+        record_type, gid = k.read_int16(), k.read_string()
+        if record_type == configs_type:
+            continue
+        v = Reader(value)
+        if v.read_int16() != VALUE_VERSION:
+            raise MessageDecodeError(f"{kind} record type {record_type}: unknown value version")
+        yield record_type, gid, k, v
+
+
 def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ConsumerGroup]:
     """The groups the live records (the last value of every key, tombstoned keys left out) describe. Raises
     ``MessageDecodeError`` for a record that does not parse."""
     groups: dict[str, ConsumerGroup] = {}
     metadata: dict[tuple[str, str], ConsumerGroupMember] = {}
-    current: dict[tuple[str, str], bytes] = {}
-    for key, value in records:
-        k = Reader(key)
-        record_type, gid = k.read_int16(), k.read_string()
-        if record_type == GROUP_CONFIG:
-            continue  # replay_group_configs
-        v = Reader(value)
-        if v.read_int16() != VALUE_VERSION:
-            raise MessageDecodeError(f"consumer group record type {record_type}: unknown value version")
+    current: dict[tuple[str, str], Reader] = {}
+    for record_type, gid, k, v in parsed(records, GROUP_CONFIG, "consumer group"):
         group = groups.setdefault(gid, ConsumerGroup(gid))
         if record_type == GROUP_METADATA:
             group.group_epoch = v.read_int32()
@@ -230,14 +239,13 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ConsumerGroup]:
                 metadata[(gid, member_id)] = metadata[(gid, member_id)].with_changes(
                     classic_protocols=protocols, classic_session_timeout_ms=session_timeout)
         elif record_type == CURRENT_MEMBER_ASSIGNMENT:
-            current[(gid, k.read_string())] = value
+            current[(gid, k.read_string())] = v
         else:
             raise MessageDecodeError(f"unknown consumer group record type {record_type}")
     for (gid, member_id), member in metadata.items():
         assignment = current.get((gid, member_id))
         if assignment is not None:
-            v = Reader(assignment)
-            v.read_int16()
+            v = assignment
             member = member.with_changes(member_epoch=v.read_int32(), previous_member_epoch=v.read_int32(),
                                          state=_MEMBER_STATES[v.read_int8()],
                                          assigned_partitions=read_assignment(v),
