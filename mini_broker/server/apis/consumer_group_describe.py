@@ -6,12 +6,10 @@ from __future__ import annotations
 
 from mini_broker.group.consumer.model import Assignment
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.describe_groups import AUTHORIZED_OPERATIONS_OMITTED
 from mini_broker.server.apis.group_api_util import consumer_group_coordinator
+from mini_broker.server.apis.group_describe_util import describe_each
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import MetadataCache
-from pykafka_client.errors import GroupAuthorizationFailedError, GroupIdNotFoundError
-from pykafka_client.protocol.acl import AclOperation, ResourceType
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
 
@@ -32,24 +30,12 @@ def handle(apis: KafkaApis, request: Request) -> ConsumerGroupDescribeResponse:
     assert isinstance(body, ConsumerGroupDescribeRequest)
     consumer_groups = consumer_group_coordinator(apis)
     metadata = apis.broker.metadata_cache
-    auth = apis.broker.auth(request)
-    out: list[Described] = []
-    for group_id in body.group_ids:
-        if not auth.group(AclOperation.DESCRIBE, group_id):
-            out.append(Described(error_code=GroupAuthorizationFailedError.code, group_id=group_id,
-                                 error_message=f"DESCRIBE on group {group_id} is not allowed for this principal"))
-            continue
-        ops = (auth.operations(ResourceType.GROUP, group_id) if body.include_authorized_operations
-               else AUTHORIZED_OPERATIONS_OMITTED)
-        error = consumer_groups.inactive_error()
-        group = None if error is not None else consumer_groups.describe(group_id)
+
+    def describe(group_id: str, ops: int) -> Described | None:
+        group = consumer_groups.describe(group_id)
         if group is None:
-            out.append(Described(
-                error_code=error if error is not None else GroupIdNotFoundError.code, group_id=group_id,
-                error_message=None if error is not None else f"Group {group_id} is not a consumer group here.",
-                authorized_operations=ops))
-            continue
-        out.append(Described(
+            return None
+        return Described(
             error_code=0, group_id=group_id, group_state=group.state.value, group_epoch=group.group_epoch,
             assignment_epoch=group.target_assignment_epoch,
             assignor_name=consumer_groups.preferred_assignor(group), authorized_operations=ops, members=[
@@ -60,8 +46,14 @@ def handle(apis: KafkaApis, request: Request) -> ConsumerGroupDescribeResponse:
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=_assignment(metadata, m.assigned_partitions),
                     target_assignment=_assignment(metadata, group.target_assignment.get(m.member_id, {})))
-                for m in sorted(group.members.values(), key=lambda m: m.member_id)]))
-    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=out)
+                for m in sorted(group.members.values(), key=lambda m: m.member_id)])
+
+    def failed(group_id: str, code: int, message: str | None, ops: int) -> Described:
+        return Described(error_code=code, group_id=group_id, error_message=message, authorized_operations=ops)
+
+    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=describe_each(
+        apis, request, body.group_ids, body.include_authorized_operations, "consumer",
+        consumer_groups.inactive_error, describe, failed))
 
 
 API = ApiSpec(ApiKey.CONSUMER_GROUP_DESCRIBE, 0, 0, handle)

@@ -5,14 +5,12 @@ needed (else GROUP_AUTHORIZATION_FAILED for it)."""
 from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.describe_groups import AUTHORIZED_OPERATIONS_OMITTED
+from mini_broker.server.apis.group_describe_util import describe_each
 from mini_broker.server.apis.share_api_util import share_groups
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.share.config import SIMPLE_ASSIGNOR
 from mini_broker.share.group import Assignment
-from pykafka_client.errors import GroupAuthorizationFailedError, GroupIdNotFoundError
-from pykafka_client.protocol.acl import AclOperation, ResourceType
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 
@@ -33,32 +31,27 @@ def handle(apis: KafkaApis, request: Request) -> ShareGroupDescribeResponse:
     body = request.body
     assert isinstance(body, ShareGroupDescribeRequest)
     groups = share_groups(apis)
-    auth = apis.broker.auth(request)
-    out: list[Described] = []
-    for group_id in body.group_ids:
-        if not auth.group(AclOperation.DESCRIBE, group_id):
-            out.append(Described(error_code=GroupAuthorizationFailedError.code, group_id=group_id,
-                                 error_message=f"DESCRIBE on group {group_id} is not allowed for this principal"))
-            continue
-        ops = (auth.operations(ResourceType.GROUP, group_id) if body.include_authorized_operations
-               else AUTHORIZED_OPERATIONS_OMITTED)
-        error = groups.inactive_error()
-        group = None if error is not None else groups.describe(group_id)
+    metadata = apis.broker.metadata_cache
+
+    def describe(group_id: str, ops: int) -> Described | None:
+        group = groups.describe(group_id)
         if group is None:
-            out.append(Described(
-                error_code=error if error is not None else GroupIdNotFoundError.code, group_id=group_id,
-                error_message=None if error is not None else f"Group {group_id} is not a share group here.",
-                authorized_operations=ops))
-            continue
-        out.append(Described(
+            return None
+        return Described(
             error_code=0, group_id=group_id, group_state=group.state.value, group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch, assignor_name=SIMPLE_ASSIGNOR, authorized_operations=ops,
             members=[Response.Member(member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
                                      client_id=m.client_id, client_host=m.client_host,
                                      subscribed_topic_names=list(m.subscribed_topic_names),
-                                     assignment=_assignment(apis.broker.metadata_cache, m.assignment))
-                     for m in sorted(group.members.values(), key=lambda m: m.member_id)]))
-    return Response(throttle_time_ms=0, groups=out)
+                                     assignment=_assignment(metadata, m.assignment))
+                     for m in sorted(group.members.values(), key=lambda m: m.member_id)])
+
+    def failed(group_id: str, code: int, message: str | None, ops: int) -> Described:
+        return Described(error_code=code, group_id=group_id, error_message=message, authorized_operations=ops)
+
+    return Response(throttle_time_ms=0, groups=describe_each(
+        apis, request, body.group_ids, body.include_authorized_operations, "share", groups.inactive_error, describe,
+        failed))
 
 
 API = ApiSpec(ApiKey.SHARE_GROUP_DESCRIBE, 0, 1, handle)
