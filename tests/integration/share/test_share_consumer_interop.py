@@ -161,3 +161,23 @@ def test_records_a_member_holds_and_abandons_return_after_the_lock_duration(
         if taker is not None:
             taker.close()
         abandoning.close()
+
+
+def test_records_a_closing_member_holds_are_released_at_once(make_broker: Callable[[int], MiniBroker]) -> None:
+    broker = make_broker(60000)  # far beyond the test's timeout: only the close can free the records
+    topic = _topic(broker)
+    group = f"sg-{uuid.uuid4().hex[:6]}"
+    _produce(broker, topic, [f"v{i}" for i in range(3)])
+    closing = _share_consumer(broker, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    held = _poll_until(closing, lambda got: len(got) >= 3)
+    assert [m.delivery_count() for m in held] == [1, 1, 1]
+    closing.close()  # nothing acknowledged: its share session ends and what it held is released
+    taker = _share_consumer(broker, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    try:
+        again = _poll_until(taker, lambda got: len(got) >= 3)
+        for m in again:
+            taker.acknowledge(m, ck.AcknowledgeType.ACCEPT)
+        taker.commit_sync()
+        assert [(m.offset(), m.delivery_count()) for m in again] == [(0, 2), (1, 2), (2, 2)]
+    finally:
+        taker.close()
