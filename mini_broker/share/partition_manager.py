@@ -153,16 +153,17 @@ class SharePartitionManager:
 
     # -- share partitions -----------------------------------------------------------------------------------
     def fetch_offset(self, group_id: str, tp: TopicIdPartition, start_offset: Callable[[], int],
-                     log_start_offset: int) -> int:
+                     log_start_offset: int) -> int | None:
         """Where the member's read of this share partition starts; the partition is created at
         ``start_offset()`` (``share.auto.offset.reset``) on first use, and offsets the log no longer has are
-        done."""
+        done. None: nothing can be acquired now (every in-flight record is locked and their number is at
+        ``group.share.partition.max.record.locks``)."""
         with self._lock:
             sp = self._partition(group_id, tp)
             if not sp.initialized:
                 sp.initialize(start_offset())
             sp.advance_start(log_start_offset)
-            return sp.next_fetch_offset()
+            return sp.next_fetch_offset() if sp.can_acquire() else None
 
     def acquire(self, group_id: str, member_id: str, tp: TopicIdPartition,
                 batches: Iterable[tuple[int, int, bool]], max_records: int) -> list[AcquiredRange]:

@@ -114,6 +114,11 @@ class SharePartition:
         """Whether some in-flight record may be acquired without reading new offsets."""
         return self.next_fetch_offset() < self.state.end_offset
 
+    def can_acquire(self) -> bool:
+        """Whether an acquisition may take anything: an in-flight record is available, or the in-flight records
+        are below ``max_in_flight`` (so new offsets may be taken)."""
+        return self.has_available() or self.state.end_offset - self.state.start_offset < self.max_in_flight
+
     def next_lock_deadline(self) -> int | None:
         deadlines = [r.lock_deadline_ms for r in self.state.records.values() if r.lock_deadline_ms is not None]
         return min(deadlines) if deadlines else None

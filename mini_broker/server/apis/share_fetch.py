@@ -4,7 +4,8 @@ partitions for the member and return them with their acquired ranges and deliver
 Order, as Kafka: the share session is opened (epoch 0), continued (adding the request's partitions, dropping the
 forgotten ones) or closed (epoch -1); the request's acknowledgements are applied; then each session partition is
 read from its share partition's next fetch offset (the lowest available in-flight offset, else its end offset; a
-new share partition starts where ``share.auto.offset.reset`` points) through the replica manager's fetch, so
+new share partition starts where ``share.auto.offset.reset`` points; one that can take nothing, its in-flight
+records all locked at ``group.share.partition.max.record.locks``, waits at the log end) through the replica manager's fetch, so
 ``max_wait_ms`` / ``min_bytes`` long-poll in the fetch purgatory; what is read is acquired (up to
 ``max_records``, whole batches), and only the batches holding acquired offsets are returned. A request with
 ``max_records`` 0 (v1+) or epoch -1 only acknowledges.
@@ -128,11 +129,13 @@ class _Fetch:
         try:
             _, log_start, _ = replicas.fetch_offset_for_timestamp(topic_partition, _EARLIEST, isolation_level)
 
-            def start() -> int:
-                return log_start if reset == _EARLIEST else replicas.fetch_offset_for_timestamp(
-                    topic_partition, _LATEST, isolation_level)[1]
+            def log_end() -> int:
+                return replicas.fetch_offset_for_timestamp(topic_partition, _LATEST, isolation_level)[1]
 
-            offset = self.partitions.fetch_offset(self.group_id, tp, start, log_start)
+            offset = self.partitions.fetch_offset(self.group_id, tp, lambda: log_start if reset == _EARLIEST
+                                                  else log_end(), log_start)
+            if offset is None:  # nothing to acquire: wait at the log end (max_wait_ms) instead of reading
+                offset = log_end()
         except KafkaError as e:
             self.errors[tp] = (error_code(e), error_message(e))
             return None

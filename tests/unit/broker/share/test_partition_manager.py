@@ -58,6 +58,16 @@ def test_a_new_partition_starts_at_the_reset_offset_and_skips_what_the_log_dropp
     mgr.shutdown()
 
 
+def test_a_partition_at_its_in_flight_limit_has_no_fetch_offset() -> None:
+    mgr = _manager(MockTime(), partition_max_record_locks=2)
+    assert mgr.fetch_offset("g", TP, lambda: 0, 0) == 0
+    mgr.acquire("g", "a", TP, [(0, 4, False)], 10)
+    assert mgr.fetch_offset("g", TP, lambda: 0, 0) is None
+    mgr.acknowledge("g", "a", TP, [AckBatch(0, 0, (1,))])
+    assert mgr.fetch_offset("g", TP, lambda: 0, 0) == 2
+    mgr.shutdown()
+
+
 def test_acquired_records_return_when_the_lock_timer_fires() -> None:
     time = MockTime()
     mgr = _manager(time)

@@ -44,6 +44,11 @@ def test_acquire_takes_whole_batches_and_stops_at_max_records() -> None:
 def test_acquire_stops_at_the_in_flight_limit() -> None:
     sp = _partition(max_in_flight=3)
     assert sp.acquire("a", [(0, 9)], 500, 0) == [AcquiredRange(0, 2, 1)]
+    assert not sp.can_acquire()
+    sp.acknowledge("a", 1, 1, [AcknowledgeType.RELEASE])
+    assert sp.can_acquire()  # a released record is available again
+    sp.acknowledge("a", 0, 0, [AcknowledgeType.ACCEPT])
+    assert sp.acquire("b", [(1, 9)], 500, 0) == [AcquiredRange(1, 1, 2), AcquiredRange(3, 3, 1)]
 
 
 def test_a_gap_before_a_batch_is_archived_and_passed_by_the_start_offset() -> None:
