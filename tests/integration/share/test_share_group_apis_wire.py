@@ -9,6 +9,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from mini_broker.broker import MiniBroker
 from mini_broker.security.authorizer import STANDARD_AUTHORIZER
 from pykafka_client import KafkaProducer
@@ -31,6 +33,8 @@ from pykafka_client.protocol.messages import (
 )
 from pykafka_client.protocol.records import MemoryRecords
 from tests.integration.wire import Conn
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 TOPIC = "share-wire"
 ACCEPT, RELEASE = 1, 2

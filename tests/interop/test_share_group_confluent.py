@@ -20,7 +20,7 @@ ck = pytest.importorskip("confluent_kafka")
 if not hasattr(ck, "ShareConsumer"):
     pytest.skip("this confluent-kafka has no ShareConsumer (2.15+ has it)", allow_module_level=True)
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.integration, pytest.mark.interop, pytest.mark.timeout(120)]
 
 LOCK_MS = 1000
 
