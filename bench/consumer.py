@@ -16,7 +16,7 @@ confluent-kafka) and protocol (classic eager = range, classic cooperative-sticky
 3 members consuming 12 partitions while a producer writes 2,000 records/s; a 4th member joins, then leaves (close
 with leave). Per event: the time from the 4th member's subscribe() (or close()) until every partition is owned
 again, exactly once, in fair shares (from the members' rebalance callbacks); the records produced and received in
-that window; and how many of the 3 staying members received nothing in it. One broker per heartbeat interval
+that window; and the longest time one of the 3 staying members went without records in it (its stall). One broker per heartbeat interval
 (`--heartbeats-ms 3000,500`): classic members get it as heartbeat.interval.ms, consumer-protocol members from the
 broker's group.consumer.heartbeat.interval.ms. Each run is bounded (30 s per event).
 """
@@ -186,8 +186,13 @@ class _Member:
             self.state.owned[self.i] |= {(tp.topic, tp.partition) for tp in tps}
 
     def _received(self, n: int) -> None:
+        if not n:
+            return
+        now = time.perf_counter()
         with self.state.lock:
             self.state.consumed[self.i] += n
+            self.state.max_gap[self.i] = max(self.state.max_gap[self.i], now - self.state.last_received[self.i])
+            self.state.last_received[self.i] = now
 
     def _run(self) -> None:
         try:
@@ -251,6 +256,9 @@ class _RebalanceState:
         self.bound_s = bound_s
         self.owned: list[set[tuple[str, int]]] = [set() for _ in range(members)]
         self.consumed = [0] * members
+        #: per member: when it last received records, and the longest wait between receptions since reset()
+        self.last_received = [0.0] * members
+        self.max_gap = [0.0] * members
         self.produced = 0
         self.errors: list[BaseException] = []
 
@@ -278,8 +286,18 @@ class _RebalanceState:
         raise RuntimeError(f"{what} within {self.bound_s} s: errors {self.errors}, owned {self.owned}")
 
     def snapshot(self) -> tuple[int, list[int]]:
+        """Records produced and received so far; restarts the reception gaps."""
         with self.lock:
+            now = time.perf_counter()
+            self.last_received = [now] * len(self.last_received)
+            self.max_gap = [0.0] * len(self.max_gap)
             return self.produced, list(self.consumed)
+
+    def longest_gap(self, members: list[int]) -> float:
+        """The longest time one of ``members`` went without records since the last snapshot()."""
+        with self.lock:
+            now = time.perf_counter()
+            return max(max(self.max_gap[i], now - self.last_received[i]) for i in members)
 
 
 def run_rebalance(
@@ -287,8 +305,9 @@ def run_rebalance(
 ) -> dict[str, float]:
     """A 4th member joins 3 consuming members, then leaves again (close with leave). Per event: seconds until
     every partition is owned again (exactly once, fair shares: `_RebalanceState.settled`), records produced
-    during that window and records the members received in it, and how many of the 3 staying members received
-    nothing in it (0 when the rebalance never stops them)."""
+    during that window and records the members received in it, how many of the 3 staying members received
+    nothing in it, and the longest time one of them went without records (about the poll period when the
+    rebalance never stops them)."""
     import threading
     import uuid
 
@@ -320,10 +339,11 @@ def run_rebalance(
             p.close(5)
 
     def window(start: float, end: float, before: tuple[int, list[int]], stayers: list[int]) -> dict[str, float]:
+        gap = state.longest_gap(stayers)
         after = state.snapshot()
         consumed = [after[1][i] - before[1][i] for i in range(4)]
         return {"s": end - start, "produced": after[0] - before[0], "consumed": sum(consumed),
-                "idle": sum(1 for i in stayers if consumed[i] == 0)}  # fmt: skip
+                "idle": sum(1 for i in stayers if consumed[i] == 0), "gap": gap}  # fmt: skip
 
     producer = threading.Thread(target=produce, daemon=True)
     producer.start()
@@ -431,10 +451,10 @@ def rebalance_table(heartbeats_ms: list[int], clients: list[str]) -> None:
     print(
         f"\nrebalance: a 4th member joins 3 consuming members, then leaves (close); {REBALANCE_PARTITIONS} "
         f"partitions, {REBALANCE_RATE} records/s produced; time until every partition is owned again, "
-        "records produced / received in that window, staying members that received nothing in it"
+        "records produced / received in that window, the longest a staying member went without records in it"
     )
-    print(f"{'hb ms':>6} {'client':<16}{'protocol':<21}{'join ms':>8}{'prod/recv':>11}{'idle':>5}"
-          f"{'leave ms':>9}{'prod/recv':>11}{'idle':>5}")  # fmt: skip
+    print(f"{'hb ms':>6} {'client':<16}{'protocol':<21}{'join ms':>8}{'prod/recv':>11}{'stall ms':>9}"
+          f"{'leave ms':>9}{'prod/recv':>11}{'stall ms':>9}")  # fmt: skip
     for hb in heartbeats_ms:
         overrides = [f"group.consumer.heartbeat.interval.ms={hb}", "group.consumer.min.heartbeat.interval.ms=100"]
         with tempfile.TemporaryDirectory(prefix="bench-rebalance-") as data_dir:
@@ -456,8 +476,8 @@ def rebalance_table(heartbeats_ms: list[int], clients: list[str]) -> None:
                         r: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
                         print(
                             f"{row}{r['join_s'] * 1000:>8.0f}{r['join_produced']:>6.0f}/{r['join_consumed']:<4.0f}"
-                            f"{r['join_idle']:>5.0f}{r['leave_s'] * 1000:>9.0f}"
-                            f"{r['leave_produced']:>6.0f}/{r['leave_consumed']:<4.0f}{r['leave_idle']:>5.0f}",
+                            f"{r['join_gap'] * 1000:>9.0f}{r['leave_s'] * 1000:>9.0f}"
+                            f"{r['leave_produced']:>6.0f}/{r['leave_consumed']:<4.0f}{r['leave_gap'] * 1000:>9.0f}",
                             flush=True,
                         )
             finally:
