@@ -593,12 +593,24 @@ class GroupCoordinator:
                 return why
             return self._run(group, group_migration.hand_over, group)
 
-    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot) -> None:
-        """The consumer group ``snapshot.group_id`` downgraded: its classic members form this classic group."""
+    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot,
+                         preceding: Sequence[tuple[bytes, bytes | None]] = ()) -> None:
+        """The consumer group ``snapshot.group_id`` downgraded: its classic members form this classic group. The
+        group's record is appended in one batch after ``preceding`` (the consumer group's tombstones), so that the
+        conversion is one atomic write, as Kafka's. Raises when that append fails."""
         group = self._get_or_maybe_create_group(snapshot.group_id, True)
         assert group is not None
         with group.lock:
-            self._run(group, group_migration.adopt, group, snapshot)
+            step = Step(self.config, self.time.milliseconds())
+            group_migration.adopt(step, group, snapshot)
+            for effect in step.effects:
+                if preceding and isinstance(effect, AppendGroupMetadata):
+                    self.runtime.write(CoordinatorResult(
+                        group_metadata_records(effect.group_id, effect.group, step.now, preceding), None))
+                    preceding = ()
+                else:
+                    self._apply(group, effect, step.now)
+            assert not preceding, "adopting a downgraded group stores it"
 
     def cleanup_group_metadata(self) -> int:
         """Expire offsets past ``offsets.retention.minutes``; drop Empty groups left without offsets. Returns
