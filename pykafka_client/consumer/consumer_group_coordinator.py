@@ -10,6 +10,8 @@ class does the I/O and the callbacks:
   ``on_partitions_revoked`` with the removed partitions only), then assign (``on_partitions_assigned`` with
   the added ones only), and the next heartbeat acknowledges what the member owns;
 * fencing (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID): ``on_partitions_lost``, then rejoin with epoch 0;
+* TOPIC_AUTHORIZATION_FAILED is raised by the next ``poll()`` while the member keeps its state and heartbeats
+  (Java reports it so, to recover once the ACLs are added); other non-retriable errors are fatal;
 * unsubscribe and close leave with epoch -1, a static member (``group.instance.id``) with -2;
 * commits carry the member id and epoch (OffsetCommit v9+), and so do committed-offset reads (OffsetFetch v9);
   STALE_MEMBER_EPOCH is retried when the epoch moved on since the request was built, else the commit fails
@@ -30,7 +32,11 @@ from pykafka_client.consumer.group_rebalance_config import GroupMembershipOperat
 from pykafka_client.consumer.group_response_handlers import COORDINATOR_MOVED_ERRORS
 from pykafka_client.consumer.member_state import Generation
 from pykafka_client.consumer.member_state import MemberState as ClassicMemberState
-from pykafka_client.consumer.membership_manager import ConsumerMembershipManager, MemberState
+from pykafka_client.consumer.membership_manager import (
+    REPORTED_HEARTBEAT_ERRORS,
+    ConsumerMembershipManager,
+    MemberState,
+)
 from pykafka_client.consumer.offset_response_handlers import CommittedOffsets
 from pykafka_client.consumer.subscription_state import SubscriptionState
 from pykafka_client.errors import (
@@ -270,6 +276,9 @@ class ConsumerGroupCoordinator(ConsumerCoordinator):
             err = self.membership.on_heartbeat_response(body, self.time.hi_res_clock_ms())
             if err is not None and type(err) in COORDINATOR_MOVED_ERRORS:
                 self.mark_coordinator_unknown(f"{type(err).__name__} from ConsumerGroupHeartbeat")
+            if isinstance(err, REPORTED_HEARTBEAT_ERRORS):
+                # Java: raised by the application's next poll(); the membership and its heartbeats go on
+                self.heartbeat_failure = err
             if err is None:
                 self.heartbeat.received_heartbeat()
             self.cond.notify_all()

@@ -21,7 +21,13 @@ from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.membership_manager import MemberState
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
 from pykafka_client.consumer.subscription_state import SubscriptionState
-from pykafka_client.errors import CommitFailedError, ConfigurationError, FencedMemberEpochError, StaleMemberEpochError
+from pykafka_client.errors import (
+    CommitFailedError,
+    ConfigurationError,
+    FencedMemberEpochError,
+    StaleMemberEpochError,
+    TopicAuthorizationFailedError,
+)
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.protocol.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from pykafka_client.protocol.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
@@ -107,6 +113,9 @@ class Env:
 
     def heartbeats(self) -> list[ConsumerGroupHeartbeatRequest]:
         return [r.body for r in self.client.requests if isinstance(r.body, ConsumerGroupHeartbeatRequest)]
+
+    def sent_heartbeats(self) -> list[ConsumerGroupHeartbeatRequest]:
+        return [r.body for r in self.client.sent if isinstance(r.body, ConsumerGroupHeartbeatRequest)]
 
     def answer(self, epoch: int, parts: list[int] | None = None, error: int = 0) -> None:
         asg = None
@@ -253,6 +262,34 @@ def test_stale_member_epoch_is_retried_with_the_new_epoch_else_the_commit_fails(
     e.client.prepare_response(_commit_response(StaleMemberEpochError.code), matcher=capture)
     with pytest.raises(CommitFailedError, match="STALE_MEMBER_EPOCH"):
         e.coord.commit_offsets_sync({TopicPartition("t", 0): OffsetAndMetadata(6)}, e.time.timer(5000))
+
+
+def test_topic_authorization_failed_is_raised_by_poll_and_the_member_keeps_heartbeating() -> None:
+    """Java's heartbeat manager: TOPIC_AUTHORIZATION_FAILED in a ConsumerGroupHeartbeat response is reported to
+    the application (its next poll raises TopicAuthorizationException, once) and the member stays in its state,
+    heartbeating again after the backoff with every field, so that it recovers once the ACLs are added."""
+    e = Env()
+    e.poll()
+    e.answer(3, [0])
+    e.poll()
+    assert e.coord.membership.state is MemberState.STABLE
+    e.time.sleep(500)
+    e.poll()  # the heartbeat on the interval
+    sent = len(e.sent_heartbeats())
+    e.client.respond(ConsumerGroupHeartbeatResponse(error_code=TopicAuthorizationFailedError.code,
+                                                    error_message="Not authorized to describe topic t"))  # fmt: skip
+    e.cnc.poll_no_wakeup()
+    with pytest.raises(TopicAuthorizationFailedError, match="Not authorized"):
+        e.coord.poll(e.time.timer(100))
+    assert e.coord.membership.state is MemberState.STABLE and e.coord.membership.member_epoch == 3
+    assert e.subs.assigned_partitions() == set(tps(0))
+    e.time.sleep(200)  # the retry backoff
+    e.poll()  # raised once: this poll goes on
+    again = e.sent_heartbeats()[sent:]
+    assert again and again[0].member_epoch == 3 and again[0].subscribed_topic_names == ["t"]
+    e.answer(3)
+    e.poll()
+    assert e.coord.membership.state is MemberState.STABLE and e.listener.calls == [("assigned", tps(0))]
 
 
 def _fetch_response(offset: int, error: int = 0) -> OffsetFetchResponse:
