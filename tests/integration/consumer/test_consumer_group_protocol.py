@@ -15,9 +15,12 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
+from mini_broker.security.authorizer import STANDARD_AUTHORIZER
 from pykafka_client import KafkaConsumer, KafkaProducer, TopicPartition
 from pykafka_client.admin import AdminClient, NewPartitions, NewTopic
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
+from pykafka_client.errors import TopicAuthorizationFailedError
+from pykafka_client.protocol import acl
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -279,32 +282,22 @@ def test_admin_describes_consumer_groups_and_lists_by_type(broker: MiniBroker) -
             assert listed[group].type == "consumer" and listed[classic_group].type == "classic"
 
 
-def _deny_describe(b: MiniBroker, topic: str) -> Any:
+def _deny_describe(b: MiniBroker, topic: str) -> acl.AclBinding:
     """A DENY DESCRIBE ACL on ``topic`` for every client here (PLAINTEXT: User:ANONYMOUS); its binding."""
-    from pykafka_client.protocol.acl import (
-        AccessControlEntry,
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        ResourcePattern,
-        ResourceType,
-    )
-
-    deny = AclBinding(ResourcePattern(ResourceType.TOPIC, topic),
-                      AccessControlEntry("User:ANONYMOUS", "*", AclOperation.DESCRIBE, AclPermissionType.DENY))
+    deny = acl.AclBinding(acl.ResourcePattern(acl.ResourceType.TOPIC, topic),
+                          acl.AccessControlEntry("User:ANONYMOUS", "*", acl.AclOperation.DESCRIBE,
+                                                 acl.AclPermissionType.DENY))
     with AdminClient({"bootstrap.servers": b.bootstrap_servers}) as admin:
         admin.create_acls([deny], timeout=10)
     return deny
 
 
-def _allow_again(b: MiniBroker, deny: Any) -> None:
+def _allow_again(b: MiniBroker, deny: acl.AclBinding) -> None:
     with AdminClient({"bootstrap.servers": b.bootstrap_servers}) as admin:
         admin.delete_acls([deny.to_filter()], timeout=10)
 
 
 def _acl_broker() -> MiniBroker:
-    from mini_broker.security.authorizer import STANDARD_AUTHORIZER
-
     return MiniBroker({"authorizer.class.name": STANDARD_AUTHORIZER, "allow.everyone.if.no.acl.found": "true"},
                       group_consumer_heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
                       group_initial_rebalance_delay_ms=0)  # fmt: skip
@@ -316,8 +309,6 @@ def test_an_unauthorized_subscribed_topic_is_reported_by_poll_and_the_member_rec
     TopicAuthorizationException) and keeps its membership and heartbeats, so that it recovers once the ACL
     allows the topic: here the member keeps its partitions meanwhile and gets the new topic's once the DENY
     ACL is deleted."""
-    from pykafka_client.errors import TopicAuthorizationFailedError
-
     with _acl_broker() as b:
         open_topic, secret = _topic(b, 2, "open"), _topic(b, 2, "secret")
         deny = _deny_describe(b, secret)
