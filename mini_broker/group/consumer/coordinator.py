@@ -80,12 +80,14 @@ class ClassicGroups(Protocol):
     def handle_join_group(self, request: JoinGroupParams, reply: Callable[[JoinGroupResult], None]) -> None: ...
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Change:
-    """A change about to be made to some groups: their records and their state before it."""
+    """A change about to be made to some groups: their records and their state before it, and records of the
+    classic coordinator to write first in the same batch (an online upgrade's)."""
 
     images: Mapping[str, Mapping[bytes, bytes]]
     checkpoint: Checkpoint
+    preceding: tuple[tuple[bytes, bytes | None], ...] = ()
 
 
 class ConsumerGroupCoordinator:
@@ -153,6 +155,9 @@ class ConsumerGroupCoordinator:
         now = self.time.milliseconds()
         builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
         count = 0
+        for key, value in change.preceding:
+            builder.append(now, key, value)
+            count += 1
         for group_id, before in change.images.items():
             for key, value in records.diff(before, self._image(group_id)):
                 builder.append(now, key, value)
@@ -200,7 +205,7 @@ class ConsumerGroupCoordinator:
 
         with self._lock:
             change = self._begin([request.group_id])
-            refused = self._maybe_upgrade(request, topics)
+            refused = self._maybe_upgrade(request, topics, change)
             if refused is not None:
                 reply(refused)
                 return
@@ -208,11 +213,12 @@ class ConsumerGroupCoordinator:
             self._persist(change, written)
             self._downgrade(topics)
 
-    def _maybe_upgrade(self, request: ConsumerGroupHeartbeatParams,
-                       topics: TopicsImage) -> ConsumerGroupHeartbeatResult | None:
+    def _maybe_upgrade(self, request: ConsumerGroupHeartbeatParams, topics: TopicsImage,
+                       change: _Change) -> ConsumerGroupHeartbeatResult | None:
         """KIP-848's online upgrade (the caller holds the lock): a joining consumer-protocol member converts a
-        classic group with members into a consumer group when ``group.consumer.migration.policy`` allows it; a
-        refusal (GROUP_ID_NOT_FOUND, as Kafka answers) is returned."""
+        classic group with members into a consumer group when ``group.consumer.migration.policy`` allows it (the
+        classic group's record goes into ``change``'s batch); a refusal (GROUP_ID_NOT_FOUND, as Kafka answers)
+        is returned."""
         if (request.group_id in self._manager.groups or self.classic_groups is None
                 or request.member_epoch != JOIN_GROUP_MEMBER_EPOCH):
             return None
@@ -231,6 +237,7 @@ class ConsumerGroupCoordinator:
                                            f"upgraded to a consumer group: {why}. Use group.protocol=classic, or "
                                            f"another group id.", request.member_id or None)
         self._manager.upgrade(why, self.time.milliseconds(), topics)
+        change.preceding = why.records
         _log.info("event=consumer_group_upgraded group=%s classic_generation=%d members=%d", why.group_id,
                   why.generation_id, len(why.members))
         return None

@@ -42,6 +42,7 @@ from pykafka_client.errors import (
     GroupIdNotFoundError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
+    NotCoordinatorError,
     NotLeaderOrFollowerError,
     RebalanceInProgressError,
     UnsupportedVersionError,
@@ -380,3 +381,42 @@ def test_a_downgrade_whose_append_fails_keeps_the_consumer_group(m: Migration,
     assert heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, new_id, -1)).error_code == 0
     described = m.consumer.describe(GROUP)
     assert described is not None and sorted(described.members) == sorted([leader, follower])
+
+
+def test_an_upgrade_is_written_as_one_batch(m: Migration, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka converts a classic group to a consumer group in one atomic write: the classic group's record (now
+    Empty, keeping the offsets) and the consumer group's records in one batch; when the append fails, neither is
+    written (a reloading coordinator finds the classic group as it was) and the consumer group is not served."""
+    m.classic_group()
+    partition = m.h.coordinator.runtime.partition
+    original = partition.append
+    batches: list[set[bytes]] = []
+
+    def recording(records: bytes, flush: bool = False) -> None:
+        batches.append({bytes(r.key or b"") for r in MemoryRecords(records).records()})
+        original(records, flush)
+
+    monkeypatch.setattr(partition, "append", recording)
+    error, _, _, _ = m.consumer_join()
+    assert error == 0 and m.consumer.is_consumer_group(GROUP)
+    described = m.consumer.describe(GROUP)
+    assert described is not None
+    consumer_keys = set(records.group_records(described))
+    assert len(batches) == 1 and group_metadata_key(GROUP) in batches[0] and consumer_keys <= batches[0]
+
+
+def test_an_upgrade_whose_append_fails_serves_no_consumer_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    m = Migration()
+    try:
+        m.classic_group()
+
+        def refuse(records: bytes, flush: bool = False) -> None:
+            raise NotLeaderOrFollowerError("this broker no longer leads __consumer_offsets-0")
+
+        monkeypatch.setattr(m.h.coordinator.runtime.partition, "append", refuse)
+        error, _, _, _ = m.consumer_join()
+        assert error == NotCoordinatorError.code
+        assert not m.consumer.is_consumer_group(GROUP)
+    finally:
+        monkeypatch.undo()
+        m.h.close()
