@@ -11,11 +11,14 @@ A mini_broker runs in its own process; topics are filled once per config with co
 from the consumer's construction to the last record (connection and first fetch included). Output:
 records/s per client and config, ratio to pykafka_client, peak RSS in MiB.
 
-Rebalance latency (our client only, `--rebalance-only` to skip the throughput table): a stable group of 3 of
-our consumers on 8 partitions, a producer writing to every partition; a 4th member joins. Latency is the time
-from the 4th member's subscribe() until every member has received a record after its last rebalance callback
-in the new generation (eager range: everyone revokes and rejoins; cooperative-sticky: two rounds, kept
-partitions keep flowing). Each run is bounded (20 s).
+Rebalance (issue 24; `--rebalance-only` for just this table, `--no-rebalance` to skip it): for each client (ours,
+confluent-kafka) and protocol (classic eager = range, classic cooperative-sticky, consumer = KIP-848), a group of
+3 members consuming 12 partitions while a producer writes 2,000 records/s; a 4th member joins, then leaves (close
+with leave). Per event: the time from the 4th member's subscribe() (or close()) until every partition is owned
+again, exactly once, in fair shares (from the members' rebalance callbacks); the records produced and received in
+that window; and the longest time one of the 3 staying members went without records in it (its stall). One broker per heartbeat interval
+(`--heartbeats-ms 3000,500`): classic members get it as heartbeat.interval.ms, consumer-protocol members from the
+broker's group.consumer.heartbeat.interval.ms. Each run is bounded (30 s per event).
 """
 
 from __future__ import annotations
@@ -143,139 +146,235 @@ RUNNERS = {
 }
 
 
-REBALANCE_STRATEGIES = ["range", "cooperative-sticky"]
-REBALANCE_PARTITIONS = 8
+#: the rebalance table's protocols: (our partition.assignment.strategy / group.protocol settings) per name
+REBALANCE_PROTOCOLS = ["classic-eager", "classic-cooperative", "consumer"]
+REBALANCE_CLIENTS = ["pykafka_client", "confluent-kafka"]
+REBALANCE_PARTITIONS = 12
+#: records/s the producer writes over all partitions during a rebalance run
+REBALANCE_RATE = 2000
 
 
-def run_rebalance(bootstrap: str, strategy: str, heartbeat_ms: int, bound_s: float = 20.0) -> float:
-    """Seconds from a 4th member's subscribe() until all 4 members consume again (see the module doc)."""
+def _group_config(protocol: str, heartbeat_ms: int) -> dict[str, Any]:
+    """A member's group settings: classic members get the heartbeat interval and strategy; consumer-protocol
+    members take both from the broker (Java and librdkafka reject them with group.protocol=consumer)."""
+    if protocol == "consumer":
+        return {"group.protocol": "consumer"}
+    strategy = "range" if protocol == "classic-eager" else "cooperative-sticky"
+    return {"partition.assignment.strategy": strategy, "heartbeat.interval.ms": heartbeat_ms}
+
+
+class _Member:
+    """One group member on its own thread, ours or confluent-kafka's; records which partitions it owns (from its
+    rebalance callbacks) and how many records it received."""
+
+    def __init__(self, client: str, conf: dict[str, Any], topic: str, state: _RebalanceState, i: int) -> None:
+        import threading
+
+        self.client, self.conf, self.topic, self.state, self.i = client, conf, topic, state, i
+        self.go = threading.Event()
+        self.leave = threading.Event()
+        self.started_at = 0.0
+        self.leaving_at = 0.0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _revoked(self, tps: Any) -> None:
+        with self.state.lock:
+            self.state.owned[self.i] -= {(tp.topic, tp.partition) for tp in tps}
+
+    def _assigned(self, tps: Any) -> None:
+        with self.state.lock:
+            self.state.owned[self.i] |= {(tp.topic, tp.partition) for tp in tps}
+
+    def _received(self, n: int) -> None:
+        if not n:
+            return
+        now = time.perf_counter()
+        with self.state.lock:
+            self.state.consumed[self.i] += n
+            self.state.max_gap[self.i] = max(self.state.max_gap[self.i], now - self.state.last_received[self.i])
+            self.state.last_received[self.i] = now
+
+    def _run(self) -> None:
+        try:
+            self.go.wait(self.state.bound_s * 4)
+            if self.client == "confluent-kafka":
+                self._run_confluent()
+            else:
+                self._run_ours()
+        except BaseException as e:  # reported by the caller
+            self.state.errors.append(e)
+        finally:
+            with self.state.lock:
+                self.state.owned[self.i] = set()
+
+    def _run_ours(self) -> None:
+        from pykafka_client import ConsumerRebalanceListener, KafkaConsumer
+
+        member = self
+
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked: Any) -> None:
+                member._revoked(revoked)
+
+            def on_partitions_assigned(self, assigned: Any) -> None:
+                member._assigned(assigned)
+
+            def on_partitions_lost(self, lost: Any) -> None:
+                member._revoked(lost)
+
+        c: KafkaConsumer[Any, Any] = KafkaConsumer(self.conf)
+        self.started_at = time.perf_counter()
+        c.subscribe([self.topic], Listener())
+        while not self.state.stop.is_set() and not self.leave.is_set():
+            self._received(c.poll(0.05).count())
+        self.leaving_at = time.perf_counter()
+        c.close(10)
+
+    def _run_confluent(self) -> None:
+        import confluent_kafka
+
+        c = confluent_kafka.Consumer(self.conf)
+        self.started_at = time.perf_counter()
+        c.subscribe(
+            [self.topic],
+            on_assign=lambda _c, tps: self._assigned(tps),
+            on_revoke=lambda _c, tps: self._revoked(tps),
+            on_lost=lambda _c, tps: self._revoked(tps),
+        )
+        while not self.state.stop.is_set() and not self.leave.is_set():
+            self._received(sum(1 for m in c.consume(500, 0.05) if m.error() is None))
+        self.leaving_at = time.perf_counter()
+        c.close()
+
+
+class _RebalanceState:
+    def __init__(self, members: int, bound_s: float) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.bound_s = bound_s
+        self.owned: list[set[tuple[str, int]]] = [set() for _ in range(members)]
+        self.consumed = [0] * members
+        #: per member: when it last received records, and the longest wait between receptions since reset()
+        self.last_received = [0.0] * members
+        self.max_gap = [0.0] * members
+        self.produced = 0
+        self.errors: list[BaseException] = []
+
+    def settled(self, members: list[int]) -> bool:
+        """Every partition owned exactly once, by exactly these members, each with its fair share."""
+        sets = [self.owned[i] for i in members]
+        sizes = sorted(len(s) for s in sets)
+        others = [i for i in range(len(self.owned)) if i not in members]
+        fair = REBALANCE_PARTITIONS // len(members)
+        return (
+            sum(sizes) == REBALANCE_PARTITIONS
+            and len(set().union(*sets)) == REBALANCE_PARTITIONS
+            and sizes[0] >= fair
+            and sizes[-1] <= fair + 1
+            and not any(self.owned[i] for i in others)
+        )
+
+    def wait(self, cond: Any, what: str) -> float:
+        deadline = time.perf_counter() + self.bound_s
+        while time.perf_counter() < deadline and not self.errors:
+            with self.lock:
+                if cond():
+                    return time.perf_counter()
+            time.sleep(0.002)
+        raise RuntimeError(f"{what} within {self.bound_s} s: errors {self.errors}, owned {self.owned}")
+
+    def snapshot(self) -> tuple[int, list[int]]:
+        """Records produced and received so far; restarts the reception gaps."""
+        with self.lock:
+            now = time.perf_counter()
+            self.last_received = [now] * len(self.last_received)
+            self.max_gap = [0.0] * len(self.max_gap)
+            return self.produced, list(self.consumed)
+
+    def longest_gap(self, members: list[int]) -> float:
+        """The longest time one of ``members`` went without records since the last snapshot()."""
+        with self.lock:
+            now = time.perf_counter()
+            return max(max(self.max_gap[i], now - self.last_received[i]) for i in members)
+
+
+def run_rebalance(
+    bootstrap: str, client: str, protocol: str, heartbeat_ms: int, bound_s: float = 30.0
+) -> dict[str, float]:
+    """A 4th member joins 3 consuming members, then leaves again (close with leave). Per event: seconds until
+    every partition is owned again (exactly once, fair shares: `_RebalanceState.settled`), records produced
+    during that window and records the members received in it, how many of the 3 staying members received
+    nothing in it, and the longest time one of them went without records (about the poll period when the
+    rebalance never stops them)."""
     import threading
     import uuid
 
-    from pykafka_client import AdminClient, ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
+    from pykafka_client import AdminClient, KafkaProducer
     from pykafka_client.admin.types import NewTopic
 
-    topic = f"rebalance-{strategy}-{uuid.uuid4().hex[:8]}"
+    topic = f"rebalance-{protocol}-{uuid.uuid4().hex[:8]}"
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, REBALANCE_PARTITIONS, 1)], timeout=10)
-    group = f"bench-{uuid.uuid4().hex[:8]}"
-    lock = threading.Lock()
-    stop = threading.Event()
-    go = [threading.Event() for _ in range(4)]
-    owned: list[set[TopicPartition]] = [set() for _ in range(4)]
-    last_change = [0.0] * 4  # time of the member's last rebalance callback
-    first_after: list[float | None] = [None] * 4  # first record received after it
-    errors: list[BaseException] = []
-    sent = [0]
-
-    class Listener(ConsumerRebalanceListener):
-        def __init__(self, i: int) -> None:
-            self.i = i
-
-        def _changed(self) -> None:
-            last_change[self.i] = time.perf_counter()
-            first_after[self.i] = None
-
-        def on_partitions_revoked(self, revoked: Any) -> None:
-            with lock:
-                owned[self.i] -= set(revoked)
-                self._changed()
-
-        def on_partitions_assigned(self, assigned: Any) -> None:
-            with lock:
-                owned[self.i] |= set(assigned)
-                self._changed()
-
-        def on_partitions_lost(self, lost: Any) -> None:
-            self.on_partitions_revoked(lost)
-
-    def member(i: int) -> None:
-        c: KafkaConsumer[Any, Any] = KafkaConsumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "partition.assignment.strategy": strategy,
-                "heartbeat.interval.ms": heartbeat_ms,
-                "auto.offset.reset": "latest",
-            }
-        )
-        try:
-            go[i].wait(bound_s)
-            c.subscribe([topic], Listener(i))
-            while not stop.is_set():
-                if c.poll(0.05).count():
-                    now = time.perf_counter()
-                    with lock:
-                        if first_after[i] is None:
-                            first_after[i] = now
-        except BaseException as e:  # reported by the caller
-            errors.append(e)
-        finally:
-            c.close(5)
+    conf = {"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "latest", **_group_config(protocol, heartbeat_ms)}  # fmt: skip
+    state = _RebalanceState(4, bound_s)
+    members = [_Member(client, conf, topic, state, i) for i in range(4)]
 
     def produce() -> None:
         p = KafkaProducer({"bootstrap.servers": bootstrap, "linger.ms": 0})
         try:
             i = 0
-            while not stop.is_set():
+            while not state.stop.is_set():
                 p.send(topic, value=b"x", partition=i % REBALANCE_PARTITIONS)
                 i += 1
-                sent[0] = i
+                with state.lock:
+                    state.produced = i
                 if i % REBALANCE_PARTITIONS == 0:
-                    time.sleep(0.002)
+                    time.sleep(REBALANCE_PARTITIONS / REBALANCE_RATE)
         except BaseException as e:
-            errors.append(e)
+            state.errors.append(e)
         finally:
             p.close(5)
 
-    def wait_until(cond: Any) -> bool:
-        deadline = time.perf_counter() + bound_s
-        while time.perf_counter() < deadline and not errors:
-            with lock:
-                if cond():
-                    return True
-            time.sleep(0.002)
-        return False
+    def window(start: float, end: float, before: tuple[int, list[int]], stayers: list[int]) -> dict[str, float]:
+        gap = state.longest_gap(stayers)
+        after = state.snapshot()
+        consumed = [after[1][i] - before[1][i] for i in range(4)]
+        return {"s": end - start, "produced": after[0] - before[0], "consumed": sum(consumed),
+                "idle": sum(1 for i in stayers if consumed[i] == 0), "gap": gap}  # fmt: skip
 
-    def all_consuming(members: int, since: float) -> bool:
-        sizes = sorted(len(o) for o in owned[:members])
-        fair = REBALANCE_PARTITIONS // members
-        return (
-            sum(sizes) == REBALANCE_PARTITIONS
-            and sizes[0] >= fair
-            and sizes[-1] <= fair + 1
-            and all(last_change[i] >= since and first_after[i] is not None for i in range(members))
-        )
-
-    threads = [threading.Thread(target=member, args=(i,), daemon=True) for i in range(4)]
-    threads.append(threading.Thread(target=produce, daemon=True))
-    for t in threads:
-        t.start()
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    for m in members:
+        m.thread.start()
     try:
-        for i in range(3):
-            go[i].set()
-        if not wait_until(lambda: all_consuming(3, 0.0)):
-            raise RuntimeError(f"the 3-member group did not settle: {errors or owned}")
-        t0 = time.perf_counter()
-        go[3].set()
-        if not wait_until(lambda: all_consuming(4, t0)):
-            raise RuntimeError(
-                f"the 4-member group did not consume again within {bound_s} s: sent {sent[0]}, errors {errors}, "
-                f"owned {[len(o) for o in owned]}, callbacks at {[c - t0 for c in last_change]}, first records "
-                f"at {[f - t0 if f else None for f in first_after]}"
-            )
-        with lock:
-            return max(f for f in first_after if f is not None) - t0
+        for m in members[:3]:
+            m.go.set()
+        state.wait(lambda: state.settled([0, 1, 2]), "the 3-member group did not settle")
+        time.sleep(1.0)  # steady consumption before the join
+        before = state.snapshot()
+        members[3].go.set()
+        end = state.wait(lambda: state.settled([0, 1, 2, 3]), "the 4-member group did not settle")
+        join = window(members[3].started_at, end, before, [0, 1, 2])
+        time.sleep(1.0)
+        before = state.snapshot()
+        members[3].leave.set()
+        end = state.wait(lambda: state.settled([0, 1, 2]) and not members[3].thread.is_alive(),
+                         "the group did not settle after the 4th member left")  # fmt: skip
+        # the window starts at close(): the member's own revocation callbacks run inside it
+        leave = window(members[3].leaving_at, end, before, [0, 1, 2])
+        return {**{f"join_{k}": v for k, v in join.items()}, **{f"leave_{k}": v for k, v in leave.items()}}
     finally:
-        stop.set()
-        for t in threads:
+        state.stop.set()
+        for t in [*(m.thread for m in members), producer]:
             t.join(15)
 
 
 def child(args: argparse.Namespace) -> None:
-    if args.rebalance_strategy:
-        latency = run_rebalance(args.bootstrap, args.rebalance_strategy, args.heartbeat_ms)
-        print(json.dumps({"latency": latency}))
+    if args.rebalance_protocol:
+        print(json.dumps(run_rebalance(args.bootstrap, args.client, args.rebalance_protocol, args.heartbeat_ms)))
         return
     runner = RUNNERS[args.client]
     if args.profile:
@@ -309,11 +408,12 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def start_broker(data_dir: str) -> tuple[subprocess.Popen[str], str]:
+def start_broker(data_dir: str, overrides: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    extra = [arg for o in overrides or [] for arg in ("--override", o)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "mini_broker", "--listeners", "PLAINTEXT://127.0.0.1:0", "--data-dir", data_dir,
          "--log-level", "WARNING", "--override", "num.partitions=1",
-         "--override", "group.initial.rebalance.delay.ms=0"],
+         "--override", "group.initial.rebalance.delay.ms=0", *extra],
         cwd=ROOT, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -345,25 +445,44 @@ def fill_topic(bootstrap: str, name: str, partitions: int, n: int, value_size: i
     p.flush(120)
 
 
-def rebalance_table(bootstrap: str, heartbeat_ms: int) -> None:
+def rebalance_table(heartbeats_ms: list[int], clients: list[str]) -> None:
+    """One broker per heartbeat interval (the consumer protocol's interval is the broker's
+    group.consumer.heartbeat.interval.ms; classic members get it as heartbeat.interval.ms)."""
     print(
-        f"\nrebalance latency: 3 -> 4 members of ours, {REBALANCE_PARTITIONS} partitions, "
-        f"heartbeat.interval.ms={heartbeat_ms}, until every member consumes again"
+        f"\nrebalance: a 4th member joins 3 consuming members, then leaves (close); {REBALANCE_PARTITIONS} "
+        f"partitions, {REBALANCE_RATE} records/s produced; time until every partition is owned again, "
+        "records produced / received in that window, the longest a staying member went without records in it"
     )
-    print(f"{'strategy':<20}{'latency ms':>12}")
-    for strategy in REBALANCE_STRATEGIES:
-        cmd = [sys.executable, __file__, "--child", "--rebalance-strategy", strategy, "--bootstrap", bootstrap,
-               "--heartbeat-ms", str(heartbeat_ms)]  # fmt: skip
-        try:
-            out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
-        except subprocess.TimeoutExpired:
-            print(f"{strategy:<20}{'timeout':>12}")
-            continue
-        if out.returncode != 0:
-            print(f"{strategy:<20}{'failed':>12}  {out.stderr.strip().splitlines()[-1:]}")
-            continue
-        res: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"{strategy:<20}{res['latency'] * 1000:>12.0f}", flush=True)
+    print(f"{'hb ms':>6} {'client':<16}{'protocol':<21}{'join ms':>8}{'prod/recv':>11}{'stall ms':>9}"
+          f"{'leave ms':>9}{'prod/recv':>11}{'stall ms':>9}")  # fmt: skip
+    for hb in heartbeats_ms:
+        overrides = [f"group.consumer.heartbeat.interval.ms={hb}", "group.consumer.min.heartbeat.interval.ms=100"]
+        with tempfile.TemporaryDirectory(prefix="bench-rebalance-") as data_dir:
+            broker, bootstrap = start_broker(data_dir, overrides)
+            try:
+                for client in clients:
+                    for protocol in REBALANCE_PROTOCOLS:
+                        row = f"{hb:>6} {client:<16}{protocol:<21}"
+                        cmd = [sys.executable, __file__, "--child", "--rebalance-protocol", protocol, "--client",
+                               client, "--bootstrap", bootstrap, "--heartbeat-ms", str(hb)]  # fmt: skip
+                        try:
+                            out = subprocess.run(cmd, capture_output=True, text=True, timeout=150, cwd=ROOT)
+                        except subprocess.TimeoutExpired:
+                            print(f"{row}timeout", flush=True)
+                            continue
+                        if out.returncode != 0:
+                            print(f"{row}failed: {out.stderr.strip().splitlines()[-1:]}", flush=True)
+                            continue
+                        r: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+                        print(
+                            f"{row}{r['join_s'] * 1000:>8.0f}{r['join_produced']:>6.0f}/{r['join_consumed']:<4.0f}"
+                            f"{r['join_gap'] * 1000:>9.0f}{r['leave_s'] * 1000:>9.0f}"
+                            f"{r['leave_produced']:>6.0f}/{r['leave_consumed']:<4.0f}{r['leave_gap'] * 1000:>9.0f}",
+                            flush=True,
+                        )
+            finally:
+                broker.terminate()
+                broker.wait(30)
 
 
 def main() -> None:
@@ -373,10 +492,17 @@ def main() -> None:
     ap.add_argument("--clients", default=",".join(CLIENTS))
     ap.add_argument("--profile", action="store_true", help="profile pykafka_client only (1 partition)")
     ap.add_argument("--compression", default="none", help="compression of the profiled config (none, lz4, ...)")
-    ap.add_argument("--rebalance-only", action="store_true", help="only the rebalance latency table")
-    ap.add_argument("--heartbeat-ms", type=int, default=3000, help="heartbeat.interval.ms of the rebalance runs")
+    ap.add_argument("--rebalance-only", action="store_true", help="only the rebalance table")
+    ap.add_argument("--no-rebalance", action="store_true", help="skip the rebalance table")
+    ap.add_argument(
+        "--heartbeats-ms",
+        default="3000,500",
+        help="heartbeat intervals of the rebalance runs, one broker each (comma-separated)",
+    )
+    ap.add_argument("--rebalance-clients", default=",".join(REBALANCE_CLIENTS))
+    ap.add_argument("--heartbeat-ms", type=int, default=3000, help=argparse.SUPPRESS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--rebalance-strategy", help=argparse.SUPPRESS)
+    ap.add_argument("--rebalance-protocol", help=argparse.SUPPRESS)
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
@@ -385,17 +511,20 @@ def main() -> None:
     if args.child:
         child(args)
         return
+    heartbeats = [int(h) for h in args.heartbeats_ms.split(",")]
+    if args.rebalance_only:
+        rebalance_table(heartbeats, args.rebalance_clients.split(","))
+        return
     with tempfile.TemporaryDirectory(prefix="bench-consumer-") as data_dir:
         broker, bootstrap = start_broker(data_dir)
         try:
-            if args.rebalance_only:
-                rebalance_table(bootstrap, args.heartbeat_ms)
-                return
             configs = [(1, args.compression)] if args.profile else [(1, "none"), (1, "lz4"), (6, "none"), (6, "lz4")]
             clients = ["pykafka_client"] if args.profile else args.clients.split(",")
             print(f"{args.records} records x {args.value_size} B, mini_broker in its own process")
-            print(f"{'config':<14}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
-                  "  CPU us/record (process, all threads; pykafka_client and ours-python: record kernel on/off)")
+            print(
+                f"{'config':<14}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
+                "  CPU us/record (process, all threads; pykafka_client and ours-python: record kernel on/off)"
+            )
             for partitions, compression in configs:
                 topic = f"bench-{partitions}-{compression}-{time.monotonic_ns()}"
                 fill_topic(bootstrap, topic, partitions, args.records, args.value_size, compression)
@@ -435,11 +564,11 @@ def main() -> None:
                         f"{res.get('cpu_s', 0) / args.records * 1e6:>8.2f}",
                         flush=True,
                     )
-            if not args.profile:
-                rebalance_table(bootstrap, args.heartbeat_ms)
         finally:
             broker.terminate()
             broker.wait(30)
+    if not args.profile and not args.no_rebalance:
+        rebalance_table(heartbeats, args.rebalance_clients.split(","))
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from mini_broker.coordinator.result import CoordinatorResult
@@ -66,7 +67,9 @@ from mini_broker.group.group_metadata_manager import (
     GROUP_METADATA_TOPIC_NAME,
     GroupMetadataManager,
     LoadedGroup,
+    group_metadata_key,
     group_metadata_records,
+    group_metadata_value,
     offset_commit_records,
     tombstone_records,
     txn_offset_commit_records,
@@ -588,7 +591,8 @@ class GroupCoordinator:
 
     def hand_over_for_upgrade(self, group_id: str, max_size: int) -> ClassicGroupSnapshot | str | None:
         """Empty the classic group ``group_id`` for a consumer group to replace it (its offsets stay here): its
-        snapshot; None when it has no members (nothing to convert); a string saying why it cannot be upgraded."""
+        snapshot, carrying the group's new record for the consumer group to append with its own (one batch);
+        None when it has no members (nothing to convert); a string saying why it cannot be upgraded."""
         group = self.get_group(group_id)
         if group is None:
             return None
@@ -598,14 +602,34 @@ class GroupCoordinator:
             why = group_migration.upgrade_error(group, max_size)
             if why is not None:
                 return why
-            return self._run(group, group_migration.hand_over, group)
+            step = Step(self.config, self.time.milliseconds())
+            snapshot = group_migration.hand_over(step, group)
+            stored: list[tuple[bytes, bytes | None]] = []
+            for effect in step.effects:
+                if isinstance(effect, AppendGroupMetadata):  # written by the consumer group, with its records
+                    stored.append((group_metadata_key(effect.group_id), group_metadata_value(effect.group)))
+                else:
+                    self._apply(group, effect, step.now)
+            return replace(snapshot, records=tuple(stored))
 
-    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot) -> None:
-        """The consumer group ``snapshot.group_id`` downgraded: its classic members form this classic group."""
+    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot,
+                         preceding: Sequence[tuple[bytes, bytes | None]] = ()) -> None:
+        """The consumer group ``snapshot.group_id`` downgraded: its classic members form this classic group. The
+        group's record is appended in one batch after ``preceding`` (the consumer group's tombstones), so that the
+        conversion is one atomic write, as Kafka's. Raises when that append fails."""
         group = self._get_or_maybe_create_group(snapshot.group_id, True)
         assert group is not None
         with group.lock:
-            self._run(group, group_migration.adopt, group, snapshot)
+            step = Step(self.config, self.time.milliseconds())
+            group_migration.adopt(step, group, snapshot)
+            for effect in step.effects:
+                if preceding and isinstance(effect, AppendGroupMetadata):
+                    self.runtime.write(CoordinatorResult(
+                        group_metadata_records(effect.group_id, effect.group, step.now, preceding), None))
+                    preceding = ()
+                else:
+                    self._apply(group, effect, step.now)
+            assert not preceding, "adopting a downgraded group stores it"
 
     def cleanup_group_metadata(self) -> int:
         """Expire offsets past ``offsets.retention.minutes``; drop Empty groups left without offsets. Returns

@@ -249,9 +249,10 @@ def txn_offset_commit_records(group_id: str, producer_id: int, producer_epoch: i
     return builder.build()
 
 
-def group_metadata_records(group_id: str, group: StoredGroup, now_ms: int) -> bytes | None:
-    """The GroupMetadata record of ``group_id``."""
-    return _build([(group_metadata_key(group_id), group_metadata_value(group))], now_ms)
+def group_metadata_records(group_id: str, group: StoredGroup, now_ms: int,
+                           preceding: Iterable[tuple[bytes, bytes | None]] = ()) -> bytes | None:
+    """The GroupMetadata record of ``group_id``, after ``preceding`` records in the same batch."""
+    return _build([*preceding, (group_metadata_key(group_id), group_metadata_value(group))], now_ms)
 
 
 def tombstone_records(group_id: str, offsets: Iterable[tuple[str, int]], group_too: bool, now_ms: int) -> bytes | None:

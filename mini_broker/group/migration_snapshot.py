@@ -26,3 +26,6 @@ class ClassicGroupSnapshot:
     generation_id: int
     protocol_name: str | None
     members: tuple[ClassicMemberSnapshot, ...]
+    #: on an upgrade, the classic group's own records (its Empty group record), not yet written: the consumer
+    #: group appends them in one batch with its records, so that the conversion is one atomic write, as Kafka's
+    records: tuple[tuple[bytes, bytes | None], ...] = ()

@@ -45,6 +45,7 @@ from pykafka_client.consumer.consumer_protocol import (
 from pykafka_client.consumer.group_rebalance_config import GroupRebalanceConfig
 from pykafka_client.consumer.member_state import Generation
 from pykafka_client.consumer.offset_response_handlers import (
+    OFFSET_FETCH_MEMBER_EPOCH_VERSION,
     CommittedOffsets,
     handle_offset_commit_response,
     handle_offset_fetch_response,
@@ -424,9 +425,19 @@ class ConsumerCoordinator(AbstractCoordinator):
         coordinator = self.check_and_get_coordinator()
         if coordinator is None:
             return RequestFuture.failure(CoordinatorNotAvailableError())
-        request = offset_fetch_request(self.rebalance_config.group_id, partitions)
-        sent = self.client.send(coordinator, request, latest_allowed_version=_OFFSET_FETCH_MAX_VERSION)
+        member = self.offset_fetch_member()
+        request = offset_fetch_request(self.rebalance_config.group_id, partitions, member)
+        if member is None:
+            sent = self.client.send(coordinator, request, latest_allowed_version=_OFFSET_FETCH_MAX_VERSION)
+        else:
+            sent = self.client.send(coordinator, request, oldest_allowed_version=OFFSET_FETCH_MEMBER_EPOCH_VERSION,
+                                    latest_allowed_version=OFFSET_FETCH_MEMBER_EPOCH_VERSION)  # fmt: skip
         return self._compose(sent, partial(handle_offset_fetch_response, self), "OffsetFetch")
+
+    def offset_fetch_member(self) -> Generation | None:
+        """The member id and epoch an OffsetFetch names (v9+); None for a classic member, as Java's
+        ConsumerCoordinator does not send them."""
+        return None
 
     # -- commits ---------------------------------------------------------------------------------
 

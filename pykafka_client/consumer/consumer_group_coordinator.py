@@ -10,17 +10,20 @@ class does the I/O and the callbacks:
   ``on_partitions_revoked`` with the removed partitions only), then assign (``on_partitions_assigned`` with
   the added ones only), and the next heartbeat acknowledges what the member owns;
 * fencing (FENCED_MEMBER_EPOCH, UNKNOWN_MEMBER_ID): ``on_partitions_lost``, then rejoin with epoch 0;
+* TOPIC_AUTHORIZATION_FAILED is raised by the next ``poll()`` while the member keeps its state and heartbeats
+  (Java reports it so, to recover once the ACLs are added); other non-retriable errors are fatal;
 * unsubscribe and close leave with epoch -1, a static member (``group.instance.id``) with -2;
-* commits carry the member id and epoch (OffsetCommit v9+); STALE_MEMBER_EPOCH is retried when the epoch
-  moved on since the commit was built, else the commit fails (CommitFailedError).
+* commits carry the member id and epoch (OffsetCommit v9+), and so do committed-offset reads (OffsetFetch v9);
+  STALE_MEMBER_EPOCH is retried when the epoch moved on since the request was built, else the commit fails
+  (CommitFailedError) or the read raises StaleMemberEpochError.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pykafka_client.consumer.assignors import ConsumerPartitionAssignor
 from pykafka_client.consumer.client_adapter import ConsumerClient
@@ -29,7 +32,12 @@ from pykafka_client.consumer.group_rebalance_config import GroupMembershipOperat
 from pykafka_client.consumer.group_response_handlers import COORDINATOR_MOVED_ERRORS
 from pykafka_client.consumer.member_state import Generation
 from pykafka_client.consumer.member_state import MemberState as ClassicMemberState
-from pykafka_client.consumer.membership_manager import ConsumerMembershipManager, MemberState
+from pykafka_client.consumer.membership_manager import (
+    REPORTED_HEARTBEAT_ERRORS,
+    ConsumerMembershipManager,
+    MemberState,
+)
+from pykafka_client.consumer.offset_response_handlers import CommittedOffsets
 from pykafka_client.consumer.subscription_state import SubscriptionState
 from pykafka_client.errors import (
     CommitFailedError,
@@ -45,6 +53,8 @@ from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import Time, Timer
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: OffsetCommit v9 carries the member epoch in ``generation_id_or_member_epoch`` (KIP-848)
 OFFSET_COMMIT_MEMBER_EPOCH_VERSION = 9
@@ -266,6 +276,9 @@ class ConsumerGroupCoordinator(ConsumerCoordinator):
             err = self.membership.on_heartbeat_response(body, self.time.hi_res_clock_ms())
             if err is not None and type(err) in COORDINATOR_MOVED_ERRORS:
                 self.mark_coordinator_unknown(f"{type(err).__name__} from ConsumerGroupHeartbeat")
+            if isinstance(err, REPORTED_HEARTBEAT_ERRORS):
+                # Java: raised by the application's next poll(); the membership and its heartbeats go on
+                self.heartbeat_failure = err
             if err is None:
                 self.heartbeat.received_heartbeat()
             self.cond.notify_all()
@@ -327,21 +340,38 @@ class ConsumerGroupCoordinator(ConsumerCoordinator):
 
     def _send_offset_commit_request(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> RequestFuture[None]:
         built_with = self.generation_snapshot()
-        inner = super()._send_offset_commit_request(offsets)
-        outer: RequestFuture[None] = RequestFuture()
+        return self._retry_stale_epoch(built_with, super()._send_offset_commit_request(offsets), "offset commit",
+                                       CommitFailedError)  # fmt: skip
+
+    def offset_fetch_member(self) -> Generation | None:
+        """A member with an epoch names itself in OffsetFetch (v9, Java: CommitRequestManager sends the member
+        id and epoch while the member has one); before its first epoch, or after leaving or being fenced, it
+        reads as any client does."""
+        return self.generation_if_stable()
+
+    def _send_offset_fetch_request(self, partitions: Collection[TopicPartition]) -> RequestFuture[CommittedOffsets]:
+        built_with = self.generation_snapshot()
+        inner = super()._send_offset_fetch_request(partitions)
+        return self._retry_stale_epoch(built_with, inner, "offset fetch", StaleMemberEpochError)
+
+    def _retry_stale_epoch(
+        self, built_with: Generation, inner: RequestFuture[_T], what: str, final: type[Exception]
+    ) -> RequestFuture[_T]:
+        """Java (CommitRequestManager): a request answered STALE_MEMBER_EPOCH is retried when the member has a
+        newer epoch than the one it was built with (a retriable error); else it fails with ``final``."""
+        outer: RequestFuture[_T] = RequestFuture()
 
         def failed(exc: BaseException) -> None:
             if isinstance(exc, StaleMemberEpochError):
-                # Java (CommitRequestManager): retry when the member has a newer epoch, else the commit failed
                 current = self.generation_if_stable()
                 if current is not None and current.generation_id != built_with.generation_id:
                     exc = StaleMemberEpochRetry(
-                        f"commit built with member epoch {built_with.generation_id}; retrying with epoch "
+                        f"{what} built with member epoch {built_with.generation_id}; retrying with epoch "
                         f"{current.generation_id}"
                     )
                 else:
-                    exc = CommitFailedError(
-                        f"offset commit failed with STALE_MEMBER_EPOCH (epoch {built_with.generation_id}): the "
+                    exc = final(
+                        f"{what} failed with STALE_MEMBER_EPOCH (epoch {built_with.generation_id}): the "
                         "member is not part of the group with that epoch any more"
                     )
             outer.raise_(exc)

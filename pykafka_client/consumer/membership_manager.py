@@ -37,6 +37,7 @@ from enum import Enum
 from pykafka_client.errors import (
     FencedMemberEpochError,
     IllegalStateError,
+    TopicAuthorizationFailedError,
     UnknownMemberIdError,
     for_code,
 )
@@ -44,6 +45,10 @@ from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from pykafka_client.protocol.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from pykafka_client.structs import TopicPartition
+
+#: heartbeat errors reported to the application (its next poll() raises them) while the member stays in its
+#: state and keeps heartbeating (Java's heartbeat manager: so that it recovers once the missing ACLs are added)
+REPORTED_HEARTBEAT_ERRORS: tuple[type[KafkaError], ...] = (TopicAuthorizationFailedError,)
 
 #: epoch of a member leaving the group (KIP-848)
 LEAVE_GROUP_MEMBER_EPOCH = -1
@@ -255,8 +260,9 @@ class ConsumerMembershipManager:
     def on_heartbeat_response(self, response: ConsumerGroupHeartbeatResponse, now_ms: int) -> KafkaError | None:
         """Apply a response. Returns the error for the coordinator to act on (None when there was none):
         a fencing error moves the member to FENCED (the caller runs ``on_partitions_lost`` and then
-        :meth:`on_fenced_done`); a retriable one is retried after the backoff with every field; any
-        other error is fatal."""
+        :meth:`on_fenced_done`); a retriable one, or one of :data:`REPORTED_HEARTBEAT_ERRORS` (which the caller
+        reports to the application), is retried after the backoff with every field, the member staying in its
+        state; any other error is fatal."""
         self.heartbeat_in_flight = False
         if response.error_code != 0:
             cls = for_code(response.error_code)
@@ -269,7 +275,7 @@ class ConsumerMembershipManager:
                 self._retry_at_ms = 0  # Java resets the backoff: the rejoin goes at once
                 if self.state.is_in_group():
                     self.transition_to(MemberState.FENCED)
-            elif not err.retriable:
+            elif not err.retriable and not isinstance(err, REPORTED_HEARTBEAT_ERRORS):
                 self.fatal_error = err
                 self.transition_to(MemberState.FATAL)
             return err

@@ -39,6 +39,7 @@ from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 log = logging.getLogger(__name__)
 
 CommittedOffsets = dict[TopicPartition, OffsetAndMetadata | None]
+_Partition = OffsetFetchResponse.OffsetFetchResponsePartition | OffsetFetchResponse.OffsetFetchResponsePartitions
 
 
 #: The first OffsetFetch version with ``require_stable`` (KIP-447, Kafka 2.5).
@@ -61,11 +62,30 @@ class OffsetFetchRequestBuilder(OffsetFetchRequest):
         OffsetFetchRequest(group_id=self.group_id, topics=self.topics).write(w, version)
 
 
-def offset_fetch_request(group_id: str, partitions: Collection[TopicPartition]) -> OffsetFetchRequest:
-    """Committed offsets of ``partitions``, waiting for pending transactional commits (require_stable)."""
+#: OffsetFetch v9 names the member id and epoch of a consumer-protocol member (KIP-848)
+OFFSET_FETCH_MEMBER_EPOCH_VERSION = 9
+
+
+def offset_fetch_request(
+    group_id: str, partitions: Collection[TopicPartition], member: Generation | None = None
+) -> OffsetFetchRequest:
+    """Committed offsets of ``partitions``, waiting for pending transactional commits (require_stable).
+    With ``member`` (a consumer-protocol member with an epoch), the v8+ group form naming its member id and
+    epoch, which only v9+ carries (Java: CommitRequestManager's OffsetFetch with the member's info)."""
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         by_topic.setdefault(tp.topic, []).append(tp.partition)
+    if member is not None:
+        group = OffsetFetchRequest.OffsetFetchRequestGroup(
+            group_id=group_id,
+            member_id=member.member_id,
+            member_epoch=member.generation_id,
+            topics=[
+                OffsetFetchRequest.OffsetFetchRequestTopics(name=t, partition_indexes=sorted(ps))
+                for t, ps in by_topic.items()
+            ],
+        )
+        return OffsetFetchRequest(groups=[group], require_stable=True)
     return OffsetFetchRequestBuilder(
         group_id=group_id,
         topics=[
@@ -80,9 +100,11 @@ def handle_offset_fetch_response(
     c: GroupMember, body: OffsetFetchResponse, future: RequestFuture[CommittedOffsets]
 ) -> None:
     """The committed offset per partition (None where nothing is committed); a group error, an
-    unauthorized topic or unstable offsets fail the future."""
-    if body.error_code != 0:
-        cls = for_code(body.error_code)
+    unauthorized topic or unstable offsets fail the future. A v8+ answer carries them in its one group."""
+    group = body.groups[0] if body.groups else None
+    error_code = group.error_code if group is not None else body.error_code
+    if error_code != 0:
+        cls = for_code(error_code)
         if cls in COORDINATOR_MOVED_ERRORS:
             c.mark_coordinator_unknown(f"{cls.name} from OffsetFetch")
         future.raise_(cls(f"OffsetFetch for group {c.rebalance_config.group_id} failed"))
@@ -90,13 +112,17 @@ def handle_offset_fetch_response(
     out: dict[TopicPartition, OffsetAndMetadata | None] = {}
     unauthorized: set[str] = set()
     unstable = False
-    for t in body.topics:
-        for p in t.partitions:
-            tp = TopicPartition(t.name, p.partition_index)
+    topics: list[tuple[str, list[_Partition]]] = (
+        [(t.name, list(t.partitions)) for t in group.topics] if group is not None
+        else [(t.name, list(t.partitions)) for t in body.topics]
+    )  # fmt: skip
+    for name, partitions in topics:
+        for p in partitions:
+            tp = TopicPartition(name, p.partition_index)
             if p.error_code != 0:
                 cls = for_code(p.error_code)
                 if cls is TopicAuthorizationFailedError:
-                    unauthorized.add(t.name)
+                    unauthorized.add(name)
                 elif cls is UnstableOffsetCommitError:
                     unstable = True
                 else:

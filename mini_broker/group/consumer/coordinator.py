@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
+from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group.consumer import group_configs, records
 from mini_broker.group.consumer.config import ConsumerGroupConfig
 from mini_broker.group.consumer.group_configs import GroupConfigEntry
 from mini_broker.group.consumer.manager import (
+    Checkpoint,
     ConsumerGroupHeartbeatParams,
     ConsumerGroupHeartbeatResult,
     ConsumerGroupManager,
@@ -47,12 +50,15 @@ from pykafka_client.errors import (
     NotCoordinatorError,
     UnknownMemberIdError,
 )
+from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _log = logging.getLogger(__name__)
 
 #: how often sessions and rebalance timeouts are checked (a bound on how late an expiry is noticed)
 EXPIRY_CHECK_INTERVAL_MS = 100
+#: one append carries all the records of one change, whatever their size
+_MAX_BATCH_BYTES = 1 << 30
 
 
 class ClassicGroups(Protocol):
@@ -65,7 +71,22 @@ class ClassicGroups(Protocol):
 
     def hand_over_for_upgrade(self, group_id: str, max_size: int) -> ClassicGroupSnapshot | str | None: ...
 
-    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot) -> None: ...
+    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot,
+                         preceding: Sequence[tuple[bytes, bytes | None]] = ()) -> None: ...
+
+    def validate_join(self, request: JoinGroupParams) -> int | None: ...
+
+    def handle_join_group(self, request: JoinGroupParams, reply: Callable[[JoinGroupResult], None]) -> None: ...
+
+
+@dataclass
+class _Change:
+    """A change about to be made to some groups: their records and their state before it, and records of the
+    classic coordinator to write first in the same batch (an online upgrade's)."""
+
+    images: Mapping[str, Mapping[bytes, bytes]]
+    checkpoint: Checkpoint
+    preceding: tuple[tuple[bytes, bytes | None], ...] = ()
 
 
 class ConsumerGroupCoordinator:
@@ -119,14 +140,39 @@ class ConsumerGroupCoordinator:
         group = self._manager.groups.get(group_id)
         return {} if group is None else records.group_records(group)
 
-    def _persist(self, group_ids: Iterable[str], before: Mapping[str, Mapping[bytes, bytes]],
-                 then: Callable[[int], None] = lambda error: None) -> None:
-        """Append what changed in these groups since ``before`` (the caller holds the lock), then ``then(0)`` once
-        the ISR has it (at once on a single broker, or when nothing changed), or ``then(NOT_COORDINATOR)`` when
-        the partition refused the append or lost it (this broker no longer leads it)."""
-        changes = [change for group_id in group_ids for change in records.diff(before.get(group_id, {}),
-                                                                                self._image(group_id))]
-        self.runtime.write_records(changes, self.time.milliseconds(), then, f"consumer groups {list(group_ids)}")
+    def _begin(self, group_ids: Iterable[str]) -> _Change:
+        """Before changing ``group_ids`` (the caller holds the lock): their records and state, for :meth:`_persist`."""
+        ids = list(group_ids)
+        return _Change({g: self._image(g) for g in ids}, self._manager.checkpoint(ids))
+
+    def _persist(self, change: _Change, then: Callable[[int], None] = lambda error: None) -> None:
+        """Append what changed in the groups of ``change`` since it began (the caller holds the lock), as one
+        batch, then ``then(0)`` once the ISR has it (at once on a single broker, or when nothing changed). When
+        the partition refuses the append (this broker no longer leads it, or its log failed) the groups are put
+        back as they were (Kafka's runtime reverts its timeline: nothing unwritten is ever served) and
+        ``then(NOT_COORDINATOR)`` runs; when the ISR loses it, ``then(NOT_COORDINATOR)``."""
+        now = self.time.milliseconds()
+        builder = MemoryRecordsBuilder(write_limit=_MAX_BATCH_BYTES)
+        count = 0
+        for key, value in change.preceding:
+            builder.append(now, key, value)
+            count += 1
+        for group_id, before in change.images.items():
+            for key, value in records.diff(before, self._image(group_id)):
+                builder.append(now, key, value)
+                count += 1
+        if not count:
+            then(0)
+            return
+        def failed(e: Exception) -> None:  # the partition's leadership moved (or its log failed): look again
+            self._manager.revert(change.checkpoint)
+            _log.error("event=consumer_group_records_not_appended groups=%s error=%r: the change is undone; its "
+                       "members get NOT_COORDINATOR and look the coordinator up again", list(change.images), e)
+            then(int(NotCoordinatorError.code))
+
+        self.runtime.write(CoordinatorResult(
+            builder.build(), None, on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0),
+            on_failed=failed))
 
     def inactive_error(self) -> int | None:
         """The error for any request while the runtime does not serve, else None."""
@@ -157,21 +203,21 @@ class ConsumerGroupCoordinator:
             reply(result)
 
         with self._lock:
-            before = {request.group_id: self._image(request.group_id)}
-            refused = self._maybe_upgrade(request, topics)
+            change = self._begin([request.group_id])
+            refused = self._maybe_upgrade(request, topics, change)
             if refused is not None:
                 reply(refused)
                 return
             result = self._manager.heartbeat(request, self.time.milliseconds(), topics)
-            self._persist([request.group_id], before, written)
-            downgraded = self._take_downgrades(topics)
-        self._hand_back(downgraded)
+            self._persist(change, written)
+            self._downgrade(topics)
 
-    def _maybe_upgrade(self, request: ConsumerGroupHeartbeatParams,
-                       topics: TopicsImage) -> ConsumerGroupHeartbeatResult | None:
+    def _maybe_upgrade(self, request: ConsumerGroupHeartbeatParams, topics: TopicsImage,
+                       change: _Change) -> ConsumerGroupHeartbeatResult | None:
         """KIP-848's online upgrade (the caller holds the lock): a joining consumer-protocol member converts a
-        classic group with members into a consumer group when ``group.consumer.migration.policy`` allows it; a
-        refusal (GROUP_ID_NOT_FOUND, as Kafka answers) is returned."""
+        classic group with members into a consumer group when ``group.consumer.migration.policy`` allows it (the
+        classic group's record goes into ``change``'s batch); a refusal (GROUP_ID_NOT_FOUND, as Kafka answers)
+        is returned."""
         if (request.group_id in self._manager.groups or self.classic_groups is None
                 or request.member_epoch != JOIN_GROUP_MEMBER_EPOCH):
             return None
@@ -190,39 +236,70 @@ class ConsumerGroupCoordinator:
                                            f"upgraded to a consumer group: {why}. Use group.protocol=classic, or "
                                            f"another group id.", request.member_id or None)
         self._manager.upgrade(why, self.time.milliseconds(), topics)
+        change.preceding = why.records
         _log.info("event=consumer_group_upgraded group=%s classic_generation=%d members=%d", why.group_id,
                   why.generation_id, len(why.members))
         return None
 
-    def _take_downgrades(self, topics: TopicsImage) -> list[ClassicGroupSnapshot]:
-        """The groups to downgrade now, their tombstones written (the caller holds the lock)."""
-        before = {g: self._image(g) for g in self._manager.downgrade_candidates}
-        max_size = None if self.classic_groups is None else self.classic_groups.classic_max_size
-        downgraded = self._manager.take_downgrades(topics, max_size)
-        if downgraded:
-            self._persist([d.group_id for d in downgraded], before)
-        return downgraded
-
-    def _hand_back(self, downgraded: list[ClassicGroupSnapshot]) -> None:
-        """KIP-848's online downgrade: the classic coordinator takes the groups back (no lock of ours held)."""
+    def _downgrade(self, topics: TopicsImage) -> None:
+        """KIP-848's online downgrade of the groups that qualify now (the caller holds the lock, so that no
+        JoinGroup or heartbeat sees a group between its two types): the classic coordinator takes each group
+        back, its classic group record appended in one batch with the consumer group's tombstones (Kafka writes
+        the conversion as one atomic batch); when that append fails, the consumer group is put back."""
+        change = self._begin(self._manager.downgrade_candidates)
+        classic = self.classic_groups
+        downgraded = self._manager.take_downgrades(topics, None if classic is None else classic.classic_max_size)
+        if classic is None:  # no classic coordinator to hand the groups to: they only go
+            self._persist(change)
+            return
         for snapshot in downgraded:
-            _log.info("event=consumer_group_downgraded group=%s epoch=%d members=%d", snapshot.group_id,
+            group_id = snapshot.group_id
+            try:
+                classic.adopt_downgraded(snapshot, records.diff(change.images[group_id], {}))
+            except Exception as e:
+                self._manager.revert(Checkpoint({group_id: change.checkpoint.groups[group_id]}, frozenset({group_id})))
+                _log.error("event=consumer_group_not_downgraded group=%s error=%r: its records could not be "
+                           "written; it stays a consumer group", group_id, e)
+                continue
+            _log.info("event=consumer_group_downgraded group=%s epoch=%d members=%d", group_id,
                       snapshot.generation_id, len(snapshot.members))
-            if self.classic_groups is not None:
-                self.classic_groups.adopt_downgraded(snapshot)
 
     def expire_members(self) -> None:
         with self._lock:
-            before = {g: self._image(g) for g in self._manager.expiring_groups(self.time.milliseconds())}
+            change = self._begin(self._manager.expiring_groups(self.time.milliseconds()))
             expired = self._manager.expire(self.time.milliseconds())
-            self._persist(before, before)
-            downgraded = self._take_downgrades(self._topics()) if expired else []
-        self._hand_back(downgraded)
+            self._persist(change)
+            if expired:
+                self._downgrade(self._topics())
         for e in expired:
             _log.info("event=consumer_group_member_removed group=%s member=%s reason=%r", e.group_id, e.member_id,
                       e.reason)
 
     # -- classic members (KIP-848 online migration) ---------------------------------------------------------
+    def join_group(self, request: JoinGroupParams, reply: Callable[[JoinGroupResult], None]) -> None:
+        """A JoinGroup, to whichever group ``request.group_id`` is when it is handled: a consumer group with
+        members takes it as a classic member (KIP-848's online migration); an empty consumer group is deleted and
+        the classic coordinator takes it (Kafka converts it); else the classic coordinator takes it. Decided and
+        done under the lock the online upgrade and downgrade take (Kafka: one event of the coordinator runtime),
+        so the group cannot change its type between the check and the join."""
+        classic = self.classic_groups
+        assert classic is not None, "JoinGroup needs the classic coordinator these consumer groups are hosted by"
+        topics = self._topics()
+        with self._lock:
+            group = self._manager.groups.get(request.group_id)
+            if group is None or not group.members:
+                if group is not None:
+                    change = self._begin([request.group_id])
+                    self._manager.delete_group(request.group_id)
+                    self._persist(change)
+                classic.handle_join_group(request, reply)
+                return
+            error = classic.validate_join(request)
+            if error is not None:
+                reply(JoinGroupResult(request.member_id, error))
+                return
+            self._classic_join(request, reply, topics)
+
     def classic_join(self, request: JoinGroupParams, reply: Callable[[JoinGroupResult], None]) -> None:
         """JoinGroup to a consumer group with members (the caller checked): answered once durable."""
         topics = self._topics()
@@ -230,12 +307,14 @@ class ConsumerGroupCoordinator:
             if request.group_id not in self._manager.groups:
                 reply(JoinGroupResult(request.member_id, UnknownMemberIdError.code))
                 return
-            before = {request.group_id: self._image(request.group_id)}
-            result = self._manager.classic_join(request, self.time.milliseconds(), topics)
-            self._persist([request.group_id], before, lambda error: reply(
-                JoinGroupResult(request.member_id, error) if error else result))
-            downgraded = self._take_downgrades(topics)  # a static member replaced the last consumer member
-        self._hand_back(downgraded)
+            self._classic_join(request, reply, topics)
+
+    def _classic_join(self, request: JoinGroupParams, reply: Callable[[JoinGroupResult], None],
+                      topics: TopicsImage) -> None:
+        change = self._begin([request.group_id])
+        result = self._manager.classic_join(request, self.time.milliseconds(), topics)
+        self._persist(change, lambda error: reply(JoinGroupResult(request.member_id, error) if error else result))
+        self._downgrade(topics)  # a static member replaced the last consumer member
 
     def classic_sync(self, request: SyncGroupParams) -> SyncGroupResult:
         with self._lock:
@@ -254,11 +333,10 @@ class ConsumerGroupCoordinator:
             if group_id not in self._manager.groups:
                 return [LeaveMemberResult(m.member_id, m.group_instance_id, UnknownMemberIdError.code)
                         for m in leaving]
-            before = {group_id: self._image(group_id)}
+            change = self._begin([group_id])
             out = self._manager.classic_leave(group_id, leaving)
-            self._persist([group_id], before)
-            downgraded = self._take_downgrades(self._topics())
-        self._hand_back(downgraded)
+            self._persist(change)
+            self._downgrade(self._topics())
         return out
 
     # -- group configs (GROUP config resources) ------------------------------------------------------------
@@ -343,7 +421,7 @@ class ConsumerGroupCoordinator:
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         """For the consumer groups among ``group_ids``: 0 (deleted, it had no members) or GROUP_NOT_EMPTY."""
         with self._lock:
-            before = {g: self._image(g) for g in group_ids if g in self._manager.groups}
-            out = {g: self._manager.delete_group(g) for g in before}
-            self._persist(before, before)
+            change = self._begin(g for g in group_ids if g in self._manager.groups)
+            out = {g: self._manager.delete_group(g) for g in change.images}
+            self._persist(change)
             return out

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from mini_broker.group.consumer import group_configs
@@ -135,6 +136,14 @@ class ExpiredMember:
     reason: str
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """Copies of some groups (None: the group did not exist) and the downgrade candidates, taken before a change."""
+
+    groups: Mapping[str, ConsumerGroup | None]
+    downgrade_candidates: frozenset[str]
+
+
 class ConsumerGroupManager:
     """Every consumer group of one coordinator (see the module docstring)."""
 
@@ -145,6 +154,22 @@ class ConsumerGroupManager:
         self.group_configs: dict[str, dict[str, int]] = {}
         #: groups that lost a member since :meth:`take_downgrades` last looked
         self.downgrade_candidates: set[str] = set()
+
+    # -- reverting a change that could not be written ---------------------------------------------------
+    def checkpoint(self, group_ids: Iterable[str]) -> Checkpoint:
+        """What :meth:`revert` needs to put ``group_ids`` back as they are now (Kafka's coordinator runtime
+        reverts its timeline to the last written offset when an append fails)."""
+        return Checkpoint({g: (group.copy() if (group := self.groups.get(g)) is not None else None)
+                           for g in group_ids}, frozenset(self.downgrade_candidates))  # fmt: skip
+
+    def revert(self, checkpoint: Checkpoint) -> None:
+        """Put the groups of ``checkpoint`` back (one that did not exist then is removed)."""
+        for group_id, group in checkpoint.groups.items():
+            if group is None:
+                self.groups.pop(group_id, None)
+            else:
+                self.groups[group_id] = group.copy()
+        self.downgrade_candidates |= checkpoint.downgrade_candidates
 
     # -- heartbeat ----------------------------------------------------------------------------------------
     def heartbeat(self, request: ConsumerGroupHeartbeatParams, now: int,

@@ -131,6 +131,16 @@ class ConsumerGroup:
     #: member id -> (deadline ms, member epoch) of an unacknowledged revocation
     rebalance_deadlines: dict[str, tuple[int, int]] = field(default_factory=dict)
 
+    def copy(self) -> ConsumerGroup:
+        """An independent copy (members and assignments are immutable values; the maps are copied), to put back
+        when a change could not be written."""
+        return replace(self, members=dict(self.members), static_members=dict(self.static_members),
+                       target_assignment=dict(self.target_assignment),
+                       current_partition_epoch=dict(self.current_partition_epoch),
+                       subscription_metadata=dict(self.subscription_metadata),
+                       resolved_regexes=dict(self.resolved_regexes), session_deadlines=dict(self.session_deadlines),
+                       rebalance_deadlines=dict(self.rebalance_deadlines))  # fmt: skip
+
     @property
     def state(self) -> ConsumerGroupState:
         if not self.members:

@@ -2,7 +2,8 @@
 member (see :mod:`mini_broker.group.consumer.manager` for the rules). A group id held by a classic group with
 members is upgraded to a consumer group by a joining member (KIP-848's online upgrade) when
 ``group.consumer.migration.policy`` allows it; otherwise (and for any other epoch) it is not a consumer group:
-GROUP_ID_NOT_FOUND. Answered
+GROUP_ID_NOT_FOUND. DESCRIBE on every subscribed topic name is needed too (else TOPIC_AUTHORIZATION_FAILED, the
+member left as it was). Answered
 once the change the heartbeat made is durable (maybe later, from the coordinator runtime's timer thread). READ on
 the group is needed (else GROUP_AUTHORIZATION_FAILED), as for the classic group APIs."""
 
@@ -13,7 +14,7 @@ from mini_broker.group.consumer.model import normalize
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import client_host, client_id, consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from pykafka_client.errors import GroupAuthorizationFailedError, GroupIdNotFoundError
+from pykafka_client.errors import GroupAuthorizationFailedError, GroupIdNotFoundError, TopicAuthorizationFailedError
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
@@ -25,10 +26,21 @@ _CONVERTIBLE_CLASSIC_STATES = ("Empty", "Dead")
 def handle(apis: KafkaApis, request: Request) -> ConsumerGroupHeartbeatResponse | None:
     body = request.body
     assert isinstance(body, ConsumerGroupHeartbeatRequest)
-    if not apis.broker.auth(request).group(AclOperation.READ, body.group_id):
+    auth = apis.broker.auth(request)
+    if not auth.group(AclOperation.READ, body.group_id):
         return ConsumerGroupHeartbeatResponse(throttle_time_ms=0, error_code=GroupAuthorizationFailedError.code,
                                               error_message=f"READ on group {body.group_id} is not allowed for this "
                                                             f"principal: ask for an ACL granting it")
+    if body.subscribed_topic_names:
+        # Kafka's KafkaApis: the subscribed topics need DESCRIBE, so that no member learns about topics it may not
+        # see; the member stays as it was (its client reports the error and heartbeats on)
+        denied = sorted(set(body.subscribed_topic_names) - auth.topics(AclOperation.DESCRIBE,
+                                                                       body.subscribed_topic_names))
+        if denied:
+            return ConsumerGroupHeartbeatResponse(
+                throttle_time_ms=0, error_code=TopicAuthorizationFailedError.code,
+                error_message=f"DESCRIBE on the subscribed topics {denied} is not allowed for this principal: "
+                              f"ask for an ACL granting it, or subscribe to other topics")
     consumer_groups = consumer_group_coordinator(apis)
     upgrading = consumer_groups.config.upgrade_enabled and body.member_epoch == 0
     if not upgrading and not consumer_groups.is_consumer_group(body.group_id) \

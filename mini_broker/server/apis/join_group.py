@@ -6,7 +6,9 @@ is needed (else GROUP_AUTHORIZATION_FAILED), as for SyncGroup, Heartbeat and Lea
 
 A KIP-848 consumer group with members takes the member as a classic member of the consumer group (KIP-848's
 online migration; INCONSISTENT_GROUP_PROTOCOL when ``group.consumer.migration.policy`` is ``disabled``); an empty
-one becomes a classic group, as Kafka converts it.
+one becomes a classic group, as Kafka converts it. The group's type is checked and the join done as one step under
+the consumer groups' lock (:meth:`ConsumerGroupCoordinator.join_group`), so an online upgrade or downgrade never
+falls between them.
 """
 
 from __future__ import annotations
@@ -57,16 +59,10 @@ def handle(apis: KafkaApis, request: Request) -> JoinGroupResponse | None:
         rebalance_timeout_ms=rebalance_timeout_ms, session_timeout_ms=body.session_timeout_ms,
         protocol_type=body.protocol_type, protocols=[(p.name, bytes(p.metadata)) for p in body.protocols],
         reason=body.reason)
-    if consumer_groups.is_consumer_group(body.group_id):
-        if not consumer_groups.is_empty_consumer_group(body.group_id):
-            error = group_coordinator(apis).validate_join(params)
-            if error is not None:
-                respond(JoinGroupResult(body.member_id, error))
-            else:
-                consumer_groups.classic_join(params, respond)
-            return None
-        consumer_groups.delete_groups([body.group_id])
-    group_coordinator(apis).handle_join_group(params, respond)
+    if consumer_groups.classic_groups is None:  # no consumer groups hosted with the classic ones
+        group_coordinator(apis).handle_join_group(params, respond)
+    else:  # routed by the group's type, atomically with the migrations that change it
+        consumer_groups.join_group(params, respond)
     return None
 
 

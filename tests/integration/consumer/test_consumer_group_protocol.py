@@ -15,9 +15,12 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
+from mini_broker.security.authorizer import STANDARD_AUTHORIZER
 from pykafka_client import KafkaConsumer, KafkaProducer, TopicPartition
 from pykafka_client.admin import AdminClient, NewPartitions, NewTopic
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
+from pykafka_client.errors import TopicAuthorizationFailedError
+from pykafka_client.protocol import acl
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -277,3 +280,95 @@ def test_admin_describes_consumer_groups_and_lists_by_type(broker: MiniBroker) -
             assert classic_group in classic_groups and group not in classic_groups
             listed = {g.group_id: g for g in admin.list_consumer_groups()}
             assert listed[group].type == "consumer" and listed[classic_group].type == "classic"
+
+
+def _deny_describe(b: MiniBroker, topic: str) -> acl.AclBinding:
+    """A DENY DESCRIBE ACL on ``topic`` for every client here (PLAINTEXT: User:ANONYMOUS); its binding."""
+    deny = acl.AclBinding(acl.ResourcePattern(acl.ResourceType.TOPIC, topic),
+                          acl.AccessControlEntry("User:ANONYMOUS", "*", acl.AclOperation.DESCRIBE,
+                                                 acl.AclPermissionType.DENY))
+    with AdminClient({"bootstrap.servers": b.bootstrap_servers}) as admin:
+        admin.create_acls([deny], timeout=10)
+    return deny
+
+
+def _allow_again(b: MiniBroker, deny: acl.AclBinding) -> None:
+    with AdminClient({"bootstrap.servers": b.bootstrap_servers}) as admin:
+        admin.delete_acls([deny.to_filter()], timeout=10)
+
+
+def _acl_broker() -> MiniBroker:
+    return MiniBroker({"authorizer.class.name": STANDARD_AUTHORIZER, "allow.everyone.if.no.acl.found": "true"},
+                      group_consumer_heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
+                      group_initial_rebalance_delay_ms=0)  # fmt: skip
+
+
+def test_an_unauthorized_subscribed_topic_is_reported_by_poll_and_the_member_recovers() -> None:
+    """Kafka's KafkaApis answers a ConsumerGroupHeartbeat whose subscribed topics the principal may not DESCRIBE
+    with TOPIC_AUTHORIZATION_FAILED; Java's consumer reports it to the application (poll raises
+    TopicAuthorizationException) and keeps its membership and heartbeats, so that it recovers once the ACL
+    allows the topic: here the member keeps its partitions meanwhile and gets the new topic's once the DENY
+    ACL is deleted."""
+    with _acl_broker() as b:
+        open_topic, secret = _topic(b, 2, "open"), _topic(b, 2, "secret")
+        deny = _deny_describe(b, secret)
+        c = _consumer(b, "g-" + uuid.uuid4().hex[:8])
+        try:
+            c.subscribe([open_topic])
+            assert _poll_until([c], lambda: len(c.assignment()) == 2)
+            epoch_before = c.group_metadata().generation_id
+            c.subscribe([open_topic, secret])
+            deadline = time.monotonic() + 30
+            raised: TopicAuthorizationFailedError | None = None
+            while raised is None and time.monotonic() < deadline:
+                try:
+                    c.poll(0.1)
+                except TopicAuthorizationFailedError as e:
+                    raised = e
+            assert raised is not None, "poll() never reported the unauthorized topic"
+            assert secret in str(raised)
+            c.poll(0.1)  # reported once; the member is still in the group with its partitions
+            assert c.assignment() == {TopicPartition(open_topic, 0), TopicPartition(open_topic, 1)}
+            assert c.group_metadata().generation_id >= epoch_before > 0
+            _allow_again(b, deny)
+            errors: list[BaseException] = []
+
+            def all_four() -> bool:
+                try:
+                    c.poll(0.05)
+                except TopicAuthorizationFailedError as e:  # a heartbeat answered before the ACL went
+                    errors.append(e)
+                return len(c.assignment()) == 4
+
+            assert _poll_until([c], all_four), f"never got {secret}'s partitions; errors {errors}"
+        finally:
+            c.close(5)
+
+
+def test_confluent_kafka_gets_topic_authorization_failed_and_recovers() -> None:
+    """Our broker's TOPIC_AUTHORIZATION_FAILED to librdkafka (group.protocol=consumer): reported as a consume
+    error, and the member gets its partitions once the DENY ACL is deleted, as against Kafka."""
+    ck = pytest.importorskip("confluent_kafka")
+    with _acl_broker() as b:
+        open_topic, secret = _topic(b, 2, "open"), _topic(b, 2, "secret")
+        deny = _deny_describe(b, secret)
+        c = ck.Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "ck-" + uuid.uuid4().hex[:8],
+                         "group.protocol": "consumer"})  # fmt: skip
+        try:
+            c.subscribe([open_topic, secret])
+            deadline = time.monotonic() + 30
+            error = None
+            while error is None and time.monotonic() < deadline:
+                m = c.poll(0.1)
+                if m is not None and m.error() is not None:
+                    error = m.error()
+            assert error is not None and error.code() == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED
+            assert secret in error.str()
+            _allow_again(b, deny)
+            deadline = time.monotonic() + 30
+            while len(c.assignment()) < 4 and time.monotonic() < deadline:
+                c.poll(0.1)
+            assert {(tp.topic, tp.partition) for tp in c.assignment()} == {
+                (t, p) for t in (open_topic, secret) for p in (0, 1)}
+        finally:
+            c.close()

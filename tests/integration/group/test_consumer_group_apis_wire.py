@@ -4,6 +4,7 @@ and how the classic APIs see a consumer group (ListGroups types, DescribeGroups,
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -369,3 +370,42 @@ def test_an_upgraded_group_survives_a_restart(tmp_path: Any) -> None:
         assert _heartbeat(c, "mig-r", "new-r", new.member_epoch, []).error_code == NONE
         d = c.call(ConsumerGroupDescribeRequest(group_ids=["mig-r"]), 0).groups[0]
         assert sorted(m.member_id for m in d.members) == sorted([classic_id, "new-r"])
+
+
+def test_a_classic_join_racing_a_downgrade_lands_in_the_group_of_either_type(
+        broker: MiniBroker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka's coordinator runtime handles a JoinGroup as one event of the group's partition: it sees the group
+    before the online downgrade (a consumer group: joined as a classic member) or after it (a classic group),
+    never the conversion half done. Forced interleaving: while the broker routes the JoinGroup of a new classic
+    member to the consumer group, the last consumer-protocol member leaves (which downgrades the group). The
+    join must not fail (on a check-then-act broker it answered UNKNOWN_MEMBER_ID: the group it had checked was
+    gone when it joined)."""
+    group = "race-" + uuid.uuid4().hex[:8]
+    with Conn(broker, client_id="wire") as c, Conn(broker, client_id="leaver") as leaver:
+        j = _classic_join(c, group)
+        assert j.error_code == NONE
+        assert _classic_sync(c, group, j.member_id, j.generation_id, {j.member_id: [0, 1, 2, 3]})[0] == NONE
+        new = _join(c, group, member_id="new-" + uuid.uuid4().hex)
+        assert new.error_code == NONE  # upgraded: one consumer-protocol member, one classic member
+
+        coordinator = broker.group_coordinator
+        assert coordinator is not None
+        validate_join = coordinator.validate_join
+        left: list[int] = []
+        leaving = threading.Thread(target=lambda: left.append(
+            _heartbeat(leaver, group, new.member_id, -1).error_code))
+
+        def racing_validate_join(request: Any) -> int | None:
+            leaving.start()
+            leaving.join(1.0)  # a broker that holds the group while it routes the join makes the leave wait
+            return validate_join(request)
+
+        monkeypatch.setattr(coordinator, "validate_join", racing_validate_join)
+        joined = _classic_join(c, group)
+        monkeypatch.undo()
+        leaving.join(10)
+        assert joined.error_code == NONE, f"JoinGroup racing the downgrade failed with {joined.error_code}"
+        # the member left, or its session (1.5 s) ended while its leave waited: gone either way
+        assert left and left[0] in (NONE, UNKNOWN_MEMBER_ID)
+        listed = c.call(ListGroupsRequest(types_filter=["classic"]), 5)
+        assert group in [g.group_id for g in listed.groups]  # downgraded after the join, with both classic members

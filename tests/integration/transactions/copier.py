@@ -13,12 +13,16 @@ Prints ``committed N`` (N = the sum of the committed input positions, i.e. input
 after every commit, ``done`` and exits 0 once every input partition is copied. Any error ends the process
 with status 2 after printing it: the harness restarts the copier, as a supervisor would, and exactly-once
 must survive that. ``--client confluent`` runs the same loop with confluent-kafka (the harness self-check).
+
+``COPIER_DEBUG=cgrp,eos`` passes librdkafka's ``debug`` to the confluent consumer (with ``EOS_DUMP=FILE`` and
+``EOS_BROKER_LOG_LEVEL=INFO`` for test_eos_copier: a stall's whole story in one file).
 """
 
 from __future__ import annotations
 
 import argparse
 import faulthandler
+import os
 import signal
 import sys
 import time
@@ -115,11 +119,21 @@ def run_confluent(args: argparse.Namespace) -> None:
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
         "session.timeout.ms": 10000,
+        **({"debug": os.environ["COPIER_DEBUG"]} if os.environ.get("COPIER_DEBUG") else {}),
     })
     consumer.subscribe([args.input])
     transactions = 0
     while True:
-        messages = [m for m in consumer.consume(args.txn_size, 0.5) if m.error() is None]
+        messages = []
+        for m in consumer.consume(args.txn_size, 0.5):
+            error = m.error()
+            if error is None:
+                messages.append(m)
+            elif error.code() == ck.KafkaError._FATAL or error.fatal():
+                # Say FENCED_INSTANCE_ID after the session timed out during the broker's restart: this incarnation
+                # is over (librdkafka only clears its assignment and idles), the supervisor starts the next one.
+                # The event's fatal() is False; its code says it.
+                raise RuntimeError(f"fatal consumer error: {error}")
         if not messages:
             if _done_confluent(consumer, args):
                 break

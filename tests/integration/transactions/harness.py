@@ -70,7 +70,8 @@ class MiniBrokerProcess(RestartableBroker):
         deadline = time.monotonic() + 20
         while True:  # the port of a killed broker can take a moment to be free again
             try:
-                self.proc = BrokerProcess(self.data_dir, port=self.port, overrides=MINI_OVERRIDES)
+                self.proc = BrokerProcess(self.data_dir, port=self.port, overrides=MINI_OVERRIDES,
+                                          log_level=os.environ.get("EOS_BROKER_LOG_LEVEL", "WARNING"))
                 return
             except AssertionError:
                 if time.monotonic() > deadline:

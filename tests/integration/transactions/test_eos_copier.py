@@ -18,6 +18,10 @@ independent implementation), ``ours-noida`` (our client against that independent
 The harness was checked to catch a broken copier: committing instead of aborting the deliberately aborted
 transactions (so the rewound records are copied twice) fails it with "18000 committed records, expected 16667".
 
+On a loaded machine mini_broker's restart can outlast the copier's 10 s session timeout: librdkafka then drops
+its member id, its next heartbeat is answered FENCED_INSTANCE_ID (as Kafka answers it) and the consumer is dead;
+the copier exits and the harness starts the next one (an "unplanned" restart), as a supervisor would.
+
 Cost (2-core box shared with other work): with ``RECORDS`` = 100,000 the mini_broker variant takes 13-20 s
 (copy 9-15 s at 500 records per transaction, 4 copier runs, the copier riding out the broker restart without
 one of its own), the noida-db variants 12-25 s each. Lowering ``RECORDS`` saves little (input production and
@@ -27,6 +31,7 @@ transactions, so a kill is less likely to land inside one; 20,000 still keeps ev
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,6 +123,13 @@ class Copy:
         for i, c in enumerate(self.incarnations):
             parts.append(f"--- copier run {i} (exit {c.exited()}):\n" + "".join(c.output[-80:]))
         parts.append(f"--- {self.broker.kind} log tail:\n{self.broker.log_tail()}")
+        dump = os.environ.get("EOS_DUMP")
+        if dump:
+            with open(dump, "w") as f:
+                for i, c in enumerate(self.incarnations):
+                    f.write(f"--- copier run {i}:\n" + "".join(c.output))
+                if isinstance(self.broker, MiniBrokerProcess):
+                    f.write("--- broker:\n" + "".join(self.broker.previous_output + (self.broker.proc.output if self.broker.proc else [])))
         return "\n".join(parts)
 
 

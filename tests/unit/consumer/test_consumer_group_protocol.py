@@ -21,13 +21,21 @@ from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.membership_manager import MemberState
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
 from pykafka_client.consumer.subscription_state import SubscriptionState
-from pykafka_client.errors import CommitFailedError, ConfigurationError, FencedMemberEpochError, StaleMemberEpochError
+from pykafka_client.errors import (
+    CommitFailedError,
+    ConfigurationError,
+    FencedMemberEpochError,
+    StaleMemberEpochError,
+    TopicAuthorizationFailedError,
+)
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.protocol.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from pykafka_client.protocol.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from pykafka_client.protocol.messages.find_coordinator_response import FindCoordinatorResponse
 from pykafka_client.protocol.messages.offset_commit_request import OffsetCommitRequest
 from pykafka_client.protocol.messages.offset_commit_response import OffsetCommitResponse
+from pykafka_client.protocol.messages.offset_fetch_request import OffsetFetchRequest
+from pykafka_client.protocol.messages.offset_fetch_response import OffsetFetchResponse
 from pykafka_client.structs import OffsetAndMetadata
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_client import MockClient
@@ -105,6 +113,9 @@ class Env:
 
     def heartbeats(self) -> list[ConsumerGroupHeartbeatRequest]:
         return [r.body for r in self.client.requests if isinstance(r.body, ConsumerGroupHeartbeatRequest)]
+
+    def sent_heartbeats(self) -> list[ConsumerGroupHeartbeatRequest]:
+        return [r.body for r in self.client.sent if isinstance(r.body, ConsumerGroupHeartbeatRequest)]
 
     def answer(self, epoch: int, parts: list[int] | None = None, error: int = 0) -> None:
         asg = None
@@ -251,6 +262,88 @@ def test_stale_member_epoch_is_retried_with_the_new_epoch_else_the_commit_fails(
     e.client.prepare_response(_commit_response(StaleMemberEpochError.code), matcher=capture)
     with pytest.raises(CommitFailedError, match="STALE_MEMBER_EPOCH"):
         e.coord.commit_offsets_sync({TopicPartition("t", 0): OffsetAndMetadata(6)}, e.time.timer(5000))
+
+
+def test_topic_authorization_failed_is_raised_by_poll_and_the_member_keeps_heartbeating() -> None:
+    """Java's heartbeat manager: TOPIC_AUTHORIZATION_FAILED in a ConsumerGroupHeartbeat response is reported to
+    the application (its next poll raises TopicAuthorizationException, once) and the member stays in its state,
+    heartbeating again after the backoff with every field, so that it recovers once the ACLs are added."""
+    e = Env()
+    e.poll()
+    e.answer(3, [0])
+    e.poll()
+    assert e.coord.membership.state is MemberState.STABLE
+    e.time.sleep(500)
+    e.poll()  # the heartbeat on the interval
+    sent = len(e.sent_heartbeats())
+    e.client.respond(ConsumerGroupHeartbeatResponse(error_code=TopicAuthorizationFailedError.code,
+                                                    error_message="Not authorized to describe topic t"))  # fmt: skip
+    e.cnc.poll_no_wakeup()
+    with pytest.raises(TopicAuthorizationFailedError, match="Not authorized"):
+        e.coord.poll(e.time.timer(100))
+    assert e.coord.membership.state is MemberState.STABLE and e.coord.membership.member_epoch == 3
+    assert e.subs.assigned_partitions() == set(tps(0))
+    e.time.sleep(200)  # the retry backoff
+    e.poll()  # raised once: this poll goes on
+    again = e.sent_heartbeats()[sent:]
+    assert again and again[0].member_epoch == 3 and again[0].subscribed_topic_names == ["t"]
+    e.answer(3)
+    e.poll()
+    assert e.coord.membership.state is MemberState.STABLE and e.listener.calls == [("assigned", tps(0))]
+
+
+def _fetch_response(offset: int, error: int = 0) -> OffsetFetchResponse:
+    """The v8+ (group) form of an OffsetFetch answer for t-0."""
+    return OffsetFetchResponse(groups=[OffsetFetchResponse.OffsetFetchResponseGroup(
+        group_id="g", error_code=error, topics=[] if error else [OffsetFetchResponse.OffsetFetchResponseTopics(
+            name="t", partitions=[OffsetFetchResponse.OffsetFetchResponsePartitions(partition_index=0,
+                                                                                    committed_offset=offset)])])])  # fmt: skip
+
+
+def test_offset_fetch_names_the_member_id_and_epoch_in_v9() -> None:
+    """KIP-848 / Java CommitRequestManager: a member with an epoch reads its committed offsets with OffsetFetch
+    v9, naming its member id and epoch (the group form), so that the coordinator can fence a stale member;
+    STALE_MEMBER_EPOCH is retried once the member has a newer epoch."""
+    e = Env()
+    e.poll()
+    e.answer(3, [0])
+    e.poll()
+    member_id = e.coord.membership.member_id
+    seen: list[tuple[str | None, int]] = []
+
+    def capture(body: Any, then_epoch: int | None = None) -> bool:
+        if not isinstance(body, OffsetFetchRequest) or not body.groups:
+            return False
+        seen.append((body.groups[0].member_id, body.groups[0].member_epoch))
+        if then_epoch is not None:
+            e.coord.membership.member_epoch = then_epoch  # a heartbeat moved the member on meanwhile
+        return True
+
+    e.client.prepare_response(_fetch_response(0, StaleMemberEpochError.code), matcher=lambda b: capture(b, 4))
+    e.client.prepare_response(_fetch_response(42), matcher=capture)
+    committed = e.coord.fetch_committed_offsets(tps(0), e.time.timer(5000))
+    assert committed == {TopicPartition("t", 0): OffsetAndMetadata(42)}
+    assert seen == [(member_id, 3), (member_id, 4)]
+    fetches = [r for r in e.client.sent if isinstance(r.body, OffsetFetchRequest)]
+    assert all(r.oldest_allowed_version == r.latest_allowed_version == 9 for r in fetches)
+
+
+def test_offset_fetch_before_the_first_epoch_names_no_member() -> None:
+    """Java: without a member epoch (not joined yet) the OffsetFetch carries no member id or epoch."""
+    e = Env()
+    plain: list[OffsetFetchRequest] = []
+
+    def capture(body: Any) -> bool:
+        if isinstance(body, OffsetFetchRequest):
+            plain.append(body)
+            return True
+        return False
+
+    e.client.prepare_response(OffsetFetchResponse(topics=[OffsetFetchResponse.OffsetFetchResponseTopic(
+        name="t", partitions=[OffsetFetchResponse.OffsetFetchResponsePartition(partition_index=0, committed_offset=-1)])]),
+        matcher=capture)  # fmt: skip
+    assert e.coord.fetch_committed_offsets(tps(0), e.time.timer(5000)) == {TopicPartition("t", 0): None}
+    assert len(plain) == 1 and not plain[0].groups and plain[0].group_id == "g"
 
 
 def test_poll_timeout_leaves_then_next_poll_loses_partitions_and_rejoins() -> None:

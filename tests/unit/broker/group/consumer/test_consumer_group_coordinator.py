@@ -18,7 +18,7 @@ from mini_broker.group.consumer import (
     TopicsImage,
 )
 from mini_broker.group.consumer.coordinator import EXPIRY_CHECK_INTERVAL_MS
-from pykafka_client.errors import NotCoordinatorError, UnknownMemberIdError
+from pykafka_client.errors import NotCoordinatorError, NotLeaderOrFollowerError, UnknownMemberIdError
 from pykafka_client.utils.time import MockTime
 from tests.unit.broker.group.consumer.helpers import heartbeat
 
@@ -89,3 +89,30 @@ def test_the_periodic_expiry_removes_a_silent_member(
     classic.advance_clock()
     group = consumer.describe("g")
     assert group is not None and group.members == {} and group.group_epoch == 2
+
+
+def test_a_change_whose_append_fails_is_undone(
+        single: tuple[GroupCoordinator, ConsumerGroupCoordinator], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka's coordinator runtime reverts its in-memory timeline when the write of an operation's records fails:
+    a member whose join could not be written is not in the group, the group epoch and target assignment are
+    those before the join (here: nothing a failover would lose is served); the join retried later succeeds."""
+    classic, consumer = single
+    assert _join(consumer, "m1") == 0
+    before = consumer.describe("g")
+    assert before is not None
+
+    def refuse(records: bytes, flush: bool = False) -> None:
+        raise NotLeaderOrFollowerError("this broker no longer leads __consumer_offsets-0")
+
+    monkeypatch.setattr(classic.runtime.partition, "append", refuse)
+    assert _join(consumer, "m2") == NotCoordinatorError.code
+    after = consumer.describe("g")
+    assert after is not None and list(after.members) == ["m1"]
+    assert (after.group_epoch, after.target_assignment_epoch, after.target_assignment) == (
+        before.group_epoch, before.target_assignment_epoch, before.target_assignment)
+    assert after.members["m1"] == before.members["m1"]
+    monkeypatch.undo()
+    assert _join(consumer, "m2") == 0
+    joined = consumer.describe("g")
+    assert joined is not None and sorted(joined.members) == ["m1", "m2"]
+    assert joined.group_epoch == before.group_epoch + 1

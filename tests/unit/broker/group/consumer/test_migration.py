@@ -33,6 +33,7 @@ from mini_broker.group.consumer import (
     records,
 )
 from mini_broker.group.consumer.model import TopicInfo, TopicsImage
+from mini_broker.group.group_metadata_manager import group_metadata_key
 from mini_broker.group.group_requests import HeartbeatParams
 from mini_broker.group.group_state import GroupState
 from pykafka_client.consumer.assignors.abstract_assignor import Assignment
@@ -41,9 +42,12 @@ from pykafka_client.errors import (
     GroupIdNotFoundError,
     IllegalGenerationError,
     InconsistentGroupProtocolError,
+    NotCoordinatorError,
+    NotLeaderOrFollowerError,
     RebalanceInProgressError,
     UnsupportedVersionError,
 )
+from pykafka_client.protocol.records import MemoryRecords
 from pykafka_client.structs import TopicPartition
 from tests.unit.broker.group.consumer.helpers import heartbeat
 from tests.unit.broker.group.harness import GROUP, PROTOCOLS, REBALANCE_MS, SESSION_MS, Box, Harness
@@ -328,3 +332,91 @@ def test_a_static_consumer_member_restarting_as_a_classic_one_keeps_its_partitio
     assert group.generation_id == epoch_before  # the replacement did not move the epoch
     kept = deserialize_assignment(group.get(box.value.member_id).assignment).partitions
     assert {tp.partition for tp in kept} == set((owned or {}).get(T_ID, frozenset()))
+
+
+def test_a_downgrade_is_written_as_one_batch(m: Migration, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka converts a consumer group back to a classic one in one atomic write: the consumer group's tombstones
+    and the classic group's record in one batch, so that no failover can find the group as neither type (its
+    tombstones replicated without the classic record) or as both."""
+    m.classic_group()
+    _, new_id, _, _ = m.consumer_join()
+    described = m.consumer.describe(GROUP)
+    assert described is not None
+    consumer_keys = set(records.group_records(described))
+    partition = m.h.coordinator.runtime.partition
+    original = partition.append
+    batches: list[list[tuple[bytes, bool]]] = []
+
+    def recording(records: bytes, flush: bool = False) -> None:
+        batches.append([(bytes(r.key or b""), r.value is None) for r in MemoryRecords(records).records()])
+        original(records, flush)
+
+    monkeypatch.setattr(partition, "append", recording)
+    assert heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, new_id, -1)).error_code == 0
+    assert not m.consumer.is_consumer_group(GROUP)
+    classic_key = group_metadata_key(GROUP)
+    with_classic = [b for b in batches if (classic_key, False) in b]
+    assert len(with_classic) == 1
+    in_conversion = {k for k, is_tombstone in with_classic[0] if is_tombstone}
+    before_it = {k for b in batches if b is not with_classic[0] for k, is_tombstone in b if is_tombstone}
+    left = consumer_keys - before_it  # the leave's batch removed the leaving member's records
+    assert left and left <= in_conversion  # every other record of the consumer group ends with the conversion
+
+
+def test_a_downgrade_whose_append_fails_keeps_the_consumer_group(m: Migration,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The conversion's batch not written (the partition refused it): the group stays a consumer group with its
+    classic members, as Kafka's reverted timeline has it."""
+    leader, follower, _ = m.classic_group()
+    _, new_id, _, _ = m.consumer_join()
+    partition = m.h.coordinator.runtime.partition
+    original = partition.append
+
+    def refuse_the_conversion(records: bytes, flush: bool = False) -> None:
+        if any(r.key == group_metadata_key(GROUP) for r in MemoryRecords(records).records()):
+            raise NotLeaderOrFollowerError("this broker no longer leads __consumer_offsets-0")
+        original(records, flush)
+
+    monkeypatch.setattr(partition, "append", refuse_the_conversion)
+    assert heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, new_id, -1)).error_code == 0
+    described = m.consumer.describe(GROUP)
+    assert described is not None and sorted(described.members) == sorted([leader, follower])
+
+
+def test_an_upgrade_is_written_as_one_batch(m: Migration, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka converts a classic group to a consumer group in one atomic write: the classic group's record (now
+    Empty, keeping the offsets) and the consumer group's records in one batch; when the append fails, neither is
+    written (a reloading coordinator finds the classic group as it was) and the consumer group is not served."""
+    m.classic_group()
+    partition = m.h.coordinator.runtime.partition
+    original = partition.append
+    batches: list[set[bytes]] = []
+
+    def recording(records: bytes, flush: bool = False) -> None:
+        batches.append({bytes(r.key or b"") for r in MemoryRecords(records).records()})
+        original(records, flush)
+
+    monkeypatch.setattr(partition, "append", recording)
+    error, _, _, _ = m.consumer_join()
+    assert error == 0 and m.consumer.is_consumer_group(GROUP)
+    described = m.consumer.describe(GROUP)
+    assert described is not None
+    consumer_keys = set(records.group_records(described))
+    assert len(batches) == 1 and group_metadata_key(GROUP) in batches[0] and consumer_keys <= batches[0]
+
+
+def test_an_upgrade_whose_append_fails_serves_no_consumer_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    m = Migration()
+    try:
+        m.classic_group()
+
+        def refuse(records: bytes, flush: bool = False) -> None:
+            raise NotLeaderOrFollowerError("this broker no longer leads __consumer_offsets-0")
+
+        monkeypatch.setattr(m.h.coordinator.runtime.partition, "append", refuse)
+        error, _, _, _ = m.consumer_join()
+        assert error == NotCoordinatorError.code
+        assert not m.consumer.is_consumer_group(GROUP)
+    finally:
+        monkeypatch.undo()
+        m.h.close()
