@@ -38,6 +38,11 @@ class BrokerConnection:
         self._conn: SecuredSocket | None = None
         self._correlation = 0
 
+    @property
+    def authentications(self) -> int:
+        """How many times the open connection authenticated (re-authentications included; 0: none open)."""
+        return 0 if self._conn is None else self._conn.authentications
+
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()
