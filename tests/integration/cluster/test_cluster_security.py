@@ -8,7 +8,9 @@ PLAIN with the broker's own ``username``/``password`` from the listener's JAAS c
 * the controller's inter-broker endpoint of each broker is its SASL_SSL listener, and replication runs over it:
   ``acks=all`` with ``min.insync.replicas=3`` succeeds and the ISR stays whole;
 * our producer, consumer (its group coordinator found over SASL_SSL) and admin, and confluent-kafka with
-  SCRAM-SHA-256, produce and consume through the SASL_SSL listener.
+  SCRAM-SHA-256, produce and consume through the SASL_SSL listener;
+* SASL_SSL sessions last ``connections.max.reauth.ms`` (short here): the brokers' replica fetchers and our clients
+  re-authenticate (KIP-368) and replication with ``acks=all`` goes on across several lifetimes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from tests.integration.transport.certs import Pki, make_pki
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 BROKER_PASSWORD = "broker-secret"
+REAUTH_MS = 2000
 USER, PASSWORD = "alice", "alice-secret"
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '
         f'password="{BROKER_PASSWORD}" user_broker="{BROKER_PASSWORD}" user_{USER}="{PASSWORD}";')
@@ -47,6 +50,7 @@ def secured_overrides(pki: Pki, keystore: str) -> dict[str, object]:
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(pki.ca),
         "connection.failed.authentication.delay.ms": 0,
+        "listener.name.sasl_ssl.connections.max.reauth.ms": REAUTH_MS,
         "min.insync.replicas": 3,
         "group.initial.rebalance.delay.ms": 0,
     }
@@ -61,8 +65,9 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 def cluster(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MiniCluster]:
     keystore = tmp_path_factory.mktemp("keystore") / "broker.pem"
     keystore.write_text(pki.server_key.read_text() + pki.server_cert.read_text())
+    # INFO: the brokers log each session they close as expired (event=session_expired)
     with MiniCluster(3, overrides=secured_overrides(pki, str(keystore)),
-                     extra_listeners="SASL_SSL://127.0.0.1:0") as c:
+                     extra_listeners="SASL_SSL://127.0.0.1:0", log_level="INFO") as c:
         yield c
 
 
@@ -154,3 +159,25 @@ def test_confluent_kafka_with_scram_through_the_sasl_ssl_listener(cluster: MiniC
         assert message is not None and message.error() is None and message.value() == b"from-confluent"
     finally:
         consumer.close()
+
+
+def test_replication_and_our_clients_go_on_across_several_session_lifetimes(cluster: MiniCluster, pki: Pki) -> None:
+    config = sasl_ssl_config(cluster, pki, 2)
+    topic = f"reauth-{uuid.uuid4().hex[:8]}"
+    with AdminClient(config) as admin:
+        admin.create_topics([NewTopic(topic, 3, 3)], timeout=30)
+    sent = 0
+    logged = {i: len(b.output) for i, b in cluster.brokers.items()}
+    with KafkaProducer({**config, "acks": "all", "linger.ms": 0, "delivery.timeout.ms": 30000}) as producer:
+        until = time.monotonic() + 2.5 * REAUTH_MS / 1000  # the configured bound: several session lifetimes
+        while time.monotonic() < until:
+            producer.send(topic, f"r{sent}".encode()).result(timeout=30)  # on all three replicas each time
+            sent += 1
+            time.sleep(0.05)
+    with AdminClient(config) as admin:
+        described = admin.describe_topics([topic], timeout=30)[topic]
+    assert all(len(p.isr) == 3 for p in described.partitions)
+    assert sent > 10
+    # no session ran out: the replica fetchers (inter-broker, SASL_SSL) and our producer re-authenticated in time
+    expired = [line for i, b in cluster.brokers.items() for line in b.output[logged[i]:] if "event=session_expired" in line]
+    assert expired == []
