@@ -33,9 +33,7 @@ def sasl_bootstrap(cluster: MiniCluster, broker_id: int) -> str:
 
 
 def authenticates(bootstrap: str, user: str, password: str, mechanism: str) -> bool:
-    """A full SCRAM exchange with that one broker (a cluster broker advertises only its PLAINTEXT listener, so a
-    client bootstrapping from the SASL one would go on to PLAINTEXT ports): True when it accepts the proof and
-    its signature verifies."""
+    """A full SCRAM exchange with that one broker: True when it accepts the proof and its signature verifies."""
     scram = ScramMechanism.for_mechanism_name(mechanism)
     assert scram is not None
     client = RawClient(int(bootstrap.rsplit(":", 1)[1]))
