@@ -5,7 +5,6 @@ controller's image is persisted), and a deletion through another broker ends it 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,7 @@ EXTRA = "SASL_PLAINTEXT://127.0.0.1:0"
 
 
 def sasl_bootstrap(cluster: MiniCluster, broker_id: int) -> str:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = cluster.brokers[broker_id].listener_bootstrap("SASL_PLAINTEXT")
-        if found is not None:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"broker {broker_id} printed no SASL_PLAINTEXT listener")
+    return cluster.listener_bootstrap(broker_id, "SASL_PLAINTEXT")
 
 
 def authenticates(bootstrap: str, user: str, password: str, mechanism: str) -> bool:

@@ -72,13 +72,7 @@ def cluster(pki: Pki, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mini
 
 
 def listener_port(cluster: MiniCluster, broker_id: int, listener: str) -> int:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = cluster.brokers[broker_id].listener_bootstrap(listener)
-        if found is not None:
-            return int(found.rsplit(":", 1)[1])
-        time.sleep(0.1)
-    raise AssertionError(f"broker {broker_id} printed no {listener} listener")
+    return int(cluster.listener_bootstrap(broker_id, listener).rsplit(":", 1)[1])
 
 
 def sasl_ssl_config(cluster: MiniCluster, pki: Pki, broker_id: int = 1, mechanism: str = "PLAIN") -> dict[str, object]:
