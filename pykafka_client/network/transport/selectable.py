@@ -117,13 +117,13 @@ class Selectable(Protocol):
         """True once the channel is connected and authenticated."""
         ...
 
-    def reauthentication_delay_ms(self, now_ms: int) -> int | None:
+    def reauthentication_delay_ms(self) -> int | None:
         """Milliseconds until the first SASL session is due for re-authentication (KIP-368; 0: one is due now;
-        None: none to re-authenticate)."""
+        None: none to re-authenticate), by the selector's own clock."""
         ...
 
-    def reauthentications_due(self, now_ms: int) -> list[str]:
-        """The ready channels whose SASL session is due for re-authentication."""
+    def reauthentications_due(self) -> list[str]:
+        """The ready channels whose SASL session is due for re-authentication now."""
         ...
 
     def begin_reauthentication(self, connection_id: str) -> None:

@@ -578,14 +578,15 @@ class Selector:
             share = REAUTH_MIN_SHARE + (REAUTH_MAX_SHARE - REAUTH_MIN_SHARE) * self._reauth_rng.random()
             self._reauth_at_ms[channel.id] = now_ns // 1_000_000 + int(auth.session_lifetime_ms * share)
 
-    def reauthentication_delay_ms(self, now_ms: int) -> int | None:
+    def reauthentication_delay_ms(self) -> int | None:
         if not self._reauth_at_ms:
             return None
-        return max(0, min(self._reauth_at_ms.values()) - now_ms)
+        return max(0, min(self._reauth_at_ms.values()) - self._time.nanoseconds() // 1_000_000)
 
-    def reauthentications_due(self, now_ms: int) -> list[str]:
+    def reauthentications_due(self) -> list[str]:
         if not self._reauth_at_ms:
             return []
+        now_ms = self._time.nanoseconds() // 1_000_000
         return [cid for cid, at in self._reauth_at_ms.items() if at <= now_ms and self.is_channel_ready(cid)]
 
     def begin_reauthentication(self, connection_id: str) -> None:

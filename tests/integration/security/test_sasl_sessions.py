@@ -13,6 +13,7 @@ import pytest
 
 from mini_broker.broker import MiniBroker
 from mini_broker.network.request_channel import Request
+from mini_broker.security.sasl_authenticator import SaslServerSession
 from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer
 from pykafka_client.errors import IllegalSaslStateError, SaslAuthenticationError, UnsupportedSaslMechanismError
 from pykafka_client.network.transport.sasl import wire
@@ -183,10 +184,18 @@ def connection_ids(session_broker: MiniBroker) -> Iterator[list[str]]:
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
 def test_our_clients_reauthenticate_on_the_same_connection(session_broker: MiniBroker, connection_ids: list[str],
-                                                           mechanism: str) -> None:
+                                                           mechanism: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """KIP-368 on our client's side: before the session lifetime the broker answered ends, the producer and the
     consumer authenticate again on the connections they have, so the broker never closes them as expired and no
     new connection is opened: the requests after several lifetimes come on the connections of the first ones."""
+    reauthentications: list[str] = []
+    original = SaslServerSession.begin_reauthentication
+
+    def counted(session: SaslServerSession, payload: bytes) -> None:
+        reauthentications.append(mechanism)
+        original(session, payload)
+
+    monkeypatch.setattr(SaslServerSession, "begin_reauthentication", counted)
     config = client_config(session_broker, None, "SASL_PLAINTEXT", mechanism)  # type: ignore[arg-type]
     topic = f"reauth-{mechanism.lower()}"
     with KafkaProducer({**config, "linger.ms": 0}) as producer, \
@@ -213,3 +222,5 @@ def test_our_clients_reauthenticate_on_the_same_connection(session_broker: MiniB
         assert got == [b"before"] + [b"during"] * sent + [b"after"]
         after = set(connection_ids) - before
     assert after == set(), f"new connections after the session lifetime: {sorted(after)} (before: {sorted(before)})"
+    # each connection once per 85-95% of a lifetime: a handful of connections, a few lifetimes
+    assert 1 <= len(reauthentications) <= 10 * len(before)
