@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
@@ -119,7 +120,8 @@ def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
     if live:
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=i, host=h, port=p, rack=None) for i, h, p in live]
         controller_id = live[0][0]  # any live broker forwards controller requests
-        _hide_leaders_without_listener(apis, topics, {i for i, _, _ in live}, version)
+        hide_leaders_without_listener(topics, {i for i, _, _ in live}, broker.replica_manager.replication.broker_registered,
+                                      version)
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=brokers,
@@ -131,17 +133,16 @@ def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
     )
 
 
-def _hide_leaders_without_listener(apis: KafkaApis, topics: list[Topic], reachable: set[int], version: int) -> None:
-    """A cluster's partition whose leader has no endpoint on the request's listener has no leader for this client
-    (Kafka): LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before) when the leader is a registered broker,
-    LEADER_NOT_AVAILABLE when it is not."""
-    replication = apis.broker.replica_manager.replication
+def hide_leaders_without_listener(topics: list[Topic], reachable: set[int], registered: Callable[[int], bool],
+                                  version: int) -> None:
+    """A cluster's partition whose leader is not ``reachable`` (no endpoint on the request's listener) has no
+    leader for this client (Kafka): LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before) when the leader is a
+    ``registered`` broker, LEADER_NOT_AVAILABLE when it is not."""
     for topic in topics:
         for part in topic.partitions:
             if part.leader_id < 0 or part.leader_id in reachable:
                 continue
-            registered = replication.broker_registered(part.leader_id)
-            part.error_code = (ListenerNotFoundError.code if registered and version >= 6
+            part.error_code = (ListenerNotFoundError.code if registered(part.leader_id) and version >= 6
                                else LeaderNotAvailableError.code)
             part.leader_id = -1
 
