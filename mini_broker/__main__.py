@@ -11,6 +11,9 @@ localhost/127.0.0.1 (``DIR/broker.pem``, for ``ssl.keystore.location``), prints 
 
 ``--cluster N`` runs a controller in this process and N brokers, each its own process with its own port
 (the listener's port, then the next ones) and ``DIR/broker-<id>``; see :mod:`mini_broker.cluster.mini_cluster`.
+Further listeners after the first PLAINTEXT one (``--listeners PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9192``)
+are every broker's, numbered the same way, with their ``--override`` settings (``inter.broker.listener.name``,
+``listener.name.<l>.*``) applying to every broker.
 
 Prints ``mini_broker listening on PLAINTEXT://HOST:PORT`` (one line per listener, with the bound port when
 the configured one is 0) once it accepts connections. On SIGTERM/SIGINT it shuts down cleanly (logs flushed,
@@ -27,7 +30,7 @@ import threading
 from types import FrameType
 
 from mini_broker.broker import MiniBroker, default_cli_data_dir
-from mini_broker.config import load_properties
+from mini_broker.config import load_properties, parse_listener
 from pykafka_client.errors import ConfigurationError
 
 
@@ -127,12 +130,23 @@ def _run_cluster(args: argparse.Namespace, props: dict[str, object], data_dir: s
                  stop: threading.Event) -> int:
     from mini_broker.cluster.mini_cluster import MiniCluster
 
-    listeners = str(props.pop("listeners", "PLAINTEXT://127.0.0.1:9092"))
-    base_port = int(listeners.rsplit(":", 1)[1])
+    listeners = props.pop("listeners", "PLAINTEXT://127.0.0.1:9092")
+    specs = [str(s).strip() for s in (listeners if isinstance(listeners, list) else str(listeners).split(","))
+             if str(s).strip()]
+    try:
+        endpoints = [parse_listener("listeners", spec) for spec in specs]
+    except ConfigurationError as e:
+        print(f"mini_broker: {e}", file=sys.stderr)
+        return 1
+    # the first listener is the brokers' PLAINTEXT one; each further listener (SSL, SASL_SSL, ...) is every
+    # broker's too; a fixed port is the first broker's, the next brokers take the next ports
+    base_port = endpoints[0].port
     ports = [base_port + i if base_port else 0 for i in range(args.cluster)]
+    extras = [",".join(ep.connection_string(ep.port + i if ep.port else 0) for ep in endpoints[1:])
+              for i in range(args.cluster)]
     cluster = MiniCluster(args.cluster, data_dir=data_dir, overrides={k: str(v) for k, v in props.items()},
                           log_level=str(args.log_level).upper(),
-                          ports=None if base_port == 0 else ports)
+                          ports=None if base_port == 0 else ports, extra_listeners=extras)
     try:
         cluster.start()
     except (OSError, RuntimeError) as e:
@@ -142,6 +156,9 @@ def _run_cluster(args: argparse.Namespace, props: dict[str, object], data_dir: s
     print(f"mini_broker controller on {cluster.controller.address}", flush=True)
     for b in cluster.brokers.values():
         print(f"mini_broker broker {b.broker_id} listening on PLAINTEXT://{b.bootstrap}", flush=True)
+        for ep in endpoints[1:]:
+            print(f"mini_broker broker {b.broker_id} listening on {ep.listener_name}://"
+                  f"{cluster.listener_bootstrap(b.broker_id, ep.listener_name)}", flush=True)
     print(f"mini_broker cluster bootstrap servers {cluster.bootstrap_servers}", flush=True)
     while not stop.wait(0.5):
         pass

@@ -233,6 +233,22 @@ class KafkaConfig:
         return [parse_listener("advertised.listeners", s) for s in specs]
 
     @property
+    def inter_broker_listener_name(self) -> str:
+        """The listener brokers connect to each other on: ``inter.broker.listener.name``, else the listener named
+        by ``security.inter.broker.protocol`` when set; else (mini_broker's default) the PLAINTEXT listener when
+        there is one, or the first advertised listener."""
+        name = self._values["inter.broker.listener.name"]
+        if name:
+            if self.is_set("security.inter.broker.protocol"):
+                raise ConfigurationError("inter.broker.listener.name and security.inter.broker.protocol are both set; "
+                                         "set only one of them (inter.broker.listener.name names any listener)")
+            return str(name).upper()
+        if self.is_set("security.inter.broker.protocol"):
+            return str(self._values["security.inter.broker.protocol"]).upper()
+        names = [ep.listener_name.upper() for ep in self.advertised_listeners]
+        return "PLAINTEXT" if "PLAINTEXT" in names or not names else names[0]
+
+    @property
     def log_dirs(self) -> list[str]:
         dirs = self._values["log.dirs"]
         if dirs:

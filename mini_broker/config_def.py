@@ -72,7 +72,12 @@ _k("listeners", LIST, ["PLAINTEXT://127.0.0.1:9092"])
 _k("advertised.listeners", LIST, None)
 _k("listener.security.protocol.map", STR,
    "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT")
-_k("inter.broker.listener.name", STR, None)
+_k("inter.broker.listener.name", STR, None,
+   doc="the listener the brokers of a cluster use to reach each other (replica fetching, transaction markers)")
+_k("security.inter.broker.protocol", STR, "PLAINTEXT",
+   doc="the inter-broker listener's name when inter.broker.listener.name is not set (only one of them may be)")
+_k("sasl.mechanism.inter.broker.protocol", STR, "GSSAPI",
+   doc="the SASL mechanism a broker authenticates with on a SASL inter-broker listener (PLAIN, SCRAM-SHA-256/512)")
 _k("process.roles", LIST, [])
 _k("controller.listener.names", STR, None)
 _k("controller.quorum.voters", LIST, [])
@@ -235,6 +240,8 @@ _k("ssl.truststore.password", PASSWORD, None)
 _k("ssl.truststore.certificates", PASSWORD, None)
 _k("ssl.client.auth", STR, "none")
 _k("ssl.principal.mapping.rules", STR, "DEFAULT")
+_k("ssl.endpoint.identification.algorithm", STR, "https",
+   doc="inter-broker TLS: https verifies the other broker's host name against its certificate; empty turns it off")
 _k("ssl.enabled.protocols", LIST, ["TLSv1.2", "TLSv1.3"])
 _k("ssl.cipher.suites", LIST, [])
 

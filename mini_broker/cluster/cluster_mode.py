@@ -15,11 +15,13 @@ from mini_broker.config import KafkaConfig
 from mini_broker.group.group_coordinator import GroupCoordinator
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.producer_state.producer_id_manager import ControllerProducerIdManager, ProducerIdManager
+from mini_broker.security.inter_broker import InterBrokerSecurity
 from mini_broker.server.context import BrokerContext, BrokerEndPoint
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.server.replica_manager import ReplicaManager
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
+from pykafka_client.errors import ConfigurationError
 from pykafka_client.utils.time import Time
 
 
@@ -36,6 +38,8 @@ class ClusterMode:
         self.replication = ClusterReplication(replica_manager, metadata_cache, config.node_id, controller_address,
                                               data_dir, time)
         replica_manager.replication = self.replication
+        security = InterBrokerSecurity.from_config(config, time)
+        self.replication.inter_broker_security = security if security.secured else None
         self._coordinator_partitions: CoordinatorPartitions | None = None
 
     def coordinator_data_dir(self, data_dir: str) -> str | None:
@@ -67,7 +71,19 @@ class ClusterMode:
         context.txn_marker_writer = ClusterTxnMarkerWriter(context, self.replication, gate)
 
     def start(self, endpoints: list[BrokerEndPoint]) -> None:
-        self.replication.register(endpoints[0].host, endpoints[0].port)
+        """Register every advertised listener with the controller (Kafka: BrokerRegistration's listeners), the
+        inter-broker one as the endpoint the other brokers connect to."""
+        inter = self._config.inter_broker_listener_name
+        inter_broker = next((ep for ep in endpoints if ep.listener_name.upper() == inter), None)
+        if inter_broker is None:
+            raise ConfigurationError(
+                f"the inter-broker listener {inter} is not among the advertised listeners "
+                f"({', '.join(ep.listener_name for ep in endpoints)}); set inter.broker.listener.name (or "
+                "security.inter.broker.protocol) to one of them, or add that listener")
+        listeners = [{"name": ep.listener_name, "host": ep.host, "port": ep.port,
+                      "security_protocol": self._config.listener_security_protocol(ep.listener_name)}
+                     for ep in endpoints]
+        self.replication.register(inter_broker.host, inter_broker.port, listeners)
         self.replication.start()
 
     def controlled_shutdown(self) -> None:

@@ -134,7 +134,10 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
     """One controller request -> its reply (raises KafkaError)."""
     op = req["op"]
     if op == "register":
-        epoch = s.register_broker(int(req["broker_id"]), str(req["host"]), int(req["port"]))
+        listeners = [{"name": str(ep["name"]), "host": str(ep["host"]), "port": int(ep["port"]),
+                      "security_protocol": str(ep.get("security_protocol", ep["name"]))}
+                     for ep in req.get("listeners", [])]
+        epoch = s.register_broker(int(req["broker_id"]), str(req["host"]), int(req["port"]), listeners)
         log.info("event=broker_registered broker_id=%s broker_epoch=%d", req["broker_id"], epoch)
         return {"broker_epoch": epoch, "image": s.image()}
     if op == "heartbeat":

@@ -73,6 +73,9 @@ class BrokerRegistration:
     last_heartbeat_ms: int = 0
     #: the image version the broker reported in its last heartbeat (what it has applied)
     metadata_version: int = -1
+    #: every listener of the broker, ``{"name", "host", "port", "security_protocol"}`` (Kafka: BrokerRegistration's
+    #: listeners); ``host``/``port`` above are the inter-broker listener's
+    listeners: list[dict[str, Any]] = field(default_factory=list)
 
 
 def elect_leader(reg: PartitionRegistration, alive: set[int], unclean: bool) -> tuple[int, list[int]]:
@@ -125,7 +128,8 @@ class ControllerState:
         for b in image.get("brokers", []):
             # after a controller restart every broker must heartbeat again before its session is trusted
             self.brokers[int(b["broker_id"])] = BrokerRegistration(int(b["broker_id"]), b["host"], int(b["port"]),
-                                                                   int(b["broker_epoch"]), bool(b["fenced"]), now)
+                                                                   int(b["broker_epoch"]), bool(b["fenced"]), now,
+                                                                   listeners=list(b.get("listeners", [])))
         for t in image.get("topics", []):
             parts = [PartitionRegistration(list(p["replicas"]), list(p["isr"]), int(p["leader"]), int(p["leader_epoch"]),
                                            int(p["partition_epoch"])) for p in t["partitions"]]
@@ -185,15 +189,18 @@ class ControllerState:
     def alive(self) -> set[int]:
         return {b.broker_id for b in self.brokers.values() if not b.fenced}
 
-    def register_broker(self, broker_id: int, host: str, port: int) -> int:
-        """Register (or re-register after a restart) and unfence; returns the new broker epoch."""
+    def register_broker(self, broker_id: int, host: str, port: int,
+                        listeners: list[dict[str, Any]] | None = None) -> int:
+        """Register (or re-register after a restart) and unfence; returns the new broker epoch. ``host``/``port``:
+        the inter-broker endpoint; ``listeners``: every listener's (see :class:`BrokerRegistration`)."""
         with self._lock:
             old = self.brokers.get(broker_id)
             if old is not None and not old.fenced:
                 self._fence(old)
             epoch = self.next_broker_epoch
             self.next_broker_epoch += 1
-            self.brokers[broker_id] = BrokerRegistration(broker_id, host, port, epoch, False, self.time.milliseconds())
+            self.brokers[broker_id] = BrokerRegistration(broker_id, host, port, epoch, False, self.time.milliseconds(),
+                                                         listeners=list(listeners or []))
             self._elect_offline_partitions()
             self._changed()
             return epoch

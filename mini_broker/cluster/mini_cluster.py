@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 
 from mini_broker.cluster.controller import Controller
@@ -188,7 +188,7 @@ class MiniCluster:
 
     def __init__(self, num_brokers: int = 3, *, data_dir: str | None = None,
                  overrides: Mapping[str, object] | None = None, log_level: str = "WARNING",
-                 ports: list[int] | None = None, extra_listeners: str = "") -> None:
+                 ports: list[int] | None = None, extra_listeners: str | Sequence[str] = "") -> None:
         if num_brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.num_brokers = num_brokers
@@ -202,7 +202,8 @@ class MiniCluster:
         self.log_level = log_level
         self.cluster_id = "mini-cluster-" + os.path.basename(os.path.normpath(self.data_dir))[-12:].replace("_", "-")
         self._ports = ports
-        #: listeners each broker has besides its PLAINTEXT one (e.g. ``SASL_PLAINTEXT://127.0.0.1:0``)
+        #: listeners each broker has besides its PLAINTEXT one (e.g. ``SASL_PLAINTEXT://127.0.0.1:0``); a sequence
+        #: gives each broker its own (index: broker id), e.g. fixed ports
         self.extra_listeners = extra_listeners
         self.controller: Controller | None = None
         self.brokers: dict[int, BrokerProcess] = {}
@@ -222,7 +223,8 @@ class MiniCluster:
                 props.update({"node.id": str(i), "controller.quorum.bootstrap.servers": self.controller.address,
                               "cluster.id": self.controller.state.cluster_id})
                 b = BrokerProcess(i, os.path.join(self.data_dir, f"broker-{i}"), port, props, self.log_level,
-                                  self.extra_listeners)
+                                  self.extra_listeners if isinstance(self.extra_listeners, str)
+                                  else self.extra_listeners[i])
                 self.brokers[i] = b
                 b.spawn()  # all at once: the interpreters start in parallel
             for b in self.brokers.values():
@@ -300,6 +302,20 @@ class MiniCluster:
     @property
     def bootstrap_servers(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def listener_bootstrap(self, broker_id: int, listener_name: str, timeout: float = 30.0) -> str:
+        """``host:port`` of one of a broker's further listeners (``extra_listeners``), once its process printed
+        it; RuntimeError naming the listener when it did not within ``timeout`` seconds."""
+        b = self.brokers[broker_id]
+        deadline = time.monotonic() + timeout
+        while True:
+            found = b.listener_bootstrap(listener_name)
+            if found is not None:
+                return found
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"broker {broker_id} printed no {listener_name} listener within {timeout} s; "
+                                   f"is it among the cluster's extra_listeners ({self.extra_listeners!r})?")
+            time.sleep(0.05)
 
     def kill(self, broker_id: int) -> None:
         """SIGKILL the broker's process (no clean shutdown; the controller fences it after the session timeout)."""

@@ -107,7 +107,7 @@ class ReplicaFetcherThread:
         self._wakeup = threading.Event()
         self._stop = threading.Event()
         self._conn = BrokerConnection(lambda: cluster.broker_endpoint(leader_id),
-                                      f"broker-{cluster.broker_id}-fetcher")
+                                      f"broker-{cluster.broker_id}-fetcher", cluster.inter_broker_security)
         config = cluster.rm.config
         self.max_wait_ms = config.get_int("replica.fetch.wait.max.ms")
         self.max_bytes = config.get_int("replica.fetch.max.bytes")

@@ -40,6 +40,7 @@ from mini_broker.log.checkpoint import OffsetCheckpointFile
 from mini_broker.log.fetch_data_info import LogAppendInfo
 from mini_broker.log.unified_log import AppendOrigin, Log
 from mini_broker.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from mini_broker.security.inter_broker import InterBrokerSecurity
 from mini_broker.server.coordinator_lookup import (
     INTERNAL_TOPIC_OF_KEY_TYPE,
     TRANSACTION_KEY_TYPE,
@@ -108,21 +109,30 @@ class ClusterReplication:
             "DeleteRecords", broker_id=broker_id, time=time)
         self._host = ""
         self._port = -1
+        #: TLS and SASL of the connections to the other brokers' inter-broker listener (None: plain TCP)
+        self.inter_broker_security: InterBrokerSecurity | None = None
+        self._listeners: list[dict[str, Any]] = []
         #: told (tp, leader epoch, log) when this broker becomes a partition's leader and (tp, epoch, None) when
         #: it stops leading it (the coordinators follow their internal partitions; see coordinator_partitions)
         self.leadership_listener: Callable[[TopicPartition, int, Log | None], None] | None = None
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
-    def register(self, host: str, port: int, timeout_s: float = 60.0) -> None:
-        """Register with the controller (retrying while it is unreachable) and apply its image."""
+    def register(self, host: str, port: int, listeners: list[dict[str, Any]] | None = None,
+                 timeout_s: float = 60.0) -> None:
+        """Register with the controller (retrying while it is unreachable) and apply its image. ``host``/``port``:
+        the inter-broker listener's endpoint; ``listeners``: every advertised listener (``name``, ``host``,
+        ``port``, ``security_protocol``), which Metadata answers pick from by the listener a request came in on."""
         self._host, self._port = host, port
+        if listeners is not None:
+            self._listeners = list(listeners)
         if self.fetchers is None:
             self.fetchers = ReplicaFetcherManager(self)
         deadline = _time.monotonic() + timeout_s
         while True:
             try:
-                reply = self.channel.call({"op": "register", "broker_id": self.broker_id, "host": host, "port": port})
+                reply = self.channel.call({"op": "register", "broker_id": self.broker_id, "host": host, "port": port,
+                                           "listeners": self._listeners})
                 break
             except OSError as e:
                 if _time.monotonic() > deadline:
@@ -175,7 +185,7 @@ class ClusterReplication:
                 log.warning("event=broker_fenced broker_id=%d msg=\"the controller fenced this broker; "
                             "registering again\"", self.broker_id)
                 try:
-                    self.register(self._host, self._port, timeout_s=self.heartbeat_interval_s * 5)
+                    self.register(self._host, self._port, None, timeout_s=self.heartbeat_interval_s * 5)
                 except (OSError, KafkaError) as e:
                     log.warning("event=register_failed error=%r", e)
             except (OSError, KafkaError, ValueError) as e:
@@ -341,8 +351,11 @@ class ClusterReplication:
                                 respond: Callable[[int, int], None]) -> None:
         self.delete_records(tp, timeout_ms, respond)
 
-    def live_brokers(self) -> list[tuple[int, str, int]]:
-        return self.cache.live_brokers()
+    def live_brokers(self, listener_name: str) -> list[tuple[int, str, int]]:
+        return self.cache.live_brokers(listener_name)
+
+    def broker_registered(self, broker_id: int) -> bool:
+        return self.cache.broker_registered(broker_id)
 
     def partition_replicas(self, md: TopicMetadata, partition: int) -> PartitionReplicas:
         reg = self.cache.partition_registration(md.name, partition)
@@ -362,11 +375,11 @@ class ClusterReplication:
     def check_replication_factor(self, replication_factor: int) -> None:
         return None  # the controller checks it against the registered brokers
 
-    def find_coordinator(self, key_type: int, key: str,
-                         internal_topic: Callable[[int], tuple[int, dict[str, str]]]) -> CoordinatorLookup | None:
+    def find_coordinator(self, key_type: int, key: str, internal_topic: Callable[[int], tuple[int, dict[str, str]]],
+                         listener_name: str | None = None) -> CoordinatorLookup | None:
         """The live leader of the key's internal topic partition; the first lookup creates the internal topic
         (Kafka: auto-creation on FindCoordinator)."""
-        found = coordinator_for(self.cache, key_type, key)
+        found = coordinator_for(self.cache, key_type, key, listener_name)
         if found.error_code == CoordinatorNotAvailableError.code and found.partition < 0:
             topic = INTERNAL_TOPIC_OF_KEY_TYPE[key_type]
             rf, configs = internal_topic(key_type)
@@ -374,7 +387,7 @@ class ClusterReplication:
                 self.create_internal_topic(topic, rf, configs)
             except KafkaError as e:
                 return CoordinatorLookup(CoordinatorNotAvailableError.code, f"creating {topic} failed ({e}); retry")
-            found = coordinator_for(self.cache, key_type, key)
+            found = coordinator_for(self.cache, key_type, key, listener_name)
         return found
 
     def remote_transaction_coordinator(self, transactional_id: str) -> int | None:

@@ -131,7 +131,8 @@ class ClusterTxnMarkerWriter:
         def send_remote() -> None:
             remote: list[WriteTxnMarkersResponse] = []
             for dest, req in parts.items():
-                conn = BrokerConnection(self._endpoint_of(dest), f"broker-{self._cluster.broker_id}-txn-markers")
+                conn = BrokerConnection(self._endpoint_of(dest), f"broker-{self._cluster.broker_id}-txn-markers",
+                                        self._cluster.inter_broker_security)
                 try:
                     # the leader answers once its ISR has the markers (at most MARKER_APPEND_TIMEOUT_MS)
                     resp = conn.send_and_receive(req, WRITE_TXN_MARKERS_VERSION, MARKER_APPEND_TIMEOUT_MS / 1000 + 30)

@@ -107,7 +107,7 @@ class _Sender:
         self._queue: list[Verification] = []
         self._stopped = False
         self._conn = BrokerConnection(lambda: cluster.broker_endpoint(broker_id),
-                                      f"broker-{cluster.broker_id}-txn-verification")
+                                      f"broker-{cluster.broker_id}-txn-verification", cluster.inter_broker_security)
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name=f"txn-verification-{cluster.broker_id}-{broker_id}")
         self._thread.start()

@@ -30,6 +30,7 @@ from mini_broker.network.request_channel import (
     SendResponse,
     StartThrottlingResponse,
 )
+from mini_broker.security.principal_mapping import NoMatchingRuleError
 from mini_broker.security.sasl_authenticator import DelayedAuthFailures, SaslServerSession
 from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
@@ -360,7 +361,12 @@ class Processor:
         if channel is None:  # closed under us (its disconnect is reported): nobody to answer
             self._close(cid, "channel_closed")
             return
-        request.context.principal = conn.principal if conn.principal is not None else self._principal(conn, channel)
+        try:
+            request.context.principal = conn.principal if conn.principal is not None else self._principal(conn, channel)
+        except NoMatchingRuleError as e:
+            log.info("event=principal_not_mapped connection=%s listener=%s error=%s", cid, self.listener.listener_name, e)
+            self._close(cid, "principal_not_mapped")
+            return
         self.selector.mute(cid)
         channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
         if request.context.api_key in self._inline_api_keys:

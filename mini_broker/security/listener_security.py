@@ -87,6 +87,13 @@ def _write_pem(directory: str, name: str, text: str) -> str:
 
 def server_ssl_context(config: KafkaConfig, listener: str) -> ssl.SSLContext:
     """The TLS context of a listener; ConfigurationError naming the key when the material is missing or bad."""
+    return listener_ssl_context(config, listener, server_side=True)
+
+
+def listener_ssl_context(config: KafkaConfig, listener: str, *, server_side: bool) -> ssl.SSLContext:
+    """The TLS context of a listener's server side, or of this broker's connections to that listener of the other
+    brokers (client side: the same trust store and key store, the key store as the client certificate, the other
+    broker's host name verified as ``ssl.endpoint.identification.algorithm`` says)."""
     prefix = f"listener.name.{listener.lower()}."
     for key in ("ssl.keystore.type", "ssl.truststore.type"):
         store_type = _text(config, listener, key)
@@ -107,7 +114,11 @@ def server_ssl_context(config: KafkaConfig, listener: str) -> ssl.SSLContext:
     if chain is not None and "ssl.keystore.location" in settings:
         raise ConfigurationError(f"listener {listener}: set ssl.keystore.location or the inline "
                                  "ssl.keystore.certificate.chain / ssl.keystore.key, not both")
-    if chain is None and "ssl.keystore.location" not in settings:
+    if not server_side:
+        settings.pop("ssl.client.auth", None)
+        settings["ssl.endpoint.identification.algorithm"] = _text(config, listener,
+                                                                  "ssl.endpoint.identification.algorithm") or ""
+    if server_side and chain is None and "ssl.keystore.location" not in settings:
         raise ConfigurationError(f"listener {listener} uses TLS but has no key: set {prefix}ssl.keystore.location "
                                  "(PEM with the certificate chain and the key) or ssl.keystore.certificate.chain and "
                                  "ssl.keystore.key")
@@ -120,7 +131,7 @@ def server_ssl_context(config: KafkaConfig, listener: str) -> ssl.SSLContext:
                 raise ConfigurationError(f"listener {listener}: set ssl.truststore.location or "
                                          "ssl.truststore.certificates, not both")
             settings["ssl.truststore.location"] = _write_pem(scratch, "truststore", trusted)
-        return create_ssl_context(settings, server_side=True)
+        return create_ssl_context(settings, server_side=server_side)
 
 
 def sasl_mechanisms(config: KafkaConfig, listener: str, security: BrokerSecurity) -> dict[str, SaslServerMechanismFactory]:

@@ -2,7 +2,8 @@
 
 Rules are comma or newline separated, tried in order; the first that matches the whole DN gives the name.
 ``RULE:<regex>/<replacement>/[L|U]`` (``$1`` refers to a group; ``L``/``U`` lower/upper cases the result),
-``DEFAULT`` keeps the DN as it is. A DN no rule matches is kept as it is."""
+``DEFAULT`` keeps the DN as it is. A DN no rule matches has no principal: :class:`NoMatchingRuleError`, and the
+broker closes the connection (Kafka's ``NoMatchingRule``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ from dataclasses import dataclass
 from pykafka_client.errors import ConfigurationError
 
 _RULE = re.compile(r"\s*(?:(DEFAULT)|RULE:((?:\\/|[^/])*)/((?:\\/|[^/])*)/([LU]?))\s*(?:[,\n]|$)")
+
+
+class NoMatchingRuleError(ValueError):
+    """A TLS client's DN matches none of the ``ssl.principal.mapping.rules``."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +62,10 @@ class SslPrincipalMapper:
             self._rules.append(_Rule(None, "", ""))
 
     def principal_name(self, dn: str) -> str:
+        """The principal name of ``dn``; NoMatchingRuleError when no rule matches it."""
         for rule in self._rules:
             name = rule.apply(dn)
             if name is not None:
                 return name
-        return dn
+        raise NoMatchingRuleError(f"ssl.principal.mapping.rules: no rule matches the client certificate's DN {dn!r}; "
+                                  "add a rule for it or end the rules with DEFAULT")

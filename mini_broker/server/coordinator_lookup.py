@@ -54,10 +54,12 @@ class CoordinatorLookup:
     partition: int = -1
 
 
-def coordinator_for(cache: MetadataCache, key_type: int, key: str) -> CoordinatorLookup:
-    """The broker coordinating ``key`` on a cluster: the live leader of its internal topic partition.
-    COORDINATOR_NOT_AVAILABLE when the topic does not exist (the caller creates it) or the partition has no
-    live leader; INVALID_REQUEST for an unknown key type."""
+def coordinator_for(cache: MetadataCache, key_type: int, key: str,
+                    listener_name: str | None = None) -> CoordinatorLookup:
+    """The broker coordinating ``key`` on a cluster: the live leader of its internal topic partition, with its
+    endpoint on ``listener_name`` (the listener the request came in on; None: the inter-broker one).
+    COORDINATOR_NOT_AVAILABLE when the topic does not exist (the caller creates it), the partition has no live
+    leader or the leader has no such listener (Kafka); INVALID_REQUEST for an unknown key type."""
     topic = INTERNAL_TOPIC_OF_KEY_TYPE.get(key_type)
     if topic is None:
         return CoordinatorLookup(InvalidRequestError.code, f"Unknown coordinator key type {key_type}")
@@ -67,7 +69,7 @@ def coordinator_for(cache: MetadataCache, key_type: int, key: str) -> Coordinato
     partition = partition_for(key, md.num_partitions)
     reg = cache.partition_registration(topic, partition)
     leader = -1 if reg is None else int(reg["leader"])
-    endpoint = None if leader < 0 else cache.live_broker_endpoint(leader)
+    endpoint = None if leader < 0 else cache.live_broker_endpoint(leader, listener_name)
     if endpoint is None:
         return CoordinatorLookup(CoordinatorNotAvailableError.code,
                                  f"{topic}-{partition} has no live leader (a failover is in progress); retry",

@@ -170,21 +170,35 @@ class MetadataCache:
         with self._lock:
             return self._partitions.get((topic, partition))  # only a controller's image registers partitions
 
-    def live_brokers(self) -> list[tuple[int, str, int]]:
-        """(id, host, port) of the unfenced brokers (cluster only)."""
+    def live_brokers(self, listener_name: str | None = None) -> list[tuple[int, str, int]]:
+        """(id, host, port) of the unfenced brokers (cluster only): their endpoints on ``listener_name``, brokers
+        without that listener left out (Kafka: a client sees only the listener it connected to); None: the
+        inter-broker endpoint each registered."""
         with self._lock:
-            return [(i, str(b["host"]), int(b["port"])) for i, b in sorted(self._brokers.items()) if not b["fenced"]]
+            out = []
+            for i, b in sorted(self._brokers.items()):
+                ep = None if b["fenced"] else _listener_endpoint(b, listener_name)
+                if ep is not None:
+                    out.append((i, ep[0], ep[1]))
+            return out
 
-    def live_broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
-        """(host, port) of ``broker_id`` when it is registered and unfenced (cluster only)."""
+    def live_broker_endpoint(self, broker_id: int, listener_name: str | None = None) -> tuple[str, int] | None:
+        """(host, port) of ``broker_id`` on ``listener_name`` (None: its inter-broker endpoint) when it is
+        registered, unfenced and has that listener (cluster only)."""
         with self._lock:
             b = self._brokers.get(broker_id)
-            return None if b is None or b["fenced"] else (str(b["host"]), int(b["port"]))
+            return None if b is None or b["fenced"] else _listener_endpoint(b, listener_name)
 
-    def broker_endpoint(self, broker_id: int) -> tuple[str, int] | None:
+    def broker_endpoint(self, broker_id: int, listener_name: str | None = None) -> tuple[str, int] | None:
+        """(host, port) of a registered broker on ``listener_name`` (None: its inter-broker endpoint)."""
         with self._lock:
             b = self._brokers.get(broker_id)
-            return None if b is None else (str(b["host"]), int(b["port"]))
+            return None if b is None else _listener_endpoint(b, listener_name)
+
+    def broker_registered(self, broker_id: int) -> bool:
+        """Whether the controller's image has ``broker_id`` (fenced or not; cluster only)."""
+        with self._lock:
+            return broker_id in self._brokers
 
     # --- reads ------------------------------------------------------------------------------------
 
@@ -276,3 +290,17 @@ class MetadataCache:
             self._topics[name] = new
             self._persist()
             return new
+
+
+def _listener_endpoint(registration: dict[str, Any], listener_name: str | None) -> tuple[str, int] | None:
+    """A broker registration's endpoint on ``listener_name`` (matched case-insensitively), None when it has no
+    such listener; ``listener_name`` None, or a registration without a listener list (an image written before
+    brokers registered their listeners): the registered inter-broker host and port."""
+    listeners = registration.get("listeners")
+    if listener_name is None or not listeners:
+        return str(registration["host"]), int(registration["port"])
+    wanted = listener_name.upper()
+    for ep in listeners:
+        if str(ep["name"]).upper() == wanted:
+            return str(ep["host"]), int(ep["port"])
+    return None

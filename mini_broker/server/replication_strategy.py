@@ -130,8 +130,13 @@ class ReplicationStrategy(Protocol):
         ...
 
     # --- what the APIs describe
-    def live_brokers(self) -> list[tuple[int, str, int]]:
-        """(id, host, port) of every live broker of the cluster (empty: only this one)."""
+    def live_brokers(self, listener_name: str) -> list[tuple[int, str, int]]:
+        """(id, host, port) of every live broker of the cluster on ``listener_name``, brokers without that
+        listener left out (empty: only this one)."""
+        ...
+
+    def broker_registered(self, broker_id: int) -> bool:
+        """Whether ``broker_id`` is a registered broker of the cluster (fenced or not; False on a single broker)."""
         ...
 
     def partition_replicas(self, md: TopicMetadata, partition: int) -> PartitionReplicas: ...
@@ -146,10 +151,11 @@ class ReplicationStrategy(Protocol):
         cluster leaves it to the controller, which knows the registered brokers)."""
         ...
 
-    def find_coordinator(self, key_type: int, key: str,
-                         internal_topic: Callable[[int], tuple[int, dict[str, str]]]) -> CoordinatorLookup | None:
-        """The coordinator of ``key`` (None: this broker coordinates every key). ``internal_topic(key_type)``:
-        the (replication factor, configs) an internal topic is created with when it does not exist yet."""
+    def find_coordinator(self, key_type: int, key: str, internal_topic: Callable[[int], tuple[int, dict[str, str]]],
+                         listener_name: str | None = None) -> CoordinatorLookup | None:
+        """The coordinator of ``key`` (None: this broker coordinates every key), its endpoint on ``listener_name``.
+        ``internal_topic(key_type)``: the (replication factor, configs) an internal topic is created with when it
+        does not exist yet."""
         ...
 
     def remote_transaction_coordinator(self, transactional_id: str) -> int | None:
@@ -322,8 +328,11 @@ class SingleBrokerReplication:
         respond(low_watermark, 0)
 
     # --- what the APIs describe
-    def live_brokers(self) -> list[tuple[int, str, int]]:
+    def live_brokers(self, listener_name: str) -> list[tuple[int, str, int]]:
         return []
+
+    def broker_registered(self, broker_id: int) -> bool:
+        return False
 
     def partition_replicas(self, md: TopicMetadata, partition: int) -> PartitionReplicas:
         node = self.rm.config.node_id
@@ -339,8 +348,8 @@ class SingleBrokerReplication:
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
                 f"{replication_factor} cannot be reached because only 1 broker(s) are registered.")
 
-    def find_coordinator(self, key_type: int, key: str,
-                         internal_topic: Callable[[int], tuple[int, dict[str, str]]]) -> CoordinatorLookup | None:
+    def find_coordinator(self, key_type: int, key: str, internal_topic: Callable[[int], tuple[int, dict[str, str]]],
+                         listener_name: str | None = None) -> CoordinatorLookup | None:
         return None
 
     def remote_transaction_coordinator(self, transactional_id: str) -> int | None:

@@ -454,6 +454,12 @@ class NetworkClient(ConnectionFailures):
             self._complete_responses(aborted)
             return aborted
         metadata_timeout = self.metadata_updater.maybe_update(now_ms)
+        reauth_delay = self.selector.reauthentication_delay_ms()
+        if reauth_delay is not None:
+            if reauth_delay == 0:
+                self._maybe_begin_reauthentications()
+            else:
+                timeout_ms = min(timeout_ms, reauth_delay)
         try:
             self.selector.poll(max(0, min(timeout_ms, metadata_timeout, self.default_request_timeout_ms)))
         except OSError as e:
@@ -468,8 +474,20 @@ class NetworkClient(ConnectionFailures):
         self._handle_timed_out_connections(responses, updated_now)
         self._handle_timed_out_requests(responses, updated_now)
         self._handle_rebootstrap(responses, updated_now)
+        if self.selector.reauthentication_delay_ms() == 0:
+            # before the callbacks send the next requests (a consumer's next fetch would keep it busy forever)
+            self._maybe_begin_reauthentications()
         self._complete_responses(responses)
         return responses
+
+    def _maybe_begin_reauthentications(self) -> None:
+        """KIP-368: re-authenticate each connection whose SASL session is due, on the same connection, once it has
+        no request in flight (a busy connection is taken at the next poll after its responses arrived; the
+        requests queued meanwhile wait until the channel is ready again)."""
+        for node_id in self.selector.reauthentications_due():
+            if self.in_flight_requests.is_empty(node_id):
+                log.debug("re-authenticating to node %s (its SASL session is near its end)", node_id)
+                self.selector.begin_reauthentication(node_id)
 
     @staticmethod
     def _complete_responses(responses: list[ClientResponse]) -> None:

@@ -57,6 +57,9 @@ class MockSelector:
         self.can_connect = can_connect
         self.refused: set[tuple[str, int]] = set()
         self.blocked_connection_ids: set[str] = set()
+        self.reauth_due_ms: dict[str, int] = {}
+        #: (connection id, MockTime ms) of each re-authentication the client began
+        self.reauthentications: list[tuple[str, int]] = []
         self.connect_attempts: list[tuple[str, tuple[str, int]]] = []
         self.channels: dict[str, tuple[str, int]] = {}
         self.not_ready: set[str] = set()
@@ -171,6 +174,23 @@ class MockSelector:
 
     def is_channel_ready(self, connection_id: str) -> bool:
         return connection_id in self.channels and connection_id not in self.not_ready
+
+    def reauthentication_delay_ms(self) -> int | None:
+        now_ms = self.time.hi_res_clock_ms()
+        return max(0, min(self.reauth_due_ms.values()) - now_ms) if self.reauth_due_ms else None
+
+    def reauthentications_due(self) -> list[str]:
+        now_ms = self.time.hi_res_clock_ms()
+        return [c for c, at in self.reauth_due_ms.items() if at <= now_ms and self.is_channel_ready(c)]
+
+    def begin_reauthentication(self, connection_id: str) -> None:
+        """Recorded in :attr:`reauthentications`; the channel stays ready (the exchange is not simulated)."""
+        del self.reauth_due_ms[connection_id]
+        self.reauthentications.append((connection_id, self.time.hi_res_clock_ms()))
+
+    def reauthentication_due_at(self, connection_id: str, at_ms: int) -> None:
+        """The channel's SASL session is due for re-authentication at ``at_ms`` (``time.hi_res_clock_ms()``)."""
+        self.reauth_due_ms[connection_id] = at_ms
 
     # --- test hooks ----------------------------------------------------------------------------
 

@@ -284,7 +284,8 @@ SOCKETS_ALLOWED: dict[str, str] = {
     "mini_broker.broker": "socket.gethostname() for an advertised listener on a wildcard host",
     "mini_broker.cluster.controller": "the cluster controller's own RPC server socket (not a Kafka listener)",
     "mini_broker.cluster.controller_rpc": "a broker's blocking RPC connection to the controller",
-    "mini_broker.cluster.broker_connection": "blocking connections between brokers (replica fetches, txn markers and checks)",
+    "mini_broker.security.inter_broker": "blocking connections between brokers over the inter-broker listener: TCP, "
+                                         "TLS and the SASL exchange (replica fetches, txn markers and checks)",
     "mini_broker.cluster.mini_cluster": "picks free ports for the brokers of a test cluster",
     "mini_broker.security.listener_security": "builds a TLS listener's ssl.SSLContext (through ssl_factory)",
 }

@@ -26,8 +26,8 @@ def handle(apis: KafkaApis, request: Request) -> DescribeClusterResponse:
     ep = broker.endpoint_for(request.context.listener_name)
     brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=broker.node_id, host=ep.host, port=ep.port)]
     controller_id = broker.node_id
-    live = broker.replica_manager.replication.live_brokers()
-    if live:  # a cluster: every live broker; any of them forwards controller requests
+    live = broker.replica_manager.replication.live_brokers(request.context.listener_name)
+    if live:  # a cluster: every live broker with this listener; any of them forwards controller requests
         brokers = [DescribeClusterResponse.DescribeClusterBroker(broker_id=i, host=h, port=p) for i, h, p in live]
         controller_id = live[0][0]
     return DescribeClusterResponse(

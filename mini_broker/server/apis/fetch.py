@@ -121,7 +121,8 @@ def handle(apis: KafkaApis, request: Request) -> FetchResponse | None:
              for p in parts if p.topic is not None and p.topic not in denied]
 
     def respond(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
-        apis.send_response(request, _build(apis, parts, dict(results), session, incremental, denied))
+        apis.send_response(request, _build(apis, parts, dict(results), session, incremental, denied,
+                                                 request.context.listener_name))
 
     apis.broker.replica_manager.fetch_messages(params, infos, respond)
     return None
@@ -140,7 +141,7 @@ def _unauthorized(apis: KafkaApis, request: Request, from_follower: bool, parts:
 
 
 def _build(apis: KafkaApis, parts: list[CachedPartition], results: dict[TopicPartition, LogReadResult], session: FetchSession | None,
-           incremental: bool, denied: frozenset[str] = frozenset()) -> FetchResponse:
+           incremental: bool, denied: frozenset[str] = frozenset(), listener_name: str | None = None) -> FetchResponse:
     topics: list[TopicResp] = []
     index: dict[tuple[str | None, uuid.UUID], TopicResp] = {}
     with_records: list[CachedPartition] = []
@@ -193,7 +194,7 @@ def _build(apis: KafkaApis, parts: list[CachedPartition], results: dict[TopicPar
     session_id = session.id if session is not None else INVALID_SESSION_ID
     endpoints = []
     for node in sorted(hinted):  # KIP-951: where the new leaders are
-        ep = apis.broker.metadata_cache.broker_endpoint(node)
+        ep = apis.broker.metadata_cache.broker_endpoint(node, listener_name)
         if ep is not None:
             endpoints.append(FetchResponse.NodeEndpoint(node_id=node, host=ep[0], port=ep[1], rack=None))
     return FetchResponse(throttle_time_ms=0, error_code=0, session_id=session_id, responses=topics,

@@ -55,7 +55,7 @@ def _lookup(apis: KafkaApis, request: Request, key_type: int, key: str) -> tuple
     if not running:
         return CoordinatorNotAvailableError.code, "The coordinator is not available.", -1, "", -1
     found = broker.replica_manager.replication.find_coordinator(
-        key_type, key, lambda kt: _internal_topic_settings(apis, kt))
+        key_type, key, lambda kt: _internal_topic_settings(apis, kt), request.context.listener_name)
     if found is not None:
         return found.error_code, found.error_message, found.node_id, found.host, found.port
     ep = broker.endpoint_for(request.context.listener_name)

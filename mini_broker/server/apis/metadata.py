@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import ZERO_UUID, TopicMetadata, is_internal_topic, validate_topic_name
 from pykafka_client.errors import (
     InvalidTopicError,
+    LeaderNotAvailableError,
+    ListenerNotFoundError,
     TopicAuthorizationFailedError,
     TopicExistsError,
     UnknownTopicIdError,
@@ -109,13 +112,16 @@ def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
                 topics.append(_error_topic(name, code))
             else:
                 topics.append(described(md))
-    ep = broker.endpoint_for(request.context.listener_name)
+    listener = request.context.listener_name
+    ep = broker.endpoint_for(listener)
     brokers = [MetadataResponse.MetadataResponseBroker(node_id=broker.node_id, host=ep.host, port=ep.port, rack=None)]
     controller_id = broker.node_id
-    live = broker.replica_manager.replication.live_brokers()
+    live = broker.replica_manager.replication.live_brokers(listener)
     if live:
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=i, host=h, port=p, rack=None) for i, h, p in live]
         controller_id = live[0][0]  # any live broker forwards controller requests
+        hide_leaders_without_listener(topics, {i for i, _, _ in live}, broker.replica_manager.replication.broker_registered,
+                                      version)
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=brokers,
@@ -125,6 +131,20 @@ def handle(apis: KafkaApis, request: Request) -> MetadataResponse:
         cluster_authorized_operations=auth.cluster_operations() if body.include_cluster_authorized_operations
         else AUTHORIZED_OPERATIONS_OMITTED,
     )
+
+
+def hide_leaders_without_listener(topics: list[Topic], reachable: set[int], registered: Callable[[int], bool],
+                                  version: int) -> None:
+    """A cluster's partition whose leader is not ``reachable`` (no endpoint on the request's listener) has no
+    leader for this client (Kafka): LISTENER_NOT_FOUND (v6+; LEADER_NOT_AVAILABLE before) when the leader is a
+    ``registered`` broker, LEADER_NOT_AVAILABLE when it is not."""
+    for topic in topics:
+        for part in topic.partitions:
+            if part.leader_id < 0 or part.leader_id in reachable:
+                continue
+            part.error_code = (ListenerNotFoundError.code if registered(part.leader_id) and version >= 6
+                               else LeaderNotAvailableError.code)
+            part.leader_id = -1
 
 
 def _auto_create(apis: KafkaApis, name: str) -> TopicMetadata | int:

@@ -71,8 +71,8 @@ PartResp = ProduceResponse.PartitionProduceResponse
 _LEADER_HINT_ERRORS = frozenset({NotLeaderOrFollowerError.code, FencedLeaderEpochError.code})
 
 
-def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: dict[TopicPartition, PartitionResponse]
-           ) -> ProduceResponse:
+def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: dict[TopicPartition, PartitionResponse],
+           listener_name: str) -> ProduceResponse:
     topics: dict[str, list[PartResp]] = {}
     rm = apis.broker.replica_manager
     hinted: set[int] = set()
@@ -94,7 +94,7 @@ def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: 
         topics.setdefault(tp.topic, []).append(part)
     endpoints = []
     for node in sorted(hinted):
-        ep = apis.broker.metadata_cache.broker_endpoint(node)
+        ep = apis.broker.metadata_cache.broker_endpoint(node, listener_name)
         if ep is not None:
             endpoints.append(ProduceResponse.NodeEndpoint(node_id=node, host=ep[0], port=ep[1], rack=None))
     return ProduceResponse(responses=[TopicResp(name=n, partition_responses=ps) for n, ps in topics.items()],
@@ -277,7 +277,7 @@ def _respond(apis: KafkaApis, request: Request, acks: int, version: int, order: 
         log.info("event=fault_injected connection=%s action=close_before_produce_response", request.connection_id)
         apis.close_connection(request)
         return
-    apis.send_response(request, _build(apis, version, order, results))
+    apis.send_response(request, _build(apis, version, order, results, request.context.listener_name))
 
 
 API = ApiSpec(ApiKey.PRODUCE, 3, 11, handle)

@@ -116,3 +116,17 @@ class Selectable(Protocol):
     def is_channel_ready(self, connection_id: str) -> bool:
         """True once the channel is connected and authenticated."""
         ...
+
+    def reauthentication_delay_ms(self) -> int | None:
+        """Milliseconds until the first SASL session is due for re-authentication (KIP-368; 0: one is due now;
+        None: none to re-authenticate), by the selector's own clock."""
+        ...
+
+    def reauthentications_due(self) -> list[str]:
+        """The ready channels whose SASL session is due for re-authentication now."""
+        ...
+
+    def begin_reauthentication(self, connection_id: str) -> None:
+        """Authenticate the channel again on the same connection; it is not ready until that completes, and it
+        is not reported in :meth:`connected` again. Only with no request in flight on it."""
+        ...

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import errno
 import ipaddress
+import random
 import selectors
 import socket
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from pykafka_client.network.transport.channel_builder import (
 from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
 from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
+from pykafka_client.network.transport.sasl.authenticator import SaslClientAuthenticator
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -60,6 +62,9 @@ _DEFERRED_CONNECT_ERRORS = frozenset(
 _CONNECT_IN_PROGRESS = frozenset({errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY, errno.EINTR})
 #: epoll takes an int of milliseconds; longer polls (e.g. Long.MAX_VALUE-style "forever") are capped.
 _MAX_SELECT_TIMEOUT_MS = 2**31 - 1
+#: the share of a SASL session's lifetime after which a client re-authenticates: random in this range (KIP-368)
+REAUTH_MIN_SHARE = 0.85
+REAUTH_MAX_SHARE = 0.95
 _AUTH_ERRORS = (AuthenticationError, SaslAuthenticationError, UnsupportedSaslMechanismError, IllegalSaslStateError)
 
 
@@ -72,6 +77,7 @@ class SelectorMetrics:
     connection_creation_total: int = 0
     connection_close_total: int = 0
     successful_authentication_total: int = 0
+    successful_reauthentication_total: int = 0
     failed_authentication_total: int = 0
     bytes_sent_total: int = 0
     bytes_received_total: int = 0
@@ -137,6 +143,11 @@ class Selector:
         self._completed_receives: list[NetworkReceive] = []
         self._disconnected: dict[str, DisconnectInfo] = {}
         self._connected: list[str] = []
+        #: client SASL channels with a session lifetime: when each is due to re-authenticate (ms), and the
+        #: channels re-authenticating now (KIP-368)
+        self._reauth_at_ms: dict[str, int] = {}
+        self._reauthenticating: set[str] = set()
+        self._reauth_rng = random.Random()
         self.metrics = SelectorMetrics()
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
@@ -305,6 +316,8 @@ class Selector:
         self._buffered.discard(cid)
         self._server_channels.discard(cid)
         self._memory_muted.pop(cid, None)
+        self._reauth_at_ms.pop(cid, None)
+        self._reauthenticating.discard(cid)
         if self._idle is not None:
             self._idle.remove(cid)
         self.metrics.connection_close_total += 1
@@ -510,7 +523,11 @@ class Selector:
                 if channel.ready():
                     if channel.authenticator is not None:
                         self.metrics.successful_authentication_total += 1
-                    if cid not in self._server_channels:
+                        self._schedule_reauthentication(channel, now_ns)
+                    if cid in self._reauthenticating:
+                        self._reauthenticating.discard(cid)
+                        self.metrics.successful_reauthentication_total += 1
+                    elif cid not in self._server_channels:
                         self._connected.append(cid)
             if channel.ready():
                 if (mask & selectors.EVENT_READ or channel.has_bytes_buffered()) and not channel.is_muted():
@@ -547,6 +564,43 @@ class Selector:
             self._close(channel, DisconnectInfo(channel.state, e))
         except Exception as e:
             self._close(channel, DisconnectInfo(channel.state, e))
+
+    # --- re-authentication (KIP-368, client side) ---------------------------------------------------
+
+    def _schedule_reauthentication(self, channel: KafkaChannel, now_ns: int) -> None:
+        """After a client authentication that got a session lifetime: re-authenticate at a random point between
+        85% and 95% of it (Kafka's client does the same, so that many connections do not re-authenticate at
+        once and the session never lapses)."""
+        auth = channel.authenticator
+        if channel.id in self._server_channels or not isinstance(auth, SaslClientAuthenticator):
+            return
+        if auth.can_reauthenticate():
+            share = REAUTH_MIN_SHARE + (REAUTH_MAX_SHARE - REAUTH_MIN_SHARE) * self._reauth_rng.random()
+            self._reauth_at_ms[channel.id] = now_ns // 1_000_000 + int(auth.session_lifetime_ms * share)
+
+    def reauthentication_delay_ms(self) -> int | None:
+        if not self._reauth_at_ms:
+            return None
+        return max(0, min(self._reauth_at_ms.values()) - self._time.nanoseconds() // 1_000_000)
+
+    def reauthentications_due(self) -> list[str]:
+        if not self._reauth_at_ms:
+            return []
+        now_ms = self._time.nanoseconds() // 1_000_000
+        return [cid for cid, at in self._reauth_at_ms.items() if at <= now_ms and self.is_channel_ready(cid)]
+
+    def begin_reauthentication(self, connection_id: str) -> None:
+        channel = self._require(connection_id)
+        auth = channel.authenticator
+        if not isinstance(auth, SaslClientAuthenticator):
+            raise IllegalStateError(f"channel {connection_id} has no SASL session to re-authenticate")
+        if channel.has_send():
+            raise IllegalStateError(f"channel {connection_id} has a send in progress: re-authenticate between requests")
+        self._reauth_at_ms.pop(connection_id, None)
+        auth.begin_reauthentication()
+        self._reauthenticating.add(connection_id)
+        channel.state = ChannelState.AUTHENTICATE
+        self._update_interest(channel)
 
     def _maybe_close_oldest_connection(self, now_ns: int) -> None:
         if self._idle is None:

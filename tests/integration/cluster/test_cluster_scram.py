@@ -5,7 +5,6 @@ controller's image is persisted), and a deletion through another broker ends it 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -23,19 +22,11 @@ EXTRA = "SASL_PLAINTEXT://127.0.0.1:0"
 
 
 def sasl_bootstrap(cluster: MiniCluster, broker_id: int) -> str:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = cluster.brokers[broker_id].listener_bootstrap("SASL_PLAINTEXT")
-        if found is not None:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"broker {broker_id} printed no SASL_PLAINTEXT listener")
+    return cluster.listener_bootstrap(broker_id, "SASL_PLAINTEXT")
 
 
 def authenticates(bootstrap: str, user: str, password: str, mechanism: str) -> bool:
-    """A full SCRAM exchange with that one broker (a cluster broker advertises only its PLAINTEXT listener, so a
-    client bootstrapping from the SASL one would go on to PLAINTEXT ports): True when it accepts the proof and
-    its signature verifies."""
+    """A full SCRAM exchange with that one broker: True when it accepts the proof and its signature verifies."""
     scram = ScramMechanism.for_mechanism_name(mechanism)
     assert scram is not None
     client = RawClient(int(bootstrap.rsplit(":", 1)[1]))

@@ -11,13 +11,15 @@ PLAIN users from the JAAS config and SCRAM credentials stored before the clients
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mini_broker.broker import MiniBroker
+from mini_broker.network.request_channel import Request
 
 pytest.importorskip("cryptography")
 
@@ -107,3 +109,21 @@ def confluent_round_trip(conf: dict[str, Any], topic: str, value: bytes) -> None
         assert message is not None and message.error() is None and message.value() == value
     finally:
         consumer.close()
+
+
+@contextlib.contextmanager
+def watching_requests(broker: MiniBroker, record: Callable[[Request], None]) -> Iterator[None]:
+    """``record(request)`` for every request ``broker`` handles inside the block (before it is handled)."""
+    apis = broker.apis
+    assert apis is not None
+    original: Callable[[Request], None] = apis.handle
+
+    def spy(request: Request) -> None:
+        record(request)
+        original(request)
+
+    apis.handle = spy  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del apis.handle

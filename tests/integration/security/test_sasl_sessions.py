@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 
 from mini_broker.broker import MiniBroker
-from pykafka_client import AdminClient
+from mini_broker.network.request_channel import Request
+from mini_broker.security.sasl_authenticator import SaslServerSession
+from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer
 from pykafka_client.errors import IllegalSaslStateError, SaslAuthenticationError, UnsupportedSaslMechanismError
 from pykafka_client.network.transport.sasl import wire
 from pykafka_client.protocol.headers import encode_request
 from pykafka_client.protocol.messages import ProduceRequest
 
-from .conftest import JAAS, PASSWORD, USER, client_config
+from .conftest import JAAS, PASSWORD, USER, client_config, watching_requests
 from .raw_client import RawClient, frame_bytes
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -167,13 +169,58 @@ def test_scram_credentials_survive_a_restart(tmp_path: Path) -> None:
             admin.list_topics(timeout=30)
 
 
-def test_our_producer_keeps_working_across_an_expired_session(session_broker: MiniBroker) -> None:
-    """Our client does not re-authenticate (KIP-368) yet: the broker closes the connection at the first request
-    after the session lifetime, and the producer reconnects, authenticates again and delivers."""
-    from pykafka_client import KafkaProducer
+@pytest.fixture
+def connection_ids(session_broker: MiniBroker) -> Iterator[list[str]]:
+    """The connection id of every request the broker handles on its SASL_PLAINTEXT listener while the test runs."""
+    seen: list[str] = []
 
-    config = {**client_config(session_broker, None, "SASL_PLAINTEXT", "PLAIN"), "linger.ms": 0}  # type: ignore[arg-type]
-    with KafkaProducer(config) as producer:
-        producer.send("reauth-topic", b"before").result(timeout=30)
-        time.sleep(REAUTH_MS / 1000 + 0.3)  # past the session lifetime (the configured bound)
-        assert producer.send("reauth-topic", b"after").result(timeout=30).offset == 1
+    def record(request: Request) -> None:
+        if request.context.listener_name == "SASL_PLAINTEXT":
+            seen.append(request.connection_id)
+
+    with watching_requests(session_broker, record):
+        yield seen
+
+
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
+def test_our_clients_reauthenticate_on_the_same_connection(session_broker: MiniBroker, connection_ids: list[str],
+                                                           mechanism: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KIP-368 on our client's side: before the session lifetime the broker answered ends, the producer and the
+    consumer authenticate again on the connections they have, so the broker never closes them as expired and no
+    new connection is opened: the requests after several lifetimes come on the connections of the first ones."""
+    reauthentications: list[str] = []
+    original = SaslServerSession.begin_reauthentication
+
+    def counted(session: SaslServerSession, payload: bytes) -> None:
+        reauthentications.append(mechanism)
+        original(session, payload)
+
+    monkeypatch.setattr(SaslServerSession, "begin_reauthentication", counted)
+    config = client_config(session_broker, None, "SASL_PLAINTEXT", mechanism)  # type: ignore[arg-type]
+    topic = f"reauth-{mechanism.lower()}"
+    with KafkaProducer({**config, "linger.ms": 0}) as producer, \
+            KafkaConsumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
+                           "fetch.max.wait.ms": 200}) as consumer:
+        first = producer.send(topic, b"before").result(timeout=30).offset
+        consumer.subscribe([topic])
+        got: list[bytes | None] = []
+        deadline = time.monotonic() + 30
+        while not got and time.monotonic() < deadline:
+            got += [r.value for r in consumer.poll(0.2)]
+        assert got == [b"before"]
+        before = set(connection_ids)
+        # three session lifetimes (the configured bound) of fetching and producing
+        until = time.monotonic() + 3 * REAUTH_MS / 1000
+        sent = 0
+        while time.monotonic() < until:
+            producer.send(topic, b"during").result(timeout=30)
+            sent += 1
+            got += [r.value for r in consumer.poll(0.1)]
+        assert producer.send(topic, b"after").result(timeout=30).offset == first + sent + 1
+        while b"after" not in got and time.monotonic() < deadline + 30:
+            got += [r.value for r in consumer.poll(0.2)]
+        assert got == [b"before"] + [b"during"] * sent + [b"after"]
+        after = set(connection_ids) - before
+    assert after == set(), f"new connections after the session lifetime: {sorted(after)} (before: {sorted(before)})"
+    # each connection once per 85-95% of a lifetime: a handful of connections, a few lifetimes
+    assert 1 <= len(reauthentications) <= 10 * len(before)

@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 from mini_broker.broker import MiniBroker
-from mini_broker.network.request_channel import Request
 from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer
 from pykafka_client.admin import NewTopic
 from pykafka_client.errors import SaslAuthenticationError, SslAuthenticationError
 
-from .conftest import PASSWORD, USER, client_config
+from .conftest import PASSWORD, USER, client_config, watching_requests
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -27,20 +26,9 @@ CASES = [("SSL", None)] + [(p, m) for p in ("SASL_PLAINTEXT", "SASL_SSL")
 @pytest.fixture
 def principals(secure_broker: MiniBroker) -> Iterator[list[tuple[str, str]]]:
     """(listener, principal) of every request the broker handles while the test runs."""
-    apis = secure_broker.apis
-    assert apis is not None
     seen: list[tuple[str, str]] = []
-    original: Callable[[Request], None] = apis.handle
-
-    def spy(request: Request) -> None:
-        seen.append((request.context.listener_name, request.context.principal))
-        original(request)
-
-    apis.handle = spy  # type: ignore[method-assign]
-    try:
+    with watching_requests(secure_broker, lambda r: seen.append((r.context.listener_name, r.context.principal))):
         yield seen
-    finally:
-        del apis.handle
 
 
 @pytest.mark.parametrize(("protocol", "mechanism"), CASES)

@@ -643,3 +643,28 @@ def test_send_refused_by_transport_leaves_nothing_in_flight() -> None:
     with pytest.raises(IllegalStateError):
         h.send()
     assert h.client.in_flight_request_count() == 0
+
+
+def test_reauthentication_waits_for_the_connection_to_have_no_request_in_flight() -> None:
+    """KIP-368, client side: a session due for re-authentication is re-authenticated on the same connection at
+    the first poll that finds no request in flight on it; an idle poll does not wait past the due time."""
+    h = Harness()
+    h.await_ready()
+    node = h.node.id_string
+    due = h.now + 1000
+    h.selector.reauthentication_due_at(node, due)
+    h.poll(5000)  # idle: the poll waits only until the session is due, then re-authenticates
+    assert h.selector.reauthentications == [(node, due)]
+
+    h.selector.reauthentication_due_at(node, h.now + 1000)
+    h.send()
+    h.poll()
+    h.time.sleep(1000)
+    h.poll()
+    assert len(h.selector.reauthentications) == 1  # due, but a request is in flight
+    h.selector.respond(node, HeartbeatResponse())
+    h.poll()
+    assert [cid for cid, _ in h.selector.reauthentications] == [node, node]
+    assert len(h.callbacks) == 1  # the response was delivered
+    assert h.client.connection_states.is_ready(node, h.now)  # the same connection, not a reconnect
+    assert len(h.selector.connect_attempts) == 1

@@ -11,9 +11,14 @@ message. The server writes its error response before failing, so the client sees
 
 Messages are the generated protocol classes (:mod:`pykafka_client.network.transport.sasl.wire`). The server side
 also answers the ApiVersions request Java clients send before the handshake (``api_versions_handler``,
-default: the SASL APIs only) and accepts SaslAuthenticate v0-v2. Not done: re-authentication
-(KIP-368), GSSAPI, OAUTHBEARER with a token from an OAuth server (the unsecured test token is
-done: :mod:`~pykafka_client.network.transport.sasl.oauthbearer`), SaslHandshake v0 (unframed tokens).
+default: the SASL APIs only) and accepts SaslAuthenticate v0-v2.
+
+Re-authentication (KIP-368), client side: the broker answers the session lifetime (``connections.max.reauth.ms``)
+in SaslAuthenticate v1+; :meth:`SaslClientAuthenticator.begin_reauthentication` runs the handshake and the
+mechanism again, with a fresh mechanism, on the same connection (the Selector decides when: see
+:class:`~pykafka_client.network.transport.selector.Selector`). Not done: GSSAPI, OAUTHBEARER with a token from an
+OAuth server (the unsecured test token is done: :mod:`~pykafka_client.network.transport.sasl.oauthbearer`),
+SaslHandshake v0 (unframed tokens).
 """
 
 from __future__ import annotations
@@ -99,8 +104,13 @@ class SaslState(enum.Enum):
 class SaslClientAuthenticator:
     """Client side; one per connection."""
 
-    def __init__(self, connection_id: str, mechanism: SaslClientMechanism, client_id: str | None = None) -> None:
+    def __init__(self, connection_id: str, mechanism: SaslClientMechanism, client_id: str | None = None,
+                 new_mechanism: Callable[[], SaslClientMechanism] | None = None) -> None:
         self._mechanism = mechanism
+        #: a fresh mechanism for each re-authentication (None: this connection cannot re-authenticate)
+        self._new_mechanism = new_mechanism
+        #: how many times the connection authenticated (re-authentications included)
+        self.authentications = 0
         self._client_id = client_id
         self._io = _FrameIO(connection_id)
         self._state = SaslState.SEND_HANDSHAKE_REQUEST
@@ -170,13 +180,32 @@ class SaslClientAuthenticator:
                 raise cls(response.error_message or f"SASL authentication failed with error code {response.error_code}")
             self.session_lifetime_ms = response.session_lifetime_ms
             if self._mechanism.is_complete():
-                self._state = SaslState.COMPLETE
+                self._completed()
                 return
             token = self._mechanism.evaluate_challenge(bytes(response.auth_bytes))
             if self._mechanism.is_complete() and token is None:
-                self._state = SaslState.COMPLETE
+                self._completed()
                 return
             self._send_token(token)
+
+    def _completed(self) -> None:
+        self._state = SaslState.COMPLETE
+        self.authentications += 1
+
+    def can_reauthenticate(self) -> bool:
+        """Authenticated, with a session lifetime from the broker and a way to make a fresh mechanism."""
+        return self._state is SaslState.COMPLETE and self.session_lifetime_ms > 0 and self._new_mechanism is not None
+
+    def begin_reauthentication(self) -> None:
+        """Start over on the same connection (KIP-368): SaslHandshake, then the mechanism's exchange with a fresh
+        mechanism; the channel is not ready until it completes. Only with no request in flight on the channel
+        (the Selector's caller ensures it), so every frame read until then is a SASL one."""
+        if not self.can_reauthenticate():
+            raise IllegalSaslStateError("re-authentication needs a completed authentication with a session lifetime")
+        assert self._new_mechanism is not None
+        self._mechanism = self._new_mechanism()
+        self.session_lifetime_ms = 0
+        self._state = SaslState.SEND_HANDSHAKE_REQUEST
 
     def _send_token(self, token: bytes | None) -> None:
         if token is None:
@@ -359,7 +388,7 @@ def client_authenticator_factory(config: Mapping[str, object]) -> Callable[[str,
     new_mechanism = client_mechanism_from_config(config)
     client_id = config.get("client.id")
     cid = None if client_id is None else str(client_id)
-    return lambda connection_id, host: SaslClientAuthenticator(connection_id, new_mechanism(), cid)
+    return lambda connection_id, host: SaslClientAuthenticator(connection_id, new_mechanism(), cid, new_mechanism)
 
 
 def server_authenticator_factory(

@@ -143,6 +143,16 @@ def test_the_image_survives_a_controller_restart() -> None:
     assert again.version == state.version + 1
 
 
+def test_a_brokers_listeners_are_registered_imaged_and_persisted() -> None:
+    saved: list[dict[str, Any]] = []
+    state = ControllerState("c1", MockTime(), SESSION_MS, persist=saved.append)
+    listeners = [{"name": "PLAINTEXT", "host": "h", "port": 1, "security_protocol": "PLAINTEXT"},
+                 {"name": "SASL_SSL", "host": "h", "port": 2, "security_protocol": "SASL_SSL"}]
+    state.register_broker(0, "h", 2, listeners)
+    assert state.image()["brokers"][0]["listeners"] == listeners
+    assert ControllerState("c1", MockTime(), SESSION_MS, image=saved[-1]).brokers[0].listeners == listeners
+
+
 def test_controlled_shutdown_moves_leadership_at_once() -> None:
     state, _, epochs = _cluster()
     state.create_topic("t", 1, 3, {})

@@ -61,3 +61,39 @@ def test_no_live_leader_or_no_topic_is_coordinator_not_available(tmp_path: Path)
     missing = coordinator_for(_cache(tmp_path / "c", leader=1, fenced=set()), TRANSACTION_KEY_TYPE, "t")
     assert missing.error_code == CoordinatorNotAvailableError.code and missing.partition == -1  # to be created
     assert coordinator_for(_cache(tmp_path / "d", 1, set()), 7, "k").error_code == InvalidRequestError.code
+
+
+def _listener_cache(tmp_path: Path, leader: int) -> MetadataCache:
+    """Brokers 0 and 1 registered PLAINTEXT and SASL_SSL listeners; broker 2 only PLAINTEXT."""
+    cache = MetadataCache(str(tmp_path), 0)
+    topics = [{"name": "__consumer_offsets", "topic_id": str(uuid.uuid4()), "configs": {},
+               "partitions": [{"replicas": [leader], "isr": [leader], "leader": leader, "leader_epoch": 1,
+                               "partition_epoch": 1}]}]
+
+    def listeners(b: int) -> list[dict[str, Any]]:
+        out = [{"name": "PLAINTEXT", "host": f"h{b}", "port": 9000 + b, "security_protocol": "PLAINTEXT"}]
+        if b < 2:
+            out.append({"name": "SASL_SSL", "host": f"h{b}", "port": 9100 + b, "security_protocol": "SASL_SSL"})
+        return out
+
+    cache.apply_cluster_image({"version": 1, "cluster_id": "c", "topics": topics, "brokers": [
+        {"broker_id": b, "host": f"h{b}", "port": 9000 + b, "fenced": False, "listeners": listeners(b)}
+        for b in range(3)]})
+    return cache
+
+
+def test_brokers_are_described_on_the_requests_listener(tmp_path: Path) -> None:
+    cache = _listener_cache(tmp_path, leader=1)
+    assert cache.live_brokers("SASL_SSL") == [(0, "h0", 9100), (1, "h1", 9101)]  # broker 2 has no such listener
+    assert cache.live_brokers("sasl_ssl") == cache.live_brokers("SASL_SSL")
+    assert cache.live_brokers("PLAINTEXT") == [(0, "h0", 9000), (1, "h1", 9001), (2, "h2", 9002)]
+    assert cache.live_brokers() == cache.live_brokers("PLAINTEXT")  # the inter-broker endpoints
+    assert cache.broker_endpoint(2, "SASL_SSL") is None and cache.broker_registered(2)
+    found = coordinator_for(cache, GROUP_KEY_TYPE, "g", "SASL_SSL")
+    assert (found.error_code, found.node_id, found.host, found.port) == (0, 1, "h1", 9101)
+
+
+def test_a_coordinator_without_the_requests_listener_is_not_available(tmp_path: Path) -> None:
+    cache = _listener_cache(tmp_path, leader=2)
+    assert coordinator_for(cache, GROUP_KEY_TYPE, "g", "SASL_SSL").error_code == CoordinatorNotAvailableError.code
+    assert coordinator_for(cache, GROUP_KEY_TYPE, "g", "PLAINTEXT").port == 9002

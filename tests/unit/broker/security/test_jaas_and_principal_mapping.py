@@ -6,7 +6,7 @@ import pytest
 
 from mini_broker.config import KafkaConfig
 from mini_broker.security.jaas import parse_jaas_config, plain_users
-from mini_broker.security.principal_mapping import SslPrincipalMapper
+from mini_broker.security.principal_mapping import NoMatchingRuleError, SslPrincipalMapper
 from pykafka_client.errors import ConfigurationError
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
@@ -63,10 +63,16 @@ def test_named_listener_takes_its_protocol_from_the_map() -> None:
     ("RULE:^CN=([^,]+)$/$1/,DEFAULT", "CN=svc", "svc"),
     ("RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/L", "OU=x,CN=Kafka.Broker", "kafka.broker"),
     ("RULE:^CN=(.*)\\/x$/$1/, DEFAULT", "CN=a/x", "a"),  # an escaped '/' in the pattern
-    ("RULE:^O=nomatch$/x/", "CN=a", "CN=a"),  # no rule matches: the DN as it is
 ])
 def test_principal_mapping_rules(rules: str, dn: str, name: str) -> None:
     assert SslPrincipalMapper(rules).principal_name(dn) == name
+
+
+def test_a_dn_no_rule_matches_has_no_principal() -> None:
+    with pytest.raises(NoMatchingRuleError, match="CN=a"):
+        SslPrincipalMapper("RULE:^O=nomatch$/x/").principal_name("CN=a")
+    with pytest.raises(NoMatchingRuleError):
+        SslPrincipalMapper("RULE:^CN=([^,]+)$/$1/L").principal_name("CN=a,O=acme")
 
 
 def test_bad_mapping_rule_raises() -> None:

@@ -84,3 +84,17 @@ def test_named_listeners_map_to_protocols() -> None:
     assert c.listeners[0].listener_name == "CLIENT"
     with pytest.raises(ConfigurationError, match=r"advertised\.listeners"):
         KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "advertised.listeners": "OTHER://h:1"})
+
+
+def test_inter_broker_listener_name() -> None:
+    two = "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0"
+    assert KafkaConfig({"listeners": two}).inter_broker_listener_name == "PLAINTEXT"
+    assert KafkaConfig({"listeners": "SSL://127.0.0.1:0"}).inter_broker_listener_name == "SSL"  # the only one
+    assert KafkaConfig({"listeners": two, "inter.broker.listener.name": "sasl_ssl"}).inter_broker_listener_name == \
+        "SASL_SSL"
+    assert KafkaConfig({"listeners": two, "security.inter.broker.protocol": "SASL_SSL"}).inter_broker_listener_name \
+        == "SASL_SSL"
+    both = KafkaConfig({"listeners": two, "inter.broker.listener.name": "SASL_SSL",
+                        "security.inter.broker.protocol": "SASL_SSL"})
+    with pytest.raises(ConfigurationError, match="set only one of them"):
+        _ = both.inter_broker_listener_name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import struct
 from collections.abc import Sequence
 
 import pytest
@@ -23,10 +24,15 @@ from pykafka_client.network.transport.sasl import (
     ScramMechanism,
     ScramServer,
     mapping_verifier,
+    wire,
 )
 from pykafka_client.network.transport.sasl.authenticator import SaslState
 from pykafka_client.network.transport.sasl.mechanism import SaslClientMechanism, SaslServerMechanismFactory
 from pykafka_client.network.transport.sasl.wire import MAX_RESERVED_CORRELATION_ID, MIN_RESERVED_CORRELATION_ID
+from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.headers import encode_response
+from pykafka_client.protocol.messages import SaslAuthenticateResponse
+from pykafka_client.protocol.types import Chunk
 
 
 class PipeEnd:
@@ -185,3 +191,69 @@ def test_peer_close_during_authentication() -> None:
     with pytest.raises(PeerClosedError):
         for _ in range(3):
             client.authenticate(c_end)
+
+
+class LifetimeServer:
+    """A scripted SASL server over a pipe: accepts PLAIN and answers a session lifetime (KIP-368, v1+)."""
+
+    def __init__(self, end: PipeEnd, lifetime_ms: int) -> None:
+        self.end = end
+        self.lifetime_ms = lifetime_ms
+        self.handshakes = 0
+
+    def serve(self) -> None:
+        while len(self.end.inbox) >= 4:
+            (size,) = struct.unpack_from(">i", self.end.inbox)
+            if len(self.end.inbox) < 4 + size:
+                return
+            payload = memoryview(bytes(self.end.inbox[4:4 + size]))
+            del self.end.inbox[:4 + size]
+            header, _ = wire.decode_request_header(payload)
+            if header.request_api_key == ApiKey.SASL_HANDSHAKE:
+                self.handshakes += 1
+                self._answer(wire.handshake_response(header, 0, ["PLAIN"]))
+            else:
+                body = SaslAuthenticateResponse(auth_bytes=b"", session_lifetime_ms=self.lifetime_ms)
+                self._answer(encode_response(body, ApiKey.SASL_AUTHENTICATE, header.request_api_version,
+                                             header.correlation_id))
+
+    def _answer(self, chunks: list[Chunk]) -> None:
+        assert self.end.peer is not None  # the frame's pieces carry its size prefix
+        self.end.peer.inbox += b"".join(bytes(c) for c in chunks if isinstance(c, (bytes, bytearray, memoryview)))
+
+
+def test_reauthentication_runs_the_exchange_again_with_a_fresh_mechanism() -> None:
+    """KIP-368: after an authentication that got a session lifetime, the client can re-authenticate with a fresh
+    mechanism on the same transport; without a lifetime (or a way to make a mechanism) it cannot."""
+    client, _ = run(PlainClient("alice", "pw-a"))
+    assert client.complete() and client.authentications == 1
+    assert not client.can_reauthenticate()  # the server answered no lifetime
+    with pytest.raises(IllegalSaslStateError, match="session lifetime"):
+        client.begin_reauthentication()
+
+    made: list[PlainClient] = []
+
+    def fresh() -> PlainClient:
+        made.append(PlainClient("alice", "pw-a"))
+        return made[-1]
+
+    c_end, s_end = pipe()
+    server = LifetimeServer(s_end, 1000)
+    auth = SaslClientAuthenticator("c", fresh(), "cid", fresh)
+    assert not auth.can_reauthenticate()  # not authenticated yet
+
+    def drive() -> None:
+        for _ in range(10):
+            auth.authenticate(c_end)
+            server.serve()
+            if auth.complete():
+                return
+        raise AssertionError(f"stuck in {auth.state}")
+
+    drive()
+    assert auth.session_lifetime_ms == 1000 and auth.can_reauthenticate()
+    auth.begin_reauthentication()
+    assert not auth.complete() and auth.wants_write() and auth.session_lifetime_ms == 0
+    drive()
+    assert (len(made), server.handshakes, auth.authentications) == (2, 2, 2)
+    assert auth.can_reauthenticate()
