@@ -46,8 +46,8 @@ _TOPIC_OPS = frozenset({"create_topic", "delete_topic", "create_partitions", "al
 
 class MetadataLog:
     """The controller's persisted image: a snapshot (``metadata.json``) plus the deltas after it, one JSON line
-    each (``metadata.log``, fsynced per append). A torn last line (a crash mid-append) is ignored: that change
-    was never acknowledged."""
+    each (``metadata.log``, fsynced per append). A torn last line (a crash mid-append) is cut off at load: that
+    change was never acknowledged, and the next append starts a line of its own."""
 
     def __init__(self, data_dir: str) -> None:
         self.snapshot_path = os.path.join(data_dir, IMAGE_FILE)
@@ -63,14 +63,24 @@ class MetadataLog:
                 snapshot = json.load(fh)
         deltas: list[dict[str, Any]] = []
         if os.path.exists(self.log_path):
-            with open(self.log_path, encoding="utf-8") as fh:
+            good_end = 0
+            with open(self.log_path, "rb") as fh:
                 for line in fh:
                     try:
+                        if not line.endswith(b"\n"):
+                            raise ValueError("no line end")
                         deltas.append(json.loads(line))
                     except ValueError:
-                        log.warning("event=metadata_log_torn_record path=%s msg=\"ignoring a partly written last "
+                        log.warning("event=metadata_log_torn_record path=%s msg=\"dropping a partly written last "
                                     "record (a crash while appending it)\"", self.log_path)
                         break
+                    good_end += len(line)
+            if good_end < os.path.getsize(self.log_path):
+                # cut the torn tail, so that the next append starts a line of its own (else it would be glued to
+                # the torn bytes and lost, with every change after it, at the next load)
+                with open(self.log_path, "r+b") as fh:
+                    fh.truncate(good_end)
+                    os.fsync(fh.fileno())
         self._appended = len(deltas)
         return snapshot, deltas
 

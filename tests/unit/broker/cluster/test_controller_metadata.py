@@ -183,5 +183,13 @@ def test_the_metadata_log_appends_deltas_snapshots_and_survives_a_torn_last_reco
         assert again.state.cluster_id == "c1"
         assert again.state.image()["topics"] == image["topics"] and again.state.version == image["version"]
         assert again.state.topics["manual"].partitions[0].adding_replicas == [0]
+        # a change after the torn record survives the next restart (the torn tail was cut, not appended to)
+        again.state.create_topic("after-torn", 1, 3, {})
+        version = again.state.version
     finally:
         again.shutdown()
+    third = Controller(str(tmp_path), "other", time=MockTime())
+    try:
+        assert "after-torn" in third.state.topics and third.state.version == version
+    finally:
+        third.shutdown()
