@@ -301,11 +301,14 @@ class ControllerState:
     def _changed(self) -> None:
         if self._batch_depth:
             return  # the batch's end publishes it
-        self.version += 1
+        version = self.version + 1
         entries = [[kind, key, ENTRY_KINDS[kind].dump(self, key)] for kind, key in self._dirty]
-        self._dirty = {}
         if self._persist is not None:
-            self._persist({"version": self.version, "entries": entries})
+            # persisted before it is published: when the write fails (the error reaches the request), the change
+            # stays unpublished and its entries stay dirty, so the next change that persists carries them too
+            self._persist({"version": version, "entries": entries})
+        self.version = version
+        self._dirty = {}
         self._heartbeats.notify_all()  # a fenced broker is no longer waited for; image fetches wake up
 
     def wait_for_version(self, after: int, timeout_s: float) -> bool:

@@ -193,3 +193,28 @@ def test_the_metadata_log_appends_deltas_snapshots_and_survives_a_torn_last_reco
         assert "after-torn" in third.state.topics and third.state.version == version
     finally:
         third.shutdown()
+
+
+def test_a_change_whose_write_fails_is_not_published_and_goes_out_with_the_next_one() -> None:
+    written: list[dict[str, object]] = []
+    fail = [True]
+
+    def persist(delta: dict[str, object]) -> None:
+        if fail[0]:
+            raise OSError(28, "No space left on device")
+        written.append(delta)
+
+    state = ControllerState("c1", MockTime(), 10_000, persist=persist)
+    fail[0] = False
+    state.register_broker(0, "127.0.0.1", 9000)
+    version = state.version
+    fail[0] = True
+    with pytest.raises(OSError):
+        state.create_topic("lost-write", 1, 1, {})
+    assert state.version == version  # brokers fetching newer versions do not see it
+    fail[0] = False
+    state.create_topic("next", 1, 1, {})
+    replayed = ControllerState("c1", MockTime(), 10_000)
+    for delta in written:
+        replayed.replay(delta)
+    assert {"lost-write", "next"} <= set(replayed.topics)
