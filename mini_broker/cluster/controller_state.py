@@ -669,7 +669,13 @@ class ControllerState:
             if not ongoing:
                 raise NoReassignmentInProgressError(f"no reassignment of {topic}-{partition} is in progress")
             original = reg.original_replicas
-            reg.isr = [r for r in reg.isr if r in original] or reg.isr
+            isr = [r for r in reg.isr if r in original]
+            if not isr:
+                # reverting would leave an ISR outside the replica set and no leader: let the move finish
+                raise InvalidReplicaAssignmentError(
+                    f"cannot cancel the reassignment of {topic}-{partition}: none of its original replicas "
+                    f"{original} is in the ISR {reg.isr} any more; let the reassignment complete")
+            reg.isr = isr
             self._move_leader(t, reg, original)
             reg.replicas, reg.adding_replicas, reg.removing_replicas = original, [], []
             reg.partition_epoch += 1

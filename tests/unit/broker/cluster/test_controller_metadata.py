@@ -218,3 +218,19 @@ def test_a_change_whose_write_fails_is_not_published_and_goes_out_with_the_next_
     for delta in written:
         replayed.replay(delta)
     assert {"lost-write", "next"} <= set(replayed.topics)
+
+
+def test_a_cancel_that_would_leave_no_original_replica_in_the_isr_is_refused() -> None:
+    """Reverting to replicas none of which is in the ISR would leave the partition without a leader and with an
+    ISR outside its replica set (every later AlterPartition refused): the move is left to complete."""
+    state, _, epochs, _ = _cluster()
+    state.create_topic("r", -1, -1, {}, assignment=[[0]])
+    state.alter_partition_reassignments([("r", 0, [1, 2])])
+    _isr_from_leader(state, epochs, "r", [0, 1])  # 1 caught up, 2 not yet: the move goes on
+    state.controlled_shutdown(0, epochs[0])
+    reg = state.topics["r"].partitions[0]
+    assert reg.isr == [1] and reg.leader == 1
+    error = state.alter_partition_reassignments([("r", 0, None)])[("r", 0)]
+    assert isinstance(error, InvalidReplicaAssignmentError) and "let the reassignment complete" in str(error)
+    reg = state.topics["r"].partitions[0]
+    assert reg.leader == 1 and reg.isr == [1] and set(reg.isr) <= set(reg.replicas)
