@@ -259,6 +259,23 @@ _BATCH_OPS: dict[str, Callable[[ControllerState, dict[str, Any]], dict[str, Any]
 }
 
 
+def _alter_partitions(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
+    """A leader's queued ISR proposals (Kafka: one AlterPartition request for many partitions): one change for
+    all that the controller accepts, and per partition None or why it refused."""
+    broker_id, broker_epoch = int(req["broker_id"]), int(req["broker_epoch"])
+    results: dict[str, Any] = {}
+    with s.batch():
+        for p in req["partitions"]:
+            topic, partition = str(p["topic"]), int(p["partition"])
+            try:
+                s.alter_partition(broker_id, broker_epoch, topic, partition, int(p["leader_epoch"]),
+                                  int(p["partition_epoch"]), [int(r) for r in p["isr"]])
+                results[f"{topic}:{partition}"] = None
+            except KafkaError as e:
+                results[f"{topic}:{partition}"] = error_of(e)
+    return {"image": s.image(), "results": results}
+
+
 def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
     """One controller request -> its reply (raises KafkaError)."""
     op = req["op"]
@@ -305,6 +322,8 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
         else:
             s.alter_configs(str(req["name"]), dict(req["configs"]))
         return _when_propagated(s, req, op)
+    elif op == "alter_partitions":
+        return _alter_partitions(s, req)
     elif op == "alter_partition":
         s.alter_partition(int(req["broker_id"]), int(req["broker_epoch"]), str(req["topic"]),
                           int(req["partition"]), int(req["leader_epoch"]), int(req["partition_epoch"]),

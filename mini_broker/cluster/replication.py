@@ -92,6 +92,12 @@ class ClusterReplication:
         self.heartbeat_channel = ControllerChannel(host or "127.0.0.1", int(port))
         self._image_thread: threading.Thread | None = None
         self._housekeeping_thread: threading.Thread | None = None
+        self._isr_thread: threading.Thread | None = None
+        #: ISR proposals waiting for the next AlterPartition request (Kafka: AlterPartitionManager's unsent
+        #: items): a fetch that catches followers up only queues them, and the sender thread sends all that
+        #: queued up in one request
+        self._isr_queue: dict[TopicPartition, tuple[Partition, dict[str, Any]]] = {}
+        self._isr_queued = threading.Event()
         self.heartbeat_interval_s = config.get_int("broker.heartbeat.interval.ms") / 1000
         self.lag_time_max_ms = config.get_int("replica.lag.time.max.ms")
         self.default_replication_factor = config.default_replication_factor
@@ -149,6 +155,9 @@ class ClusterReplication:
         self._housekeeping_thread = threading.Thread(target=self._housekeeping,
                                                      name=f"broker-replication-{self.broker_id}", daemon=True)
         self._housekeeping_thread.start()
+        self._isr_thread = threading.Thread(target=self._send_isr_changes_loop,
+                                            name=f"broker-alter-partition-{self.broker_id}", daemon=True)
+        self._isr_thread.start()
 
     def _fetch_images(self) -> None:
         """Long-poll the controller for new images and apply each at once (heartbeats carry none, so that
@@ -186,7 +195,8 @@ class ClusterReplication:
             self._thread.join(timeout=5)
         self.image_channel.close()
         self.heartbeat_channel.close()
-        for t in (self._image_thread, self._housekeeping_thread):
+        self._isr_queued.set()
+        for t in (self._image_thread, self._housekeeping_thread, self._isr_thread):
             if t is not None:
                 t.join(timeout=5)
         if self.fetchers is not None:
@@ -592,29 +602,61 @@ class ClusterReplication:
                 self._alter_isr(tp, part, new_isr)
 
     def _alter_isr(self, tp: TopicPartition, part: Partition, new_isr: list[int]) -> None:
-        """AlterPartition to the controller; the image in its reply carries the new ISR."""
+        """Queue an AlterPartition proposal (one at a time per partition); :meth:`send_isr_changes` sends it. The
+        caller (a follower's fetch, the shrink check) never waits for the controller: after a restart a single
+        fetch can catch a follower up on hundreds of partitions, and one controller round trip (and image) per
+        partition, on the request handler's thread, held every handler for as long as they took."""
         with self._lock:
             if part.pending_isr is not None:
                 return
             part.pending_isr = new_isr
-            req = {"op": "alter_partition", "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
-                   "topic": tp.topic, "partition": tp.partition, "leader_epoch": part.leader_epoch,
-                   "partition_epoch": part.partition_epoch, "isr": new_isr}
+            self._isr_queue[tp] = (part, {"topic": tp.topic, "partition": tp.partition,
+                                          "leader_epoch": part.leader_epoch,
+                                          "partition_epoch": part.partition_epoch, "isr": new_isr})
+        self._isr_queued.set()
+
+    def _send_isr_changes_loop(self) -> None:
+        while not self._stop.is_set():
+            self._isr_queued.wait(self.heartbeat_interval_s)
+            if self._stop.is_set():
+                return
+            self._isr_queued.clear()
+            try:
+                self.send_isr_changes()
+            except Exception:
+                log.exception("event=alter_partition_send_failed")
+
+    def send_isr_changes(self) -> None:
+        """Send every queued ISR proposal in one AlterPartition request (one controller change for all of
+        them); the image in the reply carries the ISRs the controller accepted."""
+        with self._lock:
+            queued, self._isr_queue = self._isr_queue, {}
+        if not queued:
+            return
+        req = {"op": "alter_partitions", "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
+               "partitions": [item for _, item in queued.values()]}
         try:
             reply = self.channel.call(req)
         except (OSError, KafkaError) as e:
-            log.warning("event=alter_partition_failed partition=%s isr=%s error=%r", tp, new_isr, e)
+            log.warning("event=alter_partition_failed partitions=%d error=%r msg=\"proposed again by the next "
+                        "fetch or shrink check\"", len(queued), e)
+            results: dict[str, Any] = {}
+        else:
+            self.apply_image(reply["image"])
+            results = reply.get("results", {})
+        for tp, (part, item) in queued.items():
+            error = results.get(f"{tp.topic}:{tp.partition}")
+            if error is not None:
+                log.warning("event=alter_partition_refused partition=%s isr=%s error=%s", tp, item["isr"],
+                            error.get("message"))
+            elif results:
+                log.info("event=isr_changed partition=%s isr=%s", tp, item["isr"])
             with self._lock:
                 part.pending_isr = None
-            return
-        log.info("event=isr_changed partition=%s isr=%s", tp, new_isr)
-        self.apply_image(reply["image"])
-        with self._lock:
-            part.pending_isr = None
-        lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
-        if lg is not None:
-            self.maybe_increment_hw(tp, part, lg)
-        self._wake(tp)
+            lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+            if lg is not None:
+                self.maybe_increment_hw(tp, part, lg)
+            self._wake(tp)
 
     # --- topic changes go through the controller ----------------------------------------------------
 
