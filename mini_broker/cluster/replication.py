@@ -14,7 +14,9 @@ transitions, follower fetch state, the high watermark, ISR changes, and the high
 * **Leader**: an append needs leadership (NOT_LEADER_OR_FOLLOWER) and, for acks=all, an ISR of at least
   ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS); batches are stamped with the leader epoch. A follower fetch
   updates its fetch state, which may move the high watermark (waking delayed produces and consumer fetches)
-  or expand the ISR (AlterPartition, sent from the fetch path's thread, answered in milliseconds).
+  or expand the ISR. ISR proposals (expansions from fetches, shrinks from the housekeeping check) are queued
+  and a thread of their own sends all that queued up in one AlterPartition (one controller change); nothing on
+  a request handler's thread waits for the controller.
 * **Coordinators**: leadership changes are told to :attr:`ClusterReplication.leadership_listener` (the group and
   transaction coordinators follow ``__consumer_offsets`` / ``__transaction_state``; see coordinator_partitions),
   whose appends go through :meth:`ClusterReplication.append_internal`.
