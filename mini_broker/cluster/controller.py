@@ -2,8 +2,17 @@
 whose sessions expire (Kafka: the active ``QuorumController``; here a single controller, see
 docs/ARCHITECTURE.md "Cluster and replication").
 
-The image is persisted to ``<dir>/metadata.json`` (atomic rewrite on every change) and reloaded on start, so
-a restarted controller keeps topics, assignments, ISRs and epochs.
+The image is persisted as a metadata log (:class:`MetadataLog`): each change appends its delta (the entries it
+touched) to ``<dir>/metadata.log``, and every :data:`SNAPSHOT_EVERY` deltas the whole image is written to
+``<dir>/metadata.json`` (atomically) and the log starts over; a restart loads the snapshot and replays the log,
+so a restarted controller keeps topics, assignments, ISRs and epochs, and a change costs what it changed.
+
+Brokers learn of changes by long-polling (``fetch_image``): the request names the version the broker applied
+and is answered as soon as a newer one is published (or after ``max_wait_ms`` with nothing). A long-poll rather
+than a push keeps every connection broker-initiated (the broker already connects, reconnects and registers;
+the controller needs no address book nor client connections to brokers, as KRaft brokers fetch the metadata
+log from the controller), and the request doubles as the broker's acknowledgement of what it applied, which
+is what topic changes wait for before they are answered.
 """
 
 from __future__ import annotations
@@ -13,10 +22,11 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from mini_broker.cluster.controller_rpc import encode
-from mini_broker.cluster.controller_state import ControllerState, error_of
+from mini_broker.cluster.controller_state import ControllerState, TopicSpec, error_of
 from mini_broker.utils.atomic_file import atomic_write
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -24,9 +34,79 @@ from pykafka_client.utils.time import SYSTEM_TIME, Time
 log = logging.getLogger(__name__)
 
 IMAGE_FILE = "metadata.json"
+LOG_FILE = "metadata.log"
+#: deltas appended before the image is snapshotted and the log restarted
+SNAPSHOT_EVERY = 1000
+#: the longest a broker's image fetch waits for a change
+FETCH_MAX_WAIT_MS = 1000
 #: how long a topic change waits for every broker to apply it before answering anyway
 PROPAGATION_TIMEOUT_S = 5.0
 _TOPIC_OPS = frozenset({"create_topic", "delete_topic", "create_partitions", "alter_configs"})
+
+
+class MetadataLog:
+    """The controller's persisted image: a snapshot (``metadata.json``) plus the deltas after it, one JSON line
+    each (``metadata.log``, fsynced per append). A torn last line (a crash mid-append) is cut off at load: that
+    change was never acknowledged, and the next append starts a line of its own."""
+
+    def __init__(self, data_dir: str) -> None:
+        self.snapshot_path = os.path.join(data_dir, IMAGE_FILE)
+        self.log_path = os.path.join(data_dir, LOG_FILE)
+        self._appended = 0
+        self._fh: Any = None
+
+    def load(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """(the snapshot or None, the deltas logged after it)."""
+        snapshot: dict[str, Any] | None = None
+        if os.path.exists(self.snapshot_path):
+            with open(self.snapshot_path, encoding="utf-8") as fh:
+                snapshot = json.load(fh)
+        deltas: list[dict[str, Any]] = []
+        if os.path.exists(self.log_path):
+            good_end = 0
+            with open(self.log_path, "rb") as fh:
+                for line in fh:
+                    try:
+                        if not line.endswith(b"\n"):
+                            raise ValueError("no line end")
+                        deltas.append(json.loads(line))
+                    except ValueError:
+                        log.warning("event=metadata_log_torn_record path=%s msg=\"dropping a partly written last "
+                                    "record (a crash while appending it)\"", self.log_path)
+                        break
+                    good_end += len(line)
+            if good_end < os.path.getsize(self.log_path):
+                # cut the torn tail, so that the next append starts a line of its own (else it would be glued to
+                # the torn bytes and lost, with every change after it, at the next load)
+                with open(self.log_path, "r+b") as fh:
+                    fh.truncate(good_end)
+                    os.fsync(fh.fileno())
+        self._appended = len(deltas)
+        return snapshot, deltas
+
+    def append(self, delta: dict[str, Any], state: ControllerState) -> None:
+        if self._appended >= SNAPSHOT_EVERY:
+            self.snapshot(state)
+        if self._fh is None:
+            self._fh = open(self.log_path, "ab")  # kept open for the controller's lifetime
+        self._fh.write(json.dumps(delta, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._appended += 1
+
+    def snapshot(self, state: ControllerState) -> None:
+        """Write the whole image and start the log over (a crash in between replays deltas the snapshot
+        already has, which :meth:`ControllerState.replay` skips by version)."""
+        atomic_write(self.snapshot_path, json.dumps(state.image(), sort_keys=True).encode())
+        self.close()
+        with open(self.log_path, "wb") as fh:
+            os.fsync(fh.fileno())
+        self._appended = 0
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 class Controller:
@@ -34,14 +114,14 @@ class Controller:
                  unclean_leader_election: bool = False, host: str = "127.0.0.1", port: int = 0,
                  time: Time = SYSTEM_TIME) -> None:
         os.makedirs(data_dir, exist_ok=True)
-        self.path = os.path.join(data_dir, IMAGE_FILE)
-        image: dict[str, Any] | None = None
-        if os.path.exists(self.path):
-            with open(self.path, encoding="utf-8") as fh:
-                image = json.load(fh)
+        self.metadata_log = MetadataLog(data_dir)
+        image, deltas = self.metadata_log.load()
+        if image is not None:
             cluster_id = str(image.get("cluster_id", cluster_id))
         self.state = ControllerState(cluster_id, time, session_timeout_ms, unclean_leader_election,
                                      persist=self._write, image=image)
+        for delta in deltas:
+            self.state.replay(delta)
         self._server = socket.create_server((host, port))
         self.host = host
         self.port = self._server.getsockname()[1]
@@ -50,8 +130,8 @@ class Controller:
         self._conns: list[socket.socket] = []
         self._conns_lock = threading.Lock()
 
-    def _write(self, image: dict[str, Any]) -> None:
-        atomic_write(self.path, json.dumps(image, sort_keys=True).encode())
+    def _write(self, delta: dict[str, Any]) -> None:
+        self.metadata_log.append(delta, self.state)
 
     @property
     def address(self) -> str:
@@ -67,6 +147,8 @@ class Controller:
 
     def shutdown(self) -> None:
         self._stop.set()
+        with self.state.lock:
+            self.metadata_log.close()
         try:
             self._server.close()
         except OSError:
@@ -130,6 +212,70 @@ def _when_propagated(s: ControllerState, req: dict[str, Any], op: str) -> dict[s
     return {"image": image}
 
 
+def _error_or_none(e: KafkaError | None) -> dict[str, Any] | None:
+    return None if e is None else error_of(e)
+
+
+def _create_topics(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
+    specs = [TopicSpec(str(t["name"]), int(t.get("num_partitions", -1)), int(t.get("replication_factor", -1)),
+                       dict(t.get("configs", {})),
+                       [[int(r) for r in a] for a in t["assignment"]] if t.get("assignment") else None)
+             for t in req["topics"]]
+    out = s.create_topics(specs, bool(req.get("validate_only", False)))
+    return {name: error_of(r) if isinstance(r, KafkaError) else None for name, r in out.items()}
+
+
+def _delete_topics(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
+    return {name: _error_or_none(e) for name, e in s.delete_topics([str(n) for n in req["names"]]).items()}
+
+
+def _create_partitions_batch(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
+    asks = [(str(t["name"]), int(t["count"]),
+             [[int(r) for r in a] for a in t["assignment"]] if t.get("assignment") else None) for t in req["topics"]]
+    out = s.create_partitions_batch(asks, bool(req.get("validate_only", False)))
+    return {name: _error_or_none(e) for name, e in out.items()}
+
+
+def _alter_reassignments(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
+    moves = [(str(t), int(p), None if r is None else [int(x) for x in r]) for t, p, r in req["moves"]]
+    out = s.alter_partition_reassignments(moves)
+    return {f"{t}:{p}": _error_or_none(e) for (t, p), e in out.items()}
+
+
+def _elect_leaders(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
+    wanted = None if req.get("partitions") is None else [(str(t), int(p)) for t, p in req["partitions"]]
+    out = s.elect_leaders(bool(req.get("unclean", False)), wanted)
+    return {f"{t}:{p}": _error_or_none(e) for (t, p), e in out.items()}
+
+
+#: requests changing many entries at once: one change, one propagation; their reply's "results" maps each
+#: item to None or its error
+_BATCH_OPS: dict[str, Callable[[ControllerState, dict[str, Any]], dict[str, Any]]] = {
+    "create_topics": _create_topics,
+    "delete_topics": _delete_topics,
+    "create_partitions_batch": _create_partitions_batch,
+    "alter_reassignments": _alter_reassignments,
+    "elect_leaders": _elect_leaders,
+}
+
+
+def _alter_partitions(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
+    """A leader's queued ISR proposals (Kafka: one AlterPartition request for many partitions): one change for
+    all that the controller accepts, and per partition None or why it refused."""
+    broker_id, broker_epoch = int(req["broker_id"]), int(req["broker_epoch"])
+    results: dict[str, Any] = {}
+    with s.batch():
+        for p in req["partitions"]:
+            topic, partition = str(p["topic"]), int(p["partition"])
+            try:
+                s.alter_partition(broker_id, broker_epoch, topic, partition, int(p["leader_epoch"]),
+                                  int(p["partition_epoch"]), [int(r) for r in p["isr"]])
+                results[f"{topic}:{partition}"] = None
+            except KafkaError as e:
+                results[f"{topic}:{partition}"] = error_of(e)
+    return {"image": s.image(), "results": results}
+
+
 def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
     """One controller request -> its reply (raises KafkaError)."""
     op = req["op"]
@@ -140,15 +286,32 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
         epoch = s.register_broker(int(req["broker_id"]), str(req["host"]), int(req["port"]), listeners)
         log.info("event=broker_registered broker_id=%s broker_epoch=%d", req["broker_id"], epoch)
         return {"broker_epoch": epoch, "image": s.image()}
+    if op == "fetch_image":
+        # a broker's long-poll: it applied ``version``; answer with a newer image as soon as there is one
+        version = int(req.get("version", -1))
+        s.report_applied(int(req["broker_id"]), int(req["broker_epoch"]), version)
+        wait_ms = min(int(req.get("max_wait_ms", FETCH_MAX_WAIT_MS)), FETCH_MAX_WAIT_MS)
+        return {"image": s.image()} if s.wait_for_version(version, wait_ms / 1000) else {}
     if op == "heartbeat":
         s.heartbeat(int(req["broker_id"]), int(req["broker_epoch"]), int(req.get("version", -1)))
-        return {"image": s.image()} if s.version != int(req.get("version", -1)) else {}
+        # a broker that long-polls its images (fetch_image) asks for none here: its heartbeats stay light
+        wants_image = bool(req.get("with_image", True))
+        return {"image": s.image()} if wants_image and s.version != int(req.get("version", -1)) else {}
     if op == "alter_acls":
         s.alter_acls([dict(a) for a in req.get("create", [])], [dict(a) for a in req.get("delete", [])])
         return _when_propagated(s, req, op)
     if op == "alter_scram_credentials":
         s.alter_scram_credentials([dict(c) for c in req.get("upsert", [])], [dict(c) for c in req.get("delete", [])])
         return _when_propagated(s, req, op)
+    if op in _BATCH_OPS:
+        results = _BATCH_OPS[op](s, req)
+        reply = _when_propagated(s, req, op)
+        reply["results"] = results
+        return reply
+    if op == "list_reassignments":
+        wanted = None if req.get("partitions") is None else [(str(t), int(p)) for t, p in req["partitions"]]
+        return {"reassignments": [[t, p, reg.replicas, reg.adding_replicas, reg.removing_replicas]
+                                  for (t, p), reg in s.list_partition_reassignments(wanted).items()]}
     if op in _TOPIC_OPS:
         if op == "create_topic":
             s.create_topic(str(req["name"]), int(req["num_partitions"]), int(req["replication_factor"]),
@@ -156,10 +319,14 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
         elif op == "delete_topic":
             s.delete_topic(str(req["name"]))
         elif op == "create_partitions":
-            s.create_partitions(str(req["name"]), int(req["count"]), bool(req.get("validate_only", False)))
+            assignment = req.get("assignment")
+            s.create_partitions(str(req["name"]), int(req["count"]), bool(req.get("validate_only", False)),
+                                [[int(r) for r in a] for a in assignment] if assignment else None)
         else:
             s.alter_configs(str(req["name"]), dict(req["configs"]))
         return _when_propagated(s, req, op)
+    elif op == "alter_partitions":
+        return _alter_partitions(s, req)
     elif op == "alter_partition":
         s.alter_partition(int(req["broker_id"]), int(req["broker_epoch"]), str(req["topic"]),
                           int(req["partition"]), int(req["leader_epoch"]), int(req["partition_epoch"]),

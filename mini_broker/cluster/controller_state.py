@@ -3,9 +3,15 @@
 
 What it owns: the registered brokers (host, port, broker epoch, fenced or not, last heartbeat), the topics
 (id, configs, partitions) and, per partition, the replicas, the ISR, the leader, the leader epoch and the
-partition epoch. Every change bumps :attr:`ControllerState.version` and is persisted (``persist`` gets the
-whole image: mini_broker's "metadata log" is a snapshot rewritten atomically on each change, see
-docs/ARCHITECTURE.md).
+partition epoch. Every change bumps :attr:`ControllerState.version` and is persisted as a *delta*: ``persist``
+gets ``{"version": v, "entries": [[kind, key, value or None], ...]}`` naming only the image entries the change
+touched (a topic, a broker, the ACLs, the id counters), so a change costs what it changed, not the image's size
+(the controller appends deltas to its metadata log and snapshots :meth:`ControllerState.image` now and then;
+:meth:`ControllerState.replay` applies a delta to a loaded snapshot). A new kind of image entry is one
+:class:`EntryKind` in :data:`ENTRY_KINDS` plus a ``_touch(kind, key)`` where it changes.
+
+A request that changes many things at once (CreateTopics of many topics, DeleteTopics, CreatePartitions) runs
+in :meth:`ControllerState.batch`: one version, one delta, one propagation for all of it.
 
 Rules (Kafka's KRaft controller):
 
@@ -23,18 +29,24 @@ Rules (Kafka's KRaft controller):
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pykafka_client.errors import (
+    ElectionNotNeededError,
+    EligibleLeadersNotAvailableError,
     FencedLeaderEpochError,
     InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     InvalidTopicError,
     InvalidUpdateVersionError,
+    NoReassignmentInProgressError,
+    PreferredLeaderNotAvailableError,
     StaleBrokerEpochError,
     TopicExistsError,
     UnknownTopicOrPartitionError,
@@ -53,6 +65,19 @@ class PartitionRegistration:
     leader: int
     leader_epoch: int = 0
     partition_epoch: int = 0
+    #: an ongoing reassignment (KIP-455): the replicas being added / removed (``replicas`` holds both)
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
+
+    @property
+    def target_replicas(self) -> list[int]:
+        """The replicas once the reassignment completes (the replicas when there is none)."""
+        return [r for r in self.replicas if r not in self.removing_replicas]
+
+    @property
+    def original_replicas(self) -> list[int]:
+        """The replicas before the reassignment (what cancelling it restores)."""
+        return [r for r in self.replicas if r not in self.adding_replicas]
 
 
 @dataclass
@@ -91,6 +116,91 @@ def elect_leader(reg: PartitionRegistration, alive: set[int], unclean: bool) -> 
     return NO_LEADER, list(reg.isr)
 
 
+def _load_partition(p: dict[str, Any]) -> PartitionRegistration:
+    return PartitionRegistration(list(p["replicas"]), list(p["isr"]), int(p["leader"]), int(p["leader_epoch"]),
+                                 int(p["partition_epoch"]), [int(r) for r in p.get("adding_replicas", [])],
+                                 [int(r) for r in p.get("removing_replicas", [])])
+
+
+def _load_topic(t: dict[str, Any]) -> TopicRegistration:
+    return TopicRegistration(t["name"], t["topic_id"], dict(t.get("configs", {})),
+                             [_load_partition(p) for p in t["partitions"]])
+
+
+@dataclass(frozen=True)
+class EntryKind:
+    """One kind of image entry: how a delta writes it (``dump``: its JSON value, None when it is gone) and how
+    a replayed delta restores it (``load``: value None removes it)."""
+
+    dump: Callable[[ControllerState, str], Any]
+    load: Callable[[ControllerState, str, Any], None]
+
+
+def _dump_topic(s: ControllerState, key: str) -> Any:
+    t = s.topics.get(key)
+    return None if t is None else asdict(t)
+
+
+def _load_topic_entry(s: ControllerState, key: str, value: Any) -> None:
+    if value is None:
+        s.topics.pop(key, None)
+    else:
+        s.topics[key] = _load_topic(value)
+
+
+def _dump_broker(s: ControllerState, key: str) -> Any:
+    b = s.brokers.get(int(key))
+    return None if b is None else asdict(b)
+
+
+def _load_broker_entry(s: ControllerState, key: str, value: Any) -> None:
+    if value is None:
+        s.brokers.pop(int(key), None)
+    else:
+        s.brokers[int(key)] = BrokerRegistration(int(value["broker_id"]), value["host"], int(value["port"]),
+                                                 int(value["broker_epoch"]), bool(value["fenced"]),
+                                                 s.time.milliseconds(), listeners=list(value.get("listeners", [])))
+
+
+def _dump_counters(s: ControllerState, key: str) -> Any:
+    return {"next_broker_epoch": s.next_broker_epoch, "next_producer_id": s.next_producer_id}
+
+
+def _load_counters(s: ControllerState, key: str, value: Any) -> None:
+    s.next_broker_epoch = int(value["next_broker_epoch"])
+    s.next_producer_id = int(value["next_producer_id"])
+
+
+def _load_acls(s: ControllerState, key: str, value: Any) -> None:
+    s.acls = [dict(a) for a in value or []]
+
+
+def _load_scram_credentials(s: ControllerState, key: str, value: Any) -> None:
+    s.scram_credentials = [dict(c) for c in value or []]
+
+
+#: every kind of image entry a delta can carry
+ENTRY_KINDS: dict[str, EntryKind] = {
+    "topic": EntryKind(_dump_topic, _load_topic_entry),
+    "broker": EntryKind(_dump_broker, _load_broker_entry),
+    "counters": EntryKind(_dump_counters, _load_counters),
+    "acls": EntryKind(lambda s, key: list(s.acls), _load_acls),
+    "scram_credentials": EntryKind(lambda s, key: list(s.scram_credentials), _load_scram_credentials),
+}
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    """One topic of a CreateTopics request: ``assignment`` (partition -> replicas) or a partition count and
+    replication factor."""
+
+    name: str
+    num_partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+    assignment: list[list[int]] | None = None
+
+
 class ControllerState:
     """See the module docstring. Thread-safe (one lock); ``persist`` is called under it."""
 
@@ -113,8 +223,18 @@ class ControllerState:
         #: the SCRAM credentials (as mini_broker.security.scram_credentials.credential_to_json writes them: salted
         #: keys only), sorted by user and mechanism (Kafka: UserScramCredentialsRecord)
         self.scram_credentials: list[dict[str, Any]] = []
+        #: the (kind, key) entries changed since the last persisted delta
+        self._dirty: dict[tuple[str, str], None] = {}
+        self._batch_depth = 0
+        #: (version, image) of the last image built
+        self._image: tuple[int, dict[str, Any]] | None = None
         if image is not None:
             self._load(image)
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The state's lock (the persistence callback runs under it)."""
+        return self._lock
 
     # --- persistence ------------------------------------------------------------------------------
 
@@ -131,12 +251,27 @@ class ControllerState:
                                                                    int(b["broker_epoch"]), bool(b["fenced"]), now,
                                                                    listeners=list(b.get("listeners", [])))
         for t in image.get("topics", []):
-            parts = [PartitionRegistration(list(p["replicas"]), list(p["isr"]), int(p["leader"]), int(p["leader_epoch"]),
-                                           int(p["partition_epoch"])) for p in t["partitions"]]
-            self.topics[t["name"]] = TopicRegistration(t["name"], t["topic_id"], dict(t.get("configs", {})), parts)
+            self.topics[t["name"]] = _load_topic(t)
+
+    def replay(self, delta: dict[str, Any]) -> None:
+        """Apply one persisted delta (a controller restart: snapshot, then the deltas after it)."""
+        with self._lock:
+            version = int(delta["version"])
+            if version <= self.version:
+                return
+            for kind, key, value in delta["entries"]:
+                ENTRY_KINDS[kind].load(self, key, value)
+            self.version = version
 
     def image(self) -> dict[str, Any]:
-        """The whole metadata image (what brokers apply and what is persisted)."""
+        """The whole metadata image (what brokers apply and what is snapshotted). Built once per version (every
+        broker's fetch of a version shares it): callers must not modify it."""
+        with self._lock:
+            if self._image is None or self._image[0] != self.version:
+                self._image = (self.version, self._build_image())
+            return self._image[1]
+
+    def _build_image(self) -> dict[str, Any]:
         with self._lock:
             return {
                 "version": self.version,
@@ -149,11 +284,53 @@ class ControllerState:
                 "scram_credentials": list(self.scram_credentials),
             }
 
+    def _touch(self, kind: str, key: str = "") -> None:
+        self._dirty[(kind, key)] = None
+
+    def _touch_topic(self, name: str) -> None:
+        self._touch("topic", name)
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Everything changed inside is one change: one version, one persisted delta, one propagation."""
+        with self._lock:
+            self._batch_depth += 1
+            try:
+                yield
+            finally:
+                self._batch_depth -= 1
+                if self._batch_depth == 0 and self._dirty:
+                    self._changed()
+
     def _changed(self) -> None:
-        self.version += 1
+        if self._batch_depth:
+            return  # the batch's end publishes it
+        version = self.version + 1
+        entries = [[kind, key, ENTRY_KINDS[kind].dump(self, key)] for kind, key in self._dirty]
         if self._persist is not None:
-            self._persist(self.image())
-        self._heartbeats.notify_all()  # a fenced broker is no longer waited for
+            # persisted before it is published: when the write fails (the error reaches the request), the change
+            # stays unpublished and its entries stay dirty, so the next change that persists carries them too
+            self._persist({"version": version, "entries": entries})
+        self.version = version
+        self._dirty = {}
+        self._heartbeats.notify_all()  # a fenced broker is no longer waited for; image fetches wake up
+
+    def wait_for_version(self, after: int, timeout_s: float) -> bool:
+        """Block (real time) until the image's version is past ``after`` (a broker's long-poll); False on
+        timeout."""
+        with self._heartbeats:
+            return self._heartbeats.wait_for(lambda: self.version > after, timeout_s)
+
+    def report_applied(self, broker_id: int, broker_epoch: int, metadata_version: int) -> None:
+        """A broker applied image ``metadata_version`` (said by its image fetch); raises StaleBrokerEpochError
+        for a broker that must register again."""
+        with self._lock:
+            b = self.brokers.get(broker_id)
+            if b is None or b.broker_epoch != broker_epoch or b.fenced:
+                raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered; register again")
+            if metadata_version > b.metadata_version:
+                b.metadata_version = metadata_version
+                self._heartbeats.notify_all()
 
     # --- ACLs (Kafka: AclControlManager) -----------------------------------------------------------
 
@@ -166,6 +343,7 @@ class ControllerState:
                     acls.append(dict(c))
             if acls != self.acls:
                 self.acls = acls
+                self._touch("acls")
                 self._changed()
 
     # --- SCRAM credentials (Kafka: ScramControlManager) -------------------------------------------
@@ -182,6 +360,7 @@ class ControllerState:
             credentials.sort(key=key)
             if credentials != self.scram_credentials:
                 self.scram_credentials = credentials
+                self._touch("scram_credentials")
                 self._changed()
 
     # --- brokers ------------------------------------------------------------------------------------
@@ -201,6 +380,8 @@ class ControllerState:
             self.next_broker_epoch += 1
             self.brokers[broker_id] = BrokerRegistration(broker_id, host, port, epoch, False, self.time.milliseconds(),
                                                          listeners=list(listeners or []))
+            self._touch("broker", str(broker_id))
+            self._touch("counters")
             self._elect_offline_partitions()
             self._changed()
             return epoch
@@ -212,7 +393,7 @@ class ControllerState:
             if b is None or b.broker_epoch != broker_epoch or b.fenced:
                 raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered; register again")
             b.last_heartbeat_ms = self.time.milliseconds()
-            b.metadata_version = metadata_version
+            b.metadata_version = max(b.metadata_version, metadata_version)
             self._heartbeats.notify_all()
 
     def wait_for_propagation(self, version: int, exclude: int, timeout_s: float) -> bool:
@@ -254,11 +435,13 @@ class ControllerState:
     def _fence(self, broker: BrokerRegistration) -> None:
         broker.fenced = True
         dead = broker.broker_id
+        self._touch("broker", str(dead))
         alive = self.alive()
         for t in self.topics.values():
             for reg in t.partitions:
                 if dead not in reg.replicas:
                     continue
+                self._touch_topic(t.name)
                 if reg.leader == dead:
                     if len(reg.isr) > 1:
                         reg.isr = [r for r in reg.isr if r != dead]
@@ -279,6 +462,7 @@ class ControllerState:
                         reg.leader, reg.isr = leader, isr
                         reg.leader_epoch += 1
                         reg.partition_epoch += 1
+                        self._touch_topic(t.name)
 
     # --- topics -------------------------------------------------------------------------------------
 
@@ -291,8 +475,52 @@ class ControllerState:
         return [[alive[(p + i) % len(alive)] for i in range(replication_factor)]
                 for p in range(first_partition, first_partition + num_partitions)]
 
+    def _check_replicas(self, replicas: list[int], what: str) -> None:
+        """A manual replica list, as Kafka checks it: not empty, no broker twice, every broker registered."""
+        if not replicas:
+            raise InvalidReplicaAssignmentError(f"The manual partition assignment of {what} includes an empty "
+                                                f"replica list; name at least one broker.")
+        dups = sorted({r for r in replicas if replicas.count(r) > 1})
+        if dups:
+            raise InvalidReplicaAssignmentError(f"The manual partition assignment of {what} includes duplicate "
+                                                f"replica(s) {dups}; name each broker once.")
+        for r in replicas:
+            if r not in self.brokers:
+                raise InvalidReplicaAssignmentError(f"The manual partition assignment of {what} includes broker "
+                                                    f"{r}, but no such broker is registered.")
+
+    def _check_assignment(self, assignment: list[list[int]], replication_factor: int, name: str,
+                          first_partition: int) -> list[list[int]]:
+        """Validate manual assignments (one replica list per new partition, all of ``replication_factor``
+        replicas, -1: the first one's) and return them."""
+        rf = replication_factor if replication_factor > 0 else len(assignment[0]) if assignment else 0
+        alive = self.alive()
+        for i, replicas in enumerate(assignment):
+            what = f"partition {first_partition + i} of topic {name}"
+            self._check_replicas(list(replicas), what)
+            if len(replicas) != rf:
+                raise InvalidReplicaAssignmentError(
+                    f"The manual partition assignment includes {what} with {len(replicas)} replica(s), but this is "
+                    f"not consistent with previous partitions, which have {rf} replica(s).")
+            if not any(r in alive for r in replicas):
+                raise InvalidReplicaAssignmentError(
+                    f"All brokers specified in the manual partition assignment for {what} are fenced or in "
+                    f"controlled shutdown; name a live broker.")
+        return [list(r) for r in assignment]
+
+    def _new_partitions(self, assignment: list[list[int]]) -> list[PartitionRegistration]:
+        """Registrations of new partitions: the ISR is the live replicas, the leader the first of them."""
+        alive = self.alive()
+        out = []
+        for replicas in assignment:
+            isr = [r for r in replicas if r in alive]
+            out.append(PartitionRegistration(list(replicas), isr, isr[0] if isr else NO_LEADER))
+        return out
+
     def create_topic(self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, str],
-                     validate_only: bool = False) -> TopicRegistration:
+                     validate_only: bool = False, assignment: list[list[int]] | None = None) -> TopicRegistration:
+        """Create one topic: ``assignment`` (a replica list per partition) or ``num_partitions`` placed round
+        robin with ``replication_factor`` replicas."""
         with self._lock:
             if name in self.topics:
                 raise TopicExistsError(f"Topic '{name}' already exists.")
@@ -300,23 +528,53 @@ class ControllerState:
             for other in self.topics:
                 if other.replace(".", "_") == collide:
                     raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
-            if num_partitions < 1:
-                raise InvalidPartitionsError("Number of partitions must be larger than 0.")
-            assignment = self._assign(num_partitions, replication_factor, 0)
-            topic = TopicRegistration(name, str(uuid.uuid4()), dict(configs),
-                                      [PartitionRegistration(list(r), list(r), r[0]) for r in assignment])
+            if assignment:
+                assignment = self._check_assignment(assignment, -1, name, 0)
+            else:
+                if num_partitions < 1:
+                    raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+                assignment = self._assign(num_partitions, replication_factor, 0)
+            topic = TopicRegistration(name, str(uuid.uuid4()), dict(configs), self._new_partitions(assignment))
             if not validate_only:
                 self.topics[name] = topic
+                self._touch_topic(name)
                 self._changed()
             return topic
+
+    def create_topics(self, specs: list[TopicSpec], validate_only: bool = False
+                      ) -> dict[str, TopicRegistration | KafkaError]:
+        """A whole CreateTopics request as one change: per topic its registration or why it was refused."""
+        out: dict[str, TopicRegistration | KafkaError] = {}
+        with self.batch():
+            for spec in specs:
+                try:
+                    out[spec.name] = self.create_topic(spec.name, spec.num_partitions, spec.replication_factor,
+                                                       spec.configs, validate_only, spec.assignment)
+                except KafkaError as e:
+                    out[spec.name] = e
+        return out
 
     def delete_topic(self, name: str) -> None:
         with self._lock:
             if self.topics.pop(name, None) is None:
                 raise UnknownTopicOrPartitionError(f"Topic {name} not found")
+            self._touch_topic(name)
             self._changed()
 
-    def create_partitions(self, name: str, count: int, validate_only: bool = False) -> TopicRegistration:
+    def delete_topics(self, names: list[str]) -> dict[str, KafkaError | None]:
+        """A whole DeleteTopics request as one change: per topic None or why it was not deleted."""
+        out: dict[str, KafkaError | None] = {}
+        with self.batch():
+            for name in names:
+                try:
+                    self.delete_topic(name)
+                    out[name] = None
+                except KafkaError as e:
+                    out[name] = e
+        return out
+
+    def create_partitions(self, name: str, count: int, validate_only: bool = False,
+                          assignment: list[list[int]] | None = None) -> TopicRegistration:
         with self._lock:
             t = self.topics.get(name)
             if t is None:
@@ -327,11 +585,33 @@ class ControllerState:
                                              f"requested {count}.")
             if count == have:
                 raise InvalidPartitionsError(f"Topic already has {have} partitions.")
-            assignment = self._assign(count - have, len(t.partitions[0].replicas), have)
+            rf = len(t.partitions[0].target_replicas)
+            if assignment:
+                if len(assignment) != count - have:
+                    raise InvalidReplicaAssignmentError(
+                        f"Attempted to add {count - have} additional partition(s), but only {len(assignment)} "
+                        f"assignment(s) were specified.")
+                assignment = self._check_assignment(assignment, rf, name, have)
+            else:
+                assignment = self._assign(count - have, rf, have)
             if not validate_only:
-                t.partitions.extend(PartitionRegistration(list(r), list(r), r[0]) for r in assignment)
+                t.partitions.extend(self._new_partitions(assignment))
+                self._touch_topic(name)
                 self._changed()
             return t
+
+    def create_partitions_batch(self, requests: list[tuple[str, int, list[list[int]] | None]],
+                                validate_only: bool = False) -> dict[str, KafkaError | None]:
+        """A whole CreatePartitions request ((topic, new count, assignment)) as one change."""
+        out: dict[str, KafkaError | None] = {}
+        with self.batch():
+            for name, count, assignment in requests:
+                try:
+                    self.create_partitions(name, count, validate_only, assignment)
+                    out[name] = None
+                except KafkaError as e:
+                    out[name] = e
+        return out
 
     def alter_configs(self, name: str, configs: dict[str, str]) -> None:
         with self._lock:
@@ -339,7 +619,154 @@ class ControllerState:
             if t is None:
                 raise UnknownTopicOrPartitionError(f"Topic {name} not found")
             t.configs = dict(configs)
+            self._touch_topic(name)
             self._changed()
+
+    # --- reassignments (KIP-455) and elections (KIP-460) ---------------------------------------------
+
+    def _partition(self, topic: str, partition: int) -> tuple[TopicRegistration, PartitionRegistration]:
+        t = self.topics.get(topic)
+        if t is None or not 0 <= partition < len(t.partitions):
+            raise UnknownTopicOrPartitionError(f"{topic}-{partition} does not exist")
+        return t, t.partitions[partition]
+
+    def _move_leader(self, t: TopicRegistration, reg: PartitionRegistration, candidates: list[int]) -> None:
+        """Elect the first alive ISR member of ``candidates`` when the leader is not one of them."""
+        if reg.leader in candidates:
+            return
+        alive = self.alive()
+        new = next((r for r in candidates if r in reg.isr and r in alive), NO_LEADER)
+        reg.leader = new
+        reg.leader_epoch += 1
+
+    def _after_isr_change(self, t: TopicRegistration, partition: int, reg: PartitionRegistration) -> None:
+        """Complete a reassignment whose target replicas all joined the ISR: leadership moves off a removed
+        leader, then the removed replicas are dropped."""
+        if not reg.adding_replicas and not reg.removing_replicas:
+            return
+        target = reg.target_replicas
+        if not all(r in reg.isr for r in target):
+            return
+        self._move_leader(t, reg, target)
+        reg.replicas = target
+        reg.isr = [r for r in reg.isr if r in target]
+        reg.adding_replicas, reg.removing_replicas = [], []
+        reg.partition_epoch += 1
+        self._touch_topic(t.name)
+
+    def alter_partition_reassignments(self, moves: list[tuple[str, int, list[int] | None]]
+                                      ) -> dict[tuple[str, int], KafkaError | None]:
+        """AlterPartitionReassignments as one change: per (topic, partition) a target replica list, or None to
+        cancel the ongoing reassignment. New replicas join the replica set at once and the ISR once caught up
+        (the leader's AlterPartition); the reassignment then completes (:meth:`_after_isr_change`)."""
+        out: dict[tuple[str, int], KafkaError | None] = {}
+        with self.batch():
+            for topic, partition, target in moves:
+                try:
+                    self._reassign(topic, partition, target)
+                    out[(topic, partition)] = None
+                except KafkaError as e:
+                    out[(topic, partition)] = e
+        return out
+
+    def _reassign(self, topic: str, partition: int, target: list[int] | None) -> None:
+        t, reg = self._partition(topic, partition)
+        ongoing = bool(reg.adding_replicas or reg.removing_replicas)
+        if target is None:
+            if not ongoing:
+                raise NoReassignmentInProgressError(f"no reassignment of {topic}-{partition} is in progress")
+            original = reg.original_replicas
+            isr = [r for r in reg.isr if r in original]
+            if not isr:
+                # reverting would leave an ISR outside the replica set and no leader: let the move finish
+                raise InvalidReplicaAssignmentError(
+                    f"cannot cancel the reassignment of {topic}-{partition}: none of its original replicas "
+                    f"{original} is in the ISR {reg.isr} any more; let the reassignment complete")
+            reg.isr = isr
+            self._move_leader(t, reg, original)
+            reg.replicas, reg.adding_replicas, reg.removing_replicas = original, [], []
+            reg.partition_epoch += 1
+            self._touch_topic(topic)
+            return
+        self._check_replicas(list(target), f"partition {partition} of topic {topic}")
+        original = reg.original_replicas
+        if target == original and not ongoing:
+            return
+        reg.replicas = list(target) + [r for r in original if r not in target]
+        reg.adding_replicas = [r for r in target if r not in original]
+        reg.removing_replicas = [r for r in original if r not in target]
+        reg.isr = [r for r in reg.isr if r in reg.replicas]
+        reg.partition_epoch += 1
+        self._touch_topic(topic)
+        self._after_isr_change(t, partition, reg)
+
+    def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None = None
+                                     ) -> dict[tuple[str, int], PartitionRegistration]:
+        """The ongoing reassignments (of ``partitions``; None: all); unknown partitions are left out."""
+        with self._lock:
+            out: dict[tuple[str, int], PartitionRegistration] = {}
+            wanted = partitions if partitions is not None else [
+                (t.name, p) for t in self.topics.values() for p in range(len(t.partitions))]
+            for topic, p in wanted:
+                t = self.topics.get(topic)
+                if t is None or not 0 <= p < len(t.partitions):
+                    continue
+                reg = t.partitions[p]
+                if reg.adding_replicas or reg.removing_replicas:
+                    out[(topic, p)] = PartitionRegistration(list(reg.replicas), list(reg.isr), reg.leader,
+                                                            reg.leader_epoch, reg.partition_epoch,
+                                                            list(reg.adding_replicas), list(reg.removing_replicas))
+            return out
+
+    def elect_leaders(self, unclean: bool, partitions: list[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], KafkaError | None]:
+        """ElectLeaders as one change. Preferred: the first replica becomes leader when it is alive and in the
+        ISR. Unclean: a partition without a leader gets one, from the ISR, else any alive replica. Per
+        partition None (elected) or the error; with ``partitions`` None every partition is tried and only
+        those that needed an election are reported."""
+        out: dict[tuple[str, int], KafkaError | None] = {}
+        with self.batch():
+            wanted = partitions if partitions is not None else [
+                (t.name, p) for t in self.topics.values() for p in range(len(t.partitions))]
+            alive = self.alive()
+            for topic, p in wanted:
+                try:
+                    t, reg = self._partition(topic, p)
+                    if unclean:
+                        self._elect_unclean(t, reg, alive)
+                    else:
+                        self._elect_preferred(t, reg, alive)
+                    out[(topic, p)] = None
+                except ElectionNotNeededError as e:
+                    if partitions is not None:
+                        out[(topic, p)] = e
+                except KafkaError as e:
+                    out[(topic, p)] = e
+        return out
+
+    def _elect_preferred(self, t: TopicRegistration, reg: PartitionRegistration, alive: set[int]) -> None:
+        preferred = reg.target_replicas[0]
+        if reg.leader == preferred:
+            raise ElectionNotNeededError(f"leader of {t.name} is already the preferred replica {preferred}")
+        if preferred not in alive or preferred not in reg.isr:
+            raise PreferredLeaderNotAvailableError(
+                f"the preferred replica {preferred} of {t.name} is not alive or not in the ISR {reg.isr}; retry "
+                f"once it has caught up")
+        reg.leader = preferred
+        reg.leader_epoch += 1
+        reg.partition_epoch += 1
+        self._touch_topic(t.name)
+
+    def _elect_unclean(self, t: TopicRegistration, reg: PartitionRegistration, alive: set[int]) -> None:
+        if reg.leader != NO_LEADER and reg.leader in alive:
+            raise ElectionNotNeededError(f"a partition of {t.name} already has the leader {reg.leader}")
+        leader, isr = elect_leader(reg, alive, unclean=True)
+        if leader == NO_LEADER:
+            raise EligibleLeadersNotAvailableError(f"no replica of {t.name} ({reg.replicas}) is alive; restart one")
+        reg.leader, reg.isr = leader, isr
+        reg.leader_epoch += 1
+        reg.partition_epoch += 1
+        self._touch_topic(t.name)
 
     # --- partitions -------------------------------------------------------------------------------
 
@@ -369,6 +796,8 @@ class ControllerState:
             if new_isr != reg.isr:
                 reg.isr = list(new_isr)
                 reg.partition_epoch += 1
+                self._touch_topic(topic)
+                self._after_isr_change(t, partition, reg)
                 self._changed()
             return PartitionRegistration(list(reg.replicas), list(reg.isr), reg.leader, reg.leader_epoch,
                                          reg.partition_epoch)
@@ -378,6 +807,7 @@ class ControllerState:
         with self._lock:
             first = self.next_producer_id
             self.next_producer_id += PRODUCER_ID_BLOCK
+            self._touch("counters")
             self._changed()
             return first, PRODUCER_ID_BLOCK
 

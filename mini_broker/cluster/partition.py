@@ -61,6 +61,9 @@ class Partition:
         if self.pending_isr is not None and (self.pending_isr == self.isr or changed_epoch):
             self.pending_isr = None
         if not changed_epoch:
+            if self.is_leader:  # a reassignment adds or drops followers within the epoch
+                self.followers = {r: self.followers.get(r) or ReplicaState(last_caught_up_ms=now_ms)
+                                  for r in replicas if r != self.local_id}
             return ""
         self.leader, self.leader_epoch = leader, leader_epoch
         self.pending_isr = None

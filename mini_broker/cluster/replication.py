@@ -14,7 +14,9 @@ transitions, follower fetch state, the high watermark, ISR changes, and the high
 * **Leader**: an append needs leadership (NOT_LEADER_OR_FOLLOWER) and, for acks=all, an ISR of at least
   ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS); batches are stamped with the leader epoch. A follower fetch
   updates its fetch state, which may move the high watermark (waking delayed produces and consumer fetches)
-  or expand the ISR (AlterPartition, sent from the fetch path's thread, answered in milliseconds).
+  or expand the ISR. ISR proposals (expansions from fetches, shrinks from the housekeeping check) are queued
+  and a thread of their own sends all that queued up in one AlterPartition (one controller change); nothing on
+  a request handler's thread waits for the controller.
 * **Coordinators**: leadership changes are told to :attr:`ClusterReplication.leadership_listener` (the group and
   transaction coordinators follow ``__consumer_offsets`` / ``__transaction_state``; see coordinator_partitions),
   whose appends go through :meth:`ClusterReplication.append_internal`.
@@ -50,11 +52,10 @@ from mini_broker.server.coordinator_lookup import (
 )
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
 from mini_broker.server.replica_manager import ReplicaManager
-from mini_broker.server.replication_strategy import FetchPartitionInfo, PartitionReplicas
+from mini_broker.server.replication_strategy import FetchPartitionInfo, PartitionReplicas, TopicCreation
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
     FencedLeaderEpochError,
-    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
     LeaderNotAvailableError,
     NotControllerError,
@@ -65,6 +66,7 @@ from pykafka_client.errors import (
     TopicExistsError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
+    for_code,
 )
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.structs import TopicPartition
@@ -88,6 +90,17 @@ class ClusterReplication:
         self.channel = ControllerChannel(host or "127.0.0.1", int(port))
         #: forwarded topic changes wait for every broker to apply them: never in the way of the heartbeats
         self.forwarding_channel = ControllerChannel(host or "127.0.0.1", int(port))
+        #: the image long-poll (fetch_image): applies each new image as soon as the controller publishes it
+        self.image_channel = ControllerChannel(host or "127.0.0.1", int(port))
+        self.heartbeat_channel = ControllerChannel(host or "127.0.0.1", int(port))
+        self._image_thread: threading.Thread | None = None
+        self._housekeeping_thread: threading.Thread | None = None
+        self._isr_thread: threading.Thread | None = None
+        #: ISR proposals waiting for the next AlterPartition request (Kafka: AlterPartitionManager's unsent
+        #: items): a fetch that catches followers up only queues them, and the sender thread sends all that
+        #: queued up in one request
+        self._isr_queue: dict[TopicPartition, tuple[Partition, dict[str, Any]]] = {}
+        self._isr_queued = threading.Event()
         self.heartbeat_interval_s = config.get_int("broker.heartbeat.interval.ms") / 1000
         self.lag_time_max_ms = config.get_int("replica.lag.time.max.ms")
         self.default_replication_factor = config.default_replication_factor
@@ -97,6 +110,8 @@ class ClusterReplication:
         self._apply_lock = threading.Lock()
         self.partitions: dict[TopicPartition, Partition] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
+        #: per topic of the last applied image: its entry and the partitions of it this broker hosts
+        self._applied_topics: dict[str, tuple[dict[str, Any], set[TopicPartition]]] = {}
         self._hw_checkpoint = OffsetCheckpointFile(os.path.join(data_dir, HW_CHECKPOINT_FILE))
         self._stop = threading.Event()
         #: gets the ACLs of every applied image (the authorizer's; None: no authorizer)
@@ -146,6 +161,34 @@ class ClusterReplication:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"broker-lifecycle-{self.broker_id}", daemon=True)
         self._thread.start()
+        self._image_thread = threading.Thread(target=self._fetch_images, name=f"broker-metadata-{self.broker_id}",
+                                              daemon=True)
+        self._image_thread.start()
+        self._housekeeping_thread = threading.Thread(target=self._housekeeping,
+                                                     name=f"broker-replication-{self.broker_id}", daemon=True)
+        self._housekeeping_thread.start()
+        self._isr_thread = threading.Thread(target=self._send_isr_changes_loop,
+                                            name=f"broker-alter-partition-{self.broker_id}", daemon=True)
+        self._isr_thread.start()
+
+    def _fetch_images(self) -> None:
+        """Long-poll the controller for new images and apply each at once (heartbeats carry none, so that
+        applying a large image never delays them past the session timeout). The request says which version this broker applied, which the controller's topic
+        changes wait for."""
+        while not self._stop.is_set():
+            try:
+                reply = self.image_channel.call({"op": "fetch_image", "broker_id": self.broker_id,
+                                                 "broker_epoch": self.broker_epoch, "version": self.image_version,
+                                           "with_image": False})
+                if "image" in reply:
+                    self.apply_image(reply["image"])
+            except (OSError, KafkaError, ValueError) as e:
+                # fenced or unreachable: the heartbeat thread registers again; retry after a heartbeat interval
+                log.debug("event=image_fetch_failed broker_id=%d error=%r", self.broker_id, e)
+                self._stop.wait(self.heartbeat_interval_s)
+            except Exception:
+                log.exception("event=image_apply_failed broker_id=%d", self.broker_id)
+                self._stop.wait(self.heartbeat_interval_s)
 
     def controlled_shutdown(self) -> None:
         """Ask the controller to move this broker's leaderships away now (Kafka: controlled shutdown)."""
@@ -162,6 +205,12 @@ class ClusterReplication:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        self.image_channel.close()
+        self.heartbeat_channel.close()
+        self._isr_queued.set()
+        for t in (self._image_thread, self._housekeeping_thread, self._isr_thread):
+            if t is not None:
+                t.join(timeout=5)
         if self.fetchers is not None:
             self.fetchers.shutdown()
         with self._lock:
@@ -174,13 +223,14 @@ class ClusterReplication:
         self.write_hw_checkpoint()
 
     def _run(self) -> None:
-        last_checkpoint = _time.monotonic()
+        """Heartbeats only, on their own channel: ISR proposals and checkpoints (:meth:`_housekeeping`) and
+        image application (:meth:`_fetch_images`) run on other threads, so that a burst of them (a thousand
+        new partitions) never delays a heartbeat past ``broker.session.timeout.ms``."""
         while not self._stop.wait(self.heartbeat_interval_s):
             try:
-                reply = self.channel.call({"op": "heartbeat", "broker_id": self.broker_id,
-                                           "broker_epoch": self.broker_epoch, "version": self.image_version})
-                if "image" in reply:
-                    self.apply_image(reply["image"])
+                self.heartbeat_channel.call({"op": "heartbeat", "broker_id": self.broker_id,
+                                             "broker_epoch": self.broker_epoch, "version": self.image_version,
+                                             "with_image": False})
             except StaleBrokerEpochError:
                 log.warning("event=broker_fenced broker_id=%d msg=\"the controller fenced this broker; "
                             "registering again\"", self.broker_id)
@@ -191,6 +241,10 @@ class ClusterReplication:
             except (OSError, KafkaError, ValueError) as e:
                 log.warning("event=heartbeat_failed broker_id=%d error=%r msg=\"retrying; the controller fences "
                             "this broker after broker.session.timeout.ms\"", self.broker_id, e)
+
+    def _housekeeping(self) -> None:
+        last_checkpoint = _time.monotonic()
+        while not self._stop.wait(self.heartbeat_interval_s):
             try:
                 self._maybe_shrink_isr()
                 if _time.monotonic() - last_checkpoint >= HW_CHECKPOINT_INTERVAL_S:
@@ -231,10 +285,17 @@ class ClusterReplication:
             hosted: set[TopicPartition] = set()
             checkpoint: dict[tuple[str, int], int] | None = None
             now = self.time.milliseconds()
+            applied: dict[str, tuple[dict[str, Any], set[TopicPartition]]] = {}
             for t in image["topics"]:
+                prev = self._applied_topics.get(t["name"])
+                if prev is not None and prev[0] == t:  # unchanged since the last image: nothing to do
+                    hosted |= prev[1]
+                    applied[t["name"]] = prev
+                    continue
                 md = self.cache.get_topic(t["name"])
                 if md is None:
                     continue
+                before = set(hosted)
                 if self._topic_configs.get(md.name) != md.configs:
                     self._topic_configs[md.name] = dict(md.configs)
                     self.rm.log_manager.update_topic_config(md.name, self.rm.log_config_for(md))
@@ -265,6 +326,8 @@ class ClusterReplication:
                     elif part.is_leader:  # the ISR changed: the high watermark and waiting produces may move
                         self.maybe_increment_hw(tp, part, lg)
                         self._wake(tp)
+                applied[t["name"]] = (t, hosted - before)
+            self._applied_topics = applied
             with self._lock:
                 gone = [tp for tp in self.partitions if tp not in hosted]
                 for tp in gone:
@@ -369,8 +432,11 @@ class ClusterReplication:
 
     @property
     def manual_assignment_error(self) -> KafkaError | None:
-        return InvalidReplicaAssignmentError("manual replica assignments are not supported by a mini_broker "
-                                             "cluster; give num_partitions and replication_factor")
+        return None
+
+    @property
+    def validates_assignments(self) -> bool:
+        return True
 
     def check_replication_factor(self, replication_factor: int) -> None:
         return None  # the controller checks it against the registered brokers
@@ -551,38 +617,121 @@ class ClusterReplication:
                 self._alter_isr(tp, part, new_isr)
 
     def _alter_isr(self, tp: TopicPartition, part: Partition, new_isr: list[int]) -> None:
-        """AlterPartition to the controller; the image in its reply carries the new ISR."""
+        """Queue an AlterPartition proposal (one at a time per partition); :meth:`send_isr_changes` sends it. The
+        caller (a follower's fetch, the shrink check) never waits for the controller: after a restart a single
+        fetch can catch a follower up on hundreds of partitions, and one controller round trip (and image) per
+        partition, on the request handler's thread, held every handler for as long as they took."""
         with self._lock:
             if part.pending_isr is not None:
                 return
             part.pending_isr = new_isr
-            req = {"op": "alter_partition", "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
-                   "topic": tp.topic, "partition": tp.partition, "leader_epoch": part.leader_epoch,
-                   "partition_epoch": part.partition_epoch, "isr": new_isr}
+            self._isr_queue[tp] = (part, {"topic": tp.topic, "partition": tp.partition,
+                                          "leader_epoch": part.leader_epoch,
+                                          "partition_epoch": part.partition_epoch, "isr": new_isr})
+        self._isr_queued.set()
+
+    def _send_isr_changes_loop(self) -> None:
+        while not self._stop.is_set():
+            self._isr_queued.wait(self.heartbeat_interval_s)
+            if self._stop.is_set():
+                return
+            self._isr_queued.clear()
+            try:
+                self.send_isr_changes()
+            except Exception:
+                log.exception("event=alter_partition_send_failed")
+
+    def send_isr_changes(self) -> None:
+        """Send every queued ISR proposal in one AlterPartition request (one controller change for all of
+        them); the image in the reply carries the ISRs the controller accepted."""
+        with self._lock:
+            queued, self._isr_queue = self._isr_queue, {}
+        if not queued:
+            return
+        req = {"op": "alter_partitions", "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
+               "partitions": [item for _, item in queued.values()]}
         try:
             reply = self.channel.call(req)
         except (OSError, KafkaError) as e:
-            log.warning("event=alter_partition_failed partition=%s isr=%s error=%r", tp, new_isr, e)
+            log.warning("event=alter_partition_failed partitions=%d error=%r msg=\"proposed again by the next "
+                        "fetch or shrink check\"", len(queued), e)
+            results: dict[str, Any] = {}
+        else:
+            self.apply_image(reply["image"])
+            results = reply.get("results", {})
+        for tp, (part, item) in queued.items():
+            error = results.get(f"{tp.topic}:{tp.partition}")
+            if error is not None:
+                log.warning("event=alter_partition_refused partition=%s isr=%s error=%s", tp, item["isr"],
+                            error.get("message"))
+            elif results:
+                log.info("event=isr_changed partition=%s isr=%s", tp, item["isr"])
             with self._lock:
                 part.pending_isr = None
-            return
-        log.info("event=isr_changed partition=%s isr=%s", tp, new_isr)
-        self.apply_image(reply["image"])
-        with self._lock:
-            part.pending_isr = None
-        lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
-        if lg is not None:
-            self.maybe_increment_hw(tp, part, lg)
-        self._wake(tp)
+            lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+            if lg is not None:
+                self.maybe_increment_hw(tp, part, lg)
+            self._wake(tp)
 
     # --- topic changes go through the controller ----------------------------------------------------
 
-    def _controller(self, req: dict[str, Any]) -> None:
+    def _controller(self, req: dict[str, Any]) -> dict[str, Any]:
         try:
             reply = self.forwarding_channel.call({**req, "broker_id": self.broker_id})
         except OSError as e:
             raise NotControllerError(f"the controller is unreachable ({e!r}); retry") from e
-        self.apply_image(reply["image"])
+        if "image" in reply:
+            self.apply_image(reply["image"])
+        return reply
+
+    def _batch(self, req: dict[str, Any]) -> dict[str, KafkaError | None]:
+        """A batched controller request: per item None or the Kafka error the controller gave."""
+        out: dict[str, KafkaError | None] = {}
+        for key, err in self._controller(req)["results"].items():
+            out[key] = None if err is None else for_code(int(err["error"]))(str(err["message"]))
+        return out
+
+    def create_topics(self, specs: Sequence[TopicCreation]) -> dict[str, TopicMetadata | KafkaError]:
+        """One CreateTopics request, one controller change (answered once every broker applied it)."""
+        topics = []
+        for spec in specs:
+            rf = self.default_replication_factor if spec.replication_factor < 0 else spec.replication_factor
+            topics.append({"name": spec.name, "num_partitions": spec.num_partitions, "replication_factor": rf,
+                           "configs": dict(spec.configs), "assignment": spec.assignment})
+        errors = self._batch({"op": "create_topics", "topics": topics})
+        out: dict[str, TopicMetadata | KafkaError] = {}
+        for spec in specs:
+            err = errors.get(spec.name)
+            md = self.cache.get_topic(spec.name)
+            if err is not None:
+                out[spec.name] = err
+            elif md is None:
+                out[spec.name] = UnknownTopicOrPartitionError(
+                    f"Topic {spec.name} was created but is not in the image yet; retry")
+            else:
+                out[spec.name] = md
+        return out
+
+    def alter_partition_reassignments(self, moves: Sequence[tuple[str, int, list[int] | None]]
+                                      ) -> dict[tuple[str, int], KafkaError | None]:
+        errors = self._batch({"op": "alter_reassignments", "moves": [[t, p, r] for t, p, r in moves]})
+        return {(t, p): errors.get(f"{t}:{p}") for t, p, _ in moves}
+
+    def list_partition_reassignments(self, partitions: Sequence[tuple[str, int]] | None
+                                     ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        reply = self._controller({"op": "list_reassignments",
+                                  "partitions": None if partitions is None else [list(tp) for tp in partitions]})
+        return [(str(t), int(p), list(r), list(a), list(d)) for t, p, r, a, d in reply["reassignments"]]
+
+    def elect_leaders(self, unclean: bool, partitions: Sequence[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], KafkaError | None]:
+        errors = self._batch({"op": "elect_leaders", "unclean": unclean,
+                              "partitions": None if partitions is None else [list(tp) for tp in partitions]})
+        out: dict[tuple[str, int], KafkaError | None] = {}
+        for key, err in errors.items():
+            topic, _, p = key.rpartition(":")
+            out[(topic, int(p))] = err
+        return out
 
     def replicate_acls(self, created: list[dict[str, str]], deleted: list[dict[str, str]]) -> None:
         """An ACL change, made by the controller (in its image, which every broker applies)."""
@@ -621,8 +770,18 @@ class ClusterReplication:
     def delete_topic(self, name: str) -> None:
         self._controller({"op": "delete_topic", "name": name})
 
-    def add_partitions(self, name: str, count: int) -> TopicMetadata:
-        self._controller({"op": "create_partitions", "name": name, "count": count})
+    def add_partitions_batch(self, growth: Sequence[tuple[str, int, list[list[int]] | None]]
+                             ) -> dict[str, KafkaError | None]:
+        """One CreatePartitions request, one controller change."""
+        return self._batch({"op": "create_partitions_batch",
+                            "topics": [{"name": n, "count": c, "assignment": a} for n, c, a in growth]})
+
+    def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        """One DeleteTopics request, one controller change."""
+        return self._batch({"op": "delete_topics", "names": list(names)})
+
+    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> TopicMetadata:
+        self._controller({"op": "create_partitions", "name": name, "count": count, "assignment": assignment})
         md = self.cache.get_topic(name)
         if md is None:
             raise UnknownTopicOrPartitionError(f"Topic {name} not found")

@@ -158,12 +158,14 @@ class MetadataCache:
                 topics[md.name] = old if old == md else md
                 for p, reg in enumerate(t["partitions"]):
                     parts[(md.name, p)] = reg
+            changed = topics != self._topics
             self._topics = topics
             self._partitions = parts
             self._brokers = {int(b["broker_id"]): b for b in image["brokers"]}
             self.cluster_image = image
             self.cluster_id = str(image.get("cluster_id", self.cluster_id))
-            self._persist()
+            if changed:  # ISR and leader changes leave the topic registry as it is
+                self._persist()
 
     def partition_registration(self, topic: str, partition: int) -> dict[str, Any] | None:
         """The controller's registration of a partition (replicas, isr, leader, leader_epoch), cluster only."""

@@ -51,6 +51,7 @@ from mini_broker.server.replication_strategy import (
     FetchPartitionInfo,
     ReplicationStrategy,
     SingleBrokerReplication,
+    TopicCreation,
 )
 from pykafka_client.errors import (
     ConfigurationError,
@@ -214,11 +215,21 @@ class ReplicaManager:
                      replication_factor: int = -1) -> TopicMetadata:
         return self.replication.create_topic(name, num_partitions, configs, replication_factor)
 
+    def create_topics(self, specs: Sequence[TopicCreation]) -> dict[str, TopicMetadata | KafkaError]:
+        return self.replication.create_topics(specs)
+
     def delete_topic(self, name: str) -> None:
         self.replication.delete_topic(name)
 
-    def add_partitions(self, name: str, count: int) -> TopicMetadata:
-        return self.replication.add_partitions(name, count)
+    def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        return self.replication.delete_topics(names)
+
+    def add_partitions_batch(self, growth: Sequence[tuple[str, int, list[list[int]] | None]]
+                             ) -> dict[str, KafkaError | None]:
+        return self.replication.add_partitions_batch(growth)
+
+    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> TopicMetadata:
+        return self.replication.add_partitions(name, count, assignment)
 
     def update_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata:
         with self.topic_lock:

@@ -27,13 +27,16 @@ from mini_broker.server.coordinator_lookup import CoordinatorLookup
 from mini_broker.server.metadata_cache import MetadataCache, TopicMetadata
 from pykafka_client.errors import (
     ConfigurationError,
+    ElectionNotNeededError,
     FencedLeaderEpochError,
     InvalidConfigurationError,
+    InvalidReplicaAssignmentError,
     InvalidReplicationFactorError,
+    NoReassignmentInProgressError,
     UnknownLeaderEpochError,
     UnknownTopicOrPartitionError,
 )
-from pykafka_client.errors_base import KafkaError
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.structs import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -64,6 +67,17 @@ class PartitionReplicas:
     offline: list[int]
 
 
+@dataclass(frozen=True)
+class TopicCreation:
+    """One validated topic of a CreateTopics request (``assignment``: a replica list per partition, or None)."""
+
+    name: str
+    num_partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+    assignment: list[list[int]] | None = None
+
+
 class ReplicationStrategy(Protocol):
     """See the module docstring. Leadership checks raise the partition's BrokerResponseError."""
 
@@ -76,9 +90,42 @@ class ReplicationStrategy(Protocol):
     def create_topic(self, name: str, num_partitions: int, configs: dict[str, str],
                      replication_factor: int) -> TopicMetadata: ...
 
+    def create_topics(self, specs: Sequence[TopicCreation]) -> dict[str, TopicMetadata | KafkaError]:
+        """A whole CreateTopics request (a cluster makes it one controller change): per topic its metadata or
+        why it was not created."""
+        ...
+
     def delete_topic(self, name: str) -> None: ...
 
-    def add_partitions(self, name: str, count: int) -> TopicMetadata: ...
+    def add_partitions_batch(self, growth: Sequence[tuple[str, int, list[list[int]] | None]]
+                             ) -> dict[str, KafkaError | None]:
+        """A whole CreatePartitions request ((topic, new count, manual assignment or None)); a cluster makes it
+        one controller change. Per topic None or why it did not grow."""
+        ...
+
+    def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        """A whole DeleteTopics request (a cluster makes it one controller change): per topic None or why
+        it was not deleted."""
+        ...
+
+    def elect_leaders(self, unclean: bool, partitions: Sequence[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], KafkaError | None]:
+        """ElectLeaders: per partition None (elected) or why not; ``partitions`` None = all of them (then only
+        the elected ones are listed)."""
+        ...
+
+    def alter_partition_reassignments(self, moves: Sequence[tuple[str, int, list[int] | None]]
+                                      ) -> dict[tuple[str, int], KafkaError | None]:
+        """AlterPartitionReassignments: per (topic, partition, target replicas or None to cancel) the error."""
+        ...
+
+    def list_partition_reassignments(self, partitions: Sequence[tuple[str, int]] | None
+                                     ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        """The ongoing reassignments: (topic, partition, replicas, adding, removing)."""
+        ...
+
+    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None
+                       ) -> TopicMetadata: ...
 
     def update_topic_configs(self, name: str, configs: dict[str, str]) -> TopicMetadata:
         """Called with the ReplicaManager's topic lock held and the configs validated."""
@@ -144,6 +191,12 @@ class ReplicationStrategy(Protocol):
     @property
     def manual_assignment_error(self) -> KafkaError | None:
         """Why CreateTopics refuses manual replica assignments (None: checked per assignment)."""
+        ...
+
+    @property
+    def validates_assignments(self) -> bool:
+        """Whether manual assignments are checked further on (a cluster's controller knows the brokers); else
+        they may name only this broker."""
         ...
 
     def check_replication_factor(self, replication_factor: int) -> None:
@@ -251,6 +304,70 @@ class SingleBrokerReplication:
                 rm.log_manager.get_or_create_log(name, p, log_config)
             return md
 
+    def create_topics(self, specs: Sequence[TopicCreation]) -> dict[str, TopicMetadata | KafkaError]:
+        out: dict[str, TopicMetadata | KafkaError] = {}
+        for spec in specs:
+            try:
+                out[spec.name] = self.create_topic(spec.name, spec.num_partitions, spec.configs,
+                                                   spec.replication_factor)
+            except BrokerResponseError as e:
+                out[spec.name] = e
+        return out
+
+    def delete_topics(self, names: Sequence[str]) -> dict[str, KafkaError | None]:
+        out: dict[str, KafkaError | None] = {}
+        for name in names:
+            try:
+                self.delete_topic(name)
+                out[name] = None
+            except BrokerResponseError as e:
+                out[name] = e
+        return out
+
+    def add_partitions_batch(self, growth: Sequence[tuple[str, int, list[list[int]] | None]]
+                             ) -> dict[str, KafkaError | None]:
+        out: dict[str, KafkaError | None] = {}
+        for name, count, assignment in growth:
+            try:
+                self.add_partitions(name, count, assignment)
+                out[name] = None
+            except BrokerResponseError as e:
+                out[name] = e
+        return out
+
+    def _known(self, topic: str, partition: int) -> bool:
+        md = self.rm.metadata_cache.get_topic(topic)
+        return md is not None and 0 <= partition < md.num_partitions
+
+    def elect_leaders(self, unclean: bool, partitions: Sequence[tuple[str, int]] | None
+                      ) -> dict[tuple[str, int], KafkaError | None]:
+        # the only replica always leads: no election is ever needed
+        out: dict[tuple[str, int], KafkaError | None] = {}
+        for topic, p in partitions or []:
+            out[(topic, p)] = (ElectionNotNeededError(f"{topic}-{p} is led by its only replica")
+                               if self._known(topic, p) else UnknownTopicOrPartitionError(f"{topic}-{p} does not exist"))
+        return out
+
+    def alter_partition_reassignments(self, moves: Sequence[tuple[str, int, list[int] | None]]
+                                      ) -> dict[tuple[str, int], KafkaError | None]:
+        node = self.rm.config.node_id
+        out: dict[tuple[str, int], KafkaError | None] = {}
+        for topic, p, target in moves:
+            if not self._known(topic, p):
+                out[(topic, p)] = UnknownTopicOrPartitionError(f"{topic}-{p} does not exist")
+            elif target is None:
+                out[(topic, p)] = NoReassignmentInProgressError(f"no reassignment of {topic}-{p} is in progress")
+            elif target != [node]:
+                out[(topic, p)] = InvalidReplicaAssignmentError(
+                    f"a single broker can place {topic}-{p} only on itself ({node}), not on {target}")
+            else:
+                out[(topic, p)] = None
+        return out
+
+    def list_partition_reassignments(self, partitions: Sequence[tuple[str, int]] | None
+                                     ) -> list[tuple[str, int, list[int], list[int], list[int]]]:
+        return []
+
     def delete_topic(self, name: str) -> None:
         rm = self.rm
         with rm.topic_lock:
@@ -262,7 +379,7 @@ class SingleBrokerReplication:
             rm.fetch_purgatory.check_and_complete(key)
             rm.produce_purgatory.check_and_complete(key)
 
-    def add_partitions(self, name: str, count: int) -> TopicMetadata:
+    def add_partitions(self, name: str, count: int, assignment: list[list[int]] | None = None) -> TopicMetadata:
         rm = self.rm
         with rm.topic_lock:
             old = rm.metadata_cache.get_topic(name)
@@ -341,6 +458,10 @@ class SingleBrokerReplication:
     @property
     def manual_assignment_error(self) -> KafkaError | None:
         return None
+
+    @property
+    def validates_assignments(self) -> bool:
+        return False
 
     def check_replication_factor(self, replication_factor: int) -> None:
         if replication_factor != 1:

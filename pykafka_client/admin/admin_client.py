@@ -19,7 +19,7 @@ is waited for until the timeout (the broker may be starting).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -34,6 +34,7 @@ from pykafka_client.admin.group_types import (
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.alter_partition_reassignments import AlterPartitionReassignmentsHandler
 from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
@@ -52,10 +53,12 @@ from pykafka_client.admin.handlers.describe_producers import DescribeProducersHa
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
 from pykafka_client.admin.handlers.describe_transactions import DescribeTransactionsHandler
 from pykafka_client.admin.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
+from pykafka_client.admin.handlers.elect_leaders import ElectLeadersHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
 from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
+from pykafka_client.admin.handlers.list_partition_reassignments import ListPartitionReassignmentsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
 from pykafka_client.admin.handlers.list_transactions import ListTransactionsHandler
 from pykafka_client.admin.types import (
@@ -67,12 +70,14 @@ from pykafka_client.admin.types import (
     ConfigEntry,
     ConfigResource,
     CreateTopicResult,
+    ElectionType,
     IsolationLevel,
     ListOffsetsResultInfo,
     LogDirDescription,
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    PartitionReassignment,
     ProducerState,
     TopicDescription,
     TransactionDescription,
@@ -83,6 +88,7 @@ from pykafka_client.admin.types import (
     UserScramCredentialUpsertion,
 )
 from pykafka_client.client_utils import create_network_client
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selectable import Selectable
@@ -192,6 +198,29 @@ class AdminClient:
     def list_topics(self, timeout: float | None = None) -> set[str]:
         """Names of all non-internal topics."""
         return api("list_topics", ListTopicsHandler).call(self._ctx, timeout)
+
+    # --- partition placement (KIP-455, KIP-460) --------------------------------------------------
+
+    def elect_leaders(self, election_type: ElectionType | int, partitions: Iterable[TopicPartition] | None = None,
+                      timeout: float | None = None) -> dict[TopicPartition, KafkaError | None]:
+        """Elect leaders (ElectionType.PREFERRED: the first replica; UNCLEAN: any alive replica of a leaderless
+        partition). Per partition None (elected) or its error (e.g. ElectionNotNeededError); ``partitions``
+        None: every partition, and only those elected are returned."""
+        return api("elect_leaders", ElectLeadersHandler).call(self._ctx, election_type, partitions, timeout)
+
+    def alter_partition_reassignments(self, reassignments: Mapping[TopicPartition, Sequence[int] | None],
+                                      timeout: float | None = None) -> None:
+        """Move partitions to new replicas (None: cancel an ongoing move). The new replicas copy the log and
+        join the ISR, then leadership moves off a removed leader and the removed replicas are dropped. Raises
+        the first partition's error (e.g. InvalidReplicaAssignmentError)."""
+        api("alter_partition_reassignments", AlterPartitionReassignmentsHandler).call(self._ctx, reassignments,
+                                                                                      timeout)
+
+    def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None,
+                                     timeout: float | None = None) -> dict[TopicPartition, PartitionReassignment]:
+        """The ongoing reassignments (of ``partitions``; None: all)."""
+        return api("list_partition_reassignments", ListPartitionReassignmentsHandler).call(self._ctx, partitions,
+                                                                                           timeout)
 
     # --- client quotas -------------------------------------------------------------------------
 

@@ -43,6 +43,8 @@ COORDINATOR_MOVED = frozenset({15, 16})
 LEADER_MOVED = frozenset({3, 5, 6, 74, 75})
 #: the leader has no offset to give yet (a leader change in progress): ask it again
 OFFSET_NOT_AVAILABLE = 78
+#: NOT_CONTROLLER: the controller moved; its keys are looked up again (refreshed metadata) and resent
+NOT_CONTROLLER = 41
 
 
 @dataclass
@@ -85,6 +87,15 @@ class ApiResult(Generic[K, V]):
             self.retry[key] = None
         else:
             self.fail(key, error)
+
+    def controller_error(self, keys: Iterable[K], code: int, error: BaseException) -> None:
+        """A controller's top-level error for the request's ``keys``: NOT_CONTROLLER, find the controller again
+        and resend (Java's handleNotControllerError); anything else fails them."""
+        for key in keys:
+            if code == NOT_CONTROLLER:
+                self.unmapped[key] = error
+            else:
+                self.fail(key, error)
 
     def look_up_unanswered(self, keys: Iterable[K]) -> None:
         """The keys of ``keys`` the broker said nothing about go back to the lookup."""

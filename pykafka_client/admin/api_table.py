@@ -14,6 +14,7 @@ from typing import TypeVar
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
+from pykafka_client.admin.handlers.alter_partition_reassignments import AlterPartitionReassignmentsHandler
 from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
@@ -32,10 +33,12 @@ from pykafka_client.admin.handlers.describe_producers import DescribeProducersHa
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
 from pykafka_client.admin.handlers.describe_transactions import DescribeTransactionsHandler
 from pykafka_client.admin.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
+from pykafka_client.admin.handlers.elect_leaders import ElectLeadersHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
 from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
+from pykafka_client.admin.handlers.list_partition_reassignments import ListPartitionReassignmentsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
 from pykafka_client.admin.handlers.list_transactions import ListTransactionsHandler
 from pykafka_client.errors import IllegalStateError
@@ -49,6 +52,9 @@ ADMIN_APIS: dict[str, type] = {
     "delete_topics": DeleteTopicsHandler,
     "create_partitions": CreatePartitionsHandler,
     "describe_topics": DescribeTopicsHandler,
+    "elect_leaders": ElectLeadersHandler,
+    "alter_partition_reassignments": AlterPartitionReassignmentsHandler,
+    "list_partition_reassignments": ListPartitionReassignmentsHandler,
     "list_topics": ListTopicsHandler,
     "alter_client_quotas": AlterClientQuotasHandler,
     "describe_client_quotas": DescribeClientQuotasHandler,

@@ -397,3 +397,19 @@ class UserScramCredentialDeletion:
 
     user: str
     mechanism: ScramMechanismType | str
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' kind of election (Java ``ElectionType``)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+@dataclass(frozen=True)
+class PartitionReassignment:
+    """An ongoing reassignment (Java ``PartitionReassignment``): every replica, and those being added / removed."""
+
+    replicas: list[int]
+    adding_replicas: list[int]
+    removing_replicas: list[int]

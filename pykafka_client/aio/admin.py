@@ -9,7 +9,7 @@ still take effect: check, as after the sync KafkaTimeoutError).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -26,12 +26,14 @@ from pykafka_client.admin.types import (
     ConfigEntry,
     ConfigResource,
     CreateTopicResult,
+    ElectionType,
     IsolationLevel,
     ListOffsetsResultInfo,
     LogDirDescription,
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    PartitionReassignment,
     ProducerState,
     TopicDescription,
     TransactionDescription,
@@ -42,6 +44,7 @@ from pykafka_client.admin.types import (
     UserScramCredentialUpsertion,
 )
 from pykafka_client.errors import IllegalStateError
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.acl import ANY_ACL, AclBinding, AclBindingFilter
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 
@@ -85,6 +88,18 @@ class AsyncAdminClient:
         self, new_partitions: Mapping[str, NewPartitions], timeout: float | None = None, validate_only: bool = False
     ) -> None:
         await self._run(lambda: self._admin.create_partitions(new_partitions, timeout, validate_only))
+
+    async def elect_leaders(self, election_type: ElectionType | int, partitions: Iterable[TopicPartition] | None = None,
+                            timeout: float | None = None) -> dict[TopicPartition, KafkaError | None]:
+        return await self._run(lambda: self._admin.elect_leaders(election_type, partitions, timeout))
+
+    async def alter_partition_reassignments(self, reassignments: Mapping[TopicPartition, Sequence[int] | None],
+                                            timeout: float | None = None) -> None:
+        await self._run(lambda: self._admin.alter_partition_reassignments(reassignments, timeout))
+
+    async def list_partition_reassignments(self, partitions: Iterable[TopicPartition] | None = None,
+                                           timeout: float | None = None) -> dict[TopicPartition, PartitionReassignment]:
+        return await self._run(lambda: self._admin.list_partition_reassignments(partitions, timeout))
 
     async def describe_topics(self, topics: Iterable[str], timeout: float | None = None) -> dict[str, TopicDescription]:
         return await self._run(lambda: self._admin.describe_topics(topics, timeout))

@@ -12,7 +12,19 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from pykafka_client._version import __version__
-from pykafka_client.cli import acls, configs, consume, groups, offsets, perf, produce, topics, transactions, users
+from pykafka_client.cli import (
+    acls,
+    configs,
+    consume,
+    groups,
+    leaders,
+    offsets,
+    perf,
+    produce,
+    topics,
+    transactions,
+    users,
+)
 from pykafka_client.cli.common import (
     EXIT_CODES_HELP,
     EXIT_FAILED,
@@ -101,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pykafka {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = common_flags()
-    for module in (topics, produce, consume, groups, configs, offsets, transactions, acls, users, perf,
+    for module in (topics, produce, consume, groups, configs, offsets, transactions, acls, users, leaders, perf,
                    kafka_home):
         module.register(sub, common)
     return parser

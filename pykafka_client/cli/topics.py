@@ -1,4 +1,5 @@
-"""``pykafka topics list | describe | create | delete | alter`` (Kafka's kafka-topics.sh)."""
+"""``pykafka topics list | describe | create | delete | alter | reassign`` (Kafka's kafka-topics.sh, and
+kafka-reassign-partitions.sh for ``reassign``)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from pykafka_client.admin.types import (
     NewTopic,
 )
 from pykafka_client.cli.common import EXIT_OK, CliError, add_command, key_value, open_admin, output_flag
-from pykafka_client.cli.output import emit, info, kv, table
+from pykafka_client.cli.output import emit, emit_rows, info, kv, table
 from pykafka_client.errors import TopicExistsError
+from pykafka_client.structs import TopicPartition
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -58,6 +60,20 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("topic", metavar="TOPIC", help="the topic to grow")
     p.add_argument("--partitions", type=int, required=True, metavar="N", help="the new (larger) partition count")
     p.set_defaults(run=run_alter)
+
+    p = add_command(
+        sub, "reassign", "move a partition to other brokers, cancel a move, or list the moves in progress", [common],
+        epilog="examples:\n  pykafka topics reassign orders --partition 0 --replicas 2,1\n"
+               "  pykafka topics reassign orders --partition 0 --cancel\n  pykafka topics reassign --list",
+    )
+    p.add_argument("topic", nargs="?", metavar="TOPIC", help="the topic whose partition moves")
+    p.add_argument("--partition", type=int, action="append", default=[], metavar="N",
+                   help="the partition to move (repeatable; default: every partition of TOPIC)")
+    p.add_argument("--replicas", metavar="IDS", help="the new replicas, comma-separated broker ids, preferred first")
+    p.add_argument("--cancel", action="store_true", help="cancel the partition's move in progress")
+    p.add_argument("--list", action="store_true", help="list the moves in progress (of TOPIC, or all)")
+    output_flag(p)
+    p.set_defaults(run=run_reassign)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -146,4 +162,35 @@ def run_alter(args: argparse.Namespace) -> int:
     with open_admin(args) as admin:
         admin.create_partitions({args.topic: NewPartitions(args.partitions)}, timeout=args.timeout)
     info(f"Topic {args.topic} now has {args.partitions} partitions.")
+    return EXIT_OK
+
+
+def _broker_ids(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError as e:
+        raise CliError(f"--replicas takes comma-separated broker ids (e.g. 2,1), not {text!r}") from e
+
+
+def run_reassign(args: argparse.Namespace) -> int:
+    with open_admin(args) as admin:
+        if args.list:
+            wanted = None if args.topic is None else [
+                TopicPartition(args.topic, p) for p in args.partition] or None
+            ongoing = admin.list_partition_reassignments(wanted, timeout=args.timeout)
+            if args.topic is not None:
+                ongoing = {tp: r for tp, r in ongoing.items() if tp.topic == args.topic}
+            emit_rows(args.output, ["topic", "partition", "replicas", "adding", "removing"],
+                      [[tp.topic, tp.partition, r.replicas, r.adding_replicas, r.removing_replicas]
+                       for tp, r in sorted(ongoing.items())])
+            return EXIT_OK
+        if args.topic is None or (args.replicas is None) == (not args.cancel):
+            raise CliError("give TOPIC and either --replicas IDS or --cancel (or --list)")
+        partitions = args.partition or list(range(len(
+            admin.describe_topics([args.topic], timeout=args.timeout)[args.topic].partitions)))
+        target = None if args.cancel else _broker_ids(args.replicas)
+        admin.alter_partition_reassignments({TopicPartition(args.topic, p): target for p in partitions},
+                                            timeout=args.timeout)
+    what = "Cancelled the reassignment of" if args.cancel else f"Reassigning to {target}:"
+    info(f"{what} {', '.join(f'{args.topic}-{p}' for p in partitions)}.")
     return EXIT_OK

@@ -19,7 +19,8 @@ from collections import Counter
 from mini_broker.network.request_channel import Request
 from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from mini_broker.server.metadata_cache import validate_topic_name
+from mini_broker.server.metadata_cache import TopicMetadata, validate_topic_name
+from mini_broker.server.replication_strategy import TopicCreation
 from mini_broker.server.topic_configs import describe_topic_configs, validate_topic_configs
 from pykafka_client.errors import (
     InvalidPartitionsError,
@@ -28,8 +29,9 @@ from pykafka_client.errors import (
     InvalidRequestError,
     TopicAuthorizationFailedError,
     TopicExistsError,
+    UnknownServerError,
 )
-from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
@@ -39,9 +41,9 @@ log = logging.getLogger(__name__)
 Result = CreateTopicsResponse.CreatableTopicResult
 
 
-def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> tuple[int, int, dict[str, str]]:
-    """Validate one topic; returns (partitions, replication factor, configs) or raises a BrokerResponseError.
-    On a cluster the replication factor is checked against the registered brokers by the controller."""
+def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> TopicCreation:
+    """Validate one topic or raise a BrokerResponseError. On a cluster the replication factor and manual
+    assignments are checked against the registered brokers by the controller."""
     broker = apis.broker
     validate_topic_name(t.name)
     if broker.metadata_cache.get_topic(t.name) is not None:
@@ -58,13 +60,18 @@ def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> tuple[int,
         indexes = sorted(a.partition_index for a in t.assignments)
         if indexes != list(range(len(indexes))):
             raise InvalidReplicaAssignmentError("Partitions should be a consecutive 0-based integer sequence")
+        replication = broker.replica_manager.replication
         for a in t.assignments:
-            if list(a.broker_ids) != [node]:
+            if not replication.validates_assignments and list(a.broker_ids) != [node]:
                 raise InvalidReplicaAssignmentError(
                     f"The manual partition assignment includes broker(s) other than the only broker {node}: "
                     f"{list(a.broker_ids)}")
         partitions = len(t.assignments)
+        assignment: list[list[int]] | None = [
+            list(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
+        rf = len(assignment[0]) if assignment else 1
     else:
+        assignment = None
         partitions = broker.config.num_partitions if t.num_partitions == -1 else t.num_partitions
         rf = broker.config.default_replication_factor if t.replication_factor == -1 else t.replication_factor
         if partitions <= 0:
@@ -73,7 +80,7 @@ def _check(apis: KafkaApis, t: CreateTopicsRequest.CreatableTopic) -> tuple[int,
             raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
         broker.replica_manager.replication.check_replication_factor(rf)
     configs = validate_topic_configs({c.name: c.value for c in t.configs})
-    return partitions, rf, configs
+    return TopicCreation(t.name, partitions, rf, configs, assignment)
 
 
 def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
@@ -84,33 +91,53 @@ def handle(apis: KafkaApis, request: Request) -> CreateTopicsResponse:
     auth = broker.auth(request)
     creatable = ({t.name for t in body.topics} if auth.cluster(AclOperation.CREATE)
                  else auth.topics(AclOperation.CREATE, (t.name for t in body.topics)))
-    results: list[Result] = []
+    refused: dict[str, Result] = {}
+    valid: list[TopicCreation] = []
     for t in body.topics:
         if counts[t.name] > 1:
-            results.append(Result(name=t.name, error_code=InvalidRequestError.code,
-                                  error_message="Create topics request from client contains multiple entries "
-                                                "for the same topic."))
+            refused[t.name] = Result(name=t.name, error_code=InvalidRequestError.code,
+                                     error_message="Create topics request from client contains multiple entries "
+                                                   "for the same topic.")
             continue
         if t.name not in creatable:
-            results.append(Result(name=t.name, error_code=TopicAuthorizationFailedError.code,
-                                  error_message="Authorization failed: CREATE on the cluster or on the topic is needed"))
+            refused[t.name] = Result(name=t.name, error_code=TopicAuthorizationFailedError.code,
+                                     error_message="Authorization failed: CREATE on the cluster or on the topic is "
+                                                   "needed")
             continue
         try:
-            partitions, rf, configs = _check(apis, t)
-            if body.validate_only:
-                md = broker.metadata_cache.create_topic(t.name, partitions, configs, validate_only=True)
-            else:
-                md = broker.replica_manager.create_topic(t.name, partitions, configs, rf)
-                log.info("event=topic_created topic=%s partitions=%d configs=%s", t.name, partitions, configs)
+            valid.append(_check(apis, t))
         except BrokerResponseError as e:
-            results.append(Result(name=t.name, error_code=e.code, error_message=error_message(e)))
+            refused[t.name] = Result(name=t.name, error_code=e.code, error_message=error_message(e))
+    created: dict[str, TopicMetadata | KafkaError] = {}
+    if body.validate_only:
+        for spec in valid:
+            try:
+                created[spec.name] = broker.metadata_cache.create_topic(spec.name, spec.num_partitions, spec.configs,
+                                                                        validate_only=True)
+            except BrokerResponseError as e:
+                created[spec.name] = e
+    elif valid:
+        # one request to the replication strategy: a cluster's controller makes it one metadata change
+        created = broker.replica_manager.create_topics(valid)
+    rfs = {spec.name: spec.replication_factor for spec in valid}
+    results: list[Result] = []
+    for t in body.topics:
+        if t.name in refused:
+            results.append(refused[t.name])
             continue
+        md = created[t.name]
+        if isinstance(md, KafkaError):
+            code = getattr(md, "code", UnknownServerError.code)
+            results.append(Result(name=t.name, error_code=code, error_message=str(md) or None))
+            continue
+        if not body.validate_only:
+            log.info("event=topic_created topic=%s partitions=%d configs=%s", t.name, md.num_partitions, md.configs)
         # the configs in the answer are shown only with DESCRIBE_CONFIGS on the topic (Kafka)
         shown = auth.topic(AclOperation.DESCRIBE_CONFIGS, t.name)
         described = describe_topic_configs(broker.config, md.configs) if shown else []
         results.append(Result(
             name=t.name, topic_id=md.topic_id, error_code=0,
-            error_message=None, num_partitions=md.num_partitions, replication_factor=rf,
+            error_message=None, num_partitions=md.num_partitions, replication_factor=rfs[t.name],
             topic_config_error_code=0 if shown else TopicAuthorizationFailedError.code,
             configs=[CreateTopicsResponse.CreatableTopicConfigs(name=e.name, value=e.value, read_only=e.read_only,
                                                                 config_source=e.source, is_sensitive=e.is_sensitive)

@@ -14,7 +14,7 @@ from mini_broker.network.request_channel import Request
 from mini_broker.security.auth_helper import RequestAuth
 from mini_broker.server.api_error import error_message
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
-from mini_broker.server.metadata_cache import ZERO_UUID
+from mini_broker.server.metadata_cache import ZERO_UUID, TopicMetadata
 from pykafka_client.errors import (
     InvalidRequestError,
     TopicAuthorizationFailedError,
@@ -41,7 +41,7 @@ def handle(apis: KafkaApis, request: Request) -> DeleteTopicsResponse:
         [(t.name, t.topic_id) for t in body.topics] if version >= 6 else [(n, ZERO_UUID) for n in body.topic_names]
     )
     auth = broker.auth(request)
-    results: list[Result] = []
+    checked: list[tuple[TopicMetadata | None, str | None, uuid.UUID, BrokerResponseError | None]] = []
     for name, topic_id in wanted:
         md = None
         if name is not None:
@@ -58,12 +58,18 @@ def handle(apis: KafkaApis, request: Request) -> DeleteTopicsResponse:
             md = None  # shows only what the request named
         if err is None and not broker.config.delete_topic_enable:
             err = TopicDeletionDisabledError("Topic deletion is disabled.")
+        checked.append((md, name, topic_id, err))
+    # one request to the replication strategy: a cluster's controller makes it one metadata change
+    doomed = list(dict.fromkeys(md.name for md, _, _, err in checked if err is None and md is not None))
+    deleted = broker.replica_manager.delete_topics(doomed) if doomed else {}
+    results: list[Result] = []
+    for md, name, topic_id, err in checked:
         if err is None and md is not None:
-            try:
-                broker.replica_manager.delete_topic(md.name)
+            failed = deleted.get(md.name)
+            if isinstance(failed, BrokerResponseError):
+                err = failed
+            else:
                 log.info("event=topic_deleted topic=%s topic_id=%s", md.name, md.topic_id)
-            except BrokerResponseError as e:
-                err = e
         results.append(Result(
             name=md.name if md else name, topic_id=md.topic_id if md else topic_id,
             error_code=err.code if err else 0, error_message=error_message(err) if err else None,

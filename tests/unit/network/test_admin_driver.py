@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pykafka_client.admin import IsolationLevel, OffsetSpec, TransactionState
+from pykafka_client.admin import ElectionType, IsolationLevel, OffsetSpec, TransactionState
 from pykafka_client.admin.api_driver import drive
 from pykafka_client.admin.api_handler import ApiResult, LookupResult, Target, TargetFinder
 from pykafka_client.admin.lookups import TRANSACTION_COORDINATORS
@@ -32,6 +32,7 @@ from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
     DescribeGroupsResponse,
     DescribeTransactionsResponse,
+    ElectLeadersResponse,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     ListOffsetsResponse,
@@ -486,3 +487,20 @@ def test_group_coordinators_share_the_stages_loading_retries_in_place_and_a_fata
     assert [(r.destination, r.body.groups) for r in env.sent(ApiKey.DESCRIBE_GROUPS)] == [("1", ["g"]), ("1", ["g"])]
     env.admin.close()
 
+
+def test_a_controller_answering_not_controller_is_looked_up_again_and_asked_again() -> None:
+    """Java's handleNotControllerError: ElectLeaders (and the reassignment calls) answered NOT_CONTROLLER at the
+    top level refresh the metadata and resend, instead of failing the call."""
+    env = Env()
+    answers = iter([41, 0])
+
+    def elect(req: SentRequest) -> ElectLeadersResponse:
+        return ElectLeadersResponse(throttle_time_ms=0, error_code=next(answers), replica_election_results=[
+            ElectLeadersResponse.ReplicaElectionResult(topic="t", partition_result=[
+                ElectLeadersResponse.PartitionResult(partition_id=0, error_code=0, error_message=None)])])
+
+    env.responders[ApiKey.ELECT_LEADERS] = elect
+    assert env.admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("t", 0)], timeout=5) == {
+        TopicPartition("t", 0): None}
+    assert len(env.sent(ApiKey.ELECT_LEADERS)) == 2
+    env.admin.close()

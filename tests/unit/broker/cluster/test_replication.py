@@ -182,8 +182,56 @@ def test_a_caught_up_follower_is_added_to_the_isr_through_the_controller(tmp_pat
         h.follower_fetch(2, 2)
         assert h.state.topics["t"].partitions[0].isr == [0, 1]
         h.follower_fetch(2, 4)
+        assert h.state.topics["t"].partitions[0].isr == [0, 1]  # queued: the fetch does not wait for it
+        h.cluster.send_isr_changes()
         assert h.state.topics["t"].partitions[0].isr == [0, 1, 2]
-        assert any(c["op"] == "alter_partition" for c in h.channel.calls)
+        assert any(c["op"] == "alter_partitions" for c in h.channel.calls)
+    finally:
+        h.rm.shutdown()
+
+
+def test_a_fetch_catching_a_follower_up_on_many_partitions_sends_one_alter_partition(tmp_path: Path) -> None:
+    """After a restart one follower fetch catches up on many partitions: the ISR proposals are queued and go
+    to the controller in one request, one controller change (one image) for all of them, and the fetch itself
+    never waits for the controller (it held a request handler per partition's round trip)."""
+    h = Harness(tmp_path, isr=[0, 1])
+    try:
+        others = [TopicPartition(f"u{i}", 0) for i in range(5)]
+        for tp in others:
+            h.state.create_topic(tp.topic, 1, 3, {})
+            h.state.alter_partition(0, h.epochs[0], tp.topic, 0, 0, 0, [0, 1])
+        h.cluster.apply_image(h.state.image())
+        params = FetchParams(0, 1, 1 << 20, FetchIsolation.LOG_END, 2)
+        h.rm.fetch_messages(params, [(tp, FetchPartitionInfo(0, 1 << 20, 0)) for tp in [TP, *others]],
+                            lambda _: None)
+        assert h.channel.calls == []
+        version = h.state.version
+        h.cluster.send_isr_changes()
+        assert [c["op"] for c in h.channel.calls] == ["alter_partitions"]
+        assert len(h.channel.calls[0]["partitions"]) == 6
+        assert h.state.version == version + 1
+        assert all(h.state.topics[tp.topic].partitions[0].isr == [0, 1, 2] for tp in [TP, *others])
+        assert h.cluster.partition(others[0]) is not None
+        assert h.cluster.partition(others[0]).isr == [0, 1, 2]  # type: ignore[union-attr]
+    finally:
+        h.rm.shutdown()
+
+
+def test_a_refused_isr_proposal_is_dropped_and_the_others_are_applied(tmp_path: Path) -> None:
+    h = Harness(tmp_path, isr=[0, 1])
+    try:
+        h.state.create_topic("u", 1, 3, {})
+        h.state.alter_partition(0, h.epochs[0], "u", 0, 0, 0, [0, 1])
+        h.cluster.apply_image(h.state.image())
+        params = FetchParams(0, 1, 1 << 20, FetchIsolation.LOG_END, 2)
+        h.rm.fetch_messages(params, [(tp, FetchPartitionInfo(0, 1 << 20, 0))
+                                     for tp in (TP, TopicPartition("u", 0))], lambda _: None)
+        h.state.alter_partition(0, h.epochs[0], "u", 0, 0, 1, [0])  # "u" moved on: the queued epoch is stale
+        h.cluster.send_isr_changes()
+        assert h.state.topics["t"].partitions[0].isr == [0, 1, 2]
+        assert h.state.topics["u"].partitions[0].isr == [0]
+        part = h.cluster.partition(TopicPartition("u", 0))
+        assert part is not None and part.pending_isr is None  # proposed again by a later fetch
     finally:
         h.rm.shutdown()
 

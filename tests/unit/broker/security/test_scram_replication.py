@@ -41,8 +41,10 @@ def test_store_replicates_through_the_controller_image(tmp_path: Path) -> None:
     assert store.get("alice", SHA256) == replaced and store.get("alice", SHA512) is None
     assert state.image()["scram_credentials"] == [credential_to_json("alice", SHA256, replaced)]
 
-    # persisted with the image: a restarted controller has them
-    again = ControllerState("c1", time, 10_000, image=saved[-1])
+    # persisted with the image (each change a delta naming the entry): a restarted controller replays them
+    again = ControllerState("c1", time, 10_000)
+    for delta in saved:
+        again.replay(delta)
     assert again.scram_credentials == state.scram_credentials
     version = state.version
     store.apply({}, [])  # nothing to change sends nothing
