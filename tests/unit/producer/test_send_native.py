@@ -285,6 +285,6 @@ def test_the_kernel_goes_by_name_for_a_property_and_after_a_class_change() -> No
 
     batch = Changed(tp, 16384, 0)
     assert kernel.batch_try_append(batch, 1, None, b"v", (), None, 0) is not None
-    setattr(Changed, "closed", property(lambda self: True, lambda self, v: None))  # the class changes: a new version
+    setattr(Changed, "closed", property(lambda self: True, lambda self, v: None))  # noqa: B010 (mypy rejects the assignment to a slot name)
     assert kernel.batch_try_append(batch, 1, None, b"w", (), None, 0) is None
     assert batch.record_count == 1
