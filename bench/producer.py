@@ -60,6 +60,11 @@ def run_ours(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> flo
     return _run_ours(bootstrap, topic, acks, value, send_all)
 
 
+#: batch.size of our producer (--batch-size; 0: the default, Java's 16384)
+OURS_BATCH_SIZE = 0
+#: the same batch size for the peers too (--same-batch-size; 0: each client's default)
+PEER_BATCH_SIZE = 0
+
 #: records per send_batch call in the "ours-batch" rows (an Arrow batch of the Spark sink is about this size)
 BATCH_CALL_RECORDS = 10_000
 
@@ -79,7 +84,8 @@ def run_ours_batch(bootstrap: str, topic: str, n: int, acks: str, value: bytes) 
 def _run_ours(bootstrap: str, topic: str, acks: str, value: bytes, send_all: Any) -> float:
     from pykafka_client import KafkaProducer
 
-    p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
+    extra = {"batch.size": OURS_BATCH_SIZE} if OURS_BATCH_SIZE else {}
+    p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **extra})
     p.send(topic, value).result(30)  # metadata + connection outside the timing
     io_start = _thread_cpu(p._io_thread)
     start = time.perf_counter()
@@ -108,7 +114,8 @@ def _thread_cpu(thread: Any) -> float | None:
 def run_kafka_python(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
     import kafka
 
-    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=acks if acks == "all" else int(acks), linger_ms=5)
+    extra = {"batch_size": PEER_BATCH_SIZE} if PEER_BATCH_SIZE else {}
+    p = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks=acks if acks == "all" else int(acks), linger_ms=5, **extra)
     p.send(topic, value).get(30)
     start = time.perf_counter()
     send = p.send
@@ -124,7 +131,9 @@ def run_aiokafka(bootstrap: str, topic: str, n: int, acks: str, value: bytes) ->
     import aiokafka
 
     async def main() -> float:
-        p = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks if acks == "all" else int(acks), linger_ms=5)
+        extra = {"max_batch_size": PEER_BATCH_SIZE} if PEER_BATCH_SIZE else {}
+        p = aiokafka.AIOKafkaProducer(bootstrap_servers=bootstrap, acks=acks if acks == "all" else int(acks), linger_ms=5,
+                                      **extra)
         await p.start()
         try:
             await p.send_and_wait(topic, value)
@@ -145,7 +154,8 @@ def run_aiokafka(bootstrap: str, topic: str, n: int, acks: str, value: bytes) ->
 def run_confluent(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
     import confluent_kafka
 
-    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5})
+    extra = {"batch.size": PEER_BATCH_SIZE} if PEER_BATCH_SIZE else {}
+    p = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **extra})
     p.produce(topic, value)
     p.flush(30)
     start = time.perf_counter()
@@ -296,6 +306,10 @@ def main() -> None:
                     " --profile: pykafka_client, or the first of ours given)")
     ap.add_argument("--profile", action="store_true", help="profile pykafka_client only (1 partition, acks=1)")
     ap.add_argument("--micro", action="store_true", help="no broker: CPU per send() and per record on the I/O side")
+    ap.add_argument("--batch-size", type=int, default=0, help="batch.size of our clients only (default: Java's 16384;"
+                    " librdkafka's default is 1000000, so confluent-kafka's produce requests carry up to ~60x more)")
+    ap.add_argument("--same-batch-size", action="store_true", help="--batch-size for every client (aiokafka's"
+                    " max_batch_size, kafka-python's batch_size, confluent-kafka's batch.size)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -305,6 +319,9 @@ def main() -> None:
     if args.micro:
         run_micro(args.records, b"x" * args.value_size)
         return
+    global OURS_BATCH_SIZE, PEER_BATCH_SIZE
+    OURS_BATCH_SIZE = args.batch_size
+    PEER_BATCH_SIZE = args.batch_size if args.same_batch_size else 0
     if args.child:
         child(args)
         return
@@ -315,7 +332,8 @@ def main() -> None:
             clients = (args.clients or ",".join(CLIENTS)).split(",")
             if args.profile:
                 clients = [next((c for c in clients if c in _OURS), "pykafka_client")] if args.clients else ["pykafka_client"]
-            print(f"{args.records} records x {args.value_size} B, linger.ms=5, mini_broker in its own process")
+            ours_bs = f", {'every' if args.same_batch_size else 'our'} batch.size={args.batch_size}" if args.batch_size else ""
+            print(f"{args.records} records x {args.value_size} B, linger.ms=5{ours_bs}, mini_broker in its own process")
             print(f"{'config':<18}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
                   "  CPU us/record: process, and (send thread, I/O thread)")
             rates: dict[tuple[int, str], dict[str, float]] = {}
@@ -326,7 +344,9 @@ def main() -> None:
                     create_topic(bootstrap, topic, partitions)
                     cmd = [sys.executable, __file__, "--child", "--client", client, "--bootstrap", bootstrap,
                            "--topic", topic, "--acks", acks, "--records", str(args.records),
-                           "--value-size", str(args.value_size)] + (["--profile"] if args.profile else [])
+                           "--value-size", str(args.value_size), "--batch-size", str(args.batch_size)]
+                    cmd += ["--same-batch-size"] if args.same_batch_size else []
+                    cmd += ["--profile"] if args.profile else []
                     env = FALLBACK_ENV if client in ("ours-python", "ours-batch-python") else None
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
                     if out.returncode != 0:

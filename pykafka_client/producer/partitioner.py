@@ -139,6 +139,9 @@ class BuiltInPartitioner:
     at twice that.
     """
 
+    #: slots: the compiled send path reads the sticky state at fixed offsets (records/_kernel.c)
+    __slots__ = ("_load", "_lock", "_rng", "sticky", "sticky_batch_size", "switch_bytes", "topic")
+
     def __init__(self, topic: str, sticky_batch_size: int, rng: random.Random | None = None) -> None:
         if sticky_batch_size < 1:
             sticky_batch_size = 1

@@ -88,6 +88,17 @@ def pending_columns_reference(
 class ProducerBatch:
     """Records for one partition, sent together in one produce request."""
 
+    #: Slots: the compiled send path (records/_kernel.c) reads and writes the append state at fixed offsets
+    #: instead of by name; also a smaller, faster object for the I/O thread.
+    __slots__ = (
+        "_built", "_built_state", "_condition", "actual_compression_ratio", "allocated_bytes", "attempts",
+        "attempts_when_leader_last_changed", "base_sequence", "base_timestamp", "closed", "compression_level",
+        "compression_ratio", "compression_type", "created_ms", "current_leader_epoch", "drained_ms", "final_state",
+        "has_callbacks", "is_compressed", "is_splitting", "is_transactional", "last_append_ms", "last_attempt_ms",
+        "max_record_size", "max_timestamp", "outcome", "pending", "producer_epoch", "producer_id", "reopened",
+        "retry", "sent_stamp", "size_bytes", "size_limit", "split", "topic_partition", "write_limit",
+    )
+
     def __init__(
         self,
         tp: TopicPartition,

@@ -1087,10 +1087,71 @@ static PyObject *k_producer_setup(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-/* An attribute that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception). */
-static int get_int_attr(PyObject *obj, PyObject *name, int64_t *out)
+/* Attribute access by a fixed offset. The producer's hot objects (ProducerBatch, FutureRecordMetadata, the
+ * accumulator's queues and topic entries, the sticky partition info) keep their state in __slots__; reading or
+ * writing one by name costs a type lookup and a descriptor call (~40 ns), by offset a load. Each call site has
+ * a cache: the type it last saw, that type's version tag (changed by any change to the class) and the slot's
+ * offset. Anything else (an attribute that is not a writable object slot of a plain class: a property, a
+ * subclass overriding it, a class with its own __getattribute__/__setattr__, an unset slot) goes by name, as
+ * Python would. */
+typedef struct {
+    PyTypeObject *type; /* borrowed: compared, never dereferenced unless it is the object's type */
+    unsigned int tag;
+    Py_ssize_t offset;
+} slot_cache;
+
+static slot_cache acache[A_COUNT]; /* per attr[] name: its call sites read one kind of object */
+
+/* The offset of obj's object slot `name`, or -1: go by name (also remembered per type and version). */
+static Py_ssize_t slot_offset(PyObject *obj, PyObject *name, slot_cache *c)
 {
-    PyObject *v = PyObject_GetAttr(obj, name);
+    PyTypeObject *t = Py_TYPE(obj);
+    if (c->type == t && c->tag == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+        return c->offset;
+    c->type = NULL;
+    Py_ssize_t offset = -1;
+    PyObject *d = _PyType_Lookup(t, name); /* borrowed; gives the type a valid version tag when it can */
+    if (t->tp_getattro == PyObject_GenericGetAttr && t->tp_setattro == PyObject_GenericSetAttr && d != NULL &&
+        Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+        !(((PyMemberDescrObject *)d)->d_member->flags & READONLY))
+        offset = ((PyMemberDescrObject *)d)->d_member->offset;
+    if (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) {
+        c->type = t;
+        c->tag = t->tp_version_tag;
+        c->offset = offset;
+    }
+    return offset;
+}
+
+/* obj.name (new reference, NULL with an exception), by offset when the cache allows. */
+static PyObject *cached_get(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    Py_ssize_t off = slot_offset(obj, name, c);
+    if (off >= 0) {
+        PyObject *v = *(PyObject **)((char *)obj + off);
+        if (v != NULL)
+            return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
+/* obj.name = v (0, or -1 with an exception), by offset when the cache allows. */
+static int cached_set(PyObject *obj, PyObject *name, slot_cache *c, PyObject *v)
+{
+    Py_ssize_t off = slot_offset(obj, name, c);
+    if (off < 0)
+        return PyObject_SetAttr(obj, name, v);
+    PyObject **p = (PyObject **)((char *)obj + off);
+    PyObject *old = *p;
+    *p = Py_NewRef(v);
+    Py_XDECREF(old);
+    return 0;
+}
+
+/* A value that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception).
+ * Steals v (NULL: the exception of the read that made it). */
+static int take_int(PyObject *v, int64_t *out)
+{
     if (v == NULL)
         return -1;
     int overflow = 0;
@@ -1105,10 +1166,16 @@ static int get_int_attr(PyObject *obj, PyObject *name, int64_t *out)
     return 0;
 }
 
+/* An attribute that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception). */
+static int get_int_attr(PyObject *obj, PyObject *name, slot_cache *c, int64_t *out)
+{
+    return take_int(cached_get(obj, name, c), out);
+}
+
 /* get_int_attr of one of the batch's attributes */
 static int get_int(PyObject *obj, int a, int64_t *out)
 {
-    return get_int_attr(obj, attr[a], out);
+    return get_int_attr(obj, attr[a], &acache[a], out);
 }
 
 static int set_int(PyObject *obj, int a, int64_t x)
@@ -1116,7 +1183,7 @@ static int set_int(PyObject *obj, int a, int64_t x)
     PyObject *v = PyLong_FromLongLong(x);
     if (v == NULL)
         return -1;
-    int rc = PyObject_SetAttr(obj, attr[a], v);
+    int rc = cached_set(obj, attr[a], &acache[a], v);
     Py_DECREF(v);
     return rc;
 }
@@ -1143,7 +1210,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }
-    PyObject *closed = PyObject_GetAttr(batch, attr[A_CLOSED]);
+    PyObject *closed = cached_get(batch, attr[A_CLOSED], &acache[A_CLOSED]);
     if (closed == NULL)
         return NULL;
     int is_closed = PyObject_IsTrue(closed);
@@ -1160,7 +1227,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
-    PyObject *pending = PyObject_GetAttr(batch, attr[A_PENDING]);
+    PyObject *pending = cached_get(batch, attr[A_PENDING], &acache[A_PENDING]);
     if (pending == NULL)
         return NULL;
     PyObject *result = NULL, *future = NULL, *outcome = NULL, *index = NULL;
@@ -1184,12 +1251,12 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
         goto done;
     }
     /* everything that can fail comes before the first change to the batch */
-    outcome = PyObject_GetAttr(batch, attr[A_OUTCOME]);
+    outcome = cached_get(batch, attr[A_OUTCOME], &acache[A_OUTCOME]);
     if (outcome == NULL || (index = PyLong_FromSsize_t(count)) == NULL)
         goto done;
     future = future_type->tp_alloc(future_type, 0);
-    if (future == NULL || PyObject_SetAttr(future, attr[A_F_OUTCOME], outcome) < 0 ||
-        PyObject_SetAttr(future, attr[A_F_INDEX], index) < 0)
+    if (future == NULL || cached_set(future, attr[A_F_OUTCOME], &acache[A_F_OUTCOME], outcome) < 0 ||
+        cached_set(future, attr[A_F_INDEX], &acache[A_F_INDEX], index) < 0)
         goto done;
     PyObject *rec = PyTuple_Pack(5, ts_obj, key, value, headers, callback);
     if (rec == NULL)
@@ -1200,10 +1267,10 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     Py_DECREF(rec);
     if (rc < 0)
         goto done;
-    if ((count == 0 && PyObject_SetAttr(batch, attr[A_BASE_TS], ts_obj) < 0) || set_int(batch, A_SIZE, size + rs) < 0 ||
-        (ts > max_ts && PyObject_SetAttr(batch, attr[A_MAX_TS], ts_obj) < 0) ||
-        (rs > max_rec && set_int(batch, A_MAX_REC, rs) < 0) || PyObject_SetAttr(batch, attr[A_LAST_APPEND], now_obj) < 0 ||
-        (callback != Py_None && PyObject_SetAttr(batch, attr[A_HAS_CB], Py_True) < 0))
+    if ((count == 0 && cached_set(batch, attr[A_BASE_TS], &acache[A_BASE_TS], ts_obj) < 0) || set_int(batch, A_SIZE, size + rs) < 0 ||
+        (ts > max_ts && cached_set(batch, attr[A_MAX_TS], &acache[A_MAX_TS], ts_obj) < 0) ||
+        (rs > max_rec && set_int(batch, A_MAX_REC, rs) < 0) || cached_set(batch, attr[A_LAST_APPEND], &acache[A_LAST_APPEND], now_obj) < 0 ||
+        (callback != Py_None && cached_set(batch, attr[A_HAS_CB], &acache[A_HAS_CB], Py_True) < 0))
         goto done;
     *size_before = size;
     *size_after = size + rs;
@@ -1234,6 +1301,7 @@ static const char *const send_attr_names[S_COUNT] = {
     "batches", "acquire", "release", "closed", "compression_ratio", "update_partition_info",
 };
 static PyObject *sattr[S_COUNT];
+static slot_cache scache[S_COUNT];
 
 PyDoc_STRVAR(send_append_doc,
     "send_append(topics, accumulator, clock, headers, cluster, max_payload, ignore_keys, wakeup,\n"
@@ -1296,21 +1364,21 @@ static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t
     PyObject *result = NULL, *partitioner = NULL, *sticky = NULL, *queues = NULL, *q = NULL, *lock = NULL,
              *batches = NULL, *last = NULL, *future = NULL, *ts_obj = NULL, *effective_obj = NULL;
     int locked = 0, wake = 0;
-    if ((partitioner = PyObject_GetAttr(info, sattr[S_PARTITIONER])) == NULL)
+    if ((partitioner = cached_get(info, sattr[S_PARTITIONER], &scache[S_PARTITIONER])) == NULL)
         goto done;
     int64_t effective = partition;
     if (partition == -1) {
-        if ((sticky = PyObject_GetAttr(partitioner, sattr[S_STICKY])) == NULL)
+        if ((sticky = cached_get(partitioner, sattr[S_STICKY], &scache[S_STICKY])) == NULL)
             goto done;
         int rc;
-        if (sticky == Py_None || (rc = get_int_attr(sticky, sattr[S_PARTITION], &effective)) > 0) {
+        if (sticky == Py_None || (rc = get_int_attr(sticky, sattr[S_PARTITION], &scache[S_PARTITION], &effective)) > 0) {
             result = Py_NewRef(Py_NotImplemented);
             goto done;
         }
         if (rc < 0)
             goto done;
     }
-    if ((queues = PyObject_GetAttr(info, sattr[S_QUEUES])) == NULL)
+    if ((queues = cached_get(info, sattr[S_QUEUES], &scache[S_QUEUES])) == NULL)
         goto done;
     if (!PyDict_CheckExact(queues) || (effective_obj = PyLong_FromLongLong(effective)) == NULL) {
         result = effective_obj == NULL ? NULL : Py_NewRef(Py_NotImplemented);
@@ -1333,7 +1401,7 @@ static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t
     } else {
         ts_obj = PyObject_CallNoArgs(clock);
     }
-    if (ts_obj == NULL || (lock = PyObject_GetAttr(q, sattr[S_LOCK])) == NULL)
+    if (ts_obj == NULL || (lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL)
         goto done;
     PyObject *got = PyObject_CallMethodNoArgs(lock, sattr[S_ACQUIRE]);
     if (got == NULL)
@@ -1341,12 +1409,12 @@ static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_DECREF(got);
     locked = 1;
     /* under the queue's lock, as RecordAccumulator.try_append_fast */
-    if ((batches = PyObject_GetAttr(q, sattr[S_BATCHES])) == NULL)
+    if ((batches = cached_get(q, sattr[S_BATCHES], &scache[S_BATCHES])) == NULL)
         goto done;
     Py_ssize_t nbatches = PyObject_Size(batches);
     if (nbatches < 0)
         goto done;
-    PyObject *closed = PyObject_GetAttr(accumulator, sattr[S_CLOSED]);
+    PyObject *closed = cached_get(accumulator, sattr[S_CLOSED], &scache[S_CLOSED]);
     if (closed == NULL)
         goto done;
     int is_closed = PyObject_IsTrue(closed);
@@ -1358,7 +1426,7 @@ static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t
         goto done;
     }
     if (sticky != NULL) {
-        PyObject *now_sticky = PyObject_GetAttr(partitioner, sattr[S_STICKY]);
+        PyObject *now_sticky = cached_get(partitioner, sattr[S_STICKY], &scache[S_STICKY]);
         if (now_sticky == NULL)
             goto done;
         Py_DECREF(now_sticky);
@@ -1372,15 +1440,15 @@ static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t
     int64_t produced = 0, switch_bytes = 0, sticky_size = 0;
     if (sticky != NULL) {
         /* the sticky accounting counts estimated bytes of a compressed batch: the Python path does that */
-        PyObject *ratio = PyObject_GetAttr(last, sattr[S_RATIO]);
+        PyObject *ratio = cached_get(last, sattr[S_RATIO], &scache[S_RATIO]);
         if (ratio == NULL)
             goto done;
         int plain = PyFloat_CheckExact(ratio) && PyFloat_AS_DOUBLE(ratio) == 1.0;
         Py_DECREF(ratio);
         int rc;
-        if (!plain || (rc = get_int_attr(sticky, sattr[S_PRODUCED], &produced)) > 0 ||
-            (rc = get_int_attr(partitioner, sattr[S_SWITCH], &switch_bytes)) > 0 ||
-            (rc = get_int_attr(partitioner, sattr[S_STICKY_SIZE], &sticky_size)) > 0) {
+        if (!plain || (rc = get_int_attr(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], &produced)) > 0 ||
+            (rc = get_int_attr(partitioner, sattr[S_SWITCH], &scache[S_SWITCH], &switch_bytes)) > 0 ||
+            (rc = get_int_attr(partitioner, sattr[S_STICKY_SIZE], &scache[S_STICKY_SIZE], &sticky_size)) > 0) {
             result = Py_NewRef(Py_NotImplemented);
             goto done;
         }
@@ -1401,7 +1469,7 @@ static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t
     if (sticky != NULL) {
         produced += after - before;
         PyObject *p = PyLong_FromLongLong(produced);
-        if (p == NULL || PyObject_SetAttr(sticky, sattr[S_PRODUCED], p) < 0) {
+        if (p == NULL || cached_set(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], p) < 0) {
             Py_XDECREF(p);
             goto done;
         }

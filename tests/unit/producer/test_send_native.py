@@ -22,9 +22,12 @@ from hypothesis import strategies as st
 from pykafka_client import KafkaProducer
 from pykafka_client.errors import KafkaError, RecordTooLargeError
 from pykafka_client.producer.partitioner import murmur2, to_positive
+from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.producer.record_size import RECORD_BATCH_OVERHEAD
 from pykafka_client.producer.sender import IoRunner, Sender
 from pykafka_client.protocol.records import _native
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.doubles.responses import metadata_response, nodes
 from tests.unit.producer.test_send_batch import _batches, _complete, _IdleRunner
@@ -242,3 +245,46 @@ def test_concurrent_sends_lose_nothing_and_keep_each_threads_order() -> None:
         assert counted.taken > 0
     finally:
         p.close(0)
+
+
+def test_the_kernel_goes_by_name_for_a_property_and_after_a_class_change() -> None:
+    """The kernel reads and writes a batch's slots by offset, remembered per class and class version. A
+    subclass that turns ``closed`` and ``size_bytes`` into properties, and a class changed after the kernel
+    has appended to its instances, are read and written through Python's attribute lookup: a closed batch
+    takes no record, a property's setter sees the new size."""
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    tp = TopicPartition(TOPIC, 0)
+    assert kernel.batch_try_append(ProducerBatch(tp, 16384, 0), 1, None, b"v", (), None, 0) is not None
+
+    sizes: list[int] = []
+
+    class Watched(ProducerBatch):
+        __slots__ = ()
+        closed = property(lambda self: True, lambda self, v: None)
+
+    class Sized(ProducerBatch):
+        __slots__ = ("_size",)
+
+        @property
+        def size_bytes(self) -> int:
+            return self._size
+
+        @size_bytes.setter
+        def size_bytes(self, v: int) -> None:
+            sizes.append(v)
+            self._size = v
+
+    assert kernel.batch_try_append(Watched(tp, 16384, 0), 1, None, b"v", (), None, 0) is None
+    sized = Sized(tp, 16384, 0)
+    assert kernel.batch_try_append(sized, 1, None, b"v", (), None, 0) is not None
+    assert sizes == [RECORD_BATCH_OVERHEAD, sized.size_bytes] and sized.size_bytes > RECORD_BATCH_OVERHEAD
+
+    class Changed(ProducerBatch):
+        __slots__ = ()
+
+    batch = Changed(tp, 16384, 0)
+    assert kernel.batch_try_append(batch, 1, None, b"v", (), None, 0) is not None
+    setattr(Changed, "closed", property(lambda self: True, lambda self, v: None))  # noqa: B010 (mypy rejects the assignment to a slot name)
+    assert kernel.batch_try_append(batch, 1, None, b"w", (), None, 0) is None
+    assert batch.record_count == 1
