@@ -152,7 +152,11 @@ def test_a_brokers_listeners_are_registered_imaged_and_persisted() -> None:
                  {"name": "SASL_SSL", "host": "h", "port": 2, "security_protocol": "SASL_SSL"}]
     state.register_broker(0, "h", 2, listeners)
     assert state.image()["brokers"][0]["listeners"] == listeners
-    assert ControllerState("c1", MockTime(), SESSION_MS, image=saved[-1]).brokers[0].listeners == listeners
+    assert ControllerState("c1", MockTime(), SESSION_MS, image=state.image()).brokers[0].listeners == listeners
+    again = ControllerState("c1", MockTime(), SESSION_MS)
+    for delta in saved:  # the delta log carries them too
+        again.replay(delta)
+    assert again.brokers[0].listeners == listeners
 
 
 def test_controlled_shutdown_moves_leadership_at_once() -> None:

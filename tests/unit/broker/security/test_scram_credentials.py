@@ -4,6 +4,7 @@ persists across instances; AlterUserScramCredentials / DescribeUserScramCredenti
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
 
 from mini_broker.security.scram_credentials import ScramCredentialStore, credential_from_salted_password
@@ -41,4 +42,16 @@ def test_store_persists_and_reloads(tmp_path: Path) -> None:
     assert again.get("alice", SHA256) == store.get("alice", SHA256)
     assert [(i.mechanism, i.iterations) for i in again.describe("alice")] == [
         (SHA256, 4096), (ScramMechanism.SCRAM_SHA_512, 8192)]
-    assert "pw" not in (tmp_path / "__scram_credentials.json").read_text().replace("pw\"", "")
+    assert not {"pw", "pw2"} & _strings(json.loads((tmp_path / "__scram_credentials.json").read_text()))
+
+
+def _strings(value: object) -> set[str]:
+    """Every string in a JSON value, keys included (a password stored anywhere in it is found; a random
+    base64 salt that happens to contain "pw" is not a password)."""
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return set(value) | {s for v in value.values() for s in _strings(v)}
+    if isinstance(value, list):
+        return {s for v in value for s in _strings(v)}
+    return set()
