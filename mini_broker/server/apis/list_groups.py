@@ -25,7 +25,8 @@ def handle(apis: KafkaApis, request: Request) -> ListGroupsResponse:
     consumer = dict(consumer_group_coordinator(apis).list_groups()) if error == 0 else {}
     share = dict(share_groups(apis).list_groups()) if error == 0 else {}
     # a consumer group's offsets are kept by an empty classic group of the same id: the consumer group is listed
-    groups = [(gid, ptype, state, CLASSIC_GROUP_TYPE) for gid, ptype, state in classic if gid not in consumer]
+    groups = [(gid, ptype, state, CLASSIC_GROUP_TYPE) for gid, ptype, state in classic
+              if gid not in consumer and gid not in share]
     states = {s.lower() for s in body.states_filter}
     for gtype, listed in ((CONSUMER_GROUP_TYPE, consumer), (SHARE_GROUP_TYPE, share)):
         groups += [(gid, gtype, state, gtype) for gid, state in listed.items() if not states or state.lower() in states]
