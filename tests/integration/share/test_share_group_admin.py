@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 TOPIC = "share-admin"
 
 
-def _broker(**conf: object) -> MiniBroker:
+def _broker(**conf: Any) -> MiniBroker:
     return MiniBroker(num_network_threads=1, num_io_threads=2, **conf)
 
 
