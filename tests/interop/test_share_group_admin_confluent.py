@@ -89,9 +89,11 @@ def test_admin_describes_lists_and_deletes_a_group_of_confluent_share_consumers(
             for c in consumers:
                 c.close()  # leaves the group
         deadline = time.monotonic() + 20
-        while (d := _described(admin, group)) is not None and d.members and time.monotonic() < deadline:
+        left = _described(admin, group)
+        while left is not None and left.members and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert d is not None and d.state == "Empty"
+            left = _described(admin, group)
+        assert left is not None and left.state == "Empty"
         admin.delete_share_groups([group])
         assert admin.list_groups(types=["share"]) == []
 
