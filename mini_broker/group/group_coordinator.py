@@ -213,7 +213,10 @@ class GroupCoordinator:
         """Replay the offsets log into groups (the runtime serves them once :meth:`on_loaded` ran)."""
         now = self.time.milliseconds()
         replayed = self.manager.load()
-        groups = {group_id: restore_group(group_id, loaded, now) for group_id, loaded in replayed.items()}
+        # an id with only share-group records (or nothing live left: a deleted share group) is no classic group
+        groups = {group_id: restore_group(group_id, loaded, now) for group_id, loaded in replayed.items()
+                  if loaded.group is not None or loaded.offsets or loaded.pending_txn_offsets
+                  or loaded.consumer_records}
         with self._groups_lock:
             self._groups = groups
         if self.consumer_groups is not None:  # KIP-848 consumer groups replay their own records

@@ -176,6 +176,19 @@ class ShareGroupCoordinator:
                        for m, v in group.members.items()}
             return ShareGroup(group.group_id, group.group_epoch, group.assignment_epoch, members)
 
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+        """For the share groups among ``group_ids``: 0 (deleted, with its records: it had no members) or
+        GROUP_NOT_EMPTY. A group id that is not a share group here is left out of the answer."""
+        with self._lock:
+            ids = [g for g in dict.fromkeys(group_ids) if g in self._manager.groups]
+            before = {g: self._image(g) for g in ids}
+            out = {g: self._manager.delete_group(g) for g in ids}
+            self._persist(ids, before)
+        for group_id, error in out.items():
+            if not error:
+                _log.info("event=share_group_deleted group=%s", group_id)
+        return out
+
     def list_groups(self) -> list[tuple[str, str]]:
         """(group id, state) of every share group."""
         with self._lock:

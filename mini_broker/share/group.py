@@ -25,7 +25,9 @@ from mini_broker.share import group_configs
 from mini_broker.share.config import ShareGroupConfig
 from pykafka_client.errors import (
     FencedMemberEpochError,
+    GroupIdNotFoundError,
     GroupMaxSizeReachedError,
+    GroupNotEmptyError,
     InvalidRequestError,
     UnknownMemberIdError,
 )
@@ -199,6 +201,17 @@ class ShareGroupManager:
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)
         return group is not None and member_id in group.members
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups of a share group: 0 (deleted: it had no members), GROUP_NOT_EMPTY or GROUP_ID_NOT_FOUND.
+        The group's ``share.*`` config overrides stay (they belong to the group id, as in Kafka)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return int(GroupIdNotFoundError.code)
+        if group.members:
+            return int(GroupNotEmptyError.code)
+        del self.groups[group_id]
+        return 0
 
     # -- internals ------------------------------------------------------------------------------------------
     def _remove(self, group: ShareGroup, member_id: str, topics: TopicsImage) -> None:

@@ -147,6 +147,16 @@ class SharePartitionManager:
             self._sessions.pop((group_id, member_id), None)
             return self._release_member(group_id, member_id)
 
+    def delete_group(self, group_id: str) -> None:
+        """Forget a deleted share group's share partitions and sessions (a group created again under its id
+        starts its partitions afresh, at ``share.auto.offset.reset``)."""
+        with self._lock:
+            for key in [k for k in self._partitions if k[0] == group_id]:
+                del self._partitions[key]
+                self._expiry_due.pop(key, None)
+            for member in [m for g, m in self._sessions if g == group_id]:
+                del self._sessions[(group_id, member)]
+
     def session_count(self) -> int:
         with self._lock:
             return len(self._sessions)

@@ -8,6 +8,8 @@ from pykafka_client.admin.group_types import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
     MemberDescription,
+    ShareGroupDescription,
+    ShareMemberDescription,
 )
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
@@ -77,6 +79,8 @@ __all__ = [
     "ConsumerGroupDescription",
     "ConsumerGroupListing",
     "MemberDescription",
+    "ShareGroupDescription",
+    "ShareMemberDescription",
     "ClientQuotaAlteration",
     "ClientQuotaEntity",
     "ClientQuotaFilter",

@@ -30,6 +30,7 @@ from pykafka_client.admin.group_types import (
     AlterConfigOp,
     ConsumerGroupDescription,
     ConsumerGroupListing,
+    ShareGroupDescription,
 )
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
@@ -42,6 +43,7 @@ from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
 from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
+from pykafka_client.admin.handlers.delete_share_groups import DeleteShareGroupsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
 from pykafka_client.admin.handlers.describe_acls import DescribeAclsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
@@ -50,6 +52,7 @@ from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandle
 from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
 from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
 from pykafka_client.admin.handlers.describe_producers import DescribeProducersHandler
+from pykafka_client.admin.handlers.describe_share_groups import DescribeShareGroupsHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
 from pykafka_client.admin.handlers.describe_transactions import DescribeTransactionsHandler
 from pykafka_client.admin.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
@@ -308,6 +311,26 @@ class AdminClient:
         """Delete empty groups with their committed offsets. Raises GroupNotEmptyError for a group with
         members, GroupIdNotFoundError for an unknown one (the first failing group; the others were tried)."""
         api("delete_consumer_groups", DeleteConsumerGroupsHandler).call(self._ctx, group_ids, timeout)
+
+    def list_groups(self, timeout: float | None = None, types: Iterable[str] | None = None) -> list[ConsumerGroupListing]:
+        """Every group of every broker, of every type (Java ``Admin.listGroups``), sorted by group id; with
+        ``types`` (``"classic"``, ``"consumer"``, ``"share"``) only groups of those types (ListGroups v5)."""
+        return api("list_groups", ListConsumerGroupsHandler).call(self._ctx, timeout, types)
+
+    # --- share groups (KIP-932; their offsets need the share-partition state persisted: not yet) ---------
+
+    def describe_share_groups(
+        self, group_ids: Iterable[str], timeout: float | None = None
+    ) -> dict[str, ShareGroupDescription]:
+        """State, epochs, assignor and members (with their assignments) of each share group (ShareGroupDescribe
+        to its coordinator). Raises GroupIdNotFoundError for a group id that is not a share group (the first
+        failing group; the others were asked)."""
+        return api("describe_share_groups", DescribeShareGroupsHandler).call(self._ctx, group_ids, timeout)
+
+    def delete_share_groups(self, group_ids: Iterable[str], timeout: float | None = None) -> None:
+        """Delete empty share groups with their share partitions' state. Raises GroupNotEmptyError for a group
+        with members, GroupIdNotFoundError for an unknown one (the first failing group; the others were tried)."""
+        api("delete_share_groups", DeleteShareGroupsHandler).call(self._ctx, group_ids, timeout)
 
     def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None

@@ -22,6 +22,7 @@ from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
 from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
+from pykafka_client.admin.handlers.delete_share_groups import DeleteShareGroupsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
 from pykafka_client.admin.handlers.describe_acls import DescribeAclsHandler
 from pykafka_client.admin.handlers.describe_client_quotas import DescribeClientQuotasHandler
@@ -30,6 +31,7 @@ from pykafka_client.admin.handlers.describe_configs import DescribeConfigsHandle
 from pykafka_client.admin.handlers.describe_consumer_groups import DescribeConsumerGroupsHandler
 from pykafka_client.admin.handlers.describe_log_dirs import DescribeLogDirsHandler
 from pykafka_client.admin.handlers.describe_producers import DescribeProducersHandler
+from pykafka_client.admin.handlers.describe_share_groups import DescribeShareGroupsHandler
 from pykafka_client.admin.handlers.describe_topics import DescribeTopicsHandler
 from pykafka_client.admin.handlers.describe_transactions import DescribeTransactionsHandler
 from pykafka_client.admin.handlers.describe_user_scram_credentials import DescribeUserScramCredentialsHandler
@@ -64,6 +66,9 @@ ADMIN_APIS: dict[str, type] = {
     "list_consumer_groups": ListConsumerGroupsHandler,
     "describe_consumer_groups": DescribeConsumerGroupsHandler,
     "delete_consumer_groups": DeleteConsumerGroupsHandler,
+    "list_groups": ListConsumerGroupsHandler,
+    "describe_share_groups": DescribeShareGroupsHandler,
+    "delete_share_groups": DeleteShareGroupsHandler,
     "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
     "alter_consumer_group_offsets": AlterConsumerGroupOffsetsHandler,
     "delete_records": DeleteRecordsHandler,

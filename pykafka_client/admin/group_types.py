@@ -13,9 +13,10 @@ from pykafka_client.structs import Node, TopicPartition
 DEAD = "Dead"
 EMPTY = "Empty"
 
-#: Group types (Java ``GroupType``): JoinGroup/SyncGroup groups, and KIP-848 consumer groups.
+#: Group types (Java ``GroupType``): JoinGroup/SyncGroup groups, KIP-848 consumer groups, KIP-932 share groups.
 CLASSIC = "classic"
 CONSUMER = "consumer"
+SHARE = "share"
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,34 @@ class ConsumerGroupDescription:
     def is_active(self) -> bool:
         """Whether members are in the group (it is neither Empty nor Dead)."""
         return self.state not in (EMPTY, DEAD)
+
+
+@dataclass(frozen=True)
+class ShareMemberDescription:
+    """A member of a share group (Java ``ShareMemberDescription``): ``assignment`` is what the share assignor
+    gave it (a partition may be assigned to several members)."""
+
+    member_id: str
+    rack_id: str | None
+    client_id: str
+    host: str
+    assignment: list[TopicPartition]
+    member_epoch: int
+    subscribed_topic_names: list[str]
+
+
+@dataclass(frozen=True)
+class ShareGroupDescription:
+    """A share group (KIP-932) as ShareGroupDescribe reports it (Java ``ShareGroupDescription``): ``state`` is
+    Empty or Stable."""
+
+    group_id: str
+    members: list[ShareMemberDescription]
+    partition_assignor: str
+    state: str
+    coordinator: Node | None
+    group_epoch: int
+    target_assignment_epoch: int
 
 
 class AlterConfigOpType(enum.IntEnum):

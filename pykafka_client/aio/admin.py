@@ -16,7 +16,12 @@ from typing import Any, TypeVar
 import anyio
 
 from pykafka_client.admin import AdminClient
-from pykafka_client.admin.group_types import AlterConfigOp, ConsumerGroupDescription, ConsumerGroupListing
+from pykafka_client.admin.group_types import (
+    AlterConfigOp,
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    ShareGroupDescription,
+)
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
     ClientQuotaAlteration,
@@ -165,6 +170,18 @@ class AsyncAdminClient:
 
     async def delete_consumer_groups(self, group_ids: Iterable[str], timeout: float | None = None) -> None:
         await self._run(lambda: self._admin.delete_consumer_groups(group_ids, timeout))
+
+    async def list_groups(self, timeout: float | None = None,
+                          types: Iterable[str] | None = None) -> list[ConsumerGroupListing]:
+        return await self._run(lambda: self._admin.list_groups(timeout, types))
+
+    async def describe_share_groups(
+        self, group_ids: Iterable[str], timeout: float | None = None
+    ) -> dict[str, ShareGroupDescription]:
+        return await self._run(lambda: self._admin.describe_share_groups(group_ids, timeout))
+
+    async def delete_share_groups(self, group_ids: Iterable[str], timeout: float | None = None) -> None:
+        await self._run(lambda: self._admin.delete_share_groups(group_ids, timeout))
 
     async def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None

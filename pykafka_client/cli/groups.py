@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -39,8 +39,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
     p = add_command(sub, "list", "list consumer groups with their state", [common],
                     epilog="example:\n  pykafka groups list --output json\n  pykafka groups list --type consumer")
-    p.add_argument("--type", dest="types", action="append", choices=("classic", "consumer"),
-                   help="only groups of this type (repeatable): classic, or consumer (KIP-848)")
+    p.add_argument("--type", dest="types", action="append", choices=("classic", "consumer", "share"),
+                   help="only groups of this type (repeatable): classic, consumer (KIP-848) or share (KIP-932)")
     output_flag(p)
     p.set_defaults(run=run_list)
 
@@ -316,7 +316,13 @@ def run_reset(args: argparse.Namespace) -> int:
 
 
 def run_delete(args: argparse.Namespace) -> int:
+    return delete_groups(args, "group", AdminClient.delete_consumer_groups)
+
+
+def delete_groups(args: argparse.Namespace, noun: str,
+                  delete: Callable[[AdminClient, list[str], float], None]) -> int:
+    """Delete the --group groups with ``delete(admin, group ids, timeout)`` and say so (``noun``: what they are)."""
     with open_admin(args) as admin:
-        admin.delete_consumer_groups(args.group, timeout=args.timeout)
-    info(f"Deleted group{'s' if len(args.group) > 1 else ''} {', '.join(args.group)}.")
+        delete(admin, args.group, args.timeout)
+    info(f"Deleted {noun}{'s' if len(args.group) > 1 else ''} {', '.join(args.group)}.")
     return EXIT_OK

@@ -21,6 +21,7 @@ from pykafka_client.cli import (
     offsets,
     perf,
     produce,
+    share_groups,
     topics,
     transactions,
     users,
@@ -61,7 +62,7 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import KafkaError
 
 DESCRIPTION = """Kafka's command-line tools in one, built on pykafka_client: topics, console producer and
-consumer, consumer groups, configs, offsets, transactions and producers, and perf tests. Every
+consumer, consumer and share groups, configs, offsets, transactions and producers, and perf tests. Every
 subcommand takes --bootstrap-server (default $PYKAFKA_BOOTSTRAP_SERVERS, then localhost:9092),
 --command-config FILE, -X key=value and --timeout, before or after the subcommand; listing commands
 take --output json. `pykafka COMMAND --help` shows each one."""
@@ -113,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pykafka {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = common_flags()
-    for module in (topics, produce, consume, groups, configs, offsets, transactions, acls, users, leaders, perf,
-                   kafka_home):
+    for module in (topics, produce, consume, groups, share_groups, configs, offsets, transactions, acls, users,
+                   leaders, perf, kafka_home):
         module.register(sub, common)
     return parser
 

@@ -1,11 +1,13 @@
 """ListGroups (key 16): every live group; v4+ filter by state (case-insensitive), v5+ by type ("classic", or
-"consumer" for the KIP-848 consumer groups, which list with protocol type "consumer" and their own states).
+"consumer" for the KIP-848 consumer groups, which list with protocol type "consumer" and their own states, or
+"share" for the KIP-932 share groups, protocol type "share", states Empty and Stable).
 With DESCRIBE on the cluster every group is listed, else only those the principal may DESCRIBE (Kafka's rule)."""
 
 from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
+from mini_broker.server.apis.share_api_util import share_groups
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
@@ -13,6 +15,7 @@ from pykafka_client.protocol.messages import ListGroupsRequest, ListGroupsRespon
 
 CLASSIC_GROUP_TYPE = "classic"
 CONSUMER_GROUP_TYPE = "consumer"
+SHARE_GROUP_TYPE = "share"
 
 
 def handle(apis: KafkaApis, request: Request) -> ListGroupsResponse:
@@ -20,11 +23,13 @@ def handle(apis: KafkaApis, request: Request) -> ListGroupsResponse:
     assert isinstance(body, ListGroupsRequest)
     error, classic = group_coordinator(apis).handle_list_groups(body.states_filter)
     consumer = dict(consumer_group_coordinator(apis).list_groups()) if error == 0 else {}
+    share = dict(share_groups(apis).list_groups()) if error == 0 else {}
     # a consumer group's offsets are kept by an empty classic group of the same id: the consumer group is listed
-    groups = [(gid, ptype, state, CLASSIC_GROUP_TYPE) for gid, ptype, state in classic if gid not in consumer]
+    groups = [(gid, ptype, state, CLASSIC_GROUP_TYPE) for gid, ptype, state in classic
+              if gid not in consumer and gid not in share]
     states = {s.lower() for s in body.states_filter}
-    groups += [(gid, CONSUMER_GROUP_TYPE, state, CONSUMER_GROUP_TYPE) for gid, state in consumer.items()
-               if not states or state.lower() in states]
+    for gtype, listed in ((CONSUMER_GROUP_TYPE, consumer), (SHARE_GROUP_TYPE, share)):
+        groups += [(gid, gtype, state, gtype) for gid, state in listed.items() if not states or state.lower() in states]
     if body.types_filter:
         types = {t.lower() for t in body.types_filter}
         groups = [g for g in groups if g[3] in types]

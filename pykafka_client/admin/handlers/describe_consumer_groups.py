@@ -4,8 +4,9 @@ are described by DescribeGroups (classic groups)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
@@ -90,7 +91,22 @@ class DescribeConsumerGroupsHandler:
         return {gid: result.completed[gid] for gid in ids if gid in result.completed}
 
 
-def _partitions(assignment: ConsumerGroupDescribeResponse.Assignment | None) -> list[TopicPartition]:
+class _NamedPartitions(Protocol):
+    @property
+    def topic_name(self) -> str: ...
+    @property
+    def partitions(self) -> list[int]: ...
+
+
+class DescribedAssignment(Protocol):
+    """A member's assignment as ConsumerGroupDescribe and ShareGroupDescribe report it."""
+
+    @property
+    def topic_partitions(self) -> Sequence[_NamedPartitions]: ...
+
+
+def described_partitions(assignment: DescribedAssignment | None) -> list[TopicPartition]:
+    """The partitions of a described member's assignment, sorted."""
     if assignment is None:
         return []
     return sorted(TopicPartition(t.topic_name, p) for t in assignment.topic_partitions for p in t.partitions)
@@ -120,8 +136,8 @@ class ConsumerGroupDescribeHandler:
                                          broker_error(g.error_code, g.error_message, f"group {g.group_id!r}"))
                 continue
             members = [
-                MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host, _partitions(m.assignment),
-                                  m.member_epoch, _partitions(m.target_assignment))
+                MemberDescription(m.member_id, m.instance_id, m.client_id, m.client_host, described_partitions(m.assignment),
+                                  m.member_epoch, described_partitions(m.target_assignment))
                 for m in g.members
             ]
             result.completed[g.group_id] = ConsumerGroupDescription(

@@ -129,3 +129,18 @@ def test_one_expiry_check_per_partition_follows_the_next_lock_deadline() -> None
     mgr.advance_timer()
     assert mgr.acquire("g", "c", TP, [(1, 1, False)], 10) == [AcquiredRange(1, 1, 2)]
     mgr.shutdown()
+
+
+def test_deleting_a_group_forgets_its_partitions_and_sessions_only() -> None:
+    mgr = _manager(MockTime())
+    mgr.session("g", "m", 0, [TP])
+    mgr.session("other", "m", 0, [TP])
+    assert mgr.fetch_offset("g", TP, lambda: 40, log_start_offset=0) == 40
+    assert mgr.fetch_offset("other", TP, lambda: 7, log_start_offset=0) == 7
+    mgr.delete_group("g")
+    assert mgr.partition_offsets("g", TP) is None
+    assert mgr.partition_offsets("other", TP) == (7, 7)
+    assert mgr.session_count() == 1
+    # a group created again under the id starts its partition at the reset offset
+    assert mgr.fetch_offset("g", TP, lambda: 90, log_start_offset=0) == 90
+    mgr.shutdown()

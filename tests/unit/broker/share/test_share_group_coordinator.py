@@ -15,7 +15,7 @@ from mini_broker.share.config import ShareGroupConfig
 from mini_broker.share.coordinator import EXPIRY_CHECK_INTERVAL_MS, ShareGroupCoordinator
 from mini_broker.share.group import ShareGroupHeartbeatParams, ShareGroupHeartbeatResult
 from mini_broker.share.records import group_records
-from pykafka_client.errors import NotCoordinatorError
+from pykafka_client.errors import GroupNotEmptyError, NotCoordinatorError
 from pykafka_client.utils.time import MockTime
 
 SESSION_MS = 6000
@@ -92,3 +92,16 @@ def test_the_periodic_expiry_removes_a_silent_member_and_reports_it(single: Harn
     assert single.removed == [("g", "m1")]
     group = single.share.describe("g")
     assert group is not None and group.members == {}
+
+
+def test_delete_groups_refuses_a_group_with_members_and_deletes_it_once_empty(single: Harness) -> None:
+    single.join("m1")
+    assert single.share.delete_groups(["g", "not-a-share-group"]) == {"g": GroupNotEmptyError.code}
+    assert single.share.list_groups() == [("g", "Stable")]
+    left = single.heartbeat(ShareGroupHeartbeatParams("g", "m1", -1))
+    assert left.error_code == 0
+    assert single.share.list_groups() == [("g", "Empty")]
+    assert single.share.delete_groups(["g"]) == {"g": 0}
+    assert single.share.describe("g") is None and single.share.list_groups() == []
+    # the id is free again: a member joining creates a new group from epoch 1
+    assert single.join("m2").member_epoch == 1

@@ -1,0 +1,72 @@
+"""``pykafka share-groups list | describe | delete`` as subprocesses against one MiniBroker, the members joined on
+the wire (ShareGroupHeartbeat): the listing shows share groups only, describe their members and assignments,
+delete refuses a group with members (exit 5) and deletes an empty one; an unknown group exits 4."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from mini_broker.broker import MiniBroker
+from pykafka_client.protocol.messages import ConsumerGroupHeartbeatRequest, ShareGroupHeartbeatRequest
+from tests.integration.cli.conftest import Run, one_error_line
+from tests.integration.wire import Conn
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+def _heartbeat(broker: MiniBroker, group: str, member: str, topic: str, epoch: int) -> None:
+    with Conn(broker, client_id="cli-share") as c:
+        hb = c.call(ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=epoch,
+                                               subscribed_topic_names=[topic] if epoch == 0 else None), 1)
+    assert hb.error_code == 0, hb
+
+
+def test_list_describe_and_delete_share_groups(pykafka: Run, broker: MiniBroker) -> None:
+    topic = f"cli-share-{uuid.uuid4().hex[:6]}"
+    group = f"sg-{topic}"
+    assert pykafka("topics", "create", topic, "--partitions", "2").returncode == 0
+    # a consumer group the share listing leaves out
+    with Conn(broker) as c:
+        assert c.call(ConsumerGroupHeartbeatRequest(
+            group_id=f"cg-{topic}", member_id="cm", member_epoch=0, rebalance_timeout_ms=5000,
+            subscribed_topic_names=[topic], topic_partitions=[]), 1).error_code == 0
+    _heartbeat(broker, group, "member-1", topic, 0)
+
+    listed = pykafka("share-groups", "list", "--output", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert [g for g in json.loads(listed.stdout) if g["group"] == group] == [{"group": group, "state": "Stable"}]
+    assert all(g["group"] != f"cg-{topic}" for g in json.loads(listed.stdout))
+    typed = json.loads(pykafka("groups", "list", "--type", "share", "--output", "json").stdout)
+    assert {"group": group, "state": "Stable", "protocol_type": "share", "type": "share"} in typed
+
+    described = pykafka("share-groups", "describe", group, "--output", "json")
+    assert described.returncode == 0, described.stderr
+    [d] = json.loads(described.stdout)
+    assert (d["group"], d["state"], d["assignor"], d["group_epoch"]) == (group, "Stable", "simple", 1)
+    [member] = d["members"]
+    assert (member["member_id"], member["client_id"]) == ("member-1", "cli-share")
+    assert member["assignment"] == [f"{topic}-0", f"{topic}-1"] and member["subscribed_topics"] == [topic]
+    text = pykafka("share-groups", "describe", group).stdout.decode().splitlines()
+    assert text[0].startswith(f"Group: {group}  State: Stable  Assignor: simple  Epoch: 1")
+    assert text[2].split() == ["MEMBER-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT"]
+    assert text[3].split()[0] == "member-1" and text[3].split()[-1] == f"{topic}-0,{topic}-1"
+
+    refused = pykafka("share-groups", "delete", "--group", group)
+    assert refused.returncode == 5, refused.stderr
+    assert "active members" in one_error_line(refused)
+
+    _heartbeat(broker, group, "member-1", topic, -1)
+    deleted = pykafka("share-groups", "delete", "--group", group)
+    assert deleted.returncode == 0, deleted.stderr
+    assert deleted.stderr.decode().strip() == f"Deleted share group {group}."
+    assert group not in pykafka("share-groups", "list").stdout.decode()
+
+
+def test_describing_or_deleting_an_unknown_share_group_exits_4(pykafka: Run) -> None:
+    for args in (("describe", "no-such-share-group"), ("delete", "--group", "no-such-share-group")):
+        result = pykafka("share-groups", *args)
+        assert result.returncode == 4, result.stderr
+        assert "no-such-share-group" in one_error_line(result)
