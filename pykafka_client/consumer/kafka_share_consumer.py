@@ -102,10 +102,50 @@ class KafkaShareConsumer(Generic[K, V]):
 
     @overload
     def __init__(
+        self: KafkaShareConsumer[K, bytes | None],
+        config: None = None,
+        *,
+        key_deserializer: Deserializer[K],
+        value_deserializer: None = None,
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: KafkaShareConsumer[bytes | None, V],
+        config: None = None,
+        *,
+        key_deserializer: None = None,
+        value_deserializer: Deserializer[V],
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
         self: KafkaShareConsumer[K, V],
         config: Mapping[str, Any] | None = None,
         *,
         key_deserializer: Deserializer[K],
+        value_deserializer: Deserializer[V],
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: KafkaShareConsumer[K, Any],
+        config: Mapping[str, Any],
+        *,
+        key_deserializer: Deserializer[K],
+        value_deserializer: None = None,
+        **overrides: Any,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: KafkaShareConsumer[Any, V],
+        config: Mapping[str, Any],
+        *,
+        key_deserializer: None = None,
         value_deserializer: Deserializer[V],
         **overrides: Any,
     ) -> None: ...
