@@ -37,7 +37,7 @@ def test_explicit_mode_sends_what_was_acknowledged_and_refuses_the_rest() -> Non
 def test_implicit_mode_accepts_everything_held_and_refuses_acknowledge() -> None:
     acks = ShareAcknowledgements(explicit=False)
     acks.delivered(TP, [0, 1, 2])
-    with pytest.raises(IllegalStateError, match="share.acknowledgement.mode=explicit"):
+    with pytest.raises(IllegalStateError, match=r"share\.acknowledgement\.mode=explicit"):
         acks.acknowledge(TP, 0, A)
     acks.check_all_acknowledged()  # no rule in implicit mode
     acks.settle_held(A)
