@@ -262,10 +262,12 @@ class KafkaShareConsumer(Generic[K, V]):
             while True:
                 self._raise_fatal()
                 self._maybe_heartbeat()
-                self._send_fetches(timer)
                 records = self._take_completed()
-                if records or timer.is_expired():
+                if records:  # no new fetch before these are handed over: it carries their acknowledgements
                     return records
+                self._send_fetches(timer)
+                if timer.is_expired():
+                    return []
                 self._client.poll(self._time.timer(min(timer.remaining_ms(), self._wait_bound_ms())))
                 timer.update()
 
@@ -513,8 +515,10 @@ class KafkaShareConsumer(Generic[K, V]):
                 if batch.is_control:
                     control.update(range(batch.base_offset, batch.last_offset + 1))
             for r in memory.records():
+                if r.offset in control:
+                    continue
                 count = counts.pop(r.offset, None)
-                if count is None or r.offset in control:
+                if count is None:
                     continue
                 out.append(self._record(tp, r.offset, r.timestamp, int(r.timestamp_type), r.key, r.value,
                                         r.headers, count))
