@@ -17,7 +17,10 @@
 * :meth:`close` settles what the consumer holds (implicit: accepted; explicit: unacknowledged records are
   released to the group), closes its share sessions and leaves the group.
 * Not thread-safe, like Java's: one thread at a time; :meth:`wakeup` may be called from any thread.
-* Missing compared with Java: ``commit_async`` with an acknowledgement-commit callback, and an asyncio twin.
+* :meth:`commit_async` sends the acknowledgements without waiting; their outcomes (and those of the
+  acknowledgements carried by fetches) go to :meth:`set_acknowledgement_commit_callback`'s callback, called
+  from a later poll or commit in the application's thread.
+* Missing compared with Java: an asyncio twin in ``pykafka_client.aio``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.consumer_record import TimestampType
 from pykafka_client.consumer.consumer_utils import create_consumer_network_client
 from pykafka_client.consumer.group_response_handlers import COORDINATOR_NODE_ID_BASE
-from pykafka_client.consumer.share_acknowledgements import AcknowledgeType, ShareAcknowledgements
+from pykafka_client.consumer.share_acknowledgements import GAP, AcknowledgeType, ShareAcknowledgements
 from pykafka_client.consumer.share_config import ShareConsumerConfig
 from pykafka_client.consumer.share_consumer_record import ShareConsumerRecord
 from pykafka_client.consumer.share_membership_manager import HeartbeatOutcome, ShareMembershipManager
@@ -79,6 +82,20 @@ _FINAL_SHARE_SESSION_EPOCH = -1
 _LEADERSHIP_ERRORS = frozenset(e.code for e in (NotLeaderOrFollowerError, FencedLeaderEpochError,
                                                UnknownTopicOrPartitionError, UnknownTopicIdError))
 _SESSION_ERRORS = frozenset((InvalidShareSessionEpochError.code, ShareSessionNotFoundError.code))
+
+
+#: Java's AcknowledgementCommitCallback: the offsets acknowledged per partition and None, or the error that
+#: made them fail (then the records return to the group when their acquisition lock expires)
+AcknowledgementCommitCallback = Callable[[dict[TopicPartition, set[int]], "KafkaError | None"], None]
+
+
+def _offsets(batches: list[tuple[int, int, int]]) -> set[int]:
+    """The offsets the application acknowledged in ``batches`` (gaps are the consumer's own)."""
+    return {o for first, last, kind in batches if kind != GAP for o in range(first, last + 1)}
+
+
+def _as_kafka_error(exc: BaseException) -> KafkaError:
+    return exc if isinstance(exc, KafkaError) else KafkaError(f"{type(exc).__name__}: {exc}")
 
 
 def _next_epoch(epoch: int) -> int:
@@ -209,7 +226,9 @@ class KafkaShareConsumer(Generic[K, V]):
         self._session_epochs: dict[int, int] = {}
         self._fetches: dict[int, RequestFuture[ClientResponse]] = {}
         self._completed: list[ShareFetchResponse] = []
-        self._ack_errors: dict[TopicPartition, KafkaError] = {}
+        self._commit_callback: AcknowledgementCommitCallback | None = None
+        #: outcomes of sent acknowledgements, for the callback (called in the application's thread)
+        self._ack_outcomes: list[tuple[dict[TopicPartition, set[int]], KafkaError | None]] = []
 
     # -- guard -------------------------------------------------------------------------------------
 
@@ -255,6 +274,7 @@ class KafkaShareConsumer(Generic[K, V]):
         with self._open_in_this_thread():
             if not self._membership.subscription:
                 raise IllegalStateError("Consumer is not subscribed to any topics: call subscribe() before poll()")
+            self._invoke_commit_callback()
             self._acks.check_all_acknowledged()
             if not self._acks.explicit:
                 self._acks.settle_held(AcknowledgeType.ACCEPT)
@@ -266,8 +286,9 @@ class KafkaShareConsumer(Generic[K, V]):
                 if records:  # no new fetch before these are handed over: it carries their acknowledgements
                     return records
                 self._send_fetches(timer)
-                if timer.is_expired():
-                    return []
+                if timer.is_expired():  # poll(0) too sends what is queued and takes what has arrived
+                    self._client.poll_no_wakeup()
+                    return self._take_completed()
                 self._client.poll(self._time.timer(min(timer.remaining_ms(), self._wait_bound_ms())))
                 timer.update()
 
@@ -284,7 +305,32 @@ class KafkaShareConsumer(Generic[K, V]):
         with self._open_in_this_thread():
             if not self._acks.explicit:
                 self._acks.settle_held(AcknowledgeType.ACCEPT)
-            return self._send_acknowledgements(self._timer(timeout), final=False)
+            results = self._send_acknowledgements(self._timer(timeout), final=False)
+            self._invoke_commit_callback()
+            return results
+
+    def commit_async(self) -> None:
+        """Send the acknowledgements now (implicit mode: accept the last poll's records) without waiting;
+        their outcome goes to the acknowledgement commit callback during a later call."""
+        with self._open_in_this_thread():
+            if not self._acks.explicit:
+                self._acks.settle_held(AcknowledgeType.ACCEPT)
+            for node_id, (node, acks) in self._acknowledgement_targets().items():
+                self._send_acknowledge(node_id, node, acks, final=False, results=None)
+            self._client.poll_no_wakeup()  # on the wire now, answered during a later call
+            self._invoke_commit_callback()
+
+    def set_acknowledgement_commit_callback(self, callback: AcknowledgementCommitCallback | None) -> None:
+        """Called with each sent acknowledgement's outcome (offsets per partition, None or the error), from
+        :meth:`poll`, :meth:`commit_sync`, :meth:`commit_async` and :meth:`close` in the calling thread."""
+        with self._open_in_this_thread():
+            self._commit_callback = callback
+
+    def _invoke_commit_callback(self) -> None:
+        outcomes, self._ack_outcomes = self._ack_outcomes, []
+        if self._commit_callback is not None:
+            for offsets, error in outcomes:
+                self._commit_callback(offsets, error)
 
     def wakeup(self) -> None:
         """Make the blocked (or next) poll or commit raise WakeupException; callable from any thread."""
@@ -299,6 +345,7 @@ class KafkaShareConsumer(Generic[K, V]):
             try:
                 timer = self._time.timer(args.to_ms(timeout, int(_DEFAULT_CLOSE_TIMEOUT_S * 1000)))
                 self._leave_group(timer)
+                self._invoke_commit_callback()
             finally:
                 self._closed = True
                 self._client.close()
@@ -436,6 +483,7 @@ class KafkaShareConsumer(Generic[K, V]):
             if node_id in self._fetches:
                 continue
             node_acks = acks.pop(node_id, (node, {}))[1]
+            sent = {tp: _offsets(batches) for tp, (_, batches) in node_acks.items()}
             topics: dict[Any, list[ShareFetchRequest.FetchPartition]] = {}
             for tp, topic_id in partitions.items():
                 batches = node_acks.pop(tp, (topic_id, []))[1]
@@ -457,29 +505,48 @@ class KafkaShareConsumer(Generic[K, V]):
             self._session_epochs[node_id] = _next_epoch(request.share_session_epoch)
             future = self._client.send(node, request)
             self._fetches[node_id] = future
-            future.add_callbacks(self._fetched(node_id), self._fetch_failed(node_id))
+            future.add_callbacks(self._fetched(node_id, sent), self._fetch_failed(node_id, sent))
         for node_id, (node, node_acks) in acks.items():  # acknowledgements for nodes not fetched from now
-            self._send_acknowledge(node_id, node, node_acks, final=False)
+            self._send_acknowledge(node_id, node, node_acks, final=False, results=None)
 
-    def _fetched(self, node_id: int) -> Callable[[ClientResponse], None]:
+    def _fetched(self, node_id: int, sent: dict[TopicPartition, set[int]]) -> Callable[[ClientResponse], None]:
         def done(response: ClientResponse) -> None:
             self._fetches.pop(node_id, None)
             body = response.response_body
-            if isinstance(body, ShareFetchResponse):
-                if body.error_code in _SESSION_ERRORS:
-                    self._session_epochs.pop(node_id, None)
-                if body.error_code != 0:
-                    log.debug("ShareFetch from node %s failed: %s", node_id, for_code(body.error_code).__name__)
-                    return
-                self._completed.append(body)
+            if not isinstance(body, ShareFetchResponse):
+                self._outcome(sent, KafkaError(f"unexpected ShareFetch response {type(body).__name__}"))
+                return
+            if body.error_code in _SESSION_ERRORS:
+                self._session_epochs.pop(node_id, None)
+            if body.error_code != 0:
+                log.debug("ShareFetch from node %s failed: %s", node_id, for_code(body.error_code).__name__)
+                self._outcome(sent, for_code(body.error_code)(body.error_message))
+                return
+            cluster = self._metadata.fetch()
+            self._outcome(sent, {
+                TopicPartition(name, p.partition_index): for_code(p.acknowledge_error_code)(p.acknowledge_error_message)
+                for t in body.responses if (name := cluster.topic_name(t.topic_id)) is not None
+                for p in t.partitions if p.acknowledge_error_code})
+            self._completed.append(body)
         return done
 
-    def _fetch_failed(self, node_id: int) -> Callable[[BaseException], None]:
+    def _fetch_failed(self, node_id: int, sent: dict[TopicPartition, set[int]]) -> Callable[[BaseException], None]:
         def failed(exc: BaseException) -> None:
             self._fetches.pop(node_id, None)
             self._session_epochs.pop(node_id, None)  # a lost connection takes the share session with it
             log.debug("ShareFetch from node %s failed: %s", node_id, exc)
+            self._outcome(sent, _as_kafka_error(exc))
         return failed
+
+    def _outcome(self, sent: Mapping[TopicPartition, set[int]],
+                 errors: KafkaError | Mapping[TopicPartition, KafkaError]) -> dict[TopicPartition, KafkaError | None]:
+        """Each partition's outcome (``errors``: one for all, or those of the failed partitions), queued for
+        the acknowledgement commit callback."""
+        results = {tp: errors if isinstance(errors, KafkaError) else errors.get(tp) for tp in sent}
+        for tp, offsets in sent.items():
+            if offsets:
+                self._ack_outcomes.append(({tp: set(offsets)}, results[tp]))
+        return results
 
     def _take_completed(self) -> list[ShareConsumerRecord[K, V]]:
         out: list[ShareConsumerRecord[K, V]] = []
@@ -493,8 +560,6 @@ class KafkaShareConsumer(Generic[K, V]):
                     continue
                 for p in topic.partitions:
                     tp = TopicPartition(name, p.partition_index)
-                    if p.acknowledge_error_code:
-                        self._ack_errors[tp] = for_code(p.acknowledge_error_code)(p.acknowledge_error_message)
                     if p.error_code:
                         if p.error_code in _LEADERSHIP_ERRORS:
                             self._metadata.request_update()
@@ -540,7 +605,10 @@ class KafkaShareConsumer(Generic[K, V]):
     # -- acknowledging -----------------------------------------------------------------------------
 
     def _send_acknowledge(self, node_id: int, node: Node, acks: Mapping[TopicPartition, tuple[Any, list[Any]]],
-                          final: bool) -> RequestFuture[ClientResponse] | None:
+                          final: bool, results: dict[TopicPartition, KafkaError | None] | None
+                          ) -> RequestFuture[ClientResponse] | None:
+        """Send a ShareAcknowledge (``final``: closing the share session); its outcome is queued for the callback
+        and, when given, written to ``results``."""
         epoch = self._session_epochs.get(node_id)
         if epoch is None:  # no share session: ShareAcknowledge cannot open one; the locks expire instead
             if acks:
@@ -560,7 +628,18 @@ class KafkaShareConsumer(Generic[K, V]):
             self._session_epochs.pop(node_id, None)
         else:
             self._session_epochs[node_id] = _next_epoch(epoch)
-        return self._client.send(node, request)
+        sent = {tp: _offsets(batches) for tp, (_, batches) in acks.items()}
+        into = results if results is not None else {}
+
+        def done(response: ClientResponse) -> None:
+            into.update(self._outcome(sent, self._acknowledge_errors(response.response_body)))
+
+        def failed(exc: BaseException) -> None:
+            into.update(self._outcome(sent, _as_kafka_error(exc)))
+
+        future = self._client.send(node, request)
+        future.add_callbacks(done, failed)
+        return future
 
     def _send_acknowledgements(self, timer: Timer, final: bool) -> dict[TopicPartition, KafkaError | None]:
         targets = self._acknowledgement_targets()
@@ -569,41 +648,23 @@ class KafkaShareConsumer(Generic[K, V]):
             for node_id in self._session_epochs:
                 if node_id not in targets and node_id in cluster_nodes:
                     targets[node_id] = (cluster_nodes[node_id], {})
-        sent: list[tuple[RequestFuture[ClientResponse], dict[TopicPartition, Any]]] = []
-        for node_id, (node, acks) in targets.items():
-            future = self._send_acknowledge(node_id, node, acks, final)
-            if future is not None:
-                sent.append((future, dict(acks)))
-        results: dict[TopicPartition, KafkaError | None] = dict.fromkeys(
-            (tp for _, acks in sent for tp in acks), None)
-        results.update(self._ack_errors)
-        self._ack_errors = {}
+        results: dict[TopicPartition, KafkaError | None] = {}
+        sent = [(future, acks) for node_id, (node, acks) in targets.items()
+                if (future := self._send_acknowledge(node_id, node, acks, final, results)) is not None]
         for future, acks in sent:
             self._client.poll_future(future, timer)
             if not future.is_done():
                 for tp in acks:
-                    results[tp] = KafkaError("the acknowledgement got no answer within the timeout")
-                continue
-            if future.failed():
-                exc = future.exception()
-                for tp in acks:
-                    results[tp] = exc if isinstance(exc, KafkaError) else KafkaError(str(exc))
-                continue
-            body = future.value().response_body
-            if isinstance(body, ShareAcknowledgeResponse):
-                self._acknowledge_results(body, results)
+                    results[tp] = KafkaError(f"the acknowledgement of {tp} got no answer within the timeout; its "
+                                             "records return to the group when their acquisition lock expires")
         return results
 
-    def _acknowledge_results(self, body: ShareAcknowledgeResponse,
-                             results: dict[TopicPartition, KafkaError | None]) -> None:
-        cluster = self._metadata.fetch()
+    def _acknowledge_errors(self, body: Any) -> KafkaError | dict[TopicPartition, KafkaError]:
+        if not isinstance(body, ShareAcknowledgeResponse):
+            return KafkaError(f"unexpected ShareAcknowledge response {type(body).__name__}")
         if body.error_code:
-            error = for_code(body.error_code)(body.error_message)
-            for tp in results:
-                results[tp] = results[tp] or error
-            return
-        for topic in body.responses:
-            name = cluster.topic_name(topic.topic_id)
-            for p in topic.partitions:
-                if name is not None and p.error_code:
-                    results[TopicPartition(name, p.partition_index)] = for_code(p.error_code)(p.error_message)
+            return for_code(body.error_code)(body.error_message)
+        cluster = self._metadata.fetch()
+        return {TopicPartition(name, p.partition_index): for_code(p.error_code)(p.error_message)
+                for t in body.responses if (name := cluster.topic_name(t.topic_id)) is not None
+                for p in t.partitions if p.error_code}

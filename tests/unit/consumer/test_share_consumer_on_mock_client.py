@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from pykafka_client import AcknowledgeType, KafkaShareConsumer
+from pykafka_client import AcknowledgeType, KafkaShareConsumer, TopicPartition
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.subscription_state import SubscriptionState
-from pykafka_client.errors import IllegalStateError
+from pykafka_client.errors import IllegalStateError, InvalidRecordStateError
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.protocol.messages import (
     FindCoordinatorResponse,
@@ -25,7 +25,7 @@ from pykafka_client.protocol.messages import (
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_client import MockClient
 from tests.doubles.responses import metadata_response, nodes
-from tests.unit.consumer.helpers import batch, control_batch
+from tests.unit.consumer.helpers import assert_wakeup_interrupts_blocked_poll, batch, control_batch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -126,3 +126,34 @@ def test_explicit_close_releases_what_is_unacknowledged_closes_the_session_and_l
     assert _acks(closing) == [(5, 5, [3]), (6, 7, [2])]
     leave = e.sent(ShareGroupHeartbeatRequest)[-1]
     assert leave.member_epoch == -1
+
+
+def test_commit_async_reports_each_partitions_outcome_to_the_callback() -> None:
+    e = Env(**{"share.acknowledgement.mode": "explicit"})
+    e.client.prepare_response(e.fetched(batch(0, [b"a", b"b"]), [(0, 1, 1)]))
+    c = e.consumer
+    outcomes: list[tuple[dict[Any, set[int]], Any]] = []
+    c.set_acknowledgement_commit_callback(lambda offsets, error: outcomes.append((offsets, error)))
+    c.subscribe(["t"])
+    got = _poll_some(c)
+    c.acknowledge(got[0], AcknowledgeType.ACCEPT)
+    c.acknowledge(got[1], AcknowledgeType.RELEASE)
+    e.client.prepare_response(ShareAcknowledgeResponse(responses=[
+        ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse(topic_id=e.topic_id, partitions=[
+            ShareAcknowledgeResponse.PartitionData(partition_index=0, error_code=InvalidRecordStateError.code)])]))
+    c.commit_async()
+    (sent,) = e.sent(ShareAcknowledgeRequest)
+    assert (sent.share_session_epoch, _acks(sent)) == (1, [(0, 0, [1]), (1, 1, [2])])
+    c.poll(0.05)  # the callback has run by now (the mock answers at once: during commit_async)
+    assert [(offsets, type(error)) for offsets, error in outcomes] == [
+        ({TopicPartition("t", 0): {0, 1}}, InvalidRecordStateError)]
+
+
+def test_wakeup_from_another_thread_interrupts_a_blocked_poll() -> None:
+    e = Env()
+    c = e.consumer
+    c.subscribe(["t"])
+    for _ in range(5):  # join and get a fetch in flight (it is never answered)
+        c.poll(0)
+    assert e.sent(ShareFetchRequest)
+    assert_wakeup_interrupts_blocked_poll(e.client, c)
