@@ -20,7 +20,7 @@
 * :meth:`commit_async` sends the acknowledgements without waiting; their outcomes (and those of the
   acknowledgements carried by fetches) go to :meth:`set_acknowledgement_commit_callback`'s callback, called
   from a later poll or commit in the application's thread.
-* Missing compared with Java: an asyncio twin in ``pykafka_client.aio``.
+* The async twin is :class:`pykafka_client.aio.AsyncKafkaShareConsumer`.
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from pykafka_client.errors import (
     ShareSessionNotFoundError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
+    WakeupException,
     for_code,
 )
 from pykafka_client.network.client_response import ClientResponse
@@ -335,6 +336,19 @@ class KafkaShareConsumer(Generic[K, V]):
     def wakeup(self) -> None:
         """Make the blocked (or next) poll or commit raise WakeupException; callable from any thread."""
         self._client.wakeup()
+
+    def clear_wakeup(self) -> bool:
+        """Drop a :meth:`wakeup` no blocking call consumed yet (True if one was pending); the async twin
+        interrupts a cancelled poll with ``wakeup`` and clears what is left before its next call."""
+        try:
+            self._client.maybe_trigger_wakeup()
+        except WakeupException:
+            return True
+        return False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self, timeout: float | None = None) -> None:
         """Settle the held records (implicit: accept; explicit: release the unacknowledged ones), close the

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
-from pykafka_client import KafkaProducer, KafkaShareConsumer
-from pykafka_client.admin import AdminClient, NewTopic
+from pykafka_client import KafkaShareConsumer
+from tests.integration.share.helpers import create_share_topic, produce
 
 ck = pytest.importorskip("confluent_kafka")
 if not hasattr(ck, "ShareConsumer"):
@@ -28,20 +28,6 @@ def broker() -> Iterator[MiniBroker]:
                    group_share_heartbeat_interval_ms=200).start()
     yield b
     b.shutdown()
-
-
-def _topic(broker: MiniBroker) -> str:
-    name = f"share-{uuid.uuid4().hex[:8]}"
-    with AdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
-        admin.create_topics([NewTopic(name, 1, 1)])
-    return name
-
-
-def _produce(broker: MiniBroker, topic: str, values: list[str]) -> None:
-    with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5}) as p:
-        for v in values:
-            p.send(topic, value=v.encode(), partition=0)
-        p.flush()
 
 
 def _confluent(broker: MiniBroker, group: str, topic: str, **conf: Any) -> Any:
@@ -66,7 +52,7 @@ def _confluent_offsets(c: Any, timeout_s: float = 0.05) -> list[tuple[int, int]]
 
 
 def test_our_share_consumer_and_confluents_share_one_group(broker: MiniBroker) -> None:
-    topic = _topic(broker)
+    topic = create_share_topic(broker)
     group = f"sg-{uuid.uuid4().hex[:6]}"
     theirs = _confluent(broker, group, topic)
     ours = _ours(broker, group, topic)
@@ -77,7 +63,7 @@ def test_our_share_consumer_and_confluents_share_one_group(broker: MiniBroker) -
         seen_theirs: list[int] = []
         expected = 0
         for round_ in range(10):
-            _produce(broker, topic, [f"r{round_}-{i}" for i in range(20)])
+            produce(broker, topic, [f"r{round_}-{i}" for i in range(20)])
             expected += 20
             deadline = time.monotonic() + 10
             while len(seen_ours) + len(seen_theirs) < expected and time.monotonic() < deadline:
@@ -94,9 +80,9 @@ def test_our_share_consumer_and_confluents_share_one_group(broker: MiniBroker) -
 
 
 def test_records_our_consumer_releases_on_close_go_to_the_confluent_member(broker: MiniBroker) -> None:
-    topic = _topic(broker)
+    topic = create_share_topic(broker)
     group = f"sg-{uuid.uuid4().hex[:6]}"
-    _produce(broker, topic, [f"v{i}" for i in range(3)])
+    produce(broker, topic, [f"v{i}" for i in range(3)])
     ours = _ours(broker, group, topic, **{"share.acknowledgement.mode": "explicit"})
     held: list[int] = []
     deadline = time.monotonic() + 30

@@ -5,15 +5,14 @@ releases them to another member; implicit mode accepts a poll's records at the n
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from mini_broker.broker import MiniBroker
-from pykafka_client import AcknowledgeType, KafkaProducer, KafkaShareConsumer, ShareConsumerRecord
-from pykafka_client.admin import AdminClient, NewTopic
+from pykafka_client import AcknowledgeType, KafkaShareConsumer, ShareConsumerRecord
+from tests.integration.share.helpers import create_share_topic, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -24,23 +23,6 @@ def broker() -> Iterator[MiniBroker]:
                    group_share_heartbeat_interval_ms=200).start()
     yield b
     b.shutdown()
-
-
-def _topic(broker: MiniBroker) -> str:
-    name = f"share-{uuid.uuid4().hex[:8]}"
-    with AdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
-        admin.create_topics([NewTopic(name, 1, 1)])
-    return name
-
-
-def _produce(broker: MiniBroker, topic: str, values: list[str], *, batch_each: bool = False) -> None:
-    """``batch_each``: one batch per record (the broker acquires whole batches)."""
-    with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5}) as p:
-        for v in values:
-            p.send(topic, value=v.encode(), partition=0)
-            if batch_each:
-                p.flush()
-        p.flush()
 
 
 def _consumer(broker: MiniBroker, group: str, topic: str, **conf: Any) -> KafkaShareConsumer[Any, Any]:
@@ -67,9 +49,9 @@ def _poll_until(c: KafkaShareConsumer[Any, Any], done: Callable[[Recs], bool], t
 
 
 def test_one_share_consumer_gets_every_record_with_delivery_count_one(broker: MiniBroker) -> None:
-    topic = _topic(broker)
+    topic = create_share_topic(broker)
     values = [f"v{i}" for i in range(20)]
-    _produce(broker, topic, values)
+    produce(broker, topic, values)
     with _consumer(broker, "sg-one", topic) as c:
         got = _poll_until(c, lambda g: len(g) >= 20)
     assert [r.value for r in got] == values
@@ -77,9 +59,9 @@ def test_one_share_consumer_gets_every_record_with_delivery_count_one(broker: Mi
 
 
 def test_two_share_consumers_on_one_partition_get_distinct_records_and_together_all(broker: MiniBroker) -> None:
-    topic = _topic(broker)
+    topic = create_share_topic(broker)
     values = [f"v{i}" for i in range(60)]
-    _produce(broker, topic, values, batch_each=True)
+    produce(broker, topic, values, batch_each=True)
     with _consumer(broker, "sg-two", topic, **{"max.poll.records": 5}) as c1, \
             _consumer(broker, "sg-two", topic, **{"max.poll.records": 5}) as c2:
         got1: Recs = []
@@ -97,8 +79,8 @@ def test_two_share_consumers_on_one_partition_get_distinct_records_and_together_
 
 
 def test_explicit_release_redelivers_with_count_two_and_reject_never(broker: MiniBroker) -> None:
-    topic = _topic(broker)
-    _produce(broker, topic, ["a", "b", "c"])
+    topic = create_share_topic(broker)
+    produce(broker, topic, ["a", "b", "c"])
     with _consumer(broker, "sg-explicit", topic, **{"share.acknowledgement.mode": "explicit"}) as c:
         first = _poll_until(c, lambda g: len(g) >= 3)
         assert [(r.value, r.delivery_count) for r in first] == [("a", 1), ("b", 1), ("c", 1)]
@@ -107,14 +89,14 @@ def test_explicit_release_redelivers_with_count_two_and_reject_never(broker: Min
         c.acknowledge(first[2], AcknowledgeType.REJECT)
         again = _poll_until(c, lambda g: len(g) >= 1, on_batch=lambda b: [c.acknowledge(r) for r in b])
         assert [(r.value, r.offset, r.delivery_count) for r in again] == [("b", 1, 2)]
-        _produce(broker, topic, ["d"])  # the next record comes next: c was rejected, not made available again
+        produce(broker, topic, ["d"])  # the next record comes next: c was rejected, not made available again
         later = _poll_until(c, lambda g: len(g) >= 1, on_batch=lambda b: [c.acknowledge(r) for r in b])
         assert [(r.value, r.offset, r.delivery_count) for r in later] == [("d", 3, 1)]
 
 
 def test_explicit_mode_requires_acknowledging_the_previous_poll(broker: MiniBroker) -> None:
-    topic = _topic(broker)
-    _produce(broker, topic, ["a"])
+    topic = create_share_topic(broker)
+    produce(broker, topic, ["a"])
     with _consumer(broker, "sg-unacked", topic, **{"share.acknowledgement.mode": "explicit"}) as c:
         assert len(_poll_until(c, lambda g: len(g) >= 1)) == 1
         with pytest.raises(Exception, match="unacknowledged"):
@@ -122,8 +104,8 @@ def test_explicit_mode_requires_acknowledging_the_previous_poll(broker: MiniBrok
 
 
 def test_closing_with_unacknowledged_records_releases_them_to_another_member(broker: MiniBroker) -> None:
-    topic = _topic(broker)
-    _produce(broker, topic, [f"v{i}" for i in range(5)])
+    topic = create_share_topic(broker)
+    produce(broker, topic, [f"v{i}" for i in range(5)])
     explicit = {"share.acknowledgement.mode": "explicit"}
     c2 = _consumer(broker, "sg-close", topic, **explicit)
     try:
@@ -139,15 +121,15 @@ def test_closing_with_unacknowledged_records_releases_them_to_another_member(bro
 
 
 def test_implicit_mode_accepts_the_records_at_commit_and_close(broker: MiniBroker) -> None:
-    topic = _topic(broker)
-    _produce(broker, topic, [f"v{i}" for i in range(5)])
+    topic = create_share_topic(broker)
+    produce(broker, topic, [f"v{i}" for i in range(5)])
     c2 = _consumer(broker, "sg-implicit", topic)
     try:
         with _consumer(broker, "sg-implicit", topic) as c1:
             got = _poll_until(c1, lambda g: len(g) >= 5)
             assert [r.offset for r in got] == list(range(5))
             assert c1.commit_sync(10) == {r.topic_partition(): None for r in got}
-        _produce(broker, topic, ["v5"])
+        produce(broker, topic, ["v5"])
         after = _poll_until(c2, lambda g: len(g) >= 1)
         assert [(r.offset, r.delivery_count) for r in after] == [(5, 1)]
     finally:
