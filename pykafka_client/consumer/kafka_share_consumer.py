@@ -253,7 +253,7 @@ class KafkaShareConsumer(Generic[K, V]):
         with self._open_in_this_thread():
             names = args.topic_names(topics)
             if not names:
-                self._leave_group()
+                self._leave_group(unsubscribe=True)
                 self._subscriptions.unsubscribe()
                 return
             if self._subscriptions.subscribe(names, None):
@@ -442,7 +442,7 @@ class KafkaShareConsumer(Generic[K, V]):
 
         future.add_callbacks(done, failed)
 
-    def _leave_group(self, timer: Timer | None = None) -> None:
+    def _leave_group(self, timer: Timer | None = None, unsubscribe: bool = False) -> None:
         """Settle held records, close every share session (ShareAcknowledge, epoch -1), leave the group."""
         timer = timer or self._timer(None)
         self._acks.settle_held(AcknowledgeType.RELEASE if self._acks.explicit else AcknowledgeType.ACCEPT)
@@ -450,12 +450,10 @@ class KafkaShareConsumer(Generic[K, V]):
             self._send_acknowledgements(timer, final=True)
         except KafkaError as e:
             log.warning("closing the share sessions of group %s failed: %s", self.group_id, e)
-        if self._coordinator is not None and self._membership.member_epoch > 0:
-            leave = self._client.send(self._coordinator, self._membership.leave_request())
-            self._client.poll_future(leave, timer)
-        else:
-            self._membership.leave_request()
-        self._membership.member_epoch = 0
+        joined = self._membership.member_epoch > 0
+        leave = self._membership.leave_request(unsubscribe)
+        if self._coordinator is not None and joined:
+            self._client.poll_future(self._client.send(self._coordinator, leave), timer)
 
     # -- fetching ----------------------------------------------------------------------------------
 

@@ -78,11 +78,17 @@ class ShareMembershipManager:
             group_id=self.group_id, member_id=self.member_id, member_epoch=self.member_epoch,
             rack_id=self.rack_id if full else None, subscribed_topic_names=list(self.subscription) if full else None)
 
-    def leave_request(self) -> ShareGroupHeartbeatRequest:
+    def leave_request(self, unsubscribe: bool = False) -> ShareGroupHeartbeatRequest:
+        """The heartbeat that leaves the group (sent with the current epoch's member id); a later subscribe
+        joins again with epoch 0. ``unsubscribe`` also forgets the subscription."""
+        request = ShareGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
+                                             member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
         self.state = ShareMemberState.LEFT
         self.assignment = {}
-        return ShareGroupHeartbeatRequest(group_id=self.group_id, member_id=self.member_id,
-                                          member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
+        self.member_epoch = 0
+        if unsubscribe:
+            self.subscription = []
+        return request
 
     def on_heartbeat_failure(self, now_ms: int) -> None:
         """The request did not get an answer (disconnect, timeout): try again after the backoff."""

@@ -157,3 +157,17 @@ def test_wakeup_from_another_thread_interrupts_a_blocked_poll() -> None:
         c.poll(0)
     assert e.sent(ShareFetchRequest)
     assert_wakeup_interrupts_blocked_poll(e.client, c)
+
+
+def test_unsubscribe_leaves_the_group_and_poll_then_needs_a_subscription() -> None:
+    e = Env()
+    c = e.consumer
+    c.subscribe(["t"])
+    for _ in range(5):  # join
+        c.poll(0)
+    e.client.prepare_response(ShareGroupHeartbeatResponse(member_epoch=-1))
+    c.unsubscribe()
+    assert e.sent(ShareGroupHeartbeatRequest)[-1].member_epoch == -1
+    assert c.subscription() == set()
+    with pytest.raises(IllegalStateError, match="not subscribed"):
+        c.poll(0)

@@ -72,5 +72,9 @@ def test_leaving_sends_epoch_minus_one_and_forgets_the_assignment() -> None:
     m.on_heartbeat_response(_assigned(2, [0]), 0)
     leave = m.leave_request()
     assert (leave.member_id, leave.member_epoch) == (m.member_id, -1)
-    assert (m.state, m.assignment) == (ShareMemberState.LEFT, {})
+    assert (m.state, m.assignment, m.member_epoch, m.subscription) == (ShareMemberState.LEFT, {}, 0, ["t"])
     assert not m.should_heartbeat(10**9)
+    m.subscribe(["t"])  # joins again
+    assert m.heartbeat_request().member_epoch == 0
+    m.leave_request(unsubscribe=True)
+    assert m.subscription == []
