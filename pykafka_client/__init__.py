@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from pykafka_client.admin import AdminClient
     from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerRecords
     from pykafka_client.consumer.kafka_consumer import KafkaConsumer
+    from pykafka_client.consumer.kafka_share_consumer import KafkaShareConsumer
     from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
+    from pykafka_client.consumer.share_acknowledgements import AcknowledgeType
+    from pykafka_client.consumer.share_consumer_record import ShareConsumerRecord
     from pykafka_client.producer.kafka_producer import KafkaProducer
     from pykafka_client.producer.record_metadata import RecordMetadata
     from pykafka_client.structs import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
@@ -29,6 +32,9 @@ if TYPE_CHECKING:
 _LAZY = {
     "AdminClient": "pykafka_client.admin",
     "KafkaConsumer": "pykafka_client.consumer.kafka_consumer",
+    "KafkaShareConsumer": "pykafka_client.consumer.kafka_share_consumer",
+    "AcknowledgeType": "pykafka_client.consumer.share_acknowledgements",
+    "ShareConsumerRecord": "pykafka_client.consumer.share_consumer_record",
     "ConsumerRecord": "pykafka_client.consumer.consumer_record",
     "ConsumerRecords": "pykafka_client.consumer.consumer_record",
     "ConsumerRebalanceListener": "pykafka_client.consumer.rebalance_listener",
@@ -58,15 +64,18 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AcknowledgeType",
     "AdminClient",
     "ConsumerRebalanceListener",
     "ConsumerRecord",
     "ConsumerRecords",
     "KafkaConsumer",
     "KafkaProducer",
+    "KafkaShareConsumer",
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "RecordMetadata",
+    "ShareConsumerRecord",
     "TopicPartition",
     "__version__",
 ]

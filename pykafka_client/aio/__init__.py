@@ -2,17 +2,19 @@
 
 ::
 
-    from pykafka_client.aio import AsyncAdminClient, AsyncKafkaConsumer, AsyncKafkaProducer
+    from pykafka_client.aio import AsyncAdminClient, AsyncKafkaConsumer, AsyncKafkaProducer, AsyncKafkaShareConsumer
 """
 
 from pykafka_client.aio.admin import AsyncAdminClient
 from pykafka_client.aio.consumer import AsyncConsumerRebalanceListener, AsyncKafkaConsumer
 from pykafka_client.aio.producer import AsyncKafkaProducer, DeliveryFuture
+from pykafka_client.aio.share_consumer import AsyncKafkaShareConsumer
 
 __all__ = [
     "AsyncAdminClient",
     "AsyncConsumerRebalanceListener",
     "AsyncKafkaConsumer",
     "AsyncKafkaProducer",
+    "AsyncKafkaShareConsumer",
     "DeliveryFuture",
 ]

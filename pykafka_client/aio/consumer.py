@@ -27,17 +27,14 @@ point. Nothing blocks the event loop.
 
 from __future__ import annotations
 
-import math
 import re
-import time as _time
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from types import TracebackType
 from typing import Any, Generic, TypeVar, overload
 
-import anyio
-
 from pykafka_client.aio._client_thread import ClientThread
+from pykafka_client.aio._consumer_calls import close_on_thread, iterate_polls, preemptible_poll
 from pykafka_client.consumer.consumer_record import ConsumerRecord, ConsumerRecords
 from pykafka_client.consumer.kafka_consumer import KafkaConsumer
 from pykafka_client.consumer.rebalance_listener import ConsumerRebalanceListener
@@ -51,8 +48,6 @@ K = TypeVar("K")
 V = TypeVar("V")
 T = TypeVar("T")
 
-#: How long one poll of ``async for`` waits (it returns at once when records arrive or the consumer closes).
-ITERATION_POLL_TIMEOUT_S = 1.0
 
 
 class AsyncConsumerRebalanceListener:
@@ -244,15 +239,9 @@ class AsyncKafkaConsumer(Generic[K, V]):
         if kept is not None:
             self._kept = None
             return kept
-        deadline = _time.monotonic() + max(0.0, timeout if math.isfinite(timeout) else 1e9)
         consumer = self._consumer
-
-        def poll_rest() -> ConsumerRecords[K, V]:
-            if consumer.closed:
-                return ConsumerRecords({})
-            return consumer.poll(max(0.0, deadline - _time.monotonic()))
-
-        return await self._thread.call(poll_rest, preemptible=True, on_cancelled_result=self._keep)
+        return await preemptible_poll(self._thread, timeout, consumer.poll, lambda: consumer.closed,
+                                      lambda: ConsumerRecords({}), self._keep)
 
     def _keep(self, records: ConsumerRecords[K, V]) -> None:
         if not records.is_empty():
@@ -261,16 +250,8 @@ class AsyncKafkaConsumer(Generic[K, V]):
     def __aiter__(self) -> AsyncIterator[ConsumerRecord[K, V]]:
         return self._iterate()
 
-    async def _iterate(self) -> AsyncIterator[ConsumerRecord[K, V]]:
-        while not self._closed:
-            try:
-                records = await self.poll(ITERATION_POLL_TIMEOUT_S)
-            except IllegalStateError:
-                if self._closed:
-                    return
-                raise
-            for record in records:
-                yield record
+    def _iterate(self) -> AsyncIterator[ConsumerRecord[K, V]]:
+        return iterate_polls(self.poll, lambda: self._closed)
 
     # --- positions --------------------------------------------------------------------------------
 
@@ -360,11 +341,7 @@ class AsyncKafkaConsumer(Generic[K, V]):
         if self._closed:
             return
         self._closed = True
-        try:
-            with anyio.CancelScope(shield=True):  # a cancelled close still closes (bounded by ``timeout``)
-                await self._thread.call(lambda: self._consumer.close(timeout))
-        finally:
-            self._thread.stop()
+        await close_on_thread(self._thread, lambda: self._consumer.close(timeout))  # bounded by ``timeout``
 
     async def __aenter__(self) -> AsyncKafkaConsumer[K, V]:
         return self

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
-from pykafka_client import KafkaProducer
-from pykafka_client.admin import AdminClient, NewTopic
+from tests.integration.share.helpers import create_share_topic, produce
 
 ck = pytest.importorskip("confluent_kafka")
 if not hasattr(ck, "ShareConsumer"):
@@ -38,20 +37,6 @@ def make_broker() -> Iterator[Callable[[int], MiniBroker]]:
     yield make
     for b in brokers:
         b.shutdown()
-
-
-def _topic(broker: MiniBroker) -> str:
-    name = f"share-{uuid.uuid4().hex[:8]}"
-    with AdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
-        admin.create_topics([NewTopic(name, 1, 1)])
-    return name
-
-
-def _produce(broker: MiniBroker, topic: str, values: list[str]) -> None:
-    with KafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5}) as p:
-        for v in values:
-            p.send(topic, value=v.encode(), partition=0)
-        p.flush()
 
 
 def _share_consumer(broker: MiniBroker, group: str, topic: str, **conf: Any) -> Any:
@@ -79,7 +64,7 @@ def _poll_until(c: Any, done: Callable[[list[Any]], bool], timeout_s: float = 30
 def test_two_share_consumers_on_one_partition_get_distinct_records_and_together_all(
         make_broker: Callable[[int], MiniBroker]) -> None:
     broker = make_broker(30000)
-    topic = _topic(broker)
+    topic = create_share_topic(broker)
     group = f"sg-{uuid.uuid4().hex[:6]}"
     consumers = [_share_consumer(broker, group, topic) for _ in range(2)]
     try:
@@ -89,7 +74,7 @@ def test_two_share_consumers_on_one_partition_get_distinct_records_and_together_
         expected = 0
         for round_ in range(10):
             values = [f"r{round_}-{i}" for i in range(20)]
-            _produce(broker, topic, values)
+            produce(broker, topic, values)
             expected += len(values)
             deadline = time.monotonic() + 10
             while sum(map(len, seen)) < expected and time.monotonic() < deadline:
@@ -109,8 +94,8 @@ def test_two_share_consumers_on_one_partition_get_distinct_records_and_together_
 def test_a_released_record_is_redelivered_with_its_count_raised_and_a_rejected_one_never(
         make_broker: Callable[[int], MiniBroker]) -> None:
     broker = make_broker(30000)
-    topic = _topic(broker)
-    _produce(broker, topic, ["accept", "release", "reject"])
+    topic = create_share_topic(broker)
+    produce(broker, topic, ["accept", "release", "reject"])
     c = _share_consumer(broker, f"sg-{uuid.uuid4().hex[:6]}", topic, **{"share.acknowledgement.mode": "explicit"})
     try:
         first = _poll_until(c, lambda got: len(got) >= 3)
@@ -125,7 +110,7 @@ def test_a_released_record_is_redelivered_with_its_count_raised_and_a_rejected_o
         for m in again:
             c.acknowledge(m, ck.AcknowledgeType.ACCEPT)
         c.commit_sync()
-        _produce(broker, topic, ["later"])  # a record after the rejected one proves the fetches go on
+        produce(broker, topic, ["later"])  # a record after the rejected one proves the fetches go on
         rest = _poll_until(c, lambda got: any(m.value() == b"later" for m in got))
         for m in rest:
             c.acknowledge(m, ck.AcknowledgeType.ACCEPT)
@@ -138,9 +123,9 @@ def test_a_released_record_is_redelivered_with_its_count_raised_and_a_rejected_o
 def test_records_a_member_holds_and_abandons_return_after_the_lock_duration(
         make_broker: Callable[[int], MiniBroker]) -> None:
     broker = make_broker(LOCK_MS)
-    topic = _topic(broker)
+    topic = create_share_topic(broker)
     group = f"sg-{uuid.uuid4().hex[:6]}"
-    _produce(broker, topic, [f"v{i}" for i in range(5)])
+    produce(broker, topic, [f"v{i}" for i in range(5)])
     abandoning = _share_consumer(broker, group, topic, **{"share.acknowledgement.mode": "explicit"})
     taker = None
     try:
@@ -165,9 +150,9 @@ def test_records_a_member_holds_and_abandons_return_after_the_lock_duration(
 
 def test_records_a_closing_member_holds_are_released_at_once(make_broker: Callable[[int], MiniBroker]) -> None:
     broker = make_broker(60000)  # far beyond the test's timeout: only the close can free the records
-    topic = _topic(broker)
+    topic = create_share_topic(broker)
     group = f"sg-{uuid.uuid4().hex[:6]}"
-    _produce(broker, topic, [f"v{i}" for i in range(3)])
+    produce(broker, topic, [f"v{i}" for i in range(3)])
     closing = _share_consumer(broker, group, topic, **{"share.acknowledgement.mode": "explicit"})
     held = _poll_until(closing, lambda got: len(got) >= 3)
     assert [m.delivery_count() for m in held] == [1, 1, 1]

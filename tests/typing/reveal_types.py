@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pykafka_client import AdminClient, KafkaConsumer
+from pykafka_client import AdminClient, KafkaConsumer, KafkaShareConsumer
 from pykafka_client.admin import OffsetSpec
 from pykafka_client.aio import AsyncKafkaConsumer
 from pykafka_client.serialization import Headers, IntegerDeserializer, StringDeserializer
@@ -70,6 +70,15 @@ reveal_type(async_plain)  # revealed: pykafka_client.aio.consumer.AsyncKafkaCons
 reveal_type(async_stated)  # revealed: pykafka_client.aio.consumer.AsyncKafkaConsumer[str | None, str | None]
 reveal_type(async_no_config)  # revealed: pykafka_client.aio.consumer.AsyncKafkaConsumer[bytes | None, bytes | None]
 reveal_type(async_mixed)  # revealed: pykafka_client.aio.consumer.AsyncKafkaConsumer[Any, str | None]
+
+share_no_config = KafkaShareConsumer(bootstrap_servers="localhost:9092", group_id="g")
+share_mixed = KafkaShareConsumer(cfg, value_deserializer=StringDeserializer())
+share_strings = KafkaShareConsumer(cfg, key_deserializer=Text(), value_deserializer=Text())
+reveal_type(share_no_config)  # revealed: pykafka_client.consumer.kafka_share_consumer.KafkaShareConsumer[bytes | None, bytes | None]
+reveal_type(share_mixed)  # revealed: pykafka_client.consumer.kafka_share_consumer.KafkaShareConsumer[Any, str | None]
+for shared in share_strings.poll(1.0):
+    reveal_type(shared)  # revealed: pykafka_client.consumer.share_consumer_record.ShareConsumerRecord[str, str]
+    reveal_type(shared.delivery_count)  # revealed: int
 
 # The admin takes plain (topic, partition) tuples and keys its results by TopicPartition (also at run time).
 admin = AdminClient(cfg)

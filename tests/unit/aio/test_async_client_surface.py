@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pykafka_client.aio import AsyncKafkaConsumer, AsyncKafkaProducer
+from pykafka_client.aio import AsyncKafkaConsumer, AsyncKafkaProducer, AsyncKafkaShareConsumer
 from pykafka_client.consumer.kafka_consumer import KafkaConsumer
+from pykafka_client.consumer.kafka_share_consumer import KafkaShareConsumer
 from pykafka_client.producer.kafka_producer import KafkaProducer
 
 #: sync methods the async client does not offer, and why
@@ -26,11 +27,16 @@ NO_ASYNC_TWIN: dict[type, dict[str, str]] = {
         "commit_async": "await commit() (= commit_sync); a task that must not wait spawns it",
         "poll_with": "the sync core's hook for other collectors (column_fetch.poll_columns); async has poll",
     },
+    KafkaShareConsumer: {
+        "wakeup": "cancelling the awaiting task interrupts the call (the async consumer calls wakeup itself)",
+        "clear_wakeup": "the async consumer's own thread drops a wakeup left by a cancelled call",
+    },
 }
 #: async methods that stay plain methods: non-blocking snapshots (no I/O, no lock held for long)
 PLAIN_METHODS = {"metrics", "producer_id_and_epoch"}
 
-PAIRS = [(KafkaProducer, AsyncKafkaProducer), (KafkaConsumer, AsyncKafkaConsumer)]
+PAIRS = [(KafkaProducer, AsyncKafkaProducer), (KafkaConsumer, AsyncKafkaConsumer),
+         (KafkaShareConsumer, AsyncKafkaShareConsumer)]
 
 
 def _public(cls: type) -> dict[str, object]:
@@ -38,7 +44,7 @@ def _public(cls: type) -> dict[str, object]:
             if not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))}
 
 
-@pytest.mark.parametrize(("sync_cls", "async_cls"), PAIRS, ids=["producer", "consumer"])
+@pytest.mark.parametrize(("sync_cls", "async_cls"), PAIRS, ids=["producer", "consumer", "share_consumer"])
 def test_every_sync_method_has_an_async_twin_with_the_same_parameters(sync_cls: type, async_cls: type) -> None:
     sync_members = _public(sync_cls)
     async_members = _public(async_cls)

@@ -141,3 +141,20 @@ def control_batch(offset: int, producer_id: int, commit: bool) -> bytes:
     return build_end_transaction_marker(
         marker, producer_id=producer_id, producer_epoch=0, timestamp=1000, base_offset=offset
     )
+
+
+def assert_wakeup_interrupts_blocked_poll(client: MockClient, consumer: Any) -> None:
+    """A ``consumer.poll(5.0)`` blocked in ``client`` raises WakeupException once another thread calls
+    ``consumer.wakeup()`` (the consumer has a request in flight that is never answered)."""
+    import threading
+
+    import pytest
+
+    from pykafka_client.errors import WakeupException
+
+    client.enable_blocking_until_wakeup(1)
+    t = threading.Timer(0.1, consumer.wakeup)
+    t.start()
+    with pytest.raises(WakeupException):
+        consumer.poll(5.0)
+    t.join()

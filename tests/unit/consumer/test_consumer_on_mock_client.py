@@ -3,7 +3,6 @@ scripted flows as Java's KafkaConsumerTest / AbstractCoordinatorTest use, with M
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ from pykafka_client.consumer.consumer_coordinator import ConsumerCoordinator
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.consumer_protocol import serialize_assignment
 from pykafka_client.consumer.subscription_state import SubscriptionState
-from pykafka_client.errors import WakeupException
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.protocol.messages.fetch_request import FetchRequest
 from pykafka_client.protocol.messages.fetch_response import FetchResponse
@@ -27,7 +25,7 @@ from pykafka_client.protocol.messages.sync_group_response import SyncGroupRespon
 from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_client import MockClient
 from tests.doubles.responses import metadata_response, nodes
-from tests.unit.consumer.helpers import batch
+from tests.unit.consumer.helpers import assert_wakeup_interrupts_blocked_poll, batch
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -105,12 +103,7 @@ def test_wakeup_from_another_thread_interrupts_blocked_poll() -> None:
     for _ in range(3):  # reset the position and get a fetch in flight (it is never answered)
         c.poll(0)
     assert any(isinstance(r.body, FetchRequest) for r in e.client.requests)
-    e.client.enable_blocking_until_wakeup(1)
-    t = threading.Timer(0.1, c.wakeup)
-    t.start()
-    with pytest.raises(WakeupException):
-        c.poll(5.0)
-    t.join()
+    assert_wakeup_interrupts_blocked_poll(e.client, c)
 
 
 def test_s54_member_id_required_through_real_consumer_network_client() -> None:
