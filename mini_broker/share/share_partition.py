@@ -12,7 +12,8 @@ or above ``end_offset`` (the share-partition end offset, SPEO) were never handed
 * a record whose delivery count reached ``delivery_count_limit`` is archived instead of becoming available.
 
 The start offset advances over acknowledged and archived records; the records it passes are forgotten. The
-whole state is :class:`ShareState`, plain data, so that a later round can persist and replay it.
+whole state is :class:`ShareState`, plain data, which :mod:`mini_broker.share.share_coordinator` writes to and
+replays from ``__share_group_state``.
 """
 
 from __future__ import annotations

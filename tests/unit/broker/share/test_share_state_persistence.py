@@ -137,3 +137,37 @@ def test_without_a_persister_state_is_in_memory_only(tmp_path: Path) -> None:
     mgr.shutdown()
     mgr2.shutdown()
     coordinator.shutdown()
+
+
+class _Recorder:
+    """A persister that keeps the (start, end) of each write."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[int, int]] = []
+
+    def states(self) -> dict[tuple[str, uuid.UUID, int], ShareState]:
+        return {}
+
+    def write_state(self, key: tuple[str, uuid.UUID, int], state: ShareState) -> None:
+        self.writes.append((state.start_offset, state.end_offset))
+
+    def delete_state(self, key: tuple[str, uuid.UUID, int]) -> None:
+        pass
+
+
+def test_a_fetch_that_changes_nothing_writes_nothing_and_each_change_is_written_before_the_call_returns() -> None:
+    recorder = _Recorder()
+    mgr = SharePartitionManager(ShareGroupConfig(record_lock_duration_ms=LOCK_MS), MockTime(), reaper_enabled=False,
+                                persister=recorder)
+    mgr.fetch_offset("g", TP, lambda: 0, log_start_offset=0)
+    assert recorder.writes == [(0, 0)]
+    mgr.fetch_offset("g", TP, lambda: 0, log_start_offset=0)
+    assert recorder.writes == [(0, 0)]
+    mgr.acquire("g", "m", TP, [(0, 2, False)], max_records=10)
+    assert recorder.writes[-1] == (0, 3)
+    mgr.acknowledge("g", "m", TP, [AckBatch(0, 0, (ACCEPT,))])
+    assert recorder.writes[-1] == (1, 3)
+    mgr.fetch_offset("g", TP, lambda: 0, log_start_offset=2)  # the log dropped offset 1
+    assert recorder.writes[-1] == (2, 3)
+    assert len(recorder.writes) == 4
+    mgr.shutdown()
