@@ -116,7 +116,8 @@ class SharePartitionManager:
         self._partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self._persister = persister
         for key, state in (persister.states() if persister is not None else {}).items():
-            self._partitions[key] = self._new_partition(state)
+            sp = self._partitions[key] = self._new_partition(state)
+            sp.recover()
         self._sessions: dict[tuple[str, str], ShareSession] = {}
         #: share partition -> when its pending lock-expiry task runs (one task per partition at a time)
         self._expiry_due: dict[tuple[str, uuid.UUID, int], int] = {}

@@ -228,6 +228,18 @@ class SharePartition:
         self._advance()
         return expired
 
+    def recover(self) -> int:
+        """After a restart (the state replayed, every acquisition lock gone): an available record whose delivery
+        count reached ``delivery_count_limit`` (it was acquired for its last delivery when the broker stopped) is
+        archived, as its release would have done. Returns how many."""
+        archived = 0
+        for record in self.state.records.values():
+            if record.state is RecordState.AVAILABLE and record.delivery_count >= self.delivery_count_limit:
+                self._set(record, RecordState.ARCHIVED)
+                archived += 1
+        self._advance()
+        return archived
+
     # -- internals ------------------------------------------------------------------------------------------
     def _make_available(self, record: InFlightRecord) -> None:
         self._set(record, RecordState.ARCHIVED if record.delivery_count >= self.delivery_count_limit

@@ -171,3 +171,25 @@ def test_a_fetch_that_changes_nothing_writes_nothing_and_each_change_is_written_
     assert recorder.writes[-1] == (2, 3)
     assert len(recorder.writes) == 4
     mgr.shutdown()
+
+
+def test_a_record_acquired_for_its_last_delivery_when_the_broker_died_is_archived_on_restart(tmp_path: Path) -> None:
+    time = MockTime()
+    coordinator = ShareCoordinator(str(tmp_path), time)
+    coordinator.startup()
+    config = ShareGroupConfig(record_lock_duration_ms=LOCK_MS, delivery_count_limit=2)
+    mgr = SharePartitionManager(config, time, reaper_enabled=False, persister=coordinator)
+    mgr.fetch_offset("g", TP, lambda: 0, log_start_offset=0)
+    mgr.acquire("g", "m", TP, [(0, 1, False)], max_records=10)
+    mgr.acknowledge("g", "m", TP, [AckBatch(0, 1, (RELEASE,))])
+    assert [r.delivery_count for r in mgr.acquire("g", "m", TP, [(0, 1, False)], max_records=10)] == [2]
+    mgr.acknowledge("g", "m", TP, [AckBatch(1, 1, (ACCEPT,))])  # offset 0 stays acquired, delivery 2 of 2
+
+    coordinator2 = ShareCoordinator(str(tmp_path), time)
+    coordinator2.startup()
+    mgr2 = SharePartitionManager(config, time, reaper_enabled=False, persister=coordinator2)
+    assert mgr2.partition_offsets("g", TP) == (2, 2)
+    assert mgr2.acquire("g", "x", TP, [(0, 1, False)], max_records=10) == []
+    for c, m in ((coordinator, mgr), (coordinator2, mgr2)):
+        m.shutdown()
+        c.shutdown()
