@@ -51,6 +51,7 @@ from mini_broker.server.txn_marker_writer import ReplicaTxnMarkerWriter
 from mini_broker.share.config import ShareGroupConfig
 from mini_broker.share.coordinator import ShareGroupCoordinator
 from mini_broker.share.partition_manager import SharePartitionManager
+from mini_broker.share.share_coordinator import ShareCoordinator
 from mini_broker.transaction.transaction_config import TransactionConfig
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
 from mini_broker.transaction.transaction_log import TransactionLog
@@ -196,6 +197,8 @@ class MiniBroker:
         self.transaction_coordinator: TransactionCoordinator | None = None
         #: KIP-932 share partitions (this broker's, as partition leader; set at start)
         self.share_partitions: SharePartitionManager | None = None
+        #: share-partition state in ``__share_group_state`` (a single broker only; None on a cluster broker)
+        self.share_coordinator: ShareCoordinator | None = None
         self.metadata_cache: MetadataCache | None = None
         self.metrics_server: MetricsHttpServer | None = None
         self.apis: KafkaApis | None = None
@@ -260,7 +263,8 @@ class MiniBroker:
         txn_coordinator = self._start_transaction_coordinator(self.context)
         # a single broker's coordinator logs live outside the LogManager's table; its cleaner compacts them too
         self._cleanable_coordinator_logs = [
-            p.log for p in (self.group_coordinator.manager.partition, txn_coordinator.txn_log.partition)
+            p.log for p in (self.group_coordinator.manager.partition, txn_coordinator.txn_log.partition,
+                            *([self.share_coordinator.partition] if self.share_coordinator is not None else []))
             if p.is_local and p.log is not None]
         for coordinator_log in self._cleanable_coordinator_logs:
             self.replica_manager.log_manager.register_for_cleaning(coordinator_log)
@@ -305,7 +309,12 @@ class MiniBroker:
         share_groups = ShareGroupCoordinator(share_config, classic.runtime, consumer_groups.topics_image,
                                              lambda group_id, member_id: self._release_share_member(group_id, member_id),
                                              self.time)
-        self.share_partitions = SharePartitionManager(share_config, self.time, group_config=share_groups.group_config)
+        coordinator_dir = self.mode.coordinator_data_dir(self.data_dir)
+        if coordinator_dir is not None:  # a cluster's failover of share-partition state is not built
+            self.share_coordinator = ShareCoordinator(coordinator_dir, self.time)
+            self.share_coordinator.startup()
+        self.share_partitions = SharePartitionManager(share_config, self.time, group_config=share_groups.group_config,
+                                                      persister=self.share_coordinator)
         classic.share_groups = share_groups
         context.share_groups = share_groups
         context.share_partitions = self.share_partitions
@@ -372,6 +381,8 @@ class MiniBroker:
             self.transaction_coordinator.shutdown()
         if self.share_partitions is not None:
             self.share_partitions.shutdown()
+        if self.share_coordinator is not None:
+            self.share_coordinator.shutdown()
         self.mode.shutdown()
         if self.replica_manager is not None:
             self.replica_manager.shutdown(clean=not self._start_failed)

@@ -96,6 +96,15 @@ class CoordinatorPartition:
             if position == start:
                 return
 
+    def keyed_records(self) -> Iterator[tuple[int, bytes, bytes | None]]:
+        """Replay: ``(offset, key, value)`` of every keyed record :meth:`batches` yields (a None value: a
+        tombstone)."""
+        for batch, first in self.batches():
+            for record in batch.records():
+                if record.offset >= first and record.key is not None:
+                    yield (record.offset, bytes(record.key),
+                           None if record.value is None else bytes(record.value))
+
     def close(self) -> None:
         """Close a local log (a replicated partition's log is the LogManager's)."""
         if self._log is not None and self._replicated_append is None:

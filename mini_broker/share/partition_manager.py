@@ -9,6 +9,12 @@ its lock deadline that makes the still-acquired records of that partition availa
 Share sessions (KIP-932): epoch 0 opens one (replacing the member's previous one, whose records are released),
 -1 closes it (after its acknowledgements, the member's acquired records are released), any other epoch must be
 the session's next one and names the partitions to add; ``forgotten`` partitions leave it.
+
+Durability (issue #25): with a :class:`SharePersister` (the share coordinator on ``__share_group_state``) the
+manager starts from the states it loaded and writes a partition's state after every change that matters (an
+acquisition raising delivery counts, acknowledgements, records released, archived or expired, the start offset
+advanced, a deleted group), under the lock and before the call returns, so a ShareFetch or ShareAcknowledge is
+answered only once its acknowledgements are in the log.
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from mini_broker.share.config import ShareGroupConfig
 from mini_broker.share.share_partition import (
@@ -25,6 +32,7 @@ from mini_broker.share.share_partition import (
     AcquiredRange,
     InvalidRecordState,
     SharePartition,
+    ShareState,
 )
 from mini_broker.timer.system_timer import SystemTimer, SystemTimerReaper
 from mini_broker.timer.timer_task import TimerTask
@@ -73,6 +81,17 @@ class SessionError(Exception):
         self.code = code
 
 
+class SharePersister(Protocol):
+    """Where share-partition state is kept (the share coordinator): what it loaded, and the writes of a share
+    partition's state (``key``: group id, topic id, partition) or of its deletion."""
+
+    def states(self) -> Mapping[tuple[str, uuid.UUID, int], ShareState]: ...
+
+    def write_state(self, key: tuple[str, uuid.UUID, int], state: ShareState) -> None: ...
+
+    def delete_state(self, key: tuple[str, uuid.UUID, int]) -> None: ...
+
+
 class _LockTimeout(TimerTask):
     def __init__(self, delay_ms: int, action: Callable[[], None]) -> None:
         super().__init__(delay_ms)
@@ -87,13 +106,18 @@ class SharePartitionManager:
     :meth:`advance_timer` is called."""
 
     def __init__(self, config: ShareGroupConfig, time: Time = SYSTEM_TIME, reaper_enabled: bool = True,
-                 group_config: Callable[[str], ShareGroupConfig] | None = None) -> None:
+                 group_config: Callable[[str], ShareGroupConfig] | None = None,
+                 persister: SharePersister | None = None) -> None:
         self.config = config
         #: the share config of a group (the broker's with the group's overrides)
         self.group_config: Callable[[str], ShareGroupConfig] = group_config or (lambda group_id: config)
         self.time = time
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
+        self._persister = persister
+        for key, state in (persister.states() if persister is not None else {}).items():
+            sp = self._partitions[key] = self._new_partition(state)
+            sp.recover()
         self._sessions: dict[tuple[str, str], ShareSession] = {}
         #: share partition -> when its pending lock-expiry task runs (one task per partition at a time)
         self._expiry_due: dict[tuple[str, uuid.UUID, int], int] = {}
@@ -154,6 +178,8 @@ class SharePartitionManager:
             for key in [k for k in self._partitions if k[0] == group_id]:
                 del self._partitions[key]
                 self._expiry_due.pop(key, None)
+                if self._persister is not None:
+                    self._persister.delete_state(key)
             for member in [m for g, m in self._sessions if g == group_id]:
                 del self._sessions[(group_id, member)]
 
@@ -170,9 +196,12 @@ class SharePartitionManager:
         ``group.share.partition.max.record.locks``)."""
         with self._lock:
             sp = self._partition(group_id, tp)
+            before = (sp.start_offset, sp.end_offset)
             if not sp.initialized:
                 sp.initialize(start_offset())
             sp.advance_start(log_start_offset)
+            if (sp.start_offset, sp.end_offset) != before:
+                self._persist(group_id, tp, sp)
             return sp.next_fetch_offset() if sp.can_acquire() else None
 
     def acquire(self, group_id: str, member_id: str, tp: TopicIdPartition,
@@ -189,15 +218,19 @@ class SharePartitionManager:
                 return out
             sp.record_lock_duration_ms = lock_ms
             taken = 0
+            skipped = False
             for first, last, skip in batches:
                 if taken >= max_records:
                     break
                 if skip:
                     sp.skip(first, last)
+                    skipped = True
                     continue
                 ranges = sp.acquire(member_id, [(first, last)], max_records - taken, now)
                 taken += sum(r.last_offset - r.first_offset + 1 for r in ranges)
                 out.extend(ranges)
+            if out or skipped:
+                self._persist(group_id, tp, sp)
             if out:
                 self._schedule_expiry(group_id, tp, now, now + lock_ms)
         return out
@@ -208,19 +241,26 @@ class SharePartitionManager:
         that failed (INVALID_RECORD_STATE, INVALID_REQUEST); the batches before it stay applied."""
         with self._lock:
             sp = self._partitions.get((group_id, *tp))
-            for batch in batches:
-                try:
-                    types = [AcknowledgeType(t) for t in batch.types]
-                except ValueError:
-                    return int(InvalidRequestError.code), (f"unknown acknowledge type among {list(batch.types)}: "
-                                                           f"use 0 (gap), 1 (accept), 2 (release) or 3 (reject)")
-                if sp is None:
-                    return int(InvalidRecordStateError.code), (f"share group {group_id} has not fetched "
-                                                               f"partition {tp[1]} here: nothing to acknowledge")
-                try:
-                    sp.acknowledge(member_id, batch.first_offset, batch.last_offset, types)
-                except InvalidRecordState as e:
-                    return int(InvalidRecordStateError.code), str(e)
+            result = self._acknowledge(sp, group_id, member_id, tp, batches)
+            if sp is not None:  # what was applied is in the log before the answer
+                self._persist(group_id, tp, sp)
+        return result
+
+    def _acknowledge(self, sp: SharePartition | None, group_id: str, member_id: str, tp: TopicIdPartition,
+                     batches: Iterable[AckBatch]) -> tuple[int, str | None]:
+        for batch in batches:
+            try:
+                types = [AcknowledgeType(t) for t in batch.types]
+            except ValueError:
+                return int(InvalidRequestError.code), (f"unknown acknowledge type among {list(batch.types)}: "
+                                                       f"use 0 (gap), 1 (accept), 2 (release) or 3 (reject)")
+            if sp is None:
+                return int(InvalidRecordStateError.code), (f"share group {group_id} has not fetched "
+                                                           f"partition {tp[1]} here: nothing to acknowledge")
+            try:
+                sp.acknowledge(member_id, batch.first_offset, batch.last_offset, types)
+            except InvalidRecordState as e:
+                return int(InvalidRecordStateError.code), str(e)
         return 0, None
 
     def partition_offsets(self, group_id: str, tp: TopicIdPartition) -> tuple[int, int] | None:
@@ -234,13 +274,27 @@ class SharePartitionManager:
         key = (group_id, *tp)
         sp = self._partitions.get(key)
         if sp is None:
-            sp = self._partitions[key] = SharePartition(self.config.record_lock_duration_ms,
-                                                        self.config.delivery_count_limit,
-                                                        self.config.partition_max_record_locks)
+            sp = self._partitions[key] = self._new_partition(None)
         return sp
 
+    def _new_partition(self, state: ShareState | None) -> SharePartition:
+        return SharePartition(self.config.record_lock_duration_ms, self.config.delivery_count_limit,
+                              self.config.partition_max_record_locks, state)
+
+    def _persist(self, group_id: str, tp: TopicIdPartition, sp: SharePartition) -> None:
+        """Write the share partition's state (the caller holds the lock; raises as the log does)."""
+        if self._persister is not None and sp.initialized:
+            self._persister.write_state((group_id, *tp), sp.state)
+
     def _release_member(self, group_id: str, member_id: str) -> int:
-        return sum(sp.release_member(member_id) for (g, _, _), sp in self._partitions.items() if g == group_id)
+        released = 0
+        for (g, topic_id, partition), sp in self._partitions.items():
+            if g == group_id:
+                count = sp.release_member(member_id)
+                if count:
+                    self._persist(g, (topic_id, partition), sp)
+                released += count
+        return released
 
     def _schedule_expiry(self, group_id: str, tp: TopicIdPartition, now_ms: int, deadline_ms: int) -> None:
         """Have the partition's locks checked at ``deadline_ms`` unless a check is due before (the caller holds
@@ -261,6 +315,12 @@ class SharePartitionManager:
             del self._expiry_due[key]
             sp = self._partitions.get(key)
             expired = 0 if sp is None else sp.expire_locks(now)
+            if expired and sp is not None:
+                try:
+                    self._persist(group_id, tp, sp)
+                except Exception:
+                    _log.exception("event=share_state_not_written group=%s topic_id=%s partition=%d", group_id,
+                                   tp[0], tp[1])
             later = None if sp is None else sp.next_lock_deadline()
             if later is not None:  # locks taken since, or a timer tick early: look again at the next deadline
                 self._schedule_expiry(group_id, tp, now, later)

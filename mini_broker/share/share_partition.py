@@ -12,7 +12,8 @@ or above ``end_offset`` (the share-partition end offset, SPEO) were never handed
 * a record whose delivery count reached ``delivery_count_limit`` is archived instead of becoming available.
 
 The start offset advances over acknowledged and archived records; the records it passes are forgotten. The
-whole state is :class:`ShareState`, plain data, so that a later round can persist and replay it.
+whole state is :class:`ShareState`, plain data, which :mod:`mini_broker.share.share_coordinator` writes to and
+replays from ``__share_group_state``.
 """
 
 from __future__ import annotations
@@ -226,6 +227,18 @@ class SharePartition:
                 expired += 1
         self._advance()
         return expired
+
+    def recover(self) -> int:
+        """After a restart (the state replayed, every acquisition lock gone): an available record whose delivery
+        count reached ``delivery_count_limit`` (it was acquired for its last delivery when the broker stopped) is
+        archived, as its release would have done. Returns how many."""
+        archived = 0
+        for record in self.state.records.values():
+            if record.state is RecordState.AVAILABLE and record.delivery_count >= self.delivery_count_limit:
+                self._set(record, RecordState.ARCHIVED)
+                archived += 1
+        self._advance()
+        return archived
 
     # -- internals ------------------------------------------------------------------------------------------
     def _make_available(self, record: InFlightRecord) -> None:

@@ -156,15 +156,12 @@ class TransactionLog:
         if log is None:
             return loaded
         end = log.log_end_offset
-        for batch, first in self.partition.batches():
-            for record in batch.records():
-                if record.offset < first or record.key is None:
-                    continue
-                try:
-                    apply_record(loaded, bytes(record.key), None if record.value is None else bytes(record.value))
-                except MessageDecodeError as e:
-                    _log.warning("skipping an unreadable %s record at offset %d: %s",
-                                 TRANSACTION_STATE_TOPIC_NAME, record.offset, e)
+        for offset, key, value in self.partition.keyed_records():
+            try:
+                apply_record(loaded, key, value)
+            except MessageDecodeError as e:
+                _log.warning("skipping an unreadable %s record at offset %d: %s", TRANSACTION_STATE_TOPIC_NAME,
+                             offset, e)
         _log.info("loaded %d transactional ids from %s (offsets %d..%d)", len(loaded), log.dir_path,
                   log.log_start_offset, end)
         return loaded
