@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -98,10 +99,22 @@ class ConsumerGroupCoordinator:
         self.runtime = runtime
         self.time = time
         self._topics = topics
-        self._lock = threading.Lock()
+        #: reentrant: a request routed under :meth:`group_types_held` then takes it again to act
+        self._lock = threading.RLock()
         self._manager = ConsumerGroupManager(config)
         #: the classic coordinator on the same runtime (set when it hosts these groups), for the migration
         self.classic_groups: ClassicGroups | None = None
+
+    @contextmanager
+    def group_types_held(self) -> Iterator[None]:
+        """While held, no group changes its type (no online upgrade or downgrade runs; they take the same
+        lock): a classic-protocol request (SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit,
+        OffsetFetch) routed by :meth:`is_consumer_group` or a ``validate_*`` call is acted on in the group it was
+        routed to, as Kafka's coordinator shard routes and acts in one event of the group's partition. The
+        classic coordinator's calls made while held take a group's lock after this one (the order the migrations
+        take them in)."""
+        with self._lock:
+            yield
 
     def startup(self) -> None:
         self.runtime.schedule_periodic(self.expire_members, EXPIRY_CHECK_INTERVAL_MS, "consumer group sessions")
