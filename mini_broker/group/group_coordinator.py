@@ -620,17 +620,25 @@ class GroupCoordinator:
         """The consumer group ``snapshot.group_id`` downgraded: its classic members form this classic group. The
         group's record is appended in one batch after ``preceding`` (the consumer group's tombstones), so that the
         conversion is one atomic write, as Kafka's; ``then(0)`` once the ISR has it, ``then(NOT_COORDINATOR)``
-        when it loses it. Raises when that append fails."""
+        when it loses it. Raises when that append fails, the classic group put back as it was (Empty, or absent)."""
+        existed = self.get_group(snapshot.group_id) is not None
         group = self._get_or_maybe_create_group(snapshot.group_id, True)
         assert group is not None
         with group.lock:
+            before = (group.generation_id, group.protocol_name, group.protocol_type)
             step = Step(self.config, self.time.milliseconds())
             group_migration.adopt(step, group, snapshot)
             for effect in step.effects:
                 if preceding and isinstance(effect, AppendGroupMetadata):
-                    self.runtime.write(CoordinatorResult(
-                        group_metadata_records(effect.group_id, effect.group, step.now, preceding), None,
-                        on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0)))
+                    try:
+                        self.runtime.write(CoordinatorResult(
+                            group_metadata_records(effect.group_id, effect.group, step.now, preceding), None,
+                            on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0)))
+                    except Exception:
+                        group_migration.undo_adopt(group, *before, step.now)
+                        if not existed:
+                            self._remove_group(group)
+                        raise
                     preceding = ()
                 else:
                     self._apply(group, effect, step.now)

@@ -366,7 +366,8 @@ def test_a_downgrade_whose_append_fails_keeps_the_consumer_group(m: Migration,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The batch of the leave and the conversion not written (the partition refused it): the group stays the
     consumer group it was before the leave, the leaving member in it, as Kafka's reverted timeline has it; the
-    leaving member is told NOT_COORDINATOR (it finds the coordinator again and retries its leave)."""
+    leaving member is told NOT_COORDINATOR (it finds the coordinator again and retries its leave). The classic
+    coordinator does not keep the members it was to adopt (the group would be both types)."""
     leader, follower, _ = m.classic_group()
     _, new_id, _, _ = m.consumer_join()
     partition = m.h.coordinator.runtime.partition
@@ -382,6 +383,12 @@ def test_a_downgrade_whose_append_fails_keeps_the_consumer_group(m: Migration,
         NotCoordinatorError.code
     described = m.consumer.describe(GROUP)
     assert described is not None and sorted(described.members) == sorted([leader, follower, new_id])
+    classic = m.h.coordinator.get_group(GROUP)
+    assert classic is None or (classic.is_empty() and classic.is_state(GroupState.EMPTY))
+    monkeypatch.undo()  # the leave retried: the downgrade now goes through, to the classic members
+    assert heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, new_id, -1)).error_code == 0
+    assert not m.consumer.is_consumer_group(GROUP)
+    assert sorted(m.h.group().members) == sorted([leader, follower])
 
 
 def test_an_upgrade_is_written_as_one_batch(m: Migration, monkeypatch: pytest.MonkeyPatch) -> None:
