@@ -615,20 +615,30 @@ class GroupCoordinator:
                     self._apply(group, effect, step.now)
             return replace(snapshot, records=tuple(stored))
 
-    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot,
-                         preceding: Sequence[tuple[bytes, bytes | None]] = ()) -> None:
+    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot, preceding: Sequence[tuple[bytes, bytes | None]] = (),
+                         then: Callable[[int], None] = lambda error: None) -> None:
         """The consumer group ``snapshot.group_id`` downgraded: its classic members form this classic group. The
         group's record is appended in one batch after ``preceding`` (the consumer group's tombstones), so that the
-        conversion is one atomic write, as Kafka's. Raises when that append fails."""
+        conversion is one atomic write, as Kafka's; ``then(0)`` once the ISR has it, ``then(NOT_COORDINATOR)``
+        when it loses it. Raises when that append fails, the classic group put back as it was (Empty, or absent)."""
+        existed = self.get_group(snapshot.group_id) is not None
         group = self._get_or_maybe_create_group(snapshot.group_id, True)
         assert group is not None
         with group.lock:
+            before = (group.generation_id, group.protocol_name, group.protocol_type)
             step = Step(self.config, self.time.milliseconds())
             group_migration.adopt(step, group, snapshot)
             for effect in step.effects:
                 if preceding and isinstance(effect, AppendGroupMetadata):
-                    self.runtime.write(CoordinatorResult(
-                        group_metadata_records(effect.group_id, effect.group, step.now, preceding), None))
+                    try:
+                        self.runtime.write(CoordinatorResult(
+                            group_metadata_records(effect.group_id, effect.group, step.now, preceding), None,
+                            on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0)))
+                    except Exception:
+                        group_migration.undo_adopt(group, *before, step.now)
+                        if not existed:
+                            self._remove_group(group)
+                        raise
                     preceding = ()
                 else:
                     self._apply(group, effect, step.now)

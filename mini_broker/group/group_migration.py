@@ -86,3 +86,20 @@ def adopt(step: Step, group: GroupMetadata, snapshot: ClassicGroupSnapshot) -> N
     prepare_rebalance(step, group, "downgrade from a consumer group: its members are classic members")
     for member in group.members.values():
         schedule_next_heartbeat(step, group, member)
+
+
+def undo_adopt(group: GroupMetadata, generation_id: int, protocol_name: str | None, protocol_type: str | None,
+               now: int) -> None:
+    """Put ``group`` back as it was before :func:`adopt` (Empty at ``generation_id``, holding only offsets) when
+    the adoption's record could not be written (the consumer group stays; no timeout of the adoption is armed,
+    its effects stop at the failed append)."""
+    for member_id in list(group.members):
+        group.remove(member_id)
+    group.pending_join = None
+    group.clear_pending_sync_members()
+    group.generation_id, group.protocol_name, group.protocol_type = generation_id, protocol_name, protocol_type
+    group.leader_id = None
+    if not group.is_state(GroupState.EMPTY):
+        if not group.is_state(GroupState.PREPARING_REBALANCE):
+            group.transition_to(GroupState.PREPARING_REBALANCE, now)
+        group.transition_to(GroupState.EMPTY, now)

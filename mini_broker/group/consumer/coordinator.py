@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -71,8 +72,8 @@ class ClassicGroups(Protocol):
 
     def hand_over_for_upgrade(self, group_id: str, max_size: int) -> ClassicGroupSnapshot | str | None: ...
 
-    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot,
-                         preceding: Sequence[tuple[bytes, bytes | None]] = ()) -> None: ...
+    def adopt_downgraded(self, snapshot: ClassicGroupSnapshot, preceding: Sequence[tuple[bytes, bytes | None]] = (),
+                         then: Callable[[int], None] = lambda error: None) -> None: ...
 
     def validate_join(self, request: JoinGroupParams) -> int | None: ...
 
@@ -89,6 +90,20 @@ class _Change:
     preceding: tuple[tuple[bytes, bytes | None], ...] = ()
 
 
+def _first_error_after(calls: int, then: Callable[[int], None]) -> Callable[[int], None]:
+    """A callback that runs ``then`` once it has been called ``calls`` times, with the first error (else 0)."""
+    errors: list[int] = []
+    lock = threading.Lock()
+
+    def one(error: int) -> None:
+        with lock:
+            errors.append(error)
+            if len(errors) != calls:
+                return
+        then(next((e for e in errors if e), 0))
+    return one
+
+
 class ConsumerGroupCoordinator:
     """Serves the consumer groups while ``runtime`` serves; call :meth:`startup` once."""
 
@@ -98,10 +113,22 @@ class ConsumerGroupCoordinator:
         self.runtime = runtime
         self.time = time
         self._topics = topics
-        self._lock = threading.Lock()
+        #: reentrant: a request routed under :meth:`group_types_held` then takes it again to act
+        self._lock = threading.RLock()
         self._manager = ConsumerGroupManager(config)
         #: the classic coordinator on the same runtime (set when it hosts these groups), for the migration
         self.classic_groups: ClassicGroups | None = None
+
+    @contextmanager
+    def group_types_held(self) -> Iterator[None]:
+        """While held, no group changes its type (no online upgrade or downgrade runs; they take the same
+        lock): a classic-protocol request (SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit,
+        OffsetFetch) routed by :meth:`is_consumer_group` or a ``validate_*`` call is acted on in the group it was
+        routed to, as Kafka's coordinator shard routes and acts in one event of the group's partition. The
+        classic coordinator's calls made while held take a group's lock after this one (the order the migrations
+        take them in)."""
+        with self._lock:
+            yield
 
     def startup(self) -> None:
         self.runtime.schedule_periodic(self.expire_members, EXPIRY_CHECK_INTERVAL_MS, "consumer group sessions")
@@ -209,8 +236,7 @@ class ConsumerGroupCoordinator:
                 reply(refused)
                 return
             result = self._manager.heartbeat(request, self.time.milliseconds(), topics)
-            self._persist(change, written)
-            self._downgrade(topics)
+            self._persist_and_downgrade(change, topics, written)
 
     def _maybe_upgrade(self, request: ConsumerGroupHeartbeatParams, topics: TopicsImage,
                        change: _Change) -> ConsumerGroupHeartbeatResult | None:
@@ -241,25 +267,40 @@ class ConsumerGroupCoordinator:
                   why.generation_id, len(why.members))
         return None
 
-    def _downgrade(self, topics: TopicsImage) -> None:
-        """KIP-848's online downgrade of the groups that qualify now (the caller holds the lock, so that no
-        JoinGroup or heartbeat sees a group between its two types): the classic coordinator takes each group
-        back, its classic group record appended in one batch with the consumer group's tombstones (Kafka writes
-        the conversion as one atomic batch); when that append fails, the consumer group is put back."""
-        change = self._begin(self._manager.downgrade_candidates)
+    def _persist_and_downgrade(self, change: _Change, topics: TopicsImage,
+                               then: Callable[[int], None] = lambda error: None) -> None:
+        """:meth:`_persist` ``change``, with KIP-848's online downgrade of the groups that qualify now (the caller
+        holds the lock, so that no request sees a group between its two types): the classic coordinator takes
+        each such group back, its classic group record appended in one batch with the tombstones of every record
+        the consumer group had before ``change`` (Kafka writes the change that empties a group of consumer-protocol
+        members and the conversion as one atomic batch). ``then(error)`` runs once every write of ``change``'s
+        groups reported (the first error, else 0). When a conversion's append fails, its group is put back as it
+        was before ``change`` (as Kafka's runtime reverts its timeline) and ``then`` gets NOT_COORDINATOR."""
         classic = self.classic_groups
+        others = self._begin(g for g in self._manager.downgrade_candidates if g not in change.images)
+        images = {**others.images, **change.images}
+        before = {**others.checkpoint.groups, **change.checkpoint.groups}
         downgraded = self._manager.take_downgrades(topics, None if classic is None else classic.classic_max_size)
         if classic is None:  # no classic coordinator to hand the groups to: they only go
-            self._persist(change)
+            self._persist(_Change(images, Checkpoint(before, change.checkpoint.downgrade_candidates),
+                                  change.preceding), then)
             return
+        gone = {d.group_id for d in downgraded}
+        reported = _first_error_after(1 + len(gone & change.images.keys()), then)
+        self._persist(_Change({g: i for g, i in images.items() if g not in gone},
+                              Checkpoint({g: c for g, c in before.items() if g not in gone},
+                                         change.checkpoint.downgrade_candidates), change.preceding),
+                      reported)
         for snapshot in downgraded:
             group_id = snapshot.group_id
+            done = reported if group_id in change.images else (lambda error: None)
             try:
-                classic.adopt_downgraded(snapshot, records.diff(change.images[group_id], {}))
+                classic.adopt_downgraded(snapshot, records.diff(images[group_id], {}), done)
             except Exception as e:
-                self._manager.revert(Checkpoint({group_id: change.checkpoint.groups[group_id]}, frozenset({group_id})))
+                self._manager.revert(Checkpoint({group_id: before[group_id]}, frozenset({group_id})))
                 _log.error("event=consumer_group_not_downgraded group=%s error=%r: its records could not be "
-                           "written; it stays a consumer group", group_id, e)
+                           "written; it stays the consumer group it was before this change", group_id, e)
+                done(int(NotCoordinatorError.code))
                 continue
             _log.info("event=consumer_group_downgraded group=%s epoch=%d members=%d", group_id,
                       snapshot.generation_id, len(snapshot.members))
@@ -268,9 +309,10 @@ class ConsumerGroupCoordinator:
         with self._lock:
             change = self._begin(self._manager.expiring_groups(self.time.milliseconds()))
             expired = self._manager.expire(self.time.milliseconds())
-            self._persist(change)
             if expired:
-                self._downgrade(self._topics())
+                self._persist_and_downgrade(change, self._topics())
+            else:
+                self._persist(change)
         for e in expired:
             _log.info("event=consumer_group_member_removed group=%s member=%s reason=%r", e.group_id, e.member_id,
                       e.reason)
@@ -313,8 +355,8 @@ class ConsumerGroupCoordinator:
                       topics: TopicsImage) -> None:
         change = self._begin([request.group_id])
         result = self._manager.classic_join(request, self.time.milliseconds(), topics)
-        self._persist(change, lambda error: reply(JoinGroupResult(request.member_id, error) if error else result))
-        self._downgrade(topics)  # a static member replaced the last consumer member
+        self._persist_and_downgrade(  # a static member may have replaced the last consumer member
+            change, topics, lambda error: reply(JoinGroupResult(request.member_id, error) if error else result))
 
     def classic_sync(self, request: SyncGroupParams) -> SyncGroupResult:
         with self._lock:
@@ -335,8 +377,7 @@ class ConsumerGroupCoordinator:
                         for m in leaving]
             change = self._begin([group_id])
             out = self._manager.classic_leave(group_id, leaving)
-            self._persist(change)
-            self._downgrade(self._topics())
+            self._persist_and_downgrade(change, self._topics())
         return out
 
     # -- group configs (GROUP config resources) ------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Heartbeat (key 12): refreshes the member's session; REBALANCE_IN_PROGRESS tells it to rejoin (a classic member
-of a KIP-848 consumer group: to revoke partitions, or to get new ones)."""
+of a KIP-848 consumer group: to revoke partitions, or to get new ones). Routed by the group's type and handled
+with no online upgrade or downgrade of the group in between."""
 
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ def handle(apis: KafkaApis, request: Request) -> HeartbeatResponse:
     params = HeartbeatParams(group_id=body.group_id, member_id=body.member_id, generation_id=body.generation_id,
                              group_instance_id=body.group_instance_id)
     consumer_groups = consumer_group_coordinator(apis)
-    if consumer_groups.is_consumer_group(body.group_id):
-        return HeartbeatResponse(throttle_time_ms=0, error_code=consumer_groups.classic_heartbeat(params))
-    error = group_coordinator(apis).handle_heartbeat(params)
+    with consumer_groups.group_types_held():  # routed and done with no online upgrade/downgrade in between
+        if consumer_groups.is_consumer_group(body.group_id):
+            error = consumer_groups.classic_heartbeat(params)
+        else:
+            error = group_coordinator(apis).handle_heartbeat(params)
     return HeartbeatResponse(throttle_time_ms=0, error_code=error)
 
 

@@ -1,5 +1,6 @@
 """LeaveGroup (key 13). v0-2 name one member (top-level error = its error); v3+ a batch of members, also
-by group instance id alone (administrative removal of static members)."""
+by group instance id alone (administrative removal of static members). Routed by the group's type and handled
+with no online upgrade or downgrade of the group in between."""
 
 from __future__ import annotations
 
@@ -24,10 +25,11 @@ def handle(apis: KafkaApis, request: Request) -> LeaveGroupResponse:
     else:
         leaving = [LeaveMember(body.member_id)]
     consumer_groups = consumer_group_coordinator(apis)
-    if consumer_groups.is_consumer_group(body.group_id):  # KIP-848: a classic member of a consumer group leaves
-        error, results = 0, consumer_groups.classic_leave(body.group_id, leaving)
-    else:
-        error, results = group_coordinator(apis).handle_leave_group(LeaveGroupParams(body.group_id, leaving))
+    with consumer_groups.group_types_held():  # routed and done with no online upgrade/downgrade in between
+        if consumer_groups.is_consumer_group(body.group_id):  # KIP-848: a classic member of a consumer group
+            error, results = 0, consumer_groups.classic_leave(body.group_id, leaving)
+        else:
+            error, results = group_coordinator(apis).handle_leave_group(LeaveGroupParams(body.group_id, leaving))
     if version < 3:
         if error == 0:
             error = next((r.error_code for r in results if r.error_code != 0), 0)

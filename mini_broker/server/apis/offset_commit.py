@@ -5,13 +5,15 @@ GROUP_AUTHORIZATION_FAILED for every partition) and READ on each topic (else TOP
 
 A KIP-848 consumer group checks the member and its epoch first (v9+ carry them: UNKNOWN_MEMBER_ID,
 STALE_MEMBER_EPOCH, FENCED_MEMBER_EPOCH; a consumer-protocol member below v9: UNSUPPORTED_VERSION; a classic
-member of the group: ILLEGAL_GENERATION unless its generation is its member epoch); its offsets are then stored as those of a group without members."""
+member of the group: ILLEGAL_GENERATION unless its generation is its member epoch); its offsets are then stored as those of a group without members. The check and the commit are done with no online
+upgrade or downgrade of the group in between."""
 
 from __future__ import annotations
 
 from mini_broker.group.group_requests import CommittedOffset, OffsetCommitParams
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.group_api_util import (
+    consumer_group_coordinator,
     group_coordinator,
     route_consumer_group_commit,
     split_unknown_partitions,
@@ -41,13 +43,14 @@ def handle(apis: KafkaApis, request: Request) -> OffsetCommitResponse:
     auth = broker.auth(request)
     denied = 0 if auth.group(AclOperation.READ, body.group_id) else GroupAuthorizationFailedError.code
     errors, to_commit = split_unknown_partitions(broker, auth, body.topics, committed, denied)
-    (member_id, generation, instance_id), to_commit = route_consumer_group_commit(
-        apis, body.group_id, (body.member_id, body.generation_id_or_member_epoch, body.group_instance_id), to_commit,
-        errors, version)
-    if to_commit:
-        errors.update(group_coordinator(apis).handle_commit_offsets(OffsetCommitParams(
-            group_id=body.group_id, offsets=to_commit, member_id=member_id,
-            generation_id=generation, group_instance_id=instance_id)))
+    with consumer_group_coordinator(apis).group_types_held():  # checked and committed in one group type
+        (member_id, generation, instance_id), to_commit = route_consumer_group_commit(
+            apis, body.group_id, (body.member_id, body.generation_id_or_member_epoch, body.group_instance_id),
+            to_commit, errors, version)
+        if to_commit:
+            errors.update(group_coordinator(apis).handle_commit_offsets(OffsetCommitParams(
+                group_id=body.group_id, offsets=to_commit, member_id=member_id,
+                generation_id=generation, group_instance_id=instance_id)))
     return OffsetCommitResponse(throttle_time_ms=0, topics=[
         OffsetCommitResponse.OffsetCommitResponseTopic(name=topic.name, partitions=[
             OffsetCommitResponse.OffsetCommitResponsePartition(

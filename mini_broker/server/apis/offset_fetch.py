@@ -42,15 +42,17 @@ def _fetch(apis: KafkaApis, auth: RequestAuth, group_id: str, requested: Request
     Then a KIP-848 consumer group's member epoch check (v9+)."""
     if not auth.group(AclOperation.DESCRIBE, group_id):
         return GroupAuthorizationFailedError.code, _by_topic(requested, {}, GroupAuthorizationFailedError.code)
-    consumer_error = consumer_group_coordinator(apis).validate_offset_fetch(group_id, member_id, member_epoch)
-    if consumer_error:
-        return consumer_error, []
-    denied: set[str] = set()
-    if requested is not None:
-        names = [t for t, _ in requested]
-        denied = set(names) - auth.topics(AclOperation.DESCRIBE, names)
-    partitions = None if requested is None else [(t, p) for t, ps in requested for p in ps if t not in denied]
-    error, offsets = group_coordinator(apis).handle_fetch_offsets(group_id, partitions, require_stable)
+    consumer_groups = consumer_group_coordinator(apis)
+    with consumer_groups.group_types_held():  # the member checked in the group type the offsets are read from
+        consumer_error = consumer_groups.validate_offset_fetch(group_id, member_id, member_epoch)
+        if consumer_error:
+            return consumer_error, []
+        denied: set[str] = set()
+        if requested is not None:
+            names = [t for t, _ in requested]
+            denied = set(names) - auth.topics(AclOperation.DESCRIBE, names)
+        partitions = None if requested is None else [(t, p) for t, ps in requested for p in ps if t not in denied]
+        error, offsets = group_coordinator(apis).handle_fetch_offsets(group_id, partitions, require_stable)
     offsets = dict(offsets)
     if requested is None and auth.enabled:
         readable = auth.topics(AclOperation.DESCRIBE, {t for t, _ in offsets})

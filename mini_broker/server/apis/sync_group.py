@@ -1,5 +1,6 @@
 """SyncGroup (key 14): followers wait for the leader's assignment; the leader's SyncGroup stores it. A classic
-member of a KIP-848 consumer group gets the assignment the coordinator computed for it."""
+member of a KIP-848 consumer group gets the assignment the coordinator computed for it (routed and handled with
+no online upgrade or downgrade of the group in between)."""
 
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ def handle(apis: KafkaApis, request: Request) -> SyncGroupResponse | None:
         group_instance_id=body.group_instance_id, protocol_type=body.protocol_type,
         protocol_name=body.protocol_name, assignments={a.member_id: bytes(a.assignment) for a in body.assignments})
     consumer_groups = consumer_group_coordinator(apis)
-    if consumer_groups.is_consumer_group(body.group_id):  # a classic member of a consumer group (KIP-848 migration)
-        respond(consumer_groups.classic_sync(params))
-        return None
-    group_coordinator(apis).handle_sync_group(params, respond)
+    with consumer_groups.group_types_held():  # routed and done with no online upgrade/downgrade in between
+        if consumer_groups.is_consumer_group(body.group_id):  # a classic member of a consumer group (KIP-848)
+            respond(consumer_groups.classic_sync(params))
+        else:
+            group_coordinator(apis).handle_sync_group(params, respond)
     return None
 
 

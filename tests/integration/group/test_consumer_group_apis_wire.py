@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -28,6 +28,7 @@ from pykafka_client.protocol.messages import (
     DescribeGroupsRequest,
     HeartbeatRequest,
     JoinGroupRequest,
+    LeaveGroupRequest,
     ListGroupsRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
@@ -409,3 +410,115 @@ def test_a_classic_join_racing_a_downgrade_lands_in_the_group_of_either_type(
         assert left and left[0] in (NONE, UNKNOWN_MEMBER_ID)
         listed = c.call(ListGroupsRequest(types_filter=["classic"]), 5)
         assert group in [g.group_id for g in listed.groups]  # downgraded after the join, with both classic members
+
+
+def _classic_leave(c: Conn, group: str, member_id: str) -> int:
+    r = c.call(LeaveGroupRequest(group_id=group, members=[LeaveGroupRequest.MemberIdentity(member_id=member_id)]), 3)
+    return int(r.error_code or r.members[0].error_code)
+
+
+def _txn_commit(c: Conn, group: str, member_id: str, generation: int) -> int:
+    r = c.call(TxnOffsetCommitRequest(
+        transactional_id="tx-race", producer_id=4343, producer_epoch=0, group_id=group, member_id=member_id,
+        generation_id=generation, topics=[TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic(name=TOPIC, partitions=[
+            TxnOffsetCommitRequest.TxnOffsetCommitRequestPartition(partition_index=1, committed_offset=3)])]), 3)
+    return int(r.topics[0].partitions[0].error_code)
+
+
+#: api -> (the consumer-group call the broker routes it by, the request of a classic member: conn, group, member
+#: id, generation -> error code)
+_ROUTED: dict[str, tuple[str, Callable[[Conn, str, str, int], int]]] = {
+    "SyncGroup": ("is_consumer_group", lambda c, g, m, gen: _classic_sync(c, g, m, gen)[0]),
+    "Heartbeat": ("is_consumer_group", _classic_heartbeat),
+    "LeaveGroup": ("is_consumer_group", lambda c, g, m, gen: _classic_leave(c, g, m)),
+    "OffsetCommit": ("validate_offset_commit", _commit),
+    "TxnOffsetCommit": ("validate_offset_commit", _txn_commit),
+}
+
+
+def _racing(broker: MiniBroker, monkeypatch: pytest.MonkeyPatch, api: str, conversion: Callable[[], int],
+            request: Callable[[Callable[[Conn, str, str, int], int]], int]) -> tuple[int, int]:
+    """(the answer to ``request(api's call)``, ``conversion()``'s): ``conversion`` (an online upgrade or
+    downgrade, on another connection) runs once the broker has routed the request by the group's type and before
+    it acts on it; a broker that holds the group's type while it acts makes the conversion wait."""
+    lookup, call = _ROUTED[api]
+    consumer_groups = broker.group_coordinator.consumer_groups if broker.group_coordinator else None
+    assert consumer_groups is not None
+    routed_by = getattr(consumer_groups, lookup)
+    converted: list[int] = []
+    converting = threading.Thread(target=lambda: converted.append(conversion()))
+
+    def racing(*args: Any) -> Any:
+        routed = routed_by(*args)
+        if not converting.is_alive() and not converted:  # once: the conversion's own routing goes straight through
+            converting.start()
+            converting.join(1.0)
+        return routed
+
+    monkeypatch.setattr(consumer_groups, lookup, racing)
+    answer = request(call)
+    monkeypatch.undo()
+    converting.join(10)
+    assert converted, "the conversion did not finish"
+    return answer, converted[0]
+
+
+@pytest.mark.parametrize("api", list(_ROUTED))
+def test_a_classic_request_racing_a_downgrade_is_handled_in_the_group_it_was_routed_to(
+        broker: MiniBroker, monkeypatch: pytest.MonkeyPatch, api: str) -> None:
+    """Kafka's coordinator shard routes a classic member's SyncGroup, Heartbeat, LeaveGroup, OffsetCommit or
+    TxnOffsetCommit by the group's type and handles it in one event: it sees the group before the online downgrade
+    (a consumer group, of which it is a classic member) or after it (a classic group, which the downgrade gave
+    it), never in between. Forced interleaving: once the broker has routed the request to the consumer group, the
+    last consumer-protocol member leaves (which downgrades the group) before the request is acted on. On a broker
+    that checks and then acts, the request found the consumer group gone (UNKNOWN_MEMBER_ID; a TxnOffsetCommit
+    then went through as one from outside the group, so that case only pins the routing)."""
+    group = "race-down-" + api.lower() + "-" + uuid.uuid4().hex[:6]
+    with Conn(broker, client_id="wire") as c, Conn(broker, client_id="leaver") as leaver:
+        j = _classic_join(c, group)
+        assert _classic_sync(c, group, j.member_id, j.generation_id, {j.member_id: [0, 1, 2, 3]})[0] == NONE
+        new = _join(c, group, member_id="new-" + uuid.uuid4().hex)
+        assert new.error_code == NONE  # upgraded: one consumer-protocol member, one classic member
+        assert _classic_heartbeat(c, group, j.member_id, j.generation_id) == REBALANCE_IN_PROGRESS
+        rejoined = _classic_join(c, group, j.member_id, owned=[0, 1, 2, 3])
+        assert rejoined.error_code == NONE
+        if api != "SyncGroup":
+            assert _classic_sync(c, group, j.member_id, rejoined.generation_id)[0] == NONE
+
+        answer, left = _racing(broker, monkeypatch, api, lambda: int(
+            _heartbeat(leaver, group, new.member_id, -1).error_code),
+            lambda call: call(c, group, j.member_id, rejoined.generation_id))
+        assert answer in (NONE, REBALANCE_IN_PROGRESS if api == "Heartbeat" else NONE), (
+            f"{api} racing the downgrade answered {answer}")
+        assert left in (NONE, UNKNOWN_MEMBER_ID)  # it left, or its session (1.5 s) ended while its leave waited
+        listed = c.call(ListGroupsRequest(types_filter=["classic"]), 5)
+        # downgraded once the request was done; after the classic member's leave no classic member is left to keep
+        assert (group in [g.group_id for g in listed.groups]) == (api != "LeaveGroup")
+
+
+@pytest.mark.parametrize("api", list(_ROUTED))
+def test_a_classic_request_racing_an_upgrade_is_handled_in_the_group_it_was_routed_to(
+        broker: MiniBroker, monkeypatch: pytest.MonkeyPatch, api: str) -> None:
+    """The other direction: a classic group's member sends the request; once the broker has routed it to the
+    classic group, a consumer-protocol member joins (which upgrades the group, emptying the classic group) before
+    the request is acted on. Kafka handles the request before the upgrade (in the classic group) or after it (in
+    the consumer group, of which it is then a classic member); a check-then-act broker found the classic group
+    emptied (UNKNOWN_MEMBER_ID)."""
+    group = "race-up-" + api.lower() + "-" + uuid.uuid4().hex[:6]
+    with Conn(broker, client_id="wire") as c, Conn(broker, client_id="joiner") as joiner:
+        j = _classic_join(c, group)
+        assert j.error_code == NONE and j.leader == j.member_id
+        if api != "SyncGroup":
+            assert _classic_sync(c, group, j.member_id, j.generation_id, {j.member_id: [0, 1, 2, 3]})[0] == NONE
+
+        def request(call: Callable[[Conn, str, str, int], int]) -> int:
+            if api == "SyncGroup":  # the leader's SyncGroup, with the assignment
+                return _classic_sync(c, group, j.member_id, j.generation_id, {j.member_id: [0, 1, 2, 3]})[0]
+            return call(c, group, j.member_id, j.generation_id)
+
+        answer, joined = _racing(broker, monkeypatch, api, lambda: int(
+            _join(joiner, group, member_id="new-" + uuid.uuid4().hex).error_code), request)
+        assert answer == NONE, f"{api} racing the upgrade answered {answer}"
+        assert joined == NONE
+        listed = c.call(ListGroupsRequest(types_filter=["consumer"]), 5)
+        assert group in [g.group_id for g in listed.groups]

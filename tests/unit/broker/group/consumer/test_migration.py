@@ -334,10 +334,12 @@ def test_a_static_consumer_member_restarting_as_a_classic_one_keeps_its_partitio
     assert {tp.partition for tp in kept} == set((owned or {}).get(T_ID, frozenset()))
 
 
-def test_a_downgrade_is_written_as_one_batch(m: Migration, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kafka converts a consumer group back to a classic one in one atomic write: the consumer group's tombstones
-    and the classic group's record in one batch, so that no failover can find the group as neither type (its
-    tombstones replicated without the classic record) or as both."""
+def test_a_leave_and_the_downgrade_it_causes_are_written_as_one_batch(m: Migration,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka writes the leave of the last consumer-protocol member and the conversion back to a classic group it
+    causes as one atomic batch: the consumer group's tombstones (the leaving member's records among them) and the
+    classic group's record, so that no failover can find the group with the member gone but not converted, as
+    neither type (its tombstones replicated without the classic record) or as both."""
     m.classic_group()
     _, new_id, _, _ = m.consumer_join()
     described = m.consumer.describe(GROUP)
@@ -354,19 +356,18 @@ def test_a_downgrade_is_written_as_one_batch(m: Migration, monkeypatch: pytest.M
     monkeypatch.setattr(partition, "append", recording)
     assert heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, new_id, -1)).error_code == 0
     assert not m.consumer.is_consumer_group(GROUP)
-    classic_key = group_metadata_key(GROUP)
-    with_classic = [b for b in batches if (classic_key, False) in b]
-    assert len(with_classic) == 1
-    in_conversion = {k for k, is_tombstone in with_classic[0] if is_tombstone}
-    before_it = {k for b in batches if b is not with_classic[0] for k, is_tombstone in b if is_tombstone}
-    left = consumer_keys - before_it  # the leave's batch removed the leaving member's records
-    assert left and left <= in_conversion  # every other record of the consumer group ends with the conversion
+    assert len(batches) == 1, f"the leave and the downgrade were written as {len(batches)} batches"
+    (batch,) = batches
+    assert (group_metadata_key(GROUP), False) in batch  # the classic group's record
+    assert consumer_keys <= {k for k, is_tombstone in batch if is_tombstone}  # every consumer-group record ends
 
 
 def test_a_downgrade_whose_append_fails_keeps_the_consumer_group(m: Migration,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """The conversion's batch not written (the partition refused it): the group stays a consumer group with its
-    classic members, as Kafka's reverted timeline has it."""
+    """The batch of the leave and the conversion not written (the partition refused it): the group stays the
+    consumer group it was before the leave, the leaving member in it, as Kafka's reverted timeline has it; the
+    leaving member is told NOT_COORDINATOR (it finds the coordinator again and retries its leave). The classic
+    coordinator does not keep the members it was to adopt (the group would be both types)."""
     leader, follower, _ = m.classic_group()
     _, new_id, _, _ = m.consumer_join()
     partition = m.h.coordinator.runtime.partition
@@ -378,9 +379,16 @@ def test_a_downgrade_whose_append_fails_keeps_the_consumer_group(m: Migration,
         original(records, flush)
 
     monkeypatch.setattr(partition, "append", refuse_the_conversion)
-    assert heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, new_id, -1)).error_code == 0
+    assert heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, new_id, -1)).error_code == \
+        NotCoordinatorError.code
     described = m.consumer.describe(GROUP)
-    assert described is not None and sorted(described.members) == sorted([leader, follower])
+    assert described is not None and sorted(described.members) == sorted([leader, follower, new_id])
+    classic = m.h.coordinator.get_group(GROUP)
+    assert classic is None or (classic.is_empty() and classic.is_state(GroupState.EMPTY))
+    monkeypatch.undo()  # the leave retried: the downgrade now goes through, to the classic members
+    assert heartbeat(m.consumer, ConsumerGroupHeartbeatParams(GROUP, new_id, -1)).error_code == 0
+    assert not m.consumer.is_consumer_group(GROUP)
+    assert sorted(m.h.group().members) == sorted([leader, follower])
 
 
 def test_an_upgrade_is_written_as_one_batch(m: Migration, monkeypatch: pytest.MonkeyPatch) -> None:
