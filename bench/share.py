@@ -81,7 +81,10 @@ def throughput_member(client: str, bootstrap: str, group: str, topic: str, n: in
     """A share consumer in its own process: polls until the group has received ``n`` records together. Built
     after the start signal (librdkafka fetches from subscribe() on: built earlier it would acquire records
     before the clock starts), so each run includes joining the group; the imports are done before it."""
-    importlib.import_module("confluent_kafka" if client == "confluent-kafka" else "pykafka_client")
+    # pykafka_client imports its classes lazily: the share consumer's modules (~0.2 s, several seconds when 8
+    # processes start on 2 cores) are loaded here, like confluent_kafka's extension
+    getattr(importlib.import_module("confluent_kafka" if client == "confluent-kafka" else "pykafka_client"),
+            "ShareConsumer" if client == "confluent-kafka" else "KafkaShareConsumer")
     with ready.get_lock():
         ready.value += 1
     go.wait(BOUND_S)
