@@ -179,14 +179,26 @@ def redelivery_member(client: str, bootstrap: str, group: str, topic: str, i: in
     c.close()
 
 
+def _first_event(queues: list[Any]) -> Any:
+    deadline = time.monotonic() + BOUND_S
+    while time.monotonic() < deadline:
+        for q in queues:
+            if not q.empty():
+                return q.get()
+        time.sleep(0.0005)
+    raise RuntimeError(f"no member received the produced records within {BOUND_S} s")
+
+
 def run_redelivery(client: str, bootstrap: str, topic: str, records: int, value_size: int) -> dict[str, float]:
     """Two members join; ``records`` are produced in one batch (the broker acquires whole batches, so one
     member takes them all); that member is SIGKILLed as soon as it has them."""
     ctx = multiprocessing.get_context("spawn")
     group = f"share-redelivery-{uuid.uuid4().hex[:8]}"
-    ready, events = ctx.Queue(), ctx.Queue()
-    taker_of = [ctx.Queue(), ctx.Queue()]
-    procs = [ctx.Process(target=redelivery_member, args=(client, bootstrap, group, topic, i, ready, events,
+    ready = ctx.Queue()
+    # one events queue per member: a member SIGKILLed just after its put may die holding its queue's write lock
+    # (the put's feeder thread releases it after the parent can read the message), which would block the other
+    events, taker_of = [ctx.Queue(), ctx.Queue()], [ctx.Queue(), ctx.Queue()]
+    procs = [ctx.Process(target=redelivery_member, args=(client, bootstrap, group, topic, i, ready, events[i],
                                                          taker_of[i]), daemon=True) for i in range(2)]
     for p in procs:
         p.start()
@@ -194,13 +206,13 @@ def run_redelivery(client: str, bootstrap: str, topic: str, records: int, value_
         for _ in procs:
             ready.get(timeout=BOUND_S)
         produce(bootstrap, topic, records, value_size)
-        _held, victim, offsets, acquired = events.get(timeout=BOUND_S)
+        _held, victim, offsets, acquired = _first_event(events)
         pid = procs[victim].pid
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
         killed = time.monotonic()
         taker_of[1 - victim].put(offsets)
-        event = events.get(timeout=BOUND_S)
+        event = events[1 - victim].get(timeout=BOUND_S)
         if event[0] == "held":
             raise RuntimeError("the records were split between the two members: no member held them all")
         if event[0] == "gave up":
