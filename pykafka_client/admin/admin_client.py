@@ -60,6 +60,7 @@ from pykafka_client.admin.handlers.elect_leaders import ElectLeadersHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
+from pykafka_client.admin.handlers.list_groups import ListGroupsHandler
 from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
 from pykafka_client.admin.handlers.list_partition_reassignments import ListPartitionReassignmentsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
@@ -315,7 +316,7 @@ class AdminClient:
     def list_groups(self, timeout: float | None = None, types: Iterable[str] | None = None) -> list[ConsumerGroupListing]:
         """Every group of every broker, of every type (Java ``Admin.listGroups``), sorted by group id; with
         ``types`` (``"classic"``, ``"consumer"``, ``"share"``) only groups of those types (ListGroups v5)."""
-        return api("list_groups", ListConsumerGroupsHandler).call(self._ctx, timeout, types)
+        return api("list_groups", ListGroupsHandler).call(self._ctx, timeout, types)
 
     # --- share groups (KIP-932; their offsets need the share-partition state persisted: not yet) ---------
 

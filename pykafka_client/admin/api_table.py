@@ -39,6 +39,7 @@ from pykafka_client.admin.handlers.elect_leaders import ElectLeadersHandler
 from pykafka_client.admin.handlers.incremental_alter_configs import IncrementalAlterConfigsHandler
 from pykafka_client.admin.handlers.list_consumer_group_offsets import ListConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroupsHandler
+from pykafka_client.admin.handlers.list_groups import ListGroupsHandler
 from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
 from pykafka_client.admin.handlers.list_partition_reassignments import ListPartitionReassignmentsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
@@ -66,7 +67,7 @@ ADMIN_APIS: dict[str, type] = {
     "list_consumer_groups": ListConsumerGroupsHandler,
     "describe_consumer_groups": DescribeConsumerGroupsHandler,
     "delete_consumer_groups": DeleteConsumerGroupsHandler,
-    "list_groups": ListConsumerGroupsHandler,
+    "list_groups": ListGroupsHandler,
     "describe_share_groups": DescribeShareGroupsHandler,
     "delete_share_groups": DeleteShareGroupsHandler,
     "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
