@@ -173,7 +173,7 @@ class ShareCoordinator:
         return len(loaded)
 
     def on_loaded(self) -> None:
-        pass
+        """Nothing to start: the partition manager takes the loaded states when the broker builds it."""
 
     def unload(self) -> None:
         self._loaded = {}
