@@ -23,6 +23,7 @@ import shutil
 import socket
 import tempfile
 import threading
+from collections.abc import Callable
 from types import TracebackType
 from typing import Mapping, Protocol
 
@@ -50,7 +51,7 @@ from mini_broker.server.request_handler import KafkaRequestHandlerPool
 from mini_broker.server.txn_marker_writer import ReplicaTxnMarkerWriter
 from mini_broker.share.config import ShareGroupConfig
 from mini_broker.share.coordinator import ShareGroupCoordinator
-from mini_broker.share.partition_manager import SharePartitionManager
+from mini_broker.share.partition_manager import SharePartitionManager, SharePersister, TopicIdPartition
 from mini_broker.share.share_coordinator import ShareCoordinator
 from mini_broker.transaction.transaction_config import TransactionConfig
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
@@ -88,6 +89,11 @@ class BrokerMode(Protocol):
 
     def stop_coordinators(self) -> None: ...
 
+    def share_persister(self, context: BrokerContext) -> tuple[SharePersister, Callable[[TopicIdPartition], int]]:
+        """A cluster broker's share-partition state, kept by the share coordinator wherever it runs: the
+        persister and the leader epoch of a topic partition (a single broker keeps it in its data dir)."""
+        ...
+
     def shutdown(self) -> None: ...
 
 
@@ -118,6 +124,9 @@ class SingleBrokerMode:
 
     def stop_coordinators(self) -> None:
         return None
+
+    def share_persister(self, context: BrokerContext) -> tuple[SharePersister, Callable[[TopicIdPartition], int]]:
+        raise AssertionError("a single broker keeps share-partition state in its data dir (ShareCoordinator)")
 
     def shutdown(self) -> None:
         return None
@@ -197,7 +206,8 @@ class MiniBroker:
         self.transaction_coordinator: TransactionCoordinator | None = None
         #: KIP-932 share partitions (this broker's, as partition leader; set at start)
         self.share_partitions: SharePartitionManager | None = None
-        #: share-partition state in ``__share_group_state`` (a single broker only; None on a cluster broker)
+        #: a single broker's share-partition state in ``__share_group_state`` (a cluster broker: see
+        #: mini_broker.cluster.share_state; None)
         self.share_coordinator: ShareCoordinator | None = None
         self.metadata_cache: MetadataCache | None = None
         self.metrics_server: MetricsHttpServer | None = None
@@ -310,11 +320,19 @@ class MiniBroker:
                                              lambda group_id, member_id: self._release_share_member(group_id, member_id),
                                              self.time)
         coordinator_dir = self.mode.coordinator_data_dir(self.data_dir)
-        if coordinator_dir is not None:  # a cluster's failover of share-partition state is not built
-            self.share_coordinator = ShareCoordinator(coordinator_dir, self.time)
+        persister: SharePersister
+        leader_epoch: Callable[[TopicIdPartition], int] | None = None
+        if coordinator_dir is not None:  # a single broker: the share coordinator in process, on its data dir
+            self.share_coordinator = ShareCoordinator(
+                coordinator_dir, self.time,
+                records_per_snapshot=self.config.get_int("share.coordinator.snapshot.update.records.per.snapshot"))
             self.share_coordinator.startup()
+            persister = self.share_coordinator
+            context.share_state = self.share_coordinator
+        else:  # a cluster: the share coordinator of each share partition, wherever it runs
+            persister, leader_epoch = self.mode.share_persister(context)
         self.share_partitions = SharePartitionManager(share_config, self.time, group_config=share_groups.group_config,
-                                                      persister=self.share_coordinator)
+                                                      persister=persister, leader_epoch=leader_epoch)
         classic.share_groups = share_groups
         context.share_groups = share_groups
         context.share_partitions = self.share_partitions

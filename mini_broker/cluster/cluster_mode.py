@@ -7,9 +7,11 @@ partitions' leaders, registration and controlled shutdown."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 from mini_broker.cluster.coordinator_partitions import CoordinatorAppendGate, CoordinatorPartitions
 from mini_broker.cluster.replication import ClusterReplication
+from mini_broker.cluster.share_state import ClusterShareCoordinator, RemoteSharePersister
 from mini_broker.cluster.txn_markers import ClusterTxnMarkerWriter
 from mini_broker.config import KafkaConfig
 from mini_broker.group.group_coordinator import GroupCoordinator
@@ -20,6 +22,8 @@ from mini_broker.server.context import BrokerContext, BrokerEndPoint
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.server.replica_manager import ReplicaManager
+from mini_broker.share.partition_manager import SharePersister, TopicIdPartition
+from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
 from pykafka_client.errors import ConfigurationError
 from pykafka_client.utils.time import Time
@@ -41,6 +45,8 @@ class ClusterMode:
         security = InterBrokerSecurity.from_config(config, time)
         self.replication.inter_broker_security = security if security.secured else None
         self._coordinator_partitions: CoordinatorPartitions | None = None
+        self._share_state: ClusterShareCoordinator | None = None
+        self._share_persister: RemoteSharePersister | None = None
 
     def coordinator_data_dir(self, data_dir: str) -> str | None:
         return None
@@ -60,10 +66,41 @@ class ClusterMode:
             credentials.replicate_with(self.replication.replicate_scram_credentials)
             self.replication.scram_listener = credentials.apply_replicated
 
+    def share_persister(self, context: BrokerContext) -> tuple[SharePersister, Callable[[TopicIdPartition], int]]:
+        """The share coordinator's shards on the ``__share_group_state`` partitions this broker will lead
+        (``context.share_state``), and the share-partition leader's persister, which reaches them wherever they
+        are, with the leader epoch of a topic partition (see :mod:`mini_broker.cluster.share_state`)."""
+        get = self._config.get_int
+        cache = context.metadata_cache
+
+        def num_partitions() -> int:
+            md = cache.get_topic(SHARE_GROUP_STATE_TOPIC_NAME)
+            return md.num_partitions if md is not None else get("share.coordinator.state.topic.num.partitions")
+
+        def create_topic() -> None:
+            self.replication.create_internal_topic(
+                SHARE_GROUP_STATE_TOPIC_NAME, get("share.coordinator.state.topic.replication.factor"),
+                {"cleanup.policy": "compact", "segment.bytes": str(get("share.coordinator.state.topic.segment.bytes")),
+                 "min.insync.replicas": str(get("share.coordinator.state.topic.min.isr"))},
+                get("share.coordinator.state.topic.num.partitions"))
+
+        def leader_epoch(tp: TopicIdPartition) -> int:
+            md = cache.topic_by_id(tp[0])
+            return -1 if md is None else self.replication.current_leader(md.name, tp[1])[1]
+
+        self._share_state = ClusterShareCoordinator(
+            num_partitions, self._time, get("share.coordinator.snapshot.update.records.per.snapshot"))
+        context.share_state = self._share_state
+        self._share_persister = RemoteSharePersister(self.replication, create_topic)
+        return self._share_persister, leader_epoch
+
     def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,
                           txn: TransactionCoordinator) -> None:
         gate = CoordinatorAppendGate(self.replication, self._config.get_int("offsets.commit.timeout.ms"), self._time)
-        self._coordinator_partitions = CoordinatorPartitions(self.replication, [group.runtime, txn.runtime], gate)
+        shards = self._share_state
+        self._coordinator_partitions = CoordinatorPartitions(
+            self.replication, [group.runtime, txn.runtime], gate,
+            {SHARE_GROUP_STATE_TOPIC_NAME: shards.runtime_for} if shards is not None else None)
         self.replication.leadership_listener = self._coordinator_partitions.on_leadership_change
         apis.response_gate = gate
         txn.runtime.replication_barrier = gate.when_replicated
@@ -92,6 +129,10 @@ class ClusterMode:
     def stop_coordinators(self) -> None:
         if self._coordinator_partitions is not None:
             self._coordinator_partitions.shutdown()
+        if self._share_persister is not None:
+            self._share_persister.close()
+        if self._share_state is not None:
+            self._share_state.shutdown()
 
     def shutdown(self) -> None:
         self.replication.shutdown()

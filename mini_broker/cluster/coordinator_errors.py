@@ -13,6 +13,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
 from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
@@ -74,6 +75,9 @@ def txn_append_error(code: int) -> int:
 _GROUP_METADATA_APIS = frozenset(int(k) for k in (ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP))
 _OFFSETS_APIS = frozenset(int(k) for k in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT, ApiKey.LEAVE_GROUP,
                                            ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE))
+_SHARE_STATE_APIS = frozenset(int(k) for k in (
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE, ApiKey.WRITE_SHARE_GROUP_STATE,
+    ApiKey.DELETE_SHARE_GROUP_STATE))
 _ERROR_FIELDS = ("error_code", "partition_error_code")
 
 
@@ -81,6 +85,8 @@ def answer_topic(api_key: int) -> str:
     """The internal topic whose appends an answer of ``api_key`` reports on."""
     if api_key in _GROUP_METADATA_APIS or api_key in _OFFSETS_APIS:
         return GROUP_METADATA_TOPIC_NAME
+    if api_key in _SHARE_STATE_APIS:
+        return SHARE_GROUP_STATE_TOPIC_NAME
     return TRANSACTION_STATE_TOPIC_NAME
 
 
@@ -100,7 +106,7 @@ def fail_answer(api_key: int, body: Message, append_errors: Mapping[TopicPartiti
         return  # the appends this answer reports on are on the ISR; another internal topic's failed
     if api_key in _GROUP_METADATA_APIS:
         error = group_append_error(codes[0])
-    elif api_key in _OFFSETS_APIS:
+    elif api_key in _OFFSETS_APIS or api_key in _SHARE_STATE_APIS:
         error = offsets_append_error(codes[0])
     else:
         error = txn_append_error(codes[0])

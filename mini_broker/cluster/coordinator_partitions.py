@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from mini_broker.cluster.coordinator_errors import fail_answer, offsets_append_error, txn_append_error
@@ -39,6 +39,7 @@ from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.log.unified_log import Log
 from mini_broker.purgatory import TopicPartitionOperationKey
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
 from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from pykafka_client.errors import NotLeaderOrFollowerError
 from pykafka_client.protocol.api_keys import ApiKey
@@ -52,13 +53,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME})
 
 #: The APIs whose handling may append to an internal partition: their answers wait for the ISR.
 GATED_API_KEYS: frozenset[int] = frozenset(int(k) for k in (
     ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.LEAVE_GROUP,
     ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
-    ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.WRITE_TXN_MARKERS))
+    ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.WRITE_TXN_MARKERS,
+    # the share coordinator's (a read may record a newer leader epoch)
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE, ApiKey.WRITE_SHARE_GROUP_STATE,
+    ApiKey.DELETE_SHARE_GROUP_STATE))
 
 #: (partition, leader epoch and log when this broker became its leader; None when it stopped leading)
 _Change = tuple[TopicPartition, "tuple[int, Log] | None"]
@@ -68,11 +72,14 @@ class CoordinatorPartitions:
     """Loads and unloads the coordinators on leadership changes of their partitions (see the module doc)."""
 
     def __init__(self, cluster: ClusterReplication, runtimes: Iterable[CoordinatorRuntime],
-                 gate: CoordinatorAppendGate | None = None) -> None:
+                 gate: CoordinatorAppendGate | None = None,
+                 partitioned: Mapping[str, Callable[[int], CoordinatorRuntime]] | None = None) -> None:
         self._cluster = cluster
         self._gate = gate
         #: internal topic -> the runtime hosting its coordinator (the runtime's name is its partition's topic)
         self._runtimes = {runtime.name: runtime for runtime in runtimes}
+        #: internal topic -> the runtime of each of its partitions (``__share_group_state``: one shard each)
+        self._partitioned = dict(partitioned or {})
         self._queue: queue.Queue[_Change | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=f"coordinator-loader-{cluster.broker_id}",
                                          daemon=True)
@@ -81,7 +88,7 @@ class CoordinatorPartitions:
     def on_leadership_change(self, tp: TopicPartition, leader_epoch: int, lg: Log | None) -> None:
         """From the image's application: ``lg`` set when this broker became the leader of ``tp`` at
         ``leader_epoch``, None when it no longer leads it."""
-        runtime = self._runtimes.get(tp.topic)
+        runtime = self._runtime(tp)
         if runtime is None:
             return
         if self._gate is not None:
@@ -114,11 +121,20 @@ class CoordinatorPartitions:
             self._cluster.append_internal(tp, lg, records)
 
         log.info("event=coordinator_election partition=%s leader_epoch=%d", tp, leader_epoch)
-        self._runtimes[tp.topic].on_election(lg, append, leader_epoch)
+        runtime = self._runtime(tp)
+        assert runtime is not None
+        runtime.on_election(lg, append, leader_epoch)
 
     def _resign(self, tp: TopicPartition) -> None:
         log.info("event=coordinator_resignation partition=%s", tp)
-        self._runtimes[tp.topic].on_resignation()
+        runtime = self._runtime(tp)
+        assert runtime is not None
+        runtime.on_resignation()
+
+    def _runtime(self, tp: TopicPartition) -> CoordinatorRuntime | None:
+        runtime = self._runtimes.get(tp.topic)
+        shards = self._partitioned.get(tp.topic)
+        return shards(tp.partition) if runtime is None and shards is not None else runtime
 
 
 class CoordinatorAppendGate:

@@ -753,16 +753,18 @@ class ClusterReplication:
             raise UnknownTopicOrPartitionError(f"Topic {name} was created but is not in the image yet; retry")
         return md
 
-    def create_internal_topic(self, name: str, replication_factor: int, configs: dict[str, str]) -> None:
-        """Create ``__consumer_offsets`` / ``__transaction_state`` with one partition and ``replication_factor``
-        capped by the live brokers, and ``min.insync.replicas`` capped by that (a concurrent creation by another
-        broker is fine)."""
+    def create_internal_topic(self, name: str, replication_factor: int, configs: dict[str, str],
+                              num_partitions: int = 1) -> None:
+        """Create ``__consumer_offsets`` / ``__transaction_state`` with one partition (``__share_group_state``
+        with ``num_partitions``) and ``replication_factor`` capped by the live brokers, and
+        ``min.insync.replicas`` capped by that (a concurrent creation by another broker is fine)."""
         rf = max(1, min(replication_factor, len(self.cache.live_brokers())))
         configs = dict(configs)
         if "min.insync.replicas" in configs:
             configs["min.insync.replicas"] = str(min(int(configs["min.insync.replicas"]), rf))
         try:
-            self._controller({"op": "create_topic", "name": name, "num_partitions": 1, "replication_factor": rf,
+            self._controller({"op": "create_topic", "name": name, "num_partitions": num_partitions,
+                              "replication_factor": rf,
                               "configs": configs})
         except TopicExistsError:
             pass

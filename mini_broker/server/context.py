@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from mini_broker.server.replica_manager import ReplicaManager
     from mini_broker.share.coordinator import ShareGroupCoordinator
     from mini_broker.share.partition_manager import SharePartitionManager
+    from mini_broker.share.share_coordinator import ShareStateShards
     from mini_broker.transaction.seams import TransactionVerifier, TxnMarkerWriter
     from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
 
@@ -64,6 +65,8 @@ class BrokerContext:
     share_groups: ShareGroupCoordinator | None = None
     #: KIP-932 share partitions and share sessions of this broker's partitions (None: not served)
     share_partitions: SharePartitionManager | None = None
+    #: KIP-932 share-partition state this broker's share coordinator keeps (the share state APIs; None: none)
+    share_state: ShareStateShards | None = None
 
     def auth(self, request: Request) -> RequestAuth:
         """The authorization checks of ``request``'s principal and client host (see mini_broker.security)."""

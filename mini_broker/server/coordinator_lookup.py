@@ -12,18 +12,31 @@ Sans-IO: reads a :class:`~mini_broker.server.metadata_cache.MetadataCache` only.
 
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass
 from typing import Final
 
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.server.metadata_cache import MetadataCache
+from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
 from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from pykafka_client.errors import CoordinatorNotAvailableError, InvalidRequestError
 
 GROUP_KEY_TYPE: Final = 0
 TRANSACTION_KEY_TYPE: Final = 1
+#: a share partition's state (KIP-932): key ``group:topicId:partition`` (:func:`share_key`)
+SHARE_KEY_TYPE: Final = 2
 INTERNAL_TOPIC_OF_KEY_TYPE: Final = {GROUP_KEY_TYPE: GROUP_METADATA_TOPIC_NAME,
-                                     TRANSACTION_KEY_TYPE: TRANSACTION_STATE_TOPIC_NAME}
+                                     TRANSACTION_KEY_TYPE: TRANSACTION_STATE_TOPIC_NAME,
+                                     SHARE_KEY_TYPE: SHARE_GROUP_STATE_TOPIC_NAME}
+
+
+def share_key(key: tuple[str, uuid.UUID, int]) -> str:
+    """The coordinator key of a share partition (Kafka's ``SharePartitionKey.asCoordinatorKey``: group id, the
+    topic id as Kafka prints a ``Uuid`` (URL-safe base64, unpadded) and the partition, joined by ``:``)."""
+    topic = base64.urlsafe_b64encode(key[1].bytes).rstrip(b"=").decode("ascii")
+    return f"{key[0]}:{topic}:{key[2]}"
 
 
 def java_string_hash(s: str) -> int:

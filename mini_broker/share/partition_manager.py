@@ -82,12 +82,17 @@ class SessionError(Exception):
 
 
 class SharePersister(Protocol):
-    """Where share-partition state is kept (the share coordinator): what it loaded, and the writes of a share
-    partition's state (``key``: group id, topic id, partition) or of its deletion."""
+    """Where share-partition state is kept (Kafka's ``Persister``: the share coordinator, in process on a single
+    broker, over ReadShareGroupState / WriteShareGroupState on a cluster): the states known at startup, the read
+    of one (``key``: group id, topic id, partition; by the leader of its topic partition at ``leader_epoch``,
+    -1: not fenced), the writes of its state or of its deletion. Each raises the ``KafkaError`` of a failure
+    (FENCED_LEADER_EPOCH: this broker no longer leads the topic partition)."""
 
     def states(self) -> Mapping[tuple[str, uuid.UUID, int], ShareState]: ...
 
-    def write_state(self, key: tuple[str, uuid.UUID, int], state: ShareState) -> None: ...
+    def read_state(self, key: tuple[str, uuid.UUID, int], leader_epoch: int = -1) -> ShareState | None: ...
+
+    def write_state(self, key: tuple[str, uuid.UUID, int], state: ShareState, leader_epoch: int = -1) -> None: ...
 
     def delete_state(self, key: tuple[str, uuid.UUID, int]) -> None: ...
 
@@ -107,7 +112,8 @@ class SharePartitionManager:
 
     def __init__(self, config: ShareGroupConfig, time: Time = SYSTEM_TIME, reaper_enabled: bool = True,
                  group_config: Callable[[str], ShareGroupConfig] | None = None,
-                 persister: SharePersister | None = None) -> None:
+                 persister: SharePersister | None = None,
+                 leader_epoch: Callable[[TopicIdPartition], int] | None = None) -> None:
         self.config = config
         #: the share config of a group (the broker's with the group's overrides)
         self.group_config: Callable[[str], ShareGroupConfig] = group_config or (lambda group_id: config)
@@ -115,6 +121,10 @@ class SharePartitionManager:
         self._lock = threading.Lock()
         self._partitions: dict[tuple[str, uuid.UUID, int], SharePartition] = {}
         self._persister = persister
+        #: the leader epoch of a topic partition this broker leads (None: a single broker, always the leader)
+        self._leader_epoch = leader_epoch
+        #: share partition -> the leader epoch its state was read at (read again when the epoch moved)
+        self._read_at: dict[tuple[str, uuid.UUID, int], int] = {}
         for key, state in (persister.states() if persister is not None else {}).items():
             sp = self._partitions[key] = self._new_partition(state)
             sp.recover()
@@ -178,6 +188,7 @@ class SharePartitionManager:
             for key in [k for k in self._partitions if k[0] == group_id]:
                 del self._partitions[key]
                 self._expiry_due.pop(key, None)
+                self._read_at.pop(key, None)
                 if self._persister is not None:
                     self._persister.delete_state(key)
             for member in [m for g, m in self._sessions if g == group_id]:
@@ -271,10 +282,25 @@ class SharePartitionManager:
 
     # -- internals ------------------------------------------------------------------------------------------
     def _partition(self, group_id: str, tp: TopicIdPartition) -> SharePartition:
+        """The share partition, its state read from the persister when this broker has none for the topic
+        partition's current leader epoch (a failover made it the leader: the old leader's acquisitions died
+        with it). Raises the persister's ``KafkaError``."""
         key = (group_id, *tp)
         sp = self._partitions.get(key)
+        epoch = -1 if self._leader_epoch is None else self._leader_epoch(tp)
+        if sp is not None and self._read_at.get(key, epoch) != epoch:
+            del self._partitions[key]  # led again at another epoch: another leader may have moved the state on
+            self._expiry_due.pop(key, None)
+            sp = None
         if sp is None:
-            sp = self._partitions[key] = self._new_partition(None)
+            state = None
+            if self._persister is not None and self._leader_epoch is not None:
+                state = self._persister.read_state(key, epoch)
+            sp = self._new_partition(state)
+            if state is not None:
+                sp.recover()
+            self._partitions[key] = sp
+            self._read_at[key] = epoch
         return sp
 
     def _new_partition(self, state: ShareState | None) -> SharePartition:
@@ -284,7 +310,7 @@ class SharePartitionManager:
     def _persist(self, group_id: str, tp: TopicIdPartition, sp: SharePartition) -> None:
         """Write the share partition's state (the caller holds the lock; raises as the log does)."""
         if self._persister is not None and sp.initialized:
-            self._persister.write_state((group_id, *tp), sp.state)
+            self._persister.write_state((group_id, *tp), sp.state, self._read_at.get((group_id, *tp), -1))
 
     def _release_member(self, group_id: str, member_id: str) -> int:
         released = 0

@@ -52,6 +52,7 @@ from mini_broker.server.apis import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    share_group_state,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -98,6 +99,11 @@ ALL_APIS: list[ApiSpec] = [
     share_group_describe.API,
     share_fetch.API,
     share_acknowledge.API,
+    # the share coordinator's (broker to broker: the share-partition leaders read and write their state)
+    share_group_state.INITIALIZE_API,
+    share_group_state.READ_API,
+    share_group_state.WRITE_API,
+    share_group_state.DELETE_API,
     # transaction coordinator (mini_broker/transaction)
     add_partitions_to_txn.API,
     add_offsets_to_txn.API,

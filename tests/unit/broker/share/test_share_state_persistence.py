@@ -148,7 +148,10 @@ class _Recorder:
     def states(self) -> dict[tuple[str, uuid.UUID, int], ShareState]:
         return {}
 
-    def write_state(self, key: tuple[str, uuid.UUID, int], state: ShareState) -> None:
+    def read_state(self, key: tuple[str, uuid.UUID, int], leader_epoch: int = -1) -> ShareState | None:
+        return None
+
+    def write_state(self, key: tuple[str, uuid.UUID, int], state: ShareState, leader_epoch: int = -1) -> None:
         self.writes.append((state.start_offset, state.end_offset))
 
     def delete_state(self, key: tuple[str, uuid.UUID, int]) -> None:

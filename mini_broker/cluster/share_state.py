@@ -1,0 +1,232 @@
+"""Share-partition state on a cluster (KIP-932): the share coordinator follows the leadership of the
+``__share_group_state`` partitions like the group and transaction coordinators, and a share-partition leader
+reads and writes its state through it, wherever it runs (Kafka: ``ShareCoordinatorService`` and
+``DefaultStatePersister``).
+
+* :class:`ClusterShareCoordinator` hosts one :class:`~mini_broker.share.share_coordinator.ShareCoordinatorShard`
+  per ``__share_group_state`` partition (created on first election, through
+  :class:`~mini_broker.cluster.coordinator_partitions.CoordinatorPartitions`): leading a partition loads its
+  shard from the replicated log, losing it unloads it. The APIs ReadShareGroupState, WriteShareGroupState,
+  InitializeShareGroupState and DeleteShareGroupState reach it here; their answers wait for the ISR (the append
+  gate), so a failover of the share coordinator keeps every state a leader was told was written.
+* :class:`RemoteSharePersister` is the share-partition leader's side: the share coordinator of a share
+  partition is the leader of ``__share_group_state`` partition ``partition_for("group:topicId:partition", n)``
+  (:func:`~mini_broker.server.coordinator_lookup.coordinator_for`, key type SHARE; the first lookup creates the
+  topic with ``share.coordinator.state.topic.*``). A request goes over the inter-broker listener (to this broker
+  too: one path, and the answer waits for the ISR); NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+  COORDINATOR_NOT_AVAILABLE and connection errors are retried after a new lookup until ``timeout_ms``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time as _time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from mini_broker.cluster.broker_connection import BrokerConnection
+from mini_broker.coordinator.partition import CoordinatorPartition
+from mini_broker.coordinator.runtime import CoordinatorRuntime
+from mini_broker.server.coordinator_lookup import SHARE_KEY_TYPE, coordinator_for, partition_for, share_key
+from mini_broker.share.share_coordinator import (
+    DEFAULT_RECORDS_PER_SNAPSHOT,
+    SHARE_GROUP_STATE_TOPIC_NAME,
+    ShareCoordinatorShard,
+    SharePartitionKey,
+    state_batches,
+)
+from mini_broker.share.share_partition import InFlightRecord, RecordState, ShareState
+from mini_broker.timer.system_timer import SystemTimer
+from pykafka_client.errors import (
+    CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
+    NotCoordinatorError,
+    RequestTimedOutError,
+    for_code,
+)
+from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.messages import (
+    DeleteShareGroupStateRequest,
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateResponse,
+    WriteShareGroupStateRequest,
+)
+from pykafka_client.protocol.types import Message
+from pykafka_client.utils.time import SYSTEM_TIME, Time
+
+if TYPE_CHECKING:
+    from mini_broker.cluster.replication import ClusterReplication
+
+log = logging.getLogger(__name__)
+
+#: the errors after which the request goes to the share coordinator found by a new lookup
+_RETRIABLE = frozenset(int(e.code) for e in (NotCoordinatorError, CoordinatorLoadInProgressError,
+                                             CoordinatorNotAvailableError, RequestTimedOutError))
+_RETRY_BACKOFF_S = 0.05
+
+
+class ClusterShareCoordinator:
+    """The shards of the ``__share_group_state`` partitions this broker leads (see the module docstring).
+    ``num_partitions()``: the topic's partition count (from the metadata; the config before it exists)."""
+
+    def __init__(self, num_partitions: Callable[[], int], time: Time = SYSTEM_TIME,
+                 records_per_snapshot: int = DEFAULT_RECORDS_PER_SNAPSHOT) -> None:
+        self._num_partitions = num_partitions
+        self.time = time
+        self.records_per_snapshot = records_per_snapshot
+        self.timer = SystemTimer("share-coordinator", time, start_ms=time.hi_res_clock_ms(), run_inline=True)
+        self._lock = threading.Lock()
+        self._shards: dict[int, ShareCoordinatorShard] = {}
+        self._running = True
+
+    def runtime_for(self, partition: int) -> CoordinatorRuntime:
+        """The runtime of ``__share_group_state`` partition ``partition`` (created, following its leadership)."""
+        return self._shard(partition).runtime
+
+    def _shard(self, partition: int) -> ShareCoordinatorShard:
+        with self._lock:
+            shard = self._shards.get(partition)
+            if shard is None:
+                shard = self._shards[partition] = ShareCoordinatorShard(
+                    SHARE_GROUP_STATE_TOPIC_NAME, CoordinatorPartition(None), self.timer, self.time,
+                    self.records_per_snapshot)
+                if self._running:
+                    shard.runtime.startup(follow_partition_leadership=True)
+            return shard
+
+    def shard_for(self, key: SharePartitionKey) -> ShareCoordinatorShard:
+        """The shard of the partition holding ``key`` (its operations raise NOT_COORDINATOR when this broker does
+        not lead that partition)."""
+        return self._shard(partition_for(share_key(key), self._num_partitions()))
+
+    def appended(self) -> tuple[int, int, int, int]:
+        """(snapshots, updates, snapshot bytes, update bytes) appended by this broker's shards."""
+        with self._lock:
+            shards = list(self._shards.values())
+        totals = [0, 0, 0, 0]
+        for shard in shards:
+            for i, n in enumerate(shard.appended):
+                totals[i] += n
+        return totals[0], totals[1], totals[2], totals[3]
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._running = False
+            shards = list(self._shards.values())
+        for shard in shards:
+            shard.runtime.shutdown()
+        self.timer.close()
+
+
+class RemoteSharePersister:
+    """A cluster broker's :class:`~mini_broker.share.partition_manager.SharePersister` (see the module doc).
+    ``create_topic()`` creates ``__share_group_state`` when a lookup finds none."""
+
+    def __init__(self, cluster: ClusterReplication, create_topic: Callable[[], None], timeout_ms: int = 20000,
+                 client_id: str | None = None) -> None:
+        self._cluster = cluster
+        self._create_topic = create_topic
+        self._timeout_s = timeout_ms / 1000
+        self._client_id = client_id or f"broker-{cluster.broker_id}-share-persister"
+        self._lock = threading.Lock()
+        self._connections: dict[int, BrokerConnection] = {}
+        #: share partition -> the state epoch its leader read
+        self._state_epochs: dict[SharePartitionKey, int] = {}
+
+    def states(self) -> Mapping[SharePartitionKey, ShareState]:
+        return {}  # a cluster broker reads each share partition's state when it leads its topic partition
+
+    def read_state(self, key: SharePartitionKey, leader_epoch: int = -1) -> ShareState | None:
+        group, topic_id, partition = key
+        R = ReadShareGroupStateRequest
+        request = R(group_id=group, topics=[R.ReadStateData(topic_id=topic_id, partitions=[
+            R.PartitionData(partition=partition, leader_epoch=leader_epoch)])])
+        response = self._send(key, request)
+        assert isinstance(response, ReadShareGroupStateResponse)
+        result = response.results[0].partitions[0]
+        if result.start_offset < 0:
+            return None
+        self._state_epochs[key] = result.state_epoch
+        state = ShareState(result.start_offset, result.start_offset, {})
+        for b in result.state_batches:
+            for offset in range(max(b.first_offset, state.start_offset), b.last_offset + 1):
+                state.records[offset] = InFlightRecord(RecordState(b.delivery_state), b.delivery_count)
+        end = max(state.records, default=state.start_offset - 1) + 1
+        for offset in range(state.start_offset, end):
+            state.records.setdefault(offset, InFlightRecord())
+        state.end_offset = max(end, state.start_offset)
+        return state
+
+    def write_state(self, key: SharePartitionKey, state: ShareState, leader_epoch: int = -1) -> None:
+        group, topic_id, partition = key
+        W = WriteShareGroupStateRequest
+        request = W(group_id=group, topics=[W.WriteStateData(topic_id=topic_id, partitions=[W.PartitionData(
+            partition=partition, state_epoch=self._state_epochs.get(key, 0), leader_epoch=leader_epoch,
+            start_offset=state.start_offset,
+            state_batches=[W.StateBatch(first_offset=first, last_offset=last, delivery_state=int(kind),
+                                        delivery_count=count) for first, last, kind, count in state_batches(state)])])])
+        self._send(key, request)
+
+    def delete_state(self, key: SharePartitionKey) -> None:
+        group, topic_id, partition = key
+        D = DeleteShareGroupStateRequest
+        self._state_epochs.pop(key, None)
+        self._send(key, D(group_id=group, topics=[D.DeleteStateData(topic_id=topic_id, partitions=[
+            D.PartitionData(partition=partition)])]))
+
+    def close(self) -> None:
+        with self._lock:
+            for conn in self._connections.values():
+                conn.close()
+            self._connections.clear()
+
+    # -- internals -----------------------------------------------------------------------------------------
+    def _send(self, key: SharePartitionKey, request: Message) -> Message:
+        """The response of the share coordinator of ``key`` (retried as the module doc says); raises the
+        partition's error, or the last retriable one when ``timeout_ms`` passed."""
+        deadline = _time.monotonic() + self._timeout_s
+        last: KafkaError | None = None
+        while True:
+            code, message, response = self._attempt(key, request)
+            if code == 0:
+                assert response is not None
+                return response
+            last = for_code(code)(f"share state of {share_key(key)}: {message}")
+            if code not in _RETRIABLE or _time.monotonic() >= deadline:
+                raise last
+            _time.sleep(_RETRY_BACKOFF_S)
+
+    def _attempt(self, key: SharePartitionKey, request: Message) -> tuple[int, str, Message | None]:
+        found = coordinator_for(self._cluster.cache, SHARE_KEY_TYPE, share_key(key))
+        if found.error_code and found.partition < 0:
+            try:
+                self._create_topic()
+            except KafkaError as e:
+                return int(CoordinatorNotAvailableError.code), f"creating {SHARE_GROUP_STATE_TOPIC_NAME}: {e}", None
+            found = coordinator_for(self._cluster.cache, SHARE_KEY_TYPE, share_key(key))
+        if found.error_code:
+            return found.error_code, found.error_message or "no share coordinator", None
+        with self._lock:
+            conn = self._connections.get(found.node_id)
+            if conn is None:
+                node = found.node_id
+                conn = self._connections[node] = BrokerConnection(
+                    lambda: self._cluster.broker_endpoint(node), self._client_id,
+                    self._cluster.inter_broker_security)
+            try:
+                response = conn.send_and_receive(request, 0, self._timeout_s)
+            except (OSError, KafkaError) as e:
+                return int(CoordinatorNotAvailableError.code), f"broker {found.node_id} unreachable ({e!r})", None
+        code, message = _partition_error(response)
+        return code, message, response
+
+
+def _partition_error(response: Message) -> tuple[int, str]:
+    """The error of the one partition a share state response carries (0: none)."""
+    for result in getattr(response, "results", ()):
+        for p in result.partitions:
+            if p.error_code:
+                return int(p.error_code), str(p.error_message or "")
+    return 0, ""
+
