@@ -1,0 +1,157 @@
+"""Share-partition state moves with a cluster failover (issue #25 item 3): on a 3-broker cluster our
+KafkaShareConsumer accepts, releases and rejects records and keeps others acquired; then the broker leading the
+topic partition (the share-partition leader) is SIGKILLed, or first the broker of the share coordinator (the
+leader of the share partition's ``__share_group_state`` partition) and then the share-partition leader. A new
+member of the group gets exactly the records nobody acknowledged, the acquired ones with their delivery count
+raised, and never an accepted or rejected one. Each test restarts its victims and waits for full ISRs."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from mini_broker.cluster.mini_cluster import MiniCluster
+from mini_broker.server.coordinator_lookup import partition_for, share_key
+from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
+from pykafka_client import AcknowledgeType, KafkaProducer, KafkaShareConsumer, ShareConsumerRecord
+from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+ACCEPT, RELEASE, REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT
+N = 10
+#: share state partitions: Kafka's default would be 50; fewer keep the cluster's elections short
+STATE_PARTITIONS = 10
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[MiniCluster]:
+    overrides = {"min.insync.replicas": 2, "group.initial.rebalance.delay.ms": 0,
+                 "share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": 120_000,
+                 "group.share.heartbeat.interval.ms": 200,
+                 "share.coordinator.state.topic.num.partitions": STATE_PARTITIONS,
+                 "share.coordinator.snapshot.update.records.per.snapshot": 3}
+    with MiniCluster(3, overrides=overrides) as c:
+        yield c
+
+
+def _consumer(cluster: MiniCluster, group: str, topic: str) -> KafkaShareConsumer[Any, Any]:
+    c: KafkaShareConsumer[Any, Any] = KafkaShareConsumer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "group.id": group, "value.deserializer": "str",
+         "fetch.max.wait.ms": 100, "share.acknowledgement.mode": "explicit", "request.timeout.ms": 30000})
+    c.subscribe([topic])
+    return c
+
+
+def _poll(c: KafkaShareConsumer[Any, Any], want: int, timeout_s: float,
+          kinds: dict[int, AcknowledgeType]) -> list[ShareConsumerRecord[Any, Any]]:
+    """Poll until ``want`` records came, acknowledging each as ``kinds`` says (others stay acquired)."""
+    got: list[ShareConsumerRecord[Any, Any]] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < want and time.monotonic() < deadline:
+        batch = c.poll(0.2)
+        for r in batch:
+            if r.offset in kinds:
+                c.acknowledge(r, kinds[r.offset])
+        got.extend(batch)
+    return got
+
+
+def _topic(cluster: MiniCluster) -> str:
+    topic = f"share-fo-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    with KafkaProducer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"}) as producer:
+        for i in range(N):
+            producer.send(topic, value=f"v{i}".encode(), partition=0)
+            producer.flush()  # one batch per record: the broker acquires whole batches
+    return topic
+
+
+def _heal(cluster: MiniCluster, victim: int, topic: str, partition: int) -> None:
+    cluster.wait_for_leader(topic, partition, not_in={victim}, timeout=FAILOVER_TIMEOUT_S)
+    cluster.restart(victim, timeout=FAILOVER_TIMEOUT_S)
+    cluster.wait_for_isr(topic, partition, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+
+
+def _redelivered(cluster: MiniCluster, group: str, topic: str, want: int) -> list[tuple[int, str, int]]:
+    """What a new member of ``group`` gets (accepting it), waiting a little longer to see that nothing else comes."""
+    c2 = _consumer(cluster, group, topic)
+    try:
+        accept_all = dict.fromkeys(range(N), ACCEPT)
+        again = _poll(c2, want, FAILOVER_TIMEOUT_S, accept_all)
+        again.extend(_poll(c2, 1, 2.0, accept_all))
+        c2.commit_sync()
+    finally:
+        c2.close(timeout=5)
+    return sorted((r.offset, r.value, r.delivery_count) for r in again)
+
+
+def _state_partition_leader(cluster: MiniCluster, group: str, topic: str) -> int:
+    assert cluster.controller is not None
+    topic_id = uuid.UUID(cluster.controller.state.topics[topic].topic_id)
+    return cluster.leader(SHARE_GROUP_STATE_TOPIC_NAME, partition_for(share_key((group, topic_id, 0)),
+                                                                     STATE_PARTITIONS))
+
+
+def test_the_new_share_partition_leader_reads_the_state_of_the_killed_one(cluster: MiniCluster) -> None:
+    topic, group = _topic(cluster), f"sg-{uuid.uuid4().hex[:8]}"
+    victim = -1
+    c1 = _consumer(cluster, group, topic)
+    try:
+        got = _poll(c1, N, 60, {0: ACCEPT, 1: ACCEPT, 2: ACCEPT, 3: RELEASE, 4: RELEASE, 5: REJECT, 6: REJECT})
+        assert [(r.offset, r.delivery_count) for r in got] == [(i, 1) for i in range(N)]
+        c1.commit_sync()  # answered once the share coordinator's ISR has the acknowledgements
+        victim = cluster.leader(topic, 0)
+        cluster.kill(victim)  # 7, 8 and 9 are still acquired by c1: their locks die with the leader
+    finally:
+        c1.close(timeout=1)
+    try:
+        assert _redelivered(cluster, group, topic, 5) == [
+            (3, "v3", 2), (4, "v4", 2), (7, "v7", 2), (8, "v8", 2), (9, "v9", 2)]
+    finally:
+        if victim >= 0:
+            _heal(cluster, victim, topic, 0)
+
+
+def test_the_share_coordinators_failover_keeps_the_state_its_leader_wrote(cluster: MiniCluster) -> None:
+    topic = _topic(cluster)
+    leader = cluster.leader(topic, 0)
+    # a group whose share coordinator is not the topic partition's leader (the state topic exists from the
+    # first test, or from this group's first write)
+    group = f"sg-{uuid.uuid4().hex[:8]}"
+    c1 = _consumer(cluster, group, topic)
+    coordinator = killed = -1
+    try:
+        got = _poll(c1, N, 60, {0: ACCEPT, 1: ACCEPT, 2: RELEASE, 3: REJECT})
+        assert len(got) == N
+        c1.commit_sync()
+        coordinator = _state_partition_leader(cluster, group, topic)
+        if coordinator == leader:
+            pytest.skip("the share coordinator of this group is on the topic partition's leader")  # 1 in 3
+        state_partition = partition_for(share_key((group, uuid.UUID(
+            cluster.controller.state.topics[topic].topic_id), 0)), STATE_PARTITIONS)  # type: ignore[union-attr]
+        cluster.kill(coordinator)
+        killed = coordinator
+        # the share-partition leader writes the next acknowledgements to the new share coordinator
+        for r in got:
+            if r.offset in (4, 5):
+                c1.acknowledge(r, ACCEPT)
+        c1.commit_sync()
+        _heal(cluster, coordinator, SHARE_GROUP_STATE_TOPIC_NAME, state_partition)
+        killed = -1
+        wait_until(lambda: cluster.leader(SHARE_GROUP_STATE_TOPIC_NAME, state_partition) >= 0, FAILOVER_TIMEOUT_S,
+                   "a share coordinator")
+        cluster.kill(leader)  # 6..9 still acquired by c1; the next leader reads the state from the coordinator
+        killed = leader
+    finally:
+        c1.close(timeout=1)
+    try:
+        assert _redelivered(cluster, group, topic, 5) == [
+            (2, "v2", 2), (6, "v6", 2), (7, "v7", 2), (8, "v8", 2), (9, "v9", 2)]
+    finally:
+        if killed >= 0:
+            _heal(cluster, killed, topic, 0)
