@@ -18,7 +18,7 @@ from mini_broker.cluster.mini_cluster import MiniCluster
 from mini_broker.server.coordinator_lookup import partition_for, share_key
 from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
 from pykafka_client import AcknowledgeType, KafkaProducer, KafkaShareConsumer, ShareConsumerRecord
-from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S, wait_until
+from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -90,11 +90,27 @@ def _redelivered(cluster: MiniCluster, group: str, topic: str, want: int) -> lis
     return sorted((r.offset, r.value, r.delivery_count) for r in again)
 
 
-def _state_partition_leader(cluster: MiniCluster, group: str, topic: str) -> int:
+def _state_partition(cluster: MiniCluster, group: str, topic: str) -> int:
     assert cluster.controller is not None
     topic_id = uuid.UUID(cluster.controller.state.topics[topic].topic_id)
-    return cluster.leader(SHARE_GROUP_STATE_TOPIC_NAME, partition_for(share_key((group, topic_id, 0)),
-                                                                     STATE_PARTITIONS))
+    return partition_for(share_key((group, topic_id, 0)), STATE_PARTITIONS)
+
+
+def _group_coordinated_away_from(cluster: MiniCluster, topic: str, broker: int) -> tuple[str, int]:
+    """A share group (and its ``__share_group_state`` partition) whose share coordinator for ``topic``-0 is not
+    on ``broker``; the state topic is created first (by a throwaway group's first read) when it does not exist."""
+    if cluster.leader(SHARE_GROUP_STATE_TOPIC_NAME, 0) < 0:
+        warm_up = _consumer(cluster, f"warm-up-{uuid.uuid4().hex[:8]}", topic)
+        try:
+            _poll(warm_up, 1, 60, {})
+        finally:
+            warm_up.close(timeout=5)
+    for i in range(100):
+        group = f"sg-{uuid.uuid4().hex[:8]}-{i}"
+        partition = _state_partition(cluster, group, topic)
+        if cluster.leader(SHARE_GROUP_STATE_TOPIC_NAME, partition) not in (broker, -1):
+            return group, partition
+    raise AssertionError(f"every {SHARE_GROUP_STATE_TOPIC_NAME} partition is led by broker {broker}")
 
 
 def test_the_new_share_partition_leader_reads_the_state_of_the_killed_one(cluster: MiniCluster) -> None:
@@ -120,33 +136,23 @@ def test_the_new_share_partition_leader_reads_the_state_of_the_killed_one(cluste
 def test_the_share_coordinators_failover_keeps_the_state_its_leader_wrote(cluster: MiniCluster) -> None:
     topic = _topic(cluster)
     leader = cluster.leader(topic, 0)
-    # a group whose share coordinator is not the topic partition's leader (the state topic exists from the
-    # first test, or from this group's first write)
-    group = f"sg-{uuid.uuid4().hex[:8]}"
+    group, state_partition = _group_coordinated_away_from(cluster, topic, leader)
     c1 = _consumer(cluster, group, topic)
-    coordinator = killed = -1
+    killed = -1
     try:
         got = _poll(c1, N, 60, {0: ACCEPT, 1: ACCEPT, 2: RELEASE, 3: REJECT})
-        assert len(got) == N
+        assert [(r.offset, r.delivery_count) for r in got] == [(i, 1) for i in range(N)]
         c1.commit_sync()
-        coordinator = _state_partition_leader(cluster, group, topic)
-        if coordinator == leader:
-            pytest.skip("the share coordinator of this group is on the topic partition's leader")  # 1 in 3
-        state_partition = partition_for(share_key((group, uuid.UUID(
-            cluster.controller.state.topics[topic].topic_id), 0)), STATE_PARTITIONS)  # type: ignore[union-attr]
+        coordinator = killed = cluster.leader(SHARE_GROUP_STATE_TOPIC_NAME, state_partition)
         cluster.kill(coordinator)
-        killed = coordinator
         # the share-partition leader writes the next acknowledgements to the new share coordinator
         for r in got:
             if r.offset in (4, 5):
                 c1.acknowledge(r, ACCEPT)
         c1.commit_sync()
         _heal(cluster, coordinator, SHARE_GROUP_STATE_TOPIC_NAME, state_partition)
-        killed = -1
-        wait_until(lambda: cluster.leader(SHARE_GROUP_STATE_TOPIC_NAME, state_partition) >= 0, FAILOVER_TIMEOUT_S,
-                   "a share coordinator")
-        cluster.kill(leader)  # 6..9 still acquired by c1; the next leader reads the state from the coordinator
         killed = leader
+        cluster.kill(leader)  # 6..9 still acquired by c1; the next leader reads the state from the coordinator
     finally:
         c1.close(timeout=1)
     try:
