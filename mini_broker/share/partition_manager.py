@@ -125,7 +125,8 @@ class SharePartitionManager:
         self._leader_epoch = leader_epoch
         #: share partition -> the leader epoch its state was read at (read again when the epoch moved)
         self._read_at: dict[tuple[str, uuid.UUID, int], int] = {}
-        for key, state in (persister.states() if persister is not None else {}).items():
+        # a single broker starts from every state it loaded; a cluster broker reads one when it leads its partition
+        for key, state in (persister.states() if persister is not None and leader_epoch is None else {}).items():
             sp = self._partitions[key] = self._new_partition(state)
             sp.recover()
         self._sessions: dict[tuple[str, str], ShareSession] = {}
