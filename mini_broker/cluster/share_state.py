@@ -14,7 +14,10 @@ reads and writes its state through it, wherever it runs (Kafka: ``ShareCoordinat
   (:func:`~mini_broker.server.coordinator_lookup.coordinator_for`, key type SHARE; the first lookup creates the
   topic with ``share.coordinator.state.topic.*``). A request goes over the inter-broker listener (to this broker
   too: one path, and the answer waits for the ISR); NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
-  COORDINATOR_NOT_AVAILABLE and connection errors are retried after a new lookup until ``timeout_ms``.
+  COORDINATOR_NOT_AVAILABLE and connection errors are retried after a new lookup until ``timeout_ms``. A write
+  carries what changed since the state the coordinator acknowledged last (Kafka's WriteShareGroupState): the
+  records whose state or delivery count differ, and the start offset; after a failed write the next one carries
+  the whole state.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from mini_broker.share.share_coordinator import (
     SHARE_GROUP_STATE_TOPIC_NAME,
     ShareCoordinatorShard,
     SharePartitionKey,
+    persisted_records,
+    runs_of,
     state_batches,
 )
 from mini_broker.share.share_partition import InFlightRecord, RecordState, ShareState
@@ -133,6 +138,8 @@ class RemoteSharePersister:
         self._connections: dict[int, BrokerConnection] = {}
         #: share partition -> the state epoch its leader read
         self._state_epochs: dict[SharePartitionKey, int] = {}
+        #: share partition -> (start offset, records) as the coordinator has them (the last read or write)
+        self._acknowledged: dict[SharePartitionKey, tuple[int, dict[int, tuple[RecordState, int]]]] = {}
 
     def states(self) -> Mapping[SharePartitionKey, ShareState]:
         return {}  # a cluster broker reads each share partition's state when it leads its topic partition
@@ -156,22 +163,31 @@ class RemoteSharePersister:
         for offset in range(state.start_offset, end):
             state.records.setdefault(offset, InFlightRecord())
         state.end_offset = max(end, state.start_offset)
+        self._acknowledged[key] = (state.start_offset, persisted_records(state))
         return state
 
     def write_state(self, key: SharePartitionKey, state: ShareState, leader_epoch: int = -1) -> None:
         group, topic_id, partition = key
+        records = persisted_records(state)
+        known = self._acknowledged.pop(key, None)
+        if known is None:
+            batches = state_batches(state)
+        else:  # only what changed since the coordinator's state
+            batches = runs_of(records, [o for o in sorted(records) if known[1].get(o) != records[o]])
         W = WriteShareGroupStateRequest
         request = W(group_id=group, topics=[W.WriteStateData(topic_id=topic_id, partitions=[W.PartitionData(
             partition=partition, state_epoch=self._state_epochs.get(key, 0), leader_epoch=leader_epoch,
             start_offset=state.start_offset,
             state_batches=[W.StateBatch(first_offset=first, last_offset=last, delivery_state=int(kind),
-                                        delivery_count=count) for first, last, kind, count in state_batches(state)])])])
-        self._send(key, request)
+                                        delivery_count=count) for first, last, kind, count in batches])])])
+        self._send(key, request)  # raises: the next write carries the whole state
+        self._acknowledged[key] = (state.start_offset, records)
 
     def delete_state(self, key: SharePartitionKey) -> None:
         group, topic_id, partition = key
         D = DeleteShareGroupStateRequest
         self._state_epochs.pop(key, None)
+        self._acknowledged.pop(key, None)
         self._send(key, D(group_id=group, topics=[D.DeleteStateData(topic_id=topic_id, partitions=[
             D.PartitionData(partition=partition)])]))
 

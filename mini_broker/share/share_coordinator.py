@@ -134,10 +134,14 @@ def runs_of(records: Mapping[int, tuple[RecordState, int]], offsets: Iterable[in
     return runs
 
 
+def persisted_records(state: ShareState) -> dict[int, tuple[RecordState, int]]:
+    """offset -> (persisted state, delivery count) of the in-flight records of ``state``."""
+    return {o: _persisted(state.records[o]) for o in range(state.start_offset, state.end_offset)}
+
+
 def state_batches(state: ShareState) -> list[StateBatch]:
     """The in-flight records of ``state`` as runs (first, last, persisted state, delivery count)."""
-    persisted = {o: _persisted(state.records[o]) for o in range(state.start_offset, state.end_offset)}
-    return runs_of(persisted, range(state.start_offset, state.end_offset))
+    return runs_of(persisted_records(state), range(state.start_offset, state.end_offset))
 
 
 def _write_runs(w: Writer, runs: Iterable[StateBatch]) -> None:
@@ -206,8 +210,7 @@ class PersistedState:
 def snapshot_value(state: ShareState | PersistedState, state_epoch: int = 0) -> bytes:
     """A snapshot of ``state`` (a :class:`ShareState` is written with ``state_epoch``, leader epoch -1)."""
     if isinstance(state, ShareState):
-        state = PersistedState(state_epoch, -1, 0, state.start_offset,
-                               {o: _persisted(state.records[o]) for o in range(state.start_offset, state.end_offset)})
+        state = PersistedState(state_epoch, -1, 0, state.start_offset, persisted_records(state))
     w = Writer()
     w.write_int16(VALUE_VERSION)
     w.write_int32(state.snapshot_epoch)
