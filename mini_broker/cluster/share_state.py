@@ -84,6 +84,7 @@ class ClusterShareCoordinator:
         self._lock = threading.Lock()
         self._shards: dict[int, ShareCoordinatorShard] = {}
         self._running = True
+        self.remote_writes = True
 
     def runtime_for(self, partition: int) -> CoordinatorRuntime:
         """The runtime of ``__share_group_state`` partition ``partition`` (created, following its leadership)."""

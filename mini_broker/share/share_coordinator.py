@@ -460,7 +460,11 @@ def _error_of(code: int, message: str) -> KafkaError:
 
 class ShareStateShards(Protocol):
     """What the share state APIs reach: the shard holding a share partition's state (a single broker's one, or
-    a cluster broker's shard of the key's ``__share_group_state`` partition)."""
+    a cluster broker's shard of the key's ``__share_group_state`` partition). ``remote_writes``: the
+    share-partition leaders' writes wait for other brokers (a cluster), so they are not made on a thread that
+    completes a purgatory operation (it may be the one the wait depends on)."""
+
+    remote_writes: bool
 
     def shard_for(self, key: SharePartitionKey) -> ShareCoordinatorShard: ...
 
@@ -488,6 +492,7 @@ class ShareCoordinator:
         self.runtime = self.shard.runtime
         #: share partition -> the state epoch its leader read
         self._state_epochs: dict[SharePartitionKey, int] = {}
+        self.remote_writes = False
 
     # -- lifecycle -----------------------------------------------------------------------------------------
     def startup(self) -> None:

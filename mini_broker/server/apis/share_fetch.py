@@ -16,6 +16,7 @@ aborted transactions, as it skips control batches.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable
 
@@ -222,6 +223,17 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
         return fetch.response(session_partitions, {})
     replicas = apis.broker.replica_manager
     send: Callable[[list[tuple[TopicPartition, LogReadResult]]], None] = respond
+    state = apis.broker.share_state
+    if state is not None and state.remote_writes:  # the acquisitions' state write waits for other brokers (the
+        # share coordinator's ISR): not on a thread that completes a delayed fetch, which a follower fetch may be
+        def respond_or_fail(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
+            try:
+                respond(results)
+            except KafkaError as e:  # the state write failed (e.g. FENCED_LEADER_EPOCH: leadership moved)
+                apis.send_response(request, Response(error_code=error_code(e), error_message=error_message(e)))
+
+        def send(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
+            threading.Thread(target=respond_or_fail, args=(results,), name="share-fetch-respond", daemon=True).start()
     replicas.fetch_messages(params, infos, send)
     return None
 
