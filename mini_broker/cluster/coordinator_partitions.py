@@ -7,7 +7,9 @@ called by ``ReplicaManager`` when it applies a leadership change of ``__consumer
   :class:`~mini_broker.cluster.replication.ClusterReplication` and hands it, in order, on one loader thread
   (``coordinator-loader-<id>``), to the :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime` hosting
   that partition's coordinator: becoming leader loads the coordinator's state from the partition's replicated
-  log (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS), losing it unloads it (NOT_COORDINATOR).
+  log (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS), losing it unloads it (NOT_COORDINATOR). The
+  share coordinator has one runtime per ``__share_group_state`` partition (``partitioned``;
+  :mod:`mini_broker.cluster.share_state`).
 * :class:`CoordinatorAppendGate` holds the answers of the APIs that append to an internal partition
   (:data:`GATED_API_KEYS`) until the high watermark of every internal partition this broker leads reached its
   log end as it was when the answer was ready: a client is told "done" only for what the ISR has, so a

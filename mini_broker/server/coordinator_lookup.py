@@ -5,7 +5,9 @@ A group id's coordinator is the leader of ``__consumer_offsets`` partition ``par
 transactional id's the leader of ``__transaction_state`` partition ``partition_for(transactional_id, n)``, with
 Kafka's ``Utils.abs(key.hashCode) % n`` (Java's ``String.hashCode``), so a key maps to the partition Kafka would
 pick. mini_broker creates each internal topic with one partition (see docs/ARCHITECTURE.md "Cluster and
-replication"), so today every key maps to partition 0; the rule stays general.
+replication"), so today every key maps to partition 0; the rule stays general. A share partition's state
+(key type 2, SHARE: ``group:topicId:partition``, :func:`share_key`) is in ``__share_group_state``, created with
+``share.coordinator.state.topic.num.partitions`` partitions (:mod:`mini_broker.cluster.share_state`).
 
 Sans-IO: reads a :class:`~mini_broker.server.metadata_cache.MetadataCache` only.
 """
