@@ -25,7 +25,7 @@ from mini_broker.server.replica_manager import ReplicaManager
 from mini_broker.share.partition_manager import SharePersister, TopicIdPartition
 from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
-from pykafka_client.errors import ConfigurationError
+from pykafka_client.errors import ConfigurationError, NotLeaderOrFollowerError
 from pykafka_client.utils.time import Time
 
 
@@ -85,8 +85,15 @@ class ClusterMode:
                 get("share.coordinator.state.topic.num.partitions"))
 
         def leader_epoch(tp: TopicIdPartition) -> int:
+            """The leader epoch of a topic partition this broker leads (else NOT_LEADER_OR_FOLLOWER: only its
+            leader may read or write its share partitions' state)."""
             md = cache.topic_by_id(tp[0])
-            return -1 if md is None else self.replication.current_leader(md.name, tp[1])[1]
+            leader, epoch = (-1, -1) if md is None else self.replication.current_leader(md.name, tp[1])
+            if leader != self.replication.broker_id:
+                raise NotLeaderOrFollowerError(f"broker {self.replication.broker_id} does not lead partition "
+                                               f"{tp[1]} of topic id {tp[0]} (its leader: {leader}); refresh the "
+                                               f"metadata and send the share fetch to the leader")
+            return epoch
 
         self._share_state = ClusterShareCoordinator(
             num_partitions, self._time, get("share.coordinator.snapshot.update.records.per.snapshot"))
