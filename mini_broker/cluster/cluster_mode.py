@@ -98,7 +98,7 @@ class ClusterMode:
         self._share_state = ClusterShareCoordinator(
             num_partitions, self._time, get("share.coordinator.snapshot.update.records.per.snapshot"))
         context.share_state = self._share_state
-        self._share_persister = RemoteSharePersister(self.replication, create_topic)
+        self._share_persister = RemoteSharePersister(self.replication, create_topic, time=self._time)
         return self._share_persister, leader_epoch
 
     def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,

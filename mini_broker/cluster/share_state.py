@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time as _time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -68,7 +67,7 @@ log = logging.getLogger(__name__)
 #: the errors after which the request goes to the share coordinator found by a new lookup
 _RETRIABLE = frozenset(int(e.code) for e in (NotCoordinatorError, CoordinatorLoadInProgressError,
                                              CoordinatorNotAvailableError, RequestTimedOutError))
-_RETRY_BACKOFF_S = 0.05
+_RETRY_BACKOFF_MS = 50
 
 
 class ClusterShareCoordinator:
@@ -130,8 +129,10 @@ class RemoteSharePersister:
     ``create_topic()`` creates ``__share_group_state`` when a lookup finds none."""
 
     def __init__(self, cluster: ClusterReplication, create_topic: Callable[[], None], timeout_ms: int = 20000,
-                 client_id: str | None = None) -> None:
+                 client_id: str | None = None, time: Time = SYSTEM_TIME) -> None:
         self._cluster = cluster
+        self._time = time
+        self._timeout_ms = timeout_ms
         self._create_topic = create_topic
         self._timeout_s = timeout_ms / 1000
         self._client_id = client_id or f"broker-{cluster.broker_id}-share-persister"
@@ -202,7 +203,7 @@ class RemoteSharePersister:
     def _send(self, key: SharePartitionKey, request: Message) -> Message:
         """The response of the share coordinator of ``key`` (retried as the module doc says); raises the
         partition's error, or the last retriable one when ``timeout_ms`` passed."""
-        deadline = _time.monotonic() + self._timeout_s
+        deadline = self._time.hi_res_clock_ms() + self._timeout_ms
         last: KafkaError | None = None
         while True:
             code, message, response = self._attempt(key, request)
@@ -210,9 +211,9 @@ class RemoteSharePersister:
                 assert response is not None
                 return response
             last = for_code(code)(f"share state of {share_key(key)}: {message}")
-            if code not in _RETRIABLE or _time.monotonic() >= deadline:
+            if code not in _RETRIABLE or self._time.hi_res_clock_ms() >= deadline:
                 raise last
-            _time.sleep(_RETRY_BACKOFF_S)
+            self._time.sleep(_RETRY_BACKOFF_MS)
 
     def _attempt(self, key: SharePartitionKey, request: Message) -> tuple[int, str, Message | None]:
         found = coordinator_for(self._cluster.cache, SHARE_KEY_TYPE, share_key(key))
