@@ -32,7 +32,7 @@ STATE_PARTITIONS = 10
 def cluster() -> Iterator[MiniCluster]:
     overrides = {"min.insync.replicas": 2, "group.initial.rebalance.delay.ms": 0,
                  "share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": 120_000,
-                 "group.share.heartbeat.interval.ms": 200,
+                 "group.share.heartbeat.interval.ms": 200, "group.share.delivery.count.limit": 2,
                  "share.coordinator.state.topic.num.partitions": STATE_PARTITIONS,
                  "share.coordinator.snapshot.update.records.per.snapshot": 3}
     with MiniCluster(3, overrides=overrides) as c:
@@ -117,17 +117,24 @@ def test_the_new_share_partition_leader_reads_the_state_of_the_killed_one(cluste
     topic, group = _topic(cluster), f"sg-{uuid.uuid4().hex[:8]}"
     victim = -1
     c1 = _consumer(cluster, group, topic)
+    c1b = _consumer(cluster, group, topic)
     try:
-        got = _poll(c1, N, 60, {0: ACCEPT, 1: ACCEPT, 2: ACCEPT, 3: RELEASE, 4: RELEASE, 5: REJECT, 6: REJECT})
+        got = _poll(c1, N, 60, {0: ACCEPT, 1: ACCEPT, 2: RELEASE, 3: RELEASE, 4: RELEASE, 5: REJECT, 6: REJECT})
         assert [(r.offset, r.delivery_count) for r in got] == [(i, 1) for i in range(N)]
         c1.commit_sync()  # answered once the share coordinator's ISR has the acknowledgements
+        # another member gets the released ones for their last allowed delivery (limit 2), accepts 2 and keeps
+        # 3 and 4 acquired
+        second = _poll(c1b, 3, 60, {2: ACCEPT})
+        assert [(r.offset, r.delivery_count) for r in second] == [(2, 2), (3, 2), (4, 2)]
+        c1b.commit_sync()
         victim = cluster.leader(topic, 0)
-        cluster.kill(victim)  # 7, 8 and 9 are still acquired by c1: their locks die with the leader
+        cluster.kill(victim)  # 3 and 4 (c1b) and 7, 8 and 9 (c1) are still acquired: their locks die with it
     finally:
         c1.close(timeout=1)
+        c1b.close(timeout=1)
     try:
-        assert _redelivered(cluster, group, topic, 5) == [
-            (3, "v3", 2), (4, "v4", 2), (7, "v7", 2), (8, "v8", 2), (9, "v9", 2)]
+        # 7, 8 and 9 come back; 3 and 4 had their last allowed delivery: archived, as a release would have
+        assert _redelivered(cluster, group, topic, 3) == [(7, "v7", 2), (8, "v8", 2), (9, "v9", 2)]
     finally:
         if victim >= 0:
             _heal(cluster, victim, topic, 0)
