@@ -40,6 +40,7 @@ from pykafka_client.errors import (
     InvalidRecordStateError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
+    ShareSessionLimitReachedError,
     ShareSessionNotFoundError,
 )
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -48,9 +49,6 @@ _log = logging.getLogger(__name__)
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
-
-#: Kafka's SHARE_SESSION_LIMIT_REACHED (4.1; newer than this client's error table)
-SHARE_SESSION_LIMIT_REACHED = 133
 
 #: (topic id, partition)
 TopicIdPartition = tuple[uuid.UUID, int]
@@ -145,7 +143,7 @@ class SharePartitionManager:
                 if current is not None:
                     self._release_member(group_id, member_id)
                 elif len(self._sessions) >= self.config.max_share_sessions:
-                    raise SessionError(SHARE_SESSION_LIMIT_REACHED,
+                    raise SessionError(ShareSessionLimitReachedError.code,
                                        f"this broker holds group.share.max.share.sessions "
                                        f"({self.config.max_share_sessions}) share sessions: retry later")
                 current = self._sessions[key] = ShareSession(group_id, member_id, 0)

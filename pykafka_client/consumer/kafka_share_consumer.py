@@ -49,6 +49,7 @@ from pykafka_client.errors import (
     InvalidShareSessionEpochError,
     KafkaError,
     NotLeaderOrFollowerError,
+    ShareSessionLimitReachedError,
     ShareSessionNotFoundError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
@@ -82,7 +83,9 @@ _FIND_COORDINATOR_VERSION = 3  # the single-key form
 _FINAL_SHARE_SESSION_EPOCH = -1
 _LEADERSHIP_ERRORS = frozenset(e.code for e in (NotLeaderOrFollowerError, FencedLeaderEpochError,
                                                UnknownTopicOrPartitionError, UnknownTopicIdError))
-_SESSION_ERRORS = frozenset((InvalidShareSessionEpochError.code, ShareSessionNotFoundError.code))
+#: top-level ShareFetch errors after which the next request opens a new share session (epoch 0)
+_SESSION_ERRORS = frozenset((InvalidShareSessionEpochError.code, ShareSessionNotFoundError.code,
+                             ShareSessionLimitReachedError.code))
 
 
 #: Java's AcknowledgementCommitCallback: the offsets acknowledged per partition and None, or the error that
