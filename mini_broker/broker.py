@@ -36,6 +36,7 @@ from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
 from mini_broker.producer_state.producer_id_manager import ProducerIdManager
+from mini_broker.purgatory import DelayedShareFetchGroupKey
 from mini_broker.quota.quota_manager import QuotaManagers
 from mini_broker.security.authorizer import create_authorizer
 from mini_broker.security.listener_security import BrokerSecurity, api_versions_handler
@@ -275,7 +276,7 @@ class MiniBroker:
         self.apis.quotas = self.quotas
         security = BrokerSecurity(self.scram_credentials, api_versions_handler(self.apis.supported_versions), self.time)
         self.socket_server = SocketServer(config, channel, self.apis, self.time, self.metrics, self._selector_factory,
-                                          security)
+                                          security, disconnect_listeners=[self._on_connection_closed])
         self.quotas.on_ip_quota = self.socket_server.quotas.update_ip_connection_rate
         self.context.endpoints = self._advertised_endpoints(self.socket_server)
         self.handler_pool = KafkaRequestHandlerPool(channel, self.apis, config.num_io_threads, self.time,
@@ -313,12 +314,18 @@ class MiniBroker:
         if coordinator_dir is not None:  # a cluster's failover of share-partition state is not built
             self.share_coordinator = ShareCoordinator(coordinator_dir, self.time)
             self.share_coordinator.startup()
-        self.share_partitions = SharePartitionManager(share_config, self.time, group_config=share_groups.group_config,
-                                                      persister=self.share_coordinator)
+        fetches = context.replica_manager.fetch_purgatory
+        self.share_partitions = SharePartitionManager(
+            share_config, self.time, group_config=share_groups.group_config, persister=self.share_coordinator,
+            on_records_available=lambda group_id, tp: fetches.check_and_complete(DelayedShareFetchGroupKey(group_id, *tp)))
         classic.share_groups = share_groups
         context.share_groups = share_groups
         context.share_partitions = self.share_partitions
         return share_groups
+
+    def _on_connection_closed(self, connection_id: str) -> None:
+        if self.share_partitions is not None:
+            self.share_partitions.on_connection_closed(connection_id)
 
     def _release_share_member(self, group_id: str, member_id: str) -> None:
         if self.share_partitions is not None:
