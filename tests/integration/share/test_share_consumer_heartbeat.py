@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
-from pykafka_client import KafkaShareConsumer, TopicPartition
+from pykafka_client import AcknowledgeType, KafkaProducer, KafkaShareConsumer, TopicPartition
 from pykafka_client.admin import AdminClient, NewTopic
 from pykafka_client.aio import AsyncKafkaShareConsumer
 
@@ -102,3 +102,35 @@ def test_the_async_share_consumer_keeps_its_membership_between_polls(broker: Min
         with KafkaShareConsumer(_config(broker, group)) as busy:
             busy.subscribe([topic])
             asyncio.run(run(admin, topic, busy))
+
+
+def test_an_idle_member_keeps_its_membership_but_not_the_records_whose_locks_expired() -> None:
+    with MiniBroker(share_auto_offset_reset="earliest", group_share_session_timeout_ms=SESSION_TIMEOUT_MS,
+                    group_share_heartbeat_interval_ms=200, group_share_record_lock_duration_ms=1000) as b, \
+            AdminClient({"bootstrap.servers": b.bootstrap_servers}) as admin:
+        topic = f"share-lock-{uuid.uuid4().hex[:8]}"
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        with KafkaProducer({"bootstrap.servers": b.bootstrap_servers}) as producer:
+            for i in range(3):
+                producer.send(topic, value=f"v{i}".encode(), partition=0)
+            producer.flush()
+        group = f"sg-lock-{uuid.uuid4().hex[:6]}"
+        explicit = {**_config(b, group), "share.acknowledgement.mode": "explicit"}
+        with KafkaShareConsumer(explicit) as idle, KafkaShareConsumer(explicit) as taker:
+            idle.subscribe([topic])
+            held: list[Any] = []
+            deadline = time.monotonic() + 30
+            while len(held) < 3 and time.monotonic() < deadline:
+                held.extend(idle.poll(0.1))
+            assert [(r.offset, r.delivery_count) for r in held] == [(0, 1), (1, 1), (2, 1)]
+            members = set(_members(admin, group))
+            taker.subscribe([topic])  # the idle member neither polls nor acknowledges from here on
+            again: list[Any] = []
+            deadline = time.monotonic() + 30
+            while len(again) < 3 and time.monotonic() < deadline:
+                batch = taker.poll(0.1)
+                for r in batch:
+                    taker.acknowledge(r, AcknowledgeType.ACCEPT)
+                again.extend(batch)
+            assert [(r.offset, r.delivery_count) for r in again] == [(0, 2), (1, 2), (2, 2)]
+            assert members <= set(_members(admin, group))  # the idle member is still in the group
