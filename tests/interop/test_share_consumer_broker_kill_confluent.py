@@ -6,7 +6,6 @@ only redeliveries are of the records held at the kill, with their delivery count
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 import uuid
@@ -19,12 +18,9 @@ import pytest
 from pykafka_client import KafkaProducer, KafkaShareConsumer
 from pykafka_client.admin import AdminClient, NewTopic
 from tests.integration.broker.broker_process import BrokerProcess
+from tests.interop.share_consumer_peer import confluent_with_share_consumer
 
-ck = pytest.importorskip("confluent_kafka")
-if not hasattr(ck, "ShareConsumer"):
-    if os.environ.get("CI"):  # the interop extra installs one that has it: a missing peer fails CI
-        pytest.fail("this confluent-kafka has no ShareConsumer (2.15+ has it)", pytrace=False)
-    pytest.skip("this confluent-kafka has no ShareConsumer (2.15+ has it)", allow_module_level=True)
+ck = confluent_with_share_consumer()
 
 pytestmark = [pytest.mark.integration, pytest.mark.interop, pytest.mark.timeout(240)]
 
@@ -32,14 +28,6 @@ TOPIC = "share-kill"
 OVERRIDES = {"share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": 60_000,
              "group.share.heartbeat.interval.ms": 200}
 BEFORE, HELD = 10, 10  # records acknowledged before the kill; records held (unacknowledged) at the kill
-
-
-@pytest.fixture
-def brokers() -> Iterator[list[BrokerProcess]]:
-    started: list[BrokerProcess] = []
-    yield started
-    for b in started:
-        b.ensure_dead()
 
 
 def _free_port() -> int:
@@ -94,8 +82,20 @@ def _poll_until(c: Any, ledger: _Ledger, done: Callable[[], bool], timeout_s: fl
             c.commit_sync(30)
 
 
+@pytest.fixture
+def processes() -> Iterator[list[BrokerProcess]]:
+    """The broker processes a test starts, SIGKILLed at its end if still running."""
+    started: list[BrokerProcess] = []
+    try:
+        yield started
+    finally:
+        while started:
+            started.pop().ensure_dead()
+
+
 def test_a_killed_broker_neither_redelivers_acknowledged_records_nor_loses_any(
-        tmp_path: Path, brokers: list[BrokerProcess]) -> None:
+        tmp_path: Path, processes: list[BrokerProcess]) -> None:
+    brokers = processes
     port = _free_port()
     first = BrokerProcess(tmp_path, overrides=OVERRIDES, port=port)
     brokers.append(first)
