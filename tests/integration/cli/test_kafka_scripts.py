@@ -126,6 +126,44 @@ def test_topics_create_describe_alter_list_delete(kafka: Script) -> None:
     assert topic not in _ok(kafka("kafka-topics.sh", "--list")).split()
 
 
+def test_topics_replica_assignment_on_create_and_alter(kafka: Script) -> None:
+    topic = _topic()
+    assert _ok(kafka("kafka-topics.sh", "--create", "--topic", topic, "--replica-assignment", "0,0")) == \
+        f"Created topic {topic}.\n"
+    assert "PartitionCount: 2\tReplicationFactor: 1" in _ok(kafka("kafka-topics.sh", "--describe", "--topic", topic))
+    # the assignment lists every partition, the existing ones first (left as they are)
+    assert _ok(kafka("kafka-topics.sh", "--alter", "--topic", topic, "--partitions", "3",
+                     "--replica-assignment", "0,0,0")) == ""
+    lines = _ok(kafka("kafka-topics.sh", "--describe", "--topic", topic)).splitlines()
+    assert [line.split("\t")[2:5] for line in lines[1:]] == [
+        [f"Partition: {p}", "Leader: 0", "Replicas: 0"] for p in range(3)]
+    # a broker that does not exist is the broker's refusal, as Kafka's tool reports it
+    refused = kafka("kafka-topics.sh", "--create", "--topic", _topic(), "--replica-assignment", "0,7")
+    assert refused.returncode == 1
+    assert refused.stdout.startswith("Error while executing topic command : "), refused.stdout
+    bad = kafka("kafka-topics.sh", "--create", "--topic", _topic(), "--replica-assignment", "0:0")
+    assert bad.returncode == 1
+    assert "Partition replica lists may not contain duplicate entries: 0:0" in bad.stdout + bad.stderr
+
+
+def test_topics_describe_partition_filters(kafka: Script) -> None:
+    plain, strict = _topic(), _topic()
+    _ok(kafka("kafka-topics.sh", "--create", "--topic", plain, "--partitions", "2"))
+    # one replica can never reach min.insync.replicas=2: under min ISR, as Kafka's filter reports it
+    _ok(kafka("kafka-topics.sh", "--create", "--topic", strict, "--partitions", "1",
+              "--config", "min.insync.replicas=2"))
+    both = f"{plain}|{strict}"
+    under = _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--under-min-isr-partitions"))
+    assert [line.split("\t")[1:3] for line in under.splitlines()] == [[f"Topic: {strict}", "Partition: 0"]]
+    at_min = _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--at-min-isr-partitions"))
+    assert [line.split("\t")[1:3] for line in at_min.splitlines()] == [
+        [f"Topic: {plain}", "Partition: 0"], [f"Topic: {plain}", "Partition: 1"]]
+    assert _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--under-replicated-partitions")) == ""
+    assert _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--unavailable-partitions")) == ""
+    overrides = _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--topics-with-overrides"))
+    assert [line.split("\t")[0] for line in overrides.splitlines()] == [f"Topic: {strict}"]
+
+
 def test_topics_errors_are_kafkas(kafka: Script) -> None:
     topic = _topic()
     missing = kafka("kafka-topics.sh", "--describe", "--topic", topic)

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from pykafka_client.cli.common import CliError
 from pykafka_client.cli.kafka_scripts import (
     configs,
     console_consumer,
@@ -33,6 +34,14 @@ USAGE_ERRORS = [
     (topics, ["--alter", "--topic", "t", *BOOTSTRAP], 'Missing required argument "[partitions]"'),
     (topics, ["--alter", "--topic", "t", "--partitions", "2", "--config", "a=b", *BOOTSTRAP],
      'Option "[config]" can\'t be used with option "[alter]"'),
+    (topics, ["--create", "--topic", "t", "--partitions", "2", "--replica-assignment", "0,1", *BOOTSTRAP],
+     'Option "[replica-assignment]" can\'t be used with option "[partitions]"'),
+    (topics, ["--create", "--topic", "t", "--replication-factor", "2", "--replica-assignment", "0:1", *BOOTSTRAP],
+     'Option "[replica-assignment]" can\'t be used with option "[replication-factor]"'),
+    (topics, ["--list", "--replica-assignment", "0", *BOOTSTRAP],
+     'Option "[replica-assignment]" can\'t be used with option "[list]"'),
+    (topics, ["--list", "--under-replicated-partitions", *BOOTSTRAP],
+     'Option "[under-replicated-partitions]" can\'t be used with option "[list]"'),
     (configs, ["--describe", *BOOTSTRAP], "At least one entity type must be specified"),
     (configs, ["--alter", "--entity-type", "topics", "--entity-name", "t", *BOOTSTRAP],
      "At least one of --add-config or --delete-config must be specified with --alter"),
@@ -96,6 +105,17 @@ def test_kafkas_tool_class_names_run_their_script(capsys: pytest.CaptureFixture[
     assert exited.value.code == 1
     assert capsys.readouterr().err.startswith('Missing required argument "[topic]"')
     assert dispatch(["org.apache.kafka.tools.NoSuchTool"]) == 1
+
+
+def test_replica_assignment_is_read_as_kafka_reads_it() -> None:
+    assert topics.parse_replica_assignment("0:1,1:2, 2:0") == {0: [0, 1], 1: [1, 2], 2: [2, 0]}
+    assert topics.parse_replica_assignment("3") == {0: [3]}
+    with pytest.raises(CliError, match="may not contain duplicate entries: 1:1"):
+        topics.parse_replica_assignment("0:1,1:1")
+    with pytest.raises(CliError, match="Partition 1 has different replication factor: 2"):
+        topics.parse_replica_assignment("0:1,2")
+    with pytest.raises(CliError, match="partition 0 names 'a'"):
+        topics.parse_replica_assignment("a")
 
 
 def test_console_producer_lines_as_kafka_reads_them() -> None:
