@@ -200,6 +200,35 @@ def test_configs_alter_and_describe(kafka: Script) -> None:
     assert any(line.startswith("  segment.bytes=") for line in every)
 
 
+def test_configs_users_and_clients_quotas_and_scram_credentials(kafka: Script) -> None:
+    user, client = f"u-{uuid.uuid4().hex[:6]}", f"c-{uuid.uuid4().hex[:6]}"
+    # Kafka's SASL/SCRAM setup command, as its docs write it
+    assert _ok(kafka("kafka-configs.sh", "--alter", "--add-config",
+                     "SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]",
+                     "--entity-type", "users", "--entity-name", user)) == f"Completed updating config for user {user}.\n"
+    assert _ok(kafka("kafka-configs.sh", "--alter", "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048",
+                     "--entity-type", "users", "--entity-name", user)) == f"Completed updating config for user {user}.\n"
+    assert _ok(kafka("kafka-configs.sh", "--describe", "--entity-type", "users", "--entity-name", user)).splitlines() == [
+        f"Quota configs for user-principal '{user}' are consumer_byte_rate=2048.0, producer_byte_rate=1024.0",
+        f"SCRAM credential configs for user-principal '{user}' are SCRAM-SHA-256=iterations=8192, "
+        "SCRAM-SHA-512=iterations=4096"]
+    # a user's quota for one client, and the default client id's
+    _ok(kafka("kafka-configs.sh", "--alter", "--add-config", "request_percentage=50", "--entity-type", "users",
+              "--entity-name", user, "--entity-type", "clients", "--entity-name", client))
+    assert _ok(kafka("kafka-configs.sh", "--alter", "--add-config", "producer_byte_rate=10000000",
+                     "--client-defaults")) == "Completed updating default config for clients in the cluster.\n"
+    assert _ok(kafka("kafka-configs.sh", "--describe", "--user", user, "--client", client)) == \
+        f"Quota configs for user-principal '{user}', client-id '{client}' are request_percentage=50.0\n"
+    assert "Quota configs for the default client-id are producer_byte_rate=1.0E7" in _ok(
+        kafka("kafka-configs.sh", "--describe", "--entity-type", "clients", "--entity-default"))
+    _ok(kafka("kafka-configs.sh", "--alter", "--delete-config", "SCRAM-SHA-512,consumer_byte_rate", "--user", user))
+    assert _ok(kafka("kafka-configs.sh", "--describe", "--user", user)).splitlines() == [
+        f"Quota configs for user-principal '{user}' are producer_byte_rate=1024.0",
+        f"SCRAM credential configs for user-principal '{user}' are SCRAM-SHA-256=iterations=8192"]
+    _ok(kafka("kafka-configs.sh", "--alter", "--delete-config", "producer_byte_rate", "--client-defaults"))
+    assert "default client-id" not in _ok(kafka("kafka-configs.sh", "--describe", "--entity-type", "clients"))
+
+
 def test_configs_of_an_unknown_topic_fail(kafka: Script) -> None:
     done = kafka("kafka-configs.sh", "--describe", "--entity-type", "topics", "--entity-name", _topic())
     assert done.returncode == 1

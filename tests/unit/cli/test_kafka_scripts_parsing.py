@@ -11,6 +11,7 @@ import pytest
 
 from pykafka_client.cli.common import CliError
 from pykafka_client.cli.kafka_scripts import (
+    client_configs,
     configs,
     console_consumer,
     console_producer,
@@ -47,7 +48,11 @@ USAGE_ERRORS = [
      "At least one of --add-config or --delete-config must be specified with --alter"),
     (configs, ["--alter", "--entity-type", "topics", "--add-config", "a=b", *BOOTSTRAP],
      "An entity name must be specified with --alter"),
-    (configs, ["--describe", "--entity-type", "users", *BOOTSTRAP], "Invalid entity type users"),
+    (configs, ["--describe", "--entity-type", "groups", *BOOTSTRAP], "Invalid entity type groups"),
+    (configs, ["--describe", "--entity-type", "users", "--entity-type", "topics", *BOOTSTRAP],
+     "Only users and clients can be named together"),
+    (configs, ["--alter", "--entity-type", "users", "--add-config", "producer_byte_rate=1", *BOOTSTRAP],
+     "An entity name must be specified with --alter"),
     (console_producer, BOOTSTRAP, 'Missing required argument "[topic]"'),
     (console_producer, ["--topic", "t"], 'Missing required argument "[bootstrap-server]"'),
     (console_consumer, BOOTSTRAP, "Exactly one of include/topic is required."),
@@ -116,6 +121,13 @@ def test_replica_assignment_is_read_as_kafka_reads_it() -> None:
         topics.parse_replica_assignment("0:1,2")
     with pytest.raises(CliError, match="partition 0 names 'a'"):
         topics.parse_replica_assignment("a")
+
+
+def test_quota_values_and_entities_print_as_kafkas_config_command() -> None:
+    assert [client_configs.java_double(v) for v in (1024.0, 50, 0.5, 1e7, 12345678.0, 0.0, 1e-4)] == [
+        "1024.0", "50.0", "0.5", "1.0E7", "1.2345678E7", "0.0", "1.0E-4"]
+    assert client_configs.entity_text({"client-id": "c", "user": "alice"}) == "user-principal 'alice', client-id 'c'"
+    assert client_configs.entity_text({"user": None}) == "the default user-principal"
 
 
 def test_console_producer_lines_as_kafka_reads_them() -> None:
