@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mini_broker.broker import MiniBroker
+from pykafka_client import AdminClient, KafkaConsumer
 from tests.integration.cli.conftest import ROOT, cli_command, cli_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -296,6 +297,45 @@ def test_consumer_groups_describe_reset_and_delete(kafka: Script) -> None:
     deleted = kafka("kafka-consumer-groups.sh", "--delete", "--group", group)
     assert _ok(deleted) == f"Deletion of requested consumer groups ('{group}') was successful.\n"
     assert group not in _ok(kafka("kafka-consumer-groups.sh", "--list")).split()
+
+
+def test_consumer_groups_export_and_delete_offsets(kafka: Script, broker: MiniBroker) -> None:
+    topic, other, group = _topic(), _topic(), f"g-{uuid.uuid4().hex[:8]}"
+    _ok(kafka("kafka-topics.sh", "--create", "--topic", topic, "--partitions", "2"))
+    _ok(kafka("kafka-console-producer.sh", "--topic", topic, input="a\nb\nc\n"))
+    _ok(kafka("kafka-consumer-groups.sh", "--reset-offsets", "--group", group, "--topic", topic, "--to-latest",
+              "--execute"))
+    exported = _ok(kafka("kafka-consumer-groups.sh", "--reset-offsets", "--group", group, "--topic", f"{topic}:1",
+                         "--to-offset", "0", "--export", "--dry-run"))
+    assert exported.splitlines()[-1] == f"{topic},1,0"
+
+    # an unknown topic is its row's error; the known partitions' offsets are deleted all the same
+    done = kafka("kafka-consumer-groups.sh", "--delete-offsets", "--group", group, "--topic", topic, "--topic", other)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    lines = done.stdout.splitlines()
+    assert lines[1] == "Error: Encounter some partition level error, see the follow-up details:"
+    assert lines[3].split() == ["TOPIC", "PARTITION", "STATUS"]
+    rows = {(t, p): status.strip() for t, p, status in (line.split(None, 2) for line in lines[4:])}
+    assert rows.keys() == {(topic, "0"), (topic, "1"), (other, "-1")}
+    assert rows[(topic, "0")] == rows[(topic, "1")] == "Successful"
+    assert rows[(other, "-1")].startswith("Error: ") and "UNKNOWN_TOPIC_OR_PARTITION" in rows[(other, "-1")]
+    with AdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        assert admin.list_consumer_group_offsets(group, timeout=15) == {}
+
+    # a group that consumes the topic is refused per partition (GROUP_SUBSCRIBED_TO_TOPIC), a missing one as a whole
+    with KafkaConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
+                        "auto.offset.reset": "earliest"}) as consumer:
+        consumer.subscribe([topic])
+        while not consumer.assignment():
+            consumer.poll(0.2)
+        consumer.commit_sync()
+        busy = kafka("kafka-consumer-groups.sh", "--delete-offsets", "--group", group, "--topic", f"{topic}:0")
+    assert busy.returncode == 1
+    assert busy.stdout.splitlines()[-1].split(None, 2)[:2] == [topic, "0"]
+    assert "subscribed" in busy.stdout.splitlines()[-1].lower(), busy.stdout
+    missing = kafka("kafka-consumer-groups.sh", "--delete-offsets", "--group", f"nope-{group}", "--topic", topic)
+    assert missing.returncode == 1
+    assert f"'nope-{group}' does not exist." in missing.stdout
 
 
 def test_consumer_groups_unknown_group(kafka: Script) -> None:

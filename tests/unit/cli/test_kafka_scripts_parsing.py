@@ -62,10 +62,15 @@ USAGE_ERRORS = [
     (console_consumer, ["--topic", "t", "--partition", "0", "--group", "g", *BOOTSTRAP],
      "Options group and partition cannot be specified together."),
     (consumer_groups, ["--describe", *BOOTSTRAP], 'Missing required argument "[group]"'),
-    (consumer_groups, BOOTSTRAP, "Command must include exactly one action: --list, --describe, --delete or "
-                                 "--reset-offsets"),
+    (consumer_groups, BOOTSTRAP, "Command must include exactly one action: --list, --describe, --delete, "
+                                 "--reset-offsets or --delete-offsets"),
     (consumer_groups, ["--reset-offsets", "--group", "g", "--topic", "t", *BOOTSTRAP],
      "One of the reset options should be defined"),
+    (consumer_groups, ["--reset-offsets", "--group", "g", "--to-offset", "0", *BOOTSTRAP],
+     "One of the reset scopes should be defined"),  # --to-offset 0 is a reset option (was refused as none)
+    (consumer_groups, ["--delete-offsets", "--group", "g", *BOOTSTRAP], 'Missing required argument "[topic]"'),
+    (consumer_groups, ["--delete-offsets", "--group", "g", "--group", "h", "--topic", "t", *BOOTSTRAP],
+     "Option [delete-offsets] takes exactly one --group"),
     (consumer_groups, ["--reset-offsets", "--group", "g", "--to-earliest", *BOOTSTRAP],
      "One of the reset scopes should be defined: --all-topics, --topic."),
     (transactions, ["describe", *BOOTSTRAP], "the following arguments are required: --transactional-id"),
