@@ -37,6 +37,7 @@ from mini_broker.metrics import BrokerMetrics, MetricsHttpServer
 from mini_broker.network.request_channel import RequestChannel
 from mini_broker.network.socket_server import SelectorFactory, SocketServer
 from mini_broker.producer_state.producer_id_manager import ProducerIdManager
+from mini_broker.purgatory import DelayedShareFetchGroupKey
 from mini_broker.quota.quota_manager import QuotaManagers
 from mini_broker.security.authorizer import create_authorizer
 from mini_broker.security.listener_security import BrokerSecurity, api_versions_handler
@@ -285,7 +286,7 @@ class MiniBroker:
         self.apis.quotas = self.quotas
         security = BrokerSecurity(self.scram_credentials, api_versions_handler(self.apis.supported_versions), self.time)
         self.socket_server = SocketServer(config, channel, self.apis, self.time, self.metrics, self._selector_factory,
-                                          security)
+                                          security, disconnect_listeners=[self._on_connection_closed])
         self.quotas.on_ip_quota = self.socket_server.quotas.update_ip_connection_rate
         self.context.endpoints = self._advertised_endpoints(self.socket_server)
         self.handler_pool = KafkaRequestHandlerPool(channel, self.apis, config.num_io_threads, self.time,
@@ -331,12 +332,19 @@ class MiniBroker:
             context.share_state = self.share_coordinator
         else:  # a cluster: the share coordinator of each share partition, wherever it runs
             persister, leader_epoch = self.mode.share_persister(context)
-        self.share_partitions = SharePartitionManager(share_config, self.time, group_config=share_groups.group_config,
-                                                      persister=persister, leader_epoch=leader_epoch)
+        fetches = context.replica_manager.fetch_purgatory
+        self.share_partitions = SharePartitionManager(
+            share_config, self.time, group_config=share_groups.group_config, persister=persister,
+            on_records_available=lambda group_id, tp: fetches.check_and_complete(DelayedShareFetchGroupKey(group_id, *tp)),
+            leader_epoch=leader_epoch)
         classic.share_groups = share_groups
         context.share_groups = share_groups
         context.share_partitions = self.share_partitions
         return share_groups
+
+    def _on_connection_closed(self, connection_id: str) -> None:
+        if self.share_partitions is not None:
+            self.share_partitions.on_connection_closed(connection_id)
 
     def _release_share_member(self, group_id: str, member_id: str) -> None:
         if self.share_partitions is not None:

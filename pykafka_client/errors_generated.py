@@ -1298,6 +1298,66 @@ class VoterNotFoundError(BrokerResponseError):
     description = 'The voter is not part of the set of voters.'
 
 
+class InvalidRegularExpressionError(BrokerResponseError):
+    'The regular expression is not valid.'
+
+    code = 128
+    name = 'INVALID_REGULAR_EXPRESSION'
+    retriable = False
+    invalid_metadata = False
+    description = 'The regular expression is not valid.'
+
+
+class RebootstrapRequiredError(BrokerResponseError):
+    'Client metadata is stale. The client should rebootstrap to obtain new metadata.'
+
+    code = 129
+    name = 'REBOOTSTRAP_REQUIRED'
+    retriable = False
+    invalid_metadata = False
+    description = 'Client metadata is stale. The client should rebootstrap to obtain new metadata.'
+
+
+class StreamsInvalidTopologyError(BrokerResponseError):
+    'The supplied topology is invalid.'
+
+    code = 130
+    name = 'STREAMS_INVALID_TOPOLOGY'
+    retriable = False
+    invalid_metadata = False
+    description = 'The supplied topology is invalid.'
+
+
+class StreamsInvalidTopologyEpochError(BrokerResponseError):
+    'The supplied topology epoch is invalid.'
+
+    code = 131
+    name = 'STREAMS_INVALID_TOPOLOGY_EPOCH'
+    retriable = False
+    invalid_metadata = False
+    description = 'The supplied topology epoch is invalid.'
+
+
+class StreamsTopologyFencedError(BrokerResponseError):
+    'The supplied topology epoch is outdated.'
+
+    code = 132
+    name = 'STREAMS_TOPOLOGY_FENCED'
+    retriable = False
+    invalid_metadata = False
+    description = 'The supplied topology epoch is outdated.'
+
+
+class ShareSessionLimitReachedError(BrokerResponseError, RetriableError):
+    'The limit of share sessions has been reached.'
+
+    code = 133
+    name = 'SHARE_SESSION_LIMIT_REACHED'
+    retriable = True
+    invalid_metadata = False
+    description = 'The limit of share sessions has been reached.'
+
+
 __all__ = [
     'UnknownServerError',
     'NoError',
@@ -1428,6 +1488,12 @@ __all__ = [
     'InvalidVoterKeyError',
     'DuplicateVoterError',
     'VoterNotFoundError',
+    'InvalidRegularExpressionError',
+    'RebootstrapRequiredError',
+    'StreamsInvalidTopologyError',
+    'StreamsInvalidTopologyEpochError',
+    'StreamsTopologyFencedError',
+    'ShareSessionLimitReachedError',
 ]
 
 
@@ -1561,4 +1627,10 @@ BROKER_ERRORS: dict[int, type[BrokerResponseError]] = {
     125: InvalidVoterKeyError,
     126: DuplicateVoterError,
     127: VoterNotFoundError,
+    128: InvalidRegularExpressionError,
+    129: RebootstrapRequiredError,
+    130: StreamsInvalidTopologyError,
+    131: StreamsInvalidTopologyEpochError,
+    132: StreamsTopologyFencedError,
+    133: ShareSessionLimitReachedError,
 }

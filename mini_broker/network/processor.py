@@ -15,6 +15,7 @@ import queue
 import socket
 import struct
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Final, Protocol
 
@@ -132,8 +133,11 @@ class Processor:
     def __init__(self, processor_id: int, listener: EndPoint, config: KafkaConfig, channel: RequestChannel,
                  quotas: ConnectionQuotas, parser: RequestParser, selector: ServerSelector, time: Time = SYSTEM_TIME,
                  metrics: BrokerMetrics | None = None, *, auth_failures: DelayedAuthFailures | None = None,
-                 principal_mapper: Callable[[str], str] | None = None) -> None:
+                 principal_mapper: Callable[[str], str] | None = None,
+                 disconnect_listeners: Sequence[Callable[[str], None]] = ()) -> None:
         self.id = processor_id
+        # told the id of each connection that closes, but at shutdown (Kafka's ConnectionDisconnectListener)
+        self._disconnect_listeners = tuple(disconnect_listeners)
         self.listener = listener
         self._config = config
         self._channel = channel
@@ -496,6 +500,14 @@ class Processor:
                 conn.release_memory()
                 self._quotas.dec(conn.remote_ip, self.listener.listener_name)
                 log.debug("event=disconnected connection=%s state=%s", cid, info.state.name)
+                self._tell_disconnected(cid)
+
+    def _tell_disconnected(self, cid: str) -> None:
+        for listener in self._disconnect_listeners:
+            try:
+                listener(cid)
+            except Exception:
+                log.exception("event=disconnect_listener_failed connection=%s", cid)
 
     def _close_excess_connections(self) -> None:
         """Over the listener's (or the broker-wide) limit, e.g. after it was lowered: close this
@@ -519,6 +531,8 @@ class Processor:
             conn.release_memory()
             self._quotas.dec(conn.remote_ip, self.listener.listener_name)
             log.debug("event=connection_closed connection=%s reason=%s", cid, reason)
+            if reason != "shutdown":
+                self._tell_disconnected(cid)
 
     def _close_all(self) -> None:
         for cid in list(self._conns):

@@ -23,6 +23,7 @@ Any exception while handling one channel closes that channel only; processor and
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Callable
 
 from mini_broker.config import KafkaConfig
@@ -73,7 +74,10 @@ class SocketServer:
 
     def __init__(self, config: KafkaConfig, channel: RequestChannel, parser: RequestParser, time: Time = SYSTEM_TIME,
                  metrics: BrokerMetrics | None = None, selector_factory: SelectorFactory | None = None,
-                 security: BrokerSecurity | None = None) -> None:
+                 security: BrokerSecurity | None = None,
+                 disconnect_listeners: Sequence[Callable[[str], None]] = ()) -> None:
+        """``disconnect_listeners``: called with the id of each client connection that closes (Kafka's
+        ConnectionDisconnectListener; the share sessions it opened end)."""
         self.config = config
         self.channel = channel
         inter_broker = config.get("inter.broker.listener.name")
@@ -102,7 +106,8 @@ class SocketServer:
                     builder = server_channel_builder(config, listener, security, failures)
                     p = Processor(next_id, endpoint, config, channel, self.quotas, parser,
                                   factory(next_id, config, self.memory_pool, builder), time, metrics,
-                                  auth_failures=failures, principal_mapper=mapper.principal_name)
+                                  auth_failures=failures, principal_mapper=mapper.principal_name,
+                                  disconnect_listeners=disconnect_listeners)
                     channel.add_processor(next_id, p)
                     procs.append(p)
                     next_id += 1

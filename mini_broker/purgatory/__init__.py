@@ -6,6 +6,7 @@ from mini_broker.purgatory.delayed_fetch import DelayedFetch, FetchParams, Fetch
 from mini_broker.purgatory.delayed_operation import DelayedOperation
 from mini_broker.purgatory.delayed_operation_purgatory import DelayedOperationPurgatory
 from mini_broker.purgatory.keys import (
+    DelayedShareFetchGroupKey,
     GroupJoinKey,
     GroupKey,
     GroupSyncKey,
@@ -18,6 +19,7 @@ __all__ = [
     "DelayedFetch",
     "DelayedOperation",
     "DelayedOperationPurgatory",
+    "DelayedShareFetchGroupKey",
     "FetchParams",
     "FetchPartitionStatus",
     "GroupJoinKey",

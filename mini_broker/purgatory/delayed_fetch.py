@@ -60,7 +60,8 @@ EndOffsetFn = Callable[[Hashable, FetchIsolation], LogOffsetMetadata]
 class DelayedFetch(DelayedOperation):
     """A fetch parked until enough bytes are readable or ``params.max_wait_ms`` passes."""
 
-    __slots__ = ("_end_offset_metadata", "_respond", "error_by_partition", "expired", "params", "partition_statuses")
+    __slots__ = ("_end_offset_metadata", "_ready", "_respond", "error_by_partition", "expired", "params",
+                 "partition_statuses")
 
     def __init__(
         self,
@@ -68,8 +69,12 @@ class DelayedFetch(DelayedOperation):
         partition_statuses: Sequence[FetchPartitionStatus],
         end_offset_metadata: EndOffsetFn,
         respond: Callable[[DelayedFetch], None],
+        ready: Callable[[], bool] | None = None,
     ) -> None:
+        """``ready``: completes the fetch whatever its bytes when True (a share fetch whose share partitions have
+        records to acquire again below where it waits)."""
         super().__init__(params.max_wait_ms)
+        self._ready = ready
         self.params = params
         self.partition_statuses = list(partition_statuses)
         self._end_offset_metadata = end_offset_metadata
@@ -105,6 +110,8 @@ class DelayedFetch(DelayedOperation):
         return accumulated
 
     def try_complete(self) -> bool:
+        if self._ready is not None and self._ready():
+            return self.force_complete()
         accumulated = self.accumulated_bytes()
         if accumulated is None or accumulated >= self.params.min_bytes:
             return self.force_complete()

@@ -55,6 +55,20 @@ class GroupSyncKey:
         return f"sync-{self.group_id}"
 
 
+@dataclass(frozen=True, slots=True)
+class DelayedShareFetchGroupKey:
+    """ShareFetch requests of one share group waiting on one partition (topic id) for records to acquire: checked
+    when records of that share partition are acknowledged, released or their locks expire."""
+
+    group_id: str
+    topic_id: object
+    partition: int
+
+    @property
+    def key_label(self) -> str:
+        return f"{self.group_id}-{self.topic_id}-{self.partition}"
+
+
 # Kafka's old name for the join key; the same thing.
 GroupKey = GroupJoinKey
 

@@ -392,7 +392,10 @@ class ReplicaManager:
             return LogReadResult(error_code(e), error_message=error_message(e))
 
     def fetch_messages(self, params: FetchParams, infos: Sequence[tuple[TopicPartition, FetchPartitionInfo]],
-                       respond: Callable[[list[tuple[TopicPartition, LogReadResult]]], None]) -> None:
+                       respond: Callable[[list[tuple[TopicPartition, LogReadResult]]], None], *,
+                       also_watch: Sequence[Hashable] = (), ready: Callable[[], bool] | None = None) -> None:
+        """Read, and answer at once or park the fetch in the purgatory until ``min_bytes`` / ``max_wait_ms``.
+        A parked fetch is also watched under ``also_watch`` and completes when ``ready()`` (share fetches)."""
         if params.replica_id >= 0:
             self.replication.update_follower_fetch_state(params.replica_id, infos)
         results = self.read_from_local_log(params, infos)
@@ -407,8 +410,8 @@ class ReplicaManager:
         def on_complete(op: DelayedFetch) -> None:
             respond(self.read_from_local_log(params, infos))
 
-        op = DelayedFetch(params, statuses, self._end_offset_metadata, on_complete)
-        keys = [TopicPartitionOperationKey(tp.topic, tp.partition) for tp, _ in infos]
+        op = DelayedFetch(params, statuses, self._end_offset_metadata, on_complete, ready)
+        keys = [*(TopicPartitionOperationKey(tp.topic, tp.partition) for tp, _ in infos), *also_watch]
         self.fetch_purgatory.try_complete_else_watch(op, keys)
 
     def _end_offset_metadata(self, tp: Hashable, isolation: FetchIsolation) -> LogOffsetMetadata:

@@ -10,6 +10,15 @@ Share sessions (KIP-932): epoch 0 opens one (replacing the member's previous one
 -1 closes it (after its acknowledgements, the member's acquired records are released), any other epoch must be
 the session's next one and names the partitions to add; ``forgotten`` partitions leave it.
 
+Waking parked fetches (Kafka: ``completeDelayedShareFetchRequest`` with a ``DelayedShareFetchGroupKey``): a
+ShareFetch that found nothing to acquire waits in the fetch purgatory; whenever records of a share partition may
+have become acquirable (acknowledgements, records released by a closed or replaced session or a dropped connection,
+expired locks), ``on_records_available(group_id, (topic_id, partition))`` is called with no lock held.
+
+Connections (Kafka: ``ShareSessionCache``'s connection disconnect listener, which makes ``SharePartitionManager``
+release the member's session): a session remembers the connection that opened it; when that connection closes
+(:meth:`on_connection_closed`), the session ends and its member's acquired records are released.
+
 Durability (issue #25): with a :class:`SharePersister` (the share coordinator on ``__share_group_state``) the
 manager starts from the states it loaded and writes a partition's state after every change that matters (an
 acquisition raising delivery counts, acknowledgements, records released, archived or expired, the start offset
@@ -40,6 +49,7 @@ from pykafka_client.errors import (
     InvalidRecordStateError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
+    ShareSessionLimitReachedError,
     ShareSessionNotFoundError,
 )
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -48,9 +58,6 @@ _log = logging.getLogger(__name__)
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
-
-#: Kafka's SHARE_SESSION_LIMIT_REACHED (4.1; newer than this client's error table)
-SHARE_SESSION_LIMIT_REACHED = 133
 
 #: (topic id, partition)
 TopicIdPartition = tuple[uuid.UUID, int]
@@ -64,6 +71,8 @@ class ShareSession:
     epoch: int
     #: the session's partitions, in the order they joined (dict as an ordered set)
     partitions: dict[TopicIdPartition, None] = field(default_factory=dict)
+    #: the connection that opened the session (None: not known); its close ends the session
+    connection_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,8 +122,11 @@ class SharePartitionManager:
     def __init__(self, config: ShareGroupConfig, time: Time = SYSTEM_TIME, reaper_enabled: bool = True,
                  group_config: Callable[[str], ShareGroupConfig] | None = None,
                  persister: SharePersister | None = None,
+                 on_records_available: Callable[[str, TopicIdPartition], object] | None = None,
                  leader_epoch: Callable[[TopicIdPartition], int] | None = None) -> None:
         self.config = config
+        #: called (no lock held) with a share partition some of whose records may have become acquirable
+        self.on_records_available = on_records_available
         #: the share config of a group (the broker's with the group's overrides)
         self.group_config: Callable[[str], ShareGroupConfig] = group_config or (lambda group_id: config)
         self.time = time
@@ -146,20 +158,22 @@ class SharePartitionManager:
 
     # -- sessions -------------------------------------------------------------------------------------------
     def session(self, group_id: str, member_id: str, epoch: int, added: Iterable[TopicIdPartition],
-                forgotten: Iterable[TopicIdPartition] = ()) -> ShareSession:
+                forgotten: Iterable[TopicIdPartition] = (), connection_id: str | None = None) -> ShareSession:
         """Open, continue or (epoch -1) look up for closing the member's share session; raises
-        :class:`SessionError`. Returns a copy of the session as it is now."""
+        :class:`SessionError`. ``connection_id``: the connection of the request, which an opened session is
+        bound to. Returns a copy of the session as it is now."""
         key = (group_id, member_id)
+        released: dict[TopicIdPartition, int] = {}
         with self._lock:
             current = self._sessions.get(key)
             if epoch == INITIAL_EPOCH:
                 if current is not None:
-                    self._release_member(group_id, member_id)
+                    released = self._release_member(group_id, member_id)
                 elif len(self._sessions) >= self.config.max_share_sessions:
-                    raise SessionError(SHARE_SESSION_LIMIT_REACHED,
+                    raise SessionError(ShareSessionLimitReachedError.code,
                                        f"this broker holds group.share.max.share.sessions "
                                        f"({self.config.max_share_sessions}) share sessions: retry later")
-                current = self._sessions[key] = ShareSession(group_id, member_id, 0)
+                current = self._sessions[key] = ShareSession(group_id, member_id, 0, connection_id=connection_id)
             elif current is None:
                 raise SessionError(ShareSessionNotFoundError.code,
                                    f"member {member_id} of share group {group_id} has no share session here: "
@@ -174,13 +188,30 @@ class SharePartitionManager:
                     current.partitions[tp] = None
                 for tp in forgotten:
                     current.partitions.pop(tp, None)
-            return ShareSession(current.group_id, current.member_id, current.epoch, dict(current.partitions))
+            copy = ShareSession(current.group_id, current.member_id, current.epoch, dict(current.partitions),
+                                current.connection_id)
+        self._records_available(group_id, released)
+        return copy
 
     def close_session(self, group_id: str, member_id: str) -> int:
         """End the member's share session (if any) and release what it holds; returns the records released."""
         with self._lock:
             self._sessions.pop((group_id, member_id), None)
-            return self._release_member(group_id, member_id)
+            released = self._release_member(group_id, member_id)
+        self._records_available(group_id, released)
+        return sum(released.values())
+
+    def on_connection_closed(self, connection_id: str) -> None:
+        """A client connection closed: the share sessions it opened end, releasing what their members hold."""
+        ended: list[tuple[str, dict[TopicIdPartition, int]]] = []
+        with self._lock:
+            for group_id, member_id in [k for k, s in self._sessions.items() if s.connection_id == connection_id]:
+                del self._sessions[(group_id, member_id)]
+                ended.append((group_id, self._release_member(group_id, member_id)))
+                _log.info("event=share_session_ended reason=connection_closed connection=%s group=%s member=%s",
+                          connection_id, group_id, member_id)
+        for group_id, released in ended:
+            self._records_available(group_id, released)
 
     def delete_group(self, group_id: str) -> None:
         """Forget a deleted share group's share partitions and sessions (a group created again under its id
@@ -256,6 +287,8 @@ class SharePartitionManager:
             result = self._acknowledge(sp, group_id, member_id, tp, batches)
             if sp is not None:  # what was applied is in the log before the answer
                 self._persist(group_id, tp, sp)
+        if sp is not None:
+            self._records_available(group_id, [tp])
         return result
 
     def _acknowledge(self, sp: SharePartition | None, group_id: str, member_id: str, tp: TopicIdPartition,
@@ -274,6 +307,21 @@ class SharePartitionManager:
             except InvalidRecordState as e:
                 return int(InvalidRecordStateError.code), str(e)
         return 0, None
+
+    def next_fetch_offset(self, group_id: str, tp: TopicIdPartition) -> int | None:
+        """Where a read of this share partition would start now (None: not created, or nothing acquirable; or
+        the lock is held: the holder wakes the parked fetches afterwards if it made records acquirable). Never
+        waits for the lock: a parked fetch's check runs on the thread completing purgatory operations (a follower
+        fetch), and the holder may be waiting for that very follower (a state write on a cluster)."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            sp = self._partitions.get((group_id, *tp))
+            if sp is None or not sp.initialized or not sp.can_acquire():
+                return None
+            return sp.next_fetch_offset()
+        finally:
+            self._lock.release()
 
     def partition_offsets(self, group_id: str, tp: TopicIdPartition) -> tuple[int, int] | None:
         """(start offset, end offset) of the share partition (None: not created here)."""
@@ -313,15 +361,21 @@ class SharePartitionManager:
         if self._persister is not None and sp.initialized:
             self._persister.write_state((group_id, *tp), sp.state, self._read_at.get((group_id, *tp), -1))
 
-    def _release_member(self, group_id: str, member_id: str) -> int:
-        released = 0
+    def _release_member(self, group_id: str, member_id: str) -> dict[TopicIdPartition, int]:
+        """Release what the member holds (the caller holds the lock): the records released per partition."""
+        released = {}
         for (g, topic_id, partition), sp in self._partitions.items():
-            if g == group_id:
-                count = sp.release_member(member_id)
-                if count:
-                    self._persist(g, (topic_id, partition), sp)
-                released += count
+            if g == group_id and (count := sp.release_member(member_id)):
+                self._persist(g, (topic_id, partition), sp)
+                released[(topic_id, partition)] = count
         return released
+
+    def _records_available(self, group_id: str, partitions: Iterable[TopicIdPartition]) -> None:
+        """Tell the parked fetches of these share partitions (called with no lock held: the wake completes
+        them on this thread, and completing one acquires under the lock)."""
+        if self.on_records_available is not None:
+            for tp in partitions:
+                self.on_records_available(group_id, tp)
 
     def _schedule_expiry(self, group_id: str, tp: TopicIdPartition, now_ms: int, deadline_ms: int) -> None:
         """Have the partition's locks checked at ``deadline_ms`` unless a check is due before (the caller holds
@@ -352,5 +406,6 @@ class SharePartitionManager:
             if later is not None:  # locks taken since, or a timer tick early: look again at the next deadline
                 self._schedule_expiry(group_id, tp, now, later)
         if expired:
+            self._records_available(group_id, [tp])
             _log.debug("event=share_locks_expired group=%s topic_id=%s partition=%d records=%d", group_id, tp[0],
                        tp[1], expired)

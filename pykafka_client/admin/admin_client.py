@@ -41,6 +41,7 @@ from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
 from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
+from pykafka_client.admin.handlers.delete_consumer_group_offsets import DeleteConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_share_groups import DeleteShareGroupsHandler
@@ -346,6 +347,16 @@ class AdminClient:
         """Commit ``offsets`` for ``group_id`` as an admin (no member, generation -1): the group must have
         no active members, else the broker refuses (UnknownMemberIdError; Kafka's rule)."""
         api("alter_consumer_group_offsets", AlterConsumerGroupOffsetsHandler).call(self._ctx, group_id, offsets, timeout)
+
+    def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition], timeout: float | None = None
+    ) -> dict[TopicPartition, BaseException | None]:
+        """Delete ``group_id``'s committed offsets of ``partitions`` (OffsetDelete). A group-level error is
+        raised (GroupIdNotFoundError; NonEmptyGroupError when the group has active members, Kafka's rule for a
+        classic group); each partition's value is None (deleted) or its error (GroupSubscribedToTopicError: the
+        group's members still subscribe to the topic)."""
+        return api("delete_consumer_group_offsets", DeleteConsumerGroupOffsetsHandler).call(
+            self._ctx, group_id, partitions, timeout)
 
     def delete_records(
         self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None

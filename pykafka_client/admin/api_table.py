@@ -20,6 +20,7 @@ from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
 from pykafka_client.admin.handlers.create_topics import CreateTopicsHandler
 from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
+from pykafka_client.admin.handlers.delete_consumer_group_offsets import DeleteConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
 from pykafka_client.admin.handlers.delete_share_groups import DeleteShareGroupsHandler
@@ -72,6 +73,7 @@ ADMIN_APIS: dict[str, type] = {
     "delete_share_groups": DeleteShareGroupsHandler,
     "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
     "alter_consumer_group_offsets": AlterConsumerGroupOffsetsHandler,
+    "delete_consumer_group_offsets": DeleteConsumerGroupOffsetsHandler,
     "delete_records": DeleteRecordsHandler,
     "list_offsets": ListOffsetsHandler,
     "describe_producers": DescribeProducersHandler,

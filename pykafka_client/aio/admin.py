@@ -193,6 +193,11 @@ class AsyncAdminClient:
     ) -> None:
         await self._run(lambda: self._admin.alter_consumer_group_offsets(group_id, offsets, timeout))
 
+    async def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition], timeout: float | None = None
+    ) -> dict[TopicPartition, BaseException | None]:
+        return await self._run(lambda: self._admin.delete_consumer_group_offsets(group_id, partitions, timeout))
+
     async def delete_records(
         self, before_offsets: Mapping[tuple[str, int], int], timeout: float | None = None
     ) -> dict[TopicPartition, int]:

@@ -17,6 +17,12 @@
 * :meth:`close` settles what the consumer holds (implicit: accepted; explicit: unacknowledged records are
   released to the group), closes its share sessions and leaves the group.
 * Not thread-safe, like Java's: one thread at a time; :meth:`wakeup` may be called from any thread.
+* Membership is kept in the background (Java's ShareConsumer does it from its background thread): from the first
+  :meth:`poll` on, the consumer's heartbeat thread (:class:`~pykafka_client.consumer.heartbeat_thread.HeartbeatThread`,
+  the classic consumer's) sends ShareGroupHeartbeat when due, so a member that processes a batch for longer than
+  ``group.share.session.timeout.ms``, or waits between polls, stays in the group. It only heartbeats (and completes
+  what is in flight): records are fetched by :meth:`poll` alone, and acquisition locks expire as the broker
+  decides. :meth:`close` stops it.
 * :meth:`commit_async` sends the acknowledgements without waiting; their outcomes (and those of the
   acknowledgements carried by fetches) go to :meth:`set_acknowledgement_commit_callback`'s callback, called
   from a later poll or commit in the application's thread.
@@ -26,6 +32,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from types import TracebackType
@@ -36,11 +43,18 @@ from pykafka_client.consumer.client_adapter import ConsumerClient
 from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.consumer_record import TimestampType
 from pykafka_client.consumer.consumer_utils import create_consumer_network_client
+from pykafka_client.consumer.group_rebalance_config import GroupRebalanceConfig
 from pykafka_client.consumer.group_response_handlers import COORDINATOR_NODE_ID_BASE
+from pykafka_client.consumer.heartbeat_thread import HeartbeatThread
+from pykafka_client.consumer.member_state import MemberState
 from pykafka_client.consumer.share_acknowledgements import GAP, AcknowledgeType, ShareAcknowledgements
 from pykafka_client.consumer.share_config import ShareConsumerConfig
 from pykafka_client.consumer.share_consumer_record import ShareConsumerRecord
-from pykafka_client.consumer.share_membership_manager import HeartbeatOutcome, ShareMembershipManager
+from pykafka_client.consumer.share_membership_manager import (
+    HeartbeatOutcome,
+    ShareMembershipManager,
+    ShareMemberState,
+)
 from pykafka_client.consumer.single_thread_guard import SingleThreadGuard
 from pykafka_client.consumer.subscription_state import OffsetResetStrategy, SubscriptionState
 from pykafka_client.errors import (
@@ -49,6 +63,7 @@ from pykafka_client.errors import (
     InvalidShareSessionEpochError,
     KafkaError,
     NotLeaderOrFollowerError,
+    ShareSessionLimitReachedError,
     ShareSessionNotFoundError,
     UnknownTopicIdError,
     UnknownTopicOrPartitionError,
@@ -82,7 +97,9 @@ _FIND_COORDINATOR_VERSION = 3  # the single-key form
 _FINAL_SHARE_SESSION_EPOCH = -1
 _LEADERSHIP_ERRORS = frozenset(e.code for e in (NotLeaderOrFollowerError, FencedLeaderEpochError,
                                                UnknownTopicOrPartitionError, UnknownTopicIdError))
-_SESSION_ERRORS = frozenset((InvalidShareSessionEpochError.code, ShareSessionNotFoundError.code))
+#: top-level ShareFetch errors after which the next request opens a new share session (epoch 0)
+_SESSION_ERRORS = frozenset((InvalidShareSessionEpochError.code, ShareSessionNotFoundError.code,
+                             ShareSessionLimitReachedError.code))
 
 
 #: Java's AcknowledgementCommitCallback: the offsets acknowledged per partition and None, or the error that
@@ -101,6 +118,55 @@ def _as_kafka_error(exc: BaseException) -> KafkaError:
 
 def _next_epoch(epoch: int) -> int:
     return 1 if epoch >= 2**31 - 1 else epoch + 1
+
+
+class ShareHeartbeats:
+    """What the heartbeat thread drives for a share consumer (``HeartbeatDriven``): each step sends the
+    ShareGroupHeartbeat that is due (looking the coordinator up first when unknown), under the consumer's lock.
+    While the member is in the group (joining or joined) the thread also polls the client, so the answers are
+    read whether or not the application polls."""
+
+    def __init__(self, group_id: str, retry_backoff_ms: int, time: Time, client: ConsumerClient,
+                 lock: threading.RLock, membership: ShareMembershipManager, step: Callable[[], None]) -> None:
+        self.rebalance_config = GroupRebalanceConfig(group_id=group_id, retry_backoff_ms=retry_backoff_ms)
+        self.time = time
+        self.client = client
+        self.lock = lock
+        self.cond = threading.Condition(lock)
+        self.closed = False
+        self.heartbeat_failure: BaseException | None = None
+        self._membership = membership
+        self._step = step
+        self._thread: HeartbeatThread | None = None
+
+    @property
+    def state(self) -> MemberState:
+        """STABLE while the member is joining or in the group (the thread heartbeats and polls), else UNJOINED."""
+        in_group = self._membership.state in (ShareMemberState.JOINING, ShareMemberState.STABLE)
+        return MemberState.STABLE if in_group else MemberState.UNJOINED
+
+    def heartbeat_step(self, now_ms: int) -> int:
+        """Send the heartbeat that is due, if any; how long to wait before the next step (ms)."""
+        retry = self.rebalance_config.retry_backoff_ms
+        with self.lock:
+            if self.closed:
+                return retry
+            self._step()
+            return max(1, min(retry, self._membership.time_to_next_heartbeat(now_ms)))
+
+    def start_thread_if_needed(self) -> None:
+        """Start the background heartbeats (the consumer's first poll does; again if the thread died)."""
+        if (self._thread is None or not self._thread.is_alive()) and not self.closed:
+            self._thread = HeartbeatThread(self)
+            self._thread.start()
+
+    def shutdown(self) -> None:
+        """No more heartbeats: the thread ends (call without the consumer's lock held: it may be waiting for it)."""
+        with self.lock:
+            self.closed = True
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.shutdown()
 
 
 class KafkaShareConsumer(Generic[K, V]):
@@ -219,6 +285,11 @@ class KafkaShareConsumer(Generic[K, V]):
             metadata.subscriptions = self._subscriptions
             self._metadata = metadata
         self._membership = ShareMembershipManager(self.group_id, cfg["client.rack"], self._retry_backoff_ms)
+        #: guards the membership, the coordinator, sessions, fetches and outcomes: the application thread holds it
+        #: but while it waits on the network; the heartbeat thread and completion handlers take it
+        self._lock = threading.RLock()
+        self.heartbeats = ShareHeartbeats(self.group_id, self._retry_backoff_ms, time, self._client, self._lock,
+                                          self._membership, self._maybe_heartbeat)
         self._acks = ShareAcknowledgements(cfg.explicit_acknowledgement)
         self._coordinator: Node | None = None
         self._find_coordinator: RequestFuture[ClientResponse] | None = None
@@ -239,9 +310,20 @@ class KafkaShareConsumer(Generic[K, V]):
         try:
             if self._closed:
                 raise IllegalStateError("This share consumer has already been closed.")
-            yield
+            with self._lock:
+                yield
         finally:
             self._guard.release()
+
+    @contextmanager
+    def _released(self) -> Iterator[None]:
+        """Let go of the consumer's lock while waiting on the network or calling the application's callback (the
+        heartbeat thread and the completion handlers it fires need it)."""
+        self._lock.release()
+        try:
+            yield
+        finally:
+            self._lock.acquire()
 
     def _timer(self, timeout: float | None) -> Timer:
         return self._time.timer(args.to_ms(timeout, self._default_api_timeout_ms))
@@ -283,14 +365,18 @@ class KafkaShareConsumer(Generic[K, V]):
             while True:
                 self._raise_fatal()
                 self._maybe_heartbeat()
+                self.heartbeats.start_thread_if_needed()
                 records = self._take_completed()
                 if records:  # no new fetch before these are handed over: it carries their acknowledgements
                     return records
                 self._send_fetches(timer)
                 if timer.is_expired():  # poll(0) too sends what is queued and takes what has arrived
-                    self._client.poll_no_wakeup()
+                    with self._released():
+                        self._client.poll_no_wakeup()
                     return self._take_completed()
-                self._client.poll(self._time.timer(min(timer.remaining_ms(), self._wait_bound_ms())))
+                bound = self._time.timer(min(timer.remaining_ms(), self._wait_bound_ms()))
+                with self._released():
+                    self._client.poll(bound)
                 timer.update()
 
     def acknowledge(self, record: ShareConsumerRecord[Any, Any],
@@ -318,7 +404,8 @@ class KafkaShareConsumer(Generic[K, V]):
                 self._acks.settle_held(AcknowledgeType.ACCEPT)
             for node_id, (node, acks) in self._acknowledgement_targets().items():
                 self._send_acknowledge(node_id, node, acks, final=False, results=None)
-            self._client.poll_no_wakeup()  # on the wire now, answered during a later call
+            with self._released():
+                self._client.poll_no_wakeup()  # on the wire now, answered during a later call
             self._invoke_commit_callback()
 
     def set_acknowledgement_commit_callback(self, callback: AcknowledgementCommitCallback | None) -> None:
@@ -329,9 +416,11 @@ class KafkaShareConsumer(Generic[K, V]):
 
     def _invoke_commit_callback(self) -> None:
         outcomes, self._ack_outcomes = self._ack_outcomes, []
-        if self._commit_callback is not None:
-            for offsets, error in outcomes:
-                self._commit_callback(offsets, error)
+        callback = self._commit_callback
+        if callback is not None and outcomes:
+            with self._released():
+                for offsets, error in outcomes:
+                    callback(offsets, error)
 
     def wakeup(self) -> None:
         """Make the blocked (or next) poll or commit raise WakeupException; callable from any thread."""
@@ -355,6 +444,7 @@ class KafkaShareConsumer(Generic[K, V]):
         share sessions, leave the group and close the connections, within ``timeout`` seconds (30 default)."""
         if self._closed:
             return
+        self.heartbeats.shutdown()
         with self._open_in_this_thread():
             try:
                 timer = self._time.timer(args.to_ms(timeout, int(_DEFAULT_CLOSE_TIMEOUT_S * 1000)))
@@ -376,6 +466,8 @@ class KafkaShareConsumer(Generic[K, V]):
     # -- membership --------------------------------------------------------------------------------
 
     def _raise_fatal(self) -> None:
+        if self._fatal is None and self.heartbeats.heartbeat_failure is not None:
+            self._fatal, self.heartbeats.heartbeat_failure = self.heartbeats.heartbeat_failure, None
         if self._fatal is not None:
             exc, self._fatal = self._fatal, None
             raise exc
@@ -398,6 +490,10 @@ class KafkaShareConsumer(Generic[K, V]):
         future.add_callbacks(self._on_heartbeat, self._on_heartbeat_failure)
 
     def _on_heartbeat(self, response: ClientResponse) -> None:
+        with self._lock:
+            self._apply_heartbeat(response)
+
+    def _apply_heartbeat(self, response: ClientResponse) -> None:
         try:
             outcome = self._membership.on_heartbeat_response(response.response_body, self._time.milliseconds())
         except KafkaError as e:
@@ -409,9 +505,10 @@ class KafkaShareConsumer(Generic[K, V]):
             self._metadata_for_assignment()
 
     def _on_heartbeat_failure(self, exc: BaseException) -> None:
-        log.debug("share group heartbeat to %s failed: %s", self._coordinator, exc)
-        self._membership.on_heartbeat_failure(self._time.milliseconds())
-        self._coordinator = None
+        with self._lock:
+            log.debug("share group heartbeat to %s failed: %s", self._coordinator, exc)
+            self._membership.on_heartbeat_failure(self._time.milliseconds())
+            self._coordinator = None
 
     def _metadata_for_assignment(self) -> None:
         cluster = self._metadata.fetch()
@@ -429,15 +526,17 @@ class KafkaShareConsumer(Generic[K, V]):
         self._find_coordinator = future
 
         def done(response: ClientResponse) -> None:
-            self._find_coordinator = None
             body = response.response_body
-            if isinstance(body, FindCoordinatorResponse) and body.error_code == 0:
-                self._coordinator = Node(COORDINATOR_NODE_ID_BASE - body.node_id, body.host, body.port)
-            else:
-                log.debug("FindCoordinator for share group %s: %s", self.group_id, body)
+            with self._lock:
+                self._find_coordinator = None
+                if isinstance(body, FindCoordinatorResponse) and body.error_code == 0:
+                    self._coordinator = Node(COORDINATOR_NODE_ID_BASE - body.node_id, body.host, body.port)
+                else:
+                    log.debug("FindCoordinator for share group %s: %s", self.group_id, body)
 
         def failed(exc: BaseException) -> None:
-            self._find_coordinator = None
+            with self._lock:
+                self._find_coordinator = None
             log.debug("FindCoordinator for share group %s failed: %s", self.group_id, exc)
 
         future.add_callbacks(done, failed)
@@ -453,7 +552,9 @@ class KafkaShareConsumer(Generic[K, V]):
         joined = self._membership.member_epoch > 0
         leave = self._membership.leave_request(unsubscribe)
         if self._coordinator is not None and joined:
-            self._client.poll_future(self._client.send(self._coordinator, leave), timer)
+            sent = self._client.send(self._coordinator, leave)
+            with self._released():
+                self._client.poll_future(sent, timer)
 
     # -- fetching ----------------------------------------------------------------------------------
 
@@ -523,6 +624,10 @@ class KafkaShareConsumer(Generic[K, V]):
 
     def _fetched(self, node_id: int, sent: dict[TopicPartition, set[int]]) -> Callable[[ClientResponse], None]:
         def done(response: ClientResponse) -> None:
+            with self._lock:
+                take(response)
+
+        def take(response: ClientResponse) -> None:
             self._fetches.pop(node_id, None)
             body = response.response_body
             if not isinstance(body, ShareFetchResponse):
@@ -544,10 +649,11 @@ class KafkaShareConsumer(Generic[K, V]):
 
     def _fetch_failed(self, node_id: int, sent: dict[TopicPartition, set[int]]) -> Callable[[BaseException], None]:
         def failed(exc: BaseException) -> None:
-            self._fetches.pop(node_id, None)
-            self._session_epochs.pop(node_id, None)  # a lost connection takes the share session with it
-            log.debug("ShareFetch from node %s failed: %s", node_id, exc)
-            self._outcome(sent, _as_kafka_error(exc))
+            with self._lock:
+                self._fetches.pop(node_id, None)
+                self._session_epochs.pop(node_id, None)  # a lost connection takes the share session with it
+                log.debug("ShareFetch from node %s failed: %s", node_id, exc)
+                self._outcome(sent, _as_kafka_error(exc))
         return failed
 
     def _outcome(self, sent: Mapping[TopicPartition, set[int]],
@@ -644,10 +750,12 @@ class KafkaShareConsumer(Generic[K, V]):
         into = results if results is not None else {}
 
         def done(response: ClientResponse) -> None:
-            into.update(self._outcome(sent, self._acknowledge_errors(response.response_body)))
+            with self._lock:
+                into.update(self._outcome(sent, self._acknowledge_errors(response.response_body)))
 
         def failed(exc: BaseException) -> None:
-            into.update(self._outcome(sent, _as_kafka_error(exc)))
+            with self._lock:
+                into.update(self._outcome(sent, _as_kafka_error(exc)))
 
         future = self._client.send(node, request)
         future.add_callbacks(done, failed)
@@ -664,7 +772,8 @@ class KafkaShareConsumer(Generic[K, V]):
         sent = [(future, acks) for node_id, (node, acks) in targets.items()
                 if (future := self._send_acknowledge(node_id, node, acks, final, results)) is not None]
         for future, acks in sent:
-            self._client.poll_future(future, timer)
+            with self._released():
+                self._client.poll_future(future, timer)
             if not future.is_done():
                 for tp in acks:
                     results[tp] = KafkaError(f"the acknowledgement of {tp} got no answer within the timeout; its "

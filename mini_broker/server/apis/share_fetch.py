@@ -10,6 +10,10 @@ records all locked at ``group.share.partition.max.record.locks``, waits at the l
 ``max_records``, whole batches), and only the batches holding acquired offsets are returned. A request with
 ``max_records`` 0 (v1+) or epoch -1 only acknowledges.
 
+A fetch parked in the purgatory is also watched under its share partitions' ``DelayedShareFetchGroupKey``: when
+records below where it waits become acquirable again (released, their locks expired), it completes and reads them
+from the share partition's new next fetch offset instead of waiting out ``max_wait_ms``.
+
 ``share.isolation.level=read_committed`` reads up to the last stable offset and skips (archives) the records of
 aborted transactions, as it skips control batches.
 """
@@ -23,7 +27,7 @@ from collections.abc import Callable
 from mini_broker.log.fetch_data_info import FetchDataInfo
 from mini_broker.log.log_offset_metadata import UNKNOWN_OFFSET_METADATA, FetchIsolation
 from mini_broker.network.request_channel import Request
-from mini_broker.purgatory import FetchParams
+from mini_broker.purgatory import DelayedShareFetchGroupKey, FetchParams
 from mini_broker.server.api_error import error_code, error_message
 from mini_broker.server.apis.share_api_util import acknowledge, share_partitions, share_request_error
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
@@ -184,7 +188,7 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
     forgotten = [(t.topic_id, p) for t in body.forgotten_topics_data for p in t.partitions]
     try:
         session = fetch.partitions.session(fetch.group_id, fetch.member_id, body.share_session_epoch, added,
-                                           forgotten)
+                                           forgotten, request.connection_id)
     except SessionError as e:
         return Response(error_code=e.code, error_message=str(e))
     fetch.acknowledge()
@@ -212,6 +216,11 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
         left = max_records
         for topic_partition, result in results:
             tp = by_tp[topic_partition]
+            moved = released_below_wait(topic_partition)
+            if moved is not None and not result.error_code:
+                # woken by records released below where the fetch waited: read from where they are
+                result = replicas.read_from_local_log(params, [(topic_partition, FetchPartitionInfo(
+                    moved, body.max_bytes))])[0][1]
             records, ranges = b"", list[AcquiredRange]()
             if not result.error_code and result.records_size and left > 0:
                 records, ranges = _acquire(fetch.partitions, fetch.group_id, fetch.member_id, tp, result, left)
@@ -219,9 +228,18 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
             read[tp] = (records, ranges, result)
         apis.send_response(request, fetch.response(session_partitions, read))
 
+    def released_below_wait(topic_partition: TopicPartition) -> int | None:
+        """The share partition's next fetch offset if records below where this fetch read became acquirable."""
+        offset = fetch.partitions.next_fetch_offset(fetch.group_id, by_tp[topic_partition])
+        return offset if offset is not None and offset < offsets[topic_partition] else None
+
+    def acquirable_below_wait() -> bool:
+        return any(released_below_wait(topic_partition) is not None for topic_partition in by_tp)
+
     if not infos:
         return fetch.response(session_partitions, {})
     replicas = apis.broker.replica_manager
+    offsets = {topic_partition: info.fetch_offset for topic_partition, info in infos}
     send: Callable[[list[tuple[TopicPartition, LogReadResult]]], None] = respond
     state = apis.broker.share_state
     if state is not None and state.remote_writes:  # the acquisitions' state write waits for other brokers (the
@@ -234,7 +252,8 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
 
         def send(results: list[tuple[TopicPartition, LogReadResult]]) -> None:
             threading.Thread(target=respond_or_fail, args=(results,), name="share-fetch-respond", daemon=True).start()
-    replicas.fetch_messages(params, infos, send)
+    replicas.fetch_messages(params, infos, send, ready=acquirable_below_wait,
+                            also_watch=[DelayedShareFetchGroupKey(fetch.group_id, *tp) for tp in by_tp.values()])
     return None
 
 

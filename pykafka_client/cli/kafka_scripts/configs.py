@@ -1,5 +1,6 @@
 """``kafka-configs.sh``: --describe and --alter (--add-config / --delete-config) of topics and brokers, with
-Kafka's flags and output, on the ``pykafka configs`` functions."""
+Kafka's flags and output, on the ``pykafka configs`` functions; users, clients and IPs (quotas, SCRAM
+credentials) in :mod:`~pykafka_client.cli.kafka_scripts.client_configs`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,16 @@ import sys
 from collections.abc import Sequence
 
 from pykafka_client.admin.admin_client import AdminClient
-from pykafka_client.admin.types import ConfigEntry, ConfigResource, ConfigResourceType, ConfigSource
+from pykafka_client.admin.types import (
+    ClientQuotaEntity,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    ConfigSource,
+)
 from pykafka_client.cli.common import CliError, open_admin, split_csv
 from pykafka_client.cli.configs import alter_configs, check_broker, parse_add_config
+from pykafka_client.cli.kafka_scripts import client_configs
 from pykafka_client.cli.kafka_scripts.base import (
     ToolParser,
     cli_args,
@@ -38,9 +46,19 @@ def build_parser() -> ToolParser:
     connection_flags(p)
     p.add_argument("--describe", action="store_true", help="List configs for the given entity.")
     p.add_argument("--alter", action="store_true", help="Alter the configuration for the entity.")
-    p.add_argument("--entity-type", metavar="TYPE", help="Type of entity: topics or brokers")
-    p.add_argument("--entity-name", metavar="NAME", help="Name of entity: a topic name or a broker id")
-    p.add_argument("--entity-default", action="store_true", help="The cluster-wide default for brokers")
+    p.add_argument("--entity-type", metavar="TYPE", action="append", default=[],
+                   help="Type of entity: topics, brokers, users, clients or ips (users and clients together "
+                        "name a user's quota for one client)")
+    p.add_argument("--entity-name", metavar="NAME", action="append", default=[],
+                   help="Name of entity: a topic name, a broker id, a user, a client id or an IP (one per "
+                        "--entity-type, in the same order)")
+    p.add_argument("--entity-default", action="store_true",
+                   help="The cluster-wide default for brokers, or the default user / client-id / IP")
+    p.add_argument("--user", metavar="NAME", help="The user (--entity-type users --entity-name NAME)")
+    p.add_argument("--client", metavar="ID", help="The client id (--entity-type clients --entity-name ID)")
+    p.add_argument("--ip", metavar="IP", help="The IP (--entity-type ips --entity-name IP)")
+    p.add_argument("--user-defaults", action="store_true", help="The default user's quotas")
+    p.add_argument("--client-defaults", action="store_true", help="The default client id's quotas")
     p.add_argument("--topic", metavar="TOPIC", help="The topic's name (--entity-type topics --entity-name TOPIC)")
     p.add_argument("--broker", metavar="ID", help="The broker's id (--entity-type brokers --entity-name ID)")
     p.add_argument("--broker-defaults", action="store_true", help="The brokers' cluster-wide default configs")
@@ -52,25 +70,55 @@ def build_parser() -> ToolParser:
     return p
 
 
+def _client_entity(parser: ToolParser, opts: argparse.Namespace) -> client_configs.Selection | None:
+    """The user / client / IP the flags name (None: the flags name a topic or a broker)."""
+    selection: client_configs.Selection = {}
+    for flag, kind in (("user", ClientQuotaEntity.USER), ("client", ClientQuotaEntity.CLIENT_ID),
+                       ("ip", ClientQuotaEntity.IP)):
+        if getattr(opts, flag) is not None:
+            selection[kind] = getattr(opts, flag)
+    if opts.user_defaults:
+        selection[ClientQuotaEntity.USER] = None
+    if opts.client_defaults:
+        selection[ClientQuotaEntity.CLIENT_ID] = None
+    typed = [t for t in opts.entity_type if t in client_configs.ENTITY_TYPES]
+    if typed and len(typed) != len(opts.entity_type):
+        usage_exit(parser, "Only users and clients can be named together")
+    if typed and (len(opts.entity_name) > len(typed) or (opts.entity_default and len(opts.entity_name) >= len(typed))):
+        usage_exit(parser, "An entity name or --entity-default is given for each --entity-type, in order")
+    for i, t in enumerate(typed):
+        kind = client_configs.ENTITY_TYPES[t]
+        selection[kind] = opts.entity_name[i] if i < len(opts.entity_name) else (
+            None if opts.entity_default else client_configs.Every.EVERY)
+    if len(selection) > 1 and ClientQuotaEntity.IP in selection:
+        usage_exit(parser, "An IP can not be combined with a user or a client")
+    return selection or None
+
+
 def _entity(parser: ToolParser, opts: argparse.Namespace) -> tuple[ConfigResourceType, str | None]:
     """The entity type and name (None: every entity of the type) the flags name; '' is the brokers' default."""
+    if len(opts.entity_type) > 1 or len(opts.entity_name) > 1:
+        usage_exit(parser, "Only users and clients can be named together")
+    entity_type = opts.entity_type[0] if opts.entity_type else None
+    entity_name = opts.entity_name[0] if opts.entity_name else None
     if opts.topic is not None:
         return ConfigResourceType.TOPIC, opts.topic
     if opts.broker is not None:
         return ConfigResourceType.BROKER, opts.broker
     if opts.broker_defaults:
         return ConfigResourceType.BROKER, ""
-    if opts.entity_type is None:
+    if entity_type is None:
         usage_exit(parser, "At least one entity type must be specified")
-    kind = ENTITY_TYPES.get(opts.entity_type)
+    kind = ENTITY_TYPES.get(entity_type)
     if kind is None:
-        usage_exit(parser, f"Invalid entity type {opts.entity_type}, the entity type must be one of "
-                           f"{', '.join(ENTITY_TYPES)} (the ones this kafka-configs.sh handles)")
+        usage_exit(parser, f"Invalid entity type {entity_type}, the entity type must be one of "
+                           f"{', '.join([*ENTITY_TYPES, *client_configs.ENTITY_TYPES])} (the ones this "
+                           f"kafka-configs.sh handles)")
     if opts.entity_default:
         if kind is not ConfigResourceType.BROKER:
             usage_exit(parser, "--entity-default is only valid with --entity-type brokers here")
         return kind, ""
-    return kind, opts.entity_name
+    return kind, entity_name
 
 
 def main(argv: Sequence[str]) -> int:
@@ -78,9 +126,10 @@ def main(argv: Sequence[str]) -> int:
     opts = parser.parse_args(argv)
     action = one_action(parser, opts, ACTIONS)
     parser.required(opts, "bootstrap_server")
-    kind, name = _entity(parser, opts)
+    client_entity = _client_entity(parser, opts)
+    kind, name = (ConfigResourceType.UNKNOWN, "") if client_entity is not None else _entity(parser, opts)
     if action == "alter":
-        if name is None:
+        if name is None or (client_entity is not None and client_configs.Every.EVERY in client_entity.values()):
             usage_exit(parser, "An entity name must be specified with --alter")
         if opts.add_config is None and opts.delete_config is None:
             usage_exit(parser, "At least one of --add-config or --delete-config must be specified with --alter")
@@ -94,7 +143,9 @@ def main(argv: Sequence[str]) -> int:
 
     def body() -> int:
         with open_admin(args) as admin:
-            if action == "alter":
+            if client_entity is not None:
+                _client_body(admin, action, client_entity, opts, args.timeout)
+            elif action == "alter":
                 assert name is not None
                 _alter(admin, kind, name, opts, args.timeout)
             else:
@@ -104,6 +155,23 @@ def main(argv: Sequence[str]) -> int:
         return 0
 
     return run_tool(body, on_error)
+
+
+def _client_body(admin: AdminClient, action: str, entity: client_configs.Selection, opts: argparse.Namespace,
+                 timeout: float) -> None:
+    if action == "describe":
+        client_configs.describe(admin, entity, timeout)
+        return
+    named = {k: v for k, v in entity.items() if not isinstance(v, client_configs.Every)}
+    add = parse_add_config([opts.add_config] if opts.add_config else [])
+    delete = split_csv([opts.delete_config] if opts.delete_config else [])
+    client_configs.alter(admin, named, add, delete, timeout)
+    kind, name = next(iter(named.items()))
+    plural = {v: k for k, v in client_configs.ENTITY_TYPES.items()}[kind]
+    if name is None:
+        print(f"Completed updating default config for {plural} in the cluster.", flush=True)
+    else:
+        print(f"Completed updating config for {plural[:-1]} {name}.", flush=True)
 
 
 def _every(admin: AdminClient, kind: ConfigResourceType, timeout: float) -> list[str]:

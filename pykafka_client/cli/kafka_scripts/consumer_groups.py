@@ -21,9 +21,10 @@ from pykafka_client.cli.kafka_scripts.base import (
     run_tool,
     usage_exit,
 )
-from pykafka_client.errors import GroupNotEmptyError
+from pykafka_client.errors import GroupIdNotFoundError, GroupNotEmptyError, UnknownTopicOrPartitionError
+from pykafka_client.structs import TopicPartition
 
-ACTIONS = ("list", "describe", "delete", "reset_offsets")
+ACTIONS = ("list", "describe", "delete", "reset_offsets", "delete_offsets")
 STRATEGIES = ("to_datetime", "by_duration", "to_earliest", "to_latest", "shift_by", "to_current", "to_offset")
 
 DRY_RUN_WARNING = ("WARN: No action will be performed as the --execute option is missing. In a future major "
@@ -40,6 +41,11 @@ def build_parser() -> ToolParser:
     p.add_argument("--describe", action="store_true", help="Describe consumer group and list offset lag.")
     p.add_argument("--delete", action="store_true", help="Delete consumer groups (they must have no members).")
     p.add_argument("--reset-offsets", action="store_true", help="Reset offsets of a consumer group (inactive).")
+    p.add_argument("--delete-offsets", action="store_true",
+                   help="Delete the committed offsets of a consumer group for the topics (partitions) --topic names.")
+    p.add_argument("--export", action="store_true",
+                   help="With --reset-offsets: print the new offsets as CSV (topic,partition,offset; with several "
+                        "groups group,topic,partition,offset)")
     p.add_argument("--group", action="append", default=[], metavar="GROUP", help="The consumer group (repeatable)")
     p.add_argument("--all-groups", action="store_true", help="Every consumer group")
     p.add_argument("--topic", action="append", default=[], metavar="TOPIC[:P,P]",
@@ -71,6 +77,12 @@ def main(argv: Sequence[str]) -> int:
         usage_exit(parser, 'Missing required argument "[group]"')
     if action == "reset_offsets":
         _check_reset(parser, opts)
+    if action == "delete_offsets":
+        if len(opts.group) != 1:
+            usage_exit(parser, "Option [delete-offsets] takes exactly one --group")
+        parser.required(opts, "topic")
+    if opts.export and action != "reset_offsets":
+        usage_exit(parser, f'Option "[export]" can\'t be used with option "[{action.replace("_", "-")}]"')
     args = cli_args(opts.bootstrap_server, opts.command_config)
     if opts.timeout is not None:
         args.timeout = max(opts.timeout, 1) / 1000.0
@@ -92,13 +104,16 @@ def main(argv: Sequence[str]) -> int:
                 return _delete(admin, groups, args.timeout)
             if action == "reset_offsets":
                 return _reset(admin, groups, opts, args)
+            if action == "delete_offsets":
+                return _delete_offsets(admin, groups[0], opts.topic, args.timeout)
             return _describe(admin, groups, opts, args.timeout)
 
     return run_tool(body, on_error)
 
 
 def _check_reset(parser: ToolParser, opts: argparse.Namespace) -> None:
-    given = [s for s in STRATEGIES if getattr(opts, s) not in (None, False)]
+    # `0 in (None, False)` is True: --to-offset 0 and --shift-by 0 are given all the same
+    given = [s for s in STRATEGIES if getattr(opts, s) is not None and getattr(opts, s) is not False]
     if len(given) != 1:
         usage_exit(parser, "One of the reset options should be defined: " +
                    ", ".join(f"--{s.replace('_', '-')}" for s in STRATEGIES) + ".")
@@ -173,6 +188,12 @@ def _reset(admin: AdminClient, groups: list[str], opts: argparse.Namespace, args
                                         to_offset=opts.to_offset, to_datetime=opts.to_datetime,
                                         by_duration=opts.by_duration, shift_by=0 if opts.to_current else opts.shift_by)
         plan, _ = reset_plan(admin, reset_args, reset_time_ms(reset_args, int(time.time() * 1000)))
+        if opts.export:
+            prefix = f"{group}," if len(groups) > 1 else ""
+            print("\n".join(f"{prefix}{tp.topic},{tp.partition},{plan[tp]}" for tp in sorted(plan)))
+            if opts.execute:
+                commit_plan(admin, group, plan, args.timeout)
+            continue
         line = "%-30s %-30s %-10s %-15s"
         print("\n" + line % ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"))
         for tp in sorted(plan):
@@ -181,6 +202,52 @@ def _reset(admin: AdminClient, groups: list[str], opts: argparse.Namespace, args
         if opts.execute:
             commit_plan(admin, group, plan, args.timeout)
     return 0
+
+
+def _delete_offsets(admin: AdminClient, group: str, topics: list[str], timeout: float) -> int:
+    """Kafka's ConsumerGroupCommand.deleteOffsets: a group-level line, then a TOPIC PARTITION STATUS table; a
+    topic without partitions means all of them, an unknown topic is its row's error (partition -1)."""
+    wanted: list[TopicPartition] = []
+    unknown: dict[TopicPartition, BaseException] = {}
+    for item in topics:
+        topic, _, parts = item.partition(":")
+        if parts:
+            try:
+                wanted += [TopicPartition(topic, int(p)) for p in parts.split(",")]
+            except ValueError:
+                raise CliError(f"--topic {item!r}: expected TOPIC or TOPIC:P,P (partition numbers)") from None
+            continue
+        try:
+            count = len(admin.describe_topics([topic], timeout=timeout)[topic].partitions)
+        except UnknownTopicOrPartitionError as e:
+            unknown[TopicPartition(topic, -1)] = e
+            continue
+        wanted += [TopicPartition(topic, p) for p in range(count)]
+    status = 0
+    try:
+        results: dict[TopicPartition, BaseException | None] = dict(
+            admin.delete_consumer_group_offsets(group, wanted, timeout=timeout) if wanted else {})
+    except GroupIdNotFoundError:
+        print(f"\nError: Executing consumer group command failed due to '{group}' does not exist.")
+        return 1
+    except GroupNotEmptyError:
+        print(f"\nError: Executing consumer group command failed due to Deleting offsets of a consumer group "
+              f"'{group}' is forbidden if the group is not empty.")
+        return 1
+    results.update(unknown)
+    if any(e is not None for e in results.values()):
+        print("\nError: Encounter some partition level error, see the follow-up details:")
+        status = 1
+    else:
+        print(f"Request succeed for deleting offsets with topic {', '.join(t.split(':')[0] for t in topics)} "
+              f"group {group}")
+    line = "%-30s %-15s %-15s"
+    print("\n" + line % ("TOPIC", "PARTITION", "STATUS"))
+    for tp in sorted(results, key=lambda t: (t.topic, t.partition)):
+        error = results[tp]
+        print(line % (tp.topic, tp.partition,
+                      "Successful" if error is None else f"Error: {error}"))
+    return status
 
 
 def _delete(admin: AdminClient, groups: list[str], timeout: float) -> int:

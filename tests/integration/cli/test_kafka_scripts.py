@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from mini_broker.broker import MiniBroker
+from pykafka_client import AdminClient, KafkaConsumer
 from tests.integration.cli.conftest import ROOT, cli_command, cli_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -126,6 +127,44 @@ def test_topics_create_describe_alter_list_delete(kafka: Script) -> None:
     assert topic not in _ok(kafka("kafka-topics.sh", "--list")).split()
 
 
+def test_topics_replica_assignment_on_create_and_alter(kafka: Script) -> None:
+    topic = _topic()
+    assert _ok(kafka("kafka-topics.sh", "--create", "--topic", topic, "--replica-assignment", "0,0")) == \
+        f"Created topic {topic}.\n"
+    assert "PartitionCount: 2\tReplicationFactor: 1" in _ok(kafka("kafka-topics.sh", "--describe", "--topic", topic))
+    # the assignment lists every partition, the existing ones first (left as they are)
+    assert _ok(kafka("kafka-topics.sh", "--alter", "--topic", topic, "--partitions", "3",
+                     "--replica-assignment", "0,0,0")) == ""
+    lines = _ok(kafka("kafka-topics.sh", "--describe", "--topic", topic)).splitlines()
+    assert [line.split("\t")[2:5] for line in lines[1:]] == [
+        [f"Partition: {p}", "Leader: 0", "Replicas: 0"] for p in range(3)]
+    # a broker that does not exist is the broker's refusal, as Kafka's tool reports it
+    refused = kafka("kafka-topics.sh", "--create", "--topic", _topic(), "--replica-assignment", "0,7")
+    assert refused.returncode == 1
+    assert refused.stdout.startswith("Error while executing topic command : "), refused.stdout
+    bad = kafka("kafka-topics.sh", "--create", "--topic", _topic(), "--replica-assignment", "0:0")
+    assert bad.returncode == 1
+    assert "Partition replica lists may not contain duplicate entries: 0:0" in bad.stdout + bad.stderr
+
+
+def test_topics_describe_partition_filters(kafka: Script) -> None:
+    plain, strict = _topic(), _topic()
+    _ok(kafka("kafka-topics.sh", "--create", "--topic", plain, "--partitions", "2"))
+    # one replica can never reach min.insync.replicas=2: under min ISR, as Kafka's filter reports it
+    _ok(kafka("kafka-topics.sh", "--create", "--topic", strict, "--partitions", "1",
+              "--config", "min.insync.replicas=2"))
+    both = f"{plain}|{strict}"
+    under = _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--under-min-isr-partitions"))
+    assert [line.split("\t")[1:3] for line in under.splitlines()] == [[f"Topic: {strict}", "Partition: 0"]]
+    at_min = _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--at-min-isr-partitions"))
+    assert [line.split("\t")[1:3] for line in at_min.splitlines()] == [
+        [f"Topic: {plain}", "Partition: 0"], [f"Topic: {plain}", "Partition: 1"]]
+    assert _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--under-replicated-partitions")) == ""
+    assert _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--unavailable-partitions")) == ""
+    overrides = _ok(kafka("kafka-topics.sh", "--describe", "--topic", both, "--topics-with-overrides"))
+    assert [line.split("\t")[0] for line in overrides.splitlines()] == [f"Topic: {strict}"]
+
+
 def test_topics_errors_are_kafkas(kafka: Script) -> None:
     topic = _topic()
     missing = kafka("kafka-topics.sh", "--describe", "--topic", topic)
@@ -160,6 +199,35 @@ def test_configs_alter_and_describe(kafka: Script) -> None:
     every = _ok(kafka("kafka-configs.sh", "--describe", "--topic", topic, "--all")).splitlines()
     assert every[0] == f"All configs for topic {topic} are:"
     assert any(line.startswith("  segment.bytes=") for line in every)
+
+
+def test_configs_users_and_clients_quotas_and_scram_credentials(kafka: Script) -> None:
+    user, client = f"u-{uuid.uuid4().hex[:6]}", f"c-{uuid.uuid4().hex[:6]}"
+    # Kafka's SASL/SCRAM setup command, as its docs write it
+    assert _ok(kafka("kafka-configs.sh", "--alter", "--add-config",
+                     "SCRAM-SHA-256=[iterations=8192,password=alice-secret],SCRAM-SHA-512=[password=alice-secret]",
+                     "--entity-type", "users", "--entity-name", user)) == f"Completed updating config for user {user}.\n"
+    assert _ok(kafka("kafka-configs.sh", "--alter", "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048",
+                     "--entity-type", "users", "--entity-name", user)) == f"Completed updating config for user {user}.\n"
+    assert _ok(kafka("kafka-configs.sh", "--describe", "--entity-type", "users", "--entity-name", user)).splitlines() == [
+        f"Quota configs for user-principal '{user}' are consumer_byte_rate=2048.0, producer_byte_rate=1024.0",
+        f"SCRAM credential configs for user-principal '{user}' are SCRAM-SHA-256=iterations=8192, "
+        "SCRAM-SHA-512=iterations=4096"]
+    # a user's quota for one client, and the default client id's
+    _ok(kafka("kafka-configs.sh", "--alter", "--add-config", "request_percentage=50", "--entity-type", "users",
+              "--entity-name", user, "--entity-type", "clients", "--entity-name", client))
+    assert _ok(kafka("kafka-configs.sh", "--alter", "--add-config", "producer_byte_rate=10000000",
+                     "--client-defaults")) == "Completed updating default config for clients in the cluster.\n"
+    assert _ok(kafka("kafka-configs.sh", "--describe", "--user", user, "--client", client)) == \
+        f"Quota configs for user-principal '{user}', client-id '{client}' are request_percentage=50.0\n"
+    assert "Quota configs for the default client-id are producer_byte_rate=1.0E7" in _ok(
+        kafka("kafka-configs.sh", "--describe", "--entity-type", "clients", "--entity-default"))
+    _ok(kafka("kafka-configs.sh", "--alter", "--delete-config", "SCRAM-SHA-512,consumer_byte_rate", "--user", user))
+    assert _ok(kafka("kafka-configs.sh", "--describe", "--user", user)).splitlines() == [
+        f"Quota configs for user-principal '{user}' are producer_byte_rate=1024.0",
+        f"SCRAM credential configs for user-principal '{user}' are SCRAM-SHA-256=iterations=8192"]
+    _ok(kafka("kafka-configs.sh", "--alter", "--delete-config", "producer_byte_rate", "--client-defaults"))
+    assert "default client-id" not in _ok(kafka("kafka-configs.sh", "--describe", "--entity-type", "clients"))
 
 
 def test_configs_of_an_unknown_topic_fail(kafka: Script) -> None:
@@ -229,6 +297,45 @@ def test_consumer_groups_describe_reset_and_delete(kafka: Script) -> None:
     deleted = kafka("kafka-consumer-groups.sh", "--delete", "--group", group)
     assert _ok(deleted) == f"Deletion of requested consumer groups ('{group}') was successful.\n"
     assert group not in _ok(kafka("kafka-consumer-groups.sh", "--list")).split()
+
+
+def test_consumer_groups_export_and_delete_offsets(kafka: Script, broker: MiniBroker) -> None:
+    topic, other, group = _topic(), _topic(), f"g-{uuid.uuid4().hex[:8]}"
+    _ok(kafka("kafka-topics.sh", "--create", "--topic", topic, "--partitions", "2"))
+    _ok(kafka("kafka-console-producer.sh", "--topic", topic, input="a\nb\nc\n"))
+    _ok(kafka("kafka-consumer-groups.sh", "--reset-offsets", "--group", group, "--topic", topic, "--to-latest",
+              "--execute"))
+    exported = _ok(kafka("kafka-consumer-groups.sh", "--reset-offsets", "--group", group, "--topic", f"{topic}:1",
+                         "--to-offset", "0", "--export", "--dry-run"))
+    assert exported.splitlines()[-1] == f"{topic},1,0"
+
+    # an unknown topic is its row's error; the known partitions' offsets are deleted all the same
+    done = kafka("kafka-consumer-groups.sh", "--delete-offsets", "--group", group, "--topic", topic, "--topic", other)
+    assert done.returncode == 1, (done.stdout, done.stderr)
+    lines = done.stdout.splitlines()
+    assert lines[1] == "Error: Encounter some partition level error, see the follow-up details:"
+    assert lines[3].split() == ["TOPIC", "PARTITION", "STATUS"]
+    rows = {(t, p): status.strip() for t, p, status in (line.split(None, 2) for line in lines[4:])}
+    assert rows.keys() == {(topic, "0"), (topic, "1"), (other, "-1")}
+    assert rows[(topic, "0")] == rows[(topic, "1")] == "Successful"
+    assert rows[(other, "-1")].startswith("Error: ") and "UNKNOWN_TOPIC_OR_PARTITION" in rows[(other, "-1")]
+    with AdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+        assert admin.list_consumer_group_offsets(group, timeout=15) == {}
+
+    # a group that consumes the topic is refused per partition (GROUP_SUBSCRIBED_TO_TOPIC), a missing one as a whole
+    with KafkaConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
+                        "auto.offset.reset": "earliest"}) as consumer:
+        consumer.subscribe([topic])
+        while not consumer.assignment():
+            consumer.poll(0.2)
+        consumer.commit_sync()
+        busy = kafka("kafka-consumer-groups.sh", "--delete-offsets", "--group", group, "--topic", f"{topic}:0")
+    assert busy.returncode == 1
+    assert busy.stdout.splitlines()[-1].split(None, 2)[:2] == [topic, "0"]
+    assert "subscribed" in busy.stdout.splitlines()[-1].lower(), busy.stdout
+    missing = kafka("kafka-consumer-groups.sh", "--delete-offsets", "--group", f"nope-{group}", "--topic", topic)
+    assert missing.returncode == 1
+    assert f"'nope-{group}' does not exist." in missing.stdout
 
 
 def test_consumer_groups_unknown_group(kafka: Script) -> None:

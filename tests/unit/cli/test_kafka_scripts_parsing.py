@@ -9,7 +9,9 @@ from collections.abc import Sequence
 
 import pytest
 
+from pykafka_client.cli.common import CliError
 from pykafka_client.cli.kafka_scripts import (
+    client_configs,
     configs,
     console_consumer,
     console_producer,
@@ -33,12 +35,24 @@ USAGE_ERRORS = [
     (topics, ["--alter", "--topic", "t", *BOOTSTRAP], 'Missing required argument "[partitions]"'),
     (topics, ["--alter", "--topic", "t", "--partitions", "2", "--config", "a=b", *BOOTSTRAP],
      'Option "[config]" can\'t be used with option "[alter]"'),
+    (topics, ["--create", "--topic", "t", "--partitions", "2", "--replica-assignment", "0,1", *BOOTSTRAP],
+     'Option "[replica-assignment]" can\'t be used with option "[partitions]"'),
+    (topics, ["--create", "--topic", "t", "--replication-factor", "2", "--replica-assignment", "0:1", *BOOTSTRAP],
+     'Option "[replica-assignment]" can\'t be used with option "[replication-factor]"'),
+    (topics, ["--list", "--replica-assignment", "0", *BOOTSTRAP],
+     'Option "[replica-assignment]" can\'t be used with option "[list]"'),
+    (topics, ["--list", "--under-replicated-partitions", *BOOTSTRAP],
+     'Option "[under-replicated-partitions]" can\'t be used with option "[list]"'),
     (configs, ["--describe", *BOOTSTRAP], "At least one entity type must be specified"),
     (configs, ["--alter", "--entity-type", "topics", "--entity-name", "t", *BOOTSTRAP],
      "At least one of --add-config or --delete-config must be specified with --alter"),
     (configs, ["--alter", "--entity-type", "topics", "--add-config", "a=b", *BOOTSTRAP],
      "An entity name must be specified with --alter"),
-    (configs, ["--describe", "--entity-type", "users", *BOOTSTRAP], "Invalid entity type users"),
+    (configs, ["--describe", "--entity-type", "groups", *BOOTSTRAP], "Invalid entity type groups"),
+    (configs, ["--describe", "--entity-type", "users", "--entity-type", "topics", *BOOTSTRAP],
+     "Only users and clients can be named together"),
+    (configs, ["--alter", "--entity-type", "users", "--add-config", "producer_byte_rate=1", *BOOTSTRAP],
+     "An entity name must be specified with --alter"),
     (console_producer, BOOTSTRAP, 'Missing required argument "[topic]"'),
     (console_producer, ["--topic", "t"], 'Missing required argument "[bootstrap-server]"'),
     (console_consumer, BOOTSTRAP, "Exactly one of include/topic is required."),
@@ -48,10 +62,15 @@ USAGE_ERRORS = [
     (console_consumer, ["--topic", "t", "--partition", "0", "--group", "g", *BOOTSTRAP],
      "Options group and partition cannot be specified together."),
     (consumer_groups, ["--describe", *BOOTSTRAP], 'Missing required argument "[group]"'),
-    (consumer_groups, BOOTSTRAP, "Command must include exactly one action: --list, --describe, --delete or "
-                                 "--reset-offsets"),
+    (consumer_groups, BOOTSTRAP, "Command must include exactly one action: --list, --describe, --delete, "
+                                 "--reset-offsets or --delete-offsets"),
     (consumer_groups, ["--reset-offsets", "--group", "g", "--topic", "t", *BOOTSTRAP],
      "One of the reset options should be defined"),
+    (consumer_groups, ["--reset-offsets", "--group", "g", "--to-offset", "0", *BOOTSTRAP],
+     "One of the reset scopes should be defined"),  # --to-offset 0 is a reset option (was refused as none)
+    (consumer_groups, ["--delete-offsets", "--group", "g", *BOOTSTRAP], 'Missing required argument "[topic]"'),
+    (consumer_groups, ["--delete-offsets", "--group", "g", "--group", "h", "--topic", "t", *BOOTSTRAP],
+     "Option [delete-offsets] takes exactly one --group"),
     (consumer_groups, ["--reset-offsets", "--group", "g", "--to-earliest", *BOOTSTRAP],
      "One of the reset scopes should be defined: --all-topics, --topic."),
     (transactions, ["describe", *BOOTSTRAP], "the following arguments are required: --transactional-id"),
@@ -96,6 +115,24 @@ def test_kafkas_tool_class_names_run_their_script(capsys: pytest.CaptureFixture[
     assert exited.value.code == 1
     assert capsys.readouterr().err.startswith('Missing required argument "[topic]"')
     assert dispatch(["org.apache.kafka.tools.NoSuchTool"]) == 1
+
+
+def test_replica_assignment_is_read_as_kafka_reads_it() -> None:
+    assert topics.parse_replica_assignment("0:1,1:2, 2:0") == {0: [0, 1], 1: [1, 2], 2: [2, 0]}
+    assert topics.parse_replica_assignment("3") == {0: [3]}
+    with pytest.raises(CliError, match="may not contain duplicate entries: 1:1"):
+        topics.parse_replica_assignment("0:1,1:1")
+    with pytest.raises(CliError, match="Partition 1 has different replication factor: 2"):
+        topics.parse_replica_assignment("0:1,2")
+    with pytest.raises(CliError, match="partition 0 names 'a'"):
+        topics.parse_replica_assignment("a")
+
+
+def test_quota_values_and_entities_print_as_kafkas_config_command() -> None:
+    assert [client_configs.java_double(v) for v in (1024.0, 50, 0.5, 1e7, 12345678.0, 0.0, 1e-4)] == [
+        "1024.0", "50.0", "0.5", "1.0E7", "1.2345678E7", "0.0", "1.0E-4"]
+    assert client_configs.entity_text({"client-id": "c", "user": "alice"}) == "user-principal 'alice', client-id 'c'"
+    assert client_configs.entity_text({"user": None}) == "the default user-principal"
 
 
 def test_console_producer_lines_as_kafka_reads_them() -> None:

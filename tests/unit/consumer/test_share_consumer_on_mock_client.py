@@ -4,6 +4,7 @@ acknowledgements, the closing ShareAcknowledge and leave heartbeat) and the reco
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -51,6 +52,8 @@ class Env:
         self.topic_id: Any = topic_id
         self.consumer: KafkaShareConsumer[Any, Any] = KafkaShareConsumer(
             {"group.id": "g", **conf}, time=self.time, client=cnc, metadata=self.metadata)
+        # deterministic: no background thread; a test drives its steps with ``consumer.heartbeats.heartbeat_step``
+        self.consumer.heartbeats.start_thread_if_needed = lambda: None  # type: ignore[method-assign]
         self.client.prepare_response(FindCoordinatorResponse(node_id=0, host="localhost", port=9092))
         self.client.prepare_response(ShareGroupHeartbeatResponse(
             member_epoch=1, heartbeat_interval_ms=60_000, assignment=ShareGroupHeartbeatResponse.Assignment(
@@ -157,6 +160,41 @@ def test_wakeup_from_another_thread_interrupts_a_blocked_poll() -> None:
         c.poll(0)
     assert e.sent(ShareFetchRequest)
     assert_wakeup_interrupts_blocked_poll(e.client, c)
+
+
+def test_the_heartbeat_thread_keeps_the_membership_while_the_application_does_not_poll() -> None:
+    e = Env()
+    c = e.consumer
+    c.subscribe(["t"])
+    for _ in range(5):  # join (heartbeat interval 60 s)
+        c.poll(0)
+    joined = len(e.sent(ShareGroupHeartbeatRequest))
+    assert c.heartbeats.heartbeat_step(e.time.hi_res_clock_ms()) >= 1
+    assert len(e.sent(ShareGroupHeartbeatRequest)) == joined  # not due yet
+    member_id = e.sent(ShareGroupHeartbeatRequest)[0].member_id
+    e.client.prepare_response(ShareGroupHeartbeatResponse(member_id=member_id, member_epoch=1,
+                                                          heartbeat_interval_ms=60_000))
+    for _ in range(3):  # three intervals without a poll: a step heartbeats each time, its answer read by the thread
+        e.time.sleep(60_000)
+        assert c.heartbeats.heartbeat_step(e.time.hi_res_clock_ms()) >= 1
+        c.heartbeats.client.poll_no_wakeup()
+        e.client.prepare_response(ShareGroupHeartbeatResponse(member_id=member_id, member_epoch=1,
+                                                              heartbeat_interval_ms=60_000))
+    beats = e.sent(ShareGroupHeartbeatRequest)[joined:]
+    assert [(b.member_id, b.member_epoch) for b in beats] == [(member_id, 1)] * 3
+    assert c.heartbeats.state.value == "STABLE"
+
+
+def test_close_stops_the_heartbeat_thread() -> None:
+    e = Env()
+    c = e.consumer
+    del c.heartbeats.start_thread_if_needed  # the real one: a thread
+    c.subscribe(["t"])
+    c.poll(0)
+    assert any(t.name == "kafka-coordinator-heartbeat-thread | g" for t in threading.enumerate())
+    c.close(0)
+    assert c.heartbeats.closed
+    assert not any(t.name == "kafka-coordinator-heartbeat-thread | g" for t in threading.enumerate())
 
 
 def test_unsubscribe_leaves_the_group_and_poll_then_needs_a_subscription() -> None:

@@ -144,3 +144,41 @@ def test_deleting_a_group_forgets_its_partitions_and_sessions_only() -> None:
     # a group created again under the id starts its partition at the reset offset
     assert mgr.fetch_offset("g", TP, lambda: 90, log_start_offset=0) == 90
     mgr.shutdown()
+
+
+def test_parked_fetches_are_told_when_records_may_have_become_acquirable() -> None:
+    time = MockTime()
+    told: list[tuple[str, tuple[uuid.UUID, int]]] = []
+    mgr = SharePartitionManager(ShareGroupConfig(record_lock_duration_ms=LOCK_MS), time,
+                                reaper_enabled=False, on_records_available=lambda g, tp: told.append((g, tp)))
+    mgr.session("g", "a", 0, [TP])
+    mgr.fetch_offset("g", TP, lambda: 0, 0)
+    mgr.acquire("g", "a", TP, [(0, 3, False)], 10)
+    assert mgr.next_fetch_offset("g", TP) == 4 and told == []
+    mgr.acknowledge("g", "a", TP, [AckBatch(0, 0, (2,))])  # released
+    assert told == [("g", TP)] and mgr.next_fetch_offset("g", TP) == 0
+    time.sleep(LOCK_MS)
+    mgr.advance_timer()  # 1..3 expire
+    assert told == [("g", TP)] * 2
+    mgr.acquire("g", "a", TP, [(0, 3, False)], 10)
+    mgr.close_session("g", "a")
+    assert told == [("g", TP)] * 3
+    assert mgr.next_fetch_offset("g", TP) == 0
+    mgr.shutdown()
+
+
+def test_a_closed_connection_ends_the_sessions_it_opened_only() -> None:
+    mgr = _manager(MockTime())
+    mgr.session("g", "a", 0, [TP], connection_id="conn-1")
+    mgr.session("g", "b", 0, [TP], connection_id="conn-2")
+    mgr.fetch_offset("g", TP, lambda: 0, 0)
+    mgr.acquire("g", "a", TP, [(0, 1, False)], 10)
+    mgr.acquire("g", "b", TP, [(2, 2, False)], 10)
+    mgr.on_connection_closed("conn-1")
+    assert mgr.session_count() == 1
+    with pytest.raises(SessionError) as gone:
+        mgr.session("g", "a", 1, [])
+    assert gone.value.code == ShareSessionNotFoundError.code
+    assert mgr.session("g", "b", 1, []).connection_id == "conn-2"
+    assert mgr.acquire("g", "c", TP, [(0, 2, False)], 10) == [AcquiredRange(0, 1, 2)]  # b keeps offset 2
+    mgr.shutdown()
