@@ -288,5 +288,6 @@ def test_a_commit_the_coordinator_cannot_replicate_is_refused_per_partition_and_
         for b in followers:
             if not cluster.brokers[b].alive:
                 cluster.restart(b, timeout=FAILOVER_TIMEOUT_S)
-        cluster.wait_for_isr("__consumer_offsets", 0, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+        cluster.wait_for_isr("__consumer_offsets", partition_for(group, 50), cluster.num_brokers,
+                             timeout=FAILOVER_TIMEOUT_S)
         cluster.wait_for_isr(topic, 0, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
