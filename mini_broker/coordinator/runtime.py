@@ -135,11 +135,14 @@ class CoordinatorRuntime:
     """Hosts one coordinator on the partitions of one internal topic (see the module docstring). ``partitions``: a
     single broker's local partitions (their count is the topic's), or one that a cluster broker attaches on
     election (more are made as elections come; :meth:`set_num_partitions` gives the topic's count). ``timer`` runs
-    the coordinator's periodic tasks and deferred continuations."""
+    the coordinator's periodic tasks and deferred continuations. ``key_of(record key)``: the key (group id,
+    transactional id, ...) whose partition a record belongs to (default: the id the internal keys start with)."""
 
     def __init__(self, name: str, partitions: CoordinatorPartition | Sequence[CoordinatorPartition],
-                 coordinator: HostedCoordinator, timer: SystemTimer) -> None:
+                 coordinator: HostedCoordinator, timer: SystemTimer,
+                 key_of: Callable[[bytes], str] = coordinator_key_of) -> None:
         self.name = name
+        self._key_of = key_of
         parts = [partitions] if isinstance(partitions, CoordinatorPartition) else list(partitions)
         self._partitions: dict[int, CoordinatorPartition] = dict(enumerate(parts))
         #: the topic's partition count: which partition a key maps to
@@ -353,7 +356,7 @@ class CoordinatorRuntime:
         for batch in batches:
             for record in batch.records():
                 key = None if record.key is None else bytes(record.key)
-                index = 0 if key is None else self.partition_for(coordinator_key_of(key))
+                index = 0 if key is None else self.partition_for(self._key_of(key))
                 by_partition.setdefault(index, []).append(
                     (record.timestamp, key, None if record.value is None else bytes(record.value)))
         if len(by_partition) == 1:
