@@ -161,7 +161,8 @@ class ShareCoordinator:
         self._loaded: dict[SharePartitionKey, ShareState] = {}
 
     # -- HostedCoordinator ---------------------------------------------------------------------------------
-    def load(self, coordinator_epoch: int | None) -> int:
+    def load(self, coordinator_epoch: int | None, partition: int = 0) -> int:
+        """Replay ``__share_group_state`` (one partition here)."""
         loaded: dict[SharePartitionKey, ShareState] = {}
         for offset, key, value in self.partition.keyed_records():
             try:
@@ -172,10 +173,10 @@ class ShareCoordinator:
         self._loaded = loaded
         return len(loaded)
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, partition: int = 0) -> None:
         """Nothing to start: the partition manager takes the loaded states when the broker builds it."""
 
-    def unload(self) -> None:
+    def unload(self, partition: int = 0) -> None:
         self._loaded = {}
 
     # -- lifecycle -----------------------------------------------------------------------------------------
