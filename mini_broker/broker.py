@@ -261,7 +261,8 @@ class MiniBroker:
         # (coordinator_partitions); a single broker keeps their logs in its data dir
         self.group_coordinator = GroupCoordinator(
             group_config, GroupMetadataManager(mode.coordinator_data_dir(self.data_dir), self.time,
-                                               group_config.offsets_topic_segment_bytes),
+                                               group_config.offsets_topic_segment_bytes,
+                                               config.get_int("offsets.topic.num.partitions")),
             self.time, broker_id=node_id)
         consumer_groups = self._consumer_groups(self.group_coordinator, self.metadata_cache)
         share_groups = self._share_groups(self.context, self.group_coordinator, consumer_groups)
@@ -272,13 +273,11 @@ class MiniBroker:
         self.context.group_coordinator = self.group_coordinator
         mode.before_coordinators(self.context)
         txn_coordinator = self._start_transaction_coordinator(self.context)
-        # a single broker's coordinator logs live outside the LogManager's table; its cleaner compacts them too
-        self._cleanable_coordinator_logs = [
-            p.log for p in (self.group_coordinator.manager.partition, txn_coordinator.txn_log.partition,
-                            *([self.share_coordinator.partition] if self.share_coordinator is not None else []))
-            if p.is_local and p.log is not None]
-        for coordinator_log in self._cleanable_coordinator_logs:
-            self.replica_manager.log_manager.register_for_cleaning(coordinator_log)
+        # a single broker's coordinator logs live outside the LogManager's table; its cleaner compacts them too,
+        # each from when it exists (a partition's log is created at its first record)
+        for partition in (*self.group_coordinator.manager.partitions, *txn_coordinator.txn_log.partitions,
+                          *([self.share_coordinator.partition] if self.share_coordinator is not None else [])):
+            partition.when_opened(self._clean_coordinator_log)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
         mode.wire_coordinators(self.context, self.apis, self.group_coordinator, txn_coordinator)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
@@ -346,6 +345,12 @@ class MiniBroker:
         if self.share_partitions is not None:
             self.share_partitions.on_connection_closed(connection_id)
 
+    def _clean_coordinator_log(self, coordinator_log: Log) -> None:
+        """Register a single broker's coordinator log with the log cleaner (until shutdown)."""
+        if self.replica_manager is not None:
+            self._cleanable_coordinator_logs.append(coordinator_log)
+            self.replica_manager.log_manager.register_for_cleaning(coordinator_log)
+
     def _release_share_member(self, group_id: str, member_id: str) -> None:
         if self.share_partitions is not None:
             self.share_partitions.close_session(group_id, member_id)
@@ -357,7 +362,8 @@ class MiniBroker:
         manager = context.producer_id_manager
         assert manager is not None
         txn_log = TransactionLog(self.mode.coordinator_data_dir(self.data_dir), self.time,
-                                 txn_config.transaction_state_log_segment_bytes)
+                                 txn_config.transaction_state_log_segment_bytes,
+                                 self.config.get_int("transaction.state.log.num.partitions"))
         coordinator = TransactionCoordinator(txn_config, txn_log, manager.generate_producer_id,
                                              lambda: context.txn_marker_writer, self.time)
         coordinator.startup(follow_partition_leadership=self.mode.follows_partition_leadership)

@@ -14,6 +14,7 @@ from mini_broker.cluster.replication import ClusterReplication
 from mini_broker.cluster.share_state import ClusterShareCoordinator, RemoteSharePersister
 from mini_broker.cluster.txn_markers import ClusterTxnMarkerWriter
 from mini_broker.config import KafkaConfig
+from mini_broker.coordinator.internal_topics import INTERNAL_TOPIC_OF_KEY_TYPE, SHARE_KEY_TYPE
 from mini_broker.group.group_coordinator import GroupCoordinator
 from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.producer_state.producer_id_manager import ControllerProducerIdManager, ProducerIdManager
@@ -73,16 +74,9 @@ class ClusterMode:
         get = self._config.get_int
         cache = context.metadata_cache
 
-        def num_partitions() -> int:
-            md = cache.get_topic(SHARE_GROUP_STATE_TOPIC_NAME)
-            return md.num_partitions if md is not None else get("share.coordinator.state.topic.num.partitions")
-
         def create_topic() -> None:
-            self.replication.create_internal_topic(
-                SHARE_GROUP_STATE_TOPIC_NAME, get("share.coordinator.state.topic.replication.factor"),
-                {"cleanup.policy": "compact", "segment.bytes": str(get("share.coordinator.state.topic.segment.bytes")),
-                 "min.insync.replicas": str(get("share.coordinator.state.topic.min.isr"))},
-                get("share.coordinator.state.topic.num.partitions"))
+            partitions, rf, configs = INTERNAL_TOPIC_OF_KEY_TYPE[SHARE_KEY_TYPE].settings(get)
+            self.replication.create_internal_topic(SHARE_GROUP_STATE_TOPIC_NAME, partitions, rf, configs)
 
         def leader_epoch(tp: TopicIdPartition) -> int:
             """The leader epoch of a topic partition this broker leads (else NOT_LEADER_OR_FOLLOWER: only its
@@ -96,7 +90,7 @@ class ClusterMode:
             return epoch
 
         self._share_state = ClusterShareCoordinator(
-            num_partitions, self._time, get("share.coordinator.snapshot.update.records.per.snapshot"))
+            self._time, get("share.coordinator.snapshot.update.records.per.snapshot"))
         context.share_state = self._share_state
         self._share_persister = RemoteSharePersister(self.replication, create_topic, time=self._time)
         return self._share_persister, leader_epoch
@@ -104,10 +98,9 @@ class ClusterMode:
     def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,
                           txn: TransactionCoordinator) -> None:
         gate = CoordinatorAppendGate(self.replication, self._config.get_int("offsets.commit.timeout.ms"), self._time)
-        shards = self._share_state
-        self._coordinator_partitions = CoordinatorPartitions(
-            self.replication, [group.runtime, txn.runtime], gate,
-            {SHARE_GROUP_STATE_TOPIC_NAME: shards.runtime_for} if shards is not None else None)
+        share = [self._share_state.runtime] if self._share_state is not None else []
+        self._coordinator_partitions = CoordinatorPartitions(self.replication, [group.runtime, txn.runtime, *share],
+                                                             gate)
         self.replication.leadership_listener = self._coordinator_partitions.on_leadership_change
         apis.response_gate = gate
         txn.runtime.replication_barrier = gate.when_replicated

@@ -1,15 +1,17 @@
 """The group and transaction coordinators of a cluster broker follow the leadership of their internal partitions
 (Kafka: ``GroupCoordinator.onElection/onResignation`` and ``TransactionCoordinator.onElection/onResignation``,
-called by ``ReplicaManager`` when it applies a leadership change of ``__consumer_offsets`` /
-``__transaction_state``), and their answers wait for the ISR (Kafka appends internal records with acks=-1).
+called by ``ReplicaManager`` when it applies a leadership change of a ``__consumer_offsets`` /
+``__transaction_state`` partition), partition by partition: a broker serves the groups and transactional ids of
+the partitions it leads, so they spread over the brokers, and a failover moves only the failed broker's
+partitions. Their answers wait for the ISR (Kafka appends internal records with acks=-1).
 
 * :class:`CoordinatorPartitions` gets every leadership change of an internal partition from
   :class:`~mini_broker.cluster.replication.ClusterReplication` and hands it, in order, on one loader thread
   (``coordinator-loader-<id>``), to the :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime` hosting
-  that partition's coordinator: becoming leader loads the coordinator's state from the partition's replicated
-  log (requests meanwhile get COORDINATOR_LOAD_IN_PROGRESS), losing it unloads it (NOT_COORDINATOR). The
-  share coordinator has one runtime per ``__share_group_state`` partition (``partitioned``;
-  :mod:`mini_broker.cluster.share_state`).
+  the partition's topic (one runtime per internal topic, :data:`~mini_broker.coordinator.internal_topics.INTERNAL_TOPICS`):
+  becoming leader loads the state of the partition's keys from its replicated log (their requests meanwhile get
+  COORDINATOR_LOAD_IN_PROGRESS), losing it unloads them (NOT_COORDINATOR); the other partitions' keys are
+  served throughout.
 * :class:`CoordinatorAppendGate` holds the answers of the APIs that append to an internal partition
   (:data:`GATED_API_KEYS`) until the high watermark of every internal partition this broker leads reached its
   log end as it was when the answer was ready: a client is told "done" only for what the ISR has, so a
@@ -32,17 +34,15 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING
 
 from mini_broker.cluster.coordinator_errors import fail_answer, offsets_append_error, txn_append_error
+from mini_broker.coordinator.internal_topics import INTERNAL_TOPIC_NAMES
 from mini_broker.coordinator.runtime import CoordinatorRuntime
-from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
 from mini_broker.log.unified_log import Log
 from mini_broker.purgatory import TopicPartitionOperationKey
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
-from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
-from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from pykafka_client.errors import NotLeaderOrFollowerError
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.structs import TopicPartition
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME, SHARE_GROUP_STATE_TOPIC_NAME})
+INTERNAL_TOPICS = INTERNAL_TOPIC_NAMES
 
 #: The APIs whose handling may append to an internal partition: their answers wait for the ISR.
 GATED_API_KEYS: frozenset[int] = frozenset(int(k) for k in (
@@ -74,14 +74,11 @@ class CoordinatorPartitions:
     """Loads and unloads the coordinators on leadership changes of their partitions (see the module doc)."""
 
     def __init__(self, cluster: ClusterReplication, runtimes: Iterable[CoordinatorRuntime],
-                 gate: CoordinatorAppendGate | None = None,
-                 partitioned: Mapping[str, Callable[[int], CoordinatorRuntime]] | None = None) -> None:
+                 gate: CoordinatorAppendGate | None = None) -> None:
         self._cluster = cluster
         self._gate = gate
         #: internal topic -> the runtime hosting its coordinator (the runtime's name is its partition's topic)
         self._runtimes = {runtime.name: runtime for runtime in runtimes}
-        #: internal topic -> the runtime of each of its partitions (``__share_group_state``: one shard each)
-        self._partitioned = dict(partitioned or {})
         self._queue: queue.Queue[_Change | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name=f"coordinator-loader-{cluster.broker_id}",
                                          daemon=True)
@@ -90,13 +87,16 @@ class CoordinatorPartitions:
     def on_leadership_change(self, tp: TopicPartition, leader_epoch: int, lg: Log | None) -> None:
         """From the image's application: ``lg`` set when this broker became the leader of ``tp`` at
         ``leader_epoch``, None when it no longer leads it."""
-        runtime = self._runtime(tp)
+        runtime = self._runtimes.get(tp.topic)
         if runtime is None:
             return
         if self._gate is not None:
             self._gate.on_leadership_change(tp, leader_epoch, lg)
+        md = self._cluster.cache.get_topic(tp.topic)
+        if md is not None:  # the topic's partition count says which partition a key maps to
+            runtime.set_num_partitions(md.num_partitions)
         if lg is not None:
-            runtime.expect_election()
+            runtime.expect_election(tp.partition)
         self._queue.put((tp, None if lg is None else (leader_epoch, lg)))
 
     def shutdown(self) -> None:
@@ -123,20 +123,11 @@ class CoordinatorPartitions:
             self._cluster.append_internal(tp, lg, records)
 
         log.info("event=coordinator_election partition=%s leader_epoch=%d", tp, leader_epoch)
-        runtime = self._runtime(tp)
-        assert runtime is not None
-        runtime.on_election(lg, append, leader_epoch)
+        self._runtimes[tp.topic].on_election(lg, append, leader_epoch, tp.partition)
 
     def _resign(self, tp: TopicPartition) -> None:
         log.info("event=coordinator_resignation partition=%s", tp)
-        runtime = self._runtime(tp)
-        assert runtime is not None
-        runtime.on_resignation()
-
-    def _runtime(self, tp: TopicPartition) -> CoordinatorRuntime | None:
-        runtime = self._runtimes.get(tp.topic)
-        shards = self._partitioned.get(tp.topic)
-        return shards(tp.partition) if runtime is None and shards is not None else runtime
+        self._runtimes[tp.topic].on_resignation(tp.partition)
 
 
 class CoordinatorAppendGate:

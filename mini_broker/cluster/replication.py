@@ -441,16 +441,17 @@ class ClusterReplication:
     def check_replication_factor(self, replication_factor: int) -> None:
         return None  # the controller checks it against the registered brokers
 
-    def find_coordinator(self, key_type: int, key: str, internal_topic: Callable[[int], tuple[int, dict[str, str]]],
+    def find_coordinator(self, key_type: int, key: str,
+                         internal_topic: Callable[[int], tuple[int, int, dict[str, str]]],
                          listener_name: str | None = None) -> CoordinatorLookup | None:
         """The live leader of the key's internal topic partition; the first lookup creates the internal topic
         (Kafka: auto-creation on FindCoordinator)."""
         found = coordinator_for(self.cache, key_type, key, listener_name)
         if found.error_code == CoordinatorNotAvailableError.code and found.partition < 0:
             topic = INTERNAL_TOPIC_OF_KEY_TYPE[key_type]
-            rf, configs = internal_topic(key_type)
+            partitions, rf, configs = internal_topic(key_type)
             try:
-                self.create_internal_topic(topic, rf, configs)
+                self.create_internal_topic(topic, partitions, rf, configs)
             except KafkaError as e:
                 return CoordinatorLookup(CoordinatorNotAvailableError.code, f"creating {topic} failed ({e}); retry")
             found = coordinator_for(self.cache, key_type, key, listener_name)
@@ -753,11 +754,11 @@ class ClusterReplication:
             raise UnknownTopicOrPartitionError(f"Topic {name} was created but is not in the image yet; retry")
         return md
 
-    def create_internal_topic(self, name: str, replication_factor: int, configs: dict[str, str],
-                              num_partitions: int = 1) -> None:
-        """Create ``__consumer_offsets`` / ``__transaction_state`` with one partition (``__share_group_state``
-        with ``num_partitions``) and ``replication_factor`` capped by the live brokers, and
-        ``min.insync.replicas`` capped by that (a concurrent creation by another broker is fine)."""
+    def create_internal_topic(self, name: str, num_partitions: int, replication_factor: int,
+                              configs: dict[str, str]) -> None:
+        """Create ``__consumer_offsets`` / ``__transaction_state`` with ``num_partitions`` and ``replication_factor``
+        capped by the live brokers, and ``min.insync.replicas`` capped by that (a concurrent creation by another
+        broker is fine)."""
         rf = max(1, min(replication_factor, len(self.cache.live_brokers())))
         configs = dict(configs)
         if "min.insync.replicas" in configs:

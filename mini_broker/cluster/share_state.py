@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from mini_broker.cluster.broker_connection import BrokerConnection
 from mini_broker.coordinator.partition import CoordinatorPartition
 from mini_broker.coordinator.runtime import CoordinatorRuntime
-from mini_broker.server.coordinator_lookup import SHARE_KEY_TYPE, coordinator_for, partition_for, share_key
+from mini_broker.server.coordinator_lookup import SHARE_KEY_TYPE, coordinator_for
 from mini_broker.share.share_coordinator import (
     DEFAULT_RECORDS_PER_SNAPSHOT,
     SHARE_GROUP_STATE_TOPIC_NAME,
@@ -38,6 +38,7 @@ from mini_broker.share.share_coordinator import (
     SharePartitionKey,
     persisted_records,
     runs_of,
+    share_key,
     state_batches,
 )
 from mini_broker.share.share_partition import InFlightRecord, RecordState, ShareState
@@ -71,56 +72,24 @@ _RETRY_BACKOFF_MS = 50
 
 
 class ClusterShareCoordinator:
-    """The shards of the ``__share_group_state`` partitions this broker leads (see the module docstring).
-    ``num_partitions()``: the topic's partition count (from the metadata; the config before it exists)."""
+    """The share coordinator of a cluster broker: one :class:`ShareCoordinatorShard` on a runtime following the
+    leadership of the ``__share_group_state`` partitions (see the module docstring)."""
 
-    def __init__(self, num_partitions: Callable[[], int], time: Time = SYSTEM_TIME,
-                 records_per_snapshot: int = DEFAULT_RECORDS_PER_SNAPSHOT) -> None:
-        self._num_partitions = num_partitions
-        self.time = time
-        self.records_per_snapshot = records_per_snapshot
+    def __init__(self, time: Time = SYSTEM_TIME, records_per_snapshot: int = DEFAULT_RECORDS_PER_SNAPSHOT) -> None:
         self.timer = SystemTimer("share-coordinator", time, start_ms=time.hi_res_clock_ms(), run_inline=True)
-        self._lock = threading.Lock()
-        self._shards: dict[int, ShareCoordinatorShard] = {}
-        self._running = True
+        self.shard = ShareCoordinatorShard(SHARE_GROUP_STATE_TOPIC_NAME, CoordinatorPartition(None), self.timer, time,
+                                           records_per_snapshot)
+        self.runtime: CoordinatorRuntime = self.shard.runtime
+        self.runtime.startup(follow_partition_leadership=True)
         self.remote_writes = True
 
-    def runtime_for(self, partition: int) -> CoordinatorRuntime:
-        """The runtime of ``__share_group_state`` partition ``partition`` (created, following its leadership)."""
-        return self._shard(partition).runtime
-
-    def _shard(self, partition: int) -> ShareCoordinatorShard:
-        with self._lock:
-            shard = self._shards.get(partition)
-            if shard is None:
-                shard = self._shards[partition] = ShareCoordinatorShard(
-                    SHARE_GROUP_STATE_TOPIC_NAME, CoordinatorPartition(None), self.timer, self.time,
-                    self.records_per_snapshot)
-                if self._running:
-                    shard.runtime.startup(follow_partition_leadership=True)
-            return shard
-
     def shard_for(self, key: SharePartitionKey) -> ShareCoordinatorShard:
-        """The shard of the partition holding ``key`` (its operations raise NOT_COORDINATOR when this broker does
-        not lead that partition)."""
-        return self._shard(partition_for(share_key(key), self._num_partitions()))
-
-    def appended(self) -> tuple[int, int, int, int]:
-        """(snapshots, updates, snapshot bytes, update bytes) appended by this broker's shards."""
-        with self._lock:
-            shards = list(self._shards.values())
-        totals = [0, 0, 0, 0]
-        for shard in shards:
-            for i, n in enumerate(shard.appended):
-                totals[i] += n
-        return totals[0], totals[1], totals[2], totals[3]
+        """The shard serving ``key`` (its operations raise NOT_COORDINATOR when this broker does not lead the
+        key's ``__share_group_state`` partition)."""
+        return self.shard
 
     def shutdown(self) -> None:
-        with self._lock:
-            self._running = False
-            shards = list(self._shards.values())
-        for shard in shards:
-            shard.runtime.shutdown()
+        self.runtime.shutdown()
         self.timer.close()
 
 

@@ -1,12 +1,13 @@
 """The classic-protocol group coordinator's driver (Kafka: ``kafka.coordinator.group.GroupCoordinator``).
 
 It answers JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, TxnOffsetCommit, OffsetFetch,
-ListGroups, DescribeGroups, DeleteGroups and OffsetDelete for every group of one broker (each broker owns one; see
-docs/ARCHITECTURE.md "mini_broker group coordinator" for the per-state answers). On a cluster broker it serves
-only while the broker leads ``__consumer_offsets``: NOT_COORDINATOR otherwise, COORDINATOR_LOAD_IN_PROGRESS while
-loading. That lifecycle is the :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime`'s (``runtime``), which
-hosts this coordinator (:meth:`GroupCoordinator.load` / :meth:`~GroupCoordinator.on_loaded` /
-:meth:`~GroupCoordinator.unload`).
+ListGroups, DescribeGroups, DeleteGroups and OffsetDelete for the groups of the ``__consumer_offsets`` partitions
+this broker serves (each broker owns one; see docs/ARCHITECTURE.md "mini_broker group coordinator" for the
+per-state answers): a single broker serves every partition; a cluster broker serves a group only while it leads
+the group's partition (``partition_for(group_id)``): NOT_COORDINATOR otherwise, COORDINATOR_LOAD_IN_PROGRESS while
+that partition loads. That lifecycle is the :class:`~mini_broker.coordinator.runtime.CoordinatorRuntime`'s
+(``runtime``), which hosts this coordinator (:meth:`GroupCoordinator.load` / :meth:`~GroupCoordinator.on_loaded` /
+:meth:`~GroupCoordinator.unload`, per partition).
 
 The decisions are made by the sans-IO core (:mod:`group_join`, :mod:`group_heartbeat`, :mod:`group_offsets`,
 :mod:`group_rebalance`): a typed request and ``now`` in, state changed, effects out
@@ -172,7 +173,7 @@ class GroupCoordinator:
             "Rebalance", timer("Rebalance"), broker_id, reaper_enabled=reaper_enabled, time=time)
         #: the lifecycle on ``__consumer_offsets`` (election, load, resignation), its appends and the periodic
         #: tasks and replication continuations (on the heartbeat purgatory's timer thread)
-        self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC_NAME, manager.partition, self,
+        self.runtime = CoordinatorRuntime(GROUP_METADATA_TOPIC_NAME, manager.partitions, self,
                                           self.heartbeat_purgatory.timeout_timer)
         #: KIP-848 consumer groups (mini_broker/group/consumer), hosted on the same runtime; set by the broker.
         #: The group APIs route a group id to them or to this classic coordinator by the group's type.
@@ -209,37 +210,47 @@ class GroupCoordinator:
                                        "offsets cleanup")
 
     # -- HostedCoordinator --------------------------------------------------------------------------------
-    def load(self, coordinator_epoch: int | None) -> int:
-        """Replay the offsets log into groups (the runtime serves them once :meth:`on_loaded` ran)."""
+    def load(self, coordinator_epoch: int | None, partition: int) -> int:
+        """Replay ``__consumer_offsets`` partition ``partition`` into groups (the runtime serves them once
+        :meth:`on_loaded` ran); the groups of the other partitions stay as they are."""
         now = self.time.milliseconds()
-        replayed = self.manager.load()
+        replayed = self.manager.load(self.runtime.get_partition(partition))
         # an id with only share-group records (or nothing live left: a deleted share group) is no classic group
         groups = {group_id: restore_group(group_id, loaded, now) for group_id, loaded in replayed.items()
                   if loaded.group is not None or loaded.offsets or loaded.pending_txn_offsets
                   or loaded.consumer_records}
         with self._groups_lock:
-            self._groups = groups
+            self._groups.update(groups)
         if self.consumer_groups is not None:  # KIP-848 consumer groups replay their own records
             self.consumer_groups.load({k: v for loaded in replayed.values() for k, v in loaded.consumer_records.items()})
         if self.share_groups is not None:  # KIP-932 share groups likewise
             self.share_groups.load({k: v for loaded in replayed.values() for k, v in loaded.share_records.items()})
         return len(groups)
 
-    def on_loaded(self) -> None:
-        """Start the loaded members' session timers."""
+    def _in_partition(self, partition: int) -> Callable[[str], bool]:
+        return lambda group_id: self.runtime.partition_for(group_id) == partition
+
+    def on_loaded(self, partition: int) -> None:
+        """Start the session timers of the loaded members of ``partition``'s groups."""
+        in_partition = self._in_partition(partition)
         for group in self._all_groups():
+            if not in_partition(group.group_id):
+                continue
             with group.lock:
                 for member in list(group.members.values()):
                     self._run(group, group_rebalance.schedule_next_heartbeat, group, member)
 
-    def unload(self) -> None:
-        """Drop every group; parked joins and syncs are answered NOT_COORDINATOR."""
+    def unload(self, partition: int) -> None:
+        """Drop the groups of ``partition``; their parked joins and syncs are answered NOT_COORDINATOR."""
+        in_partition = self._in_partition(partition)
         with self._groups_lock:
-            groups, self._groups = list(self._groups.values()), {}
-        if self.consumer_groups is not None:  # KIP-848 consumer groups go with the runtime's state
-            self.consumer_groups.unload()
+            groups = [g for g in self._groups.values() if in_partition(g.group_id)]
+            for group in groups:
+                del self._groups[group.group_id]
+        if self.consumer_groups is not None:  # KIP-848 consumer groups go with the partition's state
+            self.consumer_groups.unload(in_partition)
         if self.share_groups is not None:
-            self.share_groups.unload()
+            self.share_groups.unload(in_partition)
         for group in groups:
             with group.lock:
                 self._run(group, group_rebalance.unload_group, group)
@@ -297,9 +308,7 @@ class GroupCoordinator:
     def _validate_group_status(self, group_id: str, allow_empty_id: bool = False) -> int | None:
         if not group_id and not allow_empty_id:
             return InvalidGroupIdError.code
-        if not self.runtime.is_active:
-            return self.runtime.inactive_error()
-        return None
+        return self.runtime.error_for(group_id)
 
     # -- driving the core ---------------------------------------------------------------------------------
     def _run(self, group: GroupMetadata, call: Callable[Concatenate[Step, P], R], *args: P.args,
@@ -492,23 +501,29 @@ class GroupCoordinator:
                 return {tp: NotCoordinatorError.code for tp in request.offsets}  # resigned after the check
 
     def write_txn_marker(self, producer_id: int, committed: bool, partitions: Sequence[int], records: bytes) -> None:
-        """The WriteTxnMarkers path for ``__consumer_offsets``: append the marker control batch to the offsets
-        log (raises as the log does, and NOT_LEADER_OR_FOLLOWER on a cluster broker not leading the partition),
-        then materialize or drop the producer's pending offsets (on a cluster broker once the ISR has the marker;
-        if it never does, the transaction coordinator writes the marker again)."""
-        if not self.runtime.is_active and self.runtime.follows_partition_leadership:
-            raise NotLeaderOrFollowerError("this broker does not lead the __consumer_offsets partition; "
-                                           "send the marker to its leader")
-        def replicated(error: int) -> None:  # Kafka: the cache changes in the acks=-1 append's callback
-            if error == 0:
-                self.on_transaction_completed(producer_id, committed, partitions)
+        """The WriteTxnMarkers path for ``__consumer_offsets``: append the marker control batch to each of
+        ``partitions`` (raises as the log does, and NOT_LEADER_OR_FOLLOWER on a cluster broker not leading one),
+        then materialize or drop the producer's pending offsets in the groups of that partition (on a cluster broker
+        once the ISR has the marker; if it never does, the transaction coordinator writes the marker again)."""
+        if self.runtime.follows_partition_leadership:
+            not_led = [p for p in partitions if p not in self.runtime.active_partitions]
+            if not_led:
+                raise NotLeaderOrFollowerError(f"this broker does not lead __consumer_offsets partitions {not_led}; "
+                                               "send the marker to their leader")
+        for partition in partitions:
+            def replicated(error: int, partition: int = partition) -> None:
+                if error == 0:  # Kafka: the cache changes in the acks=-1 append's callback
+                    self.on_transaction_completed(producer_id, committed, [partition])
 
-        self.runtime.write(CoordinatorResult(records, None, on_durable=replicated))
+            self.runtime.write(CoordinatorResult(records, None, on_durable=replicated), partition)
 
     def on_transaction_completed(self, producer_id: int, committed: bool, partitions: Sequence[int]) -> None:
-        """:class:`~mini_broker.transaction.seams.TxnOffsetsListener`: every group of the (single) offsets
-        partition applies the marker to its pending transactional offsets."""
+        """:class:`~mini_broker.transaction.seams.TxnOffsetsListener`: every group of the ``__consumer_offsets``
+        ``partitions`` applies the marker to its pending transactional offsets."""
+        wanted = set(partitions)
         for group in self._all_groups():
+            if self.runtime.partition_for(group.group_id) not in wanted:
+                continue
             with group.lock:
                 group_offsets.complete_pending_txn_offsets(group, producer_id, committed)
 
@@ -528,10 +543,11 @@ class GroupCoordinator:
 
     # -- admin --------------------------------------------------------------------------------------------
     def handle_list_groups(self, states: Iterable[str] = ()) -> tuple[int, list[tuple[str, str, str]]]:
-        """(error, [(group id, protocol type, state)]); ``states`` filters case-insensitively."""
-        if not self.runtime.is_active:
-            if self.runtime.leads_no_partition:
-                return NONE, []  # a cluster broker lists the groups of the partitions it leads: none
+        """(error, [(group id, protocol type, state)]) of the groups of every partition served here;
+        ``states`` filters case-insensitively. COORDINATOR_LOAD_IN_PROGRESS while a partition loads (Kafka)."""
+        if self.runtime.leads_no_partition:
+            return NONE, []  # a cluster broker lists the groups of the partitions it leads: none
+        if not self.runtime.is_active or self.runtime.is_loading:
             return self.runtime.inactive_error(), []
         wanted = {s.lower() for s in states}
         out: list[tuple[str, str, str]] = []

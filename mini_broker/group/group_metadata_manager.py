@@ -1,11 +1,14 @@
 """Persistence of committed offsets and group metadata (Kafka: ``GroupMetadataManager``).
 
-Everything the group coordinator must keep across restarts is appended to an internal log,
-``<data dir>/__group_coordinator/__consumer_offsets-0`` (a :class:`mini_broker.log.Log`; the directory is
-outside the topic registry and the LogManager's scan, so the topic never shows up in Metadata). The log
-is replayed from its start when the broker starts: the last record per key wins, a null value deletes.
-One partition is used whatever ``offsets.topic.num.partitions`` says (one coordinator serves every group).
-On a cluster broker there is no local log: the coordinator replays the replicated ``__consumer_offsets-0``
+Everything the group coordinator must keep across restarts is appended to an internal log: a group's records
+go to ``__consumer_offsets`` partition ``partition_for(group_id, n)`` (Kafka's ``partitionFor``,
+:mod:`mini_broker.coordinator.partitioning`), ``n`` being ``offsets.topic.num.partitions`` (50 by default) when
+the topic was created. A single broker keeps the partitions in ``<data dir>/__group_coordinator/
+__consumer_offsets-<p>`` (:class:`mini_broker.log.Log` s outside the topic registry and the LogManager's scan, so the
+topic never shows up in Metadata; ``partition.count`` keeps the count, and a directory an older version wrote
+with ``__consumer_offsets-0`` alone keeps one partition); a partition's log is created at its first record. Each
+partition is replayed from its start when the broker starts: the last record per key wins, a null value
+deletes. On a cluster broker there is no local log: the coordinator replays each replicated ``__consumer_offsets``
 partition while this broker leads it (the coordinator runtime attaches it on election and detaches it on
 resignation: :mod:`mini_broker.coordinator.runtime`, driven by ``mini_broker.cluster.coordinator_partitions``),
 and the runtime appends through the leader's append.
@@ -30,7 +33,8 @@ int32-length-prefixed). The shapes follow Kafka's OffsetCommitKey/Value v3 and G
 
 Transactional offset commits (TxnOffsetCommit) are offset commit records in a transactional batch of the
 producer id and epoch; the transaction's COMMIT/ABORT marker is appended to the same log as a control batch
-(``GroupCoordinator.write_txn_marker``), as Kafka writes both to ``__consumer_offsets``. Replay
+(``GroupCoordinator.write_txn_marker``, to the group's partition that AddOffsetsToTxn added to the
+transaction), as Kafka writes both to ``__consumer_offsets``. Replay
 holds a producer's transactional records until its marker: COMMIT applies them, ABORT drops them, and those
 without a marker yet come back as the group's pending transactional offsets (:attr:`LoadedGroup.pending_txn_offsets`).
 The cleaner drops a marker only once no record of its transaction is left, so replay stays right after a clean.
@@ -49,7 +53,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from mini_broker.coordinator.partition import CoordinatorPartition
+from mini_broker.coordinator.partition import CoordinatorPartition, local_partitions
 from mini_broker.group.consumer.records import CONSUMER_GROUP_KEY_VERSIONS
 from mini_broker.group.group_requests import CommittedOffset
 from mini_broker.log.log_config import LogConfig
@@ -275,26 +279,30 @@ class GroupMetadataManager:
     :func:`offset_commit_records`, :func:`group_metadata_records`, ..., and the coordinator runtime appends them).
     ``data_dir`` None keeps nothing (unit tests).
 
-    The local log has ``cleanup.policy=compact`` (the broker registers it with its log cleaner); opening the
+    The local logs have ``cleanup.policy=compact`` (the broker registers them with its log cleaner); opening the
     manager finishes or undoes a compaction-by-rewrite an older version left interrupted (``.compacting`` /
-    ``.old`` directories).
+    ``.old`` directories). ``num_partitions``: ``offsets.topic.num.partitions`` (a single broker's existing
+    directory keeps its own count).
     """
 
-    def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600) -> None:
+    def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600,
+                 num_partitions: int = 1) -> None:
         self._time = time
         self._config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES,
                                  other={"cleanup.policy": "compact"})
         self._parent = None if data_dir is None else os.path.join(data_dir, COORDINATOR_DIR)
-        local: Log | None = None
         if self._parent is not None:
             self._recover_interrupted_compaction(self._parent)
-            local = self._open(self._parent)
-        #: the log replayed here and appended to by the runtime (which attaches a cluster's replicated partition on
-        #: election)
-        self.partition = CoordinatorPartition(local)
+        #: the logs replayed here and appended to by the runtime (which attaches a cluster's replicated partitions
+        #: on election), by partition
+        self.partitions: list[CoordinatorPartition] = local_partitions(
+            self._parent, GROUP_METADATA_TOPIC_NAME, num_partitions, self._config,
+            lambda path, config: Log(path, config, time=self._time))
 
-    def _open(self, parent: str) -> Log:
-        return Log(os.path.join(parent, f"{GROUP_METADATA_TOPIC_NAME}-0"), self._config, time=self._time)
+    @property
+    def partition(self) -> CoordinatorPartition:
+        """Partition 0 (the only one of a one-partition topic)."""
+        return self.partitions[0]
 
     @staticmethod
     def _recover_interrupted_compaction(parent: str) -> None:
@@ -309,10 +317,12 @@ class GroupMetadataManager:
     def log(self) -> Log | None:
         return self.partition.log
 
-    def load(self) -> dict[str, LoadedGroup]:
-        """Replay the whole log: group id -> what is stored for it (groups deleted since are absent)."""
+    def load(self, partition: CoordinatorPartition | None = None) -> dict[str, LoadedGroup]:
+        """Replay the whole log of ``partition`` (None: partition 0): group id -> what is stored for it (groups
+        deleted since are absent)."""
         groups: dict[str, LoadedGroup] = {}
-        log = self.partition.log
+        part = self.partition if partition is None else partition
+        log = part.opened_log
         if log is None:
             return groups
         end = log.log_end_offset
@@ -320,7 +330,7 @@ class GroupMetadataManager:
         in_txn: dict[int, list[tuple[bytes, bytes | None]]] = {}
         #: producer id -> keys of its transactional records a later plain record superseded
         superseded: dict[int, set[bytes]] = {}
-        for batch, first in self.partition.batches():
+        for batch, first in part.batches():
             if batch.is_control:
                 marker = end_txn_marker_of(batch)
                 resolved = in_txn.pop(batch.producer_id, [])
@@ -355,5 +365,6 @@ class GroupMetadataManager:
         return groups
 
     def close(self) -> None:
-        """Close a local log (a cluster's replicated partition is the LogManager's)."""
-        self.partition.close()
+        """Close the local logs (a cluster's replicated partitions are the LogManager's)."""
+        for part in self.partitions:
+            part.close()

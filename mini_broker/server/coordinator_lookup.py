@@ -2,58 +2,29 @@
 and ``KafkaApis.getCoordinator``): the one place FindCoordinator, the coordinators and the partition leaders ask.
 
 A group id's coordinator is the leader of ``__consumer_offsets`` partition ``partition_for(group_id, n)``, a
-transactional id's the leader of ``__transaction_state`` partition ``partition_for(transactional_id, n)``, with
-Kafka's ``Utils.abs(key.hashCode) % n`` (Java's ``String.hashCode``), so a key maps to the partition Kafka would
-pick. mini_broker creates each internal topic with one partition (see docs/ARCHITECTURE.md "Cluster and
-replication"), so today every key maps to partition 0; the rule stays general. A share partition's state
-(key type 2, SHARE: ``group:topicId:partition``, :func:`share_key`) is in ``__share_group_state``, created with
-``share.coordinator.state.topic.num.partitions`` partitions (:mod:`mini_broker.cluster.share_state`).
+transactional id's the leader of ``__transaction_state`` partition ``partition_for(transactional_id, n)``
+(:mod:`mini_broker.coordinator.partitioning`: Kafka's ``Utils.abs(key.hashCode) % n``), ``n`` the topic's partition
+count (``offsets.topic.num.partitions`` / ``transaction.state.log.num.partitions`` when it was created, 50 by
+default), so keys spread over the brokers leading those partitions as on Kafka.
 
 Sans-IO: reads a :class:`~mini_broker.server.metadata_cache.MetadataCache` only.
 """
 
 from __future__ import annotations
 
-import base64
-import uuid
 from dataclasses import dataclass
 from typing import Final
 
-from mini_broker.group.group_metadata_manager import GROUP_METADATA_TOPIC_NAME
+from mini_broker.coordinator.internal_topics import GROUP_KEY_TYPE, SHARE_KEY_TYPE, TRANSACTION_KEY_TYPE
+from mini_broker.coordinator.internal_topics import INTERNAL_TOPIC_OF_KEY_TYPE as _TOPICS
+from mini_broker.coordinator.partitioning import java_string_hash, partition_for
 from mini_broker.server.metadata_cache import MetadataCache
-from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
-from mini_broker.transaction.transaction_log import TRANSACTION_STATE_TOPIC_NAME
 from pykafka_client.errors import CoordinatorNotAvailableError, InvalidRequestError
 
-GROUP_KEY_TYPE: Final = 0
-TRANSACTION_KEY_TYPE: Final = 1
-#: a share partition's state (KIP-932): key ``group:topicId:partition`` (:func:`share_key`)
-SHARE_KEY_TYPE: Final = 2
-INTERNAL_TOPIC_OF_KEY_TYPE: Final = {GROUP_KEY_TYPE: GROUP_METADATA_TOPIC_NAME,
-                                     TRANSACTION_KEY_TYPE: TRANSACTION_STATE_TOPIC_NAME,
-                                     SHARE_KEY_TYPE: SHARE_GROUP_STATE_TOPIC_NAME}
+__all__ = ["GROUP_KEY_TYPE", "INTERNAL_TOPIC_OF_KEY_TYPE", "SHARE_KEY_TYPE", "TRANSACTION_KEY_TYPE", "CoordinatorLookup",
+           "coordinates", "coordinator_for", "java_string_hash", "partition_for"]
 
-
-def share_key(key: tuple[str, uuid.UUID, int]) -> str:
-    """The coordinator key of a share partition (Kafka's ``SharePartitionKey.asCoordinatorKey``: group id, the
-    topic id as Kafka prints a ``Uuid`` (URL-safe base64, unpadded) and the partition, joined by ``:``)."""
-    topic = base64.urlsafe_b64encode(key[1].bytes).rstrip(b"=").decode("ascii")
-    return f"{key[0]}:{topic}:{key[2]}"
-
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode`` (UTF-16 code units, 32-bit signed overflow)."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
-
-
-def partition_for(key: str, num_partitions: int) -> int:
-    """Kafka's ``Utils.abs(key.hashCode) % numPartitions`` (``Utils.abs`` maps Integer.MIN_VALUE to 0)."""
-    h = java_string_hash(key)
-    return (0 if h == -(1 << 31) else abs(h)) % num_partitions
+INTERNAL_TOPIC_OF_KEY_TYPE: Final = {key_type: t.name for key_type, t in _TOPICS.items()}
 
 
 @dataclass(frozen=True)

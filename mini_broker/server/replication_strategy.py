@@ -204,10 +204,10 @@ class ReplicationStrategy(Protocol):
         cluster leaves it to the controller, which knows the registered brokers)."""
         ...
 
-    def find_coordinator(self, key_type: int, key: str, internal_topic: Callable[[int], tuple[int, dict[str, str]]],
+    def find_coordinator(self, key_type: int, key: str, internal_topic: Callable[[int], tuple[int, int, dict[str, str]]],
                          listener_name: str | None = None) -> CoordinatorLookup | None:
         """The coordinator of ``key`` (None: this broker coordinates every key), its endpoint on ``listener_name``.
-        ``internal_topic(key_type)``: the (replication factor, configs) an internal topic is created with when it
+        ``internal_topic(key_type)``: the (partition count, replication factor, configs) an internal topic is created with when it
         does not exist yet."""
         ...
 
@@ -469,7 +469,7 @@ class SingleBrokerReplication:
                 f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
                 f"{replication_factor} cannot be reached because only 1 broker(s) are registered.")
 
-    def find_coordinator(self, key_type: int, key: str, internal_topic: Callable[[int], tuple[int, dict[str, str]]],
+    def find_coordinator(self, key_type: int, key: str, internal_topic: Callable[[int], tuple[int, int, dict[str, str]]],
                          listener_name: str | None = None) -> CoordinatorLookup | None:
         return None
 

@@ -18,6 +18,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
+from mini_broker.coordinator.partitioning import drop_keys_of_partition
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group.consumer.group_configs import GroupConfigEntry, apply_changes
 from mini_broker.group.consumer.model import TopicsImage
@@ -59,12 +60,16 @@ class ShareGroupCoordinator:
     def startup(self) -> None:
         self.runtime.schedule_periodic(self.expire_members, EXPIRY_CHECK_INTERVAL_MS, "share group sessions")
 
-    def inactive_error(self) -> int | None:
+    def inactive_error(self, group_id: str | None = None) -> int | None:
+        """The error for a request of ``group_id`` while the runtime does not serve its partition (None: any
+        request while it serves no partition), else None."""
+        if group_id is not None:
+            return self.runtime.error_for(group_id)
         return None if self.runtime.is_active else self.runtime.inactive_error()
 
     def load(self, live_records: Mapping[bytes, bytes]) -> int:
-        """Replace the groups by those the partition's live share-group records describe; each member's session
-        starts now. Returns the number of groups."""
+        """Add the groups a partition's live share-group records describe (the other partitions' groups stay);
+        each member's session starts now. Returns the number of groups loaded."""
         try:
             groups = replay(live_records.items())
             configs = replay_group_configs(live_records.items())
@@ -74,18 +79,23 @@ class ShareGroupCoordinator:
             groups, configs = {}, {}
         now = self.time.milliseconds()
         with self._lock:
-            self._manager.group_configs = configs
+            self._manager.group_configs.update(configs)
             for group in groups.values():
                 timeout = self._manager.config_for(group.group_id).session_timeout_ms
                 for member_id in group.members:
                     group.session_deadlines[member_id] = now + timeout
-            self._manager.groups = groups
+            self._manager.groups.update(groups)
         return len(groups)
 
-    def unload(self) -> None:
+    def unload(self, in_partition: Callable[[str], bool] | None = None) -> None:
+        """Drop the share groups of a partition the runtime stopped serving (``in_partition(group id)``; None:
+        every group)."""
         with self._lock:
-            self._manager.groups.clear()
-            self._manager.group_configs.clear()
+            if in_partition is None:
+                self._manager.groups.clear()
+                self._manager.group_configs.clear()
+                return
+            drop_keys_of_partition(in_partition, self._manager.groups, self._manager.group_configs)
 
     # -- group configs (the share.* keys of GROUP config resources) ----------------------------------------
     def group_config(self, group_id: str) -> ShareGroupConfig:
@@ -101,7 +111,7 @@ class ShareGroupCoordinator:
         """Set (a value) or remove (None) some of the group's ``share.*`` configs: validated as a whole
         (InvalidConfigurationError), then written to the group's partition and applied (new share partitions,
         acquisitions and heartbeats use them)."""
-        error = self.inactive_error()
+        error = self.inactive_error(group_id)
         if error is not None:
             raise NotCoordinatorError(f"the group coordinator is not serving here (error {error}): look it up "
                                       f"again (FindCoordinator) and retry")
@@ -130,7 +140,7 @@ class ShareGroupCoordinator:
                   reply: Callable[[ShareGroupHeartbeatResult], None]) -> None:
         """ShareGroupHeartbeat: ``reply(result)`` once the change it made is durable (maybe later, on the
         runtime's timer thread)."""
-        error = self.inactive_error()
+        error = self.inactive_error(request.group_id)
         if error is not None:
             reply(ShareGroupHeartbeatResult(error, "the group coordinator is not serving here: look it up again "
                                                    "(FindCoordinator) and retry", request.member_id or None))

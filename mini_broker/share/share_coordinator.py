@@ -43,11 +43,12 @@ Layouts (big-endian, as the protocol's primitive types):
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -99,6 +100,19 @@ def update_key(key: SharePartitionKey, index: int) -> bytes:
     _write_partition_key(w, key)
     w.write_int32(index)
     return w.to_bytes()
+
+
+def share_key(key: SharePartitionKey) -> str:
+    """The coordinator key of a share partition (Kafka's ``SharePartitionKey.asCoordinatorKey``: group id, the
+    topic id as Kafka prints a ``Uuid`` (URL-safe base64, unpadded) and the partition, joined by ``:``), which
+    picks its ``__share_group_state`` partition (Kafka's ``partitionFor``)."""
+    topic = base64.urlsafe_b64encode(key[1].bytes).rstrip(b"=").decode("ascii")
+    return f"{key[0]}:{topic}:{key[2]}"
+
+
+def share_key_of_record(key: bytes) -> str:
+    """The coordinator key a ``__share_group_state`` record belongs to (routes it to its partition)."""
+    return share_key(read_state_key(key)[1])
 
 
 def _write_partition_key(w: Writer, key: SharePartitionKey) -> None:
@@ -289,21 +303,22 @@ def apply_record(states: dict[SharePartitionKey, PersistedState], key: bytes, va
 
 # -- one partition of __share_group_state ---------------------------------------------------------------------
 class ShareCoordinatorShard:
-    """The state of one ``__share_group_state`` partition and the operations on it (Kafka's
-    ``ShareCoordinatorShard``), hosted by :attr:`runtime`. Each operation raises the ``KafkaError`` a client
-    gets: the runtime's inactive error (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), FENCED_LEADER_EPOCH,
-    FENCED_STATE_EPOCH, or the append's error. Appends run under the shard's lock, on the caller's thread; on a
-    cluster the answer of the API that called waits for the ISR (the append gate)."""
+    """The states kept in the ``__share_group_state`` partitions this broker serves and the operations on them
+    (Kafka's ``ShareCoordinatorShard``, here one object for all the partitions of :attr:`runtime`: a key is served
+    by its partition's part). Each operation raises the ``KafkaError`` a client gets: the runtime's error for the
+    key's partition (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH, or
+    the append's error. Appends run under the shard's lock, on the caller's thread; on a cluster the answer of the
+    API that called waits for the ISR (the append gate)."""
 
-    def __init__(self, runtime_name: str, partition: CoordinatorPartition, timer: SystemTimer,
-                 time: Time = SYSTEM_TIME, records_per_snapshot: int = DEFAULT_RECORDS_PER_SNAPSHOT) -> None:
+    def __init__(self, runtime_name: str, partitions: CoordinatorPartition | Sequence[CoordinatorPartition],
+                 timer: SystemTimer, time: Time = SYSTEM_TIME,
+                 records_per_snapshot: int = DEFAULT_RECORDS_PER_SNAPSHOT) -> None:
         if records_per_snapshot <= 0:
             raise ValueError(f"share.coordinator.snapshot.update.records.per.snapshot must be positive, not "
                              f"{records_per_snapshot}")
         self.time = time
         self.records_per_snapshot = records_per_snapshot
-        self.partition = partition
-        self.runtime = CoordinatorRuntime(runtime_name, partition, self, timer)
+        self.runtime = CoordinatorRuntime(runtime_name, partitions, self, timer, key_of=share_key_of_record)
         self._lock = threading.Lock()
         self._states: dict[SharePartitionKey, PersistedState] = {}
         #: share partition -> the highest update index written or replayed (tombstoned on delete)
@@ -311,31 +326,40 @@ class ShareCoordinatorShard:
         #: records appended: (snapshots, updates, bytes of snapshots, bytes of updates)
         self.appended = [0, 0, 0, 0]
 
+    def partition_of(self, key: SharePartitionKey) -> int:
+        return self.runtime.partition_for(share_key(key))
+
     # -- HostedCoordinator ---------------------------------------------------------------------------------
-    def load(self, coordinator_epoch: int | None) -> int:
+    def load(self, coordinator_epoch: int | None, partition: int = 0) -> int:
         loaded: dict[SharePartitionKey, PersistedState] = {}
         indexes: dict[SharePartitionKey, int] = {}
-        for offset, key, value in self.partition.keyed_records():
+        for offset, key, value in self.runtime.get_partition(partition).keyed_records():
             try:
                 key_type, k = read_state_key(key)
                 if key_type == UPDATE_KEY_TYPE:
                     indexes[k] = max(indexes.get(k, 0), Reader(key[len(key) - 4:]).read_int32())
                 apply_record(loaded, key, value)
             except MessageDecodeError as e:
-                _log.warning("event=share_state_record_skipped topic=%s offset=%d error=%s",
-                             SHARE_GROUP_STATE_TOPIC_NAME, offset, e)
+                _log.warning("event=share_state_record_skipped topic=%s partition=%d offset=%d error=%s",
+                             SHARE_GROUP_STATE_TOPIC_NAME, partition, offset, e)
         with self._lock:
-            self._states = loaded
-            self._max_update_index = indexes
+            self._drop(partition)
+            self._states.update(loaded)
+            self._max_update_index.update(indexes)
         return len(loaded)
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, partition: int = 0) -> None:
         """Nothing to start: the share-partition leaders read their states when they need them."""
 
-    def unload(self) -> None:
+    def unload(self, partition: int = 0) -> None:
         with self._lock:
-            self._states = {}
-            self._max_update_index = {}
+            self._drop(partition)
+
+    def _drop(self, partition: int) -> None:
+        for key in [k for k in self._states if self.partition_of(k) == partition]:
+            del self._states[key]
+        for key in [k for k in self._max_update_index if self.partition_of(k) == partition]:
+            del self._max_update_index[key]
 
     # -- operations ----------------------------------------------------------------------------------------
     def states(self) -> dict[SharePartitionKey, ShareState]:
@@ -347,7 +371,7 @@ class ShareCoordinatorShard:
         """(state epoch, state) of ``key`` (None: none kept), read by the leader at ``leader_epoch`` (-1: no
         fencing), which is recorded when newer."""
         with self._lock:
-            self._check_active()
+            self._check_active(key)
             current = self._states.get(key)
             if current is None:
                 return None
@@ -362,7 +386,7 @@ class ShareCoordinatorShard:
         fine: only what differs is written as an update)."""
         batches = list(batches)
         with self._lock:
-            self._check_active()
+            self._check_active(key)
             current = self._states.get(key)
             if current is not None:
                 self._check_leader_epoch(key, current, leader_epoch)
@@ -377,7 +401,7 @@ class ShareCoordinatorShard:
     def initialize_state(self, key: SharePartitionKey, state_epoch: int, start_offset: int) -> None:
         """Start the share partition afresh at ``start_offset`` with a newer ``state_epoch`` (nothing in flight)."""
         with self._lock:
-            self._check_active()
+            self._check_active(key)
             current = self._states.get(key)
             if current is not None and state_epoch <= current.state_epoch:
                 raise FencedStateEpochError(
@@ -390,7 +414,7 @@ class ShareCoordinatorShard:
     def delete_state(self, key: SharePartitionKey) -> None:
         """Forget the share partition (tombstones for its snapshot and its updates)."""
         with self._lock:
-            self._check_active()
+            self._check_active(key)
             if key not in self._states:
                 return
             tombstones: list[tuple[bytes, bytes | None]] = [(state_key(key), None)]
@@ -399,11 +423,11 @@ class ShareCoordinatorShard:
             self._max_update_index.pop(key, None)
 
     # -- internals (the caller holds the lock) -------------------------------------------------------------
-    def _check_active(self) -> None:
-        if not self.runtime.is_active:
-            code = self.runtime.inactive_error()
-            raise _error_of(code, f"{self.runtime.name} is not served here now (error {code}): find its "
-                                  f"coordinator again and retry")
+    def _check_active(self, key: SharePartitionKey) -> None:
+        code = self.runtime.error_for(share_key(key))
+        if code is not None:
+            raise _error_of(code, f"{self.runtime.name} partition {self.partition_of(key)} is not served here now "
+                                  f"(error {code}): find its coordinator again and retry")
 
     @staticmethod
     def _check_leader_epoch(key: SharePartitionKey, current: PersistedState, leader_epoch: int) -> None:
@@ -438,7 +462,7 @@ class ShareCoordinatorShard:
         now = self.time.milliseconds()
         for k, v in records:
             builder.append(now, k, v)
-        self.runtime.write(CoordinatorResult(builder.build(), None))  # raises as the append does
+        self.runtime.write(CoordinatorResult(builder.build(), None), self.partition_of(key))  # raises as it does
         for k, v in records:
             if v is not None:
                 snapshot = k[1] == SNAPSHOT_KEY_TYPE

@@ -109,14 +109,15 @@ class TransactionCoordinator:
         self._marker_writer = marker_writer
         self._lock = threading.RLock()
         self._retries_armed: set[str] = set()
-        #: what :meth:`load` replayed, taken over by the core in :meth:`on_loaded`
-        self._replayed: dict[str, TxnTransitMetadata] = {}
+        #: what :meth:`load` replayed per partition, taken over by the core in :meth:`on_loaded`
+        self._replayed: dict[int, dict[str, TxnTransitMetadata]] = {}
         self._no_writer_logged_at: int | None = None
         self.timer = SystemTimer("transaction-coordinator", time, start_ms=time.hi_res_clock_ms(),
                                  run_inline=timer_run_inline)
         self._reaper = SystemTimerReaper("transaction-coordinator", self.timer) if reaper_enabled else None
         #: the lifecycle on ``__transaction_state`` (election, load, resignation), its appends and the timers
-        self.runtime = CoordinatorRuntime(TRANSACTION_STATE_TOPIC_NAME, txn_log.partition, self, self.timer)
+        self.runtime = CoordinatorRuntime(TRANSACTION_STATE_TOPIC_NAME, txn_log.partitions, self, self.timer)
+        self.core.partition_of = self.runtime.partition_for
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     @property
@@ -140,24 +141,30 @@ class TransactionCoordinator:
                                        "expire transactional ids")
 
     # -- HostedCoordinator --------------------------------------------------------------------------------
-    def load(self, coordinator_epoch: int | None) -> int:
-        """Replay ``__transaction_state``; on an election the markers carry ``coordinator_epoch`` (the partition's
-        leader epoch). Prepare* transactions have their markers written again once serving; Ongoing ones time
-        out as usual."""
+    def load(self, coordinator_epoch: int | None, partition: int) -> int:
+        """Replay ``__transaction_state`` partition ``partition``; on an election the markers of its transactional
+        ids carry ``coordinator_epoch`` (the partition's leader epoch). Prepare* transactions have their markers
+        written again once serving; Ongoing ones time out as usual."""
         if coordinator_epoch is not None:
             with self._lock:
-                self.core = TransactionCore(self._generate_producer_id, coordinator_epoch)
-        self._replayed = self.txn_log.load()
-        return len(self._replayed)
+                self.core.partition_epochs[partition] = coordinator_epoch
+        replayed = self.txn_log.load(self.runtime.get_partition(partition))
+        with self._lock:
+            self._replayed[partition] = replayed
+        return len(replayed)
 
-    def on_loaded(self) -> None:
-        replayed, self._replayed = self._replayed, {}
+    def on_loaded(self, partition: int) -> None:
+        with self._lock:
+            replayed = self._replayed.pop(partition, {})
         self._run(self.core.load, replayed)
 
-    def unload(self) -> None:
+    def unload(self, partition: int) -> None:
         with self._lock:
-            self.core = TransactionCore(self._generate_producer_id)
-            self._retries_armed.clear()
+            dropped = self.core.unload(lambda transactional_id: self.runtime.partition_for(transactional_id)
+                                       == partition)
+            self.core.partition_epochs.pop(partition, None)
+            self._retries_armed.difference_update(dropped)
+            self._replayed.pop(partition, None)
 
     def shutdown(self) -> None:
         self.runtime.shutdown()
@@ -190,8 +197,8 @@ class TransactionCoordinator:
                 if isinstance(effect, AppendTxnState):
                     appended = True
                     follow = Step(self.config, now)
-                    error = (self.runtime.write(self.transition_result(effect, now)) if self.runtime.is_active
-                             else CoordinatorNotAvailableError.code)
+                    error = (self.runtime.write(self.transition_result(effect, now))
+                             if self.runtime.serves(effect.transactional_id) else CoordinatorNotAvailableError.code)
                     self.core.on_append_complete(follow, effect, error)
                     queue.extend(follow.effects)
                 else:
@@ -232,7 +239,8 @@ class TransactionCoordinator:
                 if isinstance(effect, SendInitProducerIdResponse) and effect.result.error_code == 0:
                     effect.reply(InitProducerIdResult(error))
                     continue
-                if isinstance(effect, (WriteTxnMarkers, ScheduleMarkerRetry)) and not self.runtime.is_active:
+                if isinstance(effect, (WriteTxnMarkers, ScheduleMarkerRetry)) \
+                        and not self.runtime.serves(effect.transactional_id):
                     continue
             self._apply(effect)
 
@@ -245,7 +253,7 @@ class TransactionCoordinator:
             self._write_markers(effect)
         elif isinstance(effect, ScheduleMarkerRetry):
             with self._lock:
-                if effect.transactional_id in self._retries_armed or not self.runtime.is_active:
+                if effect.transactional_id in self._retries_armed or not self.runtime.serves(effect.transactional_id):
                     return
                 self._retries_armed.add(effect.transactional_id)
             self.runtime.schedule(_MarkerRetry(self, effect.transactional_id, effect.delay_ms))
@@ -287,48 +295,60 @@ class TransactionCoordinator:
     def on_marker_retry(self, transactional_id: str) -> None:
         with self._lock:
             self._retries_armed.discard(transactional_id)
-        if self.runtime.is_active:
+        if self.runtime.serves(transactional_id):
             self._run(self.core.retry_markers, transactional_id)
 
     # -- requests -----------------------------------------------------------------------------------------
     def handle_init_producer_id(self, request: InitProducerIdParams, reply: InitProducerIdCallback) -> None:
-        if not self.runtime.is_active:
-            reply(InitProducerIdResult(self.runtime.inactive_error()))
+        error = self._error_for(request.transactional_id)
+        if error is not None:
+            reply(InitProducerIdResult(error))
             return
         self._run(self.core.init_producer_id, request, reply)
 
+    def _error_for(self, transactional_id: str) -> int | None:
+        """Why a request of ``transactional_id`` is not served here (None: it is). An empty one is left to the
+        core while any partition is served."""
+        if not transactional_id:  # the core answers INVALID_REQUEST
+            return None if self.runtime.is_active else self.runtime.inactive_error()
+        return self.runtime.error_for(transactional_id)
+
     def handle_add_partitions(self, request: AddPartitionsParams, reply: ErrorCallback) -> None:
-        if not self.runtime.is_active:
-            reply(self.runtime.inactive_error())
+        error = self._error_for(request.transactional_id)
+        if error is not None:
+            reply(error)
             return
         self._run(self.core.add_partitions, request, reply)
 
     def handle_end_txn(self, request: EndTxnParams, reply: ErrorCallback) -> None:
-        if not self.runtime.is_active:
-            reply(self.runtime.inactive_error())
+        error = self._error_for(request.transactional_id)
+        if error is not None:
+            reply(error)
             return
         self._run(self.core.end_txn, request, reply)
 
     def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                           partitions: Sequence[TopicPartition]) -> dict[TopicPartition, int]:
         """:class:`~mini_broker.transaction.seams.TransactionVerifier` (KIP-890 verify-only add)."""
-        if not self.runtime.is_active:
-            return {tp: self.runtime.inactive_error() for tp in partitions}
+        error = self._error_for(transactional_id)
+        if error is not None:
+            return {tp: error for tp in partitions}
         with self._lock:
             return self.core.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
 
     def handle_describe(self, transactional_id: str) -> tuple[int, TransactionDescription | None]:
-        if not self.runtime.is_active:
-            return self.runtime.inactive_error(), None
+        error = self._error_for(transactional_id)
+        if error is not None:
+            return error, None
         with self._lock:
             return self.core.describe(transactional_id)
 
     def handle_list(self, states: Sequence[str], producer_ids: Sequence[int],
                     duration_ms: int) -> tuple[int, list[str], list[TransactionDescription]]:
-        """(error, unknown state filters, transactions)."""
-        if not self.runtime.is_active:
-            if self.runtime.leads_no_partition:
-                return 0, [], []  # a cluster broker lists the transactions of the partitions it leads: none
+        """(error, unknown state filters, transactions) of every partition served here."""
+        if self.runtime.leads_no_partition:
+            return 0, [], []  # a cluster broker lists the transactions of the partitions it leads: none
+        if not self.runtime.is_active or self.runtime.is_loading:
             return self.runtime.inactive_error(), [], []
         with self._lock:
             unknown, found = self.core.list_transactions(self.time.milliseconds(), states, producer_ids, duration_ms)

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 
+from mini_broker.coordinator.partitioning import drop_keys_of_partition
 from mini_broker.transaction.transaction_effects import (
     AppendTxnState,
     Response,
@@ -83,8 +84,21 @@ class TransactionCore:
         self.transactions: dict[str, TransactionMetadata] = {}
         self._generate_producer_id = generate_producer_id
         #: written in every marker (a partition fences markers of an older coordinator epoch); on a cluster the
-        #: leader epoch of the ``__transaction_state`` partition this coordinator was elected with
+        #: leader epoch of the ``__transaction_state`` partition of the transactional id (:attr:`partition_epochs`)
         self.coordinator_epoch = coordinator_epoch
+        #: ``__transaction_state`` partition -> the leader epoch this coordinator was elected with for it
+        self.partition_epochs: dict[int, int] = {}
+        #: the ``__transaction_state`` partition of a transactional id
+        self.partition_of: Callable[[str], int] = lambda transactional_id: 0
+
+    def coordinator_epoch_of(self, transactional_id: str) -> int:
+        return self.partition_epochs.get(self.partition_of(transactional_id), self.coordinator_epoch)
+
+    def unload(self, in_partition: Callable[[str], bool]) -> list[str]:
+        """Drop the transactional ids ``in_partition`` (a partition this coordinator no longer serves)."""
+        dropped = [t for t in self.transactions if in_partition(t)]
+        drop_keys_of_partition(in_partition, self.transactions)
+        return dropped
 
     # -- replay -----------------------------------------------------------------------------------------
     def load(self, step: Step, loaded: Mapping[str, TxnTransitMetadata]) -> None:
@@ -92,7 +106,7 @@ class TransactionCore:
         (re)written and then completes."""
         for txn_id, transit in loaded.items():
             self.transactions[txn_id] = TransactionMetadata.from_transit(txn_id, transit)
-        for metadata in self.transactions.values():
+        for metadata in [self.transactions[txn_id] for txn_id in loaded]:
             if metadata.state in (S.PREPARE_COMMIT, S.PREPARE_ABORT):
                 self._send_markers(step, metadata)
 
@@ -274,7 +288,7 @@ class TransactionCore:
             transaction_result=metadata.state is S.PREPARE_COMMIT,
             topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=p)
                     for t, p in by_topic.items()],
-            coordinator_epoch=self.coordinator_epoch)
+            coordinator_epoch=self.coordinator_epoch_of(metadata.transactional_id))
         step.emit(WriteTxnMarkers(metadata.transactional_id, WriteTxnMarkersRequest(markers=[marker])))
 
     def on_markers_written(self, step: Step, markers: WriteTxnMarkers,

@@ -4,11 +4,14 @@ log half of ``TransactionStateManager``).
 Every state change of a transactional id is appended (and fsynced) by the coordinator runtime before the
 coordinator acts on it or answers the client (the coordinator returns the records:
 :func:`transaction_state_records`); the log is replayed when the broker starts, the last record per key winning and a null
-value (a Dead id's tombstone) deleting. It lives in ``<data dir>/__transaction_coordinator/
-__transaction_state-0`` (a :class:`mini_broker.log.Log` outside the topic registry, so the topic is never in
-Metadata): one partition, whatever ``transaction.state.log.num.partitions`` says, as one coordinator serves
-every transactional id. It is not compacted (a test broker's trade-off). On a cluster broker there is no local
-log: the coordinator runtime attaches the replicated ``__transaction_state-0`` partition while this broker leads it
+value (a Dead id's tombstone) deleting. A transactional id's records go to partition
+``partition_for(transactional_id, n)`` (Kafka's ``partitionFor``, :mod:`mini_broker.coordinator.partitioning`), ``n``
+being ``transaction.state.log.num.partitions`` (50 by default) when the topic was created. A single broker keeps
+the partitions in ``<data dir>/__transaction_coordinator/__transaction_state-<p>`` (:class:`mini_broker.log.Log` s
+outside the topic registry, so the topic is never in Metadata; ``partition.count`` keeps the count, and a
+directory an older version wrote with ``__transaction_state-0`` alone keeps one partition); a partition's log is
+created at its first record. The logs are compacted. On a cluster broker there is no local log: the coordinator
+runtime attaches each replicated ``__transaction_state`` partition while this broker leads it
 (:mod:`mini_broker.coordinator.runtime`, driven by ``mini_broker.cluster.coordinator_partitions``).
 
 Record format. The vendored protocol specs have no TransactionLogKey/TransactionLogValue schema, so this is
@@ -29,7 +32,7 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
-from mini_broker.coordinator.partition import CoordinatorPartition
+from mini_broker.coordinator.partition import CoordinatorPartition, local_partitions
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import Log
 from mini_broker.transaction.transaction_metadata import TxnTransitMetadata
@@ -134,29 +137,37 @@ class TransactionLog:
     """Replays transaction state records from the coordinator's
     :class:`~mini_broker.coordinator.partition.CoordinatorPartition` (the runtime attaches a cluster's
     replicated partition on election, and appends what the coordinator's transitions return:
-    :func:`transaction_state_records`). ``data_dir`` None keeps nothing (unit tests)."""
+    :func:`transaction_state_records`). ``data_dir`` None keeps nothing (unit tests). ``num_partitions``:
+    ``transaction.state.log.num.partitions`` (a single broker's existing directory keeps its own count)."""
 
-    def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600) -> None:
-        local: Log | None = None
-        if data_dir is not None:
-            config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES,
-                               other={"cleanup.policy": "compact"})  # as Kafka's __transaction_state
-            local = Log(os.path.join(data_dir, COORDINATOR_DIR, f"{TRANSACTION_STATE_TOPIC_NAME}-0"), config,
-                        time=time)
-        self.partition = CoordinatorPartition(local)
+    def __init__(self, data_dir: str | None, time: Time = SYSTEM_TIME, segment_bytes: int = 104857600,
+                 num_partitions: int = 1) -> None:
+        config = LogConfig(segment_bytes=segment_bytes, max_message_bytes=_MAX_BATCH_BYTES,
+                           other={"cleanup.policy": "compact"})  # as Kafka's __transaction_state
+        #: by partition
+        self.partitions: list[CoordinatorPartition] = local_partitions(
+            None if data_dir is None else os.path.join(data_dir, COORDINATOR_DIR), TRANSACTION_STATE_TOPIC_NAME,
+            num_partitions, config, lambda path, cfg: Log(path, cfg, time=time))
+
+    @property
+    def partition(self) -> CoordinatorPartition:
+        """Partition 0 (the only one of a one-partition topic)."""
+        return self.partitions[0]
 
     @property
     def log(self) -> Log | None:
         return self.partition.log
 
-    def load(self) -> dict[str, TxnTransitMetadata]:
-        """Replay the whole log: transactional id -> its last state (Dead ids are absent)."""
+    def load(self, partition: CoordinatorPartition | None = None) -> dict[str, TxnTransitMetadata]:
+        """Replay the whole log of ``partition`` (None: partition 0): transactional id -> its last state (Dead ids
+        are absent)."""
         loaded: dict[str, TxnTransitMetadata] = {}
-        log = self.partition.log
+        part = self.partition if partition is None else partition
+        log = part.opened_log
         if log is None:
             return loaded
         end = log.log_end_offset
-        for offset, key, value in self.partition.keyed_records():
+        for offset, key, value in part.keyed_records():
             try:
                 apply_record(loaded, key, value)
             except MessageDecodeError as e:
@@ -167,5 +178,6 @@ class TransactionLog:
         return loaded
 
     def close(self) -> None:
-        """Close a local log (a cluster's replicated partition is the LogManager's)."""
-        self.partition.close()
+        """Close the local logs (a cluster's replicated partitions are the LogManager's)."""
+        for part in self.partitions:
+            part.close()

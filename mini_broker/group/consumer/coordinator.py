@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
+from mini_broker.coordinator.partitioning import drop_keys_of_partition
 from mini_broker.coordinator.result import CoordinatorResult
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.group.consumer import group_configs, records
@@ -133,14 +134,19 @@ class ConsumerGroupCoordinator:
     def startup(self) -> None:
         self.runtime.schedule_periodic(self.expire_members, EXPIRY_CHECK_INTERVAL_MS, "consumer group sessions")
 
-    def unload(self) -> None:
-        """Drop every consumer group (the runtime stopped serving, or reloads)."""
+    def unload(self, in_partition: Callable[[str], bool] | None = None) -> None:
+        """Drop the consumer groups of a partition the runtime stopped serving (``in_partition(group id)``; None:
+        every group)."""
         with self._lock:
-            self._manager.groups.clear()
+            if in_partition is None:
+                self._manager.groups.clear()
+                return
+            drop_keys_of_partition(in_partition, self._manager.groups, self._manager.group_configs)
 
     def load(self, live_records: Mapping[bytes, bytes]) -> int:
-        """Replace the groups by those the partition's live consumer-group records describe (the classic
-        coordinator's load collects them); each member's session starts now. Returns the number of groups."""
+        """Add the groups a partition's live consumer-group records describe (the classic coordinator's load
+        collects them; the other partitions' groups stay); each member's session starts now. Returns the number of
+        groups loaded."""
         try:
             groups = records.replay(live_records.items())
             configs = records.replay_group_configs(live_records.items())
@@ -149,7 +155,7 @@ class ConsumerGroupCoordinator:
                            "empty and their members rejoin")
             groups, configs = {}, {}
         with self._lock:
-            self._manager.group_configs = configs
+            self._manager.group_configs.update(configs)
         now = self.time.milliseconds()
         for group in groups.values():
             for member in group.members.values():
@@ -160,7 +166,7 @@ class ConsumerGroupCoordinator:
                     group.rebalance_deadlines[member.member_id] = (now + member.rebalance_timeout_ms,
                                                                    member.member_epoch)
         with self._lock:
-            self._manager.groups = groups
+            self._manager.groups.update(groups)
         return len(groups)
 
     def _image(self, group_id: str) -> dict[bytes, bytes]:
@@ -201,8 +207,11 @@ class ConsumerGroupCoordinator:
             builder.build(), None, on_durable=lambda error: then(int(NotCoordinatorError.code) if error else 0),
             on_failed=failed))
 
-    def inactive_error(self) -> int | None:
-        """The error for any request while the runtime does not serve, else None."""
+    def inactive_error(self, group_id: str | None = None) -> int | None:
+        """The error for a request of ``group_id`` while the runtime does not serve its partition (None: any
+        request while it serves no partition), else None."""
+        if group_id is not None:
+            return self.runtime.error_for(group_id)
         return None if self.runtime.is_active else self.runtime.inactive_error()
 
     # -- requests -----------------------------------------------------------------------------------------
@@ -210,7 +219,7 @@ class ConsumerGroupCoordinator:
                   reply: Callable[[ConsumerGroupHeartbeatResult], None]) -> None:
         """ConsumerGroupHeartbeat: ``reply(result)`` once the change it made is durable (on a cluster broker:
         once the ISR has its records; maybe later, on the runtime's timer thread)."""
-        error = self.inactive_error()
+        error = self.inactive_error(request.group_id)
         if error is not None:
             reply(ConsumerGroupHeartbeatResult(error, "the group coordinator is not serving here: look it up again "
                                                       "(FindCoordinator) and retry", request.member_id or None))
@@ -389,7 +398,7 @@ class ConsumerGroupCoordinator:
         """Set (a value) or remove (None) some of the group's configs: validated as a whole
         (InvalidConfigurationError), then written to the group's partition and applied to the group (its members
         get the new heartbeat interval in their next response; sessions restart with the new timeout)."""
-        error = self.inactive_error()
+        error = self.inactive_error(group_id)
         if error is not None:
             raise NotCoordinatorError(f"the group coordinator is not serving here (error {error}): look it up "
                                       f"again (FindCoordinator) and retry")

@@ -18,11 +18,14 @@ from pykafka_client.structs import TopicPartition
 
 
 def offsets_partition_for(apis: KafkaApis, group_id: str) -> int:
-    """Kafka's ``GroupCoordinator.partitionFor`` over the ``__consumer_offsets`` partitions the metadata knows (a
-    cluster: the internal topic, created with one partition; a single broker: none, its coordinator keeps every
-    group in its local partition 0)."""
+    """Kafka's ``GroupCoordinator.partitionFor``: the group's ``__consumer_offsets`` partition, over the topic's
+    partition count (a cluster: the topic in the metadata; a single broker: its group coordinator's local
+    partitions)."""
     md = apis.broker.metadata_cache.get_topic(GROUP_METADATA_TOPIC_NAME)
-    return 0 if md is None else partition_for(group_id, md.num_partitions)
+    if md is not None:
+        return partition_for(group_id, md.num_partitions)
+    coordinator = apis.broker.group_coordinator
+    return 0 if coordinator is None else coordinator.runtime.partition_for(group_id)
 
 
 def handle(apis: KafkaApis, request: Request) -> AddOffsetsToTxnResponse | None:

@@ -44,7 +44,7 @@ def handle(apis: KafkaApis, request: Request) -> ConsumerGroupHeartbeatResponse 
     consumer_groups = consumer_group_coordinator(apis)
     upgrading = consumer_groups.config.upgrade_enabled and body.member_epoch == 0
     if not upgrading and not consumer_groups.is_consumer_group(body.group_id) \
-            and consumer_groups.inactive_error() is None:
+            and consumer_groups.inactive_error(body.group_id) is None:
         _, classic = group_coordinator(apis).handle_describe_group(body.group_id)
         if classic.state and classic.state not in _CONVERTIBLE_CLASSIC_STATES:
             return ConsumerGroupHeartbeatResponse(

@@ -15,7 +15,7 @@ D = TypeVar("D")
 
 
 def describe_each(apis: KafkaApis, request: Request, group_ids: Iterable[str], include_authorized_operations: bool,
-                  kind: str, inactive_error: Callable[[], int | None], describe: Callable[[str, int], D | None],
+                  kind: str, inactive_error: Callable[[str], int | None], describe: Callable[[str, int], D | None],
                   failed: Callable[[str, int, str | None, int], D]) -> list[D]:
     """Per group id, as Kafka answers: ``failed(group id, GROUP_AUTHORIZATION_FAILED, why, omitted operations)``
     without DESCRIBE on the group; ``failed(..., inactive error, None, ops)`` while the coordinator does not
@@ -31,7 +31,7 @@ def describe_each(apis: KafkaApis, request: Request, group_ids: Iterable[str], i
             continue
         ops = (auth.operations(ResourceType.GROUP, group_id) if include_authorized_operations
                else AUTHORIZED_OPERATIONS_OMITTED)
-        error = inactive_error()
+        error = inactive_error(group_id)
         described = None if error is not None else describe(group_id, ops)
         if error is not None:
             out.append(failed(group_id, error, None, ops))

@@ -215,10 +215,14 @@ def test_txn_offset_commit_pending_until_marker_and_describe_producers(broker: M
         assert committed(False) == (-1, 0)  # pending: not visible
         assert committed(True) == (-1, UNSTABLE_OFFSET_COMMIT)
         assert commit(A, 43, generation=5, member="nobody") == 25  # UNKNOWN_MEMBER_ID (KIP-447 fields)
-        assert markers(c, A, commit=True, topics={"__consumer_offsets": [0]}) == {("__consumer_offsets", 0): 0}
+        # group "g"'s partition of 50 (Java's "g".hashCode() is 103): the markers go where its offsets are
+        g_partition = 103 % 50
+        assert markers(c, A, commit=True, topics={"__consumer_offsets": [g_partition]}) == \
+            {("__consumer_offsets", g_partition): 0}
         assert committed(True) == (42, 0)
         assert commit(B, 99) == 0
-        assert markers(c, B, commit=False, topics={"__consumer_offsets": [0]}) == {("__consumer_offsets", 0): 0}
+        assert markers(c, B, commit=False, topics={"__consumer_offsets": [g_partition]}) == \
+            {("__consumer_offsets", g_partition): 0}
         assert committed(True) == (42, 0)  # aborted: dropped
         assert commit(B, 100) == 0  # pending across a restart of the coordinator (below)
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from mini_broker.cluster.mini_cluster import MiniCluster
+from mini_broker.coordinator.partitioning import partition_for
 from pykafka_client.protocol.messages import (
     ConsumerGroupHeartbeatRequest,
     OffsetCommitRequest,
@@ -84,4 +85,4 @@ def test_a_consumer_group_survives_its_coordinators_death(cluster: MiniCluster) 
         cluster.restart(coordinator, timeout=FAILOVER_TIMEOUT_S)
         for p in range(PARTITIONS):
             cluster.wait_for_isr(topic, p, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
-        cluster.wait_for_isr(OFFSETS_TOPIC, 0, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+        cluster.wait_for_isr(OFFSETS_TOPIC, partition_for(group, 50), cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)

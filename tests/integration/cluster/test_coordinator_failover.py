@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from mini_broker.cluster.mini_cluster import MiniCluster
+from mini_broker.coordinator.partitioning import partition_for
 from pykafka_client import KafkaConsumer, KafkaProducer, TopicPartition
 from pykafka_client.protocol.messages import (
     FindCoordinatorRequest,
@@ -188,8 +189,9 @@ def test_brokers_other_than_the_coordinator_answer_not_coordinator(cluster: Mini
     cluster.create_topic(topic, partitions=1, replication_factor=3)
     group_coordinator = find_coordinator(cluster, group, GROUP_KEY)
     txn_coordinator = find_coordinator(cluster, txn_id, TRANSACTION_KEY)
-    assert cluster.leader("__consumer_offsets", 0) == group_coordinator
-    assert cluster.leader("__transaction_state", 0) == txn_coordinator
+    # the leaders of the keys' partitions (of 50: offsets.topic.num.partitions, transaction.state.log.num.partitions)
+    assert cluster.leader("__consumer_offsets", partition_for(group, 50)) == group_coordinator
+    assert cluster.leader("__transaction_state", partition_for(txn_id, 50)) == txn_coordinator
     other = next(b for b in cluster.brokers if b != group_coordinator)
     with _conn(cluster, other) as c:
         assert c.call(HeartbeatRequest(group_id=group, generation_id=1, member_id="m"), 4).error_code == NOT_COORDINATOR
@@ -286,5 +288,6 @@ def test_a_commit_the_coordinator_cannot_replicate_is_refused_per_partition_and_
         for b in followers:
             if not cluster.brokers[b].alive:
                 cluster.restart(b, timeout=FAILOVER_TIMEOUT_S)
-        cluster.wait_for_isr("__consumer_offsets", 0, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+        cluster.wait_for_isr("__consumer_offsets", partition_for(group, 50), cluster.num_brokers,
+                             timeout=FAILOVER_TIMEOUT_S)
         cluster.wait_for_isr(topic, 0, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from mini_broker.cluster.mini_cluster import MiniCluster
-from mini_broker.server.coordinator_lookup import partition_for, share_key
-from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
+from mini_broker.server.coordinator_lookup import partition_for
+from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME, share_key
 from pykafka_client import AcknowledgeType, KafkaProducer, KafkaShareConsumer, ShareConsumerRecord
 from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S
 

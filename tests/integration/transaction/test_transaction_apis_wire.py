@@ -191,7 +191,8 @@ def test_add_offsets_to_txn(env: tuple[MiniBroker, RecordingWriter, Conn], versi
                                  group_id="g")
     assert c.call(req, version).error_code == NONE
     [d] = describe(c, "tx")
-    assert [(t.topic, list(t.partitions)) for t in d.topics] == [("__consumer_offsets", [0])]
+    # the group's partition of the 50 (offsets.topic.num.partitions' default): Java's "g".hashCode() is 103
+    assert [(t.topic, list(t.partitions)) for t in d.topics] == [("__consumer_offsets", [103 % 50])]
     assert end(c, "tx", r.producer_id, r.producer_epoch, True, min(version, 4)) == NONE
     assert [t.name for t in last_marker(writer, 1).topics] == ["__consumer_offsets"]
     bad = AddOffsetsToTxnRequest(transactional_id="tx", producer_id=r.producer_id + 1,

@@ -82,7 +82,7 @@ class KeyValueCoordinator:
         self.runtime = CoordinatorRuntime("__kv", partition, self, timer)
 
     # HostedCoordinator
-    def load(self, coordinator_epoch: int | None) -> int:
+    def load(self, coordinator_epoch: int | None, partition: int) -> int:
         self.events.append(f"load epoch={coordinator_epoch} status={self.runtime.status.value}")
         if self.during_load is not None:
             self.during_load()
@@ -92,10 +92,10 @@ class KeyValueCoordinator:
                     self.state[bytes(record.key).decode()] = bytes(record.value).decode()
         return len(self.state)
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, partition: int) -> None:
         self.events.append(f"loaded status={self.runtime.status.value}")
 
-    def unload(self) -> None:
+    def unload(self, partition: int) -> None:
         self.events.append("unload")
         self.state.clear()
 

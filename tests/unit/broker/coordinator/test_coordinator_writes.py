@@ -233,13 +233,13 @@ def test_a_resignation_mid_append_fails_the_waiting_write_with_not_coordinator(b
 class NothingHosted:
     """A hosted coordinator with no state (the runtime's lifecycle is not under test here)."""
 
-    def load(self, coordinator_epoch: int | None) -> int:
+    def load(self, coordinator_epoch: int | None, partition: int) -> int:
         return 0
 
-    def on_loaded(self) -> None:
+    def on_loaded(self, partition: int) -> None:
         pass
 
-    def unload(self) -> None:
+    def unload(self, partition: int) -> None:
         pass
 
 

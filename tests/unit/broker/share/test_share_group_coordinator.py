@@ -70,7 +70,7 @@ def test_an_unload_drops_the_groups_and_a_load_replays_their_records(single: Har
     described = single.share.describe("g")
     assert described is not None
     live = group_records(described)  # what __consumer_offsets holds for the group
-    single.classic.unload()
+    single.classic.unload(0)
     assert not single.share.is_share_group("g")
     assert single.share.load(live) == 1
     group = single.share.describe("g")

@@ -70,7 +70,7 @@ def test_a_resignation_drops_the_consumer_groups(single: tuple[GroupCoordinator,
     classic, consumer = single
     assert _join(consumer, "m1") == 0
     assert consumer.is_consumer_group("g")
-    classic.unload()
+    classic.unload(0)
     assert not consumer.is_consumer_group("g")
     r = heartbeat(consumer, ConsumerGroupHeartbeatParams("g", "m1", 1, owned_partitions={}))
     assert r.error_code == UnknownMemberIdError.code
