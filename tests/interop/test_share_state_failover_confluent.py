@@ -34,7 +34,8 @@ N = 10
 def cluster() -> Iterator[MiniCluster]:
     overrides = {"min.insync.replicas": 2, "group.initial.rebalance.delay.ms": 0,
                  "share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": 120_000,
-                 "group.share.heartbeat.interval.ms": 200, "share.coordinator.state.topic.num.partitions": 10}
+                 "group.share.heartbeat.interval.ms": 200, "share.coordinator.state.topic.num.partitions": 10,
+                 "offsets.topic.num.partitions": 10}
     with MiniCluster(3, overrides=overrides) as c:
         yield c
 

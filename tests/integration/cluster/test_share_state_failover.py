@@ -34,7 +34,9 @@ def cluster() -> Iterator[MiniCluster]:
                  "share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": 120_000,
                  "group.share.heartbeat.interval.ms": 200, "group.share.delivery.count.limit": 2,
                  "share.coordinator.state.topic.num.partitions": STATE_PARTITIONS,
-                 "share.coordinator.snapshot.update.records.per.snapshot": 3}
+                 "share.coordinator.snapshot.update.records.per.snapshot": 3,
+                 # fewer coordinator partitions to elect and load on each kill keep the failovers short
+                 "offsets.topic.num.partitions": 10, "transaction.state.log.num.partitions": 10}
     with MiniCluster(3, overrides=overrides) as c:
         yield c
 
