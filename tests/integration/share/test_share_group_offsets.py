@@ -1,0 +1,166 @@
+"""The share-group offsets admin APIs (KIP-932; DescribeShareGroupOffsets, AlterShareGroupOffsets,
+DeleteShareGroupOffsets) against a real MiniBroker with our KafkaShareConsumer: the start offset before and after
+consumption, an altered start offset is where the next consumer starts (also after a restart), altering or
+deleting while the group has members is refused (NON_EMPTY_GROUP), and deleted state restarts the partition at
+``share.auto.offset.reset``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mini_broker.broker import MiniBroker
+from pykafka_client import KafkaShareConsumer, ShareConsumerRecord
+from pykafka_client.admin import AdminClient
+from pykafka_client.aio.admin import AsyncAdminClient
+from pykafka_client.errors import GroupIdNotFoundError, GroupNotEmptyError, UnknownTopicOrPartitionError
+from pykafka_client.structs import OffsetAndMetadata, TopicPartition
+from tests.integration.share.helpers import create_share_topic, produce
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+Recs = list[ShareConsumerRecord[Any, Any]]
+BROKER_CONF: dict[str, Any] = {"share_auto_offset_reset": "earliest", "group_share_record_lock_duration_ms": 60_000,
+                               "group_share_heartbeat_interval_ms": 200}
+
+
+@pytest.fixture
+def broker() -> Iterator[MiniBroker]:
+    b = MiniBroker(**BROKER_CONF).start()
+    yield b
+    b.shutdown()
+
+
+def _admin(broker: MiniBroker) -> AdminClient:
+    return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+
+def _consumer(broker: MiniBroker, group: str, topic: str) -> KafkaShareConsumer[Any, Any]:
+    c: KafkaShareConsumer[Any, Any] = KafkaShareConsumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": group, "value.deserializer": "str",
+         "fetch.max.wait.ms": 100})
+    c.subscribe([topic])
+    return c
+
+
+def _poll_until(c: KafkaShareConsumer[Any, Any], done: Callable[[Recs], bool], timeout_s: float = 30) -> Recs:
+    got: Recs = []
+    deadline = time.monotonic() + timeout_s
+    while not done(got) and time.monotonic() < deadline:
+        got.extend(c.poll(0.2))
+    return got
+
+
+def _consume(broker: MiniBroker, group: str, topic: str, want: int) -> Recs:
+    """A share consumer's first ``want`` records, accepted (implicit acknowledgement: close accepts the last
+    poll's); the consumer has left the group when this returns."""
+    with _consumer(broker, group, topic) as c:
+        got = _poll_until(c, lambda g: len(g) >= want)
+    return got
+
+
+def test_the_start_offset_before_and_after_consumption(broker: MiniBroker) -> None:
+    topic = create_share_topic(broker)
+    other = create_share_topic(broker)
+    produce(broker, topic, [f"v{i}" for i in range(10)])
+    tp = TopicPartition(topic, 0)
+    with _admin(broker) as admin:
+        with pytest.raises(GroupIdNotFoundError, match="sg-offsets"):
+            admin.list_share_group_offsets("sg-offsets")
+        with _consumer(broker, "sg-offsets", topic) as c:
+            assert len(_poll_until(c, lambda g: len(g) >= 10)) == 10
+            # acquired, not yet acknowledged: the start offset has not moved
+            assert admin.list_share_group_offsets("sg-offsets") == {tp: OffsetAndMetadata(0, "", None)}
+        # closing accepted them: every record is done
+        assert admin.list_share_group_offsets("sg-offsets") == {tp: OffsetAndMetadata(10, "", None)}
+        # named partitions: one the group never fetched has no start offset
+        assert admin.list_share_group_offsets("sg-offsets", [(topic, 0), (other, 0)]) == {
+            tp: OffsetAndMetadata(10, "", None), TopicPartition(other, 0): None}
+        with pytest.raises(UnknownTopicOrPartitionError, match="no-such-topic"):
+            admin.list_share_group_offsets("sg-offsets", [("no-such-topic", 0)])
+
+
+def test_an_altered_start_offset_is_where_the_next_consumer_starts(broker: MiniBroker) -> None:
+    topic = create_share_topic(broker)
+    produce(broker, topic, [f"v{i}" for i in range(10)])
+    assert len(_consume(broker, "sg-alter", topic, 10)) == 10
+    produce(broker, topic, [f"v{i}" for i in range(10, 20)])
+    tp = TopicPartition(topic, 0)
+    with _admin(broker) as admin:
+        admin.alter_share_group_offsets("sg-alter", {tp: 15})
+        assert admin.list_share_group_offsets("sg-alter") == {tp: OffsetAndMetadata(15, "", None)}
+    got = _consume(broker, "sg-alter", topic, 5)
+    assert [r.offset for r in got] == [15, 16, 17, 18, 19]
+    assert {r.delivery_count for r in got} == {1}
+    # back before records the group had accepted: they are delivered again, as new
+    with _admin(broker) as admin:
+        admin.alter_share_group_offsets("sg-alter", {tp: 3})
+    again = _consume(broker, "sg-alter", topic, 17)
+    assert [r.offset for r in again] == list(range(3, 20))
+    assert {r.delivery_count for r in again} == {1}
+
+
+def test_altering_or_deleting_the_offsets_of_a_group_with_members_is_refused(broker: MiniBroker) -> None:
+    topic = create_share_topic(broker)
+    produce(broker, topic, ["a", "b"])
+    tp = TopicPartition(topic, 0)
+    with _admin(broker) as admin, _consumer(broker, "sg-busy", topic) as c:
+        assert len(_poll_until(c, lambda g: len(g) >= 2)) == 2
+        with pytest.raises(GroupNotEmptyError, match=r"sg-busy.*member"):
+            admin.alter_share_group_offsets("sg-busy", {tp: 0})
+        with pytest.raises(GroupNotEmptyError, match="sg-busy"):
+            admin.delete_share_group_offsets("sg-busy", [topic])
+        assert admin.list_share_group_offsets("sg-busy") == {tp: OffsetAndMetadata(0, "", None)}
+    with _admin(broker) as admin:
+        with pytest.raises(GroupIdNotFoundError, match="never-joined"):
+            admin.alter_share_group_offsets("never-joined", {tp: 0})
+
+
+def test_deleted_offsets_restart_the_partition_at_share_auto_offset_reset(broker: MiniBroker) -> None:
+    topic = create_share_topic(broker)
+    produce(broker, topic, [f"v{i}" for i in range(6)])
+    assert len(_consume(broker, "sg-delete", topic, 6)) == 6
+    with _admin(broker) as admin:
+        assert admin.list_share_group_offsets("sg-delete") == {TopicPartition(topic, 0): OffsetAndMetadata(6, "", None)}
+        admin.delete_share_group_offsets("sg-delete", [topic])
+        assert admin.list_share_group_offsets("sg-delete") == {}
+        with pytest.raises(UnknownTopicOrPartitionError, match="no-such-topic"):
+            admin.delete_share_group_offsets("sg-delete", ["no-such-topic"])
+    # share.auto.offset.reset=earliest: every record again, as a first delivery
+    again = _consume(broker, "sg-delete", topic, 6)
+    assert [r.value for r in again] == [f"v{i}" for i in range(6)]
+    assert {r.delivery_count for r in again} == {1}
+
+
+def test_an_altered_start_offset_survives_a_restart(tmp_path: Path) -> None:
+    with MiniBroker(data_dir=str(tmp_path), **BROKER_CONF) as b:
+        topic = create_share_topic(b)
+        produce(b, topic, [f"v{i}" for i in range(8)])
+        assert len(_consume(b, "sg-durable", topic, 8)) == 8
+        with _admin(b) as admin:
+            admin.alter_share_group_offsets("sg-durable", {TopicPartition(topic, 0): 5})
+    with MiniBroker(data_dir=str(tmp_path), **BROKER_CONF) as b, _admin(b) as admin:
+        assert admin.list_share_group_offsets("sg-durable") == {TopicPartition(topic, 0): OffsetAndMetadata(5, "", None)}
+        assert [r.offset for r in _consume(b, "sg-durable", topic, 3)] == [5, 6, 7]
+
+
+def test_the_async_admin_lists_alters_and_deletes_share_group_offsets(broker: MiniBroker) -> None:
+    topic = create_share_topic(broker)
+    produce(broker, topic, ["a", "b", "c"])
+    assert len(_consume(broker, "sg-async", topic, 3)) == 3
+    tp = TopicPartition(topic, 0)
+
+    async def main() -> list[Any]:
+        async with AsyncAdminClient({"bootstrap.servers": broker.bootstrap_servers}) as admin:
+            before = await admin.list_share_group_offsets("sg-async")
+            await admin.alter_share_group_offsets("sg-async", {tp: 1})
+            altered = await admin.list_share_group_offsets("sg-async", [(topic, 0)])
+            await admin.delete_share_group_offsets("sg-async", [topic])
+            return [before, altered, await admin.list_share_group_offsets("sg-async")]
+
+    assert asyncio.run(main()) == [{tp: OffsetAndMetadata(3, "", None)}, {tp: OffsetAndMetadata(1, "", None)}, {}]
