@@ -2,7 +2,8 @@
 DeleteShareGroupOffsets) against a real MiniBroker with our KafkaShareConsumer: the start offset before and after
 consumption, an altered start offset is where the next consumer starts (also after a restart), altering or
 deleting while the group has members is refused (NON_EMPTY_GROUP), and deleted state restarts the partition at
-``share.auto.offset.reset``."""
+``share.auto.offset.reset``; on the wire, errors are per partition (alter) or per topic (delete) and a null topic
+list describes every share partition of the group."""
 
 from __future__ import annotations
 
@@ -18,9 +19,21 @@ from mini_broker.broker import MiniBroker
 from pykafka_client import KafkaShareConsumer, ShareConsumerRecord
 from pykafka_client.admin import AdminClient
 from pykafka_client.aio.admin import AsyncAdminClient
-from pykafka_client.errors import GroupIdNotFoundError, GroupNotEmptyError, UnknownTopicOrPartitionError
+from pykafka_client.errors import (
+    GroupIdNotFoundError,
+    GroupNotEmptyError,
+    InvalidRequestError,
+    UnknownTopicOrPartitionError,
+)
+from pykafka_client.protocol.messages import (
+    AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
+)
+from pykafka_client.protocol.types import ZERO_UUID
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from tests.integration.share.helpers import create_share_topic, produce
+from tests.integration.wire import Conn
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -164,3 +177,40 @@ def test_the_async_admin_lists_alters_and_deletes_share_group_offsets(broker: Mi
             return [before, altered, await admin.list_share_group_offsets("sg-async")]
 
     assert asyncio.run(main()) == [{tp: OffsetAndMetadata(3, "", None)}, {tp: OffsetAndMetadata(1, "", None)}, {}]
+
+
+def test_on_the_wire_errors_are_per_partition_or_per_topic_and_a_null_topic_list_means_all(broker: MiniBroker) -> None:
+    t1, t2 = create_share_topic(broker), create_share_topic(broker)
+    produce(broker, t1, ["a"])
+    produce(broker, t2, ["b"])
+    assert len(_consume(broker, "sg-wire", t1, 1)) == 1
+    assert len(_consume(broker, "sg-wire", t2, 1)) == 1
+    D, A, X = DescribeShareGroupOffsetsRequest, AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest
+    with Conn(broker) as c:
+        every = c.call(D(groups=[D.DescribeShareGroupOffsetsRequestGroup(group_id="sg-wire", topics=None),
+                                 D.DescribeShareGroupOffsetsRequestGroup(group_id="nope", topics=None)]), 1)
+        [found, missing] = every.groups
+        assert sorted((t.topic_name, [(p.partition_index, p.start_offset, p.error_code) for p in t.partitions])
+                      for t in found.topics) == sorted([(t1, [(0, 1, 0)]), (t2, [(0, 1, 0)])])
+        assert all(t.topic_id != ZERO_UUID for t in found.topics)
+        assert (missing.group_id, missing.error_code) == ("nope", GroupIdNotFoundError.code)
+
+        altered = c.call(A(group_id="sg-wire", topics=[
+            A.AlterShareGroupOffsetsRequestTopic(topic_name=t1, partitions=[
+                A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0),
+                A.AlterShareGroupOffsetsRequestPartition(partition_index=3, start_offset=0),
+                A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=-5)]),
+            A.AlterShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[
+                A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]), 1)
+        assert altered.error_code == 0
+        assert [(t.topic_name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in altered.responses] == [
+            (t1, [(0, 0), (3, UnknownTopicOrPartitionError.code), (0, InvalidRequestError.code)]),
+            ("no-such-topic", [(0, UnknownTopicOrPartitionError.code)])]
+
+        deleted = c.call(X(group_id="sg-wire", topics=[X.DeleteShareGroupOffsetsRequestTopic(topic_name=t2),
+                                                       X.DeleteShareGroupOffsetsRequestTopic(topic_name="gone")]), 1)
+        assert deleted.error_code == 0
+        assert [(t.topic_name, t.error_code) for t in deleted.responses] == [
+            (t2, 0), ("gone", UnknownTopicOrPartitionError.code)]
+        after = c.call(D(groups=[D.DescribeShareGroupOffsetsRequestGroup(group_id="sg-wire", topics=None)]), 0)
+        assert [(t.topic_name, [p.start_offset for p in t.partitions]) for t in after.groups[0].topics] == [(t1, [0])]
