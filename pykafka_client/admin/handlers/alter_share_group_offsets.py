@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.handlers.list_share_group_offsets import group_failed
 from pykafka_client.admin.lookups import GROUP_COORDINATOR
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse
@@ -40,9 +41,7 @@ class AlterShareGroupOffsetsHandler:
         assert isinstance(response, AlterShareGroupOffsetsResponse)
         (group_id,) = keys
         result: ApiResult[str, None] = ApiResult()
-        if response.error_code:
-            result.coordinator_error(group_id, response.error_code, broker_error(
-                response.error_code, response.error_message, f"altering the offsets of share group {group_id!r}"))
+        if group_failed(result, group_id, response.error_code, response.error_message, "altering the offsets of"):
             return result
         for t in response.responses:
             for p in t.partitions:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
@@ -15,8 +16,19 @@ from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
 from pykafka_client.structs import Node, OffsetAndMetadata, TopicPartition
 
+V = TypeVar("V")
+
 #: per partition its share-partition start offset, None while the group has not initialized it
 ShareGroupOffsets = dict[TopicPartition, OffsetAndMetadata | None]
+
+
+def group_failed(result: ApiResult[str, V], group_id: str, code: int, message: str | None, doing: str) -> bool:
+    """Whether a share-group offsets answer has a group-level error (then put in ``result`` for ``group_id``:
+    ask again, look the coordinator up again, or fail); ``doing`` names the call in the error."""
+    if not code:
+        return False
+    result.coordinator_error(group_id, code, broker_error(code, message, f"{doing} share group {group_id!r}"))
+    return True
 
 
 @dataclass
@@ -50,9 +62,7 @@ class ListShareGroupOffsetsHandler:
         if group is None:
             result.look_up_unanswered(keys)
             return result
-        if group.error_code:
-            result.coordinator_error(group_id, group.error_code, broker_error(
-                group.error_code, group.error_message, f"listing the offsets of share group {group_id!r}"))
+        if group_failed(result, group_id, group.error_code, group.error_message, "listing the offsets of"):
             return result
         out: ShareGroupOffsets = {}
         for t in group.topics:
