@@ -4,14 +4,17 @@ coordinator and every share partition's leader, so it answers from its own share
 coordinator keeps in ``__share_group_state``.
 
 * Describe: per group, each share partition's start offset (-1: the group has not initialized it), of the topics
-  named (null: every share partition the group has). DESCRIBE on the group is needed.
+  named (null: every share partition the group has, of the topics the principal may describe). DESCRIBE on the group
+  and on each named topic is needed.
 * Alter: set the start offsets of an EMPTY group's share partitions (NON_EMPTY_GROUP while it has members): their
-  in-flight records are dropped and the next fetch reads from the new start offset. READ on the group is needed.
+  in-flight records are dropped and the next fetch reads from the new start offset. READ on the group and on each
+  topic is needed.
 * Delete: forget an EMPTY group's share partitions of whole topics; the next fetch starts them at
-  ``share.auto.offset.reset``. DELETE on the group is needed.
+  ``share.auto.offset.reset``. DELETE on the group and READ on each topic are needed.
 
-A group id that is not a share group here is GROUP_ID_NOT_FOUND; a topic that does not exist (or a partition it
-does not have) UNKNOWN_TOPIC_OR_PARTITION for it alone.
+A group id that is not a share group here is GROUP_ID_NOT_FOUND, the group without its ACL GROUP_AUTHORIZATION_FAILED;
+a topic without its ACL is TOPIC_AUTHORIZATION_FAILED, one that does not exist (or a partition it does not have)
+UNKNOWN_TOPIC_OR_PARTITION, for it alone.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from pykafka_client.errors import (
     GroupIdNotFoundError,
     GroupNotEmptyError,
     InvalidRequestError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.protocol.acl import AclOperation
@@ -51,13 +55,24 @@ _Delete = DeleteShareGroupOffsetsResponse
 E = TypeVar("E")
 
 
-def _unknown_topic(topic: str) -> str:
-    return f"topic {topic} does not exist on this broker: check the name or create it"
-
-
 def _unknown_partition(topic: TopicMetadata, partition: int) -> str:
     return (f"partition {topic.name}-{partition} does not exist: the topic has {topic.num_partitions} partitions "
             f"(0..{topic.num_partitions - 1})")
+
+
+def _topic(apis: KafkaApis, request: Request, operation: AclOperation,
+           name: str) -> tuple[TopicMetadata | None, tuple[int, str] | None]:
+    """The topic ``name`` and None, or None and its error: TOPIC_AUTHORIZATION_FAILED without ``operation`` on it
+    (asked first, as Kafka does, so that a name does not tell whether the topic exists), UNKNOWN_TOPIC_OR_PARTITION
+    when it does not exist."""
+    if not apis.broker.auth(request).topic(operation, name):
+        return None, (int(TopicAuthorizationFailedError.code),
+                      f"{operation.name} on topic {name} is not allowed for this principal: ask for an ACL granting it")
+    found = apis.broker.metadata_cache.get_topic(name)
+    if found is None:
+        return None, (int(UnknownTopicOrPartitionError.code),
+                      f"topic {name} does not exist on this broker: check the name or create it")
+    return found, None
 
 
 def group_error(apis: KafkaApis, request: Request, group_id: str, operation: AclOperation, verb: str,
@@ -93,6 +108,7 @@ def handle_describe(apis: KafkaApis, request: Request) -> DescribeShareGroupOffs
     body = request.body
     assert isinstance(body, DescribeShareGroupOffsetsRequest)
     metadata = apis.broker.metadata_cache
+    auth = apis.broker.auth(request)
     partitions = share_partitions(apis)
     by_group = {g.group_id: g for g in body.groups}
 
@@ -104,11 +120,11 @@ def handle_describe(apis: KafkaApis, request: Request) -> DescribeShareGroupOffs
         starts = partitions.group_start_offsets(group_id)
         asked = by_group[group_id].topics
         topics: list[_Describe.DescribeShareGroupOffsetsResponseTopic] = []
-        if asked is None:  # every share partition the group has, of the topics that still exist
+        if asked is None:  # every share partition the group has, of the topics that exist and may be described
             by_topic: dict[str, tuple[TopicMetadata, list[int]]] = {}
             for (topic_id, p) in starts:
                 topic = metadata.topic_by_id(topic_id)
-                if topic is not None:
+                if topic is not None and auth.topic(AclOperation.DESCRIBE, topic.name):
                     by_topic.setdefault(topic.name, (topic, []))[1].append(p)
             for name in sorted(by_topic):
                 topic, parts = by_topic[name]
@@ -116,11 +132,11 @@ def handle_describe(apis: KafkaApis, request: Request) -> DescribeShareGroupOffs
                     topic_name=name, topic_id=topic.topic_id,
                     partitions=[partition(p, starts[(topic.topic_id, p)]) for p in sorted(parts)]))
         for t in asked or []:
-            found = metadata.get_topic(t.topic_name)
+            found, error = _topic(apis, request, AclOperation.DESCRIBE, t.topic_name)
             if found is None:
+                assert error is not None
                 topics.append(_Describe.DescribeShareGroupOffsetsResponseTopic(topic_name=t.topic_name, partitions=[
-                    partition(p, -1, int(UnknownTopicOrPartitionError.code), _unknown_topic(t.topic_name))
-                    for p in t.partitions]))
+                    partition(p, -1, *error) for p in t.partitions]))
                 continue
             topics.append(_Describe.DescribeShareGroupOffsetsResponseTopic(
                 topic_name=t.topic_name, topic_id=found.topic_id, partitions=[
@@ -152,16 +168,16 @@ def handle_alter(apis: KafkaApis, request: Request) -> AlterShareGroupOffsetsRes
                 _Alter.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index, error_code=code,
                                                                error_message=message) for p in t.partitions])
             for t in body.topics])
-    metadata = apis.broker.metadata_cache
     partitions = share_partitions(apis)
     responses = []
     for t in body.topics:
-        found = metadata.get_topic(t.topic_name)
+        found, topic_error = _topic(apis, request, AclOperation.READ, t.topic_name)
         results = []
         for p in t.partitions:
             code, message = 0, None
             if found is None:
-                code, message = int(UnknownTopicOrPartitionError.code), _unknown_topic(t.topic_name)
+                assert topic_error is not None
+                code, message = topic_error
             elif not 0 <= p.partition_index < found.num_partitions:
                 code, message = int(UnknownTopicOrPartitionError.code), _unknown_partition(found, p.partition_index)
             elif p.start_offset < 0:
@@ -189,15 +205,14 @@ def handle_delete(apis: KafkaApis, request: Request) -> DeleteShareGroupOffsetsR
     error = group_error(apis, request, group_id, AclOperation.DELETE, "delete", True)
     if error is not None:
         return _Delete(throttle_time_ms=0, error_code=error[0], error_message=error[1])
-    metadata = apis.broker.metadata_cache
     partitions = share_partitions(apis)
     responses = []
     for t in body.topics:
-        found = metadata.get_topic(t.topic_name)
+        found, topic_error = _topic(apis, request, AclOperation.READ, t.topic_name)
         if found is None:
+            assert topic_error is not None
             responses.append(_Delete.DeleteShareGroupOffsetsResponseTopic(
-                topic_name=t.topic_name, error_code=int(UnknownTopicOrPartitionError.code),
-                error_message=_unknown_topic(t.topic_name)))
+                topic_name=t.topic_name, error_code=topic_error[0], error_message=topic_error[1]))
             continue
         deleted = partitions.delete_topic_state(group_id, found.topic_id)
         _log.info("event=share_group_offsets_deleted group=%s topic=%s partitions=%d", group_id, t.topic_name,

@@ -16,19 +16,32 @@ from typing import Any
 import pytest
 
 from mini_broker.broker import MiniBroker
+from mini_broker.security.authorizer import STANDARD_AUTHORIZER
 from pykafka_client import KafkaShareConsumer, ShareConsumerRecord
 from pykafka_client.admin import AdminClient
 from pykafka_client.aio.admin import AsyncAdminClient
 from pykafka_client.errors import (
+    GroupAuthorizationFailedError,
     GroupIdNotFoundError,
     GroupNotEmptyError,
     InvalidRequestError,
+    TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
+)
+from pykafka_client.protocol.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
 )
 from pykafka_client.protocol.messages import (
     AlterShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
+    ShareGroupHeartbeatRequest,
 )
 from pykafka_client.protocol.types import ZERO_UUID
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
@@ -214,3 +227,55 @@ def test_on_the_wire_errors_are_per_partition_or_per_topic_and_a_null_topic_list
             (t2, 0), ("gone", UnknownTopicOrPartitionError.code)]
         after = c.call(D(groups=[D.DescribeShareGroupOffsetsRequestGroup(group_id="sg-wire", topics=None)]), 0)
         assert [(t.topic_name, [p.start_offset for p in t.partitions]) for t in after.groups[0].topics] == [(t1, [0])]
+
+
+def test_the_group_and_topic_acls_decide_as_in_kafka(tmp_path: Path) -> None:
+    """DESCRIBE (describe), READ (alter) or DELETE (delete) on the group, then DESCRIBE (describe) or READ (alter,
+    delete) on each topic; a null topic list leaves out the topics the principal may not describe."""
+    anon = "User:ANONYMOUS"
+    secured = {"authorizer.class.name": STANDARD_AUTHORIZER}
+    D, A, X = DescribeShareGroupOffsetsRequest, AlterShareGroupOffsetsRequest, DeleteShareGroupOffsetsRequest
+
+    def acl(rtype: ResourceType, name: str, op: AclOperation) -> AclBinding:
+        return AclBinding(ResourcePattern(rtype, name, PatternType.LITERAL),
+                          AccessControlEntry(anon, "*", op, AclPermissionType.ALLOW))
+
+    with MiniBroker({**secured, "super.users": anon}, data_dir=str(tmp_path), **BROKER_CONF) as b:
+        topic = create_share_topic(b)
+        with Conn(b) as c:  # the group exists, now empty
+            for epoch in (0, -1):
+                assert c.call(ShareGroupHeartbeatRequest(
+                    group_id="sg-acl", member_id="m", member_epoch=epoch,
+                    subscribed_topic_names=[topic] if epoch == 0 else None), 1).error_code == 0
+        with _admin(b) as admin:
+            admin.alter_share_group_offsets("sg-acl", {TopicPartition(topic, 0): 0})
+    with MiniBroker(secured, data_dir=str(tmp_path), **BROKER_CONF) as b, Conn(b) as c:
+
+        def describe(topics: list[str] | None) -> Any:
+            asked = None if topics is None else [D.DescribeShareGroupOffsetsRequestTopic(topic_name=t, partitions=[0])
+                                                 for t in topics]
+            return c.call(D(groups=[D.DescribeShareGroupOffsetsRequestGroup(group_id="sg-acl", topics=asked)]),
+                          1).groups[0]
+
+        def alter() -> Any:
+            return c.call(A(group_id="sg-acl", topics=[A.AlterShareGroupOffsetsRequestTopic(
+                topic_name=topic, partitions=[A.AlterShareGroupOffsetsRequestPartition(partition_index=0)])]), 1)
+
+        def delete() -> Any:
+            return c.call(X(group_id="sg-acl", topics=[X.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)]), 1)
+
+        denied = GroupAuthorizationFailedError.code
+        assert (describe(None).error_code, alter().error_code, delete().error_code) == (denied, denied, denied)
+        authorizer = b.context.authorizer if b.context is not None else None
+        assert authorizer is not None
+        authorizer.create_acls([acl(ResourceType.GROUP, "sg-acl", op)
+                                for op in (AclOperation.DESCRIBE, AclOperation.READ, AclOperation.DELETE)])
+        no_topic = TopicAuthorizationFailedError.code
+        assert describe(None).topics == []
+        assert [p.error_code for p in describe([topic]).topics[0].partitions] == [no_topic]
+        assert [p.error_code for p in alter().responses[0].partitions] == [no_topic]
+        assert [t.error_code for t in delete().responses] == [no_topic]
+        authorizer.create_acls([acl(ResourceType.TOPIC, topic, op) for op in (AclOperation.DESCRIBE, AclOperation.READ)])
+        assert [(t.topic_name, [p.start_offset for p in t.partitions]) for t in describe(None).topics] == [(topic, [0])]
+        assert [p.error_code for p in alter().responses[0].partitions] == [0]
+        assert [t.error_code for t in delete().responses] == [0]
