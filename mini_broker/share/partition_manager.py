@@ -31,6 +31,7 @@ from mini_broker.share.share_partition import (
     AcknowledgeType,
     AcquiredRange,
     InvalidRecordState,
+    RecordState,
     SharePartition,
     ShareState,
 )
@@ -266,11 +267,13 @@ class SharePartitionManager:
             return None if sp is None or not sp.initialized else (sp.start_offset, sp.end_offset)
 
     # -- share-group offsets (DescribeShareGroupOffsets / AlterShareGroupOffsets / DeleteShareGroupOffsets) --
-    def group_start_offsets(self, group_id: str) -> dict[TopicIdPartition, int]:
-        """The start offset of each initialized share partition of the group."""
+    def group_offsets(self, group_id: str) -> dict[TopicIdPartition, tuple[int, int]]:
+        """Per initialized share partition of the group: its start offset and how many of its in-flight records
+        are done (acknowledged or archived: KIP-1226's delivery-complete count, which the lag leaves out)."""
+        done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
         with self._lock:
-            return {(topic_id, p): sp.start_offset for (g, topic_id, p), sp in self._partitions.items()
-                    if g == group_id and sp.initialized}
+            return {(topic_id, p): (sp.start_offset, sum(r.state in done for r in sp.state.records.values()))
+                    for (g, topic_id, p), sp in self._partitions.items() if g == group_id and sp.initialized}
 
     def reset_start_offset(self, group_id: str, tp: TopicIdPartition, start_offset: int) -> None:
         """Set the share partition's start offset (an admin's AlterShareGroupOffsets on an empty group): its

@@ -31,6 +31,7 @@ from pykafka_client.admin.group_types import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
     ShareGroupDescription,
+    SharePartitionOffsetInfo,
 )
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
@@ -338,10 +339,10 @@ class AdminClient:
 
     def list_share_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
-        """The share-partition start offset of each share partition of ``group_id`` (all it has, or those of
-        ``partitions``; None for one the group has not initialized yet). Raises GroupIdNotFoundError for a group
-        id that is not a share group."""
+    ) -> dict[TopicPartition, SharePartitionOffsetInfo | None]:
+        """The start offset, leader epoch and lag (None from a broker older than Kafka 4.2) of each share
+        partition of ``group_id`` (all it has, or those of ``partitions``; None for one the group has not
+        initialized yet). Raises GroupIdNotFoundError for a group id that is not a share group."""
         return api("list_share_group_offsets", ListShareGroupOffsetsHandler).call(
             self._ctx, group_id, partitions, timeout)
 

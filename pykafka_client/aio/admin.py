@@ -21,6 +21,7 @@ from pykafka_client.admin.group_types import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
     ShareGroupDescription,
+    SharePartitionOffsetInfo,
 )
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
@@ -185,7 +186,7 @@ class AsyncAdminClient:
 
     async def list_share_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None
-    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+    ) -> dict[TopicPartition, SharePartitionOffsetInfo | None]:
         return await self._run(lambda: self._admin.list_share_group_offsets(group_id, partitions, timeout))
 
     async def alter_share_group_offsets(

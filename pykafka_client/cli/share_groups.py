@@ -2,9 +2,9 @@
 kafka-share-groups.sh) for share groups (KIP-932).
 
 describe shows each group's state, epochs and members with their assignments, and per share partition its start
-offset and lag (the records from the start offset to the end of the log); --offsets shows only those. reset-offsets
-prints the plan and changes nothing unless --execute is given; it, delete-offsets and delete refuse a group with
-members (exit code 5)."""
+offset and lag (the records from the start offset to the end of the log not yet delivered for good); --offsets shows
+only those. reset-offsets prints the plan and changes nothing unless --execute is given; it, delete-offsets and
+delete refuse a group with members (exit code 5)."""
 
 from __future__ import annotations
 
@@ -60,6 +60,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     to = p.add_mutually_exclusive_group(required=True)
     to.add_argument("--to-earliest", action="store_true", help="the earliest offset still in the log")
     to.add_argument("--to-latest", action="store_true", help="the end of the log")
+    to.add_argument("--to-offset", type=int, metavar="OFFSET", help="this offset (kept within the log; KIP-1323)")
     to.add_argument("--to-datetime", metavar="DATETIME",
                     help="the first offset at or after YYYY-MM-DDTHH:MM:SS[.sss][Z|+HH:MM] (no zone: local time)")
     p.add_argument("--execute", action="store_true", help="set the plan's start offsets (without it nothing changes)")
@@ -103,17 +104,21 @@ def _latest(admin: AdminClient, tps: list[TopicPartition], timeout: float,
 
 def share_offsets(admin: AdminClient, d: ShareGroupDescription, timeout: float) -> list[dict[str, Any]]:
     """Per share partition of the group (those it has state for and those its members are assigned) its start
-    offset (None: not initialized yet) and lag: the records from the start offset to the end of the log."""
+    offset (None: not initialized yet) and lag: the records from the start offset to the end of the log not yet
+    delivered for good, as the broker counts it (Kafka 4.2, KIP-1226; from an older broker, the end of the log
+    minus the start offset)."""
     starts = admin.list_share_group_offsets(d.group_id, timeout=timeout)
     tps = sorted(set(starts) | {tp for m in d.members for tp in m.assignment})
-    ends = _latest(admin, tps, timeout)
+    unmeasured = [tp for tp in tps if (info := starts.get(tp)) is not None and info.lag is None]
+    ends = _latest(admin, unmeasured, timeout)
     out = []
     for tp in tps:
-        start = starts.get(tp)
-        offset = None if start is None else start.offset
-        end = ends.get(tp)
-        out.append({"topic": tp.topic, "partition": tp.partition, "start_offset": offset,
-                    "lag": None if offset is None or end is None else max(0, end - offset)})
+        info = starts.get(tp)
+        lag = None if info is None else info.lag
+        if info is not None and lag is None and tp in ends:
+            lag = max(0, ends[tp] - info.start_offset)
+        out.append({"topic": tp.topic, "partition": tp.partition,
+                    "start_offset": None if info is None else info.start_offset, "lag": lag})
     return out
 
 
@@ -199,18 +204,21 @@ def run_reset(args: argparse.Namespace) -> int:
         starts = admin.list_share_group_offsets(args.group, timeout=args.timeout)
         tps = _reset_partitions(admin, args, starts)
         latest = _latest(admin, tps, args.timeout)
+        earliest = _latest(admin, tps, args.timeout, OffsetSpec.earliest())
         if args.to_earliest:
-            plan = _latest(admin, tps, args.timeout, OffsetSpec.earliest())
+            plan = earliest
         elif args.to_latest:
             plan = latest
+        elif args.to_offset is not None:
+            plan = {tp: min(max(args.to_offset, earliest[tp]), latest[tp]) for tp in tps}
         else:
             found = _latest(admin, tps, args.timeout, OffsetSpec.for_timestamp(max(0, when or 0)))
             plan = {tp: latest[tp] if found.get(tp, -1) < 0 else found[tp] for tp in tps}
         rows = []
         for tp in tps:
             start = starts.get(tp)
-            rows.append((args.group, tp.topic, tp.partition, None if start is None else start.offset, plan[tp]))
-        emit_rows(args.output, ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "NEW-OFFSET"), rows)
+            rows.append((args.group, tp.topic, tp.partition, None if start is None else start.start_offset, plan[tp]))
+        emit_rows(args.output, ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "NEW-START-OFFSET"), rows)
         if not args.execute:
             info("Dry run: nothing changed. Add --execute to set these start offsets.")
             return EXIT_OK

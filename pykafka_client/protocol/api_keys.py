@@ -517,8 +517,8 @@ CLIENT_SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 0),
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 1),
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 
 STABLE_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -606,8 +606,8 @@ STABLE_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.REMOVE_RAFT_VOTER: (0, 0),
     ApiKey.UPDATE_RAFT_VOTER: (0, 0),
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
-    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 1),
-    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 
 LISTENERS: dict[ApiKey, tuple[str, ...]] = {

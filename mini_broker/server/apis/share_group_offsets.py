@@ -3,9 +3,10 @@ AlterShareGroupOffsets (key 91) and DeleteShareGroupOffsets (key 92). A single b
 coordinator and every share partition's leader, so it answers from its own share partitions, whose state the share
 coordinator keeps in ``__share_group_state``.
 
-* Describe: per group, each share partition's start offset (-1: the group has not initialized it), of the topics
-  named (null: every share partition the group has, of the topics the principal may describe). DESCRIBE on the group
-  and on each named topic is needed.
+* Describe: per group, each share partition's start offset (-1: the group has not initialized it), leader epoch and
+  (v1, KIP-1226) lag: the records between the start offset and the high watermark that are not done (acknowledged
+  or archived in flight), -1 when not known; of the topics named (null: every share partition the group has, of the
+  topics the principal may describe). DESCRIBE on the group and on each named topic is needed.
 * Alter: set the start offsets of an EMPTY group's share partitions (NON_EMPTY_GROUP while it has members): their
   in-flight records are dropped and the next fetch reads from the new start offset. READ on the group and on each
   topic is needed.
@@ -36,6 +37,7 @@ from pykafka_client.errors import (
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
+from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
@@ -46,10 +48,14 @@ from pykafka_client.protocol.messages import (
     DescribeShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsResponse,
 )
+from pykafka_client.structs import TopicPartition
 
 _log = logging.getLogger(__name__)
 
 _Describe = DescribeShareGroupOffsetsResponse
+_Partition = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition
+#: ListOffsets' "latest" timestamp: the high watermark
+LATEST = -1
 _Alter = AlterShareGroupOffsetsResponse
 _Delete = DeleteShareGroupOffsetsResponse
 E = TypeVar("E")
@@ -108,21 +114,35 @@ def handle_describe(apis: KafkaApis, request: Request) -> DescribeShareGroupOffs
     body = request.body
     assert isinstance(body, DescribeShareGroupOffsetsRequest)
     metadata = apis.broker.metadata_cache
+    rm = apis.broker.replica_manager
     auth = apis.broker.auth(request)
     partitions = share_partitions(apis)
     by_group = {g.group_id: g for g in body.groups}
 
-    def partition(index: int, start: int, code: int = 0, message: str | None = None) -> _Describe.DescribeShareGroupOffsetsResponsePartition:
-        return _Describe.DescribeShareGroupOffsetsResponsePartition(
-            partition_index=index, start_offset=start, leader_epoch=-1, error_code=code, error_message=message)
+    def partition(topic: str, index: int, state: tuple[int, int] | None) -> _Partition:
+        """A share partition's answer; ``state``: its start offset and delivery-complete count (None: the group has
+        not initialized it)."""
+        if state is None:
+            return _Partition(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1)
+        start, done = state
+        try:
+            _, end, epoch = rm.fetch_offset_for_timestamp(TopicPartition(topic, index), LATEST, 0, -1)
+        except BrokerResponseError:  # not this broker's partition: no end offset to measure the lag against
+            return _Partition(partition_index=index, start_offset=start, leader_epoch=-1, lag=-1)
+        return _Partition(partition_index=index, start_offset=start, leader_epoch=epoch,
+                          lag=max(0, end - start - done))
+
+    def failed_partition(index: int, code: int, message: str) -> _Partition:
+        return _Partition(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1, error_code=code,
+                          error_message=message)
 
     def answer(group_id: str) -> _Describe.DescribeShareGroupOffsetsResponseGroup:
-        starts = partitions.group_start_offsets(group_id)
+        states = partitions.group_offsets(group_id)
         asked = by_group[group_id].topics
         topics: list[_Describe.DescribeShareGroupOffsetsResponseTopic] = []
         if asked is None:  # every share partition the group has, of the topics that exist and may be described
             by_topic: dict[str, tuple[TopicMetadata, list[int]]] = {}
-            for (topic_id, p) in starts:
+            for (topic_id, p) in states:
                 topic = metadata.topic_by_id(topic_id)
                 if topic is not None and auth.topic(AclOperation.DESCRIBE, topic.name):
                     by_topic.setdefault(topic.name, (topic, []))[1].append(p)
@@ -130,18 +150,18 @@ def handle_describe(apis: KafkaApis, request: Request) -> DescribeShareGroupOffs
                 topic, parts = by_topic[name]
                 topics.append(_Describe.DescribeShareGroupOffsetsResponseTopic(
                     topic_name=name, topic_id=topic.topic_id,
-                    partitions=[partition(p, starts[(topic.topic_id, p)]) for p in sorted(parts)]))
+                    partitions=[partition(name, p, states[(topic.topic_id, p)]) for p in sorted(parts)]))
         for t in asked or []:
             found, error = _topic(apis, request, AclOperation.DESCRIBE, t.topic_name)
             if found is None:
                 assert error is not None
                 topics.append(_Describe.DescribeShareGroupOffsetsResponseTopic(topic_name=t.topic_name, partitions=[
-                    partition(p, -1, *error) for p in t.partitions]))
+                    failed_partition(p, *error) for p in t.partitions]))
                 continue
             topics.append(_Describe.DescribeShareGroupOffsetsResponseTopic(
                 topic_name=t.topic_name, topic_id=found.topic_id, partitions=[
-                    partition(p, starts.get((found.topic_id, p), -1)) if 0 <= p < found.num_partitions
-                    else partition(p, -1, int(UnknownTopicOrPartitionError.code), _unknown_partition(found, p))
+                    partition(found.name, p, states.get((found.topic_id, p))) if 0 <= p < found.num_partitions
+                    else failed_partition(p, int(UnknownTopicOrPartitionError.code), _unknown_partition(found, p))
                     for p in t.partitions]))
         return _Describe.DescribeShareGroupOffsetsResponseGroup(group_id=group_id, topics=topics)
 
@@ -223,5 +243,5 @@ def handle_delete(apis: KafkaApis, request: Request) -> DeleteShareGroupOffsetsR
 
 
 DESCRIBE_API = ApiSpec(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, handle_describe)
-ALTER_API = ApiSpec(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 1, handle_alter)
-DELETE_API = ApiSpec(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 1, handle_delete)
+ALTER_API = ApiSpec(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, 0, handle_alter)
+DELETE_API = ApiSpec(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, 0, handle_delete)

@@ -1,5 +1,5 @@
 """DescribeShareGroupOffsets (Java ``KafkaAdminClient.listShareGroupOffsets``, KIP-932): to the share group's
-coordinator, the start offset of each of its share partitions."""
+coordinator, the start offset, leader epoch and (v1, Kafka 4.2's KIP-1226) lag of each of its share partitions."""
 
 from __future__ import annotations
 
@@ -11,15 +11,16 @@ from typing import TypeVar
 from pykafka_client.admin.admin_calls import broker_error
 from pykafka_client.admin.admin_context import AdminContext
 from pykafka_client.admin.api_handler import ApiResult
+from pykafka_client.admin.group_types import SharePartitionOffsetInfo
 from pykafka_client.admin.lookups import GROUP_COORDINATOR
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse
-from pykafka_client.structs import Node, OffsetAndMetadata, TopicPartition
+from pykafka_client.structs import Node, TopicPartition
 
 V = TypeVar("V")
 
-#: per partition its share-partition start offset, None while the group has not initialized it
-ShareGroupOffsets = dict[TopicPartition, OffsetAndMetadata | None]
+#: per partition its start offset, leader epoch and lag; None while the group has not initialized it
+ShareGroupOffsets = dict[TopicPartition, SharePartitionOffsetInfo | None]
 
 
 def group_failed(result: ApiResult[str, V], group_id: str, code: int, message: str | None, doing: str) -> bool:
@@ -72,17 +73,17 @@ class ListShareGroupOffsetsHandler:
                         p.error_code, p.error_message,
                         f"offset of {t.topic_name}-{p.partition_index} in share group {group_id!r}"))
                     return result
-                epoch = p.leader_epoch if p.leader_epoch >= 0 else None
-                out[TopicPartition(t.topic_name, p.partition_index)] = (
-                    OffsetAndMetadata(p.start_offset, "", epoch) if p.start_offset >= 0 else None)
+                out[TopicPartition(t.topic_name, p.partition_index)] = None if p.start_offset < 0 else (
+                    SharePartitionOffsetInfo(p.start_offset, p.leader_epoch if p.leader_epoch >= 0 else None,
+                                             p.lag if p.lag >= 0 else None))
         result.completed[group_id] = out
         return result
 
     @staticmethod
     def call(ctx: AdminContext, group_id: str, partitions: Iterable[tuple[str, int]] | None = None,
              timeout: float | None = None) -> ShareGroupOffsets:
-        """The share-partition start offsets of ``group_id`` (every share partition it has, or those of
-        ``partitions``: None for one it has not initialized)."""
+        """The start offset, leader epoch and lag of each share partition of ``group_id`` (every one it has, or
+        those of ``partitions``: None for one it has not initialized)."""
         wanted = None if partitions is None else sorted({(tp[0], tp[1]) for tp in partitions})
         handler = ListShareGroupOffsetsHandler(wanted)
         return ctx.run_call(lambda _timer: handler, [group_id], timeout)[group_id]

@@ -37,7 +37,7 @@ class AlterShareGroupOffsetsRequest(Message):
     class AlterShareGroupOffsetsRequestPartition(Message):
         """AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition (struct)."""
 
-        VALID_VERSIONS = (0, 1)
+        VALID_VERSIONS = (0, 0)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('partition_index', 'PartitionIndex', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -51,7 +51,7 @@ class AlterShareGroupOffsetsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 0:
                 w.buf += _S_iq.pack(self.partition_index, self.start_offset)
                 w.write_tags(self._unknown_tagged_fields)
             else:
@@ -62,7 +62,7 @@ class AlterShareGroupOffsetsRequest(Message):
             f_partition_index: int
             f_start_offset: int
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
+            if version == 0:
                 f_partition_index, f_start_offset = r.unpack(_S_iq, 'fields PartitionIndex, StartOffset')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition_index, f_start_offset, _unknown)
@@ -73,7 +73,7 @@ class AlterShareGroupOffsetsRequest(Message):
     class AlterShareGroupOffsetsRequestTopic(Message):
         """AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic (struct)."""
 
-        VALID_VERSIONS = (0, 1)
+        VALID_VERSIONS = (0, 0)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_name', 'TopicName', 'string', (0, 32767), None, None, None, None, False, 'inherit', 'topicName', True, False),
@@ -87,7 +87,7 @@ class AlterShareGroupOffsetsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 0:
                 w.write_compact_string(self.topic_name)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
@@ -101,7 +101,7 @@ class AlterShareGroupOffsetsRequest(Message):
             f_topic_name: str
             f_partitions: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestPartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
+            if version == 0:
                 f_topic_name = r.read_compact_string()
                 _n = r.read_compact_array_length(13)
                 f_partitions = [_T_AlterShareGroupOffsetsRequestPartition.read(r, version) for _ in range(_n)]
@@ -112,7 +112,7 @@ class AlterShareGroupOffsetsRequest(Message):
 
     API_KEY = 91
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('group_id', 'GroupId', 'string', (0, 32767), None, None, None, None, False, 'inherit', 'groupId', False, False),
@@ -126,7 +126,7 @@ class AlterShareGroupOffsetsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 0:
             w.write_compact_string(self.group_id)
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
@@ -140,7 +140,7 @@ class AlterShareGroupOffsetsRequest(Message):
         f_group_id: str
         f_topics: list[AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
+        if version == 0:
             f_group_id = r.read_compact_string()
             _n = r.read_compact_array_length(3)
             f_topics = [_T_AlterShareGroupOffsetsRequestTopic.read(r, version) for _ in range(_n)]

@@ -39,7 +39,7 @@ class AlterShareGroupOffsetsResponse(Message):
     class AlterShareGroupOffsetsResponsePartition(Message):
         """AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition (struct)."""
 
-        VALID_VERSIONS = (0, 1)
+        VALID_VERSIONS = (0, 0)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('partition_index', 'PartitionIndex', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -56,7 +56,7 @@ class AlterShareGroupOffsetsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 0:
                 w.buf += _S_ih.pack(self.partition_index, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
                 w.write_tags(self._unknown_tagged_fields)
@@ -69,7 +69,7 @@ class AlterShareGroupOffsetsResponse(Message):
             f_error_code: int
             f_error_message: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
+            if version == 0:
                 f_partition_index, f_error_code = r.unpack(_S_ih, 'fields PartitionIndex, ErrorCode')
                 f_error_message = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
@@ -81,7 +81,7 @@ class AlterShareGroupOffsetsResponse(Message):
     class AlterShareGroupOffsetsResponseTopic(Message):
         """AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic (struct)."""
 
-        VALID_VERSIONS = (0, 1)
+        VALID_VERSIONS = (0, 0)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_name', 'TopicName', 'string', (0, 32767), None, None, None, None, False, 'inherit', 'topicName', True, False),
@@ -97,7 +97,7 @@ class AlterShareGroupOffsetsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 0:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
@@ -113,7 +113,7 @@ class AlterShareGroupOffsetsResponse(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponsePartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
+            if version == 0:
                 f_topic_name = r.read_compact_string()
                 f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(8)
@@ -125,7 +125,7 @@ class AlterShareGroupOffsetsResponse(Message):
 
     API_KEY = 91
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -145,7 +145,7 @@ class AlterShareGroupOffsetsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 0:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
             w.write_compact_array_length(len(self.responses))
@@ -162,7 +162,7 @@ class AlterShareGroupOffsetsResponse(Message):
         f_error_message: str | None
         f_responses: list[AlterShareGroupOffsetsResponse.AlterShareGroupOffsetsResponseTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
+        if version == 0:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(19)

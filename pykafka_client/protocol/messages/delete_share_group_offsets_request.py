@@ -36,7 +36,7 @@ class DeleteShareGroupOffsetsRequest(Message):
     class DeleteShareGroupOffsetsRequestTopic(Message):
         """DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic (struct)."""
 
-        VALID_VERSIONS = (0, 1)
+        VALID_VERSIONS = (0, 0)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_name', 'TopicName', 'string', (0, 32767), None, None, None, None, False, 'inherit', 'topicName', False, False),
@@ -47,7 +47,7 @@ class DeleteShareGroupOffsetsRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 0:
                 w.write_compact_string(self.topic_name)
                 w.write_tags(self._unknown_tagged_fields)
             else:
@@ -57,7 +57,7 @@ class DeleteShareGroupOffsetsRequest(Message):
         def read(cls, r: Reader, version: int) -> Self:
             f_topic_name: str
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
+            if version == 0:
                 f_topic_name = r.read_compact_string()
                 _unknown = r.read_unknown_tags()
                 return cls(f_topic_name, _unknown)
@@ -66,7 +66,7 @@ class DeleteShareGroupOffsetsRequest(Message):
 
     API_KEY = 92
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('group_id', 'GroupId', 'string', (0, 32767), None, None, None, None, False, 'inherit', 'groupId', False, False),
@@ -80,7 +80,7 @@ class DeleteShareGroupOffsetsRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 0:
             w.write_compact_string(self.group_id)
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
@@ -94,7 +94,7 @@ class DeleteShareGroupOffsetsRequest(Message):
         f_group_id: str
         f_topics: list[DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
+        if version == 0:
             f_group_id = r.read_compact_string()
             _n = r.read_compact_array_length(2)
             f_topics = [_T_DeleteShareGroupOffsetsRequestTopic.read(r, version) for _ in range(_n)]

@@ -39,7 +39,7 @@ class DeleteShareGroupOffsetsResponse(Message):
     class DeleteShareGroupOffsetsResponseTopic(Message):
         """DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic (struct)."""
 
-        VALID_VERSIONS = (0, 1)
+        VALID_VERSIONS = (0, 0)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_name', 'TopicName', 'string', (0, 32767), None, None, None, None, False, 'inherit', 'topicName', False, False),
@@ -59,7 +59,7 @@ class DeleteShareGroupOffsetsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 0:
                 w.write_compact_string(self.topic_name)
                 w.buf += _S_16sh.pack(self.topic_id.bytes, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
@@ -74,7 +74,7 @@ class DeleteShareGroupOffsetsResponse(Message):
             f_error_code: int
             f_error_message: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
+            if version == 0:
                 f_topic_name = r.read_compact_string()
                 _u_topic_id, f_error_code = r.unpack(_S_16sh, 'fields TopicId, ErrorCode')
                 f_topic_id = uuid.UUID(bytes=_u_topic_id)
@@ -86,7 +86,7 @@ class DeleteShareGroupOffsetsResponse(Message):
 
     API_KEY = 92
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = (0, 1)
+    VALID_VERSIONS = (0, 0)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('throttle_time_ms', 'ThrottleTimeMs', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -106,7 +106,7 @@ class DeleteShareGroupOffsetsResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if 0 <= version <= 1:
+        if version == 0:
             w.buf += _S_ih.pack(self.throttle_time_ms, self.error_code)
             w.write_compact_nullable_string(self.error_message)
             w.write_compact_array_length(len(self.responses))
@@ -123,7 +123,7 @@ class DeleteShareGroupOffsetsResponse(Message):
         f_error_message: str | None
         f_responses: list[DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic]
         _unknown: list[tuple[int, bytes]] | None
-        if 0 <= version <= 1:
+        if version == 0:
             f_throttle_time_ms, f_error_code = r.unpack(_S_ih, 'fields ThrottleTimeMs, ErrorCode')
             f_error_message = r.read_compact_nullable_string()
             _n = r.read_compact_array_length(21)

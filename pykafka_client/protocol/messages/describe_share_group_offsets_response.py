@@ -27,6 +27,7 @@ _S_16s = struct.Struct(">16s")
 _S_h = struct.Struct(">h")
 _S_i = struct.Struct(">i")
 _S_iqih = struct.Struct(">iqih")
+_S_iqiqh = struct.Struct(">iqiqh")
 
 
 def _tag_key(t: tuple[int, bytes]) -> int:
@@ -47,6 +48,7 @@ class DescribeShareGroupOffsetsResponse(Message):
             FieldSchema('partition_index', 'PartitionIndex', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
             FieldSchema('start_offset', 'StartOffset', 'int64', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
             FieldSchema('leader_epoch', 'LeaderEpoch', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
+            FieldSchema('lag', 'Lag', 'int64', (1, 32767), None, None, None, '-1', True, 'inherit', None, False, False),
             FieldSchema('error_code', 'ErrorCode', 'int16', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
             FieldSchema('error_message', 'ErrorMessage', 'string', (0, 32767), (0, 32767), None, None, 'null', False, 'inherit', None, False, False),
         )
@@ -57,6 +59,8 @@ class DescribeShareGroupOffsetsResponse(Message):
         # The share-partition start offset.
         leader_epoch: int = 0
         # The leader epoch of the partition.
+        lag: int = -1
+        # The share-partition lag, or -1 if it is not known.
         error_code: int = 0
         # The partition-level error code, or 0 if there was no error.
         error_message: str | None = None
@@ -64,7 +68,11 @@ class DescribeShareGroupOffsetsResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if 0 <= version <= 1:
+            if version == 1:
+                w.buf += _S_iqiqh.pack(self.partition_index, self.start_offset, self.leader_epoch, self.lag, self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
                 w.buf += _S_iqih.pack(self.partition_index, self.start_offset, self.leader_epoch, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
                 w.write_tags(self._unknown_tagged_fields)
@@ -76,14 +84,20 @@ class DescribeShareGroupOffsetsResponse(Message):
             f_partition_index: int
             f_start_offset: int
             f_leader_epoch: int
+            f_lag: int
             f_error_code: int
             f_error_message: str | None
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
+            if version == 1:
+                f_partition_index, f_start_offset, f_leader_epoch, f_lag, f_error_code = r.unpack(_S_iqiqh, 'fields PartitionIndex, StartOffset, LeaderEpoch, Lag, ErrorCode')
+                f_error_message = r.read_compact_nullable_string()
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition_index, f_start_offset, f_leader_epoch, f_lag, f_error_code, f_error_message, _unknown)
+            elif version == 0:
                 f_partition_index, f_start_offset, f_leader_epoch, f_error_code = r.unpack(_S_iqih, 'fields PartitionIndex, StartOffset, LeaderEpoch, ErrorCode')
                 f_error_message = r.read_compact_nullable_string()
                 _unknown = r.read_unknown_tags()
-                return cls(f_partition_index, f_start_offset, f_leader_epoch, f_error_code, f_error_message, _unknown)
+                return cls(f_partition_index, f_start_offset, f_leader_epoch, -1, f_error_code, f_error_message, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -123,7 +137,14 @@ class DescribeShareGroupOffsetsResponse(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition]
             _unknown: list[tuple[int, bytes]] | None
-            if 0 <= version <= 1:
+            if version == 1:
+                f_topic_name = r.read_compact_string()
+                f_topic_id = r.read_uuid()
+                _n = r.read_compact_array_length(28)
+                f_partitions = [_T_DescribeShareGroupOffsetsResponsePartition.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_topic_name, f_topic_id, f_partitions, _unknown)
+            elif version == 0:
                 f_topic_name = r.read_compact_string()
                 f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(20)

@@ -17,8 +17,8 @@ import pytest
 
 from mini_broker.broker import MiniBroker
 from mini_broker.security.authorizer import STANDARD_AUTHORIZER
-from pykafka_client import KafkaShareConsumer, ShareConsumerRecord
-from pykafka_client.admin import AdminClient
+from pykafka_client import AcknowledgeType, KafkaShareConsumer, ShareConsumerRecord
+from pykafka_client.admin import AdminClient, SharePartitionOffsetInfo
 from pykafka_client.aio.admin import AsyncAdminClient
 from pykafka_client.errors import (
     GroupAuthorizationFailedError,
@@ -44,7 +44,7 @@ from pykafka_client.protocol.messages import (
     ShareGroupHeartbeatRequest,
 )
 from pykafka_client.protocol.types import ZERO_UUID
-from pykafka_client.structs import OffsetAndMetadata, TopicPartition
+from pykafka_client.structs import TopicPartition
 from tests.integration.share.helpers import create_share_topic, produce
 from tests.integration.wire import Conn
 
@@ -60,6 +60,11 @@ def broker() -> Iterator[MiniBroker]:
     b = MiniBroker(**BROKER_CONF).start()
     yield b
     b.shutdown()
+
+
+def _at(start_offset: int, lag: int) -> SharePartitionOffsetInfo:
+    """What list_share_group_offsets says of a share partition of a single broker (leader epoch 0)."""
+    return SharePartitionOffsetInfo(start_offset, 0, lag)
 
 
 def _admin(broker: MiniBroker) -> AdminClient:
@@ -101,12 +106,12 @@ def test_the_start_offset_before_and_after_consumption(broker: MiniBroker) -> No
         with _consumer(broker, "sg-offsets", topic) as c:
             assert len(_poll_until(c, lambda g: len(g) >= 10)) == 10
             # acquired, not yet acknowledged: the start offset has not moved
-            assert admin.list_share_group_offsets("sg-offsets") == {tp: OffsetAndMetadata(0, "", None)}
+            assert admin.list_share_group_offsets("sg-offsets") == {tp: _at(0, lag=10)}
         # closing accepted them: every record is done
-        assert admin.list_share_group_offsets("sg-offsets") == {tp: OffsetAndMetadata(10, "", None)}
+        assert admin.list_share_group_offsets("sg-offsets") == {tp: _at(10, lag=0)}
         # named partitions: one the group never fetched has no start offset
         assert admin.list_share_group_offsets("sg-offsets", [(topic, 0), (other, 0)]) == {
-            tp: OffsetAndMetadata(10, "", None), TopicPartition(other, 0): None}
+            tp: _at(10, lag=0), TopicPartition(other, 0): None}
         with pytest.raises(UnknownTopicOrPartitionError, match="no-such-topic"):
             admin.list_share_group_offsets("sg-offsets", [("no-such-topic", 0)])
 
@@ -119,7 +124,7 @@ def test_an_altered_start_offset_is_where_the_next_consumer_starts(broker: MiniB
     tp = TopicPartition(topic, 0)
     with _admin(broker) as admin:
         admin.alter_share_group_offsets("sg-alter", {tp: 15})
-        assert admin.list_share_group_offsets("sg-alter") == {tp: OffsetAndMetadata(15, "", None)}
+        assert admin.list_share_group_offsets("sg-alter") == {tp: _at(15, lag=5)}
     got = _consume(broker, "sg-alter", topic, 5)
     assert [r.offset for r in got] == [15, 16, 17, 18, 19]
     assert {r.delivery_count for r in got} == {1}
@@ -141,7 +146,7 @@ def test_altering_or_deleting_the_offsets_of_a_group_with_members_is_refused(bro
             admin.alter_share_group_offsets("sg-busy", {tp: 0})
         with pytest.raises(GroupNotEmptyError, match="sg-busy"):
             admin.delete_share_group_offsets("sg-busy", [topic])
-        assert admin.list_share_group_offsets("sg-busy") == {tp: OffsetAndMetadata(0, "", None)}
+        assert admin.list_share_group_offsets("sg-busy") == {tp: _at(0, lag=2)}
     with _admin(broker) as admin:
         with pytest.raises(GroupIdNotFoundError, match="never-joined"):
             admin.alter_share_group_offsets("never-joined", {tp: 0})
@@ -152,7 +157,7 @@ def test_deleted_offsets_restart_the_partition_at_share_auto_offset_reset(broker
     produce(broker, topic, [f"v{i}" for i in range(6)])
     assert len(_consume(broker, "sg-delete", topic, 6)) == 6
     with _admin(broker) as admin:
-        assert admin.list_share_group_offsets("sg-delete") == {TopicPartition(topic, 0): OffsetAndMetadata(6, "", None)}
+        assert admin.list_share_group_offsets("sg-delete") == {TopicPartition(topic, 0): _at(6, lag=0)}
         admin.delete_share_group_offsets("sg-delete", [topic])
         assert admin.list_share_group_offsets("sg-delete") == {}
         with pytest.raises(UnknownTopicOrPartitionError, match="no-such-topic"):
@@ -171,7 +176,7 @@ def test_an_altered_start_offset_survives_a_restart(tmp_path: Path) -> None:
         with _admin(b) as admin:
             admin.alter_share_group_offsets("sg-durable", {TopicPartition(topic, 0): 5})
     with MiniBroker(data_dir=str(tmp_path), **BROKER_CONF) as b, _admin(b) as admin:
-        assert admin.list_share_group_offsets("sg-durable") == {TopicPartition(topic, 0): OffsetAndMetadata(5, "", None)}
+        assert admin.list_share_group_offsets("sg-durable") == {TopicPartition(topic, 0): _at(5, lag=3)}
         assert [r.offset for r in _consume(b, "sg-durable", topic, 3)] == [5, 6, 7]
 
 
@@ -189,7 +194,7 @@ def test_the_async_admin_lists_alters_and_deletes_share_group_offsets(broker: Mi
             await admin.delete_share_group_offsets("sg-async", [topic])
             return [before, altered, await admin.list_share_group_offsets("sg-async")]
 
-    assert asyncio.run(main()) == [{tp: OffsetAndMetadata(3, "", None)}, {tp: OffsetAndMetadata(1, "", None)}, {}]
+    assert asyncio.run(main()) == [{tp: _at(3, lag=0)}, {tp: _at(1, lag=2)}, {}]
 
 
 def test_on_the_wire_errors_are_per_partition_or_per_topic_and_a_null_topic_list_means_all(broker: MiniBroker) -> None:
@@ -214,14 +219,14 @@ def test_on_the_wire_errors_are_per_partition_or_per_topic_and_a_null_topic_list
                 A.AlterShareGroupOffsetsRequestPartition(partition_index=3, start_offset=0),
                 A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=-5)]),
             A.AlterShareGroupOffsetsRequestTopic(topic_name="no-such-topic", partitions=[
-                A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]), 1)
+                A.AlterShareGroupOffsetsRequestPartition(partition_index=0, start_offset=0)])]), 0)
         assert altered.error_code == 0
         assert [(t.topic_name, [(p.partition_index, p.error_code) for p in t.partitions]) for t in altered.responses] == [
             (t1, [(0, 0), (3, UnknownTopicOrPartitionError.code), (0, InvalidRequestError.code)]),
             ("no-such-topic", [(0, UnknownTopicOrPartitionError.code)])]
 
         deleted = c.call(X(group_id="sg-wire", topics=[X.DeleteShareGroupOffsetsRequestTopic(topic_name=t2),
-                                                       X.DeleteShareGroupOffsetsRequestTopic(topic_name="gone")]), 1)
+                                                       X.DeleteShareGroupOffsetsRequestTopic(topic_name="gone")]), 0)
         assert deleted.error_code == 0
         assert [(t.topic_name, t.error_code) for t in deleted.responses] == [
             (t2, 0), ("gone", UnknownTopicOrPartitionError.code)]
@@ -259,10 +264,10 @@ def test_the_group_and_topic_acls_decide_as_in_kafka(tmp_path: Path) -> None:
 
         def alter() -> Any:
             return c.call(A(group_id="sg-acl", topics=[A.AlterShareGroupOffsetsRequestTopic(
-                topic_name=topic, partitions=[A.AlterShareGroupOffsetsRequestPartition(partition_index=0)])]), 1)
+                topic_name=topic, partitions=[A.AlterShareGroupOffsetsRequestPartition(partition_index=0)])]), 0)
 
         def delete() -> Any:
-            return c.call(X(group_id="sg-acl", topics=[X.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)]), 1)
+            return c.call(X(group_id="sg-acl", topics=[X.DeleteShareGroupOffsetsRequestTopic(topic_name=topic)]), 0)
 
         denied = GroupAuthorizationFailedError.code
         assert (describe(None).error_code, alter().error_code, delete().error_code) == (denied, denied, denied)
@@ -279,3 +284,28 @@ def test_the_group_and_topic_acls_decide_as_in_kafka(tmp_path: Path) -> None:
         assert [(t.topic_name, [p.start_offset for p in t.partitions]) for t in describe(None).topics] == [(topic, [0])]
         assert [p.error_code for p in alter().responses[0].partitions] == [0]
         assert [t.error_code for t in delete().responses] == [0]
+
+
+def test_the_lag_leaves_out_records_acknowledged_beyond_the_start_offset(broker: MiniBroker) -> None:
+    topic = create_share_topic(broker)
+    produce(broker, topic, [f"v{i}" for i in range(5)])
+    tp = TopicPartition(topic, 0)
+    c: KafkaShareConsumer[Any, Any] = KafkaShareConsumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": "sg-lag", "value.deserializer": "str",
+         "fetch.max.wait.ms": 100, "share.acknowledgement.mode": "explicit"})
+    c.subscribe([topic])
+    with c, _admin(broker) as admin:
+        got = _poll_until(c, lambda g: len(g) >= 5)
+        for r in got:
+            if r.offset in (1, 2):
+                c.acknowledge(r, AcknowledgeType.ACCEPT)
+        c.commit_sync()
+        # offset 0 is still acquired, so the start offset stays; 1 and 2 are done and are no lag
+        assert admin.list_share_group_offsets("sg-lag") == {tp: _at(0, lag=3)}
+        produce(broker, topic, ["v5"])
+        assert admin.list_share_group_offsets("sg-lag", [(topic, 0)]) == {tp: _at(0, lag=4)}
+    D = DescribeShareGroupOffsetsRequest
+    with Conn(broker) as conn:  # v0 (Kafka 4.1) has no lag: the field reads as its default
+        [p] = conn.call(D(groups=[D.DescribeShareGroupOffsetsRequestGroup(group_id="sg-lag", topics=None)]),
+                        0).groups[0].topics[0].partitions
+    assert (p.start_offset, p.lag) == (0, -1)

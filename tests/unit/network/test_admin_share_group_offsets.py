@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pykafka_client.admin.group_types import SharePartitionOffsetInfo
 from pykafka_client.admin.handlers.alter_share_group_offsets import AlterShareGroupOffsetsHandler
 from pykafka_client.admin.handlers.delete_share_group_offsets import DeleteShareGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_share_group_offsets import ListShareGroupOffsetsHandler
@@ -22,7 +23,7 @@ from pykafka_client.protocol.messages import (
     DescribeShareGroupOffsetsResponse,
     FindCoordinatorResponse,
 )
-from pykafka_client.structs import Node, OffsetAndMetadata, TopicPartition
+from pykafka_client.structs import Node, TopicPartition
 from tests.doubles.mock_selector import SentRequest
 from tests.unit.network.test_admin_client import Env
 
@@ -34,12 +35,13 @@ _A = AlterShareGroupOffsetsResponse
 _X = DeleteShareGroupOffsetsResponse
 
 
-def _described(group: str, parts: list[tuple[int, int, int, int]], error: int = 0) -> DescribeShareGroupOffsetsResponse:
-    """``parts``: (partition, start offset, leader epoch, error code) of topic ``t``."""
+def _described(group: str, parts: list[tuple[int, int, int, int, int]],
+               error: int = 0) -> DescribeShareGroupOffsetsResponse:
+    """``parts``: (partition, start offset, leader epoch, lag, error code) of topic ``t``."""
     return _D(groups=[_D.DescribeShareGroupOffsetsResponseGroup(group_id=group, error_code=error, topics=[
         _D.DescribeShareGroupOffsetsResponseTopic(topic_name="t", topic_id=TOPIC_ID, partitions=[
-            _D.DescribeShareGroupOffsetsResponsePartition(partition_index=p, start_offset=o, leader_epoch=e,
-                                                          error_code=c) for p, o, e, c in parts])])])
+            _D.DescribeShareGroupOffsetsResponsePartition(partition_index=p, start_offset=o, leader_epoch=e, lag=lag,
+                                                          error_code=c) for p, o, e, lag, c in parts])])])
 
 
 def _coordinator(r: SentRequest) -> FindCoordinatorResponse:
@@ -65,12 +67,12 @@ def test_list_asks_for_every_partition_or_the_named_ones_grouped_by_topic() -> N
     assert [(t.topic_name, t.partitions) for t in named.groups[0].topics or []] == [("t", [1, 0]), ("u", [0])]
 
 
-def test_list_reads_start_offsets_with_minus_one_as_not_initialized() -> None:
+def test_list_reads_start_offsets_epochs_and_lags_with_minus_one_as_not_known() -> None:
     result = ListShareGroupOffsetsHandler(None).handle_response(NODE, ["g"], _described("g", [
-        (0, 42, 3, 0), (1, -1, -1, 0), (2, 7, -1, 0)]))
-    assert result.completed == {"g": {TopicPartition("t", 0): OffsetAndMetadata(42, "", 3),
+        (0, 42, 3, 8, 0), (1, -1, -1, -1, 0), (2, 7, -1, -1, 0)]))
+    assert result.completed == {"g": {TopicPartition("t", 0): SharePartitionOffsetInfo(42, 3, 8),
                                       TopicPartition("t", 1): None,
-                                      TopicPartition("t", 2): OffsetAndMetadata(7, "", None)}}
+                                      TopicPartition("t", 2): SharePartitionOffsetInfo(7, None, None)}}
 
 
 def test_list_fails_on_a_group_or_partition_error_and_looks_the_coordinator_up_again_when_it_moved() -> None:
@@ -79,14 +81,14 @@ def test_list_fails_on_a_group_or_partition_error_and_looks_the_coordinator_up_a
     assert isinstance(missing.failed["g"], GroupIdNotFoundError) and "'g'" in str(missing.failed["g"])
     moved = handler.handle_response(NODE, ["g"], _described("g", [], NOT_COORDINATOR))
     assert list(moved.unmapped) == ["g"] and not moved.failed
-    bad = handler.handle_response(NODE, ["g"], _described("g", [(0, -1, -1, UNKNOWN_TOPIC)]))
+    bad = handler.handle_response(NODE, ["g"], _described("g", [(0, -1, -1, -1, UNKNOWN_TOPIC)]))
     assert isinstance(bad.failed["g"], UnknownTopicOrPartitionError) and "t-0" in str(bad.failed["g"])
 
 
 def test_list_through_the_driver_retries_a_loading_coordinator_then_answers() -> None:
-    env = _env(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, _described("g", [], LOADING), _described("g", [(0, 9, -1, 0)]))
+    env = _env(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, _described("g", [], LOADING), _described("g", [(0, 9, 1, 4, 0)]))
     assert env.admin.list_share_group_offsets("g", [("t", 0)], timeout=5) == {
-        TopicPartition("t", 0): OffsetAndMetadata(9, "", None)}
+        TopicPartition("t", 0): SharePartitionOffsetInfo(9, 1, 4)}
     sent = env.sent(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
     assert len(sent) == 2 and sent[-1].api_version == 1
     env.admin.close()
@@ -100,7 +102,7 @@ def _altered(code: int = 0, partition_codes: tuple[int, ...] = (0,)) -> AlterSha
 
 
 def test_alter_sends_each_topics_start_offsets() -> None:
-    request = AlterShareGroupOffsetsHandler({"t": [(0, 5), (1, 6)], "u": [(0, 0)]}).build_request(1, ["g"])
+    request = AlterShareGroupOffsetsHandler({"t": [(0, 5), (1, 6)], "u": [(0, 0)]}).build_request(0, ["g"])
     assert request.group_id == "g"
     assert [(t.topic_name, [(p.partition_index, p.start_offset) for p in t.partitions]) for t in request.topics] == [
         ("t", [(0, 5), (1, 6)]), ("u", [(0, 0)])]
@@ -141,7 +143,7 @@ def _deleted(code: int = 0, topic_code: int = 0) -> DeleteShareGroupOffsetsRespo
 
 def test_delete_sends_the_topics_once_each_and_reads_group_and_topic_errors() -> None:
     handler = DeleteShareGroupOffsetsHandler(["t", "u"])
-    assert [t.topic_name for t in handler.build_request(1, ["g"]).topics] == ["t", "u"]
+    assert [t.topic_name for t in handler.build_request(0, ["g"]).topics] == ["t", "u"]
     refused = handler.handle_response(NODE, ["g"], _deleted(GroupNotEmptyError.code))
     assert isinstance(refused.failed["g"], GroupNotEmptyError)
     moved = handler.handle_response(NODE, ["g"], _deleted(NOT_COORDINATOR))

@@ -25,7 +25,8 @@ UPSTREAM = Path("/work/shared/kafka-spec/messages")
 #: (v1, Kafka 4.1), the only one librdkafka's share consumer speaks
 AHEAD_OF_UPSTREAM = {f"Share{api}{kind}.json" for api in ("GroupHeartbeat", "GroupDescribe", "Fetch", "Acknowledge")
                      for kind in ("Request", "Response")}
-#: specs the upstream snapshot does not have at all: the share-group offsets admin APIs (keys 90-92) at Kafka 4.1
+#: specs the upstream snapshot does not have at all: the share-group offsets admin APIs (keys 90-92), stable since
+#: Kafka 4.1 (v0); DescribeShareGroupOffsets v1 (Kafka 4.2, KIP-1226) adds the lag
 NOT_UPSTREAM = {f"{api}ShareGroupOffsets{kind}.json" for api in ("Describe", "Alter", "Delete")
                 for kind in ("Request", "Response")}
 

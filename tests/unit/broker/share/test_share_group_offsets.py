@@ -1,5 +1,5 @@
 """The share partitions' side of the share-group offsets admin APIs (KIP-932): a SharePartitionManager lists a
-group's start offsets, resets a share partition's start offset (its in-flight records dropped) and forgets a
+group's start offsets (with the records done beyond them, which the lag leaves out), resets a share partition's start offset (its in-flight records dropped) and forgets a
 topic's share partitions, each written through the share coordinator before it returns so that a restarted
 broker has it (MockTime, no reaper thread, a real ``__share_group_state`` log in a temporary dir)."""
 
@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from mini_broker.share.config import ShareGroupConfig
-from mini_broker.share.partition_manager import SharePartitionManager
+from mini_broker.share.partition_manager import AckBatch, SharePartitionManager
 from mini_broker.share.share_coordinator import ShareCoordinator
+from mini_broker.share.share_partition import AcknowledgeType
 from pykafka_client.utils.time import MockTime
 
 T1, T2 = uuid.UUID(int=1), uuid.UUID(int=2)
 LOCK_MS = 500
+ACCEPT, REJECT = int(AcknowledgeType.ACCEPT), int(AcknowledgeType.REJECT)
 
 
 class Broker:
@@ -61,11 +63,20 @@ def _acquired(mgr: SharePartitionManager, group: str, tp: tuple[uuid.UUID, int],
 
 def test_the_start_offsets_of_a_groups_initialized_share_partitions(broker: Broker) -> None:
     mgr = broker.mgr
-    assert mgr.group_start_offsets("g") == {}
+    assert mgr.group_offsets("g") == {}
     mgr.fetch_offset("g", (T1, 0), lambda: 4, log_start_offset=0)
     mgr.fetch_offset("g", (T2, 1), lambda: 0, log_start_offset=0)
     mgr.fetch_offset("other", (T1, 0), lambda: 9, log_start_offset=0)
-    assert mgr.group_start_offsets("g") == {(T1, 0): 4, (T2, 1): 0}
+    assert mgr.group_offsets("g") == {(T1, 0): (4, 0), (T2, 1): (0, 0)}
+
+
+def test_records_done_beyond_the_start_offset_are_counted_for_the_lag(broker: Broker) -> None:
+    mgr = broker.mgr
+    _acquired(mgr, "g", (T1, 0), 4)
+    assert mgr.acknowledge("g", "m", (T1, 0), [AckBatch(1, 1, (ACCEPT,)), AckBatch(2, 2, (REJECT,))]) == (0, None)
+    assert mgr.group_offsets("g") == {(T1, 0): (0, 2)}  # 0 still acquired: the start offset stays
+    assert mgr.acknowledge("g", "m", (T1, 0), [AckBatch(0, 0, (ACCEPT,))]) == (0, None)
+    assert mgr.group_offsets("g") == {(T1, 0): (3, 0)}  # the start offset moved past what was done
 
 
 def test_a_reset_drops_in_flight_records_and_the_next_fetch_starts_at_the_new_offset(broker: Broker) -> None:
@@ -87,7 +98,7 @@ def test_a_reset_drops_in_flight_records_and_the_next_fetch_starts_at_the_new_of
 
 def test_a_reset_of_a_partition_the_group_never_fetched_initializes_it_and_survives_a_restart(broker: Broker) -> None:
     broker.mgr.reset_start_offset("g", (T2, 0), 17)
-    assert broker.restart().group_start_offsets("g") == {(T2, 0): 17}
+    assert broker.restart().group_offsets("g") == {(T2, 0): (17, 0)}
     assert broker.mgr.fetch_offset("g", (T2, 0), lambda: 0, log_start_offset=0) == 17
 
 
@@ -98,9 +109,9 @@ def test_deleting_a_topics_state_forgets_only_its_partitions_for_good(broker: Br
     mgr.reset_start_offset("other", (T1, 0), 5)
     assert mgr.delete_topic_state("g", T1) == 2
     assert mgr.delete_topic_state("g", T1) == 0
-    assert mgr.group_start_offsets("g") == {(T2, 0): 5}
+    assert mgr.group_offsets("g") == {(T2, 0): (5, 0)}
     restarted = broker.restart()
-    assert restarted.group_start_offsets("g") == {(T2, 0): 5}
-    assert restarted.group_start_offsets("other") == {(T1, 0): 5}
+    assert restarted.group_offsets("g") == {(T2, 0): (5, 0)}
+    assert restarted.group_offsets("other") == {(T1, 0): (5, 0)}
     # the next fetch starts the partition afresh where share.auto.offset.reset says
     assert restarted.fetch_offset("g", (T1, 0), lambda: 0, log_start_offset=0) == 0
