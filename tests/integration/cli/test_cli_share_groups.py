@@ -82,6 +82,7 @@ def _offsets(pykafka: Run, group: str) -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.mark.timeout(420)  # some 25 CLI processes
 def test_reset_offsets_plans_then_sets_start_offsets_and_describe_shows_them_with_lag(pykafka: Run,
                                                                                        broker: MiniBroker) -> None:
     topic = f"cli-share-reset-{uuid.uuid4().hex[:6]}"
@@ -95,7 +96,7 @@ def test_reset_offsets_plans_then_sets_start_offsets_and_describe_shows_them_wit
     planned = pykafka("share-groups", "reset-offsets", "--group", group, "--topic", topic, "--to-earliest")
     assert planned.returncode == 0, planned.stderr
     lines = planned.stdout.decode().splitlines()
-    assert lines[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "NEW-OFFSET"]
+    assert lines[0].split() == ["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "NEW-START-OFFSET"]
     assert lines[1].split() == [group, topic, "0", "-", "0"]
     assert "Dry run" in planned.stderr.decode()
     assert _offsets(pykafka, group) == []  # nothing changed
@@ -113,12 +114,18 @@ def test_reset_offsets_plans_then_sets_start_offsets_and_describe_shows_them_wit
                      "--output", "json")
     assert latest.returncode == 0, latest.stderr
     assert json.loads(latest.stdout) == [{"group": group, "topic": topic, "partition": 0, "start_offset": 0,
-                                          "new_offset": 5}]
-    assert _offsets(pykafka, group)[0]["start_offset"] == 5 and _offsets(pykafka, group)[0]["lag"] == 0
+                                          "new_start_offset": 5}]
+    assert [(o["start_offset"], o["lag"]) for o in _offsets(pykafka, group)] == [(5, 0)]
     dated = pykafka("share-groups", "reset-offsets", "--group", group, "--topic", f"{topic}:0",
                     "--to-datetime", "2001-01-01T00:00:00Z", "--execute")
     assert dated.returncode == 0, dated.stderr
     assert _offsets(pykafka, group)[0]["start_offset"] == 0
+    for wanted, kept in (("3", 3), ("99", 5)):  # kept within the log
+        to = pykafka("share-groups", "reset-offsets", "--group", group, "--topic", topic, "--to-offset", wanted,
+                     "--execute")
+        assert to.returncode == 0, to.stderr
+        assert _offsets(pykafka, group) == [{"group": group, "topic": topic, "partition": 0, "start_offset": kept,
+                                             "lag": 5 - kept}]
 
     _heartbeat(broker, group, "member-2", topic, 0)
     for args in (("reset-offsets", "--group", group, "--topic", topic, "--to-latest", "--execute"),
@@ -126,7 +133,7 @@ def test_reset_offsets_plans_then_sets_start_offsets_and_describe_shows_them_wit
         refused = pykafka("share-groups", *args)
         assert refused.returncode == 5, refused.stderr
         assert "member" in one_error_line(refused)
-    assert _offsets(pykafka, group)[0]["start_offset"] == 0
+    assert _offsets(pykafka, group)[0]["start_offset"] == 5
     _heartbeat(broker, group, "member-2", topic, -1)
 
     deleted = pykafka("share-groups", "delete-offsets", "--group", group, "--topic", topic)
