@@ -25,7 +25,7 @@ from pykafka_client.cli.common import (
     open_admin,
     output_flag,
 )
-from pykafka_client.cli.groups import delete_groups, parse_datetime_ms, wanted_partitions
+from pykafka_client.cli.groups import delete_groups, parse_datetime_ms, plan_offsets, wanted_partitions
 from pykafka_client.cli.output import emit, emit_rows, info, table
 from pykafka_client.structs import TopicPartition
 
@@ -95,10 +95,9 @@ MEMBER_COLUMNS = ("MEMBER-ID", "CLIENT-ID", "HOST", "EPOCH", "ASSIGNMENT")
 OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")
 
 
-def _latest(admin: AdminClient, tps: list[TopicPartition], timeout: float,
-            spec: OffsetSpec | None = None) -> dict[TopicPartition, int]:
-    """Each partition's offset under ``spec`` (the end of the log when None)."""
-    found = admin.list_offsets(dict.fromkeys(tps, spec or OffsetSpec.latest()), timeout=timeout) if tps else {}
+def _latest(admin: AdminClient, tps: list[TopicPartition], timeout: float) -> dict[TopicPartition, int]:
+    """Each partition's end of the log."""
+    found = admin.list_offsets(dict.fromkeys(tps, OffsetSpec.latest()), timeout=timeout) if tps else {}
     return {TopicPartition(tp[0], tp[1]): o.offset for tp, o in found.items()}
 
 
@@ -203,17 +202,8 @@ def run_reset(args: argparse.Namespace) -> int:
         _refuse_members(admin, args.group, args.timeout, "resetting its offsets")
         starts = admin.list_share_group_offsets(args.group, timeout=args.timeout)
         tps = _reset_partitions(admin, args, starts)
-        latest = _latest(admin, tps, args.timeout)
-        earliest = _latest(admin, tps, args.timeout, OffsetSpec.earliest())
-        if args.to_earliest:
-            plan = earliest
-        elif args.to_latest:
-            plan = latest
-        elif args.to_offset is not None:
-            plan = {tp: min(max(args.to_offset, earliest[tp]), latest[tp]) for tp in tps}
-        else:
-            found = _latest(admin, tps, args.timeout, OffsetSpec.for_timestamp(max(0, when or 0)))
-            plan = {tp: latest[tp] if found.get(tp, -1) < 0 else found[tp] for tp in tps}
+        # the consumer groups' strategies (no --shift-by here: a share group has no committed offset to shift)
+        plan = plan_offsets(admin, args, tps, {}, when)
         rows = []
         for tp in tps:
             start = starts.get(tp)
