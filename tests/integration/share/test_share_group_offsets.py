@@ -309,3 +309,32 @@ def test_the_lag_leaves_out_records_acknowledged_beyond_the_start_offset(broker:
         [p] = conn.call(D(groups=[D.DescribeShareGroupOffsetsRequestGroup(group_id="sg-lag", topics=None)]),
                         0).groups[0].topics[0].partitions
     assert (p.start_offset, p.lag) == (0, -1)
+
+
+def test_deleted_offsets_restart_at_latest_when_share_auto_offset_reset_says_so() -> None:
+    with MiniBroker(**{**BROKER_CONF, "share_auto_offset_reset": "latest"}) as b, _admin(b) as admin:
+        topic = create_share_topic(b)
+        tp = TopicPartition(topic, 0)
+        produce(b, topic, ["old"])
+
+        def started() -> bool:
+            try:
+                return admin.list_share_group_offsets("sg-latest", [tp]).get(tp) is not None
+            except GroupIdNotFoundError:  # the member has not joined yet
+                return False
+
+        def first_new_record(c: KafkaShareConsumer[Any, Any], value: str) -> Recs:
+            for _ in range(100):  # the share partition starts when the member first fetches it
+                if started():
+                    break
+                assert c.poll(0.2) == []
+            produce(b, topic, [value])
+            return _poll_until(c, lambda g: len(g) >= 1)
+
+        with _consumer(b, "sg-latest", topic) as c:
+            assert [(r.offset, r.value) for r in first_new_record(c, "a")] == [(1, "a")]
+        assert admin.list_share_group_offsets("sg-latest") == {tp: _at(2, lag=0)}
+        admin.delete_share_group_offsets("sg-latest", [topic])
+        produce(b, topic, ["b"])  # offset 2: before the group starts the partition again, so never delivered
+        with _consumer(b, "sg-latest", topic) as c:
+            assert [(r.offset, r.value) for r in first_new_record(c, "c")] == [(3, "c")]
