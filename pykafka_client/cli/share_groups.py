@@ -3,8 +3,9 @@ kafka-share-groups.sh) for share groups (KIP-932).
 
 describe shows each group's state, epochs and members with their assignments, and per share partition its start
 offset and lag (the records from the start offset to the end of the log not yet delivered for good); --offsets shows
-only those. reset-offsets prints the plan and changes nothing unless --execute is given; it, delete-offsets and
-delete refuse a group with members (exit code 5)."""
+only those. reset-offsets prints the plan and changes nothing unless --execute is given (a group id no group holds
+yet becomes a share group with those offsets); it, delete-offsets and delete refuse a group with members (exit code
+5)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from pykafka_client.cli.common import (
 )
 from pykafka_client.cli.groups import delete_groups, parse_datetime_ms, plan_offsets, wanted_partitions
 from pykafka_client.cli.output import emit, emit_rows, info, table
+from pykafka_client.errors import GroupIdNotFoundError
 from pykafka_client.structs import TopicPartition
 
 
@@ -172,8 +174,8 @@ def _reset_partitions(admin: AdminClient, args: argparse.Namespace,
                       starts: dict[TopicPartition, Any]) -> list[TopicPartition]:
     if args.all_topics:
         if not starts:
-            raise CliError(f"share group {args.group!r} has no share partitions yet; name the topics with --topic",
-                           EXIT_NOT_FOUND)
+            raise CliError(f"share group {args.group!r} has no share partitions (or does not exist yet); name the "
+                           f"topics with --topic", EXIT_NOT_FOUND)
         return sorted(starts)
     wanted = wanted_partitions(args)
     described = admin.describe_topics(list(wanted), timeout=args.timeout)
@@ -199,8 +201,11 @@ def run_reset(args: argparse.Namespace) -> int:
     when = None if args.to_datetime is None else parse_datetime_ms(args.to_datetime)
     wanted_partitions(args)  # a bad --topic is a usage error before anything connects
     with open_admin(args) as admin:
-        _refuse_members(admin, args.group, args.timeout, "resetting its offsets")
-        starts = admin.list_share_group_offsets(args.group, timeout=args.timeout)
+        try:
+            _refuse_members(admin, args.group, args.timeout, "resetting its offsets")
+            starts = admin.list_share_group_offsets(args.group, timeout=args.timeout)
+        except GroupIdNotFoundError:  # a new group: --execute creates it with these offsets (Kafka 4.2)
+            starts = {}
         tps = _reset_partitions(admin, args, starts)
         # the consumer groups' strategies (no --shift-by here: a share group has no committed offset to shift)
         plan = plan_offsets(admin, args, tps, {}, when)

@@ -8,12 +8,13 @@ coordinator keeps in ``__share_group_state``.
   or archived in flight), -1 when not known; of the topics named (null: every share partition the group has, of the
   topics the principal may describe). DESCRIBE on the group and on each named topic is needed.
 * Alter: set the start offsets of an EMPTY group's share partitions (NON_EMPTY_GROUP while it has members): their
-  in-flight records are dropped and the next fetch reads from the new start offset. READ on the group and on each
-  topic is needed.
+  in-flight records are dropped and the next fetch reads from the new start offset. A group id no group holds
+  becomes an empty share group first (Kafka 4.2), so offsets may be set before the group is first used. READ on the
+  group and on each topic is needed.
 * Delete: forget an EMPTY group's share partitions of whole topics; the next fetch starts them at
   ``share.auto.offset.reset``. DELETE on the group and READ on each topic are needed.
 
-A group id that is not a share group here is GROUP_ID_NOT_FOUND, the group without its ACL GROUP_AUTHORIZATION_FAILED;
+A group id that is not a share group here (or is a consumer or classic group's) is GROUP_ID_NOT_FOUND, the group without its ACL GROUP_AUTHORIZATION_FAILED;
 a topic without its ACL is TOPIC_AUTHORIZATION_FAILED, one that does not exist (or a partition it does not have)
 UNKNOWN_TOPIC_OR_PARTITION, for it alone.
 """
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.share_api_util import share_groups, share_partitions
+from mini_broker.server.apis.share_api_util import other_group_type, share_groups, share_partitions
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import TopicMetadata
 from mini_broker.share.group import ShareGroupState
@@ -82,8 +83,9 @@ def _topic(apis: KafkaApis, request: Request, operation: AclOperation,
 
 
 def group_error(apis: KafkaApis, request: Request, group_id: str, operation: AclOperation, verb: str,
-                must_be_empty: bool) -> tuple[int, str | None] | None:
-    """The group-level error of a share-group offsets request (None: go ahead)."""
+                must_be_empty: bool, create: bool = False) -> tuple[int, str | None] | None:
+    """The group-level error of a share-group offsets request (None: go ahead); ``create``: a group id no group
+    holds becomes an empty share group."""
     if not apis.broker.auth(request).group(operation, group_id):
         return int(GroupAuthorizationFailedError.code), (f"{operation.name} on group {group_id} is not allowed for "
                                                          f"this principal: ask for an ACL granting it")
@@ -91,6 +93,11 @@ def group_error(apis: KafkaApis, request: Request, group_id: str, operation: Acl
     inactive = groups.inactive_error()
     if inactive is not None:
         return inactive, None
+    other = None if groups.is_share_group(group_id) else other_group_type(apis, group_id)
+    if other is not None:
+        return int(GroupIdNotFoundError.code), f"group {group_id} is a {other} group, not a share group"
+    if create:
+        groups.create_empty_group(group_id)
     group = groups.describe(group_id)
     if group is None:
         return int(GroupIdNotFoundError.code), f"group {group_id} is not a share group here"
@@ -179,7 +186,7 @@ def handle_alter(apis: KafkaApis, request: Request) -> AlterShareGroupOffsetsRes
     body = request.body
     assert isinstance(body, AlterShareGroupOffsetsRequest)
     group_id = body.group_id
-    error = group_error(apis, request, group_id, AclOperation.READ, "alter", True)
+    error = group_error(apis, request, group_id, AclOperation.READ, "alter", True, create=True)
     if error is not None:
         code, message = error
         # every partition carries the group's error too (Java's admin reads the partitions)

@@ -142,15 +142,20 @@ def test_reset_offsets_plans_then_sets_start_offsets_and_describe_shows_them_wit
     assert _offsets(pykafka, group) == []
 
 
-def test_reset_offsets_of_an_unknown_group_or_with_nothing_to_reset_exits_4(pykafka: Run, broker: MiniBroker) -> None:
-    result = pykafka("share-groups", "reset-offsets", "--group", "no-such-share-group", "--all-topics",
-                     "--to-earliest")
-    assert result.returncode == 4, result.stderr
-    assert "no-such-share-group" in one_error_line(result)
+def test_reset_offsets_with_nothing_to_reset_exits_4_and_of_a_new_group_creates_it(pykafka: Run,
+                                                                                    broker: MiniBroker) -> None:
     topic = f"cli-share-none-{uuid.uuid4().hex[:6]}"
     assert pykafka("topics", "create", topic).returncode == 0
-    _heartbeat(broker, f"sg-{topic}", "m", topic, 0)
-    _heartbeat(broker, f"sg-{topic}", "m", topic, -1)
-    empty = pykafka("share-groups", "reset-offsets", "--group", f"sg-{topic}", "--all-topics", "--to-earliest")
-    assert empty.returncode == 4, empty.stderr
-    assert "no share partitions yet" in one_error_line(empty)
+    for group in ("no-such-share-group", f"sg-{topic}"):  # unknown; known without share partitions
+        if group != "no-such-share-group":
+            _heartbeat(broker, group, "m", topic, 0)
+            _heartbeat(broker, group, "m", topic, -1)
+        empty = pykafka("share-groups", "reset-offsets", "--group", group, "--all-topics", "--to-earliest")
+        assert empty.returncode == 4, empty.stderr
+        assert f"share group {group!r} has no share partitions" in one_error_line(empty)
+    produce(broker, topic, ["a", "b"])
+    new = pykafka("share-groups", "reset-offsets", "--group", f"new-{topic}", "--topic", topic, "--to-latest",
+                  "--execute")
+    assert new.returncode == 0, new.stderr
+    assert _offsets(pykafka, f"new-{topic}") == [{"group": f"new-{topic}", "topic": topic, "partition": 0,
+                                                 "start_offset": 2, "lag": 0}]

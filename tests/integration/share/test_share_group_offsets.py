@@ -17,7 +17,7 @@ import pytest
 
 from mini_broker.broker import MiniBroker
 from mini_broker.security.authorizer import STANDARD_AUTHORIZER
-from pykafka_client import AcknowledgeType, KafkaShareConsumer, ShareConsumerRecord
+from pykafka_client import AcknowledgeType, KafkaConsumer, KafkaShareConsumer, ShareConsumerRecord
 from pykafka_client.admin import AdminClient, SharePartitionOffsetInfo
 from pykafka_client.aio.admin import AsyncAdminClient
 from pykafka_client.errors import (
@@ -149,7 +149,27 @@ def test_altering_or_deleting_the_offsets_of_a_group_with_members_is_refused(bro
         assert admin.list_share_group_offsets("sg-busy") == {tp: _at(0, lag=2)}
     with _admin(broker) as admin:
         with pytest.raises(GroupIdNotFoundError, match="never-joined"):
-            admin.alter_share_group_offsets("never-joined", {tp: 0})
+            admin.delete_share_group_offsets("never-joined", [topic])
+
+
+def test_altering_the_offsets_of_a_new_group_id_creates_the_share_group_there(broker: MiniBroker) -> None:
+    topic = create_share_topic(broker)
+    produce(broker, topic, [f"v{i}" for i in range(6)])
+    tp = TopicPartition(topic, 0)
+    with _admin(broker) as admin:
+        admin.alter_share_group_offsets("sg-new", {tp: 4})  # before any consumer joined it (Kafka 4.2)
+        assert admin.describe_share_groups(["sg-new"])["sg-new"].state == "Empty"
+        assert admin.list_share_group_offsets("sg-new") == {tp: _at(4, lag=2)}
+        # a group id a consumer group holds is not taken
+        with KafkaConsumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "cg-taken",
+                            "group.protocol": "consumer"}) as consumer:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 30
+            while not consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(0.2)
+            with pytest.raises(GroupIdNotFoundError, match="consumer group"):
+                admin.alter_share_group_offsets("cg-taken", {tp: 0})
+    assert [r.offset for r in _consume(broker, "sg-new", topic, 2)] == [4, 5]
 
 
 def test_deleted_offsets_restart_the_partition_at_share_auto_offset_reset(broker: MiniBroker) -> None:
@@ -175,8 +195,10 @@ def test_an_altered_start_offset_survives_a_restart(tmp_path: Path) -> None:
         assert len(_consume(b, "sg-durable", topic, 8)) == 8
         with _admin(b) as admin:
             admin.alter_share_group_offsets("sg-durable", {TopicPartition(topic, 0): 5})
+            admin.alter_share_group_offsets("sg-created", {TopicPartition(topic, 0): 7})  # a new group
     with MiniBroker(data_dir=str(tmp_path), **BROKER_CONF) as b, _admin(b) as admin:
         assert admin.list_share_group_offsets("sg-durable") == {TopicPartition(topic, 0): _at(5, lag=3)}
+        assert admin.list_share_group_offsets("sg-created") == {TopicPartition(topic, 0): _at(7, lag=1)}
         assert [r.offset for r in _consume(b, "sg-durable", topic, 3)] == [5, 6, 7]
 
 
