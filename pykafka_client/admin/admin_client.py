@@ -350,7 +350,8 @@ class AdminClient:
         self, group_id: str, offsets: Mapping[tuple[str, int], int], timeout: float | None = None
     ) -> None:
         """Set the share-partition start offsets of ``group_id``, which must have no members (GroupNotEmptyError
-        otherwise): their in-flight records are dropped and the group's consumers read on from the new offsets."""
+        otherwise; a group id no group holds becomes an empty share group, as in Kafka 4.2): their in-flight records
+        are dropped and the group's consumers read on from the new offsets."""
         api("alter_share_group_offsets", AlterShareGroupOffsetsHandler).call(self._ctx, group_id, offsets, timeout)
 
     def delete_share_group_offsets(self, group_id: str, topics: Iterable[str], timeout: float | None = None) -> None:
