@@ -40,6 +40,7 @@ from mini_broker.share.share_partition import (
     AcknowledgeType,
     AcquiredRange,
     InvalidRecordState,
+    RecordState,
     SharePartition,
     ShareState,
 )
@@ -206,11 +207,7 @@ class SharePartitionManager:
         """Forget a deleted share group's share partitions and sessions (a group created again under its id
         starts its partitions afresh, at ``share.auto.offset.reset``)."""
         with self._lock:
-            for key in [k for k in self._partitions if k[0] == group_id]:
-                del self._partitions[key]
-                self._expiry_due.pop(key, None)
-                if self._persister is not None:
-                    self._persister.delete_state(key)
+            self._forget([k for k in self._partitions if k[0] == group_id])
             for member in [m for g, m in self._sessions if g == group_id]:
                 del self._sessions[(group_id, member)]
 
@@ -310,6 +307,34 @@ class SharePartitionManager:
             sp = self._partitions.get((group_id, *tp))
             return None if sp is None or not sp.initialized else (sp.start_offset, sp.end_offset)
 
+    # -- share-group offsets (DescribeShareGroupOffsets / AlterShareGroupOffsets / DeleteShareGroupOffsets) --
+    def group_offsets(self, group_id: str) -> dict[TopicIdPartition, tuple[int, int]]:
+        """Per initialized share partition of the group: its start offset and how many of its in-flight records
+        are done (acknowledged or archived: KIP-1226's delivery-complete count, which the lag leaves out)."""
+        done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+        with self._lock:
+            return {(topic_id, p): (sp.start_offset, sum(r.state in done for r in sp.state.records.values()))
+                    for (g, topic_id, p), sp in self._partitions.items() if g == group_id and sp.initialized}
+
+    def reset_start_offset(self, group_id: str, tp: TopicIdPartition, start_offset: int) -> None:
+        """Set the share partition's start offset (an admin's AlterShareGroupOffsets on an empty group): its
+        in-flight records are dropped, the next fetch reads from ``start_offset``; written before returning."""
+        if start_offset < 0:
+            raise ValueError(f"a share-partition start offset is not negative, got {start_offset}")
+        key = (group_id, *tp)
+        with self._lock:
+            sp = self._partitions[key] = self._new_partition(ShareState(start_offset, start_offset, {}))
+            self._expiry_due.pop(key, None)
+            self._persist(group_id, tp, sp)
+
+    def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> int:
+        """Forget the group's share partitions of one topic (DeleteShareGroupOffsets): the next fetch starts them
+        afresh at ``share.auto.offset.reset``. Returns how many there were."""
+        with self._lock:
+            keys = [k for k in self._partitions if k[0] == group_id and k[1] == topic_id]
+            self._forget(keys)
+            return len(keys)
+
     # -- internals ------------------------------------------------------------------------------------------
     def _partition(self, group_id: str, tp: TopicIdPartition) -> SharePartition:
         key = (group_id, *tp)
@@ -317,6 +342,14 @@ class SharePartitionManager:
         if sp is None:
             sp = self._partitions[key] = self._new_partition(None)
         return sp
+
+    def _forget(self, keys: list[tuple[str, uuid.UUID, int]]) -> None:
+        """Drop these share partitions and write their deletion (the caller holds the lock)."""
+        for key in keys:
+            del self._partitions[key]
+            self._expiry_due.pop(key, None)
+            if self._persister is not None:
+                self._persister.delete_state(key)
 
     def _new_partition(self, state: ShareState | None) -> SharePartition:
         return SharePartition(self.config.record_lock_duration_ms, self.config.delivery_count_limit,

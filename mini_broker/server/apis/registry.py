@@ -52,6 +52,7 @@ from mini_broker.server.apis import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    share_group_offsets,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -98,6 +99,9 @@ ALL_APIS: list[ApiSpec] = [
     share_group_describe.API,
     share_fetch.API,
     share_acknowledge.API,
+    share_group_offsets.DESCRIBE_API,
+    share_group_offsets.ALTER_API,
+    share_group_offsets.DELETE_API,
     # transaction coordinator (mini_broker/transaction)
     add_partitions_to_txn.API,
     add_offsets_to_txn.API,
