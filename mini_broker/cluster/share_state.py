@@ -53,6 +53,7 @@ from pykafka_client.errors import (
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.messages import (
     DeleteShareGroupStateRequest,
+    InitializeShareGroupStateRequest,
     ReadShareGroupStateRequest,
     ReadShareGroupStateResponse,
     WriteShareGroupStateRequest,
@@ -161,6 +162,16 @@ class RemoteSharePersister:
         self._acknowledged.pop(key, None)
         self._send(key, D(group_id=group, topics=[D.DeleteStateData(topic_id=topic_id, partitions=[
             D.PartitionData(partition=partition)])]))
+
+    def initialize_state(self, key: SharePartitionKey, start_offset: int) -> None:
+        self.read_state(key, -1)  # the current state epoch (this broker may not lead the topic partition)
+        epoch = self._state_epochs.get(key, -1) + 1
+        group, topic_id, partition = key
+        I = InitializeShareGroupStateRequest  # noqa: E741
+        self._send(key, I(group_id=group, topics=[I.InitializeStateData(topic_id=topic_id, partitions=[
+            I.PartitionData(partition=partition, state_epoch=epoch, start_offset=start_offset)])]))
+        self._state_epochs[key] = epoch
+        self._acknowledged[key] = (start_offset, {})
 
     def close(self) -> None:
         with self._lock:

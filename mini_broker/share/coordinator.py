@@ -186,6 +186,18 @@ class ShareGroupCoordinator:
                        for m, v in group.members.items()}
             return ShareGroup(group.group_id, group.group_epoch, group.assignment_epoch, members)
 
+    def create_empty_group(self, group_id: str) -> bool:
+        """An empty share group under ``group_id`` unless one exists (AlterShareGroupOffsets on a new group id, so
+        that its offsets may be set before it is first used, as Kafka 4.2 does); its records are appended. Whether
+        the group was created."""
+        with self._lock:
+            if group_id in self._manager.groups:
+                return False
+            self._manager.groups[group_id] = ShareGroup(group_id)
+            self._persist([group_id], {group_id: {}})
+        _log.info("event=share_group_created group=%s reason=offsets_altered", group_id)
+        return True
+
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         """For the share groups among ``group_ids``: 0 (deleted, with its records: it had no members) or
         GROUP_NOT_EMPTY. A group id that is not a share group here is left out of the answer."""

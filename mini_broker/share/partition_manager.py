@@ -40,12 +40,15 @@ from mini_broker.share.share_partition import (
     AcknowledgeType,
     AcquiredRange,
     InvalidRecordState,
+    RecordState,
     SharePartition,
     ShareState,
 )
 from mini_broker.timer.system_timer import SystemTimer, SystemTimerReaper
 from mini_broker.timer.timer_task import TimerTask
 from pykafka_client.errors import (
+    FencedLeaderEpochError,
+    FencedStateEpochError,
     InvalidRecordStateError,
     InvalidRequestError,
     InvalidShareSessionEpochError,
@@ -104,6 +107,11 @@ class SharePersister(Protocol):
     def write_state(self, key: tuple[str, uuid.UUID, int], state: ShareState, leader_epoch: int = -1) -> None: ...
 
     def delete_state(self, key: tuple[str, uuid.UUID, int]) -> None: ...
+
+    def initialize_state(self, key: tuple[str, uuid.UUID, int], start_offset: int) -> None:
+        """Start the share partition afresh at ``start_offset`` with a new state epoch (its leader's later
+        writes of the old state are fenced: FENCED_STATE_EPOCH)."""
+        ...
 
 
 class _LockTimeout(TimerTask):
@@ -217,12 +225,7 @@ class SharePartitionManager:
         """Forget a deleted share group's share partitions and sessions (a group created again under its id
         starts its partitions afresh, at ``share.auto.offset.reset``)."""
         with self._lock:
-            for key in [k for k in self._partitions if k[0] == group_id]:
-                del self._partitions[key]
-                self._expiry_due.pop(key, None)
-                self._read_at.pop(key, None)
-                if self._persister is not None:
-                    self._persister.delete_state(key)
+            self._forget([k for k in self._partitions if k[0] == group_id])
             for member in [m for g, m in self._sessions if g == group_id]:
                 del self._sessions[(group_id, member)]
 
@@ -329,6 +332,35 @@ class SharePartitionManager:
             sp = self._partitions.get((group_id, *tp))
             return None if sp is None or not sp.initialized else (sp.start_offset, sp.end_offset)
 
+    # -- share-group offsets (DescribeShareGroupOffsets / AlterShareGroupOffsets / DeleteShareGroupOffsets) --
+    def group_offsets(self, group_id: str) -> dict[TopicIdPartition, tuple[int, int]]:
+        """Per initialized share partition of the group: its start offset and how many of its in-flight records
+        are done (acknowledged or archived: KIP-1226's delivery-complete count, which the lag leaves out)."""
+        done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+        with self._lock:
+            return {(topic_id, p): (sp.start_offset, sum(r.state in done for r in sp.state.records.values()))
+                    for (g, topic_id, p), sp in self._partitions.items() if g == group_id and sp.initialized}
+
+    def reset_start_offset(self, group_id: str, tp: TopicIdPartition, start_offset: int) -> None:
+        """Set the share partition's start offset (an admin's AlterShareGroupOffsets on an empty group): its
+        in-flight records are dropped, the next fetch reads from ``start_offset``; written before returning."""
+        if start_offset < 0:
+            raise ValueError(f"a share-partition start offset is not negative, got {start_offset}")
+        key = (group_id, *tp)
+        with self._lock:
+            self._partitions[key] = self._new_partition(ShareState(start_offset, start_offset, {}))
+            self._expiry_due.pop(key, None)
+            if self._persister is not None:
+                self._persister.initialize_state(key, start_offset)
+
+    def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> int:
+        """Forget the group's share partitions of one topic (DeleteShareGroupOffsets): the next fetch starts them
+        afresh at ``share.auto.offset.reset``. Returns how many there were."""
+        with self._lock:
+            keys = [k for k in self._partitions if k[0] == group_id and k[1] == topic_id]
+            self._forget(keys)
+            return len(keys)
+
     # -- internals ------------------------------------------------------------------------------------------
     def _partition(self, group_id: str, tp: TopicIdPartition) -> SharePartition:
         """The share partition, its state read from the persister when this broker has none for the topic
@@ -352,6 +384,15 @@ class SharePartitionManager:
             self._read_at[key] = epoch
         return sp
 
+    def _forget(self, keys: list[tuple[str, uuid.UUID, int]]) -> None:
+        """Drop these share partitions and write their deletion (the caller holds the lock)."""
+        for key in keys:
+            del self._partitions[key]
+            self._expiry_due.pop(key, None)
+            self._read_at.pop(key, None)
+            if self._persister is not None:
+                self._persister.delete_state(key)
+
     def _new_partition(self, state: ShareState | None) -> SharePartition:
         return SharePartition(self.config.record_lock_duration_ms, self.config.delivery_count_limit,
                               self.config.partition_max_record_locks, state)
@@ -359,7 +400,15 @@ class SharePartitionManager:
     def _persist(self, group_id: str, tp: TopicIdPartition, sp: SharePartition) -> None:
         """Write the share partition's state (the caller holds the lock; raises as the log does)."""
         if self._persister is not None and sp.initialized:
-            self._persister.write_state((group_id, *tp), sp.state, self._read_at.get((group_id, *tp), -1))
+            key = (group_id, *tp)
+            try:
+                self._persister.write_state(key, sp.state, self._read_at.get(key, -1))
+            except (FencedLeaderEpochError, FencedStateEpochError):
+                # another leader, or an admin's reset, moved the state on: forget ours, read it on the next use
+                self._partitions.pop(key, None)
+                self._expiry_due.pop(key, None)
+                self._read_at.pop(key, None)
+                raise
 
     def _release_member(self, group_id: str, member_id: str) -> dict[TopicIdPartition, int]:
         """Release what the member holds (the caller holds the lock): the records released per partition."""

@@ -549,9 +549,18 @@ class ShareCoordinator:
 
     def write_state(self, key: SharePartitionKey, state: ShareState, leader_epoch: int = -1) -> None:
         """Write the share partition's state (raises as the log does, or FENCED_*_EPOCH)."""
-        self.shard.write_state(key, self._state_epochs.get(key, 0), leader_epoch, state.start_offset,
-                               state_batches(state))
+        epoch = self._state_epochs.get(key)
+        if epoch is None:  # loaded at startup: the state epoch it has (an admin's reset raised it)
+            found = self.shard.read_state(key, -1)
+            epoch = self._state_epochs[key] = 0 if found is None else found[0]
+        self.shard.write_state(key, epoch, leader_epoch, state.start_offset, state_batches(state))
 
     def delete_state(self, key: SharePartitionKey) -> None:
         self._state_epochs.pop(key, None)
         self.shard.delete_state(key)
+
+    def initialize_state(self, key: SharePartitionKey, start_offset: int) -> None:
+        found = self.shard.read_state(key, -1)
+        epoch = 0 if found is None else found[0] + 1
+        self.shard.initialize_state(key, epoch, start_offset)
+        self._state_epochs[key] = epoch

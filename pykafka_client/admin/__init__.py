@@ -10,6 +10,7 @@ from pykafka_client.admin.group_types import (
     MemberDescription,
     ShareGroupDescription,
     ShareMemberDescription,
+    SharePartitionOffsetInfo,
 )
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
@@ -81,6 +82,7 @@ __all__ = [
     "MemberDescription",
     "ShareGroupDescription",
     "ShareMemberDescription",
+    "SharePartitionOffsetInfo",
     "ClientQuotaAlteration",
     "ClientQuotaEntity",
     "ClientQuotaFilter",

@@ -31,11 +31,13 @@ from pykafka_client.admin.group_types import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
     ShareGroupDescription,
+    SharePartitionOffsetInfo,
 )
 from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHandler
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.alter_partition_reassignments import AlterPartitionReassignmentsHandler
+from pykafka_client.admin.handlers.alter_share_group_offsets import AlterShareGroupOffsetsHandler
 from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
@@ -44,6 +46,7 @@ from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
 from pykafka_client.admin.handlers.delete_consumer_group_offsets import DeleteConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
+from pykafka_client.admin.handlers.delete_share_group_offsets import DeleteShareGroupOffsetsHandler
 from pykafka_client.admin.handlers.delete_share_groups import DeleteShareGroupsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
 from pykafka_client.admin.handlers.describe_acls import DescribeAclsHandler
@@ -64,6 +67,7 @@ from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroup
 from pykafka_client.admin.handlers.list_groups import ListGroupsHandler
 from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
 from pykafka_client.admin.handlers.list_partition_reassignments import ListPartitionReassignmentsHandler
+from pykafka_client.admin.handlers.list_share_group_offsets import ListShareGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
 from pykafka_client.admin.handlers.list_transactions import ListTransactionsHandler
 from pykafka_client.admin.types import (
@@ -319,7 +323,7 @@ class AdminClient:
         ``types`` (``"classic"``, ``"consumer"``, ``"share"``) only groups of those types (ListGroups v5)."""
         return api("list_groups", ListGroupsHandler).call(self._ctx, timeout, types)
 
-    # --- share groups (KIP-932; their offsets need the share-partition state persisted: not yet) ---------
+    # --- share groups (KIP-932) --------------------------------------------------------------------------
 
     def describe_share_groups(
         self, group_ids: Iterable[str], timeout: float | None = None
@@ -333,6 +337,28 @@ class AdminClient:
         """Delete empty share groups with their share partitions' state. Raises GroupNotEmptyError for a group
         with members, GroupIdNotFoundError for an unknown one (the first failing group; the others were tried)."""
         api("delete_share_groups", DeleteShareGroupsHandler).call(self._ctx, group_ids, timeout)
+
+    def list_share_group_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None
+    ) -> dict[TopicPartition, SharePartitionOffsetInfo | None]:
+        """The start offset, leader epoch and lag (None from a broker older than Kafka 4.2) of each share
+        partition of ``group_id`` (all it has, or those of ``partitions``; None for one the group has not
+        initialized yet). Raises GroupIdNotFoundError for a group id that is not a share group."""
+        return api("list_share_group_offsets", ListShareGroupOffsetsHandler).call(
+            self._ctx, group_id, partitions, timeout)
+
+    def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[tuple[str, int], int], timeout: float | None = None
+    ) -> None:
+        """Set the share-partition start offsets of ``group_id``, which must have no members (GroupNotEmptyError
+        otherwise; a group id no group holds becomes an empty share group, as in Kafka 4.2): their in-flight records
+        are dropped and the group's consumers read on from the new offsets."""
+        api("alter_share_group_offsets", AlterShareGroupOffsetsHandler).call(self._ctx, group_id, offsets, timeout)
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str], timeout: float | None = None) -> None:
+        """Delete the share-partition state of ``topics`` from ``group_id``, which must have no members
+        (GroupNotEmptyError otherwise): its consumers start those partitions again at ``share.auto.offset.reset``."""
+        api("delete_share_group_offsets", DeleteShareGroupOffsetsHandler).call(self._ctx, group_id, topics, timeout)
 
     def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None

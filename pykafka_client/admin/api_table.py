@@ -15,6 +15,7 @@ from pykafka_client.admin.handlers.abort_transaction import AbortTransactionHand
 from pykafka_client.admin.handlers.alter_client_quotas import AlterClientQuotasHandler
 from pykafka_client.admin.handlers.alter_consumer_group_offsets import AlterConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.alter_partition_reassignments import AlterPartitionReassignmentsHandler
+from pykafka_client.admin.handlers.alter_share_group_offsets import AlterShareGroupOffsetsHandler
 from pykafka_client.admin.handlers.alter_user_scram_credentials import AlterUserScramCredentialsHandler
 from pykafka_client.admin.handlers.create_acls import CreateAclsHandler
 from pykafka_client.admin.handlers.create_partitions import CreatePartitionsHandler
@@ -23,6 +24,7 @@ from pykafka_client.admin.handlers.delete_acls import DeleteAclsHandler
 from pykafka_client.admin.handlers.delete_consumer_group_offsets import DeleteConsumerGroupOffsetsHandler
 from pykafka_client.admin.handlers.delete_consumer_groups import DeleteConsumerGroupsHandler
 from pykafka_client.admin.handlers.delete_records import DeleteRecordsHandler
+from pykafka_client.admin.handlers.delete_share_group_offsets import DeleteShareGroupOffsetsHandler
 from pykafka_client.admin.handlers.delete_share_groups import DeleteShareGroupsHandler
 from pykafka_client.admin.handlers.delete_topics import DeleteTopicsHandler
 from pykafka_client.admin.handlers.describe_acls import DescribeAclsHandler
@@ -43,6 +45,7 @@ from pykafka_client.admin.handlers.list_consumer_groups import ListConsumerGroup
 from pykafka_client.admin.handlers.list_groups import ListGroupsHandler
 from pykafka_client.admin.handlers.list_offsets import ListOffsetsHandler
 from pykafka_client.admin.handlers.list_partition_reassignments import ListPartitionReassignmentsHandler
+from pykafka_client.admin.handlers.list_share_group_offsets import ListShareGroupOffsetsHandler
 from pykafka_client.admin.handlers.list_topics import ListTopicsHandler
 from pykafka_client.admin.handlers.list_transactions import ListTransactionsHandler
 from pykafka_client.errors import IllegalStateError
@@ -71,6 +74,9 @@ ADMIN_APIS: dict[str, type] = {
     "list_groups": ListGroupsHandler,
     "describe_share_groups": DescribeShareGroupsHandler,
     "delete_share_groups": DeleteShareGroupsHandler,
+    "list_share_group_offsets": ListShareGroupOffsetsHandler,
+    "alter_share_group_offsets": AlterShareGroupOffsetsHandler,
+    "delete_share_group_offsets": DeleteShareGroupOffsetsHandler,
     "list_consumer_group_offsets": ListConsumerGroupOffsetsHandler,
     "alter_consumer_group_offsets": AlterConsumerGroupOffsetsHandler,
     "delete_consumer_group_offsets": DeleteConsumerGroupOffsetsHandler,

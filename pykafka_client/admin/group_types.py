@@ -101,6 +101,18 @@ class ShareGroupDescription:
     target_assignment_epoch: int
 
 
+@dataclass(frozen=True)
+class SharePartitionOffsetInfo:
+    """A share partition of a share group as DescribeShareGroupOffsets reports it (Java
+    ``SharePartitionOffsetInfo``): its start offset, the leader epoch (None: not known) and its lag, the records
+    from the start offset to the end of the log not yet delivered for good (None: a broker older than Kafka 4.2,
+    KIP-1226, does not say)."""
+
+    start_offset: int
+    leader_epoch: int | None = None
+    lag: int | None = None
+
+
 class AlterConfigOpType(enum.IntEnum):
     SET = 0
     DELETE = 1

@@ -70,7 +70,7 @@ class ConfigResourceType(enum.IntEnum):
     UNKNOWN = 0
     ANY = 1
     TOPIC = 2
-    GROUP = 3
+    GROUP = 32  # Kafka's ConfigResource.Type.GROUP (KIP-848 group configs); 3 is the ACL ResourceType
     BROKER = 4
     BROKER_LOGGER = 8
     CLIENT_METRICS = 16

@@ -21,6 +21,7 @@ from pykafka_client.admin.group_types import (
     ConsumerGroupDescription,
     ConsumerGroupListing,
     ShareGroupDescription,
+    SharePartitionOffsetInfo,
 )
 from pykafka_client.admin.types import (
     AbortTransactionSpec,
@@ -182,6 +183,20 @@ class AsyncAdminClient:
 
     async def delete_share_groups(self, group_ids: Iterable[str], timeout: float | None = None) -> None:
         await self._run(lambda: self._admin.delete_share_groups(group_ids, timeout))
+
+    async def list_share_group_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None
+    ) -> dict[TopicPartition, SharePartitionOffsetInfo | None]:
+        return await self._run(lambda: self._admin.list_share_group_offsets(group_id, partitions, timeout))
+
+    async def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[tuple[str, int], int], timeout: float | None = None
+    ) -> None:
+        await self._run(lambda: self._admin.alter_share_group_offsets(group_id, offsets, timeout))
+
+    async def delete_share_group_offsets(self, group_id: str, topics: Iterable[str],
+                                         timeout: float | None = None) -> None:
+        await self._run(lambda: self._admin.delete_share_group_offsets(group_id, topics, timeout))
 
     async def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None, timeout: float | None = None

@@ -121,6 +121,9 @@ class ApiKey(enum.IntEnum):
     WRITE_SHARE_GROUP_STATE = 85
     DELETE_SHARE_GROUP_STATE = 86
     READ_SHARE_GROUP_STATE_SUMMARY = 87
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 _NAMES: dict[int, str] = {
@@ -212,6 +215,9 @@ _NAMES: dict[int, str] = {
     85: 'WriteShareGroupState',
     86: 'DeleteShareGroupState',
     87: 'ReadShareGroupStateSummary',
+    90: 'DescribeShareGroupOffsets',
+    91: 'AlterShareGroupOffsets',
+    92: 'DeleteShareGroupOffsets',
 }
 
 
@@ -322,6 +328,9 @@ REQUESTS: Mapping[ApiKey, type[Message]] = _ClassesByKey({
     ApiKey.WRITE_SHARE_GROUP_STATE: 'WriteShareGroupStateRequest',
     ApiKey.DELETE_SHARE_GROUP_STATE: 'DeleteShareGroupStateRequest',
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: 'ReadShareGroupStateSummaryRequest',
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: 'DescribeShareGroupOffsetsRequest',
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: 'AlterShareGroupOffsetsRequest',
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: 'DeleteShareGroupOffsetsRequest',
 })
 
 RESPONSES: Mapping[ApiKey, type[Message]] = _ClassesByKey({
@@ -413,6 +422,9 @@ RESPONSES: Mapping[ApiKey, type[Message]] = _ClassesByKey({
     ApiKey.WRITE_SHARE_GROUP_STATE: 'WriteShareGroupStateResponse',
     ApiKey.DELETE_SHARE_GROUP_STATE: 'DeleteShareGroupStateResponse',
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: 'ReadShareGroupStateSummaryResponse',
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: 'DescribeShareGroupOffsetsResponse',
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: 'AlterShareGroupOffsetsResponse',
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: 'DeleteShareGroupOffsetsResponse',
 })
 
 CLIENT_SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -504,6 +516,9 @@ CLIENT_SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: (0, 0),
     ApiKey.DELETE_SHARE_GROUP_STATE: (0, 0),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: (0, 0),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 
 STABLE_VERSIONS: dict[ApiKey, tuple[int, int]] = {
@@ -590,6 +605,9 @@ STABLE_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.ADD_RAFT_VOTER: (0, 0),
     ApiKey.REMOVE_RAFT_VOTER: (0, 0),
     ApiKey.UPDATE_RAFT_VOTER: (0, 0),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: (0, 1),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (0, 0),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (0, 0),
 }
 
 LISTENERS: dict[ApiKey, tuple[str, ...]] = {
@@ -681,6 +699,9 @@ LISTENERS: dict[ApiKey, tuple[str, ...]] = {
     ApiKey.WRITE_SHARE_GROUP_STATE: ('broker',),
     ApiKey.DELETE_SHARE_GROUP_STATE: ('broker',),
     ApiKey.READ_SHARE_GROUP_STATE_SUMMARY: ('broker',),
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: ('broker',),
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: ('broker',),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: ('broker',),
 }
 
 

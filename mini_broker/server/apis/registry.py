@@ -52,6 +52,7 @@ from mini_broker.server.apis import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    share_group_offsets,
     share_group_state,
     sync_group,
     txn_offset_commit,
@@ -99,6 +100,9 @@ ALL_APIS: list[ApiSpec] = [
     share_group_describe.API,
     share_fetch.API,
     share_acknowledge.API,
+    share_group_offsets.DESCRIBE_API,
+    share_group_offsets.ALTER_API,
+    share_group_offsets.DELETE_API,
     # the share coordinator's (broker to broker: the share-partition leaders read and write their state)
     share_group_state.INITIALIZE_API,
     share_group_state.READ_API,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol, TypeVar
 
 from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.group_api_util import consumer_group_coordinator, group_coordinator
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.share.coordinator import ShareGroupCoordinator
 from mini_broker.share.group_configs import INT_KEYS, SHARE_GROUP_CONFIG_KEYS
@@ -26,6 +27,15 @@ def share_groups(apis: KafkaApis) -> ShareGroupCoordinator:
 
 def share_partitions(apis: KafkaApis) -> SharePartitionManager:
     return _created(apis.broker.share_partitions, "share partitions")
+
+
+def other_group_type(apis: KafkaApis, group_id: str) -> str | None:
+    """The type of the group that holds ``group_id`` when it is not a share group ("consumer", "classic"), else
+    None (a share group, or no group)."""
+    if consumer_group_coordinator(apis).is_consumer_group(group_id):
+        return "consumer"
+    _, classic = group_coordinator(apis).handle_describe_group(group_id)
+    return "classic" if classic.state and classic.state != "Dead" else None
 
 
 def _created(component: T | None, what: str) -> T:

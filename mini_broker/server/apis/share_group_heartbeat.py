@@ -6,8 +6,8 @@ runtime's timer thread). READ on the group is needed (else GROUP_AUTHORIZATION_F
 from __future__ import annotations
 
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.group_api_util import client_host, client_id, consumer_group_coordinator, group_coordinator
-from mini_broker.server.apis.share_api_util import share_groups
+from mini_broker.server.apis.group_api_util import client_host, client_id
+from mini_broker.server.apis.share_api_util import other_group_type, share_groups
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.share.group import ShareGroupHeartbeatParams, ShareGroupHeartbeatResult
 from pykafka_client.errors import GroupAuthorizationFailedError, GroupIdNotFoundError
@@ -16,13 +16,6 @@ from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 
 Response = ShareGroupHeartbeatResponse
-
-
-def _other_group_type(apis: KafkaApis, group_id: str) -> str | None:
-    if consumer_group_coordinator(apis).is_consumer_group(group_id):
-        return "consumer"
-    _, classic = group_coordinator(apis).handle_describe_group(group_id)
-    return "classic" if classic.state and classic.state != "Dead" else None
 
 
 def handle(apis: KafkaApis, request: Request) -> ShareGroupHeartbeatResponse | None:
@@ -34,7 +27,7 @@ def handle(apis: KafkaApis, request: Request) -> ShareGroupHeartbeatResponse | N
                                       f"ACL granting it")
     groups = share_groups(apis)
     if not groups.is_share_group(body.group_id):
-        other = _other_group_type(apis, body.group_id)
+        other = other_group_type(apis, body.group_id)
         if other is not None:
             return Response(error_code=GroupIdNotFoundError.code,
                             error_message=f"Group {body.group_id} is a {other} group, not a share group: use another "

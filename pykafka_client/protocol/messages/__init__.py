@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from pykafka_client.protocol.messages.alter_partition_response import AlterPartitionResponse
     from pykafka_client.protocol.messages.alter_replica_log_dirs_request import AlterReplicaLogDirsRequest
     from pykafka_client.protocol.messages.alter_replica_log_dirs_response import AlterReplicaLogDirsResponse
+    from pykafka_client.protocol.messages.alter_share_group_offsets_request import AlterShareGroupOffsetsRequest
+    from pykafka_client.protocol.messages.alter_share_group_offsets_response import AlterShareGroupOffsetsResponse
     from pykafka_client.protocol.messages.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
     from pykafka_client.protocol.messages.alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
     from pykafka_client.protocol.messages.api_versions_request import ApiVersionsRequest
@@ -70,6 +72,8 @@ if TYPE_CHECKING:
     from pykafka_client.protocol.messages.delete_groups_response import DeleteGroupsResponse
     from pykafka_client.protocol.messages.delete_records_request import DeleteRecordsRequest
     from pykafka_client.protocol.messages.delete_records_response import DeleteRecordsResponse
+    from pykafka_client.protocol.messages.delete_share_group_offsets_request import DeleteShareGroupOffsetsRequest
+    from pykafka_client.protocol.messages.delete_share_group_offsets_response import DeleteShareGroupOffsetsResponse
     from pykafka_client.protocol.messages.delete_share_group_state_request import DeleteShareGroupStateRequest
     from pykafka_client.protocol.messages.delete_share_group_state_response import DeleteShareGroupStateResponse
     from pykafka_client.protocol.messages.delete_topics_request import DeleteTopicsRequest
@@ -92,6 +96,8 @@ if TYPE_CHECKING:
     from pykafka_client.protocol.messages.describe_producers_response import DescribeProducersResponse
     from pykafka_client.protocol.messages.describe_quorum_request import DescribeQuorumRequest
     from pykafka_client.protocol.messages.describe_quorum_response import DescribeQuorumResponse
+    from pykafka_client.protocol.messages.describe_share_group_offsets_request import DescribeShareGroupOffsetsRequest
+    from pykafka_client.protocol.messages.describe_share_group_offsets_response import DescribeShareGroupOffsetsResponse
     from pykafka_client.protocol.messages.describe_topic_partitions_request import DescribeTopicPartitionsRequest
     from pykafka_client.protocol.messages.describe_topic_partitions_response import DescribeTopicPartitionsResponse
     from pykafka_client.protocol.messages.describe_transactions_request import DescribeTransactionsRequest
@@ -221,6 +227,8 @@ __all__ = [
     'AlterPartitionResponse',
     'AlterReplicaLogDirsRequest',
     'AlterReplicaLogDirsResponse',
+    'AlterShareGroupOffsetsRequest',
+    'AlterShareGroupOffsetsResponse',
     'AlterUserScramCredentialsRequest',
     'AlterUserScramCredentialsResponse',
     'ApiVersionsRequest',
@@ -258,6 +266,8 @@ __all__ = [
     'DeleteGroupsResponse',
     'DeleteRecordsRequest',
     'DeleteRecordsResponse',
+    'DeleteShareGroupOffsetsRequest',
+    'DeleteShareGroupOffsetsResponse',
     'DeleteShareGroupStateRequest',
     'DeleteShareGroupStateResponse',
     'DeleteTopicsRequest',
@@ -280,6 +290,8 @@ __all__ = [
     'DescribeProducersResponse',
     'DescribeQuorumRequest',
     'DescribeQuorumResponse',
+    'DescribeShareGroupOffsetsRequest',
+    'DescribeShareGroupOffsetsResponse',
     'DescribeTopicPartitionsRequest',
     'DescribeTopicPartitionsResponse',
     'DescribeTransactionsRequest',
@@ -411,6 +423,8 @@ _MODULES: dict[str, str] = {
     'AlterPartitionResponse': 'alter_partition_response',
     'AlterReplicaLogDirsRequest': 'alter_replica_log_dirs_request',
     'AlterReplicaLogDirsResponse': 'alter_replica_log_dirs_response',
+    'AlterShareGroupOffsetsRequest': 'alter_share_group_offsets_request',
+    'AlterShareGroupOffsetsResponse': 'alter_share_group_offsets_response',
     'AlterUserScramCredentialsRequest': 'alter_user_scram_credentials_request',
     'AlterUserScramCredentialsResponse': 'alter_user_scram_credentials_response',
     'ApiVersionsRequest': 'api_versions_request',
@@ -448,6 +462,8 @@ _MODULES: dict[str, str] = {
     'DeleteGroupsResponse': 'delete_groups_response',
     'DeleteRecordsRequest': 'delete_records_request',
     'DeleteRecordsResponse': 'delete_records_response',
+    'DeleteShareGroupOffsetsRequest': 'delete_share_group_offsets_request',
+    'DeleteShareGroupOffsetsResponse': 'delete_share_group_offsets_response',
     'DeleteShareGroupStateRequest': 'delete_share_group_state_request',
     'DeleteShareGroupStateResponse': 'delete_share_group_state_response',
     'DeleteTopicsRequest': 'delete_topics_request',
@@ -470,6 +486,8 @@ _MODULES: dict[str, str] = {
     'DescribeProducersResponse': 'describe_producers_response',
     'DescribeQuorumRequest': 'describe_quorum_request',
     'DescribeQuorumResponse': 'describe_quorum_response',
+    'DescribeShareGroupOffsetsRequest': 'describe_share_group_offsets_request',
+    'DescribeShareGroupOffsetsResponse': 'describe_share_group_offsets_response',
     'DescribeTopicPartitionsRequest': 'describe_topic_partitions_request',
     'DescribeTopicPartitionsResponse': 'describe_topic_partitions_response',
     'DescribeTransactionsRequest': 'describe_transactions_request',

@@ -14,6 +14,8 @@ import pytest
 
 from mini_broker.broker import MiniBroker
 from pykafka_client.admin import AdminClient, NewTopic
+from pykafka_client.admin.group_types import AlterConfigOp
+from pykafka_client.admin.types import ConfigResource, ConfigResourceType
 from pykafka_client.aio.admin import AsyncAdminClient
 from pykafka_client.errors import GroupIdNotFoundError, GroupNotEmptyError
 from pykafka_client.protocol.messages import ConsumerGroupHeartbeatRequest, ShareGroupHeartbeatRequest
@@ -113,3 +115,15 @@ def test_the_async_admin_describes_lists_and_deletes_share_groups() -> None:
                 return state, [g.group_id for g in await admin.list_groups(types=["share"])]
 
         assert asyncio.run(run()) == ("Empty", [])
+
+
+def test_a_share_groups_configs_are_set_and_described_through_the_admin_as_group_resources() -> None:
+    # ConfigResource.Type.GROUP is 32 on the wire (it was sent as 3, the ACL resource type, and refused)
+    group = f"sg-{uuid.uuid4().hex[:6]}"
+    resource = ConfigResource(ConfigResourceType.GROUP, group)
+    with _broker() as b, _admin(b) as admin, Conn(b) as c:
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])
+        _share_member(c, group, "m1")
+        admin.incremental_alter_configs({resource: [AlterConfigOp("share.record.lock.duration.ms", "15000")]})
+        entries = admin.describe_configs([resource])[resource]
+        assert entries["share.record.lock.duration.ms"].value == "15000"

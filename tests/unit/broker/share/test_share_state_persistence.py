@@ -157,6 +157,9 @@ class _Recorder:
     def delete_state(self, key: tuple[str, uuid.UUID, int]) -> None:
         pass
 
+    def initialize_state(self, key: tuple[str, uuid.UUID, int], start_offset: int) -> None:
+        self.writes.append((start_offset, start_offset))
+
 
 def test_a_fetch_that_changes_nothing_writes_nothing_and_each_change_is_written_before_the_call_returns() -> None:
     recorder = _Recorder()

@@ -167,6 +167,7 @@ def test_a_new_share_partition_leader_reads_the_state_and_the_old_one_cannot_ove
 
     with pytest.raises(FencedLeaderEpochError):  # the old leader's late acknowledgement is refused
         old.acknowledge("g", "m", TP, [AckBatch(2, 5, (ACCEPT,))])
+    assert old.partition_offsets("g", TP) is None  # and it forgot the partition (read again if it leads again)
     state = coordinator.states()[KEY]
     assert state.start_offset == 2
     assert state.records[2] == InFlightRecord(A, 2)
@@ -186,3 +187,22 @@ def test_a_manager_that_leads_again_at_a_new_epoch_reads_the_state_again(tmp_pat
     assert [r.delivery_count for r in mgr.acquire("g", "m", TP, [(0, 1, False)], max_records=10)] == [2]
     mgr.shutdown()
     coordinator.shutdown()
+
+
+
+def test_an_admin_reset_initializes_the_state_with_a_new_state_epoch(tmp_path: Path) -> None:
+    coordinator = _coordinator(tmp_path)
+    mgr = _manager(coordinator, [1])
+    mgr.fetch_offset("g", TP, lambda: 0, log_start_offset=0)
+    mgr.acquire("g", "m", TP, [(0, 3, False)], max_records=10)
+    mgr.reset_start_offset("g", TP, 2)  # AlterShareGroupOffsets: InitializeShareGroupState
+    found = coordinator.shard.read_state(KEY, -1)
+    assert found is not None and (found[0], found[1].start_offset, found[1].records) == (1, 2, {})
+    with pytest.raises(FencedStateEpochError):  # a write of the state before the reset is refused
+        _write(coordinator, 0, {0: (ACK, 1)}, leader_epoch=1, state_epoch=0)
+    assert [(r.first_offset, r.last_offset) for r in mgr.acquire("g", "m", TP, [(2, 3, False)], 10)] == [(2, 3)]
+    mgr.shutdown()
+    coordinator.shutdown()
+    again = _coordinator(tmp_path)
+    assert _records(again.states()[KEY]) == {2: (A, 1), 3: (A, 1)}
+    again.shutdown()
