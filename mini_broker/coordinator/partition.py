@@ -25,6 +25,7 @@ from typing import Final
 
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import AppendOrigin, Log
+from mini_broker.utils.atomic_file import atomic_write
 from pykafka_client.errors import NotLeaderOrFollowerError
 from pykafka_client.protocol.records import MemoryRecords, RecordBatch
 
@@ -163,12 +164,7 @@ def local_partition_count(parent: str, topic: str, configured: int) -> int:
                          f"{parent} (its state is then lost)") from None
     count = 1 if os.path.isdir(os.path.join(parent, f"{topic}-0")) else configured
     os.makedirs(parent, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="ascii") as f:
-        f.write(f"{count}\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, f"{count}\n".encode("ascii"))
     return count
 
 

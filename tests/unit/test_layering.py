@@ -302,6 +302,8 @@ FILES_ALLOWED: dict[str, str] = {
                                              "directory and writes the test CA and broker PEM files",
     "mini_broker.security.authorizer": "reads the ACL file of the data dir at start (writes go through atomic_write)",
     "mini_broker.group.group_metadata_manager": "swaps the compacted __consumer_offsets partition directories",
+    "mini_broker.coordinator.partition": "a single broker's internal topic: reads its partition.count file and "
+                                         "finds its partition directories (the count is written by atomic_write)",
     "mini_broker.cluster.controller": "the controller's state directory",
     "mini_broker.broker": "a temporary data dir for MiniBroker() without log.dirs, removed on close",
     "mini_broker.cluster.mini_cluster": "temporary data dirs of a test cluster",
