@@ -210,7 +210,12 @@ class SharePartitionManager:
         return sum(released.values())
 
     def on_connection_closed(self, connection_id: str) -> None:
-        """A client connection closed: the share sessions it opened end, releasing what their members hold."""
+        """A client connection closed: the share sessions it opened end, releasing what their members hold. Called
+        on a network processor's thread, which must not wait for the state writes (on a cluster they go to the
+        share coordinator, possibly through this very processor): the work runs on the lock timer's thread."""
+        self.timer.add(_LockTimeout(1, lambda: self._end_sessions_of(connection_id)))
+
+    def _end_sessions_of(self, connection_id: str) -> None:
         ended: list[tuple[str, dict[TopicIdPartition, int]]] = []
         with self._lock:
             for group_id, member_id in [k for k, s in self._sessions.items() if s.connection_id == connection_id]:

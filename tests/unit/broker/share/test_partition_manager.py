@@ -168,13 +168,17 @@ def test_parked_fetches_are_told_when_records_may_have_become_acquirable() -> No
 
 
 def test_a_closed_connection_ends_the_sessions_it_opened_only() -> None:
-    mgr = _manager(MockTime())
+    clock = MockTime()
+    mgr = _manager(clock)
     mgr.session("g", "a", 0, [TP], connection_id="conn-1")
     mgr.session("g", "b", 0, [TP], connection_id="conn-2")
     mgr.fetch_offset("g", TP, lambda: 0, 0)
     mgr.acquire("g", "a", TP, [(0, 1, False)], 10)
     mgr.acquire("g", "b", TP, [(2, 2, False)], 10)
     mgr.on_connection_closed("conn-1")
+    assert mgr.session_count() == 2  # not on the caller's (a network processor's) thread
+    clock.sleep(1)
+    mgr.advance_timer()
     assert mgr.session_count() == 1
     with pytest.raises(SessionError) as gone:
         mgr.session("g", "a", 1, [])
