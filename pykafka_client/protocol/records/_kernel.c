@@ -1920,6 +1920,27 @@ fail:
     return -1;
 }
 
+/* The (version, correlation id) arguments of the produce frame functions: 1 when the version is one they handle
+ * (3-11) and the id fits int32, 0 otherwise (the reference decides), -1 on a wrong argument count. */
+static int produce_frame_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, int *version, long long *cid)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "%s takes 4 arguments", fn);
+        return -1;
+    }
+    long v = PyLong_AsLong(args[1]);
+    long long c = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (v < 3 || v > 11 || c < INT32_MIN || c > INT32_MAX)
+        return 0;
+    *version = (int)v;
+    *cid = c;
+    return 1;
+}
+
 PyDoc_STRVAR(encode_produce_request_doc,
 "encode_produce_request(body, version, correlation_id, client_id) -> list of chunks or None\n\n"
 "Reference: protocol.headers.encode_request for a ProduceRequest at versions 3-11: the same chunks (bytearrays,\n"
@@ -1928,24 +1949,17 @@ PyDoc_STRVAR(encode_produce_request_doc,
 
 static PyObject *k_encode_produce_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "encode_produce_request takes 4 arguments");
-        return NULL;
-    }
-    long version = PyLong_AsLong(args[1]);
-    long long correlation_id = PyLong_AsLongLong(args[2]);
-    if (PyErr_Occurred()) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    if (version < 3 || version > 11 || correlation_id < INT32_MIN || correlation_id > INT32_MAX)
-        Py_RETURN_NONE;
+    int version;
+    long long correlation_id;
+    int ok = produce_frame_args("encode_produce_request", args, nargs, &version, &correlation_id);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
     frame_out o;
     o.chunks = PyList_New(0);
     o.cur = PyByteArray_FromStringAndSize(NULL, 0);
     if (o.chunks == NULL || o.cur == NULL)
         goto fail;
-    int rc = produce_frame(&o, args[0], (int)version, correlation_id, args[3]);
+    int rc = produce_frame(&o, args[0], version, correlation_id, args[3]);
     if (rc < 0)
         goto fail;
     if (rc == 0) {
@@ -1973,6 +1987,224 @@ fail:
     Py_XDECREF(o.chunks);
     Py_XDECREF(o.cur);
     return NULL;
+}
+
+/* ---- produce responses ----------------------------------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *p, *end;
+} rd_t;
+
+static int rd_be(rd_t *r, int bytes, int64_t *out)
+{
+    if (r->end - r->p < bytes)
+        return -1;
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = (v << 8) | r->p[i];
+    r->p += bytes;
+    /* sign-extend */
+    if (bytes < 8 && (v >> (8 * bytes - 1)) & 1)
+        v |= ~(uint64_t)0 << (8 * bytes);
+    *out = (int64_t)v;
+    return 0;
+}
+
+static int rd_uvarint32(rd_t *r, uint32_t *out)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 5; i++) {
+        if (r->p >= r->end)
+            return -1;
+        uint8_t b = *r->p++;
+        v |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            if (v > 0xFFFFFFFFu)
+                return -1;
+            *out = (uint32_t)v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* an array length (int32, or compact: unsigned varint - 1); -1 on anything the reference must judge (null, a
+ * count larger than the bytes left could hold at min_size bytes each) */
+static Py_ssize_t rd_count(rd_t *r, int compact, int min_size)
+{
+    int64_t n;
+    if (compact) {
+        uint32_t u;
+        if (rd_uvarint32(r, &u) < 0 || u == 0)
+            return -1;
+        n = (int64_t)u - 1;
+    } else if (rd_be(r, 4, &n) < 0 || n < 0) {
+        return -1;
+    }
+    if (n * min_size > r->end - r->p)
+        return -1;
+    return (Py_ssize_t)n;
+}
+
+/* a string (nullable or not); NULL with no error set: decline */
+static PyObject *rd_string(rd_t *r, int compact, int nullable)
+{
+    int64_t n;
+    if (compact) {
+        uint32_t u;
+        if (rd_uvarint32(r, &u) < 0)
+            return NULL;
+        n = (int64_t)u - 1;
+    } else if (rd_be(r, 2, &n) < 0) {
+        return NULL;
+    }
+    if (n < 0) {
+        if (!nullable || (!compact && n != -1))
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (n > 0x7FFF || n > r->end - r->p)
+        return NULL;
+    PyObject *out = PyUnicode_DecodeUTF8((const char *)r->p, (Py_ssize_t)n, NULL);
+    if (out == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    r->p += n;
+    return out;
+}
+
+/* an empty tag section (one zero byte); anything else is left to the reference */
+static int rd_no_tags(rd_t *r)
+{
+    if (r->p >= r->end || *r->p != 0)
+        return -1;
+    r->p++;
+    return 0;
+}
+
+/* the body at versions 3-11; NULL with no error set: decline */
+static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
+{
+    int flexible = version >= 9;
+    PyObject *topic_cls = NULL, *part_cls = NULL, *leader_cls = NULL, *responses = NULL, *out = NULL;
+    topic_cls = PyObject_GetAttrString(cls, "TopicProduceResponse");
+    part_cls = topic_cls ? PyObject_GetAttrString(cls, "PartitionProduceResponse") : NULL;
+    leader_cls = part_cls ? PyObject_GetAttrString(cls, "LeaderIdAndEpoch") : NULL;
+    if (leader_cls == NULL)
+        goto done;
+    Py_ssize_t nt = rd_count(r, flexible, flexible ? 3 : 6);
+    if (nt < 0 || (responses = PyList_New(0)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        PyObject *name = rd_string(r, flexible, 0);
+        if (name == NULL)
+            goto done;
+        Py_ssize_t np = rd_count(r, flexible, flexible ? 33 : (version >= 8 ? 36 : version >= 5 ? 30 : 22));
+        PyObject *parts = np < 0 ? NULL : PyList_New(0);
+        if (parts == NULL) {
+            Py_DECREF(name);
+            goto done;
+        }
+        int ok = 1;
+        for (Py_ssize_t j = 0; j < np && ok; j++) {
+            int64_t index, error_code, base_offset, log_append_time = -1, log_start_offset = -1;
+            PyObject *error_message = Py_None;
+            ok = 0;
+            if (rd_be(r, 4, &index) < 0 || rd_be(r, 2, &error_code) < 0 || rd_be(r, 8, &base_offset) < 0
+                || rd_be(r, 8, &log_append_time) < 0 || (version >= 5 && rd_be(r, 8, &log_start_offset) < 0))
+                break;
+            Py_INCREF(error_message);
+            if (version >= 8) {
+                /* record errors: only an empty list here (a batch with invalid records goes to the reference) */
+                if (rd_count(r, flexible, 5) != 0)
+                    goto part_end;
+                Py_DECREF(error_message);
+                error_message = rd_string(r, flexible, 1);
+                if (error_message == NULL)
+                    break;
+            }
+            if (flexible && rd_no_tags(r) < 0)
+                goto part_end;
+            {
+                PyObject *leader = PyObject_CallNoArgs(leader_cls);
+                PyObject *errors = leader ? PyList_New(0) : NULL;
+                PyObject *pr = errors ? PyObject_CallFunction(part_cls, "lhLLLOOOO", (long)index, (short)error_code,
+                    (long long)base_offset, (long long)log_append_time, (long long)log_start_offset, errors,
+                    error_message, leader, Py_None) : NULL;
+                Py_XDECREF(leader);
+                Py_XDECREF(errors);
+                if (pr != NULL) {
+                    ok = PyList_Append(parts, pr) == 0;
+                    Py_DECREF(pr);
+                }
+            }
+        part_end:
+            Py_DECREF(error_message);
+        }
+        if (ok && flexible && rd_no_tags(r) < 0)
+            ok = 0;
+        PyObject *tr = ok ? PyObject_CallFunction(topic_cls, "OOO", name, parts, Py_None) : NULL;
+        Py_DECREF(name);
+        Py_DECREF(parts);
+        if (tr == NULL)
+            goto done;
+        int rc = PyList_Append(responses, tr);
+        Py_DECREF(tr);
+        if (rc < 0)
+            goto done;
+    }
+    int64_t throttle;
+    if (rd_be(r, 4, &throttle) < 0 || (flexible && rd_no_tags(r) < 0))
+        goto done;
+    {
+        PyObject *endpoints = PyList_New(0);
+        if (endpoints == NULL)
+            goto done;
+        out = PyObject_CallFunction(cls, "OlOO", responses, (long)throttle, endpoints, Py_None);
+        Py_DECREF(endpoints);
+    }
+done:
+    Py_XDECREF(topic_cls);
+    Py_XDECREF(part_cls);
+    Py_XDECREF(leader_cls);
+    Py_XDECREF(responses);
+    return out;
+}
+
+PyDoc_STRVAR(decode_produce_response_doc,
+"decode_produce_response(payload, version, correlation_id, ProduceResponse) -> ProduceResponse or None\n\n"
+"Reference: protocol.headers.decode_response of a Produce response at versions 3-11 (header and body, no\n"
+"trailing bytes). None for anything else: other versions, a correlation id that does not match, record\n"
+"errors, tagged fields, bad or truncated input (the reference decides and raises).");
+
+static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int version;
+    long long correlation_id;
+    int ok = produce_frame_args("decode_produce_response", args, nargs, &version, &correlation_id);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    rd_t r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    PyObject *out = NULL;
+    int64_t cid;
+    if (rd_be(&r, 4, &cid) == 0 && cid == correlation_id && (version < 9 || rd_no_tags(&r) == 0)) {
+        out = produce_response_body(&r, version, args[3]);
+        if (out != NULL && r.p != r.end)
+            Py_CLEAR(out); /* trailing bytes: the reference's error */
+    }
+    PyBuffer_Release(&view);
+    if (out == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    return out;
 }
 
 /* ---- module ---------------------------------------------------------------------------------------- */
@@ -2013,6 +2245,8 @@ static PyMethodDef kernel_methods[] = {
     {"send_append", (PyCFunction)(void (*)(void))k_send_append, METH_FASTCALL, send_append_doc},
     {"encode_produce_request", (PyCFunction)(void (*)(void))k_encode_produce_request, METH_FASTCALL,
      encode_produce_request_doc},
+    {"decode_produce_response", (PyCFunction)(void (*)(void))k_decode_produce_response, METH_FASTCALL,
+     decode_produce_response_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 Buffer = bytes | bytearray | memoryview
 _R = TypeVar("_R")
+_M = TypeVar("_M")
 
 
 class Kernel(Protocol):
@@ -116,6 +117,9 @@ class Kernel(Protocol):
         self, body: object, version: int, correlation_id: int, client_id: str | None, /
     ) -> list[Chunk] | None:
         """Reference: ``protocol.headers.encode_request`` of a ``ProduceRequest`` (None: run the reference)."""
+
+    def decode_produce_response(self, payload: Buffer, version: int, correlation_id: int, cls: type[_M], /) -> _M | None:
+        """Reference: ``protocol.headers.decode_response`` of a Produce response (None: run the reference)."""
 
     def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
         """Reference: ``producer.batch_append.scan_records_reference``."""
