@@ -14,6 +14,8 @@ from pykafka_client.network.client_request import ClientRequest, RequestBody
 from pykafka_client.network.node_api_versions import NodeApiVersions
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
+from pykafka_client.protocol.messages import ProduceRequest
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.types import Chunk
 
 
@@ -43,7 +45,16 @@ def choose_version(request: ClientRequest, node_versions: NodeApiVersions | None
 
 def encode_request_frame(body: RequestBody, version: int, correlation_id: int, client_id: str | None) -> list[Chunk]:
     """The whole frame (size, header, body) of ``body`` at ``version``; raises UnsupportedVersionError
-    when the body sets a field that ``version`` lacks."""
+    when the body sets a field that ``version`` lacks.
+
+    A ProduceRequest (one per produce request of the producer's I/O thread) is encoded by the compiled kernel
+    when it is active: the same chunks as the reference, which decides whenever the kernel declines."""
+    if type(body) is ProduceRequest:
+        kernel = _native.kernel
+        if kernel is not None:
+            out = kernel.encode_produce_request(body, version, correlation_id, client_id)
+            if out is not None:
+                return out
     return headers.encode_request(body, version, correlation_id, client_id)  # type: ignore[arg-type]
 
 

@@ -24,6 +24,7 @@ from pykafka_client.errors import (
 )
 from pykafka_client.protocol.api_keys import REQUESTS, RESPONSES, ApiKey
 from pykafka_client.protocol.messages import RequestHeader, ResponseHeader
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.types import Buffer, Chunk, Message, Reader, Writer, write_checked
 
 __all__ = [
@@ -162,6 +163,14 @@ def decode_response(buf: Buffer, api_key: int, version: int, expected_correlatio
     """Parse a response frame payload; raises CorrelationIdMismatchError if it answers another request."""
     key = _api_key(api_key)
     cls = RESPONSES[key]
+    if key == ApiKey.PRODUCE:
+        # the producer's I/O thread parses one per produce request: the compiled kernel when active (the
+        # common response; anything unusual, including every error to raise, is left to the code below)
+        kernel = _native.kernel
+        if kernel is not None:
+            body = kernel.decode_produce_response(buf, version, expected_correlation_id, cls)
+            if body is not None:
+                return body
     _check_version(cls, version)
     header, pos = decode_response_header(buf, key, version)
     if header.correlation_id != expected_correlation_id:

@@ -1700,6 +1700,513 @@ reference: /* errors, negative positions and values over 64 bits: the reference 
     return PyObject_Vectorcall(py_read_varint, args, (size_t)nargs, NULL);
 }
 
+/* ---- produce request frames ------------------------------------------------------------------------ */
+
+/* A growing output of chunks: ``cur`` is the bytearray being written; a large records payload is its own
+ * chunk (the object itself, not copied), as the reference Writer does. */
+typedef struct {
+    PyObject *chunks;  /* list */
+    PyObject *cur;     /* bytearray */
+} frame_out;
+
+static int fo_put(frame_out *o, const void *p, Py_ssize_t n)
+{
+    Py_ssize_t len = PyByteArray_GET_SIZE(o->cur);
+    if (PyByteArray_Resize(o->cur, len + n) < 0)
+        return -1;
+    memcpy(PyByteArray_AS_STRING(o->cur) + len, p, (size_t)n);
+    return 0;
+}
+
+static int fo_be(frame_out *o, uint64_t v, int bytes)
+{
+    uint8_t b[8];
+    for (int i = 0; i < bytes; i++)
+        b[i] = (uint8_t)(v >> (8 * (bytes - 1 - i)));
+    return fo_put(o, b, bytes);
+}
+
+static int fo_uvarint(frame_out *o, uint64_t v)
+{
+    uint8_t b[10];
+    int n = 0;
+    while (v >= 0x80) {
+        b[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    b[n++] = (uint8_t)v;
+    return fo_put(o, b, n);
+}
+
+/* 1: written, 0: not handled (None, over 32767 bytes, not a str: the reference decides), -1: error */
+static int fo_string(frame_out *o, PyObject *s, int compact, int nullable)
+{
+    if (s == Py_None) {
+        if (!nullable)
+            return 0;
+        return (compact ? fo_put(o, "\0", 1) : fo_put(o, "\xff\xff", 2)) < 0 ? -1 : 1;
+    }
+    if (!PyUnicode_CheckExact(s))
+        return 0;
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (u == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (n > 0x7FFF)
+        return 0;
+    if ((compact ? fo_uvarint(o, (uint64_t)n + 1) : fo_be(o, (uint64_t)n, 2)) < 0 || fo_put(o, u, n) < 0)
+        return -1;
+    return 1;
+}
+
+/* an int attribute of obj within [lo, hi]; 1 ok, 0 not handled, -1 error */
+static int int_attr(PyObject *obj, const char *name, long long lo, long long hi, long long *out)
+{
+    PyObject *v = PyObject_GetAttrString(obj, name);
+    if (v == NULL)
+        return -1;
+    if (!PyLong_CheckExact(v)) {
+        Py_DECREF(v);
+        return 0;
+    }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    Py_DECREF(v);
+    if (overflow || x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+/* 1 when obj's _unknown_tagged_fields is None or empty, 0 otherwise, -1 on error */
+static int no_unknown_tags(PyObject *obj)
+{
+    PyObject *t = PyObject_GetAttrString(obj, "_unknown_tagged_fields");
+    if (t == NULL)
+        return -1;
+    int empty = t == Py_None || (PyList_CheckExact(t) && PyList_GET_SIZE(t) == 0);
+    Py_DECREF(t);
+    return empty;
+}
+
+#define INLINE_RECORDS_MAX 512
+
+/* the body of encode_produce_request; 1 written, 0 not handled, -1 error */
+static int produce_frame(frame_out *o, PyObject *body, int version, long long correlation_id, PyObject *client_id)
+{
+    int flexible = version >= 9, rc;
+    long long acks, timeout_ms;
+    /* size prefix (patched at the end), then the request header (v2 when flexible, else v1) */
+    if (fo_put(o, "\0\0\0\0", 4) < 0 || fo_be(o, 0, 2) < 0 || fo_be(o, (uint64_t)version, 2) < 0
+        || fo_be(o, (uint64_t)(uint32_t)(int32_t)correlation_id, 4) < 0)
+        return -1;
+    if ((rc = fo_string(o, client_id, 0, 1)) <= 0)
+        return rc;
+    if (flexible && fo_put(o, "\0", 1) < 0)
+        return -1;
+    if ((rc = no_unknown_tags(body)) <= 0)
+        return rc;
+    PyObject *tid = PyObject_GetAttrString(body, "transactional_id");
+    if (tid == NULL)
+        return -1;
+    rc = fo_string(o, tid, flexible, 1);
+    Py_DECREF(tid);
+    if (rc <= 0)
+        return rc;
+    if ((rc = int_attr(body, "acks", -32768, 32767, &acks)) <= 0
+        || (rc = int_attr(body, "timeout_ms", INT32_MIN, INT32_MAX, &timeout_ms)) <= 0)
+        return rc;
+    if (fo_be(o, (uint64_t)(uint16_t)(int16_t)acks, 2) < 0 || fo_be(o, (uint64_t)(uint32_t)(int32_t)timeout_ms, 4) < 0)
+        return -1;
+    PyObject *topics = PyObject_GetAttrString(body, "topic_data");
+    if (topics == NULL)
+        return -1;
+    rc = 0;
+    if (!PyList_CheckExact(topics))
+        goto done;
+    Py_ssize_t nt = PyList_GET_SIZE(topics);
+    if ((flexible ? fo_uvarint(o, (uint64_t)nt + 1) : fo_be(o, (uint64_t)nt, 4)) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(topics); i++) {
+        PyObject *t = PyList_GET_ITEM(topics, i);
+        if ((rc = no_unknown_tags(t)) <= 0)
+            goto done;
+        PyObject *name = PyObject_GetAttrString(t, "name");
+        if (name == NULL)
+            goto fail;
+        rc = fo_string(o, name, flexible, 0);
+        Py_DECREF(name);
+        if (rc <= 0)
+            goto done;
+        PyObject *parts = PyObject_GetAttrString(t, "partition_data");
+        if (parts == NULL)
+            goto fail;
+        rc = 0;
+        if (!PyList_CheckExact(parts)) {
+            Py_DECREF(parts);
+            goto done;
+        }
+        Py_ssize_t np = PyList_GET_SIZE(parts);
+        if ((flexible ? fo_uvarint(o, (uint64_t)np + 1) : fo_be(o, (uint64_t)np, 4)) < 0) {
+            Py_DECREF(parts);
+            goto fail;
+        }
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(parts); j++) {
+            PyObject *pd = PyList_GET_ITEM(parts, j);
+            long long index;
+            if ((rc = no_unknown_tags(pd)) <= 0 || (rc = int_attr(pd, "index", INT32_MIN, INT32_MAX, &index)) <= 0) {
+                Py_DECREF(parts);
+                goto done;
+            }
+            if (fo_be(o, (uint64_t)(uint32_t)(int32_t)index, 4) < 0) {
+                Py_DECREF(parts);
+                goto fail;
+            }
+            PyObject *rec = PyObject_GetAttrString(pd, "records");
+            if (rec == NULL) {
+                Py_DECREF(parts);
+                goto fail;
+            }
+            int ok;
+            if (rec == Py_None) {
+                ok = flexible ? fo_put(o, "\0", 1) : fo_put(o, "\xff\xff\xff\xff", 4);
+            } else if (!PyBytes_CheckExact(rec)) {
+                Py_DECREF(rec);
+                Py_DECREF(parts);
+                rc = 0;
+                goto done;
+            } else {
+                Py_ssize_t n = PyBytes_GET_SIZE(rec);
+                ok = flexible ? fo_uvarint(o, (uint64_t)n + 1) : fo_be(o, (uint64_t)n, 4);
+                if (ok == 0) {
+                    if (n < INLINE_RECORDS_MAX) {
+                        ok = fo_put(o, PyBytes_AS_STRING(rec), n);
+                    } else {
+                        /* the payload is its own chunk; a fresh bytearray goes on after it */
+                        PyObject *next = PyByteArray_FromStringAndSize(NULL, 0);
+                        if (next == NULL || PyList_Append(o->chunks, o->cur) < 0 || PyList_Append(o->chunks, rec) < 0) {
+                            Py_XDECREF(next);
+                            ok = -1;
+                        } else {
+                            Py_SETREF(o->cur, next);
+                        }
+                    }
+                }
+            }
+            Py_DECREF(rec);
+            if (ok < 0) {
+                Py_DECREF(parts);
+                goto fail;
+            }
+            if (flexible && fo_put(o, "\0", 1) < 0) {
+                Py_DECREF(parts);
+                goto fail;
+            }
+        }
+        Py_DECREF(parts);
+        if (flexible && fo_put(o, "\0", 1) < 0)
+            goto fail;
+    }
+    if (flexible && fo_put(o, "\0", 1) < 0)
+        goto fail;
+    rc = 1;
+done:
+    Py_DECREF(topics);
+    return rc;
+fail:
+    Py_DECREF(topics);
+    return -1;
+}
+
+/* The (version, correlation id) arguments of the produce frame functions: 1 when the version is one they handle
+ * (3-11) and the id fits int32, 0 otherwise (the reference decides), -1 on a wrong argument count. */
+static int produce_frame_args(const char *fn, PyObject *const *args, Py_ssize_t nargs, int *version, long long *cid)
+{
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "%s takes 4 arguments", fn);
+        return -1;
+    }
+    long v = PyLong_AsLong(args[1]);
+    long long c = PyLong_AsLongLong(args[2]);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (v < 3 || v > 11 || c < INT32_MIN || c > INT32_MAX)
+        return 0;
+    *version = (int)v;
+    *cid = c;
+    return 1;
+}
+
+PyDoc_STRVAR(encode_produce_request_doc,
+"encode_produce_request(body, version, correlation_id, client_id) -> list of chunks or None\n\n"
+"Reference: protocol.headers.encode_request for a ProduceRequest at versions 3-11: the same chunks (bytearrays,\n"
+"with a records payload of 512 bytes or more as its own chunk). None for anything else (other versions,\n"
+"tagged fields, a records payload that is not bytes, a value out of range): the reference decides.");
+
+static PyObject *k_encode_produce_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int version;
+    long long correlation_id;
+    int ok = produce_frame_args("encode_produce_request", args, nargs, &version, &correlation_id);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    frame_out o;
+    o.chunks = PyList_New(0);
+    o.cur = PyByteArray_FromStringAndSize(NULL, 0);
+    if (o.chunks == NULL || o.cur == NULL)
+        goto fail;
+    int rc = produce_frame(&o, args[0], version, correlation_id, args[3]);
+    if (rc < 0)
+        goto fail;
+    if (rc == 0) {
+        Py_DECREF(o.chunks);
+        Py_DECREF(o.cur);
+        Py_RETURN_NONE;
+    }
+    if (PyByteArray_GET_SIZE(o.cur) > 0 && PyList_Append(o.chunks, o.cur) < 0)
+        goto fail;
+    Py_CLEAR(o.cur);
+    /* the size prefix: every byte after it */
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o.chunks); i++)
+        total += Py_SIZE(PyList_GET_ITEM(o.chunks, i));
+    total -= 4;
+    if (total > INT32_MAX) {
+        Py_DECREF(o.chunks);
+        Py_RETURN_NONE;
+    }
+    uint8_t *first = (uint8_t *)PyByteArray_AS_STRING(PyList_GET_ITEM(o.chunks, 0));
+    for (int i = 0; i < 4; i++)
+        first[i] = (uint8_t)((uint64_t)total >> (8 * (3 - i)));
+    return o.chunks;
+fail:
+    Py_XDECREF(o.chunks);
+    Py_XDECREF(o.cur);
+    return NULL;
+}
+
+/* ---- produce responses ----------------------------------------------------------------------------- */
+
+typedef struct {
+    const uint8_t *p, *end;
+} rd_t;
+
+static int rd_be(rd_t *r, int bytes, int64_t *out)
+{
+    if (r->end - r->p < bytes)
+        return -1;
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++)
+        v = (v << 8) | r->p[i];
+    r->p += bytes;
+    /* sign-extend */
+    if (bytes < 8 && (v >> (8 * bytes - 1)) & 1)
+        v |= ~(uint64_t)0 << (8 * bytes);
+    *out = (int64_t)v;
+    return 0;
+}
+
+static int rd_uvarint32(rd_t *r, uint32_t *out)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 5; i++) {
+        if (r->p >= r->end)
+            return -1;
+        uint8_t b = *r->p++;
+        v |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            if (v > 0xFFFFFFFFu)
+                return -1;
+            *out = (uint32_t)v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* an array length (int32, or compact: unsigned varint - 1); -1 on anything the reference must judge (null, a
+ * count larger than the bytes left could hold at min_size bytes each) */
+static Py_ssize_t rd_count(rd_t *r, int compact, int min_size)
+{
+    int64_t n;
+    if (compact) {
+        uint32_t u;
+        if (rd_uvarint32(r, &u) < 0 || u == 0)
+            return -1;
+        n = (int64_t)u - 1;
+    } else if (rd_be(r, 4, &n) < 0 || n < 0) {
+        return -1;
+    }
+    if (n * min_size > r->end - r->p)
+        return -1;
+    return (Py_ssize_t)n;
+}
+
+/* a string (nullable or not); NULL with no error set: decline */
+static PyObject *rd_string(rd_t *r, int compact, int nullable)
+{
+    int64_t n;
+    if (compact) {
+        uint32_t u;
+        if (rd_uvarint32(r, &u) < 0)
+            return NULL;
+        n = (int64_t)u - 1;
+    } else if (rd_be(r, 2, &n) < 0) {
+        return NULL;
+    }
+    if (n < 0) {
+        if (!nullable || (!compact && n != -1))
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (n > 0x7FFF || n > r->end - r->p)
+        return NULL;
+    PyObject *out = PyUnicode_DecodeUTF8((const char *)r->p, (Py_ssize_t)n, NULL);
+    if (out == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    r->p += n;
+    return out;
+}
+
+/* an empty tag section (one zero byte); anything else is left to the reference */
+static int rd_no_tags(rd_t *r)
+{
+    if (r->p >= r->end || *r->p != 0)
+        return -1;
+    r->p++;
+    return 0;
+}
+
+/* the body at versions 3-11; NULL with no error set: decline */
+static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
+{
+    int flexible = version >= 9;
+    PyObject *topic_cls = NULL, *part_cls = NULL, *leader_cls = NULL, *responses = NULL, *out = NULL;
+    topic_cls = PyObject_GetAttrString(cls, "TopicProduceResponse");
+    part_cls = topic_cls ? PyObject_GetAttrString(cls, "PartitionProduceResponse") : NULL;
+    leader_cls = part_cls ? PyObject_GetAttrString(cls, "LeaderIdAndEpoch") : NULL;
+    if (leader_cls == NULL)
+        goto done;
+    Py_ssize_t nt = rd_count(r, flexible, flexible ? 3 : 6);
+    if (nt < 0 || (responses = PyList_New(0)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        PyObject *name = rd_string(r, flexible, 0);
+        if (name == NULL)
+            goto done;
+        Py_ssize_t np = rd_count(r, flexible, flexible ? 33 : (version >= 8 ? 36 : version >= 5 ? 30 : 22));
+        PyObject *parts = np < 0 ? NULL : PyList_New(0);
+        if (parts == NULL) {
+            Py_DECREF(name);
+            goto done;
+        }
+        int ok = 1;
+        for (Py_ssize_t j = 0; j < np && ok; j++) {
+            int64_t index, error_code, base_offset, log_append_time = -1, log_start_offset = -1;
+            PyObject *error_message = Py_None;
+            ok = 0;
+            if (rd_be(r, 4, &index) < 0 || rd_be(r, 2, &error_code) < 0 || rd_be(r, 8, &base_offset) < 0
+                || rd_be(r, 8, &log_append_time) < 0 || (version >= 5 && rd_be(r, 8, &log_start_offset) < 0))
+                break;
+            Py_INCREF(error_message);
+            if (version >= 8) {
+                /* record errors: only an empty list here (a batch with invalid records goes to the reference) */
+                if (rd_count(r, flexible, 5) != 0)
+                    goto part_end;
+                Py_DECREF(error_message);
+                error_message = rd_string(r, flexible, 1);
+                if (error_message == NULL)
+                    break;
+            }
+            if (flexible && rd_no_tags(r) < 0)
+                goto part_end;
+            {
+                PyObject *leader = PyObject_CallNoArgs(leader_cls);
+                PyObject *errors = leader ? PyList_New(0) : NULL;
+                PyObject *pr = errors ? PyObject_CallFunction(part_cls, "lhLLLOOOO", (long)index, (short)error_code,
+                    (long long)base_offset, (long long)log_append_time, (long long)log_start_offset, errors,
+                    error_message, leader, Py_None) : NULL;
+                Py_XDECREF(leader);
+                Py_XDECREF(errors);
+                if (pr != NULL) {
+                    ok = PyList_Append(parts, pr) == 0;
+                    Py_DECREF(pr);
+                }
+            }
+        part_end:
+            Py_DECREF(error_message);
+        }
+        if (ok && flexible && rd_no_tags(r) < 0)
+            ok = 0;
+        PyObject *tr = ok ? PyObject_CallFunction(topic_cls, "OOO", name, parts, Py_None) : NULL;
+        Py_DECREF(name);
+        Py_DECREF(parts);
+        if (tr == NULL)
+            goto done;
+        int rc = PyList_Append(responses, tr);
+        Py_DECREF(tr);
+        if (rc < 0)
+            goto done;
+    }
+    int64_t throttle;
+    if (rd_be(r, 4, &throttle) < 0 || (flexible && rd_no_tags(r) < 0))
+        goto done;
+    {
+        PyObject *endpoints = PyList_New(0);
+        if (endpoints == NULL)
+            goto done;
+        out = PyObject_CallFunction(cls, "OlOO", responses, (long)throttle, endpoints, Py_None);
+        Py_DECREF(endpoints);
+    }
+done:
+    Py_XDECREF(topic_cls);
+    Py_XDECREF(part_cls);
+    Py_XDECREF(leader_cls);
+    Py_XDECREF(responses);
+    return out;
+}
+
+PyDoc_STRVAR(decode_produce_response_doc,
+"decode_produce_response(payload, version, correlation_id, ProduceResponse) -> ProduceResponse or None\n\n"
+"Reference: protocol.headers.decode_response of a Produce response at versions 3-11 (header and body, no\n"
+"trailing bytes). None for anything else: other versions, a correlation id that does not match, record\n"
+"errors, tagged fields, bad or truncated input (the reference decides and raises).");
+
+static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int version;
+    long long correlation_id;
+    int ok = produce_frame_args("decode_produce_response", args, nargs, &version, &correlation_id);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    rd_t r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    PyObject *out = NULL;
+    int64_t cid;
+    if (rd_be(&r, 4, &cid) == 0 && cid == correlation_id && (version < 9 || rd_no_tags(&r) == 0)) {
+        out = produce_response_body(&r, version, args[3]);
+        if (out != NULL && r.p != r.end)
+            Py_CLEAR(out); /* trailing bytes: the reference's error */
+    }
+    PyBuffer_Release(&view);
+    if (out == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
 /* ---- module ---------------------------------------------------------------------------------------- */
 
 static PyObject *k_setup(PyObject *self, PyObject *args)
@@ -1736,6 +2243,10 @@ static PyMethodDef kernel_methods[] = {
     {"arrow_binary_items", k_arrow_binary_items, METH_VARARGS, arrow_binary_items_doc},
     {"batch_try_append", (PyCFunction)(void (*)(void))k_batch_try_append, METH_FASTCALL, batch_try_append_doc},
     {"send_append", (PyCFunction)(void (*)(void))k_send_append, METH_FASTCALL, send_append_doc},
+    {"encode_produce_request", (PyCFunction)(void (*)(void))k_encode_produce_request, METH_FASTCALL,
+     encode_produce_request_doc},
+    {"decode_produce_response", (PyCFunction)(void (*)(void))k_decode_produce_response, METH_FASTCALL,
+     decode_produce_response_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 if TYPE_CHECKING:
     from pykafka_client.protocol.records.record import Record
+    from pykafka_client.protocol.types import Chunk
 
 log = logging.getLogger(__name__)
 
 Buffer = bytes | bytearray | memoryview
 _R = TypeVar("_R")
+_M = TypeVar("_M")
 
 
 class Kernel(Protocol):
@@ -110,6 +112,14 @@ class Kernel(Protocol):
     ) -> Any:
         """Reference: ``KafkaProducer.send``'s partition choice and ``RecordAccumulator.try_append_fast`` (a
         future; None or NotImplemented, nothing changed: run the reference)."""
+
+    def encode_produce_request(
+        self, body: object, version: int, correlation_id: int, client_id: str | None, /
+    ) -> list[Chunk] | None:
+        """Reference: ``protocol.headers.encode_request`` of a ``ProduceRequest`` (None: run the reference)."""
+
+    def decode_produce_response(self, payload: Buffer, version: int, correlation_id: int, cls: type[_M], /) -> _M | None:
+        """Reference: ``protocol.headers.decode_response`` of a Produce response (None: run the reference)."""
 
     def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
         """Reference: ``producer.batch_append.scan_records_reference``."""
