@@ -30,8 +30,10 @@ Rules (Kafka's KRaft controller):
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -56,6 +58,9 @@ from pykafka_client.utils.time import Time
 
 NO_LEADER = -1
 PRODUCER_ID_BLOCK = 1000
+#: the fewest delta entries kept for brokers to catch up from (more are kept while they are fewer than the image
+#: has entries: a broker that is further behind gets the image, which costs no more than the deltas would)
+DELTA_RETENTION_ENTRIES = 2000
 
 
 @dataclass
@@ -148,9 +153,21 @@ def _load_topic_entry(s: ControllerState, key: str, value: Any) -> None:
         s.topics[key] = _load_topic(value)
 
 
+#: registration fields that change without a new image version (kept out of images and deltas)
+_VOLATILE_BROKER_FIELDS = ("last_heartbeat_ms", "metadata_version")
+
+
+def broker_entry(b: BrokerRegistration) -> dict[str, Any]:
+    """A broker's image entry: its registration without what heartbeats change."""
+    entry = asdict(b)
+    for volatile in _VOLATILE_BROKER_FIELDS:
+        del entry[volatile]
+    return entry
+
+
 def _dump_broker(s: ControllerState, key: str) -> Any:
     b = s.brokers.get(int(key))
-    return None if b is None else asdict(b)
+    return None if b is None else broker_entry(b)
 
 
 def _load_broker_entry(s: ControllerState, key: str, value: Any) -> None:
@@ -205,7 +222,8 @@ class ControllerState:
     """See the module docstring. Thread-safe (one lock); ``persist`` is called under it."""
 
     def __init__(self, cluster_id: str, time: Time, session_timeout_ms: int, unclean_leader_election: bool = False,
-                 persist: Callable[[dict[str, Any]], None] | None = None, image: dict[str, Any] | None = None) -> None:
+                 persist: Callable[[dict[str, Any]], None] | None = None, image: dict[str, Any] | None = None,
+                 delta_retention_entries: int = DELTA_RETENTION_ENTRIES) -> None:
         self.cluster_id = cluster_id
         self.time = time
         self.session_timeout_ms = session_timeout_ms
@@ -228,8 +246,16 @@ class ControllerState:
         self._batch_depth = 0
         #: (version, image) of the last image built
         self._image: tuple[int, dict[str, Any]] | None = None
+        #: the latest published deltas, oldest first, for brokers to catch up from (Kafka: the metadata log
+        #: after its latest snapshot); they follow version ``_deltas_start`` with no gap
+        self._deltas: deque[dict[str, Any]] = deque()
+        self._delta_entries = 0
+        self.delta_retention_entries = delta_retention_entries
+        #: normalised topic name -> topic name (Kafka's '.'/'_' collision rule); None: rebuilt at next use
+        self._collision_index: dict[str, str] | None = None
         if image is not None:
             self._load(image)
+        self._deltas_start = self.version
 
     @property
     def lock(self) -> threading.RLock:
@@ -261,7 +287,13 @@ class ControllerState:
                 return
             for kind, key, value in delta["entries"]:
                 ENTRY_KINDS[kind].load(self, key, value)
+            self._collision_index = None
+            if version != self.version + 1:  # not a continuation of the deltas kept: brokers start from here
+                self._deltas.clear()
+                self._delta_entries = 0
+                self._deltas_start = version
             self.version = version
+            self._retain(delta)
 
     def image(self) -> dict[str, Any]:
         """The whole metadata image (what brokers apply and what is snapshotted). Built once per version (every
@@ -278,7 +310,7 @@ class ControllerState:
                 "cluster_id": self.cluster_id,
                 "next_broker_epoch": self.next_broker_epoch,
                 "next_producer_id": self.next_producer_id,
-                "brokers": [asdict(b) for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)],
+                "brokers": [broker_entry(b) for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)],
                 "topics": [asdict(t) for t in sorted(self.topics.values(), key=lambda t: t.name)],
                 "acls": list(self.acls),
                 "scram_credentials": list(self.scram_credentials),
@@ -313,7 +345,38 @@ class ControllerState:
             self._persist({"version": version, "entries": entries})
         self.version = version
         self._dirty = {}
+        self._retain({"version": version, "entries": entries})
         self._heartbeats.notify_all()  # a fenced broker is no longer waited for; image fetches wake up
+
+    def _retain(self, delta: dict[str, Any]) -> None:
+        """Keep a published delta for the brokers; drop the oldest while more entries are kept than both the
+        retention floor and the image's own entry count."""
+        self._deltas.append(delta)
+        self._delta_entries += len(delta["entries"])
+        keep = max(self.delta_retention_entries, len(self.topics) + len(self.brokers))
+        while len(self._deltas) > 1 and self._delta_entries > keep:
+            dropped = self._deltas.popleft()
+            self._delta_entries -= len(dropped["entries"])
+            self._deltas_start = int(dropped["version"])
+
+    def deltas_after(self, version: int) -> list[dict[str, Any]] | None:
+        """The deltas after ``version`` (empty when it is current), or None when they are no longer all kept (or
+        ``version`` is not one this controller published): the broker needs the image."""
+        with self._lock:
+            if version < self._deltas_start or version > self.version:
+                return None
+            skip = version - self._deltas_start
+            deltas = list(itertools.islice(self._deltas, skip, None))
+            if deltas and int(deltas[0]["version"]) != version + 1:
+                return None
+            return deltas
+
+    def changes_since(self, version: int) -> dict[str, Any]:
+        """What a broker at ``version`` applies to be current: ``{"deltas": [...]}`` (possibly empty), or
+        ``{"image": ...}`` when it is too far behind or just started (``version`` -1)."""
+        with self._lock:
+            deltas = self.deltas_after(version) if version >= 0 else None
+            return {"image": self.image()} if deltas is None else {"deltas": deltas}
 
     def wait_for_version(self, after: int, timeout_s: float) -> bool:
         """Block (real time) until the image's version is past ``after`` (a broker's long-poll); False on
@@ -517,6 +580,12 @@ class ControllerState:
             out.append(PartitionRegistration(list(replicas), isr, isr[0] if isr else NO_LEADER))
         return out
 
+    def _colliding_topic(self, name: str) -> str | None:
+        """The existing topic whose name differs from ``name`` only by '.' against '_' (Kafka refuses both)."""
+        if self._collision_index is None:
+            self._collision_index = {t.replace(".", "_"): t for t in self.topics}
+        return self._collision_index.get(name.replace(".", "_"))
+
     def create_topic(self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, str],
                      validate_only: bool = False, assignment: list[list[int]] | None = None) -> TopicRegistration:
         """Create one topic: ``assignment`` (a replica list per partition) or ``num_partitions`` placed round
@@ -524,10 +593,9 @@ class ControllerState:
         with self._lock:
             if name in self.topics:
                 raise TopicExistsError(f"Topic '{name}' already exists.")
-            collide = name.replace(".", "_")
-            for other in self.topics:
-                if other.replace(".", "_") == collide:
-                    raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
+            other = self._colliding_topic(name)
+            if other is not None:
+                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
             if assignment:
                 assignment = self._check_assignment(assignment, -1, name, 0)
             else:
@@ -537,6 +605,8 @@ class ControllerState:
             topic = TopicRegistration(name, str(uuid.uuid4()), dict(configs), self._new_partitions(assignment))
             if not validate_only:
                 self.topics[name] = topic
+                if self._collision_index is not None:
+                    self._collision_index[name.replace(".", "_")] = name
                 self._touch_topic(name)
                 self._changed()
             return topic
@@ -558,6 +628,7 @@ class ControllerState:
         with self._lock:
             if self.topics.pop(name, None) is None:
                 raise UnknownTopicOrPartitionError(f"Topic {name} not found")
+            self._collision_index = None
             self._touch_topic(name)
             self._changed()
 
