@@ -251,6 +251,8 @@ class ControllerState:
         self._deltas: deque[dict[str, Any]] = deque()
         self._delta_entries = 0
         self.delta_retention_entries = delta_retention_entries
+        #: how many times a broker was sent the whole image rather than deltas (started, or too far behind)
+        self.images_served = 0
         #: normalised topic name -> topic name (Kafka's '.'/'_' collision rule); None: rebuilt at next use
         self._collision_index: dict[str, str] | None = None
         if image is not None:
@@ -376,7 +378,10 @@ class ControllerState:
         ``{"image": ...}`` when it is too far behind or just started (``version`` -1)."""
         with self._lock:
             deltas = self.deltas_after(version) if version >= 0 else None
-            return {"image": self.image()} if deltas is None else {"deltas": deltas}
+            if deltas is not None:
+                return {"deltas": deltas}
+            self.images_served += 1
+            return {"image": self.image()}
 
     def wait_for_version(self, after: int, timeout_s: float) -> bool:
         """Block (real time) until the image's version is past ``after`` (a broker's long-poll); False on

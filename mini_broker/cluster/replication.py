@@ -313,6 +313,12 @@ class ClusterReplication:
         """Bring the metadata cache, the hosted partitions and the logs in line with what ``delta`` changed
         (Kafka: ``BrokerMetadataPublisher``); under ``_apply_lock``."""
         image = self.metadata
+        if delta.snapshot:
+            # topics the cache kept from before this broker applied anything (its registry on disk, written
+            # before a restart) that the image no longer has: deleted while it was down
+            for md in self.cache.all_topics():
+                if md.name not in image.topics:
+                    delta.topics[md.name] = None
         self.cache.apply_cluster_delta(delta.topics, image.brokers if delta.brokers or delta.snapshot else None,
                                        image.cluster_id)
         if self.acl_listener is not None and (delta.acls or delta.snapshot):

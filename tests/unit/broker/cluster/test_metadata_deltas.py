@@ -212,7 +212,7 @@ class _Broker:
     """A cluster broker's replication (broker 0) with its own data dir and an in-process controller."""
 
     def __init__(self, path: Path, state: ControllerState, epoch: int) -> None:
-        path.mkdir()
+        path.mkdir(exist_ok=True)
         d = str(path)
         config = KafkaConfig({"log.dirs": d, "node.id": 0, "controller.quorum.bootstrap.servers": "127.0.0.1:1"})
         self.cache = MetadataCache(d, 0, "c1")
@@ -276,3 +276,21 @@ def test_a_broker_applying_deltas_ends_as_one_applying_the_whole_image(tmp_path:
     finally:
         by_deltas.rm.shutdown()
         by_image.rm.shutdown()
+
+
+def test_a_restarted_broker_drops_the_topics_its_registry_kept_that_the_image_no_longer_has(tmp_path: Path) -> None:
+    state, _, epochs = _state()
+    state.create_topics([TopicSpec("kept", 1, 3, {}), TopicSpec("deleted-while-down", 2, 3, {})])
+    broker = _Broker(tmp_path / "b0", state, epochs[0])
+    broker.cluster.apply_metadata(state.changes_since(-1))
+    assert broker.rm.log_manager.get_log("deleted-while-down", 1) is not None
+    broker.rm.shutdown()
+    state.delete_topic("deleted-while-down")
+    restarted = _Broker(tmp_path / "b0", state, epochs[0])  # its registry still names the deleted topic
+    try:
+        assert restarted.cache.get_topic("deleted-while-down") is not None
+        restarted.cluster.apply_metadata(state.changes_since(restarted.cluster.image_version))
+        assert [t.name for t in restarted.cache.all_topics()] == ["kept"]
+        assert restarted.view()["logs"] == [("kept", 0)]
+    finally:
+        restarted.rm.shutdown()
