@@ -316,9 +316,9 @@ class ClusterReplication:
         if delta.snapshot:
             # topics the cache kept from before this broker applied anything (its registry on disk, written
             # before a restart) that the image no longer has: deleted while it was down
-            for md in self.cache.all_topics():
-                if md.name not in image.topics:
-                    delta.topics[md.name] = None
+            for kept in self.cache.all_topics():
+                if kept.name not in image.topics:
+                    delta.topics[kept.name] = None
         self.cache.apply_cluster_delta(delta.topics, image.brokers if delta.brokers or delta.snapshot else None,
                                        image.cluster_id)
         if self.acl_listener is not None and (delta.acls or delta.snapshot):
