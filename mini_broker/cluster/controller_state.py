@@ -7,8 +7,12 @@ partition epoch. Every change bumps :attr:`ControllerState.version` and is persi
 gets ``{"version": v, "entries": [[kind, key, value or None], ...]}`` naming only the image entries the change
 touched (a topic, a broker, the ACLs, the id counters), so a change costs what it changed, not the image's size
 (the controller appends deltas to its metadata log and snapshots :meth:`ControllerState.image` now and then;
-:meth:`ControllerState.replay` applies a delta to a loaded snapshot). A new kind of image entry is one
-:class:`EntryKind` in :data:`ENTRY_KINDS` plus a ``_touch(kind, key)`` where it changes.
+:meth:`ControllerState.replay` applies a delta to a loaded snapshot). The latest deltas are also kept in memory
+(as many entries as the image has, at least :data:`DELTA_RETENTION_ENTRIES`) for the brokers:
+:meth:`ControllerState.changes_since` gives a broker the deltas after the version it applied, or the image when
+it just started or is further behind than the deltas kept (Kafka: a broker fetching the metadata log from its
+offset, or the latest snapshot). A new kind of image entry is one :class:`EntryKind` in :data:`ENTRY_KINDS`
+plus a ``_touch(kind, key)`` where it changes, plus how a broker applies it (mini_broker.cluster.metadata_image).
 
 A request that changes many things at once (CreateTopics of many topics, DeleteTopics, CreatePartitions) runs
 in :meth:`ControllerState.batch`: one version, one delta, one propagation for all of it.

@@ -1,15 +1,19 @@
 """A cluster broker's side of replication (Kafka: the replication parts of ``ReplicaManager`` and
-``BrokerLifecycleManager``): registration and heartbeats, applying the controller's image, leader and follower
-transitions, follower fetch state, the high watermark, ISR changes, and the high-watermark checkpoint.
+``BrokerLifecycleManager``): registration and heartbeats, applying the controller's metadata, leader and
+follower transitions, follower fetch state, the high watermark, ISR changes, and the high-watermark checkpoint.
 
 * **Lifecycle**: :meth:`start` registers with the controller (retrying until it answers), applies the image
-  and starts a thread that heartbeats every ``broker.heartbeat.interval.ms`` (a reply carries the image when
-  its version moved), proposes ISR shrinks (``replica.lag.time.max.ms``), and writes the high-watermark
-  checkpoint (``replication-offset-checkpoint``) every second and at shutdown.
-* **Image**: for each partition this broker hosts, :class:`Partition` says whether the role or the leader
-  epoch changed. Becoming leader stops fetching it and records the epoch's start offset; becoming follower
-  hands it to the fetcher of the new leader, which first truncates (OffsetForLeaderEpoch). Partitions no
-  longer in the image have their logs deleted. Waiting produces and fetches are re-checked so that they fail
+  and starts threads that heartbeat every ``broker.heartbeat.interval.ms``, long-poll the controller for
+  metadata changes (:meth:`_fetch_metadata`), propose ISR shrinks (``replica.lag.time.max.ms``), and write the
+  high-watermark checkpoint (``replication-offset-checkpoint``) every second and at shutdown.
+* **Metadata**: every request names the version this broker applied and the controller answers with the
+  deltas after it (the whole image when the broker just started or is too far behind); :attr:`metadata`
+  (:class:`~mini_broker.cluster.metadata_image.MetadataImage`) applies either and says what changed, and only
+  those topics are published to the metadata cache, the partitions and the logs (Kafka:
+  ``BrokerMetadataPublisher``). For each changed partition this broker hosts, :class:`Partition` says whether
+  the role or the leader epoch changed. Becoming leader stops fetching it and records the epoch's start
+  offset; becoming follower hands it to the fetcher of the new leader, which first truncates
+  (OffsetForLeaderEpoch). Partitions no longer in the image have their logs deleted. Waiting produces and fetches are re-checked so that they fail
   with NOT_LEADER_OR_FOLLOWER at once.
 * **Leader**: an append needs leadership (NOT_LEADER_OR_FOLLOWER) and, for acks=all, an ISR of at least
   ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS); batches are stamped with the leader epoch. A follower fetch
@@ -431,7 +435,7 @@ class ClusterReplication:
 
     def load_logs(self) -> None:
         """High watermarks from the checkpoint (not the log end: a follower's tail may not be committed); which
-        logs this broker keeps is the controller's image's business (:meth:`apply_image`)."""
+        logs this broker keeps is the controller's metadata's business (:meth:`apply_metadata`)."""
         checkpoint = self.read_hw_checkpoint()
         for lg in self.rm.log_manager.all_logs():
             lg.update_high_watermark(checkpoint.get((lg.topic, lg.partition), 0))
