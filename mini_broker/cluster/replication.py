@@ -339,9 +339,12 @@ class ClusterReplication:
                 self._topic_configs.pop(name, None)
                 gone |= before
                 continue
-            if self._topic_configs.get(md.name) != md.configs:
-                self._topic_configs[md.name] = dict(md.configs)
-                self.rm.log_manager.update_topic_config(md.name, self.rm.log_config_for(md))
+            # the topic's log config, built when its configs changed (or it is new here); applied to the logs
+            # of the partitions this broker hosts, one by one (not by scanning every log of the broker)
+            config = None
+            if self._topic_configs.get(name) != md.configs:
+                self._topic_configs[name] = dict(md.configs)
+                config = self.rm.log_config_for(md)
             hosted: set[TopicPartition] = set()
             for p, reg in enumerate(t["partitions"]):
                 if self.broker_id not in reg["replicas"]:
@@ -350,10 +353,14 @@ class ClusterReplication:
                 hosted.add(tp)
                 lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
                 if lg is None:
-                    lg = self.rm.log_manager.get_or_create_log(tp.topic, tp.partition, self.rm.log_config_for(md))
+                    lg = self.rm.log_manager.get_or_create_log(tp.topic, tp.partition,
+                                                               config or self.rm.log_config_for(md))
                     if checkpoint is None:
                         checkpoint = self.read_hw_checkpoint()
                     lg.update_high_watermark(checkpoint.get((tp.topic, tp.partition), 0))
+                elif config is not None:
+                    self.rm.log_manager.get_or_create_log(tp.topic, tp.partition, config)  # the topic's config
+                    lg.update_config(config)
                 with self._lock:
                     part = self.partitions.get(tp)
                     if part is None:
