@@ -310,6 +310,7 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
         wait_ms = min(int(req.get("max_wait_ms", FETCH_MAX_WAIT_MS)), FETCH_MAX_WAIT_MS)
         return _changes_for(s, req) if s.wait_for_version(version, wait_ms / 1000) else {}
     if op == "heartbeat":
+        s.heartbeat_arrived(int(req["broker_id"]), int(req["broker_epoch"]))
         s.heartbeat(int(req["broker_id"]), int(req["broker_epoch"]), int(req.get("version", -1)))
         # a broker that long-polls its metadata (fetch_metadata) asks for none here: its heartbeats stay light
         wants_changes = bool(req.get("with_image", True))

@@ -257,6 +257,8 @@ class ControllerState:
         self.delta_retention_entries = delta_retention_entries
         #: how many times a broker was sent the whole image rather than deltas (started, or too far behind)
         self.images_served = 0
+        #: broker id -> (broker epoch, arrival ms) of its latest heartbeat, noted before it takes the lock
+        self._heartbeat_arrivals: dict[int, tuple[int, int]] = {}
         #: normalised topic name -> topic name (Kafka's '.'/'_' collision rule); None: rebuilt at next use
         self._collision_index: dict[str, str] | None = None
         if image is not None:
@@ -488,12 +490,24 @@ class ControllerState:
                 self._fence(b)
                 self._changed()
 
+    def heartbeat_arrived(self, broker_id: int, broker_epoch: int) -> None:
+        """Note a heartbeat's arrival before it waits for the lock: a heartbeat that queued behind a long change
+        (a thousand topics created at once) counts from when it arrived, so its broker is not fenced for the
+        controller's own delay. Lock-free (one dictionary store)."""
+        self._heartbeat_arrivals[broker_id] = (broker_epoch, self.time.milliseconds())
+
+    def _last_heard(self, b: BrokerRegistration) -> int:
+        arrival = self._heartbeat_arrivals.get(b.broker_id)
+        if arrival is not None and arrival[0] == b.broker_epoch:
+            return max(b.last_heartbeat_ms, arrival[1])
+        return b.last_heartbeat_ms
+
     def check_sessions(self) -> list[int]:
         """Fence brokers whose session expired; returns their ids."""
         with self._lock:
             now = self.time.milliseconds()
             expired = [b for b in self.brokers.values()
-                       if not b.fenced and now - b.last_heartbeat_ms > self.session_timeout_ms]
+                       if not b.fenced and now - self._last_heard(b) > self.session_timeout_ms]
             for b in expired:
                 self._fence(b)
             if expired:

@@ -294,3 +294,13 @@ def test_a_restarted_broker_drops_the_topics_its_registry_kept_that_the_image_no
         assert restarted.view()["logs"] == [("kept", 0)]
     finally:
         restarted.rm.shutdown()
+
+
+def test_a_heartbeat_that_waited_behind_a_long_change_counts_from_its_arrival() -> None:
+    state, time, epochs = _state()
+    time.sleep(SESSION_MS - 100)
+    state.heartbeat_arrived(1, epochs[1])  # broker 1's heartbeat arrives; the lock is busy with a change
+    state.heartbeat_arrived(2, epochs[2] - 1)  # one of an older incarnation of broker 2 does not count
+    time.sleep(500)  # ...that takes longer than what was left of broker 1's session
+    assert state.check_sessions() == [0, 2]
+    assert state.alive() == {1}
