@@ -491,7 +491,7 @@ def run_create_topics(args: argparse.Namespace) -> int:
     rows: list[tuple[str, str, int, float, int]] = []
 
     def measure(setup: str, bootstrap: str, rf: int) -> None:
-        for client in ("confluent-kafka", "ours"):
+        for client in args.clients.split(","):
             for count in counts:
                 prefix = f"ct-{'ck' if client == 'confluent-kafka' else 'pk'}-{count}"
                 sec, failed = time_create_topics(bootstrap, client, prefix, count, rf)
@@ -676,6 +676,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--create-topics", action="store_true",
                     help="time one CreateTopics request of 1/100/1000 topics, single broker and 3-broker cluster")
     ap.add_argument("--topic-counts", default="1,100,1000", help="topic counts of --create-topics")
+    ap.add_argument("--clients", default="confluent-kafka,ours",
+                    help="admin clients of --create-topics, in order (each runs after the ones before it)")
     ap.add_argument("--setups", default="single,cluster",
                     help="where --create-topics runs: single (one broker), cluster (3 brokers), or both")
     args = ap.parse_args(argv)
