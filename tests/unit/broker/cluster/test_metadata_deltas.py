@@ -20,6 +20,7 @@ from mini_broker.cluster.replication import ClusterReplication
 from mini_broker.config import KafkaConfig
 from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.server.replica_manager import ReplicaManager
+from pykafka_client.errors import InvalidTopicError
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.utils.time import MockTime
 from tests.unit.broker.cluster.test_replication import InProcessChannel
@@ -304,3 +305,13 @@ def test_a_heartbeat_that_waited_behind_a_long_change_counts_from_its_arrival() 
     time.sleep(500)  # ...that takes longer than what was left of broker 1's session
     assert state.check_sessions() == [0, 2]
     assert state.alive() == {1}
+
+
+def test_topic_names_colliding_on_dot_and_underscore_are_refused_within_a_batch_and_after_a_delete() -> None:
+    state, _, _ = _state()
+    state.create_topic("a.b", 1, 1, {})
+    out = state.create_topics([TopicSpec("a_b", 1, 1, {}), TopicSpec("c.d", 1, 1, {}), TopicSpec("c_d", 1, 1, {})])
+    assert isinstance(out["a_b"], InvalidTopicError) and isinstance(out["c_d"], InvalidTopicError)
+    assert "collides with existing topic: c.d" in str(out["c_d"])
+    state.delete_topic("a.b")
+    assert state.create_topic("a_b", 1, 1, {}).name == "a_b"
