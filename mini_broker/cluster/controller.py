@@ -7,12 +7,16 @@ touched) to ``<dir>/metadata.log``, and every :data:`SNAPSHOT_EVERY` deltas the 
 ``<dir>/metadata.json`` (atomically) and the log starts over; a restart loads the snapshot and replays the log,
 so a restarted controller keeps topics, assignments, ISRs and epochs, and a change costs what it changed.
 
-Brokers learn of changes by long-polling (``fetch_image``): the request names the version the broker applied
-and is answered as soon as a newer one is published (or after ``max_wait_ms`` with nothing). A long-poll rather
-than a push keeps every connection broker-initiated (the broker already connects, reconnects and registers;
-the controller needs no address book nor client connections to brokers, as KRaft brokers fetch the metadata
-log from the controller), and the request doubles as the broker's acknowledgement of what it applied, which
-is what topic changes wait for before they are answered.
+Brokers learn of changes by long-polling (``fetch_metadata``): the request names the version the broker applied
+and is answered as soon as a newer one is published (or after ``max_wait_ms`` with nothing), with the deltas
+after that version (Kafka: a broker fetching the metadata log from its offset), or with the whole image when the
+broker just started or is further behind than the deltas the controller keeps (Kafka: it fetches the latest
+snapshot). Every other reply that brings a broker up to date (registration, forwarded changes, AlterPartition)
+does the same from the version its request names, so a change costs the brokers what it changed, not the
+image's size. A long-poll rather than a push keeps every connection broker-initiated (the broker already
+connects, reconnects and registers; the controller needs no address book nor client connections to brokers,
+as KRaft brokers fetch the metadata log from the controller), and the request doubles as the broker's
+acknowledgement of what it applied, which is what topic changes wait for before they are answered.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ IMAGE_FILE = "metadata.json"
 LOG_FILE = "metadata.log"
 #: deltas appended before the image is snapshotted and the log restarted
 SNAPSHOT_EVERY = 1000
-#: the longest a broker's image fetch waits for a change
+#: the longest a broker's metadata fetch waits for a change
 FETCH_MAX_WAIT_MS = 1000
 #: how long a topic change waits for every broker to apply it before answering anyway
 PROPAGATION_TIMEOUT_S = 5.0
@@ -129,6 +133,9 @@ class Controller:
         self._threads: list[threading.Thread] = []
         self._conns: list[socket.socket] = []
         self._conns_lock = threading.Lock()
+        #: bytes of replies sent, per request op (what metadata propagation costs; the benchmark reads it)
+        self.reply_bytes: dict[str, int] = {}
+        self._reply_bytes_lock = threading.Lock()
 
     def _write(self, delta: dict[str, Any]) -> None:
         self.metadata_log.append(delta, self.state)
@@ -184,13 +191,19 @@ class Controller:
         f = conn.makefile("rb")
         try:
             for line in f:
+                op = "?"
                 try:
-                    reply = self.handle(json.loads(line))
+                    req = json.loads(line)
+                    op = str(req.get("op"))
+                    reply = self.handle(req)
                 except KafkaError as e:
                     reply = error_of(e)
-                except (KeyError, TypeError, ValueError) as e:
+                except (KeyError, TypeError, ValueError, AttributeError) as e:
                     reply = {"error": 42, "message": f"bad controller request: {e!r}"}
-                conn.sendall(encode(reply))
+                data = encode(reply)
+                with self._reply_bytes_lock:
+                    self.reply_bytes[op] = self.reply_bytes.get(op, 0) + len(data)
+                conn.sendall(data)
         except OSError:
             pass
         finally:
@@ -205,11 +218,15 @@ class Controller:
 
 def _when_propagated(s: ControllerState, req: dict[str, Any], op: str) -> dict[str, Any]:
     """The reply to a forwarded change, once every other broker applied it (or after PROPAGATION_TIMEOUT_S)."""
-    image = s.image()
-    if not s.wait_for_propagation(int(image["version"]), int(req.get("broker_id", -1)), PROPAGATION_TIMEOUT_S):
+    if not s.wait_for_propagation(s.version, int(req.get("broker_id", -1)), PROPAGATION_TIMEOUT_S):
         log.warning("event=metadata_propagation_slow op=%s msg=\"answering before every broker applied the "
                     "change; clients retry unknown topics\"", op)
-    return {"image": image}
+    return _changes_for(s, req)
+
+
+def _changes_for(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
+    """What brings the requesting broker (at the ``version`` its request names) up to date."""
+    return s.changes_since(int(req.get("version", -1)))
 
 
 def _error_or_none(e: KafkaError | None) -> dict[str, Any] | None:
@@ -273,7 +290,7 @@ def _alter_partitions(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]
                 results[f"{topic}:{partition}"] = None
             except KafkaError as e:
                 results[f"{topic}:{partition}"] = error_of(e)
-    return {"image": s.image(), "results": results}
+    return {**_changes_for(s, req), "results": results}
 
 
 def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
@@ -285,18 +302,19 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
                      for ep in req.get("listeners", [])]
         epoch = s.register_broker(int(req["broker_id"]), str(req["host"]), int(req["port"]), listeners)
         log.info("event=broker_registered broker_id=%s broker_epoch=%d", req["broker_id"], epoch)
-        return {"broker_epoch": epoch, "image": s.image()}
-    if op == "fetch_image":
-        # a broker's long-poll: it applied ``version``; answer with a newer image as soon as there is one
+        return {"broker_epoch": epoch, **_changes_for(s, req)}
+    if op == "fetch_metadata":
+        # a broker's long-poll: it applied ``version``; answer with what follows as soon as there is some
         version = int(req.get("version", -1))
         s.report_applied(int(req["broker_id"]), int(req["broker_epoch"]), version)
         wait_ms = min(int(req.get("max_wait_ms", FETCH_MAX_WAIT_MS)), FETCH_MAX_WAIT_MS)
-        return {"image": s.image()} if s.wait_for_version(version, wait_ms / 1000) else {}
+        return _changes_for(s, req) if s.wait_for_version(version, wait_ms / 1000) else {}
     if op == "heartbeat":
+        s.heartbeat_arrived(int(req["broker_id"]), int(req["broker_epoch"]))
         s.heartbeat(int(req["broker_id"]), int(req["broker_epoch"]), int(req.get("version", -1)))
-        # a broker that long-polls its images (fetch_image) asks for none here: its heartbeats stay light
-        wants_image = bool(req.get("with_image", True))
-        return {"image": s.image()} if wants_image and s.version != int(req.get("version", -1)) else {}
+        # a broker that long-polls its metadata (fetch_metadata) asks for none here: its heartbeats stay light
+        wants_changes = bool(req.get("with_image", True))
+        return _changes_for(s, req) if wants_changes and s.version != int(req.get("version", -1)) else {}
     if op == "alter_acls":
         s.alter_acls([dict(a) for a in req.get("create", [])], [dict(a) for a in req.get("delete", [])])
         return _when_propagated(s, req, op)
@@ -338,4 +356,4 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
         return {"first": first, "count": count}
     else:
         return {"error": 35, "message": f"unknown controller op {op!r}"}
-    return {"image": s.image()}
+    return _changes_for(s, req)

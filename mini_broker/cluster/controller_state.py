@@ -7,8 +7,12 @@ partition epoch. Every change bumps :attr:`ControllerState.version` and is persi
 gets ``{"version": v, "entries": [[kind, key, value or None], ...]}`` naming only the image entries the change
 touched (a topic, a broker, the ACLs, the id counters), so a change costs what it changed, not the image's size
 (the controller appends deltas to its metadata log and snapshots :meth:`ControllerState.image` now and then;
-:meth:`ControllerState.replay` applies a delta to a loaded snapshot). A new kind of image entry is one
-:class:`EntryKind` in :data:`ENTRY_KINDS` plus a ``_touch(kind, key)`` where it changes.
+:meth:`ControllerState.replay` applies a delta to a loaded snapshot). The latest deltas are also kept in memory
+(as many entries as the image has, at least :data:`DELTA_RETENTION_ENTRIES`) for the brokers:
+:meth:`ControllerState.changes_since` gives a broker the deltas after the version it applied, or the image when
+it just started or is further behind than the deltas kept (Kafka: a broker fetching the metadata log from its
+offset, or the latest snapshot). A new kind of image entry is one :class:`EntryKind` in :data:`ENTRY_KINDS`
+plus a ``_touch(kind, key)`` where it changes, plus how a broker applies it (mini_broker.cluster.metadata_image).
 
 A request that changes many things at once (CreateTopics of many topics, DeleteTopics, CreatePartitions) runs
 in :meth:`ControllerState.batch`: one version, one delta, one propagation for all of it.
@@ -30,8 +34,10 @@ Rules (Kafka's KRaft controller):
 from __future__ import annotations
 
 import contextlib
+import itertools
 import threading
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -56,6 +62,9 @@ from pykafka_client.utils.time import Time
 
 NO_LEADER = -1
 PRODUCER_ID_BLOCK = 1000
+#: the fewest delta entries kept for brokers to catch up from (more are kept while they are fewer than the image
+#: has entries: a broker that is further behind gets the image, which costs no more than the deltas would)
+DELTA_RETENTION_ENTRIES = 2000
 
 
 @dataclass
@@ -148,9 +157,21 @@ def _load_topic_entry(s: ControllerState, key: str, value: Any) -> None:
         s.topics[key] = _load_topic(value)
 
 
+#: registration fields that change without a new image version (kept out of images and deltas)
+_VOLATILE_BROKER_FIELDS = ("last_heartbeat_ms", "metadata_version")
+
+
+def broker_entry(b: BrokerRegistration) -> dict[str, Any]:
+    """A broker's image entry: its registration without what heartbeats change."""
+    entry = asdict(b)
+    for volatile in _VOLATILE_BROKER_FIELDS:
+        del entry[volatile]
+    return entry
+
+
 def _dump_broker(s: ControllerState, key: str) -> Any:
     b = s.brokers.get(int(key))
-    return None if b is None else asdict(b)
+    return None if b is None else broker_entry(b)
 
 
 def _load_broker_entry(s: ControllerState, key: str, value: Any) -> None:
@@ -205,7 +226,8 @@ class ControllerState:
     """See the module docstring. Thread-safe (one lock); ``persist`` is called under it."""
 
     def __init__(self, cluster_id: str, time: Time, session_timeout_ms: int, unclean_leader_election: bool = False,
-                 persist: Callable[[dict[str, Any]], None] | None = None, image: dict[str, Any] | None = None) -> None:
+                 persist: Callable[[dict[str, Any]], None] | None = None, image: dict[str, Any] | None = None,
+                 delta_retention_entries: int = DELTA_RETENTION_ENTRIES) -> None:
         self.cluster_id = cluster_id
         self.time = time
         self.session_timeout_ms = session_timeout_ms
@@ -228,8 +250,20 @@ class ControllerState:
         self._batch_depth = 0
         #: (version, image) of the last image built
         self._image: tuple[int, dict[str, Any]] | None = None
+        #: the latest published deltas, oldest first, for brokers to catch up from (Kafka: the metadata log
+        #: after its latest snapshot); they follow version ``_deltas_start`` with no gap
+        self._deltas: deque[dict[str, Any]] = deque()
+        self._delta_entries = 0
+        self.delta_retention_entries = delta_retention_entries
+        #: how many times a broker was sent the whole image rather than deltas (started, or too far behind)
+        self.images_served = 0
+        #: broker id -> (broker epoch, arrival ms) of its latest heartbeat, noted before it takes the lock
+        self._heartbeat_arrivals: dict[int, tuple[int, int]] = {}
+        #: normalised topic name -> topic name (Kafka's '.'/'_' collision rule); None: rebuilt at next use
+        self._collision_index: dict[str, str] | None = None
         if image is not None:
             self._load(image)
+        self._deltas_start = self.version
 
     @property
     def lock(self) -> threading.RLock:
@@ -261,7 +295,13 @@ class ControllerState:
                 return
             for kind, key, value in delta["entries"]:
                 ENTRY_KINDS[kind].load(self, key, value)
+            self._collision_index = None
+            if version != self.version + 1:  # not a continuation of the deltas kept: brokers start from here
+                self._deltas.clear()
+                self._delta_entries = 0
+                self._deltas_start = version
             self.version = version
+            self._retain(delta)
 
     def image(self) -> dict[str, Any]:
         """The whole metadata image (what brokers apply and what is snapshotted). Built once per version (every
@@ -278,7 +318,7 @@ class ControllerState:
                 "cluster_id": self.cluster_id,
                 "next_broker_epoch": self.next_broker_epoch,
                 "next_producer_id": self.next_producer_id,
-                "brokers": [asdict(b) for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)],
+                "brokers": [broker_entry(b) for b in sorted(self.brokers.values(), key=lambda b: b.broker_id)],
                 "topics": [asdict(t) for t in sorted(self.topics.values(), key=lambda t: t.name)],
                 "acls": list(self.acls),
                 "scram_credentials": list(self.scram_credentials),
@@ -313,7 +353,41 @@ class ControllerState:
             self._persist({"version": version, "entries": entries})
         self.version = version
         self._dirty = {}
+        self._retain({"version": version, "entries": entries})
         self._heartbeats.notify_all()  # a fenced broker is no longer waited for; image fetches wake up
+
+    def _retain(self, delta: dict[str, Any]) -> None:
+        """Keep a published delta for the brokers; drop the oldest while more entries are kept than both the
+        retention floor and the image's own entry count."""
+        self._deltas.append(delta)
+        self._delta_entries += len(delta["entries"])
+        keep = max(self.delta_retention_entries, len(self.topics) + len(self.brokers))
+        while len(self._deltas) > 1 and self._delta_entries > keep:
+            dropped = self._deltas.popleft()
+            self._delta_entries -= len(dropped["entries"])
+            self._deltas_start = int(dropped["version"])
+
+    def deltas_after(self, version: int) -> list[dict[str, Any]] | None:
+        """The deltas after ``version`` (empty when it is current), or None when they are no longer all kept (or
+        ``version`` is not one this controller published): the broker needs the image."""
+        with self._lock:
+            if version < self._deltas_start or version > self.version:
+                return None
+            skip = version - self._deltas_start
+            deltas = list(itertools.islice(self._deltas, skip, None))
+            if deltas and int(deltas[0]["version"]) != version + 1:
+                return None
+            return deltas
+
+    def changes_since(self, version: int) -> dict[str, Any]:
+        """What a broker at ``version`` applies to be current: ``{"deltas": [...]}`` (possibly empty), or
+        ``{"image": ...}`` when it is too far behind or just started (``version`` -1)."""
+        with self._lock:
+            deltas = self.deltas_after(version) if version >= 0 else None
+            if deltas is not None:
+                return {"deltas": deltas}
+            self.images_served += 1
+            return {"image": self.image()}
 
     def wait_for_version(self, after: int, timeout_s: float) -> bool:
         """Block (real time) until the image's version is past ``after`` (a broker's long-poll); False on
@@ -416,12 +490,24 @@ class ControllerState:
                 self._fence(b)
                 self._changed()
 
+    def heartbeat_arrived(self, broker_id: int, broker_epoch: int) -> None:
+        """Note a heartbeat's arrival before it waits for the lock: a heartbeat that queued behind a long change
+        (a thousand topics created at once) counts from when it arrived, so its broker is not fenced for the
+        controller's own delay. Lock-free (one dictionary store)."""
+        self._heartbeat_arrivals[broker_id] = (broker_epoch, self.time.milliseconds())
+
+    def _last_heard(self, b: BrokerRegistration) -> int:
+        arrival = self._heartbeat_arrivals.get(b.broker_id)
+        if arrival is not None and arrival[0] == b.broker_epoch:
+            return max(b.last_heartbeat_ms, arrival[1])
+        return b.last_heartbeat_ms
+
     def check_sessions(self) -> list[int]:
         """Fence brokers whose session expired; returns their ids."""
         with self._lock:
             now = self.time.milliseconds()
             expired = [b for b in self.brokers.values()
-                       if not b.fenced and now - b.last_heartbeat_ms > self.session_timeout_ms]
+                       if not b.fenced and now - self._last_heard(b) > self.session_timeout_ms]
             for b in expired:
                 self._fence(b)
             if expired:
@@ -517,6 +603,12 @@ class ControllerState:
             out.append(PartitionRegistration(list(replicas), isr, isr[0] if isr else NO_LEADER))
         return out
 
+    def _colliding_topic(self, name: str) -> str | None:
+        """The existing topic whose name differs from ``name`` only by '.' against '_' (Kafka refuses both)."""
+        if self._collision_index is None:
+            self._collision_index = {t.replace(".", "_"): t for t in self.topics}
+        return self._collision_index.get(name.replace(".", "_"))
+
     def create_topic(self, name: str, num_partitions: int, replication_factor: int, configs: dict[str, str],
                      validate_only: bool = False, assignment: list[list[int]] | None = None) -> TopicRegistration:
         """Create one topic: ``assignment`` (a replica list per partition) or ``num_partitions`` placed round
@@ -524,10 +616,9 @@ class ControllerState:
         with self._lock:
             if name in self.topics:
                 raise TopicExistsError(f"Topic '{name}' already exists.")
-            collide = name.replace(".", "_")
-            for other in self.topics:
-                if other.replace(".", "_") == collide:
-                    raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
+            other = self._colliding_topic(name)
+            if other is not None:
+                raise InvalidTopicError(f"Topic '{name}' collides with existing topic: {other}")
             if assignment:
                 assignment = self._check_assignment(assignment, -1, name, 0)
             else:
@@ -537,6 +628,8 @@ class ControllerState:
             topic = TopicRegistration(name, str(uuid.uuid4()), dict(configs), self._new_partitions(assignment))
             if not validate_only:
                 self.topics[name] = topic
+                if self._collision_index is not None:
+                    self._collision_index[name.replace(".", "_")] = name
                 self._touch_topic(name)
                 self._changed()
             return topic
@@ -558,6 +651,7 @@ class ControllerState:
         with self._lock:
             if self.topics.pop(name, None) is None:
                 raise UnknownTopicOrPartitionError(f"Topic {name} not found")
+            self._collision_index = None
             self._touch_topic(name)
             self._changed()
 

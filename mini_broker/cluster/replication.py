@@ -1,15 +1,19 @@
 """A cluster broker's side of replication (Kafka: the replication parts of ``ReplicaManager`` and
-``BrokerLifecycleManager``): registration and heartbeats, applying the controller's image, leader and follower
-transitions, follower fetch state, the high watermark, ISR changes, and the high-watermark checkpoint.
+``BrokerLifecycleManager``): registration and heartbeats, applying the controller's metadata, leader and
+follower transitions, follower fetch state, the high watermark, ISR changes, and the high-watermark checkpoint.
 
 * **Lifecycle**: :meth:`start` registers with the controller (retrying until it answers), applies the image
-  and starts a thread that heartbeats every ``broker.heartbeat.interval.ms`` (a reply carries the image when
-  its version moved), proposes ISR shrinks (``replica.lag.time.max.ms``), and writes the high-watermark
-  checkpoint (``replication-offset-checkpoint``) every second and at shutdown.
-* **Image**: for each partition this broker hosts, :class:`Partition` says whether the role or the leader
-  epoch changed. Becoming leader stops fetching it and records the epoch's start offset; becoming follower
-  hands it to the fetcher of the new leader, which first truncates (OffsetForLeaderEpoch). Partitions no
-  longer in the image have their logs deleted. Waiting produces and fetches are re-checked so that they fail
+  and starts threads that heartbeat every ``broker.heartbeat.interval.ms``, long-poll the controller for
+  metadata changes (:meth:`_fetch_metadata`), propose ISR shrinks (``replica.lag.time.max.ms``), and write the
+  high-watermark checkpoint (``replication-offset-checkpoint``) every second and at shutdown.
+* **Metadata**: every request names the version this broker applied and the controller answers with the
+  deltas after it (the whole image when the broker just started or is too far behind); :attr:`metadata`
+  (:class:`~mini_broker.cluster.metadata_image.MetadataImage`) applies either and says what changed, and only
+  those topics are published to the metadata cache, the partitions and the logs (Kafka:
+  ``BrokerMetadataPublisher``). For each changed partition this broker hosts, :class:`Partition` says whether
+  the role or the leader epoch changed. Becoming leader stops fetching it and records the epoch's start
+  offset; becoming follower hands it to the fetcher of the new leader, which first truncates
+  (OffsetForLeaderEpoch). Partitions no longer in the image have their logs deleted. Waiting produces and fetches are re-checked so that they fail
   with NOT_LEADER_OR_FOLLOWER at once.
 * **Leader**: an append needs leadership (NOT_LEADER_OR_FOLLOWER) and, for acks=all, an ISR of at least
   ``min.insync.replicas`` (NOT_ENOUGH_REPLICAS); batches are stamped with the leader epoch. A follower fetch
@@ -35,6 +39,7 @@ from typing import Any
 
 from mini_broker.cluster.controller_rpc import ControllerChannel
 from mini_broker.cluster.delayed_delete_records import DelayedDeleteRecords, DeleteRecordsStatus
+from mini_broker.cluster.metadata_image import MetadataDelta, MetadataGapError, MetadataImage
 from mini_broker.cluster.partition import NO_LEADER, Partition
 from mini_broker.cluster.replica_fetcher import ReplicaFetcherManager
 from mini_broker.cluster.txn_verification import TxnVerificationManager
@@ -105,13 +110,14 @@ class ClusterReplication:
         self.lag_time_max_ms = config.get_int("replica.lag.time.max.ms")
         self.default_replication_factor = config.default_replication_factor
         self.broker_epoch = -1
-        self.image_version = -1
+        #: the controller's metadata as this broker applied it
+        self.metadata = MetadataImage()
         self._lock = threading.RLock()
         self._apply_lock = threading.Lock()
         self.partitions: dict[TopicPartition, Partition] = {}
         self._topic_configs: dict[str, dict[str, str]] = {}
-        #: per topic of the last applied image: its entry and the partitions of it this broker hosts
-        self._applied_topics: dict[str, tuple[dict[str, Any], set[TopicPartition]]] = {}
+        #: per topic, the partitions of it this broker hosts
+        self._hosted: dict[str, set[TopicPartition]] = {}
         self._hw_checkpoint = OffsetCheckpointFile(os.path.join(data_dir, HW_CHECKPOINT_FILE))
         self._stop = threading.Event()
         #: gets the ACLs of every applied image (the authorizer's; None: no authorizer)
@@ -147,7 +153,7 @@ class ClusterReplication:
         while True:
             try:
                 reply = self.channel.call({"op": "register", "broker_id": self.broker_id, "host": host, "port": port,
-                                           "listeners": self._listeners})
+                                           "listeners": self._listeners, "version": self.image_version})
                 break
             except OSError as e:
                 if _time.monotonic() > deadline:
@@ -156,12 +162,12 @@ class ClusterReplication:
                 _time.sleep(0.1)
         self.broker_epoch = int(reply["broker_epoch"])
         log.info("event=broker_registered broker_id=%d broker_epoch=%d", self.broker_id, self.broker_epoch)
-        self.apply_image(reply["image"])
+        self.apply_metadata(reply)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"broker-lifecycle-{self.broker_id}", daemon=True)
         self._thread.start()
-        self._image_thread = threading.Thread(target=self._fetch_images, name=f"broker-metadata-{self.broker_id}",
+        self._image_thread = threading.Thread(target=self._fetch_metadata, name=f"broker-metadata-{self.broker_id}",
                                               daemon=True)
         self._image_thread.start()
         self._housekeeping_thread = threading.Thread(target=self._housekeeping,
@@ -171,23 +177,24 @@ class ClusterReplication:
                                             name=f"broker-alter-partition-{self.broker_id}", daemon=True)
         self._isr_thread.start()
 
-    def _fetch_images(self) -> None:
-        """Long-poll the controller for new images and apply each at once (heartbeats carry none, so that
-        applying a large image never delays them past the session timeout). The request says which version this broker applied, which the controller's topic
-        changes wait for."""
+    def _fetch_metadata(self) -> None:
+        """Long-poll the controller for the changes after this broker's version and apply each reply at once
+        (heartbeats carry none, so that applying a large image never delays them past the session timeout). The
+        request says which version this broker applied, which the controller's topic changes wait for; a broker
+        whose deltas do not follow its version asks for the whole image (version -1)."""
+        in_step = True
         while not self._stop.is_set():
             try:
-                reply = self.image_channel.call({"op": "fetch_image", "broker_id": self.broker_id,
-                                                 "broker_epoch": self.broker_epoch, "version": self.image_version,
-                                           "with_image": False})
-                if "image" in reply:
-                    self.apply_image(reply["image"])
+                reply = self.image_channel.call({"op": "fetch_metadata", "broker_id": self.broker_id,
+                                                 "broker_epoch": self.broker_epoch,
+                                                 "version": self.image_version if in_step else -1})
+                in_step = self.apply_metadata(reply)
             except (OSError, KafkaError, ValueError) as e:
                 # fenced or unreachable: the heartbeat thread registers again; retry after a heartbeat interval
-                log.debug("event=image_fetch_failed broker_id=%d error=%r", self.broker_id, e)
+                log.debug("event=metadata_fetch_failed broker_id=%d error=%r", self.broker_id, e)
                 self._stop.wait(self.heartbeat_interval_s)
             except Exception:
-                log.exception("event=image_apply_failed broker_id=%d", self.broker_id)
+                log.exception("event=metadata_apply_failed broker_id=%d", self.broker_id)
                 self._stop.wait(self.heartbeat_interval_s)
 
     def controlled_shutdown(self) -> None:
@@ -271,76 +278,121 @@ class ClusterReplication:
 
     # --- the controller's image --------------------------------------------------------------------
 
+    @property
+    def image_version(self) -> int:
+        """The version of the controller's metadata this broker applied (-1: none yet)."""
+        return self.metadata.version
+
+    def apply_metadata(self, reply: dict[str, Any]) -> bool:
+        """Apply what a controller reply brings: the deltas after this broker's version or a whole image. False
+        when the deltas do not follow what this broker applied (it then asks for the image)."""
+        if "image" in reply:
+            self.apply_image(reply["image"])
+        elif reply.get("deltas"):
+            return self.apply_deltas(reply["deltas"])
+        return True
+
     def apply_image(self, image: dict[str, Any]) -> None:
+        """Apply a whole image (a snapshot): what differs from the image applied before is published."""
         with self._apply_lock:
-            version = int(image["version"])
-            if version <= self.image_version:
+            if int(image["version"]) <= self.metadata.version:
                 return
-            self.image_version = version
-            self.cache.apply_cluster_image(image)
-            if self.acl_listener is not None:
-                self.acl_listener(image.get("acls", []))
-            if self.scram_listener is not None:
-                self.scram_listener(image.get("scram_credentials", []))
+            self._publish(self.metadata.replace(image))
+
+    def apply_deltas(self, deltas: list[dict[str, Any]]) -> bool:
+        """Apply the controller's deltas after this broker's version: only the topics, brokers, ACLs and
+        credentials they name are updated. False (nothing applied) when they do not follow this broker's
+        version."""
+        with self._apply_lock:
+            try:
+                delta = self.metadata.apply(deltas)
+            except MetadataGapError as e:
+                log.warning("event=metadata_gap broker_id=%d error=%s msg=\"fetching the whole image instead\"",
+                            self.broker_id, e)
+                return False
+            self._publish(delta)
+            return True
+
+    def _publish(self, delta: MetadataDelta) -> None:
+        """Bring the metadata cache, the hosted partitions and the logs in line with what ``delta`` changed
+        (Kafka: ``BrokerMetadataPublisher``); under ``_apply_lock``."""
+        image = self.metadata
+        if delta.snapshot:
+            # topics the cache kept from before this broker applied anything (its registry on disk, written
+            # before a restart) that the image no longer has: deleted while it was down
+            for kept in self.cache.all_topics():
+                if kept.name not in image.topics:
+                    delta.topics[kept.name] = None
+        self.cache.apply_cluster_delta(delta.topics, image.brokers if delta.brokers or delta.snapshot else None,
+                                       image.cluster_id)
+        if self.acl_listener is not None and (delta.acls or delta.snapshot):
+            self.acl_listener(image.acls)
+        if self.scram_listener is not None and (delta.scram_credentials or delta.snapshot):
+            self.scram_listener(image.scram_credentials)
+        checkpoint: dict[tuple[str, int], int] | None = None
+        now = self.time.milliseconds()
+        gone: set[TopicPartition] = set()
+        for name, t in delta.topics.items():
+            before = self._hosted.pop(name, set())
+            md = None if t is None else self.cache.get_topic(name)
+            if t is None or md is None:
+                self._topic_configs.pop(name, None)
+                gone |= before
+                continue
+            # the topic's log config, built when its configs changed (or it is new here); applied to the logs
+            # of the partitions this broker hosts, one by one (not by scanning every log of the broker)
+            config = None
+            if self._topic_configs.get(name) != md.configs:
+                self._topic_configs[name] = dict(md.configs)
+                config = self.rm.log_config_for(md)
             hosted: set[TopicPartition] = set()
-            checkpoint: dict[tuple[str, int], int] | None = None
-            now = self.time.milliseconds()
-            applied: dict[str, tuple[dict[str, Any], set[TopicPartition]]] = {}
-            for t in image["topics"]:
-                prev = self._applied_topics.get(t["name"])
-                if prev is not None and prev[0] == t:  # unchanged since the last image: nothing to do
-                    hosted |= prev[1]
-                    applied[t["name"]] = prev
+            for p, reg in enumerate(t["partitions"]):
+                if self.broker_id not in reg["replicas"]:
                     continue
-                md = self.cache.get_topic(t["name"])
-                if md is None:
-                    continue
-                before = set(hosted)
-                if self._topic_configs.get(md.name) != md.configs:
-                    self._topic_configs[md.name] = dict(md.configs)
-                    self.rm.log_manager.update_topic_config(md.name, self.rm.log_config_for(md))
-                for p, reg in enumerate(t["partitions"]):
-                    if self.broker_id not in reg["replicas"]:
-                        continue
-                    tp = TopicPartition(t["name"], p)
-                    hosted.add(tp)
-                    lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
-                    if lg is None:
-                        lg = self.rm.log_manager.get_or_create_log(tp.topic, tp.partition, self.rm.log_config_for(md))
-                        if checkpoint is None:
-                            checkpoint = self.read_hw_checkpoint()
-                        lg.update_high_watermark(checkpoint.get((tp.topic, tp.partition), 0))
-                    with self._lock:
-                        part = self.partitions.get(tp)
-                        if part is None:
-                            part = self.partitions[tp] = Partition(tp.topic, tp.partition, self.broker_id)
-                        change = part.update_registration(reg["replicas"], reg["isr"], reg["leader"],
-                                                          reg["leader_epoch"], reg["partition_epoch"],
-                                                          lg.log_end_offset, now)
-                    if change == "leader":
-                        self._become_leader(tp, part, lg)
-                        self._tell_leadership(tp, part.leader_epoch, lg)
-                    elif change == "follower":
-                        self._become_follower(tp, part)
-                        self._tell_leadership(tp, part.leader_epoch, None)
-                    elif part.is_leader:  # the ISR changed: the high watermark and waiting produces may move
-                        self.maybe_increment_hw(tp, part, lg)
-                        self._wake(tp)
-                applied[t["name"]] = (t, hosted - before)
-            self._applied_topics = applied
-            with self._lock:
-                gone = [tp for tp in self.partitions if tp not in hosted]
-                for tp in gone:
-                    del self.partitions[tp]
-            for tp in gone:
-                self._tell_leadership(tp, -1, None)
-                if self.fetchers is not None:
-                    self.fetchers.remove_partition(tp)
-                self.rm.log_manager.delete_log(tp.topic, tp.partition)
-                self._wake(tp)
-            known = {(t.name, p) for t in self.cache.all_topics() for p in range(t.num_partitions)}
+                tp = TopicPartition(name, p)
+                hosted.add(tp)
+                lg = self.rm.log_manager.get_log(tp.topic, tp.partition)
+                if lg is None:
+                    lg = self.rm.log_manager.get_or_create_log(tp.topic, tp.partition,
+                                                               config or self.rm.log_config_for(md))
+                    if checkpoint is None:
+                        checkpoint = self.read_hw_checkpoint()
+                    lg.update_high_watermark(checkpoint.get((tp.topic, tp.partition), 0))
+                elif config is not None:
+                    self.rm.log_manager.get_or_create_log(tp.topic, tp.partition, config)  # the topic's config
+                    lg.update_config(config)
+                with self._lock:
+                    part = self.partitions.get(tp)
+                    if part is None:
+                        part = self.partitions[tp] = Partition(tp.topic, tp.partition, self.broker_id)
+                    change = part.update_registration(reg["replicas"], reg["isr"], reg["leader"],
+                                                      reg["leader_epoch"], reg["partition_epoch"],
+                                                      lg.log_end_offset, now)
+                if change == "leader":
+                    self._become_leader(tp, part, lg)
+                    self._tell_leadership(tp, part.leader_epoch, lg)
+                elif change == "follower":
+                    self._become_follower(tp, part)
+                    self._tell_leadership(tp, part.leader_epoch, None)
+                elif part.is_leader:  # the ISR changed: the high watermark and waiting produces may move
+                    self.maybe_increment_hw(tp, part, lg)
+                    self._wake(tp)
+            if hosted:
+                self._hosted[name] = hosted
+            gone |= before - hosted
+        with self._lock:
+            gone = {tp for tp in gone if self.partitions.pop(tp, None) is not None}
+        for tp in sorted(gone):
+            self._tell_leadership(tp, -1, None)
+            if self.fetchers is not None:
+                self.fetchers.remove_partition(tp)
+            self.rm.log_manager.delete_log(tp.topic, tp.partition)
+            self._wake(tp)
+        if delta.snapshot:
+            # logs of partitions deleted or moved away while this broker was down (or fenced)
             for lg in self.rm.log_manager.all_logs():
-                if (lg.topic, lg.partition) not in known or TopicPartition(lg.topic, lg.partition) not in hosted:
+                tp = TopicPartition(lg.topic, lg.partition)
+                if tp not in self._hosted.get(lg.topic, ()):
                     log.warning("event=stray_log partition=%s-%s msg=\"not assigned to this broker; deleting\"",
                                 lg.topic, lg.partition)
                     self.rm.log_manager.delete_log(lg.topic, lg.partition)
@@ -390,7 +442,7 @@ class ClusterReplication:
 
     def load_logs(self) -> None:
         """High watermarks from the checkpoint (not the log end: a follower's tail may not be committed); which
-        logs this broker keeps is the controller's image's business (:meth:`apply_image`)."""
+        logs this broker keeps is the controller's metadata's business (:meth:`apply_metadata`)."""
         checkpoint = self.read_hw_checkpoint()
         for lg in self.rm.log_manager.all_logs():
             lg.update_high_watermark(checkpoint.get((lg.topic, lg.partition), 0))
@@ -650,7 +702,7 @@ class ClusterReplication:
         if not queued:
             return
         req = {"op": "alter_partitions", "broker_id": self.broker_id, "broker_epoch": self.broker_epoch,
-               "partitions": [item for _, item in queued.values()]}
+               "version": self.image_version, "partitions": [item for _, item in queued.values()]}
         try:
             reply = self.channel.call(req)
         except (OSError, KafkaError) as e:
@@ -658,7 +710,7 @@ class ClusterReplication:
                         "fetch or shrink check\"", len(queued), e)
             results: dict[str, Any] = {}
         else:
-            self.apply_image(reply["image"])
+            self.apply_metadata(reply)
             results = reply.get("results", {})
         for tp, (part, item) in queued.items():
             error = results.get(f"{tp.topic}:{tp.partition}")
@@ -678,11 +730,10 @@ class ClusterReplication:
 
     def _controller(self, req: dict[str, Any]) -> dict[str, Any]:
         try:
-            reply = self.forwarding_channel.call({**req, "broker_id": self.broker_id})
+            reply = self.forwarding_channel.call({**req, "broker_id": self.broker_id, "version": self.image_version})
         except OSError as e:
             raise NotControllerError(f"the controller is unreachable ({e!r}); retry") from e
-        if "image" in reply:
-            self.apply_image(reply["image"])
+        self.apply_metadata(reply)
         return reply
 
     def _batch(self, req: dict[str, Any]) -> dict[str, KafkaError | None]:

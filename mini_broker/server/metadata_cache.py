@@ -16,6 +16,7 @@ import os
 import re
 import threading
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -138,33 +139,49 @@ class MetadataCache:
                 for t in sorted(self._topics.values(), key=lambda t: t.name)
             ],
         }
-        atomic_write(self._registry_path(), json.dumps(doc, indent=1, sort_keys=True).encode())
+        # compact: json's C encoder (an indent falls back to the pure-Python one, ten times slower, and a cluster
+        # broker rewrites the registry for every topic change)
+        atomic_write(self._registry_path(), json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
 
     # --- cluster image (cluster brokers only) -----------------------------------------------------
-
-    #: the controller's image last applied (None on a single broker); see mini_broker.cluster.replication
-    cluster_image: dict[str, Any] | None = None
 
     def apply_cluster_image(self, image: dict[str, Any]) -> None:
         """Replace the topics with the controller's and keep its brokers and partition registrations."""
         with self._lock:
-            topics: dict[str, TopicMetadata] = {}
-            parts: dict[tuple[str, int], dict[str, Any]] = {}
-            for t in image["topics"]:
-                old = self._topics.get(t["name"])
+            topics: dict[str, dict[str, Any] | None] = {name: None for name in self._topics}
+            topics.update((str(t["name"]), t) for t in image["topics"])
+            brokers = {int(b["broker_id"]): b for b in image["brokers"]}
+            self.apply_cluster_delta(topics, brokers, str(image.get("cluster_id", self.cluster_id)))
+
+    def apply_cluster_delta(self, topics: Mapping[str, dict[str, Any] | None],
+                            brokers: Mapping[int, dict[str, Any]] | None, cluster_id: str) -> None:
+        """Apply what changed in the controller's image (cluster brokers only): per changed topic its image entry
+        (None: deleted), and the brokers when they changed (None: unchanged). Entries are kept by reference (the
+        image replaces an entry whole, never modifies one). The registry is written when a topic's id, partition
+        count or configs changed (leader and ISR changes leave it as it is)."""
+        with self._lock:
+            changed = False
+            for name, t in topics.items():
+                old = self._topics.get(name)
+                if old is not None:
+                    for p in range(old.num_partitions):
+                        self._partitions.pop((name, p), None)
+                if t is None:
+                    if old is not None:
+                        del self._topics[name]
+                        changed = True
+                    continue
                 configs = {str(k): str(v) for k, v in t.get("configs", {}).items()}
-                tid = uuid.UUID(t["topic_id"])
-                md = TopicMetadata(t["name"], tid, len(t["partitions"]), configs)
-                topics[md.name] = old if old == md else md
+                md = TopicMetadata(name, uuid.UUID(t["topic_id"]), len(t["partitions"]), configs)
+                if md != old:
+                    self._topics[name] = md
+                    changed = True
                 for p, reg in enumerate(t["partitions"]):
-                    parts[(md.name, p)] = reg
-            changed = topics != self._topics
-            self._topics = topics
-            self._partitions = parts
-            self._brokers = {int(b["broker_id"]): b for b in image["brokers"]}
-            self.cluster_image = image
-            self.cluster_id = str(image.get("cluster_id", self.cluster_id))
-            if changed:  # ISR and leader changes leave the topic registry as it is
+                    self._partitions[(name, p)] = reg
+            if brokers is not None:
+                self._brokers = dict(brokers)
+            self.cluster_id = cluster_id or self.cluster_id
+            if changed:
                 self._persist()
 
     def partition_registration(self, topic: str, partition: int) -> dict[str, Any] | None:
