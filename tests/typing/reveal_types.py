@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pykafka_client import AdminClient, KafkaConsumer, KafkaShareConsumer
+from pykafka_client import AdminClient, KafkaConsumer, KafkaShareConsumer, TopicPartition
 from pykafka_client.admin import OffsetSpec
 from pykafka_client.aio import AsyncKafkaConsumer
 from pykafka_client.serialization import Headers, IntegerDeserializer, StringDeserializer
@@ -85,3 +85,5 @@ admin = AdminClient(cfg)
 reveal_type(admin.list_offsets({("t", 0): OffsetSpec.latest()}))  # revealed: dict[tuple[str, int, fallback=pykafka_client.structs.TopicPartition], pykafka_client.admin.types.ListOffsetsResultInfo]
 reveal_type(admin.describe_log_dirs()[0]["/data"].replica_infos)  # revealed: typing.Mapping[tuple[str, int, fallback=pykafka_client.structs.TopicPartition], pykafka_client.admin.types.ReplicaInfo]
 reveal_type(admin.describe_transactions(["tx"])["tx"].topic_partitions)  # revealed: frozenset[tuple[str, int, fallback=pykafka_client.structs.TopicPartition]]
+reveal_type(admin.delete_consumer_group_offsets("g", [TopicPartition("t", 0)]))  # revealed: dict[tuple[str, int, fallback=pykafka_client.structs.TopicPartition], BaseException | None]
+reveal_type(admin.list_share_group_offsets("g"))  # revealed: dict[tuple[str, int, fallback=pykafka_client.structs.TopicPartition], pykafka_client.admin.group_types.SharePartitionOffsetInfo | None]
