@@ -112,6 +112,9 @@ class ClusterReplication:
         self.broker_epoch = -1
         #: the controller's metadata as this broker applied it
         self.metadata = MetadataImage()
+        #: the version of :attr:`metadata` whose publication (cache, partitions, logs, coordinators) finished:
+        #: what this broker reports as applied (:attr:`image_version`)
+        self._published_version = -1
         self._lock = threading.RLock()
         self._apply_lock = threading.Lock()
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -235,9 +238,7 @@ class ClusterReplication:
         new partitions) never delays a heartbeat past ``broker.session.timeout.ms``."""
         while not self._stop.wait(self.heartbeat_interval_s):
             try:
-                self.heartbeat_channel.call({"op": "heartbeat", "broker_id": self.broker_id,
-                                             "broker_epoch": self.broker_epoch, "version": self.image_version,
-                                             "with_image": False})
+                self.send_heartbeat()
             except StaleBrokerEpochError:
                 log.warning("event=broker_fenced broker_id=%d msg=\"the controller fenced this broker; "
                             "registering again\"", self.broker_id)
@@ -248,6 +249,13 @@ class ClusterReplication:
             except (OSError, KafkaError, ValueError) as e:
                 log.warning("event=heartbeat_failed broker_id=%d error=%r msg=\"retrying; the controller fences "
                             "this broker after broker.session.timeout.ms\"", self.broker_id, e)
+
+    def send_heartbeat(self) -> None:
+        """One broker heartbeat, naming the metadata version this broker applied (:attr:`image_version`); raises
+        StaleBrokerEpochError when the controller fenced this broker."""
+        self.heartbeat_channel.call({"op": "heartbeat", "broker_id": self.broker_id,
+                                     "broker_epoch": self.broker_epoch, "version": self.image_version,
+                                     "with_image": False})
 
     def _housekeeping(self) -> None:
         last_checkpoint = _time.monotonic()
@@ -280,8 +288,13 @@ class ClusterReplication:
 
     @property
     def image_version(self) -> int:
-        """The version of the controller's metadata this broker applied (-1: none yet)."""
-        return self.metadata.version
+        """The version of the controller's metadata this broker applied and published (-1: none yet): what its
+        heartbeats and metadata fetches report, which the controller's topic changes and
+        ``MiniCluster.wait_for_metadata`` wait for. A version is reported only once its publication finished (the
+        metadata cache, the partitions' leadership, their logs and the coordinators), not when the image took
+        it (Kafka: a broker's metadata offset moves once its publishers ran), so nothing waiting for a broker to
+        have applied a version proceeds while it is still creating the logs or moving the coordinators."""
+        return self._published_version
 
     def apply_metadata(self, reply: dict[str, Any]) -> bool:
         """Apply what a controller reply brings: the deltas after this broker's version or a whole image. False
@@ -298,6 +311,7 @@ class ClusterReplication:
             if int(image["version"]) <= self.metadata.version:
                 return
             self._publish(self.metadata.replace(image))
+            self._published_version = self.metadata.version
 
     def apply_deltas(self, deltas: list[dict[str, Any]]) -> bool:
         """Apply the controller's deltas after this broker's version: only the topics, brokers, ACLs and
@@ -311,6 +325,7 @@ class ClusterReplication:
                             self.broker_id, e)
                 return False
             self._publish(delta)
+            self._published_version = self.metadata.version
             return True
 
     def _publish(self, delta: MetadataDelta) -> None:
