@@ -302,6 +302,8 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
                      for ep in req.get("listeners", [])]
         epoch = s.register_broker(int(req["broker_id"]), str(req["host"]), int(req["port"]), listeners)
         log.info("event=broker_registered broker_id=%s broker_epoch=%d", req["broker_id"], epoch)
+        if not req.get("with_metadata", True):  # a fenced broker registering again: its metadata thread catches up
+            return {"broker_epoch": epoch}
         return {"broker_epoch": epoch, **_changes_for(s, req)}
     if op == "fetch_metadata":
         # a broker's long-poll: it applied ``version``; answer with what follows as soon as there is some

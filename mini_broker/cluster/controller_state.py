@@ -259,6 +259,8 @@ class ControllerState:
         self.images_served = 0
         #: broker id -> (broker epoch, arrival ms) of its latest heartbeat, noted before it takes the lock
         self._heartbeat_arrivals: dict[int, tuple[int, int]] = {}
+        #: broker id -> broker epoch of a heartbeat that arrived and waits for the lock (not processed yet)
+        self._heartbeats_waiting: dict[int, int] = {}
         #: normalised topic name -> topic name (Kafka's '.'/'_' collision rule); None: rebuilt at next use
         self._collision_index: dict[str, str] | None = None
         if image is not None:
@@ -462,13 +464,17 @@ class ControllerState:
 
     def heartbeat(self, broker_id: int, broker_epoch: int, metadata_version: int = -1) -> None:
         """Raises StaleBrokerEpochError when the broker must register again (fenced or an older incarnation)."""
-        with self._lock:
-            b = self.brokers.get(broker_id)
-            if b is None or b.broker_epoch != broker_epoch or b.fenced:
-                raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered; register again")
-            b.last_heartbeat_ms = self.time.milliseconds()
-            b.metadata_version = max(b.metadata_version, metadata_version)
-            self._heartbeats.notify_all()
+        try:
+            with self._lock:
+                b = self.brokers.get(broker_id)
+                if b is None or b.broker_epoch != broker_epoch or b.fenced:
+                    raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered; register "
+                                                f"again")
+                b.last_heartbeat_ms = self.time.milliseconds()
+                b.metadata_version = max(b.metadata_version, metadata_version)
+                self._heartbeats.notify_all()
+        finally:
+            self._heartbeats_waiting.pop(broker_id, None)
 
     def wait_for_propagation(self, version: int, exclude: int, timeout_s: float) -> bool:
         """Block (real time) until every unfenced broker but ``exclude`` reported image ``version`` or newer in a
@@ -491,12 +497,18 @@ class ControllerState:
                 self._changed()
 
     def heartbeat_arrived(self, broker_id: int, broker_epoch: int) -> None:
-        """Note a heartbeat's arrival before it waits for the lock: a heartbeat that queued behind a long change
-        (a thousand topics created at once) counts from when it arrived, so its broker is not fenced for the
-        controller's own delay. Lock-free (one dictionary store)."""
-        self._heartbeat_arrivals[broker_id] = (broker_epoch, self.time.milliseconds())
+        """Note a heartbeat's arrival before it waits for the lock (:meth:`heartbeat` processes it): a heartbeat
+        that queued behind a long change (a thousand topics created at once, the AlterPartition that follows)
+        counts from when it arrived, and while it waits its broker's session does not expire: the broker sends
+        its next heartbeat once this one is answered, so the controller's own delay must not fence it. Lock-free
+        (dictionary stores)."""
+        now = self.time.milliseconds()
+        self._heartbeat_arrivals[broker_id] = (broker_epoch, now)
+        self._heartbeats_waiting[broker_id] = broker_epoch
 
-    def _last_heard(self, b: BrokerRegistration) -> int:
+    def _last_heard(self, b: BrokerRegistration, now: int) -> int:
+        if self._heartbeats_waiting.get(b.broker_id) == b.broker_epoch:
+            return now  # its heartbeat is queued behind the lock this check holds
         arrival = self._heartbeat_arrivals.get(b.broker_id)
         if arrival is not None and arrival[0] == b.broker_epoch:
             return max(b.last_heartbeat_ms, arrival[1])
@@ -507,7 +519,7 @@ class ControllerState:
         with self._lock:
             now = self.time.milliseconds()
             expired = [b for b in self.brokers.values()
-                       if not b.fenced and now - self._last_heard(b) > self.session_timeout_ms]
+                       if not b.fenced and now - self._last_heard(b, now) > self.session_timeout_ms]
             for b in expired:
                 self._fence(b)
             if expired:

@@ -155,8 +155,7 @@ class ClusterReplication:
         deadline = _time.monotonic() + timeout_s
         while True:
             try:
-                reply = self.channel.call({"op": "register", "broker_id": self.broker_id, "host": host, "port": port,
-                                           "listeners": self._listeners, "version": self.image_version})
+                reply = self.channel.call(self._registration())
                 break
             except OSError as e:
                 if _time.monotonic() > deadline:
@@ -166,6 +165,10 @@ class ClusterReplication:
         self.broker_epoch = int(reply["broker_epoch"])
         log.info("event=broker_registered broker_id=%d broker_epoch=%d", self.broker_id, self.broker_epoch)
         self.apply_metadata(reply)
+
+    def _registration(self) -> dict[str, Any]:
+        return {"op": "register", "broker_id": self.broker_id, "host": self._host, "port": self._port,
+                "listeners": self._listeners, "version": self.image_version}
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"broker-lifecycle-{self.broker_id}", daemon=True)
@@ -234,21 +237,38 @@ class ClusterReplication:
 
     def _run(self) -> None:
         """Heartbeats only, on their own channel: ISR proposals and checkpoints (:meth:`_housekeeping`) and
-        image application (:meth:`_fetch_images`) run on other threads, so that a burst of them (a thousand
+        metadata application (:meth:`_fetch_metadata`) run on other threads, so that a burst of them (a thousand
         new partitions) never delays a heartbeat past ``broker.session.timeout.ms``."""
         while not self._stop.wait(self.heartbeat_interval_s):
+            self.heartbeat_or_register()
+
+    def heartbeat_or_register(self) -> None:
+        """One turn of the lifecycle thread: a heartbeat, or registering again when the controller fenced this
+        broker. Neither applies metadata nor waits for its application (the registration's reply carries none:
+        the metadata thread catches up from the version it applied, as for any other change), nor shares a
+        channel with the requests that wait for the controller's other work (AlterPartition, forwarded topic
+        changes), so that a broker busy creating thousands of logs keeps its session (Kafka: the
+        BrokerLifecycleManager's own event queue)."""
+        try:
+            self.send_heartbeat()
+        except StaleBrokerEpochError:
+            log.warning("event=broker_fenced broker_id=%d msg=\"the controller fenced this broker; "
+                        "registering again\"", self.broker_id)
             try:
-                self.send_heartbeat()
-            except StaleBrokerEpochError:
-                log.warning("event=broker_fenced broker_id=%d msg=\"the controller fenced this broker; "
-                            "registering again\"", self.broker_id)
-                try:
-                    self.register(self._host, self._port, None, timeout_s=self.heartbeat_interval_s * 5)
-                except (OSError, KafkaError) as e:
-                    log.warning("event=register_failed error=%r", e)
+                self._register_again()
             except (OSError, KafkaError, ValueError) as e:
-                log.warning("event=heartbeat_failed broker_id=%d error=%r msg=\"retrying; the controller fences "
-                            "this broker after broker.session.timeout.ms\"", self.broker_id, e)
+                log.warning("event=register_failed broker_id=%d error=%r msg=\"retrying at the next heartbeat\"",
+                            self.broker_id, e)
+        except (OSError, KafkaError, ValueError) as e:
+            log.warning("event=heartbeat_failed broker_id=%d error=%r msg=\"retrying; the controller fences "
+                        "this broker after broker.session.timeout.ms\"", self.broker_id, e)
+
+    def _register_again(self) -> None:
+        """Register a fenced broker again on the heartbeat channel, without the metadata (see
+        :meth:`heartbeat_or_register`)."""
+        reply = self.heartbeat_channel.call({**self._registration(), "with_metadata": False})
+        self.broker_epoch = int(reply["broker_epoch"])
+        log.info("event=broker_registered broker_id=%d broker_epoch=%d", self.broker_id, self.broker_epoch)
 
     def send_heartbeat(self) -> None:
         """One broker heartbeat, naming the metadata version this broker applied (:attr:`image_version`); raises
