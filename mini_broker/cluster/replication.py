@@ -5,7 +5,10 @@ follower transitions, follower fetch state, the high watermark, ISR changes, and
 * **Lifecycle**: :meth:`start` registers with the controller (retrying until it answers), applies the image
   and starts threads that heartbeat every ``broker.heartbeat.interval.ms``, long-poll the controller for
   metadata changes (:meth:`_fetch_metadata`), propose ISR shrinks (``replica.lag.time.max.ms``), and write the
-  high-watermark checkpoint (``replication-offset-checkpoint``) every second and at shutdown.
+  high-watermark checkpoint (``replication-offset-checkpoint``) every second and at shutdown. The heartbeat
+  thread never applies metadata nor waits for it: a fenced broker registers again there and its metadata
+  thread catches up (:meth:`heartbeat_or_register`). The version a broker reports as applied
+  (:attr:`image_version`) is the last one whose publication finished.
 * **Metadata**: every request names the version this broker applied and the controller answers with the
   deltas after it (the whole image when the broker just started or is too far behind); :attr:`metadata`
   (:class:`~mini_broker.cluster.metadata_image.MetadataImage`) applies either and says what changed, and only
