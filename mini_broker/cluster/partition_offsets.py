@@ -27,8 +27,8 @@ CONSUMER_REPLICA_ID = -1
 
 
 class RemoteLatestOffsets:
-    """``latest_offset(tp)``: the partition's high watermark from its leader (None: no leader, or it did not
-    answer within ``timeout_ms``: the lag is then not known)."""
+    """``latest_offset(tp)``: the partition's (high watermark, leader epoch) from its leader (None: no leader, or
+    it did not answer within ``timeout_ms``: the lag is then not known)."""
 
     def __init__(self, cluster: ClusterReplication, timeout_ms: int = 5000) -> None:
         self._cluster = cluster
@@ -37,7 +37,7 @@ class RemoteLatestOffsets:
         self._lock = threading.Lock()
         self._connections: dict[int, BrokerConnection] = {}
 
-    def latest_offset(self, tp: TopicPartition) -> int | None:
+    def latest_offset(self, tp: TopicPartition) -> tuple[int, int] | None:
         leader, _ = self._cluster.current_leader(tp.topic, tp.partition)
         if leader < 0:
             return None
@@ -60,7 +60,7 @@ class RemoteLatestOffsets:
         for topic in response.topics:
             for p in topic.partitions:
                 if p.partition_index == tp.partition and not p.error_code:
-                    return int(p.offset)
+                    return int(p.offset), int(p.leader_epoch)
         return None
 
     def close(self) -> None:

@@ -76,7 +76,7 @@ class BrokerContext:
     share_state: ShareStateShards | None = None
     #: the high watermark of a topic partition another broker leads (a cluster: asked of its leader; None: not
     #: known), for :meth:`latest_offset`
-    remote_latest_offset: Callable[[TopicPartition], int | None] | None = None
+    remote_latest_offset: Callable[[TopicPartition], tuple[int, int] | None] | None = None
 
     def auth(self, request: Request) -> RequestAuth:
         """The authorization checks of ``request``'s principal and client host (see mini_broker.security)."""
@@ -84,11 +84,12 @@ class BrokerContext:
             return ALLOW_ALL  # no allocation per request while authorization is off (the common case)
         return RequestAuth(self.authorizer, request.context.principal, client_ip(request.context.client_address))
 
-    def latest_offset(self, tp: TopicPartition) -> int | None:
-        """The high watermark of a topic partition: this broker's when it leads it, else its leader's (None: not
-        known)."""
+    def latest_offset(self, tp: TopicPartition) -> tuple[int, int] | None:
+        """(high watermark, leader epoch) of a topic partition: this broker's when it leads it, else its leader's
+        (None: not known)."""
         try:
-            return self.replica_manager.fetch_offset_for_timestamp(tp, LATEST_TIMESTAMP, 0)[1]
+            _, offset, epoch = self.replica_manager.fetch_offset_for_timestamp(tp, LATEST_TIMESTAMP, 0)
+            return offset, epoch
         except BrokerResponseError:  # not led here
             return None if self.remote_latest_offset is None else self.remote_latest_offset(tp)
 

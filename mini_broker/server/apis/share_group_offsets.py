@@ -57,8 +57,6 @@ _log = logging.getLogger(__name__)
 
 _Describe = DescribeShareGroupOffsetsResponse
 _Partition = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition
-#: ListOffsets' "latest" timestamp: the high watermark
-LATEST = -1
 _Alter = AlterShareGroupOffsetsResponse
 _Delete = DeleteShareGroupOffsetsResponse
 E = TypeVar("E")
@@ -134,10 +132,16 @@ def handle_describe(apis: KafkaApis, request: Request) -> DescribeShareGroupOffs
             return failed_partition(index, error_code(state), error_message(state) or str(state))
         if state is None:
             return _Partition(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1)
-        end = apis.broker.latest_offset(TopicPartition(topic, index))
-        lag = -1 if end is None else max(0, end - state.start_offset - state.delivery_complete_count)
-        return _Partition(partition_index=index, start_offset=state.start_offset, leader_epoch=state.leader_epoch,
-                          lag=lag)
+        latest = apis.broker.latest_offset(TopicPartition(topic, index))
+        if latest is None:  # the partition's leader did not answer: the lag is not known
+            return _Partition(partition_index=index, start_offset=state.start_offset,
+                              leader_epoch=state.leader_epoch, lag=-1)
+        end, epoch = latest
+        # the leader epoch the share partition's state was last read or written at (a single broker's leader does
+        # not fence its own state: its topic partition's)
+        return _Partition(partition_index=index, start_offset=state.start_offset,
+                          leader_epoch=state.leader_epoch if state.leader_epoch >= 0 else epoch,
+                          lag=max(0, end - state.start_offset - state.delivery_complete_count))
 
     def failed_partition(index: int, code: int, message: str) -> _Partition:
         return _Partition(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1, error_code=code,
