@@ -108,34 +108,38 @@ def _wait_for(what: str, check: Any, timeout_s: float = 30.0) -> Any:
     raise AssertionError(f"{what}: still {last!r} after {timeout_s} s")
 
 
-def test_offsets_describe_alter_and_delete_act_on_every_partition_and_a_deleted_group_starts_afresh(
-        cluster: MiniCluster) -> None:
+def test_describe_offsets_gives_every_partitions_start_offset_and_lag(cluster: MiniCluster) -> None:
     topic, group = _topic(cluster), f"sg-{uuid.uuid4().hex[:8]}"
     assert _consume(cluster, group, topic, PARTITIONS * PER_PARTITION) == _all(0, PER_PARTITION - 1)
-
-    # every partition's start offset and lag, whichever broker leads it
     assert _offsets(cluster, group) == _every(topic, PER_PARTITION, 0)
     _produce(cluster, topic, PER_PARTITION, 2)
     _wait_for("lag 2 on every partition", lambda: _offsets(cluster, group) == _every(topic, PER_PARTITION, 2))
 
-    # the group deleted (no members) and created again: every record of every partition comes again
+
+def test_a_deleted_group_created_again_gets_every_record_of_every_partition_again(cluster: MiniCluster) -> None:
+    topic, group = _topic(cluster), f"sg-{uuid.uuid4().hex[:8]}"
+    assert _consume(cluster, group, topic, PARTITIONS * PER_PARTITION) == _all(0, PER_PARTITION - 1)
     with _admin(cluster) as admin:
         admin.delete_share_groups([group])
-    total = PER_PARTITION + 2
-    assert _consume(cluster, group, topic, PARTITIONS * total) == _all(0, total - 1)
-    assert _offsets(cluster, group) == _every(topic, total, 0)
+    # no leader serves its old share partition from memory, nor reads its old state
+    assert _consume(cluster, group, topic, PARTITIONS * PER_PARTITION) == _all(0, PER_PARTITION - 1)
+    assert _offsets(cluster, group) == _every(topic, PER_PARTITION, 0)
 
-    # altered offsets: every partition starts again at 1
+
+def test_altered_and_deleted_offsets_act_on_every_partition(cluster: MiniCluster) -> None:
+    topic, group = _topic(cluster), f"sg-{uuid.uuid4().hex[:8]}"
+    assert _consume(cluster, group, topic, PARTITIONS * PER_PARTITION) == _all(0, PER_PARTITION - 1)
     with _admin(cluster) as admin:
         admin.alter_share_group_offsets(group, {(topic, p): 1 for p in range(PARTITIONS)})
-    assert _offsets(cluster, group) == _every(topic, 1, total - 1)
-    assert _consume(cluster, group, topic, PARTITIONS * (total - 1)) == _all(1, total - 1)
-
-    # deleted offsets: no partition has state, and each starts again at share.auto.offset.reset (earliest)
+    assert _consume(cluster, group, topic, PARTITIONS * (PER_PARTITION - 1)) == _all(1, PER_PARTITION - 1)
+    # deleted offsets: each partition starts again at share.auto.offset.reset (earliest)
     with _admin(cluster) as admin:
         admin.delete_share_group_offsets(group, [topic])
-    assert _offsets(cluster, group) == {}
-    assert _consume(cluster, group, topic, PARTITIONS * total) == _all(0, total - 1)
+        assert admin.list_share_group_offsets(group) == {}
+    assert _consume(cluster, group, topic, PARTITIONS * PER_PARTITION) == _all(0, PER_PARTITION - 1)
+    with _admin(cluster) as admin:
+        admin.alter_share_group_offsets(group, {(topic, p): 2 for p in range(PARTITIONS)})
+    assert _offsets(cluster, group) == _every(topic, 2, PER_PARTITION - 2)
 
 
 def test_the_state_partitions_survive_the_group_coordinators_failover(cluster: MiniCluster) -> None:
