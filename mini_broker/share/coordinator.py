@@ -202,7 +202,8 @@ class ShareGroupCoordinator:
             members = {m: ShareGroupMember(v.member_id, v.member_epoch, v.subscribed_topic_names, v.rack_id,
                                            v.client_id, v.client_host, dict(v.assignment))
                        for m, v in group.members.items()}
-            return ShareGroup(group.group_id, group.group_epoch, group.assignment_epoch, members)
+            return ShareGroup(group.group_id, group.group_epoch, group.assignment_epoch, members,
+                              initialized=dict(group.initialized), deleting=group.deleting)
 
     def create_empty_group(self, group_id: str) -> bool:
         """An empty share group under ``group_id`` unless one exists (AlterShareGroupOffsets on a new group id, so
