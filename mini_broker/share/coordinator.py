@@ -10,6 +10,16 @@ image into its new one (:mod:`mini_broker.share.records`); a heartbeat that chan
 they are durable. The classic coordinator's load hands this driver the live share-group records, which it
 replays (members come back with their epochs and assignments and a fresh session); the groups are dropped when
 the runtime unloads.
+
+Share-partition state (Kafka's ShareGroupStatePartitionMetadata): the group's records name the share partitions
+whose state the share coordinators may hold: a partition is added in the append of the assignment that first
+names it (its leader creates the state on the first fetch, at ``share.auto.offset.reset``) or of an admin's start
+offset. Deleting the group (DeleteGroups) or a topic's offsets (DeleteShareGroupOffsets) first marks the topics
+deleting, then deletes each partition's state at its share coordinator (:class:`ShareStateAdmin`: in process on a
+single broker, DeleteShareGroupState on a cluster), then drops them (a failure leaves them marked and recorded: a
+retry deletes them); altering offsets initializes the state at a new state epoch; describing offsets reads each
+partition's summary (ReadShareGroupStateSummary). The share-partition leaders that still hold the old state are
+fenced on their next write (FENCED_STATE_EPOCH) and read the state again when a member opens a share session.
 """
 
 from __future__ import annotations

@@ -23,7 +23,10 @@ Durability (issue #25): with a :class:`SharePersister` (the share coordinator on
 manager starts from the states it loaded and writes a partition's state after every change that matters (an
 acquisition raising delivery counts, acknowledgements, records released, archived or expired, the start offset
 advanced, a deleted group), under the lock and before the call returns, so a ShareFetch or ShareAcknowledge is
-answered only once its acknowledgements are in the log.
+answered only once its acknowledgements are in the log. The group coordinator may delete or reset a share
+partition's state at the share coordinator behind this broker's back (issue #25): the leader's next write of the
+old state is then fenced (FENCED_STATE_EPOCH: the partition is dropped and read again on its next use), and a member
+opening a share session has the group's share partitions without acquired records read again.
 """
 
 from __future__ import annotations

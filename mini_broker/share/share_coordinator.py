@@ -23,7 +23,8 @@ leader. Replay: a snapshot replaces the state; an update applies its runs over i
 epoch, or without a snapshot, is stale and skipped); a tombstone removes it. Update ``i`` of a snapshot cycle
 has key index ``i``, so compaction keeps at most ``records_per_snapshot`` updates and one snapshot per share
 partition and never merges two updates of one cycle (a leftover of an older cycle is older than the snapshot
-that replaces it).
+that replaces it). A deleted share partition (DeleteShareGroupState) keeps a snapshot with start offset -1 at the
+next state epoch, so that its leader's later writes of the old state are fenced; a read finds no state.
 
 Fencing (Kafka's): a write or read with a leader epoch below the stored one fails with FENCED_LEADER_EPOCH (a
 share-partition leader that lost its topic partition's leadership cannot overwrite its successor's state); a

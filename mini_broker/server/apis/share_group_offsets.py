@@ -1,18 +1,21 @@
 """The share-group offsets admin APIs (KIP-932, to the group's coordinator): DescribeShareGroupOffsets (key 90),
-AlterShareGroupOffsets (key 91) and DeleteShareGroupOffsets (key 92). A single broker is both the group's
-coordinator and every share partition's leader, so it answers from its own share partitions, whose state the share
-coordinator keeps in ``__share_group_state``.
+AlterShareGroupOffsets (key 91) and DeleteShareGroupOffsets (key 92). The group coordinator knows which share
+partitions of the group have state (its ShareGroupStatePartitionMetadata, :mod:`mini_broker.share.coordinator`) and
+acts on each at its share coordinator (``__share_group_state``), whichever broker leads the topic partition: a
+single broker and a cluster take the same path.
 
 * Describe: per group, each share partition's start offset (-1: the group has not initialized it), leader epoch and
-  (v1, KIP-1226) lag: the records between the start offset and the high watermark that are not done (acknowledged
-  or archived in flight), -1 when not known; of the topics named (null: every share partition the group has, of the
+  (v1, KIP-1226) lag: the records between the start offset and the high watermark (asked of the partition's leader)
+  that are not done (acknowledged or archived in flight: the share coordinator's delivery-complete count), -1 when
+  not known; of the topics named (null: every share partition the group has, of the
   topics the principal may describe). DESCRIBE on the group and on each named topic is needed.
 * Alter: set the start offsets of an EMPTY group's share partitions (NON_EMPTY_GROUP while it has members): their
-  in-flight records are dropped and the next fetch reads from the new start offset. A group id no group holds
+  state starts afresh at a new state epoch (InitializeShareGroupState), so their leaders drop the old one and the
+  next fetch reads from the new start offset. A group id no group holds
   becomes an empty share group first (Kafka 4.2), so offsets may be set before the group is first used. READ on the
   group and on each topic is needed.
-* Delete: forget an EMPTY group's share partitions of whole topics; the next fetch starts them at
-  ``share.auto.offset.reset``. DELETE on the group and READ on each topic are needed.
+* Delete: delete the state of an EMPTY group's share partitions of whole topics (DeleteShareGroupState); the next
+  fetch starts them at ``share.auto.offset.reset``. DELETE on the group and READ on each topic are needed.
 
 A group id that is not a share group here (or is a consumer or classic group's) is GROUP_ID_NOT_FOUND, the group without its ACL GROUP_AUTHORIZATION_FAILED;
 a topic without its ACL is TOPIC_AUTHORIZATION_FAILED, one that does not exist (or a partition it does not have)
