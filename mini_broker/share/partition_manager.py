@@ -23,7 +23,10 @@ Durability (issue #25): with a :class:`SharePersister` (the share coordinator on
 manager starts from the states it loaded and writes a partition's state after every change that matters (an
 acquisition raising delivery counts, acknowledgements, records released, archived or expired, the start offset
 advanced, a deleted group), under the lock and before the call returns, so a ShareFetch or ShareAcknowledge is
-answered only once its acknowledgements are in the log.
+answered only once its acknowledgements are in the log. The group coordinator may delete or reset a share
+partition's state at the share coordinator behind this broker's back (issue #25): the leader's next write of the
+old state is then fenced (FENCED_STATE_EPOCH: the partition is dropped and read again on its next use), and a member
+opening a share session has the group's share partitions without acquired records read again.
 """
 
 from __future__ import annotations
@@ -182,6 +185,7 @@ class SharePartitionManager:
                                        f"this broker holds group.share.max.share.sessions "
                                        f"({self.config.max_share_sessions}) share sessions: retry later")
                 current = self._sessions[key] = ShareSession(group_id, member_id, 0, connection_id=connection_id)
+                self._drop_idle(group_id)
             elif current is None:
                 raise SessionError(ShareSessionNotFoundError.code,
                                    f"member {member_id} of share group {group_id} has no share session here: "
@@ -366,7 +370,36 @@ class SharePartitionManager:
             self._forget(keys)
             return len(keys)
 
+    def forget_share_partitions(self, group_id: str, topic_id: uuid.UUID | None = None,
+                                partition: int | None = None) -> int:
+        """Drop the group's share partitions held here (of one topic, or one partition of it) without writing
+        anything: the group coordinator changed or deleted their state at the share coordinator, and their next
+        use reads it again. Returns how many were dropped."""
+        with self._lock:
+            keys = [k for k in self._partitions if k[0] == group_id and topic_id in (None, k[1])
+                    and partition in (None, k[2])]
+            for key in keys:
+                self._drop(key)
+            return len(keys)
+
     # -- internals ------------------------------------------------------------------------------------------
+    def _drop(self, key: tuple[str, uuid.UUID, int]) -> None:
+        """Forget a share partition held here, nothing written (the caller holds the lock)."""
+        self._partitions.pop(key, None)
+        self._expiry_due.pop(key, None)
+        self._read_at.pop(key, None)
+
+    def _drop_idle(self, group_id: str) -> None:
+        """A member of the group opened a share session: the group's share partitions in which no record is
+        acquired are read again on their next use (the caller holds the lock), so that a state the group
+        coordinator deleted or reset at the share coordinator (the group deleted and created again, its offsets
+        altered or deleted) is not served from this broker's memory; the acquired records' holders keep theirs
+        until their next write, which such a change fences (FENCED_STATE_EPOCH)."""
+        if self._persister is None:
+            return  # nothing to read again from: the state is this broker's memory
+        for key in [k for k, sp in self._partitions.items() if k[0] == group_id and sp.next_lock_deadline() is None]:
+            self._drop(key)
+
     def _partition(self, group_id: str, tp: TopicIdPartition) -> SharePartition:
         """The share partition, its state read from the persister when this broker has none for the topic
         partition's current leader epoch (a failover made it the leader: the old leader's acquisitions died
@@ -380,7 +413,7 @@ class SharePartitionManager:
             sp = None
         if sp is None:
             state = None
-            if self._persister is not None and self._leader_epoch is not None:
+            if self._persister is not None:
                 state = self._persister.read_state(key, epoch)
             sp = self._new_partition(state)
             if state is not None:
