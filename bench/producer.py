@@ -51,7 +51,13 @@ CLIENT_MODULES = {
 CPU: dict[str, float] = {}
 
 
+#: records sent in the timed part of our last run (for records per produce request)
+REQUEST_RECORDS = [0]
+
+
 def run_ours(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    REQUEST_RECORDS[0] = n
+
     def send_all(p: Any) -> None:
         send = p.send
         for _ in range(n):
@@ -72,6 +78,7 @@ BATCH_CALL_RECORDS = 10_000
 def run_ours_batch(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
     """Our producer's send_batch: the same records, BATCH_CALL_RECORDS per call (a list of values)."""
     values = [value] * BATCH_CALL_RECORDS
+    REQUEST_RECORDS[0] = n
 
     def send_all(p: Any) -> None:
         send_batch = p.send_batch
@@ -87,6 +94,7 @@ def _run_ours(bootstrap: str, topic: str, acks: str, value: bytes, send_all: Any
     extra = {"batch.size": OURS_BATCH_SIZE} if OURS_BATCH_SIZE else {}
     p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **extra})
     p.send(topic, value).result(30)  # metadata + connection outside the timing
+    requests_start = p.sender.metrics.requests_sent
     io_start = _thread_cpu(p._io_thread)
     start = time.perf_counter()
     cpu0 = time.thread_time()
@@ -95,9 +103,13 @@ def _run_ours(bootstrap: str, topic: str, acks: str, value: bytes, send_all: Any
     p.flush()
     elapsed = time.perf_counter() - start
     io_end = _thread_cpu(p._io_thread)
+    requests = p.sender.metrics.requests_sent - requests_start
     p.close()
     if io_start is not None and io_end is not None:
         CPU["io"] = io_end - io_start
+        if requests:
+            CPU["io_per_request"] = (io_end - io_start) / requests
+            CPU["records_per_request"] = REQUEST_RECORDS[0] / requests
     return elapsed
 
 
@@ -295,7 +307,11 @@ def _cpu_text(res: dict[str, Any], n: int) -> str:
     if "send" not in cpu:
         return process
     io = f"{cpu['io'] / n * 1e6:.1f}" if "io" in cpu else "?"
-    return f"{process}  {cpu['send'] / n * 1e6:.1f}, {io}"
+    per_request = (
+        f"; I/O {cpu['io_per_request'] * 1e6:.0f} us/request of {cpu['records_per_request']:.0f} records"
+        if "io_per_request" in cpu else ""
+    )
+    return f"{process}  {cpu['send'] / n * 1e6:.1f}, {io}{per_request}"
 
 
 def main() -> None:
