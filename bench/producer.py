@@ -326,6 +326,7 @@ def main() -> None:
                     " librdkafka's default is 1000000, so confluent-kafka's produce requests carry up to ~60x more)")
     ap.add_argument("--same-batch-size", action="store_true", help="--batch-size for every client (aiokafka's"
                     " max_batch_size, kafka-python's batch_size, confluent-kafka's batch.size)")
+    ap.add_argument("--configs", default=None, help="comma-separated partitions:acks pairs (default: 1:1,1:all,6:1,6:all)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -345,6 +346,8 @@ def main() -> None:
         broker, bootstrap = start_broker(data_dir)
         try:
             configs = [(1, "1")] if args.profile else [(1, "1"), (1, "all"), (6, "1"), (6, "all")]
+            if args.configs:
+                configs = [(int(c.split(":")[0]), c.split(":")[1]) for c in args.configs.split(",")]
             clients = (args.clients or ",".join(CLIENTS)).split(",")
             if args.profile:
                 clients = [next((c for c in clients if c in _OURS), "pykafka_client")] if args.clients else ["pykafka_client"]

@@ -127,7 +127,10 @@ class InFlightRequests:
 
     def can_send_more(self, node: str) -> bool:
         q = self._requests.get(node)
-        return not q or (q[-1].send.completed() and len(q) < self._max)
+        if not q:
+            return True
+        send = q[-1].send  # NetworkSend.completed() inlined: this runs for every request sent
+        return send.written >= send.size and len(q) < self._max
 
     def count(self, node: str | None = None) -> int:
         if node is None:
@@ -136,7 +139,9 @@ class InFlightRequests:
         return len(q) if q else 0
 
     def is_empty(self, node: str | None = None) -> bool:
-        return self.count(node) == 0
+        if node is None:
+            return self._count == 0
+        return not self._requests.get(node)
 
     def clear_all(self, node: str) -> list[InFlightRequest]:
         """Remove every request to ``node`` and return them oldest first."""

@@ -518,9 +518,11 @@ class Selector:
                 self.metrics.connection_creation_total += 1
                 if channel.ready():
                     self._connected.append(cid)
-            if not channel.ready():
+            ready = channel.ready()
+            if not ready:
                 channel.prepare()
-                if channel.ready():
+                ready = channel.ready()
+                if ready:
                     if channel.authenticator is not None:
                         self.metrics.successful_authentication_total += 1
                         self._schedule_reauthentication(channel, now_ns)
@@ -529,7 +531,7 @@ class Selector:
                         self.metrics.successful_reauthentication_total += 1
                     elif cid not in self._server_channels:
                         self._connected.append(cid)
-            if channel.ready():
+            if ready:
                 if (mask & selectors.EVENT_READ or channel.has_bytes_buffered()) and not channel.is_muted():
                     receives, n = channel.read(self._max_receives, self._max_read_bytes)
                     self.metrics.bytes_received_total += n
