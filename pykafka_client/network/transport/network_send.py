@@ -96,15 +96,20 @@ class WritableTransport(Protocol):
 class SendWriter:
     """Progress of one :class:`NetworkSend` through its pieces. ``send.written`` is kept current."""
 
-    __slots__ = ("send", "_pieces", "_index", "_offset")
+    __slots__ = ("send", "_pieces", "_index", "_offset", "_views_only")
 
     def __init__(self, send: NetworkSend) -> None:
         pieces: list[Piece] = []
         total = 0
+        views_only = True
         for b in send.buffers:
             # bytes (what the request encoders return) without the general conversion: one call less per piece
             piece: Piece = memoryview(b) if type(b) is bytes else _as_piece(b)
-            n = piece.nbytes if type(piece) is memoryview else piece_length(piece)
+            if type(piece) is memoryview:
+                n = piece.nbytes
+            else:
+                n = piece_length(piece)
+                views_only = False
             total += n
             if n > 0:
                 pieces.append(piece)
@@ -116,6 +121,8 @@ class SendWriter:
         self._pieces: list[Piece] = pieces
         self._index = 0
         self._offset = 0  # within the current piece
+        #: every piece is a memoryview (no file region): the whole send may go out in one gathering write
+        self._views_only = views_only and len(pieces) <= MAX_IOV
 
     def completed(self) -> bool:
         return self._index >= len(self._pieces)
@@ -134,7 +141,7 @@ class SendWriter:
     def write_to(self, transport: WritableTransport) -> int:
         """Write as much as the transport takes now; returns the bytes written."""
         pieces = self._pieces
-        if pieces and self._index == 0 and self._offset == 0 and len(pieces) <= MAX_IOV and all(type(p) is memoryview for p in pieces):
+        if self._views_only and self._index == 0 and self._offset == 0 and pieces:
             # The whole send in one gathering write (a produce request's frame: a header and its batches).
             wanted = self.send.size - self.send.written
             n = transport.write_buffers(pieces)  # type: ignore[arg-type]  # every piece is a memoryview

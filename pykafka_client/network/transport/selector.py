@@ -456,7 +456,7 @@ class Selector:
             self._pending_disconnects.clear()
         if self._memory_muted:
             self._unmute_for_memory()
-        buffered = [c for c in self._buffered if not self._channels[c].is_muted()]
+        buffered = [c for c in self._buffered if not self._channels[c].is_muted()] if self._buffered else []
         if buffered or self._disconnected or self._completed_sends:
             timeout_ms = 0
         start_ns = self._time.nanoseconds()
