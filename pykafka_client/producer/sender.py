@@ -172,7 +172,10 @@ class Sender:
         the queued, in-flight and transactional work, then aborting an open transaction; when forced, the
         transaction manager is closed and the incomplete batches failed."""
         if self._running:
-            self._run_once_safely()
+            try:  # _run_once_safely inlined: once per iteration
+                self.run_once()
+            except Exception:
+                log.exception("uncaught error in the producer I/O thread")
             return True
         tm = self.transaction_manager
         if not self._force_close and (
@@ -435,7 +438,9 @@ class Sender:
             # Only nodes the client can send to now (Java removes the others from readyNodes first): a ready
             # batch for a throttled or in-flight-limited node waits for network events, not in a 0 ms loop.
             poll_timeout = 0
-        self._send_produce_requests(batches, now)
+        for node_id, node_batches in batches.items():  # _send_produce_requests inlined: once per iteration
+            if node_batches:
+                self._send_produce_request(node_id, node_batches, now)
         return poll_timeout
 
     def _expired_in_flight_batches(self, now: int) -> list[ProducerBatch]:
@@ -455,11 +460,6 @@ class Sender:
             if not lst:
                 del self.in_flight_batches[tp]
         return expired
-
-    def _send_produce_requests(self, batches: dict[int, list[ProducerBatch]], now: int) -> None:
-        for node_id, node_batches in batches.items():
-            if node_batches:
-                self._send_produce_request(node_id, node_batches, now)
 
     def _send_produce_request(self, node_id: int, batches: list[ProducerBatch], now: int) -> None:
         by_tp: dict[TopicPartition, ProducerBatch] = {}
