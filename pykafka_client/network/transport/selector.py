@@ -420,8 +420,10 @@ class Selector:
         )
 
     def _drain_wakeup(self) -> None:
+        # A read shorter than asked for emptied the socket: no second read that fails with EAGAIN (an exception
+        # per wake-up, and the producer wakes its I/O thread for every new batch).
         try:
-            while self._wakeup_r.recv(4096):
+            while len(self._wakeup_r.recv(4096)) == 4096:
                 pass
         except (BlockingIOError, InterruptedError):
             pass
