@@ -160,8 +160,8 @@ class InFlightRequests:
     def nodes_with_timed_out_requests(self, now_ms: int) -> list[str]:
         out: list[str] = []
         for node, q in self._requests.items():
-            for req in q:
-                if req.time_elapsed_since_send_ms(now_ms) - req.throttle_time_ms > req.request_timeout_ms:
+            for req in q:  # time_elapsed_since_send_ms inlined: every poll checks every request in flight
+                if max(0, now_ms - req.send_time_ms) - req.throttle_time_ms > req.request_timeout_ms:
                     out.append(node)
                     break
         return out

@@ -104,7 +104,13 @@ class SendWriter:
         views_only = True
         for b in send.buffers:
             # bytes (what the request encoders return) without the general conversion: one call less per piece
-            piece: Piece = memoryview(b) if type(b) is bytes else _as_piece(b)
+            piece: Piece
+            if type(b) is bytes:
+                piece = memoryview(b)
+            elif type(b) is memoryview and b.ndim == 1 and b.format == "B":  # as _as_piece takes it
+                piece = b
+            else:
+                piece = _as_piece(b)
             if type(piece) is memoryview:
                 n = piece.nbytes
             else:
