@@ -51,7 +51,13 @@ CLIENT_MODULES = {
 CPU: dict[str, float] = {}
 
 
+#: records sent in the timed part of our last run (for records per produce request)
+REQUEST_RECORDS = [0]
+
+
 def run_ours(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    REQUEST_RECORDS[0] = n
+
     def send_all(p: Any) -> None:
         send = p.send
         for _ in range(n):
@@ -72,6 +78,7 @@ BATCH_CALL_RECORDS = 10_000
 def run_ours_batch(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
     """Our producer's send_batch: the same records, BATCH_CALL_RECORDS per call (a list of values)."""
     values = [value] * BATCH_CALL_RECORDS
+    REQUEST_RECORDS[0] = n
 
     def send_all(p: Any) -> None:
         send_batch = p.send_batch
@@ -87,6 +94,7 @@ def _run_ours(bootstrap: str, topic: str, acks: str, value: bytes, send_all: Any
     extra = {"batch.size": OURS_BATCH_SIZE} if OURS_BATCH_SIZE else {}
     p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **extra})
     p.send(topic, value).result(30)  # metadata + connection outside the timing
+    requests_start = p.sender.metrics.requests_sent
     io_start = _thread_cpu(p._io_thread)
     start = time.perf_counter()
     cpu0 = time.thread_time()
@@ -95,9 +103,13 @@ def _run_ours(bootstrap: str, topic: str, acks: str, value: bytes, send_all: Any
     p.flush()
     elapsed = time.perf_counter() - start
     io_end = _thread_cpu(p._io_thread)
+    requests = p.sender.metrics.requests_sent - requests_start
     p.close()
     if io_start is not None and io_end is not None:
         CPU["io"] = io_end - io_start
+        if requests:
+            CPU["io_per_request"] = (io_end - io_start) / requests
+            CPU["records_per_request"] = REQUEST_RECORDS[0] / requests
     return elapsed
 
 
@@ -211,6 +223,87 @@ def run_micro(n: int, value: bytes, rounds: int = 3) -> None:
           f"complete {best_complete:.2f} us/record (best of {rounds})")
 
 
+def run_io_micro(bootstrap: str, topic: str, n: int, value: bytes, rounds: int) -> list[float]:
+    """The I/O thread's CPU per produce request with nothing else running: ``n`` records are queued while the
+    Sender is paused, then one flush sends them all (every batch ready at once, one partition, acks=1) and the
+    Sender thread's CPU time is divided by the requests it sent. Best of ``rounds`` is the stable figure on a
+    busy machine; returns the per-round values (seconds per request)."""
+    import threading
+
+    from pykafka_client import KafkaProducer
+
+    class PausableRunner:
+        """Runs the Sender's steps on a thread, stopping between steps while paused."""
+
+        def __init__(self, sender: Any, client_id: str) -> None:
+            self.sender = sender
+            self.running = threading.Event()
+            self.running.set()
+            self.idle = threading.Event()
+            self.cpu = 0.0  # the thread's own CPU clock (ns resolution) after its last step
+            self.thread = threading.Thread(target=self._run, name="bench-io", daemon=True)
+            self.thread.start()
+
+        def _run(self) -> None:
+            self.sender.start_run()
+            try:
+                while True:
+                    if not self.running.is_set():
+                        self.idle.set()
+                        self.running.wait()
+                        self.idle.clear()
+                    more = self.sender.run_step()
+                    self.cpu = time.thread_time()
+                    if not more:
+                        break
+            finally:
+                self.sender.finish_run()
+
+        def is_alive(self) -> bool:
+            return self.thread.is_alive()
+
+        def join(self, timeout: float | None = None) -> None:
+            self.running.set()
+            self.thread.join(timeout)
+
+        def ensure_started(self) -> None:
+            return None
+
+    runners: list[PausableRunner] = []
+
+    def factory(sender: Any, client_id: str) -> PausableRunner:
+        runners.append(PausableRunner(sender, client_id))
+        return runners[-1]
+
+    p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5, "buffer.memory": 1 << 30},
+                      io_runner=factory)
+    runner = runners[0]
+    out: list[float] = []
+    try:
+        p.send(topic, value).result(30)
+        p.flush()
+        runner.running.clear()
+        p.sender.wakeup()
+        runner.idle.wait(30)
+        for _ in range(rounds):
+            send = p.send
+            for _ in range(n):
+                send(topic, value)
+            requests0 = p.sender.metrics.requests_sent
+            cpu0 = runner.cpu
+            runner.running.set()
+            p.flush()
+            runner.running.clear()  # the steps after the flush are not part of the round
+            p.sender.wakeup()
+            runner.idle.wait(30)
+            requests = p.sender.metrics.requests_sent - requests0
+            if requests:
+                out.append((runner.cpu - cpu0) / requests)
+    finally:
+        p.close()
+    return out
+
+
 RUNNERS = {
     "pykafka_client": run_ours,
     "ours-python": run_ours,
@@ -253,6 +346,11 @@ def child(args: argparse.Namespace) -> None:
         if os.environ.get("BENCH_PROFILE_OUT"):  # for pstats: <out>.send and <out>.io
             prof.dump_stats(os.environ["BENCH_PROFILE_OUT"] + ".send")
             io_prof.dump_stats(os.environ["BENCH_PROFILE_OUT"] + ".io")
+        io_stats = pstats.Stats(io_prof)
+        if CPU.get("records_per_request"):
+            requests = REQUEST_RECORDS[0] / CPU["records_per_request"]
+            print(f"I/O thread: {io_stats.total_calls / requests:.0f} profiled calls per produce request"  # type: ignore[attr-defined]
+                  f" ({requests:.0f} requests)", file=sys.stderr)
         print("=== I/O thread (Sender) ===", file=sys.stderr)
         pstats.Stats(io_prof, stream=sys.stderr).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(int(os.environ.get("BENCH_LINES", "20")))
     else:
@@ -295,7 +393,11 @@ def _cpu_text(res: dict[str, Any], n: int) -> str:
     if "send" not in cpu:
         return process
     io = f"{cpu['io'] / n * 1e6:.1f}" if "io" in cpu else "?"
-    return f"{process}  {cpu['send'] / n * 1e6:.1f}, {io}"
+    per_request = (
+        f"; I/O {cpu['io_per_request'] * 1e6:.0f} us/request of {cpu['records_per_request']:.0f} records"
+        if "io_per_request" in cpu else ""
+    )
+    return f"{process}  {cpu['send'] / n * 1e6:.1f}, {io}{per_request}"
 
 
 def main() -> None:
@@ -306,10 +408,13 @@ def main() -> None:
                     " --profile: pykafka_client, or the first of ours given)")
     ap.add_argument("--profile", action="store_true", help="profile pykafka_client only (1 partition, acks=1)")
     ap.add_argument("--micro", action="store_true", help="no broker: CPU per send() and per record on the I/O side")
+    ap.add_argument("--io-micro", type=int, default=0, metavar="ROUNDS", help="the I/O thread's CPU per produce"
+                    " request with nothing else running (records queued while it is paused, then flushed), best of ROUNDS")
     ap.add_argument("--batch-size", type=int, default=0, help="batch.size of our clients only (default: Java's 16384;"
                     " librdkafka's default is 1000000, so confluent-kafka's produce requests carry up to ~60x more)")
     ap.add_argument("--same-batch-size", action="store_true", help="--batch-size for every client (aiokafka's"
                     " max_batch_size, kafka-python's batch_size, confluent-kafka's batch.size)")
+    ap.add_argument("--configs", default=None, help="comma-separated partitions:acks pairs (default: 1:1,1:all,6:1,6:all)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
@@ -328,7 +433,17 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-producer-") as data_dir:
         broker, bootstrap = start_broker(data_dir)
         try:
+            if args.io_micro:
+                topic = f"bench-io-{time.monotonic_ns()}"
+                create_topic(bootstrap, topic, 1)
+                per_request = run_io_micro(bootstrap, topic, args.records, b"x" * args.value_size, args.io_micro)
+                print(f"io-micro: {args.records} records x {args.value_size} B per round, 1 partition, acks=1: I/O thread"
+                      f" CPU per produce request best {min(per_request) * 1e6:.0f} us, rounds "
+                      + ", ".join(f"{v * 1e6:.0f}" for v in per_request))
+                return
             configs = [(1, "1")] if args.profile else [(1, "1"), (1, "all"), (6, "1"), (6, "all")]
+            if args.configs:
+                configs = [(int(c.split(":")[0]), c.split(":")[1]) for c in args.configs.split(",")]
             clients = (args.clients or ",".join(CLIENTS)).split(",")
             if args.profile:
                 clients = [next((c for c in clients if c in _OURS), "pykafka_client")] if args.clients else ["pykafka_client"]

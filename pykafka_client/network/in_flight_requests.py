@@ -127,7 +127,10 @@ class InFlightRequests:
 
     def can_send_more(self, node: str) -> bool:
         q = self._requests.get(node)
-        return not q or (q[-1].send.completed() and len(q) < self._max)
+        if not q:
+            return True
+        send = q[-1].send  # NetworkSend.completed() inlined: this runs for every request sent
+        return send.written >= send.size and len(q) < self._max
 
     def count(self, node: str | None = None) -> int:
         if node is None:
@@ -136,7 +139,9 @@ class InFlightRequests:
         return len(q) if q else 0
 
     def is_empty(self, node: str | None = None) -> bool:
-        return self.count(node) == 0
+        if node is None:
+            return self._count == 0
+        return not self._requests.get(node)
 
     def clear_all(self, node: str) -> list[InFlightRequest]:
         """Remove every request to ``node`` and return them oldest first."""
@@ -155,8 +160,8 @@ class InFlightRequests:
     def nodes_with_timed_out_requests(self, now_ms: int) -> list[str]:
         out: list[str] = []
         for node, q in self._requests.items():
-            for req in q:
-                if req.time_elapsed_since_send_ms(now_ms) - req.throttle_time_ms > req.request_timeout_ms:
+            for req in q:  # time_elapsed_since_send_ms inlined: every poll checks every request in flight
+                if max(0, now_ms - req.send_time_ms) - req.throttle_time_ms > req.request_timeout_ms:
                     out.append(node)
                     break
         return out

@@ -180,7 +180,7 @@ class Metadata:
     def time_to_next_update(self, now_ms: int) -> int:
         """Ms until the next update is due: 0 if requested (or expired) and the backoff has passed."""
         with self._lock:
-            if self.update_requested():
+            if self._need_full_update or self._need_partial_update:  # update_requested(), once per poll
                 time_to_expire = 0
             else:
                 time_to_expire = max(self._last_successful_refresh_ms + self.metadata_expire_ms - now_ms, 0)

@@ -116,11 +116,11 @@ class DefaultMetadataUpdater:
         return self._in_progress is not None
 
     def is_update_due(self, now_ms: int) -> bool:
-        return not self.has_fetch_in_progress() and self.metadata.time_to_next_update(now_ms) == 0
+        return self._in_progress is None and self.metadata.time_to_next_update(now_ms) == 0
 
     def maybe_update(self, now_ms: int) -> int:
         time_to_next = self.metadata.time_to_next_update(now_ms)
-        wait_for_fetch = self._request_timeout_ms if self.has_fetch_in_progress() else 0
+        wait_for_fetch = self._request_timeout_ms if self._in_progress is not None else 0
         timeout = max(time_to_next, wait_for_fetch)
         if timeout > 0:
             return timeout

@@ -378,7 +378,8 @@ class NetworkClient(ConnectionFailures):
         self._do_send(request, True, now_ms)
 
     def _do_send(self, request: ClientRequest, is_internal: bool, now_ms: int) -> None:
-        self._ensure_active()
+        if self._state is not _State.ACTIVE:
+            self._ensure_active()
         node_id = request.destination
         if not is_internal and not self.can_send_request(node_id, now_ms):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
@@ -447,7 +448,8 @@ class NetworkClient(ConnectionFailures):
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
         """Do I/O for at most ``timeout_ms`` and return the requests that completed."""
-        self._ensure_active()
+        if self._state is not _State.ACTIVE:
+            self._ensure_active()
         if self._aborted_sends:
             # Version mismatches and client disconnects: complete at once, no network wait.
             aborted, self._aborted_sends = self._aborted_sends, []

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from crc32c import crc32c
+
 from pykafka_client.protocol.compression import CompressionType
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 
 
@@ -36,7 +39,24 @@ def compression_type_for(value: Any) -> CompressionType:
 
 def encode_batch(batch: EncodableBatch, compression_type: Any, compression_level: int | None) -> tuple[bytes, float]:
     """The wire bytes of ``batch`` (base offset 0) with its current producer id, epoch and base sequence, and
-    the compression ratio achieved on its records (1.0 without compression)."""
+    the compression ratio achieved on its records (1.0 without compression).
+
+    An uncompressed batch (one per partition of every produce request) is encoded by the compiled kernel in one
+    call when it is active; :func:`encode_batch_reference` decides whenever the kernel declines."""
+    kernel = _native.kernel
+    if kernel is not None and (compression_type is None or compression_type_for(compression_type) is CompressionType.NONE):
+        pending = batch.pending
+        if type(pending) is list:
+            data = kernel.encode_batch(
+                pending, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.is_transactional, crc32c
+            )
+            if data is not None:
+                return data, 1.0
+    return encode_batch_reference(batch, compression_type, compression_level)
+
+
+def encode_batch_reference(batch: EncodableBatch, compression_type: Any, compression_level: int | None) -> tuple[bytes, float]:
+    """:func:`encode_batch` with the shared ``MemoryRecordsBuilder``: the reference of the compiled path."""
     builder = MemoryRecordsBuilder(
         compression_type_for(compression_type),
         write_limit=_UNLIMITED,

@@ -428,7 +428,10 @@ class RecordAccumulator:
                     batch = q.batches[0]
                     waited = now_ms - max(batch.created_ms, batch.last_attempt_ms)
                     leader_changed = batch.maybe_update_leader_epoch(epoch)
-                    backing_off, retry_wait = self._should_backoff(batch, waited, leader_changed)
+                    # a batch never attempted does not back off: no call for the common case
+                    backing_off, retry_wait = (
+                        self._should_backoff(batch, waited, leader_changed) if batch.attempts > 0 else (False, 0)
+                    )
                     full = n > 1 or batch.is_full()
                 if leader is None:
                     unknown.add(topic)
@@ -508,7 +511,7 @@ class RecordAccumulator:
                         _, epoch = metadata.leader_and_epoch(tp)
                         leader_changed = first.maybe_update_leader_epoch(epoch)
                         waited = now_ms - max(first.created_ms, first.last_attempt_ms)
-                        backing_off, _ = self._should_backoff(first, waited, leader_changed)
+                        backing_off = first.attempts > 0 and self._should_backoff(first, waited, leader_changed)[0]
                         if not backing_off:
                             if size + first.estimated_size_in_bytes() > max_size and ready:
                                 break  # the request is full; at least one batch was taken

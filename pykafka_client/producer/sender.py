@@ -172,7 +172,10 @@ class Sender:
         the queued, in-flight and transactional work, then aborting an open transaction; when forced, the
         transaction manager is closed and the incomplete batches failed."""
         if self._running:
-            self._run_once_safely()
+            try:  # _run_once_safely inlined: once per iteration
+                self.run_once()
+            except Exception:
+                log.exception("uncaught error in the producer I/O thread")
             return True
         tm = self.transaction_manager
         if not self._force_close and (
@@ -435,7 +438,9 @@ class Sender:
             # Only nodes the client can send to now (Java removes the others from readyNodes first): a ready
             # batch for a throttled or in-flight-limited node waits for network events, not in a 0 ms loop.
             poll_timeout = 0
-        self._send_produce_requests(batches, now)
+        for node_id, node_batches in batches.items():  # _send_produce_requests inlined: once per iteration
+            if node_batches:
+                self._send_produce_request(node_id, node_batches, now)
         return poll_timeout
 
     def _expired_in_flight_batches(self, now: int) -> list[ProducerBatch]:
@@ -456,11 +461,6 @@ class Sender:
                 del self.in_flight_batches[tp]
         return expired
 
-    def _send_produce_requests(self, batches: dict[int, list[ProducerBatch]], now: int) -> None:
-        for node_id, node_batches in batches.items():
-            if node_batches:
-                self._send_produce_request(node_id, node_batches, now)
-
     def _send_produce_request(self, node_id: int, batches: list[ProducerBatch], now: int) -> None:
         by_tp: dict[TopicPartition, ProducerBatch] = {}
         topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
@@ -470,7 +470,8 @@ class Sender:
             tp = b.topic_partition
             data = b.records()
             b.mark_sent()
-            self.accumulator.update_compression_ratio(b)
+            if b.is_compressed:  # the estimate moves only for compressed batches
+                self.accumulator.update_compression_ratio(b)
             size += len(data)
             records += b.record_count
             by_tp[tp] = b
@@ -522,6 +523,12 @@ class Sender:
                 if found is None or tp in seen:
                     continue
                 seen.add(tp)
+                if p.error_code == NONE and not p.record_errors:
+                    # the common case, as _complete_batch does it for a success, without a PartitionResult
+                    self._succeed_batch(found, p.base_offset, p.log_append_time_ms)
+                    if self.guarantee_message_order:
+                        self.accumulator.unmute_partition(tp)
+                    continue
                 if p.error_code in (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH):
                     cl = p.current_leader
                     if cl is not None and cl.leader_id >= 0 and cl.leader_epoch >= 0:
@@ -573,14 +580,14 @@ class Sender:
                 self.accumulator.reenqueue(batch, now)
                 self._remove_from_in_flight(batch)
             elif code == DUPLICATE_SEQUENCE_NUMBER:
-                self._succeed_batch(batch, PartitionResult(NONE, -1, result.log_append_time))
+                self._succeed_batch(batch, -1, result.log_append_time)
             else:
                 self.metrics.errors += 1
                 self._fail_batch(batch, exc, result, adjust_sequence_numbers=batch.attempts < self.retries)
             if exc.invalid_metadata:
                 self.metadata.request_update()
         else:
-            self._succeed_batch(batch, result)
+            self._succeed_batch(batch, result.base_offset, result.log_append_time)
         if self.guarantee_message_order:
             self.accumulator.unmute_partition(batch.topic_partition)
 
@@ -594,10 +601,10 @@ class Sender:
             return cls(f"unknown error code {result.error_code}" + (f": {result.error_message}" if result.error_message else ""))
         return cls(result.error_message)
 
-    def _succeed_batch(self, batch: ProducerBatch, result: PartitionResult) -> None:
+    def _succeed_batch(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         if self.transaction_manager is not None:
-            self.transaction_manager.handle_completed_batch(batch, result.base_offset)
-        if batch.done(result.base_offset, result.log_append_time, None):
+            self.transaction_manager.handle_completed_batch(batch, base_offset)
+        if batch.done(base_offset, log_append_time, None):
             self._forget(batch)
             self.accumulator.deallocate(batch)
 

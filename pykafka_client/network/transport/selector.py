@@ -420,8 +420,10 @@ class Selector:
         )
 
     def _drain_wakeup(self) -> None:
+        # A read shorter than asked for emptied the socket: no second read that fails with EAGAIN (an exception
+        # per wake-up, and the producer wakes its I/O thread for every new batch).
         try:
-            while self._wakeup_r.recv(4096):
+            while len(self._wakeup_r.recv(4096)) == 4096:
                 pass
         except (BlockingIOError, InterruptedError):
             pass
@@ -456,7 +458,7 @@ class Selector:
             self._pending_disconnects.clear()
         if self._memory_muted:
             self._unmute_for_memory()
-        buffered = [c for c in self._buffered if not self._channels[c].is_muted()]
+        buffered = [c for c in self._buffered if not self._channels[c].is_muted()] if self._buffered else []
         if buffered or self._disconnected or self._completed_sends:
             timeout_ms = 0
         start_ns = self._time.nanoseconds()
@@ -518,9 +520,11 @@ class Selector:
                 self.metrics.connection_creation_total += 1
                 if channel.ready():
                     self._connected.append(cid)
-            if not channel.ready():
+            ready = channel.ready()
+            if not ready:
                 channel.prepare()
-                if channel.ready():
+                ready = channel.ready()
+                if ready:
                     if channel.authenticator is not None:
                         self.metrics.successful_authentication_total += 1
                         self._schedule_reauthentication(channel, now_ns)
@@ -529,7 +533,7 @@ class Selector:
                         self.metrics.successful_reauthentication_total += 1
                     elif cid not in self._server_channels:
                         self._connected.append(cid)
-            if channel.ready():
+            if ready:
                 if (mask & selectors.EVENT_READ or channel.has_bytes_buffered()) and not channel.is_muted():
                     receives, n = channel.read(self._max_receives, self._max_read_bytes)
                     self.metrics.bytes_received_total += n

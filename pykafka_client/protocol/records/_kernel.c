@@ -736,54 +736,42 @@ static inline int64_t record_timestamp(PyObject *ts_obj, int *ok)
     return ts;
 }
 
-PyDoc_STRVAR(append_records_doc,
-    "append_records(buf, records, count, base_offset, base_timestamp, max_timestamp, offset_of_max)\n"
-    "    -> (count, base_timestamp, max_timestamp, offset_of_max) | None\n\n"
-    "MemoryRecordsBuilder.append_all compiled: encodes each (timestamp, key, value, headers, ...) tuple onto\n"
-    "the bytearray buf. None, with buf untouched, when the reference must encode them.");
-
-static PyObject *k_append_records(PyObject *self, PyObject *args)
+/* Pass 1 of encoding records (the append_records layout): checks every record tuple and returns the bytes they
+   take, or -1 when the reference must encode them. No Python code runs in it. */
+static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t bts)
 {
-    PyObject *buf, *records;
-    long long count0, base_offset, base_ts, max_ts, offset_of_max;
-    if (!PyArg_ParseTuple(args, "O!O!LLLLL", &PyByteArray_Type, &buf, &PyList_Type, &records, &count0, &base_offset,
-                          &base_ts, &max_ts, &offset_of_max))
-        return NULL;
     Py_ssize_t n = PyList_GET_SIZE(records), total = 0;
-    int64_t count = count0, bts = base_ts;
-    /* pass 1: check every record and size it; no Python code runs between the passes */
     for (Py_ssize_t i = 0; i < n; i++, count++) {
         PyObject *rec = PyList_GET_ITEM(records, i);
         const char *d;
         Py_ssize_t kn, vn, hs;
         int ok;
         if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 4)
-            Py_RETURN_NONE;
+            return -1;
         int64_t ts = record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok);
         if (!ok || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 || bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
-            Py_RETURN_NONE;
+            return -1;
         if ((hs = headers_size(PyTuple_GET_ITEM(rec, 3))) < 0)
-            Py_RETURN_NONE;
+            return -1;
         int64_t ts_delta;
         if (count == 0)
             bts = ts;
         if (__builtin_sub_overflow(ts, bts, &ts_delta)) /* the reference encodes the wider Python int */
-            Py_RETURN_NONE;
+            return -1;
         Py_ssize_t body = 1 + varint_size(ts_delta) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
         total += varint_size(body) + body;
         if (count >= INT32_MAX || total > PY_SSIZE_T_MAX / 2)
-            Py_RETURN_NONE;
+            return -1;
     }
-    Py_ssize_t old = PyByteArray_GET_SIZE(buf);
-    if (PyByteArray_Resize(buf, old + total) < 0) { /* e.g. exported: the reference raises the same way */
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    /* pass 2: write */
-    uint8_t *p = (uint8_t *)PyByteArray_AS_STRING(buf) + old;
-    count = count0;
-    bts = base_ts;
-    int64_t mts = max_ts, omax = offset_of_max;
+    return total;
+}
+
+/* Pass 2: writes the records checked by records_encoded_size at p; state is (count, base_timestamp,
+   max_timestamp, offset_of_max_timestamp), updated. */
+static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset, int64_t state[4])
+{
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    int64_t count = state[0], bts = state[1], mts = state[2], omax = state[3];
     for (Py_ssize_t i = 0; i < n; i++, count++) {
         PyObject *rec = PyList_GET_ITEM(records, i);
         const char *kd = NULL, *vd = NULL;
@@ -809,7 +797,121 @@ static PyObject *k_append_records(PyObject *self, PyObject *args)
             omax = base_offset + count;
         }
     }
-    return Py_BuildValue("(LLLL)", (long long)count, (long long)bts, (long long)mts, (long long)omax);
+    state[0] = count;
+    state[1] = bts;
+    state[2] = mts;
+    state[3] = omax;
+    return p;
+}
+
+PyDoc_STRVAR(append_records_doc,
+    "append_records(buf, records, count, base_offset, base_timestamp, max_timestamp, offset_of_max)\n"
+    "    -> (count, base_timestamp, max_timestamp, offset_of_max) | None\n\n"
+    "MemoryRecordsBuilder.append_all compiled: encodes each (timestamp, key, value, headers, ...) tuple onto\n"
+    "the bytearray buf. None, with buf untouched, when the reference must encode them.");
+
+static PyObject *k_append_records(PyObject *self, PyObject *args)
+{
+    PyObject *buf, *records;
+    long long count0, base_offset, base_ts, max_ts, offset_of_max;
+    if (!PyArg_ParseTuple(args, "O!O!LLLLL", &PyByteArray_Type, &buf, &PyList_Type, &records, &count0, &base_offset,
+                          &base_ts, &max_ts, &offset_of_max))
+        return NULL;
+    Py_ssize_t total = records_encoded_size(records, count0, base_ts);
+    if (total < 0)
+        Py_RETURN_NONE;
+    Py_ssize_t old = PyByteArray_GET_SIZE(buf);
+    if (PyByteArray_Resize(buf, old + total) < 0) { /* e.g. exported: the reference raises the same way */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    int64_t state[4] = {count0, base_ts, max_ts, offset_of_max};
+    records_write((uint8_t *)PyByteArray_AS_STRING(buf) + old, records, base_offset, state);
+    return Py_BuildValue("(LLLL)", (long long)state[0], (long long)state[1], (long long)state[2], (long long)state[3]);
+}
+
+/* ---- producer: a whole uncompressed batch in one call (the Sender's per-request encoding) ------------- */
+
+#define BATCH_OVERHEAD 61
+#define BATCH_ATTRIBUTES_OFFSET 21
+#define BATCH_CRC_OFFSET 17
+
+static inline uint8_t *wr_be(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = n - 1; i >= 0; i--) {
+        p[i] = (uint8_t)(v & 0xff);
+        v >>= 8;
+    }
+    return p + n;
+}
+
+PyDoc_STRVAR(encode_batch_doc,
+    "encode_batch(records, producer_id, producer_epoch, base_sequence, is_transactional, crc32c) -> bytes | None\n\n"
+    "producer.batch_encoder.encode_batch for an uncompressed batch compiled: the whole magic v2 batch (base offset 0,\n"
+    "CREATE_TIME) of the (timestamp, key, value, headers, ...) tuples, its CRC computed by calling crc32c(view).\n"
+    "None when the reference must encode it (no records, a negative timestamp, any input it does not take).");
+
+static PyObject *k_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6 || !PyList_CheckExact(args[0]))
+        Py_RETURN_NONE;
+    PyObject *records = args[0];
+    long long pid = PyLong_AsLongLong(args[1]);
+    long epoch = PyLong_AsLong(args[2]);
+    long seq = PyLong_AsLong(args[3]);
+    int txn = PyObject_IsTrue(args[4]);
+    if (PyErr_Occurred() || txn < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    if (n == 0 || epoch < INT16_MIN || epoch > INT16_MAX || seq < INT32_MIN || seq > INT32_MAX)
+        Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < n; i++) { /* the reference's header takes -1 timestamps its own way */
+        PyObject *rec = PyList_GET_ITEM(records, i);
+        int ok;
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 4 || record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok) < 0 || !ok)
+            Py_RETURN_NONE;
+    }
+    Py_ssize_t total = records_encoded_size(records, 0, -1);
+    if (total < 0 || total > INT32_MAX - BATCH_OVERHEAD)
+        Py_RETURN_NONE;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, BATCH_OVERHEAD + total);
+    if (out == NULL)
+        return NULL;
+    uint8_t *b = (uint8_t *)PyBytes_AS_STRING(out);
+    int64_t state[4] = {0, -1, -1, -1};
+    records_write(b + BATCH_OVERHEAD, records, 0, state);
+    uint8_t *p = b;
+    p = wr_be(p, 0, 8);                                          /* base offset */
+    p = wr_be(p, (uint64_t)(BATCH_OVERHEAD + total - 12), 4);   /* batch length */
+    p = wr_be(p, (uint64_t)(int64_t)-1, 4);                      /* partition leader epoch: none */
+    *p++ = 2;                                                    /* magic */
+    p = wr_be(p, 0, 4);                                          /* crc, below */
+    p = wr_be(p, txn ? 0x10 : 0, 2);                             /* attributes: no codec, CREATE_TIME */
+    p = wr_be(p, (uint64_t)(state[0] - 1), 4);                   /* last offset delta */
+    p = wr_be(p, (uint64_t)state[1], 8);                         /* base timestamp */
+    p = wr_be(p, (uint64_t)state[2], 8);                         /* max timestamp */
+    p = wr_be(p, (uint64_t)pid, 8);
+    p = wr_be(p, (uint64_t)(int64_t)epoch, 2);
+    p = wr_be(p, (uint64_t)(int64_t)seq, 4);
+    wr_be(p, (uint64_t)state[0], 4);                             /* records count */
+    PyObject *view = PyMemoryView_FromMemory((char *)b + BATCH_ATTRIBUTES_OFFSET, BATCH_OVERHEAD + total -
+                                             BATCH_ATTRIBUTES_OFFSET, PyBUF_READ);
+    if (view == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyObject *crc = PyObject_CallOneArg(args[5], view);
+    Py_DECREF(view);
+    unsigned long c = crc != NULL ? PyLong_AsUnsignedLong(crc) : 0;
+    Py_XDECREF(crc);
+    if (PyErr_Occurred()) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    wr_be(b + BATCH_CRC_OFFSET, (uint64_t)c, 4);
+    return out;
 }
 
 /* ---- producer: appending many records to a batch's pending list (KafkaProducer.send_batch) ------------ */
@@ -2233,6 +2335,7 @@ static PyMethodDef kernel_methods[] = {
     {"decode_columns", k_decode_columns, METH_VARARGS, decode_columns_doc},
     {"validate_records", k_validate_records, METH_VARARGS, validate_records_doc},
     {"append_records", k_append_records, METH_VARARGS, append_records_doc},
+    {"encode_batch", (PyCFunction)(void (*)(void))k_encode_batch, METH_FASTCALL, encode_batch_doc},
     {"read_varint", (PyCFunction)(void (*)(void))k_read_varint, METH_FASTCALL, read_varint_doc},
     {"scan_records", k_scan_records, METH_VARARGS, scan_records_doc},
     {"murmur2", k_murmur2, METH_O, murmur2_doc},

@@ -77,6 +77,12 @@ class Kernel(Protocol):
     ) -> bool:
         """Reference: ``batch_ops.check_records``."""
 
+    def encode_batch(
+        self, records: list[Any], producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool,
+        crc32c: Callable[[Buffer], int], /,
+    ) -> bytes | None:
+        """Reference: ``producer.batch_encoder.encode_batch_reference`` (uncompressed batches only)."""
+
     def append_records(
         self,
         buf: bytearray,

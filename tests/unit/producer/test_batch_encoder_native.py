@@ -1,0 +1,109 @@
+"""The Sender's per-request batch encoding compiled (the kernel's ``encode_batch``, via
+``batch_encoder.encode_batch``) == the reference ``encode_batch_reference`` (the shared MemoryRecordsBuilder):
+byte-identical batches for any records, producer id, epoch, sequence and transactional flag, and the kernel
+declines (None) whatever the reference handles its own way, so the result through ``encode_batch`` is the
+reference's in every case."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pykafka_client.producer.batch_encoder import encode_batch, encode_batch_reference
+from pykafka_client.protocol.compression import CompressionType
+from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records.memory_records import MemoryRecords
+
+pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
+
+
+@dataclass
+class _Batch:
+    pending: Any
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    is_transactional: bool = False
+    extra: list[Any] = field(default_factory=list)
+
+
+_bytes_or_none = st.one_of(st.none(), st.binary(max_size=300))
+_header = st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=20)))
+_record = st.tuples(
+    st.integers(min_value=0, max_value=2**45), _bytes_or_none, _bytes_or_none, st.lists(_header, max_size=3).map(tuple),
+    st.none(),  # a PendingRecord has further fields (the callback): ignored by the encoding
+)
+
+
+def _kernel() -> Any:
+    kernel = _native.kernel
+    assert kernel is not None
+    return kernel
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    records=st.lists(_record, min_size=1, max_size=40),
+    producer_id=st.one_of(st.just(-1), st.integers(min_value=0, max_value=2**63 - 1)),
+    producer_epoch=st.one_of(st.just(-1), st.integers(min_value=0, max_value=2**15 - 1)),
+    base_sequence=st.one_of(st.just(-1), st.integers(min_value=0, max_value=2**31 - 1)),
+    is_transactional=st.booleans(),
+)
+def test_compiled_batch_is_byte_identical_to_the_reference(
+    records: list[Any], producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool
+) -> None:
+    batch = _Batch(records, producer_id, producer_epoch, base_sequence, is_transactional)
+    reference, ratio = encode_batch_reference(batch, None, None)
+    compiled, compiled_ratio = encode_batch(batch, None, None)
+    assert compiled == reference
+    assert compiled_ratio == ratio == 1.0
+    direct = _kernel().encode_batch(records, producer_id, producer_epoch, base_sequence, is_transactional, _crc)
+    assert direct == reference
+    (decoded,) = MemoryRecords(reference).batches()
+    assert decoded.is_valid()
+    assert [r.value for r in decoded] == [r[2] for r in records]
+
+
+def _crc(view: Any) -> int:
+    from crc32c import crc32c
+
+    return int(crc32c(view))
+
+
+@pytest.mark.parametrize(
+    "records",
+    [
+        [],  # no records: the reference writes its empty-batch header
+        [(-1, None, b"v", (), None)],  # no timestamp
+        [(0, None, b"v", (), None), (-1, None, b"w", (), None)],
+        [(0, "not bytes", b"v", (), None)],
+        [[0, None, b"v", ()]],  # not a tuple
+    ],
+)
+def test_kernel_declines_what_the_reference_handles_its_own_way(records: list[Any]) -> None:
+    assert _kernel().encode_batch(records, -1, -1, -1, False, _crc) is None
+    batch = _Batch(records)
+    try:
+        expected: Any = encode_batch_reference(batch, None, None)
+    except Exception as e:  # the same error either way
+        with pytest.raises(type(e)):
+            encode_batch(batch, None, None)
+    else:
+        assert encode_batch(batch, None, None) == expected
+
+
+def test_compressed_batches_take_the_reference() -> None:
+    records = [(5, None, b"v" * 200, (), None)] * 10
+    batch = _Batch(records)
+    for codec in ("gzip", CompressionType.GZIP):
+        assert encode_batch(batch, codec, None) == encode_batch_reference(batch, codec, None)
+
+
+def test_a_tuple_of_records_takes_the_reference() -> None:
+    records = ((5, None, b"v", (), None),)
+    batch = _Batch(records)
+    assert encode_batch(batch, None, None) == encode_batch_reference(batch, None, None)
