@@ -107,9 +107,9 @@ class TaskProducer:
             by_topic: list[tuple[str, pa.RecordBatch]] = [(topic_option, batch)]
         else:
             assert columns.topic is not None
-            by_topic = _split(batch, columns.topic)
-            if any(topic is None for topic, _ in by_topic):  # before any row of the batch is sent, as the row path
+            if batch.column(columns.topic).null_count:  # before any row of the batch is sent, as the row path
                 raise KafkaWriteOptionError(NULL_TOPIC_MESSAGE)
+            by_topic = _split(batch, columns.topic)
         for topic, rows in by_topic:
             self._send_topic_rows(topic, rows)
         self.records += batch.num_rows
@@ -159,11 +159,18 @@ class TaskProducer:
 
 
 def _split(batch: pa.RecordBatch, column_name: str) -> list[tuple[Any, pa.RecordBatch]]:
-    """The rows of ``batch`` for each distinct value of a column (null included), in their order; by Arrow
-    filters, no Python object per row."""
+    """The rows of ``batch`` for each distinct value of a column without nulls, each value's rows in their order;
+    by Arrow, no Python object per row: the batch as is for one value (a constant topic or partition), else one
+    stable sort by the column and a zero-copy slice per value."""
     column = batch.column(column_name)
+    distinct = pc.unique(column)
+    if len(distinct) == 1:
+        return [(distinct[0].as_py(), batch)]
+    ordered = batch.take(pc.sort_indices(column))
+    counts = pc.value_counts(ordered.column(column_name))  # in order of appearance: the sorted order
     out: list[tuple[Any, pa.RecordBatch]] = []
-    for value in pc.unique(column).to_pylist():
-        mask = pc.is_null(column) if value is None else pc.fill_null(pc.equal(column, value), False)
-        out.append((value, batch.filter(mask)))
+    start = 0
+    for value, count in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
+        out.append((value, ordered.slice(start, count)))
+        start += count
     return out
