@@ -32,15 +32,18 @@ sys.path.insert(0, ROOT)
 
 #: "ours-python" is pykafka_client with PYKAFKA_NO_NATIVE=1: the pure-Python record code, not the compiled kernel.
 #: "ours-batch" is KafkaProducer.send_batch (BATCH_CALL_RECORDS records per call); "ours-batch-python" the same
-#: with PYKAFKA_NO_NATIVE=1.
-CLIENTS = ["pykafka_client", "ours-batch", "ours-batch-python", "ours-python", "kafka-python", "aiokafka", "confluent-kafka"]
-_OURS = ("pykafka_client", "ours-batch", "ours-batch-python", "ours-python")
+#: with PYKAFKA_NO_NATIVE=1. "ours-async" is AsyncKafkaProducer under asyncio (the loop-driven Sender), awaiting
+#: each ``send`` as the aiokafka row does.
+CLIENTS = ["pykafka_client", "ours-batch", "ours-batch-python", "ours-python", "ours-async", "kafka-python", "aiokafka",
+           "confluent-kafka"]
+_OURS = ("pykafka_client", "ours-batch", "ours-batch-python", "ours-python", "ours-async")
 FALLBACK_ENV = {**os.environ, "PYKAFKA_NO_NATIVE": "1"}
 CLIENT_MODULES = {
     "pykafka_client": "pykafka_client.producer.kafka_producer",
     "ours-python": "pykafka_client.producer.kafka_producer",
     "ours-batch": "pykafka_client.producer.kafka_producer",
     "ours-batch-python": "pykafka_client.producer.kafka_producer",
+    "ours-async": "pykafka_client.aio.producer",
     "kafka-python": "kafka",
     "aiokafka": "aiokafka",
     "confluent-kafka": "confluent_kafka",
@@ -159,6 +162,30 @@ def run_aiokafka(bootstrap: str, topic: str, n: int, acks: str, value: bytes) ->
             return time.perf_counter() - start
         finally:
             await p.stop()
+
+    return asyncio.run(main())
+
+
+def run_ours_async(bootstrap: str, topic: str, n: int, acks: str, value: bytes) -> float:
+    """Our AsyncKafkaProducer under asyncio: the aiokafka row's loop (await each send, flush, await the last)."""
+    from pykafka_client.aio import AsyncKafkaProducer
+
+    async def main() -> float:
+        extra = {"batch.size": OURS_BATCH_SIZE} if OURS_BATCH_SIZE else {}
+        async with AsyncKafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **extra}) as p:
+            await p.send_and_wait(topic, value)  # metadata + connection outside the timing
+            start = time.perf_counter()
+            cpu0 = time.thread_time()
+            send = p.send
+            last = None
+            for _ in range(n):
+                last = await send(topic, value)
+            await p.flush()
+            if last is not None:
+                await last
+            elapsed = time.perf_counter() - start
+            CPU["loop"] = time.thread_time() - cpu0
+            return elapsed
 
     return asyncio.run(main())
 
@@ -309,6 +336,7 @@ RUNNERS = {
     "ours-python": run_ours,
     "ours-batch": run_ours_batch,
     "ours-batch-python": run_ours_batch,
+    "ours-async": run_ours_async,
     "kafka-python": run_kafka_python,
     "aiokafka": run_aiokafka,
     "confluent-kafka": run_confluent,
@@ -390,6 +418,8 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 def _cpu_text(res: dict[str, Any], n: int) -> str:
     cpu = res.get("cpu") or {}
     process = f"{cpu['process'] / n * 1e6:>8.2f}" if "process" in cpu else f"{'':>8}"
+    if "loop" in cpu:
+        return f"{process}  loop thread {cpu['loop'] / n * 1e6:.1f}"
     if "send" not in cpu:
         return process
     io = f"{cpu['io'] / n * 1e6:.1f}" if "io" in cpu else "?"

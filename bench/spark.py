@@ -4,6 +4,7 @@
     .venv/bin/python bench/spark.py                     # 5M x 100-byte records over 8 partitions
     .venv/bin/python bench/spark.py --records 500000    # quicker
     .venv/bin/python bench/spark.py --skip-read         # the write side only
+    .venv/bin/python bench/spark.py --topic-column      # the pykafka sink also from a ``topic`` column (no option)
 
 local[2] SparkSession; a mini_broker in its own process. Writes (timed from job start to end, the rows cached
 first): ``df.write.format(...)`` of N rows (value 100 B, ``partition`` = id % 8) with the pykafka sink and the
@@ -76,6 +77,16 @@ def _write_pykafka(df: Any, bootstrap: str, topic: str) -> None:
     writer.mode("append").save()
 
 
+def _write_pykafka_topic_column(df: Any, bootstrap: str, topic: str) -> None:
+    """The pykafka sink with the topic in a ``topic`` column instead of the ``topic`` option."""
+    from pyspark.sql import functions as F
+
+    writer = df.withColumn("topic", F.lit(topic)).write.format("pykafka").option("kafka.bootstrap.servers", bootstrap)
+    for k, v in SINK_OPTIONS.items():
+        writer = writer.option("kafka." + k, v)
+    writer.mode("append").save()
+
+
 def _write_confluent(df: Any, bootstrap: str, topic: str) -> None:
     df.write.format("confluent_baseline").option("bootstrap", bootstrap).option("topic", topic).mode("append").save()
 
@@ -131,6 +142,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=5_000_000)
     ap.add_argument("--skip-read", action="store_true")
+    ap.add_argument("--topic-column", action="store_true", help="also time the pykafka sink with a topic column")
     ap.add_argument("--kafka", action="append", default=[], metavar="KEY=VALUE",
                     help="a producer setting for the pykafka sink (repeatable), e.g. batch.size=262144")
     args = ap.parse_args()
@@ -139,7 +151,7 @@ def main() -> int:
     with mini_broker_process({"num.partitions": PARTITIONS}) as bootstrap:
         spark = _session()
         stamp = time.monotonic_ns()
-        topics = {k: f"bench-spark-{k}-{stamp}" for k in ("warm", "ours", "confluent", "producer")}
+        topics = {k: f"bench-spark-{k}-{stamp}" for k in ("warm", "ours", "ours-column", "confluent", "producer")}
         for t in topics.values():
             _create_topic(bootstrap, t)
         warm = _rows(spark, 2000)
@@ -153,6 +165,10 @@ def main() -> int:
         alone, _ = _timed(lambda: _produce_ours(bootstrap, topics["producer"], n))
         _print("write", "confluent baseline", n, base, base)
         _print("write", "pykafka", n, ours, base)
+        if args.topic_column:
+            _write_pykafka_topic_column(warm, bootstrap, topics["warm"])
+            column, _ = _timed(lambda: _write_pykafka_topic_column(df, bootstrap, topics["ours-column"]))
+            _print("write (topic column)", "pykafka", n, column, base)
         _print("write (no Spark)", "KafkaProducer alone", n, alone, base, "one process, one producer")
         if args.skip_read:
             return 0

@@ -1,6 +1,6 @@
 """Arrow record batches (what Spark hands an Arrow writer) to the arguments of ``KafkaProducer.send``, column
 by column: strings become UTF-8 bytes by an Arrow cast (no per-row encode), timestamps become epoch
-milliseconds, headers (key, value) pairs. No I/O."""
+milliseconds (Arrow compute), headers (key, value) pairs. No I/O."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from spark_connector.write_options import KafkaWriteOptionError
 from spark_connector.write_schema import WriteColumns
@@ -28,13 +29,19 @@ def _bytes_column(column: pa.Array | pa.ChunkedArray) -> list[bytes | None]:
     return out
 
 
-def timestamp_ms_column(column: pa.Array | pa.ChunkedArray) -> list[int | None]:
+def timestamp_ms_column(column: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Epoch milliseconds (int64, nulls kept) of a timestamp column, computed by Arrow: no Python object per row
+    (``KafkaProducer.send_batch`` takes the array as is). Sub-millisecond units round down (floor), as ``//``."""
     unit = getattr(column.type, "unit", "us")
-    divisor = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}[unit]
-    raw: list[int | None] = column.cast(pa.int64()).to_pylist()
+    raw = column.cast(pa.int64())
     if unit == "s":
-        return [None if v is None else v * 1000 for v in raw]
-    return [None if v is None else v // divisor for v in raw]
+        return pc.multiply_checked(raw, 1000)
+    if unit == "ms":
+        return raw
+    divisor = 1000 if unit == "us" else 1_000_000
+    quotient = pc.divide(raw, divisor)  # truncates toward zero: one less where a negative value has a remainder
+    inexact_negative = pc.and_(pc.less(raw, 0), pc.not_equal(pc.multiply(quotient, divisor), raw))
+    return pc.if_else(inexact_negative, pc.subtract(quotient, 1), quotient)
 
 
 def _headers_column(column: pa.Array | pa.ChunkedArray) -> list[list[tuple[str, bytes | None]] | None]:
@@ -58,5 +65,5 @@ def records(batch: pa.RecordBatch, columns: WriteColumns, topic_option: str | No
         topics = topic_column.to_pylist()
     headers = _headers_column(batch.column(columns.headers)) if columns.headers else none
     partitions: list[Any] = batch.column(columns.partition).to_pylist() if columns.partition else none
-    timestamps = timestamp_ms_column(batch.column(columns.timestamp)) if columns.timestamp else none
+    timestamps = timestamp_ms_column(batch.column(columns.timestamp)).to_pylist() if columns.timestamp else none
     return zip(topics, keys, values, headers, partitions, timestamps, strict=True)

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pykafka_client import KafkaProducer
-from spark_connector.arrow_records import records, timestamp_ms_column
-from spark_connector.write_options import WriteOptions
+from spark_connector.arrow_records import NULL_TOPIC_MESSAGE, records, timestamp_ms_column
+from spark_connector.write_options import KafkaWriteOptionError, WriteOptions
 from spark_connector.write_schema import WriteColumns
 
 log = logging.getLogger(__name__)
@@ -70,23 +70,21 @@ class TaskProducer:
     def send_all(self, batches: Iterator[pa.RecordBatch]) -> int:
         """Send every row; raises the first delivery error; returns the number of records sent.
 
-        With one topic for all rows (the ``topic`` option) and no headers column, each Arrow batch goes to
-        ``KafkaProducer.send_batch`` (its columns straight into record batches): whole, or with a partition
-        column one call per partition (rows of a partition keep their order; a null partition sends the batch
-        row by row); otherwise row by row through ``send``."""
+        Without a headers column, each Arrow batch goes to ``KafkaProducer.send_batch`` (its columns straight
+        into record batches): one call per topic (the ``topic`` option, or each value of the topic column) and,
+        with a partition column, per partition (rows of a topic-partition keep their order; a null partition
+        sends the batch row by row); with a headers column (per-row headers), row by row through ``send``."""
         send = self.producer.send
         on_delivery = self._on_delivery
         topic_option = self.options.topic
         fail_after = self._fault_threshold()
         columns = self.columns
-        whole = topic_option is not None and columns.headers is None
+        whole = columns.headers is None
         for batch in batches:
-            if whole and topic_option is not None and (
-                columns.partition is None or batch.column(columns.partition).null_count == 0
-            ):
+            if whole and (columns.partition is None or batch.column(columns.partition).null_count == 0):
                 if fail_after is not None and self.records + batch.num_rows >= fail_after:
                     batch = batch.slice(0, fail_after - self.records)
-                self._send_batch(topic_option, batch)
+                self._send_batch(batch)
                 if fail_after is not None and self.records >= fail_after:
                     self.flush()
                     raise InjectedWriteFault(f"injected fault after {self.records} records (testing.failAfterRecords)")
@@ -102,13 +100,26 @@ class TaskProducer:
         self.flush()
         return self.records
 
-    def _send_batch(self, topic: str, batch: pa.RecordBatch) -> None:
+    def _send_batch(self, batch: pa.RecordBatch) -> None:
+        columns = self.columns
+        topic_option = self.options.topic
+        if topic_option is not None:
+            by_topic: list[tuple[str, pa.RecordBatch]] = [(topic_option, batch)]
+        else:
+            assert columns.topic is not None
+            if batch.column(columns.topic).null_count:  # before any row of the batch is sent, as the row path
+                raise KafkaWriteOptionError(NULL_TOPIC_MESSAGE)
+            by_topic = _split(batch, columns.topic)
+        for topic, rows in by_topic:
+            self._send_topic_rows(topic, rows)
+        self.records += batch.num_rows
+
+    def _send_topic_rows(self, topic: str, batch: pa.RecordBatch) -> None:
         columns = self.columns
         if columns.partition is None:
             parts: list[tuple[int | None, pa.RecordBatch]] = [(None, batch)]
         else:
-            column = batch.column(columns.partition)
-            parts = [(int(p), batch.filter(pc.equal(column, p))) for p in pc.unique(column).to_pylist()]
+            parts = _split(batch, columns.partition)
         for partition, rows in parts:
             future = self.producer.send_batch(
                 topic,
@@ -118,7 +129,6 @@ class TaskProducer:
                 timestamps=timestamp_ms_column(rows.column(columns.timestamp)) if columns.timestamp else None,
             )
             future.add_done_callback(self._on_batch_done)
-        self.records += batch.num_rows
 
     def _on_batch_done(self, future: Future[Any]) -> None:
         exc = future.exception()
@@ -146,3 +156,21 @@ class TaskProducer:
 
     def close(self, timeout: float | None = 30.0) -> None:
         self.producer.close(timeout)
+
+
+def _split(batch: pa.RecordBatch, column_name: str) -> list[tuple[Any, pa.RecordBatch]]:
+    """The rows of ``batch`` for each distinct value of a column without nulls, each value's rows in their order;
+    by Arrow, no Python object per row: the batch as is for one value (a constant topic or partition), else one
+    stable sort by the column and a zero-copy slice per value."""
+    column = batch.column(column_name)
+    distinct = pc.unique(column)
+    if len(distinct) == 1:
+        return [(distinct[0].as_py(), batch)]
+    ordered = batch.take(pc.sort_indices(column))
+    counts = pc.value_counts(ordered.column(column_name))  # in order of appearance: the sorted order
+    out: list[tuple[Any, pa.RecordBatch]] = []
+    start = 0
+    for value, count in zip(counts.field("values").to_pylist(), counts.field("counts").to_pylist(), strict=True):
+        out.append((value, ordered.slice(start, count)))
+        start += count
+    return out

@@ -15,6 +15,12 @@ it would have waited in ``deferred_timeout_ms``: linger, retry backoff, request 
   readable when any connection has I/O to do or :meth:`Selector.wakeup` was called (``send`` filling a batch,
   ``flush``, ``close``, a transactional call: the sync producer's wake-ups, unchanged).
 
+Under asyncio the descriptor is registered with the loop once for the driver's whole run (:class:`_Readable`:
+a reader callback that resolves the current wait, a timer for its timeout), not once per wait: a wait through
+``anyio.wait_readable`` under ``move_on_after`` adds and removes the reader (two ``epoll_ctl`` calls) and
+enters a cancel scope each time, which cost more loop time per step than the steps' own bookkeeping. Under
+trio the driver waits with ``anyio.wait_readable``.
+
 A step is short (its p99 is measured by ``bench/async.py``), so no step blocks the loop.
 
 The blocking sync calls (``flush``, ``close``, transactional calls, metadata waits) still run on worker
@@ -134,6 +140,7 @@ class SenderDriver:
         wait_readable = anyio.wait_readable
         clock = _time.perf_counter_ns
         finished = False
+        readable = _Readable(self._asyncio_loop, fd) if self._asyncio_loop is not None else None
         selector.nonblocking = True
         try:
             sender.start_run()
@@ -152,6 +159,8 @@ class SenderDriver:
                 timeout_ms = selector.deferred_timeout_ms
                 if timeout_ms <= 0 or selector.has_pending_io():
                     await loop_yield()
+                elif readable is not None:
+                    await readable.wait(timeout_ms / 1000.0)
                 else:
                     with anyio.move_on_after(timeout_ms / 1000.0):
                         await wait_readable(fd)
@@ -159,6 +168,8 @@ class SenderDriver:
             log.exception("uncaught error in the producer's event-loop driver; the producer stops sending")
             finished = True
         finally:
+            if readable is not None:
+                readable.close()
             selector.nonblocking = False
             if finished:
                 self._finish()
@@ -190,3 +201,48 @@ class SenderDriver:
                 self._state = _State.DONE
                 self._task = None
             self._done.set()
+
+
+class _Readable:
+    """The selector's descriptor watched by an asyncio loop for a driver's whole run: :meth:`wait` returns when
+    the descriptor is readable or ``timeout`` seconds passed, whichever comes first.
+
+    The loop's reader callback is level-triggered: it runs at each loop iteration while the descriptor stays
+    readable (the Sender's next step drains it), and only resolves a wait in progress."""
+
+    __slots__ = ("_fd", "_loop", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+        self._loop = loop
+        self._fd = fd
+        self._waiter: asyncio.Future[None] | None = None
+        loop.add_reader(fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self, timeout: float) -> None:
+        loop = self._loop
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiter = waiter
+        timer = loop.call_later(timeout, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def close(self) -> None:
+        """Stop watching the descriptor (the loop may be closing already: nothing is left to remove then)."""
+        self._waiter = None
+        try:
+            self._loop.remove_reader(self._fd)
+        except (RuntimeError, ValueError, OSError):
+            pass
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():  # resolved by the reader callback, or its task was cancelled
+        waiter.set_result(None)

@@ -10,12 +10,25 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pytest.importorskip("pyspark")
 
-from spark_connector.arrow_records import records  # noqa: E402
+from spark_connector.arrow_records import records, timestamp_ms_column  # noqa: E402
 from spark_connector.exactly_once import SinkState, state_dir_for, transactional_id_base  # noqa: E402
 from spark_connector.write_options import KafkaWriteOptionError, parse_write_options  # noqa: E402
 from spark_connector.write_schema import WriteColumns  # noqa: E402
 
 pytestmark = pytest.mark.spark
+
+
+@pytest.mark.parametrize(("unit", "raw", "expected"), [
+    ("s", [1_700_000_000, None, 0], [1_700_000_000_000, None, 0]),
+    ("ms", [1_700_000_000_123, None], [1_700_000_000_123, None]),
+    ("us", [1_700_000_000_123_999, None, -1, -1000, -1001], [1_700_000_000_123, None, -1, -1, -2]),
+    ("ns", [1_700_000_000_123_999_999, None, -1_000_001], [1_700_000_000_123, None, -2]),
+])
+def test_timestamps_become_epoch_milliseconds_in_arrow(unit: str, raw: list[int | None], expected: list[int | None]) -> None:
+    """An int64 Arrow array (what send_batch takes without a Python int per row), floor-rounded as ``//``."""
+    out = timestamp_ms_column(pa.array(raw, pa.timestamp(unit, tz="UTC")))
+    assert isinstance(out, pa.Array) and out.type == pa.int64()
+    assert out.to_pylist() == [None if v is None else v // {"s": 1, "ms": 1, "us": 1000, "ns": 10**6}[unit] * (1000 if unit == "s" else 1) for v in raw] == expected
 
 
 def test_arrow_columns_become_send_arguments() -> None:

@@ -4,6 +4,7 @@ the loop's thread, and the hand-over to a thread when the loop ends with the pro
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import anyio
 import pytest
@@ -92,3 +93,45 @@ async def test_the_threaded_bridge_still_delivers(broker: MiniBroker, monkeypatc
         metas = [await d for d in deliveries]
         assert any(t.name.startswith(IO_THREAD_PREFIX) for t in _io_threads())  # its own I/O thread runs the Sender
     assert [m.offset for m in metas] == list(range(100))
+
+
+def test_under_asyncio_the_descriptor_is_registered_once_per_run_and_removed_at_close(broker: MiniBroker) -> None:
+    """The driver watches its selector's descriptor with one reader registration for its whole run (a wait per
+    step through ``anyio.wait_readable`` added and removed the reader each time), resolves each wait when the
+    descriptor is readable or on its timeout, and removes the reader when the producer closes."""
+    import asyncio
+
+    topic = topic_name()
+    counts = {"add": 0, "remove": 0}
+
+    async def main() -> tuple[list[int], bool]:
+        loop = asyncio.get_running_loop()
+        producer = AsyncKafkaProducer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 20})
+        selector = producer.sync_producer.sender.pollable_selector
+        assert selector is not None
+        fd = selector.fileno()
+        add_reader, remove_reader = loop.add_reader, loop.remove_reader
+
+        def counting_add(fileobj: Any, callback: Any, *args: Any) -> None:
+            counts["add"] += fileobj == fd
+            add_reader(fileobj, callback, *args)
+
+        def counting_remove(fileobj: Any) -> bool:
+            counts["remove"] += fileobj == fd
+            return remove_reader(fileobj)
+
+        loop.add_reader = counting_add  # type: ignore[method-assign]
+        loop.remove_reader = counting_remove  # type: ignore[method-assign]
+        offsets: list[int] = []
+        async with producer:
+            for round_ in range(5):  # each round: the driver waits for linger.ms, then for the response
+                deliveries = [await producer.send(topic, b"r%d-%d" % (round_, i)) for i in range(10)]
+                offsets += [(await d).offset for d in deliveries]
+                await anyio.sleep(0.03)  # idle: the driver waits on the descriptor with a timeout
+        still_registered = remove_reader(fd)
+        return offsets, still_registered
+
+    offsets, still_registered = anyio.run(main, backend="asyncio")
+    assert offsets == list(range(50))
+    assert counts["add"] == 1 and counts["remove"] == 1
+    assert still_registered is False

@@ -1,6 +1,7 @@
-"""The Spark sink's write task (``TaskProducer.send_all``) against MiniBroker without Spark: with the topic option
-and no headers or partition column each Arrow batch goes through ``send_batch``; otherwise row by row. Both
-write the same records; the fault injection still stops after exactly ``failAfterRecords`` records."""
+"""The Spark sink's write task (``TaskProducer.send_all``) against MiniBroker without Spark: without a headers
+column each Arrow batch goes through ``send_batch`` (per topic of the topic option or column, per partition of a
+partition column); with one, row by row. Both write the same records; the fault injection still stops after
+exactly ``failAfterRecords`` records."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from pykafka_client import KafkaConsumer, TopicPartition
 
 pa = pytest.importorskip("pyarrow")
 
+from spark_connector.arrow_records import NULL_TOPIC_MESSAGE  # noqa: E402
 from spark_connector.task_producer import InjectedWriteFault, TaskProducer  # noqa: E402
-from spark_connector.write_options import WriteOptions  # noqa: E402
+from spark_connector.write_options import KafkaWriteOptionError, WriteOptions  # noqa: E402
 from spark_connector.write_schema import WriteColumns  # noqa: E402
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -41,6 +43,32 @@ def _batches(n: int) -> list[Any]:
             "partition": pa.array([i % 2 for i in rows], pa.int32()),
         }))
     return out
+
+
+HEADERS_TYPE = pa.list_(pa.struct([pa.field("key", pa.string(), False), pa.field("value", pa.binary())]))
+
+
+def _with_empty_headers(batch: Any) -> Any:
+    return batch.append_column("headers", pa.array([[]] * batch.num_rows, HEADERS_TYPE))
+
+
+def _counting(task: TaskProducer) -> tuple[list[int], list[int]]:
+    """(send_batch calls, send calls) of the task's producer, counted from now on."""
+    batch_calls: list[int] = []
+    row_calls: list[int] = []
+    send_batch, send = task.producer.send_batch, task.producer.send
+
+    def counting_batch(*args: Any, **kwargs: Any) -> Any:
+        batch_calls.append(1)
+        return send_batch(*args, **kwargs)
+
+    def counting_send(*args: Any, **kwargs: Any) -> Any:
+        row_calls.append(1)
+        return send(*args, **kwargs)
+
+    task.producer.send_batch = counting_batch  # type: ignore[method-assign]
+    task.producer.send = counting_send  # type: ignore[method-assign]
+    return batch_calls, row_calls
 
 
 def _read(broker: MiniBroker, topic: str, n: int) -> list[tuple[int, bytes | None, bytes | None, int]]:
@@ -80,10 +108,10 @@ def test_batch_path_writes_what_the_row_path_writes(broker: MiniBroker) -> None:
         assert len(calls) == len(_batches(n))
     finally:
         task.close()
-    # a topic column instead of the option: the row path
-    rows = [b.set_column(3, "topic", pa.array([by_row] * b.num_rows)) for b in _batches(n)]
+    # a headers column (empty on every row: the same records): the row path
+    rows = [_with_empty_headers(b.set_column(3, "topic", pa.array([by_row] * b.num_rows))) for b in _batches(n)]
     _check_partitioned(broker)
-    task = _task(broker, None, WriteColumns("value", key="key", timestamp="timestamp", topic="topic"))
+    task = _task(broker, None, WriteColumns("value", key="key", timestamp="timestamp", topic="topic", headers="headers"))
     try:
         assert task.send_all(iter(rows)) == n
     finally:
@@ -114,8 +142,9 @@ def _check_partitioned(broker: MiniBroker) -> None:
         assert task.send_all(iter(_batches(n))) == n
     finally:
         task.close()
-    rows = [b.set_column(3, "topic", pa.array([by_row] * b.num_rows)) for b in _batches(n)]
-    task = _task(broker, None, WriteColumns("value", key="key", timestamp="timestamp", partition="partition", topic="topic"))
+    rows = [_with_empty_headers(b.set_column(3, "topic", pa.array([by_row] * b.num_rows))) for b in _batches(n)]
+    task = _task(broker, None, WriteColumns("value", key="key", timestamp="timestamp", partition="partition", topic="topic",
+                                            headers="headers"))
     try:
         assert task.send_all(iter(rows)) == n
     finally:
@@ -135,3 +164,46 @@ def _read_exact(broker: MiniBroker, topic: str, n: int) -> list[tuple[int, int, 
         return sorted(got, key=lambda r: (r[0], r[1]))
     finally:
         c.close()
+
+
+def test_a_topic_column_goes_through_send_batch_per_topic_and_partition(broker: MiniBroker) -> None:
+    """A topic column (no topic option): one send_batch per topic and partition of each Arrow batch, no row by row
+    send; the records, their partitions and order are those the row path writes."""
+    n = 1400  # two Arrow batches of 700 rows
+    ours, ref = [f"tc{k}-{uuid.uuid4().hex[:8]}" for k in range(2)], [f"rc{k}-{uuid.uuid4().hex[:8]}" for k in range(2)]
+
+    def with_topics(topics: list[str]) -> list[Any]:
+        return [b.set_column(3, "topic", pa.array([topics[i % 3 == 0] for i in range(b.num_rows)])) for b in _batches(n)]
+
+    columns = WriteColumns("value", key="key", timestamp="timestamp", partition="partition", topic="topic")
+    task = _task(broker, None, columns)
+    batch_calls, row_calls = _counting(task)
+    try:
+        assert task.send_all(iter(with_topics(ours))) == n
+    finally:
+        task.close()
+    assert row_calls == [] and len(batch_calls) == 2 * 2 * 2  # Arrow batches x topics x partitions
+    task = _task(broker, None, WriteColumns("value", key="key", timestamp="timestamp", partition="partition",
+                                            topic="topic", headers="headers"))
+    try:
+        assert task.send_all(iter(_with_empty_headers(b) for b in with_topics(ref))) == n
+    finally:
+        task.close()
+    second = sum(1 for b in _batches(n) for i in range(b.num_rows) if i % 3 == 0)  # rows of topics[1]
+    for k, expected in ((0, n - second), (1, second)):
+        got = _read_exact(broker, ours[k], expected)
+        assert len(got) == expected and got == _read_exact(broker, ref[k], expected)
+
+
+def test_a_null_in_the_topic_column_fails_before_the_batch_is_sent(broker: MiniBroker) -> None:
+    topic = f"tn-{uuid.uuid4().hex[:8]}"
+    batch = _batches(700)[0]
+    batch = batch.set_column(3, "topic", pa.array([None if i == 500 else topic for i in range(batch.num_rows)]))
+    task = _task(broker, None, WriteColumns("value", topic="topic"))
+    batch_calls, row_calls = _counting(task)
+    try:
+        with pytest.raises(KafkaWriteOptionError, match="null topic present in the data"):
+            task.send_all(iter([batch]))
+    finally:
+        task.close()
+    assert NULL_TOPIC_MESSAGE.startswith("null topic") and batch_calls == [] and row_calls == []
