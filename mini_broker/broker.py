@@ -52,8 +52,9 @@ from mini_broker.server.request_handler import KafkaRequestHandlerPool
 from mini_broker.server.txn_marker_writer import ReplicaTxnMarkerWriter
 from mini_broker.share.config import ShareGroupConfig
 from mini_broker.share.coordinator import ShareGroupCoordinator
-from mini_broker.share.partition_manager import SharePartitionManager, SharePersister, TopicIdPartition
+from mini_broker.share.partition_manager import SharePartitionManager, TopicIdPartition
 from mini_broker.share.share_coordinator import ShareCoordinator
+from mini_broker.share.state_admin import GroupStatePersister
 from mini_broker.transaction.transaction_config import TransactionConfig
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
 from mini_broker.transaction.transaction_log import TransactionLog
@@ -90,7 +91,8 @@ class BrokerMode(Protocol):
 
     def stop_coordinators(self) -> None: ...
 
-    def share_persister(self, context: BrokerContext) -> tuple[SharePersister, Callable[[TopicIdPartition], int]]:
+    def share_persister(self, context: BrokerContext) -> tuple[GroupStatePersister,
+                                                               Callable[[TopicIdPartition], int]]:
         """A cluster broker's share-partition state, kept by the share coordinator wherever it runs: the
         persister and the leader epoch of a topic partition (a single broker keeps it in its data dir)."""
         ...
@@ -126,7 +128,8 @@ class SingleBrokerMode:
     def stop_coordinators(self) -> None:
         return None
 
-    def share_persister(self, context: BrokerContext) -> tuple[SharePersister, Callable[[TopicIdPartition], int]]:
+    def share_persister(self, context: BrokerContext) -> tuple[GroupStatePersister,
+                                                               Callable[[TopicIdPartition], int]]:
         raise AssertionError("a single broker keeps share-partition state in its data dir (ShareCoordinator)")
 
     def shutdown(self) -> None:
@@ -320,7 +323,7 @@ class MiniBroker:
                                              lambda group_id, member_id: self._release_share_member(group_id, member_id),
                                              self.time)
         coordinator_dir = self.mode.coordinator_data_dir(self.data_dir)
-        persister: SharePersister
+        persister: GroupStatePersister
         leader_epoch: Callable[[TopicIdPartition], int] | None = None
         if coordinator_dir is not None:  # a single broker: the share coordinator in process, on its data dir
             self.share_coordinator = ShareCoordinator(
@@ -336,6 +339,10 @@ class MiniBroker:
             share_config, self.time, group_config=share_groups.group_config, persister=persister,
             on_records_available=lambda group_id, tp: fetches.check_and_complete(DelayedShareFetchGroupKey(group_id, *tp)),
             leader_epoch=leader_epoch)
+        share_groups.state_admin = persister
+        share_partitions = self.share_partitions
+        share_groups.on_state_deleted = lambda group_id, tp: share_partitions.forget_share_partitions(
+            group_id, *(tp or ()))
         classic.share_groups = share_groups
         context.share_groups = share_groups
         context.share_partitions = self.share_partitions

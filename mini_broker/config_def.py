@@ -86,6 +86,9 @@ _k("inter.broker.protocol.version", STR, LATEST_PRODUCTION.version, validator=ve
    doc="deprecated in KRaft mode (Kafka 3.3+): checked and otherwise ignored")
 _k("broker.session.timeout.ms", INT, 9000, 1)
 _k("broker.heartbeat.interval.ms", INT, 2000, 1)
+_k("auto.leader.rebalance.enable", BOOL, True)
+_k("leader.imbalance.check.interval.seconds", LONG, 300, 1)
+_k("leader.imbalance.per.broker.percentage", INT, 10, 0)
 _k("cluster.id", STR, None, doc="mini_broker extension; normally read from meta.properties")
 # socket server
 _k("num.network.threads", INT, 3, 1)

@@ -10,6 +10,7 @@ import functools
 from collections.abc import Callable
 
 from mini_broker.cluster.coordinator_partitions import CoordinatorAppendGate, CoordinatorPartitions
+from mini_broker.cluster.partition_offsets import RemoteLatestOffsets
 from mini_broker.cluster.replication import ClusterReplication
 from mini_broker.cluster.share_state import ClusterShareCoordinator, RemoteSharePersister
 from mini_broker.cluster.txn_markers import ClusterTxnMarkerWriter
@@ -23,8 +24,9 @@ from mini_broker.server.context import BrokerContext, BrokerEndPoint
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.server.replica_manager import ReplicaManager
-from mini_broker.share.partition_manager import SharePersister, TopicIdPartition
+from mini_broker.share.partition_manager import TopicIdPartition
 from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME
+from mini_broker.share.state_admin import GroupStatePersister
 from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
 from pykafka_client.errors import ConfigurationError, NotLeaderOrFollowerError
 from pykafka_client.utils.time import Time
@@ -48,6 +50,7 @@ class ClusterMode:
         self._coordinator_partitions: CoordinatorPartitions | None = None
         self._share_state: ClusterShareCoordinator | None = None
         self._share_persister: RemoteSharePersister | None = None
+        self._latest_offsets: RemoteLatestOffsets | None = None
 
     def coordinator_data_dir(self, data_dir: str) -> str | None:
         return None
@@ -67,7 +70,8 @@ class ClusterMode:
             credentials.replicate_with(self.replication.replicate_scram_credentials)
             self.replication.scram_listener = credentials.apply_replicated
 
-    def share_persister(self, context: BrokerContext) -> tuple[SharePersister, Callable[[TopicIdPartition], int]]:
+    def share_persister(self, context: BrokerContext) -> tuple[GroupStatePersister,
+                                                               Callable[[TopicIdPartition], int]]:
         """The share coordinator's shards on the ``__share_group_state`` partitions this broker will lead
         (``context.share_state``), and the share-partition leader's persister, which reaches them wherever they
         are, with the leader epoch of a topic partition (see :mod:`mini_broker.cluster.share_state`)."""
@@ -93,6 +97,8 @@ class ClusterMode:
             self._time, get("share.coordinator.snapshot.update.records.per.snapshot"))
         context.share_state = self._share_state
         self._share_persister = RemoteSharePersister(self.replication, create_topic, time=self._time)
+        self._latest_offsets = RemoteLatestOffsets(self.replication)
+        context.remote_latest_offset = self._latest_offsets.latest_offset
         return self._share_persister, leader_epoch
 
     def wire_coordinators(self, context: BrokerContext, apis: KafkaApis, group: GroupCoordinator,
@@ -131,6 +137,8 @@ class ClusterMode:
             self._coordinator_partitions.shutdown()
         if self._share_persister is not None:
             self._share_persister.close()
+        if self._latest_offsets is not None:
+            self._latest_offsets.close()
         if self._share_state is not None:
             self._share_state.shutdown()
 

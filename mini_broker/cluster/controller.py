@@ -1,5 +1,5 @@
-"""The controller process role: serves :class:`ControllerState` over :mod:`controller_rpc` and fences brokers
-whose sessions expire (Kafka: the active ``QuorumController``; here a single controller, see
+"""The controller process role: serves :class:`ControllerState` over :mod:`controller_rpc`, fences brokers
+whose sessions expire and moves leadership back to the preferred replicas (Kafka: the active ``QuorumController``; here a single controller, see
 docs/ARCHITECTURE.md "Cluster and replication").
 
 The image is persisted as a metadata log (:class:`MetadataLog`): each change appends its delta (the entries it
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mini_broker.cluster.controller_rpc import encode
-from mini_broker.cluster.controller_state import ControllerState, TopicSpec, error_of
+from mini_broker.cluster.controller_state import ControllerState, LeaderBalanceConfig, TopicSpec, error_of
 from mini_broker.utils.atomic_file import atomic_write
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -116,14 +116,14 @@ class MetadataLog:
 class Controller:
     def __init__(self, data_dir: str, cluster_id: str, session_timeout_ms: int = 9000,
                  unclean_leader_election: bool = False, host: str = "127.0.0.1", port: int = 0,
-                 time: Time = SYSTEM_TIME) -> None:
+                 time: Time = SYSTEM_TIME, leader_balance: LeaderBalanceConfig | None = None) -> None:
         os.makedirs(data_dir, exist_ok=True)
         self.metadata_log = MetadataLog(data_dir)
         image, deltas = self.metadata_log.load()
         if image is not None:
             cluster_id = str(image.get("cluster_id", cluster_id))
         self.state = ControllerState(cluster_id, time, session_timeout_ms, unclean_leader_election,
-                                     persist=self._write, image=image)
+                                     persist=self._write, image=image, leader_balance=leader_balance)
         for delta in deltas:
             self.state.replay(delta)
         self._server = socket.create_server((host, port))
@@ -175,6 +175,14 @@ class Controller:
             for b in fenced:
                 log.warning("event=broker_fenced broker_id=%d msg=\"no heartbeat within broker.session.timeout.ms; "
                             "its partitions get new leaders from their ISR\"", b)
+            try:
+                elected = self.state.maybe_balance_partition_leaders()
+            except KafkaError as e:  # e.g. the metadata log could not be written: the next check tries again
+                log.warning("event=leader_balance_failed error=%r", e)
+                continue
+            if elected:
+                log.info("event=preferred_leaders_elected partitions=%d msg=\"leadership back on the preferred "
+                         "replicas (auto.leader.rebalance.enable)\"", len(elected))
 
     def _accept_loop(self) -> None:
         while not self._stop.is_set():
@@ -302,6 +310,8 @@ def handle_request(s: ControllerState, req: dict[str, Any]) -> dict[str, Any]:
                      for ep in req.get("listeners", [])]
         epoch = s.register_broker(int(req["broker_id"]), str(req["host"]), int(req["port"]), listeners)
         log.info("event=broker_registered broker_id=%s broker_epoch=%d", req["broker_id"], epoch)
+        if not req.get("with_metadata", True):  # a fenced broker registering again: its metadata thread catches up
+            return {"broker_epoch": epoch}
         return {"broker_epoch": epoch, **_changes_for(s, req)}
     if op == "fetch_metadata":
         # a broker's long-poll: it applied ``version``; answer with what follows as soon as there is some

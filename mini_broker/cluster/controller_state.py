@@ -27,6 +27,10 @@ Rules (Kafka's KRaft controller):
 * a leader is elected only from the ISR (first alive ISR member in replica order); with
   ``unclean.leader.election.enable`` (topic or cluster) an alive out-of-sync replica may be chosen, the ISR
   then being just that replica;
+* leadership that failovers piled up on the survivors goes back to the preferred replicas (the first of each
+  replica list) every ``leader.imbalance.check.interval.seconds`` for the brokers whose share of partitions led
+  by others is above ``leader.imbalance.per.broker.percentage`` (``auto.leader.rebalance.enable``), where the
+  preferred replica is alive and in the ISR: :meth:`ControllerState.maybe_balance_partition_leaders`;
 * ISR changes come from the partition leader (AlterPartition): they are accepted only with the current
   leader epoch and partition epoch, and only with unfenced replicas that are in the replica set.
 """
@@ -211,6 +215,16 @@ ENTRY_KINDS: dict[str, EntryKind] = {
 
 
 @dataclass(frozen=True)
+class LeaderBalanceConfig:
+    """Automatic preferred leader election (Kafka: ``auto.leader.rebalance.enable``,
+    ``leader.imbalance.check.interval.seconds``, ``leader.imbalance.per.broker.percentage``)."""
+
+    enable: bool = True
+    check_interval_ms: int = 300_000
+    per_broker_percentage: int = 10
+
+
+@dataclass(frozen=True)
 class TopicSpec:
     """One topic of a CreateTopics request: ``assignment`` (partition -> replicas) or a partition count and
     replication factor."""
@@ -227,11 +241,15 @@ class ControllerState:
 
     def __init__(self, cluster_id: str, time: Time, session_timeout_ms: int, unclean_leader_election: bool = False,
                  persist: Callable[[dict[str, Any]], None] | None = None, image: dict[str, Any] | None = None,
-                 delta_retention_entries: int = DELTA_RETENTION_ENTRIES) -> None:
+                 delta_retention_entries: int = DELTA_RETENTION_ENTRIES,
+                 leader_balance: LeaderBalanceConfig | None = None) -> None:
         self.cluster_id = cluster_id
         self.time = time
         self.session_timeout_ms = session_timeout_ms
         self.unclean_leader_election = unclean_leader_election
+        self.leader_balance = leader_balance or LeaderBalanceConfig()
+        #: when the next leader imbalance check is due (Kafka: the first one an interval after the start)
+        self._next_leader_balance_ms = time.milliseconds() + self.leader_balance.check_interval_ms
         self._persist = persist
         self._lock = threading.RLock()
         self._heartbeats = threading.Condition(self._lock)
@@ -259,6 +277,8 @@ class ControllerState:
         self.images_served = 0
         #: broker id -> (broker epoch, arrival ms) of its latest heartbeat, noted before it takes the lock
         self._heartbeat_arrivals: dict[int, tuple[int, int]] = {}
+        #: broker id -> broker epoch of a heartbeat that arrived and waits for the lock (not processed yet)
+        self._heartbeats_waiting: dict[int, int] = {}
         #: normalised topic name -> topic name (Kafka's '.'/'_' collision rule); None: rebuilt at next use
         self._collision_index: dict[str, str] | None = None
         if image is not None:
@@ -462,13 +482,17 @@ class ControllerState:
 
     def heartbeat(self, broker_id: int, broker_epoch: int, metadata_version: int = -1) -> None:
         """Raises StaleBrokerEpochError when the broker must register again (fenced or an older incarnation)."""
-        with self._lock:
-            b = self.brokers.get(broker_id)
-            if b is None or b.broker_epoch != broker_epoch or b.fenced:
-                raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered; register again")
-            b.last_heartbeat_ms = self.time.milliseconds()
-            b.metadata_version = max(b.metadata_version, metadata_version)
-            self._heartbeats.notify_all()
+        try:
+            with self._lock:
+                b = self.brokers.get(broker_id)
+                if b is None or b.broker_epoch != broker_epoch or b.fenced:
+                    raise StaleBrokerEpochError(f"broker {broker_id} epoch {broker_epoch} is not registered; register "
+                                                f"again")
+                b.last_heartbeat_ms = self.time.milliseconds()
+                b.metadata_version = max(b.metadata_version, metadata_version)
+                self._heartbeats.notify_all()
+        finally:
+            self._heartbeats_waiting.pop(broker_id, None)
 
     def wait_for_propagation(self, version: int, exclude: int, timeout_s: float) -> bool:
         """Block (real time) until every unfenced broker but ``exclude`` reported image ``version`` or newer in a
@@ -491,12 +515,18 @@ class ControllerState:
                 self._changed()
 
     def heartbeat_arrived(self, broker_id: int, broker_epoch: int) -> None:
-        """Note a heartbeat's arrival before it waits for the lock: a heartbeat that queued behind a long change
-        (a thousand topics created at once) counts from when it arrived, so its broker is not fenced for the
-        controller's own delay. Lock-free (one dictionary store)."""
-        self._heartbeat_arrivals[broker_id] = (broker_epoch, self.time.milliseconds())
+        """Note a heartbeat's arrival before it waits for the lock (:meth:`heartbeat` processes it): a heartbeat
+        that queued behind a long change (a thousand topics created at once, the AlterPartition that follows)
+        counts from when it arrived, and while it waits its broker's session does not expire: the broker sends
+        its next heartbeat once this one is answered, so the controller's own delay must not fence it. Lock-free
+        (dictionary stores)."""
+        now = self.time.milliseconds()
+        self._heartbeat_arrivals[broker_id] = (broker_epoch, now)
+        self._heartbeats_waiting[broker_id] = broker_epoch
 
-    def _last_heard(self, b: BrokerRegistration) -> int:
+    def _last_heard(self, b: BrokerRegistration, now: int) -> int:
+        if self._heartbeats_waiting.get(b.broker_id) == b.broker_epoch:
+            return now  # its heartbeat is queued behind the lock this check holds
         arrival = self._heartbeat_arrivals.get(b.broker_id)
         if arrival is not None and arrival[0] == b.broker_epoch:
             return max(b.last_heartbeat_ms, arrival[1])
@@ -507,7 +537,7 @@ class ControllerState:
         with self._lock:
             now = self.time.milliseconds()
             expired = [b for b in self.brokers.values()
-                       if not b.fenced and now - self._last_heard(b) > self.session_timeout_ms]
+                       if not b.fenced and now - self._last_heard(b, now) > self.session_timeout_ms]
             for b in expired:
                 self._fence(b)
             if expired:
@@ -837,6 +867,45 @@ class ControllerState:
                 except KafkaError as e:
                     out[(topic, p)] = e
         return out
+
+    def maybe_balance_partition_leaders(self) -> list[tuple[str, int]]:
+        """Every ``leader.imbalance.check.interval.seconds`` (when ``auto.leader.rebalance.enable``): run
+        :meth:`balance_partition_leaders`; the (topic, partition)s whose preferred replica became leader."""
+        if not self.leader_balance.enable:
+            return []
+        with self._lock:
+            now = self.time.milliseconds()
+            if now < self._next_leader_balance_ms:
+                return []
+            self._next_leader_balance_ms = now + self.leader_balance.check_interval_ms
+            return self.balance_partition_leaders()
+
+    def balance_partition_leaders(self) -> list[tuple[str, int]]:
+        """Move leadership back to the preferred replicas (the first of each replica list) after failovers piled
+        it up on the survivors, as one change. Per broker, its imbalance ratio is the share of the partitions it
+        is the preferred replica of that another broker leads; where that ratio is above
+        ``leader.imbalance.per.broker.percentage``, each of those partitions whose preferred replica is alive
+        and in the ISR gets it as leader (the leader epoch bumped; the old leader follows it). Partitions being
+        reassigned are left alone. Returns the (topic, partition)s elected."""
+        elected: list[tuple[str, int]] = []
+        with self.batch():
+            alive = self.alive()
+            preferred_of: dict[int, list[tuple[TopicRegistration, int, PartitionRegistration]]] = {}
+            for t in self.topics.values():
+                for p, reg in enumerate(t.partitions):
+                    if reg.replicas and not reg.adding_replicas and not reg.removing_replicas:
+                        preferred_of.setdefault(reg.replicas[0], []).append((t, p, reg))
+            for broker, partitions in sorted(preferred_of.items()):
+                if broker not in alive:
+                    continue
+                led_by_others = [(t, p, reg) for t, p, reg in partitions if reg.leader != broker]
+                if len(led_by_others) * 100 <= self.leader_balance.per_broker_percentage * len(partitions):
+                    continue
+                for t, p, reg in led_by_others:
+                    if broker in reg.isr:
+                        self._elect_preferred(t, reg, alive)
+                        elected.append((t.name, p))
+        return elected
 
     def _elect_preferred(self, t: TopicRegistration, reg: PartitionRegistration, alive: set[int]) -> None:
         preferred = reg.target_replicas[0]

@@ -16,7 +16,9 @@ API (stable; the client-side failover tests build on it):
 
 * ``MiniCluster(num_brokers=3, *, data_dir=None, overrides=None, log_level="WARNING")``: ``data_dir`` (else a
   temp dir removed on exit) holds ``controller/`` and ``broker-<id>/``; ``overrides`` are broker properties
-  (``broker.session.timeout.ms`` and ``unclean.leader.election.enable`` also configure the controller).
+  (``broker.session.timeout.ms``, ``unclean.leader.election.enable``, ``auto.leader.rebalance.enable``,
+  ``leader.imbalance.check.interval.seconds`` and ``leader.imbalance.per.broker.percentage`` also configure the
+  controller).
   Defaults for tests: ``default.replication.factor=min(3, N)``, ``broker.heartbeat.interval.ms=200``,
   ``broker.session.timeout.ms=2000``, ``replica.lag.time.max.ms=5000``.
 * ``start()`` / ``shutdown()`` (or the context manager); ``bootstrap_servers``; ``brokers`` (id ->
@@ -48,7 +50,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 
 from mini_broker.cluster.controller import Controller
-from mini_broker.cluster.controller_state import NO_LEADER, BrokerRegistration, PartitionRegistration
+from mini_broker.cluster.controller_state import (
+    NO_LEADER,
+    BrokerRegistration,
+    LeaderBalanceConfig,
+    PartitionRegistration,
+)
 from pykafka_client.errors import KafkaTimeoutError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -215,6 +222,10 @@ class MiniCluster:
             os.path.join(self.data_dir, "controller"), self.cluster_id,
             session_timeout_ms=int(self.props["broker.session.timeout.ms"]),
             unclean_leader_election=self.props.get("unclean.leader.election.enable", "false").lower() == "true",
+            leader_balance=LeaderBalanceConfig(
+                self.props.get("auto.leader.rebalance.enable", "true").lower() == "true",
+                int(self.props.get("leader.imbalance.check.interval.seconds", "300")) * 1000,
+                int(self.props.get("leader.imbalance.per.broker.percentage", "10"))),
         ).start()
         try:
             for i in range(self.num_brokers):

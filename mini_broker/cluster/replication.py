@@ -5,7 +5,10 @@ follower transitions, follower fetch state, the high watermark, ISR changes, and
 * **Lifecycle**: :meth:`start` registers with the controller (retrying until it answers), applies the image
   and starts threads that heartbeat every ``broker.heartbeat.interval.ms``, long-poll the controller for
   metadata changes (:meth:`_fetch_metadata`), propose ISR shrinks (``replica.lag.time.max.ms``), and write the
-  high-watermark checkpoint (``replication-offset-checkpoint``) every second and at shutdown.
+  high-watermark checkpoint (``replication-offset-checkpoint``) every second and at shutdown. The heartbeat
+  thread never applies metadata nor waits for it: a fenced broker registers again there and its metadata
+  thread catches up (:meth:`heartbeat_or_register`). The version a broker reports as applied
+  (:attr:`image_version`) is the last one whose publication finished.
 * **Metadata**: every request names the version this broker applied and the controller answers with the
   deltas after it (the whole image when the broker just started or is too far behind); :attr:`metadata`
   (:class:`~mini_broker.cluster.metadata_image.MetadataImage`) applies either and says what changed, and only
@@ -112,6 +115,9 @@ class ClusterReplication:
         self.broker_epoch = -1
         #: the controller's metadata as this broker applied it
         self.metadata = MetadataImage()
+        #: the version of :attr:`metadata` whose publication (cache, partitions, logs, coordinators) finished:
+        #: what this broker reports as applied (:attr:`image_version`)
+        self._published_version = -1
         self._lock = threading.RLock()
         self._apply_lock = threading.Lock()
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -152,8 +158,7 @@ class ClusterReplication:
         deadline = _time.monotonic() + timeout_s
         while True:
             try:
-                reply = self.channel.call({"op": "register", "broker_id": self.broker_id, "host": host, "port": port,
-                                           "listeners": self._listeners, "version": self.image_version})
+                reply = self.channel.call(self._registration())
                 break
             except OSError as e:
                 if _time.monotonic() > deadline:
@@ -163,6 +168,10 @@ class ClusterReplication:
         self.broker_epoch = int(reply["broker_epoch"])
         log.info("event=broker_registered broker_id=%d broker_epoch=%d", self.broker_id, self.broker_epoch)
         self.apply_metadata(reply)
+
+    def _registration(self) -> dict[str, Any]:
+        return {"op": "register", "broker_id": self.broker_id, "host": self._host, "port": self._port,
+                "listeners": self._listeners, "version": self.image_version}
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"broker-lifecycle-{self.broker_id}", daemon=True)
@@ -231,23 +240,45 @@ class ClusterReplication:
 
     def _run(self) -> None:
         """Heartbeats only, on their own channel: ISR proposals and checkpoints (:meth:`_housekeeping`) and
-        image application (:meth:`_fetch_images`) run on other threads, so that a burst of them (a thousand
+        metadata application (:meth:`_fetch_metadata`) run on other threads, so that a burst of them (a thousand
         new partitions) never delays a heartbeat past ``broker.session.timeout.ms``."""
         while not self._stop.wait(self.heartbeat_interval_s):
+            self.heartbeat_or_register()
+
+    def heartbeat_or_register(self) -> None:
+        """One turn of the lifecycle thread: a heartbeat, or registering again when the controller fenced this
+        broker. Neither applies metadata nor waits for its application (the registration's reply carries none:
+        the metadata thread catches up from the version it applied, as for any other change), nor shares a
+        channel with the requests that wait for the controller's other work (AlterPartition, forwarded topic
+        changes), so that a broker busy creating thousands of logs keeps its session (Kafka: the
+        BrokerLifecycleManager's own event queue)."""
+        try:
+            self.send_heartbeat()
+        except StaleBrokerEpochError:
+            log.warning("event=broker_fenced broker_id=%d msg=\"the controller fenced this broker; "
+                        "registering again\"", self.broker_id)
             try:
-                self.heartbeat_channel.call({"op": "heartbeat", "broker_id": self.broker_id,
-                                             "broker_epoch": self.broker_epoch, "version": self.image_version,
-                                             "with_image": False})
-            except StaleBrokerEpochError:
-                log.warning("event=broker_fenced broker_id=%d msg=\"the controller fenced this broker; "
-                            "registering again\"", self.broker_id)
-                try:
-                    self.register(self._host, self._port, None, timeout_s=self.heartbeat_interval_s * 5)
-                except (OSError, KafkaError) as e:
-                    log.warning("event=register_failed error=%r", e)
+                self._register_again()
             except (OSError, KafkaError, ValueError) as e:
-                log.warning("event=heartbeat_failed broker_id=%d error=%r msg=\"retrying; the controller fences "
-                            "this broker after broker.session.timeout.ms\"", self.broker_id, e)
+                log.warning("event=register_failed broker_id=%d error=%r msg=\"retrying at the next heartbeat\"",
+                            self.broker_id, e)
+        except (OSError, KafkaError, ValueError) as e:
+            log.warning("event=heartbeat_failed broker_id=%d error=%r msg=\"retrying; the controller fences "
+                        "this broker after broker.session.timeout.ms\"", self.broker_id, e)
+
+    def _register_again(self) -> None:
+        """Register a fenced broker again on the heartbeat channel, without the metadata (see
+        :meth:`heartbeat_or_register`)."""
+        reply = self.heartbeat_channel.call({**self._registration(), "with_metadata": False})
+        self.broker_epoch = int(reply["broker_epoch"])
+        log.info("event=broker_registered broker_id=%d broker_epoch=%d", self.broker_id, self.broker_epoch)
+
+    def send_heartbeat(self) -> None:
+        """One broker heartbeat, naming the metadata version this broker applied (:attr:`image_version`); raises
+        StaleBrokerEpochError when the controller fenced this broker."""
+        self.heartbeat_channel.call({"op": "heartbeat", "broker_id": self.broker_id,
+                                     "broker_epoch": self.broker_epoch, "version": self.image_version,
+                                     "with_image": False})
 
     def _housekeeping(self) -> None:
         last_checkpoint = _time.monotonic()
@@ -280,8 +311,13 @@ class ClusterReplication:
 
     @property
     def image_version(self) -> int:
-        """The version of the controller's metadata this broker applied (-1: none yet)."""
-        return self.metadata.version
+        """The version of the controller's metadata this broker applied and published (-1: none yet): what its
+        heartbeats and metadata fetches report, which the controller's topic changes and
+        ``MiniCluster.wait_for_metadata`` wait for. A version is reported only once its publication finished (the
+        metadata cache, the partitions' leadership, their logs and the coordinators), not when the image took
+        it (Kafka: a broker's metadata offset moves once its publishers ran), so nothing waiting for a broker to
+        have applied a version proceeds while it is still creating the logs or moving the coordinators."""
+        return self._published_version
 
     def apply_metadata(self, reply: dict[str, Any]) -> bool:
         """Apply what a controller reply brings: the deltas after this broker's version or a whole image. False
@@ -298,6 +334,7 @@ class ClusterReplication:
             if int(image["version"]) <= self.metadata.version:
                 return
             self._publish(self.metadata.replace(image))
+            self._published_version = self.metadata.version
 
     def apply_deltas(self, deltas: list[dict[str, Any]]) -> bool:
         """Apply the controller's deltas after this broker's version: only the topics, brokers, ACLs and
@@ -311,6 +348,7 @@ class ClusterReplication:
                             self.broker_id, e)
                 return False
             self._publish(delta)
+            self._published_version = self.metadata.version
             return True
 
     def _publish(self, delta: MetadataDelta) -> None:

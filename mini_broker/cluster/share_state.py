@@ -45,6 +45,7 @@ from mini_broker.share.share_coordinator import (
     state_batches,
 )
 from mini_broker.share.share_partition import InFlightRecord, RecordState, ShareState
+from mini_broker.share.state_admin import StateSummary
 from mini_broker.timer.system_timer import SystemTimer
 from pykafka_client.errors import (
     CoordinatorLoadInProgressError,
@@ -59,6 +60,8 @@ from pykafka_client.protocol.messages import (
     InitializeShareGroupStateRequest,
     ReadShareGroupStateRequest,
     ReadShareGroupStateResponse,
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
     WriteShareGroupStateRequest,
 )
 from pykafka_client.protocol.types import Message
@@ -73,6 +76,8 @@ log = logging.getLogger(__name__)
 _RETRIABLE = frozenset(int(e.code) for e in (NotCoordinatorError, CoordinatorLoadInProgressError,
                                              CoordinatorNotAvailableError, RequestTimedOutError))
 _RETRY_BACKOFF_MS = 50
+#: ReadShareGroupStateSummary v1 answers the leader epoch and the delivery-complete count (KIP-1226)
+SUMMARY_VERSION = 1
 
 
 class ClusterShareCoordinator:
@@ -130,9 +135,9 @@ class RemoteSharePersister:
         response = self._send(key, request)
         assert isinstance(response, ReadShareGroupStateResponse)
         result = response.results[0].partitions[0]
+        self._state_epochs[key] = result.state_epoch  # (no state: a deleted one's epoch, to write the new one)
         if result.start_offset < 0:
             return None
-        self._state_epochs[key] = result.state_epoch
         state = ShareState(result.start_offset, result.start_offset, {})
         for b in result.state_batches:
             for offset in range(max(b.first_offset, state.start_offset), b.last_offset + 1):
@@ -181,6 +186,34 @@ class RemoteSharePersister:
         self._state_epochs[key] = epoch
         self._acknowledged[key] = (start_offset, {})
 
+    # -- ShareStateAdmin (the group coordinator's calls; the leader's epochs and states here stay as they are,
+    # so that this broker's writes of an old state are fenced and it reads the new one) ---------------------
+    def read_state_summary(self, key: SharePartitionKey) -> StateSummary | None:
+        group, topic_id, partition = key
+        S = ReadShareGroupStateSummaryRequest
+        response = self._send(key, S(group_id=group, topics=[S.ReadStateSummaryData(topic_id=topic_id, partitions=[
+            S.PartitionData(partition=partition, leader_epoch=-1)])]), SUMMARY_VERSION)
+        assert isinstance(response, ReadShareGroupStateSummaryResponse)
+        result = response.results[0].partitions[0]
+        if result.start_offset < 0 and result.state_epoch == 0:
+            return None
+        return StateSummary(result.state_epoch, result.leader_epoch, result.start_offset,
+                            result.delivery_complete_count)
+
+    def initialize_group_state(self, key: SharePartitionKey, start_offset: int) -> None:
+        found = self.read_state_summary(key)
+        group, topic_id, partition = key
+        I = InitializeShareGroupStateRequest  # noqa: E741
+        self._send(key, I(group_id=group, topics=[I.InitializeStateData(topic_id=topic_id, partitions=[
+            I.PartitionData(partition=partition, state_epoch=0 if found is None else found.state_epoch + 1,
+                            start_offset=start_offset)])]))
+
+    def delete_group_state(self, key: SharePartitionKey) -> None:
+        group, topic_id, partition = key
+        D = DeleteShareGroupStateRequest
+        self._send(key, D(group_id=group, topics=[D.DeleteStateData(topic_id=topic_id, partitions=[
+            D.PartitionData(partition=partition)])]))
+
     def close(self) -> None:
         with self._lock:
             self._closed = True
@@ -190,13 +223,13 @@ class RemoteSharePersister:
             self._idle.clear()
 
     # -- internals -----------------------------------------------------------------------------------------
-    def _send(self, key: SharePartitionKey, request: Message) -> Message:
+    def _send(self, key: SharePartitionKey, request: Message, version: int = 0) -> Message:
         """The response of the share coordinator of ``key`` (retried as the module doc says); raises the
         partition's error, or the last retriable one when ``timeout_ms`` passed."""
         deadline = self._time.hi_res_clock_ms() + self._timeout_ms
         last: KafkaError | None = None
         while True:
-            code, message, response = self._attempt(key, request)
+            code, message, response = self._attempt(key, request, version)
             if code == 0:
                 assert response is not None
                 return response
@@ -205,7 +238,7 @@ class RemoteSharePersister:
                 raise last
             self._time.sleep(_RETRY_BACKOFF_MS)
 
-    def _attempt(self, key: SharePartitionKey, request: Message) -> tuple[int, str, Message | None]:
+    def _attempt(self, key: SharePartitionKey, request: Message, version: int = 0) -> tuple[int, str, Message | None]:
         found = coordinator_for(self._cluster.cache, SHARE_KEY_TYPE, share_key(key))
         if found.error_code and found.partition < 0:
             try:
@@ -218,7 +251,7 @@ class RemoteSharePersister:
         node = found.node_id
         conn = self._take_connection(node)
         try:
-            response = conn.send_and_receive(request, 0, self._timeout_s)
+            response = conn.send_and_receive(request, version, self._timeout_s)
         except (OSError, KafkaError) as e:  # the connection closed itself: not given back
             return int(CoordinatorNotAvailableError.code), f"broker {node} unreachable ({e!r})", None
         self._give_back(node, conn)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,8 @@ from mini_broker.metrics import BrokerMetrics
 from mini_broker.network.request_channel import Request
 from mini_broker.security.auth_helper import ALLOW_ALL, RequestAuth, client_ip
 from mini_broker.server.metadata_cache import MetadataCache
+from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import Time
 
 if TYPE_CHECKING:
@@ -24,6 +27,10 @@ if TYPE_CHECKING:
     from mini_broker.share.share_coordinator import ShareStateShards
     from mini_broker.transaction.seams import TransactionVerifier, TxnMarkerWriter
     from mini_broker.transaction.transaction_coordinator import TransactionCoordinator
+
+
+#: ListOffsets' "latest" timestamp: the high watermark
+LATEST_TIMESTAMP = -1
 
 
 @dataclass(frozen=True)
@@ -67,12 +74,24 @@ class BrokerContext:
     share_partitions: SharePartitionManager | None = None
     #: KIP-932 share-partition state this broker's share coordinator keeps (the share state APIs; None: none)
     share_state: ShareStateShards | None = None
+    #: the high watermark of a topic partition another broker leads (a cluster: asked of its leader; None: not
+    #: known), for :meth:`latest_offset`
+    remote_latest_offset: Callable[[TopicPartition], tuple[int, int] | None] | None = None
 
     def auth(self, request: Request) -> RequestAuth:
         """The authorization checks of ``request``'s principal and client host (see mini_broker.security)."""
         if self.authorizer is None:
             return ALLOW_ALL  # no allocation per request while authorization is off (the common case)
         return RequestAuth(self.authorizer, request.context.principal, client_ip(request.context.client_address))
+
+    def latest_offset(self, tp: TopicPartition) -> tuple[int, int] | None:
+        """(high watermark, leader epoch) of a topic partition: this broker's when it leads it, else its leader's
+        (None: not known)."""
+        try:
+            _, offset, epoch = self.replica_manager.fetch_offset_for_timestamp(tp, LATEST_TIMESTAMP, 0)
+            return offset, epoch
+        except BrokerResponseError:  # not led here
+            return None if self.remote_latest_offset is None else self.remote_latest_offset(tp)
 
     def endpoint_for(self, listener_name: str) -> BrokerEndPoint:
         """The advertised endpoint of the listener a request came in on (else the first one)."""

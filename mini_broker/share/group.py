@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import enum
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from mini_broker.group.consumer.model import TopicsImage
@@ -64,6 +64,11 @@ class ShareGroup:
     session_deadlines: dict[str, int] = field(default_factory=dict)
     #: the partition counts of the subscribed topics the last assignment saw
     subscribed_partitions: dict[str, int] = field(default_factory=dict)
+    #: the share partitions whose state the share coordinator may hold (Kafka's ShareGroupStatePartitionMetadata
+    #: ``InitializedTopics``): every partition ever assigned or given a start offset, until its state is deleted
+    initialized: dict[uuid.UUID, frozenset[int]] = field(default_factory=dict)
+    #: topics whose state is being deleted (``DeletingTopics``: a deletion a failover interrupted is retried)
+    deleting: frozenset[uuid.UUID] = frozenset()
 
     @property
     def state(self) -> ShareGroupState:
@@ -202,6 +207,33 @@ class ShareGroupManager:
         group = self.groups.get(group_id)
         return group is not None and member_id in group.members
 
+    # -- the share partitions with state (ShareGroupStatePartitionMetadata) ------------------------------------
+    def state_partitions(self, group_id: str) -> dict[uuid.UUID, frozenset[int]]:
+        """The group's share partitions whose state the share coordinator may hold (topic id -> partitions),
+        the topics being deleted included; empty for an unknown group."""
+        group = self.groups.get(group_id)
+        return {} if group is None else dict(group.initialized)
+
+    def add_initialized(self, group_id: str, topic_id: uuid.UUID, partitions: Iterable[int]) -> None:
+        """Record that these share partitions of the group have state (an admin set their start offset)."""
+        group = self.groups[group_id]
+        group.initialized[topic_id] = group.initialized.get(topic_id, frozenset()) | frozenset(partitions)
+
+    def mark_deleting(self, group_id: str, topic_ids: Iterable[uuid.UUID]) -> None:
+        """Record that the state of these topics' share partitions is being deleted (before the deletions)."""
+        group = self.groups[group_id]
+        group.deleting = group.deleting | frozenset(topic_ids)
+
+    def remove_topics(self, group_id: str, topic_ids: Iterable[uuid.UUID]) -> None:
+        """Forget these topics' share partitions (their state was deleted)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        gone = frozenset(topic_ids)
+        for topic_id in gone:
+            group.initialized.pop(topic_id, None)
+        group.deleting = group.deleting - gone
+
     def delete_group(self, group_id: str) -> int:
         """DeleteGroups of a share group: 0 (deleted: it had no members), GROUP_NOT_EMPTY or GROUP_ID_NOT_FOUND.
         The group's ``share.*`` config overrides stay (they belong to the group id, as in Kafka)."""
@@ -228,7 +260,18 @@ class ShareGroupManager:
     def _topics_changed(self, group: ShareGroup, topics: TopicsImage) -> bool:
         return self._subscribed_partitions(group, topics) != group.subscribed_partitions
 
+    @staticmethod
+    def _note_initialized(group: ShareGroup) -> None:
+        """Every partition a member is assigned has state from its first fetch on: record it (the group's
+        ShareGroupStatePartitionMetadata, appended with the assignment that first names it)."""
+        for member in group.members.values():
+            for topic_id, partitions in member.assignment.items():
+                known = group.initialized.get(topic_id, frozenset())
+                if not partitions <= known:
+                    group.initialized[topic_id] = known | partitions
+
     def _maybe_assign(self, group: ShareGroup, topics: TopicsImage) -> None:
+        self._note_initialized(group)  # (a group loaded from records older than this metadata gets it here)
         if group.assignment_epoch == group.group_epoch:
             return
         target = simple_assign({m.member_id: m.subscribed_topic_names for m in group.members.values()}, topics)
@@ -236,3 +279,4 @@ class ShareGroupManager:
             group.members[member_id].assignment = assignment
         group.subscribed_partitions = self._subscribed_partitions(group, topics)
         group.assignment_epoch = group.group_epoch
+        self._note_initialized(group)

@@ -34,7 +34,10 @@ carried returns at once: group commit). Lock order: a share partition's write lo
 briefly to copy the state); never the reverse. A write whose share partition was dropped or replaced meanwhile
 (another leader epoch read its state again, an admin reset it, its group was deleted) fails with
 FENCED_LEADER_EPOCH rather than writing a state nobody serves. Reads (when this broker starts leading a topic
-partition) and an admin's reset still call the persister under the manager lock (rare).
+partition) and an admin's reset still call the persister under the manager lock (rare). The group coordinator may delete or reset a
+share partition's state at the share coordinator behind this broker's back (issue #25): the leader's next write
+of the old state is then fenced (FENCED_STATE_EPOCH: the partition is dropped and read again on its next use), and
+a member opening a share session has the group's share partitions without acquired records read again.
 """
 
 from __future__ import annotations
@@ -47,7 +50,6 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from mini_broker.share.config import ShareGroupConfig
-from mini_broker.share.share_coordinator import share_key
 from mini_broker.share.share_partition import (
     AcknowledgeType,
     AcquiredRange,
@@ -226,6 +228,7 @@ class SharePartitionManager:
                                        f"this broker holds group.share.max.share.sessions "
                                        f"({self.config.max_share_sessions}) share sessions: retry later")
                 current = self._sessions[key] = ShareSession(group_id, member_id, 0, connection_id=connection_id)
+                self._drop_idle(group_id)
             elif current is None:
                 raise SessionError(ShareSessionNotFoundError.code,
                                    f"member {member_id} of share group {group_id} has no share session here: "
@@ -440,7 +443,44 @@ class SharePartitionManager:
         self._delete_states(dropped)
         return len(dropped)
 
+    def forget_share_partitions(self, group_id: str, topic_id: uuid.UUID | None = None,
+                                partition: int | None = None) -> int:
+        """Drop the group's share partitions held here (of one topic, or one partition of it) without writing
+        anything: the group coordinator changed or deleted their state at the share coordinator, and their next
+        use reads it again. Returns how many were dropped."""
+        with self._lock:
+            keys = [k for k in self._partitions if k[0] == group_id and topic_id in (None, k[1])
+                    and partition in (None, k[2])]
+            for key in keys:
+                self._drop(key)
+            return len(keys)
+
     # -- internals ------------------------------------------------------------------------------------------
+    def _drop(self, key: tuple[str, uuid.UUID, int]) -> None:
+        """Forget a share partition held here, nothing written (the caller holds the lock; its writes not yet
+        started fail)."""
+        self._partitions.pop(key, None)
+        self._expiry_due.pop(key, None)
+        self._read_at.pop(key, None)
+        self._writes.pop(key, None)
+
+    def _unwritten(self, key: SharePartitionKey) -> bool:
+        """Whether the share partition has changes no finished write carried yet (the caller holds the lock)."""
+        writes = self._writes.get(key)
+        return writes is not None and writes.written < writes.dirty
+
+    def _drop_idle(self, group_id: str) -> None:
+        """A member of the group opened a share session: the group's share partitions in which no record is
+        acquired are read again on their next use (the caller holds the lock), so that a state the group
+        coordinator deleted or reset at the share coordinator (the group deleted and created again, its offsets
+        altered or deleted) is not served from this broker's memory; the acquired records' holders keep theirs
+        until their next write, which such a change fences (FENCED_STATE_EPOCH)."""
+        if self._persister is None:
+            return  # nothing to read again from: the state is this broker's memory
+        for key in [k for k, sp in self._partitions.items()
+                    if k[0] == group_id and sp.next_lock_deadline() is None and not self._unwritten(k)]:
+            self._drop(key)  # (one with a write pending keeps its state: the write, or its fence, comes first)
+
     def _partition(self, group_id: str, tp: TopicIdPartition) -> SharePartition:
         """The share partition, its state read from the persister when this broker has none for the topic
         partition's current leader epoch (a failover made it the leader: the old leader's acquisitions died
@@ -455,7 +495,7 @@ class SharePartitionManager:
             sp = None
         if sp is None:
             state = None
-            if self._persister is not None and self._leader_epoch is not None:
+            if self._persister is not None:
                 state = self._persister.read_state(key, epoch)
             sp = self._new_partition(state)
             if state is not None:
@@ -524,8 +564,9 @@ class SharePartitionManager:
             with self._lock:
                 if self._writes.get(key) is not writes:
                     raise FencedLeaderEpochError(
-                        f"share partition {share_key(key)} was dropped before its state was written (its "
-                        f"leader epoch moved, its group was deleted or an admin reset it): fetch it again")
+                        f"partition {key[2]} of topic id {key[1]} in share group {key[0]} was dropped before its "
+                        f"state was written (its leader epoch moved, or its state was deleted or reset): fetch it "
+                        f"again")
                 state = _copy_state(writes.partition.state)
                 covered = writes.dirty
                 leader_epoch = self._read_at.get(key, -1)
@@ -535,10 +576,7 @@ class SharePartitionManager:
                 # another leader, or an admin's reset, moved the state on: forget ours, read it on the next use
                 with self._lock:
                     if self._writes.get(key) is writes:
-                        del self._writes[key]
-                        self._partitions.pop(key, None)
-                        self._expiry_due.pop(key, None)
-                        self._read_at.pop(key, None)
+                        self._drop(key)
                 raise
             writes.written = covered
 

@@ -6,6 +6,8 @@ assignments as they were. Same key and value layout as :mod:`mini_broker.group.c
 * 11 ShareGroupMetadata ``group`` -> ``group epoch``
 * 12 ShareGroupTargetAssignmentMetadata ``group`` -> ``assignment epoch``
 * 14 ShareGroupCurrentMemberAssignment ``group, member`` -> member epoch, assigned partitions
+* 15 ShareGroupStatePartitionMetadata ``group`` -> the share partitions with state (as an assignment: topic id,
+  partitions), then ``n x topic id`` of the topics whose state is being deleted; absent while there are none
 * 100 (this broker's own) ``group`` -> ``n x (config name, value)``: the group's ``share.*`` configs
   (:mod:`mini_broker.share.group_configs`; not part of the group's image); a null value removes them all
 
@@ -33,6 +35,7 @@ from mini_broker.share.record_types import (
     GROUP_CONFIG,
     GROUP_METADATA,
     MEMBER_METADATA,
+    STATE_PARTITION_METADATA,
     TARGET_ASSIGNMENT_METADATA,
 )
 from pykafka_client.errors import MessageDecodeError
@@ -49,6 +52,13 @@ def group_records(group: ShareGroup) -> dict[bytes, bytes]:
     w = value_writer()
     w.write_int32(group.assignment_epoch)
     out[record_key(TARGET_ASSIGNMENT_METADATA, gid)] = w.to_bytes()
+    if group.initialized or group.deleting:
+        w = value_writer()
+        write_assignment(w, group.initialized)
+        w.write_int32(len(group.deleting))
+        for topic_id in sorted(group.deleting):
+            w.write_uuid(topic_id)
+        out[record_key(STATE_PARTITION_METADATA, gid)] = w.to_bytes()
     for m in group.members.values():
         w = value_writer()
         w.write_nullable_string(m.rack_id)
@@ -84,6 +94,9 @@ def replay(records: Iterable[tuple[bytes, bytes]]) -> dict[str, ShareGroup]:
             members[(gid, member_id)] = ShareGroupMember(member_id, 0, names, rack_id, client_id, client_host)
         elif record_type == CURRENT_MEMBER_ASSIGNMENT:
             assignments[(gid, k.read_string())] = v
+        elif record_type == STATE_PARTITION_METADATA:
+            group.initialized = dict(read_assignment(v))
+            group.deleting = frozenset(v.read_uuid() for _ in range(v.read_array_length(16)))
         else:
             raise MessageDecodeError(f"unknown share group record type {record_type}")
     for (gid, member_id), member in members.items():

@@ -23,7 +23,8 @@ leader. Replay: a snapshot replaces the state; an update applies its runs over i
 epoch, or without a snapshot, is stale and skipped); a tombstone removes it. Update ``i`` of a snapshot cycle
 has key index ``i``, so compaction keeps at most ``records_per_snapshot`` updates and one snapshot per share
 partition and never merges two updates of one cycle (a leftover of an older cycle is older than the snapshot
-that replaces it).
+that replaces it). A deleted share partition (DeleteShareGroupState) keeps a snapshot with start offset -1 at the
+next state epoch, so that its leader's later writes of the old state are fenced; a read finds no state.
 
 Fencing (Kafka's): a write or read with a leader epoch below the stored one fails with FENCED_LEADER_EPOCH (a
 share-partition leader that lost its topic partition's leadership cannot overwrite its successor's state); a
@@ -58,6 +59,7 @@ from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.log.log_config import LogConfig
 from mini_broker.log.unified_log import Log
 from mini_broker.share.share_partition import InFlightRecord, RecordState, ShareState
+from mini_broker.share.state_admin import StateSummary
 from mini_broker.timer.system_timer import SystemTimer
 from pykafka_client.errors import FencedLeaderEpochError, FencedStateEpochError, MessageDecodeError, for_code
 from pykafka_client.errors_base import KafkaError
@@ -363,9 +365,9 @@ class ShareCoordinatorShard:
 
     # -- operations ----------------------------------------------------------------------------------------
     def states(self) -> dict[SharePartitionKey, ShareState]:
-        """Every share partition's state as loaded and written since."""
+        """Every share partition's state as loaded and written since (deleted ones left out)."""
         with self._lock:
-            return {k: v.share_state() for k, v in self._states.items()}
+            return {k: v.share_state() for k, v in self._states.items() if v.start_offset >= 0}
 
     def read_state(self, key: SharePartitionKey, leader_epoch: int) -> tuple[int, ShareState] | None:
         """(state epoch, state) of ``key`` (None: none kept), read by the leader at ``leader_epoch`` (-1: no
@@ -412,15 +414,31 @@ class ShareCoordinatorShard:
             self._append([(state_key(key), self._snapshot(new))], key, new)
 
     def delete_state(self, key: SharePartitionKey) -> None:
-        """Forget the share partition (tombstones for its snapshot and its updates)."""
+        """Delete the share partition's state: its updates are tombstoned and its snapshot becomes a deleted one
+        (start offset -1, nothing in flight) at the next state epoch, so that a leader still holding the old
+        state has its writes fenced (FENCED_STATE_EPOCH) instead of bringing it back; a read finds no state."""
         with self._lock:
             self._check_active(key)
-            if key not in self._states:
+            current = self._states.get(key)
+            if current is None or (current.start_offset < 0 and not current.records):
                 return
-            tombstones: list[tuple[bytes, bytes | None]] = [(state_key(key), None)]
-            tombstones += [(update_key(key, i), None) for i in range(self._max_update_index.get(key, -1) + 1)]
-            self._append(tombstones, key, None)
+            deleted = PersistedState(current.state_epoch + 1, current.leader_epoch, current.snapshot_epoch)
+            records: list[tuple[bytes, bytes | None]] = [(state_key(key), self._snapshot(deleted))]
+            records += [(update_key(key, i), None) for i in range(self._max_update_index.get(key, -1) + 1)]
+            self._append(records, key, deleted)
             self._max_update_index.pop(key, None)
+
+    def read_state_summary(self, key: SharePartitionKey) -> StateSummary | None:
+        """ReadShareGroupStateSummary: the share partition's epochs, start offset (-1: its state was deleted) and
+        delivery-complete count (None: it never had a state)."""
+        with self._lock:
+            self._check_active(key)
+            current = self._states.get(key)
+            if current is None:
+                return None
+            done = sum(1 for o, (kind, _) in current.records.items()
+                       if o >= current.start_offset and kind in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED))
+            return StateSummary(current.state_epoch, current.leader_epoch, current.start_offset, done)
 
     # -- internals (the caller holds the lock) -------------------------------------------------------------
     def _check_active(self, key: SharePartitionKey) -> None:
@@ -545,7 +563,7 @@ class ShareCoordinator:
         if found is None:
             return None
         self._state_epochs[key] = found[0]
-        return found[1]
+        return None if found[1].start_offset < 0 else found[1]  # deleted: started afresh at its state epoch
 
     def write_state(self, key: SharePartitionKey, state: ShareState, leader_epoch: int = -1) -> None:
         """Write the share partition's state (raises as the log does, or FENCED_*_EPOCH)."""
@@ -558,6 +576,28 @@ class ShareCoordinator:
     def delete_state(self, key: SharePartitionKey) -> None:
         self._state_epochs.pop(key, None)
         self.shard.delete_state(key)
+
+    # -- ShareStateAdmin (the group coordinator's calls) ---------------------------------------------------
+    def read_state_summary(self, key: SharePartitionKey) -> StateSummary | None:
+        return self.shard.read_state_summary(key)
+
+    def initialize_group_state(self, key: SharePartitionKey, start_offset: int) -> None:
+        self._pin_epoch(key)
+        found = self.shard.read_state_summary(key)
+        self.shard.initialize_state(key, 0 if found is None else found.state_epoch + 1, start_offset)
+
+    def delete_group_state(self, key: SharePartitionKey) -> None:
+        self._pin_epoch(key)
+        self.shard.delete_state(key)
+
+    def _pin_epoch(self, key: SharePartitionKey) -> None:
+        """Keep the state epoch the share partition's leader writes with as it is before an admin's change (a
+        leader that did not read the state since this broker started would take the new one), so that the
+        leader's writes of the old state are fenced; the leader reads the state again after that."""
+        if key not in self._state_epochs:
+            found = self.shard.read_state_summary(key)
+            if found is not None:
+                self._state_epochs[key] = found.state_epoch
 
     def initialize_state(self, key: SharePartitionKey, start_offset: int) -> None:
         found = self.shard.read_state(key, -1)

@@ -108,6 +108,7 @@ ALL_APIS: list[ApiSpec] = [
     share_group_state.READ_API,
     share_group_state.WRITE_API,
     share_group_state.DELETE_API,
+    share_group_state.READ_SUMMARY_API,
     # transaction coordinator (mini_broker/transaction)
     add_partitions_to_txn.API,
     add_offsets_to_txn.API,

@@ -1,18 +1,21 @@
 """The share-group offsets admin APIs (KIP-932, to the group's coordinator): DescribeShareGroupOffsets (key 90),
-AlterShareGroupOffsets (key 91) and DeleteShareGroupOffsets (key 92). A single broker is both the group's
-coordinator and every share partition's leader, so it answers from its own share partitions, whose state the share
-coordinator keeps in ``__share_group_state``.
+AlterShareGroupOffsets (key 91) and DeleteShareGroupOffsets (key 92). The group coordinator knows which share
+partitions of the group have state (its ShareGroupStatePartitionMetadata, :mod:`mini_broker.share.coordinator`) and
+acts on each at its share coordinator (``__share_group_state``), whichever broker leads the topic partition: a
+single broker and a cluster take the same path.
 
 * Describe: per group, each share partition's start offset (-1: the group has not initialized it), leader epoch and
-  (v1, KIP-1226) lag: the records between the start offset and the high watermark that are not done (acknowledged
-  or archived in flight), -1 when not known; of the topics named (null: every share partition the group has, of the
+  (v1, KIP-1226) lag: the records between the start offset and the high watermark (asked of the partition's leader)
+  that are not done (acknowledged or archived in flight: the share coordinator's delivery-complete count), -1 when
+  not known; of the topics named (null: every share partition the group has, of the
   topics the principal may describe). DESCRIBE on the group and on each named topic is needed.
 * Alter: set the start offsets of an EMPTY group's share partitions (NON_EMPTY_GROUP while it has members): their
-  in-flight records are dropped and the next fetch reads from the new start offset. A group id no group holds
+  state starts afresh at a new state epoch (InitializeShareGroupState), so their leaders drop the old one and the
+  next fetch reads from the new start offset. A group id no group holds
   becomes an empty share group first (Kafka 4.2), so offsets may be set before the group is first used. READ on the
   group and on each topic is needed.
-* Delete: forget an EMPTY group's share partitions of whole topics; the next fetch starts them at
-  ``share.auto.offset.reset``. DELETE on the group and READ on each topic are needed.
+* Delete: delete the state of an EMPTY group's share partitions of whole topics (DeleteShareGroupState); the next
+  fetch starts them at ``share.auto.offset.reset``. DELETE on the group and READ on each topic are needed.
 
 A group id that is not a share group here (or is a consumer or classic group's) is GROUP_ID_NOT_FOUND, the group without its ACL GROUP_AUTHORIZATION_FAILED;
 a topic without its ACL is TOPIC_AUTHORIZATION_FAILED, one that does not exist (or a partition it does not have)
@@ -26,10 +29,12 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.share_api_util import other_group_type, share_groups, share_partitions
+from mini_broker.server.api_error import error_code, error_message
+from mini_broker.server.apis.share_api_util import other_group_type, share_groups
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.metadata_cache import TopicMetadata
 from mini_broker.share.group import ShareGroupState
+from mini_broker.share.state_admin import StateSummary
 from pykafka_client.errors import (
     GroupAuthorizationFailedError,
     GroupIdNotFoundError,
@@ -38,7 +43,7 @@ from pykafka_client.errors import (
     TopicAuthorizationFailedError,
     UnknownTopicOrPartitionError,
 )
-from pykafka_client.errors_base import BrokerResponseError
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import (
@@ -55,8 +60,6 @@ _log = logging.getLogger(__name__)
 
 _Describe = DescribeShareGroupOffsetsResponse
 _Partition = DescribeShareGroupOffsetsResponse.DescribeShareGroupOffsetsResponsePartition
-#: ListOffsets' "latest" timestamp: the high watermark
-LATEST = -1
 _Alter = AlterShareGroupOffsetsResponse
 _Delete = DeleteShareGroupOffsetsResponse
 E = TypeVar("E")
@@ -121,37 +124,41 @@ def handle_describe(apis: KafkaApis, request: Request) -> DescribeShareGroupOffs
     body = request.body
     assert isinstance(body, DescribeShareGroupOffsetsRequest)
     metadata = apis.broker.metadata_cache
-    rm = apis.broker.replica_manager
     auth = apis.broker.auth(request)
-    partitions = share_partitions(apis)
+    groups = share_groups(apis)
     by_group = {g.group_id: g for g in body.groups}
 
-    def partition(topic: str, index: int, state: tuple[int, int] | None) -> _Partition:
-        """A share partition's answer; ``state``: its start offset and delivery-complete count (None: the group has
-        not initialized it)."""
+    def partition(topic: str, index: int, state: StateSummary | KafkaError | None) -> _Partition:
+        """A share partition's answer; ``state``: its summary at its share coordinator (None: the group has not
+        initialized it)."""
+        if isinstance(state, KafkaError):
+            return failed_partition(index, error_code(state), error_message(state) or str(state))
         if state is None:
             return _Partition(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1)
-        start, done = state
-        try:
-            _, end, epoch = rm.fetch_offset_for_timestamp(TopicPartition(topic, index), LATEST, 0, -1)
-        except BrokerResponseError:  # not this broker's partition: no end offset to measure the lag against
-            return _Partition(partition_index=index, start_offset=start, leader_epoch=-1, lag=-1)
-        return _Partition(partition_index=index, start_offset=start, leader_epoch=epoch,
-                          lag=max(0, end - start - done))
+        latest = apis.broker.latest_offset(TopicPartition(topic, index))
+        if latest is None:  # the partition's leader did not answer: the lag is not known
+            return _Partition(partition_index=index, start_offset=state.start_offset,
+                              leader_epoch=state.leader_epoch, lag=-1)
+        end, epoch = latest
+        # the leader epoch the share partition's state was last read or written at (a single broker's leader does
+        # not fence its own state: its topic partition's)
+        return _Partition(partition_index=index, start_offset=state.start_offset,
+                          leader_epoch=state.leader_epoch if state.leader_epoch >= 0 else epoch,
+                          lag=max(0, end - state.start_offset - state.delivery_complete_count))
 
     def failed_partition(index: int, code: int, message: str) -> _Partition:
         return _Partition(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1, error_code=code,
                           error_message=message)
 
     def answer(group_id: str) -> _Describe.DescribeShareGroupOffsetsResponseGroup:
-        states = partitions.group_offsets(group_id)
+        states = groups.describe_offsets(group_id)
         asked = by_group[group_id].topics
         topics: list[_Describe.DescribeShareGroupOffsetsResponseTopic] = []
         if asked is None:  # every share partition the group has, of the topics that exist and may be described
             by_topic: dict[str, tuple[TopicMetadata, list[int]]] = {}
-            for (topic_id, p) in states:
+            for (topic_id, p), state in states.items():
                 topic = metadata.topic_by_id(topic_id)
-                if topic is not None and auth.topic(AclOperation.DESCRIBE, topic.name):
+                if state is not None and topic is not None and auth.topic(AclOperation.DESCRIBE, topic.name):
                     by_topic.setdefault(topic.name, (topic, []))[1].append(p)
             for name in sorted(by_topic):
                 topic, parts = by_topic[name]
@@ -195,7 +202,7 @@ def handle_alter(apis: KafkaApis, request: Request) -> AlterShareGroupOffsetsRes
                 _Alter.AlterShareGroupOffsetsResponsePartition(partition_index=p.partition_index, error_code=code,
                                                                error_message=message) for p in t.partitions])
             for t in body.topics])
-    partitions = share_partitions(apis)
+    groups = share_groups(apis)
     responses = []
     for t in body.topics:
         found, topic_error = _topic(apis, request, AclOperation.READ, t.topic_name)
@@ -212,7 +219,11 @@ def handle_alter(apis: KafkaApis, request: Request) -> AlterShareGroupOffsetsRes
                     f"start offset {p.start_offset} of {t.topic_name}-{p.partition_index} is negative: give an "
                     f"offset of the log")
             else:
-                partitions.reset_start_offset(group_id, (found.topic_id, p.partition_index), p.start_offset)
+                try:
+                    groups.alter_offset(group_id, (found.topic_id, p.partition_index), p.start_offset)
+                except KafkaError as e:
+                    code, message = error_code(e), error_message(e) or str(e)
+            if found is not None and code == 0:
                 _log.info("event=share_group_offset_altered group=%s topic=%s partition=%d start_offset=%d",
                           group_id, t.topic_name, p.partition_index, p.start_offset)
             results.append(_Alter.AlterShareGroupOffsetsResponsePartition(
@@ -232,7 +243,7 @@ def handle_delete(apis: KafkaApis, request: Request) -> DeleteShareGroupOffsetsR
     error = group_error(apis, request, group_id, AclOperation.DELETE, "delete", True)
     if error is not None:
         return _Delete(throttle_time_ms=0, error_code=error[0], error_message=error[1])
-    partitions = share_partitions(apis)
+    groups = share_groups(apis)
     responses = []
     for t in body.topics:
         found, topic_error = _topic(apis, request, AclOperation.READ, t.topic_name)
@@ -241,7 +252,13 @@ def handle_delete(apis: KafkaApis, request: Request) -> DeleteShareGroupOffsetsR
             responses.append(_Delete.DeleteShareGroupOffsetsResponseTopic(
                 topic_name=t.topic_name, error_code=topic_error[0], error_message=topic_error[1]))
             continue
-        deleted = partitions.delete_topic_state(group_id, found.topic_id)
+        try:
+            deleted = groups.delete_offsets(group_id, found.topic_id)
+        except KafkaError as e:
+            responses.append(_Delete.DeleteShareGroupOffsetsResponseTopic(
+                topic_name=t.topic_name, topic_id=found.topic_id, error_code=error_code(e),
+                error_message=error_message(e) or str(e)))
+            continue
         _log.info("event=share_group_offsets_deleted group=%s topic=%s partitions=%d", group_id, t.topic_name,
                   deleted)
         responses.append(_Delete.DeleteShareGroupOffsetsResponseTopic(topic_name=t.topic_name,

@@ -1,5 +1,6 @@
-"""ReadShareGroupState (84), WriteShareGroupState (85), InitializeShareGroupState (83) and
-DeleteShareGroupState (86), KIP-932: a share-partition leader reads and writes the state of its share partitions
+"""ReadShareGroupState (84), WriteShareGroupState (85), InitializeShareGroupState (83),
+DeleteShareGroupState (86) and ReadShareGroupStateSummary (87; the group coordinator's, for
+DescribeShareGroupOffsets: epochs, start offset and, v1, delivery-complete count), KIP-932: a share-partition leader reads and writes the state of its share partitions
 at their share coordinator (:mod:`mini_broker.share.share_coordinator`; on a cluster the shard of the
 ``__share_group_state`` partition the key maps to, :mod:`mini_broker.cluster.share_state`). Per partition:
 NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS (this broker does not serve that state partition now: look the
@@ -29,6 +30,8 @@ from pykafka_client.protocol.messages import (
     InitializeShareGroupStateResponse,
     ReadShareGroupStateRequest,
     ReadShareGroupStateResponse,
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
     WriteShareGroupStateRequest,
     WriteShareGroupStateResponse,
 )
@@ -86,6 +89,25 @@ def handle_read(apis: KafkaApis, request: Request) -> ReadShareGroupStateRespons
     return R(results=[R.ReadStateResult(topic_id=t, partitions=ps) for t, ps in results])
 
 
+def handle_read_summary(apis: KafkaApis, request: Request) -> ReadShareGroupStateSummaryResponse:
+    body = request.body
+    assert isinstance(body, ReadShareGroupStateSummaryRequest)
+    R = ReadShareGroupStateSummaryResponse
+
+    def read(shards: ShareStateShards, key: SharePartitionKey,
+             p: ReadShareGroupStateSummaryRequest.PartitionData) -> ReadShareGroupStateSummaryResponse.PartitionResult:
+        found = shards.shard_for(key).read_state_summary(key)
+        if found is None:  # never written
+            return R.PartitionResult(partition=p.partition, state_epoch=0, start_offset=-1)
+        return R.PartitionResult(partition=p.partition, state_epoch=found.state_epoch,
+                                 leader_epoch=found.leader_epoch, start_offset=found.start_offset,
+                                 delivery_complete_count=found.delivery_complete_count)
+
+    results = _per_partition(apis, request, body.group_id, body.topics, read, lambda part, code, msg: R.PartitionResult(
+        partition=part, error_code=code, error_message=msg, start_offset=-1))
+    return R(results=[R.ReadStateSummaryResult(topic_id=t, partitions=ps) for t, ps in results])
+
+
 def _answer(apis: KafkaApis, request: Request, group_id: str, topics: Sequence[Any],
             op: Callable[[ShareStateShards, SharePartitionKey, Any], None], partition_result: Callable[..., P],
             topic_result: Callable[..., Any]) -> list[Any]:
@@ -136,3 +158,4 @@ READ_API = ApiSpec(ApiKey.READ_SHARE_GROUP_STATE, 0, 0, handle_read)
 WRITE_API = ApiSpec(ApiKey.WRITE_SHARE_GROUP_STATE, 0, 0, handle_write)
 INITIALIZE_API = ApiSpec(ApiKey.INITIALIZE_SHARE_GROUP_STATE, 0, 0, handle_initialize)
 DELETE_API = ApiSpec(ApiKey.DELETE_SHARE_GROUP_STATE, 0, 0, handle_delete)
+READ_SUMMARY_API = ApiSpec(ApiKey.READ_SHARE_GROUP_STATE_SUMMARY, 0, 1, handle_read_summary)

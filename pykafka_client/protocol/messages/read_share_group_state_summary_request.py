@@ -39,7 +39,7 @@ class ReadShareGroupStateSummaryRequest(Message):
     class PartitionData(Message):
         """ReadShareGroupStateSummaryRequest.PartitionData (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('partition', 'Partition', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -53,7 +53,7 @@ class ReadShareGroupStateSummaryRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_ii.pack(self.partition, self.leader_epoch)
                 w.write_tags(self._unknown_tagged_fields)
             else:
@@ -64,7 +64,7 @@ class ReadShareGroupStateSummaryRequest(Message):
             f_partition: int
             f_leader_epoch: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_partition, f_leader_epoch = r.unpack(_S_ii, 'fields Partition, LeaderEpoch')
                 _unknown = r.read_unknown_tags()
                 return cls(f_partition, f_leader_epoch, _unknown)
@@ -75,7 +75,7 @@ class ReadShareGroupStateSummaryRequest(Message):
     class ReadStateSummaryData(Message):
         """ReadShareGroupStateSummaryRequest.ReadStateSummaryData (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_id', 'TopicId', 'uuid', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -89,7 +89,7 @@ class ReadShareGroupStateSummaryRequest(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
@@ -103,7 +103,7 @@ class ReadShareGroupStateSummaryRequest(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[ReadShareGroupStateSummaryRequest.PartitionData]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if 0 <= version <= 1:
                 f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(9)
                 f_partitions = [_T_PartitionData.read(r, version) for _ in range(_n)]
@@ -114,7 +114,7 @@ class ReadShareGroupStateSummaryRequest(Message):
 
     API_KEY = 87
     MESSAGE_TYPE = 'request'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('group_id', 'GroupId', 'string', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -128,7 +128,7 @@ class ReadShareGroupStateSummaryRequest(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 0 <= version <= 1:
             w.write_compact_string(self.group_id)
             w.write_compact_array_length(len(self.topics))
             for _e_topics in self.topics:
@@ -142,7 +142,7 @@ class ReadShareGroupStateSummaryRequest(Message):
         f_group_id: str
         f_topics: list[ReadShareGroupStateSummaryRequest.ReadStateSummaryData]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if 0 <= version <= 1:
             f_group_id = r.read_compact_string()
             _n = r.read_compact_array_length(18)
             f_topics = [_T_ReadStateSummaryData.read(r, version) for _ in range(_n)]

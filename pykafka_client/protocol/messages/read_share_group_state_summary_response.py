@@ -24,8 +24,11 @@ from pykafka_client.protocol.types import (
 __all__ = ['ReadShareGroupStateSummaryResponse']
 
 _S_16s = struct.Struct(">16s")
+_S_i = struct.Struct(">i")
 _S_ih = struct.Struct(">ih")
+_S_iiqi = struct.Struct(">iiqi")
 _S_iq = struct.Struct(">iq")
+_S_q = struct.Struct(">q")
 
 
 def _tag_key(t: tuple[int, bytes]) -> int:
@@ -40,14 +43,16 @@ class ReadShareGroupStateSummaryResponse(Message):
     class PartitionResult(Message):
         """ReadShareGroupStateSummaryResponse.PartitionResult (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('partition', 'Partition', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
             FieldSchema('error_code', 'ErrorCode', 'int16', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
             FieldSchema('error_message', 'ErrorMessage', 'string', (0, 32767), (0, 32767), None, None, 'null', False, 'inherit', None, False, False),
             FieldSchema('state_epoch', 'StateEpoch', 'int32', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
+            FieldSchema('leader_epoch', 'LeaderEpoch', 'int32', (1, 32767), None, None, None, '-1', False, 'inherit', None, False, False),
             FieldSchema('start_offset', 'StartOffset', 'int64', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
+            FieldSchema('delivery_complete_count', 'DeliveryCompleteCount', 'int32', (1, 32767), None, None, None, '-1', False, 'inherit', None, False, False),
         )
 
         partition: int = 0
@@ -58,15 +63,29 @@ class ReadShareGroupStateSummaryResponse(Message):
         # The error message, or null if there was no error.
         state_epoch: int = 0
         # The state epoch of the share-partition.
+        leader_epoch: int = -1
+        # The leader epoch of the share-partition.
         start_offset: int = 0
         # The share-partition start offset.
+        delivery_complete_count: int = -1
+        # The number of offsets greater than or equal to share-partition start offset for which delivery has been completed.
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if version == 1:
                 w.buf += _S_ih.pack(self.partition, self.error_code)
                 w.write_compact_nullable_string(self.error_message)
-                w.buf += _S_iq.pack(self.state_epoch, self.start_offset)
+                w.buf += _S_iiqi.pack(self.state_epoch, self.leader_epoch, self.start_offset, self.delivery_complete_count)
+                w.write_tags(self._unknown_tagged_fields)
+            elif version == 0:
+                w.buf += _S_ih.pack(self.partition, self.error_code)
+                w.write_compact_nullable_string(self.error_message)
+                w.buf += _S_i.pack(self.state_epoch)
+                if self.leader_epoch != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default LeaderEpoch at version {version} of ReadShareGroupStateSummaryResponse.PartitionResult")
+                w.buf += _S_q.pack(self.start_offset)
+                if self.delivery_complete_count != -1:
+                    raise UnsupportedVersionError(f"attempted to write a non-default DeliveryCompleteCount at version {version} of ReadShareGroupStateSummaryResponse.PartitionResult")
                 w.write_tags(self._unknown_tagged_fields)
             else:
                 raise self.unsupported_version(version)
@@ -77,14 +96,22 @@ class ReadShareGroupStateSummaryResponse(Message):
             f_error_code: int
             f_error_message: str | None
             f_state_epoch: int
+            f_leader_epoch: int
             f_start_offset: int
+            f_delivery_complete_count: int
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if version == 1:
+                f_partition, f_error_code = r.unpack(_S_ih, 'fields Partition, ErrorCode')
+                f_error_message = r.read_compact_nullable_string()
+                f_state_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count = r.unpack(_S_iiqi, 'fields StateEpoch, LeaderEpoch, StartOffset, DeliveryCompleteCount')
+                _unknown = r.read_unknown_tags()
+                return cls(f_partition, f_error_code, f_error_message, f_state_epoch, f_leader_epoch, f_start_offset, f_delivery_complete_count, _unknown)
+            elif version == 0:
                 f_partition, f_error_code = r.unpack(_S_ih, 'fields Partition, ErrorCode')
                 f_error_message = r.read_compact_nullable_string()
                 f_state_epoch, f_start_offset = r.unpack(_S_iq, 'fields StateEpoch, StartOffset')
                 _unknown = r.read_unknown_tags()
-                return cls(f_partition, f_error_code, f_error_message, f_state_epoch, f_start_offset, _unknown)
+                return cls(f_partition, f_error_code, f_error_message, f_state_epoch, -1, f_start_offset, -1, _unknown)
             else:
                 raise cls.unsupported_version(version)
 
@@ -92,7 +119,7 @@ class ReadShareGroupStateSummaryResponse(Message):
     class ReadStateSummaryResult(Message):
         """ReadShareGroupStateSummaryResponse.ReadStateSummaryResult (struct)."""
 
-        VALID_VERSIONS = (0, 0)
+        VALID_VERSIONS = (0, 1)
         FLEXIBLE_VERSIONS_MIN = 0
         _SCHEMA = (
             FieldSchema('topic_id', 'TopicId', 'uuid', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -106,7 +133,7 @@ class ReadShareGroupStateSummaryResponse(Message):
         _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
         def write(self, w: Writer, version: int) -> None:
-            if version == 0:
+            if 0 <= version <= 1:
                 w.buf += _S_16s.pack(self.topic_id.bytes)
                 w.write_compact_array_length(len(self.partitions))
                 for _e_partitions in self.partitions:
@@ -120,7 +147,13 @@ class ReadShareGroupStateSummaryResponse(Message):
             f_topic_id: uuid.UUID
             f_partitions: list[ReadShareGroupStateSummaryResponse.PartitionResult]
             _unknown: list[tuple[int, bytes]] | None
-            if version == 0:
+            if version == 1:
+                f_topic_id = r.read_uuid()
+                _n = r.read_compact_array_length(28)
+                f_partitions = [_T_PartitionResult.read(r, version) for _ in range(_n)]
+                _unknown = r.read_unknown_tags()
+                return cls(f_topic_id, f_partitions, _unknown)
+            elif version == 0:
                 f_topic_id = r.read_uuid()
                 _n = r.read_compact_array_length(20)
                 f_partitions = [_T_PartitionResult.read(r, version) for _ in range(_n)]
@@ -131,7 +164,7 @@ class ReadShareGroupStateSummaryResponse(Message):
 
     API_KEY = 87
     MESSAGE_TYPE = 'response'
-    VALID_VERSIONS = (0, 0)
+    VALID_VERSIONS = (0, 1)
     FLEXIBLE_VERSIONS_MIN = 0
     _SCHEMA = (
         FieldSchema('results', 'Results', '[]ReadStateSummaryResult', (0, 32767), None, None, None, None, False, 'inherit', None, False, False),
@@ -142,7 +175,7 @@ class ReadShareGroupStateSummaryResponse(Message):
     _unknown_tagged_fields: list[tuple[int, bytes]] | None = field(default=None, compare=False, repr=False)
 
     def write(self, w: Writer, version: int) -> None:
-        if version == 0:
+        if 0 <= version <= 1:
             w.write_compact_array_length(len(self.results))
             for _e_results in self.results:
                 _e_results.write(w, version)
@@ -154,7 +187,7 @@ class ReadShareGroupStateSummaryResponse(Message):
     def read(cls, r: Reader, version: int) -> Self:
         f_results: list[ReadShareGroupStateSummaryResponse.ReadStateSummaryResult]
         _unknown: list[tuple[int, bytes]] | None
-        if version == 0:
+        if 0 <= version <= 1:
             _n = r.read_compact_array_length(18)
             f_results = [_T_ReadStateSummaryResult.read(r, version) for _ in range(_n)]
             _unknown = r.read_unknown_tags()

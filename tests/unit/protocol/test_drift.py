@@ -24,7 +24,10 @@ UPSTREAM = Path("/work/shared/kafka-spec/messages")
 #: specs vendored at a newer Kafka than the upstream snapshot: the share group APIs at their first stable version
 #: (v1, Kafka 4.1), the only one librdkafka's share consumer speaks
 AHEAD_OF_UPSTREAM = {f"Share{api}{kind}.json" for api in ("GroupHeartbeat", "GroupDescribe", "Fetch", "Acknowledge")
-                     for kind in ("Request", "Response")}
+                     for kind in ("Request", "Response")} | {
+    # v1 (Kafka 4.2, KIP-1226): the leader epoch and delivery-complete count the group coordinator's
+    # DescribeShareGroupOffsets measures the lag with
+    f"ReadShareGroupStateSummary{kind}.json" for kind in ("Request", "Response")}
 #: specs the upstream snapshot does not have at all: the share-group offsets admin APIs (keys 90-92), stable since
 #: Kafka 4.1 (v0); DescribeShareGroupOffsets v1 (Kafka 4.2, KIP-1226) adds the lag
 NOT_UPSTREAM = {f"{api}ShareGroupOffsets{kind}.json" for api in ("Describe", "Alter", "Delete")
