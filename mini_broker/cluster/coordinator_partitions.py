@@ -13,9 +13,13 @@ partitions. Their answers wait for the ISR (Kafka appends internal records with 
   COORDINATOR_LOAD_IN_PROGRESS), losing it unloads them (NOT_COORDINATOR); the other partitions' keys are
   served throughout.
 * :class:`CoordinatorAppendGate` holds the answers of the APIs that append to an internal partition
-  (:data:`GATED_API_KEYS`) until the high watermark of every internal partition this broker leads reached its
-  log end as it was when the answer was ready: a client is told "done" only for what the ISR has, so a
-  coordinator failover loses nothing acknowledged. The wait is a ``DelayedProduce`` in the produce purgatory,
+  (:data:`GATED_API_KEYS`) until the high watermark of the internal partitions the request may have written
+  reached their log end as it was when the answer was ready: a client is told "done" only for what the ISR has,
+  so a coordinator failover loses nothing acknowledged. The share coordinator's APIs write only the
+  ``__share_group_state`` partitions of the share partitions they name, and wait only for those (Kafka: a write
+  waits for its own partition), so a share state write never waits for another coordinator's partition (one
+  whose ISR is still catching up after a failover, say); the other APIs wait for every internal partition this
+  broker leads. The wait is a ``DelayedProduce`` in the produce purgatory,
   completed by follower fetches like an acks=all produce; it fails with the partition's error (no longer
   leader, ISR below ``min.insync.replicas``) or REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``, which
   the answer then carries as Kafka's coordinators map it (per partition / per group where it has no top-level
@@ -39,12 +43,20 @@ from typing import TYPE_CHECKING
 
 from mini_broker.cluster.coordinator_errors import fail_answer, offsets_append_error, txn_append_error
 from mini_broker.coordinator.internal_topics import INTERNAL_TOPIC_NAMES
+from mini_broker.coordinator.partitioning import partition_for
 from mini_broker.coordinator.runtime import CoordinatorRuntime
 from mini_broker.log.unified_log import Log
 from mini_broker.purgatory import TopicPartitionOperationKey
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME, share_key
 from pykafka_client.errors import NotLeaderOrFollowerError
 from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import (
+    DeleteShareGroupStateRequest,
+    InitializeShareGroupStateRequest,
+    ReadShareGroupStateRequest,
+    WriteShareGroupStateRequest,
+)
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -63,6 +75,12 @@ GATED_API_KEYS: frozenset[int] = frozenset(int(k) for k in (
     ApiKey.DELETE_GROUPS, ApiKey.OFFSET_DELETE, ApiKey.INIT_PRODUCER_ID, ApiKey.ADD_PARTITIONS_TO_TXN,
     ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.WRITE_TXN_MARKERS,
     # the share coordinator's (a read may record a newer leader epoch)
+    ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE, ApiKey.WRITE_SHARE_GROUP_STATE,
+    ApiKey.DELETE_SHARE_GROUP_STATE))
+
+#: the share coordinator's APIs: each writes only the ``__share_group_state`` partitions of the share partitions
+#: its request names
+SHARE_STATE_API_KEYS: frozenset[int] = frozenset(int(k) for k in (
     ApiKey.INITIALIZE_SHARE_GROUP_STATE, ApiKey.READ_SHARE_GROUP_STATE, ApiKey.WRITE_SHARE_GROUP_STATE,
     ApiKey.DELETE_SHARE_GROUP_STATE))
 
@@ -171,17 +189,35 @@ class CoordinatorAppendGate:
         its records may be among those the new leader truncates, and the wait no longer covers that partition."""
         api_key = request.context.api_key
         received_ns = request.start_time_ns
+        written = self.written_partitions(request)
 
         def done(errors: dict[TopicPartition, int]) -> None:
             with self._lock:
-                lost = [tp for tp, at in self._unsafe_resignations.items() if at >= received_ns]
+                lost = [tp for tp, at in self._unsafe_resignations.items()
+                        if at >= received_ns and (written is None or tp in written)]
             for tp in lost:
                 errors.setdefault(tp, int(NotLeaderOrFollowerError.code))
             if errors:
                 fail_answer(api_key, body, errors)
             release()
 
-        self._wait(done)
+        self._wait(done, written)
+
+    def written_partitions(self, request: Request) -> frozenset[TopicPartition] | None:
+        """The internal partitions ``request`` may have appended to, when its API says (the share coordinator's:
+        the ``__share_group_state`` partitions of the share partitions it names); None: any this broker leads."""
+        if request.context.api_key not in SHARE_STATE_API_KEYS:
+            return None
+        md = self._cluster.cache.get_topic(SHARE_GROUP_STATE_TOPIC_NAME)
+        body = request.body
+        if md is None or not isinstance(body, (InitializeShareGroupStateRequest, ReadShareGroupStateRequest,
+                                               WriteShareGroupStateRequest, DeleteShareGroupStateRequest)):
+            return None
+        group_id = str(body.group_id)
+        return frozenset(
+            TopicPartition(SHARE_GROUP_STATE_TOPIC_NAME,
+                           partition_for(share_key((group_id, topic.topic_id, p.partition)), md.num_partitions))
+            for topic in body.topics for p in topic.partitions)
 
     def when_replicated(self, callback: Callable[[int], None]) -> None:
         """``callback(0)`` once every internal partition this broker leads has its current log end under its
@@ -198,9 +234,13 @@ class CoordinatorAppendGate:
 
         self._wait(done)
 
-    def _wait(self, callback: Callable[[dict[TopicPartition, int]], None]) -> None:
-        """``callback(produce error per internal partition whose wait failed)``, empty when all succeeded."""
+    def _wait(self, callback: Callable[[dict[TopicPartition, int]], None],
+              only: frozenset[TopicPartition] | None = None) -> None:
+        """``callback(produce error per internal partition whose wait failed)``, empty when all succeeded; waits
+        for the partitions in ``only`` (None: every internal partition this broker leads)."""
         required = self._cluster.unreplicated_internal_offsets(INTERNAL_TOPICS)
+        if only is not None:
+            required = {tp: offset for tp, offset in required.items() if tp in only}
         if not required:
             callback({})
             return

@@ -17,7 +17,10 @@ reads and writes its state through it, wherever it runs (Kafka: ``ShareCoordinat
   COORDINATOR_NOT_AVAILABLE and connection errors are retried after a new lookup until ``timeout_ms``. A write
   carries what changed since the state the coordinator acknowledged last (Kafka's WriteShareGroupState): the
   records whose state or delivery count differ, and the start offset; after a failed write the next one carries
-  the whole state.
+  the whole state. Requests for different share partitions are in flight together: each takes an idle
+  connection to the coordinator's broker from a pool (a new one when all are busy) and gives it back after the
+  answer, so one slow write (a coordinator waiting for its ISR) never holds back the others. The share-partition
+  leader orders the writes of one share partition (:mod:`mini_broker.share.partition_manager`).
 """
 
 from __future__ import annotations
@@ -111,8 +114,11 @@ class RemoteSharePersister:
         self._create_topic = create_topic
         self._timeout_s = timeout_ms / 1000
         self._client_id = client_id or f"broker-{cluster.broker_id}-share-persister"
+        #: guards the pool of idle connections (held only to take or give back one, never across a request)
         self._lock = threading.Lock()
-        self._connections: dict[int, BrokerConnection] = {}
+        #: broker id -> its idle connections
+        self._idle: dict[int, list[BrokerConnection]] = {}
+        self._closed = False
         #: share partition -> the state epoch its leader read
         self._state_epochs: dict[SharePartitionKey, int] = {}
         #: share partition -> (start offset, records) as the coordinator has them (the last read or write)
@@ -151,14 +157,16 @@ class RemoteSharePersister:
             batches = state_batches(state)
         else:  # only what changed since the coordinator's state
             batches = runs_of(records, [o for o in sorted(records) if known[1].get(o) != records[o]])
+        state_epoch = self._state_epochs.get(key, 0)
         W = WriteShareGroupStateRequest
         request = W(group_id=group, topics=[W.WriteStateData(topic_id=topic_id, partitions=[W.PartitionData(
-            partition=partition, state_epoch=self._state_epochs.get(key, 0), leader_epoch=leader_epoch,
+            partition=partition, state_epoch=state_epoch, leader_epoch=leader_epoch,
             start_offset=state.start_offset,
             state_batches=[W.StateBatch(first_offset=first, last_offset=last, delivery_state=int(kind),
                                         delivery_count=count) for first, last, kind, count in batches])])])
         self._send(key, request)  # raises: the next write carries the whole state
-        self._acknowledged[key] = (state.start_offset, records)
+        if self._state_epochs.get(key, 0) == state_epoch:  # else an admin's reset started it afresh meanwhile
+            self._acknowledged[key] = (state.start_offset, records)
 
     def delete_state(self, key: SharePartitionKey) -> None:
         group, topic_id, partition = key
@@ -208,9 +216,11 @@ class RemoteSharePersister:
 
     def close(self) -> None:
         with self._lock:
-            for conn in self._connections.values():
-                conn.close()
-            self._connections.clear()
+            self._closed = True
+            for idle in self._idle.values():
+                for conn in idle:
+                    conn.close()
+            self._idle.clear()
 
     # -- internals -----------------------------------------------------------------------------------------
     def _send(self, key: SharePartitionKey, request: Message, version: int = 0) -> Message:
@@ -238,19 +248,31 @@ class RemoteSharePersister:
             found = coordinator_for(self._cluster.cache, SHARE_KEY_TYPE, share_key(key))
         if found.error_code:
             return found.error_code, found.error_message or "no share coordinator", None
-        with self._lock:
-            conn = self._connections.get(found.node_id)
-            if conn is None:
-                node = found.node_id
-                conn = self._connections[node] = BrokerConnection(
-                    lambda: self._cluster.broker_endpoint(node), self._client_id,
-                    self._cluster.inter_broker_security)
-            try:
-                response = conn.send_and_receive(request, version, self._timeout_s)
-            except (OSError, KafkaError) as e:
-                return int(CoordinatorNotAvailableError.code), f"broker {found.node_id} unreachable ({e!r})", None
+        node = found.node_id
+        conn = self._take_connection(node)
+        try:
+            response = conn.send_and_receive(request, version, self._timeout_s)
+        except (OSError, KafkaError) as e:  # the connection closed itself: not given back
+            return int(CoordinatorNotAvailableError.code), f"broker {node} unreachable ({e!r})", None
+        self._give_back(node, conn)
         code, message = _partition_error(response)
         return code, message, response
+
+    def _take_connection(self, node: int) -> BrokerConnection:
+        """An idle connection to broker ``node``, else a new one (connected on its first request)."""
+        with self._lock:
+            idle = self._idle.get(node)
+            if idle:
+                return idle.pop()
+        return BrokerConnection(lambda: self._cluster.broker_endpoint(node), self._client_id,
+                                self._cluster.inter_broker_security)
+
+    def _give_back(self, node: int, conn: BrokerConnection) -> None:
+        with self._lock:
+            if not self._closed:
+                self._idle.setdefault(node, []).append(conn)
+                return
+        conn.close()
 
 
 def _partition_error(response: Message) -> tuple[int, str]:

@@ -2,8 +2,8 @@
 ``SharePartitionManager`` and ``ShareSessionCache``): one :class:`SharePartition` per (share group, topic id,
 partition), created on the first ShareFetch that names it, and one share session per (group, member).
 
-Thread-safe: one lock guards every share partition and session (a ShareFetch's acknowledgements and
-acquisitions are short). Acquisition locks expire on this manager's timer: each acquisition schedules a task at
+Thread-safe: one lock (the manager lock) guards every share partition and session (a ShareFetch's
+acknowledgements and acquisitions are short); it is never held across a state write (see Durability). Acquisition locks expire on this manager's timer: each acquisition schedules a task at
 its lock deadline that makes the still-acquired records of that partition available again.
 
 Share sessions (KIP-932): epoch 0 opens one (replacing the member's previous one, whose records are released),
@@ -22,11 +22,22 @@ release the member's session): a session remembers the connection that opened it
 Durability (issue #25): with a :class:`SharePersister` (the share coordinator on ``__share_group_state``) the
 manager starts from the states it loaded and writes a partition's state after every change that matters (an
 acquisition raising delivery counts, acknowledgements, records released, archived or expired, the start offset
-advanced, a deleted group), under the lock and before the call returns, so a ShareFetch or ShareAcknowledge is
-answered only once its acknowledgements are in the log. The group coordinator may delete or reset a share
-partition's state at the share coordinator behind this broker's back (issue #25): the leader's next write of the
-old state is then fenced (FENCED_STATE_EPOCH: the partition is dropped and read again on its next use), and a member
-opening a share session has the group's share partitions without acquired records read again.
+advanced, a deleted group) before the call returns, so a ShareFetch or ShareAcknowledge is answered only once its
+acknowledgements are in the log. A change is made under the manager lock, which also marks the share partition's
+state dirty (a sequence number); the write happens after the lock is released (Kafka: the share partition's
+write is asynchronous and the acknowledgement completes when it completes), so a write to a remote share
+coordinator never blocks the other share partitions, and writes of different share partitions are in flight
+together. Writes of one share partition stay ordered: each has a write lock (:class:`_StateWrites`), held across
+its persister call, and a write carries the partition's state as it is when the write starts (copied under the
+manager lock), so one write covers every change made before it (a caller whose change a finished write already
+carried returns at once: group commit). Lock order: a share partition's write lock, then the manager lock (taken
+briefly to copy the state); never the reverse. A write whose share partition was dropped or replaced meanwhile
+(another leader epoch read its state again, an admin reset it, its group was deleted) fails with
+FENCED_LEADER_EPOCH rather than writing a state nobody serves. Reads (when this broker starts leading a topic
+partition) and an admin's reset still call the persister under the manager lock (rare). The group coordinator may delete or reset a
+share partition's state at the share coordinator behind this broker's back (issue #25): the leader's next write
+of the old state is then fenced (FENCED_STATE_EPOCH: the partition is dropped and read again on its next use), and
+a member opening a share session has the group's share partitions without acquired records read again.
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from mini_broker.share.config import ShareGroupConfig
 from mini_broker.share.share_partition import (
     AcknowledgeType,
     AcquiredRange,
+    InFlightRecord,
     InvalidRecordState,
     RecordState,
     SharePartition,
@@ -67,6 +79,8 @@ FINAL_EPOCH = -1
 
 #: (topic id, partition)
 TopicIdPartition = tuple[uuid.UUID, int]
+#: (group id, topic id, partition)
+SharePartitionKey = tuple[str, uuid.UUID, int]
 
 
 @dataclass
@@ -117,6 +131,32 @@ class SharePersister(Protocol):
         ...
 
 
+class _StateWrites:
+    """The state writes of one share partition (see Durability in the module doc): ``lock`` orders them and is
+    held across the persister call; ``dirty`` counts the changes made (under the manager lock), ``written`` the
+    last of them a finished write carried."""
+
+    __slots__ = ("partition", "lock", "dirty", "written")
+
+    def __init__(self, partition: SharePartition) -> None:
+        #: the share partition whose state these writes carry (dropped or replaced: the writes fail)
+        self.partition = partition
+        self.lock = threading.Lock()
+        self.dirty = 0
+        self.written = 0
+
+
+#: a state write to make once the manager lock is released: (share partition, its writes, the change to cover)
+PendingWrite = tuple[SharePartitionKey, _StateWrites, int]
+
+
+def _copy_state(state: ShareState) -> ShareState:
+    """A copy of ``state`` that a write can read while the share partition moves on."""
+    return ShareState(state.start_offset, state.end_offset,
+                      {o: InFlightRecord(r.state, r.delivery_count, r.owner, r.lock_deadline_ms)
+                       for o, r in state.records.items()})
+
+
 class _LockTimeout(TimerTask):
     def __init__(self, delay_ms: int, action: Callable[[], None]) -> None:
         super().__init__(delay_ms)
@@ -148,6 +188,8 @@ class SharePartitionManager:
         self._leader_epoch = leader_epoch
         #: share partition -> the leader epoch its state was read at (read again when the epoch moved)
         self._read_at: dict[tuple[str, uuid.UUID, int], int] = {}
+        #: share partition -> its state writes (created with its first change to write)
+        self._writes: dict[SharePartitionKey, _StateWrites] = {}
         # a single broker starts from every state it loaded; a cluster broker reads one when it leads its partition
         for key, state in (persister.states() if persister is not None and leader_epoch is None else {}).items():
             sp = self._partitions[key] = self._new_partition(state)
@@ -175,11 +217,12 @@ class SharePartitionManager:
         bound to. Returns a copy of the session as it is now."""
         key = (group_id, member_id)
         released: dict[TopicIdPartition, int] = {}
+        pending: list[PendingWrite] = []
         with self._lock:
             current = self._sessions.get(key)
             if epoch == INITIAL_EPOCH:
                 if current is not None:
-                    released = self._release_member(group_id, member_id)
+                    released = self._release_member(group_id, member_id, pending)
                 elif len(self._sessions) >= self.config.max_share_sessions:
                     raise SessionError(ShareSessionLimitReachedError.code,
                                        f"this broker holds group.share.max.share.sessions "
@@ -202,14 +245,17 @@ class SharePartitionManager:
                     current.partitions.pop(tp, None)
             copy = ShareSession(current.group_id, current.member_id, current.epoch, dict(current.partitions),
                                 current.connection_id)
+        self._write_all(pending)
         self._records_available(group_id, released)
         return copy
 
     def close_session(self, group_id: str, member_id: str) -> int:
         """End the member's share session (if any) and release what it holds; returns the records released."""
+        pending: list[PendingWrite] = []
         with self._lock:
             self._sessions.pop((group_id, member_id), None)
-            released = self._release_member(group_id, member_id)
+            released = self._release_member(group_id, member_id, pending)
+        self._write_all(pending)
         self._records_available(group_id, released)
         return sum(released.values())
 
@@ -221,12 +267,14 @@ class SharePartitionManager:
 
     def _end_sessions_of(self, connection_id: str) -> None:
         ended: list[tuple[str, dict[TopicIdPartition, int]]] = []
+        pending: list[PendingWrite] = []
         with self._lock:
             for group_id, member_id in [k for k, s in self._sessions.items() if s.connection_id == connection_id]:
                 del self._sessions[(group_id, member_id)]
-                ended.append((group_id, self._release_member(group_id, member_id)))
+                ended.append((group_id, self._release_member(group_id, member_id, pending)))
                 _log.info("event=share_session_ended reason=connection_closed connection=%s group=%s member=%s",
                           connection_id, group_id, member_id)
+        self._write_all(pending)
         for group_id, released in ended:
             self._records_available(group_id, released)
 
@@ -234,9 +282,10 @@ class SharePartitionManager:
         """Forget a deleted share group's share partitions and sessions (a group created again under its id
         starts its partitions afresh, at ``share.auto.offset.reset``)."""
         with self._lock:
-            self._forget([k for k in self._partitions if k[0] == group_id])
+            dropped = self._forget([k for k in self._partitions if k[0] == group_id])
             for member in [m for g, m in self._sessions if g == group_id]:
                 del self._sessions[(group_id, member)]
+        self._delete_states(dropped)
 
     def session_count(self) -> int:
         with self._lock:
@@ -249,6 +298,7 @@ class SharePartitionManager:
         ``start_offset()`` (``share.auto.offset.reset``) on first use, and offsets the log no longer has are
         done. None: nothing can be acquired now (every in-flight record is locked and their number is at
         ``group.share.partition.max.record.locks``)."""
+        pending: list[PendingWrite] = []
         with self._lock:
             sp = self._partition(group_id, tp)
             before = (sp.start_offset, sp.end_offset)
@@ -256,17 +306,22 @@ class SharePartitionManager:
                 sp.initialize(start_offset())
             sp.advance_start(log_start_offset)
             if (sp.start_offset, sp.end_offset) != before:
-                self._persist(group_id, tp, sp)
-            return sp.next_fetch_offset() if sp.can_acquire() else None
+                self._persist(group_id, tp, sp, pending)
+            offset = sp.next_fetch_offset() if sp.can_acquire() else None
+        self._write_all(pending)
+        return offset
 
     def acquire(self, group_id: str, member_id: str, tp: TopicIdPartition,
-                batches: Iterable[tuple[int, int, bool]], max_records: int) -> list[AcquiredRange]:
+                batches: Iterable[tuple[int, int, bool]], max_records: int,
+                deferred: list[PendingWrite] | None = None) -> list[AcquiredRange]:
         """Acquire for the member what is available among ``batches`` ((first, last, skip), in log order):
         batches to skip (control batches, aborted transactions' records) are archived, whole record batches are
-        taken until ``max_records``."""
+        taken until ``max_records``. Written before this returns, or later by the caller as for
+        :meth:`acknowledge`."""
         now = self.time.milliseconds()
         lock_ms = self.group_config(group_id).record_lock_duration_ms
         out: list[AcquiredRange] = []
+        pending: list[PendingWrite] = []
         with self._lock:
             sp = self._partition(group_id, tp)
             if not sp.initialized:
@@ -285,20 +340,37 @@ class SharePartitionManager:
                 taken += sum(r.last_offset - r.first_offset + 1 for r in ranges)
                 out.extend(ranges)
             if out or skipped:
-                self._persist(group_id, tp, sp)
+                self._persist(group_id, tp, sp, pending)
             if out:
                 self._schedule_expiry(group_id, tp, now, now + lock_ms)
+        if deferred is None:
+            self._write_all(pending)
+        else:
+            deferred.extend(pending)
         return out
 
-    def acknowledge(self, group_id: str, member_id: str, tp: TopicIdPartition,
-                    batches: Iterable[AckBatch]) -> tuple[int, str | None]:
+    def write_states(self, pending: list[PendingWrite]) -> None:
+        """Make the state writes :meth:`acknowledge` and :meth:`acquire` deferred (no lock held); raises the
+        persister's ``KafkaError`` of the first that failed, once all were tried."""
+        self._write_all(pending)
+
+    def acknowledge(self, group_id: str, member_id: str, tp: TopicIdPartition, batches: Iterable[AckBatch],
+                    deferred: list[PendingWrite] | None = None) -> tuple[int, str | None]:
         """Apply the member's acknowledgements of one partition: (0, None), or the error of the first batch
-        that failed (INVALID_RECORD_STATE, INVALID_REQUEST); the batches before it stay applied."""
+        that failed (INVALID_RECORD_STATE, INVALID_REQUEST); the batches before it stay applied. The state is
+        written before this returns, or, with ``deferred``, its write is added there for the caller to make
+        (:meth:`write_states`) before it answers (a ShareFetch: one write then carries its acknowledgements and
+        its acquisitions)."""
+        pending: list[PendingWrite] = []
         with self._lock:
             sp = self._partitions.get((group_id, *tp))
             result = self._acknowledge(sp, group_id, member_id, tp, batches)
             if sp is not None:  # what was applied is in the log before the answer
-                self._persist(group_id, tp, sp)
+                self._persist(group_id, tp, sp, pending)
+        if deferred is None:
+            self._write_all(pending)
+        else:
+            deferred.extend(pending)
         if sp is not None:
             self._records_available(group_id, [tp])
         return result
@@ -359,6 +431,7 @@ class SharePartitionManager:
         with self._lock:
             self._partitions[key] = self._new_partition(ShareState(start_offset, start_offset, {}))
             self._expiry_due.pop(key, None)
+            self._writes.pop(key, None)  # the old partition's writes in flight fail (FENCED_STATE_EPOCH)
             if self._persister is not None:
                 self._persister.initialize_state(key, start_offset)
 
@@ -366,9 +439,9 @@ class SharePartitionManager:
         """Forget the group's share partitions of one topic (DeleteShareGroupOffsets): the next fetch starts them
         afresh at ``share.auto.offset.reset``. Returns how many there were."""
         with self._lock:
-            keys = [k for k in self._partitions if k[0] == group_id and k[1] == topic_id]
-            self._forget(keys)
-            return len(keys)
+            dropped = self._forget([k for k in self._partitions if k[0] == group_id and k[1] == topic_id])
+        self._delete_states(dropped)
+        return len(dropped)
 
     def forget_share_partitions(self, group_id: str, topic_id: uuid.UUID | None = None,
                                 partition: int | None = None) -> int:
@@ -384,10 +457,17 @@ class SharePartitionManager:
 
     # -- internals ------------------------------------------------------------------------------------------
     def _drop(self, key: tuple[str, uuid.UUID, int]) -> None:
-        """Forget a share partition held here, nothing written (the caller holds the lock)."""
+        """Forget a share partition held here, nothing written (the caller holds the lock; its writes not yet
+        started fail)."""
         self._partitions.pop(key, None)
         self._expiry_due.pop(key, None)
         self._read_at.pop(key, None)
+        self._writes.pop(key, None)
+
+    def _unwritten(self, key: SharePartitionKey) -> bool:
+        """Whether the share partition has changes no finished write carried yet (the caller holds the lock)."""
+        writes = self._writes.get(key)
+        return writes is not None and writes.written < writes.dirty
 
     def _drop_idle(self, group_id: str) -> None:
         """A member of the group opened a share session: the group's share partitions in which no record is
@@ -397,8 +477,9 @@ class SharePartitionManager:
         until their next write, which such a change fences (FENCED_STATE_EPOCH)."""
         if self._persister is None:
             return  # nothing to read again from: the state is this broker's memory
-        for key in [k for k, sp in self._partitions.items() if k[0] == group_id and sp.next_lock_deadline() is None]:
-            self._drop(key)
+        for key in [k for k, sp in self._partitions.items()
+                    if k[0] == group_id and sp.next_lock_deadline() is None and not self._unwritten(k)]:
+            self._drop(key)  # (one with a write pending keeps its state: the write, or its fence, comes first)
 
     def _partition(self, group_id: str, tp: TopicIdPartition) -> SharePartition:
         """The share partition, its state read from the persister when this broker has none for the topic
@@ -410,6 +491,7 @@ class SharePartitionManager:
         if sp is not None and self._read_at.get(key, epoch) != epoch:
             del self._partitions[key]  # led again at another epoch: another leader may have moved the state on
             self._expiry_due.pop(key, None)
+            self._writes.pop(key, None)
             sp = None
         if sp is None:
             state = None
@@ -422,38 +504,90 @@ class SharePartitionManager:
             self._read_at[key] = epoch
         return sp
 
-    def _forget(self, keys: list[tuple[str, uuid.UUID, int]]) -> None:
-        """Drop these share partitions and write their deletion (the caller holds the lock)."""
+    def _forget(self, keys: list[SharePartitionKey]) -> list[tuple[SharePartitionKey, _StateWrites | None]]:
+        """Drop these share partitions (the caller holds the lock); returns them with their state writes, for
+        :meth:`_delete_states` once the lock is released."""
+        dropped = []
         for key in keys:
             del self._partitions[key]
             self._expiry_due.pop(key, None)
             self._read_at.pop(key, None)
-            if self._persister is not None:
+            dropped.append((key, self._writes.pop(key, None)))
+        return dropped
+
+    def _delete_states(self, dropped: list[tuple[SharePartitionKey, _StateWrites | None]]) -> None:
+        """Write the deletion of dropped share partitions (no lock held): after their writes in flight, so
+        that none lands after the deletion."""
+        if self._persister is None:
+            return
+        for key, writes in dropped:
+            if writes is None:
+                self._persister.delete_state(key)
+                continue
+            with writes.lock:
                 self._persister.delete_state(key)
 
     def _new_partition(self, state: ShareState | None) -> SharePartition:
         return SharePartition(self.config.record_lock_duration_ms, self.config.delivery_count_limit,
                               self.config.partition_max_record_locks, state)
 
-    def _persist(self, group_id: str, tp: TopicIdPartition, sp: SharePartition) -> None:
-        """Write the share partition's state (the caller holds the lock; raises as the log does)."""
+    def _persist(self, group_id: str, tp: TopicIdPartition, sp: SharePartition, pending: list[PendingWrite]) -> None:
+        """Mark the share partition's state dirty and add its write to ``pending`` (the caller holds the lock,
+        then makes the writes with :meth:`_write_all` once it released it)."""
         if self._persister is not None and sp.initialized:
             key = (group_id, *tp)
+            writes = self._writes.get(key)
+            if writes is None or writes.partition is not sp:
+                writes = self._writes[key] = _StateWrites(sp)
+            writes.dirty += 1
+            pending.append((key, writes, writes.dirty))
+
+    def _write_all(self, pending: list[PendingWrite]) -> None:
+        """Make the state writes of ``pending`` (no lock held); raises the first failure once all were tried."""
+        failure: Exception | None = None
+        for key, writes, sequence in pending:
             try:
-                self._persister.write_state(key, sp.state, self._read_at.get(key, -1))
+                self._write(key, writes, sequence)
+            except Exception as e:
+                failure = failure or e
+        if failure is not None:
+            raise failure
+
+    def _write(self, key: SharePartitionKey, writes: _StateWrites, sequence: int) -> None:
+        """Have the share partition's state as of its change ``sequence`` written through ``writes`` (see
+        Durability in the module doc; raises the persister's ``KafkaError``)."""
+        persister = self._persister
+        assert persister is not None  # only a manager with a persister has writes
+        with writes.lock:
+            if writes.written >= sequence:
+                return  # a write that started after this change carried it
+            with self._lock:
+                if self._writes.get(key) is not writes:
+                    raise FencedLeaderEpochError(
+                        f"partition {key[2]} of topic id {key[1]} in share group {key[0]} was dropped before its "
+                        f"state was written (its leader epoch moved, or its state was deleted or reset): fetch it "
+                        f"again")
+                state = _copy_state(writes.partition.state)
+                covered = writes.dirty
+                leader_epoch = self._read_at.get(key, -1)
+            try:
+                persister.write_state(key, state, leader_epoch)
             except (FencedLeaderEpochError, FencedStateEpochError):
                 # another leader, or an admin's reset, moved the state on: forget ours, read it on the next use
-                self._partitions.pop(key, None)
-                self._expiry_due.pop(key, None)
-                self._read_at.pop(key, None)
+                with self._lock:
+                    if self._writes.get(key) is writes:
+                        self._drop(key)
                 raise
+            writes.written = covered
 
-    def _release_member(self, group_id: str, member_id: str) -> dict[TopicIdPartition, int]:
-        """Release what the member holds (the caller holds the lock): the records released per partition."""
+    def _release_member(self, group_id: str, member_id: str,
+                        pending: list[PendingWrite]) -> dict[TopicIdPartition, int]:
+        """Release what the member holds (the caller holds the lock; the writes go to ``pending``): the records
+        released per partition."""
         released = {}
         for (g, topic_id, partition), sp in self._partitions.items():
             if g == group_id and (count := sp.release_member(member_id)):
-                self._persist(g, (topic_id, partition), sp)
+                self._persist(g, (topic_id, partition), sp, pending)
                 released[(topic_id, partition)] = count
         return released
 
@@ -477,6 +611,7 @@ class SharePartitionManager:
     def _expire(self, group_id: str, tp: TopicIdPartition, due_ms: int) -> None:
         now = self.time.milliseconds()
         key = (group_id, *tp)
+        pending: list[PendingWrite] = []
         with self._lock:
             if self._expiry_due.get(key) != due_ms:
                 return  # an earlier check replaced this one
@@ -484,14 +619,14 @@ class SharePartitionManager:
             sp = self._partitions.get(key)
             expired = 0 if sp is None else sp.expire_locks(now)
             if expired and sp is not None:
-                try:
-                    self._persist(group_id, tp, sp)
-                except Exception:
-                    _log.exception("event=share_state_not_written group=%s topic_id=%s partition=%d", group_id,
-                                   tp[0], tp[1])
+                self._persist(group_id, tp, sp, pending)
             later = None if sp is None else sp.next_lock_deadline()
             if later is not None:  # locks taken since, or a timer tick early: look again at the next deadline
                 self._schedule_expiry(group_id, tp, now, later)
+        try:
+            self._write_all(pending)
+        except Exception:
+            _log.exception("event=share_state_not_written group=%s topic_id=%s partition=%d", group_id, tp[0], tp[1])
         if expired:
             self._records_available(group_id, [tp])
             _log.debug("event=share_locks_expired group=%s topic_id=%s partition=%d records=%d", group_id, tp[0],

@@ -10,7 +10,7 @@ from mini_broker.server.apis.group_api_util import consumer_group_coordinator, g
 from mini_broker.server.kafka_apis import KafkaApis
 from mini_broker.share.coordinator import ShareGroupCoordinator
 from mini_broker.share.group_configs import INT_KEYS, SHARE_GROUP_CONFIG_KEYS
-from mini_broker.share.partition_manager import AckBatch, SharePartitionManager, TopicIdPartition
+from mini_broker.share.partition_manager import AckBatch, PendingWrite, SharePartitionManager, TopicIdPartition
 from pykafka_client.errors import GroupAuthorizationFailedError, InvalidRequestError
 from pykafka_client.protocol.acl import AclOperation
 
@@ -52,10 +52,11 @@ class AckBatchLike(Protocol):
 
 
 def acknowledge(partitions: SharePartitionManager, group_id: str, member_id: str, tp: TopicIdPartition,
-                batches: Sequence[AckBatchLike]) -> tuple[int, str | None]:
-    """A ShareFetch's or ShareAcknowledge's acknowledgement batches of one partition, applied."""
+                batches: Sequence[AckBatchLike], deferred: list[PendingWrite] | None = None) -> tuple[int, str | None]:
+    """A ShareFetch's or ShareAcknowledge's acknowledgement batches of one partition, applied (their state write
+    added to ``deferred`` when given: see :meth:`SharePartitionManager.acknowledge`)."""
     return partitions.acknowledge(group_id, member_id, tp, [
-        AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in batches])
+        AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types)) for b in batches], deferred)
 
 
 def share_request_error(apis: KafkaApis, request: Request, group_id: str | None,

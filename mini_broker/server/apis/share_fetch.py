@@ -8,7 +8,9 @@ new share partition starts where ``share.auto.offset.reset`` points; one that ca
 records all locked at ``group.share.partition.max.record.locks``, waits at the log end) through the replica manager's fetch, so
 ``max_wait_ms`` / ``min_bytes`` long-poll in the fetch purgatory; what is read is acquired (up to
 ``max_records``, whole batches), and only the batches holding acquired offsets are returned. A request with
-``max_records`` 0 (v1+) or epoch -1 only acknowledges.
+``max_records`` 0 (v1+) or epoch -1 only acknowledges. The state writes of the acknowledgements and of the
+acquisitions are made together just before the answer (one write per share partition carries both), with no
+share-partition manager lock held.
 
 A fetch parked in the purgatory is also watched under its share partitions' ``DelayedShareFetchGroupKey``: when
 records below where it waits become acquirable again (released, their locks expired), it completes and reads them
@@ -33,7 +35,13 @@ from mini_broker.server.apis.share_api_util import acknowledge, share_partitions
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import LogReadResult
 from mini_broker.server.replication_strategy import FetchPartitionInfo
-from mini_broker.share.partition_manager import FINAL_EPOCH, SessionError, SharePartitionManager, TopicIdPartition
+from mini_broker.share.partition_manager import (
+    FINAL_EPOCH,
+    PendingWrite,
+    SessionError,
+    SharePartitionManager,
+    TopicIdPartition,
+)
 from mini_broker.share.share_partition import AcquiredRange
 from pykafka_client.errors import KafkaError, TopicAuthorizationFailedError, UnknownTopicIdError
 from pykafka_client.protocol.acl import AclOperation
@@ -57,10 +65,10 @@ def _bytes(records: RecordsLike) -> bytes:
 
 
 def _acquire(partitions: SharePartitionManager, group_id: str, member_id: str, tp: TopicIdPartition,
-             result: LogReadResult, max_records: int) -> tuple[bytes, list[AcquiredRange]]:
+             result: LogReadResult, max_records: int, deferred: list[PendingWrite]) -> tuple[bytes, list[AcquiredRange]]:
     """Acquire what the read returned; the bytes of the batches holding acquired offsets, and the ranges. Control
     batches, and under read_committed the batches of aborted transactions (``result.aborted_transactions``),
-    are skipped: archived, never delivered."""
+    are skipped: archived, never delivered. The state write goes to ``deferred``."""
     buf = _bytes(result.records)
     #: (first offset, producer id) of the aborted transactions, by first offset; a producer's batches are
     #: skipped from its aborted transaction's first offset up to its next control batch (the ABORT marker)
@@ -76,7 +84,8 @@ def _acquire(partitions: SharePartitionManager, group_id: str, member_id: str, t
             aborting.discard(batch.producer_id)
         batches.append((batch.base_offset, batch.last_offset, skip, pos, pos + batch.size_in_bytes))
         pos += batch.size_in_bytes
-    ranges = partitions.acquire(group_id, member_id, tp, [(b[0], b[1], b[2]) for b in batches], max_records)
+    ranges = partitions.acquire(group_id, member_id, tp, [(b[0], b[1], b[2]) for b in batches], max_records,
+                                deferred)
     kept = [buf[start:end] for first, last, _, start, end in batches
             if any(r.first_offset <= last and r.last_offset >= first for r in ranges)]
     return b"".join(kept), ranges
@@ -98,6 +107,9 @@ class _Fetch:
         #: partition -> (error, message) for partitions answered without a read
         self.errors: dict[TopicIdPartition, tuple[int, str | None]] = {}
         self.names: dict[uuid.UUID, str] = {}
+        #: the state writes of the acknowledgements and acquisitions, made once before the answer (one write per
+        #: share partition carries both)
+        self.pending_writes: list[PendingWrite] = []
 
     def acknowledge(self) -> None:
         for topic in self.body.topics:
@@ -105,7 +117,12 @@ class _Fetch:
                 if p.acknowledgement_batches:
                     tp = (topic.topic_id, p.partition_index)
                     self.ack_results[tp] = acknowledge(self.partitions, self.group_id, self.member_id, tp,
-                                                       p.acknowledgement_batches)
+                                                       p.acknowledgement_batches, self.pending_writes)
+
+    def write_states(self) -> None:
+        """Make the deferred state writes (raises the persister's error: the answer must not say done)."""
+        pending, self.pending_writes = self.pending_writes, []
+        self.partitions.write_states(pending)
 
     def resolve(self, session_partitions: list[TopicIdPartition]) -> list[TopicIdPartition]:
         """The session's partitions that can be read (the others get their error in ``errors``)."""
@@ -195,9 +212,11 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
     session_partitions = list(session.partitions)
     max_records = body.max_records if request.context.api_version >= 1 else DEFAULT_MAX_RECORDS
     if body.share_session_epoch == FINAL_EPOCH:
+        fetch.write_states()
         fetch.partitions.close_session(fetch.group_id, fetch.member_id)
         return fetch.response([], {})
     if max_records <= 0:
+        fetch.write_states()
         return fetch.response(session_partitions, {})
     committed = fetch.config.isolation_level == "read_committed"
     infos: list[tuple[TopicPartition, FetchPartitionInfo]] = []
@@ -223,9 +242,11 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
                     moved, body.max_bytes))])[0][1]
             records, ranges = b"", list[AcquiredRange]()
             if not result.error_code and result.records_size and left > 0:
-                records, ranges = _acquire(fetch.partitions, fetch.group_id, fetch.member_id, tp, result, left)
+                records, ranges = _acquire(fetch.partitions, fetch.group_id, fetch.member_id, tp, result, left,
+                                           fetch.pending_writes)
                 left -= sum(r.last_offset - r.first_offset + 1 for r in ranges)
             read[tp] = (records, ranges, result)
+        fetch.write_states()  # the acknowledgements and the acquisitions are in the log before the answer
         apis.send_response(request, fetch.response(session_partitions, read))
 
     def released_below_wait(topic_partition: TopicPartition) -> int | None:
@@ -237,6 +258,7 @@ def handle(apis: KafkaApis, request: Request) -> ShareFetchResponse | None:
         return any(released_below_wait(topic_partition) is not None for topic_partition in by_tp)
 
     if not infos:
+        fetch.write_states()
         return fetch.response(session_partitions, {})
     replicas = apis.broker.replica_manager
     offsets = {topic_partition: info.fetch_offset for topic_partition, info in infos}

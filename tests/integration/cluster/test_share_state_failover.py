@@ -26,6 +26,13 @@ ACCEPT, RELEASE, REJECT = AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, Ackno
 N = 10
 #: share state partitions: Kafka's default would be 50; fewer keep the cluster's elections short
 STATE_PARTITIONS = 10
+#: how long a dead broker keeps its partitions (MiniCluster's default) and how long a coordinator answer waits
+#: for its partition's ISR
+SESSION_TIMEOUT_MS, COMMIT_TIMEOUT_MS = 2000, 5000
+#: an acknowledgement after the share coordinator's kill is answered once the dead broker is fenced and the new
+#: coordinator's own partition has the write: the fence plus one ISR wait, with slack for a loaded machine (it
+#: used to wait for every internal partition the new coordinator leads, and retry until the 20 s persister timeout)
+ACK_AFTER_COORDINATOR_KILL_S = (SESSION_TIMEOUT_MS + 2 * COMMIT_TIMEOUT_MS) / 1000
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +42,7 @@ def cluster() -> Iterator[MiniCluster]:
                  "group.share.heartbeat.interval.ms": 200, "group.share.delivery.count.limit": 2,
                  "share.coordinator.state.topic.num.partitions": STATE_PARTITIONS,
                  "share.coordinator.snapshot.update.records.per.snapshot": 3,
+                 "broker.session.timeout.ms": SESSION_TIMEOUT_MS, "offsets.commit.timeout.ms": COMMIT_TIMEOUT_MS,
                  # fewer coordinator partitions to elect and load on each kill keep the failovers short
                  "offsets.topic.num.partitions": 10, "transaction.state.log.num.partitions": 10}
     with MiniCluster(3, overrides=overrides) as c:
@@ -158,7 +166,9 @@ def test_the_share_coordinators_failover_keeps_the_state_its_leader_wrote(cluste
         for r in got:
             if r.offset in (4, 5):
                 c1.acknowledge(r, ACCEPT)
-        c1.commit_sync()
+        started = time.monotonic()
+        assert all(error is None for error in c1.commit_sync().values())
+        assert time.monotonic() - started < ACK_AFTER_COORDINATOR_KILL_S
         _heal(cluster, coordinator, SHARE_GROUP_STATE_TOPIC_NAME, state_partition)
         killed = leader
         cluster.kill(leader)  # 6..9 still acquired by c1; the next leader reads the state from the coordinator

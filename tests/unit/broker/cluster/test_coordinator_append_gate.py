@@ -5,6 +5,7 @@ closed connection. MockTime, inline timers, a fake replication (the ISR check's 
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Hashable, Iterator
 from typing import Any, cast
 
@@ -12,8 +13,10 @@ import pytest
 
 from mini_broker.cluster.coordinator_errors import group_append_error, offsets_append_error, txn_append_error
 from mini_broker.cluster.coordinator_partitions import CoordinatorAppendGate
+from mini_broker.coordinator.partitioning import partition_for
 from mini_broker.network.request_channel import Request, RequestContext
 from mini_broker.purgatory import DelayedOperationPurgatory, TopicPartitionOperationKey
+from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME, share_key
 from mini_broker.timer import SystemTimer
 from pykafka_client.errors import (
     CoordinatorNotAvailableError,
@@ -38,6 +41,8 @@ from pykafka_client.protocol.messages import (
     OffsetCommitResponse,
     SyncGroupResponse,
     TxnOffsetCommitResponse,
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
     WriteTxnMarkersResponse,
 )
 from pykafka_client.protocol.types import Message
@@ -77,9 +82,23 @@ class FakeReplicaManager:
         return self.isr.get(tp, (False, 0))
 
 
+class FakeTopic:
+    def __init__(self, num_partitions: int) -> None:
+        self.num_partitions = num_partitions
+
+
+class FakeMetadataCache:
+    def __init__(self) -> None:
+        self.topics: dict[str, FakeTopic] = {}
+
+    def get_topic(self, name: str) -> FakeTopic | None:
+        return self.topics.get(name)
+
+
 class FakeCluster:
     def __init__(self, time: MockTime) -> None:
         self.rm = FakeReplicaManager(time)
+        self.cache = FakeMetadataCache()
         self.unreplicated: dict[TopicPartition, int] = {}
 
     def unreplicated_internal_offsets(self, topics: frozenset[str]) -> dict[TopicPartition, int]:
@@ -102,14 +121,15 @@ def _gate(cluster: FakeCluster, time: MockTime | None = None) -> CoordinatorAppe
     return CoordinatorAppendGate(cast(Any, cluster), TIMEOUT_MS, time if time is not None else MockTime())
 
 
-def _request(api_key: ApiKey, version: int = 0, received_ns: int = 0) -> Request:
-    return Request(0, RequestContext(int(api_key), version, 1, "c", "conn", "127.0.0.1", "PLAINTEXT"), None, 0,
+def _request(api_key: ApiKey, version: int = 0, received_ns: int = 0, request: Message | None = None) -> Request:
+    return Request(0, RequestContext(int(api_key), version, 1, "c", "conn", "127.0.0.1", "PLAINTEXT"), request, 0,
                    received_ns)
 
 
-def _hold(gate: CoordinatorAppendGate, api_key: ApiKey, body: Message, received_ns: int = 0) -> list[Message]:
+def _hold(gate: CoordinatorAppendGate, api_key: ApiKey, body: Message, received_ns: int = 0,
+          request: Message | None = None) -> list[Message]:
     sent: list[Message] = []
-    gate.hold(_request(api_key, received_ns=received_ns), body, lambda: sent.append(body))
+    gate.hold(_request(api_key, received_ns=received_ns, request=request), body, lambda: sent.append(body))
     return sent
 
 
@@ -294,3 +314,57 @@ def test_a_followers_leadership_change_is_not_a_resignation(cluster: FakeCluster
     body = _offset_commit_answer()
     assert _hold(gate, ApiKey.OFFSET_COMMIT, body, received_ns=received) == [body]
     assert _partition_errors(body)[0] == 0
+
+
+def _share_state_write(group: str, topic_id: uuid.UUID, partition: int) -> WriteShareGroupStateRequest:
+    W = WriteShareGroupStateRequest
+    return W(group_id=group, topics=[W.WriteStateData(topic_id=topic_id, partitions=[W.PartitionData(
+        partition=partition, state_epoch=0, leader_epoch=0, start_offset=0, state_batches=[])])])
+
+
+def _share_state_answer(topic_id: uuid.UUID, partition: int) -> WriteShareGroupStateResponse:
+    W = WriteShareGroupStateResponse
+    return W(results=[W.WriteStateResult(topic_id=topic_id, partitions=[W.PartitionResult(partition=partition)])])
+
+
+def test_a_share_state_write_waits_only_for_its_own_share_group_state_partition(
+        cluster: FakeCluster, time: MockTime) -> None:
+    """Kafka: a write waits for the ISR of the partition it appended to. A share coordinator that also leads a
+    partition still catching up (another coordinator's, after a failover) answers a share state write as soon as
+    the write's own ``__share_group_state`` partition has it, not after ``offsets.commit.timeout.ms``."""
+    cluster.cache.topics[SHARE_GROUP_STATE_TOPIC_NAME] = FakeTopic(10)
+    topic_id = uuid.uuid4()
+    own = TopicPartition(SHARE_GROUP_STATE_TOPIC_NAME, partition_for(share_key(("g", topic_id, 0)), 10))
+    other = TopicPartition(SHARE_GROUP_STATE_TOPIC_NAME, (own.partition + 1) % 10)
+    gate = _gate(cluster, time)
+    cluster.unreplicated = {OFFSETS0: 4, TXN0: 9, other: 3, own: 5}  # only ``own`` reaches its ISR
+    body = _share_state_answer(topic_id, 0)
+    sent = _hold(gate, ApiKey.WRITE_SHARE_GROUP_STATE, body, request=_share_state_write("g", topic_id, 0))
+    assert sent == []  # held until its partition's ISR has it
+    cluster.rm.isr[own] = (True, 0)
+    cluster.rm.produce_purgatory.check_and_complete(TopicPartitionOperationKey(own.topic, own.partition))
+    assert sent == [body]
+    assert [p.error_code for r in body.results for p in r.partitions] == [0]
+
+
+def test_a_share_state_write_fails_with_its_own_partitions_error_only(cluster: FakeCluster) -> None:
+    cluster.cache.topics[SHARE_GROUP_STATE_TOPIC_NAME] = FakeTopic(10)
+    topic_id = uuid.uuid4()
+    own = TopicPartition(SHARE_GROUP_STATE_TOPIC_NAME, partition_for(share_key(("g", topic_id, 0)), 10))
+    other = TopicPartition(SHARE_GROUP_STATE_TOPIC_NAME, (own.partition + 1) % 10)
+    gate = _gate(cluster)
+    cluster.unreplicated = {other: 4, own: 5}
+    body = _share_state_answer(topic_id, 0)
+    sent = _hold(gate, ApiKey.WRITE_SHARE_GROUP_STATE, body, request=_share_state_write("g", topic_id, 0))
+    _fail(cluster, other, NotEnoughReplicasError.code)  # another share state partition: not this write's
+    cluster.rm.isr[own] = (True, 0)
+    cluster.rm.produce_purgatory.check_and_complete(TopicPartitionOperationKey(own.topic, own.partition))
+    assert sent == [body]
+    assert [p.error_code for r in body.results for p in r.partitions] == [0]
+
+    failed = _share_state_answer(topic_id, 0)
+    cluster.rm.isr[own] = (False, 0)
+    sent = _hold(gate, ApiKey.WRITE_SHARE_GROUP_STATE, failed, request=_share_state_write("g", topic_id, 0))
+    _fail(cluster, own, NotLeaderOrFollowerError.code)  # its own partition's leadership moved: look again
+    assert sent == [failed]
+    assert [p.error_code for r in failed.results for p in r.partitions] == [NOT_COORDINATOR]
