@@ -2,26 +2,26 @@
 groups, so sharing it is safe) and :func:`pykafka`, which runs the CLI's entry point (``main(argv)``) against it
 in this process, as ``python -m pykafka_client.cli`` would run it: its own stdin, stdout and stderr, the exit
 code it returns or exits with, a traceback and exit 1 for an uncaught error. Each run must leave nothing behind
-(a client thread, an unclosed socket, a signal handler, a logging handler: the run fails naming it).
+(a client thread, an unclosed client socket, a signal handler, a logging handler: the run fails naming it).
 Python's start-up and imports cost about a second a process; ``test_cli_entry_points.py`` runs the console
 script, ``python -m`` and each ``bin/kafka-*.sh`` as real processes."""
 
 from __future__ import annotations
 
 import contextlib
-import gc
 import io
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 import traceback
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,6 +75,26 @@ def _client_threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if t.is_alive() and type(t).__module__.startswith("pykafka_client.")}
 
 
+@contextlib.contextmanager
+def _client_sockets() -> Iterator[list[socket.socket]]:
+    """The sockets created while inside, by this thread or a pykafka_client thread (a client's connections and
+    its selector's wake-up pair; not a broker's accepted connections)."""
+    created: list[socket.socket] = []
+    original = socket.socket.__init__
+
+    def recording_init(self: socket.socket, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        thread = threading.current_thread()
+        if thread is threading.main_thread() or type(thread).__module__.startswith("pykafka_client."):
+            created.append(self)
+
+    socket.socket.__init__ = recording_init  # type: ignore[method-assign]
+    try:
+        yield created
+    finally:
+        socket.socket.__init__ = original  # type: ignore[method-assign]
+
+
 def _process_state() -> tuple[object, ...]:
     """What a command must leave as it found it: the SIGINT handler, logging's handlers and levels, the working
     directory."""
@@ -89,8 +109,8 @@ def run_in_process(entry: Callable[[Sequence[str]], int], argv: Sequence[str], *
     $PYKAFKA_BOOTSTRAP_SERVERS set to ``bootstrap_env`` and the repository as the working directory: the
     CompletedProcess has its stdout and stderr bytes and its exit code. A run longer than ``timeout`` seconds
     raises subprocess.TimeoutExpired when it ends, as ``subprocess.run(timeout=...)`` would have (a hang is cut
-    by the test's own timeout). Fails when the command left a client thread running, a socket unclosed, or
-    the process's signal or logging set-up changed."""
+    by the test's own timeout). Fails when the command left a client thread running, a client socket
+    unclosed, or the process's signal or logging set-up changed."""
     started = time.monotonic()
     stdin = io.TextIOWrapper(io.BytesIO(input or b""), encoding="utf-8")
     stdout = io.TextIOWrapper(_KeptBytes(), encoding="utf-8")
@@ -99,8 +119,7 @@ def run_in_process(entry: Callable[[Sequence[str]], int], argv: Sequence[str], *
     state_before = _process_state()
     previous_env = os.environ.get(BOOTSTRAP_ENV)
     previous_cwd = os.getcwd()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ResourceWarning)
+    with _client_sockets() as sockets:
         try:
             os.environ[BOOTSTRAP_ENV] = bootstrap_env
             os.chdir(ROOT)
@@ -126,15 +145,16 @@ def run_in_process(entry: Callable[[Sequence[str]], int], argv: Sequence[str], *
                 os.environ.pop(BOOTSTRAP_ENV, None)
             else:
                 os.environ[BOOTSTRAP_ENV] = previous_env
-        gc.collect()  # an unreachable client's socket is closed (with a ResourceWarning) here at the latest
     if time.monotonic() - started > timeout:
         raise subprocess.TimeoutExpired(list(argv), timeout)
     assert isinstance(stdout.buffer, _KeptBytes) and isinstance(stderr.buffer, _KeptBytes)
     done = subprocess.CompletedProcess(list(argv), code, stdout.buffer.getvalue(), stderr.buffer.getvalue())
     leaked = [t.name for t in _client_threads() - threads_before if not _ends(t)]
     assert not leaked, f"{list(argv)} left client threads running: {leaked} ({done.stderr!r})"
-    unclosed = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
-    assert not unclosed, f"{list(argv)} left resources unclosed: {unclosed}"
+    unclosed = [repr(s) for s in sockets if s.fileno() != -1]
+    for s in sockets:
+        s.close()
+    assert not unclosed, f"{list(argv)} left sockets unclosed: {unclosed}"
     assert _process_state() == state_before, f"{list(argv)} changed the process's signal or logging set-up"
     return done
 
