@@ -47,7 +47,7 @@ def test_output_exit_codes_and_uncaught_errors_are_the_processs() -> None:
 
 
 def test_a_client_left_open_fails_the_run(broker: MiniBroker) -> None:
-    producer: list[KafkaProducer[bytes, bytes]] = []
+    producer: list[KafkaProducer] = []
 
     def leaves_a_producer(argv: Sequence[str]) -> int:
         producer.append(KafkaProducer({"bootstrap.servers": broker.bootstrap_servers}))
