@@ -76,16 +76,18 @@ def _client_threads() -> set[threading.Thread]:
 
 
 @contextlib.contextmanager
-def _client_sockets() -> Iterator[list[socket.socket]]:
-    """The sockets created while inside, by this thread or a pykafka_client thread (a client's connections and
-    its selector's wake-up pair; not a broker's accepted connections)."""
+def _client_sockets(older: set[threading.Thread]) -> Iterator[list[socket.socket]]:
+    """The sockets created while inside, by this thread or a pykafka_client thread not in ``older`` (a
+    command's clients' connections and selectors' wake-up pairs; not a broker's accepted connections, nor those
+    of a client the test holds open)."""
     created: list[socket.socket] = []
     original = socket.socket.__init__
 
     def recording_init(self: socket.socket, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         thread = threading.current_thread()
-        if thread is threading.main_thread() or type(thread).__module__.startswith("pykafka_client."):
+        if thread is threading.main_thread() or (type(thread).__module__.startswith("pykafka_client.")
+                                                 and thread not in older):
             created.append(self)
 
     socket.socket.__init__ = recording_init  # type: ignore[method-assign]
@@ -119,7 +121,7 @@ def run_in_process(entry: Callable[[Sequence[str]], int], argv: Sequence[str], *
     state_before = _process_state()
     previous_env = os.environ.get(BOOTSTRAP_ENV)
     previous_cwd = os.getcwd()
-    with _client_sockets() as sockets:
+    with _client_sockets(threads_before) as sockets:
         try:
             os.environ[BOOTSTRAP_ENV] = bootstrap_env
             os.chdir(ROOT)
