@@ -53,7 +53,7 @@ from pykafka_client.protocol.acl import (
     ResourcePatternFilter,
     ResourceType,
 )
-from tests.integration.cli.conftest import cli_command, cli_env
+from tests.integration.cli.conftest import runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -300,8 +300,7 @@ def test_kafka_python_admin(secured: MiniBroker) -> None:
 
 def test_cli_acls_add_list_remove(secured: MiniBroker) -> None:
     def pykafka(*args: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(cli_command(*args), capture_output=True, timeout=60,
-                              env=cli_env(secured.bootstrap_servers))
+        return runner(secured)(*args)
 
     added = pykafka("acls", "add", "--allow-principal", "User:alice", "--operation", "Read", "--operation",
                     "describe-configs", "--topic", "orders", "--group", "billing")

@@ -1,4 +1,4 @@
-"""``pykafka topics | produce | consume | configs | offsets`` run as subprocesses against one MiniBroker:
+"""``pykafka topics | produce | consume | configs | offsets`` run (in process) against one MiniBroker:
 the topics round trip, produce then consume byte-exact (keys, values, headers), JSON produce with a bad
 line, start offsets, configs alter/describe and offsets; every ``--output json`` parses."""
 

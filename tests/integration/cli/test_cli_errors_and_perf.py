@@ -1,4 +1,4 @@
-"""``pykafka`` failure paths and perf tests as subprocesses: an unreachable broker (exit 3), an unknown
+"""``pykafka`` failure paths and perf tests (run in process): an unreachable broker (exit 3), an unknown
 topic of a command that does not create it (exit 4; produce and consume: test_cli_like_kafka.py), bad flags (exit 2) each as one line on stderr without a traceback (``--debug`` shows
 one); --command-config and -X; every --help reads; perf produce holds a throttled rate within 10% and
 prints Kafka's lines; perf consume prints Kafka's consumer line."""
@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import re
 import socket
-import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.integration.cli.conftest import ROOT, Run, cli_command, cli_env, one_error_line
+from tests.integration.cli.conftest import Run, bootstrap_runner, one_error_line
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -31,10 +30,8 @@ def _closed_port() -> int:
     ["groups", "list"],
 ])
 def test_unreachable_broker_is_one_line_and_exit_3(command: list[str]) -> None:
-    result = subprocess.run(
-        cli_command(*command, "--bootstrap-server", f"127.0.0.1:{_closed_port()}", "--timeout", "1.5"),
-        capture_output=True, timeout=60, cwd=ROOT, input=b"", env=cli_env("unused:1"),
-    )
+    result = bootstrap_runner("unused:1")(*command, "--bootstrap-server", f"127.0.0.1:{_closed_port()}", "--timeout",
+                                          "1.5", input=b"")
     assert result.returncode == 3
     line = one_error_line(result)
     assert "could not reach the cluster" in line and "--bootstrap-server" in line

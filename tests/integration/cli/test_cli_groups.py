@@ -1,7 +1,7 @@
-"""``pykafka groups`` and ``pykafka consume --group`` as subprocesses against one MiniBroker: lag before
+"""``pykafka groups`` and ``pykafka consume --group`` in process against one MiniBroker: lag before
 and after consumption, reset-offsets (the dry run changes nothing, --execute changes exactly the planned
 offsets), refusals while a member is active (exit 5), delete, and Ctrl-C stopping a group consumer with
-its summary line and a commit."""
+its summary line and a commit (a real ``python -m pykafka_client.cli`` process, sent SIGINT)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``pykafka`` behaves like Kafka's console tools (issue 22 item 4), as subprocesses against MiniBrokers:
+"""``pykafka`` behaves like Kafka's console tools (issue 22 item 4), in process against MiniBrokers:
 
 * produce, consume and perf produce create a missing topic through the broker's auto-creation (the README's
   own perf produce example works on a fresh broker); with auto-creation off they fail with exit 4 and say
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from mini_broker.broker import MiniBroker
-from tests.integration.cli.conftest import ROOT, Run, cli_command, cli_env, one_error_line, runner
+from tests.integration.cli.conftest import ROOT, Run, bootstrap_runner, one_error_line, runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -118,8 +118,7 @@ def test_without_auto_creation_a_missing_topic_is_exit_4_naming_topics_create(no
 
 def _run_with_dead_default(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     """The CLI with $PYKAFKA_BOOTSTRAP_SERVERS pointing at nothing: only a --bootstrap-server flag reaches a broker."""
-    return subprocess.run(cli_command(*args), capture_output=True, timeout=timeout, cwd=ROOT,
-                          env=cli_env(_dead_bootstrap()))
+    return bootstrap_runner(_dead_bootstrap())(*args, timeout=timeout)
 
 
 def test_common_flags_before_the_subcommand(broker: MiniBroker, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``pykafka share-groups list | describe | reset-offsets | delete-offsets | delete`` as subprocesses against one
+"""``pykafka share-groups list | describe | reset-offsets | delete-offsets | delete`` (in process) against one
 MiniBroker, the members joined on the wire (ShareGroupHeartbeat): the listing shows share groups only, describe
 their members, assignments and share-partition start offsets with lag, reset-offsets plans unless --execute,
 reset-offsets, delete-offsets and delete refuse a group with members (exit 5); an unknown group exits 4."""
@@ -82,7 +82,6 @@ def _offsets(pykafka: Run, group: str) -> list[dict[str, Any]]:
     return rows
 
 
-@pytest.mark.timeout(420)  # some 25 CLI processes
 def test_reset_offsets_plans_then_sets_start_offsets_and_describe_shows_them_with_lag(pykafka: Run,
                                                                                        broker: MiniBroker) -> None:
     topic = f"cli-share-reset-{uuid.uuid4().hex[:6]}"

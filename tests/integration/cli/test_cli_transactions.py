@@ -1,5 +1,5 @@
-"""``pykafka transactions list | describe | find-hanging`` and ``pykafka producers describe`` run as
-subprocesses against one MiniBroker, with our transactional KafkaProducer holding a transaction open over
+"""``pykafka transactions list | describe | find-hanging`` and ``pykafka producers describe`` run
+in process against one MiniBroker, with our transactional KafkaProducer holding a transaction open over
 two partitions: it shows as Ongoing with those partitions, as a producer with a current transaction start
 offset, and not as hanging (its coordinator is finishing it); after commit it is CompleteCommit and the
 partitions have no open transaction; after an abort, CompleteAbort. An unknown transactional id or topic is exit 4 with one line."""

@@ -16,7 +16,7 @@ import pytest
 from mini_broker.broker import MiniBroker
 from mini_broker.security.authorizer import STANDARD_AUTHORIZER
 from pykafka_client import AdminClient
-from tests.integration.cli.conftest import ROOT, cli_command, cli_env
+from tests.integration.cli.conftest import run_script, runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -33,14 +33,18 @@ def broker() -> Iterator[MiniBroker]:
 
 @pytest.fixture(scope="module")
 def acls_script(broker: MiniBroker) -> Path:
-    done = subprocess.run(cli_command("kafka-path"), capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env=cli_env(broker.bootstrap_servers), check=True)
-    return Path(done.stdout.strip()) / "bin" / "kafka-acls.sh"
+    done = runner(broker)("kafka-path")
+    assert done.returncode == 0, done.stderr
+    script = Path(done.stdout.decode().strip()) / "bin" / "kafka-acls.sh"
+    assert script.is_file()
+    return script
 
 
 def _run(script: Path, broker: MiniBroker, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(script), "--bootstrap-server", broker.bootstrap_servers, *args], input=input,
-                          capture_output=True, text=True, timeout=90, cwd=ROOT, env=cli_env(broker.bootstrap_servers))
+    """``script --bootstrap-server BROKER args...`` in this process, as its shim runs it (test_cli_entry_points.py
+    runs the shim itself)."""
+    return run_script(script.name, ["--bootstrap-server", broker.bootstrap_servers, *args], input=input,
+                      bootstrap_env=broker.bootstrap_servers)
 
 
 def _ok(done: subprocess.CompletedProcess[str]) -> str:

@@ -16,7 +16,7 @@ import pytest
 
 from mini_broker.broker import MiniBroker
 from pykafka_client import AdminClient, KafkaConsumer
-from tests.integration.cli.conftest import ROOT, cli_command, cli_env
+from tests.integration.cli.conftest import cli_env, run_script, runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -35,24 +35,24 @@ printf 'This is my first event\\nThis is my second event\\n' | \\
 
 @pytest.fixture(scope="module")
 def kafka_path(broker: MiniBroker) -> Path:
-    done = subprocess.run(cli_command("kafka-path"), capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env=cli_env(broker.bootstrap_servers), check=True)
-    path = Path(done.stdout.strip())
+    done = runner(broker)("kafka-path")
+    assert done.returncode == 0, done.stderr
+    path = Path(done.stdout.decode().strip())
     assert (path / "bin" / "kafka-topics.sh").is_file()
     return path
 
 
 @pytest.fixture(scope="module")
 def kafka(broker: MiniBroker, kafka_path: Path) -> Script:
-    """``kafka("kafka-topics.sh", "--list", input="...")``: the script run by path, with --bootstrap-server."""
+    """``kafka("kafka-topics.sh", "--list", input="...")``: the script (one of ``kafka_path``'s), with
+    --bootstrap-server, run in this process as its shim runs it (test_cli_entry_points.py runs every shim by
+    path)."""
 
     def run(script: str, *args: str, input: str | None = None, bootstrap: bool = True,
             timeout: float = 90) -> subprocess.CompletedProcess[str]:
-        words = [str(kafka_path / "bin" / script), *args]
-        if bootstrap:
-            words += ["--bootstrap-server", broker.bootstrap_servers]
-        return subprocess.run(words, input=input, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                              env=cli_env(broker.bootstrap_servers))
+        assert (kafka_path / "bin" / script).is_file(), script
+        words = [*args, "--bootstrap-server", broker.bootstrap_servers] if bootstrap else list(args)
+        return run_script(script, words, input=input, bootstrap_env=broker.bootstrap_servers, timeout=timeout)
 
     return run
 

@@ -1,4 +1,4 @@
-"""``pykafka users scram add|describe|delete`` (the real console entry point, as a subprocess) against a
+"""``pykafka users scram add|describe|delete`` (the CLI's entry point, run in process) against a
 MiniBroker with a PLAINTEXT and a SASL_PLAINTEXT listener: a user added by the CLI authenticates with SCRAM,
 describe shows mechanism and iterations only, a deleted credential no longer authenticates, and a missing
 user exits 4 with one error line."""
@@ -14,7 +14,7 @@ import pytest
 from mini_broker.broker import MiniBroker
 from pykafka_client import AdminClient
 from pykafka_client.errors import SaslAuthenticationError
-from tests.integration.cli.conftest import cli_command, cli_env, one_error_line
+from tests.integration.cli.conftest import bootstrap_runner, one_error_line
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -29,8 +29,7 @@ def broker() -> Iterator[MiniBroker]:
 
 
 def _pykafka(broker: MiniBroker, *args: str, input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(cli_command(*args), input=input, capture_output=True, timeout=60,
-                          env=cli_env(broker.listener_bootstrap("PLAINTEXT")))
+    return bootstrap_runner(broker.listener_bootstrap("PLAINTEXT"))(*args, input=input)
 
 
 def _authenticates(broker: MiniBroker, user: str, password: str, mechanism: str) -> bool:
