@@ -43,7 +43,7 @@ import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from pykafka_client.errors import (
@@ -456,6 +456,31 @@ class ControllerState:
                 self.scram_credentials = credentials
                 self._touch("scram_credentials")
                 self._changed()
+
+    # --- consistent reads (tests and tools on the controller's thread-free side) ----------------------
+
+    def partition_registration(self, topic: str, partition: int) -> PartitionRegistration | None:
+        """A copy of ``topic``-``partition``'s registration read under the controller's lock. A change (a
+        fencing, an election) mutates registrations first and bumps :attr:`version` at its end, both under the
+        lock: a reader that sees the change here then reads the version that carries it."""
+        with self._lock:
+            t = self.topics.get(topic)
+            if t is None or not 0 <= partition < len(t.partitions):
+                return None
+            reg = t.partitions[partition]
+            return replace(reg, replicas=list(reg.replicas), isr=list(reg.isr), adding_replicas=list(reg.adding_replicas),
+                           removing_replicas=list(reg.removing_replicas))
+
+    def broker_registrations(self) -> dict[int, BrokerRegistration]:
+        """Copies of every broker's registration, read under the controller's lock, with the version that
+        carries them: :meth:`current_version`."""
+        with self._lock:
+            return {i: replace(b, listeners=list(b.listeners)) for i, b in self.brokers.items()}
+
+    def current_version(self) -> int:
+        """:attr:`version` read under the lock: never one whose change is still being made."""
+        with self._lock:
+            return self.version
 
     # --- brokers ------------------------------------------------------------------------------------
 

@@ -266,29 +266,29 @@ class MiniCluster:
         heartbeat), so that any broker's Metadata answer shows what the controller knows now."""
         assert self.controller is not None
         state = self.controller.state
-        version = state.version
+        version = state.current_version()
 
         def applied() -> bool:
-            return all(b.metadata_version >= version for b in list(state.brokers.values()) if not b.fenced)
+            return all(b.metadata_version >= version for b in state.broker_registrations().values() if not b.fenced)
 
         self._wait(applied, timeout, f"every broker to apply metadata version {version}")
 
     def _start_broker(self, b: BrokerProcess, timeout: float = 60.0) -> None:
         assert self.controller is not None
-        before = self.controller.state.brokers.get(b.broker_id)
+        before = self.controller.state.broker_registrations().get(b.broker_id)
         old_epoch = before.broker_epoch if before is not None else -1
         b.start(timeout)
 
         def registered() -> bool:
             assert self.controller is not None
-            reg = self.controller.state.brokers.get(b.broker_id)
+            reg = self.controller.state.broker_registrations().get(b.broker_id)
             return reg is not None and not reg.fenced and reg.broker_epoch > old_epoch
 
         self._wait(registered, timeout, f"broker {b.broker_id} to register")
 
     def _registered(self) -> list[BrokerRegistration]:
         assert self.controller is not None
-        return [r for i, r in list(self.controller.state.brokers.items()) if i in self.brokers]
+        return [r for i, r in self.controller.state.broker_registrations().items() if i in self.brokers]
 
     def shutdown(self) -> None:
         for b in self.brokers.values():
@@ -344,14 +344,24 @@ class MiniCluster:
         self._start_broker(b, timeout)
         self.wait_for_metadata(timeout)
 
+    def restore(self, timeout: float = 60.0) -> list[int]:
+        """Start again every broker that is not running (a test that failed half-way may leave one killed or
+        stopped); returns their ids. A cluster shared by several tests calls it between them, so one failure
+        does not fail the tests after it."""
+        down = [i for i, b in self.brokers.items() if not b.alive]
+        for i in down:
+            self._start_broker(self.brokers[i], timeout)
+        if down:
+            self.wait_for_metadata(timeout)
+        return down
+
     # --- partition state (from the controller) -----------------------------------------------------
 
     def _registration(self, topic: str, partition: int) -> PartitionRegistration | None:
         assert self.controller is not None
-        t = self.controller.state.topics.get(topic)
-        if t is None or partition >= len(t.partitions):
-            return None
-        return t.partitions[partition]
+        # read under the controller's lock: a registration changed by an election in progress is never seen
+        # before the version that carries it (wait_for_metadata would then wait for the version before)
+        return self.controller.state.partition_registration(topic, partition)
 
     def leader(self, topic: str, partition: int) -> int:
         reg = self._registration(topic, partition)

@@ -1,8 +1,10 @@
 """A 3-broker MiniCluster shared by the client failover tests of this package (the tests
-kill and restart brokers, and each leaves every broker running again)."""
+kill and restart brokers; each should leave every broker running again, and the ``cluster`` fixture
+starts any it left down)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +20,16 @@ CLUSTER_OVERRIDES = {
 
 
 @pytest.fixture(scope="package")
-def cluster() -> Iterator[MiniCluster]:
+def shared_cluster() -> Iterator[MiniCluster]:
     with MiniCluster(3, overrides=CLUSTER_OVERRIDES) as c:
         yield c
+
+
+@pytest.fixture
+def cluster(shared_cluster: MiniCluster) -> Iterator[MiniCluster]:
+    """The shared cluster; a test that ends with a broker down (it failed before restarting it) has it
+    started again, so the tests after it start with every broker running."""
+    yield shared_cluster
+    down = shared_cluster.restore()
+    if down:
+        warnings.warn(f"brokers {down} were down at the end of the test and were started again", stacklevel=1)
