@@ -28,6 +28,7 @@ from pykafka_client.protocol.messages import (
 from pykafka_client.structs import OffsetAndMetadata
 from tests.doubles.mock_selector import SentRequest
 from tests.unit.network.test_admin_client import BROKERS, Env
+from tests.unit.network.test_admin_share_group_offsets import _described as _share_offsets
 
 NOT_COORDINATOR = 16
 TP = TopicPartition("t", 0)
@@ -155,6 +156,9 @@ CALLS: dict[str, tuple[int, Callable[[SentRequest], Any], Callable[[Any], Any]]]
                                      lambda a: a.alter_consumer_group_offsets("g", {TP: 5}, timeout=30)),
     "delete_consumer_group_offsets": (ApiKey.OFFSET_DELETE, _offsets_deleted,
                                       lambda a: a.delete_consumer_group_offsets("g", [TP], timeout=30)),
+    "list_share_group_offsets": (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, lambda r: _share_offsets("g", [(0, 9, 1, 4, 0)]),
+                                 lambda a: a.list_share_group_offsets("g", [("t", 0)], timeout=30)),
+    "delete_share_groups": (ApiKey.DELETE_GROUPS, _groups_deleted, lambda a: a.delete_share_groups(["g"], timeout=30)),
     "describe_transactions": (ApiKey.DESCRIBE_TRANSACTIONS, _transactions_described,
                               lambda a: a.describe_transactions(["tx"], timeout=30)),
 }
