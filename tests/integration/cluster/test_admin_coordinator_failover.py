@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import time
 import uuid
+from typing import Any
 
 import pytest
 
 from mini_broker.cluster.mini_cluster import MiniCluster
 from mini_broker.coordinator.partitioning import partition_for
-from pykafka_client import AdminClient, OffsetAndMetadata, TopicPartition
+from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S
+from tests.integration.cluster.helpers import transaction_coordinator
 from tests.integration.cluster.test_coordinator_failover import GROUP_KEY, find_coordinator
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 PARTITIONS = 3
-#: offsets.topic.num.partitions of the MiniCluster's brokers
+#: offsets.topic.num.partitions (and transaction.state.log.num.partitions) of the MiniCluster's brokers
 OFFSETS_PARTITIONS = 50
 
 
@@ -52,8 +54,79 @@ def test_admin_offset_fetch_finds_the_new_coordinator_after_the_old_one_is_kille
     finally:
         admin.close()
         if victim >= 0:
-            cluster.restart(victim, timeout=FAILOVER_TIMEOUT_S)
-            cluster.wait_for_isr("__consumer_offsets", partition_for(group, OFFSETS_PARTITIONS), cluster.num_brokers,
-                                 timeout=FAILOVER_TIMEOUT_S)
-            for p in range(PARTITIONS):
-                cluster.wait_for_isr(topic, p, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+            _heal(cluster, victim, ("__consumer_offsets", partition_for(group, OFFSETS_PARTITIONS)), topic)
+
+
+def _heal(cluster: MiniCluster, victim: int, internal: tuple[str, int], topic: str) -> None:
+    cluster.restart(victim, timeout=FAILOVER_TIMEOUT_S)
+    cluster.wait_for_isr(*internal, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+    for p in range(PARTITIONS):
+        cluster.wait_for_isr(topic, p, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+
+
+def test_consumer_committed_and_commit_find_the_new_coordinator_after_the_old_one_is_killed(
+        cluster: MiniCluster) -> None:
+    """The same failover for the consumer's coordinator calls: committed() (OffsetFetch) and commit_sync()
+    (OffsetCommit) right after the SIGKILL finish inside the failover bound, well inside default.api.timeout.ms."""
+    topic, group = f"ccf-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+    tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    consumer: KafkaConsumer[Any, Any] = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers, group_id=group, enable_auto_commit=False,
+        default_api_timeout_ms=int(2 * FAILOVER_TIMEOUT_S * 1000), request_timeout_ms=15000)
+    victim = -1
+    try:
+        consumer.assign(tps)
+        consumer.commit_sync({tp: 10 + tp.partition for tp in tps})
+        cluster.wait_for_isr("__consumer_offsets", partition_for(group, OFFSETS_PARTITIONS), cluster.num_brokers,
+                             timeout=FAILOVER_TIMEOUT_S)
+        assert {tp: o.offset for tp, o in consumer.committed(tps).items() if o is not None} == {
+            tp: 10 + tp.partition for tp in tps}
+        victim = find_coordinator(cluster, group, GROUP_KEY)
+        cluster.kill(victim)
+        started = time.monotonic()
+        committed = consumer.committed(tps)
+        took_fetch = time.monotonic() - started
+        started = time.monotonic()
+        consumer.commit_sync({tp: 20 + tp.partition for tp in tps})
+        took_commit = time.monotonic() - started
+        print(f"consumer after the coordinator's SIGKILL: committed() {took_fetch:.2f} s, "
+              f"commit_sync() {took_commit:.2f} s")
+        assert {tp: o.offset for tp, o in committed.items() if o is not None} == {tp: 10 + tp.partition for tp in tps}
+        assert took_fetch < FAILOVER_TIMEOUT_S and took_commit < FAILOVER_TIMEOUT_S, (took_fetch, took_commit)
+        assert {tp: o.offset for tp, o in consumer.committed(tps).items() if o is not None} == {
+            tp: 20 + tp.partition for tp in tps}
+    finally:
+        consumer.close()
+        if victim >= 0:
+            _heal(cluster, victim, ("__consumer_offsets", partition_for(group, OFFSETS_PARTITIONS)), topic)
+
+
+def test_transactional_producer_commits_at_the_new_coordinator_after_the_old_one_is_killed(
+        cluster: MiniCluster) -> None:
+    """The transaction coordinator is SIGKILLed with a transaction open: commit_transaction() (EndTxn, after
+    FindCoordinator again) finishes inside the failover bound, well inside max.block.ms."""
+    topic, txn_id = f"tcf-{uuid.uuid4().hex[:8]}", f"txn-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=PARTITIONS, replication_factor=3)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, transactional_id=txn_id,
+                             request_timeout_ms=15000, max_block_ms=int(2 * FAILOVER_TIMEOUT_S * 1000),
+                             delivery_timeout_ms=int(2 * FAILOVER_TIMEOUT_S * 1000) + 15000,
+                             transaction_timeout_ms=120000)
+    victim = -1
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(30):
+            producer.send(topic, value=b"%d" % i, partition=i % PARTITIONS)
+        producer.flush()
+        victim = transaction_coordinator(cluster, txn_id)
+        cluster.kill(victim)
+        started = time.monotonic()
+        producer.commit_transaction()
+        took = time.monotonic() - started
+        print(f"commit_transaction after the transaction coordinator's SIGKILL took {took:.2f} s")
+        assert took < FAILOVER_TIMEOUT_S, f"commit_transaction took {took:.1f} s"
+    finally:
+        producer.close()
+        if victim >= 0:
+            _heal(cluster, victim, ("__transaction_state", partition_for(txn_id, OFFSETS_PARTITIONS)), topic)
