@@ -95,7 +95,7 @@ def drive(ctx: DriverContext, handler: AdminApiHandler[K, V], keys: Sequence[K],
                 for target, group in found.mapped:
                     unmapped.update(fulfil(ctx, handler, target, group, timer, result, tried))
         except KafkaTimeoutError as e:
-            if not lookup.targets_move:
+            if not lookup.targets_move or not timer.is_expired():
                 raise
             # the time ran out in a lookup or a request: each key still open names its own last error
             for key, error in pending.items():
@@ -112,8 +112,8 @@ def fulfil(ctx: DriverContext, handler: AdminApiHandler[K, V], target: Target, k
            result: ApiResult[K, V], tried: dict[K, int]) -> dict[K, BaseException | None]:
     """Ask ``target()`` about ``keys`` (again, after a backoff, about those it says to retry) and merge the
     answers into ``result``; returns the keys to look up again, with their last error. When the handler's
-    targets move, an unreachable target sends its keys back to the lookup. ``tried``: each key's last broker, kept up
-    to date."""
+    targets move, an unreachable target sends its keys back to the lookup. ``tried``: each key's last broker
+    (updated here)."""
     unmapped: dict[K, BaseException | None] = {}
     rediscover = handler.lookup.targets_move
     while keys:
