@@ -156,10 +156,12 @@ class PartitionLeaders:
     """Each key is a partition: grouped by its leader (Java ``PartitionLeaderStrategy``). The cached metadata
     serves while it names every leader; otherwise, and when the keys' leaders were stale, it is refreshed
     first. A partition the cluster does not have fails its key (UnknownTopicOrPartitionError), one without a
-    leader (an election in progress) is looked up again after a backoff, until the call's timeout."""
+    leader (an election in progress) is looked up again after a backoff, until the call's timeout. A leader that
+    cannot be reached (its broker died) is looked up again in refreshed metadata, as one answering
+    NOT_LEADER_OR_FOLLOWER."""
 
     description: str = "partition leaders"
-    targets_move = False
+    targets_move = True
 
     def lookup(self, finder: TargetFinder, keys: Sequence[TopicPartition], timer: Timer, stale: bool
                ) -> list[LookupResult[TopicPartition]]:

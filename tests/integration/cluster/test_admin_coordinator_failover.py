@@ -15,6 +15,7 @@ import pytest
 from mini_broker.cluster.mini_cluster import MiniCluster
 from mini_broker.coordinator.partitioning import partition_for
 from pykafka_client import AdminClient, KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+from pykafka_client.admin import OffsetSpec
 from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S
 from tests.integration.cluster.helpers import transaction_coordinator
 from tests.integration.cluster.test_coordinator_failover import GROUP_KEY, find_coordinator
@@ -130,3 +131,40 @@ def test_transactional_producer_commits_at_the_new_coordinator_after_the_old_one
         producer.close()
         if victim >= 0:
             _heal(cluster, victim, ("__transaction_state", partition_for(txn_id, OFFSETS_PARTITIONS)), topic)
+
+
+def test_admin_list_offsets_finds_the_new_leader_after_the_old_one_is_killed(cluster: MiniCluster) -> None:
+    """The calls bound to a partition's leader take the same path: list_offsets right after the leader's SIGKILL
+    answers from the new leader inside the failover bound (before, it waited on the dead broker until its
+    timeout)."""
+    topic = f"alf-{uuid.uuid4().hex[:8]}"
+    cluster.create_topic(topic, partitions=1, replication_factor=3)
+    with KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all") as producer:
+        for i in range(10):
+            producer.send(topic, value=b"%d" % i, partition=0)
+        producer.flush()
+        # the followers learn the high watermark 10 with the fetch that replicates one more record: the new
+        # leader's latest offset is then at least 10 (MiniBroker does not answer OFFSET_NOT_AVAILABLE while a new
+        # leader's high watermark is behind its epoch's start, as Kafka does, KIP-207)
+        producer.send(topic, value=b"10", partition=0)
+        producer.flush()
+    cluster.wait_for_isr(topic, 0, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)
+    admin = AdminClient(bootstrap_servers=cluster.bootstrap_servers,
+                        default_api_timeout_ms=int(2 * FAILOVER_TIMEOUT_S * 1000), request_timeout_ms=15000)
+    tp = TopicPartition(topic, 0)
+    victim = -1
+    try:
+        assert admin.list_offsets({tp: OffsetSpec.latest()})[tp].offset == 11  # connected to the leader
+        victim = cluster.leader(topic, 0)
+        cluster.kill(victim)
+        started = time.monotonic()
+        latest = admin.list_offsets({tp: OffsetSpec.latest()})[tp].offset
+        took = time.monotonic() - started
+        print(f"list_offsets after the leader's SIGKILL took {took:.2f} s")
+        assert latest >= 10
+        assert took < FAILOVER_TIMEOUT_S, f"list_offsets took {took:.1f} s: it waited on the dead leader"
+    finally:
+        admin.close()
+        if victim >= 0:
+            cluster.restart(victim, timeout=FAILOVER_TIMEOUT_S)
+            cluster.wait_for_isr(topic, 0, cluster.num_brokers, timeout=FAILOVER_TIMEOUT_S)

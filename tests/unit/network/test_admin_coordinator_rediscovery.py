@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pykafka_client import TopicPartition
-from pykafka_client.admin import api_table
+from pykafka_client.admin import OffsetSpec, api_table
 from pykafka_client.admin.lookups import Coordinators
 from pykafka_client.errors import DisconnectError, KafkaTimeoutError, NotCoordinatorError
 from pykafka_client.protocol.api_keys import ApiKey
@@ -21,12 +21,14 @@ from pykafka_client.protocol.messages import (
     DescribeGroupsResponse,
     DescribeTransactionsResponse,
     FindCoordinatorResponse,
+    ListOffsetsResponse,
     OffsetCommitResponse,
     OffsetDeleteResponse,
     OffsetFetchResponse,
 )
 from pykafka_client.structs import OffsetAndMetadata
 from tests.doubles.mock_selector import SentRequest
+from tests.doubles.responses import metadata_response
 from tests.unit.network.test_admin_client import BROKERS, Env
 from tests.unit.network.test_admin_share_group_offsets import _described as _share_offsets
 
@@ -207,3 +209,31 @@ def test_the_timeout_of_a_dead_coordinator_names_the_lost_connection() -> None:
     assert "OffsetFetch for 'orders'" in text and "group coordinator last tried: node 0" in text
     assert "last error: UnreachableTargetError" in text
     assert isinstance(raised.value.__cause__, DisconnectError)
+
+
+def _listed(r: SentRequest) -> ListOffsetsResponse:
+    _L = ListOffsetsResponse
+    return _L(topics=[_L.ListOffsetsTopicResponse(name=t.name, partitions=[_L.ListOffsetsPartitionResponse(
+        partition_index=p.partition_index, offset=40, timestamp=-1, leader_epoch=1) for p in t.partitions])
+        for t in r.body.topics])
+
+
+def test_a_partition_leader_that_dies_is_looked_up_again_in_fresh_metadata() -> None:
+    """The same for the calls bound to a partition's leader (list_offsets, describe_producers, abort_transaction):
+    the leader drops the connection with the ListOffsets in flight; the metadata still names it once (the
+    connection is then refused), then names the new leader, which answers."""
+    env = Env()
+    dead = (BROKERS[0].host, BROKERS[0].port)
+    refreshes: list[int] = []
+
+    def metadata(r: SentRequest) -> Any:
+        if dead in env.selector.refused:
+            refreshes.append(1)
+        leader = 1 if len(refreshes) > 1 else 0
+        return metadata_response(BROKERS, {"t": 1}, leaders={("t", 0): leader})
+
+    env.responders[ApiKey.METADATA] = metadata
+    env.responders[ApiKey.LIST_OFFSETS] = _dies_when_asked(env, 0, _listed)
+    out = env.admin.list_offsets({("t", 0): OffsetSpec.latest()}, timeout=30)
+    assert out[("t", 0)].offset == 40
+    assert [r.destination for r in env.sent(ApiKey.LIST_OFFSETS)] == ["0", "1"]
