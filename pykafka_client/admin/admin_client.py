@@ -7,7 +7,9 @@ network (idle connections are closed by the broker or by ``connections.max.idle.
 
 Every operation takes ``timeout`` in float seconds (default ``default.api.timeout.ms``); each request
 within it is bounded by ``request.timeout.ms``. Disconnects and retriable broker errors are retried
-with ``retry.backoff.ms`` until the timeout, which raises :class:`KafkaTimeoutError`. Broker errors are
+with ``retry.backoff.ms`` until the timeout, which raises :class:`KafkaTimeoutError` (naming the API, the
+item, the broker last tried and the last error). A group's or transactional id's coordinator that cannot be
+reached (its broker died) is looked up again with FindCoordinator, as one answering NOT_COORDINATOR. Broker errors are
 raised as their specific :mod:`pykafka_client.errors` class (for multi-item calls: the first failing
 item's error, naming the item; the other items were still processed).
 

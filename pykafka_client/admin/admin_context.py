@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from pykafka_client.admin.api_driver import drive
-from pykafka_client.admin.api_handler import AdminApiHandler, ApiResult
+from pykafka_client.admin.api_handler import AdminApiHandler, ApiResult, UnreachableTargetError
 from pykafka_client.errors import (
     DisconnectError,
     IllegalArgumentError,
@@ -125,8 +125,12 @@ class AdminContext:
 
         return target
 
-    def await_ready(self, target: Callable[[], Node | None], timer: Timer, what: str) -> Node:
-        """``target()`` once it is connected and ready to send ``what`` to."""
+    def await_ready(self, target: Callable[[], Node | None], timer: Timer, what: str, *,
+                    rediscover: bool = False) -> Node:
+        """``target()`` once it is connected and ready to send ``what`` to. ``rediscover``: raise
+        :class:`UnreachableTargetError` as soon as the target refuses a connection (or is in its reconnect
+        backoff after a failure), or is not in metadata fetched since, instead of waiting for it."""
+        version = self.metadata.update_version()
         while True:
             node = target()
             if node is not None:
@@ -135,6 +139,12 @@ class AdminContext:
                 auth = self.client.authentication_exception(node)
                 if auth is not None:
                     raise auth
+                if rediscover and self.client.connection_failed(node):
+                    raise UnreachableTargetError(f"{what} could not be sent: the connection to node {node.id} "
+                                                 "failed", node.id)
+            elif rediscover and self.metadata.update_version() != version:
+                raise UnreachableTargetError(f"{what} could not be sent: its broker is not in the cluster's "
+                                             "metadata any more", None)
             if timer.is_expired():
                 raise self.expired(timer, f"waiting for a broker to take the {what} request")
             self.poll(timer, 50)
@@ -147,17 +157,21 @@ class AdminContext:
         timer: Timer,
         *,
         fallback: tuple[ApiKey, Callable[[int], Any]] | None = None,
+        rediscover: bool = False,
     ) -> tuple[Node, Any]:
         """Send ``build(version)`` to ``target()`` once it is ready and wait for the response (``version``: the
         newest both sides support); disconnects are retried until ``timer`` expires. ``fallback``: the API and
-        builder to use instead with a broker that does not support ``api_key``. Returns (node, response body)."""
+        builder to use instead with a broker that does not support ``api_key``. ``rediscover``: the target may
+        have moved (a coordinator): a disconnect, or a target that cannot be connected, raises
+        :class:`UnreachableTargetError` at once, for the caller to look the target up again. Returns (node,
+        response body)."""
         what = api_key.name
         retries = 0
         while True:
-            node = self.await_ready(target, timer, what)
+            node = self.await_ready(target, timer, what, rediscover=rediscover)
             versions = self.client.api_versions.get(node.id_string)
             if fallback is not None and (versions is None or versions.api_version(api_key) is None):
-                return self.send(*fallback, target, timer)
+                return self.send(*fallback, target, timer, rediscover=rediscover)
             version = versions.latest_usable_version(api_key) if versions is not None else None
             body = build(version if version is not None else 0)
             box: list[ClientResponse] = []
@@ -184,8 +198,11 @@ class AdminContext:
             if response.authentication_exception is not None:
                 raise response.authentication_exception
             if response.was_disconnected:
-                log.info("%s to node %s failed (%s); retrying", what, node.id,
-                         "timed out" if response.was_timed_out else "disconnected")
+                how = "timed out" if response.was_timed_out else "disconnected"
+                if rediscover:
+                    log.info("%s to node %s failed (%s); looking its target up again", what, node.id, how)
+                    raise UnreachableTargetError(f"{what} to node {node.id} failed ({how})", node.id)
+                log.info("%s to node %s failed (%s); retrying", what, node.id, how)
                 if timer.is_expired():
                     raise self.expired(timer, f"sending {what}")
                 retries += 1

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from pykafka_client.errors import DisconnectError
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.structs import Node
@@ -113,6 +114,15 @@ class ApiResult(Generic[K, V]):
             raise error
 
 
+class UnreachableTargetError(DisconnectError):
+    """The broker a request was for could not be reached: the connection was lost before the answer, a new one
+    was refused, or the broker left the metadata. ``node_id``: that broker (None: not known)."""
+
+    def __init__(self, message: str, node_id: int | None) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+
+
 @dataclass
 class LookupResult(Generic[K]):
     """What a lookup found: ``mapped`` the keys grouped by the broker to ask, in the order the requests are
@@ -150,6 +160,13 @@ class LookupStrategy(Protocol[K]):
     @property
     def description(self) -> str:
         """What is looked up (the timeout's message names it)."""
+        ...
+
+    @property
+    def targets_move(self) -> bool:
+        """True when a key's broker can change under a call (a coordinator, a partition leader): a target that
+        cannot be reached (disconnected, refusing connections, gone from the metadata) sends its keys back to the
+        lookup, which may name another broker. False: the same target is asked again until the call's timeout."""
         ...
 
     def lookup(self, finder: TargetFinder, keys: Sequence[K], timer: Timer, stale: bool) -> Iterable[LookupResult[K]]:

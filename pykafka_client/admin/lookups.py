@@ -38,9 +38,11 @@ def grouped(finder: TargetFinder, by_broker: dict[int, list[K]]) -> list[tuple[T
 
 
 class _RefreshWhenStale:
-    """A lookup from the metadata, refreshed first when the keys' targets were stale."""
+    """A lookup from the metadata, refreshed first when the keys' targets were stale. Its targets do not move
+    under a call: an unreachable one is asked again until the call's timeout."""
 
     description: str
+    targets_move = False
 
     def _fresh(self, finder: TargetFinder, timer: Timer, stale: bool) -> None:
         if stale:
@@ -133,6 +135,7 @@ class CurrentLeaders:
     for the whole call. ``description``: why the leaders are looked up (the metadata timeout's message)."""
 
     description: str = "partition leaders"
+    targets_move = False
 
     def lookup(self, finder: TargetFinder, keys: Sequence[tuple[str, int]], timer: Timer, stale: bool
                ) -> list[LookupResult[tuple[str, int]]]:
@@ -153,9 +156,12 @@ class PartitionLeaders:
     """Each key is a partition: grouped by its leader (Java ``PartitionLeaderStrategy``). The cached metadata
     serves while it names every leader; otherwise, and when the keys' leaders were stale, it is refreshed
     first. A partition the cluster does not have fails its key (UnknownTopicOrPartitionError), one without a
-    leader (an election in progress) is looked up again after a backoff, until the call's timeout."""
+    leader (an election in progress) is looked up again after a backoff, until the call's timeout. A leader that
+    cannot be reached (its broker died) is looked up again in refreshed metadata, as one answering
+    NOT_LEADER_OR_FOLLOWER."""
 
     description: str = "partition leaders"
+    targets_move = True
 
     def lookup(self, finder: TargetFinder, keys: Sequence[TopicPartition], timer: Timer, stale: bool
                ) -> list[LookupResult[TopicPartition]]:
@@ -184,11 +190,14 @@ class Coordinators:
     FindCoordinator (Java ``CoordinatorStrategy``). ``batched``: every key is looked up at once (one
     FindCoordinator v4 for all of them, one per key from a broker older than v4) and the keys of a coordinator
     go in one request; otherwise each key is looked up just before its own request. A retriable lookup error
-    (COORDINATOR_NOT_AVAILABLE) looks the key up again after a backoff; any other fails only its key."""
+    (COORDINATOR_NOT_AVAILABLE) looks the key up again after a backoff; any other fails only its key. A
+    coordinator that cannot be reached (its broker died) is looked up again, as one that answers NOT_COORDINATOR
+    (Java ``AdminApiDriver`` on a disconnect)."""
 
     key_type: int
     batched: bool
     description: str
+    targets_move = True
 
     def lookup(self, finder: TargetFinder, keys: Sequence[str], timer: Timer, stale: bool
                ) -> Iterator[LookupResult[str]]:

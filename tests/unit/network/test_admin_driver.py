@@ -79,7 +79,8 @@ class ScriptedContext:
         raise AssertionError("the scripted lookups do not refresh metadata")
 
     def send(self, api_key: ApiKey, build: Callable[[int], Any], target: Target, timer: Timer, *,
-             fallback: tuple[ApiKey, Callable[[int], Any]] | None = None) -> tuple[Node, Any]:
+             fallback: tuple[ApiKey, Callable[[int], Any]] | None = None,
+             rediscover: bool = False) -> tuple[Node, Any]:
         node = target()
         assert node is not None
         keys = build(0)
@@ -103,6 +104,7 @@ class ScriptedLookup:
     where: dict[str, int | BaseException | None]
     rounds: list[tuple[list[str], bool]] = field(default_factory=list)
     description: str = "scripted target"
+    targets_move = False
 
     def lookup(self, finder: TargetFinder, keys: Sequence[str], timer: Timer, stale: bool) -> list[LookupResult[str]]:
         self.rounds.append((list(keys), stale))
@@ -209,13 +211,15 @@ def test_an_error_fails_only_its_key_in_the_lookup_and_in_the_answer() -> None:
     assert len(lookup.rounds) == 1
 
 
-def test_keys_still_pending_at_the_deadline_fail_with_their_last_error_or_a_timeout_naming_them() -> None:
+def test_keys_still_pending_at_the_deadline_fail_with_a_timeout_naming_the_api_key_broker_and_last_error() -> None:
     lookup = ScriptedLookup({"a": 0, "b": None})
     ctx = ScriptedContext(lambda b, keys: keys, backoff_ms=400)
     result = _drive(ScriptedHandler(lookup, lambda broker, key: "moved"), ["a", "b"], ctx, timeout_ms=1000)
-    assert isinstance(result.failed["a"], NotCoordinatorError)
-    assert isinstance(result.failed["b"], KafkaTimeoutError)
-    assert "waiting for the scripted target of 'b'" in str(result.failed["b"])
+    a, b = result.failed["a"], result.failed["b"]
+    assert isinstance(a, KafkaTimeoutError) and isinstance(a.__cause__, NotCoordinatorError)
+    assert "DescribeTransactions for 'a' (scripted target last tried: node 0; last error: NotCoordinatorError" in str(a)
+    assert isinstance(b, KafkaTimeoutError) and b.__cause__ is None
+    assert "DescribeTransactions for 'b' (no scripted target reached; no answer)" in str(b)
     assert ctx.backoffs == 3  # 400 + 400 + 200 ms: the timer's 1000 ms
 
 
