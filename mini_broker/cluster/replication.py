@@ -573,6 +573,9 @@ class ClusterReplication:
         """This broker's leader epoch of ``tp`` when it leads it (at ``current_leader_epoch`` when given)."""
         return self.leader_partition(tp, current_leader_epoch).leader_epoch
 
+    def leader_epoch_start_offset(self, tp: TopicPartition) -> int:
+        return self.leader_partition(tp).leader_epoch_start_offset
+
     def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
         """This broker's partition when it leads it (at ``current_leader_epoch`` when that is given)."""
         part = self.partition(tp)

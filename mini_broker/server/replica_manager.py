@@ -60,6 +60,7 @@ from pykafka_client.errors import (
     InvalidRecordError,
     InvalidRequiredAcksError,
     InvalidTopicError,
+    OffsetNotAvailableError,
     OffsetOutOfRangeError,
     UnknownTopicOrPartitionError,
 )
@@ -422,21 +423,32 @@ class ReplicaManager:
     # --- offsets ------------------------------------------------------------------------------------
 
     def fetch_offset_for_timestamp(self, tp: TopicPartition, timestamp: int, isolation_level: int,
-                                   current_leader_epoch: int = -1) -> tuple[int, int, int]:
-        """(timestamp, offset, leader epoch) for ListOffsets; raises BrokerResponseError."""
+                                   current_leader_epoch: int = -1, client_request: bool = False
+                                   ) -> tuple[int, int, int]:
+        """(timestamp, offset, leader epoch) for ListOffsets; raises BrokerResponseError. ``client_request``: a
+        consumer's or admin's ListOffsets (replica id -1), which a leader whose high watermark has not yet
+        reached the start of its leader epoch answers OFFSET_NOT_AVAILABLE for the latest offset (and for a
+        timestamp it cannot answer below the high watermark) rather than an offset that may go backwards."""
         lg = self._get_log(tp)
         epoch = self.replication.check_leader(tp, current_leader_epoch)
         last_fetchable = lg.last_stable_offset if isolation_level == 1 else lg.high_watermark
-        if timestamp == -1:  # LATEST
-            return -1, last_fetchable, epoch
         if timestamp in (-2, -4):  # EARLIEST, EARLIEST_LOCAL
             return -1, lg.log_start_offset, epoch
         if timestamp == -5:  # LATEST_TIERED: no tiered storage
             return -1, -1, -1
-        found = lg.fetch_offset_by_timestamp(timestamp)
-        if found is None or found.offset >= last_fetchable:
-            return -1, -1, -1
-        return found.timestamp, found.offset, found.leader_epoch if found.leader_epoch is not None else epoch
+        found = None if timestamp == -1 else lg.fetch_offset_by_timestamp(timestamp)
+        if found is not None and found.offset < last_fetchable:
+            return found.timestamp, found.offset, found.leader_epoch if found.leader_epoch is not None else epoch
+        if client_request:
+            epoch_start = self.replication.leader_epoch_start_offset(tp)
+            if epoch_start > lg.high_watermark:
+                raise OffsetNotAvailableError(
+                    f"offsets of {tp} are not available yet: the high watermark ({lg.high_watermark}) of its leader "
+                    f"(epoch {epoch}) is behind the start of that epoch ({epoch_start}) after a leader election; "
+                    f"retry once the followers caught up")
+        if timestamp == -1:  # LATEST
+            return -1, last_fetchable, epoch
+        return -1, -1, -1
 
     def end_offset_for_epoch(self, tp: TopicPartition, leader_epoch: int, current_leader_epoch: int = -1
                              ) -> tuple[int, int]:

@@ -144,6 +144,10 @@ class ReplicationStrategy(Protocol):
         """This broker's leader epoch of ``tp`` when it leads it at ``current_leader_epoch`` (-1: any)."""
         ...
 
+    def leader_epoch_start_offset(self, tp: TopicPartition) -> int:
+        """The log end offset at which this broker's current leader epoch of ``tp`` began (it leads ``tp``)."""
+        ...
+
     def missing_log_error(self, tp: TopicPartition) -> KafkaError:
         """The error for a known partition whose log this broker does not have."""
         ...
@@ -405,6 +409,9 @@ class SingleBrokerReplication:
     def check_leader(self, tp: TopicPartition, current_leader_epoch: int = -1) -> int:
         check_epoch(current_leader_epoch)
         return LEADER_EPOCH
+
+    def leader_epoch_start_offset(self, tp: TopicPartition) -> int:
+        return 0  # one epoch from the log's start
 
     def missing_log_error(self, tp: TopicPartition) -> KafkaError:
         return UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")

@@ -46,7 +46,7 @@ def handle(apis: KafkaApis, request: Request) -> ListOffsetsResponse:
                 if p.timestamp < -5:
                     raise InvalidRequestError(f"invalid timestamp {p.timestamp}")
                 ts, offset, epoch = rm.fetch_offset_for_timestamp(tp, p.timestamp, body.isolation_level,
-                                                                   p.current_leader_epoch)
+                                                                   p.current_leader_epoch, body.replica_id == -1)
                 if version == 0:
                     parts.append(PartResp(partition_index=p.partition_index, error_code=0,
                                           old_style_offsets=[offset] if offset >= 0 else []))

@@ -26,6 +26,7 @@ from pykafka_client.errors import (
     NotEnoughReplicasAfterAppendError,
     NotEnoughReplicasError,
     NotLeaderOrFollowerError,
+    OffsetNotAvailableError,
     RequestTimedOutError,
 )
 from pykafka_client.structs import TopicPartition
@@ -286,3 +287,33 @@ def test_the_high_watermark_comes_back_from_its_checkpoint_not_from_the_log_end(
         assert res.high_watermark == 2
     finally:
         again.rm.shutdown()
+
+
+def _list_offsets(h: Harness, timestamp: int, client_request: bool = True) -> tuple[int, int, int]:
+    return h.rm.fetch_offset_for_timestamp(TP, timestamp, 0, client_request=client_request)
+
+
+def test_a_new_leader_behind_its_epochs_start_answers_offset_not_available_until_its_high_watermark_gets_there(
+        h: Harness) -> None:
+    """KIP-207: a leader elected with records above its high watermark cannot answer the latest offset (it may
+    be lower than one a consumer saw from the old leader) until the followers caught up to its epoch's start."""
+    h.produce(1, n=3)  # this broker's log ends at 3, its high watermark stays at 0 (no follower fetched)
+    h.state.register_broker(0, "127.0.0.1", 9000)  # broker 0 restarted: broker 1 leads, 0 leaves the ISR
+    reg = h.state.partition_registration("t", 0)
+    assert reg is not None and reg.leader == 1
+    broker1_epoch = h.state.broker_registrations()[1].broker_epoch
+    h.state.alter_partition(1, broker1_epoch, "t", 0, reg.leader_epoch, reg.partition_epoch, [0, 1, 2])
+    assert h.state.elect_leaders(False, [("t", 0)]) == {("t", 0): None}  # back to the preferred replica, 0
+    h.cluster.apply_image(h.state.image())
+    assert (h.hw, h.log_end) == (0, 3)
+    with pytest.raises(OffsetNotAvailableError, match="behind the start of that epoch"):
+        _list_offsets(h, -1)
+    with pytest.raises(OffsetNotAvailableError):
+        _list_offsets(h, 0)  # no record at or after timestamp 0 below the high watermark
+    assert _list_offsets(h, -2)[1] == 0  # the earliest offset is always known
+    assert _list_offsets(h, -1, client_request=False)[1] == 0  # a follower or a debugging replica is answered
+    epoch = h.state.partition_registration("t", 0).leader_epoch  # type: ignore[union-attr]
+    h.follower_fetch(1, 3, epoch)
+    h.follower_fetch(2, 3, epoch)
+    assert h.hw == 3
+    assert _list_offsets(h, -1)[1] == 3
