@@ -243,8 +243,8 @@ class KafkaProducer:
         tm = self.transaction_manager
         send_record = self.accumulator.send_record
         self._send_record: Callable[..., Any] | None = (
-            functools.partial(
-                send_record, None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
+            send_record(
+                None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
                 self._max_record_size - _UPPER_BOUND_NO_HEADERS, self._ignore_keys, self.sender.wakeup,
                 None if self._system_time else time.hi_res_clock_ms, None if tm is None else tm.has_fatal_error,
             )

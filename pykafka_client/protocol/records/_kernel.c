@@ -1715,16 +1715,6 @@ done:
     return count;
 }
 
-PyDoc_STRVAR(send_record_doc,
-    "send_record(topics, accumulator, clock, headers, cluster, max_payload, ignore_keys, wakeup, mono_clock,\n"
-    "            fatal_check, topic, partition, timestamp, key, value, callback) -> future | NotImplemented\n\n"
-    "KafkaProducer.send's common case whole, compiled: the checks send() makes before the append (a non-empty\n"
-    "str topic, a partition and a timestamp that are None or non-negative ints, ``fatal_check()`` false when\n"
-    "given), ProducerMetadata.add_and_count on ``cluster`` (the producer's metadata; ``mono_clock`` None: the\n"
-    "monotonic clock, else its ms), then send_append. NotImplemented whenever send_append would not give a\n"
-    "future, or a check or the metadata needs the Python path (which then does it all again and raises as\n"
-    "before); a record is appended only when a future is returned.");
-
 /* 1 when v is a plain int (not a bool or another subclass) >= 0, of any size */
 static int nonnegative_int(PyObject *v)
 {
@@ -1735,9 +1725,10 @@ static int nonnegative_int(PyObject *v)
     return overflow > 0 || (overflow == 0 && x >= 0);
 }
 
-static PyObject *k_send_record(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* SendRecord's call: args are its 10 fixed arguments then the call's 6 */
+static PyObject *send_record_core(PyObject *const *args)
 {
-    if (nargs != 16 || future_type == NULL)
+    if (future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *topic = args[10],
              *partition = args[11], *timestamp = args[12];
@@ -1776,6 +1767,89 @@ static PyObject *k_send_record(PyObject *self, PyObject *const *args, Py_ssize_t
     }
     return future;
 }
+
+/* The producer's fixed arguments of send_record, bound once: a call passes only the record's six (no partial
+ * object copying sixteen arguments into a fresh array per send). */
+enum { SR_FIXED = 10, SR_CALL = 6 };
+typedef struct {
+    PyObject_HEAD
+    PyObject *fixed[SR_FIXED];
+    vectorcallfunc vectorcall;
+} SendRecordObject;
+
+static PyObject *send_record_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != SR_CALL || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        PyErr_Format(PyExc_TypeError, "SendRecord() takes %d positional arguments (topic, partition, timestamp, key, "
+                     "value, callback), got %zd", SR_CALL, nargs);
+        return NULL;
+    }
+    PyObject *all[SR_FIXED + SR_CALL];
+    memcpy(all, ((SendRecordObject *)self)->fixed, sizeof(PyObject *) * SR_FIXED);
+    memcpy(all + SR_FIXED, args, sizeof(PyObject *) * SR_CALL);
+    return send_record_core(all);
+}
+
+static PyObject *send_record_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) || PyTuple_GET_SIZE(args) != SR_FIXED) {
+        PyErr_Format(PyExc_TypeError, "SendRecord() takes %d positional arguments", SR_FIXED);
+        return NULL;
+    }
+    SendRecordObject *self = (SendRecordObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    for (int i = 0; i < SR_FIXED; i++)
+        self->fixed[i] = Py_NewRef(PyTuple_GET_ITEM(args, i));
+    self->vectorcall = send_record_vectorcall;
+    return (PyObject *)self;
+}
+
+static int send_record_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    for (int i = 0; i < SR_FIXED; i++)
+        Py_VISIT(((SendRecordObject *)self)->fixed[i]);
+    return 0;
+}
+
+static int send_record_clear(PyObject *self)
+{
+    for (int i = 0; i < SR_FIXED; i++)
+        Py_CLEAR(((SendRecordObject *)self)->fixed[i]);
+    return 0;
+}
+
+static void send_record_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    send_record_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+PyDoc_STRVAR(send_record_doc,
+    "SendRecord(topics, accumulator, clock, headers, metadata, max_payload, ignore_keys, wakeup, mono_clock,\n"
+    "           fatal_check)(topic, partition, timestamp, key, value, callback) -> future | NotImplemented\n\n"
+    "KafkaProducer.send's common case whole, compiled: the checks send() makes before the append (a non-empty\n"
+    "str topic, a partition and a timestamp that are None or non-negative ints, ``fatal_check()`` false when\n"
+    "given), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic clock, else its\n"
+    "ms), then send_append (the first eight arguments are send_append's). NotImplemented whenever send_append\n"
+    "would not give a future, or a check or the metadata needs the Python path (which then does it all again\n"
+    "and raises as before); a record is appended only when a future is returned.");
+
+static PyTypeObject SendRecordType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.SendRecord",
+    .tp_basicsize = sizeof(SendRecordObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = send_record_doc,
+    .tp_new = send_record_new,
+    .tp_traverse = send_record_traverse,
+    .tp_clear = send_record_clear,
+    .tp_dealloc = send_record_dealloc,
+    .tp_vectorcall_offset = offsetof(SendRecordObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
 
 PyDoc_STRVAR(arrow_binary_items_doc,
     "arrow_binary_items(validity, offsets, data, offset, length, large) -> list[bytes | None] | None\n\n"
@@ -2505,7 +2579,6 @@ static PyMethodDef kernel_methods[] = {
     {"arrow_binary_items", k_arrow_binary_items, METH_VARARGS, arrow_binary_items_doc},
     {"batch_try_append", (PyCFunction)(void (*)(void))k_batch_try_append, METH_FASTCALL, batch_try_append_doc},
     {"send_append", (PyCFunction)(void (*)(void))k_send_append, METH_FASTCALL, send_append_doc},
-    {"send_record", (PyCFunction)(void (*)(void))k_send_record, METH_FASTCALL, send_record_doc},
     {"encode_produce_request", (PyCFunction)(void (*)(void))k_encode_produce_request, METH_FASTCALL,
      encode_produce_request_doc},
     {"decode_produce_response", (PyCFunction)(void (*)(void))k_decode_produce_response, METH_FASTCALL,
@@ -2517,4 +2590,18 @@ static struct PyModuleDef kernel_module = {
     PyModuleDef_HEAD_INIT, "_kernel", "The compiled record fast path (see records/_native.py).", -1, kernel_methods,
 };
 
-PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&kernel_module); }
+PyMODINIT_FUNC PyInit__kernel(void)
+{
+    if (PyType_Ready(&SendRecordType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&kernel_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&SendRecordType);
+    if (PyModule_AddObject(m, "SendRecord", (PyObject *)&SendRecordType) < 0) {
+        Py_DECREF(&SendRecordType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
