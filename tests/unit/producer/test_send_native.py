@@ -67,7 +67,7 @@ class _Counted:
 
 
 def _producer(
-    time: MockTime, partitions: int, seed: int, native: bool, record: bool = True, **config: Any
+    time: MockTime, partitions: int, seed: int, native: bool, record: bool = True, /, **config: Any
 ) -> KafkaProducer:
     """``native``: the compiled paths (``record``: the whole send in the kernel's send_record, else the Python
     checks and metadata lookup before send_append); else the Python path alone."""
