@@ -238,6 +238,18 @@ class KafkaProducer:
             if send_append is not None and self._key_passthrough and self._value_passthrough
             and self._partitioner is None else None
         )
+        # the whole of send()'s common case in one kernel call (its checks, the metadata, send_append), but for
+        # a transactional producer (its state check may raise); None once closed
+        tm = self.transaction_manager
+        send_record = self.accumulator.send_record
+        self._send_record: Callable[..., Any] | None = (
+            send_record(
+                None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
+                self._max_record_size - _UPPER_BOUND_NO_HEADERS, self._ignore_keys, self.sender.wakeup,
+                None if self._system_time else time.hi_res_clock_ms, None if tm is None else tm.has_fatal_error,
+            )
+            if send_record is not None and self._send_append is not None and self.transactional_id is None else None
+        )
         self._closed = False
         self._close_lock = threading.Lock()
         #: ``send`` hands the GIL to the I/O thread after creating a batch (not when no thread runs the Sender)
@@ -284,6 +296,13 @@ class KafkaProducer:
         no serializer call for bytes through the default bytes serializer, one deque-lock round when the
         partition's last batch has room (``RecordAccumulator.try_append_fast``).
         """
+        send_record = self._send_record
+        if send_record is not None and headers is None:
+            # checks, metadata, partition, append and wake-up in one C call; NotImplemented: nothing was appended,
+            # the Python path below does it all (and raises as it always did)
+            future = send_record(topic, partition, timestamp, key, value, on_delivery)
+            if future is not NotImplemented:
+                return future  # type: ignore[no-any-return]
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         tm = self.transaction_manager
@@ -765,6 +784,7 @@ class KafkaProducer:
         with self._close_lock:
             already = self._closed
             self._closed = True
+            self._send_record = None
         atexit.unregister(self._exit_hook)
         if at_exit and not already:
             log.info("producer %s was not closed: closing it at interpreter exit (up to %s s)", self.client_id, timeout)

@@ -52,9 +52,11 @@ class ProducerMetadata(Metadata):
     def __init__(self, *args: Any, metadata_idle_ms: int = 300_000, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.metadata_idle_ms = metadata_idle_ms
-        self._topics: dict[str, int] = {}  # topic -> expiry (monotonic ms)
+        #: topic -> expiry (monotonic ms); read by the kernel's send_record as ``add_and_count`` reads it
+        self.topic_expiry: dict[str, int] = {}
         self._new_topics: set[str] = set()
-        self._index = _Index(self.fetch())
+        #: the lookups of the current cluster (replaced whole; stale when its ``cluster`` is not ``fetch()``)
+        self.index = _Index(self.fetch())
         self._update_cond = threading.Condition()
         self.add_listener(self._on_update)
 
@@ -62,21 +64,21 @@ class ProducerMetadata(Metadata):
 
     def add(self, topic: str, now_ms: int) -> None:
         """Keep ``topic`` in the metadata requests; a new topic asks for a (partial) update."""
-        expiry = self._topics.get(topic)
+        expiry = self.topic_expiry.get(topic)
         if expiry is not None and expiry - now_ms > self.metadata_idle_ms // 2:
             return  # fresh enough: no lock on the hot path
         with self._lock:
-            if topic not in self._topics:
+            if topic not in self.topic_expiry:
                 self._new_topics.add(topic)
                 self._need_partial_update = True
-            self._topics[topic] = now_ms + self.metadata_idle_ms
+            self.topic_expiry[topic] = now_ms + self.metadata_idle_ms
 
     def add_and_count(self, topic: str, now_ms: int) -> int | None:
         """``add(topic, now_ms)`` then ``partition_count_for_topic(topic)`` in one call (the send hot path)."""
-        expiry = self._topics.get(topic)
+        expiry = self.topic_expiry.get(topic)
         if expiry is None or expiry - now_ms <= self.metadata_idle_ms // 2:
             self.add(topic, now_ms)
-        idx = self._index
+        idx = self.index
         if idx.cluster is not self._cluster:  # _current_index() inlined: this runs once per send
             idx = self._current_index()
         infos = idx.by_topic.get(topic)
@@ -87,14 +89,14 @@ class ProducerMetadata(Metadata):
         and without rebuilding a stale index: None when the topic is unknown or the index is stale (then use
         :meth:`partition_count_for_topic`). The async producer's ``send`` fast path; the index is replaced
         whole, never changed in place, so a reader sees one consistent index."""
-        idx = self._index
+        idx = self.index
         if idx.cluster is not self._cluster:
             return None
         infos = idx.by_topic.get(topic)
         return len(infos) if infos else None
 
     def contains_topic(self, topic: str) -> bool:
-        return topic in self._topics
+        return topic in self.topic_expiry
 
     def request_update_for_topic(self, topic: str) -> int:
         with self._lock:
@@ -108,7 +110,7 @@ class ProducerMetadata(Metadata):
         with self._lock:
             if self._need_partial_update and not self._need_full_update and self._new_topics:
                 return sorted(self._new_topics)
-            return sorted(self._topics)
+            return sorted(self.topic_expiry)
 
     def new_metadata_request(self) -> tuple[MetadataRequest, bool]:
         """A request for the new topics only (a partial update), else for all producer topics, which counts
@@ -116,7 +118,7 @@ class ProducerMetadata(Metadata):
         the cached partitions of topics it did not ask for."""
         with self._lock:
             partial = self._need_partial_update and not self._need_full_update and bool(self._new_topics)
-            topics = sorted(self._new_topics) if partial else sorted(self._topics)
+            topics = sorted(self._new_topics) if partial else sorted(self.topic_expiry)
         body = MetadataRequest(
             topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=self.allow_auto_topic_creation,
@@ -126,14 +128,14 @@ class ProducerMetadata(Metadata):
     def retain_topics(self, now_ms: int) -> None:
         """Forget topics not used for ``metadata.max.idle.ms``."""
         with self._lock:
-            for t in [t for t, exp in self._topics.items() if exp <= now_ms]:
-                del self._topics[t]
+            for t in [t for t, exp in self.topic_expiry.items() if exp <= now_ms]:
+                del self.topic_expiry[t]
                 self._new_topics.discard(t)
 
     def _on_update(self, cluster: Cluster) -> None:
-        self._index = _Index(cluster)
+        self.index = _Index(cluster)
         with self._lock:
-            self._new_topics -= {t for t in self._new_topics if t in self._index.by_topic}
+            self._new_topics -= {t for t in self._new_topics if t in self.index.by_topic}
         with self._update_cond:
             self._update_cond.notify_all()
 
@@ -150,10 +152,10 @@ class ProducerMetadata(Metadata):
     # --- hot-path lookups ---------------------------------------------------------------------------
 
     def _current_index(self) -> _Index:
-        idx = self._index
+        idx = self.index
         cluster = self.fetch()
         if idx.cluster is not cluster:
-            idx = self._index = _Index(cluster)
+            idx = self.index = _Index(cluster)
         return idx
 
     def partition_count_for_topic(self, topic: str) -> int | None:

@@ -1268,6 +1268,16 @@ static int take_int(PyObject *v, int64_t *out)
     return 0;
 }
 
+/* bool(v): 1, 0 or -1 (exception). Steals v (NULL: the exception of the call that made it). */
+static int take_truth(PyObject *v)
+{
+    if (v == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return truth;
+}
+
 /* An attribute that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception). */
 static int get_int_attr(PyObject *obj, PyObject *name, slot_cache *c, int64_t *out)
 {
@@ -1312,11 +1322,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }
-    PyObject *closed = cached_get(batch, attr[A_CLOSED], &acache[A_CLOSED]);
-    if (closed == NULL)
-        return NULL;
-    int is_closed = PyObject_IsTrue(closed);
-    Py_DECREF(closed);
+    int is_closed = take_truth(cached_get(batch, attr[A_CLOSED], &acache[A_CLOSED]));
     if (is_closed < 0)
         return NULL;
     if (is_closed)
@@ -1418,10 +1424,9 @@ PyDoc_STRVAR(send_append_doc,
     "with room; NotImplemented: input it does not handle: another key or value type, a record over\n"
     "``max_payload`` bytes of key and value, a compressed sticky batch, an unknown topic or partition).");
 
-static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* send_append's 15 arguments (its doc) */
+static PyObject *send_append_core(PyObject *const *args)
 {
-    if (nargs != 15 || future_type == NULL)
-        Py_RETURN_NOTIMPLEMENTED;
     PyObject *topics = args[0], *accumulator = args[1], *clock = args[2], *headers = args[3], *cluster = args[4],
              *max_payload_obj = args[5], *ignore_keys = args[6], *wakeup = args[7], *topic = args[8],
              *partition_obj = args[9], *count_obj = args[10], *ts_arg = args[11], *key = args[12], *value = args[13],
@@ -1516,11 +1521,7 @@ static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t nbatches = PyObject_Size(batches);
     if (nbatches < 0)
         goto done;
-    PyObject *closed = cached_get(accumulator, sattr[S_CLOSED], &scache[S_CLOSED]);
-    if (closed == NULL)
-        goto done;
-    int is_closed = PyObject_IsTrue(closed);
-    Py_DECREF(closed);
+    int is_closed = take_truth(cached_get(accumulator, sattr[S_CLOSED], &scache[S_CLOSED]));
     if (is_closed < 0)
         goto done;
     if (nbatches == 0 || is_closed) {
@@ -1617,6 +1618,238 @@ done:
     Py_XDECREF(effective_obj);
     return result;
 }
+
+static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 15 || future_type == NULL)
+        Py_RETURN_NOTIMPLEMENTED;
+    return send_append_core(args);
+}
+
+/* ---- producer: the whole of send()'s common case (KafkaProducer.send's checks, the metadata, send_append) -- */
+
+enum { M_TOPIC_EXPIRY, M_IDLE, M_ADD, M_INDEX, M_FETCH, M_CLUSTER, M_BY_TOPIC, M_COUNT };
+static const char *const md_attr_names[M_COUNT] = {
+    "topic_expiry", "metadata_idle_ms", "add", "index", "fetch", "cluster", "by_topic",
+};
+static PyObject *mattr[M_COUNT];
+static slot_cache mcache[M_COUNT];
+
+/* ProducerMetadata.add_and_count(topic, now) without its Python frames: the topic's partition count (0 when it
+ * is unknown), -2 when the metadata's index is not that of its current cluster (the Python method rebuilds it),
+ * -1 with an exception. ``mono_clock`` None: now is CLOCK_MONOTONIC in ms (time.monotonic_ns() // 10**6). */
+static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock)
+{
+    PyObject *now_obj;
+    if (mono_clock == Py_None) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now_obj = PyLong_FromLongLong((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    } else {
+        now_obj = PyObject_CallNoArgs(mono_clock);
+    }
+    if (now_obj == NULL)
+        return -1;
+    long long count = -1;
+    PyObject *expiries = NULL, *idx = NULL, *cluster = NULL, *idx_cluster = NULL, *by_topic = NULL;
+    int64_t now, idle;
+    int rc = take_int(Py_NewRef(now_obj), &now);
+    if (rc != 0) {
+        count = rc < 0 ? -1 : -2;
+        goto done;
+    }
+    if ((expiries = PyObject_GetAttr(metadata, mattr[M_TOPIC_EXPIRY])) == NULL)
+        goto done;
+    if (!PyDict_CheckExact(expiries)) {
+        count = -2;
+        goto done;
+    }
+    PyObject *expiry = PyDict_GetItemWithError(expiries, topic); /* borrowed */
+    if (expiry == NULL && PyErr_Occurred())
+        goto done;
+    int fresh = 0;
+    if (expiry != NULL) {
+        int64_t exp;
+        if ((rc = take_int(Py_NewRef(expiry), &exp)) != 0 ||
+            (rc = take_int(PyObject_GetAttr(metadata, mattr[M_IDLE]), &idle)) != 0) {
+            count = rc < 0 ? -1 : -2;
+            goto done;
+        }
+        /* Python's floor division, for any sign */
+        int64_t half = idle / 2 - ((idle % 2 != 0) && (idle < 0));
+        fresh = exp - now > half;
+    }
+    if (!fresh) {
+        PyObject *r = PyObject_CallMethodObjArgs(metadata, mattr[M_ADD], topic, now_obj, NULL);
+        if (r == NULL)
+            goto done;
+        Py_DECREF(r);
+    }
+    if ((idx = PyObject_GetAttr(metadata, mattr[M_INDEX])) == NULL ||
+        (cluster = PyObject_CallMethodNoArgs(metadata, mattr[M_FETCH])) == NULL ||
+        (idx_cluster = cached_get(idx, mattr[M_CLUSTER], &mcache[M_CLUSTER])) == NULL)
+        goto done;
+    if (idx_cluster != cluster) {
+        count = -2;
+        goto done;
+    }
+    if ((by_topic = cached_get(idx, mattr[M_BY_TOPIC], &mcache[M_BY_TOPIC])) == NULL)
+        goto done;
+    if (!PyDict_CheckExact(by_topic)) {
+        count = -2;
+        goto done;
+    }
+    PyObject *infos = PyDict_GetItemWithError(by_topic, topic); /* borrowed */
+    if (infos == NULL) {
+        count = PyErr_Occurred() ? -1 : 0;
+        goto done;
+    }
+    count = PyList_CheckExact(infos) ? PyList_GET_SIZE(infos) : -2;
+done:
+    Py_DECREF(now_obj);
+    Py_XDECREF(expiries);
+    Py_XDECREF(idx);
+    Py_XDECREF(cluster);
+    Py_XDECREF(idx_cluster);
+    Py_XDECREF(by_topic);
+    return count;
+}
+
+/* 1 when v is a plain int (not a bool or another subclass) >= 0, of any size */
+static int nonnegative_int(PyObject *v)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    return overflow > 0 || (overflow == 0 && x >= 0);
+}
+
+/* SendRecord's call: args are its 10 fixed arguments then the call's 6 */
+static PyObject *send_record_core(PyObject *const *args)
+{
+    if (future_type == NULL)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *topic = args[10],
+             *partition = args[11], *timestamp = args[12];
+    if (!PyUnicode_CheckExact(topic) || PyUnicode_GET_LENGTH(topic) == 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    if ((partition != Py_None && !nonnegative_int(partition)) || (timestamp != Py_None && !nonnegative_int(timestamp)))
+        Py_RETURN_NOTIMPLEMENTED;
+    if (mattr[0] == NULL) {
+        for (int i = 0; i < M_COUNT; i++) {
+            if ((mattr[i] = PyUnicode_InternFromString(md_attr_names[i])) == NULL)
+                return NULL;
+        }
+    }
+    if (fatal_check != Py_None) {
+        int fatal = take_truth(PyObject_CallNoArgs(fatal_check));
+        if (fatal < 0)
+            return NULL;
+        if (fatal)
+            Py_RETURN_NOTIMPLEMENTED;
+    }
+    long long count = metadata_add_and_count(metadata, topic, mono_clock);
+    if (count == -1)
+        return NULL;
+    if (count <= 0)
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *count_obj = PyLong_FromLongLong(count);
+    if (count_obj == NULL)
+        return NULL;
+    PyObject *call[15] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], topic, partition,
+                          count_obj, timestamp, args[13], args[14], args[15]};
+    PyObject *future = send_append_core(call);
+    Py_DECREF(count_obj);
+    if (future == Py_None) {
+        Py_DECREF(future);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return future;
+}
+
+/* The producer's fixed arguments of send_record, bound once: a call passes only the record's six (no partial
+ * object copying sixteen arguments into a fresh array per send). */
+enum { SR_FIXED = 10, SR_CALL = 6 };
+typedef struct {
+    PyObject_HEAD
+    PyObject *fixed[SR_FIXED];
+    vectorcallfunc vectorcall;
+} SendRecordObject;
+
+static PyObject *send_record_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != SR_CALL || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0)) {
+        PyErr_Format(PyExc_TypeError, "SendRecord() takes %d positional arguments (topic, partition, timestamp, key, "
+                     "value, callback), got %zd", SR_CALL, nargs);
+        return NULL;
+    }
+    PyObject *all[SR_FIXED + SR_CALL];
+    memcpy(all, ((SendRecordObject *)self)->fixed, sizeof(PyObject *) * SR_FIXED);
+    memcpy(all + SR_FIXED, args, sizeof(PyObject *) * SR_CALL);
+    return send_record_core(all);
+}
+
+static PyObject *send_record_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) || PyTuple_GET_SIZE(args) != SR_FIXED) {
+        PyErr_Format(PyExc_TypeError, "SendRecord() takes %d positional arguments", SR_FIXED);
+        return NULL;
+    }
+    SendRecordObject *self = (SendRecordObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    for (int i = 0; i < SR_FIXED; i++)
+        self->fixed[i] = Py_NewRef(PyTuple_GET_ITEM(args, i));
+    self->vectorcall = send_record_vectorcall;
+    return (PyObject *)self;
+}
+
+static int send_record_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    for (int i = 0; i < SR_FIXED; i++)
+        Py_VISIT(((SendRecordObject *)self)->fixed[i]);
+    return 0;
+}
+
+static int send_record_clear(PyObject *self)
+{
+    for (int i = 0; i < SR_FIXED; i++)
+        Py_CLEAR(((SendRecordObject *)self)->fixed[i]);
+    return 0;
+}
+
+static void send_record_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    send_record_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+PyDoc_STRVAR(send_record_doc,
+    "SendRecord(topics, accumulator, clock, headers, metadata, max_payload, ignore_keys, wakeup, mono_clock,\n"
+    "           fatal_check)(topic, partition, timestamp, key, value, callback) -> future | NotImplemented\n\n"
+    "KafkaProducer.send's common case whole, compiled: the checks send() makes before the append (a non-empty\n"
+    "str topic, a partition and a timestamp that are None or non-negative ints, ``fatal_check()`` false when\n"
+    "given), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic clock, else its\n"
+    "ms), then send_append (the first eight arguments are send_append's). NotImplemented whenever send_append\n"
+    "would not give a future, or a check or the metadata needs the Python path (which then does it all again\n"
+    "and raises as before); a record is appended only when a future is returned.");
+
+static PyTypeObject SendRecordType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.SendRecord",
+    .tp_basicsize = sizeof(SendRecordObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = send_record_doc,
+    .tp_new = send_record_new,
+    .tp_traverse = send_record_traverse,
+    .tp_clear = send_record_clear,
+    .tp_dealloc = send_record_dealloc,
+    .tp_vectorcall_offset = offsetof(SendRecordObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
 
 PyDoc_STRVAR(arrow_binary_items_doc,
     "arrow_binary_items(validity, offsets, data, offset, length, large) -> list[bytes | None] | None\n\n"
@@ -2357,4 +2590,18 @@ static struct PyModuleDef kernel_module = {
     PyModuleDef_HEAD_INIT, "_kernel", "The compiled record fast path (see records/_native.py).", -1, kernel_methods,
 };
 
-PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&kernel_module); }
+PyMODINIT_FUNC PyInit__kernel(void)
+{
+    if (PyType_Ready(&SendRecordType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&kernel_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&SendRecordType);
+    if (PyModule_AddObject(m, "SendRecord", (PyObject *)&SendRecordType) < 0) {
+        Py_DECREF(&SendRecordType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -119,6 +119,14 @@ class Kernel(Protocol):
         """Reference: ``KafkaProducer.send``'s partition choice and ``RecordAccumulator.try_append_fast`` (a
         future; None or NotImplemented, nothing changed: run the reference)."""
 
+    def SendRecord(
+        self, topics: dict[str, Any], accumulator: object, clock: Any, headers: object, metadata: object,
+        max_payload: int, ignore_keys: bool, wakeup: Any, mono_clock: Any, fatal_check: Any, /,
+    ) -> Callable[[object, object, object, object, object, object], Any]:
+        """Reference: ``KafkaProducer.send``'s checks, ``ProducerMetadata.add_and_count``, then ``send_append``;
+        its call ``(topic, partition, timestamp, key, value, callback)`` gives a future, or NotImplemented
+        (nothing appended: run the reference)."""
+
     def encode_produce_request(
         self, body: object, version: int, correlation_id: int, client_id: str | None, /
     ) -> list[Chunk] | None:

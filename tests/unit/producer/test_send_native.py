@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from pykafka_client import KafkaProducer
 from pykafka_client.errors import KafkaError, RecordTooLargeError
+from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
 from pykafka_client.producer.partitioner import murmur2, to_positive
 from pykafka_client.producer.producer_batch import ProducerBatch
 from pykafka_client.producer.record_metadata import RecordMetadata
@@ -46,6 +47,11 @@ def _idle(sender: Sender, client_id: str) -> IoRunner:
     return _Idle()
 
 
+def _taken(p: KafkaProducer) -> int:
+    """The sends the compiled paths took (send_record, or send_append after the Python checks)."""
+    return sum(c.taken for c in (p._send_record, p._send_append) if isinstance(c, _Counted))
+
+
 class _Counted:
     """Wraps the compiled path and counts the sends it took (returned a future for)."""
 
@@ -60,7 +66,11 @@ class _Counted:
         return r
 
 
-def _producer(time: MockTime, partitions: int, seed: int, native: bool, **config: Any) -> KafkaProducer:
+def _producer(
+    time: MockTime, partitions: int, seed: int, native: bool, record: bool = True, /, **config: Any
+) -> KafkaProducer:
+    """``native``: the compiled paths (``record``: the whole send in the kernel's send_record, else the Python
+    checks and metadata lookup before send_append); else the Python path alone."""
     previous = _native.use_native(True)
     try:
         p = KafkaProducer(
@@ -71,10 +81,15 @@ def _producer(time: MockTime, partitions: int, seed: int, native: bool, **config
         _native.use_native(previous)
     p.accumulator._rng = random.Random(seed)
     if native:
-        assert p._send_append is not None
+        assert p._send_append is not None and p._send_record is not None
         p._send_append = _Counted(p._send_append)
+        if record:
+            p._send_record = _Counted(p._send_record)
+        else:
+            p._send_record = None
     else:
         p._send_append = None
+        p._send_record = None
     now = time.hi_res_clock_ms()
     p.metadata.add(TOPIC, now)
     p.metadata.update(
@@ -115,29 +130,38 @@ def test_compiled_send_equals_the_python_path(
 ) -> None:
     config = {"compression.type": codec, "batch.size": batch_size, "partitioner.ignore.keys": ignore_keys}
     time = MockTime()
-    compiled = _producer(time, partitions, seed, True, **config)
-    python = _producer(time, partitions, seed, False, **config)
-    seen: dict[str, list[tuple[RecordMetadata | None, BaseException | None]]] = {"c": [], "p": []}
+    # the whole send compiled (send_record), the Python checks before send_append, the Python path alone
+    producers = {
+        "r": _producer(time, partitions, seed, True, **config),
+        "a": _producer(time, partitions, seed, True, False, **config),
+        "p": _producer(time, partitions, seed, False, **config),
+    }
+    seen: dict[str, list[tuple[RecordMetadata | None, BaseException | None]]] = {name: [] for name in producers}
     try:
-        futures: dict[str, list[Any]] = {"c": [], "p": []}
+        futures: dict[str, list[Any]] = {name: [] for name in producers}
         for key, value, partition, timestamp, callback, headers, sleep_ms, repeat in sends:
             part = None if partition is None else partition % partitions
             for _ in range(repeat):
                 time.sleep(sleep_ms / 1000)
-                for name, p in (("c", compiled), ("p", python)):
+                for name, p in producers.items():
                     cb = (lambda m, e, out=seen[name]: out.append((m, e))) if callback else None
                     futures[name].append(p.send(TOPIC, value, key, part, timestamp, headers, cb))
-        got, expected = _batches(compiled, partitions), _batches(python, partitions)
-        assert {p: [b.records() for b in bs] for p, bs in got.items()} == {
-            p: [b.records() for b in bs] for p, bs in expected.items()
-        }
-        _complete(got)
-        _complete(expected)
-        assert [f.result(0) for f in futures["c"]] == [f.result(0) for f in futures["p"]]
-        assert seen["c"] == seen["p"]
+        batches = {name: _batches(p, partitions) for name, p in producers.items()}
+        records = {name: {p: [b.records() for b in bs] for p, bs in got.items()} for name, got in batches.items()}
+        assert records["r"] == records["p"]
+        assert records["a"] == records["p"]
+        for got in batches.values():
+            _complete(got)
+        results = {name: [f.result(0) for f in fs] for name, fs in futures.items()}
+        assert results["r"] == results["p"]
+        assert results["a"] == results["p"]
+        assert seen["r"] == seen["p"]
+        assert seen["a"] == seen["p"]
+        expiries = {name: p.metadata.topic_expiry for name, p in producers.items()}
+        assert expiries["r"] == expiries["p"]
     finally:
-        compiled.close(0)
-        python.close(0)
+        for p in producers.values():
+            p.close(0)
 
 
 def test_the_common_case_takes_the_compiled_path_with_java_partitions() -> None:
@@ -151,9 +175,7 @@ def test_the_common_case_takes_the_compiled_path_with_java_partitions() -> None:
         fs = [p.send(TOPIC, b"v", k) for k in keys * 3]
         fs += [p.send(TOPIC, b"w", None, 2) for _ in range(3)]
         fs += [p.send(TOPIC, b"x") for _ in range(4)]
-        counted = p._send_append
-        assert isinstance(counted, _Counted)
-        assert counted.taken == len(fs) - 3 - 1
+        assert _taken(p) == len(fs) - 3 - 1
         _complete(_batches(p, 3))
         parts = [f.result(0).partition for f in fs]
         assert parts[:18] == [to_positive(murmur2(k)) % 3 for k in keys * 3]
@@ -195,9 +217,7 @@ def test_unusual_input_falls_back_to_the_python_path_with_its_outcomes() -> None
             _complete(_batches(p, 2))
             seen.append(repr(f.result(0)))
             if native:
-                counted = p._send_append
-                assert isinstance(counted, _Counted)
-                assert counted.taken == 0
+                assert _taken(p) == 0
         finally:
             p.close(0)
         outcomes[native] = seen
@@ -240,9 +260,7 @@ def test_concurrent_sends_lose_nothing_and_keep_each_threads_order() -> None:
         _complete(batches)
         placed = [(f.result(0).partition, f.result(0).offset) for fs in futures.values() for f in fs]
         assert len(set(placed)) == 4 * n
-        counted = p._send_append
-        assert isinstance(counted, _Counted)
-        assert counted.taken > 0
+        assert _taken(p) > 0
     finally:
         p.close(0)
 
@@ -288,3 +306,75 @@ def test_the_kernel_goes_by_name_for_a_property_and_after_a_class_change() -> No
     setattr(Changed, "closed", property(lambda self: True, lambda self, v: None))  # noqa: B010 (mypy rejects the assignment to a slot name)
     assert kernel.batch_try_append(batch, 1, None, b"w", (), None, 0) is None
     assert batch.record_count == 1
+
+
+def _outcome(p: KafkaProducer, *args: Any) -> str:
+    """What ``p.send(*args)`` did: the exception it raised, the error its future holds, or its partition."""
+    try:
+        f = p.send(*args)
+    except Exception as e:
+        return f"raised {type(e).__name__}: {e}"
+    if f.done() and f.exception(0) is not None:
+        return f"failed {type(f.exception(0)).__name__}: {f.exception(0)}"
+    assert isinstance(f, FutureRecordMetadata)
+    return f"appended to partition {f.batch_position()[0].partition}"
+
+
+def test_send_records_checks_and_metadata_end_as_the_python_path() -> None:
+    """Input the kernel's send_record declines (a bad topic, partition or timestamp; headers; an unknown topic;
+    a partition over the count; a stale metadata index; an idempotent producer's fatal error; a closed
+    producer) goes to the Python path, which raises or fails the future exactly as without the kernel; the
+    topic's metadata expiry is refreshed alike once half of metadata.max.idle.ms has passed."""
+    outcomes: dict[str, list[str]] = {}
+    for name, native in (("record", True), ("python", False)):
+        time = MockTime()
+        p = _producer(time, 2, 1, native, **{"max.block.ms": 0, "metadata.max.idle.ms": 10_000})
+        seen = outcomes[name] = []
+        try:
+            seen.append(_outcome(p, TOPIC, b"v"))
+            seen += [
+                _outcome(p, *args)
+                for args in (
+                    (5, b"v"), ("", b"v"), (TOPIC, b"v", None, -1), (TOPIC, b"v", None, True),
+                    (TOPIC, b"v", None, 1.0), (TOPIC, b"v", None, None, -5), (TOPIC, b"v", None, None, True),
+                    (TOPIC, b"v", None, 2), (TOPIC, b"v", None, 2**70), ("unknown", b"v"),
+                    (TOPIC, b"v", None, 1, 2**70), (TOPIC, b"v", b"k", None, None, [("h", b"1")]),
+                )
+            ]
+            expiry = p.metadata.topic_expiry[TOPIC]
+            time.sleep(4000)
+            seen.append(_outcome(p, TOPIC, b"v", b"k"))
+            assert p.metadata.topic_expiry[TOPIC] == expiry  # fresh enough: not refreshed
+            time.sleep(2000)
+            seen.append(_outcome(p, TOPIC, b"v", b"k"))
+            seen.append(f"expiry moved {p.metadata.topic_expiry[TOPIC] - expiry}")
+            p.metadata.rebootstrap()
+            seen.append(_outcome(p, TOPIC, b"v"))
+            taken = _taken(p)
+            p.close(0)
+            seen.append(_outcome(p, TOPIC, b"v"))
+        finally:
+            p.close(0)
+        if native:
+            assert taken == 2  # the two keyed sends between the sleeps (a send with headers opened their batch)
+    assert outcomes["record"] == outcomes["python"]
+    assert "expiry moved 6000" in outcomes["python"]
+
+
+def test_an_idempotent_producers_fatal_error_raises_on_both_paths() -> None:
+    outcomes: dict[bool, list[str]] = {}
+    for native in (True, False):
+        p = _producer(MockTime(), 1, 1, native, **{"enable.idempotence": True, "acks": "all"})
+        try:
+            tm = p.transaction_manager
+            assert tm is not None
+            first = _outcome(p, TOPIC, b"v")
+            second = _outcome(p, TOPIC, b"v")
+            tm.transition_to_fatal_error(KafkaError("broken for the test"))
+            outcomes[native] = [first, second, _outcome(p, TOPIC, b"v")]
+            if native:
+                assert _taken(p) == 1
+        finally:
+            p.close(0)
+    assert outcomes[True] == outcomes[False]
+    assert outcomes[True][2].startswith("raised")
