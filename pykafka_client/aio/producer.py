@@ -119,8 +119,8 @@ def _until_done(future: Future[Any], wakers: WakerCache) -> Generator[Any, None,
 
     Under asyncio the task waits on a bare loop future, resolved by the record's done-callback: directly when
     the record completes in the loop's thread (the loop-driven Sender's step), else through the loop's
-    :class:`~pykafka_client.aio._loop.LoopWaker` (one loop callback for a burst of completions). Under trio, on
-    an ``anyio.Event`` set the same two ways."""
+    :class:`~pykafka_client.aio._loop.LoopWaker` (one loop callback for a burst of completions). Under trio the
+    task is parked (``wait_task_rescheduled``) and rescheduled the same two ways."""
     loop = running_asyncio_loop()
     waker = wakers.current()
     loop_thread = threading.get_ident()
@@ -129,16 +129,45 @@ def _until_done(future: Future[Any], wakers: WakerCache) -> Generator[Any, None,
         future.add_done_callback(functools.partial(_wake, waiter.set_result, waiter.done, loop_thread, waker))
         yield from waiter.__await__()
         return
-    event = anyio.Event()
+    import trio
 
-    def wake(_f: object) -> None:
-        if threading.get_ident() == loop_thread:
-            event.set()
-        else:
-            waker.call_soon(event.set)
+    task = _TrioWaiter(trio.lowlevel.current_task())
+    future.add_done_callback(functools.partial(_wake_trio, task, loop_thread, waker))
+    if not task.finished:  # else the record completed while the callback was added: it ran at once
+        task.parked = True
+        yield from trio.lowlevel.wait_task_rescheduled(task.abort).__await__()
 
-    future.add_done_callback(wake)
-    yield from event.wait().__await__()
+
+class _TrioWaiter:
+    """A trio task parked until its record completes (``resolve``) or it is cancelled (``abort``), once."""
+
+    __slots__ = ("finished", "parked", "task")
+
+    def __init__(self, task: Any) -> None:
+        self.task = task
+        self.parked = False
+        self.finished = False
+
+    def resolve(self) -> None:
+        if not self.finished:
+            self.finished = True
+            if self.parked:
+                import trio
+
+                trio.lowlevel.reschedule(self.task)
+
+    def abort(self, _raise_cancel: Any) -> Any:
+        import trio
+
+        self.finished = True  # the record's completion, later, does nothing
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
+def _wake_trio(waiter: _TrioWaiter, loop_thread: int, waker: LoopWaker, _f: object) -> None:
+    if threading.get_ident() == loop_thread:
+        waiter.resolve()
+    else:
+        waker.call_soon(waiter.resolve)
 
 
 def _wake(
