@@ -39,6 +39,14 @@ def _current_loop() -> tuple[object, Schedule]:
     return token, token.run_sync_soon
 
 
+def running_asyncio_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop running in this thread; None under trio (or outside any loop)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _current_loop_identity() -> object:
     try:
         return asyncio.get_running_loop()

@@ -30,6 +30,8 @@ on another thread, e.g. after the loop ended, wakes it through :mod:`pykafka_cli
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import threading
 import time as _time
@@ -41,7 +43,7 @@ from typing import Any, TypeVar, cast
 
 import anyio
 
-from pykafka_client.aio._loop import WakerCache, loop_yield
+from pykafka_client.aio._loop import LoopWaker, WakerCache, loop_yield, running_asyncio_loop
 from pykafka_client.aio._sender_driver import SenderDriver
 from pykafka_client.consumer.structs import ConsumerGroupMetadata
 from pykafka_client.errors import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
@@ -106,25 +108,76 @@ class DeliveryFuture:
         self._future.add_done_callback(lambda _f: fn(self))
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
-        return self._wait().__await__()
-
-    async def _wait(self) -> RecordMetadata:
         future = self._future
         if not future.done():
-            event = anyio.Event()
-            waker = self._wakers.current()
-            loop_thread = threading.get_ident()
-
-            def wake(_f: object) -> None:
-                # the loop-driven Sender completes records in this very thread: set the event directly
-                if threading.get_ident() == loop_thread:
-                    event.set()
-                else:
-                    waker.call_soon(event.set)
-
-            future.add_done_callback(wake)
-            await event.wait()
+            yield from _until_done(future, self._wakers)
         return future.result()
+
+
+def _until_done(future: Future[Any], wakers: WakerCache) -> Generator[Any, None, None]:
+    """Suspend the awaiting task until ``future`` is done (raises the task's cancellation; the future is untouched).
+
+    Under asyncio the task waits on a bare loop future, resolved by the record's done-callback: directly when
+    the record completes in the loop's thread (the loop-driven Sender's step), else through the loop's
+    :class:`~pykafka_client.aio._loop.LoopWaker` (one loop callback for a burst of completions). Under trio the
+    task is parked (``wait_task_rescheduled``) and rescheduled the same two ways."""
+    loop = running_asyncio_loop()
+    waker = wakers.current()
+    loop_thread = threading.get_ident()
+    if loop is not None:
+        waiter: asyncio.Future[None] = loop.create_future()
+        future.add_done_callback(functools.partial(_wake, waiter.set_result, waiter.done, loop_thread, waker))
+        yield from waiter.__await__()
+        return
+    import trio
+
+    task = _TrioWaiter(trio.lowlevel.current_task())
+    future.add_done_callback(functools.partial(_wake_trio, task, loop_thread, waker))
+    if not task.finished:  # else the record completed while the callback was added: it ran at once
+        task.parked = True
+        yield from trio.lowlevel.wait_task_rescheduled(task.abort).__await__()
+
+
+class _TrioWaiter:
+    """A trio task parked until its record completes (``resolve``) or it is cancelled (``abort``), once."""
+
+    __slots__ = ("finished", "parked", "task")
+
+    def __init__(self, task: Any) -> None:
+        self.task = task
+        self.parked = False
+        self.finished = False
+
+    def resolve(self) -> None:
+        if not self.finished:
+            self.finished = True
+            if self.parked:
+                import trio
+
+                trio.lowlevel.reschedule(self.task)
+
+    def abort(self, _raise_cancel: Any) -> Any:
+        import trio
+
+        self.finished = True  # the record's completion, later, does nothing
+        return trio.lowlevel.Abort.SUCCEEDED
+
+
+def _wake_trio(waiter: _TrioWaiter, loop_thread: int, waker: LoopWaker, _f: object) -> None:
+    if threading.get_ident() == loop_thread:
+        waiter.resolve()
+    else:
+        waker.call_soon(waiter.resolve)
+
+
+def _wake(
+    set_result: Callable[[None], object], done: Callable[[], bool], loop_thread: int, waker: LoopWaker, _f: object
+) -> None:
+    """A record's done-callback for an asyncio task awaiting it (in the thread that completed the record)."""
+    if threading.get_ident() != loop_thread:
+        waker.call_soon(lambda: _wake(set_result, done, loop_thread, waker, _f))
+    elif not done():  # the awaiting task was cancelled meanwhile: its waiter is cancelled
+        set_result(None)
 
 
 def _failed(exc: BaseException, wakers: WakerCache) -> DeliveryFuture:
