@@ -472,8 +472,10 @@ class NetworkClient(ConnectionFailures):
         self._handle_completed_receives(responses, updated_now)
         self._handle_disconnections(responses, updated_now)
         self._handle_connections()
-        self._handle_initiate_api_version_requests(updated_now)
-        self._handle_timed_out_connections(responses, updated_now)
+        if self._handshake.has_due():  # a connection waits for its ApiVersions request (rare: no call otherwise)
+            self._handle_initiate_api_version_requests(updated_now)
+        if self.connection_states.has_connecting_nodes():
+            self._handle_timed_out_connections(responses, updated_now)
         self._handle_timed_out_requests(responses, updated_now)
         self._handle_rebootstrap(responses, updated_now)
         if self.selector.reauthentication_delay_ms() == 0:
@@ -500,11 +502,12 @@ class NetworkClient(ConnectionFailures):
                 log.exception("uncaught error in request completion")
 
     def _handle_completed_sends(self, responses: list[ClientResponse], now_ms: int) -> None:
+        in_flight = self.in_flight_requests
         for send in self.selector.completed_sends():
             node_id = send.destination
-            if self.in_flight_requests.is_empty(node_id):
+            request = in_flight.newest_or_none(node_id)
+            if request is None:
                 continue
-            request = self.in_flight_requests.last_sent(node_id)
             if not request.expect_response and request.send is send:
                 self.in_flight_requests.complete_last_sent(node_id)
                 responses.append(request.completed(None, now_ms))
@@ -529,13 +532,13 @@ class NetworkClient(ConnectionFailures):
             source = receive.source
             if source in failed:
                 continue
-            if self.in_flight_requests.is_empty(source):
+            req = self.in_flight_requests.oldest_or_none(source)
+            if req is None:
                 self._close_on_protocol_error(
                     responses, source, now_ms, ProtocolError(f"unsolicited response from node {source}")
                 )
                 failed.add(source)
                 continue
-            req = self.in_flight_requests.oldest(source)
             try:
                 header = req.header
                 body = decode_response(receive.payload, header.api_key, header.api_version, header.correlation_id)

@@ -590,17 +590,21 @@ class RecordAccumulator:
     def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
         """Remove and return queued batches past ``delivery.timeout.ms`` (oldest first per partition)."""
         expired: list[ProducerBatch] = []
+        timeout = self.delivery_timeout_ms
         for info in list(self._topics.values()):
             for q in list(info.queues.values()):
                 with q.lock:
                     while q.batches:
                         b = q.batches[0]
-                        if b.has_reached_delivery_timeout(self.delivery_timeout_ms, now_ms):
+                        # has_reached_delivery_timeout and maybe_update_next_batch_expiry_time inlined: per
+                        # partition on every Sender iteration
+                        if timeout <= now_ms - b.created_ms:
                             q.batches.popleft()
                             b.close_for_appends()
                             expired.append(b)
                         else:
-                            self.maybe_update_next_batch_expiry_time(b)
+                            if b.created_ms + timeout < self._next_batch_expiry_ms:
+                                self._next_batch_expiry_ms = b.created_ms + timeout
                             break
         return expired
 
