@@ -407,6 +407,7 @@ class RecordAccumulator:
 
     def ready(self, metadata: AccumulatorMetadata, now_ms: int) -> ReadyCheckResult:
         ready_nodes: set[Node] = set()
+        ready_ids: set[int] = set()  # the ready nodes' ids: an int hash per partition, not Node's Python __hash__
         next_delay = 2**63 - 1
         unknown: set[str] = set()
         exhausted = self.free.queued() > 0
@@ -416,7 +417,8 @@ class RecordAccumulator:
             queue_sizes: list[int] = []
             partition_ids: list[int] = []
             for partition, q in list(info.queues.items()):
-                tp = TopicPartition(topic, partition)
+                # a plain tuple: equal to (and hashed as) the TopicPartition that _muted holds, built without a call
+                tp = (topic, partition)
                 leader, epoch = metadata.leader_and_epoch(tp)
                 with q.lock:
                     n = len(q.batches)
@@ -436,13 +438,14 @@ class RecordAccumulator:
                 if leader is None:
                     unknown.add(topic)
                     continue
-                if leader in ready_nodes or tp in self._muted:
+                if leader.id in ready_ids or tp in self._muted:
                     continue
                 time_to_wait = retry_wait if backing_off else self.linger_ms
                 expired = waited >= time_to_wait
                 sendable = full or expired or exhausted or self.closed or flushing or completing
                 if sendable and not backing_off:
                     ready_nodes.add(leader)
+                    ready_ids.add(leader.id)
                 else:
                     next_delay = min(next_delay, max(time_to_wait - waited, 0))
             if self.adaptive_partitioning and queue_sizes:
