@@ -250,11 +250,15 @@ def run_micro(n: int, value: bytes, rounds: int = 3) -> None:
           f"complete {best_complete:.2f} us/record (best of {rounds})")
 
 
-def run_io_micro(bootstrap: str, topic: str, n: int, value: bytes, rounds: int) -> list[float]:
+def run_io_micro(bootstrap: str, topic: str, n: int, value: bytes, rounds: int, profile: bool = False) -> list[float]:
     """The I/O thread's CPU per produce request with nothing else running: ``n`` records are queued while the
     Sender is paused, then one flush sends them all (every batch ready at once, one partition, acks=1) and the
     Sender thread's CPU time is divided by the requests it sent. Best of ``rounds`` is the stable figure on a
-    busy machine; returns the per-round values (seconds per request)."""
+    busy machine; returns the per-round values (seconds per request). ``profile``: cProfile (thread CPU time)
+    of the I/O thread during the rounds only, printed per request to stderr (``BENCH_PROFILE_OUT=path``
+    dumps the stats)."""
+    import cProfile
+    import pstats
     import threading
 
     from pykafka_client import KafkaProducer
@@ -268,6 +272,7 @@ def run_io_micro(bootstrap: str, topic: str, n: int, value: bytes, rounds: int) 
             self.running.set()
             self.idle = threading.Event()
             self.cpu = 0.0  # the thread's own CPU clock (ns resolution) after its last step
+            self.profiler: cProfile.Profile | None = None  # enabled while running, once set
             self.thread = threading.Thread(target=self._run, name="bench-io", daemon=True)
             self.thread.start()
 
@@ -276,9 +281,13 @@ def run_io_micro(bootstrap: str, topic: str, n: int, value: bytes, rounds: int) 
             try:
                 while True:
                     if not self.running.is_set():
+                        if self.profiler is not None:
+                            self.profiler.disable()
                         self.idle.set()
                         self.running.wait()
                         self.idle.clear()
+                        if self.profiler is not None:
+                            self.profiler.enable()
                     more = self.sender.run_step()
                     self.cpu = time.thread_time()
                     if not more:
@@ -312,6 +321,9 @@ def run_io_micro(bootstrap: str, topic: str, n: int, value: bytes, rounds: int) 
         runner.running.clear()
         p.sender.wakeup()
         runner.idle.wait(30)
+        if profile:
+            runner.profiler = cProfile.Profile(time.thread_time)
+        requests_total = 0
         for _ in range(rounds):
             send = p.send
             for _ in range(n):
@@ -324,10 +336,24 @@ def run_io_micro(bootstrap: str, topic: str, n: int, value: bytes, rounds: int) 
             p.sender.wakeup()
             runner.idle.wait(30)
             requests = p.sender.metrics.requests_sent - requests0
+            requests_total += requests
             if requests:
                 out.append((runner.cpu - cpu0) / requests)
     finally:
         p.close()
+    if runner.profiler is not None and requests_total:
+        stats = pstats.Stats(runner.profiler, stream=sys.stderr)
+        total_tt = stats.total_tt  # type: ignore[attr-defined]
+        print(f"I/O thread profile: {requests_total} requests, {stats.total_calls / requests_total:.0f} calls and"  # type: ignore[attr-defined]
+              f" {total_tt / requests_total * 1e6:.0f} us (profiled) per request", file=sys.stderr)
+        rows = sorted(stats.stats.items(), key=lambda kv: -kv[1][2 if os.environ.get("BENCH_SORT") != "cumulative" else 3])  # type: ignore[attr-defined]
+        print(f"{'us/req tottime':>15}{'us/req cum':>12}{'calls/req':>10}  function", file=sys.stderr)
+        for (file, line, name), (_cc, nc, tt, ct, _callers) in rows[: int(os.environ.get("BENCH_LINES", "25"))]:
+            where = f"{os.path.relpath(file, ROOT)}:{line}({name})" if file != "~" else name
+            print(f"{tt / requests_total * 1e6:>15.1f}{ct / requests_total * 1e6:>12.1f}{nc / requests_total:>10.2f}  {where}",
+                  file=sys.stderr)
+        if os.environ.get("BENCH_PROFILE_OUT"):
+            runner.profiler.dump_stats(os.environ["BENCH_PROFILE_OUT"])
     return out
 
 
@@ -441,7 +467,8 @@ def main() -> None:
     ap.add_argument("--value-size", type=int, default=100)
     ap.add_argument("--clients", default=None, help=f"comma-separated, of {','.join(CLIENTS)} (default: all; with"
                     " --profile: pykafka_client, or the first of ours given)")
-    ap.add_argument("--profile", action="store_true", help="profile pykafka_client only (1 partition, acks=1)")
+    ap.add_argument("--profile", action="store_true", help="profile pykafka_client only (1 partition, acks=1); with"
+                    " --io-micro: the I/O thread's profile per request")
     ap.add_argument("--micro", action="store_true", help="no broker: CPU per send() and per record on the I/O side")
     ap.add_argument("--io-micro", type=int, default=0, metavar="ROUNDS", help="the I/O thread's CPU per produce"
                     " request with nothing else running (records queued while it is paused, then flushed), best of ROUNDS")
@@ -471,9 +498,11 @@ def main() -> None:
             if args.io_micro:
                 topic = f"bench-io-{time.monotonic_ns()}"
                 create_topic(bootstrap, topic, 1)
-                per_request = run_io_micro(bootstrap, topic, args.records, b"x" * args.value_size, args.io_micro)
+                per_request = run_io_micro(bootstrap, topic, args.records, b"x" * args.value_size, args.io_micro,
+                                           args.profile)
                 print(f"io-micro: {args.records} records x {args.value_size} B per round, 1 partition, acks=1: I/O thread"
-                      f" CPU per produce request best {min(per_request) * 1e6:.0f} us, rounds "
+                      f" CPU per produce request best {min(per_request) * 1e6:.0f} us,"
+                      f" median {sorted(per_request)[len(per_request) // 2] * 1e6:.0f} us, rounds "
                       + ", ".join(f"{v * 1e6:.0f}" for v in per_request))
                 return
             configs = [(1, "1")] if args.profile else [(1, "1"), (1, "all"), (6, "1"), (6, "all")]

@@ -60,6 +60,10 @@ class ApiVersionsHandshake:
     def forget(self, node_id: str) -> None:
         self._needing_fetch.pop(node_id, None)
 
+    def has_due(self) -> bool:
+        """True while a connected node's handshake has not gone out yet."""
+        return bool(self._needing_fetch)
+
     def due(self, can_send: Callable[[str], bool]) -> Iterator[tuple[str, int]]:
         """``(node id, version)`` of each handshake to send now (those ``can_send`` accepts); each is
         yielded once and forgotten."""

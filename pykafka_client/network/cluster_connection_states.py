@@ -283,6 +283,10 @@ class ClusterConnectionStates:
             raise IllegalStateError(f"node {node_id} is not in the CONNECTING state")
         return now_ms - state.last_connect_attempt_ms > state.connection_setup_timeout_ms
 
+    def has_connecting_nodes(self) -> bool:
+        """True while a connection is being set up (what the connection-setup timeout covers)."""
+        return bool(self._connecting_nodes)
+
     def nodes_with_connection_setup_timeout(self, now_ms: int) -> list[str]:
         return [n for n in sorted(self._connecting_nodes) if self.is_connection_setup_timeout(n, now_ms)]
 

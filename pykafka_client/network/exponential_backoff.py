@@ -14,7 +14,7 @@ import random as _random
 class ExponentialBackoff:
     """Computes the n-th backoff; the randomness source is injectable for deterministic tests."""
 
-    __slots__ = ("_initial", "_multiplier", "_max", "_jitter", "_exp_max", "_random")
+    __slots__ = ("_initial", "_multiplier", "_max", "_jitter", "_exp_max", "_random", "upper_bound")
 
     def __init__(
         self,
@@ -34,6 +34,9 @@ class ExponentialBackoff:
             else 0.0
         )
         self._random = rng if rng is not None else _random.Random()
+        #: no :meth:`backoff` is larger than this (``max``, or ``initial`` when that is the larger); an attribute,
+        #: not a property: metadata's "update due?" check reads it twice per producer I/O iteration
+        self.upper_bound: int = max(self._initial, self._max)
 
     def backoff(self, attempts: int) -> int:
         """The backoff after ``attempts`` failures (0 for the first)."""
@@ -44,11 +47,6 @@ class ExponentialBackoff:
         factor = 1.0 if self._jitter < 1e-9 else self._random.uniform(1 - self._jitter, 1 + self._jitter)
         value = int(factor * term)
         return self._max if value > self._max else value
-
-    @property
-    def upper_bound(self) -> int:
-        """No :meth:`backoff` is larger than this (``max``, or ``initial`` when that is the larger)."""
-        return max(self._initial, self._max)
 
     def __repr__(self) -> str:
         return (

@@ -125,6 +125,16 @@ class InFlightRequests:
     def oldest(self, node: str) -> InFlightRequest:
         return self._queue(node)[0]
 
+    def oldest_or_none(self, node: str) -> InFlightRequest | None:
+        """The oldest request to ``node``, None when none is in flight (one call per response received)."""
+        q = self._requests.get(node)
+        return q[0] if q else None
+
+    def newest_or_none(self, node: str) -> InFlightRequest | None:
+        """The newest request to ``node``, None when none is in flight (one call per completed send)."""
+        q = self._requests.get(node)
+        return q[-1] if q else None
+
     def can_send_more(self, node: str) -> bool:
         q = self._requests.get(node)
         if not q:
@@ -161,7 +171,8 @@ class InFlightRequests:
         out: list[str] = []
         for node, q in self._requests.items():
             for req in q:  # time_elapsed_since_send_ms inlined: every poll checks every request in flight
-                if max(0, now_ms - req.send_time_ms) - req.throttle_time_ms > req.request_timeout_ms:
+                elapsed = now_ms - req.send_time_ms
+                if (elapsed if elapsed > 0 else 0) - req.throttle_time_ms > req.request_timeout_ms:
                     out.append(node)
                     break
         return out

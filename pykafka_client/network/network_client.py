@@ -101,6 +101,8 @@ log = logging.getLogger(__name__)
 
 #: At most one throttling WARNING per node in this interval (the rest are counted into the next one).
 THROTTLE_WARNING_INTERVAL_MS = 60_000
+#: Entries of the version-choice cache before it starts again (nodes x request types x allowed ranges).
+_MAX_VERSIONS_CHOSEN = 1024
 
 class _State(enum.Enum):
     ACTIVE = 1
@@ -159,6 +161,10 @@ class NetworkClient(ConnectionFailures):
         # a client held to a quota is throttled on every response: say so once a minute per node, with a count
         self._throttle_warnings = LogRateLimiter(THROTTLE_WARNING_INTERVAL_MS)
         self._aborted_sends: list[ClientResponse] = []
+        # (node id, body type, oldest, latest allowed version) -> (the node's NodeApiVersions it was chosen for,
+        # the version): a node's versions object is replaced, never changed, when they change, so the choice holds
+        # while it is the same object (one lookup per request instead of the range arithmetic)
+        self._versions_chosen: dict[tuple[str, type, int | None, int | None], tuple[object, int]] = {}
         self._handshake = ApiVersionsHandshake()
         # node id -> "ip:port" of the address last connected to, for log messages.
         self._node_addresses: dict[str, str] = {}
@@ -385,7 +391,16 @@ class NetworkClient(ConnectionFailures):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
         version: int | None = None
         try:
-            version = choose_version(request, self.api_versions.get(node_id))
+            node_versions = self.api_versions.get(node_id)
+            chosen_key = (node_id, type(request.body), request.oldest_allowed_version, request.latest_allowed_version)
+            chosen = self._versions_chosen.get(chosen_key)
+            if chosen is not None and chosen[0] is node_versions:
+                version = chosen[1]
+            else:
+                version = choose_version(request, node_versions)
+                if len(self._versions_chosen) >= _MAX_VERSIONS_CHOSEN:
+                    self._versions_chosen.clear()
+                self._versions_chosen[chosen_key] = (node_versions, version)
             pieces = encode_request_frame(request.body, version, request.correlation_id, request.client_id)
         except Exception as e:  # any build/encode failure fails the request, see _fail_unencodable
             self._fail_unencodable(request, is_internal, version, e, now_ms)
@@ -472,8 +487,10 @@ class NetworkClient(ConnectionFailures):
         self._handle_completed_receives(responses, updated_now)
         self._handle_disconnections(responses, updated_now)
         self._handle_connections()
-        self._handle_initiate_api_version_requests(updated_now)
-        self._handle_timed_out_connections(responses, updated_now)
+        if self._handshake.has_due():  # a connection waits for its ApiVersions request (rare: no call otherwise)
+            self._handle_initiate_api_version_requests(updated_now)
+        if self.connection_states.has_connecting_nodes():
+            self._handle_timed_out_connections(responses, updated_now)
         self._handle_timed_out_requests(responses, updated_now)
         self._handle_rebootstrap(responses, updated_now)
         if self.selector.reauthentication_delay_ms() == 0:
@@ -500,11 +517,12 @@ class NetworkClient(ConnectionFailures):
                 log.exception("uncaught error in request completion")
 
     def _handle_completed_sends(self, responses: list[ClientResponse], now_ms: int) -> None:
+        in_flight = self.in_flight_requests
         for send in self.selector.completed_sends():
             node_id = send.destination
-            if self.in_flight_requests.is_empty(node_id):
+            request = in_flight.newest_or_none(node_id)
+            if request is None:
                 continue
-            request = self.in_flight_requests.last_sent(node_id)
             if not request.expect_response and request.send is send:
                 self.in_flight_requests.complete_last_sent(node_id)
                 responses.append(request.completed(None, now_ms))
@@ -529,13 +547,13 @@ class NetworkClient(ConnectionFailures):
             source = receive.source
             if source in failed:
                 continue
-            if self.in_flight_requests.is_empty(source):
+            req = self.in_flight_requests.oldest_or_none(source)
+            if req is None:
                 self._close_on_protocol_error(
                     responses, source, now_ms, ProtocolError(f"unsolicited response from node {source}")
                 )
                 failed.add(source)
                 continue
-            req = self.in_flight_requests.oldest(source)
             try:
                 header = req.header
                 body = decode_response(receive.payload, header.api_key, header.api_version, header.correlation_id)

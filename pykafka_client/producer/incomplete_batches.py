@@ -27,7 +27,7 @@ class IncompleteBatches:
             self._incomplete.update(batches)
 
     def remove(self, batch: ProducerBatch) -> None:
-        with self._cond:
+        with self._lock:  # the condition's own lock (no Python-level Condition.__enter__ per completed batch)
             self._incomplete.discard(batch)
             if not self._incomplete:
                 self._cond.notify_all()

@@ -414,6 +414,7 @@ class RecordAccumulator:
 
     def ready(self, metadata: AccumulatorMetadata, now_ms: int) -> ReadyCheckResult:
         ready_nodes: set[Node] = set()
+        ready_ids: set[int] = set()  # the ready nodes' ids: an int hash per partition, not Node's Python __hash__
         next_delay = 2**63 - 1
         unknown: set[str] = set()
         exhausted = self.free.queued() > 0
@@ -423,7 +424,8 @@ class RecordAccumulator:
             queue_sizes: list[int] = []
             partition_ids: list[int] = []
             for partition, q in list(info.queues.items()):
-                tp = TopicPartition(topic, partition)
+                # a plain tuple: equal to (and hashed as) the TopicPartition that _muted holds, built without a call
+                tp = (topic, partition)
                 leader, epoch = metadata.leader_and_epoch(tp)
                 with q.lock:
                     n = len(q.batches)
@@ -443,13 +445,14 @@ class RecordAccumulator:
                 if leader is None:
                     unknown.add(topic)
                     continue
-                if leader in ready_nodes or tp in self._muted:
+                if leader.id in ready_ids or tp in self._muted:
                     continue
                 time_to_wait = retry_wait if backing_off else self.linger_ms
                 expired = waited >= time_to_wait
                 sendable = full or expired or exhausted or self.closed or flushing or completing
                 if sendable and not backing_off:
                     ready_nodes.add(leader)
+                    ready_ids.add(leader.id)
                 else:
                     next_delay = min(next_delay, max(time_to_wait - waited, 0))
             if self.adaptive_partitioning and queue_sizes:
@@ -597,17 +600,21 @@ class RecordAccumulator:
     def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
         """Remove and return queued batches past ``delivery.timeout.ms`` (oldest first per partition)."""
         expired: list[ProducerBatch] = []
+        timeout = self.delivery_timeout_ms
         for info in list(self._topics.values()):
             for q in list(info.queues.values()):
                 with q.lock:
                     while q.batches:
                         b = q.batches[0]
-                        if b.has_reached_delivery_timeout(self.delivery_timeout_ms, now_ms):
+                        # has_reached_delivery_timeout and maybe_update_next_batch_expiry_time inlined: per
+                        # partition on every Sender iteration
+                        if timeout <= now_ms - b.created_ms:
                             q.batches.popleft()
                             b.close_for_appends()
                             expired.append(b)
                         else:
-                            self.maybe_update_next_batch_expiry_time(b)
+                            if b.created_ms + timeout < self._next_batch_expiry_ms:
+                                self._next_batch_expiry_ms = b.created_ms + timeout
                             break
         return expired
 

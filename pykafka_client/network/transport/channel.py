@@ -17,7 +17,12 @@ import selectors
 from typing import Protocol
 
 from pykafka_client.errors import IllegalStateError
-from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE, FrameReader
+from pykafka_client.network.transport.network_receive import (
+    DEFAULT_MAX_RECEIVE_SIZE,
+    DEFAULT_READ_BUFFER_SIZE,
+    BufferedFrameReader,
+    FrameReader,
+)
 from pykafka_client.network.transport.network_send import SendWriter
 from pykafka_client.network.transport.selectable import ChannelState, NetworkReceive, NetworkSend
 from pykafka_client.network.transport.transport_layer import TransportLayer
@@ -109,6 +114,7 @@ class KafkaChannel:
         self.bytes_sent = 0
         self.bytes_received = 0
         self._reader = FrameReader(channel_id, max_receive_size)
+        self._buffered_reader: BufferedFrameReader | None = None
         self._send: SendWriter | None = None
         self._fd = transport.socket.fileno()
         if not connecting and self.ready():
@@ -154,6 +160,8 @@ class KafkaChannel:
 
     def close(self) -> None:
         self._reader.close()
+        if self._buffered_reader is not None:
+            self._buffered_reader.close()
         self.transport.close()
 
     # --- interest --------------------------------------------------------------------------------
@@ -215,14 +223,24 @@ class KafkaChannel:
     # --- receives --------------------------------------------------------------------------------
 
     def has_bytes_buffered(self) -> bool:
-        return self.transport.has_bytes_buffered()
+        """Bytes read from the socket that a read hands out without the socket becoming readable: TLS's
+        buffered plaintext, or whole frames left in the receive buffer."""
+        buffered = self._buffered_reader
+        return self.transport.has_bytes_buffered() or (buffered is not None and buffered.has_buffered_frame())
 
     def partial_receive_pending(self) -> bool:
-        return self._reader.bytes_pending()
+        buffered = self._buffered_reader
+        return buffered.bytes_pending() if buffered is not None else self._reader.bytes_pending()
 
     def use_frame_reader(self, reader: FrameReader) -> None:
         """Read frames with ``reader`` (the broker's pooled reader) from now on; before any byte is read."""
         self._reader = reader
+        self._buffered_reader = None
+
+    def use_buffered_reads(self, buffer_size: int = DEFAULT_READ_BUFFER_SIZE) -> None:
+        """Read frames through a receive buffer (:class:`BufferedFrameReader`, the client's channels) from now
+        on; before any byte is read."""
+        self._buffered_reader = BufferedFrameReader(self.id, self._reader.max_size, buffer_size)
 
     def waiting_for_memory(self) -> bool:
         """The last read stopped because the memory pool had no room for this frame."""
@@ -238,6 +256,13 @@ class KafkaChannel:
 
         Raises :class:`PeerClosedError` at end of stream (a partly read frame is dropped) and
         :class:`~pykafka_client.errors.InvalidReceiveError` for a bad frame size."""
+        buffered = self._buffered_reader
+        if buffered is not None:
+            frames, n, ended = buffered.read_frames(self.transport, max_receives, max_bytes)
+            self.bytes_received += n
+            if ended:
+                raise PeerClosedError(f"connection {self.id} closed by the peer")
+            return frames, n
         receives: list[NetworkReceive] = []
         total = 0
         while True:

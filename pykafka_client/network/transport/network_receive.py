@@ -9,6 +9,7 @@ by a length that has not been checked.
 from __future__ import annotations
 
 import mmap
+import struct
 from typing import Protocol
 
 from pykafka_client.errors import InvalidReceiveError
@@ -22,6 +23,10 @@ DEFAULT_MAX_RECEIVE_SIZE = 104_857_600
 UNLIMITED = -1
 
 _EMPTY = memoryview(b"")
+_SIZE = struct.Struct(">i")
+#: The client's read buffer (:class:`BufferedFrameReader`): a frame that fits is read with the frames around it
+#: in one ``recv``; a larger one gets a payload buffer of its own.
+DEFAULT_READ_BUFFER_SIZE = 65_536
 
 
 class ReadableTransport(Protocol):
@@ -119,3 +124,131 @@ def check_receive_size(size: int, max_size: int) -> None:
         raise InvalidReceiveError(f"Invalid receive (size = {size})")
     if max_size != UNLIMITED and size > max_size:
         raise InvalidReceiveError(f"Invalid receive (size = {size} larger than {max_size})")
+
+
+class BufferedFrameReader:
+    """Reads frames for a client connection through one receive buffer: a single ``read_into`` can bring in
+    the size and the payload of several frames at once, and a read shorter than the free space means the
+    socket had nothing more, so no further read (nor the would-block it ends with) follows it.
+
+    Frames that fit the buffer are copied out of it (a response is handed out in a buffer of its own, never
+    a view of memory that the next read overwrites); a frame larger than the buffer gets a payload buffer of
+    exactly its size once its size has been checked, and the rest of it is read straight into that buffer.
+    The selector polls level-triggered, so stopping after a short read loses nothing: bytes left in the socket
+    make it readable again, and whole frames left in this buffer (over ``max_receives``) are reported by
+    :meth:`has_buffered_frame`.
+
+    Used by the client's channels (:meth:`Selector.connect`); the broker's accepted channels keep
+    :class:`FrameReader` or its pooled variant (one request at a time per connection)."""
+
+    __slots__ = ("source", "max_size", "_buf", "_view", "_start", "_end", "_payload", "_payload_read")
+
+    def __init__(self, source: str, max_size: int = DEFAULT_MAX_RECEIVE_SIZE,
+                 buffer_size: int = DEFAULT_READ_BUFFER_SIZE) -> None:
+        if buffer_size < SIZE_LENGTH:
+            raise ValueError(f"the read buffer must hold at least a frame size ({SIZE_LENGTH} bytes), got {buffer_size}")
+        self.source = source
+        self.max_size = max_size
+        self._buf = bytearray(buffer_size)
+        self._view = memoryview(self._buf)
+        self._start = 0  # the unread bytes are _buf[_start:_end]
+        self._end = 0
+        # a frame larger than the buffer, being read into its own buffer (its size already checked)
+        self._payload: bytearray | None = None
+        self._payload_read = 0
+
+    def bytes_pending(self) -> bool:
+        """True when part of a frame (or a whole one not handed out yet) has been read."""
+        return self._end > self._start or self._payload is not None
+
+    def has_buffered_frame(self) -> bool:
+        """True when the buffer holds a whole frame (or a size that fails the check): the next read hands it
+        out (or raises) without the socket becoming readable."""
+        avail = self._end - self._start
+        if self._payload is not None or avail < SIZE_LENGTH:
+            return False
+        size = _SIZE.unpack_from(self._buf, self._start)[0]
+        return size < 0 or avail - SIZE_LENGTH >= size or (self.max_size != UNLIMITED and size > self.max_size)
+
+    def close(self) -> None:
+        """Drop what was read of an incomplete frame."""
+        self._start = self._end = 0
+        self._payload = None
+        self._payload_read = 0
+
+    def read_frames(
+        self, transport: ReadableTransport, max_receives: int, max_bytes: int
+    ) -> tuple[list[NetworkReceive], int, bool]:
+        """Read up to ``max_receives`` whole frames, or until about ``max_bytes`` bytes were read, or until the
+        socket has nothing more. Returns the frames, the bytes read and whether the stream ended (the caller
+        closes the connection: what was read of an incomplete frame is lost). Raises
+        :class:`InvalidReceiveError` for a bad frame size."""
+        receives: list[NetworkReceive] = []
+        total = 0
+        view = self._view
+        while True:
+            self._parse(receives, max_receives)
+            if len(receives) >= max_receives or total >= max_bytes:
+                return receives, total, False
+            payload = self._payload
+            if payload is not None:  # a frame larger than the buffer: the rest straight into its own buffer
+                want = len(payload) - self._payload_read
+                n = transport.read_into(memoryview(payload)[self._payload_read :])
+                if n < 0:
+                    return receives, total, True
+                total += n
+                self._payload_read += n
+                if n < want:  # the socket is drained
+                    return receives, total, False
+                receives.append(NetworkReceive(source=self.source, payload=memoryview(payload)))
+                self._payload = None
+                self._payload_read = 0
+                continue
+            start = self._start
+            end = self._end
+            if start > 0:  # the start of a frame is left: move it to the front
+                view[: end - start] = view[start:end]
+                end -= start
+                self._start = 0
+            want = len(view) - end
+            n = transport.read_into(view[end:])
+            if n < 0:
+                self._end = end
+                return receives, total, True
+            total += n
+            self._end = end + n
+            if n < want:  # a short read: the socket is drained; hand out what came
+                self._parse(receives, max_receives)
+                return receives, total, False
+
+    def _parse(self, receives: list[NetworkReceive], max_receives: int) -> None:
+        """Hand out the whole frames in the buffer (up to ``max_receives``) without reading; the start of a
+        frame larger than the buffer moves to a payload buffer of its own."""
+        if self._payload is not None:
+            return
+        buf = self._buf
+        start = self._start
+        end = self._end
+        while len(receives) < max_receives and end - start >= SIZE_LENGTH:
+            size = _SIZE.unpack_from(buf, start)[0]
+            if size < 0 or (self.max_size != UNLIMITED and size > self.max_size):
+                self._start = start
+                check_receive_size(size, self.max_size)
+            frame_end = start + SIZE_LENGTH + size
+            if frame_end > end:
+                if SIZE_LENGTH + size > len(buf):
+                    have = end - start - SIZE_LENGTH
+                    payload = bytearray(size)
+                    payload[:have] = self._view[start + SIZE_LENGTH : end]
+                    self._payload = payload
+                    self._payload_read = have
+                    start = end = 0
+                break
+            receives.append(NetworkReceive(
+                source=self.source, payload=memoryview(buf[start + SIZE_LENGTH : frame_end]) if size else _EMPTY
+            ))
+            start = frame_end
+        if start == end:
+            start = end = 0
+        self._start = start
+        self._end = end

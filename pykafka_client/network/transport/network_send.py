@@ -105,7 +105,7 @@ class SendWriter:
         for b in send.buffers:
             # bytes (what the request encoders return) without the general conversion: one call less per piece
             piece: Piece
-            if type(b) is bytes:
+            if type(b) is bytes or type(b) is bytearray:  # (the produce request's header is a bytearray)
                 piece = memoryview(b)
             elif type(b) is memoryview and b.ndim == 1 and b.format == "B":  # as _as_piece takes it
                 piece = b

@@ -208,6 +208,9 @@ class Selector:
         except BaseException:
             sock.close()
             raise
+        # a client reads its responses through a receive buffer: one recv for the size and payload of each
+        # response, often of several (the broker's accepted channels keep their frame-at-a-time readers)
+        channel.use_buffered_reads()
         self._add_channel(channel)
 
     def register(self, connection_id: str, sock: socket.socket) -> None:

@@ -264,6 +264,26 @@ def test_s17_latest_usable_version_is_min_of_maxes() -> None:
     assert h.selector.last_request().api_version == 2
 
 
+def test_version_choice_follows_the_allowed_range_and_the_node_reconnecting_with_other_versions() -> None:
+    h = Harness()
+    h.await_ready(api_versions=api_versions_response({ApiKey.HEARTBEAT: (0, 2)}))
+    versions = []
+    for latest in (None, 1, None):
+        h.send(latest_allowed_version=latest)
+        h.poll()
+        versions.append(h.selector.last_request().api_version)
+        h.selector.respond(h.node.id_string, HeartbeatResponse(error_code=0))
+        h.poll()
+    assert versions == [2, 1, 2]
+    h.client.disconnect(h.node.id_string)
+    h.poll()
+    h.time.sleep(10_000)  # past the reconnect backoff
+    h.await_ready(api_versions=api_versions_response({ApiKey.HEARTBEAT: (0, 1)}))
+    h.send()
+    h.poll()
+    assert h.selector.last_request().api_version == 1  # the new connection's versions, not the choice made before
+
+
 def test_s18_simple_request_response_via_callback_and_return_value() -> None:
     h = Harness()
     h.await_ready()
