@@ -52,16 +52,21 @@ def test_a_hundred_topics_in_one_request_all_answer_without_error(cluster: MiniC
     with AdminClient(bootstrap_servers=cluster.bootstrap_servers, default_api_timeout_ms=60_000) as admin:
         created = admin.create_topics([NewTopic(f"many-pk-{i}", 2, 3) for i in range(100)], timeout=20)
         assert sorted(created) == sorted(f"many-pk-{i}" for i in range(100))
+        # answered once the other brokers applied them, or after the controller's 5 s propagation bound, which a
+        # loaded box can pass: Metadata below comes from any broker
+        cluster.wait_for_metadata()
         described = admin.describe_topics([f"many-ck-{i}" for i in range(100)], timeout=60)
         assert all(len(d.partitions) == 2 and all(p.leader is not None for p in d.partitions)
                    for d in described.values())
         admin.delete_topics([f"many-pk-{i}" for i in range(100)], timeout=60)  # one controller change too
+        cluster.wait_for_metadata()
         assert not {t for t in admin.list_topics(timeout=30) if t.startswith("many-pk-")}
 
 
 def test_a_manual_assignment_gives_the_topic_exactly_those_replicas(cluster: MiniCluster) -> None:
     with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
         admin.create_topics([NewTopic("manual", replica_assignments={0: [2, 0], 1: [1, 2], 2: [0, 1]})], timeout=30)
+        cluster.wait_for_metadata()  # every broker has it (the answer waits for that only up to 5 s)
         d = admin.describe_topics(["manual"], timeout=30)["manual"]
         assert [[r.id for r in p.replicas] for p in sorted(d.partitions, key=lambda p: p.partition)] == [
             [2, 0], [1, 2], [0, 1]]
@@ -69,6 +74,7 @@ def test_a_manual_assignment_gives_the_topic_exactly_those_replicas(cluster: Min
         with pytest.raises(InvalidReplicaAssignmentError):
             admin.create_topics([NewTopic("manual-bad", replica_assignments={0: [0, 7]})], timeout=30)
         admin.create_partitions({"manual": NewPartitions(4, [[1, 0]])}, timeout=30)
+        cluster.wait_for_metadata()
         grown = admin.describe_topics(["manual"], timeout=30)["manual"]
         assert [r.id for r in sorted(grown.partitions, key=lambda p: p.partition)[3].replicas] == [1, 0]
 
