@@ -116,6 +116,15 @@ class BrokerRegistration:
     listeners: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _copy_partition(reg: PartitionRegistration) -> PartitionRegistration:
+    return replace(reg, replicas=list(reg.replicas), isr=list(reg.isr), adding_replicas=list(reg.adding_replicas),
+                   removing_replicas=list(reg.removing_replicas))
+
+
+def _copy_topic(t: TopicRegistration) -> TopicRegistration:
+    return replace(t, configs=dict(t.configs), partitions=[_copy_partition(p) for p in t.partitions])
+
+
 def elect_leader(reg: PartitionRegistration, alive: set[int], unclean: bool) -> tuple[int, list[int]]:
     """(leader, ISR) after an election: the first alive ISR member in replica order; else, when ``unclean``,
     the first alive replica (its ISR becomes just itself); else NO_LEADER with the ISR unchanged."""
@@ -467,9 +476,19 @@ class ControllerState:
             t = self.topics.get(topic)
             if t is None or not 0 <= partition < len(t.partitions):
                 return None
-            reg = t.partitions[partition]
-            return replace(reg, replicas=list(reg.replicas), isr=list(reg.isr), adding_replicas=list(reg.adding_replicas),
-                           removing_replicas=list(reg.removing_replicas))
+            return _copy_partition(t.partitions[partition])
+
+    def topic_registration(self, name: str) -> TopicRegistration | None:
+        """A copy of topic ``name``'s registration (id, configs, every partition's), read under the lock."""
+        with self._lock:
+            t = self.topics.get(name)
+            return None if t is None else _copy_topic(t)
+
+    def topic_registrations(self) -> dict[str, TopicRegistration]:
+        """Copies of every topic's registration, read under the lock: one version's topics (the one
+        :meth:`current_version` gives when nothing changed since)."""
+        with self._lock:
+            return {name: _copy_topic(t) for name, t in self.topics.items()}
 
     def broker_registrations(self) -> dict[int, BrokerRegistration]:
         """Copies of every broker's registration, read under the controller's lock, with the version that

@@ -26,8 +26,11 @@ API (stable; the client-side failover tests build on it):
   (:class:`~mini_broker.cluster.controller.Controller`, in this process).
 * ``kill(broker_id)`` (SIGKILL), ``stop(broker_id)`` (SIGTERM, clean), ``restart(broker_id)``;
   ``leader(topic, partition)``, ``isr(topic, partition)``, ``leader_epoch(topic, partition)``;
-  ``wait_for_leader(topic, partition, not_in=(), timeout=30)``, ``wait_for_isr(topic, partition, n, timeout=30)``,
+  ``replicas(topic, partition)``, ``topic_id(topic)`` (all read under the controller's lock);
+  ``wait_for_leader(topic, partition, not_in=(), timeout=30)``, ``wait_for_isr(topic, partition, n, timeout=30)``
+  (both return once every live broker also applied the version carrying that leader / ISR),
   ``wait_for_metadata(timeout=30)`` (every live broker applied the controller's current image);
+  ``restore()`` (start every broker that is down: between the tests sharing a cluster);
   ``create_topic(name, partitions=1, replication_factor=None, configs=None)``.
 
 The controller runs in the process that owns the ``MiniCluster`` (threads): killing a broker is a broker
@@ -375,19 +378,49 @@ class MiniCluster:
         reg = self._registration(topic, partition)
         return [] if reg is None else list(reg.isr)
 
+    def replicas(self, topic: str, partition: int) -> list[int]:
+        """The partition's replicas (the preferred one first), from the controller ([] when unknown)."""
+        reg = self._registration(topic, partition)
+        return [] if reg is None else list(reg.replicas)
+
+    def topic_id(self, topic: str) -> str | None:
+        """The topic's id as the controller assigned it (None when there is no such topic)."""
+        assert self.controller is not None
+        t = self.controller.state.topic_registration(topic)
+        return None if t is None else t.topic_id
+
     def wait_for_leader(self, topic: str, partition: int, not_in: Iterable[int] = (), timeout: float = 30.0) -> int:
-        excluded = set(not_in)
+        """Wait until the controller names a leader not in ``not_in`` and every live broker applied the metadata
+        version carrying it (so the leader answers as leader and the others name it); returns that leader. The
+        leader may change again afterwards (another failover, a preferred election)."""
+        leader = self._wait_for_leader_elected(topic, partition, set(not_in), timeout)
+        self.wait_for_metadata(timeout)
+        return leader
+
+    def _wait_for_leader_elected(self, topic: str, partition: int, excluded: set[int], timeout: float) -> int:
+        found: list[int] = []
 
         def ok() -> bool:
             leader = self.leader(topic, partition)
+            found[:] = [leader]
             return leader != NO_LEADER and leader not in excluded
 
         self._wait(ok, timeout, f"a leader of {topic}-{partition} not in {sorted(excluded)}")
-        return self.leader(topic, partition)
+        return found[0]
 
     def wait_for_isr(self, topic: str, partition: int, n: int, timeout: float = 30.0) -> list[int]:
-        self._wait(lambda: len(self.isr(topic, partition)) >= n, timeout, f"{n} in-sync replicas of {topic}-{partition}")
-        return self.isr(topic, partition)
+        """Wait until the controller's ISR of the partition has at least ``n`` replicas and every live broker
+        applied the metadata version carrying it (the leader counts them for acks=all and
+        min.insync.replicas); returns that ISR."""
+        found: list[list[int]] = []
+
+        def ok() -> bool:
+            found[:] = [self.isr(topic, partition)]
+            return len(found[0]) >= n
+
+        self._wait(ok, timeout, f"{n} in-sync replicas of {topic}-{partition}")
+        self.wait_for_metadata(timeout)
+        return found[0]
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None,
                      configs: Mapping[str, str] | None = None, timeout: float = 30.0) -> None:
@@ -396,7 +429,7 @@ class MiniCluster:
         rf = replication_factor if replication_factor is not None else int(self.props["default.replication.factor"])
         self.controller.state.create_topic(name, partitions, rf, dict(configs or {}))
         for p in range(partitions):
-            self.wait_for_leader(name, p, timeout=timeout)
+            self._wait_for_leader_elected(name, p, set(), timeout)
         self.wait_for_metadata(timeout)  # brokers pick the topic up from their next heartbeat
 
     @staticmethod

@@ -325,23 +325,29 @@ class AbstractCoordinator(ABC):
             if self._join_future is None:
                 self.transition_to(MemberState.PREPARING_REBALANCE)
                 self._last_rebalance_start_ms = self.time.hi_res_clock_ms()
-                future = self._send_join_group_request()
+                sent = self._send_join_group_request()
+                # the future the caller waits on completes only after the member state moved: the response may be
+                # handled on the heartbeat thread, and a caller that saw the request's own future done before its
+                # listener ran started the next join from COMPLETING_REBALANCE (IllegalStateError)
+                future: RequestFuture[bytes] = RequestFuture()
 
-                def on_success(_: bytes) -> None:
+                def on_success(assignment: bytes) -> None:
                     with self.lock:
                         if self.state is MemberState.COMPLETING_REBALANCE:
                             self.transition_to(MemberState.STABLE)
                             self.rejoin_needed = False
                             self.heartbeat.reset_timeouts()
                             self.cond.notify_all()
+                    future.complete(assignment)
 
-                def on_failure(_: BaseException) -> None:
+                def on_failure(exc: BaseException) -> None:
                     with self.lock:
                         if self.state is not MemberState.STABLE:
                             self.transition_to(MemberState.UNJOINED)
+                    future.raise_(exc)
 
-                future.add_callbacks(on_success, on_failure)
                 self._join_future = future
+                sent.add_callbacks(on_success, on_failure)
             return self._join_future
 
     def join_group_request_timeout_ms(self) -> int:

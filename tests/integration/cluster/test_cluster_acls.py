@@ -60,6 +60,9 @@ def test_acls_are_cluster_metadata(tmp_path: Path) -> None:
         with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
             admin.create_topics([NewTopic("repl", 1, 3), NewTopic("other", 1, 3)], timeout=30)
             assert admin.create_acls(ACLS, timeout=30) == {b: None for b in ACLS}
+        # the answer waits for the other brokers only up to the controller's propagation bound (5 s), which a
+        # loaded box can pass: wait until every broker applied the change, then each answers from its own copy
+        cluster.wait_for_metadata()
         # created through one broker, known to every broker (each answers from its own copy)
         for broker_id in cluster.brokers:
             assert acls_seen_by(cluster, broker_id) == expected

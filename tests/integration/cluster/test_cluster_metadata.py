@@ -23,16 +23,23 @@ from pykafka_client.admin import ElectionType, NewPartitions, NewTopic
 from pykafka_client.errors import ElectionNotNeededError, InvalidReplicaAssignmentError
 from tests.integration.cluster.conftest import CLUSTER_OVERRIDES
 from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S, wait_until
+from tests.integration.cluster.helpers import restored_after_each_test
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[MiniCluster]:
+def module_cluster() -> Iterator[MiniCluster]:
     # no automatic preferred elections: the module may outlive leader.imbalance.check.interval.seconds, and the
     # preferred election test asserts that leadership stays where a restart left it until an admin asks
     with MiniCluster(3, overrides={**CLUSTER_OVERRIDES, "auto.leader.rebalance.enable": False}) as c:
         yield c
+
+
+@pytest.fixture
+def cluster(module_cluster: MiniCluster) -> Iterator[MiniCluster]:
+    """The module's cluster, with any broker a failed test left down started again after it."""
+    yield from restored_after_each_test(module_cluster)
 
 
 def test_a_hundred_topics_in_one_request_all_answer_without_error(cluster: MiniCluster) -> None:
@@ -45,16 +52,21 @@ def test_a_hundred_topics_in_one_request_all_answer_without_error(cluster: MiniC
     with AdminClient(bootstrap_servers=cluster.bootstrap_servers, default_api_timeout_ms=60_000) as admin:
         created = admin.create_topics([NewTopic(f"many-pk-{i}", 2, 3) for i in range(100)], timeout=20)
         assert sorted(created) == sorted(f"many-pk-{i}" for i in range(100))
+        # answered once the other brokers applied them, or after the controller's 5 s propagation bound, which a
+        # loaded box can pass: Metadata below comes from any broker
+        cluster.wait_for_metadata()
         described = admin.describe_topics([f"many-ck-{i}" for i in range(100)], timeout=60)
         assert all(len(d.partitions) == 2 and all(p.leader is not None for p in d.partitions)
                    for d in described.values())
         admin.delete_topics([f"many-pk-{i}" for i in range(100)], timeout=60)  # one controller change too
+        cluster.wait_for_metadata()
         assert not {t for t in admin.list_topics(timeout=30) if t.startswith("many-pk-")}
 
 
 def test_a_manual_assignment_gives_the_topic_exactly_those_replicas(cluster: MiniCluster) -> None:
     with AdminClient(bootstrap_servers=cluster.bootstrap_servers) as admin:
         admin.create_topics([NewTopic("manual", replica_assignments={0: [2, 0], 1: [1, 2], 2: [0, 1]})], timeout=30)
+        cluster.wait_for_metadata()  # every broker has it (the answer waits for that only up to 5 s)
         d = admin.describe_topics(["manual"], timeout=30)["manual"]
         assert [[r.id for r in p.replicas] for p in sorted(d.partitions, key=lambda p: p.partition)] == [
             [2, 0], [1, 2], [0, 1]]
@@ -62,6 +74,7 @@ def test_a_manual_assignment_gives_the_topic_exactly_those_replicas(cluster: Min
         with pytest.raises(InvalidReplicaAssignmentError):
             admin.create_topics([NewTopic("manual-bad", replica_assignments={0: [0, 7]})], timeout=30)
         admin.create_partitions({"manual": NewPartitions(4, [[1, 0]])}, timeout=30)
+        cluster.wait_for_metadata()
         grown = admin.describe_topics(["manual"], timeout=30)["manual"]
         assert [r.id for r in sorted(grown.partitions, key=lambda p: p.partition)[3].replicas] == [1, 0]
 
@@ -121,9 +134,7 @@ def test_a_reassignment_moves_replicas_under_a_running_producer_and_consumer(clu
             t.start()
         wait_until(lambda: len(acked) > 50, 60, "the producer to get going")
         admin.alter_partition_reassignments({tp: [2, 1]}, timeout=30)
-        wait_until(lambda: cluster.controller is not None and
-                   cluster.controller.state.topics[topic].partitions[0].replicas == [2, 1], FAILOVER_TIMEOUT_S,
-                   "the reassignment to complete")
+        wait_until(lambda: cluster.replicas(topic, 0) == [2, 1], FAILOVER_TIMEOUT_S, "the reassignment to complete")
         assert admin.list_partition_reassignments([tp], timeout=30) == {}
         n = len(acked)
         wait_until(lambda: len(acked) > n + 50, 60, "records acknowledged after the move")
@@ -135,6 +146,7 @@ def test_a_reassignment_moves_replicas_under_a_running_producer_and_consumer(clu
         assert not errors, errors
         assert cluster.leader(topic, 0) in (2, 1) and cluster.isr(topic, 0) and 0 not in cluster.isr(topic, 0)
         assert set(acked) <= set(consumed), f"lost {sorted(set(acked) - set(consumed))[:10]}"
+        cluster.wait_for_metadata()  # Metadata comes from a broker: one that applied the completed reassignment
         d = admin.describe_topics([topic], timeout=30)[topic]
         assert [r.id for r in d.partitions[0].replicas] == [2, 1]
 

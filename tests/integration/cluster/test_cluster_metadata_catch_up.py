@@ -18,7 +18,7 @@ from pykafka_client.admin import NewPartitions, NewTopic
 from pykafka_client.protocol.messages import MetadataRequest
 from tests.integration.cluster.conftest import CLUSTER_OVERRIDES
 from tests.integration.cluster.failover import wait_until
-from tests.integration.cluster.helpers import conn
+from tests.integration.cluster.helpers import conn, restored_after_each_test
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -26,9 +26,15 @@ BEHIND = 2
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[MiniCluster]:
+def module_cluster() -> Iterator[MiniCluster]:
     with MiniCluster(3, overrides=CLUSTER_OVERRIDES) as c:
         yield c
+
+
+@pytest.fixture
+def cluster(module_cluster: MiniCluster) -> Iterator[MiniCluster]:
+    """The module's cluster, with any broker a failed test left down started again after it."""
+    yield from restored_after_each_test(module_cluster)
 
 
 def _served_by(cluster: MiniCluster, broker_id: int) -> dict[str, list[tuple[int, int, list[int], list[int]]]]:
@@ -42,9 +48,8 @@ def _served_by(cluster: MiniCluster, broker_id: int) -> dict[str, list[tuple[int
 
 def _controllers(cluster: MiniCluster) -> dict[str, list[tuple[int, int, list[int], list[int]]]]:
     assert cluster.controller is not None
-    with cluster.controller.state.lock:
-        return {name: [(i, p.leader, list(p.replicas), list(p.isr)) for i, p in enumerate(t.partitions)]
-                for name, t in cluster.controller.state.topics.items()}
+    return {name: [(i, p.leader, p.replicas, p.isr) for i, p in enumerate(t.partitions)]
+            for name, t in cluster.controller.state.topic_registrations().items()}
 
 
 def _serves_the_controllers_metadata(cluster: MiniCluster, broker_id: int) -> None:
@@ -63,10 +68,13 @@ def _serves_the_controllers_metadata(cluster: MiniCluster, broker_id: int) -> No
         raise AssertionError(f"{e}; (served, controller's) of the topics that differ: {seen}") from None
 
 
-def _wait_fenced(cluster: MiniCluster, broker_id: int) -> None:
+def _fenced(cluster: MiniCluster, broker_id: int) -> bool:
     assert cluster.controller is not None
-    state = cluster.controller.state
-    wait_until(lambda: state.brokers[broker_id].fenced, 30, f"the controller to fence broker {broker_id}")
+    return cluster.controller.state.broker_registrations()[broker_id].fenced
+
+
+def _wait_fenced(cluster: MiniCluster, broker_id: int) -> None:
+    wait_until(lambda: _fenced(cluster, broker_id), 30, f"the controller to fence broker {broker_id}")
 
 
 def _admin(cluster: MiniCluster) -> AdminClient:
@@ -114,7 +122,7 @@ def test_a_stalled_broker_catches_up_by_the_deltas_after_its_version(cluster: Mi
         images = state.images_served
     finally:
         os.kill(pid, signal.SIGCONT)
-    wait_until(lambda: not state.brokers[BEHIND].fenced, 60, f"broker {BEHIND} to register again")
+    wait_until(lambda: not _fenced(cluster, BEHIND), 60, f"broker {BEHIND} to register again")
     _serves_the_controllers_metadata(cluster, BEHIND)
     assert state.images_served == images  # deltas only
     served = _served_by(cluster, BEHIND)

@@ -46,6 +46,10 @@ def authenticates(bootstrap: str, user: str, password: str, mechanism: str) -> b
 
 
 def everywhere(cluster: MiniCluster, user: str, password: str, mechanism: str) -> list[bool]:
+    """Whether each broker authenticates the user, once every broker applied the controller's latest change (an
+    alteration is answered after the other brokers applied it only within the controller's 5 s propagation
+    bound, which a loaded box can pass)."""
+    cluster.wait_for_metadata()
     return [authenticates(sasl_bootstrap(cluster, i), user, password, mechanism) for i in sorted(cluster.brokers)]
 
 

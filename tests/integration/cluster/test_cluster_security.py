@@ -92,7 +92,7 @@ def test_metadata_shows_the_endpoints_of_the_listener_the_client_came_in_on(clus
     assert {n.id: n.port for n in nodes} == {i: b.port for i, b in cluster.brokers.items()}
     # the controller knows every listener, and the inter-broker endpoint is the SASL_SSL one
     assert cluster.controller is not None
-    for i, registration in cluster.controller.state.brokers.items():
+    for i, registration in cluster.controller.state.broker_registrations().items():
         assert registration.port == sasl_ports[i]
         assert {ep["name"]: ep["port"] for ep in registration.listeners} == {
             "PLAINTEXT": cluster.brokers[i].port, "SASL_SSL": sasl_ports[i]}

@@ -33,13 +33,13 @@ def cluster() -> Iterator[MiniCluster]:
 def test_a_thousand_topics_created_at_once_fence_no_broker(cluster: MiniCluster) -> None:
     assert cluster.controller is not None
     state = cluster.controller.state
-    epochs = {b: reg.broker_epoch for b, reg in state.brokers.items()}
+    epochs = {b: reg.broker_epoch for b, reg in state.broker_registrations().items()}
     fenced: list[int] = []
     stop = threading.Event()
 
     def watch() -> None:  # a fencing can be undone by the broker registering again: watch while it happens
         while not stop.wait(0.05):
-            fenced.extend(b for b, reg in list(state.brokers.items()) if reg.fenced)
+            fenced.extend(b for b, reg in state.broker_registrations().items() if reg.fenced)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
@@ -59,7 +59,7 @@ def test_a_thousand_topics_created_at_once_fence_no_broker(cluster: MiniCluster)
         stop.set()
         watcher.join()
     assert sorted(set(fenced)) == []
-    assert {b: reg.broker_epoch for b, reg in state.brokers.items()} == epochs  # none registered again
+    assert {b: reg.broker_epoch for b, reg in state.broker_registrations().items()} == epochs  # none registered again
     assert sorted(n.id for n in described.nodes) == [0, 1, 2]
     moved = [(f"burst-{i}", p) for i in range(TOPICS) for p in range(PARTITIONS)
              if cluster.leader_epoch(f"burst-{i}", p) != 0]

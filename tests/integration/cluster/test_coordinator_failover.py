@@ -24,7 +24,7 @@ from pykafka_client.protocol.messages import (
     OffsetFetchRequest,
 )
 from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S, wait_until
-from tests.integration.cluster.helpers import Endpoint
+from tests.integration.cluster.helpers import Endpoint, transaction_coordinator
 from tests.integration.wire import Conn
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -188,7 +188,7 @@ def test_brokers_other_than_the_coordinator_answer_not_coordinator(cluster: Mini
     group, txn_id, topic = f"g-{uuid.uuid4().hex[:8]}", f"txn-{uuid.uuid4().hex[:8]}", f"nc-{uuid.uuid4().hex[:8]}"
     cluster.create_topic(topic, partitions=1, replication_factor=3)
     group_coordinator = find_coordinator(cluster, group, GROUP_KEY)
-    txn_coordinator = find_coordinator(cluster, txn_id, TRANSACTION_KEY)
+    txn_coordinator = transaction_coordinator(cluster, txn_id)  # loaded: InitProducerId below must not see 14
     # the leaders of the keys' partitions (of 50: offsets.topic.num.partitions, transaction.state.log.num.partitions)
     assert cluster.leader("__consumer_offsets", partition_for(group, 50)) == group_coordinator
     assert cluster.leader("__transaction_state", partition_for(txn_id, 50)) == txn_coordinator

@@ -34,19 +34,14 @@ def cluster() -> Iterator[MiniCluster]:
         yield c
 
 
-def _replicas(cluster: MiniCluster, topic: str, partition: int) -> list[int]:
-    assert cluster.controller is not None
-    return list(cluster.controller.state.topics[topic].partitions[partition].replicas)
-
-
 def _partitions(cluster: MiniCluster) -> list[tuple[str, int]]:
     return [(TOPIC, p) for p in range(PARTITIONS)] + [(OFFSETS_TOPIC, p) for p in range(OFFSETS_PARTITIONS)]
 
 
 def _off_preferred(cluster: MiniCluster) -> list[tuple[str, int, int]]:
     """(topic, partition, leader) of the partitions not led by their preferred replica."""
-    return [(t, p, cluster.leader(t, p)) for t, p in _partitions(cluster)
-            if cluster.leader(t, p) != _replicas(cluster, t, p)[0]]
+    leaders = {(t, p): cluster.leader(t, p) for t, p in _partitions(cluster)}
+    return [(t, p, leader) for (t, p), leader in leaders.items() if leader != cluster.replicas(t, p)[0]]
 
 
 def _admin(cluster: MiniCluster) -> AdminClient:
@@ -67,7 +62,7 @@ def test_leadership_and_the_coordinator_go_back_to_a_restarted_preferred_replica
         admin.alter_consumer_group_offsets("creates-the-offsets-topic", {(TOPIC, 0): 1})
         # a group whose coordinator partition prefers the victim: the victim is its coordinator until it dies
         group = next(g for g in (f"group-{i}" for i in range(1000))
-                     if _replicas(cluster, OFFSETS_TOPIC, partition_for(g, OFFSETS_PARTITIONS))[0] == VICTIM)
+                     if cluster.replicas(OFFSETS_TOPIC, partition_for(g, OFFSETS_PARTITIONS))[0] == VICTIM)
         admin.alter_consumer_group_offsets(group, {(TOPIC, 1): 7})
     coordinator_partition = partition_for(group, OFFSETS_PARTITIONS)
     assert _off_preferred(cluster) == []

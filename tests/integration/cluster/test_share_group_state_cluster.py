@@ -21,6 +21,7 @@ from pykafka_client.admin import AdminClient, SharePartitionOffsetInfo
 from pykafka_client.errors import GroupIdNotFoundError
 from pykafka_client.structs import TopicPartition
 from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S
+from tests.integration.cluster.helpers import restored_after_each_test
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
@@ -30,13 +31,19 @@ OFFSETS_PARTITIONS = 10
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[MiniCluster]:
+def module_cluster() -> Iterator[MiniCluster]:
     overrides = {"min.insync.replicas": 2, "group.initial.rebalance.delay.ms": 0,
                  "share.auto.offset.reset": "earliest", "group.share.heartbeat.interval.ms": 200,
                  "share.coordinator.state.topic.num.partitions": 10,
                  "offsets.topic.num.partitions": OFFSETS_PARTITIONS, "transaction.state.log.num.partitions": 10}
     with MiniCluster(3, overrides=overrides) as c:
         yield c
+
+
+@pytest.fixture
+def cluster(module_cluster: MiniCluster) -> Iterator[MiniCluster]:
+    """The module's cluster, with any broker a failed test left down started again after it."""
+    yield from restored_after_each_test(module_cluster)
 
 
 def _topic(cluster: MiniCluster) -> str:

@@ -19,6 +19,7 @@ from mini_broker.server.coordinator_lookup import partition_for
 from mini_broker.share.share_coordinator import SHARE_GROUP_STATE_TOPIC_NAME, share_key
 from pykafka_client import AcknowledgeType, KafkaProducer, KafkaShareConsumer, ShareConsumerRecord
 from tests.integration.cluster.failover import FAILOVER_TIMEOUT_S
+from tests.integration.cluster.helpers import restored_after_each_test
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -36,7 +37,7 @@ ACK_AFTER_COORDINATOR_KILL_S = (SESSION_TIMEOUT_MS + 2 * COMMIT_TIMEOUT_MS) / 10
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[MiniCluster]:
+def module_cluster() -> Iterator[MiniCluster]:
     overrides = {"min.insync.replicas": 2, "group.initial.rebalance.delay.ms": 0,
                  "share.auto.offset.reset": "earliest", "group.share.record.lock.duration.ms": 120_000,
                  "group.share.heartbeat.interval.ms": 200, "group.share.delivery.count.limit": 2,
@@ -47,6 +48,12 @@ def cluster() -> Iterator[MiniCluster]:
                  "offsets.topic.num.partitions": 10, "transaction.state.log.num.partitions": 10}
     with MiniCluster(3, overrides=overrides) as c:
         yield c
+
+
+@pytest.fixture
+def cluster(module_cluster: MiniCluster) -> Iterator[MiniCluster]:
+    """The module's cluster, with any broker a failed test left down started again after it."""
+    yield from restored_after_each_test(module_cluster)
 
 
 def _consumer(cluster: MiniCluster, group: str, topic: str) -> KafkaShareConsumer[Any, Any]:
@@ -101,8 +108,9 @@ def _redelivered(cluster: MiniCluster, group: str, topic: str, want: int) -> lis
 
 
 def _state_partition(cluster: MiniCluster, group: str, topic: str) -> int:
-    assert cluster.controller is not None
-    topic_id = uuid.UUID(cluster.controller.state.topics[topic].topic_id)
+    found = cluster.topic_id(topic)
+    assert found is not None, f"no topic {topic}"
+    topic_id = uuid.UUID(found)
     return partition_for(share_key((group, topic_id, 0)), STATE_PARTITIONS)
 
 

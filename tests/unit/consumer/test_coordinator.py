@@ -657,3 +657,27 @@ def test_rejoin_when_a_subscribed_topic_gains_partitions() -> None:
     script.add(JoinGroupRequest, join_ok(generation=2)).add(SyncGroupRequest, sync_ok([T0, T1]))
     coord.poll(time.timer(1000))
     assert len(script.requests(JoinGroupRequest)) == 2
+
+
+def test_a_failed_sync_moves_the_member_state_before_the_caller_sees_the_join_done() -> None:
+    """The SyncGroup answer may be handled on the heartbeat thread: the application thread, waiting for the join,
+    must not see it done before the member left COMPLETING_REBALANCE (it retried at once from there and failed
+    with IllegalStateError COMPLETING_REBALANCE -> PREPARING_REBALANCE, seen in a cluster failover test)."""
+    coord, _, script, subs, time = make()
+    subs.subscribe(["t"])
+    script.add(FindCoordinatorRequest, find_ok()).add(JoinGroupRequest, join_ok())
+    script.add(SyncGroupRequest, SyncGroupResponse(error_code=27, protocol_type="consumer", assignment=b""))
+    script.add(JoinGroupRequest, join_ok(generation=2)).add(SyncGroupRequest, sync_ok([T1]))
+    seen: list[bool] = []
+    original = coord.transition_to
+
+    def transition_to(target: MemberState) -> None:
+        if target is MemberState.UNJOINED and not seen:
+            # the application thread runs between the join's completion and the state change
+            seen.append(coord.join_group_if_needed(time.timer(0)))
+        original(target)
+
+    coord.transition_to = transition_to  # type: ignore[method-assign]
+    assert coord.join_group_if_needed(time.timer(5000))
+    assert seen == [False]  # the join it waits on was not done yet
+    assert coord.state is MemberState.STABLE and coord.generation.generation_id == 2

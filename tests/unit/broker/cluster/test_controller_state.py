@@ -166,3 +166,24 @@ def test_controlled_shutdown_moves_leadership_at_once() -> None:
         state.controlled_shutdown(0, epochs[0] + 100)
     state.controlled_shutdown(0, epochs[0])
     assert _reg(state).leader == 1 and _reg(state).isr == [1, 2] and state.brokers[0].fenced
+
+
+def test_the_consistent_readers_give_copies_that_a_later_change_leaves_alone() -> None:
+    state, time, epochs = _cluster()
+    state.create_topic("t", 1, 3, {"retention.ms": "1000"})
+    version = state.current_version()
+    topic, reg, all_topics = state.topic_registration("t"), state.partition_registration("t", 0), state.topic_registrations()
+    assert topic is not None and reg is not None and set(all_topics) == {"t"}
+    assert (reg.leader, reg.isr, topic.topic_id) == (0, [0, 1, 2], state.topics["t"].topic_id)
+    time.sleep(SESSION_MS + 1)
+    _heartbeat_all_but(state, epochs, {0})
+    assert state.check_sessions() == [0]  # broker 0 fenced: a new leader, a smaller ISR, a new version
+    assert state.current_version() > version
+    assert (reg.leader, reg.isr) == (0, [0, 1, 2])  # the copies read before the change did not move with it
+    assert topic.partitions[0].leader == 0 and all_topics["t"].partitions[0].isr == [0, 1, 2]
+    now = state.partition_registration("t", 0)
+    assert now is not None and (now.leader, now.isr) == (1, [1, 2])
+    now.isr.append(0)
+    topic.configs["retention.ms"] = "1"
+    assert _reg(state).isr == [1, 2] and state.topics["t"].configs == {"retention.ms": "1000"}  # nor the other way
+    assert state.topic_registration("missing") is None and state.partition_registration("t", 1) is None
