@@ -436,6 +436,16 @@ def start_broker(data_dir: str) -> tuple[subprocess.Popen[str], str]:
     return proc, line.strip().rsplit("//", 1)[1]
 
 
+def _process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc; 0.0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -514,7 +524,7 @@ def main() -> None:
             ours_bs = f", {'every' if args.same_batch_size else 'our'} batch.size={args.batch_size}" if args.batch_size else ""
             print(f"{args.records} records x {args.value_size} B, linger.ms=5{ours_bs}, mini_broker in its own process")
             print(f"{'config':<18}{'client':<17}{'rec/s':>10}{'MB/s':>8}{'vs ours':>9}{'RSS MiB':>9}"
-                  "  CPU us/record: process, and (send thread, I/O thread)")
+                  "  CPU us/record: process, and (send thread, I/O thread); broker process")
             rates: dict[tuple[int, str], dict[str, float]] = {}
             for partitions, acks in configs:
                 ours: float | None = None
@@ -527,7 +537,9 @@ def main() -> None:
                     cmd += ["--same-batch-size"] if args.same_batch_size else []
                     cmd += ["--profile"] if args.profile else []
                     env = FALLBACK_ENV if client in ("ours-python", "ours-batch-python") else None
+                    broker_cpu0 = _process_cpu_s(broker.pid)
                     out = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=ROOT, env=env)
+                    broker_cpu = _process_cpu_s(broker.pid) - broker_cpu0
                     if out.returncode != 0:
                         print(f"{client}: failed: {out.stderr.strip().splitlines()[-1:]}")
                         continue
@@ -540,7 +552,8 @@ def main() -> None:
                         ours = rate
                     ratio = f"{rate / ours:.2f}x" if ours else "-"
                     print(f"{partitions}p acks={acks:<9}{client:<17}{rate:>10.0f}"
-                          f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}{_cpu_text(res, args.records)}",
+                          f"{rate * args.value_size / 1e6:>8.1f}{ratio:>9}{res['rss_mib']:>9.0f}{_cpu_text(res, args.records)}"
+                          f"; broker {broker_cpu / args.records * 1e6:.1f}",
                           flush=True)
             _print_peer_ratios(rates)
         finally:
