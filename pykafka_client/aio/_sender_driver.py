@@ -9,11 +9,18 @@ switch interval, 5 ms, per hand-off: the bridge's loop-lag p99 of 5-16 ms).
 One step: ``run_step()`` with the selector in non-blocking mode (its poll never waits; it records how long
 it would have waited in ``deferred_timeout_ms``: linger, retry backoff, request timeouts, metadata), then
 
-* if that is 0 or the selector has results pending without I/O: yield (:func:`~pykafka_client.aio._loop.loop_yield`,
-  behind the timers already due) and step again;
+* if that is 0 (a connection had I/O, or the Sender has work due now), or the selector has results pending
+  without I/O, or the Sender was woken up during the step (:attr:`Sender.wakeup_pending`: the step's poll may
+  have drained that wake-up, and the step may have looked before the change it announces): yield
+  (:func:`~pykafka_client.aio._loop.loop_yield`, behind the timers already due) and step again;
 * else await the OS selector's descriptor (epoll) becoming readable, up to that timeout. The descriptor is
   readable when any connection has I/O to do or :meth:`Selector.wakeup` was called (``send`` filling a batch,
   ``flush``, ``close``, a transactional call: the sync producer's wake-ups, unchanged).
+
+A wake-up that the step's poll drained with no connection I/O does not make the driver step again: the change it
+announced came before the step (else the Sender's wake-up flag is set), so the step saw it and the timeout it
+computed already counts it. (A thread's blocking poll returns on such a wake-up and runs one more iteration that
+finds nothing new; in the loop these were most of the steps, each a full pass over the accumulator.)
 
 Under asyncio the descriptor is registered with the loop once for the driver's whole run (:class:`_Readable`:
 a reader callback that resolves the current wait, a timer for its timeout), not once per wait: a wait through
@@ -36,8 +43,10 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import select
 import threading
 import time as _time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -157,7 +166,7 @@ class SenderDriver:
                     finished = True
                     break
                 timeout_ms = selector.deferred_timeout_ms
-                if timeout_ms <= 0 or selector.has_pending_io():
+                if timeout_ms <= 0 or sender.wakeup_pending or selector.has_pending_io():
                     await loop_yield()
                 elif readable is not None:
                     await readable.wait(timeout_ms / 1000.0)
@@ -208,19 +217,24 @@ class _Readable:
     the descriptor is readable or ``timeout`` seconds passed, whichever comes first.
 
     The loop's reader callback is level-triggered: it runs at each loop iteration while the descriptor stays
-    readable (the Sender's next step drains it), and only resolves a wait in progress."""
+    readable (the Sender's next step drains it), and only resolves a wait in progress. The loop queues it when its
+    own poll finds the descriptor readable, then runs it after the callbacks queued before, the driver's step among
+    them: by then the step may have drained what made the descriptor readable and begun its next wait. So the
+    callback resolves a wait only if the descriptor is still readable (a zero-timeout ``poll``, about 1 us; a
+    stale callback resolving the next wait cost a whole step that found nothing to do, after every wake-up)."""
 
-    __slots__ = ("_fd", "_loop", "_waiter")
+    __slots__ = ("_fd", "_loop", "_still_readable", "_waiter")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
         self._loop = loop
         self._fd = fd
         self._waiter: asyncio.Future[None] | None = None
+        self._still_readable = _readiness_check(fd)
         loop.add_reader(fd, self._on_readable)
 
     def _on_readable(self) -> None:
         waiter = self._waiter
-        if waiter is not None and not waiter.done():
+        if waiter is not None and not waiter.done() and self._still_readable():
             waiter.set_result(None)
 
     async def wait(self, timeout: float) -> None:
@@ -241,6 +255,22 @@ class _Readable:
             self._loop.remove_reader(self._fd)
         except (RuntimeError, ValueError, OSError):
             pass
+
+
+def _readiness_check(fd: int) -> Callable[[], bool]:
+    """A zero-timeout check that ``fd`` is readable now (where ``select.poll`` is missing: always True, as before
+    the check existed)."""
+    poll_factory = getattr(select, "poll", None)
+    if poll_factory is None:
+        return lambda: True
+    poller = poll_factory()
+    poller.register(fd, select.POLLIN)
+    poll = poller.poll
+
+    def still_readable() -> bool:
+        return bool(poll(0))
+
+    return still_readable
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

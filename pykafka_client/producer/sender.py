@@ -255,6 +255,12 @@ class Sender:
             self._wakeup_pending = True
             self.client.wakeup()
 
+    @property
+    def wakeup_pending(self) -> bool:
+        """True if :meth:`wakeup` was called since the current or last :meth:`run_once` began: a driver that waits
+        on the selector between steps steps again at once then (the step's poll may have drained that wake-up)."""
+        return self._wakeup_pending
+
     # --- one iteration -------------------------------------------------------------------------------
 
     def run_once(self) -> None:

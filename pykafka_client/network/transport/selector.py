@@ -156,8 +156,10 @@ class Selector:
         self._closed = False
         #: Set by a driver that waits for readiness itself (the async producer's event-loop driver, which
         #: awaits :meth:`fileno` becoming readable): :meth:`poll` then never blocks and records in
-        #: :attr:`deferred_timeout_ms` how long it would have waited: 0 when it found I/O (a blocking
-        #: poll would have returned at once), else its timeout.
+        #: :attr:`deferred_timeout_ms` how long it would have waited: 0 when it found a connection's I/O (a
+        #: blocking poll would have returned at once), else its timeout. A wake-up alone does not count: the poll
+        #: drained it, and the waker's change happened before; a driver learns of a wake-up raised during its step
+        #: from whoever raised it (``Sender.wakeup_pending``).
         self.nonblocking = False
         self.deferred_timeout_ms = 0
 
@@ -470,8 +472,9 @@ class Selector:
             self.deferred_timeout_ms, timeout_ms = timeout_ms, 0
         events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
         end_select_ns = self._time.nanoseconds()
-        if events and self.nonblocking:
-            self.deferred_timeout_ms = 0  # a blocking poll would have returned now: its caller loops at once
+        if events and self.nonblocking and (len(events) > 1 or events[0][0].data is not None):
+            # a connection had I/O: a blocking poll would have returned now with it, and its caller loops at once
+            self.deferred_timeout_ms = 0
         self.metrics.select_total += 1
         self.metrics.select_time_ns_total += end_select_ns - start_ns
 
