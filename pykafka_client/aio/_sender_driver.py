@@ -258,12 +258,9 @@ class _Readable:
 
 
 def _readiness_check(fd: int) -> Callable[[], bool]:
-    """A zero-timeout check that ``fd`` is readable now (where ``select.poll`` is missing: always True, as before
-    the check existed)."""
-    poll_factory = getattr(select, "poll", None)
-    if poll_factory is None:
-        return lambda: True
-    poller = poll_factory()
+    """A zero-timeout check that ``fd`` is readable now (``select.poll`` exists wherever the selector has a
+    descriptor to wait on: epoll and kqueue platforms)."""
+    poller = select.poll()
     poller.register(fd, select.POLLIN)
     poll = poller.poll
 
