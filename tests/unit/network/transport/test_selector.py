@@ -358,3 +358,23 @@ def test_create_client_selector_reads_config() -> None:
         sel.close()
     with pytest.raises(ConfigurationError, match="sasl"):
         create_client_selector({"security.protocol": "SASL_SSL"})
+
+
+def test_nonblocking_poll_reports_no_wait_for_connection_io_but_not_for_a_wakeup_alone(h: Harness) -> None:
+    """The async producer's driver waits ``deferred_timeout_ms`` on the descriptor after a non-blocking poll: a
+    connection's I/O means its caller loops at once (0), a drained wake-up alone does not (the timeout asked)."""
+    peer = h.add("a")
+    h.selector.nonblocking = True
+    h.selector.poll(5_000)
+    assert h.selector.deferred_timeout_ms == 5_000  # nothing ready
+    h.selector.wakeup()
+    h.selector.poll(5_000)
+    assert h.selector.deferred_timeout_ms == 5_000  # only the wake-up, which the poll drained
+    peer.sendall(frame(b"one"))
+    h.selector.wakeup()
+    h.selector.poll(5_000)
+    assert receives(h.selector) == [("a", b"one")]
+    assert h.selector.deferred_timeout_ms == 0  # a connection had I/O (with or without a wake-up)
+    peer.sendall(frame(b"two"))
+    h.selector.poll(5_000)
+    assert h.selector.deferred_timeout_ms == 0
