@@ -19,8 +19,8 @@ it would have waited in ``deferred_timeout_ms``: linger, retry backoff, request 
 
 A wake-up that the step's poll drained with no connection I/O does not make the driver step again: the change it
 announced came before the step (else the Sender's wake-up flag is set), so the step saw it and the timeout it
-computed already counts it. (A thread's blocking poll returns on such a wake-up and runs one more iteration that
-finds nothing new; in the loop these were most of the steps, each a full pass over the accumulator.)
+computed already counts it. (A thread's blocking poll returns on such a wake-up and runs one more iteration, which
+finds nothing new; the driver skips it.)
 
 Under asyncio the descriptor is registered with the loop once for the driver's whole run (:class:`_Readable`:
 a reader callback that resolves the current wait, a timer for its timeout), not once per wait: a wait through
@@ -220,8 +220,8 @@ class _Readable:
     readable (the Sender's next step drains it), and only resolves a wait in progress. The loop queues it when its
     own poll finds the descriptor readable, then runs it after the callbacks queued before, the driver's step among
     them: by then the step may have drained what made the descriptor readable and begun its next wait. So the
-    callback resolves a wait only if the descriptor is still readable (a zero-timeout ``poll``, about 1 us; a
-    stale callback resolving the next wait cost a whole step that found nothing to do, after every wake-up)."""
+    callback resolves a wait only if the descriptor is still readable (a zero-timeout ``poll``, about 1 us); a
+    stale callback resolving the next wait would cost a whole step that finds nothing to do."""
 
     __slots__ = ("_fd", "_loop", "_still_readable", "_waiter")
 

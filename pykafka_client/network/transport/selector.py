@@ -157,9 +157,9 @@ class Selector:
         #: Set by a driver that waits for readiness itself (the async producer's event-loop driver, which
         #: awaits :meth:`fileno` becoming readable): :meth:`poll` then never blocks and records in
         #: :attr:`deferred_timeout_ms` how long it would have waited: 0 when it found a connection's I/O (a
-        #: blocking poll would have returned at once), else its timeout. A wake-up alone does not count: the poll
-        #: drained it, and the waker's change happened before; a driver learns of a wake-up raised during its step
-        #: from whoever raised it (``Sender.wakeup_pending``).
+        #: blocking poll would have returned at once), else its timeout. A wake-up alone does not count: it announces
+        #: a change made before it, which the caller's step saw unless the wake-up came during the step; the caller
+        #: learns of that one from whoever raised it (``Sender.wakeup_pending``).
         self.nonblocking = False
         self.deferred_timeout_ms = 0
 
