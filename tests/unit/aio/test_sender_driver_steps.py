@@ -87,49 +87,43 @@ async def _close(sender: _StandInSender, driver: SenderDriver) -> None:
     assert sender.finished
 
 
-@pytest.mark.parametrize("backend", ["asyncio", "trio"])
-def test_a_step_that_only_drained_an_earlier_wakeup_is_not_followed_by_another(backend: str) -> None:
+def _step_counts(backend: str, *, woken_before_start: bool, during_next_step: bool, at_least: int) -> list[int]:
+    """Start the driver (after a wake-up if ``woken_before_start``), let it settle, wake it once (also from inside
+    its next step if ``during_next_step``), let it settle again: the step count at both points."""
     sender = _StandInSender(timeout_ms=60_000)
 
     async def main() -> list[int]:
         driver = _driver(sender)
-        sender.wakeup()  # as send() does when it fills a batch, before the driver's first step
+        if woken_before_start:
+            sender.wakeup()  # as send() does when it fills a batch, before the driver's first step
         driver.ensure_started()
-        counts = []
         await _until(lambda: sender.steps >= 1)
         await _settle()
-        counts.append(sender.steps)  # the step drained the wake-up and found nothing more: the driver waits
-        sender.wakeup()  # a wake-up after the step: the descriptor is readable, the driver steps
-        await _until(lambda: sender.steps >= 2)
+        counts = [sender.steps]
+        if during_next_step:
+            sender.during_next_step = sender.wakeup
+        sender.wakeup()  # after the step: the descriptor is readable, the driver steps
+        await _until(lambda: sender.steps >= at_least)
         await _settle()
         counts.append(sender.steps)
         await _close(sender, driver)
         return counts
 
-    assert anyio.run(main, backend=backend) == [1, 2]
+    return anyio.run(main, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_step_that_only_drained_an_earlier_wakeup_is_not_followed_by_another(backend: str) -> None:
+    # the first step drained the wake-up and found nothing more: the driver waits until the next wake-up
+    assert _step_counts(backend, woken_before_start=True, during_next_step=False, at_least=2) == [1, 2]
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_wakeup_raised_during_a_step_makes_the_driver_step_again(backend: str) -> None:
     """The wake-up lands after the step began and before its poll, which drains it: nothing is left readable,
     only the Sender's flag tells the driver that the step may have missed what the wake-up announced."""
-    sender = _StandInSender(timeout_ms=60_000)
-
-    async def main() -> list[int]:
-        driver = _driver(sender)
-        driver.ensure_started()
-        await _until(lambda: sender.steps >= 1)
-        await _settle()
-        counts = [sender.steps]
-        sender.during_next_step = sender.wakeup
-        sender.wakeup()
-        await _until(lambda: sender.steps >= 3)  # the woken step, then one more for the wake-up raised during it
-        await _settle()
-        counts.append(sender.steps)
-        await _close(sender, driver)
-        return counts
-
-    assert anyio.run(main, backend=backend) == [1, 3]
+    # the woken step, then one more for the wake-up raised during it
+    assert _step_counts(backend, woken_before_start=False, during_next_step=True, at_least=3) == [1, 3]
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
