@@ -197,7 +197,14 @@ class NetworkClient(ConnectionFailures):
 
     def is_ready(self, node: Node, now_ms: int) -> bool:
         """Ready and able to take another request; False for every node while a metadata update is due."""
-        return not self.metadata_updater.is_update_due(now_ms) and self.can_send_request(node.id_string, now_ms)
+        if self.metadata_updater.is_update_due(now_ms):
+            return False
+        node_id = str(node.id)  # node.id_string and can_send_request inlined: the Sender asks once per iteration
+        return (
+            self.connection_states.is_ready(node_id, now_ms)
+            and self.selector.is_channel_ready(node_id)
+            and self.in_flight_requests.can_send_more(node_id)
+        )
 
     def can_send_request(self, node_id: str, now_ms: int) -> bool:
         return (
@@ -483,10 +490,16 @@ class NetworkClient(ConnectionFailures):
             log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
         updated_now = self.time.hi_res_clock_ms()
         responses: list[ClientResponse] = []
-        self._handle_completed_sends(responses, updated_now)
-        self._handle_completed_receives(responses, updated_now)
-        self._handle_disconnections(responses, updated_now)
-        self._handle_connections()
+        selector = self.selector
+        # each handler only when its selector list has entries (no call per poll for the empty ones)
+        if selector.completed_sends():
+            self._handle_completed_sends(responses, updated_now)
+        if selector.completed_receives():
+            self._handle_completed_receives(responses, updated_now)
+        if selector.disconnected():
+            self._handle_disconnections(responses, updated_now)
+        if selector.connected():
+            self._handle_connections()
         if self._handshake.has_due():  # a connection waits for its ApiVersions request (rare: no call otherwise)
             self._handle_initiate_api_version_requests(updated_now)
         if self.connection_states.has_connecting_nodes():

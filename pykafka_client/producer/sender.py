@@ -517,10 +517,14 @@ class Sender:
         leader_hints: dict[tuple[str, int], tuple[int, int]] = {}
         seen: set[TopicPartition] = set()
         for topic in body.responses:
+            name = topic.name
             for p in topic.partition_responses:
-                tp = TopicPartition(topic.name, p.index)
-                found = batches.get(tp)
-                if found is None or tp in seen:
+                # a plain tuple looks up (and is equal to) the TopicPartition key: no namedtuple built per partition
+                found = batches.get((name, p.index))  # type: ignore[call-overload]
+                if found is None:
+                    continue
+                tp = found.topic_partition
+                if tp in seen:
                     continue
                 seen.add(tp)
                 if p.error_code == NONE and not p.record_errors:
@@ -605,7 +609,7 @@ class Sender:
         if self.transaction_manager is not None:
             self.transaction_manager.handle_completed_batch(batch, base_offset)
         if batch.done(base_offset, log_append_time, None):
-            self._forget(batch)
+            self._remove_from_in_flight(batch)  # _forget, one call less per batch
             self.accumulator.deallocate(batch)
 
     def _fail_batch(
