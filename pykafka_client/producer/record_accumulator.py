@@ -525,7 +525,7 @@ class RecordAccumulator:
                         if not backing_off:
                             if size + first.estimated_size_in_bytes() > max_size and ready:
                                 break  # the request is full; at least one batch was taken
-                            if self._should_stop_drain(first, tp):
+                            if tm is not None and self._should_stop_drain(first, tp):
                                 break  # as Java: a partition that must wait ends this node's drain
                             batch = q.batches.popleft()
                             if tm is not None and not batch.has_sequence():
