@@ -49,7 +49,7 @@ from pykafka_client.errors import (
 from pykafka_client.network.api_versions import ApiVersions, should_client_throttle
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
-from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.client_response import ClientResponse, RequestHeaderInfo
 from pykafka_client.network.cluster_connection_states import (
     ClusterConnectionStates,
     ConnectionState,
@@ -415,7 +415,8 @@ class NetworkClient(ConnectionFailures):
         size = sum(map(len, pieces))
         send = NetworkSend(node_id, pieces, size)
         in_flight = InFlightRequest(
-            request.make_header(version),
+            # request.make_header(version), without its two calls (once per request sent)
+            RequestHeaderInfo(int(request.body.API_KEY), version, request.client_id, request.correlation_id),
             request.request_timeout_ms,
             request.created_time_ms,
             node_id,
@@ -583,7 +584,8 @@ class NetworkClient(ConnectionFailures):
                 failed.add(source)
                 continue
             self.in_flight_requests.complete_next(source)
-            self._maybe_throttle(body, req.header.api_key, req.header.api_version, source, now_ms)
+            if getattr(body, "throttle_time_ms", 0):  # (most responses: no call to _maybe_throttle)
+                self._maybe_throttle(body, req.header.api_key, req.header.api_version, source, now_ms)
             if req.is_internal_request and isinstance(body, MetadataResponse):
                 self.metadata_updater.handle_successful_response(req.header, now_ms, body)
             elif req.is_internal_request and isinstance(body, ApiVersionsResponse):
