@@ -525,8 +525,10 @@ class NetworkClient(ConnectionFailures):
     @staticmethod
     def _complete_responses(responses: list[ClientResponse]) -> None:
         for response in responses:
+            callback = response.callback  # response.on_complete(), one call less per response
             try:
-                response.on_complete()
+                if callback is not None:
+                    callback(response)
             except Exception:
                 log.exception("uncaught error in request completion")
 
