@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 from pykafka_client.errors import (
@@ -484,11 +485,9 @@ class Sender:
             topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in topics.items()],
         )
 
-        def callback(response: ClientResponse) -> None:
-            self._handle_produce_response(response, by_tp, self.time.hi_res_clock_ms())
-
         request = self.client.new_client_request(
-            str(node_id), body, now, self.acks != 0, self.request_timeout_ms, callback,
+            # a partial (C) rather than a closure: one Python frame less per response
+            str(node_id), body, now, self.acks != 0, self.request_timeout_ms, partial(self._handle_produce_response, by_tp),
             # the transactional id is a field from v3 (the first version of magic v2 batches)
             oldest_allowed_version=3 if body.transactional_id is not None else None,
         )
@@ -498,7 +497,8 @@ class Sender:
         self.metrics.bytes_sent += size
         self.client.send(request, now)
 
-    def _handle_produce_response(self, response: ClientResponse, batches: dict[TopicPartition, ProducerBatch], now: int) -> None:
+    def _handle_produce_response(self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse) -> None:
+        now = self.time.hi_res_clock_ms()
         if response.was_disconnected:
             msg = f"Disconnected from node {response.destination}" + (" due to timeout" if response.was_timed_out else "")
             for b in batches.values():
