@@ -417,9 +417,9 @@ class RecordAccumulator:
         ready_ids: set[int] = set()  # the ready nodes' ids: an int hash per partition, not Node's Python __hash__
         next_delay = 2**63 - 1
         unknown: set[str] = set()
-        exhausted = self.free.queued() > 0
-        completing = self.transaction_manager is not None and self.transaction_manager.is_completing()
-        flushing = self.flush_in_progress()
+        # buffer exhausted, closed, flushing or a transaction completing: asked once, and only for a batch that is
+        # neither full nor past its linger (a full batch is sendable without them: no call)
+        others: bool | None = None
         for topic, info in list(self._topics.items()):
             queue_sizes: list[int] = []
             partition_ids: list[int] = []
@@ -449,7 +449,15 @@ class RecordAccumulator:
                     continue
                 time_to_wait = retry_wait if backing_off else self.linger_ms
                 expired = waited >= time_to_wait
-                sendable = full or expired or exhausted or self.closed or flushing or completing
+                sendable = full or expired
+                if not sendable:
+                    if others is None:
+                        tm = self.transaction_manager
+                        others = (
+                            self.free.queued() > 0 or self.closed or self.flush_in_progress()
+                            or (tm is not None and tm.is_completing())
+                        )
+                    sendable = others
                 if sendable and not backing_off:
                     ready_nodes.add(leader)
                     ready_ids.add(leader.id)
