@@ -81,7 +81,13 @@ from pykafka_client.network.request_encoding import (
     choose_version,
     encode_request_frame,
 )
-from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkSend, Selectable
+from pykafka_client.network.transport.selectable import (
+    ChannelState,
+    DisconnectInfo,
+    NetworkReceive,
+    NetworkSend,
+    Selectable,
+)
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
 from pykafka_client.structs import Node
@@ -493,10 +499,12 @@ class NetworkClient(ConnectionFailures):
         responses: list[ClientResponse] = []
         selector = self.selector
         # each handler only when its selector list has entries (no call per poll for the empty ones)
-        if selector.completed_sends():
-            self._handle_completed_sends(responses, updated_now)
-        if selector.completed_receives():
-            self._handle_completed_receives(responses, updated_now)
+        sends = selector.completed_sends()
+        if sends:
+            self._handle_completed_sends(sends, responses, updated_now)
+        receives = selector.completed_receives()
+        if receives:
+            self._handle_completed_receives(receives, responses, updated_now)
         if selector.disconnected():
             self._handle_disconnections(responses, updated_now)
         if selector.connected():
@@ -532,9 +540,9 @@ class NetworkClient(ConnectionFailures):
             except Exception:
                 log.exception("uncaught error in request completion")
 
-    def _handle_completed_sends(self, responses: list[ClientResponse], now_ms: int) -> None:
+    def _handle_completed_sends(self, sends: list[NetworkSend], responses: list[ClientResponse], now_ms: int) -> None:
         in_flight = self.in_flight_requests
-        for send in self.selector.completed_sends():
+        for send in sends:
             node_id = send.destination
             request = in_flight.newest_or_none(node_id)
             if request is None:
@@ -557,9 +565,11 @@ class NetworkClient(ConnectionFailures):
                     f" (throttled {repeats} more time(s) in the last minute)" if repeats else "",
                 )
 
-    def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
+    def _handle_completed_receives(
+        self, receives: list[NetworkReceive], responses: list[ClientResponse], now_ms: int
+    ) -> None:
         failed: set[str] = set()
-        for receive in self.selector.completed_receives():
+        for receive in receives:
             source = receive.source
             if source in failed:
                 continue
