@@ -531,7 +531,8 @@ class RecordAccumulator:
                         waited = now_ms - max(first.created_ms, first.last_attempt_ms)
                         backing_off = first.attempts > 0 and self._should_backoff(first, waited, leader_changed)[0]
                         if not backing_off:
-                            if size + first.estimated_size_in_bytes() > max_size and ready:
+                            estimated = first.estimated_size_in_bytes()  # unchanged until it is taken (lock held)
+                            if size + estimated > max_size and ready:
                                 break  # the request is full; at least one batch was taken
                             if tm is not None and self._should_stop_drain(first, tp):
                                 break  # as Java: a partition that must wait ends this node's drain
@@ -544,7 +545,7 @@ class RecordAccumulator:
                                 tm.increment_sequence_number(tp, batch.record_count)
                                 tm.add_in_flight_batch(batch)
                             batch.close_for_appends()
-                            size += batch.estimated_size_in_bytes()
+                            size += estimated
                             ready.append(batch)
                             batch.drained(now_ms)
             if i == start:
