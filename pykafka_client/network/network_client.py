@@ -49,7 +49,7 @@ from pykafka_client.errors import (
 from pykafka_client.network.api_versions import ApiVersions, should_client_throttle
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake, Outcome, decode_response
 from pykafka_client.network.client_request import ClientRequest, RequestBody, RequestCompletionHandler
-from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.client_response import ClientResponse, RequestHeaderInfo
 from pykafka_client.network.cluster_connection_states import (
     ClusterConnectionStates,
     ConnectionState,
@@ -81,7 +81,13 @@ from pykafka_client.network.request_encoding import (
     choose_version,
     encode_request_frame,
 )
-from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkSend, Selectable
+from pykafka_client.network.transport.selectable import (
+    ChannelState,
+    DisconnectInfo,
+    NetworkReceive,
+    NetworkSend,
+    Selectable,
+)
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
 from pykafka_client.structs import Node
@@ -197,7 +203,14 @@ class NetworkClient(ConnectionFailures):
 
     def is_ready(self, node: Node, now_ms: int) -> bool:
         """Ready and able to take another request; False for every node while a metadata update is due."""
-        return not self.metadata_updater.is_update_due(now_ms) and self.can_send_request(node.id_string, now_ms)
+        if self.metadata_updater.is_update_due(now_ms):
+            return False
+        node_id = str(node.id)  # node.id_string and can_send_request inlined: the Sender asks once per iteration
+        return (
+            self.connection_states.is_ready(node_id, now_ms)
+            and self.selector.is_channel_ready(node_id)
+            and self.in_flight_requests.can_send_more(node_id)
+        )
 
     def can_send_request(self, node_id: str, now_ms: int) -> bool:
         return (
@@ -408,7 +421,8 @@ class NetworkClient(ConnectionFailures):
         size = sum(map(len, pieces))
         send = NetworkSend(node_id, pieces, size)
         in_flight = InFlightRequest(
-            request.make_header(version),
+            # request.make_header(version), without its two calls (once per request sent)
+            RequestHeaderInfo(int(request.body.API_KEY), version, request.client_id, request.correlation_id),
             request.request_timeout_ms,
             request.created_time_ms,
             node_id,
@@ -483,10 +497,18 @@ class NetworkClient(ConnectionFailures):
             log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
         updated_now = self.time.hi_res_clock_ms()
         responses: list[ClientResponse] = []
-        self._handle_completed_sends(responses, updated_now)
-        self._handle_completed_receives(responses, updated_now)
-        self._handle_disconnections(responses, updated_now)
-        self._handle_connections()
+        selector = self.selector
+        # each handler only when its selector list has entries (no call per poll for the empty ones)
+        sends = selector.completed_sends()
+        if sends:
+            self._handle_completed_sends(sends, responses, updated_now)
+        receives = selector.completed_receives()
+        if receives:
+            self._handle_completed_receives(receives, responses, updated_now)
+        if selector.disconnected():
+            self._handle_disconnections(responses, updated_now)
+        if selector.connected():
+            self._handle_connections()
         if self._handshake.has_due():  # a connection waits for its ApiVersions request (rare: no call otherwise)
             self._handle_initiate_api_version_requests(updated_now)
         if self.connection_states.has_connecting_nodes():
@@ -511,14 +533,16 @@ class NetworkClient(ConnectionFailures):
     @staticmethod
     def _complete_responses(responses: list[ClientResponse]) -> None:
         for response in responses:
+            callback = response.callback  # response.on_complete(), one call less per response
             try:
-                response.on_complete()
+                if callback is not None:
+                    callback(response)
             except Exception:
                 log.exception("uncaught error in request completion")
 
-    def _handle_completed_sends(self, responses: list[ClientResponse], now_ms: int) -> None:
+    def _handle_completed_sends(self, sends: list[NetworkSend], responses: list[ClientResponse], now_ms: int) -> None:
         in_flight = self.in_flight_requests
-        for send in self.selector.completed_sends():
+        for send in sends:
             node_id = send.destination
             request = in_flight.newest_or_none(node_id)
             if request is None:
@@ -541,9 +565,11 @@ class NetworkClient(ConnectionFailures):
                     f" (throttled {repeats} more time(s) in the last minute)" if repeats else "",
                 )
 
-    def _handle_completed_receives(self, responses: list[ClientResponse], now_ms: int) -> None:
+    def _handle_completed_receives(
+        self, receives: list[NetworkReceive], responses: list[ClientResponse], now_ms: int
+    ) -> None:
         failed: set[str] = set()
-        for receive in self.selector.completed_receives():
+        for receive in receives:
             source = receive.source
             if source in failed:
                 continue
@@ -570,7 +596,8 @@ class NetworkClient(ConnectionFailures):
                 failed.add(source)
                 continue
             self.in_flight_requests.complete_next(source)
-            self._maybe_throttle(body, req.header.api_key, req.header.api_version, source, now_ms)
+            if getattr(body, "throttle_time_ms", 0):  # (most responses: no call to _maybe_throttle)
+                self._maybe_throttle(body, req.header.api_key, req.header.api_version, source, now_ms)
             if req.is_internal_request and isinstance(body, MetadataResponse):
                 self.metadata_updater.handle_successful_response(req.header, now_ms, body)
             elif req.is_internal_request and isinstance(body, ApiVersionsResponse):

@@ -44,7 +44,11 @@ def encode_batch(batch: EncodableBatch, compression_type: Any, compression_level
     An uncompressed batch (one per partition of every produce request) is encoded by the compiled kernel in one
     call when it is active; :func:`encode_batch_reference` decides whenever the kernel declines."""
     kernel = _native.kernel
-    if kernel is not None and (compression_type is None or compression_type_for(compression_type) is CompressionType.NONE):
+    if kernel is not None and (
+        compression_type is None
+        or compression_type is CompressionType.NONE  # (the producer's batches hold the enum: no call)
+        or compression_type_for(compression_type) is CompressionType.NONE
+    ):
         pending = batch.pending
         if type(pending) is list:
             data = kernel.encode_batch(

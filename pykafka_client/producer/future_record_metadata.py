@@ -90,7 +90,9 @@ class BatchOutcome:
         self, base_offset: int, log_append_time: int, timestamps: list[int] | None, key_sizes: list[int], value_sizes: list[int]
     ) -> list[FutureRecordMetadata]:
         """Mark the batch succeeded; returns the futures whose done-callbacks must now run (outside the lock)."""
-        with self.condition:
+        cond = self.condition
+        cond.acquire()  # the lock's own C methods: no Python-level Condition.__enter__/__exit__ per batch
+        try:
             if self.state == FINISHED:
                 return []
             self.base_offset = base_offset
@@ -99,6 +101,8 @@ class BatchOutcome:
             self.key_sizes = key_sizes
             self.value_sizes = value_sizes
             return self._finish()
+        finally:
+            cond.release()
 
     def complete_failure(self, exception: BaseException, record_exceptions: list[BaseException] | None) -> list[FutureRecordMetadata]:
         with self.condition:
@@ -125,7 +129,10 @@ class BatchOutcome:
                         waiter.add_result(f)
             if f._callbacks_list:
                 with_callbacks.append(f)
-        self.condition.notify_all()
+        if self.watched:
+            # A thread blocked in result()/exception() is watched (FutureRecordMetadata._wait registers it): no
+            # watched future, nobody to wake (the common batch: no notify_all, which is Python-level code)
+            self.condition.notify_all()
         return with_callbacks
 
 
@@ -231,6 +238,8 @@ class FutureRecordMetadata(Future[RecordMetadata]):
         cond = self.outcome.condition
         deadline = None if timeout is None else time.monotonic() + timeout
         with cond:
+            if self._state != FINISHED and not _is_watched(self):
+                self._watch()  # the outcome that completes this future wakes the condition only for watched ones
             while self._state != FINISHED:
                 if deadline is None:
                     cond.wait()

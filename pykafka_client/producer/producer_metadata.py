@@ -128,9 +128,16 @@ class ProducerMetadata(Metadata):
     def retain_topics(self, now_ms: int) -> None:
         """Forget topics not used for ``metadata.max.idle.ms``."""
         with self._lock:
-            for t in [t for t, exp in self.topic_expiry.items() if exp <= now_ms]:
-                del self.topic_expiry[t]
-                self._new_topics.discard(t)
+            expired: list[str] | None = None
+            for t, exp in self.topic_expiry.items():  # a loop, not a comprehension: no call per Sender iteration
+                if exp <= now_ms:
+                    if expired is None:
+                        expired = []
+                    expired.append(t)
+            if expired is not None:
+                for t in expired:
+                    del self.topic_expiry[t]
+                    self._new_topics.discard(t)
 
     def _on_update(self, cluster: Cluster) -> None:
         self.index = _Index(cluster)

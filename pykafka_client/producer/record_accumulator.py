@@ -417,9 +417,9 @@ class RecordAccumulator:
         ready_ids: set[int] = set()  # the ready nodes' ids: an int hash per partition, not Node's Python __hash__
         next_delay = 2**63 - 1
         unknown: set[str] = set()
-        exhausted = self.free.queued() > 0
-        completing = self.transaction_manager is not None and self.transaction_manager.is_completing()
-        flushing = self.flush_in_progress()
+        # buffer exhausted, closed, flushing or a transaction completing: asked once, and only for a batch that is
+        # neither full nor past its linger (a full batch is sendable without them: no call)
+        others: bool | None = None
         for topic, info in list(self._topics.items()):
             queue_sizes: list[int] = []
             partition_ids: list[int] = []
@@ -449,7 +449,15 @@ class RecordAccumulator:
                     continue
                 time_to_wait = retry_wait if backing_off else self.linger_ms
                 expired = waited >= time_to_wait
-                sendable = full or expired or exhausted or self.closed or flushing or completing
+                sendable = full or expired
+                if not sendable:
+                    if others is None:
+                        tm = self.transaction_manager
+                        others = (
+                            self.free.queued() > 0 or self.closed or self.flush_in_progress()
+                            or (tm is not None and tm.is_completing())
+                        )
+                    sendable = others
                 if sendable and not backing_off:
                     ready_nodes.add(leader)
                     ready_ids.add(leader.id)
@@ -523,9 +531,10 @@ class RecordAccumulator:
                         waited = now_ms - max(first.created_ms, first.last_attempt_ms)
                         backing_off = first.attempts > 0 and self._should_backoff(first, waited, leader_changed)[0]
                         if not backing_off:
-                            if size + first.estimated_size_in_bytes() > max_size and ready:
+                            estimated = first.estimated_size_in_bytes()  # unchanged until it is taken (lock held)
+                            if size + estimated > max_size and ready:
                                 break  # the request is full; at least one batch was taken
-                            if self._should_stop_drain(first, tp):
+                            if tm is not None and self._should_stop_drain(first, tp):
                                 break  # as Java: a partition that must wait ends this node's drain
                             batch = q.batches.popleft()
                             if tm is not None and not batch.has_sequence():
@@ -536,7 +545,7 @@ class RecordAccumulator:
                                 tm.increment_sequence_number(tp, batch.record_count)
                                 tm.add_in_flight_batch(batch)
                             batch.close_for_appends()
-                            size += batch.estimated_size_in_bytes()
+                            size += estimated
                             ready.append(batch)
                             batch.drained(now_ms)
             if i == start:

@@ -159,18 +159,30 @@ def decode_response_header(buf: Buffer, api_key: int, version: int) -> tuple[Res
     return header, r.pos
 
 
+#: ``[RESPONSES[ApiKey.PRODUCE]]`` once the first produce response was decoded
+_PRODUCE_RESPONSE: list[type[Message]] = []
+
+
+def _remember_produce_response() -> type[Message]:
+    cls = RESPONSES[ApiKey.PRODUCE]
+    _PRODUCE_RESPONSE.append(cls)
+    return cls
+
+
 def decode_response(buf: Buffer, api_key: int, version: int, expected_correlation_id: int) -> Message:
     """Parse a response frame payload; raises CorrelationIdMismatchError if it answers another request."""
-    key = _api_key(api_key)
-    cls = RESPONSES[key]
-    if key == ApiKey.PRODUCE:
+    if api_key == ApiKey.PRODUCE:
         # the producer's I/O thread parses one per produce request: the compiled kernel when active (the
-        # common response; anything unusual, including every error to raise, is left to the code below)
+        # common response; anything unusual, including every error to raise, is left to the code below).
+        # The class is looked up once (no key or mapping lookup per response).
         kernel = _native.kernel
         if kernel is not None:
-            body = kernel.decode_produce_response(buf, version, expected_correlation_id, cls)
+            produce_cls = _PRODUCE_RESPONSE[0] if _PRODUCE_RESPONSE else _remember_produce_response()
+            body = kernel.decode_produce_response(buf, version, expected_correlation_id, produce_cls)
             if body is not None:
                 return body
+    key = _api_key(api_key)
+    cls = RESPONSES[key]
     _check_version(cls, version)
     header, pos = decode_response_header(buf, key, version)
     if header.correlation_id != expected_correlation_id:

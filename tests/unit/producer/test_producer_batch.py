@@ -297,3 +297,83 @@ def test_a_plain_record_is_untracked_by_the_gc_after_one_pass() -> None:
     b.try_append(1, b"k", b"v", (), None, 0)
     gc.collect()
     assert [gc.is_tracked(rec) for rec in b.pending] == [False, False]
+
+
+class _CountingCondition(threading.Condition):
+    """A Condition that counts its ``notify_all`` calls and tells when a thread waits on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notified = 0
+        self.waiting = threading.Event()
+
+    def notify_all(self) -> None:
+        self.notified += 1
+        super().notify_all()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()  # under the lock: the completing thread gets it once this thread waits
+        return super().wait(timeout)
+
+
+def test_completing_a_batch_nobody_waits_on_does_not_notify() -> None:
+    """The I/O thread's per-batch completion skips the condition's (Python-level) notify_all when no thread
+    waits on a future of the batch; a waiter registers itself, and is notified."""
+    cond = _CountingCondition()
+    b = ProducerBatch(TP, 16384, 0, condition=cond)
+    f = b.try_append(1, None, b"v", [], None, 0)
+    assert f is not None
+    assert b.done(7, -1, None)
+    assert cond.notified == 0
+    assert f.result(0).offset == 7
+
+
+def _wait_in_thread(f: concurrent.futures.Future[RecordMetadata]) -> tuple[threading.Thread, list[object]]:
+    """Start a thread blocked in ``f.result()``; returns it and the list its outcome lands in."""
+    got: list[object] = []
+    started = threading.Event()
+
+    def run() -> None:
+        started.set()
+        try:
+            got.append(f.result(timeout=30))
+        except BaseException as e:  # the test asserts on it
+            got.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    started.wait(30)
+    return t, got
+
+
+@pytest.mark.parametrize("outcome", ["success", "failure", "split", "set_result"])
+def test_a_thread_blocked_in_result_is_woken(outcome: str) -> None:
+    cond = _CountingCondition()
+    b = ProducerBatch(TP, 10_000, 0, condition=cond)
+    fs = [b.try_append(1, None, b"x" * 100, [], None, 0) for _ in range(4)]
+    f = fs[3]
+    assert f is not None
+    t, got = _wait_in_thread(f)
+    assert cond.waiting.wait(30)
+    if outcome == "success":
+        b.done(10, -1, None)
+    elif outcome == "failure":
+        b.done(-1, -1, KafkaTimeoutError("expired"))
+    elif outcome == "split":
+        first, second = b.split_into(300, 5)
+        first.done(0, -1, None)
+        second.done(20, -1, None)
+    else:
+        f.set_result(RecordMetadata("t", 0, 99, 1, -1, 100))
+    t.join(30)
+    assert not t.is_alive()
+    expected: object = {
+        "success": RecordMetadata("t", 0, 13, 1, -1, 100),
+        "split": RecordMetadata("t", 0, 21, 1, -1, 100),
+        "set_result": RecordMetadata("t", 0, 99, 1, -1, 100),
+    }.get(outcome)
+    if outcome == "failure":
+        assert len(got) == 1 and isinstance(got[0], KafkaTimeoutError)
+    else:
+        assert got == [expected]
+    assert cond.notified >= 1

@@ -107,6 +107,23 @@ def test_s57_flush_and_close_make_partitions_sendable() -> None:
     assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1}
 
 
+def test_flush_makes_a_lingering_partition_sendable_after_a_full_one() -> None:
+    """ready() asks whether the producer flushes (or memory is exhausted, or it closes) only for a batch that is
+    neither full nor past its linger: a full partition first, then a lingering one on another node, both ready."""
+    time = MockTime()
+    acc = make(time, linger_ms=10_000)
+    while len(acc.batches_for(TP0)) < 2:
+        append(acc, TP0)  # TP0 (NODE1): a full batch
+    append(acc, TP2)  # TP2 (NODE2): one record, lingering
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1}
+    acc.begin_flush()
+    assert acc.ready(META, time.hi_res_clock_ms()).ready_nodes == {NODE1, NODE2}
+    acc.end_flush()
+    r = acc.ready(META, time.hi_res_clock_ms())
+    assert r.ready_nodes == {NODE1}
+    assert r.next_ready_check_delay_ms == 10_000
+
+
 def test_s57_unknown_leader_reported() -> None:
     time = MockTime()
     acc = make(time, linger_ms=0)
