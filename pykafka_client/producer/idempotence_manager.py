@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import bisect
 import logging
+import operator
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykafka_client.errors import (
@@ -461,3 +463,8 @@ class IdempotenceManager:
         if isinstance(err, KafkaError):
             return err
         return KafkaError(f"the producer is in a fatal error state: {err!r}")
+
+
+#: ``state_of(manager)`` is ``manager.state`` as a C call, without a Python frame: the kernel's send path asks
+#: once per record whether the producer is in a fatal error state (``functools.partial(state_of, manager)``)
+state_of: Callable[[IdempotenceManager], State] = operator.attrgetter("_state")

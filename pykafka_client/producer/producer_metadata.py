@@ -13,8 +13,9 @@ On top of :class:`~pykafka_client.network.metadata.Metadata` it
 
 from __future__ import annotations
 
+import operator
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pykafka_client.network.cluster import Cluster, PartitionInfo
@@ -44,6 +45,11 @@ class _Index:
         self.by_node = by_node
         self.leaders = leaders
         self.available = {t: [p.partition for p in infos if p.leader is not None] for t, infos in by_topic.items()}
+
+
+#: ``cluster_of(metadata)`` is ``metadata.fetch()`` as a C call, without a Python frame: the kernel's send path
+#: reads the current cluster once per record (``functools.partial(cluster_of, metadata)``)
+cluster_of: Callable[[Metadata], Cluster] = operator.attrgetter("_cluster")
 
 
 class ProducerMetadata(Metadata):

@@ -1411,6 +1411,77 @@ static const char *const send_attr_names[S_COUNT] = {
 static PyObject *sattr[S_COUNT];
 static slot_cache scache[S_COUNT];
 
+/* The partition queue's lock is a _thread.lock. Its acquire() parses (blocking, timeout) by keyword and its
+ * methods are found by name: about a third of an append. On the CPython versions whose lock object has this
+ * layout (3.10 to 3.12: the OS lock, the weakref list, the "locked" flag release() checks), a lock of exactly
+ * that type is taken without blocking and released directly, keeping the flag as the lock's own methods do;
+ * a lock that is held (the I/O thread drains the queue) is waited for through acquire(), which releases the
+ * GIL while it waits. Any other lock, or another CPython, goes through the methods. */
+#if PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030D0000
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock_lock;
+    PyObject *in_weakreflist;
+    char locked;
+} thread_lock_layout;
+#define THREAD_LOCK_LAYOUT 1
+#endif
+static PyTypeObject *thread_lock_type = NULL; /* type(_thread.allocate_lock()) when its layout is known */
+
+static int thread_lock_setup(void)
+{
+#ifdef THREAD_LOCK_LAYOUT
+    PyObject *mod = PyImport_ImportModule("_thread");
+    if (mod == NULL)
+        return -1;
+    PyObject *lock = PyObject_CallMethod(mod, "allocate_lock", NULL);
+    Py_DECREF(mod);
+    if (lock == NULL)
+        return -1;
+    if (Py_TYPE(lock)->tp_basicsize == (Py_ssize_t)sizeof(thread_lock_layout))
+        thread_lock_type = (PyTypeObject *)Py_NewRef(Py_TYPE(lock));
+    Py_DECREF(lock);
+#endif
+    return 0;
+}
+
+/* lock.acquire(): 0, or -1 with an exception */
+static int queue_lock_acquire(PyObject *lock)
+{
+#ifdef THREAD_LOCK_LAYOUT
+    if (Py_TYPE(lock) == thread_lock_type) {
+        thread_lock_layout *l = (thread_lock_layout *)lock;
+        if (PyThread_acquire_lock(l->lock_lock, NOWAIT_LOCK)) {
+            l->locked = 1;
+            return 0;
+        }
+    }
+#endif
+    PyObject *got = PyObject_CallMethodNoArgs(lock, sattr[S_ACQUIRE]);
+    if (got == NULL)
+        return -1;
+    Py_DECREF(got);
+    return 0;
+}
+
+/* lock.release(): 0, or -1 with an exception */
+static int queue_lock_release(PyObject *lock)
+{
+#ifdef THREAD_LOCK_LAYOUT
+    if (Py_TYPE(lock) == thread_lock_type && ((thread_lock_layout *)lock)->locked) {
+        thread_lock_layout *l = (thread_lock_layout *)lock;
+        PyThread_release_lock(l->lock_lock);
+        l->locked = 0;
+        return 0;
+    }
+#endif
+    PyObject *r = PyObject_CallMethodNoArgs(lock, sattr[S_RELEASE]);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
 PyDoc_STRVAR(send_append_doc,
     "send_append(topics, accumulator, clock, headers, cluster, max_payload, ignore_keys, wakeup,\n"
     "            topic, partition, count, timestamp, key, value, callback) -> future | None | NotImplemented\n\n"
@@ -1461,6 +1532,8 @@ static PyObject *send_append_core(PyObject *const *args)
             if ((sattr[i] = PyUnicode_InternFromString(send_attr_names[i])) == NULL)
                 return NULL;
         }
+        if (thread_lock_setup() < 0)
+            return NULL;
     }
     PyObject *info = PyDict_GetItemWithError(topics, topic); /* borrowed */
     if (info == NULL) {
@@ -1510,10 +1583,8 @@ static PyObject *send_append_core(PyObject *const *args)
     }
     if (ts_obj == NULL || (lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL)
         goto done;
-    PyObject *got = PyObject_CallMethodNoArgs(lock, sattr[S_ACQUIRE]);
-    if (got == NULL)
+    if (queue_lock_acquire(lock) < 0)
         goto done;
-    Py_DECREF(got);
     locked = 1;
     /* under the queue's lock, as RecordAccumulator.try_append_fast */
     if ((batches = cached_get(q, sattr[S_BATCHES], &scache[S_BATCHES])) == NULL)
@@ -1591,12 +1662,10 @@ done:
     if (locked) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        PyObject *r = PyObject_CallMethodNoArgs(lock, sattr[S_RELEASE]);
-        if (r == NULL) {
+        if (queue_lock_release(lock) < 0) {
             Py_CLEAR(result);
             Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
         } else {
-            Py_DECREF(r);
             PyErr_Restore(et, ev, tb);
         }
     }
@@ -1637,8 +1706,9 @@ static slot_cache mcache[M_COUNT];
 
 /* ProducerMetadata.add_and_count(topic, now) without its Python frames: the topic's partition count (0 when it
  * is unknown), -2 when the metadata's index is not that of its current cluster (the Python method rebuilds it),
- * -1 with an exception. ``mono_clock`` None: now is CLOCK_MONOTONIC in ms (time.monotonic_ns() // 10**6). */
-static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock)
+ * -1 with an exception. ``mono_clock`` None: now is CLOCK_MONOTONIC in ms (time.monotonic_ns() // 10**6).
+ * ``cluster_now()`` is ``metadata.fetch()`` without its Python frame (None: fetch() is called). */
+static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock, PyObject *cluster_now)
 {
     PyObject *now_obj;
     if (mono_clock == Py_None) {
@@ -1686,7 +1756,8 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         Py_DECREF(r);
     }
     if ((idx = PyObject_GetAttr(metadata, mattr[M_INDEX])) == NULL ||
-        (cluster = PyObject_CallMethodNoArgs(metadata, mattr[M_FETCH])) == NULL ||
+        (cluster = cluster_now == Py_None ? PyObject_CallMethodNoArgs(metadata, mattr[M_FETCH])
+                                          : PyObject_CallNoArgs(cluster_now)) == NULL ||
         (idx_cluster = cached_get(idx, mattr[M_CLUSTER], &mcache[M_CLUSTER])) == NULL)
         goto done;
     if (idx_cluster != cluster) {
@@ -1725,13 +1796,29 @@ static int nonnegative_int(PyObject *v)
     return overflow > 0 || (overflow == 0 && x >= 0);
 }
 
-/* SendRecord's call: args are its 10 fixed arguments then the call's 6 */
+/* fatal_check: None (never fatal), (state_now, fatal_state): fatal when state_now() is fatal_state, else a
+ * callable whose truth is the answer. 1, 0, or -1 with an exception. */
+static int fatal_now(PyObject *fatal_check)
+{
+    if (fatal_check == Py_None)
+        return 0;
+    if (PyTuple_CheckExact(fatal_check) && PyTuple_GET_SIZE(fatal_check) == 2) {
+        PyObject *state = PyObject_CallNoArgs(PyTuple_GET_ITEM(fatal_check, 0));
+        if (state == NULL)
+            return -1;
+        Py_DECREF(state);
+        return state == PyTuple_GET_ITEM(fatal_check, 1);
+    }
+    return take_truth(PyObject_CallNoArgs(fatal_check));
+}
+
+/* SendRecord's call: args are its 11 fixed arguments then the call's 6 */
 static PyObject *send_record_core(PyObject *const *args)
 {
     if (future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *topic = args[10],
-             *partition = args[11], *timestamp = args[12];
+    PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *cluster_now = args[10],
+             *topic = args[11], *partition = args[12], *timestamp = args[13];
     if (!PyUnicode_CheckExact(topic) || PyUnicode_GET_LENGTH(topic) == 0)
         Py_RETURN_NOTIMPLEMENTED;
     if ((partition != Py_None && !nonnegative_int(partition)) || (timestamp != Py_None && !nonnegative_int(timestamp)))
@@ -1742,14 +1829,12 @@ static PyObject *send_record_core(PyObject *const *args)
                 return NULL;
         }
     }
-    if (fatal_check != Py_None) {
-        int fatal = take_truth(PyObject_CallNoArgs(fatal_check));
-        if (fatal < 0)
-            return NULL;
-        if (fatal)
-            Py_RETURN_NOTIMPLEMENTED;
-    }
-    long long count = metadata_add_and_count(metadata, topic, mono_clock);
+    int fatal = fatal_now(fatal_check);
+    if (fatal < 0)
+        return NULL;
+    if (fatal)
+        Py_RETURN_NOTIMPLEMENTED;
+    long long count = metadata_add_and_count(metadata, topic, mono_clock, cluster_now);
     if (count == -1)
         return NULL;
     if (count <= 0)
@@ -1758,7 +1843,7 @@ static PyObject *send_record_core(PyObject *const *args)
     if (count_obj == NULL)
         return NULL;
     PyObject *call[15] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], topic, partition,
-                          count_obj, timestamp, args[13], args[14], args[15]};
+                          count_obj, timestamp, args[14], args[15], args[16]};
     PyObject *future = send_append_core(call);
     Py_DECREF(count_obj);
     if (future == Py_None) {
@@ -1770,7 +1855,7 @@ static PyObject *send_record_core(PyObject *const *args)
 
 /* The producer's fixed arguments of send_record, bound once: a call passes only the record's six (no partial
  * object copying sixteen arguments into a fresh array per send). */
-enum { SR_FIXED = 10, SR_CALL = 6 };
+enum { SR_FIXED = 11, SR_CALL = 6 };
 typedef struct {
     PyObject_HEAD
     PyObject *fixed[SR_FIXED];
@@ -1829,11 +1914,14 @@ static void send_record_dealloc(PyObject *self)
 
 PyDoc_STRVAR(send_record_doc,
     "SendRecord(topics, accumulator, clock, headers, metadata, max_payload, ignore_keys, wakeup, mono_clock,\n"
-    "           fatal_check)(topic, partition, timestamp, key, value, callback) -> future | NotImplemented\n\n"
+    "           fatal_check, cluster_now)(topic, partition, timestamp, key, value, callback)\n"
+    "    -> future | NotImplemented\n\n"
     "KafkaProducer.send's common case whole, compiled: the checks send() makes before the append (a non-empty\n"
-    "str topic, a partition and a timestamp that are None or non-negative ints, ``fatal_check()`` false when\n"
-    "given), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic clock, else its\n"
-    "ms), then send_append (the first eight arguments are send_append's). NotImplemented whenever send_append\n"
+    "str topic, a partition and a timestamp that are None or non-negative ints, not a fatal error: ``fatal_check``\n"
+    "None, a pair (state_now, fatal_state) fatal when ``state_now() is fatal_state``, or a callable whose truth\n"
+    "says it), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic clock, else its\n"
+    "ms; ``cluster_now()``: ``metadata.fetch()`` without its frame, None calls fetch()), then send_append (the\n"
+    "first eight arguments are send_append's). NotImplemented whenever send_append\n"
     "would not give a future, or a check or the metadata needs the Python path (which then does it all again\n"
     "and raises as before); a record is appended only when a future is returned.");
 

@@ -378,3 +378,30 @@ def test_an_idempotent_producers_fatal_error_raises_on_both_paths() -> None:
             p.close(0)
     assert outcomes[True] == outcomes[False]
     assert outcomes[True][2].startswith("raised")
+
+
+def test_compiled_send_takes_the_queue_lock_as_the_lock_methods_do() -> None:
+    """The kernel takes a free _thread.lock without its acquire() method and releases it directly: afterwards the
+    lock is free and knows it (release() raises as on any unlocked lock); a lock another thread holds makes the
+    send wait, through acquire(), until it is released, and the record is appended then."""
+    p = _producer(MockTime(), 1, 1, True)
+    try:
+        p.send(TOPIC, b"first")  # opens the batch (the Python path)
+        lock = p.accumulator._topics[TOPIC].queues[0].lock
+        p.send(TOPIC, b"second")
+        assert _taken(p) == 1
+        assert not lock.locked()
+        with pytest.raises(RuntimeError):
+            lock.release()
+        futures: list[Any] = []
+        sender = threading.Thread(target=lambda: futures.append(p.send(TOPIC, b"third")))
+        with lock:
+            sender.start()
+            sender.join(0.2)
+            assert sender.is_alive() and not futures  # waiting for the lock
+        sender.join()
+        assert _taken(p) == 2 and not lock.locked()
+        assert [r[2] for b in p.accumulator._topics[TOPIC].queues[0].batches for r in b.pending] == [b"first", b"second", b"third"]
+        assert futures[0].batch_position()[1] == 2
+    finally:
+        p.close(0)
