@@ -92,6 +92,10 @@ class IdempotenceManager:
     """Idempotent-producer bookkeeping shared by the accumulator (drain) and the Sender (responses): the
     state and its transitions, the producer id and epoch, the per-partition sequences and in-flight batches."""
 
+    #: the state in a slot: read once per record by the kernel's send path (``state_of``; the rest of the
+    #: manager's state is in the instance dict)
+    __slots__ = ("__dict__", "__weakref__", "_state")
+
     def __init__(
         self,
         transactional_id: str | None = None,

@@ -55,6 +55,11 @@ cluster_of: Callable[[Metadata], Cluster] = operator.attrgetter("_cluster")
 class ProducerMetadata(Metadata):
     """Metadata restricted to the producer's topics, with fast lookups for the hot path."""
 
+    #: What the kernel's send path reads once per record, in slots (read at fixed offsets instead of from the
+    #: instance dict): the topic expiries, the idle time, the index, and Metadata's current cluster (``fetch()``,
+    #: read through ``cluster_of``).
+    __slots__ = ("_cluster", "index", "metadata_idle_ms", "topic_expiry")
+
     def __init__(self, *args: Any, metadata_idle_ms: int = 300_000, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.metadata_idle_ms = metadata_idle_ms

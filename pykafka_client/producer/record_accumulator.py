@@ -96,6 +96,10 @@ class _TopicInfo:
 class RecordAccumulator:
     """Batches records per partition and hands full or lingered batches to the Sender."""
 
+    #: ``closed`` in a slot: the kernel's send path reads it once per record, at a fixed offset (the rest of the
+    #: state is in the instance dict)
+    __slots__ = ("__dict__", "__weakref__", "closed")
+
     def __init__(
         self,
         *,

@@ -1728,7 +1728,7 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         count = rc < 0 ? -1 : -2;
         goto done;
     }
-    if ((expiries = PyObject_GetAttr(metadata, mattr[M_TOPIC_EXPIRY])) == NULL)
+    if ((expiries = cached_get(metadata, mattr[M_TOPIC_EXPIRY], &mcache[M_TOPIC_EXPIRY])) == NULL)
         goto done;
     if (!PyDict_CheckExact(expiries)) {
         count = -2;
@@ -1741,7 +1741,7 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
     if (expiry != NULL) {
         int64_t exp;
         if ((rc = take_int(Py_NewRef(expiry), &exp)) != 0 ||
-            (rc = take_int(PyObject_GetAttr(metadata, mattr[M_IDLE]), &idle)) != 0) {
+            (rc = get_int_attr(metadata, mattr[M_IDLE], &mcache[M_IDLE], &idle)) != 0) {
             count = rc < 0 ? -1 : -2;
             goto done;
         }
@@ -1755,7 +1755,7 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
             goto done;
         Py_DECREF(r);
     }
-    if ((idx = PyObject_GetAttr(metadata, mattr[M_INDEX])) == NULL ||
+    if ((idx = cached_get(metadata, mattr[M_INDEX], &mcache[M_INDEX])) == NULL ||
         (cluster = cluster_now == Py_None ? PyObject_CallMethodNoArgs(metadata, mattr[M_FETCH])
                                           : PyObject_CallNoArgs(cluster_now)) == NULL ||
         (idx_cluster = cached_get(idx, mattr[M_CLUSTER], &mcache[M_CLUSTER])) == NULL)
