@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import bisect
 import logging
-import operator
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from pykafka_client.errors import (
@@ -92,7 +90,7 @@ class IdempotenceManager:
     """Idempotent-producer bookkeeping shared by the accumulator (drain) and the Sender (responses): the
     state and its transitions, the producer id and epoch, the per-partition sequences and in-flight batches."""
 
-    #: the state in a slot: read once per record by the kernel's send path (``state_of``; the rest of the
+    #: the state in a slot: read once per record by the kernel's send path (STATE_ATTRIBUTE; the rest of the
     #: manager's state is in the instance dict)
     __slots__ = ("__dict__", "__weakref__", "_state")
 
@@ -469,6 +467,7 @@ class IdempotenceManager:
         return KafkaError(f"the producer is in a fatal error state: {err!r}")
 
 
-#: ``state_of(manager)`` is ``manager.state`` as a C call, without a Python frame: the kernel's send path asks
-#: once per record whether the producer is in a fatal error state (``functools.partial(state_of, manager)``)
-state_of: Callable[[IdempotenceManager], State] = operator.attrgetter("_state")
+#: The attribute (a slot) that holds a manager's ``state``: the kernel's send path reads it there, without the
+#: property's Python frame, once per record to decline sends of a producer in a fatal error state
+#: (``SendRecord``'s ``fatal_check = (manager, STATE_ATTRIBUTE, State.FATAL_ERROR)``).
+STATE_ATTRIBUTE = "_state"

@@ -64,10 +64,10 @@ from pykafka_client.producer.batch_encoder import compression_type_for
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.config import ProducerConfig
 from pykafka_client.producer.future_record_metadata import BatchMetadata, FutureRecordMetadata, SendBatchFuture
-from pykafka_client.producer.idempotence_manager import state_of
+from pykafka_client.producer.idempotence_manager import STATE_ATTRIBUTE
 from pykafka_client.producer.metadata_wait import topic_not_present_message
 from pykafka_client.producer.partitioner import Partitioner, RoundRobinPartitioner, partition_for_key
-from pykafka_client.producer.producer_metadata import ProducerMetadata, cluster_of
+from pykafka_client.producer.producer_metadata import CLUSTER_ATTRIBUTE, ProducerMetadata
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.producer.record_size import Callback, Header, estimate_size_upper_bound
@@ -249,8 +249,7 @@ class KafkaProducer:
                 None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
                 self._max_record_size - _UPPER_BOUND_NO_HEADERS, self._ignore_keys, self.sender.wakeup,
                 None if self._system_time else time.hi_res_clock_ms,
-                None if tm is None else (functools.partial(state_of, tm), State.FATAL_ERROR),
-                functools.partial(cluster_of, self.metadata),
+                None if tm is None else (tm, STATE_ATTRIBUTE, State.FATAL_ERROR), (self.metadata, CLUSTER_ATTRIBUTE),
             )
             if send_record is not None and self._send_append is not None and self.transactional_id is None else None
         )

@@ -13,9 +13,8 @@ On top of :class:`~pykafka_client.network.metadata.Metadata` it
 
 from __future__ import annotations
 
-import operator
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pykafka_client.network.cluster import Cluster, PartitionInfo
@@ -47,9 +46,10 @@ class _Index:
         self.available = {t: [p.partition for p in infos if p.leader is not None] for t, infos in by_topic.items()}
 
 
-#: ``cluster_of(metadata)`` is ``metadata.fetch()`` as a C call, without a Python frame: the kernel's send path
-#: reads the current cluster once per record (``functools.partial(cluster_of, metadata)``)
-cluster_of: Callable[[Metadata], Cluster] = operator.attrgetter("_cluster")
+#: The attribute (a ProducerMetadata slot) that holds what ``fetch()`` returns: the kernel's send path reads the
+#: current cluster there, without fetch()'s Python frame, once per record (``SendRecord``'s
+#: ``cluster_at = (metadata, CLUSTER_ATTRIBUTE)``).
+CLUSTER_ATTRIBUTE = "_cluster"
 
 
 class ProducerMetadata(Metadata):
@@ -57,7 +57,7 @@ class ProducerMetadata(Metadata):
 
     #: What the kernel's send path reads once per record, in slots (read at fixed offsets instead of from the
     #: instance dict): the topic expiries, the idle time, the index, and Metadata's current cluster (``fetch()``,
-    #: read through ``cluster_of``).
+    #: read through ``CLUSTER_ATTRIBUTE``).
     __slots__ = ("_cluster", "index", "metadata_idle_ms", "topic_expiry")
 
     def __init__(self, *args: Any, metadata_idle_ms: int = 300_000, **kwargs: Any) -> None:

@@ -149,7 +149,7 @@ class RecordAccumulator:
             None if kernel is None else functools.partial(kernel.send_append, self._topics, self)
         )
         #: ``send_record(clock, headers, metadata, max_payload, ignore_keys, wakeup, mono_clock, fatal_check,
-        #: cluster_now)``
+        #: cluster_at)``
         #: -> ``(topic, partition, timestamp, key, value, callback) -> future | NotImplemented``: ``send_append``
         #: with send()'s checks and the metadata lookup before it (the kernel's ``SendRecord`` over this
         #: accumulator's queues). None without the kernel.

@@ -1707,8 +1707,10 @@ static slot_cache mcache[M_COUNT];
 /* ProducerMetadata.add_and_count(topic, now) without its Python frames: the topic's partition count (0 when it
  * is unknown), -2 when the metadata's index is not that of its current cluster (the Python method rebuilds it),
  * -1 with an exception. ``mono_clock`` None: now is CLOCK_MONOTONIC in ms (time.monotonic_ns() // 10**6).
- * ``cluster_now()`` is ``metadata.fetch()`` without its Python frame (None: fetch() is called). */
-static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock, PyObject *cluster_now)
+ * ``cluster_at`` gives ``metadata.fetch()`` without its Python frame (cluster_now(); None: fetch() is called). */
+static PyObject *cluster_now(PyObject *cluster_at);
+
+static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock, PyObject *cluster_at)
 {
     PyObject *now_obj;
     if (mono_clock == Py_None) {
@@ -1756,8 +1758,8 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         Py_DECREF(r);
     }
     if ((idx = cached_get(metadata, mattr[M_INDEX], &mcache[M_INDEX])) == NULL ||
-        (cluster = cluster_now == Py_None ? PyObject_CallMethodNoArgs(metadata, mattr[M_FETCH])
-                                          : PyObject_CallNoArgs(cluster_now)) == NULL ||
+        (cluster = cluster_at == Py_None ? PyObject_CallMethodNoArgs(metadata, mattr[M_FETCH])
+                                         : cluster_now(cluster_at)) == NULL ||
         (idx_cluster = cached_get(idx, mattr[M_CLUSTER], &mcache[M_CLUSTER])) == NULL)
         goto done;
     if (idx_cluster != cluster) {
@@ -1796,20 +1798,34 @@ static int nonnegative_int(PyObject *v)
     return overflow > 0 || (overflow == 0 && x >= 0);
 }
 
-/* fatal_check: None (never fatal), (state_now, fatal_state): fatal when state_now() is fatal_state, else a
- * callable whose truth is the answer. 1, 0, or -1 with an exception. */
+/* fatal_check: None (never fatal), (holder, attribute, fatal_state): fatal when getattr(holder, attribute) is
+ * fatal_state (read at the slot's offset when it is one), else a callable whose truth is the answer. 1, 0, or
+ * -1 with an exception. */
 static int fatal_now(PyObject *fatal_check)
 {
+    static slot_cache state_cache;
     if (fatal_check == Py_None)
         return 0;
-    if (PyTuple_CheckExact(fatal_check) && PyTuple_GET_SIZE(fatal_check) == 2) {
-        PyObject *state = PyObject_CallNoArgs(PyTuple_GET_ITEM(fatal_check, 0));
+    if (PyTuple_CheckExact(fatal_check) && PyTuple_GET_SIZE(fatal_check) == 3 &&
+        PyUnicode_CheckExact(PyTuple_GET_ITEM(fatal_check, 1))) {
+        PyObject *state = cached_get(PyTuple_GET_ITEM(fatal_check, 0), PyTuple_GET_ITEM(fatal_check, 1), &state_cache);
         if (state == NULL)
             return -1;
         Py_DECREF(state);
-        return state == PyTuple_GET_ITEM(fatal_check, 1);
+        return state == PyTuple_GET_ITEM(fatal_check, 2);
     }
     return take_truth(PyObject_CallNoArgs(fatal_check));
+}
+
+/* cluster_at: (holder, attribute): getattr(holder, attribute), read at the slot's offset when it is one; else a
+ * callable giving the cluster. New reference, NULL with an exception. */
+static PyObject *cluster_now(PyObject *cluster_at)
+{
+    static slot_cache cluster_cache;
+    if (PyTuple_CheckExact(cluster_at) && PyTuple_GET_SIZE(cluster_at) == 2 &&
+        PyUnicode_CheckExact(PyTuple_GET_ITEM(cluster_at, 1)))
+        return cached_get(PyTuple_GET_ITEM(cluster_at, 0), PyTuple_GET_ITEM(cluster_at, 1), &cluster_cache);
+    return PyObject_CallNoArgs(cluster_at);
 }
 
 /* SendRecord's call: args are its 11 fixed arguments then the call's 6 */
@@ -1817,7 +1833,7 @@ static PyObject *send_record_core(PyObject *const *args)
 {
     if (future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *cluster_now = args[10],
+    PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *cluster_at = args[10],
              *topic = args[11], *partition = args[12], *timestamp = args[13];
     if (!PyUnicode_CheckExact(topic) || PyUnicode_GET_LENGTH(topic) == 0)
         Py_RETURN_NOTIMPLEMENTED;
@@ -1834,7 +1850,7 @@ static PyObject *send_record_core(PyObject *const *args)
         return NULL;
     if (fatal)
         Py_RETURN_NOTIMPLEMENTED;
-    long long count = metadata_add_and_count(metadata, topic, mono_clock, cluster_now);
+    long long count = metadata_add_and_count(metadata, topic, mono_clock, cluster_at);
     if (count == -1)
         return NULL;
     if (count <= 0)
@@ -1914,13 +1930,14 @@ static void send_record_dealloc(PyObject *self)
 
 PyDoc_STRVAR(send_record_doc,
     "SendRecord(topics, accumulator, clock, headers, metadata, max_payload, ignore_keys, wakeup, mono_clock,\n"
-    "           fatal_check, cluster_now)(topic, partition, timestamp, key, value, callback)\n"
+    "           fatal_check, cluster_at)(topic, partition, timestamp, key, value, callback)\n"
     "    -> future | NotImplemented\n\n"
     "KafkaProducer.send's common case whole, compiled: the checks send() makes before the append (a non-empty\n"
     "str topic, a partition and a timestamp that are None or non-negative ints, not a fatal error: ``fatal_check``\n"
-    "None, a pair (state_now, fatal_state) fatal when ``state_now() is fatal_state``, or a callable whose truth\n"
-    "says it), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic clock, else its\n"
-    "ms; ``cluster_now()``: ``metadata.fetch()`` without its frame, None calls fetch()), then send_append (the\n"
+    "None, (holder, attribute, fatal_state) fatal when ``getattr(holder, attribute) is fatal_state``, or a callable\n"
+    "whose truth says it), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic\n"
+    "clock, else its ms; ``cluster_at``: (holder, attribute) or a callable giving ``metadata.fetch()`` without\n"
+    "its frame, None calls fetch()), then send_append (the\n"
     "first eight arguments are send_append's). NotImplemented whenever send_append\n"
     "would not give a future, or a check or the metadata needs the Python path (which then does it all again\n"
     "and raises as before); a record is appended only when a future is returned.");
