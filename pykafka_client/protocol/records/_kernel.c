@@ -1250,12 +1250,41 @@ static int cached_set(PyObject *obj, PyObject *name, slot_cache *c, PyObject *v)
     return 0;
 }
 
+/* v (borrowed) into *out when it is a plain int of at most two internal digits (|v| < 2**60: sizes, offsets,
+ * millisecond timestamps), read without a call: 1; 0 for anything else (PyLong_AsLongLongAndOverflow decides). */
+static inline int compact_int(PyObject *v, int64_t *out)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact((PyLongObject *)v)) {
+        *out = (int64_t)PyUnstable_Long_CompactValue((PyLongObject *)v);
+        return 1;
+    }
+    return 0;
+#else
+    const digit *d = ((PyLongObject *)v)->ob_digit;
+    switch (Py_SIZE(v)) {
+    case 0: *out = 0; return 1;
+    case 1: *out = (int64_t)d[0]; return 1;
+    case -1: *out = -(int64_t)d[0]; return 1;
+    case 2: *out = ((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0]; return 1;
+    case -2: *out = -(((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0]); return 1;
+    default: return 0;
+    }
+#endif
+}
+
 /* A value that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception).
  * Steals v (NULL: the exception of the read that made it). */
 static int take_int(PyObject *v, int64_t *out)
 {
     if (v == NULL)
         return -1;
+    if (compact_int(v, out)) {
+        Py_DECREF(v);
+        return 0;
+    }
     int overflow = 0;
     long long x = PyLong_CheckExact(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
     int bad = !PyLong_CheckExact(v) || overflow;
@@ -1281,6 +1310,12 @@ static int take_truth(PyObject *v)
 /* An attribute that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception). */
 static int get_int_attr(PyObject *obj, PyObject *name, slot_cache *c, int64_t *out)
 {
+    Py_ssize_t off = slot_offset(obj, name, c);
+    if (off >= 0) {
+        PyObject *v = *(PyObject **)((char *)obj + off);
+        if (v != NULL && compact_int(v, out))
+            return 0;
+    }
     return take_int(cached_get(obj, name, c), out);
 }
 
