@@ -1474,8 +1474,8 @@ typedef struct {
     char locked;
 } thread_lock_layout;
 #define THREAD_LOCK_LAYOUT 1
-#endif
 static PyTypeObject *thread_lock_type = NULL; /* type(_thread.allocate_lock()) when its layout is known */
+#endif
 
 static int thread_lock_setup(void)
 {
