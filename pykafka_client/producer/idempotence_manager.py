@@ -90,6 +90,10 @@ class IdempotenceManager:
     """Idempotent-producer bookkeeping shared by the accumulator (drain) and the Sender (responses): the
     state and its transitions, the producer id and epoch, the per-partition sequences and in-flight batches."""
 
+    #: the state in a slot: read once per record by the kernel's send path (STATE_ATTRIBUTE; the rest of the
+    #: manager's state is in the instance dict)
+    __slots__ = ("__dict__", "__weakref__", "_state")
+
     def __init__(
         self,
         transactional_id: str | None = None,
@@ -461,3 +465,9 @@ class IdempotenceManager:
         if isinstance(err, KafkaError):
             return err
         return KafkaError(f"the producer is in a fatal error state: {err!r}")
+
+
+#: The attribute (a slot) that holds a manager's ``state``: the kernel's send path reads it there, without the
+#: property's Python frame, once per record to decline sends of a producer in a fatal error state
+#: (``SendRecord``'s ``fatal_check = (manager, STATE_ATTRIBUTE, State.FATAL_ERROR)``).
+STATE_ATTRIBUTE = "_state"

@@ -64,14 +64,16 @@ from pykafka_client.producer.batch_encoder import compression_type_for
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.config import ProducerConfig
 from pykafka_client.producer.future_record_metadata import BatchMetadata, FutureRecordMetadata, SendBatchFuture
+from pykafka_client.producer.idempotence_manager import STATE_ATTRIBUTE
 from pykafka_client.producer.metadata_wait import topic_not_present_message
 from pykafka_client.producer.partitioner import Partitioner, RoundRobinPartitioner, partition_for_key
-from pykafka_client.producer.producer_metadata import ProducerMetadata
+from pykafka_client.producer.producer_metadata import CLUSTER_ATTRIBUTE, ProducerMetadata
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.producer.record_size import Callback, Header, estimate_size_upper_bound
 from pykafka_client.producer.sender import IoRunner, IoRunnerFactory, Sender
 from pykafka_client.producer.transaction_manager import GroupMetadata, TransactionManager
+from pykafka_client.producer.transaction_state import State
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.serialization import ByteArraySerializer, Serializer, resolve_serializer
@@ -246,7 +248,8 @@ class KafkaProducer:
             send_record(
                 None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
                 self._max_record_size - _UPPER_BOUND_NO_HEADERS, self._ignore_keys, self.sender.wakeup,
-                None if self._system_time else time.hi_res_clock_ms, None if tm is None else tm.has_fatal_error,
+                None if self._system_time else time.hi_res_clock_ms,
+                None if tm is None else (tm, STATE_ATTRIBUTE, State.FATAL_ERROR), (self.metadata, CLUSTER_ATTRIBUTE),
             )
             if send_record is not None and self._send_append is not None and self.transactional_id is None else None
         )

@@ -46,8 +46,19 @@ class _Index:
         self.available = {t: [p.partition for p in infos if p.leader is not None] for t, infos in by_topic.items()}
 
 
+#: The attribute (a ProducerMetadata slot) that holds what ``fetch()`` returns: the kernel's send path reads the
+#: current cluster there, without fetch()'s Python frame, once per record (``SendRecord``'s
+#: ``cluster_at = (metadata, CLUSTER_ATTRIBUTE)``).
+CLUSTER_ATTRIBUTE = "_cluster"
+
+
 class ProducerMetadata(Metadata):
     """Metadata restricted to the producer's topics, with fast lookups for the hot path."""
+
+    #: What the kernel's send path reads once per record, in slots (read at fixed offsets instead of from the
+    #: instance dict): the topic expiries, the idle time, the index, and Metadata's current cluster (``fetch()``,
+    #: read through ``CLUSTER_ATTRIBUTE``).
+    __slots__ = ("_cluster", "index", "metadata_idle_ms", "topic_expiry")
 
     def __init__(self, *args: Any, metadata_idle_ms: int = 300_000, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -96,6 +96,10 @@ class _TopicInfo:
 class RecordAccumulator:
     """Batches records per partition and hands full or lingered batches to the Sender."""
 
+    #: ``closed`` in a slot: the kernel's send path reads it once per record, at a fixed offset (the rest of the
+    #: state is in the instance dict)
+    __slots__ = ("__dict__", "__weakref__", "closed")
+
     def __init__(
         self,
         *,
@@ -144,7 +148,8 @@ class RecordAccumulator:
         self.send_append: Callable[..., Any] | None = (
             None if kernel is None else functools.partial(kernel.send_append, self._topics, self)
         )
-        #: ``send_record(clock, headers, metadata, max_payload, ignore_keys, wakeup, mono_clock, fatal_check)``
+        #: ``send_record(clock, headers, metadata, max_payload, ignore_keys, wakeup, mono_clock, fatal_check,
+        #: cluster_at)``
         #: -> ``(topic, partition, timestamp, key, value, callback) -> future | NotImplemented``: ``send_append``
         #: with send()'s checks and the metadata lookup before it (the kernel's ``SendRecord`` over this
         #: accumulator's queues). None without the kernel.

@@ -1204,12 +1204,21 @@ typedef struct {
 
 static slot_cache acache[A_COUNT]; /* per attr[] name: its call sites read one kind of object */
 
-/* The offset of obj's object slot `name`, or -1: go by name (also remembered per type and version). */
-static Py_ssize_t slot_offset(PyObject *obj, PyObject *name, slot_cache *c)
+static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *c);
+
+/* The offset of obj's object slot `name`, or -1: go by name (also remembered per type and version). Inline: a
+ * send reads some thirty slots, nearly always of the type the call site saw last. */
+static inline Py_ssize_t slot_offset(PyObject *obj, PyObject *name, slot_cache *c)
 {
     PyTypeObject *t = Py_TYPE(obj);
     if (c->type == t && c->tag == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
         return c->offset;
+    return slot_offset_lookup(obj, name, c);
+}
+
+static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *c)
+{
+    PyTypeObject *t = Py_TYPE(obj);
     c->type = NULL;
     Py_ssize_t offset = -1;
     PyObject *d = _PyType_Lookup(t, name); /* borrowed; gives the type a valid version tag when it can */
@@ -1250,12 +1259,41 @@ static int cached_set(PyObject *obj, PyObject *name, slot_cache *c, PyObject *v)
     return 0;
 }
 
+/* v (borrowed) into *out when it is a plain int of at most two internal digits (|v| < 2**60: sizes, offsets,
+ * millisecond timestamps), read without a call: 1; 0 for anything else (PyLong_AsLongLongAndOverflow decides). */
+static inline int compact_int(PyObject *v, int64_t *out)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact((PyLongObject *)v)) {
+        *out = (int64_t)PyUnstable_Long_CompactValue((PyLongObject *)v);
+        return 1;
+    }
+    return 0;
+#else
+    const digit *d = ((PyLongObject *)v)->ob_digit;
+    switch (Py_SIZE(v)) {
+    case 0: *out = 0; return 1;
+    case 1: *out = (int64_t)d[0]; return 1;
+    case -1: *out = -(int64_t)d[0]; return 1;
+    case 2: *out = ((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0]; return 1;
+    case -2: *out = -(((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0]); return 1;
+    default: return 0;
+    }
+#endif
+}
+
 /* A value that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception).
  * Steals v (NULL: the exception of the read that made it). */
 static int take_int(PyObject *v, int64_t *out)
 {
     if (v == NULL)
         return -1;
+    if (compact_int(v, out)) {
+        Py_DECREF(v);
+        return 0;
+    }
     int overflow = 0;
     long long x = PyLong_CheckExact(v) ? PyLong_AsLongLongAndOverflow(v, &overflow) : 0;
     int bad = !PyLong_CheckExact(v) || overflow;
@@ -1281,6 +1319,12 @@ static int take_truth(PyObject *v)
 /* An attribute that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception). */
 static int get_int_attr(PyObject *obj, PyObject *name, slot_cache *c, int64_t *out)
 {
+    Py_ssize_t off = slot_offset(obj, name, c);
+    if (off >= 0) {
+        PyObject *v = *(PyObject **)((char *)obj + off);
+        if (v != NULL && compact_int(v, out))
+            return 0;
+    }
     return take_int(cached_get(obj, name, c), out);
 }
 
@@ -1366,9 +1410,14 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     if (future == NULL || cached_set(future, attr[A_F_OUTCOME], &acache[A_F_OUTCOME], outcome) < 0 ||
         cached_set(future, attr[A_F_INDEX], &acache[A_F_INDEX], index) < 0)
         goto done;
-    PyObject *rec = PyTuple_Pack(5, ts_obj, key, value, headers, callback);
+    PyObject *rec = PyTuple_New(5);
     if (rec == NULL)
         goto done;
+    PyTuple_SET_ITEM(rec, 0, Py_NewRef(ts_obj));
+    PyTuple_SET_ITEM(rec, 1, Py_NewRef(key));
+    PyTuple_SET_ITEM(rec, 2, Py_NewRef(value));
+    PyTuple_SET_ITEM(rec, 3, Py_NewRef(headers));
+    PyTuple_SET_ITEM(rec, 4, Py_NewRef(callback));
     if (callback == Py_None && !PyObject_GC_IsTracked(headers))
         PyObject_GC_UnTrack(rec);
     rc = PyList_Append(pending, rec);
@@ -1410,6 +1459,77 @@ static const char *const send_attr_names[S_COUNT] = {
 };
 static PyObject *sattr[S_COUNT];
 static slot_cache scache[S_COUNT];
+
+/* The partition queue's lock is a _thread.lock. Its acquire() parses (blocking, timeout) by keyword and its
+ * methods are found by name: about a third of an append. On the CPython versions whose lock object has this
+ * layout (3.10 to 3.12: the OS lock, the weakref list, the "locked" flag release() checks), a lock of exactly
+ * that type is taken without blocking and released directly, keeping the flag as the lock's own methods do;
+ * a lock that is held (the I/O thread drains the queue) is waited for through acquire(), which releases the
+ * GIL while it waits. Any other lock, or another CPython, goes through the methods. */
+#if PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030D0000
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock_lock;
+    PyObject *in_weakreflist;
+    char locked;
+} thread_lock_layout;
+#define THREAD_LOCK_LAYOUT 1
+static PyTypeObject *thread_lock_type = NULL; /* type(_thread.allocate_lock()) when its layout is known */
+#endif
+
+static int thread_lock_setup(void)
+{
+#ifdef THREAD_LOCK_LAYOUT
+    PyObject *mod = PyImport_ImportModule("_thread");
+    if (mod == NULL)
+        return -1;
+    PyObject *lock = PyObject_CallMethod(mod, "allocate_lock", NULL);
+    Py_DECREF(mod);
+    if (lock == NULL)
+        return -1;
+    if (Py_TYPE(lock)->tp_basicsize == (Py_ssize_t)sizeof(thread_lock_layout))
+        thread_lock_type = (PyTypeObject *)Py_NewRef(Py_TYPE(lock));
+    Py_DECREF(lock);
+#endif
+    return 0;
+}
+
+/* lock.acquire(): 0, or -1 with an exception */
+static int queue_lock_acquire(PyObject *lock)
+{
+#ifdef THREAD_LOCK_LAYOUT
+    if (Py_TYPE(lock) == thread_lock_type) {
+        thread_lock_layout *l = (thread_lock_layout *)lock;
+        if (PyThread_acquire_lock(l->lock_lock, NOWAIT_LOCK)) {
+            l->locked = 1;
+            return 0;
+        }
+    }
+#endif
+    PyObject *got = PyObject_CallMethodNoArgs(lock, sattr[S_ACQUIRE]);
+    if (got == NULL)
+        return -1;
+    Py_DECREF(got);
+    return 0;
+}
+
+/* lock.release(): 0, or -1 with an exception */
+static int queue_lock_release(PyObject *lock)
+{
+#ifdef THREAD_LOCK_LAYOUT
+    if (Py_TYPE(lock) == thread_lock_type && ((thread_lock_layout *)lock)->locked) {
+        thread_lock_layout *l = (thread_lock_layout *)lock;
+        PyThread_release_lock(l->lock_lock);
+        l->locked = 0;
+        return 0;
+    }
+#endif
+    PyObject *r = PyObject_CallMethodNoArgs(lock, sattr[S_RELEASE]);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
 
 PyDoc_STRVAR(send_append_doc,
     "send_append(topics, accumulator, clock, headers, cluster, max_payload, ignore_keys, wakeup,\n"
@@ -1461,6 +1581,8 @@ static PyObject *send_append_core(PyObject *const *args)
             if ((sattr[i] = PyUnicode_InternFromString(send_attr_names[i])) == NULL)
                 return NULL;
         }
+        if (thread_lock_setup() < 0)
+            return NULL;
     }
     PyObject *info = PyDict_GetItemWithError(topics, topic); /* borrowed */
     if (info == NULL) {
@@ -1510,10 +1632,8 @@ static PyObject *send_append_core(PyObject *const *args)
     }
     if (ts_obj == NULL || (lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL)
         goto done;
-    PyObject *got = PyObject_CallMethodNoArgs(lock, sattr[S_ACQUIRE]);
-    if (got == NULL)
+    if (queue_lock_acquire(lock) < 0)
         goto done;
-    Py_DECREF(got);
     locked = 1;
     /* under the queue's lock, as RecordAccumulator.try_append_fast */
     if ((batches = cached_get(q, sattr[S_BATCHES], &scache[S_BATCHES])) == NULL)
@@ -1591,12 +1711,10 @@ done:
     if (locked) {
         PyObject *et, *ev, *tb;
         PyErr_Fetch(&et, &ev, &tb);
-        PyObject *r = PyObject_CallMethodNoArgs(lock, sattr[S_RELEASE]);
-        if (r == NULL) {
+        if (queue_lock_release(lock) < 0) {
             Py_CLEAR(result);
             Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
         } else {
-            Py_DECREF(r);
             PyErr_Restore(et, ev, tb);
         }
     }
@@ -1637,8 +1755,11 @@ static slot_cache mcache[M_COUNT];
 
 /* ProducerMetadata.add_and_count(topic, now) without its Python frames: the topic's partition count (0 when it
  * is unknown), -2 when the metadata's index is not that of its current cluster (the Python method rebuilds it),
- * -1 with an exception. ``mono_clock`` None: now is CLOCK_MONOTONIC in ms (time.monotonic_ns() // 10**6). */
-static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock)
+ * -1 with an exception. ``mono_clock`` None: now is CLOCK_MONOTONIC in ms (time.monotonic_ns() // 10**6).
+ * ``cluster_at`` gives ``metadata.fetch()`` without its Python frame (cluster_now(); None: fetch() is called). */
+static PyObject *cluster_now(PyObject *cluster_at);
+
+static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock, PyObject *cluster_at)
 {
     PyObject *now_obj;
     if (mono_clock == Py_None) {
@@ -1658,7 +1779,7 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         count = rc < 0 ? -1 : -2;
         goto done;
     }
-    if ((expiries = PyObject_GetAttr(metadata, mattr[M_TOPIC_EXPIRY])) == NULL)
+    if ((expiries = cached_get(metadata, mattr[M_TOPIC_EXPIRY], &mcache[M_TOPIC_EXPIRY])) == NULL)
         goto done;
     if (!PyDict_CheckExact(expiries)) {
         count = -2;
@@ -1671,7 +1792,7 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
     if (expiry != NULL) {
         int64_t exp;
         if ((rc = take_int(Py_NewRef(expiry), &exp)) != 0 ||
-            (rc = take_int(PyObject_GetAttr(metadata, mattr[M_IDLE]), &idle)) != 0) {
+            (rc = get_int_attr(metadata, mattr[M_IDLE], &mcache[M_IDLE], &idle)) != 0) {
             count = rc < 0 ? -1 : -2;
             goto done;
         }
@@ -1685,8 +1806,9 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
             goto done;
         Py_DECREF(r);
     }
-    if ((idx = PyObject_GetAttr(metadata, mattr[M_INDEX])) == NULL ||
-        (cluster = PyObject_CallMethodNoArgs(metadata, mattr[M_FETCH])) == NULL ||
+    if ((idx = cached_get(metadata, mattr[M_INDEX], &mcache[M_INDEX])) == NULL ||
+        (cluster = cluster_at == Py_None ? PyObject_CallMethodNoArgs(metadata, mattr[M_FETCH])
+                                         : cluster_now(cluster_at)) == NULL ||
         (idx_cluster = cached_get(idx, mattr[M_CLUSTER], &mcache[M_CLUSTER])) == NULL)
         goto done;
     if (idx_cluster != cluster) {
@@ -1725,13 +1847,43 @@ static int nonnegative_int(PyObject *v)
     return overflow > 0 || (overflow == 0 && x >= 0);
 }
 
-/* SendRecord's call: args are its 10 fixed arguments then the call's 6 */
+/* fatal_check: None (never fatal), (holder, attribute, fatal_state): fatal when getattr(holder, attribute) is
+ * fatal_state (read at the slot's offset when it is one), else a callable whose truth is the answer. 1, 0, or
+ * -1 with an exception. */
+static int fatal_now(PyObject *fatal_check)
+{
+    static slot_cache state_cache;
+    if (fatal_check == Py_None)
+        return 0;
+    if (PyTuple_CheckExact(fatal_check) && PyTuple_GET_SIZE(fatal_check) == 3 &&
+        PyUnicode_CheckExact(PyTuple_GET_ITEM(fatal_check, 1))) {
+        PyObject *state = cached_get(PyTuple_GET_ITEM(fatal_check, 0), PyTuple_GET_ITEM(fatal_check, 1), &state_cache);
+        if (state == NULL)
+            return -1;
+        Py_DECREF(state);
+        return state == PyTuple_GET_ITEM(fatal_check, 2);
+    }
+    return take_truth(PyObject_CallNoArgs(fatal_check));
+}
+
+/* cluster_at: (holder, attribute): getattr(holder, attribute), read at the slot's offset when it is one; else a
+ * callable giving the cluster. New reference, NULL with an exception. */
+static PyObject *cluster_now(PyObject *cluster_at)
+{
+    static slot_cache cluster_cache;
+    if (PyTuple_CheckExact(cluster_at) && PyTuple_GET_SIZE(cluster_at) == 2 &&
+        PyUnicode_CheckExact(PyTuple_GET_ITEM(cluster_at, 1)))
+        return cached_get(PyTuple_GET_ITEM(cluster_at, 0), PyTuple_GET_ITEM(cluster_at, 1), &cluster_cache);
+    return PyObject_CallNoArgs(cluster_at);
+}
+
+/* SendRecord's call: args are its 11 fixed arguments then the call's 6 */
 static PyObject *send_record_core(PyObject *const *args)
 {
     if (future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *topic = args[10],
-             *partition = args[11], *timestamp = args[12];
+    PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *cluster_at = args[10],
+             *topic = args[11], *partition = args[12], *timestamp = args[13];
     if (!PyUnicode_CheckExact(topic) || PyUnicode_GET_LENGTH(topic) == 0)
         Py_RETURN_NOTIMPLEMENTED;
     if ((partition != Py_None && !nonnegative_int(partition)) || (timestamp != Py_None && !nonnegative_int(timestamp)))
@@ -1742,14 +1894,12 @@ static PyObject *send_record_core(PyObject *const *args)
                 return NULL;
         }
     }
-    if (fatal_check != Py_None) {
-        int fatal = take_truth(PyObject_CallNoArgs(fatal_check));
-        if (fatal < 0)
-            return NULL;
-        if (fatal)
-            Py_RETURN_NOTIMPLEMENTED;
-    }
-    long long count = metadata_add_and_count(metadata, topic, mono_clock);
+    int fatal = fatal_now(fatal_check);
+    if (fatal < 0)
+        return NULL;
+    if (fatal)
+        Py_RETURN_NOTIMPLEMENTED;
+    long long count = metadata_add_and_count(metadata, topic, mono_clock, cluster_at);
     if (count == -1)
         return NULL;
     if (count <= 0)
@@ -1758,7 +1908,7 @@ static PyObject *send_record_core(PyObject *const *args)
     if (count_obj == NULL)
         return NULL;
     PyObject *call[15] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], topic, partition,
-                          count_obj, timestamp, args[13], args[14], args[15]};
+                          count_obj, timestamp, args[14], args[15], args[16]};
     PyObject *future = send_append_core(call);
     Py_DECREF(count_obj);
     if (future == Py_None) {
@@ -1770,7 +1920,7 @@ static PyObject *send_record_core(PyObject *const *args)
 
 /* The producer's fixed arguments of send_record, bound once: a call passes only the record's six (no partial
  * object copying sixteen arguments into a fresh array per send). */
-enum { SR_FIXED = 10, SR_CALL = 6 };
+enum { SR_FIXED = 11, SR_CALL = 6 };
 typedef struct {
     PyObject_HEAD
     PyObject *fixed[SR_FIXED];
@@ -1829,11 +1979,15 @@ static void send_record_dealloc(PyObject *self)
 
 PyDoc_STRVAR(send_record_doc,
     "SendRecord(topics, accumulator, clock, headers, metadata, max_payload, ignore_keys, wakeup, mono_clock,\n"
-    "           fatal_check)(topic, partition, timestamp, key, value, callback) -> future | NotImplemented\n\n"
+    "           fatal_check, cluster_at)(topic, partition, timestamp, key, value, callback)\n"
+    "    -> future | NotImplemented\n\n"
     "KafkaProducer.send's common case whole, compiled: the checks send() makes before the append (a non-empty\n"
-    "str topic, a partition and a timestamp that are None or non-negative ints, ``fatal_check()`` false when\n"
-    "given), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic clock, else its\n"
-    "ms), then send_append (the first eight arguments are send_append's). NotImplemented whenever send_append\n"
+    "str topic, a partition and a timestamp that are None or non-negative ints, not a fatal error: ``fatal_check``\n"
+    "None, (holder, attribute, fatal_state) fatal when ``getattr(holder, attribute) is fatal_state``, or a callable\n"
+    "whose truth says it), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic\n"
+    "clock, else its ms; ``cluster_at``: (holder, attribute) or a callable giving ``metadata.fetch()`` without\n"
+    "its frame, None calls fetch()), then send_append (the\n"
+    "first eight arguments are send_append's). NotImplemented whenever send_append\n"
     "would not give a future, or a check or the metadata needs the Python path (which then does it all again\n"
     "and raises as before); a record is appended only when a future is returned.");
 

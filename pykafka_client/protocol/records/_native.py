@@ -121,7 +121,7 @@ class Kernel(Protocol):
 
     def SendRecord(
         self, topics: dict[str, Any], accumulator: object, clock: Any, headers: object, metadata: object,
-        max_payload: int, ignore_keys: bool, wakeup: Any, mono_clock: Any, fatal_check: Any, /,
+        max_payload: int, ignore_keys: bool, wakeup: Any, mono_clock: Any, fatal_check: Any, cluster_at: Any, /,
     ) -> Callable[[object, object, object, object, object, object], Any]:
         """Reference: ``KafkaProducer.send``'s checks, ``ProducerMetadata.add_and_count``, then ``send_append``;
         its call ``(topic, partition, timestamp, key, value, callback)`` gives a future, or NotImplemented

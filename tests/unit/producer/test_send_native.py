@@ -130,7 +130,8 @@ def test_compiled_send_equals_the_python_path(
 ) -> None:
     config = {"compression.type": codec, "batch.size": batch_size, "partitioner.ignore.keys": ignore_keys}
     time = MockTime()
-    # the whole send compiled (send_record), the Python checks before send_append, the Python path alone
+    # the whole send compiled (send_record), the Python checks before send_append, the Python path alone (its
+    # sends with the kernel switched off: not even ProducerBatch.try_append compiled)
     producers = {
         "r": _producer(time, partitions, seed, True, **config),
         "a": _producer(time, partitions, seed, True, False, **config),
@@ -145,7 +146,7 @@ def test_compiled_send_equals_the_python_path(
                 time.sleep(sleep_ms / 1000)
                 for name, p in producers.items():
                     cb = (lambda m, e, out=seen[name]: out.append((m, e))) if callback else None
-                    futures[name].append(p.send(TOPIC, value, key, part, timestamp, headers, cb))
+                    futures[name].append(_send_as(name, p, TOPIC, value, key, part, timestamp, headers, cb))
         batches = {name: _batches(p, partitions) for name, p in producers.items()}
         records = {name: {p: [b.records() for b in bs] for p, bs in got.items()} for name, got in batches.items()}
         assert records["r"] == records["p"]
@@ -378,3 +379,87 @@ def test_an_idempotent_producers_fatal_error_raises_on_both_paths() -> None:
             p.close(0)
     assert outcomes[True] == outcomes[False]
     assert outcomes[True][2].startswith("raised")
+
+
+def test_compiled_send_takes_the_queue_lock_as_the_lock_methods_do() -> None:
+    """The kernel takes a free _thread.lock without its acquire() method and releases it directly: afterwards the
+    lock is free and knows it (release() raises as on any unlocked lock); a lock another thread holds makes the
+    send wait, through acquire(), until it is released, and the record is appended then."""
+    p = _producer(MockTime(), 1, 1, True)
+    try:
+        p.send(TOPIC, b"first")  # opens the batch (the Python path)
+        lock = p.accumulator._topics[TOPIC].queues[0].lock
+        p.send(TOPIC, b"second")
+        assert _taken(p) == 1
+        assert not lock.locked()
+        with pytest.raises(RuntimeError):
+            lock.release()
+        futures: list[Any] = []
+        sender = threading.Thread(target=lambda: futures.append(p.send(TOPIC, b"third")))
+        with lock:
+            sender.start()
+            sender.join(0.2)
+            assert sender.is_alive() and not futures  # waiting for the lock
+        sender.join()
+        assert _taken(p) == 2 and not lock.locked()
+        assert [r[2] for b in p.accumulator._topics[TOPIC].queues[0].batches for r in b.pending] == [b"first", b"second", b"third"]
+        assert futures[0].batch_position()[1] == 2
+    finally:
+        p.close(0)
+
+
+def _send_as(name: str, p: KafkaProducer, *args: Any) -> Any:
+    """``p.send(*args)``; for the producer named "p" with the kernel switched off for the whole process."""
+    previous = _native.use_native(name != "p")
+    try:
+        return p.send(*args)
+    finally:
+        _native.use_native(previous)
+
+
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_timestamps_across_the_kernels_int_reading_boundary_equal_the_python_path(idempotent: bool) -> None:
+    """The kernel reads an int of up to two internal digits (below 2**60) from its digits and larger ones through
+    the C API; timestamps on both sides of that boundary (as a record's, a batch's base and max timestamp), up to
+    the 2**62 the kernel takes and past it (the Python path), over batch boundaries, with the default idempotent
+    producer too: the same batches, futures and callbacks as the pure Python path (its sends run with the kernel
+    switched off, so that not even ProducerBatch.try_append is compiled)."""
+    config = {"enable.idempotence": idempotent, "acks": "all" if idempotent else "1", "batch.size": 300}
+    stamps = [None, 5, 2**30 - 1, 2**30, 2**60 - 1, 2**60, 2**60 + 7, 2**62, 2**62 + 1, 2**41, None]
+    time = MockTime()
+    producers = {
+        "r": _producer(time, 2, 3, True, **config),
+        "p": _producer(time, 2, 3, False, **config),
+    }
+    seen: dict[str, list[tuple[RecordMetadata | None, BaseException | None]]] = {name: [] for name in producers}
+    futures: dict[str, list[Any]] = {name: [] for name in producers}
+    try:
+        # first, runs of close timestamps around each boundary: a batch's base and max timestamp on either side
+        for base in (2**30 + 3, 2**30 - 3, 2**60 - 3, 2**62 - 3):
+            for j in range(6):
+                for name, p in producers.items():
+                    futures[name].append(_send_as(name, p, TOPIC, b"run", None, 0, base + j))
+        for round_ in range(6):
+            for i, ts in enumerate(stamps):
+                for name, p in producers.items():
+                    cb = lambda m, e, out=seen[name]: out.append((m, e))  # noqa: E731
+                    part = None if i % 3 else round_ % 2
+                    futures[name].append(_send_as(name, p, TOPIC, b"v%d" % i, None if i % 2 else b"k%d" % i, part, ts, None, cb))
+        assert _taken(producers["r"]) > 0
+        batches = {name: _batches(p, 2) for name, p in producers.items()}
+        assert {k: [b.records() for b in v] for k, v in batches["r"].items()} == {
+            k: [b.records() for b in v] for k, v in batches["p"].items()
+        }
+        # the append state the kernel reads and writes (sizes decide the batch boundaries)
+        state = {
+            name: {k: [(b.base_timestamp, b.max_timestamp, b.size_bytes, b.max_record_size) for b in v] for k, v in got.items()}
+            for name, got in batches.items()
+        }
+        assert state["r"] == state["p"]
+        for got in batches.values():
+            _complete(got)
+        assert [f.result(0) for f in futures["r"]] == [f.result(0) for f in futures["p"]]
+        assert seen["r"] == seen["p"]
+    finally:
+        for p in producers.values():
+            p.close(0)
