@@ -217,17 +217,25 @@ class Processor:
 
     def run(self) -> None:
         self._thread_ident = threading.get_ident()
+        selector = self.selector
         try:
             while self._running:
                 try:
-                    self._configure_new_connections()
-                    self._process_new_responses()
+                    # the steps with nothing to do are skipped by a look at their input (a round per request
+                    # and one per response: the checks cost less than the calls)
+                    if self._new_connections.queue:  # lock-free peek, as in _configure_new_connections
+                        self._configure_new_connections()
+                    if self._response_queue:
+                        self._process_new_responses()
                     self._poll()
                     self._process_completed_receives()
-                    self._process_completed_sends()
-                    self._process_disconnected()
+                    if selector.completed_sends():
+                        self._process_completed_sends()
+                    if selector.disconnected():
+                        self._process_disconnected()
                     self._close_excess_connections()
-                    self._complete_failed_authentications()
+                    if self._auth_failures is not None:
+                        self._complete_failed_authentications()
                 except Exception:
                     # per-channel errors are handled below; this is the last line of defence
                     log.exception("event=processor_error processor=%s", self.id)
