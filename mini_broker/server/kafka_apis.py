@@ -353,7 +353,13 @@ class KafkaApis:
 def fit_to_version(msg: Message, version: int) -> None:
     """Reset, recursively, every field that ``version`` does not have to its default, so handlers can fill a
     response once for all versions (the generated writer rejects non-default values of absent fields)."""
-    absent, structs = _fit_plan(type(msg), version)
+    cls = type(msg)
+    complete = _COMPLETE_AT.get((cls, version))
+    if complete is None:
+        complete = _complete_at(cls, version, cls, set())
+    if complete:
+        return  # every field of the whole tree is in this version: nothing to reset, no walk through the lists
+    absent, structs = _fit_plan(cls, version)
     for name, default in absent:
         setattr(msg, name, default())
     for name in structs:
@@ -386,6 +392,37 @@ def _fit_plan(cls: type[Message], version: int) -> _FitPlan:
                 absent.append((fs.name, defaults[fs.name]))
         plan = _FIT_PLANS[(cls, version)] = (tuple(absent), tuple(structs))
     return plan
+
+
+#: (message class, version) -> whether no struct reachable from it through the fields of that version has a field
+#: the version lacks (fit_to_version has nothing to do on it)
+_COMPLETE_AT: dict[tuple[type, int], bool] = {}
+
+
+def _complete_at(cls: type[Message], version: int, root: type[Message], seen: set[type]) -> bool:
+    """Compute (and cache) :data:`_COMPLETE_AT` for ``cls``: its plan resets nothing and every struct type of its
+    present fields is complete too. A struct type that cannot be resolved (a name neither ``cls`` nor the top-level
+    ``root`` defines) counts as incomplete: :func:`fit_to_version` then walks the values as before."""
+    cached = _COMPLETE_AT.get((cls, version))
+    if cached is not None:
+        return cached
+    if cls in seen:  # a recursive struct: its own fields decide, checked where the walk entered it
+        return True
+    seen.add(cls)
+    absent, structs = _fit_plan(cls, version)
+    complete = not absent
+    if complete and structs:
+        types = {fs.name: fs.type.removeprefix("[]") for fs in cls._SCHEMA}
+        for name in structs:
+            struct_cls = getattr(cls, types[name], None) or getattr(root, types[name], None)
+            if not (isinstance(struct_cls, type) and issubclass(struct_cls, Message)
+                    and _complete_at(struct_cls, version, root, seen)):
+                complete = False
+                break
+    seen.discard(cls)
+    if cls is root or not complete:
+        _COMPLETE_AT[(cls, version)] = complete
+    return complete
 
 
 def _const(v: object) -> Callable[[], object]:

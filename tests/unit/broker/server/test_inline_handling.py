@@ -121,7 +121,7 @@ def test_kafka_apis_inline_keys_default_and_override() -> None:
 
 def _produce(apis: KafkaApis, transactional_id: str | None) -> Request:
     body = ProduceRequest(transactional_id=transactional_id, acks=1, timeout_ms=1000, topic_data=[])
-    frame = b"".join(bytes(c) for c in headers.encode_request(body, 9, 7, "client"))
+    frame = b"".join(bytes(c) for c in headers.encode_request(body, 9, 7, "client"))  # type: ignore[arg-type]
     return apis.parse_request(0, "c1", "127.0.0.1:1", "PLAINTEXT", memoryview(frame[4:]), 0)
 
 
