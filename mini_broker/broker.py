@@ -69,6 +69,8 @@ class BrokerMode(Protocol):
 
     #: whether the coordinators serve only while this broker leads their internal partitions
     follows_partition_leadership: bool
+    #: whether a network thread handles non-transactional Produce itself (:attr:`KafkaApis.inline_produce`)
+    inline_produce: bool
 
     def coordinator_data_dir(self, data_dir: str) -> str | None:
         """Where the coordinators keep their logs (None: in the replicated internal partitions)."""
@@ -105,6 +107,8 @@ class SingleBrokerMode:
     logs in its data dir."""
 
     follows_partition_leadership = False
+    #: its appends wait on nothing but a log lock: no replication, no inter-broker call
+    inline_produce = True
 
     def coordinator_data_dir(self, data_dir: str) -> str | None:
         return data_dir
@@ -282,6 +286,7 @@ class MiniBroker:
                           *([self.share_coordinator.partition] if self.share_coordinator is not None else [])):
             partition.when_opened(self._clean_coordinator_log)
         self.apis = KafkaApis(channel, ALL_APIS, self.context, self.metrics, self.time)
+        self.apis.inline_produce = mode.inline_produce
         mode.wire_coordinators(self.context, self.apis, self.group_coordinator, txn_coordinator)
         self.quotas = QuotaManagers(config.quota_window_num, config.quota_window_size_seconds, self.metrics, self.time)
         self.quotas.start()

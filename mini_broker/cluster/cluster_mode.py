@@ -37,6 +37,9 @@ class ClusterMode:
 
     #: the coordinators keep no local log: they serve the replicated partitions they lead
     follows_partition_leadership = True
+    #: Produce stays on the handler threads: a leader's appends take partition state shared with the replica
+    #: fetchers and the controller's leadership changes
+    inline_produce = False
 
     def __init__(self, config: KafkaConfig, replica_manager: ReplicaManager, metadata_cache: MetadataCache,
                  controller_address: str, data_dir: str, time: Time) -> None:

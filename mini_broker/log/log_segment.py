@@ -135,21 +135,30 @@ class LogSegment:
         except FileNotFoundError:
             return self._time.milliseconds()
 
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: LogConfig) -> None:
+        self._config = config
+        # read on every append (should_roll); computed from the config's cleanup policy, so kept per config
+        self._max_segment_ms = config.max_segment_ms
+
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= _INT32_MAX
 
     def should_roll(self, messages_size: int, max_timestamp_in_messages: int, max_offset: int, now_ms: int) -> bool:
         """Kafka's roll rule: size, age (``segment.ms`` minus this segment's jitter), a full index, or
         offsets beyond int32 from the base offset."""
-        reached_roll_ms = (
-            self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > self.config.max_segment_ms - self.roll_jitter_ms
-        )
+        size = self.size
         return (
-            self.size > self.config.segment_bytes - messages_size
-            or (self.size > 0 and reached_roll_ms)
+            size > self._config.segment_bytes - messages_size
+            or (size > 0 and self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+                > self._max_segment_ms - self.roll_jitter_ms)
             or self.offset_index.is_full()
             or self.time_index.is_full()
-            or not self.can_convert_to_relative_offset(max_offset)
+            or not 0 <= max_offset - self.base_offset <= _INT32_MAX
         )
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
@@ -180,7 +189,7 @@ class LogSegment:
         if max_timestamp > self.max_timestamp_so_far:
             self.max_timestamp_so_far = max_timestamp
             self.offset_of_max_timestamp_so_far = last_offset
-        if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
+        if self._bytes_since_last_index_entry > self._config.index_interval_bytes:
             self.offset_index.append(last_offset, position)
             self.time_index.maybe_append(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far)
             self._bytes_since_last_index_entry = 0

@@ -16,6 +16,7 @@ offsets, which must not go backwards.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -30,6 +31,8 @@ from pykafka_client.protocol.records.batch_ops import (
     validate_batch,
 )
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+
+_INT32 = struct.Struct(">i")
 
 
 class AppendOrigin(Enum):
@@ -49,16 +52,22 @@ def analyze_and_validate(
     ``InvalidTimestampError`` on the first bad one."""
     batches: list[DefaultRecordBatch] = []
     pos = 0
+    end = len(buf)
     check_timestamps = not config.is_log_append_time
     compacted = "compact" in str(config.other.get("cleanup.policy", "delete"))
-    while pos < len(buf):
-        if len(buf) - pos >= 12:
-            size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True) + 12
-            if size > config.max_message_bytes and size <= len(buf) - pos:
+    # the config's derived values, read once per append rather than per batch
+    max_message_bytes = config.max_message_bytes
+    from_client = origin is AppendOrigin.CLIENT
+    before_max_ms = config.timestamp_before_max_ms if check_timestamps else LONG_MAX
+    after_max_ms = config.timestamp_after_max_ms if check_timestamps else LONG_MAX
+    while pos < end:
+        if end - pos >= 12:
+            size = _INT32.unpack_from(buf, pos + 8)[0] + 12
+            if size > max_message_bytes and size <= end - pos:
                 raise RecordTooLargeError(
-                    f"batch of {size} bytes is larger than max.message.bytes={config.max_message_bytes}"
+                    f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
                 )
-        batch = validate_batch(buf, pos, from_client=origin is AppendOrigin.CLIENT)
+        batch = validate_batch(buf, pos, from_client=from_client)
         if origin is not AppendOrigin.REPLICATION:
             # Decode every record (as Java's LogValidator): consecutive offsets, well-formed records, timestamps
             # in bounds and, on a compacted topic, keys.
@@ -66,8 +75,8 @@ def analyze_and_validate(
                 check_records(
                     batch,
                     now=now,
-                    before_max_ms=config.timestamp_before_max_ms if check_timestamps else LONG_MAX,
-                    after_max_ms=config.timestamp_after_max_ms if check_timestamps else LONG_MAX,
+                    before_max_ms=before_max_ms,
+                    after_max_ms=after_max_ms,
                     require_keys=compacted,
                 )
             except MessageDecodeError as e:

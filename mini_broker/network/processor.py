@@ -112,16 +112,17 @@ def release_frame(receive: NetworkReceive) -> None:
 
 class RequestParser(Protocol):
     """Turns a frame payload into a Request (or raises to close the connection), and handles the requests
-    of ``inline_api_keys`` on the network thread itself (:meth:`handle`). Provided by KafkaApis."""
-
-    #: API keys :meth:`handle` answers on the network thread (no request queue); may be empty
-    inline_api_keys: frozenset[int]
+    :meth:`handles_inline` picks on the network thread itself (:meth:`handle`). Provided by KafkaApis."""
 
     def parse_request(self, processor_id: int, connection_id: str, client_address: str, listener_name: str,
                       payload: memoryview, start_time_ns: int) -> Request: ...
 
+    def handles_inline(self, request: Request) -> bool:
+        """Whether :meth:`handle` answers ``request`` on the network thread (no request queue)."""
+        ...
+
     def handle(self, request: Request) -> None:
-        """Handle a request of ``inline_api_keys`` now, in the calling network thread."""
+        """Handle a request :meth:`handles_inline` picked now, in the calling network thread."""
         ...
 
     def complete_response_metrics(self, response: Response, now_ns: int) -> None: ...
@@ -160,8 +161,6 @@ class Processor:
         self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
         self._handled_inline = False
         self._index = 0
-        # APIs this thread handles itself (KafkaApis.inline_api_keys / handle)
-        self._inline_api_keys: frozenset[int] = parser.inline_api_keys
         self._thread_ident: int | None = None
         self._running = True
         self._thread = threading.Thread(target=self.run, name=f"data-plane-network-thread-{listener.listener_name}-{processor_id}",
@@ -218,17 +217,25 @@ class Processor:
 
     def run(self) -> None:
         self._thread_ident = threading.get_ident()
+        selector = self.selector
         try:
             while self._running:
                 try:
-                    self._configure_new_connections()
-                    self._process_new_responses()
+                    # the steps with nothing to do are skipped by a look at their input (a round per request
+                    # and one per response: the checks cost less than the calls)
+                    if self._new_connections.queue:  # lock-free peek, as in _configure_new_connections
+                        self._configure_new_connections()
+                    if self._response_queue:
+                        self._process_new_responses()
                     self._poll()
                     self._process_completed_receives()
-                    self._process_completed_sends()
-                    self._process_disconnected()
+                    if selector.completed_sends():
+                        self._process_completed_sends()
+                    if selector.disconnected():
+                        self._process_disconnected()
                     self._close_excess_connections()
-                    self._complete_failed_authentications()
+                    if self._auth_failures is not None:
+                        self._complete_failed_authentications()
                 except Exception:
                     # per-channel errors are handled below; this is the last line of defence
                     log.exception("event=processor_error processor=%s", self.id)
@@ -373,7 +380,7 @@ class Processor:
             return
         self.selector.mute(cid)
         channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
-        if request.context.api_key in self._inline_api_keys:
+        if self._parser.handles_inline(request):
             self._handle_inline(request)
             return
         while self._running:

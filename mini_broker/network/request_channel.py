@@ -213,7 +213,6 @@ class RequestChannel:
     def send_response(self, response: Response) -> None:
         """Hand a response to the processor that owns the request's connection. If that processor is
         gone (shutdown), the response is dropped."""
-        with self._lock:
-            processor = self._processors.get(response.request.processor_id)
+        processor = self._processors.get(response.request.processor_id)  # one dict read: atomic, no lock needed
         if processor is not None:
             processor.enqueue_response(response)

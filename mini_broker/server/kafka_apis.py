@@ -34,7 +34,7 @@ from mini_broker.quota.quota_manager import NANOS_TO_PERCENTAGE
 from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, UnsupportedVersionError
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import REQUESTS, ApiKey
-from pykafka_client.protocol.messages import RequestHeader
+from pykafka_client.protocol.messages import ProduceRequest, RequestHeader
 from pykafka_client.protocol.types import Chunk, Message, Reader
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -67,8 +67,10 @@ class ResponseGate(Protocol):
 #: handler thread: their handlers never block (Fetch reads the page cache and parks in the purgatory when
 #: it has to wait; ApiVersions is a constant). Under the GIL the hop to a handler thread buys no
 #: parallelism for them and costs more than the work (two queues, a wakeup, three loop rounds instead
-#: of two). Everything that writes (Produce, group and admin APIs) stays on the handler threads.
+#: of two). Group and admin APIs stay on the handler threads; so does Produce, except where
+#: :attr:`KafkaApis.inline_produce` is set (see :meth:`KafkaApis.handles_inline`).
 INLINE_API_KEYS: frozenset[int] = frozenset({int(ApiKey.FETCH), int(ApiKey.API_VERSIONS)})
+_PRODUCE_KEY = int(ApiKey.PRODUCE)
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,9 @@ class KafkaApis:
         self._header_versions: dict[tuple[int, int], int] = {}
         #: api keys the processors answer on their own thread (see :data:`INLINE_API_KEYS`)
         self.inline_api_keys: frozenset[int] = frozenset(k for k in inline_api_keys if k in self.specs)
+        #: non-transactional Produce handled on the network thread too (set by a single broker, whose appends wait
+        #: on nothing but the partition's log lock: acks=all parks in the purgatory; see :meth:`handles_inline`)
+        self.inline_produce = False
         #: client quotas (None: not enforced); set by the broker before it serves requests
         self.quotas: QuotaManagers | None = None
         #: holds the answers of some APIs until a condition holds (a cluster broker: the coordinators' appends
@@ -177,6 +182,18 @@ class KafkaApis:
         ctx = RequestContext(api_key, api_version, correlation_id, header.client_id, connection_id, client_address,
                              listener_name, header_version=header_version)
         return Request(processor_id, ctx, body, len(payload), start_time_ns)
+
+    def handles_inline(self, request: Request) -> bool:
+        """Whether the network thread that parsed ``request`` handles it itself (:meth:`handle`, no handler-thread
+        hop): the :attr:`inline_api_keys`, and with :attr:`inline_produce` a Produce without a transactional id
+        (a transactional one may wait on the transaction coordinator's lock to be verified)."""
+        key = request.context.api_key
+        if key in self.inline_api_keys:
+            return True
+        if key == _PRODUCE_KEY and self.inline_produce:
+            body = request.body
+            return isinstance(body, ProduceRequest) and body.transactional_id is None
+        return False
 
     # --- dispatch (handler thread) ---------------------------------------------------------------
 
@@ -336,7 +353,13 @@ class KafkaApis:
 def fit_to_version(msg: Message, version: int) -> None:
     """Reset, recursively, every field that ``version`` does not have to its default, so handlers can fill a
     response once for all versions (the generated writer rejects non-default values of absent fields)."""
-    absent, structs = _fit_plan(type(msg), version)
+    cls = type(msg)
+    complete = _COMPLETE_AT.get((cls, version))
+    if complete is None:
+        complete = _complete_at(cls, version, cls, set())
+    if complete:
+        return  # every field of the whole tree is in this version: nothing to reset, no walk through the lists
+    absent, structs = _fit_plan(cls, version)
     for name, default in absent:
         setattr(msg, name, default())
     for name in structs:
@@ -369,6 +392,37 @@ def _fit_plan(cls: type[Message], version: int) -> _FitPlan:
                 absent.append((fs.name, defaults[fs.name]))
         plan = _FIT_PLANS[(cls, version)] = (tuple(absent), tuple(structs))
     return plan
+
+
+#: (message class, version) -> whether no struct reachable from it through the fields of that version has a field
+#: the version lacks (fit_to_version has nothing to do on it)
+_COMPLETE_AT: dict[tuple[type, int], bool] = {}
+
+
+def _complete_at(cls: type[Message], version: int, root: type[Message], seen: set[type]) -> bool:
+    """Compute (and cache) :data:`_COMPLETE_AT` for ``cls``: its plan resets nothing and every struct type of its
+    present fields is complete too. A struct type that cannot be resolved (a name neither ``cls`` nor the top-level
+    ``root`` defines) counts as incomplete: :func:`fit_to_version` then walks the values as before."""
+    cached = _COMPLETE_AT.get((cls, version))
+    if cached is not None:
+        return cached
+    if cls in seen:  # a recursive struct: its own fields decide, checked where the walk entered it
+        return True
+    seen.add(cls)
+    absent, structs = _fit_plan(cls, version)
+    complete = not absent
+    if complete and structs:
+        types = {fs.name: fs.type.removeprefix("[]") for fs in cls._SCHEMA}
+        for name in structs:
+            struct_cls = getattr(cls, types[name], None) or getattr(root, types[name], None)
+            if not (isinstance(struct_cls, type) and issubclass(struct_cls, Message)
+                    and _complete_at(struct_cls, version, root, seen)):
+                complete = False
+                break
+    seen.discard(cls)
+    if cls is root or not complete:
+        _COMPLETE_AT[(cls, version)] = complete
+    return complete
 
 
 def _const(v: object) -> Callable[[], object]:

@@ -33,7 +33,7 @@ from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_manager import LogManager
 from mini_broker.log.log_offset_metadata import UNKNOWN_OFFSET_METADATA, FetchIsolation, LogOffsetMetadata
 from mini_broker.log.unified_log import AppendOrigin, Log
-from mini_broker.metrics import BrokerMetrics
+from mini_broker.metrics import BrokerMetrics, Counter
 from mini_broker.producer_state.producer_state_entry import ProducerStateEntry
 from mini_broker.purgatory import (
     DelayedFetch,
@@ -167,6 +167,8 @@ class ReplicaManager:
         #: strategy (leaders, ISR, followers, fetchers) is set by the broker before startup
         self.replication: ReplicationStrategy = SingleBrokerReplication(self)
         self.fetch_sessions = FetchSessionCache(_int_config(config, "max.incremental.fetch.session.cache.slots"), time)
+        #: the produce path's counters by name, each looked up in the registry at its first use
+        self._counters: dict[str, Counter] = {}
         if metrics is not None:
             metrics.gauge("kafka_server_FetchSessionCache_NumIncrementalFetchSessions",
                           lambda: float(len(self.fetch_sessions)))
@@ -298,6 +300,15 @@ class ReplicaManager:
             return
         respond(results)
 
+    def _count(self, name: str, n: int) -> None:
+        """Add ``n`` to the broker counter ``name`` (nothing without metrics)."""
+        counter = self._counters.get(name)
+        if counter is None:
+            if self.metrics is None:
+                return
+            counter = self._counters[name] = self.metrics.counter(name)
+        counter.inc(n)
+
     def check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
         assert isinstance(tp, TopicPartition)
         try:
@@ -333,17 +344,15 @@ class ReplicaManager:
         except KafkaError as e:
             code = error_code(e)
             record_errors = list(getattr(e, "record_errors", []) or [])
-            if self.metrics is not None:
-                self.metrics.counter("kafka_server_BrokerTopicMetrics_FailedProduceRequests_total").inc()
+            self._count("kafka_server_BrokerTopicMetrics_FailedProduceRequests_total", 1)
             log.debug("event=append_failed partition=%s error=%r", tp, e)
             return PartitionResponse(error_code=code, error_message=error_message(e), record_errors=record_errors)
         except Exception as e:
             log.exception("event=append_failed partition=%s", tp)
             return PartitionResponse(error_code=error_code(e), error_message=error_message(e))
         if self.metrics is not None:
-            self.metrics.counter("kafka_server_BrokerTopicMetrics_BytesIn_total").inc(_records_size(records))
-            self.metrics.counter("kafka_server_BrokerTopicMetrics_MessagesIn_total").inc(
-                info.last_offset - info.first_offset + 1)
+            self._count("kafka_server_BrokerTopicMetrics_BytesIn_total", _records_size(records))
+            self._count("kafka_server_BrokerTopicMetrics_MessagesIn_total", info.last_offset - info.first_offset + 1)
         return PartitionResponse(error_code=0, base_offset=info.first_offset, log_append_time_ms=info.log_append_time,
                                  log_start_offset=info.log_start_offset, last_offset=info.last_offset)
 

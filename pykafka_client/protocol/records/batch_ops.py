@@ -98,7 +98,8 @@ def validate_batch(
         raise CorruptRecordError(
             f"batch at offset {batch.base_offset}: CRC mismatch, stored {batch.crc:#010x}, computed {computed:#010x}"
         )
-    batch.compression_type  # noqa: B018 - raises UnsupportedCompressionTypeError for ids 5-7
+    if batch.attributes & COMPRESSION_CODEC_MASK > _MAX_CODEC_ID:
+        batch.compression_type  # noqa: B018 - raises UnsupportedCompressionTypeError for ids 5-7
     count = batch.records_count
     if count < 0:
         raise InvalidRecordError(f"batch at offset {batch.base_offset}: negative records count {count}")

@@ -34,8 +34,6 @@ pytestmark = pytest.mark.timeout(60)
 class EchoApis:
     """parse: payload b"close" raises (-> connection closed); handle: echo, optionally gated."""
 
-    inline_api_keys: frozenset[int] = frozenset()  # every request goes through the handler threads
-
     def __init__(self, channel: RequestChannel) -> None:
         self.channel = channel
         self.gate: threading.Event | None = None
@@ -49,6 +47,9 @@ class EchoApis:
             raise ValueError("unknown api")
         ctx = RequestContext(0, 0, 0, None, connection_id, client_address, listener_name)
         return Request(processor_id, ctx, data, len(data), start_time_ns)
+
+    def handles_inline(self, request: Request) -> bool:
+        return False
 
     def handle(self, request: Request) -> None:
         body = request.body

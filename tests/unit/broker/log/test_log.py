@@ -497,3 +497,16 @@ def test_header_scan_crosses_read_chunks(log: Log) -> None:
         recs = records_of(log.read(offset, 1).to_bytes())
         assert recs[0].offset == offset and len(recs[0].value or b"") == sizes[offset]
     assert seg.next_offset() == len(sizes)
+
+
+def test_segment_ms_changed_by_a_config_update_rolls_by_the_new_value(tmp_path: Path, time: MockTime) -> None:
+    """The active segment keeps its roll age per config (read on every append): an update must replace it."""
+    lg = open_log(tmp_path, time)  # segment.ms a week
+    now = time.milliseconds()
+    lg.append(batch([b"a"], timestamp=now))
+    lg.append(batch([b"b"], timestamp=now + 5_000))
+    assert len(lg.segments) == 1
+    lg.update_config(LogConfig.from_props({"segment.ms": "1000"}))
+    lg.append(batch([b"c"], timestamp=now + 5_000))
+    assert len(lg.segments) == 2  # 5 s since the segment's first record > the new segment.ms
+    lg.close()

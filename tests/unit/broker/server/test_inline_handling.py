@@ -1,4 +1,4 @@
-"""Requests a Processor handles on its own thread (KafkaApis.inline_api_keys) keep the one-in-flight rule."""
+"""Requests a Processor handles on its own thread (KafkaApis.handles_inline) keep the one-in-flight rule."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from mini_broker.network.request_channel import Request, RequestChannel, Request
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.kafka_apis import INLINE_API_KEYS, KafkaApis
 from pykafka_client.network.transport.selectable import NetworkReceive
+from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.messages import ProduceRequest
 from pykafka_client.utils.time import MockTime
 from tests.unit.broker.server.test_processor import ScriptedSelector
 
@@ -32,6 +34,9 @@ class InlineParser:
         data = bytes(payload)
         ctx = RequestContext(data[0], 0, 0, None, connection_id, client_address, listener_name)
         return Request(processor_id, ctx, data[1:], len(data), start_time_ns)
+
+    def handles_inline(self, request: Request) -> bool:
+        return request.context.api_key in self.inline_api_keys
 
     def handle(self, request: Request) -> None:
         assert isinstance(request.body, bytes)
@@ -112,6 +117,21 @@ def test_kafka_apis_inline_keys_default_and_override() -> None:
     assert KafkaApis(channel, ALL_APIS, inline_api_keys=frozenset()).inline_api_keys == frozenset()
     only_versions = [s for s in ALL_APIS if s.api_key == ApiKey.API_VERSIONS]
     assert KafkaApis(channel, only_versions).inline_api_keys == {int(ApiKey.API_VERSIONS)}  # enabled APIs only
+
+
+def _produce(apis: KafkaApis, transactional_id: str | None) -> Request:
+    body = ProduceRequest(transactional_id=transactional_id, acks=1, timeout_ms=1000, topic_data=[])
+    frame = b"".join(bytes(c) for c in headers.encode_request(body, 9, 7, "client"))  # type: ignore[arg-type]
+    return apis.parse_request(0, "c1", "127.0.0.1:1", "PLAINTEXT", memoryview(frame[4:]), 0)
+
+
+def test_kafka_apis_handles_produce_inline_only_when_told_and_never_a_transactional_one() -> None:
+    apis = KafkaApis(RequestChannel(10), ALL_APIS)
+    plain, transactional = _produce(apis, None), _produce(apis, "txn-1")
+    assert not apis.handles_inline(plain) and not apis.handles_inline(transactional)  # default: handler threads
+    apis.inline_produce = True  # a single broker's setting
+    assert apis.handles_inline(plain)
+    assert not apis.handles_inline(transactional)  # its verification may wait on the transaction coordinator
 
 
 def test_record_request_times_matches_record_request() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import struct
 from collections.abc import Callable
 
@@ -16,11 +17,24 @@ from mini_broker.network.request_channel import (
     SendResponse,
 )
 from mini_broker.server.apis import api_versions
-from mini_broker.server.kafka_apis import UNSUPPORTED_API_VERSIONS, ApiSpec, KafkaApis, fit_to_version
+from mini_broker.server.kafka_apis import (
+    _COMPLETE_AT,
+    UNSUPPORTED_API_VERSIONS,
+    ApiSpec,
+    KafkaApis,
+    _fit_plan,
+    fit_to_version,
+)
 from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, UnsupportedVersionError
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import ApiKey
-from pykafka_client.protocol.messages import ApiVersionsRequest, ApiVersionsResponse, MetadataResponse
+from pykafka_client.protocol.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FetchResponse,
+    MetadataResponse,
+    ProduceResponse,
+)
 from pykafka_client.protocol.types import Message
 from pykafka_client.utils.time import MockTime
 
@@ -108,6 +122,43 @@ def test_fit_to_version_resets_fields_absent_in_the_version() -> None:
     assert resp.cluster_id is None and resp.controller_id == -1 and resp.throttle_time_ms == 0
     assert part.leader_epoch == -1 and part.offline_replicas == []
     resp.encode(0)  # would raise if a non-default absent field were left
+
+
+def _full_produce_response() -> ProduceResponse:
+    part = ProduceResponse.PartitionProduceResponse(
+        index=1, error_code=6, base_offset=7, log_append_time_ms=8, log_start_offset=9,
+        record_errors=[ProduceResponse.BatchIndexAndErrorMessage(batch_index=0, batch_index_error_message="bad")],
+        error_message="no", current_leader=ProduceResponse.LeaderIdAndEpoch(leader_id=2, leader_epoch=3))
+    return ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name="t", partition_responses=[part])],
+                           throttle_time_ms=5, node_endpoints=[ProduceResponse.NodeEndpoint(
+                               node_id=2, host="h", port=9092, rack="r")])
+
+
+def _walk_fit(msg: Message, version: int) -> None:
+    """fit_to_version's whole-tree walk, every struct visited (the reference for its shortcut)."""
+    absent, structs = _fit_plan(type(msg), version)
+    for name, default in absent:
+        setattr(msg, name, default())
+    for name in structs:
+        value = getattr(msg, name)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, Message):
+                _walk_fit(item, version)
+
+
+@pytest.mark.parametrize("cls", [ProduceResponse, MetadataResponse, FetchResponse, ApiVersionsResponse])
+def test_fit_to_version_skips_the_walk_only_where_it_would_reset_nothing(cls: type[Message]) -> None:
+    lo, hi = cls.VALID_VERSIONS
+    for version in range(lo, hi + 1):
+        shortcut = _full_produce_response() if cls is ProduceResponse else cls()
+        reference = copy.deepcopy(shortcut)
+        fit_to_version(shortcut, version)
+        _walk_fit(reference, version)
+        assert shortcut == reference, version
+        assert shortcut.encode(version) == reference.encode(version)
+    if cls is ProduceResponse:
+        assert _COMPLETE_AT[(ProduceResponse, 11)]  # the version our producer sends: no walk
+        assert not _COMPLETE_AT[(ProduceResponse, 9)]  # v9 lacks current_leader and node_endpoints
 
 
 def test_spec_ranges_are_checked() -> None:

@@ -97,7 +97,8 @@ class ScriptedSelector:
 
 
 class Parser:
-    inline_api_keys: frozenset[int] = frozenset()
+    def handles_inline(self, request: Request) -> bool:
+        return False
 
     def handle(self, request: Request) -> None:
         raise AssertionError("no API is handled inline")
