@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import select
 import threading
 import time as _time
 from collections.abc import Callable
@@ -149,7 +148,10 @@ class SenderDriver:
         wait_readable = anyio.wait_readable
         clock = _time.perf_counter_ns
         finished = False
-        readable = _Readable(self._asyncio_loop, fd) if self._asyncio_loop is not None else None
+        readable = (
+            _Readable(self._asyncio_loop, fd, selector.readable_now_check())
+            if self._asyncio_loop is not None else None
+        )
         selector.nonblocking = True
         try:
             sender.start_run()
@@ -225,11 +227,11 @@ class _Readable:
 
     __slots__ = ("_fd", "_loop", "_still_readable", "_waiter")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, still_readable: Callable[[], bool]) -> None:
         self._loop = loop
         self._fd = fd
         self._waiter: asyncio.Future[None] | None = None
-        self._still_readable = _readiness_check(fd)
+        self._still_readable = still_readable
         loop.add_reader(fd, self._on_readable)
 
     def _on_readable(self) -> None:
@@ -255,19 +257,6 @@ class _Readable:
             self._loop.remove_reader(self._fd)
         except (RuntimeError, ValueError, OSError):
             pass
-
-
-def _readiness_check(fd: int) -> Callable[[], bool]:
-    """A zero-timeout check that ``fd`` is readable now (``select.poll`` exists wherever the selector has a
-    descriptor to wait on: epoll and kqueue platforms)."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    poll = poller.poll
-
-    def still_readable() -> bool:
-        return bool(poll(0))
-
-    return still_readable
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

@@ -22,8 +22,10 @@ from __future__ import annotations
 import errno
 import ipaddress
 import random
+import select
 import selectors
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -415,6 +417,22 @@ class Selector:
         (``select``-based platforms)."""
         fileno = getattr(self._selector, "fileno", None)
         return fileno() if fileno is not None else None
+
+    def readable_now_check(self) -> Callable[[], bool]:
+        """A zero-timeout check that :meth:`fileno` is readable now (for a driver whose event loop reports
+        readiness late: the callback may run after a step already drained the descriptor). Only where
+        :meth:`fileno` is not None: ``select.poll`` exists on every epoll and kqueue platform."""
+        fd = self.fileno()
+        if fd is None:
+            raise IllegalStateError("readable_now_check(): this selector has no descriptor to wait on")
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        poll = poller.poll
+
+        def readable_now() -> bool:
+            return bool(poll(0))
+
+        return readable_now
 
     def has_pending_io(self) -> bool:
         """True if the next :meth:`poll` has results without waiting (sends completed at send time, pending
