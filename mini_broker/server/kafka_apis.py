@@ -229,20 +229,27 @@ class KafkaApis:
             request.api_remote_complete_time_ns = now
         request.response_complete_time_ns = now
 
-    def send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None = None) -> None:
+    def send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None = None,
+                      encoded: list[Chunk] | None = None) -> None:
         """Encode ``body`` at the request's version and queue it for the owning processor (once the
-        :attr:`response_gate` lets it go, for the APIs it holds)."""
+        :attr:`response_gate` lets it go, for the APIs it holds). ``encoded``: the frame of ``body`` at the
+        request's version already (a handler's direct encoder), sent as is unless the gate or a quota changes
+        the body first."""
         gate = self.response_gate
         if gate is not None and request.context.api_key in gate.api_keys:
             gate.hold(request, body, lambda: self._send_response(request, body, on_complete))
             return
-        self._send_response(request, body, on_complete)
+        self._send_response(request, body, on_complete, encoded)
 
-    def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None) -> None:
+    def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None,
+                       encoded: list[Chunk] | None = None) -> None:
         ctx = request.context
         try:
-            fit_to_version(body, ctx.api_version)
-            pieces = headers.encode_response(body, ctx.api_key, ctx.api_version, ctx.correlation_id)
+            if encoded is not None:
+                pieces = encoded
+            else:
+                fit_to_version(body, ctx.api_version)
+                pieces = headers.encode_response(body, ctx.api_key, ctx.api_version, ctx.correlation_id)
         except Exception:
             # may run on a purgatory thread: never leave the channel muted without an answer
             log.exception("event=encode_failed api=%s version=%s correlation_id=%s connection=%s",

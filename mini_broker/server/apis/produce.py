@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.produce_wire import encode_produce_response
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
 from mini_broker.server.replication_strategy import ReplicationStrategy
@@ -277,7 +278,9 @@ def _respond(apis: KafkaApis, request: Request, acks: int, version: int, order: 
         log.info("event=fault_injected connection=%s action=close_before_produce_response", request.connection_id)
         apis.close_connection(request)
         return
-    apis.send_response(request, _build(apis, version, order, results, request.context.listener_name))
+    response = _build(apis, version, order, results, request.context.listener_name)
+    apis.send_response(request, response, encoded=encode_produce_response(response, version,
+                                                                          request.context.correlation_id))
 
 
 API = ApiSpec(ApiKey.PRODUCE, 3, 11, handle)
