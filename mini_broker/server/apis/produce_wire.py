@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 
 from pykafka_client.protocol.messages import ProduceResponse
-from pykafka_client.protocol.types import Chunk
+from pykafka_client.protocol.types import Chunk, Writer
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -44,12 +44,9 @@ class _Unencodable(Exception):
 def _uvarint(n: int) -> bytes:
     if n < 128:
         return _SMALL_VARINTS[n]
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    w = Writer()
+    w.write_unsigned_varint(n)
+    return w.to_bytes()
 
 
 def _string(s: str, flexible: bool) -> bytes:
