@@ -51,6 +51,7 @@ API_VERSIONS_KEY = 18
 UNSUPPORTED_VERSION_CODE = 35
 
 Handler = Callable[["KafkaApis", Request], object]
+RequestReader = Callable[[memoryview, int], "tuple[str | None, Message] | None"]
 
 
 class ResponseGate(Protocol):
@@ -81,6 +82,9 @@ class ApiSpec:
     min_version: int
     max_version: int
     handler: Handler
+    #: a direct reader of whole request frames (header included) at some versions: (client id, body), or None to
+    #: leave the frame to the generated reader (it must return exactly what that reader returns)
+    read_request: RequestReader | None = None
 
     @property
     def name(self) -> str:
@@ -173,6 +177,13 @@ class KafkaApis:
         if header_version is None:
             header_version = headers.request_header_version(api_key, api_version)
             self._header_versions[(api_key, api_version)] = header_version
+        read_request = spec.read_request
+        if read_request is not None:
+            parsed = read_request(payload, api_version)
+            if parsed is not None:
+                ctx = RequestContext(api_key, api_version, correlation_id, parsed[0], connection_id, client_address,
+                                     listener_name, header_version=header_version)
+                return Request(processor_id, ctx, parsed[1], len(payload), start_time_ns)
         reader = Reader(payload, 0)
         header = RequestHeader.read(reader, header_version)
         body = self._request_classes[api_key].read(reader, api_version)

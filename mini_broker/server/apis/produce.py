@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from mini_broker.network.request_channel import Request
-from mini_broker.server.apis.produce_wire import encode_produce_response
+from mini_broker.server.apis.produce_wire import encode_produce_response, read_produce_request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
 from mini_broker.server.replication_strategy import ReplicationStrategy
@@ -283,4 +283,4 @@ def _respond(apis: KafkaApis, request: Request, acks: int, version: int, order: 
                                                                           request.context.correlation_id))
 
 
-API = ApiSpec(ApiKey.PRODUCE, 3, 11, handle)
+API = ApiSpec(ApiKey.PRODUCE, 3, 11, handle, read_request=read_produce_request)
