@@ -83,7 +83,7 @@ def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: 
             index=tp.partition, error_code=r.error_code, base_offset=r.base_offset,
             log_append_time_ms=r.log_append_time_ms, log_start_offset=r.log_start_offset,
             record_errors=[ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                           for i, m in r.record_errors] if version >= 8 else [],
+                           for i, m in r.record_errors] if version >= 8 and r.record_errors else [],
             error_message=r.error_message if version >= 8 else None,
         )
         hint = rm.replication.leader_hint(tp) if version >= 10 and r.error_code in _LEADER_HINT_ERRORS else None
