@@ -51,6 +51,7 @@ API_VERSIONS_KEY = 18
 UNSUPPORTED_VERSION_CODE = 35
 
 Handler = Callable[["KafkaApis", Request], object]
+RequestReader = Callable[[memoryview, int], "tuple[str | None, Message] | None"]
 
 
 class ResponseGate(Protocol):
@@ -81,6 +82,9 @@ class ApiSpec:
     min_version: int
     max_version: int
     handler: Handler
+    #: a direct reader of whole request frames (header included) at some versions: (client id, body), or None to
+    #: leave the frame to the generated reader (it must return exactly what that reader returns)
+    read_request: RequestReader | None = None
 
     @property
     def name(self) -> str:
@@ -173,6 +177,13 @@ class KafkaApis:
         if header_version is None:
             header_version = headers.request_header_version(api_key, api_version)
             self._header_versions[(api_key, api_version)] = header_version
+        read_request = spec.read_request
+        if read_request is not None:
+            parsed = read_request(payload, api_version)
+            if parsed is not None:
+                ctx = RequestContext(api_key, api_version, correlation_id, parsed[0], connection_id, client_address,
+                                     listener_name, header_version=header_version)
+                return Request(processor_id, ctx, parsed[1], len(payload), start_time_ns)
         reader = Reader(payload, 0)
         header = RequestHeader.read(reader, header_version)
         body = self._request_classes[api_key].read(reader, api_version)
@@ -229,20 +240,27 @@ class KafkaApis:
             request.api_remote_complete_time_ns = now
         request.response_complete_time_ns = now
 
-    def send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None = None) -> None:
+    def send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None = None,
+                      encoded: list[Chunk] | None = None) -> None:
         """Encode ``body`` at the request's version and queue it for the owning processor (once the
-        :attr:`response_gate` lets it go, for the APIs it holds)."""
+        :attr:`response_gate` lets it go, for the APIs it holds). ``encoded``: the frame of ``body`` at the
+        request's version already (a handler's direct encoder), sent as is unless the gate or a quota changes
+        the body first."""
         gate = self.response_gate
         if gate is not None and request.context.api_key in gate.api_keys:
             gate.hold(request, body, lambda: self._send_response(request, body, on_complete))
             return
-        self._send_response(request, body, on_complete)
+        self._send_response(request, body, on_complete, encoded)
 
-    def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None) -> None:
+    def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None,
+                       encoded: list[Chunk] | None = None) -> None:
         ctx = request.context
         try:
-            fit_to_version(body, ctx.api_version)
-            pieces = headers.encode_response(body, ctx.api_key, ctx.api_version, ctx.correlation_id)
+            if encoded is not None:
+                pieces = encoded
+            else:
+                fit_to_version(body, ctx.api_version)
+                pieces = headers.encode_response(body, ctx.api_key, ctx.api_version, ctx.correlation_id)
         except Exception:
             # may run on a purgatory thread: never leave the channel muted without an answer
             log.exception("event=encode_failed api=%s version=%s correlation_id=%s connection=%s",

@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from mini_broker.network.request_channel import Request
+from mini_broker.server.apis.produce_wire import encode_produce_response, read_produce_request
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
 from mini_broker.server.replication_strategy import ReplicationStrategy
@@ -82,7 +83,7 @@ def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: 
             index=tp.partition, error_code=r.error_code, base_offset=r.base_offset,
             log_append_time_ms=r.log_append_time_ms, log_start_offset=r.log_start_offset,
             record_errors=[ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                           for i, m in r.record_errors] if version >= 8 else [],
+                           for i, m in r.record_errors] if version >= 8 and r.record_errors else [],
             error_message=r.error_message if version >= 8 else None,
         )
         hint = rm.replication.leader_hint(tp) if version >= 10 and r.error_code in _LEADER_HINT_ERRORS else None
@@ -277,7 +278,9 @@ def _respond(apis: KafkaApis, request: Request, acks: int, version: int, order: 
         log.info("event=fault_injected connection=%s action=close_before_produce_response", request.connection_id)
         apis.close_connection(request)
         return
-    apis.send_response(request, _build(apis, version, order, results, request.context.listener_name))
+    response = _build(apis, version, order, results, request.context.listener_name)
+    apis.send_response(request, response, encoded=encode_produce_response(response, version,
+                                                                          request.context.correlation_id))
 
 
-API = ApiSpec(ApiKey.PRODUCE, 3, 11, handle)
+API = ApiSpec(ApiKey.PRODUCE, 3, 11, handle, read_request=read_produce_request)
