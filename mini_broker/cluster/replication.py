@@ -638,10 +638,7 @@ class ClusterReplication:
     def maybe_increment_hw(self, tp: TopicPartition, part: Partition, lg: Log) -> bool:
         with self._lock:
             hw = part.high_watermark(lg.log_end_offset, lg.high_watermark)
-        if hw > lg.high_watermark:
-            lg.update_high_watermark(hw)
-            return True
-        return False
+        return lg.maybe_increment_high_watermark(hw)  # in one step: a concurrent raise is never undone
 
     def check_enough_replicas(self, tp: TopicPartition, lg: Log, required_offset: int) -> tuple[bool, int]:
         """DelayedProduce's rule (Kafka ``Partition.checkEnoughReplicasReachOffset``)."""

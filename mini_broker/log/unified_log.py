@@ -2,7 +2,8 @@
 
 Offsets: ``log_start_offset`` <= ``high_watermark`` <= ``log_end_offset``. The log end offset (LEO) is the
 next offset to assign. The high watermark is its own field, moved by the caller
-(:meth:`update_high_watermark`; on a single broker the caller sets it to the LEO after each append),
+(:meth:`update_high_watermark`; on a single broker the caller raises it to the LEO after each append with
+:meth:`maybe_increment_high_watermark`, which never lowers it),
 so that replication can come later. On load the high watermark starts at the LEO.
 
 Transactions (broker contract 1.11): the last stable offset (:attr:`last_stable_offset`) is the producer
@@ -247,6 +248,19 @@ class Log:
                 self._hw_metadata = None
             self.producer_state.on_high_watermark_updated(hw)
             return hw
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """Raise the high watermark to ``offset`` (clamped to the LEO) if that is above it; never lower it.
+        True if it moved. For callers that raise it concurrently with a value read before taking the log's
+        lock (two appenders, each moving it to the LEO it saw after its own append): with
+        :meth:`update_high_watermark` the slower one would move it back below records already acknowledged,
+        and an acks=all produce of the faster one then waits for a high watermark that no append brings
+        back until its request timeout (bench/spark.py's 30 s pauses)."""
+        with self._lock:
+            if min(offset, self.log_end_offset) <= self._high_watermark:
+                return False
+            self.update_high_watermark(offset)
+            return True
 
     def high_watermark_metadata(self) -> LogOffsetMetadata:
         hw = self._high_watermark

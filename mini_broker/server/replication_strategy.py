@@ -420,7 +420,9 @@ class SingleBrokerReplication:
     def append_as_leader(self, tp: TopicPartition, lg: Log, records: bytes | bytearray | memoryview,
                          origin: AppendOrigin, required_acks: int) -> LogAppendInfo:
         info = lg.append(records, origin=origin, leader_epoch=LEADER_EPOCH)
-        lg.update_high_watermark(lg.log_end_offset)  # one broker: the high watermark follows the log end at once
+        # one broker: the high watermark follows the log end at once; only up, as another network thread may have
+        # appended (and raised it) since this append
+        lg.maybe_increment_high_watermark(lg.log_end_offset)
         return info
 
     def check_enough_replicas(self, tp: TopicPartition, lg: Log, required_offset: int) -> tuple[bool, int]:
