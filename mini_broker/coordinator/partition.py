@@ -97,7 +97,7 @@ class CoordinatorPartition:
         log.append(records, origin=AppendOrigin.COORDINATOR)
         if flush:
             log.flush()
-        log.update_high_watermark(log.log_end_offset)
+        log.maybe_increment_high_watermark(log.log_end_offset)  # never lowered by a concurrent append
 
     def _open(self) -> Log | None:
         """Open a lazily created local log (None: this partition keeps nothing)."""
