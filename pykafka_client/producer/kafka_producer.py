@@ -320,6 +320,8 @@ class KafkaProducer:
                 count = metadata.add_and_count(topic, _monotonic_ns() // 1_000_000)
             else:
                 count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
+            # the kernel found no open batch with room (try_append_fast would find none either: append does it)
+            no_room = False
             if count is not None and (partition is None or partition < count):
                 remaining_ms = self._max_block_ms
                 send_append = self._send_append
@@ -327,7 +329,9 @@ class KafkaProducer:
                     # the partition, the append into an open batch and the Sender's wake-up in one C call; None or
                     # NotImplemented: nothing changed, the Python path below does it
                     future = send_append(topic, partition, count, timestamp, key, value, on_delivery)
-                    if future is not None and future is not NotImplemented:
+                    if future is None:
+                        no_room = True
+                    elif future is not NotImplemented:
                         return future  # type: ignore[no-any-return]
             else:
                 remaining_ms = self.wait_on_metadata(topic, partition, self._max_block_ms)
@@ -360,11 +364,13 @@ class KafkaProducer:
             else:
                 ts = self._time.milliseconds()
             accumulator = self.accumulator
-            fast = accumulator.try_append_fast(topic, part, ts, key_bytes, value_bytes, hdrs, on_delivery, metadata)
-            if fast is not None:
-                if fast[1]:
-                    self.sender.wakeup()
-                return fast[0]
+            if not no_room:
+                fast = accumulator.try_append_fast(topic, part, ts, key_bytes, value_bytes, hdrs, on_delivery, metadata)
+                if fast is not None:
+                    if fast[1]:
+                        self.sender.wakeup()
+                    return fast[0]
+            # (append tries the partition's last batch again under its lock before it makes a new one)
             result = accumulator.append(
                 topic, part, ts, key_bytes, value_bytes, hdrs, on_delivery, remaining_ms, metadata
             )
