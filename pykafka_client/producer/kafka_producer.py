@@ -87,10 +87,6 @@ _time_ns = _time.time_ns
 _monotonic_ns = _time.monotonic_ns
 
 
-def _yield_gil() -> None:
-    """Let the I/O thread take the GIL now (it is waiting for it after each socket call); otherwise a busy
-    sending thread keeps it for the whole switch interval (5 ms) and the I/O thread makes one step per interval."""
-    _time.sleep(0)
 _PARTITIONER_NAMES = {
     "round_robin": RoundRobinPartitioner,
     "org.apache.kafka.clients.producer.RoundRobinPartitioner": RoundRobinPartitioner,
@@ -255,8 +251,6 @@ class KafkaProducer:
         )
         self._closed = False
         self._close_lock = threading.Lock()
-        #: ``send`` hands the GIL to the I/O thread after creating a batch (not when no thread runs the Sender)
-        self._yield_to_io_thread = io_runner is None
         self._io_thread: IoRunner = (io_runner or _start_sender_thread)(self.sender, self.client_id)
         self._exit_hook = functools.partial(_close_at_exit, weakref.ref(self))
         atexit.register(self._exit_hook)
@@ -384,8 +378,6 @@ class KafkaProducer:
             return _failed_future(e)
         if result.batch_is_full or result.new_batch_created:
             self.sender.wakeup()
-            if result.new_batch_created and self._yield_to_io_thread:
-                _yield_gil()
         return result.future
 
     def send_batch(
@@ -548,8 +540,6 @@ class KafkaProducer:
             i += 1
             if result.batch_is_full or result.new_batch_created:
                 self.sender.wakeup()
-                if result.new_batch_created and self._yield_to_io_thread:
-                    _yield_gil()
 
     def _check_can_send(self, topic: str, partition: int | None) -> None:
         """What ``send`` raises at once for a closed producer, a transaction state, a bad topic or partition."""
