@@ -87,10 +87,6 @@ _time_ns = _time.time_ns
 _monotonic_ns = _time.monotonic_ns
 
 
-def _yield_gil() -> None:
-    """Let the I/O thread take the GIL now (it is waiting for it after each socket call); otherwise a busy
-    sending thread keeps it for the whole switch interval (5 ms) and the I/O thread makes one step per interval."""
-    _time.sleep(0)
 _PARTITIONER_NAMES = {
     "round_robin": RoundRobinPartitioner,
     "org.apache.kafka.clients.producer.RoundRobinPartitioner": RoundRobinPartitioner,
@@ -255,8 +251,6 @@ class KafkaProducer:
         )
         self._closed = False
         self._close_lock = threading.Lock()
-        #: ``send`` hands the GIL to the I/O thread after creating a batch (not when no thread runs the Sender)
-        self._yield_to_io_thread = io_runner is None
         self._io_thread: IoRunner = (io_runner or _start_sender_thread)(self.sender, self.client_id)
         self._exit_hook = functools.partial(_close_at_exit, weakref.ref(self))
         atexit.register(self._exit_hook)
@@ -320,6 +314,8 @@ class KafkaProducer:
                 count = metadata.add_and_count(topic, _monotonic_ns() // 1_000_000)
             else:
                 count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
+            # the kernel found no open batch with room (try_append_fast would find none either: append does it)
+            no_room = False
             if count is not None and (partition is None or partition < count):
                 remaining_ms = self._max_block_ms
                 send_append = self._send_append
@@ -327,7 +323,9 @@ class KafkaProducer:
                     # the partition, the append into an open batch and the Sender's wake-up in one C call; None or
                     # NotImplemented: nothing changed, the Python path below does it
                     future = send_append(topic, partition, count, timestamp, key, value, on_delivery)
-                    if future is not None and future is not NotImplemented:
+                    if future is None:
+                        no_room = True
+                    elif future is not NotImplemented:
                         return future  # type: ignore[no-any-return]
             else:
                 remaining_ms = self.wait_on_metadata(topic, partition, self._max_block_ms)
@@ -360,11 +358,13 @@ class KafkaProducer:
             else:
                 ts = self._time.milliseconds()
             accumulator = self.accumulator
-            fast = accumulator.try_append_fast(topic, part, ts, key_bytes, value_bytes, hdrs, on_delivery, metadata)
-            if fast is not None:
-                if fast[1]:
-                    self.sender.wakeup()
-                return fast[0]
+            if not no_room:
+                fast = accumulator.try_append_fast(topic, part, ts, key_bytes, value_bytes, hdrs, on_delivery, metadata)
+                if fast is not None:
+                    if fast[1]:
+                        self.sender.wakeup()
+                    return fast[0]
+            # (append tries the partition's last batch again under its lock before it makes a new one)
             result = accumulator.append(
                 topic, part, ts, key_bytes, value_bytes, hdrs, on_delivery, remaining_ms, metadata
             )
@@ -378,8 +378,6 @@ class KafkaProducer:
             return _failed_future(e)
         if result.batch_is_full or result.new_batch_created:
             self.sender.wakeup()
-            if result.new_batch_created and self._yield_to_io_thread:
-                _yield_gil()
         return result.future
 
     def send_batch(
@@ -542,8 +540,6 @@ class KafkaProducer:
             i += 1
             if result.batch_is_full or result.new_batch_created:
                 self.sender.wakeup()
-                if result.new_batch_created and self._yield_to_io_thread:
-                    _yield_gil()
 
     def _check_can_send(self, topic: str, partition: int | None) -> None:
         """What ``send`` raises at once for a closed producer, a transaction state, a bad topic or partition."""

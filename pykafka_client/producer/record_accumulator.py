@@ -140,6 +140,11 @@ class RecordAccumulator:
         self.closed = False
         self._next_batch_expiry_ms = 2**63 - 1
         self._compression_ratios = CompressionRatioEstimator()
+        #: the condition every batch's futures share (BatchOutcome.condition): one per accumulator, not one per
+        #: batch (a Condition costs a few us of Python-level setup, on send()'s new-batch path). A waiter wakes on
+        #: any batch's completion and waits again until its own future is done (FutureRecordMetadata._wait);
+        #: completion notifies only when some future of the batch is watched.
+        self._batch_condition = threading.Condition()
         kernel = _native.kernel
         #: ``send_append(clock, headers, cluster, max_payload, ignore_keys, wakeup, topic, partition, count,
         #: timestamp, key, value, callback)``: KafkaProducer.send's common case compiled (the kernel's
@@ -227,6 +232,7 @@ class RecordAccumulator:
                         batch = ProducerBatch(
                             TopicPartition(topic, effective), allocated, now, self.compression_type,
                             self.compression_level, compression_ratio=self._compression_ratios.estimation(topic),
+                            condition=self._batch_condition,
                         )
                         batch.allocated_bytes = allocated
                         future = batch.try_append(timestamp, key, value, headers, callback, now)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import threading
 
 import pytest
 
@@ -353,3 +354,40 @@ def test_ready_feeds_queue_sizes_to_the_adaptive_partitioner() -> None:
         r = acc.append("t", UNKNOWN_PARTITION, 0, None, b"v" * 190, [], None, 0, meta)
         counts[r.partition] += 1
     assert counts[1] > 3 * counts[0]  # the shorter queue is preferred
+
+
+def test_batches_share_one_condition_and_a_waiter_wakes_only_for_its_own_batch() -> None:
+    """The accumulator's batches share one Condition (no Condition built per batch on send()'s new-batch path):
+    a thread blocked in ``result()`` on a record of one batch stays blocked through another batch's completion
+    (which notifies the shared condition, as a future of it is waited on too), and wakes with its own record's
+    metadata when its batch completes."""
+    time = MockTime()
+    acc = make(time)
+    f0 = acc.append("t", 0, 0, None, VALUE, [], None, 0, META).future
+    f1 = acc.append("t", 1, 0, None, VALUE, [], None, 0, META).future
+    o0, o1 = f0.batch_position()[0], f1.batch_position()[0]
+    assert o0 is not o1
+    assert o0.condition is o1.condition
+    results: dict[int, object] = {}
+
+    def wait(i: int, f: object) -> None:
+        try:
+            results[i] = f.result(timeout=30)  # type: ignore[attr-defined]
+        except BaseException as e:  # the test asserts on it
+            results[i] = e
+
+    waiting = [threading.Thread(target=wait, args=(i, f), daemon=True) for i, f in ((0, f0), (1, f1))]
+    for t in waiting:
+        t.start()
+    cond = o0.condition
+    while True:  # both threads registered as waiters (under the condition) before anything completes
+        with cond:
+            if len(o0.watched) == 1 and len(o1.watched) == 1:
+                break
+    o1.complete_success(500, -1, [0], [-1], [len(VALUE)])
+    waiting[1].join(30)
+    assert results[1].offset == 500  # type: ignore[attr-defined]
+    assert 0 not in results and not f0.done()
+    o0.complete_success(70, -1, [0], [-1], [len(VALUE)])
+    waiting[0].join(30)
+    assert results[0].offset == 70  # type: ignore[attr-defined]

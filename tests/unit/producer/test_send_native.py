@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykafka_client import KafkaProducer
-from pykafka_client.errors import KafkaError, RecordTooLargeError
+from pykafka_client.errors import BufferExhaustedError, KafkaError, RecordTooLargeError
 from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
 from pykafka_client.producer.partitioner import murmur2, to_positive
 from pykafka_client.producer.producer_batch import ProducerBatch
@@ -460,6 +460,37 @@ def test_timestamps_across_the_kernels_int_reading_boundary_equal_the_python_pat
             _complete(got)
         assert [f.result(0) for f in futures["r"]] == [f.result(0) for f in futures["p"]]
         assert seen["r"] == seen["p"]
+    finally:
+        for p in producers.values():
+            p.close(0)
+
+
+def test_buffer_memory_exhaustion_fails_the_new_batchs_send_after_max_block_ms_on_every_path() -> None:
+    """Where the kernel finds no open batch with room, send() goes straight to RecordAccumulator.append (which
+    tries the last batch again, then allocates): with ``buffer.memory`` for two batches and max.block.ms 0, the
+    record that needs a third fails its future (and its callback) with BufferExhaustedError on the compiled paths
+    exactly as on the Python path, and the records before it land in the two batches."""
+    time = MockTime()
+    config = {"batch.size": 1024, "buffer.memory": 2048, "max.block.ms": 0}
+    producers = {
+        "r": _producer(time, 1, 1, True, **config),
+        "a": _producer(time, 1, 1, True, False, **config),
+        "p": _producer(time, 1, 1, False, **config),
+    }
+    try:
+        outcomes: dict[str, list[tuple[str, str]]] = {}
+        for name, p in producers.items():
+            called: list[BaseException | None] = []
+            fs = [_send_as(name, p, TOPIC, b"v" * 100, None, None, None, None,
+                           lambda m, e, out=called: out.append(e)) for _ in range(20)]
+            failed = [f.exception(0) for f in fs if f.done()]
+            assert failed and all(isinstance(e, BufferExhaustedError) for e in failed)
+            assert "within the configured max blocking time 0 ms" in str(failed[0])
+            assert [e for e in called if e is not None] == failed
+            assert sum(b.record_count for bs in _batches(p, 1).values() for b in bs) == 20 - len(failed)
+            outcomes[name] = [(type(f.exception(0)).__name__, str(f.exception(0))) for f in fs if f.done()]
+        assert outcomes["r"] == outcomes["p"]
+        assert outcomes["a"] == outcomes["p"]
     finally:
         for p in producers.values():
             p.close(0)
