@@ -2696,6 +2696,167 @@ static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args
     return out;
 }
 
+/* ---- socket I/O that keeps the GIL ------------------------------------------------------------------- */
+/* A send or receive on a non-blocking socket returns at once, so it need not release the GIL. Python's socket
+ * methods release it around every call; on a thread that shares the GIL with a busy one (the producer's I/O
+ * thread while send() runs) each release can cost the thread up to the switch interval (5 ms) before it runs
+ * Python again. These two keep the GIL for the few microseconds of the syscall. */
+#if defined(__unix__) || defined(__APPLE__)
+#define KERNEL_SOCKET_IO 1
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0
+#endif
+/* buffers per sendmsg call: a longer list is written partly, which a non-blocking send may do anyway */
+#define SOCK_SEND_MAX_BUFFERS 64
+
+static int socket_fd(PyObject *obj)
+{
+    long fd = PyLong_AsLong(obj);
+    if (fd == -1 && PyErr_Occurred())
+        return -1;
+    if (fd < 0 || fd > INT32_MAX) { /* a closed socket's fileno() is -1: the error Python's socket raises */
+        errno = EBADF;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return (int)fd;
+}
+
+/* what a failed call returns: 0 when the socket is not ready now (or a signal interrupted the call), NULL with
+ * the OSError of errno otherwise (the subclass Python's socket methods raise, e.g. ConnectionResetError) */
+static PyObject *socket_error(int err)
+{
+    if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR)
+        return PyLong_FromLong(0);
+    errno = err;
+    return PyErr_SetFromErrno(PyExc_OSError);
+}
+
+PyDoc_STRVAR(sock_send_doc,
+    "sock_send(fd, buffers) -> int\n\n"
+    "sendmsg() of ``buffers`` (a sequence of contiguous buffers; at most the first 64) on the non-blocking\n"
+    "socket ``fd`` without releasing the GIL: the bytes written, 0 when the socket takes nothing now. Other\n"
+    "errors raise the OSError Python's ``socket.sendmsg`` raises. No SIGPIPE.");
+
+static PyObject *k_sock_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "sock_send() takes 2 arguments (fd, buffers)");
+        return NULL;
+    }
+    int fd = socket_fd(args[0]);
+    if (fd < 0)
+        return NULL;
+    PyObject *seq = PySequence_Fast(args[1], "sock_send(): buffers must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n > SOCK_SEND_MAX_BUFFERS)
+        n = SOCK_SEND_MAX_BUFFERS;
+    Py_buffer views[SOCK_SEND_MAX_BUFFERS];
+    struct iovec iov[SOCK_SEND_MAX_BUFFERS];
+    Py_ssize_t got = 0;
+    PyObject *result = NULL;
+    for (; got < n; got++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &views[got], PyBUF_SIMPLE) < 0)
+            goto done;
+        iov[got].iov_base = views[got].buf;
+        iov[got].iov_len = (size_t)views[got].len;
+    }
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = iov;
+    msg.msg_iovlen = (size_t)n;
+    ssize_t r = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    result = r >= 0 ? PyLong_FromSsize_t((Py_ssize_t)r) : socket_error(errno);
+done:
+    for (Py_ssize_t i = 0; i < got; i++)
+        PyBuffer_Release(&views[i]);
+    Py_DECREF(seq);
+    return result;
+}
+
+PyDoc_STRVAR(sock_recv_into_doc,
+    "sock_recv_into(fd, buffer) -> int\n\n"
+    "recv() into the writable ``buffer`` from the non-blocking socket ``fd`` without releasing the GIL: the\n"
+    "bytes read, 0 when nothing is there now, -1 at the end of the stream (or for an empty buffer). Other\n"
+    "errors raise the OSError Python's ``socket.recv_into`` raises.");
+
+static PyObject *k_sock_recv_into(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "sock_recv_into() takes 2 arguments (fd, buffer)");
+        return NULL;
+    }
+    int fd = socket_fd(args[0]);
+    if (fd < 0)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    ssize_t r = recv(fd, view.buf, (size_t)view.len, MSG_DONTWAIT);
+    int err = errno;
+    PyBuffer_Release(&view);
+    if (r > 0)
+        return PyLong_FromSsize_t((Py_ssize_t)r);
+    if (r == 0)
+        return PyLong_FromLong(-1);
+    return socket_error(err);
+}
+
+#ifdef __linux__
+#define KERNEL_EPOLL_NOW 1
+#include <sys/epoll.h>
+/* events per call, at most (the selector asks again at its next poll for the others) */
+#define EPOLL_NOW_MAX_EVENTS 256
+
+PyDoc_STRVAR(epoll_now_doc,
+    "epoll_now(epfd, maxevents) -> list[tuple[int, int]]\n\n"
+    "epoll_wait() on the epoll descriptor ``epfd`` with a zero timeout, without releasing the GIL (it cannot\n"
+    "block): the ready (fd, events) pairs, at most ``maxevents`` (and 256), as ``select.epoll.poll(0)`` returns\n"
+    "them. Errors raise the OSError ``epoll.poll`` raises; an interrupted call returns no events.");
+
+static PyObject *k_epoll_now(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "epoll_now() takes 2 arguments (epfd, maxevents)");
+        return NULL;
+    }
+    int epfd = socket_fd(args[0]);
+    if (epfd < 0)
+        return NULL;
+    long maxevents = PyLong_AsLong(args[1]);
+    if (maxevents == -1 && PyErr_Occurred())
+        return NULL;
+    if (maxevents <= 0 || maxevents > EPOLL_NOW_MAX_EVENTS)
+        maxevents = EPOLL_NOW_MAX_EVENTS;
+    struct epoll_event events[EPOLL_NOW_MAX_EVENTS];
+    int n = epoll_wait(epfd, events, (int)maxevents, 0);
+    if (n < 0) {
+        if (errno == EINTR)
+            return PyList_New(0);
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *pair = Py_BuildValue("(iI)", events[i].data.fd, (unsigned int)events[i].events);
+        if (pair == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, pair);
+    }
+    return out;
+}
+#endif
+#endif
+
 /* ---- module ---------------------------------------------------------------------------------------- */
 
 static PyObject *k_setup(PyObject *self, PyObject *args)
@@ -2737,6 +2898,13 @@ static PyMethodDef kernel_methods[] = {
      encode_produce_request_doc},
     {"decode_produce_response", (PyCFunction)(void (*)(void))k_decode_produce_response, METH_FASTCALL,
      decode_produce_response_doc},
+#ifdef KERNEL_SOCKET_IO
+    {"sock_send", (PyCFunction)(void (*)(void))k_sock_send, METH_FASTCALL, sock_send_doc},
+    {"sock_recv_into", (PyCFunction)(void (*)(void))k_sock_recv_into, METH_FASTCALL, sock_recv_into_doc},
+#endif
+#ifdef KERNEL_EPOLL_NOW
+    {"epoll_now", (PyCFunction)(void (*)(void))k_epoll_now, METH_FASTCALL, epoll_now_doc},
+#endif
     {NULL, NULL, 0, NULL},
 };
 

@@ -34,17 +34,25 @@ def poll_returns(selector: Selector) -> bool:
 
 
 class _WakeupDuringDrain:
-    """Wraps the wakeup socket's read end: the first read first runs ``hook`` (a wakeup racing the drain)."""
+    """Wraps the wakeup socket's read end: the first read first runs ``hook`` (a wakeup racing the drain). A
+    drain through the compiled kernel reads the descriptor: it asks for ``fileno()`` just before its reads."""
 
     def __init__(self, sock: socket.socket, hook: object) -> None:
         self._sock = sock
         self._hook = hook
 
-    def recv(self, n: int) -> bytes:
+    def _race(self) -> None:
         hook, self._hook = self._hook, None
         if callable(hook):
             hook()
+
+    def recv(self, n: int) -> bytes:
+        self._race()
         return self._sock.recv(n)
+
+    def fileno(self) -> int:
+        self._race()
+        return self._sock.fileno()
 
     def close(self) -> None:
         self._sock.close()
