@@ -91,8 +91,7 @@ class DefaultChannelBuilder:
                 peer=remote_address or host or connection_id,
             )
         else:
-            # a client's I/O thread keeps the GIL through its non-blocking socket calls (the broker is not changed)
-            transport = PlaintextTransportLayer(sock, keep_gil=self.mode is Mode.CLIENT)
+            transport = PlaintextTransportLayer(sock)
         authenticator = (
             self.authenticator_factory(connection_id, host) if self.authenticator_factory is not None else None
         )

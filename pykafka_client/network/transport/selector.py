@@ -134,9 +134,9 @@ if _epoll_now is not None and hasattr(selectors, "EpollSelector"):
                     ready.append((key, events & key.events))
             return ready
 
-    _new_now_selector: Callable[[], selectors.BaseSelector] = _NowEpollSelector
+    _new_os_selector: Callable[[], selectors.BaseSelector] = _NowEpollSelector
 else:
-    _new_now_selector = selectors.DefaultSelector
+    _new_os_selector = selectors.DefaultSelector
 
 
 class Selector:
@@ -153,10 +153,7 @@ class Selector:
         max_read_bytes_per_channel_per_poll: int = 2 * 1024 * 1024,
         optimistic_writes: bool = True,
         memory_pool: MemoryPool | None = None,
-        keep_gil: bool = False,
     ) -> None:
-        """``keep_gil``: a zero-timeout poll and the wake-up drain keep the GIL where the compiled kernel can
-        (:class:`_NowEpollSelector`; the client's selector, whose thread shares the GIL with the application)."""
         if max_receives_per_channel_per_poll < 1 or max_read_bytes_per_channel_per_poll < 1:
             raise IllegalArgumentError("per-poll read limits must be positive")
         self._time = time
@@ -167,7 +164,7 @@ class Selector:
         self._idle = (
             IdleExpiryManager(connections_max_idle_ms, time.nanoseconds()) if connections_max_idle_ms >= 0 else None
         )
-        self._selector = _new_now_selector() if keep_gil else selectors.DefaultSelector()
+        self._selector = _new_os_selector()
         self._channels: dict[str, KafkaChannel] = {}
         self._events: dict[str, int] = {}
         self._server_channels: set[str] = set()
@@ -192,7 +189,6 @@ class Selector:
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
         self._wakeup_buffer = bytearray(4096)
-        self._keep_gil = keep_gil and _sock_recv_into is not None
         self._wakeup_w.setblocking(False)
         self._selector.register(self._wakeup_r.fileno(), selectors.EVENT_READ, None)
         self._closed = False
@@ -485,9 +481,9 @@ class Selector:
     def _drain_wakeup(self) -> None:
         # A read shorter than asked for emptied the socket: no second read that fails with EAGAIN (an exception
         # per wake-up, and the producer wakes its I/O thread for every new batch).
-        if self._keep_gil:  # as the zero-timeout epoll_wait does
+        if _sock_recv_into is not None:  # keeps the GIL (as the zero-timeout epoll_wait does)
             buffer, fd = self._wakeup_buffer, self._wakeup_r.fileno()
-            while _sock_recv_into(fd, buffer) == len(buffer):  # type: ignore[misc]
+            while _sock_recv_into(fd, buffer) == len(buffer):
                 pass
             return
         try:
@@ -703,5 +699,4 @@ def create_client_selector(config: Mapping[str, object], time: Time = SYSTEM_TIM
         connections_max_idle_ms=int(config.get("connections.max.idle.ms", DEFAULT_CONNECTIONS_MAX_IDLE_MS)),  # type: ignore[call-overload]
         channel_builder=create_channel_builder(config, Mode.CLIENT),
         max_receives_per_channel_per_poll=CLIENT_MAX_RECEIVES_PER_CHANNEL_PER_POLL,
-        keep_gil=True,
     )

@@ -111,12 +111,10 @@ _sock_recv_into = getattr(_kernel, "sock_recv_into", None)
 class PlaintextTransportLayer:
     """Bytes straight to the socket: gathering ``sendmsg`` writes, ``sendfile`` for file regions."""
 
-    __slots__ = ("_socket", "_keep_gil")
+    __slots__ = ("_socket",)
 
-    def __init__(self, sock: socket.socket, *, keep_gil: bool = False) -> None:
-        """``keep_gil``: reads and writes keep the GIL where the compiled kernel can (a client's channels)."""
+    def __init__(self, sock: socket.socket) -> None:
         self._socket = sock
-        self._keep_gil = keep_gil and _sock_send is not None and _sock_recv_into is not None
 
     @property
     def socket(self) -> socket.socket:
@@ -135,8 +133,8 @@ class PlaintextTransportLayer:
         return False
 
     def read_into(self, view: memoryview) -> int:
-        if self._keep_gil:
-            return _sock_recv_into(self._socket.fileno(), view)  # type: ignore[misc,no-any-return]
+        if _sock_recv_into is not None:
+            return _sock_recv_into(self._socket.fileno(), view)  # type: ignore[no-any-return]
         try:
             n = self._socket.recv_into(view)
         except (BlockingIOError, InterruptedError):
@@ -144,8 +142,8 @@ class PlaintextTransportLayer:
         return n if n > 0 else -1
 
     def write_buffers(self, views: Sequence[memoryview]) -> int:
-        if self._keep_gil:
-            return _sock_send(self._socket.fileno(), views)  # type: ignore[misc,no-any-return]
+        if _sock_send is not None:
+            return _sock_send(self._socket.fileno(), views)  # type: ignore[no-any-return]
         try:
             if len(views) == 1:
                 return self._socket.send(views[0])

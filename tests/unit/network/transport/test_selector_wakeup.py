@@ -12,10 +12,9 @@ from pykafka_client.network.transport.selector import Selector
 from pykafka_client.utils.time import MockTime
 
 
-@pytest.fixture(params=[False, True], ids=["stdlib", "keep_gil"])
-def selector(request: pytest.FixtureRequest) -> Iterator[Selector]:
-    """The stdlib calls, and a client's selector (the compiled kernel's calls that keep the GIL, where loaded)."""
-    s = Selector(time=MockTime(), keep_gil=request.param)
+@pytest.fixture
+def selector() -> Iterator[Selector]:
+    s = Selector(time=MockTime())
     yield s
     s.close()
 
