@@ -50,7 +50,6 @@ from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrame
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
 from pykafka_client.network.transport.sasl.authenticator import SaslClientAuthenticator
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
-from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
@@ -105,40 +104,6 @@ def _resolve(address: tuple[str, int]) -> tuple[socket.AddressFamily, tuple[str,
     return socket.AF_INET, (host, port)
 
 
-_kernel = _native.loaded_kernel()
-#: The compiled kernel's zero-timeout epoll_wait and recv that keep the GIL (None without the kernel, or off Linux
-#: for the first): see :class:`_NowEpollSelector`.
-_epoll_now = getattr(_kernel, "epoll_now", None)
-_sock_recv_into = getattr(_kernel, "sock_recv_into", None)
-
-
-if _epoll_now is not None and hasattr(selectors, "EpollSelector"):
-
-    class _NowEpollSelector(selectors.EpollSelector):
-        """epoll whose zero-timeout ``select`` keeps the GIL: that call cannot block, and on a thread sharing the
-        GIL with a busy one (the producer's I/O thread while the application calls send()) every release may
-        cost up to the switch interval (5 ms) before the thread runs again. A blocking select releases it."""
-
-        def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-            if timeout is None or timeout > 0:
-                return super().select(timeout)
-            keys = self.get_map()
-            ready: list[tuple[selectors.SelectorKey, int]] = []
-            for fd, event in _epoll_now(self.fileno(), len(keys)):  # type: ignore[misc]
-                key = keys.get(fd)
-                if key is not None:
-                    # the stdlib's mapping of epoll's bits: anything but IN is writable, anything but OUT readable
-                    events = (selectors.EVENT_WRITE if event & ~select.EPOLLIN else 0) | (
-                        selectors.EVENT_READ if event & ~select.EPOLLOUT else 0
-                    )
-                    ready.append((key, events & key.events))
-            return ready
-
-    _new_os_selector: Callable[[], selectors.BaseSelector] = _NowEpollSelector
-else:
-    _new_os_selector = selectors.DefaultSelector
-
-
 class Selector:
     """Non-blocking multi-connection I/O; see the module docstring."""
 
@@ -164,7 +129,7 @@ class Selector:
         self._idle = (
             IdleExpiryManager(connections_max_idle_ms, time.nanoseconds()) if connections_max_idle_ms >= 0 else None
         )
-        self._selector = _new_os_selector()
+        self._selector = selectors.DefaultSelector()
         self._channels: dict[str, KafkaChannel] = {}
         self._events: dict[str, int] = {}
         self._server_channels: set[str] = set()
@@ -188,7 +153,6 @@ class Selector:
         self.metrics = SelectorMetrics()
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
-        self._wakeup_buffer = bytearray(4096)
         self._wakeup_w.setblocking(False)
         self._selector.register(self._wakeup_r.fileno(), selectors.EVENT_READ, None)
         self._closed = False
@@ -481,11 +445,6 @@ class Selector:
     def _drain_wakeup(self) -> None:
         # A read shorter than asked for emptied the socket: no second read that fails with EAGAIN (an exception
         # per wake-up, and the producer wakes its I/O thread for every new batch).
-        if _sock_recv_into is not None:  # keeps the GIL (as the zero-timeout epoll_wait does)
-            buffer, fd = self._wakeup_buffer, self._wakeup_r.fileno()
-            while _sock_recv_into(fd, buffer) == len(buffer):
-                pass
-            return
         try:
             while len(self._wakeup_r.recv(4096)) == 4096:
                 pass

@@ -15,7 +15,6 @@ import ssl
 from typing import Protocol, Sequence
 
 from pykafka_client.errors import SslAuthenticationError
-from pykafka_client.protocol.records import _native
 
 #: Largest TLS record payload; TLS writes are cut to this so a retried write repeats the same bytes.
 TLS_RECORD_SIZE = 16_384
@@ -100,14 +99,6 @@ def check_connect_error(sock: socket.socket) -> None:
         raise OSError(err, os.strerror(err))
 
 
-_kernel = _native.loaded_kernel()
-#: sendmsg and recv_into that keep the GIL (the compiled kernel's, where it has them; else None): the socket is
-#: non-blocking, so the call cannot block, and a thread that shares the GIL with a busy one (the producer's I/O
-#: thread while the application calls send()) does not wait up to the switch interval to run again after each.
-_sock_send = getattr(_kernel, "sock_send", None)
-_sock_recv_into = getattr(_kernel, "sock_recv_into", None)
-
-
 class PlaintextTransportLayer:
     """Bytes straight to the socket: gathering ``sendmsg`` writes, ``sendfile`` for file regions."""
 
@@ -133,8 +124,6 @@ class PlaintextTransportLayer:
         return False
 
     def read_into(self, view: memoryview) -> int:
-        if _sock_recv_into is not None:
-            return _sock_recv_into(self._socket.fileno(), view)  # type: ignore[no-any-return]
         try:
             n = self._socket.recv_into(view)
         except (BlockingIOError, InterruptedError):
@@ -142,8 +131,6 @@ class PlaintextTransportLayer:
         return n if n > 0 else -1
 
     def write_buffers(self, views: Sequence[memoryview]) -> int:
-        if _sock_send is not None:
-            return _sock_send(self._socket.fileno(), views)  # type: ignore[no-any-return]
         try:
             if len(views) == 1:
                 return self._socket.send(views[0])

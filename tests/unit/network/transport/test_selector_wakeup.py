@@ -34,25 +34,17 @@ def poll_returns(selector: Selector) -> bool:
 
 
 class _WakeupDuringDrain:
-    """Wraps the wakeup socket's read end: the first read first runs ``hook`` (a wakeup racing the drain). A
-    drain through the compiled kernel reads the descriptor: it asks for ``fileno()`` just before its reads."""
+    """Wraps the wakeup socket's read end: the first read first runs ``hook`` (a wakeup racing the drain)."""
 
     def __init__(self, sock: socket.socket, hook: object) -> None:
         self._sock = sock
         self._hook = hook
 
-    def _race(self) -> None:
+    def recv(self, n: int) -> bytes:
         hook, self._hook = self._hook, None
         if callable(hook):
             hook()
-
-    def recv(self, n: int) -> bytes:
-        self._race()
         return self._sock.recv(n)
-
-    def fileno(self) -> int:
-        self._race()
-        return self._sock.fileno()
 
     def close(self) -> None:
         self._sock.close()
