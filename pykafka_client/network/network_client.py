@@ -433,7 +433,8 @@ class NetworkClient(ConnectionFailures):
             send,
             now_ms,
         )
-        send.extra = in_flight
+        # (send.extra stays unset: send -> in_flight -> send would be a cycle holding the request's record batches
+        # until a full collection after the response, not freed as the response is handled)
         self.in_flight_requests.add(in_flight)
         try:
             self.selector.send(send)

@@ -133,6 +133,10 @@ class BatchOutcome:
             # A thread blocked in result()/exception() is watched (FutureRecordMetadata._wait registers it): no
             # watched future, nobody to wake (the common batch: no notify_all, which is Python-level code)
             self.condition.notify_all()
+            # Done: nothing looks at the watched futures again. Letting go of them breaks the cycle outcome ->
+            # future -> done-callback -> (e.g. a SendBatchFuture -> its segments) -> outcome, which only the
+            # cyclic collector would free, late, with every completed outcome's per-record lists.
+            self.watched = []
         return with_callbacks
 
 
@@ -307,24 +311,63 @@ def new_future(outcome: BatchOutcome, index: int) -> FutureRecordMetadata:
     return f
 
 
+class _CallRecords:
+    """Where each record of one ``send_batch`` call went: the (outcome, index) segments in processing order and the
+    order given. Shared by the call's :class:`SendBatchFuture` and its :class:`BatchMetadata` (the future's result),
+    so that neither references the other: no reference cycle, and a dropped future is freed at once with the
+    outcomes it holds, not at the next run of the cyclic collector."""
+
+    __slots__ = ("inverse", "order", "record_count", "segments", "starts")
+
+    def __init__(self, record_count: int, order: list[int] | None) -> None:
+        self.record_count = record_count
+        #: processing position -> position given (None: the same)
+        self.order = order
+        self.inverse: list[int] | None = None
+        #: (first processing position, outcome, index of that record in it), in processing order
+        self.segments: list[tuple[int, BatchOutcome, int]] = []
+        self.starts: list[int] = []
+
+    def record_future(self, i: int) -> Future[RecordMetadata]:
+        """Record ``i``'s future (as ``send`` would have returned it); built when asked."""
+        order = self.order
+        if order is None:
+            position = i
+        else:
+            inverse = self.inverse
+            if inverse is None:
+                inverse = [0] * len(order)
+                for p, original in enumerate(order):
+                    inverse[original] = p
+                self.inverse = inverse
+            position = inverse[i]
+        k = bisect.bisect_right(self.starts, position) - 1
+        start, outcome, index = self.segments[k]
+        if isinstance(outcome, _OwnOutcome):
+            f = FutureRecordMetadata()
+            f.outcome = outcome
+            return f
+        return new_future(outcome, index + position - start)
+
+
 class BatchMetadata:
     """The outcome of every record of one ``send_batch`` call, in the order given: ``len()``, ``[i]`` (record i's
     :class:`RecordMetadata`, raising its error if it failed), :meth:`exception` and iteration. Each
     RecordMetadata is built when read."""
 
-    __slots__ = ("_future",)
+    __slots__ = ("_records",)
 
-    def __init__(self, future: SendBatchFuture) -> None:
-        self._future = future
+    def __init__(self, records: _CallRecords) -> None:
+        self._records = records
 
     def __len__(self) -> int:
-        return self._future.record_count
+        return self._records.record_count
 
     def _record_future(self, i: int) -> Future[RecordMetadata]:
-        n = self._future.record_count
+        n = self._records.record_count
         if not -n <= i < n:
             raise IndexError(f"record {i} of a batch of {n}")
-        return self._future.record_future(i % n)
+        return self._records.record_future(i % n)
 
     def __getitem__(self, i: int) -> RecordMetadata:
         return self._record_future(i).result(0)
@@ -350,17 +393,15 @@ class SendBatchFuture(Future[BatchMetadata]):
     def __init__(self, record_count: int, order: list[int] | None) -> None:
         super().__init__()
         self.record_count = record_count
-        #: processing position -> position given (None: the same)
-        self._order = order
-        self._inverse: list[int] | None = None
-        #: (first processing position, outcome, index of that record in it), in processing order
-        self._segments: list[tuple[int, BatchOutcome, int]] = []
-        self._starts: list[int] = []
+        self._records = _CallRecords(record_count, order)
+        #: (first processing position, outcome, index of that record in it), in processing order (the records')
+        self._segments = self._records.segments
+        self._starts = self._records.starts
         self._lock = threading.Lock()
         self._pending = 1  # held by send_batch until it added every record (seal)
         #: the last segment, still growing: (position, count, outcome, index)
         self._open: tuple[int, int, BatchOutcome, int] | None = None
-        self._batch_metadata = BatchMetadata(self)
+        self._batch_metadata = BatchMetadata(self._records)
 
     def cancel(self) -> bool:
         """Records handed to the producer are sent: as a record's future (and Java's), this cannot be cancelled."""
@@ -453,24 +494,7 @@ class SendBatchFuture(Future[BatchMetadata]):
 
     def record_future(self, i: int) -> Future[RecordMetadata]:
         """Record ``i``'s future (as ``send`` would have returned it); built when asked."""
-        order = self._order
-        if order is None:
-            position = i
-        else:
-            inverse = self._inverse
-            if inverse is None:
-                inverse = [0] * len(order)
-                for p, original in enumerate(order):
-                    inverse[original] = p
-                self._inverse = inverse
-            position = inverse[i]
-        k = bisect.bisect_right(self._starts, position) - 1
-        start, outcome, index = self._segments[k]
-        if isinstance(outcome, _OwnOutcome):
-            f = FutureRecordMetadata()
-            f.outcome = outcome
-            return f
-        return new_future(outcome, index + position - start)
+        return self._records.record_future(i)
 
     def metadata(self) -> BatchMetadata:
         """Every record's outcome (read them once the future is done)."""

@@ -1,8 +1,16 @@
 """The batches the producer has not completed yet (Java ``IncompleteBatches``): added when a batch is
-created (or split), removed when it is completed and its memory returned; ``flush()`` waits on them."""
+created (or split), removed when it is completed and its memory returned; ``flush()`` waits on them.
+
+``flush()`` waits for the batches incomplete when it began, and must not keep them alive meanwhile: a
+completed batch's records (and its encoded bytes) are freed as soon as the Sender forgets it, as Java's
+flush holds only the batches' results, never their buffers. So each batch gets an increasing ticket when
+added, and a flush keeps one number (:meth:`IncompleteBatches.mark`): it is done once no batch with a
+smaller ticket is incomplete.
+"""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterable
 
@@ -11,24 +19,28 @@ from pykafka_client.utils.time import Time
 
 
 class IncompleteBatches:
-    """A thread-safe set of batches whose condition is notified when it becomes empty."""
+    """A thread-safe set of batches (each with the ticket it was added with) whose condition is notified
+    when it becomes empty."""
 
     def __init__(self) -> None:
-        self._incomplete: set[ProducerBatch] = set()
+        #: batch -> ticket, in ticket order (a dict keeps insertion order, and tickets only grow)
+        self._incomplete: dict[ProducerBatch, int] = {}
+        self._tickets = itertools.count()
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
 
     def add(self, batch: ProducerBatch) -> None:
         with self._lock:
-            self._incomplete.add(batch)
+            self._incomplete.setdefault(batch, next(self._tickets))
 
     def add_all(self, batches: Iterable[ProducerBatch]) -> None:
         with self._lock:
-            self._incomplete.update(batches)
+            for batch in batches:
+                self._incomplete.setdefault(batch, next(self._tickets))
 
     def remove(self, batch: ProducerBatch) -> None:
         with self._lock:  # the condition's own lock (no Python-level Condition.__enter__ per completed batch)
-            self._incomplete.discard(batch)
+            self._incomplete.pop(batch, None)
             if not self._incomplete:
                 self._cond.notify_all()
 
@@ -40,14 +52,25 @@ class IncompleteBatches:
         with self._lock:
             return list(self._incomplete)
 
-    def await_completion(self, pending: Iterable[ProducerBatch], timeout_s: float | None, time: Time) -> bool:
-        """Wait (real time) until none of ``pending`` is incomplete. True if they all completed in time."""
-        left = list(pending)
+    def mark(self) -> int:
+        """The ticket the next added batch gets: :meth:`await_completion` of this mark waits for every batch
+        incomplete now, and for none added later (e.g. the pieces of a batch split meanwhile)."""
+        with self._lock:
+            mark = next(self._tickets)  # unused by any batch; the next one gets mark + 1
+            return mark
+
+    def _oldest_ticket(self) -> int | None:
+        """The smallest ticket still incomplete (under the lock): the first in insertion order."""
+        return next(iter(self._incomplete.values()), None)
+
+    def await_completion(self, mark: int, timeout_s: float | None, time: Time) -> bool:
+        """Wait (real time) until no batch added before ``mark`` (from :meth:`mark`) is incomplete. True if
+        they all completed in time."""
         deadline = None if timeout_s is None else time.hi_res_clock_ms() + int(timeout_s * 1000)
         with self._cond:
             while True:
-                left = [b for b in left if b in self._incomplete]
-                if not left:
+                oldest = self._oldest_ticket()
+                if oldest is None or oldest > mark:
                     return True
                 if deadline is None:
                     self._cond.wait(0.5)

@@ -653,11 +653,11 @@ class KafkaProducer:
         self._io_thread.ensure_started()
         if _is_current_thread(self._io_thread):
             raise IllegalArgumentError("flush() must not be called from a delivery callback")
-        snapshot = self.accumulator.incomplete_batches()
+        mark = self.accumulator.flush_mark()
         self.accumulator.begin_flush()
         try:
             self.sender.wakeup()
-            if not self.accumulator.await_flush_completion(timeout, snapshot):
+            if not self.accumulator.await_flush_completion(timeout, mark):
                 raise KafkaTimeoutError(f"Failed to flush accumulated records within {timeout} s")
         finally:
             self.accumulator.end_flush()

@@ -233,6 +233,9 @@ class ProducerBatch:
                 size = body + (1 if body < 64 else 2)
             if self.size_bytes + size > self.size_limit:
                 return None
+            prev_ts = pending[-1][0]
+            if prev_ts == timestamp:
+                timestamp = prev_ts  # one int object per millisecond, not per pending record (as the kernel)
         else:
             self.base_timestamp = timestamp
             size = record_size_in_bytes(0, 0, key, value, headers)

@@ -684,10 +684,15 @@ class RecordAccumulator:
     def flush_in_progress(self) -> bool:
         return self._flushes_in_progress > 0
 
-    def await_flush_completion(self, timeout_s: float | None, snapshot: Iterable[ProducerBatch] | None = None) -> bool:
-        """Wait (real time) until the batches incomplete when the flush began are done. True if they all are."""
-        pending = self.incomplete_batches() if snapshot is None else snapshot
-        return self._incomplete.await_completion(pending, timeout_s, self.time)
+    def flush_mark(self) -> int:
+        """Where a flush begins: :meth:`await_flush_completion` of it waits for the batches incomplete now. A number,
+        not the batches, so that a flush keeps no completed batch (nor its records) alive."""
+        return self._incomplete.mark()
+
+    def await_flush_completion(self, timeout_s: float | None, mark: int | None = None) -> bool:
+        """Wait (real time) until the batches incomplete at ``mark`` (:meth:`flush_mark`; default: now) are done.
+        True if they all are."""
+        return self._incomplete.await_completion(self.flush_mark() if mark is None else mark, timeout_s, self.time)
 
     def appends_in_progress(self) -> bool:
         return self._appends_in_progress > 0

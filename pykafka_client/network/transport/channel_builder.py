@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import enum
 import socket
-import ssl
-from typing import Callable, Mapping, Protocol
+from typing import TYPE_CHECKING, Callable, Mapping, Protocol
 
 from pykafka_client.errors import ConfigurationError
 from pykafka_client.network.transport.channel import Authenticator, KafkaChannel
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
 from pykafka_client.network.transport.transport_layer import PlaintextTransportLayer, SslTransportLayer, TransportLayer
+
+if TYPE_CHECKING:
+    import ssl  # annotations only: the ssl module is loaded with an SSL context (ssl_factory)
 
 
 class Mode(enum.Enum):

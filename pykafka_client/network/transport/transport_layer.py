@@ -11,10 +11,13 @@ from __future__ import annotations
 import errno
 import os
 import socket
-import ssl
-from typing import Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol, Sequence
 
 from pykafka_client.errors import SslAuthenticationError
+
+if TYPE_CHECKING:
+    # imported by the TLS methods when they run: a PLAINTEXT client never loads the ssl module (~5 MiB of RSS)
+    import ssl
 
 #: Largest TLS record payload; TLS writes are cut to this so a retried write repeats the same bytes.
 TLS_RECORD_SIZE = 16_384
@@ -210,6 +213,8 @@ class SslTransportLayer:
     def handshake(self) -> None:
         if self._ready:
             return
+        import ssl  # loaded already (the context is an ssl.SSLContext): a sys.modules lookup
+
         try:
             if self._ssl is None:
                 self._ssl = self._context.wrap_socket(
@@ -237,6 +242,8 @@ class SslTransportLayer:
 
     def read_into(self, view: memoryview) -> int:
         assert self._ssl is not None
+        import ssl
+
         try:
             n = self._ssl.recv_into(view)
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError, InterruptedError):
@@ -264,6 +271,8 @@ class SslTransportLayer:
                 if size >= TLS_RECORD_SIZE:
                     break
             chunk = b"".join(parts)
+        import ssl
+
         try:
             return self._ssl.send(chunk)
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError, InterruptedError):

@@ -1410,10 +1410,23 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     if (future == NULL || cached_set(future, attr[A_F_OUTCOME], &acache[A_F_OUTCOME], outcome) < 0 ||
         cached_set(future, attr[A_F_INDEX], &acache[A_F_INDEX], index) < 0)
         goto done;
+    /* Records appended in the same millisecond share one timestamp object (the previous record's): a pending
+     * record then costs its tuple only, not a 32-byte int of its own too, while its batch waits. */
+    PyObject *ts_shared = ts_obj;
+    if (count > 0) {
+        PyObject *prev = PyList_GET_ITEM(pending, count - 1);
+        if (PyTuple_CheckExact(prev) && PyTuple_GET_SIZE(prev) > 0) {
+            PyObject *prev_ts = PyTuple_GET_ITEM(prev, 0);
+            int prev_overflow = 0;
+            if (prev_ts != ts_obj && PyLong_CheckExact(prev_ts) &&
+                PyLong_AsLongLongAndOverflow(prev_ts, &prev_overflow) == ts && !prev_overflow)
+                ts_shared = prev_ts;
+        }
+    }
     PyObject *rec = PyTuple_New(5);
     if (rec == NULL)
         goto done;
-    PyTuple_SET_ITEM(rec, 0, Py_NewRef(ts_obj));
+    PyTuple_SET_ITEM(rec, 0, Py_NewRef(ts_shared));
     PyTuple_SET_ITEM(rec, 1, Py_NewRef(key));
     PyTuple_SET_ITEM(rec, 2, Py_NewRef(value));
     PyTuple_SET_ITEM(rec, 3, Py_NewRef(headers));

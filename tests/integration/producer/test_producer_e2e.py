@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -374,3 +376,37 @@ def test_invalid_topic_name_fails_the_future(broker: MiniBroker) -> None:
         f = p.send("bad topic name!", b"v")
         assert type(f.exception(10)).__name__ == "InvalidTopicError"
         assert p.send(topic_name(), b"v").result(10).offset == 0  # other topics unaffected
+
+
+def test_flush_frees_each_batch_once_it_completed(broker: MiniBroker) -> None:
+    """flush() waits for the batches incomplete when it began without keeping them: a batch completed during the
+    flush frees its records (and their delivery callbacks) while the flush still waits for later batches."""
+    topic = topic_name()
+    partitions = 6
+    completed: list[int] = []
+    still_referenced: list[int] = []
+
+    class Callback:  # weak-referenceable, one per record: the batch's pending record holds it
+        def __init__(self, index: int) -> None:
+            self.index = index
+
+        def __call__(self, md: RecordMetadata | None, exc: BaseException | None) -> None:
+            completed.append(self.index)
+            gc.collect()
+            # the batch completed just before may still be referenced by the I/O thread's last request; earlier not
+            still_referenced.extend(i for i in completed[:-2] if refs[i]() is not None)
+
+    refs: list[weakref.ref[Callback]] = []
+    # one record per batch, one batch per produce request, nothing sent before flush() (linger): every batch is
+    # incomplete when the flush begins, and they complete one request after another during it
+    with producer(broker, **{"linger.ms": 60_000, "batch.size": 200, "max.request.size": 300,
+                             "max.in.flight.requests.per.connection": 1}) as p:
+        p.partitions_for(topic)
+        for i in range(partitions):
+            cb = Callback(i)
+            refs.append(weakref.ref(cb))
+            p.send(topic, b"v" * 100, partition=i, on_delivery=cb)
+            del cb
+        p.flush(30)
+    assert sorted(completed) == list(range(partitions))
+    assert not still_referenced, f"batches completed earlier still referenced while the flush waited: {still_referenced}"

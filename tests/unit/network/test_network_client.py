@@ -14,7 +14,7 @@ from pykafka_client.network.network_client import (
 )
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
-from pykafka_client.protocol.messages import ApiVersionsResponse, HeartbeatResponse
+from pykafka_client.protocol.messages import ApiVersionsResponse, HeartbeatRequest, HeartbeatResponse
 from pykafka_client.structs import Node
 from tests.doubles.mock_selector import MockSelector
 from tests.doubles.responses import api_versions_response, metadata_response
@@ -282,6 +282,41 @@ def test_version_choice_follows_the_allowed_range_and_the_node_reconnecting_with
     h.send()
     h.poll()
     assert h.selector.last_request().api_version == 1  # the new connection's versions, not the choice made before
+
+
+def test_an_answered_request_is_freed_without_the_cyclic_collector() -> None:
+    """Nothing keeps a request (its body, its callback: a producer's record batches) once its response was handled:
+    the in-flight request and its NetworkSend do not reference each other, so they are freed at once, not at the
+    next full collection."""
+    import gc
+    import weakref
+
+    from pykafka_client.network.client_response import ClientResponse
+
+    calls: list[bool] = []
+
+    class Callback:  # weak-referenceable; keeps no response (a response holds its callback)
+        def __call__(self, response: ClientResponse) -> None:
+            calls.append(response.was_disconnected)
+
+    h = Harness()
+    h.await_ready()
+    callback = Callback()
+    ref = weakref.ref(callback)
+    gc.disable()
+    try:
+        h.client.send(h.client.new_client_request(
+            h.node.id_string, HeartbeatRequest(group_id="g", generation_id=1, member_id="m"), h.now, callback=callback,
+        ), h.now)
+        del callback
+        h.poll()
+        h.selector.respond(h.node.id_string, HeartbeatResponse(error_code=0))
+        h.poll()
+        h.poll()  # the mock selector lets go of the sends completed by the poll before
+        assert calls == [False]
+        assert ref() is None, "an answered request is kept alive by a reference cycle"
+    finally:
+        gc.enable()
 
 
 def test_s18_simple_request_response_via_callback_and_return_value() -> None:

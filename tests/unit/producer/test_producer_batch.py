@@ -377,3 +377,20 @@ def test_a_thread_blocked_in_result_is_woken(outcome: str) -> None:
     else:
         assert got == [expected]
     assert cond.notified >= 1
+
+
+def test_records_of_one_millisecond_share_one_timestamp_object() -> None:
+    """A pending record holds the previous record's timestamp object when the values are equal (one int per
+    millisecond, not per record, while the batch waits); the encoded batch and the metadata are unchanged."""
+    b = ProducerBatch(TP, 16384, 0)
+    base = 1_700_000_000_000
+    stamps = [base, base, base + 1, base + 1, base + 1, base]
+    futures = [b.try_append(int(str(t)), None, b"v%d" % i, [], None, 0) for i, t in enumerate(stamps)]  # distinct ints
+    kept = [rec[0] for rec in b.pending]
+    assert kept == stamps
+    assert kept[1] is kept[0] and kept[3] is kept[2] and kept[4] is kept[2]
+    assert kept[2] is not kept[0] and kept[5] is not kept[4]
+    (batch,) = list(MemoryRecords(b.records()).batches())
+    assert [r.timestamp for r in batch] == stamps
+    b.done(100, -1, None)
+    assert [f.result(0).timestamp for f in futures if f is not None] == stamps

@@ -255,6 +255,29 @@ def test_memory_returned_on_deallocate() -> None:
     assert not acc.has_incomplete()
 
 
+def test_flush_waits_for_the_batches_incomplete_at_its_mark_only() -> None:
+    """await_flush_completion(mark): done once every batch incomplete at flush_mark() is, whatever was added after
+    (new batches, the pieces of a batch split meanwhile)."""
+    time = MockTime()
+    acc = make(time, linger_ms=0, batch_size=1024, memory=1 << 20)
+    append(acc, TP0)
+    append(acc, TP1)
+    drained = acc.drain(META, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id]
+    b0, b1 = sorted(drained, key=lambda b: b.topic_partition.partition)
+    mark = acc.flush_mark()
+    append(acc, TP2)  # after the mark: not waited for
+    assert not acc.await_flush_completion(0, mark)
+    b0.done(0, -1, None)
+    acc.deallocate(b0)
+    assert not acc.await_flush_completion(0, mark)  # b1 is still incomplete
+    pieces = acc.split_and_reenqueue(b1, time.hi_res_clock_ms())  # b1's records move to new batches
+    assert pieces >= 1
+    acc.deallocate(b1)
+    assert acc.await_flush_completion(0, mark)
+    assert not acc.await_flush_completion(0)  # now: the TP2 batch and the pieces
+    assert acc.has_incomplete()
+
+
 def test_oversized_record_gets_its_own_batch() -> None:
     time = MockTime()
     acc = make(time, batch_size=100, memory=10_000)

@@ -423,3 +423,33 @@ def test_send_batch_makes_one_record_future_per_batch_not_per_record() -> None:
         assert f.record_future(999).result(0) == md[999]
     finally:
         p.close(0)
+
+
+def test_a_dropped_send_batch_future_is_freed_without_the_cyclic_collector() -> None:
+    """Neither the outcome's watched futures nor the result (BatchMetadata) reference the SendBatchFuture back: once
+    its batches completed, dropping it frees it (and the outcomes' per-record lists) at once."""
+    import gc
+    import weakref
+
+    from pykafka_client.producer.producer_batch import ProducerBatch
+    from pykafka_client.structs import TopicPartition
+
+    batches = [ProducerBatch(TopicPartition("t", p), 16384, 0) for p in (0, 1)]
+    for i, b in enumerate([batches[0]] * 3 + [batches[1]] * 2):
+        b.try_append(i + 1, None, b"v", [], None, 0)
+    future = SendBatchFuture(5, None)
+    future.add_segment(0, 3, batches[0].outcome, 0)
+    future.add_segment(3, 2, batches[1].outcome, 0)
+    future.seal()
+    batches[0].done(10, -1, None)
+    batches[1].done(20, -1, None)
+    metadata = future.result(0)
+    assert [m.offset for m in metadata] == [10, 11, 12, 20, 21]
+    ref = weakref.ref(future)
+    gc.disable()
+    try:
+        del future
+        assert ref() is None, "a SendBatchFuture is kept alive by a reference cycle"
+        assert [m.timestamp for m in metadata] == [1, 2, 3, 4, 5]  # the result stays readable on its own
+    finally:
+        gc.enable()
