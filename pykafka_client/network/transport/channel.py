@@ -61,6 +61,11 @@ _MUTE_TRANSITIONS: dict[tuple[ChannelMuteEvent, ChannelMuteState], ChannelMuteSt
 }
 
 
+# (a module constant: a member read through its Enum class is a metaclass attribute lookup, several times a
+# global's, and the I/O thread reads it on every request)
+_NOT_MUTED = ChannelMuteState.NOT_MUTED
+
+
 def next_mute_state(state: ChannelMuteState, event: ChannelMuteEvent) -> ChannelMuteState:
     """The mute state after ``event`` in ``state``; raises IllegalStateError for an invalid pair."""
     nxt = _MUTE_TRANSITIONS.get((event, state))
@@ -182,7 +187,7 @@ class KafkaChannel:
     # --- mute ------------------------------------------------------------------------------------
 
     def is_muted(self) -> bool:
-        return self.mute_state is not ChannelMuteState.NOT_MUTED
+        return self.mute_state is not _NOT_MUTED
 
     def mute(self) -> None:
         """Stop reading (only from NOT_MUTED; otherwise already muted)."""
