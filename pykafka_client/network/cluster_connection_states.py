@@ -68,6 +68,11 @@ class ConnectionState(enum.Enum):
         return self in (ConnectionState.CHECKING_API_VERSIONS, ConnectionState.READY)
 
 
+# (a module constant: a member read through its Enum class is a metaclass attribute lookup, several times a
+# global's, and the I/O thread reads it on every request)
+_READY = ConnectionState.READY
+
+
 class NodeConnectionState:
     """What is known about one node's connection."""
 
@@ -227,7 +232,7 @@ class ClusterConnectionStates:
 
     def is_ready(self, node_id: str, now_ms: int) -> bool:
         state = self._node_state.get(node_id)
-        return state is not None and state.state is ConnectionState.READY and state.throttle_until_time_ms <= now_ms
+        return state is not None and state.state is _READY and state.throttle_until_time_ms <= now_ms
 
     def has_ready_nodes(self, now_ms: int) -> bool:
         return any(

@@ -34,6 +34,9 @@ from pykafka_client.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
+# (a module constant: a member read through its Enum class is a metaclass attribute lookup; every poll reads it)
+_REBOOTSTRAP = MetadataRecoveryStrategy.REBOOTSTRAP
+
 
 class ConnectionFailures:
     selector: Selectable
@@ -132,7 +135,7 @@ class ConnectionFailures:
         """Metadata updates failing for longer than metadata.recovery.rebootstrap.trigger.ms: drop every
         connection to the known brokers and start again from bootstrap.servers."""
         updater = self.metadata_updater
-        if self.metadata_recovery_strategy is not MetadataRecoveryStrategy.REBOOTSTRAP or not isinstance(
+        if self.metadata_recovery_strategy is not _REBOOTSTRAP or not isinstance(
             updater, DefaultMetadataUpdater
         ):
             return

@@ -116,6 +116,11 @@ class _State(enum.Enum):
     CLOSED = 3
 
 
+# (a module constant: a member read through its Enum class is a metaclass attribute lookup, several times a
+# global's, and the I/O thread reads it on every request)
+_ACTIVE = _State.ACTIVE
+
+
 class NetworkClient(ConnectionFailures):
     """The real :class:`~pykafka_client.network.kafka_client.KafkaClient`."""
 
@@ -397,7 +402,7 @@ class NetworkClient(ConnectionFailures):
         self._do_send(request, True, now_ms)
 
     def _do_send(self, request: ClientRequest, is_internal: bool, now_ms: int) -> None:
-        if self._state is not _State.ACTIVE:
+        if self._state is not _ACTIVE:
             self._ensure_active()
         node_id = request.destination
         if not is_internal and not self.can_send_request(node_id, now_ms):
@@ -478,7 +483,7 @@ class NetworkClient(ConnectionFailures):
 
     def poll(self, timeout_ms: int, now_ms: int) -> list[ClientResponse]:
         """Do I/O for at most ``timeout_ms`` and return the requests that completed."""
-        if self._state is not _State.ACTIVE:
+        if self._state is not _ACTIVE:
             self._ensure_active()
         if self._aborted_sends:
             # Version mismatches and client disconnects: complete at once, no network wait.

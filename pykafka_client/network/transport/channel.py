@@ -23,7 +23,7 @@ from pykafka_client.network.transport.network_receive import (
     BufferedFrameReader,
     FrameReader,
 )
-from pykafka_client.network.transport.network_send import SendWriter
+from pykafka_client.network.transport.network_send import MAX_IOV, SendWriter
 from pykafka_client.network.transport.selectable import ChannelState, NetworkReceive, NetworkSend
 from pykafka_client.network.transport.transport_layer import TransportLayer
 
@@ -59,6 +59,11 @@ _MUTE_TRANSITIONS: dict[tuple[ChannelMuteEvent, ChannelMuteState], ChannelMuteSt
     (_E.THROTTLE_ENDED, _M.MUTED_AND_THROTTLED): _M.MUTED,
     (_E.THROTTLE_ENDED, _M.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING): _M.MUTED_AND_RESPONSE_PENDING,
 }
+
+
+# (a module constant: a member read through its Enum class is a metaclass attribute lookup, several times a
+# global's, and the I/O thread reads it on every request)
+_NOT_MUTED = ChannelMuteState.NOT_MUTED
 
 
 def next_mute_state(state: ChannelMuteState, event: ChannelMuteEvent) -> ChannelMuteState:
@@ -182,7 +187,7 @@ class KafkaChannel:
     # --- mute ------------------------------------------------------------------------------------
 
     def is_muted(self) -> bool:
-        return self.mute_state is not ChannelMuteState.NOT_MUTED
+        return self.mute_state is not _NOT_MUTED
 
     def mute(self) -> None:
         """Stop reading (only from NOT_MUTED; otherwise already muted)."""
@@ -207,6 +212,31 @@ class KafkaChannel:
         if self._send is not None:
             raise IllegalStateError(f"Attempt to begin a send operation with prior send operation still in progress, connection id is {self.id}")
         self._send = SendWriter(send)
+
+    def write_new_send(self, send: NetworkSend) -> NetworkSend | None:
+        """:meth:`set_send` and :meth:`write` in one step (the Selector's optimistic write); returns the send once it
+        is complete. A send of bytes and bytearray pieces (a request frame) goes out in one gathering write of the
+        pieces as they are, with no :class:`SendWriter` (nor a memoryview per piece) unless the transport took only
+        part of it; any other send takes the general path."""
+        if self._send is not None:
+            raise IllegalStateError(f"Attempt to begin a send operation with prior send operation still in progress, connection id is {self.id}")
+        pieces = send.buffers
+        if type(pieces) is list and 1 < len(pieces) <= MAX_IOV:
+            for piece in pieces:
+                kind = type(piece)
+                if kind is not bytes and kind is not bytearray:
+                    break
+            else:
+                if sum(map(len, pieces)) == send.size:  # (as SendWriter checks it, before any byte goes out)
+                    n = self.transport.write_buffers(pieces)
+                    self.bytes_sent += n
+                    if n == send.size:
+                        send.written = n
+                        return send
+                    self._send = SendWriter(send, written=n)
+                    return None
+        self._send = SendWriter(send)
+        return self.write()
 
     def write(self) -> NetworkSend | None:
         """Write what the socket takes; returns the send once it is complete."""

@@ -98,7 +98,9 @@ class SendWriter:
 
     __slots__ = ("send", "_pieces", "_index", "_offset", "_views_only")
 
-    def __init__(self, send: NetworkSend) -> None:
+    def __init__(self, send: NetworkSend, written: int = 0) -> None:
+        """``written``: bytes of ``send`` that already went out (a gathering write that the transport took only part
+        of, see ``KafkaChannel.write_new_send``); the writer resumes after them."""
         pieces: list[Piece] = []
         total = 0
         views_only = True
@@ -129,6 +131,8 @@ class SendWriter:
         self._offset = 0  # within the current piece
         #: every piece is a memoryview (no file region): the whole send may go out in one gathering write
         self._views_only = views_only and len(pieces) <= MAX_IOV
+        if written:
+            self._advance(written)
 
     def completed(self) -> bool:
         return self._index >= len(self._pieces)

@@ -356,14 +356,15 @@ class Selector:
             )
         if not channel.ready():
             raise IllegalStateError(f"Channel {send.destination} is not ready to send")
-        channel.set_send(send)
         if self._optimistic_writes:
             # Write at once: the socket is usually writable, and this saves an interest change and a
             # select round per request. Completion (or failure) is reported by the next poll, as if
             # the poll had written it.
             before = channel.bytes_sent
             try:
-                done = channel.write()
+                done = channel.write_new_send(send)
+            except IllegalStateError:
+                raise
             except Exception as e:
                 channel.state = ChannelState.FAILED_SEND
                 self._close(channel, None)
@@ -373,6 +374,9 @@ class Selector:
             if done is not None:
                 self._pending_completed_sends.append(done)
                 self.metrics.requests_sent_total += 1
+                return  # the interest is unchanged: nothing left to write
+        else:
+            channel.set_send(send)
         self._update_interest(channel)
 
     def mute(self, connection_id: str) -> None:

@@ -14,6 +14,7 @@ import socket
 from typing import TYPE_CHECKING, Protocol, Sequence
 
 from pykafka_client.errors import SslAuthenticationError
+from pykafka_client.network.transport.selectable import Buffer
 
 if TYPE_CHECKING:
     # imported by the TLS methods when they run: a PLAINTEXT client never loads the ssl module (~5 MiB of RSS)
@@ -47,7 +48,7 @@ class TransportLayer(Protocol):
 
     def read_into(self, view: memoryview) -> int: ...
 
-    def write_buffers(self, views: Sequence[memoryview]) -> int: ...
+    def write_buffers(self, views: Sequence[Buffer]) -> int: ...
 
     def transfer_file(self, fd: int, offset: int, count: int) -> int: ...
 
@@ -133,7 +134,7 @@ class PlaintextTransportLayer:
             return 0
         return n if n > 0 else -1
 
-    def write_buffers(self, views: Sequence[memoryview]) -> int:
+    def write_buffers(self, views: Sequence[Buffer]) -> int:
         try:
             if len(views) == 1:
                 return self._socket.send(views[0])
@@ -256,16 +257,16 @@ class SslTransportLayer:
             self._post_handshake = False
         return n if n > 0 else -1
 
-    def write_buffers(self, views: Sequence[memoryview]) -> int:
+    def write_buffers(self, views: Sequence[Buffer]) -> int:
         assert self._ssl is not None
-        first = views[0]
-        if first.nbytes >= TLS_RECORD_SIZE or len(views) == 1:
-            chunk: memoryview | bytes = first[:TLS_RECORD_SIZE]
+        first = views[0]  # (bytes-like pieces of one byte per item: len() is the byte count)
+        if len(first) >= TLS_RECORD_SIZE or len(views) == 1:
+            chunk: Buffer = first[:TLS_RECORD_SIZE]
         else:
-            parts: list[memoryview] = []
+            parts: list[Buffer] = []
             size = 0
             for v in views:
-                take = min(v.nbytes, TLS_RECORD_SIZE - size)
+                take = min(len(v), TLS_RECORD_SIZE - size)
                 parts.append(v[:take])
                 size += take
                 if size >= TLS_RECORD_SIZE:

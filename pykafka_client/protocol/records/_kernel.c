@@ -729,16 +729,25 @@ static uint8_t *wr_headers(uint8_t *p, PyObject *headers)
 /* Timestamp of a record tuple, or 0 with *ok = 0 when the reference must handle it. */
 static inline int64_t record_timestamp(PyObject *ts_obj, int *ok)
 {
+    if (!PyLong_CheckExact(ts_obj)) {
+        *ok = 0;
+        return 0;
+    }
     int overflow = 0;
-    long long ts = PyLong_CheckExact(ts_obj) ? PyLong_AsLongLongAndOverflow(ts_obj, &overflow) : 0;
-    *ok = PyLong_CheckExact(ts_obj) && !overflow && !(ts == -1 && PyErr_Occurred()) && (ts >= 0 || ts == -1);
-    PyErr_Clear();
+    long long ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
+    if (ts == -1 && !overflow && PyErr_Occurred()) { /* (an exact int never fails: no error to clear per record) */
+        PyErr_Clear();
+        *ok = 0;
+        return ts;
+    }
+    *ok = !overflow && (ts >= 0 || ts == -1);
     return ts;
 }
 
 /* Pass 1 of encoding records (the append_records layout): checks every record tuple and returns the bytes they
-   take, or -1 when the reference must encode them. No Python code runs in it. */
-static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t bts)
+   take, or -1 when the reference must encode them (also for a -1 timestamp when nonneg). No Python code runs in
+   it. ts_out (when not NULL) receives each record's timestamp, for records_write. */
+static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t bts, int nonneg, int64_t *ts_out)
 {
     Py_ssize_t n = PyList_GET_SIZE(records), total = 0;
     for (Py_ssize_t i = 0; i < n; i++, count++) {
@@ -749,8 +758,11 @@ static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t
         if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 4)
             return -1;
         int64_t ts = record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok);
-        if (!ok || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 || bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
+        if (!ok || (nonneg && ts < 0) || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 ||
+            bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
             return -1;
+        if (ts_out != NULL)
+            ts_out[i] = ts;
         if ((hs = headers_size(PyTuple_GET_ITEM(rec, 3))) < 0)
             return -1;
         int64_t ts_delta;
@@ -767,8 +779,8 @@ static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t
 }
 
 /* Pass 2: writes the records checked by records_encoded_size at p; state is (count, base_timestamp,
-   max_timestamp, offset_of_max_timestamp), updated. */
-static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset, int64_t state[4])
+   max_timestamp, offset_of_max_timestamp), updated. ts_in: the timestamps pass 1 read (NULL: read them again). */
+static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset, int64_t state[4], const int64_t *ts_in)
 {
     Py_ssize_t n = PyList_GET_SIZE(records);
     int64_t count = state[0], bts = state[1], mts = state[2], omax = state[3];
@@ -777,7 +789,7 @@ static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset
         const char *kd = NULL, *vd = NULL;
         Py_ssize_t kn = -1, vn = -1;
         int ok;
-        int64_t ts = record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok);
+        int64_t ts = ts_in != NULL ? ts_in[i] : record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok);
         bytes_like(PyTuple_GET_ITEM(rec, 1), &kd, &kn);
         bytes_like(PyTuple_GET_ITEM(rec, 2), &vd, &vn);
         PyObject *headers = PyTuple_GET_ITEM(rec, 3);
@@ -817,7 +829,7 @@ static PyObject *k_append_records(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!LLLLL", &PyByteArray_Type, &buf, &PyList_Type, &records, &count0, &base_offset,
                           &base_ts, &max_ts, &offset_of_max))
         return NULL;
-    Py_ssize_t total = records_encoded_size(records, count0, base_ts);
+    Py_ssize_t total = records_encoded_size(records, count0, base_ts, 0, NULL);
     if (total < 0)
         Py_RETURN_NONE;
     Py_ssize_t old = PyByteArray_GET_SIZE(buf);
@@ -826,13 +838,16 @@ static PyObject *k_append_records(PyObject *self, PyObject *args)
         Py_RETURN_NONE;
     }
     int64_t state[4] = {count0, base_ts, max_ts, offset_of_max};
-    records_write((uint8_t *)PyByteArray_AS_STRING(buf) + old, records, base_offset, state);
+    records_write((uint8_t *)PyByteArray_AS_STRING(buf) + old, records, base_offset, state, NULL);
     return Py_BuildValue("(LLLL)", (long long)state[0], (long long)state[1], (long long)state[2], (long long)state[3]);
 }
 
 /* ---- producer: a whole uncompressed batch in one call (the Sender's per-request encoding) ------------- */
 
 #define BATCH_OVERHEAD 61
+/* records whose timestamps k_encode_batch keeps on the stack between its two passes (a 16 KiB batch of 100-byte
+   records holds about 150) */
+#define ENCODE_TS_STACK 512
 #define BATCH_ATTRIBUTES_OFFSET 21
 #define BATCH_CRC_OFFSET 17
 
@@ -867,21 +882,29 @@ static PyObject *k_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_
     Py_ssize_t n = PyList_GET_SIZE(records);
     if (n == 0 || epoch < INT16_MIN || epoch > INT16_MAX || seq < INT32_MIN || seq > INT32_MAX)
         Py_RETURN_NONE;
-    for (Py_ssize_t i = 0; i < n; i++) { /* the reference's header takes -1 timestamps its own way */
-        PyObject *rec = PyList_GET_ITEM(records, i);
-        int ok;
-        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 4 || record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok) < 0 || !ok)
-            Py_RETURN_NONE;
-    }
-    Py_ssize_t total = records_encoded_size(records, 0, -1);
-    if (total < 0 || total > INT32_MAX - BATCH_OVERHEAD)
+    /* one pass checks the records and sizes them (the reference's header takes -1 timestamps its own way: nonneg),
+       keeping each timestamp for the writing pass; a batch of up to ENCODE_TS_STACK records needs no allocation */
+    int64_t ts_stack[ENCODE_TS_STACK];
+    int64_t *tss = n <= ENCODE_TS_STACK ? ts_stack : PyMem_Malloc((size_t)n * sizeof(int64_t));
+    if (tss == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t total = records_encoded_size(records, 0, -1, 1, tss);
+    if (total < 0 || total > INT32_MAX - BATCH_OVERHEAD) {
+        if (tss != ts_stack)
+            PyMem_Free(tss);
         Py_RETURN_NONE;
+    }
     PyObject *out = PyBytes_FromStringAndSize(NULL, BATCH_OVERHEAD + total);
-    if (out == NULL)
+    if (out == NULL) {
+        if (tss != ts_stack)
+            PyMem_Free(tss);
         return NULL;
+    }
     uint8_t *b = (uint8_t *)PyBytes_AS_STRING(out);
     int64_t state[4] = {0, -1, -1, -1};
-    records_write(b + BATCH_OVERHEAD, records, 0, state);
+    records_write(b + BATCH_OVERHEAD, records, 0, state, tss);
+    if (tss != ts_stack)
+        PyMem_Free(tss);
     uint8_t *p = b;
     p = wr_be(p, 0, 8);                                          /* base offset */
     p = wr_be(p, (uint64_t)(BATCH_OVERHEAD + total - 12), 4);   /* batch length */

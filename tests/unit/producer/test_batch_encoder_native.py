@@ -107,3 +107,15 @@ def test_a_tuple_of_records_takes_the_reference() -> None:
     records = ((5, None, b"v", (), None),)
     batch = _Batch(records)
     assert encode_batch(batch, None, None) == encode_batch_reference(batch, None, None)
+
+
+@pytest.mark.parametrize("count", [511, 512, 513, 1500])
+def test_batches_past_the_kernels_stack_of_timestamps_are_byte_identical(count: int) -> None:
+    # the kernel keeps up to 512 timestamps between its passes on the stack and allocates for more
+    records = [(1_700_000_000_000 + (i * 7919) % 5000, b"k%d" % i if i % 3 else None, b"v" * (i % 50), (), None)
+               for i in range(count)]
+    batch = _Batch(records, 7, 2, 11, True)
+    reference, _ = encode_batch_reference(batch, None, None)
+    assert _kernel().encode_batch(records, 7, 2, 11, True, _crc) == reference
+    # a -1 timestamp anywhere (here the last record) still leaves the whole batch to the reference
+    assert _kernel().encode_batch([*records, (-1, None, b"v", (), None)], 7, 2, 11, True, _crc) is None
