@@ -85,11 +85,15 @@ class IdleMeter:
         if now - self._buckets[-1][0] >= self._half_ns:
             self._buckets.append([now, 0])
 
-    def record(self, idle_ns: int) -> None:
+    def record(self, idle_ns: int, now_ns: int | None = None) -> None:
+        """Add ``idle_ns``; ``now_ns``: the clock's time now, when the caller has just read it."""
         with self._lock:
-            now = self._time.nanoseconds()
-            self._roll(now)
-            self._buckets[-1][1] += idle_ns
+            now = self._time.nanoseconds() if now_ns is None else now_ns
+            bucket = self._buckets[-1]
+            if now - bucket[0] >= self._half_ns:
+                bucket = [now, 0]
+                self._buckets.append(bucket)
+            bucket[1] += idle_ns
 
     def value(self) -> float:
         with self._lock:
