@@ -27,8 +27,8 @@ Labels = tuple[tuple[str, str], ...]
 class Counter:
     __slots__ = ("_lock", "value")
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, lock: threading.Lock | None = None) -> None:
+        self._lock = lock if lock is not None else threading.Lock()
         self.value = 0
 
     def inc(self, n: int = 1) -> None:
@@ -41,8 +41,8 @@ class Histogram:
 
     __slots__ = ("_lock", "count", "max", "min", "sum")
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, lock: threading.Lock | None = None) -> None:
+        self._lock = lock if lock is not None else threading.Lock()
         self.count = 0
         self.sum = 0.0
         self.min = 0.0
@@ -50,12 +50,16 @@ class Histogram:
 
     def update(self, v: float) -> None:
         with self._lock:
-            if self.count == 0 or v < self.min:
-                self.min = v
-            if self.count == 0 or v > self.max:
-                self.max = v
-            self.count += 1
-            self.sum += v
+            self._observe(v)
+
+    def _observe(self, v: float) -> None:
+        """:meth:`update` for a caller holding this histogram's lock."""
+        if self.count == 0 or v < self.min:
+            self.min = v
+        if self.count == 0 or v > self.max:
+            self.max = v
+        self.count += 1
+        self.sum += v
 
     @property
     def mean(self) -> float:
@@ -81,11 +85,15 @@ class IdleMeter:
         if now - self._buckets[-1][0] >= self._half_ns:
             self._buckets.append([now, 0])
 
-    def record(self, idle_ns: int) -> None:
+    def record(self, idle_ns: int, now_ns: int | None = None) -> None:
+        """Add ``idle_ns``; ``now_ns``: the clock's time now, when the caller has just read it."""
         with self._lock:
-            now = self._time.nanoseconds()
-            self._roll(now)
-            self._buckets[-1][1] += idle_ns
+            now = self._time.nanoseconds() if now_ns is None else now_ns
+            bucket = self._buckets[-1]
+            if now - bucket[0] >= self._half_ns:
+                bucket = [now, 0]
+                self._buckets.append(bucket)
+            bucket[1] += idle_ns
 
     def value(self) -> float:
         with self._lock:
@@ -109,6 +117,27 @@ REQUEST_TIME_METRICS = (
 )
 
 
+_REQUEST_METRIC_PREFIX = "kafka_network_RequestMetrics_"
+
+
+class _RequestInstruments:
+    """One API's Requests counter and its :data:`REQUEST_TIME_METRICS` histograms, sharing one lock: a completed
+    request takes it once, not once per instrument."""
+
+    __slots__ = ("_lock", "_requests", "_times")
+
+    def __init__(self, lock: threading.Lock, requests: Counter, times: tuple[Histogram, ...]) -> None:
+        self._lock = lock
+        self._requests = requests
+        self._times = times
+
+    def record(self, times_ms: tuple[float, ...]) -> None:
+        with self._lock:
+            self._requests.value += 1
+            for h, v in zip(self._times, times_ms, strict=True):
+                h._observe(v)
+
+
 class BrokerMetrics:
     """The registry: counters, histograms and gauges keyed by (metric name, labels)."""
 
@@ -118,8 +147,9 @@ class BrokerMetrics:
         self._counters: dict[tuple[str, Labels], Counter] = {}
         self._histograms: dict[tuple[str, Labels], Histogram] = {}
         self._gauges: dict[tuple[str, Labels], Callable[[], float]] = {}
-        # api name -> (Requests counter, histograms in REQUEST_TIME_METRICS order); looked up without the lock
-        self._request_instruments: dict[str, tuple[Counter, tuple[Histogram, ...]]] = {}
+        # api name -> its request instruments; looked up without the lock
+        self._request_instruments: dict[str, _RequestInstruments] = {}
+        self._request_locks: dict[str, threading.Lock] = {}
         self.network_processor_idle = IdleMeter(1, time)
         self.request_handler_idle = IdleMeter(1, time)
         self.gauge("kafka_network_SocketServer_NetworkProcessorAvgIdlePercent", self.network_processor_idle.value)
@@ -130,7 +160,7 @@ class BrokerMetrics:
         with self._lock:
             c = self._counters.get(key)
             if c is None:
-                c = self._counters[key] = Counter()
+                c = self._counters[key] = Counter(self._request_lock(name, labels))
             return c
 
     def histogram(self, name: str, **labels: str) -> Histogram:
@@ -138,8 +168,19 @@ class BrokerMetrics:
         with self._lock:
             h = self._histograms.get(key)
             if h is None:
-                h = self._histograms[key] = Histogram()
+                h = self._histograms[key] = Histogram(self._request_lock(name, labels))
             return h
+
+    def _request_lock(self, name: str, labels: dict[str, str]) -> threading.Lock | None:
+        """The lock every request instrument of one API shares (see :class:`_RequestInstruments`); None (a lock
+        of its own) for any other instrument. Called with the registry lock held."""
+        api = labels.get("request")
+        if api is None or len(labels) != 1 or not name.startswith(_REQUEST_METRIC_PREFIX):
+            return None
+        lock = self._request_locks.get(api)
+        if lock is None:
+            lock = self._request_locks[api] = threading.Lock()
+        return lock
 
     def gauge(self, name: str, fn: Callable[[], float], **labels: str) -> None:
         with self._lock:
@@ -167,14 +208,12 @@ class BrokerMetrics:
         order (the per-request hot path: the instruments of an API are looked up once)."""
         instruments = self._request_instruments.get(api_name)
         if instruments is None:
-            instruments = (self.counter("kafka_network_RequestMetrics_Requests_total", request=api_name),
-                           tuple(self.histogram(f"kafka_network_RequestMetrics_{m}", request=api_name)
-                                 for m in REQUEST_TIME_METRICS))
-            self._request_instruments[api_name] = instruments
-        counter, histograms = instruments
-        counter.inc()
-        for h, v in zip(histograms, times_ms, strict=True):
-            h.update(v)
+            requests = self.counter(f"{_REQUEST_METRIC_PREFIX}Requests_total", request=api_name)
+            times = tuple(self.histogram(f"{_REQUEST_METRIC_PREFIX}{m}", request=api_name) for m in REQUEST_TIME_METRICS)
+            with self._lock:
+                lock = self._request_locks[api_name]
+            instruments = self._request_instruments[api_name] = _RequestInstruments(lock, requests, times)
+        instruments.record(times_ms)
 
     def record_error(self, api_name: str, error: str) -> None:
         self.counter("kafka_network_RequestMetrics_Errors_total", request=api_name, error=error).inc()

@@ -234,7 +234,7 @@ class Processor:
                     if selector.disconnected():
                         self._process_disconnected()
                     self._close_excess_connections()
-                    if self._auth_failures is not None:
+                    if self._auth_failures:  # None, or nothing waiting: nothing to do
                         self._complete_failed_authentications()
                 except Exception:
                     # per-channel errors are handled below; this is the last line of defence
@@ -312,13 +312,14 @@ class Processor:
     def _poll(self) -> None:
         has_pending = bool(self._new_connections.queue) or bool(self._ready) or bool(self._response_queue)
         timeout = 0 if has_pending else POLL_TIMEOUT_MS
-        deadline = self._auth_failures.next_deadline_ns() if self._auth_failures is not None else None
+        deadline = self._auth_failures.next_deadline_ns() if self._auth_failures else None
         if deadline is not None:
             timeout = max(0, min(timeout, (deadline - self._time.nanoseconds() + 999_999) // 1_000_000))
         t0 = self._time.nanoseconds()
         self.selector.poll(timeout)
         if self._metrics is not None:
-            self._metrics.network_processor_idle.record(self._time.nanoseconds() - t0)
+            now = self._time.nanoseconds()
+            self._metrics.network_processor_idle.record(now - t0, now)
 
     def _process_completed_receives(self) -> None:
         self._handled_inline = False

@@ -295,3 +295,8 @@ class DelayedAuthFailures:
 
     def next_deadline_ns(self) -> int | None:
         return self._heap[0][0] if self._heap else None
+
+    def __len__(self) -> int:
+        """How many failed authentications wait for their delay (falsy when none: the network thread's per-round
+        check is then one test)."""
+        return len(self._heap)

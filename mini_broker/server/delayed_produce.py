@@ -2,8 +2,9 @@
 
 Each partition that appended without error starts pending with REQUEST_TIMED_OUT (what expiry answers).
 ``try_complete`` asks, per pending partition, whether the high watermark reached ``last offset + 1``
-(``check_enough_replicas``); on a single broker the high watermark moves with the append, so the operation
-completes on its first check. The path is kept so that replication can slot in later.
+(``check_enough_replicas``). ReplicaManager builds one only when some partition is not replicated enough yet at
+append time (a cluster broker's followers have not fetched it); on a single broker the high watermark moves with
+the append, so the answer goes out without one.
 """
 
 from __future__ import annotations

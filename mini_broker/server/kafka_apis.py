@@ -132,7 +132,8 @@ class KafkaApis:
         #: api keys the processors answer on their own thread (see :data:`INLINE_API_KEYS`)
         self.inline_api_keys: frozenset[int] = frozenset(k for k in inline_api_keys if k in self.specs)
         #: non-transactional Produce handled on the network thread too (set by a single broker, whose appends wait
-        #: on nothing but the partition's log lock: acks=all parks in the purgatory; see :meth:`handles_inline`)
+        #: on nothing but the partition's log lock: an acks=all one not yet replicated would park in the purgatory;
+        #: see :meth:`handles_inline`)
         self.inline_produce = False
         #: client quotas (None: not enforced); set by the broker before it serves requests
         self.quotas: QuotaManagers | None = None

@@ -145,12 +145,14 @@ def test_failure_with_delay_waits_for_the_processor() -> None:
     s, t = session(time, failure_delay_ms=100, schedule_failure=failures.schedule), MemoryTransport()
     assert plain_exchange(s, t, "alice", "wrong") is None  # nothing answered yet, nothing raised
     assert s.failure_pending() and failures.due(time.nanoseconds()) == []
+    assert len(failures) == 1
     assert failures.next_deadline_ns() == time.nanoseconds() + 100_000_000
     send(t, b"more bytes from an impatient client")  # type: ignore[arg-type]
     s.authenticate(t)  # type: ignore[arg-type]  # discarded, no spin, no answer
     assert t.frames() == []
     time.sleep(100)
     assert failures.due(time.nanoseconds()) == ["c1"]
+    assert not failures  # nothing waits any more: the network thread skips its check
     s.send_failure_response(t)  # type: ignore[arg-type]
     response = wire.decode_authenticate_response(memoryview(t.frames()[0]), 2)
     assert response.error_code == SaslAuthenticationError.code

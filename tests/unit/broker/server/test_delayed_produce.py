@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from pathlib import Path
 
+import pytest
+
+from mini_broker.config import KafkaConfig
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
+from mini_broker.server.metadata_cache import MetadataCache
+from mini_broker.server.replica_manager import PartitionResponse, ReplicaManager
+from pykafka_client.errors import UnknownTopicOrPartitionError
+from pykafka_client.structs import TopicPartition
+from pykafka_client.utils.time import MockTime
+from tests.unit.broker.log.helpers import batch
 
 TIMED_OUT = 7
 
@@ -43,3 +53,35 @@ def test_expiry_answers_request_timed_out() -> None:
     op = DelayedProduce(1000, statuses, lambda tp, off: (False, 0), done.append)
     op.run()  # the timer fires
     assert done[0]["a"].error_code == TIMED_OUT
+
+
+def test_acks_all_on_a_single_broker_answers_without_a_delayed_produce(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                       ) -> None:
+    """The high watermark moves with the append on a single broker, so the answer goes out at once and no
+    DelayedProduce is built or watched; a partition that failed to append keeps its error."""
+    from mini_broker.server import replica_manager as rm_module
+
+    def no_delayed_produce(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a single broker's acks=all produce built a DelayedProduce")
+
+    monkeypatch.setattr(rm_module, "DelayedProduce", no_delayed_produce)
+    rm = _single_broker(tmp_path)
+    try:
+        rm.create_topic("t", 1, {})
+        answers: list[dict[TopicPartition, PartitionResponse]] = []
+        rm.append_records(30_000, -1, [(TopicPartition("t", 0), batch([b"a", b"b"])),
+                                       (TopicPartition("missing", 0), batch([b"c"]))], answers.append)
+        assert len(answers) == 1
+        assert answers[0][TopicPartition("t", 0)].error_code == 0
+        assert answers[0][TopicPartition("t", 0)].base_offset == 0
+        assert answers[0][TopicPartition("missing", 0)].error_code == UnknownTopicOrPartitionError.code
+        assert rm.produce_purgatory.watched == 0
+    finally:
+        rm.shutdown()
+
+
+def _single_broker(tmp_path: Path) -> ReplicaManager:
+    d = str(tmp_path)
+    rm = ReplicaManager(KafkaConfig({"log.dirs": d}), MetadataCache(d, 0), d, time=MockTime())
+    rm.startup()
+    return rm

@@ -36,3 +36,27 @@ def test_idle_meter() -> None:
     t.sleep(1000)
     meter.record(500_000_000)  # one thread idle 0.5 s of 1 s, the other busy
     assert abs(meter.value() - 0.25) < 1e-9
+
+
+def test_idle_meter_rolls_its_window_at_the_time_the_caller_gives() -> None:
+    t = MockTime()
+    meter = IdleMeter(1, t, window_ms=2_000)  # buckets of a second
+    meter.record(500_000_000, t.nanoseconds() + 1_000_000_000)  # read a second from now: a new bucket starts there
+    t.sleep(2500)
+    # the first bucket (nothing idle) has left the window: 0.5 s idle of the 1.5 s since the second one started
+    assert abs(meter.value() - 1 / 3) < 1e-9
+
+
+def test_request_metrics_from_both_recorders_add_up_and_errors_stay_apart() -> None:
+    m = BrokerMetrics(MockTime())
+    m.record_request("Fetch", {"TotalTimeMs": 2.0})
+    m.record_request_times("Fetch", 4.0, 0.0, 1.0, 0.0, 0.0, 0.5)
+    m.record_request_times("Fetch", 6.0, 0.0, 1.0, 0.0, 0.0, 0.5)
+    m.record_error("Fetch", "NONE")
+    snap = m.snapshot()
+    assert snap['kafka_network_RequestMetrics_Requests_total{request="Fetch"}'] == 3
+    assert snap['kafka_network_RequestMetrics_TotalTimeMs_count{request="Fetch"}'] == 3
+    assert snap['kafka_network_RequestMetrics_TotalTimeMs_sum{request="Fetch"}'] == 12.0
+    assert snap['kafka_network_RequestMetrics_TotalTimeMs_max{request="Fetch"}'] == 6.0
+    assert snap['kafka_network_RequestMetrics_LocalTimeMs_count{request="Fetch"}'] == 2
+    assert snap['kafka_network_RequestMetrics_Errors_total{error="NONE",request="Fetch"}'] == 1
