@@ -292,9 +292,9 @@ class AsyncKafkaProducer:
         Waits (asynchronously, up to ``max.block.ms``) only for missing topic metadata or buffer memory.
         Misuse raises here, as the sync ``send`` (closed producer, serialization error, bad partition...)."""
         producer = self._producer
-        if producer.closed:
-            raise ProducerClosedError("Cannot perform operation after producer has been closed")
         if self._driver_idle:
+            if producer.closed:
+                raise ProducerClosedError("Cannot perform operation after producer has been closed")
             self._start_driver()
         now = _perf_counter()
         if now - self._last_yield >= _YIELD_EVERY_S:
@@ -302,6 +302,15 @@ class AsyncKafkaProducer:
             # other tasks run now and then, so producing at full speed does not stall the event loop
             self._last_yield = now
             await loop_yield()
+        if headers is None and (append := producer.append_to_open_batch) is not None:
+            # Fastest path (nearly every call): the record goes into its partition's open batch, in one compiled
+            # call that never waits (no new batch, so no buffer memory to wait for); NotImplemented: nothing was
+            # appended, the paths below do it all
+            future = append(topic, partition, timestamp, key, value, on_delivery)
+            if future is not NotImplemented:
+                return DeliveryFuture(future, self._wakers)
+        if producer.closed:
+            raise ProducerClosedError("Cannot perform operation after producer has been closed")
         need = self._batch_size
         size = 128
         if value is not None:

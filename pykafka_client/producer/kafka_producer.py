@@ -260,6 +260,16 @@ class KafkaProducer:
         """True once :meth:`close` was called (``send`` then raises ProducerClosedError)."""
         return self._closed
 
+    @property
+    def append_to_open_batch(self) -> Callable[..., Any] | None:
+        """``send()``'s compiled common case, for a caller that must never block (the async producer):
+        ``append_to_open_batch(topic, partition, timestamp, key, value, on_delivery)`` appends the record into its
+        partition's open batch when that has room and returns the record's future, else returns NotImplemented
+        having changed nothing (the record needs :meth:`send`'s full path: a new batch and its buffer memory, the
+        topic's metadata, or an error to raise). It never waits. None once closed, for a transactional producer,
+        and without the compiled kernel (call :meth:`send` then)."""
+        return self._send_record
+
     @staticmethod
     def _resolve_partitioner(value: Any) -> Partitioner | None:
         if value is None:

@@ -20,6 +20,7 @@ NO_ASYNC_TWIN: dict[type, dict[str, str]] = {
     KafkaProducer: {
         "wait_on_metadata": "the sync core's blocking wait; async send runs it on a worker thread itself, "
                             "and await partitions_for() is the user's way to wait for a topic",
+        "append_to_open_batch": "the sync core's never-waiting compiled append, which async send calls itself",
     },
     KafkaConsumer: {
         "wakeup": "cancelling the awaiting task interrupts the call (the async consumer calls wakeup itself)",
