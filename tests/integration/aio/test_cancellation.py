@@ -74,7 +74,7 @@ async def test_send_waits_for_buffer_memory_asynchronously_and_a_cancelled_send_
                 await delivery
             # a send cancelled while waiting for memory enqueues nothing
             with anyio.move_on_after(0.1) as scope:
-                await producer.send(topic, b"cancelled", partition=2)
+                await producer.send(topic, b"c" * 700, partition=2)  # no room in the open batch either
             assert scope.cancelled_caught
             tg.cancel_scope.cancel()
         await producer.flush(30)
