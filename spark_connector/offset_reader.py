@@ -83,20 +83,23 @@ class OffsetReader:
         strategy = self.options.strategy
         if strategy.kind == ASSIGN:
             return set(strategy.partitions)
+        return self._with_retries(f"listing the partitions of {strategy.describe()}", self._lookup_partitions)
 
-        def lookup() -> set[TopicPartition]:
-            existing = self.admin.list_topics()
-            if strategy.kind == SUBSCRIBE:
-                topics = [t for t in strategy.topics if t in existing]
-            else:
-                pattern = re.compile(strategy.pattern)
-                topics = sorted(t for t in existing if pattern.fullmatch(t))
-            if not topics:
-                return set()
-            described = self.admin.describe_topics(topics)
-            return {TopicPartition(name, p.partition) for name, d in described.items() for p in d.partitions}
-
-        return self._with_retries(f"listing the partitions of {strategy.describe()}", lookup)
+    def _lookup_partitions(self) -> set[TopicPartition]:
+        """One lookup of the partitions the subscription covers now (no retries)."""
+        strategy = self.options.strategy
+        if strategy.kind == ASSIGN:
+            return set(strategy.partitions)
+        existing = self.admin.list_topics()
+        if strategy.kind == SUBSCRIBE:
+            topics = [t for t in strategy.topics if t in existing]
+        else:
+            pattern = re.compile(strategy.pattern)
+            topics = sorted(t for t in existing if pattern.fullmatch(t))
+        if not topics:
+            return set()
+        described = self.admin.describe_topics(topics)
+        return {TopicPartition(name, p.partition) for name, d in described.items() for p in d.partitions}
 
     # -- offsets ---------------------------------------------------------------------------------
 
@@ -114,6 +117,22 @@ class OffsetReader:
 
     def latest(self, tps: Collection[TopicPartition]) -> dict[TopicPartition, int]:
         return self._list_offsets({tp: OffsetSpec.latest() for tp in tps})
+
+    def latest_of_subscription(self) -> dict[TopicPartition, int]:
+        """The latest offsets of the partitions the subscription covers now. As Spark's offset reader does, every
+        attempt looks the partitions up again, so a topic deleted between the lookup and the offsets request
+        (UNKNOWN_TOPIC_OR_PARTITION) is left out on the next attempt instead of failing the query; the caller
+        sees its partitions gone (``failOnDataLoss`` decides)."""
+
+        def attempt() -> dict[TopicPartition, int]:
+            tps = self._lookup_partitions()
+            if not tps:
+                return {}
+            specs = {(tp.topic, tp.partition): OffsetSpec.latest() for tp in tps}
+            result = self.admin.list_offsets(specs, isolation_level=self._isolation_level())
+            return {TopicPartition(tp[0], tp[1]): info.offset for tp, info in result.items()}
+
+        return self._with_retries(f"fetching the latest offsets of {self.options.strategy.describe()}", attempt)
 
     def for_timestamps(self, timestamps: Mapping[TopicPartition, int], *, is_start: bool,
                        strategy_latest: bool) -> dict[TopicPartition, int]:

@@ -83,12 +83,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        self._available_now = self.offset_reader.latest(self.offset_reader.topic_partitions())
+        self._available_now = self.offset_reader.latest_of_subscription()
 
     def _fetch_latest(self) -> dict[TopicPartition, int]:
         if self._available_now is not None:
             return dict(self._available_now)
-        return self.offset_reader.latest(self.offset_reader.topic_partitions())
+        return self.offset_reader.latest_of_subscription()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = from_offset_dict(start)

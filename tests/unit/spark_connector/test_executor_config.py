@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 
-from pykafka_client.errors import KafkaTimeoutError, LeaderNotAvailableError
+from pykafka_client.errors import KafkaTimeoutError, LeaderNotAvailableError, UnknownTopicOrPartitionError
+from pykafka_client.structs import TopicPartition
 from spark_connector.offset_reader import OffsetReader, admin_config
 from spark_connector.options import parse_read_options
 from spark_connector.partition_reader import executor_consumer_config
@@ -64,3 +68,37 @@ def test_a_timeout_is_not_retried() -> None:
     with pytest.raises(KafkaTimeoutError, match="waiting for a broker"):
         OffsetReader(opts)._with_retries("test", dead)
     assert len(calls) == 1
+
+
+class _DeletingAdmin:
+    """An admin whose topic ``gone`` is deleted between the first partition lookup and the offsets request."""
+
+    def __init__(self) -> None:
+        self.topics = {"keep", "gone"}
+        self.offset_requests: list[set[str]] = []
+
+    def list_topics(self) -> set[str]:
+        return set(self.topics)
+
+    def describe_topics(self, names: list[str]) -> dict[str, Any]:
+        return {n: SimpleNamespace(partitions=[SimpleNamespace(partition=0)]) for n in names}
+
+    def list_offsets(self, specs: dict[tuple[str, int], Any], isolation_level: Any = None) -> dict[Any, Any]:
+        asked = {topic for topic, _ in specs}
+        self.offset_requests.append(asked)
+        self.topics.discard("gone")  # the deletion completes while the first request is on its way
+        if "gone" in asked:
+            raise UnknownTopicOrPartitionError("topic 'gone' does not exist")
+        return {tp: SimpleNamespace(offset=5) for tp in specs}
+
+
+def test_latest_offsets_look_the_partitions_up_again_on_a_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subscribed topic deleted between the partition lookup and the offsets request: the retry asks for the
+    partitions that exist now (as Spark's offset reader does) instead of failing the query three times on the
+    deleted one."""
+    opts = parse_read_options({"kafka.bootstrap.servers": "h:1", "subscribe": "keep,gone",
+                               "fetchOffset.numRetries": "3", "fetchOffset.retryIntervalMs": "0"}, streaming=True)
+    admin = _DeletingAdmin()
+    monkeypatch.setattr(OffsetReader, "admin", property(lambda self: admin))
+    assert OffsetReader(opts).latest_of_subscription() == {TopicPartition("keep", 0): 5}
+    assert admin.offset_requests == [{"keep", "gone"}, {"keep"}]
