@@ -23,7 +23,7 @@ class IncompleteBatches:
     when it becomes empty."""
 
     def __init__(self) -> None:
-        #: batch -> ticket, in ticket order (a dict keeps insertion order, and tickets only grow)
+        #: batch -> ticket (the pieces of a split batch share the split batch's ticket)
         self._incomplete: dict[ProducerBatch, int] = {}
         self._tickets = itertools.count()
         self._lock = threading.Lock()
@@ -33,10 +33,14 @@ class IncompleteBatches:
         with self._lock:
             self._incomplete.setdefault(batch, next(self._tickets))
 
-    def add_all(self, batches: Iterable[ProducerBatch]) -> None:
+    def add_pieces(self, big: ProducerBatch, pieces: Iterable[ProducerBatch]) -> None:
+        """The pieces of ``big`` split for being too large: they take its ticket, so a flush that waits for
+        ``big`` waits for its records in the pieces too (as Java's flush does since KAFKA-19479: the big batch's
+        result depends on its pieces')."""
         with self._lock:
-            for batch in batches:
-                self._incomplete.setdefault(batch, next(self._tickets))
+            ticket = self._incomplete.get(big)
+            for batch in pieces:
+                self._incomplete.setdefault(batch, next(self._tickets) if ticket is None else ticket)
 
     def remove(self, batch: ProducerBatch) -> None:
         with self._lock:  # the condition's own lock (no Python-level Condition.__enter__ per completed batch)
@@ -60,8 +64,9 @@ class IncompleteBatches:
             return mark
 
     def _oldest_ticket(self) -> int | None:
-        """The smallest ticket still incomplete (under the lock): the first in insertion order."""
-        return next(iter(self._incomplete.values()), None)
+        """The smallest ticket still incomplete (under the lock; pieces of a split batch carry its older ticket,
+        so insertion order is not ticket order)."""
+        return min(self._incomplete.values(), default=None)
 
     def await_completion(self, mark: int, timeout_s: float | None, time: Time) -> bool:
         """Wait (real time) until no batch added before ``mark`` (from :meth:`mark`) is incomplete. True if

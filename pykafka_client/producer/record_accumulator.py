@@ -605,7 +605,7 @@ class RecordAccumulator:
                 seq = increment_sequence(seq, b.record_count)
         q = self._queue(self._topic_info(big.topic_partition.topic), big.topic_partition.partition)
         tm = self.transaction_manager
-        self._incomplete.add_all(pieces)
+        self._incomplete.add_pieces(big, pieces)
         for b in reversed(pieces):
             b.attempts = big.attempts
             b.last_attempt_ms = big.last_attempt_ms

@@ -256,8 +256,8 @@ def test_memory_returned_on_deallocate() -> None:
 
 
 def test_flush_waits_for_the_batches_incomplete_at_its_mark_only() -> None:
-    """await_flush_completion(mark): done once every batch incomplete at flush_mark() is, whatever was added after
-    (new batches, the pieces of a batch split meanwhile)."""
+    """await_flush_completion(mark): done once every batch incomplete at flush_mark() is, and the pieces of any of
+    them split meanwhile; not the batches added after the mark."""
     time = MockTime()
     acc = make(time, linger_ms=0, batch_size=1024, memory=1 << 20)
     append(acc, TP0)
@@ -273,8 +273,15 @@ def test_flush_waits_for_the_batches_incomplete_at_its_mark_only() -> None:
     pieces = acc.split_and_reenqueue(b1, time.hi_res_clock_ms())  # b1's records move to new batches
     assert pieces >= 1
     acc.deallocate(b1)
+    # b1's records are in its pieces now: the flush waits for them too (Java since KAFKA-19479), not for TP2's batch
+    assert not acc.await_flush_completion(0, mark)
+    now = time.hi_res_clock_ms()
+    for piece in acc.drain(META, {NODE1}, 1 << 20, now)[NODE1.id]:
+        if piece.topic_partition == TP1:
+            piece.done(0, -1, None)
+            acc.deallocate(piece)
     assert acc.await_flush_completion(0, mark)
-    assert not acc.await_flush_completion(0)  # now: the TP2 batch and the pieces
+    assert not acc.await_flush_completion(0)  # now: the TP2 batch
     assert acc.has_incomplete()
 
 
