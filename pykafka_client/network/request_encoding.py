@@ -49,7 +49,7 @@ def encode_request_frame(body: RequestBody, version: int, correlation_id: int, c
 
     A ProduceRequest (one per produce request of the producer's I/O thread) is encoded by the compiled kernel
     when it is active: the same chunks as the reference, which decides whenever the kernel declines."""
-    if type(body) is ProduceRequest:
+    if isinstance(body, ProduceRequest):  # the producer's requests are a subclass (producer.sender)
         kernel = _native.kernel
         if kernel is not None:
             out = kernel.encode_produce_request(body, version, correlation_id, client_id)

@@ -40,7 +40,7 @@ from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selector import Selector
-from pykafka_client.producer.producer_batch import ProducerBatch
+from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import RecordAccumulator
 from pykafka_client.producer.transaction_manager import TransactionManager
@@ -50,6 +50,7 @@ from pykafka_client.protocol.messages import (
     ProduceRequest,
     ProduceResponse,
 )
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import Time
 
@@ -65,6 +66,8 @@ FENCED_LEADER_EPOCH = 74
 INVALID_RECORD = 87
 CLUSTER_AUTHORIZATION_FAILED = 31
 TOPIC_AUTHORIZATION_FAILED = 29
+
+_SUCCEEDED = FinalState.SUCCEEDED
 
 
 class IoRunner(Protocol):
@@ -95,6 +98,55 @@ class PartitionResult:
     log_start_offset: int = -1
     record_errors: list[tuple[int, str | None]] = field(default_factory=list)
     error_message: str | None = None
+
+
+_TOPIC_DATA = ProduceRequest.__dict__["topic_data"]  # the slot of the dataclass field
+
+
+class DrainedProduceRequest(ProduceRequest):
+    """The ProduceRequest of :meth:`Sender._send_produce_request`: the drained ``parts`` ([(partition, records)])
+    with ``topic_data`` (the parts grouped by topic, in first-seen order) built the first time it is read. While
+    nothing has read it, the kernel's ``encode_produce_request`` writes the request body from the parts
+    (``_kernel.produce_request_data``), byte for byte what ``ProduceRequest.encode`` writes of ``topic_data``."""
+
+    __slots__ = ("parts",)
+
+    parts: list[tuple[TopicPartition, bytes]] | None
+
+    @classmethod
+    def of(
+        cls, transactional_id: str | None, acks: int, timeout_ms: int, parts: list[tuple[TopicPartition, bytes]]
+    ) -> DrainedProduceRequest:
+        self = _object_new(cls)  # no dataclass __init__: topic_data stays unbuilt
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self._unknown_tagged_fields = None
+        self.parts = parts
+        return self
+
+    @property
+    def topic_data(self) -> list[ProduceRequest.TopicProduceData]:
+        parts = self.parts
+        if parts is not None:
+            topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
+            for tp, data in parts:
+                topics.setdefault(tp.topic, []).append(ProduceRequest.PartitionProduceData(index=tp.partition, records=data))
+            _TOPIC_DATA.__set__(self, [ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in topics.items()])
+            self.parts = None  # from now on the fields are the request (the caller may change them)
+        value: list[ProduceRequest.TopicProduceData] = _TOPIC_DATA.__get__(self)
+        return value
+
+    @topic_data.setter
+    def topic_data(self, value: list[ProduceRequest.TopicProduceData]) -> None:
+        _TOPIC_DATA.__set__(self, value)
+        self.parts = None
+
+
+_object_new = object.__new__
+_loaded_kernel = _native.loaded_kernel()
+if _loaded_kernel is not None:
+    _loaded_kernel.produce_request_setup(DrainedProduceRequest)
 
 
 @dataclass(slots=True)
@@ -470,7 +522,7 @@ class Sender:
 
     def _send_produce_request(self, node_id: int, batches: list[ProducerBatch], now: int) -> None:
         by_tp: dict[TopicPartition, ProducerBatch] = {}
-        topics: dict[str, list[ProduceRequest.PartitionProduceData]] = {}
+        parts: list[tuple[TopicPartition, bytes]] = []
         records = 0
         size = 0
         for b in batches:
@@ -482,14 +534,11 @@ class Sender:
             size += len(data)
             records += b.record_count
             by_tp[tp] = b
-            topics.setdefault(tp.topic, []).append(ProduceRequest.PartitionProduceData(index=tp.partition, records=data))
+            parts.append((tp, data))
         tm = self.transaction_manager
-        body = ProduceRequest(
-            transactional_id=tm.transactional_id if tm is not None else None,
-            acks=self.acks,
-            timeout_ms=self.request_timeout_ms,
-            topic_data=[ProduceRequest.TopicProduceData(name=t, partition_data=p) for t, p in topics.items()],
-        )
+        # The request's topic_data (grouped by topic) is built only if something reads it: the kernel writes the
+        # request from the parts when it frames it.
+        body = DrainedProduceRequest.of(tm.transactional_id if tm is not None else None, self.acks, self.request_timeout_ms, parts)
 
         request = self.client.new_client_request(
             # a partial (C) rather than a closure: one Python frame less per response
@@ -504,6 +553,19 @@ class Sender:
         self.client.send(request, now)
 
     def _handle_produce_response(self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse) -> None:
+        body = response.response_body
+        if type(body) is ProduceResponse and not response.was_disconnected and response.version_mismatch is None:
+            # The common response (every partition succeeded, no delivery callbacks) completes in one compiled call;
+            # it declines, having done nothing, for anything else.
+            kernel = _native.kernel
+            if kernel is not None and kernel.complete_produce_response(self, batches, body, _SUCCEEDED):
+                return
+        self._handle_produce_response_reference(batches, response)
+
+    def _handle_produce_response_reference(
+        self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse
+    ) -> None:
+        """:meth:`_handle_produce_response` in Python (``_kernel.complete_produce_response`` does its common case)."""
         now = self.time.hi_res_clock_ms()
         if response.was_disconnected:
             msg = f"Disconnected from node {response.destination}" + (" due to timeout" if response.was_timed_out else "")

@@ -2318,6 +2318,211 @@ static int no_unknown_tags(PyObject *obj)
 
 #define INLINE_RECORDS_MAX 512
 
+/* ---- producer: a produce request's body straight from the drained batches (Sender._send_produce_request) -------- */
+
+/* The Sender's request type (a ProduceRequest whose topic_data is built only when read), set by
+ * produce_request_setup(); its ``parts`` slot is the [(TopicPartition, records bytes)] drained, or None once
+ * topic_data was built (then the attribute path of produce_frame encodes it). */
+static PyTypeObject *parts_request_type = NULL;
+static PyObject *s_parts = NULL, *s_tid = NULL, *s_acks = NULL, *s_timeout = NULL;
+
+PyDoc_STRVAR(produce_request_setup_doc,
+"produce_request_setup(cls): the ProduceRequest subclass whose ``parts`` encode_produce_request writes directly.");
+
+static PyObject *k_produce_request_setup(PyObject *self, PyObject *arg)
+{
+    if (!PyType_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "produce_request_setup takes a type");
+        return NULL;
+    }
+    if (s_parts == NULL) {
+        if ((s_parts = PyUnicode_InternFromString("parts")) == NULL
+            || (s_tid = PyUnicode_InternFromString("transactional_id")) == NULL
+            || (s_acks = PyUnicode_InternFromString("acks")) == NULL
+            || (s_timeout = PyUnicode_InternFromString("timeout_ms")) == NULL)
+            return NULL;
+    }
+    Py_INCREF(arg);
+    Py_XSETREF(parts_request_type, (PyTypeObject *)arg);
+    Py_RETURN_NONE;
+}
+
+/* an exact int within [lo, hi]: 1 (in *out), 0 otherwise */
+static inline int int_in(PyObject *v, long long lo, long long hi, long long *out)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || x < lo || x > hi)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+/* The body of a ProduceRequest at a version 3-11: transactional id, acks, timeout, then ``parts``
+ * ([(TopicPartition, records bytes)]) grouped by topic in first-seen order, partitions in their order, as
+ * Sender._send_produce_request groups them; large records payloads are their own chunks, as produce_frame.
+ * 1 written, 0 not handled (a value the reference must judge), -1 error. */
+static int produce_request_data(frame_out *o, PyObject *tid, PyObject *acks_o, PyObject *timeout_o, PyObject *parts,
+                                int flexible)
+{
+    long long acks, timeout_ms;
+    int rc;
+    if (!PyList_CheckExact(parts) || !int_in(acks_o, -32768, 32767, &acks) || !int_in(timeout_o, INT32_MIN, INT32_MAX, &timeout_ms))
+        return 0;
+    if ((rc = fo_string(o, tid, flexible, 1)) <= 0)
+        return rc;
+    if (fo_be(o, (uint64_t)(uint16_t)(int16_t)acks, 2) < 0 || fo_be(o, (uint64_t)(uint32_t)(int32_t)timeout_ms, 4) < 0)
+        return -1;
+    PyObject *by_topic = PyDict_New();
+    if (by_topic == NULL)
+        return -1;
+    rc = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); i++) {
+        PyObject *part = PyList_GET_ITEM(parts, i), *tp;
+        if (!PyTuple_CheckExact(part) || PyTuple_GET_SIZE(part) != 2 || !PyTuple_Check(tp = PyTuple_GET_ITEM(part, 0))
+            || PyTuple_GET_SIZE(tp) != 2 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(tp, 0))
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(tp, 1)) || !PyBytes_CheckExact(PyTuple_GET_ITEM(part, 1)))
+            goto done;
+        PyObject *topic = PyTuple_GET_ITEM(tp, 0);
+        PyObject *lst = PyDict_GetItemWithError(by_topic, topic);
+        if (lst == NULL) {
+            if (PyErr_Occurred() || (lst = PyList_New(0)) == NULL)
+                goto fail;
+            int set = PyDict_SetItem(by_topic, topic, lst);
+            Py_DECREF(lst); /* the dict holds it */
+            if (set < 0)
+                goto fail;
+        }
+        if (PyList_Append(lst, part) < 0)
+            goto fail;
+    }
+    if ((flexible ? fo_uvarint(o, (uint64_t)PyDict_GET_SIZE(by_topic) + 1) : fo_be(o, (uint64_t)PyDict_GET_SIZE(by_topic), 4)) < 0)
+        goto fail;
+    Py_ssize_t pos = 0;
+    PyObject *topic, *lst;
+    while (PyDict_Next(by_topic, &pos, &topic, &lst)) {
+        if ((rc = fo_string(o, topic, flexible, 0)) < 0)
+            goto fail;
+        if (rc == 0)
+            goto done;
+        rc = 0;
+        Py_ssize_t np = PyList_GET_SIZE(lst);
+        if ((flexible ? fo_uvarint(o, (uint64_t)np + 1) : fo_be(o, (uint64_t)np, 4)) < 0)
+            goto fail;
+        for (Py_ssize_t j = 0; j < np; j++) {
+            PyObject *part = PyList_GET_ITEM(lst, j), *rec = PyTuple_GET_ITEM(part, 1);
+            long long index;
+            if (!int_in(PyTuple_GET_ITEM(PyTuple_GET_ITEM(part, 0), 1), INT32_MIN, INT32_MAX, &index))
+                goto done;
+            Py_ssize_t n = PyBytes_GET_SIZE(rec);
+            if (fo_be(o, (uint64_t)(uint32_t)(int32_t)index, 4) < 0
+                || (flexible ? fo_uvarint(o, (uint64_t)n + 1) : fo_be(o, (uint64_t)n, 4)) < 0)
+                goto fail;
+            if (n < INLINE_RECORDS_MAX) {
+                if (fo_put(o, PyBytes_AS_STRING(rec), n) < 0)
+                    goto fail;
+            } else {
+                /* the payload is its own chunk; a fresh bytearray goes on after it */
+                PyObject *next = PyByteArray_FromStringAndSize(NULL, 0);
+                if (next == NULL || PyList_Append(o->chunks, o->cur) < 0 || PyList_Append(o->chunks, rec) < 0) {
+                    Py_XDECREF(next);
+                    goto fail;
+                }
+                Py_SETREF(o->cur, next);
+            }
+            if (flexible && fo_put(o, "\0", 1) < 0)
+                goto fail;
+        }
+        if (flexible && fo_put(o, "\0", 1) < 0)
+            goto fail;
+    }
+    if (flexible && fo_put(o, "\0", 1) < 0)
+        goto fail;
+    rc = 1;
+done:
+    Py_DECREF(by_topic);
+    return rc;
+fail:
+    Py_DECREF(by_topic);
+    return -1;
+}
+
+/* produce_frame's body for the Sender's request type while its ``parts`` are set: 1 written, 0 not handled, -1
+ * error, 2 not such a body (produce_frame goes on with the attributes). */
+static int produce_parts_body(frame_out *o, PyObject *body, int flexible)
+{
+    if (parts_request_type == NULL || Py_TYPE(body) != parts_request_type)
+        return 2;
+    PyObject *parts = PyObject_GetAttr(body, s_parts);
+    if (parts == NULL)
+        return -1;
+    if (parts == Py_None) {
+        Py_DECREF(parts);
+        return 2;
+    }
+    PyObject *tid = PyObject_GetAttr(body, s_tid), *acks = NULL, *timeout = NULL;
+    int rc = -1;
+    if (tid != NULL && (acks = PyObject_GetAttr(body, s_acks)) != NULL && (timeout = PyObject_GetAttr(body, s_timeout)) != NULL)
+        rc = produce_request_data(o, tid, acks, timeout, parts, flexible);
+    Py_DECREF(parts);
+    Py_XDECREF(tid);
+    Py_XDECREF(acks);
+    Py_XDECREF(timeout);
+    return rc;
+}
+
+PyDoc_STRVAR(produce_request_data_doc,
+"produce_request_data(transactional_id, acks, timeout_ms, parts, version) -> bytes or None\n\n"
+"Reference: ProduceRequest(transactional_id, acks, timeout_ms, topic_data).encode(version) where topic_data\n"
+"groups ``parts`` ([(TopicPartition, records bytes)]) by topic in first-seen order, as\n"
+"Sender._send_produce_request does (the body encode_produce_request writes for the Sender's request type).\n"
+"None for a version outside 3-11 or a value the reference must judge.");
+
+static PyObject *k_produce_request_data(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "produce_request_data takes 5 arguments");
+        return NULL;
+    }
+    long long version;
+    if (!int_in(args[4], 3, 11, &version))
+        Py_RETURN_NONE;
+    frame_out o;
+    o.chunks = PyList_New(0);
+    o.cur = PyByteArray_FromStringAndSize(NULL, 0);
+    PyObject *out = NULL;
+    if (o.chunks == NULL || o.cur == NULL)
+        goto done;
+    int rc = produce_request_data(&o, args[0], args[1], args[2], args[3], version >= 9);
+    if (rc < 0)
+        goto done;
+    if (rc == 0) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (PyList_Append(o.chunks, o.cur) < 0)
+        goto done;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o.chunks); i++)
+        total += Py_SIZE(PyList_GET_ITEM(o.chunks, i));
+    if ((out = PyBytes_FromStringAndSize(NULL, total)) == NULL)
+        goto done;
+    char *w = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(o.chunks); i++) {
+        PyObject *c = PyList_GET_ITEM(o.chunks, i);
+        Py_ssize_t n = Py_SIZE(c);
+        memcpy(w, PyBytes_Check(c) ? PyBytes_AS_STRING(c) : PyByteArray_AS_STRING(c), (size_t)n);
+        w += n;
+    }
+done:
+    Py_XDECREF(o.chunks);
+    Py_XDECREF(o.cur);
+    return out;
+}
+
+
 /* the body of encode_produce_request; 1 written, 0 not handled, -1 error */
 static int produce_frame(frame_out *o, PyObject *body, int version, long long correlation_id, PyObject *client_id)
 {
@@ -2331,6 +2536,8 @@ static int produce_frame(frame_out *o, PyObject *body, int version, long long co
         return rc;
     if (flexible && fo_put(o, "\0", 1) < 0)
         return -1;
+    if ((rc = produce_parts_body(o, body, flexible)) != 2)
+        return rc;
     if ((rc = no_unknown_tags(body)) <= 0)
         return rc;
     PyObject *tid = PyObject_GetAttrString(body, "transactional_id");
@@ -2732,6 +2939,294 @@ static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args
     return out;
 }
 
+/* ---- producer: a produce response whose partitions all succeeded (Sender._handle_produce_response) --------- */
+
+/* Attribute names this region reads (interned on first use). */
+enum {
+    P_TM, P_GMO, P_IN_FLIGHT, P_ACC, P_RESPONSES, P_NAME, P_PARTS, P_INDEX, P_ERROR, P_RECORD_ERRORS, P_BASE, P_LAT,
+    P_FINAL, P_SPLIT, P_HAS_CB, P_TP, P_PENDING, P_OUTCOME, P_HANDLE, P_COMPLETE, P_DEALLOC, P_UNMUTE, P_INVOKE,
+    P_COUNT
+};
+static const char *const pr_attr_names[P_COUNT] = {
+    "transaction_manager", "guarantee_message_order", "in_flight_batches", "accumulator", "responses", "name",
+    "partition_responses", "index", "error_code", "record_errors", "base_offset", "log_append_time_ms", "final_state",
+    "split", "has_callbacks", "topic_partition", "pending", "outcome", "handle_completed_batch", "complete_success",
+    "deallocate", "unmute_partition", "_invoke_callbacks",
+};
+static PyObject *pattr[P_COUNT];
+
+static int pattr_init(void)
+{
+    if (pattr[0] != NULL)
+        return 0;
+    for (int i = 0; i < P_COUNT; i++) {
+        PyObject *s = PyUnicode_InternFromString(pr_attr_names[i]);
+        if (s == NULL)
+            return -1;
+        pattr[i] = s;
+    }
+    return 0;
+}
+
+/* 1 when v is the int 0 (an exact int), 0 otherwise */
+static inline int is_int_zero(PyObject *v)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int overflow = 0;
+    long x = PyLong_AsLongAndOverflow(v, &overflow);
+    return !overflow && x == 0;
+}
+
+/* The checks of the common case, before anything changes: every partition of the response answers one batch of the
+ * request (each batch once), with error NONE and no record errors, int offsets; every batch is still incomplete, not
+ * split, without delivery callbacks, its records' columns computable. Fills ``plan`` with one (batch, base offset,
+ * log append time, columns) tuple per partition in response order. 1: the common case, 0: not, -1: error. */
+static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *plan)
+{
+    PyObject *responses = PyObject_GetAttr(body, pattr[P_RESPONSES]), *seen = NULL;
+    int rc = -1;
+    if (responses == NULL)
+        return -1;
+    if (!PyList_CheckExact(responses)) {
+        rc = 0;
+        goto done;
+    }
+    if ((seen = PySet_New(NULL)) == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(responses); i++) {
+        PyObject *t = PyList_GET_ITEM(responses, i);
+        PyObject *name = PyObject_GetAttr(t, pattr[P_NAME]);
+        if (name == NULL)
+            goto done;
+        PyObject *parts = PyObject_GetAttr(t, pattr[P_PARTS]);
+        if (parts == NULL) {
+            Py_DECREF(name);
+            goto done;
+        }
+        int ok = PyList_CheckExact(parts);
+        for (Py_ssize_t j = 0; ok > 0 && j < PyList_GET_SIZE(parts); j++) {
+            PyObject *p = PyList_GET_ITEM(parts, j);
+            PyObject *v[5] = {NULL, NULL, NULL, NULL, NULL}; /* error_code, record_errors, index, base, lat */
+            static const int which[5] = {P_ERROR, P_RECORD_ERRORS, P_INDEX, P_BASE, P_LAT};
+            for (int k = 0; k < 5 && ok > 0; k++)
+                if ((v[k] = PyObject_GetAttr(p, pattr[which[k]])) == NULL)
+                    ok = -1;
+            if (ok > 0)
+                ok = is_int_zero(v[0]) && (v[1] == Py_None || (PyList_CheckExact(v[1]) && PyList_GET_SIZE(v[1]) == 0))
+                     && PyLong_CheckExact(v[2]) && PyLong_CheckExact(v[3]) && PyLong_CheckExact(v[4]);
+            PyObject *batch = NULL;
+            if (ok > 0) {
+                /* a plain tuple finds (and equals) the TopicPartition key */
+                PyObject *key = PyTuple_Pack(2, name, v[2]);
+                if (key == NULL)
+                    ok = -1;
+                else {
+                    batch = PyDict_GetItemWithError(batches, key);
+                    Py_DECREF(key);
+                    if (batch == NULL)
+                        ok = PyErr_Occurred() ? -1 : 0; /* a partition the request did not have: the reference */
+                }
+            }
+            if (ok > 0) {
+                int dup = PySet_Contains(seen, batch);
+                ok = dup < 0 ? -1 : dup ? 0 : PySet_Add(seen, batch) < 0 ? -1 : 1;
+            }
+            PyObject *f[4] = {NULL, NULL, NULL, NULL}; /* final_state, split, has_callbacks, pending */
+            static const int bwhich[4] = {P_FINAL, P_SPLIT, P_HAS_CB, P_PENDING};
+            for (int k = 0; k < 4 && ok > 0; k++)
+                if ((f[k] = PyObject_GetAttr(batch, pattr[bwhich[k]])) == NULL)
+                    ok = -1;
+            if (ok > 0)
+                ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && PyList_CheckExact(f[3]);
+            PyObject *columns = NULL;
+            if (ok > 0) {
+                /* the columns _complete_records collects: timestamps only without a log append time */
+                int overflow = 0;
+                long long lat = PyLong_AsLongLongAndOverflow(v[4], &overflow);
+                PyObject *cargs = Py_BuildValue("(OO)", f[3], (overflow || lat != -1) ? Py_False : Py_True);
+                columns = cargs == NULL ? NULL : k_pending_columns(NULL, cargs);
+                Py_XDECREF(cargs);
+                if (columns == NULL)
+                    ok = -1;
+                else if (columns == Py_None)
+                    ok = 0;
+            }
+            if (ok > 0) {
+                PyObject *entry = PyTuple_Pack(4, batch, v[3], v[4], columns);
+                if (entry == NULL || PyList_Append(plan, entry) < 0)
+                    ok = -1;
+                Py_XDECREF(entry);
+            }
+            Py_XDECREF(columns);
+            for (int k = 0; k < 5; k++)
+                Py_XDECREF(v[k]);
+            for (int k = 0; k < 4; k++)
+                Py_XDECREF(f[k]);
+        }
+        Py_DECREF(name);
+        Py_DECREF(parts);
+        if (ok <= 0) {
+            rc = ok;
+            goto done;
+        }
+    }
+    /* every batch answered (a missing one fails in the reference) */
+    rc = PySet_GET_SIZE(seen) == PyDict_GET_SIZE(batches);
+done:
+    Py_XDECREF(seen);
+    Py_DECREF(responses);
+    return rc;
+}
+
+/* Sender._remove_from_in_flight: ``batch`` out of in_flight_batches[tp] (by identity, as list.remove finds a
+ * ProducerBatch), the entry dropped once empty. */
+static int remove_in_flight(PyObject *in_flight, PyObject *tp, PyObject *batch)
+{
+    PyObject *lst = PyDict_GetItemWithError(in_flight, tp);
+    if (lst == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_INCREF(lst);
+    int rc = 0;
+    if (PyList_CheckExact(lst)) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(lst); i++)
+            if (PyList_GET_ITEM(lst, i) == batch) {
+                rc = PyList_SetSlice(lst, i, i + 1, NULL);
+                break;
+            }
+    } else {
+        PyObject *r = PyObject_CallMethod(lst, "remove", "O", batch);
+        if (r == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_ValueError))
+                PyErr_Clear();
+            else
+                rc = -1;
+        }
+        Py_XDECREF(r);
+    }
+    if (rc == 0) {
+        Py_ssize_t n = PyObject_Length(lst);
+        if (n < 0)
+            rc = -1;
+        else if (n == 0)
+            rc = PyDict_DelItem(in_flight, tp);
+    }
+    Py_DECREF(lst);
+    return rc;
+}
+
+/* One planned batch's success, as Sender._succeed_batch then the unmute of _handle_produce_response. */
+static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_flight, PyObject *acc, PyObject *succeeded)
+{
+    PyObject *batch = PyTuple_GET_ITEM(entry, 0), *base = PyTuple_GET_ITEM(entry, 1), *lat = PyTuple_GET_ITEM(entry, 2);
+    PyObject *columns = PyTuple_GET_ITEM(entry, 3);
+    PyObject *r, *tp = NULL, *outcome = NULL, *fs = NULL;
+    int rc = -1;
+    if (tm != Py_None) {
+        if ((r = PyObject_CallMethodObjArgs(tm, pattr[P_HANDLE], batch, base, NULL)) == NULL)
+            return -1;
+        Py_DECREF(r);
+    }
+    if ((tp = PyObject_GetAttr(batch, pattr[P_TP])) == NULL)
+        return -1;
+    /* ProducerBatch.done: nothing when the batch completed or was split meanwhile */
+    PyObject *final_state = PyObject_GetAttr(batch, pattr[P_FINAL]), *split = NULL;
+    if (final_state == NULL || (split = PyObject_GetAttr(batch, pattr[P_SPLIT])) == NULL)
+        goto done_final;
+    int truth = PyObject_IsTrue(split);
+    if (truth < 0)
+        goto done_final;
+    if (final_state == Py_None && !truth) {
+        if (PyObject_SetAttr(batch, pattr[P_FINAL], succeeded) < 0 || (outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME])) == NULL)
+            goto done_final;
+        PyObject *cargs[6] = {outcome, base, lat, PyTuple_GET_ITEM(columns, 0), PyTuple_GET_ITEM(columns, 1),
+                              PyTuple_GET_ITEM(columns, 2)};
+        PyObject *with_callbacks = PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        if (with_callbacks == NULL)
+            goto done_final;
+        /* the futures' done-callbacks, outside the lock */
+        fs = PySequence_Fast(with_callbacks, "complete_success returns a list");
+        Py_DECREF(with_callbacks);
+        if (fs == NULL)
+            goto done_final;
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fs); i++) {
+            if ((r = PyObject_CallMethodNoArgs(PySequence_Fast_GET_ITEM(fs, i), pattr[P_INVOKE])) == NULL)
+                goto done_final;
+            Py_DECREF(r);
+        }
+        if (remove_in_flight(in_flight, tp, batch) < 0)
+            goto done_final;
+        if ((r = PyObject_CallMethodOneArg(acc, pattr[P_DEALLOC], batch)) == NULL)
+            goto done_final;
+        Py_DECREF(r);
+    }
+    if (gmo) {
+        if ((r = PyObject_CallMethodOneArg(acc, pattr[P_UNMUTE], tp)) == NULL)
+            goto done_final;
+        Py_DECREF(r);
+    }
+    rc = 0;
+done_final:
+    Py_XDECREF(final_state);
+    Py_XDECREF(split);
+    Py_XDECREF(outcome);
+    Py_XDECREF(fs);
+    Py_DECREF(tp);
+    return rc;
+}
+
+PyDoc_STRVAR(complete_produce_response_doc,
+"complete_produce_response(sender, batches, body, SUCCEEDED) -> bool\n\n"
+"Reference: Sender._handle_produce_response_reference for a decoded ProduceResponse ``body`` answering the\n"
+"request of ``batches`` ({TopicPartition: ProducerBatch}) when every partition succeeded (error NONE, no record\n"
+"errors) and no batch has delivery callbacks, is complete or split: each batch completes as\n"
+"Sender._succeed_batch does (the transaction manager's handle_completed_batch, the outcome's complete_success and\n"
+"its futures' done-callbacks, out of in-flight, deallocate; the unmute when ordering is guaranteed), in response\n"
+"order. False, with nothing done, for anything else: the reference decides.");
+
+static PyObject *k_complete_produce_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "complete_produce_response takes 4 arguments");
+        return NULL;
+    }
+    if (pattr_init() < 0)
+        return NULL;
+    PyObject *sender = args[0], *batches = args[1], *body = args[2], *succeeded = args[3];
+    if (!PyDict_CheckExact(batches))
+        Py_RETURN_FALSE;
+    PyObject *plan = PyList_New(0), *tm = NULL, *gmo = NULL, *in_flight = NULL, *acc = NULL, *out = NULL;
+    if (plan == NULL)
+        return NULL;
+    int rc = produce_response_plan(batches, body, plan);
+    if (rc <= 0) {
+        out = rc < 0 ? NULL : Py_NewRef(Py_False);
+        goto done;
+    }
+    if ((tm = PyObject_GetAttr(sender, pattr[P_TM])) == NULL || (gmo = PyObject_GetAttr(sender, pattr[P_GMO])) == NULL
+        || (in_flight = PyObject_GetAttr(sender, pattr[P_IN_FLIGHT])) == NULL
+        || (acc = PyObject_GetAttr(sender, pattr[P_ACC])) == NULL)
+        goto done;
+    if (!PyDict_CheckExact(in_flight)) {
+        out = Py_NewRef(Py_False);
+        goto done;
+    }
+    int order = PyObject_IsTrue(gmo);
+    if (order < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(plan); i++)
+        if (succeed_batch(PyList_GET_ITEM(plan, i), tm, order, in_flight, acc, succeeded) < 0)
+            goto done;
+    out = Py_NewRef(Py_True);
+done:
+    Py_DECREF(plan);
+    Py_XDECREF(tm);
+    Py_XDECREF(gmo);
+    Py_XDECREF(in_flight);
+    Py_XDECREF(acc);
+    return out;
+}
+
 /* ---- module ---------------------------------------------------------------------------------------- */
 
 static PyObject *k_setup(PyObject *self, PyObject *args)
@@ -2773,6 +3268,10 @@ static PyMethodDef kernel_methods[] = {
      encode_produce_request_doc},
     {"decode_produce_response", (PyCFunction)(void (*)(void))k_decode_produce_response, METH_FASTCALL,
      decode_produce_response_doc},
+    {"complete_produce_response", (PyCFunction)(void (*)(void))k_complete_produce_response, METH_FASTCALL,
+     complete_produce_response_doc},
+    {"produce_request_setup", k_produce_request_setup, METH_O, produce_request_setup_doc},
+    {"produce_request_data", (PyCFunction)(void (*)(void))k_produce_request_data, METH_FASTCALL, produce_request_data_doc},
     {NULL, NULL, 0, NULL},
 };
 

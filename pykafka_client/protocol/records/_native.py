@@ -134,6 +134,14 @@ class Kernel(Protocol):
 
     def decode_produce_response(self, payload: Buffer, version: int, correlation_id: int, cls: type[_M], /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response (None: run the reference)."""
+    def produce_request_setup(self, request_type: type, /) -> None: ...
+    def produce_request_data(
+        self, transactional_id: str | None, acks: int, timeout_ms: int, parts: list[tuple[Any, bytes]], version: int, /
+    ) -> bytes | None:
+        """Reference: ``ProduceRequest.encode`` of the parts grouped by topic (``producer.sender.DrainedProduceRequest``)."""
+    def complete_produce_response(self, sender: object, batches: dict[Any, Any], body: object, succeeded: object, /) -> bool:
+        """Reference: ``producer.sender.Sender._handle_produce_response_reference`` of a decoded ProduceResponse whose
+        partitions all succeeded, no batch with delivery callbacks (False, nothing done: run the reference)."""
 
     def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
         """Reference: ``producer.batch_append.scan_records_reference``."""

@@ -1,0 +1,182 @@
+"""The compiled completion of a produce response (``_kernel.complete_produce_response``) == the Python reference
+(``Sender._handle_produce_response_reference``): for the same request and the same broker answer, the same futures'
+results (offsets, timestamps, sizes) and errors, delivery and done-callbacks, batch states, in-flight and muted
+partitions, idempotence bookkeeping, metrics and the requests sent next. The kernel takes the common case (every
+partition error NONE, no delivery callbacks) and declines, having changed nothing, for everything else: errors,
+record errors, delivery callbacks, a partition missing, repeated or not in the request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
+from pykafka_client.producer.producer_batch import ProducerBatch
+from pykafka_client.protocol.messages import ProduceResponse
+from pykafka_client.protocol.records import _native
+from pykafka_client.structs import TopicPartition
+from tests.unit.producer.sender_harness import TOPIC, Harness
+
+pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
+
+PARTITIONS = 4
+NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, DUPLICATE_SEQUENCE_NUMBER, INVALID_RECORD = 6, 10, 2, 46, 87
+MUTATIONS = ["ok", "error", "record_errors", "missing", "duplicate", "extra", "callback", "done_callback"]
+
+
+class _Spy:
+    """The kernel, recording what complete_produce_response answered."""
+
+    def __init__(self, kernel: Any) -> None:
+        self._kernel = kernel
+        self.answers: list[bool] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kernel, name)
+
+    def complete_produce_response(self, *args: Any) -> bool:
+        out: bool = self._kernel.complete_produce_response(*args)
+        self.answers.append(out)
+        return out
+
+
+@contextmanager
+def _kernel(native: bool) -> Iterator[_Spy | None]:
+    saved = _native.kernel
+    spy = _Spy(_native.loaded_kernel()) if native else None
+    _native.kernel = spy  # type: ignore[assignment]
+    try:
+        yield spy
+    finally:
+        _native.kernel = saved
+
+
+def _response(parts: list[tuple[TopicPartition, int, int, int, list[tuple[int, str]]]]) -> ProduceResponse:
+    """``parts``: (tp, error code, base offset, log append time, record errors), in this order."""
+    by_topic: dict[str, list[ProduceResponse.PartitionProduceResponse]] = {}
+    for tp, code, base, lat, errors in parts:
+        p = ProduceResponse.PartitionProduceResponse(
+            index=tp.partition, error_code=code, base_offset=base, log_append_time_ms=lat, log_start_offset=0
+        )
+        p.record_errors = [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m) for i, m in errors]
+        by_topic.setdefault(tp.topic, []).append(p)
+    return ProduceResponse(
+        responses=[ProduceResponse.TopicProduceResponse(name=t, partition_responses=ps) for t, ps in by_topic.items()]
+    )
+
+
+def _outcome(f: FutureRecordMetadata) -> object:
+    if not f.done():
+        return "pending"
+    e = f.exception(0)
+    if e is not None:
+        return (type(e).__name__, str(e))
+    return tuple(f.result(0))
+
+
+def _scenario(
+    native: bool, idempotent: bool, ordered: bool, records: list[list[tuple[bytes | None, int]]], lat: int,
+    mutation: str, error: int, victim: int,
+) -> tuple[Any, list[bool]]:
+    """Send one request with ``records[i]`` (key, value size) on partition i, answer it (``mutation`` applied to
+    partition ``victim``), handle the answer with the kernel or the reference; then everything observable."""
+    h = Harness(idempotent=idempotent, max_in_flight=1 if ordered else 5, partitions=PARTITIONS, acks=-1)
+    victim %= len(records)
+    log: list[object] = []
+    futures: list[FutureRecordMetadata] = []
+    tps = [TopicPartition(TOPIC, i) for i in range(len(records))]
+    for i, (tp, recs) in enumerate(zip(tps, records, strict=True)):
+        for j, (key, size) in enumerate(recs):
+            cb = None
+            if mutation == "callback" and i == victim and j == 0:
+                def cb(md: object, err: object, j: int = j) -> None:
+                    log.append(("cb", j, tuple(md) if md is not None else None, repr(err)))  # type: ignore[arg-type]
+            r = h.accumulator.append(tp.topic, tp.partition, 1000 + j, key, b"v" * size, [], cb, 0, h.metadata)
+            futures.append(r.future)
+    if mutation == "done_callback":
+        futures[0].add_done_callback(lambda f: log.append(("done", _outcome(f))))  # type: ignore[arg-type]
+    h.run_once()
+    assert h.client.has_in_flight_request()
+    batches: list[ProducerBatch] = [b for lst in h.sender.in_flight_batches.values() for b in lst]
+    parts = [(tp, 0, 100 * (i + 1), lat, []) for i, tp in enumerate(tps)]
+    vtp = parts[victim][0]
+    if mutation == "error":
+        parts[victim] = (vtp, error, -1, -1, [])
+    elif mutation == "record_errors":
+        parts[victim] = (vtp, INVALID_RECORD if error != 0 else 0, -1, -1, [(0, "bad record")])
+    elif mutation == "missing":
+        del parts[victim]
+    elif mutation == "duplicate":
+        parts.insert(victim, (vtp, 0, 7, lat, []))
+    elif mutation == "extra":
+        parts.insert(victim, (TopicPartition(TOPIC, PARTITIONS + 3), 0, 5, lat, []))
+    h.client.respond(_response(parts))
+    with _kernel(native) as spy:
+        h.run_once()
+    for _ in range(3):  # what goes out next (retries, split batches)
+        h.time.sleep(200)
+        h.run_once()
+    tm = h.tm
+    observed = (
+        [_outcome(f) for f in futures],
+        log,
+        [(b.final_state, b.split, b.allocated_bytes) for b in batches],
+        {tp: len(v) for tp, v in h.sender.in_flight_batches.items()},
+        [h.accumulator.is_muted(tp) for tp in tps],
+        len(h.accumulator.incomplete_batches()),
+        [(tm.last_acked_sequence(tp), tm.last_acked_offset(tp), tm.has_inflight_batches(tp)) for tp in tps] if tm else None,
+        asdict(h.sender.metrics),
+        [[(t.name, p.index, bytes(p.records or b"")) for t in r.topic_data for p in t.partition_data] for r in h.produce_requests()],
+    )
+    return observed, spy.answers if spy is not None else []
+
+
+_records = st.lists(
+    st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=20)), st.integers(0, 300)), min_size=1, max_size=12),
+    min_size=1, max_size=PARTITIONS,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    idempotent=st.booleans(), ordered=st.booleans(), records=_records, lat=st.sampled_from([-1, 1_700_000_000_123]),
+    mutation=st.sampled_from(MUTATIONS),
+    error=st.sampled_from([NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, DUPLICATE_SEQUENCE_NUMBER, 0]),
+    victim=st.integers(0, PARTITIONS - 1),
+)
+def test_compiled_completion_equals_the_reference(
+    idempotent: bool, ordered: bool, records: list[list[tuple[bytes | None, int]]], lat: int, mutation: str, error: int,
+    victim: int,
+) -> None:
+    native, answers = _scenario(True, idempotent, ordered, records, lat, mutation, error, victim)
+    reference, _ = _scenario(False, idempotent, ordered, records, lat, mutation, error, victim)
+    assert native == reference
+    # the kernel took exactly the common case (an "error" of code 0 is a success too)
+    common = mutation in ("ok", "done_callback") or (mutation == "error" and error == 0)
+    assert answers == [common]
+
+
+def test_common_case_completes_in_the_kernel() -> None:
+    """Pinned without hypothesis: offsets and log-append timestamps come from the response, create times from the
+    records, and the kernel (not the reference) completed them."""
+    records = [[(None, 10), (b"k", 20)], [(b"key", 0)]]
+    (outcomes, *_), answers = _scenario(True, True, False, records, -1, "ok", 0, 0)
+    assert answers == [True]
+    assert outcomes == [(TOPIC, 0, 100, 1000, -1, 10), (TOPIC, 0, 101, 1001, 1, 20), (TOPIC, 1, 200, 1000, 3, 0)]
+    (outcomes, *_), answers = _scenario(True, False, True, records, 555, "ok", 0, 0)
+    assert answers == [True]
+    assert [o[3] for o in outcomes] == [555, 555, 555]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("mutation", ["error", "record_errors", "missing", "duplicate", "extra", "callback"])
+def test_the_kernel_declines_anything_else(mutation: str) -> None:
+    records = [[(None, 10)], [(None, 10), (None, 5)]]
+    native, answers = _scenario(True, True, False, records, -1, mutation, NOT_LEADER_OR_FOLLOWER, 1)
+    assert answers == [False]
+    assert native == _scenario(False, True, False, records, -1, mutation, NOT_LEADER_OR_FOLLOWER, 1)[0]
