@@ -17,6 +17,7 @@ import argparse
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,15 @@ def child(bootstrap: str, requests: int, acks: str) -> None:
     p = KafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 60000})
     p.send(topic, value)
     p.flush()  # metadata + connection
+    sender = p.sender
+    iterations = [0]
+    run_once = sender.run_once
+
+    def counted_run_once() -> None:  # the I/O thread's loop iterations (idle polls vary with the broker's pace)
+        iterations[0] += 1
+        run_once()
+
+    sender.run_once = counted_run_once  # type: ignore[method-assign]
     start = p.sender.metrics.requests_sent
     send = p.send
     for _ in range(requests * RECORDS_PER_BATCH):
@@ -48,7 +58,7 @@ def child(bootstrap: str, requests: int, acks: str) -> None:
     sent = p.sender.metrics.requests_sent - start
     threads = [t.name for t in threading.enumerate()]
     p.close()
-    print(json.dumps({"requests": sent, "threads": threads}))
+    print(json.dumps({"requests": sent, "iterations": iterations[0], "threads": threads}))
 
 
 def thread_instructions(out_dir: str) -> dict[int, int]:
@@ -64,7 +74,7 @@ def thread_instructions(out_dir: str) -> dict[int, int]:
     return counts
 
 
-def run(bootstrap: str, requests: int, acks: str) -> tuple[int, dict[int, int]]:
+def run(bootstrap: str, requests: int, acks: str) -> tuple[int, int, dict[int, int]]:
     with tempfile.TemporaryDirectory() as d:
         cmd = [
             "valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={d}/cg.out",
@@ -74,7 +84,7 @@ def run(bootstrap: str, requests: int, acks: str) -> tuple[int, dict[int, int]]:
         if out.returncode != 0:
             raise RuntimeError(f"child failed: {out.stderr[-2000:]}")
         res = json.loads(out.stdout.strip().splitlines()[-1])
-        return int(res["requests"]), thread_instructions(d)
+        return int(res["requests"]), int(res["iterations"]), thread_instructions(d)
 
 
 def main() -> None:
@@ -86,13 +96,16 @@ def main() -> None:
     if args.child:
         child(args.child, args.requests, args.acks)
         return
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed: nothing measured")
+        return
     from producer import start_broker  # bench/producer.py
 
     with tempfile.TemporaryDirectory() as data_dir:
         broker, bootstrap = start_broker(data_dir)
         try:
-            r1, c1 = run(bootstrap, args.requests, args.acks)
-            r2, c2 = run(bootstrap, 2 * args.requests, args.acks)
+            r1, i1, c1 = run(bootstrap, args.requests, args.acks)
+            r2, i2, c2 = run(bootstrap, 2 * args.requests, args.acks)
         finally:
             broker.kill()
             broker.wait()
@@ -102,7 +115,8 @@ def main() -> None:
         print(f"  thread {tid}: {c1.get(tid, 0):>14,} -> {c2.get(tid, 0):>14,} instructions")
     # the I/O thread: the first thread the producer starts (thread 2 of callgrind's numbering)
     io = c2.get(2, 0) - c1.get(2, 0)
-    print(f"I/O thread: {io / max(r2 - r1, 1):,.0f} instructions per produce request")
+    print(f"I/O thread: {io / max(r2 - r1, 1):,.0f} instructions per produce request"
+          f" ({(i2 - i1) / max(r2 - r1, 1):.2f} loop iterations per request)")
 
 
 if __name__ == "__main__":

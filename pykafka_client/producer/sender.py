@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures._base import FINISHED
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Protocol
@@ -40,6 +41,7 @@ from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.transport.selector import Selector
+from pykafka_client.producer.future_record_metadata import BatchOutcome
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import RecordAccumulator
@@ -146,7 +148,7 @@ class DrainedProduceRequest(ProduceRequest):
 _object_new = object.__new__
 _loaded_kernel = _native.loaded_kernel()
 if _loaded_kernel is not None:
-    _loaded_kernel.produce_request_setup(DrainedProduceRequest)
+    _loaded_kernel.sender_setup(DrainedProduceRequest, BatchOutcome, FINISHED)
 
 
 @dataclass(slots=True)

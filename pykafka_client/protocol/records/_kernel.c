@@ -2326,15 +2326,19 @@ static int no_unknown_tags(PyObject *obj)
 static PyTypeObject *parts_request_type = NULL;
 static PyObject *s_parts = NULL, *s_tid = NULL, *s_acks = NULL, *s_timeout = NULL;
 
-PyDoc_STRVAR(produce_request_setup_doc,
-"produce_request_setup(cls): the ProduceRequest subclass whose ``parts`` encode_produce_request writes directly.");
+/* BatchOutcome and the FINISHED state (complete_produce_response's outcomes), set by sender_setup() */
+static PyTypeObject *outcome_type = NULL;
+static PyObject *finished_state = NULL;
 
-static PyObject *k_produce_request_setup(PyObject *self, PyObject *arg)
+PyDoc_STRVAR(sender_setup_doc,
+"sender_setup(request_type, BatchOutcome, FINISHED): the ProduceRequest subclass whose ``parts``\n"
+"encode_produce_request writes directly, and the outcome type and state complete_produce_response completes.");
+
+static PyObject *k_sender_setup(PyObject *self, PyObject *args)
 {
-    if (!PyType_Check(arg)) {
-        PyErr_SetString(PyExc_TypeError, "produce_request_setup takes a type");
+    PyObject *arg, *otype, *finished;
+    if (!PyArg_ParseTuple(args, "O!O!O", &PyType_Type, &arg, &PyType_Type, &otype, &finished))
         return NULL;
-    }
     if (s_parts == NULL) {
         if ((s_parts = PyUnicode_InternFromString("parts")) == NULL
             || (s_tid = PyUnicode_InternFromString("transactional_id")) == NULL
@@ -2344,6 +2348,10 @@ static PyObject *k_produce_request_setup(PyObject *self, PyObject *arg)
     }
     Py_INCREF(arg);
     Py_XSETREF(parts_request_type, (PyTypeObject *)arg);
+    Py_INCREF(otype);
+    Py_XSETREF(outcome_type, (PyTypeObject *)otype);
+    Py_INCREF(finished);
+    Py_XSETREF(finished_state, finished);
     Py_RETURN_NONE;
 }
 
@@ -2945,13 +2953,15 @@ static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args
 enum {
     P_TM, P_GMO, P_IN_FLIGHT, P_ACC, P_RESPONSES, P_NAME, P_PARTS, P_INDEX, P_ERROR, P_RECORD_ERRORS, P_BASE, P_LAT,
     P_FINAL, P_SPLIT, P_HAS_CB, P_TP, P_PENDING, P_OUTCOME, P_HANDLE, P_COMPLETE, P_DEALLOC, P_UNMUTE, P_INVOKE,
+    P_CONDITION, P_ACQUIRE, P_RELEASE, P_WATCHED, P_STATE, P_O_LAT, P_TIMESTAMPS, P_KEY_SIZES, P_VALUE_SIZES,
     P_COUNT
 };
 static const char *const pr_attr_names[P_COUNT] = {
     "transaction_manager", "guarantee_message_order", "in_flight_batches", "accumulator", "responses", "name",
     "partition_responses", "index", "error_code", "record_errors", "base_offset", "log_append_time_ms", "final_state",
     "split", "has_callbacks", "topic_partition", "pending", "outcome", "handle_completed_batch", "complete_success",
-    "deallocate", "unmute_partition", "_invoke_callbacks",
+    "deallocate", "unmute_partition", "_invoke_callbacks", "condition", "acquire", "release", "watched", "state",
+    "log_append_time", "timestamps", "key_sizes", "value_sizes",
 };
 static PyObject *pattr[P_COUNT];
 
@@ -3115,6 +3125,65 @@ static int remove_in_flight(PyObject *in_flight, PyObject *tp, PyObject *batch)
     return rc;
 }
 
+/* BatchOutcome.complete_success(base, lat, timestamps, key_sizes, value_sizes) (``cargs``: the outcome then those):
+ * when no future is watched (nobody waits, no done-callback), its fields set under the condition's lock here, and
+ * the futures to call back are none; else the method itself. The futures whose done-callbacks must run, or NULL. */
+static PyObject *complete_outcome(PyObject *const *cargs)
+{
+    PyObject *outcome = cargs[0];
+    if (outcome_type == NULL || Py_TYPE(outcome) != outcome_type)
+        return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    PyObject *cond = PyObject_GetAttr(outcome, pattr[P_CONDITION]), *r;
+    if (cond == NULL)
+        return NULL;
+    if ((r = PyObject_CallMethodNoArgs(cond, pattr[P_ACQUIRE])) == NULL) {
+        Py_DECREF(cond);
+        return NULL;
+    }
+    Py_DECREF(r);
+    PyObject *out = NULL, *watched = PyObject_GetAttr(outcome, pattr[P_WATCHED]), *state = NULL;
+    int use_method = 0;
+    if (watched == NULL)
+        goto release;
+    if (!PyList_CheckExact(watched) || PyList_GET_SIZE(watched) != 0) {
+        use_method = 1;
+        goto release;
+    }
+    if ((state = PyObject_GetAttr(outcome, pattr[P_STATE])) == NULL)
+        goto release;
+    int finished = PyObject_RichCompareBool(state, finished_state, Py_EQ);
+    if (finished < 0)
+        goto release;
+    /* timestamps is None with a log append time (pending_columns was not asked for them) */
+    if (!finished
+        && (PyObject_SetAttr(outcome, pattr[P_BASE], cargs[1]) < 0 || PyObject_SetAttr(outcome, pattr[P_O_LAT], cargs[2]) < 0
+            || PyObject_SetAttr(outcome, pattr[P_TIMESTAMPS], cargs[3]) < 0
+            || PyObject_SetAttr(outcome, pattr[P_KEY_SIZES], cargs[4]) < 0
+            || PyObject_SetAttr(outcome, pattr[P_VALUE_SIZES], cargs[5]) < 0
+            || PyObject_SetAttr(outcome, pattr[P_STATE], finished_state) < 0))
+        goto release;
+    out = PyList_New(0);
+release:;
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    r = PyObject_CallMethodNoArgs(cond, pattr[P_RELEASE]);
+    if (r == NULL) {
+        Py_CLEAR(out);
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+    } else {
+        Py_DECREF(r);
+        PyErr_Restore(et, ev, tb);
+    }
+    Py_DECREF(cond);
+    Py_XDECREF(watched);
+    Py_XDECREF(state);
+    if (use_method && r != NULL && !PyErr_Occurred())
+        return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    return out;
+}
+
 /* One planned batch's success, as Sender._succeed_batch then the unmute of _handle_produce_response. */
 static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_flight, PyObject *acc, PyObject *succeeded)
 {
@@ -3141,7 +3210,7 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
             goto done_final;
         PyObject *cargs[6] = {outcome, base, lat, PyTuple_GET_ITEM(columns, 0), PyTuple_GET_ITEM(columns, 1),
                               PyTuple_GET_ITEM(columns, 2)};
-        PyObject *with_callbacks = PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        PyObject *with_callbacks = complete_outcome(cargs);
         if (with_callbacks == NULL)
             goto done_final;
         /* the futures' done-callbacks, outside the lock */
@@ -3270,7 +3339,7 @@ static PyMethodDef kernel_methods[] = {
      decode_produce_response_doc},
     {"complete_produce_response", (PyCFunction)(void (*)(void))k_complete_produce_response, METH_FASTCALL,
      complete_produce_response_doc},
-    {"produce_request_setup", k_produce_request_setup, METH_O, produce_request_setup_doc},
+    {"sender_setup", k_sender_setup, METH_VARARGS, sender_setup_doc},
     {"produce_request_data", (PyCFunction)(void (*)(void))k_produce_request_data, METH_FASTCALL, produce_request_data_doc},
     {NULL, NULL, 0, NULL},
 };
