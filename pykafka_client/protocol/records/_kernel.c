@@ -2355,6 +2355,24 @@ static PyObject *k_sender_setup(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* A records field of bytes ``rec`` (its length, then the payload; a payload of INLINE_RECORDS_MAX bytes or more is
+ * its own chunk, the object itself, and a fresh bytearray goes on after it): 0, or -1 on error. */
+static int fo_records(frame_out *o, PyObject *rec, int flexible)
+{
+    Py_ssize_t n = PyBytes_GET_SIZE(rec);
+    if ((flexible ? fo_uvarint(o, (uint64_t)n + 1) : fo_be(o, (uint64_t)n, 4)) < 0)
+        return -1;
+    if (n < INLINE_RECORDS_MAX)
+        return fo_put(o, PyBytes_AS_STRING(rec), n);
+    PyObject *next = PyByteArray_FromStringAndSize(NULL, 0);
+    if (next == NULL || PyList_Append(o->chunks, o->cur) < 0 || PyList_Append(o->chunks, rec) < 0) {
+        Py_XDECREF(next);
+        return -1;
+    }
+    Py_SETREF(o->cur, next);
+    return 0;
+}
+
 /* an exact int within [lo, hi]: 1 (in *out), 0 otherwise */
 static inline int int_in(PyObject *v, long long lo, long long hi, long long *out)
 {
@@ -2424,22 +2442,8 @@ static int produce_request_data(frame_out *o, PyObject *tid, PyObject *acks_o, P
             long long index;
             if (!int_in(PyTuple_GET_ITEM(PyTuple_GET_ITEM(part, 0), 1), INT32_MIN, INT32_MAX, &index))
                 goto done;
-            Py_ssize_t n = PyBytes_GET_SIZE(rec);
-            if (fo_be(o, (uint64_t)(uint32_t)(int32_t)index, 4) < 0
-                || (flexible ? fo_uvarint(o, (uint64_t)n + 1) : fo_be(o, (uint64_t)n, 4)) < 0)
+            if (fo_be(o, (uint64_t)(uint32_t)(int32_t)index, 4) < 0 || fo_records(o, rec, flexible) < 0)
                 goto fail;
-            if (n < INLINE_RECORDS_MAX) {
-                if (fo_put(o, PyBytes_AS_STRING(rec), n) < 0)
-                    goto fail;
-            } else {
-                /* the payload is its own chunk; a fresh bytearray goes on after it */
-                PyObject *next = PyByteArray_FromStringAndSize(NULL, 0);
-                if (next == NULL || PyList_Append(o->chunks, o->cur) < 0 || PyList_Append(o->chunks, rec) < 0) {
-                    Py_XDECREF(next);
-                    goto fail;
-                }
-                Py_SETREF(o->cur, next);
-            }
             if (flexible && fo_put(o, "\0", 1) < 0)
                 goto fail;
         }
@@ -2618,22 +2622,7 @@ static int produce_frame(frame_out *o, PyObject *body, int version, long long co
                 rc = 0;
                 goto done;
             } else {
-                Py_ssize_t n = PyBytes_GET_SIZE(rec);
-                ok = flexible ? fo_uvarint(o, (uint64_t)n + 1) : fo_be(o, (uint64_t)n, 4);
-                if (ok == 0) {
-                    if (n < INLINE_RECORDS_MAX) {
-                        ok = fo_put(o, PyBytes_AS_STRING(rec), n);
-                    } else {
-                        /* the payload is its own chunk; a fresh bytearray goes on after it */
-                        PyObject *next = PyByteArray_FromStringAndSize(NULL, 0);
-                        if (next == NULL || PyList_Append(o->chunks, o->cur) < 0 || PyList_Append(o->chunks, rec) < 0) {
-                            Py_XDECREF(next);
-                            ok = -1;
-                        } else {
-                            Py_SETREF(o->cur, next);
-                        }
-                    }
-                }
+                ok = fo_records(o, rec, flexible);
             }
             Py_DECREF(rec);
             if (ok < 0) {
