@@ -180,3 +180,22 @@ def test_the_kernel_declines_anything_else(mutation: str) -> None:
     native, answers = _scenario(True, True, False, records, -1, mutation, NOT_LEADER_OR_FOLLOWER, 1)
     assert answers == [False]
     assert native == _scenario(False, True, False, records, -1, mutation, NOT_LEADER_OR_FOLLOWER, 1)[0]
+
+
+def test_the_kernel_completes_an_unwatched_outcome_under_its_lock_and_lets_it_go() -> None:
+    """The outcome the kernel completes itself (no future watched) is FINISHED with the response's fields, and its
+    condition's lock is free again afterwards (a reader blocked on it would otherwise hang)."""
+    h = Harness(partitions=PARTITIONS)
+    futures = h.append(TopicPartition(TOPIC, 0), b"abc", 3)
+    h.run_once()
+    (batch,) = [b for lst in h.sender.in_flight_batches.values() for b in lst]
+    outcome = batch.outcome
+    h.client.respond(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
+    with _kernel(True) as spy:
+        h.run_once()
+    assert spy is not None and spy.answers == [True]
+    assert outcome.state == "FINISHED" and outcome.base_offset == 40 and outcome.key_sizes == [-1, -1, -1]
+    assert outcome.condition.acquire(blocking=False)
+    outcome.condition.release()
+    assert [f.result(0).offset for f in futures] == [40, 41, 42]
+    assert not h.sender.in_flight_batches and not h.accumulator.incomplete_batches()
