@@ -208,9 +208,14 @@ class NetworkClient(ConnectionFailures):
         """True if ``node`` can take a request now; otherwise start connecting if allowed."""
         if not node.host or node.port < 0:  # node.is_empty(), inlined: the Sender asks once per ready node
             raise IllegalArgumentError(f"cannot connect to empty node {node}")
-        if self.is_ready(node, now_ms):
+        node_id = str(node.id)
+        if not self.metadata_updater.is_update_due(now_ms) and (  # is_ready(node), inlined
+            self.connection_states.is_ready(node_id, now_ms)
+            and self.selector.is_channel_ready(node_id)
+            and self.in_flight_requests.can_send_more(node_id)
+        ):
             return True
-        if self.connection_states.can_connect(node.id_string, now_ms):
+        if self.connection_states.can_connect(node_id, now_ms):
             self.initiate_connect(node, now_ms)
         return False
 
@@ -389,9 +394,6 @@ class NetworkClient(ConnectionFailures):
             latest_allowed_version,
         )
 
-    def send(self, request: ClientRequest, now_ms: int) -> None:
-        """Queue ``request`` for its node, which must be ready (else IllegalStateError)."""
-        self._do_send(request, False, now_ms)
 
     def send_internal_request(
         self,
@@ -410,9 +412,11 @@ class NetworkClient(ConnectionFailures):
             oldest_allowed_version=oldest_allowed_version,
             latest_allowed_version=latest_allowed_version,
         )
-        self._do_send(request, True, now_ms)
+        self._do_send(request, now_ms, True)
 
-    def _do_send(self, request: ClientRequest, is_internal: bool, now_ms: int) -> None:
+    def _do_send(self, request: ClientRequest, now_ms: int, is_internal: bool = False) -> None:
+        """Queue ``request`` for its node, which must be ready (else IllegalStateError) unless the request is
+        internal (ApiVersions, metadata). Public as :meth:`send` (the same function: no call in between)."""
         if self._state is not _ACTIVE:
             self._ensure_active()
         node_id = request.destination
@@ -463,6 +467,9 @@ class NetworkClient(ConnectionFailures):
             # The transport refused the send: don't leave a request in flight that never went out.
             self.in_flight_requests.complete_last_sent(node_id)
             raise
+
+    #: Queue ``request`` for its node, which must be ready (else IllegalStateError).
+    send = _do_send
 
     def _fail_unencodable(
         self, request: ClientRequest, is_internal: bool, version: int | None, error: Exception, now_ms: int
@@ -629,8 +636,12 @@ class NetworkClient(ConnectionFailures):
                 self.metadata_updater.handle_successful_response(req.header, now_ms, body)
             elif req.is_internal_request and isinstance(body, ApiVersionsResponse):
                 self._handle_api_versions_response(responses, req, now_ms, body)
-            else:
-                responses.append(req.completed(body, now_ms))
+            else:  # req.completed(body, now_ms), inlined: once per response
+                responses.append(
+                    ClientResponse(
+                        req.header, req.callback, source, req.created_time_ms, now_ms, False, False, None, None, body
+                    )
+                )
 
     def _handle_api_versions_response(
         self, responses: list[ClientResponse], req: InFlightRequest, now_ms: int, body: ApiVersionsResponse
