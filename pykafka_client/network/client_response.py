@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class RequestHeaderInfo:
-    """The header fields of a sent request (the encoded header lives in the frame)."""
+class RequestHeaderInfo(NamedTuple):
+    """The header fields of a sent request (the encoded header lives in the frame).
+
+    An immutable named tuple rather than a frozen dataclass: one is built per request sent, and the hot path
+    builds it with ``tuple.__new__`` (a frozen dataclass's ``__init__`` sets each field through
+    ``object.__setattr__``, several times the cost)."""
 
     api_key: int
     api_version: int

@@ -180,8 +180,8 @@ class ConnectionFailures:
                 responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE), timed_out=True
             )
 
-    def _handle_timed_out_requests(self, responses: list[ClientResponse], now_ms: int) -> None:
-        node_ids = self.in_flight_requests.nodes_with_timed_out_requests(now_ms)
+    def _handle_timed_out_requests(self, node_ids: list[str], responses: list[ClientResponse], now_ms: int) -> None:
+        """``node_ids``: the nodes with a request past its timeout (``nodes_with_timed_out_requests``)."""
         for node_id in node_ids:
             log.info(
                 "disconnecting from %s: a request got no response within its request timeout", self._node_label(node_id)

@@ -45,8 +45,9 @@ class InFlightRequest:
         return max(0, now_ms - self.created_time_ms)
 
     def completed(self, response: Any, now_ms: int) -> ClientResponse:
+        # all fields positional (a keyword argument costs the call its fast path): once per response
         return ClientResponse(
-            self.header, self.callback, self.destination, self.created_time_ms, now_ms, response_body=response
+            self.header, self.callback, self.destination, self.created_time_ms, now_ms, False, False, None, None, response
         )
 
     def timed_out(self, now_ms: int) -> ClientResponse:
@@ -109,7 +110,10 @@ class InFlightRequests:
 
     def complete_next(self, node: str) -> InFlightRequest:
         """Remove and return the oldest request to ``node`` (the one a response answers)."""
-        req = self._queue(node).popleft()
+        q = self._requests.get(node)  # self._queue(node) inlined: once per response
+        if not q:
+            raise IllegalStateError(f"there are no in-flight requests for node {node}")
+        req = q.popleft()
         self._count -= 1
         return req
 

@@ -89,6 +89,7 @@ from pykafka_client.network.transport.selectable import (
     Selectable,
 )
 from pykafka_client.protocol.api_keys import ApiKey
+from pykafka_client.protocol.headers import decode_response as decode_response_frame
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -119,6 +120,8 @@ class _State(enum.Enum):
 # (a module constant: a member read through its Enum class is a metaclass attribute lookup, several times a
 # global's, and the I/O thread reads it on every request)
 _ACTIVE = _State.ACTIVE
+_new_tuple = tuple.__new__
+_API_VERSIONS = int(ApiKey.API_VERSIONS)
 
 
 class NetworkClient(ConnectionFailures):
@@ -190,16 +193,29 @@ class NetworkClient(ConnectionFailures):
                 metadata, self, request_timeout_ms, reconnect_backoff_ms, self.metadata_recovery_strategy
             )
         self.metadata_updater = metadata_updater
+        # the Metadata whose failing updates trigger a rebootstrap (REBOOTSTRAP with the default updater), else None:
+        # what poll asks each time, without the calls in between
+        self._rebootstrap_metadata: Metadata | None = (
+            metadata_updater.metadata
+            if self.metadata_recovery_strategy is MetadataRecoveryStrategy.REBOOTSTRAP
+            and isinstance(metadata_updater, DefaultMetadataUpdater)
+            else None
+        )
 
     # --- connection management -----------------------------------------------------------------
 
     def ready(self, node: Node, now_ms: int) -> bool:
         """True if ``node`` can take a request now; otherwise start connecting if allowed."""
-        if node.is_empty():
+        if not node.host or node.port < 0:  # node.is_empty(), inlined: the Sender asks once per ready node
             raise IllegalArgumentError(f"cannot connect to empty node {node}")
-        if self.is_ready(node, now_ms):
+        node_id = str(node.id)
+        if not self.metadata_updater.is_update_due(now_ms) and (  # is_ready(node), inlined
+            self.connection_states.is_ready(node_id, now_ms)
+            and self.selector.is_channel_ready(node_id)
+            and self.in_flight_requests.can_send_more(node_id)
+        ):
             return True
-        if self.connection_states.can_connect(node.id_string, now_ms):
+        if self.connection_states.can_connect(node_id, now_ms):
             self.initiate_connect(node, now_ms)
         return False
 
@@ -368,7 +384,7 @@ class NetworkClient(ConnectionFailures):
         return ClientRequest(
             node_id,
             body,
-            self.next_correlation_id(),
+            self._correlation_ids.next(),  # self.next_correlation_id(), one call less per request
             self.client_id,
             created_time_ms,
             expect_response,
@@ -378,9 +394,6 @@ class NetworkClient(ConnectionFailures):
             latest_allowed_version,
         )
 
-    def send(self, request: ClientRequest, now_ms: int) -> None:
-        """Queue ``request`` for its node, which must be ready (else IllegalStateError)."""
-        self._do_send(request, False, now_ms)
 
     def send_internal_request(
         self,
@@ -399,13 +412,19 @@ class NetworkClient(ConnectionFailures):
             oldest_allowed_version=oldest_allowed_version,
             latest_allowed_version=latest_allowed_version,
         )
-        self._do_send(request, True, now_ms)
+        self._do_send(request, now_ms, True)
 
-    def _do_send(self, request: ClientRequest, is_internal: bool, now_ms: int) -> None:
+    def _do_send(self, request: ClientRequest, now_ms: int, is_internal: bool = False) -> None:
+        """Queue ``request`` for its node, which must be ready (else IllegalStateError) unless the request is
+        internal (ApiVersions, metadata). Public as :meth:`send` (the same function: no call in between)."""
         if self._state is not _ACTIVE:
             self._ensure_active()
         node_id = request.destination
-        if not is_internal and not self.can_send_request(node_id, now_ms):
+        if not is_internal and not (  # can_send_request(), inlined: once per request
+            self.connection_states.is_ready(node_id, now_ms)
+            and self.selector.is_channel_ready(node_id)
+            and self.in_flight_requests.can_send_more(node_id)
+        ):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
         version: int | None = None
         try:
@@ -426,8 +445,9 @@ class NetworkClient(ConnectionFailures):
         size = sum(map(len, pieces))
         send = NetworkSend(node_id, pieces, size)
         in_flight = InFlightRequest(
-            # request.make_header(version), without its two calls (once per request sent)
-            RequestHeaderInfo(int(request.body.API_KEY), version, request.client_id, request.correlation_id),
+            # request.make_header(version), without its calls (once per request sent): tuple.__new__ skips the
+            # named tuple's Python __new__
+            _new_tuple(RequestHeaderInfo, (int(request.body.API_KEY), version, request.client_id, request.correlation_id)),
             request.request_timeout_ms,
             request.created_time_ms,
             node_id,
@@ -447,6 +467,9 @@ class NetworkClient(ConnectionFailures):
             # The transport refused the send: don't leave a request in flight that never went out.
             self.in_flight_requests.complete_last_sent(node_id)
             raise
+
+    #: Queue ``request`` for its node, which must be ready (else IllegalStateError).
+    send = _do_send
 
     def _fail_unencodable(
         self, request: ClientRequest, is_internal: bool, version: int | None, error: Exception, now_ms: int
@@ -487,44 +510,56 @@ class NetworkClient(ConnectionFailures):
             self._ensure_active()
         if self._aborted_sends:
             # Version mismatches and client disconnects: complete at once, no network wait.
-            aborted, self._aborted_sends = self._aborted_sends, []
-            self._complete_responses(aborted)
-            return aborted
-        metadata_timeout = self.metadata_updater.maybe_update(now_ms)
-        reauth_delay = self.selector.reauthentication_delay_ms()
-        if reauth_delay is not None:
-            if reauth_delay == 0:
+            responses, self._aborted_sends = self._aborted_sends, []
+        else:
+            responses = []
+            metadata_timeout = self.metadata_updater.maybe_update(now_ms)
+            selector = self.selector
+            reauth_delay = selector.reauthentication_delay_ms()
+            if reauth_delay is not None:
+                if reauth_delay == 0:
+                    self._maybe_begin_reauthentications()
+                else:
+                    timeout_ms = min(timeout_ms, reauth_delay)
+            try:
+                selector.poll(max(0, min(timeout_ms, metadata_timeout, self.default_request_timeout_ms)))
+            except OSError as e:
+                log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
+            updated_now = self.time.hi_res_clock_ms()
+            # each handler only when its selector list has entries (no call per poll for the empty ones)
+            sends = selector.completed_sends()
+            if sends:
+                self._handle_completed_sends(sends, responses, updated_now)
+            receives = selector.completed_receives()
+            if receives:
+                self._handle_completed_receives(receives, responses, updated_now)
+            if selector.disconnected():
+                self._handle_disconnections(responses, updated_now)
+            if selector.connected():
+                self._handle_connections()
+            if self._handshake.has_due():  # a connection waits for its ApiVersions request (rare: no call otherwise)
+                self._handle_initiate_api_version_requests(updated_now)
+            if self.connection_states.has_connecting_nodes():
+                self._handle_timed_out_connections(responses, updated_now)
+            timed_out = self.in_flight_requests.nodes_with_timed_out_requests(updated_now)
+            if timed_out:
+                self._handle_timed_out_requests(timed_out, responses, updated_now)
+            # rebootstrap only when metadata has been failing long enough (one call per poll for the check)
+            rebootstrap_metadata = self._rebootstrap_metadata
+            if rebootstrap_metadata is not None and rebootstrap_metadata.needs_rebootstrap(
+                updated_now, self.rebootstrap_trigger_ms
+            ):
+                self._handle_rebootstrap(responses, updated_now)
+            if selector.reauthentication_delay_ms() == 0:
+                # before the callbacks send the next requests (a consumer's next fetch would keep it busy forever)
                 self._maybe_begin_reauthentications()
-            else:
-                timeout_ms = min(timeout_ms, reauth_delay)
-        try:
-            self.selector.poll(max(0, min(timeout_ms, metadata_timeout, self.default_request_timeout_ms)))
-        except OSError as e:
-            log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
-        updated_now = self.time.hi_res_clock_ms()
-        responses: list[ClientResponse] = []
-        selector = self.selector
-        # each handler only when its selector list has entries (no call per poll for the empty ones)
-        sends = selector.completed_sends()
-        if sends:
-            self._handle_completed_sends(sends, responses, updated_now)
-        receives = selector.completed_receives()
-        if receives:
-            self._handle_completed_receives(receives, responses, updated_now)
-        if selector.disconnected():
-            self._handle_disconnections(responses, updated_now)
-        if selector.connected():
-            self._handle_connections()
-        if self._handshake.has_due():  # a connection waits for its ApiVersions request (rare: no call otherwise)
-            self._handle_initiate_api_version_requests(updated_now)
-        if self.connection_states.has_connecting_nodes():
-            self._handle_timed_out_connections(responses, updated_now)
-        self._handle_timed_out_requests(responses, updated_now)
-        self._handle_rebootstrap(responses, updated_now)
-        if self.selector.reauthentication_delay_ms() == 0:
-            # before the callbacks send the next requests (a consumer's next fetch would keep it busy forever)
-            self._maybe_begin_reauthentications()
-        self._complete_responses(responses)
+        for response in responses:  # (inlined: once per poll)
+            callback = response.callback  # response.on_complete(), one call less per response
+            try:
+                if callback is not None:
+                    callback(response)
+            except Exception:
+                log.exception("uncaught error in request completion")
         return responses
 
     def _maybe_begin_reauthentications(self) -> None:
@@ -536,25 +571,13 @@ class NetworkClient(ConnectionFailures):
                 log.debug("re-authenticating to node %s (its SASL session is near its end)", node_id)
                 self.selector.begin_reauthentication(node_id)
 
-    @staticmethod
-    def _complete_responses(responses: list[ClientResponse]) -> None:
-        for response in responses:
-            callback = response.callback  # response.on_complete(), one call less per response
-            try:
-                if callback is not None:
-                    callback(response)
-            except Exception:
-                log.exception("uncaught error in request completion")
-
     def _handle_completed_sends(self, sends: list[NetworkSend], responses: list[ClientResponse], now_ms: int) -> None:
         in_flight = self.in_flight_requests
         for send in sends:
             node_id = send.destination
             request = in_flight.newest_or_none(node_id)
-            if request is None:
-                continue
-            if not request.expect_response and request.send is send:
-                self.in_flight_requests.complete_last_sent(node_id)
+            if request is not None and not request.expect_response and request.send is send:
+                in_flight.complete_last_sent(node_id)
                 responses.append(request.completed(None, now_ms))
 
     def _maybe_throttle(self, response: object, api_key: int, version: int, node_id: str, now_ms: int) -> None:
@@ -575,11 +598,12 @@ class NetworkClient(ConnectionFailures):
         self, receives: list[NetworkReceive], responses: list[ClientResponse], now_ms: int
     ) -> None:
         failed: set[str] = set()
+        in_flight = self.in_flight_requests
         for receive in receives:
             source = receive.source
             if source in failed:
                 continue
-            req = self.in_flight_requests.oldest_or_none(source)
+            req = in_flight.oldest_or_none(source)
             if req is None:
                 self._close_on_protocol_error(
                     responses, source, now_ms, ProtocolError(f"unsolicited response from node {source}")
@@ -588,7 +612,11 @@ class NetworkClient(ConnectionFailures):
                 continue
             try:
                 header = req.header
-                body = decode_response(receive.payload, header.api_key, header.api_version, header.correlation_id)
+                # an ApiVersions response through the handshake's decoder (its v0 fallback, KIP-511); any other
+                # straight to the frame decoder (one call less per response)
+                body = (decode_response if header.api_key == _API_VERSIONS else decode_response_frame)(
+                    receive.payload, header.api_key, header.api_version, header.correlation_id
+                )
             except ProtocolError as e:
                 log.warning(
                     "closing the connection to %s: cannot parse the response to %s v%d (correlation id %d): %s",
@@ -601,15 +629,19 @@ class NetworkClient(ConnectionFailures):
                 self._close_on_protocol_error(responses, source, now_ms, e)
                 failed.add(source)
                 continue
-            self.in_flight_requests.complete_next(source)
+            in_flight.complete_next(source)
             if getattr(body, "throttle_time_ms", 0):  # (most responses: no call to _maybe_throttle)
                 self._maybe_throttle(body, req.header.api_key, req.header.api_version, source, now_ms)
             if req.is_internal_request and isinstance(body, MetadataResponse):
                 self.metadata_updater.handle_successful_response(req.header, now_ms, body)
             elif req.is_internal_request and isinstance(body, ApiVersionsResponse):
                 self._handle_api_versions_response(responses, req, now_ms, body)
-            else:
-                responses.append(req.completed(body, now_ms))
+            else:  # req.completed(body, now_ms), inlined: once per response
+                responses.append(
+                    ClientResponse(
+                        req.header, req.callback, source, req.created_time_ms, now_ms, False, False, None, None, body
+                    )
+                )
 
     def _handle_api_versions_response(
         self, responses: list[ClientResponse], req: InFlightRequest, now_ms: int, body: ApiVersionsResponse

@@ -24,8 +24,8 @@ import random
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from pykafka_client.errors import (
     IllegalStateError,
@@ -70,11 +70,16 @@ class RecordAppendResult:
     appended_bytes: int
 
 
-@dataclass(slots=True)
-class ReadyCheckResult:
+class ReadyCheckResult(NamedTuple):
+    """What :meth:`RecordAccumulator.ready` found (a named tuple: one per Sender iteration, built with
+    ``tuple.__new__``, without a Python ``__init__``)."""
+
     ready_nodes: set[Node]
     next_ready_check_delay_ms: int
-    unknown_leader_topics: set[str] = field(default_factory=set)
+    unknown_leader_topics: set[str]
+
+
+_new_tuple = tuple.__new__
 
 
 class _PartitionQueue:
@@ -480,7 +485,7 @@ class RecordAccumulator:
                     info.partitioner.update_partition_load_stats(queue_sizes, partition_ids, max(queue_sizes))
                 else:
                     info.partitioner.update_partition_load_stats((), (), 0)
-        return ReadyCheckResult(ready_nodes, next_delay, unknown)
+        return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown))
 
     def has_undrained(self) -> bool:
         for info in list(self._topics.values()):
@@ -513,55 +518,52 @@ class RecordAccumulator:
         self, metadata: AccumulatorMetadata, nodes: Iterable[Node], max_size: int, now_ms: int
     ) -> dict[int, list[ProducerBatch]]:
         out: dict[int, list[ProducerBatch]] = {}
-        for node in nodes:
-            out[node.id] = self._drain_node(metadata, node, max_size, now_ms)
-        return out
-
-    def _drain_node(self, metadata: AccumulatorMetadata, node: Node, max_size: int, now_ms: int) -> list[ProducerBatch]:
-        size = 0
-        ready: list[ProducerBatch] = []
-        parts = metadata.partitions_for_node(node.id)
-        if not parts:
-            return ready
-        n = len(parts)
-        start = self._drain_index.get(node.id, 0) % n
-        i = start
         tm = self.transaction_manager
-        while True:
-            tp = parts[i]
-            i = (i + 1) % n
-            self._drain_index[node.id] = i
-            info = self._topics.get(tp.topic)
-            q = info.queues.get(tp.partition) if info is not None else None
-            if q is not None and tp not in self._muted:
-                with q.lock:
-                    first = q.batches[0] if q.batches else None
-                    if first is not None:
-                        _, epoch = metadata.leader_and_epoch(tp)
-                        leader_changed = first.maybe_update_leader_epoch(epoch)
-                        waited = now_ms - max(first.created_ms, first.last_attempt_ms)
-                        backing_off = first.attempts > 0 and self._should_backoff(first, waited, leader_changed)[0]
-                        if not backing_off:
-                            estimated = first.estimated_size_in_bytes()  # unchanged until it is taken (lock held)
-                            if size + estimated > max_size and ready:
-                                break  # the request is full; at least one batch was taken
-                            if tm is not None and self._should_stop_drain(first, tp):
-                                break  # as Java: a partition that must wait ends this node's drain
-                            batch = q.batches.popleft()
-                            if tm is not None and not batch.has_sequence():
-                                tm.maybe_update_producer_id_and_epoch(tp)
-                                pid, epoch_ = tm.producer_id_and_epoch()
-                                seq = tm.sequence_number(tp)
-                                batch.set_producer_state(pid, epoch_, seq, tm.is_transactional())
-                                tm.increment_sequence_number(tp, batch.record_count)
-                                tm.add_in_flight_batch(batch)
-                            batch.close_for_appends()
-                            size += estimated
-                            ready.append(batch)
-                            batch.drained(now_ms)
-            if i == start:
-                break
-        return ready
+        for node in nodes:  # the drain of one node inlined: a call less per node and Sender iteration
+            size = 0
+            ready: list[ProducerBatch] = []
+            out[node.id] = ready
+            parts = metadata.partitions_for_node(node.id)
+            if not parts:
+                continue
+            n = len(parts)
+            start = self._drain_index.get(node.id, 0) % n
+            i = start
+            while True:
+                tp = parts[i]
+                i = (i + 1) % n
+                self._drain_index[node.id] = i
+                info = self._topics.get(tp.topic)
+                q = info.queues.get(tp.partition) if info is not None else None
+                if q is not None and tp not in self._muted:
+                    with q.lock:
+                        first = q.batches[0] if q.batches else None
+                        if first is not None:
+                            _, epoch = metadata.leader_and_epoch(tp)
+                            leader_changed = first.maybe_update_leader_epoch(epoch)
+                            waited = now_ms - max(first.created_ms, first.last_attempt_ms)
+                            backing_off = first.attempts > 0 and self._should_backoff(first, waited, leader_changed)[0]
+                            if not backing_off:
+                                estimated = first.estimated_size_in_bytes()  # unchanged until it is taken (lock held)
+                                if size + estimated > max_size and ready:
+                                    break  # the request is full; at least one batch was taken
+                                if tm is not None and self._should_stop_drain(first, tp):
+                                    break  # as Java: a partition that must wait ends this node's drain
+                                batch = q.batches.popleft()
+                                if tm is not None and not batch.has_sequence():
+                                    tm.maybe_update_producer_id_and_epoch(tp)
+                                    pid, epoch_ = tm.producer_id_and_epoch()
+                                    seq = tm.sequence_number(tp)
+                                    batch.set_producer_state(pid, epoch_, seq, tm.is_transactional())
+                                    tm.increment_sequence_number(tp, batch.record_count)
+                                    tm.add_in_flight_batch(batch)
+                                batch.close_for_appends()
+                                size += estimated
+                                ready.append(batch)
+                                batch.drained(now_ms)
+                if i == start:
+                    break
+        return out
 
     # --- retries, splits, expiry ---------------------------------------------------------------------
 

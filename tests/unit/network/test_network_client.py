@@ -723,3 +723,38 @@ def test_reauthentication_waits_for_the_connection_to_have_no_request_in_flight(
     assert len(h.callbacks) == 1  # the response was delivered
     assert h.client.connection_states.is_ready(node, h.now)  # the same connection, not a reconnect
     assert len(h.selector.connect_attempts) == 1
+
+
+def test_a_raising_completion_callback_is_logged_and_the_other_responses_still_complete(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    h = Harness()
+    h.await_ready()
+
+    def fail(response: object) -> None:
+        raise RuntimeError("callback failed")
+
+    first = h.client.new_client_request(
+        h.node.id_string, HeartbeatRequest(group_id="g", generation_id=1, member_id="m"), h.now, callback=fail
+    )
+    h.client.send(first, h.now)
+    h.poll()  # written
+    h.send()
+    h.poll()
+    h.selector.respond(h.node.id_string, HeartbeatResponse(error_code=0))
+    h.selector.respond(h.node.id_string, HeartbeatResponse(error_code=0))
+    with caplog.at_level("ERROR", logger="pykafka_client.network.network_client"):
+        responses = h.poll()
+    assert [r.request_header.correlation_id for r in responses] == [first.correlation_id, first.correlation_id + 1]
+    assert h.callbacks == responses[1:]
+    assert "uncaught error in request completion" in caplog.text
+
+
+def test_send_refuses_a_node_that_is_not_ready_and_sends_nothing() -> None:
+    h = Harness()
+    with pytest.raises(IllegalStateError):
+        h.send()
+    assert h.client.in_flight_request_count() == 0
+    h.await_ready()
+    h.send()
+    assert h.client.in_flight_request_count() == 1
