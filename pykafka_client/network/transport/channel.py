@@ -41,12 +41,20 @@ class ChannelMuteState(enum.Enum):
     MUTED_AND_THROTTLED = "MUTED_AND_THROTTLED"
     MUTED_AND_THROTTLED_AND_RESPONSE_PENDING = "MUTED_AND_THROTTLED_AND_RESPONSE_PENDING"
 
+    # members are singletons compared by identity: hashed as such, not by a Python-level hash of the name (the
+    # mute transitions are looked up twice per request)
+    __hash__ = object.__hash__
+
 
 class ChannelMuteEvent(enum.Enum):
     REQUEST_RECEIVED = "REQUEST_RECEIVED"
     RESPONSE_SENT = "RESPONSE_SENT"
     THROTTLE_STARTED = "THROTTLE_STARTED"
     THROTTLE_ENDED = "THROTTLE_ENDED"
+
+    # members are singletons compared by identity: hashed as such, not by a Python-level hash of the name (the
+    # mute transitions are looked up twice per request)
+    __hash__ = object.__hash__
 
 
 _M = ChannelMuteState
