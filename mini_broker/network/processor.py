@@ -54,6 +54,10 @@ class ServerSelector(Protocol):
 
     def send(self, send: NetworkSend) -> None: ...
 
+    def send_completing(self, send: NetworkSend) -> bool:
+        """:meth:`send`; True when the send went out whole at once (then no poll reports it)."""
+        ...
+
     def poll(self, timeout_ms: int) -> None: ...
 
     def completed_sends(self) -> list[NetworkSend]: ...
@@ -289,8 +293,11 @@ class Processor:
                 log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
                 return
             if isinstance(resp, SendResponse):
-                self.selector.send(resp.to_send())
-                self._inflight[cid] = resp
+                if self.selector.send_completing(resp.to_send()):
+                    # written whole at once: complete it now (unmute in this round, not after another poll)
+                    self._send_completed(resp, conn)
+                else:
+                    self._inflight[cid] = resp
             elif isinstance(resp, NoOpResponse):
                 self._parser.complete_response_metrics(resp, self._time.nanoseconds())
                 self._response_sent(conn)
@@ -456,15 +463,18 @@ class Processor:
             resp = self._inflight.pop(send.destination, None)
             if resp is None:
                 continue
-            try:
-                self._parser.complete_response_metrics(resp, self._time.nanoseconds())
-                if resp.on_complete is not None:
-                    resp.on_complete()
-            except Exception as e:
-                log.warning("event=send_completion_failed connection=%s error=%r", send.destination, e)
-            conn = self._conns.get(send.destination)
-            if conn is not None:
-                self._response_sent(conn)
+            self._send_completed(resp, self._conns.get(send.destination))
+
+    def _send_completed(self, resp: SendResponse, conn: _Conn | None) -> None:
+        """A response went out whole: its metrics and callback, then RESPONSE_SENT (and an unmute)."""
+        try:
+            self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+            if resp.on_complete is not None:
+                resp.on_complete()
+        except Exception as e:
+            log.warning("event=send_completion_failed connection=%s error=%r", resp.request.connection_id, e)
+        if conn is not None:
+            self._response_sent(conn)
 
     def _is_muted(self, cid: str) -> bool:
         channel = self.selector.channel(cid)

@@ -41,12 +41,20 @@ class ChannelMuteState(enum.Enum):
     MUTED_AND_THROTTLED = "MUTED_AND_THROTTLED"
     MUTED_AND_THROTTLED_AND_RESPONSE_PENDING = "MUTED_AND_THROTTLED_AND_RESPONSE_PENDING"
 
+    # members are singletons compared by identity: hashed as such, not by a Python-level hash of the name (the
+    # mute transitions are looked up twice per request)
+    __hash__ = object.__hash__
+
 
 class ChannelMuteEvent(enum.Enum):
     REQUEST_RECEIVED = "REQUEST_RECEIVED"
     RESPONSE_SENT = "RESPONSE_SENT"
     THROTTLE_STARTED = "THROTTLE_STARTED"
     THROTTLE_ENDED = "THROTTLE_ENDED"
+
+    # members are singletons compared by identity: hashed as such, not by a Python-level hash of the name (the
+    # mute transitions are looked up twice per request)
+    __hash__ = object.__hash__
 
 
 _M = ChannelMuteState
@@ -215,13 +223,13 @@ class KafkaChannel:
 
     def write_new_send(self, send: NetworkSend) -> NetworkSend | None:
         """:meth:`set_send` and :meth:`write` in one step (the Selector's optimistic write); returns the send once it
-        is complete. A send of bytes and bytearray pieces (a request frame) goes out in one gathering write of the
-        pieces as they are, with no :class:`SendWriter` (nor a memoryview per piece) unless the transport took only
-        part of it; any other send takes the general path."""
+        is complete. A send of bytes and bytearray pieces (a request frame; a broker's produce response, one piece)
+        goes out in one gathering write of the pieces as they are, with no :class:`SendWriter` (nor a memoryview per
+        piece) unless the transport took only part of it; any other send takes the general path."""
         if self._send is not None:
             raise IllegalStateError(f"Attempt to begin a send operation with prior send operation still in progress, connection id is {self.id}")
         pieces = send.buffers
-        if type(pieces) is list and 1 < len(pieces) <= MAX_IOV:
+        if type(pieces) is list and 0 < len(pieces) <= MAX_IOV:
             for piece in pieces:
                 kind = type(piece)
                 if kind is not bytes and kind is not bytearray:

@@ -140,6 +140,8 @@ class Selector:
         # pool had no room, with whether they wait for a large frame's step (Java: memory-muted channels)
         self._memory_pool = memory_pool
         self._memory_muted: dict[str, bool] = {}
+        #: channels muted since the last poll, whose registration the next poll brings up to date
+        self._interest_stale: set[str] = set()
         self._pending_completed_sends: list[NetworkSend] = []
         self._completed_sends: list[NetworkSend] = []
         self._completed_receives: list[NetworkReceive] = []
@@ -321,6 +323,7 @@ class Selector:
         del self._channels[cid]
         self.metrics.connection_count = len(self._channels)
         self._buffered.discard(cid)
+        self._interest_stale.discard(cid)
         self._server_channels.discard(cid)
         self._memory_muted.pop(cid, None)
         self._reauth_at_ms.pop(cid, None)
@@ -348,6 +351,16 @@ class Selector:
 
     def send(self, send: NetworkSend) -> None:
         """Queue ``send`` on its channel, which must be ready with no send in progress."""
+        self._send(send, True)
+
+    def send_completing(self, send: NetworkSend) -> bool:
+        """:meth:`send`, except that a send the optimistic write finishes is not reported by the next poll: True
+        says it is complete now, and its completion is the caller's to handle (a broker Processor unmutes the
+        channel in the same round instead of one poll later). False: it goes on as :meth:`send`'s (reported by
+        a later poll, or its channel's failure by ``disconnected()``)."""
+        return self._send(send, False)
+
+    def _send(self, send: NetworkSend, report_completed: bool) -> bool:
         channel = self._channels.get(send.destination)
         if channel is None:
             raise IllegalStateError(
@@ -369,25 +382,32 @@ class Selector:
                 channel.state = ChannelState.FAILED_SEND
                 self._close(channel, None)
                 self._pending_disconnects[send.destination] = DisconnectInfo(ChannelState.FAILED_SEND, e, channel.remote_address)
-                return
+                return False
             self.metrics.bytes_sent_total += channel.bytes_sent - before
             if done is not None:
-                self._pending_completed_sends.append(done)
                 self.metrics.requests_sent_total += 1
-                return  # the interest is unchanged: nothing left to write
+                if report_completed:
+                    self._pending_completed_sends.append(done)
+                    return False
+                return True  # the interest is unchanged: nothing left to write
         else:
             channel.set_send(send)
         self._update_interest(channel)
+        return False
 
     def mute(self, connection_id: str) -> None:
+        """Stop reading the channel. Its registration with the OS selector changes at the next :meth:`poll`
+        (nothing reads it before then): a broker unmutes most channels again within the same round, once its
+        answer went out at once, and then no change is made at all."""
         channel = self._require(connection_id)
         channel.mute()
-        self._update_interest(channel)
+        self._interest_stale.add(connection_id)
 
     def unmute(self, connection_id: str) -> None:
         """Unmute if the channel's mute state allows it (only plain MUTED does)."""
         channel = self._require(connection_id)
         channel.maybe_unmute()
+        self._interest_stale.discard(connection_id)  # brought up to date here
         self._update_interest(channel)
 
     def mute_all(self) -> None:
@@ -483,6 +503,8 @@ class Selector:
         if self._pending_disconnects:
             self._disconnected.update(self._pending_disconnects)
             self._pending_disconnects.clear()
+        if self._interest_stale:
+            self._update_stale_interest()
         if self._memory_muted:
             self._unmute_for_memory()
         buffered = [c for c in self._buffered if not self._channels[c].is_muted()] if self._buffered else []
@@ -518,6 +540,14 @@ class Selector:
         end_io_ns = self._time.nanoseconds()
         self.metrics.io_time_ns_total += end_io_ns - end_select_ns
         self._maybe_close_oldest_connection(end_io_ns)
+
+    def _update_stale_interest(self) -> None:
+        channels = self._channels
+        for cid in self._interest_stale:
+            channel = channels.get(cid)
+            if channel is not None:
+                self._update_interest(channel)
+        self._interest_stale.clear()
 
     def _unmute_for_memory(self) -> None:
         """Unmute the channels muted for memory once the pool has room for what each waits for."""

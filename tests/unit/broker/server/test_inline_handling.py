@@ -136,10 +136,13 @@ def test_kafka_apis_handles_produce_inline_only_when_told_and_never_a_transactio
 
 def test_record_request_times_matches_record_request() -> None:
     a, b = BrokerMetrics(MockTime()), BrokerMetrics(MockTime())
-    times = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
-    for _ in range(2):
+    base = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    for scale in (1.0, 1.0, 0.5, 3.0, 2.0):  # repeated, lower (a new min), higher (a new max), in between
+        times = [t * scale for t in base]
         a.record_request("Fetch", dict(zip(REQUEST_TIME_METRICS, times, strict=True)))
         b.record_request_times("Fetch", *times)
+    assert b.histogram("kafka_network_RequestMetrics_TotalTimeMs", request="Fetch").min == 0.5
+    assert b.histogram("kafka_network_RequestMetrics_TotalTimeMs", request="Fetch").max == 3.0
     snap_a = {k: v for k, v in a.snapshot().items() if "RequestMetrics" in k}
     snap_b = {k: v for k, v in b.snapshot().items() if "RequestMetrics" in k}
     assert snap_a == snap_b and snap_a

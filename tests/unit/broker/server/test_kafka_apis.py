@@ -11,8 +11,10 @@ import pytest
 from mini_broker.metrics import BrokerMetrics
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
+    NoOpResponse,
     Request,
     RequestChannel,
+    RequestContext,
     Response,
     SendResponse,
 )
@@ -210,3 +212,23 @@ def test_a_response_gate_holds_answers_until_it_releases_them() -> None:
     release()
     frame = b"".join(bytes(p) for p in sink.responses[-1].buffers)  # type: ignore[attr-defined]
     assert ApiVersionsResponse.decode(frame[8:], 3).error_code == 16
+
+
+@pytest.mark.parametrize("send", [True, False], ids=["send", "no_op"])
+def test_response_metrics_time_each_stage_and_treat_unset_or_reversed_times_as_zero(send: bool) -> None:
+    apis, _, metrics = make()
+    ctx = RequestContext(int(ApiKey.PRODUCE), 9, 1, None, "c", "127.0.0.1:1", "PLAINTEXT")
+    request = Request(0, ctx, None, 10, start_time_ns=1_000_000, request_dequeue_time_ns=3_000_000,
+                      api_local_complete_time_ns=2_000_000,  # before the dequeue: reversed, 0.0
+                      response_complete_time_ns=4_000_000, response_dequeue_time_ns=4_500_000)
+    response = SendResponse(request, [b"x"], 1) if send else NoOpResponse(request)
+    apis.complete_response_metrics(response, 10_000_000)
+    snap = metrics.snapshot()
+
+    def ms(metric: str) -> float:
+        return snap[f'kafka_network_RequestMetrics_{metric}_sum{{request="Produce"}}']
+
+    assert ms("TotalTimeMs") == 9.0 and ms("RequestQueueTimeMs") == 2.0 and ms("LocalTimeMs") == 0.0
+    assert ms("RemoteTimeMs") == 0.0  # no remote completion: the local end, so none
+    assert ms("ResponseQueueTimeMs") == 0.5
+    assert ms("ResponseSendTimeMs") == (5.5 if send else 0.0)  # a no-op response writes nothing

@@ -35,6 +35,9 @@ class ScriptedSelector:
         self.to_receive: list[NetworkReceive] = []
         self.to_disconnect: dict[str, DisconnectInfo] = {}
         self.sent: list[NetworkSend] = []
+        #: whether a send goes out whole at once (the Selector's optimistic write), and those that did
+        self.complete_at_once = False
+        self.written_at_once: list[NetworkSend] = []
         self.channels: dict[str, KafkaChannel] = {}
         self._peers: list[socket.socket] = []
         self.closed: list[str] = []
@@ -59,6 +62,14 @@ class ScriptedSelector:
 
     def send(self, send: NetworkSend) -> None:
         self.sent.append(send)
+
+    def send_completing(self, send: NetworkSend) -> bool:
+        """As the Selector's: True (and not reported by the next poll) when :attr:`complete_at_once`."""
+        if self.complete_at_once:
+            self.written_at_once.append(send)
+            return True
+        self.sent.append(send)
+        return False
 
     def poll(self, timeout_ms: int) -> None:
         self._sends = list(self.sent)
@@ -304,3 +315,40 @@ def test_connection_gone_before_registration_gives_its_quota_back() -> None:
     assert proc.accept(dead, may_block=False, remote_ip="9.9.9.9")
     proc._configure_new_connections()
     assert quotas.get("9.9.9.9") == 0 and proc.connection_count() == 1  # only the fixture's c1
+
+
+def test_response_written_whole_at_once_unmutes_in_the_same_round() -> None:
+    """A response the selector's optimistic write sends whole is complete at once: its metrics, its callback and
+    RESPONSE_SENT (the unmute) come in that round, and the next pipelined request is read without another poll."""
+    proc, sel, channel, _ = make()
+    sel.complete_at_once = True
+    completed: list[Response] = []
+    callbacks: list[str] = []
+    proc._parser.complete_response_metrics = lambda response, now_ns: completed.append(response)  # type: ignore[method-assign]
+    sel.to_receive = [rcv(b"a"), rcv(b"b")]
+    step(proc)
+    a = take(channel)
+    channel.send_response(SendResponse(a, [b"A"], 1, on_complete=lambda: callbacks.append("a")))
+    proc._process_new_responses()
+    assert [s.buffers for s in sel.written_at_once] == [[b"A"]] and sel.sent == []
+    assert [r.request for r in completed] == [a] and callbacks == ["a"]
+    assert sel.channels["c1"].mute_state is ChannelMuteState.NOT_MUTED and proc._inflight == {}
+    proc._process_completed_receives()  # the waiting frame, with no poll in between
+    assert take(channel).body == b"b"
+
+
+def test_response_written_whole_at_once_to_a_throttled_channel_keeps_it_muted() -> None:
+    proc, sel, channel, _ = make()
+    sel.complete_at_once = True
+    sel.to_receive = [rcv(b"a"), rcv(b"b")]
+    step(proc)
+    a = take(channel)
+    channel.send_response(StartThrottlingResponse(a))
+    channel.send_response(SendResponse(a, [b"A"], 1))
+    step(proc)
+    assert sel.channels["c1"].mute_state is ChannelMuteState.MUTED_AND_THROTTLED
+    assert channel.receive_request(0) is None
+    channel.send_response(EndThrottlingResponse(a))
+    step(proc)
+    step(proc)
+    assert take(channel).body == b"b"

@@ -111,3 +111,11 @@ def test_distinguished_name_is_rfc2253_most_specific_first() -> None:
 
 def test_plaintext_channel_principal_is_anonymous(channel: KafkaChannel) -> None:
     assert channel.principal() == "ANONYMOUS"
+
+
+def test_mute_states_and_events_hash_by_identity() -> None:
+    """The transitions are looked up twice per request: the members hash as objects (a C call), not through Enum's
+    Python-level hash of the name; equality was identity already."""
+    assert ChannelMuteState.__hash__ is object.__hash__ and ChannelMuteEvent.__hash__ is object.__hash__
+    assert next_mute_state(ChannelMuteState.MUTED, ChannelMuteEvent.REQUEST_RECEIVED) is (
+        ChannelMuteState.MUTED_AND_RESPONSE_PENDING)

@@ -71,9 +71,19 @@ def test_bytes_pieces_go_out_in_one_write_of_the_pieces_as_they_are() -> None:
     assert send.written == send.size and not ch.has_send() and ch.bytes_sent == send.size
 
 
+def test_a_single_bytes_piece_goes_out_as_it_is() -> None:
+    # (the broker's produce responses: one piece)
+    t = _Transport()
+    ch = _channel(t)
+    send = _send([b"\x00\x00\x00\x03abc"])
+    assert ch.write_new_send(send) is send
+    assert t.writes == [[bytes]] and bytes(t.out) == b"\x00\x00\x00\x03abc"
+    assert send.written == send.size and not ch.has_send() and ch.bytes_sent == send.size
+
+
 @settings(max_examples=60, deadline=None)
 @given(
-    pieces=st.lists(st.binary(min_size=0, max_size=40), min_size=2, max_size=6),
+    pieces=st.lists(st.binary(min_size=0, max_size=40), min_size=1, max_size=6),
     limits=st.lists(st.integers(min_value=0, max_value=50), max_size=8),
 )
 def test_a_partial_write_resumes_where_the_transport_stopped(pieces: list[bytes], limits: list[int]) -> None:

@@ -254,6 +254,88 @@ def test_send_is_written_at_once_and_reported_by_next_poll(h: Harness) -> None:
     assert h.selector.completed_sends() == []
 
 
+def test_send_completing_a_whole_write_is_complete_at_once_and_never_reported(h: Harness) -> None:
+    peer = h.add("a")
+    assert h.selector.send_completing(size_prefixed("a", [b"now"]))
+    assert peer.recv(100) == frame(b"now")
+    assert h.selector.metrics.requests_sent_total == 1 and h.selector.metrics.bytes_sent_total == 7
+    assert not h.selector.has_pending_io()  # nothing for the next poll to report
+    h.selector.poll(0)
+    assert h.selector.completed_sends() == []
+    assert h.selector.send_completing(size_prefixed("a", [b"again"]))  # no send left in progress
+
+
+def test_send_completing_a_partial_write_is_reported_by_a_later_poll(h: Harness) -> None:
+    peer = h.add("a")
+    big = b"x" * 4_000_000  # more than the socket buffers take at once
+    assert not h.selector.send_completing(size_prefixed("a", [big]))
+    peer.setblocking(False)
+    got = bytearray()
+    sends = []
+    while len(got) < len(big) + 4:
+        try:
+            got += peer.recv(1 << 20)
+        except BlockingIOError:
+            pass
+        h.selector.poll(0)
+        sends += h.selector.completed_sends()
+    while not sends:
+        h.selector.poll(0)
+        sends += h.selector.completed_sends()
+    assert [s.destination for s in sends] == ["a"] and bytes(got) == frame(big)
+
+
+def test_send_completing_to_a_closed_peer_reports_failed_send(h: Harness) -> None:
+    peer = h.add("a")
+    peer.close()
+    h.peers.pop("a")
+    assert not h.selector.send_completing(size_prefixed("a", [b"x" * 100_000]))
+    h.selector.poll(0)
+    assert h.selector.disconnected()["a"].state is ChannelState.FAILED_SEND
+
+
+class _CountingSelector:
+    """Wraps the OS selector of a Selector, counting registration changes."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.changes: list[str] = []
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self.inner, name)
+        if name in ("register", "unregister", "modify"):
+            self.changes.append(name)
+        return attr
+
+
+def test_mute_and_unmute_in_one_round_change_no_registration(h: Harness) -> None:
+    peer = h.add("a")
+    counting = _CountingSelector(h.selector._selector)
+    h.selector._selector = counting  # type: ignore[assignment]
+    h.selector.mute("a")
+    h.selector.unmute("a")
+    peer.sendall(frame(b"req"))
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"req")]
+    assert counting.changes == []
+    h.selector.mute("a")  # muted across a poll: unregistered by it, not read
+    assert counting.changes == []
+    peer.sendall(frame(b"next"))
+    h.selector.poll(0)
+    assert counting.changes == ["unregister"] and h.selector.completed_receives() == []
+    h.selector.unmute("a")
+    h.selector.poll(0)
+    assert counting.changes == ["unregister", "register"] and receives(h.selector) == [("a", b"next")]
+
+
+def test_channel_closed_while_muted_is_not_registered_again(h: Harness) -> None:
+    h.add("a")
+    h.selector.mute("a")
+    h.selector.close_channel("a")
+    h.selector.poll(0)
+    assert len(h.selector._selector.get_map()) == 1  # the wake-up socket only
+
+
 def test_close_channel_drops_unreported_completed_send(h: Harness) -> None:
     h.add("a")
     h.selector.send(size_prefixed("a", [b"x"]))
