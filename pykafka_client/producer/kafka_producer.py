@@ -314,7 +314,16 @@ class KafkaProducer:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         tm = self.transaction_manager
         if tm is not None or topic.__class__ is not str or not topic or partition is not None:
-            self._check_can_send(topic, partition)
+            fatal = self._check_can_send(topic, partition)
+            if fatal is not None:
+                # as Java's send: the topic's metadata first (its own error fails the future), then the fatal error
+                try:
+                    self.wait_on_metadata(topic, partition, self._max_block_ms)
+                except (BrokerResponseError, KafkaTimeoutError) as e:
+                    if on_delivery is not None:
+                        on_delivery(None, e)
+                    return _failed_future(e)
+                raise fatal
         if timestamp is not None and timestamp < 0:
             raise IllegalArgumentError(f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or None.")
         hdrs = _normalize_headers(headers) if headers else _NO_HEADERS
@@ -418,7 +427,7 @@ class KafkaProducer:
         serialization failure, a record larger than ``max.request.size``); a record that cannot get buffer
         memory in time fails with the rest of the call's records not yet appended (their future's error); a topic
         or partition missing from the metadata after ``max.block.ms`` fails them all (KafkaTimeoutError)."""
-        self._check_can_send(topic, partition)
+        fatal = self._check_can_send(topic, partition)
         value_list = _as_list(values, "values")
         n = len(value_list)
         key_list = None if keys is None else _as_list(keys, "keys")
@@ -429,7 +438,7 @@ class KafkaProducer:
         hdrs = _normalize_headers(headers) if headers else _NO_HEADERS
         metadata = self.metadata
         count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
-        if count is None or (partition is not None and partition >= count):
+        if count is None or (partition is not None and partition >= count) or fatal is not None:
             try:
                 self.wait_on_metadata(topic, partition, self._max_block_ms)
             except (BrokerResponseError, KafkaTimeoutError) as e:  # as send(): the records fail, nothing raises
@@ -440,6 +449,8 @@ class KafkaProducer:
                         on_delivery(None, e)
                 failed.seal()
                 return failed
+            if fatal is not None:
+                raise fatal
             count = metadata.partition_count_for_topic(topic) or 1
         longest = batch_append.scan_records(key_list, value_list, ts_list)
         # the objects given, for a custom partitioner (as send() passes them beside the serialized bytes)
@@ -551,16 +562,20 @@ class KafkaProducer:
             if result.batch_is_full or result.new_batch_created:
                 self.sender.wakeup()
 
-    def _check_can_send(self, topic: str, partition: int | None) -> None:
-        """What ``send`` raises at once for a closed producer, a transaction state, a bad topic or partition."""
+    def _check_can_send(self, topic: str, partition: int | None) -> KafkaError | None:
+        """What ``send`` raises at once for a closed producer, a transaction state, a bad topic or partition; and
+        the fatal error of an idempotent producer, which the caller raises after the metadata wait (Java's
+        ``doSend`` waits on the topic's metadata before the transaction manager fails it, so the topic's own
+        error, such as TOPIC_AUTHORIZATION_FAILED, comes first)."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         tm = self.transaction_manager
+        fatal = None
         if tm is not None:
             if self.transactional_id is not None:
                 tm.fail_if_not_ready_for_send()
             elif tm.has_fatal_error():
-                raise tm.fail_pending()
+                fatal = tm.fail_pending()
         if not isinstance(topic, str):
             raise TypeError(f"send() expects the topic name as a str, got {type(topic).__name__} {topic!r}")
         if not topic:
@@ -569,6 +584,7 @@ class KafkaProducer:
             raise TypeError(f"send() expects partition as an int or None, got {type(partition).__name__} {partition!r}")
         if partition is not None and partition < 0:
             raise IllegalArgumentError(f"Invalid partition given with record: {partition}")
+        return fatal
 
     @staticmethod
     def _serialize(serializer: Serializer[Any], topic: str, data: Any, headers: Sequence[Header], what: str) -> bytes | None:

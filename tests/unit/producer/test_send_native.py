@@ -381,6 +381,26 @@ def test_an_idempotent_producers_fatal_error_raises_on_both_paths() -> None:
     assert outcomes[True][2].startswith("raised")
 
 
+def test_an_idempotent_producers_fatal_error_comes_after_the_topics_metadata() -> None:
+    """As Java's send: the topic's metadata is waited on before the fatal error is raised, so the topic's own
+    failure (here: missing from the metadata after max.block.ms) fails the future instead; a topic in the
+    metadata gets the fatal error raised. With the fatal error checked first, both sends raised it (an idempotent
+    producer without WRITE anywhere then reported CLUSTER_AUTHORIZATION_FAILED for a topic it may not see)."""
+    outcomes: dict[bool, list[str]] = {}
+    for native in (True, False):
+        p = _producer(MockTime(), 1, 1, native, **{"enable.idempotence": True, "acks": "all", "max.block.ms": 0})
+        try:
+            tm = p.transaction_manager
+            assert tm is not None
+            tm.transition_to_fatal_error(KafkaError("broken for the test"))
+            outcomes[native] = [_outcome(p, "unknown", b"v"), _outcome(p, TOPIC, b"v")]
+        finally:
+            p.close(0)
+    assert outcomes[True] == outcomes[False]
+    assert outcomes[True][0].startswith("failed KafkaTimeoutError"), outcomes[True]
+    assert outcomes[True][1] == "raised KafkaError: broken for the test", outcomes[True]
+
+
 def test_compiled_send_takes_the_queue_lock_as_the_lock_methods_do() -> None:
     """The kernel takes a free _thread.lock without its acquire() method and releases it directly: afterwards the
     lock is free and knows it (release() raises as on any unlocked lock); a lock another thread holds makes the
