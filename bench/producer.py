@@ -174,6 +174,7 @@ def run_ours_async(bootstrap: str, topic: str, n: int, acks: str, value: bytes) 
         extra = {"batch.size": OURS_BATCH_SIZE} if OURS_BATCH_SIZE else {}
         async with AsyncKafkaProducer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5, **extra}) as p:
             await p.send_and_wait(topic, value)  # metadata + connection outside the timing
+            requests_start = p.sync_producer.sender.metrics.requests_sent
             start = time.perf_counter()
             cpu0 = time.thread_time()
             send = p.send
@@ -185,6 +186,9 @@ def run_ours_async(bootstrap: str, topic: str, n: int, acks: str, value: bytes) 
                 await last
             elapsed = time.perf_counter() - start
             CPU["loop"] = time.thread_time() - cpu0
+            requests = p.sync_producer.sender.metrics.requests_sent - requests_start
+            if requests:
+                CPU["records_per_request"] = n / requests
             return elapsed
 
     return asyncio.run(main())
@@ -460,7 +464,8 @@ def _cpu_text(res: dict[str, Any], n: int) -> str:
     cpu = res.get("cpu") or {}
     process = f"{cpu['process'] / n * 1e6:>8.2f}" if "process" in cpu else f"{'':>8}"
     if "loop" in cpu:
-        return f"{process}  loop thread {cpu['loop'] / n * 1e6:.1f}"
+        per_request = f", {cpu['records_per_request']:.0f} records/request" if "records_per_request" in cpu else ""
+        return f"{process}  loop thread {cpu['loop'] / n * 1e6:.1f}{per_request}"
     if "send" not in cpu:
         return process
     io = f"{cpu['io'] / n * 1e6:.1f}" if "io" in cpu else "?"
