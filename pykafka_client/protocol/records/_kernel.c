@@ -1573,12 +1573,36 @@ PyDoc_STRVAR(send_append_doc,
     "KafkaProducer.send's common case after its checks and the metadata lookup, compiled: the partition\n"
     "(``partition``, else murmur2 of a bytes key over ``count`` partitions unless ``ignore_keys``, else the\n"
     "topic's sticky partition), RecordAccumulator.try_append_fast under the partition queue's lock (with the\n"
-    "sticky accounting and its partitioner's update_partition_info), and ``wakeup()`` when a batch is ready.\n"
+    "sticky accounting and its partitioner's update_partition_info), and ``wakeup()`` when a batch is ready\n"
+    "(``wakeup`` (holder, attribute, callable): the call is skipped while ``getattr(holder, attribute) is True``).\n"
     "``topics`` maps topic -> (queues: {partition: queue with .lock and .batches}, partitioner); ``timestamp``\n"
     "None takes the time from ``clock()``, or the system clock when ``clock`` is None. Returns the record's\n"
     "future; None or NotImplemented when nothing changed and the Python path must do it (None: no open batch\n"
     "with room; NotImplemented: input it does not handle: another key or value type, a record over\n"
     "``max_payload`` bytes of key and value, a compressed sticky batch, an unknown topic or partition).");
+
+/* The Sender's wake-up. ``wakeup``: a callable, or (holder, attribute, callable): the call is skipped while
+ * ``getattr(holder, attribute) is True`` (a wake-up is already pending: Sender.wakeup would do nothing), which
+ * spares a Python frame per record while a partition's deque holds more than one batch. 0, or -1 with an
+ * exception. */
+static int wake_sender(PyObject *wakeup)
+{
+    static slot_cache pending_cache;
+    if (PyTuple_CheckExact(wakeup) && PyTuple_GET_SIZE(wakeup) == 3 && PyUnicode_CheckExact(PyTuple_GET_ITEM(wakeup, 1))) {
+        PyObject *pending = cached_get(PyTuple_GET_ITEM(wakeup, 0), PyTuple_GET_ITEM(wakeup, 1), &pending_cache);
+        if (pending == NULL)
+            return -1;
+        Py_DECREF(pending);
+        if (pending == Py_True)
+            return 0;
+        wakeup = PyTuple_GET_ITEM(wakeup, 2);
+    }
+    PyObject *r = PyObject_CallNoArgs(wakeup);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
 
 /* send_append's 15 arguments (its doc) */
 static PyObject *send_append_core(PyObject *const *args)
@@ -1754,12 +1778,8 @@ done:
             PyErr_Restore(et, ev, tb);
         }
     }
-    if (result != NULL && wake) {
-        PyObject *r = PyObject_CallNoArgs(wakeup);
-        if (r == NULL)
-            Py_CLEAR(result);
-        Py_XDECREF(r);
-    }
+    if (result != NULL && wake && wake_sender(wakeup) < 0)
+        Py_CLEAR(result);
     Py_XDECREF(partitioner);
     Py_XDECREF(sticky);
     Py_XDECREF(queues);
@@ -1797,23 +1817,24 @@ static PyObject *cluster_now(PyObject *cluster_at);
 
 static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock, PyObject *cluster_at)
 {
-    PyObject *now_obj;
-    if (mono_clock == Py_None) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now_obj = PyLong_FromLongLong((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-    } else {
-        now_obj = PyObject_CallNoArgs(mono_clock);
-    }
-    if (now_obj == NULL)
-        return -1;
+    /* now as an int object only when a call needs it (the topic's expiry is refreshed: rarely) */
+    PyObject *now_obj = NULL;
     long long count = -1;
     PyObject *expiries = NULL, *idx = NULL, *cluster = NULL, *idx_cluster = NULL, *by_topic = NULL;
     int64_t now, idle;
-    int rc = take_int(Py_NewRef(now_obj), &now);
-    if (rc != 0) {
-        count = rc < 0 ? -1 : -2;
-        goto done;
+    int rc;
+    if (mono_clock == Py_None) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    } else {
+        if ((now_obj = PyObject_CallNoArgs(mono_clock)) == NULL)
+            return -1;
+        rc = take_int(Py_NewRef(now_obj), &now);
+        if (rc != 0) {
+            count = rc < 0 ? -1 : -2;
+            goto done;
+        }
     }
     if ((expiries = cached_get(metadata, mattr[M_TOPIC_EXPIRY], &mcache[M_TOPIC_EXPIRY])) == NULL)
         goto done;
@@ -1837,6 +1858,8 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         fresh = exp - now > half;
     }
     if (!fresh) {
+        if (now_obj == NULL && (now_obj = PyLong_FromLongLong(now)) == NULL)
+            goto done;
         PyObject *r = PyObject_CallMethodObjArgs(metadata, mattr[M_ADD], topic, now_obj, NULL);
         if (r == NULL)
             goto done;
@@ -1864,7 +1887,7 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
     }
     count = PyList_CheckExact(infos) ? PyList_GET_SIZE(infos) : -2;
 done:
-    Py_DECREF(now_obj);
+    Py_XDECREF(now_obj);
     Py_XDECREF(expiries);
     Py_XDECREF(idx);
     Py_XDECREF(cluster);
