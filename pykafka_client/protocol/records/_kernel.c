@@ -1604,6 +1604,26 @@ static int wake_sender(PyObject *wakeup)
     return 0;
 }
 
+/* ``ms`` as an int object: the batch's last pending record's timestamp object when it is that value, else a new
+ * int. New reference, NULL with an exception. */
+static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
+{
+    PyObject *pending = cached_get(batch, attr[A_PENDING], &acache[A_PENDING]);
+    if (pending == NULL)
+        return NULL;
+    PyObject *ts = NULL;
+    Py_ssize_t n;
+    if (PyList_CheckExact(pending) && (n = PyList_GET_SIZE(pending)) > 0) {
+        PyObject *prev = PyList_GET_ITEM(pending, n - 1);
+        int64_t prev_ms;
+        if (PyTuple_CheckExact(prev) && PyTuple_GET_SIZE(prev) > 0 && compact_int(PyTuple_GET_ITEM(prev, 0), &prev_ms) &&
+            prev_ms == ms)
+            ts = Py_NewRef(PyTuple_GET_ITEM(prev, 0));
+    }
+    Py_DECREF(pending);
+    return ts != NULL ? ts : PyLong_FromLongLong(ms);
+}
+
 /* send_append's 15 arguments (its doc) */
 static PyObject *send_append_core(PyObject *const *args)
 {
@@ -1680,17 +1700,19 @@ static PyObject *send_append_core(PyObject *const *args)
         goto done;
     }
     Py_INCREF(q);
-    /* the timestamp, as send() takes it before the append */
+    /* the timestamp, as send() takes it before the append; the system clock's as a number (clock_ms >= 0), its
+     * int object made at the append (the last record's when it is the same millisecond: no int per record) */
+    int64_t clock_ms = -1;
     if (ts_arg != Py_None) {
         ts_obj = Py_NewRef(ts_arg);
     } else if (clock == Py_None) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        ts_obj = PyLong_FromLongLong((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+        clock_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     } else {
         ts_obj = PyObject_CallNoArgs(clock);
     }
-    if (ts_obj == NULL || (lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL)
+    if ((ts_obj == NULL && clock_ms < 0) || (lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL)
         goto done;
     if (queue_lock_acquire(lock) < 0)
         goto done;
@@ -1741,6 +1763,8 @@ static PyObject *send_append_core(PyObject *const *args)
     int64_t before = 0, after = 0, limit = 0;
     static PyObject *zero = NULL;
     if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
+        goto done;
+    if (ts_obj == NULL && (ts_obj = last_record_timestamp(last, clock_ms)) == NULL)
         goto done;
     future = batch_append_one(last, ts_obj, key, value, headers, callback, zero, &before, &after, &limit);
     if (future == NULL || future == Py_None || future == Py_NotImplemented) {

@@ -557,3 +557,39 @@ def test_the_compiled_send_refreshes_a_stale_topic_expiry_on_the_system_clock() 
         assert before + p.metadata.metadata_idle_ms <= expiry <= after + p.metadata.metadata_idle_ms
     finally:
         p.close(0)
+
+
+def test_the_compiled_send_on_the_system_clock_stamps_each_record_with_its_own_millisecond() -> None:
+    """The kernel reads the system clock as a number and makes its int at the append: the last pending record's
+    when it is the same millisecond, else a new one (never the last record's of another value: an explicit
+    timestamp before, a millisecond that passed)."""
+    import time as _time
+
+    previous = _native.use_native(True)
+    try:
+        p = KafkaProducer({"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": False}, io_runner=_idle)
+    finally:
+        _native.use_native(previous)
+    try:
+        assert p._send_record is not None
+        now = _time.monotonic_ns() // 1_000_000
+        p.metadata.add(TOPIC, now)
+        p.metadata.update(0, metadata_response(nodes(1), {TOPIC: 1}, leaders={(TOPIC, 0): 0}), False, now)
+        p.send(TOPIC, b"first", None, 0)  # opens the batch (Python path)
+        sends: list[tuple[int, int]] = []
+        for i in range(300):
+            explicit = 12345 + i if i % 7 == 3 else None
+            before = _time.time_ns() // 1_000_000
+            assert p._send_record(TOPIC, 0, explicit, None, b"v", None) is not NotImplemented
+            after = _time.time_ns() // 1_000_000
+            sends.append((before, after) if explicit is None else (explicit, explicit))
+        (batch,) = p.accumulator.batches_for(TopicPartition(TOPIC, 0))
+        stamps = [rec[0] for rec in batch.pending[1:]]
+        for (lo, hi), ts in zip(sends, stamps, strict=True):
+            assert lo <= ts <= hi
+        for a, b in zip(batch.pending, batch.pending[1:], strict=False):
+            if a[0] == b[0]:
+                assert a[0] is b[0]  # one int object per millisecond
+        assert batch.max_timestamp == max([*stamps, batch.pending[0][0]])
+    finally:
+        p.close(0)
