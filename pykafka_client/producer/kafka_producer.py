@@ -228,10 +228,13 @@ class KafkaProducer:
         # send()'s compiled common case (RecordAccumulator.send_append): bytes or None key and value through the
         # default serializers and the built-in partitioner; None otherwise (and without the kernel)
         send_append = self.accumulator.send_append
+        # the kernel skips the Sender.wakeup call (a Python frame) while the Sender's flag says a wake-up is
+        # already pending, as Sender.wakeup itself would do nothing then
+        wake_sender = (self.sender, _SENDER_WAKEUP_PENDING, self.sender.wakeup)
         self._send_append: Callable[..., Any] | None = (
             functools.partial(
                 send_append, None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
-                self._max_record_size - _UPPER_BOUND_NO_HEADERS, self._ignore_keys, self.sender.wakeup,
+                self._max_record_size - _UPPER_BOUND_NO_HEADERS, self._ignore_keys, wake_sender,
             )
             if send_append is not None and self._key_passthrough and self._value_passthrough
             and self._partitioner is None else None
@@ -243,7 +246,7 @@ class KafkaProducer:
         self._send_record: Callable[..., Any] | None = (
             send_record(
                 None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
-                self._max_record_size - _UPPER_BOUND_NO_HEADERS, self._ignore_keys, self.sender.wakeup,
+                self._max_record_size - _UPPER_BOUND_NO_HEADERS, self._ignore_keys, wake_sender,
                 None if self._system_time else time.hi_res_clock_ms,
                 None if tm is None else (tm, STATE_ATTRIBUTE, State.FATAL_ERROR), (self.metadata, CLUSTER_ATTRIBUTE),
             )
@@ -854,6 +857,9 @@ class KafkaProducer:
 _NO_HEADERS: tuple[Header, ...] = ()
 #: ``estimate_size_upper_bound`` of a record without key, value or headers.
 _UPPER_BOUND_NO_HEADERS = estimate_size_upper_bound(None, None, _NO_HEADERS)
+#: Sender's flag "a wake-up is pending" (set by Sender.wakeup, cleared at the top of each run_once): the
+#: kernel's send path reads it to skip calling Sender.wakeup while it is True
+_SENDER_WAKEUP_PENDING = "_wakeup_pending"
 
 
 class _RecordsFailed(Exception):

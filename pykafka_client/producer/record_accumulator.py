@@ -399,6 +399,8 @@ class RecordAccumulator:
         if not q.batches:
             return None
         last = q.batches[-1]
+        if last.closed:
+            return None  # (try_append would say so; append's second round finds the batch its first one closed)
         before = last.estimated_size_in_bytes()
         future = last.try_append(timestamp, key, value, headers, callback, 0)
         if future is None:

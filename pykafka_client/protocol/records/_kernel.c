@@ -1573,12 +1573,56 @@ PyDoc_STRVAR(send_append_doc,
     "KafkaProducer.send's common case after its checks and the metadata lookup, compiled: the partition\n"
     "(``partition``, else murmur2 of a bytes key over ``count`` partitions unless ``ignore_keys``, else the\n"
     "topic's sticky partition), RecordAccumulator.try_append_fast under the partition queue's lock (with the\n"
-    "sticky accounting and its partitioner's update_partition_info), and ``wakeup()`` when a batch is ready.\n"
+    "sticky accounting and its partitioner's update_partition_info), and ``wakeup()`` when a batch is ready\n"
+    "(``wakeup`` (holder, attribute, callable): the call is skipped while ``getattr(holder, attribute) is True``).\n"
     "``topics`` maps topic -> (queues: {partition: queue with .lock and .batches}, partitioner); ``timestamp``\n"
     "None takes the time from ``clock()``, or the system clock when ``clock`` is None. Returns the record's\n"
     "future; None or NotImplemented when nothing changed and the Python path must do it (None: no open batch\n"
     "with room; NotImplemented: input it does not handle: another key or value type, a record over\n"
     "``max_payload`` bytes of key and value, a compressed sticky batch, an unknown topic or partition).");
+
+/* The Sender's wake-up. ``wakeup``: a callable, or (holder, attribute, callable): the call is skipped while
+ * ``getattr(holder, attribute) is True`` (a wake-up is already pending: Sender.wakeup would do nothing), which
+ * spares a Python frame per record while a partition's deque holds more than one batch. 0, or -1 with an
+ * exception. */
+static int wake_sender(PyObject *wakeup)
+{
+    static slot_cache pending_cache;
+    if (PyTuple_CheckExact(wakeup) && PyTuple_GET_SIZE(wakeup) == 3 && PyUnicode_CheckExact(PyTuple_GET_ITEM(wakeup, 1))) {
+        PyObject *pending = cached_get(PyTuple_GET_ITEM(wakeup, 0), PyTuple_GET_ITEM(wakeup, 1), &pending_cache);
+        if (pending == NULL)
+            return -1;
+        Py_DECREF(pending);
+        if (pending == Py_True)
+            return 0;
+        wakeup = PyTuple_GET_ITEM(wakeup, 2);
+    }
+    PyObject *r = PyObject_CallNoArgs(wakeup);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* ``ms`` as an int object: the batch's last pending record's timestamp object when it is that value, else a new
+ * int. New reference, NULL with an exception. */
+static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
+{
+    PyObject *pending = cached_get(batch, attr[A_PENDING], &acache[A_PENDING]);
+    if (pending == NULL)
+        return NULL;
+    PyObject *ts = NULL;
+    Py_ssize_t n;
+    if (PyList_CheckExact(pending) && (n = PyList_GET_SIZE(pending)) > 0) {
+        PyObject *prev = PyList_GET_ITEM(pending, n - 1);
+        int64_t prev_ms;
+        if (PyTuple_CheckExact(prev) && PyTuple_GET_SIZE(prev) > 0 && compact_int(PyTuple_GET_ITEM(prev, 0), &prev_ms) &&
+            prev_ms == ms)
+            ts = Py_NewRef(PyTuple_GET_ITEM(prev, 0));
+    }
+    Py_DECREF(pending);
+    return ts != NULL ? ts : PyLong_FromLongLong(ms);
+}
 
 /* send_append's 15 arguments (its doc) */
 static PyObject *send_append_core(PyObject *const *args)
@@ -1656,17 +1700,19 @@ static PyObject *send_append_core(PyObject *const *args)
         goto done;
     }
     Py_INCREF(q);
-    /* the timestamp, as send() takes it before the append */
+    /* the timestamp, as send() takes it before the append; the system clock's as a number (clock_ms >= 0), its
+     * int object made at the append (the last record's when it is the same millisecond: no int per record) */
+    int64_t clock_ms = -1;
     if (ts_arg != Py_None) {
         ts_obj = Py_NewRef(ts_arg);
     } else if (clock == Py_None) {
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
-        ts_obj = PyLong_FromLongLong((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+        clock_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     } else {
         ts_obj = PyObject_CallNoArgs(clock);
     }
-    if (ts_obj == NULL || (lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL)
+    if ((ts_obj == NULL && clock_ms < 0) || (lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL)
         goto done;
     if (queue_lock_acquire(lock) < 0)
         goto done;
@@ -1718,6 +1764,8 @@ static PyObject *send_append_core(PyObject *const *args)
     static PyObject *zero = NULL;
     if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
         goto done;
+    if (ts_obj == NULL && (ts_obj = last_record_timestamp(last, clock_ms)) == NULL)
+        goto done;
     future = batch_append_one(last, ts_obj, key, value, headers, callback, zero, &before, &after, &limit);
     if (future == NULL || future == Py_None || future == Py_NotImplemented) {
         result = future;
@@ -1754,12 +1802,8 @@ done:
             PyErr_Restore(et, ev, tb);
         }
     }
-    if (result != NULL && wake) {
-        PyObject *r = PyObject_CallNoArgs(wakeup);
-        if (r == NULL)
-            Py_CLEAR(result);
-        Py_XDECREF(r);
-    }
+    if (result != NULL && wake && wake_sender(wakeup) < 0)
+        Py_CLEAR(result);
     Py_XDECREF(partitioner);
     Py_XDECREF(sticky);
     Py_XDECREF(queues);
@@ -1797,23 +1841,24 @@ static PyObject *cluster_now(PyObject *cluster_at);
 
 static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock, PyObject *cluster_at)
 {
-    PyObject *now_obj;
-    if (mono_clock == Py_None) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        now_obj = PyLong_FromLongLong((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
-    } else {
-        now_obj = PyObject_CallNoArgs(mono_clock);
-    }
-    if (now_obj == NULL)
-        return -1;
+    /* now as an int object only when a call needs it (the topic's expiry is refreshed: rarely) */
+    PyObject *now_obj = NULL;
     long long count = -1;
     PyObject *expiries = NULL, *idx = NULL, *cluster = NULL, *idx_cluster = NULL, *by_topic = NULL;
     int64_t now, idle;
-    int rc = take_int(Py_NewRef(now_obj), &now);
-    if (rc != 0) {
-        count = rc < 0 ? -1 : -2;
-        goto done;
+    int rc;
+    if (mono_clock == Py_None) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    } else {
+        if ((now_obj = PyObject_CallNoArgs(mono_clock)) == NULL)
+            return -1;
+        rc = take_int(Py_NewRef(now_obj), &now);
+        if (rc != 0) {
+            count = rc < 0 ? -1 : -2;
+            goto done;
+        }
     }
     if ((expiries = cached_get(metadata, mattr[M_TOPIC_EXPIRY], &mcache[M_TOPIC_EXPIRY])) == NULL)
         goto done;
@@ -1837,6 +1882,8 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         fresh = exp - now > half;
     }
     if (!fresh) {
+        if (now_obj == NULL && (now_obj = PyLong_FromLongLong(now)) == NULL)
+            goto done;
         PyObject *r = PyObject_CallMethodObjArgs(metadata, mattr[M_ADD], topic, now_obj, NULL);
         if (r == NULL)
             goto done;
@@ -1864,7 +1911,7 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
     }
     count = PyList_CheckExact(infos) ? PyList_GET_SIZE(infos) : -2;
 done:
-    Py_DECREF(now_obj);
+    Py_XDECREF(now_obj);
     Py_XDECREF(expiries);
     Py_XDECREF(idx);
     Py_XDECREF(cluster);

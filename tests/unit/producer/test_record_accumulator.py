@@ -421,3 +421,28 @@ def test_batches_share_one_condition_and_a_waiter_wakes_only_for_its_own_batch()
     o0.complete_success(70, -1, [0], [-1], [len(VALUE)])
     waiting[0].join(30)
     assert results[0].offset == 70  # type: ignore[attr-defined]
+
+
+def test_a_new_batchs_append_tries_the_full_batch_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record that does not fit closes the last batch in append's first round; the second round (after
+    the buffer memory) skips that closed batch without another try_append, then makes the new batch."""
+    from pykafka_client.producer.producer_batch import ProducerBatch
+
+    time = MockTime()
+    acc = make(time, batch_size=300)
+    append(acc)
+    append(acc)
+    tried: list[int] = []
+    real = ProducerBatch.try_append
+
+    def counting(self: ProducerBatch, *args: object) -> object:
+        tried.append(id(self))
+        return real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ProducerBatch, "try_append", counting)
+    (full,) = acc.batches_for(TP0)
+    append(acc)
+    batches = acc.batches_for(TP0)
+    assert [b.record_count for b in batches] == [2, 1]
+    assert full.closed
+    assert tried == [id(full), id(batches[1])]

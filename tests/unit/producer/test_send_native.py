@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import sys
 import threading
+import time as _time
 from typing import Any
 
 import pytest
@@ -514,3 +515,99 @@ def test_buffer_memory_exhaustion_fails_the_new_batchs_send_after_max_block_ms_o
     finally:
         for p in producers.values():
             p.close(0)
+
+
+def test_the_compiled_send_skips_the_senders_wakeup_while_one_is_pending(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Java wakes the Sender for every record while the partition's deque holds more than one batch; the
+    compiled path calls Sender.wakeup only while no wake-up is pending (it would do nothing then), and again
+    once the Sender's loop took the pending one."""
+    calls: list[bool] = []
+    real = Sender.wakeup
+
+    def counting(self: Sender) -> None:
+        calls.append(self.wakeup_pending)
+        real(self)
+
+    monkeypatch.setattr(Sender, "wakeup", counting)
+    time = MockTime()
+    p = _producer(time, 1, 0, True, True, **{"batch.size": 300})
+    try:
+        client_wakeups: list[int] = []
+        p.sender.client.wakeup = lambda: client_wakeups.append(1)  # type: ignore[method-assign]
+        fs = [p.send(TOPIC, b"v" * 40, None, 0) for _ in range(27)]  # 5 records a batch: the deque grows
+        batches = len(p.accumulator.batches_for(TopicPartition(TOPIC, 0)))
+        assert batches > 2
+        assert _taken(p) == 27 - batches
+        # once per new batch (send()'s Python path, which makes it); never from the kernel's ~20 appends into
+        # the second and later batches, which Java's rule wakes for but which find the wake-up pending
+        assert calls == [False] + [True] * (batches - 1)
+        assert client_wakeups == [1]
+        p.sender._wakeup_pending = False  # as the top of Sender.run_once
+        fs.append(p.send(TOPIC, b"v" * 40, None, 0))  # appended to the open last batch: the kernel
+        assert _taken(p) == 28 - batches
+        assert calls == [False] + [True] * (batches - 1) + [False]
+        assert client_wakeups == [1, 1]
+        _complete(_batches(p, 1))
+        assert [f.result(0).offset for f in fs] == list(range(len(fs)))
+    finally:
+        p.close(0)
+
+
+def _on_the_system_clock() -> KafkaProducer:
+    """A compiled-path producer on the system clock (the kernel reads the clocks itself), one partition known."""
+    previous = _native.use_native(True)
+    try:
+        p = KafkaProducer({"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": False}, io_runner=_idle)
+    finally:
+        _native.use_native(previous)
+    assert p._send_record is not None
+    now = _time.monotonic_ns() // 1_000_000
+    p.metadata.add(TOPIC, now)
+    p.metadata.update(0, metadata_response(nodes(1), {TOPIC: 1}, leaders={(TOPIC, 0): 0}), False, now)
+    return p
+
+
+def test_the_compiled_send_refreshes_a_stale_topic_expiry_on_the_system_clock() -> None:
+    """A producer on the system clock: the kernel reads the monotonic clock itself and, when the topic's expiry
+    is due for a refresh, calls ProducerMetadata.add with that time in ms (as add_and_count does)."""
+    p = _on_the_system_clock()
+    try:
+        assert p.send(TOPIC, b"a").done() is False  # opens the batch (Python path)
+        p.metadata.topic_expiry[TOPIC] = 0  # stale: the next send refreshes it
+        before = _time.monotonic_ns() // 1_000_000
+        fut = p._send_record(TOPIC, None, None, None, b"b", None)
+        after = _time.monotonic_ns() // 1_000_000
+        assert fut is not NotImplemented
+        expiry = p.metadata.topic_expiry[TOPIC]
+        assert before + p.metadata.metadata_idle_ms <= expiry <= after + p.metadata.metadata_idle_ms
+    finally:
+        p.close(0)
+
+
+def test_the_compiled_send_on_the_system_clock_stamps_each_record_with_its_own_millisecond() -> None:
+    """The kernel reads the system clock as a number and makes its int at the append: the last pending record's
+    when it is the same millisecond, else a new one (never the last record's of another value: an explicit
+    timestamp before, a millisecond that passed)."""
+    p = _on_the_system_clock()
+    try:
+        p.send(TOPIC, b"first", None, 0)  # opens the batch (Python path)
+        sends: list[tuple[int | None, int, int]] = []  # (explicit timestamp, clock before, clock after)
+        for i in range(300):
+            explicit = 12345 + i if i % 7 == 3 else None
+            before = _time.time_ns() // 1_000_000
+            assert p._send_record(TOPIC, 0, explicit, None, b"v", None) is not NotImplemented
+            after = _time.time_ns() // 1_000_000
+            sends.append((explicit, before, after))
+        (batch,) = p.accumulator.batches_for(TopicPartition(TOPIC, 0))
+        stamps = [rec[0] for rec in batch.pending[1:]]
+        for (explicit, lo, hi), ts in zip(sends, stamps, strict=True):
+            if explicit is not None:
+                assert ts == explicit
+            else:  # the system clock's ms (a minute's margin: the clock may be stepped meanwhile)
+                assert lo - 60_000 <= ts <= hi + 60_000
+        for a, b in zip(batch.pending, batch.pending[1:], strict=False):
+            if a[0] == b[0]:
+                assert a[0] is b[0]  # one int object per millisecond
+        assert batch.max_timestamp == max([*stamps, batch.pending[0][0]])
+    finally:
+        p.close(0)
