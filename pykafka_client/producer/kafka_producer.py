@@ -71,7 +71,7 @@ from pykafka_client.producer.producer_metadata import CLUSTER_ATTRIBUTE, Produce
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.producer.record_size import Callback, Header, estimate_size_upper_bound
-from pykafka_client.producer.sender import IoRunner, IoRunnerFactory, Sender
+from pykafka_client.producer.sender import WAKEUP_PENDING_ATTRIBUTE, IoRunner, IoRunnerFactory, Sender
 from pykafka_client.producer.transaction_manager import GroupMetadata, TransactionManager
 from pykafka_client.producer.transaction_state import State
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
@@ -230,7 +230,7 @@ class KafkaProducer:
         send_append = self.accumulator.send_append
         # the kernel skips the Sender.wakeup call (a Python frame) while the Sender's flag says a wake-up is
         # already pending, as Sender.wakeup itself would do nothing then
-        wake_sender = (self.sender, _SENDER_WAKEUP_PENDING, self.sender.wakeup)
+        wake_sender = (self.sender, WAKEUP_PENDING_ATTRIBUTE, self.sender.wakeup)
         self._send_append: Callable[..., Any] | None = (
             functools.partial(
                 send_append, None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
@@ -857,9 +857,6 @@ class KafkaProducer:
 _NO_HEADERS: tuple[Header, ...] = ()
 #: ``estimate_size_upper_bound`` of a record without key, value or headers.
 _UPPER_BOUND_NO_HEADERS = estimate_size_upper_bound(None, None, _NO_HEADERS)
-#: Sender's flag "a wake-up is pending" (set by Sender.wakeup, cleared at the top of each run_once): the
-#: kernel's send path reads it to skip calling Sender.wakeup while it is True
-_SENDER_WAKEUP_PENDING = "_wakeup_pending"
 
 
 class _RecordsFailed(Exception):

@@ -70,6 +70,10 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 TOPIC_AUTHORIZATION_FAILED = 29
 
 _SUCCEEDED = FinalState.SUCCEEDED
+#: The attribute that holds :attr:`Sender.wakeup_pending` (set by :meth:`Sender.wakeup`, cleared at the top of
+#: each :meth:`Sender.run_once`): the kernel's send path reads it there, without the property's Python frame, to
+#: skip calling ``wakeup`` per record while it is True (``KafkaProducer``'s ``wake_sender``).
+WAKEUP_PENDING_ATTRIBUTE = "_wakeup_pending"
 
 
 class IoRunner(Protocol):
