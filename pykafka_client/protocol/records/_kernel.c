@@ -746,25 +746,38 @@ static inline int64_t record_timestamp(PyObject *ts_obj, int *ok)
 
 /* Pass 1 of encoding records (the append_records layout): checks every record tuple and returns the bytes they
    take, or -1 when the reference must encode them (also for a -1 timestamp when nonneg). No Python code runs in
-   it. ts_out (when not NULL) receives each record's timestamp, for records_write. */
-static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t bts, int nonneg, int64_t *ts_out)
+   it. ts_out and body_out (when not NULL) receive each record's timestamp and body size, for records_write.
+   Consecutive records often share their timestamp int and headers object (the producer's clock int, its one
+   empty headers tuple): a record holding the same object as the one before reuses its conversion. */
+static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t bts, int nonneg, int64_t *ts_out,
+                                       int32_t *body_out)
 {
-    Py_ssize_t n = PyList_GET_SIZE(records), total = 0;
+    Py_ssize_t n = PyList_GET_SIZE(records), total = 0, hs = 0;
+    PyObject *last_ts_obj = NULL, *last_headers = NULL;
+    int64_t ts = 0;
     for (Py_ssize_t i = 0; i < n; i++, count++) {
         PyObject *rec = PyList_GET_ITEM(records, i);
         const char *d;
-        Py_ssize_t kn, vn, hs;
-        int ok;
+        Py_ssize_t kn, vn;
         if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 4)
             return -1;
-        int64_t ts = record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok);
-        if (!ok || (nonneg && ts < 0) || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 ||
-            bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
+        PyObject *ts_obj = PyTuple_GET_ITEM(rec, 0), *headers = PyTuple_GET_ITEM(rec, 3);
+        if (ts_obj != last_ts_obj) {
+            int ok;
+            ts = record_timestamp(ts_obj, &ok);
+            if (!ok || (nonneg && ts < 0))
+                return -1;
+            last_ts_obj = ts_obj;
+        }
+        if (bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 || bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
             return -1;
         if (ts_out != NULL)
             ts_out[i] = ts;
-        if ((hs = headers_size(PyTuple_GET_ITEM(rec, 3))) < 0)
-            return -1;
+        if (headers != last_headers) {
+            if ((hs = headers_size(headers)) < 0)
+                return -1;
+            last_headers = headers;
+        }
         int64_t ts_delta;
         if (count == 0)
             bts = ts;
@@ -774,13 +787,20 @@ static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t
         total += varint_size(body) + body;
         if (count >= INT32_MAX || total > PY_SSIZE_T_MAX / 2)
             return -1;
+        if (body_out != NULL) {
+            if (body > INT32_MAX)
+                return -1;
+            body_out[i] = (int32_t)body;
+        }
     }
     return total;
 }
 
 /* Pass 2: writes the records checked by records_encoded_size at p; state is (count, base_timestamp,
-   max_timestamp, offset_of_max_timestamp), updated. ts_in: the timestamps pass 1 read (NULL: read them again). */
-static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset, int64_t state[4], const int64_t *ts_in)
+   max_timestamp, offset_of_max_timestamp), updated. ts_in and body_in: the timestamps and body sizes pass 1 found
+   (NULL: work them out again; both or neither). */
+static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset, int64_t state[4], const int64_t *ts_in,
+                              const int32_t *body_in)
 {
     Py_ssize_t n = PyList_GET_SIZE(records);
     int64_t count = state[0], bts = state[1], mts = state[2], omax = state[3];
@@ -795,8 +815,9 @@ static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset
         PyObject *headers = PyTuple_GET_ITEM(rec, 3);
         if (count == 0)
             bts = ts;
-        Py_ssize_t body = 1 + varint_size(ts - bts) + varint_size(count) + nullable_size(kn) + nullable_size(vn) +
-                          headers_size(headers);
+        Py_ssize_t body = body_in != NULL ? body_in[i]
+                                          : 1 + varint_size(ts - bts) + varint_size(count) + nullable_size(kn) +
+                                                nullable_size(vn) + headers_size(headers);
         p = wr_varint(p, body);
         *p++ = 0;
         p = wr_varint(p, ts - bts);
@@ -829,7 +850,7 @@ static PyObject *k_append_records(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!LLLLL", &PyByteArray_Type, &buf, &PyList_Type, &records, &count0, &base_offset,
                           &base_ts, &max_ts, &offset_of_max))
         return NULL;
-    Py_ssize_t total = records_encoded_size(records, count0, base_ts, 0, NULL);
+    Py_ssize_t total = records_encoded_size(records, count0, base_ts, 0, NULL, NULL);
     if (total < 0)
         Py_RETURN_NONE;
     Py_ssize_t old = PyByteArray_GET_SIZE(buf);
@@ -838,15 +859,15 @@ static PyObject *k_append_records(PyObject *self, PyObject *args)
         Py_RETURN_NONE;
     }
     int64_t state[4] = {count0, base_ts, max_ts, offset_of_max};
-    records_write((uint8_t *)PyByteArray_AS_STRING(buf) + old, records, base_offset, state, NULL);
+    records_write((uint8_t *)PyByteArray_AS_STRING(buf) + old, records, base_offset, state, NULL, NULL);
     return Py_BuildValue("(LLLL)", (long long)state[0], (long long)state[1], (long long)state[2], (long long)state[3]);
 }
 
 /* ---- producer: a whole uncompressed batch in one call (the Sender's per-request encoding) ------------- */
 
 #define BATCH_OVERHEAD 61
-/* records whose timestamps k_encode_batch keeps on the stack between its two passes (a 16 KiB batch of 100-byte
-   records holds about 150) */
+/* records whose timestamps and body sizes k_encode_batch keeps on the stack between its two passes (a 16 KiB batch
+   of 100-byte records holds about 150) */
 #define ENCODE_TS_STACK 512
 #define BATCH_ATTRIBUTES_OFFSET 21
 #define BATCH_CRC_OFFSET 17
@@ -883,12 +904,18 @@ static PyObject *k_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_
     if (n == 0 || epoch < INT16_MIN || epoch > INT16_MAX || seq < INT32_MIN || seq > INT32_MAX)
         Py_RETURN_NONE;
     /* one pass checks the records and sizes them (the reference's header takes -1 timestamps its own way: nonneg),
-       keeping each timestamp for the writing pass; a batch of up to ENCODE_TS_STACK records needs no allocation */
+       keeping each timestamp and body size for the writing pass; a batch of up to ENCODE_TS_STACK records needs no allocation */
     int64_t ts_stack[ENCODE_TS_STACK];
-    int64_t *tss = n <= ENCODE_TS_STACK ? ts_stack : PyMem_Malloc((size_t)n * sizeof(int64_t));
-    if (tss == NULL)
-        return PyErr_NoMemory();
-    Py_ssize_t total = records_encoded_size(records, 0, -1, 1, tss);
+    int32_t body_stack[ENCODE_TS_STACK];
+    int64_t *tss = ts_stack;
+    int32_t *bodies = body_stack;
+    if (n > ENCODE_TS_STACK) { /* one allocation: the timestamps, then the body sizes */
+        if ((size_t)n > PY_SSIZE_T_MAX / (sizeof(int64_t) + sizeof(int32_t)) ||
+            (tss = PyMem_Malloc((size_t)n * (sizeof(int64_t) + sizeof(int32_t)))) == NULL)
+            return PyErr_NoMemory();
+        bodies = (int32_t *)(tss + n);
+    }
+    Py_ssize_t total = records_encoded_size(records, 0, -1, 1, tss, bodies);
     if (total < 0 || total > INT32_MAX - BATCH_OVERHEAD) {
         if (tss != ts_stack)
             PyMem_Free(tss);
@@ -902,7 +929,7 @@ static PyObject *k_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_
     }
     uint8_t *b = (uint8_t *)PyBytes_AS_STRING(out);
     int64_t state[4] = {0, -1, -1, -1};
-    records_write(b + BATCH_OVERHEAD, records, 0, state, tss);
+    records_write(b + BATCH_OVERHEAD, records, 0, state, tss, bodies);
     if (tss != ts_stack)
         PyMem_Free(tss);
     uint8_t *p = b;
@@ -2193,6 +2220,15 @@ PyDoc_STRVAR(pending_columns_doc,
     "asked) and key/value size (-1 for None). None when a record is not a (timestamp, key, value, ...) tuple of\n"
     "bytes or None.");
 
+/* A new reference to the int n: last (the int of *last_n, or NULL) when it has that value, else a new one. */
+static inline PyObject *size_int(PyObject *last, Py_ssize_t *last_n, Py_ssize_t n)
+{
+    if (last != NULL && n == *last_n)
+        return Py_NewRef(last);
+    *last_n = n;
+    return PyLong_FromSsize_t(n);
+}
+
 static PyObject *k_pending_columns(PyObject *self, PyObject *args)
 {
     PyObject *pending;
@@ -2200,41 +2236,37 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &pending, &with_ts))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(pending);
+    PyObject *ts = with_ts ? PyList_New(n) : Py_NewRef(Py_None);
+    PyObject *ks = PyList_New(n), *vs = PyList_New(n), *out = NULL;
+    if (ts == NULL || ks == NULL || vs == NULL)
+        goto done;
+    /* one pass; the records of a batch mostly have the sizes of the one before: its int is shared, not made */
+    PyObject *k = NULL, *v = NULL;
+    Py_ssize_t last_kn = 0, last_vn = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *rec = PyList_GET_ITEM(pending, i);
         const char *d;
         Py_ssize_t kn, vn;
         if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 3 || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 ||
-            bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
-            Py_RETURN_NONE;
-    }
-    PyObject *ts = with_ts ? PyList_New(n) : Py_NewRef(Py_None);
-    PyObject *ks = PyList_New(n), *vs = PyList_New(n);
-    if (ts == NULL || ks == NULL || vs == NULL)
-        goto error;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *rec = PyList_GET_ITEM(pending, i);
-        const char *d;
-        Py_ssize_t kn = -1, vn = -1; /* checked above: both are None, bytes or bytearray */
-        bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn);
-        bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn);
-        PyObject *k = PyLong_FromSsize_t(kn), *v = PyLong_FromSsize_t(vn);
-        if (k == NULL || v == NULL) {
-            Py_XDECREF(k);
-            Py_XDECREF(v);
-            goto error;
+            bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0) {
+            out = Py_NewRef(Py_None); /* (the lists, partly filled, are dropped) */
+            goto done;
         }
-        PyList_SET_ITEM(ks, i, k);
+        if ((k = size_int(k, &last_kn, kn)) == NULL)
+            goto done;
+        PyList_SET_ITEM(ks, i, k); /* (the lists keep k and v alive for the next record) */
+        if ((v = size_int(v, &last_vn, vn)) == NULL)
+            goto done;
         PyList_SET_ITEM(vs, i, v);
         if (with_ts)
             PyList_SET_ITEM(ts, i, Py_NewRef(PyTuple_GET_ITEM(rec, 0)));
     }
     return Py_BuildValue("(NNN)", ts, ks, vs);
-error:
+done:
     Py_XDECREF(ts);
     Py_XDECREF(ks);
     Py_XDECREF(vs);
-    return NULL;
+    return out;
 }
 
 /* ---- varint entry points -------------------------------------------------------------------------- */

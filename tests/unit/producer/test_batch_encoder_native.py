@@ -119,3 +119,56 @@ def test_batches_past_the_kernels_stack_of_timestamps_are_byte_identical(count: 
     assert _kernel().encode_batch(records, 7, 2, 11, True, _crc) == reference
     # a -1 timestamp anywhere (here the last record) still leaves the whole batch to the reference
     assert _kernel().encode_batch([*records, (-1, None, b"v", (), None)], 7, 2, 11, True, _crc) is None
+
+
+# Records that share their timestamp int and headers objects, as the producer's do (its clock int for every
+# record of a millisecond, its one empty headers tuple): the kernel converts an object once per run of records
+# holding it. Pools mix ints inside and outside CPython's small-int cache, equal values as distinct objects,
+# None / empty / non-empty headers and objects the reference must take (a -1 timestamp, a header key not str).
+_ts_pool = [0, 5, 256, 257, 1_700_000_000_000, int("1700000000000"), 2**45, 2**62, -1, 2**63]
+_headers_pool: list[Any] = [
+    None, (), [], ((("h", b"v"),)), [("h", b"v"), ("k", None)], (("", b""),), ((b"not str", b"v"),), (("\ud800", b"v"),),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, len(_ts_pool) - 1), st.sampled_from([None, b"", b"k", b"key" * 50]),
+            st.sampled_from([None, b"", b"v" * 100, bytearray(b"w" * 3)]), st.integers(0, len(_headers_pool) - 1),
+        ),
+        min_size=1, max_size=40,
+    ),
+    st.booleans(),
+)
+def test_records_sharing_timestamp_and_headers_objects_encode_as_the_reference(
+    picks: list[tuple[int, Any, Any, int]], valid_only: bool
+) -> None:
+    if valid_only:  # mostly batches the kernel takes
+        picks = [(t % 8, k, v, h % 6) for t, k, v, h in picks]
+    records = [(_ts_pool[t], k, v, _headers_pool[h], None) for t, k, v, h in picks]
+    batch = _Batch(records, 3, 1, 7, False)
+    try:
+        expected: Any = encode_batch_reference(batch, None, None)
+    except Exception as e:  # the kernel declines; the reference raises either way
+        assert _kernel().encode_batch(records, 3, 1, 7, False, _crc) is None
+        with pytest.raises(type(e)):
+            encode_batch(batch, None, None)
+        return
+    assert encode_batch(batch, None, None) == expected
+    direct = _kernel().encode_batch(records, 3, 1, 7, False, _crc)
+    assert direct is None or direct == expected[0]
+    if valid_only and all(_ts_pool[t] >= 0 for t, _, _, _ in picks):
+        assert direct == expected[0]  # the kernel took it
+
+
+def test_one_timestamp_object_shared_by_a_batch_past_the_stack_is_byte_identical() -> None:
+    ts, headers = 1_700_000_000_123, ()
+    records = [(ts, None if i % 2 else b"", b"v" * (i % 130), headers if i % 5 else None, None) for i in range(700)]
+    records[600] = (ts + 1, b"k", b"v", (("h", b"x"),), None)  # a new object, then the shared one again
+    batch = _Batch(records, 7, 2, 11, False)
+    assert _kernel().encode_batch(records, 7, 2, 11, False, _crc) == encode_batch_reference(batch, None, None)[0]
+    # a -1 timestamp object shared by the records after the first still leaves the batch to the reference
+    neg = [(-1 if i else 5, None, b"v", headers, None) for i in range(600)]
+    assert _kernel().encode_batch(neg, 7, 2, 11, False, _crc) is None

@@ -317,6 +317,26 @@ def test_pending_columns_equal_the_reference(records: list[tuple[int, bytes | No
     assert expected[1] == [-1 if k is None else len(k) for _, k, _ in records]
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from([None, b"", b"k", b"k" * 300]),
+                       st.sampled_from([None, b"", b"v" * 100, b"v" * 257, bytearray(b"w" * 5)])), max_size=40),
+    st.booleans(), st.integers(0, 40),
+)
+def test_pending_columns_of_repeated_sizes_and_a_late_bad_record_equal_the_reference(
+    records: list[tuple[Any, Any]], with_ts: bool, bad_at: int
+) -> None:
+    """Runs of records with the same key or value size (the kernel shares one int per run, in and out of the
+    small-int cache) and a record the kernel cannot take anywhere in the batch (then None, the reference's turn)."""
+    pending: list[Any] = [(1_700_000_000_000 + i // 3, k, v, (), None) for i, (k, v) in enumerate(records)]
+    kernel = _native.kernel
+    if kernel is None:
+        return
+    assert kernel.pending_columns(pending, with_ts) == pending_columns_reference(pending, with_ts)
+    pending.insert(min(bad_at, len(pending)), (5, "not bytes", b"v", (), None))
+    assert kernel.pending_columns(pending, with_ts) is None
+
+
 def test_a_partition_missing_from_the_metadata_fails_every_record_as_send_does() -> None:
     p = _producer(MockTime(auto_tick_ms=5), 1, 1, **{"max.block.ms": 20})
     seen: list[BaseException | None] = []
