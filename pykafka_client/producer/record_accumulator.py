@@ -142,7 +142,9 @@ class RecordAccumulator:
         self._muted: set[TopicPartition] = set()
         self._drain_index: dict[int, int] = {}
         self._flushes_in_progress = 0
-        self._appends_in_progress = 0
+        #: one entry per append in progress (abort_incomplete_batches repeats while any runs): list.append and
+        #: list.pop are atomic, so an append counts itself without a lock round
+        self._appending: list[None] = []
         self._counts_lock = threading.Lock()
         #: set by :meth:`close` (read under each queue's lock by the appends, also by the kernel's send_append)
         self.closed = False
@@ -215,8 +217,8 @@ class RecordAccumulator:
             info = self._topic_info(topic)
         partitioner = info.partitioner
         sticky_part = partition == UNKNOWN_PARTITION
-        with self._counts_lock:
-            self._appends_in_progress += 1
+        appending = self._appending
+        appending.append(None)
         allocated = 0
         size = 0
         try:
@@ -263,11 +265,11 @@ class RecordAccumulator:
                         if self.closed:
                             raise KafkaError("Producer closed while send in progress")
                         now = self.time.hi_res_clock_ms()
-                        batch = ProducerBatch(
+                        batch = ProducerBatch(  # positional: a call with keywords costs a dict
                             _new_tuple(TopicPartition, (topic, effective)), allocated, now, self.compression_type,
-                            self.compression_level,
-                            compression_ratio=self._compression_ratios.estimation(topic) if self._compressed else 1.0,
-                            condition=self._batch_condition,
+                            self.compression_level, False,
+                            self._compression_ratios.estimation(topic) if self._compressed else 1.0,
+                            self._batch_condition,
                         )
                         batch.allocated_bytes = allocated
                         future = batch.try_append(timestamp, key, value, headers, callback, now)
@@ -287,8 +289,7 @@ class RecordAccumulator:
         finally:
             if allocated:
                 self.free.deallocate(allocated)
-            with self._counts_lock:
-                self._appends_in_progress -= 1
+            appending.pop()
 
     @staticmethod
     def _account_sticky(
@@ -712,7 +713,7 @@ class RecordAccumulator:
         return self._incomplete.await_completion(self.flush_mark() if mark is None else mark, timeout_s, self.time)
 
     def appends_in_progress(self) -> bool:
-        return self._appends_in_progress > 0
+        return bool(self._appending)
 
     def close(self) -> None:
         """No more appends; queued batches become sendable at once."""
