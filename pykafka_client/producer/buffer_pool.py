@@ -80,6 +80,16 @@ class BufferPool:
                 if self._waiters:
                     self._waiters[0].notify()
 
+    def try_allocate(self, size: int) -> bool:
+        """Reserve ``size`` bytes if :meth:`allocate` would at once (no waiter ahead, enough memory, not closed);
+        False, having reserved nothing, when it would block or raise. Never waits: the accumulator calls it under
+        a deque lock, and :meth:`allocate` (outside the lock) only when this says False."""
+        with self._lock:
+            if self._closed or self._waiters or self._available < size:
+                return False
+            self._available -= size
+            return True
+
     def deallocate(self, size: int) -> None:
         """Return ``size`` bytes and wake the first waiter."""
         with self._lock:

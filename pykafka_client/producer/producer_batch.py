@@ -36,6 +36,7 @@ from pykafka_client.producer.record_size import (
     Header,
     record_size_in_bytes,
 )
+from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 
@@ -85,6 +86,17 @@ def pending_columns_reference(
     return timestamps, key_sizes, value_sizes
 
 
+_NO_COMPRESSION = CompressionType.NONE
+
+
+def is_compression(compression_type: Any) -> bool:
+    """Whether batches of ``compression_type`` (a CompressionType, a codec name, or None) are compressed. The
+    producer's batches hold the enum: NONE is told by identity, without the enum's ``name`` property."""
+    if compression_type is None or compression_type is _NO_COMPRESSION:
+        return False
+    return str(getattr(compression_type, "name", compression_type)).lower() != "none"
+
+
 class ProducerBatch:
     """Records for one partition, sent together in one produce request."""
 
@@ -114,7 +126,7 @@ class ProducerBatch:
         self.write_limit = write_limit
         # Compressed batches are filled by estimated compressed size (Java CompressionRatioEstimator): the
         # uncompressed bytes allowed are precomputed so appends compare integers only.
-        compressed = compression_type is not None and str(getattr(compression_type, "name", compression_type)).lower() != "none"
+        compressed = compression_type is not None and compression_type is not _NO_COMPRESSION and is_compression(compression_type)
         self.is_compressed = compressed
         self.compression_ratio = compression_ratio * COMPRESSION_RATE_ESTIMATION_FACTOR if compressed else 1.0
         self.size_limit = (

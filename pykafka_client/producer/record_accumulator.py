@@ -24,7 +24,6 @@ import random
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from pykafka_client.errors import (
@@ -37,7 +36,7 @@ from pykafka_client.producer.compression_ratio_estimator import CompressionRatio
 from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
 from pykafka_client.producer.incomplete_batches import IncompleteBatches
 from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView, StickyInfo
-from pykafka_client.producer.producer_batch import ProducerBatch, increment_sequence
+from pykafka_client.producer.producer_batch import ProducerBatch, increment_sequence, is_compression
 from pykafka_client.producer.record_size import Callback, Header, estimate_size_upper_bound
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
@@ -61,8 +60,10 @@ class AccumulatorMetadata(ClusterView, Protocol):
     def partitions_for_node(self, node_id: int) -> Sequence[TopicPartition]: ...
 
 
-@dataclass(slots=True)
-class RecordAppendResult:
+class RecordAppendResult(NamedTuple):
+    """What :meth:`RecordAccumulator.append` did (a named tuple built with ``tuple.__new__``: no Python-level
+    constructor on send()'s new-batch path)."""
+
     future: FutureRecordMetadata
     batch_is_full: bool
     new_batch_created: bool
@@ -129,6 +130,8 @@ class RecordAccumulator:
         self.free = buffer_pool
         self.time = time
         self.compression_type = compression_type
+        #: batches are compressed (their size limit uses the topic's estimated compression ratio)
+        self._compressed = is_compression(compression_type)
         self.compression_level = compression_level
         self.transaction_manager = transaction_manager
         self.adaptive_partitioning = adaptive_partitioning
@@ -139,7 +142,9 @@ class RecordAccumulator:
         self._muted: set[TopicPartition] = set()
         self._drain_index: dict[int, int] = {}
         self._flushes_in_progress = 0
-        self._appends_in_progress = 0
+        #: one entry per append in progress (abort_incomplete_batches repeats while any runs): list.append and
+        #: list.pop are atomic, so an append counts itself without a lock round
+        self._appending: list[None] = []
         self._counts_lock = threading.Lock()
         #: set by :meth:`close` (read under each queue's lock by the appends, also by the kernel's send_append)
         self.closed = False
@@ -203,60 +208,102 @@ class RecordAccumulator:
     ) -> RecordAppendResult:
         """Append a record to ``partition`` (or, if UNKNOWN_PARTITION, to the topic's sticky partition).
 
-        Blocks up to ``max_time_to_block_ms`` for buffer memory when a new batch is needed.
+        Under the partition's deque lock: into its last batch if that has room, else into a new batch when the
+        buffer pool has its memory at once (``BufferPool.try_allocate``). Only when the pool would block does it
+        wait, up to ``max_time_to_block_ms``, outside the deque lock (as Java), then take the lock again.
         """
-        info = self._topic_info(topic)
-        with self._counts_lock:
-            self._appends_in_progress += 1
+        info = self._topics.get(topic)
+        if info is None:
+            info = self._topic_info(topic)
+        partitioner = info.partitioner
+        sticky_part = partition == UNKNOWN_PARTITION
+        appending = self._appending
+        appending.append(None)
         allocated = 0
+        size = 0
         try:
             while True:
                 if self.closed:
                     raise KafkaError("Producer closed while send in progress")
-                effective = info.partitioner.peek_partition(cluster) if partition == UNKNOWN_PARTITION else partition
-                q = self._queue(info, effective)
+                if sticky_part:
+                    sticky = partitioner.sticky
+                    effective = sticky.partition if sticky is not None else partitioner.peek_partition(cluster)
+                else:
+                    effective = partition
+                q = info.queues.get(effective)
+                if q is None:
+                    q = self._queue(info, effective)
                 with q.lock:
-                    if partition == UNKNOWN_PARTITION and info.partitioner.peek_partition(cluster) != effective:
-                        continue  # another thread switched the sticky partition
-                    result = self._try_append(q, effective, timestamp, key, value, headers, callback)
-                    if result is not None:
-                        self._update_sticky(info, q, result, partition, cluster)
-                        return result
-                if allocated == 0:
-                    size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
-                    self.free.allocate(size, max_time_to_block_ms)  # outside the deque lock
-                    allocated = size
-                now = self.time.hi_res_clock_ms()
-                with q.lock:
-                    if partition == UNKNOWN_PARTITION and info.partitioner.peek_partition(cluster) != effective:
-                        continue
-                    result = self._try_append(q, effective, timestamp, key, value, headers, callback)
-                    if result is None:
+                    if sticky_part:
+                        sticky = partitioner.sticky
+                        if sticky is None or sticky.partition != effective:
+                            continue  # another thread switched the sticky partition
+                    batches = q.batches
+                    if batches:
+                        last = batches[-1]
+                        # a closed batch takes no record (append's later round finds the batch its first one closed)
+                        if not last.closed:
+                            uncompressed = last.compression_ratio == 1.0
+                            before = last.size_bytes if uncompressed else last.estimated_size_in_bytes()
+                            future = last.try_append(timestamp, key, value, headers, callback, 0)
+                            if future is not None:
+                                full = last.size_bytes >= last.size_limit
+                                appended = (
+                                    last.size_bytes if uncompressed else last.estimated_size_in_bytes()
+                                ) - before
+                                if sticky_part:
+                                    self._account_sticky(partitioner, effective, appended, cluster, full)
+                                return _new_tuple(
+                                    RecordAppendResult, (future, len(batches) > 1 or full, False, effective, appended)
+                                )
+                            last.closed = True  # close_for_appends(): full
+                    if not allocated:
+                        size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
+                        if self.free.try_allocate(size):  # never blocks: memory free now is taken under the lock
+                            allocated = size
+                    if allocated:
                         if self.closed:
                             raise KafkaError("Producer closed while send in progress")
-                        batch = ProducerBatch(
-                            TopicPartition(topic, effective), allocated, now, self.compression_type,
-                            self.compression_level, compression_ratio=self._compression_ratios.estimation(topic),
-                            condition=self._batch_condition,
+                        now = self.time.hi_res_clock_ms()
+                        batch = ProducerBatch(  # positional: a call with keywords costs a dict
+                            _new_tuple(TopicPartition, (topic, effective)), allocated, now, self.compression_type,
+                            self.compression_level, False,
+                            self._compression_ratios.estimation(topic) if self._compressed else 1.0,
+                            self._batch_condition,
                         )
                         batch.allocated_bytes = allocated
                         future = batch.try_append(timestamp, key, value, headers, callback, now)
                         if future is None:  # cannot happen: the first record always fits
                             raise IllegalStateError("a record did not fit in a new batch")
-                        q.batches.append(batch)
+                        batches.append(batch)
                         self._incomplete.add(batch)
                         allocated = 0
-                        result = RecordAppendResult(
-                            future, len(q.batches) > 1 or batch.is_full(), True, effective,
-                            batch.estimated_size_in_bytes(),
-                        )
-                    self._update_sticky(info, q, result, partition, cluster)
-                    return result
+                        full = batch.size_bytes >= batch.size_limit
+                        appended = batch.size_bytes if batch.compression_ratio == 1.0 else batch.estimated_size_in_bytes()
+                        if sticky_part:
+                            self._account_sticky(partitioner, effective, appended, cluster, full)
+                        return _new_tuple(RecordAppendResult, (future, len(batches) > 1 or full, True, effective, appended))
+                # no memory at once: wait for it up to max.block.ms outside the deque lock, then append again
+                self.free.allocate(size, max_time_to_block_ms)
+                allocated = size
         finally:
             if allocated:
                 self.free.deallocate(allocated)
-            with self._counts_lock:
-                self._appends_in_progress -= 1
+            appending.pop()
+
+    @staticmethod
+    def _account_sticky(
+        partitioner: BuiltInPartitioner, partition: int, appended: int, cluster: ClusterView, enable_switch: bool
+    ) -> None:
+        """``partitioner.update_partition_info(partition, appended, cluster, enable_switch)`` under ``partition``'s
+        deque lock, the partitioner's lock taken only for a switch: the sticky partition's produced bytes change
+        only under its deque lock (as in :meth:`try_append_fast`)."""
+        sticky = partitioner.sticky
+        if sticky is None or sticky.partition != partition:
+            return
+        produced = sticky.produced_bytes = sticky.produced_bytes + appended
+        if produced >= partitioner.switch_bytes or (enable_switch and produced >= partitioner.sticky_batch_size):
+            partitioner.update_partition_info(partition, 0, cluster, enable_switch)
 
     def try_append_fast(
         self,
@@ -385,39 +432,6 @@ class RecordAccumulator:
             if nxt == start:
                 return None
             return nxt, last.outcome, first, last.size_bytes >= last.size_limit or len(batches) > 1
-
-    def _try_append(
-        self,
-        q: _PartitionQueue,
-        partition: int,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Sequence[Header],
-        callback: Callback | None,
-    ) -> RecordAppendResult | None:
-        if not q.batches:
-            return None
-        last = q.batches[-1]
-        if last.closed:
-            return None  # (try_append would say so; append's second round finds the batch its first one closed)
-        before = last.estimated_size_in_bytes()
-        future = last.try_append(timestamp, key, value, headers, callback, 0)
-        if future is None:
-            last.close_for_appends()
-            return None
-        return RecordAppendResult(
-            future, len(q.batches) > 1 or last.is_full(), False, partition, last.estimated_size_in_bytes() - before
-        )
-
-    def _update_sticky(
-        self, info: _TopicInfo, q: _PartitionQueue, result: RecordAppendResult, requested: int, cluster: ClusterView
-    ) -> None:
-        if requested != UNKNOWN_PARTITION:
-            return
-        # Only the last batch can be open: all earlier ones are closed or full.
-        enable_switch = not q.batches or q.batches[-1].is_full()
-        info.partitioner.update_partition_info(result.partition, result.appended_bytes, cluster, enable_switch)
 
     # --- readiness (Sender thread) -------------------------------------------------------------------
 
@@ -699,7 +713,7 @@ class RecordAccumulator:
         return self._incomplete.await_completion(self.flush_mark() if mark is None else mark, timeout_s, self.time)
 
     def appends_in_progress(self) -> bool:
-        return self._appends_in_progress > 0
+        return bool(self._appending)
 
     def close(self) -> None:
         """No more appends; queued batches become sendable at once."""

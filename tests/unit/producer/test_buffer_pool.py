@@ -105,3 +105,27 @@ def test_close_wakes_waiters() -> None:
     pool.close()
     t.join(10)
     assert errors and "closed" in str(errors[0])
+
+
+def test_try_allocate_takes_only_what_allocate_would_take_at_once() -> None:
+    """try_allocate (the accumulator's non-blocking allocation under a deque lock): True and the memory taken
+    when allocate would return at once; False and nothing taken when the memory is short, when a waiter is
+    queued (it never overtakes one), when closed or when the size exceeds the pool."""
+    pool = BufferPool(100, MockTime())
+    assert pool.try_allocate(60)
+    assert pool.available_memory() == 40
+    assert not pool.try_allocate(50)
+    assert not pool.try_allocate(101)
+    assert pool.available_memory() == 40
+    waiter = threading.Thread(target=pool.allocate, args=(50, 60_000))
+    waiter.start()
+    _wait_queued(pool, 1)
+    assert not pool.try_allocate(10)  # 40 bytes free, but the waiter asked first
+    assert pool.available_memory() == 40
+    pool.deallocate(60)
+    waiter.join(30)
+    assert pool.available_memory() == 50 and pool.queued() == 0
+    assert pool.try_allocate(10)
+    pool.close()
+    assert not pool.try_allocate(10)
+    assert pool.available_memory() == 40

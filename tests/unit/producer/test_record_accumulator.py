@@ -446,3 +446,48 @@ def test_a_new_batchs_append_tries_the_full_batch_once(monkeypatch: pytest.Monke
     assert [b.record_count for b in batches] == [2, 1]
     assert full.closed
     assert tried == [id(full), id(batches[1])]
+
+
+def test_a_new_batch_waits_for_memory_outside_the_deque_lock() -> None:
+    """A new batch takes free memory under the deque lock (one lock round); when the pool is short, the append
+    waits (max.block.ms) with the deque lock released, then makes the batch once memory is returned."""
+    time = MockTime()
+    acc = make(time, batch_size=300, memory=300)
+    append(acc)
+    append(acc)
+    (full,) = acc.batches_for(TP0)
+    assert acc.free.available_memory() == 0
+    results: list[object] = []
+    t = threading.Thread(target=lambda: results.append(acc.append("t", 0, 0, None, VALUE, [], None, 60_000, META)))
+    t.start()
+    for _ in range(100_000):
+        if acc.free.queued() == 1:
+            break
+        threading.Event().wait(0.001)
+    assert acc.free.queued() == 1 and acc.appends_in_progress()
+    assert acc.batches_for(TP0) == [full] and full.closed  # the deque lock is free while the append waits
+    (drained,) = acc.drain(META, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id]
+    drained.done(0, -1, None)
+    acc.deallocate(drained)
+    t.join(30)
+    (r,) = results
+    assert r.new_batch_created and r.partition == 0 and not r.batch_is_full  # type: ignore[attr-defined]
+    (new,) = acc.batches_for(TP0)
+    assert new.record_count == 1 and new.allocated_bytes == 300
+    assert acc.free.available_memory() == 0 and not acc.appends_in_progress()
+
+
+def test_append_result_fields_for_an_open_batch_and_a_new_one() -> None:
+    """append's result: (future, batch_is_full, new_batch_created, partition, appended_bytes), as Java's
+    RecordAppendResult; appended bytes are what the sticky partitioner counts (the whole new batch's size)."""
+    time = MockTime()
+    acc = make(time, batch_size=300)
+    r1 = acc.append("t", UNKNOWN_PARTITION, 0, None, VALUE, [], None, 0, META)
+    (b,) = acc.batches_for(TopicPartition("t", r1.partition))
+    assert (r1.batch_is_full, r1.new_batch_created, r1.appended_bytes) == (False, True, b.size_bytes)
+    r2 = acc.append("t", UNKNOWN_PARTITION, 0, None, VALUE, [], None, 0, META)
+    assert r2.partition == r1.partition
+    assert (r2.batch_is_full, r2.new_batch_created, r2.appended_bytes) == (False, False, b.size_bytes - r1.appended_bytes)
+    assert r1.future is not r2.future and b.record_count == 2
+    info = acc._topics["t"].partitioner.sticky
+    assert info is not None and info.produced_bytes == b.size_bytes
