@@ -350,6 +350,16 @@ class AsyncKafkaProducer:
                     return self._fail(e, on_delivery)
                 continue
             if not pool.can_allocate_now(need):
+                if need > pool.total_memory:
+                    # No wait frees that much: the sync send fails it at once (batch.size above buffer.memory:
+                    # IllegalArgumentError, as Java's allocate; a record above it: RecordTooLargeError). On a worker
+                    # thread: ``need`` is an upper bound, and a record just under buffer.memory waits there for it.
+                    return DeliveryFuture(
+                        await anyio.to_thread.run_sync(
+                            lambda: producer.send(topic, value, key, partition, timestamp, headers, on_delivery)
+                        ),
+                        self._wakers,
+                    )
                 if deadline is None:
                     deadline = _time.monotonic() + self._max_block_s
                 if not await self._wait_for_memory(need, deadline):
@@ -367,17 +377,26 @@ class AsyncKafkaProducer:
         return DeliveryFuture(producer.send(topic, value, key, partition, timestamp, headers, on_delivery), self._wakers)
 
     async def _wait_for_memory(self, need: int, deadline: float) -> bool:
-        pool = self._producer.accumulator.free
+        """Wait until ``need`` bytes can be allocated at once; False if ``deadline`` passed first. The wait counts
+        as a thread blocked in the pool's allocate (Java's "memory exhausted"): the Sender sends every batch then,
+        lingering or not, so the memory this wait needs is freed (else batches lingering for a long
+        ``linger.ms`` held it past ``max.block.ms``)."""
+        producer = self._producer
+        pool = producer.accumulator.free
         delay = _MEMORY_POLL_MIN_S
-        while not pool.can_allocate_now(need):
-            if self._producer.closed:
-                raise ProducerClosedError("Producer closed while waiting for buffer memory")
-            remaining = deadline - _time.monotonic()
-            if remaining <= 0:
-                return False
-            await anyio.sleep(min(delay, remaining))
-            delay = min(delay * 2, _MEMORY_POLL_MAX_S)
-        return True
+        pool.begin_external_wait()  # (wakes the Sender, which may be waiting out a linger)
+        try:
+            while not pool.can_allocate_now(need):
+                if producer.closed:
+                    raise ProducerClosedError("Producer closed while waiting for buffer memory")
+                remaining = deadline - _time.monotonic()
+                if remaining <= 0:
+                    return False
+                await anyio.sleep(min(delay, remaining))
+                delay = min(delay * 2, _MEMORY_POLL_MAX_S)
+            return True
+        finally:
+            pool.end_external_wait()
 
     def _fail(self, exc: BaseException, on_delivery: Callback | None) -> DeliveryFuture:
         if on_delivery is not None:

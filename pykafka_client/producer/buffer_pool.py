@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 
 from pykafka_client.errors import (
     BufferExhaustedError,
@@ -35,6 +36,13 @@ class BufferPool:
         self._time = time
         self._lock = threading.Lock()
         self._waiters: deque[threading.Condition] = deque()
+        #: senders waiting for memory outside :meth:`allocate` (the async producer's ``send``, which waits in its
+        #: event loop and allocates once :meth:`can_allocate_now`): counted by :meth:`queued` as blocked threads
+        self._external_waiters = 0
+        #: Called (the pool's lock held) when a sender begins waiting for memory: the producer's Sender wake-up.
+        #: The waiter makes every batch sendable (:meth:`queued`), but a Sender waiting out a long ``linger.ms``
+        #: would not look before it ended, and the waiter would time out with memory still held by lingering batches.
+        self.on_wait: Callable[[], None] | None = None
         self._closed = False
         add_listener = getattr(time, "add_listener", None)
         if callable(add_listener):
@@ -59,6 +67,8 @@ class BufferPool:
                 return
             cond = threading.Condition(self._lock)
             self._waiters.append(cond)
+            if self.on_wait is not None:
+                self.on_wait()
             deadline = self._time.hi_res_clock_ms() + max_time_to_block_ms
             try:
                 while True:
@@ -113,9 +123,23 @@ class BufferPool:
             return self._available
 
     def queued(self) -> int:
-        """Number of threads blocked waiting for memory (the accumulator's "memory exhausted" signal)."""
+        """Number of senders waiting for memory (the accumulator's "memory exhausted" signal): threads blocked in
+        :meth:`allocate` and waits announced by :meth:`begin_external_wait`."""
         with self._lock:
-            return len(self._waiters)
+            return len(self._waiters) + self._external_waiters
+
+    def begin_external_wait(self) -> None:
+        """A sender begins waiting for memory without :meth:`allocate` (the async producer's ``send``): memory is
+        exhausted for the accumulator (every batch sendable, as while a thread is blocked in :meth:`allocate`)
+        until the matching :meth:`end_external_wait`."""
+        with self._lock:
+            self._external_waiters += 1
+            if self.on_wait is not None:
+                self.on_wait()
+
+    def end_external_wait(self) -> None:
+        with self._lock:
+            self._external_waiters -= 1
 
     def close(self) -> None:
         """Fail current and future waiters (the producer is closing)."""

@@ -225,6 +225,7 @@ class KafkaProducer:
             time=time,
             transaction_manager=self.transaction_manager,
         )
+        self.accumulator.free.on_wait = self.sender.wakeup  # a sender waiting for memory makes every batch sendable
         # send()'s compiled common case (RecordAccumulator.send_append): bytes or None key and value through the
         # default serializers and the built-in partitioner; None otherwise (and without the kernel)
         send_append = self.accumulator.send_append

@@ -129,3 +129,32 @@ def test_try_allocate_takes_only_what_allocate_would_take_at_once() -> None:
     pool.close()
     assert not pool.try_allocate(10)
     assert pool.available_memory() == 40
+
+
+def test_a_blocked_allocation_calls_on_wait_once_queued() -> None:
+    # the producer wakes its Sender there: the waiter makes every batch sendable, which a Sender waiting out a
+    # long linger.ms would not see before the waiter timed out
+    time = MockTime()
+    pool = BufferPool(100, time)
+    seen: list[int] = []
+    pool.on_wait = lambda: seen.append(len(pool._waiters))
+    pool.allocate(100, 0)
+    assert seen == []  # no wait: no call
+    t = threading.Thread(target=lambda: pool.allocate(10, 60_000))
+    t.start()
+    _wait_queued(pool, 1)
+    assert seen == [1]  # called with the waiter already queued (the Sender's ready check counts it)
+    pool.deallocate(100)
+    t.join(10)
+    assert not t.is_alive() and pool.queued() == 0
+
+
+def test_an_external_wait_counts_as_queued_and_calls_on_wait() -> None:
+    pool = BufferPool(100, MockTime())
+    calls: list[int] = []
+    pool.on_wait = lambda: calls.append(pool._external_waiters)  # (called under the pool lock: no queued() there)
+    pool.begin_external_wait()
+    assert calls == [1] and pool.queued() == 1
+    assert pool.can_allocate_now(100)  # not a waiter ahead of its own allocation
+    pool.end_external_wait()
+    assert pool.queued() == 0
