@@ -193,28 +193,16 @@ class NetworkClient(ConnectionFailures):
                 metadata, self, request_timeout_ms, reconnect_backoff_ms, self.metadata_recovery_strategy
             )
         self.metadata_updater = metadata_updater
-        # the Metadata whose failing updates trigger a rebootstrap (REBOOTSTRAP with the default updater), else None:
-        # what poll asks each time, without the calls in between
-        self._rebootstrap_metadata: Metadata | None = (
-            metadata_updater.metadata
-            if self.metadata_recovery_strategy is MetadataRecoveryStrategy.REBOOTSTRAP
-            and isinstance(metadata_updater, DefaultMetadataUpdater)
-            else None
-        )
 
     # --- connection management -----------------------------------------------------------------
 
     def ready(self, node: Node, now_ms: int) -> bool:
         """True if ``node`` can take a request now; otherwise start connecting if allowed."""
-        if not node.host or node.port < 0:  # node.is_empty(), inlined: the Sender asks once per ready node
+        if node.is_empty():
             raise IllegalArgumentError(f"cannot connect to empty node {node}")
-        node_id = str(node.id)
-        if not self.metadata_updater.is_update_due(now_ms) and (  # is_ready(node), inlined
-            self.connection_states.is_ready(node_id, now_ms)
-            and self.selector.is_channel_ready(node_id)
-            and self.in_flight_requests.can_send_more(node_id)
-        ):
+        if self.is_ready(node, now_ms):
             return True
+        node_id = str(node.id)
         if self.connection_states.can_connect(node_id, now_ms):
             self.initiate_connect(node, now_ms)
         return False
@@ -544,12 +532,7 @@ class NetworkClient(ConnectionFailures):
             timed_out = self.in_flight_requests.nodes_with_timed_out_requests(updated_now)
             if timed_out:
                 self._handle_timed_out_requests(timed_out, responses, updated_now)
-            # rebootstrap only when metadata has been failing long enough (one call per poll for the check)
-            rebootstrap_metadata = self._rebootstrap_metadata
-            if rebootstrap_metadata is not None and rebootstrap_metadata.needs_rebootstrap(
-                updated_now, self.rebootstrap_trigger_ms
-            ):
-                self._handle_rebootstrap(responses, updated_now)
+            self._handle_rebootstrap(responses, updated_now)
             if selector.reauthentication_delay_ms() == 0:
                 # before the callbacks send the next requests (a consumer's next fetch would keep it busy forever)
                 self._maybe_begin_reauthentications()
@@ -636,12 +619,8 @@ class NetworkClient(ConnectionFailures):
                 self.metadata_updater.handle_successful_response(req.header, now_ms, body)
             elif req.is_internal_request and isinstance(body, ApiVersionsResponse):
                 self._handle_api_versions_response(responses, req, now_ms, body)
-            else:  # req.completed(body, now_ms), inlined: once per response
-                responses.append(
-                    ClientResponse(
-                        req.header, req.callback, source, req.created_time_ms, now_ms, False, False, None, None, body
-                    )
-                )
+            else:
+                responses.append(req.completed(body, now_ms))
 
     def _handle_api_versions_response(
         self, responses: list[ClientResponse], req: InFlightRequest, now_ms: int, body: ApiVersionsResponse
