@@ -38,7 +38,9 @@ class CorrelationIds:
 
     @property
     def next_id(self) -> int:
-        """The id the next :meth:`next` returns (unless it wraps)."""
+        """The id the next :meth:`next` returns (unless it wraps). Reading it draws that id and starts the counter at
+        it again, so it is for tests and diagnostics only: not while other threads draw ids (one drawing between
+        the two steps would see its id handed out again)."""
         with self._lock:
             cid = next(self._ids)
             self._ids = itertools.count(cid)
