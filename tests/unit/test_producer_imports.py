@@ -1,8 +1,9 @@
 """A producer-only program loads no more than a producer needs (peak RSS, issue #27): importing the sync or the
 async producer does not load the compression codecs (cramjam, ~3 MiB, imported on the first compressed batch),
-the pure-Python encoder's varint tables (~1.7 MiB, built on its first use) or, for ``pykafka_client.aio``, the
-async consumer, share consumer and admin client (~8 MiB with their protocol messages). Each check runs in a fresh
-interpreter."""
+the pure-Python encoder's varint tables (~1.7 MiB, built on its first use), the ``crc32c`` package's ``__init__``
+(it reads its version through importlib.metadata, ~2.5 MiB: the compiled function is loaded alone), SASL (~1 MiB
+with hashlib, imported with a SASL channel) or, for ``pykafka_client.aio``, the async consumer, share consumer and
+admin client (~8 MiB with their protocol messages). Each check runs in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def test_importing_a_producer_loads_neither_codecs_nor_varint_tables(module: str
     modules, tables = _loaded(module)
     assert "cramjam" not in modules
     assert not tables
+    assert not {"crc32c", "importlib.metadata", "hashlib"} & modules
+    assert not {m for m in modules if m.startswith("pykafka_client.network.transport.sasl")}
 
 
 def test_importing_the_async_producer_loads_no_consumer_or_admin_client() -> None:
@@ -61,3 +64,27 @@ def test_codecs_and_tables_load_on_first_use() -> None:
     cache, small = builder._varint_tables()
     assert cache[-1] == builder.encode_varint(-1) and small[300] == builder.encode_varint(300)
     assert len(cache) == (1 << 14) + 1 and len(small) == 1 << 14
+
+
+def test_crc32c_is_the_packages_function() -> None:
+    import crc32c as package
+
+    from pykafka_client.protocol.records import crc
+
+    assert crc.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    for data in (b"", b"x" * 1000, bytearray(b"abc" * 77), memoryview(bytes(range(256)))[3:200]):
+        assert crc.crc32c(data) == package.crc32c(data)
+    assert crc._load() is package.crc32c  # the package imported already: its own function
+    alone = crc._load_extension_alone()  # what a process that has not imported the package uses
+    assert alone is not None and alone(b"123456789") == 0xE3069283
+
+
+def test_crc32c_falls_back_to_the_package_when_its_layout_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import crc32c as package
+
+    from pykafka_client.protocol.records import crc
+
+    monkeypatch.delitem(sys.modules, "crc32c")
+    monkeypatch.setattr(crc, "_load_extension_alone", lambda: None)
+    assert crc._load() is sys.modules["crc32c"].crc32c
+    assert sys.modules["crc32c"] is not package  # imported anew

@@ -12,11 +12,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 
-from crc32c import crc32c
-
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError
 from pykafka_client.protocol.compression import CompressionType, compress
 from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records.crc import crc32c
 from pykafka_client.protocol.records.default_record_batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
