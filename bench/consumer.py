@@ -28,7 +28,6 @@ import asyncio
 import importlib
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,8 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+
+from bench.peak_rss import peak_rss_mib  # noqa: E402
 
 #: "ours-python" is pykafka_client with PYKAFKA_NO_NATIVE=1: the pure-Python record code, not the compiled kernel.
 CLIENTS = ["pykafka_client", "ours-python", "kafka-python", "aiokafka", "confluent-kafka"]
@@ -393,19 +394,6 @@ def child(args: argparse.Namespace) -> None:
         elapsed = runner(args.bootstrap, args.topic, args.partitions, args.records)
     cpu = time.process_time() - cpu0 if not args.profile else 0.0
     print(json.dumps({"elapsed": elapsed, "rss_mib": peak_rss_mib(), "cpu_s": cpu}))
-
-
-def peak_rss_mib() -> float:
-    """This process's peak RSS. VmHWM, not ru_maxrss: on Linux ru_maxrss survives exec, so a child
-    started from a big parent would report the parent's peak."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def start_broker(data_dir: str, overrides: list[str] | None = None) -> tuple[subprocess.Popen[str], str]:

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from crc32c import crc32c
-
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
+from pykafka_client.protocol.records.crc import crc32c
 
 
 class EncodableBatch(Protocol):

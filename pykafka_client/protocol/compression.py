@@ -24,8 +24,6 @@ import struct
 import zlib
 from enum import IntEnum
 
-import cramjam
-
 from pykafka_client.errors import CorruptRecordError, UnsupportedCompressionTypeError
 
 Buffer = bytes | bytearray | memoryview
@@ -82,6 +80,8 @@ def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> 
     """Compress ``data`` with ``codec`` in the wire format Java expects (see the module docstring)."""
     if codec == CompressionType.NONE:
         return bytes(data)
+    import cramjam  # on first use: an uncompressed producer or consumer never loads the codecs (~3 MiB RSS)
+
     if codec == CompressionType.GZIP:
         return bytes(cramjam.gzip.compress(data, level=6 if level is None else level))
     if codec == CompressionType.SNAPPY:
@@ -102,11 +102,13 @@ def decompress(
 ) -> bytes:
     """Decompress one batch payload, producing at most ``max_output_size`` bytes (else CorruptRecordError)."""
     limit = _max_decompressed_size if max_output_size is None else max_output_size
+    if codec == CompressionType.NONE:
+        if len(data) > limit:
+            raise CorruptRecordError(f"payload of {len(data)} bytes exceeds the {limit}-byte limit")
+        return bytes(data)
+    import cramjam  # on first use, as in compress
+
     try:
-        if codec == CompressionType.NONE:
-            if len(data) > limit:
-                raise CorruptRecordError(f"payload of {len(data)} bytes exceeds the {limit}-byte limit")
-            return bytes(data)
         if codec == CompressionType.GZIP:
             return _gzip_decompress(data, limit)
         if codec == CompressionType.SNAPPY:
@@ -155,6 +157,8 @@ XERIAL_BLOCK_SIZE = 32 * 1024
 
 def xerial_snappy_compress(data: Buffer, block_size: int = XERIAL_BLOCK_SIZE) -> bytes:
     """Snappy with xerial framing, as Java's ``SnappyOutputStream`` writes it."""
+    import cramjam  # on first use (see compress)
+
     view = memoryview(data).cast("B")
     parts = [_XERIAL_HEADER]
     pack = struct.Struct(">i").pack
@@ -166,6 +170,8 @@ def xerial_snappy_compress(data: Buffer, block_size: int = XERIAL_BLOCK_SIZE) ->
 
 
 def _snappy_decompress(data: Buffer, limit: int) -> bytes:
+    import cramjam  # on first use (see compress)
+
     view = memoryview(data).cast("B")
     if len(view) >= 16 and view[:8] == XERIAL_MAGIC:
         out: list[bytes] = []
@@ -266,6 +272,8 @@ _LZ4_BLOCK_SIZE = 64 * 1024
 
 def lz4_frame_compress(data: Buffer) -> bytes:
     """An LZ4 frame laid out as Java's ``KafkaLZ4BlockOutputStream`` writes it."""
+    import cramjam  # on first use (see compress)
+
     view = memoryview(data).cast("B")
     parts = [_LZ4_HEADER]
     pack = _U32.pack
@@ -283,6 +291,8 @@ def lz4_frame_compress(data: Buffer) -> bytes:
 
 
 def _lz4_frame_decompress(data: Buffer, limit: int, legacy_v0: bool) -> bytes:
+    import cramjam  # on first use (see compress)
+
     view = memoryview(data).cast("B")
     n = len(view)
     if n < 7 or _U32.unpack_from(view, 0)[0] != LZ4_FRAME_MAGIC:
@@ -384,6 +394,8 @@ def _zstd_content_size(view: memoryview) -> int:
 
 
 def _zstd_decompress(data: Buffer, limit: int) -> bytes:
+    import cramjam  # on first use (see compress)
+
     view = memoryview(data).cast("B")
     declared = _zstd_content_size(view)
     if declared > limit:

@@ -48,7 +48,6 @@ from pykafka_client.network.transport.channel_builder import (
 from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
 from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
-from pykafka_client.network.transport.sasl.authenticator import SaslClientAuthenticator
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -633,6 +632,9 @@ class Selector:
         """After a client authentication that got a session lifetime: re-authenticate at a random point between
         85% and 95% of it (Kafka's client does the same, so that many connections do not re-authenticate at
         once and the session never lapses)."""
+        # (imported here: a client without SASL never loads it; a channel with an authenticator has it loaded)
+        from pykafka_client.network.transport.sasl.authenticator import SaslClientAuthenticator
+
         auth = channel.authenticator
         if channel.id in self._server_channels or not isinstance(auth, SaslClientAuthenticator):
             return
@@ -652,6 +654,8 @@ class Selector:
         return [cid for cid, at in self._reauth_at_ms.items() if at <= now_ms and self.is_channel_ready(cid)]
 
     def begin_reauthentication(self, connection_id: str) -> None:
+        from pykafka_client.network.transport.sasl.authenticator import SaslClientAuthenticator
+
         channel = self._require(connection_id)
         auth = channel.authenticator
         if not isinstance(auth, SaslClientAuthenticator):

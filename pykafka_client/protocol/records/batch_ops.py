@@ -14,11 +14,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from crc32c import crc32c
-
 from pykafka_client.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError
 from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records.crc import crc32c
 from pykafka_client.protocol.records.default_record_batch import (
     ATTRIBUTES_OFFSET,
     BASE_OFFSET_OFFSET,

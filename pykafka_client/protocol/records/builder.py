@@ -12,11 +12,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 
-from crc32c import crc32c
-
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError
 from pykafka_client.protocol.compression import CompressionType, compress
 from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records.crc import crc32c
 from pykafka_client.protocol.records.default_record_batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
@@ -43,10 +42,21 @@ HeaderInput = tuple[str, "Bytes | None"]
 #: Java's COMPRESSION_RATE_ESTIMATION_FACTOR: head-room on the estimated compressed size.
 COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 
-# Encoded zig-zag varints for the values that dominate records (deltas, lengths, header counts).
-_VARINT_CACHE: dict[int, bytes] = {v: encode_varint(v) for v in range(-1, 1 << 14)}
-#: The same for 0 .. 2**14 - 1 as a list (indexing beats a dict lookup on the per-record path).
-_VARINT_LIST: list[bytes] = [_VARINT_CACHE[v] for v in range(1 << 14)]
+#: Encoded zig-zag varints for the values that dominate records (deltas, lengths, header counts): the dict for
+#: -1 .. 2**14 - 1, the same for 0 .. 2**14 - 1 as a list (indexing beats a dict lookup on the per-record path).
+#: Built by :func:`_varint_tables` on the first pure-Python encode: ~1.7 MiB of objects that the compiled kernel's
+#: encode never reads.
+_VARINT_TABLES: tuple[dict[int, bytes], list[bytes]] | None = None
+
+
+def _varint_tables() -> tuple[dict[int, bytes], list[bytes]]:
+    global _VARINT_TABLES
+    if _VARINT_TABLES is None:
+        cache = {v: encode_varint(v) for v in range(-1, 1 << 14)}
+        _VARINT_TABLES = cache, [cache[v] for v in range(1 << 14)]
+    return _VARINT_TABLES
+
+
 _NULL_LENGTH = encode_varint(-1)
 _ZERO = encode_varint(0)
 _UINT32 = struct.Struct(">I")
@@ -162,7 +172,7 @@ class MemoryRecordsBuilder:
                 return True
         if count == 0:
             self._base_timestamp = timestamp
-        get = _VARINT_CACHE.get
+        get = (_VARINT_TABLES or _varint_tables())[0].get
         ts_delta = timestamp - self._base_timestamp
         tsd = get(ts_delta) or encode_varint(ts_delta)
         od = get(count) or encode_varint(count)
@@ -209,8 +219,8 @@ class MemoryRecordsBuilder:
             if state is not None:
                 self._num_records, self._base_timestamp, self._max_timestamp, self._offset_of_max_timestamp = state
                 return
-        get = _VARINT_CACHE.get
-        small = _VARINT_LIST
+        cache, small = _VARINT_TABLES or _varint_tables()
+        get = cache.get
         n_small = len(small)
         count = self._num_records
         base_offset = self.base_offset
@@ -420,7 +430,7 @@ class MemoryRecordsBuilder:
 
 
 def _encode_headers(headers: Sequence[HeaderInput]) -> bytes:
-    cache = _VARINT_CACHE
+    cache = (_VARINT_TABLES or _varint_tables())[0]
     parts = [cache.get(len(headers)) or encode_varint(len(headers))]
     for hkey, hvalue in headers:
         kb = hkey.encode("utf-8", "surrogateescape")

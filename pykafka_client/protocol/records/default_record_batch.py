@@ -21,11 +21,10 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
-from crc32c import crc32c
-
 from pykafka_client.errors import CorruptRecordError, MessageDecodeError
 from pykafka_client.protocol.compression import CompressionType, decompress
 from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records.crc import crc32c
 from pykafka_client.protocol.records.record import Header, Record
 from pykafka_client.protocol.records.record_batch import TimestampType
 from pykafka_client.protocol.records.varint import read_varint
