@@ -3022,14 +3022,14 @@ enum {
     P_TM, P_GMO, P_IN_FLIGHT, P_ACC, P_RESPONSES, P_NAME, P_PARTS, P_INDEX, P_ERROR, P_RECORD_ERRORS, P_BASE, P_LAT,
     P_FINAL, P_SPLIT, P_HAS_CB, P_TP, P_PENDING, P_OUTCOME, P_HANDLE, P_COMPLETE, P_DEALLOC, P_UNMUTE, P_INVOKE,
     P_CONDITION, P_ACQUIRE, P_RELEASE, P_WATCHED, P_STATE, P_O_LAT, P_TIMESTAMPS, P_KEY_SIZES, P_VALUE_SIZES,
-    P_COUNT
+    P_COMPLETE_RECORDS, P_COUNT
 };
 static const char *const pr_attr_names[P_COUNT] = {
     "transaction_manager", "guarantee_message_order", "in_flight_batches", "accumulator", "responses", "name",
     "partition_responses", "index", "error_code", "record_errors", "base_offset", "log_append_time_ms", "final_state",
     "split", "has_callbacks", "topic_partition", "pending", "outcome", "handle_completed_batch", "complete_success",
     "deallocate", "unmute_partition", "_invoke_callbacks", "condition", "acquire", "release", "watched", "state",
-    "log_append_time", "timestamps", "key_sizes", "value_sizes",
+    "log_append_time", "timestamps", "key_sizes", "value_sizes", "_complete_records",
 };
 static PyObject *pattr[P_COUNT];
 
@@ -3056,10 +3056,17 @@ static inline int is_int_zero(PyObject *v)
     return !overflow && x == 0;
 }
 
+/* 1 when ``outcome`` is a BatchOutcome (exactly) that nothing but ``holders`` references hold, nothing watches and
+ * that is not complete yet: no reader can ever look at its per-record columns. */
+static int outcome_unread(PyObject *outcome, Py_ssize_t holders)
+{
+    return outcome_type != NULL && Py_TYPE(outcome) == outcome_type && Py_REFCNT(outcome) == holders;
+}
+
 /* The checks of the common case, before anything changes: every partition of the response answers one batch of the
  * request (each batch once), with error NONE and no record errors, int offsets; every batch is still incomplete, not
- * split, without delivery callbacks, its records' columns computable. Fills ``plan`` with one (batch, base offset,
- * log append time, columns) tuple per partition in response order. 1: the common case, 0: not, -1: error. */
+ * split, without delivery callbacks, its records' columns computable (or its outcome unread: columns None). Fills
+ * ``plan`` with one (batch, base offset, log append time, columns) tuple per partition in response order. 1: the common case, 0: not, -1: error. */
 static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *plan)
 {
     PyObject *responses = PyObject_GetAttr(body, pattr[P_RESPONSES]), *seen = NULL;
@@ -3119,6 +3126,18 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
                 ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && PyList_CheckExact(f[3]);
             PyObject *columns = NULL;
             if (ok > 0) {
+                /* An outcome only its batch refers to (our reference and the batch's) can never be read: every
+                 * future of a batch, and a send_batch future's segment, holds its outcome, and a drained batch is
+                 * closed, so no future of it is made any more. Its per-record columns are not collected (None
+                 * here): succeed_batch completes it without them. */
+                PyObject *outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME]);
+                if (outcome == NULL)
+                    ok = -1;
+                else if (outcome_unread(outcome, 2))
+                    columns = Py_NewRef(Py_None);
+                Py_XDECREF(outcome);
+            }
+            if (ok > 0 && columns == NULL) {
                 /* the columns _complete_records collects: timestamps only without a log append time */
                 int overflow = 0;
                 long long lat = PyLong_AsLongLongAndOverflow(v[4], &overflow);
@@ -3252,6 +3271,30 @@ release:;
     return out;
 }
 
+/* BatchOutcome.complete_success for an outcome produce_response_plan found unread: its offset, log append time and
+ * state set (the per-record columns only a future could read are not collected). Should a reference to it have
+ * appeared meanwhile, the batch's own ProducerBatch._complete_records completes it instead (columns, lock, done-
+ * callbacks), as ProducerBatch.done would. 0, or -1 with an exception. */
+static int complete_unread(PyObject *batch, PyObject *outcome, PyObject *base, PyObject *lat)
+{
+    if (!outcome_unread(outcome, 2)) {
+        PyObject *r = PyObject_CallMethodObjArgs(batch, pattr[P_COMPLETE_RECORDS], base, lat, Py_None, Py_None, NULL);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    PyObject *state = PyObject_GetAttr(outcome, pattr[P_STATE]);
+    if (state == NULL)
+        return -1;
+    int finished = PyObject_RichCompareBool(state, finished_state, Py_EQ);
+    Py_DECREF(state);
+    if (finished != 0)
+        return finished < 0 ? -1 : 0;
+    if (PyObject_SetAttr(outcome, pattr[P_BASE], base) < 0 || PyObject_SetAttr(outcome, pattr[P_O_LAT], lat) < 0
+        || PyObject_SetAttr(outcome, pattr[P_STATE], finished_state) < 0)
+        return -1;
+    return 0;
+}
+
 /* One planned batch's success, as Sender._succeed_batch then the unmute of _handle_produce_response. */
 static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_flight, PyObject *acc, PyObject *succeeded)
 {
@@ -3276,20 +3319,27 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
     if (final_state == Py_None && !truth) {
         if (PyObject_SetAttr(batch, pattr[P_FINAL], succeeded) < 0 || (outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME])) == NULL)
             goto done_final;
-        PyObject *cargs[6] = {outcome, base, lat, PyTuple_GET_ITEM(columns, 0), PyTuple_GET_ITEM(columns, 1),
-                              PyTuple_GET_ITEM(columns, 2)};
-        PyObject *with_callbacks = complete_outcome(cargs);
-        if (with_callbacks == NULL)
-            goto done_final;
-        /* the futures' done-callbacks, outside the lock */
-        fs = PySequence_Fast(with_callbacks, "complete_success returns a list");
-        Py_DECREF(with_callbacks);
-        if (fs == NULL)
-            goto done_final;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fs); i++) {
-            if ((r = PyObject_CallMethodNoArgs(PySequence_Fast_GET_ITEM(fs, i), pattr[P_INVOKE])) == NULL)
+        if (columns == Py_None) {
+            /* unread when planned (see produce_response_plan): still held by the batch and by us only, nobody can
+             * read it, so no lock and no columns (a reader could only appear with a reference of its own) */
+            if (complete_unread(batch, outcome, base, lat) < 0)
                 goto done_final;
-            Py_DECREF(r);
+        } else {
+            PyObject *cargs[6] = {outcome, base, lat, PyTuple_GET_ITEM(columns, 0), PyTuple_GET_ITEM(columns, 1),
+                                  PyTuple_GET_ITEM(columns, 2)};
+            PyObject *with_callbacks = complete_outcome(cargs);
+            if (with_callbacks == NULL)
+                goto done_final;
+            /* the futures' done-callbacks, outside the lock */
+            fs = PySequence_Fast(with_callbacks, "complete_success returns a list");
+            Py_DECREF(with_callbacks);
+            if (fs == NULL)
+                goto done_final;
+            for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fs); i++) {
+                if ((r = PyObject_CallMethodNoArgs(PySequence_Fast_GET_ITEM(fs, i), pattr[P_INVOKE])) == NULL)
+                    goto done_final;
+                Py_DECREF(r);
+            }
         }
         if (remove_in_flight(in_flight, tp, batch) < 0)
             goto done_final;
@@ -3319,7 +3369,8 @@ PyDoc_STRVAR(complete_produce_response_doc,
 "errors) and no batch has delivery callbacks, is complete or split: each batch completes as\n"
 "Sender._succeed_batch does (the transaction manager's handle_completed_batch, the outcome's complete_success and\n"
 "its futures' done-callbacks, out of in-flight, deallocate; the unmute when ordering is guaranteed), in response\n"
-"order. False, with nothing done, for anything else: the reference decides.");
+"order; an outcome nothing but its batch refers to (every future of it dropped) gets no per-record columns, which\n"
+"nothing could read. False, with nothing done, for anything else: the reference decides.");
 
 static PyObject *k_complete_produce_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
