@@ -3,6 +3,8 @@
     .venv/bin/python bench/producer_io_callgrind.py                 # 200 requests, then 400, acks=1
     .venv/bin/python bench/producer_io_callgrind.py --requests 100 --acks all
     PYKAFKA_NO_NATIVE=1 .venv/bin/python bench/producer_io_callgrind.py   # the pure-Python reference
+    .venv/bin/python bench/producer_io_callgrind.py --send-batch    # records given by send_batch, not send()
+    .venv/bin/python bench/producer_io_callgrind.py --keep /tmp/cg  # keep the callgrind files (callgrind_annotate)
 
 A mini_broker runs in its own process (not under valgrind). The client runs under ``valgrind --tool=callgrind
 --separate-threads=yes`` twice: sending N and then 2N full batches (100-byte values, Java's default 16 KiB
@@ -30,7 +32,7 @@ VALUE_SIZE = 100
 RECORDS_PER_BATCH = 148  # 100-byte values in a 16 KiB batch
 
 
-def child(bootstrap: str, requests: int, acks: str) -> None:
+def child(bootstrap: str, requests: int, acks: str, send_batch: bool = False) -> None:
     """Run under valgrind: send ``requests`` full batches and flush; print what was sent."""
     import threading
 
@@ -51,9 +53,15 @@ def child(bootstrap: str, requests: int, acks: str) -> None:
 
     sender.run_once = counted_run_once  # type: ignore[method-assign]
     start = p.sender.metrics.requests_sent
-    send = p.send
-    for _ in range(requests * RECORDS_PER_BATCH):
-        send(topic, value)
+    total = requests * RECORDS_PER_BATCH
+    if send_batch:  # calls of 10,000 records (as bench/producer.py's); the futures are dropped, as send()'s below
+        values = [value] * 10_000
+        for first in range(0, total, len(values)):
+            p.send_batch(topic, values[: total - first])
+    else:
+        send = p.send
+        for _ in range(total):
+            send(topic, value)
     p.flush()
     sent = p.sender.metrics.requests_sent - start
     threads = [t.name for t in threading.enumerate()]
@@ -74,12 +82,16 @@ def thread_instructions(out_dir: str) -> dict[int, int]:
     return counts
 
 
-def run(bootstrap: str, requests: int, acks: str) -> tuple[int, int, dict[int, int]]:
-    with tempfile.TemporaryDirectory() as d:
+def run(bootstrap: str, requests: int, acks: str, send_batch: bool, keep: str | None) -> tuple[int, int, dict[int, int]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        d = tmp
+        if keep is not None:
+            d = os.path.join(keep, str(requests))
+            os.makedirs(d, exist_ok=True)
         cmd = [
             "valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={d}/cg.out",
             sys.executable, os.path.abspath(__file__), "--child", bootstrap, "--requests", str(requests), "--acks", acks,
-        ]
+        ] + (["--send-batch"] if send_batch else [])
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, cwd=ROOT)
         if out.returncode != 0:
             raise RuntimeError(f"child failed: {out.stderr[-2000:]}")
@@ -91,10 +103,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--requests", type=int, default=200, help="N: full batches (requests) in the first run")
     ap.add_argument("--acks", default="1")
+    ap.add_argument("--send-batch", action="store_true", help="send the records with send_batch, a batch's worth a call")
+    ap.add_argument("--keep", metavar="DIR", help="keep the callgrind output files in DIR/N and DIR/2N")
     ap.add_argument("--child", metavar="BOOTSTRAP", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child, args.requests, args.acks)
+        child(args.child, args.requests, args.acks, args.send_batch)
         return
     if shutil.which("valgrind") is None:
         print("valgrind is not installed: nothing measured")
@@ -104,13 +118,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as data_dir:
         broker, bootstrap = start_broker(data_dir)
         try:
-            r1, i1, c1 = run(bootstrap, args.requests, args.acks)
-            r2, i2, c2 = run(bootstrap, 2 * args.requests, args.acks)
+            r1, i1, c1 = run(bootstrap, args.requests, args.acks, args.send_batch, args.keep)
+            r2, i2, c2 = run(bootstrap, 2 * args.requests, args.acks, args.send_batch, args.keep)
         finally:
             broker.kill()
             broker.wait()
     native = "pure Python" if os.environ.get("PYKAFKA_NO_NATIVE") == "1" else "C kernel"
-    print(f"acks={args.acks}, {native}: runs of {r1} and {r2} produce requests")
+    how = "send_batch" if args.send_batch else "send()"
+    print(f"acks={args.acks}, {native}, {how}: runs of {r1} and {r2} produce requests")
     for tid in sorted(set(c1) | set(c2)):
         print(f"  thread {tid}: {c1.get(tid, 0):>14,} -> {c2.get(tid, 0):>14,} instructions")
     # the I/O thread: the first thread the producer starts (thread 2 of callgrind's numbering)

@@ -744,63 +744,79 @@ static inline int64_t record_timestamp(PyObject *ts_obj, int *ok)
     return ts;
 }
 
-/* Pass 1 of encoding records (the append_records layout): checks every record tuple and returns the bytes they
-   take, or -1 when the reference must encode them (also for a -1 timestamp when nonneg). No Python code runs in
-   it. ts_out and body_out (when not NULL) receive each record's timestamp and body size, for records_write.
-   Consecutive records often share their timestamp int and headers object (the producer's clock int, its one
-   empty headers tuple): a record holding the same object as the one before reuses its conversion. */
-static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t bts, int nonneg, int64_t *ts_out,
-                                       int32_t *body_out)
+/* One record tuple checked (the append_records layout): its timestamp, key and value, and its headers' size; 0, or
+   -1 when the reference must encode it (also for a -1 timestamp when nonneg). Consecutive records often share their
+   timestamp int and headers object (the producer's clock int, its one empty headers tuple): a record holding the
+   same object as the one before (*last_ts, *last_headers) reuses its conversion (*ts, *hs). */
+static inline int record_check(PyObject *rec, int nonneg, PyObject **last_ts, int64_t *ts, PyObject **last_headers,
+                               Py_ssize_t *hs, const char **kd, Py_ssize_t *kn, const char **vd, Py_ssize_t *vn)
+{
+    if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 4)
+        return -1;
+    PyObject *ts_obj = PyTuple_GET_ITEM(rec, 0), *headers = PyTuple_GET_ITEM(rec, 3);
+    if (ts_obj != *last_ts) {
+        int ok;
+        *ts = record_timestamp(ts_obj, &ok);
+        if (!ok || (nonneg && *ts < 0))
+            return -1;
+        *last_ts = ts_obj;
+    }
+    if (bytes_like(PyTuple_GET_ITEM(rec, 1), kd, kn) < 0 || bytes_like(PyTuple_GET_ITEM(rec, 2), vd, vn) < 0)
+        return -1;
+    if (headers != *last_headers) {
+        if ((*hs = headers_size(headers)) < 0)
+            return -1;
+        *last_headers = headers;
+    }
+    return 0;
+}
+
+static inline Py_ssize_t record_body_size(int64_t ts_delta, int64_t count, Py_ssize_t kn, Py_ssize_t vn, Py_ssize_t hs)
+{
+    return 1 + varint_size(ts_delta) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
+}
+
+/* One record at p (its size varint, then its body of ``body`` bytes); returns the end. */
+static inline uint8_t *record_write(uint8_t *p, Py_ssize_t body, int64_t ts_delta, int64_t count, const char *kd,
+                                    Py_ssize_t kn, const char *vd, Py_ssize_t vn, PyObject *headers)
+{
+    p = wr_varint(p, body);
+    *p++ = 0;
+    p = wr_varint(p, ts_delta);
+    p = wr_varint(p, count);
+    p = wr_nullable(p, kd, kn);
+    p = wr_nullable(p, vd, vn);
+    return wr_headers(p, headers);
+}
+
+/* Pass 1 of append_records: checks every record tuple (record_check) and returns the bytes they take, or -1 when
+   the reference must encode them. No Python code runs in it. */
+static Py_ssize_t records_encoded_size(PyObject *records, int64_t count, int64_t bts)
 {
     Py_ssize_t n = PyList_GET_SIZE(records), total = 0, hs = 0;
     PyObject *last_ts_obj = NULL, *last_headers = NULL;
     int64_t ts = 0;
     for (Py_ssize_t i = 0; i < n; i++, count++) {
-        PyObject *rec = PyList_GET_ITEM(records, i);
         const char *d;
         Py_ssize_t kn, vn;
-        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 4)
+        if (record_check(PyList_GET_ITEM(records, i), 0, &last_ts_obj, &ts, &last_headers, &hs, &d, &kn, &d, &vn) < 0)
             return -1;
-        PyObject *ts_obj = PyTuple_GET_ITEM(rec, 0), *headers = PyTuple_GET_ITEM(rec, 3);
-        if (ts_obj != last_ts_obj) {
-            int ok;
-            ts = record_timestamp(ts_obj, &ok);
-            if (!ok || (nonneg && ts < 0))
-                return -1;
-            last_ts_obj = ts_obj;
-        }
-        if (bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 || bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
-            return -1;
-        if (ts_out != NULL)
-            ts_out[i] = ts;
-        if (headers != last_headers) {
-            if ((hs = headers_size(headers)) < 0)
-                return -1;
-            last_headers = headers;
-        }
         int64_t ts_delta;
         if (count == 0)
             bts = ts;
         if (__builtin_sub_overflow(ts, bts, &ts_delta)) /* the reference encodes the wider Python int */
             return -1;
-        Py_ssize_t body = 1 + varint_size(ts_delta) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
+        Py_ssize_t body = record_body_size(ts_delta, count, kn, vn, hs);
         total += varint_size(body) + body;
         if (count >= INT32_MAX || total > PY_SSIZE_T_MAX / 2)
             return -1;
-        if (body_out != NULL) {
-            if (body > INT32_MAX)
-                return -1;
-            body_out[i] = (int32_t)body;
-        }
     }
     return total;
 }
 
 /* Pass 2: writes the records checked by records_encoded_size at p; state is (count, base_timestamp,
-   max_timestamp, offset_of_max_timestamp), updated. ts_in and body_in: the timestamps and body sizes pass 1 found
-   (NULL: work them out again; both or neither). */
-static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset, int64_t state[4], const int64_t *ts_in,
-                              const int32_t *body_in)
+   max_timestamp, offset_of_max_timestamp), updated. */
+static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset, int64_t state[4])
 {
     Py_ssize_t n = PyList_GET_SIZE(records);
     int64_t count = state[0], bts = state[1], mts = state[2], omax = state[3];
@@ -809,22 +825,14 @@ static uint8_t *records_write(uint8_t *p, PyObject *records, int64_t base_offset
         const char *kd = NULL, *vd = NULL;
         Py_ssize_t kn = -1, vn = -1;
         int ok;
-        int64_t ts = ts_in != NULL ? ts_in[i] : record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok);
+        int64_t ts = record_timestamp(PyTuple_GET_ITEM(rec, 0), &ok);
         bytes_like(PyTuple_GET_ITEM(rec, 1), &kd, &kn);
         bytes_like(PyTuple_GET_ITEM(rec, 2), &vd, &vn);
         PyObject *headers = PyTuple_GET_ITEM(rec, 3);
         if (count == 0)
             bts = ts;
-        Py_ssize_t body = body_in != NULL ? body_in[i]
-                                          : 1 + varint_size(ts - bts) + varint_size(count) + nullable_size(kn) +
-                                                nullable_size(vn) + headers_size(headers);
-        p = wr_varint(p, body);
-        *p++ = 0;
-        p = wr_varint(p, ts - bts);
-        p = wr_varint(p, count);
-        p = wr_nullable(p, kd, kn);
-        p = wr_nullable(p, vd, vn);
-        p = wr_headers(p, headers);
+        Py_ssize_t body = record_body_size(ts - bts, count, kn, vn, headers_size(headers));
+        p = record_write(p, body, ts - bts, count, kd, kn, vd, vn, headers);
         if (ts > mts) {
             mts = ts;
             omax = base_offset + count;
@@ -850,7 +858,7 @@ static PyObject *k_append_records(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!LLLLL", &PyByteArray_Type, &buf, &PyList_Type, &records, &count0, &base_offset,
                           &base_ts, &max_ts, &offset_of_max))
         return NULL;
-    Py_ssize_t total = records_encoded_size(records, count0, base_ts, 0, NULL, NULL);
+    Py_ssize_t total = records_encoded_size(records, count0, base_ts);
     if (total < 0)
         Py_RETURN_NONE;
     Py_ssize_t old = PyByteArray_GET_SIZE(buf);
@@ -859,16 +867,13 @@ static PyObject *k_append_records(PyObject *self, PyObject *args)
         Py_RETURN_NONE;
     }
     int64_t state[4] = {count0, base_ts, max_ts, offset_of_max};
-    records_write((uint8_t *)PyByteArray_AS_STRING(buf) + old, records, base_offset, state, NULL, NULL);
+    records_write((uint8_t *)PyByteArray_AS_STRING(buf) + old, records, base_offset, state);
     return Py_BuildValue("(LLLL)", (long long)state[0], (long long)state[1], (long long)state[2], (long long)state[3]);
 }
 
 /* ---- producer: a whole uncompressed batch in one call (the Sender's per-request encoding) ------------- */
 
 #define BATCH_OVERHEAD 61
-/* records whose timestamps and body sizes k_encode_batch keeps on the stack between its two passes (a 16 KiB batch
-   of 100-byte records holds about 150) */
-#define ENCODE_TS_STACK 512
 #define BATCH_ATTRIBUTES_OFFSET 21
 #define BATCH_CRC_OFFSET 17
 
@@ -879,6 +884,67 @@ static inline uint8_t *wr_be(uint8_t *p, uint64_t v, int n)
         v >>= 8;
     }
     return p + n;
+}
+
+/* encode_batch's records in one pass: each record checked and sized as records_encoded_size does (nonneg), then
+   written at once, as records_write writes it, after the BATCH_OVERHEAD header bytes of ``*out``: a bytes object
+   made at the first record for about n records of its size, grown when short and cut to the exact size at the end.
+   state: (count, base timestamp, max timestamp, offset of max), as records_write's. Returns the records' bytes; -1
+   when the reference must encode them, -2 with an exception (either way ``*out`` may hold a bytes object to drop). */
+static Py_ssize_t records_encode_into(PyObject *records, PyObject **out, int64_t state[4])
+{
+    Py_ssize_t n = PyList_GET_SIZE(records), total = 0, cap = 0, hs = 0;
+    PyObject *last_ts_obj = NULL, *last_headers = NULL;
+    int64_t ts = 0, bts = 0, mts = -1, omax = -1, count = 0;
+    for (Py_ssize_t i = 0; i < n; i++, count++) {
+        PyObject *rec = PyList_GET_ITEM(records, i);
+        const char *kd, *vd;
+        Py_ssize_t kn, vn;
+        if (record_check(rec, 1, &last_ts_obj, &ts, &last_headers, &hs, &kd, &kn, &vd, &vn) < 0)
+            return -1;
+        if (count == 0)
+            bts = ts;
+        int64_t ts_delta;
+        if (__builtin_sub_overflow(ts, bts, &ts_delta)) /* the reference encodes the wider Python int */
+            return -1;
+        Py_ssize_t body = record_body_size(ts_delta, count, kn, vn, hs);
+        if (count >= INT32_MAX || body > INT32_MAX)
+            return -1;
+        Py_ssize_t rs = varint_size(body) + body;
+        if (rs > INT32_MAX - BATCH_OVERHEAD - total) /* the batch length is an int32 */
+            return -1;
+        if (total + rs > cap) {
+            /* the first record's size (and a few varint bytes more) for every record; then twice as much each time */
+            Py_ssize_t want = cap == 0 ? (rs + 4) * (n < INT32_MAX / (rs + 4) ? n : 1) : 2 * cap;
+            if (want < total + rs)
+                want = total + rs;
+            if (want > INT32_MAX - BATCH_OVERHEAD)
+                want = INT32_MAX - BATCH_OVERHEAD;
+            if (*out == NULL)
+                *out = PyBytes_FromStringAndSize(NULL, BATCH_OVERHEAD + want);
+            else if (_PyBytes_Resize(out, BATCH_OVERHEAD + want) < 0)
+                *out = NULL; /* (freed by the resize) */
+            if (*out == NULL)
+                return -2;
+            cap = want;
+        }
+        record_write((uint8_t *)PyBytes_AS_STRING(*out) + BATCH_OVERHEAD + total, body, ts_delta, count, kd, kn, vd, vn,
+                     PyTuple_GET_ITEM(rec, 3));
+        total += rs;
+        if (ts > mts) {
+            mts = ts;
+            omax = count;
+        }
+    }
+    if (total < cap && _PyBytes_Resize(out, BATCH_OVERHEAD + total) < 0) {
+        *out = NULL;
+        return -2;
+    }
+    state[0] = count;
+    state[1] = bts;
+    state[2] = mts;
+    state[3] = omax;
+    return total;
 }
 
 PyDoc_STRVAR(encode_batch_doc,
@@ -903,35 +969,16 @@ static PyObject *k_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_
     Py_ssize_t n = PyList_GET_SIZE(records);
     if (n == 0 || epoch < INT16_MIN || epoch > INT16_MAX || seq < INT32_MIN || seq > INT32_MAX)
         Py_RETURN_NONE;
-    /* one pass checks the records and sizes them (the reference's header takes -1 timestamps its own way: nonneg),
-       keeping each timestamp and body size for the writing pass; a batch of up to ENCODE_TS_STACK records needs no allocation */
-    int64_t ts_stack[ENCODE_TS_STACK];
-    int32_t body_stack[ENCODE_TS_STACK];
-    int64_t *tss = ts_stack;
-    int32_t *bodies = body_stack;
-    if (n > ENCODE_TS_STACK) { /* one allocation: the timestamps, then the body sizes */
-        if ((size_t)n > PY_SSIZE_T_MAX / (sizeof(int64_t) + sizeof(int32_t)) ||
-            (tss = PyMem_Malloc((size_t)n * (sizeof(int64_t) + sizeof(int32_t)))) == NULL)
-            return PyErr_NoMemory();
-        bodies = (int32_t *)(tss + n);
-    }
-    Py_ssize_t total = records_encoded_size(records, 0, -1, 1, tss, bodies);
-    if (total < 0 || total > INT32_MAX - BATCH_OVERHEAD) {
-        if (tss != ts_stack)
-            PyMem_Free(tss);
+    int64_t state[4] = {0, -1, -1, -1};
+    PyObject *out = NULL;
+    Py_ssize_t total = records_encode_into(records, &out, state);
+    if (total < 0) {
+        Py_XDECREF(out);
+        if (total == -2)
+            return NULL;
         Py_RETURN_NONE;
     }
-    PyObject *out = PyBytes_FromStringAndSize(NULL, BATCH_OVERHEAD + total);
-    if (out == NULL) {
-        if (tss != ts_stack)
-            PyMem_Free(tss);
-        return NULL;
-    }
     uint8_t *b = (uint8_t *)PyBytes_AS_STRING(out);
-    int64_t state[4] = {0, -1, -1, -1};
-    records_write(b + BATCH_OVERHEAD, records, 0, state, tss, bodies);
-    if (tss != ts_stack)
-        PyMem_Free(tss);
     uint8_t *p = b;
     p = wr_be(p, 0, 8);                                          /* base offset */
     p = wr_be(p, (uint64_t)(BATCH_OVERHEAD + total - 12), 4);   /* batch length */
@@ -3022,14 +3069,14 @@ enum {
     P_TM, P_GMO, P_IN_FLIGHT, P_ACC, P_RESPONSES, P_NAME, P_PARTS, P_INDEX, P_ERROR, P_RECORD_ERRORS, P_BASE, P_LAT,
     P_FINAL, P_SPLIT, P_HAS_CB, P_TP, P_PENDING, P_OUTCOME, P_HANDLE, P_COMPLETE, P_DEALLOC, P_UNMUTE, P_INVOKE,
     P_CONDITION, P_ACQUIRE, P_RELEASE, P_WATCHED, P_STATE, P_O_LAT, P_TIMESTAMPS, P_KEY_SIZES, P_VALUE_SIZES,
-    P_COUNT
+    P_COMPLETE_RECORDS, P_COUNT
 };
 static const char *const pr_attr_names[P_COUNT] = {
     "transaction_manager", "guarantee_message_order", "in_flight_batches", "accumulator", "responses", "name",
     "partition_responses", "index", "error_code", "record_errors", "base_offset", "log_append_time_ms", "final_state",
     "split", "has_callbacks", "topic_partition", "pending", "outcome", "handle_completed_batch", "complete_success",
     "deallocate", "unmute_partition", "_invoke_callbacks", "condition", "acquire", "release", "watched", "state",
-    "log_append_time", "timestamps", "key_sizes", "value_sizes",
+    "log_append_time", "timestamps", "key_sizes", "value_sizes", "_complete_records",
 };
 static PyObject *pattr[P_COUNT];
 
@@ -3056,10 +3103,17 @@ static inline int is_int_zero(PyObject *v)
     return !overflow && x == 0;
 }
 
+/* 1 when ``outcome`` is a BatchOutcome (exactly) that nothing but ``holders`` references hold, nothing watches and
+ * that is not complete yet: no reader can ever look at its per-record columns. */
+static int outcome_unread(PyObject *outcome, Py_ssize_t holders)
+{
+    return outcome_type != NULL && Py_TYPE(outcome) == outcome_type && Py_REFCNT(outcome) == holders;
+}
+
 /* The checks of the common case, before anything changes: every partition of the response answers one batch of the
  * request (each batch once), with error NONE and no record errors, int offsets; every batch is still incomplete, not
- * split, without delivery callbacks, its records' columns computable. Fills ``plan`` with one (batch, base offset,
- * log append time, columns) tuple per partition in response order. 1: the common case, 0: not, -1: error. */
+ * split, without delivery callbacks, its records' columns computable (or its outcome unread: columns None). Fills
+ * ``plan`` with one (batch, base offset, log append time, columns) tuple per partition in response order. 1: the common case, 0: not, -1: error. */
 static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *plan)
 {
     PyObject *responses = PyObject_GetAttr(body, pattr[P_RESPONSES]), *seen = NULL;
@@ -3119,6 +3173,18 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
                 ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && PyList_CheckExact(f[3]);
             PyObject *columns = NULL;
             if (ok > 0) {
+                /* An outcome only its batch refers to (our reference and the batch's) can never be read: every
+                 * future of a batch, and a send_batch future's segment, holds its outcome, and a drained batch is
+                 * closed, so no future of it is made any more. Its per-record columns are not collected (None
+                 * here): succeed_batch completes it without them. */
+                PyObject *outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME]);
+                if (outcome == NULL)
+                    ok = -1;
+                else if (outcome_unread(outcome, 2))
+                    columns = Py_NewRef(Py_None);
+                Py_XDECREF(outcome);
+            }
+            if (ok > 0 && columns == NULL) {
                 /* the columns _complete_records collects: timestamps only without a log append time */
                 int overflow = 0;
                 long long lat = PyLong_AsLongLongAndOverflow(v[4], &overflow);
@@ -3252,6 +3318,30 @@ release:;
     return out;
 }
 
+/* BatchOutcome.complete_success for an outcome produce_response_plan found unread: its offset, log append time and
+ * state set (the per-record columns only a future could read are not collected). Should a reference to it have
+ * appeared meanwhile, the batch's own ProducerBatch._complete_records completes it instead (columns, lock, done-
+ * callbacks), as ProducerBatch.done would. 0, or -1 with an exception. */
+static int complete_unread(PyObject *batch, PyObject *outcome, PyObject *base, PyObject *lat)
+{
+    if (!outcome_unread(outcome, 2)) {
+        PyObject *r = PyObject_CallMethodObjArgs(batch, pattr[P_COMPLETE_RECORDS], base, lat, Py_None, Py_None, NULL);
+        Py_XDECREF(r);
+        return r == NULL ? -1 : 0;
+    }
+    PyObject *state = PyObject_GetAttr(outcome, pattr[P_STATE]);
+    if (state == NULL)
+        return -1;
+    int finished = PyObject_RichCompareBool(state, finished_state, Py_EQ);
+    Py_DECREF(state);
+    if (finished != 0)
+        return finished < 0 ? -1 : 0;
+    if (PyObject_SetAttr(outcome, pattr[P_BASE], base) < 0 || PyObject_SetAttr(outcome, pattr[P_O_LAT], lat) < 0
+        || PyObject_SetAttr(outcome, pattr[P_STATE], finished_state) < 0)
+        return -1;
+    return 0;
+}
+
 /* One planned batch's success, as Sender._succeed_batch then the unmute of _handle_produce_response. */
 static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_flight, PyObject *acc, PyObject *succeeded)
 {
@@ -3276,20 +3366,27 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
     if (final_state == Py_None && !truth) {
         if (PyObject_SetAttr(batch, pattr[P_FINAL], succeeded) < 0 || (outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME])) == NULL)
             goto done_final;
-        PyObject *cargs[6] = {outcome, base, lat, PyTuple_GET_ITEM(columns, 0), PyTuple_GET_ITEM(columns, 1),
-                              PyTuple_GET_ITEM(columns, 2)};
-        PyObject *with_callbacks = complete_outcome(cargs);
-        if (with_callbacks == NULL)
-            goto done_final;
-        /* the futures' done-callbacks, outside the lock */
-        fs = PySequence_Fast(with_callbacks, "complete_success returns a list");
-        Py_DECREF(with_callbacks);
-        if (fs == NULL)
-            goto done_final;
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fs); i++) {
-            if ((r = PyObject_CallMethodNoArgs(PySequence_Fast_GET_ITEM(fs, i), pattr[P_INVOKE])) == NULL)
+        if (columns == Py_None) {
+            /* unread when planned (see produce_response_plan): still held by the batch and by us only, nobody can
+             * read it, so no lock and no columns (a reader could only appear with a reference of its own) */
+            if (complete_unread(batch, outcome, base, lat) < 0)
                 goto done_final;
-            Py_DECREF(r);
+        } else {
+            PyObject *cargs[6] = {outcome, base, lat, PyTuple_GET_ITEM(columns, 0), PyTuple_GET_ITEM(columns, 1),
+                                  PyTuple_GET_ITEM(columns, 2)};
+            PyObject *with_callbacks = complete_outcome(cargs);
+            if (with_callbacks == NULL)
+                goto done_final;
+            /* the futures' done-callbacks, outside the lock */
+            fs = PySequence_Fast(with_callbacks, "complete_success returns a list");
+            Py_DECREF(with_callbacks);
+            if (fs == NULL)
+                goto done_final;
+            for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fs); i++) {
+                if ((r = PyObject_CallMethodNoArgs(PySequence_Fast_GET_ITEM(fs, i), pattr[P_INVOKE])) == NULL)
+                    goto done_final;
+                Py_DECREF(r);
+            }
         }
         if (remove_in_flight(in_flight, tp, batch) < 0)
             goto done_final;
@@ -3319,7 +3416,8 @@ PyDoc_STRVAR(complete_produce_response_doc,
 "errors) and no batch has delivery callbacks, is complete or split: each batch completes as\n"
 "Sender._succeed_batch does (the transaction manager's handle_completed_batch, the outcome's complete_success and\n"
 "its futures' done-callbacks, out of in-flight, deallocate; the unmute when ordering is guaranteed), in response\n"
-"order. False, with nothing done, for anything else: the reference decides.");
+"order; an outcome nothing but its batch refers to (every future of it dropped) gets no per-record columns, which\n"
+"nothing could read. False, with nothing done, for anything else: the reference decides.");
 
 static PyObject *k_complete_produce_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {

@@ -110,8 +110,7 @@ def test_a_tuple_of_records_takes_the_reference() -> None:
 
 
 @pytest.mark.parametrize("count", [511, 512, 513, 1500])
-def test_batches_past_the_kernels_stack_of_timestamps_are_byte_identical(count: int) -> None:
-    # the kernel keeps up to 512 timestamps between its passes on the stack and allocates for more
+def test_large_batches_are_byte_identical(count: int) -> None:
     records = [(1_700_000_000_000 + (i * 7919) % 5000, b"k%d" % i if i % 3 else None, b"v" * (i % 50), (), None)
                for i in range(count)]
     batch = _Batch(records, 7, 2, 11, True)
@@ -163,7 +162,7 @@ def test_records_sharing_timestamp_and_headers_objects_encode_as_the_reference(
         assert direct == expected[0]  # the kernel took it
 
 
-def test_one_timestamp_object_shared_by_a_batch_past_the_stack_is_byte_identical() -> None:
+def test_one_timestamp_object_shared_by_a_large_batch_is_byte_identical() -> None:
     ts, headers = 1_700_000_000_123, ()
     records = [(ts, None if i % 2 else b"", b"v" * (i % 130), headers if i % 5 else None, None) for i in range(700)]
     records[600] = (ts + 1, b"k", b"v", (("h", b"x"),), None)  # a new object, then the shared one again
@@ -172,3 +171,19 @@ def test_one_timestamp_object_shared_by_a_batch_past_the_stack_is_byte_identical
     # a -1 timestamp object shared by the records after the first still leaves the batch to the reference
     neg = [(-1 if i else 5, None, b"v", headers, None) for i in range(600)]
     assert _kernel().encode_batch(neg, 7, 2, 11, False, _crc) is None
+
+
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        [0] + [300] * 60,  # the first record much smaller than the rest: the kernel's output grows, several times
+        [0, 0, 70_000, 1],  # one record larger than all the room made for the batch at once
+        [5000] + [0] * 200,  # the first record much larger: the room made is cut to the bytes written
+        [100] * 200,  # the producer's batch: records of one size, the offset delta one byte longer from record 64
+    ],
+)
+def test_batches_whose_first_record_is_no_guide_to_their_size_are_byte_identical(sizes: list[int]) -> None:
+    # the kernel writes the records in one pass, into room for about as many records as the first one's size
+    records = [(1_700_000_000_000 + i * 97, None if i % 2 else b"key", b"v" * n, (), None) for i, n in enumerate(sizes)]
+    batch = _Batch(records, 7, 2, 11, False)
+    assert _kernel().encode_batch(records, 7, 2, 11, False, _crc) == encode_batch_reference(batch, None, None)[0]

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykafka_client.producer.future_record_metadata import FutureRecordMetadata
-from pykafka_client.producer.producer_batch import ProducerBatch
+from pykafka_client.producer.future_record_metadata import FutureRecordMetadata, new_future
+from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
 from pykafka_client.protocol.messages import ProduceResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
@@ -199,3 +199,47 @@ def test_the_kernel_completes_an_unwatched_outcome_under_its_lock_and_lets_it_go
     outcome.condition.release()
     assert [f.result(0).offset for f in futures] == [40, 41, 42]
     assert not h.sender.in_flight_batches and not h.accumulator.incomplete_batches()
+
+
+def _in_flight(h: Harness) -> dict[TopicPartition, ProducerBatch]:
+    return {b.topic_partition: b for lst in h.sender.in_flight_batches.values() for b in lst}
+
+
+def test_an_outcome_nothing_refers_to_completes_without_its_columns() -> None:
+    """Every future of a batch dropped (send()'s futures, unused): nothing can read the batch's per-record columns,
+    so the kernel does not collect them; the batch completes as the reference completes it otherwise."""
+    h = Harness(partitions=PARTITIONS)
+    h.append(TopicPartition(TOPIC, 0), b"abc", 3)  # the futures are dropped at once
+    kept = h.append(TopicPartition(TOPIC, 1), b"de", 2)
+    h.run_once()
+    batches = _in_flight(h)
+    h.client.respond(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, []), (TopicPartition(TOPIC, 1), 0, 70, -1, [])]))
+    with _kernel(True) as spy:
+        h.run_once()
+    assert spy is not None and spy.answers == [True]
+    unread, read = batches[TopicPartition(TOPIC, 0)], batches[TopicPartition(TOPIC, 1)]
+    assert unread.final_state is read.final_state is FinalState.SUCCEEDED
+    assert unread.allocated_bytes == read.allocated_bytes == 0 and not h.sender.in_flight_batches
+    assert (unread.outcome.state, unread.outcome.base_offset, unread.outcome.log_append_time) == ("FINISHED", 40, -1)
+    assert unread.outcome.key_sizes == [] and unread.outcome.timestamps is None  # not collected
+    assert read.outcome.key_sizes == [-1, -1] and read.outcome.value_sizes == [2, 2]
+    assert [f.result(0).offset for f in kept] == [70, 71]
+
+
+def test_an_outcome_referred_to_after_the_plan_gets_its_columns() -> None:
+    """A future of a batch made while the response is being completed (here by a done-callback of a batch before
+    it in the response) reads the batch's outcome: the batch then completes with its columns, as the reference's."""
+    h = Harness(partitions=PARTITIONS)
+    (first,) = h.append(TopicPartition(TOPIC, 0), b"abc", 1)
+    h.append(TopicPartition(TOPIC, 1), b"de", 2)  # dropped: unread when the response is planned
+    h.run_once()
+    batches = _in_flight(h)
+    late: list[FutureRecordMetadata] = []
+    first.add_done_callback(lambda _f: late.extend(new_future(batches[TopicPartition(TOPIC, 1)].outcome, i) for i in range(2)))
+    h.client.respond(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, []), (TopicPartition(TOPIC, 1), 0, 70, -1, [])]))
+    with _kernel(True) as spy:
+        h.run_once()
+    assert spy is not None and spy.answers == [True]
+    assert first.result(0).offset == 40
+    ts = h.time.milliseconds()
+    assert [tuple(f.result(0)) for f in late] == [(TOPIC, 1, 70, ts, -1, 2), (TOPIC, 1, 71, ts, -1, 2)]
