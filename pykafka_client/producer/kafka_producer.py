@@ -76,6 +76,7 @@ from pykafka_client.producer.transaction_manager import GroupMetadata, Transacti
 from pykafka_client.producer.transaction_state import State
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.protocol.compression import CompressionType
+from pykafka_client.protocol.records import _native
 from pykafka_client.serialization import ByteArraySerializer, Serializer, resolve_serializer
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, SystemTime, Time
@@ -130,6 +131,9 @@ class KafkaProducer:
     ``close_at_exit_timeout`` (seconds, default 10; settable on the class or an instance) bounds how long
     a producer that was not closed may take to deliver its buffered records when the interpreter exits.
     """
+
+    #: ``_send_record`` in a slot: ``send`` (the kernel's SendMethod) reads it at a fixed offset once per record
+    __slots__ = ("__dict__", "__weakref__", "_send_record")
 
     close_at_exit_timeout: float = 10.0
 
@@ -305,15 +309,30 @@ class KafkaProducer:
 
         Hot path (measured per call, see bench/producer.py --micro): no header normalisation without headers,
         no serializer call for bytes through the default bytes serializer, one deque-lock round when the
-        partition's last batch has room (``RecordAccumulator.try_append_fast``).
+        partition's last batch has room (``RecordAccumulator.try_append_fast``). With the kernel, ``producer.send``
+        is this function bound by the kernel's ``SendMethod``, which makes the ``_send_record`` call below
+        without running this frame and calls :meth:`_send_declined` when it declines.
         """
         send_record = self._send_record
         if send_record is not None and headers is None:
             # checks, metadata, partition, append and wake-up in one C call; NotImplemented: nothing was appended,
-            # the Python path below does it all (and raises as it always did)
+            # the Python path does it all (and raises as it always did)
             future = send_record(topic, partition, timestamp, key, value, on_delivery)
             if future is not NotImplemented:
                 return future  # type: ignore[no-any-return]
+        return self._send_declined(topic, value, key, partition, timestamp, headers, on_delivery)
+
+    def _send_declined(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp: int | None,
+        headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None,
+        on_delivery: Callback | None,
+    ) -> Future[RecordMetadata]:
+        """:meth:`send` after the kernel's SendRecord declined the record (nothing appended) or without it."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         tm = self.transaction_manager
@@ -909,5 +928,16 @@ def _normalize_headers(headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | 
             raise IllegalArgumentError(f"header {k!r}: value must be bytes, str or None, got {type(v).__name__}")
     return out
 
+
+def _install_send_method() -> None:
+    """``KafkaProducer.send`` through the kernel's SendMethod: the same function on the class; on a producer a
+    bound callable that runs send()'s kernel call without send()'s Python frame (nothing without the kernel)."""
+    kernel = _native.kernel
+    send_method = getattr(kernel, "SendMethod", None)
+    if send_method is not None:
+        setattr(KafkaProducer, "send", send_method(KafkaProducer.__dict__["send"], KafkaProducer._send_declined))
+
+
+_install_send_method()
 
 __all__ = ["BatchMetadata", "KafkaError", "KafkaProducer", "SendBatchFuture"]
