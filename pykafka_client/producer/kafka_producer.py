@@ -331,46 +331,55 @@ class KafkaProducer:
         timestamp: int | None,
         headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None,
         on_delivery: Callback | None,
+        no_room: bool = False,
     ) -> Future[RecordMetadata]:
-        """:meth:`send` after the kernel's SendRecord declined the record (nothing appended) or without it."""
+        """:meth:`send` after the kernel's SendRecord declined the record (nothing appended) or without it.
+        ``no_room``: SendRecord made send()'s checks and the metadata lookup (the topic and the partition are
+        known) and found no open batch with room: only the append into a new batch is left to do."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         tm = self.transaction_manager
-        if tm is not None or topic.__class__ is not str or not topic or partition is not None:
-            fatal = self._check_can_send(topic, partition)
-            if fatal is not None:
-                # as Java's send: the topic's metadata first (its own error fails the future), then the fatal error
-                try:
-                    self.wait_on_metadata(topic, partition, self._max_block_ms)
-                except (BrokerResponseError, KafkaTimeoutError) as e:
-                    if on_delivery is not None:
-                        on_delivery(None, e)
-                    return _failed_future(e)
-                raise fatal
-        if timestamp is not None and timestamp < 0:
-            raise IllegalArgumentError(f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or None.")
+        if not no_room:
+            if tm is not None or topic.__class__ is not str or not topic or partition is not None:
+                fatal = self._check_can_send(topic, partition)
+                if fatal is not None:
+                    # as Java's send: the topic's metadata first (its own error fails the future), then the fatal
+                    # error
+                    try:
+                        self.wait_on_metadata(topic, partition, self._max_block_ms)
+                    except (BrokerResponseError, KafkaTimeoutError) as e:
+                        if on_delivery is not None:
+                            on_delivery(None, e)
+                        return _failed_future(e)
+                    raise fatal
+            if timestamp is not None and timestamp < 0:
+                raise IllegalArgumentError(
+                    f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or None."
+                )
         hdrs = _normalize_headers(headers) if headers else _NO_HEADERS
         metadata = self.metadata
         try:
-            if self._system_time:
-                count = metadata.add_and_count(topic, _monotonic_ns() // 1_000_000)
-            else:
-                count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
-            # the kernel found no open batch with room (try_append_fast would find none either: append does it)
-            no_room = False
-            if count is not None and (partition is None or partition < count):
+            if no_room:
                 remaining_ms = self._max_block_ms
-                send_append = self._send_append
-                if send_append is not None and not hdrs:
-                    # the partition, the append into an open batch and the Sender's wake-up in one C call; None or
-                    # NotImplemented: nothing changed, the Python path below does it
-                    future = send_append(topic, partition, count, timestamp, key, value, on_delivery)
-                    if future is None:
-                        no_room = True
-                    elif future is not NotImplemented:
-                        return future  # type: ignore[no-any-return]
             else:
-                remaining_ms = self.wait_on_metadata(topic, partition, self._max_block_ms)
+                if self._system_time:
+                    count = metadata.add_and_count(topic, _monotonic_ns() // 1_000_000)
+                else:
+                    count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
+                if count is not None and (partition is None or partition < count):
+                    remaining_ms = self._max_block_ms
+                    send_append = self._send_append
+                    if send_append is not None and not hdrs:
+                        # the partition, the append into an open batch and the Sender's wake-up in one C call; None
+                        # (the kernel found no open batch with room: try_append_fast would find none either, append
+                        # does it) or NotImplemented: nothing changed, the Python path below does it
+                        future = send_append(topic, partition, count, timestamp, key, value, on_delivery)
+                        if future is None:
+                            no_room = True
+                        elif future is not NotImplemented:
+                            return future  # type: ignore[no-any-return]
+                else:
+                    remaining_ms = self.wait_on_metadata(topic, partition, self._max_block_ms)
             if self._key_passthrough and (key is None or key.__class__ is bytes):
                 key_bytes = key
             else:

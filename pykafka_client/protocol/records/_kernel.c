@@ -2002,9 +2002,12 @@ static PyObject *cluster_now(PyObject *cluster_at)
     return PyObject_CallNoArgs(cluster_at);
 }
 
-/* SendRecord's call: args are its 11 fixed arguments then the call's 6 */
-static PyObject *send_record_core(PyObject *const *args)
+/* SendRecord's call: args are its 11 fixed arguments then the call's 6. NotImplemented when it declines; then
+ * *no_room is 1 when the record passed every check and the metadata (the topic and partition known) and only
+ * found no open batch with room (or the accumulator closed), 0 otherwise. */
+static PyObject *send_record_core(PyObject *const *args, int *no_room)
 {
+    *no_room = 0;
     if (future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *cluster_at = args[10],
@@ -2038,6 +2041,7 @@ static PyObject *send_record_core(PyObject *const *args)
     Py_DECREF(count_obj);
     if (future == Py_None) {
         Py_DECREF(future);
+        *no_room = 1;
         Py_RETURN_NOTIMPLEMENTED;
     }
     return future;
@@ -2063,7 +2067,8 @@ static PyObject *send_record_vectorcall(PyObject *self, PyObject *const *args, s
     PyObject *all[SR_FIXED + SR_CALL];
     memcpy(all, ((SendRecordObject *)self)->fixed, sizeof(PyObject *) * SR_FIXED);
     memcpy(all + SR_FIXED, args, sizeof(PyObject *) * SR_CALL);
-    return send_record_core(all);
+    int no_room;
+    return send_record_core(all, &no_room);
 }
 
 static PyObject *send_record_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -2136,7 +2141,8 @@ static PyTypeObject SendRecordType = {
  * object (like a bound method: __self__, __func__, equal for the same producer) whose call reads the producer's
  * ``_send_record`` slot and, with no headers, calls that SendRecord directly: a future returned is send()'s
  * result, no Python frame run. Anything else goes through Python: NotImplemented (nothing appended) to
- * ``declined(producer, topic, value, key, partition, timestamp, headers, on_delivery)``, the rest of send();
+ * ``declined(producer, topic, value, key, partition, timestamp, headers, on_delivery, no_room)``, the rest of send()
+ * (``no_room``: whether SendRecord found only no open batch with room, its checks and the metadata passed);
  * arguments it does not parse (too many, an unknown keyword: the TypeError), a producer without a SendRecord
  * (closed, transactional, no kernel) or whose ``_send_record`` is not a slot, to the function itself. */
 enum { SEND_NARGS = 7 }; /* topic, value, key, partition, timestamp, headers, on_delivery */
@@ -2206,6 +2212,7 @@ static PyObject *bound_send_vectorcall(PyObject *op, PyObject *const *args, size
     PyObject *sr = off >= 0 ? *(PyObject **)((char *)b->self + off) : NULL; /* borrowed */
     if (sr == NULL || !Py_IS_TYPE(sr, &SendRecordType))
         return bound_send_python(b, args, nargsf, kwnames);
+    int no_room = 0;
     if (v[5] == Py_None) {
         Py_INCREF(sr); /* another thread may close the producer (its slot set to None) during the call */
         PyObject *all[SR_FIXED + SR_CALL];
@@ -2216,14 +2223,14 @@ static PyObject *bound_send_vectorcall(PyObject *op, PyObject *const *args, size
         all[SR_FIXED + 3] = v[2]; /* key */
         all[SR_FIXED + 4] = v[1]; /* value */
         all[SR_FIXED + 5] = v[6]; /* on_delivery */
-        PyObject *future = send_record_core(all);
+        PyObject *future = send_record_core(all, &no_room);
         Py_DECREF(sr);
         if (future != Py_NotImplemented)
             return future;
         Py_DECREF(future);
     }
-    PyObject *call[1 + SEND_NARGS] = {b->self, v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
-    return PyObject_Vectorcall(b->declined, call, 1 + SEND_NARGS, NULL);
+    PyObject *call[2 + SEND_NARGS] = {b->self, v[0], v[1], v[2], v[3], v[4], v[5], v[6], no_room ? Py_True : Py_False};
+    return PyObject_Vectorcall(b->declined, call, 2 + SEND_NARGS, NULL);
 }
 
 static int bound_send_traverse(PyObject *op, visitproc visit, void *arg)
@@ -2384,7 +2391,8 @@ PyDoc_STRVAR(send_method_doc,
     "producer a bound callable with send's arguments that calls the producer's ``_send_record`` (a SendRecord)\n"
     "without a Python frame when there are no headers, and returns its future; when it declines (NotImplemented,\n"
     "nothing appended) it returns ``declined(producer, topic, value, key, partition, timestamp, headers,\n"
-    "on_delivery)``; without a SendRecord, or for arguments it does not parse, ``send(producer, ...)``.");
+    "on_delivery, no_room)`` (``no_room`` True: the record passed send()'s checks and the metadata and only found\n"
+    "no open batch with room); without a SendRecord, or for arguments it does not parse, ``send(producer, ...)``.");
 
 static PyTypeObject SendMethodType = {
     PyVarObject_HEAD_INIT(NULL, 0)

@@ -9,6 +9,7 @@ import pytest
 
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
@@ -433,13 +434,26 @@ def test_a_new_batchs_append_tries_the_full_batch_once(monkeypatch: pytest.Monke
     append(acc)
     append(acc)
     tried: list[int] = []
-    real = ProducerBatch.try_append
+    kernel = _native.kernel
+    if kernel is not None:  # append calls the kernel's ProducerBatch.try_append directly
 
-    def counting(self: ProducerBatch, *args: object) -> object:
-        tried.append(id(self))
-        return real(self, *args)  # type: ignore[arg-type]
+        class CountingKernel:
+            def __getattr__(self, name: str) -> object:
+                return getattr(kernel, name)
 
-    monkeypatch.setattr(ProducerBatch, "try_append", counting)
+            def batch_try_append(self, batch: ProducerBatch, *args: object) -> object:
+                tried.append(id(batch))
+                return kernel.batch_try_append(batch, *args)  # type: ignore[union-attr, arg-type]
+
+        monkeypatch.setattr(_native, "kernel", CountingKernel())
+    else:
+        real = ProducerBatch.try_append_reference
+
+        def counting(self: ProducerBatch, *args: object) -> object:
+            tried.append(id(self))
+            return real(self, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(ProducerBatch, "try_append_reference", counting)
     (full,) = acc.batches_for(TP0)
     append(acc)
     batches = acc.batches_for(TP0)
