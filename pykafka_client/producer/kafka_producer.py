@@ -944,7 +944,7 @@ def _install_send_method() -> None:
     kernel = _native.kernel
     send_method = getattr(kernel, "SendMethod", None)
     if send_method is not None:
-        setattr(KafkaProducer, "send", send_method(KafkaProducer.__dict__["send"], KafkaProducer._send_declined))
+        KafkaProducer.send = send_method(KafkaProducer.__dict__["send"], KafkaProducer._send_declined)  # type: ignore[method-assign]
 
 
 _install_send_method()
