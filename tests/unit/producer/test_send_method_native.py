@@ -22,7 +22,7 @@ from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.unit.producer.test_send_batch import _batches, _complete
-from tests.unit.producer.test_send_native import TOPIC, _producer
+from tests.unit.producer.test_send_native import TOPIC, _idle, _producer
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
 
@@ -177,7 +177,7 @@ def test_a_patched_or_overridden_send_is_the_one_called(monkeypatch: pytest.Monk
     try:
         mine = Mine(
             {"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": False, "max.block.ms": 0},
-            io_runner=lambda s, c: _Idle(),
+            io_runner=_idle,
         )
     finally:
         _native.use_native(previous)
@@ -202,13 +202,3 @@ def test_the_senders_wakeup_flag_is_a_slot() -> None:
     assert isinstance(Sender.__dict__["_wakeup_pending"], types.MemberDescriptorType)
     assert isinstance(KafkaProducer.__dict__["_send_record"], types.MemberDescriptorType)
 
-
-class _Idle:
-    def is_alive(self) -> bool:
-        return False
-
-    def join(self, timeout: float | None = None) -> None:
-        return None
-
-    def ensure_started(self) -> None:
-        return None
