@@ -171,7 +171,7 @@ class ProducerMetadata(Metadata):
 
     def _current_index(self) -> _Index:
         idx = self.index
-        cluster = self.fetch()
+        cluster = self._cluster  # fetch() without its frame (CLUSTER_ATTRIBUTE)
         if idx.cluster is not cluster:
             idx = self.index = _Index(cluster)
         return idx
