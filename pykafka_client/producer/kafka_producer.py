@@ -76,6 +76,7 @@ from pykafka_client.producer.transaction_manager import GroupMetadata, Transacti
 from pykafka_client.producer.transaction_state import State
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.protocol.compression import CompressionType
+from pykafka_client.protocol.records import _native
 from pykafka_client.serialization import ByteArraySerializer, Serializer, resolve_serializer
 from pykafka_client.structs import OffsetAndMetadata, TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, SystemTime, Time
@@ -130,6 +131,9 @@ class KafkaProducer:
     ``close_at_exit_timeout`` (seconds, default 10; settable on the class or an instance) bounds how long
     a producer that was not closed may take to deliver its buffered records when the interpreter exits.
     """
+
+    #: ``_send_record`` in a slot: ``send`` (the kernel's SendMethod) reads it at a fixed offset once per record
+    __slots__ = ("__dict__", "__weakref__", "_send_record")
 
     close_at_exit_timeout: float = 10.0
 
@@ -305,53 +309,77 @@ class KafkaProducer:
 
         Hot path (measured per call, see bench/producer.py --micro): no header normalisation without headers,
         no serializer call for bytes through the default bytes serializer, one deque-lock round when the
-        partition's last batch has room (``RecordAccumulator.try_append_fast``).
+        partition's last batch has room (``RecordAccumulator.try_append_fast``). With the kernel, ``producer.send``
+        is this function bound by the kernel's ``SendMethod``, which makes the ``_send_record`` call below
+        without running this frame and calls :meth:`_send_declined` when it declines.
         """
         send_record = self._send_record
         if send_record is not None and headers is None:
             # checks, metadata, partition, append and wake-up in one C call; NotImplemented: nothing was appended,
-            # the Python path below does it all (and raises as it always did)
+            # the Python path does it all (and raises as it always did)
             future = send_record(topic, partition, timestamp, key, value, on_delivery)
             if future is not NotImplemented:
                 return future  # type: ignore[no-any-return]
+        return self._send_declined(topic, value, key, partition, timestamp, headers, on_delivery)
+
+    def _send_declined(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp: int | None,
+        headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | None,
+        on_delivery: Callback | None,
+        no_room: bool = False,
+    ) -> Future[RecordMetadata]:
+        """:meth:`send` after the kernel's SendRecord declined the record (nothing appended) or without it.
+        ``no_room``: SendRecord made send()'s checks and the metadata lookup (the topic and the partition are
+        known) and found no open batch with room: only the append into a new batch is left to do."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         tm = self.transaction_manager
-        if tm is not None or topic.__class__ is not str or not topic or partition is not None:
-            fatal = self._check_can_send(topic, partition)
-            if fatal is not None:
-                # as Java's send: the topic's metadata first (its own error fails the future), then the fatal error
-                try:
-                    self.wait_on_metadata(topic, partition, self._max_block_ms)
-                except (BrokerResponseError, KafkaTimeoutError) as e:
-                    if on_delivery is not None:
-                        on_delivery(None, e)
-                    return _failed_future(e)
-                raise fatal
-        if timestamp is not None and timestamp < 0:
-            raise IllegalArgumentError(f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or None.")
+        if not no_room:
+            if tm is not None or topic.__class__ is not str or not topic or partition is not None:
+                fatal = self._check_can_send(topic, partition)
+                if fatal is not None:
+                    # as Java's send: the topic's metadata first (its own error fails the future), then the fatal
+                    # error
+                    try:
+                        self.wait_on_metadata(topic, partition, self._max_block_ms)
+                    except (BrokerResponseError, KafkaTimeoutError) as e:
+                        if on_delivery is not None:
+                            on_delivery(None, e)
+                        return _failed_future(e)
+                    raise fatal
+            if timestamp is not None and timestamp < 0:
+                raise IllegalArgumentError(
+                    f"Invalid timestamp: {timestamp}. Timestamp should always be non-negative or None."
+                )
         hdrs = _normalize_headers(headers) if headers else _NO_HEADERS
         metadata = self.metadata
         try:
-            if self._system_time:
-                count = metadata.add_and_count(topic, _monotonic_ns() // 1_000_000)
-            else:
-                count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
-            # the kernel found no open batch with room (try_append_fast would find none either: append does it)
-            no_room = False
-            if count is not None and (partition is None or partition < count):
+            if no_room:
                 remaining_ms = self._max_block_ms
-                send_append = self._send_append
-                if send_append is not None and not hdrs:
-                    # the partition, the append into an open batch and the Sender's wake-up in one C call; None or
-                    # NotImplemented: nothing changed, the Python path below does it
-                    future = send_append(topic, partition, count, timestamp, key, value, on_delivery)
-                    if future is None:
-                        no_room = True
-                    elif future is not NotImplemented:
-                        return future  # type: ignore[no-any-return]
             else:
-                remaining_ms = self.wait_on_metadata(topic, partition, self._max_block_ms)
+                if self._system_time:
+                    count = metadata.add_and_count(topic, _monotonic_ns() // 1_000_000)
+                else:
+                    count = metadata.add_and_count(topic, self._time.hi_res_clock_ms())
+                if count is not None and (partition is None or partition < count):
+                    remaining_ms = self._max_block_ms
+                    send_append = self._send_append
+                    if send_append is not None and not hdrs:
+                        # the partition, the append into an open batch and the Sender's wake-up in one C call; None
+                        # (the kernel found no open batch with room: try_append_fast would find none either, append
+                        # does it) or NotImplemented: nothing changed, the Python path below does it
+                        future = send_append(topic, partition, count, timestamp, key, value, on_delivery)
+                        if future is None:
+                            no_room = True
+                        elif future is not NotImplemented:
+                            return future  # type: ignore[no-any-return]
+                else:
+                    remaining_ms = self.wait_on_metadata(topic, partition, self._max_block_ms)
             if self._key_passthrough and (key is None or key.__class__ is bytes):
                 key_bytes = key
             else:
@@ -909,5 +937,16 @@ def _normalize_headers(headers: Sequence[tuple[str, Any]] | Mapping[str, Any] | 
             raise IllegalArgumentError(f"header {k!r}: value must be bytes, str or None, got {type(v).__name__}")
     return out
 
+
+def _install_send_method() -> None:
+    """``KafkaProducer.send`` through the kernel's SendMethod: the same function on the class; on a producer a
+    bound callable that runs send()'s kernel call without send()'s Python frame (nothing without the kernel)."""
+    kernel = _native.kernel
+    send_method = getattr(kernel, "SendMethod", None)
+    if send_method is not None:
+        KafkaProducer.send = send_method(KafkaProducer.__dict__["send"], KafkaProducer._send_declined)  # type: ignore[method-assign]
+
+
+_install_send_method()
 
 __all__ = ["BatchMetadata", "KafkaError", "KafkaProducer", "SendBatchFuture"]

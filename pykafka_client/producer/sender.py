@@ -172,6 +172,10 @@ class SenderMetrics:
 class Sender:
     """Moves batches from the accumulator to the brokers on the producer's I/O thread."""
 
+    #: the wake-up flag in a slot: the kernel's send path reads it at a fixed offset (not through the instance
+    #: dict) on each record appended while a wake-up is due
+    __slots__ = ("__dict__", "__weakref__", "_wakeup_pending")
+
     def __init__(
         self,
         client: KafkaClient,

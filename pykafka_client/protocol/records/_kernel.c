@@ -1331,8 +1331,9 @@ static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *
     return offset;
 }
 
-/* obj.name (new reference, NULL with an exception), by offset when the cache allows. */
-static PyObject *cached_get(PyObject *obj, PyObject *name, slot_cache *c)
+/* obj.name (new reference, NULL with an exception), by offset when the cache allows. Always inline: a send
+ * makes some twenty of these reads, each a few loads once inlined and a call's frame and spills otherwise. */
+static inline __attribute__((always_inline)) PyObject *cached_get(PyObject *obj, PyObject *name, slot_cache *c)
 {
     Py_ssize_t off = slot_offset(obj, name, c);
     if (off >= 0) {
@@ -1344,7 +1345,7 @@ static PyObject *cached_get(PyObject *obj, PyObject *name, slot_cache *c)
 }
 
 /* obj.name = v (0, or -1 with an exception), by offset when the cache allows. */
-static int cached_set(PyObject *obj, PyObject *name, slot_cache *c, PyObject *v)
+static inline __attribute__((always_inline)) int cached_set(PyObject *obj, PyObject *name, slot_cache *c, PyObject *v)
 {
     Py_ssize_t off = slot_offset(obj, name, c);
     if (off < 0)
@@ -1413,8 +1414,14 @@ static int take_truth(PyObject *v)
     return truth;
 }
 
-/* An attribute that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception). */
-static int get_int_attr(PyObject *obj, PyObject *name, slot_cache *c, int64_t *out)
+static int get_int_attr_slow(PyObject *obj, PyObject *name, slot_cache *c, int64_t *out)
+{
+    return take_int(cached_get(obj, name, c), out);
+}
+
+/* An attribute that must be a plain int fitting 64 bits into *out: 0, 1 (not such an int) or -1 (exception).
+ * Inline, as cached_get: the common case (a slot holding a small int) is a few loads. */
+static inline __attribute__((always_inline)) int get_int_attr(PyObject *obj, PyObject *name, slot_cache *c, int64_t *out)
 {
     Py_ssize_t off = slot_offset(obj, name, c);
     if (off >= 0) {
@@ -1422,7 +1429,7 @@ static int get_int_attr(PyObject *obj, PyObject *name, slot_cache *c, int64_t *o
         if (v != NULL && compact_int(v, out))
             return 0;
     }
-    return take_int(cached_get(obj, name, c), out);
+    return get_int_attr_slow(obj, name, c, out);
 }
 
 /* get_int_attr of one of the batch's attributes */
@@ -1458,7 +1465,9 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     if (future_type == NULL || !PyLong_CheckExact(ts_obj) || producer_bytes(key, &kn) < 0 ||
         producer_bytes(value, &vn) < 0 || !PyLong_CheckExact(now_obj) || (hs = headers_size(headers)) < 0)
         Py_RETURN_NOTIMPLEMENTED;
-    long long ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
+    int64_t ts;
+    if (!compact_int(ts_obj, &ts))
+        ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
     if (overflow || ts < 0 || ts > ((int64_t)1 << 62)) {
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
@@ -1709,7 +1718,11 @@ static PyObject *send_append_core(PyObject *const *args)
     if (!PyDict_CheckExact(topics) || producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
         !PyLong_CheckExact(max_payload_obj) || !PyLong_CheckExact(count_obj))
         Py_RETURN_NOTIMPLEMENTED;
-    long long max_payload = PyLong_AsLongLong(max_payload_obj), count = PyLong_AsLongLong(count_obj);
+    int64_t max_payload, count;
+    if (!compact_int(max_payload_obj, &max_payload))
+        max_payload = PyLong_AsLongLong(max_payload_obj);
+    if (!compact_int(count_obj, &count))
+        count = PyLong_AsLongLong(count_obj);
     if ((max_payload == -1 || count == -1) && PyErr_Occurred()) {
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
@@ -1867,12 +1880,14 @@ static PyObject *send_append_core(PyObject *const *args)
     result = Py_NewRef(future);
 done:
     if (locked) {
-        PyObject *et, *ev, *tb;
-        PyErr_Fetch(&et, &ev, &tb);
+        PyObject *et = NULL, *ev = NULL, *tb = NULL;
+        int had_error = PyErr_Occurred() != NULL;
+        if (had_error)
+            PyErr_Fetch(&et, &ev, &tb);
         if (queue_lock_release(lock) < 0) {
             Py_CLEAR(result);
             Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb);
-        } else {
+        } else if (had_error) {
             PyErr_Restore(et, ev, tb);
         }
     }
@@ -2034,9 +2049,12 @@ static PyObject *cluster_now(PyObject *cluster_at)
     return PyObject_CallNoArgs(cluster_at);
 }
 
-/* SendRecord's call: args are its 11 fixed arguments then the call's 6 */
-static PyObject *send_record_core(PyObject *const *args)
+/* SendRecord's call: args are its 11 fixed arguments then the call's 6. NotImplemented when it declines; then
+ * *no_room is 1 when the record passed every check and the metadata (the topic and partition known) and only
+ * found no open batch with room (or the accumulator closed), 0 otherwise. */
+static PyObject *send_record_core(PyObject *const *args, int *no_room)
 {
+    *no_room = 0;
     if (future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
     PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *cluster_at = args[10],
@@ -2070,6 +2088,7 @@ static PyObject *send_record_core(PyObject *const *args)
     Py_DECREF(count_obj);
     if (future == Py_None) {
         Py_DECREF(future);
+        *no_room = 1;
         Py_RETURN_NOTIMPLEMENTED;
     }
     return future;
@@ -2095,7 +2114,8 @@ static PyObject *send_record_vectorcall(PyObject *self, PyObject *const *args, s
     PyObject *all[SR_FIXED + SR_CALL];
     memcpy(all, ((SendRecordObject *)self)->fixed, sizeof(PyObject *) * SR_FIXED);
     memcpy(all + SR_FIXED, args, sizeof(PyObject *) * SR_CALL);
-    return send_record_core(all);
+    int no_room;
+    return send_record_core(all, &no_room);
 }
 
 static PyObject *send_record_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -2160,6 +2180,278 @@ static PyTypeObject SendRecordType = {
     .tp_dealloc = send_record_dealloc,
     .tp_vectorcall_offset = offsetof(SendRecordObject, vectorcall),
     .tp_call = PyVectorcall_Call,
+};
+
+/* ---- producer: KafkaProducer.send without its Python frame (SendMethod) ------------------------------------ */
+
+/* KafkaProducer.send as a descriptor: on the class it gives the Python function itself; on a producer a bound
+ * object (like a bound method: __self__, __func__, equal for the same producer) whose call reads the producer's
+ * ``_send_record`` slot and, with no headers, calls that SendRecord directly: a future returned is send()'s
+ * result, no Python frame run. Anything else goes through Python: NotImplemented (nothing appended) to
+ * ``declined(producer, topic, value, key, partition, timestamp, headers, on_delivery, no_room)``, the rest of send()
+ * (``no_room``: whether SendRecord found only no open batch with room, its checks and the metadata passed);
+ * arguments it does not parse (too many, an unknown keyword: the TypeError), a producer without a SendRecord
+ * (closed, transactional, no kernel) or whose ``_send_record`` is not a slot, to the function itself. */
+enum { SEND_NARGS = 7 }; /* topic, value, key, partition, timestamp, headers, on_delivery */
+static const char *const send_arg_names[SEND_NARGS] = {
+    "topic", "value", "key", "partition", "timestamp", "headers", "on_delivery",
+};
+static PyObject *send_arg_str[SEND_NARGS];
+static PyObject *send_record_name;
+static slot_cache send_record_cache;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *func;     /* the Python send() */
+    PyObject *declined; /* its part after SendRecord declined */
+} SendMethodObject;
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *func, *declined, *self;
+    vectorcallfunc vectorcall;
+} BoundSendObject;
+
+static PyTypeObject BoundSendType;
+
+/* the function called with the producer first and the call's own arguments (the TypeError of bad arguments) */
+static PyObject *bound_send_python(BoundSendObject *b, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *m = PyMethod_New(b->func, b->self);
+    if (m == NULL)
+        return NULL;
+    PyObject *r = PyObject_Vectorcall(m, args, nargsf, kwnames);
+    Py_DECREF(m);
+    return r;
+}
+
+static PyObject *bound_send_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    BoundSendObject *b = (BoundSendObject *)op;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs > SEND_NARGS || send_record_name == NULL)
+        return bound_send_python(b, args, nargsf, kwnames);
+    PyObject *v[SEND_NARGS] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        v[i] = args[i];
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int at = -1;
+        for (int j = 0; j < SEND_NARGS && at < 0; j++) {
+            if (name == send_arg_str[j])
+                at = j;
+        }
+        for (int j = 0; j < SEND_NARGS && at < 0; j++) {
+            if (PyUnicode_Check(name) && PyUnicode_Compare(name, send_arg_str[j]) == 0)
+                at = j;
+        }
+        if (at < 0 || v[at] != NULL) /* unknown or given twice: Python's TypeError */
+            return bound_send_python(b, args, nargsf, kwnames);
+        v[at] = args[nargs + k];
+    }
+    if (v[0] == NULL)
+        return bound_send_python(b, args, nargsf, kwnames);
+    for (int j = 1; j < SEND_NARGS; j++) {
+        if (v[j] == NULL)
+            v[j] = Py_None;
+    }
+    Py_ssize_t off = slot_offset(b->self, send_record_name, &send_record_cache);
+    PyObject *sr = off >= 0 ? *(PyObject **)((char *)b->self + off) : NULL; /* borrowed */
+    if (sr == NULL || !Py_IS_TYPE(sr, &SendRecordType))
+        return bound_send_python(b, args, nargsf, kwnames);
+    int no_room = 0;
+    if (v[5] == Py_None) {
+        Py_INCREF(sr); /* another thread may close the producer (its slot set to None) during the call */
+        PyObject *all[SR_FIXED + SR_CALL];
+        memcpy(all, ((SendRecordObject *)sr)->fixed, sizeof(PyObject *) * SR_FIXED);
+        all[SR_FIXED] = v[0];     /* topic */
+        all[SR_FIXED + 1] = v[3]; /* partition */
+        all[SR_FIXED + 2] = v[4]; /* timestamp */
+        all[SR_FIXED + 3] = v[2]; /* key */
+        all[SR_FIXED + 4] = v[1]; /* value */
+        all[SR_FIXED + 5] = v[6]; /* on_delivery */
+        PyObject *future = send_record_core(all, &no_room);
+        Py_DECREF(sr);
+        if (future != Py_NotImplemented)
+            return future;
+        Py_DECREF(future);
+    }
+    PyObject *call[2 + SEND_NARGS] = {b->self, v[0], v[1], v[2], v[3], v[4], v[5], v[6], no_room ? Py_True : Py_False};
+    return PyObject_Vectorcall(b->declined, call, 2 + SEND_NARGS, NULL);
+}
+
+static int bound_send_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    BoundSendObject *b = (BoundSendObject *)op;
+    Py_VISIT(b->func);
+    Py_VISIT(b->declined);
+    Py_VISIT(b->self);
+    return 0;
+}
+
+static void bound_send_dealloc(PyObject *op)
+{
+    BoundSendObject *b = (BoundSendObject *)op;
+    PyObject_GC_UnTrack(op);
+    Py_XDECREF(b->func);
+    Py_XDECREF(b->declined);
+    Py_XDECREF(b->self);
+    PyObject_GC_Del(op);
+}
+
+static PyObject *bound_send_richcompare(PyObject *a, PyObject *o, int op)
+{
+    if ((op != Py_EQ && op != Py_NE) || !Py_IS_TYPE(o, &BoundSendType))
+        Py_RETURN_NOTIMPLEMENTED;
+    BoundSendObject *x = (BoundSendObject *)a, *y = (BoundSendObject *)o;
+    int eq = x->func == y->func && x->self == y->self;
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static Py_hash_t bound_send_hash(PyObject *op)
+{
+    BoundSendObject *b = (BoundSendObject *)op;
+    Py_hash_t h = PyObject_Hash(b->func);
+    if (h == -1)
+        return -1;
+    h ^= (Py_hash_t)((uintptr_t)b->self >> 4);
+    return h == -1 ? -2 : h;
+}
+
+static PyObject *bound_send_repr(PyObject *op)
+{
+    BoundSendObject *b = (BoundSendObject *)op;
+    return PyUnicode_FromFormat("<bound method KafkaProducer.send of %R>", b->self);
+}
+
+/* __doc__, __name__, __qualname__, __module__, __annotations__...: the function's */
+static PyObject *bound_send_getattro(PyObject *op, PyObject *name)
+{
+    PyObject *r = PyObject_GenericGetAttr(op, name);
+    if (r != NULL || !PyErr_ExceptionMatches(PyExc_AttributeError))
+        return r;
+    PyErr_Clear();
+    return PyObject_GetAttr(((BoundSendObject *)op)->func, name);
+}
+
+static PyObject *bound_send_wrapped(PyObject *op, void *closure)
+{
+    BoundSendObject *b = (BoundSendObject *)op;
+    return PyMethod_New(b->func, b->self); /* inspect.signature(producer.send) follows it */
+}
+
+static PyMemberDef bound_send_members[] = {
+    {"__func__", T_OBJECT, offsetof(BoundSendObject, func), READONLY, NULL},
+    {"__self__", T_OBJECT, offsetof(BoundSendObject, self), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyObject *bound_send_doc(PyObject *op, void *closure)
+{
+    return PyObject_GetAttrString(((BoundSendObject *)op)->func, "__doc__");
+}
+
+static PyGetSetDef bound_send_getset[] = {
+    {"__wrapped__", bound_send_wrapped, NULL, NULL, NULL},
+    {"__doc__", bound_send_doc, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject BoundSendType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.BoundSend",
+    .tp_basicsize = sizeof(BoundSendObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "KafkaProducer.send bound to a producer (SendMethod's).",
+    .tp_traverse = bound_send_traverse,
+    .tp_dealloc = bound_send_dealloc,
+    .tp_richcompare = bound_send_richcompare,
+    .tp_hash = bound_send_hash,
+    .tp_repr = bound_send_repr,
+    .tp_getattro = bound_send_getattro,
+    .tp_members = bound_send_members,
+    .tp_getset = bound_send_getset,
+    .tp_vectorcall_offset = offsetof(BoundSendObject, vectorcall),
+    .tp_call = PyVectorcall_Call,
+};
+
+static PyObject *send_method_get(PyObject *op, PyObject *obj, PyObject *type)
+{
+    SendMethodObject *m = (SendMethodObject *)op;
+    if (obj == NULL || obj == Py_None)
+        return Py_NewRef(m->func);
+    BoundSendObject *b = PyObject_GC_New(BoundSendObject, &BoundSendType);
+    if (b == NULL)
+        return NULL;
+    b->func = Py_NewRef(m->func);
+    b->declined = Py_NewRef(m->declined);
+    b->self = Py_NewRef(obj);
+    b->vectorcall = bound_send_vectorcall;
+    PyObject_GC_Track((PyObject *)b);
+    return (PyObject *)b;
+}
+
+static PyObject *send_method_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    PyObject *func, *declined;
+    if ((kwargs != NULL && PyDict_GET_SIZE(kwargs) > 0) || !PyArg_ParseTuple(args, "OO:SendMethod", &func, &declined))
+        return NULL;
+    if (send_record_name == NULL) {
+        for (int i = 0; i < SEND_NARGS; i++) {
+            if ((send_arg_str[i] = PyUnicode_InternFromString(send_arg_names[i])) == NULL)
+                return NULL;
+        }
+        if ((send_record_name = PyUnicode_InternFromString("_send_record")) == NULL)
+            return NULL;
+    }
+    SendMethodObject *self = (SendMethodObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->func = Py_NewRef(func);
+    self->declined = Py_NewRef(declined);
+    return (PyObject *)self;
+}
+
+static int send_method_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    Py_VISIT(((SendMethodObject *)op)->func);
+    Py_VISIT(((SendMethodObject *)op)->declined);
+    return 0;
+}
+
+static void send_method_dealloc(PyObject *op)
+{
+    PyObject_GC_UnTrack(op);
+    Py_XDECREF(((SendMethodObject *)op)->func);
+    Py_XDECREF(((SendMethodObject *)op)->declined);
+    Py_TYPE(op)->tp_free(op);
+}
+
+static PyMemberDef send_method_members[] = {
+    {"__func__", T_OBJECT, offsetof(SendMethodObject, func), READONLY, NULL},
+    {"__wrapped__", T_OBJECT, offsetof(SendMethodObject, func), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+PyDoc_STRVAR(send_method_doc,
+    "SendMethod(send, declined): KafkaProducer.send's descriptor. On the class it is ``send`` itself; on a\n"
+    "producer a bound callable with send's arguments that calls the producer's ``_send_record`` (a SendRecord)\n"
+    "without a Python frame when there are no headers, and returns its future; when it declines (NotImplemented,\n"
+    "nothing appended) it returns ``declined(producer, topic, value, key, partition, timestamp, headers,\n"
+    "on_delivery, no_room)`` (``no_room`` True: the record passed send()'s checks and the metadata and only found\n"
+    "no open batch with room); without a SendRecord, or for arguments it does not parse, ``send(producer, ...)``.");
+
+static PyTypeObject SendMethodType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.SendMethod",
+    .tp_basicsize = sizeof(SendMethodObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = send_method_doc,
+    .tp_new = send_method_new,
+    .tp_traverse = send_method_traverse,
+    .tp_dealloc = send_method_dealloc,
+    .tp_descr_get = send_method_get,
+    .tp_members = send_method_members,
 };
 
 PyDoc_STRVAR(arrow_binary_items_doc,
@@ -3516,7 +3808,7 @@ static struct PyModuleDef kernel_module = {
 
 PyMODINIT_FUNC PyInit__kernel(void)
 {
-    if (PyType_Ready(&SendRecordType) < 0)
+    if (PyType_Ready(&SendRecordType) < 0 || PyType_Ready(&BoundSendType) < 0 || PyType_Ready(&SendMethodType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&kernel_module);
     if (m == NULL)
@@ -3524,6 +3816,12 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&SendRecordType);
     if (PyModule_AddObject(m, "SendRecord", (PyObject *)&SendRecordType) < 0) {
         Py_DECREF(&SendRecordType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&SendMethodType);
+    if (PyModule_AddObject(m, "SendMethod", (PyObject *)&SendMethodType) < 0) {
+        Py_DECREF(&SendMethodType);
         Py_DECREF(m);
         return NULL;
     }

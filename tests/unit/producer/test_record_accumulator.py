@@ -9,6 +9,7 @@ import pytest
 
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.record_accumulator import UNKNOWN_PARTITION, RecordAccumulator
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.record_impl import record_impl  # noqa: F401 (the fixture, parametrized native/python)
@@ -433,13 +434,26 @@ def test_a_new_batchs_append_tries_the_full_batch_once(monkeypatch: pytest.Monke
     append(acc)
     append(acc)
     tried: list[int] = []
-    real = ProducerBatch.try_append
+    kernel = _native.kernel
+    if kernel is not None:  # append calls the kernel's ProducerBatch.try_append directly
 
-    def counting(self: ProducerBatch, *args: object) -> object:
-        tried.append(id(self))
-        return real(self, *args)  # type: ignore[arg-type]
+        class CountingKernel:
+            def __getattr__(self, name: str) -> object:
+                return getattr(kernel, name)
 
-    monkeypatch.setattr(ProducerBatch, "try_append", counting)
+            def batch_try_append(self, batch: ProducerBatch, *args: object) -> object:
+                tried.append(id(batch))
+                return kernel.batch_try_append(batch, *args)  # type: ignore[union-attr, arg-type]
+
+        monkeypatch.setattr(_native, "kernel", CountingKernel())
+    else:
+        real = ProducerBatch.try_append_reference
+
+        def counting(self: ProducerBatch, *args: object) -> object:
+            tried.append(id(self))
+            return real(self, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(ProducerBatch, "try_append_reference", counting)
     (full,) = acc.batches_for(TP0)
     append(acc)
     batches = acc.batches_for(TP0)
@@ -491,3 +505,40 @@ def test_append_result_fields_for_an_open_batch_and_a_new_one() -> None:
     assert r1.future is not r2.future and b.record_count == 2
     info = acc._topics["t"].partitioner.sticky
     assert info is not None and info.produced_bytes == b.size_bytes
+
+
+@pytest.mark.parametrize("key", [None, b"", b"k" * 50])
+@pytest.mark.parametrize("value", [None, b"v" * 10, b"v" * 400, b"v" * 1500])
+@pytest.mark.parametrize("headers", [[], [("h", b"x" * 30)]])
+def test_a_new_batch_reserves_the_larger_of_batch_size_and_the_records_size_bound(
+    key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]
+) -> None:
+    """append reserves max(batch.size, estimate_size_upper_bound(record)) for a new batch (Java's
+    ``max(batchSize, estimateSizeInBytesUpperBound)``); without headers it adds the sizes inline."""
+    from pykafka_client.producer.record_size import estimate_size_upper_bound
+
+    time = MockTime()
+    acc = make(time, batch_size=512, memory=1 << 20)
+    result = acc.append(TP0.topic, TP0.partition, 0, key, value, headers, None, 0, META)
+    assert result.new_batch_created
+    (batch,) = acc.batches_for(TP0)
+    expected = max(512, estimate_size_upper_bound(key, value, headers))
+    assert batch.allocated_bytes == expected
+    assert acc.free.available_memory() == (1 << 20) - expected
+
+
+def test_a_new_batch_on_the_system_clock_is_created_at_the_monotonic_ms() -> None:
+    """On the system clock, append reads time.monotonic_ns() itself (Time.hi_res_clock_ms without its frame)."""
+    import time as _time
+
+    from pykafka_client.utils.time import SYSTEM_TIME
+
+    acc = RecordAccumulator(
+        batch_size=1024, linger_ms=LINGER, retry_backoff_ms=100, retry_backoff_max_ms=1000,
+        delivery_timeout_ms=120_000, buffer_pool=BufferPool(1 << 20, SYSTEM_TIME), time=SYSTEM_TIME,
+    )
+    before = _time.monotonic_ns() // 1_000_000
+    append(acc)
+    after = _time.monotonic_ns() // 1_000_000
+    (batch,) = acc.batches_for(TP0)
+    assert before <= batch.created_ms <= after

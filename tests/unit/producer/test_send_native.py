@@ -68,10 +68,13 @@ class _Counted:
 
 
 def _producer(
-    time: MockTime, partitions: int, seed: int, native: bool, record: bool = True, /, **config: Any
+    time: MockTime, partitions: int, seed: int, native: bool, record: bool = True, counted: bool = True, /,
+    **config: Any
 ) -> KafkaProducer:
     """``native``: the compiled paths (``record``: the whole send in the kernel's send_record, else the Python
-    checks and metadata lookup before send_append); else the Python path alone."""
+    checks and metadata lookup before send_append); else the Python path alone. ``counted`` False: send_record
+    left unwrapped, so that ``producer.send`` (the kernel's SendMethod) calls it without send()'s Python frame
+    (a wrapped one it leaves to send())."""
     previous = _native.use_native(True)
     try:
         p = KafkaProducer(
@@ -84,10 +87,10 @@ def _producer(
     if native:
         assert p._send_append is not None and p._send_record is not None
         p._send_append = _Counted(p._send_append)
-        if record:
-            p._send_record = _Counted(p._send_record)
-        else:
+        if not record:
             p._send_record = None
+        elif counted:
+            p._send_record = _Counted(p._send_record)
     else:
         p._send_append = None
         p._send_record = None
@@ -133,10 +136,13 @@ def test_compiled_send_equals_the_python_path(
     time = MockTime()
     # the whole send compiled (send_record), the Python checks before send_append, the Python path alone (its
     # sends with the kernel switched off: not even ProducerBatch.try_append compiled)
+    # "f": send_record called by producer.send's SendMethod, without send()'s frame (and _send_declined told
+    # when only room was missing)
     producers = {
         "r": _producer(time, partitions, seed, True, **config),
         "a": _producer(time, partitions, seed, True, False, **config),
         "p": _producer(time, partitions, seed, False, **config),
+        "f": _producer(time, partitions, seed, True, True, False, **config),
     }
     seen: dict[str, list[tuple[RecordMetadata | None, BaseException | None]]] = {name: [] for name in producers}
     try:
@@ -152,15 +158,19 @@ def test_compiled_send_equals_the_python_path(
         records = {name: {p: [b.records() for b in bs] for p, bs in got.items()} for name, got in batches.items()}
         assert records["r"] == records["p"]
         assert records["a"] == records["p"]
+        assert records["f"] == records["p"]
         for got in batches.values():
             _complete(got)
         results = {name: [f.result(0) for f in fs] for name, fs in futures.items()}
         assert results["r"] == results["p"]
         assert results["a"] == results["p"]
+        assert results["f"] == results["p"]
         assert seen["r"] == seen["p"]
         assert seen["a"] == seen["p"]
+        assert seen["f"] == seen["p"]
         expiries = {name: p.metadata.topic_expiry for name, p in producers.items()}
         assert expiries["r"] == expiries["p"]
+        assert expiries["f"] == expiries["p"]
     finally:
         for p in producers.values():
             p.close(0)

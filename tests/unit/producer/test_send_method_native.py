@@ -1,0 +1,204 @@
+"""``producer.send`` through the kernel's ``SendMethod``: the common case calls the producer's SendRecord without
+``send()``'s Python frame, a send that only lacks an open batch with room goes to ``_send_declined`` told so (no
+second round of checks, metadata lookup or kernel append), and the bound object behaves as the bound method it
+replaces (its arguments, its errors, closing, a patched or overridden ``send``). The records and outcomes equal
+the Python path's: ``test_send_native.test_compiled_send_equals_the_python_path`` (its producer "f")."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from pykafka_client import KafkaProducer
+from pykafka_client.errors import ProducerClosedError
+from pykafka_client.producer.sender import Sender
+from pykafka_client.protocol.records import _native
+from pykafka_client.structs import TopicPartition
+from pykafka_client.utils.time import MockTime
+from tests.unit.producer.test_send_batch import _batches, _complete
+from tests.unit.producer.test_send_native import TOPIC, _idle, _producer
+
+pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
+
+
+@contextmanager
+def _python_calls() -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    """The Python functions called meanwhile (name, arguments), through sys.setprofile."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def profile(frame: types.FrameType, event: str, arg: object) -> None:
+        if event == "call":
+            calls.append((frame.f_code.co_name, dict(frame.f_locals)))
+
+    sys.setprofile(profile)
+    try:
+        yield calls
+    finally:
+        sys.setprofile(None)
+
+
+#: the Python functions of send()'s path
+_SEND_PATH = {"send", "_send_declined", "_check_can_send", "add_and_count", "append", "try_append_fast", "try_append"}
+
+
+def _front(**config: Any) -> KafkaProducer:
+    """A producer whose ``send`` is the kernel's (its SendRecord unwrapped), one partition, no Sender running."""
+    previous = _native.use_native(True)
+    try:
+        p = _producer(MockTime(), 1, 0, True, True, False, **config)
+    finally:
+        _native.use_native(previous)
+    return p
+
+
+def test_the_common_case_runs_no_python_frame_and_a_new_batch_goes_to_send_declined_told_no_room() -> None:
+    p = _front(**{"batch.size": 300})
+    try:
+        assert type(p._send_record).__name__ == "SendRecord"
+        first = p.send(TOPIC, b"v" * 40)  # opens the partition's first batch: the Python path, from the start
+        fs = []
+        with _python_calls() as calls:
+            for _ in range(4):
+                fs.append(p.send(TOPIC, b"v" * 40))  # into the open batch
+        # (the kernel calls MockTime's clock methods, which are Python; none of send()'s)
+        assert not {name for name, _ in calls} & _SEND_PATH
+        with _python_calls() as calls:
+            fs.append(p.send(TOPIC, b"v" * 40))  # the batch is full: a new one
+        names = [name for name, _ in calls]
+        assert [args["no_room"] for name, args in calls if name == "_send_declined"] == [True]
+        assert "send" not in names and "add_and_count" not in names and "_check_can_send" not in names
+        assert "append" in names
+        batches = p.accumulator.batches_for(TopicPartition(TOPIC, 0))
+        assert [b.record_count for b in batches] == [5, 1]
+        _complete(_batches(p, 1))
+        assert [f.result(0).offset for f in [first, *fs]] == list(range(6))
+    finally:
+        p.close(0)
+
+
+def test_a_declined_send_that_is_not_for_room_runs_the_whole_python_path() -> None:
+    """A send the kernel declines for another reason (headers, an unknown topic, a str value...) reaches
+    _send_declined with no_room False, which makes every check and the metadata lookup."""
+    p = _front()
+    try:
+        p.send(TOPIC, b"v")
+        with _python_calls() as calls:
+            p.send(TOPIC, b"v", headers=[("h", b"1")])
+        assert [args["no_room"] for name, args in calls if name == "_send_declined"] == [False]
+        assert "add_and_count" in [name for name, _ in calls]
+    finally:
+        p.close(0)
+
+
+def test_the_bound_send_takes_sends_arguments_by_position_and_keyword() -> None:
+    p = _front()
+    seen: list[Any] = []
+    try:
+        fs = [
+            p.send(TOPIC, b"a"),
+            p.send(TOPIC, b"b", b"k", 0, 7, None, lambda m, e: seen.append(m)),
+            p.send(topic=TOPIC, value=b"c", key=b"k", partition=0, timestamp=8, on_delivery=lambda m, e: seen.append(m)),
+            p.send(TOPIC, on_delivery=None, timestamp=9, value=b"d"),
+            p.send(TOPIC),  # a null value
+        ]
+        (batch,) = p.accumulator.batches_for(TopicPartition(TOPIC, 0))
+        assert [(key, value, ts) for ts, key, value, *_ in batch.pending][1:4] == [
+            (b"k", b"b", 7), (b"k", b"c", 8), (None, b"d", 9)
+        ]
+        assert batch.pending[4][1:3] == (None, None)
+        _complete(_batches(p, 1))
+        assert [f.result(0).offset for f in fs] == [0, 1, 2, 3, 4]
+        assert [m.offset for m in seen] == [1, 2]
+    finally:
+        p.close(0)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        ((), {}),
+        ((TOPIC, b"v", None, None, None, None, None, "extra"), {}),
+        ((TOPIC,), {"bogus": 1}),
+        ((TOPIC, b"v"), {"value": b"w"}),
+        ((), {"value": b"w"}),
+    ],
+)
+def test_bad_arguments_raise_the_python_functions_type_error(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    p = _front()
+    try:
+        with pytest.raises(TypeError) as python:
+            KafkaProducer.send(p, *args, **kwargs)
+        with pytest.raises(TypeError) as bound:
+            p.send(*args, **kwargs)
+        assert str(bound.value) == str(python.value)
+    finally:
+        p.close(0)
+
+
+def test_the_bound_send_looks_like_the_bound_method() -> None:
+    p = _front()
+    try:
+        assert type(KafkaProducer.__dict__["send"]).__name__ == "SendMethod"
+        assert isinstance(KafkaProducer.send, types.FunctionType)  # on the class: the function itself
+        bound: Any = p.send
+        assert bound.__self__ is p and bound.__func__ is KafkaProducer.send
+        assert bound == p.send and hash(bound) == hash(p.send) and bound != _front().send
+        assert bound.__name__ == "send" and bound.__doc__ == KafkaProducer.send.__doc__
+        assert inspect.signature(bound) == inspect.signature(types.MethodType(KafkaProducer.send, p))
+        assert repr(bound).startswith("<bound method KafkaProducer.send of ")
+    finally:
+        p.close(0)
+
+
+def test_a_send_bound_before_close_raises_after_it() -> None:
+    p = _front()
+    send = p.send
+    send(TOPIC, b"v")
+    p.close(0)
+    with pytest.raises(ProducerClosedError):
+        send(TOPIC, b"v")
+
+
+def test_a_patched_or_overridden_send_is_the_one_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[Any, ...]] = []
+
+    class Mine(KafkaProducer):
+        def send(self, *args: Any, **kwargs: Any) -> Any:
+            calls.append(args)
+            return super().send(*args, **kwargs)
+
+    previous = _native.use_native(True)
+    try:
+        mine = Mine(
+            {"bootstrap.servers": "127.0.0.1:9", "enable.idempotence": False, "max.block.ms": 0},
+            io_runner=_idle,
+        )
+    finally:
+        _native.use_native(previous)
+    try:
+        mine.send(TOPIC, b"v")  # the topic's metadata is unknown: its future fails (max.block.ms 0)
+        assert calls == [(TOPIC, b"v")]
+    finally:
+        mine.close(0)
+    p = _front()
+    try:
+        monkeypatch.setattr(KafkaProducer, "send", lambda self, *args: ("patched", args))
+        patched: Any = p.send(TOPIC, b"v")
+        assert patched == ("patched", (TOPIC, b"v"))
+    finally:
+        monkeypatch.undo()
+        p.close(0)
+
+
+def test_the_senders_wakeup_flag_is_a_slot() -> None:
+    """The kernel's send path reads Sender._wakeup_pending on each record appended while a wake-up is due: at a
+    slot's offset, not through the instance dict (a dict lookup per record)."""
+    assert isinstance(Sender.__dict__["_wakeup_pending"], types.MemberDescriptorType)
+    assert isinstance(KafkaProducer.__dict__["_send_record"], types.MemberDescriptorType)
+
