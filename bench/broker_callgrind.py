@@ -39,19 +39,6 @@ def broker_child(partitions: int) -> None:
         sys.stdin.read()
 
 
-def dump_totals(out_dir: str) -> dict[int, int]:
-    """Instructions per callgrind thread number of the dumps (the one dump taken after the zeroing) in ``out_dir``."""
-    counts: dict[int, int] = {}
-    for path in glob.glob(os.path.join(out_dir, "cg.out.*-*")):
-        tid = int(path.rsplit("-", 1)[1])
-        with open(path) as f:
-            for line in f:
-                if line.startswith(("summary:", "totals:")):
-                    counts[tid] = int(line.split()[1])
-                    break
-    return counts
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--acks", type=int, default=1)
@@ -69,6 +56,7 @@ def main() -> None:
         print("valgrind is not installed: nothing measured")
         return
     from broker_produce import CLIENT  # bench/broker_produce.py
+    from producer_io_callgrind import thread_instructions
 
     out_dir = args.keep or tempfile.mkdtemp()
     os.makedirs(out_dir, exist_ok=True)
@@ -109,7 +97,7 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             broker.kill()
             broker.wait()
-    counts = dump_totals(out_dir)
+    counts = thread_instructions(out_dir, "cg.out.*-*")  # the dump after the zeroing
     print(f"{args.partitions}p acks={args.acks}: {args.requests} measured requests of {args.records_per_request}"
           f" records; threads at start: {', '.join(info['threads'])}")
     for tid in sorted(counts):

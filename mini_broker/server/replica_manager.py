@@ -171,6 +171,8 @@ class ReplicaManager:
         self.fetch_sessions = FetchSessionCache(_int_config(config, "max.incremental.fetch.session.cache.slots"), time)
         #: the produce path's counters by name, each looked up in the registry at its first use
         self._counters: dict[str, Counter] = {}
+        #: BytesIn and MessagesIn, counted per partition appended (looked up once)
+        self._append_counters: tuple[Counter, Counter] | None = None
         #: topic names a client append found valid and not internal (the check is a function of the name alone)
         self._client_topics: set[str] = set()
         if metrics is not None:
@@ -248,7 +250,8 @@ class ReplicaManager:
 
     def _get_log(self, tp: TopicPartition) -> Log:
         """The partition's log, or raise UNKNOWN_TOPIC_OR_PARTITION."""
-        if not self.metadata_cache.contains_partition(tp.topic, tp.partition):
+        topic = self.metadata_cache.get_topic(tp.topic)  # (contains_partition without its call: one per append)
+        if topic is None or not 0 <= tp.partition < topic.num_partitions:
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
         lg = self.log_manager.get_log(tp.topic, tp.partition)
         if lg is None:
@@ -321,8 +324,16 @@ class ReplicaManager:
         if counter is None:
             if self.metrics is None:
                 return
-            counter = self._counters[name] = self.metrics.counter(name)
+            counter = self._counter(name)
         counter.inc(n)
+
+    def _counter(self, name: str) -> Counter:
+        """The broker counter ``name`` (there are metrics)."""
+        counter = self._counters.get(name)
+        if counter is None:
+            assert self.metrics is not None
+            counter = self._counters[name] = self.metrics.counter(name)
+        return counter
 
     def check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
         assert isinstance(tp, TopicPartition)
@@ -372,8 +383,12 @@ class ReplicaManager:
             # a name that passed both checks above, of a topic that exists (so the set stays small)
             self._client_topics.add(topic)
         if self.metrics is not None:
-            self._count("kafka_server_BrokerTopicMetrics_BytesIn_total", _records_size(records))
-            self._count("kafka_server_BrokerTopicMetrics_MessagesIn_total", info.last_offset - info.first_offset + 1)
+            counters = self._append_counters
+            if counters is None:
+                counters = self._append_counters = (self._counter("kafka_server_BrokerTopicMetrics_BytesIn_total"),
+                                                    self._counter("kafka_server_BrokerTopicMetrics_MessagesIn_total"))
+            counters[0].inc(_records_size(records))
+            counters[1].inc(info.last_offset - info.first_offset + 1)
         # error code, base offset, log append time, log start offset, record errors, error message, last offset
         return PartitionResponse(0, info.first_offset, info.log_append_time, info.log_start_offset, [], None,
                                  info.last_offset)
