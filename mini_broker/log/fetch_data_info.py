@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from mini_broker.log.log_offset_metadata import LogOffsetMetadata
 from pykafka_client.protocol.types import FileRegion
@@ -11,9 +12,8 @@ from pykafka_client.protocol.types import FileRegion
 NO_TIMESTAMP = -1
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
-    """What an append did. ``first_offset == -1`` for an empty append (nothing written).
+class LogAppendInfo(NamedTuple):
+    """What an append did (a named tuple: one per partition of every Produce, cheaper than a frozen dataclass). ``first_offset == -1`` for an empty append (nothing written).
 
     ``max_timestamp``/``offset_of_max_timestamp`` are over the appended batches (the batch's last offset
     stands for the record); ``log_append_time`` is the broker time stamped into LogAppendTime batches,

@@ -22,7 +22,7 @@ import random
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from mini_broker.log.abstract_index import CorruptIndexError
 from mini_broker.log.log_config import LogConfig
@@ -64,9 +64,9 @@ class BatchHeader:
     max_timestamp: int
 
 
-@dataclass(frozen=True, slots=True)
-class AppendedBatch:
-    """What :meth:`LogSegment.append` needs to know of each batch it writes."""
+class AppendedBatch(NamedTuple):
+    """What :meth:`LogSegment.append` needs to know of each batch it writes (a named tuple: one per batch
+    appended)."""
 
     relative_position: int
     last_offset: int
@@ -177,13 +177,15 @@ class LogSegment:
         physical = self.size
         if physical == 0 and batches:
             self._rolling_based_timestamp = batches[0].max_timestamp
-        view = memoryview(data)
-        written = 0
-        while written < len(view):
-            written += os.write(self._fd, view[written:])
-        for batch in batches:
-            self._index_batch(physical + batch.relative_position, batch.last_offset, batch.max_timestamp, batch.size)
-        self.size = physical + len(view)
+        size = len(data)
+        written = os.write(self._fd, data)
+        if written < size:
+            view = memoryview(data)
+            while written < size:
+                written += os.write(self._fd, view[written:])
+        for relative_position, last_offset, max_timestamp, batch_size in batches:
+            self._index_batch(physical + relative_position, last_offset, max_timestamp, batch_size)
+        self.size = physical + size
 
     def _index_batch(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
         if max_timestamp > self.max_timestamp_so_far:

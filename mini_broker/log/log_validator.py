@@ -25,14 +25,15 @@ from mini_broker.log.log_segment import AppendedBatch
 from pykafka_client.errors import CorruptRecordError, MessageDecodeError, RecordTooLargeError
 from pykafka_client.protocol.records.batch_ops import (
     check_records,
-    set_base_offset,
     set_log_append_time,
-    set_partition_leader_epoch,
     validate_batch,
 )
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 
 _INT32 = struct.Struct(">i")
+#: base offset, batch length (rewritten unchanged) and partition leader epoch: the header fields outside the CRC
+#: range that an append sets, in one pack
+_BASE_OFFSET_AND_EPOCH = struct.Struct(">qii").pack_into
 
 
 class AppendOrigin(Enum):
@@ -42,6 +43,11 @@ class AppendOrigin(Enum):
     CLIENT = "client"
     COORDINATOR = "coordinator"
     REPLICATION = "replication"
+
+
+#: the members, read once (an Enum class attribute read goes through EnumType.__getattr__ on Python 3.11)
+_CLIENT = AppendOrigin.CLIENT
+_REPLICATION = AppendOrigin.REPLICATION
 
 
 def analyze_and_validate(
@@ -57,7 +63,8 @@ def analyze_and_validate(
     compacted = "compact" in str(config.other.get("cleanup.policy", "delete"))
     # the config's derived values, read once per append rather than per batch
     max_message_bytes = config.max_message_bytes
-    from_client = origin is AppendOrigin.CLIENT
+    from_client = origin is _CLIENT
+    replicated = origin is _REPLICATION
     before_max_ms = config.timestamp_before_max_ms if check_timestamps else LONG_MAX
     after_max_ms = config.timestamp_after_max_ms if check_timestamps else LONG_MAX
     while pos < end:
@@ -68,7 +75,7 @@ def analyze_and_validate(
                     f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
                 )
         batch = validate_batch(buf, pos, from_client=from_client)
-        if origin is not AppendOrigin.REPLICATION:
+        if not replicated:
             # Decode every record (as Java's LogValidator): consecutive offsets, well-formed records, timestamps
             # in bounds and, on a compacted topic, keys.
             try:
@@ -107,25 +114,26 @@ def assign_offsets(
 ) -> AssignedOffsets:
     """Give the batches of ``buf`` offsets from ``first_offset`` (replication: check theirs), stamp the
     leader epoch and, when ``log_append_time`` is set, the append time, rewriting headers in place."""
-    out = AssignedOffsets(first_offset)
+    replicated = origin is _REPLICATION
+    next_offset, max_timestamp, offset_of_max_timestamp, num_records = first_offset, -1, -1, 0
+    appended: list[AppendedBatch] = []
     for batch in batches:
         pos = batch.position
-        if origin is AppendOrigin.REPLICATION:
-            if batch.base_offset < out.next_offset:
+        if replicated:
+            if batch.base_offset < next_offset:
                 raise CorruptRecordError(f"replicated offsets go backwards at {batch.base_offset}")
             base = batch.base_offset
         else:
-            base = out.next_offset
-            set_base_offset(buf, pos, base)
-            set_partition_leader_epoch(buf, pos, leader_epoch)
+            base = next_offset
+            _BASE_OFFSET_AND_EPOCH(buf, pos, base, batch.batch_length, leader_epoch)  # set_base_offset and ..._epoch
         batch_max_ts = batch.max_timestamp
-        if log_append_time is not None and origin is not AppendOrigin.REPLICATION:
+        if log_append_time is not None and not replicated:
             set_log_append_time(buf, pos, log_append_time)
             batch_max_ts = log_append_time
         last = base + batch.last_offset_delta
-        if batch_max_ts > out.max_timestamp:
-            out.max_timestamp, out.offset_of_max_timestamp = batch_max_ts, last
-        out.batches.append(AppendedBatch(pos, last, batch_max_ts, batch.size_in_bytes))
-        out.num_records += batch.records_count
-        out.next_offset = last + 1
-    return out
+        if batch_max_ts > max_timestamp:
+            max_timestamp, offset_of_max_timestamp = batch_max_ts, last
+        appended.append(AppendedBatch(pos, last, batch_max_ts, batch.batch_length + 12))
+        num_records += batch.records_count
+        next_offset = last + 1
+    return AssignedOffsets(next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended)

@@ -85,6 +85,10 @@ _PRODUCER_ORIGIN: Final = {
     AppendOrigin.COORDINATOR: _pai.AppendOrigin.COORDINATOR,
     AppendOrigin.REPLICATION: _pai.AppendOrigin.REPLICATION,
 }
+#: the members, read once (an Enum class attribute read goes through EnumType.__getattr__ on Python 3.11)
+_CLIENT: Final = AppendOrigin.CLIENT
+_REPLICATION: Final = AppendOrigin.REPLICATION
+_PRODUCER_CLIENT: Final = _pai.AppendOrigin.CLIENT
 
 
 class Log:
@@ -242,7 +246,7 @@ class Log:
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log start, LEO]; returns the value set."""
         with self._lock:
-            hw = min(max(offset, self.log_start_offset), self.log_end_offset)
+            hw = min(max(offset, self.log_start_offset), self._leo_metadata.message_offset)
             if hw != self._high_watermark:
                 self._high_watermark = hw
                 self._hw_metadata = None
@@ -257,7 +261,7 @@ class Log:
         and an acks=all produce of the faster one then waits for a high watermark that no append brings
         back until its request timeout (bench/spark.py's 30 s pauses)."""
         with self._lock:
-            if min(offset, self.log_end_offset) <= self._high_watermark:
+            if min(offset, self._leo_metadata.message_offset) <= self._high_watermark:
                 return False
             self.update_high_watermark(offset)
             return True
@@ -304,16 +308,17 @@ class Log:
         sequence or epoch violation raises.
         """
         buf = bytearray(records)
-        batches = analyze_and_validate(buf, origin, self.config, self._time.milliseconds())
+        config = self.config
+        batches = analyze_and_validate(buf, origin, config, self._time.milliseconds())
         if not batches:
             return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0, 0)
         with self._lock:
             if self._closed:
                 raise KafkaStorageError(f"log {self.dir_path} is closed")
             now = self._time.milliseconds()
-            log_append = self.config.is_log_append_time
-            next_offset = self.log_end_offset
-            if origin is AppendOrigin.REPLICATION:
+            log_append = config.is_log_append_time
+            next_offset = self._leo_metadata.message_offset
+            if origin is _REPLICATION:
                 if batches[0].base_offset < next_offset:
                     raise CorruptRecordError(
                         f"replicated batch at offset {batches[0].base_offset} is below the log end {next_offset}"
@@ -321,35 +326,36 @@ class Log:
                 next_offset = batches[0].base_offset
             first_offset = next_offset
             pending: PendingAppend | None = None
-            if any(b.producer_id >= 0 for b in batches):
-                checked = self.producer_state.prepare_append(batches, first_offset, _PRODUCER_ORIGIN[origin])
-                if isinstance(checked, BatchMetadata):
-                    return self._duplicate_append_info(checked)
-                pending = checked
+            for b in batches:
+                if b.producer_id >= 0:
+                    # (the client's origin without hashing the member: Enum.__hash__ is Python code)
+                    producer_origin = _PRODUCER_CLIENT if origin is _CLIENT else _PRODUCER_ORIGIN[origin]
+                    checked = self.producer_state.prepare_append(batches, first_offset, producer_origin)
+                    if isinstance(checked, BatchMetadata):
+                        return self._duplicate_append_info(checked)
+                    pending = checked
+                    break
             assigned = assign_offsets(buf, batches, origin, first_offset, leader_epoch, now if log_append else None)
             next_offset = assigned.next_offset
             segment = self._maybe_roll(len(buf), assigned.max_timestamp, next_offset - 1, first_offset, now)
             segment.append(buf, assigned.batches)
-            self._cache_epochs(buf, assigned.batches)
+            if self._epoch_cache is not None:
+                self._cache_epochs(buf, assigned.batches)
             self._leo_metadata = LogOffsetMetadata(next_offset, segment.base_offset, segment.size)
             # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
             if pending is not None:
-                self._update_txn_indexes(self.producer_state.complete_append(pending))
+                completed = self.producer_state.complete_append(pending)
+                if completed:
+                    self._update_txn_indexes(completed)
             else:
                 self.producer_state.update_map_end_offset(next_offset)
-            if next_offset - self.recovery_point >= self.config.flush_interval_messages:
+            if next_offset - self.recovery_point >= config.flush_interval_messages:
                 self._flush_locked()
-            return LogAppendInfo(
-                first_offset=first_offset,
-                last_offset=next_offset - 1,
-                max_timestamp=assigned.max_timestamp,
-                offset_of_max_timestamp=assigned.offset_of_max_timestamp,
-                log_append_time=now if log_append else -1,
-                log_start_offset=self.log_start_offset,
-                num_records=assigned.num_records,
-                shallow_count=len(batches),
-                valid_bytes=len(buf),
-            )
+            # first offset, last offset, max timestamp, its offset, log append time, log start offset, records,
+            # batches, bytes
+            return LogAppendInfo(first_offset, next_offset - 1, assigned.max_timestamp,
+                                 assigned.offset_of_max_timestamp, now if log_append else -1, self.log_start_offset,
+                                 assigned.num_records, len(batches), len(buf))
 
     def _duplicate_append_info(self, dup: BatchMetadata) -> LogAppendInfo:
         """A retried batch already in the log: the original offsets and timestamp, nothing written."""

@@ -16,6 +16,9 @@ NO_SEQUENCE = -1
 INT_MAX = 2**31 - 1
 
 
+_new_entry = object.__new__
+
+
 def decrement_sequence(sequence: int, decrement: int) -> int:
     """``sequence - decrement`` with the Int.MAX_VALUE -> 0 wrap undone."""
     if sequence < decrement:
@@ -67,10 +70,15 @@ class ProducerStateEntry:
         return cls(producer_id)
 
     def copy(self) -> ProducerStateEntry:
-        return ProducerStateEntry(
-            self.producer_id, self.producer_epoch, self.coordinator_epoch, self.last_timestamp,
-            self.current_txn_first_offset, list(self.batch_metadata),
-        )
+        # field by field without __init__ (one copy per producer per append)
+        entry = _new_entry(ProducerStateEntry)
+        entry.producer_id = self.producer_id
+        entry.producer_epoch = self.producer_epoch
+        entry.coordinator_epoch = self.coordinator_epoch
+        entry.last_timestamp = self.last_timestamp
+        entry.current_txn_first_offset = self.current_txn_first_offset
+        entry.batch_metadata = self.batch_metadata.copy()
+        return entry
 
     def is_empty(self) -> bool:
         return not self.batch_metadata
@@ -92,10 +100,12 @@ class ProducerStateEntry:
         return 0 if self.is_empty() else self.batch_metadata[-1].offset_delta
 
     def add_batch(self, producer_epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int) -> None:
-        self.maybe_update_producer_epoch(producer_epoch)
-        self.batch_metadata.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
-        if len(self.batch_metadata) > NUM_BATCHES_TO_RETAIN:
-            self.batch_metadata.popleft()
+        if self.producer_epoch != producer_epoch:
+            self.maybe_update_producer_epoch(producer_epoch)
+        batches = self.batch_metadata
+        batches.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
+        if len(batches) > NUM_BATCHES_TO_RETAIN:
+            batches.popleft()
         self.last_timestamp = timestamp
 
     def maybe_update_producer_epoch(self, producer_epoch: int) -> bool:
@@ -110,7 +120,7 @@ class ProducerStateEntry:
         if producer_epoch != self.producer_epoch:
             return None
         for b in self.batch_metadata:
-            if b.first_seq == first_seq and b.last_seq == last_seq:
+            if b.last_seq == last_seq and b.first_seq == first_seq:  # the cheap field first: one check per append
                 return b
         return None
 

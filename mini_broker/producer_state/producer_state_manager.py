@@ -56,6 +56,8 @@ from pykafka_client.protocol.records.control import ControlRecordType, EndTransa
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 
 _log = logging.getLogger(__name__)
+#: read once (an Enum class attribute read goes through EnumType.__getattr__ on Python 3.11)
+_CLIENT = AppendOrigin.CLIENT
 
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
@@ -122,6 +124,7 @@ def end_txn_marker_of(batch: object) -> tuple[bool, int] | None:
 
 
 def _batch_info(batch: ProducerBatchView, first_offset: int) -> BatchInfo:
+    is_control = batch.is_control
     return BatchInfo(
         batch.producer_id,
         batch.producer_epoch,
@@ -131,8 +134,8 @@ def _batch_info(batch: ProducerBatchView, first_offset: int) -> BatchInfo:
         first_offset + batch.last_offset_delta,
         batch.max_timestamp,
         batch.is_transactional,
-        batch.is_control,
-        end_txn_marker_of(batch) if batch.is_control else None,
+        is_control,
+        end_txn_marker_of(batch) if is_control else None,
     )
 
 
@@ -202,6 +205,8 @@ class ProducerStateManager:
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
         """Forget completed transactions whose marker is below the high watermark."""
+        if not self._unreplicated_txns:
+            return  # (read without the lock: only the log's appends, under the log lock, add to it)
         with self._lock:
             while self._unreplicated_txns:
                 first, txn = self._unreplicated_txns.peekitem(0)
@@ -218,31 +223,41 @@ class ProducerStateManager:
         changing any state: returns a duplicate's metadata, or the updates to apply with
         :meth:`complete_append` once the batches are written. Raises on a sequence, epoch or
         transaction-state violation. The caller serialises prepare/complete per partition (the log lock)."""
+        producers = self._producers
         with self._lock:
             infos: dict[int, ProducerAppendInfo] = {}
             offset = first_offset
             for batch in batches:
                 info = _batch_info(batch, offset)
                 offset = info.last_offset + 1
-                if batch.producer_id < 0:
+                producer_id = info.producer_id
+                if producer_id < 0:
                     continue
-                if origin is AppendOrigin.CLIENT and not batch.is_control:
-                    entry = self._producers.get(batch.producer_id)
+                if origin is _CLIENT and not info.is_control:
+                    entry = producers.get(producer_id)
                     if entry is not None:
                         dup = entry.find_duplicate_batch(info.producer_epoch, info.first_seq, info.last_seq)
                         if dup is not None:
                             return dup
-                pai = infos.get(batch.producer_id)
+                pai = infos.get(producer_id)
                 if pai is None:
-                    current = self._producers.get(batch.producer_id) or ProducerStateEntry.empty(batch.producer_id)
-                    pai = infos[batch.producer_id] = ProducerAppendInfo(self.topic_partition, batch.producer_id, current, origin)
+                    current = producers.get(producer_id) or ProducerStateEntry.empty(producer_id)
+                    pai = infos[producer_id] = ProducerAppendInfo(self.topic_partition, producer_id, current, origin)
                 pai.append(info)
-            return PendingAppend(
-                {pid: pai.updated for pid, pai in infos.items()},
-                offset,
-                sorted((pid, first) for pid, pai in infos.items() for first in pai.started_txns),
-                sorted((c for pai in infos.values() for c in pai.completed_txns), key=lambda c: c.last_offset),
-            )
+            updated: dict[int, ProducerStateEntry] = {}
+            started: list[tuple[int, int]] = []
+            completed: list[CompletedTxn] = []
+            for pid, pai in infos.items():
+                updated[pid] = pai.updated
+                if pai.started_txns:
+                    started += [(pid, first) for first in pai.started_txns]
+                if pai.completed_txns:
+                    completed += pai.completed_txns
+            if len(started) > 1:
+                started.sort()
+            if len(completed) > 1:
+                completed.sort(key=lambda c: c.last_offset)
+            return PendingAppend(updated, offset, started, completed)
 
     def complete_append(self, pending: PendingAppend) -> list[tuple[CompletedTxn, int]]:
         """Apply what :meth:`prepare_append` computed (after the write succeeded). Returns each completed

@@ -71,6 +71,8 @@ from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
+#: read once (an Enum class attribute read goes through EnumType.__getattr__ on Python 3.11)
+_CLIENT_ORIGIN = AppendOrigin.CLIENT
 
 UNKNOWN_OFFSET = -1
 
@@ -169,6 +171,10 @@ class ReplicaManager:
         self.fetch_sessions = FetchSessionCache(_int_config(config, "max.incremental.fetch.session.cache.slots"), time)
         #: the produce path's counters by name, each looked up in the registry at its first use
         self._counters: dict[str, Counter] = {}
+        #: BytesIn and MessagesIn, counted per partition appended (looked up once)
+        self._append_counters: tuple[Counter, Counter] | None = None
+        #: topic names a client append found valid and not internal (the check is a function of the name alone)
+        self._client_topics: set[str] = set()
         if metrics is not None:
             metrics.gauge("kafka_server_FetchSessionCache_NumIncrementalFetchSessions",
                           lambda: float(len(self.fetch_sessions)))
@@ -244,7 +250,8 @@ class ReplicaManager:
 
     def _get_log(self, tp: TopicPartition) -> Log:
         """The partition's log, or raise UNKNOWN_TOPIC_OR_PARTITION."""
-        if not self.metadata_cache.contains_partition(tp.topic, tp.partition):
+        topic = self.metadata_cache.get_topic(tp.topic)  # (contains_partition without its call: one per append)
+        if topic is None or not 0 <= tp.partition < topic.num_partitions:
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
         lg = self.log_manager.get_log(tp.topic, tp.partition)
         if lg is None:
@@ -276,13 +283,14 @@ class ReplicaManager:
         results: dict[TopicPartition, PartitionResponse] = {}
         appended: list[TopicPartition] = []
         for tp, records in entries:
-            results[tp] = self._append_to_local_log(tp, records, origin, required_acks)
-            if results[tp].error_code == 0:
+            result = results[tp] = self._append_to_local_log(tp, records, origin, required_acks)
+            if result.error_code == 0:
                 appended.append(tp)
+        fetch_purgatory, produce_purgatory = self.fetch_purgatory, self.produce_purgatory
         for tp in appended:
             key = TopicPartitionOperationKey(tp.topic, tp.partition)
-            self.fetch_purgatory.check_and_complete(key)
-            self.produce_purgatory.check_and_complete(key)
+            fetch_purgatory.check_and_complete(key)
+            produce_purgatory.check_and_complete(key)
         if required_acks == -1 and appended and not self._all_replicated(appended, results):
             statuses: dict[Hashable, ProducePartitionStatus] = {
                 tp: ProducePartitionStatus(r.last_offset + 1, r.error_code, False) for tp, r in results.items()
@@ -316,8 +324,16 @@ class ReplicaManager:
         if counter is None:
             if self.metrics is None:
                 return
-            counter = self._counters[name] = self.metrics.counter(name)
+            counter = self._counter(name)
         counter.inc(n)
+
+    def _counter(self, name: str) -> Counter:
+        """The broker counter ``name`` (there are metrics)."""
+        counter = self._counters.get(name)
+        if counter is None:
+            assert self.metrics is not None
+            counter = self._counters[name] = self.metrics.counter(name)
+        return counter
 
     def check_enough_replicas(self, tp: Hashable, required_offset: int) -> tuple[bool, int]:
         assert isinstance(tp, TopicPartition)
@@ -329,13 +345,16 @@ class ReplicaManager:
 
     def _append_to_local_log(self, tp: TopicPartition, records: object,
                              origin: AppendOrigin = AppendOrigin.CLIENT, required_acks: int = 1) -> PartitionResponse:
-        try:
-            validate_topic_name(tp.topic)
-            if origin is AppendOrigin.CLIENT and is_internal_topic(tp.topic):
-                # a cluster's __consumer_offsets / __transaction_state are the coordinators' (Kafka: the same)
-                raise InvalidTopicError(f"Cannot append to internal topic {tp.topic}")
-        except InvalidTopicError as e:
-            return PartitionResponse(error_code=InvalidTopicError.code, error_message=error_message(e))
+        topic = tp.topic
+        client = origin is _CLIENT_ORIGIN
+        if not client or topic not in self._client_topics:
+            try:
+                validate_topic_name(topic)
+                if client and is_internal_topic(topic):
+                    # a cluster's __consumer_offsets / __transaction_state are the coordinators' (Kafka: the same)
+                    raise InvalidTopicError(f"Cannot append to internal topic {topic}")
+            except InvalidTopicError as e:
+                return PartitionResponse(error_code=InvalidTopicError.code, error_message=error_message(e))
         try:
             lg = self._get_log(tp)
             if records is None:
@@ -360,11 +379,19 @@ class ReplicaManager:
         except Exception as e:
             log.exception("event=append_failed partition=%s", tp)
             return PartitionResponse(error_code=error_code(e), error_message=error_message(e))
+        if client:
+            # a name that passed both checks above, of a topic that exists (so the set stays small)
+            self._client_topics.add(topic)
         if self.metrics is not None:
-            self._count("kafka_server_BrokerTopicMetrics_BytesIn_total", _records_size(records))
-            self._count("kafka_server_BrokerTopicMetrics_MessagesIn_total", info.last_offset - info.first_offset + 1)
-        return PartitionResponse(error_code=0, base_offset=info.first_offset, log_append_time_ms=info.log_append_time,
-                                 log_start_offset=info.log_start_offset, last_offset=info.last_offset)
+            counters = self._append_counters
+            if counters is None:
+                counters = self._append_counters = (self._counter("kafka_server_BrokerTopicMetrics_BytesIn_total"),
+                                                    self._counter("kafka_server_BrokerTopicMetrics_MessagesIn_total"))
+            counters[0].inc(_records_size(records))
+            counters[1].inc(info.last_offset - info.first_offset + 1)
+        # error code, base offset, log append time, log start offset, record errors, error message, last offset
+        return PartitionResponse(0, info.first_offset, info.log_append_time, info.log_start_offset, [], None,
+                                 info.last_offset)
 
     # --- fetch --------------------------------------------------------------------------------------
 

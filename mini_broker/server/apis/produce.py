@@ -75,52 +75,62 @@ _LEADER_HINT_ERRORS = frozenset({NotLeaderOrFollowerError.code, FencedLeaderEpoc
 def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: dict[TopicPartition, PartitionResponse],
            listener_name: str) -> ProduceResponse:
     topics: dict[str, list[PartResp]] = {}
-    rm = apis.broker.replica_manager
     hinted: set[int] = set()
+    with_messages = version >= 8
     for tp in order:
         r = results[tp]
+        errors = r.record_errors
+        # index, error code, base offset, log append time, log start offset, record errors, error message
         part = PartResp(
-            index=tp.partition, error_code=r.error_code, base_offset=r.base_offset,
-            log_append_time_ms=r.log_append_time_ms, log_start_offset=r.log_start_offset,
-            record_errors=[ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                           for i, m in r.record_errors] if version >= 8 and r.record_errors else [],
-            error_message=r.error_message if version >= 8 else None,
+            tp.partition, r.error_code, r.base_offset, r.log_append_time_ms, r.log_start_offset,
+            [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+             for i, m in errors] if with_messages and errors else [],
+            r.error_message if with_messages else None,
         )
-        hint = rm.replication.leader_hint(tp) if version >= 10 and r.error_code in _LEADER_HINT_ERRORS else None
-        if hint is not None:
-            leader_id, leader_epoch = hint
-            part.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
-            if leader_id >= 0:
-                hinted.add(leader_id)
-        topics.setdefault(tp.topic, []).append(part)
+        if version >= 10 and r.error_code in _LEADER_HINT_ERRORS:
+            hint = apis.broker.replica_manager.replication.leader_hint(tp)
+            if hint is not None:
+                leader_id, leader_epoch = hint
+                part.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
+                if leader_id >= 0:
+                    hinted.add(leader_id)
+        parts = topics.get(tp.topic)
+        if parts is None:
+            topics[tp.topic] = [part]
+        else:
+            parts.append(part)
     endpoints = []
     for node in sorted(hinted):
         ep = apis.broker.metadata_cache.broker_endpoint(node, listener_name)
         if ep is not None:
             endpoints.append(ProduceResponse.NodeEndpoint(node_id=node, host=ep[0], port=ep[1], rack=None))
-    return ProduceResponse(responses=[TopicResp(name=n, partition_responses=ps) for n, ps in topics.items()],
-                           throttle_time_ms=0, node_endpoints=endpoints)
+    # responses, throttle time, node endpoints
+    return ProduceResponse([TopicResp(n, ps) for n, ps in topics.items()], 0, endpoints)
 
 
 def handle(apis: KafkaApis, request: Request) -> None:
     body = request.body
     assert isinstance(body, ProduceRequest)
     version = request.context.api_version
-    rm = apis.broker.replica_manager
+    broker = apis.broker
+    rm = broker.replica_manager
     order: list[TopicPartition] = []
     entries: list[tuple[TopicPartition, object]] = []
     duplicate = False
     for t in body.topic_data:
+        name = t.name
         for p in t.partition_data:
-            tp = TopicPartition(t.name, p.index)
-            if tp in order:
+            tp = TopicPartition(name, p.index)
+            if order and tp in order:
                 duplicate = True
                 continue
             order.append(tp)
             entries.append((tp, p.records))
-    verifier = apis.broker.transaction_verifier
+    verifier = broker.transaction_verifier
+    transactional_id = body.transactional_id
     request_error: tuple[int, str] | None = None
-    authorization = _unauthorized(apis, request, body.transactional_id, entries)
+    # no authorizer: everything is allowed (what _unauthorized answers then)
+    authorization = {} if broker.authorizer is None else _unauthorized(apis, request, transactional_id, entries)
     denied = authorization if isinstance(authorization, dict) else {}
     if denied:
         entries = [(tp, records) for tp, records in entries if tp not in denied]
@@ -128,10 +138,10 @@ def handle(apis: KafkaApis, request: Request) -> None:
         request_error = authorization
     elif duplicate:
         request_error = InvalidRequestError.code, "Duplicate partition in produce request"
-    elif body.transactional_id is None and any(_first_batch_transactional(records) for _, records in entries):
+    elif transactional_id is None and _any_transactional(entries):
         request_error = (TransactionalIdAuthorizationError.code,
                          "transactional records need the producer's transactional id in the Produce request")
-    elif body.transactional_id is not None and verifier is None:
+    elif transactional_id is not None and verifier is None:
         request_error = (InvalidRequestError.code,
                          "Transactional produce is not served: this broker has no transaction coordinator")
     if request_error is not None:
@@ -139,13 +149,14 @@ def handle(apis: KafkaApis, request: Request) -> None:
         _respond(apis, request, body.acks, version, order,
                  {tp: PartitionResponse(error_code=code, error_message=message) for tp in order})
         return
-    transactional_id = body.transactional_id
 
     def append(refused: dict[TopicPartition, PartitionResponse]) -> None:
-        def respond(results: dict[TopicPartition, PartitionResponse]) -> None:
-            _respond(apis, request, body.acks, version, order, {**results, **refused, **denied})
+        other = {**refused, **denied}
 
-        remaining = [(tp, records) for tp, records in entries if tp not in refused]
+        def respond(results: dict[TopicPartition, PartitionResponse]) -> None:
+            _respond(apis, request, body.acks, version, order, {**results, **other} if other else results)
+
+        remaining = [(tp, records) for tp, records in entries if tp not in refused] if refused else entries
         if not remaining:
             respond({})
             return
@@ -239,6 +250,14 @@ def _refusals(transactional_id: str, answers: Mapping[tuple[int, int], Mapping[T
                     f"partition {tp} is not in the ongoing transaction of producer {producer_id} "
                     f"(transactional id {transactional_id!r}): add it with AddPartitionsToTxn first"))
     return refused
+
+
+def _any_transactional(entries: list[tuple[TopicPartition, object]]) -> bool:
+    """Whether the first batch of any partition's records is transactional."""
+    for _, records in entries:
+        if _first_batch_transactional(records):
+            return True
+    return False
 
 
 def _first_batch_transactional(records: object) -> bool:

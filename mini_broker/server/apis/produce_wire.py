@@ -31,7 +31,7 @@ _FRAME_V0 = struct.Struct(">ii")  # size prefix, correlation id
 _PART_V3 = struct.Struct(">ihqq")  # index, error code, base offset, log append time
 _PART_V5 = struct.Struct(">ihqqq")  # ... log start offset
 _MAX_STRING = 0x7FFF
-_DEFAULT_LEADER = ProduceResponse.LeaderIdAndEpoch()
+_LEADER_CLASS = ProduceResponse.LeaderIdAndEpoch
 #: compact varints of small counts and lengths (n + 1 for n < 127), precomputed
 _SMALL_VARINTS = tuple(bytes((i,)) for i in range(128))
 _NULL_STRING = b"\xff\xff"
@@ -95,7 +95,6 @@ def _encode(body: ProduceResponse, version: int, correlation_id: int) -> bytes:
     flexible = version >= _FIRST_FLEXIBLE
     with_messages = version >= 8  # record errors and the error message
     part_struct = _PART_V5 if version >= 5 else _PART_V3
-    default_leader = _DEFAULT_LEADER
     responses = body.responses
     parts: list[bytes] = [b"", _uvarint(len(responses) + 1) if flexible else _I32.pack(len(responses))]
     for topic in responses:
@@ -103,7 +102,8 @@ def _encode(body: ProduceResponse, version: int, correlation_id: int) -> bytes:
         parts += (_string(topic.name, flexible),
                   _uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions)))
         for p in partitions:
-            if p.current_leader != default_leader:
+            leader = p.current_leader  # == the default (without the dataclass __eq__: one check per partition)
+            if leader.__class__ is not _LEADER_CLASS or leader.leader_id != -1 or leader.leader_epoch != -1:
                 raise _Unencodable
             if version >= 5:
                 parts.append(part_struct.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,

@@ -38,6 +38,22 @@ static PyObject *py_read_varint = NULL;
 static inline int rd_varint(const uint8_t **pp, const uint8_t *end, int maxb, int64_t *out)
 {
     const uint8_t *p = *pp;
+    /* one and two bytes (values up to +-8191: record lengths, deltas and sizes of small records) without the loop */
+    if (end - p >= 2) {
+        uint64_t b0 = p[0];
+        if (!(b0 & 0x80)) {
+            *pp = p + 1;
+            *out = (int64_t)((b0 >> 1) ^ (0 - (b0 & 1)));
+            return 0;
+        }
+        uint64_t b1 = p[1];
+        if (!(b1 & 0x80) && maxb >= 2) {
+            uint64_t r2 = (b0 & 0x7F) | (b1 << 7);
+            *pp = p + 2;
+            *out = (int64_t)((r2 >> 1) ^ (0 - (r2 & 1)));
+            return 0;
+        }
+    }
     uint64_t r = 0;
     int shift = 0;
     for (int i = 0; i < maxb; i++) {

@@ -97,13 +97,14 @@ def validate_batch(
         raise CorruptRecordError(
             f"batch at offset {batch.base_offset}: CRC mismatch, stored {batch.crc:#010x}, computed {computed:#010x}"
         )
-    if batch.attributes & COMPRESSION_CODEC_MASK > _MAX_CODEC_ID:
+    attributes = batch.attributes
+    if attributes & COMPRESSION_CODEC_MASK > _MAX_CODEC_ID:
         batch.compression_type  # noqa: B018 - raises UnsupportedCompressionTypeError for ids 5-7
     count = batch.records_count
     if count < 0:
         raise InvalidRecordError(f"batch at offset {batch.base_offset}: negative records count {count}")
     records_bytes = batch_length + LOG_OVERHEAD - RECORDS_OFFSET
-    if batch.attributes & COMPRESSION_CODEC_MASK == 0 and count > records_bytes // MIN_RECORD_SIZE:
+    if attributes & COMPRESSION_CODEC_MASK == 0 and count > records_bytes // MIN_RECORD_SIZE:
         raise CorruptRecordError(
             f"batch at offset {batch.base_offset}: records count {count} cannot fit in {records_bytes} bytes"
         )
@@ -112,7 +113,7 @@ def validate_batch(
             f"batch at offset {batch.base_offset}: negative last offset delta {batch.last_offset_delta}"
         )
     if from_client:
-        if batch.attributes & CONTROL_FLAG_MASK:
+        if attributes & CONTROL_FLAG_MASK:
             raise InvalidRecordError("control batches must not be appended by clients")
         if count == 0:
             raise InvalidRecordError(f"batch at offset {batch.base_offset}: client batch has no records")

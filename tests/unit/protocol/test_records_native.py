@@ -207,6 +207,21 @@ def test_read_varint_edges(value: int) -> None:
     assert kernel.read_varint(data, 1) == read_varint(data, 1) == (value, len(data))
 
 
+@pytest.mark.parametrize("max_bytes", [1, 2, 5])
+@pytest.mark.parametrize("tail", [b"", b"\x00", b"\x80\x01"])
+def test_every_one_and_two_byte_varint_agrees(max_bytes: int, tail: bytes) -> None:
+    """The kernel reads one- and two-byte varints without its loop (the bytes of small records): every such
+    encoding, alone at the end of the buffer (the loop's case), followed by more bytes, and cut after its first
+    byte, reads as the reference reads it, with ``max_bytes`` 1 refusing a second byte."""
+    kernel = _native._loaded
+    assert kernel is not None
+    encodings = [bytes((b0,)) for b0 in range(0x80)] + [bytes((b0, b1)) for b0 in range(0x80, 0x100) for b1 in range(0x100)]
+    for enc in encodings:
+        for data in (enc + tail, enc[:1] + tail if len(enc) == 2 else enc):
+            assert outcome(lambda d=data: kernel.read_varint(d, 0, max_bytes)) == outcome(
+                lambda d=data: read_varint(d, 0, max_bytes)), data
+
+
 def test_overlong_ten_byte_varint_is_left_to_the_reference() -> None:
     """A 10th byte with more than the 64th bit: the reference keeps the big value, the kernel declines."""
     data = b"\xff" * 9 + b"\x7f"

@@ -68,3 +68,46 @@ def test_a_torn_index_file_fails_its_sanity_check(tmp_path: Path) -> None:
     with pytest.raises(CorruptIndexError, match="not a multiple of 8"):
         torn.sanity_check(log_size=1000)
     torn.close()
+
+
+def test_new_entries_are_written_together_at_flush_close_truncate_or_a_full_buffer(tmp_path: Path) -> None:
+    """Appended entries are in memory at once and reach the file together (one write per PENDING_BYTES of
+    entries, or at flush, close and truncate_to), where they land after the entries already written."""
+    from mini_broker.log.abstract_index import PENDING_BYTES
+
+    path = tmp_path / "00000000000000000000.index"
+    idx = OffsetIndex(str(path), 0, max_index_size=1 << 20)
+    idx.append(1, 10)
+    idx.append(2, 20)
+    assert idx.lookup(2) == (2, 20) and path.stat().st_size == 0  # not written yet
+    idx.flush()
+    assert path.stat().st_size == 16
+    idx.append(3, 30)
+    idx.truncate_to(3)  # writes the pending entry, then cuts it
+    assert idx.entries() == 2 and path.stat().st_size == 16
+    per_write = PENDING_BYTES // 8
+    for i in range(per_write):
+        idx.append(10 + i, 100 + i)
+    assert path.stat().st_size == 16 + PENDING_BYTES  # a full buffer is written without a flush
+    idx.append(5000, 9000)
+    idx.close()
+    again = OffsetIndex(str(path), 0, max_index_size=1 << 20)
+    assert [again.entry(i) for i in range(again.entries())] == (
+        [(1, 10), (2, 20)] + [(10 + i, 100 + i) for i in range(per_write)] + [(5000, 9000)])
+    again.reset()
+    again.append(7, 70)
+    again.reset()  # a pending entry is dropped with the others
+    again.close()
+    assert path.stat().st_size == 0
+
+
+def test_the_time_index_writes_its_entries_at_close(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.timeindex"
+    idx = TimeIndex(str(path), 0, max_index_size=1024)
+    idx.maybe_append(1000, 5)
+    idx.maybe_append(2000, 9)
+    assert path.stat().st_size == 0 and idx.last_entry() == (2000, 9)
+    idx.close()
+    again = TimeIndex(str(path), 0, max_index_size=1024)
+    assert [again.lookup(t) for t in (1000, 2000)] == [(1000, 5), (2000, 9)]
+    again.close()

@@ -11,7 +11,7 @@ from mini_broker.config import KafkaConfig
 from mini_broker.server.delayed_produce import DelayedProduce, ProducePartitionStatus
 from mini_broker.server.metadata_cache import MetadataCache
 from mini_broker.server.replica_manager import PartitionResponse, ReplicaManager
-from pykafka_client.errors import UnknownTopicOrPartitionError
+from pykafka_client.errors import InvalidTopicError, UnknownTopicOrPartitionError
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
 from tests.unit.broker.log.helpers import batch
@@ -76,6 +76,33 @@ def test_acks_all_on_a_single_broker_answers_without_a_delayed_produce(tmp_path:
         assert answers[0][TopicPartition("t", 0)].base_offset == 0
         assert answers[0][TopicPartition("missing", 0)].error_code == UnknownTopicOrPartitionError.code
         assert rm.produce_purgatory.watched == 0
+    finally:
+        rm.shutdown()
+
+
+def test_topic_name_checks_hold_after_appends_that_passed_them(tmp_path: Path) -> None:
+    """A client append checks the topic name once per topic (valid, not internal): after a client append to a
+    topic succeeded, and after the coordinator appended to an internal topic, a client is still refused the
+    internal topic and an illegal name."""
+    from mini_broker.log.unified_log import AppendOrigin
+
+    rm = _single_broker(tmp_path)
+    try:
+        rm.create_topic("t", 1, {})
+        rm.create_topic("__consumer_offsets", 1, {})
+        answers: list[dict[TopicPartition, PartitionResponse]] = []
+        internal = TopicPartition("__consumer_offsets", 0)
+        rm.append_records(30_000, 1, [(internal, batch([b"x"]))], answers.append, origin=AppendOrigin.COORDINATOR)
+        for _ in range(2):
+            rm.append_records(30_000, 1, [(TopicPartition("t", 0), batch([b"a"])), (internal, batch([b"b"])),
+                                          (TopicPartition("bad name", 0), batch([b"c"]))], answers.append)
+        assert answers[0][internal].error_code == 0
+        for answer in answers[1:]:
+            assert answer[TopicPartition("t", 0)].error_code == 0
+            assert answer[internal].error_code == InvalidTopicError.code
+            assert answer[internal].error_message == "Cannot append to internal topic __consumer_offsets"
+            assert answer[TopicPartition("bad name", 0)].error_code == InvalidTopicError.code
+        assert [a[TopicPartition("t", 0)].base_offset for a in answers[1:]] == [0, 1]
     finally:
         rm.shutdown()
 
