@@ -31,6 +31,7 @@ def child(acks: int, partitions: int, requests: int, in_flight: int, per_request
     import threading
 
     from broker_produce import CLIENT  # bench/broker_produce.py's client
+
     from mini_broker.broker import MiniBroker
 
     with MiniBroker() as broker:
