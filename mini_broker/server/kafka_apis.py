@@ -36,7 +36,7 @@ from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import REQUESTS, ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, RequestHeader
 from pykafka_client.protocol.types import Chunk, Message, Reader
-from pykafka_client.utils.time import SYSTEM_TIME, Time
+from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 if TYPE_CHECKING:
     from mini_broker.metrics import BrokerMetrics
@@ -121,6 +121,7 @@ class KafkaApis:
         self._broker = broker
         self.metrics = metrics
         self.time = time
+        self._now_ns = nanoseconds_clock(time)  # a request's completion times (the C clock for the system time)
         # per-request lookups done once: request classes by key, header versions by (key, version)
         self._request_classes: dict[int, type[Message]] = {k: REQUESTS[s.api_key] for k, s in self.specs.items()}
         self._header_versions: dict[tuple[int, int], int] = {}
@@ -221,7 +222,7 @@ class KafkaApis:
             return
         finally:
             if request.api_local_complete_time_ns < 0:
-                request.api_local_complete_time_ns = self.time.nanoseconds()
+                request.api_local_complete_time_ns = self._now_ns()
         if body is not None:
             assert isinstance(body, Message), f"{spec.name} handler returned {type(body).__name__}"
             self.send_response(request, body)
@@ -229,7 +230,7 @@ class KafkaApis:
     # --- responses (any thread) -------------------------------------------------------------------
 
     def _mark_complete(self, request: Request) -> None:
-        now = self.time.nanoseconds()
+        now = self._now_ns()
         if request.api_local_complete_time_ns < 0:
             request.api_local_complete_time_ns = now
         else:
