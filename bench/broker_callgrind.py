@@ -59,18 +59,6 @@ def child(acks: int, partitions: int, requests: int, in_flight: int, per_request
             client.wait()
 
 
-def thread_instructions(paths: list[str]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for path in paths:
-        tid = int(path.rsplit("-", 1)[1])
-        with open(path) as f:
-            for line in f:
-                if line.startswith(("summary:", "totals:")):
-                    counts[tid] = int(line.split()[1])
-                    break
-    return counts
-
-
 def _control(flag: str, pid: int) -> None:
     subprocess.run(["callgrind_control", flag, str(pid)], check=True, capture_output=True, timeout=600)
 
@@ -123,8 +111,9 @@ def main() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    dumps = [p for p in glob.glob(os.path.join(out_dir, "cg.out.1-*"))]
-    counts = thread_instructions(dumps)
+    from producer_io_callgrind import thread_instructions  # bench/producer_io_callgrind.py
+
+    counts = thread_instructions(out_dir, "cg.out.1-*")  # the dump after the measured round
     if not counts:
         raise RuntimeError(f"no callgrind dump in {out_dir}")
     print(f"{args.records_per_request} x 100 B, {args.partitions} partition(s), acks={args.acks}, {args.requests}"

@@ -61,10 +61,11 @@ def child(bootstrap: str, requests: int, acks: str) -> None:
     print(json.dumps({"requests": sent, "iterations": iterations[0], "threads": threads}))
 
 
-def thread_instructions(out_dir: str) -> dict[int, int]:
-    """Instructions per callgrind thread number (1 is the main thread) of the run in ``out_dir``."""
+def thread_instructions(out_dir: str, pattern: str = "cg.out-*") -> dict[int, int]:
+    """Instructions per callgrind thread number (1 is the main thread) of the run in ``out_dir`` (its files named
+    ``pattern``; ``cg.out.1-*`` for the first dump of a callgrind_control -d)."""
     counts: dict[int, int] = {}
-    for path in glob.glob(os.path.join(out_dir, "cg.out-*")):
+    for path in glob.glob(os.path.join(out_dir, pattern)):
         tid = int(path.rsplit("-", 1)[1])
         with open(path) as f:
             for line in f:
