@@ -33,9 +33,9 @@ from mini_broker.network.request_channel import (
 )
 from mini_broker.security.principal_mapping import NoMatchingRuleError
 from mini_broker.security.sasl_authenticator import DelayedAuthFailures, SaslServerSession
-from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, KafkaChannel
+from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, ChannelMuteState, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
-from pykafka_client.utils.time import SYSTEM_TIME, Time
+from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 if TYPE_CHECKING:
     from mini_broker.metrics import BrokerMetrics
@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 CONNECTION_QUEUE_SIZE: Final = 20
 SASL_HANDSHAKE_KEY: Final = 17
 POLL_TIMEOUT_MS: Final = 300
+_NOT_MUTED: Final = ChannelMuteState.NOT_MUTED
 
 
 class ServerSelector(Protocol):
@@ -150,9 +151,13 @@ class Processor:
         self._parser = parser
         self.selector = selector
         self._time = time
+        # the monotonic clock, read several times per request (the C clock itself for the system time)
+        self._now_ns = nanoseconds_clock(time)
         self._metrics = metrics
         # failed SASL authentications answered and closed after connection.failed.authentication.delay.ms
         self._auth_failures = auth_failures
+        # its waiting list, tested each round without a Python-level call (empty, and never filled, without one)
+        self._auth_waiting: list[tuple[int, int, str]] = auth_failures.waiting if auth_failures is not None else []
         # a TLS client certificate's DN -> principal name (ssl.principal.mapping.rules)
         self._principal_mapper = principal_mapper
         self._sasl_listener = config.listener_security_protocol(listener.listener_name).startswith("SASL_")
@@ -238,7 +243,7 @@ class Processor:
                     if selector.disconnected():
                         self._process_disconnected()
                     self._close_excess_connections()
-                    if self._auth_failures:  # None, or nothing waiting: nothing to do
+                    if self._auth_waiting:  # nothing waiting: nothing to do
                         self._complete_failed_authentications()
                 except Exception:
                     # per-channel errors are handled below; this is the last line of defence
@@ -287,7 +292,7 @@ class Processor:
     def _process_new_response(self, resp: Response) -> None:
         cid = resp.request.connection_id
         try:
-            resp.request.response_dequeue_time_ns = self._time.nanoseconds()
+            resp.request.response_dequeue_time_ns = self._now_ns()
             conn = self._conns.get(cid)
             if conn is None:
                 log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
@@ -299,10 +304,10 @@ class Processor:
                 else:
                     self._inflight[cid] = resp
             elif isinstance(resp, NoOpResponse):
-                self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                self._parser.complete_response_metrics(resp, self._now_ns())
                 self._response_sent(conn)
             elif isinstance(resp, CloseConnectionResponse):
-                self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+                self._parser.complete_response_metrics(resp, self._now_ns())
                 self._close(cid, "close_connection_response")
             elif isinstance(resp, StartThrottlingResponse):
                 channel = self.selector.channel(cid)
@@ -319,13 +324,13 @@ class Processor:
     def _poll(self) -> None:
         has_pending = bool(self._new_connections.queue) or bool(self._ready) or bool(self._response_queue)
         timeout = 0 if has_pending else POLL_TIMEOUT_MS
-        deadline = self._auth_failures.next_deadline_ns() if self._auth_failures else None
-        if deadline is not None:
-            timeout = max(0, min(timeout, (deadline - self._time.nanoseconds() + 999_999) // 1_000_000))
-        t0 = self._time.nanoseconds()
+        if self._auth_waiting:
+            deadline = self._auth_waiting[0][0]
+            timeout = max(0, min(timeout, (deadline - self._now_ns() + 999_999) // 1_000_000))
+        t0 = self._now_ns()
         self.selector.poll(timeout)
         if self._metrics is not None:
-            now = self._time.nanoseconds()
+            now = self._now_ns()
             self._metrics.network_processor_idle.record(now - t0, now)
 
     def _process_completed_receives(self) -> None:
@@ -336,27 +341,34 @@ class Processor:
             self._process_new_responses()
 
     def _receive_batch(self) -> None:
+        channel_of = self.selector.channel
         for receive in self.selector.completed_receives():
             conn = self._conns.get(receive.source)
             if conn is None:
                 release_frame(receive)
                 continue
-            if conn.pending or self._is_muted(conn.connection_id):
+            channel = None if conn.pending else channel_of(conn.connection_id)
+            if conn.pending or (channel is not None and channel.mute_state is not _NOT_MUTED):
                 if conn.pending is None:
                     conn.pending = collections.deque()
                 conn.pending.append(receive)
                 continue
-            self._handle_receive(conn, receive)
+            self._handle_receive(conn, receive, channel)
         # frames that waited for an unmute
         for _ in range(len(self._ready)):
             cid = self._ready.popleft()
             conn = self._conns.get(cid)
-            if conn is None or not conn.pending or self._is_muted(cid):
+            if conn is None or not conn.pending:
+                continue
+            channel = channel_of(cid)
+            if channel is not None and channel.mute_state is not _NOT_MUTED:
                 continue
             receive = conn.pending.popleft()
-            self._handle_receive(conn, receive)
+            self._handle_receive(conn, receive, channel)
 
-    def _handle_receive(self, conn: _Conn, receive: NetworkReceive) -> None:
+    def _handle_receive(self, conn: _Conn, receive: NetworkReceive, channel: KafkaChannel | None) -> None:
+        """Parse and hand over (or handle inline) a frame of ``conn``; ``channel`` is its open channel as looked up
+        just before (None: closed under us)."""
         cid = conn.connection_id
         if not self._running:
             release_frame(receive)
@@ -367,7 +379,7 @@ class Processor:
             return
         try:
             request = self._parser.parse_request(self.id, cid, conn.remote_address, self.listener.listener_name,
-                                                 receive.payload, self._time.nanoseconds())
+                                                 receive.payload, self._now_ns())
         except Exception as e:
             log.info("event=invalid_request connection=%s listener=%s error=%r", cid, self.listener.listener_name, e)
             release_frame(receive)
@@ -376,7 +388,6 @@ class Processor:
         if callable(receive.extra):
             conn.inflight_release = receive.extra
         # mute before handing the request over: one request in flight per connection
-        channel = self.selector.channel(cid)
         if channel is None:  # closed under us (its disconnect is reported): nobody to answer
             self._close(cid, "channel_closed")
             return
@@ -420,7 +431,7 @@ class Processor:
                 return True
             self.selector.unmute(cid)  # re-reads the channel's interest: the handshake response is to be written
             return True
-        if session.session_expired(self._time.nanoseconds()):
+        if session.session_expired(self._now_ns()):
             log.info("event=session_expired connection=%s listener=%s: the client did not re-authenticate within "
                      "connections.max.reauth.ms", cid, self.listener.listener_name)
             self._close(cid, "authentication_session_expired")
@@ -439,7 +450,7 @@ class Processor:
         """Answer and close the connections whose failed authentication has waited out its delay."""
         if self._auth_failures is None:
             return
-        for cid in self._auth_failures.due(self._time.nanoseconds()):
+        for cid in self._auth_failures.due(self._now_ns()):
             channel = self.selector.channel(cid)
             auth = channel.authenticator if channel is not None else None
             if channel is not None and isinstance(auth, SaslServerSession):
@@ -449,7 +460,7 @@ class Processor:
     def _handle_inline(self, request: Request) -> None:
         """Handle ``request`` on this thread (what a handler thread would do); its answer is queued here."""
         self._handled_inline = True
-        request.request_dequeue_time_ns = self._time.nanoseconds()
+        request.request_dequeue_time_ns = self._now_ns()
         try:
             self._parser.handle(request)
         except Exception:
@@ -468,17 +479,13 @@ class Processor:
     def _send_completed(self, resp: SendResponse, conn: _Conn | None) -> None:
         """A response went out whole: its metrics and callback, then RESPONSE_SENT (and an unmute)."""
         try:
-            self._parser.complete_response_metrics(resp, self._time.nanoseconds())
+            self._parser.complete_response_metrics(resp, self._now_ns())
             if resp.on_complete is not None:
                 resp.on_complete()
         except Exception as e:
             log.warning("event=send_completion_failed connection=%s error=%r", resp.request.connection_id, e)
         if conn is not None:
             self._response_sent(conn)
-
-    def _is_muted(self, cid: str) -> bool:
-        channel = self.selector.channel(cid)
-        return channel is not None and channel.is_muted()
 
     def _throttle_ended(self, conn: _Conn) -> None:
         """``THROTTLE_ENDED``, then unmute if the response has gone out (Kafka ``tryUnmuteChannel``)."""

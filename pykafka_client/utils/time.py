@@ -63,6 +63,12 @@ class SystemTime:
 SYSTEM_TIME = SystemTime()
 
 
+def nanoseconds_clock(time: Time) -> Callable[[], int]:
+    """``time.nanoseconds`` as a callable, the C clock itself for :class:`SystemTime` (no Python-level call: for
+    the network threads, which read it several times per request)."""
+    return _time.monotonic_ns if type(time) is SystemTime else time.nanoseconds
+
+
 class MockTime:
     """A clock for tests: it moves only on :meth:`sleep`, :meth:`set_current_time_ms`, or by
     ``auto_tick_ms`` on every read. It never goes backwards. Listeners are told of every move."""

@@ -46,3 +46,17 @@ def test_listeners_are_told_of_every_move() -> None:
     t.sleep(0)
     t.set_current_time_ms(t.milliseconds() + 7)
     assert len(seen) == 2
+
+
+def test_nanoseconds_clock_is_the_c_clock_for_system_time_and_follows_any_other_time() -> None:
+    import time as _time
+
+    from pykafka_client.utils.time import SYSTEM_TIME, nanoseconds_clock
+
+    # the system time's clock is the C function itself: no Python-level call on the network threads' reads
+    assert nanoseconds_clock(SYSTEM_TIME) is _time.monotonic_ns
+    t = MockTime()
+    clock = nanoseconds_clock(t)
+    before = clock()
+    t.sleep(5)
+    assert clock() == before + 5_000_000 == t.nanoseconds()

@@ -38,7 +38,7 @@ from pykafka_client.errors import (
     SaslAuthenticationError,
     UnsupportedSaslMechanismError,
 )
-from pykafka_client.network.transport.channel import KafkaChannel, PeerClosedError
+from pykafka_client.network.transport.channel import ChannelMuteState, KafkaChannel, PeerClosedError
 from pykafka_client.network.transport.channel_builder import (
     ChannelBuilder,
     DefaultChannelBuilder,
@@ -49,7 +49,10 @@ from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
 from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
-from pykafka_client.utils.time import SYSTEM_TIME, Time
+from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
+
+#: (a module constant: read per poll without an Enum class attribute lookup)
+_NOT_MUTED = ChannelMuteState.NOT_MUTED
 
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 540_000
@@ -121,6 +124,7 @@ class Selector:
         if max_receives_per_channel_per_poll < 1 or max_read_bytes_per_channel_per_poll < 1:
             raise IllegalArgumentError("per-poll read limits must be positive")
         self._time = time
+        self._now_ns = nanoseconds_clock(time)  # read three times a poll
         self._max_receive_size = max_receive_size
         self._builder: ChannelBuilder = channel_builder or DefaultChannelBuilder(Mode.CLIENT)
         self._max_receives = max_receives_per_channel_per_poll
@@ -398,13 +402,13 @@ class Selector:
         """Stop reading the channel. Its registration with the OS selector changes at the next :meth:`poll`
         (nothing reads it before then): a broker unmutes most channels again within the same round, once its
         answer went out at once, and then no change is made at all."""
-        channel = self._require(connection_id)
+        channel = self._channels.get(connection_id) or self._require(connection_id)  # (_require only to raise)
         channel.mute()
         self._interest_stale.add(connection_id)
 
     def unmute(self, connection_id: str) -> None:
         """Unmute if the channel's mute state allows it (only plain MUTED does)."""
-        channel = self._require(connection_id)
+        channel = self._channels.get(connection_id) or self._require(connection_id)  # (_require only to raise)
         channel.maybe_unmute()
         self._interest_stale.discard(connection_id)  # brought up to date here
         self._update_interest(channel)
@@ -509,12 +513,12 @@ class Selector:
         buffered = [c for c in self._buffered if not self._channels[c].is_muted()] if self._buffered else []
         if buffered or self._disconnected or self._completed_sends:
             timeout_ms = 0
-        start_ns = self._time.nanoseconds()
+        start_ns = self._now_ns()
         timeout_ms = min(timeout_ms, _MAX_SELECT_TIMEOUT_MS)
         if self.nonblocking:
             self.deferred_timeout_ms, timeout_ms = timeout_ms, 0
         events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
-        end_select_ns = self._time.nanoseconds()
+        end_select_ns = self._now_ns()
         if events and self.nonblocking and (len(events) > 1 or events[0][0].data is not None):
             # a connection had I/O: a blocking poll would have returned now with it, and its caller loops at once
             self.deferred_timeout_ms = 0
@@ -536,7 +540,7 @@ class Selector:
             channel_or_none = self._channels.get(cid)
             if cid not in handled and channel_or_none is not None:
                 self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
-        end_io_ns = self._time.nanoseconds()
+        end_io_ns = self._now_ns()
         self.metrics.io_time_ns_total += end_io_ns - end_select_ns
         self._maybe_close_oldest_connection(end_io_ns)
 
@@ -591,7 +595,7 @@ class Selector:
                     elif cid not in self._server_channels:
                         self._connected.append(cid)
             if ready:
-                if (mask & selectors.EVENT_READ or channel.has_bytes_buffered()) and not channel.is_muted():
+                if (mask & selectors.EVENT_READ or channel.has_bytes_buffered()) and channel.mute_state is _NOT_MUTED:
                     receives, n = channel.read(self._max_receives, self._max_read_bytes)
                     self.metrics.bytes_received_total += n
                     if receives:

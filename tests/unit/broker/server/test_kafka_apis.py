@@ -232,3 +232,18 @@ def test_response_metrics_time_each_stage_and_treat_unset_or_reversed_times_as_z
     assert ms("RemoteTimeMs") == 0.0  # no remote completion: the local end, so none
     assert ms("ResponseQueueTimeMs") == 0.5
     assert ms("ResponseSendTimeMs") == (5.5 if send else 0.0)  # a no-op response writes nothing
+
+
+def test_response_metrics_of_a_request_never_dequeued_nor_its_response_time_only_the_stages_with_both_ends() -> None:
+    apis, _, metrics = make()
+    ctx = RequestContext(int(ApiKey.PRODUCE), 9, 1, None, "c", "127.0.0.1:1", "PLAINTEXT")
+    # closed before a handler took it: no dequeue, no local or remote completion, no response dequeue
+    request = Request(0, ctx, None, 10, start_time_ns=1_000_000, response_complete_time_ns=4_000_000)
+    apis.complete_response_metrics(NoOpResponse(request), 7_000_000)
+    snap = metrics.snapshot()
+    sums = {m: snap[f'kafka_network_RequestMetrics_{m}_sum{{request="Produce"}}']
+            for m in ("TotalTimeMs", "RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
+                      "ResponseSendTimeMs")}
+    assert sums == {"TotalTimeMs": 6.0, "RequestQueueTimeMs": 0.0, "LocalTimeMs": 0.0, "RemoteTimeMs": 0.0,
+                    "ResponseQueueTimeMs": 0.0, "ResponseSendTimeMs": 0.0}
+    assert snap['kafka_network_RequestMetrics_Requests_total{request="Produce"}'] == 1

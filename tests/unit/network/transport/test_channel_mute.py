@@ -119,3 +119,16 @@ def test_mute_states_and_events_hash_by_identity() -> None:
     assert ChannelMuteState.__hash__ is object.__hash__ and ChannelMuteEvent.__hash__ is object.__hash__
     assert next_mute_state(ChannelMuteState.MUTED, ChannelMuteEvent.REQUEST_RECEIVED) is (
         ChannelMuteState.MUTED_AND_RESPONSE_PENDING)
+
+
+@pytest.mark.parametrize(("state", "event"), [(s, e) for s in S for e in E])
+def test_channel_takes_each_valid_event_and_raises_for_an_invalid_one_keeping_its_state(
+        channel: KafkaChannel, state: ChannelMuteState, event: ChannelMuteEvent) -> None:
+    channel.mute_state = state
+    if (state, event) in VALID:
+        channel.handle_channel_mute_event(event)
+        assert channel.mute_state is VALID[(state, event)]
+    else:
+        with pytest.raises(IllegalStateError, match=f"Cannot transition from {state.value} for {event.value}"):
+            channel.handle_channel_mute_event(event)
+        assert channel.mute_state is state

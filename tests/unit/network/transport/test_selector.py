@@ -198,6 +198,16 @@ def test_send_to_unknown_channel_raises(h: Harness) -> None:
         h.selector.send(size_prefixed("nope", [b"x"]))
 
 
+def test_mute_and_unmute_of_an_unknown_or_closed_channel_raise(h: Harness) -> None:
+    h.add("a")
+    h.selector.close_channel("a")
+    for cid in ("nope", "a"):
+        with pytest.raises(IllegalStateError, match=f"no connection. Connection id {cid}"):
+            h.selector.mute(cid)
+        with pytest.raises(IllegalStateError, match=f"no connection. Connection id {cid}"):
+            h.selector.unmute(cid)
+
+
 def test_register_twice_raises(h: Harness) -> None:
     h.add("a")
     with pytest.raises(IllegalStateError, match="already a connection"):
