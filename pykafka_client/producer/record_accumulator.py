@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import random
 import threading
-import time as _time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -41,7 +40,7 @@ from pykafka_client.producer.producer_batch import ProducerBatch, increment_sequ
 from pykafka_client.producer.record_size import Callback, Header, estimate_size_upper_bound
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
-from pykafka_client.utils.time import SystemTime, Time
+from pykafka_client.utils.time import Time
 
 if TYPE_CHECKING:
     from pykafka_client.producer.transaction_manager import TransactionManager
@@ -82,9 +81,6 @@ class ReadyCheckResult(NamedTuple):
 
 
 _new_tuple = tuple.__new__
-_monotonic_ns = _time.monotonic_ns
-#: a record's size bound in a batch of its own without headers, besides its key and value
-_UPPER_BOUND_NO_HEADERS = estimate_size_upper_bound(None, None, ())
 
 
 class _PartitionQueue:
@@ -133,8 +129,6 @@ class RecordAccumulator:
         self.delivery_timeout_ms = delivery_timeout_ms
         self.free = buffer_pool
         self.time = time
-        #: the system clock: a new batch's creation time read without the Time method's frame
-        self._system_time = type(time) is SystemTime
         self.compression_type = compression_type
         #: batches are compressed (their size limit uses the topic's estimated compression ratio)
         self._compressed = is_compression(compression_type)
@@ -225,7 +219,6 @@ class RecordAccumulator:
         sticky_part = partition == UNKNOWN_PARTITION
         appending = self._appending
         appending.append(None)
-        kernel = _native.kernel  # ProducerBatch.try_append without its Python frame
         allocated = 0
         size = 0
         try:
@@ -252,12 +245,7 @@ class RecordAccumulator:
                         if not last.closed:
                             uncompressed = last.compression_ratio == 1.0
                             before = last.size_bytes if uncompressed else last.estimated_size_in_bytes()
-                            future = (
-                                kernel.batch_try_append(last, timestamp, key, value, headers, callback, 0)
-                                if kernel is not None else NotImplemented
-                            )
-                            if future is NotImplemented:
-                                future = last.try_append_reference(timestamp, key, value, headers, callback, 0)
+                            future = last.try_append(timestamp, key, value, headers, callback, 0)
                             if future is not None:
                                 full = last.size_bytes >= last.size_limit
                                 appended = (
@@ -270,20 +258,13 @@ class RecordAccumulator:
                                 )
                             last.closed = True  # close_for_appends(): full
                     if not allocated:
-                        if headers:
-                            size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
-                        else:  # estimate_size_upper_bound without its frame: no headers, O(1)
-                            size = _UPPER_BOUND_NO_HEADERS + (0 if key is None else len(key)) + (
-                                0 if value is None else len(value)
-                            )
-                            if size < self.batch_size:
-                                size = self.batch_size
+                        size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
                         if self.free.try_allocate(size):  # never blocks: memory free now is taken under the lock
                             allocated = size
                     if allocated:
                         if self.closed:
                             raise KafkaError("Producer closed while send in progress")
-                        now = _monotonic_ns() // 1_000_000 if self._system_time else self.time.hi_res_clock_ms()
+                        now = self.time.hi_res_clock_ms()
                         batch = ProducerBatch(  # positional: a call with keywords costs a dict
                             _new_tuple(TopicPartition, (topic, effective)), allocated, now, self.compression_type,
                             self.compression_level, False,
@@ -291,12 +272,7 @@ class RecordAccumulator:
                             self._batch_condition,
                         )
                         batch.allocated_bytes = allocated
-                        future = (
-                            kernel.batch_try_append(batch, timestamp, key, value, headers, callback, now)
-                            if kernel is not None else NotImplemented
-                        )
-                        if future is NotImplemented:
-                            future = batch.try_append_reference(timestamp, key, value, headers, callback, now)
+                        future = batch.try_append(timestamp, key, value, headers, callback, now)
                         if future is None:  # cannot happen: the first record always fits
                             raise IllegalStateError("a record did not fit in a new batch")
                         batches.append(batch)

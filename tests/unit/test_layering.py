@@ -324,8 +324,6 @@ CLOCK_ALLOWED: dict[str, str] = {
     "pykafka_client.utils.time": "SystemTime: the injected Time's real implementation",
     "pykafka_client.producer.kafka_producer": "send's hot path reads the clock directly when SystemTime is "
                                               "injected (saves a call)",
-    "pykafka_client.producer.record_accumulator": "a new batch's creation time read directly when SystemTime is "
-                                                  "injected (send's new-batch path: saves a call)",
     "pykafka_client.producer.future_record_metadata": "Future.get(timeout): a user-facing wait",
     "pykafka_client.aio": "the async API's own deadlines (max.block.ms, poll) and loop-yield cadence",
     "pykafka_client.cli": "the command-line tools: wall-clock stamps and rates for people",

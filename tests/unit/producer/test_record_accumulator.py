@@ -514,7 +514,7 @@ def test_a_new_batch_reserves_the_larger_of_batch_size_and_the_records_size_boun
     key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]
 ) -> None:
     """append reserves max(batch.size, estimate_size_upper_bound(record)) for a new batch (Java's
-    ``max(batchSize, estimateSizeInBytesUpperBound)``); without headers it adds the sizes inline."""
+    ``max(batchSize, estimateSizeInBytesUpperBound)``)."""
     from pykafka_client.producer.record_size import estimate_size_upper_bound
 
     time = MockTime()
@@ -525,20 +525,3 @@ def test_a_new_batch_reserves_the_larger_of_batch_size_and_the_records_size_boun
     expected = max(512, estimate_size_upper_bound(key, value, headers))
     assert batch.allocated_bytes == expected
     assert acc.free.available_memory() == (1 << 20) - expected
-
-
-def test_a_new_batch_on_the_system_clock_is_created_at_the_monotonic_ms() -> None:
-    """On the system clock, append reads time.monotonic_ns() itself (Time.hi_res_clock_ms without its frame)."""
-    import time as _time
-
-    from pykafka_client.utils.time import SYSTEM_TIME
-
-    acc = RecordAccumulator(
-        batch_size=1024, linger_ms=LINGER, retry_backoff_ms=100, retry_backoff_max_ms=1000,
-        delivery_timeout_ms=120_000, buffer_pool=BufferPool(1 << 20, SYSTEM_TIME), time=SYSTEM_TIME,
-    )
-    before = _time.monotonic_ns() // 1_000_000
-    append(acc)
-    after = _time.monotonic_ns() // 1_000_000
-    (batch,) = acc.batches_for(TP0)
-    assert before <= batch.created_ms <= after
