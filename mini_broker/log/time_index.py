@@ -56,10 +56,9 @@ class TimeIndex(AbstractIndex):
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is larger than the last entry's (and there is room)."""
-        timestamps = self._columns[_TIMESTAMP]  # (last_entry() and is_full() without the calls: once per 4 KiB)
-        if timestamp <= (timestamps[-1] if timestamps else NO_TIMESTAMP):
+        if timestamp <= self.last_entry()[0]:
             return
-        if not skip_full_check and len(timestamps) >= self.max_entries:
+        if not skip_full_check and self.is_full():
             return
         rel = offset - self.base_offset
         offsets = self._columns[_RELATIVE_OFFSET]
