@@ -25,15 +25,14 @@ from mini_broker.log.log_segment import AppendedBatch
 from pykafka_client.errors import CorruptRecordError, MessageDecodeError, RecordTooLargeError
 from pykafka_client.protocol.records.batch_ops import (
     check_records,
+    set_base_offset,
     set_log_append_time,
+    set_partition_leader_epoch,
     validate_batch,
 )
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 
 _INT32 = struct.Struct(">i")
-#: base offset, batch length (rewritten unchanged) and partition leader epoch: the header fields outside the CRC
-#: range that an append sets, in one pack
-_BASE_OFFSET_AND_EPOCH = struct.Struct(">qii").pack_into
 
 
 class AppendOrigin(Enum):
@@ -125,7 +124,8 @@ def assign_offsets(
             base = batch.base_offset
         else:
             base = next_offset
-            _BASE_OFFSET_AND_EPOCH(buf, pos, base, batch.batch_length, leader_epoch)  # set_base_offset and ..._epoch
+            set_base_offset(buf, pos, base)
+            set_partition_leader_epoch(buf, pos, leader_epoch)
         batch_max_ts = batch.max_timestamp
         if log_append_time is not None and not replicated:
             set_log_append_time(buf, pos, log_append_time)
@@ -133,7 +133,7 @@ def assign_offsets(
         last = base + batch.last_offset_delta
         if batch_max_ts > max_timestamp:
             max_timestamp, offset_of_max_timestamp = batch_max_ts, last
-        appended.append(AppendedBatch(pos, last, batch_max_ts, batch.batch_length + 12))
+        appended.append(AppendedBatch(pos, last, batch_max_ts, batch.size_in_bytes))
         num_records += batch.records_count
         next_offset = last + 1
     return AssignedOffsets(next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended)

@@ -246,7 +246,7 @@ class Log:
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log start, LEO]; returns the value set."""
         with self._lock:
-            hw = min(max(offset, self.log_start_offset), self._leo_metadata.message_offset)
+            hw = min(max(offset, self.log_start_offset), self.log_end_offset)
             if hw != self._high_watermark:
                 self._high_watermark = hw
                 self._hw_metadata = None
@@ -261,7 +261,7 @@ class Log:
         and an acks=all produce of the faster one then waits for a high watermark that no append brings
         back until its request timeout (bench/spark.py's 30 s pauses)."""
         with self._lock:
-            if min(offset, self._leo_metadata.message_offset) <= self._high_watermark:
+            if min(offset, self.log_end_offset) <= self._high_watermark:
                 return False
             self.update_high_watermark(offset)
             return True
@@ -317,7 +317,7 @@ class Log:
                 raise KafkaStorageError(f"log {self.dir_path} is closed")
             now = self._time.milliseconds()
             log_append = config.is_log_append_time
-            next_offset = self._leo_metadata.message_offset
+            next_offset = self.log_end_offset
             if origin is _REPLICATION:
                 if batches[0].base_offset < next_offset:
                     raise CorruptRecordError(
@@ -339,8 +339,7 @@ class Log:
             next_offset = assigned.next_offset
             segment = self._maybe_roll(len(buf), assigned.max_timestamp, next_offset - 1, first_offset, now)
             segment.append(buf, assigned.batches)
-            if self._epoch_cache is not None:
-                self._cache_epochs(buf, assigned.batches)
+            self._cache_epochs(buf, assigned.batches)
             self._leo_metadata = LogOffsetMetadata(next_offset, segment.base_offset, segment.size)
             # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
             if pending is not None:

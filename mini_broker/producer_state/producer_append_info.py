@@ -103,16 +103,13 @@ class ProducerAppendInfo:
                     f"{updated.producer_epoch} (current producer epoch)"
                 )
             return
-        batches = updated.batch_metadata
-        if batches:
-            current_last = batches[-1].last_seq
+        if not updated.is_empty():
+            current_last = updated.last_seq
         elif epoch == self.current.producer_epoch:
             current_last = self.current.last_seq
         else:
             current_last = NO_SEQUENCE
-        # in_sequence(current_last, first_seq), inline: one check per batch appended
-        if not (first_seq == current_last + 1 or (first_seq == 0 and current_last == INT_MAX)
-                or self.current.producer_epoch == NO_PRODUCER_EPOCH):
+        if not (self.current.producer_epoch == NO_PRODUCER_EPOCH or in_sequence(current_last, first_seq)):
             raise OutOfOrderSequenceError(
                 f"Out of order sequence number for producer {self.producer_id} at offset {offset} in partition "
                 f"{self.topic_partition}: {first_seq} (incoming seq. number), {current_last} (current end sequence number)"
@@ -126,8 +123,7 @@ class ProducerAppendInfo:
                 self.append_end_txn_marker(batch, is_abort, coordinator_epoch)
             return
         epoch, first_offset, updated = batch.producer_epoch, batch.first_offset, self.updated
-        if epoch < updated.producer_epoch:
-            self._check_producer_epoch(epoch, first_offset)
+        self._check_producer_epoch(epoch, first_offset)
         if self.origin is _CLIENT:
             self._check_sequence(epoch, batch.first_seq, first_offset)
         txn_first_offset = updated.current_txn_first_offset

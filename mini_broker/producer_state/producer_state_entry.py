@@ -8,15 +8,13 @@ batches, oldest first. A 6th batch evicts the oldest; a new epoch clears them. A
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 NUM_BATCHES_TO_RETAIN = 5
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 INT_MAX = 2**31 - 1
-
-
-_new_entry = object.__new__
 
 
 def decrement_sequence(sequence: int, decrement: int) -> int:
@@ -56,7 +54,7 @@ class ProducerStateEntry:
         coordinator_epoch: int = -1,
         last_timestamp: int = -1,
         current_txn_first_offset: int | None = None,
-        batches: list[BatchMetadata] | None = None,
+        batches: Iterable[BatchMetadata] | None = None,
     ) -> None:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -70,15 +68,10 @@ class ProducerStateEntry:
         return cls(producer_id)
 
     def copy(self) -> ProducerStateEntry:
-        # field by field without __init__ (one copy per producer per append)
-        entry = _new_entry(ProducerStateEntry)
-        entry.producer_id = self.producer_id
-        entry.producer_epoch = self.producer_epoch
-        entry.coordinator_epoch = self.coordinator_epoch
-        entry.last_timestamp = self.last_timestamp
-        entry.current_txn_first_offset = self.current_txn_first_offset
-        entry.batch_metadata = self.batch_metadata.copy()
-        return entry
+        return ProducerStateEntry(
+            self.producer_id, self.producer_epoch, self.coordinator_epoch, self.last_timestamp,
+            self.current_txn_first_offset, self.batch_metadata,
+        )
 
     def is_empty(self) -> bool:
         return not self.batch_metadata

@@ -250,8 +250,7 @@ class ReplicaManager:
 
     def _get_log(self, tp: TopicPartition) -> Log:
         """The partition's log, or raise UNKNOWN_TOPIC_OR_PARTITION."""
-        topic = self.metadata_cache.get_topic(tp.topic)  # (contains_partition without its call: one per append)
-        if topic is None or not 0 <= tp.partition < topic.num_partitions:
+        if not self.metadata_cache.contains_partition(tp.topic, tp.partition):
             raise UnknownTopicOrPartitionError(f"This server does not host this topic-partition: {tp}")
         lg = self.log_manager.get_log(tp.topic, tp.partition)
         if lg is None:

@@ -129,8 +129,7 @@ def handle(apis: KafkaApis, request: Request) -> None:
     verifier = broker.transaction_verifier
     transactional_id = body.transactional_id
     request_error: tuple[int, str] | None = None
-    # no authorizer: everything is allowed (what _unauthorized answers then)
-    authorization = {} if broker.authorizer is None else _unauthorized(apis, request, transactional_id, entries)
+    authorization = _unauthorized(apis, request, transactional_id, entries)
     denied = authorization if isinstance(authorization, dict) else {}
     if denied:
         entries = [(tp, records) for tp, records in entries if tp not in denied]
