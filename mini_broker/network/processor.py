@@ -33,7 +33,7 @@ from mini_broker.network.request_channel import (
 )
 from mini_broker.security.principal_mapping import NoMatchingRuleError
 from mini_broker.security.sasl_authenticator import DelayedAuthFailures, SaslServerSession
-from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, ChannelMuteState, KafkaChannel
+from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 CONNECTION_QUEUE_SIZE: Final = 20
 SASL_HANDSHAKE_KEY: Final = 17
 POLL_TIMEOUT_MS: Final = 300
-_NOT_MUTED: Final = ChannelMuteState.NOT_MUTED
 
 
 class ServerSelector(Protocol):
@@ -156,8 +155,6 @@ class Processor:
         self._metrics = metrics
         # failed SASL authentications answered and closed after connection.failed.authentication.delay.ms
         self._auth_failures = auth_failures
-        # its waiting list, tested each round without a Python-level call (empty, and never filled, without one)
-        self._auth_waiting: list[tuple[int, int, str]] = auth_failures.waiting if auth_failures is not None else []
         # a TLS client certificate's DN -> principal name (ssl.principal.mapping.rules)
         self._principal_mapper = principal_mapper
         self._sasl_listener = config.listener_security_protocol(listener.listener_name).startswith("SASL_")
@@ -243,7 +240,7 @@ class Processor:
                     if selector.disconnected():
                         self._process_disconnected()
                     self._close_excess_connections()
-                    if self._auth_waiting:  # nothing waiting: nothing to do
+                    if self._auth_failures:  # None, or nothing waiting: nothing to do
                         self._complete_failed_authentications()
                 except Exception:
                     # per-channel errors are handled below; this is the last line of defence
@@ -324,8 +321,8 @@ class Processor:
     def _poll(self) -> None:
         has_pending = bool(self._new_connections.queue) or bool(self._ready) or bool(self._response_queue)
         timeout = 0 if has_pending else POLL_TIMEOUT_MS
-        if self._auth_waiting:
-            deadline = self._auth_waiting[0][0]
+        deadline = self._auth_failures.next_deadline_ns() if self._auth_failures else None
+        if deadline is not None:
             timeout = max(0, min(timeout, (deadline - self._now_ns() + 999_999) // 1_000_000))
         t0 = self._now_ns()
         self.selector.poll(timeout)
@@ -348,7 +345,7 @@ class Processor:
                 release_frame(receive)
                 continue
             channel = None if conn.pending else channel_of(conn.connection_id)
-            if conn.pending or (channel is not None and channel.mute_state is not _NOT_MUTED):
+            if conn.pending or (channel is not None and channel.is_muted()):
                 if conn.pending is None:
                     conn.pending = collections.deque()
                 conn.pending.append(receive)
@@ -361,7 +358,7 @@ class Processor:
             if conn is None or not conn.pending:
                 continue
             channel = channel_of(cid)
-            if channel is not None and channel.mute_state is not _NOT_MUTED:
+            if channel is not None and channel.is_muted():
                 continue
             receive = conn.pending.popleft()
             self._handle_receive(conn, receive, channel)

@@ -280,24 +280,23 @@ class DelayedAuthFailures:
 
     def __init__(self, time: Time) -> None:
         self._time = time
-        #: (deadline ns, sequence, connection id), a heap: empty when none waits (a network thread tests it each round)
-        self.waiting: list[tuple[int, int, str]] = []
+        self._heap: list[tuple[int, int, str]] = []
         self._seq = itertools.count()
 
     def schedule(self, connection_id: str, delay_ms: int) -> None:
-        heapq.heappush(self.waiting, (self._time.nanoseconds() + delay_ms * 1_000_000, next(self._seq), connection_id))
+        heapq.heappush(self._heap, (self._time.nanoseconds() + delay_ms * 1_000_000, next(self._seq), connection_id))
 
     def due(self, now_ns: int) -> list[str]:
         """The connections whose delay is over (removed from the queue)."""
         out: list[str] = []
-        while self.waiting and self.waiting[0][0] <= now_ns:
-            out.append(heapq.heappop(self.waiting)[2])
+        while self._heap and self._heap[0][0] <= now_ns:
+            out.append(heapq.heappop(self._heap)[2])
         return out
 
     def next_deadline_ns(self) -> int | None:
-        return self.waiting[0][0] if self.waiting else None
+        return self._heap[0][0] if self._heap else None
 
     def __len__(self) -> int:
         """How many failed authentications wait for their delay (falsy when none: the network thread's per-round
         check is then one test)."""
-        return len(self.waiting)
+        return len(self._heap)

@@ -187,7 +187,7 @@ class KafkaChannel:
             return EVENT_WRITE if self.transport.handshake_wants_write() else EVENT_READ
         if self.authenticator is not None and not self.authenticator.complete():
             return EVENT_WRITE if self.authenticator.wants_write() else EVENT_READ
-        events = 0 if self.mute_state is not _NOT_MUTED else EVENT_READ  # (not is_muted(): one call fewer)
+        events = 0 if self.is_muted() else EVENT_READ
         if self._send is not None:
             events |= EVENT_WRITE
         return events
@@ -209,10 +209,7 @@ class KafkaChannel:
         return self.mute_state is ChannelMuteState.NOT_MUTED
 
     def handle_channel_mute_event(self, event: ChannelMuteEvent) -> None:
-        # the transition looked up here (a broker's network thread sends two events per request);
-        # next_mute_state only to raise for an invalid one
-        nxt = _MUTE_TRANSITIONS.get((event, self.mute_state))
-        self.mute_state = nxt if nxt is not None else next_mute_state(self.mute_state, event)
+        self.mute_state = next_mute_state(self.mute_state, event)
 
     # --- sends -----------------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ from pykafka_client.errors import (
     SaslAuthenticationError,
     UnsupportedSaslMechanismError,
 )
-from pykafka_client.network.transport.channel import ChannelMuteState, KafkaChannel, PeerClosedError
+from pykafka_client.network.transport.channel import KafkaChannel, PeerClosedError
 from pykafka_client.network.transport.channel_builder import (
     ChannelBuilder,
     DefaultChannelBuilder,
@@ -50,9 +50,6 @@ from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrame
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
-
-#: (a module constant: read per poll without an Enum class attribute lookup)
-_NOT_MUTED = ChannelMuteState.NOT_MUTED
 
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 540_000
@@ -402,13 +399,13 @@ class Selector:
         """Stop reading the channel. Its registration with the OS selector changes at the next :meth:`poll`
         (nothing reads it before then): a broker unmutes most channels again within the same round, once its
         answer went out at once, and then no change is made at all."""
-        channel = self._channels.get(connection_id) or self._require(connection_id)  # (_require only to raise)
+        channel = self._require(connection_id)
         channel.mute()
         self._interest_stale.add(connection_id)
 
     def unmute(self, connection_id: str) -> None:
         """Unmute if the channel's mute state allows it (only plain MUTED does)."""
-        channel = self._channels.get(connection_id) or self._require(connection_id)  # (_require only to raise)
+        channel = self._require(connection_id)
         channel.maybe_unmute()
         self._interest_stale.discard(connection_id)  # brought up to date here
         self._update_interest(channel)
@@ -595,7 +592,7 @@ class Selector:
                     elif cid not in self._server_channels:
                         self._connected.append(cid)
             if ready:
-                if (mask & selectors.EVENT_READ or channel.has_bytes_buffered()) and channel.mute_state is _NOT_MUTED:
+                if (mask & selectors.EVENT_READ or channel.has_bytes_buffered()) and not channel.is_muted():
                     receives, n = channel.read(self._max_receives, self._max_read_bytes)
                     self.metrics.bytes_received_total += n
                     if receives:
