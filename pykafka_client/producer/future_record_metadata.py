@@ -39,7 +39,7 @@ class BatchOutcome:
     a user holding futures does not hold the records' bytes."""
 
     __slots__ = (
-        "base_offset", "condition", "exception", "key_sizes", "log_append_time", "moved_to", "partition",
+        "base_offset", "calls", "condition", "exception", "key_sizes", "log_append_time", "moved_to", "partition",
         "record_exceptions", "state", "timestamps", "topic", "value_sizes", "watched",
     )
 
@@ -57,19 +57,27 @@ class BatchOutcome:
         self.value_sizes: list[int] = []
         #: futures with waiters or done-callbacks (registered on first use, under ``condition``)
         self.watched: list[FutureRecordMetadata] = []
+        #: the send_batch segments waiting on this outcome (a list once one is added, under ``condition``): no
+        #: future and no done-callback of their own, so a completion in the record kernel releases them without
+        #: calling Python (see :class:`_Segment`)
+        self.calls: list[_Segment] | tuple[()] = ()
         #: after a split: record i's (outcome, index) in the new batches (this outcome never completes then)
         self.moved_to: list[tuple[BatchOutcome, int]] | None = None
 
     def move_to(self, places: list[tuple[BatchOutcome, int]]) -> None:
         """The batch was split (all new batches share this condition): record i now lives at ``places[i]``.
         Watched futures are registered with their new outcomes, which notify them; every future follows
-        ``moved_to`` when read."""
+        ``moved_to`` when read. The send_batch segments waiting on it then watch their records one by one."""
         with self.condition:
             self.moved_to = places
             for f in self.watched:
                 where = f._where()[0]
                 if where is not self:
                     where.watched.append(f)
+            calls = self.calls
+            self.calls = ()
+        for seg in calls:
+            seg._invoke_callbacks()
 
     def metadata(self, index: int) -> RecordMetadata | None:
         """Record ``index``'s metadata; None unless the batch succeeded."""
@@ -88,8 +96,9 @@ class BatchOutcome:
 
     def complete_success(
         self, base_offset: int, log_append_time: int, timestamps: list[int] | None, key_sizes: list[int], value_sizes: list[int]
-    ) -> list[FutureRecordMetadata]:
-        """Mark the batch succeeded; returns the futures whose done-callbacks must now run (outside the lock)."""
+    ) -> list[Any]:
+        """Mark the batch succeeded; returns the futures (and send_batch segments) whose done-callbacks must now run
+        (outside the lock)."""
         cond = self.condition
         cond.acquire()  # the lock's own C methods: no Python-level Condition.__enter__/__exit__ per batch
         try:
@@ -104,7 +113,7 @@ class BatchOutcome:
         finally:
             cond.release()
 
-    def complete_failure(self, exception: BaseException, record_exceptions: list[BaseException] | None) -> list[FutureRecordMetadata]:
+    def complete_failure(self, exception: BaseException, record_exceptions: list[BaseException] | None) -> list[Any]:
         with self.condition:
             if self.state == FINISHED:
                 return []
@@ -112,9 +121,15 @@ class BatchOutcome:
             self.record_exceptions = record_exceptions
             return self._finish()
 
-    def _finish(self) -> list[FutureRecordMetadata]:
+    def _finish(self) -> list[Any]:
         self.state = FINISHED
-        with_callbacks = []
+        # the send_batch segments first: each was registered when send_batch added the records, before anyone could
+        # watch a record future of the call (as the done-callback each segment had before)
+        with_callbacks: list[Any] = []
+        calls = self.calls
+        if calls:
+            self.calls = ()  # as watched below: no cycle outcome -> segment -> SendBatchFuture -> outcome
+            with_callbacks.extend(calls)
         for f in self.watched:
             where, index = f._where()
             if where is not self:
@@ -274,7 +289,7 @@ class FutureRecordMetadata(Future[RecordMetadata]):
                 own.watched.append(self)
             with_callbacks = own._finish()
         for f in with_callbacks:
-            f._invoke_callbacks()  # type: ignore[attr-defined]
+            f._invoke_callbacks()
         return True
 
 
@@ -381,6 +396,24 @@ class BatchMetadata:
             yield self[i]
 
 
+class _Segment:
+    """Records ``index..index+count`` of ``outcome``, of the send_batch call of ``future``: in the outcome's ``calls``
+    until it completes. The outcome's completion releases it as the done-callback of a watched future would
+    (:meth:`_invoke_callbacks`); the record kernel's (``complete_produce_response``) does the same without calling
+    Python unless this is the call's last segment: ``future._pending`` decremented under ``future._lock``."""
+
+    __slots__ = ("count", "future", "index", "outcome")
+
+    def __init__(self, future: SendBatchFuture, outcome: BatchOutcome, index: int, count: int) -> None:
+        self.future = future
+        self.outcome = outcome
+        self.index = index
+        self.count = count
+
+    def _invoke_callbacks(self) -> None:
+        self.future._segment_done(self.outcome, self.index, self.count)
+
+
 class SendBatchFuture(Future[BatchMetadata]):
     """The future of a ``send_batch`` call: done once every record of it is (delivered or failed); its result is a
     :class:`BatchMetadata`, or it raises the error of the first record that failed (:meth:`metadata` still gives
@@ -430,7 +463,16 @@ class SendBatchFuture(Future[BatchMetadata]):
         self._starts.append(position)
         with self._lock:
             self._pending += 1
-        new_future(outcome, index).add_done_callback(lambda _f: self._segment_done(outcome, index, count))
+        seg = _Segment(self, outcome, index, count)
+        with outcome.condition:
+            if outcome.state != FINISHED and outcome.moved_to is None:
+                calls = outcome.calls
+                if calls:
+                    calls.append(seg)
+                else:
+                    outcome.calls = [seg]
+                return
+        seg._invoke_callbacks()  # already complete, or split: as a done-callback added now would
 
     def fail_from(self, position: int, exception: BaseException) -> None:
         """Records at processing positions ``position..`` were never appended: they fail with ``exception``."""

@@ -453,7 +453,7 @@ class ProducerBatch:
         else:
             with_callbacks = outcome.complete_failure(exception, errs)
         for f in with_callbacks:  # done-callbacks of the futures, outside the lock
-            f._invoke_callbacks()  # type: ignore[attr-defined]
+            f._invoke_callbacks()
 
     # --- splitting (MESSAGE_TOO_LARGE) ---------------------------------------------------------------
 

@@ -473,3 +473,42 @@ def test_a_dropped_send_batch_future_is_freed_without_the_cyclic_collector() -> 
         assert [m.timestamp for m in metadata] == [1, 2, 3, 4, 5]  # the result stays readable on its own
     finally:
         gc.enable()
+
+
+def test_segments_added_to_a_finished_or_split_outcome_complete_as_a_done_callback_would() -> None:
+    """A send_batch segment waits on its batch's outcome (its ``calls``), not through a watched future; one added
+    after the batch completed counts as done at once, one added after a split waits for the pieces' records."""
+    from pykafka_client.producer.future_record_metadata import FINISHED
+
+    done_batch, split_batch = (ProducerBatch(TopicPartition(TOPIC, p), 16384, 0) for p in (0, 1))
+    for b in (done_batch, split_batch):
+        for i in range(4):
+            b.try_append(i + 1, None, b"v" * 100, [], None, 0)
+    done_batch.done(10, -1, None)
+    pieces = split_batch.split_into(300, 0)
+    assert len(pieces) == 2 and split_batch.outcome.moved_to is not None
+    future = SendBatchFuture(8, None)
+    future.add_segment(0, 4, done_batch.outcome, 0)
+    future.add_segment(4, 4, split_batch.outcome, 0)
+    future.seal()
+    assert done_batch.outcome.state == FINISHED and done_batch.outcome.calls == () and split_batch.outcome.calls == ()
+    pieces[0].done(50, -1, None)
+    assert not future.done()
+    pieces[1].done(60, -1, None)
+    assert [m.offset for m in future.result(0)] == [10, 11, 12, 13, 50, 51, 60, 61]
+
+
+def test_a_segment_waiting_when_its_batch_is_split_follows_the_pieces() -> None:
+    big = ProducerBatch(TopicPartition(TOPIC, 0), 16384, 0)
+    for i in range(4):
+        big.try_append(i + 1, None, b"v" * 100, [], None, 0)
+    future = SendBatchFuture(4, None)
+    future.add_segment(0, 4, big.outcome, 0)
+    future.seal()
+    assert len(big.outcome.calls) == 1
+    pieces = big.split_into(300, 0)
+    assert big.outcome.calls == () and len(pieces) == 2
+    pieces[1].done(60, -1, None)
+    assert not future.done()
+    pieces[0].done(50, -1, None)
+    assert [m.offset for m in future.result(0)] == [50, 51, 60, 61]
