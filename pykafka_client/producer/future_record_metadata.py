@@ -30,6 +30,15 @@ from pykafka_client.producer.record_metadata import RecordMetadata
 
 NO_TIMESTAMP = -1
 
+#: A per-record column of a completed batch (timestamps, key or value sizes): a list, or the one int every record
+#: of the batch has (see producer_batch.pending_columns_reference)
+Column = list[int] | int
+
+
+def column_at(column: Column, index: int) -> int:
+    """Record ``index``'s value in ``column``."""
+    return column if column.__class__ is int else column[index]  # type: ignore[index]
+
 
 class BatchOutcome:
     """The outcome shared by the futures of one batch (Java ``ProduceRequestResult``).
@@ -52,9 +61,9 @@ class BatchOutcome:
         self.log_append_time = NO_TIMESTAMP
         self.exception: BaseException | None = None
         self.record_exceptions: list[BaseException] | None = None
-        self.timestamps: list[int] | None = None
-        self.key_sizes: list[int] = []
-        self.value_sizes: list[int] = []
+        self.timestamps: Column | None = None
+        self.key_sizes: Column = []
+        self.value_sizes: Column = []
         #: futures with waiters or done-callbacks (registered on first use, under ``condition``)
         self.watched: list[FutureRecordMetadata] = []
         #: the send_batch segments waiting on this outcome (a list once one is added, under ``condition``): no
@@ -87,7 +96,8 @@ class BatchOutcome:
         ts = self.timestamps
         return _tuple_new(RecordMetadata, (
             self.topic, self.partition, -1 if base < 0 else base + index,
-            self.log_append_time if ts is None else ts[index], self.key_sizes[index], self.value_sizes[index],
+            self.log_append_time if ts is None else column_at(ts, index), column_at(self.key_sizes, index),
+            column_at(self.value_sizes, index),
         ))
 
     def error(self, index: int) -> BaseException | None:
@@ -95,7 +105,7 @@ class BatchOutcome:
         return self.exception if errs is None else errs[index]
 
     def complete_success(
-        self, base_offset: int, log_append_time: int, timestamps: list[int] | None, key_sizes: list[int], value_sizes: list[int]
+        self, base_offset: int, log_append_time: int, timestamps: Column | None, key_sizes: Column, value_sizes: Column
     ) -> list[Any]:
         """Mark the batch succeeded; returns the futures (and send_batch segments) whose done-callbacks must now run
         (outside the lock)."""

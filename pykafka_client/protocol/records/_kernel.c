@@ -2578,7 +2578,8 @@ done:
 PyDoc_STRVAR(pending_columns_doc,
     "pending_columns(pending, with_timestamps) -> (timestamps | None, key_sizes, value_sizes) | None\n\n"
     "The per-record columns ProducerBatch._complete_records collects, compiled: each record's timestamp (when\n"
-    "asked) and key/value size (-1 for None). None when a record is not a (timestamp, key, value, ...) tuple of\n"
+    "asked) and key/value size (-1 for None); a column whose records all have the same value (a batch of at least\n"
+    "one record) is that int, not a list. None when a record is not a (timestamp, key, value, ...) tuple of\n"
     "bytes or None.");
 
 /* A new reference to the int n: last (the int of *last_n, or NULL) when it has that value, else a new one. */
@@ -2597,10 +2598,44 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &pending, &with_ts))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(pending);
-    PyObject *ts = with_ts ? PyList_New(n) : Py_NewRef(Py_None);
-    PyObject *ks = PyList_New(n), *vs = PyList_New(n), *out = NULL;
+    /* first pass, allocating nothing: a column of one value (the usual send_batch batch: no key, one value size,
+     * one millisecond) is kept as that int */
+    int same_k = n > 0, same_v = n > 0, same_ts = with_ts && n > 0;
+    Py_ssize_t kn0 = 0, vn0 = 0;
+    PyObject *ts0 = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rec = PyList_GET_ITEM(pending, i);
+        const char *d;
+        Py_ssize_t kn, vn;
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 3 || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 ||
+            bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
+            Py_RETURN_NONE;
+        if (i == 0) {
+            kn0 = kn;
+            vn0 = vn;
+            ts0 = PyTuple_GET_ITEM(rec, 0);
+            same_ts = same_ts && PyLong_CheckExact(ts0);
+            continue;
+        }
+        same_k = same_k && kn == kn0;
+        same_v = same_v && vn == vn0;
+        if (same_ts) {
+            PyObject *t = PyTuple_GET_ITEM(rec, 0);
+            if (t != ts0) {
+                int eq = PyLong_CheckExact(t) ? PyObject_RichCompareBool(t, ts0, Py_EQ) : 0;
+                if (eq < 0)
+                    return NULL;
+                same_ts = eq;
+            }
+        }
+    }
+    PyObject *ts = !with_ts ? Py_NewRef(Py_None) : same_ts ? Py_NewRef(ts0) : PyList_New(n);
+    PyObject *ks = same_k ? PyLong_FromSsize_t(kn0) : PyList_New(n), *vs = same_v ? PyLong_FromSsize_t(vn0) : PyList_New(n);
+    PyObject *out = NULL;
     if (ts == NULL || ks == NULL || vs == NULL)
         goto done;
+    if (same_k && same_v && (!with_ts || same_ts))
+        return Py_BuildValue("(NNN)", ts, ks, vs);
     /* one pass; the records of a batch mostly have the sizes of the one before: its int is shared, not made */
     PyObject *k = NULL, *v = NULL;
     Py_ssize_t last_kn = 0, last_vn = 0;
@@ -2613,13 +2648,17 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
             out = Py_NewRef(Py_None); /* (the lists, partly filled, are dropped) */
             goto done;
         }
-        if ((k = size_int(k, &last_kn, kn)) == NULL)
-            goto done;
-        PyList_SET_ITEM(ks, i, k); /* (the lists keep k and v alive for the next record) */
-        if ((v = size_int(v, &last_vn, vn)) == NULL)
-            goto done;
-        PyList_SET_ITEM(vs, i, v);
-        if (with_ts)
+        if (!same_k) {
+            if ((k = size_int(k, &last_kn, kn)) == NULL)
+                goto done;
+            PyList_SET_ITEM(ks, i, k); /* (the lists keep k and v alive for the next record) */
+        }
+        if (!same_v) {
+            if ((v = size_int(v, &last_vn, vn)) == NULL)
+                goto done;
+            PyList_SET_ITEM(vs, i, v);
+        }
+        if (with_ts && !same_ts)
             PyList_SET_ITEM(ts, i, Py_NewRef(PyTuple_GET_ITEM(rec, 0)));
     }
     return Py_BuildValue("(NNN)", ts, ks, vs);

@@ -224,7 +224,7 @@ def test_the_kernel_completes_an_unwatched_outcome_under_its_lock_and_lets_it_go
     with _kernel(True) as spy:
         h.run_once()
     assert spy is not None and spy.answers == [True]
-    assert outcome.state == "FINISHED" and outcome.base_offset == 40 and outcome.key_sizes == [-1, -1, -1]
+    assert outcome.state == "FINISHED" and outcome.base_offset == 40 and outcome.key_sizes == -1
     assert outcome.condition.acquire(blocking=False)
     outcome.condition.release()
     assert [f.result(0).offset for f in futures] == [40, 41, 42]
@@ -252,7 +252,7 @@ def test_an_outcome_nothing_refers_to_completes_without_its_columns() -> None:
     assert unread.allocated_bytes == read.allocated_bytes == 0 and not h.sender.in_flight_batches
     assert (unread.outcome.state, unread.outcome.base_offset, unread.outcome.log_append_time) == ("FINISHED", 40, -1)
     assert unread.outcome.key_sizes == [] and unread.outcome.timestamps is None  # not collected
-    assert read.outcome.key_sizes == [-1, -1] and read.outcome.value_sizes == [2, 2]
+    assert read.outcome.key_sizes == -1 and read.outcome.value_sizes == 2  # one value each: an int
     assert [f.result(0).offset for f in kept] == [70, 71]
 
 
