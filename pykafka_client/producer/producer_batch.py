@@ -89,8 +89,8 @@ def pending_columns_reference(
 
 
 def _one_value(column: list[int]) -> Column:
-    """``column``'s one value when every item is that same int (and there is one), else the list."""
-    if column and type(first := column[0]) is int and all(type(x) is int and x == first for x in column):
+    """``column``'s one value when every item is that same int of 64 bits (and there is one), else the list."""
+    if column and type(first := column[0]) is int and -(2**63) <= first < 2**63 and all(type(x) is int and x == first for x in column):
         return first
     return column
 

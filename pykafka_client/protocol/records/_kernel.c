@@ -2603,6 +2603,7 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
     int same_k = n > 0, same_v = n > 0, same_ts = with_ts && n > 0;
     Py_ssize_t kn0 = 0, vn0 = 0;
     PyObject *ts0 = NULL;
+    long long tv0 = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *rec = PyList_GET_ITEM(pending, i);
         const char *d;
@@ -2615,17 +2616,21 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
             vn0 = vn;
             ts0 = PyTuple_GET_ITEM(rec, 0);
             same_ts = same_ts && PyLong_CheckExact(ts0);
+            if (same_ts) {
+                int overflow = 0;
+                tv0 = PyLong_AsLongLongAndOverflow(ts0, &overflow);
+                same_ts = !overflow; /* (an int over 64 bits: a list) */
+            }
             continue;
         }
         same_k = same_k && kn == kn0;
         same_v = same_v && vn == vn0;
         if (same_ts) {
+            /* (equal ints of a batch are often distinct objects: compared by value) */
             PyObject *t = PyTuple_GET_ITEM(rec, 0);
             if (t != ts0) {
-                int eq = PyLong_CheckExact(t) ? PyObject_RichCompareBool(t, ts0, Py_EQ) : 0;
-                if (eq < 0)
-                    return NULL;
-                same_ts = eq;
+                int overflow = 0;
+                same_ts = PyLong_CheckExact(t) && PyLong_AsLongLongAndOverflow(t, &overflow) == tv0 && !overflow;
             }
         }
     }

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from pykafka_client import KafkaProducer
 from pykafka_client.errors import IllegalArgumentError, KafkaTimeoutError, ProducerClosedError, RecordTooLargeError
 from pykafka_client.producer import batch_append
+from pykafka_client.producer.future_record_metadata import column_at
 from pykafka_client.producer.kafka_producer import SendBatchFuture
 from pykafka_client.producer.partitioner import murmur2, to_positive
-from pykafka_client.producer.future_record_metadata import column_at
 from pykafka_client.producer.producer_batch import ProducerBatch, pending_columns_reference
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.producer.sender import IoRunner, Sender
@@ -534,6 +534,8 @@ def test_a_column_of_one_value_is_kept_as_that_int() -> None:
         pending[2] = (True, None, b"v", (), None)
         assert kernel.pending_columns(pending, True) == pending_columns_reference(pending, True)
         assert kernel.pending_columns([], True) == ([], [], [])
+        over = [(2**70, None, b"v", (), None)] * 2  # an int over 64 bits: kept as a list
+        assert kernel.pending_columns(over, True) == pending_columns_reference(over, True) == ([2**70] * 2, -1, 1)
     b = ProducerBatch(TopicPartition(TOPIC, 0), 16384, 0)
     futures = [b.try_append(7, None, b"abc", [], None, 0) for _ in range(3)]
     b.done(5, -1, None)
