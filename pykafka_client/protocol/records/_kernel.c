@@ -2603,7 +2603,7 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
     int same_k = n > 0, same_v = n > 0, same_ts = with_ts && n > 0;
     Py_ssize_t kn0 = 0, vn0 = 0;
     PyObject *ts0 = NULL;
-    long long tv0 = 0;
+    int64_t tv0 = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *rec = PyList_GET_ITEM(pending, i);
         const char *d;
@@ -2616,9 +2616,9 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
             vn0 = vn;
             ts0 = PyTuple_GET_ITEM(rec, 0);
             same_ts = same_ts && PyLong_CheckExact(ts0);
-            if (same_ts) {
+            if (same_ts && !compact_int(ts0, &tv0)) {
                 int overflow = 0;
-                tv0 = PyLong_AsLongLongAndOverflow(ts0, &overflow);
+                tv0 = (int64_t)PyLong_AsLongLongAndOverflow(ts0, &overflow);
                 same_ts = !overflow; /* (an int over 64 bits: a list) */
             }
             continue;
@@ -2628,9 +2628,12 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
         if (same_ts) {
             /* (equal ints of a batch are often distinct objects: compared by value) */
             PyObject *t = PyTuple_GET_ITEM(rec, 0);
-            if (t != ts0) {
+            int64_t tv;
+            if (t != ts0 && compact_int(t, &tv))
+                same_ts = tv == tv0;
+            else if (t != ts0) {
                 int overflow = 0;
-                same_ts = PyLong_CheckExact(t) && PyLong_AsLongLongAndOverflow(t, &overflow) == tv0 && !overflow;
+                same_ts = PyLong_CheckExact(t) && (int64_t)PyLong_AsLongLongAndOverflow(t, &overflow) == tv0 && !overflow;
             }
         }
     }
