@@ -429,9 +429,10 @@ class SendBatchFuture(Future[BatchMetadata]):
     :class:`BatchMetadata`, or it raises the error of the first record that failed (:meth:`metadata` still gives
     every record's outcome then).
 
-    It watches one record per producer batch the records went into (the batch completes them all together), not
-    every record; only a batch split on MESSAGE_TOO_LARGE, whose records may complete apart, makes it watch each
-    record of that batch."""
+    It waits on one segment per producer batch the records went into (the batch completes them all together), not
+    on every record: the batch's outcome keeps the segment (``calls``) and releases it when it completes, without a
+    future or done-callback of its own, so the record kernel completes the batch on its common path. Only a batch
+    split on MESSAGE_TOO_LARGE, whose records may complete apart, makes it watch each record of that batch."""
 
     def __init__(self, record_count: int, order: list[int] | None) -> None:
         super().__init__()

@@ -422,7 +422,7 @@ class ProducerBatch:
         record_exceptions: Callable[[int], BaseException] | None,
     ) -> None:
         """Complete the batch's outcome, which all its futures read: per record only the timestamps and the
-        key/value sizes are collected (three list comprehensions); a RecordMetadata is built for a record with
+        key/value sizes are collected (three columns, see pending_columns_reference); a RecordMetadata is built for a record with
         a delivery callback, else only when its future is read."""
         pending = self.pending
         outcome = self.outcome
