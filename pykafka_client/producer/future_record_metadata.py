@@ -30,6 +30,15 @@ from pykafka_client.producer.record_metadata import RecordMetadata
 
 NO_TIMESTAMP = -1
 
+#: A per-record column of a completed batch (timestamps, key or value sizes): a list, or the one int every record
+#: of the batch has (see producer_batch.pending_columns_reference)
+Column = list[int] | int
+
+
+def column_at(column: Column, index: int) -> int:
+    """Record ``index``'s value in ``column``."""
+    return column if column.__class__ is int else column[index]  # type: ignore[index]
+
 
 class BatchOutcome:
     """The outcome shared by the futures of one batch (Java ``ProduceRequestResult``).
@@ -39,7 +48,7 @@ class BatchOutcome:
     a user holding futures does not hold the records' bytes."""
 
     __slots__ = (
-        "base_offset", "condition", "exception", "key_sizes", "log_append_time", "moved_to", "partition",
+        "base_offset", "calls", "condition", "exception", "key_sizes", "log_append_time", "moved_to", "partition",
         "record_exceptions", "state", "timestamps", "topic", "value_sizes", "watched",
     )
 
@@ -52,24 +61,32 @@ class BatchOutcome:
         self.log_append_time = NO_TIMESTAMP
         self.exception: BaseException | None = None
         self.record_exceptions: list[BaseException] | None = None
-        self.timestamps: list[int] | None = None
-        self.key_sizes: list[int] = []
-        self.value_sizes: list[int] = []
+        self.timestamps: Column | None = None
+        self.key_sizes: Column = []
+        self.value_sizes: Column = []
         #: futures with waiters or done-callbacks (registered on first use, under ``condition``)
         self.watched: list[FutureRecordMetadata] = []
+        #: the send_batch segments waiting on this outcome (a list once one is added, under ``condition``): no
+        #: future and no done-callback of their own, so a completion in the record kernel releases them without
+        #: calling Python (see :class:`_Segment`)
+        self.calls: list[_Segment] | tuple[()] = ()
         #: after a split: record i's (outcome, index) in the new batches (this outcome never completes then)
         self.moved_to: list[tuple[BatchOutcome, int]] | None = None
 
     def move_to(self, places: list[tuple[BatchOutcome, int]]) -> None:
         """The batch was split (all new batches share this condition): record i now lives at ``places[i]``.
         Watched futures are registered with their new outcomes, which notify them; every future follows
-        ``moved_to`` when read."""
+        ``moved_to`` when read. The send_batch segments waiting on it then watch their records one by one."""
         with self.condition:
             self.moved_to = places
             for f in self.watched:
                 where = f._where()[0]
                 if where is not self:
                     where.watched.append(f)
+            calls = self.calls
+            self.calls = ()
+        for seg in calls:
+            seg._invoke_callbacks()
 
     def metadata(self, index: int) -> RecordMetadata | None:
         """Record ``index``'s metadata; None unless the batch succeeded."""
@@ -79,7 +96,8 @@ class BatchOutcome:
         ts = self.timestamps
         return _tuple_new(RecordMetadata, (
             self.topic, self.partition, -1 if base < 0 else base + index,
-            self.log_append_time if ts is None else ts[index], self.key_sizes[index], self.value_sizes[index],
+            self.log_append_time if ts is None else column_at(ts, index), column_at(self.key_sizes, index),
+            column_at(self.value_sizes, index),
         ))
 
     def error(self, index: int) -> BaseException | None:
@@ -87,9 +105,10 @@ class BatchOutcome:
         return self.exception if errs is None else errs[index]
 
     def complete_success(
-        self, base_offset: int, log_append_time: int, timestamps: list[int] | None, key_sizes: list[int], value_sizes: list[int]
-    ) -> list[FutureRecordMetadata]:
-        """Mark the batch succeeded; returns the futures whose done-callbacks must now run (outside the lock)."""
+        self, base_offset: int, log_append_time: int, timestamps: Column | None, key_sizes: Column, value_sizes: Column
+    ) -> list[Any]:
+        """Mark the batch succeeded; returns the futures (and send_batch segments) whose done-callbacks must now run
+        (outside the lock)."""
         cond = self.condition
         cond.acquire()  # the lock's own C methods: no Python-level Condition.__enter__/__exit__ per batch
         try:
@@ -104,7 +123,7 @@ class BatchOutcome:
         finally:
             cond.release()
 
-    def complete_failure(self, exception: BaseException, record_exceptions: list[BaseException] | None) -> list[FutureRecordMetadata]:
+    def complete_failure(self, exception: BaseException, record_exceptions: list[BaseException] | None) -> list[Any]:
         with self.condition:
             if self.state == FINISHED:
                 return []
@@ -112,9 +131,15 @@ class BatchOutcome:
             self.record_exceptions = record_exceptions
             return self._finish()
 
-    def _finish(self) -> list[FutureRecordMetadata]:
+    def _finish(self) -> list[Any]:
         self.state = FINISHED
-        with_callbacks = []
+        # the send_batch segments first: each was registered when send_batch added the records, before anyone could
+        # watch a record future of the call (as the done-callback each segment had before)
+        with_callbacks: list[Any] = []
+        calls = self.calls
+        if calls:
+            self.calls = ()  # as watched below: no cycle outcome -> segment -> SendBatchFuture -> outcome
+            with_callbacks.extend(calls)
         for f in self.watched:
             where, index = f._where()
             if where is not self:
@@ -274,7 +299,7 @@ class FutureRecordMetadata(Future[RecordMetadata]):
                 own.watched.append(self)
             with_callbacks = own._finish()
         for f in with_callbacks:
-            f._invoke_callbacks()  # type: ignore[attr-defined]
+            f._invoke_callbacks()
         return True
 
 
@@ -381,14 +406,33 @@ class BatchMetadata:
             yield self[i]
 
 
+class _Segment:
+    """Records ``index..index+count`` of ``outcome``, of the send_batch call of ``future``: in the outcome's ``calls``
+    until it completes. The outcome's completion releases it as the done-callback of a watched future would
+    (:meth:`_invoke_callbacks`); the record kernel's (``complete_produce_response``) does the same without calling
+    Python unless this is the call's last segment: ``future._pending`` decremented under ``future._lock``."""
+
+    __slots__ = ("count", "future", "index", "outcome")
+
+    def __init__(self, future: SendBatchFuture, outcome: BatchOutcome, index: int, count: int) -> None:
+        self.future = future
+        self.outcome = outcome
+        self.index = index
+        self.count = count
+
+    def _invoke_callbacks(self) -> None:
+        self.future._segment_done(self.outcome, self.index, self.count)
+
+
 class SendBatchFuture(Future[BatchMetadata]):
     """The future of a ``send_batch`` call: done once every record of it is (delivered or failed); its result is a
     :class:`BatchMetadata`, or it raises the error of the first record that failed (:meth:`metadata` still gives
     every record's outcome then).
 
-    It watches one record per producer batch the records went into (the batch completes them all together), not
-    every record; only a batch split on MESSAGE_TOO_LARGE, whose records may complete apart, makes it watch each
-    record of that batch."""
+    It waits on one segment per producer batch the records went into (the batch completes them all together), not
+    on every record: the batch's outcome keeps the segment (``calls``) and releases it when it completes, without a
+    future or done-callback of its own, so the record kernel completes the batch on its common path. Only a batch
+    split on MESSAGE_TOO_LARGE, whose records may complete apart, makes it watch each record of that batch."""
 
     def __init__(self, record_count: int, order: list[int] | None) -> None:
         super().__init__()
@@ -430,7 +474,16 @@ class SendBatchFuture(Future[BatchMetadata]):
         self._starts.append(position)
         with self._lock:
             self._pending += 1
-        new_future(outcome, index).add_done_callback(lambda _f: self._segment_done(outcome, index, count))
+        seg = _Segment(self, outcome, index, count)
+        with outcome.condition:
+            if outcome.state != FINISHED and outcome.moved_to is None:
+                calls = outcome.calls
+                if calls:
+                    calls.append(seg)
+                else:
+                    outcome.calls = [seg]
+                return
+        seg._invoke_callbacks()  # already complete, or split: as a done-callback added now would
 
     def fail_from(self, position: int, exception: BaseException) -> None:
         """Records at processing positions ``position..`` were never appended: they fail with ``exception``."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from pykafka_client.producer import batch_append as _batch_append
 from pykafka_client.producer.batch_encoder import encode_batch
-from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
+from pykafka_client.producer.future_record_metadata import BatchOutcome, Column, FutureRecordMetadata, column_at
 from pykafka_client.producer.record_metadata import RecordMetadata
 from pykafka_client.producer.record_size import (
     COMPRESSION_RATE_ESTIMATION_FACTOR,
@@ -78,12 +78,21 @@ _object_new = object.__new__
 
 def pending_columns_reference(
     pending: list[PendingRecord], with_timestamps: bool
-) -> tuple[list[int] | None, list[int], list[int]]:
-    """Per record of a batch: its timestamp (None when not asked for), key size and value size (-1 for None)."""
+) -> tuple[Column | None, Column, Column]:
+    """Per record of a batch: its timestamp (None when not asked for), key size and value size (-1 for None). A
+    column whose records all have the same value (a batch of at least one record) is that int, not a list: the
+    usual send_batch batch (no keys, one value size, one millisecond) keeps three ints, not three lists."""
     timestamps = [rec[0] for rec in pending] if with_timestamps else None
     key_sizes = [-1 if (k := rec[1]) is None else len(k) for rec in pending]
     value_sizes = [-1 if (v := rec[2]) is None else len(v) for rec in pending]
-    return timestamps, key_sizes, value_sizes
+    return None if timestamps is None else _one_value(timestamps), _one_value(key_sizes), _one_value(value_sizes)
+
+
+def _one_value(column: list[int]) -> Column:
+    """``column``'s one value when every item is that same int of 64 bits (and there is one), else the list."""
+    if column and type(first := column[0]) is int and -(2**63) <= first < 2**63 and all(type(x) is int and x == first for x in column):
+        return first
+    return column
 
 
 _NO_COMPRESSION = CompressionType.NONE
@@ -413,7 +422,7 @@ class ProducerBatch:
         record_exceptions: Callable[[int], BaseException] | None,
     ) -> None:
         """Complete the batch's outcome, which all its futures read: per record only the timestamps and the
-        key/value sizes are collected (three list comprehensions); a RecordMetadata is built for a record with
+        key/value sizes are collected (three columns, see pending_columns_reference); a RecordMetadata is built for a record with
         a delivery callback, else only when its future is read."""
         pending = self.pending
         outcome = self.outcome
@@ -436,7 +445,7 @@ class ProducerBatch:
                 if exception is None:
                     md: RecordMetadata | None = _tuple_new(RecordMetadata, (
                         topic, partition, -1 if base_offset < 0 else base_offset + i,
-                        log_append_time if la else rec[0], key_sizes[i], value_sizes[i],
+                        log_append_time if la else rec[0], column_at(key_sizes, i), column_at(value_sizes, i),
                     ))
                     err: BaseException | None = None
                 else:
@@ -453,7 +462,7 @@ class ProducerBatch:
         else:
             with_callbacks = outcome.complete_failure(exception, errs)
         for f in with_callbacks:  # done-callbacks of the futures, outside the lock
-            f._invoke_callbacks()  # type: ignore[attr-defined]
+            f._invoke_callbacks()
 
     # --- splitting (MESSAGE_TOO_LARGE) ---------------------------------------------------------------
 

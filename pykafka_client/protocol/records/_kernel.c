@@ -1629,6 +1629,18 @@ static int thread_lock_setup(void)
     return 0;
 }
 
+/* The names send_append reads and the lock type (interned / looked up on first use): 0, or -1 with an exception */
+static int sattr_init(void)
+{
+    if (sattr[S_COUNT - 1] != NULL)
+        return 0;
+    for (int i = 0; i < S_COUNT; i++) {
+        if (sattr[i] == NULL && (sattr[i] = PyUnicode_InternFromString(send_attr_names[i])) == NULL)
+            return -1;
+    }
+    return thread_lock_setup();
+}
+
 /* lock.acquire(): 0, or -1 with an exception */
 static int queue_lock_acquire(PyObject *lock)
 {
@@ -1759,14 +1771,8 @@ static PyObject *send_append_core(PyObject *const *args)
         partition = (long long)(((uint32_t)murmur2_of((const uint8_t *)PyBytes_AS_STRING(key), kn) & 0x7FFFFFFFu) %
                                 (uint64_t)count);
     }
-    if (sattr[0] == NULL) {
-        for (int i = 0; i < S_COUNT; i++) {
-            if ((sattr[i] = PyUnicode_InternFromString(send_attr_names[i])) == NULL)
-                return NULL;
-        }
-        if (thread_lock_setup() < 0)
-            return NULL;
-    }
+    if (sattr_init() < 0)
+        return NULL;
     PyObject *info = PyDict_GetItemWithError(topics, topic); /* borrowed */
     if (info == NULL) {
         if (PyErr_Occurred())
@@ -2572,7 +2578,8 @@ done:
 PyDoc_STRVAR(pending_columns_doc,
     "pending_columns(pending, with_timestamps) -> (timestamps | None, key_sizes, value_sizes) | None\n\n"
     "The per-record columns ProducerBatch._complete_records collects, compiled: each record's timestamp (when\n"
-    "asked) and key/value size (-1 for None). None when a record is not a (timestamp, key, value, ...) tuple of\n"
+    "asked) and key/value size (-1 for None); a column whose records all have the same value (a batch of at least\n"
+    "one record) is that int, not a list. None when a record is not a (timestamp, key, value, ...) tuple of\n"
     "bytes or None.");
 
 /* A new reference to the int n: last (the int of *last_n, or NULL) when it has that value, else a new one. */
@@ -2591,10 +2598,52 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &pending, &with_ts))
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(pending);
-    PyObject *ts = with_ts ? PyList_New(n) : Py_NewRef(Py_None);
-    PyObject *ks = PyList_New(n), *vs = PyList_New(n), *out = NULL;
+    /* first pass, allocating nothing: a column of one value (the usual send_batch batch: no key, one value size,
+     * one millisecond) is kept as that int */
+    int same_k = n > 0, same_v = n > 0, same_ts = with_ts && n > 0;
+    Py_ssize_t kn0 = 0, vn0 = 0;
+    PyObject *ts0 = NULL;
+    int64_t tv0 = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *rec = PyList_GET_ITEM(pending, i);
+        const char *d;
+        Py_ssize_t kn, vn;
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) < 3 || bytes_like(PyTuple_GET_ITEM(rec, 1), &d, &kn) < 0 ||
+            bytes_like(PyTuple_GET_ITEM(rec, 2), &d, &vn) < 0)
+            Py_RETURN_NONE;
+        if (i == 0) {
+            kn0 = kn;
+            vn0 = vn;
+            ts0 = PyTuple_GET_ITEM(rec, 0);
+            same_ts = same_ts && PyLong_CheckExact(ts0);
+            if (same_ts && !compact_int(ts0, &tv0)) {
+                int overflow = 0;
+                tv0 = (int64_t)PyLong_AsLongLongAndOverflow(ts0, &overflow);
+                same_ts = !overflow; /* (an int over 64 bits: a list) */
+            }
+            continue;
+        }
+        same_k = same_k && kn == kn0;
+        same_v = same_v && vn == vn0;
+        if (same_ts) {
+            /* (equal ints of a batch are often distinct objects: compared by value) */
+            PyObject *t = PyTuple_GET_ITEM(rec, 0);
+            int64_t tv;
+            if (t != ts0 && compact_int(t, &tv))
+                same_ts = tv == tv0;
+            else if (t != ts0) {
+                int overflow = 0;
+                same_ts = PyLong_CheckExact(t) && (int64_t)PyLong_AsLongLongAndOverflow(t, &overflow) == tv0 && !overflow;
+            }
+        }
+    }
+    PyObject *ts = !with_ts ? Py_NewRef(Py_None) : same_ts ? Py_NewRef(ts0) : PyList_New(n);
+    PyObject *ks = same_k ? PyLong_FromSsize_t(kn0) : PyList_New(n), *vs = same_v ? PyLong_FromSsize_t(vn0) : PyList_New(n);
+    PyObject *out = NULL;
     if (ts == NULL || ks == NULL || vs == NULL)
         goto done;
+    if (same_k && same_v && (!with_ts || same_ts))
+        return Py_BuildValue("(NNN)", ts, ks, vs);
     /* one pass; the records of a batch mostly have the sizes of the one before: its int is shared, not made */
     PyObject *k = NULL, *v = NULL;
     Py_ssize_t last_kn = 0, last_vn = 0;
@@ -2607,13 +2656,17 @@ static PyObject *k_pending_columns(PyObject *self, PyObject *args)
             out = Py_NewRef(Py_None); /* (the lists, partly filled, are dropped) */
             goto done;
         }
-        if ((k = size_int(k, &last_kn, kn)) == NULL)
-            goto done;
-        PyList_SET_ITEM(ks, i, k); /* (the lists keep k and v alive for the next record) */
-        if ((v = size_int(v, &last_vn, vn)) == NULL)
-            goto done;
-        PyList_SET_ITEM(vs, i, v);
-        if (with_ts)
+        if (!same_k) {
+            if ((k = size_int(k, &last_kn, kn)) == NULL)
+                goto done;
+            PyList_SET_ITEM(ks, i, k); /* (the lists keep k and v alive for the next record) */
+        }
+        if (!same_v) {
+            if ((v = size_int(v, &last_vn, vn)) == NULL)
+                goto done;
+            PyList_SET_ITEM(vs, i, v);
+        }
+        if (with_ts && !same_ts)
             PyList_SET_ITEM(ts, i, Py_NewRef(PyTuple_GET_ITEM(rec, 0)));
     }
     return Py_BuildValue("(NNN)", ts, ks, vs);
@@ -3377,14 +3430,15 @@ enum {
     P_TM, P_GMO, P_IN_FLIGHT, P_ACC, P_RESPONSES, P_NAME, P_PARTS, P_INDEX, P_ERROR, P_RECORD_ERRORS, P_BASE, P_LAT,
     P_FINAL, P_SPLIT, P_HAS_CB, P_TP, P_PENDING, P_OUTCOME, P_HANDLE, P_COMPLETE, P_DEALLOC, P_UNMUTE, P_INVOKE,
     P_CONDITION, P_ACQUIRE, P_RELEASE, P_WATCHED, P_STATE, P_O_LAT, P_TIMESTAMPS, P_KEY_SIZES, P_VALUE_SIZES,
-    P_COMPLETE_RECORDS, P_COUNT
+    P_COMPLETE_RECORDS, P_CALLS, P_FUTURE, P_LOCK, P_SB_PENDING, P_COUNT
 };
 static const char *const pr_attr_names[P_COUNT] = {
     "transaction_manager", "guarantee_message_order", "in_flight_batches", "accumulator", "responses", "name",
     "partition_responses", "index", "error_code", "record_errors", "base_offset", "log_append_time_ms", "final_state",
     "split", "has_callbacks", "topic_partition", "pending", "outcome", "handle_completed_batch", "complete_success",
     "deallocate", "unmute_partition", "_invoke_callbacks", "condition", "acquire", "release", "watched", "state",
-    "log_append_time", "timestamps", "key_sizes", "value_sizes", "_complete_records",
+    "log_append_time", "timestamps", "key_sizes", "value_sizes", "_complete_records", "calls", "future", "_lock",
+    "_pending",
 };
 static PyObject *pattr[P_COUNT];
 
@@ -3567,11 +3621,74 @@ static int remove_in_flight(PyObject *in_flight, PyObject *tp, PyObject *batch)
     return rc;
 }
 
+/* A send_batch segment (future_record_metadata._Segment) of a completed outcome, as its _invoke_callbacks: the
+ * SendBatchFuture's ``_pending`` decremented under its ``_lock`` when other segments still wait; for the last one
+ * (or anything unexpected) the method itself, which completes the SendBatchFuture. 0, or -1 with an exception. */
+/* lock.acquire() / lock.release() of a SendBatchFuture's _thread.lock (directly when its layout is known, see
+ * queue_lock_acquire): 0, or -1 with an exception */
+static int sb_lock(PyObject *lock, int acquire)
+{
+#ifdef THREAD_LOCK_LAYOUT
+    if (sattr_init() < 0)
+        return -1;
+    if (thread_lock_type != NULL && Py_TYPE(lock) == thread_lock_type)
+        return acquire ? queue_lock_acquire(lock) : queue_lock_release(lock);
+#endif
+    PyObject *r = PyObject_CallMethodNoArgs(lock, pattr[acquire ? P_ACQUIRE : P_RELEASE]);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+static int segment_done(PyObject *seg)
+{
+    PyObject *fut = PyObject_GetAttr(seg, pattr[P_FUTURE]), *lock = NULL, *pending = NULL, *r;
+    int rc = -1;
+    if (fut == NULL || (lock = PyObject_GetAttr(fut, pattr[P_LOCK])) == NULL || sb_lock(lock, 1) < 0)
+        goto done;
+    int ok = 0; /* 1: decremented here, 0: the method decides, -1: error */
+    if ((pending = PyObject_GetAttr(fut, pattr[P_SB_PENDING])) == NULL)
+        ok = -1;
+    else if (PyLong_CheckExact(pending)) {
+        int overflow = 0;
+        long n = PyLong_AsLongAndOverflow(pending, &overflow);
+        if (!overflow && n > 1) {
+            PyObject *left = PyLong_FromLong(n - 1);
+            ok = left == NULL || PyObject_SetAttr(fut, pattr[P_SB_PENDING], left) < 0 ? -1 : 1;
+            Py_XDECREF(left);
+        }
+    }
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (sb_lock(lock, 0) < 0) {
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        goto done;
+    }
+    PyErr_Restore(et, ev, tb);
+    if (ok < 0)
+        goto done;
+    if (ok == 0) {
+        if ((r = PyObject_CallMethodNoArgs(seg, pattr[P_INVOKE])) == NULL)
+            goto done;
+        Py_DECREF(r);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(fut);
+    Py_XDECREF(lock);
+    Py_XDECREF(pending);
+    return rc;
+}
+
 /* BatchOutcome.complete_success(base, lat, timestamps, key_sizes, value_sizes) (``cargs``: the outcome then those):
  * when no future is watched (nobody waits, no done-callback), its fields set under the condition's lock here, and
- * the futures to call back are none; else the method itself. The futures whose done-callbacks must run, or NULL. */
-static PyObject *complete_outcome(PyObject *const *cargs)
+ * the futures to call back are none; else the method itself. The futures whose done-callbacks must run, or NULL.
+ * ``*segments`` is set to 1 when the list returned holds the send_batch segments (``calls``, taken from the outcome
+ * under the lock, as BatchOutcome._finish) for segment_done, 0 when it holds what _invoke_callbacks must run on. */
+static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
 {
+    *segments = 0;
     PyObject *outcome = cargs[0];
     if (outcome_type == NULL || Py_TYPE(outcome) != outcome_type)
         return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
@@ -3583,11 +3700,12 @@ static PyObject *complete_outcome(PyObject *const *cargs)
         return NULL;
     }
     Py_DECREF(r);
-    PyObject *out = NULL, *watched = PyObject_GetAttr(outcome, pattr[P_WATCHED]), *state = NULL;
+    PyObject *out = NULL, *watched = PyObject_GetAttr(outcome, pattr[P_WATCHED]), *state = NULL, *calls = NULL;
     int use_method = 0;
-    if (watched == NULL)
+    if (watched == NULL || (calls = PyObject_GetAttr(outcome, pattr[P_CALLS])) == NULL)
         goto release;
-    if (!PyList_CheckExact(watched) || PyList_GET_SIZE(watched) != 0) {
+    if (!PyList_CheckExact(watched) || PyList_GET_SIZE(watched) != 0
+        || !(PyList_CheckExact(calls) || (PyTuple_CheckExact(calls) && PyTuple_GET_SIZE(calls) == 0))) {
         use_method = 1;
         goto release;
     }
@@ -3604,7 +3722,18 @@ static PyObject *complete_outcome(PyObject *const *cargs)
             || PyObject_SetAttr(outcome, pattr[P_VALUE_SIZES], cargs[5]) < 0
             || PyObject_SetAttr(outcome, pattr[P_STATE], finished_state) < 0))
         goto release;
-    out = PyList_New(0);
+    if (!finished && PyList_CheckExact(calls)) {
+        /* the segments are released once, outside the lock; the outcome lets go of them (no cycle) */
+        PyObject *none = PyTuple_New(0);
+        if (none == NULL || PyObject_SetAttr(outcome, pattr[P_CALLS], none) < 0) {
+            Py_XDECREF(none);
+            goto release;
+        }
+        Py_DECREF(none);
+        out = Py_NewRef(calls);
+        *segments = 1;
+    } else
+        out = PyList_New(0);
 release:;
     PyObject *et, *ev, *tb;
     PyErr_Fetch(&et, &ev, &tb);
@@ -3620,6 +3749,7 @@ release:;
     }
     Py_DECREF(cond);
     Py_XDECREF(watched);
+    Py_XDECREF(calls);
     Py_XDECREF(state);
     if (use_method && r != NULL && !PyErr_Occurred())
         return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
@@ -3682,18 +3812,25 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
         } else {
             PyObject *cargs[6] = {outcome, base, lat, PyTuple_GET_ITEM(columns, 0), PyTuple_GET_ITEM(columns, 1),
                                   PyTuple_GET_ITEM(columns, 2)};
-            PyObject *with_callbacks = complete_outcome(cargs);
+            int segments;
+            PyObject *with_callbacks = complete_outcome(cargs, &segments);
             if (with_callbacks == NULL)
                 goto done_final;
-            /* the futures' done-callbacks, outside the lock */
+            /* the futures' done-callbacks (or the send_batch segments), outside the lock */
             fs = PySequence_Fast(with_callbacks, "complete_success returns a list");
             Py_DECREF(with_callbacks);
             if (fs == NULL)
                 goto done_final;
             for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fs); i++) {
-                if ((r = PyObject_CallMethodNoArgs(PySequence_Fast_GET_ITEM(fs, i), pattr[P_INVOKE])) == NULL)
-                    goto done_final;
-                Py_DECREF(r);
+                PyObject *item = PySequence_Fast_GET_ITEM(fs, i);
+                if (segments) {
+                    if (segment_done(item) < 0)
+                        goto done_final;
+                } else {
+                    if ((r = PyObject_CallMethodNoArgs(item, pattr[P_INVOKE])) == NULL)
+                        goto done_final;
+                    Py_DECREF(r);
+                }
             }
         }
         if (remove_in_flight(in_flight, tp, batch) < 0)
@@ -3724,7 +3861,8 @@ PyDoc_STRVAR(complete_produce_response_doc,
 "errors) and no batch has delivery callbacks, is complete or split: each batch completes as\n"
 "Sender._succeed_batch does (the transaction manager's handle_completed_batch, the outcome's complete_success and\n"
 "its futures' done-callbacks, out of in-flight, deallocate; the unmute when ordering is guaranteed), in response\n"
-"order; an outcome nothing but its batch refers to (every future of it dropped) gets no per-record columns, which\n"
+"order (the send_batch segments waiting on an outcome released as their _invoke_callbacks would: the call's\n"
+"count of waiting segments decremented, the method itself for its last one); an outcome nothing but its batch refers to (every future of it dropped) gets no per-record columns, which\n"
 "nothing could read. False, with nothing done, for anything else: the reference decides.");
 
 static PyObject *k_complete_produce_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)

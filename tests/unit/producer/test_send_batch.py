@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pykafka_client import KafkaProducer
 from pykafka_client.errors import IllegalArgumentError, KafkaTimeoutError, ProducerClosedError, RecordTooLargeError
 from pykafka_client.producer import batch_append
+from pykafka_client.producer.future_record_metadata import column_at
 from pykafka_client.producer.kafka_producer import SendBatchFuture
 from pykafka_client.producer.partitioner import murmur2, to_positive
 from pykafka_client.producer.producer_batch import ProducerBatch, pending_columns_reference
@@ -314,7 +315,12 @@ def test_pending_columns_equal_the_reference(records: list[tuple[int, bytes | No
     got = kernel.pending_columns(pending, with_ts) if kernel is not None else None
     expected = pending_columns_reference(pending, with_ts)
     assert got is None if kernel is None else got == expected
-    assert expected[1] == [-1 if k is None else len(k) for _, k, _ in records]
+    sizes = [-1 if k is None else len(k) for _, k, _ in records]
+    assert [column_at(expected[1], i) for i in range(len(records))] == sizes
+    # a column of one value is that int
+    assert isinstance(expected[1], int) == (len(records) > 0 and len(set(sizes)) == 1)
+    if with_ts:
+        assert isinstance(expected[0], int) == (len(records) > 0 and len({ts for ts, _, _ in records}) == 1)
 
 
 @settings(max_examples=60, deadline=None)
@@ -473,3 +479,65 @@ def test_a_dropped_send_batch_future_is_freed_without_the_cyclic_collector() -> 
         assert [m.timestamp for m in metadata] == [1, 2, 3, 4, 5]  # the result stays readable on its own
     finally:
         gc.enable()
+
+
+def test_segments_added_to_a_finished_or_split_outcome_complete_as_a_done_callback_would() -> None:
+    """A send_batch segment waits on its batch's outcome (its ``calls``), not through a watched future; one added
+    after the batch completed counts as done at once, one added after a split waits for the pieces' records."""
+    from pykafka_client.producer.future_record_metadata import FINISHED
+
+    done_batch, split_batch = (ProducerBatch(TopicPartition(TOPIC, p), 16384, 0) for p in (0, 1))
+    for b in (done_batch, split_batch):
+        for i in range(4):
+            b.try_append(i + 1, None, b"v" * 100, [], None, 0)
+    done_batch.done(10, -1, None)
+    pieces = split_batch.split_into(300, 0)
+    assert len(pieces) == 2 and split_batch.outcome.moved_to is not None
+    future = SendBatchFuture(8, None)
+    future.add_segment(0, 4, done_batch.outcome, 0)
+    future.add_segment(4, 4, split_batch.outcome, 0)
+    future.seal()
+    assert done_batch.outcome.state == FINISHED and done_batch.outcome.calls == () and split_batch.outcome.calls == ()
+    pieces[0].done(50, -1, None)
+    assert not future.done()
+    pieces[1].done(60, -1, None)
+    assert [m.offset for m in future.result(0)] == [10, 11, 12, 13, 50, 51, 60, 61]
+
+
+def test_a_segment_waiting_when_its_batch_is_split_follows_the_pieces() -> None:
+    big = ProducerBatch(TopicPartition(TOPIC, 0), 16384, 0)
+    for i in range(4):
+        big.try_append(i + 1, None, b"v" * 100, [], None, 0)
+    future = SendBatchFuture(4, None)
+    future.add_segment(0, 4, big.outcome, 0)
+    future.seal()
+    assert len(big.outcome.calls) == 1
+    pieces = big.split_into(300, 0)
+    assert big.outcome.calls == () and len(pieces) == 2
+    pieces[1].done(60, -1, None)
+    assert not future.done()
+    pieces[0].done(50, -1, None)
+    assert [m.offset for m in future.result(0)] == [50, 51, 60, 61]
+
+
+def test_a_column_of_one_value_is_kept_as_that_int() -> None:
+    """The usual send_batch batch (no keys, one value size, one millisecond) keeps three ints, not three lists of a
+    record each; equal timestamps that are distinct int objects count as one value, a bool does not."""
+    big = 2**40
+    pending: list[Any] = [(big + int("0"), None, b"v" * 100, (), None) for _ in range(5)]
+    assert pending[0][0] is not pending[1][0]
+    expected = pending_columns_reference(pending, True)
+    assert expected == (big, -1, 100)
+    kernel = _native.kernel
+    if kernel is not None:
+        assert kernel.pending_columns(pending, True) == expected
+        pending[2] = (True, None, b"v", (), None)
+        assert kernel.pending_columns(pending, True) == pending_columns_reference(pending, True)
+        assert kernel.pending_columns([], True) == ([], [], [])
+        over = [(2**70, None, b"v", (), None)] * 2  # an int over 64 bits: kept as a list
+        assert kernel.pending_columns(over, True) == pending_columns_reference(over, True) == ([2**70] * 2, -1, 1)
+    b = ProducerBatch(TopicPartition(TOPIC, 0), 16384, 0)
+    futures = [b.try_append(7, None, b"abc", [], None, 0) for _ in range(3)]
+    b.done(5, -1, None)
+    assert (b.outcome.timestamps, b.outcome.key_sizes, b.outcome.value_sizes) == (7, -1, 3)
+    assert [tuple(f.result(0)) for f in futures if f is not None] == [(TOPIC, 0, o, 7, -1, 3) for o in (5, 6, 7)]

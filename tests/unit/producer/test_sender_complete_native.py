@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykafka_client.producer.future_record_metadata import FutureRecordMetadata, new_future
+from pykafka_client.producer.future_record_metadata import FutureRecordMetadata, SendBatchFuture, _Segment, new_future
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
 from pykafka_client.protocol.messages import ProduceResponse
 from pykafka_client.protocol.records import _native
@@ -80,12 +80,40 @@ def _outcome(f: FutureRecordMetadata) -> object:
     return tuple(f.result(0))
 
 
+def _call_outcome(f: SendBatchFuture) -> object:
+    if not f.done():
+        return "pending"
+    e = f.exception(0)
+    return (None if e is None else (type(e).__name__, str(e)), [_outcome(f.record_future(i)) for i in range(f.record_count)])  # type: ignore[arg-type]
+
+
+def _send_batch_calls(futures: list[FutureRecordMetadata], per_partition: list[int], log: list[object]) -> list[SendBatchFuture]:
+    """Two send_batch calls over the records (the first half of each partition's records, then the rest), as
+    send_batch records them: segments of (outcome, index) runs; their completions logged as done-callbacks."""
+    halves: list[list[FutureRecordMetadata]] = [[], []]
+    k = 0
+    for n in per_partition:
+        for j in range(n):
+            halves[0 if j < (n + 1) // 2 else 1].append(futures[k])
+            k += 1
+    calls = []
+    for c, fs in enumerate(halves):
+        call = SendBatchFuture(len(fs), None)
+        for pos, f in enumerate(fs):
+            call.add_segment(pos, 1, f.outcome, f.index)
+        call.seal()
+        call.add_done_callback(lambda f, c=c: log.append(("call", c, _call_outcome(f))))  # type: ignore[arg-type]
+        calls.append(call)
+    return calls
+
+
 def _scenario(
     native: bool, idempotent: bool, ordered: bool, records: list[list[tuple[bytes | None, int]]], lat: int,
-    mutation: str, error: int, victim: int,
+    mutation: str, error: int, victim: int, send_batch: bool = False,
 ) -> tuple[Any, list[bool]]:
     """Send one request with ``records[i]`` (key, value size) on partition i, answer it (``mutation`` applied to
-    partition ``victim``), handle the answer with the kernel or the reference; then everything observable."""
+    partition ``victim``), handle the answer with the kernel or the reference; then everything observable.
+    ``send_batch``: the records are also those of two send_batch calls (:func:`_send_batch_calls`)."""
     h = Harness(idempotent=idempotent, max_in_flight=1 if ordered else 5, partitions=PARTITIONS, acks=-1)
     victim %= len(records)
     log: list[object] = []
@@ -99,6 +127,7 @@ def _scenario(
                     log.append(("cb", j, tuple(md) if md is not None else None, repr(err)))  # type: ignore[arg-type]
             r = h.accumulator.append(tp.topic, tp.partition, 1000 + j, key, b"v" * size, [], cb, 0, h.metadata)
             futures.append(r.future)
+    calls = _send_batch_calls(futures, [len(r) for r in records], log) if send_batch else []
     if mutation == "done_callback":
         futures[0].add_done_callback(lambda f: log.append(("done", _outcome(f))))  # type: ignore[arg-type]
     h.run_once()
@@ -125,6 +154,7 @@ def _scenario(
     tm = h.tm
     observed = (
         [_outcome(f) for f in futures],
+        [_call_outcome(c) for c in calls],
         log,
         [(b.final_state, b.split, b.allocated_bytes) for b in batches],
         {tp: len(v) for tp, v in h.sender.in_flight_batches.items()},
@@ -148,14 +178,14 @@ _records = st.lists(
     idempotent=st.booleans(), ordered=st.booleans(), records=_records, lat=st.sampled_from([-1, 1_700_000_000_123]),
     mutation=st.sampled_from(MUTATIONS),
     error=st.sampled_from([NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, DUPLICATE_SEQUENCE_NUMBER, 0]),
-    victim=st.integers(0, PARTITIONS - 1),
+    victim=st.integers(0, PARTITIONS - 1), send_batch=st.booleans(),
 )
 def test_compiled_completion_equals_the_reference(
     idempotent: bool, ordered: bool, records: list[list[tuple[bytes | None, int]]], lat: int, mutation: str, error: int,
-    victim: int,
+    victim: int, send_batch: bool,
 ) -> None:
-    native, answers = _scenario(True, idempotent, ordered, records, lat, mutation, error, victim)
-    reference, _ = _scenario(False, idempotent, ordered, records, lat, mutation, error, victim)
+    native, answers = _scenario(True, idempotent, ordered, records, lat, mutation, error, victim, send_batch)
+    reference, _ = _scenario(False, idempotent, ordered, records, lat, mutation, error, victim, send_batch)
     assert native == reference
     # the kernel took exactly the common case (an "error" of code 0 is a success too)
     common = mutation in ("ok", "done_callback") or (mutation == "error" and error == 0)
@@ -194,7 +224,7 @@ def test_the_kernel_completes_an_unwatched_outcome_under_its_lock_and_lets_it_go
     with _kernel(True) as spy:
         h.run_once()
     assert spy is not None and spy.answers == [True]
-    assert outcome.state == "FINISHED" and outcome.base_offset == 40 and outcome.key_sizes == [-1, -1, -1]
+    assert outcome.state == "FINISHED" and outcome.base_offset == 40 and outcome.key_sizes == -1
     assert outcome.condition.acquire(blocking=False)
     outcome.condition.release()
     assert [f.result(0).offset for f in futures] == [40, 41, 42]
@@ -222,7 +252,7 @@ def test_an_outcome_nothing_refers_to_completes_without_its_columns() -> None:
     assert unread.allocated_bytes == read.allocated_bytes == 0 and not h.sender.in_flight_batches
     assert (unread.outcome.state, unread.outcome.base_offset, unread.outcome.log_append_time) == ("FINISHED", 40, -1)
     assert unread.outcome.key_sizes == [] and unread.outcome.timestamps is None  # not collected
-    assert read.outcome.key_sizes == [-1, -1] and read.outcome.value_sizes == [2, 2]
+    assert read.outcome.key_sizes == -1 and read.outcome.value_sizes == 2  # one value each: an int
     assert [f.result(0).offset for f in kept] == [70, 71]
 
 
@@ -243,3 +273,41 @@ def test_an_outcome_referred_to_after_the_plan_gets_its_columns() -> None:
     assert first.result(0).offset == 40
     ts = h.time.milliseconds()
     assert [tuple(f.result(0)) for f in late] == [(TOPIC, 1, 70, ts, -1, 2), (TOPIC, 1, 71, ts, -1, 2)]
+
+
+@pytest.mark.parametrize("mutation", ["ok", "error", "done_callback"])
+def test_send_batch_calls_complete_as_the_reference(mutation: str) -> None:
+    """Pinned without hypothesis: two send_batch calls over three batches (a MESSAGE_TOO_LARGE split of one
+    with "error"); the calls' results, errors and done-callbacks as the reference's."""
+    records = [[(None, 10), (b"k", 20), (None, 3)], [(b"key", 0)], [(None, 1), (None, 2)]]
+    native, answers = _scenario(True, True, False, records, -1, mutation, MESSAGE_TOO_LARGE, 0, True)
+    assert native == _scenario(False, True, False, records, -1, mutation, MESSAGE_TOO_LARGE, 0, True)[0]
+    assert answers == [mutation != "error"]
+    calls = native[1]
+    if mutation == "error":  # the split batch's pieces are still to be answered: its calls wait for them
+        assert calls == ["pending", "pending"]
+    else:
+        assert [c[0] for c in calls] == [None, None]
+        assert [o[2] for o in calls[0][1]] == [100, 101, 200, 300]  # type: ignore[index]
+        assert [o[2] for o in calls[1][1]] == [102, 301]  # type: ignore[index]
+
+
+def test_the_kernel_releases_send_batch_segments_without_python(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The outcomes of a send_batch call's batches complete in the kernel's common path: no watched future, and of
+    the call's segments only the last calls Python (it completes the call); the reference calls each."""
+    invoked: list[int] = []
+    real = _Segment._invoke_callbacks
+
+    def counting(seg: _Segment) -> None:
+        invoked.append(seg.index)
+        real(seg)
+
+    monkeypatch.setattr(_Segment, "_invoke_callbacks", counting)
+    records = [[(None, 10), (None, 5)], [(b"key", 0)], [(None, 1)]]
+    for native, calls in ((True, 2), (False, 3 + 1)):  # two calls: segments on 3 and on 1 of the batches
+        invoked.clear()
+        (_outcomes, results, log, *_), answers = _scenario(native, False, False, records, -1, "ok", 0, 0, True)
+        assert len(invoked) == calls
+        assert answers == ([True] if native else [])
+        assert [r[0] for r in results] == [None, None]  # type: ignore[index]
+        assert [e[:2] for e in log] == [("call", 1), ("call", 0)] or [e[:2] for e in log] == [("call", 0), ("call", 1)]
