@@ -68,8 +68,8 @@ class BatchOutcome:
         self.watched: list[FutureRecordMetadata] = []
         #: the send_batch segments waiting on this outcome (a list once one is added, under ``condition``): no
         #: future and no done-callback of their own, so a completion in the record kernel releases them without
-        #: calling Python (see :class:`_Segment`)
-        self.calls: list[_Segment] | tuple[()] = ()
+        #: calling Python (see :class:`CallSegment`)
+        self.calls: list[CallSegment] | tuple[()] = ()
         #: after a split: record i's (outcome, index) in the new batches (this outcome never completes then)
         self.moved_to: list[tuple[BatchOutcome, int]] | None = None
 
@@ -406,22 +406,41 @@ class BatchMetadata:
             yield self[i]
 
 
-class _Segment:
+class WaitingSegments:
+    """How many segments of one send_batch call still wait for their batch (plus one until the call sealed it),
+    and the lock that guards the count. Shared by the call's :class:`SendBatchFuture` and its segments."""
+
+    __slots__ = ("count", "lock")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 1  # held by send_batch until it added every record (seal)
+
+
+class CallSegment:
     """Records ``index..index+count`` of ``outcome``, of the send_batch call of ``future``: in the outcome's ``calls``
-    until it completes. The outcome's completion releases it as the done-callback of a watched future would
-    (:meth:`_invoke_callbacks`); the record kernel's (``complete_produce_response``) does the same without calling
-    Python unless this is the call's last segment: ``future._pending`` decremented under ``future._lock``."""
+    until it completes. The outcome's completion releases it (:meth:`release`) as the done-callback of a watched
+    future would. The record kernel's completion (``complete_produce_response``) does the same without calling
+    Python unless this is the call's last segment: it lowers ``waiting.count`` under ``waiting.lock`` while it
+    stays above zero, else calls :meth:`release`."""
 
-    __slots__ = ("count", "future", "index", "outcome")
+    __slots__ = ("count", "future", "index", "outcome", "waiting")
 
-    def __init__(self, future: SendBatchFuture, outcome: BatchOutcome, index: int, count: int) -> None:
+    def __init__(self, future: SendBatchFuture, waiting: WaitingSegments, outcome: BatchOutcome, index: int,
+                 count: int) -> None:
         self.future = future
+        self.waiting = waiting
         self.outcome = outcome
         self.index = index
         self.count = count
 
-    def _invoke_callbacks(self) -> None:
+    def release(self) -> None:
+        """The batch completed (or was split): this segment no longer waits."""
         self.future._segment_done(self.outcome, self.index, self.count)
+
+    def _invoke_callbacks(self) -> None:
+        """As a completed future's (the outcome's completion hands back segments and futures alike)."""
+        self.release()
 
 
 class SendBatchFuture(Future[BatchMetadata]):
@@ -441,8 +460,7 @@ class SendBatchFuture(Future[BatchMetadata]):
         #: (first processing position, outcome, index of that record in it), in processing order (the records')
         self._segments = self._records.segments
         self._starts = self._records.starts
-        self._lock = threading.Lock()
-        self._pending = 1  # held by send_batch until it added every record (seal)
+        self._waiting = WaitingSegments()
         #: the last segment, still growing: (position, count, outcome, index)
         self._open: tuple[int, int, BatchOutcome, int] | None = None
         self._batch_metadata = BatchMetadata(self._records)
@@ -472,9 +490,10 @@ class SendBatchFuture(Future[BatchMetadata]):
     def _watch_segment(self, position: int, count: int, outcome: BatchOutcome, index: int) -> None:
         self._segments.append((position, outcome, index))
         self._starts.append(position)
-        with self._lock:
-            self._pending += 1
-        seg = _Segment(self, outcome, index, count)
+        waiting = self._waiting
+        with waiting.lock:
+            waiting.count += 1
+        seg = CallSegment(self, waiting, outcome, index, count)
         with outcome.condition:
             if outcome.state != FINISHED and outcome.moved_to is None:
                 calls = outcome.calls
@@ -483,7 +502,7 @@ class SendBatchFuture(Future[BatchMetadata]):
                 else:
                     outcome.calls = [seg]
                 return
-        seg._invoke_callbacks()  # already complete, or split: as a done-callback added now would
+        seg.release()  # already complete, or split: as a done-callback added now would
 
     def fail_from(self, position: int, exception: BaseException) -> None:
         """Records at processing positions ``position..`` were never appended: they fail with ``exception``."""
@@ -510,16 +529,18 @@ class SendBatchFuture(Future[BatchMetadata]):
             self._release(1)
             return
         # the batch was split: its records complete with the batches they went to
-        with self._lock:
-            self._pending += count
+        waiting = self._waiting
+        with waiting.lock:
+            waiting.count += count
         for i in range(index, index + count):
             new_future(outcome, i).add_done_callback(lambda _f: self._release(1))
         self._release(1)
 
     def _release(self, n: int) -> None:
-        with self._lock:
-            self._pending -= n
-            done = self._pending == 0
+        waiting = self._waiting
+        with waiting.lock:
+            waiting.count -= n
+            done = waiting.count == 0
         if not done:
             return
         err = self._first_error()

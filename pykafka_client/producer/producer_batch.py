@@ -404,7 +404,7 @@ class ProducerBatch:
         if self.final_state is not None or self.split:
             return False
         self.final_state = FinalState.SUCCEEDED if top_level_exception is None else FinalState.FAILED
-        self._complete_records(base_offset, log_append_time, top_level_exception, record_exceptions)
+        self.complete_records(base_offset, log_append_time, top_level_exception, record_exceptions)
         return True
 
     def abort(self, exception: BaseException) -> None:
@@ -412,9 +412,9 @@ class ProducerBatch:
         if self.final_state is not None or self.split:
             return
         self.final_state = FinalState.ABORTED
-        self._complete_records(-1, NO_TIMESTAMP, exception, None)
+        self.complete_records(-1, NO_TIMESTAMP, exception, None)
 
-    def _complete_records(
+    def complete_records(
         self,
         base_offset: int,
         log_append_time: int,

@@ -2577,7 +2577,7 @@ done:
 
 PyDoc_STRVAR(pending_columns_doc,
     "pending_columns(pending, with_timestamps) -> (timestamps | None, key_sizes, value_sizes) | None\n\n"
-    "The per-record columns ProducerBatch._complete_records collects, compiled: each record's timestamp (when\n"
+    "The per-record columns ProducerBatch.complete_records collects, compiled: each record's timestamp (when\n"
     "asked) and key/value size (-1 for None); a column whose records all have the same value (a batch of at least\n"
     "one record) is that int, not a list. None when a record is not a (timestamp, key, value, ...) tuple of\n"
     "bytes or None.");
@@ -3430,15 +3430,15 @@ enum {
     P_TM, P_GMO, P_IN_FLIGHT, P_ACC, P_RESPONSES, P_NAME, P_PARTS, P_INDEX, P_ERROR, P_RECORD_ERRORS, P_BASE, P_LAT,
     P_FINAL, P_SPLIT, P_HAS_CB, P_TP, P_PENDING, P_OUTCOME, P_HANDLE, P_COMPLETE, P_DEALLOC, P_UNMUTE, P_INVOKE,
     P_CONDITION, P_ACQUIRE, P_RELEASE, P_WATCHED, P_STATE, P_O_LAT, P_TIMESTAMPS, P_KEY_SIZES, P_VALUE_SIZES,
-    P_COMPLETE_RECORDS, P_CALLS, P_FUTURE, P_LOCK, P_SB_PENDING, P_COUNT
+    P_COMPLETE_RECORDS, P_CALLS, P_WAITING, P_LOCK, P_SB_COUNT, P_COUNT
 };
 static const char *const pr_attr_names[P_COUNT] = {
     "transaction_manager", "guarantee_message_order", "in_flight_batches", "accumulator", "responses", "name",
     "partition_responses", "index", "error_code", "record_errors", "base_offset", "log_append_time_ms", "final_state",
     "split", "has_callbacks", "topic_partition", "pending", "outcome", "handle_completed_batch", "complete_success",
     "deallocate", "unmute_partition", "_invoke_callbacks", "condition", "acquire", "release", "watched", "state",
-    "log_append_time", "timestamps", "key_sizes", "value_sizes", "_complete_records", "calls", "future", "_lock",
-    "_pending",
+    "log_append_time", "timestamps", "key_sizes", "value_sizes", "complete_records", "calls", "waiting", "lock",
+    "count",
 };
 static PyObject *pattr[P_COUNT];
 
@@ -3547,7 +3547,7 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
                 Py_XDECREF(outcome);
             }
             if (ok > 0 && columns == NULL) {
-                /* the columns _complete_records collects: timestamps only without a log append time */
+                /* the columns complete_records collects: timestamps only without a log append time */
                 int overflow = 0;
                 long long lat = PyLong_AsLongLongAndOverflow(v[4], &overflow);
                 PyObject *cargs = Py_BuildValue("(OO)", f[3], (overflow || lat != -1) ? Py_False : Py_True);
@@ -3621,10 +3621,10 @@ static int remove_in_flight(PyObject *in_flight, PyObject *tp, PyObject *batch)
     return rc;
 }
 
-/* A send_batch segment (future_record_metadata._Segment) of a completed outcome, as its _invoke_callbacks: the
- * SendBatchFuture's ``_pending`` decremented under its ``_lock`` when other segments still wait; for the last one
- * (or anything unexpected) the method itself, which completes the SendBatchFuture. 0, or -1 with an exception. */
-/* lock.acquire() / lock.release() of a SendBatchFuture's _thread.lock (directly when its layout is known, see
+/* A send_batch segment (future_record_metadata.CallSegment) of a completed outcome, as its release(): its call's
+ * ``waiting.count`` lowered under ``waiting.lock`` when other segments still wait; for the last one (or anything
+ * unexpected) release() itself, which completes the SendBatchFuture. 0, or -1 with an exception. */
+/* lock.acquire() / lock.release() of a send_batch call's WaitingSegments.lock (a _thread.lock) (directly when its layout is known, see
  * queue_lock_acquire): 0, or -1 with an exception */
 static int sb_lock(PyObject *lock, int acquire)
 {
@@ -3641,19 +3641,19 @@ static int sb_lock(PyObject *lock, int acquire)
 
 static int segment_done(PyObject *seg)
 {
-    PyObject *fut = PyObject_GetAttr(seg, pattr[P_FUTURE]), *lock = NULL, *pending = NULL, *r;
+    PyObject *fut = PyObject_GetAttr(seg, pattr[P_WAITING]), *lock = NULL, *pending = NULL, *r;
     int rc = -1;
     if (fut == NULL || (lock = PyObject_GetAttr(fut, pattr[P_LOCK])) == NULL || sb_lock(lock, 1) < 0)
         goto done;
     int ok = 0; /* 1: decremented here, 0: the method decides, -1: error */
-    if ((pending = PyObject_GetAttr(fut, pattr[P_SB_PENDING])) == NULL)
+    if ((pending = PyObject_GetAttr(fut, pattr[P_SB_COUNT])) == NULL)
         ok = -1;
     else if (PyLong_CheckExact(pending)) {
         int overflow = 0;
         long n = PyLong_AsLongAndOverflow(pending, &overflow);
         if (!overflow && n > 1) {
             PyObject *left = PyLong_FromLong(n - 1);
-            ok = left == NULL || PyObject_SetAttr(fut, pattr[P_SB_PENDING], left) < 0 ? -1 : 1;
+            ok = left == NULL || PyObject_SetAttr(fut, pattr[P_SB_COUNT], left) < 0 ? -1 : 1;
             Py_XDECREF(left);
         }
     }
@@ -3669,7 +3669,7 @@ static int segment_done(PyObject *seg)
     if (ok < 0)
         goto done;
     if (ok == 0) {
-        if ((r = PyObject_CallMethodNoArgs(seg, pattr[P_INVOKE])) == NULL)
+        if ((r = PyObject_CallMethodNoArgs(seg, pattr[P_RELEASE])) == NULL)
             goto done;
         Py_DECREF(r);
     }
@@ -3758,7 +3758,7 @@ release:;
 
 /* BatchOutcome.complete_success for an outcome produce_response_plan found unread: its offset, log append time and
  * state set (the per-record columns only a future could read are not collected). Should a reference to it have
- * appeared meanwhile, the batch's own ProducerBatch._complete_records completes it instead (columns, lock, done-
+ * appeared meanwhile, the batch's own ProducerBatch.complete_records completes it instead (columns, lock, done-
  * callbacks), as ProducerBatch.done would. 0, or -1 with an exception. */
 static int complete_unread(PyObject *batch, PyObject *outcome, PyObject *base, PyObject *lat)
 {
@@ -3861,7 +3861,7 @@ PyDoc_STRVAR(complete_produce_response_doc,
 "errors) and no batch has delivery callbacks, is complete or split: each batch completes as\n"
 "Sender._succeed_batch does (the transaction manager's handle_completed_batch, the outcome's complete_success and\n"
 "its futures' done-callbacks, out of in-flight, deallocate; the unmute when ordering is guaranteed), in response\n"
-"order (the send_batch segments waiting on an outcome released as their _invoke_callbacks would: the call's\n"
+"order (the send_batch segments waiting on an outcome released as their release() would: the call's\n"
 "count of waiting segments decremented, the method itself for its last one); an outcome nothing but its batch refers to (every future of it dropped) gets no per-record columns, which\n"
 "nothing could read. False, with nothing done, for anything else: the reference decides.");
 

@@ -16,7 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pykafka_client.producer.future_record_metadata import FutureRecordMetadata, SendBatchFuture, _Segment, new_future
+from pykafka_client.producer.future_record_metadata import (
+    CallSegment,
+    FutureRecordMetadata,
+    SendBatchFuture,
+    new_future,
+)
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
 from pykafka_client.protocol.messages import ProduceResponse
 from pykafka_client.protocol.records import _native
@@ -296,13 +301,13 @@ def test_the_kernel_releases_send_batch_segments_without_python(monkeypatch: pyt
     """The outcomes of a send_batch call's batches complete in the kernel's common path: no watched future, and of
     the call's segments only the last calls Python (it completes the call); the reference calls each."""
     invoked: list[int] = []
-    real = _Segment._invoke_callbacks
+    real = CallSegment.release
 
-    def counting(seg: _Segment) -> None:
+    def counting(seg: CallSegment) -> None:
         invoked.append(seg.index)
         real(seg)
 
-    monkeypatch.setattr(_Segment, "_invoke_callbacks", counting)
+    monkeypatch.setattr(CallSegment, "release", counting)
     records = [[(None, 10), (None, 5)], [(b"key", 0)], [(None, 1)]]
     for native, calls in ((True, 2), (False, 3 + 1)):  # two calls: segments on 3 and on 1 of the batches
         invoked.clear()
