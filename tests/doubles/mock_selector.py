@@ -23,7 +23,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.selectable import (
+    POLL_COMPLETED_RECEIVES,
+    POLL_COMPLETED_SENDS,
+    POLL_CONNECTED,
+    POLL_DISCONNECTED,
+    POLL_REAUTHENTICATION_SCHEDULED,
+    ChannelState,
+    DisconnectInfo,
+    NetworkReceive,
+    NetworkSend,
+)
 from pykafka_client.utils.time import MockTime
 
 
@@ -123,7 +133,7 @@ class MockSelector:
             return
         self._initiated_sends.append(send)
 
-    def poll(self, timeout_ms: int) -> None:
+    def poll(self, timeout_ms: int) -> int:
         self.poll_timeouts.append(int(timeout_ms))
         if self.on_poll is not None:
             self.on_poll(self)
@@ -147,6 +157,13 @@ class MockSelector:
         # Like a real selector, return at once when something happened; otherwise wait the timeout out.
         if not (self._completed_sends or self._completed_receives or self._connected or self._disconnected):
             self.time.sleep(timeout_ms)
+        return (
+            (POLL_COMPLETED_SENDS if self._completed_sends else 0)
+            | (POLL_COMPLETED_RECEIVES if self._completed_receives else 0)
+            | (POLL_DISCONNECTED if self._disconnected else 0)
+            | (POLL_CONNECTED if self._connected else 0)
+            | (POLL_REAUTHENTICATION_SCHEDULED if self.reauth_due_ms else 0)
+        )
 
     def completed_sends(self) -> list[NetworkSend]:
         return self._completed_sends

@@ -48,7 +48,17 @@ from pykafka_client.network.transport.channel_builder import (
 from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
 from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
-from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.selectable import (
+    POLL_COMPLETED_RECEIVES,
+    POLL_COMPLETED_SENDS,
+    POLL_CONNECTED,
+    POLL_DISCONNECTED,
+    POLL_REAUTHENTICATION_SCHEDULED,
+    ChannelState,
+    DisconnectInfo,
+    NetworkReceive,
+    NetworkSend,
+)
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
@@ -489,8 +499,9 @@ class Selector:
     def connected(self) -> list[str]:
         return self._connected
 
-    def poll(self, timeout_ms: int) -> None:
-        """Do I/O for up to ``timeout_ms`` ms (0 = do not block) and fill the result lists."""
+    def poll(self, timeout_ms: int) -> int:
+        """Do I/O for up to ``timeout_ms`` ms (0 = do not block) and fill the result lists; returns the ``POLL_*``
+        bits of those that have entries (:meth:`Selectable.poll`)."""
         if timeout_ms < 0:
             raise IllegalArgumentError("timeout should be >= 0")
         if self._closed:
@@ -539,7 +550,16 @@ class Selector:
                 self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
         end_io_ns = self._now_ns()
         self.metrics.io_time_ns_total += end_io_ns - end_select_ns
-        self._maybe_close_oldest_connection(end_io_ns)
+        idle = self._idle
+        if idle is not None and end_io_ns >= idle.next_check_ns:  # (no call before a connection may have expired)
+            self._maybe_close_oldest_connection(end_io_ns)
+        return (
+            (POLL_COMPLETED_SENDS if self._completed_sends else 0)
+            | (POLL_COMPLETED_RECEIVES if self._completed_receives else 0)
+            | (POLL_DISCONNECTED if self._disconnected else 0)
+            | (POLL_CONNECTED if self._connected else 0)
+            | (POLL_REAUTHENTICATION_SCHEDULED if self._reauth_at_ms else 0)
+        )
 
     def _update_stale_interest(self) -> None:
         channels = self._channels

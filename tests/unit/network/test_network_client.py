@@ -12,6 +12,12 @@ from pykafka_client.network.network_client import (
     SASL_MAX_RESERVED_CORRELATION_ID,
     SASL_MIN_RESERVED_CORRELATION_ID,
 )
+from pykafka_client.network.transport.selectable import (
+    POLL_COMPLETED_RECEIVES,
+    POLL_COMPLETED_SENDS,
+    POLL_DISCONNECTED,
+    POLL_REAUTHENTICATION_SCHEDULED,
+)
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import ApiVersionsResponse, HeartbeatRequest, HeartbeatResponse
@@ -758,3 +764,102 @@ def test_send_refuses_a_node_that_is_not_ready_and_sends_nothing() -> None:
     h.await_ready()
     h.send()
     assert h.client.in_flight_request_count() == 1
+
+
+# --- is_ready() answered once for the send that follows it ------------------------------------------------------
+
+
+def test_a_send_after_ready_at_the_same_time_is_checked_again_after_another_send() -> None:
+    """is_ready()'s answer serves the one send that follows it: a second send at the same time asks again (the first
+    filled the node's in-flight room)."""
+    h = Harness(max_in_flight_requests_per_connection=1)
+    h.await_ready()
+    assert h.client.ready(h.node, h.now)
+    h.send()
+    with pytest.raises(IllegalStateError):
+        h.send()  # the same node and time as ready(), but the in-flight request fills the connection
+    assert h.client.in_flight_request_count() == 1
+
+
+def test_a_send_after_ready_is_checked_again_after_a_poll_that_lost_the_connection() -> None:
+    h = Harness()
+    h.await_ready()
+    assert h.client.ready(h.node, h.now)
+    h.selector.server_disconnect(h.node.id_string)
+    h.poll()
+    with pytest.raises(IllegalStateError):
+        h.send()
+
+
+@pytest.mark.parametrize("change", ["disconnect", "close", "poll_throttled"])
+def test_ready_answer_does_not_outlive_a_change_of_the_node(change: str) -> None:
+    """A send at the time of a ready() answer is checked again when the client changed the node in between."""
+    h = Harness()
+    h.await_ready()
+    if change == "poll_throttled":
+        h.send()
+        h.poll()
+        h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
+        h.poll()
+        h.time.sleep(100)
+    assert h.client.ready(h.node, h.now)
+    if change == "disconnect":
+        h.client.disconnect(h.node.id_string)
+    elif change == "close":
+        h.client.close(h.node.id_string)
+    else:
+        h.send()
+        h.poll()
+        h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
+        h.poll()  # throttled again until now + 100
+    with pytest.raises(IllegalStateError):
+        h.send()
+
+
+def test_a_send_at_another_time_than_the_ready_answer_is_checked_again() -> None:
+    """The answer holds for the time it was asked at: a node throttled until t is ready at t, not before it."""
+    h = Harness()
+    h.await_ready()
+    h.send()
+    h.poll()
+    h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
+    h.poll()
+    later = h.now + 100
+    assert h.client.is_ready(h.node, later)
+    with pytest.raises(IllegalStateError):
+        h.client.send(h.request(), h.now)  # before the throttle's end
+    h.client.send(h.request(), later)
+
+
+def test_the_selector_poll_says_which_results_have_entries() -> None:
+    """NetworkClient asks only for the selector results the poll reports (a bit per result): each result is still
+    handled when its bit is set."""
+    h = Harness()
+    h.await_ready()
+    h.send()
+    assert h.selector.poll(0) == POLL_COMPLETED_SENDS
+    h.selector.respond(h.node.id_string, HeartbeatResponse())
+    assert h.selector.poll(0) == POLL_COMPLETED_RECEIVES
+    h.selector.server_disconnect(h.node.id_string)
+    h.selector.reauthentication_due_at(h.nodes[1].id_string, h.now + 10)
+    assert h.selector.poll(0) == POLL_DISCONNECTED | POLL_REAUTHENTICATION_SCHEDULED
+
+
+def test_the_send_after_a_ready_answer_at_the_same_time_does_not_ask_again() -> None:
+    """The Sender's ready() then send(): the node's readiness (connection state, channel, in-flight room) is asked once."""
+    h = Harness()
+    h.await_ready()
+    asked: list[str] = []
+    is_channel_ready = h.selector.is_channel_ready
+
+    def counted(node_id: str) -> bool:
+        asked.append(node_id)
+        return is_channel_ready(node_id)
+
+    h.selector.is_channel_ready = counted  # type: ignore[method-assign]
+    assert h.client.ready(h.node, h.now)
+    h.send()
+    assert asked == [h.node.id_string]
+    h.poll()
+    h.send()  # no ready() answer since the poll: asked
+    assert asked == [h.node.id_string, h.node.id_string]

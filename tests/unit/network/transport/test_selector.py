@@ -12,7 +12,12 @@ from pykafka_client.errors import IllegalArgumentError, IllegalStateError, Inval
 from pykafka_client.network.transport.channel import ChannelMuteEvent
 from pykafka_client.network.transport.channel_builder import DefaultChannelBuilder, Mode
 from pykafka_client.network.transport.network_send import size_prefixed
-from pykafka_client.network.transport.selectable import ChannelState
+from pykafka_client.network.transport.selectable import (
+    POLL_COMPLETED_RECEIVES,
+    POLL_COMPLETED_SENDS,
+    POLL_DISCONNECTED,
+    ChannelState,
+)
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.utils.time import MockTime
 
@@ -470,3 +475,44 @@ def test_nonblocking_poll_reports_no_wait_for_connection_io_but_not_for_a_wakeup
     peer.sendall(frame(b"two"))
     h.selector.poll(5_000)
     assert h.selector.deferred_timeout_ms == 0
+
+
+def test_poll_returns_the_bits_of_the_results_that_have_entries(h: Harness) -> None:
+    """What poll() returns names exactly the non-empty results (NetworkClient asks for no other)."""
+    peer = h.add("a")
+    h.add("b")
+    assert h.selector.poll(0) == 0
+    h.selector.send(size_prefixed("a", [b"now"]))
+    peer.sendall(frame(b"in"))
+    assert h.selector.poll(0) == POLL_COMPLETED_SENDS | POLL_COMPLETED_RECEIVES
+    assert h.selector.completed_sends() and h.selector.completed_receives()
+    assert h.selector.poll(0) == 0
+    h.time.sleep(10_001)
+    assert h.selector.poll(0) == POLL_DISCONNECTED  # both channels expired, one per poll
+    assert list(h.selector.disconnected()) == ["b"]  # the least recently active first
+    assert h.selector.poll(0) == POLL_DISCONNECTED
+    assert list(h.selector.disconnected()) == ["a"]
+
+
+def test_idle_expiry_is_not_checked_before_the_oldest_connection_can_expire(h: Harness) -> None:
+    """poll() asks the idle expiry for an expired connection only once one can have expired (its next check)."""
+    h.add("a")
+    idle = h.selector._idle
+    assert idle is not None
+    asked: list[int] = []
+    poll_expired = idle.poll_expired_connection
+
+    def counted(now_ns: int) -> str | None:
+        asked.append(now_ns)
+        return poll_expired(now_ns)
+
+    idle.poll_expired_connection = counted  # type: ignore[method-assign]
+    h.time.sleep(9_999)
+    h.selector.poll(0)
+    assert asked == []
+    h.time.sleep(1)
+    h.selector.poll(0)  # at the limit: asked, nothing expired yet (strictly longer than the limit)
+    assert len(asked) == 1 and h.selector.disconnected() == {}
+    h.time.sleep(1)
+    h.selector.poll(0)
+    assert len(asked) == 2 and h.selector.disconnected()["a"].state is ChannelState.EXPIRED
