@@ -468,7 +468,10 @@ class Sender:
 
     def send_producer_data(self, now: int) -> int:
         self.metadata.retain_topics(now)  # forget topics idle for metadata.max.idle.ms
-        result = self.accumulator.ready(self.metadata, now)
+        # one view of the cluster for ready and drain (Java's metadata snapshot): the lookups without a call each to
+        # find the current one
+        snapshot = self.metadata.fetch_metadata_snapshot()
+        result = self.accumulator.ready(snapshot, now)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:
                 self.metadata.add(topic, now)
@@ -480,7 +483,7 @@ class Sender:
                 ready_nodes.append(node)
             else:
                 not_ready_timeout = min(not_ready_timeout, self.client.poll_delay_ms(node, now))
-        batches = self.accumulator.drain(self.metadata, ready_nodes, self.max_request_size, now)
+        batches = self.accumulator.drain(snapshot, ready_nodes, self.max_request_size, now)
         for node_batches in batches.values():
             for b in node_batches:
                 self.in_flight_batches.setdefault(b.topic_partition, []).append(b)
