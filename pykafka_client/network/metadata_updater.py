@@ -54,6 +54,15 @@ class MetadataUpdater(Protocol):
 
     def request_update(self) -> None: ...
 
+    def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
+        """True when updates have been failing for longer than ``rebootstrap_trigger_ms`` (never for an updater
+        that does not fetch metadata)."""
+        ...
+
+    def rebootstrap(self) -> None:
+        """Go back to the bootstrap servers (KIP-899)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -240,6 +249,12 @@ class ManualMetadataUpdater:
         pass
 
     def request_update(self) -> None:
+        pass
+
+    def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
+        return False  # a fixed node list: nothing to bootstrap again
+
+    def rebootstrap(self) -> None:
         pass
 
     def close(self) -> None:

@@ -126,6 +126,7 @@ class _State(enum.Enum):
 # (a module constant: a member read through its Enum class is a metaclass attribute lookup, several times a
 # global's, and the I/O thread reads it on every request)
 _ACTIVE = _State.ACTIVE
+_REBOOTSTRAP = MetadataRecoveryStrategy.REBOOTSTRAP
 _new_tuple = tuple.__new__
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 
@@ -556,7 +557,10 @@ class NetworkClient(ConnectionFailures):
             timed_out = self.in_flight_requests.nodes_with_timed_out_requests(updated_now)
             if timed_out:
                 self._handle_timed_out_requests(timed_out, responses, updated_now)
-            self._handle_rebootstrap(responses, updated_now)
+            if self.metadata_recovery_strategy is _REBOOTSTRAP and self.metadata_updater.needs_rebootstrap(
+                updated_now, self.rebootstrap_trigger_ms
+            ):
+                self._rebootstrap(responses, updated_now)
             if results & POLL_REAUTHENTICATION_SCHEDULED and selector.reauthentication_delay_ms() == 0:
                 # before the callbacks send the next requests (a consumer's next fetch would keep it busy forever)
                 self._maybe_begin_reauthentications()

@@ -11,6 +11,7 @@ from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS
 from pykafka_client.network.network_client import (
     SASL_MAX_RESERVED_CORRELATION_ID,
     SASL_MIN_RESERVED_CORRELATION_ID,
+    NetworkClient,
 )
 from pykafka_client.network.transport.selectable import (
     POLL_COMPLETED_RECEIVES,
@@ -22,6 +23,7 @@ from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import ApiVersionsResponse, HeartbeatRequest, HeartbeatResponse
 from pykafka_client.structs import Node
+from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_selector import MockSelector
 from tests.doubles.responses import api_versions_response, metadata_response
 from tests.unit.network.harness import Harness
@@ -863,3 +865,29 @@ def test_the_send_after_a_ready_answer_at_the_same_time_does_not_ask_again() -> 
     h.poll()
     h.send()  # no ready() answer since the poll: asked
     assert asked == [h.node.id_string, h.node.id_string]
+
+
+def test_a_manual_metadata_updater_never_rebootstraps() -> None:
+    """The poll asks the updater whether to rebootstrap (Java's MetadataUpdater.needsRebootstrap): a fixed node list
+    never does, whatever the strategy, and its connections stay up."""
+    from pykafka_client.network.metadata_updater import ManualMetadataUpdater
+
+    time = MockTime()
+    selector = MockSelector(time)
+    node = Node(0, "localhost", 9092)
+    updater = ManualMetadataUpdater([node])
+    assert not updater.needs_rebootstrap(10**9, 0)
+    client = NetworkClient(
+        selector, metadata_updater=updater, time=time, metadata_recovery_rebootstrap_trigger_ms=0,
+        host_resolver=lambda host: ["127.0.0.1"],
+    )
+    for _ in range(5):
+        if client.ready(node, time.hi_res_clock_ms()):
+            break
+        if selector.unanswered(node.id_string, ApiKey.API_VERSIONS):
+            selector.respond(node.id_string, api_versions_response())
+        client.poll(1, time.hi_res_clock_ms())
+    assert client.ready(node, time.hi_res_clock_ms())
+    time.sleep(1000)
+    client.poll(0, time.hi_res_clock_ms())
+    assert client.ready(node, time.hi_res_clock_ms()) and updater.fetch_nodes() == [node]
