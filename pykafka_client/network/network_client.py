@@ -536,7 +536,12 @@ class NetworkClient(ConnectionFailures):
                 else:
                     timeout_ms = min(timeout_ms, reauth_delay)
             try:
-                results = selector.poll(max(0, min(timeout_ms, metadata_timeout, self.default_request_timeout_ms)))
+                # at most the metadata timeout and request.timeout.ms, at least 0 (comparisons: no builtin call per poll)
+                if metadata_timeout < timeout_ms:
+                    timeout_ms = metadata_timeout
+                if self.default_request_timeout_ms < timeout_ms:
+                    timeout_ms = self.default_request_timeout_ms
+                results = selector.poll(timeout_ms if timeout_ms > 0 else 0)
             except OSError as e:
                 log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
                 results = POLL_ALL

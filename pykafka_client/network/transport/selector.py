@@ -522,7 +522,8 @@ class Selector:
         if buffered or self._disconnected or self._completed_sends:
             timeout_ms = 0
         start_ns = self._now_ns()
-        timeout_ms = min(timeout_ms, _MAX_SELECT_TIMEOUT_MS)
+        if timeout_ms > _MAX_SELECT_TIMEOUT_MS:
+            timeout_ms = _MAX_SELECT_TIMEOUT_MS
         if self.nonblocking:
             self.deferred_timeout_ms, timeout_ms = timeout_ms, 0
         events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
