@@ -593,14 +593,19 @@ class Selector:
         cid = channel.id
         if self._idle is not None:
             self._idle.update(cid, now_ns)
+        # What a channel waits for changes only with its connect, handshakes, mute state or send: the registration is
+        # brought up to date after those, not after a read alone (mute() and unmute() between polls see to theirs)
+        interest_may_change = False
         try:
             if channel.connecting:
+                interest_may_change = True
                 channel.finish_connect()
                 self.metrics.connection_creation_total += 1
                 if channel.ready():
                     self._connected.append(cid)
             ready = channel.ready()
             if not ready:
+                interest_may_change = True
                 channel.prepare()
                 ready = channel.ready()
                 if ready:
@@ -627,14 +632,17 @@ class Selector:
                         # no memory for this frame: stop reading (TCP pushes back) until the pool has room
                         channel.mute()
                         self._memory_muted[cid] = channel.waiting_for_large_memory()
+                        interest_may_change = True
                 if mask & selectors.EVENT_WRITE and channel.has_send():
+                    interest_may_change = True
                     before = channel.bytes_sent
                     done = channel.write()
                     self.metrics.bytes_sent_total += channel.bytes_sent - before
                     if done is not None:
                         self._completed_sends.append(done)
                         self.metrics.requests_sent_total += 1
-            self._update_interest(channel)
+            if interest_may_change:
+                self._update_interest(channel)
         except PeerClosedError:
             self._close(channel, DisconnectInfo(channel.state))
         except _AUTH_ERRORS as e:

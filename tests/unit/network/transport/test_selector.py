@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError, InvalidReceiveError
-from pykafka_client.network.transport.channel import ChannelMuteEvent
+from pykafka_client.network.transport.channel import EVENT_READ, EVENT_WRITE, ChannelMuteEvent
 from pykafka_client.network.transport.channel_builder import DefaultChannelBuilder, Mode
 from pykafka_client.network.transport.network_send import size_prefixed
 from pykafka_client.network.transport.selectable import (
@@ -516,3 +516,34 @@ def test_idle_expiry_is_not_checked_before_the_oldest_connection_can_expire(h: H
     h.time.sleep(1)
     h.selector.poll(0)
     assert len(asked) == 2 and h.selector.disconnected()["a"].state is ChannelState.EXPIRED
+
+
+def test_a_read_alone_leaves_the_registration_as_it_is(h: Harness) -> None:
+    """What a channel waits for changes with its connect, handshakes, mute state or send, not with a read: a poll that
+    only reads does not ask the channel's interest again; one that finishes a write does (WRITE is dropped)."""
+    peer = h.add("a")
+    channel = h.selector.channel("a")
+    assert channel is not None
+    asked: list[int] = []
+    interest = channel.interest
+
+    def counted() -> int:
+        asked.append(interest())
+        return asked[-1]
+
+    channel.interest = counted  # type: ignore[method-assign]
+    peer.sendall(frame(b"one"))
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"one")] and asked == []
+    peer.setblocking(False)
+    big = b"x" * (8 * 1024 * 1024)  # more than the socket buffers take at once: the rest waits for WRITE
+    h.selector.send(size_prefixed("a", [big]))
+    assert channel.has_send() and asked == [EVENT_READ | EVENT_WRITE]
+    got = 0
+    while channel.has_send():
+        try:
+            got += len(peer.recv(1 << 20))
+        except BlockingIOError:
+            pass
+        h.selector.poll(0)
+    assert asked[-1] == EVENT_READ  # the write finished in a poll: the registration follows
