@@ -157,13 +157,13 @@ class MockSelector:
         # Like a real selector, return at once when something happened; otherwise wait the timeout out.
         if not (self._completed_sends or self._completed_receives or self._connected or self._disconnected):
             self.time.sleep(timeout_ms)
-        return (
-            (POLL_COMPLETED_SENDS if self._completed_sends else 0)
-            | (POLL_COMPLETED_RECEIVES if self._completed_receives else 0)
-            | (POLL_DISCONNECTED if self._disconnected else 0)
-            | (POLL_CONNECTED if self._connected else 0)
-            | (POLL_REAUTHENTICATION_SCHEDULED if self.reauth_due_ms else 0)
-        )
+        # the bit of each result that has entries, as the Selector's poll returns them
+        results: list[tuple[int, object]] = [
+            (POLL_COMPLETED_SENDS, self._completed_sends), (POLL_COMPLETED_RECEIVES, self._completed_receives),
+            (POLL_DISCONNECTED, self._disconnected), (POLL_CONNECTED, self._connected),
+            (POLL_REAUTHENTICATION_SCHEDULED, self.reauth_due_ms),
+        ]
+        return sum(bit for bit, result in results if result)
 
     def completed_sends(self) -> list[NetworkSend]:
         return self._completed_sends

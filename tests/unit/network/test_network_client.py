@@ -793,16 +793,21 @@ def test_a_send_after_ready_is_checked_again_after_a_poll_that_lost_the_connecti
         h.send()
 
 
+def _answer_throttled_for_100_ms(h: Harness) -> None:
+    """A request answered with a throttle time of 100 ms: the node is not ready until now + 100."""
+    h.send()
+    h.poll()
+    h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
+    h.poll()
+
+
 @pytest.mark.parametrize("change", ["disconnect", "close", "poll_throttled"])
 def test_ready_answer_does_not_outlive_a_change_of_the_node(change: str) -> None:
     """A send at the time of a ready() answer is checked again when the client changed the node in between."""
     h = Harness()
     h.await_ready()
     if change == "poll_throttled":
-        h.send()
-        h.poll()
-        h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
-        h.poll()
+        _answer_throttled_for_100_ms(h)
         h.time.sleep(100)
     assert h.client.ready(h.node, h.now)
     if change == "disconnect":
@@ -810,10 +815,7 @@ def test_ready_answer_does_not_outlive_a_change_of_the_node(change: str) -> None
     elif change == "close":
         h.client.close(h.node.id_string)
     else:
-        h.send()
-        h.poll()
-        h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
-        h.poll()  # throttled again until now + 100
+        _answer_throttled_for_100_ms(h)  # throttled again until now + 100
     with pytest.raises(IllegalStateError):
         h.send()
 
@@ -822,10 +824,7 @@ def test_a_send_at_another_time_than_the_ready_answer_is_checked_again() -> None
     """The answer holds for the time it was asked at: a node throttled until t is ready at t, not before it."""
     h = Harness()
     h.await_ready()
-    h.send()
-    h.poll()
-    h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
-    h.poll()
+    _answer_throttled_for_100_ms(h)
     later = h.now + 100
     assert h.client.is_ready(h.node, later)
     with pytest.raises(IllegalStateError):
