@@ -34,8 +34,6 @@ from pykafka_client.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
 
-# (a module constant: a member read through its Enum class is a metaclass attribute lookup; every poll reads it)
-
 
 class ConnectionFailures:
     selector: Selectable
