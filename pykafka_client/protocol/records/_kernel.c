@@ -1688,13 +1688,11 @@ PyDoc_STRVAR(send_append_doc,
     "sticky accounting and its partitioner's update_partition_info), and ``wakeup()`` when a batch is ready\n"
     "(``wakeup`` (holder, attribute, callable): the call is skipped while ``getattr(holder, attribute) is True``).\n"
     "``topics`` maps topic -> (queues: {partition: queue with .lock and .batches}, partitioner); ``timestamp``\n"
-    "None takes the time from ``clock()``, or the system clock when ``clock`` is None. With no open batch with\n"
-    "room it closes the full last batch and appends into a new one from ``accumulator.open_batch`` (under the\n"
-    "same lock round; it never waits for buffer.memory). Returns the record's future; None or NotImplemented\n"
-    "when no record was appended and the Python path must do it (None: no open batch with room and no memory\n"
-    "free at once for a new one, or the accumulator closed; NotImplemented: input it does not handle: another\n"
-    "key or value type, a record over ``max_payload`` bytes of key and value, a compressed sticky batch, an\n"
-    "unknown topic or partition).");
+    "None takes the time from ``clock()``, or the system clock when ``clock`` is None. Returns the record's\n"
+    "future; None or NotImplemented when nothing changed and the Python path must do it (None: no open batch\n"
+    "with room; NotImplemented: input it does not handle: another key or value type, a record over\n"
+    "``max_payload`` bytes of key and value, a compressed sticky batch, an unknown topic or partition).\n"
+    "It never opens a batch (SendRecord does, through ``accumulator.open_batch``).");
 
 /* The Sender's wake-up. ``wakeup``: a callable, or (holder, attribute, callable): the call is skipped while
  * ``getattr(holder, attribute) is True`` (a wake-up is already pending: Sender.wakeup would do nothing), which
@@ -1743,13 +1741,17 @@ static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
  * strong references, so no remembered address is reused): the accumulator's entry of the topic and the queue of
  * the partition (neither is ever replaced or removed once made: RecordAccumulator's ``_topics``), and the topic's
  * partition count in the metadata index's ``by_topic`` (an index is never changed once built: an update replaces
- * it whole). A str topic equal to the remembered one but another object is looked up (and then remembered). */
+ * it whole), and until when the topic's metadata expiry is fresh (an expiry only grows, and is removed only once
+ * the monotonic clock has passed it: ProducerMetadata.retain_topics; a refresh is due only after idle // 2 more
+ * ms, at fresh_until, when it is read again). A str topic equal to the remembered one but another object is looked up (and then remembered). */
 typedef struct {
     PyObject *topic, *info;                      /* info = topics[topic] */
     PyObject *q_info, *queue;                    /* queue = q_info.queues[q_partition] */
     int64_t q_partition;
     PyObject *by_topic, *count_topic;            /* count = len(by_topic[count_topic]) */
     Py_ssize_t count;
+    PyObject *expiries, *fresh_topic;            /* expiries[fresh_topic] - now > idle // 2 while now < fresh_until */
+    int64_t fresh_until, fresh_idle;
 } send_cache;
 
 static void send_cache_clear(send_cache *c)
@@ -1760,10 +1762,14 @@ static void send_cache_clear(send_cache *c)
     Py_CLEAR(c->queue);
     Py_CLEAR(c->by_topic);
     Py_CLEAR(c->count_topic);
+    Py_CLEAR(c->expiries);
+    Py_CLEAR(c->fresh_topic);
 }
 
-/* send_append's 15 arguments (its doc); ``cache``: the calling SendRecord's, or NULL */
-static PyObject *send_append_core(PyObject *const *args, send_cache *cache)
+/* send_append's 15 arguments (its doc); ``cache``: the calling SendRecord's, or NULL. ``may_open``: a new batch
+ * may be opened when no open batch has room (SendRecord: never for a transactional producer, whose send adds a
+ * new batch's partition to the transaction after the append); else None, nothing changed (send_append). */
+static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int may_open)
 {
     PyObject *topics = args[0], *accumulator = args[1], *clock = args[2], *headers = args[3], *cluster = args[4],
              *max_payload_obj = args[5], *ignore_keys = args[6], *wakeup = args[7], *topic = args[8],
@@ -1935,11 +1941,14 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache)
     int opened = 0;
     if (last != NULL) {
         future = batch_append_one(last, ts_obj, key, value, headers, callback, zero, &before, &after, &limit);
-        if (future == NULL || future == Py_NotImplemented) {
+        if (future == NULL || future == Py_NotImplemented || (future == Py_None && !may_open)) {
             result = future;
             future = NULL;
             goto done;
         }
+    } else if (!may_open) {
+        result = Py_NewRef(Py_None);
+        goto done;
     }
     if (last == NULL || future == Py_None) {
         /* no open batch with room: RecordAccumulator.append's new batch, opened by its open_batch (still under the
@@ -2050,7 +2059,7 @@ static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t
 {
     if (nargs != 15 || future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    return send_append_core(args, NULL);
+    return send_append_core(args, NULL, 0);
 }
 
 /* ---- producer: the whole of send()'s common case (KafkaProducer.send's checks, the metadata, send_append) -- */
@@ -2096,20 +2105,34 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         count = -2;
         goto done;
     }
-    PyObject *expiry = PyDict_GetItemWithError(expiries, topic); /* borrowed */
-    if (expiry == NULL && PyErr_Occurred())
+    if ((rc = get_int_attr(metadata, mattr[M_IDLE], &mcache[M_IDLE], &idle)) != 0) {
+        count = rc < 0 ? -1 : -2;
         goto done;
-    int fresh = 0;
-    if (expiry != NULL) {
-        int64_t exp;
-        if ((rc = take_int(Py_NewRef(expiry), &exp)) != 0 ||
-            (rc = get_int_attr(metadata, mattr[M_IDLE], &mcache[M_IDLE], &idle)) != 0) {
-            count = rc < 0 ? -1 : -2;
+    }
+    int fresh = cache != NULL && cache->expiries == expiries && cache->fresh_topic == topic && cache->fresh_idle == idle &&
+                now < cache->fresh_until;
+    if (!fresh) {
+        PyObject *expiry = PyDict_GetItemWithError(expiries, topic); /* borrowed */
+        if (expiry == NULL && PyErr_Occurred())
             goto done;
+        if (expiry != NULL) {
+            int64_t exp, until;
+            if ((rc = take_int(Py_NewRef(expiry), &exp)) != 0) {
+                count = rc < 0 ? -1 : -2;
+                goto done;
+            }
+            /* Python's floor division, for any sign */
+            int64_t half = idle / 2 - ((idle % 2 != 0) && (idle < 0));
+            fresh = exp - now > half;
+            if (fresh && cache != NULL && !__builtin_sub_overflow(exp, half, &until)) {
+                Py_INCREF(expiries);
+                Py_XSETREF(cache->expiries, expiries);
+                Py_INCREF(topic);
+                Py_XSETREF(cache->fresh_topic, topic);
+                cache->fresh_idle = idle;
+                cache->fresh_until = until;
+            }
         }
-        /* Python's floor division, for any sign */
-        int64_t half = idle / 2 - ((idle % 2 != 0) && (idle < 0));
-        fresh = exp - now > half;
     }
     if (!fresh) {
         if (now_obj == NULL && (now_obj = PyLong_FromLongLong(now)) == NULL)
@@ -2237,7 +2260,7 @@ static PyObject *send_record_core(PyObject *const *args, int *no_room, send_cach
         return NULL;
     PyObject *call[15] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], topic, partition,
                           count_obj, timestamp, args[14], args[15], args[16]};
-    PyObject *future = send_append_core(call, cache);
+    PyObject *future = send_append_core(call, cache, 1);
     Py_DECREF(count_obj);
     if (future == Py_None) {
         Py_DECREF(future);
@@ -2299,6 +2322,7 @@ static int send_record_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(sr->cache.q_info);
     Py_VISIT(sr->cache.queue);
     Py_VISIT(sr->cache.by_topic);
+    Py_VISIT(sr->cache.expiries);
     return 0;
 }
 
@@ -2326,10 +2350,12 @@ PyDoc_STRVAR(send_record_doc,
     "None, (holder, attribute, fatal_state) fatal when ``getattr(holder, attribute) is fatal_state``, or a callable\n"
     "whose truth says it), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic\n"
     "clock, else its ms; ``cluster_at``: (holder, attribute) or a callable giving ``metadata.fetch()`` without\n"
-    "its frame, None calls fetch()), then send_append (the\n"
-    "first eight arguments are send_append's). NotImplemented whenever send_append\n"
-    "would not give a future, or a check or the metadata needs the Python path (which then does it all again\n"
-    "and raises as before); a record is appended only when a future is returned.");
+    "its frame, None calls fetch()), then send_append (the first eight arguments are send_append's), which\n"
+    "here also closes a full last batch and opens a new one by ``accumulator.open_batch`` when buffer.memory\n"
+    "has its room at once (not for a transactional producer: its send adds a new batch's partition to the\n"
+    "transaction). NotImplemented whenever that gives no future, or a check or the metadata needs the Python\n"
+    "path (which then does it all again and raises as before); a record is appended only when a future is\n"
+    "returned.");
 
 static PyTypeObject SendRecordType = {
     PyVarObject_HEAD_INIT(NULL, 0)

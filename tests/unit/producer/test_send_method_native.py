@@ -275,3 +275,59 @@ def test_a_topic_equal_to_the_remembered_one_but_another_str_goes_to_the_same_qu
         assert [f.result(0).offset for f in fs] == [1, 2, 3]
     finally:
         p.close(0)
+
+
+def test_the_topics_expiry_is_refreshed_by_the_kernel_as_add_and_count_refreshes_it() -> None:
+    """SendRecord remembers until when the topic's metadata expiry is fresh (expiry - idle // 2): past that it
+    reads it again and refreshes it (ProducerMetadata.add), as the Python path; a topic forgotten by
+    retain_topics is added again. Both producers see the same sends at the same MockTime."""
+    time = MockTime()
+    config = {"metadata.max.idle.ms": 5000}
+    kernel = _producer(time, 1, 0, True, True, False, **config)
+    python = _producer(time, 1, 0, False, **config)
+    try:
+        expiries: list[tuple[int | None, int | None]] = []
+        for step in [0, 1000, 1499, 1, 1, 2000, 498, 1, 1]:
+            time.sleep(step)  # ms
+            for p in (kernel, python):
+                p.send(TOPIC, b"v")
+            expiries.append((kernel.metadata.topic_expiry.get(TOPIC), python.metadata.topic_expiry.get(TOPIC)))
+        assert [k for k, _ in expiries] == [py for _, py in expiries]
+        assert len({k for k, _ in expiries}) == 3  # refreshed twice
+        time.sleep(6000)
+        for p in (kernel, python):
+            p.metadata.retain_topics(time.hi_res_clock_ms())
+            assert TOPIC not in p.metadata.topic_expiry
+        with _python_calls() as calls:
+            kernel.send(TOPIC, b"v")
+        assert not {name for name, _ in calls} & _SEND_PATH  # add() only: the topic's partitions are still known
+        assert "add" in [name for name, _ in calls]
+        python.send(TOPIC, b"v")
+        assert kernel.metadata.topic_expiry == python.metadata.topic_expiry == {TOPIC: time.hi_res_clock_ms() + 5000}
+    finally:
+        kernel.close(0)
+        python.close(0)
+
+
+def test_send_append_never_opens_a_batch_so_a_transactional_send_adds_its_partition() -> None:
+    """The kernel's send_append (the Python path's compiled append, a transactional producer's too) finds no open
+    batch with room and returns None having changed nothing: append() then makes the batch and send() adds its
+    partition to the transaction (SendRecord, which opens batches itself, is never a transactional producer's)."""
+    p = _producer(MockTime(), 1, 0, True, False, **{"batch.size": 300})
+    try:
+        assert p._send_record is None
+        p.send(TOPIC, b"v" * 200, None, 0)
+        batch = p.accumulator.batches_for(TopicPartition(TOPIC, 0))[0]
+        with _python_calls() as calls:
+            p.send(TOPIC, b"v" * 200, None, 0)  # no room: send_append declines, append opens the batch
+        names = [name for name, _ in calls]
+        assert "append" in names and "open_batch" not in names
+        assert [b.record_count for b in p.accumulator.batches_for(TopicPartition(TOPIC, 0))] == [1, 1]
+        assert p._send_append is not None
+        full = p.accumulator.batches_for(TopicPartition(TOPIC, 1 - 1))[-1]
+        full.size_bytes = full.size_limit  # no room for anything
+        assert p._send_append(TOPIC, 0, 1, None, None, b"v", None) is None
+        assert [b.record_count for b in p.accumulator.batches_for(TopicPartition(TOPIC, 0))] == [1, 1]
+        assert not full.closed and batch.closed
+    finally:
+        p.close(0)
