@@ -1717,6 +1717,18 @@ static int wake_sender(PyObject *wakeup)
     return 0;
 }
 
+/* Whether the batch's compression_ratio is 1.0 (its size_bytes are what the sticky partitioner counts): 1, 0, or -1
+ * with an exception. */
+static int batch_is_plain(PyObject *batch)
+{
+    PyObject *ratio = cached_get(batch, sattr[S_RATIO], &scache[S_RATIO]);
+    if (ratio == NULL)
+        return -1;
+    int plain = PyFloat_CheckExact(ratio) && PyFloat_AS_DOUBLE(ratio) == 1.0;
+    Py_DECREF(ratio);
+    return plain;
+}
+
 /* ``ms`` as an int object: the batch's last pending record's timestamp object when it is that value, else a new
  * int. New reference, NULL with an exception. */
 static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
@@ -1922,13 +1934,9 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
         goto done;
     if (last != NULL && sticky != NULL) {
         /* the sticky accounting counts estimated bytes of a compressed batch: the Python path does that */
-        PyObject *ratio = cached_get(last, sattr[S_RATIO], &scache[S_RATIO]);
-        if (ratio == NULL)
-            goto done;
-        int plain = PyFloat_CheckExact(ratio) && PyFloat_AS_DOUBLE(ratio) == 1.0;
-        Py_DECREF(ratio);
-        if (!plain) {
-            result = Py_NewRef(Py_NotImplemented);
+        int plain = batch_is_plain(last);
+        if (plain <= 0) {
+            result = plain < 0 ? NULL : Py_NewRef(Py_NotImplemented);
             goto done;
         }
     }
@@ -1996,11 +2004,9 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
         }
         before = 0; /* append() counts a new batch's whole size to the sticky partition */
         if (sticky != NULL) {
-            PyObject *ratio = cached_get(last, sattr[S_RATIO], &scache[S_RATIO]);
-            if (ratio == NULL)
+            int plain = batch_is_plain(last);
+            if (plain < 0)
                 goto done;
-            int plain = PyFloat_CheckExact(ratio) && PyFloat_AS_DOUBLE(ratio) == 1.0;
-            Py_DECREF(ratio);
             if (!plain && take_int(PyObject_CallMethodNoArgs(last, sattr[S_ESTIMATED]), &after) != 0) {
                 if (!PyErr_Occurred())
                     PyErr_SetString(PyExc_TypeError, "estimated_size_in_bytes() is not an int");
