@@ -1375,7 +1375,7 @@ static inline __attribute__((always_inline)) int cached_set(PyObject *obj, PyObj
 
 /* v (borrowed) into *out when it is a plain int of at most two internal digits (|v| < 2**60: sizes, offsets,
  * millisecond timestamps), read without a call: 1; 0 for anything else (PyLong_AsLongLongAndOverflow decides). */
-static inline int compact_int(PyObject *v, int64_t *out)
+static inline __attribute__((always_inline)) int compact_int(PyObject *v, int64_t *out)
 {
     if (!PyLong_CheckExact(v))
         return 0;
@@ -1719,7 +1719,7 @@ static int wake_sender(PyObject *wakeup)
 
 /* Whether the batch's compression_ratio is 1.0 (its size_bytes are what the sticky partitioner counts): 1, 0, or -1
  * with an exception. */
-static int batch_is_plain(PyObject *batch)
+static inline int batch_is_plain(PyObject *batch)
 {
     PyObject *ratio = cached_get(batch, sattr[S_RATIO], &scache[S_RATIO]);
     if (ratio == NULL)
