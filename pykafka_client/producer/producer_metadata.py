@@ -24,7 +24,6 @@ from pykafka_client.structs import Node, TopicPartition
 
 
 class _Index:
-    #: never changed once built (an update makes a new one): the kernel's SendRecord remembers a topic's count per index
     __slots__ = ("available", "by_node", "by_topic", "cluster", "leaders")
 
     def __init__(self, cluster: Cluster) -> None:
