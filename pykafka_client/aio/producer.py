@@ -15,9 +15,9 @@ loop (a few microseconds, never blocking: see below) and returns a :class:`Deliv
 step completes the record in the loop's thread and wakes the task awaiting it directly (a record completed
 on another thread, e.g. after the loop ended, wakes it through :mod:`pykafka_client.aio._loop`).
 
-* ``send`` never blocks the loop. A record that fits its partition's open batch is appended at once by the sync
-  producer's compiled append (:attr:`KafkaProducer.append_to_open_batch`: it needs no new buffer memory, as in
-  the sync ``send``); otherwise, when the topic's metadata is missing it waits for it on a worker thread;
+* ``send`` never blocks the loop. A record that fits its partition's open batch, or a new batch whose buffer memory
+  is free at once, is appended at once by the sync producer's compiled append
+  (:attr:`KafkaProducer.append_to_open_batch`, which never waits); otherwise, when the topic's metadata is missing it waits for it on a worker thread;
   when ``buffer.memory`` is short it waits asynchronously for room; both within ``max.block.ms``, after which
   the record fails with KafkaTimeoutError / BufferExhaustedError (through its DeliveryFuture and
   ``on_delivery``, as the sync ``send``). A tight ``send`` loop yields to the event loop every 0.5 ms, behind
@@ -305,9 +305,9 @@ class AsyncKafkaProducer:
             self._last_yield = now
             await loop_yield()
         if headers is None and (append := producer.append_to_open_batch) is not None:
-            # Fastest path (nearly every call): the record goes into its partition's open batch, in one compiled
-            # call that never waits (no new batch, so no buffer memory to wait for); NotImplemented: nothing was
-            # appended, the paths below do it all
+            # Fastest path (nearly every call): the record goes into its partition's open batch (or a new one whose
+            # memory is free at once), in one compiled call that never waits; NotImplemented: nothing was appended,
+            # the paths below do it all
             future = append(topic, partition, timestamp, key, value, on_delivery)
             if future is not NotImplemented:
                 return DeliveryFuture(future, self._wakers)

@@ -272,10 +272,12 @@ class KafkaProducer:
     def append_to_open_batch(self) -> Callable[..., Any] | None:
         """``send()``'s compiled common case, for a caller that must never block (the async producer):
         ``append_to_open_batch(topic, partition, timestamp, key, value, on_delivery)`` appends the record into its
-        partition's open batch when that has room and returns the record's future, else returns NotImplemented
-        having changed nothing (the record needs :meth:`send`'s full path: a new batch and its buffer memory, the
-        topic's metadata, or an error to raise). It never waits. None once closed, for a transactional producer,
-        and without the compiled kernel (call :meth:`send` then)."""
+        partition's open batch when that has room, else into a new batch when ``buffer.memory`` has its room at once
+        (``RecordAccumulator.open_batch``), and returns the record's future; else it returns NotImplemented having
+        appended nothing (the record needs :meth:`send`'s full path: buffer memory to wait for, the topic's
+        metadata, or an error to raise; a full last batch may have been closed, as :meth:`send` closes it). It never
+        waits. None once closed, for a transactional producer, and without the compiled kernel (call :meth:`send`
+        then)."""
         return self._send_record
 
     @staticmethod
@@ -311,7 +313,8 @@ class KafkaProducer:
         no serializer call for bytes through the default bytes serializer, one deque-lock round when the
         partition's last batch has room (``RecordAccumulator.try_append_fast``). With the kernel, ``producer.send``
         is this function bound by the kernel's ``SendMethod``, which makes the ``_send_record`` call below
-        without running this frame and calls :meth:`_send_declined` when it declines.
+        without running this frame (a new batch included, when its memory is free at once) and calls
+        :meth:`_send_declined` when it declines.
         """
         send_record = self._send_record
         if send_record is not None and headers is None:
@@ -335,7 +338,8 @@ class KafkaProducer:
     ) -> Future[RecordMetadata]:
         """:meth:`send` after the kernel's SendRecord declined the record (nothing appended) or without it.
         ``no_room``: SendRecord made send()'s checks and the metadata lookup (the topic and the partition are
-        known) and found no open batch with room: only the append into a new batch is left to do."""
+        known) and found no open batch with room and no buffer memory free at once for a new one (or the
+        accumulator closed): only the append into a new batch, waiting for its memory, is left to do."""
         if self._closed:
             raise ProducerClosedError("Cannot perform operation after producer has been closed")
         tm = self.transaction_manager

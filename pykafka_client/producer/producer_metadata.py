@@ -92,7 +92,8 @@ class ProducerMetadata(Metadata):
     def __init__(self, *args: Any, metadata_idle_ms: int = 300_000, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.metadata_idle_ms = metadata_idle_ms
-        #: topic -> expiry (monotonic ms); read by the kernel's send_record as ``add_and_count`` reads it
+        #: topic -> expiry (monotonic ms); read by the kernel's send_record as ``add_and_count`` reads it (which
+        #: remembers until when a topic's expiry is fresh: an expiry only grows, and is removed once passed)
         self.topic_expiry: dict[str, int] = {}
         self._new_topics: set[str] = set()
         #: the lookups of the current cluster (replaced whole; stale when its ``cluster`` is not ``fetch()``)

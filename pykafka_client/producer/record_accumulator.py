@@ -136,6 +136,8 @@ class RecordAccumulator:
         self.transaction_manager = transaction_manager
         self.adaptive_partitioning = adaptive_partitioning
         self._rng = rng if rng is not None else random.Random()
+        #: a topic's entry and a partition's queue, once made, are never replaced or removed (the kernel's
+        #: SendRecord remembers the last ones it used)
         self._topics: dict[str, _TopicInfo] = {}
         self._topics_lock = threading.Lock()
         self._incomplete = IncompleteBatches()
@@ -264,20 +266,11 @@ class RecordAccumulator:
                     if allocated:
                         if self.closed:
                             raise KafkaError("Producer closed while send in progress")
-                        now = self.time.hi_res_clock_ms()
-                        batch = ProducerBatch(  # positional: a call with keywords costs a dict
-                            _new_tuple(TopicPartition, (topic, effective)), allocated, now, self.compression_type,
-                            self.compression_level, False,
-                            self._compression_ratios.estimation(topic) if self._compressed else 1.0,
-                            self._batch_condition,
-                        )
-                        batch.allocated_bytes = allocated
-                        future = batch.try_append(timestamp, key, value, headers, callback, now)
+                        batch = self._add_batch(batches, topic, effective, allocated)
+                        allocated = 0
+                        future = batch.try_append(timestamp, key, value, headers, callback, batch.created_ms)
                         if future is None:  # cannot happen: the first record always fits
                             raise IllegalStateError("a record did not fit in a new batch")
-                        batches.append(batch)
-                        self._incomplete.add(batch)
-                        allocated = 0
                         full = batch.size_bytes >= batch.size_limit
                         appended = batch.size_bytes if batch.compression_ratio == 1.0 else batch.estimated_size_in_bytes()
                         if sticky_part:
@@ -289,6 +282,42 @@ class RecordAccumulator:
         finally:
             if allocated:
                 self.free.deallocate(allocated)
+            appending.pop()
+
+    def _add_batch(self, batches: deque[ProducerBatch], topic: str, partition: int, allocated: int) -> ProducerBatch:
+        """A new empty batch of ``partition`` holding ``allocated`` bytes of the buffer pool, appended to its deque
+        ``batches`` (whose lock the caller holds) and counted incomplete."""
+        batch = ProducerBatch(  # positional: a call with keywords costs a dict
+            _new_tuple(TopicPartition, (topic, partition)), allocated, self.time.hi_res_clock_ms(),
+            self.compression_type, self.compression_level, False,
+            self._compression_ratios.estimation(topic) if self._compressed else 1.0, self._batch_condition,
+        )
+        batch.allocated_bytes = allocated
+        batches.append(batch)
+        self._incomplete.add(batch)
+        return batch
+
+    def open_batch(
+        self, batches: deque[ProducerBatch], topic: str, partition: int, key: bytes | None, value: bytes | None,
+        headers: Sequence[Header],
+    ) -> ProducerBatch | None:
+        """:meth:`append`'s new batch for a caller that holds ``partition``'s deque lock and found no open batch
+        with room in its deque ``batches`` (having closed the full last batch): a new empty batch sized for the
+        record (``key``, ``value``, ``headers``), appended to ``batches`` and counted incomplete, when the buffer
+        pool has its memory at once (:meth:`BufferPool.try_allocate`) and the accumulator is open; None, having
+        changed nothing, when it would have to wait for the memory or the accumulator is closed (:meth:`append`
+        then waits, or raises). The caller appends the record into the batch before it releases the lock. The
+        kernel's send path calls it: a new batch without :meth:`append`'s second round of lookups."""
+        appending = self._appending
+        appending.append(None)  # counted from before the closed check until the batch is incomplete (abort)
+        try:
+            if self.closed:
+                return None
+            size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
+            if not self.free.try_allocate(size):
+                return None
+            return self._add_batch(batches, topic, partition, size)
+        finally:
             appending.pop()
 
     @staticmethod

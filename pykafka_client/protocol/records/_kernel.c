@@ -1321,7 +1321,7 @@ static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *
 
 /* The offset of obj's object slot `name`, or -1: go by name (also remembered per type and version). Inline: a
  * send reads some thirty slots, nearly always of the type the call site saw last. */
-static inline Py_ssize_t slot_offset(PyObject *obj, PyObject *name, slot_cache *c)
+static inline __attribute__((always_inline)) Py_ssize_t slot_offset(PyObject *obj, PyObject *name, slot_cache *c)
 {
     PyTypeObject *t = Py_TYPE(obj);
     if (c->type == t && c->tag == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
@@ -1375,7 +1375,7 @@ static inline __attribute__((always_inline)) int cached_set(PyObject *obj, PyObj
 
 /* v (borrowed) into *out when it is a plain int of at most two internal digits (|v| < 2**60: sizes, offsets,
  * millisecond timestamps), read without a call: 1; 0 for anything else (PyLong_AsLongLongAndOverflow decides). */
-static inline int compact_int(PyObject *v, int64_t *out)
+static inline __attribute__((always_inline)) int compact_int(PyObject *v, int64_t *out)
 {
     if (!PyLong_CheckExact(v))
         return 0;
@@ -1448,8 +1448,8 @@ static inline __attribute__((always_inline)) int get_int_attr(PyObject *obj, PyO
     return get_int_attr_slow(obj, name, c, out);
 }
 
-/* get_int_attr of one of the batch's attributes */
-static int get_int(PyObject *obj, int a, int64_t *out)
+/* get_int_attr of one of the batch's attributes (inline: five per append) */
+static inline __attribute__((always_inline)) int get_int(PyObject *obj, int a, int64_t *out)
 {
     return get_int_attr(obj, attr[a], &acache[a], out);
 }
@@ -1587,10 +1587,11 @@ static PyObject *k_batch_try_append(PyObject *self, PyObject *const *args, Py_ss
 /* ---- producer: send()'s common case in one call (RecordAccumulator.try_append_fast + the partition) ------- */
 
 enum { S_PARTITIONER, S_QUEUES, S_STICKY, S_PARTITION, S_PRODUCED, S_SWITCH, S_STICKY_SIZE, S_LOCK, S_BATCHES,
-       S_ACQUIRE, S_RELEASE, S_CLOSED, S_RATIO, S_UPDATE, S_COUNT };
+       S_ACQUIRE, S_RELEASE, S_CLOSED, S_RATIO, S_UPDATE, S_OPEN_BATCH, S_ESTIMATED, S_COUNT };
 static const char *const send_attr_names[S_COUNT] = {
     "partitioner", "queues", "sticky", "partition", "produced_bytes", "switch_bytes", "sticky_batch_size", "lock",
-    "batches", "acquire", "release", "closed", "compression_ratio", "update_partition_info",
+    "batches", "acquire", "release", "closed", "compression_ratio", "update_partition_info", "open_batch",
+    "estimated_size_in_bytes",
 };
 static PyObject *sattr[S_COUNT];
 static slot_cache scache[S_COUNT];
@@ -1690,7 +1691,8 @@ PyDoc_STRVAR(send_append_doc,
     "None takes the time from ``clock()``, or the system clock when ``clock`` is None. Returns the record's\n"
     "future; None or NotImplemented when nothing changed and the Python path must do it (None: no open batch\n"
     "with room; NotImplemented: input it does not handle: another key or value type, a record over\n"
-    "``max_payload`` bytes of key and value, a compressed sticky batch, an unknown topic or partition).");
+    "``max_payload`` bytes of key and value, a compressed sticky batch, an unknown topic or partition).\n"
+    "It never opens a batch (SendRecord does, through ``accumulator.open_batch``).");
 
 /* The Sender's wake-up. ``wakeup``: a callable, or (holder, attribute, callable): the call is skipped while
  * ``getattr(holder, attribute) is True`` (a wake-up is already pending: Sender.wakeup would do nothing), which
@@ -1715,6 +1717,18 @@ static int wake_sender(PyObject *wakeup)
     return 0;
 }
 
+/* Whether the batch's compression_ratio is 1.0 (its size_bytes are what the sticky partitioner counts): 1, 0, or -1
+ * with an exception. */
+static inline int batch_is_plain(PyObject *batch)
+{
+    PyObject *ratio = cached_get(batch, sattr[S_RATIO], &scache[S_RATIO]);
+    if (ratio == NULL)
+        return -1;
+    int plain = PyFloat_CheckExact(ratio) && PyFloat_AS_DOUBLE(ratio) == 1.0;
+    Py_DECREF(ratio);
+    return plain;
+}
+
 /* ``ms`` as an int object: the batch's last pending record's timestamp object when it is that value, else a new
  * int. New reference, NULL with an exception. */
 static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
@@ -1735,8 +1749,39 @@ static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
     return ts != NULL ? ts : PyLong_FromLongLong(ms);
 }
 
-/* send_append's 15 arguments (its doc) */
-static PyObject *send_append_core(PyObject *const *args)
+/* What a SendRecord remembers of its last send, read again only when the send names another one (under the GIL;
+ * strong references, so no remembered address is reused): the accumulator's entry of the topic and the queue of
+ * the partition (neither is ever replaced or removed once made: RecordAccumulator's ``_topics``), and the topic's
+ * partition count in the metadata index's ``by_topic`` (an index is never changed once built: an update replaces
+ * it whole), and until when the topic's metadata expiry is fresh (an expiry only grows, and is removed only once
+ * the monotonic clock has passed it: ProducerMetadata.retain_topics; a refresh is due only after idle // 2 more
+ * ms, at fresh_until, when it is read again). A str topic equal to the remembered one but another object is looked up (and then remembered). */
+typedef struct {
+    PyObject *topic, *info;                      /* info = topics[topic] */
+    PyObject *q_info, *queue;                    /* queue = q_info.queues[q_partition] */
+    int64_t q_partition;
+    PyObject *by_topic, *count_topic;            /* count = len(by_topic[count_topic]) */
+    Py_ssize_t count;
+    PyObject *expiries, *fresh_topic;            /* expiries[fresh_topic] - now > idle // 2 while now < fresh_until */
+    int64_t fresh_until, fresh_idle;
+} send_cache;
+
+static void send_cache_clear(send_cache *c)
+{
+    Py_CLEAR(c->topic);
+    Py_CLEAR(c->info);
+    Py_CLEAR(c->q_info);
+    Py_CLEAR(c->queue);
+    Py_CLEAR(c->by_topic);
+    Py_CLEAR(c->count_topic);
+    Py_CLEAR(c->expiries);
+    Py_CLEAR(c->fresh_topic);
+}
+
+/* send_append's 15 arguments (its doc); ``cache``: the calling SendRecord's, or NULL. ``may_open``: a new batch
+ * may be opened when no open batch has room (SendRecord: never for a transactional producer, whose send adds a
+ * new batch's partition to the transaction after the append); else None, nothing changed (send_append). */
+static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int may_open)
 {
     PyObject *topics = args[0], *accumulator = args[1], *clock = args[2], *headers = args[3], *cluster = args[4],
              *max_payload_obj = args[5], *ignore_keys = args[6], *wakeup = args[7], *topic = args[8],
@@ -1773,11 +1818,22 @@ static PyObject *send_append_core(PyObject *const *args)
     }
     if (sattr_init() < 0)
         return NULL;
-    PyObject *info = PyDict_GetItemWithError(topics, topic); /* borrowed */
-    if (info == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *info; /* borrowed (held by topics, and by the cache) */
+    if (cache != NULL && cache->topic == topic) {
+        info = cache->info;
+    } else {
+        info = PyDict_GetItemWithError(topics, topic);
+        if (info == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        if (cache != NULL) {
+            Py_INCREF(info);
+            Py_XSETREF(cache->info, info);
+            Py_INCREF(topic);
+            Py_XSETREF(cache->topic, topic);
+        }
     }
     PyObject *result = NULL, *partitioner = NULL, *sticky = NULL, *queues = NULL, *q = NULL, *lock = NULL,
              *batches = NULL, *last = NULL, *future = NULL, *ts_obj = NULL, *effective_obj = NULL;
@@ -1796,19 +1852,32 @@ static PyObject *send_append_core(PyObject *const *args)
         if (rc < 0)
             goto done;
     }
-    if ((queues = cached_get(info, sattr[S_QUEUES], &scache[S_QUEUES])) == NULL)
+    if ((effective_obj = PyLong_FromLongLong(effective)) == NULL)
         goto done;
-    if (!PyDict_CheckExact(queues) || (effective_obj = PyLong_FromLongLong(effective)) == NULL) {
-        result = effective_obj == NULL ? NULL : Py_NewRef(Py_NotImplemented);
-        goto done;
-    }
-    q = PyDict_GetItemWithError(queues, effective_obj);
-    if (q == NULL) {
-        if (!PyErr_Occurred())
+    if (cache != NULL && cache->q_info == info && cache->q_partition == effective) {
+        q = Py_NewRef(cache->queue);
+    } else {
+        if ((queues = cached_get(info, sattr[S_QUEUES], &scache[S_QUEUES])) == NULL)
+            goto done;
+        if (!PyDict_CheckExact(queues)) {
             result = Py_NewRef(Py_NotImplemented);
-        goto done;
+            goto done;
+        }
+        q = PyDict_GetItemWithError(queues, effective_obj);
+        if (q == NULL) {
+            if (!PyErr_Occurred())
+                result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        Py_INCREF(q);
+        if (cache != NULL) {
+            Py_INCREF(info);
+            Py_XSETREF(cache->q_info, info);
+            Py_INCREF(q);
+            Py_XSETREF(cache->queue, q);
+            cache->q_partition = effective;
+        }
     }
-    Py_INCREF(q);
     /* the timestamp, as send() takes it before the append; the system clock's as a number (clock_ms >= 0), its
      * int object made at the append (the last record's when it is the same millisecond: no int per record) */
     int64_t clock_ms = -1;
@@ -1835,7 +1904,7 @@ static PyObject *send_append_core(PyObject *const *args)
     int is_closed = take_truth(cached_get(accumulator, sattr[S_CLOSED], &scache[S_CLOSED]));
     if (is_closed < 0)
         goto done;
-    if (nbatches == 0 || is_closed) {
+    if (is_closed) {
         result = Py_NewRef(Py_None);
         goto done;
     }
@@ -1849,18 +1918,10 @@ static PyObject *send_append_core(PyObject *const *args)
             goto done;
         }
     }
-    if ((last = PySequence_GetItem(batches, nbatches - 1)) == NULL)
-        goto done;
     int64_t produced = 0, switch_bytes = 0, sticky_size = 0;
     if (sticky != NULL) {
-        /* the sticky accounting counts estimated bytes of a compressed batch: the Python path does that */
-        PyObject *ratio = cached_get(last, sattr[S_RATIO], &scache[S_RATIO]);
-        if (ratio == NULL)
-            goto done;
-        int plain = PyFloat_CheckExact(ratio) && PyFloat_AS_DOUBLE(ratio) == 1.0;
-        Py_DECREF(ratio);
         int rc;
-        if (!plain || (rc = get_int_attr(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], &produced)) > 0 ||
+        if ((rc = get_int_attr(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], &produced)) > 0 ||
             (rc = get_int_attr(partitioner, sattr[S_SWITCH], &scache[S_SWITCH], &switch_bytes)) > 0 ||
             (rc = get_int_attr(partitioner, sattr[S_STICKY_SIZE], &scache[S_STICKY_SIZE], &sticky_size)) > 0) {
             result = Py_NewRef(Py_NotImplemented);
@@ -1869,17 +1930,89 @@ static PyObject *send_append_core(PyObject *const *args)
         if (rc < 0)
             goto done;
     }
+    if (nbatches > 0 && (last = PySequence_GetItem(batches, nbatches - 1)) == NULL)
+        goto done;
+    if (last != NULL && sticky != NULL) {
+        /* the sticky accounting counts estimated bytes of a compressed batch: the Python path does that */
+        int plain = batch_is_plain(last);
+        if (plain <= 0) {
+            result = plain < 0 ? NULL : Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+    }
     int64_t before = 0, after = 0, limit = 0;
     static PyObject *zero = NULL;
     if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
         goto done;
-    if (ts_obj == NULL && (ts_obj = last_record_timestamp(last, clock_ms)) == NULL)
+    if (ts_obj == NULL && (ts_obj = last == NULL ? PyLong_FromLongLong(clock_ms) : last_record_timestamp(last, clock_ms)) == NULL)
         goto done;
-    future = batch_append_one(last, ts_obj, key, value, headers, callback, zero, &before, &after, &limit);
-    if (future == NULL || future == Py_None || future == Py_NotImplemented) {
-        result = future;
-        future = NULL;
+    int opened = 0;
+    if (last != NULL) {
+        future = batch_append_one(last, ts_obj, key, value, headers, callback, zero, &before, &after, &limit);
+        if (future == NULL || future == Py_NotImplemented || (future == Py_None && !may_open)) {
+            result = future;
+            future = NULL;
+            goto done;
+        }
+    } else if (!may_open) {
+        result = Py_NewRef(Py_None);
         goto done;
+    }
+    if (last == NULL || future == Py_None) {
+        /* no open batch with room: RecordAccumulator.append's new batch, opened by its open_batch (still under the
+         * queue's lock: one round), when the input is what batch_append_one takes (checked before any change) */
+        Py_CLEAR(future);
+        int64_t ts_check;
+        int ts_overflow = 0;
+        if (!PyLong_CheckExact(ts_obj) || headers_size(headers) < 0) {
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        if (!compact_int(ts_obj, &ts_check))
+            ts_check = PyLong_AsLongLongAndOverflow(ts_obj, &ts_overflow);
+        if (ts_overflow || ts_check < 0 || ts_check > ((int64_t)1 << 62)) {
+            PyErr_Clear();
+            result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        /* append() closes the full last batch before it looks for memory */
+        if (last != NULL && cached_set(last, attr[A_CLOSED], &acache[A_CLOSED], Py_True) < 0)
+            goto done;
+        PyObject *fresh = PyObject_CallMethodObjArgs(accumulator, sattr[S_OPEN_BATCH], batches, topic, effective_obj, key,
+                                                     value, headers, NULL);
+        if (fresh == NULL)
+            goto done;
+        if (fresh == Py_None) { /* memory not free at once, or closed: append() waits (or raises) */
+            result = fresh;
+            goto done;
+        }
+        Py_XSETREF(last, fresh);
+        opened = 1;
+        PyObject *created = cached_get(last, attr[A_LAST_APPEND], &acache[A_LAST_APPEND]);
+        if (created == NULL)
+            goto done;
+        future = batch_append_one(last, ts_obj, key, value, headers, callback, created, &before, &after, &limit);
+        Py_DECREF(created);
+        if (future == NULL || future == Py_None || future == Py_NotImplemented) {
+            /* cannot happen (a first record always fits, the input was checked): the Python path takes the
+             * record into the new, empty batch */
+            result = future == Py_None ? Py_NewRef(Py_NotImplemented) : future;
+            if (future == Py_None)
+                Py_DECREF(future);
+            future = NULL;
+            goto done;
+        }
+        before = 0; /* append() counts a new batch's whole size to the sticky partition */
+        if (sticky != NULL) {
+            int plain = batch_is_plain(last);
+            if (plain < 0)
+                goto done;
+            if (!plain && take_int(PyObject_CallMethodNoArgs(last, sattr[S_ESTIMATED]), &after) != 0) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "estimated_size_in_bytes() is not an int");
+                goto done;
+            }
+        }
     }
     int last_full = after >= limit;
     if (sticky != NULL) {
@@ -1898,7 +2031,7 @@ static PyObject *send_append_core(PyObject *const *args)
             Py_DECREF(r);
         }
     }
-    wake = last_full || nbatches > 1;
+    wake = opened || last_full || nbatches > 1;
     result = Py_NewRef(future);
 done:
     if (locked) {
@@ -1932,7 +2065,7 @@ static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t
 {
     if (nargs != 15 || future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    return send_append_core(args);
+    return send_append_core(args, NULL, 0);
 }
 
 /* ---- producer: the whole of send()'s common case (KafkaProducer.send's checks, the metadata, send_append) -- */
@@ -1950,7 +2083,8 @@ static slot_cache mcache[M_COUNT];
  * ``cluster_at`` gives ``metadata.fetch()`` without its Python frame (cluster_now(); None: fetch() is called). */
 static PyObject *cluster_now(PyObject *cluster_at);
 
-static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock, PyObject *cluster_at)
+static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyObject *mono_clock, PyObject *cluster_at,
+                                        send_cache *cache)
 {
     /* now as an int object only when a call needs it (the topic's expiry is refreshed: rarely) */
     PyObject *now_obj = NULL;
@@ -1977,20 +2111,34 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         count = -2;
         goto done;
     }
-    PyObject *expiry = PyDict_GetItemWithError(expiries, topic); /* borrowed */
-    if (expiry == NULL && PyErr_Occurred())
+    if ((rc = get_int_attr(metadata, mattr[M_IDLE], &mcache[M_IDLE], &idle)) != 0) {
+        count = rc < 0 ? -1 : -2;
         goto done;
-    int fresh = 0;
-    if (expiry != NULL) {
-        int64_t exp;
-        if ((rc = take_int(Py_NewRef(expiry), &exp)) != 0 ||
-            (rc = get_int_attr(metadata, mattr[M_IDLE], &mcache[M_IDLE], &idle)) != 0) {
-            count = rc < 0 ? -1 : -2;
+    }
+    int fresh = cache != NULL && cache->expiries == expiries && cache->fresh_topic == topic && cache->fresh_idle == idle &&
+                now < cache->fresh_until;
+    if (!fresh) {
+        PyObject *expiry = PyDict_GetItemWithError(expiries, topic); /* borrowed */
+        if (expiry == NULL && PyErr_Occurred())
             goto done;
+        if (expiry != NULL) {
+            int64_t exp, until;
+            if ((rc = take_int(Py_NewRef(expiry), &exp)) != 0) {
+                count = rc < 0 ? -1 : -2;
+                goto done;
+            }
+            /* Python's floor division, for any sign */
+            int64_t half = idle / 2 - ((idle % 2 != 0) && (idle < 0));
+            fresh = exp - now > half;
+            if (fresh && cache != NULL && !__builtin_sub_overflow(exp, half, &until)) {
+                Py_INCREF(expiries);
+                Py_XSETREF(cache->expiries, expiries);
+                Py_INCREF(topic);
+                Py_XSETREF(cache->fresh_topic, topic);
+                cache->fresh_idle = idle;
+                cache->fresh_until = until;
+            }
         }
-        /* Python's floor division, for any sign */
-        int64_t half = idle / 2 - ((idle % 2 != 0) && (idle < 0));
-        fresh = exp - now > half;
     }
     if (!fresh) {
         if (now_obj == NULL && (now_obj = PyLong_FromLongLong(now)) == NULL)
@@ -2015,12 +2163,23 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         count = -2;
         goto done;
     }
+    if (cache != NULL && cache->by_topic == by_topic && cache->count_topic == topic) {
+        count = cache->count;
+        goto done;
+    }
     PyObject *infos = PyDict_GetItemWithError(by_topic, topic); /* borrowed */
     if (infos == NULL) {
         count = PyErr_Occurred() ? -1 : 0;
         goto done;
     }
     count = PyList_CheckExact(infos) ? PyList_GET_SIZE(infos) : -2;
+    if (cache != NULL && count > 0) {
+        Py_INCREF(by_topic);
+        Py_XSETREF(cache->by_topic, by_topic);
+        Py_INCREF(topic);
+        Py_XSETREF(cache->count_topic, topic);
+        cache->count = count;
+    }
 done:
     Py_XDECREF(now_obj);
     Py_XDECREF(expiries);
@@ -2073,8 +2232,9 @@ static PyObject *cluster_now(PyObject *cluster_at)
 
 /* SendRecord's call: args are its 11 fixed arguments then the call's 6. NotImplemented when it declines; then
  * *no_room is 1 when the record passed every check and the metadata (the topic and partition known) and only
- * found no open batch with room (or the accumulator closed), 0 otherwise. */
-static PyObject *send_record_core(PyObject *const *args, int *no_room)
+ * found no open batch with room and no buffer memory free at once for a new one (or the accumulator closed), 0
+ * otherwise. */
+static PyObject *send_record_core(PyObject *const *args, int *no_room, send_cache *cache)
 {
     *no_room = 0;
     if (future_type == NULL)
@@ -2096,7 +2256,7 @@ static PyObject *send_record_core(PyObject *const *args, int *no_room)
         return NULL;
     if (fatal)
         Py_RETURN_NOTIMPLEMENTED;
-    long long count = metadata_add_and_count(metadata, topic, mono_clock, cluster_at);
+    long long count = metadata_add_and_count(metadata, topic, mono_clock, cluster_at, cache);
     if (count == -1)
         return NULL;
     if (count <= 0)
@@ -2106,7 +2266,7 @@ static PyObject *send_record_core(PyObject *const *args, int *no_room)
         return NULL;
     PyObject *call[15] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], topic, partition,
                           count_obj, timestamp, args[14], args[15], args[16]};
-    PyObject *future = send_append_core(call);
+    PyObject *future = send_append_core(call, cache, 1);
     Py_DECREF(count_obj);
     if (future == Py_None) {
         Py_DECREF(future);
@@ -2123,6 +2283,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *fixed[SR_FIXED];
     vectorcallfunc vectorcall;
+    send_cache cache;
 } SendRecordObject;
 
 static PyObject *send_record_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -2137,7 +2298,10 @@ static PyObject *send_record_vectorcall(PyObject *self, PyObject *const *args, s
     memcpy(all, ((SendRecordObject *)self)->fixed, sizeof(PyObject *) * SR_FIXED);
     memcpy(all + SR_FIXED, args, sizeof(PyObject *) * SR_CALL);
     int no_room;
-    return send_record_core(all, &no_room);
+    Py_INCREF(self); /* its cache is used during the call */
+    PyObject *r = send_record_core(all, &no_room, &((SendRecordObject *)self)->cache);
+    Py_DECREF(self);
+    return r;
 }
 
 static PyObject *send_record_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -2157,8 +2321,14 @@ static PyObject *send_record_new(PyTypeObject *type, PyObject *args, PyObject *k
 
 static int send_record_traverse(PyObject *self, visitproc visit, void *arg)
 {
+    SendRecordObject *sr = (SendRecordObject *)self;
     for (int i = 0; i < SR_FIXED; i++)
-        Py_VISIT(((SendRecordObject *)self)->fixed[i]);
+        Py_VISIT(sr->fixed[i]);
+    Py_VISIT(sr->cache.info);
+    Py_VISIT(sr->cache.q_info);
+    Py_VISIT(sr->cache.queue);
+    Py_VISIT(sr->cache.by_topic);
+    Py_VISIT(sr->cache.expiries);
     return 0;
 }
 
@@ -2166,6 +2336,7 @@ static int send_record_clear(PyObject *self)
 {
     for (int i = 0; i < SR_FIXED; i++)
         Py_CLEAR(((SendRecordObject *)self)->fixed[i]);
+    send_cache_clear(&((SendRecordObject *)self)->cache);
     return 0;
 }
 
@@ -2185,10 +2356,12 @@ PyDoc_STRVAR(send_record_doc,
     "None, (holder, attribute, fatal_state) fatal when ``getattr(holder, attribute) is fatal_state``, or a callable\n"
     "whose truth says it), ProducerMetadata.add_and_count on ``metadata`` (``mono_clock`` None: the monotonic\n"
     "clock, else its ms; ``cluster_at``: (holder, attribute) or a callable giving ``metadata.fetch()`` without\n"
-    "its frame, None calls fetch()), then send_append (the\n"
-    "first eight arguments are send_append's). NotImplemented whenever send_append\n"
-    "would not give a future, or a check or the metadata needs the Python path (which then does it all again\n"
-    "and raises as before); a record is appended only when a future is returned.");
+    "its frame, None calls fetch()), then send_append (the first eight arguments are send_append's), which\n"
+    "here also closes a full last batch and opens a new one by ``accumulator.open_batch`` when buffer.memory\n"
+    "has its room at once (not for a transactional producer: its send adds a new batch's partition to the\n"
+    "transaction). NotImplemented whenever that gives no future, or a check or the metadata needs the Python\n"
+    "path (which then does it all again and raises as before); a record is appended only when a future is\n"
+    "returned.");
 
 static PyTypeObject SendRecordType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -2211,7 +2384,8 @@ static PyTypeObject SendRecordType = {
  * ``_send_record`` slot and, with no headers, calls that SendRecord directly: a future returned is send()'s
  * result, no Python frame run. Anything else goes through Python: NotImplemented (nothing appended) to
  * ``declined(producer, topic, value, key, partition, timestamp, headers, on_delivery, no_room)``, the rest of send()
- * (``no_room``: whether SendRecord found only no open batch with room, its checks and the metadata passed);
+ * (``no_room``: whether SendRecord found only no open batch with room and no memory free at once for a new one,
+ * its checks and the metadata passed);
  * arguments it does not parse (too many, an unknown keyword: the TypeError), a producer without a SendRecord
  * (closed, transactional, no kernel) or whose ``_send_record`` is not a slot, to the function itself. */
 enum { SEND_NARGS = 7 }; /* topic, value, key, partition, timestamp, headers, on_delivery */
@@ -2292,7 +2466,7 @@ static PyObject *bound_send_vectorcall(PyObject *op, PyObject *const *args, size
         all[SR_FIXED + 3] = v[2]; /* key */
         all[SR_FIXED + 4] = v[1]; /* value */
         all[SR_FIXED + 5] = v[6]; /* on_delivery */
-        PyObject *future = send_record_core(all, &no_room);
+        PyObject *future = send_record_core(all, &no_room, &((SendRecordObject *)sr)->cache);
         Py_DECREF(sr);
         if (future != Py_NotImplemented)
             return future;
@@ -2461,7 +2635,8 @@ PyDoc_STRVAR(send_method_doc,
     "without a Python frame when there are no headers, and returns its future; when it declines (NotImplemented,\n"
     "nothing appended) it returns ``declined(producer, topic, value, key, partition, timestamp, headers,\n"
     "on_delivery, no_room)`` (``no_room`` True: the record passed send()'s checks and the metadata and only found\n"
-    "no open batch with room); without a SendRecord, or for arguments it does not parse, ``send(producer, ...)``.");
+    "no open batch with room and no memory free at once for a new one); without a SendRecord, or for arguments\n"
+    "it does not parse, ``send(producer, ...)``.");
 
 static PyTypeObject SendMethodType = {
     PyVarObject_HEAD_INIT(NULL, 0)

@@ -1,6 +1,7 @@
 """``producer.send`` through the kernel's ``SendMethod``: the common case calls the producer's SendRecord without
-``send()``'s Python frame, a send that only lacks an open batch with room goes to ``_send_declined`` told so (no
-second round of checks, metadata lookup or kernel append), and the bound object behaves as the bound method it
+``send()``'s Python frame, a send that lacks an open batch with room and the memory for one goes to ``_send_declined`` told so (no
+second round of checks, metadata lookup or kernel append; a new batch is opened by the accumulator's
+``open_batch`` for the kernel, under the same queue lock round, when buffer.memory has its room at once), and the bound object behaves as the bound method it
 replaces (its arguments, its errors, closing, a patched or overridden ``send``). The records and outcomes equal
 the Python path's: ``test_send_native.test_compiled_send_equals_the_python_path`` (its producer "f")."""
 
@@ -21,6 +22,7 @@ from pykafka_client.producer.sender import Sender
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
+from tests.doubles.responses import metadata_response, nodes
 from tests.unit.producer.test_send_batch import _batches, _complete
 from tests.unit.producer.test_send_native import TOPIC, _idle, _producer
 
@@ -57,7 +59,7 @@ def _front(**config: Any) -> KafkaProducer:
     return p
 
 
-def test_the_common_case_runs_no_python_frame_and_a_new_batch_goes_to_send_declined_told_no_room() -> None:
+def test_the_common_case_runs_no_python_frame_and_a_new_batch_only_open_batch() -> None:
     p = _front(**{"batch.size": 300})
     try:
         assert type(p._send_record).__name__ == "SendRecord"
@@ -69,15 +71,35 @@ def test_the_common_case_runs_no_python_frame_and_a_new_batch_goes_to_send_decli
         # (the kernel calls MockTime's clock methods, which are Python; none of send()'s)
         assert not {name for name, _ in calls} & _SEND_PATH
         with _python_calls() as calls:
-            fs.append(p.send(TOPIC, b"v" * 40))  # the batch is full: a new one
+            fs.append(p.send(TOPIC, b"v" * 40))  # the batch is full: a new one, opened by open_batch for the kernel
         names = [name for name, _ in calls]
-        assert [args["no_room"] for name, args in calls if name == "_send_declined"] == [True]
-        assert "send" not in names and "add_and_count" not in names and "_check_can_send" not in names
-        assert "append" in names
+        assert "open_batch" in names
+        assert not set(names) & _SEND_PATH
         batches = p.accumulator.batches_for(TopicPartition(TOPIC, 0))
         assert [b.record_count for b in batches] == [5, 1]
+        assert [b.closed for b in batches] == [True, False]  # append() closes the full batch too
         _complete(_batches(p, 1))
         assert [f.result(0).offset for f in [first, *fs]] == list(range(6))
+    finally:
+        p.close(0)
+
+
+def test_a_new_batch_whose_memory_is_not_free_at_once_goes_to_send_declined_told_no_room() -> None:
+    """open_batch never waits: when buffer.memory has no room now, the kernel declines (the full batch closed, as
+    append() closes it) and _send_declined's append waits for the memory, told only room was missing."""
+    p = _front(**{"batch.size": 300, "buffer.memory": 600, "max.block.ms": 0})
+    try:
+        p.send(TOPIC, b"v" * 40)
+        p.send(TOPIC, b"v" * 200)  # no room: a second batch (300 bytes: the pool is now empty)
+        with _python_calls() as calls:
+            f = p.send(TOPIC, b"v" * 200)  # no room, no memory: the Python path, which times out waiting for it
+        assert [args["no_room"] for name, args in calls if name == "_send_declined"] == [True]
+        assert "open_batch" in [name for name, _ in calls]
+        assert "add_and_count" not in [name for name, _ in calls]
+        assert f.exception(0).__class__.__name__ == "BufferExhaustedError"
+        batches = p.accumulator.batches_for(TopicPartition(TOPIC, 0))
+        assert [b.record_count for b in batches] == [1, 1]
+        assert [b.closed for b in batches] == [True, True]
     finally:
         p.close(0)
 
@@ -202,3 +224,110 @@ def test_the_senders_wakeup_flag_is_a_slot() -> None:
     assert isinstance(Sender.__dict__["_wakeup_pending"], types.MemberDescriptorType)
     assert isinstance(KafkaProducer.__dict__["_send_record"], types.MemberDescriptorType)
 
+
+
+def _set_partitions(p: KafkaProducer, partitions: int) -> None:
+    now = p._time.hi_res_clock_ms()
+    p.metadata.update(
+        0, metadata_response(nodes(1), {TOPIC: partitions}, leaders={(TOPIC, i): 0 for i in range(partitions)}), False, now
+    )
+
+
+def test_the_partition_count_the_kernel_remembers_follows_each_metadata_update() -> None:
+    """SendRecord remembers the topic's partition count of the metadata index it read it from: a new index (a
+    metadata update) is read again, so a partition that is gone goes to the Python path and a new one is taken."""
+    p = _producer(MockTime(), 2, 0, True, True, False, **{"max.block.ms": 0})
+    try:
+        p.send(TOPIC, b"v", None, 0)
+        for _ in range(3):
+            p.send(TOPIC, b"v", None, 1)
+        _set_partitions(p, 1)  # partition 1 is gone: the Python path (which waits for it: max.block.ms 0)
+        with _python_calls() as calls:
+            p.send(TOPIC, b"v", None, 0)
+        assert "_send_declined" not in [name for name, _ in calls]
+        with _python_calls() as calls:
+            gone = p.send(TOPIC, b"v", None, 1)
+        assert [args["no_room"] for name, args in calls if name == "_send_declined"] == [False]
+        assert gone.exception(0) is not None
+        _set_partitions(p, 3)
+        p.send(TOPIC, b"v", None, 2)  # the partition's first batch: the Python path
+        with _python_calls() as calls:
+            p.send(TOPIC, b"v", None, 2)
+            p.send(TOPIC, b"v", None, 1)
+        assert not {name for name, _ in calls} & _SEND_PATH
+        assert [len(p.accumulator.batches_for(TopicPartition(TOPIC, i))) for i in range(3)] == [1, 1, 1]
+        assert [b.record_count for i in range(3) for b in p.accumulator.batches_for(TopicPartition(TOPIC, i))] == [2, 4, 2]
+    finally:
+        p.close(0)
+
+
+def test_a_topic_equal_to_the_remembered_one_but_another_str_goes_to_the_same_queue() -> None:
+    p = _front()
+    try:
+        p.send(TOPIC, b"v")
+        other = "".join([TOPIC[:1], TOPIC[1:]])  # equal, another object
+        assert other == TOPIC
+        with _python_calls() as calls:
+            fs = [p.send(other, b"v"), p.send(TOPIC, b"v"), p.send(other, b"v")]
+        assert not {name for name, _ in calls} & _SEND_PATH
+        assert [b.record_count for b in p.accumulator.batches_for(TopicPartition(TOPIC, 0))] == [4]
+        _complete(_batches(p, 1))
+        assert [f.result(0).offset for f in fs] == [1, 2, 3]
+    finally:
+        p.close(0)
+
+
+def test_the_topics_expiry_is_refreshed_by_the_kernel_as_add_and_count_refreshes_it() -> None:
+    """SendRecord remembers until when the topic's metadata expiry is fresh (expiry - idle // 2): past that it
+    reads it again and refreshes it (ProducerMetadata.add), as the Python path; a topic forgotten by
+    retain_topics is added again. Both producers see the same sends at the same MockTime."""
+    time = MockTime()
+    config = {"metadata.max.idle.ms": 5000}
+    kernel = _producer(time, 1, 0, True, True, False, **config)
+    python = _producer(time, 1, 0, False, **config)
+    try:
+        expiries: list[tuple[int | None, int | None]] = []
+        for step in [0, 1000, 1499, 1, 1, 2000, 498, 1, 1]:
+            time.sleep(step)  # ms
+            for p in (kernel, python):
+                p.send(TOPIC, b"v")
+            expiries.append((kernel.metadata.topic_expiry.get(TOPIC), python.metadata.topic_expiry.get(TOPIC)))
+        assert [k for k, _ in expiries] == [py for _, py in expiries]
+        assert len({k for k, _ in expiries}) == 3  # refreshed twice
+        time.sleep(6000)
+        for p in (kernel, python):
+            p.metadata.retain_topics(time.hi_res_clock_ms())
+            assert TOPIC not in p.metadata.topic_expiry
+        with _python_calls() as calls:
+            kernel.send(TOPIC, b"v")
+        assert not {name for name, _ in calls} & _SEND_PATH  # add() only: the topic's partitions are still known
+        assert "add" in [name for name, _ in calls]
+        python.send(TOPIC, b"v")
+        assert kernel.metadata.topic_expiry == python.metadata.topic_expiry == {TOPIC: time.hi_res_clock_ms() + 5000}
+    finally:
+        kernel.close(0)
+        python.close(0)
+
+
+def test_send_append_never_opens_a_batch_so_a_transactional_send_adds_its_partition() -> None:
+    """The kernel's send_append (the Python path's compiled append, a transactional producer's too) finds no open
+    batch with room and returns None having changed nothing: append() then makes the batch and send() adds its
+    partition to the transaction (SendRecord, which opens batches itself, is never a transactional producer's)."""
+    p = _producer(MockTime(), 1, 0, True, False, **{"batch.size": 300})
+    try:
+        assert p._send_record is None
+        p.send(TOPIC, b"v" * 200, None, 0)
+        batch = p.accumulator.batches_for(TopicPartition(TOPIC, 0))[0]
+        with _python_calls() as calls:
+            p.send(TOPIC, b"v" * 200, None, 0)  # no room: send_append declines, append opens the batch
+        names = [name for name, _ in calls]
+        assert "append" in names and "open_batch" not in names
+        assert [b.record_count for b in p.accumulator.batches_for(TopicPartition(TOPIC, 0))] == [1, 1]
+        assert p._send_append is not None
+        full = p.accumulator.batches_for(TopicPartition(TOPIC, 1 - 1))[-1]
+        full.size_bytes = full.size_limit  # no room for anything
+        assert p._send_append(TOPIC, 0, 1, None, None, b"v", None) is None
+        assert [b.record_count for b in p.accumulator.batches_for(TopicPartition(TOPIC, 0))] == [1, 1]
+        assert not full.closed and batch.closed
+    finally:
+        p.close(0)
