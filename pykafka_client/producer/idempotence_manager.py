@@ -51,6 +51,19 @@ NO_PRODUCER_EPOCH = -1
 NO_LAST_ACKED_SEQUENCE = -1
 SHORT_MAX = 2**15 - 1
 
+# The states the predicates below compare with, read once: in Python 3.11 each ``State.X`` goes through the enum
+# class's ``__getattr__`` hook (a few hundred instructions a read), and a tuple of them would be built per call.
+_READY = State.READY
+_FATAL_ERROR = State.FATAL_ERROR
+_ABORTING = State.ABORTING_TRANSACTION
+_IN_TRANSACTION = State.IN_TRANSACTION
+_ABORTABLE_ERROR = State.ABORTABLE_ERROR
+_COMPLETING = (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION)
+_ONGOING = (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION, State.ABORTABLE_ERROR)
+_ERRORS = (State.FATAL_ERROR, State.ABORTABLE_ERROR)
+_BEFORE_READY = (State.UNINITIALIZED, State.INITIALIZING)
+_WITHOUT_VALID_ID = (State.UNINITIALIZED, State.INITIALIZING, State.FATAL_ERROR)
+
 _FATAL = (ClusterAuthorizationFailedError, TransactionalIdAuthorizationError, ProducerFencedError, UnsupportedVersionError)
 
 
@@ -145,27 +158,25 @@ class IdempotenceManager:
         return self.transactional_id is not None
 
     def is_completing(self) -> bool:
-        return self._state in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION)
+        return self._state in _COMPLETING
 
     def is_aborting(self) -> bool:
-        return self._state is State.ABORTING_TRANSACTION
+        return self._state is _ABORTING
 
     def is_in_transaction(self) -> bool:
-        return self._state is State.IN_TRANSACTION
+        return self._state is _IN_TRANSACTION
 
     def has_ongoing_transaction(self) -> bool:
-        return self._state in (
-            State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION, State.ABORTABLE_ERROR
-        )
+        return self._state in _ONGOING
 
     def has_fatal_error(self) -> bool:
-        return self._state is State.FATAL_ERROR
+        return self._state is _FATAL_ERROR
 
     def has_abortable_error(self) -> bool:
-        return self._state is State.ABORTABLE_ERROR
+        return self._state is _ABORTABLE_ERROR
 
     def has_error(self) -> bool:
-        return self._state in (State.FATAL_ERROR, State.ABORTABLE_ERROR)
+        return self._state in _ERRORS
 
     @property
     def last_error(self) -> BaseException | None:
@@ -234,7 +245,7 @@ class IdempotenceManager:
         return self._pid_epoch.is_valid()
 
     def has_valid_producer_id(self) -> bool:
-        return self._pid_epoch.is_valid() and self._state not in (State.UNINITIALIZED, State.INITIALIZING, State.FATAL_ERROR)
+        return self._pid_epoch.is_valid() and self._state not in _WITHOUT_VALID_ID
 
     def needs_producer_id(self) -> bool:
         """True when an idempotent producer's InitProducerId should be sent (bumps and resets applied first).
@@ -243,7 +254,7 @@ class IdempotenceManager:
             return False
         with self.lock:
             self.bump_idempotent_epoch_and_reset_id_if_needed()
-            return self._state in (State.UNINITIALIZED, State.INITIALIZING) and not self.init_producer_id_in_flight
+            return self._state in _BEFORE_READY and not self.init_producer_id_in_flight
 
     def is_settled(self) -> bool:
         """True when the Sender's per-iteration idempotence step (:meth:`maybe_resolve_sequences`, the fatal error
@@ -252,7 +263,7 @@ class IdempotenceManager:
         bump or producer id reset asked for and no InitProducerId in flight. Reads of the manager's own state, no
         lock: every field but the state is written on the Sender thread, the caller's."""
         return (
-            self._state is State.READY and self.transactional_id is None and not self._unresolved
+            self._state is _READY and self.transactional_id is None and not self._unresolved
             and not self._epoch_bump_required and not self._pid_reset_required and not self.init_producer_id_in_flight
             and self._pid_epoch.is_valid()
         )
