@@ -51,6 +51,19 @@ NO_PRODUCER_EPOCH = -1
 NO_LAST_ACKED_SEQUENCE = -1
 SHORT_MAX = 2**15 - 1
 
+# The states the predicates below compare with, read once: in Python 3.11 each ``State.X`` goes through the enum
+# class's ``__getattr__`` hook (a few hundred instructions a read), and a tuple of them would be built per call.
+_READY = State.READY
+_FATAL_ERROR = State.FATAL_ERROR
+_ABORTING = State.ABORTING_TRANSACTION
+_IN_TRANSACTION = State.IN_TRANSACTION
+_ABORTABLE_ERROR = State.ABORTABLE_ERROR
+_COMPLETING = (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION)
+_ONGOING = (State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION, State.ABORTABLE_ERROR)
+_ERRORS = (State.FATAL_ERROR, State.ABORTABLE_ERROR)
+_BEFORE_READY = (State.UNINITIALIZED, State.INITIALIZING)
+_WITHOUT_VALID_ID = (State.UNINITIALIZED, State.INITIALIZING, State.FATAL_ERROR)
+
 _FATAL = (ClusterAuthorizationFailedError, TransactionalIdAuthorizationError, ProducerFencedError, UnsupportedVersionError)
 
 
@@ -84,6 +97,22 @@ class _PartitionEntry:
         self.last_acked_sequence = NO_LAST_ACKED_SEQUENCE
         self.last_acked_offset = -1
         self.in_flight: list[ProducerBatch] = []  # sorted by base sequence
+
+    def add_in_flight(self, batch: ProducerBatch) -> None:
+        """Track ``batch`` (which has a sequence) in base sequence order, after those with the same base sequence;
+        a batch already tracked stays where it is."""
+        in_flight = self.in_flight
+        if not in_flight or in_flight[-1].base_sequence <= batch.base_sequence:
+            # the common case, a batch stamped after those in flight: no search
+            if batch not in in_flight:
+                in_flight.append(batch)
+        elif batch not in in_flight:
+            keys = [b.base_sequence for b in in_flight]
+            in_flight.insert(bisect.bisect_right(keys, batch.base_sequence), batch)
+
+    def remove_in_flight(self, batch: ProducerBatch) -> None:
+        if batch in self.in_flight:
+            self.in_flight.remove(batch)
 
 
 class IdempotenceManager:
@@ -129,27 +158,25 @@ class IdempotenceManager:
         return self.transactional_id is not None
 
     def is_completing(self) -> bool:
-        return self._state in (State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION)
+        return self._state in _COMPLETING
 
     def is_aborting(self) -> bool:
-        return self._state is State.ABORTING_TRANSACTION
+        return self._state is _ABORTING
 
     def is_in_transaction(self) -> bool:
-        return self._state is State.IN_TRANSACTION
+        return self._state is _IN_TRANSACTION
 
     def has_ongoing_transaction(self) -> bool:
-        return self._state in (
-            State.IN_TRANSACTION, State.COMMITTING_TRANSACTION, State.ABORTING_TRANSACTION, State.ABORTABLE_ERROR
-        )
+        return self._state in _ONGOING
 
     def has_fatal_error(self) -> bool:
-        return self._state is State.FATAL_ERROR
+        return self._state is _FATAL_ERROR
 
     def has_abortable_error(self) -> bool:
-        return self._state is State.ABORTABLE_ERROR
+        return self._state is _ABORTABLE_ERROR
 
     def has_error(self) -> bool:
-        return self._state in (State.FATAL_ERROR, State.ABORTABLE_ERROR)
+        return self._state in _ERRORS
 
     @property
     def last_error(self) -> BaseException | None:
@@ -218,7 +245,7 @@ class IdempotenceManager:
         return self._pid_epoch.is_valid()
 
     def has_valid_producer_id(self) -> bool:
-        return self._pid_epoch.is_valid() and self._state not in (State.UNINITIALIZED, State.INITIALIZING, State.FATAL_ERROR)
+        return self._pid_epoch.is_valid() and self._state not in _WITHOUT_VALID_ID
 
     def needs_producer_id(self) -> bool:
         """True when an idempotent producer's InitProducerId should be sent (bumps and resets applied first).
@@ -227,7 +254,19 @@ class IdempotenceManager:
             return False
         with self.lock:
             self.bump_idempotent_epoch_and_reset_id_if_needed()
-            return self._state in (State.UNINITIALIZED, State.INITIALIZING) and not self.init_producer_id_in_flight
+            return self._state in _BEFORE_READY and not self.init_producer_id_in_flight
+
+    def is_settled(self) -> bool:
+        """True when the Sender's per-iteration idempotence step (:meth:`maybe_resolve_sequences`, the fatal error
+        check, :meth:`bump_idempotent_epoch_and_reset_id_if_needed`, :meth:`needs_producer_id`) has nothing to do:
+        an idempotent, not transactional, producer in READY with a producer id, no sequence unresolved, no epoch
+        bump or producer id reset asked for and no InitProducerId in flight. Reads of the manager's own state, no
+        lock: every field but the state is written on the Sender thread, the caller's."""
+        return (
+            self._state is _READY and self.transactional_id is None and not self._unresolved
+            and not self._epoch_bump_required and not self._pid_reset_required and not self.init_producer_id_in_flight
+            and self._pid_epoch.is_valid()
+        )
 
     def bump_idempotent_epoch_and_reset_id_if_needed(self) -> None:
         if self.is_transactional():
@@ -327,6 +366,41 @@ class IdempotenceManager:
             if e.producer_id_and_epoch != self._pid_epoch and not e.in_flight:
                 self._start_sequences_at_beginning(tp, self._pid_epoch)
 
+    def is_send_to_partition_allowed(self, tp: TopicPartition) -> bool:
+        """Batches of ``tp`` may be drained: no fatal error (a transactional manager adds its own condition)."""
+        return not self.has_fatal_error()
+
+    def prepare_for_drain(self, batch: ProducerBatch, tp: TopicPartition) -> bool:
+        """The drain's idempotence step for ``batch``, the first queued batch of ``tp``, under one lock acquisition.
+
+        False when ``tp`` must wait (Java ``shouldStopDrainBatchesForPartition``): no valid producer id (or a fatal
+        error), ``tp`` not sendable in the transaction, a batch without a sequence while batches of an older
+        producer id/epoch are in flight or while ``tp`` has an unresolved sequence, or a retried batch that is not
+        the first in flight (this keeps order across retries). Otherwise True, and a batch without a sequence is
+        stamped as Java's drain does: ``tp`` restarts at sequence 0 if it is on an old producer id/epoch with
+        nothing in flight, the batch gets the producer id, epoch and ``tp``'s next sequence, the sequence advances
+        by its record count and the batch is tracked in flight."""
+        with self.lock:
+            transactional = self.is_transactional()
+            if not self.has_valid_producer_id() or (transactional and not self.is_send_to_partition_allowed(tp)):
+                return False
+            if batch.has_sequence():
+                e = self._partitions.get(tp)
+                return e is None or not e.in_flight or e.in_flight[0].base_sequence == batch.base_sequence
+            if tp in self._unresolved:
+                return False
+            e = self._entry(tp)
+            pid_epoch = self._pid_epoch
+            if e.producer_id_and_epoch is not pid_epoch and e.producer_id_and_epoch != pid_epoch:
+                if e.in_flight:
+                    return False  # wait for the batches of the old epoch to resolve before restarting at 0
+                self._start_sequences_at_beginning(tp, pid_epoch)
+            seq = e.next_sequence
+            batch.set_producer_state(pid_epoch.producer_id, pid_epoch.epoch, seq, transactional)
+            e.next_sequence = increment_sequence(seq, batch.record_count)
+            e.add_in_flight(batch)
+            return True
+
     def _start_sequences_at_beginning(self, tp: TopicPartition, pid_epoch: ProducerIdAndEpoch) -> None:
         e = self._entry(tp)
         seq = 0
@@ -343,17 +417,13 @@ class IdempotenceManager:
         with self.lock:
             if not batch.has_sequence():
                 raise IllegalStateError(f"cannot track a batch without a sequence: {batch}")
-            e = self._entry(batch.topic_partition)
-            if batch in e.in_flight:
-                return
-            keys = [b.base_sequence for b in e.in_flight]
-            e.in_flight.insert(bisect.bisect_right(keys, batch.base_sequence), batch)
+            self._entry(batch.topic_partition).add_in_flight(batch)
 
     def remove_in_flight_batch(self, batch: ProducerBatch) -> None:
         with self.lock:
             e = self._partitions.get(batch.topic_partition)
-            if e is not None and batch in e.in_flight:
-                e.in_flight.remove(batch)
+            if e is not None:
+                e.remove_in_flight(batch)
 
     def has_inflight_batches(self, tp: TopicPartition) -> bool:
         e = self._partitions.get(tp)
@@ -380,7 +450,7 @@ class IdempotenceManager:
                 e.last_acked_sequence = last
             if base_offset >= 0:
                 e.last_acked_offset = max(e.last_acked_offset, base_offset + batch.record_count - 1)
-            self.remove_in_flight_batch(batch)
+            e.remove_in_flight(batch)
 
     def handle_failed_batch(self, batch: ProducerBatch, exc: BaseException, adjust_sequence_numbers: bool) -> None:
         with self.lock:

@@ -547,23 +547,6 @@ class RecordAccumulator:
 
     # --- drain (Sender thread) -----------------------------------------------------------------------
 
-    def _should_stop_drain(self, first: ProducerBatch, tp: TopicPartition) -> bool:
-        tm = self.transaction_manager
-        if tm is None:
-            return False
-        if not tm.is_send_to_partition_allowed(tp):
-            return True
-        if not tm.has_valid_producer_id():
-            return True
-        if not first.has_sequence():
-            if tm.has_inflight_batches(tp) and tm.has_stale_producer_id_and_epoch(tp):
-                return True  # wait for batches of the old epoch to resolve before restarting at 0
-            if tm.has_unresolved_sequence(tp):
-                return True
-        first_in_flight = tm.first_in_flight_sequence(tp)
-        # A retried batch goes out only when it is the first in flight: this keeps order across retries.
-        return first_in_flight != -1 and first.has_sequence() and first.base_sequence != first_in_flight
-
     def drain(
         self, metadata: AccumulatorMetadata, nodes: Iterable[Node], max_size: int, now_ms: int
     ) -> dict[int, list[ProducerBatch]]:
@@ -598,16 +581,10 @@ class RecordAccumulator:
                                 estimated = first.estimated_size_in_bytes()  # unchanged until it is taken (lock held)
                                 if size + estimated > max_size and ready:
                                     break  # the request is full; at least one batch was taken
-                                if tm is not None and self._should_stop_drain(first, tp):
+                                # the idempotence checks, and a new batch's sequence assigned, in one call
+                                if tm is not None and not tm.prepare_for_drain(first, tp):
                                     break  # as Java: a partition that must wait ends this node's drain
                                 batch = q.batches.popleft()
-                                if tm is not None and not batch.has_sequence():
-                                    tm.maybe_update_producer_id_and_epoch(tp)
-                                    pid, epoch_ = tm.producer_id_and_epoch()
-                                    seq = tm.sequence_number(tp)
-                                    batch.set_producer_state(pid, epoch_, seq, tm.is_transactional())
-                                    tm.increment_sequence_number(tp, batch.record_count)
-                                    tm.add_in_flight_batch(batch)
                                 batch.close_for_appends()
                                 size += estimated
                                 ready.append(batch)

@@ -329,7 +329,8 @@ class Sender:
     def run_once(self) -> None:
         self._wakeup_pending = False
         tm = self.transaction_manager
-        if tm is not None:
+        # an idempotent producer with its producer id and nothing to repair (the common case): one call
+        if tm is not None and not tm.is_settled():
             tm.maybe_resolve_sequences()
             if tm.has_fatal_error():
                 err = tm.fail_pending()
