@@ -2,8 +2,8 @@
 ``UnifiedLog.analyzeAndValidateRecords``), apart from the log's files and locks.
 
 :func:`analyze_and_validate` runs before the log lock is taken: each batch is checked with
-``batch_ops.validate_batch`` (CRC, framing, and the client rules when the origin is the client), its
-records are decoded and checked with ``batch_ops.validate_records`` (except for replication), its size is
+``batch_ops.check_batch`` (one kernel call on the compiled kernel): ``validate_batch`` (CRC, framing, and the
+client rules when the origin is the client), and its records decoded and checked (except for replication), its size is
 checked against ``max.message.bytes`` and, for CreateTime batches, each record's timestamp against
 ``message.timestamp.before/after.max.ms``, and on a compacted topic each record must have a key
 (``batch_ops.check_records``, on the compiled record kernel when it is active). The whole request is rejected before anything is written.
@@ -24,11 +24,10 @@ from mini_broker.log.log_config import LONG_MAX, LogConfig
 from mini_broker.log.log_segment import AppendedBatch
 from pykafka_client.errors import CorruptRecordError, MessageDecodeError, RecordTooLargeError
 from pykafka_client.protocol.records.batch_ops import (
-    check_records,
+    check_batch,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
-    validate_batch,
 )
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 
@@ -73,20 +72,22 @@ def analyze_and_validate(
                 raise RecordTooLargeError(
                     f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
                 )
-        batch = validate_batch(buf, pos, from_client=from_client)
-        if not replicated:
-            # Decode every record (as Java's LogValidator): consecutive offsets, well-formed records, timestamps
-            # in bounds and, on a compacted topic, keys.
-            try:
-                check_records(
-                    batch,
-                    now=now,
-                    before_max_ms=before_max_ms,
-                    after_max_ms=after_max_ms,
-                    require_keys=compacted,
-                )
-            except MessageDecodeError as e:
-                raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
+        # The header and CRC and, but for replication, every record decoded (as Java's LogValidator): consecutive
+        # offsets, well-formed records, timestamps in bounds and, on a compacted topic, keys. (Only the record
+        # checks raise MessageDecodeError.)
+        try:
+            batch = check_batch(
+                buf,
+                pos,
+                from_client=from_client,
+                deep=not replicated,
+                now=now,
+                before_max_ms=before_max_ms,
+                after_max_ms=after_max_ms,
+                require_keys=compacted,
+            )
+        except MessageDecodeError as e:
+            raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
         batches.append(batch)
         pos += batch.size_in_bytes
     return batches
