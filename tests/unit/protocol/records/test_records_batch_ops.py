@@ -6,7 +6,6 @@ import struct
 
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
-
 from crc32c import crc32c
 
 from pykafka_client.errors import (
