@@ -360,7 +360,7 @@ class ReplicaManager:
                 raise CorruptRecordError("produce request has no records")
             if not isinstance(records, (bytes, bytearray, memoryview)):
                 raise CorruptRecordError("produce records must be in memory")
-            if "compact" in lg.config.other.get("cleanup.policy", ""):
+            if lg.append_checks.compacted:
                 keyless = _keyless_record_indexes(records)
                 if keyless:
                     msg = f"Compacted topic cannot accept message without key in topic partition {tp}."
