@@ -107,7 +107,7 @@ class Log:
     ) -> None:
         self.dir_path = dir_path
         self.topic, self.partition = parse_topic_partition(os.path.basename(os.path.normpath(dir_path)))
-        self.config = config
+        self._set_config(config)
         self._time = time
         self._lock = threading.RLock()
         self._segments: list[LogSegment] = []
@@ -134,13 +134,9 @@ class Log:
         #: built on first use (only cluster brokers ask), then kept up to date by append
         self._epoch_cache: LeaderEpochCache | None = None
 
-    @property
-    def config(self) -> LogConfig:
-        return self._config
-
-    @config.setter
-    def config(self, config: LogConfig) -> None:
-        self._config = config
+    def _set_config(self, config: LogConfig) -> None:
+        """The log's config, and with it :attr:`append_checks`."""
+        self.config = config
         #: the config's values an append reads, computed once per config
         self.append_checks = AppendChecks.of(config)
 
@@ -665,7 +661,7 @@ class Log:
 
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
-            self.config = config
+            self._set_config(config)
             for segment in self._segments:
                 segment.config = config
 

@@ -84,3 +84,10 @@ def test_a_single_brokers_append_raises_the_high_watermark_under_its_lock(log: _
     assert (log.log_end_offset, log.high_watermark) == (3, 2)
     dup = log.append(first, raise_high_watermark=True)
     assert (dup.first_offset, log.log_end_offset, log.high_watermark) == (0, 3, 3)
+
+
+def test_a_config_update_changes_what_appends_check(log: _InterleavingLog) -> None:
+    """Log.append_checks (the config's append values, computed once per config) follow update_config."""
+    assert not log.append_checks.compacted and log.append_checks.max_message_bytes == LogConfig().max_message_bytes
+    log.update_config(LogConfig.from_props({"cleanup.policy": "compact", "max.message.bytes": "2000"}))
+    assert log.append_checks.compacted and log.append_checks.max_message_bytes == 2000

@@ -89,21 +89,22 @@ def _rewrite_crc(buf: bytearray) -> None:
     struct.pack_into(">I", buf, CRC_OFFSET, crc32c(bytes(buf[ATTRIBUTES_OFFSET:])))
 
 
-@pytest.mark.parametrize(
-    ("fmt", "pos", "value", "fix_crc", "error", "fragment"),
-    [
-        (">i", 8, -1, False, CorruptRecordError, "below the minimum"),
-        (">i", 8, 10, False, CorruptRecordError, "below the minimum"),
-        (">i", 8, 0x7FFFFFFF, False, CorruptRecordError, "exceeds"),
-        (">b", 16, 1, False, CorruptRecordError, "magic"),
-        (">B", -1, 0xEE, False, CorruptRecordError, "CRC"),
-        (">h", 21, 5, True, UnsupportedCompressionTypeError, "5"),
-        (">i", 57, 1 << 30, True, CorruptRecordError, "cannot fit"),
-        (">i", 57, -2, True, InvalidRecordError, "negative"),
-        (">i", 23, 7, True, InvalidRecordError, "inconsistent"),
-        (">h", 21, 0x20, True, InvalidRecordError, "control"),
-    ],
-)
+#: (struct format, byte position, value written, CRC rewritten, error, message fragment) of a batch header corrupted
+HEADER_CORRUPTIONS = [
+    (">i", 8, -1, False, CorruptRecordError, "below the minimum"),
+    (">i", 8, 10, False, CorruptRecordError, "below the minimum"),
+    (">i", 8, 0x7FFFFFFF, False, CorruptRecordError, "exceeds"),
+    (">b", 16, 1, False, CorruptRecordError, "magic"),
+    (">B", -1, 0xEE, False, CorruptRecordError, "CRC"),
+    (">h", 21, 5, True, UnsupportedCompressionTypeError, "5"),
+    (">i", 57, 1 << 30, True, CorruptRecordError, "cannot fit"),
+    (">i", 57, -2, True, InvalidRecordError, "negative"),
+    (">i", 23, 7, True, InvalidRecordError, "inconsistent"),
+    (">h", 21, 0x20, True, InvalidRecordError, "control"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "pos", "value", "fix_crc", "error", "fragment"), HEADER_CORRUPTIONS)
 def test_validate_rejects_each_corruption(
     fmt: str, pos: int, value: int, fix_crc: bool, error: type[Exception], fragment: str
 ) -> None:
@@ -117,17 +118,7 @@ def test_validate_rejects_each_corruption(
 
 @pytest.mark.parametrize(
     ("fmt", "pos", "value", "fix_crc", "error", "fragment"),
-    [
-        (">i", 8, 10, False, CorruptRecordError, "below the minimum"),
-        (">i", 8, 0x7FFFFFFF, False, CorruptRecordError, "exceeds"),
-        (">b", 16, 1, False, CorruptRecordError, "magic"),
-        (">B", -1, 0xEE, False, CorruptRecordError, "CRC"),
-        (">h", 21, 5, True, UnsupportedCompressionTypeError, "5"),
-        (">i", 57, 1 << 30, True, CorruptRecordError, "cannot fit"),
-        (">i", 23, 7, True, InvalidRecordError, "inconsistent"),
-        (">h", 21, 0x20, True, InvalidRecordError, "control"),
-        (">B", 61, 0x7E, True, MessageDecodeError, "record 0 .* is truncated"),  # the first record's length
-    ],
+    [*HEADER_CORRUPTIONS, (">B", 61, 0x7E, True, MessageDecodeError, "record 0 .* is truncated")],  # a record's length
 )
 def test_check_batch_rejects_what_validate_batch_and_check_records_reject(
     fmt: str, pos: int, value: int, fix_crc: bool, error: type[Exception], fragment: str
