@@ -71,7 +71,7 @@ class AbstractIndex:
         return len(self._columns[0])
 
     def is_full(self) -> bool:
-        return self.entries() >= self.max_entries
+        return len(self._columns[0]) >= self.max_entries
 
     def _largest_at_most(self, column: int, key: int) -> int:
         """Index of the last entry whose ``column`` value is <= ``key`` (the column is sorted), or -1."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 UNKNOWN_OFFSET = -1
 UNKNOWN_FILE_POSITION = -1
@@ -18,9 +18,9 @@ class FetchIsolation(enum.Enum):
     TXN_COMMITTED = "txn_committed"
 
 
-@dataclass(frozen=True, slots=True)
-class LogOffsetMetadata:
-    """``message_offset`` and, when known, the segment holding it and the byte position in that segment.
+class LogOffsetMetadata(NamedTuple):
+    """``message_offset`` and, when known, the segment holding it and the byte position in that segment (a named
+    tuple: every append makes the log end's).
 
     ``segment_base_offset == -1`` means only the offset is known ("message offset only"): such a value
     cannot be compared by segment or subtracted by position.

@@ -2,8 +2,8 @@
 ``UnifiedLog.analyzeAndValidateRecords``), apart from the log's files and locks.
 
 :func:`analyze_and_validate` runs before the log lock is taken: each batch is checked with
-``batch_ops.validate_batch`` (CRC, framing, and the client rules when the origin is the client), its
-records are decoded and checked with ``batch_ops.validate_records`` (except for replication), its size is
+``batch_ops.check_batch`` (one kernel call on the compiled kernel): ``validate_batch`` (CRC, framing, and the
+client rules when the origin is the client), and its records decoded and checked (except for replication), its size is
 checked against ``max.message.bytes`` and, for CreateTime batches, each record's timestamp against
 ``message.timestamp.before/after.max.ms``, and on a compacted topic each record must have a key
 (``batch_ops.check_records``, on the compiled record kernel when it is active). The whole request is rejected before anything is written.
@@ -17,18 +17,17 @@ offsets, which must not go backwards.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 from mini_broker.log.log_config import LONG_MAX, LogConfig
 from mini_broker.log.log_segment import AppendedBatch
 from pykafka_client.errors import CorruptRecordError, MessageDecodeError, RecordTooLargeError
 from pykafka_client.protocol.records.batch_ops import (
-    check_records,
+    check_batch,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
-    validate_batch,
 )
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 
@@ -49,23 +48,43 @@ _CLIENT = AppendOrigin.CLIENT
 _REPLICATION = AppendOrigin.REPLICATION
 
 
+class AppendChecks(NamedTuple):
+    """The values of a log config that an append reads (:meth:`of` computes them once per config, not per append):
+    whether it stamps LogAppendTime, whether the topic is compacted (every record needs a key), the largest batch,
+    the bounds of CreateTime record timestamps (``LONG_MAX``: not checked) and ``flush.messages``."""
+
+    log_append_time: bool
+    compacted: bool
+    max_message_bytes: int
+    before_max_ms: int
+    after_max_ms: int
+    flush_interval_messages: int
+
+    @classmethod
+    def of(cls, config: LogConfig) -> AppendChecks:
+        log_append_time = config.is_log_append_time
+        return cls(
+            log_append_time,
+            "compact" in str(config.other.get("cleanup.policy", "delete")),
+            config.max_message_bytes,
+            LONG_MAX if log_append_time else config.timestamp_before_max_ms,
+            LONG_MAX if log_append_time else config.timestamp_after_max_ms,
+            config.flush_interval_messages,
+        )
+
+
 def analyze_and_validate(
-    buf: bytearray, origin: AppendOrigin, config: LogConfig, now: int
+    buf: bytearray, origin: AppendOrigin, checks: AppendChecks, now: int
 ) -> list[DefaultRecordBatch]:
-    """The batches of ``buf``, each checked (see the module docstring); raises ``CorruptRecordError``,
-    ``InvalidRecordError``, ``UnsupportedCompressionTypeError``, ``RecordTooLargeError`` or
+    """The batches of ``buf``, each checked (see the module docstring) with the log config's ``checks``; raises
+    ``CorruptRecordError``, ``InvalidRecordError``, ``UnsupportedCompressionTypeError``, ``RecordTooLargeError`` or
     ``InvalidTimestampError`` on the first bad one."""
     batches: list[DefaultRecordBatch] = []
     pos = 0
     end = len(buf)
-    check_timestamps = not config.is_log_append_time
-    compacted = "compact" in str(config.other.get("cleanup.policy", "delete"))
-    # the config's derived values, read once per append rather than per batch
-    max_message_bytes = config.max_message_bytes
+    _, compacted, max_message_bytes, before_max_ms, after_max_ms, _ = checks
     from_client = origin is _CLIENT
     replicated = origin is _REPLICATION
-    before_max_ms = config.timestamp_before_max_ms if check_timestamps else LONG_MAX
-    after_max_ms = config.timestamp_after_max_ms if check_timestamps else LONG_MAX
     while pos < end:
         if end - pos >= 12:
             size = _INT32.unpack_from(buf, pos + 8)[0] + 12
@@ -73,34 +92,36 @@ def analyze_and_validate(
                 raise RecordTooLargeError(
                     f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
                 )
-        batch = validate_batch(buf, pos, from_client=from_client)
-        if not replicated:
-            # Decode every record (as Java's LogValidator): consecutive offsets, well-formed records, timestamps
-            # in bounds and, on a compacted topic, keys.
-            try:
-                check_records(
-                    batch,
-                    now=now,
-                    before_max_ms=before_max_ms,
-                    after_max_ms=after_max_ms,
-                    require_keys=compacted,
-                )
-            except MessageDecodeError as e:
-                raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
+        # The header and CRC and, but for replication, every record decoded (as Java's LogValidator): consecutive
+        # offsets, well-formed records, timestamps in bounds and, on a compacted topic, keys. (Only the record
+        # checks raise MessageDecodeError.)
+        try:
+            batch = check_batch(
+                buf,
+                pos,
+                from_client=from_client,
+                deep=not replicated,
+                now=now,
+                before_max_ms=before_max_ms,
+                after_max_ms=after_max_ms,
+                require_keys=compacted,
+            )
+        except MessageDecodeError as e:
+            raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
         batches.append(batch)
         pos += batch.size_in_bytes
     return batches
 
 
-@dataclass
-class AssignedOffsets:
-    """What :func:`assign_offsets` did: each batch's place for the segment, and the append's totals."""
+class AssignedOffsets(NamedTuple):
+    """What :func:`assign_offsets` did: each batch's place for the segment, and the append's totals (a named tuple:
+    one per append)."""
 
     next_offset: int
-    max_timestamp: int = -1
-    offset_of_max_timestamp: int = -1
-    num_records: int = 0
-    batches: list[AppendedBatch] = field(default_factory=list)
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    num_records: int
+    batches: list[AppendedBatch]
 
 
 def assign_offsets(

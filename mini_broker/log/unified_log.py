@@ -53,8 +53,8 @@ from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_loader import SWAP_FILE_SUFFIX, load_segments
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
 from mini_broker.log.log_segment import AppendedBatch, LogSegment
+from mini_broker.log.log_validator import AppendChecks, analyze_and_validate, assign_offsets
 from mini_broker.log.log_validator import AppendOrigin as AppendOrigin  # re-exported: the log's API
-from mini_broker.log.log_validator import analyze_and_validate, assign_offsets
 from mini_broker.log.transaction_index import AbortedTxn
 from mini_broker.producer_state import producer_append_info as _pai
 from mini_broker.producer_state.producer_state_entry import BatchMetadata
@@ -107,7 +107,7 @@ class Log:
     ) -> None:
         self.dir_path = dir_path
         self.topic, self.partition = parse_topic_partition(os.path.basename(os.path.normpath(dir_path)))
-        self.config = config
+        self._set_config(config)
         self._time = time
         self._lock = threading.RLock()
         self._segments: list[LogSegment] = []
@@ -133,6 +133,12 @@ class Log:
         self._lso_metadata: LogOffsetMetadata | None = None
         #: built on first use (only cluster brokers ask), then kept up to date by append
         self._epoch_cache: LeaderEpochCache | None = None
+
+    def _set_config(self, config: LogConfig) -> None:
+        """The log's config, and with it :attr:`append_checks`."""
+        self.config = config
+        #: the config's values an append reads, computed once per config
+        self.append_checks = AppendChecks.of(config)
 
     # -- loading --------------------------------------------------------------------------------------
     def _load(self, had_clean_shutdown: bool) -> None:
@@ -246,12 +252,15 @@ class Log:
     def update_high_watermark(self, offset: int) -> int:
         """Set the high watermark, clamped to [log start, LEO]; returns the value set."""
         with self._lock:
-            hw = min(max(offset, self.log_start_offset), self.log_end_offset)
-            if hw != self._high_watermark:
-                self._high_watermark = hw
-                self._hw_metadata = None
-            self.producer_state.on_high_watermark_updated(hw)
-            return hw
+            return self._update_high_watermark_locked(offset)
+
+    def _update_high_watermark_locked(self, offset: int) -> int:
+        hw = min(max(offset, self.log_start_offset), self._leo_metadata.message_offset)
+        if hw != self._high_watermark:
+            self._high_watermark = hw
+            self._hw_metadata = None
+        self.producer_state.on_high_watermark_updated(hw)
+        return hw
 
     def maybe_increment_high_watermark(self, offset: int) -> bool:
         """Raise the high watermark to ``offset`` (clamped to the LEO) if that is above it; never lower it.
@@ -261,10 +270,13 @@ class Log:
         and an acks=all produce of the faster one then waits for a high watermark that no append brings
         back until its request timeout (bench/spark.py's 30 s pauses)."""
         with self._lock:
-            if min(offset, self.log_end_offset) <= self._high_watermark:
-                return False
-            self.update_high_watermark(offset)
-            return True
+            return self._increment_high_watermark_locked(offset)
+
+    def _increment_high_watermark_locked(self, offset: int) -> bool:
+        if min(offset, self._leo_metadata.message_offset) <= self._high_watermark:
+            return False
+        self._update_high_watermark_locked(offset)
+        return True
 
     def high_watermark_metadata(self) -> LogOffsetMetadata:
         hw = self._high_watermark
@@ -297,8 +309,11 @@ class Log:
         *,
         origin: AppendOrigin = AppendOrigin.CLIENT,
         leader_epoch: int = 0,
+        raise_high_watermark: bool = False,
     ) -> LogAppendInfo:
-        """Validate and append v2 batches; see the module docstring.
+        """Validate and append v2 batches; see the module docstring. ``raise_high_watermark`` (a single broker,
+        whose high watermark follows the log end): then, under the same lock, :meth:`maybe_increment_high_watermark`
+        to the log end offset (also when nothing was written).
 
         Raises ``CorruptRecordError`` (bad framing, CRC or record encoding), ``InvalidRecordError``
         (client rules, inner offsets), ``UnsupportedCompressionTypeError``, ``RecordTooLargeError`` (a
@@ -308,16 +323,18 @@ class Log:
         sequence or epoch violation raises.
         """
         buf = bytearray(records)
-        config = self.config
-        batches = analyze_and_validate(buf, origin, config, self._time.milliseconds())
+        checks = self.append_checks
+        batches = analyze_and_validate(buf, origin, checks, self._time.milliseconds())
         if not batches:
+            if raise_high_watermark:
+                self.maybe_increment_high_watermark(self.log_end_offset)
             return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0, 0)
         with self._lock:
             if self._closed:
                 raise KafkaStorageError(f"log {self.dir_path} is closed")
             now = self._time.milliseconds()
-            log_append = config.is_log_append_time
-            next_offset = self.log_end_offset
+            log_append = checks.log_append_time
+            next_offset = self._leo_metadata.message_offset
             if origin is _REPLICATION:
                 if batches[0].base_offset < next_offset:
                     raise CorruptRecordError(
@@ -332,6 +349,8 @@ class Log:
                     producer_origin = _PRODUCER_CLIENT if origin is _CLIENT else _PRODUCER_ORIGIN[origin]
                     checked = self.producer_state.prepare_append(batches, first_offset, producer_origin)
                     if isinstance(checked, BatchMetadata):
+                        if raise_high_watermark:
+                            self._increment_high_watermark_locked(self._leo_metadata.message_offset)
                         return self._duplicate_append_info(checked)
                     pending = checked
                     break
@@ -348,8 +367,10 @@ class Log:
                     self._update_txn_indexes(completed)
             else:
                 self.producer_state.update_map_end_offset(next_offset)
-            if next_offset - self.recovery_point >= config.flush_interval_messages:
+            if next_offset - self.recovery_point >= checks.flush_interval_messages:
                 self._flush_locked()
+            if raise_high_watermark:
+                self._increment_high_watermark_locked(next_offset)
             # first offset, last offset, max timestamp, its offset, log append time, log start offset, records,
             # batches, bytes
             return LogAppendInfo(first_offset, next_offset - 1, assigned.max_timestamp,
@@ -363,7 +384,7 @@ class Log:
             last_offset=dup.last_offset,
             max_timestamp=dup.timestamp,
             offset_of_max_timestamp=dup.last_offset,
-            log_append_time=dup.timestamp if self.config.is_log_append_time else -1,
+            log_append_time=dup.timestamp if self.append_checks.log_append_time else -1,
             log_start_offset=self.log_start_offset,
             num_records=dup.offset_delta + 1,
             shallow_count=1,
@@ -640,7 +661,7 @@ class Log:
 
     def update_config(self, config: LogConfig) -> None:
         with self._lock:
-            self.config = config
+            self._set_config(config)
             for segment in self._segments:
                 segment.config = config
 

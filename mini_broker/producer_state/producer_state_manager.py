@@ -41,8 +41,7 @@ import os
 import struct
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from crc32c import crc32c
 from sortedcontainers import SortedDict
@@ -93,16 +92,16 @@ class ProducerBatchView(Protocol):
     def is_control(self) -> bool: ...
 
 
-@dataclass(frozen=True)
-class PendingAppend:
-    """Producer entries updated by an append not yet written, and the offset after its last batch."""
+class PendingAppend(NamedTuple):
+    """Producer entries updated by an append not yet written, and the offset after its last batch (a named tuple:
+    one per append)."""
 
     updated: dict[int, ProducerStateEntry]
     end_offset: int
     #: (producer id, first offset) of the transactions the append starts.
-    started_txns: list[tuple[int, int]] = field(default_factory=list)
+    started_txns: list[tuple[int, int]]
     #: Transactions with data the append's markers end, in offset order.
-    completed_txns: list[CompletedTxn] = field(default_factory=list)
+    completed_txns: list[CompletedTxn]
 
 
 def snapshot_file_name(offset: int) -> str:

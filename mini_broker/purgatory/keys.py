@@ -7,11 +7,12 @@ Kafka logs and uses in metrics.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class TopicPartitionOperationKey:
-    """Produce, fetch and DeleteRecords operations waiting on one partition."""
+class TopicPartitionOperationKey(NamedTuple):
+    """Produce, fetch and DeleteRecords operations waiting on one partition (a named tuple: every produce request
+    checks the purgatories with one, and a tuple hashes without a Python-level ``__hash__``)."""
 
     topic: str
     partition: int

@@ -280,13 +280,14 @@ class ReplicaManager:
             respond({tp: PartitionResponse(error_code=InvalidRequiredAcksError.code) for tp, _ in entries})
             return
         results: dict[TopicPartition, PartitionResponse] = {}
-        appended: list[TopicPartition] = []
+        appended: list[tuple[TopicPartition, Log]] = []  # and the log each was appended to
         for tp, records in entries:
-            result = results[tp] = self._append_to_local_log(tp, records, origin, required_acks)
-            if result.error_code == 0:
-                appended.append(tp)
+            result, lg = self._append_to_local_log(tp, records, origin, required_acks)
+            results[tp] = result
+            if lg is not None:
+                appended.append((tp, lg))
         fetch_purgatory, produce_purgatory = self.fetch_purgatory, self.produce_purgatory
-        for tp in appended:
+        for tp, _ in appended:
             key = TopicPartitionOperationKey(tp.topic, tp.partition)
             fetch_purgatory.check_and_complete(key)
             produce_purgatory.check_and_complete(key)
@@ -307,12 +308,13 @@ class ReplicaManager:
             return
         respond(results)
 
-    def _all_replicated(self, appended: list[TopicPartition], results: dict[TopicPartition, PartitionResponse]) -> bool:
+    def _all_replicated(self, appended: list[tuple[TopicPartition, Log]],
+                        results: dict[TopicPartition, PartitionResponse]) -> bool:
         """Whether every appended partition has its records on enough replicas already (a single broker: always):
         the DelayedProduce would complete on its first check, so the answer goes out without one (what Kafka's
-        ``tryCompleteElseWatch`` does then, minus the operation)."""
-        for tp in appended:
-            reached, error = self.check_enough_replicas(tp, results[tp].last_offset + 1)
+        ``tryCompleteElseWatch`` does then, minus the operation). Each is asked of the log it was appended to."""
+        for tp, lg in appended:
+            reached, error = self._enough_replicas(tp, lg, results[tp].last_offset + 1)
             if error != 0 or not reached:
                 return False
         return True
@@ -338,12 +340,20 @@ class ReplicaManager:
         assert isinstance(tp, TopicPartition)
         try:
             lg = self._get_log(tp)
+        except BrokerResponseError as e:
+            return False, int(e.code)
+        return self._enough_replicas(tp, lg, required_offset)
+
+    def _enough_replicas(self, tp: TopicPartition, lg: Log, required_offset: int) -> tuple[bool, int]:
+        """:meth:`check_enough_replicas` on the partition's log ``lg``."""
+        try:
             return self.replication.check_enough_replicas(tp, lg, required_offset)
         except BrokerResponseError as e:
             return False, int(e.code)
 
-    def _append_to_local_log(self, tp: TopicPartition, records: object,
-                             origin: AppendOrigin = AppendOrigin.CLIENT, required_acks: int = 1) -> PartitionResponse:
+    def _append_to_local_log(self, tp: TopicPartition, records: object, origin: AppendOrigin = AppendOrigin.CLIENT,
+                             required_acks: int = 1) -> tuple[PartitionResponse, Log | None]:
+        """The partition's result, and the log appended to (None when the append failed)."""
         topic = tp.topic
         client = origin is _CLIENT_ORIGIN
         if not client or topic not in self._client_topics:
@@ -353,19 +363,19 @@ class ReplicaManager:
                     # a cluster's __consumer_offsets / __transaction_state are the coordinators' (Kafka: the same)
                     raise InvalidTopicError(f"Cannot append to internal topic {topic}")
             except InvalidTopicError as e:
-                return PartitionResponse(error_code=InvalidTopicError.code, error_message=error_message(e))
+                return PartitionResponse(error_code=InvalidTopicError.code, error_message=error_message(e)), None
         try:
             lg = self._get_log(tp)
             if records is None:
                 raise CorruptRecordError("produce request has no records")
             if not isinstance(records, (bytes, bytearray, memoryview)):
                 raise CorruptRecordError("produce records must be in memory")
-            if "compact" in lg.config.other.get("cleanup.policy", ""):
+            if lg.append_checks.compacted:
                 keyless = _keyless_record_indexes(records)
                 if keyless:
                     msg = f"Compacted topic cannot accept message without key in topic partition {tp}."
                     return PartitionResponse(error_code=InvalidRecordError.code, error_message=msg,
-                                             record_errors=[(i, msg) for i in keyless])
+                                             record_errors=[(i, msg) for i in keyless]), None
             info = self.replication.append_as_leader(tp, lg, records, origin, required_acks)
             if info.first_offset < 0:
                 raise CorruptRecordError("produce request has no record batches")
@@ -374,10 +384,10 @@ class ReplicaManager:
             record_errors = list(getattr(e, "record_errors", []) or [])
             self._count("kafka_server_BrokerTopicMetrics_FailedProduceRequests_total", 1)
             log.debug("event=append_failed partition=%s error=%r", tp, e)
-            return PartitionResponse(error_code=code, error_message=error_message(e), record_errors=record_errors)
+            return PartitionResponse(error_code=code, error_message=error_message(e), record_errors=record_errors), None
         except Exception as e:
             log.exception("event=append_failed partition=%s", tp)
-            return PartitionResponse(error_code=error_code(e), error_message=error_message(e))
+            return PartitionResponse(error_code=error_code(e), error_message=error_message(e)), None
         if client:
             # a name that passed both checks above, of a topic that exists (so the set stays small)
             self._client_topics.add(topic)
@@ -390,7 +400,7 @@ class ReplicaManager:
             counters[1].inc(info.last_offset - info.first_offset + 1)
         # error code, base offset, log append time, log start offset, record errors, error message, last offset
         return PartitionResponse(0, info.first_offset, info.log_append_time, info.log_start_offset, [], None,
-                                 info.last_offset)
+                                 info.last_offset), lg
 
     # --- fetch --------------------------------------------------------------------------------------
 

@@ -419,11 +419,9 @@ class SingleBrokerReplication:
     # --- the leader's reads and writes
     def append_as_leader(self, tp: TopicPartition, lg: Log, records: bytes | bytearray | memoryview,
                          origin: AppendOrigin, required_acks: int) -> LogAppendInfo:
-        info = lg.append(records, origin=origin, leader_epoch=LEADER_EPOCH)
-        # one broker: the high watermark follows the log end at once; only up, as another network thread may have
-        # appended (and raised it) since this append
-        lg.maybe_increment_high_watermark(lg.log_end_offset)
-        return info
+        # one broker: the high watermark follows the log end at once, raised under the append's lock; only up, as
+        # another network thread may have appended (and raised it) before this append
+        return lg.append(records, origin=origin, leader_epoch=LEADER_EPOCH, raise_high_watermark=True)
 
     def check_enough_replicas(self, tp: TopicPartition, lg: Log, required_offset: int) -> tuple[bool, int]:
         return lg.high_watermark >= required_offset, 0

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from mini_broker.network.request_channel import Request
 from mini_broker.server.apis.produce_wire import encode_produce_response, read_produce_request
@@ -57,6 +58,9 @@ from pykafka_client.protocol.records.default_record_batch import DefaultRecordBa
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.structs import TopicPartition
 
+if TYPE_CHECKING:
+    from mini_broker.server.context import BrokerContext
+
 log = logging.getLogger(__name__)
 
 #: v2 batch header: magic at byte 16, attributes (int16) at bytes 21-22; bit 4 is "transactional".
@@ -66,29 +70,32 @@ _TRANSACTIONAL_FLAG = 0x10
 
 TopicResp = ProduceResponse.TopicProduceResponse
 PartResp = ProduceResponse.PartitionProduceResponse
+_NoLeader = ProduceResponse.LeaderIdAndEpoch
 
 
 #: errors that make a cluster broker name the partition's current leader in the response (KIP-951)
 _LEADER_HINT_ERRORS = frozenset({NotLeaderOrFollowerError.code, FencedLeaderEpochError.code})
 
 
-def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: dict[TopicPartition, PartitionResponse],
-           listener_name: str) -> ProduceResponse:
+def _build(broker: BrokerContext, version: int, order: list[TopicPartition],
+           results: dict[TopicPartition, PartitionResponse], listener_name: str) -> ProduceResponse:
     topics: dict[str, list[PartResp]] = {}
     hinted: set[int] = set()
     with_messages = version >= 8
     for tp in order:
         r = results[tp]
         errors = r.record_errors
-        # index, error code, base offset, log append time, log start offset, record errors, error message
+        # index, error code, base offset, log append time, log start offset, record errors, error message, current
+        # leader (the default's values, in an instance of its own: a hint below replaces it)
         part = PartResp(
             tp.partition, r.error_code, r.base_offset, r.log_append_time_ms, r.log_start_offset,
             [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
              for i, m in errors] if with_messages and errors else [],
             r.error_message if with_messages else None,
+            _NoLeader(-1, -1),
         )
         if version >= 10 and r.error_code in _LEADER_HINT_ERRORS:
-            hint = apis.broker.replica_manager.replication.leader_hint(tp)
+            hint = broker.replica_manager.replication.leader_hint(tp)
             if hint is not None:
                 leader_id, leader_epoch = hint
                 part.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
@@ -100,8 +107,8 @@ def _build(apis: KafkaApis, version: int, order: list[TopicPartition], results: 
         else:
             parts.append(part)
     endpoints = []
-    for node in sorted(hinted):
-        ep = apis.broker.metadata_cache.broker_endpoint(node, listener_name)
+    for node in sorted(hinted) if hinted else ():
+        ep = broker.metadata_cache.broker_endpoint(node, listener_name)
         if ep is not None:
             endpoints.append(ProduceResponse.NodeEndpoint(node_id=node, host=ep[0], port=ep[1], rack=None))
     # responses, throttle time, node endpoints
@@ -129,7 +136,7 @@ def handle(apis: KafkaApis, request: Request) -> None:
     verifier = broker.transaction_verifier
     transactional_id = body.transactional_id
     request_error: tuple[int, str] | None = None
-    authorization = _unauthorized(apis, request, transactional_id, entries)
+    authorization = _unauthorized(broker, request, transactional_id, entries)
     denied = authorization if isinstance(authorization, dict) else {}
     if denied:
         entries = [(tp, records) for tp, records in entries if tp not in denied]
@@ -145,7 +152,7 @@ def handle(apis: KafkaApis, request: Request) -> None:
                          "Transactional produce is not served: this broker has no transaction coordinator")
     if request_error is not None:
         code, message = request_error
-        _respond(apis, request, body.acks, version, order,
+        _respond(apis, broker, request, body.acks, version, order,
                  {tp: PartitionResponse(error_code=code, error_message=message) for tp in order})
         return
 
@@ -153,7 +160,7 @@ def handle(apis: KafkaApis, request: Request) -> None:
         other = {**refused, **denied}
 
         def respond(results: dict[TopicPartition, PartitionResponse]) -> None:
-            _respond(apis, request, body.acks, version, order, {**results, **other} if other else results)
+            _respond(apis, broker, request, body.acks, version, order, {**results, **other} if other else results)
 
         remaining = [(tp, records) for tp, records in entries if tp not in refused] if refused else entries
         if not remaining:
@@ -175,12 +182,12 @@ def handle(apis: KafkaApis, request: Request) -> None:
     _verify_remotely(replication, coordinator, transactional_id, to_verify, append)
 
 
-def _unauthorized(apis: KafkaApis, request: Request, transactional_id: str | None,
+def _unauthorized(broker: BrokerContext, request: Request, transactional_id: str | None,
                   entries: list[tuple[TopicPartition, object]]) -> dict[TopicPartition, PartitionResponse] | tuple[int, str]:
     """Kafka's checks: WRITE on the transactional id (else the whole request fails with
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED, returned as (code, message)), then WRITE on each topic (the partitions of
     the others answer TOPIC_AUTHORIZATION_FAILED and are not written)."""
-    auth = apis.broker.auth(request)
+    auth = broker.auth(request)
     if not auth.enabled:
         return {}
     if transactional_id is not None and not auth.transactional_id(AclOperation.WRITE, transactional_id):
@@ -280,8 +287,8 @@ def _transactional_producer(records: object) -> tuple[int, int] | None:
     return None
 
 
-def _respond(apis: KafkaApis, request: Request, acks: int, version: int, order: list[TopicPartition],
-             results: dict[TopicPartition, PartitionResponse]) -> None:
+def _respond(apis: KafkaApis, broker: BrokerContext, request: Request, acks: int, version: int,
+             order: list[TopicPartition], results: dict[TopicPartition, PartitionResponse]) -> None:
     if acks == 0:
         failed = [(tp, r.error_code) for tp, r in results.items() if r.error_code != 0]
         if failed:
@@ -291,12 +298,12 @@ def _respond(apis: KafkaApis, request: Request, acks: int, version: int, order: 
         else:
             apis.send_no_op_response(request)
         return
-    faults = apis.broker.faults
+    faults = broker.faults
     if faults is not None and faults.should_drop_produce_response(tp.topic for tp in order):
         log.info("event=fault_injected connection=%s action=close_before_produce_response", request.connection_id)
         apis.close_connection(request)
         return
-    response = _build(apis, version, order, results, request.context.listener_name)
+    response = _build(broker, version, order, results, request.context.listener_name)
     apis.send_response(request, response, encoded=encode_produce_response(response, version,
                                                                           request.context.correlation_id))
 

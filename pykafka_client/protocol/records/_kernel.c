@@ -665,6 +665,118 @@ static PyObject *k_validate_records(PyObject *self, PyObject *args)
     return PyBool_FromLong(ok);
 }
 
+/* A big-endian field of n bytes at p, as unsigned. */
+static inline uint64_t be_field(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* v2 batch header fields (byte offsets) and attribute bits, as default_record_batch.py has them. */
+#define BATCH_LENGTH_AT 8
+#define MAGIC_AT 16
+#define CRC_AT 17
+#define ATTRIBUTES_AT 21
+#define LAST_OFFSET_DELTA_AT 23
+#define BASE_TIMESTAMP_AT 27
+#define RECORDS_COUNT_AT 57
+#define RECORDS_AT 61
+#define MIN_BATCH_LENGTH (RECORDS_AT - 12)
+#define CODEC_MASK 0x07
+#define MAX_CODEC_ID 4
+#define TIMESTAMP_TYPE_BIT 0x08
+#define CONTROL_BIT 0x20
+
+PyDoc_STRVAR(check_batch_doc,
+    "check_batch(buf, pos, from_client, deep, now, before_max_ms, after_max_ms, require_keys, crc32c) -> int | None\n\n"
+    "The size of the v2 batch at pos when batch_ops.check_batch's reference (validate_batch, then with deep\n"
+    "check_records) would accept it; None when the reference must decide (it raises, or the batch is compressed).\n"
+    "The CRC is computed by calling crc32c(view).");
+
+static PyObject *k_check_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "check_batch takes 9 arguments");
+        return NULL;
+    }
+    long long pos = PyLong_AsLongLong(args[1]);
+    long long now = PyLong_AsLongLong(args[4]);
+    long long before = PyLong_AsLongLong(args[5]);
+    long long after = PyLong_AsLongLong(args[6]);
+    int from_client = PyObject_IsTrue(args[2]), deep = PyObject_IsTrue(args[3]);
+    int require_keys = PyObject_IsTrue(args[7]);
+    if (PyErr_Occurred() || from_client < 0 || deep < 0 || require_keys < 0) {
+        PyErr_Clear(); /* a value the reference judges (an int past 64 bits, ...) */
+        Py_RETURN_NONE;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    long long size = -1;
+    if (pos < 0 || pos > view.len || view.len - (Py_ssize_t)pos < 12)
+        goto done;
+    const uint8_t *h = (const uint8_t *)view.buf + pos;
+    Py_ssize_t available = view.len - (Py_ssize_t)pos;
+    int64_t batch_length = (int32_t)be_field(h + BATCH_LENGTH_AT, 4);
+    if (batch_length < MIN_BATCH_LENGTH || batch_length > available - 12 || h[MAGIC_AT] != 2)
+        goto done;
+    PyObject *mv = PyMemoryView_FromMemory((char *)h + ATTRIBUTES_AT, (Py_ssize_t)batch_length + 12 - ATTRIBUTES_AT,
+                                           PyBUF_READ);
+    PyObject *crc = mv != NULL ? PyObject_CallOneArg(args[8], mv) : NULL;
+    Py_XDECREF(mv);
+    unsigned long long computed = crc != NULL ? PyLong_AsUnsignedLongLong(crc) : 0;
+    Py_XDECREF(crc);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        goto done;
+    }
+    int attributes = (int)(int16_t)be_field(h + ATTRIBUTES_AT, 2);
+    int64_t last_offset_delta = (int32_t)be_field(h + LAST_OFFSET_DELTA_AT, 4);
+    int64_t count = (int32_t)be_field(h + RECORDS_COUNT_AT, 4);
+    int codec = attributes & CODEC_MASK;
+    if (computed != be_field(h + CRC_AT, 4) || codec > MAX_CODEC_ID || count < 0 ||
+        (codec == 0 && count > (batch_length + 12 - RECORDS_AT) / MIN_RECORD_SIZE) || last_offset_delta < 0)
+        goto done;
+    if (from_client && ((attributes & CONTROL_BIT) || count == 0 || last_offset_delta + 1 != count))
+        goto done;
+    if (deep && count > 0) {
+        /* check_records: the reference decodes compressed records and judges inconsistent counts */
+        if (codec != 0 || last_offset_delta != count - 1)
+            goto done;
+        checks_t k;
+        k.check_ts = !(attributes & TIMESTAMP_TYPE_BIT) && (before < INT64_MAX || after < INT64_MAX);
+        k.require_keys = require_keys;
+        k.now = now;
+        k.before_max = before;
+        k.after_max = after;
+        batch_args a;
+        a.count = count;
+        a.base_offset = (long long)(int64_t)be_field(h, 8);
+        a.base_timestamp = (long long)(int64_t)be_field(h + BASE_TIMESTAMP_AT, 8);
+        const uint8_t *p = h + RECORDS_AT, *end = h + batch_length + 12;
+        int ok;
+        if (end - p >= NOGIL_THRESHOLD) {
+            Py_BEGIN_ALLOW_THREADS
+            ok = validate_scan(p, end, &a, &k);
+            Py_END_ALLOW_THREADS
+        } else {
+            ok = validate_scan(p, end, &a, &k);
+        }
+        if (!ok)
+            goto done;
+    }
+    size = batch_length + 12;
+done:
+    PyBuffer_Release(&view);
+    if (size < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(size);
+}
+
 /* ---- encode ---------------------------------------------------------------------------------------- */
 
 /* A key or value: None (n = -1), bytes or bytearray; anything else is left to the reference. */
@@ -4108,6 +4220,7 @@ static PyMethodDef kernel_methods[] = {
     {"decode_consumer_records", k_decode_consumer_records, METH_VARARGS, decode_consumer_records_doc},
     {"decode_columns", k_decode_columns, METH_VARARGS, decode_columns_doc},
     {"validate_records", k_validate_records, METH_VARARGS, validate_records_doc},
+    {"check_batch", (PyCFunction)(void (*)(void))k_check_batch, METH_FASTCALL, check_batch_doc},
     {"append_records", k_append_records, METH_VARARGS, append_records_doc},
     {"encode_batch", (PyCFunction)(void (*)(void))k_encode_batch, METH_FASTCALL, encode_batch_doc},
     {"read_varint", (PyCFunction)(void (*)(void))k_read_varint, METH_FASTCALL, read_varint_doc},

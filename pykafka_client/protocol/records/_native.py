@@ -77,6 +77,21 @@ class Kernel(Protocol):
     ) -> bool:
         """Reference: ``batch_ops.check_records``."""
 
+    def check_batch(
+        self,
+        buf: Buffer,
+        pos: int,
+        from_client: bool,
+        deep: bool,
+        now: int,
+        before_max_ms: int,
+        after_max_ms: int,
+        require_keys: bool,
+        crc32c: Callable[[Buffer], int],
+        /,
+    ) -> int | None:
+        """Reference: ``batch_ops.check_batch`` (returns the batch's size where the reference returns the batch)."""
+
     def encode_batch(
         self, records: list[Any], producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool,
         crc32c: Callable[[Buffer], int], /,

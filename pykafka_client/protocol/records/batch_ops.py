@@ -2,6 +2,8 @@
 
 * :func:`validate_batch` checks a batch received from a client or read from a log segment
   (:func:`validate_records` additionally decodes it and checks the record offsets).
+* :func:`check_batch` is the broker's check of a batch to append: :func:`validate_batch` and
+  :func:`check_records` in one call (one kernel call on the compiled kernel).
 * :func:`set_base_offset` / :func:`set_partition_leader_epoch` patch fields outside the CRC range.
 * :func:`set_producer_state` rewrites producer id/epoch/sequence (a re-sent batch), recomputing the CRC.
 * :func:`set_log_append_time` switches a batch to LOG_APPEND_TIME and recomputes the CRC.
@@ -191,6 +193,37 @@ def check_records(
                 f"timestamp {ts} of record {i} is out of range "
                 f"(now {now}, before.max.ms {before_max_ms}, after.max.ms {after_max_ms})"
             )
+
+
+def check_batch(
+    buf: Buffer,
+    pos: int = 0,
+    *,
+    from_client: bool = False,
+    deep: bool = True,
+    now: int = 0,
+    before_max_ms: int = LONG_MAX,
+    after_max_ms: int = LONG_MAX,
+    require_keys: bool = False,
+) -> DefaultRecordBatch:
+    """The broker's checks of one batch of an append in one call: :func:`validate_batch` (``from_client``) and,
+    with ``deep``, :func:`check_records` on it (``now``, the timestamp bounds, ``require_keys``); returns the
+    batch, raises what they raise.
+
+    On the compiled kernel the header, the CRC and the records are checked in one call without building any
+    Python object but the returned view; the two functions above are the reference, and they run (and raise)
+    whenever the kernel does not accept the batch (a bad batch, or a compressed one when ``deep``).
+    """
+    kernel = _native.kernel
+    if kernel is not None and kernel.check_batch(
+        buf, pos, from_client, deep, now, before_max_ms, after_max_ms, require_keys, crc32c
+    ) is not None:
+        return DefaultRecordBatch(buf, pos)
+    batch = validate_batch(buf, pos, from_client=from_client)
+    if deep:
+        check_records(batch, now=now, before_max_ms=before_max_ms, after_max_ms=after_max_ms,
+                      require_keys=require_keys)
+    return batch
 
 
 def set_base_offset(buf: WritableBuffer, pos: int, base_offset: int) -> None:

@@ -15,7 +15,7 @@ from pykafka_client.consumer.completed_fetch import consumer_records_reference
 from pykafka_client.consumer.consumer_record import ConsumerRecord, TimestampType
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records import DefaultRecordBatch, MemoryRecordsBuilder, _native
-from pykafka_client.protocol.records.batch_ops import check_records
+from pykafka_client.protocol.records.batch_ops import LONG_MAX, check_batch, check_records
 from pykafka_client.protocol.records.columns import decode_columns
 from pykafka_client.protocol.records.default_record_batch import decode_records, decode_records_reference
 from pykafka_client.protocol.records.varint import encode_varint, read_varint
@@ -74,6 +74,8 @@ def test_encode_and_decode_agree(codec: CompressionType, recs: list[tuple[int, A
         both(lambda: decode_columns(DefaultRecordBatch(raw)))
         both(lambda: check_records(DefaultRecordBatch(raw), now=2**40, before_max_ms=2**39, after_max_ms=1000, require_keys=True))
         both(lambda: check_records(DefaultRecordBatch(raw)))
+        both(lambda: checked_batch(raw, True, 2**40, 2**39, 1000, True))
+        both(lambda: checked_batch(raw, False, 0, LONG_MAX, LONG_MAX, False))
         for position in (-1, 0, 3):
             both(lambda position=position: consumer_records_of(DefaultRecordBatch(raw), position))
 
@@ -89,6 +91,13 @@ def test_invalid_timestamp_is_the_same_error() -> None:
     assert kind == "error" and "invalid negative timestamp -2" in message
 
 
+def checked_batch(raw: bytes, from_client: bool, now: int, before: int, after: int, keys: bool) -> tuple[int, ...]:
+    """``batch_ops.check_batch`` at byte 2 of ``raw`` behind two other bytes (the batch's header fields, comparable)."""
+    batch = check_batch(bytearray(b"xy" + raw), 2, from_client=from_client, now=now, before_max_ms=before,
+                        after_max_ms=after, require_keys=keys)
+    return batch.position, batch.size_in_bytes, batch.base_offset, batch.records_count, batch.crc
+
+
 def _decode_everything(data: bytes) -> Callable[[], Any]:
     def run() -> Any:
         out: list[Any] = []
@@ -99,6 +108,8 @@ def _decode_everything(data: bytes) -> Callable[[], Any]:
             lambda: batch.records(LIMIT),
             lambda: decode_columns(batch, LIMIT),
             lambda: check_records(batch, now=10**12, before_max_ms=10**9, after_max_ms=10**9, require_keys=True),
+            lambda: checked_batch(data, True, 10**12, 10**9, 10**9, True),
+            lambda: checked_batch(data, False, 10**12, 10**9, LONG_MAX, False),
         ):
             out.append(outcome(fn))
         return out

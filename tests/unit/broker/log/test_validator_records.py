@@ -9,12 +9,18 @@ import pytest
 from crc32c import crc32c
 
 from mini_broker.log.log_config import LogConfig
-from mini_broker.log.log_validator import AppendOrigin, analyze_and_validate
+from mini_broker.log.log_validator import AppendChecks, AppendOrigin
+from mini_broker.log.log_validator import analyze_and_validate as _analyze_and_validate
 from pykafka_client.errors import CorruptRecordError, InvalidRecordError, InvalidTimestampError
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records import MemoryRecordsBuilder
 
 NOW = 1_700_000_000_000
+
+
+def analyze_and_validate(buf: bytearray, origin: AppendOrigin, config: LogConfig, now: int) -> object:
+    """The validator with ``config``'s checks (what a Log passes: ``AppendChecks.of`` its config)."""
+    return _analyze_and_validate(buf, origin, AppendChecks.of(config), now)
 
 
 def batch(*keys: bytes | None, ts: int = NOW, codec: CompressionType = CompressionType.NONE) -> bytearray:

@@ -8,7 +8,7 @@ import pytest
 
 from mini_broker.config import KafkaConfig
 from mini_broker.log.log_config import LogConfig
-from mini_broker.log.log_validator import AppendOrigin, analyze_and_validate
+from mini_broker.log.log_validator import AppendChecks, AppendOrigin, analyze_and_validate
 from mini_broker.metadata_version import from_version_string
 from mini_broker.server.topic_configs import (
     DEFAULT_CONFIG,
@@ -148,11 +148,11 @@ def test_appends_are_checked_against_message_timestamp_difference_max_ms() -> No
         return bytearray(builder.build())
 
     cfg = LogConfig.from_props({"message.timestamp.difference.max.ms": "1000"})
-    analyze_and_validate(batch(NOW - 1000), AppendOrigin.CLIENT, cfg, NOW)
-    analyze_and_validate(batch(NOW + 1000), AppendOrigin.CLIENT, cfg, NOW)
+    analyze_and_validate(batch(NOW - 1000), AppendOrigin.CLIENT, AppendChecks.of(cfg), NOW)
+    analyze_and_validate(batch(NOW + 1000), AppendOrigin.CLIENT, AppendChecks.of(cfg), NOW)
     with pytest.raises(InvalidTimestampError):
-        analyze_and_validate(batch(NOW - 1001), AppendOrigin.CLIENT, cfg, NOW)
+        analyze_and_validate(batch(NOW - 1001), AppendOrigin.CLIENT, AppendChecks.of(cfg), NOW)
     with pytest.raises(InvalidTimestampError):
-        analyze_and_validate(batch(NOW + 1001), AppendOrigin.CLIENT, cfg, NOW)
+        analyze_and_validate(batch(NOW + 1001), AppendOrigin.CLIENT, AppendChecks.of(cfg), NOW)
     # message.format.version changes nothing: v2 batches (headers, producer ids) are taken as they are
-    analyze_and_validate(batch(NOW - 10**9), AppendOrigin.CLIENT, LogConfig.from_props({"message.format.version": "0.9.0"}), NOW)
+    analyze_and_validate(batch(NOW - 10**9), AppendOrigin.CLIENT, AppendChecks.of(LogConfig.from_props({"message.format.version": "0.9.0"})), NOW)

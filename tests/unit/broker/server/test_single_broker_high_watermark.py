@@ -1,6 +1,6 @@
 """The single broker's high watermark under two concurrent appenders (two network threads handling Produce).
 
-Each appender raises the high watermark to the log end offset it read after its own append. When the other one
+Each appender raises the high watermark to its own log end offset, under the append's lock. When the other one
 appends (and raises it) in between, the slower appender must not move it back: an acks=all produce of the
 faster one waits (DelayedProduce) for the high watermark to reach its last offset + 1, and with both producers
 parked behind such a wait no later append brings it back before the request timeout (bench/spark.py's pykafka
@@ -10,41 +10,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from mini_broker.log import Log, LogConfig
-from mini_broker.log.fetch_data_info import LogAppendInfo
 from mini_broker.log.unified_log import AppendOrigin
 from mini_broker.server.replication_strategy import SingleBrokerReplication
+from pykafka_client.protocol.records import MemoryRecordsBuilder
 from pykafka_client.utils.time import MockTime
 from tests.unit.broker.log.helpers import batch
 
 
 class _InterleavingLog(Log):
-    """A log whose first read of the log end offset after the next append returns runs ``between`` before returning
-    the value read: another appender's whole append lands between this appender's read and its high-watermark
-    update, as when two network threads append to the partition at once."""
+    """A log whose next append, about to raise the high watermark to its own log end, first runs ``between`` (the
+    log's lock is reentrant: another appender's whole append lands there, as if it had appended after this one's
+    write and before its high-watermark update)."""
 
     _pending: Callable[[], None] | None = None
-    _armed: Callable[[], None] | None = None
 
     def arm(self, between: Callable[[], None]) -> None:
         self._pending = between
 
-    def append(self, records: bytes | bytearray | memoryview, **kwargs: Any) -> LogAppendInfo:
-        info = super().append(records, **kwargs)
-        self._armed, self._pending = self._pending, None
-        return info
-
-    @property
-    def log_end_offset(self) -> int:
-        value = super().log_end_offset
-        between, self._armed = self._armed, None
+    def _increment_high_watermark_locked(self, offset: int) -> bool:
+        between, self._pending = self._pending, None
         if between is not None:
             between()
-        return value
+        return super()._increment_high_watermark_locked(offset)
 
 
 @pytest.fixture
@@ -78,3 +69,25 @@ def test_maybe_increment_high_watermark_raises_only(log: _InterleavingLog) -> No
     assert log.maybe_increment_high_watermark(10) is True  # clamped to the log end offset
     assert log.high_watermark == 4
     assert log.maybe_increment_high_watermark(10) is False
+
+
+def test_a_single_brokers_append_raises_the_high_watermark_under_its_lock(log: _InterleavingLog) -> None:
+    """Log.append(raise_high_watermark=True) (what SingleBrokerReplication.append_as_leader asks): the high watermark
+    is at the log end when the append returns, a duplicate leaves it there, and without the flag it stays."""
+    idempotent = MemoryRecordsBuilder(write_limit=1 << 20, producer_id=7, producer_epoch=0, base_sequence=0)
+    for value in (b"a", b"b"):
+        idempotent.append(1_700_000_000_000, None, value)
+    first = idempotent.build()
+    info = log.append(first, raise_high_watermark=True)
+    assert (info.first_offset, info.last_offset, log.high_watermark) == (0, 1, 2)
+    log.append(batch([b"c"]))
+    assert (log.log_end_offset, log.high_watermark) == (3, 2)
+    dup = log.append(first, raise_high_watermark=True)
+    assert (dup.first_offset, log.log_end_offset, log.high_watermark) == (0, 3, 3)
+
+
+def test_a_config_update_changes_what_appends_check(log: _InterleavingLog) -> None:
+    """Log.append_checks (the config's append values, computed once per config) follow update_config."""
+    assert not log.append_checks.compacted and log.append_checks.max_message_bytes == LogConfig().max_message_bytes
+    log.update_config(LogConfig.from_props({"cleanup.policy": "compact", "max.message.bytes": "2000"}))
+    assert log.append_checks.compacted and log.append_checks.max_message_bytes == 2000

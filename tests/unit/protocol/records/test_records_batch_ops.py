@@ -6,8 +6,15 @@ import struct
 
 import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
+from crc32c import crc32c
 
-from pykafka_client.errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
+from pykafka_client.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    MessageDecodeError,
+    UnsupportedCompressionTypeError,
+)
 from pykafka_client.protocol.records import (
     BatchIterator,
     TimestampType,
@@ -16,6 +23,7 @@ from pykafka_client.protocol.records import (
     set_partition_leader_epoch,
     validate_batch,
 )
+from pykafka_client.protocol.records.batch_ops import check_batch
 from pykafka_client.protocol.records.default_record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET
 
 
@@ -81,21 +89,22 @@ def _rewrite_crc(buf: bytearray) -> None:
     struct.pack_into(">I", buf, CRC_OFFSET, crc32c(bytes(buf[ATTRIBUTES_OFFSET:])))
 
 
-@pytest.mark.parametrize(
-    ("fmt", "pos", "value", "fix_crc", "error", "fragment"),
-    [
-        (">i", 8, -1, False, CorruptRecordError, "below the minimum"),
-        (">i", 8, 10, False, CorruptRecordError, "below the minimum"),
-        (">i", 8, 0x7FFFFFFF, False, CorruptRecordError, "exceeds"),
-        (">b", 16, 1, False, CorruptRecordError, "magic"),
-        (">B", -1, 0xEE, False, CorruptRecordError, "CRC"),
-        (">h", 21, 5, True, UnsupportedCompressionTypeError, "5"),
-        (">i", 57, 1 << 30, True, CorruptRecordError, "cannot fit"),
-        (">i", 57, -2, True, InvalidRecordError, "negative"),
-        (">i", 23, 7, True, InvalidRecordError, "inconsistent"),
-        (">h", 21, 0x20, True, InvalidRecordError, "control"),
-    ],
-)
+#: (struct format, byte position, value written, CRC rewritten, error, message fragment) of a batch header corrupted
+HEADER_CORRUPTIONS = [
+    (">i", 8, -1, False, CorruptRecordError, "below the minimum"),
+    (">i", 8, 10, False, CorruptRecordError, "below the minimum"),
+    (">i", 8, 0x7FFFFFFF, False, CorruptRecordError, "exceeds"),
+    (">b", 16, 1, False, CorruptRecordError, "magic"),
+    (">B", -1, 0xEE, False, CorruptRecordError, "CRC"),
+    (">h", 21, 5, True, UnsupportedCompressionTypeError, "5"),
+    (">i", 57, 1 << 30, True, CorruptRecordError, "cannot fit"),
+    (">i", 57, -2, True, InvalidRecordError, "negative"),
+    (">i", 23, 7, True, InvalidRecordError, "inconsistent"),
+    (">h", 21, 0x20, True, InvalidRecordError, "control"),
+]
+
+
+@pytest.mark.parametrize(("fmt", "pos", "value", "fix_crc", "error", "fragment"), HEADER_CORRUPTIONS)
 def test_validate_rejects_each_corruption(
     fmt: str, pos: int, value: int, fix_crc: bool, error: type[Exception], fragment: str
 ) -> None:
@@ -105,6 +114,47 @@ def test_validate_rejects_each_corruption(
         _rewrite_crc(buf)
     with pytest.raises(error, match=fragment):
         validate_batch(buf, 0, from_client=True)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "pos", "value", "fix_crc", "error", "fragment"),
+    [*HEADER_CORRUPTIONS, (">B", 61, 0x7E, True, MessageDecodeError, "record 0 .* is truncated")],  # a record's length
+)
+def test_check_batch_rejects_what_validate_batch_and_check_records_reject(
+    fmt: str, pos: int, value: int, fix_crc: bool, error: type[Exception], fragment: str
+) -> None:
+    """check_batch (one kernel call on the compiled kernel) raises the reference's errors, header or records."""
+    buf = bytearray(b"\x00" * 5) + independent_batch()
+    struct.pack_into(fmt, buf, 5 + pos if pos >= 0 else len(buf) + pos, value)
+    if fix_crc:
+        struct.pack_into(">I", buf, 5 + CRC_OFFSET, crc32c(bytes(buf[5 + ATTRIBUTES_OFFSET:])))
+    with pytest.raises(error, match=fragment):
+        check_batch(buf, 5, from_client=True)
+
+
+def test_check_batch_returns_the_batch_and_applies_the_record_rules() -> None:
+    buf = bytearray(b"\x00" * 3) + independent_batch(3)
+    batch = check_batch(buf, 3, from_client=True, now=1_001, before_max_ms=1, after_max_ms=1, require_keys=True)
+    assert (batch.position, batch.size_in_bytes, batch.records_count) == (3, len(buf) - 3, 3)
+    with pytest.raises(InvalidTimestampError, match="timestamp 1000 of record 0"):
+        check_batch(buf, 3, now=1_002, before_max_ms=1)
+    with pytest.raises(InvalidTimestampError, match="timestamp 1002 of record 2"):
+        check_batch(buf, 3, now=1_000, after_max_ms=1)
+    # without deep (replication) the records are not looked at
+    assert check_batch(buf, 3, deep=False, now=10**12, before_max_ms=1).size_in_bytes == len(buf) - 3
+    keyless = AioBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1, producer_epoch=-1,
+                         base_sequence=-1, batch_size=1 << 20)
+    keyless.append(0, timestamp=5, key=None, value=b"v", headers=[])
+    with pytest.raises(InvalidRecordError, match="no key"):
+        check_batch(bytearray(keyless.build()), require_keys=True)
+    assert check_batch(bytearray(keyless.build())).records_count == 1
+
+
+def test_check_batch_leaves_compressed_records_to_the_reference() -> None:
+    buf = independent_batch(4, codec=1)
+    assert check_batch(buf, from_client=True, now=1_001, before_max_ms=10, after_max_ms=10).records_count == 4
+    with pytest.raises(InvalidTimestampError):
+        check_batch(buf, now=10**9, before_max_ms=10)
 
 
 def test_validate_rejects_short_buffer() -> None:
