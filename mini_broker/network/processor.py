@@ -426,6 +426,9 @@ class Processor:
                 log.info("event=reauthentication_failed connection=%s error=%r", cid, e)
                 self._close(cid, "reauthentication_failed")
                 return True
+            channel = self.selector.channel(cid)
+            if channel is not None:
+                channel.begin_reauthentication()  # not ready (no request read) until the session completes again
             self.selector.unmute(cid)  # re-reads the channel's interest: the handshake response is to be written
             return True
         if session.session_expired(self._now_ns()):

@@ -150,9 +150,16 @@ class KafkaChannel:
     def ready(self) -> bool:
         """Connected, transport handshake done and authenticated: the state READY. The channel enters it when its
         handshakes are done (at the connect's end, or in :meth:`prepare`, the only places they make progress) and
-        leaves it when a re-authentication begins or the channel fails (the Selector sets those states), so the
-        question asked before every send costs no call to the transport and the authenticator."""
+        leaves it when a re-authentication begins (:meth:`begin_reauthentication`) or the channel fails (the
+        Selector sets that state), so the question asked before every send costs no call to the transport and the
+        authenticator."""
         return self.state is _READY
+
+    def begin_reauthentication(self) -> None:
+        """The authenticator started over on this connection (KIP-368): the channel is not ready (state
+        AUTHENTICATE) until :meth:`prepare` finds the new authentication complete. Whoever restarts the
+        authenticator calls it: the client's Selector, and the broker's Processor on a SaslHandshake."""
+        self.state = ChannelState.AUTHENTICATE
 
     def _handshakes_done(self) -> bool:
         return (

@@ -695,7 +695,7 @@ class Selector:
         self._reauth_at_ms.pop(connection_id, None)
         auth.begin_reauthentication()
         self._reauthenticating.add(connection_id)
-        channel.state = ChannelState.AUTHENTICATE
+        channel.begin_reauthentication()
         self._update_interest(channel)
 
     def _maybe_close_oldest_connection(self, now_ns: int) -> None:

@@ -156,8 +156,8 @@ class _StepAuthenticator:
 
 
 def test_readiness_is_the_state_the_handshakes_reach() -> None:
-    """ready() is the state READY: entered in prepare() once authentication completes, left when the Selector starts
-    a re-authentication; asking it costs no call to the authenticator."""
+    """ready() is the state READY: entered in prepare() once authentication completes, left when a re-authentication
+    begins; asking it costs no call to the authenticator."""
     from pykafka_client.network.transport.selectable import ChannelState
 
     a, b = socket.socketpair()
@@ -174,8 +174,8 @@ def test_readiness_is_the_state_the_handshakes_reach() -> None:
         for _ in range(3):
             assert ch.ready()
         assert auth.asked == asked
-        ch.state = ChannelState.AUTHENTICATE  # what Selector.begin_reauthentication sets
-        assert not ch.ready()
+        ch.begin_reauthentication()  # as the client's Selector and the broker's Processor call it
+        assert not ch.ready() and ch.state is ChannelState.AUTHENTICATE
         auth.steps = 1
         ch.prepare()
         assert ch.ready()
