@@ -399,16 +399,25 @@ class Selector:
         """Stop reading the channel. Its registration with the OS selector changes at the next :meth:`poll`
         (nothing reads it before then): a broker unmutes most channels again within the same round, once its
         answer went out at once, and then no change is made at all."""
-        channel = self._require(connection_id)
-        channel.mute()
-        self._interest_stale.add(connection_id)
+        self.mute_channel(self._require(connection_id))
 
     def unmute(self, connection_id: str) -> None:
         """Unmute if the channel's mute state allows it (only plain MUTED does)."""
-        channel = self._require(connection_id)
-        channel.maybe_unmute()
-        self._interest_stale.discard(connection_id)  # brought up to date here
+        self.unmute_channel(self._require(connection_id))
+
+    def mute_channel(self, channel: KafkaChannel) -> None:
+        """:meth:`mute` of an open channel of this selector that the caller holds (a broker Processor looked it up
+        once for the frame it mutes for)."""
+        channel.mute()
+        self._interest_stale.add(channel.id)
+
+    def unmute_channel(self, channel: KafkaChannel) -> bool:
+        """:meth:`unmute` of an open channel of this selector that the caller holds; returns whether the channel is
+        unmuted now (a throttled one, or one with a response pending, stays muted)."""
+        unmuted = channel.maybe_unmute()
+        self._interest_stale.discard(channel.id)  # brought up to date here
         self._update_interest(channel)
+        return unmuted
 
     def mute_all(self) -> None:
         for cid in list(self._channels):
@@ -539,7 +548,10 @@ class Selector:
                 self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
         end_io_ns = self._now_ns()
         self.metrics.io_time_ns_total += end_io_ns - end_select_ns
-        self._maybe_close_oldest_connection(end_io_ns)
+        if self._idle is not None:
+            expired = self._idle.poll_expired_connection(end_io_ns)  # None until the oldest one's time is up
+            if expired is not None:
+                self._close_expired(expired)
 
     def _update_stale_interest(self) -> None:
         channels = self._channels
@@ -669,12 +681,8 @@ class Selector:
         channel.state = ChannelState.AUTHENTICATE
         self._update_interest(channel)
 
-    def _maybe_close_oldest_connection(self, now_ns: int) -> None:
-        if self._idle is None:
-            return
-        expired = self._idle.poll_expired_connection(now_ns)
-        if expired is None:
-            return
+    def _close_expired(self, expired: str) -> None:
+        """Close the connection :class:`IdleExpiryManager` found idle for longer than ``connections.max.idle.ms``."""
         channel = self._channels.get(expired)
         if channel is not None:
             channel.state = ChannelState.EXPIRED

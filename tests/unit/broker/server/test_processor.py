@@ -92,6 +92,12 @@ class ScriptedSelector:
     def unmute(self, connection_id: str) -> None:
         self.channels[connection_id].maybe_unmute()
 
+    def mute_channel(self, channel: KafkaChannel) -> None:
+        channel.mute()
+
+    def unmute_channel(self, channel: KafkaChannel) -> bool:
+        return channel.maybe_unmute()
+
     def close_channel(self, connection_id: str) -> None:
         self.closed.append(connection_id)
         channel = self.channels.pop(connection_id, None)
