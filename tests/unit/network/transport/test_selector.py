@@ -148,6 +148,24 @@ def test_unmute_blocked_while_response_pending(h: Harness) -> None:
     assert receives(h.selector) == [("a", b"r2")]
 
 
+def test_mute_and_unmute_of_a_held_channel_and_whether_the_unmute_took(h: Harness) -> None:
+    peer = h.add("a")
+    peer.sendall(frame(b"r1") + frame(b"r2"))
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"r1")]
+    channel = h.selector.channel("a")
+    assert channel is not None
+    h.selector.mute_channel(channel)
+    channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
+    assert h.selector.unmute_channel(channel) is False  # a response is pending: stays muted
+    h.selector.poll(0)
+    assert h.selector.completed_receives() == []
+    channel.handle_channel_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+    assert h.selector.unmute_channel(channel) is True
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"r2")]
+
+
 def test_idle_channel_expires_with_mock_time(h: Harness) -> None:
     peer = h.add("idle")
     busy = h.add("busy")
