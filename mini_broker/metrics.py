@@ -17,7 +17,7 @@ from __future__ import annotations
 import http.server
 import threading
 from collections import deque
-from typing import Callable, Iterable
+from typing import Callable, Sequence
 
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -57,10 +57,14 @@ class Histogram:
         return self.sum / self.count if self.count else 0.0
 
 
-def observe_each(histograms: tuple[Histogram, ...], values: Iterable[float]) -> None:
+def observe_each(histograms: tuple[Histogram, ...], values: Sequence[float]) -> None:
     """Observe each value in the histogram at its position, for a caller holding their lock (the one observation
-    of :class:`Histogram`: a request's six times are recorded in one call, not one per histogram)."""
-    for h, v in zip(histograms, values, strict=True):
+    of :class:`Histogram`: a request's six times are recorded in one call, not one per histogram). ValueError
+    unless there is one value per histogram (checked by length: ``zip``'s ``strict`` keyword costs more than the
+    loop on this per-request path)."""
+    if len(values) != len(histograms):
+        raise ValueError(f"{len(values)} values for {len(histograms)} histograms")
+    for h, v in zip(histograms, values):  # noqa: B905 (the lengths are checked above)
         if h.count == 0 or v < h.min:
             h.min = v
         if h.count == 0 or v > h.max:

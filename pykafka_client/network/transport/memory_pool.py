@@ -174,7 +174,9 @@ class PooledFrameReader(FrameReader):
             return total
         self._waiting = False
         assert self._payload is not None
-        n = transport.read_into(memoryview(self._payload)[self._payload_read : self._allowed])
+        read, allowed = self._payload_read, self._allowed
+        # the whole frame's view as it is when nothing is read yet and all of it is granted (the common case)
+        n = transport.read_into(self._payload[read:allowed] if read or allowed != self._size else self._payload)
         if n < 0:
             return -1
         self._payload_read += n
@@ -186,11 +188,11 @@ class PooledFrameReader(FrameReader):
         if self._payload is None and size <= EAGER_FRAME_BYTES:
             if not pool.try_allocate(size, self._large):
                 return False
-            self._payload = bytearray(size)
+            self._payload = memoryview(bytearray(size))
             self._reserved = self._allowed = size
             return True
         if self._payload is None:
-            self._payload = mmap.mmap(-1, size)  # pages are only backed once written
+            self._payload = memoryview(mmap.mmap(-1, size))  # pages are only backed once written
         step = min(GROWTH_STEP_BYTES, size - self._allowed)
         if pool.try_allocate(step, True):
             self._reserved += step
