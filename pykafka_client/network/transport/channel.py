@@ -197,10 +197,12 @@ class KafkaChannel:
     def is_muted(self) -> bool:
         return self.mute_state is not _NOT_MUTED
 
-    def mute(self) -> None:
-        """Stop reading (only from NOT_MUTED; otherwise already muted)."""
+    def mute(self) -> bool:
+        """Stop reading (only from NOT_MUTED; otherwise already muted). Returns whether this call muted it."""
         if self.mute_state is ChannelMuteState.NOT_MUTED:
             self.mute_state = ChannelMuteState.MUTED
+            return True
+        return False
 
     def maybe_unmute(self) -> bool:
         """Unmute if plainly MUTED; returns whether the channel is now unmuted."""

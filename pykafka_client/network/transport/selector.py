@@ -271,6 +271,8 @@ class Selector:
         else:
             self._selector.modify(channel.fd, want, channel)
         self._events[channel.id] = want
+        # up to date now, whatever a mute since the last poll left behind (see mute_channel)
+        self._interest_stale.discard(channel.id)
 
     def channel(self, connection_id: str) -> KafkaChannel | None:
         """The open channel for ``connection_id`` (e.g. for the broker's mute state events)."""
@@ -408,15 +410,22 @@ class Selector:
     def mute_channel(self, channel: KafkaChannel) -> None:
         """:meth:`mute` of an open channel of this selector that the caller holds (a broker Processor looked it up
         once for the frame it mutes for)."""
-        channel.mute()
-        self._interest_stale.add(channel.id)
+        if channel.mute():
+            # it was reading: until the next poll, or until its registration changes, the registration differs
+            # from its interest by this mute alone
+            self._interest_stale.add(channel.id)
 
     def unmute_channel(self, channel: KafkaChannel) -> bool:
         """:meth:`unmute` of an open channel of this selector that the caller holds; returns whether the channel is
         unmuted now (a throttled one, or one with a response pending, stays muted)."""
         unmuted = channel.maybe_unmute()
-        self._interest_stale.discard(channel.id)  # brought up to date here
-        self._update_interest(channel)
+        cid = channel.id
+        if unmuted and cid in self._interest_stale:
+            # muted and unmuted again with its registration unchanged in between: that registration is right
+            self._interest_stale.discard(cid)
+        else:
+            self._interest_stale.discard(cid)  # brought up to date here
+            self._update_interest(channel)
         return unmuted
 
     def mute_all(self) -> None:
@@ -555,11 +564,11 @@ class Selector:
 
     def _update_stale_interest(self) -> None:
         channels = self._channels
-        for cid in self._interest_stale:
+        stale, self._interest_stale = self._interest_stale, set()
+        for cid in stale:
             channel = channels.get(cid)
             if channel is not None:
                 self._update_interest(channel)
-        self._interest_stale.clear()
 
     def _unmute_for_memory(self) -> None:
         """Unmute the channels muted for memory once the pool has room for what each waits for."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import selectors
 import socket
 import threading
 from collections.abc import Iterator
@@ -354,6 +355,34 @@ def test_mute_and_unmute_in_one_round_change_no_registration(h: Harness) -> None
     h.selector.unmute("a")
     h.selector.poll(0)
     assert counting.changes == ["unregister", "register"] and receives(h.selector) == [("a", b"next")]
+
+
+def test_unmute_after_a_registration_change_while_muted_brings_it_up_to_date(h: Harness) -> None:
+    """A mute leaves the registration behind until the next poll, and an unmute in the same round skips the update
+    only while nothing else changed it: a send left half written in between registers for writing alone, so the
+    unmute must register reading again."""
+    peer = h.add("a")
+    channel = h.selector.channel("a")
+    assert channel is not None
+    h.selector.mute_channel(channel)
+    big = b"x" * (16 * 1024 * 1024)  # more than the socket pair buffers: written in part
+    assert h.selector.send_completing(size_prefixed("a", [big])) is False
+    assert h.selector._events["a"] == selectors.EVENT_WRITE
+    assert h.selector.unmute_channel(channel) is True
+    assert h.selector._events["a"] == selectors.EVENT_READ | selectors.EVENT_WRITE
+    peer.close()
+
+
+def test_unmute_of_a_channel_muted_before_its_registration_was_updated_registers_reading(h: Harness) -> None:
+    h.add("a")
+    channel = h.selector.channel("a")
+    assert channel is not None
+    h.selector.mute_channel(channel)
+    h.selector.poll(0)  # the mute reaches the registration
+    assert "a" not in h.selector._events or h.selector._events["a"] == 0
+    h.selector.mute_channel(channel)  # already muted: nothing changes
+    assert h.selector.unmute_channel(channel) is True
+    assert h.selector._events["a"] == selectors.EVENT_READ
 
 
 def test_channel_closed_while_muted_is_not_registered_again(h: Harness) -> None:
