@@ -168,8 +168,9 @@ class Processor:
         self._sasl_listener = config.listener_security_protocol(listener.listener_name).startswith("SASL_")
         # (socket, remote ip as counted by ConnectionQuotas: the same string must be given back to dec())
         self._new_connections: queue.Queue[tuple[socket.socket, str]] = queue.Queue(CONNECTION_QUEUE_SIZE)
+        # appended by any thread, popped by this one: deque appends and pops are thread-safe, no lock (Kafka's
+        # ConcurrentLinkedQueue)
         self._response_queue: collections.deque[Response] = collections.deque()
-        self._response_lock = threading.Lock()
         self._inflight: dict[str, SendResponse] = {}
         self._conns: dict[str, _Conn] = {}
         self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
@@ -204,8 +205,7 @@ class Processor:
         return True
 
     def enqueue_response(self, response: Response) -> None:
-        with self._response_lock:
-            self._response_queue.append(response)
+        self._response_queue.append(response)
         if threading.get_ident() != self._thread_ident:
             # from the processor's own thread (inline handling) no wakeup is needed: it processes new
             # responses before it polls again
@@ -286,13 +286,9 @@ class Processor:
                     pass
 
     def _process_new_responses(self) -> None:
-        if not self._response_queue:  # lock-free peek (appends happen under the lock, then a wakeup)
-            return
-        with self._response_lock:
-            responses = self._response_queue
-            self._response_queue = collections.deque()
-        for resp in responses:
-            self._process_new_response(resp)
+        responses = self._response_queue
+        while responses:  # those queued meanwhile too, in order (as Kafka's processNewResponses)
+            self._process_new_response(responses.popleft())
 
     def _process_new_response(self, resp: Response) -> None:
         cid = resp.request.context.connection_id

@@ -390,3 +390,20 @@ def test_only_sasl_listeners_processors_keep_delayed_authentication_failures() -
             acceptor.server_socket.close()
         for processor in server.processors:
             processor.join()
+
+
+def test_responses_queued_while_responses_are_processed_go_out_in_the_same_pass() -> None:
+    """The response queue is drained to its end, in order, those queued meanwhile included (Kafka's
+    processNewResponses)."""
+    proc, sel, channel, quotas = make()
+    quotas.inc("1.2.3.4")
+    proc._conns["c2"] = _Conn("c2", "1.2.3.4", "1.2.3.4:6")
+    sel.open_channel("c2")
+    sel.complete_at_once = True
+    sel.to_receive = [rcv(b"a"), NetworkReceive("c2", memoryview(b"b"))]
+    step(proc)
+    a, b = take(channel), take(channel)
+    channel.send_response(SendResponse(a, [b"A"], 1, on_complete=lambda: respond(channel, b, b"B")))
+    proc._process_new_responses()
+    assert [s.buffers for s in sel.written_at_once] == [[b"A"], [b"B"]] and not proc._response_queue
+    assert sel.muted == set()
