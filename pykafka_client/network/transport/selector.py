@@ -594,13 +594,19 @@ class Selector:
         if self._idle is not None:
             self._idle.update(cid, now_ns)
         try:
+            # whether this step may have changed the channel's interest: connecting, a handshake or authentication
+            # step, a memory mute or a write may; a read alone leaves the interest of a ready channel as it was (its
+            # registration was brought up to date by whoever changed it last), so it costs no interest check
+            changed = False
             if channel.connecting:
+                changed = True
                 channel.finish_connect()
                 self.metrics.connection_creation_total += 1
                 if channel.ready():
                     self._connected.append(cid)
             ready = channel.ready()
             if not ready:
+                changed = True
                 channel.prepare()
                 ready = channel.ready()
                 if ready:
@@ -627,14 +633,18 @@ class Selector:
                         # no memory for this frame: stop reading (TCP pushes back) until the pool has room
                         channel.mute()
                         self._memory_muted[cid] = channel.waiting_for_large_memory()
-                if mask & selectors.EVENT_WRITE and channel.has_send():
-                    before = channel.bytes_sent
-                    done = channel.write()
-                    self.metrics.bytes_sent_total += channel.bytes_sent - before
-                    if done is not None:
-                        self._completed_sends.append(done)
-                        self.metrics.requests_sent_total += 1
-            self._update_interest(channel)
+                        changed = True
+                if mask & selectors.EVENT_WRITE:
+                    changed = True  # a write, or a write event with nothing to write: a registration to correct
+                    if channel.has_send():
+                        before = channel.bytes_sent
+                        done = channel.write()
+                        self.metrics.bytes_sent_total += channel.bytes_sent - before
+                        if done is not None:
+                            self._completed_sends.append(done)
+                            self.metrics.requests_sent_total += 1
+            if changed:
+                self._update_interest(channel)
         except PeerClosedError:
             self._close(channel, DisconnectInfo(channel.state))
         except _AUTH_ERRORS as e:

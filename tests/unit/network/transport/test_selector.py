@@ -385,6 +385,18 @@ def test_unmute_of_a_channel_muted_before_its_registration_was_updated_registers
     assert h.selector._events["a"] == selectors.EVENT_READ
 
 
+def test_a_write_event_with_nothing_to_write_corrects_the_registration(h: Harness) -> None:
+    """A read leaves a ready channel's registration alone (nothing a read does changes the interest), but a write
+    event always brings it up to date, even with no send to write."""
+    h.add("a")
+    channel = h.selector.channel("a")
+    assert channel is not None
+    h.selector._selector.modify(channel.fd, selectors.EVENT_READ | selectors.EVENT_WRITE, channel)
+    h.selector._events["a"] = selectors.EVENT_READ | selectors.EVENT_WRITE
+    h.selector.poll(0)
+    assert h.selector._events["a"] == selectors.EVENT_READ
+
+
 def test_channel_closed_while_muted_is_not_registered_again(h: Harness) -> None:
     h.add("a")
     h.selector.mute("a")
