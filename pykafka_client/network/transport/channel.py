@@ -311,8 +311,9 @@ class KafkaChannel:
                 raise PeerClosedError(f"connection {self.id} closed by the peer")
             total += n
             self.bytes_received += n
-            if self._reader.complete():
-                receives.append(self._reader.take())
+            receive = self._reader.take_completed()
+            if receive is not None:
+                receives.append(receive)
                 if len(receives) >= max_receives:
                     break
             elif n == 0:

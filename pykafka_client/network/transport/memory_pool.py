@@ -81,12 +81,10 @@ class SimpleMemoryPool:
         #: allocations refused since start (a metric: how often reads were muted for memory)
         self.refused_total = 0
 
-    def _floor(self, large: bool) -> int:
-        return self.small_frame_reserve if large else 0
-
     def try_allocate(self, size: int, large: bool) -> bool:
         with self._lock:
-            if self._available <= self._floor(large):
+            # what must stay available: large frames leave the small-frame reserve alone
+            if self._available <= (self.small_frame_reserve if large else 0):
                 self.refused_total += 1
                 return False
             self._available -= size
@@ -109,7 +107,7 @@ class SimpleMemoryPool:
             self._available += size
 
     def has_room(self, large: bool) -> bool:
-        return self._available > self._floor(large) or (large and self._overdraft_owner is None)
+        return self._available > (self.small_frame_reserve if large else 0) or (large and self._overdraft_owner is None)
 
     @property
     def available(self) -> int:
@@ -203,8 +201,10 @@ class PooledFrameReader(FrameReader):
         self._allowed += step
         return True
 
-    def take(self) -> NetworkReceive:
-        receive = super().take()
+    def take_completed(self) -> NetworkReceive | None:
+        receive = super().take_completed()
+        if receive is None:
+            return None
         receive.extra = _Release(self._pool, self._reserved)
         if self._overdraft:
             self._pool.end_overdraft(self)

@@ -112,8 +112,15 @@ class FrameReader:
 
     def take(self) -> NetworkReceive:
         """Hand out the completed frame and reset for the next one."""
-        if not self.complete():
+        receive = self.take_completed()
+        if receive is None:
             raise AssertionError("take() called before the frame was complete")
+        return receive
+
+    def take_completed(self) -> NetworkReceive | None:
+        """:meth:`take` once the frame is complete, None before (one step for a caller that reads and takes)."""
+        if not self.complete():
+            return None
         payload = self._payload if self._payload is not None else _EMPTY
         self._size_read = 0
         self._payload = None

@@ -299,3 +299,18 @@ def test_a_frame_in_pieces_is_read_into_the_rest_of_its_view() -> None:
         r.read_from(t)
     assert [v.nbytes for v in t.views] == [4, 2, 5, 2]
     assert bytes(r.take().payload) == b"hello"
+
+
+def test_take_completed_is_none_until_the_frame_is_whole() -> None:
+    t = ScriptedReader(frame(b"hello"), [4, 2, 0, 3])
+    r = FrameReader("c", 100)
+    r.read_from(t)
+    assert r.take_completed() is None
+    r.read_from(t)
+    assert r.take_completed() is None
+    r.read_from(t)
+    r.read_from(t)
+    receive = r.take_completed()
+    assert receive is not None and bytes(receive.payload) == b"hello" and r.take_completed() is None
+    with pytest.raises(AssertionError):
+        r.take()
