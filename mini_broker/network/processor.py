@@ -247,7 +247,8 @@ class Processor:
                         self._process_completed_sends()
                     if selector.disconnected():
                         self._process_disconnected()
-                    self._close_excess_connections()
+                    if self._quotas.limited:  # no finite connection limit: nothing can be in excess
+                        self._close_excess_connections()
                     if self._auth_failures:  # None, or nothing waiting: nothing to do
                         self._complete_failed_authentications()
                 except Exception:
