@@ -28,14 +28,11 @@ from pykafka_client.network.cluster_connection_states import ClusterConnectionSt
 from pykafka_client.network.connect_failure import ConnectFailure, ConnectFailureCause
 from pykafka_client.network.error_text import classify_connect_error, describe_connect_error, describe_error
 from pykafka_client.network.in_flight_requests import InFlightRequests
-from pykafka_client.network.metadata_updater import DefaultMetadataUpdater, MetadataRecoveryStrategy, MetadataUpdater
+from pykafka_client.network.metadata_updater import MetadataRecoveryStrategy, MetadataUpdater
 from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, Selectable
 from pykafka_client.protocol.api_keys import ApiKey
 
 log = logging.getLogger(__name__)
-
-# (a module constant: a member read through its Enum class is a metaclass attribute lookup; every poll reads it)
-_REBOOTSTRAP = MetadataRecoveryStrategy.REBOOTSTRAP
 
 
 class ConnectionFailures:
@@ -131,16 +128,11 @@ class ConnectionFailures:
         self.api_versions.remove(node_id)
         self._handshake.forget(node_id)
 
-    def _handle_rebootstrap(self, responses: list[ClientResponse], now_ms: int) -> None:
-        """Metadata updates failing for longer than metadata.recovery.rebootstrap.trigger.ms: drop every
-        connection to the known brokers and start again from bootstrap.servers."""
+    def _rebootstrap(self, responses: list[ClientResponse], now_ms: int) -> None:
+        """Metadata updates failing for longer than metadata.recovery.rebootstrap.trigger.ms (the poll asks, with
+        ``metadata.recovery.strategy=rebootstrap``): drop every connection to the known brokers and start again from
+        bootstrap.servers."""
         updater = self.metadata_updater
-        if self.metadata_recovery_strategy is not _REBOOTSTRAP or not isinstance(
-            updater, DefaultMetadataUpdater
-        ):
-            return
-        if not updater.needs_rebootstrap(now_ms, self.rebootstrap_trigger_ms):
-            return
         log.info("no metadata for %d ms: rebootstrapping", self.rebootstrap_trigger_ms)
         for node in updater.fetch_nodes():
             node_id = node.id_string

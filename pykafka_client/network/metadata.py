@@ -183,7 +183,9 @@ class Metadata:
             if self._need_full_update or self._need_partial_update:  # update_requested(), once per poll
                 time_to_expire = 0
             else:
-                time_to_expire = max(self._last_successful_refresh_ms + self.metadata_expire_ms - now_ms, 0)
+                time_to_expire = self._last_successful_refresh_ms + self.metadata_expire_ms - now_ms
+                if time_to_expire < 0:
+                    time_to_expire = 0
                 if time_to_expire >= self._last_refresh_ms + self._refresh_backoff.upper_bound - now_ms:
                     return time_to_expire  # no backoff outlasts the expiry (the common case: no jitter draw)
             return max(time_to_expire, self.time_to_allow_update(now_ms))

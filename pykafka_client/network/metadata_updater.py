@@ -54,6 +54,15 @@ class MetadataUpdater(Protocol):
 
     def request_update(self) -> None: ...
 
+    def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
+        """True when updates have been failing for longer than ``rebootstrap_trigger_ms`` (never for an updater
+        that does not fetch metadata)."""
+        ...
+
+    def rebootstrap(self) -> None:
+        """Go back to the bootstrap servers (KIP-899)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -120,10 +129,11 @@ class DefaultMetadataUpdater:
 
     def maybe_update(self, now_ms: int) -> int:
         time_to_next = self.metadata.time_to_next_update(now_ms)
-        wait_for_fetch = self._request_timeout_ms if self._in_progress is not None else 0
-        timeout = max(time_to_next, wait_for_fetch)
-        if timeout > 0:
-            return timeout
+        # the later of the next update and a fetch in progress's timeout
+        if self._in_progress is not None and self._request_timeout_ms > time_to_next:
+            return self._request_timeout_ms
+        if time_to_next > 0:
+            return time_to_next
         self.metadata.attempt_started(now_ms)
         least = self._client.least_loaded_node(now_ms)
         if self._recovery_strategy is MetadataRecoveryStrategy.REBOOTSTRAP and not (
@@ -240,6 +250,12 @@ class ManualMetadataUpdater:
         pass
 
     def request_update(self) -> None:
+        pass
+
+    def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
+        return False  # a fixed node list: nothing to bootstrap again
+
+    def rebootstrap(self) -> None:
         pass
 
     def close(self) -> None:

@@ -82,6 +82,12 @@ from pykafka_client.network.request_encoding import (
     encode_request_frame,
 )
 from pykafka_client.network.transport.selectable import (
+    POLL_ALL,
+    POLL_COMPLETED_RECEIVES,
+    POLL_COMPLETED_SENDS,
+    POLL_CONNECTED,
+    POLL_DISCONNECTED,
+    POLL_REAUTHENTICATION_SCHEDULED,
     ChannelState,
     DisconnectInfo,
     NetworkReceive,
@@ -120,6 +126,7 @@ class _State(enum.Enum):
 # (a module constant: a member read through its Enum class is a metaclass attribute lookup, several times a
 # global's, and the I/O thread reads it on every request)
 _ACTIVE = _State.ACTIVE
+_REBOOTSTRAP = MetadataRecoveryStrategy.REBOOTSTRAP
 _new_tuple = tuple.__new__
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 
@@ -185,6 +192,11 @@ class NetworkClient(ConnectionFailures):
         # node id -> "host:port" as the bootstrap list or the metadata names the node.
         self._node_host_ports: dict[str, str] = {}
         self._state = _State.ACTIVE
+        # The node (and time) that is_ready() last found ready to take a request, until something changes what it
+        # read (a send, a poll, a connection opened or closed): Java's send checks canSendRequest again, and the
+        # Sender's send follows its ready() at once, so the same question is answered once.
+        self._ready_node: str | None = None
+        self._ready_at_ms = 0
         self.metadata = metadata
         if metadata_updater is None:
             if metadata is None:
@@ -215,11 +227,15 @@ class NetworkClient(ConnectionFailures):
         if self.metadata_updater.is_update_due(now_ms):
             return False
         node_id = str(node.id)  # node.id_string and can_send_request inlined: the Sender asks once per iteration
-        return (
+        if (
             self.connection_states.is_ready(node_id, now_ms)
             and self.selector.is_channel_ready(node_id)
             and self.in_flight_requests.can_send_more(node_id)
-        )
+        ):
+            self._ready_node = node_id
+            self._ready_at_ms = now_ms
+            return True
+        return False
 
     def can_send_request(self, node_id: str, now_ms: int) -> bool:
         return (
@@ -251,6 +267,7 @@ class NetworkClient(ConnectionFailures):
 
     def initiate_connect(self, node: Node, now_ms: int) -> None:
         node_id = node.id_string
+        self._ready_node = None
         self._node_host_ports[node_id] = f"{node.host}:{node.port}"
         resolved: str | None = None
         try:
@@ -307,6 +324,7 @@ class NetworkClient(ConnectionFailures):
         if self.connection_states.node_state(node_id) is None or self.connection_states.is_disconnected(node_id):
             return
         log.info("disconnecting from %s as the client asked", self._node_label(node_id))
+        self._ready_node = None
         self.selector.close_channel(node_id)
         now = self.time.hi_res_clock_ms()
         self._cancel_in_flight_requests(node_id, now, self._aborted_sends, timed_out=False)
@@ -315,6 +333,7 @@ class NetworkClient(ConnectionFailures):
 
     def close_node(self, node_id: str) -> None:
         """Forget everything about ``node_id``: in-flight requests are dropped without callbacks."""
+        self._ready_node = None
         self.selector.close_channel(node_id)
         now = self.time.hi_res_clock_ms()
         self._cancel_in_flight_requests(node_id, now, None, timed_out=False)
@@ -330,6 +349,7 @@ class NetworkClient(ConnectionFailures):
             self._state = _State.CLOSING
         if self._state is _State.CLOSING:
             self._state = _State.CLOSED
+            self._ready_node = None
             self.selector.close()
             self.metadata_updater.close()
         else:
@@ -408,12 +428,18 @@ class NetworkClient(ConnectionFailures):
         if self._state is not _ACTIVE:
             self._ensure_active()
         node_id = request.destination
-        if not is_internal and not (  # can_send_request(), inlined: once per request
-            self.connection_states.is_ready(node_id, now_ms)
-            and self.selector.is_channel_ready(node_id)
-            and self.in_flight_requests.can_send_more(node_id)
+        if (
+            not is_internal
+            # unless is_ready() found the node ready at this time and nothing changed since
+            and (node_id != self._ready_node or now_ms != self._ready_at_ms)
+            and not (  # can_send_request(), inlined: once per request
+                self.connection_states.is_ready(node_id, now_ms)
+                and self.selector.is_channel_ready(node_id)
+                and self.in_flight_requests.can_send_more(node_id)
+            )
         ):
             raise IllegalStateError(f"attempt to send a request to node {node_id} which is not ready")
+        self._ready_node = None  # the send changes what is_ready() found
         version: int | None = None
         try:
             node_versions = self.api_versions.get(node_id)
@@ -510,20 +536,24 @@ class NetworkClient(ConnectionFailures):
                 else:
                     timeout_ms = min(timeout_ms, reauth_delay)
             try:
-                selector.poll(max(0, min(timeout_ms, metadata_timeout, self.default_request_timeout_ms)))
+                # at most the metadata timeout and request.timeout.ms, at least 0 (comparisons: no builtin call per poll)
+                if metadata_timeout < timeout_ms:
+                    timeout_ms = metadata_timeout
+                if self.default_request_timeout_ms < timeout_ms:
+                    timeout_ms = self.default_request_timeout_ms
+                results = selector.poll(timeout_ms if timeout_ms > 0 else 0)
             except OSError as e:
                 log.error("unexpected error while polling the network, polling goes on: %s", describe_error(e))
+                results = POLL_ALL
             updated_now = self.time.hi_res_clock_ms()
-            # each handler only when its selector list has entries (no call per poll for the empty ones)
-            sends = selector.completed_sends()
-            if sends:
-                self._handle_completed_sends(sends, responses, updated_now)
-            receives = selector.completed_receives()
-            if receives:
-                self._handle_completed_receives(receives, responses, updated_now)
-            if selector.disconnected():
+            # each handler only when its selector result has entries (the poll says which: no call for the empty ones)
+            if results & POLL_COMPLETED_SENDS:
+                self._handle_completed_sends(selector.completed_sends(), responses, updated_now)
+            if results & POLL_COMPLETED_RECEIVES:
+                self._handle_completed_receives(selector.completed_receives(), responses, updated_now)
+            if results & POLL_DISCONNECTED:
                 self._handle_disconnections(responses, updated_now)
-            if selector.connected():
+            if results & POLL_CONNECTED:
                 self._handle_connections()
             if self._handshake.has_due():  # a connection waits for its ApiVersions request (rare: no call otherwise)
                 self._handle_initiate_api_version_requests(updated_now)
@@ -532,10 +562,14 @@ class NetworkClient(ConnectionFailures):
             timed_out = self.in_flight_requests.nodes_with_timed_out_requests(updated_now)
             if timed_out:
                 self._handle_timed_out_requests(timed_out, responses, updated_now)
-            self._handle_rebootstrap(responses, updated_now)
-            if selector.reauthentication_delay_ms() == 0:
+            if self.metadata_recovery_strategy is _REBOOTSTRAP and self.metadata_updater.needs_rebootstrap(
+                updated_now, self.rebootstrap_trigger_ms
+            ):
+                self._rebootstrap(responses, updated_now)
+            if results & POLL_REAUTHENTICATION_SCHEDULED and selector.reauthentication_delay_ms() == 0:
                 # before the callbacks send the next requests (a consumer's next fetch would keep it busy forever)
                 self._maybe_begin_reauthentications()
+        self._ready_node = None  # the poll changed what is_ready() found (the callbacks' sends ask again)
         for response in responses:  # (inlined: once per poll)
             callback = response.callback  # response.on_complete(), one call less per response
             try:

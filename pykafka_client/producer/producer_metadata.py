@@ -23,11 +23,19 @@ from pykafka_client.protocol.messages import MetadataRequest
 from pykafka_client.structs import Node, TopicPartition
 
 
-class _Index:
-    __slots__ = ("available", "by_node", "by_topic", "cluster", "leaders")
+class MetadataSnapshot:
+    """The lookups of one cluster (Java ``MetadataSnapshot``): partitions by topic, partitions by leader node,
+    available partitions and leaders, built once per metadata update and never changed (a new cluster gets a new
+    snapshot). The Sender takes one per iteration (:meth:`ProducerMetadata.fetch_metadata_snapshot`) and reads it in
+    the accumulator's ``ready`` and ``drain``; the leader epochs seen out of band are read live, as
+    :meth:`ProducerMetadata.leader_and_epoch` reads them."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    __slots__ = ("available", "by_node", "by_topic", "cluster", "leaders", "seen_epochs")
+
+    def __init__(self, cluster: Cluster, seen_epochs: dict[tuple[str, int], int]) -> None:
         self.cluster = cluster
+        #: the metadata's leader epochs seen out of band (its dict, changed in place: read, never written here)
+        self.seen_epochs = seen_epochs
         by_topic: dict[str, list[PartitionInfo]] = {}
         by_node: dict[int, list[TopicPartition]] = {}
         leaders: dict[tuple[str, int], tuple[Node | None, int | None]] = {}
@@ -44,6 +52,27 @@ class _Index:
         self.by_node = by_node
         self.leaders = leaders
         self.available = {t: [p.partition for p in infos if p.leader is not None] for t, infos in by_topic.items()}
+
+    def partition_count_for_topic(self, topic: str) -> int | None:
+        infos = self.by_topic.get(topic)
+        return len(infos) if infos else None
+
+    def available_partitions_for_topic(self, topic: str) -> Sequence[int]:
+        return self.available.get(topic, ())
+
+    def leader_and_epoch(self, tp: tuple[str, int]) -> tuple[Node | None, int | None]:
+        """The leader of ``tp`` (None if unknown) and its epoch, respecting out-of-band newer epochs."""
+        found = self.leaders.get((tp[0], tp[1]))
+        if found is None:
+            return None, None
+        leader, epoch = found
+        seen = self.seen_epochs.get((tp[0], tp[1]))
+        if seen is not None and epoch is not None and seen > epoch:
+            return None, seen
+        return leader, epoch
+
+    def partitions_for_node(self, node_id: int) -> Sequence[TopicPartition]:
+        return self.by_node.get(node_id, ())
 
 
 #: The attribute (a ProducerMetadata slot) that holds what ``fetch()`` returns: the kernel's send path reads the
@@ -67,7 +96,7 @@ class ProducerMetadata(Metadata):
         self.topic_expiry: dict[str, int] = {}
         self._new_topics: set[str] = set()
         #: the lookups of the current cluster (replaced whole; stale when its ``cluster`` is not ``fetch()``)
-        self.index = _Index(self.fetch())
+        self.index = MetadataSnapshot(self.fetch(), self._last_seen_leader_epochs)
         self._update_cond = threading.Condition()
         self.add_listener(self._on_update)
 
@@ -90,8 +119,8 @@ class ProducerMetadata(Metadata):
         if expiry is None or expiry - now_ms <= self.metadata_idle_ms // 2:
             self.add(topic, now_ms)
         idx = self.index
-        if idx.cluster is not self._cluster:  # _current_index() inlined: this runs once per send
-            idx = self._current_index()
+        if idx.cluster is not self._cluster:  # fetch_metadata_snapshot() inlined: this runs once per send
+            idx = self.fetch_metadata_snapshot()
         infos = idx.by_topic.get(topic)
         return len(infos) if infos else None
 
@@ -151,7 +180,7 @@ class ProducerMetadata(Metadata):
                     self._new_topics.discard(t)
 
     def _on_update(self, cluster: Cluster) -> None:
-        self.index = _Index(cluster)
+        self.index = MetadataSnapshot(cluster, self._last_seen_leader_epochs)
         with self._lock:
             self._new_topics -= {t for t in self._new_topics if t in self.index.by_topic}
         with self._update_cond:
@@ -169,36 +198,32 @@ class ProducerMetadata(Metadata):
 
     # --- hot-path lookups ---------------------------------------------------------------------------
 
-    def _current_index(self) -> _Index:
+    def fetch_metadata_snapshot(self) -> MetadataSnapshot:
+        """The lookups of the current cluster (built at the first call after an update): what the Sender's
+        ``ready`` and ``drain`` read in one iteration (Java ``fetchMetadataSnapshot``)."""
         idx = self.index
-        cluster = self._cluster  # what fetch() returns, without its call (several times per Sender iteration)
+        cluster = self._cluster  # what fetch() returns, without its call
         if idx.cluster is not cluster:
-            idx = self.index = _Index(cluster)
+            idx = self.index = MetadataSnapshot(cluster, self._last_seen_leader_epochs)
         return idx
 
+    # (the partitioner's two lookups read the snapshot's fields, not through its methods: a call less on send()'s path)
     def partition_count_for_topic(self, topic: str) -> int | None:
-        infos = self._current_index().by_topic.get(topic)
+        infos = self.fetch_metadata_snapshot().by_topic.get(topic)
         return len(infos) if infos else None
 
     def available_partitions_for_topic(self, topic: str) -> Sequence[int]:
-        return self._current_index().available.get(topic, ())
+        return self.fetch_metadata_snapshot().available.get(topic, ())
 
     def partitions_for_topic(self, topic: str) -> list[PartitionInfo]:
-        return list(self._current_index().by_topic.get(topic, ()))
+        return list(self.fetch_metadata_snapshot().by_topic.get(topic, ()))
 
     def leader_and_epoch(self, tp: tuple[str, int]) -> tuple[Node | None, int | None]:
         """The leader of ``tp`` (None if unknown) and its epoch, respecting out-of-band newer epochs."""
-        found = self._current_index().leaders.get((tp[0], tp[1]))
-        if found is None:
-            return None, None
-        leader, epoch = found
-        seen = self._last_seen_leader_epochs.get((tp[0], tp[1]))
-        if seen is not None and epoch is not None and seen > epoch:
-            return None, seen
-        return leader, epoch
+        return self.fetch_metadata_snapshot().leader_and_epoch(tp)
 
     def partitions_for_node(self, node_id: int) -> Sequence[TopicPartition]:
-        return self._current_index().by_node.get(node_id, ())
+        return self.fetch_metadata_snapshot().partitions_for_node(node_id)
 
     def node_by_id(self, node_id: int) -> Node | None:
         return self.fetch().node_by_id(node_id)

@@ -455,6 +455,7 @@ class RecordAccumulator:
         for topic, info in list(self._topics.items()):
             queue_sizes: list[int] = []
             partition_ids: list[int] = []
+            largest_queue = 0  # max(queue_sizes), kept as they are listed
             for partition, q in list(info.queues.items()):
                 # a plain tuple: equal to (and hashed as) the TopicPartition that _muted holds, built without a call
                 tp = (topic, partition)
@@ -464,10 +465,14 @@ class RecordAccumulator:
                     if leader is not None and self.adaptive_partitioning:
                         queue_sizes.append(n)
                         partition_ids.append(partition)
+                        if n > largest_queue:
+                            largest_queue = n
                     if n == 0:
                         continue
                     batch = q.batches[0]
-                    waited = now_ms - max(batch.created_ms, batch.last_attempt_ms)
+                    # since the batch's creation or last attempt, the later (a comparison: no max() call per partition)
+                    created, attempted = batch.created_ms, batch.last_attempt_ms
+                    waited = now_ms - (created if created > attempted else attempted)
                     leader_changed = batch.maybe_update_leader_epoch(epoch)
                     # a batch never attempted does not back off: no call for the common case
                     backing_off, retry_wait = (
@@ -498,7 +503,7 @@ class RecordAccumulator:
             if self.adaptive_partitioning and queue_sizes:
                 available = metadata.available_partitions_for_topic(topic)
                 if len(queue_sizes) == len(available):
-                    info.partitioner.update_partition_load_stats(queue_sizes, partition_ids, max(queue_sizes))
+                    info.partitioner.update_partition_load_stats(queue_sizes, partition_ids, largest_queue)
                 else:
                     info.partitioner.update_partition_load_stats((), (), 0)
         return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown))
@@ -557,7 +562,8 @@ class RecordAccumulator:
                         if first is not None:
                             _, epoch = metadata.leader_and_epoch(tp)
                             leader_changed = first.maybe_update_leader_epoch(epoch)
-                            waited = now_ms - max(first.created_ms, first.last_attempt_ms)
+                            created, attempted = first.created_ms, first.last_attempt_ms
+                            waited = now_ms - (created if created > attempted else attempted)
                             backing_off = first.attempts > 0 and self._should_backoff(first, waited, leader_changed)[0]
                             if not backing_off:
                                 estimated = first.estimated_size_in_bytes()  # unchanged until it is taken (lock held)

@@ -468,7 +468,10 @@ class Sender:
 
     def send_producer_data(self, now: int) -> int:
         self.metadata.retain_topics(now)  # forget topics idle for metadata.max.idle.ms
-        result = self.accumulator.ready(self.metadata, now)
+        # one view of the cluster for ready and drain (Java's metadata snapshot): the lookups without a call each to
+        # find the current one
+        snapshot = self.metadata.fetch_metadata_snapshot()
+        result = self.accumulator.ready(snapshot, now)
         if result.unknown_leader_topics:
             for topic in result.unknown_leader_topics:
                 self.metadata.add(topic, now)
@@ -480,7 +483,7 @@ class Sender:
                 ready_nodes.append(node)
             else:
                 not_ready_timeout = min(not_ready_timeout, self.client.poll_delay_ms(node, now))
-        batches = self.accumulator.drain(self.metadata, ready_nodes, self.max_request_size, now)
+        batches = self.accumulator.drain(snapshot, ready_nodes, self.max_request_size, now)
         for node_batches in batches.values():
             for b in node_batches:
                 self.in_flight_batches.setdefault(b.topic_partition, []).append(b)
@@ -500,13 +503,21 @@ class Sender:
             if self.transaction_manager is not None and was_sent:
                 # The broker may or may not have it: hold new batches until the in-flight ones resolve it.
                 self.transaction_manager.mark_sequence_unresolved(b)
-        poll_timeout = min(result.next_ready_check_delay_ms, not_ready_timeout)
-        poll_timeout = min(poll_timeout, self.accumulator.next_expiry_time_ms() - now)
-        poll_timeout = max(poll_timeout, 0)
         if ready_nodes:
             # Only nodes the client can send to now (Java removes the others from readyNodes first): a ready
             # batch for a throttled or in-flight-limited node waits for network events, not in a 0 ms loop.
             poll_timeout = 0
+        else:
+            # the earliest of the next ready check, a not-ready node's delay and the next batch expiry, at least 0
+            # (comparisons, not min()/max(): a builtin's call costs more than the comparison, every iteration)
+            poll_timeout = result.next_ready_check_delay_ms
+            if not_ready_timeout < poll_timeout:
+                poll_timeout = not_ready_timeout
+            expiry_timeout = self.accumulator.next_expiry_time_ms() - now
+            if expiry_timeout < poll_timeout:
+                poll_timeout = expiry_timeout
+            if poll_timeout < 0:
+                poll_timeout = 0
         for node_id, node_batches in batches.items():  # _send_produce_requests inlined: once per iteration
             if node_batches:
                 self._send_produce_request(node_id, node_batches, now)

@@ -23,7 +23,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.selectable import (
+    POLL_COMPLETED_RECEIVES,
+    POLL_COMPLETED_SENDS,
+    POLL_CONNECTED,
+    POLL_DISCONNECTED,
+    POLL_REAUTHENTICATION_SCHEDULED,
+    ChannelState,
+    DisconnectInfo,
+    NetworkReceive,
+    NetworkSend,
+)
 from pykafka_client.utils.time import MockTime
 
 
@@ -123,7 +133,7 @@ class MockSelector:
             return
         self._initiated_sends.append(send)
 
-    def poll(self, timeout_ms: int) -> None:
+    def poll(self, timeout_ms: int) -> int:
         self.poll_timeouts.append(int(timeout_ms))
         if self.on_poll is not None:
             self.on_poll(self)
@@ -147,6 +157,13 @@ class MockSelector:
         # Like a real selector, return at once when something happened; otherwise wait the timeout out.
         if not (self._completed_sends or self._completed_receives or self._connected or self._disconnected):
             self.time.sleep(timeout_ms)
+        # the bit of each result that has entries, as the Selector's poll returns them
+        results: list[tuple[int, object]] = [
+            (POLL_COMPLETED_SENDS, self._completed_sends), (POLL_COMPLETED_RECEIVES, self._completed_receives),
+            (POLL_DISCONNECTED, self._disconnected), (POLL_CONNECTED, self._connected),
+            (POLL_REAUTHENTICATION_SCHEDULED, self.reauth_due_ms),
+        ]
+        return sum(bit for bit, result in results if result)
 
     def completed_sends(self) -> list[NetworkSend]:
         return self._completed_sends

@@ -72,6 +72,7 @@ _MUTE_TRANSITIONS: dict[tuple[ChannelMuteEvent, ChannelMuteState], ChannelMuteSt
 # (a module constant: a member read through its Enum class is a metaclass attribute lookup, several times a
 # global's, and the I/O thread reads it on every request)
 _NOT_MUTED = ChannelMuteState.NOT_MUTED
+_READY = ChannelState.READY
 
 
 def next_mute_state(state: ChannelMuteState, event: ChannelMuteEvent) -> ChannelMuteState:
@@ -130,7 +131,7 @@ class KafkaChannel:
         self._buffered_reader: BufferedFrameReader | None = None
         self._send: SendWriter | None = None
         self._fd = transport.socket.fileno()
-        if not connecting and self.ready():
+        if not connecting and self._handshakes_done():
             self.state = ChannelState.READY
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -144,10 +145,16 @@ class KafkaChannel:
         """The socket became writable while connecting: raise if the connect failed."""
         self.transport.finish_connect()
         self.connecting = False
-        self.state = ChannelState.READY if self.ready() else ChannelState.AUTHENTICATE
+        self.state = ChannelState.READY if self._handshakes_done() else ChannelState.AUTHENTICATE
 
     def ready(self) -> bool:
-        """Connected, transport handshake done and authenticated."""
+        """Connected, transport handshake done and authenticated: the state READY. The channel enters it when its
+        handshakes are done (at the connect's end, or in :meth:`prepare`, the only places they make progress) and
+        leaves it when a re-authentication begins or the channel fails (the Selector sets those states), so the
+        question asked before every send costs no call to the transport and the authenticator."""
+        return self.state is _READY
+
+    def _handshakes_done(self) -> bool:
         return (
             not self.connecting
             and self.transport.ready()
@@ -160,7 +167,7 @@ class KafkaChannel:
             self.transport.handshake()
         if self.transport.ready() and self.authenticator is not None and not self.authenticator.complete():
             self.authenticator.authenticate(self.transport)
-        if self.ready():
+        if self._handshakes_done():
             self.state = ChannelState.READY
 
     def principal(self) -> str:

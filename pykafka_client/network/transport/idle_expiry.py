@@ -13,7 +13,8 @@ class IdleExpiryManager:
     def __init__(self, connections_max_idle_ms: int, now_ns: int) -> None:
         self.connections_max_idle_ns = connections_max_idle_ms * 1_000_000
         self._lru: dict[str, int] = {}
-        self._next_idle_close_check_ns = now_ns + self.connections_max_idle_ns
+        #: before this time (monotonic ns) no connection can have expired: poll_expired_connection() returns None
+        self.next_check_ns = now_ns + self.connections_max_idle_ns
 
     def update(self, connection_id: str, now_ns: int) -> None:
         """Mark activity: the connection becomes the most recently active."""
@@ -28,15 +29,15 @@ class IdleExpiryManager:
 
     def poll_expired_connection(self, now_ns: int) -> str | None:
         """The oldest connection if it has been idle for longer than the limit (it is removed)."""
-        if now_ns < self._next_idle_close_check_ns:
+        if now_ns < self.next_check_ns:
             return None
         if not self._lru:
-            self._next_idle_close_check_ns = now_ns + self.connections_max_idle_ns
+            self.next_check_ns = now_ns + self.connections_max_idle_ns
             return None
         connection_id, last_active_ns = next(iter(self._lru.items()))
         expire_ns = last_active_ns + self.connections_max_idle_ns
         if now_ns > expire_ns:
             del self._lru[connection_id]
             return connection_id
-        self._next_idle_close_check_ns = expire_ns
+        self.next_check_ns = expire_ns
         return None

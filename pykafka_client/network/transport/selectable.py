@@ -68,6 +68,17 @@ class NetworkReceive:
     extra: object = field(default=None)
 
 
+#: What :meth:`Selectable.poll` returns: which of its results have something, as bits of an int, so that its caller
+#: asks for none of the empty ones (after most polls only a completed send or receive has entries).
+POLL_COMPLETED_SENDS = 1  # completed_sends() has entries
+POLL_COMPLETED_RECEIVES = 2  # completed_receives() has entries
+POLL_DISCONNECTED = 4  # disconnected() has entries
+POLL_CONNECTED = 8  # connected() has entries
+POLL_REAUTHENTICATION_SCHEDULED = 16  # a SASL re-authentication is scheduled: reauthentication_delay_ms() is not None
+#: every bit: each result is worth asking for
+POLL_ALL = 31
+
+
 class Selectable(Protocol):
     """What NetworkClient needs from the transport (Java Selectable)."""
 
@@ -91,8 +102,9 @@ class Selectable(Protocol):
         """Queue a send; one at a time per channel (the previous one must have completed)."""
         ...
 
-    def poll(self, timeout_ms: int) -> None:
-        """Do I/O for up to ``timeout_ms`` (0 = don't block) and fill the result lists."""
+    def poll(self, timeout_ms: int) -> int:
+        """Do I/O for up to ``timeout_ms`` (0 = don't block) and fill the result lists; returns the ``POLL_*`` bits
+        of the results that have entries (a result whose bit is clear is empty)."""
         ...
 
     def completed_sends(self) -> list[NetworkSend]: ...

@@ -48,7 +48,17 @@ from pykafka_client.network.transport.channel_builder import (
 from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
 from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
-from pykafka_client.network.transport.selectable import ChannelState, DisconnectInfo, NetworkReceive, NetworkSend
+from pykafka_client.network.transport.selectable import (
+    POLL_COMPLETED_RECEIVES,
+    POLL_COMPLETED_SENDS,
+    POLL_CONNECTED,
+    POLL_DISCONNECTED,
+    POLL_REAUTHENTICATION_SCHEDULED,
+    ChannelState,
+    DisconnectInfo,
+    NetworkReceive,
+    NetworkSend,
+)
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
@@ -507,8 +517,9 @@ class Selector:
     def connected(self) -> list[str]:
         return self._connected
 
-    def poll(self, timeout_ms: int) -> None:
-        """Do I/O for up to ``timeout_ms`` ms (0 = do not block) and fill the result lists."""
+    def poll(self, timeout_ms: int) -> int:
+        """Do I/O for up to ``timeout_ms`` ms (0 = do not block) and fill the result lists; returns the ``POLL_*``
+        bits of those that have entries (:meth:`Selectable.poll`)."""
         if timeout_ms < 0:
             raise IllegalArgumentError("timeout should be >= 0")
         if self._closed:
@@ -529,7 +540,8 @@ class Selector:
         if buffered or self._disconnected or self._completed_sends:
             timeout_ms = 0
         start_ns = self._now_ns()
-        timeout_ms = min(timeout_ms, _MAX_SELECT_TIMEOUT_MS)
+        if timeout_ms > _MAX_SELECT_TIMEOUT_MS:
+            timeout_ms = _MAX_SELECT_TIMEOUT_MS
         if self.nonblocking:
             self.deferred_timeout_ms, timeout_ms = timeout_ms, 0
         events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
@@ -557,10 +569,16 @@ class Selector:
                 self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
         end_io_ns = self._now_ns()
         self.metrics.io_time_ns_total += end_io_ns - end_select_ns
-        if self._idle is not None:
-            expired = self._idle.poll_expired_connection(end_io_ns)  # None until the oldest one's time is up
-            if expired is not None:
-                self._close_expired(expired)
+        idle = self._idle
+        if idle is not None and end_io_ns >= idle.next_check_ns:  # (no call before a connection may have expired)
+            self._maybe_close_oldest_connection(end_io_ns)
+        return (
+            (POLL_COMPLETED_SENDS if self._completed_sends else 0)
+            | (POLL_COMPLETED_RECEIVES if self._completed_receives else 0)
+            | (POLL_DISCONNECTED if self._disconnected else 0)
+            | (POLL_CONNECTED if self._connected else 0)
+            | (POLL_REAUTHENTICATION_SCHEDULED if self._reauth_at_ms else 0)
+        )
 
     def _update_stale_interest(self) -> None:
         channels = self._channels
@@ -593,20 +611,19 @@ class Selector:
         cid = channel.id
         if self._idle is not None:
             self._idle.update(cid, now_ns)
+        # What a channel waits for changes only with its connect, handshakes, mute state or send: the registration is
+        # brought up to date after those, not after a read alone (mute() and unmute() between polls see to theirs)
+        interest_may_change = False
         try:
-            # whether this step may have changed the channel's interest: connecting, a handshake or authentication
-            # step, a memory mute or a write may; a read alone leaves the interest of a ready channel as it was (its
-            # registration was brought up to date by whoever changed it last), so it costs no interest check
-            changed = False
             if channel.connecting:
-                changed = True
+                interest_may_change = True
                 channel.finish_connect()
                 self.metrics.connection_creation_total += 1
                 if channel.ready():
                     self._connected.append(cid)
             ready = channel.ready()
             if not ready:
-                changed = True
+                interest_may_change = True
                 channel.prepare()
                 ready = channel.ready()
                 if ready:
@@ -633,9 +650,9 @@ class Selector:
                         # no memory for this frame: stop reading (TCP pushes back) until the pool has room
                         channel.mute()
                         self._memory_muted[cid] = channel.waiting_for_large_memory()
-                        changed = True
+                        interest_may_change = True
                 if mask & selectors.EVENT_WRITE:
-                    changed = True  # a write, or a write event with nothing to write: a registration to correct
+                    interest_may_change = True  # a write, or a write event with nothing to write: a registration to correct
                     if channel.has_send():
                         before = channel.bytes_sent
                         done = channel.write()
@@ -643,7 +660,7 @@ class Selector:
                         if done is not None:
                             self._completed_sends.append(done)
                             self.metrics.requests_sent_total += 1
-            if changed:
+            if interest_may_change:
                 self._update_interest(channel)
         except PeerClosedError:
             self._close(channel, DisconnectInfo(channel.state))
@@ -700,8 +717,12 @@ class Selector:
         channel.state = ChannelState.AUTHENTICATE
         self._update_interest(channel)
 
-    def _close_expired(self, expired: str) -> None:
-        """Close the connection :class:`IdleExpiryManager` found idle for longer than ``connections.max.idle.ms``."""
+    def _maybe_close_oldest_connection(self, now_ns: int) -> None:
+        if self._idle is None:
+            return
+        expired = self._idle.poll_expired_connection(now_ns)
+        if expired is None:
+            return
         channel = self._channels.get(expired)
         if channel is not None:
             channel.state = ChannelState.EXPIRED

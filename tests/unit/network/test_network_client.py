@@ -11,11 +11,19 @@ from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS
 from pykafka_client.network.network_client import (
     SASL_MAX_RESERVED_CORRELATION_ID,
     SASL_MIN_RESERVED_CORRELATION_ID,
+    NetworkClient,
+)
+from pykafka_client.network.transport.selectable import (
+    POLL_COMPLETED_RECEIVES,
+    POLL_COMPLETED_SENDS,
+    POLL_DISCONNECTED,
+    POLL_REAUTHENTICATION_SCHEDULED,
 )
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import CLIENT_SUPPORTED_VERSIONS, ApiKey
 from pykafka_client.protocol.messages import ApiVersionsResponse, HeartbeatRequest, HeartbeatResponse
 from pykafka_client.structs import Node
+from pykafka_client.utils.time import MockTime
 from tests.doubles.mock_selector import MockSelector
 from tests.doubles.responses import api_versions_response, metadata_response
 from tests.unit.network.harness import Harness
@@ -758,3 +766,127 @@ def test_send_refuses_a_node_that_is_not_ready_and_sends_nothing() -> None:
     h.await_ready()
     h.send()
     assert h.client.in_flight_request_count() == 1
+
+
+# --- is_ready() answered once for the send that follows it ------------------------------------------------------
+
+
+def test_a_send_after_ready_at_the_same_time_is_checked_again_after_another_send() -> None:
+    """is_ready()'s answer serves the one send that follows it: a second send at the same time asks again (the first
+    filled the node's in-flight room)."""
+    h = Harness(max_in_flight_requests_per_connection=1)
+    h.await_ready()
+    assert h.client.ready(h.node, h.now)
+    h.send()
+    with pytest.raises(IllegalStateError):
+        h.send()  # the same node and time as ready(), but the in-flight request fills the connection
+    assert h.client.in_flight_request_count() == 1
+
+
+def test_a_send_after_ready_is_checked_again_after_a_poll_that_lost_the_connection() -> None:
+    h = Harness()
+    h.await_ready()
+    assert h.client.ready(h.node, h.now)
+    h.selector.server_disconnect(h.node.id_string)
+    h.poll()
+    with pytest.raises(IllegalStateError):
+        h.send()
+
+
+def _answer_throttled_for_100_ms(h: Harness) -> None:
+    """A request answered with a throttle time of 100 ms: the node is not ready until now + 100."""
+    h.send()
+    h.poll()
+    h.selector.respond(h.node.id_string, HeartbeatResponse(throttle_time_ms=100))
+    h.poll()
+
+
+@pytest.mark.parametrize("change", ["disconnect", "close", "poll_throttled"])
+def test_ready_answer_does_not_outlive_a_change_of_the_node(change: str) -> None:
+    """A send at the time of a ready() answer is checked again when the client changed the node in between."""
+    h = Harness()
+    h.await_ready()
+    if change == "poll_throttled":
+        _answer_throttled_for_100_ms(h)
+        h.time.sleep(100)
+    assert h.client.ready(h.node, h.now)
+    if change == "disconnect":
+        h.client.disconnect(h.node.id_string)
+    elif change == "close":
+        h.client.close(h.node.id_string)
+    else:
+        _answer_throttled_for_100_ms(h)  # throttled again until now + 100
+    with pytest.raises(IllegalStateError):
+        h.send()
+
+
+def test_a_send_at_another_time_than_the_ready_answer_is_checked_again() -> None:
+    """The answer holds for the time it was asked at: a node throttled until t is ready at t, not before it."""
+    h = Harness()
+    h.await_ready()
+    _answer_throttled_for_100_ms(h)
+    later = h.now + 100
+    assert h.client.is_ready(h.node, later)
+    with pytest.raises(IllegalStateError):
+        h.client.send(h.request(), h.now)  # before the throttle's end
+    h.client.send(h.request(), later)
+
+
+def test_the_selector_poll_says_which_results_have_entries() -> None:
+    """NetworkClient asks only for the selector results the poll reports (a bit per result): each result is still
+    handled when its bit is set."""
+    h = Harness()
+    h.await_ready()
+    h.send()
+    assert h.selector.poll(0) == POLL_COMPLETED_SENDS
+    h.selector.respond(h.node.id_string, HeartbeatResponse())
+    assert h.selector.poll(0) == POLL_COMPLETED_RECEIVES
+    h.selector.server_disconnect(h.node.id_string)
+    h.selector.reauthentication_due_at(h.nodes[1].id_string, h.now + 10)
+    assert h.selector.poll(0) == POLL_DISCONNECTED | POLL_REAUTHENTICATION_SCHEDULED
+
+
+def test_the_send_after_a_ready_answer_at_the_same_time_does_not_ask_again() -> None:
+    """The Sender's ready() then send(): the node's readiness (connection state, channel, in-flight room) is asked once."""
+    h = Harness()
+    h.await_ready()
+    asked: list[str] = []
+    is_channel_ready = h.selector.is_channel_ready
+
+    def counted(node_id: str) -> bool:
+        asked.append(node_id)
+        return is_channel_ready(node_id)
+
+    h.selector.is_channel_ready = counted  # type: ignore[method-assign]
+    assert h.client.ready(h.node, h.now)
+    h.send()
+    assert asked == [h.node.id_string]
+    h.poll()
+    h.send()  # no ready() answer since the poll: asked
+    assert asked == [h.node.id_string, h.node.id_string]
+
+
+def test_a_manual_metadata_updater_never_rebootstraps() -> None:
+    """The poll asks the updater whether to rebootstrap (Java's MetadataUpdater.needsRebootstrap): a fixed node list
+    never does, whatever the strategy, and its connections stay up."""
+    from pykafka_client.network.metadata_updater import ManualMetadataUpdater
+
+    time = MockTime()
+    selector = MockSelector(time)
+    node = Node(0, "localhost", 9092)
+    updater = ManualMetadataUpdater([node])
+    assert not updater.needs_rebootstrap(10**9, 0)
+    client = NetworkClient(
+        selector, metadata_updater=updater, time=time, metadata_recovery_rebootstrap_trigger_ms=0,
+        host_resolver=lambda host: ["127.0.0.1"],
+    )
+    for _ in range(5):
+        if client.ready(node, time.hi_res_clock_ms()):
+            break
+        if selector.unanswered(node.id_string, ApiKey.API_VERSIONS):
+            selector.respond(node.id_string, api_versions_response())
+        client.poll(1, time.hi_res_clock_ms())
+    assert client.ready(node, time.hi_res_clock_ms())
+    time.sleep(1000)
+    client.poll(0, time.hi_res_clock_ms())
+    assert client.ready(node, time.hi_res_clock_ms()) and updater.fetch_nodes() == [node]

@@ -52,3 +52,24 @@ def test_leader_hint_applies_only_newer_epochs() -> None:
     leader, epoch = md.leader_and_epoch(("a", 0))
     assert leader is not None and leader.id == 1 and epoch == 4
     assert md.update_partition_leadership({("a", 0): (9, 5)}, []) == set()  # unknown node
+
+
+def test_a_snapshot_is_the_cluster_it_was_taken_of_with_the_epochs_seen_since() -> None:
+    """fetch_metadata_snapshot(): the lookups of the current cluster, one object until the cluster changes; a newer
+    epoch seen out of band hides the leader in a snapshot taken before it, as in the metadata's own lookups."""
+    brokers = nodes(2)
+    md = ProducerMetadata(100, 1000)
+    md.add("a", 0)
+    md.update(0, metadata_response(brokers, {"a": 2}, leaders={("a", 0): 0, ("a", 1): 1}, leader_epoch=3), False, 10)
+    snap = md.fetch_metadata_snapshot()
+    assert md.fetch_metadata_snapshot() is snap
+    assert snap.partition_count_for_topic("a") == 2 and list(snap.available_partitions_for_topic("a")) == [0, 1]
+    assert list(snap.partitions_for_node(1)) == [TopicPartition("a", 1)]
+    leader, epoch = snap.leader_and_epoch(("a", 0))
+    assert leader is not None and leader.id == 0 and epoch == 3
+    assert md.update_last_seen_epoch_if_newer(("a", 0), 4)
+    assert snap.leader_and_epoch(("a", 0)) == (None, 4) == md.leader_and_epoch(("a", 0))
+    md.update_partition_leadership({("a", 1): (0, 5)}, [])
+    later = md.fetch_metadata_snapshot()
+    assert later is not snap and list(later.partitions_for_node(0)) == [TopicPartition("a", 0), TopicPartition("a", 1)]
+    assert list(snap.partitions_for_node(0)) == [TopicPartition("a", 0)]  # a snapshot never changes

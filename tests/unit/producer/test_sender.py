@@ -503,3 +503,24 @@ def test_run_steps_finish_queued_work_after_close() -> None:
     h.sender.finish_run()
     assert len(h.produce_requests()) == 1
     assert f.result(0).offset == 7
+
+
+def test_ready_and_drain_read_one_metadata_snapshot_per_iteration() -> None:
+    """As Java's Sender: one view of the cluster per iteration for the accumulator's ready and drain."""
+    h = Harness()
+    h.append()
+    taken: list[object] = []
+    read: list[object] = []
+    fetch = h.metadata.fetch_metadata_snapshot
+    ready, drain = h.accumulator.ready, h.accumulator.drain
+
+    def fetch_counted() -> object:
+        taken.append(fetch())
+        return taken[-1]
+
+    h.metadata.fetch_metadata_snapshot = fetch_counted  # type: ignore[method-assign]
+    h.accumulator.ready = lambda md, now: (read.append(md), ready(md, now))[1]  # type: ignore[method-assign]
+    h.accumulator.drain = lambda md, *a: (read.append(md), drain(md, *a))[1]  # type: ignore[method-assign]
+    h.run_once()
+    assert len(taken) == 1 and read == [taken[0], taken[0]]
+    assert len(h.produce_requests()) == 1

@@ -132,3 +132,53 @@ def test_channel_takes_each_valid_event_and_raises_for_an_invalid_one_keeping_it
         with pytest.raises(IllegalStateError, match=f"Cannot transition from {state.value} for {event.value}"):
             channel.handle_channel_mute_event(event)
         assert channel.mute_state is state
+
+
+class _StepAuthenticator:
+    """Completes after ``steps`` authenticate() calls (one per prepare())."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.asked = 0
+
+    def authenticate(self, transport: object) -> None:
+        self.steps -= 1
+
+    def complete(self) -> bool:
+        self.asked += 1
+        return self.steps <= 0
+
+    def wants_write(self) -> bool:
+        return False
+
+    def principal(self) -> str | None:
+        return None
+
+
+def test_readiness_is_the_state_the_handshakes_reach() -> None:
+    """ready() is the state READY: entered in prepare() once authentication completes, left when the Selector starts
+    a re-authentication; asking it costs no call to the authenticator."""
+    from pykafka_client.network.transport.selectable import ChannelState
+
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    auth = _StepAuthenticator(2)
+    ch = KafkaChannel("c1", PlaintextTransportLayer(a), auth)
+    try:
+        assert not ch.ready() and ch.state is ChannelState.AUTHENTICATE
+        ch.prepare()
+        assert not ch.ready()
+        ch.prepare()
+        assert ch.ready() and ch.state is ChannelState.READY
+        asked = auth.asked
+        for _ in range(3):
+            assert ch.ready()
+        assert auth.asked == asked
+        ch.state = ChannelState.AUTHENTICATE  # what Selector.begin_reauthentication sets
+        assert not ch.ready()
+        auth.steps = 1
+        ch.prepare()
+        assert ch.ready()
+    finally:
+        ch.close()
+        b.close()

@@ -10,10 +10,15 @@ from collections.abc import Iterator
 import pytest
 
 from pykafka_client.errors import IllegalArgumentError, IllegalStateError, InvalidReceiveError
-from pykafka_client.network.transport.channel import ChannelMuteEvent
+from pykafka_client.network.transport.channel import EVENT_READ, EVENT_WRITE, ChannelMuteEvent
 from pykafka_client.network.transport.channel_builder import DefaultChannelBuilder, Mode
 from pykafka_client.network.transport.network_send import size_prefixed
-from pykafka_client.network.transport.selectable import ChannelState
+from pykafka_client.network.transport.selectable import (
+    POLL_COMPLETED_RECEIVES,
+    POLL_COMPLETED_SENDS,
+    POLL_DISCONNECTED,
+    ChannelState,
+)
 from pykafka_client.network.transport.selector import Selector
 from pykafka_client.utils.time import MockTime
 
@@ -529,3 +534,75 @@ def test_nonblocking_poll_reports_no_wait_for_connection_io_but_not_for_a_wakeup
     peer.sendall(frame(b"two"))
     h.selector.poll(5_000)
     assert h.selector.deferred_timeout_ms == 0
+
+
+def test_poll_returns_the_bits_of_the_results_that_have_entries(h: Harness) -> None:
+    """What poll() returns names exactly the non-empty results (NetworkClient asks for no other)."""
+    peer = h.add("a")
+    h.add("b")
+    assert h.selector.poll(0) == 0
+    h.selector.send(size_prefixed("a", [b"now"]))
+    peer.sendall(frame(b"in"))
+    assert h.selector.poll(0) == POLL_COMPLETED_SENDS | POLL_COMPLETED_RECEIVES
+    assert h.selector.completed_sends() and h.selector.completed_receives()
+    assert h.selector.poll(0) == 0
+    h.time.sleep(10_001)
+    assert h.selector.poll(0) == POLL_DISCONNECTED  # both channels expired, one per poll
+    assert list(h.selector.disconnected()) == ["b"]  # the least recently active first
+    assert h.selector.poll(0) == POLL_DISCONNECTED
+    assert list(h.selector.disconnected()) == ["a"]
+
+
+def test_idle_expiry_is_not_checked_before_the_oldest_connection_can_expire(h: Harness) -> None:
+    """poll() asks the idle expiry for an expired connection only once one can have expired (its next check)."""
+    h.add("a")
+    idle = h.selector._idle
+    assert idle is not None
+    asked: list[int] = []
+    poll_expired = idle.poll_expired_connection
+
+    def counted(now_ns: int) -> str | None:
+        asked.append(now_ns)
+        return poll_expired(now_ns)
+
+    idle.poll_expired_connection = counted  # type: ignore[method-assign]
+    h.time.sleep(9_999)
+    h.selector.poll(0)
+    assert asked == []
+    h.time.sleep(1)
+    h.selector.poll(0)  # at the limit: asked, nothing expired yet (strictly longer than the limit)
+    assert len(asked) == 1 and h.selector.disconnected() == {}
+    h.time.sleep(1)
+    h.selector.poll(0)
+    assert len(asked) == 2 and h.selector.disconnected()["a"].state is ChannelState.EXPIRED
+
+
+def test_a_read_alone_leaves_the_registration_as_it_is(h: Harness) -> None:
+    """What a channel waits for changes with its connect, handshakes, mute state or send, not with a read: a poll that
+    only reads does not ask the channel's interest again; one that finishes a write does (WRITE is dropped)."""
+    peer = h.add("a")
+    channel = h.selector.channel("a")
+    assert channel is not None
+    asked: list[int] = []
+    interest = channel.interest
+
+    def counted() -> int:
+        asked.append(interest())
+        return asked[-1]
+
+    channel.interest = counted  # type: ignore[method-assign]
+    peer.sendall(frame(b"one"))
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"one")] and asked == []
+    peer.setblocking(False)
+    big = b"x" * (8 * 1024 * 1024)  # more than the socket buffers take at once: the rest waits for WRITE
+    h.selector.send(size_prefixed("a", [big]))
+    assert channel.has_send() and asked == [EVENT_READ | EVENT_WRITE]
+    got = 0
+    while channel.has_send():
+        try:
+            got += len(peer.recv(1 << 20))
+        except BlockingIOError:
+            pass
+        h.selector.poll(0)
+    assert asked[-1] == EVENT_READ  # the write finished in a poll: the registration follows
