@@ -17,7 +17,7 @@ from __future__ import annotations
 import http.server
 import threading
 from collections import deque
-from typing import Callable
+from typing import Callable, Sequence
 
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -50,20 +50,27 @@ class Histogram:
 
     def update(self, v: float) -> None:
         with self._lock:
-            self._observe(v)
-
-    def _observe(self, v: float) -> None:
-        """:meth:`update` for a caller holding this histogram's lock."""
-        if self.count == 0 or v < self.min:
-            self.min = v
-        if self.count == 0 or v > self.max:
-            self.max = v
-        self.count += 1
-        self.sum += v
+            observe_each((self,), (v,))
 
     @property
     def mean(self) -> float:
         return self.sum / self.count if self.count else 0.0
+
+
+def observe_each(histograms: tuple[Histogram, ...], values: Sequence[float]) -> None:
+    """Observe each value in the histogram at its position, for a caller holding their lock (the one observation
+    of :class:`Histogram`: a request's six times are recorded in one call, not one per histogram). ValueError
+    unless there is one value per histogram (checked by length: ``zip``'s ``strict`` keyword costs more than the
+    loop on this per-request path)."""
+    if len(values) != len(histograms):
+        raise ValueError(f"{len(values)} values for {len(histograms)} histograms")
+    for h, v in zip(histograms, values):  # noqa: B905 (the lengths are checked above)
+        if h.count == 0 or v < h.min:
+            h.min = v
+        if h.count == 0 or v > h.max:
+            h.max = v
+        h.count += 1
+        h.sum += v
 
 
 class IdleMeter:
@@ -134,8 +141,7 @@ class _RequestInstruments:
     def record(self, times_ms: tuple[float, ...]) -> None:
         with self._lock:
             self._requests.value += 1
-            for h, v in zip(self._times, times_ms, strict=True):
-                h._observe(v)
+            observe_each(self._times, times_ms)
 
 
 class BrokerMetrics:

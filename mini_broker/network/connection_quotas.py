@@ -112,6 +112,9 @@ class ConnectionQuotas:
         self.metrics = ConnectionQuotaMetrics(per_listener=self._listeners)
         self._cond = threading.Condition()
         self._closed = False
+        #: whether some connection limit (broker-wide or a listener's) is finite: only then can
+        #: :meth:`max_connections_exceeded` be true (the Processors skip the check each round otherwise)
+        self.limited = max_connections < INT_MAX
 
     def _now(self) -> float:
         return self._time.nanoseconds() / 1e9
@@ -121,6 +124,7 @@ class ConnectionQuotas:
     def add_listener(self, listener: str, max_connections: int = INT_MAX, max_connection_creation_rate: int = INT_MAX) -> None:
         with self._cond:
             self._listeners[listener] = _Listener(max_connections, TokenBucket(max_connection_creation_rate, self._now()))
+            self._update_limited()
 
     def update_max_connections(self, max_connections: int, listener: str | None = None) -> None:
         """Change the broker-wide (``listener`` None) or a listener's limit; Processors then close what exceeds it."""
@@ -129,7 +133,13 @@ class ConnectionQuotas:
                 self.max_connections = max_connections
             else:
                 self._listener(listener).max_connections = max_connections
+            self._update_limited()
             self._cond.notify_all()
+
+    def _update_limited(self) -> None:
+        """Recompute :attr:`limited` (called with the lock held, after a limit changed)."""
+        self.limited = self.max_connections < INT_MAX or any(
+            lst.max_connections < INT_MAX for lst in self._listeners.values())
 
     def update_ip_connection_rate(self, ip: str | None, rate: float | None) -> None:
         """Set (or with None remove) the ``connection_creation_rate`` quota of ``ip`` (None = the default ip)."""

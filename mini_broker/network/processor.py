@@ -70,6 +70,14 @@ class ServerSelector(Protocol):
 
     def unmute(self, connection_id: str) -> None: ...
 
+    def mute_channel(self, channel: KafkaChannel) -> None:
+        """:meth:`mute` of a channel the caller holds (no lookup by id)."""
+        ...
+
+    def unmute_channel(self, channel: KafkaChannel) -> bool:
+        """:meth:`unmute` of a channel the caller holds; whether it is unmuted now."""
+        ...
+
     def channel(self, connection_id: str) -> KafkaChannel | None:
         """The open channel (its mute state machine), None once closed."""
         ...
@@ -160,8 +168,9 @@ class Processor:
         self._sasl_listener = config.listener_security_protocol(listener.listener_name).startswith("SASL_")
         # (socket, remote ip as counted by ConnectionQuotas: the same string must be given back to dec())
         self._new_connections: queue.Queue[tuple[socket.socket, str]] = queue.Queue(CONNECTION_QUEUE_SIZE)
+        # appended by any thread, popped by this one: deque appends and pops are thread-safe, no lock (Kafka's
+        # ConcurrentLinkedQueue)
         self._response_queue: collections.deque[Response] = collections.deque()
-        self._response_lock = threading.Lock()
         self._inflight: dict[str, SendResponse] = {}
         self._conns: dict[str, _Conn] = {}
         self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
@@ -196,8 +205,7 @@ class Processor:
         return True
 
     def enqueue_response(self, response: Response) -> None:
-        with self._response_lock:
-            self._response_queue.append(response)
+        self._response_queue.append(response)
         if threading.get_ident() != self._thread_ident:
             # from the processor's own thread (inline handling) no wakeup is needed: it processes new
             # responses before it polls again
@@ -239,7 +247,8 @@ class Processor:
                         self._process_completed_sends()
                     if selector.disconnected():
                         self._process_disconnected()
-                    self._close_excess_connections()
+                    if self._quotas.limited:  # no finite connection limit: nothing can be in excess
+                        self._close_excess_connections()
                     if self._auth_failures:  # None, or nothing waiting: nothing to do
                         self._complete_failed_authentications()
                 except Exception:
@@ -278,16 +287,12 @@ class Processor:
                     pass
 
     def _process_new_responses(self) -> None:
-        if not self._response_queue:  # lock-free peek (appends happen under the lock, then a wakeup)
-            return
-        with self._response_lock:
-            responses = self._response_queue
-            self._response_queue = collections.deque()
-        for resp in responses:
-            self._process_new_response(resp)
+        responses = self._response_queue
+        while responses:  # those queued meanwhile too, in order (as Kafka's processNewResponses)
+            self._process_new_response(responses.popleft())
 
     def _process_new_response(self, resp: Response) -> None:
-        cid = resp.request.connection_id
+        cid = resp.request.context.connection_id
         try:
             resp.request.response_dequeue_time_ns = self._now_ns()
             conn = self._conns.get(cid)
@@ -295,7 +300,7 @@ class Processor:
                 log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
                 return
             if isinstance(resp, SendResponse):
-                if self.selector.send_completing(resp.to_send()):
+                if self.selector.send_completing(resp):  # a SendResponse is its own NetworkSend
                     # written whole at once: complete it now (unmute in this round, not after another poll)
                     self._send_completed(resp, conn)
                 else:
@@ -332,12 +337,6 @@ class Processor:
 
     def _process_completed_receives(self) -> None:
         self._handled_inline = False
-        self._receive_batch()
-        if self._handled_inline:
-            # answers of inline-handled requests go out now rather than after another poll round
-            self._process_new_responses()
-
-    def _receive_batch(self) -> None:
         channel_of = self.selector.channel
         for receive in self.selector.completed_receives():
             conn = self._conns.get(receive.source)
@@ -362,6 +361,9 @@ class Processor:
                 continue
             receive = conn.pending.popleft()
             self._handle_receive(conn, receive, channel)
+        if self._handled_inline:
+            # answers of inline-handled requests go out now rather than after another poll round
+            self._process_new_responses()
 
     def _handle_receive(self, conn: _Conn, receive: NetworkReceive, channel: KafkaChannel | None) -> None:
         """Parse and hand over (or handle inline) a frame of ``conn``; ``channel`` is its open channel as looked up
@@ -394,7 +396,7 @@ class Processor:
             log.info("event=principal_not_mapped connection=%s listener=%s error=%s", cid, self.listener.listener_name, e)
             self._close(cid, "principal_not_mapped")
             return
-        self.selector.mute(cid)
+        self.selector.mute_channel(channel)
         channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
         if self._parser.handles_inline(request):
             self._handle_inline(request)
@@ -483,7 +485,7 @@ class Processor:
             if resp.on_complete is not None:
                 resp.on_complete()
         except Exception as e:
-            log.warning("event=send_completion_failed connection=%s error=%r", resp.request.connection_id, e)
+            log.warning("event=send_completion_failed connection=%s error=%r", resp.destination, e)
         if conn is not None:
             self._response_sent(conn)
 
@@ -496,8 +498,7 @@ class Processor:
         self._try_unmute(conn, channel)
 
     def _try_unmute(self, conn: _Conn, channel: KafkaChannel) -> None:
-        self.selector.unmute(conn.connection_id)
-        if conn.pending and not channel.is_muted():
+        if self.selector.unmute_channel(channel) and conn.pending:
             self._ready.append(conn.connection_id)
 
     def _response_sent(self, conn: _Conn) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol, Union
 
 from pykafka_client.network.transport.selectable import NetworkSend
@@ -96,18 +96,30 @@ class Response:
     request: Request
 
 
-@dataclass(eq=False)
-class SendResponse(Response):
+class SendResponse(Response, NetworkSend):
     """Bytes to write: ``buffers`` are the frame pieces including the 4-byte size prefix (bytes or
-    FileRegion for zero-copy); ``size`` their total length; ``body`` the response object (for logs)."""
+    FileRegion for zero-copy); ``size`` their total length; ``body`` the response object (for logs).
 
-    buffers: list[object] = field(default_factory=list)
-    size: int = 0
-    body: object = None
-    on_complete: Callable[[], None] | None = None
+    It is itself the :class:`NetworkSend` the processor hands to its selector, addressed to the request's
+    connection (``destination``): one object per response, not a response and a send made from it."""
 
-    def to_send(self) -> NetworkSend:
-        return NetworkSend(self.request.connection_id, self.buffers, self.size, extra=self)
+    body: object
+    on_complete: Callable[[], None] | None
+
+    def __init__(self, request: Request, buffers: list[object] | None = None, size: int = 0, body: object = None,
+                 on_complete: Callable[[], None] | None = None) -> None:
+        self.request = request
+        self.destination = request.context.connection_id
+        self.buffers = buffers if buffers is not None else []
+        self.size = size
+        self.written = 0
+        self.extra = None
+        self.body = body
+        self.on_complete = on_complete
+
+    def __repr__(self) -> str:
+        return (f"SendResponse(connection_id={self.destination!r}, size={self.size}, written={self.written}, "
+                f"body={type(self.body).__name__})")
 
 
 @dataclass(eq=False)

@@ -101,8 +101,11 @@ class SocketServer:
                 procs: list[Processor] = []
                 listener = endpoint.listener_name
                 mapper = SslPrincipalMapper(str(config.listener_value(listener, "ssl.principal.mapping.rules") or "DEFAULT"))
+                # only SASL sessions delay their failures (connection.failed.authentication.delay.ms): other
+                # listeners' processors have no queue of them to look at every round
+                sasl = config.listener_security_protocol(listener).startswith("SASL_")
                 for _ in range(config.num_network_threads):
-                    failures = DelayedAuthFailures(time)
+                    failures = DelayedAuthFailures(time) if sasl else None
                     builder = server_channel_builder(config, listener, security, failures)
                     p = Processor(next_id, endpoint, config, channel, self.quotas, parser,
                                   factory(next_id, config, self.memory_pool, builder), time, metrics,

@@ -211,10 +211,12 @@ class KafkaChannel:
     def is_muted(self) -> bool:
         return self.mute_state is not _NOT_MUTED
 
-    def mute(self) -> None:
-        """Stop reading (only from NOT_MUTED; otherwise already muted)."""
+    def mute(self) -> bool:
+        """Stop reading (only from NOT_MUTED; otherwise already muted). Returns whether this call muted it."""
         if self.mute_state is ChannelMuteState.NOT_MUTED:
             self.mute_state = ChannelMuteState.MUTED
+            return True
+        return False
 
     def maybe_unmute(self) -> bool:
         """Unmute if plainly MUTED; returns whether the channel is now unmuted."""
@@ -323,8 +325,9 @@ class KafkaChannel:
                 raise PeerClosedError(f"connection {self.id} closed by the peer")
             total += n
             self.bytes_received += n
-            if self._reader.complete():
-                receives.append(self._reader.take())
+            receive = self._reader.take_completed()
+            if receive is not None:
+                receives.append(receive)
                 if len(receives) >= max_receives:
                     break
             elif n == 0:

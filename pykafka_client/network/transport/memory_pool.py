@@ -81,12 +81,10 @@ class SimpleMemoryPool:
         #: allocations refused since start (a metric: how often reads were muted for memory)
         self.refused_total = 0
 
-    def _floor(self, large: bool) -> int:
-        return self.small_frame_reserve if large else 0
-
     def try_allocate(self, size: int, large: bool) -> bool:
         with self._lock:
-            if self._available <= self._floor(large):
+            # what must stay available: large frames leave the small-frame reserve alone
+            if self._available <= (self.small_frame_reserve if large else 0):
                 self.refused_total += 1
                 return False
             self._available -= size
@@ -109,7 +107,7 @@ class SimpleMemoryPool:
             self._available += size
 
     def has_room(self, large: bool) -> bool:
-        return self._available > self._floor(large) or (large and self._overdraft_owner is None)
+        return self._available > (self.small_frame_reserve if large else 0) or (large and self._overdraft_owner is None)
 
     @property
     def available(self) -> int:
@@ -174,7 +172,9 @@ class PooledFrameReader(FrameReader):
             return total
         self._waiting = False
         assert self._payload is not None
-        n = transport.read_into(memoryview(self._payload)[self._payload_read : self._allowed])
+        read, allowed = self._payload_read, self._allowed
+        # the whole frame's view as it is when nothing is read yet and all of it is granted (the common case)
+        n = transport.read_into(self._payload[read:allowed] if read or allowed != self._size else self._payload)
         if n < 0:
             return -1
         self._payload_read += n
@@ -186,11 +186,11 @@ class PooledFrameReader(FrameReader):
         if self._payload is None and size <= EAGER_FRAME_BYTES:
             if not pool.try_allocate(size, self._large):
                 return False
-            self._payload = bytearray(size)
+            self._payload = memoryview(bytearray(size))
             self._reserved = self._allowed = size
             return True
         if self._payload is None:
-            self._payload = mmap.mmap(-1, size)  # pages are only backed once written
+            self._payload = memoryview(mmap.mmap(-1, size))  # pages are only backed once written
         step = min(GROWTH_STEP_BYTES, size - self._allowed)
         if pool.try_allocate(step, True):
             self._reserved += step
@@ -201,8 +201,10 @@ class PooledFrameReader(FrameReader):
         self._allowed += step
         return True
 
-    def take(self) -> NetworkReceive:
-        receive = super().take()
+    def take_completed(self) -> NetworkReceive | None:
+        receive = super().take_completed()
+        if receive is None:
+            return None
         receive.extra = _Release(self._pool, self._reserved)
         if self._overdraft:
             self._pool.end_overdraft(self)

@@ -8,7 +8,6 @@ by a length that has not been checked.
 
 from __future__ import annotations
 
-import mmap
 import struct
 from typing import Protocol
 
@@ -43,14 +42,19 @@ class FrameReader:
     only after the size passed the check; a frame that is never completed is never handed out.
     """
 
-    __slots__ = ("source", "max_size", "_size_buf", "_size_read", "_payload", "_payload_read", "_size")
+    __slots__ = ("source", "max_size", "_size_buf", "_size_view", "_size_read", "_payload", "_payload_read", "_size")
 
     def __init__(self, source: str, max_size: int = DEFAULT_MAX_RECEIVE_SIZE) -> None:
         self.source = source
         self.max_size = max_size
         self._size_buf = bytearray(SIZE_LENGTH)
+        # the views read into are made once (per connection; per frame for the payload), and sliced only to go on
+        # with a part already read
+        self._size_view = memoryview(self._size_buf)
         self._size_read = 0
-        self._payload: bytearray | mmap.mmap | None = None
+        #: the current frame's payload buffer (a bytearray, or an mmap for a large pooled frame), as the view that is
+        #: read into and handed out
+        self._payload: memoryview | None = None
         self._payload_read = 0
         self._size = -1
 
@@ -84,9 +88,10 @@ class FrameReader:
             total = self._read_size(transport)
             if total < 0 or self._size <= 0:  # end of stream, size still incomplete, or an empty frame
                 return total
-            self._payload = bytearray(self._size)
+            self._payload = memoryview(bytearray(self._size))
         if self._payload is not None and self._payload_read < self._size:
-            n = transport.read_into(memoryview(self._payload)[self._payload_read :])
+            read = self._payload_read
+            n = transport.read_into(self._payload[read:] if read else self._payload)
             if n < 0:
                 return -1
             total += n
@@ -95,7 +100,7 @@ class FrameReader:
 
     def _read_size(self, transport: ReadableTransport) -> int:
         """Read (part of) the 4-byte size and check it once complete; bytes read or -1 at end of stream."""
-        n = transport.read_into(memoryview(self._size_buf)[self._size_read :])
+        n = transport.read_into(self._size_view[self._size_read :] if self._size_read else self._size_view)
         if n < 0:
             return -1
         self._size_read += n
@@ -107,9 +112,16 @@ class FrameReader:
 
     def take(self) -> NetworkReceive:
         """Hand out the completed frame and reset for the next one."""
-        if not self.complete():
+        receive = self.take_completed()
+        if receive is None:
             raise AssertionError("take() called before the frame was complete")
-        payload = memoryview(self._payload) if self._payload is not None else _EMPTY
+        return receive
+
+    def take_completed(self) -> NetworkReceive | None:
+        """:meth:`take` once the frame is complete, None before (one step for a caller that reads and takes)."""
+        if not self.complete():
+            return None
+        payload = self._payload if self._payload is not None else _EMPTY
         self._size_read = 0
         self._payload = None
         self._payload_read = 0

@@ -281,6 +281,8 @@ class Selector:
         else:
             self._selector.modify(channel.fd, want, channel)
         self._events[channel.id] = want
+        # up to date now, whatever a mute since the last poll left behind (see mute_channel)
+        self._interest_stale.discard(channel.id)
 
     def channel(self, connection_id: str) -> KafkaChannel | None:
         """The open channel for ``connection_id`` (e.g. for the broker's mute state events)."""
@@ -409,16 +411,32 @@ class Selector:
         """Stop reading the channel. Its registration with the OS selector changes at the next :meth:`poll`
         (nothing reads it before then): a broker unmutes most channels again within the same round, once its
         answer went out at once, and then no change is made at all."""
-        channel = self._require(connection_id)
-        channel.mute()
-        self._interest_stale.add(connection_id)
+        self.mute_channel(self._require(connection_id))
 
     def unmute(self, connection_id: str) -> None:
         """Unmute if the channel's mute state allows it (only plain MUTED does)."""
-        channel = self._require(connection_id)
-        channel.maybe_unmute()
-        self._interest_stale.discard(connection_id)  # brought up to date here
-        self._update_interest(channel)
+        self.unmute_channel(self._require(connection_id))
+
+    def mute_channel(self, channel: KafkaChannel) -> None:
+        """:meth:`mute` of an open channel of this selector that the caller holds (a broker Processor looked it up
+        once for the frame it mutes for)."""
+        if channel.mute():
+            # it was reading: until the next poll, or until its registration changes, the registration differs
+            # from its interest by this mute alone
+            self._interest_stale.add(channel.id)
+
+    def unmute_channel(self, channel: KafkaChannel) -> bool:
+        """:meth:`unmute` of an open channel of this selector that the caller holds; returns whether the channel is
+        unmuted now (a throttled one, or one with a response pending, stays muted)."""
+        unmuted = channel.maybe_unmute()
+        cid = channel.id
+        if unmuted and cid in self._interest_stale:
+            # muted and unmuted again with its registration unchanged in between: that registration is right
+            self._interest_stale.discard(cid)
+        else:
+            self._interest_stale.discard(cid)  # brought up to date here
+            self._update_interest(channel)
+        return unmuted
 
     def mute_all(self) -> None:
         for cid in list(self._channels):
@@ -564,11 +582,11 @@ class Selector:
 
     def _update_stale_interest(self) -> None:
         channels = self._channels
-        for cid in self._interest_stale:
+        stale, self._interest_stale = self._interest_stale, set()
+        for cid in stale:
             channel = channels.get(cid)
             if channel is not None:
                 self._update_interest(channel)
-        self._interest_stale.clear()
 
     def _unmute_for_memory(self) -> None:
         """Unmute the channels muted for memory once the pool has room for what each waits for."""
@@ -633,14 +651,15 @@ class Selector:
                         channel.mute()
                         self._memory_muted[cid] = channel.waiting_for_large_memory()
                         interest_may_change = True
-                if mask & selectors.EVENT_WRITE and channel.has_send():
-                    interest_may_change = True
-                    before = channel.bytes_sent
-                    done = channel.write()
-                    self.metrics.bytes_sent_total += channel.bytes_sent - before
-                    if done is not None:
-                        self._completed_sends.append(done)
-                        self.metrics.requests_sent_total += 1
+                if mask & selectors.EVENT_WRITE:
+                    interest_may_change = True  # a write, or a write event with nothing to write: a registration to correct
+                    if channel.has_send():
+                        before = channel.bytes_sent
+                        done = channel.write()
+                        self.metrics.bytes_sent_total += channel.bytes_sent - before
+                        if done is not None:
+                            self._completed_sends.append(done)
+                            self.metrics.requests_sent_total += 1
             if interest_may_change:
                 self._update_interest(channel)
         except PeerClosedError:

@@ -9,6 +9,7 @@ import pytest
 
 from mini_broker.config import KafkaConfig
 from mini_broker.network.connection_quotas import (
+    INT_MAX,
     ConnectionQuotas,
     ConnectionThrottledError,
     TokenBucket,
@@ -53,6 +54,24 @@ def test_lowered_limit_is_reported_as_excess() -> None:
     assert q.max_connections_exceeded("A")
     q.dec("ip", "A")
     assert not q.max_connections_exceeded("A")
+
+
+def test_limited_says_whether_any_connection_limit_is_finite() -> None:
+    """Processors skip the excess check while no limit is finite; lowering one (broker-wide or a listener's) turns
+    it on, raising it back to unlimited off."""
+    q = ConnectionQuotas(100)
+    q.add_listener("A")
+    assert not q.limited
+    q.update_max_connections(2, listener="A")
+    assert q.limited
+    q.update_max_connections(INT_MAX, listener="A")
+    assert not q.limited
+    q.update_max_connections(5)
+    assert q.limited
+    assert ConnectionQuotas(100, max_connections=3).limited
+    q2 = ConnectionQuotas(100)
+    q2.add_listener("B", max_connections=1)
+    assert q2.limited
 
 
 def test_token_bucket() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from mini_broker.metrics import BrokerMetrics, IdleMeter
+import pytest
+
+from mini_broker.metrics import REQUEST_TIME_METRICS, BrokerMetrics, Histogram, IdleMeter, observe_each
 from pykafka_client.utils.time import MockTime
 
 
@@ -60,3 +62,27 @@ def test_request_metrics_from_both_recorders_add_up_and_errors_stay_apart() -> N
     assert snap['kafka_network_RequestMetrics_TotalTimeMs_max{request="Fetch"}'] == 6.0
     assert snap['kafka_network_RequestMetrics_LocalTimeMs_count{request="Fetch"}'] == 2
     assert snap['kafka_network_RequestMetrics_Errors_total{error="NONE",request="Fetch"}'] == 1
+
+
+def test_observe_each_updates_each_histogram_at_its_position() -> None:
+    a, b = Histogram(), Histogram()
+    observe_each((a, b), (3.0, 1.0))
+    observe_each((a, b), (2.0, 5.0))
+    assert (a.count, a.sum, a.min, a.max) == (2, 5.0, 2.0, 3.0)
+    assert (b.count, b.sum, b.min, b.max) == (2, 6.0, 1.0, 5.0)
+    a.update(7.0)  # a single update is the same observation
+    assert (a.count, a.sum, a.min, a.max) == (3, 12.0, 2.0, 7.0)
+    with pytest.raises(ValueError):
+        observe_each((a, b), (1.0,))  # one value per histogram
+
+
+def test_request_times_go_to_their_histograms_in_order() -> None:
+    m = BrokerMetrics(MockTime())
+    m.record_request_times("Produce", 6.0, 1.0, 2.0, 0.0, 0.5, 0.25)
+    m.record_request_times("Produce", 4.0, 1.0, 1.0, 0.0, 1.5, 0.75)
+    snap = m.snapshot()
+    sums = {name: snap[f'kafka_network_RequestMetrics_{name}_sum{{request="Produce"}}'] for name in REQUEST_TIME_METRICS}
+    assert sums == {"TotalTimeMs": 10.0, "RequestQueueTimeMs": 2.0, "LocalTimeMs": 3.0, "RemoteTimeMs": 0.0,
+                    "ResponseQueueTimeMs": 2.0, "ResponseSendTimeMs": 1.0}
+    assert snap['kafka_network_RequestMetrics_TotalTimeMs_max{request="Produce"}'] == 6.0
+    assert snap['kafka_network_RequestMetrics_Requests_total{request="Produce"}'] == 2

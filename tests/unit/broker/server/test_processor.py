@@ -92,6 +92,12 @@ class ScriptedSelector:
     def unmute(self, connection_id: str) -> None:
         self.channels[connection_id].maybe_unmute()
 
+    def mute_channel(self, channel: KafkaChannel) -> None:
+        channel.mute()
+
+    def unmute_channel(self, channel: KafkaChannel) -> bool:
+        return channel.maybe_unmute()
+
     def close_channel(self, connection_id: str) -> None:
         self.closed.append(connection_id)
         channel = self.channels.pop(connection_id, None)
@@ -352,3 +358,52 @@ def test_response_written_whole_at_once_to_a_throttled_channel_keeps_it_muted() 
     step(proc)
     step(proc)
     assert take(channel).body == b"b"
+
+
+def test_a_send_response_is_the_send_the_selector_writes() -> None:
+    """One object per response: the SendResponse goes to the selector as its NetworkSend, addressed to the request's
+    connection, and its completion (reported by a poll) is matched back to it."""
+    proc, sel, channel, _ = make()
+    sel.to_receive = [rcv(b"a")]
+    step(proc)
+    a = take(channel)
+    response = SendResponse(a, [b"A"], 1)
+    assert isinstance(response, NetworkSend) and response.destination == "c1" and response.written == 0
+    channel.send_response(response)
+    proc._process_new_responses()
+    assert sel.sent == [response]
+    step(proc)  # the poll reports it complete: RESPONSE_SENT, unmuted
+    assert sel.channels["c1"].mute_state is ChannelMuteState.NOT_MUTED and proc._inflight == {}
+
+
+def test_only_sasl_listeners_processors_keep_delayed_authentication_failures() -> None:
+    """connection.failed.authentication.delay.ms delays SASL failures only: a plaintext listener's processors have no
+    queue of them to look at each round."""
+    from mini_broker.network.socket_server import SocketServer
+
+    config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "num.network.threads": "1"})
+    server = SocketServer(config, RequestChannel(10), Parser())
+    try:
+        assert [p._auth_failures for p in server.processors] == [None]
+    finally:
+        for acceptor in server.acceptors:
+            acceptor.server_socket.close()
+        for processor in server.processors:
+            processor.join()
+
+
+def test_responses_queued_while_responses_are_processed_go_out_in_the_same_pass() -> None:
+    """The response queue is drained to its end, in order, those queued meanwhile included (Kafka's
+    processNewResponses)."""
+    proc, sel, channel, quotas = make()
+    quotas.inc("1.2.3.4")
+    proc._conns["c2"] = _Conn("c2", "1.2.3.4", "1.2.3.4:6")
+    sel.open_channel("c2")
+    sel.complete_at_once = True
+    sel.to_receive = [rcv(b"a"), NetworkReceive("c2", memoryview(b"b"))]
+    step(proc)
+    a, b = take(channel), take(channel)
+    channel.send_response(SendResponse(a, [b"A"], 1, on_complete=lambda: respond(channel, b, b"B")))
+    proc._process_new_responses()
+    assert [s.buffers for s in sel.written_at_once] == [[b"A"], [b"B"]] and not proc._response_queue
+    assert sel.muted == set()

@@ -263,3 +263,54 @@ def test_any_partial_write_pattern_sends_exact_bytes(pieces: list[bytes], limits
         if sw.completed():
             break
     assert bytes(writer.out) == frame(b"".join(pieces))
+
+
+class RecordingReader(ScriptedReader):
+    """A :class:`ScriptedReader` that keeps every view it was asked to read into."""
+
+    def __init__(self, data: bytes, steps: Sequence[int]) -> None:
+        super().__init__(data, steps)
+        self.views: list[memoryview] = []
+
+    def read_into(self, view: memoryview) -> int:
+        self.views.append(view)
+        return super().read_into(view)
+
+
+def test_a_whole_frame_is_read_into_the_view_that_is_handed_out() -> None:
+    """The reads of a frame that arrives at once use the reader's size view and the payload's own view, unsliced;
+    that same view is the payload handed out (no view made per read)."""
+    t = RecordingReader(frame(b"hello") + frame(b"again"), [4, 5, 4, 5])
+    r = FrameReader("c", 100)
+    r.read_from(t)
+    first = r.take()
+    r.read_from(t)
+    second = r.take()
+    size_view, payload_view = t.views[0], t.views[1]
+    assert t.views[2] is size_view and size_view.nbytes == 4  # one size view for every frame
+    assert payload_view is first.payload and t.views[3] is second.payload
+    assert (bytes(first.payload), bytes(second.payload)) == (b"hello", b"again")
+
+
+def test_a_frame_in_pieces_is_read_into_the_rest_of_its_view() -> None:
+    t = RecordingReader(frame(b"hello"), [2, 2, 3, 2])
+    r = FrameReader("c", 100)
+    while not r.complete():
+        r.read_from(t)
+    assert [v.nbytes for v in t.views] == [4, 2, 5, 2]
+    assert bytes(r.take().payload) == b"hello"
+
+
+def test_take_completed_is_none_until_the_frame_is_whole() -> None:
+    t = ScriptedReader(frame(b"hello"), [4, 2, 0, 3])
+    r = FrameReader("c", 100)
+    r.read_from(t)
+    assert r.take_completed() is None
+    r.read_from(t)
+    assert r.take_completed() is None
+    r.read_from(t)
+    r.read_from(t)
+    receive = r.take_completed()
+    assert receive is not None and bytes(receive.payload) == b"hello" and r.take_completed() is None
+    with pytest.raises(AssertionError):
+        r.take()

@@ -131,3 +131,36 @@ def test_plain_reader_has_no_pool_behaviour() -> None:
     r = FrameReader("c")
     assert not r.waiting_for_memory() and not r.waiting_for_large()
     r.close()
+
+
+def test_a_granted_frame_is_read_into_the_view_that_is_handed_out() -> None:
+    views: list[memoryview] = []
+
+    class Recording(FeedTransport):
+        def read_into(self, view: memoryview) -> int:
+            views.append(view)
+            return super().read_into(view)
+
+    pool = SimpleMemoryPool(1000)
+    reader = PooledFrameReader("c", 1000, pool)
+    t = Recording()
+    t.feed(struct.pack(">i", 5) + b"hello")
+    drain(reader, t)
+    receive = reader.take()
+    assert views[-1] is receive.payload and bytes(receive.payload) == b"hello"
+    assert pool.available == 995
+
+
+def test_take_completed_hands_out_the_release_of_the_frame() -> None:
+    pool = SimpleMemoryPool(1000)
+    reader = PooledFrameReader("c", 1000, pool)
+    t = FeedTransport()
+    t.feed(struct.pack(">i", 5) + b"he")
+    drain(reader, t)
+    assert reader.take_completed() is None and pool.available == 995
+    t.feed(b"llo")
+    drain(reader, t)
+    receive = reader.take_completed()
+    assert receive is not None and callable(receive.extra)
+    receive.extra()
+    assert pool.available == 1000

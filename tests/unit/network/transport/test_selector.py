@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import selectors
 import socket
 import threading
 from collections.abc import Iterator
@@ -149,6 +150,24 @@ def test_unmute_blocked_while_response_pending(h: Harness) -> None:
     assert h.selector.completed_receives() == []
     channel.handle_channel_mute_event(ChannelMuteEvent.RESPONSE_SENT)
     h.selector.unmute("a")
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"r2")]
+
+
+def test_mute_and_unmute_of_a_held_channel_and_whether_the_unmute_took(h: Harness) -> None:
+    peer = h.add("a")
+    peer.sendall(frame(b"r1") + frame(b"r2"))
+    h.selector.poll(0)
+    assert receives(h.selector) == [("a", b"r1")]
+    channel = h.selector.channel("a")
+    assert channel is not None
+    h.selector.mute_channel(channel)
+    channel.handle_channel_mute_event(ChannelMuteEvent.REQUEST_RECEIVED)
+    assert h.selector.unmute_channel(channel) is False  # a response is pending: stays muted
+    h.selector.poll(0)
+    assert h.selector.completed_receives() == []
+    channel.handle_channel_mute_event(ChannelMuteEvent.RESPONSE_SENT)
+    assert h.selector.unmute_channel(channel) is True
     h.selector.poll(0)
     assert receives(h.selector) == [("a", b"r2")]
 
@@ -341,6 +360,46 @@ def test_mute_and_unmute_in_one_round_change_no_registration(h: Harness) -> None
     h.selector.unmute("a")
     h.selector.poll(0)
     assert counting.changes == ["unregister", "register"] and receives(h.selector) == [("a", b"next")]
+
+
+def test_unmute_after_a_registration_change_while_muted_brings_it_up_to_date(h: Harness) -> None:
+    """A mute leaves the registration behind until the next poll, and an unmute in the same round skips the update
+    only while nothing else changed it: a send left half written in between registers for writing alone, so the
+    unmute must register reading again."""
+    peer = h.add("a")
+    channel = h.selector.channel("a")
+    assert channel is not None
+    h.selector.mute_channel(channel)
+    big = b"x" * (16 * 1024 * 1024)  # more than the socket pair buffers: written in part
+    assert h.selector.send_completing(size_prefixed("a", [big])) is False
+    assert h.selector._events["a"] == selectors.EVENT_WRITE
+    assert h.selector.unmute_channel(channel) is True
+    assert h.selector._events["a"] == selectors.EVENT_READ | selectors.EVENT_WRITE
+    peer.close()
+
+
+def test_unmute_of_a_channel_muted_before_its_registration_was_updated_registers_reading(h: Harness) -> None:
+    h.add("a")
+    channel = h.selector.channel("a")
+    assert channel is not None
+    h.selector.mute_channel(channel)
+    h.selector.poll(0)  # the mute reaches the registration
+    assert "a" not in h.selector._events or h.selector._events["a"] == 0
+    h.selector.mute_channel(channel)  # already muted: nothing changes
+    assert h.selector.unmute_channel(channel) is True
+    assert h.selector._events["a"] == selectors.EVENT_READ
+
+
+def test_a_write_event_with_nothing_to_write_corrects_the_registration(h: Harness) -> None:
+    """A read leaves a ready channel's registration alone (nothing a read does changes the interest), but a write
+    event always brings it up to date, even with no send to write."""
+    h.add("a")
+    channel = h.selector.channel("a")
+    assert channel is not None
+    h.selector._selector.modify(channel.fd, selectors.EVENT_READ | selectors.EVENT_WRITE, channel)
+    h.selector._events["a"] = selectors.EVENT_READ | selectors.EVENT_WRITE
+    h.selector.poll(0)
+    assert h.selector._events["a"] == selectors.EVENT_READ
 
 
 def test_channel_closed_while_muted_is_not_registered_again(h: Harness) -> None:
