@@ -256,7 +256,8 @@ class ManualMetadataUpdater:
         return False  # a fixed node list: nothing to bootstrap again
 
     def rebootstrap(self) -> None:
-        pass
+        """Nothing to do: a fixed node list has no bootstrap servers to go back to (:meth:`needs_rebootstrap` is
+        never True)."""
 
     def close(self) -> None:
         pass
