@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.types import Chunk, Writer
 
 _I16 = struct.Struct(">h")
@@ -206,7 +207,13 @@ class _Cursor:
 
 def read_produce_request(payload: memoryview, version: int) -> tuple[str | None, ProduceRequest] | None:
     """(client id, body) of a whole ProduceRequest frame at ``version`` (header included), or None to leave it to
-    the generated reader (see the module doc)."""
+    the generated reader (see the module doc). The compiled kernel's ``read_produce_request`` when it is on (the
+    common frame: header and body in one call), else or where it declines :func:`_read`, its reference."""
+    kernel = _native.kernel
+    if kernel is not None:
+        parsed = kernel.read_produce_request(payload, version, ProduceRequest)
+        if parsed is not None:
+            return parsed
     if not MIN_VERSION <= version <= MAX_VERSION or payload.format != "B" or payload.ndim != 1:
         return None
     try:

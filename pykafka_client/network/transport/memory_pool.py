@@ -34,7 +34,7 @@ import mmap
 import threading
 from typing import Final, Protocol
 
-from pykafka_client.network.transport.network_receive import FrameReader, ReadableTransport
+from pykafka_client.network.transport.network_receive import FrameReader, ReadableTransport, frame_buffer
 from pykafka_client.network.transport.selectable import NetworkReceive
 
 #: Frames up to this size may use the whole pool; larger ones leave the small-frame reserve alone.
@@ -186,7 +186,7 @@ class PooledFrameReader(FrameReader):
         if self._payload is None and size <= EAGER_FRAME_BYTES:
             if not pool.try_allocate(size, self._large):
                 return False
-            self._payload = memoryview(bytearray(size))
+            self._payload = memoryview(frame_buffer(size))
             self._reserved = self._allowed = size
             return True
         if self._payload is None:

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from pykafka_client.errors import InvalidReceiveError
 from pykafka_client.network.transport.selectable import NetworkReceive
+from pykafka_client.protocol.records import _native
 
 #: Size prefix length in bytes.
 SIZE_LENGTH = 4
@@ -88,7 +89,7 @@ class FrameReader:
             total = self._read_size(transport)
             if total < 0 or self._size <= 0:  # end of stream, size still incomplete, or an empty frame
                 return total
-            self._payload = memoryview(bytearray(self._size))
+            self._payload = memoryview(frame_buffer(self._size))
         if self._payload is not None and self._payload_read < self._size:
             read = self._payload_read
             n = transport.read_into(self._payload[read:] if read else self._payload)
@@ -127,6 +128,13 @@ class FrameReader:
         self._payload_read = 0
         self._size = -1
         return NetworkReceive(source=self.source, payload=payload)
+
+
+def frame_buffer(size: int) -> bytearray:
+    """A payload buffer of ``size`` bytes that is filled whole before anyone reads it: ``bytearray(size)``, but not
+    zeroed first when the compiled kernel is on (a 16 KiB produce request's zeroing cost as much as its parse)."""
+    kernel = _native.kernel
+    return bytearray(size) if kernel is None else kernel.frame_buffer(size)
 
 
 def check_receive_size(size: int, max_size: int) -> None:

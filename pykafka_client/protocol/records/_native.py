@@ -149,6 +149,13 @@ class Kernel(Protocol):
 
     def decode_produce_response(self, payload: Buffer, version: int, correlation_id: int, cls: type[_M], /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response (None: run the reference)."""
+    def read_produce_request(self, payload: memoryview, version: int, cls: type[_M], /) -> tuple[str | None, _M] | None:
+        """Reference: ``mini_broker.server.apis.produce_wire._read`` of a Produce request frame (None: run the
+        reference; also for a payload that is not a C-contiguous memoryview of bytes)."""
+
+    def frame_buffer(self, size: int, /) -> bytearray:
+        """Reference: ``bytearray(size)`` with its bytes not zeroed (a buffer filled whole before it is read)."""
+
     def sender_setup(self, request_type: type, outcome_type: type, finished: str, /) -> None: ...
     def produce_request_data(
         self, transactional_id: str | None, acks: int, timeout_ms: int, parts: list[tuple[Any, bytes]], version: int, /

@@ -314,3 +314,49 @@ def test_take_completed_is_none_until_the_frame_is_whole() -> None:
     assert receive is not None and bytes(receive.payload) == b"hello" and r.take_completed() is None
     with pytest.raises(AssertionError):
         r.take()
+
+
+class _DirtyBuffers:
+    """A kernel whose ``frame_buffer`` hands out memory full of old bytes (as the allocator may), counting its
+    calls; every other function is the real kernel's."""
+
+    def __init__(self, kernel: object) -> None:
+        self._kernel = kernel
+        self.sizes: list[int] = []
+
+    def frame_buffer(self, size: int) -> bytearray:
+        self.sizes.append(size)
+        return bytearray(b"\xaa" * size)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._kernel, name)
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_frame_payloads_are_read_into_unzeroed_buffers_filled_whole(pooled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the kernel on, a frame's payload buffer is ``frame_buffer``'s (not zeroed first: the zeroing of a 16 KiB
+    produce request cost as much as its parse); what was in that memory never shows, since a frame is handed out
+    only once every byte of it was read, whatever the pieces it arrived in."""
+    from pykafka_client.network.transport.memory_pool import PooledFrameReader, SimpleMemoryPool
+    from pykafka_client.protocol.records import _native
+
+    dirty = _DirtyBuffers(_native.kernel)
+    monkeypatch.setattr(_native, "kernel", dirty)
+    payloads = [bytes(range(256)) * 3, b"", b"\x00" * 100]
+    reader = PooledFrameReader("c", 1 << 20, SimpleMemoryPool(1 << 20)) if pooled else FrameReader("c")
+    got = read_all(reader, ScriptedReader(b"".join(frame(p) for p in payloads), [1, 3, 7, 100, 2, 500, 1]))
+    assert got == payloads
+    assert dirty.sizes == [768, 100]  # the empty frame needs no buffer
+
+
+def test_the_kernels_frame_buffer() -> None:
+    from pykafka_client.protocol.records import _native
+
+    kernel = _native.loaded_kernel()
+    if kernel is None:
+        pytest.skip("the compiled record kernel is not built")
+    buf = kernel.frame_buffer(16384)
+    assert type(buf) is bytearray and len(buf) == 16384
+    assert kernel.frame_buffer(0) == bytearray()
+    with pytest.raises(ValueError):
+        kernel.frame_buffer(-1)
