@@ -19,6 +19,7 @@ import threading
 from collections import deque
 from typing import Callable, Sequence
 
+from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 Labels = tuple[tuple[str, str], ...]
@@ -127,6 +128,36 @@ REQUEST_TIME_METRICS = (
 _REQUEST_METRIC_PREFIX = "kafka_network_RequestMetrics_"
 
 
+def request_times_ms(now: int, start: int, dequeued: int, local_end: int, remote_end: int, completed: int,
+                     response_dequeued: int, sent: int) -> tuple[float, float, float, float, float, float]:
+    """A request's :data:`REQUEST_TIME_METRICS` in ms from its monotonic timestamps in ns (Kafka's
+    ``RequestChannel.Request.updateRequestMetrics``): received (``start``), dequeued by a handler, handled
+    (``local_end``), completed remotely (``remote_end``, else the local end), its response queued (``completed``)
+    and dequeued by the processor, sent (``sent``) at ``now``. -1 is unset; 0.0 for a pair with an unset or
+    reversed end."""
+    if remote_end < 0:
+        remote_end = local_end
+    return (
+        max(0.0, (now - start) / 1e6) if start >= 0 and now >= 0 else 0.0,
+        max(0.0, (dequeued - start) / 1e6) if start >= 0 and dequeued >= 0 else 0.0,
+        max(0.0, (local_end - dequeued) / 1e6) if dequeued >= 0 and local_end >= 0 else 0.0,
+        max(0.0, (remote_end - local_end) / 1e6) if local_end >= 0 and remote_end >= 0 else 0.0,
+        max(0.0, (response_dequeued - completed) / 1e6) if completed >= 0 and response_dequeued >= 0 else 0.0,
+        max(0.0, (sent - response_dequeued) / 1e6) if response_dequeued >= 0 and sent >= 0 else 0.0,
+    )
+
+
+def observe_request_times_reference(lock: threading.Lock, requests: Counter, histograms: tuple[Histogram, ...],
+                                    now: int, start: int, dequeued: int, local_end: int, remote_end: int,
+                                    completed: int, response_dequeued: int, sent: int) -> None:
+    """One completed request: ``requests`` counts it and each histogram observes its time of
+    :func:`request_times_ms`, under ``lock`` (the reference of the kernel's ``observe_request_times``)."""
+    times = request_times_ms(now, start, dequeued, local_end, remote_end, completed, response_dequeued, sent)
+    with lock:
+        requests.value += 1
+        observe_each(histograms, times)
+
+
 class _RequestInstruments:
     """One API's Requests counter and its :data:`REQUEST_TIME_METRICS` histograms, sharing one lock: a completed
     request takes it once, not once per instrument."""
@@ -142,6 +173,16 @@ class _RequestInstruments:
         with self._lock:
             self._requests.value += 1
             observe_each(self._times, times_ms)
+
+    def record_ns(self, now: int, start: int, dequeued: int, local_end: int, remote_end: int, completed: int,
+                  response_dequeued: int, sent: int) -> None:
+        """:func:`observe_request_times_reference` of these instruments, in one kernel call when it is on."""
+        kernel = _native.kernel
+        if kernel is None or not kernel.observe_request_times(
+                self._lock, self._requests, self._times, now, start, dequeued, local_end, remote_end, completed,
+                response_dequeued, sent):
+            observe_request_times_reference(self._lock, self._requests, self._times, now, start, dequeued, local_end,
+                                            remote_end, completed, response_dequeued, sent)
 
 
 class BrokerMetrics:
@@ -211,15 +252,28 @@ class BrokerMetrics:
 
     def record_request_times(self, api_name: str, *times_ms: float) -> None:
         """Same as :meth:`record_request` with the durations positional, in :data:`REQUEST_TIME_METRICS`
-        order (the per-request hot path: the instruments of an API are looked up once)."""
+        order (the instruments of an API are looked up once)."""
         instruments = self._request_instruments.get(api_name)
         if instruments is None:
-            requests = self.counter(f"{_REQUEST_METRIC_PREFIX}Requests_total", request=api_name)
-            times = tuple(self.histogram(f"{_REQUEST_METRIC_PREFIX}{m}", request=api_name) for m in REQUEST_TIME_METRICS)
-            with self._lock:
-                lock = self._request_locks[api_name]
-            instruments = self._request_instruments[api_name] = _RequestInstruments(lock, requests, times)
+            instruments = self._new_request_instruments(api_name)
         instruments.record(times_ms)
+
+    def record_request_ns(self, api_name: str, now: int, start: int, dequeued: int, local_end: int, remote_end: int,
+                          completed: int, response_dequeued: int, sent: int) -> None:
+        """:meth:`record_request_times` of :func:`request_times_ms` of a request's timestamps (the per-request hot
+        path: the times and the instruments' update in one kernel call when it is on)."""
+        instruments = self._request_instruments.get(api_name)
+        if instruments is None:
+            instruments = self._new_request_instruments(api_name)
+        instruments.record_ns(now, start, dequeued, local_end, remote_end, completed, response_dequeued, sent)
+
+    def _new_request_instruments(self, api_name: str) -> _RequestInstruments:
+        requests = self.counter(f"{_REQUEST_METRIC_PREFIX}Requests_total", request=api_name)
+        times = tuple(self.histogram(f"{_REQUEST_METRIC_PREFIX}{m}", request=api_name) for m in REQUEST_TIME_METRICS)
+        with self._lock:
+            lock = self._request_locks[api_name]
+        instruments = self._request_instruments[api_name] = _RequestInstruments(lock, requests, times)
+        return instruments
 
     def record_error(self, api_name: str, error: str) -> None:
         self.counter("kafka_network_RequestMetrics_Errors_total", request=api_name, error=error).inc()

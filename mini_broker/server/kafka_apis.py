@@ -352,21 +352,11 @@ class KafkaApis:
                               (now_ns - r.start_time_ns) / 1e6)
         if self.metrics is None:
             return
-        start, dequeued = r.start_time_ns, r.request_dequeue_time_ns
-        local_end = r.api_local_complete_time_ns
-        remote_end = r.api_remote_complete_time_ns if r.api_remote_complete_time_ns >= 0 else local_end
-        completed, response_dequeued = r.response_complete_time_ns, r.response_dequeue_time_ns
-        sent = now_ns if isinstance(response, SendResponse) else -1  # a response that wrote nothing has no send time
-        # milliseconds of each (begin, end) pair in REQUEST_TIME_METRICS order, written out (the per-request path:
-        # no comprehension frame, no pair tuples); 0.0 when either is unset (-1) or they are reversed
-        self.metrics.record_request_times(
-            name,
-            max(0.0, (now_ns - start) / 1e6) if start >= 0 and now_ns >= 0 else 0.0,
-            max(0.0, (dequeued - start) / 1e6) if start >= 0 and dequeued >= 0 else 0.0,
-            max(0.0, (local_end - dequeued) / 1e6) if dequeued >= 0 and local_end >= 0 else 0.0,
-            max(0.0, (remote_end - local_end) / 1e6) if local_end >= 0 and remote_end >= 0 else 0.0,
-            max(0.0, (response_dequeued - completed) / 1e6) if completed >= 0 and response_dequeued >= 0 else 0.0,
-            max(0.0, (sent - response_dequeued) / 1e6) if response_dequeued >= 0 and sent >= 0 else 0.0)
+        # a response that wrote nothing has no send time
+        self.metrics.record_request_ns(name, now_ns, r.start_time_ns, r.request_dequeue_time_ns,
+                                       r.api_local_complete_time_ns, r.api_remote_complete_time_ns,
+                                       r.response_complete_time_ns, r.response_dequeue_time_ns,
+                                       now_ns if isinstance(response, SendResponse) else -1)
 
 
 def fit_to_version(msg: Message, version: int) -> None:

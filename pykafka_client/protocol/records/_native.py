@@ -156,6 +156,12 @@ class Kernel(Protocol):
     def frame_buffer(self, size: int, /) -> bytearray:
         """Reference: ``bytearray(size)`` with its bytes not zeroed (a buffer filled whole before it is read)."""
 
+    def observe_request_times(
+        self, lock: Any, requests: Any, histograms: tuple[Any, ...], now: int, start: int, dequeued: int,
+        local_end: int, remote_end: int, completed: int, response_dequeued: int, sent: int, /,
+    ) -> bool:
+        """Reference: ``mini_broker.metrics.observe_request_times_reference`` (False, nothing changed: run it)."""
+
     def sender_setup(self, request_type: type, outcome_type: type, finished: str, /) -> None: ...
     def produce_request_data(
         self, transactional_id: str | None, acks: int, timeout_ms: int, parts: list[tuple[Any, bytes]], version: int, /
