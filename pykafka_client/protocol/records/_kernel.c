@@ -4269,18 +4269,23 @@ typedef struct {
     int flexible;
 } pq_t;
 
+/* a big-endian int32 at pos (struct ">i") */
+static int pq_int32(pq_t *r, int64_t *out)
+{
+    if (r->end - r->pos < 4)
+        return -1;
+    const uint8_t *p = r->buf + r->pos;
+    *out = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+    r->pos += 4;
+    return 0;
+}
+
 /* _Cursor.length(): an int32 (non-flexible), else an unsigned varint of at most 4 bytes minus 1 */
 static int pq_length(pq_t *r, int64_t *out)
 {
     const uint8_t *buf = r->buf;
-    if (!r->flexible) {
-        if (r->end - r->pos < 4)
-            return -1;
-        const uint8_t *p = buf + r->pos;
-        *out = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
-        r->pos += 4;
-        return 0;
-    }
+    if (!r->flexible)
+        return pq_int32(r, out);
     if (r->pos >= r->end)
         return -1;
     uint8_t b = buf[r->pos];
@@ -4350,29 +4355,37 @@ static int pq_no_tags(pq_t *r)
     return 0;
 }
 
+/* an array's count, checked against the bytes left as _read checks it, and an empty list for its items */
+static int pq_array(pq_t *r, int64_t *count, PyObject **list)
+{
+    int rc = pq_length(r, count);
+    if (rc < 0)
+        return rc;
+    if (*count < 0 || *count > r->end - r->pos)
+        return -1;
+    return (*list = PyList_New(0)) == NULL ? -2 : 0;
+}
+
+/* a new instance of ``c`` from ``values`` (stolen) appended to ``list``; -2 when that fails */
+static int pq_append_new(slot_class_t *c, PyObject **values, PyObject *list)
+{
+    PyObject *o = slot_class_new(c, values);
+    int rc = o == NULL || PyList_Append(list, o) < 0 ? -2 : 0;
+    Py_XDECREF(o);
+    return rc;
+}
+
 /* one topic's partitions: a list of PartitionProduceData whose records are slices of ``payload`` */
 static int pq_partitions(pq_t *r, PyObject *payload, PyObject **out)
 {
-    int64_t count;
-    int rc = pq_length(r, &count);
+    int64_t count, index, n;
+    PyObject *list;
+    int rc = pq_array(r, &count, &list);
     if (rc < 0)
         return rc;
-    if (count < 0 || count > r->end - r->pos)
-        return -1;
-    PyObject *list = PyList_New(0);
-    if (list == NULL)
-        return -2;
     for (int64_t i = 0; i < count; i++) {
-        if (r->end - r->pos < 4) {
-            Py_DECREF(list);
-            return -1;
-        }
-        const uint8_t *p = r->buf + r->pos;
-        int32_t index = (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
-        r->pos += 4;
-        int64_t n;
         PyObject *values[3] = {NULL, NULL, NULL};
-        if ((rc = pq_length(r, &n)) < 0) {
+        if ((rc = pq_int32(r, &index)) < 0 || (rc = pq_length(r, &n)) < 0) {
             Py_DECREF(list);
             return rc;
         }
@@ -4400,20 +4413,17 @@ static int pq_partitions(pq_t *r, PyObject *payload, PyObject **out)
             Py_DECREF(list);
             return -1;
         }
-        values[0] = PyLong_FromLong(index);
+        values[0] = PyLong_FromLongLong(index);
         if (values[0] == NULL) {
             Py_DECREF(values[1]);
             Py_DECREF(list);
             return -2;
         }
         values[2] = Py_NewRef(Py_None);
-        PyObject *part = slot_class_new(&ppart_class, values);
-        if (part == NULL || PyList_Append(list, part) < 0) {
-            Py_XDECREF(part);
+        if (pq_append_new(&ppart_class, values, list) < 0) {
             Py_DECREF(list);
             return -2;
         }
-        Py_DECREF(part);
     }
     *out = list;
     return 0;
@@ -4423,14 +4433,10 @@ static int pq_partitions(pq_t *r, PyObject *payload, PyObject **out)
 static int pq_topics(pq_t *r, PyObject *payload, PyObject **out)
 {
     int64_t count;
-    int rc = pq_length(r, &count);
+    PyObject *list;
+    int rc = pq_array(r, &count, &list);
     if (rc < 0)
         return rc;
-    if (count < 0 || count > r->end - r->pos)
-        return -1;
-    PyObject *list = PyList_New(0);
-    if (list == NULL)
-        return -2;
     for (int64_t i = 0; i < count; i++) {
         PyObject *values[3] = {NULL, NULL, NULL};
         if ((rc = pq_string(r, 0, &values[0])) < 0 || (rc = pq_partitions(r, payload, &values[1])) < 0) {
@@ -4445,13 +4451,10 @@ static int pq_topics(pq_t *r, PyObject *payload, PyObject **out)
             return -1;
         }
         values[2] = Py_NewRef(Py_None);
-        PyObject *topic = slot_class_new(&ptopic_class, values);
-        if (topic == NULL || PyList_Append(list, topic) < 0) {
-            Py_XDECREF(topic);
+        if (pq_append_new(&ptopic_class, values, list) < 0) {
             Py_DECREF(list);
             return -2;
         }
-        Py_DECREF(topic);
     }
     if (pq_no_tags(r) < 0 || r->pos != r->end) {
         Py_DECREF(list);

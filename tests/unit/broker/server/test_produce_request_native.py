@@ -17,25 +17,13 @@ from mini_broker.network.request_channel import RequestChannel
 from mini_broker.server.apis.produce_wire import MAX_VERSION, MIN_VERSION, read_produce_request
 from mini_broker.server.apis.registry import ALL_APIS
 from mini_broker.server.kafka_apis import KafkaApis
-from pykafka_client.protocol import headers
 from pykafka_client.protocol.messages import ProduceRequest
 from pykafka_client.protocol.records import _native
+from tests.unit.broker.server.test_produce_wire import frame_payload, requests, text
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
 
 VERSIONS = range(MIN_VERSION, MAX_VERSION + 1)
-int16 = st.integers(-(2**15), 2**15 - 1)
-int32 = st.integers(-(2**31), 2**31 - 1)
-text = st.text(max_size=20) | st.sampled_from(["", "é☃𝄞", "x" * 200])
-records = st.none() | st.binary(max_size=200) | st.just(b"r" * 20000)
-requests = st.builds(
-    ProduceRequest, transactional_id=st.none() | text, acks=int16, timeout_ms=int32,
-    topic_data=st.lists(st.builds(ProduceRequest.TopicProduceData, name=text, partition_data=st.lists(
-        st.builds(ProduceRequest.PartitionProduceData, index=int32, records=records), max_size=3)), max_size=3))
-
-
-def frame_payload(body: ProduceRequest, version: int, client_id: str | None) -> bytes:
-    return b"".join(bytes(c) for c in headers.encode_request(body, version, 9, client_id))[4:]
 
 
 def kernel_read(payload: memoryview, version: int) -> tuple[str | None, ProduceRequest] | None:
