@@ -3710,6 +3710,146 @@ static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args
     return out;
 }
 
+/* ---- producer: a produce response straight into the results the Sender's completion reads ------------------ */
+
+/* The Sender's response type (a ProduceResponse whose ``responses`` are built from ``results`` only when read), set
+ * by produce_results_setup(); the names of the slots decode_produce_results fills. */
+static PyTypeObject *results_type = NULL;
+static PyObject *s_results = NULL, *s_throttle = NULL, *s_endpoints = NULL, *s_unknown_tags = NULL;
+
+PyDoc_STRVAR(produce_results_setup_doc,
+"produce_results_setup(response_type): the ProduceResponse subclass decode_produce_results makes and\n"
+"complete_produce_response reads the ``results`` of.");
+
+static PyObject *k_produce_results_setup(PyObject *self, PyObject *arg)
+{
+    if (!PyType_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "produce_results_setup takes a type");
+        return NULL;
+    }
+    if (s_results == NULL) {
+        if ((s_results = PyUnicode_InternFromString("results")) == NULL
+            || (s_throttle = PyUnicode_InternFromString("throttle_time_ms")) == NULL
+            || (s_endpoints = PyUnicode_InternFromString("node_endpoints")) == NULL
+            || (s_unknown_tags = PyUnicode_InternFromString("_unknown_tagged_fields")) == NULL)
+            return NULL;
+    }
+    Py_INCREF(arg);
+    Py_XSETREF(results_type, (PyTypeObject *)arg);
+    Py_RETURN_NONE;
+}
+
+/* The body at versions 3-11 as results: [(topic, [(index, base offset, log append time, log start offset)])] in
+ * response order, when every partition succeeded (error NONE, no record errors, no error message, no tagged
+ * fields); NULL with no error set: decline. */
+static PyObject *produce_results_body(rd_t *r, int version, int64_t *throttle)
+{
+    int flexible = version >= 9;
+    PyObject *results = NULL;
+    Py_ssize_t nt = rd_count(r, flexible, flexible ? 3 : 6);
+    if (nt < 0 || (results = PyList_New(nt)) == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nt; i++) {
+        PyObject *name = rd_string(r, flexible, 0), *parts = NULL, *entry = NULL;
+        Py_ssize_t np = name == NULL ? -1 : rd_count(r, flexible, flexible ? 33 : (version >= 8 ? 36 : version >= 5 ? 30 : 22));
+        if (np < 0 || (parts = PyList_New(np)) == NULL)
+            goto fail_topic;
+        for (Py_ssize_t j = 0; j < np; j++) {
+            int64_t index, error_code, base, lat, lso = -1;
+            if (rd_be(r, 4, &index) < 0 || rd_be(r, 2, &error_code) < 0 || error_code != 0 || rd_be(r, 8, &base) < 0
+                || rd_be(r, 8, &lat) < 0 || (version >= 5 && rd_be(r, 8, &lso) < 0))
+                goto fail_topic;
+            if (version >= 8) {
+                /* no record errors, a null error message */
+                if (rd_count(r, flexible, 5) != 0)
+                    goto fail_topic;
+                int64_t n;
+                if (flexible) {
+                    uint32_t u;
+                    if (rd_uvarint32(r, &u) < 0 || u != 0)
+                        goto fail_topic;
+                } else if (rd_be(r, 2, &n) < 0 || n != -1)
+                    goto fail_topic;
+            }
+            if (flexible && rd_no_tags(r) < 0)
+                goto fail_topic;
+            PyObject *p = Py_BuildValue("(lLLL)", (long)index, (long long)base, (long long)lat, (long long)lso);
+            if (p == NULL)
+                goto fail_topic;
+            PyList_SET_ITEM(parts, j, p);
+        }
+        if ((flexible && rd_no_tags(r) < 0) || (entry = PyTuple_Pack(2, name, parts)) == NULL)
+            goto fail_topic;
+        Py_DECREF(name);
+        Py_DECREF(parts);
+        PyList_SET_ITEM(results, i, entry);
+        continue;
+    fail_topic:
+        Py_XDECREF(name);
+        Py_XDECREF(parts);
+        Py_DECREF(results);
+        return NULL;
+    }
+    if (rd_be(r, 4, throttle) < 0 || (flexible && rd_no_tags(r) < 0)) {
+        Py_DECREF(results);
+        return NULL;
+    }
+    return results;
+}
+
+PyDoc_STRVAR(decode_produce_results_doc,
+"decode_produce_results(cls, payload, version, correlation_id) -> cls instance or None\n\n"
+"Reference: protocol.headers.decode_response of a Produce response at versions 3-11 whose partitions all\n"
+"succeeded (error NONE, no record errors, no error message, no tagged fields, no node endpoints): an instance\n"
+"of ``cls`` (the type given to produce_results_setup, a ProduceResponse subclass) with ``results`` set to\n"
+"[(topic, [(index, base_offset, log_append_time_ms, log_start_offset)])] in response order, throttle_time_ms,\n"
+"node_endpoints [] and no unknown tagged fields, without calling its __init__. None for anything else (errors,\n"
+"other versions, a correlation id that does not match, bad, truncated or trailing input): the reference decides.");
+
+static PyObject *k_decode_produce_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int version;
+    long long correlation_id;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "decode_produce_results takes 4 arguments");
+        return NULL;
+    }
+    if (results_type == NULL || args[0] != (PyObject *)results_type)
+        Py_RETURN_NONE;
+    /* (payload, version, correlation id) as the other produce frame functions take them */
+    int ok = produce_frame_args("decode_produce_results", args + 1, nargs, &version, &correlation_id);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    rd_t r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    PyObject *results = NULL, *out = NULL;
+    int64_t cid, throttle = 0;
+    if (rd_be(&r, 4, &cid) == 0 && cid == correlation_id && (version < 9 || rd_no_tags(&r) == 0)) {
+        results = produce_results_body(&r, version, &throttle);
+        if (results != NULL && r.p != r.end)
+            Py_CLEAR(results); /* trailing bytes: the reference's error */
+    }
+    PyBuffer_Release(&view);
+    if (results == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    PyObject *empty = PyTuple_New(0), *t = NULL, *endpoints = NULL;
+    if (empty != NULL)
+        out = PyBaseObject_Type.tp_new(results_type, empty, NULL);
+    if (out == NULL || (t = PyLong_FromLongLong(throttle)) == NULL || (endpoints = PyList_New(0)) == NULL
+        || PyObject_SetAttr(out, s_results, results) < 0 || PyObject_SetAttr(out, s_throttle, t) < 0
+        || PyObject_SetAttr(out, s_endpoints, endpoints) < 0 || PyObject_SetAttr(out, s_unknown_tags, Py_None) < 0)
+        Py_CLEAR(out);
+    Py_XDECREF(empty);
+    Py_XDECREF(t);
+    Py_XDECREF(endpoints);
+    Py_DECREF(results);
+    return out;
+}
+
 /* ---- producer: a produce response whose partitions all succeeded (Sender._handle_produce_response) --------- */
 
 /* Attribute names this region reads (interned on first use). */
@@ -3759,22 +3899,123 @@ static int outcome_unread(PyObject *outcome, Py_ssize_t holders)
     return outcome_type != NULL && Py_TYPE(outcome) == outcome_type && Py_REFCNT(outcome) == holders;
 }
 
+/* One partition of the plan (see produce_response_plan): ``name`` and ``index`` name it, the other three were read
+ * from the response (error_code must be 0, record_errors None or empty). 1: planned, 0: not the common case, -1:
+ * error. */
+static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyObject *name, PyObject *error_code,
+                          PyObject *record_errors, PyObject *index, PyObject *base, PyObject *lat)
+{
+    if (!(is_int_zero(error_code) && (record_errors == Py_None || (PyList_CheckExact(record_errors) && PyList_GET_SIZE(record_errors) == 0))
+          && PyLong_CheckExact(index) && PyLong_CheckExact(base) && PyLong_CheckExact(lat)))
+        return 0;
+    /* a plain tuple finds (and equals) the TopicPartition key */
+    PyObject *key = PyTuple_Pack(2, name, index);
+    if (key == NULL)
+        return -1;
+    PyObject *batch = PyDict_GetItemWithError(batches, key);
+    Py_DECREF(key);
+    if (batch == NULL)
+        return PyErr_Occurred() ? -1 : 0; /* a partition the request did not have: the reference */
+    int ok, dup = PySet_Contains(seen, batch);
+    ok = dup < 0 ? -1 : dup ? 0 : PySet_Add(seen, batch) < 0 ? -1 : 1;
+    PyObject *f[4] = {NULL, NULL, NULL, NULL}; /* final_state, split, has_callbacks, pending */
+    static const int bwhich[4] = {P_FINAL, P_SPLIT, P_HAS_CB, P_PENDING};
+    for (int k = 0; k < 4 && ok > 0; k++)
+        if ((f[k] = PyObject_GetAttr(batch, pattr[bwhich[k]])) == NULL)
+            ok = -1;
+    if (ok > 0)
+        ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && PyList_CheckExact(f[3]);
+    PyObject *columns = NULL;
+    if (ok > 0) {
+        /* An outcome only its batch refers to (our reference and the batch's) can never be read: every
+         * future of a batch, and a send_batch future's segment, holds its outcome, and a drained batch is
+         * closed, so no future of it is made any more. Its per-record columns are not collected (None
+         * here): succeed_batch completes it without them. */
+        PyObject *outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME]);
+        if (outcome == NULL)
+            ok = -1;
+        else if (outcome_unread(outcome, 2))
+            columns = Py_NewRef(Py_None);
+        Py_XDECREF(outcome);
+    }
+    if (ok > 0 && columns == NULL) {
+        /* the columns complete_records collects: timestamps only without a log append time */
+        int overflow = 0;
+        long long lat_ms = PyLong_AsLongLongAndOverflow(lat, &overflow);
+        PyObject *cargs = Py_BuildValue("(OO)", f[3], (overflow || lat_ms != -1) ? Py_False : Py_True);
+        columns = cargs == NULL ? NULL : k_pending_columns(NULL, cargs);
+        Py_XDECREF(cargs);
+        if (columns == NULL)
+            ok = -1;
+        else if (columns == Py_None)
+            ok = 0;
+    }
+    if (ok > 0) {
+        PyObject *entry = PyTuple_Pack(4, batch, base, lat, columns);
+        if (entry == NULL || PyList_Append(plan, entry) < 0)
+            ok = -1;
+        Py_XDECREF(entry);
+    }
+    Py_XDECREF(columns);
+    for (int k = 0; k < 4; k++)
+        Py_XDECREF(f[k]);
+    return ok;
+}
+
+/* The plan of a response decode_produce_results made (its ``results``, see there): as produce_response_plan. */
+static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *seen, PyObject *plan)
+{
+    static PyObject *zero = NULL;
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
+        return -1;
+    if (!PyList_CheckExact(results))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(results); i++) {
+        PyObject *t = PyList_GET_ITEM(results, i), *parts;
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 2 || !PyList_CheckExact(parts = PyTuple_GET_ITEM(t, 1)))
+            return 0;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(parts); j++) {
+            PyObject *p = PyList_GET_ITEM(parts, j);
+            if (!PyTuple_CheckExact(p) || PyTuple_GET_SIZE(p) != 4)
+                return 0;
+            int ok = plan_partition(batches, seen, plan, PyTuple_GET_ITEM(t, 0), zero, Py_None, PyTuple_GET_ITEM(p, 0),
+                                    PyTuple_GET_ITEM(p, 1), PyTuple_GET_ITEM(p, 2));
+            if (ok <= 0)
+                return ok;
+        }
+    }
+    return 1;
+}
+
 /* The checks of the common case, before anything changes: every partition of the response answers one batch of the
  * request (each batch once), with error NONE and no record errors, int offsets; every batch is still incomplete, not
  * split, without delivery callbacks, its records' columns computable (or its outcome unread: columns None). Fills
- * ``plan`` with one (batch, base offset, log append time, columns) tuple per partition in response order. 1: the common case, 0: not, -1: error. */
+ * ``plan`` with one (batch, base offset, log append time, columns) tuple per partition in response order. A response
+ * decode_produce_results made is read from its ``results`` while its ``responses`` were not built. 1: the common
+ * case, 0: not, -1: error. */
 static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *plan)
 {
-    PyObject *responses = PyObject_GetAttr(body, pattr[P_RESPONSES]), *seen = NULL;
+    PyObject *seen = PySet_New(NULL), *responses = NULL;
     int rc = -1;
-    if (responses == NULL)
+    if (seen == NULL)
         return -1;
+    if (results_type != NULL && Py_TYPE(body) == results_type) {
+        PyObject *results = PyObject_GetAttr(body, s_results);
+        if (results == NULL)
+            goto done;
+        if (results != Py_None) {
+            rc = produce_results_plan(batches, results, seen, plan);
+            Py_DECREF(results);
+            goto check;
+        }
+        Py_DECREF(results);
+    }
+    if ((responses = PyObject_GetAttr(body, pattr[P_RESPONSES])) == NULL)
+        goto done;
     if (!PyList_CheckExact(responses)) {
         rc = 0;
         goto done;
     }
-    if ((seen = PySet_New(NULL)) == NULL)
-        goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(responses); i++) {
         PyObject *t = PyList_GET_ITEM(responses, i);
         PyObject *name = PyObject_GetAttr(t, pattr[P_NAME]);
@@ -3794,68 +4035,9 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
                 if ((v[k] = PyObject_GetAttr(p, pattr[which[k]])) == NULL)
                     ok = -1;
             if (ok > 0)
-                ok = is_int_zero(v[0]) && (v[1] == Py_None || (PyList_CheckExact(v[1]) && PyList_GET_SIZE(v[1]) == 0))
-                     && PyLong_CheckExact(v[2]) && PyLong_CheckExact(v[3]) && PyLong_CheckExact(v[4]);
-            PyObject *batch = NULL;
-            if (ok > 0) {
-                /* a plain tuple finds (and equals) the TopicPartition key */
-                PyObject *key = PyTuple_Pack(2, name, v[2]);
-                if (key == NULL)
-                    ok = -1;
-                else {
-                    batch = PyDict_GetItemWithError(batches, key);
-                    Py_DECREF(key);
-                    if (batch == NULL)
-                        ok = PyErr_Occurred() ? -1 : 0; /* a partition the request did not have: the reference */
-                }
-            }
-            if (ok > 0) {
-                int dup = PySet_Contains(seen, batch);
-                ok = dup < 0 ? -1 : dup ? 0 : PySet_Add(seen, batch) < 0 ? -1 : 1;
-            }
-            PyObject *f[4] = {NULL, NULL, NULL, NULL}; /* final_state, split, has_callbacks, pending */
-            static const int bwhich[4] = {P_FINAL, P_SPLIT, P_HAS_CB, P_PENDING};
-            for (int k = 0; k < 4 && ok > 0; k++)
-                if ((f[k] = PyObject_GetAttr(batch, pattr[bwhich[k]])) == NULL)
-                    ok = -1;
-            if (ok > 0)
-                ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && PyList_CheckExact(f[3]);
-            PyObject *columns = NULL;
-            if (ok > 0) {
-                /* An outcome only its batch refers to (our reference and the batch's) can never be read: every
-                 * future of a batch, and a send_batch future's segment, holds its outcome, and a drained batch is
-                 * closed, so no future of it is made any more. Its per-record columns are not collected (None
-                 * here): succeed_batch completes it without them. */
-                PyObject *outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME]);
-                if (outcome == NULL)
-                    ok = -1;
-                else if (outcome_unread(outcome, 2))
-                    columns = Py_NewRef(Py_None);
-                Py_XDECREF(outcome);
-            }
-            if (ok > 0 && columns == NULL) {
-                /* the columns complete_records collects: timestamps only without a log append time */
-                int overflow = 0;
-                long long lat = PyLong_AsLongLongAndOverflow(v[4], &overflow);
-                PyObject *cargs = Py_BuildValue("(OO)", f[3], (overflow || lat != -1) ? Py_False : Py_True);
-                columns = cargs == NULL ? NULL : k_pending_columns(NULL, cargs);
-                Py_XDECREF(cargs);
-                if (columns == NULL)
-                    ok = -1;
-                else if (columns == Py_None)
-                    ok = 0;
-            }
-            if (ok > 0) {
-                PyObject *entry = PyTuple_Pack(4, batch, v[3], v[4], columns);
-                if (entry == NULL || PyList_Append(plan, entry) < 0)
-                    ok = -1;
-                Py_XDECREF(entry);
-            }
-            Py_XDECREF(columns);
+                ok = plan_partition(batches, seen, plan, name, v[0], v[1], v[2], v[3], v[4]);
             for (int k = 0; k < 5; k++)
                 Py_XDECREF(v[k]);
-            for (int k = 0; k < 4; k++)
-                Py_XDECREF(f[k]);
         }
         Py_DECREF(name);
         Py_DECREF(parts);
@@ -3864,11 +4046,14 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
             goto done;
         }
     }
+    rc = 1;
+check:
     /* every batch answered (a missing one fails in the reference) */
-    rc = PySet_GET_SIZE(seen) == PyDict_GET_SIZE(batches);
+    if (rc > 0)
+        rc = PySet_GET_SIZE(seen) == PyDict_GET_SIZE(batches);
 done:
-    Py_XDECREF(seen);
-    Py_DECREF(responses);
+    Py_DECREF(seen);
+    Py_XDECREF(responses);
     return rc;
 }
 
@@ -4241,6 +4426,9 @@ static PyMethodDef kernel_methods[] = {
      complete_produce_response_doc},
     {"sender_setup", k_sender_setup, METH_VARARGS, sender_setup_doc},
     {"produce_request_data", (PyCFunction)(void (*)(void))k_produce_request_data, METH_FASTCALL, produce_request_data_doc},
+    {"produce_results_setup", k_produce_results_setup, METH_O, produce_results_setup_doc},
+    {"decode_produce_results", (PyCFunction)(void (*)(void))k_decode_produce_results, METH_FASTCALL,
+     decode_produce_results_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -150,6 +150,10 @@ class Kernel(Protocol):
     def decode_produce_response(self, payload: Buffer, version: int, correlation_id: int, cls: type[_M], /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response (None: run the reference)."""
     def sender_setup(self, request_type: type, outcome_type: type, finished: str, /) -> None: ...
+    def produce_results_setup(self, response_type: type, /) -> None: ...
+    def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
+        """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as
+        ``cls`` (``producer.sender.DecodedProduceResponse``) holding its results (None: run the reference)."""
     def produce_request_data(
         self, transactional_id: str | None, acks: int, timeout_ms: int, parts: list[tuple[Any, bytes]], version: int, /
     ) -> bytes | None:
