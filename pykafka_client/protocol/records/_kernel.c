@@ -3899,6 +3899,10 @@ static int outcome_unread(PyObject *outcome, Py_ssize_t holders)
     return outcome_type != NULL && Py_TYPE(outcome) == outcome_type && Py_REFCNT(outcome) == holders;
 }
 
+/* Slot caches (see cached_get) of the completion's reads and writes of a ProducerBatch's and a BatchOutcome's
+ * attributes, per name (dcache: the deallocation's batch reads) */
+static slot_cache bcache[P_COUNT], ocache[P_COUNT];
+
 /* One partition of the plan (see produce_response_plan): ``name`` and ``index`` name it, the other three were read
  * from the response (error_code must be 0, record_errors None or empty). 1: planned, 0: not the common case, -1:
  * error. */
@@ -3921,7 +3925,7 @@ static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyO
     PyObject *f[4] = {NULL, NULL, NULL, NULL}; /* final_state, split, has_callbacks, pending */
     static const int bwhich[4] = {P_FINAL, P_SPLIT, P_HAS_CB, P_PENDING};
     for (int k = 0; k < 4 && ok > 0; k++)
-        if ((f[k] = PyObject_GetAttr(batch, pattr[bwhich[k]])) == NULL)
+        if ((f[k] = cached_get(batch, pattr[bwhich[k]], &bcache[bwhich[k]])) == NULL)
             ok = -1;
     if (ok > 0)
         ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && PyList_CheckExact(f[3]);
@@ -3931,7 +3935,7 @@ static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyO
          * future of a batch, and a send_batch future's segment, holds its outcome, and a drained batch is
          * closed, so no future of it is made any more. Its per-record columns are not collected (None
          * here): succeed_batch completes it without them. */
-        PyObject *outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME]);
+        PyObject *outcome = cached_get(batch, pattr[P_OUTCOME], &bcache[P_OUTCOME]);
         if (outcome == NULL)
             ok = -1;
         else if (outcome_unread(outcome, 2))
@@ -4164,7 +4168,7 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
     PyObject *outcome = cargs[0];
     if (outcome_type == NULL || Py_TYPE(outcome) != outcome_type)
         return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    PyObject *cond = PyObject_GetAttr(outcome, pattr[P_CONDITION]), *r;
+    PyObject *cond = cached_get(outcome, pattr[P_CONDITION], &ocache[P_CONDITION]), *r;
     if (cond == NULL)
         return NULL;
     if ((r = PyObject_CallMethodNoArgs(cond, pattr[P_ACQUIRE])) == NULL) {
@@ -4172,32 +4176,32 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
         return NULL;
     }
     Py_DECREF(r);
-    PyObject *out = NULL, *watched = PyObject_GetAttr(outcome, pattr[P_WATCHED]), *state = NULL, *calls = NULL;
+    PyObject *out = NULL, *watched = cached_get(outcome, pattr[P_WATCHED], &ocache[P_WATCHED]), *state = NULL, *calls = NULL;
     int use_method = 0;
-    if (watched == NULL || (calls = PyObject_GetAttr(outcome, pattr[P_CALLS])) == NULL)
+    if (watched == NULL || (calls = cached_get(outcome, pattr[P_CALLS], &ocache[P_CALLS])) == NULL)
         goto release;
     if (!PyList_CheckExact(watched) || PyList_GET_SIZE(watched) != 0
         || !(PyList_CheckExact(calls) || (PyTuple_CheckExact(calls) && PyTuple_GET_SIZE(calls) == 0))) {
         use_method = 1;
         goto release;
     }
-    if ((state = PyObject_GetAttr(outcome, pattr[P_STATE])) == NULL)
+    if ((state = cached_get(outcome, pattr[P_STATE], &ocache[P_STATE])) == NULL)
         goto release;
     int finished = PyObject_RichCompareBool(state, finished_state, Py_EQ);
     if (finished < 0)
         goto release;
     /* timestamps is None with a log append time (pending_columns was not asked for them) */
     if (!finished
-        && (PyObject_SetAttr(outcome, pattr[P_BASE], cargs[1]) < 0 || PyObject_SetAttr(outcome, pattr[P_O_LAT], cargs[2]) < 0
-            || PyObject_SetAttr(outcome, pattr[P_TIMESTAMPS], cargs[3]) < 0
-            || PyObject_SetAttr(outcome, pattr[P_KEY_SIZES], cargs[4]) < 0
-            || PyObject_SetAttr(outcome, pattr[P_VALUE_SIZES], cargs[5]) < 0
-            || PyObject_SetAttr(outcome, pattr[P_STATE], finished_state) < 0))
+        && (cached_set(outcome, pattr[P_BASE], &ocache[P_BASE], cargs[1]) < 0 || cached_set(outcome, pattr[P_O_LAT], &ocache[P_O_LAT], cargs[2]) < 0
+            || cached_set(outcome, pattr[P_TIMESTAMPS], &ocache[P_TIMESTAMPS], cargs[3]) < 0
+            || cached_set(outcome, pattr[P_KEY_SIZES], &ocache[P_KEY_SIZES], cargs[4]) < 0
+            || cached_set(outcome, pattr[P_VALUE_SIZES], &ocache[P_VALUE_SIZES], cargs[5]) < 0
+            || cached_set(outcome, pattr[P_STATE], &ocache[P_STATE], finished_state) < 0))
         goto release;
     if (!finished && PyList_CheckExact(calls)) {
         /* the segments are released once, outside the lock; the outcome lets go of them (no cycle) */
         PyObject *none = PyTuple_New(0);
-        if (none == NULL || PyObject_SetAttr(outcome, pattr[P_CALLS], none) < 0) {
+        if (none == NULL || cached_set(outcome, pattr[P_CALLS], &ocache[P_CALLS], none) < 0) {
             Py_XDECREF(none);
             goto release;
         }
@@ -4239,15 +4243,15 @@ static int complete_unread(PyObject *batch, PyObject *outcome, PyObject *base, P
         Py_XDECREF(r);
         return r == NULL ? -1 : 0;
     }
-    PyObject *state = PyObject_GetAttr(outcome, pattr[P_STATE]);
+    PyObject *state = cached_get(outcome, pattr[P_STATE], &ocache[P_STATE]);
     if (state == NULL)
         return -1;
     int finished = PyObject_RichCompareBool(state, finished_state, Py_EQ);
     Py_DECREF(state);
     if (finished != 0)
         return finished < 0 ? -1 : 0;
-    if (PyObject_SetAttr(outcome, pattr[P_BASE], base) < 0 || PyObject_SetAttr(outcome, pattr[P_O_LAT], lat) < 0
-        || PyObject_SetAttr(outcome, pattr[P_STATE], finished_state) < 0)
+    if (cached_set(outcome, pattr[P_BASE], &ocache[P_BASE], base) < 0 || cached_set(outcome, pattr[P_O_LAT], &ocache[P_O_LAT], lat) < 0
+        || cached_set(outcome, pattr[P_STATE], &ocache[P_STATE], finished_state) < 0)
         return -1;
     return 0;
 }
@@ -4265,6 +4269,7 @@ static const char *const dealloc_attr_names[D_COUNT] = {
     "_available", "total_memory", "_waiters", "notify",
 };
 static PyObject *dattr[D_COUNT];
+static slot_cache dcache; /* the batch's allocated_bytes */
 static PyTypeObject *dealloc_types[3] = {NULL, NULL, NULL}; /* RecordAccumulator, IncompleteBatches, BufferPool */
 static PyObject *dealloc_methods[3] = {NULL, NULL, NULL};   /* their deallocate, remove, deallocate */
 
@@ -4368,7 +4373,7 @@ static int accumulator_deallocate(PyObject *acc, PyObject *batch)
     if (dealloc_unlock(lock, ok) < 0)
         goto done;
     /* the batch's memory back to the pool */
-    if ((size = PyObject_GetAttr(batch, dattr[D_ALLOCATED])) == NULL)
+    if ((size = cached_get(batch, dattr[D_ALLOCATED], &dcache)) == NULL)
         goto done;
     int truth = PyObject_IsTrue(size);
     if (truth < 0)
@@ -4403,7 +4408,7 @@ static int accumulator_deallocate(PyObject *acc, PyObject *batch)
         if (dealloc_unlock(lock, ok) < 0)
             goto done;
         PyObject *zero = PyLong_FromLong(0);
-        if (zero == NULL || PyObject_SetAttr(batch, dattr[D_ALLOCATED], zero) < 0) {
+        if (zero == NULL || cached_set(batch, dattr[D_ALLOCATED], &dcache, zero) < 0) {
             Py_XDECREF(zero);
             goto done;
         }
@@ -4431,17 +4436,17 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
             return -1;
         Py_DECREF(r);
     }
-    if ((tp = PyObject_GetAttr(batch, pattr[P_TP])) == NULL)
+    if ((tp = cached_get(batch, pattr[P_TP], &bcache[P_TP])) == NULL)
         return -1;
     /* ProducerBatch.done: nothing when the batch completed or was split meanwhile */
-    PyObject *final_state = PyObject_GetAttr(batch, pattr[P_FINAL]), *split = NULL;
-    if (final_state == NULL || (split = PyObject_GetAttr(batch, pattr[P_SPLIT])) == NULL)
+    PyObject *final_state = cached_get(batch, pattr[P_FINAL], &bcache[P_FINAL]), *split = NULL;
+    if (final_state == NULL || (split = cached_get(batch, pattr[P_SPLIT], &bcache[P_SPLIT])) == NULL)
         goto done_final;
     int truth = PyObject_IsTrue(split);
     if (truth < 0)
         goto done_final;
     if (final_state == Py_None && !truth) {
-        if (PyObject_SetAttr(batch, pattr[P_FINAL], succeeded) < 0 || (outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME])) == NULL)
+        if (cached_set(batch, pattr[P_FINAL], &bcache[P_FINAL], succeeded) < 0 || (outcome = cached_get(batch, pattr[P_OUTCOME], &bcache[P_OUTCOME])) == NULL)
             goto done_final;
         if (columns == Py_None) {
             /* unread when planned (see produce_response_plan): still held by the batch and by us only, nobody can
