@@ -3586,16 +3586,21 @@ static int rd_no_tags(rd_t *r)
     return 0;
 }
 
-/* the body at versions 3-11; NULL with no error set: decline */
-static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
+/* The body at versions 3-11 (NULL with no error set: decline): with ``cls`` (ProduceResponse) the reference
+ * decoder's dataclasses, record errors, tagged fields and node endpoints declined; without (NULL) the results
+ * decode_produce_results hands out, [(topic, [(index, base offset, log append time, log start offset)])] in response
+ * order, ``*throttle`` set, declining also any partition with an error or an error message. */
+static PyObject *produce_response_read(rd_t *r, int version, PyObject *cls, int64_t *throttle)
 {
     int flexible = version >= 9;
     PyObject *topic_cls = NULL, *part_cls = NULL, *leader_cls = NULL, *responses = NULL, *out = NULL;
-    topic_cls = PyObject_GetAttrString(cls, "TopicProduceResponse");
-    part_cls = topic_cls ? PyObject_GetAttrString(cls, "PartitionProduceResponse") : NULL;
-    leader_cls = part_cls ? PyObject_GetAttrString(cls, "LeaderIdAndEpoch") : NULL;
-    if (leader_cls == NULL)
-        goto done;
+    if (cls != NULL) {
+        topic_cls = PyObject_GetAttrString(cls, "TopicProduceResponse");
+        part_cls = topic_cls ? PyObject_GetAttrString(cls, "PartitionProduceResponse") : NULL;
+        leader_cls = part_cls ? PyObject_GetAttrString(cls, "LeaderIdAndEpoch") : NULL;
+        if (leader_cls == NULL)
+            goto done;
+    }
     Py_ssize_t nt = rd_count(r, flexible, flexible ? 3 : 6);
     if (nt < 0 || (responses = PyList_New(0)) == NULL)
         goto done;
@@ -3627,16 +3632,22 @@ static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
                 if (error_message == NULL)
                     break;
             }
-            if (flexible && rd_no_tags(r) < 0)
+            if ((flexible && rd_no_tags(r) < 0) || (cls == NULL && (error_code != 0 || error_message != Py_None)))
                 goto part_end;
             {
-                PyObject *leader = PyObject_CallNoArgs(leader_cls);
-                PyObject *errors = leader ? PyList_New(0) : NULL;
-                PyObject *pr = errors ? PyObject_CallFunction(part_cls, "lhLLLOOOO", (long)index, (short)error_code,
-                    (long long)base_offset, (long long)log_append_time, (long long)log_start_offset, errors,
-                    error_message, leader, Py_None) : NULL;
-                Py_XDECREF(leader);
-                Py_XDECREF(errors);
+                PyObject *pr = NULL;
+                if (cls == NULL)
+                    pr = Py_BuildValue("(lLLL)", (long)index, (long long)base_offset, (long long)log_append_time,
+                                       (long long)log_start_offset);
+                else {
+                    PyObject *leader = PyObject_CallNoArgs(leader_cls);
+                    PyObject *errors = leader ? PyList_New(0) : NULL;
+                    pr = errors ? PyObject_CallFunction(part_cls, "lhLLLOOOO", (long)index, (short)error_code,
+                        (long long)base_offset, (long long)log_append_time, (long long)log_start_offset, errors,
+                        error_message, leader, Py_None) : NULL;
+                    Py_XDECREF(leader);
+                    Py_XDECREF(errors);
+                }
                 if (pr != NULL) {
                     ok = PyList_Append(parts, pr) == 0;
                     Py_DECREF(pr);
@@ -3647,7 +3658,7 @@ static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
         }
         if (ok && flexible && rd_no_tags(r) < 0)
             ok = 0;
-        PyObject *tr = ok ? PyObject_CallFunction(topic_cls, "OOO", name, parts, Py_None) : NULL;
+        PyObject *tr = !ok ? NULL : cls == NULL ? PyTuple_Pack(2, name, parts) : PyObject_CallFunction(topic_cls, "OOO", name, parts, Py_None);
         Py_DECREF(name);
         Py_DECREF(parts);
         if (tr == NULL)
@@ -3657,14 +3668,15 @@ static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
         if (rc < 0)
             goto done;
     }
-    int64_t throttle;
-    if (rd_be(r, 4, &throttle) < 0 || (flexible && rd_no_tags(r) < 0))
+    if (rd_be(r, 4, throttle) < 0 || (flexible && rd_no_tags(r) < 0))
         goto done;
-    {
+    if (cls == NULL)
+        out = Py_NewRef(responses);
+    else {
         PyObject *endpoints = PyList_New(0);
         if (endpoints == NULL)
             goto done;
-        out = PyObject_CallFunction(cls, "OlOO", responses, (long)throttle, endpoints, Py_None);
+        out = PyObject_CallFunction(cls, "OlOO", responses, (long)*throttle, endpoints, Py_None);
         Py_DECREF(endpoints);
     }
 done:
@@ -3672,6 +3684,27 @@ done:
     Py_XDECREF(part_cls);
     Py_XDECREF(leader_cls);
     Py_XDECREF(responses);
+    return out;
+}
+
+/* A Produce response frame's payload at a version 3-11 (correlation id ``cid``): the header checked, the body read by
+ * produce_response_read (``cls``, ``*throttle``: see there), no trailing bytes. NULL with no error set: decline. */
+static PyObject *produce_response_frame(PyObject *payload, int version, long long cid, PyObject *cls, int64_t *throttle)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(payload, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    rd_t r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    PyObject *out = NULL;
+    int64_t got;
+    if (rd_be(&r, 4, &got) == 0 && got == cid && (version < 9 || rd_no_tags(&r) == 0)) {
+        out = produce_response_read(&r, version, cls, throttle);
+        if (out != NULL && r.p != r.end)
+            Py_CLEAR(out); /* trailing bytes: the reference's error */
+    }
+    PyBuffer_Release(&view);
     return out;
 }
 
@@ -3688,26 +3721,9 @@ static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args
     int ok = produce_frame_args("decode_produce_response", args, nargs, &version, &correlation_id);
     if (ok <= 0)
         return ok < 0 ? NULL : Py_NewRef(Py_None);
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    rd_t r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
-    PyObject *out = NULL;
-    int64_t cid;
-    if (rd_be(&r, 4, &cid) == 0 && cid == correlation_id && (version < 9 || rd_no_tags(&r) == 0)) {
-        out = produce_response_body(&r, version, args[3]);
-        if (out != NULL && r.p != r.end)
-            Py_CLEAR(out); /* trailing bytes: the reference's error */
-    }
-    PyBuffer_Release(&view);
-    if (out == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
-    return out;
+    int64_t throttle;
+    PyObject *out = produce_response_frame(args[0], version, correlation_id, args[3], &throttle);
+    return out != NULL || PyErr_Occurred() ? out : Py_NewRef(Py_None);
 }
 
 /* ---- producer: a produce response straight into the results the Sender's completion reads ------------------ */
@@ -3739,64 +3755,6 @@ static PyObject *k_produce_results_setup(PyObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
-/* The body at versions 3-11 as results: [(topic, [(index, base offset, log append time, log start offset)])] in
- * response order, when every partition succeeded (error NONE, no record errors, no error message, no tagged
- * fields); NULL with no error set: decline. */
-static PyObject *produce_results_body(rd_t *r, int version, int64_t *throttle)
-{
-    int flexible = version >= 9;
-    PyObject *results = NULL;
-    Py_ssize_t nt = rd_count(r, flexible, flexible ? 3 : 6);
-    if (nt < 0 || (results = PyList_New(nt)) == NULL)
-        return NULL;
-    for (Py_ssize_t i = 0; i < nt; i++) {
-        PyObject *name = rd_string(r, flexible, 0), *parts = NULL, *entry = NULL;
-        Py_ssize_t np = name == NULL ? -1 : rd_count(r, flexible, flexible ? 33 : (version >= 8 ? 36 : version >= 5 ? 30 : 22));
-        if (np < 0 || (parts = PyList_New(np)) == NULL)
-            goto fail_topic;
-        for (Py_ssize_t j = 0; j < np; j++) {
-            int64_t index, error_code, base, lat, lso = -1;
-            if (rd_be(r, 4, &index) < 0 || rd_be(r, 2, &error_code) < 0 || error_code != 0 || rd_be(r, 8, &base) < 0
-                || rd_be(r, 8, &lat) < 0 || (version >= 5 && rd_be(r, 8, &lso) < 0))
-                goto fail_topic;
-            if (version >= 8) {
-                /* no record errors, a null error message */
-                if (rd_count(r, flexible, 5) != 0)
-                    goto fail_topic;
-                int64_t n;
-                if (flexible) {
-                    uint32_t u;
-                    if (rd_uvarint32(r, &u) < 0 || u != 0)
-                        goto fail_topic;
-                } else if (rd_be(r, 2, &n) < 0 || n != -1)
-                    goto fail_topic;
-            }
-            if (flexible && rd_no_tags(r) < 0)
-                goto fail_topic;
-            PyObject *p = Py_BuildValue("(lLLL)", (long)index, (long long)base, (long long)lat, (long long)lso);
-            if (p == NULL)
-                goto fail_topic;
-            PyList_SET_ITEM(parts, j, p);
-        }
-        if ((flexible && rd_no_tags(r) < 0) || (entry = PyTuple_Pack(2, name, parts)) == NULL)
-            goto fail_topic;
-        Py_DECREF(name);
-        Py_DECREF(parts);
-        PyList_SET_ITEM(results, i, entry);
-        continue;
-    fail_topic:
-        Py_XDECREF(name);
-        Py_XDECREF(parts);
-        Py_DECREF(results);
-        return NULL;
-    }
-    if (rd_be(r, 4, throttle) < 0 || (flexible && rd_no_tags(r) < 0)) {
-        Py_DECREF(results);
-        return NULL;
-    }
-    return results;
-}
-
 PyDoc_STRVAR(decode_produce_results_doc,
 "decode_produce_results(cls, payload, version, correlation_id) -> cls instance or None\n\n"
 "Reference: protocol.headers.decode_response of a Produce response at versions 3-11 whose partitions all\n"
@@ -3820,20 +3778,8 @@ static PyObject *k_decode_produce_results(PyObject *self, PyObject *const *args,
     int ok = produce_frame_args("decode_produce_results", args + 1, nargs, &version, &correlation_id);
     if (ok <= 0)
         return ok < 0 ? NULL : Py_NewRef(Py_None);
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    rd_t r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
-    PyObject *results = NULL, *out = NULL;
-    int64_t cid, throttle = 0;
-    if (rd_be(&r, 4, &cid) == 0 && cid == correlation_id && (version < 9 || rd_no_tags(&r) == 0)) {
-        results = produce_results_body(&r, version, &throttle);
-        if (results != NULL && r.p != r.end)
-            Py_CLEAR(results); /* trailing bytes: the reference's error */
-    }
-    PyBuffer_Release(&view);
+    int64_t throttle = 0;
+    PyObject *results = produce_response_frame(args[1], version, correlation_id, NULL, &throttle), *out = NULL;
     if (results == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     PyObject *empty = PyTuple_New(0), *t = NULL, *endpoints = NULL;
@@ -4115,6 +4061,21 @@ static int sb_lock(PyObject *lock, int acquire)
     return r == NULL ? -1 : 0;
 }
 
+/* ``lock`` released (sb_lock) keeping a pending exception: ``rc``, or -1 when the release failed */
+static int unlock_keeping_error(PyObject *lock, int rc)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (sb_lock(lock, 0) < 0) {
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    PyErr_Restore(et, ev, tb);
+    return rc;
+}
+
 static int segment_done(PyObject *seg)
 {
     PyObject *fut = PyObject_GetAttr(seg, pattr[P_WAITING]), *lock = NULL, *pending = NULL, *r;
@@ -4133,16 +4094,7 @@ static int segment_done(PyObject *seg)
             Py_XDECREF(left);
         }
     }
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    if (sb_lock(lock, 0) < 0) {
-        Py_XDECREF(et);
-        Py_XDECREF(ev);
-        Py_XDECREF(tb);
-        goto done;
-    }
-    PyErr_Restore(et, ev, tb);
-    if (ok < 0)
+    if (unlock_keeping_error(lock, ok) < 0)
         goto done;
     if (ok == 0) {
         if ((r = PyObject_CallMethodNoArgs(seg, pattr[P_RELEASE])) == NULL)
@@ -4314,21 +4266,6 @@ static int dealloc_plain(PyObject *obj, int i, int name)
     return shadow != NULL ? 0 : PyErr_Occurred() ? -1 : 1;
 }
 
-/* ``lock`` released (sb_lock) keeping a pending exception: ``rc``, or -1 when the release failed */
-static int dealloc_unlock(PyObject *lock, int rc)
-{
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    if (sb_lock(lock, 0) < 0) {
-        Py_XDECREF(et);
-        Py_XDECREF(ev);
-        Py_XDECREF(tb);
-        return -1;
-    }
-    PyErr_Restore(et, ev, tb);
-    return rc;
-}
-
 static int accumulator_deallocate(PyObject *acc, PyObject *batch)
 {
     PyObject *inc = NULL, *pool = NULL, *lock = NULL, *map = NULL, *size = NULL, *r;
@@ -4370,7 +4307,7 @@ static int accumulator_deallocate(PyObject *acc, PyObject *batch)
             Py_DECREF(r);
         Py_XDECREF(cond);
     }
-    if (dealloc_unlock(lock, ok) < 0)
+    if (unlock_keeping_error(lock, ok) < 0)
         goto done;
     /* the batch's memory back to the pool */
     if ((size = cached_get(batch, dattr[D_ALLOCATED], &dcache)) == NULL)
@@ -4405,7 +4342,7 @@ static int accumulator_deallocate(PyObject *acc, PyObject *batch)
         Py_XDECREF(total);
         Py_XDECREF(sum);
         Py_XDECREF(waiters);
-        if (dealloc_unlock(lock, ok) < 0)
+        if (unlock_keeping_error(lock, ok) < 0)
             goto done;
         PyObject *zero = PyLong_FromLong(0);
         if (zero == NULL || cached_set(batch, dattr[D_ALLOCATED], &dcache, zero) < 0) {
