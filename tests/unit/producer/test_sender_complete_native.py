@@ -258,6 +258,21 @@ def test_a_decoded_response_completes_from_its_results_without_building_them() -
     assert answers == [True] and native == _scenario(False, True, False, records, -1, "ok", 0, 0)[0]
 
 
+def test_a_decoded_response_read_before_its_completion_completes_from_its_responses() -> None:
+    """Once something read ``responses`` (built from the results, which are dropped), the kernel completes from them."""
+    h = Harness(partitions=PARTITIONS)
+    futures = h.append(TopicPartition(TOPIC, 0), b"abc", 2)
+    h.run_once()
+    body = _decoded(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
+    assert type(body) is DecodedProduceResponse and body.responses[0].partition_responses[0].base_offset == 40
+    assert body.results is None
+    h.client.respond(body)
+    with _kernel(True) as spy:
+        h.run_once()
+    assert spy is not None and spy.answers == [True]
+    assert [f.result(0).offset for f in futures] == [40, 41]
+
+
 def test_the_kernel_completes_an_unwatched_outcome_under_its_lock_and_lets_it_go() -> None:
     """The outcome the kernel completes itself (no future watched) is FINISHED with the response's fields, and its
     condition's lock is free again afterwards (a reader blocked on it would otherwise hang)."""
