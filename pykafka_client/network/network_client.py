@@ -76,6 +76,7 @@ from pykafka_client.network.metadata_updater import (
 )
 from pykafka_client.network.node_selection import least_loaded_node
 from pykafka_client.network.request_encoding import (
+    RESULTS_RESPONSE_TYPES,
     allowed_version_range,
     api_name,
     choose_version,
@@ -97,6 +98,7 @@ from pykafka_client.network.transport.selectable import (
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.headers import decode_response as decode_response_frame
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
+from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
@@ -129,6 +131,7 @@ _ACTIVE = _State.ACTIVE
 _REBOOTSTRAP = MetadataRecoveryStrategy.REBOOTSTRAP
 _new_tuple = tuple.__new__
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
+_results_response_types = RESULTS_RESPONSE_TYPES
 
 
 class NetworkClient(ConnectionFailures):
@@ -629,11 +632,22 @@ class NetworkClient(ConnectionFailures):
                 continue
             try:
                 header = req.header
-                # an ApiVersions response through the handshake's decoder (its v0 fallback, KIP-511); any other
-                # straight to the frame decoder (one call less per response)
-                body = (decode_response if header.api_key == _API_VERSIONS else decode_response_frame)(
-                    receive.payload, header.api_key, header.api_version, header.correlation_id
-                )
+                body = None
+                # the producer's produce response, when every partition succeeded: one kernel call straight into the
+                # results its completion reads (anything else, and every error to raise, through the decoders below)
+                results_type = _results_response_types.get(type(req.body))
+                if results_type is not None:
+                    kernel = _native.kernel
+                    if kernel is not None:
+                        body = kernel.decode_produce_results(
+                            results_type, receive.payload, header.api_version, header.correlation_id
+                        )
+                if body is None:
+                    # an ApiVersions response through the handshake's decoder (its v0 fallback, KIP-511); any other
+                    # straight to the frame decoder (one call less per response)
+                    body = (decode_response if header.api_key == _API_VERSIONS else decode_response_frame)(
+                        receive.payload, header.api_key, header.api_version, header.correlation_id
+                    )
             except ProtocolError as e:
                 log.warning(
                     "closing the connection to %s: cannot parse the response to %s v%d (correlation id %d): %s",

@@ -58,6 +58,18 @@ def encode_request_frame(body: RequestBody, version: int, correlation_id: int, c
     return headers.encode_request(body, version, correlation_id, client_id)  # type: ignore[arg-type]
 
 
+#: Request types whose Produce response the compiled kernel decodes straight into the given response type (a
+#: ProduceResponse subclass holding the per-partition results, its ``responses`` built when read): the producer's
+#: ``DrainedProduceRequest`` -> ``DecodedProduceResponse`` (read by ``NetworkClient`` for each response).
+RESULTS_RESPONSE_TYPES: dict[type, type] = {}
+
+
+def register_results_response(request_type: type, response_type: type) -> None:
+    """Have the Produce responses to ``request_type`` requests decoded by the kernel's ``decode_produce_results``
+    into ``response_type`` (which the kernel was set up with) whenever it takes them."""
+    RESULTS_RESPONSE_TYPES[request_type] = response_type
+
+
 def api_name(api_key: int) -> str:
     """``ApiKey`` name of ``api_key`` for messages (``API key N`` when unknown)."""
     try:

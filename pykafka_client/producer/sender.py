@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from concurrent.futures._base import FINISHED
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Protocol
 
@@ -40,8 +40,11 @@ from pykafka_client.errors_base import BrokerResponseError, KafkaError
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.network.network_client import NetworkClient
+from pykafka_client.network.request_encoding import register_results_response
 from pykafka_client.network.transport.selector import Selector
+from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.future_record_metadata import BatchOutcome
+from pykafka_client.producer.incomplete_batches import IncompleteBatches
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import RecordAccumulator
@@ -149,10 +152,56 @@ class DrainedProduceRequest(ProduceRequest):
         self.parts = None
 
 
+_RESPONSES = ProduceResponse.__dict__["responses"]  # the slot of the dataclass field
+_COMPARED = tuple(f.name for f in fields(ProduceResponse) if f.compare)
+
+
+class DecodedProduceResponse(ProduceResponse):
+    """The response to a :class:`DrainedProduceRequest` whose partitions all succeeded, as the kernel's
+    ``decode_produce_results`` makes it: ``results`` ([(topic, [(index, base_offset, log_append_time_ms,
+    log_start_offset)])] in response order) with ``responses`` (the dataclasses the reference decoder makes of the
+    same bytes) built the first time it is read; ``_kernel.complete_produce_response`` reads ``results`` while
+    nothing has. Equal to the ProduceResponse the reference decodes."""
+
+    __slots__ = ("results",)
+
+    results: list[tuple[str, list[tuple[int, int, int, int]]]] | None
+
+    @property
+    def responses(self) -> list[ProduceResponse.TopicProduceResponse]:
+        results = self.results
+        if results is not None:
+            part, leader = ProduceResponse.PartitionProduceResponse, ProduceResponse.LeaderIdAndEpoch
+            _RESPONSES.__set__(self, [
+                ProduceResponse.TopicProduceResponse(
+                    name, [part(index, 0, base, lat, lso, [], None, leader(), None) for index, base, lat, lso in parts], None
+                )
+                for name, parts in results
+            ])
+            self.results = None  # from now on the fields are the response (the caller may change them)
+        value: list[ProduceResponse.TopicProduceResponse] = _RESPONSES.__get__(self)
+        return value
+
+    @responses.setter
+    def responses(self, value: list[ProduceResponse.TopicProduceResponse]) -> None:
+        _RESPONSES.__set__(self, value)
+        self.results = None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ProduceResponse):  # (ProduceResponse's own __eq__ gives way to a subclass)
+            return all(getattr(self, n) == getattr(other, n) for n in _COMPARED)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 _object_new = object.__new__
 _loaded_kernel = _native.loaded_kernel()
 if _loaded_kernel is not None:
     _loaded_kernel.sender_setup(DrainedProduceRequest, BatchOutcome, FINISHED)
+    _loaded_kernel.produce_results_setup(DecodedProduceResponse)
+    _loaded_kernel.deallocate_setup(RecordAccumulator, IncompleteBatches, BufferPool)
+    register_results_response(DrainedProduceRequest, DecodedProduceResponse)
 
 
 @dataclass(slots=True)
@@ -576,7 +625,11 @@ class Sender:
 
     def _handle_produce_response(self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse) -> None:
         body = response.response_body
-        if type(body) is ProduceResponse and not response.was_disconnected and response.version_mismatch is None:
+        body_type = type(body)
+        if (
+            (body_type is DecodedProduceResponse or body_type is ProduceResponse)
+            and not response.was_disconnected and response.version_mismatch is None
+        ):
             # The common response (every partition succeeded, no delivery callbacks) completes in one compiled call;
             # it declines, having done nothing, for anything else.
             kernel = _native.kernel

@@ -39,7 +39,7 @@ class DisconnectInfo:
     remote_address: str | None = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class NetworkSend:
     """A whole frame to write to ``destination``: the 4-byte size prefix is part of ``buffers``.
 
@@ -59,7 +59,7 @@ class NetworkSend:
         return self.written >= self.size
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class NetworkReceive:
     """A whole frame received from ``source``: ``payload`` excludes the 4-byte size prefix."""
 

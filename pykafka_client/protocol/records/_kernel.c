@@ -3586,16 +3586,21 @@ static int rd_no_tags(rd_t *r)
     return 0;
 }
 
-/* the body at versions 3-11; NULL with no error set: decline */
-static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
+/* The body at versions 3-11 (NULL with no error set: decline): with ``cls`` (ProduceResponse) the reference
+ * decoder's dataclasses, record errors, tagged fields and node endpoints declined; without (NULL) the results
+ * decode_produce_results hands out, [(topic, [(index, base offset, log append time, log start offset)])] in response
+ * order, ``*throttle`` set, declining also any partition with an error or an error message. */
+static PyObject *produce_response_read(rd_t *r, int version, PyObject *cls, int64_t *throttle)
 {
     int flexible = version >= 9;
     PyObject *topic_cls = NULL, *part_cls = NULL, *leader_cls = NULL, *responses = NULL, *out = NULL;
-    topic_cls = PyObject_GetAttrString(cls, "TopicProduceResponse");
-    part_cls = topic_cls ? PyObject_GetAttrString(cls, "PartitionProduceResponse") : NULL;
-    leader_cls = part_cls ? PyObject_GetAttrString(cls, "LeaderIdAndEpoch") : NULL;
-    if (leader_cls == NULL)
-        goto done;
+    if (cls != NULL) {
+        topic_cls = PyObject_GetAttrString(cls, "TopicProduceResponse");
+        part_cls = topic_cls ? PyObject_GetAttrString(cls, "PartitionProduceResponse") : NULL;
+        leader_cls = part_cls ? PyObject_GetAttrString(cls, "LeaderIdAndEpoch") : NULL;
+        if (leader_cls == NULL)
+            goto done;
+    }
     Py_ssize_t nt = rd_count(r, flexible, flexible ? 3 : 6);
     if (nt < 0 || (responses = PyList_New(0)) == NULL)
         goto done;
@@ -3627,16 +3632,22 @@ static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
                 if (error_message == NULL)
                     break;
             }
-            if (flexible && rd_no_tags(r) < 0)
+            if ((flexible && rd_no_tags(r) < 0) || (cls == NULL && (error_code != 0 || error_message != Py_None)))
                 goto part_end;
             {
-                PyObject *leader = PyObject_CallNoArgs(leader_cls);
-                PyObject *errors = leader ? PyList_New(0) : NULL;
-                PyObject *pr = errors ? PyObject_CallFunction(part_cls, "lhLLLOOOO", (long)index, (short)error_code,
-                    (long long)base_offset, (long long)log_append_time, (long long)log_start_offset, errors,
-                    error_message, leader, Py_None) : NULL;
-                Py_XDECREF(leader);
-                Py_XDECREF(errors);
+                PyObject *pr = NULL;
+                if (cls == NULL)
+                    pr = Py_BuildValue("(lLLL)", (long)index, (long long)base_offset, (long long)log_append_time,
+                                       (long long)log_start_offset);
+                else {
+                    PyObject *leader = PyObject_CallNoArgs(leader_cls);
+                    PyObject *errors = leader ? PyList_New(0) : NULL;
+                    pr = errors ? PyObject_CallFunction(part_cls, "lhLLLOOOO", (long)index, (short)error_code,
+                        (long long)base_offset, (long long)log_append_time, (long long)log_start_offset, errors,
+                        error_message, leader, Py_None) : NULL;
+                    Py_XDECREF(leader);
+                    Py_XDECREF(errors);
+                }
                 if (pr != NULL) {
                     ok = PyList_Append(parts, pr) == 0;
                     Py_DECREF(pr);
@@ -3647,7 +3658,7 @@ static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
         }
         if (ok && flexible && rd_no_tags(r) < 0)
             ok = 0;
-        PyObject *tr = ok ? PyObject_CallFunction(topic_cls, "OOO", name, parts, Py_None) : NULL;
+        PyObject *tr = !ok ? NULL : cls == NULL ? PyTuple_Pack(2, name, parts) : PyObject_CallFunction(topic_cls, "OOO", name, parts, Py_None);
         Py_DECREF(name);
         Py_DECREF(parts);
         if (tr == NULL)
@@ -3657,14 +3668,15 @@ static PyObject *produce_response_body(rd_t *r, int version, PyObject *cls)
         if (rc < 0)
             goto done;
     }
-    int64_t throttle;
-    if (rd_be(r, 4, &throttle) < 0 || (flexible && rd_no_tags(r) < 0))
+    if (rd_be(r, 4, throttle) < 0 || (flexible && rd_no_tags(r) < 0))
         goto done;
-    {
+    if (cls == NULL)
+        out = Py_NewRef(responses);
+    else {
         PyObject *endpoints = PyList_New(0);
         if (endpoints == NULL)
             goto done;
-        out = PyObject_CallFunction(cls, "OlOO", responses, (long)throttle, endpoints, Py_None);
+        out = PyObject_CallFunction(cls, "OlOO", responses, (long)*throttle, endpoints, Py_None);
         Py_DECREF(endpoints);
     }
 done:
@@ -3672,6 +3684,27 @@ done:
     Py_XDECREF(part_cls);
     Py_XDECREF(leader_cls);
     Py_XDECREF(responses);
+    return out;
+}
+
+/* A Produce response frame's payload at a version 3-11 (correlation id ``cid``): the header checked, the body read by
+ * produce_response_read (``cls``, ``*throttle``: see there), no trailing bytes. NULL with no error set: decline. */
+static PyObject *produce_response_frame(PyObject *payload, int version, long long cid, PyObject *cls, int64_t *throttle)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(payload, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    rd_t r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
+    PyObject *out = NULL;
+    int64_t got;
+    if (rd_be(&r, 4, &got) == 0 && got == cid && (version < 9 || rd_no_tags(&r) == 0)) {
+        out = produce_response_read(&r, version, cls, throttle);
+        if (out != NULL && r.p != r.end)
+            Py_CLEAR(out); /* trailing bytes: the reference's error */
+    }
+    PyBuffer_Release(&view);
     return out;
 }
 
@@ -3688,25 +3721,78 @@ static PyObject *k_decode_produce_response(PyObject *self, PyObject *const *args
     int ok = produce_frame_args("decode_produce_response", args, nargs, &version, &correlation_id);
     if (ok <= 0)
         return ok < 0 ? NULL : Py_NewRef(Py_None);
-    Py_buffer view;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
+    int64_t throttle;
+    PyObject *out = produce_response_frame(args[0], version, correlation_id, args[3], &throttle);
+    return out != NULL || PyErr_Occurred() ? out : Py_NewRef(Py_None);
+}
+
+/* ---- producer: a produce response straight into the results the Sender's completion reads ------------------ */
+
+/* The Sender's response type (a ProduceResponse whose ``responses`` are built from ``results`` only when read), set
+ * by produce_results_setup(); the names of the slots decode_produce_results fills. */
+static PyTypeObject *results_type = NULL;
+static PyObject *s_results = NULL, *s_throttle = NULL, *s_endpoints = NULL, *s_unknown_tags = NULL;
+
+PyDoc_STRVAR(produce_results_setup_doc,
+"produce_results_setup(response_type): the ProduceResponse subclass decode_produce_results makes and\n"
+"complete_produce_response reads the ``results`` of.");
+
+static PyObject *k_produce_results_setup(PyObject *self, PyObject *arg)
+{
+    if (!PyType_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "produce_results_setup takes a type");
+        return NULL;
     }
-    rd_t r = {(const uint8_t *)view.buf, (const uint8_t *)view.buf + view.len};
-    PyObject *out = NULL;
-    int64_t cid;
-    if (rd_be(&r, 4, &cid) == 0 && cid == correlation_id && (version < 9 || rd_no_tags(&r) == 0)) {
-        out = produce_response_body(&r, version, args[3]);
-        if (out != NULL && r.p != r.end)
-            Py_CLEAR(out); /* trailing bytes: the reference's error */
-    }
-    PyBuffer_Release(&view);
-    if (out == NULL) {
-        if (PyErr_Occurred())
+    if (s_results == NULL) {
+        if ((s_results = PyUnicode_InternFromString("results")) == NULL
+            || (s_throttle = PyUnicode_InternFromString("throttle_time_ms")) == NULL
+            || (s_endpoints = PyUnicode_InternFromString("node_endpoints")) == NULL
+            || (s_unknown_tags = PyUnicode_InternFromString("_unknown_tagged_fields")) == NULL)
             return NULL;
-        Py_RETURN_NONE;
     }
+    Py_INCREF(arg);
+    Py_XSETREF(results_type, (PyTypeObject *)arg);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(decode_produce_results_doc,
+"decode_produce_results(cls, payload, version, correlation_id) -> cls instance or None\n\n"
+"Reference: protocol.headers.decode_response of a Produce response at versions 3-11 whose partitions all\n"
+"succeeded (error NONE, no record errors, no error message, no tagged fields, no node endpoints): an instance\n"
+"of ``cls`` (the type given to produce_results_setup, a ProduceResponse subclass) with ``results`` set to\n"
+"[(topic, [(index, base_offset, log_append_time_ms, log_start_offset)])] in response order, throttle_time_ms,\n"
+"node_endpoints [] and no unknown tagged fields, without calling its __init__. None for anything else (errors,\n"
+"other versions, a correlation id that does not match, bad, truncated or trailing input): the reference decides.");
+
+static PyObject *k_decode_produce_results(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int version;
+    long long correlation_id;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "decode_produce_results takes 4 arguments");
+        return NULL;
+    }
+    if (results_type == NULL || args[0] != (PyObject *)results_type)
+        Py_RETURN_NONE;
+    /* (payload, version, correlation id) as the other produce frame functions take them */
+    int ok = produce_frame_args("decode_produce_results", args + 1, nargs, &version, &correlation_id);
+    if (ok <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    int64_t throttle = 0;
+    PyObject *results = produce_response_frame(args[1], version, correlation_id, NULL, &throttle), *out = NULL;
+    if (results == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    PyObject *empty = PyTuple_New(0), *t = NULL, *endpoints = NULL;
+    if (empty != NULL)
+        out = PyBaseObject_Type.tp_new(results_type, empty, NULL);
+    if (out == NULL || (t = PyLong_FromLongLong(throttle)) == NULL || (endpoints = PyList_New(0)) == NULL
+        || PyObject_SetAttr(out, s_results, results) < 0 || PyObject_SetAttr(out, s_throttle, t) < 0
+        || PyObject_SetAttr(out, s_endpoints, endpoints) < 0 || PyObject_SetAttr(out, s_unknown_tags, Py_None) < 0)
+        Py_CLEAR(out);
+    Py_XDECREF(empty);
+    Py_XDECREF(t);
+    Py_XDECREF(endpoints);
+    Py_DECREF(results);
     return out;
 }
 
@@ -3759,22 +3845,127 @@ static int outcome_unread(PyObject *outcome, Py_ssize_t holders)
     return outcome_type != NULL && Py_TYPE(outcome) == outcome_type && Py_REFCNT(outcome) == holders;
 }
 
+/* Slot caches (see cached_get) of the completion's reads and writes of a ProducerBatch's and a BatchOutcome's
+ * attributes, per name (dcache: the deallocation's batch reads) */
+static slot_cache bcache[P_COUNT], ocache[P_COUNT];
+
+/* One partition of the plan (see produce_response_plan): ``name`` and ``index`` name it, the other three were read
+ * from the response (error_code must be 0, record_errors None or empty). 1: planned, 0: not the common case, -1:
+ * error. */
+static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyObject *name, PyObject *error_code,
+                          PyObject *record_errors, PyObject *index, PyObject *base, PyObject *lat)
+{
+    if (!(is_int_zero(error_code) && (record_errors == Py_None || (PyList_CheckExact(record_errors) && PyList_GET_SIZE(record_errors) == 0))
+          && PyLong_CheckExact(index) && PyLong_CheckExact(base) && PyLong_CheckExact(lat)))
+        return 0;
+    /* a plain tuple finds (and equals) the TopicPartition key */
+    PyObject *key = PyTuple_Pack(2, name, index);
+    if (key == NULL)
+        return -1;
+    PyObject *batch = PyDict_GetItemWithError(batches, key);
+    Py_DECREF(key);
+    if (batch == NULL)
+        return PyErr_Occurred() ? -1 : 0; /* a partition the request did not have: the reference */
+    int ok, dup = PySet_Contains(seen, batch);
+    ok = dup < 0 ? -1 : dup ? 0 : PySet_Add(seen, batch) < 0 ? -1 : 1;
+    PyObject *f[4] = {NULL, NULL, NULL, NULL}; /* final_state, split, has_callbacks, pending */
+    static const int bwhich[4] = {P_FINAL, P_SPLIT, P_HAS_CB, P_PENDING};
+    for (int k = 0; k < 4 && ok > 0; k++)
+        if ((f[k] = cached_get(batch, pattr[bwhich[k]], &bcache[bwhich[k]])) == NULL)
+            ok = -1;
+    if (ok > 0)
+        ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && PyList_CheckExact(f[3]);
+    PyObject *columns = NULL;
+    if (ok > 0) {
+        /* An outcome only its batch refers to (our reference and the batch's) can never be read: every
+         * future of a batch, and a send_batch future's segment, holds its outcome, and a drained batch is
+         * closed, so no future of it is made any more. Its per-record columns are not collected (None
+         * here): succeed_batch completes it without them. */
+        PyObject *outcome = cached_get(batch, pattr[P_OUTCOME], &bcache[P_OUTCOME]);
+        if (outcome == NULL)
+            ok = -1;
+        else if (outcome_unread(outcome, 2))
+            columns = Py_NewRef(Py_None);
+        Py_XDECREF(outcome);
+    }
+    if (ok > 0 && columns == NULL) {
+        /* the columns complete_records collects: timestamps only without a log append time */
+        int overflow = 0;
+        long long lat_ms = PyLong_AsLongLongAndOverflow(lat, &overflow);
+        PyObject *cargs = Py_BuildValue("(OO)", f[3], (overflow || lat_ms != -1) ? Py_False : Py_True);
+        columns = cargs == NULL ? NULL : k_pending_columns(NULL, cargs);
+        Py_XDECREF(cargs);
+        if (columns == NULL)
+            ok = -1;
+        else if (columns == Py_None)
+            ok = 0;
+    }
+    if (ok > 0) {
+        PyObject *entry = PyTuple_Pack(4, batch, base, lat, columns);
+        if (entry == NULL || PyList_Append(plan, entry) < 0)
+            ok = -1;
+        Py_XDECREF(entry);
+    }
+    Py_XDECREF(columns);
+    for (int k = 0; k < 4; k++)
+        Py_XDECREF(f[k]);
+    return ok;
+}
+
+/* The plan of a response decode_produce_results made (its ``results``, see there): as produce_response_plan. */
+static int produce_results_plan(PyObject *batches, PyObject *results, PyObject *seen, PyObject *plan)
+{
+    static PyObject *zero = NULL;
+    if (zero == NULL && (zero = PyLong_FromLong(0)) == NULL)
+        return -1;
+    if (!PyList_CheckExact(results))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(results); i++) {
+        PyObject *t = PyList_GET_ITEM(results, i), *parts;
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 2 || !PyList_CheckExact(parts = PyTuple_GET_ITEM(t, 1)))
+            return 0;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(parts); j++) {
+            PyObject *p = PyList_GET_ITEM(parts, j);
+            if (!PyTuple_CheckExact(p) || PyTuple_GET_SIZE(p) != 4)
+                return 0;
+            int ok = plan_partition(batches, seen, plan, PyTuple_GET_ITEM(t, 0), zero, Py_None, PyTuple_GET_ITEM(p, 0),
+                                    PyTuple_GET_ITEM(p, 1), PyTuple_GET_ITEM(p, 2));
+            if (ok <= 0)
+                return ok;
+        }
+    }
+    return 1;
+}
+
 /* The checks of the common case, before anything changes: every partition of the response answers one batch of the
  * request (each batch once), with error NONE and no record errors, int offsets; every batch is still incomplete, not
  * split, without delivery callbacks, its records' columns computable (or its outcome unread: columns None). Fills
- * ``plan`` with one (batch, base offset, log append time, columns) tuple per partition in response order. 1: the common case, 0: not, -1: error. */
+ * ``plan`` with one (batch, base offset, log append time, columns) tuple per partition in response order. A response
+ * decode_produce_results made is read from its ``results`` while its ``responses`` were not built. 1: the common
+ * case, 0: not, -1: error. */
 static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *plan)
 {
-    PyObject *responses = PyObject_GetAttr(body, pattr[P_RESPONSES]), *seen = NULL;
+    PyObject *seen = PySet_New(NULL), *responses = NULL;
     int rc = -1;
-    if (responses == NULL)
+    if (seen == NULL)
         return -1;
+    if (results_type != NULL && Py_TYPE(body) == results_type) {
+        PyObject *results = PyObject_GetAttr(body, s_results);
+        if (results == NULL)
+            goto done;
+        if (results != Py_None) {
+            rc = produce_results_plan(batches, results, seen, plan);
+            Py_DECREF(results);
+            goto check;
+        }
+        Py_DECREF(results);
+    }
+    if ((responses = PyObject_GetAttr(body, pattr[P_RESPONSES])) == NULL)
+        goto done;
     if (!PyList_CheckExact(responses)) {
         rc = 0;
         goto done;
     }
-    if ((seen = PySet_New(NULL)) == NULL)
-        goto done;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(responses); i++) {
         PyObject *t = PyList_GET_ITEM(responses, i);
         PyObject *name = PyObject_GetAttr(t, pattr[P_NAME]);
@@ -3794,68 +3985,9 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
                 if ((v[k] = PyObject_GetAttr(p, pattr[which[k]])) == NULL)
                     ok = -1;
             if (ok > 0)
-                ok = is_int_zero(v[0]) && (v[1] == Py_None || (PyList_CheckExact(v[1]) && PyList_GET_SIZE(v[1]) == 0))
-                     && PyLong_CheckExact(v[2]) && PyLong_CheckExact(v[3]) && PyLong_CheckExact(v[4]);
-            PyObject *batch = NULL;
-            if (ok > 0) {
-                /* a plain tuple finds (and equals) the TopicPartition key */
-                PyObject *key = PyTuple_Pack(2, name, v[2]);
-                if (key == NULL)
-                    ok = -1;
-                else {
-                    batch = PyDict_GetItemWithError(batches, key);
-                    Py_DECREF(key);
-                    if (batch == NULL)
-                        ok = PyErr_Occurred() ? -1 : 0; /* a partition the request did not have: the reference */
-                }
-            }
-            if (ok > 0) {
-                int dup = PySet_Contains(seen, batch);
-                ok = dup < 0 ? -1 : dup ? 0 : PySet_Add(seen, batch) < 0 ? -1 : 1;
-            }
-            PyObject *f[4] = {NULL, NULL, NULL, NULL}; /* final_state, split, has_callbacks, pending */
-            static const int bwhich[4] = {P_FINAL, P_SPLIT, P_HAS_CB, P_PENDING};
-            for (int k = 0; k < 4 && ok > 0; k++)
-                if ((f[k] = PyObject_GetAttr(batch, pattr[bwhich[k]])) == NULL)
-                    ok = -1;
-            if (ok > 0)
-                ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && PyList_CheckExact(f[3]);
-            PyObject *columns = NULL;
-            if (ok > 0) {
-                /* An outcome only its batch refers to (our reference and the batch's) can never be read: every
-                 * future of a batch, and a send_batch future's segment, holds its outcome, and a drained batch is
-                 * closed, so no future of it is made any more. Its per-record columns are not collected (None
-                 * here): succeed_batch completes it without them. */
-                PyObject *outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME]);
-                if (outcome == NULL)
-                    ok = -1;
-                else if (outcome_unread(outcome, 2))
-                    columns = Py_NewRef(Py_None);
-                Py_XDECREF(outcome);
-            }
-            if (ok > 0 && columns == NULL) {
-                /* the columns complete_records collects: timestamps only without a log append time */
-                int overflow = 0;
-                long long lat = PyLong_AsLongLongAndOverflow(v[4], &overflow);
-                PyObject *cargs = Py_BuildValue("(OO)", f[3], (overflow || lat != -1) ? Py_False : Py_True);
-                columns = cargs == NULL ? NULL : k_pending_columns(NULL, cargs);
-                Py_XDECREF(cargs);
-                if (columns == NULL)
-                    ok = -1;
-                else if (columns == Py_None)
-                    ok = 0;
-            }
-            if (ok > 0) {
-                PyObject *entry = PyTuple_Pack(4, batch, v[3], v[4], columns);
-                if (entry == NULL || PyList_Append(plan, entry) < 0)
-                    ok = -1;
-                Py_XDECREF(entry);
-            }
-            Py_XDECREF(columns);
+                ok = plan_partition(batches, seen, plan, name, v[0], v[1], v[2], v[3], v[4]);
             for (int k = 0; k < 5; k++)
                 Py_XDECREF(v[k]);
-            for (int k = 0; k < 4; k++)
-                Py_XDECREF(f[k]);
         }
         Py_DECREF(name);
         Py_DECREF(parts);
@@ -3864,11 +3996,14 @@ static int produce_response_plan(PyObject *batches, PyObject *body, PyObject *pl
             goto done;
         }
     }
+    rc = 1;
+check:
     /* every batch answered (a missing one fails in the reference) */
-    rc = PySet_GET_SIZE(seen) == PyDict_GET_SIZE(batches);
+    if (rc > 0)
+        rc = PySet_GET_SIZE(seen) == PyDict_GET_SIZE(batches);
 done:
-    Py_XDECREF(seen);
-    Py_DECREF(responses);
+    Py_DECREF(seen);
+    Py_XDECREF(responses);
     return rc;
 }
 
@@ -3926,6 +4061,21 @@ static int sb_lock(PyObject *lock, int acquire)
     return r == NULL ? -1 : 0;
 }
 
+/* ``lock`` released (sb_lock) keeping a pending exception: ``rc``, or -1 when the release failed */
+static int unlock_keeping_error(PyObject *lock, int rc)
+{
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    if (sb_lock(lock, 0) < 0) {
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(tb);
+        return -1;
+    }
+    PyErr_Restore(et, ev, tb);
+    return rc;
+}
+
 static int segment_done(PyObject *seg)
 {
     PyObject *fut = PyObject_GetAttr(seg, pattr[P_WAITING]), *lock = NULL, *pending = NULL, *r;
@@ -3944,16 +4094,7 @@ static int segment_done(PyObject *seg)
             Py_XDECREF(left);
         }
     }
-    PyObject *et, *ev, *tb;
-    PyErr_Fetch(&et, &ev, &tb);
-    if (sb_lock(lock, 0) < 0) {
-        Py_XDECREF(et);
-        Py_XDECREF(ev);
-        Py_XDECREF(tb);
-        goto done;
-    }
-    PyErr_Restore(et, ev, tb);
-    if (ok < 0)
+    if (unlock_keeping_error(lock, ok) < 0)
         goto done;
     if (ok == 0) {
         if ((r = PyObject_CallMethodNoArgs(seg, pattr[P_RELEASE])) == NULL)
@@ -3979,7 +4120,7 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
     PyObject *outcome = cargs[0];
     if (outcome_type == NULL || Py_TYPE(outcome) != outcome_type)
         return PyObject_VectorcallMethod(pattr[P_COMPLETE], cargs, 6 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
-    PyObject *cond = PyObject_GetAttr(outcome, pattr[P_CONDITION]), *r;
+    PyObject *cond = cached_get(outcome, pattr[P_CONDITION], &ocache[P_CONDITION]), *r;
     if (cond == NULL)
         return NULL;
     if ((r = PyObject_CallMethodNoArgs(cond, pattr[P_ACQUIRE])) == NULL) {
@@ -3987,32 +4128,32 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
         return NULL;
     }
     Py_DECREF(r);
-    PyObject *out = NULL, *watched = PyObject_GetAttr(outcome, pattr[P_WATCHED]), *state = NULL, *calls = NULL;
+    PyObject *out = NULL, *watched = cached_get(outcome, pattr[P_WATCHED], &ocache[P_WATCHED]), *state = NULL, *calls = NULL;
     int use_method = 0;
-    if (watched == NULL || (calls = PyObject_GetAttr(outcome, pattr[P_CALLS])) == NULL)
+    if (watched == NULL || (calls = cached_get(outcome, pattr[P_CALLS], &ocache[P_CALLS])) == NULL)
         goto release;
     if (!PyList_CheckExact(watched) || PyList_GET_SIZE(watched) != 0
         || !(PyList_CheckExact(calls) || (PyTuple_CheckExact(calls) && PyTuple_GET_SIZE(calls) == 0))) {
         use_method = 1;
         goto release;
     }
-    if ((state = PyObject_GetAttr(outcome, pattr[P_STATE])) == NULL)
+    if ((state = cached_get(outcome, pattr[P_STATE], &ocache[P_STATE])) == NULL)
         goto release;
     int finished = PyObject_RichCompareBool(state, finished_state, Py_EQ);
     if (finished < 0)
         goto release;
     /* timestamps is None with a log append time (pending_columns was not asked for them) */
     if (!finished
-        && (PyObject_SetAttr(outcome, pattr[P_BASE], cargs[1]) < 0 || PyObject_SetAttr(outcome, pattr[P_O_LAT], cargs[2]) < 0
-            || PyObject_SetAttr(outcome, pattr[P_TIMESTAMPS], cargs[3]) < 0
-            || PyObject_SetAttr(outcome, pattr[P_KEY_SIZES], cargs[4]) < 0
-            || PyObject_SetAttr(outcome, pattr[P_VALUE_SIZES], cargs[5]) < 0
-            || PyObject_SetAttr(outcome, pattr[P_STATE], finished_state) < 0))
+        && (cached_set(outcome, pattr[P_BASE], &ocache[P_BASE], cargs[1]) < 0 || cached_set(outcome, pattr[P_O_LAT], &ocache[P_O_LAT], cargs[2]) < 0
+            || cached_set(outcome, pattr[P_TIMESTAMPS], &ocache[P_TIMESTAMPS], cargs[3]) < 0
+            || cached_set(outcome, pattr[P_KEY_SIZES], &ocache[P_KEY_SIZES], cargs[4]) < 0
+            || cached_set(outcome, pattr[P_VALUE_SIZES], &ocache[P_VALUE_SIZES], cargs[5]) < 0
+            || cached_set(outcome, pattr[P_STATE], &ocache[P_STATE], finished_state) < 0))
         goto release;
     if (!finished && PyList_CheckExact(calls)) {
         /* the segments are released once, outside the lock; the outcome lets go of them (no cycle) */
         PyObject *none = PyTuple_New(0);
-        if (none == NULL || PyObject_SetAttr(outcome, pattr[P_CALLS], none) < 0) {
+        if (none == NULL || cached_set(outcome, pattr[P_CALLS], &ocache[P_CALLS], none) < 0) {
             Py_XDECREF(none);
             goto release;
         }
@@ -4054,17 +4195,170 @@ static int complete_unread(PyObject *batch, PyObject *outcome, PyObject *base, P
         Py_XDECREF(r);
         return r == NULL ? -1 : 0;
     }
-    PyObject *state = PyObject_GetAttr(outcome, pattr[P_STATE]);
+    PyObject *state = cached_get(outcome, pattr[P_STATE], &ocache[P_STATE]);
     if (state == NULL)
         return -1;
     int finished = PyObject_RichCompareBool(state, finished_state, Py_EQ);
     Py_DECREF(state);
     if (finished != 0)
         return finished < 0 ? -1 : 0;
-    if (PyObject_SetAttr(outcome, pattr[P_BASE], base) < 0 || PyObject_SetAttr(outcome, pattr[P_O_LAT], lat) < 0
-        || PyObject_SetAttr(outcome, pattr[P_STATE], finished_state) < 0)
+    if (cached_set(outcome, pattr[P_BASE], &ocache[P_BASE], base) < 0 || cached_set(outcome, pattr[P_O_LAT], &ocache[P_O_LAT], lat) < 0
+        || cached_set(outcome, pattr[P_STATE], &ocache[P_STATE], finished_state) < 0)
         return -1;
     return 0;
+}
+
+/* RecordAccumulator.deallocate(batch) without its three Python frames and two `with lock` blocks, for the types
+ * deallocate_setup() named (RecordAccumulator, IncompleteBatches, BufferPool) while their methods are the ones named
+ * there (none replaced on the class or the instance): IncompleteBatches.remove (the batch out of ``_incomplete``
+ * under ``_lock``, ``_cond.notify_all()`` once it is empty), then for a batch with ``allocated_bytes`` the pool's
+ * deallocate (``_available = min(total_memory, _available + size)`` and the first waiter notified, under ``_lock``)
+ * and ``allocated_bytes = 0``. Anything else: the method itself. 0, or -1 with an exception. */
+enum { D_DEALLOC, D_REMOVE, D_INCOMPLETE, D_FREE, D_LOCK, D_INCOMPLETE_MAP, D_COND, D_NOTIFY_ALL, D_ALLOCATED,
+       D_AVAILABLE, D_TOTAL, D_WAITERS, D_NOTIFY, D_COUNT };
+static const char *const dealloc_attr_names[D_COUNT] = {
+    "deallocate", "remove", "_incomplete", "free", "_lock", "_incomplete", "_cond", "notify_all", "allocated_bytes",
+    "_available", "total_memory", "_waiters", "notify",
+};
+static PyObject *dattr[D_COUNT];
+static slot_cache dcache; /* the batch's allocated_bytes */
+static PyTypeObject *dealloc_types[3] = {NULL, NULL, NULL}; /* RecordAccumulator, IncompleteBatches, BufferPool */
+static PyObject *dealloc_methods[3] = {NULL, NULL, NULL};   /* their deallocate, remove, deallocate */
+
+PyDoc_STRVAR(deallocate_setup_doc,
+"deallocate_setup(RecordAccumulator, IncompleteBatches, BufferPool): the types whose deallocate (remove, deallocate)\n"
+"complete_produce_response does itself while their methods are these.");
+
+static PyObject *k_deallocate_setup(PyObject *self, PyObject *args)
+{
+    PyObject *t[3];
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &t[0], &PyType_Type, &t[1], &PyType_Type, &t[2]))
+        return NULL;
+    if (dattr[D_COUNT - 1] == NULL)
+        for (int i = 0; i < D_COUNT; i++)
+            if ((dattr[i] = PyUnicode_InternFromString(dealloc_attr_names[i])) == NULL)
+                return NULL;
+    static const int method[3] = {D_DEALLOC, D_REMOVE, D_DEALLOC};
+    for (int i = 0; i < 3; i++) {
+        PyObject *m = _PyType_Lookup((PyTypeObject *)t[i], dattr[method[i]]);
+        if (m == NULL) {
+            PyErr_Format(PyExc_TypeError, "%R has no %R", t[i], dattr[method[i]]);
+            return NULL;
+        }
+        Py_INCREF(t[i]);
+        Py_XSETREF(dealloc_types[i], (PyTypeObject *)t[i]);
+        Py_INCREF(m);
+        Py_XSETREF(dealloc_methods[i], m);
+    }
+    Py_RETURN_NONE;
+}
+
+/* 1 when ``obj`` is exactly dealloc_types[i] and its method is the one set up (on the class, not shadowed by the
+ * instance's dict), 0 otherwise, -1 on error */
+static int dealloc_plain(PyObject *obj, int i, int name)
+{
+    if (dealloc_types[i] == NULL || Py_TYPE(obj) != dealloc_types[i] || _PyType_Lookup(Py_TYPE(obj), dattr[name]) != dealloc_methods[i])
+        return 0;
+    PyObject **dictptr = _PyObject_GetDictPtr(obj);
+    if (dictptr == NULL || *dictptr == NULL)
+        return 1;
+    PyObject *shadow = PyDict_GetItemWithError(*dictptr, dattr[name]);
+    return shadow != NULL ? 0 : PyErr_Occurred() ? -1 : 1;
+}
+
+static int accumulator_deallocate(PyObject *acc, PyObject *batch)
+{
+    PyObject *inc = NULL, *pool = NULL, *lock = NULL, *map = NULL, *size = NULL, *r;
+    int rc = -1, plain = dattr[0] == NULL ? 0 : dealloc_plain(acc, 0, D_DEALLOC);
+    if (plain > 0) {
+        if ((inc = PyObject_GetAttr(acc, dattr[D_INCOMPLETE])) == NULL || (pool = PyObject_GetAttr(acc, dattr[D_FREE])) == NULL)
+            goto done;
+        plain = dealloc_plain(inc, 1, D_REMOVE);
+        if (plain > 0)
+            plain = dealloc_plain(pool, 2, D_DEALLOC);
+        if (plain > 0) {
+            if ((lock = PyObject_GetAttr(inc, dattr[D_LOCK])) == NULL || (map = PyObject_GetAttr(inc, dattr[D_INCOMPLETE_MAP])) == NULL)
+                goto done;
+            plain = PyDict_CheckExact(map);
+        }
+    }
+    if (plain < 0)
+        goto done;
+    if (plain == 0) {
+        if ((r = PyObject_CallMethodOneArg(acc, dattr[D_DEALLOC], batch)) == NULL)
+            goto done;
+        Py_DECREF(r);
+        rc = 0;
+        goto done;
+    }
+    /* IncompleteBatches.remove */
+    if (sb_lock(lock, 1) < 0)
+        goto done;
+    int ok = 0;
+    if (PyDict_GetItemWithError(map, batch) != NULL)
+        ok = PyDict_DelItem(map, batch);
+    else if (PyErr_Occurred())
+        ok = -1;
+    if (ok == 0 && PyDict_GET_SIZE(map) == 0) {
+        PyObject *cond = PyObject_GetAttr(inc, dattr[D_COND]);
+        if (cond == NULL || (r = PyObject_CallMethodNoArgs(cond, dattr[D_NOTIFY_ALL])) == NULL)
+            ok = -1;
+        else
+            Py_DECREF(r);
+        Py_XDECREF(cond);
+    }
+    if (unlock_keeping_error(lock, ok) < 0)
+        goto done;
+    /* the batch's memory back to the pool */
+    if ((size = cached_get(batch, dattr[D_ALLOCATED], &dcache)) == NULL)
+        goto done;
+    int truth = PyObject_IsTrue(size);
+    if (truth < 0)
+        goto done;
+    if (truth) {
+        Py_SETREF(lock, PyObject_GetAttr(pool, dattr[D_LOCK]));
+        if (lock == NULL || sb_lock(lock, 1) < 0)
+            goto done;
+        ok = -1;
+        PyObject *avail = PyObject_GetAttr(pool, dattr[D_AVAILABLE]), *total = NULL, *sum = NULL, *waiters = NULL;
+        if (avail != NULL && (total = PyObject_GetAttr(pool, dattr[D_TOTAL])) != NULL && (sum = PyNumber_Add(avail, size)) != NULL) {
+            int less = PyObject_RichCompareBool(sum, total, Py_LT); /* min(total_memory, sum): the first unless sum < it */
+            if (less >= 0 && PyObject_SetAttr(pool, dattr[D_AVAILABLE], less ? sum : total) == 0
+                && (waiters = PyObject_GetAttr(pool, dattr[D_WAITERS])) != NULL) {
+                int any = PyObject_IsTrue(waiters);
+                if (any == 0)
+                    ok = 0;
+                else if (any > 0) {
+                    PyObject *first = PySequence_GetItem(waiters, 0);
+                    if (first != NULL && (r = PyObject_CallMethodNoArgs(first, dattr[D_NOTIFY])) != NULL) {
+                        Py_DECREF(r);
+                        ok = 0;
+                    }
+                    Py_XDECREF(first);
+                }
+            }
+        }
+        Py_XDECREF(avail);
+        Py_XDECREF(total);
+        Py_XDECREF(sum);
+        Py_XDECREF(waiters);
+        if (unlock_keeping_error(lock, ok) < 0)
+            goto done;
+        PyObject *zero = PyLong_FromLong(0);
+        if (zero == NULL || cached_set(batch, dattr[D_ALLOCATED], &dcache, zero) < 0) {
+            Py_XDECREF(zero);
+            goto done;
+        }
+        Py_DECREF(zero);
+    }
+    rc = 0;
+done:
+    Py_XDECREF(inc);
+    Py_XDECREF(pool);
+    Py_XDECREF(lock);
+    Py_XDECREF(map);
+    Py_XDECREF(size);
+    return rc;
 }
 
 /* One planned batch's success, as Sender._succeed_batch then the unmute of _handle_produce_response. */
@@ -4079,17 +4373,17 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
             return -1;
         Py_DECREF(r);
     }
-    if ((tp = PyObject_GetAttr(batch, pattr[P_TP])) == NULL)
+    if ((tp = cached_get(batch, pattr[P_TP], &bcache[P_TP])) == NULL)
         return -1;
     /* ProducerBatch.done: nothing when the batch completed or was split meanwhile */
-    PyObject *final_state = PyObject_GetAttr(batch, pattr[P_FINAL]), *split = NULL;
-    if (final_state == NULL || (split = PyObject_GetAttr(batch, pattr[P_SPLIT])) == NULL)
+    PyObject *final_state = cached_get(batch, pattr[P_FINAL], &bcache[P_FINAL]), *split = NULL;
+    if (final_state == NULL || (split = cached_get(batch, pattr[P_SPLIT], &bcache[P_SPLIT])) == NULL)
         goto done_final;
     int truth = PyObject_IsTrue(split);
     if (truth < 0)
         goto done_final;
     if (final_state == Py_None && !truth) {
-        if (PyObject_SetAttr(batch, pattr[P_FINAL], succeeded) < 0 || (outcome = PyObject_GetAttr(batch, pattr[P_OUTCOME])) == NULL)
+        if (cached_set(batch, pattr[P_FINAL], &bcache[P_FINAL], succeeded) < 0 || (outcome = cached_get(batch, pattr[P_OUTCOME], &bcache[P_OUTCOME])) == NULL)
             goto done_final;
         if (columns == Py_None) {
             /* unread when planned (see produce_response_plan): still held by the batch and by us only, nobody can
@@ -4122,9 +4416,8 @@ static int succeed_batch(PyObject *entry, PyObject *tm, int gmo, PyObject *in_fl
         }
         if (remove_in_flight(in_flight, tp, batch) < 0)
             goto done_final;
-        if ((r = PyObject_CallMethodOneArg(acc, pattr[P_DEALLOC], batch)) == NULL)
+        if (accumulator_deallocate(acc, batch) < 0)
             goto done_final;
-        Py_DECREF(r);
     }
     if (gmo) {
         if ((r = PyObject_CallMethodOneArg(acc, pattr[P_UNMUTE], tp)) == NULL)
@@ -4761,6 +5054,10 @@ static PyMethodDef kernel_methods[] = {
     {"frame_buffer", k_frame_buffer, METH_O, frame_buffer_doc},
     {"observe_request_times", (PyCFunction)(void (*)(void))k_observe_request_times, METH_FASTCALL,
      observe_request_times_doc},
+    {"produce_results_setup", k_produce_results_setup, METH_O, produce_results_setup_doc},
+    {"deallocate_setup", k_deallocate_setup, METH_VARARGS, deallocate_setup_doc},
+    {"decode_produce_results", (PyCFunction)(void (*)(void))k_decode_produce_results, METH_FASTCALL,
+     decode_produce_results_doc},
     {NULL, NULL, 0, NULL},
 };
 

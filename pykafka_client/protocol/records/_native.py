@@ -163,6 +163,11 @@ class Kernel(Protocol):
         """Reference: ``mini_broker.metrics.observe_request_times_reference`` (False, nothing changed: run it)."""
 
     def sender_setup(self, request_type: type, outcome_type: type, finished: str, /) -> None: ...
+    def produce_results_setup(self, response_type: type, /) -> None: ...
+    def deallocate_setup(self, accumulator_type: type, incomplete_type: type, pool_type: type, /) -> None: ...
+    def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
+        """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as
+        ``cls`` (``producer.sender.DecodedProduceResponse``) holding its results (None: run the reference)."""
     def produce_request_data(
         self, transactional_id: str | None, acks: int, timeout_ms: int, parts: list[tuple[Any, bytes]], version: int, /
     ) -> bytes | None:

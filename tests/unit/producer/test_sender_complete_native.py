@@ -23,6 +23,9 @@ from pykafka_client.producer.future_record_metadata import (
     new_future,
 )
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
+from pykafka_client.producer.sender import DecodedProduceResponse
+from pykafka_client.protocol import headers
+from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
@@ -76,6 +79,20 @@ def _response(parts: list[tuple[TopicPartition, int, int, int, list[tuple[int, s
     )
 
 
+def _decoded(resp: ProduceResponse) -> ProduceResponse:
+    """``resp`` as the network client hands the Sender its response: through the kernel's decode_produce_results
+    (a DecodedProduceResponse holding results, its ``responses`` not built) when it takes it, else as it is."""
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    payload = b"".join(bytes(c) for c in headers.encode_response(resp, ApiKey.PRODUCE, 9, 1))[4:]
+    body = kernel.decode_produce_results(DecodedProduceResponse, payload, 9, 1)
+    if body is None:
+        return resp
+    assert body.results is not None
+    assert kernel.decode_produce_results(DecodedProduceResponse, payload, 9, 1) == resp  # (comparing builds responses)
+    return body
+
+
 def _outcome(f: FutureRecordMetadata) -> object:
     if not f.done():
         return "pending"
@@ -114,11 +131,12 @@ def _send_batch_calls(futures: list[FutureRecordMetadata], per_partition: list[i
 
 def _scenario(
     native: bool, idempotent: bool, ordered: bool, records: list[list[tuple[bytes | None, int]]], lat: int,
-    mutation: str, error: int, victim: int, send_batch: bool = False,
+    mutation: str, error: int, victim: int, send_batch: bool = False, decoded: bool = False,
 ) -> tuple[Any, list[bool]]:
     """Send one request with ``records[i]`` (key, value size) on partition i, answer it (``mutation`` applied to
     partition ``victim``), handle the answer with the kernel or the reference; then everything observable.
-    ``send_batch``: the records are also those of two send_batch calls (:func:`_send_batch_calls`)."""
+    ``send_batch``: the records are also those of two send_batch calls (:func:`_send_batch_calls`); ``decoded``: the
+    response as the kernel decodes it for the Sender (:func:`_decoded`)."""
     h = Harness(idempotent=idempotent, max_in_flight=1 if ordered else 5, partitions=PARTITIONS, acks=-1)
     victim %= len(records)
     log: list[object] = []
@@ -150,7 +168,8 @@ def _scenario(
         parts.insert(victim, (vtp, 0, 7, lat, []))
     elif mutation == "extra":
         parts.insert(victim, (TopicPartition(TOPIC, PARTITIONS + 3), 0, 5, lat, []))
-    h.client.respond(_response(parts))
+    response = _response(parts)
+    h.client.respond(_decoded(response) if decoded else response)
     with _kernel(native) as spy:
         h.run_once()
     for _ in range(3):  # what goes out next (retries, split batches)
@@ -183,14 +202,16 @@ _records = st.lists(
     idempotent=st.booleans(), ordered=st.booleans(), records=_records, lat=st.sampled_from([-1, 1_700_000_000_123]),
     mutation=st.sampled_from(MUTATIONS),
     error=st.sampled_from([NOT_LEADER_OR_FOLLOWER, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE, DUPLICATE_SEQUENCE_NUMBER, 0]),
-    victim=st.integers(0, PARTITIONS - 1), send_batch=st.booleans(),
+    victim=st.integers(0, PARTITIONS - 1), send_batch=st.booleans(), decoded=st.tuples(st.booleans(), st.booleans()),
 )
 def test_compiled_completion_equals_the_reference(
     idempotent: bool, ordered: bool, records: list[list[tuple[bytes | None, int]]], lat: int, mutation: str, error: int,
-    victim: int, send_batch: bool,
+    victim: int, send_batch: bool, decoded: tuple[bool, bool],
 ) -> None:
-    native, answers = _scenario(True, idempotent, ordered, records, lat, mutation, error, victim, send_batch)
-    reference, _ = _scenario(False, idempotent, ordered, records, lat, mutation, error, victim, send_batch)
+    """``decoded``: whether the kernel's and the reference's run get the response as decode_produce_results makes it
+    (results, ``responses`` built only when the reference reads them) or as the reference decoder makes it."""
+    native, answers = _scenario(True, idempotent, ordered, records, lat, mutation, error, victim, send_batch, decoded[0])
+    reference, _ = _scenario(False, idempotent, ordered, records, lat, mutation, error, victim, send_batch, decoded[1])
     assert native == reference
     # the kernel took exactly the common case (an "error" of code 0 is a success too)
     common = mutation in ("ok", "done_callback") or (mutation == "error" and error == 0)
@@ -215,6 +236,41 @@ def test_the_kernel_declines_anything_else(mutation: str) -> None:
     native, answers = _scenario(True, True, False, records, -1, mutation, NOT_LEADER_OR_FOLLOWER, 1)
     assert answers == [False]
     assert native == _scenario(False, True, False, records, -1, mutation, NOT_LEADER_OR_FOLLOWER, 1)[0]
+
+
+def test_a_decoded_response_completes_from_its_results_without_building_them() -> None:
+    """The response the network client decodes for the Sender (decode_produce_results) completes in the kernel
+    straight from its results: the offsets are the response's and its ``responses`` dataclasses are never built."""
+    records = [[(None, 10), (b"k", 20)], [(b"key", 0)]]
+    h = Harness(partitions=PARTITIONS)
+    futures = h.append(TopicPartition(TOPIC, 0), b"abc", 2) + h.append(TopicPartition(TOPIC, 1), b"de", 1)
+    h.run_once()
+    body = _decoded(_response([(TopicPartition(TOPIC, 1), 0, 70, -1, []), (TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
+    assert type(body) is DecodedProduceResponse
+    h.client.respond(body)
+    with _kernel(True) as spy:
+        h.run_once()
+    assert spy is not None and spy.answers == [True]
+    assert body.results is not None  # never read through ``responses``
+    assert [f.result(0).offset for f in futures] == [40, 41, 70]
+    assert not h.sender.in_flight_batches and not h.accumulator.incomplete_batches()
+    native, answers = _scenario(True, True, False, records, -1, "ok", 0, 0, decoded=True)
+    assert answers == [True] and native == _scenario(False, True, False, records, -1, "ok", 0, 0)[0]
+
+
+def test_a_decoded_response_read_before_its_completion_completes_from_its_responses() -> None:
+    """Once something read ``responses`` (built from the results, which are dropped), the kernel completes from them."""
+    h = Harness(partitions=PARTITIONS)
+    futures = h.append(TopicPartition(TOPIC, 0), b"abc", 2)
+    h.run_once()
+    body = _decoded(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
+    assert type(body) is DecodedProduceResponse and body.responses[0].partition_responses[0].base_offset == 40
+    assert body.results is None
+    h.client.respond(body)
+    with _kernel(True) as spy:
+        h.run_once()
+    assert spy is not None and spy.answers == [True]
+    assert [f.result(0).offset for f in futures] == [40, 41]
 
 
 def test_the_kernel_completes_an_unwatched_outcome_under_its_lock_and_lets_it_go() -> None:
@@ -316,3 +372,91 @@ def test_the_kernel_releases_send_batch_segments_without_python(monkeypatch: pyt
         assert answers == ([True] if native else [])
         assert [r[0] for r in results] == [None, None]  # type: ignore[index]
         assert [e[:2] for e in log] == [("call", 1), ("call", 0)] or [e[:2] for e in log] == [("call", 0), ("call", 1)]
+
+
+class _Notified:
+    """A waiter (or a condition) that records its notify()/notify_all() calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def notify(self) -> None:
+        self.calls.append("notify")
+
+    def notify_all(self) -> None:
+        self.calls.append("notify_all")
+
+
+def _complete_two_batches(h: Harness) -> list[FutureRecordMetadata]:
+    futures = h.append(TopicPartition(TOPIC, 0), b"abc", 2) + h.append(TopicPartition(TOPIC, 1), b"de", 1)
+    h.run_once()
+    h.client.respond(_decoded(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, []), (TopicPartition(TOPIC, 1), 0, 70, -1, [])])))
+    return futures
+
+
+def test_the_kernel_deallocates_completed_batches_without_python_calls() -> None:
+    """RecordAccumulator.deallocate's steps (out of the incomplete batches, the memory back to the pool, the flush
+    waiters' condition notified once none is left, the first memory waiter notified) are the kernel's own: no
+    Python-level call to deallocate, IncompleteBatches.remove or BufferPool.deallocate."""
+    import sys
+
+    h = Harness(partitions=PARTITIONS)
+    pool = h.accumulator.free
+    before = pool.available_memory()
+    futures = _complete_two_batches(h)
+    assert pool.available_memory() < before
+    waiter, cond = _Notified(), _Notified()
+    pool._waiters.append(waiter)  # type: ignore[arg-type]
+    h.accumulator._incomplete._cond = cond  # type: ignore[assignment]
+    batches = list(_in_flight(h).values())
+    called: list[str] = []
+
+    def profile(frame: Any, event: str, arg: object) -> None:
+        if event == "call":
+            called.append(frame.f_code.co_qualname)
+
+    with _kernel(True) as spy:
+        sys.setprofile(profile)
+        try:
+            h.run_once()
+        finally:
+            sys.setprofile(None)
+    pool._waiters.clear()
+    assert spy is not None and spy.answers == [True]
+    assert not {"RecordAccumulator.deallocate", "IncompleteBatches.remove", "BufferPool.deallocate"} & set(called)
+    assert [f.result(0).offset for f in futures] == [40, 41, 70]
+    assert pool.available_memory() == before and [b.allocated_bytes for b in batches] == [0, 0]
+    assert not h.accumulator.has_incomplete()
+    assert waiter.calls == ["notify", "notify"] and cond.calls == ["notify_all"]  # (the condition: once, when empty)
+
+
+@pytest.mark.parametrize("where", ["accumulator", "accumulator class", "incomplete", "pool"])
+def test_a_replaced_deallocate_is_called(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel stands for the methods only while they are the library's own: one replaced on the class or on
+    the instance (a test's spy, a subclass's override) is called."""
+    from pykafka_client.producer.buffer_pool import BufferPool
+    from pykafka_client.producer.incomplete_batches import IncompleteBatches
+    from pykafka_client.producer.record_accumulator import RecordAccumulator
+
+    h = Harness(partitions=PARTITIONS)
+    calls: list[object] = []
+    if where == "accumulator":
+        original = h.accumulator.deallocate
+        monkeypatch.setattr(h.accumulator, "deallocate", lambda b: (calls.append(b), original(b))[1])
+    elif where == "accumulator class":
+        original_cls = RecordAccumulator.deallocate
+        monkeypatch.setattr(RecordAccumulator, "deallocate", lambda self, b: (calls.append(b), original_cls(self, b))[1])
+    elif where == "incomplete":
+        original_remove = IncompleteBatches.remove
+        monkeypatch.setattr(IncompleteBatches, "remove", lambda self, b: (calls.append(b), original_remove(self, b))[1])
+    else:
+        original_pool = BufferPool.deallocate
+        monkeypatch.setattr(BufferPool, "deallocate", lambda self, n: (calls.append(n), original_pool(self, n))[1])
+    before = h.accumulator.free.available_memory()
+    futures = _complete_two_batches(h)
+    with _kernel(True) as spy:
+        h.run_once()
+    assert spy is not None and spy.answers == [True]
+    assert len(calls) == 2
+    assert [f.result(0).offset for f in futures] == [40, 41, 70]
+    assert h.accumulator.free.available_memory() == before and not h.accumulator.has_incomplete()

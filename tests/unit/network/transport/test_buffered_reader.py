@@ -261,3 +261,20 @@ def test_channel_oversize_frame(pair: tuple[KafkaChannel, CountingTransport, soc
     peer.sendall((1001).to_bytes(4, "big"))
     with pytest.raises(InvalidReceiveError, match="size = 1001 larger than 1000"):
         channel.read(16, 1 << 20)
+
+
+def test_frames_and_sends_carry_no_instance_dict() -> None:
+    """One NetworkReceive per response and one NetworkSend per request: slotted (no dict each), with only their
+    fields settable (the frame reader builds a receive positionally)."""
+    from pykafka_client.network.transport.selectable import NetworkReceive, NetworkSend
+
+    reader = BufferedFrameReader("n", 1 << 20)
+    transport = ScriptedTransport(b"\x00\x00\x00\x02ab")
+    (receive,), _, _ = reader.read_frames(transport, 16, 1 << 20)  # type: ignore[arg-type]
+    assert type(receive) is NetworkReceive and (receive.source, bytes(receive.payload), receive.extra) == ("n", b"ab", None)
+    send = NetworkSend("n", [b"\x00\x00\x00\x00"], 4)
+    for obj in (receive, send):
+        assert not hasattr(obj, "__dict__")
+        with pytest.raises(AttributeError):
+            obj.other = 1  # type: ignore[union-attr]
+    receive.extra = send.extra = "set"
