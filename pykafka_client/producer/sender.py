@@ -42,9 +42,7 @@ from pykafka_client.network.kafka_client import KafkaClient
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.network.request_encoding import register_results_response
 from pykafka_client.network.transport.selector import Selector
-from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.future_record_metadata import BatchOutcome
-from pykafka_client.producer.incomplete_batches import IncompleteBatches
 from pykafka_client.producer.producer_batch import FinalState, ProducerBatch
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.producer.record_accumulator import RecordAccumulator
@@ -200,7 +198,6 @@ _loaded_kernel = _native.loaded_kernel()
 if _loaded_kernel is not None:
     _loaded_kernel.sender_setup(DrainedProduceRequest, BatchOutcome, FINISHED)
     _loaded_kernel.produce_results_setup(DecodedProduceResponse)
-    _loaded_kernel.deallocate_setup(RecordAccumulator, IncompleteBatches, BufferPool)
     register_results_response(DrainedProduceRequest, DecodedProduceResponse)
 
 

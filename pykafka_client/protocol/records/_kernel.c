@@ -3846,7 +3846,7 @@ static int outcome_unread(PyObject *outcome, Py_ssize_t holders)
 }
 
 /* Slot caches (see cached_get) of the completion's reads and writes of a ProducerBatch's and a BatchOutcome's
- * attributes, per name (dcache: the deallocation's batch reads) */
+ * attributes, per name */
 static slot_cache bcache[P_COUNT], ocache[P_COUNT];
 
 /* One partition of the plan (see produce_response_plan): ``name`` and ``index`` name it, the other three were read
@@ -4208,157 +4208,18 @@ static int complete_unread(PyObject *batch, PyObject *outcome, PyObject *base, P
     return 0;
 }
 
-/* RecordAccumulator.deallocate(batch) without its three Python frames and two `with lock` blocks, for the types
- * deallocate_setup() named (RecordAccumulator, IncompleteBatches, BufferPool) while their methods are the ones named
- * there (none replaced on the class or the instance): IncompleteBatches.remove (the batch out of ``_incomplete``
- * under ``_lock``, ``_cond.notify_all()`` once it is empty), then for a batch with ``allocated_bytes`` the pool's
- * deallocate (``_available = min(total_memory, _available + size)`` and the first waiter notified, under ``_lock``)
- * and ``allocated_bytes = 0``. Anything else: the method itself. 0, or -1 with an exception. */
-enum { D_DEALLOC, D_REMOVE, D_INCOMPLETE, D_FREE, D_LOCK, D_INCOMPLETE_MAP, D_COND, D_NOTIFY_ALL, D_ALLOCATED,
-       D_AVAILABLE, D_TOTAL, D_WAITERS, D_NOTIFY, D_COUNT };
-static const char *const dealloc_attr_names[D_COUNT] = {
-    "deallocate", "remove", "_incomplete", "free", "_lock", "_incomplete", "_cond", "notify_all", "allocated_bytes",
-    "_available", "total_memory", "_waiters", "notify",
-};
-static PyObject *dattr[D_COUNT];
-static slot_cache dcache; /* the batch's allocated_bytes */
-static PyTypeObject *dealloc_types[3] = {NULL, NULL, NULL}; /* RecordAccumulator, IncompleteBatches, BufferPool */
-static PyObject *dealloc_methods[3] = {NULL, NULL, NULL};   /* their deallocate, remove, deallocate */
-
-PyDoc_STRVAR(deallocate_setup_doc,
-"deallocate_setup(RecordAccumulator, IncompleteBatches, BufferPool): the types whose deallocate (remove, deallocate)\n"
-"complete_produce_response does itself while their methods are these.");
-
-static PyObject *k_deallocate_setup(PyObject *self, PyObject *args)
-{
-    PyObject *t[3];
-    if (!PyArg_ParseTuple(args, "O!O!O!", &PyType_Type, &t[0], &PyType_Type, &t[1], &PyType_Type, &t[2]))
-        return NULL;
-    if (dattr[D_COUNT - 1] == NULL)
-        for (int i = 0; i < D_COUNT; i++)
-            if ((dattr[i] = PyUnicode_InternFromString(dealloc_attr_names[i])) == NULL)
-                return NULL;
-    static const int method[3] = {D_DEALLOC, D_REMOVE, D_DEALLOC};
-    for (int i = 0; i < 3; i++) {
-        PyObject *m = _PyType_Lookup((PyTypeObject *)t[i], dattr[method[i]]);
-        if (m == NULL) {
-            PyErr_Format(PyExc_TypeError, "%R has no %R", t[i], dattr[method[i]]);
-            return NULL;
-        }
-        Py_INCREF(t[i]);
-        Py_XSETREF(dealloc_types[i], (PyTypeObject *)t[i]);
-        Py_INCREF(m);
-        Py_XSETREF(dealloc_methods[i], m);
-    }
-    Py_RETURN_NONE;
-}
-
-/* 1 when ``obj`` is exactly dealloc_types[i] and its method is the one set up (on the class, not shadowed by the
- * instance's dict), 0 otherwise, -1 on error */
-static int dealloc_plain(PyObject *obj, int i, int name)
-{
-    if (dealloc_types[i] == NULL || Py_TYPE(obj) != dealloc_types[i] || _PyType_Lookup(Py_TYPE(obj), dattr[name]) != dealloc_methods[i])
-        return 0;
-    PyObject **dictptr = _PyObject_GetDictPtr(obj);
-    if (dictptr == NULL || *dictptr == NULL)
-        return 1;
-    PyObject *shadow = PyDict_GetItemWithError(*dictptr, dattr[name]);
-    return shadow != NULL ? 0 : PyErr_Occurred() ? -1 : 1;
-}
+/* RecordAccumulator.deallocate(batch): through the accumulator's public method. 0, or -1 with an exception. */
+static PyObject *deallocate_name;
 
 static int accumulator_deallocate(PyObject *acc, PyObject *batch)
 {
-    PyObject *inc = NULL, *pool = NULL, *lock = NULL, *map = NULL, *size = NULL, *r;
-    int rc = -1, plain = dattr[0] == NULL ? 0 : dealloc_plain(acc, 0, D_DEALLOC);
-    if (plain > 0) {
-        if ((inc = PyObject_GetAttr(acc, dattr[D_INCOMPLETE])) == NULL || (pool = PyObject_GetAttr(acc, dattr[D_FREE])) == NULL)
-            goto done;
-        plain = dealloc_plain(inc, 1, D_REMOVE);
-        if (plain > 0)
-            plain = dealloc_plain(pool, 2, D_DEALLOC);
-        if (plain > 0) {
-            if ((lock = PyObject_GetAttr(inc, dattr[D_LOCK])) == NULL || (map = PyObject_GetAttr(inc, dattr[D_INCOMPLETE_MAP])) == NULL)
-                goto done;
-            plain = PyDict_CheckExact(map);
-        }
-    }
-    if (plain < 0)
-        goto done;
-    if (plain == 0) {
-        if ((r = PyObject_CallMethodOneArg(acc, dattr[D_DEALLOC], batch)) == NULL)
-            goto done;
-        Py_DECREF(r);
-        rc = 0;
-        goto done;
-    }
-    /* IncompleteBatches.remove */
-    if (sb_lock(lock, 1) < 0)
-        goto done;
-    int ok = 0;
-    if (PyDict_GetItemWithError(map, batch) != NULL)
-        ok = PyDict_DelItem(map, batch);
-    else if (PyErr_Occurred())
-        ok = -1;
-    if (ok == 0 && PyDict_GET_SIZE(map) == 0) {
-        PyObject *cond = PyObject_GetAttr(inc, dattr[D_COND]);
-        if (cond == NULL || (r = PyObject_CallMethodNoArgs(cond, dattr[D_NOTIFY_ALL])) == NULL)
-            ok = -1;
-        else
-            Py_DECREF(r);
-        Py_XDECREF(cond);
-    }
-    if (unlock_keeping_error(lock, ok) < 0)
-        goto done;
-    /* the batch's memory back to the pool */
-    if ((size = cached_get(batch, dattr[D_ALLOCATED], &dcache)) == NULL)
-        goto done;
-    int truth = PyObject_IsTrue(size);
-    if (truth < 0)
-        goto done;
-    if (truth) {
-        Py_SETREF(lock, PyObject_GetAttr(pool, dattr[D_LOCK]));
-        if (lock == NULL || sb_lock(lock, 1) < 0)
-            goto done;
-        ok = -1;
-        PyObject *avail = PyObject_GetAttr(pool, dattr[D_AVAILABLE]), *total = NULL, *sum = NULL, *waiters = NULL;
-        if (avail != NULL && (total = PyObject_GetAttr(pool, dattr[D_TOTAL])) != NULL && (sum = PyNumber_Add(avail, size)) != NULL) {
-            int less = PyObject_RichCompareBool(sum, total, Py_LT); /* min(total_memory, sum): the first unless sum < it */
-            if (less >= 0 && PyObject_SetAttr(pool, dattr[D_AVAILABLE], less ? sum : total) == 0
-                && (waiters = PyObject_GetAttr(pool, dattr[D_WAITERS])) != NULL) {
-                int any = PyObject_IsTrue(waiters);
-                if (any == 0)
-                    ok = 0;
-                else if (any > 0) {
-                    PyObject *first = PySequence_GetItem(waiters, 0);
-                    if (first != NULL && (r = PyObject_CallMethodNoArgs(first, dattr[D_NOTIFY])) != NULL) {
-                        Py_DECREF(r);
-                        ok = 0;
-                    }
-                    Py_XDECREF(first);
-                }
-            }
-        }
-        Py_XDECREF(avail);
-        Py_XDECREF(total);
-        Py_XDECREF(sum);
-        Py_XDECREF(waiters);
-        if (unlock_keeping_error(lock, ok) < 0)
-            goto done;
-        PyObject *zero = PyLong_FromLong(0);
-        if (zero == NULL || cached_set(batch, dattr[D_ALLOCATED], &dcache, zero) < 0) {
-            Py_XDECREF(zero);
-            goto done;
-        }
-        Py_DECREF(zero);
-    }
-    rc = 0;
-done:
-    Py_XDECREF(inc);
-    Py_XDECREF(pool);
-    Py_XDECREF(lock);
-    Py_XDECREF(map);
-    Py_XDECREF(size);
-    return rc;
+    if (deallocate_name == NULL && (deallocate_name = PyUnicode_InternFromString("deallocate")) == NULL)
+        return -1;
+    PyObject *r = PyObject_CallMethodOneArg(acc, deallocate_name, batch);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
 /* One planned batch's success, as Sender._succeed_batch then the unmute of _handle_produce_response. */
@@ -5055,7 +4916,6 @@ static PyMethodDef kernel_methods[] = {
     {"observe_request_times", (PyCFunction)(void (*)(void))k_observe_request_times, METH_FASTCALL,
      observe_request_times_doc},
     {"produce_results_setup", k_produce_results_setup, METH_O, produce_results_setup_doc},
-    {"deallocate_setup", k_deallocate_setup, METH_VARARGS, deallocate_setup_doc},
     {"decode_produce_results", (PyCFunction)(void (*)(void))k_decode_produce_results, METH_FASTCALL,
      decode_produce_results_doc},
     {NULL, NULL, 0, NULL},

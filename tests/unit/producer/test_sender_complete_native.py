@@ -374,19 +374,6 @@ def test_the_kernel_releases_send_batch_segments_without_python(monkeypatch: pyt
         assert [e[:2] for e in log] == [("call", 1), ("call", 0)] or [e[:2] for e in log] == [("call", 0), ("call", 1)]
 
 
-class _Notified:
-    """A waiter (or a condition) that records its notify()/notify_all() calls."""
-
-    def __init__(self) -> None:
-        self.calls: list[str] = []
-
-    def notify(self) -> None:
-        self.calls.append("notify")
-
-    def notify_all(self) -> None:
-        self.calls.append("notify_all")
-
-
 def _complete_two_batches(h: Harness) -> list[FutureRecordMetadata]:
     futures = h.append(TopicPartition(TOPIC, 0), b"abc", 2) + h.append(TopicPartition(TOPIC, 1), b"de", 1)
     h.run_once()
@@ -394,46 +381,10 @@ def _complete_two_batches(h: Harness) -> list[FutureRecordMetadata]:
     return futures
 
 
-def test_the_kernel_deallocates_completed_batches_without_python_calls() -> None:
-    """RecordAccumulator.deallocate's steps (out of the incomplete batches, the memory back to the pool, the flush
-    waiters' condition notified once none is left, the first memory waiter notified) are the kernel's own: no
-    Python-level call to deallocate, IncompleteBatches.remove or BufferPool.deallocate."""
-    import sys
-
-    h = Harness(partitions=PARTITIONS)
-    pool = h.accumulator.free
-    before = pool.available_memory()
-    futures = _complete_two_batches(h)
-    assert pool.available_memory() < before
-    waiter, cond = _Notified(), _Notified()
-    pool._waiters.append(waiter)  # type: ignore[arg-type]
-    h.accumulator._incomplete._cond = cond  # type: ignore[assignment]
-    batches = list(_in_flight(h).values())
-    called: list[str] = []
-
-    def profile(frame: Any, event: str, arg: object) -> None:
-        if event == "call":
-            called.append(frame.f_code.co_qualname)
-
-    with _kernel(True) as spy:
-        sys.setprofile(profile)
-        try:
-            h.run_once()
-        finally:
-            sys.setprofile(None)
-    pool._waiters.clear()
-    assert spy is not None and spy.answers == [True]
-    assert not {"RecordAccumulator.deallocate", "IncompleteBatches.remove", "BufferPool.deallocate"} & set(called)
-    assert [f.result(0).offset for f in futures] == [40, 41, 70]
-    assert pool.available_memory() == before and [b.allocated_bytes for b in batches] == [0, 0]
-    assert not h.accumulator.has_incomplete()
-    assert waiter.calls == ["notify", "notify"] and cond.calls == ["notify_all"]  # (the condition: once, when empty)
-
-
 @pytest.mark.parametrize("where", ["accumulator", "accumulator class", "incomplete", "pool"])
 def test_a_replaced_deallocate_is_called(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The kernel stands for the methods only while they are the library's own: one replaced on the class or on
-    the instance (a test's spy, a subclass's override) is called."""
+    """The kernel's completion deallocates through the accumulator's public method: one replaced on the class or
+    on the instance (a test's spy, a subclass's override), and what it calls, is called."""
     from pykafka_client.producer.buffer_pool import BufferPool
     from pykafka_client.producer.incomplete_batches import IncompleteBatches
     from pykafka_client.producer.record_accumulator import RecordAccumulator
