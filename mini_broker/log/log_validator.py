@@ -23,15 +23,22 @@ from typing import NamedTuple
 from mini_broker.log.log_config import LONG_MAX, LogConfig
 from mini_broker.log.log_segment import AppendedBatch
 from pykafka_client.errors import CorruptRecordError, MessageDecodeError, RecordTooLargeError
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.batch_ops import (
     check_batch,
-    set_base_offset,
     set_log_append_time,
-    set_partition_leader_epoch,
 )
-from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+from pykafka_client.protocol.records.crc import crc32c
+from pykafka_client.protocol.records.default_record_batch import (
+    BASE_OFFSET_OFFSET,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    DefaultRecordBatch,
+)
 
 _INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+#: AppendedBatch made without its Python-level __new__ (one per batch appended)
+_tuple_new = tuple.__new__
 
 
 class AppendOrigin(Enum):
@@ -74,7 +81,7 @@ class AppendChecks(NamedTuple):
 
 
 def analyze_and_validate(
-    buf: bytearray, origin: AppendOrigin, checks: AppendChecks, now: int
+    buf: bytearray | memoryview, origin: AppendOrigin, checks: AppendChecks, now: int
 ) -> list[DefaultRecordBatch]:
     """The batches of ``buf``, each checked (see the module docstring) with the log config's ``checks``; raises
     ``CorruptRecordError``, ``InvalidRecordError``, ``UnsupportedCompressionTypeError``, ``RecordTooLargeError`` or
@@ -84,7 +91,7 @@ def analyze_and_validate(
     end = len(buf)
     _, compacted, max_message_bytes, before_max_ms, after_max_ms, _ = checks
     from_client = origin is _CLIENT
-    replicated = origin is _REPLICATION
+    deep = origin is not _REPLICATION
     while pos < end:
         if end - pos >= 12:
             size = _INT32.unpack_from(buf, pos + 8)[0] + 12
@@ -95,21 +102,29 @@ def analyze_and_validate(
         # The header and CRC and, but for replication, every record decoded (as Java's LogValidator): consecutive
         # offsets, well-formed records, timestamps in bounds and, on a compacted topic, keys. (Only the record
         # checks raise MessageDecodeError.)
-        try:
-            batch = check_batch(
-                buf,
-                pos,
-                from_client=from_client,
-                deep=not replicated,
-                now=now,
-                before_max_ms=before_max_ms,
-                after_max_ms=after_max_ms,
-                require_keys=compacted,
-            )
-        except MessageDecodeError as e:
-            raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
+        # (the compiled kernel called directly: check_batch's keyword call costs more than the header it reads)
+        kernel = _native.kernel
+        size = -1 if kernel is None else kernel.check_batch(
+            buf, pos, from_client, deep, now, before_max_ms, after_max_ms, compacted, crc32c)
+        if size is not None and size > 0:
+            batch = DefaultRecordBatch(buf, pos)
+        else:
+            try:
+                batch = check_batch(
+                    buf,
+                    pos,
+                    from_client=from_client,
+                    deep=deep,
+                    now=now,
+                    before_max_ms=before_max_ms,
+                    after_max_ms=after_max_ms,
+                    require_keys=compacted,
+                )
+            except MessageDecodeError as e:
+                raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
+            size = batch.size_in_bytes
         batches.append(batch)
-        pos += batch.size_in_bytes
+        pos += size
     return batches
 
 
@@ -125,7 +140,7 @@ class AssignedOffsets(NamedTuple):
 
 
 def assign_offsets(
-    buf: bytearray,
+    buf: bytearray | memoryview,
     batches: list[DefaultRecordBatch],
     origin: AppendOrigin,
     first_offset: int,
@@ -145,8 +160,9 @@ def assign_offsets(
             base = batch.base_offset
         else:
             base = next_offset
-            set_base_offset(buf, pos, base)
-            set_partition_leader_epoch(buf, pos, leader_epoch)
+            # batch_ops.set_base_offset and set_partition_leader_epoch, written out (outside the CRC's range)
+            _INT64.pack_into(buf, pos + BASE_OFFSET_OFFSET, base)
+            _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
         batch_max_ts = batch.max_timestamp
         if log_append_time is not None and not replicated:
             set_log_append_time(buf, pos, log_append_time)
@@ -154,7 +170,7 @@ def assign_offsets(
         last = base + batch.last_offset_delta
         if batch_max_ts > max_timestamp:
             max_timestamp, offset_of_max_timestamp = batch_max_ts, last
-        appended.append(AppendedBatch(pos, last, batch_max_ts, batch.size_in_bytes))
+        appended.append(_tuple_new(AppendedBatch, (pos, last, batch_max_ts, batch.batch_length + 12)))
         num_records += batch.records_count
         next_offset = last + 1
-    return AssignedOffsets(next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended)
+    return _tuple_new(AssignedOffsets, (next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended))

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from mini_broker.network.request_channel import Request
@@ -60,6 +61,7 @@ from pykafka_client.structs import TopicPartition
 
 if TYPE_CHECKING:
     from mini_broker.server.context import BrokerContext
+    from mini_broker.transaction.seams import TransactionVerifier
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,8 @@ _TRANSACTIONAL_FLAG = 0x10
 TopicResp = ProduceResponse.TopicProduceResponse
 PartResp = ProduceResponse.PartitionProduceResponse
 _NoLeader = ProduceResponse.LeaderIdAndEpoch
+#: TopicPartition made without its Python-level __new__ (one per partition of every request)
+_tuple_new = tuple.__new__
 
 
 #: errors that make a cluster broker name the partition's current leader in the response (KIP-951)
@@ -120,14 +124,13 @@ def handle(apis: KafkaApis, request: Request) -> None:
     assert isinstance(body, ProduceRequest)
     version = request.context.api_version
     broker = apis.broker
-    rm = broker.replica_manager
     order: list[TopicPartition] = []
     entries: list[tuple[TopicPartition, object]] = []
     duplicate = False
     for t in body.topic_data:
         name = t.name
         for p in t.partition_data:
-            tp = TopicPartition(name, p.index)
+            tp = _tuple_new(TopicPartition, (name, p.index))
             if order and tp in order:
                 duplicate = True
                 continue
@@ -139,7 +142,7 @@ def handle(apis: KafkaApis, request: Request) -> None:
     authorization = _unauthorized(broker, request, transactional_id, entries)
     denied = authorization if isinstance(authorization, dict) else {}
     if denied:
-        entries = [(tp, records) for tp, records in entries if tp not in denied]
+        entries = _without(entries, denied)
     if isinstance(authorization, tuple):
         request_error = authorization
     elif duplicate:
@@ -151,35 +154,62 @@ def handle(apis: KafkaApis, request: Request) -> None:
         request_error = (InvalidRequestError.code,
                          "Transactional produce is not served: this broker has no transaction coordinator")
     if request_error is not None:
-        code, message = request_error
-        _respond(apis, broker, request, body.acks, version, order,
-                 {tp: PartitionResponse(error_code=code, error_message=message) for tp in order})
+        _respond(apis, broker, request, body.acks, version, order, _all_failed(order, *request_error))
         return
-
-    def append(refused: dict[TopicPartition, PartitionResponse]) -> None:
-        other = {**refused, **denied}
-
-        def respond(results: dict[TopicPartition, PartitionResponse]) -> None:
-            _respond(apis, broker, request, body.acks, version, order, {**results, **other} if other else results)
-
-        remaining = [(tp, records) for tp, records in entries if tp not in refused] if refused else entries
-        if not remaining:
-            respond({})
-            return
-        rm.append_records(body.timeout_ms, body.acks, remaining, respond)
-
-    to_verify = _partitions_to_verify(apis, entries) if transactional_id is not None and verifier is not None else {}
+    to_verify = _partitions_to_verify(apis, entries) if transactional_id is not None else None
     if not to_verify:
-        append({})
+        _append(apis, broker, request, body, version, order, entries, denied, {})
         return
     assert transactional_id is not None and verifier is not None
-    replication = rm.replication
+    _verify(broker, transactional_id, verifier, to_verify,
+            partial(_append, apis, broker, request, body, version, order, entries, denied))
+
+
+# (the helpers below keep comprehensions and closures out of handle: each variable one captures is a cell made on
+# every call)
+def _without(entries: list[tuple[TopicPartition, object]], denied: dict[TopicPartition, PartitionResponse]
+             ) -> list[tuple[TopicPartition, object]]:
+    return [(tp, records) for tp, records in entries if tp not in denied]
+
+
+def _all_failed(order: list[TopicPartition], code: int, message: str) -> dict[TopicPartition, PartitionResponse]:
+    return {tp: PartitionResponse(error_code=code, error_message=message) for tp in order}
+
+
+def _verify(broker: BrokerContext, transactional_id: str, verifier: TransactionVerifier,
+            to_verify: dict[tuple[int, int], list[TopicPartition]],
+            append: Callable[[dict[TopicPartition, PartitionResponse]], None]) -> None:
+    """KIP-890: verify the partitions with the transaction coordinator (here or remotely), then ``append`` with the
+    refused ones."""
+    replication = broker.replica_manager.replication
     coordinator = replication.remote_transaction_coordinator(transactional_id)
     if coordinator is None:
         append(_refusals(transactional_id, {producer: verifier.verify_partitions(
             transactional_id, producer[0], producer[1], partitions) for producer, partitions in to_verify.items()}))
         return
     _verify_remotely(replication, coordinator, transactional_id, to_verify, append)
+
+
+def _append(apis: KafkaApis, broker: BrokerContext, request: Request, body: ProduceRequest, version: int,
+            order: list[TopicPartition], entries: list[tuple[TopicPartition, object]],
+            denied: dict[TopicPartition, PartitionResponse], refused: dict[TopicPartition, PartitionResponse]) -> None:
+    """Append the partitions of ``entries`` but the ``refused`` ones and answer for all of ``order`` (``denied`` and
+    ``refused`` with their own results). (Module-level functions and a partial rather than closures: a closure's
+    cells cost more than the rest of the dispatch on every request.)"""
+    other = {**refused, **denied} if refused or denied else None
+    remaining = [(tp, records) for tp, records in entries if tp not in refused] if refused else entries
+    if not remaining:
+        _respond(apis, broker, request, body.acks, version, order, other or {})
+        return
+    broker.replica_manager.append_records(body.timeout_ms, body.acks, remaining, partial(
+        _respond_with, apis, broker, request, body.acks, version, order, other))
+
+
+def _respond_with(apis: KafkaApis, broker: BrokerContext, request: Request, acks: int, version: int,
+                  order: list[TopicPartition], other: dict[TopicPartition, PartitionResponse] | None,
+                  results: dict[TopicPartition, PartitionResponse]) -> None:
+    """:func:`_respond` with the appended partitions' ``results`` and the ``other`` ones (refused, denied)."""
+    _respond(apis, broker, request, acks, version, order, {**results, **other} if other else results)
 
 
 def _unauthorized(broker: BrokerContext, request: Request, transactional_id: str | None,
