@@ -47,7 +47,7 @@ from crc32c import crc32c
 from sortedcontainers import SortedDict
 
 from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo, in_sequence
-from mini_broker.producer_state.producer_state_entry import BatchMetadata, ProducerStateEntry
+from mini_broker.producer_state.producer_state_entry import NUM_BATCHES_TO_RETAIN, BatchMetadata, ProducerStateEntry
 from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
 from mini_broker.utils.atomic_file import atomic_write
 from pykafka_client.errors import CorruptRecordError
@@ -283,12 +283,19 @@ class ProducerStateManager:
         first_seq, last_seq = batch.base_sequence, batch.last_sequence
         if not in_sequence(cached[-1].last_seq, first_seq):
             return None
-        if entry.find_duplicate_batch(epoch, first_seq, last_seq) is not None:
-            return None
-        last_offset = first_offset + batch.last_offset_delta
-        updated = entry.copy()
-        updated.add_batch(epoch, last_seq, last_offset, last_offset - first_offset, batch.max_timestamp)
-        return _tuple_new(PendingAppend, ({producer_id: updated}, last_offset + 1, [], []))
+        for b in cached:  # entry.find_duplicate_batch, written out
+            if b.last_seq == last_seq and b.first_seq == first_seq:
+                return None
+        delta = batch.last_offset_delta
+        timestamp = batch.max_timestamp
+        # entry.copy() then add_batch() (same epoch: the cached batches stay), written out
+        updated = ProducerStateEntry(producer_id, epoch, entry.coordinator_epoch, timestamp,
+                                     entry.current_txn_first_offset, cached)
+        batches = updated.batch_metadata
+        batches.append(_tuple_new(BatchMetadata, (last_seq, first_offset + delta, delta, timestamp)))
+        if len(batches) > NUM_BATCHES_TO_RETAIN:
+            batches.popleft()
+        return _tuple_new(PendingAppend, ({producer_id: updated}, first_offset + delta + 1, [], []))
 
     def complete_append(self, pending: PendingAppend) -> list[tuple[CompletedTxn, int]]:
         """Apply what :meth:`prepare_append` computed (after the write succeeded). Returns each completed

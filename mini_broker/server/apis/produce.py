@@ -84,39 +84,48 @@ _LEADER_HINT_ERRORS = frozenset({NotLeaderOrFollowerError.code, FencedLeaderEpoc
 def _build(broker: BrokerContext, version: int, order: list[TopicPartition],
            results: dict[TopicPartition, PartitionResponse], listener_name: str) -> ProduceResponse:
     topics: dict[str, list[PartResp]] = {}
-    hinted: set[int] = set()
+    hinted: set[int] | None = None
     with_messages = version >= 8
     for tp in order:
         r = results[tp]
         errors = r.record_errors
+        code = r.error_code
         # index, error code, base offset, log append time, log start offset, record errors, error message, current
         # leader (the default's values, in an instance of its own: a hint below replaces it)
         part = PartResp(
-            tp.partition, r.error_code, r.base_offset, r.log_append_time_ms, r.log_start_offset,
+            tp.partition, code, r.base_offset, r.log_append_time_ms, r.log_start_offset,
             [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
              for i, m in errors] if with_messages and errors else [],
             r.error_message if with_messages else None,
             _NoLeader(-1, -1),
         )
-        if version >= 10 and r.error_code in _LEADER_HINT_ERRORS:
+        if code and version >= 10 and code in _LEADER_HINT_ERRORS:
             hint = broker.replica_manager.replication.leader_hint(tp)
             if hint is not None:
                 leader_id, leader_epoch = hint
                 part.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
                 if leader_id >= 0:
+                    if hinted is None:
+                        hinted = set()
                     hinted.add(leader_id)
         parts = topics.get(tp.topic)
         if parts is None:
             topics[tp.topic] = [part]
         else:
             parts.append(part)
+    # responses, throttle time, node endpoints
+    return ProduceResponse([TopicResp(n, ps) for n, ps in topics.items()], 0,
+                           [] if hinted is None else _endpoints(broker, hinted, listener_name))
+
+
+def _endpoints(broker: BrokerContext, hinted: set[int], listener_name: str) -> list[ProduceResponse.NodeEndpoint]:
+    """KIP-951: the endpoints of the leaders the partitions' errors name, by node id."""
     endpoints = []
-    for node in sorted(hinted) if hinted else ():
+    for node in sorted(hinted):
         ep = broker.metadata_cache.broker_endpoint(node, listener_name)
         if ep is not None:
             endpoints.append(ProduceResponse.NodeEndpoint(node_id=node, host=ep[0], port=ep[1], rack=None))
-    # responses, throttle time, node endpoints
-    return ProduceResponse([TopicResp(n, ps) for n, ps in topics.items()], 0, endpoints)
+    return endpoints
 
 
 def handle(apis: KafkaApis, request: Request) -> None:
