@@ -23,6 +23,7 @@ from __future__ import annotations
 import struct
 
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.types import Chunk, Writer
 
 _I16 = struct.Struct(">h")
@@ -83,6 +84,11 @@ def _record_errors(errors: list[ProduceResponse.BatchIndexAndErrorMessage], flex
 def encode_produce_response(body: ProduceResponse, version: int, correlation_id: int) -> list[Chunk] | None:
     """The frame of ``body`` at ``version`` as one piece, or None to leave it to the generated codec (see the module
     doc)."""
+    kernel = _native.kernel
+    if kernel is not None:  # the usual answer (no record errors, messages or leader hints) in one call
+        frame = kernel.encode_produce_response(body, version, correlation_id, _LEADER_CLASS)
+        if frame is not None:
+            return [frame]
     if not MIN_VERSION <= version <= MAX_VERSION or body.node_endpoints:
         return None
     try:
