@@ -92,23 +92,27 @@ def analyze_and_validate(
     _, compacted, max_message_bytes, before_max_ms, after_max_ms, _ = checks
     from_client = origin is _CLIENT
     deep = origin is not _REPLICATION
+    kernel = _native.kernel
     while pos < end:
-        if end - pos >= 12:
-            size = _INT32.unpack_from(buf, pos + 8)[0] + 12
-            if size > max_message_bytes and size <= end - pos:
-                raise RecordTooLargeError(
-                    f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
-                )
         # The header and CRC and, but for replication, every record decoded (as Java's LogValidator): consecutive
         # offsets, well-formed records, timestamps in bounds and, on a compacted topic, keys. (Only the record
-        # checks raise MessageDecodeError.)
-        # (the compiled kernel called directly: check_batch's keyword call costs more than the header it reads)
-        kernel = _native.kernel
+        # checks raise MessageDecodeError.) The compiled kernel is called directly (check_batch's keyword call
+        # costs more than the header it reads); a batch it accepts is whole, so its size is the one to judge.
         size = -1 if kernel is None else kernel.check_batch(
             buf, pos, from_client, deep, now, before_max_ms, after_max_ms, compacted, crc32c)
         if size is not None and size > 0:
+            if size > max_message_bytes:
+                raise RecordTooLargeError(
+                    f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
+                )
             batch = DefaultRecordBatch(buf, pos)
         else:
+            if end - pos >= 12:
+                size = _INT32.unpack_from(buf, pos + 8)[0] + 12
+                if size > max_message_bytes and size <= end - pos:
+                    raise RecordTooLargeError(
+                        f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
+                    )
             try:
                 batch = check_batch(
                     buf,

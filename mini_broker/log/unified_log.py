@@ -285,9 +285,14 @@ class Log:
             return self._increment_high_watermark_locked(offset)
 
     def _increment_high_watermark_locked(self, offset: int) -> bool:
-        if min(offset, self._leo_metadata.message_offset) <= self._high_watermark:
+        leo = self._leo_metadata.message_offset
+        if min(offset, leo) <= self._high_watermark:
             return False
-        self._update_high_watermark_locked(offset)
+        # _update_high_watermark_locked(offset), written out (once per append on a single broker): it moves
+        hw = min(max(offset, self.log_start_offset), leo)
+        self._high_watermark = hw
+        self._hw_metadata = None
+        self.producer_state.on_high_watermark_updated(hw)
         return True
 
     def high_watermark_metadata(self) -> LogOffsetMetadata:

@@ -309,7 +309,7 @@ def _first_batch_transactional(records: object) -> bool:
     """The transactional bit of the first v2 batch, read from its header (cheap on the hot path)."""
     if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
         return False
-    view = memoryview(records)
+    view = records if records.__class__ is memoryview else memoryview(records)  # (a request's records are one)
     return view[_MAGIC] == 2 and bool(view[_ATTRIBUTES_END - 1] & _TRANSACTIONAL_FLAG)
 
 
