@@ -225,11 +225,13 @@ class ProducerStateManager:
         :meth:`complete_append` once the batches are written. Raises on a sequence, epoch or
         transaction-state violation. The caller serialises prepare/complete per partition (the log lock)."""
         producers = self._producers
+        if origin is _CLIENT and len(batches) == 1:
+            # (without the lock: one read of the map and of an entry, which is replaced, never changed in place; the
+            # general path does not hold the lock from prepare to complete either)
+            appended = self._prepare_next_batch(batches[0], first_offset)
+            if appended is not None:
+                return appended
         with self._lock:
-            if origin is _CLIENT and len(batches) == 1:
-                appended = self._prepare_next_batch(batches[0], first_offset)
-                if appended is not None:
-                    return appended
             infos: dict[int, ProducerAppendInfo] = {}
             offset = first_offset
             for batch in batches:

@@ -148,7 +148,8 @@ def handle(apis: KafkaApis, request: Request) -> None:
     verifier = broker.transaction_verifier
     transactional_id = body.transactional_id
     request_error: tuple[int, str] | None = None
-    authorization = _unauthorized(broker, request, transactional_id, entries)
+    # (no authorizer: every request is allowed, without a call; see BrokerContext.auth)
+    authorization = {} if broker.authorizer is None else _unauthorized(broker, request, transactional_id, entries)
     denied = authorization if isinstance(authorization, dict) else {}
     if denied:
         entries = _without(entries, denied)
@@ -163,7 +164,7 @@ def handle(apis: KafkaApis, request: Request) -> None:
         request_error = (InvalidRequestError.code,
                          "Transactional produce is not served: this broker has no transaction coordinator")
     if request_error is not None:
-        _respond(apis, broker, request, body.acks, version, order, _all_failed(order, *request_error))
+        _respond(apis, broker, request, body.acks, version, order, None, _all_failed(order, *request_error))
         return
     to_verify = _partitions_to_verify(apis, entries) if transactional_id is not None else None
     if not to_verify:
@@ -208,17 +209,10 @@ def _append(apis: KafkaApis, broker: BrokerContext, request: Request, body: Prod
     other = {**refused, **denied} if refused or denied else None
     remaining = [(tp, records) for tp, records in entries if tp not in refused] if refused else entries
     if not remaining:
-        _respond(apis, broker, request, body.acks, version, order, other or {})
+        _respond(apis, broker, request, body.acks, version, order, None, other or {})
         return
     broker.replica_manager.append_records(body.timeout_ms, body.acks, remaining, partial(
-        _respond_with, apis, broker, request, body.acks, version, order, other))
-
-
-def _respond_with(apis: KafkaApis, broker: BrokerContext, request: Request, acks: int, version: int,
-                  order: list[TopicPartition], other: dict[TopicPartition, PartitionResponse] | None,
-                  results: dict[TopicPartition, PartitionResponse]) -> None:
-    """:func:`_respond` with the appended partitions' ``results`` and the ``other`` ones (refused, denied)."""
-    _respond(apis, broker, request, acks, version, order, {**results, **other} if other else results)
+        _respond, apis, broker, request, body.acks, version, order, other))
 
 
 def _unauthorized(broker: BrokerContext, request: Request, transactional_id: str | None,
@@ -327,7 +321,11 @@ def _transactional_producer(records: object) -> tuple[int, int] | None:
 
 
 def _respond(apis: KafkaApis, broker: BrokerContext, request: Request, acks: int, version: int,
-             order: list[TopicPartition], results: dict[TopicPartition, PartitionResponse]) -> None:
+             order: list[TopicPartition], other: dict[TopicPartition, PartitionResponse] | None,
+             results: dict[TopicPartition, PartitionResponse]) -> None:
+    """Answer with the partitions' ``results`` and the ``other`` ones (refused, denied: None when there are none)."""
+    if other:
+        results = {**results, **other}
     if acks == 0:
         failed = [(tp, r.error_code) for tp, r in results.items() if r.error_code != 0]
         if failed:
