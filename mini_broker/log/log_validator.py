@@ -97,22 +97,20 @@ def analyze_and_validate(
         # The header and CRC and, but for replication, every record decoded (as Java's LogValidator): consecutive
         # offsets, well-formed records, timestamps in bounds and, on a compacted topic, keys. (Only the record
         # checks raise MessageDecodeError.) The compiled kernel is called directly (check_batch's keyword call
-        # costs more than the header it reads); a batch it accepts is whole, so its size is the one to judge.
-        size = -1 if kernel is None else kernel.check_batch(
+        # costs more than the header it reads); a batch it accepts is whole and its size is the one to judge, else
+        # the size is read from the header and judged before the reference checks the batch.
+        size = None if kernel is None else kernel.check_batch(
             buf, pos, from_client, deep, now, before_max_ms, after_max_ms, compacted, crc32c)
-        if size is not None and size > 0:
-            if size > max_message_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
-                )
+        accepted = size is not None
+        if not accepted and end - pos >= 12:
+            size = _INT32.unpack_from(buf, pos + 8)[0] + 12
+        if size is not None and max_message_bytes < size <= end - pos:
+            raise RecordTooLargeError(
+                f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
+            )
+        if accepted:
             batch = DefaultRecordBatch(buf, pos)
         else:
-            if end - pos >= 12:
-                size = _INT32.unpack_from(buf, pos + 8)[0] + 12
-                if size > max_message_bytes and size <= end - pos:
-                    raise RecordTooLargeError(
-                        f"batch of {size} bytes is larger than max.message.bytes={max_message_bytes}"
-                    )
             try:
                 batch = check_batch(
                     buf,
@@ -128,7 +126,7 @@ def analyze_and_validate(
                 raise CorruptRecordError(f"batch at byte {pos}: {e}") from e
             size = batch.size_in_bytes
         batches.append(batch)
-        pos += size
+        pos += size  # type: ignore[operator]
     return batches
 
 

@@ -271,13 +271,7 @@ class KafkaApis:
             if throttle_ms > 0:
                 pieces = self._throttle(request, body, throttle_ms, pieces)
                 size = _total_size(pieces)
-        # _mark_complete, written out (once per response)
-        now = self._now_ns()
-        if request.api_local_complete_time_ns < 0:
-            request.api_local_complete_time_ns = now
-        else:
-            request.api_remote_complete_time_ns = now
-        request.response_complete_time_ns = now
+        self._mark_complete(request)
         self.channel.send_response(SendResponse(request, list(pieces), size, body, on_complete))
 
     def _record_quotas(self, request: Request, response_size: int) -> int:

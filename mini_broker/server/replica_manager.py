@@ -316,8 +316,12 @@ class ReplicaManager:
         """Whether every appended partition has its records on enough replicas already (a single broker: always):
         the DelayedProduce would complete on its first check, so the answer goes out without one (what Kafka's
         ``tryCompleteElseWatch`` does then, minus the operation). Each is asked of the log it was appended to."""
+        check = self.replication.check_enough_replicas
         for tp, lg in appended:
-            reached, error = self._enough_replicas(tp, lg, results[tp].last_offset + 1)
+            try:  # _enough_replicas, written out (once per acks=all request): an error is not reached
+                reached, error = check(tp, lg, results[tp].last_offset + 1)
+            except BrokerResponseError:
+                return False
             if error != 0 or not reached:
                 return False
         return True

@@ -5,7 +5,6 @@ complete_append, over random sequences of appends (epochs, sequences in and out 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 from hypothesis import given, settings
@@ -15,29 +14,7 @@ from mini_broker.producer_state import BatchMetadata, ProducerStateManager
 from mini_broker.producer_state.producer_state_entry import ProducerStateEntry
 from mini_broker.producer_state.producer_state_manager import PendingAppend
 from pykafka_client.errors_base import KafkaError
-
-
-@dataclass
-class B:
-    """A batch view for the manager (the fields DefaultRecordBatch has)."""
-
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    records: int = 1
-    base_offset: int = 0
-    max_timestamp: int = 1000
-    is_transactional: bool = False
-    is_control: bool = False
-    marker: tuple[bool, int] | None = None
-
-    @property
-    def last_offset_delta(self) -> int:
-        return self.records - 1
-
-    @property
-    def last_sequence(self) -> int:
-        return (self.base_sequence + self.records - 1) & 0x7FFFFFFF
+from tests.unit.broker.producer_state.test_producer_state import B
 
 
 def _entry(e: ProducerStateEntry) -> tuple[object, ...]:
