@@ -152,11 +152,12 @@ class LogSegment:
         """Kafka's roll rule: size, age (``segment.ms`` minus this segment's jitter), a full index, or
         offsets beyond int32 from the base offset."""
         size = self.size
+        if size > self._config.segment_bytes - messages_size:
+            return True
+        if size > 0 and self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > self._max_segment_ms - self.roll_jitter_ms:
+            return True
         return (
-            size > self._config.segment_bytes - messages_size
-            or (size > 0 and self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
-                > self._max_segment_ms - self.roll_jitter_ms)
-            or self.offset_index.is_full()
+            self.offset_index.is_full()
             or self.time_index.is_full()
             or not 0 <= max_offset - self.base_offset <= _INT32_MAX
         )

@@ -32,6 +32,8 @@ from pykafka_client.protocol.records.batch_ops import (
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 
 _INT32 = struct.Struct(">i")
+#: AppendedBatch made without its Python-level __new__ (one per batch appended)
+_tuple_new = tuple.__new__
 
 
 class AppendOrigin(Enum):
@@ -74,7 +76,7 @@ class AppendChecks(NamedTuple):
 
 
 def analyze_and_validate(
-    buf: bytearray, origin: AppendOrigin, checks: AppendChecks, now: int
+    buf: bytearray | memoryview, origin: AppendOrigin, checks: AppendChecks, now: int
 ) -> list[DefaultRecordBatch]:
     """The batches of ``buf``, each checked (see the module docstring) with the log config's ``checks``; raises
     ``CorruptRecordError``, ``InvalidRecordError``, ``UnsupportedCompressionTypeError``, ``RecordTooLargeError`` or
@@ -125,7 +127,7 @@ class AssignedOffsets(NamedTuple):
 
 
 def assign_offsets(
-    buf: bytearray,
+    buf: bytearray | memoryview,
     batches: list[DefaultRecordBatch],
     origin: AppendOrigin,
     first_offset: int,
@@ -154,7 +156,7 @@ def assign_offsets(
         last = base + batch.last_offset_delta
         if batch_max_ts > max_timestamp:
             max_timestamp, offset_of_max_timestamp = batch_max_ts, last
-        appended.append(AppendedBatch(pos, last, batch_max_ts, batch.size_in_bytes))
+        appended.append(_tuple_new(AppendedBatch, (pos, last, batch_max_ts, batch.size_in_bytes)))
         num_records += batch.records_count
         next_offset = last + 1
-    return AssignedOffsets(next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended)
+    return _tuple_new(AssignedOffsets, (next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended))

@@ -89,6 +89,18 @@ _PRODUCER_ORIGIN: Final = {
 _CLIENT: Final = AppendOrigin.CLIENT
 _REPLICATION: Final = AppendOrigin.REPLICATION
 _PRODUCER_CLIENT: Final = _pai.AppendOrigin.CLIENT
+#: the named tuples of every append made without their Python-level __new__
+_tuple_new: Final = tuple.__new__
+
+
+def _appendable(records: bytes | bytearray | memoryview) -> bytearray | memoryview:
+    """``records`` itself when it is a writable, contiguous memoryview of bytes (the append may rewrite batch
+    headers in it), else a copy to rewrite."""
+    if records.__class__ is memoryview:
+        view: memoryview = records
+        if not view.readonly and view.format == "B" and view.ndim == 1 and view.c_contiguous:
+            return view
+    return bytearray(records)
 
 
 class Log:
@@ -241,7 +253,7 @@ class Log:
                 self._epoch_cache = cache
             return self._epoch_cache
 
-    def _cache_epochs(self, buf: bytearray, batches: list[AppendedBatch]) -> None:
+    def _cache_epochs(self, buf: bytearray | memoryview, batches: list[AppendedBatch]) -> None:
         cache = self._epoch_cache
         if cache is None:
             return
@@ -273,7 +285,8 @@ class Log:
             return self._increment_high_watermark_locked(offset)
 
     def _increment_high_watermark_locked(self, offset: int) -> bool:
-        if min(offset, self._leo_metadata.message_offset) <= self._high_watermark:
+        leo = self._leo_metadata.message_offset
+        if min(offset, leo) <= self._high_watermark:
             return False
         self._update_high_watermark_locked(offset)
         return True
@@ -321,8 +334,12 @@ class Log:
         with a producer id go through the producer state (under the log lock, before offsets are
         assigned): a duplicate of a recent batch is not written and its original offsets are returned; a
         sequence or epoch violation raises.
+
+        The batch headers are rewritten in a copy of ``records``, except in a writable one-dimensional byte
+        memoryview (a request frame's records, which nothing reads after the append), rewritten in place: no
+        copy of the whole request per append.
         """
-        buf = bytearray(records)
+        buf = _appendable(records)
         checks = self.append_checks
         batches = analyze_and_validate(buf, origin, checks, self._time.milliseconds())
         if not batches:
@@ -358,8 +375,9 @@ class Log:
             next_offset = assigned.next_offset
             segment = self._maybe_roll(len(buf), assigned.max_timestamp, next_offset - 1, first_offset, now)
             segment.append(buf, assigned.batches)
-            self._cache_epochs(buf, assigned.batches)
-            self._leo_metadata = LogOffsetMetadata(next_offset, segment.base_offset, segment.size)
+            if self._epoch_cache is not None:
+                self._cache_epochs(buf, assigned.batches)
+            self._leo_metadata = _tuple_new(LogOffsetMetadata, (next_offset, segment.base_offset, segment.size))
             # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
             if pending is not None:
                 completed = self.producer_state.complete_append(pending)
@@ -373,9 +391,9 @@ class Log:
                 self._increment_high_watermark_locked(next_offset)
             # first offset, last offset, max timestamp, its offset, log append time, log start offset, records,
             # batches, bytes
-            return LogAppendInfo(first_offset, next_offset - 1, assigned.max_timestamp,
-                                 assigned.offset_of_max_timestamp, now if log_append else -1, self.log_start_offset,
-                                 assigned.num_records, len(batches), len(buf))
+            return _tuple_new(LogAppendInfo, (first_offset, next_offset - 1, assigned.max_timestamp,
+                                              assigned.offset_of_max_timestamp, now if log_append else -1,
+                                              self.log_start_offset, assigned.num_records, len(batches), len(buf)))
 
     def _duplicate_append_info(self, dup: BatchMetadata) -> LogAppendInfo:
         """A retried batch already in the log: the original offsets and timestamp, nothing written."""

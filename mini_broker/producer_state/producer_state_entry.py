@@ -15,6 +15,8 @@ NUM_BATCHES_TO_RETAIN = 5
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 INT_MAX = 2**31 - 1
+#: BatchMetadata made without its Python-level __new__ (one per batch appended)
+_tuple_new = tuple.__new__
 
 
 def decrement_sequence(sequence: int, decrement: int) -> int:
@@ -97,7 +99,7 @@ class ProducerStateEntry:
         if self.producer_epoch != producer_epoch:
             self.maybe_update_producer_epoch(producer_epoch)
         batches = self.batch_metadata
-        batches.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
+        batches.append(_tuple_new(BatchMetadata, (last_seq, last_offset, offset_delta, timestamp)))
         if len(batches) > NUM_BATCHES_TO_RETAIN:
             batches.popleft()
         self.last_timestamp = timestamp

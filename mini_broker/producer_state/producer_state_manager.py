@@ -46,7 +46,7 @@ from typing import Any, NamedTuple, Protocol
 from crc32c import crc32c
 from sortedcontainers import SortedDict
 
-from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo
+from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchInfo, ProducerAppendInfo, in_sequence
 from mini_broker.producer_state.producer_state_entry import BatchMetadata, ProducerStateEntry
 from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
 from mini_broker.utils.atomic_file import atomic_write
@@ -57,6 +57,8 @@ from pykafka_client.protocol.records.default_record_batch import DefaultRecordBa
 _log = logging.getLogger(__name__)
 #: read once (an Enum class attribute read goes through EnumType.__getattr__ on Python 3.11)
 _CLIENT = AppendOrigin.CLIENT
+#: PendingAppend made without its Python-level __new__ (one per append)
+_tuple_new = tuple.__new__
 
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
@@ -223,6 +225,12 @@ class ProducerStateManager:
         :meth:`complete_append` once the batches are written. Raises on a sequence, epoch or
         transaction-state violation. The caller serialises prepare/complete per partition (the log lock)."""
         producers = self._producers
+        if origin is _CLIENT and len(batches) == 1:
+            # (without the lock: one read of the map and of an entry, which is replaced, never changed in place; the
+            # general path does not hold the lock from prepare to complete either)
+            appended = self._prepare_next_batch(batches[0], first_offset)
+            if appended is not None:
+                return appended
         with self._lock:
             infos: dict[int, ProducerAppendInfo] = {}
             offset = first_offset
@@ -258,6 +266,32 @@ class ProducerStateManager:
                 completed.sort(key=lambda c: c.last_offset)
             return PendingAppend(updated, offset, started, completed)
 
+    def _prepare_next_batch(self, batch: ProducerBatchView, first_offset: int) -> PendingAppend | None:
+        """:meth:`prepare_append`'s answer for a client append of the single data batch ``batch`` when it is the
+        next one of a known producer (same epoch, the sequence right after its last batch, not a duplicate of a
+        cached one, the transaction state unchanged: inside its open transaction or outside any); None for every
+        other case, which the general path judges (it finds the duplicates and raises the errors). The same
+        result as the general path, without its per-batch objects (BatchInfo, ProducerAppendInfo)."""
+        producer_id = batch.producer_id
+        entry = self._producers.get(producer_id)
+        if entry is None or producer_id < 0:
+            return None
+        epoch = batch.producer_epoch
+        cached = entry.batch_metadata
+        if epoch != entry.producer_epoch or not cached or batch.is_control:
+            return None
+        if (entry.current_txn_first_offset is not None) != bool(batch.is_transactional):
+            return None  # starts a transaction, or a non-transactional batch inside one
+        first_seq, last_seq = batch.base_sequence, batch.last_sequence
+        if not in_sequence(cached[-1].last_seq, first_seq):
+            return None
+        if entry.find_duplicate_batch(epoch, first_seq, last_seq) is not None:
+            return None
+        delta = batch.last_offset_delta
+        updated = entry.copy()  # (same epoch: the cached batches stay)
+        updated.add_batch(epoch, last_seq, first_offset + delta, delta, batch.max_timestamp)
+        return _tuple_new(PendingAppend, ({producer_id: updated}, first_offset + delta + 1, [], []))
+
     def complete_append(self, pending: PendingAppend) -> list[tuple[CompletedTxn, int]]:
         """Apply what :meth:`prepare_append` computed (after the write succeeded). Returns each completed
         transaction with the last stable offset to record for it in the aborted-transaction index."""
@@ -265,8 +299,9 @@ class ProducerStateManager:
             self._producers.update(pending.updated)
             for pid, first in pending.started_txns:
                 self._ongoing_txns[first] = TxnMetadata(pid, first)
-            self.map_end_offset = max(self.map_end_offset, pending.end_offset)
-            return self._complete_txns(pending.completed_txns)
+            if pending.end_offset > self.map_end_offset:
+                self.map_end_offset = pending.end_offset
+            return self._complete_txns(pending.completed_txns) if pending.completed_txns else []
 
     def _complete_txns(self, completed: Sequence[CompletedTxn]) -> list[tuple[CompletedTxn, int]]:
         out: list[tuple[CompletedTxn, int]] = []

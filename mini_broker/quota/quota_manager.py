@@ -159,7 +159,7 @@ class QuotaManagers:
             self.reaper.shutdown()
 
     def any_active(self) -> bool:
-        return bool(self.store.keys_in_use - IP_KEYS)
+        return not self.store.keys_in_use <= IP_KEYS  # (a key outside IP_KEYS, without a set per call)
 
     def alter(self, entity: Entity, key: str, value: float | None) -> None:
         """Set (None: remove) one quota; raises InvalidQuotaError."""

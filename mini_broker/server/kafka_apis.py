@@ -265,7 +265,8 @@ class KafkaApis:
             self.close_connection(request)
             return
         size = _total_size(pieces)
-        if self.quotas is not None and self.quotas.any_active():
+        quotas = self.quotas
+        if quotas is not None and quotas.any_active():
             throttle_ms = self._record_quotas(request, size)
             if throttle_ms > 0:
                 pieces = self._throttle(request, body, throttle_ms, pieces)
@@ -465,6 +466,10 @@ UNSUPPORTED_API_VERSIONS = _UnsupportedApiVersions()
 
 
 def _total_size(pieces: object) -> int:
+    if len(pieces) == 1:  # type: ignore[arg-type]
+        first = pieces[0]  # type: ignore[index]
+        if first.__class__ is bytes:  # a direct encoder's one frame
+            return len(first)
     total = 0
     for p in pieces:  # type: ignore[attr-defined]
         if isinstance(p, (bytes, bytearray)):

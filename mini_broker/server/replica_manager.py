@@ -71,6 +71,8 @@ from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 log = logging.getLogger(__name__)
+#: the operation keys of every append made without their Python-level __new__
+_tuple_new = tuple.__new__
 #: read once (an Enum class attribute read goes through EnumType.__getattr__ on Python 3.11)
 _CLIENT_ORIGIN = AppendOrigin.CLIENT
 
@@ -288,7 +290,7 @@ class ReplicaManager:
                 appended.append((tp, lg))
         fetch_purgatory, produce_purgatory = self.fetch_purgatory, self.produce_purgatory
         for tp, _ in appended:
-            key = TopicPartitionOperationKey(tp.topic, tp.partition)
+            key = _tuple_new(TopicPartitionOperationKey, tp)  # (topic, partition)
             fetch_purgatory.check_and_complete(key)
             produce_purgatory.check_and_complete(key)
         if required_acks == -1 and appended and not self._all_replicated(appended, results):
@@ -396,7 +398,7 @@ class ReplicaManager:
             if counters is None:
                 counters = self._append_counters = (self._counter("kafka_server_BrokerTopicMetrics_BytesIn_total"),
                                                     self._counter("kafka_server_BrokerTopicMetrics_MessagesIn_total"))
-            counters[0].inc(_records_size(records))
+            counters[0].inc(records.nbytes if records.__class__ is memoryview else _records_size(records))
             counters[1].inc(info.last_offset - info.first_offset + 1)
         # error code, base offset, log append time, log start offset, record errors, error message, last offset
         return PartitionResponse(0, info.first_offset, info.log_append_time, info.log_start_offset, [], None,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING
 
 from mini_broker.network.request_channel import Request
@@ -60,6 +61,7 @@ from pykafka_client.structs import TopicPartition
 
 if TYPE_CHECKING:
     from mini_broker.server.context import BrokerContext
+    from mini_broker.transaction.seams import TransactionVerifier
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,8 @@ _TRANSACTIONAL_FLAG = 0x10
 TopicResp = ProduceResponse.TopicProduceResponse
 PartResp = ProduceResponse.PartitionProduceResponse
 _NoLeader = ProduceResponse.LeaderIdAndEpoch
+#: TopicPartition made without its Python-level __new__ (one per partition of every request)
+_tuple_new = tuple.__new__
 
 
 #: errors that make a cluster broker name the partition's current leader in the response (KIP-951)
@@ -80,39 +84,48 @@ _LEADER_HINT_ERRORS = frozenset({NotLeaderOrFollowerError.code, FencedLeaderEpoc
 def _build(broker: BrokerContext, version: int, order: list[TopicPartition],
            results: dict[TopicPartition, PartitionResponse], listener_name: str) -> ProduceResponse:
     topics: dict[str, list[PartResp]] = {}
-    hinted: set[int] = set()
+    hinted: set[int] | None = None
     with_messages = version >= 8
     for tp in order:
         r = results[tp]
         errors = r.record_errors
+        code = r.error_code
         # index, error code, base offset, log append time, log start offset, record errors, error message, current
         # leader (the default's values, in an instance of its own: a hint below replaces it)
         part = PartResp(
-            tp.partition, r.error_code, r.base_offset, r.log_append_time_ms, r.log_start_offset,
+            tp.partition, code, r.base_offset, r.log_append_time_ms, r.log_start_offset,
             [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
              for i, m in errors] if with_messages and errors else [],
             r.error_message if with_messages else None,
             _NoLeader(-1, -1),
         )
-        if version >= 10 and r.error_code in _LEADER_HINT_ERRORS:
+        if code and version >= 10 and code in _LEADER_HINT_ERRORS:
             hint = broker.replica_manager.replication.leader_hint(tp)
             if hint is not None:
                 leader_id, leader_epoch = hint
                 part.current_leader = ProduceResponse.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=leader_epoch)
                 if leader_id >= 0:
+                    if hinted is None:
+                        hinted = set()
                     hinted.add(leader_id)
         parts = topics.get(tp.topic)
         if parts is None:
             topics[tp.topic] = [part]
         else:
             parts.append(part)
+    # responses, throttle time, node endpoints
+    return ProduceResponse([TopicResp(n, ps) for n, ps in topics.items()], 0,
+                           [] if hinted is None else _endpoints(broker, hinted, listener_name))
+
+
+def _endpoints(broker: BrokerContext, hinted: set[int], listener_name: str) -> list[ProduceResponse.NodeEndpoint]:
+    """KIP-951: the endpoints of the leaders the partitions' errors name, by node id."""
     endpoints = []
-    for node in sorted(hinted) if hinted else ():
+    for node in sorted(hinted):
         ep = broker.metadata_cache.broker_endpoint(node, listener_name)
         if ep is not None:
             endpoints.append(ProduceResponse.NodeEndpoint(node_id=node, host=ep[0], port=ep[1], rack=None))
-    # responses, throttle time, node endpoints
-    return ProduceResponse([TopicResp(n, ps) for n, ps in topics.items()], 0, endpoints)
+    return endpoints
 
 
 def handle(apis: KafkaApis, request: Request) -> None:
@@ -120,14 +133,13 @@ def handle(apis: KafkaApis, request: Request) -> None:
     assert isinstance(body, ProduceRequest)
     version = request.context.api_version
     broker = apis.broker
-    rm = broker.replica_manager
     order: list[TopicPartition] = []
     entries: list[tuple[TopicPartition, object]] = []
     duplicate = False
     for t in body.topic_data:
         name = t.name
         for p in t.partition_data:
-            tp = TopicPartition(name, p.index)
+            tp = _tuple_new(TopicPartition, (name, p.index))
             if order and tp in order:
                 duplicate = True
                 continue
@@ -136,10 +148,11 @@ def handle(apis: KafkaApis, request: Request) -> None:
     verifier = broker.transaction_verifier
     transactional_id = body.transactional_id
     request_error: tuple[int, str] | None = None
-    authorization = _unauthorized(broker, request, transactional_id, entries)
+    # (no authorizer: every request is allowed, without a call; see BrokerContext.auth)
+    authorization = {} if broker.authorizer is None else _unauthorized(broker, request, transactional_id, entries)
     denied = authorization if isinstance(authorization, dict) else {}
     if denied:
-        entries = [(tp, records) for tp, records in entries if tp not in denied]
+        entries = _without(entries, denied)
     if isinstance(authorization, tuple):
         request_error = authorization
     elif duplicate:
@@ -151,35 +164,55 @@ def handle(apis: KafkaApis, request: Request) -> None:
         request_error = (InvalidRequestError.code,
                          "Transactional produce is not served: this broker has no transaction coordinator")
     if request_error is not None:
-        code, message = request_error
-        _respond(apis, broker, request, body.acks, version, order,
-                 {tp: PartitionResponse(error_code=code, error_message=message) for tp in order})
+        _respond(apis, broker, request, body.acks, version, order, None, _all_failed(order, *request_error))
         return
-
-    def append(refused: dict[TopicPartition, PartitionResponse]) -> None:
-        other = {**refused, **denied}
-
-        def respond(results: dict[TopicPartition, PartitionResponse]) -> None:
-            _respond(apis, broker, request, body.acks, version, order, {**results, **other} if other else results)
-
-        remaining = [(tp, records) for tp, records in entries if tp not in refused] if refused else entries
-        if not remaining:
-            respond({})
-            return
-        rm.append_records(body.timeout_ms, body.acks, remaining, respond)
-
-    to_verify = _partitions_to_verify(apis, entries) if transactional_id is not None and verifier is not None else {}
+    to_verify = _partitions_to_verify(apis, entries) if transactional_id is not None else None
     if not to_verify:
-        append({})
+        _append(apis, broker, request, body, version, order, entries, denied, {})
         return
     assert transactional_id is not None and verifier is not None
-    replication = rm.replication
+    _verify(broker, transactional_id, verifier, to_verify,
+            partial(_append, apis, broker, request, body, version, order, entries, denied))
+
+
+# (the helpers below keep comprehensions and closures out of handle: each variable one captures is a cell made on
+# every call)
+def _without(entries: list[tuple[TopicPartition, object]], denied: dict[TopicPartition, PartitionResponse]
+             ) -> list[tuple[TopicPartition, object]]:
+    return [(tp, records) for tp, records in entries if tp not in denied]
+
+
+def _all_failed(order: list[TopicPartition], code: int, message: str) -> dict[TopicPartition, PartitionResponse]:
+    return {tp: PartitionResponse(error_code=code, error_message=message) for tp in order}
+
+
+def _verify(broker: BrokerContext, transactional_id: str, verifier: TransactionVerifier,
+            to_verify: dict[tuple[int, int], list[TopicPartition]],
+            append: Callable[[dict[TopicPartition, PartitionResponse]], None]) -> None:
+    """KIP-890: verify the partitions with the transaction coordinator (here or remotely), then ``append`` with the
+    refused ones."""
+    replication = broker.replica_manager.replication
     coordinator = replication.remote_transaction_coordinator(transactional_id)
     if coordinator is None:
         append(_refusals(transactional_id, {producer: verifier.verify_partitions(
             transactional_id, producer[0], producer[1], partitions) for producer, partitions in to_verify.items()}))
         return
     _verify_remotely(replication, coordinator, transactional_id, to_verify, append)
+
+
+def _append(apis: KafkaApis, broker: BrokerContext, request: Request, body: ProduceRequest, version: int,
+            order: list[TopicPartition], entries: list[tuple[TopicPartition, object]],
+            denied: dict[TopicPartition, PartitionResponse], refused: dict[TopicPartition, PartitionResponse]) -> None:
+    """Append the partitions of ``entries`` but the ``refused`` ones and answer for all of ``order`` (``denied`` and
+    ``refused`` with their own results). (Module-level functions and a partial rather than closures: a closure's
+    cells cost more than the rest of the dispatch on every request.)"""
+    other = {**refused, **denied} if refused or denied else None
+    remaining = [(tp, records) for tp, records in entries if tp not in refused] if refused else entries
+    if not remaining:
+        _respond(apis, broker, request, body.acks, version, order, None, other or {})
+        return
+    broker.replica_manager.append_records(body.timeout_ms, body.acks, remaining, partial(
+        _respond, apis, broker, request, body.acks, version, order, other))
 
 
 def _unauthorized(broker: BrokerContext, request: Request, transactional_id: str | None,
@@ -270,7 +303,7 @@ def _first_batch_transactional(records: object) -> bool:
     """The transactional bit of the first v2 batch, read from its header (cheap on the hot path)."""
     if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
         return False
-    view = memoryview(records)
+    view = records if records.__class__ is memoryview else memoryview(records)  # (a request's records are one)
     return view[_MAGIC] == 2 and bool(view[_ATTRIBUTES_END - 1] & _TRANSACTIONAL_FLAG)
 
 
@@ -288,7 +321,11 @@ def _transactional_producer(records: object) -> tuple[int, int] | None:
 
 
 def _respond(apis: KafkaApis, broker: BrokerContext, request: Request, acks: int, version: int,
-             order: list[TopicPartition], results: dict[TopicPartition, PartitionResponse]) -> None:
+             order: list[TopicPartition], other: dict[TopicPartition, PartitionResponse] | None,
+             results: dict[TopicPartition, PartitionResponse]) -> None:
+    """Answer with the partitions' ``results`` and the ``other`` ones (refused, denied: None when there are none)."""
+    if other:
+        results = {**results, **other}
     if acks == 0:
         failed = [(tp, r.error_code) for tp, r in results.items() if r.error_code != 0]
         if failed:

@@ -84,6 +84,11 @@ def _record_errors(errors: list[ProduceResponse.BatchIndexAndErrorMessage], flex
 def encode_produce_response(body: ProduceResponse, version: int, correlation_id: int) -> list[Chunk] | None:
     """The frame of ``body`` at ``version`` as one piece, or None to leave it to the generated codec (see the module
     doc)."""
+    kernel = _native.kernel
+    if kernel is not None:  # the usual answer (no record errors, messages or leader hints) in one call
+        frame = kernel.encode_produce_response(body, version, correlation_id, _LEADER_CLASS)
+        if frame is not None:
+            return [frame]
     if not MIN_VERSION <= version <= MAX_VERSION or body.node_endpoints:
         return None
     try:
@@ -92,39 +97,62 @@ def encode_produce_response(body: ProduceResponse, version: int, correlation_id:
         return None
 
 
+#: a partition's bytes after its fixed fields when it has no record errors and no error message, by version
+_PLAIN_TAILS = {v: (b"" if v < 8 else _NO_RECORD_ERRORS_V8 + _NULL_STRING if v < _FIRST_FLEXIBLE
+                    else _SMALL_VARINTS[1] + _EMPTY_TAGS + _EMPTY_TAGS) for v in range(MIN_VERSION, MAX_VERSION + 1)}
+#: topic names as written (compact or not), kept for the names seen (bounded: cleared past _MAX_NAMES)
+_NAMES: dict[tuple[str, bool], bytes] = {}
+_MAX_NAMES = 4096
+
+
+def _topic_name(name: str, flexible: bool) -> bytes:
+    key = (name, flexible)
+    written = _NAMES.get(key)
+    if written is None:
+        written = _string(name, flexible)
+        if len(_NAMES) >= _MAX_NAMES:
+            _NAMES.clear()
+        _NAMES[key] = written
+    return written
+
+
 def _encode(body: ProduceResponse, version: int, correlation_id: int) -> bytes:
     flexible = version >= _FIRST_FLEXIBLE
     with_messages = version >= 8  # record errors and the error message
-    part_struct = _PART_V5 if version >= 5 else _PART_V3
+    v5 = version >= 5
+    part_struct = _PART_V5 if v5 else _PART_V3
+    plain_tail = _PLAIN_TAILS[version]
     responses = body.responses
     parts: list[bytes] = [b"", _uvarint(len(responses) + 1) if flexible else _I32.pack(len(responses))]
+    append = parts.append
     for topic in responses:
         partitions = topic.partition_responses
-        parts += (_string(topic.name, flexible),
-                  _uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions)))
+        append(_topic_name(topic.name, flexible))
+        append(_uvarint(len(partitions) + 1) if flexible else _I32.pack(len(partitions)))
         for p in partitions:
             leader = p.current_leader  # == the default (without the dataclass __eq__: one check per partition)
             if leader.__class__ is not _LEADER_CLASS or leader.leader_id != -1 or leader.leader_epoch != -1:
                 raise _Unencodable
-            if version >= 5:
-                parts.append(part_struct.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
-                                              p.log_start_offset))
+            if v5:
+                fixed = part_struct.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
+                                         p.log_start_offset)
             else:
-                parts.append(part_struct.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms))
-            if with_messages:
-                errors = p.record_errors
-                if errors:
-                    parts.append(_record_errors(errors, flexible))
-                else:
-                    parts.append(_SMALL_VARINTS[1] if flexible else _NO_RECORD_ERRORS_V8)
-                parts.append(_nullable_string(p.error_message, flexible))
-                if flexible:
-                    parts.append(_EMPTY_TAGS)
+                fixed = part_struct.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms)
+            if not with_messages or (not p.record_errors and p.error_message is None):
+                append(fixed + plain_tail)
+                continue
+            append(fixed)
+            errors = p.record_errors
+            if errors:
+                append(_record_errors(errors, flexible))
+            else:
+                append(_SMALL_VARINTS[1] if flexible else _NO_RECORD_ERRORS_V8)
+            append(_nullable_string(p.error_message, flexible))
+            if flexible:
+                append(_EMPTY_TAGS)
         if flexible:
-            parts.append(_EMPTY_TAGS)
-    parts.append(_I32.pack(body.throttle_time_ms))
-    if flexible:
-        parts.append(_EMPTY_TAGS)
+            append(_EMPTY_TAGS)
+    append(_I32.pack(body.throttle_time_ms) + _EMPTY_TAGS if flexible else _I32.pack(body.throttle_time_ms))
     size = sum(map(len, parts)) + 4 + (1 if flexible else 0)  # + the header: correlation id (and its tags)
     parts[0] = _FRAME_V0.pack(size, correlation_id) + (_EMPTY_TAGS if flexible else b"")
     return b"".join(parts)

@@ -142,6 +142,11 @@ class Kernel(Protocol):
         its call ``(topic, partition, timestamp, key, value, callback)`` gives a future, or NotImplemented
         (nothing appended: run the reference)."""
 
+    def encode_produce_response(self, body: object, version: int, correlation_id: int, leader_class: type, /
+                                ) -> bytes | None:
+        """Reference: ``mini_broker.server.apis.produce_wire``'s Python encoder, for the responses whose partitions
+        have no record errors, no message and the default current leader (None: run the reference)."""
+
     def encode_produce_request(
         self, body: object, version: int, correlation_id: int, client_id: str | None, /
     ) -> list[Chunk] | None:

@@ -22,6 +22,7 @@ from mini_broker.server.kafka_apis import KafkaApis, fit_to_version
 from pykafka_client.errors import IllegalArgumentError
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse, RequestHeader
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.types import Reader
 
 VERSIONS = range(MIN_VERSION, MAX_VERSION + 1)
@@ -195,3 +196,36 @@ def test_kafka_apis_parses_produce_frames_to_the_same_request() -> None:
         assert request.body == body
         assert (request.context.client_id, request.context.correlation_id, request.context.header_version) == (
             "cid", 9, headers.request_header_version(0, version))
+
+
+plain_partitions = st.builds(Part, index=int32, error_code=int16, base_offset=int64, log_append_time_ms=int64,
+                             log_start_offset=int64)
+plain_bodies = st.builds(ProduceResponse, responses=st.lists(st.builds(
+    ProduceResponse.TopicProduceResponse, name=text, partition_responses=st.lists(plain_partitions, max_size=4)),
+    max_size=3), throttle_time_ms=int32)
+
+
+def python_encoder(body: ProduceResponse, version: int, correlation_id: int) -> list[bytes] | None:
+    previous = _native.use_native(False)
+    try:
+        return encode_produce_response(body, version, correlation_id)  # type: ignore[return-value]
+    finally:
+        _native.use_native(previous)
+
+
+@pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
+@settings(max_examples=400, deadline=None)
+@given(plain_bodies | bodies, st.integers(0, 13), int32 | st.sampled_from([2**31, -(2**31) - 1]))
+def test_the_kernels_frame_is_the_python_encoders(body: ProduceResponse, version: int, correlation_id: int) -> None:
+    """The kernel's encoder (the usual answers) writes what the Python encoder writes, and takes every answer without
+    record errors, messages or leader hints at v3-v11; the rest it leaves to the Python encoder."""
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    frame = kernel.encode_produce_response(body, version, correlation_id, ProduceResponse.LeaderIdAndEpoch)
+    reference = python_encoder(body, version, correlation_id)
+    plain = all(not p.record_errors and p.error_message is None for t in body.responses for p in t.partition_responses)
+    if frame is None:
+        assert not (plain and MIN_VERSION <= version <= MAX_VERSION and -(2**31) <= correlation_id < 2**31
+                    and all(len(t.name.encode()) <= 0x7FFF for t in body.responses))
+    else:
+        assert reference is not None and [frame] == reference
