@@ -3,15 +3,16 @@ records, the key partitions, and appending many records to a batch's pending lis
 
 Each function runs the compiled kernel (``protocol/records/_kernel.c``) when it is active and otherwise, or
 when the kernel declines the input, its ``*_reference`` twin here, which defines the result. Both produce the
-same pending tuples and sizes as :meth:`ProducerBatch.try_append` one record at a time, so a batch filled by
-``send_batch`` encodes to the same bytes as one filled by as many ``send`` calls.
+same pending records (tuples, or their bytes in the kernel's ``PendingRecords``) and sizes as
+:meth:`ProducerBatch.try_append` one record at a time, so a batch filled by ``send_batch`` encodes to the same bytes
+as one filled by as many ``send`` calls.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, SupportsIndex, overload
 
 from pykafka_client.producer.partitioner import murmur2, to_positive
 from pykafka_client.producer.record_size import RECORD_BATCH_OVERHEAD, Callback, Header, record_size_in_bytes
@@ -22,6 +23,24 @@ MAX_TIMESTAMP = 1 << 62
 
 #: (next index, size, base timestamp, max timestamp, max record size, produced bytes, sticky switch due)
 AppendState = tuple[int, int, int, int, int, int, bool]
+
+
+class PendingList(Protocol):
+    """A batch's records as ``(timestamp, key, value, headers, callback)`` tuples (``ProducerBatch.pending``): a list
+    of them (the reference), or with the kernel its ``PendingRecords``, which encodes each record at its append
+    (Java ``MemoryRecordsBuilder``) and rebuilds a tuple when one is read."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    @overload
+    def __getitem__(self, index: SupportsIndex, /) -> Any: ...
+
+    @overload
+    def __getitem__(self, index: slice, /) -> list[Any]: ...
+
+    def append(self, record: Any, /) -> None: ...
 
 
 def _payload(data: object) -> int:
@@ -76,7 +95,7 @@ def _estimated(size: int, ratio: float) -> int:
 
 
 def append_pending_reference(
-    pending: list[Any],
+    pending: PendingList,
     keys: list[Any] | None,
     values: list[Any],
     start: int,

@@ -3,10 +3,10 @@ with the shared ``MemoryRecordsBuilder``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Protocol
 
-from pykafka_client.protocol.compression import CompressionType
+from pykafka_client.producer.batch_append import PendingList
+from pykafka_client.protocol.compression import CompressionType, compress
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
 from pykafka_client.protocol.records.crc import crc32c
@@ -21,7 +21,7 @@ class EncodableBatch(Protocol):
     is_transactional: bool
 
     @property
-    def pending(self) -> Sequence[Sequence[object]]:
+    def pending(self) -> PendingList:
         """The records, each starting with (timestamp, key, value, headers)."""
 
 _UNLIMITED = 2**62
@@ -41,7 +41,8 @@ def encode_batch(batch: EncodableBatch, compression_type: Any, compression_level
     the compression ratio achieved on its records (1.0 without compression).
 
     An uncompressed batch (one per partition of every produce request) is encoded by the compiled kernel in one
-    call when it is active; :func:`encode_batch_reference` decides whenever the kernel declines."""
+    call when it is active: of a ``PendingRecords`` (records encoded at append) only the header and CRC are written
+    around its records' bytes; :func:`encode_batch_reference` decides whenever the kernel declines."""
     kernel = _native.kernel
     if kernel is not None and (
         compression_type is None
@@ -49,12 +50,25 @@ def encode_batch(batch: EncodableBatch, compression_type: Any, compression_level
         or compression_type_for(compression_type) is CompressionType.NONE
     ):
         pending = batch.pending
-        if type(pending) is list:
+        if type(pending) is list or type(pending) is kernel.PendingRecords:
             data = kernel.encode_batch(
                 pending, batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.is_transactional, crc32c
             )
             if data is not None:
                 return data, 1.0
+    elif kernel is not None and type(batch.pending) is kernel.PendingRecords:
+        # the records section as encoded at append, compressed whole, the header written around it by the kernel
+        pending = batch.pending
+        raw = pending.records_bytes()  # type: ignore[attr-defined]
+        if raw:
+            codec = compression_type_for(compression_type)
+            payload = compress(codec, raw, compression_level)
+            data = pending.encode_compressed(  # type: ignore[attr-defined]
+                payload, int(codec), batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                batch.is_transactional, crc32c,
+            )
+            if data is not None:
+                return data, len(payload) / max(len(raw), 1)
     return encode_batch_reference(batch, compression_type, compression_level)
 
 
@@ -69,6 +83,8 @@ def encode_batch_reference(batch: EncodableBatch, compression_type: Any, compres
         is_transactional=batch.is_transactional,
         compression_level=compression_level,
     )
-    builder.append_all(batch.pending)  # a PendingRecord starts with (timestamp, key, value, headers)
+    pending = batch.pending
+    # a PendingRecord starts with (timestamp, key, value, headers); the kernel's PendingRecords rebuilds them
+    builder.append_all(pending if type(pending) is list else list(pending))
     data = builder.build()
     return data, builder.compression_ratio

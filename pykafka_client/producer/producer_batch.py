@@ -1,11 +1,15 @@
 """A batch of records for one partition (Java ``ProducerBatch``).
 
-Records are kept as Python objects until the batch is drained; :meth:`ProducerBatch.records` encodes them
-(one magic v2 batch, compressed as configured) the first time it is asked and whenever the producer state
-(id, epoch, base sequence) changes, e.g. after an epoch bump. Record sizes are computed exactly at append
-time; without compression ``batch.size`` bounds the encoded batch exactly, with compression it bounds the
-estimated compressed size (uncompressed size x the topic's estimated ratio x 1.05, as Java), so a compressed
-batch may come out larger and be split if the broker rejects it.
+With the compiled kernel, each record is encoded into the batch's records section as it is appended (Java
+``MemoryRecordsBuilder``: the kernel's ``PendingRecords``, see
+:class:`~pykafka_client.producer.batch_append.PendingList`), keeping besides its bytes only its delivery callback,
+if any; :meth:`ProducerBatch.records` then writes the batch header (producer id, epoch, base sequence, CRC) around
+them, the first time it is asked and whenever the producer state changes, e.g. after an epoch bump, and compresses
+them when a codec is set. The pure-Python reference keeps the records as tuples (:data:`PendingRecord`) and
+encodes them there; both give the same bytes. Record sizes are computed exactly at append time; without
+compression ``batch.size`` bounds the encoded batch exactly, with compression it bounds the estimated compressed
+size (uncompressed size x the topic's estimated ratio x 1.05, as Java), so a compressed batch may come out larger
+and be split if the broker rejects it.
 
 Invariants:
 
@@ -26,6 +30,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pykafka_client.producer import batch_append as _batch_append
+from pykafka_client.producer.batch_append import PendingList
 from pykafka_client.producer.batch_encoder import encode_batch
 from pykafka_client.producer.future_record_metadata import BatchOutcome, Column, FutureRecordMetadata, column_at
 from pykafka_client.producer.record_metadata import RecordMetadata
@@ -58,7 +63,8 @@ class FinalState(enum.Enum):
     ABORTED = "ABORTED"
 
 
-#: One appended record (Java ``Thunk`` plus the record's bytes): ``(timestamp, key, value, headers, callback)``.
+#: One appended record (Java ``Thunk`` plus the record's bytes): ``(timestamp, key, value, headers, callback)``, as
+#: the reference keeps it (the kernel's ``PendingRecords`` keeps its bytes and rebuilds the tuple when read).
 #:
 #: An exact tuple, so that an append costs no Python-level constructor and, above all, so that the garbage
 #: collector stops tracking it at its first pass when it holds only untracked objects (a record without
@@ -77,7 +83,7 @@ _object_new = object.__new__
 
 
 def pending_columns_reference(
-    pending: list[PendingRecord], with_timestamps: bool
+    pending: PendingList, with_timestamps: bool
 ) -> tuple[Column | None, Column, Column]:
     """Per record of a batch: its timestamp (None when not asked for), key size and value size (-1 for None). A
     column whose records all have the same value (a batch of at least one record) is that int, not a list: the
@@ -159,7 +165,9 @@ class ProducerBatch:
         self.final_state: FinalState | None = None
         self.split = False
         self.closed = False  # no more appends
-        self.pending: list[PendingRecord] = []
+        kernel = _native.kernel
+        # (the kernel's records buffer is allocated once for a batch's worth of records, as Java's batch buffer)
+        self.pending: PendingList = [] if kernel is None else kernel.PendingRecords(self.size_limit - RECORD_BATCH_OVERHEAD)
         #: some record has a delivery callback (completion skips the callback pass otherwise)
         self.has_callbacks = False
         # The futures' condition; the batches split from one batch share it, as their futures move between them.
@@ -438,14 +446,15 @@ class ProducerBatch:
         # the effects of the batch's callbacks.
         if self.has_callbacks:
             topic, partition = self.topic_partition
-            for i, rec in enumerate(pending):
-                cb = rec[4]
+            callbacks = [rec[4] for rec in pending] if type(pending) is list else pending.callbacks()  # type: ignore[attr-defined]
+            for i, cb in enumerate(callbacks):
                 if cb is None:
                     continue
                 if exception is None:
                     md: RecordMetadata | None = _tuple_new(RecordMetadata, (
                         topic, partition, -1 if base_offset < 0 else base_offset + i,
-                        log_append_time if la else rec[0], column_at(key_sizes, i), column_at(value_sizes, i),
+                        log_append_time if la else column_at(timestamps, i),  # type: ignore[arg-type]
+                        column_at(key_sizes, i), column_at(value_sizes, i),
                     ))
                     err: BaseException | None = None
                 else:

@@ -1079,11 +1079,53 @@ PyDoc_STRVAR(encode_batch_doc,
     "encode_batch(records, producer_id, producer_epoch, base_sequence, is_transactional, crc32c) -> bytes | None\n\n"
     "producer.batch_encoder.encode_batch for an uncompressed batch compiled: the whole magic v2 batch (base offset 0,\n"
     "CREATE_TIME) of the (timestamp, key, value, headers, ...) tuples, its CRC computed by calling crc32c(view).\n"
+    "``records``: a list of them, or a PendingRecords (its bytes as encoded at append, only the header written).\n"
     "None when the reference must encode it (no records, a negative timestamp, any input it does not take).");
+
+/* The batch header of ``out`` (BATCH_OVERHEAD bytes, then ``total`` bytes of ``count`` records, compressed with
+ * ``codec`` (its attribute bits, 0: none)) written, its CRC computed by calling crc32c(view): ``out`` on success,
+ * NULL with an exception (``out`` released). */
+static PyObject *batch_header_finish(PyObject *out, Py_ssize_t total, int64_t count, int64_t bts, int64_t mts,
+                                     long long pid, long epoch, long seq, int txn, PyObject *crc32c, int codec)
+{
+    uint8_t *b = (uint8_t *)PyBytes_AS_STRING(out);
+    uint8_t *p = b;
+    p = wr_be(p, 0, 8);                                          /* base offset */
+    p = wr_be(p, (uint64_t)(BATCH_OVERHEAD + total - 12), 4);   /* batch length */
+    p = wr_be(p, (uint64_t)(int64_t)-1, 4);                      /* partition leader epoch: none */
+    *p++ = 2;                                                    /* magic */
+    p = wr_be(p, 0, 4);                                          /* crc, below */
+    p = wr_be(p, (uint64_t)((txn ? 0x10 : 0) | (codec & 0x7)), 2); /* attributes: the codec, CREATE_TIME */
+    p = wr_be(p, (uint64_t)(count - 1), 4);                      /* last offset delta */
+    p = wr_be(p, (uint64_t)bts, 8);                              /* base timestamp */
+    p = wr_be(p, (uint64_t)mts, 8);                              /* max timestamp */
+    p = wr_be(p, (uint64_t)pid, 8);
+    p = wr_be(p, (uint64_t)(int64_t)epoch, 2);
+    p = wr_be(p, (uint64_t)(int64_t)seq, 4);
+    wr_be(p, (uint64_t)count, 4);                                /* records count */
+    PyObject *view = PyMemoryView_FromMemory((char *)b + BATCH_ATTRIBUTES_OFFSET, BATCH_OVERHEAD + total -
+                                             BATCH_ATTRIBUTES_OFFSET, PyBUF_READ);
+    if (view == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    PyObject *crc = PyObject_CallOneArg(crc32c, view);
+    Py_DECREF(view);
+    unsigned long c = crc != NULL ? PyLong_AsUnsignedLong(crc) : 0;
+    Py_XDECREF(crc);
+    if (PyErr_Occurred()) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    wr_be(b + BATCH_CRC_OFFSET, (uint64_t)c, 4);
+    return out;
+}
+
+static PyObject *encode_pending_batch(PyObject *pending, long long pid, long epoch, long seq, int txn, PyObject *crc32c);
 
 static PyObject *k_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 6 || !PyList_CheckExact(args[0]))
+    if (nargs != 6)
         Py_RETURN_NONE;
     PyObject *records = args[0];
     long long pid = PyLong_AsLongLong(args[1]);
@@ -1094,8 +1136,12 @@ static PyObject *k_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_
         PyErr_Clear();
         Py_RETURN_NONE;
     }
+    if (epoch < INT16_MIN || epoch > INT16_MAX || seq < INT32_MIN || seq > INT32_MAX)
+        Py_RETURN_NONE;
+    if (!PyList_CheckExact(records))
+        return encode_pending_batch(records, pid, epoch, seq, txn, args[5]);
     Py_ssize_t n = PyList_GET_SIZE(records);
-    if (n == 0 || epoch < INT16_MIN || epoch > INT16_MAX || seq < INT32_MIN || seq > INT32_MAX)
+    if (n == 0)
         Py_RETURN_NONE;
     int64_t state[4] = {0, -1, -1, -1};
     PyObject *out = NULL;
@@ -1106,37 +1152,7 @@ static PyObject *k_encode_batch(PyObject *self, PyObject *const *args, Py_ssize_
             return NULL;
         Py_RETURN_NONE;
     }
-    uint8_t *b = (uint8_t *)PyBytes_AS_STRING(out);
-    uint8_t *p = b;
-    p = wr_be(p, 0, 8);                                          /* base offset */
-    p = wr_be(p, (uint64_t)(BATCH_OVERHEAD + total - 12), 4);   /* batch length */
-    p = wr_be(p, (uint64_t)(int64_t)-1, 4);                      /* partition leader epoch: none */
-    *p++ = 2;                                                    /* magic */
-    p = wr_be(p, 0, 4);                                          /* crc, below */
-    p = wr_be(p, txn ? 0x10 : 0, 2);                             /* attributes: no codec, CREATE_TIME */
-    p = wr_be(p, (uint64_t)(state[0] - 1), 4);                   /* last offset delta */
-    p = wr_be(p, (uint64_t)state[1], 8);                         /* base timestamp */
-    p = wr_be(p, (uint64_t)state[2], 8);                         /* max timestamp */
-    p = wr_be(p, (uint64_t)pid, 8);
-    p = wr_be(p, (uint64_t)(int64_t)epoch, 2);
-    p = wr_be(p, (uint64_t)(int64_t)seq, 4);
-    wr_be(p, (uint64_t)state[0], 4);                             /* records count */
-    PyObject *view = PyMemoryView_FromMemory((char *)b + BATCH_ATTRIBUTES_OFFSET, BATCH_OVERHEAD + total -
-                                             BATCH_ATTRIBUTES_OFFSET, PyBUF_READ);
-    if (view == NULL) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    PyObject *crc = PyObject_CallOneArg(args[5], view);
-    Py_DECREF(view);
-    unsigned long c = crc != NULL ? PyLong_AsUnsignedLong(crc) : 0;
-    Py_XDECREF(crc);
-    if (PyErr_Occurred()) {
-        Py_DECREF(out);
-        return NULL;
-    }
-    wr_be(b + BATCH_CRC_OFFSET, (uint64_t)c, 4);
-    return out;
+    return batch_header_finish(out, total, state[0], state[1], state[2], pid, epoch, seq, txn, args[5], 0);
 }
 
 /* ---- producer: appending many records to a batch's pending list (KafkaProducer.send_batch) ------------ */
@@ -1177,6 +1193,569 @@ static inline int producer_timestamp(PyObject *o, int64_t dflt, int64_t *out)
 static inline int64_t estimated_size(int64_t size, double ratio)
 {
     return ratio == 1.0 ? size : 61 + (int64_t)((double)(size - 61) * ratio);
+}
+
+/* ---- producer: a batch's records encoded at append (ProducerBatch.pending on the kernel path) ----------- */
+
+/* PendingRecords: the records of one producer batch, each written at its append as the bytes it takes in the
+ * batch's records section (Java MemoryRecordsBuilder: varint offset delta from the batch's first record and
+ * timestamp delta from its first record's timestamp, key, value, headers), with only what completion needs kept
+ * besides: the per-record delivery callbacks (a list, from the first record that has one). A sequence of the
+ * (timestamp, key, value, headers, callback) tuples of producer_batch.PendingRecord: an item is rebuilt from its
+ * bytes when read (the Python reference paths, splits, tests), ``append`` encodes a tuple. A record it cannot
+ * encode exactly as the reference would at drain (a key or value that is not bytes or None, a timestamp outside
+ * [0, 2**62], headers headers_size declines) turns it into a plain list of tuples for good (``items``): its
+ * records rebuilt, then kept as given, as the reference's list would keep them. No Python object per record
+ * otherwise: nothing for the garbage collector to count, visit or free record by record. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *data;          /* bytes: BATCH_OVERHEAD bytes for the batch header, the records section, room to grow */
+    uint8_t *buf;            /* the records section in data (NULL while data is) */
+    Py_ssize_t len, cap;     /* bytes of records, and the room for them in data */
+    Py_ssize_t count;        /* records */
+    uint32_t *offs;          /* where each of the first nofs records starts in buf: made when records are read */
+    Py_ssize_t nofs, ocap, scan_end; /* (scan_end: where record nofs starts) */
+    int64_t base_ts, max_ts, last_ts;
+    PyObject *last_ts_obj;   /* an int of last_ts (the last record's timestamp object), or NULL */
+    Py_ssize_t hint;         /* first allocation of buf */
+    PyObject *callbacks;     /* list, one item per record from the first callback on (None before it), or NULL */
+    PyObject *items;         /* list mode: the records as tuples (buf unused), or NULL */
+} PendingObject;
+
+static PyTypeObject PendingType;
+static PyObject *empty_tuple_obj = NULL;
+
+#define PENDING_MAX_BYTES (INT32_MAX - BATCH_OVERHEAD)
+
+static inline int is_pending(PyObject *o) { return Py_IS_TYPE(o, &PendingType); }
+
+/* room for rs more bytes of records: 0, or -1 with an exception. ``data`` is written only while nothing
+ * else refers to it (encode_pending_batch hands it out as the encoded batch): else the records go on in a copy. */
+static int pending_reserve(PendingObject *p, Py_ssize_t rs)
+{
+    if (p->len + rs > p->cap || (p->data != NULL && Py_REFCNT(p->data) > 1)) {
+        Py_ssize_t want = p->len + rs > p->cap ? (p->data == NULL ? p->hint : 2 * p->cap) : p->cap;
+        if (want < p->len + rs)
+            want = p->len + rs;
+        if (want > PENDING_MAX_BYTES)
+            want = PENDING_MAX_BYTES;
+        PyObject *nd = PyBytes_FromStringAndSize(NULL, BATCH_OVERHEAD + want);
+        if (nd == NULL)
+            return -1;
+        if (p->len > 0)
+            memcpy(PyBytes_AS_STRING(nd) + BATCH_OVERHEAD, p->buf, (size_t)p->len);
+        Py_XSETREF(p->data, nd);
+        p->buf = (uint8_t *)PyBytes_AS_STRING(nd) + BATCH_OVERHEAD;
+        p->cap = want;
+    }
+    return 0;
+}
+
+/* Where every record starts (offs[0..count)), found by walking the records read for the first time: appends and
+ * encoding never need it, only reading records back (the Python paths, a split). 0, or -1 with an exception. */
+static int pending_index(PendingObject *p)
+{
+    if (p->nofs == p->count)
+        return 0;
+    if (p->count > p->ocap) {
+        Py_ssize_t want = p->count < 64 ? 64 : p->count + p->count / 2;
+        uint32_t *no = PyMem_Realloc(p->offs, (size_t)want * sizeof(uint32_t));
+        if (no == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        p->offs = no;
+        p->ocap = want;
+    }
+    const uint8_t *q = p->buf + p->scan_end, *end = p->buf + p->len;
+    rec_t r;
+    for (; p->nofs < p->count; p->nofs++) {
+        p->offs[p->nofs] = (uint32_t)(q - p->buf);
+        if (parse_record(&q, end, &r) < 0) {
+            PyErr_SetString(PyExc_SystemError, "PendingRecords: a record does not parse");
+            return -1;
+        }
+    }
+    p->scan_end = q - p->buf;
+    return 0;
+}
+
+/* The size of the next record in buffer mode (its length varint included), or -1 when it cannot take it (list
+ * mode, too many records or bytes). ts in [0, 2**62]; kn, vn: -1 for None; hs from headers_size. */
+static inline Py_ssize_t pending_record_size(PendingObject *p, int64_t ts, Py_ssize_t kn, Py_ssize_t vn, Py_ssize_t hs)
+{
+    if (p->items != NULL || p->count >= INT32_MAX - 1 || ts < 0 || ts > ((int64_t)1 << 62))
+        return -1;
+    int64_t body = record_body_size(p->count == 0 ? 0 : ts - p->base_ts, p->count, kn, vn, hs);
+    int64_t rs = varint_size(body) + body;
+    if (rs > PENDING_MAX_BYTES - p->len)
+        return -1;
+    return rs;
+}
+
+/* Writes the record sized by pending_record_size (rs): 0, or -1 with an exception (nothing changed). */
+static inline __attribute__((always_inline)) int pending_write(PendingObject *p, Py_ssize_t rs, int64_t ts, PyObject *ts_obj, const char *kd, Py_ssize_t kn, const char *vd,
+                         Py_ssize_t vn, PyObject *headers, Py_ssize_t hs, PyObject *callback)
+{
+    if (pending_reserve(p, rs) < 0)
+        return -1;
+    if (callback != Py_None || p->callbacks != NULL) {
+        if (p->callbacks == NULL) {
+            PyObject *cbs = PyList_New(p->count); /* None for the records before */
+            if (cbs == NULL)
+                return -1;
+            for (Py_ssize_t i = 0; i < p->count; i++)
+                PyList_SET_ITEM(cbs, i, Py_NewRef(Py_None));
+            p->callbacks = cbs;
+            if (!PyObject_GC_IsTracked((PyObject *)p))
+                PyObject_GC_Track((PyObject *)p); /* (it now refers to objects that may be in cycles) */
+        }
+        if (PyList_Append(p->callbacks, callback) < 0)
+            return -1;
+    }
+    if (p->count == 0) {
+        p->base_ts = ts;
+        p->max_ts = ts;
+    }
+    int64_t delta = ts - p->base_ts;
+    Py_ssize_t body = record_body_size(delta, p->count, kn, vn, hs);
+    record_write(p->buf + p->len, body, delta, p->count, kd, kn, vd, vn, hs == 1 ? Py_None : headers);
+    p->len += rs;
+    p->count++;
+    p->last_ts = ts;
+    Py_XINCREF(ts_obj);
+    Py_XSETREF(p->last_ts_obj, ts_obj);
+    if (ts > p->max_ts)
+        p->max_ts = ts;
+    return 0;
+}
+
+/* Record i rebuilt: (timestamp, key, value, headers, callback). New reference, NULL with an exception. */
+static PyObject *pending_rebuild(PendingObject *p, Py_ssize_t i)
+{
+    if (pending_index(p) < 0)
+        return NULL;
+    const uint8_t *q = p->buf + p->offs[i];
+    rec_t r;
+    if (parse_record(&q, p->buf + p->len, &r) < 0) {
+        PyErr_SetString(PyExc_SystemError, "PendingRecords: a record does not parse");
+        return NULL;
+    }
+    PyObject *ts = PyLong_FromLongLong(p->base_ts + r.ts_delta), *k = NULL, *v = NULL, *h = NULL;
+    if (ts == NULL || (k = make_bytes(r.key, r.key_len)) == NULL || (v = make_bytes(r.value, r.value_len)) == NULL)
+        goto fail;
+    if (r.header_count == 0)
+        h = Py_NewRef(empty_tuple_obj);
+    else {
+        if ((h = PyList_New((Py_ssize_t)r.header_count)) == NULL)
+            goto fail;
+        const uint8_t *hp = r.headers;
+        for (int64_t j = 0; j < r.header_count; j++) {
+            hdr_t hd;
+            rd_header(&hp, r.rec_end, &hd);
+            PyObject *hk = PyUnicode_DecodeUTF8((const char *)hd.key, (Py_ssize_t)hd.key_len, NULL), *hv = NULL, *t = NULL;
+            if (hk == NULL || (hv = make_bytes(hd.value, hd.value_len)) == NULL || (t = PyTuple_Pack(2, hk, hv)) == NULL) {
+                Py_XDECREF(hk);
+                Py_XDECREF(hv);
+                goto fail;
+            }
+            Py_DECREF(hk);
+            Py_DECREF(hv);
+            PyList_SET_ITEM(h, (Py_ssize_t)j, t);
+        }
+    }
+    PyObject *cb = p->callbacks == NULL ? Py_None : PyList_GET_ITEM(p->callbacks, i);
+    PyObject *out = PyTuple_Pack(5, ts, k, v, h, cb);
+    Py_DECREF(ts);
+    Py_DECREF(k);
+    Py_DECREF(v);
+    Py_DECREF(h);
+    return out;
+fail:
+    Py_XDECREF(ts);
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    Py_XDECREF(h);
+    return NULL;
+}
+
+/* To list mode: every record rebuilt into ``items``. 0, or -1 with an exception (nothing changed). */
+static int pending_to_list(PendingObject *p)
+{
+    if (p->items != NULL)
+        return 0;
+    PyObject *items = PyList_New(p->count);
+    if (items == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < p->count; i++) {
+        PyObject *rec = pending_rebuild(p, i);
+        if (rec == NULL) {
+            Py_DECREF(items);
+            return -1;
+        }
+        PyList_SET_ITEM(items, i, rec);
+    }
+    p->items = items;
+    if (!PyObject_GC_IsTracked((PyObject *)p))
+        PyObject_GC_Track((PyObject *)p);
+    Py_CLEAR(p->data);
+    PyMem_Free(p->offs);
+    p->buf = NULL;
+    p->offs = NULL;
+    p->len = p->cap = p->count = p->ocap = p->nofs = p->scan_end = 0;
+    Py_CLEAR(p->callbacks);
+    Py_CLEAR(p->last_ts_obj);
+    return 0;
+}
+
+static PyObject *pending_make(PyTypeObject *type, Py_ssize_t hint)
+{
+    if (empty_tuple_obj == NULL && (empty_tuple_obj = PyTuple_New(0)) == NULL)
+        return NULL;
+    PendingObject *p = (PendingObject *)type->tp_alloc(type, 0);
+    if (p == NULL)
+        return NULL;
+    /* Untracked while it holds no object that could be part of a cycle (its bytes, an int): tracked from its first
+     * callback, or in list mode. A batch's records then cost the collector nothing, as their tuples did not. */
+    PyObject_GC_UnTrack(p);
+    p->hint = hint < 256 ? 256 : hint > (1 << 20) ? (1 << 20) : hint; /* (bytes of records the first allocation takes) */
+    p->base_ts = p->max_ts = p->last_ts = -1;
+    return (PyObject *)p;
+}
+
+static PyObject *pending_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    Py_ssize_t hint = 4096;
+    static char *kwlist[] = {"hint", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|n:PendingRecords", kwlist, &hint))
+        return NULL;
+    return pending_make(type, hint);
+}
+
+/* PendingRecords(hint) without the argument tuple (one per batch) */
+static PyObject *pending_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), hint = 4096;
+    if (kwnames != NULL || nargs > 1 || (nargs == 1 && !PyLong_CheckExact(args[0]))) {
+        /* any other call: as tp_new takes it */
+        PyObject *tuple = PyTuple_New(nargs), *kw = NULL, *out = NULL;
+        if (tuple == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < nargs; i++)
+            PyTuple_SET_ITEM(tuple, i, Py_NewRef(args[i]));
+        if (kwnames != NULL && (kw = PyDict_New()) != NULL) {
+            for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++)
+                if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+                    Py_CLEAR(kw);
+                    break;
+                }
+        }
+        if (kwnames == NULL || kw != NULL)
+            out = pending_new((PyTypeObject *)type, tuple, kw);
+        Py_DECREF(tuple);
+        Py_XDECREF(kw);
+        return out;
+    }
+    if (nargs == 1 && (hint = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred())
+        return NULL;
+    return pending_make((PyTypeObject *)type, hint);
+}
+
+static int pending_traverse(PyObject *op, visitproc visit, void *arg)
+{
+    Py_VISIT(((PendingObject *)op)->callbacks);
+    Py_VISIT(((PendingObject *)op)->items);
+    return 0;
+}
+
+static int pending_clear(PyObject *op)
+{
+    Py_CLEAR(((PendingObject *)op)->callbacks);
+    Py_CLEAR(((PendingObject *)op)->items);
+    Py_CLEAR(((PendingObject *)op)->last_ts_obj);
+    return 0;
+}
+
+static void pending_dealloc(PyObject *op)
+{
+    PendingObject *p = (PendingObject *)op;
+    PyObject_GC_UnTrack(op);
+    pending_clear(op);
+    Py_XDECREF(p->data);
+    PyMem_Free(p->offs);
+    Py_TYPE(op)->tp_free(op);
+}
+
+static Py_ssize_t pending_length(PyObject *op)
+{
+    PendingObject *p = (PendingObject *)op;
+    return p->items != NULL ? PyList_GET_SIZE(p->items) : p->count;
+}
+
+static PyObject *pending_item(PyObject *op, Py_ssize_t i)
+{
+    PendingObject *p = (PendingObject *)op;
+    if (p->items != NULL)
+        return PySequence_GetItem(p->items, i);
+    if (i < 0 || i >= p->count) {
+        PyErr_SetString(PyExc_IndexError, "PendingRecords index out of range");
+        return NULL;
+    }
+    return pending_rebuild(p, i);
+}
+
+static PyObject *pending_subscript(PyObject *op, PyObject *key)
+{
+    PendingObject *p = (PendingObject *)op;
+    if (p->items != NULL)
+        return PyObject_GetItem(p->items, key);
+    if (PyIndex_Check(key)) {
+        Py_ssize_t i = PyNumber_AsSsize_t(key, PyExc_IndexError);
+        if (i == -1 && PyErr_Occurred())
+            return NULL;
+        return pending_item(op, i < 0 ? i + p->count : i);
+    }
+    if (!PySlice_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "PendingRecords indices must be integers or slices, not %.200s", Py_TYPE(key)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t start, stop, step;
+    if (PySlice_Unpack(key, &start, &stop, &step) < 0)
+        return NULL;
+    Py_ssize_t n = PySlice_AdjustIndices(p->count, &start, &stop, step);
+    PyObject *out = PyList_New(n);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t j = 0, i = start; j < n; j++, i += step) {
+        PyObject *rec = pending_rebuild(p, i);
+        if (rec == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, j, rec);
+    }
+    return out;
+}
+
+/* append(record): a (timestamp, key, value, headers, callback) tuple, encoded when it can be, else kept as is
+ * (list mode). */
+static PyObject *pending_append(PyObject *op, PyObject *rec)
+{
+    PendingObject *p = (PendingObject *)op;
+    if (p->items == NULL && PyTuple_CheckExact(rec) && PyTuple_GET_SIZE(rec) == 5) {
+        PyObject *ts_obj = PyTuple_GET_ITEM(rec, 0), *key = PyTuple_GET_ITEM(rec, 1), *value = PyTuple_GET_ITEM(rec, 2),
+                 *headers = PyTuple_GET_ITEM(rec, 3);
+        Py_ssize_t kn, vn, hs, rs;
+        int64_t ts;
+        int overflow = 0;
+        if (PyLong_CheckExact(ts_obj) && producer_bytes(key, &kn) == 0 && producer_bytes(value, &vn) == 0) {
+            ts = PyLong_AsLongLongAndOverflow(ts_obj, &overflow);
+            if (!overflow && ts >= 0 && ts <= ((int64_t)1 << 62) && (hs = headers_size(headers)) >= 0 &&
+                (rs = pending_record_size(p, ts, kn, vn, hs)) >= 0) {
+                if (pending_write(p, rs, ts, ts_obj, kn < 0 ? NULL : PyBytes_AS_STRING(key), kn,
+                                  vn < 0 ? NULL : PyBytes_AS_STRING(value), vn, headers, hs, PyTuple_GET_ITEM(rec, 4)) < 0)
+                    return NULL;
+                Py_RETURN_NONE;
+            }
+        }
+        PyErr_Clear();
+    }
+    if (pending_to_list(p) < 0 || PyList_Append(p->items, rec) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *pending_records_bytes(PyObject *op, PyObject *unused)
+{
+    PendingObject *p = (PendingObject *)op;
+    if (p->items != NULL)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)p->buf, p->len);
+}
+
+static PyObject *pending_callbacks(PyObject *op, PyObject *unused)
+{
+    PendingObject *p = (PendingObject *)op;
+    if (p->items != NULL) {
+        PyObject *out = PyList_New(PyList_GET_SIZE(p->items));
+        if (out == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(p->items); i++) {
+            PyObject *rec = PyList_GET_ITEM(p->items, i);
+            PyObject *cb = PyTuple_Check(rec) && PyTuple_GET_SIZE(rec) >= 5 ? PyTuple_GET_ITEM(rec, 4) : Py_None;
+            PyList_SET_ITEM(out, i, Py_NewRef(cb));
+        }
+        return out;
+    }
+    if (p->callbacks != NULL)
+        return PyList_GetSlice(p->callbacks, 0, p->count);
+    PyObject *out = PyList_New(p->count);
+    if (out == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < p->count; i++)
+        PyList_SET_ITEM(out, i, Py_NewRef(Py_None));
+    return out;
+}
+
+/* encode_compressed(payload, codec, producer_id, producer_epoch, base_sequence, is_transactional, crc32c) */
+static PyObject *pending_encode_compressed(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
+{
+    PendingObject *p = (PendingObject *)op;
+    if (nargs != 7 || !PyBytes_CheckExact(args[0]) || p->items != NULL || p->count == 0)
+        Py_RETURN_NONE;
+    long codec = PyLong_AsLong(args[1]);
+    long long pid = PyLong_AsLongLong(args[2]);
+    long epoch = PyLong_AsLong(args[3]);
+    long seq = PyLong_AsLong(args[4]);
+    int txn = PyObject_IsTrue(args[5]);
+    if (PyErr_Occurred() || txn < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    if (codec < 1 || codec > 7 || epoch < INT16_MIN || epoch > INT16_MAX || seq < INT32_MIN || seq > INT32_MAX ||
+        n > PENDING_MAX_BYTES)
+        Py_RETURN_NONE;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, BATCH_OVERHEAD + n);
+    if (out == NULL)
+        return NULL;
+    memcpy(PyBytes_AS_STRING(out) + BATCH_OVERHEAD, PyBytes_AS_STRING(args[0]), (size_t)n);
+    return batch_header_finish(out, n, p->count, p->base_ts, p->max_ts, pid, epoch, seq, txn, args[6], (int)codec);
+}
+
+static PyObject *pending_is_encoded(PyObject *op, PyObject *unused)
+{
+    return PyBool_FromLong(((PendingObject *)op)->items == NULL);
+}
+
+/* The records as a list of tuples (new reference): list mode's list, else rebuilt. */
+static PyObject *pending_as_list(PyObject *op)
+{
+    PendingObject *p = (PendingObject *)op;
+    if (p->items != NULL)
+        return Py_NewRef(p->items);
+    PyObject *all = PySlice_New(NULL, NULL, NULL);
+    if (all == NULL)
+        return NULL;
+    PyObject *out = pending_subscript(op, all);
+    Py_DECREF(all);
+    return out;
+}
+
+/* == and != compare the records (as the lists of tuples they stand for) with another PendingRecords or a list */
+static PyObject *pending_richcompare(PyObject *a, PyObject *b, int op)
+{
+    if ((op != Py_EQ && op != Py_NE) || !(is_pending(b) || PyList_Check(b)))
+        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *la = pending_as_list(a), *lb = la == NULL ? NULL : is_pending(b) ? pending_as_list(b) : Py_NewRef(b);
+    PyObject *out = lb == NULL ? NULL : PyObject_RichCompare(la, lb, op);
+    Py_XDECREF(la);
+    Py_XDECREF(lb);
+    return out;
+}
+
+static PyObject *pending_repr(PyObject *op)
+{
+    PendingObject *p = (PendingObject *)op;
+    if (p->items != NULL)
+        return PyUnicode_FromFormat("PendingRecords(%R)", p->items);
+    return PyUnicode_FromFormat("PendingRecords(<%zd records, %zd bytes>)", p->count, p->len);
+}
+
+static PyMethodDef pending_methods[] = {
+    {"append", pending_append, METH_O, "append(record): encode a (timestamp, key, value, headers, callback) tuple."},
+    {"records_bytes", pending_records_bytes, METH_NOARGS,
+     "records_bytes() -> bytes | None: the records section as encoded (base offset 0), None in list mode."},
+    {"callbacks", pending_callbacks, METH_NOARGS, "callbacks() -> list: each record's delivery callback or None."},
+    {"encode_compressed", (PyCFunction)(void (*)(void))pending_encode_compressed, METH_FASTCALL,
+     "encode_compressed(payload, codec, producer_id, producer_epoch, base_sequence, is_transactional, crc32c)\n"
+     "    -> bytes | None\n\n"
+     "The batch of these records (base offset 0, CREATE_TIME) whose records section, compressed with ``codec``\n"
+     "(its CompressionType value, 1-7), is ``payload`` (records_bytes() compressed), as MemoryRecordsBuilder.build\n"
+     "writes it. None when it does not take the input (list mode, no records, a value out of range)."},
+    {"is_encoded", pending_is_encoded, METH_NOARGS, "is_encoded() -> bool: the records are kept as bytes (not tuples)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods pending_as_sequence = {
+    .sq_length = pending_length,
+    .sq_item = pending_item,
+};
+
+static PyMappingMethods pending_as_mapping = {
+    .mp_length = pending_length,
+    .mp_subscript = pending_subscript,
+};
+
+PyDoc_STRVAR(pending_doc,
+    "PendingRecords(hint=4096): a producer batch's records, encoded at append (the kernel's ProducerBatch.pending;\n"
+    "``hint``: the bytes of records its buffer first takes, in [256, 1 MiB]).\n\n"
+    "A sequence of (timestamp, key, value, headers, callback) tuples, rebuilt from their bytes when read;\n"
+    "append(record) encodes one. A record the encoding cannot take as the reference would (a key or value not\n"
+    "bytes or None, a timestamp outside [0, 2**62], headers it does not take) turns it into a list of tuples.");
+
+static PyTypeObject PendingType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.PendingRecords",
+    .tp_basicsize = sizeof(PendingObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = pending_doc,
+    .tp_new = pending_new,
+    .tp_vectorcall = pending_vectorcall,
+    .tp_traverse = pending_traverse,
+    .tp_clear = pending_clear,
+    .tp_dealloc = pending_dealloc,
+    .tp_repr = pending_repr,
+    .tp_richcompare = pending_richcompare,
+    .tp_hash = PyObject_HashNotImplemented,
+    .tp_methods = pending_methods,
+    .tp_as_sequence = &pending_as_sequence,
+    .tp_as_mapping = &pending_as_mapping,
+};
+
+/* encode_batch of a PendingRecords: its records section copied after the header (list mode: its items). */
+static PyObject *encode_pending_batch(PyObject *pending, long long pid, long epoch, long seq, int txn, PyObject *crc32c)
+{
+    if (!is_pending(pending))
+        Py_RETURN_NONE;
+    PendingObject *p = (PendingObject *)pending;
+    if (p->items != NULL) {
+        PyObject *args[6] = {p->items, NULL, NULL, NULL, NULL, crc32c};
+        PyObject *pid_o = PyLong_FromLongLong(pid), *epoch_o = PyLong_FromLong(epoch), *seq_o = PyLong_FromLong(seq);
+        PyObject *out = NULL;
+        if (pid_o != NULL && epoch_o != NULL && seq_o != NULL) {
+            args[1] = pid_o;
+            args[2] = epoch_o;
+            args[3] = seq_o;
+            args[4] = txn ? Py_True : Py_False;
+            out = k_encode_batch(NULL, args, 6);
+        }
+        Py_XDECREF(pid_o);
+        Py_XDECREF(epoch_o);
+        Py_XDECREF(seq_o);
+        return out;
+    }
+    if (p->count == 0)
+        Py_RETURN_NONE;
+    PyObject *out;
+    if (Py_REFCNT(p->data) == 1) {
+        /* Nothing else refers to the buffer: it becomes the encoded batch, its header written in front of the records
+         * and its size cut to theirs (the bytes object's block stays as allocated: only its length shrinks), not
+         * copied. Written only while it is ours alone (pending_reserve copies it before a later append; never hashed,
+         * its hash is still uncomputed). */
+        out = p->data;
+        Py_SET_SIZE(out, BATCH_OVERHEAD + p->len);
+        PyBytes_AS_STRING(out)[BATCH_OVERHEAD + p->len] = '\0';
+        p->cap = p->len;
+        Py_INCREF(out);
+    } else {
+        /* handed out before (a re-stamp after an epoch bump): that batch's bytes stay as they are, a copy gets the
+         * new header */
+        if ((out = PyBytes_FromStringAndSize(NULL, BATCH_OVERHEAD + p->len)) == NULL)
+            return NULL;
+        memcpy(PyBytes_AS_STRING(out) + BATCH_OVERHEAD, p->buf, (size_t)p->len);
+    }
+    return batch_header_finish(out, p->len, p->count, p->base_ts, p->max_ts, pid, epoch, seq, txn, crc32c, 0);
 }
 
 PyDoc_STRVAR(scan_records_doc,
@@ -1309,10 +1888,20 @@ static PyObject *k_append_pending(PyObject *self, PyObject *args)
     Py_ssize_t start, stop;
     long long ts_default, size0, limit, base_ts0, max_ts0, max_rec0, produced0, switch_bytes, sticky_bytes;
     double ratio;
-    if (!PyArg_ParseTuple(args, "O!OO!nnOLOOLLLLLdLLL", &PyList_Type, &pending, &keys, &PyList_Type, &values, &start,
+    if (!PyArg_ParseTuple(args, "OOO!nnOLOOLLLLLdLLL", &pending, &keys, &PyList_Type, &values, &start,
                           &stop, &timestamps, &ts_default, &headers, &callback, &size0, &limit, &base_ts0, &max_ts0,
                           &max_rec0, &ratio, &produced0, &switch_bytes, &sticky_bytes))
         return NULL;
+    /* a PendingRecords takes the records' bytes; in list mode, its list takes their tuples */
+    PendingObject *buffered = NULL;
+    if (is_pending(pending)) {
+        if (((PendingObject *)pending)->items != NULL)
+            pending = ((PendingObject *)pending)->items;
+        else
+            buffered = (PendingObject *)pending;
+    } else if (!PyList_Check(pending)) {
+        Py_RETURN_NONE;
+    }
     Py_ssize_t n = PyList_GET_SIZE(values);
     if (start < 0 || stop > n || start > stop || (keys != Py_None && (!PyList_Check(keys) || PyList_GET_SIZE(keys) != n)) ||
         (timestamps != Py_None && (!PyList_Check(timestamps) || PyList_GET_SIZE(timestamps) != n)))
@@ -1346,7 +1935,7 @@ static PyObject *k_append_pending(PyObject *self, PyObject *args)
         }
         if (timestamps == Py_None)
             ts = ts_default;
-        Py_ssize_t count = PyList_GET_SIZE(pending);
+        Py_ssize_t count = buffered != NULL ? buffered->count : PyList_GET_SIZE(pending);
         if (count == 0)
             base_ts = ts;
         int64_t body = 1 + varint_size(ts - base_ts) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
@@ -1354,15 +1943,30 @@ static PyObject *k_append_pending(PyObject *self, PyObject *args)
         if (count > 0 && size + rs > limit)
             break;
         PyObject *ts_obj = timestamps == Py_None ? Py_None : PyList_GET_ITEM(timestamps, i);
-        PyObject *rec = PyTuple_Pack(5, ts_obj == Py_None ? ts_default_obj : ts_obj, key, value, headers, callback);
-        if (rec == NULL)
-            goto error;
-        if (untrack)
-            PyObject_GC_UnTrack(rec); /* only atoms inside: what the collector does at its first pass, done now */
-        int rc = PyList_Append(pending, rec);
-        Py_DECREF(rec);
-        if (rc < 0)
-            goto error;
+        if (ts_obj == Py_None)
+            ts_obj = ts_default_obj;
+        if (buffered != NULL) {
+            if (pending_record_size(buffered, ts, kn, vn, hs) != rs) { /* over what a batch can hold: the reference */
+                if (i == start) {
+                    Py_DECREF(ts_default_obj);
+                    Py_RETURN_NONE;
+                }
+                break;
+            }
+            if (pending_write(buffered, rs, ts, ts_obj, kn < 0 ? NULL : PyBytes_AS_STRING(key), kn,
+                              vn < 0 ? NULL : PyBytes_AS_STRING(value), vn, headers, hs, callback) < 0)
+                goto error;
+        } else {
+            PyObject *rec = PyTuple_Pack(5, ts_obj, key, value, headers, callback);
+            if (rec == NULL)
+                goto error;
+            if (untrack)
+                PyObject_GC_UnTrack(rec); /* only atoms inside: what the collector does at its first pass, done now */
+            int rc = PyList_Append(pending, rec);
+            Py_DECREF(rec);
+            if (rc < 0)
+                goto error;
+        }
         int64_t before = estimated_size(size, ratio);
         size += rs;
         if (ts > max_ts)
@@ -1566,14 +2170,42 @@ static inline __attribute__((always_inline)) int get_int(PyObject *obj, int a, i
     return get_int_attr(obj, attr[a], &acache[a], out);
 }
 
-static int set_int(PyObject *obj, int a, int64_t x)
+/* obj.name = x for a counter slot the send path moves on every record (a batch's size_bytes, the sticky partition's
+ * produced_bytes): 0, or -1 with an exception. When the slot holds an exact int of one internal digit that nothing
+ * else refers to (its reference count is the slot's one: no reader holds it, no other object shares it) and x also
+ * takes one digit and is not one of the interpreter's cached small ints, that int object gets the value x: as if a
+ * new int had replaced it (nothing could tell them apart), without making one and freeing the old one per record.
+ * CPython 3.10 and 3.11 (the int layout of ob_size and ob_digit); otherwise, and for any other slot, a new int. */
+static int set_counter_new(PyObject *obj, PyObject *name, slot_cache *c, int64_t x);
+
+static inline __attribute__((always_inline)) int set_counter(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
+{
+#if PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030C0000
+    if (x > 256 && x < ((int64_t)1 << PyLong_SHIFT)) {
+        Py_ssize_t off = slot_offset(obj, name, c);
+        PyObject *v = off >= 0 ? *(PyObject **)((char *)obj + off) : NULL;
+        if (v != NULL && PyLong_CheckExact(v) && Py_REFCNT(v) == 1 && Py_SIZE(v) == 1) {
+            ((PyLongObject *)v)->ob_digit[0] = (digit)x;
+            return 0;
+        }
+    }
+#endif
+    return set_counter_new(obj, name, c, x);
+}
+
+static int set_counter_new(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
 {
     PyObject *v = PyLong_FromLongLong(x);
     if (v == NULL)
         return -1;
-    int rc = cached_set(obj, attr[a], &acache[a], v);
+    int rc = cached_set(obj, name, c, v);
     Py_DECREF(v);
     return rc;
+}
+
+static inline __attribute__((always_inline)) int set_int(PyObject *obj, int a, int64_t x)
+{
+    return set_counter(obj, attr[a], &acache[a], x);
 }
 
 PyDoc_STRVAR(batch_try_append_doc,
@@ -1617,11 +2249,21 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     if (pending == NULL)
         return NULL;
     PyObject *result = NULL, *future = NULL, *outcome = NULL, *index = NULL;
-    if (!PyList_CheckExact(pending)) {
+    /* a PendingRecords (its records as bytes), else a list of record tuples (a PendingRecords in list mode: its
+     * list) */
+    PendingObject *buffered = NULL;
+    if (is_pending(pending)) {
+        PyObject *items = ((PendingObject *)pending)->items;
+        if (items == NULL)
+            buffered = (PendingObject *)pending;
+        else
+            Py_SETREF(pending, Py_NewRef(items));
+    }
+    if (buffered == NULL && !PyList_CheckExact(pending)) {
         result = Py_NewRef(Py_NotImplemented);
         goto done;
     }
-    Py_ssize_t count = PyList_GET_SIZE(pending);
+    Py_ssize_t count = buffered != NULL ? buffered->count : PyList_GET_SIZE(pending);
     if (count > 0) {
         if ((rc = get_int(batch, A_BASE_TS, &base_ts)) != 0) {
             result = rc < 0 ? NULL : Py_NewRef(Py_NotImplemented);
@@ -1636,6 +2278,10 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
         result = Py_NewRef(Py_None);
         goto done;
     }
+    if (buffered != NULL && pending_record_size(buffered, ts, kn, vn, hs) != rs) { /* over what a batch can hold */
+        result = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
     /* everything that can fail comes before the first change to the batch */
     outcome = cached_get(batch, attr[A_OUTCOME], &acache[A_OUTCOME]);
     if (outcome == NULL || (index = PyLong_FromSsize_t(count)) == NULL)
@@ -1644,6 +2290,13 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     if (future == NULL || cached_set(future, attr[A_F_OUTCOME], &acache[A_F_OUTCOME], outcome) < 0 ||
         cached_set(future, attr[A_F_INDEX], &acache[A_F_INDEX], index) < 0)
         goto done;
+    if (buffered != NULL) {
+        /* (a failure here changes nothing: the record is written last) */
+        if (pending_write(buffered, rs, ts, ts_obj, kn < 0 ? NULL : PyBytes_AS_STRING(key), kn,
+                          vn < 0 ? NULL : PyBytes_AS_STRING(value), vn, headers, hs, callback) < 0)
+            goto done;
+        goto appended;
+    }
     /* Records appended in the same millisecond share one timestamp object (the previous record's): a pending
      * record then costs its tuple only, not a 32-byte int of its own too, while its batch waits. */
     PyObject *ts_shared = ts_obj;
@@ -1671,6 +2324,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     Py_DECREF(rec);
     if (rc < 0)
         goto done;
+appended:
     if ((count == 0 && cached_set(batch, attr[A_BASE_TS], &acache[A_BASE_TS], ts_obj) < 0) || set_int(batch, A_SIZE, size + rs) < 0 ||
         (ts > max_ts && cached_set(batch, attr[A_MAX_TS], &acache[A_MAX_TS], ts_obj) < 0) ||
         (rs > max_rec && set_int(batch, A_MAX_REC, rs) < 0) || cached_set(batch, attr[A_LAST_APPEND], &acache[A_LAST_APPEND], now_obj) < 0 ||
@@ -1723,6 +2377,13 @@ typedef struct {
 } thread_lock_layout;
 #define THREAD_LOCK_LAYOUT 1
 static PyTypeObject *thread_lock_type = NULL; /* type(_thread.allocate_lock()) when its layout is known */
+#if defined(__linux__)
+#include <semaphore.h>
+/* On Linux CPython's lock is a POSIX semaphore (sys.thread_info.lock == "semaphore": PyThread_allocate_lock's lock
+ * is a sem_t). PyThread_acquire_lock without waiting reads the monotonic clock for a deadline it never uses before
+ * its sem_trywait: when this is set, the lock is tried with sem_trywait itself and released with sem_post. */
+static int thread_lock_is_semaphore = 0;
+#endif
 #endif
 
 static int thread_lock_setup(void)
@@ -1738,6 +2399,17 @@ static int thread_lock_setup(void)
     if (Py_TYPE(lock)->tp_basicsize == (Py_ssize_t)sizeof(thread_lock_layout))
         thread_lock_type = (PyTypeObject *)Py_NewRef(Py_TYPE(lock));
     Py_DECREF(lock);
+#if defined(__linux__)
+    PyObject *info = PySys_GetObject("thread_info"); /* borrowed */
+    PyObject *name = info != NULL ? PyObject_GetAttrString(info, "name") : NULL;
+    PyObject *kind = info != NULL ? PyObject_GetAttrString(info, "lock") : NULL;
+    thread_lock_is_semaphore = name != NULL && kind != NULL && PyUnicode_Check(name) && PyUnicode_Check(kind) &&
+                               PyUnicode_CompareWithASCIIString(name, "pthread") == 0 &&
+                               PyUnicode_CompareWithASCIIString(kind, "semaphore") == 0;
+    Py_XDECREF(name);
+    Py_XDECREF(kind);
+    PyErr_Clear();
+#endif
 #endif
     return 0;
 }
@@ -1760,7 +2432,11 @@ static int queue_lock_acquire(PyObject *lock)
 #ifdef THREAD_LOCK_LAYOUT
     if (Py_TYPE(lock) == thread_lock_type) {
         thread_lock_layout *l = (thread_lock_layout *)lock;
+#if defined(__linux__)
+        if (thread_lock_is_semaphore ? sem_trywait((sem_t *)l->lock_lock) == 0 : PyThread_acquire_lock(l->lock_lock, NOWAIT_LOCK)) {
+#else
         if (PyThread_acquire_lock(l->lock_lock, NOWAIT_LOCK)) {
+#endif
             l->locked = 1;
             return 0;
         }
@@ -1779,8 +2455,13 @@ static int queue_lock_release(PyObject *lock)
 #ifdef THREAD_LOCK_LAYOUT
     if (Py_TYPE(lock) == thread_lock_type && ((thread_lock_layout *)lock)->locked) {
         thread_lock_layout *l = (thread_lock_layout *)lock;
-        PyThread_release_lock(l->lock_lock);
-        l->locked = 0;
+        l->locked = 0; /* (as the lock's release(): the flag, then the lock) */
+#if defined(__linux__)
+        if (thread_lock_is_semaphore)
+            sem_post((sem_t *)l->lock_lock);
+        else
+#endif
+            PyThread_release_lock(l->lock_lock);
         return 0;
     }
 #endif
@@ -1850,7 +2531,15 @@ static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
         return NULL;
     PyObject *ts = NULL;
     Py_ssize_t n;
-    if (PyList_CheckExact(pending) && (n = PyList_GET_SIZE(pending)) > 0) {
+    if (is_pending(pending)) {
+        PendingObject *p = (PendingObject *)pending;
+        if (p->items == NULL) {
+            if (p->count > 0 && p->last_ts == ms && p->last_ts_obj != NULL)
+                ts = Py_NewRef(p->last_ts_obj);
+        } else
+            Py_SETREF(pending, Py_NewRef(p->items));
+    }
+    if (ts == NULL && PyList_CheckExact(pending) && (n = PyList_GET_SIZE(pending)) > 0) {
         PyObject *prev = PyList_GET_ITEM(pending, n - 1);
         int64_t prev_ms;
         if (PyTuple_CheckExact(prev) && PyTuple_GET_SIZE(prev) > 0 && compact_int(PyTuple_GET_ITEM(prev, 0), &prev_ms) &&
@@ -2129,12 +2818,8 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
     int last_full = after >= limit;
     if (sticky != NULL) {
         produced += after - before;
-        PyObject *p = PyLong_FromLongLong(produced);
-        if (p == NULL || cached_set(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], p) < 0) {
-            Py_XDECREF(p);
+        if (set_counter(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], produced) < 0)
             goto done;
-        }
-        Py_DECREF(p);
         if (produced >= switch_bytes || (last_full && produced >= sticky_size)) {
             PyObject *r = PyObject_CallMethodObjArgs(partitioner, sattr[S_UPDATE], effective_obj, zero, cluster,
                                                      last_full ? Py_True : Py_False, NULL);
@@ -2878,12 +3563,83 @@ static inline PyObject *size_int(PyObject *last, Py_ssize_t *last_n, Py_ssize_t 
     return PyLong_FromSsize_t(n);
 }
 
+/* pending_columns of a PendingRecords in buffer mode: read from its records' bytes */
+static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
+{
+    Py_ssize_t n = p->count;
+    int same_k = n > 0, same_v = n > 0, same_ts = with_ts && n > 0;
+    int64_t kn0 = 0, vn0 = 0, ts0 = 0;
+    const uint8_t *q = p->buf, *end = p->buf + p->len;
+    rec_t r;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (parse_record(&q, end, &r) < 0)
+            Py_RETURN_NONE; /* (cannot happen: our own bytes) */
+        if (i == 0) {
+            kn0 = r.key_len;
+            vn0 = r.value_len;
+            ts0 = r.ts_delta;
+            continue;
+        }
+        same_k = same_k && r.key_len == kn0;
+        same_v = same_v && r.value_len == vn0;
+        same_ts = same_ts && r.ts_delta == ts0;
+    }
+    PyObject *ts = !with_ts ? Py_NewRef(Py_None) : same_ts ? PyLong_FromLongLong(p->base_ts + ts0) : PyList_New(n);
+    PyObject *ks = same_k ? PyLong_FromLongLong(kn0) : PyList_New(n), *vs = same_v ? PyLong_FromLongLong(vn0) : PyList_New(n);
+    if (ts == NULL || ks == NULL || vs == NULL)
+        goto fail;
+    if (same_k && same_v && (!with_ts || same_ts))
+        return Py_BuildValue("(NNN)", ts, ks, vs);
+    /* the records of a batch mostly have the sizes and timestamp of the one before: its int is shared, not made */
+    PyObject *k = NULL, *v = NULL, *t = NULL;
+    Py_ssize_t last_kn = 0, last_vn = 0;
+    int64_t last_ts = 0;
+    q = p->buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        parse_record(&q, end, &r);
+        if (!same_k) {
+            if ((k = size_int(k, &last_kn, (Py_ssize_t)r.key_len)) == NULL)
+                goto fail;
+            PyList_SET_ITEM(ks, i, k); /* (the lists keep k, v and t alive for the next record) */
+        }
+        if (!same_v) {
+            if ((v = size_int(v, &last_vn, (Py_ssize_t)r.value_len)) == NULL)
+                goto fail;
+            PyList_SET_ITEM(vs, i, v);
+        }
+        if (with_ts && !same_ts) {
+            if (t == NULL || r.ts_delta != last_ts) {
+                last_ts = r.ts_delta;
+                if ((t = PyLong_FromLongLong(p->base_ts + r.ts_delta)) == NULL)
+                    goto fail;
+            } else
+                Py_INCREF(t);
+            PyList_SET_ITEM(ts, i, t);
+        }
+    }
+    return Py_BuildValue("(NNN)", ts, ks, vs);
+fail:
+    Py_XDECREF(ts);
+    Py_XDECREF(ks);
+    Py_XDECREF(vs);
+    return NULL;
+}
+
 static PyObject *k_pending_columns(PyObject *self, PyObject *args)
 {
     PyObject *pending;
     int with_ts;
-    if (!PyArg_ParseTuple(args, "O!p", &PyList_Type, &pending, &with_ts))
+    if (!PyArg_ParseTuple(args, "Op", &pending, &with_ts))
         return NULL;
+    if (is_pending(pending)) {
+        if (((PendingObject *)pending)->items == NULL)
+            return pending_columns_encoded((PendingObject *)pending, with_ts);
+        pending = ((PendingObject *)pending)->items;
+    }
+    if (!PyList_Check(pending)) {
+        PyErr_SetString(PyExc_TypeError, "pending_columns: pending must be a list or a PendingRecords");
+        return NULL;
+    }
     Py_ssize_t n = PyList_GET_SIZE(pending);
     /* first pass, allocating nothing: a column of one value (the usual send_batch batch: no key, one value size,
      * one millisecond) is kept as that int */
@@ -3874,7 +4630,7 @@ static int plan_partition(PyObject *batches, PyObject *seen, PyObject *plan, PyO
         if ((f[k] = cached_get(batch, pattr[bwhich[k]], &bcache[bwhich[k]])) == NULL)
             ok = -1;
     if (ok > 0)
-        ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && PyList_CheckExact(f[3]);
+        ok = f[0] == Py_None && f[1] == Py_False && f[2] == Py_False && (PyList_CheckExact(f[3]) || is_pending(f[3]));
     PyObject *columns = NULL;
     if (ok > 0) {
         /* An outcome only its batch refers to (our reference and the batch's) can never be read: every
@@ -5175,7 +5931,8 @@ static struct PyModuleDef kernel_module = {
 
 PyMODINIT_FUNC PyInit__kernel(void)
 {
-    if (PyType_Ready(&SendRecordType) < 0 || PyType_Ready(&BoundSendType) < 0 || PyType_Ready(&SendMethodType) < 0)
+    if (PyType_Ready(&SendRecordType) < 0 || PyType_Ready(&BoundSendType) < 0 || PyType_Ready(&SendMethodType) < 0 ||
+        PyType_Ready(&PendingType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&kernel_module);
     if (m == NULL)
@@ -5189,6 +5946,12 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&SendMethodType);
     if (PyModule_AddObject(m, "SendMethod", (PyObject *)&SendMethodType) < 0) {
         Py_DECREF(&SendMethodType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&PendingType);
+    if (PyModule_AddObject(m, "PendingRecords", (PyObject *)&PendingType) < 0) {
+        Py_DECREF(&PendingType);
         Py_DECREF(m);
         return NULL;
     }

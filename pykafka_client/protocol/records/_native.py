@@ -93,10 +93,15 @@ class Kernel(Protocol):
         """Reference: ``batch_ops.check_batch`` (returns the batch's size where the reference returns the batch)."""
 
     def encode_batch(
-        self, records: list[Any], producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool,
+        self, records: Any, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool,
         crc32c: Callable[[Buffer], int], /,
     ) -> bytes | None:
-        """Reference: ``producer.batch_encoder.encode_batch_reference`` (uncompressed batches only)."""
+        """Reference: ``producer.batch_encoder.encode_batch_reference`` (uncompressed batches only); ``records``: a
+        list of record tuples or a ``PendingRecords``."""
+
+    PendingRecords: Any
+    """The type of ``ProducerBatch.pending`` with the kernel (``producer.batch_append.PendingList``): its records
+    encoded at append, rebuilt as tuples when read."""
 
     def append_records(
         self,
@@ -117,7 +122,7 @@ class Kernel(Protocol):
     def producer_setup(self, future_type: type, /) -> None: ...
 
     def pending_columns(
-        self, pending: list[Any], with_timestamps: bool, /
+        self, pending: Any, with_timestamps: bool, /
     ) -> tuple[list[int] | None, list[int], list[int]] | None:
         """Reference: ``producer_batch.pending_columns_reference``."""
 
@@ -191,7 +196,7 @@ class Kernel(Protocol):
 
     def append_pending(
         self,
-        pending: list[Any],
+        pending: Any,
         keys: list[Any] | None,
         values: list[Any],
         start: int,

@@ -1,8 +1,10 @@
-"""Test helpers: a static metadata view for the accumulator."""
+"""Test helpers: a static metadata view for the accumulator; a batch's records with a producer state to encode."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from pykafka_client.structs import Node, TopicPartition
 
@@ -31,3 +33,16 @@ class FakeMetadata:
 
 NODE1 = Node(1, "localhost", 9091)
 NODE2 = Node(2, "localhost", 9092)
+
+
+@dataclass
+class EncodableRecords:
+    """What ``batch_encoder.encode_batch`` reads of a producer batch: its records (a list of record tuples, or the
+    kernel's PendingRecords) and its producer state."""
+
+    pending: Any
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
+    is_transactional: bool = False
+    extra: list[Any] = field(default_factory=list)

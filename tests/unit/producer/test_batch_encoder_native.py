@@ -6,7 +6,6 @@ reference's in every case."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -17,18 +16,9 @@ from pykafka_client.producer.batch_encoder import encode_batch, encode_batch_ref
 from pykafka_client.protocol.compression import CompressionType
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.memory_records import MemoryRecords
+from tests.unit.producer.helpers import EncodableRecords as _Batch
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
-
-
-@dataclass
-class _Batch:
-    pending: Any
-    producer_id: int = -1
-    producer_epoch: int = -1
-    base_sequence: int = -1
-    is_transactional: bool = False
-    extra: list[Any] = field(default_factory=list)
 
 
 _bytes_or_none = st.one_of(st.none(), st.binary(max_size=300))

@@ -10,6 +10,7 @@ no Sender: batches stay in the accumulator, where the test reads and completes t
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 import threading
@@ -617,9 +618,12 @@ def test_the_compiled_send_on_the_system_clock_stamps_each_record_with_its_own_m
                 assert ts == explicit
             else:  # the system clock's ms (a minute's margin: the clock may be stepped meanwhile)
                 assert lo - 60_000 <= ts <= hi + 60_000
-        for a, b in zip(batch.pending, batch.pending[1:], strict=False):
-            if a[0] == b[0]:
-                assert a[0] is b[0]  # one int object per millisecond
+        if type(batch.pending) is list:
+            for a, b in zip(batch.pending, batch.pending[1:], strict=False):
+                if a[0] == b[0]:
+                    assert a[0] is b[0]  # one int object per millisecond
+        else:  # the records are bytes in the batch's PendingRecords: no timestamp object per record at all
+            assert batch.pending.is_encoded() and gc.get_referents(batch.pending) == []  # type: ignore[attr-defined]
         assert batch.max_timestamp == max([*stamps, batch.pending[0][0]])
     finally:
         p.close(0)

@@ -1,0 +1,305 @@
+"""The kernel's ``PendingRecords`` (``ProducerBatch.pending`` with the compiled kernel: each record encoded into the
+batch's records section at its append, Java ``MemoryRecordsBuilder``) == the reference's list of record tuples:
+the same records read back, the same per-record columns and callbacks, and byte-identical batches whatever the
+producer state (a re-stamp after an epoch bump), codec, split or appending path (``send``, ``send_batch``, the
+Python fallback); a record the encoding cannot take as the reference would turns it into a list for good."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pykafka_client.producer import batch_append
+from pykafka_client.producer.batch_encoder import encode_batch, encode_batch_reference
+from pykafka_client.producer.producer_batch import ProducerBatch, pending_columns_reference
+from pykafka_client.producer.record_metadata import RecordMetadata
+from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records.memory_records import MemoryRecords
+from pykafka_client.structs import TopicPartition
+from tests.unit.producer.helpers import EncodableRecords as _Batch
+
+pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
+
+TP = TopicPartition("t", 0)
+
+
+def _kernel() -> Any:
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    return kernel
+
+
+@pytest.fixture(autouse=True)
+def _native_on() -> Iterator[None]:
+    previous = _native.use_native(True)
+    try:
+        yield
+    finally:
+        _native.use_native(previous)
+
+
+def _reference_batch(limit: int) -> ProducerBatch:
+    """A ProducerBatch of the pure-Python reference (its pending a list of tuples)."""
+    previous = _native.use_native(False)
+    try:
+        return ProducerBatch(TP, limit, 0)
+    finally:
+        _native.use_native(previous)
+
+
+def _cb_a(md: RecordMetadata | None, err: BaseException | None) -> None:
+    return None
+
+
+def _cb_b(md: RecordMetadata | None, err: BaseException | None) -> None:
+    return None
+
+
+_bytes = st.one_of(st.none(), st.binary(max_size=200))
+_headers = st.one_of(
+    st.just(()), st.just(None),
+    st.lists(st.tuples(st.text(max_size=6), st.one_of(st.none(), st.binary(max_size=10))), min_size=1, max_size=3),
+)
+_plain = st.tuples(st.integers(0, 2**45), _bytes, _bytes, _headers, st.sampled_from([None, None, _cb_a, _cb_b]))
+# what the encoding must leave as tuples (the reference decides at drain: encodes, or raises)
+_ODD: list[Any] = [
+    (-1, None, b"v", (), None), (True, None, b"v", (), None), (2**63, None, b"v", (), None),
+    (5, None, bytearray(b"v"), (), None), (5, "str", b"v", (), None), (5, None, b"v", [("\ud800", b"x")], None),
+    (5, None, b"v", [(b"not str", b"x")], None),
+]
+_odd = st.sampled_from(_ODD)
+
+
+def _outcome(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception as e:  # the same error either way
+        return type(e)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    records=st.lists(st.one_of(_plain, _plain, _plain, _plain, _plain, _plain, _plain, _odd), min_size=1, max_size=30),
+    stamps=st.lists(
+        st.tuples(st.integers(-1, 2**40), st.integers(-1, 2**15 - 1), st.integers(-1, 2**31 - 1), st.booleans()),
+        min_size=1, max_size=3,
+    ),
+    with_ts=st.booleans(),
+)
+def test_pending_records_read_columns_and_encode_as_the_reference_list(
+    records: list[Any], stamps: list[tuple[int, int, int, bool]], with_ts: bool
+) -> None:
+    pending = _kernel().PendingRecords()
+    ref: list[Any] = []
+    for rec in records:
+        pending.append(rec)
+        ref.append(rec)
+    assert len(pending) == len(ref)
+    assert pending.is_encoded() == (not any(r is o for r in records for o in _ODD))
+    for got, want in zip(pending, ref, strict=True):
+        assert got[:3] == want[:3] and got[4] is want[4]
+        assert list(got[3] or ()) == list(want[3] or ())
+    assert pending[-1][:3] == ref[-1][:3] and [r[:3] for r in pending[1:3]] == [r[:3] for r in ref[1:3]]
+    assert pending.callbacks() == [r[4] for r in ref]
+    columns = _outcome(_kernel().pending_columns, pending, with_ts)
+    if columns is not None:
+        assert columns == _outcome(pending_columns_reference, ref, with_ts)
+    # the batch at each producer state (a re-stamp: an epoch bump, a new producer id), and compressed
+    for pid, epoch, seq, txn in stamps:
+        expected = _outcome(encode_batch_reference, _Batch(ref, pid, epoch, seq, txn), None, None)
+        assert _outcome(encode_batch, _Batch(pending, pid, epoch, seq, txn), None, None) == expected
+    pid, epoch, seq, txn = stamps[0]
+    expected = _outcome(encode_batch_reference, _Batch(ref, pid, epoch, seq, txn), "gzip", None)
+    assert _outcome(encode_batch, _Batch(pending, pid, epoch, seq, txn), "gzip", None) == expected
+
+
+def test_an_odd_record_turns_the_records_into_a_list_for_good() -> None:
+    pending = _kernel().PendingRecords()
+    pending.append((10, b"k", b"v", [("h", b"x")], _cb_a))
+    pending.append((12, None, None, (), None))
+    assert pending.is_encoded() and len(pending.records_bytes()) > 0
+    pending.append((-1, None, b"v", (), None))
+    assert not pending.is_encoded() and pending.records_bytes() is None
+    pending.append((13, None, b"w", (), None))  # stays a list
+    assert not pending.is_encoded()
+    assert pending == [(10, b"k", b"v", [("h", b"x")], _cb_a), (12, None, None, (), None), (-1, None, b"v", (), None),
+                       (13, None, b"w", (), None)]
+    assert pending.callbacks() == [_cb_a, None, None, None]
+
+
+def test_records_are_read_back_by_index_and_slice() -> None:
+    pending = _kernel().PendingRecords()
+    recs = [(1_700_000_000_000 + i, b"k%d" % i if i % 2 else None, b"v" * i, (), None) for i in range(10)]
+    for r in recs:
+        pending.append(r)
+    assert pending[0] == recs[0] and pending[-1] == recs[-1] and pending[2:8:3] == recs[2:8:3]
+    assert pending[::-1] == recs[::-1] and pending == recs and pending != recs[:-1]
+    with pytest.raises(IndexError):
+        pending[10]
+    with pytest.raises(TypeError):
+        pending["x"]
+    assert bool(pending) and not bool(_kernel().PendingRecords())
+
+
+_record = st.tuples(st.integers(0, 2**41), _bytes, _bytes, st.sampled_from([(), [("h", b"v")], [("k", None)]]),
+                    st.sampled_from([None, None, None, _cb_a]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    records=st.lists(st.one_of(_record, _record, _record, _record, _record, _record, _odd), min_size=1, max_size=40),
+    limit=st.sampled_from([150, 400, 2000, 16384]),
+    split_size=st.sampled_from([100, 300, 1000]),
+    bump=st.tuples(st.integers(0, 2**40), st.integers(0, 2**15 - 1), st.integers(0, 2**31 - 1)),
+)
+def test_a_kernel_batch_encodes_restamps_splits_and_completes_as_the_reference(
+    records: list[Any], limit: int, split_size: int, bump: tuple[int, int, int]
+) -> None:
+    """A batch filled through the kernel (``try_append``) and one of the reference (a list, ``try_append_reference``)
+    take the same records and give byte-identical batches: as drained, after an epoch bump, and split on
+    MESSAGE_TOO_LARGE (each piece); their delivery callbacks get the same metadata."""
+    nat, ref = ProducerBatch(TP, limit, 0), _reference_batch(limit)
+    assert type(nat.pending) is _kernel().PendingRecords and type(ref.pending) is list
+    got: dict[str, list[Any]] = {"nat": [], "ref": []}
+    for i, (ts, k, v, h, cb) in enumerate(records):
+        def on(which: str, cb: Any = cb) -> Any:
+            return None if cb is None else lambda md, err: got[which].append((md, err))
+        a = _outcome(nat.try_append, ts, k, v, h, on("nat"), i)
+        b = _outcome(ref.try_append_reference, ts, k, v, h, on("ref"), i)
+        assert (a is None) == (b is None) and isinstance(a, type) == isinstance(b, type)
+    state = ("size_bytes", "base_timestamp", "max_timestamp", "max_record_size", "has_callbacks", "record_count")
+    assert [getattr(nat, s) for s in state] == [getattr(ref, s) for s in state]
+    for b in (nat, ref):
+        b.close_for_appends()
+        b.set_producer_state(7, 1, 100, True)
+    assert _outcome(nat.records) == _outcome(ref.records)
+    for b in (nat, ref):
+        b.reset_producer_state(*bump)
+    assert _outcome(nat.records) == _outcome(ref.records)
+    nat_pieces = nat.split_into(split_size, 0)
+    previous = _native.use_native(False)
+    try:
+        ref_pieces = ref.split_into(split_size, 0)
+    finally:
+        _native.use_native(previous)
+    assert [p.record_count for p in nat_pieces] == [p.record_count for p in ref_pieces]
+    for i, (p, q) in enumerate(zip(nat_pieces, ref_pieces, strict=True)):
+        p.set_producer_state(7, 1, i * 50, False)
+        q.set_producer_state(7, 1, i * 50, False)
+        assert _outcome(p.records) == _outcome(q.records)
+        p.done(1000 * i, -1, None)
+        q.done(1000 * i, -1, None)
+    assert got["nat"] == got["ref"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(_bytes, min_size=1, max_size=60),
+    keyed=st.booleans(),
+    timestamps=st.one_of(st.none(), st.lists(st.one_of(st.none(), st.integers(0, 2**41)), min_size=60, max_size=60)),
+    limit=st.sampled_from([200, 1000, 16384]),
+    headers=st.sampled_from([(), [("h", b"v")]]),
+    callback=st.sampled_from([None, _cb_a]),
+)
+def test_send_batch_appends_into_pending_records_as_into_the_reference_list(
+    values: list[bytes | None], keyed: bool, timestamps: list[int | None] | None, limit: int, headers: Any, callback: Any
+) -> None:
+    """``append_pending`` (send_batch's loop) into a ``PendingRecords`` leaves the batch state and bytes of the
+    reference appending tuples to a list."""
+    keys = [None if v is None else v[:3] for v in values] if keyed else None
+    ts = None if timestamps is None else timestamps[: len(values)]
+    args = (keys, values, 0, len(values), ts, 1_700_000_000_000, headers, callback, 61, limit, -1, -1, 0, 1.0, 0, 0, 0)
+    pending = _kernel().PendingRecords()
+    ref: list[Any] = []
+    got = _kernel().append_pending(pending, *args)
+    assert got == batch_append.append_pending_reference(ref, *args)
+    assert pending.is_encoded() and len(pending) == len(ref) == got[0]
+    assert pending == ref
+    assert encode_batch(_Batch(pending, 3, 0, 9), None, None) == encode_batch_reference(_Batch(ref, 3, 0, 9), None, None)
+
+
+def test_a_batch_without_headers_or_callbacks_keeps_no_object_per_record() -> None:
+    import gc
+
+    b = ProducerBatch(TP, 16384, 0)
+    for i in range(100):
+        assert b.try_append(1_700_000_000_000 + i // 10, None, b"v" * 100, (), None, 0) is not None
+    assert gc.get_referents(b.pending) == []
+    (batch,) = list(MemoryRecords(b.records()).batches())
+    assert batch.is_valid() and [r.value for r in batch] == [b"v" * 100] * 100
+    assert [r.timestamp for r in batch] == [1_700_000_000_000 + i // 10 for i in range(100)]
+
+
+def test_an_encoded_batch_is_never_changed_by_a_later_append_or_re_stamp() -> None:
+    """The records' buffer becomes the encoded batch (its header written in front, not copied) only while nothing
+    else holds it: a batch handed out stays as it was through later appends and re-stamps."""
+    from pykafka_client.protocol.records.crc import crc32c
+
+    kernel = _kernel()
+    pending, ref = kernel.PendingRecords(64), []
+    for rec in [(5, None, b"v" * 40, (), None), (6, b"k", b"w", [("h", b"x")], None)]:
+        pending.append(rec)
+        ref.append(rec)
+    first = kernel.encode_batch(pending, 1, 0, 0, False, crc32c)
+    kept = bytes(bytearray(first))
+    assert first == encode_batch_reference(_Batch(ref, 1, 0, 0), None, None)[0]
+    again = kernel.encode_batch(pending, 4, 1, 9, True, crc32c)  # a re-stamp while the first is held
+    assert first == kept and again == encode_batch_reference(_Batch(ref, 4, 1, 9, True), None, None)[0]
+    for rec in [(7, None, b"z" * 100, (), None)] * 3:  # appends after the hand-out (and past the hint)
+        pending.append(rec)
+        ref.append(rec)
+    third = kernel.encode_batch(pending, 4, 1, 9, True, crc32c)
+    assert first == kept and third == encode_batch_reference(_Batch(ref, 4, 1, 9, True), None, None)[0]
+    (decoded,) = MemoryRecords(third).batches()
+    assert decoded.is_valid() and [r.value for r in decoded] == [r[2] for r in ref]
+    assert pending == ref
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_a_compressed_batch_is_its_records_bytes_compressed_as_the_reference(codec: str) -> None:
+    """With a codec the records section as encoded at append is compressed whole (no record rebuilt): the batch and
+    the compression ratio are the reference builder's."""
+    pending, ref = _kernel().PendingRecords(), []
+    for i in range(200):
+        rec = (1_700_000_000_000 + i // 7, b"key-%d" % (i % 5) if i % 3 else None, b"value %d " % i * 4,
+               [("h", b"%d" % i)] if i % 10 == 0 else (), None)
+        pending.append(rec)
+        ref.append(rec)
+    for stamp in [(-1, -1, -1, False), (12, 3, 400, True)]:
+        got = encode_batch(_Batch(pending, *stamp), codec, None)
+        assert got == encode_batch_reference(_Batch(ref, *stamp), codec, None)
+        assert got[1] < 1.0
+        (decoded,) = MemoryRecords(got[0]).batches()
+        assert decoded.is_valid() and [r.value for r in decoded] == [r[2] for r in ref]
+
+
+def test_the_collector_tracks_pending_records_once_they_can_be_in_a_cycle() -> None:
+    """Untracked while they hold only bytes (no work for the collector per batch); tracked from the first callback
+    (or in list mode), so a cycle through a callback that refers back to them is collected."""
+    import gc
+    import weakref
+
+    class Callback:
+        pending: Any = None
+
+        def __call__(self, md: RecordMetadata | None, err: BaseException | None) -> None:
+            return None
+
+    pending = _kernel().PendingRecords()
+    pending.append((1, None, b"v", (), None))
+    assert not gc.is_tracked(pending)
+    cb = Callback()
+    cb.pending = pending
+    pending.append((2, None, b"w", (), cb))
+    assert gc.is_tracked(pending) and pending.callbacks() == [None, cb]
+    gone = weakref.ref(cb)
+    del cb, pending
+    gc.collect()
+    assert gone() is None
+    listed = _kernel().PendingRecords()
+    listed.append((-1, None, b"v", (), None))
+    assert gc.is_tracked(listed) and not listed.is_encoded()
