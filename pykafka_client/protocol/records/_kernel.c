@@ -2171,29 +2171,8 @@ static inline __attribute__((always_inline)) int get_int(PyObject *obj, int a, i
 }
 
 /* obj.name = x for a counter slot the send path moves on every record (a batch's size_bytes, the sticky partition's
- * produced_bytes): 0, or -1 with an exception. When the slot holds an exact int of one internal digit that nothing
- * else refers to (its reference count is the slot's one: no reader holds it, no other object shares it) and x also
- * takes one digit and is not one of the interpreter's cached small ints, that int object gets the value x: as if a
- * new int had replaced it (nothing could tell them apart), without making one and freeing the old one per record.
- * CPython 3.10 and 3.11 (the int layout of ob_size and ob_digit); otherwise, and for any other slot, a new int. */
-static int set_counter_new(PyObject *obj, PyObject *name, slot_cache *c, int64_t x);
-
-static inline __attribute__((always_inline)) int set_counter(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
-{
-#if PY_VERSION_HEX >= 0x030A0000 && PY_VERSION_HEX < 0x030C0000
-    if (x > 256 && x < ((int64_t)1 << PyLong_SHIFT)) {
-        Py_ssize_t off = slot_offset(obj, name, c);
-        PyObject *v = off >= 0 ? *(PyObject **)((char *)obj + off) : NULL;
-        if (v != NULL && PyLong_CheckExact(v) && Py_REFCNT(v) == 1 && Py_SIZE(v) == 1) {
-            ((PyLongObject *)v)->ob_digit[0] = (digit)x;
-            return 0;
-        }
-    }
-#endif
-    return set_counter_new(obj, name, c, x);
-}
-
-static int set_counter_new(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
+ * produced_bytes), through its slot cache: 0, or -1 with an exception. */
+static int set_counter(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
 {
     PyObject *v = PyLong_FromLongLong(x);
     if (v == NULL)
