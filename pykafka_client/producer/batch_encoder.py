@@ -3,7 +3,7 @@ with the shared ``MemoryRecordsBuilder``."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from pykafka_client.producer.batch_append import PendingList
 from pykafka_client.protocol.compression import CompressionType, compress
@@ -58,12 +58,12 @@ def encode_batch(batch: EncodableBatch, compression_type: Any, compression_level
                 return data, 1.0
     elif kernel is not None and type(batch.pending) is kernel.PendingRecords:
         # the records section as encoded at append, compressed whole, the header written around it by the kernel
-        pending = batch.pending
-        raw = pending.records_bytes()  # type: ignore[attr-defined]
+        encoded = cast(_native.PendingRecordsApi, batch.pending)
+        raw = encoded.records_bytes()
         if raw:
             codec = compression_type_for(compression_type)
             payload = compress(codec, raw, compression_level)
-            data = pending.encode_compressed(  # type: ignore[attr-defined]
+            data = encoded.encode_compressed(
                 payload, int(codec), batch.producer_id, batch.producer_epoch, batch.base_sequence,
                 batch.is_transactional, crc32c,
             )

@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pykafka_client.producer import batch_append as _batch_append
 from pykafka_client.producer.batch_append import PendingList
@@ -446,7 +446,8 @@ class ProducerBatch:
         # the effects of the batch's callbacks.
         if self.has_callbacks:
             topic, partition = self.topic_partition
-            callbacks = [rec[4] for rec in pending] if type(pending) is list else pending.callbacks()  # type: ignore[attr-defined]
+            callbacks = ([rec[4] for rec in pending] if type(pending) is list
+                         else cast(_native.PendingRecordsApi, pending).callbacks())
             for i, cb in enumerate(callbacks):
                 if cb is None:
                     continue

@@ -25,6 +25,24 @@ _R = TypeVar("_R")
 _M = TypeVar("_M")
 
 
+class PendingRecordsApi(Protocol):
+    """What the producer reads of a kernel ``PendingRecords`` beyond its sequence of record tuples
+    (``producer.batch_append.PendingList``)."""
+
+    def records_bytes(self) -> bytes | None:
+        """The records section as encoded at append (base offset 0); None once it holds tuples (list mode)."""
+
+    def callbacks(self) -> list[Any]:
+        """Each record's delivery callback, or None."""
+
+    def encode_compressed(
+        self, payload: bytes, codec: int, producer_id: int, producer_epoch: int, base_sequence: int,
+        is_transactional: bool, crc32c: Callable[[Buffer], int], /,
+    ) -> bytes | None:
+        """The whole batch around ``payload`` (``records_bytes()`` compressed with ``codec``), or None: build it in
+        Python."""
+
+
 class Kernel(Protocol):
     """The compiled module ``_kernel.c``. Each function returns exactly what its pure-Python reference returns,
     or None (False for ``validate_records``) when the reference must decide, e.g. on bad input."""
