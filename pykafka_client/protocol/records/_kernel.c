@@ -2170,11 +2170,28 @@ static inline __attribute__((always_inline)) int get_int(PyObject *obj, int a, i
     return get_int_attr(obj, attr[a], &acache[a], out);
 }
 
+/* The ints of the byte counters the send path moves on every record (a batch's size_bytes, the sticky partition's
+ * produced_bytes): made once per value below COUNTER_INTS and kept (at most 32 B each, 1 MiB in all, as CPython keeps
+ * its small ints), so a record costs no int allocation and no int deallocation (the replaced value stays here).
+ * New reference, NULL with an exception. */
+enum { COUNTER_INTS = 1 << 15 };
+static PyObject *counter_ints[COUNTER_INTS];
+
+static inline PyObject *counter_int(int64_t x)
+{
+    if (x < 0 || x >= COUNTER_INTS)
+        return PyLong_FromLongLong(x);
+    PyObject *v = counter_ints[x];
+    if (v == NULL && (v = counter_ints[x] = PyLong_FromLongLong(x)) == NULL)
+        return NULL;
+    return Py_NewRef(v);
+}
+
 /* obj.name = x for a counter slot the send path moves on every record (a batch's size_bytes, the sticky partition's
  * produced_bytes), through its slot cache: 0, or -1 with an exception. */
 static int set_counter(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
 {
-    PyObject *v = PyLong_FromLongLong(x);
+    PyObject *v = counter_int(x);
     if (v == NULL)
         return -1;
     int rc = cached_set(obj, name, c, v);
@@ -2558,6 +2575,15 @@ static void send_cache_clear(send_cache *c)
     Py_CLEAR(c->fresh_topic);
 }
 
+/* The partition's int object, made on first use (*slot, borrowed; NULL with an exception): most sends name the
+ * partition only by number (the queue comes from the SendRecord's cache). */
+static PyObject *partition_int(PyObject **slot, int64_t partition)
+{
+    if (*slot == NULL)
+        *slot = PyLong_FromLongLong(partition);
+    return *slot;
+}
+
 /* send_append's 15 arguments (its doc); ``cache``: the calling SendRecord's, or NULL. ``may_open``: a new batch
  * may be opened when no open batch has room (SendRecord: never for a transactional producer, whose send adds a
  * new batch's partition to the transaction after the append); else None, nothing changed (send_append). */
@@ -2632,8 +2658,6 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
         if (rc < 0)
             goto done;
     }
-    if ((effective_obj = PyLong_FromLongLong(effective)) == NULL)
-        goto done;
     if (cache != NULL && cache->q_info == info && cache->q_partition == effective) {
         q = Py_NewRef(cache->queue);
     } else {
@@ -2643,6 +2667,8 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
             result = Py_NewRef(Py_NotImplemented);
             goto done;
         }
+        if (partition_int(&effective_obj, effective) == NULL)
+            goto done;
         q = PyDict_GetItemWithError(queues, effective_obj);
         if (q == NULL) {
             if (!PyErr_Occurred())
@@ -2758,6 +2784,8 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
         /* append() closes the full last batch before it looks for memory */
         if (last != NULL && cached_set(last, attr[A_CLOSED], &acache[A_CLOSED], Py_True) < 0)
             goto done;
+        if (partition_int(&effective_obj, effective) == NULL)
+            goto done;
         PyObject *fresh = PyObject_CallMethodObjArgs(accumulator, sattr[S_OPEN_BATCH], batches, topic, effective_obj, key,
                                                      value, headers, NULL);
         if (fresh == NULL)
@@ -2800,6 +2828,8 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
         if (set_counter(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], produced) < 0)
             goto done;
         if (produced >= switch_bytes || (last_full && produced >= sticky_size)) {
+            if (partition_int(&effective_obj, effective) == NULL)
+                goto done;
             PyObject *r = PyObject_CallMethodObjArgs(partitioner, sattr[S_UPDATE], effective_obj, zero, cluster,
                                                      last_full ? Py_True : Py_False, NULL);
             if (r == NULL)

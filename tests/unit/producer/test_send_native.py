@@ -121,7 +121,7 @@ _send = st.tuples(
     sends=st.lists(_send, min_size=1, max_size=40),
     partitions=st.integers(1, 4),
     codec=st.sampled_from(["none", "none", "gzip", "lz4"]),
-    batch_size=st.sampled_from([150, 500, 1024, 4096]),
+    batch_size=st.sampled_from([150, 500, 1024, 4096, 40_000]),  # 40k: byte counters past the kernel's int cache
     ignore_keys=st.booleans(),
     seed=st.integers(0, 1000),
 )
@@ -160,6 +160,11 @@ def test_compiled_send_equals_the_python_path(
         assert records["r"] == records["p"]
         assert records["a"] == records["p"]
         assert records["f"] == records["p"]
+        # the byte counters the kernel writes per record (a batch's size, the sticky partition's produced bytes)
+        counters = {name: _counters(p, batches[name]) for name, p in producers.items()}
+        assert counters["r"] == counters["p"]
+        assert counters["a"] == counters["p"]
+        assert counters["f"] == counters["p"]
         for got in batches.values():
             _complete(got)
         results = {name: [f.result(0) for f in fs] for name, fs in futures.items()}
@@ -175,6 +180,38 @@ def test_compiled_send_equals_the_python_path(
     finally:
         for p in producers.values():
             p.close(0)
+
+
+def _counters(p: KafkaProducer, batches: dict[int, list[ProducerBatch]]) -> tuple[Any, ...]:
+    """The byte counts the send path keeps: each batch's size_bytes and max_record_size, the sticky produced bytes."""
+    sticky = p.accumulator._topics[TOPIC].partitioner.sticky
+    return (
+        {part: [(b.size_bytes, b.max_record_size) for b in bs] for part, bs in batches.items()},
+        None if sticky is None else (sticky.partition, sticky.produced_bytes),
+    )
+
+
+def test_the_compiled_sends_byte_counters_share_one_int_per_value() -> None:
+    """The kernel keeps one int per counter value below 2**15 (as CPython its small ints): two batches holding the
+    same bytes share their size_bytes object, where each record would otherwise allocate (and free) an int per
+    counter; above that, a new int of the same value."""
+    time = MockTime()
+    p = _producer(time, 2, 1, True, **{"batch.size": 70_000})
+    try:
+        for part in (0, 1):
+            assert p.send(TOPIC, b"v" * 300, None, part) is not None  # a new batch each, then appends
+            assert p.send(TOPIC, b"v" * 300, None, part) is not None
+        (b0,), (b1,) = _batches(p, 2).values()
+        assert b0.size_bytes == b1.size_bytes > 256
+        assert b0.size_bytes is b1.size_bytes
+        for part in (0, 1):
+            for _ in range(110):  # past 2**15 bytes
+                p.send(TOPIC, b"v" * 300, None, part)
+        (b0,), (b1,) = _batches(p, 2).values()
+        assert b0.size_bytes == b1.size_bytes > 2**15
+        assert b0.size_bytes is not b1.size_bytes
+    finally:
+        p.close(0)
 
 
 def test_the_common_case_takes_the_compiled_path_with_java_partitions() -> None:
