@@ -2171,7 +2171,7 @@ static inline __attribute__((always_inline)) int get_int(PyObject *obj, int a, i
 }
 
 /* The ints of the byte counters the send path moves on every record (a batch's size_bytes, the sticky partition's
- * produced_bytes): made once per value below COUNTER_INTS and kept (at most 32 B each, 1 MiB in all, as CPython keeps
+ * produced_bytes) and of its futures' record indexes: made once per value below COUNTER_INTS and kept (at most 32 B each, 1 MiB in all, as CPython keeps
  * its small ints), so a record costs no int allocation and no int deallocation (the replaced value stays here).
  * New reference, NULL with an exception. */
 enum { COUNTER_INTS = 1 << 15 };
@@ -2204,6 +2204,67 @@ static inline __attribute__((always_inline)) int set_int(PyObject *obj, int a, i
     return set_counter(obj, attr[a], &acache[a], x);
 }
 
+/* The attributes an append reads and writes on its batch (attr[] before A_F_OUTCOME), resolved together: when the
+ * batch's type is the one all of them were found object slots of, unchanged since (its version tag), the append
+ * reads and writes them at these offsets after one type check, not one per attribute (slot_offset's). */
+static struct {
+    PyTypeObject *type; /* borrowed: compared, never dereferenced unless it is the batch's type */
+    unsigned int tag;
+    Py_ssize_t off[A_F_OUTCOME];
+} batch_layout;
+
+static int batch_layout_lookup(PyObject *batch)
+{
+    PyTypeObject *t = Py_TYPE(batch);
+    Py_ssize_t off[A_F_OUTCOME];
+    batch_layout.type = NULL;
+    for (int a = 0; a < A_F_OUTCOME; a++) {
+        if ((off[a] = slot_offset(batch, attr[a], &acache[a])) < 0)
+            return 0;
+    }
+    if (!(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+        return 0;
+    memcpy(batch_layout.off, off, sizeof off);
+    batch_layout.tag = t->tp_version_tag;
+    batch_layout.type = t;
+    return 1;
+}
+
+/* 1 when the batch's attributes are at batch_layout's offsets (BATCH_SLOT), else 0: go through the slot caches */
+static inline __attribute__((always_inline)) int batch_layout_of(PyObject *batch)
+{
+    PyTypeObject *t = Py_TYPE(batch);
+    if (batch_layout.type == t && batch_layout.tag == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+        return 1;
+    return batch_layout_lookup(batch);
+}
+
+#define BATCH_SLOT(batch, a) (*(PyObject **)((char *)(batch) + batch_layout.off[a]))
+
+/* batch.attr[a] (new reference, NULL with an exception); ``fast``: batch_layout_of(batch) */
+static inline __attribute__((always_inline)) PyObject *batch_get(PyObject *batch, int fast, int a)
+{
+    PyObject *v = fast ? BATCH_SLOT(batch, a) : NULL;
+    return v != NULL ? Py_NewRef(v) : cached_get(batch, attr[a], &acache[a]);
+}
+
+/* get_int of batch.attr[a]; ``fast``: batch_layout_of(batch) */
+static inline __attribute__((always_inline)) int batch_get_int(PyObject *batch, int fast, int a, int64_t *out)
+{
+    PyObject *v = fast ? BATCH_SLOT(batch, a) : NULL;
+    if (v != NULL && compact_int(v, out))
+        return 0;
+    return get_int(batch, a, out);
+}
+
+/* batch.attr[a] = v at batch_layout's offset (batch_layout_of(batch) holds), its old value into *old (the caller
+ * releases it once every write is done: no deallocation between the writes) */
+static inline __attribute__((always_inline)) void batch_put(PyObject *batch, int a, PyObject *v, PyObject **old)
+{
+    *old = BATCH_SLOT(batch, a);
+    BATCH_SLOT(batch, a) = v;
+}
+
 PyDoc_STRVAR(batch_try_append_doc,
     "batch_try_append(batch, timestamp, key, value, headers, callback, now_ms) -> future | None | NotImplemented\n\n"
     "ProducerBatch.try_append compiled: appends the record and returns its FutureRecordMetadata, None when the batch\n"
@@ -2228,20 +2289,23 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }
-    int is_closed = take_truth(cached_get(batch, attr[A_CLOSED], &acache[A_CLOSED]));
+    int fast = batch_layout_of(batch);
+    PyObject *closed = fast ? BATCH_SLOT(batch, A_CLOSED) : NULL;
+    int is_closed = closed == Py_False ? 0 : closed == Py_True ? 1 : take_truth(batch_get(batch, fast, A_CLOSED));
     if (is_closed < 0)
         return NULL;
     if (is_closed)
         Py_RETURN_NONE;
     int64_t base_ts = 0, size, limit, max_ts, max_rec;
     int rc;
-    if ((rc = get_int(batch, A_SIZE, &size)) != 0 || (rc = get_int(batch, A_LIMIT, &limit)) != 0 ||
-        (rc = get_int(batch, A_MAX_TS, &max_ts)) != 0 || (rc = get_int(batch, A_MAX_REC, &max_rec)) != 0) {
+    if ((rc = batch_get_int(batch, fast, A_SIZE, &size)) != 0 || (rc = batch_get_int(batch, fast, A_LIMIT, &limit)) != 0 ||
+        (rc = batch_get_int(batch, fast, A_MAX_TS, &max_ts)) != 0 ||
+        (rc = batch_get_int(batch, fast, A_MAX_REC, &max_rec)) != 0) {
         if (rc < 0)
             return NULL;
         Py_RETURN_NOTIMPLEMENTED;
     }
-    PyObject *pending = cached_get(batch, attr[A_PENDING], &acache[A_PENDING]);
+    PyObject *pending = batch_get(batch, fast, A_PENDING);
     if (pending == NULL)
         return NULL;
     PyObject *result = NULL, *future = NULL, *outcome = NULL, *index = NULL;
@@ -2261,7 +2325,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     }
     Py_ssize_t count = buffered != NULL ? buffered->count : PyList_GET_SIZE(pending);
     if (count > 0) {
-        if ((rc = get_int(batch, A_BASE_TS, &base_ts)) != 0) {
+        if ((rc = batch_get_int(batch, fast, A_BASE_TS, &base_ts)) != 0) {
             result = rc < 0 ? NULL : Py_NewRef(Py_NotImplemented);
             goto done;
         }
@@ -2279,8 +2343,8 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
         goto done;
     }
     /* everything that can fail comes before the first change to the batch */
-    outcome = cached_get(batch, attr[A_OUTCOME], &acache[A_OUTCOME]);
-    if (outcome == NULL || (index = PyLong_FromSsize_t(count)) == NULL)
+    outcome = batch_get(batch, fast, A_OUTCOME);
+    if (outcome == NULL || (index = counter_int(count)) == NULL)
         goto done;
     future = future_type->tp_alloc(future_type, 0);
     if (future == NULL || cached_set(future, attr[A_F_OUTCOME], &acache[A_F_OUTCOME], outcome) < 0 ||
@@ -2321,7 +2385,26 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     if (rc < 0)
         goto done;
 appended:
-    if ((count == 0 && cached_set(batch, attr[A_BASE_TS], &acache[A_BASE_TS], ts_obj) < 0) || set_int(batch, A_SIZE, size + rs) < 0 ||
+    if (batch_layout_of(batch)) { /* (checked again: the future's allocation may have run a collection) */
+        PyObject *size_obj = counter_int(size + rs), *rec_obj = rs > max_rec ? counter_int(rs) : NULL;
+        if (size_obj == NULL || (rs > max_rec && rec_obj == NULL)) {
+            Py_XDECREF(size_obj);
+            goto done;
+        }
+        PyObject *old[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+        if (count == 0)
+            batch_put(batch, A_BASE_TS, Py_NewRef(ts_obj), &old[0]);
+        batch_put(batch, A_SIZE, size_obj, &old[1]);
+        if (ts > max_ts)
+            batch_put(batch, A_MAX_TS, Py_NewRef(ts_obj), &old[2]);
+        if (rec_obj != NULL)
+            batch_put(batch, A_MAX_REC, rec_obj, &old[3]);
+        batch_put(batch, A_LAST_APPEND, Py_NewRef(now_obj), &old[4]);
+        if (callback != Py_None)
+            batch_put(batch, A_HAS_CB, Py_NewRef(Py_True), &old[5]);
+        for (int i = 0; i < 6; i++)
+            Py_XDECREF(old[i]);
+    } else if ((count == 0 && cached_set(batch, attr[A_BASE_TS], &acache[A_BASE_TS], ts_obj) < 0) || set_int(batch, A_SIZE, size + rs) < 0 ||
         (ts > max_ts && cached_set(batch, attr[A_MAX_TS], &acache[A_MAX_TS], ts_obj) < 0) ||
         (rs > max_rec && set_int(batch, A_MAX_REC, rs) < 0) || cached_set(batch, attr[A_LAST_APPEND], &acache[A_LAST_APPEND], now_obj) < 0 ||
         (callback != Py_None && cached_set(batch, attr[A_HAS_CB], &acache[A_HAS_CB], Py_True) < 0))

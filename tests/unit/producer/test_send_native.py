@@ -358,6 +358,37 @@ def test_the_kernel_goes_by_name_for_a_property_and_after_a_class_change() -> No
     assert batch.record_count == 1
 
 
+def test_the_kernel_reads_each_batch_class_at_its_own_offsets_when_appends_alternate() -> None:
+    """The kernel resolves a batch's append attributes once per class (and class version) and reads them at those
+    offsets; appends alternating between a ProducerBatch and a class holding the same slots in another order
+    (other offsets) each go to their own batch's slots: the same records, sizes and timestamps as two
+    ProducerBatches given the same appends."""
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    tp = TopicPartition(TOPIC, 0)
+
+    class Reordered:
+        __slots__ = tuple(reversed(ProducerBatch.__slots__))
+
+    def reordered() -> Any:
+        model = ProducerBatch(tp, 16384, 0)
+        r = Reordered()
+        for name in ProducerBatch.__slots__:
+            if hasattr(model, name):
+                setattr(r, name, getattr(model, name))
+        return r
+
+    got, want = [ProducerBatch(tp, 16384, 0), reordered()], [ProducerBatch(tp, 16384, 0), ProducerBatch(tp, 16384, 0)]
+    for i in range(40):
+        for batches in (got, want):
+            b = batches[i % 2]
+            assert kernel.batch_try_append(b, 1000 + i // 3 * (i % 2 + 1), None, b"v" * (i % 7), (), None, i) is not None
+    for g, w in zip(got, want):
+        assert (g.size_bytes, g.max_record_size, g.base_timestamp, g.max_timestamp, g.last_append_ms) == (
+            w.size_bytes, w.max_record_size, w.base_timestamp, w.max_timestamp, w.last_append_ms)
+        assert list(g.pending) == list(w.pending)
+
+
 def _outcome(p: KafkaProducer, *args: Any) -> str:
     """What ``p.send(*args)`` did: the exception it raised, the error its future holds, or its partition."""
     try:
