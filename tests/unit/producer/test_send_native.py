@@ -383,7 +383,7 @@ def test_the_kernel_reads_each_batch_class_at_its_own_offsets_when_appends_alter
         for batches in (got, want):
             b = batches[i % 2]
             assert kernel.batch_try_append(b, 1000 + i // 3 * (i % 2 + 1), None, b"v" * (i % 7), (), None, i) is not None
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         assert (g.size_bytes, g.max_record_size, g.base_timestamp, g.max_timestamp, g.last_append_ms) == (
             w.size_bytes, w.max_record_size, w.base_timestamp, w.max_timestamp, w.last_append_ms)
         assert list(g.pending) == list(w.pending)
