@@ -3316,7 +3316,9 @@ static PyObject *bound_send_vectorcall(PyObject *op, PyObject *const *args, size
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     if (nargs > SEND_NARGS || send_record_name == NULL)
         return bound_send_python(b, args, nargsf, kwnames);
-    PyObject *v[SEND_NARGS] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    /* the arguments by position, None where not given (``given``: a bit per position) */
+    PyObject *v[SEND_NARGS] = {Py_None, Py_None, Py_None, Py_None, Py_None, Py_None, Py_None};
+    unsigned int given = (1u << nargs) - 1;
     for (Py_ssize_t i = 0; i < nargs; i++)
         v[i] = args[i];
     for (Py_ssize_t k = 0; k < nkw; k++) {
@@ -3330,16 +3332,13 @@ static PyObject *bound_send_vectorcall(PyObject *op, PyObject *const *args, size
             if (PyUnicode_Check(name) && PyUnicode_Compare(name, send_arg_str[j]) == 0)
                 at = j;
         }
-        if (at < 0 || v[at] != NULL) /* unknown or given twice: Python's TypeError */
+        if (at < 0 || (given & (1u << at))) /* unknown or given twice: Python's TypeError */
             return bound_send_python(b, args, nargsf, kwnames);
         v[at] = args[nargs + k];
+        given |= 1u << at;
     }
-    if (v[0] == NULL)
+    if (!(given & 1u)) /* no topic */
         return bound_send_python(b, args, nargsf, kwnames);
-    for (int j = 1; j < SEND_NARGS; j++) {
-        if (v[j] == NULL)
-            v[j] = Py_None;
-    }
     Py_ssize_t off = slot_offset(b->self, send_record_name, &send_record_cache);
     PyObject *sr = off >= 0 ? *(PyObject **)((char *)b->self + off) : NULL; /* borrowed */
     if (sr == NULL || !Py_IS_TYPE(sr, &SendRecordType))

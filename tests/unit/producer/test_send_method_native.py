@@ -148,7 +148,9 @@ def test_the_bound_send_takes_sends_arguments_by_position_and_keyword() -> None:
         ((TOPIC, b"v", None, None, None, None, None, "extra"), {}),
         ((TOPIC,), {"bogus": 1}),
         ((TOPIC, b"v"), {"value": b"w"}),
+        ((TOPIC, b"v", b"k", 0), {"on_delivery": None, "partition": 1}),  # a later position given twice
         ((), {"value": b"w"}),
+        ((), {"value": b"w", "key": b"k", "on_delivery": None}),  # no topic among keywords
     ],
 )
 def test_bad_arguments_raise_the_python_functions_type_error(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
