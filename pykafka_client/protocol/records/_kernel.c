@@ -2171,9 +2171,10 @@ static inline __attribute__((always_inline)) int get_int(PyObject *obj, int a, i
 }
 
 /* The ints of the byte counters the send path moves on every record (a batch's size_bytes, the sticky partition's
- * produced_bytes) and of its futures' record indexes: made once per value below COUNTER_INTS and kept (at most 32 B each, 1 MiB in all, as CPython keeps
- * its small ints), so a record costs no int allocation and no int deallocation (the replaced value stays here).
- * New reference, NULL with an exception. */
+ * produced_bytes) and of its futures' record indexes: made once per value below COUNTER_INTS and kept, as CPython
+ * keeps its small ints (32 B an int, at most 1 MiB, and this table's 256 KiB of pointers, touched as used), so a
+ * record costs no int allocation and no int deallocation (the replaced value stays here). New reference, NULL with
+ * an exception. */
 enum { COUNTER_INTS = 1 << 15 };
 static PyObject *counter_ints[COUNTER_INTS];
 
@@ -2257,8 +2258,8 @@ static inline __attribute__((always_inline)) int batch_get_int(PyObject *batch, 
     return get_int(batch, a, out);
 }
 
-/* batch.attr[a] = v at batch_layout's offset (batch_layout_of(batch) holds), its old value into *old (the caller
- * releases it once every write is done: no deallocation between the writes) */
+/* batch.attr[a] = v (a reference it takes over) at batch_layout's offset (batch_layout_of(batch) holds), its old
+ * value into *old (the caller releases it once every write is done: no deallocation between the writes) */
 static inline __attribute__((always_inline)) void batch_put(PyObject *batch, int a, PyObject *v, PyObject **old)
 {
     *old = BATCH_SLOT(batch, a);
