@@ -5,7 +5,8 @@ it in ``<data dir>/__cluster_metadata.json`` (topic name -> topic id, partition 
 overrides) and ``<data dir>/meta.properties`` (cluster.id, node.id). Writes are atomic (temp file, fsync,
 rename, fsync of the directory), so a crash leaves either the old or the new registry, never a torn one.
 
-Thread-safety: every method takes the registry lock; readers get immutable :class:`TopicMetadata` snapshots.
+Thread-safety: every method takes the registry lock but :meth:`get_topic` (one atomic dict read); readers get
+immutable :class:`TopicMetadata` snapshots.
 """
 
 from __future__ import annotations
@@ -222,8 +223,9 @@ class MetadataCache:
     # --- reads ------------------------------------------------------------------------------------
 
     def get_topic(self, name: str) -> TopicMetadata | None:
-        with self._lock:
-            return self._topics.get(name)
+        # one dict read, atomic: no lock (the writers replace a topic's immutable snapshot under it; this runs for
+        # every partition of every Produce and Fetch)
+        return self._topics.get(name)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         with self._lock:
