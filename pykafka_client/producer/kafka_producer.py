@@ -235,7 +235,14 @@ class KafkaProducer:
         send_append = self.accumulator.send_append
         # the kernel skips the Sender.wakeup call (a Python frame) while the Sender's flag says a wake-up is
         # already pending, as Sender.wakeup itself would do nothing then
-        wake_sender = (self.sender, WAKEUP_PENDING_ATTRIBUTE, self.sender.wakeup)
+        wake_sender: tuple[Any, ...] = (self.sender, WAKEUP_PENDING_ATTRIBUTE, self.sender.wakeup)
+        # with its own I/O thread, at a new batch the kernel hands the GIL to that thread when it waits for it and
+        # the request it would build is full or the broker idle (Selector.enable_gil_handoff; the async producer's
+        # one thread has nothing to hand over)
+        selector = self.sender.pollable_selector if io_runner is None else None
+        handoff = selector.enable_gil_handoff() if selector is not None else None
+        if handoff is not None:
+            wake_sender += (handoff, functools.partial(self.accumulator.request_full, self.metadata))
         self._send_append: Callable[..., Any] | None = (
             functools.partial(
                 send_append, None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,

@@ -59,6 +59,8 @@ from pykafka_client.network.transport.selectable import (
     NetworkReceive,
     NetworkSend,
 )
+from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records._native import GilHandoffApi
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
@@ -176,6 +178,10 @@ class Selector:
         #: learns of that one from whoever raised it (``Sender.wakeup_pending``).
         self.nonblocking = False
         self.deferred_timeout_ms = 0
+        #: the kernel's GilHandoff once :meth:`enable_gil_handoff` made one: the wait of :meth:`poll` then
+        #: publishes when this selector's thread wants the GIL back (for the producer's send path)
+        self._handoff: GilHandoffApi | None = None
+        self._fd_to_key: dict[int, selectors.SelectorKey] = {}
 
     # --- connections -----------------------------------------------------------------------------
 
@@ -470,6 +476,23 @@ class Selector:
         fileno = getattr(self._selector, "fileno", None)
         return fileno() if fileno is not None else None
 
+    def enable_gil_handoff(self) -> GilHandoffApi | None:
+        """Make :meth:`poll`'s wait the kernel's ``GilHandoff.select`` (the same result as the OS selector's select),
+        which tells another thread of the process when the thread that polls has I/O to handle and waits for the
+        GIL (the producer's send path then hands the GIL over at a batch boundary: see ``KafkaProducer``).
+        Returns the GilHandoff, or None where there is none (no kernel, not Linux, not an epoll selector): the
+        wait stays the selectors module's. Call before the polling thread starts."""
+        if self._handoff is not None:
+            return self._handoff
+        kernel = _native.kernel
+        handoff_type = getattr(kernel, "GilHandoff", None) if kernel is not None else None
+        fd_to_key = getattr(self._selector, "_fd_to_key", None)
+        if handoff_type is None or not isinstance(self._selector, selectors.EpollSelector) or type(fd_to_key) is not dict:
+            return None
+        self._fd_to_key = fd_to_key
+        self._handoff = handoff_type()
+        return self._handoff
+
     def readable_now_check(self) -> Callable[[], bool]:
         """A zero-timeout check that :meth:`fileno` is readable now (for a driver whose event loop reports
         readiness late: the callback may run after a step already drained the descriptor). Only where
@@ -544,7 +567,15 @@ class Selector:
             timeout_ms = _MAX_SELECT_TIMEOUT_MS
         if self.nonblocking:
             self.deferred_timeout_ms, timeout_ms = timeout_ms, 0
-        events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
+        handoff = self._handoff
+        if handoff is not None:
+            m = self.metrics
+            events = handoff.select(
+                self._selector.fileno(), self._fd_to_key, timeout_ms, self._wakeup_r.fileno(),
+                m.requests_sent_total - m.responses_received_total,
+            )
+        else:
+            events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
         end_select_ns = self._now_ns()
         if events and self.nonblocking and (len(events) > 1 or events[0][0].data is not None):
             # a connection had I/O: a blocking poll would have returned now with it, and its caller loops at once
