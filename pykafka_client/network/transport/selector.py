@@ -182,6 +182,7 @@ class Selector:
         #: publishes when this selector's thread wants the GIL back (for the producer's send path)
         self._handoff: GilHandoffApi | None = None
         self._fd_to_key: dict[int, selectors.SelectorKey] = {}
+        self._epoll_fd = self._wakeup_fd = -1
 
     # --- connections -----------------------------------------------------------------------------
 
@@ -490,6 +491,8 @@ class Selector:
         if handoff_type is None or not isinstance(self._selector, selectors.EpollSelector) or type(fd_to_key) is not dict:
             return None
         self._fd_to_key = fd_to_key
+        self._epoll_fd = self._selector.fileno()
+        self._wakeup_fd = self._wakeup_r.fileno()
         self._handoff = handoff_type()
         return self._handoff
 
@@ -571,7 +574,7 @@ class Selector:
         if handoff is not None:
             m = self.metrics
             events = handoff.select(
-                self._selector.fileno(), self._fd_to_key, timeout_ms, self._wakeup_r.fileno(),
+                self._epoll_fd, self._fd_to_key, timeout_ms, self._wakeup_fd,
                 m.requests_sent_total - m.responses_received_total,
             )
         else:

@@ -2547,6 +2547,22 @@ static PyObject *handoff_decide(PyObject *op, PyObject *const *args, Py_ssize_t 
     return PyBool_FromLong(full);
 }
 
+PyDoc_STRVAR(handoff_offer_doc,
+    "offer(request_full, topic, partition) -> bool\n\n"
+    "At a batch boundary of a caller other than send()'s kernel path (send_batch's new batch): :meth:`decide`'s\n"
+    "rule, and when it holds, the hand-off itself (the GIL released until the I/O thread's next wait, or\n"
+    "max_wait_us). Returns whether it handed over.");
+
+static PyObject *handoff_offer(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "offer(request_full, topic, partition)");
+        return NULL;
+    }
+    int r = handoff_at_boundary(op, args[0], args[1], args[2]);
+    return r < 0 ? NULL : PyBool_FromLong(r);
+}
+
 PyDoc_STRVAR(handoff_set_state_doc,
     "_set_state(state, idle): sets the published I/O thread state (0 running, 1 waiting, 2 wanting the GIL) and\n"
     "the broker's idleness, as the wait does (for tests of the rule).");
@@ -2600,6 +2616,7 @@ static PyObject *handoff_new(PyTypeObject *type, PyObject *args, PyObject *kwarg
 static PyMethodDef handoff_methods[] = {
     {"select", (PyCFunction)(void (*)(void))handoff_select, METH_FASTCALL, handoff_select_doc},
     {"decide", (PyCFunction)(void (*)(void))handoff_decide, METH_FASTCALL, handoff_decide_doc},
+    {"offer", (PyCFunction)(void (*)(void))handoff_offer, METH_FASTCALL, handoff_offer_doc},
     {"_set_state", handoff_set_state, METH_VARARGS, handoff_set_state_doc},
     {NULL, NULL, 0, NULL},
 };

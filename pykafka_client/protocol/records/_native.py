@@ -66,6 +66,9 @@ class GilHandoffApi(Protocol):
     def decide(self, request_full: Callable[[str, int], bool], topic: str, partition: int, /) -> bool:
         """The hand-off rule of a batch boundary (no hand-off made)."""
 
+    def offer(self, request_full: Callable[[str, int], bool], topic: str, partition: int, /) -> bool:
+        """:meth:`decide`, and the hand-off when it holds (send_batch's new batch): whether it handed over."""
+
     def _set_state(self, state: int, idle: bool, /) -> None:
         """Tests: publish a state as the wait does."""
 
