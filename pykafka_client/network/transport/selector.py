@@ -463,6 +463,12 @@ class Selector:
 
     def wakeup(self) -> None:
         """Interrupt a blocked poll (thread-safe)."""
+        handoff = self._handoff
+        if handoff is not None:
+            # the same write, keeping the GIL: the producer's send thread wakes the I/O thread at a new batch, and a
+            # GIL released around that write would hand the I/O thread the GIL there, outside the hand-off's rule
+            handoff.wake(self._wakeup_w)
+            return
         try:
             self._wakeup_w.send(b"\x01")
         except (BlockingIOError, InterruptedError):

@@ -2343,6 +2343,7 @@ static PyObject *k_batch_try_append(PyObject *self, PyObject *const *args, Py_ss
  * and futex); elsewhere the type does not exist and the Selector keeps the selectors module's wait. */
 #if defined(__linux__) && defined(__GNUC__)
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <linux/futex.h>
 #include <errno.h>
@@ -2563,6 +2564,28 @@ static PyObject *handoff_offer(PyObject *op, PyObject *const *args, Py_ssize_t n
     return r < 0 ? NULL : PyBool_FromLong(r);
 }
 
+PyDoc_STRVAR(handoff_wake_doc,
+    "wake(sock) -> None\n\n"
+    "Selector.wakeup's write of one byte to its wake-up socket (non-blocking), keeping the GIL: a thread that wakes\n"
+    "the I/O thread does not hand it the GIL at that point (only the rule does, at a batch boundary). A full socket\n"
+    "(a wake-up already pending) or a closed one is ignored, as Selector.wakeup does.");
+
+static PyObject *handoff_wake(PyObject *op, PyObject *arg)
+{
+    /* the descriptor read here, under the GIL through to the write: a socket closed meanwhile has none (-1) */
+    int fd = PyObject_AsFileDescriptor(arg);
+    if (fd < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    static const char one = 1;
+    ssize_t n;
+    do {
+        n = send(fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(handoff_set_state_doc,
     "_set_state(state, idle): sets the published I/O thread state (0 running, 1 waiting, 2 wanting the GIL) and\n"
     "the broker's idleness, as the wait does (for tests of the rule).");
@@ -2617,6 +2640,7 @@ static PyMethodDef handoff_methods[] = {
     {"select", (PyCFunction)(void (*)(void))handoff_select, METH_FASTCALL, handoff_select_doc},
     {"decide", (PyCFunction)(void (*)(void))handoff_decide, METH_FASTCALL, handoff_decide_doc},
     {"offer", (PyCFunction)(void (*)(void))handoff_offer, METH_FASTCALL, handoff_offer_doc},
+    {"wake", handoff_wake, METH_O, handoff_wake_doc},
     {"_set_state", handoff_set_state, METH_VARARGS, handoff_set_state_doc},
     {NULL, NULL, 0, NULL},
 };

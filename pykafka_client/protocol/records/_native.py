@@ -69,6 +69,9 @@ class GilHandoffApi(Protocol):
     def offer(self, request_full: Callable[[str, int], bool], topic: str, partition: int, /) -> bool:
         """:meth:`decide`, and the hand-off when it holds (send_batch's new batch): whether it handed over."""
 
+    def wake(self, sock: Any, /) -> None:
+        """Reference: ``Selector.wakeup``'s write of one byte to its wake-up socket, without releasing the GIL."""
+
     def _set_state(self, state: int, idle: bool, /) -> None:
         """Tests: publish a state as the wait does."""
 

@@ -262,6 +262,24 @@ def test_selector_poll_publishes_the_wait() -> None:
         s.close()
 
 
+def test_wakeup_through_the_handoff() -> None:
+    """Selector.wakeup writes its byte through GilHandoff.wake (GIL kept): a poll returns at once, many wake-ups
+    before it are one; after close() a wake-up is ignored (its socket has no descriptor then)."""
+    s = Selector()
+    h = s.enable_gil_handoff()
+    assert h is not None
+    for _ in range(3):
+        s.wakeup()
+    g = h.generation
+    s.poll(60_000)
+    assert h.generation == g + 1
+    # the poll drained the wake-ups
+    with pytest.raises(BlockingIOError):
+        s._wakeup_r.recv(16)
+    s.close()
+    s.wakeup()
+
+
 def test_handoff_select_equals_epoll_selector_select() -> None:
     """The same (key, events) pairs as EpollSelector.select: read and write interest, ready or not."""
     assert handoff_type is not None
