@@ -11,7 +11,7 @@
  * smaller; a length from the input is compared with the bytes left before it is used; a count from the
  * input is compared with what the buffer could hold before anything is allocated from it. The GIL is
  * released only in the column and validation scans, which touch no Python object (only the bytes of a
- * buffer exported to us and memory of our own).
+ * buffer exported to us and memory of our own), and by GilHandoff (its epoll wait and its hand-off wait).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -2500,27 +2500,33 @@ static void handoff_yield(HandoffObject *h)
 }
 
 /* The rule, at a batch boundary of send()'s path (a new batch opened): hand the GIL over only when the I/O thread
- * waits for it and the request it would build cannot grow (``request_full(topic, partition)``: a Python check, called
- * only then) or the broker has nothing in flight. ``handoff``: a GilHandoff, else nothing is done. 1 when it yielded,
- * 0 when not, -1 with an exception. */
-static int handoff_at_boundary(PyObject *handoff, PyObject *request_full, PyObject *topic, PyObject *partition)
+ * waits for it and the broker has nothing in flight or the request it would build cannot grow
+ * (``request_full(topic, partition)``: a Python check, called only then). ``handoff``: a GilHandoff, else never.
+ * 1 when it holds, 0 when not, -1 with an exception. */
+static int handoff_rule(PyObject *handoff, PyObject *request_full, PyObject *topic, PyObject *partition)
 {
     if (!Py_IS_TYPE(handoff, &HandoffType))
         return 0;
     HandoffObject *h = (HandoffObject *)handoff;
     if (__atomic_load_n(&h->state, __ATOMIC_SEQ_CST) != HO_WANTS)
         return 0;
-    if (!__atomic_load_n(&h->idle, __ATOMIC_SEQ_CST)) {
-        PyObject *r = PyObject_CallFunctionObjArgs(request_full, topic, partition, NULL);
-        if (r == NULL)
-            return -1;
-        int full = r == Py_True;
-        Py_DECREF(r);
-        if (!full)
-            return 0;
-    }
-    handoff_yield(h);
-    return 1;
+    if (__atomic_load_n(&h->idle, __ATOMIC_SEQ_CST))
+        return 1;
+    PyObject *r = PyObject_CallFunctionObjArgs(request_full, topic, partition, NULL);
+    if (r == NULL)
+        return -1;
+    int full = r == Py_True;
+    Py_DECREF(r);
+    return full;
+}
+
+/* The rule, and the hand-off when it holds: 1 when it handed over, 0 when not, -1 with an exception. */
+static int handoff_at_boundary(PyObject *handoff, PyObject *request_full, PyObject *topic, PyObject *partition)
+{
+    int r = handoff_rule(handoff, request_full, topic, partition);
+    if (r > 0)
+        handoff_yield((HandoffObject *)handoff);
+    return r;
 }
 
 PyDoc_STRVAR(handoff_decide_doc,
@@ -2531,21 +2537,12 @@ PyDoc_STRVAR(handoff_decide_doc,
 
 static PyObject *handoff_decide(PyObject *op, PyObject *const *args, Py_ssize_t nargs)
 {
-    HandoffObject *h = (HandoffObject *)op;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "decide(request_full, topic, partition)");
         return NULL;
     }
-    if (__atomic_load_n(&h->state, __ATOMIC_SEQ_CST) != HO_WANTS)
-        Py_RETURN_FALSE;
-    if (__atomic_load_n(&h->idle, __ATOMIC_SEQ_CST))
-        Py_RETURN_TRUE;
-    PyObject *r = PyObject_CallFunctionObjArgs(args[0], args[1], args[2], NULL);
-    if (r == NULL)
-        return NULL;
-    int full = r == Py_True;
-    Py_DECREF(r);
-    return PyBool_FromLong(full);
+    int r = handoff_rule(op, args[0], args[1], args[2]);
+    return r < 0 ? NULL : PyBool_FromLong(r);
 }
 
 PyDoc_STRVAR(handoff_offer_doc,
