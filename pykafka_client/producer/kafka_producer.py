@@ -235,7 +235,19 @@ class KafkaProducer:
         send_append = self.accumulator.send_append
         # the kernel skips the Sender.wakeup call (a Python frame) while the Sender's flag says a wake-up is
         # already pending, as Sender.wakeup itself would do nothing then
-        wake_sender = (self.sender, WAKEUP_PENDING_ATTRIBUTE, self.sender.wakeup)
+        wake_sender: tuple[Any, ...] = (self.sender, WAKEUP_PENDING_ATTRIBUTE, self.sender.wakeup)
+        # with its own I/O thread, at a new batch the kernel hands the GIL to that thread when it waits for it and
+        # the request it would build is full or the broker idle (Selector.enable_gil_handoff; the async producer's
+        # one thread has nothing to hand over)
+        selector = self.sender.pollable_selector if io_runner is None else None
+        handoff = selector.enable_gil_handoff() if selector is not None else None
+        request_full = functools.partial(self.accumulator.request_full, self.metadata)
+        if handoff is not None:
+            wake_sender += (handoff, request_full)
+        #: send_batch's hand-off at a new batch (the same rule): ``offer(topic, partition)``, or None
+        self._handoff_offer: Callable[[str, int], bool] | None = (
+            None if handoff is None else functools.partial(handoff.offer, request_full)
+        )
         self._send_append: Callable[..., Any] | None = (
             functools.partial(
                 send_append, None if self._system_time else time.milliseconds, _NO_HEADERS, self.metadata,
@@ -597,6 +609,8 @@ class KafkaProducer:
             i += 1
             if result.batch_is_full or result.new_batch_created:
                 self.sender.wakeup()
+                if result.new_batch_created and self._handoff_offer is not None:
+                    self._handoff_offer(topic, part)
 
     def _check_can_send(self, topic: str, partition: int | None) -> KafkaError | None:
         """What ``send`` raises at once for a closed producer, a transaction state, a bad topic or partition; and

@@ -537,6 +537,30 @@ class RecordAccumulator:
                     info.partitioner.update_partition_load_stats((), (), 0)
         return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown))
 
+    def request_full(self, metadata: AccumulatorMetadata, topic: str, partition: int) -> bool:
+        """Whether the request the Sender would build now for ``partition``'s leader is as large as it can be: every
+        partition of ``topic`` with a queue, led by that node, has a full batch ready (``ready``'s rule: more than one
+        batch, or a full first one). The producer's send path hands the GIL to the I/O thread at a batch boundary
+        when this holds (or the broker is idle), so that a hand-off never makes requests smaller. Read under the
+        GIL only, without the queues' locks (a racy read only moves a hand-off by a batch)."""
+        info = self._topics.get(topic)
+        if info is None:
+            return False
+        leader: Node | None = None
+        for p, q in list(info.queues.items()):
+            batches = q.batches
+            n = len(batches)
+            if n > 1 or (n == 1 and batches[0].is_full()):
+                continue
+            if p != partition:  # not full: it counts if the same node leads it
+                if leader is None and (leader := metadata.leader_and_epoch((topic, partition))[0]) is None:
+                    return False
+                other = metadata.leader_and_epoch((topic, p))[0]
+                if other is None or other.id != leader.id:
+                    continue
+            return False
+        return True
+
     def has_undrained(self) -> bool:
         for info in list(self._topics.values()):
             for q in list(info.queues.values()):

@@ -59,6 +59,8 @@ from pykafka_client.network.transport.selectable import (
     NetworkReceive,
     NetworkSend,
 )
+from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records._native import GilHandoffApi
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
@@ -166,7 +168,11 @@ class Selector:
         self._wakeup_r, self._wakeup_w = socket.socketpair()
         self._wakeup_r.setblocking(False)
         self._wakeup_w.setblocking(False)
-        self._selector.register(self._wakeup_r.fileno(), selectors.EVENT_READ, None)
+        #: what is registered with the OS selector, by descriptor (the keys its register/modify returned): the map
+        #: GilHandoff.select reads
+        self._keys: dict[int, selectors.SelectorKey] = {}
+        wakeup_fd = self._wakeup_r.fileno()
+        self._keys[wakeup_fd] = self._selector.register(wakeup_fd, selectors.EVENT_READ, None)
         self._closed = False
         #: Set by a driver that waits for readiness itself (the async producer's event-loop driver, which
         #: awaits :meth:`fileno` becoming readable): :meth:`poll` then never blocks and records in
@@ -176,6 +182,10 @@ class Selector:
         #: learns of that one from whoever raised it (``Sender.wakeup_pending``).
         self.nonblocking = False
         self.deferred_timeout_ms = 0
+        #: the kernel's GilHandoff once :meth:`enable_gil_handoff` made one: the wait of :meth:`poll` then
+        #: publishes when this selector's thread wants the GIL back (for the producer's send path)
+        self._handoff: GilHandoffApi | None = None
+        self._epoll_fd = self._wakeup_fd = -1
 
     # --- connections -----------------------------------------------------------------------------
 
@@ -275,11 +285,12 @@ class Selector:
         if want == have:
             return
         if have == 0:
-            self._selector.register(channel.fd, want, channel)
+            self._keys[channel.fd] = self._selector.register(channel.fd, want, channel)
         elif want == 0:
             self._selector.unregister(channel.fd)
+            del self._keys[channel.fd]
         else:
-            self._selector.modify(channel.fd, want, channel)
+            self._keys[channel.fd] = self._selector.modify(channel.fd, want, channel)
         self._events[channel.id] = want
         # up to date now, whatever a mute since the last poll left behind (see mute_channel)
         self._interest_stale.discard(channel.id)
@@ -325,6 +336,7 @@ class Selector:
         cid = channel.id
         if self._events.pop(cid, 0) != 0:
             try:
+                self._keys.pop(channel.fd, None)
                 self._selector.unregister(channel.fd)
             except (KeyError, ValueError, OSError):
                 pass
@@ -456,6 +468,12 @@ class Selector:
 
     def wakeup(self) -> None:
         """Interrupt a blocked poll (thread-safe)."""
+        handoff = self._handoff
+        if handoff is not None:
+            # the same write, keeping the GIL: the producer's send thread wakes the I/O thread at a new batch, and a
+            # GIL released around that write would hand the I/O thread the GIL there, outside the hand-off's rule
+            handoff.wake(self._wakeup_w)
+            return
         try:
             self._wakeup_w.send(b"\x01")
         except (BlockingIOError, InterruptedError):
@@ -469,6 +487,23 @@ class Selector:
         (``select``-based platforms)."""
         fileno = getattr(self._selector, "fileno", None)
         return fileno() if fileno is not None else None
+
+    def enable_gil_handoff(self) -> GilHandoffApi | None:
+        """Make :meth:`poll`'s wait the kernel's ``GilHandoff.select`` (the same result as the OS selector's select),
+        which tells another thread of the process when the thread that polls has I/O to handle and waits for the
+        GIL (the producer's send path then hands the GIL over at a batch boundary: see ``KafkaProducer``).
+        Returns the GilHandoff, or None where there is none (no kernel, not Linux, not an epoll selector): the
+        wait stays the selectors module's. Call before the polling thread starts."""
+        if self._handoff is not None:
+            return self._handoff
+        kernel = _native.kernel
+        handoff_type = getattr(kernel, "GilHandoff", None) if kernel is not None else None
+        if handoff_type is None or not isinstance(self._selector, selectors.EpollSelector):
+            return None
+        self._epoll_fd = self._selector.fileno()
+        self._wakeup_fd = self._wakeup_r.fileno()
+        self._handoff = handoff_type()
+        return self._handoff
 
     def readable_now_check(self) -> Callable[[], bool]:
         """A zero-timeout check that :meth:`fileno` is readable now (for a driver whose event loop reports
@@ -544,7 +579,15 @@ class Selector:
             timeout_ms = _MAX_SELECT_TIMEOUT_MS
         if self.nonblocking:
             self.deferred_timeout_ms, timeout_ms = timeout_ms, 0
-        events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
+        handoff = self._handoff
+        if handoff is not None:
+            m = self.metrics
+            events = handoff.select(
+                self._epoll_fd, self._keys, timeout_ms, self._wakeup_fd,
+                m.requests_sent_total - m.responses_received_total,
+            )
+        else:
+            events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
         end_select_ns = self._now_ns()
         if events and self.nonblocking and (len(events) > 1 or events[0][0].data is not None):
             # a connection had I/O: a blocking poll would have returned now with it, and its caller loops at once

@@ -43,6 +43,39 @@ class PendingRecordsApi(Protocol):
         Python."""
 
 
+class GilHandoffApi(Protocol):
+    """A kernel ``GilHandoff`` (Linux only: read with ``getattr(kernel, "GilHandoff", None)``): the wait of a
+    selector's polling thread, which publishes when that thread wants the GIL back, and the rule the producer's
+    send path applies at a batch boundary to hand the GIL over to it (``Selector.enable_gil_handoff``)."""
+
+    #: the polling thread's state: 0 running, 1 waiting in select, 2 select returned and it waits for the GIL
+    state: int
+    #: the broker had nothing in flight when the last blocking select returned
+    idle: bool
+    #: blocking waits entered (a hand-off lasts until the next one, or ``max_wait_us``)
+    generation: int
+    #: hand-offs made at send()'s batch boundaries
+    yields: int
+    max_wait_us: int
+
+    def select(
+        self, epoll_fd: int, fd_to_key: dict[int, Any], timeout_ms: int, wakeup_fd: int, in_flight: int, /
+    ) -> list[tuple[Any, int]]:
+        """Reference: ``selectors.EpollSelector.select`` (timeout in ms; 0 keeps the GIL)."""
+
+    def decide(self, request_full: Callable[[str, int], bool], topic: str, partition: int, /) -> bool:
+        """The hand-off rule of a batch boundary (no hand-off made)."""
+
+    def offer(self, request_full: Callable[[str, int], bool], topic: str, partition: int, /) -> bool:
+        """:meth:`decide`, and the hand-off when it holds (send_batch's new batch): whether it handed over."""
+
+    def wake(self, sock: Any, /) -> None:
+        """Reference: ``Selector.wakeup``'s write of one byte to its wake-up socket, without releasing the GIL."""
+
+    def _set_state(self, state: int, idle: bool, /) -> None:
+        """Tests: publish a state as the wait does."""
+
+
 class Kernel(Protocol):
     """The compiled module ``_kernel.c``. Each function returns exactly what its pure-Python reference returns,
     or None (False for ``validate_records``) when the reference must decide, e.g. on bad input."""
