@@ -19,6 +19,7 @@ from typing import Any
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.client_request import RequestCompletionHandler, RequestHeaderInfo
 from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkSend
 
 
@@ -45,9 +46,10 @@ class InFlightRequest:
         return max(0, now_ms - self.created_time_ms)
 
     def completed(self, response: Any, now_ms: int) -> ClientResponse:
-        # all fields positional (a keyword argument costs the call its fast path): once per response
-        return ClientResponse(
-            self.header, self.callback, self.destination, self.created_time_ms, now_ms, False, False, None, None, response
+        # every field, positional, without the __init__ frame: once per response
+        return _new_client_response(
+            self.header, self.callback, self.destination, self.created_time_ms, now_ms, False, False, None, None, response,
+            None,
         )
 
     def timed_out(self, now_ms: int) -> ClientResponse:
@@ -79,6 +81,8 @@ class InFlightRequest:
             disconnect_exception=cause,
         )
 
+
+_new_client_response = positional_new(ClientResponse)
 
 #: ``no_timeout_until_ms`` with nothing in flight, and with a request whose deadline cannot be bounded
 _NEVER = 2**63 - 1

@@ -75,6 +75,7 @@ from pykafka_client.network.metadata_updater import (
     MetadataUpdater,
 )
 from pykafka_client.network.node_selection import least_loaded_node
+from pykafka_client.network.positional_new import positional_new
 from pykafka_client.network.request_encoding import (
     RESULTS_RESPONSE_TYPES,
     allowed_version_range,
@@ -132,6 +133,10 @@ _REBOOTSTRAP = MetadataRecoveryStrategy.REBOOTSTRAP
 _new_tuple = tuple.__new__
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 _results_response_types = RESULTS_RESPONSE_TYPES
+# the per-request objects from every field's value, without the Python frame of their __init__
+_new_client_request = positional_new(ClientRequest)
+_new_network_send = positional_new(NetworkSend)
+_new_in_flight_request = positional_new(InFlightRequest)
 
 
 class NetworkClient(ConnectionFailures):
@@ -400,7 +405,7 @@ class NetworkClient(ConnectionFailures):
         oldest_allowed_version: int | None = None,
         latest_allowed_version: int | None = None,
     ) -> ClientRequest:
-        return ClientRequest(
+        return _new_client_request(  # (every field, positional: no __init__ frame)
             node_id,
             body,
             self._correlation_ids.next(),  # self.next_correlation_id(), one call less per request
@@ -468,8 +473,8 @@ class NetworkClient(ConnectionFailures):
             self._fail_unencodable(request, is_internal, version, e, now_ms)
             return
         size = sum(map(len, pieces))
-        send = NetworkSend(node_id, pieces, size)
-        in_flight = InFlightRequest(
+        send = _new_network_send(node_id, pieces, size, 0, None)  # (every field, positional: no __init__ frame)
+        in_flight = _new_in_flight_request(
             # request.make_header(version), without its calls (once per request sent): tuple.__new__ skips the
             # named tuple's Python __new__
             _new_tuple(RequestHeaderInfo, (int(request.body.API_KEY), version, request.client_id, request.correlation_id)),
@@ -482,6 +487,7 @@ class NetworkClient(ConnectionFailures):
             request.body,
             send,
             now_ms,
+            0,
         )
         if not request.expect_response:
             self._fire_and_forget_sent = True
