@@ -17,10 +17,10 @@ from pykafka_client.network.client_request import ClientRequest
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.in_flight_requests import InFlightRequest
 from pykafka_client.network.positional_new import positional_new
-from pykafka_client.network.transport.selectable import NetworkSend
+from pykafka_client.network.transport.selectable import NetworkReceive, NetworkSend
 from pykafka_client.protocol.records import _native
 
-CLASSES = [ClientRequest, NetworkSend, InFlightRequest, ClientResponse]
+CLASSES = [ClientRequest, NetworkSend, InFlightRequest, ClientResponse, NetworkReceive]
 needs_kernel = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
 
 values = st.one_of(st.none(), st.integers(), st.text(max_size=5), st.booleans(), st.lists(st.integers(), max_size=3))
