@@ -19,7 +19,7 @@ from typing import Any
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.client_request import RequestCompletionHandler, RequestHeaderInfo
 from pykafka_client.network.client_response import ClientResponse
-from pykafka_client.network.positional_new import positional_new
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkSend
 
 

@@ -75,7 +75,6 @@ from pykafka_client.network.metadata_updater import (
     MetadataUpdater,
 )
 from pykafka_client.network.node_selection import least_loaded_node
-from pykafka_client.network.positional_new import positional_new
 from pykafka_client.network.request_encoding import (
     RESULTS_RESPONSE_TYPES,
     allowed_version_range,
@@ -83,6 +82,7 @@ from pykafka_client.network.request_encoding import (
     choose_version,
     encode_request_frame,
 )
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import (
     POLL_ALL,
     POLL_COMPLETED_RECEIVES,

@@ -12,7 +12,7 @@ import struct
 from typing import Protocol
 
 from pykafka_client.errors import InvalidReceiveError
-from pykafka_client.network.positional_new import positional_new
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkReceive
 from pykafka_client.protocol.records import _native
 

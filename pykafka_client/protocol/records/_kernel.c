@@ -5866,10 +5866,10 @@ static PyObject *k_encode_produce_response(PyObject *self, PyObject *const *args
 
 /* ==== network: the NetworkClient's per-request objects built without their __init__ (h/iothread4) ==========
  * slots_constructor(cls, names) -> a callable that makes an instance of ``cls`` (a slotted class: a dataclass with
- * slots=True and no __post_init__, network.positional_new checks that) from one value per name, positional, in the
- * order of ``names``: what ``cls(*values)`` makes when ``names`` are its fields in order, without the Python frame
- * of the generated __init__ (four such objects a produce request: ClientRequest, NetworkSend, InFlightRequest,
- * ClientResponse). */
+ * slots=True and no __post_init__, network.transport.positional_new checks that) from one value per name,
+ * positional, in the order of ``names``: what ``cls(*values)`` makes when ``names`` are its fields in order, without
+ * the Python frame of the generated __init__ (a produce request's ClientRequest, NetworkSend, InFlightRequest and
+ * ClientResponse, and each frame's NetworkReceive). */
 
 #define SLOTS_MAKER_MAX 16
 

@@ -172,7 +172,8 @@ class Kernel(Protocol):
 
     def slots_constructor(self, cls: type, names: tuple[str, ...], /) -> Callable[..., Any]:
         """Reference: ``cls(*values)`` of a slotted dataclass whose fields are ``names`` (see
-        ``network.positional_new``): a callable building ``cls`` from one positional value per name, no __init__."""
+        ``network.transport.positional_new``): a callable building ``cls`` from one positional value per name,
+        without its __init__."""
 
     def encode_produce_request(
         self, body: object, version: int, correlation_id: int, client_id: str | None, /

@@ -1,6 +1,6 @@
-"""network.positional_new == the class itself: the kernel's ``slots_constructor`` builds the network client's
-per-request objects (ClientRequest, NetworkSend, InFlightRequest, ClientResponse) without their __init__, with every
-slot as ``cls(*values)`` sets it."""
+"""network.transport.positional_new == the class itself: the kernel's ``slots_constructor`` builds the network
+client's per-request objects (ClientRequest, NetworkSend, InFlightRequest, ClientResponse, NetworkReceive) without
+their __init__, with every slot as ``cls(*values)`` sets it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pykafka_client.network.client_request import ClientRequest
 from pykafka_client.network.client_response import ClientResponse
 from pykafka_client.network.in_flight_requests import InFlightRequest
-from pykafka_client.network.positional_new import positional_new
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkReceive, NetworkSend
 from pykafka_client.protocol.records import _native
 
