@@ -19,6 +19,7 @@ from typing import Any
 from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.client_request import RequestCompletionHandler, RequestHeaderInfo
 from pykafka_client.network.client_response import ClientResponse
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkSend
 
 
@@ -45,9 +46,10 @@ class InFlightRequest:
         return max(0, now_ms - self.created_time_ms)
 
     def completed(self, response: Any, now_ms: int) -> ClientResponse:
-        # all fields positional (a keyword argument costs the call its fast path): once per response
-        return ClientResponse(
-            self.header, self.callback, self.destination, self.created_time_ms, now_ms, False, False, None, None, response
+        # every field, positional, without the __init__ frame: once per response
+        return _new_client_response(
+            self.header, self.callback, self.destination, self.created_time_ms, now_ms, False, False, None, None, response,
+            None,
         )
 
     def timed_out(self, now_ms: int) -> ClientResponse:
@@ -80,6 +82,13 @@ class InFlightRequest:
         )
 
 
+_new_client_response = positional_new(ClientResponse)
+
+#: ``no_timeout_until_ms`` with nothing in flight, and with a request whose deadline cannot be bounded
+_NEVER = 2**63 - 1
+_ALWAYS = -(2**63)
+
+
 class InFlightRequests:
     """Per-node FIFO queues of :class:`InFlightRequest` (oldest at the left)."""
 
@@ -89,6 +98,11 @@ class InFlightRequests:
         self._max = max_in_flight_requests_per_connection
         self._requests: dict[str, deque[InFlightRequest]] = {}
         self._count = 0
+        #: No request in flight has timed out while the time is at most this (ms): a lower bound of every request's
+        #: ``send_time_ms + request_timeout_ms`` (throttling only moves a deadline later; a request answered leaves
+        #: the bound lower than needed, which costs one scan). :meth:`nodes_with_timed_out_requests` has nothing to
+        #: look at before then: a poll reads it instead of calling that (every poll, and most find nothing).
+        self.no_timeout_until_ms = _NEVER
 
     @property
     def max_in_flight_requests_per_connection(self) -> int:
@@ -101,6 +115,11 @@ class InFlightRequests:
             q = self._requests[request.destination] = deque()
         q.append(request)
         self._count += 1
+        timeout = request.request_timeout_ms
+        # (a negative timeout times out before its send time: no bound then, every poll scans)
+        deadline = request.send_time_ms + timeout if timeout >= 0 else _ALWAYS
+        if deadline < self.no_timeout_until_ms:
+            self.no_timeout_until_ms = deadline
 
     def _queue(self, node: str) -> deque[InFlightRequest]:
         q = self._requests.get(node)
@@ -133,6 +152,23 @@ class InFlightRequests:
         """The oldest request to ``node``, None when none is in flight (one call per response received)."""
         q = self._requests.get(node)
         return q[0] if q else None
+
+    def take_oldest_or_none(self, node: str) -> InFlightRequest | None:
+        """:meth:`complete_next`, or None when no request to ``node`` is in flight (one call per response received,
+        taken before it is decoded: :meth:`put_back_oldest` returns it if the response cannot be)."""
+        q = self._requests.get(node)
+        if not q:
+            return None
+        self._count -= 1
+        return q.popleft()
+
+    def put_back_oldest(self, request: InFlightRequest) -> None:
+        """Undo :meth:`take_oldest_or_none`: ``request`` is the oldest to its node again."""
+        q = self._requests.get(request.destination)
+        if q is None:
+            q = self._requests[request.destination] = deque()
+        q.appendleft(request)
+        self._count += 1
 
     def newest_or_none(self, node: str) -> InFlightRequest | None:
         """The newest request to ``node``, None when none is in flight (one call per completed send)."""
@@ -173,12 +209,21 @@ class InFlightRequests:
 
     def nodes_with_timed_out_requests(self, now_ms: int) -> list[str]:
         out: list[str] = []
+        if now_ms <= self.no_timeout_until_ms:
+            return out
+        bound = _NEVER
         for node, q in self._requests.items():
-            for req in q:  # time_elapsed_since_send_ms inlined: every poll checks every request in flight
+            for req in q:  # time_elapsed_since_send_ms inlined
                 elapsed = now_ms - req.send_time_ms
-                if (elapsed if elapsed > 0 else 0) - req.throttle_time_ms > req.request_timeout_ms:
+                timeout = req.request_timeout_ms
+                if (elapsed if elapsed > 0 else 0) - req.throttle_time_ms > timeout:
                     out.append(node)
+                    bound = _ALWAYS  # (its requests are cancelled by the caller; the next scan bounds them anew)
                     break
+                deadline = req.send_time_ms + timeout if timeout >= 0 else _ALWAYS
+                if deadline < bound:
+                    bound = deadline
+        self.no_timeout_until_ms = bound
         return out
 
     def __iter__(self) -> Iterator[InFlightRequest]:

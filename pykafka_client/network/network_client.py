@@ -82,6 +82,7 @@ from pykafka_client.network.request_encoding import (
     choose_version,
     encode_request_frame,
 )
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import (
     POLL_ALL,
     POLL_COMPLETED_RECEIVES,
@@ -132,6 +133,10 @@ _REBOOTSTRAP = MetadataRecoveryStrategy.REBOOTSTRAP
 _new_tuple = tuple.__new__
 _API_VERSIONS = int(ApiKey.API_VERSIONS)
 _results_response_types = RESULTS_RESPONSE_TYPES
+# the per-request objects from every field's value, without the Python frame of their __init__
+_new_client_request = positional_new(ClientRequest)
+_new_network_send = positional_new(NetworkSend)
+_new_in_flight_request = positional_new(InFlightRequest)
 
 
 class NetworkClient(ConnectionFailures):
@@ -185,6 +190,13 @@ class NetworkClient(ConnectionFailures):
         # a client held to a quota is throttled on every response: say so once a minute per node, with a count
         self._throttle_warnings = LogRateLimiter(THROTTLE_WARNING_INTERVAL_MS)
         self._aborted_sends: list[ClientResponse] = []
+        # True once a request that expects no response (acks=0) was sent: only then can a completed send complete
+        # a request (a producer with acks=1 or all, and a consumer, never have one: no look at each completed send)
+        self._fire_and_forget_sent = False
+        # False while no connection can be waiting for its ApiVersions request (a node connected since sets it) and
+        # while none is being set up (a connect begun since sets it): the poll asks neither then
+        self._handshakes_may_be_due = False
+        self._may_be_connecting = False
         # (node id, body type, oldest, latest allowed version) -> (the node's NodeApiVersions it was chosen for,
         # the version): a node's versions object is replaced, never changed, when they change, so the choice holds
         # while it is the same object (one lookup per request instead of the range arithmetic)
@@ -273,6 +285,7 @@ class NetworkClient(ConnectionFailures):
         self._ready_node = None
         self._node_host_ports[node_id] = f"{node.host}:{node.port}"
         resolved: str | None = None
+        self._may_be_connecting = True
         try:
             self.connection_states.connecting(node_id, now_ms, node.host)
             address = self.connection_states.current_address(node_id)
@@ -392,7 +405,7 @@ class NetworkClient(ConnectionFailures):
         oldest_allowed_version: int | None = None,
         latest_allowed_version: int | None = None,
     ) -> ClientRequest:
-        return ClientRequest(
+        return _new_client_request(  # (every field, positional: no __init__ frame)
             node_id,
             body,
             self._correlation_ids.next(),  # self.next_correlation_id(), one call less per request
@@ -460,8 +473,8 @@ class NetworkClient(ConnectionFailures):
             self._fail_unencodable(request, is_internal, version, e, now_ms)
             return
         size = sum(map(len, pieces))
-        send = NetworkSend(node_id, pieces, size)
-        in_flight = InFlightRequest(
+        send = _new_network_send(node_id, pieces, size, 0, None)  # (every field, positional: no __init__ frame)
+        in_flight = _new_in_flight_request(
             # request.make_header(version), without its calls (once per request sent): tuple.__new__ skips the
             # named tuple's Python __new__
             _new_tuple(RequestHeaderInfo, (int(request.body.API_KEY), version, request.client_id, request.correlation_id)),
@@ -474,7 +487,10 @@ class NetworkClient(ConnectionFailures):
             request.body,
             send,
             now_ms,
+            0,
         )
+        if not request.expect_response:
+            self._fire_and_forget_sent = True
         # (send.extra stays unset: send -> in_flight -> send would be a cycle holding the request's record batches
         # until a full collection after the response, not freed as the response is handled)
         self.in_flight_requests.add(in_flight)
@@ -550,7 +566,8 @@ class NetworkClient(ConnectionFailures):
                 results = POLL_ALL
             updated_now = self.time.hi_res_clock_ms()
             # each handler only when its selector result has entries (the poll says which: no call for the empty ones)
-            if results & POLL_COMPLETED_SENDS:
+            # a completed send completes a request only if it expects no response: none does unless one was sent
+            if results & POLL_COMPLETED_SENDS and self._fire_and_forget_sent:
                 self._handle_completed_sends(selector.completed_sends(), responses, updated_now)
             if results & POLL_COMPLETED_RECEIVES:
                 self._handle_completed_receives(selector.completed_receives(), responses, updated_now)
@@ -558,13 +575,21 @@ class NetworkClient(ConnectionFailures):
                 self._handle_disconnections(responses, updated_now)
             if results & POLL_CONNECTED:
                 self._handle_connections()
-            if self._handshake.has_due():  # a connection waits for its ApiVersions request (rare: no call otherwise)
-                self._handle_initiate_api_version_requests(updated_now)
-            if self.connection_states.has_connecting_nodes():
-                self._handle_timed_out_connections(responses, updated_now)
-            timed_out = self.in_flight_requests.nodes_with_timed_out_requests(updated_now)
-            if timed_out:
-                self._handle_timed_out_requests(timed_out, responses, updated_now)
+            # a connection waits for its ApiVersions request, a connection is being set up: asked only after this
+            # client connected (or began to connect) somewhere since the last poll that found none (no call per poll)
+            if self._handshakes_may_be_due:
+                if self._handshake.has_due():
+                    self._handle_initiate_api_version_requests(updated_now)
+                self._handshakes_may_be_due = self._handshake.has_due()
+            if self._may_be_connecting:
+                if self.connection_states.has_connecting_nodes():
+                    self._handle_timed_out_connections(responses, updated_now)
+                self._may_be_connecting = self.connection_states.has_connecting_nodes()
+            in_flight = self.in_flight_requests
+            if updated_now > in_flight.no_timeout_until_ms:  # (no call while no request can have timed out)
+                timed_out = in_flight.nodes_with_timed_out_requests(updated_now)
+                if timed_out:
+                    self._handle_timed_out_requests(timed_out, responses, updated_now)
             if self.metadata_recovery_strategy is _REBOOTSTRAP and self.metadata_updater.needs_rebootstrap(
                 updated_now, self.rebootstrap_trigger_ms
             ):
@@ -623,7 +648,9 @@ class NetworkClient(ConnectionFailures):
             source = receive.source
             if source in failed:
                 continue
-            req = in_flight.oldest_or_none(source)
+            # taken out before the response is decoded (one call less), put back if it cannot be: a connection closed
+            # on a response it cannot parse completes that request as disconnected with the others
+            req = in_flight.take_oldest_or_none(source)
             if req is None:
                 self._close_on_protocol_error(
                     responses, source, now_ms, ProtocolError(f"unsolicited response from node {source}")
@@ -649,6 +676,7 @@ class NetworkClient(ConnectionFailures):
                         receive.payload, header.api_key, header.api_version, header.correlation_id
                     )
             except ProtocolError as e:
+                in_flight.put_back_oldest(req)
                 log.warning(
                     "closing the connection to %s: cannot parse the response to %s v%d (correlation id %d): %s",
                     self._node_label(source),
@@ -660,7 +688,9 @@ class NetworkClient(ConnectionFailures):
                 self._close_on_protocol_error(responses, source, now_ms, e)
                 failed.add(source)
                 continue
-            in_flight.complete_next(source)
+            except BaseException:
+                in_flight.put_back_oldest(req)
+                raise
             if getattr(body, "throttle_time_ms", 0):  # (most responses: no call to _maybe_throttle)
                 self._maybe_throttle(body, req.header.api_key, req.header.api_version, source, now_ms)
             if req.is_internal_request and isinstance(body, MetadataResponse):
@@ -675,6 +705,7 @@ class NetworkClient(ConnectionFailures):
     ) -> None:
         node_id = req.destination
         result = self._handshake.on_response(node_id, req.header.api_version, body)
+        self._handshakes_may_be_due = True  # (a retry at another version is due at once)
         if result.outcome is Outcome.DISCONNECT:
             self.selector.close_channel(node_id)
             self._process_disconnection(responses, node_id, now_ms, DisconnectInfo(ChannelState.LOCAL_CLOSE))
@@ -690,6 +721,7 @@ class NetworkClient(ConnectionFailures):
                 continue
             if self.discover_broker_versions:
                 self._handshake.connected(node_id)
+                self._handshakes_may_be_due = True
                 log.debug("connected to node %s; fetching API versions", node_id)
             else:
                 self.connection_states.ready(node_id)

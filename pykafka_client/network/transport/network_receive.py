@@ -12,6 +12,7 @@ import struct
 from typing import Protocol
 
 from pykafka_client.errors import InvalidReceiveError
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkReceive
 from pykafka_client.protocol.records import _native
 
@@ -24,6 +25,8 @@ UNLIMITED = -1
 
 _EMPTY = memoryview(b"")
 _SIZE = struct.Struct(">i")
+#: a frame received, from every field positionally, without the Python frame of its __init__ (once per frame)
+_new_receive = positional_new(NetworkReceive)
 #: The client's read buffer (:class:`BufferedFrameReader`): a frame that fits is read with the frames around it
 #: in one ``recv``; a larger one gets a payload buffer of its own.
 DEFAULT_READ_BUFFER_SIZE = 65_536
@@ -264,8 +267,7 @@ class BufferedFrameReader:
                     self._payload_read = have
                     start = end = 0
                 break
-            # (positional: keywords cost the call its fast path; once per response)
-            receives.append(NetworkReceive(self.source, memoryview(buf[start + SIZE_LENGTH : frame_end]) if size else _EMPTY))
+            receives.append(_new_receive(self.source, memoryview(buf[start + SIZE_LENGTH : frame_end]) if size else _EMPTY, None))
             start = frame_end
         if start == end:
             start = end = 0

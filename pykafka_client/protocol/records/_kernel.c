@@ -6322,6 +6322,127 @@ static PyObject *k_encode_produce_response(PyObject *self, PyObject *const *args
     return out;
 }
 
+/* ==== network: the NetworkClient's per-request objects built without their __init__ (h/iothread4) ==========
+ * slots_constructor(cls, names) -> a callable that makes an instance of ``cls`` (a slotted class: a dataclass with
+ * slots=True and no __post_init__, network.transport.positional_new checks that) from one value per name,
+ * positional, in the order of ``names``: what ``cls(*values)`` makes when ``names`` are its fields in order, without
+ * the Python frame of the generated __init__ (a produce request's ClientRequest, NetworkSend, InFlightRequest and
+ * ClientResponse, and each frame's NetworkReceive). */
+
+#define SLOTS_MAKER_MAX 16
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyTypeObject *type;
+    Py_ssize_t n;
+    Py_ssize_t offsets[SLOTS_MAKER_MAX];
+} SlotsMakerObject;
+
+static PyObject *slots_maker_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    SlotsMakerObject *m = (SlotsMakerObject *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != m->n || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd positional arguments (%zd given)", m->type->tp_name, m->n, nargs);
+        return NULL;
+    }
+    PyObject *o = m->type->tp_alloc(m->type, 0);
+    if (o == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        *(PyObject **)((char *)o + m->offsets[i]) = Py_NewRef(args[i]);
+    return o;
+}
+
+static int slots_maker_traverse(SlotsMakerObject *m, visitproc visit, void *arg)
+{
+    Py_VISIT(m->type);
+    return 0;
+}
+
+static int slots_maker_clear(SlotsMakerObject *m)
+{
+    Py_CLEAR(m->type);
+    return 0;
+}
+
+static void slots_maker_dealloc(SlotsMakerObject *m)
+{
+    PyObject_GC_UnTrack(m);
+    slots_maker_clear(m);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static PyObject *slots_maker_repr(SlotsMakerObject *m)
+{
+    return PyUnicode_FromFormat("<slots constructor of %s>", m->type->tp_name);
+}
+
+static PyTypeObject SlotsMakerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.SlotsConstructor",
+    .tp_basicsize = sizeof(SlotsMakerObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "An instance of a slotted class from one positional value per slot (kernel.slots_constructor).",
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(SlotsMakerObject, vectorcall),
+    .tp_traverse = (traverseproc)slots_maker_traverse,
+    .tp_clear = (inquiry)slots_maker_clear,
+    .tp_dealloc = (destructor)slots_maker_dealloc,
+    .tp_repr = (reprfunc)slots_maker_repr,
+};
+
+PyDoc_STRVAR(slots_constructor_doc,
+"slots_constructor(cls, names) -> callable\n\n"
+"Reference: ``cls(*values)`` of a slotted dataclass whose fields are ``names`` in order (no __post_init__): a\n"
+"callable taking exactly one positional value per name that makes an instance of ``cls`` with each slot set to\n"
+"its value, without calling __init__. TypeError unless ``cls`` has no __dict__ and each name is a slot (an\n"
+"object member) defined by ``cls`` itself, all distinct, at most 16.");
+
+static PyObject *k_slots_constructor(PyObject *self, PyObject *args)
+{
+    PyObject *type_obj, *names;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &type_obj, &PyTuple_Type, &names))
+        return NULL;
+    if (PyType_Ready(&SlotsMakerType) < 0)
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)type_obj;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    if (n > SLOTS_MAKER_MAX || type->tp_dictoffset != 0 || type->tp_alloc == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s: not a slotted class of at most %d slots", type->tp_name, SLOTS_MAKER_MAX);
+        return NULL;
+    }
+    SlotsMakerObject *m = PyObject_GC_New(SlotsMakerObject, &SlotsMakerType);
+    if (m == NULL)
+        return NULL;
+    m->vectorcall = slots_maker_vectorcall;
+    m->type = (PyTypeObject *)Py_NewRef(type_obj);
+    m->n = n;
+    PyObject_GC_Track(m);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        PyObject *d = PyUnicode_Check(name) ? PyDict_GetItemWithError(type->tp_dict, name) : NULL;
+        int ok = d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+                 ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+                 ((PyMemberDescrObject *)d)->d_common.d_type == type;
+        if (ok) {
+            m->offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+            for (Py_ssize_t j = 0; j < i; j++)
+                ok = ok && m->offsets[j] != m->offsets[i];
+        }
+        if (!ok) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "%s: %R is not a slot of its own (or is named twice)", type->tp_name, name);
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    return (PyObject *)m;
+}
+
+/* ==== end of h/iothread4's region ============================================================================== */
+
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
     {"decode_records", k_decode_records, METH_VARARGS, decode_records_doc},
@@ -6359,6 +6480,7 @@ static PyMethodDef kernel_methods[] = {
      decode_produce_results_doc},
     {"encode_produce_response", (PyCFunction)(void (*)(void))k_encode_produce_response, METH_FASTCALL,
      encode_produce_response_doc},
+    {"slots_constructor", k_slots_constructor, METH_VARARGS, slots_constructor_doc},
     {NULL, NULL, 0, NULL},
 };
 

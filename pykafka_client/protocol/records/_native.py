@@ -203,6 +203,11 @@ class Kernel(Protocol):
         """Reference: ``mini_broker.server.apis.produce_wire``'s Python encoder, for the responses whose partitions
         have no record errors, no message and the default current leader (None: run the reference)."""
 
+    def slots_constructor(self, cls: type, names: tuple[str, ...], /) -> Callable[..., Any]:
+        """Reference: ``cls(*values)`` of a slotted dataclass whose fields are ``names`` (see
+        ``network.transport.positional_new``): a callable building ``cls`` from one positional value per name,
+        without its __init__."""
+
     def encode_produce_request(
         self, body: object, version: int, correlation_id: int, client_id: str | None, /
     ) -> list[Chunk] | None:

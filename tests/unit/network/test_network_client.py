@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from pykafka_client.errors import AuthenticationError, IllegalStateError, UnsupportedVersionError
+from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake
 from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS
 from pykafka_client.network.network_client import (
     SASL_MAX_RESERVED_CORRELATION_ID,
@@ -890,3 +891,82 @@ def test_a_manual_metadata_updater_never_rebootstraps() -> None:
     time.sleep(1000)
     client.poll(0, time.hi_res_clock_ms())
     assert client.ready(node, time.hi_res_clock_ms()) and updater.fetch_nodes() == [node]
+
+
+def test_completed_sends_looked_at_only_once_a_request_expects_no_response(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A completed send completes a request only if it expects no response: a client that never sent one (a producer
+    with acks=1 or all, a consumer) does not look at the completed sends; one that sent one completes it on send."""
+    h = Harness()
+    looked: list[int] = []
+    completed_sends = h.selector.completed_sends
+    monkeypatch.setattr(h.selector, "completed_sends", lambda: looked.append(1) or completed_sends())
+    h.await_ready()
+    a = h.send()
+    assert h.poll() == []
+    h.selector.respond(h.node.id_string, HeartbeatResponse(error_code=0))
+    assert [r.request_header.correlation_id for r in h.poll()] == [a.correlation_id]
+    assert looked == []
+    ff = h.request(expect_response=False)
+    h.client.send(ff, h.now)
+    done = h.poll()
+    assert looked == [1] and [r.request_header.correlation_id for r in done] == [ff.correlation_id]
+    assert done[0].response_body is None and h.client.in_flight_request_count() == 0
+
+
+def test_poll_scans_for_timed_out_requests_only_past_the_earliest_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(request_timeout_ms=1000)
+    h.await_ready()
+    in_flight = h.client.in_flight_requests
+    scans: list[int] = []
+    scan = in_flight.nodes_with_timed_out_requests
+    monkeypatch.setattr(in_flight, "nodes_with_timed_out_requests", lambda now: scans.append(now) or scan(now))
+    sent_at = h.now
+    h.send()
+    h.poll()
+    h.time.sleep(1000)
+    assert h.poll() == [] and scans == []  # at the deadline: not timed out, no scan
+    h.time.sleep(1)
+    responses = h.poll()
+    assert scans == [sent_at + 1001] and len(responses) == 1 and responses[0].was_timed_out
+
+
+def test_unparsable_response_completes_every_request_in_flight_as_disconnected_in_order() -> None:
+    """The response's request, taken out to be decoded, is put back first: it completes as disconnected, oldest
+    first, with the others in flight to the node."""
+    h = Harness()
+    h.await_ready()
+    a, b = h.send(), None
+    h.poll()
+    b = h.send()
+    h.poll()
+    h.selector.respond(h.node.id_string, HeartbeatResponse(), correlation_id=424242)
+    responses = h.poll()
+    assert [r.request_header.correlation_id for r in responses] == [a.correlation_id, b.correlation_id]
+    assert all(r.was_disconnected and r.disconnect_exception is not None for r in responses)
+    assert h.client.in_flight_request_count() == 0
+
+
+def test_steady_polls_ask_no_handshake_nor_connection_setup_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once no connection waits for its ApiVersions request and none is being set up, a poll asks about neither; a
+    connect begun (or a node connected) makes the polls ask again until the handshake went out and the node is up."""
+    h = Harness()
+    asked: list[str] = []
+    has_due, has_connecting = ApiVersionsHandshake.has_due, h.client.connection_states.has_connecting_nodes
+    monkeypatch.setattr(ApiVersionsHandshake, "has_due", lambda self: asked.append("due") or has_due(self))
+    monkeypatch.setattr(h.client.connection_states, "has_connecting_nodes", lambda: asked.append("connecting") or has_connecting())
+    h.await_ready()
+    h.poll()
+    asked.clear()
+    h.send()
+    h.poll()
+    h.poll()
+    assert asked == []
+    other = h.nodes[1]
+    assert not h.client.ready(other, h.now)  # begins to connect
+    h.poll()
+    assert "connecting" in asked
+    h.await_ready(other)
+    h.poll()
+    asked.clear()
+    h.poll()
+    assert asked == []

@@ -42,6 +42,7 @@ from pykafka_client.consumer.consumer_metadata import ConsumerMetadata
 from pykafka_client.consumer.consumer_protocol import serialize_assignment, serialize_subscription
 from pykafka_client.consumer.subscription_state import SubscriptionState
 from pykafka_client.errors import GroupIdNotFoundError
+from pykafka_client.network import network_client
 from pykafka_client.network.client_request import ClientRequest
 from pykafka_client.network.consumer_network_client import ConsumerNetworkClient
 from pykafka_client.network.metadata import Metadata
@@ -104,18 +105,30 @@ class Captured:
 def capture(scenario: str, out: list[Captured], *, version_dependent: bool = False) -> Iterator[None]:
     """Record every ClientRequest created inside the block (by NetworkClient or MockClient)."""
     original = ClientRequest.__init__
+    # (NetworkClient builds its ClientRequests without __init__: network_client._new_client_request)
+    original_new = network_client._new_client_request
 
-    def recording_init(self: ClientRequest, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
+    def record(self: ClientRequest) -> None:
         lo, hi = allowed_version_range(self)
         versions = ((hi,) if lo <= hi else ()) if version_dependent else tuple(range(lo, hi + 1))
         out.append(Captured(scenario, self.body, versions))
 
+    def recording_init(self: ClientRequest, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        record(self)
+
+    def recording_new(*args: Any) -> ClientRequest:
+        request = original_new(*args)
+        record(request)
+        return request
+
     ClientRequest.__init__ = recording_init  # type: ignore[method-assign]
+    network_client._new_client_request = recording_new
     try:
         yield
     finally:
         ClientRequest.__init__ = original  # type: ignore[method-assign]
+        network_client._new_client_request = original_new
 
 
 def encode_failures(captured: list[Captured]) -> list[str]:
