@@ -72,6 +72,7 @@ _MUTE_TRANSITIONS: dict[tuple[ChannelMuteEvent, ChannelMuteState], ChannelMuteSt
 # (a module constant: a member read through its Enum class is a metaclass attribute lookup, several times a
 # global's, and the I/O thread reads it on every request)
 _NOT_MUTED = ChannelMuteState.NOT_MUTED
+_MUTED = ChannelMuteState.MUTED
 _READY = ChannelState.READY
 
 
@@ -213,16 +214,16 @@ class KafkaChannel:
 
     def mute(self) -> bool:
         """Stop reading (only from NOT_MUTED; otherwise already muted). Returns whether this call muted it."""
-        if self.mute_state is ChannelMuteState.NOT_MUTED:
-            self.mute_state = ChannelMuteState.MUTED
+        if self.mute_state is _NOT_MUTED:
+            self.mute_state = _MUTED
             return True
         return False
 
     def maybe_unmute(self) -> bool:
         """Unmute if plainly MUTED; returns whether the channel is now unmuted."""
-        if self.mute_state is ChannelMuteState.MUTED:
-            self.mute_state = ChannelMuteState.NOT_MUTED
-        return self.mute_state is ChannelMuteState.NOT_MUTED
+        if self.mute_state is _MUTED:
+            self.mute_state = _NOT_MUTED
+        return self.mute_state is _NOT_MUTED
 
     def handle_channel_mute_event(self, event: ChannelMuteEvent) -> None:
         self.mute_state = next_mute_state(self.mute_state, event)
