@@ -129,11 +129,9 @@ class InFlightRequests:
 
     def complete_next(self, node: str) -> InFlightRequest:
         """Remove and return the oldest request to ``node`` (the one a response answers)."""
-        q = self._requests.get(node)  # self._queue(node) inlined: once per response
-        if not q:
+        req = self.take_oldest_or_none(node)
+        if req is None:
             raise IllegalStateError(f"there are no in-flight requests for node {node}")
-        req = q.popleft()
-        self._count -= 1
         return req
 
     def last_sent(self, node: str) -> InFlightRequest:
@@ -148,14 +146,9 @@ class InFlightRequests:
     def oldest(self, node: str) -> InFlightRequest:
         return self._queue(node)[0]
 
-    def oldest_or_none(self, node: str) -> InFlightRequest | None:
-        """The oldest request to ``node``, None when none is in flight (one call per response received)."""
-        q = self._requests.get(node)
-        return q[0] if q else None
-
     def take_oldest_or_none(self, node: str) -> InFlightRequest | None:
-        """:meth:`complete_next`, or None when no request to ``node`` is in flight (one call per response received,
-        taken before it is decoded: :meth:`put_back_oldest` returns it if the response cannot be)."""
+        """Remove and return the oldest request to ``node``, or None when none is in flight (the NetworkClient's call
+        per response received, taken before it is decoded: :meth:`put_back_oldest` returns it if the response cannot be)."""
         q = self._requests.get(node)
         if not q:
             return None

@@ -505,6 +505,11 @@ class Selector:
         self._handoff = handoff_type()
         return self._handoff
 
+    @property
+    def gil_handoff(self) -> GilHandoffApi | None:
+        """The GilHandoff :meth:`enable_gil_handoff` made, or None (the selectors module's wait)."""
+        return self._handoff
+
     def readable_now_check(self) -> Callable[[], bool]:
         """A zero-timeout check that :meth:`fileno` is readable now (for a driver whose event loop reports
         readiness late: the callback may run after a step already drained the descriptor). Only where

@@ -327,8 +327,8 @@ def test_the_producer_enables_the_handoff_with_its_io_thread_only() -> None:
     try:
         sp, sq = p.sender.pollable_selector, q.sender.pollable_selector
         assert sp is not None and sq is not None
-        assert sp._handoff is not None and p._handoff_offer is not None
-        assert sq._handoff is None and q._handoff_offer is None
+        assert sp.gil_handoff is not None and p._handoff_offer is not None
+        assert sq.gil_handoff is None and q._handoff_offer is None
     finally:
         p.close(0)
         q.close(0)
