@@ -460,11 +460,18 @@ def test_large_frame_is_read_across_polls_within_the_byte_budget() -> None:
         peer = harness.add("a")
         other = harness.add("b")
         payload = b"z" * 300_000
-        t = threading.Thread(target=peer.sendall, args=(frame(payload),))
-        t.start()
+        data = frame(payload)
+        # the frame's first bytes only, then the rest from a thread: its reading spans polls whatever the timing
+        # (a peer that had sent the whole frame before the first poll let one read take all of it)
+        peer.sendall(data[:1000])
         other.sendall(frame(b"small"))
         got: list[tuple[str, bytes]] = []
-        polls = 0
+        harness.selector.poll(100)
+        got += receives(harness.selector)
+        assert all(source != "a" for source, _ in got)
+        polls = 1
+        t = threading.Thread(target=peer.sendall, args=(data[1000:],))
+        t.start()
         while len(got) < 2 and polls < 10_000:
             harness.selector.poll(100)
             got += receives(harness.selector)
