@@ -46,7 +46,7 @@ from pykafka_client.network.transport.channel_builder import (
     create_channel_builder,
 )
 from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
-from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader
+from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader, ReadAheadFrameReader
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
 from pykafka_client.network.transport.selectable import (
     POLL_COMPLETED_RECEIVES,
@@ -260,7 +260,9 @@ class Selector:
             remote_address=remote,
         )
         if self._memory_pool is not None:
-            channel.use_frame_reader(PooledFrameReader(connection_id, self._max_receive_size, self._memory_pool))
+            # (a SASL authenticator reads its frames off the transport itself: nothing may be read ahead of them)
+            reader = PooledFrameReader if channel.authenticator is not None else ReadAheadFrameReader
+            channel.use_frame_reader(reader(connection_id, self._max_receive_size, self._memory_pool))
         self._server_channels.add(connection_id)
         self.metrics.connection_creation_total += 1
         self._add_channel(channel)
