@@ -470,7 +470,11 @@ def test_a_response_from_another_thread_during_the_wait_wakes_it() -> None:
     sel.to_receive = [rcv(b"a")]
     step(proc)
     a = take(channel)
-    t = threading.Thread(target=respond, args=(channel, a, b"A"))
-    sel.during_wait = [lambda: (t.start(), t.join())]
+    def respond_from_another_thread() -> None:
+        t = threading.Thread(target=respond, args=(channel, a, b"A"))
+        t.start()
+        t.join()
+
+    sel.during_wait = [respond_from_another_thread]
     proc._poll()
     assert sel.wakeups == 1 and not proc._in_wait
