@@ -241,3 +241,43 @@ def test_sasl_channels_keep_the_frame_at_a_time_reader() -> None:
         finally:
             sel.close()
             peer.close()
+
+
+@pytest.mark.parametrize(("skip", "expected_waits"), [(True, [True, False, True, False]), (False, [True] * 4)])
+def test_a_poll_with_frames_read_ahead_skips_the_os_wait_if_the_poll_before_waited(
+    skip: bool, expected_waits: list[bool]
+) -> None:
+    """With ``skip_wait_when_buffered`` (the broker's selectors) a poll hands out a frame read ahead without asking
+    the OS for events, but never two polls in a row: every other poll still sees the other connections, writes and
+    wake-ups. Without it (the default, the client's) every poll asks."""
+    sel = Selector(time=MockTime(), channel_builder=DefaultChannelBuilder(Mode.SERVER),
+                   memory_pool=SimpleMemoryPool(1 << 20), skip_wait_when_buffered=skip)
+    waits: list[bool] = []
+    select = sel._selector.select
+
+    def counting_select(timeout: float | None = None) -> list[tuple[object, int]]:
+        waits[-1] = True
+        return select(timeout)  # type: ignore[return-value]
+
+    sel._selector.select = counting_select  # type: ignore[method-assign,assignment]
+    ours, peer = socket.socketpair()
+    other_ours, other_peer = socket.socketpair()
+    try:
+        sel.register("a", ours)
+        sel.register("b", other_ours)
+        peer.sendall(frame(b"1") + frame(b"2") + frame(b"3") + frame(b"4"))
+        got = []
+        for _ in range(4):
+            waits.append(False)
+            sel.poll(0)
+            got += [(r.source, bytes(r.payload)) for r in sel.completed_receives()]
+            if len(waits) == 2:
+                other_peer.sendall(frame(b"x"))  # seen by the next poll that waits
+                sel.wakeup()
+        assert waits == expected_waits
+        # (the third poll: the event of b, then a's frame read ahead)
+        assert got == [("a", b"1"), ("a", b"2"), ("b", b"x"), ("a", b"3"), ("a", b"4")]
+    finally:
+        sel.close()
+        peer.close()
+        other_peer.close()
