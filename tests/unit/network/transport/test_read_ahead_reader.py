@@ -170,6 +170,22 @@ def test_close_drops_the_bytes_read_ahead_and_gives_the_frames_memory_back() -> 
     assert not reader.has_bytes_ahead() and not reader.bytes_pending()
 
 
+def test_the_buffer_exists_only_while_it_holds_bytes() -> None:
+    """An idle connection keeps no read-ahead buffer: it goes once its last byte is handed out."""
+    reader = ReadAheadFrameReader("c", 1000, SimpleMemoryPool(1000))
+    assert reader._ahead is None
+    t = Chunked(frame(b"one") + frame(b"two"))
+    reader.read_from(t)
+    assert reader._ahead is not None and reader.has_bytes_ahead()
+    receive = reader.take_completed()
+    assert receive is not None and bytes(receive.payload) == b"one"
+    reader.read_from(t)
+    assert reader._ahead is None and not reader.has_bytes_ahead()
+    receive = reader.take_completed()
+    assert receive is not None and bytes(receive.payload) == b"two"
+    assert reader.read_from(t) == -1 and reader._ahead is None
+
+
 def test_the_buffer_holds_at_least_a_size() -> None:
     with pytest.raises(ValueError):
         ReadAheadFrameReader("c", 100, SimpleMemoryPool(100), buffer_size=3)
