@@ -179,8 +179,10 @@ class Processor:
         self._conns: dict[str, _Conn] = {}
         self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
         self._handled_inline = False
+        #: True from just before _poll looks at the response queue until its wait is over: while it is False the
+        #: thread has not yet looked at the queue for its next wait, so a response appended then needs no wake-up
+        self._in_wait = False
         self._index = 0
-        self._thread_ident: int | None = None
         self._running = True
         self._thread = threading.Thread(target=self.run, name=f"data-plane-network-thread-{listener.listener_name}-{processor_id}",
                                         daemon=True)
@@ -210,9 +212,10 @@ class Processor:
 
     def enqueue_response(self, response: Response) -> None:
         self._response_queue.append(response)
-        if threading.get_ident() != self._thread_ident:
-            # from the processor's own thread (inline handling) no wakeup is needed: it processes new
-            # responses before it polls again
+        if self._in_wait:
+            # the processor is in (or about to enter) its poll's wait: wake it. Otherwise it is running its round
+            # (on this thread too, for an inline-handled request) and looks at the queue before it polls again, so
+            # no wake-up write (nor the read that drains it): see _poll for why no response is missed.
             self.selector.wakeup()
 
     def start(self) -> None:
@@ -234,7 +237,6 @@ class Processor:
     # --- the loop ----------------------------------------------------------------------------------
 
     def run(self) -> None:
-        self._thread_ident = threading.get_ident()
         selector = self.selector
         try:
             while self._running:
@@ -328,13 +330,20 @@ class Processor:
             self._close(cid, "response_failed")
 
     def _poll(self) -> None:
-        has_pending = bool(self._new_connections.queue) or bool(self._ready) or bool(self._response_queue)
-        timeout = 0 if has_pending else POLL_TIMEOUT_MS
-        deadline = self._auth_failures.next_deadline_ns() if self._auth_failures else None
-        if deadline is not None:
-            timeout = max(0, min(timeout, (deadline - self._now_ns() + 999_999) // 1_000_000))
-        t0 = self._now_ns()
-        self.selector.poll(timeout)
+        # the flag is raised before the queue is looked at (a response appended before the look is seen by it and
+        # the poll does not wait; one appended after it sees the flag and wakes the wait), and lowered after the
+        # wait (a response appended then is processed at the start of the next round, before any wait)
+        self._in_wait = True
+        try:
+            has_pending = bool(self._new_connections.queue) or bool(self._ready) or bool(self._response_queue)
+            timeout = 0 if has_pending else POLL_TIMEOUT_MS
+            deadline = self._auth_failures.next_deadline_ns() if self._auth_failures else None
+            if deadline is not None:
+                timeout = max(0, min(timeout, (deadline - self._now_ns() + 999_999) // 1_000_000))
+            t0 = self._now_ns()
+            self.selector.poll(timeout)
+        finally:
+            self._in_wait = False
         if self._metrics is not None:
             now = self._now_ns()
             self._metrics.network_processor_idle.record(now - t0, now)

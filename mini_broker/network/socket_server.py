@@ -62,6 +62,8 @@ def default_selector_factory(processor_id: int, config: KafkaConfig, memory_pool
         connections_max_idle_ms=config.connections_max_idle_ms,
         channel_builder=channel_builder,
         memory_pool=memory_pool,
+        # requests read ahead (pipelined by a producer) are handed out every other poll without an epoll_wait
+        skip_wait_when_buffered=True,
     )
 
 

@@ -279,9 +279,11 @@ class KafkaChannel:
 
     def has_bytes_buffered(self) -> bool:
         """Bytes read from the socket that a read hands out without the socket becoming readable: TLS's
-        buffered plaintext, or whole frames left in the receive buffer."""
+        buffered plaintext, whole frames left in the receive buffer, or a broker reader's bytes read ahead."""
         buffered = self._buffered_reader
-        return self.transport.has_bytes_buffered() or (buffered is not None and buffered.has_buffered_frame())
+        if buffered is None:  # (a broker's reader may have read ahead of its frame)
+            return self.transport.has_bytes_buffered() or self._reader.has_bytes_ahead()
+        return self.transport.has_bytes_buffered() or buffered.has_buffered_frame()
 
     def partial_receive_pending(self) -> bool:
         buffered = self._buffered_reader

@@ -31,10 +31,17 @@ Thread-safe: the Processors of all listeners share one pool.
 from __future__ import annotations
 
 import mmap
+import struct
 import threading
 from typing import Final, Protocol
 
-from pykafka_client.network.transport.network_receive import FrameReader, ReadableTransport, frame_buffer
+from pykafka_client.network.transport.network_receive import (
+    SIZE_LENGTH,
+    FrameReader,
+    ReadableTransport,
+    check_receive_size,
+    frame_buffer,
+)
 from pykafka_client.network.transport.selectable import NetworkReceive
 
 #: Frames up to this size may use the whole pool; larger ones leave the small-frame reserve alone.
@@ -222,3 +229,126 @@ class PooledFrameReader(FrameReader):
             self._pool.end_overdraft(self)
             self._overdraft = 0
         self._payload = None
+
+
+_SIZE = struct.Struct(">i")
+#: The read-ahead buffer of a :class:`ReadAheadFrameReader`: one ``recv`` brings a request's size and body, and
+#: often the requests after it (a producer keeps up to 5 in flight).
+READ_AHEAD_BYTES: Final = 65_536
+
+
+class ReadAheadFrameReader(PooledFrameReader):
+    """A :class:`PooledFrameReader` that reads through a read-ahead buffer of its own: a frame's first read is one
+    ``recv`` of up to :data:`READ_AHEAD_BYTES` into it, which brings the size and the body of a 16 KiB request at
+    once (two ``recv`` calls frame by frame) and often the next requests too, which are then handed out with no
+    ``recv`` at all. A frame is still handed out alone, in pool memory of exactly its size once its size passed the
+    check (the buffer's bytes copied into it; the rest of a frame larger than what the buffer holds is read straight
+    into it), so the mute discipline, the size check and the pool's accounting are :class:`PooledFrameReader`'s.
+    The buffer exists only while it holds bytes (an idle connection has none): at most :data:`READ_AHEAD_BYTES` a
+    connection outside the pool, as the kernel's socket buffer is. :meth:`has_bytes_ahead` tells the channel about
+    them, so its selector comes back for them without the socket becoming readable.
+
+    Only for channels whose bytes are all frames read by this reader: a SASL authenticator reads its own frames off
+    the transport (also when a session re-authenticates), so its channels keep the :class:`PooledFrameReader`."""
+
+    __slots__ = ("_buffer_size", "_ahead", "_lo", "_hi")
+
+    def __init__(self, source: str, max_size: int, pool: MemoryPool, buffer_size: int = READ_AHEAD_BYTES) -> None:
+        super().__init__(source, max_size, pool)
+        if buffer_size < SIZE_LENGTH:
+            raise ValueError(f"the read-ahead buffer must hold at least a frame size ({SIZE_LENGTH} bytes)")
+        self._buffer_size = buffer_size
+        #: the buffer while it holds bytes (they are _ahead[_lo:_hi]), else None
+        self._ahead: memoryview | None = None
+        self._lo = 0
+        self._hi = 0
+
+    def has_bytes_ahead(self) -> bool:
+        return self._hi > self._lo
+
+    def bytes_pending(self) -> bool:
+        return self._size_read > 0 or self._hi > self._lo
+
+    def read_from(self, transport: ReadableTransport) -> int:
+        """:meth:`FrameReader.read_from` through the buffer: the bytes it returns are those taken from the socket
+        (0 when the frame came from the buffer alone)."""
+        total = 0
+        short = False  # a read shorter than asked for: the socket has nothing more now
+        lo = self._lo
+        hi = self._hi
+        ahead = self._ahead
+        if self._size < 0:
+            need = SIZE_LENGTH - self._size_read
+            if hi - lo < need:
+                if hi > lo:  # the start of a size at the buffer's end
+                    assert ahead is not None
+                    self._size_view[self._size_read : self._size_read + hi - lo] = ahead[lo:hi]
+                    self._size_read += hi - lo
+                    need -= hi - lo
+                self._lo = self._hi = lo = hi = 0
+                if ahead is None:  # (never read past _hi: unzeroed is fine)
+                    ahead = memoryview(frame_buffer(self._buffer_size))
+                n = transport.read_into(ahead)
+                if n < need:  # nothing (or the end of the stream), or part of a size
+                    self._ahead = None
+                    if n <= 0:
+                        return n if n == 0 else -1
+                    self._size_view[self._size_read : self._size_read + n] = ahead[:n]
+                    self._size_read += n
+                    return n
+                total = hi = n
+                short = n < len(ahead)
+            assert ahead is not None
+            if self._size_read:
+                self._size_view[self._size_read :] = ahead[lo : lo + need]
+                size = _SIZE.unpack_from(self._size_buf)[0]
+            else:
+                size = _SIZE.unpack_from(ahead, lo)[0]
+            lo += need
+            self._size_read = SIZE_LENGTH
+            if lo == hi:
+                lo = hi = 0
+                ahead = None
+            self._ahead = ahead
+            self._lo = lo
+            self._hi = hi
+            check_receive_size(size, self.max_size)
+            self._size = size
+            if size == 0:
+                return total
+            self._large = size > SMALL_FRAME_BYTES
+        if self._payload_read == self._allowed and not self._grant():
+            self._waiting = True
+            return total
+        self._waiting = False
+        payload = self._payload
+        assert payload is not None
+        read = self._payload_read
+        allowed = self._allowed
+        if hi > lo:
+            assert ahead is not None
+            k = min(hi - lo, allowed - read)
+            payload[read : read + k] = ahead[lo : lo + k]
+            read += k
+            lo += k
+            if lo == hi:
+                self._ahead = None
+                lo = hi = 0
+            self._lo = lo
+            self._hi = hi
+        if read < allowed and not short:  # the buffer is empty: the rest of the frame straight into its memory
+            n = transport.read_into(payload[read:allowed])
+            if n < 0:
+                self._payload_read = read
+                return -1
+            read += n
+            total += n
+        self._payload_read = read
+        return total
+
+    def close(self) -> None:
+        """Drop a partly read frame (its memory back to the pool) and the bytes read ahead."""
+        super().close()
+        self._ahead = None
+        self._lo = self._hi = self._size_read = self._payload_read = self._allowed = 0
+        self._size = -1

@@ -78,6 +78,11 @@ class FrameReader:
         """The frame waiting for memory is larger than the pool's small-frame size."""
         return False
 
+    def has_bytes_ahead(self) -> bool:
+        """Bytes read off the socket past the current frame, for the next read to hand out (the broker's
+        read-ahead reader only)."""
+        return False
+
     def close(self) -> None:
         """Drop a partly read frame (pooled readers give its memory back)."""
 

@@ -46,7 +46,7 @@ from pykafka_client.network.transport.channel_builder import (
     create_channel_builder,
 )
 from pykafka_client.network.transport.idle_expiry import IdleExpiryManager
-from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader
+from pykafka_client.network.transport.memory_pool import MemoryPool, PooledFrameReader, ReadAheadFrameReader
 from pykafka_client.network.transport.network_receive import DEFAULT_MAX_RECEIVE_SIZE
 from pykafka_client.network.transport.selectable import (
     POLL_COMPLETED_RECEIVES,
@@ -129,6 +129,7 @@ class Selector:
         max_read_bytes_per_channel_per_poll: int = 2 * 1024 * 1024,
         optimistic_writes: bool = True,
         memory_pool: MemoryPool | None = None,
+        skip_wait_when_buffered: bool = False,
     ) -> None:
         if max_receives_per_channel_per_poll < 1 or max_read_bytes_per_channel_per_poll < 1:
             raise IllegalArgumentError("per-poll read limits must be positive")
@@ -148,6 +149,10 @@ class Selector:
         self._buffered: set[str] = set()
         self._pending_disconnects: dict[str, DisconnectInfo] = {}
         self._optimistic_writes = optimistic_writes
+        #: (a broker's) a poll with bytes buffered in unmuted channels reads them without asking the OS for events,
+        #: if the poll before it did ask (so every other poll at least sees the other connections and the wake-ups)
+        self._skip_wait_when_buffered = skip_wait_when_buffered
+        self._waited_last_poll = True
         # server role only: accepted channels read frames into pool memory; channels muted because the
         # pool had no room, with whether they wait for a large frame's step (Java: memory-muted channels)
         self._memory_pool = memory_pool
@@ -260,7 +265,9 @@ class Selector:
             remote_address=remote,
         )
         if self._memory_pool is not None:
-            channel.use_frame_reader(PooledFrameReader(connection_id, self._max_receive_size, self._memory_pool))
+            # (a SASL authenticator reads its frames off the transport itself: nothing may be read ahead of them)
+            reader = PooledFrameReader if channel.authenticator is not None else ReadAheadFrameReader
+            channel.use_frame_reader(reader(connection_id, self._max_receive_size, self._memory_pool))
         self._server_channels.add(connection_id)
         self.metrics.connection_creation_total += 1
         self._add_channel(channel)
@@ -585,13 +592,18 @@ class Selector:
         if self.nonblocking:
             self.deferred_timeout_ms, timeout_ms = timeout_ms, 0
         handoff = self._handoff
-        if handoff is not None:
+        if buffered and self._skip_wait_when_buffered and self._waited_last_poll:
+            events = []
+            self._waited_last_poll = False
+        elif handoff is not None:
+            self._waited_last_poll = True
             m = self.metrics
             events = handoff.select(
                 self._epoll_fd, self._keys, timeout_ms, self._wakeup_fd,
                 m.requests_sent_total - m.responses_received_total,
             )
         else:
+            self._waited_last_poll = True
             events = self._selector.select(timeout_ms / 1000.0 if timeout_ms > 0 else 0)
         end_select_ns = self._now_ns()
         if events and self.nonblocking and (len(events) > 1 or events[0][0].data is not None):

@@ -407,3 +407,74 @@ def test_responses_queued_while_responses_are_processed_go_out_in_the_same_pass(
     proc._process_new_responses()
     assert [s.buffers for s in sel.written_at_once] == [[b"A"], [b"B"]] and not proc._response_queue
     assert sel.muted == set()
+
+
+class _CountingWakeups(ScriptedSelector):
+    """Counts wake-ups; its poll's wait runs :attr:`during_wait` (what another thread does meanwhile)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wakeups = 0
+        self.during_wait: list[object] = []
+        self.timeouts: list[int] = []
+
+    def wakeup(self) -> None:
+        self.wakeups += 1
+
+    def poll(self, timeout_ms: int) -> None:
+        self.timeouts.append(timeout_ms)
+        for fn in self.during_wait:
+            assert callable(fn)
+            fn()
+        self.during_wait = []
+        super().poll(timeout_ms)
+
+
+def _make_counting() -> tuple[Processor, _CountingWakeups, RequestChannel]:
+    config = KafkaConfig({"listeners": "PLAINTEXT://127.0.0.1:0"})
+    channel = RequestChannel(10)
+    sel = _CountingWakeups()
+    proc = Processor(0, config.listeners[0], config, channel, ConnectionQuotas(10), Parser(), sel, MockTime())
+    channel.add_processor(0, proc)
+    proc._conns["c1"] = _Conn("c1", "1.2.3.4", "1.2.3.4:5")
+    sel.open_channel("c1")
+    return proc, sel, channel
+
+
+def test_a_response_is_woken_for_only_while_the_processor_waits() -> None:
+    """A response handed over while the processor runs its round needs no wake-up write (it looks at the queue
+    before its next wait: the next poll does not wait); one handed over during the wait wakes it."""
+    proc, sel, channel = _make_counting()
+    sel.to_receive = [rcv(b"a"), rcv(b"b")]
+    step(proc)
+    a = take(channel)
+    respond(channel, a, b"A")  # during the round (after its look at the queue): no wake-up, the next poll does not wait
+    assert sel.wakeups == 0 and list(proc._response_queue)
+    proc._poll()
+    assert sel.timeouts[-1] == 0 and sel.wakeups == 0
+    step(proc)
+    assert [s.buffers for s in sel._sends] == [[b"A"]]
+    step(proc)
+    b = take(channel)
+    sel.during_wait = [lambda: respond(channel, b, b"B")]  # handed over during the wait: woken
+    proc._poll()
+    assert sel.wakeups == 1
+    step(proc)
+    assert [s.buffers for s in sel._sends] == [[b"B"]] and sel.wakeups == 1
+
+
+def test_a_response_from_another_thread_during_the_wait_wakes_it() -> None:
+    import threading
+
+    proc, sel, channel = _make_counting()
+    sel.to_receive = [rcv(b"a")]
+    step(proc)
+    a = take(channel)
+    def respond_from_another_thread() -> None:
+        t = threading.Thread(target=respond, args=(channel, a, b"A"))
+        t.start()
+        t.join()
+
+    sel.during_wait = [respond_from_another_thread]
+    proc._poll()
+    assert sel.wakeups == 1 and not proc._in_wait
