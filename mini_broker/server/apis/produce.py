@@ -300,19 +300,15 @@ def _refusals(transactional_id: str, answers: Mapping[tuple[int, int], Mapping[T
 
 
 def _any_transactional(entries: list[tuple[TopicPartition, object]]) -> bool:
-    """Whether the first batch of any partition's records is transactional."""
+    """Whether the first batch of any partition's records is transactional: its v2 header's transactional bit (read
+    here, in one frame: this runs on every Produce request without a transactional id)."""
     for _, records in entries:
-        if _first_batch_transactional(records):
+        if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
+            continue
+        view = records if records.__class__ is memoryview else memoryview(records)  # (a request's records are one)
+        if view[_MAGIC] == 2 and view[_ATTRIBUTES_END - 1] & _TRANSACTIONAL_FLAG:
             return True
     return False
-
-
-def _first_batch_transactional(records: object) -> bool:
-    """The transactional bit of the first v2 batch, read from its header (cheap on the hot path)."""
-    if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
-        return False
-    view = records if records.__class__ is memoryview else memoryview(records)  # (a request's records are one)
-    return view[_MAGIC] == 2 and bool(view[_ATTRIBUTES_END - 1] & _TRANSACTIONAL_FLAG)
 
 
 def _transactional_producer(records: object) -> tuple[int, int] | None:
