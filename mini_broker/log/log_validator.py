@@ -20,16 +20,19 @@ import struct
 from enum import Enum
 from typing import NamedTuple
 
+from crc32c import crc32c
+
 from mini_broker.log.log_config import LONG_MAX, LogConfig
 from mini_broker.log.log_segment import AppendedBatch
 from pykafka_client.errors import CorruptRecordError, MessageDecodeError, RecordTooLargeError
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.batch_ops import (
     check_batch,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
 )
-from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
+from pykafka_client.protocol.records.default_record_batch import PARTITION_LEADER_EPOCH_OFFSET, DefaultRecordBatch
 
 _INT32 = struct.Struct(">i")
 #: AppendedBatch made without its Python-level __new__ (one per batch appended)
@@ -115,6 +118,24 @@ def analyze_and_validate(
     return batches
 
 
+#: the header fields of a client's append that is one batch, as :func:`single_client_batch` reads them: size, producer id,
+#: producer epoch, base sequence, last offset delta, max timestamp, attributes, records count
+ClientBatch = tuple[int, int, int, int, int, int, int, int]
+
+
+def single_client_batch(buf: bytearray | memoryview, checks: AppendChecks, now: int) -> ClientBatch | None:
+    """The common Produce append in one kernel call: when ``buf`` is exactly one batch that
+    :func:`analyze_and_validate` accepts from a client with ``checks`` at ``now``, its header fields (as
+    :class:`ClientBatch` values, a plain tuple); None otherwise (no kernel, several batches, a compressed one, or
+    one the reference refuses: the caller runs :func:`analyze_and_validate`, which raises the error). The header
+    is then the one :func:`assign_client_batch` rewrites."""
+    kernel = _native.kernel
+    if kernel is None:
+        return None
+    _, compacted, max_message_bytes, before_max_ms, after_max_ms, _ = checks
+    return kernel.client_batch_header(buf, now, before_max_ms, after_max_ms, compacted, max_message_bytes, crc32c)
+
+
 class AssignedOffsets(NamedTuple):
     """What :func:`assign_offsets` did: each batch's place for the segment, and the append's totals (a named tuple:
     one per append)."""
@@ -160,3 +181,23 @@ def assign_offsets(
         num_records += batch.records_count
         next_offset = last + 1
     return _tuple_new(AssignedOffsets, (next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended))
+
+
+_BASE_OFFSET = struct.Struct(">q")
+
+
+def assign_client_batch(buf: bytearray | memoryview, batch: ClientBatch, first_offset: int, leader_epoch: int,
+                        log_append_time: int | None) -> AssignedOffsets:
+    """:func:`assign_offsets` for the one batch of a client's append that :func:`single_client_batch` read (at byte
+    0 of ``buf``): the same header rewrites and the same result, from the fields rather than a batch view."""
+    size, _, _, _, last_offset_delta, batch_max_ts, _, records_count = batch
+    _BASE_OFFSET.pack_into(buf, 0, first_offset)
+    _INT32.pack_into(buf, PARTITION_LEADER_EPOCH_OFFSET, leader_epoch)
+    if log_append_time is not None:
+        set_log_append_time(buf, 0, log_append_time)
+        batch_max_ts = log_append_time
+    last = first_offset + last_offset_delta
+    appended = [_tuple_new(AppendedBatch, (0, last, batch_max_ts, size))]
+    if batch_max_ts > -1:
+        return _tuple_new(AssignedOffsets, (last + 1, batch_max_ts, last, records_count, appended))
+    return _tuple_new(AssignedOffsets, (last + 1, -1, -1, records_count, appended))

@@ -55,6 +55,6 @@ class OffsetIndex(AbstractIndex):
         offsets = self._columns[_RELATIVE_OFFSET]
         if offsets and rel <= offsets[-1]:
             raise CorruptIndexError(f"{self.path}: offset {offset} is not larger than {self.last_offset()}")
-        if self.is_full():
+        if len(offsets) >= self.max_entries:  # (is_full(), read here: this runs on most appends)
             return
         self._append_entry(rel, position)

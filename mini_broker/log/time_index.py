@@ -56,12 +56,13 @@ class TimeIndex(AbstractIndex):
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is larger than the last entry's (and there is room)."""
-        if timestamp <= self.last_entry()[0]:
+        # (last_entry()'s timestamp and is_full() read here: this runs on most appends)
+        timestamps, offsets = self._columns
+        if timestamp <= (timestamps[-1] if timestamps else NO_TIMESTAMP):
             return
-        if not skip_full_check and self.is_full():
+        if not skip_full_check and len(timestamps) >= self.max_entries:
             return
         rel = offset - self.base_offset
-        offsets = self._columns[_RELATIVE_OFFSET]
         if offsets and rel < offsets[-1]:
             raise CorruptIndexError(f"{self.path}: offset {offset} is smaller than the last entry's")
         self._append_entry(timestamp, rel)

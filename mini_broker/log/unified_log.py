@@ -53,7 +53,15 @@ from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_loader import SWAP_FILE_SUFFIX, load_segments
 from mini_broker.log.log_offset_metadata import FetchIsolation, LogOffsetMetadata
 from mini_broker.log.log_segment import AppendedBatch, LogSegment
-from mini_broker.log.log_validator import AppendChecks, analyze_and_validate, assign_offsets
+from mini_broker.log.log_validator import (
+    AppendChecks,
+    AssignedOffsets,
+    ClientBatch,
+    analyze_and_validate,
+    assign_client_batch,
+    assign_offsets,
+    single_client_batch,
+)
 from mini_broker.log.log_validator import AppendOrigin as AppendOrigin  # re-exported: the log's API
 from mini_broker.log.transaction_index import AbortedTxn
 from mini_broker.producer_state import producer_append_info as _pai
@@ -67,6 +75,7 @@ from mini_broker.producer_state.producer_state_manager import (
 from mini_broker.producer_state.txn_metadata import CompletedTxn
 from mini_broker.utils.atomic_file import fsync_dir
 from pykafka_client.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError
+from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 _BASE_AND_EPOCH = struct.Struct(">q4xi")  # a batch header's base offset and partition leader epoch
@@ -89,6 +98,8 @@ _PRODUCER_ORIGIN: Final = {
 _CLIENT: Final = AppendOrigin.CLIENT
 _REPLICATION: Final = AppendOrigin.REPLICATION
 _PRODUCER_CLIENT: Final = _pai.AppendOrigin.CLIENT
+#: a v2 batch's "transactional" attribute bit
+_TRANSACTIONAL_FLAG: Final = 0x10
 #: the named tuples of every append made without their Python-level __new__
 _tuple_new: Final = tuple.__new__
 
@@ -345,7 +356,12 @@ class Log:
         """
         buf = _appendable(records)
         checks = self.append_checks
-        batches = analyze_and_validate(buf, origin, checks, self._time.milliseconds())
+        now = self._time.milliseconds()
+        if origin is _CLIENT:
+            one = single_client_batch(buf, checks, now)
+            if one is not None:
+                return self._append_client_batch(buf, one, checks, leader_epoch, raise_high_watermark)
+        batches = analyze_and_validate(buf, origin, checks, now)
         if not batches:
             if raise_high_watermark:
                 self.maybe_increment_high_watermark(self.log_end_offset)
@@ -376,28 +392,64 @@ class Log:
                     pending = checked
                     break
             assigned = assign_offsets(buf, batches, origin, first_offset, leader_epoch, now if log_append else None)
-            next_offset = assigned.next_offset
-            segment = self._maybe_roll(len(buf), assigned.max_timestamp, next_offset - 1, first_offset, now)
-            segment.append(buf, assigned.batches)
-            if self._epoch_cache is not None:
-                self._cache_epochs(buf, assigned.batches)
-            self._leo_metadata = _tuple_new(LogOffsetMetadata, (next_offset, segment.base_offset, segment.size))
-            # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
-            if pending is not None:
-                completed = self.producer_state.complete_append(pending)
-                if completed:
-                    self._update_txn_indexes(completed)
-            else:
-                self.producer_state.update_map_end_offset(next_offset)
-            if next_offset - self.recovery_point >= checks.flush_interval_messages:
-                self._flush_locked()
-            if raise_high_watermark:
-                self._increment_high_watermark_locked(next_offset)
-            # first offset, last offset, max timestamp, its offset, log append time, log start offset, records,
-            # batches, bytes
-            return _tuple_new(LogAppendInfo, (first_offset, next_offset - 1, assigned.max_timestamp,
-                                              assigned.offset_of_max_timestamp, now if log_append else -1,
-                                              self.log_start_offset, assigned.num_records, len(batches), len(buf)))
+            return self._write_locked(buf, assigned, first_offset, pending, checks, now, raise_high_watermark)
+
+    def _append_client_batch(self, buf: bytearray | memoryview, batch: ClientBatch, checks: AppendChecks,
+                             leader_epoch: int, raise_high_watermark: bool) -> LogAppendInfo:
+        """:meth:`append`'s common case: a client's append of the one ``batch`` the kernel checked and read
+        (:func:`~mini_broker.log.log_validator.single_client_batch`). The same steps and results as the general
+        path, on the header's fields instead of a batch view."""
+        producer_id = batch[1]
+        with self._lock:
+            if self._closed:
+                raise KafkaStorageError(f"log {self.dir_path} is closed")
+            now = self._time.milliseconds()
+            log_append = checks.log_append_time
+            first_offset = self._leo_metadata.message_offset
+            pending: PendingAppend | None = None
+            if producer_id >= 0:
+                state = self.producer_state
+                _, _, epoch, base_sequence, last_offset_delta, max_timestamp, attributes, _ = batch
+                pending = state.prepare_next_append(producer_id, epoch, base_sequence, last_offset_delta, max_timestamp,
+                                                    bool(attributes & _TRANSACTIONAL_FLAG), False, first_offset)
+                if pending is None:  # not the next batch of a known producer: the general check judges
+                    checked = state.prepare_append([DefaultRecordBatch(buf, 0)], first_offset, _PRODUCER_CLIENT)
+                    if isinstance(checked, BatchMetadata):
+                        if raise_high_watermark:
+                            self._increment_high_watermark_locked(first_offset)
+                        return self._duplicate_append_info(checked)
+                    pending = checked
+            assigned = assign_client_batch(buf, batch, first_offset, leader_epoch, now if log_append else None)
+            return self._write_locked(buf, assigned, first_offset, pending, checks, now, raise_high_watermark)
+
+    def _write_locked(self, buf: bytearray | memoryview, assigned: AssignedOffsets, first_offset: int,
+                      pending: PendingAppend | None, checks: AppendChecks, now: int,
+                      raise_high_watermark: bool) -> LogAppendInfo:
+        """The rest of an append once its offsets are assigned (under the lock): roll, write, the producer state, the
+        high watermark."""
+        next_offset = assigned.next_offset
+        appended = assigned.batches
+        segment = self._maybe_roll(len(buf), assigned.max_timestamp, next_offset - 1, first_offset, now)
+        segment.append(buf, appended)
+        if self._epoch_cache is not None:
+            self._cache_epochs(buf, appended)
+        self._leo_metadata = _tuple_new(LogOffsetMetadata, (next_offset, segment.base_offset, segment.size))
+        # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
+        if pending is not None:
+            completed = self.producer_state.complete_append(pending)
+            if completed:
+                self._update_txn_indexes(completed)
+        else:
+            self.producer_state.update_map_end_offset(next_offset)
+        if next_offset - self.recovery_point >= checks.flush_interval_messages:
+            self._flush_locked()
+        if raise_high_watermark:
+            self._increment_high_watermark_locked(next_offset)
+        # first offset, last offset, max timestamp, its offset, log append time, log start offset, records,
+        # batches, bytes
+        return _tuple_new(LogAppendInfo, (first_offset, next_offset - 1, assigned.max_timestamp,
+                                          assigned.offset_of_max_timestamp, now if checks.log_append_time else -1,
+                                          self.log_start_offset, assigned.num_records, len(appended), len(buf)))
 
     def _duplicate_append_info(self, dup: BatchMetadata) -> LogAppendInfo:
         """A retried batch already in the log: the original offsets and timestamp, nothing written."""

@@ -267,29 +267,35 @@ class ProducerStateManager:
             return PendingAppend(updated, offset, started, completed)
 
     def _prepare_next_batch(self, batch: ProducerBatchView, first_offset: int) -> PendingAppend | None:
-        """:meth:`prepare_append`'s answer for a client append of the single data batch ``batch`` when it is the
-        next one of a known producer (same epoch, the sequence right after its last batch, not a duplicate of a
-        cached one, the transaction state unchanged: inside its open transaction or outside any); None for every
-        other case, which the general path judges (it finds the duplicates and raises the errors). The same
-        result as the general path, without its per-batch objects (BatchInfo, ProducerAppendInfo)."""
-        producer_id = batch.producer_id
+        """:meth:`prepare_next_append` on ``batch``'s fields."""
+        return self.prepare_next_append(batch.producer_id, batch.producer_epoch, batch.base_sequence,
+                                        batch.last_offset_delta, batch.max_timestamp, batch.is_transactional,
+                                        batch.is_control, first_offset)
+
+    def prepare_next_append(self, producer_id: int, epoch: int, first_seq: int, delta: int, max_timestamp: int,
+                            is_transactional: bool, is_control: bool, first_offset: int) -> PendingAppend | None:
+        """:meth:`prepare_append`'s answer for a client append of one data batch (its producer id, epoch, base
+        sequence, last offset delta, max timestamp and flags) when it is the next one of a known producer (same
+        epoch, the sequence right after its last batch, not a duplicate of a cached one, the transaction state
+        unchanged: inside its open transaction or outside any); None for every other case, which the general path
+        judges (it finds the duplicates and raises the errors). The same result as the general path, without its
+        per-batch objects (BatchInfo, ProducerAppendInfo). (The log's common append calls it with the fields the
+        kernel read, without a batch view.)"""
         entry = self._producers.get(producer_id)
         if entry is None or producer_id < 0:
             return None
-        epoch = batch.producer_epoch
         cached = entry.batch_metadata
-        if epoch != entry.producer_epoch or not cached or batch.is_control:
+        if epoch != entry.producer_epoch or not cached or is_control:
             return None
-        if (entry.current_txn_first_offset is not None) != bool(batch.is_transactional):
+        if (entry.current_txn_first_offset is not None) != bool(is_transactional):
             return None  # starts a transaction, or a non-transactional batch inside one
-        first_seq, last_seq = batch.base_sequence, batch.last_sequence
+        last_seq = -1 if first_seq < 0 else (first_seq + delta) & 0x7FFFFFFF  # (DefaultRecordBatch.last_sequence)
         if not in_sequence(cached[-1].last_seq, first_seq):
             return None
         if entry.find_duplicate_batch(epoch, first_seq, last_seq) is not None:
             return None
-        delta = batch.last_offset_delta
         updated = entry.copy()  # (same epoch: the cached batches stay)
-        updated.add_batch(epoch, last_seq, first_offset + delta, delta, batch.max_timestamp)
+        updated.add_batch(epoch, last_seq, first_offset + delta, delta, max_timestamp)
         return _tuple_new(PendingAppend, ({producer_id: updated}, first_offset + delta + 1, [], []))
 
     def complete_append(self, pending: PendingAppend) -> list[tuple[CompletedTxn, int]]:

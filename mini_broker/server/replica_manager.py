@@ -65,6 +65,7 @@ from pykafka_client.errors import (
     UnknownTopicOrPartitionError,
 )
 from pykafka_client.errors_base import BrokerResponseError, KafkaError
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.protocol.types import RecordsLike
 from pykafka_client.structs import TopicPartition
@@ -79,7 +80,7 @@ _CLIENT_ORIGIN = AppendOrigin.CLIENT
 UNKNOWN_OFFSET = -1
 
 
-@dataclass
+@dataclass(slots=True)
 class PartitionResponse:
     """One partition's produce result (Kafka ``ProduceResponse.PartitionResponse``)."""
 
@@ -90,6 +91,10 @@ class PartitionResponse:
     record_errors: list[tuple[int, str | None]] = field(default_factory=list)
     error_message: str | None = None
     last_offset: int = -1  # not on the wire: what a DelayedProduce waits for (high watermark > last_offset)
+
+
+#: a PartitionResponse from every field's value without its Python __init__ (one per partition appended)
+_new_partition_response = positional_new(PartitionResponse)
 
 
 @dataclass
@@ -401,8 +406,8 @@ class ReplicaManager:
             counters[0].inc(records.nbytes if records.__class__ is memoryview else _records_size(records))
             counters[1].inc(info.last_offset - info.first_offset + 1)
         # error code, base offset, log append time, log start offset, record errors, error message, last offset
-        return PartitionResponse(0, info.first_offset, info.log_append_time, info.log_start_offset, [], None,
-                                 info.last_offset), lg
+        return _new_partition_response(0, info.first_offset, info.log_append_time, info.log_start_offset, [], None,
+                                       info.last_offset), lg
 
     # --- fetch --------------------------------------------------------------------------------------
 

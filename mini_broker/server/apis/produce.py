@@ -52,6 +52,7 @@ from pykafka_client.errors import (
     TransactionalIdAuthorizationError,
 )
 from pykafka_client.errors_base import KafkaError
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
@@ -72,7 +73,12 @@ _TRANSACTIONAL_FLAG = 0x10
 
 TopicResp = ProduceResponse.TopicProduceResponse
 PartResp = ProduceResponse.PartitionProduceResponse
-_NoLeader = ProduceResponse.LeaderIdAndEpoch
+#: the response's objects built from every field's value (the last: no unknown tagged fields) without their Python
+#: __init__ (one per partition, topic and response)
+_new_part = positional_new(PartResp)
+_new_leader = positional_new(ProduceResponse.LeaderIdAndEpoch)
+_new_topic = positional_new(TopicResp)
+_new_response = positional_new(ProduceResponse)
 #: TopicPartition made without its Python-level __new__ (one per partition of every request)
 _tuple_new = tuple.__new__
 
@@ -92,12 +98,12 @@ def _build(broker: BrokerContext, version: int, order: list[TopicPartition],
         code = r.error_code
         # index, error code, base offset, log append time, log start offset, record errors, error message, current
         # leader (the default's values, in an instance of its own: a hint below replaces it)
-        part = PartResp(
+        part = _new_part(
             tp.partition, code, r.base_offset, r.log_append_time_ms, r.log_start_offset,
             [ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
              for i, m in errors] if with_messages and errors else [],
             r.error_message if with_messages else None,
-            _NoLeader(-1, -1),
+            _new_leader(-1, -1, None), None,
         )
         if code and version >= 10 and code in _LEADER_HINT_ERRORS:
             hint = broker.replica_manager.replication.leader_hint(tp)
@@ -113,9 +119,11 @@ def _build(broker: BrokerContext, version: int, order: list[TopicPartition],
             topics[tp.topic] = [part]
         else:
             parts.append(part)
-    # responses, throttle time, node endpoints
-    return ProduceResponse([TopicResp(n, ps) for n, ps in topics.items()], 0,
-                           [] if hinted is None else _endpoints(broker, hinted, listener_name))
+    responses = []
+    for name, parts in topics.items():
+        responses.append(_new_topic(name, parts, None))
+    # responses, throttle time, node endpoints, unknown tagged fields
+    return _new_response(responses, 0, [] if hinted is None else _endpoints(broker, hinted, listener_name), None)
 
 
 def _endpoints(broker: BrokerContext, hinted: set[int], listener_name: str) -> list[ProduceResponse.NodeEndpoint]:
@@ -292,19 +300,15 @@ def _refusals(transactional_id: str, answers: Mapping[tuple[int, int], Mapping[T
 
 
 def _any_transactional(entries: list[tuple[TopicPartition, object]]) -> bool:
-    """Whether the first batch of any partition's records is transactional."""
+    """Whether the first batch of any partition's records is transactional: its v2 header's transactional bit (read
+    here, in one frame: this runs on every Produce request without a transactional id)."""
     for _, records in entries:
-        if _first_batch_transactional(records):
+        if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
+            continue
+        view = records if records.__class__ is memoryview else memoryview(records)  # (a request's records are one)
+        if view[_MAGIC] == 2 and view[_ATTRIBUTES_END - 1] & _TRANSACTIONAL_FLAG:
             return True
     return False
-
-
-def _first_batch_transactional(records: object) -> bool:
-    """The transactional bit of the first v2 batch, read from its header (cheap on the hot path)."""
-    if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
-        return False
-    view = records if records.__class__ is memoryview else memoryview(records)  # (a request's records are one)
-    return view[_MAGIC] == 2 and bool(view[_ATTRIBUTES_END - 1] & _TRANSACTIONAL_FLAG)
 
 
 def _transactional_producer(records: object) -> tuple[int, int] | None:

@@ -6443,6 +6443,62 @@ static PyObject *k_slots_constructor(PyObject *self, PyObject *args)
 
 /* ==== end of h/iothread4's region ============================================================================== */
 
+/* ==== broker: a client's one v2 batch checked and its header read in one call (h/brokerproduce) =============== */
+
+PyDoc_STRVAR(client_batch_header_doc,
+    "client_batch_header(buf, now, before_max_ms, after_max_ms, require_keys, max_message_bytes, crc32c)\n"
+    "    -> tuple[int, int, int, int, int, int, int, int] | None\n\n"
+    "When buf is exactly one v2 batch that log_validator.analyze_and_validate would accept from a client (its size\n"
+    "at most max_message_bytes, and check_batch(buf, 0, True, True, now, ...) accepts it): its (size, producer id,\n"
+    "producer epoch, base sequence, last offset delta, max timestamp, attributes, records count). None otherwise:\n"
+    "the reference decides (it raises, or it takes several batches, or a compressed one).");
+
+static PyObject *k_client_batch_header(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "client_batch_header takes 7 arguments");
+        return NULL;
+    }
+    long long max_message_bytes = PyLong_AsLongLong(args[5]);
+    if (max_message_bytes == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    if (zero == NULL)
+        return NULL;
+    /* buf, pos, from_client, deep, now, before, after, require_keys, crc32c */
+    PyObject *check_args[9] = {args[0], zero, Py_True, Py_True, args[1], args[2], args[3], args[4], args[6]};
+    PyObject *checked = k_check_batch(self, check_args, 9);
+    Py_DECREF(zero);
+    if (checked == NULL || checked == Py_None)
+        return checked;
+    long long size = PyLong_AsLongLong(checked);
+    Py_DECREF(checked);
+    if (size == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *out = NULL;
+    if (size == view.len && size <= max_message_bytes) {
+        const uint8_t *h = (const uint8_t *)view.buf;
+        out = Py_BuildValue("(LLiiiLii)", size, (long long)(int64_t)be_field(h + 43, 8),
+                            (int)(int16_t)be_field(h + 51, 2), (int)(int32_t)be_field(h + 53, 4),
+                            (int)(int32_t)be_field(h + LAST_OFFSET_DELTA_AT, 4), (long long)(int64_t)be_field(h + 35, 8),
+                            (int)(int16_t)be_field(h + ATTRIBUTES_AT, 2), (int)(int32_t)be_field(h + RECORDS_COUNT_AT, 4));
+    } else {
+        out = Py_None;
+        Py_INCREF(out);
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* ==== end of h/brokerproduce's region ========================================================================== */
+
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
     {"decode_records", k_decode_records, METH_VARARGS, decode_records_doc},
@@ -6481,6 +6537,9 @@ static PyMethodDef kernel_methods[] = {
     {"encode_produce_response", (PyCFunction)(void (*)(void))k_encode_produce_response, METH_FASTCALL,
      encode_produce_response_doc},
     {"slots_constructor", k_slots_constructor, METH_VARARGS, slots_constructor_doc},
+    /* h/brokerproduce */
+    {"client_batch_header", (PyCFunction)(void (*)(void))k_client_batch_header, METH_FASTCALL,
+     client_batch_header_doc},
     {NULL, NULL, 0, NULL},
 };
 

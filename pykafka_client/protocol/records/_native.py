@@ -143,6 +143,13 @@ class Kernel(Protocol):
     ) -> int | None:
         """Reference: ``batch_ops.check_batch`` (returns the batch's size where the reference returns the batch)."""
 
+    def client_batch_header(
+        self, buf: Buffer, now: int, before_max_ms: int, after_max_ms: int, require_keys: bool, max_message_bytes: int,
+        crc32c: Callable[[Buffer], int], /,
+    ) -> tuple[int, int, int, int, int, int, int, int] | None:
+        """Reference: ``mini_broker.log.log_validator.analyze_and_validate`` from a client on one batch (its
+        (size, producer id, epoch, base sequence, last offset delta, max timestamp, attributes, records count))."""
+
     def encode_batch(
         self, records: Any, producer_id: int, producer_epoch: int, base_sequence: int, is_transactional: bool,
         crc32c: Callable[[Buffer], int], /,

@@ -111,3 +111,18 @@ def test_the_time_index_writes_its_entries_at_close(tmp_path: Path) -> None:
     again = TimeIndex(str(path), 0, max_index_size=1024)
     assert [again.lookup(t) for t in (1000, 2000)] == [(1000, 5), (2000, 9)]
     again.close()
+
+
+def test_the_time_index_ignores_no_timestamp_and_a_full_index_but_when_told(tmp_path: Path) -> None:
+    idx = TimeIndex(str(tmp_path / "00000000000000000000.timeindex"), 0, max_index_size=2 * 12)
+    idx.maybe_append(NO_TIMESTAMP, 3)  # not above the empty index's -1: ignored
+    assert idx.entries() == 0
+    idx.maybe_append(1000, 5)
+    idx.maybe_append(2000, 9)
+    idx.maybe_append(3000, 12)  # full: ignored
+    assert idx.entries() == 2 and idx.last_entry() == (2000, 9)
+    idx.maybe_append(3000, 12, skip_full_check=True)  # a segment becoming inactive: its last entry goes in anyway
+    assert idx.last_entry() == (3000, 12)
+    with pytest.raises(CorruptIndexError):
+        idx.maybe_append(4000, 11, skip_full_check=True)  # offsets must not go back
+    idx.close()

@@ -301,3 +301,14 @@ def test_corrupt_producer_id_file(tmp_path: Path) -> None:
     (tmp_path / "producer_id_block").write_text("garbage")
     with pytest.raises(Exception, match="producer id block"):
         ProducerIdManager(str(tmp_path))
+
+
+def test_an_entry_copy_is_equal_and_independent() -> None:
+    from mini_broker.producer_state.producer_state_entry import BatchMetadata, ProducerStateEntry
+
+    entry = ProducerStateEntry(7, 2, 3, 1234, 40, [BatchMetadata(4, 44, 4, 1234)])
+    copy = entry.copy()
+    assert type(copy) is ProducerStateEntry and repr(copy) == repr(entry)
+    assert (copy.coordinator_epoch, copy.last_timestamp) == (3, 1234)
+    copy.add_batch(2, 9, 49, 4, 1300)
+    assert list(entry.batch_metadata) == [BatchMetadata(4, 44, 4, 1234)] and entry.last_timestamp == 1234
