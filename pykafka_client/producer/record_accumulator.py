@@ -624,12 +624,9 @@ class RecordAccumulator:
                             waited = now_ms - (created if created > attempted else attempted)
                             backing_off = first.attempts > 0 and self._should_backoff(first, waited, leader_changed)[0]
                             if not backing_off:
-                                # unchanged until it is taken (lock held); an uncompressed batch not encoded yet is
-                                # its size_bytes (estimated_size_in_bytes without the call)
-                                estimated = (
-                                    first.size_bytes if first.compression_ratio == 1.0 and first._built is None
-                                    else first.estimated_size_in_bytes()
-                                )
+                                # unchanged until it is taken (lock held); an uncompressed batch's is its size_bytes,
+                                # its encoded size exactly (estimated_size_in_bytes without the call)
+                                estimated = first.estimated_size_in_bytes() if first.is_compressed else first.size_bytes
                                 if size + estimated > max_size and ready:
                                     break  # the request is full; at least one batch was taken
                                 # the idempotence checks, and a new batch's sequence assigned, in one call

@@ -117,3 +117,34 @@ def test_the_kernel_leaves_compressed_batches_and_unencodable_records_to_the_ref
     assert odd.sent_stamp is None
     _, by_tp, records, size = _reference([odd], None)
     assert by_tp == {odd.topic_partition: odd} and records == 0 and size == 61
+
+
+_header = st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=30)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 2**41), st.one_of(st.none(), st.binary(max_size=300)),
+                       st.one_of(st.none(), st.binary(max_size=3000)), st.lists(_header, max_size=3)),
+             min_size=1, max_size=60),
+    st.sampled_from([200, 1000, 16384]),
+    st.tuples(st.sampled_from([-1, 5, 2**40]), st.sampled_from([-1, 3]), st.sampled_from([-1, 0, 2**31 - 1]),
+              st.booleans()),
+    st.booleans(),
+)
+def test_an_uncompressed_batch_is_as_large_as_its_size_bytes(
+    records: list[Any], limit: int, state: tuple[int, int, int, bool], native: bool
+) -> None:
+    """The drain takes an uncompressed batch's size_bytes as its size (estimated_size_in_bytes without the call):
+    its encoded bytes are exactly that long, before and after they are built, whatever its producer state."""
+    previous = _native.use_native(native)
+    try:
+        b = ProducerBatch(TopicPartition("t", 0), limit, 1000)
+        for ts, key, value, headers in records:
+            if b.try_append(ts, key, value, headers, None, 1000) is None:
+                break
+        assert b.estimated_size_in_bytes() == b.size_bytes
+        b.set_producer_state(*state)
+        assert len(b.records()) == b.size_bytes == b.estimated_size_in_bytes()
+    finally:
+        _native.use_native(previous)
