@@ -6488,6 +6488,10 @@ static int drained_one(PyObject *b, PyObject *crc32c, PyObject *parts, PyObject 
     if (v[D_BUILT] != Py_None && (same = PyObject_RichCompareBool(v[D_BUILT_STATE], state, Py_EQ)) < 0)
         goto out;
     if (same) {
+        if (!PyBytes_Check(v[D_BUILT])) {
+            rc = 0; /* (cached bytes of another type: the reference judges them) */
+            goto out;
+        }
         data = v[D_BUILT];
         Py_INCREF(data);
     } else {
@@ -6505,7 +6509,7 @@ static int drained_one(PyObject *b, PyObject *crc32c, PyObject *parts, PyObject 
     if ((stamp = PyTuple_Pack(3, v[D_PID], v[D_EPOCH], v[D_SEQ])) == NULL || PyObject_SetAttr(b, dattr[D_STAMP], stamp) < 0)
         goto out;
     Py_ssize_t n = PyObject_Size(v[D_PENDING]);
-    if (n < 0 || !PyBytes_Check(data))
+    if (n < 0)
         goto out;
     *records += n;
     *size += PyBytes_GET_SIZE(data);

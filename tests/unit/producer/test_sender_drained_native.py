@@ -117,6 +117,10 @@ def test_the_kernel_leaves_compressed_batches_and_unencodable_records_to_the_ref
     assert odd.sent_stamp is None
     _, by_tp, records, size = _reference([odd], None)
     assert by_tp == {odd.topic_partition: odd} and records == 0 and size == 61
+    cached = _make({"tp": ("t", 3), "records": [(1, None, b"v")], "state": (-1, -1, -1, False), "built": 2,
+                    "native_pending": True})
+    cached._built = bytearray(cached.records())  # cached bytes of another type: the reference takes them as they are
+    assert kernel.drained_request([cached], crc32c, None, 1, 1000) is None
 
 
 _header = st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=30)))
