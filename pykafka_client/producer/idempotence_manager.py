@@ -38,7 +38,7 @@ from pykafka_client.errors import (
     UnsupportedVersionError,
 )
 from pykafka_client.errors_base import KafkaError
-from pykafka_client.producer.producer_batch import NO_SEQUENCE, ProducerBatch, increment_sequence
+from pykafka_client.producer.producer_batch import INT_MAX, NO_SEQUENCE, ProducerBatch, increment_sequence
 from pykafka_client.producer.transaction_state import State, is_transition_valid
 from pykafka_client.producer.transactional_request_result import TransactionalRequestResult
 from pykafka_client.structs import TopicPartition
@@ -380,24 +380,35 @@ class IdempotenceManager:
         stamped as Java's drain does: ``tp`` restarts at sequence 0 if it is on an old producer id/epoch with
         nothing in flight, the batch gets the producer id, epoch and ``tp``'s next sequence, the sequence advances
         by its record count and the batch is tracked in flight."""
+        # (once per batch drained: is_transactional, has_valid_producer_id, has_sequence, _entry, set_producer_state,
+        # record_count and increment_sequence's common case inlined)
         with self.lock:
-            transactional = self.is_transactional()
-            if not self.has_valid_producer_id() or (transactional and not self.is_send_to_partition_allowed(tp)):
+            transactional = self.transactional_id is not None
+            pid_epoch = self._pid_epoch
+            if (
+                pid_epoch.producer_id == NO_PRODUCER_ID or self._state in _WITHOUT_VALID_ID
+                or (transactional and not self.is_send_to_partition_allowed(tp))
+            ):
                 return False
-            if batch.has_sequence():
+            if batch.base_sequence != NO_SEQUENCE:
                 e = self._partitions.get(tp)
                 return e is None or not e.in_flight or e.in_flight[0].base_sequence == batch.base_sequence
             if tp in self._unresolved:
                 return False
-            e = self._entry(tp)
-            pid_epoch = self._pid_epoch
+            e = self._partitions.get(tp)
+            if e is None:
+                e = self._entry(tp)
             if e.producer_id_and_epoch is not pid_epoch and e.producer_id_and_epoch != pid_epoch:
                 if e.in_flight:
                     return False  # wait for the batches of the old epoch to resolve before restarting at 0
                 self._start_sequences_at_beginning(tp, pid_epoch)
             seq = e.next_sequence
-            batch.set_producer_state(pid_epoch.producer_id, pid_epoch.epoch, seq, transactional)
-            e.next_sequence = increment_sequence(seq, batch.record_count)
+            batch.producer_id = pid_epoch.producer_id
+            batch.producer_epoch = pid_epoch.epoch
+            batch.base_sequence = seq
+            batch.is_transactional = transactional
+            count = len(batch.pending)
+            e.next_sequence = seq + count if seq <= INT_MAX - count else increment_sequence(seq, count)
             e.add_in_flight(batch)
             return True
 

@@ -485,6 +485,7 @@ class RecordAccumulator:
             queue_sizes: list[int] = []
             partition_ids: list[int] = []
             largest_queue = 0  # max(queue_sizes), kept as they are listed
+            smallest_queue = 2**63 - 1  # min(queue_sizes), the same
             for partition, q in list(info.queues.items()):
                 # a plain tuple: equal to (and hashed as) the TopicPartition that _muted holds, built without a call
                 tp = (topic, partition)
@@ -496,18 +497,28 @@ class RecordAccumulator:
                         partition_ids.append(partition)
                         if n > largest_queue:
                             largest_queue = n
+                        if n < smallest_queue:
+                            smallest_queue = n
                     if n == 0:
                         continue
                     batch = q.batches[0]
                     # since the batch's creation or last attempt, the later (a comparison: no max() call per partition)
                     created, attempted = batch.created_ms, batch.last_attempt_ms
                     waited = now_ms - (created if created > attempted else attempted)
-                    leader_changed = batch.maybe_update_leader_epoch(epoch)
+                    # maybe_update_leader_epoch without its call for a batch never attempted (it returns False then)
+                    if batch.attempts:
+                        leader_changed = batch.maybe_update_leader_epoch(epoch)
+                    else:
+                        leader_changed = False
+                        current = batch.current_leader_epoch
+                        if epoch is not None and (current is None or current < epoch):
+                            batch.attempts_when_leader_last_changed = 0  # (its attempts)
+                            batch.current_leader_epoch = epoch
                     # a batch never attempted does not back off: no call for the common case
                     backing_off, retry_wait = (
                         self._should_backoff(batch, waited, leader_changed) if batch.attempts > 0 else (False, 0)
                     )
-                    full = n > 1 or batch.is_full()
+                    full = n > 1 or batch.closed or batch.size_bytes >= batch.size_limit  # batch.is_full(), inlined
                 if leader is None:
                     unknown.add(topic)
                     continue
@@ -530,6 +541,11 @@ class RecordAccumulator:
                 else:
                     next_delay = min(next_delay, max(time_to_wait - waited, 0))
             if self.adaptive_partitioning and queue_sizes:
+                if smallest_queue == largest_queue:
+                    # every queue the same length (one partition, or all drained): the statistics are dropped
+                    # whichever partitions are available, so they are not asked for
+                    info.partitioner.update_partition_load_stats((), (), 0)
+                    continue
                 available = metadata.available_partitions_for_topic(topic)
                 if len(queue_sizes) == len(available):
                     info.partitioner.update_partition_load_stats(queue_sizes, partition_ids, largest_queue)
@@ -597,22 +613,31 @@ class RecordAccumulator:
                         first = q.batches[0] if q.batches else None
                         if first is not None:
                             _, epoch = metadata.leader_and_epoch(tp)
-                            leader_changed = first.maybe_update_leader_epoch(epoch)
+                            # a batch never attempted whose leader epoch is the one it saw (the common case): no
+                            # call, maybe_update_leader_epoch would change nothing and return False
+                            current = first.current_leader_epoch
+                            if first.attempts or (epoch is not None and (current is None or current < epoch)):
+                                leader_changed = first.maybe_update_leader_epoch(epoch)
+                            else:
+                                leader_changed = False
                             created, attempted = first.created_ms, first.last_attempt_ms
                             waited = now_ms - (created if created > attempted else attempted)
                             backing_off = first.attempts > 0 and self._should_backoff(first, waited, leader_changed)[0]
                             if not backing_off:
-                                estimated = first.estimated_size_in_bytes()  # unchanged until it is taken (lock held)
+                                # unchanged until it is taken (lock held); an uncompressed batch's is its size_bytes,
+                                # its encoded size exactly (estimated_size_in_bytes without the call)
+                                estimated = first.estimated_size_in_bytes() if first.is_compressed else first.size_bytes
                                 if size + estimated > max_size and ready:
                                     break  # the request is full; at least one batch was taken
                                 # the idempotence checks, and a new batch's sequence assigned, in one call
                                 if tm is not None and not tm.prepare_for_drain(first, tp):
                                     break  # as Java: a partition that must wait ends this node's drain
                                 batch = q.batches.popleft()
-                                batch.close_for_appends()
+                                batch.closed = True  # close_for_appends(), inlined
                                 size += estimated
                                 ready.append(batch)
-                                batch.drained(now_ms)
+                                if batch.drained_ms < now_ms:  # drained(now_ms), inlined
+                                    batch.drained_ms = now_ms
                 if i == start:
                     break
         return out
@@ -671,8 +696,13 @@ class RecordAccumulator:
                     q.batches.appendleft(b)
         return len(pieces)
 
-    def expired_batches(self, now_ms: int) -> list[ProducerBatch]:
-        """Remove and return queued batches past ``delivery.timeout.ms`` (oldest first per partition)."""
+    def expired_batches(self, now_ms: int, next_expiry_ms: int | None = None) -> list[ProducerBatch]:
+        """Remove and return queued batches past ``delivery.timeout.ms`` (oldest first per partition). The next
+        batch expiry time (:meth:`next_expiry_time_ms`) becomes the earliest of ``next_expiry_ms`` (when given: it
+        is reset to that first, as by :meth:`reset_next_batch_expiry_time` and
+        :meth:`maybe_update_next_batch_expiry_time`) and the queued batches' left."""
+        if next_expiry_ms is not None:
+            self._next_batch_expiry_ms = next_expiry_ms
         expired: list[ProducerBatch] = []
         timeout = self.delivery_timeout_ms
         for info in list(self._topics.values()):

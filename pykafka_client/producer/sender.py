@@ -54,6 +54,7 @@ from pykafka_client.protocol.messages import (
     ProduceResponse,
 )
 from pykafka_client.protocol.records import _native
+from pykafka_client.protocol.records.crc import crc32c
 from pykafka_client.structs import Node, TopicPartition
 from pykafka_client.utils.time import Time
 
@@ -536,9 +537,10 @@ class Sender:
                 self.in_flight_batches.setdefault(b.topic_partition, []).append(b)
                 if self.guarantee_message_order:
                     self.accumulator.mute_partition(b.topic_partition)
-        self.accumulator.reset_next_batch_expiry_time()
-        expired = self._expired_in_flight_batches(now)
-        expired = self.accumulator.expired_batches(now) + expired
+        # the next expiry: the earliest of the in-flight batches' and (set by expired_batches, from that) the queued
+        # ones' (reset_next_batch_expiry_time and maybe_update_next_batch_expiry_time per partition without their calls)
+        expired, next_expiry = self._expired_in_flight_batches(now)
+        expired = self.accumulator.expired_batches(now, next_expiry) + expired
         for b in expired:
             self.metrics.expired += 1
             msg = (
@@ -570,9 +572,12 @@ class Sender:
                 self._send_produce_request(node_id, node_batches, now)
         return poll_timeout
 
-    def _expired_in_flight_batches(self, now: int) -> list[ProducerBatch]:
+    def _expired_in_flight_batches(self, now: int) -> tuple[list[ProducerBatch], int]:
+        """The in-flight batches past ``delivery.timeout.ms`` (forgotten here), and the earliest expiry time of those
+        left (``2**63 - 1`` when none is)."""
         expired: list[ProducerBatch] = []
         timeout = self.accumulator.delivery_timeout_ms
+        next_expiry = 2**63 - 1
         for tp in list(self.in_flight_batches):
             lst = self.in_flight_batches[tp]
             while lst:
@@ -582,13 +587,39 @@ class Sender:
                     if not b.is_done():
                         expired.append(b)
                 else:
-                    self.accumulator.maybe_update_next_batch_expiry_time(b)
+                    if b.created_ms + timeout < next_expiry:
+                        next_expiry = b.created_ms + timeout
                     break
             if not lst:
                 del self.in_flight_batches[tp]
-        return expired
+        return expired, next_expiry
 
     def _send_produce_request(self, node_id: int, batches: list[ProducerBatch], now: int) -> None:
+        tm = self.transaction_manager
+        tid = tm.transactional_id if tm is not None else None
+        kernel = _native.kernel
+        # the loop of _drained_request for uncompressed batches in one compiled call (None: the reference does it)
+        drained = (
+            None if kernel is None else kernel.drained_request(batches, crc32c, tid, self.acks, self.request_timeout_ms)
+        )
+        body, by_tp, records, size = drained if drained is not None else self._drained_request(batches, tid)
+        request = self.client.new_client_request(
+            # a partial (C) rather than a closure: one Python frame less per response
+            str(node_id), body, now, self.acks != 0, self.request_timeout_ms, partial(self._handle_produce_response, by_tp),
+            # the transactional id is a field from v3 (the first version of magic v2 batches)
+            oldest_allowed_version=3 if body.transactional_id is not None else None,
+        )
+        self.metrics.requests_sent += 1
+        self.metrics.batches_sent += len(batches)
+        self.metrics.records_sent += records
+        self.metrics.bytes_sent += size
+        self.client.send(request, now)
+
+    def _drained_request(
+        self, batches: list[ProducerBatch], transactional_id: str | None
+    ) -> tuple[DrainedProduceRequest, dict[TopicPartition, ProducerBatch], int, int]:
+        """The produce request of the drained ``batches`` (each encoded and marked sent), the batches by partition,
+        and their record count and bytes (``_kernel.drained_request``'s reference)."""
         by_tp: dict[TopicPartition, ProducerBatch] = {}
         parts: list[tuple[TopicPartition, bytes]] = []
         records = 0
@@ -603,22 +634,9 @@ class Sender:
             records += b.record_count
             by_tp[tp] = b
             parts.append((tp, data))
-        tm = self.transaction_manager
         # The request's topic_data (grouped by topic) is built only if something reads it: the kernel writes the
         # request from the parts when it frames it.
-        body = DrainedProduceRequest.of(tm.transactional_id if tm is not None else None, self.acks, self.request_timeout_ms, parts)
-
-        request = self.client.new_client_request(
-            # a partial (C) rather than a closure: one Python frame less per response
-            str(node_id), body, now, self.acks != 0, self.request_timeout_ms, partial(self._handle_produce_response, by_tp),
-            # the transactional id is a field from v3 (the first version of magic v2 batches)
-            oldest_allowed_version=3 if body.transactional_id is not None else None,
-        )
-        self.metrics.requests_sent += 1
-        self.metrics.batches_sent += len(batches)
-        self.metrics.records_sent += records
-        self.metrics.bytes_sent += size
-        self.client.send(request, now)
+        return DrainedProduceRequest.of(transactional_id, self.acks, self.request_timeout_ms, parts), by_tp, records, size
 
     def _handle_produce_response(self, batches: dict[TopicPartition, ProducerBatch], response: ClientResponse) -> None:
         body = response.response_body

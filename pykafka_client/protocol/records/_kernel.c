@@ -6499,6 +6499,141 @@ static PyObject *k_client_batch_header(PyObject *self, PyObject *const *args, Py
 
 /* ==== end of h/brokerproduce's region ========================================================================== */
 
+/* ==== producer: a produce request's parts from the drained batches in one call (h/drain) ======================== */
+
+/* The attributes of a ProducerBatch drained_request reads and writes (interned at first use). */
+enum { D_TP, D_COMPRESSED, D_PENDING, D_PID, D_EPOCH, D_SEQ, D_TXN, D_BUILT, D_BUILT_STATE, D_RATIO, D_STAMP,
+       D_UNKNOWN_TAGS, D_COUNT };
+static PyObject *dattr[D_COUNT];
+static PyObject *one_float = NULL;
+
+static int drained_names(void)
+{
+    static const char *const names[D_COUNT] = {
+        "topic_partition", "is_compressed", "pending", "producer_id", "producer_epoch", "base_sequence",
+        "is_transactional", "_built", "_built_state", "actual_compression_ratio", "sent_stamp",
+        "_unknown_tagged_fields"};
+    if (dattr[0] != NULL)
+        return 0;
+    for (int i = 0; i < D_COUNT; i++)
+        if ((dattr[i] = PyUnicode_InternFromString(names[i])) == NULL)
+            return -1;
+    return (one_float = PyFloat_FromDouble(1.0)) == NULL ? -1 : 0;
+}
+
+/* One batch of drained_request: ProducerBatch.records() (its cached bytes, or encode_batch's uncompressed kernel
+ * path, the cache updated as records() updates it) then mark_sent(); appended to parts and by_tp. 1 done, 0 declined
+ * (the kernel's encode_batch declined: the reference must encode; the batch left as records() would leave it only
+ * for the batches before), -1 error. */
+static int drained_one(PyObject *b, PyObject *crc32c, PyObject *parts, PyObject *by_tp, long long *records,
+                       long long *size)
+{
+    PyObject *v[D_COUNT] = {NULL};
+    PyObject *state = NULL, *stamp = NULL, *part = NULL, *data = NULL;
+    int rc = -1, i;
+    for (i = 0; i <= D_BUILT_STATE; i++)
+        if ((v[i] = PyObject_GetAttr(b, dattr[i])) == NULL)
+            goto out;
+    if (v[D_COMPRESSED] != Py_False) {
+        rc = 0; /* (a compressed batch moves the compression estimate: Sender's loop does it) */
+        goto out;
+    }
+    if ((state = PyTuple_Pack(4, v[D_PID], v[D_EPOCH], v[D_SEQ], v[D_TXN])) == NULL)
+        goto out;
+    int same = 0;
+    if (v[D_BUILT] != Py_None && (same = PyObject_RichCompareBool(v[D_BUILT_STATE], state, Py_EQ)) < 0)
+        goto out;
+    if (same) {
+        if (!PyBytes_Check(v[D_BUILT])) {
+            rc = 0; /* (cached bytes of another type: the reference judges them) */
+            goto out;
+        }
+        data = v[D_BUILT];
+        Py_INCREF(data);
+    } else {
+        PyObject *args[6] = {v[D_PENDING], v[D_PID], v[D_EPOCH], v[D_SEQ], v[D_TXN], crc32c};
+        if ((data = k_encode_batch(NULL, args, 6)) == NULL)
+            goto out;
+        if (data == Py_None) {
+            rc = 0;
+            goto out;
+        }
+        if (PyObject_SetAttr(b, dattr[D_BUILT], data) < 0 || PyObject_SetAttr(b, dattr[D_RATIO], one_float) < 0
+            || PyObject_SetAttr(b, dattr[D_BUILT_STATE], state) < 0)
+            goto out;
+    }
+    if ((stamp = PyTuple_Pack(3, v[D_PID], v[D_EPOCH], v[D_SEQ])) == NULL || PyObject_SetAttr(b, dattr[D_STAMP], stamp) < 0)
+        goto out;
+    Py_ssize_t n = PyObject_Size(v[D_PENDING]);
+    if (n < 0)
+        goto out;
+    *records += n;
+    *size += PyBytes_GET_SIZE(data);
+    if ((part = PyTuple_Pack(2, v[D_TP], data)) == NULL || PyDict_SetItem(by_tp, v[D_TP], b) < 0
+        || PyList_Append(parts, part) < 0)
+        goto out;
+    rc = 1;
+out:
+    for (i = 0; i < D_COUNT; i++)
+        Py_XDECREF(v[i]);
+    Py_XDECREF(state);
+    Py_XDECREF(stamp);
+    Py_XDECREF(part);
+    Py_XDECREF(data);
+    return rc;
+}
+
+PyDoc_STRVAR(drained_request_doc,
+"drained_request(batches, crc32c, transactional_id, acks, timeout_ms) -> (request, by_tp, records, size) or None\n\n"
+"Sender._send_produce_request_reference's loop over the drained ``batches`` compiled, for uncompressed batches:\n"
+"each batch's ProducerBatch.records() (its bytes built as encode_batch's kernel path builds them, cached as\n"
+"records() caches them) and mark_sent(); the request is the sender_setup request type (DrainedProduceRequest.of)\n"
+"of the [(topic_partition, bytes)] parts, by_tp {topic_partition: batch}, records and size the sums of the\n"
+"batches' record counts and byte sizes. None where the reference must do it (a compressed batch, a batch the\n"
+"kernel's encode_batch declines, no request type set up): what was done before is what the reference redoes.");
+
+static PyObject *k_drained_request(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "drained_request takes 5 arguments");
+        return NULL;
+    }
+    PyObject *batches = args[0];
+    if (parts_request_type == NULL || !PyList_CheckExact(batches))
+        Py_RETURN_NONE;
+    if (drained_names() < 0)
+        return NULL;
+    PyObject *parts = PyList_New(0), *by_tp = PyDict_New(), *req = NULL;
+    long long records = 0, size = 0;
+    if (parts == NULL || by_tp == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(batches); i++) {
+        int rc = drained_one(PyList_GET_ITEM(batches, i), args[1], parts, by_tp, &records, &size);
+        if (rc < 0)
+            goto fail;
+        if (rc == 0) {
+            Py_DECREF(parts);
+            Py_DECREF(by_tp);
+            Py_RETURN_NONE;
+        }
+    }
+    /* DrainedProduceRequest.of: no __init__, topic_data left unbuilt */
+    if ((req = parts_request_type->tp_alloc(parts_request_type, 0)) == NULL
+        || PyObject_SetAttr(req, s_tid, args[2]) < 0 || PyObject_SetAttr(req, s_acks, args[3]) < 0
+        || PyObject_SetAttr(req, s_timeout, args[4]) < 0 || PyObject_SetAttr(req, dattr[D_UNKNOWN_TAGS], Py_None) < 0
+        || PyObject_SetAttr(req, s_parts, parts) < 0)
+        goto fail;
+    Py_DECREF(parts);
+    return Py_BuildValue("(NNLL)", req, by_tp, records, size);
+fail:
+    Py_XDECREF(parts);
+    Py_XDECREF(by_tp);
+    Py_XDECREF(req);
+    return NULL;
+}
+
+/* ==== end of h/drain's region ================================================================================== */
+
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
     {"decode_records", k_decode_records, METH_VARARGS, decode_records_doc},
@@ -6540,6 +6675,8 @@ static PyMethodDef kernel_methods[] = {
     /* h/brokerproduce */
     {"client_batch_header", (PyCFunction)(void (*)(void))k_client_batch_header, METH_FASTCALL,
      client_batch_header_doc},
+    /* h/drain */
+    {"drained_request", (PyCFunction)(void (*)(void))k_drained_request, METH_FASTCALL, drained_request_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -236,6 +236,11 @@ class Kernel(Protocol):
         """Reference: ``mini_broker.metrics.observe_request_times_reference`` (False, nothing changed: run it)."""
 
     def sender_setup(self, request_type: type, outcome_type: type, finished: str, /) -> None: ...
+    def drained_request(
+        self, batches: list[Any], crc32c: Callable[[Buffer], int], transactional_id: str | None, acks: int,
+        timeout_ms: int, /,
+    ) -> tuple[Any, dict[Any, Any], int, int] | None:
+        """Reference: ``producer.sender.Sender._drained_request`` for uncompressed batches (None: run the reference)."""
     def produce_results_setup(self, response_type: type, /) -> None: ...
     def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as

@@ -244,6 +244,71 @@ def test_expired_batches_and_next_expiry() -> None:
     assert not acc.has_undrained()
 
 
+def test_expired_batches_start_the_next_expiry_from_the_one_given() -> None:
+    """The Sender gives the in-flight batches' earliest expiry: the next expiry is the earlier of it and the queued
+    batches' (reset to it first, whatever it was before)."""
+    time = MockTime()
+    acc = make(time, delivery_timeout_ms=1000, linger_ms=10_000)
+    now = time.hi_res_clock_ms()
+    assert acc.expired_batches(now, now + 5) == [] and acc.next_expiry_time_ms() == now + 5
+    append(acc, TP0)
+    assert acc.expired_batches(now, now + 5000) == [] and acc.next_expiry_time_ms() == now + 1000
+    assert acc.expired_batches(now, now + 300) == [] and acc.next_expiry_time_ms() == now + 300
+    acc.expired_batches(now)  # without one: the time moves only earlier
+    assert acc.next_expiry_time_ms() == now + 300
+    assert acc.expired_batches(now, 2**63 - 1) == [] and acc.next_expiry_time_ms() == now + 1000
+
+
+def test_ready_records_the_leader_epoch_on_a_new_batch() -> None:
+    """A batch never attempted takes the partition's leader epoch at ready (maybe_update_leader_epoch's rule): a
+    later epoch is then a leader change for its retry."""
+    time = MockTime()
+    acc = make(time)
+    meta = FakeMetadata({("t", 0): NODE1}, {("t", 0): 5})
+    acc.append("t", 0, 0, None, VALUE, [], None, 0, meta)
+    (batch,) = acc.batches_for(TP0)
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert (batch.current_leader_epoch, batch.attempts_when_leader_last_changed) == (5, 0)
+    meta.epochs[("t", 0)] = 4  # an older epoch changes nothing
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert batch.current_leader_epoch == 5
+    meta.epochs[("t", 0)] = 7
+    time.sleep(LINGER)
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert batch.current_leader_epoch == 7
+    (drained,) = acc.drain(meta, {NODE1}, 1 << 20, time.hi_res_clock_ms())[NODE1.id]
+    assert drained is batch and batch.closed and batch.drained_ms == time.hi_res_clock_ms()
+    acc.reenqueue(batch, time.hi_res_clock_ms())
+    meta.epochs[("t", 0)] = 8
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert (batch.current_leader_epoch, batch.attempts_when_leader_last_changed) == (8, 1)
+
+
+class _CountingMetadata(FakeMetadata):
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.asked = 0
+
+    def available_partitions_for_topic(self, topic: str) -> list[int]:
+        self.asked += 1
+        return list(super().available_partitions_for_topic(topic))
+
+
+def test_ready_drops_the_load_stats_of_equal_queues_without_asking_for_the_available_partitions() -> None:
+    time = MockTime()
+    acc = make(time)
+    meta = _CountingMetadata({("t", 0): NODE1, ("t", 1): NODE1})
+    append(acc, TP0)
+    append(acc, TP1)
+    partitioner = acc._topics["t"].partitioner
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert meta.asked == 0 and partitioner._load is None
+    append(acc, TP0, b"x" * 1000)  # a second batch on partition 0
+    acc.ready(meta, time.hi_res_clock_ms())
+    assert meta.asked == 1 and partitioner._load is not None
+    assert partitioner._load.partitions == [0, 1]
+
+
 def test_memory_returned_on_deallocate() -> None:
     time = MockTime()
     acc = make(time, linger_ms=0, batch_size=1024, memory=4096)

@@ -107,6 +107,24 @@ def test_s63_in_flight_batch_expires_and_late_retriable_response_does_not_retry(
     assert not h.accumulator.has_undrained()
 
 
+def test_the_next_batch_expiry_is_the_earliest_of_in_flight_and_queued_batches() -> None:
+    h = Harness(delivery_timeout_ms=1500, request_timeout_ms=5000, linger_ms=0)
+    start = h.time.hi_res_clock_ms()
+    h.append()
+    h.run_once()  # sent: in flight
+    assert len(h.produce_requests()) == 1
+    assert h.accumulator.next_expiry_time_ms() == start + 1500
+    h.time.sleep(400)
+    h.client.backoff(h.node0, 10_000)
+    h.append(tp=TP1)
+    h.run_once()  # queued (the node backs off); the in-flight batch expires first
+    assert h.accumulator.next_expiry_time_ms() == start + 1500
+    h.client.respond(produce_response({TP0: (NONE, 0)}))
+    h.run_once()  # the in-flight batch completed: the queued batch's expiry is the next
+    h.run_once()
+    assert h.accumulator.next_expiry_time_ms() == start + 400 + 1500
+
+
 def test_s63_queued_batch_expires() -> None:
     h = Harness(delivery_timeout_ms=1000, linger_ms=0)
     h.client.backoff(h.node0, 10_000)
