@@ -179,6 +179,18 @@ class Metadata:
 
     def time_to_next_update(self, now_ms: int) -> int:
         """Ms until the next update is due: 0 if requested (or expired) and the backoff has passed."""
+        # The common case (no update requested, no backoff outlasting the expiry: the answer is the time to the
+        # expiry) without the lock: the I/O thread asks at least twice per iteration (is_update_due, maybe_update).
+        # An update requested on another thread meanwhile is as if requested just after this read; update() writes
+        # the last refresh before the last successful one, read here in the other order, so a read between the two
+        # sees the old successful refresh with either last refresh, and an old successful refresh is an earlier
+        # expiry (at worst the locked path below decides).
+        if not (self._need_full_update or self._need_partial_update):
+            time_to_expire = self._last_successful_refresh_ms + self.metadata_expire_ms - now_ms
+            if time_to_expire < 0:
+                time_to_expire = 0
+            if time_to_expire >= self._last_refresh_ms + self._refresh_backoff.upper_bound - now_ms:
+                return time_to_expire
         with self._lock:
             if self._need_full_update or self._need_partial_update:  # update_requested(), once per poll
                 time_to_expire = 0

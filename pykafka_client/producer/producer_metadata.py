@@ -22,6 +22,9 @@ from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.messages import MetadataRequest
 from pykafka_client.structs import Node, TopicPartition
 
+#: no expiry: the topics' earliest expiry when there is none
+_NEVER = 2**63 - 1
+
 
 class MetadataSnapshot:
     """The lookups of one cluster (Java ``MetadataSnapshot``): partitions by topic, partitions by leader node,
@@ -87,7 +90,7 @@ class ProducerMetadata(Metadata):
     #: What the kernel's send path reads once per record, in slots (read at fixed offsets instead of from the
     #: instance dict): the topic expiries, the idle time, the index, and Metadata's current cluster (``fetch()``,
     #: read through ``CLUSTER_ATTRIBUTE``).
-    __slots__ = ("_cluster", "index", "metadata_idle_ms", "topic_expiry")
+    __slots__ = ("_cluster", "_retain_at_ms", "index", "metadata_idle_ms", "topic_expiry")
 
     def __init__(self, *args: Any, metadata_idle_ms: int = 300_000, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -95,6 +98,10 @@ class ProducerMetadata(Metadata):
         #: topic -> expiry (monotonic ms); read by the kernel's send_record as ``add_and_count`` reads it (which
         #: remembers until when a topic's expiry is fresh: an expiry only grows, and is removed once passed)
         self.topic_expiry: dict[str, int] = {}
+        #: no topic expires before this (ms): the earliest expiry when retain_topics last looked, lowered by add (an
+        #: expiry only grows otherwise), so retain_topics has nothing to look at before then (the Sender asks per
+        #: iteration)
+        self._retain_at_ms = _NEVER
         self._new_topics: set[str] = set()
         #: the lookups of the current cluster (replaced whole; stale when its ``cluster`` is not ``fetch()``)
         self.index = MetadataSnapshot(self.fetch(), self._last_seen_leader_epochs)
@@ -112,7 +119,9 @@ class ProducerMetadata(Metadata):
             if topic not in self.topic_expiry:
                 self._new_topics.add(topic)
                 self._need_partial_update = True
-            self.topic_expiry[topic] = now_ms + self.metadata_idle_ms
+            expiry = self.topic_expiry[topic] = now_ms + self.metadata_idle_ms
+            if expiry < self._retain_at_ms:
+                self._retain_at_ms = expiry
 
     def add_and_count(self, topic: str, now_ms: int) -> int | None:
         """``add(topic, now_ms)`` then ``partition_count_for_topic(topic)`` in one call (the send hot path)."""
@@ -168,13 +177,19 @@ class ProducerMetadata(Metadata):
 
     def retain_topics(self, now_ms: int) -> None:
         """Forget topics not used for ``metadata.max.idle.ms``."""
+        if now_ms < self._retain_at_ms:
+            return  # none has expired yet: no lock, no look at each topic (the common case, every Sender iteration)
         with self._lock:
             expired: list[str] | None = None
+            earliest = _NEVER
             for t, exp in self.topic_expiry.items():  # a loop, not a comprehension: no call per Sender iteration
                 if exp <= now_ms:
                     if expired is None:
                         expired = []
                     expired.append(t)
+                elif exp < earliest:
+                    earliest = exp
+            self._retain_at_ms = earliest
             if expired is not None:
                 for t in expired:
                     del self.topic_expiry[t]

@@ -72,6 +72,8 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 TOPIC_AUTHORIZATION_FAILED = 29
 
 _SUCCEEDED = FinalState.SUCCEEDED
+#: the next expiry when no batch is in flight
+_NO_EXPIRY = 2**63 - 1
 #: The attribute that holds :attr:`Sender.wakeup_pending` (set by :meth:`Sender.wakeup`, cleared at the top of
 #: each :meth:`Sender.run_once`): the kernel's send path reads it there, without the property's Python frame, to
 #: skip calling ``wakeup`` per record while it is True (``KafkaProducer``'s ``wake_sender``).
@@ -539,8 +541,19 @@ class Sender:
                     self.accumulator.mute_partition(b.topic_partition)
         # the next expiry: the earliest of the in-flight batches' and (set by expired_batches, from that) the queued
         # ones' (reset_next_batch_expiry_time and maybe_update_next_batch_expiry_time per partition without their calls)
-        expired, next_expiry = self._expired_in_flight_batches(now)
-        expired = self.accumulator.expired_batches(now, next_expiry) + expired
+        # (the in-flight batches first looked at here: while none has expired, the common case, without the call of
+        # _expired_in_flight_batches and its copy of the partitions)
+        timeout = self.accumulator.delivery_timeout_ms
+        next_expiry = _NO_EXPIRY
+        for in_flight in self.in_flight_batches.values():
+            if not in_flight or in_flight[0].created_ms + timeout <= now:
+                expired, next_expiry = self._expired_in_flight_batches(now)
+                expired = self.accumulator.expired_batches(now, next_expiry) + expired
+                break
+            if in_flight[0].created_ms + timeout < next_expiry:
+                next_expiry = in_flight[0].created_ms + timeout
+        else:
+            expired = self.accumulator.expired_batches(now, next_expiry)
         for b in expired:
             self.metrics.expired += 1
             msg = (
@@ -577,7 +590,7 @@ class Sender:
         left (``2**63 - 1`` when none is)."""
         expired: list[ProducerBatch] = []
         timeout = self.accumulator.delivery_timeout_ms
-        next_expiry = 2**63 - 1
+        next_expiry = _NO_EXPIRY
         for tp in list(self.in_flight_batches):
             lst = self.in_flight_batches[tp]
             while lst:

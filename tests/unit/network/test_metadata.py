@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -192,3 +193,45 @@ def test_metadata_needing_v4_against_a_v3_broker_fails_with_a_clear_fatal_error(
     with pytest.raises(UnsupportedVersionError, match="METADATA at versions 0-3, but this request needs a version in 4-"):
         no_auto_create.maybe_throw_any_exception()
     assert ApiKey.METADATA not in {r.api_key for r in h.selector.sent_requests}
+
+
+class _CountingLock:
+    """A re-entrant lock that counts its acquisitions (Metadata's lock in the tests below)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.RLock()
+        self.acquired = 0
+
+    def __enter__(self) -> bool:
+        self.acquired += 1
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self._lock.__exit__(*exc)
+
+
+def test_the_time_to_the_expiry_is_answered_without_the_lock_and_a_request_is_seen_at_once() -> None:
+    """The I/O thread asks time_to_next_update at least twice per iteration: with no update requested and no backoff
+    outlasting the expiry (the common case) the answer is the expiry's, without taking the lock; an update requested
+    (from any thread) in between is in the very next answer, as is a failed attempt's backoff."""
+    m = md(backoff=100, backoff_max=100)
+    m.update(0, metadata_response(NODES, {"a": 1}), False, 1000)  # expires at 11_000
+    lock = _CountingLock()
+    m._lock = lock  # type: ignore[assignment]
+    assert [m.time_to_next_update(t) for t in (1000, 5000, 10_999)] == [10_000, 6000, 1]
+    assert lock.acquired == 0
+    assert m.time_to_next_update(11_000) == 0 and m.time_to_next_update(20_000) == 0  # expired: due
+    m.update(0, metadata_response(NODES, {"a": 1}), False, 20_000)  # expires at 30_000
+    assert m.time_to_next_update(20_050) == 9950
+    m.request_update()
+    assert m.time_to_next_update(20_050) == 50  # the backoff after the last attempt (20_000), not the expiry
+    assert m.time_to_next_update(20_100) == 0
+    m.failed_update(20_100)
+    assert 80 <= m.time_to_next_update(20_100) <= 120
+    m.update(0, metadata_response(NODES, {"a": 1}), False, 29_950)  # expires at 39_950
+    before = lock.acquired
+    assert m.time_to_next_update(30_000) == 9950 and lock.acquired == before
+    m.failed_update(39_900)  # a backoff that outlasts the 50 ms left to the expiry: decided under the lock
+    assert 30 <= m.time_to_next_update(39_910) <= 110 and lock.acquired > before

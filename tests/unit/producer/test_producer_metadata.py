@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.structs import TopicPartition
 from tests.doubles.responses import metadata_response, nodes
@@ -73,3 +78,59 @@ def test_a_snapshot_is_the_cluster_it_was_taken_of_with_the_epochs_seen_since() 
     later = md.fetch_metadata_snapshot()
     assert later is not snap and list(later.partitions_for_node(0)) == [TopicPartition("a", 0), TopicPartition("a", 1)]
     assert list(snap.partitions_for_node(0)) == [TopicPartition("a", 0)]  # a snapshot never changes
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "retain"]), st.sampled_from("abc"), st.integers(0, 12_000)), max_size=40))
+def test_retain_topics_forgets_exactly_the_idle_topics_whatever_the_order_of_adds(
+    ops: list[tuple[str, str, int]],
+) -> None:
+    """retain_topics skips its look at the topics until the earliest expiry it last saw (lowered by add, whose
+    time may be behind the Sender's: another thread's clock): the topics kept are always those of the plain rule
+    (an expiry past now; add refreshes an expiry only when less than half the idle time is left)."""
+    idle = 5000
+    md = ProducerMetadata(100, 1000, metadata_idle_ms=idle)
+    model: dict[str, int] = {}
+    for op, topic, now in ops:
+        if op == "add":
+            md.add(topic, now)
+            if topic not in model or model[topic] - now <= idle // 2:
+                model[topic] = now + idle
+        else:
+            md.retain_topics(now)
+            model = {t: e for t, e in model.items() if e > now}
+        assert md.topic_expiry == model
+
+
+def test_retain_topics_takes_no_lock_before_the_earliest_expiry() -> None:
+    """The Sender calls retain_topics every iteration: before the earliest expiry it last saw there is nothing to
+    forget, and it neither locks nor looks at the topics; at that time it forgets the topic."""
+    import threading
+
+    class CountingLock:
+        def __init__(self) -> None:
+            self.lock = threading.RLock()
+            self.acquired = 0
+
+        def __enter__(self) -> bool:
+            self.acquired += 1
+            return self.lock.__enter__()
+
+        def __exit__(self, *exc: Any) -> None:
+            self.lock.__exit__(*exc)
+
+    md = ProducerMetadata(100, 1000, metadata_idle_ms=5000)
+    md.add("a", 0)
+    md.add("b", 1000)
+    lock = CountingLock()
+    md._lock = lock  # type: ignore[assignment]
+    acquired = lock.acquired  # (the adds made the earliest expiry a's, 5000; b's is 6000)
+    for now in (1, 100, 4999):
+        md.retain_topics(now)
+    assert lock.acquired == acquired and md.contains_topic("a") and md.contains_topic("b")
+    md.retain_topics(5000)
+    assert not md.contains_topic("a") and md.contains_topic("b")
+    md.retain_topics(5999)
+    assert md.contains_topic("b") and lock.acquired == acquired + 1
+    md.retain_topics(6000)
+    assert not md.contains_topic("b")

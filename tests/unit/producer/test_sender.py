@@ -542,3 +542,33 @@ def test_ready_and_drain_read_one_metadata_snapshot_per_iteration() -> None:
     h.run_once()
     assert len(taken) == 1 and read == [taken[0], taken[0]]
     assert len(h.produce_requests()) == 1
+
+
+def test_in_flight_batches_expire_per_partition_and_the_poll_waits_for_the_next_expiry() -> None:
+    """Each iteration looks at the oldest in-flight batch of every partition: one past delivery.timeout.ms fails
+    (whichever partition it is, the first in flight or a later one), the others stay in flight, and with nothing to
+    send the poll waits until the earliest expiry of those left."""
+    h = Harness(delivery_timeout_ms=1500, request_timeout_ms=5000, linger_ms=0, retry_backoff_ms=100)
+    (f0,) = h.append(TP0)
+    h.run_once()  # TP0's batch in flight, created at 0
+    h.time.sleep(100)
+    (f1,) = h.append(TP1)
+    h.run_once()  # TP1's batch in flight, created at 100
+    assert len(h.produce_requests()) == 2
+    h.client.respond(produce_response({TP0: (NOT_LEADER, -1)}))
+    h.run_once()  # TP0's is retried after the backoff, sent after TP1's: the first in flight expires last
+    h.time.sleep(100)
+    h.run_until(lambda: len(h.produce_requests()) == 3)
+    assert list(h.sender.in_flight_batches) == [TP1, TP0]
+    h.time.sleep(1500 - 200 - 1)  # at 1499: none has expired
+    h.run_once()
+    assert not f0.done() and not f1.done()
+    assert h.client.poll_timeouts[-1] == 1  # TP0's expiry (0 + 1500), the earliest
+    h.time.sleep(1)  # at 1500: TP0's expires, TP1's (at 1600) stays in flight
+    h.run_once()
+    assert isinstance(f0.exception(0), KafkaTimeoutError) and not f1.done()
+    assert list(h.sender.in_flight_batches) == [TP1]
+    assert h.client.poll_timeouts[-1] == 100
+    h.time.sleep(100)
+    h.run_once()
+    assert isinstance(f1.exception(0), KafkaTimeoutError) and h.sender.in_flight_batches == {}
