@@ -249,12 +249,8 @@ class NetworkClient(ConnectionFailures):
         """Ready and able to take another request; False for every node while a metadata update is due."""
         if self.metadata_updater.is_update_due(now_ms):
             return False
-        node_id = str(node.id)  # node.id_string and can_send_request inlined: the Sender asks once per iteration
-        if (
-            self.connection_states.is_ready(node_id, now_ms)
-            and self.selector.is_channel_ready(node_id)
-            and self.in_flight_requests.can_send_more(node_id)
-        ):
+        node_id = str(node.id)  # (the Sender's per-iteration question is ready(), which asks these without frames)
+        if self.can_send_request(node_id, now_ms):
             self._ready_node = node_id
             self._ready_at_ms = now_ms
             return True

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-from typing import Any
 
 import pytest
 
@@ -18,6 +17,7 @@ from pykafka_client.network.metadata import Metadata, oldest_metadata_version
 from pykafka_client.network.network_client import NetworkClient
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import MetadataRequest
+from tests.doubles.counting_lock import CountingLock
 from tests.doubles.mock_selector import MockSelector
 from tests.doubles.responses import api_versions_response, metadata_response, nodes
 from tests.unit.network.harness import Harness
@@ -195,30 +195,13 @@ def test_metadata_needing_v4_against_a_v3_broker_fails_with_a_clear_fatal_error(
     assert ApiKey.METADATA not in {r.api_key for r in h.selector.sent_requests}
 
 
-class _CountingLock:
-    """A re-entrant lock that counts its acquisitions (Metadata's lock in the tests below)."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self._lock = threading.RLock()
-        self.acquired = 0
-
-    def __enter__(self) -> bool:
-        self.acquired += 1
-        return self._lock.__enter__()
-
-    def __exit__(self, *exc: Any) -> None:
-        self._lock.__exit__(*exc)
-
-
 def test_the_time_to_the_expiry_is_answered_without_the_lock_and_a_request_is_seen_at_once() -> None:
     """The I/O thread asks time_to_next_update at least twice per iteration: with no update requested and no backoff
     outlasting the expiry (the common case) the answer is the expiry's, without taking the lock; an update requested
     (from any thread) in between is in the very next answer, as is a failed attempt's backoff."""
     m = md(backoff=100, backoff_max=100)
     m.update(0, metadata_response(NODES, {"a": 1}), False, 1000)  # expires at 11_000
-    lock = _CountingLock()
+    lock = CountingLock()
     m._lock = lock  # type: ignore[assignment]
     assert [m.time_to_next_update(t) for t in (1000, 5000, 10_999)] == [10_000, 6000, 1]
     assert lock.acquired == 0

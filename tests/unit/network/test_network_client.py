@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from pykafka_client.errors import AuthenticationError, IllegalStateError, UnsupportedVersionError
+from pykafka_client.errors import AuthenticationError, IllegalArgumentError, IllegalStateError, UnsupportedVersionError
 from pykafka_client.network.api_versions_handshake import ApiVersionsHandshake
 from pykafka_client.network.cluster_connection_states import MAX_DELAY_MS
 from pykafka_client.network.network_client import (
@@ -970,3 +970,29 @@ def test_steady_polls_ask_no_handshake_nor_connection_setup_question(monkeypatch
     asked.clear()
     h.poll()
     assert asked == []
+
+
+def test_ready_answers_as_is_ready_and_connects_only_a_node_that_may_connect() -> None:
+    """ready() asks is_ready()'s questions (metadata update due, connection READY and not throttled, channel ready,
+    room in flight) itself; when the answer is no it starts a connection only where one may start."""
+    h = Harness(max_in_flight_requests_per_connection=1)
+    h.await_ready(h.nodes[0])
+    node, other = h.nodes[0], h.nodes[1]
+    assert h.client.is_ready(node, h.now) and h.client.ready(node, h.now)
+    h.send(node)  # the one request in flight the connection may have
+    assert not h.client.is_ready(node, h.now) and not h.client.ready(node, h.now)
+    assert h.client.connection_states.is_ready(node.id_string, h.now)  # still connected: no new connection
+    h.poll()  # (the send completes)
+    h.selector.respond(node.id_string, HeartbeatResponse())
+    h.poll()
+    assert h.client.is_ready(node, h.now) and h.client.ready(node, h.now)
+    h.time.sleep(1000)
+    h.metadata.request_update()  # every node is not ready while an update is due
+    assert not h.client.is_ready(node, h.now) and not h.client.ready(node, h.now)
+    assert h.client.connection_states.is_ready(node.id_string, h.now)
+    assert not h.client.ready(other, h.now)  # never connected: ready() starts its connection, is_ready() does not
+    assert h.client.connection_states.is_connecting(other.id_string)
+    with pytest.raises(IllegalArgumentError):
+        h.client.ready(Node(5, "", 9092), h.now)
+    with pytest.raises(IllegalArgumentError):
+        h.client.ready(Node(5, "host", -1), h.now)

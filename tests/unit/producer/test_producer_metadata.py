@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pykafka_client.producer.producer_metadata import ProducerMetadata
 from pykafka_client.structs import TopicPartition
+from tests.doubles.counting_lock import CountingLock
 from tests.doubles.responses import metadata_response, nodes
 
 
@@ -105,20 +104,6 @@ def test_retain_topics_forgets_exactly_the_idle_topics_whatever_the_order_of_add
 def test_retain_topics_takes_no_lock_before_the_earliest_expiry() -> None:
     """The Sender calls retain_topics every iteration: before the earliest expiry it last saw there is nothing to
     forget, and it neither locks nor looks at the topics; at that time it forgets the topic."""
-    import threading
-
-    class CountingLock:
-        def __init__(self) -> None:
-            self.lock = threading.RLock()
-            self.acquired = 0
-
-        def __enter__(self) -> bool:
-            self.acquired += 1
-            return self.lock.__enter__()
-
-        def __exit__(self, *exc: Any) -> None:
-            self.lock.__exit__(*exc)
-
     md = ProducerMetadata(100, 1000, metadata_idle_ms=5000)
     md.add("a", 0)
     md.add("b", 1000)
