@@ -231,11 +231,39 @@ class BufferedFrameReader:
         ``transport.read_into`` (the same bytes, one call less per read)."""
         receives: list[NetworkReceive] = []
         total = 0
+        buf = self._buf
         view = self._view
+        drained = False
         while True:
-            if self._end - self._start >= SIZE_LENGTH:  # (else no whole frame is buffered: no call)
-                self._parse(receives, max_receives)
-            if len(receives) >= max_receives or total >= max_bytes:
+            if self._payload is None and self._end - self._start >= SIZE_LENGTH:
+                # hand out the whole frames in the buffer (up to max_receives); the start of a frame larger than the
+                # buffer moves to a payload buffer of its own
+                start = self._start
+                end = self._end
+                while len(receives) < max_receives and end - start >= SIZE_LENGTH:
+                    size = _SIZE.unpack_from(buf, start)[0]
+                    if size < 0 or (self.max_size != UNLIMITED and size > self.max_size):
+                        self._start = start
+                        check_receive_size(size, self.max_size)
+                    frame_end = start + SIZE_LENGTH + size
+                    if frame_end > end:
+                        if SIZE_LENGTH + size > len(buf):
+                            have = end - start - SIZE_LENGTH
+                            large = bytearray(size)
+                            large[:have] = view[start + SIZE_LENGTH : end]
+                            self._payload = large
+                            self._payload_read = have
+                            start = end = 0
+                        break
+                    receives.append(
+                        _new_receive(self.source, memoryview(buf[start + SIZE_LENGTH : frame_end]) if size else _EMPTY, None)
+                    )
+                    start = frame_end
+                if start == end:
+                    start = end = 0
+                self._start = start
+                self._end = end
+            if drained or len(receives) >= max_receives or total >= max_bytes:
                 return receives, total, False
             payload = self._payload
             if payload is not None:  # a frame larger than the buffer: the rest straight into its own buffer
@@ -270,36 +298,4 @@ class BufferedFrameReader:
                 return receives, total, True
             total += n
             self._end = end + n
-            if n < want:  # a short read: the socket is drained; hand out what came
-                self._parse(receives, max_receives)
-                return receives, total, False
-
-    def _parse(self, receives: list[NetworkReceive], max_receives: int) -> None:
-        """Hand out the whole frames in the buffer (up to ``max_receives``) without reading; the start of a
-        frame larger than the buffer moves to a payload buffer of its own."""
-        if self._payload is not None:
-            return
-        buf = self._buf
-        start = self._start
-        end = self._end
-        while len(receives) < max_receives and end - start >= SIZE_LENGTH:
-            size = _SIZE.unpack_from(buf, start)[0]
-            if size < 0 or (self.max_size != UNLIMITED and size > self.max_size):
-                self._start = start
-                check_receive_size(size, self.max_size)
-            frame_end = start + SIZE_LENGTH + size
-            if frame_end > end:
-                if SIZE_LENGTH + size > len(buf):
-                    have = end - start - SIZE_LENGTH
-                    payload = bytearray(size)
-                    payload[:have] = self._view[start + SIZE_LENGTH : end]
-                    self._payload = payload
-                    self._payload_read = have
-                    start = end = 0
-                break
-            receives.append(_new_receive(self.source, memoryview(buf[start + SIZE_LENGTH : frame_end]) if size else _EMPTY, None))
-            start = frame_end
-        if start == end:
-            start = end = 0
-        self._start = start
-        self._end = end
+            drained = n < want  # a short read: the socket is drained; hand out what came, and no read more

@@ -27,7 +27,7 @@ import selectors
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, cast
 
 from pykafka_client.errors import (
     AuthenticationError,
@@ -428,7 +428,7 @@ class Selector:
 
     #: Queue a send on its channel, which must be ready with no send in progress (the same function as
     #: :meth:`_send`: no call in between; its result is for :meth:`send_completing` only).
-    send = _send
+    send = cast("Callable[[Selector, NetworkSend], None]", _send)
 
     def mute(self, connection_id: str) -> None:
         """Stop reading the channel. Its registration with the OS selector changes at the next :meth:`poll`
@@ -616,21 +616,25 @@ class Selector:
         self.metrics.select_total += 1
         self.metrics.select_time_ns_total += end_select_ns - start_ns
 
-        handled: set[str] = set()
+        # (the channels polled for an event: asked only when channels with bytes buffered are polled after them)
+        handled: set[str] | None = set() if buffered else None
+        channels = self._channels
         for key, mask in events:
-            channel = key.data
+            channel: KafkaChannel | None = key.data
             if channel is None:
                 self._drain_wakeup()
                 continue
-            assert isinstance(channel, KafkaChannel)
-            if channel.id not in self._channels or self._channels[channel.id] is not channel:
+            if channels.get(channel.id) is not channel:  # closed (or replaced) by an earlier event's handling
                 continue
-            handled.add(channel.id)
+            assert channel is not None
+            if handled is not None:
+                handled.add(channel.id)
             self._poll_channel(channel, mask, end_select_ns)
-        for cid in buffered:
-            channel_or_none = self._channels.get(cid)
-            if cid not in handled and channel_or_none is not None:
-                self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
+        if handled is not None:
+            for cid in buffered:
+                channel_or_none = channels.get(cid)
+                if cid not in handled and channel_or_none is not None:
+                    self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
         end_io_ns = self._now_ns()
         self.metrics.io_time_ns_total += end_io_ns - end_select_ns
         idle = self._idle
