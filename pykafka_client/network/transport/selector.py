@@ -171,6 +171,8 @@ class Selector:
         #: client SASL channels with a session lifetime: when each is due to re-authenticate (ms), and the
         #: channels re-authenticating now (KIP-368)
         self._reauth_at_ms: dict[str, int] = {}
+        #: the same map, read-only to others (:attr:`Selectable.reauthentications_scheduled`)
+        self.reauthentications_scheduled: Mapping[str, int] = self._reauth_at_ms
         self._reauthenticating: set[str] = set()
         self._reauth_rng = random.Random()
         self.metrics = SelectorMetrics()
