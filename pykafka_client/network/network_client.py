@@ -552,7 +552,8 @@ class NetworkClient(ConnectionFailures):
             responses = []
             metadata_timeout = self.metadata_updater.maybe_update(now_ms)
             selector = self.selector
-            reauth_delay = selector.reauthentication_delay_ms()
+            # (asked only when a session is to be re-authenticated: no call per poll otherwise)
+            reauth_delay = selector.reauthentication_delay_ms() if selector.reauthentications_scheduled else None
             if reauth_delay is not None:
                 if reauth_delay == 0:
                     self._maybe_begin_reauthentications()

@@ -68,6 +68,7 @@ class MockSelector:
         self.refused: set[tuple[str, int]] = set()
         self.blocked_connection_ids: set[str] = set()
         self.reauth_due_ms: dict[str, int] = {}
+        self.reauthentications_scheduled = self.reauth_due_ms  # (Selectable's read-only view: the same map)
         #: (connection id, MockTime ms) of each re-authentication the client began
         self.reauthentications: list[tuple[str, int]] = []
         self.connect_attempts: list[tuple[str, tuple[str, int]]] = []

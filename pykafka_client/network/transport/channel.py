@@ -25,7 +25,7 @@ from pykafka_client.network.transport.network_receive import (
 )
 from pykafka_client.network.transport.network_send import MAX_IOV, SendWriter
 from pykafka_client.network.transport.selectable import ChannelState, NetworkReceive, NetworkSend
-from pykafka_client.network.transport.transport_layer import TransportLayer
+from pykafka_client.network.transport.transport_layer import PlaintextTransportLayer, TransportLayer
 
 #: Principal name of an unauthenticated peer (Java ``KafkaPrincipal.ANONYMOUS``).
 ANONYMOUS = "ANONYMOUS"
@@ -132,6 +132,11 @@ class KafkaChannel:
         self._buffered_reader: BufferedFrameReader | None = None
         self._send: SendWriter | None = None
         self._fd = transport.socket.fileno()
+        # a plaintext transport's socket, written and read straight by the common send and read (one Python frame
+        # less each way per request); None for any other transport (TLS, a test's), always called through it
+        plain = transport.socket if type(transport) is PlaintextTransportLayer else None
+        self._plain_sendmsg = plain.sendmsg if plain is not None else None
+        self._plain_recv_into = plain.recv_into if plain is not None else None
         if not connecting and self._handshakes_done():
             self.state = ChannelState.READY
 
@@ -253,7 +258,14 @@ class KafkaChannel:
                     break
             else:
                 if sum(map(len, pieces)) == send.size:  # (as SendWriter checks it, before any byte goes out)
-                    n = self.transport.write_buffers(pieces)
+                    sendmsg = self._plain_sendmsg
+                    if sendmsg is None:
+                        n = self.transport.write_buffers(pieces)
+                    else:  # PlaintextTransportLayer.write_buffers, without its frame
+                        try:
+                            n = sendmsg(pieces)
+                        except (BlockingIOError, InterruptedError):
+                            n = 0
                     self.bytes_sent += n
                     if n == send.size:
                         send.written = n
@@ -307,6 +319,24 @@ class KafkaChannel:
         """The frame waiting for memory is a large one (it may not use the small-frame reserve)."""
         return self._reader.waiting_for_large()
 
+    def read_frames(self, max_receives: int, max_bytes: int) -> tuple[list[NetworkReceive], int, bool]:
+        """:meth:`read`, and :meth:`has_bytes_buffered` after it, in one step (the Selector asks both once per read).
+        Returns the frames, the bytes read and whether bytes are buffered now."""
+        buffered = self._buffered_reader
+        if buffered is None:
+            receives, n = self.read(max_receives, max_bytes)
+            return receives, n, self.has_bytes_buffered()
+        recv_into = self._plain_recv_into
+        frames, n, ended = buffered.read_frames(self.transport, max_receives, max_bytes, recv_into)
+        self.bytes_received += n
+        if ended:
+            raise PeerClosedError(f"connection {self.id} closed by the peer")
+        # a read that handed out fewer frames than it may left no whole frame in the buffer (it parses them all)
+        more = len(frames) >= max_receives and buffered.has_buffered_frame()
+        if recv_into is None and not more:
+            more = self.transport.has_bytes_buffered()
+        return frames, n, more
+
     def read(self, max_receives: int, max_bytes: int) -> tuple[list[NetworkReceive], int]:
         """Read up to ``max_receives`` whole frames or about ``max_bytes`` bytes, whichever comes
         first, stopping when the socket has nothing more. Returns the frames and the bytes read.
@@ -315,7 +345,7 @@ class KafkaChannel:
         :class:`~pykafka_client.errors.InvalidReceiveError` for a bad frame size."""
         buffered = self._buffered_reader
         if buffered is not None:
-            frames, n, ended = buffered.read_frames(self.transport, max_receives, max_bytes)
+            frames, n, ended = buffered.read_frames(self.transport, max_receives, max_bytes, self._plain_recv_into)
             self.bytes_received += n
             if ended:
                 raise PeerClosedError(f"connection {self.id} closed by the peer")

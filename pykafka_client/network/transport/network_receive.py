@@ -9,6 +9,7 @@ by a length that has not been checked.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import Protocol
 
 from pykafka_client.errors import InvalidReceiveError
@@ -138,6 +139,16 @@ class FrameReader:
         return NetworkReceive(source=self.source, payload=payload)
 
 
+def _read_into(transport: ReadableTransport, recv_into: Callable[[memoryview], int] | None, view: memoryview) -> int:
+    """``transport.read_into(view)``, or its plaintext socket's ``recv_into`` with the same result."""
+    if recv_into is None:
+        return transport.read_into(view)
+    try:
+        return recv_into(view) or -1
+    except (BlockingIOError, InterruptedError):
+        return 0
+
+
 def frame_buffer(size: int) -> bytearray:
     """A payload buffer of ``size`` bytes that is filled whole before anyone reads it: ``bytearray(size)``, but not
     zeroed first when the compiled kernel is on (a 16 KiB produce request's zeroing cost as much as its parse)."""
@@ -205,23 +216,59 @@ class BufferedFrameReader:
         self._payload_read = 0
 
     def read_frames(
-        self, transport: ReadableTransport, max_receives: int, max_bytes: int
+        self,
+        transport: ReadableTransport,
+        max_receives: int,
+        max_bytes: int,
+        recv_into: Callable[[memoryview], int] | None = None,
     ) -> tuple[list[NetworkReceive], int, bool]:
         """Read up to ``max_receives`` whole frames, or until about ``max_bytes`` bytes were read, or until the
         socket has nothing more. Returns the frames, the bytes read and whether the stream ended (the caller
         closes the connection: what was read of an incomplete frame is lost). Raises
-        :class:`InvalidReceiveError` for a bad frame size."""
+        :class:`InvalidReceiveError` for a bad frame size.
+
+        ``recv_into``: the ``recv_into`` of the plaintext socket under ``transport``, read instead of
+        ``transport.read_into`` (the same bytes, one call less per read)."""
         receives: list[NetworkReceive] = []
         total = 0
+        buf = self._buf
         view = self._view
+        drained = False
         while True:
-            self._parse(receives, max_receives)
-            if len(receives) >= max_receives or total >= max_bytes:
+            if self._payload is None and self._end - self._start >= SIZE_LENGTH:
+                # hand out the whole frames in the buffer (up to max_receives); the start of a frame larger than the
+                # buffer moves to a payload buffer of its own
+                start = self._start
+                end = self._end
+                while len(receives) < max_receives and end - start >= SIZE_LENGTH:
+                    size = _SIZE.unpack_from(buf, start)[0]
+                    if size < 0 or (self.max_size != UNLIMITED and size > self.max_size):
+                        self._start = start
+                        check_receive_size(size, self.max_size)
+                    frame_end = start + SIZE_LENGTH + size
+                    if frame_end > end:
+                        if SIZE_LENGTH + size > len(buf):
+                            have = end - start - SIZE_LENGTH
+                            large = bytearray(size)
+                            large[:have] = view[start + SIZE_LENGTH : end]
+                            self._payload = large
+                            self._payload_read = have
+                            start = end = 0
+                        break
+                    receives.append(
+                        _new_receive(self.source, memoryview(buf[start + SIZE_LENGTH : frame_end]) if size else _EMPTY, None)
+                    )
+                    start = frame_end
+                if start == end:
+                    start = end = 0
+                self._start = start
+                self._end = end
+            if drained or len(receives) >= max_receives or total >= max_bytes:
                 return receives, total, False
             payload = self._payload
             if payload is not None:  # a frame larger than the buffer: the rest straight into its own buffer
                 want = len(payload) - self._payload_read
-                n = transport.read_into(memoryview(payload)[self._payload_read :])
+                n = _read_into(transport, recv_into, memoryview(payload)[self._payload_read :])
                 if n < 0:
                     return receives, total, True
                 total += n
@@ -239,42 +286,16 @@ class BufferedFrameReader:
                 end -= start
                 self._start = 0
             want = len(view) - end
-            n = transport.read_into(view[end:])
+            if recv_into is None:
+                n = transport.read_into(view[end:])
+            else:  # PlaintextTransportLayer.read_into, without its frame (the common read)
+                try:
+                    n = recv_into(view[end:]) or -1
+                except (BlockingIOError, InterruptedError):
+                    n = 0
             if n < 0:
                 self._end = end
                 return receives, total, True
             total += n
             self._end = end + n
-            if n < want:  # a short read: the socket is drained; hand out what came
-                self._parse(receives, max_receives)
-                return receives, total, False
-
-    def _parse(self, receives: list[NetworkReceive], max_receives: int) -> None:
-        """Hand out the whole frames in the buffer (up to ``max_receives``) without reading; the start of a
-        frame larger than the buffer moves to a payload buffer of its own."""
-        if self._payload is not None:
-            return
-        buf = self._buf
-        start = self._start
-        end = self._end
-        while len(receives) < max_receives and end - start >= SIZE_LENGTH:
-            size = _SIZE.unpack_from(buf, start)[0]
-            if size < 0 or (self.max_size != UNLIMITED and size > self.max_size):
-                self._start = start
-                check_receive_size(size, self.max_size)
-            frame_end = start + SIZE_LENGTH + size
-            if frame_end > end:
-                if SIZE_LENGTH + size > len(buf):
-                    have = end - start - SIZE_LENGTH
-                    payload = bytearray(size)
-                    payload[:have] = self._view[start + SIZE_LENGTH : end]
-                    self._payload = payload
-                    self._payload_read = have
-                    start = end = 0
-                break
-            receives.append(_new_receive(self.source, memoryview(buf[start + SIZE_LENGTH : frame_end]) if size else _EMPTY, None))
-            start = frame_end
-        if start == end:
-            start = end = 0
-        self._start = start
-        self._end = end
+            drained = n < want  # a short read: the socket is drained; hand out what came, and no read more

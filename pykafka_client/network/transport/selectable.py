@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, Union
+from typing import Mapping, Protocol, Sequence, Union
 
 Buffer = Union[bytes, bytearray, memoryview]
 
@@ -127,6 +127,12 @@ class Selectable(Protocol):
 
     def is_channel_ready(self, connection_id: str) -> bool:
         """True once the channel is connected and authenticated."""
+        ...
+
+    @property
+    def reauthentications_scheduled(self) -> Mapping[str, int]:
+        """The channels whose SASL session is to be re-authenticated, with when (ms, the selector's clock): empty
+        while :meth:`reauthentication_delay_ms` is None (a caller asks it only when this is not empty)."""
         ...
 
     def reauthentication_delay_ms(self) -> int | None:

@@ -27,7 +27,7 @@ import selectors
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, cast
 
 from pykafka_client.errors import (
     AuthenticationError,
@@ -38,7 +38,7 @@ from pykafka_client.errors import (
     SaslAuthenticationError,
     UnsupportedSaslMechanismError,
 )
-from pykafka_client.network.transport.channel import KafkaChannel, PeerClosedError
+from pykafka_client.network.transport.channel import ChannelMuteState, KafkaChannel, PeerClosedError
 from pykafka_client.network.transport.channel_builder import (
     ChannelBuilder,
     DefaultChannelBuilder,
@@ -62,6 +62,10 @@ from pykafka_client.network.transport.selectable import (
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records._native import GilHandoffApi
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
+
+_READY = ChannelState.READY
+_NOT_MUTED = ChannelMuteState.NOT_MUTED
+_EVENT_READ = selectors.EVENT_READ
 
 #: ``connections.max.idle.ms`` default on the client (9 minutes); the broker uses 10 minutes.
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 540_000
@@ -167,6 +171,8 @@ class Selector:
         #: client SASL channels with a session lifetime: when each is due to re-authenticate (ms), and the
         #: channels re-authenticating now (KIP-368)
         self._reauth_at_ms: dict[str, int] = {}
+        #: the same map, read-only to others (:attr:`Selectable.reauthentications_scheduled`)
+        self.reauthentications_scheduled: Mapping[str, int] = self._reauth_at_ms
         self._reauthenticating: set[str] = set()
         self._reauth_rng = random.Random()
         self.metrics = SelectorMetrics()
@@ -380,10 +386,6 @@ class Selector:
 
     # --- sends, mute -----------------------------------------------------------------------------
 
-    def send(self, send: NetworkSend) -> None:
-        """Queue ``send`` on its channel, which must be ready with no send in progress."""
-        self._send(send, True)
-
     def send_completing(self, send: NetworkSend) -> bool:
         """:meth:`send`, except that a send the optimistic write finishes is not reported by the next poll: True
         says it is complete now, and its completion is the caller's to handle (a broker Processor unmutes the
@@ -391,14 +393,14 @@ class Selector:
         a later poll, or its channel's failure by ``disconnected()``)."""
         return self._send(send, False)
 
-    def _send(self, send: NetworkSend, report_completed: bool) -> bool:
+    def _send(self, send: NetworkSend, report_completed: bool = True) -> bool:
         channel = self._channels.get(send.destination)
         if channel is None:
             raise IllegalStateError(
                 f"Attempt to retrieve channel for which there is no open connection. Connection id "
                 f"{send.destination} existing connections {list(self._channels)}"
             )
-        if not channel.ready():
+        if channel.state is not _READY:  # (channel.ready(), inlined: once per request)
             raise IllegalStateError(f"Channel {send.destination} is not ready to send")
         if self._optimistic_writes:
             # Write at once: the socket is usually writable, and this saves an interest change and a
@@ -425,6 +427,10 @@ class Selector:
             channel.set_send(send)
         self._update_interest(channel)
         return False
+
+    #: Queue a send on its channel, which must be ready with no send in progress (the same function as
+    #: :meth:`_send`: no call in between; its result is for :meth:`send_completing` only).
+    send = cast("Callable[[Selector, NetworkSend], None]", _send)
 
     def mute(self, connection_id: str) -> None:
         """Stop reading the channel. Its registration with the OS selector changes at the next :meth:`poll`
@@ -612,21 +618,25 @@ class Selector:
         self.metrics.select_total += 1
         self.metrics.select_time_ns_total += end_select_ns - start_ns
 
-        handled: set[str] = set()
+        # (the channels polled for an event: asked only when channels with bytes buffered are polled after them)
+        handled: set[str] | None = set() if buffered else None
+        channels = self._channels
         for key, mask in events:
-            channel = key.data
+            channel: KafkaChannel | None = key.data
             if channel is None:
                 self._drain_wakeup()
                 continue
-            assert isinstance(channel, KafkaChannel)
-            if channel.id not in self._channels or self._channels[channel.id] is not channel:
+            if channels.get(channel.id) is not channel:  # closed (or replaced) by an earlier event's handling
                 continue
-            handled.add(channel.id)
+            assert channel is not None
+            if handled is not None:
+                handled.add(channel.id)
             self._poll_channel(channel, mask, end_select_ns)
-        for cid in buffered:
-            channel_or_none = self._channels.get(cid)
-            if cid not in handled and channel_or_none is not None:
-                self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
+        if handled is not None:
+            for cid in buffered:
+                channel_or_none = channels.get(cid)
+                if cid not in handled and channel_or_none is not None:
+                    self._poll_channel(channel_or_none, selectors.EVENT_READ, end_select_ns)
         end_io_ns = self._now_ns()
         self.metrics.io_time_ns_total += end_io_ns - end_select_ns
         idle = self._idle
@@ -681,7 +691,7 @@ class Selector:
                 self.metrics.connection_creation_total += 1
                 if channel.ready():
                     self._connected.append(cid)
-            ready = channel.ready()
+            ready = channel.state is _READY  # (channel.ready(), inlined: once per read)
             if not ready:
                 interest_may_change = True
                 channel.prepare()
@@ -696,13 +706,13 @@ class Selector:
                     elif cid not in self._server_channels:
                         self._connected.append(cid)
             if ready:
-                if (mask & selectors.EVENT_READ or channel.has_bytes_buffered()) and not channel.is_muted():
-                    receives, n = channel.read(self._max_receives, self._max_read_bytes)
+                if (mask & _EVENT_READ or channel.has_bytes_buffered()) and channel.mute_state is _NOT_MUTED:
+                    receives, n, more = channel.read_frames(self._max_receives, self._max_read_bytes)
                     self.metrics.bytes_received_total += n
                     if receives:
                         self._completed_receives.extend(receives)
                         self.metrics.responses_received_total += len(receives)
-                    if channel.has_bytes_buffered():
+                    if more:
                         self._buffered.add(cid)
                     else:
                         self._buffered.discard(cid)
