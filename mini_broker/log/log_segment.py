@@ -154,8 +154,13 @@ class LogSegment:
         size = self.size
         if size > self._config.segment_bytes - messages_size:
             return True
-        if size > 0 and self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > self._max_segment_ms - self.roll_jitter_ms:
-            return True
+        if size > 0:
+            based = self._rolling_based_timestamp
+            # (time_waited_for_roll's common case, a segment aged by its records' timestamps, without its frame)
+            waited = (max_timestamp_in_messages - based if based is not None and based >= 0
+                      else self.time_waited_for_roll(now_ms, max_timestamp_in_messages))
+            if waited > self._max_segment_ms - self.roll_jitter_ms:
+                return True
         return (
             self.offset_index.is_full()
             or self.time_index.is_full()

@@ -429,7 +429,9 @@ class Log:
         high watermark."""
         next_offset = assigned.next_offset
         appended = assigned.batches
-        segment = self._maybe_roll(len(buf), assigned.max_timestamp, next_offset - 1, first_offset, now)
+        segment = self._segments[-1]
+        if segment.should_roll(len(buf), assigned.max_timestamp, next_offset - 1, now):
+            segment = self._roll_locked(first_offset)
         segment.append(buf, appended)
         if self._epoch_cache is not None:
             self._cache_epochs(buf, appended)
@@ -470,14 +472,6 @@ class Log:
         return self.producer_state.remove_expired_producers(now_ms)
 
     # -- roll -----------------------------------------------------------------------------------------
-    def _maybe_roll(
-        self, messages_size: int, max_timestamp: int, max_offset: int, first_offset: int, now: int
-    ) -> LogSegment:
-        segment = self._segments[-1]
-        if segment.should_roll(messages_size, max_timestamp, max_offset, now):
-            return self._roll_locked(first_offset)
-        return segment
-
     def roll(self) -> LogSegment:
         """Start a new active segment at the LEO (no-op when the active segment is empty)."""
         with self._lock:

@@ -115,6 +115,11 @@ class DelayedOperationPurgatory(Generic[T]):
         self.timeout_timer = timer if timer is not None else SystemTimer(purgatory_name, time)
         self._shards: list[_WatcherList[T]] = [_WatcherList() for _ in range(SHARDS)]
         self._estimated_total_operations = _WatchCounter()
+        #: whether an operation was ever watched here: until one is, :meth:`check_and_complete` has nothing to check,
+        #: and a caller may skip it (a broker's appends ask this once per partition: a producer-only broker never
+        #: parks a fetch, nor, on one broker, a produce). Set before the op is watched and checked again, so an
+        #: append that reads it False was made before that second check, which sees it.
+        self.has_watched = False
         self._shutdown = False
         self._reaper: threading.Thread | None = None
         self._reaper_running = False
@@ -145,6 +150,7 @@ class DelayedOperationPurgatory(Generic[T]):
         with operation.lock:
             if operation.try_complete():
                 return True
+            self.has_watched = True
             shards = self._shards
             for key in keys:
                 shard = shards[hash(key) % SHARDS]

@@ -294,10 +294,12 @@ class ReplicaManager:
             if lg is not None:
                 appended.append((tp, lg))
         fetch_purgatory, produce_purgatory = self.fetch_purgatory, self.produce_purgatory
-        for tp, _ in appended:
-            key = _tuple_new(TopicPartitionOperationKey, tp)  # (topic, partition)
-            fetch_purgatory.check_and_complete(key)
-            produce_purgatory.check_and_complete(key)
+        # (a purgatory that never watched an operation has none to complete: no key, no call)
+        if fetch_purgatory.has_watched or produce_purgatory.has_watched:
+            for tp, _ in appended:
+                key = _tuple_new(TopicPartitionOperationKey, tp)  # (topic, partition)
+                fetch_purgatory.check_and_complete(key)
+                produce_purgatory.check_and_complete(key)
         if required_acks == -1 and appended and not self._all_replicated(appended, results):
             statuses: dict[Hashable, ProducePartitionStatus] = {
                 tp: ProducePartitionStatus(r.last_offset + 1, r.error_code, False) for tp, r in results.items()

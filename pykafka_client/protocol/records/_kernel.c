@@ -145,7 +145,7 @@ static inline int rd_header(const uint8_t **pp, const uint8_t *rec_end, hdr_t *h
 }
 
 /* One record at *pp, accepted exactly when default_record_batch.decode_records accepts it. */
-static int parse_record(const uint8_t **pp, const uint8_t *end, rec_t *r)
+static inline __attribute__((always_inline)) int parse_record(const uint8_t **pp, const uint8_t *end, rec_t *r)
 {
     const uint8_t *p = *pp;
     int64_t length;

@@ -77,6 +77,23 @@ def test_completable_op_completes_inline(purgatory: DelayedOperationPurgatory[Mo
     assert purgatory.watched == 0 and purgatory.num_delayed == 0 and op.completions == 1
 
 
+def test_has_watched_once_an_op_waited(purgatory: DelayedOperationPurgatory[MockDelayedOperation]) -> None:
+    """``has_watched``: False until an op is watched (an op completed by its first check is not), then True for good,
+    even once nothing is watched any more (callers may skip check_and_complete only while it is False)."""
+    assert not purgatory.has_watched
+    done = MockDelayedOperation(100_000)
+    done.completable = True
+    assert purgatory.try_complete_else_watch(done, ["k"])
+    assert not purgatory.has_watched
+    op = MockDelayedOperation(100_000)
+    assert not purgatory.try_complete_else_watch(op, ["k"])
+    assert purgatory.has_watched
+    op.completable = True
+    assert purgatory.check_and_complete("k") == 1
+    assert purgatory.watch_keys_count() == 0
+    assert purgatory.has_watched
+
+
 def test_empty_key_list_is_rejected(purgatory: DelayedOperationPurgatory[MockDelayedOperation]) -> None:
     with pytest.raises(ValueError):
         purgatory.try_complete_else_watch(MockDelayedOperation(10), [])

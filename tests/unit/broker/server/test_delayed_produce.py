@@ -80,6 +80,29 @@ def test_acks_all_on_a_single_broker_answers_without_a_delayed_produce(tmp_path:
         rm.shutdown()
 
 
+def test_appends_skip_the_purgatories_until_one_watched_then_complete_a_parked_fetch(tmp_path: Path) -> None:
+    """Appends ask the purgatories nothing while neither ever watched an operation; once a fetch is parked on a
+    partition, the next append there completes it (the check is back)."""
+    from mini_broker.purgatory import FetchParams
+    from mini_broker.server.replication_strategy import FetchPartitionInfo
+
+    rm = _single_broker(tmp_path)
+    try:
+        rm.create_topic("t", 1, {})
+        tp = TopicPartition("t", 0)
+        answers: list[dict[TopicPartition, PartitionResponse]] = []
+        rm.append_records(30_000, 1, [(tp, batch([b"a"]))], answers.append)
+        assert not rm.fetch_purgatory.has_watched and not rm.produce_purgatory.has_watched
+        fetched: list[object] = []
+        rm.fetch_messages(FetchParams(max_wait_ms=30_000, min_bytes=1, max_bytes=1 << 20),
+                          [(tp, FetchPartitionInfo(1, 1 << 20))], fetched.append)
+        assert not fetched and rm.fetch_purgatory.has_watched
+        rm.append_records(30_000, 1, [(tp, batch([b"b"]))], answers.append)
+        assert len(fetched) == 1 and [a[tp].base_offset for a in answers] == [0, 1]
+    finally:
+        rm.shutdown()
+
+
 def test_topic_name_checks_hold_after_appends_that_passed_them(tmp_path: Path) -> None:
     """A client append checks the topic name once per topic (valid, not internal): after a client append to a
     topic succeeded, and after the coordinator appended to an internal topic, a client is still refused the
