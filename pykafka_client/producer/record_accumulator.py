@@ -699,8 +699,8 @@ class RecordAccumulator:
     def expired_batches(self, now_ms: int, next_expiry_ms: int | None = None) -> list[ProducerBatch]:
         """Remove and return queued batches past ``delivery.timeout.ms`` (oldest first per partition). The next
         batch expiry time (:meth:`next_expiry_time_ms`) becomes the earliest of ``next_expiry_ms`` (when given: it
-        is reset to that first, as by :meth:`reset_next_batch_expiry_time` and
-        :meth:`maybe_update_next_batch_expiry_time`) and the queued batches' left."""
+        is reset to that first; Java's Sender resets it and updates it per in-flight batch) and the queued
+        batches' left."""
         if next_expiry_ms is not None:
             self._next_batch_expiry_ms = next_expiry_ms
         expired: list[ProducerBatch] = []
@@ -710,8 +710,8 @@ class RecordAccumulator:
                 with q.lock:
                     while q.batches:
                         b = q.batches[0]
-                        # has_reached_delivery_timeout and maybe_update_next_batch_expiry_time inlined: per
-                        # partition on every Sender iteration
+                        # has_reached_delivery_timeout, and the next expiry's update, inline: per partition on
+                        # every Sender iteration
                         if timeout <= now_ms - b.created_ms:
                             q.batches.popleft()
                             b.close_for_appends()
@@ -728,14 +728,6 @@ class RecordAccumulator:
 
     def compression_ratio_estimate(self, topic: str) -> float:
         return self._compression_ratios.estimation(topic)
-
-    def maybe_update_next_batch_expiry_time(self, batch: ProducerBatch) -> None:
-        t = batch.created_ms + self.delivery_timeout_ms
-        if t < self._next_batch_expiry_ms:
-            self._next_batch_expiry_ms = t
-
-    def reset_next_batch_expiry_time(self) -> None:
-        self._next_batch_expiry_ms = 2**63 - 1
 
     def next_expiry_time_ms(self) -> int:
         return self._next_batch_expiry_ms

@@ -540,7 +540,7 @@ class Sender:
                 if self.guarantee_message_order:
                     self.accumulator.mute_partition(b.topic_partition)
         # the next expiry: the earliest of the in-flight batches' and (set by expired_batches, from that) the queued
-        # ones' (reset_next_batch_expiry_time and maybe_update_next_batch_expiry_time per partition without their calls)
+        # ones' (Java resets it and updates it per in-flight batch; here passed to expired_batches once)
         # (the in-flight batches first looked at here: while none has expired, the common case, without the call of
         # _expired_in_flight_batches and its copy of the partitions)
         timeout = self.accumulator.delivery_timeout_ms
