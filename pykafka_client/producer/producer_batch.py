@@ -118,7 +118,7 @@ class ProducerBatch:
     #: Slots: the compiled send path (records/_kernel.c) reads and writes the append state at fixed offsets
     #: instead of by name; also a smaller, faster object for the I/O thread.
     __slots__ = (
-        "_built", "_built_state", "_condition", "actual_compression_ratio", "allocated_bytes", "attempts",
+        "_condition", "actual_compression_ratio", "allocated_bytes", "attempts", "encoded", "encoded_state",
         "attempts_when_leader_last_changed", "base_sequence", "base_timestamp", "closed", "compression_level",
         "compression_ratio", "compression_type", "created_ms", "current_leader_epoch", "drained_ms", "final_state",
         "has_callbacks", "is_compressed", "is_splitting", "is_transactional", "last_append_ms", "last_attempt_ms",
@@ -182,8 +182,10 @@ class ProducerBatch:
         self.producer_epoch = NO_PRODUCER_EPOCH
         self.base_sequence = NO_SEQUENCE
         self.is_transactional = False
-        self._built: bytes | None = None
-        self._built_state: tuple[int, int, int, bool] | None = None
+        #: the encoded batch that records() built, and the producer state (id, epoch, base sequence, transactional)
+        #: it was built for: records()' cache, which the kernel's drained_request reads and fills as records() does
+        self.encoded: bytes | None = None
+        self.encoded_state: tuple[int, int, int, bool] | None = None
         # Leader epoch seen for this batch and the attempt count when it last changed (KIP-951: skip backoff).
         self.current_leader_epoch: int | None = None
         self.attempts_when_leader_last_changed = 0
@@ -199,8 +201,8 @@ class ProducerBatch:
 
     def estimated_size_in_bytes(self) -> int:
         """Exact once encoded; before, the uncompressed size scaled by the estimated compression ratio."""
-        if self._built is not None:
-            return len(self._built)
+        if self.encoded is not None:
+            return len(self.encoded)
         if self.compression_ratio == 1.0:
             return self.size_bytes
         return RECORD_BATCH_OVERHEAD + int((self.size_bytes - RECORD_BATCH_OVERHEAD) * self.compression_ratio)
@@ -367,10 +369,10 @@ class ProducerBatch:
     def records(self) -> bytes:
         """The encoded batch (base offset 0), built on first use and rebuilt if the producer state changed."""
         state = (self.producer_id, self.producer_epoch, self.base_sequence, self.is_transactional)
-        if self._built is None or self._built_state != state:
-            self._built, self.actual_compression_ratio = encode_batch(self, self.compression_type, self.compression_level)
-            self._built_state = state
-        return self._built
+        if self.encoded is None or self.encoded_state != state:
+            self.encoded, self.actual_compression_ratio = encode_batch(self, self.compression_type, self.compression_level)
+            self.encoded_state = state
+        return self.encoded
 
     # --- retries and expiry --------------------------------------------------------------------------
 

@@ -6511,7 +6511,7 @@ static int drained_names(void)
 {
     static const char *const names[D_COUNT] = {
         "topic_partition", "is_compressed", "pending", "producer_id", "producer_epoch", "base_sequence",
-        "is_transactional", "_built", "_built_state", "actual_compression_ratio", "sent_stamp",
+        "is_transactional", "encoded", "encoded_state", "actual_compression_ratio", "sent_stamp",
         "_unknown_tagged_fields"};
     if (dattr[0] != NULL)
         return 0;

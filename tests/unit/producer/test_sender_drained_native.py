@@ -25,7 +25,7 @@ from pykafka_client.structs import TopicPartition
 
 pytestmark = pytest.mark.skipif(not _native.native_available(), reason="the compiled record kernel is not built")
 
-_STATE = ("_built", "_built_state", "sent_stamp", "actual_compression_ratio", "producer_id", "producer_epoch",
+_STATE = ("encoded", "encoded_state", "sent_stamp", "actual_compression_ratio", "producer_id", "producer_epoch",
           "base_sequence", "is_transactional")
 
 _record = st.tuples(
@@ -119,7 +119,7 @@ def test_the_kernel_leaves_compressed_batches_and_unencodable_records_to_the_ref
     assert by_tp == {odd.topic_partition: odd} and records == 0 and size == 61
     cached = _make({"tp": ("t", 3), "records": [(1, None, b"v")], "state": (-1, -1, -1, False), "built": 2,
                     "native_pending": True})
-    cached._built = bytearray(cached.records())  # cached bytes of another type: the reference takes them as they are
+    cached.encoded = bytearray(cached.records())  # cached bytes of another type: the reference takes them as they are
     assert kernel.drained_request([cached], crc32c, None, 1, 1000) is None
 
 
