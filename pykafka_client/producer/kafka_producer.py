@@ -610,7 +610,8 @@ class KafkaProducer:
             if result.batch_is_full or result.new_batch_created:
                 self.sender.wakeup()
                 if result.new_batch_created and self._handoff_offer is not None:
-                    self._handoff_offer(topic, part)
+                    # the partition the record went to: ``part`` is UNKNOWN_PARTITION for the sticky partitioner
+                    self._handoff_offer(topic, result.partition)
 
     def _check_can_send(self, topic: str, partition: int | None) -> KafkaError | None:
         """What ``send`` raises at once for a closed producer, a transaction state, a bad topic or partition; and
