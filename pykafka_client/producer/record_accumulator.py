@@ -84,11 +84,14 @@ _new_tuple = tuple.__new__
 
 
 class _PartitionQueue:
-    __slots__ = ("batches", "lock")
+    __slots__ = ("batches", "lock", "tp")
 
-    def __init__(self) -> None:
+    def __init__(self, tp: TopicPartition) -> None:
         self.batches: deque[ProducerBatch] = deque()
         self.lock = threading.Lock()
+        #: the partition, shared by all its batches (``topic_partition``): a TopicPartition is a GC-tracked tuple,
+        #: one per queued batch would count towards the cyclic collector's next full collection
+        self.tp = tp
 
 
 class _TopicInfo:
@@ -192,7 +195,7 @@ class RecordAccumulator:
             with self._topics_lock:
                 q = info.queues.get(partition)
                 if q is None:
-                    q = _PartitionQueue()
+                    q = _PartitionQueue(TopicPartition(info.partitioner.topic, partition))
                     info.queues[partition] = q
         return q
 
@@ -266,7 +269,7 @@ class RecordAccumulator:
                     if allocated:
                         if self.closed:
                             raise KafkaError("Producer closed while send in progress")
-                        batch = self._add_batch(batches, topic, effective, allocated)
+                        batch = self._add_batch(batches, q.tp, allocated)
                         allocated = 0
                         future = batch.try_append(timestamp, key, value, headers, callback, batch.created_ms)
                         if future is None:  # cannot happen: the first record always fits
@@ -284,13 +287,13 @@ class RecordAccumulator:
                 self.free.deallocate(allocated)
             appending.pop()
 
-    def _add_batch(self, batches: deque[ProducerBatch], topic: str, partition: int, allocated: int) -> ProducerBatch:
-        """A new empty batch of ``partition`` holding ``allocated`` bytes of the buffer pool, appended to its deque
-        ``batches`` (whose lock the caller holds) and counted incomplete."""
+    def _add_batch(self, batches: deque[ProducerBatch], tp: TopicPartition, allocated: int) -> ProducerBatch:
+        """A new empty batch of partition ``tp`` (its queue's) holding ``allocated`` bytes of the buffer pool, appended
+        to its deque ``batches`` (whose lock the caller holds) and counted incomplete."""
         batch = ProducerBatch(  # positional: a call with keywords costs a dict
-            _new_tuple(TopicPartition, (topic, partition)), allocated, self.time.hi_res_clock_ms(),
+            tp, allocated, self.time.hi_res_clock_ms(),
             self.compression_type, self.compression_level, False,
-            self._compression_ratios.estimation(topic) if self._compressed else 1.0, self._batch_condition,
+            self._compression_ratios.estimation(tp[0]) if self._compressed else 1.0, self._batch_condition,
         )
         batch.allocated_bytes = allocated
         batches.append(batch)
@@ -316,7 +319,7 @@ class RecordAccumulator:
             size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
             if not self.free.try_allocate(size):
                 return None
-            return self._add_batch(batches, topic, partition, size)
+            return self._add_batch(batches, self._topics[topic].queues[partition].tp, size)
         finally:
             appending.pop()
 

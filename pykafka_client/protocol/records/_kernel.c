@@ -5325,7 +5325,8 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
     int use_method = 0;
     if (watched == NULL || (calls = cached_get(outcome, pattr[P_CALLS], &ocache[P_CALLS])) == NULL)
         goto release;
-    if (!PyList_CheckExact(watched) || PyList_GET_SIZE(watched) != 0
+    /* nothing watched: watched is the empty tuple (or an empty list) */
+    if (!(PyList_CheckExact(watched) || PyTuple_CheckExact(watched)) || Py_SIZE(watched) != 0
         || !(PyList_CheckExact(calls) || (PyTuple_CheckExact(calls) && PyTuple_GET_SIZE(calls) == 0))) {
         use_method = 1;
         goto release;
