@@ -523,7 +523,9 @@ class SendBatchFuture(Future[BatchMetadata]):
         with waiting.lock:
             waiting.count += 1
         seg = CallSegment(self, waiting, outcome, index, count)
-        with outcome.condition:
+        cond = outcome.condition
+        cond.acquire()  # the lock's own C methods: no Python-level Condition.__enter__/__exit__ per batch
+        try:
             if outcome.state != FINISHED and outcome.moved_to is None:
                 calls = outcome.calls
                 if calls:
@@ -531,6 +533,8 @@ class SendBatchFuture(Future[BatchMetadata]):
                 else:
                     outcome.calls = [seg]
                 return
+        finally:
+            cond.release()
         seg.release()  # already complete, or split: as a done-callback added now would
 
     def fail_from(self, position: int, exception: BaseException) -> None:
