@@ -53,7 +53,8 @@ class BatchOutcome:
     a user holding futures does not hold the records' bytes.
 
     A queued batch's outcome holds no container of its own until it needs one: ``watched`` and ``calls`` are the
-    empty tuple until a future or segment is added, the size columns :data:`NOT_COLLECTED` until completion.
+    empty tuple until a future or segment is added (``calls`` is then the one segment itself, a list from the
+    second on), the size columns :data:`NOT_COLLECTED` until completion.
     Batches queue up by the thousand when the caller is ahead of the broker and survive into the oldest
     generation; every GC-tracked object they hold counts towards CPython's next full collection (tens of ms
     with the GIL held, which stalls the I/O thread)."""
@@ -78,10 +79,11 @@ class BatchOutcome:
         #: futures with waiters or done-callbacks (registered on first use, under ``condition``, by
         #: :meth:`add_watched`: a list once one is added)
         self.watched: list[FutureRecordMetadata] | tuple[()] = ()
-        #: the send_batch segments waiting on this outcome (a list once one is added, under ``condition``): no
+        #: the send_batch segments waiting on this outcome (under ``condition``; see :func:`segments_of`): none
+        #: (the empty tuple), the one segment itself (the usual batch: one send_batch call), or a list of them. No
         #: future and no done-callback of their own, so a completion in the record kernel releases them without
         #: calling Python (see :class:`CallSegment`)
-        self.calls: list[CallSegment] | tuple[()] = ()
+        self.calls: list[CallSegment] | CallSegment | tuple[()] = ()
         #: after a split: record i's (outcome, index) in the new batches (this outcome never completes then)
         self.moved_to: list[tuple[BatchOutcome, int]] | None = None
 
@@ -103,7 +105,7 @@ class BatchOutcome:
                 where = f._where()[0]
                 if where is not self:
                     where.add_watched(f)
-            calls = self.calls
+            calls = segments_of(self.calls)
             self.calls = ()
         for seg in calls:
             seg._invoke_callbacks()
@@ -159,7 +161,7 @@ class BatchOutcome:
         calls = self.calls
         if calls:
             self.calls = ()  # as watched below: no cycle outcome -> segment -> SendBatchFuture -> outcome
-            with_callbacks.extend(calls)
+            with_callbacks.extend(segments_of(calls))
         for f in self.watched:
             where, index = f._where()
             if where is not self:
@@ -186,6 +188,13 @@ class BatchOutcome:
 
 
 _tuple_new = tuple.__new__
+
+
+def segments_of(calls: list[CallSegment] | CallSegment | tuple[()]) -> list[CallSegment] | tuple[CallSegment, ...]:
+    """The segments an outcome's ``calls`` holds (none, one kept alone, or a list), in the order added."""
+    if calls.__class__ is CallSegment:
+        return (calls,)
+    return calls  # type: ignore[return-value]
 
 
 class FutureRecordMetadata(Future[RecordMetadata]):
@@ -528,10 +537,12 @@ class SendBatchFuture(Future[BatchMetadata]):
         try:
             if outcome.state != FINISHED and outcome.moved_to is None:
                 calls = outcome.calls
-                if calls:
+                if not calls:
+                    outcome.calls = seg  # the only one so far: no list of its own
+                elif calls.__class__ is list:
                     calls.append(seg)
                 else:
-                    outcome.calls = [seg]
+                    outcome.calls = [calls, seg]  # type: ignore[list-item]
                 return
         finally:
             cond.release()
