@@ -34,6 +34,11 @@ NO_TIMESTAMP = -1
 #: of the batch has (see producer_batch.pending_columns_reference)
 Column = list[int] | int
 
+#: an outcome's key and value size columns until it completes (nothing reads them before): the empty tuple, which
+#: the garbage collector does not track (an empty list per column would be two more tracked objects per queued
+#: batch, see BatchOutcome)
+NOT_COLLECTED: Column = ()  # type: ignore[assignment]
+
 
 def column_at(column: Column, index: int) -> int:
     """Record ``index``'s value in ``column``."""
@@ -45,7 +50,14 @@ class BatchOutcome:
 
     Written once, under ``condition``, by :meth:`complete_success` / :meth:`complete_failure`; until then
     ``state`` is PENDING. Per record it keeps only the timestamps and serialized sizes (not the records), so
-    a user holding futures does not hold the records' bytes."""
+    a user holding futures does not hold the records' bytes.
+
+    A queued batch's outcome holds no container of its own until it needs one: ``watched`` and ``calls`` are the
+    empty tuple until a future or segment is added (``calls`` is then the one segment itself, a list from the
+    second on), the size columns :data:`NOT_COLLECTED` until completion.
+    Batches queue up by the thousand when the caller is ahead of the broker and survive into the oldest
+    generation; every GC-tracked object they hold counts towards CPython's next full collection (tens of ms
+    with the GIL held, which stalls the I/O thread)."""
 
     __slots__ = (
         "base_offset", "calls", "condition", "exception", "key_sizes", "log_append_time", "moved_to", "partition",
@@ -62,16 +74,26 @@ class BatchOutcome:
         self.exception: BaseException | None = None
         self.record_exceptions: list[BaseException] | None = None
         self.timestamps: Column | None = None
-        self.key_sizes: Column = []
-        self.value_sizes: Column = []
-        #: futures with waiters or done-callbacks (registered on first use, under ``condition``)
-        self.watched: list[FutureRecordMetadata] = []
-        #: the send_batch segments waiting on this outcome (a list once one is added, under ``condition``): no
+        self.key_sizes: Column = NOT_COLLECTED
+        self.value_sizes: Column = NOT_COLLECTED
+        #: futures with waiters or done-callbacks (registered on first use, under ``condition``, by
+        #: :meth:`add_watched`: a list once one is added)
+        self.watched: list[FutureRecordMetadata] | tuple[()] = ()
+        #: the send_batch segments waiting on this outcome (under ``condition``; see :func:`segments_of`): none
+        #: (the empty tuple), the one segment itself (the usual batch: one send_batch call), or a list of them. No
         #: future and no done-callback of their own, so a completion in the record kernel releases them without
         #: calling Python (see :class:`CallSegment`)
-        self.calls: list[CallSegment] | tuple[()] = ()
+        self.calls: list[CallSegment] | CallSegment | tuple[()] = ()
         #: after a split: record i's (outcome, index) in the new batches (this outcome never completes then)
         self.moved_to: list[tuple[BatchOutcome, int]] | None = None
+
+    def add_watched(self, f: FutureRecordMetadata) -> None:
+        """Watch ``f`` (under ``condition``): the completion will look at it."""
+        watched = self.watched
+        if watched:
+            watched.append(f)
+        else:
+            self.watched = [f]
 
     def move_to(self, places: list[tuple[BatchOutcome, int]]) -> None:
         """The batch was split (all new batches share this condition): record i now lives at ``places[i]``.
@@ -82,8 +104,8 @@ class BatchOutcome:
             for f in self.watched:
                 where = f._where()[0]
                 if where is not self:
-                    where.watched.append(f)
-            calls = self.calls
+                    where.add_watched(f)
+            calls = segments_of(self.calls)
             self.calls = ()
         for seg in calls:
             seg._invoke_callbacks()
@@ -139,7 +161,7 @@ class BatchOutcome:
         calls = self.calls
         if calls:
             self.calls = ()  # as watched below: no cycle outcome -> segment -> SendBatchFuture -> outcome
-            with_callbacks.extend(calls)
+            with_callbacks.extend(segments_of(calls))
         for f in self.watched:
             where, index = f._where()
             if where is not self:
@@ -161,11 +183,18 @@ class BatchOutcome:
             # Done: nothing looks at the watched futures again. Letting go of them breaks the cycle outcome ->
             # future -> done-callback -> (e.g. a SendBatchFuture -> its segments) -> outcome, which only the
             # cyclic collector would free, late, with every completed outcome's per-record lists.
-            self.watched = []
+            self.watched = ()
         return with_callbacks
 
 
 _tuple_new = tuple.__new__
+
+
+def segments_of(calls: list[CallSegment] | CallSegment | tuple[()]) -> list[CallSegment] | tuple[CallSegment, ...]:
+    """The segments an outcome's ``calls`` holds (none, one kept alone, or a list), in the order added."""
+    if calls.__class__ is CallSegment:
+        return (calls,)
+    return calls  # type: ignore[return-value]
 
 
 class FutureRecordMetadata(Future[RecordMetadata]):
@@ -241,7 +270,7 @@ class FutureRecordMetadata(Future[RecordMetadata]):
         and the outcome will look at this future when the batch completes."""
         self._waiters_list = []
         self._callbacks_list = []
-        self._where()[0].watched.append(self)
+        self._where()[0].add_watched(self)
 
     # --- Future API ----------------------------------------------------------------------------------
 
@@ -296,7 +325,7 @@ class FutureRecordMetadata(Future[RecordMetadata]):
             own = _OwnOutcome(cond, metadata, exception)
             self.outcome = own  # its index no longer matters: an _OwnOutcome has one result
             if _is_watched(self):
-                own.watched.append(self)
+                own.add_watched(self)
             with_callbacks = own._finish()
         for f in with_callbacks:
             f._invoke_callbacks()
@@ -340,18 +369,24 @@ class _CallRecords:
     """Where each record of one ``send_batch`` call went: the (outcome, index) segments in processing order and the
     order given. Shared by the call's :class:`SendBatchFuture` and its :class:`BatchMetadata` (the future's result),
     so that neither references the other: no reference cycle, and a dropped future is freed at once with the
-    outcomes it holds, not at the next run of the cyclic collector."""
+    outcomes it holds, not at the next run of the cyclic collector.
 
-    __slots__ = ("inverse", "order", "record_count", "segments", "starts")
+    The segments are three parallel lists (``starts``, ``outcomes``, ``indexes``), not a tuple per segment: a
+    call's segments live as long as its batches wait, and a tuple of them would be one more GC-tracked object
+    per queued batch."""
+
+    __slots__ = ("indexes", "inverse", "order", "outcomes", "record_count", "starts")
 
     def __init__(self, record_count: int, order: list[int] | None) -> None:
         self.record_count = record_count
         #: processing position -> position given (None: the same)
         self.order = order
         self.inverse: list[int] | None = None
-        #: (first processing position, outcome, index of that record in it), in processing order
-        self.segments: list[tuple[int, BatchOutcome, int]] = []
+        #: per segment, in processing order: its first processing position, its outcome, the index of that record
+        #: in it
         self.starts: list[int] = []
+        self.outcomes: list[BatchOutcome] = []
+        self.indexes: list[int] = []
 
     def record_future(self, i: int) -> Future[RecordMetadata]:
         """Record ``i``'s future (as ``send`` would have returned it); built when asked."""
@@ -366,13 +401,14 @@ class _CallRecords:
                     inverse[original] = p
                 self.inverse = inverse
             position = inverse[i]
-        k = bisect.bisect_right(self.starts, position) - 1
-        start, outcome, index = self.segments[k]
+        starts = self.starts
+        k = bisect.bisect_right(starts, position) - 1
+        outcome = self.outcomes[k]
         if isinstance(outcome, _OwnOutcome):
             f = FutureRecordMetadata()
             f.outcome = outcome
             return f
-        return new_future(outcome, index + position - start)
+        return new_future(outcome, self.indexes[k] + position - starts[k])
 
 
 class BatchMetadata:
@@ -456,14 +492,15 @@ class SendBatchFuture(Future[BatchMetadata]):
     def __init__(self, record_count: int, order: list[int] | None) -> None:
         super().__init__()
         self.record_count = record_count
-        self._records = _CallRecords(record_count, order)
-        #: (first processing position, outcome, index of that record in it), in processing order (the records')
-        self._segments = self._records.segments
-        self._starts = self._records.starts
+        records = self._records = _CallRecords(record_count, order)
+        #: the records' segments (see _CallRecords), in processing order
+        self._starts = records.starts
+        self._outcomes = records.outcomes
+        self._indexes = records.indexes
         self._waiting = WaitingSegments()
         #: the last segment, still growing: (position, count, outcome, index)
         self._open: tuple[int, int, BatchOutcome, int] | None = None
-        self._batch_metadata = BatchMetadata(self._records)
+        self._batch_metadata = BatchMetadata(records)
 
     def cancel(self) -> bool:
         """Records handed to the producer are sent: as a record's future (and Java's), this cannot be cancelled."""
@@ -488,20 +525,27 @@ class SendBatchFuture(Future[BatchMetadata]):
         self._open = (position, count, outcome, index)
 
     def _watch_segment(self, position: int, count: int, outcome: BatchOutcome, index: int) -> None:
-        self._segments.append((position, outcome, index))
         self._starts.append(position)
+        self._outcomes.append(outcome)
+        self._indexes.append(index)
         waiting = self._waiting
         with waiting.lock:
             waiting.count += 1
         seg = CallSegment(self, waiting, outcome, index, count)
-        with outcome.condition:
+        cond = outcome.condition
+        cond.acquire()  # the lock's own C methods: no Python-level Condition.__enter__/__exit__ per batch
+        try:
             if outcome.state != FINISHED and outcome.moved_to is None:
                 calls = outcome.calls
-                if calls:
+                if not calls:
+                    outcome.calls = seg  # the only one so far: no list of its own
+                elif calls.__class__ is list:
                     calls.append(seg)
                 else:
-                    outcome.calls = [seg]
+                    outcome.calls = [calls, seg]  # type: ignore[list-item]
                 return
+        finally:
+            cond.release()
         seg.release()  # already complete, or split: as a done-callback added now would
 
     def fail_from(self, position: int, exception: BaseException) -> None:
@@ -509,8 +553,9 @@ class SendBatchFuture(Future[BatchMetadata]):
         self._flush_open()
         failed = _OwnOutcome(threading.Condition(), None, exception)
         failed.state = FINISHED
-        self._segments.append((position, failed, 0))
         self._starts.append(position)
+        self._outcomes.append(failed)
+        self._indexes.append(0)
 
     def seal(self) -> None:
         """send_batch added every record."""
@@ -551,14 +596,17 @@ class SendBatchFuture(Future[BatchMetadata]):
 
     def _first_error(self) -> BaseException | None:
         """Per segment, not per record, unless a segment's records may have different outcomes."""
-        segments = self._segments
-        for k, (start, outcome, index) in enumerate(segments):
+        starts = self._starts
+        outcomes = self._outcomes
+        n = len(outcomes)
+        for k, outcome in enumerate(outcomes):
             if outcome.moved_to is None and outcome.record_exceptions is None:
                 if outcome.exception is not None:
                     return outcome.exception
                 continue
-            stop = segments[k + 1][0] if k + 1 < len(segments) else self.record_count
-            for i in range(index, index + stop - start):
+            index = self._indexes[k]
+            stop = starts[k + 1] if k + 1 < n else self.record_count
+            for i in range(index, index + stop - starts[k]):
                 err = new_future(outcome, i).exception(0)
                 if err is not None:
                     return err

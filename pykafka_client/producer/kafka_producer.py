@@ -588,12 +588,14 @@ class KafkaProducer:
         while i < stop:
             fast = accumulator.try_append_many(topic, part, keys, values, i, stop, timestamps, ts, hdrs, on_delivery, metadata)
             if fast is not None:
-                nxt, outcome, index, wake = fast
+                nxt, outcome, index, wake, closed = fast
                 future.add_segment(i, nxt - i, outcome, index)
                 if wake:
                     self.sender.wakeup()
                 i = nxt
-                continue
+                if not closed:
+                    continue
+                # record i had no room in the batch, now closed: append opens the next one without trying it again
             rts = ts if timestamps is None or timestamps[i] is None else timestamps[i]
             try:
                 result = accumulator.append(
@@ -604,13 +606,17 @@ class KafkaProducer:
                 raise _RecordsFailed(i, e) from e
             if tm is not None:
                 tm.maybe_add_partition(TopicPartition(topic, result.partition))
-            outcome, index = result.future.batch_position()
+            f = result.future
+            outcome = f.outcome
+            # batch_position() without its calls for the record's own batch (not split, the common case)
+            outcome, index = (outcome, f.index) if outcome.moved_to is None else f.batch_position()
             future.add_segment(i, 1, outcome, index)
             i += 1
             if result.batch_is_full or result.new_batch_created:
                 self.sender.wakeup()
                 if result.new_batch_created and self._handoff_offer is not None:
-                    self._handoff_offer(topic, part)
+                    # the partition the record went to: ``part`` is UNKNOWN_PARTITION for the sticky partitioner
+                    self._handoff_offer(topic, result.partition)
 
     def _check_can_send(self, topic: str, partition: int | None) -> KafkaError | None:
         """What ``send`` raises at once for a closed producer, a transaction state, a bad topic or partition; and

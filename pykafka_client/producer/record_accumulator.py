@@ -84,11 +84,14 @@ _new_tuple = tuple.__new__
 
 
 class _PartitionQueue:
-    __slots__ = ("batches", "lock")
+    __slots__ = ("batches", "lock", "tp")
 
-    def __init__(self) -> None:
+    def __init__(self, tp: TopicPartition) -> None:
         self.batches: deque[ProducerBatch] = deque()
         self.lock = threading.Lock()
+        #: the partition, shared by all its batches (``topic_partition``): a TopicPartition is a GC-tracked tuple,
+        #: one per queued batch would count towards the cyclic collector's next full collection
+        self.tp = tp
 
 
 class _TopicInfo:
@@ -192,7 +195,7 @@ class RecordAccumulator:
             with self._topics_lock:
                 q = info.queues.get(partition)
                 if q is None:
-                    q = _PartitionQueue()
+                    q = _PartitionQueue(TopicPartition(info.partitioner.topic, partition))
                     info.queues[partition] = q
         return q
 
@@ -266,7 +269,7 @@ class RecordAccumulator:
                     if allocated:
                         if self.closed:
                             raise KafkaError("Producer closed while send in progress")
-                        batch = self._add_batch(batches, topic, effective, allocated)
+                        batch = self._add_batch(batches, q.tp, allocated)
                         allocated = 0
                         future = batch.try_append(timestamp, key, value, headers, callback, batch.created_ms)
                         if future is None:  # cannot happen: the first record always fits
@@ -284,13 +287,13 @@ class RecordAccumulator:
                 self.free.deallocate(allocated)
             appending.pop()
 
-    def _add_batch(self, batches: deque[ProducerBatch], topic: str, partition: int, allocated: int) -> ProducerBatch:
-        """A new empty batch of ``partition`` holding ``allocated`` bytes of the buffer pool, appended to its deque
-        ``batches`` (whose lock the caller holds) and counted incomplete."""
+    def _add_batch(self, batches: deque[ProducerBatch], tp: TopicPartition, allocated: int) -> ProducerBatch:
+        """A new empty batch of partition ``tp`` (its queue's) holding ``allocated`` bytes of the buffer pool, appended
+        to its deque ``batches`` (whose lock the caller holds) and counted incomplete."""
         batch = ProducerBatch(  # positional: a call with keywords costs a dict
-            _new_tuple(TopicPartition, (topic, partition)), allocated, self.time.hi_res_clock_ms(),
+            tp, allocated, self.time.hi_res_clock_ms(),
             self.compression_type, self.compression_level, False,
-            self._compression_ratios.estimation(topic) if self._compressed else 1.0, self._batch_condition,
+            self._compression_ratios.estimation(tp[0]) if self._compressed else 1.0, self._batch_condition,
         )
         batch.allocated_bytes = allocated
         batches.append(batch)
@@ -316,7 +319,7 @@ class RecordAccumulator:
             size = max(self.batch_size, estimate_size_upper_bound(key, value, headers))
             if not self.free.try_allocate(size):
                 return None
-            return self._add_batch(batches, topic, partition, size)
+            return self._add_batch(batches, self._topics[topic].queues[partition].tp, size)
         finally:
             appending.pop()
 
@@ -431,12 +434,14 @@ class RecordAccumulator:
         headers: Sequence[Header],
         callback: Callback | None,
         cluster: ClusterView,
-    ) -> tuple[int, BatchOutcome, int, bool] | None:
+    ) -> tuple[int, BatchOutcome, int, bool, bool] | None:
         """:meth:`try_append_fast` for records ``start..stop`` of the lists (``KafkaProducer.send_batch``): as many
         of them as the open last batch of ``partition`` (or of the topic's sticky partition) takes, in one
         deque-lock round, stopping where the sticky partition switches. Returns (next index, the batch's outcome,
-        the index of the first appended record in it, wake the Sender), or None, having changed nothing, where
-        :meth:`append` must take record ``start``."""
+        the index of the first appended record in it, wake the Sender, closed), or None where :meth:`append` must
+        take record ``start``. A record the batch has no room for closes it, as :meth:`append` would (its try
+        fails on the same record under the same lock): ``closed`` is then True, and append opens the next batch
+        for record ``next index`` without trying this one again."""
         found = self._open_queue(topic, partition)
         if found is None:
             return None
@@ -450,17 +455,38 @@ class RecordAccumulator:
             last = batches[-1]
             first = last.record_count
             if sticky is None:
-                nxt, _, _ = last.append_many(keys, values, start, stop, timestamps, timestamp, headers, callback)
+                nxt, _, due = last.append_many(keys, values, start, stop, timestamps, timestamp, headers, callback)
             else:
                 nxt, sticky.produced_bytes, due = last.append_many(
                     keys, values, start, stop, timestamps, timestamp, headers, callback,
                     (sticky.produced_bytes, partitioner.switch_bytes, partitioner.sticky_batch_size),
                 )
-                if due:
+                while due:
                     partitioner.update_partition_info(effective, 0, cluster, last.size_bytes >= last.size_limit)
+                    switched = partitioner.sticky
+                    if nxt == stop or switched is None or switched.partition != effective:
+                        break
+                    # the switch picked this partition again (e.g. the only one available): the records go on into
+                    # the same batch in this lock round, as the next call would put them
+                    sticky = switched
+                    nxt, sticky.produced_bytes, due = last.append_many(
+                        keys, values, nxt, stop, timestamps, timestamp, headers, callback,
+                        (sticky.produced_bytes, partitioner.switch_bytes, partitioner.sticky_batch_size),
+                    )
+            closed = False
+            if nxt < stop and not due:
+                # stopped at record nxt: when the batch has no room for it, closed now, as append's try of the same
+                # record under this lock would (Java closes a batch at its first record that does not fit)
+                # (a record is at least 7 bytes besides its key and value: most batches are told without its size)
+                key, value = None if keys is None else keys[nxt], values[nxt]
+                least = 7 + (0 if key is None else len(key)) + (0 if value is None else len(value))
+                if last.size_bytes + least > last.size_limit or not last.has_room_for(
+                    timestamp if timestamps is None or timestamps[nxt] is None else timestamps[nxt], key, value, headers
+                ):
+                    closed = last.closed = True  # close_for_appends()
             if nxt == start:
                 return None
-            return nxt, last.outcome, first, last.size_bytes >= last.size_limit or len(batches) > 1
+            return nxt, last.outcome, first, last.size_bytes >= last.size_limit or len(batches) > 1, closed
 
     # --- readiness (Sender thread) -------------------------------------------------------------------
 

@@ -5325,8 +5325,11 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
     int use_method = 0;
     if (watched == NULL || (calls = cached_get(outcome, pattr[P_CALLS], &ocache[P_CALLS])) == NULL)
         goto release;
-    if (!PyList_CheckExact(watched) || PyList_GET_SIZE(watched) != 0
-        || !(PyList_CheckExact(calls) || (PyTuple_CheckExact(calls) && PyTuple_GET_SIZE(calls) == 0))) {
+    /* nothing watched: watched is the empty tuple (or an empty list); calls: none (the empty tuple), a list of
+     * segments, or one segment kept alone (BatchOutcome.calls) */
+    int lone = !PyList_CheckExact(calls) && !PyTuple_CheckExact(calls);
+    if (!(PyList_CheckExact(watched) || PyTuple_CheckExact(watched)) || Py_SIZE(watched) != 0
+        || !(lone || PyList_CheckExact(calls) || PyTuple_GET_SIZE(calls) == 0)) {
         use_method = 1;
         goto release;
     }
@@ -5343,7 +5346,7 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
             || cached_set(outcome, pattr[P_VALUE_SIZES], &ocache[P_VALUE_SIZES], cargs[5]) < 0
             || cached_set(outcome, pattr[P_STATE], &ocache[P_STATE], finished_state) < 0))
         goto release;
-    if (!finished && PyList_CheckExact(calls)) {
+    if (!finished && (lone || PyList_CheckExact(calls))) {
         /* the segments are released once, outside the lock; the outcome lets go of them (no cycle) */
         PyObject *none = PyTuple_New(0);
         if (none == NULL || cached_set(outcome, pattr[P_CALLS], &ocache[P_CALLS], none) < 0) {
@@ -5351,8 +5354,8 @@ static PyObject *complete_outcome(PyObject *const *cargs, int *segments)
             goto release;
         }
         Py_DECREF(none);
-        out = Py_NewRef(calls);
-        *segments = 1;
+        out = lone ? PyTuple_Pack(1, calls) : Py_NewRef(calls);
+        *segments = out != NULL;
     } else
         out = PyList_New(0);
 release:;

@@ -169,6 +169,25 @@ def test_send_batch_offers_at_its_new_batches(state: int, idle: bool, full: bool
         p.close(0)
 
 
+def test_send_batch_asks_the_rule_about_the_sticky_partition_the_records_went_to() -> None:
+    """Without a partition (keyless records: the sticky partitioner), ``request_full`` is asked about the partition
+    each new batch was opened for, never about UNKNOWN_PARTITION (-1, which has no leader)."""
+    assert handoff_type is not None
+    p = _producer(3, **{"batch.size": 1024})
+    try:
+        h = handoff_type(max_wait_us=0)
+        h._set_state(WANTS, False)
+        rule = _Rule(False)
+        p._handoff_offer = functools.partial(h.offer, rule)
+        p.send_batch(TOPIC, [b"v" * 100] * 60)
+        opened = {tp.partition: len(p.accumulator.batches_for(tp)) for tp in map(TopicPartition, [TOPIC] * 3, range(3))}
+        assert sum(opened.values()) >= 6 and len(rule.calls) == sum(opened.values())
+        assert {part for _, part in rule.calls} == {part for part, n in opened.items() if n}
+        assert all(0 <= part < 3 for _, part in rule.calls)
+    finally:
+        p.close(0)
+
+
 def test_a_wake_up_tuple_without_a_handoff_is_unchanged() -> None:
     """The 3-item wake-up tuple (no hand-off: the pure-Python selector wait, the async producer) still wakes the
     Sender at a new batch."""

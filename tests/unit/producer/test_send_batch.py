@@ -122,6 +122,8 @@ def test_send_batch_makes_the_batches_of_a_send_loop(
         assert {p: [b.records() for b in bs] for p, bs in got.items()} == {
             p: [b.records() for b in bs] for p, bs in expected.items()
         }
+        # closed at the same records (a batch closes at its first record without room)
+        assert {p: [b.closed for b in bs] for p, bs in got.items()} == {p: [b.closed for b in bs] for p, bs in expected.items()}
         assert not batch_future.done() or not values
         _complete(expected)
         _complete(got)
@@ -511,7 +513,7 @@ def test_a_segment_waiting_when_its_batch_is_split_follows_the_pieces() -> None:
     future = SendBatchFuture(4, None)
     future.add_segment(0, 4, big.outcome, 0)
     future.seal()
-    assert len(big.outcome.calls) == 1
+    assert big.outcome.calls.__class__.__name__ == "CallSegment"  # the only segment: kept alone
     pieces = big.split_into(300, 0)
     assert big.outcome.calls == () and len(pieces) == 2
     pieces[1].done(60, -1, None)
@@ -541,3 +543,39 @@ def test_a_column_of_one_value_is_kept_as_that_int() -> None:
     b.done(5, -1, None)
     assert (b.outcome.timestamps, b.outcome.key_sizes, b.outcome.value_sizes) == (7, -1, 3)
     assert [tuple(f.result(0)) for f in futures if f is not None] == [(TOPIC, 0, o, 7, -1, 3) for o in (5, 6, 7)]
+
+
+def test_send_batch_tries_each_batch_once_and_opens_the_next_without_trying_it_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per batch of a send_batch call on one partition (sticky: its switches pick the same partition), one bulk round
+    (``try_append_many``, which closes the batch at the record without room, as append would) and one ``append``
+    whose only try is the new batch's first record: the full batch is not tried again."""
+    time = MockTime()
+    p = _producer(time, 1, 1, **{"batch.size": 1024})
+    acc = p.accumulator
+    rounds: list[int] = []
+    tries: list[int] = []
+    real_many = acc.try_append_many
+    real_try = ProducerBatch.try_append
+
+    def counting_many(*args: Any) -> Any:
+        rounds.append(args[4])
+        return real_many(*args)
+
+    def counting_try(self: ProducerBatch, *args: Any) -> Any:
+        tries.append(self.record_count)
+        return real_try(self, *args)
+
+    monkeypatch.setattr(acc, "try_append_many", counting_many)
+    monkeypatch.setattr(ProducerBatch, "try_append", counting_try)
+    try:
+        p.send(TOPIC, b"v" * 100)  # the partition's queue and first batch
+        rounds.clear()
+        tries.clear()
+        p.send_batch(TOPIC, [b"v" * 100] * 200)
+        batches = _batches(p, 1)[0]
+        assert len(batches) > 20
+        assert [b.closed for b in batches] == [True] * (len(batches) - 1) + [False]
+        assert len(rounds) <= len(batches)  # one round per batch at most: none after a batch closed or at a switch
+        assert tries == [0] * (len(batches) - 1)  # each new batch's first record, and nothing else
+    finally:
+        p.close(0)
