@@ -7,6 +7,8 @@ Thread-safe: the producer's accumulator reads it from user threads while the Sen
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from pykafka_client.network.node_api_versions import NodeApiVersions
 from pykafka_client.protocol.api_keys import ApiKey
@@ -18,6 +20,9 @@ class ApiVersions:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._node_api_versions: dict[str, NodeApiVersions] = {}
+        #: a read-only view of ``node id -> NodeApiVersions`` (what :meth:`get` answers, without its call: the
+        #: NetworkClient reads it for every request it sends)
+        self.by_node: Mapping[str, NodeApiVersions] = MappingProxyType(self._node_api_versions)
 
     def update(self, node_id: str, versions: NodeApiVersions) -> None:
         with self._lock:

@@ -28,7 +28,7 @@ class RequestHeaderInfo(NamedTuple):
 
 
 #: Called once with the response (or the disconnect / timeout / version-mismatch outcome).
-RequestCompletionHandler = Callable[["ClientResponse"], None]
+RequestCompletionHandler = Callable[["ClientResponse"], object]  # (what it returns is ignored)
 
 
 @dataclass(eq=False, slots=True)

@@ -84,8 +84,9 @@ class Metadata:
         self._topic_errors: dict[str, int] = {}
         self._listeners: list[Callable[[Cluster], None]] = []
         self._closed = False
-        # When the current run of update attempts started (None when the last attempt succeeded).
-        self._attempt_start_ms: int | None = None
+        #: When the current run of update attempts started (None when the last attempt succeeded): read-only outside
+        #: this class (the updater's per-poll :meth:`needs_rebootstrap` question reads it without a call).
+        self.attempt_start_ms: int | None = None
 
     # --- bootstrap -----------------------------------------------------------------------------
 
@@ -106,17 +107,17 @@ class Metadata:
             self._cluster = Cluster.bootstrap(self._bootstrap_addresses)
             self._need_full_update = True
             self._update_version += 1
-            self._attempt_start_ms = None
+            self.attempt_start_ms = None
 
     def attempt_started(self, now_ms: int) -> None:
         """An update attempt is starting; remembers when the current run of attempts began."""
         with self._lock:
-            if self._attempt_start_ms is None:
-                self._attempt_start_ms = now_ms
+            if self.attempt_start_ms is None:
+                self.attempt_start_ms = now_ms
 
     def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
         """True when updates have been failing for longer than ``rebootstrap_trigger_ms``."""
-        start = self._attempt_start_ms
+        start = self.attempt_start_ms
         return start is not None and now_ms - start > rebootstrap_trigger_ms
 
     # --- reading -------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ class Metadata:
             self._last_refresh_ms = now_ms
             self._last_successful_refresh_ms = now_ms
             self._attempts = 0
-            self._attempt_start_ms = None
+            self.attempt_start_ms = None
             self._update_version += 1
             if not is_partial:
                 self._need_full_update = False

@@ -211,7 +211,9 @@ class DefaultMetadataUpdater:
         self.metadata.request_update()
 
     def needs_rebootstrap(self, now_ms: int, rebootstrap_trigger_ms: int) -> bool:
-        return self.metadata.needs_rebootstrap(now_ms, rebootstrap_trigger_ms)
+        # Metadata.needs_rebootstrap, inlined: the NetworkClient asks after every poll
+        start = self.metadata.attempt_start_ms
+        return start is not None and now_ms - start > rebootstrap_trigger_ms
 
     def rebootstrap(self) -> None:
         self._in_progress = None

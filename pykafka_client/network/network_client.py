@@ -98,6 +98,7 @@ from pykafka_client.network.transport.selectable import (
 )
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.headers import decode_response as decode_response_frame
+from pykafka_client.protocol.headers import encode_request as encode_request_frame_reference
 from pykafka_client.protocol.messages import ApiVersionsResponse, MetadataResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import Node
@@ -137,6 +138,7 @@ _results_response_types = RESULTS_RESPONSE_TYPES
 _new_client_request = positional_new(ClientRequest)
 _new_network_send = positional_new(NetworkSend)
 _new_in_flight_request = positional_new(InFlightRequest)
+_new_client_response = positional_new(ClientResponse)
 
 
 class NetworkClient(ConnectionFailures):
@@ -462,7 +464,7 @@ class NetworkClient(ConnectionFailures):
         self._ready_node = None  # the send changes what is_ready() found
         version: int | None = None
         try:
-            node_versions = self.api_versions.get(node_id)
+            node_versions = self.api_versions.by_node.get(node_id)  # (the read-only view: no call of get())
             chosen_key = (node_id, type(request.body), request.oldest_allowed_version, request.latest_allowed_version)
             chosen = self._versions_chosen.get(chosen_key)
             if chosen is not None and chosen[0] is node_versions:
@@ -472,7 +474,16 @@ class NetworkClient(ConnectionFailures):
                 if len(self._versions_chosen) >= _MAX_VERSIONS_CHOSEN:
                     self._versions_chosen.clear()
                 self._versions_chosen[chosen_key] = (node_versions, version)
-            pieces = encode_request_frame(request.body, version, request.correlation_id, request.client_id)
+            body = request.body
+            kernel = _native.kernel
+            # the producer's produce request (a type registered for the kernel's results) straight to the kernel's
+            # encoder, the reference when it declines: encode_request_frame's dispatch without its call
+            if kernel is not None and type(body) in _results_response_types:
+                pieces = kernel.encode_produce_request(body, version, request.correlation_id, request.client_id)
+                if pieces is None:
+                    pieces = encode_request_frame_reference(body, version, request.correlation_id, request.client_id)  # type: ignore[arg-type]
+            else:
+                pieces = encode_request_frame(body, version, request.correlation_id, request.client_id)
         except Exception as e:  # any build/encode failure fails the request, see _fail_unencodable
             self._fail_unencodable(request, is_internal, version, e, now_ms)
             return
@@ -703,7 +714,11 @@ class NetworkClient(ConnectionFailures):
             elif req.is_internal_request and isinstance(body, ApiVersionsResponse):
                 self._handle_api_versions_response(responses, req, now_ms, body)
             else:
-                responses.append(req.completed(body, now_ms))
+                # req.completed(body, now_ms), inlined (every field, positional): once per response
+                responses.append(_new_client_response(
+                    req.header, req.callback, req.destination, req.created_time_ms, now_ms, False, False, None, None, body,
+                    None,
+                ))
 
     def _handle_api_versions_response(
         self, responses: list[ClientResponse], req: InFlightRequest, now_ms: int, body: ApiVersionsResponse

@@ -103,7 +103,9 @@ class BufferPool:
     def deallocate(self, size: int) -> None:
         """Return ``size`` bytes and wake the first waiter."""
         with self._lock:
-            self._available = min(self.total_memory, self._available + size)
+            available = self._available + size
+            # (a comparison, not min(): once per completed batch)
+            self._available = available if available < self.total_memory else self.total_memory
             if self._waiters:
                 self._waiters[0].notify()
 

@@ -454,14 +454,29 @@ class IdempotenceManager:
     # --- outcomes ------------------------------------------------------------------------------------
 
     def handle_completed_batch(self, batch: ProducerBatch, base_offset: int) -> None:
+        """A batch succeeded: its partition's last acknowledged sequence and offset move up to the batch's last ones,
+        and the batch is no longer in flight."""
+        # (once per batch completed: _entry's common case, the batch's last_sequence and record_count, max() and
+        # remove_in_flight inlined; the batch completed is almost always the first in flight)
+        count = len(batch.pending)
         with self.lock:
-            e = self._entry(batch.topic_partition)
-            last = batch.last_sequence
-            if last > e.last_acked_sequence:
-                e.last_acked_sequence = last
+            e = self._partitions.get(batch.topic_partition)
+            if e is None:
+                e = self._entry(batch.topic_partition)
+            seq = batch.base_sequence
+            if seq != NO_SEQUENCE:
+                last = seq + count - 1 if seq <= INT_MAX - (count - 1) else increment_sequence(seq, count - 1)
+                if last > e.last_acked_sequence:
+                    e.last_acked_sequence = last
             if base_offset >= 0:
-                e.last_acked_offset = max(e.last_acked_offset, base_offset + batch.record_count - 1)
-            e.remove_in_flight(batch)
+                last_offset = base_offset + count - 1
+                if last_offset > e.last_acked_offset:
+                    e.last_acked_offset = last_offset
+            in_flight = e.in_flight
+            if in_flight and in_flight[0] is batch:
+                del in_flight[0]
+            elif batch in in_flight:
+                in_flight.remove(batch)
 
     def handle_failed_batch(self, batch: ProducerBatch, exc: BaseException, adjust_sequence_numbers: bool) -> None:
         with self.lock:

@@ -5545,6 +5545,76 @@ done:
     return out;
 }
 
+/* ---- producer I/O thread: a produce response's completion callback (h/iocomplete) -------------------------- */
+
+static PyObject *s_response_body = NULL, *s_was_disconnected = NULL, *s_version_mismatch = NULL;
+
+PyDoc_STRVAR(handle_produce_response_doc,
+"handle_produce_response(reference, SUCCEEDED, sender, batches, response) -> bool\n\n"
+"Reference: Sender._handle_produce_response, the completion callback of a produce request (``batches``:\n"
+"{TopicPartition: ProducerBatch}; ``response``: its ClientResponse). When the response was not disconnected, has\n"
+"no version mismatch and its ``response_body`` is exactly a ProduceResponse or the ProduceResponse subclass given\n"
+"to produce_results_setup: complete_produce_response(sender, batches, body, SUCCEEDED). Whenever that declines,\n"
+"and for any other response, ``reference(sender, batches, response)`` (Sender._handle_produce_response_reference)\n"
+"decides. True if the kernel completed the response, False if the reference was called.");
+
+static PyObject *k_handle_produce_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "handle_produce_response takes 5 arguments");
+        return NULL;
+    }
+    PyObject *reference = args[0], *succeeded = args[1], *sender = args[2], *batches = args[3], *response = args[4];
+    if (s_response_body == NULL) {
+        if ((s_response_body = PyUnicode_InternFromString("response_body")) == NULL
+            || (s_was_disconnected = PyUnicode_InternFromString("was_disconnected")) == NULL
+            || (s_version_mismatch = PyUnicode_InternFromString("version_mismatch")) == NULL)
+            return NULL;
+    }
+    PyObject *body = PyObject_GetAttr(response, s_response_body);
+    if (body == NULL)
+        return NULL;
+    int common = 0;
+    /* the results type is a direct subclass of ProduceResponse (its tp_base) */
+    if (results_type != NULL && (Py_TYPE(body) == results_type || Py_TYPE(body) == results_type->tp_base)) {
+        PyObject *v = PyObject_GetAttr(response, s_was_disconnected);
+        if (v == NULL)
+            goto fail;
+        int disconnected = PyObject_IsTrue(v);
+        Py_DECREF(v);
+        if (disconnected < 0)
+            goto fail;
+        if (!disconnected) {
+            if ((v = PyObject_GetAttr(response, s_version_mismatch)) == NULL)
+                goto fail;
+            common = v == Py_None;
+            Py_DECREF(v);
+        }
+    }
+    if (common) {
+        PyObject *cargs[4] = {sender, batches, body, succeeded};
+        PyObject *done = k_complete_produce_response(self, cargs, 4);
+        if (done == NULL)
+            goto fail;
+        int completed = done == Py_True;
+        Py_DECREF(done);
+        if (completed) {
+            Py_DECREF(body);
+            Py_RETURN_TRUE;
+        }
+    }
+    Py_DECREF(body);
+    PyObject *rargs[3] = {sender, batches, response};
+    PyObject *r = PyObject_Vectorcall(reference, rargs, 3, NULL);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_FALSE;
+fail:
+    Py_DECREF(body);
+    return NULL;
+}
+
 /* ---- broker: a Produce request frame (mini_broker's produce_wire._read) ----------------------------------- */
 
 /* A class built through its __slots__ without calling __init__ (a slotted dataclass of the generated protocol
@@ -6662,6 +6732,9 @@ static PyMethodDef kernel_methods[] = {
      decode_produce_response_doc},
     {"complete_produce_response", (PyCFunction)(void (*)(void))k_complete_produce_response, METH_FASTCALL,
      complete_produce_response_doc},
+    /* h/iocomplete */
+    {"handle_produce_response", (PyCFunction)(void (*)(void))k_handle_produce_response, METH_FASTCALL,
+     handle_produce_response_doc},
     {"sender_setup", k_sender_setup, METH_VARARGS, sender_setup_doc},
     {"produce_request_data", (PyCFunction)(void (*)(void))k_produce_request_data, METH_FASTCALL, produce_request_data_doc},
     {"read_produce_request", (PyCFunction)(void (*)(void))k_read_produce_request, METH_FASTCALL,

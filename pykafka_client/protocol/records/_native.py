@@ -252,6 +252,13 @@ class Kernel(Protocol):
     def complete_produce_response(self, sender: object, batches: dict[Any, Any], body: object, succeeded: object, /) -> bool:
         """Reference: ``producer.sender.Sender._handle_produce_response_reference`` of a decoded ProduceResponse whose
         partitions all succeeded, no batch with delivery callbacks (False, nothing done: run the reference)."""
+    def handle_produce_response(
+        self, reference: Callable[[Any, dict[Any, Any], Any], None], succeeded: object, sender: object,
+        batches: dict[Any, Any], response: object, /,
+    ) -> bool:
+        """Reference: ``producer.sender.Sender._handle_produce_response`` (a produce request's completion callback):
+        ``complete_produce_response`` for a ProduceResponse not disconnected nor version-mismatched, ``reference(sender,
+        batches, response)`` whenever that declines (True: the kernel completed it)."""
 
     def scan_records(self, keys: list[Any] | None, values: list[Any], timestamps: list[Any] | None, /) -> int:
         """Reference: ``producer.batch_append.scan_records_reference``."""

@@ -261,3 +261,55 @@ def test_add_in_flight_keeps_base_sequence_order_after_equal_ones(steps: list[tu
             expected.insert(bisect.bisect_right([x.base_sequence for x in expected], seq), b)
         e.add_in_flight(b)
         assert [id(x) for x in e.in_flight] == [id(x) for x in expected]
+
+
+def reference_handle_completed_batch(tm: TransactionManager, b: ProducerBatch, base_offset: int) -> None:
+    """``handle_completed_batch`` asked question by question (the batch's last_sequence and record_count, max(), the
+    entry's remove_in_flight), as it was before its one-frame form."""
+    e = tm._entry(b.topic_partition)
+    last = b.last_sequence
+    if last > e.last_acked_sequence:
+        e.last_acked_sequence = last
+    if base_offset >= 0:
+        e.last_acked_offset = max(e.last_acked_offset, base_offset + b.record_count - 1)
+    e.remove_in_flight(b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=st.lists(st.integers(1, 5), min_size=1, max_size=4),
+    start=st.sampled_from([0, 7, INT_MAX - 6, INT_MAX - 2, INT_MAX]),
+    order=st.randoms(use_true_random=False),
+    offsets=st.lists(st.integers(-1, 50), min_size=4, max_size=4),
+    unstamped=st.booleans(),
+)
+def test_handle_completed_batch_is_the_question_by_question_reference(
+    counts: list[int], start: int, order: object, offsets: list[int], unstamped: bool
+) -> None:
+    """Completing a partition's in-flight batches in any order (sequences wrapping past Int.MAX_VALUE, base offsets
+    lower than one acknowledged before, a batch without a sequence, a batch completed twice) leaves the last
+    acknowledged sequence and offset and the in-flight batches as the reference does."""
+    managers, batches = [], []
+    for _ in range(2):
+        tm = TransactionManager()
+        tm.set_producer_id_and_epoch(PID, 0)
+        tm.increment_sequence_number(TP, start)  # sequences start near the wrap (from 0 the increment is exact)
+        bs = [batch(n) for n in counts]
+        for b in bs:
+            assert tm.prepare_for_drain(b, TP)
+        if unstamped:
+            bs.append(batch(2))  # never stamped: no sequence, not in flight
+        managers.append(tm)
+        batches.append(bs)
+    picks = list(range(len(batches[0])))
+    order.shuffle(picks)  # type: ignore[attr-defined]
+    picks.append(picks[0])  # completed again: nothing more moves
+    for step, i in enumerate(picks):
+        offset = offsets[step % len(offsets)]
+        managers[0].handle_completed_batch(batches[0][i], offset)
+        reference_handle_completed_batch(managers[1], batches[1][i], offset)
+        got, want = (
+            (tm.last_acked_sequence(TP), tm.last_acked_offset(TP), [b.base_sequence for b in tm._entry(TP).in_flight])
+            for tm in managers
+        )
+        assert got == want

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pykafka_client.network.client_response import ClientResponse, RequestHeaderInfo
 from pykafka_client.producer.future_record_metadata import (
     NOT_COLLECTED,
     CallSegment,
@@ -40,7 +41,7 @@ MUTATIONS = ["ok", "error", "record_errors", "missing", "duplicate", "extra", "c
 
 
 class _Spy:
-    """The kernel, recording what complete_produce_response answered."""
+    """The kernel, recording what handle_produce_response (the Sender's produce callback) answered."""
 
     def __init__(self, kernel: Any) -> None:
         self._kernel = kernel
@@ -49,8 +50,8 @@ class _Spy:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._kernel, name)
 
-    def complete_produce_response(self, *args: Any) -> bool:
-        out: bool = self._kernel.complete_produce_response(*args)
+    def handle_produce_response(self, *args: Any) -> bool:
+        out: bool = self._kernel.handle_produce_response(*args)
         self.answers.append(out)
         return out
 
@@ -154,24 +155,25 @@ def _scenario(
     calls = _send_batch_calls(futures, [len(r) for r in records], log) if send_batch else []
     if mutation == "done_callback":
         futures[0].add_done_callback(lambda f: log.append(("done", _outcome(f))))  # type: ignore[arg-type]
-    h.run_once()
-    assert h.client.has_in_flight_request()
-    batches: list[ProducerBatch] = [b for lst in h.sender.in_flight_batches.values() for b in lst]
-    parts = [(tp, 0, 100 * (i + 1), lat, []) for i, tp in enumerate(tps)]
-    vtp = parts[victim][0]
-    if mutation == "error":
-        parts[victim] = (vtp, error, -1, -1, [])
-    elif mutation == "record_errors":
-        parts[victim] = (vtp, INVALID_RECORD if error != 0 else 0, -1, -1, [(0, "bad record")])
-    elif mutation == "missing":
-        del parts[victim]
-    elif mutation == "duplicate":
-        parts.insert(victim, (vtp, 0, 7, lat, []))
-    elif mutation == "extra":
-        parts.insert(victim, (TopicPartition(TOPIC, PARTITIONS + 3), 0, 5, lat, []))
-    response = _response(parts)
-    h.client.respond(_decoded(response) if decoded else response)
+    # the kernel (or none) from the send on: the request's completion callback is chosen when it is sent
     with _kernel(native) as spy:
+        h.run_once()
+        assert h.client.has_in_flight_request()
+        batches: list[ProducerBatch] = [b for lst in h.sender.in_flight_batches.values() for b in lst]
+        parts = [(tp, 0, 100 * (i + 1), lat, []) for i, tp in enumerate(tps)]
+        vtp = parts[victim][0]
+        if mutation == "error":
+            parts[victim] = (vtp, error, -1, -1, [])
+        elif mutation == "record_errors":
+            parts[victim] = (vtp, INVALID_RECORD if error != 0 else 0, -1, -1, [(0, "bad record")])
+        elif mutation == "missing":
+            del parts[victim]
+        elif mutation == "duplicate":
+            parts.insert(victim, (vtp, 0, 7, lat, []))
+        elif mutation == "extra":
+            parts.insert(victim, (TopicPartition(TOPIC, PARTITIONS + 3), 0, 5, lat, []))
+        response = _response(parts)
+        h.client.respond(_decoded(response) if decoded else response)
         h.run_once()
     for _ in range(3):  # what goes out next (retries, split batches)
         h.time.sleep(200)
@@ -245,11 +247,11 @@ def test_a_decoded_response_completes_from_its_results_without_building_them() -
     records = [[(None, 10), (b"k", 20)], [(b"key", 0)]]
     h = Harness(partitions=PARTITIONS)
     futures = h.append(TopicPartition(TOPIC, 0), b"abc", 2) + h.append(TopicPartition(TOPIC, 1), b"de", 1)
-    h.run_once()
-    body = _decoded(_response([(TopicPartition(TOPIC, 1), 0, 70, -1, []), (TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
-    assert type(body) is DecodedProduceResponse
-    h.client.respond(body)
-    with _kernel(True) as spy:
+    with _kernel(True) as spy:  # from the send on: the completion callback is chosen when it is sent
+        h.run_once()
+        body = _decoded(_response([(TopicPartition(TOPIC, 1), 0, 70, -1, []), (TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
+        assert type(body) is DecodedProduceResponse
+        h.client.respond(body)
         h.run_once()
     assert spy is not None and spy.answers == [True]
     assert body.results is not None  # never read through ``responses``
@@ -263,12 +265,12 @@ def test_a_decoded_response_read_before_its_completion_completes_from_its_respon
     """Once something read ``responses`` (built from the results, which are dropped), the kernel completes from them."""
     h = Harness(partitions=PARTITIONS)
     futures = h.append(TopicPartition(TOPIC, 0), b"abc", 2)
-    h.run_once()
-    body = _decoded(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
-    assert type(body) is DecodedProduceResponse and body.responses[0].partition_responses[0].base_offset == 40
-    assert body.results is None
-    h.client.respond(body)
-    with _kernel(True) as spy:
+    with _kernel(True) as spy:  # from the send on: the completion callback is chosen when it is sent
+        h.run_once()
+        body = _decoded(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
+        assert type(body) is DecodedProduceResponse and body.responses[0].partition_responses[0].base_offset == 40
+        assert body.results is None
+        h.client.respond(body)
         h.run_once()
     assert spy is not None and spy.answers == [True]
     assert [f.result(0).offset for f in futures] == [40, 41]
@@ -279,11 +281,11 @@ def test_the_kernel_completes_an_unwatched_outcome_under_its_lock_and_lets_it_go
     condition's lock is free again afterwards (a reader blocked on it would otherwise hang)."""
     h = Harness(partitions=PARTITIONS)
     futures = h.append(TopicPartition(TOPIC, 0), b"abc", 3)
-    h.run_once()
-    (batch,) = [b for lst in h.sender.in_flight_batches.values() for b in lst]
-    outcome = batch.outcome
-    h.client.respond(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
-    with _kernel(True) as spy:
+    with _kernel(True) as spy:  # from the send on: the completion callback is chosen when it is sent
+        h.run_once()
+        (batch,) = [b for lst in h.sender.in_flight_batches.values() for b in lst]
+        outcome = batch.outcome
+        h.client.respond(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, [])]))
         h.run_once()
     assert spy is not None and spy.answers == [True]
     assert outcome.state == "FINISHED" and outcome.base_offset == 40 and outcome.key_sizes == -1
@@ -303,10 +305,10 @@ def test_an_outcome_nothing_refers_to_completes_without_its_columns() -> None:
     h = Harness(partitions=PARTITIONS)
     h.append(TopicPartition(TOPIC, 0), b"abc", 3)  # the futures are dropped at once
     kept = h.append(TopicPartition(TOPIC, 1), b"de", 2)
-    h.run_once()
-    batches = _in_flight(h)
-    h.client.respond(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, []), (TopicPartition(TOPIC, 1), 0, 70, -1, [])]))
-    with _kernel(True) as spy:
+    with _kernel(True) as spy:  # from the send on: the completion callback is chosen when it is sent
+        h.run_once()
+        batches = _in_flight(h)
+        h.client.respond(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, []), (TopicPartition(TOPIC, 1), 0, 70, -1, [])]))
         h.run_once()
     assert spy is not None and spy.answers == [True]
     unread, read = batches[TopicPartition(TOPIC, 0)], batches[TopicPartition(TOPIC, 1)]
@@ -324,12 +326,12 @@ def test_an_outcome_referred_to_after_the_plan_gets_its_columns() -> None:
     h = Harness(partitions=PARTITIONS)
     (first,) = h.append(TopicPartition(TOPIC, 0), b"abc", 1)
     h.append(TopicPartition(TOPIC, 1), b"de", 2)  # dropped: unread when the response is planned
-    h.run_once()
-    batches = _in_flight(h)
-    late: list[FutureRecordMetadata] = []
-    first.add_done_callback(lambda _f: late.extend(new_future(batches[TopicPartition(TOPIC, 1)].outcome, i) for i in range(2)))
-    h.client.respond(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, []), (TopicPartition(TOPIC, 1), 0, 70, -1, [])]))
-    with _kernel(True) as spy:
+    with _kernel(True) as spy:  # from the send on: the completion callback is chosen when it is sent
+        h.run_once()
+        batches = _in_flight(h)
+        late: list[FutureRecordMetadata] = []
+        first.add_done_callback(lambda _f: late.extend(new_future(batches[TopicPartition(TOPIC, 1)].outcome, i) for i in range(2)))
+        h.client.respond(_response([(TopicPartition(TOPIC, 0), 0, 40, -1, []), (TopicPartition(TOPIC, 1), 0, 70, -1, [])]))
         h.run_once()
     assert spy is not None and spy.answers == [True]
     assert first.result(0).offset == 40
@@ -405,10 +407,46 @@ def test_a_replaced_deallocate_is_called(where: str, monkeypatch: pytest.MonkeyP
         original_pool = BufferPool.deallocate
         monkeypatch.setattr(BufferPool, "deallocate", lambda self, n: (calls.append(n), original_pool(self, n))[1])
     before = h.accumulator.free.available_memory()
-    futures = _complete_two_batches(h)
-    with _kernel(True) as spy:
+    with _kernel(True) as spy:  # from the send on: the completion callback is chosen when it is sent
+        futures = _complete_two_batches(h)
         h.run_once()
     assert spy is not None and spy.answers == [True]
     assert len(calls) == 2
     assert [f.result(0).offset for f in futures] == [40, 41, 70]
     assert h.accumulator.free.available_memory() == before and not h.accumulator.has_incomplete()
+
+
+class _OtherProduceResponse(ProduceResponse):
+    """A ProduceResponse subclass the kernel was not set up with."""
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    disconnected=st.booleans(), mismatch=st.booleans(),
+    body=st.sampled_from(["produce", "decoded", "other subclass", "none", "not a response"]),
+)
+def test_the_produce_callback_calls_the_reference_for_anything_but_a_plain_answer(
+    disconnected: bool, mismatch: bool, body: str
+) -> None:
+    """``handle_produce_response`` (the Sender's produce callback with the kernel) tries the kernel's completion only for
+    a response not disconnected, without a version mismatch, whose body is exactly a ProduceResponse or the Sender's
+    DecodedProduceResponse (as Sender._handle_produce_response does); for anything else it calls the reference with
+    (sender, batches, response), as given. An empty answer to an empty request completes in the kernel."""
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    bodies: dict[str, Any] = {
+        "produce": ProduceResponse(responses=[]), "decoded": _decoded(ProduceResponse(responses=[])),
+        "other subclass": _OtherProduceResponse(responses=[]), "none": None, "not a response": object(),
+    }
+    response = ClientResponse(
+        RequestHeaderInfo(int(ApiKey.PRODUCE), 9, "c", 1), None, "0", 0, 1, was_disconnected=disconnected,
+        was_timed_out=disconnected, version_mismatch=RuntimeError("v") if mismatch else None, response_body=bodies[body],
+    )
+    h = Harness(partitions=PARTITIONS)
+    batches: dict[TopicPartition, ProducerBatch] = {}
+    called: list[tuple[object, ...]] = []
+    answered = kernel.handle_produce_response(lambda *a: called.append(a), FinalState.SUCCEEDED, h.sender, batches, response)
+    plain = not disconnected and not mismatch and body in ("produce", "decoded")
+    assert answered is plain
+    assert called == ([] if plain else [(h.sender, batches, response)])
+    assert called == [] or (called[0][1] is batches and called[0][2] is response)
