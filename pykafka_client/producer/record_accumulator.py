@@ -483,7 +483,8 @@ class RecordAccumulator:
                 if last.size_bytes + least > last.size_limit or not last.has_room_for(
                     timestamp if timestamps is None or timestamps[nxt] is None else timestamps[nxt], key, value, headers
                 ):
-                    closed = last.closed = True  # close_for_appends()
+                    last.close_for_appends()
+                    closed = True
             if nxt == start:
                 return None
             return nxt, last.outcome, first, last.size_bytes >= last.size_limit or len(batches) > 1, closed
