@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from mini_broker.network.request_channel import (
+    ANONYMOUS_PRINCIPAL,
     CloseConnectionResponse,
     EndThrottlingResponse,
     NoOpResponse,
@@ -29,6 +30,8 @@ from mini_broker.network.request_channel import (
     Response,
     SendResponse,
     StartThrottlingResponse,
+    new_request,
+    new_request_context,
 )
 from mini_broker.quota.quota_manager import NANOS_TO_PERCENTAGE
 from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, UnsupportedVersionError
@@ -178,18 +181,19 @@ class KafkaApis:
         if read_request is not None:
             parsed = read_request(payload, api_version)
             if parsed is not None:
-                ctx = RequestContext(api_key, api_version, correlation_id, parsed[0], connection_id, client_address,
-                                     listener_name, header_version=header_version)
-                return Request(processor_id, ctx, parsed[1], len(payload), start_time_ns)
+                # (every field positional, the defaults spelled out: no __init__ frame, no keyword dict)
+                ctx = new_request_context(api_key, api_version, correlation_id, parsed[0], connection_id,
+                                          client_address, listener_name, header_version, ANONYMOUS_PRINCIPAL)
+                return new_request(processor_id, ctx, parsed[1], len(payload), start_time_ns, -1, -1, -1, -1, -1)
         reader = Reader(payload, 0)
         header = RequestHeader.read(reader, header_version)
         body = self._request_classes[api_key].read(reader, api_version)
         if reader.remaining():
             log.debug("event=trailing_request_bytes api=%s version=%s bytes=%d", spec.name, api_version,
                       reader.remaining())
-        ctx = RequestContext(api_key, api_version, correlation_id, header.client_id, connection_id, client_address,
-                             listener_name, header_version=header_version)
-        return Request(processor_id, ctx, body, len(payload), start_time_ns)
+        ctx = new_request_context(api_key, api_version, correlation_id, header.client_id, connection_id, client_address,
+                                  listener_name, header_version, ANONYMOUS_PRINCIPAL)
+        return new_request(processor_id, ctx, body, len(payload), start_time_ns, -1, -1, -1, -1, -1)
 
     def handles_inline(self, request: Request) -> bool:
         """Whether the network thread that parsed ``request`` handles it itself (:meth:`handle`, no handler-thread
