@@ -6643,16 +6643,11 @@ fail:
 
 #define TUPLE_MAKER_MAX 64
 
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyTypeObject *type;
-    Py_ssize_t n;
-} TupleMakerObject;
-
+/* (an instance of h/iothread4's SlotsConstructor type, its type and n used, its slot offsets not: the same object
+ * layout, traversal and deallocation, another vectorcall) */
 static PyObject *tuple_maker_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    TupleMakerObject *m = (TupleMakerObject *)callable;
+    SlotsMakerObject *m = (SlotsMakerObject *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs != m->n || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
         PyErr_Format(PyExc_TypeError, "%s takes %zd positional arguments (%zd given)", m->type->tp_name, m->n, nargs);
@@ -6669,44 +6664,6 @@ static PyObject *tuple_maker_vectorcall(PyObject *callable, PyObject *const *arg
     return o;
 }
 
-static int tuple_maker_traverse(TupleMakerObject *m, visitproc visit, void *arg)
-{
-    Py_VISIT(m->type);
-    return 0;
-}
-
-static int tuple_maker_clear(TupleMakerObject *m)
-{
-    Py_CLEAR(m->type);
-    return 0;
-}
-
-static void tuple_maker_dealloc(TupleMakerObject *m)
-{
-    PyObject_GC_UnTrack(m);
-    tuple_maker_clear(m);
-    Py_TYPE(m)->tp_free((PyObject *)m);
-}
-
-static PyObject *tuple_maker_repr(TupleMakerObject *m)
-{
-    return PyUnicode_FromFormat("<tuple constructor of %s>", m->type->tp_name);
-}
-
-static PyTypeObject TupleMakerType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "pykafka_client.protocol.records._kernel.TupleConstructor",
-    .tp_basicsize = sizeof(TupleMakerObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "An instance of a tuple subclass from its items, positional (kernel.tuple_constructor).",
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(TupleMakerObject, vectorcall),
-    .tp_traverse = (traverseproc)tuple_maker_traverse,
-    .tp_clear = (inquiry)tuple_maker_clear,
-    .tp_dealloc = (destructor)tuple_maker_dealloc,
-    .tp_repr = (reprfunc)tuple_maker_repr,
-};
-
 PyDoc_STRVAR(tuple_constructor_doc,
 "tuple_constructor(cls, n) -> callable\n\n"
 "Reference: ``tuple.__new__(cls, values)`` of a tuple subclass ``cls``: a callable taking exactly ``n`` positional\n"
@@ -6719,7 +6676,7 @@ static PyObject *k_tuple_constructor(PyObject *self, PyObject *args)
     Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "O!n", &PyType_Type, &type_obj, &n))
         return NULL;
-    if (PyType_Ready(&TupleMakerType) < 0)
+    if (PyType_Ready(&SlotsMakerType) < 0)
         return NULL;
     PyTypeObject *type = (PyTypeObject *)type_obj;
     if (type == &PyTuple_Type || !PyType_IsSubtype(type, &PyTuple_Type) || type->tp_dictoffset != 0 ||
@@ -6727,7 +6684,7 @@ static PyObject *k_tuple_constructor(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_TypeError, "%s: not a tuple subclass without a __dict__ (or %zd items)", type->tp_name, n);
         return NULL;
     }
-    TupleMakerObject *m = PyObject_GC_New(TupleMakerObject, &TupleMakerType);
+    SlotsMakerObject *m = PyObject_GC_New(SlotsMakerObject, &SlotsMakerType);
     if (m == NULL)
         return NULL;
     m->vectorcall = tuple_maker_vectorcall;

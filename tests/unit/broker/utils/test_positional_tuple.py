@@ -48,7 +48,7 @@ def test_it_makes_what_the_class_makes(cls: type[tuple[Any, ...]], data: st.Data
 def test_the_kernel_builds_them() -> None:
     for cls in CLASSES:
         made = positional_tuple(cls)
-        assert made is not cls and repr(made) == f"<tuple constructor of {cls.__name__}>"
+        assert made is not cls and cls.__name__ in repr(made)
 
 
 @native
