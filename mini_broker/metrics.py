@@ -37,6 +37,19 @@ class Counter:
             self.value += n
 
 
+def inc_pair(first: Counter, n: int, second: Counter, m: int) -> None:
+    """``first.inc(n)`` and ``second.inc(m)``: in one hold of their lock when they share it (counters made together
+    by :meth:`BrokerMetrics.counters`, counted together on a per-request path), else one after the other."""
+    lock = first._lock
+    if lock is second._lock:
+        with lock:
+            first.value += n
+            second.value += m
+    else:
+        first.inc(n)
+        second.inc(m)
+
+
 class Histogram:
     """Count, sum, min and max of observed values (ms, bytes...)."""
 
@@ -209,6 +222,20 @@ class BrokerMetrics:
             if c is None:
                 c = self._counters[key] = Counter(self._request_lock(name, labels))
             return c
+
+    def counters(self, *names: str) -> tuple[Counter, ...]:
+        """The counters ``names`` (no labels), those made now sharing one lock (see :func:`inc_pair`); one made
+        before keeps its own."""
+        shared = threading.Lock()
+        out = []
+        with self._lock:
+            for name in names:
+                key = (name, ())
+                c = self._counters.get(key)
+                if c is None:
+                    c = self._counters[key] = Counter(shared)
+                out.append(c)
+        return tuple(out)
 
     def histogram(self, name: str, **labels: str) -> Histogram:
         key = (name, tuple(sorted(labels.items())))
