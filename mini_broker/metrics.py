@@ -26,22 +26,23 @@ Labels = tuple[tuple[str, str], ...]
 
 
 class Counter:
-    __slots__ = ("_lock", "value")
+    __slots__ = ("lock", "value")
 
     def __init__(self, lock: threading.Lock | None = None) -> None:
-        self._lock = lock if lock is not None else threading.Lock()
+        #: what an update holds: its own, or one shared with the counters made together (see :func:`inc_pair`)
+        self.lock = lock if lock is not None else threading.Lock()
         self.value = 0
 
     def inc(self, n: int = 1) -> None:
-        with self._lock:
+        with self.lock:
             self.value += n
 
 
 def inc_pair(first: Counter, n: int, second: Counter, m: int) -> None:
     """``first.inc(n)`` and ``second.inc(m)``: in one hold of their lock when they share it (counters made together
     by :meth:`BrokerMetrics.counters`, counted together on a per-request path), else one after the other."""
-    lock = first._lock
-    if lock is second._lock:
+    lock = first.lock
+    if lock is second.lock:
         with lock:
             first.value += n
             second.value += m

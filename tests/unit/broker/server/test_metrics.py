@@ -103,12 +103,12 @@ def test_counters_made_together_share_one_lock_and_are_the_registrys() -> None:
     before = m.counter("kafka_a_total")  # made before: keeps its own lock
     a, b, c = m.counters("kafka_a_total", "kafka_b_total", "kafka_c_total")
     assert a is before and b is m.counter("kafka_b_total") and c is m.counter("kafka_c_total")
-    assert b._lock is c._lock and a._lock is not b._lock
+    assert b.lock is c.lock and a.lock is not b.lock
     inc_pair(b, 3, c, 4)  # one hold of the shared lock
     inc_pair(a, 5, b, 6)  # two locks: one after the other
     assert (a.value, b.value, c.value) == (5, 9, 4)
     assert m.snapshot()["kafka_b_total"] == 9 and m.snapshot()["kafka_c_total"] == 4
-    assert not b._lock.locked() and not a._lock.locked()
+    assert not b.lock.locked() and not a.lock.locked()
 
 
 def test_inc_pair_is_two_incs() -> None:
@@ -135,4 +135,4 @@ def test_the_log_counts_bytes_and_messages_in_under_one_lock(tmp_path: Path) -> 
         bytes_in = broker.metrics.counter("kafka_server_BrokerTopicMetrics_BytesIn_total")
         messages_in = broker.metrics.counter("kafka_server_BrokerTopicMetrics_MessagesIn_total")
         assert (bytes_in.value, messages_in.value) == (len(records), 3)
-        assert bytes_in._lock is messages_in._lock
+        assert bytes_in.lock is messages_in.lock
