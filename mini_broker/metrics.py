@@ -26,15 +26,29 @@ Labels = tuple[tuple[str, str], ...]
 
 
 class Counter:
-    __slots__ = ("_lock", "value")
+    __slots__ = ("lock", "value")
 
     def __init__(self, lock: threading.Lock | None = None) -> None:
-        self._lock = lock if lock is not None else threading.Lock()
+        #: what an update holds: its own, or one shared with the counters made together (see :func:`inc_pair`)
+        self.lock = lock if lock is not None else threading.Lock()
         self.value = 0
 
     def inc(self, n: int = 1) -> None:
-        with self._lock:
+        with self.lock:
             self.value += n
+
+
+def inc_pair(first: Counter, n: int, second: Counter, m: int) -> None:
+    """``first.inc(n)`` and ``second.inc(m)``: in one hold of their lock when they share it (counters made together
+    by :meth:`BrokerMetrics.counters`, counted together on a per-request path), else one after the other."""
+    lock = first.lock
+    if lock is second.lock:
+        with lock:
+            first.value += n
+            second.value += m
+    else:
+        first.inc(n)
+        second.inc(m)
 
 
 class Histogram:
@@ -158,7 +172,7 @@ def observe_request_times_reference(lock: threading.Lock, requests: Counter, his
         observe_each(histograms, times)
 
 
-class _RequestInstruments:
+class RequestInstruments:
     """One API's Requests counter and its :data:`REQUEST_TIME_METRICS` histograms, sharing one lock: a completed
     request takes it once, not once per instrument."""
 
@@ -195,7 +209,7 @@ class BrokerMetrics:
         self._histograms: dict[tuple[str, Labels], Histogram] = {}
         self._gauges: dict[tuple[str, Labels], Callable[[], float]] = {}
         # api name -> its request instruments; looked up without the lock
-        self._request_instruments: dict[str, _RequestInstruments] = {}
+        self._request_instruments: dict[str, RequestInstruments] = {}
         self._request_locks: dict[str, threading.Lock] = {}
         self.network_processor_idle = IdleMeter(1, time)
         self.request_handler_idle = IdleMeter(1, time)
@@ -210,6 +224,20 @@ class BrokerMetrics:
                 c = self._counters[key] = Counter(self._request_lock(name, labels))
             return c
 
+    def counters(self, *names: str) -> tuple[Counter, ...]:
+        """The counters ``names`` (no labels), those made now sharing one lock (see :func:`inc_pair`); one made
+        before keeps its own."""
+        shared = threading.Lock()
+        out = []
+        with self._lock:
+            for name in names:
+                key = (name, ())
+                c = self._counters.get(key)
+                if c is None:
+                    c = self._counters[key] = Counter(shared)
+                out.append(c)
+        return tuple(out)
+
     def histogram(self, name: str, **labels: str) -> Histogram:
         key = (name, tuple(sorted(labels.items())))
         with self._lock:
@@ -219,7 +247,7 @@ class BrokerMetrics:
             return h
 
     def _request_lock(self, name: str, labels: dict[str, str]) -> threading.Lock | None:
-        """The lock every request instrument of one API shares (see :class:`_RequestInstruments`); None (a lock
+        """The lock every request instrument of one API shares (see :class:`RequestInstruments`); None (a lock
         of its own) for any other instrument. Called with the registry lock held."""
         api = labels.get("request")
         if api is None or len(labels) != 1 or not name.startswith(_REQUEST_METRIC_PREFIX):
@@ -262,17 +290,21 @@ class BrokerMetrics:
                           completed: int, response_dequeued: int, sent: int) -> None:
         """:meth:`record_request_times` of :func:`request_times_ms` of a request's timestamps (the per-request hot
         path: the times and the instruments' update in one kernel call when it is on)."""
-        instruments = self._request_instruments.get(api_name)
-        if instruments is None:
-            instruments = self._new_request_instruments(api_name)
-        instruments.record_ns(now, start, dequeued, local_end, remote_end, completed, response_dequeued, sent)
+        self.request_instruments(api_name).record_ns(now, start, dequeued, local_end, remote_end, completed,
+                                                     response_dequeued, sent)
 
-    def _new_request_instruments(self, api_name: str) -> _RequestInstruments:
+    def request_instruments(self, api_name: str) -> RequestInstruments:
+        """The Requests counter and time histograms of ``api_name`` (made on first use): what
+        :meth:`record_request_ns` records into, for a caller that keeps them (one lookup per API, not per request)."""
+        instruments = self._request_instruments.get(api_name)
+        return instruments if instruments is not None else self._new_request_instruments(api_name)
+
+    def _new_request_instruments(self, api_name: str) -> RequestInstruments:
         requests = self.counter(f"{_REQUEST_METRIC_PREFIX}Requests_total", request=api_name)
         times = tuple(self.histogram(f"{_REQUEST_METRIC_PREFIX}{m}", request=api_name) for m in REQUEST_TIME_METRICS)
         with self._lock:
             lock = self._request_locks[api_name]
-        instruments = self._request_instruments[api_name] = _RequestInstruments(lock, requests, times)
+        instruments = self._request_instruments[api_name] = RequestInstruments(lock, requests, times)
         return instruments
 
     def record_error(self, api_name: str, error: str) -> None:

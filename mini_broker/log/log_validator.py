@@ -24,6 +24,7 @@ from crc32c import crc32c
 
 from mini_broker.log.log_config import LONG_MAX, LogConfig
 from mini_broker.log.log_segment import AppendedBatch
+from mini_broker.utils.positional_tuple import positional_tuple
 from pykafka_client.errors import CorruptRecordError, MessageDecodeError, RecordTooLargeError
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.batch_ops import (
@@ -35,8 +36,6 @@ from pykafka_client.protocol.records.batch_ops import (
 from pykafka_client.protocol.records.default_record_batch import PARTITION_LEADER_EPOCH_OFFSET, DefaultRecordBatch
 
 _INT32 = struct.Struct(">i")
-#: AppendedBatch made without its Python-level __new__ (one per batch appended)
-_tuple_new = tuple.__new__
 
 
 class AppendOrigin(Enum):
@@ -177,10 +176,10 @@ def assign_offsets(
         last = base + batch.last_offset_delta
         if batch_max_ts > max_timestamp:
             max_timestamp, offset_of_max_timestamp = batch_max_ts, last
-        appended.append(_tuple_new(AppendedBatch, (pos, last, batch_max_ts, batch.size_in_bytes)))
+        appended.append(_new_appended_batch(pos, last, batch_max_ts, batch.size_in_bytes))
         num_records += batch.records_count
         next_offset = last + 1
-    return _tuple_new(AssignedOffsets, (next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended))
+    return _new_assigned_offsets(next_offset, max_timestamp, offset_of_max_timestamp, num_records, appended)
 
 
 _BASE_OFFSET = struct.Struct(">q")
@@ -197,7 +196,12 @@ def assign_client_batch(buf: bytearray | memoryview, batch: ClientBatch, first_o
         set_log_append_time(buf, 0, log_append_time)
         batch_max_ts = log_append_time
     last = first_offset + last_offset_delta
-    appended = [_tuple_new(AppendedBatch, (0, last, batch_max_ts, size))]
+    appended = [_new_appended_batch(0, last, batch_max_ts, size)]
     if batch_max_ts > -1:
-        return _tuple_new(AssignedOffsets, (last + 1, batch_max_ts, last, records_count, appended))
-    return _tuple_new(AssignedOffsets, (last + 1, -1, -1, records_count, appended))
+        return _new_assigned_offsets(last + 1, batch_max_ts, last, records_count, appended)
+    return _new_assigned_offsets(last + 1, -1, -1, records_count, appended)
+
+
+#: AppendedBatch (one per batch appended) and AssignedOffsets (one per append) made without their Python-level __new__
+_new_appended_batch = positional_tuple(AppendedBatch)
+_new_assigned_offsets = positional_tuple(AssignedOffsets)

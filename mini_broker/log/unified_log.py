@@ -74,6 +74,7 @@ from mini_broker.producer_state.producer_state_manager import (
 )
 from mini_broker.producer_state.txn_metadata import CompletedTxn
 from mini_broker.utils.atomic_file import fsync_dir
+from mini_broker.utils.positional_tuple import positional_tuple
 from pykafka_client.errors import CorruptRecordError, KafkaStorageError, OffsetOutOfRangeError
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.utils.time import SYSTEM_TIME, Time
@@ -100,8 +101,6 @@ _REPLICATION: Final = AppendOrigin.REPLICATION
 _PRODUCER_CLIENT: Final = _pai.AppendOrigin.CLIENT
 #: a v2 batch's "transactional" attribute bit
 _TRANSACTIONAL_FLAG: Final = 0x10
-#: the named tuples of every append made without their Python-level __new__
-_tuple_new: Final = tuple.__new__
 
 
 def _appendable(records: bytes | bytearray | memoryview) -> bytearray | memoryview:
@@ -435,7 +434,7 @@ class Log:
         segment.append(buf, appended)
         if self._epoch_cache is not None:
             self._cache_epochs(buf, appended)
-        self._leo_metadata = _tuple_new(LogOffsetMetadata, (next_offset, segment.base_offset, segment.size))
+        self._leo_metadata = _new_offset_metadata(next_offset, segment.base_offset, segment.size)
         # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
         if pending is not None:
             completed = self.producer_state.complete_append(pending)
@@ -449,9 +448,9 @@ class Log:
             self._increment_high_watermark_locked(next_offset)
         # first offset, last offset, max timestamp, its offset, log append time, log start offset, records,
         # batches, bytes
-        return _tuple_new(LogAppendInfo, (first_offset, next_offset - 1, assigned.max_timestamp,
-                                          assigned.offset_of_max_timestamp, now if checks.log_append_time else -1,
-                                          self.log_start_offset, assigned.num_records, len(appended), len(buf)))
+        return _new_append_info(first_offset, next_offset - 1, assigned.max_timestamp, assigned.offset_of_max_timestamp,
+                                now if checks.log_append_time else -1, self.log_start_offset, assigned.num_records,
+                                len(appended), len(buf))
 
     def _duplicate_append_info(self, dup: BatchMetadata) -> LogAppendInfo:
         """A retried batch already in the log: the original offsets and timestamp, nothing written."""
@@ -761,3 +760,8 @@ class Log:
             f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, hw={self._high_watermark}, "
             f"end={self.log_end_offset}, segments={len(self._segments)})"
         )
+
+
+#: the named tuples of every append made without their Python-level __new__ (see positional_tuple)
+_new_offset_metadata: Final = positional_tuple(LogOffsetMetadata)
+_new_append_info: Final = positional_tuple(LogAppendInfo)

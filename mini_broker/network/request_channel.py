@@ -21,15 +21,21 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol, Union
 
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkSend
 
 if TYPE_CHECKING:
     from mini_broker.metrics import BrokerMetrics
 
 
-@dataclass(eq=False)
+#: a request's principal until the Processor sets the channel's (Kafka's ``KafkaPrincipal.ANONYMOUS``)
+ANONYMOUS_PRINCIPAL = "ANONYMOUS"
+
+
+@dataclass(eq=False, slots=True)
 class RequestContext:
-    """Who sent a request and how: the parsed header fields and the connection."""
+    """Who sent a request and how: the parsed header fields and the connection. (Slotted: the parser builds one per
+    request with :data:`new_request_context`, without the Python ``__init__``.)"""
 
     api_key: int
     api_version: int
@@ -40,12 +46,13 @@ class RequestContext:
     listener_name: str
     header_version: int = 1
     #: who sent it (the channel's principal; set by the Processor): the ``user`` of client quotas
-    principal: str = "ANONYMOUS"
+    principal: str = ANONYMOUS_PRINCIPAL
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Request:
-    """A decoded request plus bookkeeping for metrics. ``body`` is the generated request object.
+    """A decoded request plus bookkeeping for metrics. ``body`` is the generated request object. (Slotted: the parser
+    builds one per request with :data:`new_request`, without the Python ``__init__``.)
 
     Timestamps (monotonic ns) follow Kafka's RequestChannel.Request: start (complete receive), dequeue
     (a handler took it), api_local_complete (the handler returned), response_complete (the response was
@@ -65,6 +72,15 @@ class Request:
     @property
     def connection_id(self) -> str:
         return self.context.connection_id
+
+
+#: ``RequestContext(*values)`` from every field's value in field order (api key, api version, correlation id, client id,
+#: connection id, client address, listener name, header version, principal): the kernel's slots constructor (no
+#: Python frame: one context per request) when it is loaded, else the class
+new_request_context: Callable[..., RequestContext] = positional_new(RequestContext)
+#: ``Request(*values)`` from every field's value in field order (processor id, context, body, size, start time, then
+#: the five later timestamps, -1 until set), as :data:`new_request_context`
+new_request: Callable[..., Request] = positional_new(Request)
 
 
 class ShutdownRequest:

@@ -11,12 +11,12 @@ from collections import deque
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from mini_broker.utils.positional_tuple import positional_tuple
+
 NUM_BATCHES_TO_RETAIN = 5
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 INT_MAX = 2**31 - 1
-#: BatchMetadata made without its Python-level __new__ (one per batch appended)
-_tuple_new = tuple.__new__
 _object_new = object.__new__
 
 
@@ -105,7 +105,7 @@ class ProducerStateEntry:
         if self.producer_epoch != producer_epoch:
             self.maybe_update_producer_epoch(producer_epoch)
         batches = self.batch_metadata
-        batches.append(_tuple_new(BatchMetadata, (last_seq, last_offset, offset_delta, timestamp)))
+        batches.append(_new_batch_metadata(last_seq, last_offset, offset_delta, timestamp))
         if len(batches) > NUM_BATCHES_TO_RETAIN:
             batches.popleft()
         self.last_timestamp = timestamp
@@ -131,3 +131,7 @@ class ProducerStateEntry:
             f"ProducerStateEntry(pid={self.producer_id}, epoch={self.producer_epoch}, "
             f"batches={list(self.batch_metadata)}, txn_first_offset={self.current_txn_first_offset})"
         )
+
+
+#: BatchMetadata made without its Python-level __new__ (one per batch appended)
+_new_batch_metadata = positional_tuple(BatchMetadata)

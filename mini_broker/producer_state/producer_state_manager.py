@@ -50,6 +50,7 @@ from mini_broker.producer_state.producer_append_info import AppendOrigin, BatchI
 from mini_broker.producer_state.producer_state_entry import BatchMetadata, ProducerStateEntry
 from mini_broker.producer_state.txn_metadata import CompletedTxn, TxnMetadata
 from mini_broker.utils.atomic_file import atomic_write
+from mini_broker.utils.positional_tuple import positional_tuple
 from pykafka_client.errors import CorruptRecordError
 from pykafka_client.protocol.records.control import ControlRecordType, EndTransactionMarker
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
@@ -57,8 +58,6 @@ from pykafka_client.protocol.records.default_record_batch import DefaultRecordBa
 _log = logging.getLogger(__name__)
 #: read once (an Enum class attribute read goes through EnumType.__getattr__ on Python 3.11)
 _CLIENT = AppendOrigin.CLIENT
-#: PendingAppend made without its Python-level __new__ (one per append)
-_tuple_new = tuple.__new__
 
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
@@ -296,7 +295,7 @@ class ProducerStateManager:
             return None
         updated = entry.copy()  # (same epoch: the cached batches stay)
         updated.add_batch(epoch, last_seq, first_offset + delta, delta, max_timestamp)
-        return _tuple_new(PendingAppend, ({producer_id: updated}, first_offset + delta + 1, [], []))
+        return _new_pending_append({producer_id: updated}, first_offset + delta + 1, [], [])
 
     def complete_append(self, pending: PendingAppend) -> list[tuple[CompletedTxn, int]]:
         """Apply what :meth:`prepare_append` computed (after the write succeeded). Returns each completed
@@ -490,3 +489,6 @@ def rebuild_from_log(
         offset = views[-1].base_offset + views[-1].last_offset_delta + 1
     return completed
 
+
+#: PendingAppend made without its Python-level __new__ (one per append)
+_new_pending_append = positional_tuple(PendingAppend)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from mini_broker.network.request_channel import (
+    ANONYMOUS_PRINCIPAL,
     CloseConnectionResponse,
     EndThrottlingResponse,
     NoOpResponse,
@@ -29,6 +30,8 @@ from mini_broker.network.request_channel import (
     Response,
     SendResponse,
     StartThrottlingResponse,
+    new_request,
+    new_request_context,
 )
 from mini_broker.quota.quota_manager import NANOS_TO_PERCENTAGE
 from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, UnsupportedVersionError
@@ -39,7 +42,7 @@ from pykafka_client.protocol.types import Chunk, Message, Reader
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 if TYPE_CHECKING:
-    from mini_broker.metrics import BrokerMetrics
+    from mini_broker.metrics import BrokerMetrics, RequestInstruments
     from mini_broker.quota.quota_manager import QuotaManagers
     from mini_broker.server.context import BrokerContext
 
@@ -48,6 +51,8 @@ log = logging.getLogger(__name__)
 request_log = logging.getLogger("mini_broker.request")
 
 API_VERSIONS_KEY = 18
+#: a request's api key, api version and correlation id
+_REQUEST_HEADER_START = struct.Struct(">hhi")
 UNSUPPORTED_VERSION_CODE = 35
 
 Handler = Callable[["KafkaApis", Request], object]
@@ -120,11 +125,14 @@ class KafkaApis:
             self.specs[int(spec.api_key)] = spec
         self._broker = broker
         self.metrics = metrics
+        #: api key -> (the metrics they belong to, the API's request instruments): see complete_response_metrics
+        self._request_instruments: dict[int, tuple[BrokerMetrics, RequestInstruments]] = {}
         self.time = time
         self._now_ns = nanoseconds_clock(time)  # a request's completion times (the C clock for the system time)
-        # per-request lookups done once: request classes by key, header versions by (key, version)
+        # per-request lookups done once: request classes by key (the parse plans below: spec and header version)
         self._request_classes: dict[int, type[Message]] = {k: REQUESTS[s.api_key] for k, s in self.specs.items()}
-        self._header_versions: dict[tuple[int, int], int] = {}
+        #: (api key << 16 | version's 16 bits) -> (spec, request header version), for the enabled pairs seen
+        self._parse_plans: dict[int, tuple[ApiSpec, int]] = {}
         #: api keys the processors answer on their own thread (see :data:`INLINE_API_KEYS`)
         self.inline_api_keys: frozenset[int] = frozenset(k for k in inline_api_keys if k in self.specs)
         #: non-transactional Produce handled on the network thread too (set by a single broker, whose appends wait
@@ -156,40 +164,52 @@ class KafkaApis:
         :class:`UnsupportedApiVersionsRequest` for the KIP-511 case."""
         if len(payload) < 8:
             raise MessageDecodeError(f"request of {len(payload)} bytes is shorter than a request header")
-        api_key, api_version, correlation_id = struct.unpack_from(">hhi", payload, 0)
-        spec = self.specs.get(api_key)
-        if spec is None:
-            raise UnknownApiKeyError(f"Unknown or disabled api key {api_key} (version {api_version})")
-        if not spec.min_version <= api_version <= spec.max_version:
-            if api_key == API_VERSIONS_KEY and api_version > spec.max_version:
+        api_key, api_version, correlation_id = _REQUEST_HEADER_START.unpack_from(payload, 0)
+        # (an int key: no tuple to build and hash per request; versions are int16, so the low 16 bits tell them apart)
+        plan = self._parse_plans.get(api_key << 16 | api_version & 0xFFFF)
+        if plan is None:
+            plan = self._parse_plan(api_key, api_version)
+            if plan is None:  # KIP-511: an ApiVersions too new, answered in v0
                 ctx = RequestContext(api_key, api_version, correlation_id, None, connection_id, client_address,
                                      listener_name, header_version=1)
                 return Request(processor_id, ctx, UNSUPPORTED_API_VERSIONS, len(payload), start_time_ns)
-            raise UnsupportedVersionError(f"{spec.name} version {api_version} is not enabled "
-                                          f"(supported {spec.min_version}-{spec.max_version})")
+        spec, header_version = plan
         # Like Kafka's RequestContext.parseRequest: the body is read field by field and trailing bytes are
         # ignored (librdkafka sends some on Metadata v12), so the strict decode_request is not used here.
-        # One Reader for header and body; the header version is computed once per (key, version).
-        header_version = self._header_versions.get((api_key, api_version))
-        if header_version is None:
-            header_version = headers.request_header_version(api_key, api_version)
-            self._header_versions[(api_key, api_version)] = header_version
+        # One Reader for header and body.
         read_request = spec.read_request
         if read_request is not None:
             parsed = read_request(payload, api_version)
             if parsed is not None:
-                ctx = RequestContext(api_key, api_version, correlation_id, parsed[0], connection_id, client_address,
-                                     listener_name, header_version=header_version)
-                return Request(processor_id, ctx, parsed[1], len(payload), start_time_ns)
+                # (every field positional, the defaults spelled out: no __init__ frame, no keyword dict)
+                ctx = new_request_context(api_key, api_version, correlation_id, parsed[0], connection_id,
+                                          client_address, listener_name, header_version, ANONYMOUS_PRINCIPAL)
+                return new_request(processor_id, ctx, parsed[1], len(payload), start_time_ns, -1, -1, -1, -1, -1)
         reader = Reader(payload, 0)
         header = RequestHeader.read(reader, header_version)
         body = self._request_classes[api_key].read(reader, api_version)
         if reader.remaining():
             log.debug("event=trailing_request_bytes api=%s version=%s bytes=%d", spec.name, api_version,
                       reader.remaining())
-        ctx = RequestContext(api_key, api_version, correlation_id, header.client_id, connection_id, client_address,
-                             listener_name, header_version=header_version)
-        return Request(processor_id, ctx, body, len(payload), start_time_ns)
+        ctx = new_request_context(api_key, api_version, correlation_id, header.client_id, connection_id, client_address,
+                                  listener_name, header_version, ANONYMOUS_PRINCIPAL)
+        return new_request(processor_id, ctx, body, len(payload), start_time_ns, -1, -1, -1, -1, -1)
+
+    def _parse_plan(self, api_key: int, api_version: int) -> tuple[ApiSpec, int] | None:
+        """The enabled API's spec and the request header version at ``api_version`` (kept for the next request of
+        the pair); raises for an unknown or disabled key and a version outside the enabled range, except an
+        ApiVersions too new (KIP-511): None."""
+        spec = self.specs.get(api_key)
+        if spec is None:
+            raise UnknownApiKeyError(f"Unknown or disabled api key {api_key} (version {api_version})")
+        if not spec.min_version <= api_version <= spec.max_version:
+            if api_key == API_VERSIONS_KEY and api_version > spec.max_version:
+                return None
+            raise UnsupportedVersionError(f"{spec.name} version {api_version} is not enabled "
+                                          f"(supported {spec.min_version}-{spec.max_version})")
+        plan = self._parse_plans[api_key << 16 | api_version & 0xFFFF] = (
+            spec, headers.request_header_version(api_key, api_version))
+        return plan
 
     def handles_inline(self, request: Request) -> bool:
         """Whether the network thread that parsed ``request`` handles it itself (:meth:`handle`, no handler-thread
@@ -345,19 +365,25 @@ class KafkaApis:
 
     def complete_response_metrics(self, response: Response, now_ns: int) -> None:
         r = response.request
-        name = _api_name(r.context.api_key)
+        ctx = r.context
         if request_log.isEnabledFor(logging.DEBUG):
             request_log.debug("event=request_completed api=%s version=%d correlation_id=%d client_id=%s connection=%s "
-                              "response=%s total_ms=%.3f", name, r.context.api_version, r.context.correlation_id,
-                              r.context.client_id, r.connection_id, type(response).__name__,
+                              "response=%s total_ms=%.3f", _api_name(ctx.api_key), ctx.api_version,
+                              ctx.correlation_id, ctx.client_id, r.connection_id, type(response).__name__,
                               (now_ns - r.start_time_ns) / 1e6)
-        if self.metrics is None:
+        metrics = self.metrics
+        if metrics is None:
             return
+        # (BrokerMetrics.record_request_ns of the API's name, its instruments kept here by api key: no name lookup,
+        # no frame of its own per request)
+        instruments = self._request_instruments.get(ctx.api_key)
+        if instruments is None or instruments[0] is not metrics:
+            instruments = self._request_instruments[ctx.api_key] = (
+                metrics, metrics.request_instruments(_api_name(ctx.api_key)))
         # a response that wrote nothing has no send time
-        self.metrics.record_request_ns(name, now_ns, r.start_time_ns, r.request_dequeue_time_ns,
-                                       r.api_local_complete_time_ns, r.api_remote_complete_time_ns,
-                                       r.response_complete_time_ns, r.response_dequeue_time_ns,
-                                       now_ns if isinstance(response, SendResponse) else -1)
+        instruments[1].record_ns(now_ns, r.start_time_ns, r.request_dequeue_time_ns, r.api_local_complete_time_ns,
+                                 r.api_remote_complete_time_ns, r.response_complete_time_ns,
+                                 r.response_dequeue_time_ns, now_ns if isinstance(response, SendResponse) else -1)
 
 
 def fit_to_version(msg: Message, version: int) -> None:

@@ -33,7 +33,7 @@ from mini_broker.log.log_config import LogConfig
 from mini_broker.log.log_manager import LogManager
 from mini_broker.log.log_offset_metadata import UNKNOWN_OFFSET_METADATA, FetchIsolation, LogOffsetMetadata
 from mini_broker.log.unified_log import AppendOrigin, Log
-from mini_broker.metrics import BrokerMetrics, Counter
+from mini_broker.metrics import BrokerMetrics, Counter, inc_pair
 from mini_broker.producer_state.producer_state_entry import ProducerStateEntry
 from mini_broker.purgatory import (
     DelayedFetch,
@@ -337,6 +337,13 @@ class ReplicaManager:
             counter = self._counter(name)
         counter.inc(n)
 
+    def _append_counters_pair(self) -> tuple[Counter, Counter]:
+        """BytesIn and MessagesIn (there are metrics), counted together under one lock on every append."""
+        assert self.metrics is not None
+        bytes_in, messages_in = self.metrics.counters("kafka_server_BrokerTopicMetrics_BytesIn_total",
+                                                      "kafka_server_BrokerTopicMetrics_MessagesIn_total")
+        return bytes_in, messages_in
+
     def _counter(self, name: str) -> Counter:
         """The broker counter ``name`` (there are metrics)."""
         counter = self._counters.get(name)
@@ -403,10 +410,9 @@ class ReplicaManager:
         if self.metrics is not None:
             counters = self._append_counters
             if counters is None:
-                counters = self._append_counters = (self._counter("kafka_server_BrokerTopicMetrics_BytesIn_total"),
-                                                    self._counter("kafka_server_BrokerTopicMetrics_MessagesIn_total"))
-            counters[0].inc(records.nbytes if records.__class__ is memoryview else _records_size(records))
-            counters[1].inc(info.last_offset - info.first_offset + 1)
+                counters = self._append_counters = self._append_counters_pair()
+            inc_pair(counters[0], records.nbytes if records.__class__ is memoryview else _records_size(records),
+                     counters[1], info.last_offset - info.first_offset + 1)
         # error code, base offset, log append time, log start offset, record errors, error message, last offset
         return _new_partition_response(0, info.first_offset, info.log_append_time, info.log_start_offset, [], None,
                                        info.last_offset), lg

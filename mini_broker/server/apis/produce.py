@@ -41,6 +41,7 @@ from mini_broker.server.apis.produce_wire import encode_produce_response, read_p
 from mini_broker.server.kafka_apis import ApiSpec, KafkaApis
 from mini_broker.server.replica_manager import PartitionResponse
 from mini_broker.server.replication_strategy import ReplicationStrategy
+from mini_broker.utils.positional_tuple import positional_tuple
 from pykafka_client.errors import (
     FencedLeaderEpochError,
     InvalidProducerEpochError,
@@ -80,7 +81,7 @@ _new_leader = positional_new(ProduceResponse.LeaderIdAndEpoch)
 _new_topic = positional_new(TopicResp)
 _new_response = positional_new(ProduceResponse)
 #: TopicPartition made without its Python-level __new__ (one per partition of every request)
-_tuple_new = tuple.__new__
+_new_topic_partition = positional_tuple(TopicPartition)
 
 
 #: errors that make a cluster broker name the partition's current leader in the response (KIP-951)
@@ -147,7 +148,7 @@ def handle(apis: KafkaApis, request: Request) -> None:
     for t in body.topic_data:
         name = t.name
         for p in t.partition_data:
-            tp = _tuple_new(TopicPartition, (name, p.index))
+            tp = _new_topic_partition(name, p.index)
             if order and tp in order:
                 duplicate = True
                 continue

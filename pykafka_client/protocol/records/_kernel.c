@@ -6707,6 +6707,68 @@ fail:
 
 /* ==== end of h/drain's region ================================================================================== */
 
+/* ==== broker: the per-request named tuples built without their Python __new__ (h/brokerreq) =================
+ * tuple_constructor(cls, n) -> a callable that makes an instance of ``cls`` (a tuple subclass without a __dict__: a
+ * named tuple, mini_broker.utils.positional_tuple checks that it is one whose __new__ is the generated one) from
+ * exactly n positional values: what ``tuple.__new__(cls, values)`` makes (and the generated ``cls(*values)``),
+ * without the args tuple, tuple.__new__'s checks and the intermediate tuple (a produce append makes about seven:
+ * the log's append info, offsets and end offset, the producer state's batch and pending append, ...). */
+
+#define TUPLE_MAKER_MAX 64
+
+/* (an instance of h/iothread4's SlotsConstructor type, its type and n used, its slot offsets not: the same object
+ * layout, traversal and deallocation, another vectorcall) */
+static PyObject *tuple_maker_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    SlotsMakerObject *m = (SlotsMakerObject *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != m->n || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd positional arguments (%zd given)", m->type->tp_name, m->n, nargs);
+        return NULL;
+    }
+    /* (as tuple.__new__ on a subclass: the type's allocation, the items, and tracked by the collector) */
+    PyObject *o = m->type->tp_alloc(m->type, nargs);
+    if (o == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        PyTuple_SET_ITEM(o, i, Py_NewRef(args[i]));
+    if (!PyObject_GC_IsTracked(o))
+        PyObject_GC_Track(o);
+    return o;
+}
+
+PyDoc_STRVAR(tuple_constructor_doc,
+"tuple_constructor(cls, n) -> callable\n\n"
+"Reference: ``tuple.__new__(cls, values)`` of a tuple subclass ``cls``: a callable taking exactly ``n`` positional\n"
+"values that makes an instance of ``cls`` holding them, in order. TypeError unless ``cls`` is a proper subclass\n"
+"of tuple without a __dict__ and 0 <= n <= 64.");
+
+static PyObject *k_tuple_constructor(PyObject *self, PyObject *args)
+{
+    PyObject *type_obj;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "O!n", &PyType_Type, &type_obj, &n))
+        return NULL;
+    if (PyType_Ready(&SlotsMakerType) < 0)
+        return NULL;
+    PyTypeObject *type = (PyTypeObject *)type_obj;
+    if (type == &PyTuple_Type || !PyType_IsSubtype(type, &PyTuple_Type) || type->tp_dictoffset != 0 ||
+        type->tp_alloc == NULL || !PyType_IS_GC(type) || n < 0 || n > TUPLE_MAKER_MAX) {
+        PyErr_Format(PyExc_TypeError, "%s: not a tuple subclass without a __dict__ (or %zd items)", type->tp_name, n);
+        return NULL;
+    }
+    SlotsMakerObject *m = PyObject_GC_New(SlotsMakerObject, &SlotsMakerType);
+    if (m == NULL)
+        return NULL;
+    m->vectorcall = tuple_maker_vectorcall;
+    m->type = (PyTypeObject *)Py_NewRef(type_obj);
+    m->n = n;
+    PyObject_GC_Track(m);
+    return (PyObject *)m;
+}
+
+/* ==== end of h/brokerreq's region ============================================================================== */
+
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
     {"decode_records", k_decode_records, METH_VARARGS, decode_records_doc},
@@ -6753,6 +6815,8 @@ static PyMethodDef kernel_methods[] = {
      client_batch_header_doc},
     /* h/drain */
     {"drained_request", (PyCFunction)(void (*)(void))k_drained_request, METH_FASTCALL, drained_request_doc},
+    /* h/brokerreq */
+    {"tuple_constructor", k_tuple_constructor, METH_VARARGS, tuple_constructor_doc},
     {NULL, NULL, 0, NULL},
 };
 

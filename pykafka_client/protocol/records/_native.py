@@ -215,6 +215,10 @@ class Kernel(Protocol):
         ``network.transport.positional_new``): a callable building ``cls`` from one positional value per name,
         without its __init__."""
 
+    def tuple_constructor(self, cls: type, n: int, /) -> Callable[..., Any]:
+        """Reference: ``tuple.__new__(cls, values)`` of a tuple subclass (see ``mini_broker.utils.positional_tuple``):
+        a callable building ``cls`` from exactly ``n`` positional values, without its __new__."""
+
     def encode_produce_request(
         self, body: object, version: int, correlation_id: int, client_id: str | None, /
     ) -> list[Chunk] | None:

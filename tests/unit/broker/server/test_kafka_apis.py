@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from mini_broker.metrics import BrokerMetrics
+from mini_broker.metrics import BrokerMetrics, RequestInstruments
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
     NoOpResponse,
@@ -247,3 +247,54 @@ def test_response_metrics_of_a_request_never_dequeued_nor_its_response_time_only
     assert sums == {"TotalTimeMs": 6.0, "RequestQueueTimeMs": 0.0, "LocalTimeMs": 0.0, "RemoteTimeMs": 0.0,
                     "ResponseQueueTimeMs": 0.0, "ResponseSendTimeMs": 0.0}
     assert snap['kafka_network_RequestMetrics_Requests_total{request="Produce"}'] == 1
+
+
+def test_each_key_and_version_is_checked_once_and_its_header_version_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    apis, _, _ = make()
+    asked: list[tuple[int, int]] = []
+    real = headers.request_header_version
+
+    def counted(key: int, version: int) -> int:
+        asked.append((key, version))
+        return real(key, version)
+
+    body = ApiVersionsRequest(client_software_name="x", client_software_version="1")
+    frames = {version: frame_payload(body, version, 1) for version in (0, 3)}
+    monkeypatch.setattr(headers, "request_header_version", counted)
+    for version in (3, 0, 3, 0, 3):
+        req = parse(apis, frames[version])
+        assert req.context.header_version == real(18, version) and req.context.client_id == "cid"
+    assert asked == [(18, 3), (18, 0)]
+    # the pairs that fail are never kept: each request of them raises (or falls back) again
+    for _ in range(2):
+        with pytest.raises(UnsupportedVersionError):
+            parse(apis, struct.pack(">hhih", 18, -1, 1, -1))
+        with pytest.raises(UnknownApiKeyError):
+            parse(apis, struct.pack(">hhih", -1, 3, 1, -1))  # (a negative key next to a kept pair's bits)
+        assert parse(apis, struct.pack(">hhih", 18, 7, 42, 1) + b"x" + b"\x00\x00").body is UNSUPPORTED_API_VERSIONS
+    # a version whose low 16 bits match a kept pair's, of another key: not that pair
+    with pytest.raises(UnknownApiKeyError):
+        parse(apis, struct.pack(">hhih", 17, 3, 1, -1))
+
+
+def test_response_metrics_go_to_the_apis_current_metrics_whose_instruments_it_looks_up_once_per_api(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    apis, _, metrics = make()
+    looked_up: list[str] = []
+    real = BrokerMetrics.request_instruments
+
+    def counted(self: BrokerMetrics, name: str) -> RequestInstruments:
+        looked_up.append(name)
+        return real(self, name)
+
+    monkeypatch.setattr(BrokerMetrics, "request_instruments", counted)
+    ctx = RequestContext(int(ApiKey.PRODUCE), 9, 1, None, "c", "127.0.0.1:1", "PLAINTEXT")
+    for _ in range(3):
+        apis.complete_response_metrics(NoOpResponse(Request(0, ctx, None, 10, 0)), 1_000_000)
+    assert looked_up == ["Produce"]
+    assert metrics.snapshot()['kafka_network_RequestMetrics_Requests_total{request="Produce"}'] == 3
+    other = BrokerMetrics(MockTime())
+    apis.metrics = other  # replaced: the next request counts there
+    apis.complete_response_metrics(NoOpResponse(Request(0, ctx, None, 10, 0)), 1_000_000)
+    assert other.snapshot()['kafka_network_RequestMetrics_Requests_total{request="Produce"}'] == 1
+    assert metrics.snapshot()['kafka_network_RequestMetrics_Requests_total{request="Produce"}'] == 3

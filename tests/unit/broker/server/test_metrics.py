@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from mini_broker.metrics import REQUEST_TIME_METRICS, BrokerMetrics, Histogram, IdleMeter, observe_each
+from mini_broker.metrics import (
+    REQUEST_TIME_METRICS,
+    BrokerMetrics,
+    Counter,
+    Histogram,
+    IdleMeter,
+    inc_pair,
+    observe_each,
+)
 from pykafka_client.utils.time import MockTime
 
 
@@ -86,3 +96,43 @@ def test_request_times_go_to_their_histograms_in_order() -> None:
                     "ResponseQueueTimeMs": 2.0, "ResponseSendTimeMs": 1.0}
     assert snap['kafka_network_RequestMetrics_TotalTimeMs_max{request="Produce"}'] == 6.0
     assert snap['kafka_network_RequestMetrics_Requests_total{request="Produce"}'] == 2
+
+
+def test_counters_made_together_share_one_lock_and_are_the_registrys() -> None:
+    m = BrokerMetrics(MockTime())
+    before = m.counter("kafka_a_total")  # made before: keeps its own lock
+    a, b, c = m.counters("kafka_a_total", "kafka_b_total", "kafka_c_total")
+    assert a is before and b is m.counter("kafka_b_total") and c is m.counter("kafka_c_total")
+    assert b.lock is c.lock and a.lock is not b.lock
+    inc_pair(b, 3, c, 4)  # one hold of the shared lock
+    inc_pair(a, 5, b, 6)  # two locks: one after the other
+    assert (a.value, b.value, c.value) == (5, 9, 4)
+    assert m.snapshot()["kafka_b_total"] == 9 and m.snapshot()["kafka_c_total"] == 4
+    assert not b.lock.locked() and not a.lock.locked()
+
+
+def test_inc_pair_is_two_incs() -> None:
+    first, second = Counter(), Counter()
+    inc_pair(first, 1, second, 2)
+    inc_pair(first, 10, second, 20)
+    assert (first.value, second.value) == (11, 22)
+
+
+def test_the_log_counts_bytes_and_messages_in_under_one_lock(tmp_path: Path) -> None:
+    from mini_broker.broker import MiniBroker
+    from pykafka_client.protocol.records.builder import MemoryRecordsBuilder
+    from pykafka_client.structs import TopicPartition
+
+    with MiniBroker(data_dir=str(tmp_path)) as broker:
+        rm = broker.replica_manager
+        assert rm is not None and broker.metrics is not None
+        rm.create_topic("t", 1, {})
+        builder = MemoryRecordsBuilder(write_limit=1 << 20)
+        for _ in range(3):
+            builder.append(1_700_000_000_000, None, b"x" * 10)
+        records = builder.build()
+        rm.append_records(1000, 1, [(TopicPartition("t", 0), memoryview(bytearray(records)))], lambda results: None)
+        bytes_in = broker.metrics.counter("kafka_server_BrokerTopicMetrics_BytesIn_total")
+        messages_in = broker.metrics.counter("kafka_server_BrokerTopicMetrics_MessagesIn_total")
+        assert (bytes_in.value, messages_in.value) == (len(records), 3)
+        assert bytes_in.lock is messages_in.lock

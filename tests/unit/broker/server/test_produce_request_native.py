@@ -7,6 +7,7 @@ judged a frame both decline."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -131,7 +132,7 @@ def parse_outcome(apis: KafkaApis, payload: bytes) -> tuple[str, Any]:
         request = apis.parse_request(0, "c", "a", "L", memoryview(bytearray(payload)), 0)
     except Exception as e:
         return "error", (type(e), str(e))
-    return "ok", (vars(request.context), request.body)
+    return "ok", ({f.name: getattr(request.context, f.name) for f in dataclasses.fields(request.context)}, request.body)
 
 
 @settings(max_examples=300, deadline=None)
