@@ -62,7 +62,20 @@ def test_the_wrong_number_of_values_or_keywords_raise_as_the_class_does() -> Non
         make(1, 2, 3, size=4)
 
 
-def test_what_is_not_a_generated_named_tuple_is_refused() -> None:
+def test_what_is_not_a_named_tuple_is_refused() -> None:
+    class WithDict(namedtuple("Base", "a")):  # (no __slots__: a __dict__)
+        pass
+
+    class Plain(tuple):  # type: ignore[type-arg]
+        __slots__ = ()
+
+    for cls in (WithDict, Plain, tuple, int):
+        with pytest.raises(TypeError):
+            positional_tuple(cls)  # type: ignore[type-var]
+
+
+def test_a_named_tuple_with_its_own_new_is_made_by_the_class_itself() -> None:
+    """A ``__new__`` of the class's own decides what an instance holds: the class itself is the constructor."""
     class Overridden(NamedTuple):
         a: int
 
@@ -70,16 +83,9 @@ def test_what_is_not_a_generated_named_tuple_is_refused() -> None:
         return tuple.__new__(cls, (a * 2,))
 
     Overridden.__new__ = new  # type: ignore[assignment]
-
-    class WithDict(namedtuple("Base", "a")):  # (no __slots__: a __dict__)
-        pass
-
-    class Plain(tuple):  # type: ignore[type-arg]
-        __slots__ = ()
-
-    for cls in (Overridden, WithDict, Plain, tuple, int):
-        with pytest.raises(TypeError):
-            positional_tuple(cls)  # type: ignore[type-var]
+    make = positional_tuple(Overridden)
+    assert make is Overridden
+    assert make(2) == (4,)
 
 
 @native
