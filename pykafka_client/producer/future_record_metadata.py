@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures._base import FINISHED, PENDING
 from typing import Any
@@ -31,13 +31,13 @@ from pykafka_client.producer.record_metadata import RecordMetadata
 NO_TIMESTAMP = -1
 
 #: A per-record column of a completed batch (timestamps, key or value sizes): a list, or the one int every record
-#: of the batch has (see producer_batch.pending_columns_reference)
-Column = list[int] | int
+#: of the batch has (see producer_batch.pending_columns_reference); before completion, :data:`NOT_COLLECTED`
+Column = Sequence[int] | int
 
 #: an outcome's key and value size columns until it completes (nothing reads them before): the empty tuple, which
 #: the garbage collector does not track (an empty list per column would be two more tracked objects per queued
 #: batch, see BatchOutcome)
-NOT_COLLECTED: Column = ()  # type: ignore[assignment]
+NOT_COLLECTED: tuple[()] = ()
 
 
 def column_at(column: Column, index: int) -> int:
@@ -192,9 +192,9 @@ _tuple_new = tuple.__new__
 
 def segments_of(calls: list[CallSegment] | CallSegment | tuple[()]) -> list[CallSegment] | tuple[CallSegment, ...]:
     """The segments an outcome's ``calls`` holds (none, one kept alone, or a list), in the order added."""
-    if calls.__class__ is CallSegment:
+    if isinstance(calls, CallSegment):
         return (calls,)
-    return calls  # type: ignore[return-value]
+    return calls
 
 
 class FutureRecordMetadata(Future[RecordMetadata]):
@@ -537,12 +537,12 @@ class SendBatchFuture(Future[BatchMetadata]):
         try:
             if outcome.state != FINISHED and outcome.moved_to is None:
                 calls = outcome.calls
-                if not calls:
-                    outcome.calls = seg  # the only one so far: no list of its own
-                elif calls.__class__ is list:
+                if isinstance(calls, list):
                     calls.append(seg)
+                elif isinstance(calls, CallSegment):
+                    outcome.calls = [calls, seg]
                 else:
-                    outcome.calls = [calls, seg]  # type: ignore[list-item]
+                    outcome.calls = seg  # the only one so far: no list of its own
                 return
         finally:
             cond.release()

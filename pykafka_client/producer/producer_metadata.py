@@ -17,13 +17,11 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from pykafka_client.config import LONG_MAX
 from pykafka_client.network.cluster import Cluster, PartitionInfo
 from pykafka_client.network.metadata import Metadata
 from pykafka_client.protocol.messages import MetadataRequest
 from pykafka_client.structs import Node, TopicPartition
-
-#: no expiry: the topics' earliest expiry when there is none
-_NEVER = 2**63 - 1
 
 
 class MetadataSnapshot:
@@ -101,7 +99,7 @@ class ProducerMetadata(Metadata):
         #: no topic expires before this (ms): the earliest expiry when retain_topics last looked, lowered by add (an
         #: expiry only grows otherwise), so retain_topics has nothing to look at before then (the Sender asks per
         #: iteration)
-        self._retain_at_ms = _NEVER
+        self._retain_at_ms = LONG_MAX
         self._new_topics: set[str] = set()
         #: the lookups of the current cluster (replaced whole; stale when its ``cluster`` is not ``fetch()``)
         self.index = MetadataSnapshot(self.fetch(), self._last_seen_leader_epochs)
@@ -181,7 +179,7 @@ class ProducerMetadata(Metadata):
             return  # none has expired yet: no lock, no look at each topic (the common case, every Sender iteration)
         with self._lock:
             expired: list[str] | None = None
-            earliest = _NEVER
+            earliest = LONG_MAX
             for t, exp in self.topic_expiry.items():  # a loop, not a comprehension: no call per Sender iteration
                 if exp <= now_ms:
                     if expired is None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import Protocol
 
+from pykafka_client.config import LONG_MAX
 from pykafka_client.errors import (
     InvalidRecordError,
     KafkaTimeoutError,
@@ -72,8 +73,6 @@ CLUSTER_AUTHORIZATION_FAILED = 31
 TOPIC_AUTHORIZATION_FAILED = 29
 
 _SUCCEEDED = FinalState.SUCCEEDED
-#: the next expiry when no batch is in flight
-_NO_EXPIRY = 2**63 - 1
 #: The attribute that holds :attr:`Sender.wakeup_pending` (set by :meth:`Sender.wakeup`, cleared at the top of
 #: each :meth:`Sender.run_once`): the kernel's send path reads it there, without the property's Python frame, to
 #: skip calling ``wakeup`` per record while it is True (``KafkaProducer``'s ``wake_sender``).
@@ -544,7 +543,7 @@ class Sender:
         # (the in-flight batches first looked at here: while none has expired, the common case, without the call of
         # _expired_in_flight_batches and its copy of the partitions)
         timeout = self.accumulator.delivery_timeout_ms
-        next_expiry = _NO_EXPIRY
+        next_expiry = LONG_MAX
         for in_flight in self.in_flight_batches.values():
             if not in_flight or in_flight[0].created_ms + timeout <= now:
                 expired, next_expiry = self._expired_in_flight_batches(now)
@@ -590,7 +589,7 @@ class Sender:
         left (``2**63 - 1`` when none is)."""
         expired: list[ProducerBatch] = []
         timeout = self.accumulator.delivery_timeout_ms
-        next_expiry = _NO_EXPIRY
+        next_expiry = LONG_MAX
         for tp in list(self.in_flight_batches):
             lst = self.in_flight_batches[tp]
             while lst:
