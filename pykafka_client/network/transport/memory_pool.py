@@ -33,6 +33,7 @@ from __future__ import annotations
 import mmap
 import struct
 import threading
+from dataclasses import dataclass
 from typing import Final, Protocol
 
 from pykafka_client.network.transport.network_receive import (
@@ -42,6 +43,7 @@ from pykafka_client.network.transport.network_receive import (
     check_receive_size,
     frame_buffer,
 )
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkReceive
 
 #: Frames up to this size may use the whole pool; larger ones leave the small-frame reserve alone.
@@ -128,19 +130,21 @@ class SimpleMemoryPool:
         return self._available <= 0
 
 
+@dataclass(eq=False, slots=True)
 class _Release:
-    """Gives a frame's reservation back to the pool once (idempotent)."""
+    """Gives a frame's reservation back to the pool once (idempotent). Made with :data:`_new_release`."""
 
-    __slots__ = ("_pool", "_size")
-
-    def __init__(self, pool: MemoryPool, size: int) -> None:
-        self._pool: MemoryPool | None = pool
-        self._size = size
+    _pool: MemoryPool | None
+    _size: int
 
     def __call__(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None and self._size:
             pool.release(self._size)
+
+
+#: ``_Release(pool, size)`` without its Python ``__init__`` (one a received frame)
+_new_release = positional_new(_Release)
 
 
 class PooledFrameReader(FrameReader):
@@ -212,7 +216,7 @@ class PooledFrameReader(FrameReader):
         receive = super().take_completed()
         if receive is None:
             return None
-        receive.extra = _Release(self._pool, self._reserved)
+        receive.extra = _new_release(self._pool, self._reserved)
         if self._overdraft:
             self._pool.end_overdraft(self)
             self._overdraft = 0

@@ -136,7 +136,7 @@ class FrameReader:
         self._payload = None
         self._payload_read = 0
         self._size = -1
-        return NetworkReceive(source=self.source, payload=payload)
+        return _new_receive(self.source, payload, None)  # (no __init__ frame: one a frame)
 
 
 def _read_into(transport: ReadableTransport, recv_into: Callable[[memoryview], int] | None, view: memoryview) -> int:
