@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 CONNECTION_QUEUE_SIZE: Final = 20
 SASL_HANDSHAKE_KEY: Final = 17
 POLL_TIMEOUT_MS: Final = 300
+#: at most this many frames a round handled from read-ahead bytes of connections answered within the round (without
+#: another poll: see _process_completed_receives); the other connections' I/O waits for the next poll meanwhile
+READ_AHEAD_FRAMES_PER_ROUND: Final = 8
 #: the mute events of every request, read once (an Enum class attribute read goes through EnumType.__getattr__ on
 #: Python 3.11: ~850 instructions)
 _REQUEST_RECEIVED: Final = ChannelMuteEvent.REQUEST_RECEIVED
@@ -82,6 +85,11 @@ class ServerSelector(Protocol):
 
     def unmute_channel(self, channel: KafkaChannel) -> bool:
         """:meth:`unmute` of a channel the caller holds; whether it is unmuted now."""
+        ...
+
+    def read_buffered(self, channel: KafkaChannel) -> bool:
+        """Read the bytes an unmuted channel has buffered as a poll would: its frames join
+        :meth:`completed_receives`; False when it had none."""
         ...
 
     def channel(self, connection_id: str) -> KafkaChannel | None:
@@ -181,6 +189,9 @@ class Processor:
         self._conns: dict[str, _Conn] = {}
         self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
         self._handled_inline = False
+        #: frames read ahead that _response_sent may still add to the completed receives being gone through (0
+        #: outside _process_completed_receives: none)
+        self._read_ahead_budget = 0
         #: True from just before _poll looks at the response queue until its wait is over: while it is False the
         #: thread has not yet looked at the queue for its next wait, so a response appended then needs no wake-up
         self._in_wait = False
@@ -354,18 +365,14 @@ class Processor:
     def _process_completed_receives(self) -> None:
         self._handled_inline = False
         channel_of = self.selector.channel
-        for receive in self.selector.completed_receives():
-            conn = self._conns.get(receive.source)
-            if conn is None:
-                release_frame(receive)
-                continue
-            channel = None if conn.pending else channel_of(conn.connection_id)
-            if conn.pending or (channel is not None and channel.is_muted()):
-                if conn.pending is None:
-                    conn.pending = collections.deque()
-                conn.pending.append(receive)
-                continue
-            self._handle_receive(conn, receive, channel)
+        # The list may grow while it is gone through: the answer of an inline-handled request goes out at once
+        # (below), and when it unmutes its connection the frame read ahead after it joins the list (the selector's
+        # read_buffered, see _response_sent), a bounded number a round: handled in turn, without another poll.
+        self._read_ahead_budget = READ_AHEAD_FRAMES_PER_ROUND
+        try:
+            self._process_receives(channel_of)
+        finally:
+            self._read_ahead_budget = 0
         # frames that waited for an unmute
         for _ in range(len(self._ready)):
             cid = self._ready.popleft()
@@ -380,6 +387,24 @@ class Processor:
         if self._handled_inline:
             # answers of inline-handled requests go out now rather than after another poll round
             self._process_new_responses()
+
+    def _process_receives(self, channel_of: Callable[[str], KafkaChannel | None]) -> None:
+        for receive in self.selector.completed_receives():
+            conn = self._conns.get(receive.source)
+            if conn is None:
+                release_frame(receive)
+                continue
+            channel = None if conn.pending else channel_of(conn.connection_id)
+            if conn.pending or (channel is not None and channel.is_muted()):
+                if conn.pending is None:
+                    conn.pending = collections.deque()
+                conn.pending.append(receive)
+                continue
+            self._handle_receive(conn, receive, channel)
+            if self._response_queue:
+                # an inline-handled request's answer (and any other queued): out now, which may unmute its
+                # connection and read its next frame into this list
+                self._process_new_responses()
 
     def _handle_receive(self, conn: _Conn, receive: NetworkReceive, channel: KafkaChannel | None) -> None:
         """Parse and hand over (or handle inline) a frame of ``conn``; ``channel`` is its open channel as looked up
@@ -531,8 +556,12 @@ class Processor:
                 channel.mute_state = _MUTED  # RESPONSE_SENT's usual transition (ChannelMuteEvent's table)
             else:
                 channel.handle_channel_mute_event(_RESPONSE_SENT)
-            if self.selector.unmute_channel(channel) and conn.pending:
-                self._ready.append(cid)
+            if self.selector.unmute_channel(channel):
+                if conn.pending:
+                    self._ready.append(cid)
+                elif self._read_ahead_budget > 0 and self.selector.read_buffered(channel):
+                    # (only while the completed receives are gone through: the frame joins them)
+                    self._read_ahead_budget -= 1
         except Exception as e:
             log.info("event=unmute_failed connection=%s error=%r", cid, e)
             self._close(cid, "unmute_failed")

@@ -44,6 +44,8 @@ class ScriptedSelector:
         self._sends: list[NetworkSend] = []
         self._receives: list[NetworkReceive] = []
         self._disconnected: dict[str, DisconnectInfo] = {}
+        #: frames a channel has "read ahead": handed out by read_buffered, not by poll
+        self.read_ahead: dict[str, list[NetworkReceive]] = {}
 
     def register(self, connection_id: str, sock: socket.socket) -> None: ...
 
@@ -97,6 +99,14 @@ class ScriptedSelector:
 
     def unmute_channel(self, channel: KafkaChannel) -> bool:
         return channel.maybe_unmute()
+
+    def read_buffered(self, channel: KafkaChannel) -> bool:
+        """As the Selector's: the frames queued in :attr:`read_ahead` for the channel join the completed receives."""
+        frames = self.read_ahead.pop(channel.id, None)
+        if not frames or channel.is_muted():
+            return False
+        self._receives.extend(frames)
+        return True
 
     def close_channel(self, connection_id: str) -> None:
         self.closed.append(connection_id)
