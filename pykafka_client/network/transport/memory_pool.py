@@ -143,8 +143,10 @@ class _Release:
             pool.release(self._size)
 
 
-#: ``_Release(pool, size)`` without its Python ``__init__`` (one a received frame)
+#: ``_Release(pool, size)`` and ``NetworkReceive(source, payload, extra)`` without their Python ``__init__`` (one of
+#: each a received frame)
 _new_release = positional_new(_Release)
+_new_receive = positional_new(NetworkReceive)
 
 
 class PooledFrameReader(FrameReader):
@@ -272,6 +274,37 @@ class ReadAheadFrameReader(PooledFrameReader):
 
     def bytes_pending(self) -> bool:
         return self._size_read > 0 or self._hi > self._lo
+
+    def read_frame(self, transport: ReadableTransport) -> tuple[NetworkReceive | None, int]:
+        """:meth:`FrameReader.read_frame`; a frame whose size and bytes are all in the buffer (the usual case when a
+        producer keeps several requests in flight) is handed out in this one step, with no socket read: the frame,
+        the pool's accounting and the reader's state that :meth:`read_from` and :meth:`take_completed` give."""
+        lo = self._lo
+        ahead = self._ahead
+        if ahead is not None and self._size < 0 and not self._size_read and self._hi - lo > SIZE_LENGTH:
+            size = _SIZE.unpack_from(ahead, lo)[0]
+            start = lo + SIZE_LENGTH
+            end = start + size
+            if 0 < size <= EAGER_FRAME_BYTES and end <= self._hi:
+                check_receive_size(size, self.max_size)
+                large = size > SMALL_FRAME_BYTES
+                if not self._pool.try_allocate(size, large):
+                    # as read_from leaves it: the size taken, the frame waiting for memory
+                    self._size_read = SIZE_LENGTH
+                    self._size = size
+                    self._large = large
+                    self._lo = start
+                    self._waiting = True
+                    return None, 0
+                payload = memoryview(bytearray(ahead[start:end]))  # (the frame's own memory, its bytes copied once)
+                if end == self._hi:
+                    self._ahead = None
+                    self._lo = self._hi = 0
+                else:
+                    self._lo = end
+                self._waiting = False
+                return _new_receive(self.source, payload, _new_release(self._pool, size)), 0
+        return super().read_frame(transport)
 
     def read_from(self, transport: ReadableTransport) -> int:
         """:meth:`FrameReader.read_from` through the buffer: the bytes it returns are those taken from the socket

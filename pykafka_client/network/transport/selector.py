@@ -317,7 +317,7 @@ class Selector:
         cid = channel.id
         if cid not in self._buffered or self._channels.get(cid) is not channel or channel.mute_state is not _NOT_MUTED:
             return False
-        self._poll_channel(channel, 0, self._now_ns())
+        self._poll_channel(channel, _EVENT_READ, self._now_ns())  # (its bytes are buffered: no need to ask again)
         return True
 
     def channel(self, connection_id: str) -> KafkaChannel | None:
