@@ -173,8 +173,7 @@ class RequestChannel:
         self.queue_size = queue_size
         self._request_queue: queue.Queue[BaseRequest] = queue.Queue(maxsize=queue_size)
         self._callback_queue: queue.Queue[CallbackRequest] = queue.Queue(maxsize=queue_size)
-        #: processor id -> the processor (read without the lock: a dict read is atomic)
-        self.processors: dict[int, ResponseSink] = {}
+        self._processors: dict[int, ResponseSink] = {}
         self._lock = threading.Lock()
         self.metrics = metrics
 
@@ -182,13 +181,13 @@ class RequestChannel:
 
     def add_processor(self, processor_id: int, processor: ResponseSink) -> None:
         with self._lock:
-            if processor_id in self.processors:
+            if processor_id in self._processors:
                 raise ValueError(f"processor {processor_id} already registered")
-            self.processors[processor_id] = processor
+            self._processors[processor_id] = processor
 
     def remove_processor(self, processor_id: int) -> None:
         with self._lock:
-            self.processors.pop(processor_id, None)
+            self._processors.pop(processor_id, None)
 
     # --- requests --------------------------------------------------------------------------------
 
@@ -242,6 +241,6 @@ class RequestChannel:
     def send_response(self, response: Response) -> None:
         """Hand a response to the processor that owns the request's connection. If that processor is
         gone (shutdown), the response is dropped."""
-        processor = self.processors.get(response.request.processor_id)  # one dict read: atomic, no lock needed
+        processor = self._processors.get(response.request.processor_id)  # one dict read: atomic, no lock needed
         if processor is not None:
             processor.enqueue_response(response)

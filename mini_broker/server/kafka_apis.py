@@ -291,7 +291,7 @@ class KafkaApis:
             return
         if encoded is not None and len(encoded) == 1:
             # a direct encoder's one frame (a Produce answer) with no quota to record: :meth:`_send_response`'s path
-            # in this frame (no call for the encoding, the size, the completion times)
+            # in this frame (no call for the encoding, the size, the completion times: _mark_complete's lines inlined)
             frame = encoded[0]
             quotas = self.quotas
             if frame.__class__ is bytes and (quotas is None or not quotas.any_active()):
@@ -301,10 +301,7 @@ class KafkaApis:
                 else:
                     request.api_remote_complete_time_ns = now
                 request.response_complete_time_ns = now
-                # (RequestChannel.send_response, inlined: the owning processor, if it is still there)
-                processor = self.channel.processors.get(request.processor_id)
-                if processor is not None:
-                    processor.enqueue_response(SendResponse(request, [frame], len(frame), body, on_complete))
+                self.channel.send_response(SendResponse(request, [frame], len(frame), body, on_complete))
                 return
         self._send_response(request, body, on_complete, encoded)
 
