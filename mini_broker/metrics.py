@@ -14,6 +14,7 @@ Everything is thread-safe; recording is cheap (one lock, a few adds).
 
 from __future__ import annotations
 
+import functools
 import http.server
 import threading
 from collections import deque
@@ -23,6 +24,9 @@ from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import SYSTEM_TIME, Time
 
 Labels = tuple[tuple[str, str], ...]
+#: a completed request's eight times (now, start, dequeued, local end, remote end, completed, response dequeued,
+#: sent) into one API's instruments; False where nothing was recorded (see RequestInstruments.observer)
+RequestObserver = Callable[[int, int, int, int, int, int, int, int], bool]
 
 
 class Counter:
@@ -187,6 +191,16 @@ class RequestInstruments:
         with self._lock:
             self._requests.value += 1
             observe_each(self._times, times_ms)
+
+    def observer(self) -> RequestObserver | None:
+        """The kernel's ``observe_request_times`` of these instruments (called with the eight times of
+        :meth:`record_ns`; False where it declines: then :meth:`record_ns`), None without the kernel."""
+        kernel = _native.kernel
+        if kernel is None:
+            return None
+        observe: RequestObserver = functools.partial(kernel.observe_request_times, self._lock, self._requests,
+                                                     self._times)
+        return observe
 
     def record_ns(self, now: int, start: int, dequeued: int, local_end: int, remote_end: int, completed: int,
                   response_dequeued: int, sent: int) -> None:

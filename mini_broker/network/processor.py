@@ -33,7 +33,7 @@ from mini_broker.network.request_channel import (
 )
 from mini_broker.security.principal_mapping import NoMatchingRuleError
 from mini_broker.security.sasl_authenticator import DelayedAuthFailures, SaslServerSession
-from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, KafkaChannel
+from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, ChannelMuteState, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
@@ -45,10 +45,15 @@ log = logging.getLogger(__name__)
 CONNECTION_QUEUE_SIZE: Final = 20
 SASL_HANDSHAKE_KEY: Final = 17
 POLL_TIMEOUT_MS: Final = 300
+#: at most this many frames a round handled from read-ahead bytes of connections answered within the round (without
+#: another poll: see _process_completed_receives); the other connections' I/O waits for the next poll meanwhile
+READ_AHEAD_FRAMES_PER_ROUND: Final = 8
 #: the mute events of every request, read once (an Enum class attribute read goes through EnumType.__getattr__ on
 #: Python 3.11: ~850 instructions)
 _REQUEST_RECEIVED: Final = ChannelMuteEvent.REQUEST_RECEIVED
 _RESPONSE_SENT: Final = ChannelMuteEvent.RESPONSE_SENT
+_MUTED: Final = ChannelMuteState.MUTED
+_MUTED_AND_RESPONSE_PENDING: Final = ChannelMuteState.MUTED_AND_RESPONSE_PENDING
 
 
 class ServerSelector(Protocol):
@@ -80,6 +85,11 @@ class ServerSelector(Protocol):
 
     def unmute_channel(self, channel: KafkaChannel) -> bool:
         """:meth:`unmute` of a channel the caller holds; whether it is unmuted now."""
+        ...
+
+    def read_buffered(self, channel: KafkaChannel) -> bool:
+        """Read the bytes an unmuted channel has buffered as a poll would: its frames join
+        :meth:`completed_receives`; False when it had none."""
         ...
 
     def channel(self, connection_id: str) -> KafkaChannel | None:
@@ -179,6 +189,9 @@ class Processor:
         self._conns: dict[str, _Conn] = {}
         self._ready: collections.deque[str] = collections.deque()  # conns with pending frames to process
         self._handled_inline = False
+        #: frames read ahead that _response_sent may still add to the completed receives being gone through (0
+        #: outside _process_completed_receives: none)
+        self._read_ahead_budget = 0
         #: True from just before _poll looks at the response queue until its wait is over: while it is False the
         #: thread has not yet looked at the queue for its next wait, so a response appended then needs no wake-up
         self._in_wait = False
@@ -293,41 +306,42 @@ class Processor:
                     pass
 
     def _process_new_responses(self) -> None:
+        """Send (or act on) every queued response, those queued meanwhile too, in order (Kafka's
+        processNewResponses). One frame for the lot: a response is handled in the loop's body."""
         responses = self._response_queue
-        while responses:  # those queued meanwhile too, in order (as Kafka's processNewResponses)
-            self._process_new_response(responses.popleft())
-
-    def _process_new_response(self, resp: Response) -> None:
-        cid = resp.request.context.connection_id
-        try:
-            resp.request.response_dequeue_time_ns = self._now_ns()
-            conn = self._conns.get(cid)
-            if conn is None:
-                log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
-                return
-            if isinstance(resp, SendResponse):
-                if self.selector.send_completing(resp):  # a SendResponse is its own NetworkSend
-                    # written whole at once: complete it now (unmute in this round, not after another poll)
-                    self._send_completed(resp, conn)
+        conns = self._conns
+        while responses:
+            resp = responses.popleft()
+            cid = resp.request.context.connection_id
+            try:
+                resp.request.response_dequeue_time_ns = self._now_ns()
+                conn = conns.get(cid)
+                if conn is None:
+                    log.debug("event=response_dropped reason=connection_closed connection=%s", cid)
+                    continue
+                if resp.__class__ is SendResponse or isinstance(resp, SendResponse):
+                    if self.selector.send_completing(resp):  # a SendResponse is its own NetworkSend
+                        # written whole at once: complete it now (unmute in this round, not after another poll)
+                        self._response_sent(conn, resp)
+                    else:
+                        self._inflight[cid] = resp
+                elif isinstance(resp, NoOpResponse):
+                    self._parser.complete_response_metrics(resp, self._now_ns())
+                    self._response_sent(conn)
+                elif isinstance(resp, CloseConnectionResponse):
+                    self._parser.complete_response_metrics(resp, self._now_ns())
+                    self._close(cid, "close_connection_response")
+                elif isinstance(resp, StartThrottlingResponse):
+                    channel = self.selector.channel(cid)
+                    if channel is not None:
+                        channel.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_STARTED)
+                elif isinstance(resp, EndThrottlingResponse):
+                    self._throttle_ended(conn)
                 else:
-                    self._inflight[cid] = resp
-            elif isinstance(resp, NoOpResponse):
-                self._parser.complete_response_metrics(resp, self._now_ns())
-                self._response_sent(conn)
-            elif isinstance(resp, CloseConnectionResponse):
-                self._parser.complete_response_metrics(resp, self._now_ns())
-                self._close(cid, "close_connection_response")
-            elif isinstance(resp, StartThrottlingResponse):
-                channel = self.selector.channel(cid)
-                if channel is not None:
-                    channel.handle_channel_mute_event(ChannelMuteEvent.THROTTLE_STARTED)
-            elif isinstance(resp, EndThrottlingResponse):
-                self._throttle_ended(conn)
-            else:
-                raise TypeError(f"unknown response type {type(resp).__name__}")
-        except Exception as e:
-            log.warning("event=response_failed connection=%s error=%r", cid, e)
-            self._close(cid, "response_failed")
+                    raise TypeError(f"unknown response type {type(resp).__name__}")
+            except Exception as e:
+                log.warning("event=response_failed connection=%s error=%r", cid, e)
+                self._close(cid, "response_failed")
 
     def _poll(self) -> None:
         # the flag is raised before the queue is looked at (a response appended before the look is seen by it and
@@ -351,18 +365,14 @@ class Processor:
     def _process_completed_receives(self) -> None:
         self._handled_inline = False
         channel_of = self.selector.channel
-        for receive in self.selector.completed_receives():
-            conn = self._conns.get(receive.source)
-            if conn is None:
-                release_frame(receive)
-                continue
-            channel = None if conn.pending else channel_of(conn.connection_id)
-            if conn.pending or (channel is not None and channel.is_muted()):
-                if conn.pending is None:
-                    conn.pending = collections.deque()
-                conn.pending.append(receive)
-                continue
-            self._handle_receive(conn, receive, channel)
+        # The list may grow while it is gone through: the answer of an inline-handled request goes out at once
+        # (below), and when it unmutes its connection the frame read ahead after it joins the list (the selector's
+        # read_buffered, see _response_sent), a bounded number a round: handled in turn, without another poll.
+        self._read_ahead_budget = READ_AHEAD_FRAMES_PER_ROUND
+        try:
+            self._process_receives(channel_of)
+        finally:
+            self._read_ahead_budget = 0
         # frames that waited for an unmute
         for _ in range(len(self._ready)):
             cid = self._ready.popleft()
@@ -377,6 +387,24 @@ class Processor:
         if self._handled_inline:
             # answers of inline-handled requests go out now rather than after another poll round
             self._process_new_responses()
+
+    def _process_receives(self, channel_of: Callable[[str], KafkaChannel | None]) -> None:
+        for receive in self.selector.completed_receives():
+            conn = self._conns.get(receive.source)
+            if conn is None:
+                release_frame(receive)
+                continue
+            channel = None if conn.pending else channel_of(conn.connection_id)
+            if conn.pending or (channel is not None and channel.is_muted()):
+                if conn.pending is None:
+                    conn.pending = collections.deque()
+                conn.pending.append(receive)
+                continue
+            self._handle_receive(conn, receive, channel)
+            if self._response_queue:
+                # an inline-handled request's answer (and any other queued): out now, which may unmute its
+                # connection and read its next frame into this list
+                self._process_new_responses()
 
     def _handle_receive(self, conn: _Conn, receive: NetworkReceive, channel: KafkaChannel | None) -> None:
         """Parse and hand over (or handle inline) a frame of ``conn``; ``channel`` is its open channel as looked up
@@ -410,9 +438,21 @@ class Processor:
             self._close(cid, "principal_not_mapped")
             return
         self.selector.mute_channel(channel)
-        channel.handle_channel_mute_event(_REQUEST_RECEIVED)
+        if channel.mute_state is _MUTED:
+            channel.mute_state = _MUTED_AND_RESPONSE_PENDING  # REQUEST_RECEIVED's transition (no call: one a request)
+        else:
+            channel.handle_channel_mute_event(_REQUEST_RECEIVED)  # raises for a state it is invalid in
         if self._parser.handles_inline(request):
-            self._handle_inline(request)
+            # handled on this thread (what a handler thread would do; no frame of its own): its answer is queued here
+            self._handled_inline = True
+            request.request_dequeue_time_ns = self._now_ns()
+            try:
+                self._parser.handle(request)
+            except Exception:
+                log.exception("event=request_failed api_key=%s api_version=%s correlation_id=%s connection=%s",
+                              request.context.api_key, request.context.api_version, request.context.correlation_id,
+                              cid)
+                self.enqueue_response(CloseConnectionResponse(request))
             return
         while self._running:
             try:
@@ -472,35 +512,11 @@ class Processor:
                 auth.send_failure_response(channel.transport)
             self._close(cid, "authentication_failed")
 
-    def _handle_inline(self, request: Request) -> None:
-        """Handle ``request`` on this thread (what a handler thread would do); its answer is queued here."""
-        self._handled_inline = True
-        request.request_dequeue_time_ns = self._now_ns()
-        try:
-            self._parser.handle(request)
-        except Exception:
-            log.exception("event=request_failed api_key=%s api_version=%s correlation_id=%s connection=%s",
-                          request.context.api_key, request.context.api_version, request.context.correlation_id,
-                          request.connection_id)
-            self.enqueue_response(CloseConnectionResponse(request))
-
     def _process_completed_sends(self) -> None:
         for send in self.selector.completed_sends():
             resp = self._inflight.pop(send.destination, None)
-            if resp is None:
-                continue
-            self._send_completed(resp, self._conns.get(send.destination))
-
-    def _send_completed(self, resp: SendResponse, conn: _Conn | None) -> None:
-        """A response went out whole: its metrics and callback, then RESPONSE_SENT (and an unmute)."""
-        try:
-            self._parser.complete_response_metrics(resp, self._now_ns())
-            if resp.on_complete is not None:
-                resp.on_complete()
-        except Exception as e:
-            log.warning("event=send_completion_failed connection=%s error=%r", resp.destination, e)
-        if conn is not None:
-            self._response_sent(conn)
+            if resp is not None:
+                self._response_sent(self._conns.get(send.destination), resp)
 
     def _throttle_ended(self, conn: _Conn) -> None:
         """``THROTTLE_ENDED``, then unmute if the response has gone out (Kafka ``tryUnmuteChannel``)."""
@@ -514,9 +530,20 @@ class Processor:
         if self.selector.unmute_channel(channel) and conn.pending:
             self._ready.append(conn.connection_id)
 
-    def _response_sent(self, conn: _Conn) -> None:
-        """``RESPONSE_SENT`` to the channel's mute machine, then unmute if it allows (Kafka
-        ``tryUnmuteChannel``); frames that waited are processed next."""
+    def _response_sent(self, conn: _Conn | None, sent: SendResponse | None = None) -> None:
+        """The response of ``conn``'s request is done (``sent``: it went out whole; its metrics and callback
+        first; ``conn`` None: closed meanwhile, nothing more): ``RESPONSE_SENT`` to the channel's mute machine, then
+        unmute if it allows (Kafka ``tryUnmuteChannel``); frames that waited are processed next. (The usual case
+        in this one frame: the metrics, the mute transition and the unmute without calls of their own.)"""
+        if sent is not None:
+            try:
+                self._parser.complete_response_metrics(sent, self._now_ns())
+                if sent.on_complete is not None:
+                    sent.on_complete()
+            except Exception as e:
+                log.warning("event=send_completion_failed connection=%s error=%r", sent.destination, e)
+        if conn is None:
+            return
         cid = conn.connection_id
         release, conn.inflight_release = conn.inflight_release, None
         if release is not None:
@@ -525,8 +552,16 @@ class Processor:
         if channel is None:
             return
         try:
-            channel.handle_channel_mute_event(_RESPONSE_SENT)
-            self._try_unmute(conn, channel)
+            if channel.mute_state is _MUTED_AND_RESPONSE_PENDING:
+                channel.mute_state = _MUTED  # RESPONSE_SENT's usual transition (ChannelMuteEvent's table)
+            else:
+                channel.handle_channel_mute_event(_RESPONSE_SENT)
+            if self.selector.unmute_channel(channel):
+                if conn.pending:
+                    self._ready.append(cid)
+                elif self._read_ahead_budget > 0 and self.selector.read_buffered(channel):
+                    # (only while the completed receives are gone through: the frame joins them)
+                    self._read_ahead_budget -= 1
         except Exception as e:
             log.info("event=unmute_failed connection=%s error=%r", cid, e)
             self._close(cid, "unmute_failed")

@@ -38,11 +38,12 @@ from pykafka_client.errors import MessageDecodeError, UnknownApiKeyError, Unsupp
 from pykafka_client.protocol import headers
 from pykafka_client.protocol.api_keys import REQUESTS, ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, RequestHeader
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.types import Chunk, Message, Reader
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
 if TYPE_CHECKING:
-    from mini_broker.metrics import BrokerMetrics, RequestInstruments
+    from mini_broker.metrics import BrokerMetrics, RequestInstruments, RequestObserver
     from mini_broker.quota.quota_manager import QuotaManagers
     from mini_broker.server.context import BrokerContext
 
@@ -57,6 +58,17 @@ UNSUPPORTED_VERSION_CODE = 35
 
 Handler = Callable[["KafkaApis", Request], object]
 RequestReader = Callable[[memoryview, int], "tuple[str | None, Message] | None"]
+#: a compiled reader of a :data:`RequestReader`'s frames, called as ``read(payload, version, argument)`` (no Python
+#: frame), with its argument; it returns what the reader returns or None where it declines (then the reader runs)
+NativeRead = Callable[[memoryview, int, object], "tuple[str | None, Message] | None"]
+NativeReader = tuple[NativeRead, object]
+#: RequestReader -> a function giving its NativeReader when the kernel is loaded (else None): see native_reader
+_NATIVE_READERS: dict[RequestReader, Callable[[], NativeReader | None]] = {}
+
+
+def native_reader(reader: RequestReader, native: Callable[[], NativeReader | None]) -> None:
+    """Register ``native`` as the way to ``reader``'s compiled reader: the parse plans call it directly."""
+    _NATIVE_READERS[reader] = native
 
 
 class ResponseGate(Protocol):
@@ -126,13 +138,15 @@ class KafkaApis:
         self._broker = broker
         self.metrics = metrics
         #: api key -> (the metrics they belong to, the API's request instruments): see complete_response_metrics
-        self._request_instruments: dict[int, tuple[BrokerMetrics, RequestInstruments]] = {}
+        self._request_instruments: dict[int, tuple[BrokerMetrics, RequestInstruments, RequestObserver | None]] = {}
         self.time = time
         self._now_ns = nanoseconds_clock(time)  # a request's completion times (the C clock for the system time)
         # per-request lookups done once: request classes by key (the parse plans below: spec and header version)
         self._request_classes: dict[int, type[Message]] = {k: REQUESTS[s.api_key] for k, s in self.specs.items()}
-        #: (api key << 16 | version's 16 bits) -> (spec, request header version), for the enabled pairs seen
-        self._parse_plans: dict[int, tuple[ApiSpec, int]] = {}
+        #: (api key << 16 | version's 16 bits) -> (spec, request header version, the spec's reader's compiled reader
+        #: and its argument, or None, None), for the enabled pairs seen
+        self._parse_plans: dict[int, tuple[ApiSpec, int, NativeRead | None,
+                                           object]] = {}
         #: api keys the processors answer on their own thread (see :data:`INLINE_API_KEYS`)
         self.inline_api_keys: frozenset[int] = frozenset(k for k in inline_api_keys if k in self.specs)
         #: non-transactional Produce handled on the network thread too (set by a single broker, whose appends wait
@@ -173,13 +187,18 @@ class KafkaApis:
                 ctx = RequestContext(api_key, api_version, correlation_id, None, connection_id, client_address,
                                      listener_name, header_version=1)
                 return Request(processor_id, ctx, UNSUPPORTED_API_VERSIONS, len(payload), start_time_ns)
-        spec, header_version = plan
+        spec, header_version, native, native_argument = plan
         # Like Kafka's RequestContext.parseRequest: the body is read field by field and trailing bytes are
         # ignored (librdkafka sends some on Metadata v12), so the strict decode_request is not used here.
         # One Reader for header and body.
         read_request = spec.read_request
         if read_request is not None:
-            parsed = read_request(payload, api_version)
+            # (the compiled reader first, without the reader's frame; where it declines, the reader)
+            # (the kernel still on: a test may switch it off after the plan was made)
+            parsed = (native(payload, api_version, native_argument) if native is not None and _native.kernel is not None
+                      else None)
+            if parsed is None:
+                parsed = read_request(payload, api_version)
             if parsed is not None:
                 # (every field positional, the defaults spelled out: no __init__ frame, no keyword dict)
                 ctx = new_request_context(api_key, api_version, correlation_id, parsed[0], connection_id,
@@ -195,7 +214,8 @@ class KafkaApis:
                                   listener_name, header_version, ANONYMOUS_PRINCIPAL)
         return new_request(processor_id, ctx, body, len(payload), start_time_ns, -1, -1, -1, -1, -1)
 
-    def _parse_plan(self, api_key: int, api_version: int) -> tuple[ApiSpec, int] | None:
+    def _parse_plan(self, api_key: int, api_version: int) -> tuple[
+            ApiSpec, int, NativeRead | None, object] | None:
         """The enabled API's spec and the request header version at ``api_version`` (kept for the next request of
         the pair); raises for an unknown or disabled key and a version outside the enabled range, except an
         ApiVersions too new (KIP-511): None."""
@@ -207,8 +227,10 @@ class KafkaApis:
                 return None
             raise UnsupportedVersionError(f"{spec.name} version {api_version} is not enabled "
                                           f"(supported {spec.min_version}-{spec.max_version})")
+        native_of = _NATIVE_READERS.get(spec.read_request) if spec.read_request is not None else None
+        native = native_of() if native_of is not None else None
         plan = self._parse_plans[api_key << 16 | api_version & 0xFFFF] = (
-            spec, headers.request_header_version(api_key, api_version))
+            spec, headers.request_header_version(api_key, api_version), *(native or (None, None)))
         return plan
 
     def handles_inline(self, request: Request) -> bool:
@@ -267,6 +289,20 @@ class KafkaApis:
         if gate is not None and request.context.api_key in gate.api_keys:
             gate.hold(request, body, lambda: self._send_response(request, body, on_complete))
             return
+        if encoded is not None and len(encoded) == 1:
+            # a direct encoder's one frame (a Produce answer) with no quota to record: :meth:`_send_response`'s path
+            # in this frame (no call for the encoding, the size, the completion times: _mark_complete's lines inlined)
+            frame = encoded[0]
+            quotas = self.quotas
+            if frame.__class__ is bytes and (quotas is None or not quotas.any_active()):
+                now = self._now_ns()
+                if request.api_local_complete_time_ns < 0:
+                    request.api_local_complete_time_ns = now
+                else:
+                    request.api_remote_complete_time_ns = now
+                request.response_complete_time_ns = now
+                self.channel.send_response(SendResponse(request, [frame], len(frame), body, on_complete))
+                return
         self._send_response(request, body, on_complete, encoded)
 
     def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None,
@@ -378,12 +414,15 @@ class KafkaApis:
         # no frame of its own per request)
         instruments = self._request_instruments.get(ctx.api_key)
         if instruments is None or instruments[0] is not metrics:
-            instruments = self._request_instruments[ctx.api_key] = (
-                metrics, metrics.request_instruments(_api_name(ctx.api_key)))
+            made = metrics.request_instruments(_api_name(ctx.api_key))
+            instruments = self._request_instruments[ctx.api_key] = (metrics, made, made.observer())
         # a response that wrote nothing has no send time
-        instruments[1].record_ns(now_ns, r.start_time_ns, r.request_dequeue_time_ns, r.api_local_complete_time_ns,
-                                 r.api_remote_complete_time_ns, r.response_complete_time_ns,
-                                 r.response_dequeue_time_ns, now_ns if isinstance(response, SendResponse) else -1)
+        times = (now_ns, r.start_time_ns, r.request_dequeue_time_ns, r.api_local_complete_time_ns,
+                 r.api_remote_complete_time_ns, r.response_complete_time_ns, r.response_dequeue_time_ns,
+                 now_ns if isinstance(response, SendResponse) else -1)
+        observe = instruments[2]
+        if observe is None or not observe(*times):  # (the kernel's, no frame of its own; else or where it declines:)
+            instruments[1].record_ns(*times)
 
 
 def fit_to_version(msg: Message, version: int) -> None:

@@ -21,7 +21,9 @@ the caller reads the frame with the generated reader, which raises the same erro
 from __future__ import annotations
 
 import struct
+from typing import cast
 
+from mini_broker.server.kafka_apis import NativeRead, NativeReader, native_reader
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.types import Chunk, Writer
@@ -248,6 +250,15 @@ def read_produce_request(payload: memoryview, version: int) -> tuple[str | None,
         return _read(payload, version)
     except (_NotTaken, struct.error, UnicodeDecodeError):
         return None
+
+
+def _native_read_produce_request() -> NativeReader | None:
+    """The kernel's reader and its argument (what :func:`read_produce_request` calls first), None without it."""
+    kernel = _native.kernel
+    return None if kernel is None else (cast("NativeRead", kernel.read_produce_request), ProduceRequest)
+
+
+native_reader(read_produce_request, _native_read_produce_request)
 
 
 def _read(buf: memoryview, version: int) -> tuple[str | None, ProduceRequest]:

@@ -352,13 +352,13 @@ class KafkaChannel:
             return frames, n
         receives: list[NetworkReceive] = []
         total = 0
+        read_frame = self._reader.read_frame
         while True:
-            n = self._reader.read_from(self.transport)
+            receive, n = read_frame(self.transport)
             if n < 0:
                 raise PeerClosedError(f"connection {self.id} closed by the peer")
             total += n
             self.bytes_received += n
-            receive = self._reader.take_completed()
             if receive is not None:
                 receives.append(receive)
                 if len(receives) >= max_receives:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import mmap
 import struct
 import threading
+from dataclasses import dataclass
 from typing import Final, Protocol
 
 from pykafka_client.network.transport.network_receive import (
@@ -42,6 +43,7 @@ from pykafka_client.network.transport.network_receive import (
     check_receive_size,
     frame_buffer,
 )
+from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkReceive
 
 #: Frames up to this size may use the whole pool; larger ones leave the small-frame reserve alone.
@@ -128,19 +130,23 @@ class SimpleMemoryPool:
         return self._available <= 0
 
 
+@dataclass(eq=False, slots=True)
 class _Release:
-    """Gives a frame's reservation back to the pool once (idempotent)."""
+    """Gives a frame's reservation back to the pool once (idempotent). Made with :data:`_new_release`."""
 
-    __slots__ = ("_pool", "_size")
-
-    def __init__(self, pool: MemoryPool, size: int) -> None:
-        self._pool: MemoryPool | None = pool
-        self._size = size
+    _pool: MemoryPool | None
+    _size: int
 
     def __call__(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None and self._size:
             pool.release(self._size)
+
+
+#: ``_Release(pool, size)`` and ``NetworkReceive(source, payload, extra)`` without their Python ``__init__`` (one of
+#: each a received frame)
+_new_release = positional_new(_Release)
+_new_receive = positional_new(NetworkReceive)
 
 
 class PooledFrameReader(FrameReader):
@@ -212,7 +218,7 @@ class PooledFrameReader(FrameReader):
         receive = super().take_completed()
         if receive is None:
             return None
-        receive.extra = _Release(self._pool, self._reserved)
+        receive.extra = _new_release(self._pool, self._reserved)
         if self._overdraft:
             self._pool.end_overdraft(self)
             self._overdraft = 0
@@ -268,6 +274,37 @@ class ReadAheadFrameReader(PooledFrameReader):
 
     def bytes_pending(self) -> bool:
         return self._size_read > 0 or self._hi > self._lo
+
+    def read_frame(self, transport: ReadableTransport) -> tuple[NetworkReceive | None, int]:
+        """:meth:`FrameReader.read_frame`; a frame whose size and bytes are all in the buffer (the usual case when a
+        producer keeps several requests in flight) is handed out in this one step, with no socket read: the frame,
+        the pool's accounting and the reader's state that :meth:`read_from` and :meth:`take_completed` give."""
+        lo = self._lo
+        ahead = self._ahead
+        if ahead is not None and self._size < 0 and not self._size_read and self._hi - lo > SIZE_LENGTH:
+            size = _SIZE.unpack_from(ahead, lo)[0]
+            start = lo + SIZE_LENGTH
+            end = start + size
+            if 0 < size <= EAGER_FRAME_BYTES and end <= self._hi:
+                check_receive_size(size, self.max_size)
+                large = size > SMALL_FRAME_BYTES
+                if not self._pool.try_allocate(size, large):
+                    # as read_from leaves it: the size taken, the frame waiting for memory
+                    self._size_read = SIZE_LENGTH
+                    self._size = size
+                    self._large = large
+                    self._lo = start
+                    self._waiting = True
+                    return None, 0
+                payload = memoryview(bytearray(ahead[start:end]))  # (the frame's own memory, its bytes copied once)
+                if end == self._hi:
+                    self._ahead = None
+                    self._lo = self._hi = 0
+                else:
+                    self._lo = end
+                self._waiting = False
+                return _new_receive(self.source, payload, _new_release(self._pool, size)), 0
+        return super().read_frame(transport)
 
     def read_from(self, transport: ReadableTransport) -> int:
         """:meth:`FrameReader.read_from` through the buffer: the bytes it returns are those taken from the socket

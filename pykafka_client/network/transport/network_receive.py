@@ -127,6 +127,12 @@ class FrameReader:
             raise AssertionError("take() called before the frame was complete")
         return receive
 
+    def read_frame(self, transport: ReadableTransport) -> tuple[NetworkReceive | None, int]:
+        """:meth:`read_from` then :meth:`take_completed` in one step: (the frame if it is complete now, else None; the
+        bytes read, -1 at end of stream). Raises as :meth:`read_from`."""
+        n = self.read_from(transport)
+        return (None, -1) if n < 0 else (self.take_completed(), n)
+
     def take_completed(self) -> NetworkReceive | None:
         """:meth:`take` once the frame is complete, None before (one step for a caller that reads and takes)."""
         if not self.complete():
@@ -136,7 +142,7 @@ class FrameReader:
         self._payload = None
         self._payload_read = 0
         self._size = -1
-        return NetworkReceive(source=self.source, payload=payload)
+        return _new_receive(self.source, payload, None)  # (no __init__ frame: one a frame)
 
 
 def _read_into(transport: ReadableTransport, recv_into: Callable[[memoryview], int] | None, view: memoryview) -> int:

@@ -308,6 +308,18 @@ class Selector:
         # up to date now, whatever a mute since the last poll left behind (see mute_channel)
         self._interest_stale.discard(channel.id)
 
+    def read_buffered(self, channel: KafkaChannel) -> bool:
+        """Read now what the next :meth:`poll` would read of an open, unmuted ``channel`` for the bytes it has buffered
+        (a broker Processor that has just answered and unmuted it: the frame after, already read ahead, is handled
+        in the same round rather than after another poll). Its frames are appended to :meth:`completed_receives`
+        (the list the caller is going through), a failure reported by :meth:`disconnected` as a poll's. False when
+        the channel has no bytes buffered (nothing done)."""
+        cid = channel.id
+        if cid not in self._buffered or self._channels.get(cid) is not channel or channel.mute_state is not _NOT_MUTED:
+            return False
+        self._poll_channel(channel, _EVENT_READ, self._now_ns())  # (its bytes are buffered: no need to ask again)
+        return True
+
     def channel(self, connection_id: str) -> KafkaChannel | None:
         """The open channel for ``connection_id`` (e.g. for the broker's mute state events)."""
         return self._channels.get(connection_id)

@@ -9,7 +9,7 @@ import pytest
 
 from mini_broker.config import KafkaConfig
 from mini_broker.network.connection_quotas import ConnectionQuotas, TooManyConnectionsError
-from mini_broker.network.processor import Processor, _Conn
+from mini_broker.network.processor import READ_AHEAD_FRAMES_PER_ROUND, Processor, _Conn
 from mini_broker.network.request_channel import (
     CloseConnectionResponse,
     EndThrottlingResponse,
@@ -44,6 +44,8 @@ class ScriptedSelector:
         self._sends: list[NetworkSend] = []
         self._receives: list[NetworkReceive] = []
         self._disconnected: dict[str, DisconnectInfo] = {}
+        #: frames a channel has "read ahead": handed out by read_buffered, not by poll
+        self.read_ahead: dict[str, list[NetworkReceive]] = {}
 
     def register(self, connection_id: str, sock: socket.socket) -> None: ...
 
@@ -75,6 +77,10 @@ class ScriptedSelector:
         self._sends = list(self.sent)
         self.sent.clear()
         self._receives, self.to_receive = self.to_receive, []
+        for cid, frames in self.read_ahead.items():  # a frame read ahead of an unmuted channel, as the Selector's
+            channel = self.channels.get(cid)
+            if frames and channel is not None and not channel.is_muted() and all(r.source != cid for r in self._receives):
+                self._receives.append(frames.pop(0))
         self._disconnected, self.to_disconnect = self.to_disconnect, {}
 
     def completed_sends(self) -> list[NetworkSend]:
@@ -97,6 +103,14 @@ class ScriptedSelector:
 
     def unmute_channel(self, channel: KafkaChannel) -> bool:
         return channel.maybe_unmute()
+
+    def read_buffered(self, channel: KafkaChannel) -> bool:
+        """As the Selector's: the frames queued in :attr:`read_ahead` for the channel join the completed receives."""
+        frames = self.read_ahead.get(channel.id)
+        if not frames or channel.is_muted():
+            return False
+        self._receives.append(frames.pop(0))  # one frame a read, as the Selector's (one receive a poll)
+        return True
 
     def close_channel(self, connection_id: str) -> None:
         self.closed.append(connection_id)
@@ -478,3 +492,76 @@ def test_a_response_from_another_thread_during_the_wait_wakes_it() -> None:
     sel.during_wait = [respond_from_another_thread]
     proc._poll()
     assert sel.wakeups == 1 and not proc._in_wait
+
+
+class InlineParser(Parser):
+    """Handles every request on the network thread, answering it with its body upper-cased."""
+
+    def __init__(self, channel: RequestChannel) -> None:
+        self.channel = channel
+        self.handled: list[bytes] = []
+
+    def handles_inline(self, request: Request) -> bool:
+        return True
+
+    def handle(self, request: Request) -> None:
+        assert isinstance(request.body, bytes)
+        self.handled.append(request.body)
+        respond(self.channel, request, request.body.upper())
+
+
+def _make_inline() -> tuple[Processor, ScriptedSelector, InlineParser]:
+    proc, sel, channel, _ = make()
+    parser = proc._parser = InlineParser(channel)
+    sel.complete_at_once = True
+    return proc, sel, parser
+
+
+def test_frames_read_ahead_after_an_inline_answer_are_handled_in_the_same_round() -> None:
+    """An inline-handled request's answer goes out at once and unmutes the connection; the frames read ahead after
+    it are then handled in the same round, in order, one in flight at a time (each answered before the next is
+    read), without another poll."""
+    proc, sel, parser = _make_inline()
+    polls = 0
+    poll = sel.poll
+
+    def counting_poll(timeout_ms: int) -> None:
+        nonlocal polls
+        polls += 1
+        poll(timeout_ms)
+
+    sel.poll = counting_poll  # type: ignore[method-assign]
+    sel.to_receive = [rcv(b"a")]
+    sel.read_ahead["c1"] = [rcv(b"b"), rcv(b"c")]
+    step(proc)
+    assert polls == 1 and parser.handled == [b"a", b"b", b"c"]
+    assert [s.buffers for s in sel.written_at_once] == [[b"A"], [b"B"], [b"C"]]
+    assert sel.channels["c1"].mute_state is ChannelMuteState.NOT_MUTED and proc._read_ahead_budget == 0
+
+
+def test_frames_read_ahead_in_a_round_are_bounded() -> None:
+    """At most READ_AHEAD_FRAMES_PER_ROUND frames read ahead are handled in a round (the other connections' I/O
+    waits for the next poll meanwhile); the rest wait for the next rounds."""
+    proc, sel, parser = _make_inline()
+    frames = [bytes([0x61 + i]) for i in range(READ_AHEAD_FRAMES_PER_ROUND + 3)]
+    sel.to_receive = [rcv(b"0")]
+    sel.read_ahead["c1"] = [rcv(f) for f in frames]
+    step(proc)
+    assert parser.handled == [b"0", *frames[:READ_AHEAD_FRAMES_PER_ROUND]]
+    step(proc)  # the next poll hands out the next frame read ahead, then the rest in that round
+    assert parser.handled == [b"0", *frames]
+
+
+def test_no_frame_is_read_ahead_while_the_answer_is_not_out() -> None:
+    """An answer the optimistic write did not finish keeps the connection muted: nothing is read ahead until its
+    send completes (one request in flight), nor outside the pass over the completed receives."""
+    proc, sel, parser = _make_inline()
+    sel.complete_at_once = False
+    sel.to_receive = [rcv(b"a")]
+    sel.read_ahead["c1"] = [rcv(b"b")]
+    step(proc)
+    assert parser.handled == [b"a"] and sel.read_ahead["c1"] != []
+    step(proc)  # the send completes in this round's poll: unmuted after the pass over the receives
+    assert parser.handled == [b"a"] and sel.channels["c1"].mute_state is ChannelMuteState.NOT_MUTED
+    step(proc)  # the next poll hands it out
+    assert parser.handled == [b"a", b"b"]

@@ -297,3 +297,103 @@ def test_a_poll_with_frames_read_ahead_skips_the_os_wait_if_the_poll_before_wait
         sel.close()
         peer.close()
         other_peer.close()
+
+
+def test_read_buffered_hands_out_a_frame_read_ahead_into_the_polls_receives() -> None:
+    """``read_buffered`` (a broker Processor that answered and unmuted a connection within its round) reads what the
+    next poll would for the channel's buffered bytes: one frame, appended to the list ``completed_receives`` gave;
+    nothing for a muted channel nor for one with no bytes buffered; a closed peer is reported as a poll's."""
+    sel = _server_selector()
+    ours, peer = socket.socketpair()
+    try:
+        sel.register("a", ours)
+        peer.sendall(frame(b"one") + frame(b"two") + frame(b"three"))
+        sel.poll(0)
+        receives = sel.completed_receives()
+        assert [bytes(r.payload) for r in receives] == [b"one"]
+        channel = sel.channel("a")
+        assert channel is not None
+        sel.mute("a")
+        assert not sel.read_buffered(channel)  # muted: nothing read
+        sel.unmute("a")
+        assert sel.read_buffered(channel)
+        assert sel.completed_receives() is receives and [bytes(r.payload) for r in receives] == [b"one", b"two"]
+        assert sel.read_buffered(channel)
+        assert [bytes(r.payload) for r in receives] == [b"one", b"two", b"three"]
+        assert not sel.read_buffered(channel)  # nothing buffered any more (the socket is not read)
+        assert len(receives) == 3 and sel.disconnected() == {}
+        peer.sendall(frame(b"four")[:2])
+        peer.close()
+        sel.poll(0)  # part of a size, then the end of the stream
+        assert sel.completed_receives() == [] and "a" in sel.disconnected()
+    finally:
+        sel.close()
+        peer.close()
+
+
+def _reader_state(reader: ReadAheadFrameReader, pool: SimpleMemoryPool) -> tuple[object, ...]:
+    return (reader._size, reader._size_read, reader._payload_read, reader._allowed, reader._reserved,
+            reader._waiting, reader._large, reader._lo, reader._hi, reader._ahead is None, pool.used,
+            pool.refused_total)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    payloads=st.lists(st.binary(max_size=300), max_size=8),
+    steps=st.lists(st.integers(min_value=0, max_value=400), max_size=40),
+    buffer_size=st.sampled_from([4, 5, 9, 64, 301, READ_AHEAD_BYTES]),
+    capacity=st.sampled_from([1, 100, 400, 1 << 20]),
+    release_after=st.lists(st.booleans(), max_size=50),
+)
+def test_read_frame_is_read_from_then_take_completed(
+    payloads: list[bytes], steps: list[int], buffer_size: int, capacity: int, release_after: list[bool]
+) -> None:
+    """``read_frame`` (its one-step path for a frame all in the buffer, else the two calls) against ``read_from`` then
+    ``take_completed``, call after call on the same bytes in the same pieces, with a pool that may refuse (frames
+    released or kept as the draw says): the same frames, bytes read, pool accounting and reader state."""
+    data = b"".join(frame(p) for p in payloads)
+    pools = SimpleMemoryPool(capacity), SimpleMemoryPool(capacity)
+    readers = ReadAheadFrameReader("c", 1000, pools[0], buffer_size), ReadAheadFrameReader("c", 1000, pools[1], buffer_size)
+    sources = Chunked(data, steps), Chunked(data, steps)
+    kept: list[list[object]] = [[], []]
+    releases = iter(release_after)
+    for _ in range(200):
+        receive_a, n_a = readers[0].read_frame(sources[0])
+        n_b = readers[1].read_from(sources[1])
+        receive_b = readers[1].take_completed() if n_b >= 0 else None
+        assert n_a == n_b
+        assert (receive_a is None) == (receive_b is None)
+        release = next(releases, True)
+        for receive, keep in ((receive_a, kept[0]), (receive_b, kept[1])):
+            if receive is not None:
+                assert callable(receive.extra)
+                if release:
+                    receive.extra()
+                else:
+                    keep.append(receive.extra)
+        if receive_a is not None and receive_b is not None:
+            assert bytes(receive_a.payload) == bytes(receive_b.payload) and receive_a.source == receive_b.source
+            assert type(receive_a.payload) is memoryview and receive_a.payload.readonly == receive_b.payload.readonly
+        assert _reader_state(readers[0], pools[0]) == _reader_state(readers[1], pools[1])
+        if n_a < 0:
+            break
+        if readers[0].waiting_for_memory():  # (the pool has no room: give the frames kept back, as answers would)
+            for k in kept:
+                for give_back in k:
+                    give_back()  # type: ignore[operator]
+                k.clear()
+
+
+def test_read_frame_hands_out_the_frames_in_the_buffer_without_a_read() -> None:
+    payloads = [b"a" * 100, b"b" * 16_400, b"c" * 7]
+    t = Chunked(b"".join(frame(p) for p in payloads))
+    pool = SimpleMemoryPool(1 << 20)
+    reader = ReadAheadFrameReader("c", 1 << 20, pool)
+    got = []
+    for _ in payloads:
+        receive, n = reader.read_frame(t)
+        assert receive is not None and pool.used == len(receive.payload)
+        got.append((bytes(receive.payload), n))
+        receive.extra()  # type: ignore[misc]
+    assert got == [(payloads[0], len(t.data)), (payloads[1], 0), (payloads[2], 0)] and t.reads == 1
+    assert not reader.has_bytes_ahead() and pool.used == 0
