@@ -1958,6 +1958,27 @@ static inline Py_ssize_t sb_varint_size(int64_t v)
     return sb_uvarint_size(zigzag(v));
 }
 
+/* wr_varint of an already zigzagged value, its one- and two-byte cases (nearly every size, count and delta of a
+ * record) without the loop */
+static inline __attribute__((always_inline)) uint8_t *sb_put_uvarint(uint8_t *q, uint64_t u)
+{
+    if (u < 0x80) {
+        *q = (uint8_t)u;
+        return q + 1;
+    }
+    if (u < 0x4000) {
+        q[0] = (uint8_t)(u | 0x80);
+        q[1] = (uint8_t)(u >> 7);
+        return q + 2;
+    }
+    while (u >= 0x80) {
+        *q++ = (uint8_t)((u & 0x7F) | 0x80);
+        u >>= 7;
+    }
+    *q++ = (uint8_t)u;
+    return q;
+}
+
 /* A nullable bytes field (length varint, then the bytes; -1 for null) at q; returns the end. */
 static inline __attribute__((always_inline)) uint8_t *sb_put_bytes(uint8_t *q, PyObject *o, Py_ssize_t n)
 {
@@ -1965,7 +1986,7 @@ static inline __attribute__((always_inline)) uint8_t *sb_put_bytes(uint8_t *q, P
         *q++ = 1; /* zigzag(-1) */
         return q;
     }
-    q = wr_varint(q, n);
+    q = sb_put_uvarint(q, (uint64_t)n << 1);
     memcpy(q, PyBytes_AS_STRING(o), (size_t)n);
     return q + n;
 }
@@ -2035,21 +2056,23 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
         int64_t rs = sb_uvarint_size((uint64_t)body << 1) + body;
         if (count > 0 && size + rs > limit)
             break;
-        if (count >= INT32_MAX - 1 || rs > PENDING_MAX_BYTES - p->len) {
-            rc = 1;
-            break;
-        }
         if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
+            /* (within the room already there, neither limit can be reached: cap <= PENDING_MAX_BYTES, and every
+             * record takes at least 7 bytes of it) */
+            if (count >= INT32_MAX - 1 || rs > PENDING_MAX_BYTES - p->len) {
+                rc = 1;
+                break;
+            }
             if (pending_reserve(p, rs) < 0) {
                 rc = -1;
                 break;
             }
         }
         uint8_t *q = p->buf + p->len;
-        q = wr_varint(q, body);
+        q = sb_put_uvarint(q, (uint64_t)body << 1);
         *q++ = 0;
-        q = wr_varint(q, td);
-        q = wr_varint(q, count);
+        q = sb_put_uvarint(q, zigzag(td));
+        q = sb_put_uvarint(q, (uint64_t)count << 1);
         q = sb_put_bytes(q, k, kn);
         q = sb_put_bytes(q, v, vn);
         if (hs == 1)

@@ -592,3 +592,40 @@ def test_send_batch_tries_each_batch_once_and_opens_the_next_without_trying_it_a
             assert len(appends) == len(batches) - 1
     finally:
         p.close(0)
+
+
+def test_a_full_batch_is_closed_on_a_lower_bound_of_the_next_record_exactly_where_a_send_loop_closes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bulk round closes a batch at its first record without room, told by a lower bound of that record's size
+    (its varints over 63 counted) before the exact ``has_room_for``: the same batches and closes as a send loop for
+    values around the bound's edges, and no exact check at all for 100-byte values in 16 KiB batches."""
+    time = MockTime()
+    for size in [*range(54, 72), 100, 126, 127, 128]:
+        for batch_size in (1024, 1500, 16384):
+            one = _producer(time, 1, 1, **{"batch.size": batch_size})
+            many = _producer(time, 1, 1, **{"batch.size": batch_size})
+            try:
+                for _ in range(300):
+                    one.send(TOPIC, b"v" * size, None, 0)
+                many.send_batch(TOPIC, [b"v" * size] * 300, partition=0)
+                expected, got = _batches(one, 1)[0], _batches(many, 1)[0]
+                assert [b.records() for b in got] == [b.records() for b in expected]
+                assert [b.closed for b in got] == [b.closed for b in expected]
+            finally:
+                one.close(0)
+                many.close(0)
+    exact: list[int] = []
+    real = ProducerBatch.has_room_for
+
+    def counting(self: ProducerBatch, *args: Any) -> bool:
+        exact.append(self.record_count)
+        return real(self, *args)
+
+    monkeypatch.setattr(ProducerBatch, "has_room_for", counting)
+    p = _producer(time, 1, 1)
+    try:
+        p.send_batch(TOPIC, [b"v" * 100] * 2000)
+        assert len(_batches(p, 1)[0]) > 10 and exact == []
+    finally:
+        p.close(0)
