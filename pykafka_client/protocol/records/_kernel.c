@@ -1991,6 +1991,25 @@ static inline __attribute__((always_inline)) uint8_t *sb_put_bytes(uint8_t *q, P
     return q + n;
 }
 
+/* A record of rs bytes and timestamp ts appended: the batch's size, largest timestamp and record, and the sticky
+ * partitioner's produced bytes (estimated, when switch_bytes > 0) updated. 1 when a partition switch is now due
+ * (Java's rules: switch_bytes produced, or sticky_bytes and the batch full), else 0. */
+static inline __attribute__((always_inline)) int sb_account(int64_t rs, int64_t ts, int64_t *size, int64_t *max_ts,
+                                                            int64_t *max_rec, int64_t *produced, double ratio,
+                                                            int64_t limit, int64_t switch_bytes, int64_t sticky_bytes)
+{
+    int64_t before = *size;
+    *size += rs;
+    if (ts > *max_ts)
+        *max_ts = ts;
+    if (rs > *max_rec)
+        *max_rec = rs;
+    if (switch_bytes <= 0)
+        return 0;
+    *produced += ratio == 1.0 ? rs : estimated_size(*size, ratio) - estimated_size(before, ratio);
+    return *produced >= switch_bytes || (*size >= limit && *produced >= sticky_bytes);
+}
+
 typedef struct {
     int64_t size, limit, base_ts, max_ts, max_rec, produced, switch_bytes, sticky_bytes;
     double ratio;
@@ -2021,19 +2040,7 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
     for (; i < stop; i++) {
         PyObject *v = values[i], *k = keys == NULL ? Py_None : keys[i];
         Py_ssize_t vn, kn;
-        if (v == Py_None)
-            vn = -1;
-        else if (PyBytes_CheckExact(v))
-            vn = PyBytes_GET_SIZE(v);
-        else {
-            rc = 1;
-            break;
-        }
-        if (k == Py_None)
-            kn = -1;
-        else if (PyBytes_CheckExact(k))
-            kn = PyBytes_GET_SIZE(k);
-        else {
+        if (producer_bytes(v, &vn) < 0 || producer_bytes(k, &kn) < 0) {
             rc = 1;
             break;
         }
@@ -2089,19 +2096,10 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
             p->max_ts = ts;
         last_obj = ts_obj;
         last_ts = ts;
-        int64_t before = size;
-        size += rs;
-        if (ts > max_ts)
-            max_ts = ts;
-        if (rs > max_rec)
-            max_rec = rs;
-        if (switch_bytes > 0) {
-            produced += ratio == 1.0 ? rs : estimated_size(size, ratio) - estimated_size(before, ratio);
-            if (produced >= switch_bytes || (size >= limit && produced >= sticky_bytes)) {
-                r->due = 1;
-                i++;
-                break;
-            }
+        if (sb_account(rs, ts, &size, &max_ts, &max_rec, &produced, ratio, limit, switch_bytes, sticky_bytes)) {
+            r->due = 1;
+            i++;
+            break;
         }
     }
     if (last_obj != NULL) {
@@ -2236,19 +2234,10 @@ static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssiz
             if (rc < 0)
                 goto error;
         }
-        int64_t before = estimated_size(size, ratio);
-        size += rs;
-        if (ts > max_ts)
-            max_ts = ts;
-        if (rs > max_rec)
-            max_rec = rs;
-        if (switch_bytes > 0) {
-            produced += estimated_size(size, ratio) - before;
-            if (produced >= switch_bytes || (size >= limit && produced >= sticky_bytes)) {
-                switch_due = 1;
-                i++;
-                break;
-            }
+        if (sb_account(rs, ts, &size, &max_ts, &max_rec, &produced, ratio, limit, switch_bytes, sticky_bytes)) {
+            switch_due = 1;
+            i++;
+            break;
         }
     }
     Py_DECREF(ts_default_obj);
