@@ -584,6 +584,11 @@ class KafkaProducer:
         accumulator = self.accumulator
         metadata = self.metadata
         tm = self.transaction_manager if self.transactional_id is not None else None
+        # a record that needs a new batch goes through send()'s compiled path when it applies (no headers: the one
+        # it is bound with; None for a transactional producer): the new batch, the Sender's wake-up and the GIL
+        # hand-off in one call, as for send(); NotImplemented leaves the record to append() below
+        send_record = self._send_record if hdrs is _NO_HEADERS else None
+        requested = None if part == UNKNOWN_PARTITION else part
         i = start
         while i < stop:
             fast = accumulator.try_append_many(topic, part, keys, values, i, stop, timestamps, ts, hdrs, on_delivery, metadata)
@@ -597,6 +602,14 @@ class KafkaProducer:
                     continue
                 # record i had no room in the batch, now closed: append opens the next one without trying it again
             rts = ts if timestamps is None or timestamps[i] is None else timestamps[i]
+            if send_record is not None:
+                f = send_record(topic, requested, rts, None if keys is None else keys[i], values[i], on_delivery)
+                if f is not NotImplemented:
+                    outcome = f.outcome
+                    outcome, index = (outcome, f.index) if outcome.moved_to is None else f.batch_position()
+                    future.add_segment(i, 1, outcome, index)
+                    i += 1
+                    continue
             try:
                 result = accumulator.append(
                     topic, part, rts, None if keys is None else keys[i], values[i], hdrs, on_delivery,

@@ -477,10 +477,13 @@ class RecordAccumulator:
             if nxt < stop and not due:
                 # stopped at record nxt: when the batch has no room for it, closed now, as append's try of the same
                 # record under this lock would (Java closes a batch at its first record that does not fit)
-                # (a record is at least 7 bytes besides its key and value: most batches are told without its size)
+                # (most batches are told without the record's size: a lower bound of it, one byte per field and the
+                # key and value, one more for each of the offset delta, key length, value length and size varints
+                # over 63: their zigzag takes two bytes)
                 key, value = None if keys is None else keys[nxt], values[nxt]
-                least = 7 + (0 if key is None else len(key)) + (0 if value is None else len(value))
-                if last.size_bytes + least > last.size_limit or not last.has_room_for(
+                kn, vn = 0 if key is None else len(key), 0 if value is None else len(value)
+                body = 6 + kn + vn + (kn > 63) + (vn > 63) + (len(last.pending) > 63)
+                if last.size_bytes + body + 1 + (body > 63) > last.size_limit or not last.has_room_for(
                     timestamp if timestamps is None or timestamps[nxt] is None else timestamps[nxt], key, value, headers
                 ):
                     last.close_for_appends()

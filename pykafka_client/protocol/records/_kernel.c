@@ -1873,6 +1873,260 @@ static PyObject *k_key_partitions(PyObject *self, PyObject *args)
     return out;
 }
 
+/* ==== send_batch append (h/sbcaller): append_pending's argument reading, result and common-case loop =========== */
+
+/* An int argument of append_pending into *out: 0, or -1 with TypeError (OverflowError when it does not fit 64 bits). */
+static int sb_int_arg(PyObject *v, const char *what, long long *out)
+{
+    if (!PyLong_Check(v)) {
+        PyErr_Format(PyExc_TypeError, "append_pending: %s must be an int, not %.100s", what, Py_TYPE(v)->tp_name);
+        return -1;
+    }
+    *out = PyLong_AsLongLong(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* append_pending's 18 positional arguments checked and its numbers read (a vectorcall: no argument tuple, no format
+ * string parsed per call). 0, or -1 with an exception. */
+static int sb_append_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *start, Py_ssize_t *stop,
+                          long long *ts_default, long long *size0, long long *limit, long long *base_ts0,
+                          long long *max_ts0, long long *max_rec0, double *ratio, long long *produced0,
+                          long long *switch_bytes, long long *sticky_bytes)
+{
+    if (nargs != 18) {
+        PyErr_Format(PyExc_TypeError, "append_pending expected 18 arguments, got %zd", nargs);
+        return -1;
+    }
+    if (!PyList_Check(args[2])) {
+        PyErr_Format(PyExc_TypeError, "append_pending: values must be a list, not %.100s", Py_TYPE(args[2])->tp_name);
+        return -1;
+    }
+    long long a, b;
+    if (sb_int_arg(args[3], "start", &a) < 0 || sb_int_arg(args[4], "stop", &b) < 0 ||
+        sb_int_arg(args[6], "timestamp", ts_default) < 0 || sb_int_arg(args[9], "size", size0) < 0 ||
+        sb_int_arg(args[10], "limit", limit) < 0 || sb_int_arg(args[11], "base_ts", base_ts0) < 0 ||
+        sb_int_arg(args[12], "max_ts", max_ts0) < 0 || sb_int_arg(args[13], "max_rec", max_rec0) < 0 ||
+        sb_int_arg(args[15], "produced", produced0) < 0 || sb_int_arg(args[16], "switch_bytes", switch_bytes) < 0 ||
+        sb_int_arg(args[17], "sticky_bytes", sticky_bytes) < 0)
+        return -1;
+    if (a < PY_SSIZE_T_MIN || a > PY_SSIZE_T_MAX || b < PY_SSIZE_T_MIN || b > PY_SSIZE_T_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "append_pending: start or stop out of range");
+        return -1;
+    }
+    *start = (Py_ssize_t)a, *stop = (Py_ssize_t)b;
+    *ratio = PyFloat_CheckExact(args[14]) ? PyFloat_AS_DOUBLE(args[14]) : PyFloat_AsDouble(args[14]);
+    return *ratio == -1.0 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* (next, size, base_ts, max_ts, max_rec, produced, switch_due): new reference, NULL with an exception. */
+static PyObject *sb_append_result(Py_ssize_t i, int64_t size, int64_t base_ts, int64_t max_ts, int64_t max_rec,
+                                  int64_t produced, int due)
+{
+    PyObject *t = PyTuple_New(7);
+    if (t == NULL)
+        return NULL;
+    PyObject *v[6] = {PyLong_FromSsize_t(i), PyLong_FromLongLong(size), PyLong_FromLongLong(base_ts),
+                      PyLong_FromLongLong(max_ts), PyLong_FromLongLong(max_rec), PyLong_FromLongLong(produced)};
+    for (int k = 0; k < 6; k++) {
+        if (v[k] == NULL) {
+            for (int j = k; j < 6; j++)
+                Py_XDECREF(v[j]);
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, k, v[k]);
+    }
+    PyTuple_SET_ITEM(t, 6, Py_NewRef(due ? Py_True : Py_False));
+    return t;
+}
+
+/* bytes of a varint by the index of its value's highest set bit */
+static const uint8_t sb_varint_bytes[64] = {
+    1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5,
+    5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 10,
+};
+
+/* varint_size without its loop, of an unsigned (zigzagged) value */
+static inline Py_ssize_t sb_uvarint_size(uint64_t u)
+{
+    return sb_varint_bytes[63 - __builtin_clzll(u | 1)];
+}
+
+/* varint_size without its loop */
+static inline Py_ssize_t sb_varint_size(int64_t v)
+{
+    return sb_uvarint_size(zigzag(v));
+}
+
+/* wr_varint of an already zigzagged value, its one- and two-byte cases (nearly every size, count and delta of a
+ * record) without the loop */
+static inline __attribute__((always_inline)) uint8_t *sb_put_uvarint(uint8_t *q, uint64_t u)
+{
+    if (u < 0x80) {
+        *q = (uint8_t)u;
+        return q + 1;
+    }
+    if (u < 0x4000) {
+        q[0] = (uint8_t)(u | 0x80);
+        q[1] = (uint8_t)(u >> 7);
+        return q + 2;
+    }
+    while (u >= 0x80) {
+        *q++ = (uint8_t)((u & 0x7F) | 0x80);
+        u >>= 7;
+    }
+    *q++ = (uint8_t)u;
+    return q;
+}
+
+/* A nullable bytes field (length varint, then the bytes; -1 for null) at q; returns the end. */
+static inline __attribute__((always_inline)) uint8_t *sb_put_bytes(uint8_t *q, PyObject *o, Py_ssize_t n)
+{
+    if (n < 0) {
+        *q++ = 1; /* zigzag(-1) */
+        return q;
+    }
+    q = sb_put_uvarint(q, (uint64_t)n << 1);
+    memcpy(q, PyBytes_AS_STRING(o), (size_t)n);
+    return q + n;
+}
+
+/* A record of rs bytes and timestamp ts appended: the batch's size, largest timestamp and record, and the sticky
+ * partitioner's produced bytes (estimated, when switch_bytes > 0) updated. 1 when a partition switch is now due
+ * (Java's rules: switch_bytes produced, or sticky_bytes and the batch full), else 0. */
+static inline __attribute__((always_inline)) int sb_account(int64_t rs, int64_t ts, int64_t *size, int64_t *max_ts,
+                                                            int64_t *max_rec, int64_t *produced, double ratio,
+                                                            int64_t limit, int64_t switch_bytes, int64_t sticky_bytes)
+{
+    int64_t before = *size;
+    *size += rs;
+    if (ts > *max_ts)
+        *max_ts = ts;
+    if (rs > *max_rec)
+        *max_rec = rs;
+    if (switch_bytes <= 0)
+        return 0;
+    *produced += ratio == 1.0 ? rs : estimated_size(*size, ratio) - estimated_size(before, ratio);
+    return *produced >= switch_bytes || (*size >= limit && *produced >= sticky_bytes);
+}
+
+typedef struct {
+    int64_t size, limit, base_ts, max_ts, max_rec, produced, switch_bytes, sticky_bytes;
+    double ratio;
+    int due;
+} sb_run;
+
+/* append_pending's loop for a PendingRecords in buffer mode when no delivery callback is in play (the batch has none
+ * and the call brings none): from record *i on, each record's size (as record_size_in_bytes) and bytes (as
+ * pending_write) without per-record calls, the state kept in locals and stored once (the last timestamp object
+ * included). Returns 0 having stopped where append_pending stops (the end, a record the batch has no room for, a
+ * sticky switch due: r->due), 1 at a record it leaves to the general loop (not bytes or None, a timestamp it does
+ * not take, over what a batch can hold), -1 with an exception; *i is the next record either way, r the state. */
+static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p, PyObject *const *keys,
+                                                                 PyObject *const *values, PyObject *const *tss,
+                                                                 Py_ssize_t *i_io, Py_ssize_t stop, int64_t ts_default,
+                                                                 PyObject *ts_default_obj, PyObject *headers,
+                                                                 Py_ssize_t hs, sb_run *r)
+{
+    if (ts_default < 0 || ts_default > ((int64_t)1 << 62))
+        return 1;
+    int64_t size = r->size, base_ts = r->base_ts, max_ts = r->max_ts, max_rec = r->max_rec, produced = r->produced;
+    const int64_t limit = r->limit, switch_bytes = r->switch_bytes, sticky_bytes = r->sticky_bytes;
+    const double ratio = r->ratio;
+    Py_ssize_t i = *i_io, count = p->count;
+    PyObject *last_obj = NULL;
+    int64_t last_ts = 0;
+    int rc = 0;
+    for (; i < stop; i++) {
+        PyObject *v = values[i], *k = keys == NULL ? Py_None : keys[i];
+        Py_ssize_t vn, kn;
+        if (producer_bytes(v, &vn) < 0 || producer_bytes(k, &kn) < 0) {
+            rc = 1;
+            break;
+        }
+        int64_t ts = ts_default;
+        PyObject *ts_obj = ts_default_obj;
+        if (tss != NULL && tss[i] != Py_None) {
+            ts_obj = tss[i];
+            if (producer_timestamp(ts_obj, 0, &ts) < 0) {
+                rc = 1;
+                break;
+            }
+        }
+        if (count == 0)
+            base_ts = ts;
+        int64_t td = ts - base_ts;
+        /* (non-negative sizes and count: their zigzag is twice the value) */
+        int64_t body = 1 + sb_varint_size(td) + sb_uvarint_size((uint64_t)count << 1) +
+                       (kn < 0 ? 1 : sb_uvarint_size((uint64_t)kn << 1) + kn) +
+                       (vn < 0 ? 1 : sb_uvarint_size((uint64_t)vn << 1) + vn) + hs;
+        int64_t rs = sb_uvarint_size((uint64_t)body << 1) + body;
+        if (count > 0 && size + rs > limit)
+            break;
+        if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
+            /* (within the room already there, neither limit can be reached: cap <= PENDING_MAX_BYTES, and every
+             * record takes at least 7 bytes of it) */
+            if (count >= INT32_MAX - 1 || rs > PENDING_MAX_BYTES - p->len) {
+                rc = 1;
+                break;
+            }
+            if (pending_reserve(p, rs) < 0) {
+                rc = -1;
+                break;
+            }
+        }
+        uint8_t *q = p->buf + p->len;
+        q = sb_put_uvarint(q, (uint64_t)body << 1);
+        *q++ = 0;
+        q = sb_put_uvarint(q, zigzag(td));
+        q = sb_put_uvarint(q, (uint64_t)count << 1);
+        q = sb_put_bytes(q, k, kn);
+        q = sb_put_bytes(q, v, vn);
+        if (hs == 1)
+            *q = 0; /* no headers */
+        else
+            wr_headers(q, headers);
+        if (count == 0) {
+            p->base_ts = ts;
+            p->max_ts = ts;
+        }
+        p->len += rs;
+        p->count = ++count;
+        if (ts > p->max_ts)
+            p->max_ts = ts;
+        last_obj = ts_obj;
+        last_ts = ts;
+        if (sb_account(rs, ts, &size, &max_ts, &max_rec, &produced, ratio, limit, switch_bytes, sticky_bytes)) {
+            r->due = 1;
+            i++;
+            break;
+        }
+    }
+    if (last_obj != NULL) {
+        p->last_ts = last_ts;
+        Py_INCREF(last_obj);
+        Py_XSETREF(p->last_ts_obj, last_obj);
+    }
+    r->size = size, r->base_ts = base_ts, r->max_ts = max_ts, r->max_rec = max_rec, r->produced = produced;
+    *i_io = i;
+    return rc;
+}
+
+/* sb_append_loop compiled apart for the common shapes (no keys, no timestamps, no headers: their tests folded) */
+static int sb_append_run(PendingObject *p, PyObject *const *keys, PyObject *const *values, PyObject *const *tss,
+                         Py_ssize_t *i_io, Py_ssize_t stop, int64_t ts_default, PyObject *ts_default_obj,
+                         PyObject *headers, Py_ssize_t hs, sb_run *r)
+{
+    if (tss == NULL && hs == 1) {
+        if (keys == NULL)
+            return sb_append_loop(p, NULL, values, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
+        return sb_append_loop(p, keys, values, NULL, i_io, stop, ts_default, ts_default_obj, headers, 1, r);
+    }
+    return sb_append_loop(p, keys, values, tss, i_io, stop, ts_default, ts_default_obj, headers, hs, r);
+}
+
+/* ==== end of h/sbcaller's send_batch append region ============================================================== */
+
 PyDoc_STRVAR(append_pending_doc,
     "append_pending(pending, keys, values, start, stop, timestamps, timestamp, headers, callback, size, limit,\n"
     "               base_ts, max_ts, max_rec, ratio, produced, switch_bytes, sticky_bytes)\n"
@@ -1882,16 +2136,16 @@ PyDoc_STRVAR(append_pending_doc,
     "batch always does), accounting sticky-partitioner bytes when switch_bytes > 0 and stopping after the\n"
     "record that makes a switch due. None, with nothing appended, on input the reference must handle.");
 
-static PyObject *k_append_pending(PyObject *self, PyObject *args)
+static PyObject *k_append_pending(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     PyObject *pending, *keys, *values, *timestamps, *headers, *callback;
     Py_ssize_t start, stop;
     long long ts_default, size0, limit, base_ts0, max_ts0, max_rec0, produced0, switch_bytes, sticky_bytes;
     double ratio;
-    if (!PyArg_ParseTuple(args, "OOO!nnOLOOLLLLLdLLL", &pending, &keys, &PyList_Type, &values, &start,
-                          &stop, &timestamps, &ts_default, &headers, &callback, &size0, &limit, &base_ts0, &max_ts0,
-                          &max_rec0, &ratio, &produced0, &switch_bytes, &sticky_bytes))
+    if (sb_append_args(args, nargs, &start, &stop, &ts_default, &size0, &limit, &base_ts0, &max_ts0, &max_rec0, &ratio,
+                       &produced0, &switch_bytes, &sticky_bytes) < 0)
         return NULL;
+    pending = args[0], keys = args[1], values = args[2], timestamps = args[5], headers = args[7], callback = args[8];
     /* a PendingRecords takes the records' bytes; in list mode, its list takes their tuples */
     PendingObject *buffered = NULL;
     if (is_pending(pending)) {
@@ -1920,6 +2174,19 @@ static PyObject *k_append_pending(PyObject *self, PyObject *args)
      * collector to visit (and untrack) one by one. */
     int untrack = callback == Py_None && !PyObject_GC_IsTracked(headers);
     Py_ssize_t i = start;
+    if (buffered != NULL && callback == Py_None && buffered->callbacks == NULL) {
+        /* the common case in a tight loop; it leaves a record it does not take to the loop below */
+        sb_run r = {size, limit, base_ts, max_ts, max_rec, produced, switch_bytes, sticky_bytes, ratio, 0};
+        int rc = sb_append_run(buffered, keys == Py_None ? NULL : PySequence_Fast_ITEMS(keys), PySequence_Fast_ITEMS(values),
+                               timestamps == Py_None ? NULL : PySequence_Fast_ITEMS(timestamps), &i, stop, ts_default,
+                               ts_default_obj, headers, hs, &r);
+        if (rc < 0)
+            goto error;
+        size = r.size, base_ts = r.base_ts, max_ts = r.max_ts, max_rec = r.max_rec, produced = r.produced;
+        switch_due = r.due;
+        if (rc == 0)
+            stop = i; /* done: stopped at the end, a full batch or a switch due */
+    }
     for (; i < stop; i++) {
         PyObject *key = keys == Py_None ? Py_None : PyList_GET_ITEM(keys, i);
         PyObject *value = PyList_GET_ITEM(values, i);
@@ -1967,24 +2234,14 @@ static PyObject *k_append_pending(PyObject *self, PyObject *args)
             if (rc < 0)
                 goto error;
         }
-        int64_t before = estimated_size(size, ratio);
-        size += rs;
-        if (ts > max_ts)
-            max_ts = ts;
-        if (rs > max_rec)
-            max_rec = rs;
-        if (switch_bytes > 0) {
-            produced += estimated_size(size, ratio) - before;
-            if (produced >= switch_bytes || (size >= limit && produced >= sticky_bytes)) {
-                switch_due = 1;
-                i++;
-                break;
-            }
+        if (sb_account(rs, ts, &size, &max_ts, &max_rec, &produced, ratio, limit, switch_bytes, sticky_bytes)) {
+            switch_due = 1;
+            i++;
+            break;
         }
     }
     Py_DECREF(ts_default_obj);
-    return Py_BuildValue("(nLLLLLO)", i, (long long)size, (long long)base_ts, (long long)max_ts, (long long)max_rec,
-                         (long long)produced, switch_due ? Py_True : Py_False);
+    return sb_append_result(i, size, base_ts, max_ts, max_rec, produced, switch_due);
 error:
     Py_DECREF(ts_default_obj);
     return NULL;
@@ -6782,7 +7039,7 @@ static PyMethodDef kernel_methods[] = {
     {"scan_records", k_scan_records, METH_VARARGS, scan_records_doc},
     {"murmur2", k_murmur2, METH_O, murmur2_doc},
     {"key_partitions", k_key_partitions, METH_VARARGS, key_partitions_doc},
-    {"append_pending", k_append_pending, METH_VARARGS, append_pending_doc},
+    {"append_pending", (PyCFunction)(void (*)(void))k_append_pending, METH_FASTCALL, append_pending_doc},
     {"producer_setup", k_producer_setup, METH_O, producer_setup_doc},
     {"pending_columns", k_pending_columns, METH_VARARGS, pending_columns_doc},
     {"arrow_binary_items", k_arrow_binary_items, METH_VARARGS, arrow_binary_items_doc},

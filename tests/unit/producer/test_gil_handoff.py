@@ -149,6 +149,18 @@ def test_send_hands_over_at_new_batches_only(
         p.close(0)
 
 
+def _offer_through(p: KafkaProducer, handoff: Any, rule: _Rule) -> None:
+    """Both of send_batch's new-batch paths bound to ``handoff`` and ``rule``, as a producer with its own I/O thread
+    binds them: ``_handoff_offer`` (the Python append's) and the wake-up tuple of ``_send_record`` (send()'s compiled
+    call, which opens send_batch's new batches with the kernel)."""
+    p._handoff_offer = functools.partial(handoff.offer, rule)
+    send_record = p.accumulator.send_record
+    assert send_record is not None
+    wakeup = (p.sender, WAKEUP_PENDING_ATTRIBUTE, p.sender.wakeup, handoff, rule)
+    p._send_record = send_record(_TIME.milliseconds, (), p.metadata, 1 << 20, False, wakeup, _TIME.hi_res_clock_ms,
+                                 None, (p.metadata, CLUSTER_ATTRIBUTE))
+
+
 @pytest.mark.parametrize(("state", "idle", "full", "yields_per_batch"), [(RUNNING, True, True, 0), (WANTS, True, False, 1),
                                                                        (WANTS, False, True, 1), (WANTS, False, False, 0)])
 def test_send_batch_offers_at_its_new_batches(state: int, idle: bool, full: bool, yields_per_batch: int) -> None:
@@ -159,7 +171,7 @@ def test_send_batch_offers_at_its_new_batches(state: int, idle: bool, full: bool
         h = handoff_type(max_wait_us=0)
         h._set_state(state, idle)
         rule = _Rule(full)
-        p._handoff_offer = functools.partial(h.offer, rule)
+        _offer_through(p, h, rule)
         p.send_batch(TOPIC, [b"v" * 100] * 40, partition=0)
         opened = len(p.accumulator.batches_for(TopicPartition(TOPIC, 0)))
         assert opened >= 5
@@ -178,7 +190,7 @@ def test_send_batch_asks_the_rule_about_the_sticky_partition_the_records_went_to
         h = handoff_type(max_wait_us=0)
         h._set_state(WANTS, False)
         rule = _Rule(False)
-        p._handoff_offer = functools.partial(h.offer, rule)
+        _offer_through(p, h, rule)
         p.send_batch(TOPIC, [b"v" * 100] * 60)
         opened = {tp.partition: len(p.accumulator.batches_for(tp)) for tp in map(TopicPartition, [TOPIC] * 3, range(3))}
         assert sum(opened.values()) >= 6 and len(rule.calls) == sum(opened.values())

@@ -303,3 +303,73 @@ def test_the_collector_tracks_pending_records_once_they_can_be_in_a_cycle() -> N
     listed = _kernel().PendingRecords()
     listed.append((-1, None, b"v", (), None))
     assert gc.is_tracked(listed) and not listed.is_encoded()
+
+
+_sized = st.one_of(st.none(), st.sampled_from([0, 1, 63, 64, 100, 8191, 8192]).map(lambda n: b"v" * n), st.binary(max_size=80))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    values=st.lists(st.one_of(_sized, st.just(7)), min_size=1, max_size=150),
+    keyed=st.booleans(),
+    timestamps=st.one_of(
+        st.none(),
+        st.lists(st.one_of(st.none(), st.integers(0, 2**62), st.just(-1), st.just(2**62 + 1)), min_size=150, max_size=150),
+    ),
+    limit=st.sampled_from([200, 1000, 16384, 40000]),
+    headers=st.sampled_from([(), [("h", b"v")], [("k", None), ("kk", b"")]]),
+    ratio=st.sampled_from([1.0, 0.5, 1.1]),
+    sticky=st.sampled_from([(0, 0), (300, 100), (5000, 16384), (10**6, 1)]),
+    default_ts=st.sampled_from([0, 1_700_000_000_000, 2**62, 2**62 + 1, -5]),
+)
+def test_append_pending_rounds_match_the_reference(
+    values: list[Any], keyed: bool, timestamps: list[Any] | None, limit: int, headers: Any, ratio: float,
+    sticky: tuple[int, int], default_ts: int,
+) -> None:
+    """``append_pending`` round after round into one ``PendingRecords`` (send_batch's bulk rounds of one batch: the
+    state threaded through, sticky accounting and a compression ratio, the kernel's common-case loop and the
+    records it leaves to its general loop: a value that is not bytes, a timestamp or default out of range) gives
+    the reference's results, records and bytes."""
+    keys = [v[:3] if isinstance(v, bytes) else None for v in values] if keyed else None
+    ts = None if timestamps is None else timestamps[: len(values)]
+    switch_bytes, sticky_bytes = sticky
+    pending = _kernel().PendingRecords()
+    ref: list[Any] = []
+    state_k = state_r = (61, -1, -1, 0, 0)  # size, base_ts, max_ts, max_rec, produced
+    i = 0
+    while i < len(values):
+        got = _kernel().append_pending(
+            pending, keys, values, i, len(values), ts, default_ts, headers, None, state_k[0], limit, *state_k[1:4],
+            ratio, state_k[4], switch_bytes, sticky_bytes,
+        )
+        if got is None:  # input the kernel leaves to the reference (which send_batch's checks never give it): skipped
+            i += 1
+            continue
+        # the reference over the records the kernel took (it stops where the kernel does, or at a record the kernel
+        # left to it, which the reference assumes checked)
+        want = batch_append.append_pending_reference(
+            ref, keys, values, i, got[0], ts, default_ts, headers, None, state_r[0], limit, *state_r[1:4], ratio,
+            state_r[4], switch_bytes, sticky_bytes,
+        )
+        assert got == want
+        assert pending == ref
+        nxt, size, base_ts, max_ts, max_rec, produced, _ = got
+        state_k = state_r = (size, base_ts, max_ts, max_rec, produced)
+        i = nxt if nxt > i else i + 1
+    assert encode_batch(_Batch(pending, 3, 0, 9), None, None) == encode_batch_reference(_Batch(ref, 3, 0, 9), None, None)
+
+
+def test_append_pending_checks_its_arguments() -> None:
+    kernel = _kernel()
+    pending = kernel.PendingRecords()
+    good = (None, [b"v"], 0, 1, None, 5, (), None, 61, 1000, -1, -1, 0, 1.0, 0, 0, 0)
+    assert kernel.append_pending(pending, *good)[0] == 1
+    with pytest.raises(TypeError):
+        kernel.append_pending(pending, *good[:-1])
+    with pytest.raises(TypeError):
+        kernel.append_pending(pending, None, (b"v",), *good[2:])  # values must be a list
+    with pytest.raises(TypeError):
+        kernel.append_pending(pending, *good[:2], "0", *good[3:])
+    with pytest.raises(OverflowError):
+        kernel.append_pending(pending, *good[:8], 2**64, *good[9:])
+    assert len(pending) == 1

@@ -547,15 +547,22 @@ def test_a_column_of_one_value_is_kept_as_that_int() -> None:
 
 def test_send_batch_tries_each_batch_once_and_opens_the_next_without_trying_it_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """Per batch of a send_batch call on one partition (sticky: its switches pick the same partition), one bulk round
-    (``try_append_many``, which closes the batch at the record without room, as append would) and one ``append``
-    whose only try is the new batch's first record: the full batch is not tried again."""
+    (``try_append_many``, which closes the batch at the record without room, as append would) and one new batch
+    whose only try is its first record: the full batch is not tried again. With the kernel the new batch and its
+    first record go through send()'s compiled call (``_send_record``), not ``append``."""
     time = MockTime()
     p = _producer(time, 1, 1, **{"batch.size": 1024})
     acc = p.accumulator
     rounds: list[int] = []
     tries: list[int] = []
+    appends: list[int] = []
     real_many = acc.try_append_many
     real_try = ProducerBatch.try_append
+    real_append = acc.append
+
+    def counting_append(*args: Any) -> Any:
+        appends.append(1)
+        return real_append(*args)
 
     def counting_many(*args: Any) -> Any:
         rounds.append(args[4])
@@ -566,16 +573,59 @@ def test_send_batch_tries_each_batch_once_and_opens_the_next_without_trying_it_a
         return real_try(self, *args)
 
     monkeypatch.setattr(acc, "try_append_many", counting_many)
+    monkeypatch.setattr(acc, "append", counting_append)
     monkeypatch.setattr(ProducerBatch, "try_append", counting_try)
     try:
         p.send(TOPIC, b"v" * 100)  # the partition's queue and first batch
         rounds.clear()
         tries.clear()
+        appends.clear()
         p.send_batch(TOPIC, [b"v" * 100] * 200)
         batches = _batches(p, 1)[0]
         assert len(batches) > 20
         assert [b.closed for b in batches] == [True] * (len(batches) - 1) + [False]
         assert len(rounds) <= len(batches)  # one round per batch at most: none after a batch closed or at a switch
-        assert tries == [0] * (len(batches) - 1)  # each new batch's first record, and nothing else
+        if _native.kernel is not None:
+            assert appends == tries == []  # the compiled new-batch call (its try of the closed batch: no append)
+        else:
+            assert tries == [0] * (len(batches) - 1)  # each new batch's first record, and nothing else
+            assert len(appends) == len(batches) - 1
+    finally:
+        p.close(0)
+
+
+def test_a_full_batch_is_closed_on_a_lower_bound_of_the_next_record_exactly_where_a_send_loop_closes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bulk round closes a batch at its first record without room, told by a lower bound of that record's size
+    (its varints over 63 counted) before the exact ``has_room_for``: the same batches and closes as a send loop for
+    values around the bound's edges, and no exact check at all for 100-byte values in 16 KiB batches."""
+    time = MockTime()
+    for size in [*range(54, 72), 100, 126, 127, 128]:
+        for batch_size in (1024, 1500, 16384):
+            one = _producer(time, 1, 1, **{"batch.size": batch_size})
+            many = _producer(time, 1, 1, **{"batch.size": batch_size})
+            try:
+                for _ in range(300):
+                    one.send(TOPIC, b"v" * size, None, 0)
+                many.send_batch(TOPIC, [b"v" * size] * 300, partition=0)
+                expected, got = _batches(one, 1)[0], _batches(many, 1)[0]
+                assert [b.records() for b in got] == [b.records() for b in expected]
+                assert [b.closed for b in got] == [b.closed for b in expected]
+            finally:
+                one.close(0)
+                many.close(0)
+    exact: list[int] = []
+    real = ProducerBatch.has_room_for
+
+    def counting(self: ProducerBatch, *args: Any) -> bool:
+        exact.append(self.record_count)
+        return real(self, *args)
+
+    monkeypatch.setattr(ProducerBatch, "has_room_for", counting)
+    p = _producer(time, 1, 1)
+    try:
+        p.send_batch(TOPIC, [b"v" * 100] * 2000)
+        assert len(_batches(p, 1)[0]) > 10 and exact == []
     finally:
         p.close(0)
