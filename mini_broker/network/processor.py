@@ -33,7 +33,7 @@ from mini_broker.network.request_channel import (
 )
 from mini_broker.security.principal_mapping import NoMatchingRuleError
 from mini_broker.security.sasl_authenticator import DelayedAuthFailures, SaslServerSession
-from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, ChannelMuteState, KafkaChannel
+from pykafka_client.network.transport.channel import ANONYMOUS, ChannelMuteEvent, KafkaChannel
 from pykafka_client.network.transport.selectable import DisconnectInfo, NetworkReceive, NetworkSend
 from pykafka_client.utils.time import SYSTEM_TIME, Time, nanoseconds_clock
 
@@ -52,8 +52,6 @@ READ_AHEAD_FRAMES_PER_ROUND: Final = 8
 #: Python 3.11: ~850 instructions)
 _REQUEST_RECEIVED: Final = ChannelMuteEvent.REQUEST_RECEIVED
 _RESPONSE_SENT: Final = ChannelMuteEvent.RESPONSE_SENT
-_MUTED: Final = ChannelMuteState.MUTED
-_MUTED_AND_RESPONSE_PENDING: Final = ChannelMuteState.MUTED_AND_RESPONSE_PENDING
 
 
 class ServerSelector(Protocol):
@@ -438,10 +436,7 @@ class Processor:
             self._close(cid, "principal_not_mapped")
             return
         self.selector.mute_channel(channel)
-        if channel.mute_state is _MUTED:
-            channel.mute_state = _MUTED_AND_RESPONSE_PENDING  # REQUEST_RECEIVED's transition (no call: one a request)
-        else:
-            channel.handle_channel_mute_event(_REQUEST_RECEIVED)  # raises for a state it is invalid in
+        channel.handle_channel_mute_event(_REQUEST_RECEIVED)
         if self._parser.handles_inline(request):
             # handled on this thread (what a handler thread would do; no frame of its own): its answer is queued here
             self._handled_inline = True
@@ -533,8 +528,8 @@ class Processor:
     def _response_sent(self, conn: _Conn | None, sent: SendResponse | None = None) -> None:
         """The response of ``conn``'s request is done (``sent``: it went out whole; its metrics and callback
         first; ``conn`` None: closed meanwhile, nothing more): ``RESPONSE_SENT`` to the channel's mute machine, then
-        unmute if it allows (Kafka ``tryUnmuteChannel``); frames that waited are processed next. (The usual case
-        in this one frame: the metrics, the mute transition and the unmute without calls of their own.)"""
+        unmute if it allows (Kafka ``tryUnmuteChannel``); frames that waited are processed next, or a frame read ahead
+        joins the completed receives being gone through (see :meth:`_process_completed_receives`)."""
         if sent is not None:
             try:
                 self._parser.complete_response_metrics(sent, self._now_ns())
@@ -552,10 +547,7 @@ class Processor:
         if channel is None:
             return
         try:
-            if channel.mute_state is _MUTED_AND_RESPONSE_PENDING:
-                channel.mute_state = _MUTED  # RESPONSE_SENT's usual transition (ChannelMuteEvent's table)
-            else:
-                channel.handle_channel_mute_event(_RESPONSE_SENT)
+            channel.handle_channel_mute_event(_RESPONSE_SENT)
             if self.selector.unmute_channel(channel):
                 if conn.pending:
                     self._ready.append(cid)

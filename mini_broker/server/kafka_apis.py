@@ -291,16 +291,11 @@ class KafkaApis:
             return
         if encoded is not None and len(encoded) == 1:
             # a direct encoder's one frame (a Produce answer) with no quota to record: :meth:`_send_response`'s path
-            # in this frame (no call for the encoding, the size, the completion times: _mark_complete's lines inlined)
+            # with fewer calls (no encoding, the size known)
             frame = encoded[0]
             quotas = self.quotas
             if frame.__class__ is bytes and (quotas is None or not quotas.any_active()):
-                now = self._now_ns()
-                if request.api_local_complete_time_ns < 0:
-                    request.api_local_complete_time_ns = now
-                else:
-                    request.api_remote_complete_time_ns = now
-                request.response_complete_time_ns = now
+                self._mark_complete(request)
                 self.channel.send_response(SendResponse(request, [frame], len(frame), body, on_complete))
                 return
         self._send_response(request, body, on_complete, encoded)
