@@ -4257,6 +4257,53 @@ static inline PyObject *size_int(PyObject *last, Py_ssize_t *last_n, Py_ssize_t 
     return PyLong_FromSsize_t(n);
 }
 
+/* ==== I/O thread (h/iosend): a completed batch's per-record columns read without the full record parse ======= */
+
+/* A varint of one or two bytes (a size or delta under 8192: most of them) without rd_varint's loop; longer ones
+ * through it. */
+static inline int skim_varint(const uint8_t **pp, const uint8_t *end, int max_bytes, int64_t *out)
+{
+    const uint8_t *p = *pp;
+    if (p < end && !(p[0] & 0x80)) {
+        uint64_t u = p[0];
+        *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+        *pp = p + 1;
+        return 0;
+    }
+    if (end - p >= 2 && !(p[1] & 0x80)) {
+        uint64_t u = (uint64_t)(p[0] & 0x7F) | ((uint64_t)p[1] << 7);
+        *out = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+        *pp = p + 2;
+        return 0;
+    }
+    return rd_varint(pp, end, max_bytes, out);
+}
+
+/* What pending_columns reads of a record of a PendingRecords' buffer (its timestamp delta, key and value sizes),
+ * the record then skipped whole by its length: parse_record without the offset delta's, the key's and value's
+ * pointers and the headers' walk. The buffer is append's own encoding (every record parse_record accepts), so the
+ * columns are parse_record's; bounds are checked all the same (-1: not a record). */
+static inline int skim_record(const uint8_t **pp, const uint8_t *end, rec_t *r)
+{
+    const uint8_t *p = *pp;
+    int64_t length, offset_delta;
+    if (skim_varint(&p, end, 5, &length) < 0 || length < MIN_RECORD_SIZE - 1 || length > end - p)
+        return -1;
+    const uint8_t *rec_end = p + length;
+    p++; /* attributes */
+    if (skim_varint(&p, rec_end, 10, &r->ts_delta) < 0 || skim_varint(&p, rec_end, 5, &offset_delta) < 0
+        || skim_varint(&p, rec_end, 5, &r->key_len) < 0 || r->key_len < -1 || r->key_len > rec_end - p)
+        return -1;
+    if (r->key_len > 0)
+        p += r->key_len;
+    if (skim_varint(&p, rec_end, 5, &r->value_len) < 0 || r->value_len < -1 || r->value_len > rec_end - p)
+        return -1;
+    *pp = rec_end;
+    return 0;
+}
+
+/* ==== end of h/iosend's columns region ========================================================================= */
+
 /* pending_columns of a PendingRecords in buffer mode: read from its records' bytes */
 static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
 {
@@ -4266,7 +4313,7 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
     const uint8_t *q = p->buf, *end = p->buf + p->len;
     rec_t r;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (parse_record(&q, end, &r) < 0)
+        if (skim_record(&q, end, &r) < 0)
             Py_RETURN_NONE; /* (cannot happen: our own bytes) */
         if (i == 0) {
             kn0 = r.key_len;
@@ -4290,7 +4337,7 @@ static PyObject *pending_columns_encoded(PendingObject *p, int with_ts)
     int64_t last_ts = 0;
     q = p->buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        parse_record(&q, end, &r);
+        skim_record(&q, end, &r);
         if (!same_k) {
             if ((k = size_int(k, &last_kn, (Py_ssize_t)r.key_len)) == NULL)
                 goto fail;

@@ -234,6 +234,35 @@ def test_a_batch_without_headers_or_callbacks_keeps_no_object_per_record() -> No
     assert [r.timestamp for r in batch] == [1_700_000_000_000 + i // 10 for i in range(100)]
 
 
+
+# sizes and timestamp steps at the varint widths' edges (zigzag: 63 / 64 are 1 / 2 bytes, 8191 / 8192 are 2 / 3)
+_edge_bytes = st.sampled_from([None, b"", b"k", b"k" * 63, b"k" * 64, b"v" * 100, b"v" * 8191, b"v" * 8192])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    key=_edge_bytes, value=_edge_bytes, odd=st.lists(st.tuples(st.integers(0, 299), _edge_bytes, _edge_bytes), max_size=3),
+    count=st.integers(1, 300), step=st.sampled_from([0, 1, 63, 64, 8192, 2**40]), with_ts=st.booleans(),
+    headers=st.sampled_from([(), [("h", b"x")], [("h" * 70, b"y" * 70)]]),
+)
+def test_the_columns_of_a_long_encoded_batch_equal_the_reference(
+    key: bytes | None, value: bytes | None, odd: list[tuple[int, bytes | None, bytes | None]], count: int, step: int,
+    with_ts: bool, headers: Any,
+) -> None:
+    """A send_batch-like batch (one key and value size, records past offset delta 64, whose varint takes two
+    bytes) with a few records of other sizes: the columns the kernel reads from the encoded records (skimming each
+    record, h/iosend) are the reference's."""
+    records: list[Any] = [(1_700_000_000_000 + (i // 7) * step, key, value, headers, None) for i in range(count)]
+    for at, k, v in odd:
+        if at < count:
+            records[at] = (records[at][0], k, v, (), None)
+    pending = _kernel().PendingRecords()
+    for rec in records:
+        pending.append(rec)
+    assert pending.is_encoded()
+    assert _kernel().pending_columns(pending, with_ts) == pending_columns_reference(records, with_ts)
+
+
 def test_an_encoded_batch_is_never_changed_by_a_later_append_or_re_stamp() -> None:
     """The records' buffer becomes the encoded batch (its header written in front, not copied) only while nothing
     else holds it: a batch handed out stays as it was through later appends and re-stamps."""
