@@ -20,12 +20,16 @@ from pykafka_client.errors import IllegalStateError
 from pykafka_client.network.transport.network_receive import (
     DEFAULT_MAX_RECEIVE_SIZE,
     DEFAULT_READ_BUFFER_SIZE,
+    EMPTY_PAYLOAD,
     BufferedFrameReader,
     FrameReader,
+    check_receive_size,
+    new_receive,
 )
 from pykafka_client.network.transport.network_send import MAX_IOV, SendWriter
 from pykafka_client.network.transport.selectable import ChannelState, NetworkReceive, NetworkSend
 from pykafka_client.network.transport.transport_layer import PlaintextTransportLayer, TransportLayer
+from pykafka_client.protocol.records import _native
 
 #: Principal name of an unauthenticated peer (Java ``KafkaPrincipal.ANONYMOUS``).
 ANONYMOUS = "ANONYMOUS"
@@ -327,7 +331,15 @@ class KafkaChannel:
             receives, n = self.read(max_receives, max_bytes)
             return receives, n, self.has_bytes_buffered()
         recv_into = self._plain_recv_into
-        frames, n, ended = buffered.read_frames(self.transport, max_receives, max_bytes, recv_into)
+        kernel = _native.kernel
+        if recv_into is not None and kernel is not None and type(buffered) is BufferedFrameReader:
+            # the reader's read_frames with the socket's recv_into in one compiled call (the same reads, frames, state
+            # and errors: its reference is BufferedFrameReader.read_frames)
+            frames, n, ended = kernel.read_frames(
+                buffered, recv_into, max_receives, max_bytes, new_receive, check_receive_size, EMPTY_PAYLOAD
+            )
+        else:
+            frames, n, ended = buffered.read_frames(self.transport, max_receives, max_bytes, recv_into)
         self.bytes_received += n
         if ended:
             raise PeerClosedError(f"connection {self.id} closed by the peer")

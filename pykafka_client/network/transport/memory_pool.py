@@ -42,6 +42,7 @@ from pykafka_client.network.transport.network_receive import (
     ReadableTransport,
     check_receive_size,
     frame_buffer,
+    new_receive,
 )
 from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkReceive
@@ -143,10 +144,9 @@ class _Release:
             pool.release(self._size)
 
 
-#: ``_Release(pool, size)`` and ``NetworkReceive(source, payload, extra)`` without their Python ``__init__`` (one of
-#: each a received frame)
+#: ``_Release(pool, size)`` without its Python ``__init__`` (one a received frame; the frame itself:
+#: network_receive.new_receive)
 _new_release = positional_new(_Release)
-_new_receive = positional_new(NetworkReceive)
 
 
 class PooledFrameReader(FrameReader):
@@ -303,7 +303,7 @@ class ReadAheadFrameReader(PooledFrameReader):
                 else:
                     self._lo = end
                 self._waiting = False
-                return _new_receive(self.source, payload, _new_release(self._pool, size)), 0
+                return new_receive(self.source, payload, _new_release(self._pool, size)), 0
         return super().read_frame(transport)
 
     def read_from(self, transport: ReadableTransport) -> int:

@@ -24,10 +24,11 @@ DEFAULT_MAX_RECEIVE_SIZE = 104_857_600
 #: Java's ``NetworkReceive.UNLIMITED``: the size is only checked for being non-negative.
 UNLIMITED = -1
 
-_EMPTY = memoryview(b"")
+#: the payload of an empty frame (shared)
+EMPTY_PAYLOAD = memoryview(b"")
 _SIZE = struct.Struct(">i")
 #: a frame received, from every field positionally, without the Python frame of its __init__ (once per frame)
-_new_receive = positional_new(NetworkReceive)
+new_receive = positional_new(NetworkReceive)
 #: The client's read buffer (:class:`BufferedFrameReader`): a frame that fits is read with the frames around it
 #: in one ``recv``; a larger one gets a payload buffer of its own.
 DEFAULT_READ_BUFFER_SIZE = 65_536
@@ -137,12 +138,12 @@ class FrameReader:
         """:meth:`take` once the frame is complete, None before (one step for a caller that reads and takes)."""
         if not self.complete():
             return None
-        payload = self._payload if self._payload is not None else _EMPTY
+        payload = self._payload if self._payload is not None else EMPTY_PAYLOAD
         self._size_read = 0
         self._payload = None
         self._payload_read = 0
         self._size = -1
-        return _new_receive(self.source, payload, None)  # (no __init__ frame: one a frame)
+        return new_receive(self.source, payload, None)  # (no __init__ frame: one a frame)
 
 
 def _read_into(transport: ReadableTransport, recv_into: Callable[[memoryview], int] | None, view: memoryview) -> int:
@@ -184,9 +185,13 @@ class BufferedFrameReader:
     :meth:`has_buffered_frame`.
 
     Used by the client's channels (:meth:`Selector.connect`); the broker's accepted channels keep
-    :class:`FrameReader` or its pooled variant (one request at a time per connection)."""
+    :class:`FrameReader` or its pooled variant (one request at a time per connection).
 
-    __slots__ = ("source", "max_size", "_buf", "_view", "_start", "_end", "_payload", "_payload_read")
+    Its state (``buf``, ``start``, ``end``, ``payload``, ``payload_read``) is public: the kernel's ``read_frames``
+    (used by :meth:`KafkaChannel.read_frames` on a plaintext socket) is this class's :meth:`read_frames` compiled,
+    and reads and keeps the same fields."""
+
+    __slots__ = ("source", "max_size", "buf", "_view", "start", "end", "payload", "payload_read")
 
     def __init__(self, source: str, max_size: int = DEFAULT_MAX_RECEIVE_SIZE,
                  buffer_size: int = DEFAULT_READ_BUFFER_SIZE) -> None:
@@ -194,32 +199,32 @@ class BufferedFrameReader:
             raise ValueError(f"the read buffer must hold at least a frame size ({SIZE_LENGTH} bytes), got {buffer_size}")
         self.source = source
         self.max_size = max_size
-        self._buf = bytearray(buffer_size)
-        self._view = memoryview(self._buf)
-        self._start = 0  # the unread bytes are _buf[_start:_end]
-        self._end = 0
+        self.buf = bytearray(buffer_size)
+        self._view = memoryview(self.buf)
+        self.start = 0  # the unread bytes are buf[start:end]
+        self.end = 0
         # a frame larger than the buffer, being read into its own buffer (its size already checked)
-        self._payload: bytearray | None = None
-        self._payload_read = 0
+        self.payload: bytearray | None = None
+        self.payload_read = 0
 
     def bytes_pending(self) -> bool:
         """True when part of a frame (or a whole one not handed out yet) has been read."""
-        return self._end > self._start or self._payload is not None
+        return self.end > self.start or self.payload is not None
 
     def has_buffered_frame(self) -> bool:
         """True when the buffer holds a whole frame (or a size that fails the check): the next read hands it
         out (or raises) without the socket becoming readable."""
-        avail = self._end - self._start
-        if self._payload is not None or avail < SIZE_LENGTH:
+        avail = self.end - self.start
+        if self.payload is not None or avail < SIZE_LENGTH:
             return False
-        size = _SIZE.unpack_from(self._buf, self._start)[0]
+        size = _SIZE.unpack_from(self.buf, self.start)[0]
         return size < 0 or avail - SIZE_LENGTH >= size or (self.max_size != UNLIMITED and size > self.max_size)
 
     def close(self) -> None:
         """Drop what was read of an incomplete frame."""
-        self._start = self._end = 0
-        self._payload = None
-        self._payload_read = 0
+        self.start = self.end = 0
+        self.payload = None
+        self.payload_read = 0
 
     def read_frames(
         self,
@@ -237,19 +242,19 @@ class BufferedFrameReader:
         ``transport.read_into`` (the same bytes, one call less per read)."""
         receives: list[NetworkReceive] = []
         total = 0
-        buf = self._buf
+        buf = self.buf
         view = self._view
         drained = False
         while True:
-            if self._payload is None and self._end - self._start >= SIZE_LENGTH:
+            if self.payload is None and self.end - self.start >= SIZE_LENGTH:
                 # hand out the whole frames in the buffer (up to max_receives); the start of a frame larger than the
                 # buffer moves to a payload buffer of its own
-                start = self._start
-                end = self._end
+                start = self.start
+                end = self.end
                 while len(receives) < max_receives and end - start >= SIZE_LENGTH:
                     size = _SIZE.unpack_from(buf, start)[0]
                     if size < 0 or (self.max_size != UNLIMITED and size > self.max_size):
-                        self._start = start
+                        self.start = start
                         check_receive_size(size, self.max_size)
                     frame_end = start + SIZE_LENGTH + size
                     if frame_end > end:
@@ -257,40 +262,40 @@ class BufferedFrameReader:
                             have = end - start - SIZE_LENGTH
                             large = bytearray(size)
                             large[:have] = view[start + SIZE_LENGTH : end]
-                            self._payload = large
-                            self._payload_read = have
+                            self.payload = large
+                            self.payload_read = have
                             start = end = 0
                         break
                     receives.append(
-                        _new_receive(self.source, memoryview(buf[start + SIZE_LENGTH : frame_end]) if size else _EMPTY, None)
+                        new_receive(self.source, memoryview(buf[start + SIZE_LENGTH : frame_end]) if size else EMPTY_PAYLOAD, None)
                     )
                     start = frame_end
                 if start == end:
                     start = end = 0
-                self._start = start
-                self._end = end
+                self.start = start
+                self.end = end
             if drained or len(receives) >= max_receives or total >= max_bytes:
                 return receives, total, False
-            payload = self._payload
+            payload = self.payload
             if payload is not None:  # a frame larger than the buffer: the rest straight into its own buffer
-                want = len(payload) - self._payload_read
-                n = _read_into(transport, recv_into, memoryview(payload)[self._payload_read :])
+                want = len(payload) - self.payload_read
+                n = _read_into(transport, recv_into, memoryview(payload)[self.payload_read :])
                 if n < 0:
                     return receives, total, True
                 total += n
-                self._payload_read += n
+                self.payload_read += n
                 if n < want:  # the socket is drained
                     return receives, total, False
                 receives.append(NetworkReceive(self.source, memoryview(payload)))
-                self._payload = None
-                self._payload_read = 0
+                self.payload = None
+                self.payload_read = 0
                 continue
-            start = self._start
-            end = self._end
+            start = self.start
+            end = self.end
             if start > 0:  # the start of a frame is left: move it to the front
                 view[: end - start] = view[start:end]
                 end -= start
-                self._start = 0
+                self.start = 0
             want = len(view) - end
             if recv_into is None:
                 n = transport.read_into(view[end:])
@@ -300,8 +305,8 @@ class BufferedFrameReader:
                 except (BlockingIOError, InterruptedError):
                     n = 0
             if n < 0:
-                self._end = end
+                self.end = end
                 return receives, total, True
             total += n
-            self._end = end + n
+            self.end = end + n
             drained = n < want  # a short read: the socket is drained; hand out what came, and no read more

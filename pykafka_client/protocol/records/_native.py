@@ -246,6 +246,12 @@ class Kernel(Protocol):
     ) -> tuple[Any, dict[Any, Any], int, int] | None:
         """Reference: ``producer.sender.Sender._drained_request`` for uncompressed batches (None: run the reference)."""
     def produce_results_setup(self, response_type: type, /) -> None: ...
+    # h/iosend
+    def read_frames(
+        self, reader: Any, recv_into: Callable[[memoryview], int], max_receives: int, max_bytes: int,
+        new_receive: Callable[..., Any], check_receive_size: Callable[[int, int], None], empty: memoryview, /,
+    ) -> tuple[list[Any], int, bool]:
+        """Reference: ``network.transport.network_receive.BufferedFrameReader.read_frames`` with ``recv_into``."""
     def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as
         ``cls`` (``producer.sender.DecodedProduceResponse``) holding its results (None: run the reference)."""
