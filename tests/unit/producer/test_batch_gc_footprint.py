@@ -90,7 +90,10 @@ def test_send_batch_leaves_at_most_three_tracked_objects_per_queued_batch() -> N
         per_batch, by_type = _left_per_batch(p, lambda: [p.send_batch(TOPIC, values) for _ in range(2)])
         reference = _native.kernel is None  # its pending records are a list
         assert per_batch <= 3.5 + reference, by_type
-        assert by_type["TopicPartition"] < 0.1 and by_type["tuple"] < 0.1, by_type
+        assert by_type["TopicPartition"] < 0.1, by_type
+        # a tuple per segment would be one a batch here; under load the process's other threads leave a few
+        # (~0.1-0.2 a batch seen on a loaded box), so the bound is well above those and well below one
+        assert by_type["tuple"] < 0.5, by_type
         assert by_type["list"] <= 0.2 + reference, by_type
     finally:
         p.close(0)
