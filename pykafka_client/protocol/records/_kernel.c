@@ -612,11 +612,21 @@ typedef struct {
     int64_t now, before_max, after_max;
 } checks_t;
 
+static inline const uint8_t *brk_quick_record(const uint8_t *p, const uint8_t *end, long long i, const batch_args *a,
+                                              const checks_t *k); /* h/brkappend's region */
+
 /* Every record well formed, offset delta i for the i-th, timestamps in bounds, keys present if required:
  * 1 when the reference would accept, 0 when it must look (it raises). */
 static int validate_scan(const uint8_t *p, const uint8_t *end, const batch_args *a, const checks_t *k)
 {
+    if (a->count > 0 && a->base_offset > INT64_MAX - (a->count - 1))
+        return 0; /* (the i-th record's offset base + i overflows for some i: the loop below would say 0 there) */
     for (long long i = 0; i < a->count; i++) {
+        const uint8_t *q = brk_quick_record(p, end, i, a, k);
+        if (q != NULL) { /* the common record, accepted (a NULL: parse_record and the checks below judge it) */
+            p = q;
+            continue;
+        }
         rec_t r;
         int64_t ts, offset;
         if (parse_record(&p, end, &r) < 0 || r.offset_delta != i || add_overflows(a->base_offset, i, &offset) ||
@@ -6875,6 +6885,74 @@ static PyObject *k_client_batch_header(PyObject *self, PyObject *const *args, Py
 }
 
 /* ==== end of h/brokerproduce's region ========================================================================== */
+
+/* ==== broker append (h/brkappend) =============================================================================== */
+
+/* A varint of one or two bytes in [*pp, lim) (lim - *pp >= 2 checked by the caller), zig-zag decoded: 0 and *pp
+ * advanced; -1 for a longer one (the caller defers). */
+static inline __attribute__((always_inline)) int brk_v12(const uint8_t **pp, int64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t u = p[0];
+    if (u >= 0x80) {
+        uint64_t b1 = p[1];
+        if (b1 >= 0x80)
+            return -1;
+        u = (u & 0x7F) | (b1 << 7);
+        *pp = p + 2;
+    } else {
+        *pp = p + 1;
+    }
+    *out = (int64_t)((u >> 1) ^ (0 - (u & 1)));
+    return 0;
+}
+
+/* validate_scan's i-th record when it has the usual shape (length, timestamp delta, offset delta, key and value
+ * lengths in one or two bytes each, no headers): the end of the record when every check of validate_scan passes on
+ * it (well formed as parse_record reads it, offset delta i, the timestamp in bounds, a key when required); NULL
+ * otherwise, never a verdict: validate_scan then runs parse_record and its checks on the same bytes, which accept
+ * or refuse. Reads nothing past the record's end nor past end. */
+static inline __attribute__((always_inline)) const uint8_t *brk_quick_record(const uint8_t *p, const uint8_t *end,
+                                                                             long long i, const batch_args *a,
+                                                                             const checks_t *k)
+{
+    int64_t length, ts_delta, offset_delta, key_len, value_len, ts;
+    if (end - p < 2 || brk_v12(&p, &length) < 0 || length < MIN_RECORD_SIZE - 1 || length > end - p)
+        return NULL;
+    const uint8_t *rec_end = p + length;
+    p++; /* attributes */
+    /* (a record is at least 6 bytes: the two deltas' first bytes are inside it; each 2-byte read is bounded) */
+    if (rec_end - p < 2 || brk_v12(&p, &ts_delta) < 0 || rec_end - p < 2 || brk_v12(&p, &offset_delta) < 0 ||
+        offset_delta != i || rec_end - p < 2 || brk_v12(&p, &key_len) < 0)
+        return NULL;
+    if (key_len == -1) {
+        if (k->require_keys)
+            return NULL;
+    } else if (key_len < 0 || key_len > rec_end - p) {
+        return NULL;
+    } else {
+        p += key_len;
+    }
+    if (rec_end - p < 2 || brk_v12(&p, &value_len) < 0)
+        return NULL;
+    if (value_len != -1) {
+        if (value_len < 0 || value_len > rec_end - p)
+            return NULL;
+        p += value_len;
+    }
+    /* no headers: the count 0 is the record's last byte */
+    if (rec_end - p != 1 || *p != 0 || add_overflows(a->base_timestamp, ts_delta, &ts))
+        return NULL;
+    if (k->check_ts && ts >= 0) {
+        int64_t before, after;
+        if (__builtin_sub_overflow(k->now, ts, &before) || __builtin_sub_overflow(ts, k->now, &after) ||
+            before > k->before_max || after > k->after_max)
+            return NULL;
+    }
+    return rec_end;
+}
+
+/* ==== end of h/brkappend's region ================================================================================ */
 
 /* ==== producer: a produce request's parts from the drained batches in one call (h/drain) ======================== */
 

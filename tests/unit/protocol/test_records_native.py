@@ -4,10 +4,12 @@ and identical errors (type and message)."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from crc32c import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -239,3 +241,32 @@ def test_overlong_ten_byte_varint_is_left_to_the_reference() -> None:
     kernel = _native._loaded
     assert kernel is not None
     assert kernel.read_varint(data, 0) == read_varint(data, 0)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    count=st.integers(1, 150),
+    value=st.one_of(st.none(), st.binary(max_size=5), st.binary(min_size=60, max_size=200)),
+    key=st.one_of(st.none(), st.binary(max_size=70)),
+    step=st.sampled_from([0, 1, 40, 5000, 2**20]),
+    mutations=st.lists(st.tuples(st.integers(0, 2**14), st.integers(0, 255)), max_size=3),
+    keys=st.booleans(),
+    now_shift=st.sampled_from([0, 100, 10**7]),
+)
+def test_the_scans_common_record_shape_is_judged_as_the_reference(
+        count: int, value: bytes | None, key: bytes | None, step: int, mutations: list[tuple[int, int]], keys: bool,
+        now_shift: int) -> None:
+    """The validation scan's quick path for records without headers whose varints take one or two bytes (the usual
+    producer batch: offset deltas past 63 and timestamp deltas past 63 take two) accepts exactly what the reference
+    accepts, also with bytes changed inside the records (lengths, deltas, key and value lengths, the header count)."""
+    base = 1_700_000_000_000
+    builder = MemoryRecordsBuilder(write_limit=1 << 20, producer_id=7, producer_epoch=1, base_sequence=3)
+    for i in range(count):
+        builder.append(base + i * step, key, value)
+    raw = bytearray(builder.build())
+    for at, byte in mutations:  # inside the records, the CRC made right again: the scan judges them
+        raw[61 + at % (len(raw) - 61)] = byte
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+    data = bytes(raw)
+    both(lambda: checked_batch(data, True, base + now_shift, 10**6, 10**6, keys))
+    both(lambda: checked_batch(data, False, base, LONG_MAX, LONG_MAX, keys))
