@@ -2001,6 +2001,60 @@ static inline __attribute__((always_inline)) uint8_t *sb_put_bytes(uint8_t *q, P
     return q + n;
 }
 
+/* A record's size in a batch's records section, its length varint included (record_body_size and varint_size
+ * without their loops); *body: the size after that varint. td: its timestamp delta, count its offset delta (>= 0),
+ * kn and vn its key's and value's sizes (-1: null), hs its headers' (headers_size). */
+static inline __attribute__((always_inline)) int64_t sb_record_size(int64_t td, int64_t count, Py_ssize_t kn,
+                                                                    Py_ssize_t vn, Py_ssize_t hs, int64_t *body)
+{
+    /* (non-negative sizes and count: their zigzag is twice the value) */
+    int64_t b = 1 + sb_varint_size(td) + sb_uvarint_size((uint64_t)count << 1) +
+                (kn < 0 ? 1 : sb_uvarint_size((uint64_t)kn << 1) + kn) +
+                (vn < 0 ? 1 : sb_uvarint_size((uint64_t)vn << 1) + vn) + hs;
+    *body = b;
+    return sb_uvarint_size((uint64_t)b << 1) + b;
+}
+
+/* pending_write's common case: the record sized by sb_record_size (rs, body, its timestamp delta td: 0 for p's
+ * first record) appended to a PendingRecords in buffer mode that keeps no
+ * callbacks, its buffer grown (and the record and byte limits checked) only when the record does not fit the room
+ * already there. 0; 1 when p cannot take it (too many records or bytes: nothing changed); -1 with an exception
+ * (nothing changed). The last record's timestamp (last_ts, last_ts_obj) is the caller's to set. */
+static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p, int64_t rs, int64_t body,
+                                                                int64_t ts, int64_t td, PyObject *k, Py_ssize_t kn,
+                                                                PyObject *v, Py_ssize_t vn, PyObject *headers,
+                                                                Py_ssize_t hs)
+{
+    if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
+        /* (within the room already there, neither limit can be reached: cap <= PENDING_MAX_BYTES, and every
+         * record takes at least 7 bytes of it) */
+        if (p->count >= INT32_MAX - 1 || rs > PENDING_MAX_BYTES - p->len)
+            return 1;
+        if (pending_reserve(p, rs) < 0)
+            return -1;
+    }
+    if (p->count == 0) {
+        p->base_ts = ts;
+        p->max_ts = ts;
+    }
+    uint8_t *q = p->buf + p->len;
+    q = sb_put_uvarint(q, (uint64_t)body << 1);
+    *q++ = 0;
+    q = sb_put_uvarint(q, zigzag(td));
+    q = sb_put_uvarint(q, (uint64_t)p->count << 1);
+    q = sb_put_bytes(q, k, kn);
+    q = sb_put_bytes(q, v, vn);
+    if (hs == 1)
+        *q = 0; /* no headers */
+    else
+        wr_headers(q, headers);
+    p->len += rs;
+    p->count++;
+    if (ts > p->max_ts)
+        p->max_ts = ts;
+    return 0;
+}
+
 /* A record of rs bytes and timestamp ts appended: the batch's size, largest timestamp and record, and the sticky
  * partitioner's produced bytes (estimated, when switch_bytes > 0) updated. 1 when a partition switch is now due
  * (Java's rules: switch_bytes produced, or sticky_bytes and the batch full), else 0. */
@@ -2065,45 +2119,12 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
         }
         if (count == 0)
             base_ts = ts;
-        int64_t td = ts - base_ts;
-        /* (non-negative sizes and count: their zigzag is twice the value) */
-        int64_t body = 1 + sb_varint_size(td) + sb_uvarint_size((uint64_t)count << 1) +
-                       (kn < 0 ? 1 : sb_uvarint_size((uint64_t)kn << 1) + kn) +
-                       (vn < 0 ? 1 : sb_uvarint_size((uint64_t)vn << 1) + vn) + hs;
-        int64_t rs = sb_uvarint_size((uint64_t)body << 1) + body;
+        int64_t td = ts - base_ts, body, rs = sb_record_size(td, count, kn, vn, hs, &body);
         if (count > 0 && size + rs > limit)
             break;
-        if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
-            /* (within the room already there, neither limit can be reached: cap <= PENDING_MAX_BYTES, and every
-             * record takes at least 7 bytes of it) */
-            if (count >= INT32_MAX - 1 || rs > PENDING_MAX_BYTES - p->len) {
-                rc = 1;
-                break;
-            }
-            if (pending_reserve(p, rs) < 0) {
-                rc = -1;
-                break;
-            }
-        }
-        uint8_t *q = p->buf + p->len;
-        q = sb_put_uvarint(q, (uint64_t)body << 1);
-        *q++ = 0;
-        q = sb_put_uvarint(q, zigzag(td));
-        q = sb_put_uvarint(q, (uint64_t)count << 1);
-        q = sb_put_bytes(q, k, kn);
-        q = sb_put_bytes(q, v, vn);
-        if (hs == 1)
-            *q = 0; /* no headers */
-        else
-            wr_headers(q, headers);
-        if (count == 0) {
-            p->base_ts = ts;
-            p->max_ts = ts;
-        }
-        p->len += rs;
-        p->count = ++count;
-        if (ts > p->max_ts)
-            p->max_ts = ts;
+        if ((rc = sb_pending_put(p, rs, body, ts, td, k, kn, v, vn, headers, hs)) != 0)
+            break;
+        count = p->count;
         last_obj = ts_obj;
         last_ts = ts;
         if (sb_account(rs, ts, &size, &max_ts, &max_rec, &produced, ratio, limit, switch_bytes, sticky_bytes)) {
@@ -2538,6 +2559,14 @@ PyDoc_STRVAR(batch_try_append_doc,
     "ProducerBatch.try_append compiled: appends the record and returns its FutureRecordMetadata, None when the batch\n"
     "is closed or has no room, NotImplemented (nothing changed) on input the Python method must handle.");
 
+/* headers_size with its common cases (None, no headers: the one byte of a zero count) inline */
+static inline __attribute__((always_inline)) Py_ssize_t send_headers_size(PyObject *headers)
+{
+    if (headers == Py_None || (PyTuple_CheckExact(headers) && PyTuple_GET_SIZE(headers) == 0))
+        return 1;
+    return headers_size(headers);
+}
+
 /* ProducerBatch.try_append: the future, None (closed or no room), NotImplemented (nothing changed: input the
  * Python method must handle) or NULL with an exception. On a future, *size_before and *size_after are the
  * batch's size_bytes around the append and *limit its size_limit. */
@@ -2548,7 +2577,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     Py_ssize_t kn, vn, hs;
     int overflow = 0;
     if (future_type == NULL || !PyLong_CheckExact(ts_obj) || producer_bytes(key, &kn) < 0 ||
-        producer_bytes(value, &vn) < 0 || !PyLong_CheckExact(now_obj) || (hs = headers_size(headers)) < 0)
+        producer_bytes(value, &vn) < 0 || !PyLong_CheckExact(now_obj) || (hs = send_headers_size(headers)) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     int64_t ts;
     if (!compact_int(ts_obj, &ts))
@@ -2600,13 +2629,16 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     } else {
         base_ts = ts;
     }
-    int64_t body = 1 + varint_size(ts - base_ts) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
-    int64_t rs = varint_size(body) + body;
+    int64_t td = ts - base_ts, body, rs = sb_record_size(td, count, kn, vn, hs, &body);
     if (count > 0 && size + rs > limit) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (buffered != NULL && pending_record_size(buffered, ts, kn, vn, hs) != rs) { /* over what a batch can hold */
+    /* the common case: no callback in play, the batch's base timestamp its records' (the limits of what a batch
+     * can hold checked by sb_pending_put, only when its buffer must grow) */
+    int quick = buffered != NULL && callback == Py_None && buffered->callbacks == NULL &&
+                (count == 0 || buffered->base_ts == base_ts);
+    if (buffered != NULL && !quick && pending_record_size(buffered, ts, kn, vn, hs) != rs) { /* over what a batch can hold */
         result = Py_NewRef(Py_NotImplemented);
         goto done;
     }
@@ -2618,6 +2650,21 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     if (future == NULL || cached_set(future, attr[A_F_OUTCOME], &acache[A_F_OUTCOME], outcome) < 0 ||
         cached_set(future, attr[A_F_INDEX], &acache[A_F_INDEX], index) < 0)
         goto done;
+    if (quick) {
+        /* (nothing changed unless it returns 0: the record is written last) */
+        int put = sb_pending_put(buffered, rs, body, ts, td, key, kn, value, vn, headers, hs);
+        if (put != 0) {
+            if (put > 0) /* over what a batch can hold */
+                result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        buffered->last_ts = ts;
+        if (buffered->last_ts_obj != ts_obj) {
+            Py_INCREF(ts_obj);
+            Py_XSETREF(buffered->last_ts_obj, ts_obj);
+        }
+        goto appended;
+    }
     if (buffered != NULL) {
         /* (a failure here changes nothing: the record is written last) */
         if (pending_write(buffered, rs, ts, ts_obj, kn < 0 ? NULL : PyBytes_AS_STRING(key), kn,
