@@ -2390,12 +2390,21 @@ static inline __attribute__((always_inline)) int compact_int(PyObject *v, int64_
     }
     return 0;
 #else
+    /* tests in the order of the values read per send (sizes and counts: one digit; ms timestamps: two), not a
+     * switch's jump through a table */
     const digit *d = ((PyLongObject *)v)->ob_digit;
-    switch (Py_SIZE(v)) {
+    Py_ssize_t n = Py_SIZE(v);
+    if (n == 1) {
+        *out = (int64_t)d[0];
+        return 1;
+    }
+    if (n == 2) {
+        *out = ((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0];
+        return 1;
+    }
+    switch (n) {
     case 0: *out = 0; return 1;
-    case 1: *out = (int64_t)d[0]; return 1;
     case -1: *out = -(int64_t)d[0]; return 1;
-    case 2: *out = ((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0]; return 1;
     case -2: *out = -(((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0]); return 1;
     default: return 0;
     }
@@ -2706,19 +2715,25 @@ appended:
             Py_XDECREF(size_obj);
             goto done;
         }
-        PyObject *old[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+        PyObject *old_size, *old_last, *old[4] = {NULL, NULL, NULL, NULL};
         if (count == 0)
             batch_put(batch, A_BASE_TS, Py_NewRef(ts_obj), &old[0]);
-        batch_put(batch, A_SIZE, size_obj, &old[1]);
+        batch_put(batch, A_SIZE, size_obj, &old_size);
         if (ts > max_ts)
-            batch_put(batch, A_MAX_TS, Py_NewRef(ts_obj), &old[2]);
+            batch_put(batch, A_MAX_TS, Py_NewRef(ts_obj), &old[1]);
         if (rec_obj != NULL)
-            batch_put(batch, A_MAX_REC, rec_obj, &old[3]);
-        batch_put(batch, A_LAST_APPEND, Py_NewRef(now_obj), &old[4]);
+            batch_put(batch, A_MAX_REC, rec_obj, &old[2]);
+        batch_put(batch, A_LAST_APPEND, Py_NewRef(now_obj), &old_last);
         if (callback != Py_None)
-            batch_put(batch, A_HAS_CB, Py_NewRef(Py_True), &old[5]);
-        for (int i = 0; i < 6; i++)
-            Py_XDECREF(old[i]);
+            batch_put(batch, A_HAS_CB, Py_NewRef(Py_True), &old[3]);
+        /* (the usual append replaces only the size and the append time; the rest at a batch's first record, a
+         * new largest timestamp or record, a first callback) */
+        Py_XDECREF(old_size);
+        Py_XDECREF(old_last);
+        if (count == 0 || ts > max_ts || rec_obj != NULL || callback != Py_None) {
+            for (int i = 0; i < 4; i++)
+                Py_XDECREF(old[i]);
+        }
     } else if ((count == 0 && cached_set(batch, attr[A_BASE_TS], &acache[A_BASE_TS], ts_obj) < 0) || set_int(batch, A_SIZE, size + rs) < 0 ||
         (ts > max_ts && cached_set(batch, attr[A_MAX_TS], &acache[A_MAX_TS], ts_obj) < 0) ||
         (rs > max_rec && set_int(batch, A_MAX_REC, rs) < 0) || cached_set(batch, attr[A_LAST_APPEND], &acache[A_LAST_APPEND], now_obj) < 0 ||
@@ -3321,25 +3336,23 @@ static PyObject *partition_int(PyObject **slot, int64_t partition)
     return *slot;
 }
 
-/* send_append's 15 arguments (its doc); ``cache``: the calling SendRecord's, or NULL. ``may_open``: a new batch
- * may be opened when no open batch has room (SendRecord: never for a transactional producer, whose send adds a
- * new batch's partition to the transaction after the append); else None, nothing changed (send_append). */
-static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int may_open)
+/* send_append's 15 arguments (its doc), but the partition count (args[10], unread) as a number: ``count``;
+ * ``cache``: the calling SendRecord's, or NULL. ``may_open``: a new batch may be opened when no open batch has room
+ * (SendRecord: never for a transactional producer, whose send adds a new batch's partition to the transaction
+ * after the append); else None, nothing changed (send_append). */
+static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cache *cache, int may_open)
 {
     PyObject *topics = args[0], *accumulator = args[1], *clock = args[2], *headers = args[3], *cluster = args[4],
              *max_payload_obj = args[5], *ignore_keys = args[6], *wakeup = args[7], *topic = args[8],
-             *partition_obj = args[9], *count_obj = args[10], *ts_arg = args[11], *key = args[12], *value = args[13],
-             *callback = args[14];
+             *partition_obj = args[9], *ts_arg = args[11], *key = args[12], *value = args[13], *callback = args[14];
     Py_ssize_t kn, vn;
     if (!PyDict_CheckExact(topics) || producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
-        !PyLong_CheckExact(max_payload_obj) || !PyLong_CheckExact(count_obj))
+        !PyLong_CheckExact(max_payload_obj))
         Py_RETURN_NOTIMPLEMENTED;
-    int64_t max_payload, count;
+    int64_t max_payload;
     if (!compact_int(max_payload_obj, &max_payload))
         max_payload = PyLong_AsLongLong(max_payload_obj);
-    if (!compact_int(count_obj, &count))
-        count = PyLong_AsLongLong(count_obj);
-    if ((max_payload == -1 || count == -1) && PyErr_Occurred()) {
+    if (max_payload == -1 && PyErr_Occurred()) {
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }
@@ -3612,9 +3625,16 @@ done:
 
 static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 15 || future_type == NULL)
+    if (nargs != 15 || future_type == NULL || !PyLong_CheckExact(args[10]))
         Py_RETURN_NOTIMPLEMENTED;
-    return send_append_core(args, NULL, 0);
+    int64_t count;
+    if (!compact_int(args[10], &count))
+        count = PyLong_AsLongLong(args[10]);
+    if (count == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return send_append_core(args, count, NULL, 0);
 }
 
 /* ---- producer: the whole of send()'s common case (KafkaProducer.send's checks, the metadata, send_append) -- */
@@ -3810,13 +3830,9 @@ static PyObject *send_record_core(PyObject *const *args, int *no_room, send_cach
         return NULL;
     if (count <= 0)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *count_obj = PyLong_FromLongLong(count);
-    if (count_obj == NULL)
-        return NULL;
     PyObject *call[15] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], topic, partition,
-                          count_obj, timestamp, args[14], args[15], args[16]};
-    PyObject *future = send_append_core(call, cache, 1);
-    Py_DECREF(count_obj);
+                          NULL /* the count, passed as a number */, timestamp, args[14], args[15], args[16]};
+    PyObject *future = send_append_core(call, count, cache, 1);
     if (future == Py_None) {
         Py_DECREF(future);
         *no_room = 1;
