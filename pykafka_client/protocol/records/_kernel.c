@@ -2323,12 +2323,25 @@ static slot_cache acache[A_COUNT]; /* per attr[] name: its call sites read one k
 
 static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *c);
 
+/* Whether a version tag remembered of type t (only ever a valid one, never 0: type_tag_valid) is still t's: any
+ * change to the class sets its tag to 0, invalid, until a new one (never one given before) is assigned. */
+static inline __attribute__((always_inline)) int type_tag_current(PyTypeObject *t, unsigned int tag)
+{
+    return tag == t->tp_version_tag;
+}
+
+/* Whether t's version tag may be remembered: valid (not 0) */
+static inline int type_tag_valid(PyTypeObject *t)
+{
+    return (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && t->tp_version_tag != 0;
+}
+
 /* The offset of obj's object slot `name`, or -1: go by name (also remembered per type and version). Inline: a
  * send reads some thirty slots, nearly always of the type the call site saw last. */
 static inline __attribute__((always_inline)) Py_ssize_t slot_offset(PyObject *obj, PyObject *name, slot_cache *c)
 {
     PyTypeObject *t = Py_TYPE(obj);
-    if (c->type == t && c->tag == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+    if (c->type == t && type_tag_current(t, c->tag))
         return c->offset;
     return slot_offset_lookup(obj, name, c);
 }
@@ -2343,7 +2356,7 @@ static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *
         Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
         !(((PyMemberDescrObject *)d)->d_member->flags & READONLY))
         offset = ((PyMemberDescrObject *)d)->d_member->offset;
-    if (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) {
+    if (type_tag_valid(t)) {
         c->type = t;
         c->tag = t->tp_version_tag;
         c->offset = offset;
@@ -2475,7 +2488,7 @@ static inline __attribute__((always_inline)) int get_int(PyObject *obj, int a, i
 enum { COUNTER_INTS = 1 << 15 };
 static PyObject *counter_ints[COUNTER_INTS];
 
-static inline PyObject *counter_int(int64_t x)
+static inline __attribute__((always_inline)) PyObject *counter_int(int64_t x)
 {
     if (x < 0 || x >= COUNTER_INTS)
         return PyLong_FromLongLong(x);
@@ -2487,7 +2500,7 @@ static inline PyObject *counter_int(int64_t x)
 
 /* obj.name = x for a counter slot the send path moves on every record (a batch's size_bytes, the sticky partition's
  * produced_bytes), through its slot cache: 0, or -1 with an exception. */
-static int set_counter(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
+static inline __attribute__((always_inline)) int set_counter(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
 {
     PyObject *v = counter_int(x);
     if (v == NULL)
@@ -2520,7 +2533,7 @@ static int batch_layout_lookup(PyObject *batch)
         if ((off[a] = slot_offset(batch, attr[a], &acache[a])) < 0)
             return 0;
     }
-    if (!(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+    if (!type_tag_valid(t))
         return 0;
     memcpy(batch_layout.off, off, sizeof off);
     batch_layout.tag = t->tp_version_tag;
@@ -2532,7 +2545,7 @@ static int batch_layout_lookup(PyObject *batch)
 static inline __attribute__((always_inline)) int batch_layout_of(PyObject *batch)
 {
     PyTypeObject *t = Py_TYPE(batch);
-    if (batch_layout.type == t && batch_layout.tag == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+    if (batch_layout.type == t && type_tag_current(t, batch_layout.tag))
         return 1;
     return batch_layout_lookup(batch);
 }
@@ -3260,7 +3273,7 @@ static int wake_sender(PyObject *wakeup)
 
 /* Whether the batch's compression_ratio is 1.0 (its size_bytes are what the sticky partitioner counts): 1, 0, or -1
  * with an exception. */
-static inline int batch_is_plain(PyObject *batch)
+static inline __attribute__((always_inline)) int batch_is_plain(PyObject *batch)
 {
     PyObject *ratio = cached_get(batch, sattr[S_RATIO], &scache[S_RATIO]);
     if (ratio == NULL)
