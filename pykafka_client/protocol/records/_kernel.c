@@ -3313,14 +3313,15 @@ static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
 
 /* What a SendRecord remembers of its last send, read again only when the send names another one (under the GIL;
  * strong references, so no remembered address is reused): the accumulator's entry of the topic and the queue of
- * the partition (neither is ever replaced or removed once made: RecordAccumulator's ``_topics``), and the topic's
+ * the partition (neither is ever replaced or removed once made: RecordAccumulator's ``_topics``), with the
+ * entry's partitioner and the queue's lock and deque (each set once, when its holder is made), and the topic's
  * partition count in the metadata index's ``by_topic`` (an index is never changed once built: an update replaces
  * it whole), and until when the topic's metadata expiry is fresh (an expiry only grows, and is removed only once
  * the monotonic clock has passed it: ProducerMetadata.retain_topics; a refresh is due only after idle // 2 more
  * ms, at fresh_until, when it is read again). A str topic equal to the remembered one but another object is looked up (and then remembered). */
 typedef struct {
-    PyObject *topic, *info;                      /* info = topics[topic] */
-    PyObject *q_info, *queue;                    /* queue = q_info.queues[q_partition] */
+    PyObject *topic, *info, *partitioner;        /* info = topics[topic], partitioner = info.partitioner */
+    PyObject *q_info, *queue, *lock, *batches;   /* queue = q_info.queues[q_partition]: its .lock and .batches */
     int64_t q_partition;
     PyObject *by_topic, *count_topic;            /* count = len(by_topic[count_topic]) */
     Py_ssize_t count;
@@ -3332,8 +3333,11 @@ static void send_cache_clear(send_cache *c)
 {
     Py_CLEAR(c->topic);
     Py_CLEAR(c->info);
+    Py_CLEAR(c->partitioner);
     Py_CLEAR(c->q_info);
     Py_CLEAR(c->queue);
+    Py_CLEAR(c->lock);
+    Py_CLEAR(c->batches);
     Py_CLEAR(c->by_topic);
     Py_CLEAR(c->count_topic);
     Py_CLEAR(c->expiries);
@@ -3387,9 +3391,10 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
     }
     if (sattr_init() < 0)
         return NULL;
-    PyObject *info; /* borrowed (held by topics, and by the cache) */
+    PyObject *info, *partitioner; /* info borrowed (held by topics, and by the cache) */
     if (cache != NULL && cache->topic == topic) {
         info = cache->info;
+        partitioner = Py_NewRef(cache->partitioner);
     } else {
         info = PyDict_GetItemWithError(topics, topic);
         if (info == NULL) {
@@ -3397,18 +3402,20 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
                 return NULL;
             Py_RETURN_NOTIMPLEMENTED;
         }
+        if ((partitioner = cached_get(info, sattr[S_PARTITIONER], &scache[S_PARTITIONER])) == NULL)
+            return NULL;
         if (cache != NULL) {
             Py_INCREF(info);
             Py_XSETREF(cache->info, info);
+            Py_INCREF(partitioner);
+            Py_XSETREF(cache->partitioner, partitioner);
             Py_INCREF(topic);
             Py_XSETREF(cache->topic, topic);
         }
     }
-    PyObject *result = NULL, *partitioner = NULL, *sticky = NULL, *queues = NULL, *q = NULL, *lock = NULL,
-             *batches = NULL, *last = NULL, *future = NULL, *ts_obj = NULL, *effective_obj = NULL;
+    PyObject *result = NULL, *sticky = NULL, *queues = NULL, *q = NULL, *lock = NULL, *batches = NULL, *last = NULL,
+             *future = NULL, *ts_obj = NULL, *effective_obj = NULL;
     int locked = 0, wake = 0;
-    if ((partitioner = cached_get(info, sattr[S_PARTITIONER], &scache[S_PARTITIONER])) == NULL)
-        goto done;
     int64_t effective = partition;
     if (partition == -1) {
         if ((sticky = cached_get(partitioner, sattr[S_STICKY], &scache[S_STICKY])) == NULL)
@@ -3423,6 +3430,8 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
     }
     if (cache != NULL && cache->q_info == info && cache->q_partition == effective) {
         q = Py_NewRef(cache->queue);
+        lock = Py_NewRef(cache->lock);
+        batches = Py_NewRef(cache->batches);
     } else {
         if ((queues = cached_get(info, sattr[S_QUEUES], &scache[S_QUEUES])) == NULL)
             goto done;
@@ -3439,11 +3448,18 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
             goto done;
         }
         Py_INCREF(q);
+        if ((lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL ||
+            (batches = cached_get(q, sattr[S_BATCHES], &scache[S_BATCHES])) == NULL)
+            goto done;
         if (cache != NULL) {
             Py_INCREF(info);
             Py_XSETREF(cache->q_info, info);
             Py_INCREF(q);
             Py_XSETREF(cache->queue, q);
+            Py_INCREF(lock);
+            Py_XSETREF(cache->lock, lock);
+            Py_INCREF(batches);
+            Py_XSETREF(cache->batches, batches);
             cache->q_partition = effective;
         }
     }
@@ -3459,14 +3475,12 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
     } else {
         ts_obj = PyObject_CallNoArgs(clock);
     }
-    if ((ts_obj == NULL && clock_ms < 0) || (lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL)
+    if (ts_obj == NULL && clock_ms < 0)
         goto done;
     if (queue_lock_acquire(lock) < 0)
         goto done;
     locked = 1;
     /* under the queue's lock, as RecordAccumulator.try_append_fast */
-    if ((batches = cached_get(q, sattr[S_BATCHES], &scache[S_BATCHES])) == NULL)
-        goto done;
     Py_ssize_t nbatches = PyObject_Size(batches);
     if (nbatches < 0)
         goto done;
@@ -3903,8 +3917,11 @@ static int send_record_traverse(PyObject *self, visitproc visit, void *arg)
     for (int i = 0; i < SR_FIXED; i++)
         Py_VISIT(sr->fixed[i]);
     Py_VISIT(sr->cache.info);
+    Py_VISIT(sr->cache.partitioner);
     Py_VISIT(sr->cache.q_info);
     Py_VISIT(sr->cache.queue);
+    Py_VISIT(sr->cache.lock);
+    Py_VISIT(sr->cache.batches);
     Py_VISIT(sr->cache.by_topic);
     Py_VISIT(sr->cache.expiries);
     return 0;
