@@ -3314,16 +3314,18 @@ static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
 /* What a SendRecord remembers of its last send, read again only when the send names another one (under the GIL;
  * strong references, so no remembered address is reused): the accumulator's entry of the topic and the queue of
  * the partition (neither is ever replaced or removed once made: RecordAccumulator's ``_topics``), with the
- * entry's partitioner and the queue's lock and deque (each set once, when its holder is made), and the topic's
- * partition count in the metadata index's ``by_topic`` (an index is never changed once built: an update replaces
- * it whole), and until when the topic's metadata expiry is fresh (an expiry only grows, and is removed only once
+ * entry's partitioner, its switch_bytes and sticky_batch_size, and the queue's lock and deque (each set once, when
+ * its holder is made), and the topic's partition count in the metadata index (an index is never changed once
+ * built: an update replaces it whole), and until when the topic's metadata expiry is fresh (an expiry only grows, and is removed only once
  * the monotonic clock has passed it: ProducerMetadata.retain_topics; a refresh is due only after idle // 2 more
  * ms, at fresh_until, when it is read again). A str topic equal to the remembered one but another object is looked up (and then remembered). */
 typedef struct {
     PyObject *topic, *info, *partitioner;        /* info = topics[topic], partitioner = info.partitioner */
+    int64_t switch_bytes, sticky_size;           /* the partitioner's (once sizes_known) */
+    int sizes_known;
     PyObject *q_info, *queue, *lock, *batches;   /* queue = q_info.queues[q_partition]: its .lock and .batches */
     int64_t q_partition;
-    PyObject *by_topic, *count_topic;            /* count = len(by_topic[count_topic]) */
+    PyObject *index, *count_topic;               /* count = len(index.by_topic[count_topic]) */
     Py_ssize_t count;
     PyObject *expiries, *fresh_topic;            /* expiries[fresh_topic] - now > idle // 2 while now < fresh_until */
     int64_t fresh_until, fresh_idle;
@@ -3338,7 +3340,7 @@ static void send_cache_clear(send_cache *c)
     Py_CLEAR(c->queue);
     Py_CLEAR(c->lock);
     Py_CLEAR(c->batches);
-    Py_CLEAR(c->by_topic);
+    Py_CLEAR(c->index);
     Py_CLEAR(c->count_topic);
     Py_CLEAR(c->expiries);
     Py_CLEAR(c->fresh_topic);
@@ -3409,6 +3411,7 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
             Py_XSETREF(cache->info, info);
             Py_INCREF(partitioner);
             Py_XSETREF(cache->partitioner, partitioner);
+            cache->sizes_known = 0;
             Py_INCREF(topic);
             Py_XSETREF(cache->topic, topic);
         }
@@ -3504,14 +3507,24 @@ static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cac
     int64_t produced = 0, switch_bytes = 0, sticky_size = 0;
     if (sticky != NULL) {
         int rc;
+        int known = cache != NULL && cache->sizes_known;
+        if (known) {
+            switch_bytes = cache->switch_bytes;
+            sticky_size = cache->sticky_size;
+        }
         if ((rc = get_int_attr(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], &produced)) > 0 ||
-            (rc = get_int_attr(partitioner, sattr[S_SWITCH], &scache[S_SWITCH], &switch_bytes)) > 0 ||
-            (rc = get_int_attr(partitioner, sattr[S_STICKY_SIZE], &scache[S_STICKY_SIZE], &sticky_size)) > 0) {
+            (!known && (rc = get_int_attr(partitioner, sattr[S_SWITCH], &scache[S_SWITCH], &switch_bytes)) > 0) ||
+            (!known && (rc = get_int_attr(partitioner, sattr[S_STICKY_SIZE], &scache[S_STICKY_SIZE], &sticky_size)) > 0)) {
             result = Py_NewRef(Py_NotImplemented);
             goto done;
         }
         if (rc < 0)
             goto done;
+        if (!known && cache != NULL) {
+            cache->switch_bytes = switch_bytes;
+            cache->sticky_size = sticky_size;
+            cache->sizes_known = 1;
+        }
     }
     if (nbatches > 0 && (last = PySequence_GetItem(batches, nbatches - 1)) == NULL)
         goto done;
@@ -3753,14 +3766,14 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         count = -2;
         goto done;
     }
+    if (cache != NULL && cache->index == idx && cache->count_topic == topic) {
+        count = cache->count;
+        goto done;
+    }
     if ((by_topic = cached_get(idx, mattr[M_BY_TOPIC], &mcache[M_BY_TOPIC])) == NULL)
         goto done;
     if (!PyDict_CheckExact(by_topic)) {
         count = -2;
-        goto done;
-    }
-    if (cache != NULL && cache->by_topic == by_topic && cache->count_topic == topic) {
-        count = cache->count;
         goto done;
     }
     PyObject *infos = PyDict_GetItemWithError(by_topic, topic); /* borrowed */
@@ -3770,8 +3783,8 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
     }
     count = PyList_CheckExact(infos) ? PyList_GET_SIZE(infos) : -2;
     if (cache != NULL && count > 0) {
-        Py_INCREF(by_topic);
-        Py_XSETREF(cache->by_topic, by_topic);
+        Py_INCREF(idx);
+        Py_XSETREF(cache->index, idx);
         Py_INCREF(topic);
         Py_XSETREF(cache->count_topic, topic);
         cache->count = count;
@@ -3922,7 +3935,7 @@ static int send_record_traverse(PyObject *self, visitproc visit, void *arg)
     Py_VISIT(sr->cache.queue);
     Py_VISIT(sr->cache.lock);
     Py_VISIT(sr->cache.batches);
-    Py_VISIT(sr->cache.by_topic);
+    Py_VISIT(sr->cache.index);
     Py_VISIT(sr->cache.expiries);
     return 0;
 }
