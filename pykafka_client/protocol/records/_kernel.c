@@ -3839,17 +3839,17 @@ static PyObject *cluster_now(PyObject *cluster_at)
     return PyObject_CallNoArgs(cluster_at);
 }
 
-/* SendRecord's call: args are its 11 fixed arguments then the call's 6. NotImplemented when it declines; then
+/* SendRecord's call: ``fixed`` its 11 fixed arguments, ``rec`` the call's 6. NotImplemented when it declines; then
  * *no_room is 1 when the record passed every check and the metadata (the topic and partition known) and only
  * found no open batch with room and no buffer memory free at once for a new one (or the accumulator closed), 0
  * otherwise. */
-static PyObject *send_record_core(PyObject *const *args, int *no_room, send_cache *cache)
+static PyObject *send_record_core(PyObject *const *fixed, PyObject *const *rec, int *no_room, send_cache *cache)
 {
     *no_room = 0;
     if (future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *cluster_at = args[10],
-             *topic = args[11], *partition = args[12], *timestamp = args[13];
+    PyObject *metadata = fixed[4], *mono_clock = fixed[8], *fatal_check = fixed[9], *cluster_at = fixed[10],
+             *topic = rec[0], *partition = rec[1], *timestamp = rec[2];
     if (!PyUnicode_CheckExact(topic) || PyUnicode_GET_LENGTH(topic) == 0)
         Py_RETURN_NOTIMPLEMENTED;
     if ((partition != Py_None && !nonnegative_int(partition)) || (timestamp != Py_None && !nonnegative_int(timestamp)))
@@ -3870,8 +3870,8 @@ static PyObject *send_record_core(PyObject *const *args, int *no_room, send_cach
         return NULL;
     if (count <= 0)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *call[15] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], topic, partition,
-                          NULL /* the count, passed as a number */, timestamp, args[14], args[15], args[16]};
+    PyObject *call[15] = {fixed[0], fixed[1], fixed[2], fixed[3], fixed[4], fixed[5], fixed[6], fixed[7], topic,
+                          partition, NULL /* the count, passed as a number */, timestamp, rec[3], rec[4], rec[5]};
     PyObject *future = send_append_core(call, count, cache, 1);
     if (future == Py_None) {
         Py_DECREF(future);
@@ -3899,12 +3899,9 @@ static PyObject *send_record_vectorcall(PyObject *self, PyObject *const *args, s
                      "value, callback), got %zd", SR_CALL, nargs);
         return NULL;
     }
-    PyObject *all[SR_FIXED + SR_CALL];
-    memcpy(all, ((SendRecordObject *)self)->fixed, sizeof(PyObject *) * SR_FIXED);
-    memcpy(all + SR_FIXED, args, sizeof(PyObject *) * SR_CALL);
     int no_room;
     Py_INCREF(self); /* its cache is used during the call */
-    PyObject *r = send_record_core(all, &no_room, &((SendRecordObject *)self)->cache);
+    PyObject *r = send_record_core(((SendRecordObject *)self)->fixed, args, &no_room, &((SendRecordObject *)self)->cache);
     Py_DECREF(self);
     return r;
 }
@@ -4065,15 +4062,9 @@ static PyObject *bound_send_vectorcall(PyObject *op, PyObject *const *args, size
     int no_room = 0;
     if (v[5] == Py_None) {
         Py_INCREF(sr); /* another thread may close the producer (its slot set to None) during the call */
-        PyObject *all[SR_FIXED + SR_CALL];
-        memcpy(all, ((SendRecordObject *)sr)->fixed, sizeof(PyObject *) * SR_FIXED);
-        all[SR_FIXED] = v[0];     /* topic */
-        all[SR_FIXED + 1] = v[3]; /* partition */
-        all[SR_FIXED + 2] = v[4]; /* timestamp */
-        all[SR_FIXED + 3] = v[2]; /* key */
-        all[SR_FIXED + 4] = v[1]; /* value */
-        all[SR_FIXED + 5] = v[6]; /* on_delivery */
-        PyObject *future = send_record_core(all, &no_room, &((SendRecordObject *)sr)->cache);
+        /* (topic, partition, timestamp, key, value, on_delivery) */
+        PyObject *rec[SR_CALL] = {v[0], v[3], v[4], v[2], v[1], v[6]};
+        PyObject *future = send_record_core(((SendRecordObject *)sr)->fixed, rec, &no_room, &((SendRecordObject *)sr)->cache);
         Py_DECREF(sr);
         if (future != Py_NotImplemented)
             return future;
