@@ -2016,10 +2016,10 @@ static inline __attribute__((always_inline)) int64_t sb_record_size(int64_t td, 
 }
 
 /* pending_write's common case: the record sized by sb_record_size (rs, body, its timestamp delta td: 0 for p's
- * first record) appended to a PendingRecords in buffer mode that keeps no
- * callbacks, its buffer grown (and the record and byte limits checked) only when the record does not fit the room
- * already there. 0; 1 when p cannot take it (too many records or bytes: nothing changed); -1 with an exception
- * (nothing changed). The last record's timestamp (last_ts, last_ts_obj) is the caller's to set. */
+ * first record) appended to a PendingRecords in buffer mode that keeps no callbacks, its buffer grown (and the
+ * record and byte limits checked) only when the record does not fit the room already there. 0; 1 when p cannot
+ * take it (too many records or bytes: nothing changed); -1 with an exception (nothing changed). The last record's
+ * timestamp (last_ts, last_ts_obj) is the caller's to set. */
 static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p, int64_t rs, int64_t body,
                                                                 int64_t ts, int64_t td, PyObject *k, Py_ssize_t kn,
                                                                 PyObject *v, Py_ssize_t vn, PyObject *headers,
