@@ -258,10 +258,11 @@ class ProducerBatch:
                 size = record_size_in_bytes(n, td, key, value, headers)
             else:
                 # record_size_in_bytes inlined for the common record (runs once per send): offset delta under
-                # 8192, 1-byte timestamp delta, a null or short key, a value under 8 KiB, no headers.
+                # 8192, 1-byte timestamp delta, a null or short key, a value under 8 KiB, no headers (whose body
+                # may still reach 8192 bytes: a three-byte length varint).
                 nv = len(value)
                 body = (5 if n < 64 else 6) + (0 if key is None else len(key)) + nv + (1 if nv < 64 else 2)
-                size = body + (1 if body < 64 else 2)
+                size = body + (1 if body < 64 else 2 if body < 8192 else 3)
             if self.size_bytes + size > self.size_limit:
                 return None
             prev_ts = pending[-1][0]

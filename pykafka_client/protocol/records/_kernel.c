@@ -2001,6 +2001,60 @@ static inline __attribute__((always_inline)) uint8_t *sb_put_bytes(uint8_t *q, P
     return q + n;
 }
 
+/* A record's size in a batch's records section, its length varint included (record_body_size and varint_size
+ * without their loops); *body: the size after that varint. td: its timestamp delta, count its offset delta (>= 0),
+ * kn and vn its key's and value's sizes (-1: null), hs its headers' (headers_size). */
+static inline __attribute__((always_inline)) int64_t sb_record_size(int64_t td, int64_t count, Py_ssize_t kn,
+                                                                    Py_ssize_t vn, Py_ssize_t hs, int64_t *body)
+{
+    /* (non-negative sizes and count: their zigzag is twice the value) */
+    int64_t b = 1 + sb_varint_size(td) + sb_uvarint_size((uint64_t)count << 1) +
+                (kn < 0 ? 1 : sb_uvarint_size((uint64_t)kn << 1) + kn) +
+                (vn < 0 ? 1 : sb_uvarint_size((uint64_t)vn << 1) + vn) + hs;
+    *body = b;
+    return sb_uvarint_size((uint64_t)b << 1) + b;
+}
+
+/* pending_write's common case: the record sized by sb_record_size (rs, body, its timestamp delta td: 0 for p's
+ * first record) appended to a PendingRecords in buffer mode that keeps no callbacks, its buffer grown (and the
+ * record and byte limits checked) only when the record does not fit the room already there. 0; 1 when p cannot
+ * take it (too many records or bytes: nothing changed); -1 with an exception (nothing changed). The last record's
+ * timestamp (last_ts, last_ts_obj) is the caller's to set. */
+static inline __attribute__((always_inline)) int sb_pending_put(PendingObject *p, int64_t rs, int64_t body,
+                                                                int64_t ts, int64_t td, PyObject *k, Py_ssize_t kn,
+                                                                PyObject *v, Py_ssize_t vn, PyObject *headers,
+                                                                Py_ssize_t hs)
+{
+    if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
+        /* (within the room already there, neither limit can be reached: cap <= PENDING_MAX_BYTES, and every
+         * record takes at least 7 bytes of it) */
+        if (p->count >= INT32_MAX - 1 || rs > PENDING_MAX_BYTES - p->len)
+            return 1;
+        if (pending_reserve(p, rs) < 0)
+            return -1;
+    }
+    if (p->count == 0) {
+        p->base_ts = ts;
+        p->max_ts = ts;
+    }
+    uint8_t *q = p->buf + p->len;
+    q = sb_put_uvarint(q, (uint64_t)body << 1);
+    *q++ = 0;
+    q = sb_put_uvarint(q, zigzag(td));
+    q = sb_put_uvarint(q, (uint64_t)p->count << 1);
+    q = sb_put_bytes(q, k, kn);
+    q = sb_put_bytes(q, v, vn);
+    if (hs == 1)
+        *q = 0; /* no headers */
+    else
+        wr_headers(q, headers);
+    p->len += rs;
+    p->count++;
+    if (ts > p->max_ts)
+        p->max_ts = ts;
+    return 0;
+}
+
 /* A record of rs bytes and timestamp ts appended: the batch's size, largest timestamp and record, and the sticky
  * partitioner's produced bytes (estimated, when switch_bytes > 0) updated. 1 when a partition switch is now due
  * (Java's rules: switch_bytes produced, or sticky_bytes and the batch full), else 0. */
@@ -2065,45 +2119,12 @@ static inline __attribute__((always_inline)) int sb_append_loop(PendingObject *p
         }
         if (count == 0)
             base_ts = ts;
-        int64_t td = ts - base_ts;
-        /* (non-negative sizes and count: their zigzag is twice the value) */
-        int64_t body = 1 + sb_varint_size(td) + sb_uvarint_size((uint64_t)count << 1) +
-                       (kn < 0 ? 1 : sb_uvarint_size((uint64_t)kn << 1) + kn) +
-                       (vn < 0 ? 1 : sb_uvarint_size((uint64_t)vn << 1) + vn) + hs;
-        int64_t rs = sb_uvarint_size((uint64_t)body << 1) + body;
+        int64_t td = ts - base_ts, body, rs = sb_record_size(td, count, kn, vn, hs, &body);
         if (count > 0 && size + rs > limit)
             break;
-        if (p->len + rs > p->cap || Py_REFCNT(p->data) > 1) {
-            /* (within the room already there, neither limit can be reached: cap <= PENDING_MAX_BYTES, and every
-             * record takes at least 7 bytes of it) */
-            if (count >= INT32_MAX - 1 || rs > PENDING_MAX_BYTES - p->len) {
-                rc = 1;
-                break;
-            }
-            if (pending_reserve(p, rs) < 0) {
-                rc = -1;
-                break;
-            }
-        }
-        uint8_t *q = p->buf + p->len;
-        q = sb_put_uvarint(q, (uint64_t)body << 1);
-        *q++ = 0;
-        q = sb_put_uvarint(q, zigzag(td));
-        q = sb_put_uvarint(q, (uint64_t)count << 1);
-        q = sb_put_bytes(q, k, kn);
-        q = sb_put_bytes(q, v, vn);
-        if (hs == 1)
-            *q = 0; /* no headers */
-        else
-            wr_headers(q, headers);
-        if (count == 0) {
-            p->base_ts = ts;
-            p->max_ts = ts;
-        }
-        p->len += rs;
-        p->count = ++count;
-        if (ts > p->max_ts)
-            p->max_ts = ts;
+        if ((rc = sb_pending_put(p, rs, body, ts, td, k, kn, v, vn, headers, hs)) != 0)
+            break;
+        count = p->count;
         last_obj = ts_obj;
         last_ts = ts;
         if (sb_account(rs, ts, &size, &max_ts, &max_rec, &produced, ratio, limit, switch_bytes, sticky_bytes)) {
@@ -2302,12 +2323,25 @@ static slot_cache acache[A_COUNT]; /* per attr[] name: its call sites read one k
 
 static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *c);
 
+/* Whether a version tag remembered of type t (only ever a valid one, never 0: type_tag_valid) is still t's: any
+ * change to the class sets its tag to 0, invalid, until a new one (never one given before) is assigned. */
+static inline __attribute__((always_inline)) int type_tag_current(PyTypeObject *t, unsigned int tag)
+{
+    return tag == t->tp_version_tag;
+}
+
+/* Whether t's version tag may be remembered: valid (not 0) */
+static inline int type_tag_valid(PyTypeObject *t)
+{
+    return (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) && t->tp_version_tag != 0;
+}
+
 /* The offset of obj's object slot `name`, or -1: go by name (also remembered per type and version). Inline: a
  * send reads some thirty slots, nearly always of the type the call site saw last. */
 static inline __attribute__((always_inline)) Py_ssize_t slot_offset(PyObject *obj, PyObject *name, slot_cache *c)
 {
     PyTypeObject *t = Py_TYPE(obj);
-    if (c->type == t && c->tag == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+    if (c->type == t && type_tag_current(t, c->tag))
         return c->offset;
     return slot_offset_lookup(obj, name, c);
 }
@@ -2322,7 +2356,7 @@ static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *
         Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
         !(((PyMemberDescrObject *)d)->d_member->flags & READONLY))
         offset = ((PyMemberDescrObject *)d)->d_member->offset;
-    if (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) {
+    if (type_tag_valid(t)) {
         c->type = t;
         c->tag = t->tp_version_tag;
         c->offset = offset;
@@ -2369,12 +2403,21 @@ static inline __attribute__((always_inline)) int compact_int(PyObject *v, int64_
     }
     return 0;
 #else
+    /* tests in the order of the values read per send (sizes and counts: one digit; ms timestamps: two), not a
+     * switch's jump through a table */
     const digit *d = ((PyLongObject *)v)->ob_digit;
-    switch (Py_SIZE(v)) {
+    Py_ssize_t n = Py_SIZE(v);
+    if (n == 1) {
+        *out = (int64_t)d[0];
+        return 1;
+    }
+    if (n == 2) {
+        *out = ((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0];
+        return 1;
+    }
+    switch (n) {
     case 0: *out = 0; return 1;
-    case 1: *out = (int64_t)d[0]; return 1;
     case -1: *out = -(int64_t)d[0]; return 1;
-    case 2: *out = ((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0]; return 1;
     case -2: *out = -(((int64_t)d[1] << PyLong_SHIFT) | (int64_t)d[0]); return 1;
     default: return 0;
     }
@@ -2445,7 +2488,7 @@ static inline __attribute__((always_inline)) int get_int(PyObject *obj, int a, i
 enum { COUNTER_INTS = 1 << 15 };
 static PyObject *counter_ints[COUNTER_INTS];
 
-static inline PyObject *counter_int(int64_t x)
+static inline __attribute__((always_inline)) PyObject *counter_int(int64_t x)
 {
     if (x < 0 || x >= COUNTER_INTS)
         return PyLong_FromLongLong(x);
@@ -2457,7 +2500,7 @@ static inline PyObject *counter_int(int64_t x)
 
 /* obj.name = x for a counter slot the send path moves on every record (a batch's size_bytes, the sticky partition's
  * produced_bytes), through its slot cache: 0, or -1 with an exception. */
-static int set_counter(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
+static inline __attribute__((always_inline)) int set_counter(PyObject *obj, PyObject *name, slot_cache *c, int64_t x)
 {
     PyObject *v = counter_int(x);
     if (v == NULL)
@@ -2490,7 +2533,7 @@ static int batch_layout_lookup(PyObject *batch)
         if ((off[a] = slot_offset(batch, attr[a], &acache[a])) < 0)
             return 0;
     }
-    if (!(t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+    if (!type_tag_valid(t))
         return 0;
     memcpy(batch_layout.off, off, sizeof off);
     batch_layout.tag = t->tp_version_tag;
@@ -2502,7 +2545,7 @@ static int batch_layout_lookup(PyObject *batch)
 static inline __attribute__((always_inline)) int batch_layout_of(PyObject *batch)
 {
     PyTypeObject *t = Py_TYPE(batch);
-    if (batch_layout.type == t && batch_layout.tag == t->tp_version_tag && (t->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG))
+    if (batch_layout.type == t && type_tag_current(t, batch_layout.tag))
         return 1;
     return batch_layout_lookup(batch);
 }
@@ -2538,6 +2581,14 @@ PyDoc_STRVAR(batch_try_append_doc,
     "ProducerBatch.try_append compiled: appends the record and returns its FutureRecordMetadata, None when the batch\n"
     "is closed or has no room, NotImplemented (nothing changed) on input the Python method must handle.");
 
+/* headers_size with its common cases (None, no headers: the one byte of a zero count) inline */
+static inline __attribute__((always_inline)) Py_ssize_t send_headers_size(PyObject *headers)
+{
+    if (headers == Py_None || (PyTuple_CheckExact(headers) && PyTuple_GET_SIZE(headers) == 0))
+        return 1;
+    return headers_size(headers);
+}
+
 /* ProducerBatch.try_append: the future, None (closed or no room), NotImplemented (nothing changed: input the
  * Python method must handle) or NULL with an exception. On a future, *size_before and *size_after are the
  * batch's size_bytes around the append and *limit its size_limit. */
@@ -2548,7 +2599,7 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     Py_ssize_t kn, vn, hs;
     int overflow = 0;
     if (future_type == NULL || !PyLong_CheckExact(ts_obj) || producer_bytes(key, &kn) < 0 ||
-        producer_bytes(value, &vn) < 0 || !PyLong_CheckExact(now_obj) || (hs = headers_size(headers)) < 0)
+        producer_bytes(value, &vn) < 0 || !PyLong_CheckExact(now_obj) || (hs = send_headers_size(headers)) < 0)
         Py_RETURN_NOTIMPLEMENTED;
     int64_t ts;
     if (!compact_int(ts_obj, &ts))
@@ -2600,13 +2651,16 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     } else {
         base_ts = ts;
     }
-    int64_t body = 1 + varint_size(ts - base_ts) + varint_size(count) + nullable_size(kn) + nullable_size(vn) + hs;
-    int64_t rs = varint_size(body) + body;
+    int64_t td = ts - base_ts, body, rs = sb_record_size(td, count, kn, vn, hs, &body);
     if (count > 0 && size + rs > limit) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    if (buffered != NULL && pending_record_size(buffered, ts, kn, vn, hs) != rs) { /* over what a batch can hold */
+    /* the common case: no callback in play, the batch's base timestamp its records' (the limits of what a batch
+     * can hold checked by sb_pending_put, only when its buffer must grow) */
+    int quick = buffered != NULL && callback == Py_None && buffered->callbacks == NULL &&
+                (count == 0 || buffered->base_ts == base_ts);
+    if (buffered != NULL && !quick && pending_record_size(buffered, ts, kn, vn, hs) != rs) { /* over what a batch can hold */
         result = Py_NewRef(Py_NotImplemented);
         goto done;
     }
@@ -2618,6 +2672,21 @@ static PyObject *batch_append_one(PyObject *batch, PyObject *ts_obj, PyObject *k
     if (future == NULL || cached_set(future, attr[A_F_OUTCOME], &acache[A_F_OUTCOME], outcome) < 0 ||
         cached_set(future, attr[A_F_INDEX], &acache[A_F_INDEX], index) < 0)
         goto done;
+    if (quick) {
+        /* (nothing changed unless it returns 0: the record is written last) */
+        int put = sb_pending_put(buffered, rs, body, ts, td, key, kn, value, vn, headers, hs);
+        if (put != 0) {
+            if (put > 0) /* over what a batch can hold */
+                result = Py_NewRef(Py_NotImplemented);
+            goto done;
+        }
+        buffered->last_ts = ts;
+        if (buffered->last_ts_obj != ts_obj) {
+            Py_INCREF(ts_obj);
+            Py_XSETREF(buffered->last_ts_obj, ts_obj);
+        }
+        goto appended;
+    }
     if (buffered != NULL) {
         /* (a failure here changes nothing: the record is written last) */
         if (pending_write(buffered, rs, ts, ts_obj, kn < 0 ? NULL : PyBytes_AS_STRING(key), kn,
@@ -2659,19 +2728,25 @@ appended:
             Py_XDECREF(size_obj);
             goto done;
         }
-        PyObject *old[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+        PyObject *old_size, *old_last, *old[4] = {NULL, NULL, NULL, NULL};
         if (count == 0)
             batch_put(batch, A_BASE_TS, Py_NewRef(ts_obj), &old[0]);
-        batch_put(batch, A_SIZE, size_obj, &old[1]);
+        batch_put(batch, A_SIZE, size_obj, &old_size);
         if (ts > max_ts)
-            batch_put(batch, A_MAX_TS, Py_NewRef(ts_obj), &old[2]);
+            batch_put(batch, A_MAX_TS, Py_NewRef(ts_obj), &old[1]);
         if (rec_obj != NULL)
-            batch_put(batch, A_MAX_REC, rec_obj, &old[3]);
-        batch_put(batch, A_LAST_APPEND, Py_NewRef(now_obj), &old[4]);
+            batch_put(batch, A_MAX_REC, rec_obj, &old[2]);
+        batch_put(batch, A_LAST_APPEND, Py_NewRef(now_obj), &old_last);
         if (callback != Py_None)
-            batch_put(batch, A_HAS_CB, Py_NewRef(Py_True), &old[5]);
-        for (int i = 0; i < 6; i++)
-            Py_XDECREF(old[i]);
+            batch_put(batch, A_HAS_CB, Py_NewRef(Py_True), &old[3]);
+        /* (the usual append replaces only the size and the append time; the rest at a batch's first record, a
+         * new largest timestamp or record, a first callback) */
+        Py_XDECREF(old_size);
+        Py_XDECREF(old_last);
+        if (count == 0 || ts > max_ts || rec_obj != NULL || callback != Py_None) {
+            for (int i = 0; i < 4; i++)
+                Py_XDECREF(old[i]);
+        }
     } else if ((count == 0 && cached_set(batch, attr[A_BASE_TS], &acache[A_BASE_TS], ts_obj) < 0) || set_int(batch, A_SIZE, size + rs) < 0 ||
         (ts > max_ts && cached_set(batch, attr[A_MAX_TS], &acache[A_MAX_TS], ts_obj) < 0) ||
         (rs > max_rec && set_int(batch, A_MAX_REC, rs) < 0) || cached_set(batch, attr[A_LAST_APPEND], &acache[A_LAST_APPEND], now_obj) < 0 ||
@@ -3198,7 +3273,7 @@ static int wake_sender(PyObject *wakeup)
 
 /* Whether the batch's compression_ratio is 1.0 (its size_bytes are what the sticky partitioner counts): 1, 0, or -1
  * with an exception. */
-static inline int batch_is_plain(PyObject *batch)
+static inline __attribute__((always_inline)) int batch_is_plain(PyObject *batch)
 {
     PyObject *ratio = cached_get(batch, sattr[S_RATIO], &scache[S_RATIO]);
     if (ratio == NULL)
@@ -3238,16 +3313,19 @@ static PyObject *last_record_timestamp(PyObject *batch, int64_t ms)
 
 /* What a SendRecord remembers of its last send, read again only when the send names another one (under the GIL;
  * strong references, so no remembered address is reused): the accumulator's entry of the topic and the queue of
- * the partition (neither is ever replaced or removed once made: RecordAccumulator's ``_topics``), and the topic's
- * partition count in the metadata index's ``by_topic`` (an index is never changed once built: an update replaces
- * it whole), and until when the topic's metadata expiry is fresh (an expiry only grows, and is removed only once
+ * the partition (neither is ever replaced or removed once made: RecordAccumulator's ``_topics``), with the
+ * entry's partitioner, its switch_bytes and sticky_batch_size, and the queue's lock and deque (each set once, when
+ * its holder is made), and the topic's partition count in the metadata index (an index is never changed once
+ * built: an update replaces it whole), and until when the topic's metadata expiry is fresh (an expiry only grows, and is removed only once
  * the monotonic clock has passed it: ProducerMetadata.retain_topics; a refresh is due only after idle // 2 more
  * ms, at fresh_until, when it is read again). A str topic equal to the remembered one but another object is looked up (and then remembered). */
 typedef struct {
-    PyObject *topic, *info;                      /* info = topics[topic] */
-    PyObject *q_info, *queue;                    /* queue = q_info.queues[q_partition] */
+    PyObject *topic, *info, *partitioner;        /* info = topics[topic], partitioner = info.partitioner */
+    int64_t switch_bytes, sticky_size;           /* the partitioner's (once sizes_known) */
+    int sizes_known;
+    PyObject *q_info, *queue, *lock, *batches;   /* queue = q_info.queues[q_partition]: its .lock and .batches */
     int64_t q_partition;
-    PyObject *by_topic, *count_topic;            /* count = len(by_topic[count_topic]) */
+    PyObject *index, *count_topic;               /* count = len(index.by_topic[count_topic]) */
     Py_ssize_t count;
     PyObject *expiries, *fresh_topic;            /* expiries[fresh_topic] - now > idle // 2 while now < fresh_until */
     int64_t fresh_until, fresh_idle;
@@ -3257,9 +3335,12 @@ static void send_cache_clear(send_cache *c)
 {
     Py_CLEAR(c->topic);
     Py_CLEAR(c->info);
+    Py_CLEAR(c->partitioner);
     Py_CLEAR(c->q_info);
     Py_CLEAR(c->queue);
-    Py_CLEAR(c->by_topic);
+    Py_CLEAR(c->lock);
+    Py_CLEAR(c->batches);
+    Py_CLEAR(c->index);
     Py_CLEAR(c->count_topic);
     Py_CLEAR(c->expiries);
     Py_CLEAR(c->fresh_topic);
@@ -3274,25 +3355,23 @@ static PyObject *partition_int(PyObject **slot, int64_t partition)
     return *slot;
 }
 
-/* send_append's 15 arguments (its doc); ``cache``: the calling SendRecord's, or NULL. ``may_open``: a new batch
- * may be opened when no open batch has room (SendRecord: never for a transactional producer, whose send adds a
- * new batch's partition to the transaction after the append); else None, nothing changed (send_append). */
-static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int may_open)
+/* send_append's 15 arguments (its doc), but the partition count (args[10], unread) as a number: ``count``;
+ * ``cache``: the calling SendRecord's, or NULL. ``may_open``: a new batch may be opened when no open batch has room
+ * (SendRecord: never for a transactional producer, whose send adds a new batch's partition to the transaction
+ * after the append); else None, nothing changed (send_append). */
+static PyObject *send_append_core(PyObject *const *args, int64_t count, send_cache *cache, int may_open)
 {
     PyObject *topics = args[0], *accumulator = args[1], *clock = args[2], *headers = args[3], *cluster = args[4],
              *max_payload_obj = args[5], *ignore_keys = args[6], *wakeup = args[7], *topic = args[8],
-             *partition_obj = args[9], *count_obj = args[10], *ts_arg = args[11], *key = args[12], *value = args[13],
-             *callback = args[14];
+             *partition_obj = args[9], *ts_arg = args[11], *key = args[12], *value = args[13], *callback = args[14];
     Py_ssize_t kn, vn;
     if (!PyDict_CheckExact(topics) || producer_bytes(key, &kn) < 0 || producer_bytes(value, &vn) < 0 ||
-        !PyLong_CheckExact(max_payload_obj) || !PyLong_CheckExact(count_obj))
+        !PyLong_CheckExact(max_payload_obj))
         Py_RETURN_NOTIMPLEMENTED;
-    int64_t max_payload, count;
+    int64_t max_payload;
     if (!compact_int(max_payload_obj, &max_payload))
         max_payload = PyLong_AsLongLong(max_payload_obj);
-    if (!compact_int(count_obj, &count))
-        count = PyLong_AsLongLong(count_obj);
-    if ((max_payload == -1 || count == -1) && PyErr_Occurred()) {
+    if (max_payload == -1 && PyErr_Occurred()) {
         PyErr_Clear();
         Py_RETURN_NOTIMPLEMENTED;
     }
@@ -3314,9 +3393,10 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
     }
     if (sattr_init() < 0)
         return NULL;
-    PyObject *info; /* borrowed (held by topics, and by the cache) */
+    PyObject *info, *partitioner; /* info borrowed (held by topics, and by the cache) */
     if (cache != NULL && cache->topic == topic) {
         info = cache->info;
+        partitioner = Py_NewRef(cache->partitioner);
     } else {
         info = PyDict_GetItemWithError(topics, topic);
         if (info == NULL) {
@@ -3324,18 +3404,21 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
                 return NULL;
             Py_RETURN_NOTIMPLEMENTED;
         }
+        if ((partitioner = cached_get(info, sattr[S_PARTITIONER], &scache[S_PARTITIONER])) == NULL)
+            return NULL;
         if (cache != NULL) {
             Py_INCREF(info);
             Py_XSETREF(cache->info, info);
+            Py_INCREF(partitioner);
+            Py_XSETREF(cache->partitioner, partitioner);
+            cache->sizes_known = 0;
             Py_INCREF(topic);
             Py_XSETREF(cache->topic, topic);
         }
     }
-    PyObject *result = NULL, *partitioner = NULL, *sticky = NULL, *queues = NULL, *q = NULL, *lock = NULL,
-             *batches = NULL, *last = NULL, *future = NULL, *ts_obj = NULL, *effective_obj = NULL;
+    PyObject *result = NULL, *sticky = NULL, *queues = NULL, *q = NULL, *lock = NULL, *batches = NULL, *last = NULL,
+             *future = NULL, *ts_obj = NULL, *effective_obj = NULL;
     int locked = 0, wake = 0;
-    if ((partitioner = cached_get(info, sattr[S_PARTITIONER], &scache[S_PARTITIONER])) == NULL)
-        goto done;
     int64_t effective = partition;
     if (partition == -1) {
         if ((sticky = cached_get(partitioner, sattr[S_STICKY], &scache[S_STICKY])) == NULL)
@@ -3350,6 +3433,8 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
     }
     if (cache != NULL && cache->q_info == info && cache->q_partition == effective) {
         q = Py_NewRef(cache->queue);
+        lock = Py_NewRef(cache->lock);
+        batches = Py_NewRef(cache->batches);
     } else {
         if ((queues = cached_get(info, sattr[S_QUEUES], &scache[S_QUEUES])) == NULL)
             goto done;
@@ -3366,11 +3451,18 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
             goto done;
         }
         Py_INCREF(q);
+        if ((lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL ||
+            (batches = cached_get(q, sattr[S_BATCHES], &scache[S_BATCHES])) == NULL)
+            goto done;
         if (cache != NULL) {
             Py_INCREF(info);
             Py_XSETREF(cache->q_info, info);
             Py_INCREF(q);
             Py_XSETREF(cache->queue, q);
+            Py_INCREF(lock);
+            Py_XSETREF(cache->lock, lock);
+            Py_INCREF(batches);
+            Py_XSETREF(cache->batches, batches);
             cache->q_partition = effective;
         }
     }
@@ -3386,14 +3478,12 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
     } else {
         ts_obj = PyObject_CallNoArgs(clock);
     }
-    if ((ts_obj == NULL && clock_ms < 0) || (lock = cached_get(q, sattr[S_LOCK], &scache[S_LOCK])) == NULL)
+    if (ts_obj == NULL && clock_ms < 0)
         goto done;
     if (queue_lock_acquire(lock) < 0)
         goto done;
     locked = 1;
     /* under the queue's lock, as RecordAccumulator.try_append_fast */
-    if ((batches = cached_get(q, sattr[S_BATCHES], &scache[S_BATCHES])) == NULL)
-        goto done;
     Py_ssize_t nbatches = PyObject_Size(batches);
     if (nbatches < 0)
         goto done;
@@ -3417,14 +3507,24 @@ static PyObject *send_append_core(PyObject *const *args, send_cache *cache, int 
     int64_t produced = 0, switch_bytes = 0, sticky_size = 0;
     if (sticky != NULL) {
         int rc;
+        int known = cache != NULL && cache->sizes_known;
+        if (known) {
+            switch_bytes = cache->switch_bytes;
+            sticky_size = cache->sticky_size;
+        }
         if ((rc = get_int_attr(sticky, sattr[S_PRODUCED], &scache[S_PRODUCED], &produced)) > 0 ||
-            (rc = get_int_attr(partitioner, sattr[S_SWITCH], &scache[S_SWITCH], &switch_bytes)) > 0 ||
-            (rc = get_int_attr(partitioner, sattr[S_STICKY_SIZE], &scache[S_STICKY_SIZE], &sticky_size)) > 0) {
+            (!known && (rc = get_int_attr(partitioner, sattr[S_SWITCH], &scache[S_SWITCH], &switch_bytes)) > 0) ||
+            (!known && (rc = get_int_attr(partitioner, sattr[S_STICKY_SIZE], &scache[S_STICKY_SIZE], &sticky_size)) > 0)) {
             result = Py_NewRef(Py_NotImplemented);
             goto done;
         }
         if (rc < 0)
             goto done;
+        if (!known && cache != NULL) {
+            cache->switch_bytes = switch_bytes;
+            cache->sticky_size = sticky_size;
+            cache->sizes_known = 1;
+        }
     }
     if (nbatches > 0 && (last = PySequence_GetItem(batches, nbatches - 1)) == NULL)
         goto done;
@@ -3565,9 +3665,16 @@ done:
 
 static PyObject *k_send_append(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 15 || future_type == NULL)
+    if (nargs != 15 || future_type == NULL || !PyLong_CheckExact(args[10]))
         Py_RETURN_NOTIMPLEMENTED;
-    return send_append_core(args, NULL, 0);
+    int64_t count;
+    if (!compact_int(args[10], &count))
+        count = PyLong_AsLongLong(args[10]);
+    if (count == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return send_append_core(args, count, NULL, 0);
 }
 
 /* ---- producer: the whole of send()'s common case (KafkaProducer.send's checks, the metadata, send_append) -- */
@@ -3659,14 +3766,14 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
         count = -2;
         goto done;
     }
+    if (cache != NULL && cache->index == idx && cache->count_topic == topic) {
+        count = cache->count;
+        goto done;
+    }
     if ((by_topic = cached_get(idx, mattr[M_BY_TOPIC], &mcache[M_BY_TOPIC])) == NULL)
         goto done;
     if (!PyDict_CheckExact(by_topic)) {
         count = -2;
-        goto done;
-    }
-    if (cache != NULL && cache->by_topic == by_topic && cache->count_topic == topic) {
-        count = cache->count;
         goto done;
     }
     PyObject *infos = PyDict_GetItemWithError(by_topic, topic); /* borrowed */
@@ -3676,8 +3783,8 @@ static long long metadata_add_and_count(PyObject *metadata, PyObject *topic, PyO
     }
     count = PyList_CheckExact(infos) ? PyList_GET_SIZE(infos) : -2;
     if (cache != NULL && count > 0) {
-        Py_INCREF(by_topic);
-        Py_XSETREF(cache->by_topic, by_topic);
+        Py_INCREF(idx);
+        Py_XSETREF(cache->index, idx);
         Py_INCREF(topic);
         Py_XSETREF(cache->count_topic, topic);
         cache->count = count;
@@ -3732,17 +3839,17 @@ static PyObject *cluster_now(PyObject *cluster_at)
     return PyObject_CallNoArgs(cluster_at);
 }
 
-/* SendRecord's call: args are its 11 fixed arguments then the call's 6. NotImplemented when it declines; then
+/* SendRecord's call: ``fixed`` its 11 fixed arguments, ``rec`` the call's 6. NotImplemented when it declines; then
  * *no_room is 1 when the record passed every check and the metadata (the topic and partition known) and only
  * found no open batch with room and no buffer memory free at once for a new one (or the accumulator closed), 0
  * otherwise. */
-static PyObject *send_record_core(PyObject *const *args, int *no_room, send_cache *cache)
+static PyObject *send_record_core(PyObject *const *fixed, PyObject *const *rec, int *no_room, send_cache *cache)
 {
     *no_room = 0;
     if (future_type == NULL)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *metadata = args[4], *mono_clock = args[8], *fatal_check = args[9], *cluster_at = args[10],
-             *topic = args[11], *partition = args[12], *timestamp = args[13];
+    PyObject *metadata = fixed[4], *mono_clock = fixed[8], *fatal_check = fixed[9], *cluster_at = fixed[10],
+             *topic = rec[0], *partition = rec[1], *timestamp = rec[2];
     if (!PyUnicode_CheckExact(topic) || PyUnicode_GET_LENGTH(topic) == 0)
         Py_RETURN_NOTIMPLEMENTED;
     if ((partition != Py_None && !nonnegative_int(partition)) || (timestamp != Py_None && !nonnegative_int(timestamp)))
@@ -3763,13 +3870,9 @@ static PyObject *send_record_core(PyObject *const *args, int *no_room, send_cach
         return NULL;
     if (count <= 0)
         Py_RETURN_NOTIMPLEMENTED;
-    PyObject *count_obj = PyLong_FromLongLong(count);
-    if (count_obj == NULL)
-        return NULL;
-    PyObject *call[15] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], topic, partition,
-                          count_obj, timestamp, args[14], args[15], args[16]};
-    PyObject *future = send_append_core(call, cache, 1);
-    Py_DECREF(count_obj);
+    PyObject *call[15] = {fixed[0], fixed[1], fixed[2], fixed[3], fixed[4], fixed[5], fixed[6], fixed[7], topic,
+                          partition, NULL /* the count, passed as a number */, timestamp, rec[3], rec[4], rec[5]};
+    PyObject *future = send_append_core(call, count, cache, 1);
     if (future == Py_None) {
         Py_DECREF(future);
         *no_room = 1;
@@ -3796,12 +3899,9 @@ static PyObject *send_record_vectorcall(PyObject *self, PyObject *const *args, s
                      "value, callback), got %zd", SR_CALL, nargs);
         return NULL;
     }
-    PyObject *all[SR_FIXED + SR_CALL];
-    memcpy(all, ((SendRecordObject *)self)->fixed, sizeof(PyObject *) * SR_FIXED);
-    memcpy(all + SR_FIXED, args, sizeof(PyObject *) * SR_CALL);
     int no_room;
     Py_INCREF(self); /* its cache is used during the call */
-    PyObject *r = send_record_core(all, &no_room, &((SendRecordObject *)self)->cache);
+    PyObject *r = send_record_core(((SendRecordObject *)self)->fixed, args, &no_room, &((SendRecordObject *)self)->cache);
     Py_DECREF(self);
     return r;
 }
@@ -3827,9 +3927,12 @@ static int send_record_traverse(PyObject *self, visitproc visit, void *arg)
     for (int i = 0; i < SR_FIXED; i++)
         Py_VISIT(sr->fixed[i]);
     Py_VISIT(sr->cache.info);
+    Py_VISIT(sr->cache.partitioner);
     Py_VISIT(sr->cache.q_info);
     Py_VISIT(sr->cache.queue);
-    Py_VISIT(sr->cache.by_topic);
+    Py_VISIT(sr->cache.lock);
+    Py_VISIT(sr->cache.batches);
+    Py_VISIT(sr->cache.index);
     Py_VISIT(sr->cache.expiries);
     return 0;
 }
@@ -3959,15 +4062,9 @@ static PyObject *bound_send_vectorcall(PyObject *op, PyObject *const *args, size
     int no_room = 0;
     if (v[5] == Py_None) {
         Py_INCREF(sr); /* another thread may close the producer (its slot set to None) during the call */
-        PyObject *all[SR_FIXED + SR_CALL];
-        memcpy(all, ((SendRecordObject *)sr)->fixed, sizeof(PyObject *) * SR_FIXED);
-        all[SR_FIXED] = v[0];     /* topic */
-        all[SR_FIXED + 1] = v[3]; /* partition */
-        all[SR_FIXED + 2] = v[4]; /* timestamp */
-        all[SR_FIXED + 3] = v[2]; /* key */
-        all[SR_FIXED + 4] = v[1]; /* value */
-        all[SR_FIXED + 5] = v[6]; /* on_delivery */
-        PyObject *future = send_record_core(all, &no_room, &((SendRecordObject *)sr)->cache);
+        /* (topic, partition, timestamp, key, value, on_delivery) */
+        PyObject *rec[SR_CALL] = {v[0], v[3], v[4], v[2], v[1], v[6]};
+        PyObject *future = send_record_core(((SendRecordObject *)sr)->fixed, rec, &no_room, &((SendRecordObject *)sr)->cache);
         Py_DECREF(sr);
         if (future != Py_NotImplemented)
             return future;

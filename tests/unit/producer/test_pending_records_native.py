@@ -222,6 +222,54 @@ def test_send_batch_appends_into_pending_records_as_into_the_reference_list(
     assert encode_batch(_Batch(pending, 3, 0, 9), None, None) == encode_batch_reference(_Batch(ref, 3, 0, 9), None, None)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    size=st.sampled_from([None, b"", b"k", b"k" * 63, b"k" * 64, b"v" * 100, b"v" * 8191, b"v" * 8192]),
+    keyed=st.booleans(),
+    count=st.integers(1, 200),
+    step=st.sampled_from([0, 1, 63, 64, 8192, 2**40]),
+    back=st.booleans(),
+    handed_out=st.lists(st.integers(0, 199), max_size=3),
+    odd=st.lists(st.tuples(st.integers(0, 199), st.sampled_from([[("h", b"x")], _cb_a])), max_size=2),
+    limit=st.sampled_from([400, 16384, 1 << 21]),
+)
+def test_one_record_appends_at_the_varint_edges_and_buffer_boundaries_equal_the_reference(
+    size: bytes | None, keyed: bool, count: int, step: int, back: bool, handed_out: list[int],
+    odd: list[tuple[int, Any]], limit: int,
+) -> None:
+    """``try_append``'s common case (no callback, no headers: sizes from the varint table, the buffer grown only
+    when a record does not fit) == the reference: records past offset delta 63 (two-byte varints), sizes and
+    timestamp steps at the varint widths' edges (a step back: a negative delta), the batch encoded and held while
+    appends go on (the records then written into a copy), a header or a callback part-way (the general path from
+    then on), the same records, batch state, bytes and the same full batch."""
+    from pykafka_client.protocol.records.crc import crc32c
+
+    nat, ref = ProducerBatch(TP, limit, 0), _reference_batch(limit)
+    held: list[bytes] = []
+    extra = dict(odd)
+    for i in range(count):
+        ts = 2**46 + (-1 if back and i % 3 == 2 else 1) * (i // 5) * step
+        h: Any = extra.get(i) if isinstance(extra.get(i), list) else ()
+        cb: Any = extra.get(i) if callable(extra.get(i)) else None
+        key = None if not keyed or size is None else size[:70]
+        a = _outcome(nat.try_append, ts, key, size, h, cb, i)
+        b = _outcome(ref.try_append_reference, ts, key, size, h, cb, i)
+        assert (a is None) == (b is None) and isinstance(a, type) == isinstance(b, type)
+        if a is None:
+            break
+        if i in handed_out and nat.pending.is_encoded():
+            held.append(_kernel().encode_batch(nat.pending, 1, 0, 0, False, crc32c))
+    state = ("size_bytes", "base_timestamp", "max_timestamp", "max_record_size", "has_callbacks", "record_count")
+    assert [getattr(nat, s) for s in state] == [getattr(ref, s) for s in state]
+    assert nat.pending == ref.pending
+    kept = [bytes(bytearray(x)) for x in held]
+    for b in (nat, ref):
+        b.close_for_appends()
+        b.set_producer_state(7, 1, 100, True)
+    assert _outcome(nat.records) == _outcome(ref.records)
+    assert [bytes(bytearray(x)) for x in held] == kept  # a batch handed out never changes
+
+
 def test_a_batch_without_headers_or_callbacks_keeps_no_object_per_record() -> None:
     import gc
 
