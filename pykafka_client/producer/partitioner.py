@@ -18,7 +18,7 @@ import bisect
 import random
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from pykafka_client.protocol.records import _native
 
@@ -146,9 +146,10 @@ class BuiltInPartitioner:
         if sticky_batch_size < 1:
             sticky_batch_size = 1
         self.topic = topic
-        self.sticky_batch_size = sticky_batch_size
+        #: Final (this and switch_bytes): the compiled send path keeps both once read (records/_kernel.c)
+        self.sticky_batch_size: Final = sticky_batch_size
         #: produced bytes at which the partition switches even if its batch is not full
-        self.switch_bytes = sticky_batch_size * 2
+        self.switch_bytes: Final = sticky_batch_size * 2
         self._rng = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
         self.sticky: _StickyInfo | None = None

@@ -24,7 +24,7 @@ import random
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from pykafka_client.errors import (
     IllegalStateError,
@@ -84,11 +84,12 @@ _new_tuple = tuple.__new__
 
 
 class _PartitionQueue:
+    # Final: the compiled send path keeps a queue's batches and lock once read (records/_kernel.c, SendRecord's cache)
     __slots__ = ("batches", "lock", "tp")
 
     def __init__(self, tp: TopicPartition) -> None:
-        self.batches: deque[ProducerBatch] = deque()
-        self.lock = threading.Lock()
+        self.batches: Final[deque[ProducerBatch]] = deque()
+        self.lock: Final = threading.Lock()
         #: the partition, shared by all its batches (``topic_partition``): a TopicPartition is a GC-tracked tuple,
         #: one per queued batch would count towards the cyclic collector's next full collection
         self.tp = tp
@@ -99,7 +100,8 @@ class _TopicInfo:
 
     def __init__(self, partitioner: BuiltInPartitioner) -> None:
         self.queues: dict[int, _PartitionQueue] = {}
-        self.partitioner = partitioner
+        #: Final: the compiled send path keeps a topic's partitioner once read
+        self.partitioner: Final = partitioner
 
 
 class RecordAccumulator:

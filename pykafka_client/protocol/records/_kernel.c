@@ -2346,12 +2346,41 @@ static inline __attribute__((always_inline)) Py_ssize_t slot_offset(PyObject *ob
     return slot_offset_lookup(obj, name, c);
 }
 
+/* The class attribute `name` of t found along its MRO with the public API (borrowed), or NULL: not found, or not
+ * knowable here (a base without a dict; an error, cleared: reading by name raises it again). */
+static PyObject *mro_lookup(PyTypeObject *t, PyObject *name)
+{
+    PyObject *mro = t->tp_mro;
+    if (mro == NULL || !PyTuple_Check(mro))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+        PyObject *dict = ((PyTypeObject *)PyTuple_GET_ITEM(mro, i))->tp_dict;
+        if (dict == NULL)
+            return NULL;
+        PyObject *d = PyDict_GetItemWithError(dict, name);
+        if (d != NULL)
+            return d;
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
 static Py_ssize_t slot_offset_lookup(PyObject *obj, PyObject *name, slot_cache *c)
 {
     PyTypeObject *t = Py_TYPE(obj);
     c->type = NULL;
     Py_ssize_t offset = -1;
-    PyObject *d = _PyType_Lookup(t, name); /* borrowed; gives the type a valid version tag when it can */
+    if (!type_tag_valid(t)) {
+        /* the class's attribute read once by name: CPython gives the type a version tag when it can */
+        PyObject *probe = PyObject_GetAttr((PyObject *)t, name);
+        if (probe == NULL)
+            PyErr_Clear();
+        Py_XDECREF(probe);
+    }
+    PyObject *d = mro_lookup(t, name);
     if (t->tp_getattro == PyObject_GenericGetAttr && t->tp_setattro == PyObject_GenericSetAttr && d != NULL &&
         Py_IS_TYPE(d, &PyMemberDescr_Type) && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
         !(((PyMemberDescrObject *)d)->d_member->flags & READONLY))
