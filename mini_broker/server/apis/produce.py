@@ -57,6 +57,7 @@ from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.structs import TopicPartition
@@ -345,6 +346,14 @@ def _respond(apis: KafkaApis, broker: BrokerContext, request: Request, acks: int
         log.info("event=fault_injected connection=%s action=close_before_produce_response", request.connection_id)
         apis.close_connection(request)
         return
+    kernel = _native.kernel
+    if kernel is not None:
+        # the usual answer's frame straight from the results (no response objects built) where nothing may change it
+        # on the way (no response gate, no active quota: see KafkaApis.send_frame); the reference is what follows
+        frame = kernel.produce_results_frame(order, results, version, request.context.correlation_id,
+                                             _LEADER_HINT_ERRORS)
+        if frame is not None and apis.send_frame(request, frame):
+            return
     response = _build(broker, version, order, results, request.context.listener_name)
     apis.send_response(request, response, encoded=encode_produce_response(response, version,
                                                                           request.context.correlation_id))
