@@ -62,14 +62,14 @@ def generic(version: int, order: list[TopicPartition], res: dict[TopicPartition,
             correlation_id: int) -> bytes:
     body = _body(version, order, res)
     fit_to_version(body, version)
-    return b"".join(bytes(c) for c in headers.encode_response(body, int(ApiKey.PRODUCE), version, correlation_id))
+    pieces = headers.encode_response(body, int(ApiKey.PRODUCE), version, correlation_id)
+    return b"".join(bytes(c) for c in pieces)  # type: ignore[arg-type]  # a response's pieces are bytes here
 
 
 def frame(version: int, order: list[TopicPartition], res: dict[TopicPartition, PartitionResponse],
           correlation_id: int) -> bytes | None:
     assert _native.kernel is not None
-    out: bytes | None = _native.kernel.produce_results_frame(order, res, version, correlation_id, HINT_CODES)
-    return out
+    return _native.kernel.produce_results_frame(order, res, version, correlation_id, HINT_CODES)
 
 
 def must_decline(version: int, order: list[TopicPartition], res: dict[TopicPartition, PartitionResponse]) -> bool:
