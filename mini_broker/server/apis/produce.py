@@ -303,7 +303,13 @@ def _refusals(transactional_id: str, answers: Mapping[tuple[int, int], Mapping[T
 
 def _any_transactional(entries: list[tuple[TopicPartition, object]]) -> bool:
     """Whether the first batch of any partition's records is transactional: its v2 header's transactional bit (read
-    here, in one frame: this runs on every Produce request without a transactional id)."""
+    here, in one frame: this runs on every Produce request without a transactional id; the kernel's
+    ``any_transactional`` first, where it is loaded and takes the records)."""
+    kernel = _native.kernel
+    if kernel is not None:
+        answer = kernel.any_transactional(entries)
+        if answer is not None:
+            return answer
     for _, records in entries:
         if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
             continue

@@ -7590,6 +7590,55 @@ static PyObject *k_produce_results_frame(PyObject *self, PyObject *const *args, 
     return out;
 }
 
+PyDoc_STRVAR(any_transactional_doc,
+    "any_transactional(entries) -> bool | None\n\n"
+    "Whether the first batch of any entry's records (``entries``: a list of (tp, records) pairs) is a v2 batch with\n"
+    "the transactional bit: its magic byte (16) is 2 and bit 4 of its attributes' low byte (22) is set; records\n"
+    "that are not bytes, or shorter than that, count as not. None where it declines: a memoryview other than a\n"
+    "C-contiguous one of unsigned bytes, an entry that is not a pair. Reference: mini_broker's\n"
+    "produce._any_transactional.");
+
+static PyObject *k_any_transactional(PyObject *self, PyObject *entries)
+{
+    if (!PyList_Check(entries))
+        Py_RETURN_NONE;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entries); i++) {
+        PyObject *entry = PyList_GET_ITEM(entries, i);
+        if (!PyTuple_Check(entry) || PyTuple_GET_SIZE(entry) != 2)
+            Py_RETURN_NONE;
+        PyObject *records = PyTuple_GET_ITEM(entry, 1);
+        const uint8_t *p;
+        Py_ssize_t n;
+        if (PyMemoryView_Check(records)) {
+            Py_buffer view;
+            if (PyObject_GetBuffer(records, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+                PyErr_Clear(); /* released, or not contiguous: the reference judges it */
+                Py_RETURN_NONE;
+            }
+            int plain = view.ndim == 1 && view.itemsize == 1 && (view.format == NULL || strcmp(view.format, "B") == 0);
+            int transactional = plain && view.len >= 23 && ((const uint8_t *)view.buf)[16] == 2 &&
+                                (((const uint8_t *)view.buf)[22] & 0x10);
+            PyBuffer_Release(&view);
+            if (!plain)
+                Py_RETURN_NONE;
+            if (transactional)
+                Py_RETURN_TRUE;
+            continue;
+        } else if (PyBytes_Check(records)) {
+            p = (const uint8_t *)PyBytes_AS_STRING(records);
+            n = PyBytes_GET_SIZE(records);
+        } else if (PyByteArray_Check(records)) {
+            p = (const uint8_t *)PyByteArray_AS_STRING(records);
+            n = PyByteArray_GET_SIZE(records);
+        } else {
+            continue; /* not in memory: the log refuses it */
+        }
+        if (n >= 23 && p[16] == 2 && (p[22] & 0x10))
+            Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 /* ==== end of h/brkresp's region ================================================================================= */
 
 static PyMethodDef kernel_methods[] = {
@@ -7645,6 +7694,7 @@ static PyMethodDef kernel_methods[] = {
     /* h/brkresp */
     {"produce_results_frame", (PyCFunction)(void (*)(void))k_produce_results_frame, METH_FASTCALL,
      produce_results_frame_doc},
+    {"any_transactional", k_any_transactional, METH_O, any_transactional_doc},
     {NULL, NULL, 0, NULL},
 };
 

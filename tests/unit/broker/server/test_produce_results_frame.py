@@ -210,3 +210,46 @@ def test_send_frame_sends_past_what_does_not_apply(obstacle: str) -> None:
         any_apis.quotas = Quotas(False)
     assert apis.send_frame(_request(), b"\x00\x00\x00\x04\x00\x00\x00\x07")
     assert len(sink.responses) == 1
+
+
+# --- the transactional bit of each partition's first batch ----------------------------------------------------------
+
+
+def _transactional_by_spec(entries: list[tuple[TopicPartition, object]]) -> bool:
+    """A v2 batch header's magic (byte 16) is 2 and its attributes' transactional bit (0x10 of byte 22) is set."""
+    for _, records in entries:
+        if isinstance(records, (bytes, bytearray, memoryview)) and len(records) >= 23:
+            data = bytes(records)
+            if data[16] == 2 and data[22] & 0x10:
+                return True
+    return False
+
+
+headers_bytes = st.builds(lambda head, magic, attributes, tail: head[:16] + bytes([magic]) + head[17:22]
+                          + bytes([attributes]) + tail,
+                          st.binary(min_size=22, max_size=22), st.sampled_from([0, 1, 2, 2, 2]),
+                          st.integers(0, 255), st.binary(max_size=8))
+records_values = st.one_of(
+    st.none(), st.binary(max_size=30), headers_bytes,
+    headers_bytes.map(bytearray), headers_bytes.map(lambda b: memoryview(b)),
+    headers_bytes.map(lambda b: memoryview(bytearray(b"..." + b))[3:]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(records_values, max_size=4))
+def test_any_transactional_reads_the_first_batchs_bit(values: list[object]) -> None:
+    assert _native.kernel is not None
+    entries = [(TopicPartition("t", i), v) for i, v in enumerate(values)]
+    assert _native.kernel.any_transactional(entries) is _transactional_by_spec(entries)
+
+
+def test_any_transactional_declines_views_it_does_not_read_as_bytes() -> None:
+    assert _native.kernel is not None
+    data = bytearray(32)
+    data[16], data[22] = 2, 0x10
+    assert _native.kernel.any_transactional([(TopicPartition("t", 0), memoryview(data).cast("H"))]) is None
+    assert _native.kernel.any_transactional([(TopicPartition("t", 0), memoryview(data)[::2])]) is None
+    released = memoryview(data)
+    released.release()
+    assert _native.kernel.any_transactional([(TopicPartition("t", 0), released)]) is None
+    assert _native.kernel.any_transactional([(TopicPartition("t", 0), memoryview(data))]) is True
