@@ -6544,6 +6544,44 @@ static int pr_int_attr(PyObject *obj, int name, long long lo, long long hi, long
     return 0;
 }
 
+/* whether ``p`` (a partition's response or result) has no record errors (an empty list) and no error message: 0 yes,
+   1 not (declined), -1 error */
+static int pr_no_messages(PyObject *p)
+{
+    PyObject *errors = PyObject_GetAttr(p, pr_names[PR_RECORD_ERRORS]);
+    if (errors == NULL)
+        return -1;
+    int plain = PyList_CheckExact(errors) && PyList_GET_SIZE(errors) == 0;
+    Py_DECREF(errors);
+    PyObject *message = plain ? PyObject_GetAttr(p, pr_names[PR_ERROR_MESSAGE]) : NULL;
+    if (plain && message == NULL)
+        return -1;
+    plain = plain && message == Py_None;
+    Py_XDECREF(message);
+    return plain ? 0 : 1;
+}
+
+/* a partition's fields at ``version`` when it has no record errors and no error message; 0 written, -1 error */
+static int pr_plain_partition(pr_out *o, long version, long long index, long long error_code, long long base_offset,
+                              long long log_append_time, long long log_start_offset)
+{
+    if (pr_be(o, (uint64_t)index, 4) < 0 || pr_be(o, (uint64_t)error_code, 2) < 0 || pr_be(o, (uint64_t)base_offset, 8) < 0 ||
+        pr_be(o, (uint64_t)log_append_time, 8) < 0 || (version >= 5 && pr_be(o, (uint64_t)log_start_offset, 8) < 0))
+        return -1;
+    if (version >= 9) {
+        /* no record errors (compact array of 0), a null message, no tags */
+        if (pr_reserve(o, 3) < 0)
+            return -1;
+        o->buf[o->len++] = 1;
+        o->buf[o->len++] = 0;
+        o->buf[o->len++] = 0;
+    } else if (version == 8) {
+        if (pr_be(o, 0, 4) < 0 || pr_be(o, 0xFFFF, 2) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* 0 written, 1 declined, -1 error */
 static int pr_partition(pr_out *o, PyObject *p, long version, PyObject *leader_class)
 {
@@ -6564,36 +6602,10 @@ static int pr_partition(pr_out *o, PyObject *p, long version, PyObject *leader_c
         (r = pr_int_attr(p, PR_LOG_APPEND_TIME_MS, INT64_MIN, INT64_MAX, &log_append_time)) != 0 ||
         (version >= 5 && (r = pr_int_attr(p, PR_LOG_START_OFFSET, INT64_MIN, INT64_MAX, &log_start_offset)) != 0))
         return r;
-    if (version >= 8) {
-        /* no record errors and no error message: anything else is the Python encoder's */
-        PyObject *errors = PyObject_GetAttr(p, pr_names[PR_RECORD_ERRORS]);
-        if (errors == NULL)
-            return -1;
-        int plain = PyList_CheckExact(errors) && PyList_GET_SIZE(errors) == 0;
-        Py_DECREF(errors);
-        PyObject *message = plain ? PyObject_GetAttr(p, pr_names[PR_ERROR_MESSAGE]) : NULL;
-        if (plain && message == NULL)
-            return -1;
-        plain = plain && message == Py_None;
-        Py_XDECREF(message);
-        if (!plain)
-            return 1;
-    }
-    if (pr_be(o, (uint64_t)index, 4) < 0 || pr_be(o, (uint64_t)error_code, 2) < 0 || pr_be(o, (uint64_t)base_offset, 8) < 0 ||
-        pr_be(o, (uint64_t)log_append_time, 8) < 0 || (version >= 5 && pr_be(o, (uint64_t)log_start_offset, 8) < 0))
-        return -1;
-    if (version >= 9) {
-        /* no record errors (compact array of 0), a null message, no tags */
-        if (pr_reserve(o, 3) < 0)
-            return -1;
-        o->buf[o->len++] = 1;
-        o->buf[o->len++] = 0;
-        o->buf[o->len++] = 0;
-    } else if (version == 8) {
-        if (pr_be(o, 0, 4) < 0 || pr_be(o, 0xFFFF, 2) < 0)
-            return -1;
-    }
-    return 0;
+    /* no record errors and no error message: anything else is the Python encoder's */
+    if (version >= 8 && (r = pr_no_messages(p)) != 0)
+        return r;
+    return pr_plain_partition(o, version, index, error_code, base_offset, log_append_time, log_start_offset);
 }
 
 /* 0 written, 1 declined, -1 error */
@@ -7430,38 +7442,10 @@ static int rf_partition(pr_out *o, PyObject *partition, PyObject *r, long versio
         if (hinted != 0)
             return hinted < 0 ? -1 : 1;
     }
-    if (version >= 8) {
-        /* no record errors and no error message (below v8 neither is on the wire) */
-        PyObject *errors = PyObject_GetAttr(r, pr_names[PR_RECORD_ERRORS]);
-        if (errors == NULL)
-            return -1;
-        int plain = PyList_Check(errors) && PyList_GET_SIZE(errors) == 0;
-        Py_DECREF(errors);
-        if (!plain)
-            return 1;
-        PyObject *message = PyObject_GetAttr(r, pr_names[PR_ERROR_MESSAGE]);
-        if (message == NULL)
-            return -1;
-        plain = message == Py_None;
-        Py_DECREF(message);
-        if (!plain)
-            return 1;
-    }
-    if (pr_be(o, (uint64_t)index, 4) < 0 || pr_be(o, (uint64_t)error_code, 2) < 0 || pr_be(o, (uint64_t)base_offset, 8) < 0 ||
-        pr_be(o, (uint64_t)log_append_time, 8) < 0 || (version >= 5 && pr_be(o, (uint64_t)log_start_offset, 8) < 0))
-        return -1;
-    if (version >= 9) {
-        /* no record errors (compact array of 0), a null message, no tags */
-        if (pr_reserve(o, 3) < 0)
-            return -1;
-        o->buf[o->len++] = 1;
-        o->buf[o->len++] = 0;
-        o->buf[o->len++] = 0;
-    } else if (version == 8) {
-        if (pr_be(o, 0, 4) < 0 || pr_be(o, 0xFFFF, 2) < 0)
-            return -1;
-    }
-    return 0;
+    /* no record errors and no error message (below v8 neither is on the wire) */
+    if (version >= 8 && (rc = pr_no_messages(r)) != 0)
+        return rc;
+    return pr_plain_partition(o, version, index, error_code, base_offset, log_append_time, log_start_offset);
 }
 
 /* a topic name as the response writes it; 0 written, 1 declined, -1 error */

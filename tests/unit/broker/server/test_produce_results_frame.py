@@ -25,6 +25,7 @@ from pykafka_client.protocol.messages import ProduceResponse
 from pykafka_client.protocol.records import _native
 from pykafka_client.structs import TopicPartition
 from pykafka_client.utils.time import MockTime
+from tests.unit.broker.server.test_produce_build import reference_body
 
 pytestmark = pytest.mark.skipif(_native.kernel is None, reason="the compiled record kernel is off")
 
@@ -41,26 +42,9 @@ results = st.builds(
 names = st.sampled_from(["t", "topic-b", "é☃", "", "n" * 200])
 
 
-def _body(version: int, order: list[TopicPartition], res: dict[TopicPartition, PartitionResponse]) -> ProduceResponse:
-    """The body the Produce handler answers with (its partitions grouped by topic in order of first appearance), made
-    with the generated classes' constructors (tests/unit/broker/server/test_produce_build.py: the handler's is equal)."""
-    topics: dict[str, list[ProduceResponse.PartitionProduceResponse]] = {}
-    with_messages = version >= 8
-    for tp in order:
-        r = res[tp]
-        topics.setdefault(tp.topic, []).append(ProduceResponse.PartitionProduceResponse(
-            index=tp.partition, error_code=r.error_code, base_offset=r.base_offset,
-            log_append_time_ms=r.log_append_time_ms, log_start_offset=r.log_start_offset,
-            record_errors=[ProduceResponse.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
-                           for i, m in r.record_errors] if with_messages else [],
-            error_message=r.error_message if with_messages else None))
-    return ProduceResponse(responses=[ProduceResponse.TopicProduceResponse(name=n, partition_responses=ps)
-                                      for n, ps in topics.items()], throttle_time_ms=0, node_endpoints=[])
-
-
 def generic(version: int, order: list[TopicPartition], res: dict[TopicPartition, PartitionResponse],
             correlation_id: int) -> bytes:
-    body = _body(version, order, res)
+    body = reference_body(version, order, res)  # the handler's body (test_produce_build checks it is)
     fit_to_version(body, version)
     pieces = headers.encode_response(body, int(ApiKey.PRODUCE), version, correlation_id)
     return b"".join(bytes(c) for c in pieces)  # type: ignore[arg-type]  # a response's pieces are bytes here
