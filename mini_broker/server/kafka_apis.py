@@ -293,12 +293,26 @@ class KafkaApis:
             # a direct encoder's one frame (a Produce answer) with no quota to record: :meth:`_send_response`'s path
             # with fewer calls (no encoding, the size known)
             frame = encoded[0]
-            quotas = self.quotas
-            if frame.__class__ is bytes and (quotas is None or not quotas.any_active()):
-                self._mark_complete(request)
-                self.channel.send_response(SendResponse(request, [frame], len(frame), body, on_complete))
+            if frame.__class__ is bytes and self.send_frame(request, frame, body, on_complete):
                 return
         self._send_response(request, body, on_complete, encoded)
+
+    def send_frame(self, request: Request, frame: bytes, body: Message | None = None,
+                   on_complete: Callable[[], None] | None = None) -> bool:
+        """Send ``frame``, the whole answer to ``request`` (size prefix included) as a direct encoder wrote it, when
+        nothing would change its body first: no :attr:`response_gate` holds the request's API and no client quota
+        is active (a quota records the request and may put a throttle time in the body). False when one may: nothing
+        is sent, the caller answers with the body through :meth:`send_response`. ``body``: the response object the
+        frame encodes when the caller has one (kept on the :class:`SendResponse` for logs), else None."""
+        gate = self.response_gate
+        if gate is not None and request.context.api_key in gate.api_keys:
+            return False
+        quotas = self.quotas
+        if quotas is not None and quotas.any_active():
+            return False
+        self._mark_complete(request)
+        self.channel.send_response(SendResponse(request, [frame], len(frame), body, on_complete))
+        return True
 
     def _send_response(self, request: Request, body: Message, on_complete: Callable[[], None] | None,
                        encoded: list[Chunk] | None = None) -> None:

@@ -57,6 +57,7 @@ from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.protocol.acl import AclOperation
 from pykafka_client.protocol.api_keys import ApiKey
 from pykafka_client.protocol.messages import ProduceRequest, ProduceResponse
+from pykafka_client.protocol.records import _native
 from pykafka_client.protocol.records.default_record_batch import DefaultRecordBatch
 from pykafka_client.protocol.records.memory_records import MemoryRecords
 from pykafka_client.structs import TopicPartition
@@ -302,7 +303,13 @@ def _refusals(transactional_id: str, answers: Mapping[tuple[int, int], Mapping[T
 
 def _any_transactional(entries: list[tuple[TopicPartition, object]]) -> bool:
     """Whether the first batch of any partition's records is transactional: its v2 header's transactional bit (read
-    here, in one frame: this runs on every Produce request without a transactional id)."""
+    here, in one frame: this runs on every Produce request without a transactional id; the kernel's
+    ``any_transactional`` first, where it is loaded and takes the records)."""
+    kernel = _native.kernel
+    if kernel is not None:
+        answer = kernel.any_transactional(entries)
+        if answer is not None:
+            return answer
     for _, records in entries:
         if not isinstance(records, (bytes, bytearray, memoryview)) or len(records) < _ATTRIBUTES_END:
             continue
@@ -345,6 +352,14 @@ def _respond(apis: KafkaApis, broker: BrokerContext, request: Request, acks: int
         log.info("event=fault_injected connection=%s action=close_before_produce_response", request.connection_id)
         apis.close_connection(request)
         return
+    kernel = _native.kernel
+    if kernel is not None:
+        # the usual answer's frame straight from the results (no response objects built) where nothing may change it
+        # on the way (no response gate, no active quota: see KafkaApis.send_frame); the reference is what follows
+        frame = kernel.produce_results_frame(order, results, version, request.context.correlation_id,
+                                             _LEADER_HINT_ERRORS)
+        if frame is not None and apis.send_frame(request, frame):
+            return
     response = _build(broker, version, order, results, request.context.listener_name)
     apis.send_response(request, response, encoded=encode_produce_response(response, version,
                                                                           request.context.correlation_id))

@@ -247,11 +247,16 @@ class ReadAheadFrameReader(PooledFrameReader):
     """A :class:`PooledFrameReader` that reads through a read-ahead buffer of its own: a frame's first read is one
     ``recv`` of up to :data:`READ_AHEAD_BYTES` into it, which brings the size and the body of a 16 KiB request at
     once (two ``recv`` calls frame by frame) and often the next requests too, which are then handed out with no
-    ``recv`` at all. A frame is still handed out alone, in pool memory of exactly its size once its size passed the
-    check (the buffer's bytes copied into it; the rest of a frame larger than what the buffer holds is read straight
-    into it), so the mute discipline, the size check and the pool's accounting are :class:`PooledFrameReader`'s.
+    ``recv`` at all. A frame whose bytes are all in the buffer is handed out as a view of it, without a copy (the pool
+    counts its size as for any frame); a buffer is never written again once it was filled (a new one is made for the
+    next ``recv``), so a frame's bytes stay as read for as long as it is used, and a buffer lives on while a frame
+    handed out of it does (a request's parse keeps only a Produce request's records as views of its frame: the log
+    copies them and the request goes with its answer). A frame that is not all in the buffer gets pool memory of
+    exactly its size once its size passed the check (the buffer's bytes copied into it, the rest read straight into
+    it). So the mute discipline, the size check and the pool's accounting are :class:`PooledFrameReader`'s.
     The buffer exists only while it holds bytes (an idle connection has none): at most :data:`READ_AHEAD_BYTES` a
-    connection outside the pool, as the kernel's socket buffer is. :meth:`has_bytes_ahead` tells the channel about
+    connection outside the pool, as the kernel's socket buffer is, and the buffers its frames still in use were
+    handed out of (one request in flight a connection: one more). :meth:`has_bytes_ahead` tells the channel about
     them, so its selector comes back for them without the socket becoming readable.
 
     Only for channels whose bytes are all frames read by this reader: a SASL authenticator reads its own frames off
@@ -296,7 +301,7 @@ class ReadAheadFrameReader(PooledFrameReader):
                     self._lo = start
                     self._waiting = True
                     return None, 0
-                payload = memoryview(bytearray(ahead[start:end]))  # (the frame's own memory, its bytes copied once)
+                payload = ahead[start:end]  # (a view: the buffer is never written again, see the class doc)
                 if end == self._hi:
                     self._ahead = None
                     self._lo = self._hi = 0
@@ -323,8 +328,9 @@ class ReadAheadFrameReader(PooledFrameReader):
                     self._size_read += hi - lo
                     need -= hi - lo
                 self._lo = self._hi = lo = hi = 0
-                if ahead is None:  # (never read past _hi: unzeroed is fine)
-                    ahead = memoryview(frame_buffer(self._buffer_size))
+                # a new buffer, also when this one held the start of a size: frames handed out may be views of it
+                # (never read past _hi: unzeroed is fine)
+                ahead = memoryview(frame_buffer(self._buffer_size))
                 n = transport.read_into(ahead)
                 if n < need:  # nothing (or the end of the stream), or part of a size
                     self._ahead = None

@@ -226,6 +226,14 @@ class Kernel(Protocol):
 
     def decode_produce_response(self, payload: Buffer, version: int, correlation_id: int, cls: type[_M], /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response (None: run the reference)."""
+    def produce_results_frame(self, order: list[Any], results: dict[Any, Any], version: int, correlation_id: int,
+                              hint_codes: frozenset[int], /) -> bytes | None:
+        """Reference: ``mini_broker.server.apis.produce``'s body built from the partitions' results, then its
+        ``encode_produce_response`` (None: run the reference; see the kernel's doc for what it declines)."""
+
+    def any_transactional(self, entries: list[Any], /) -> bool | None:
+        """Reference: ``mini_broker.server.apis.produce._any_transactional`` (None: run the reference)."""
+
     def read_produce_request(self, payload: memoryview, version: int, cls: type[_M], /) -> tuple[str | None, _M] | None:
         """Reference: ``mini_broker.server.apis.produce_wire._read`` of a Produce request frame (None: run the
         reference; also for a payload that is not a C-contiguous memoryview of bytes)."""

@@ -22,7 +22,7 @@ results = st.builds(PartitionResponse, error_code=st.sampled_from([0, 0, 2, 10, 
                     error_message=st.none() | st.text(max_size=8))
 
 
-def _reference(version: int, order: list[TopicPartition], res: dict[TopicPartition, PartitionResponse]
+def reference_body(version: int, order: list[TopicPartition], res: dict[TopicPartition, PartitionResponse]
                ) -> ProduceResponse:
     """The body as the generated classes' constructors build it."""
     topics: dict[str, list[ProduceResponse.PartitionProduceResponse]] = {}
@@ -55,7 +55,7 @@ def test_the_body_is_the_constructors_body(version: int, parts: list[tuple[str, 
     order = [TopicPartition(t, p) for t, p, _ in parts]
     res = {TopicPartition(t, p): r for t, p, r in parts}
     got = _build(broker, version, order, res, "PLAINTEXT")
-    expected = _reference(version, order, res)
+    expected = reference_body(version, order, res)
     assert got == expected
     assert _shapes(got) == _shapes(expected)
 

@@ -1,5 +1,5 @@
 """The broker's read-ahead frame reader: one ``recv`` for a frame's size and body (and the frames after it), frames
-still handed out one at a time in pool memory of their own size."""
+still handed out one at a time, counted in the pool at their own size (a frame all in the buffer as a view of it)."""
 
 from __future__ import annotations
 
@@ -397,3 +397,44 @@ def test_read_frame_hands_out_the_frames_in_the_buffer_without_a_read() -> None:
         receive.extra()  # type: ignore[misc]
     assert got == [(payloads[0], len(t.data)), (payloads[1], 0), (payloads[2], 0)] and t.reads == 1
     assert not reader.has_bytes_ahead() and pool.used == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    payloads=st.lists(st.binary(min_size=1, max_size=300), max_size=8),
+    steps=st.lists(st.integers(min_value=0, max_value=400), max_size=40),
+    buffer_size=st.sampled_from([4, 5, 9, 17, 64, 301, READ_AHEAD_BYTES]),
+)
+def test_frames_kept_while_later_ones_are_read_keep_their_bytes(
+    payloads: list[bytes], steps: list[int], buffer_size: int
+) -> None:
+    """Frames handed out whole from the buffer are views of it (no copy): no later read may write where they are.
+    Every frame kept unreleased and uncopied until the stream's end (a request still in use) still holds its bytes,
+    and the pool's accounting is a frame's size each, as for frames in memory of their own."""
+    data = b"".join(frame(p) for p in payloads)
+    pool = SimpleMemoryPool(1 << 20)
+    reader = ReadAheadFrameReader("c", 1000, pool, buffer_size)
+    t = Chunked(data, steps)
+    kept = []
+    for _ in range(10_000):
+        receive, n = reader.read_frame(t)
+        if receive is not None:
+            kept.append(receive)
+        if n < 0:
+            break
+    assert [bytes(r.payload) for r in kept] == payloads
+    assert pool.used == sum(map(len, payloads))
+    for r in kept:
+        assert callable(r.extra)
+        r.extra()
+    assert pool.used == 0
+
+
+def test_a_frame_all_in_the_buffer_is_handed_out_without_a_copy() -> None:
+    payloads = [b"a" * 100, b"b" * 50]
+    reader = ReadAheadFrameReader("c", 1000, SimpleMemoryPool(1000))
+    t = Chunked(b"".join(frame(p) for p in payloads))
+    first, _ = reader.read_frame(t)  # read into the buffer, copied (read_from's path)
+    second, n = reader.read_frame(t)  # all in the buffer already: a view of it
+    assert first is not None and second is not None and n == 0 and t.reads == 1
+    assert bytes(second.payload) == payloads[1] and second.payload.obj is t.views[0].obj
