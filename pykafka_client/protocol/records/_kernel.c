@@ -7392,6 +7392,250 @@ done:
 
 /* ==== end of h/iosend's region ================================================================================= */
 
+/* ==== producer (h/iothread5): the incomplete batches, a set the kernel type owns ============================= */
+
+/* Reference: producer/incomplete_batches.py's IncompleteBatches (the class the accumulator uses without the kernel).
+ * The batches the producer has not completed yet, each with the ticket it was added with; ``condition`` (the
+ * threading.Condition given at construction, read-only) is notified, under its lock, whenever a removal leaves the
+ * set empty. Each method is one step under the GIL (a ProducerBatch hashes by identity: no Python code runs
+ * inside a dict operation), so none takes the condition's lock but the notification: a waiter checks under that
+ * lock and waits on the condition, and the notify takes the lock, so it reaches every waiter that saw the set
+ * non-empty. await_completion (incomplete_batches.await_completion) waits on it. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *incomplete; /* dict: batch -> ticket */
+    PyObject *condition;
+    long long next_ticket;
+} IncompleteObject;
+
+static PyObject *ib_acquire, *ib_release, *ib_notify_all;
+
+static PyObject *ib_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    PyObject *condition;
+    static char *kwlist[] = {"condition", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:IncompleteBatches", kwlist, &condition))
+        return NULL;
+    if (ib_acquire == NULL) {
+        if ((ib_acquire = PyUnicode_InternFromString("acquire")) == NULL ||
+            (ib_release = PyUnicode_InternFromString("release")) == NULL ||
+            (ib_notify_all = PyUnicode_InternFromString("notify_all")) == NULL)
+            return NULL;
+    }
+    IncompleteObject *self = (IncompleteObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    if ((self->incomplete = PyDict_New()) == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->condition = Py_NewRef(condition);
+    self->next_ticket = 0;
+    return (PyObject *)self;
+}
+
+static int ib_traverse(IncompleteObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->incomplete);
+    Py_VISIT(self->condition);
+    return 0;
+}
+
+static int ib_clear(IncompleteObject *self)
+{
+    Py_CLEAR(self->incomplete);
+    Py_CLEAR(self->condition);
+    return 0;
+}
+
+static void ib_dealloc(IncompleteObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    ib_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* the next ticket (consumed), a new reference */
+static PyObject *ib_take_ticket(IncompleteObject *self)
+{
+    return PyLong_FromLongLong(self->next_ticket++);
+}
+
+/* d.setdefault(batch, ticket): 0, or -1 with an exception */
+static int ib_setdefault(IncompleteObject *self, PyObject *batch, PyObject *ticket)
+{
+    PyObject *r = PyDict_SetDefault(self->incomplete, batch, ticket);
+    return r == NULL ? -1 : 0;
+}
+
+PyDoc_STRVAR(ib_add_doc, "add(batch)\n\nCounts ``batch`` incomplete with the next ticket (a ticket is taken even when it is already).");
+
+static PyObject *ib_add(IncompleteObject *self, PyObject *batch)
+{
+    PyObject *ticket = ib_take_ticket(self);
+    if (ticket == NULL)
+        return NULL;
+    int rc = ib_setdefault(self, batch, ticket);
+    Py_DECREF(ticket);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(ib_add_pieces_doc,
+"add_pieces(big, pieces)\n\nThe pieces of ``big`` split for being too large, counted incomplete with its ticket (a new\n"
+"ticket each when ``big`` is not incomplete).");
+
+static PyObject *ib_add_pieces(IncompleteObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "add_pieces takes 2 arguments");
+        return NULL;
+    }
+    PyObject *ticket = PyDict_GetItemWithError(self->incomplete, args[0]);
+    if (ticket == NULL && PyErr_Occurred())
+        return NULL;
+    Py_XINCREF(ticket);
+    PyObject *it = PyObject_GetIter(args[1]), *batch;
+    if (it == NULL) {
+        Py_XDECREF(ticket);
+        return NULL;
+    }
+    int rc = 0;
+    while (rc == 0 && (batch = PyIter_Next(it)) != NULL) {
+        PyObject *t = ticket != NULL ? Py_NewRef(ticket) : ib_take_ticket(self);
+        rc = t == NULL ? -1 : ib_setdefault(self, batch, t);
+        Py_XDECREF(t);
+        Py_DECREF(batch);
+    }
+    Py_DECREF(it);
+    Py_XDECREF(ticket);
+    if (rc < 0 || PyErr_Occurred())
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* condition.notify_all() with its lock held: 0, or -1 with an exception (the lock released in any case) */
+static int ib_notify(IncompleteObject *self)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(self->condition, ib_acquire);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    PyObject *n = PyObject_CallMethodNoArgs(self->condition, ib_notify_all);
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    r = PyObject_CallMethodNoArgs(self->condition, ib_release);
+    if (r == NULL) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        Py_XDECREF(n);
+        return -1;
+    }
+    Py_DECREF(r);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    if (n == NULL)
+        return -1;
+    Py_DECREF(n);
+    return 0;
+}
+
+PyDoc_STRVAR(ib_remove_doc, "remove(batch)\n\nForgets ``batch`` (nothing if it is not incomplete); the condition is notified when none is left.");
+
+static PyObject *ib_remove(IncompleteObject *self, PyObject *batch)
+{
+    int rc = PyDict_DelItem(self->incomplete, batch);
+    if (rc < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError))
+            return NULL;
+        PyErr_Clear();
+    }
+    if (PyDict_GET_SIZE(self->incomplete) == 0 && ib_notify(self) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(ib_is_empty_doc, "is_empty() -> bool");
+
+static PyObject *ib_is_empty(IncompleteObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(PyDict_GET_SIZE(self->incomplete) == 0);
+}
+
+PyDoc_STRVAR(ib_copy_all_doc, "copy_all() -> list\n\nThe incomplete batches, in the order they were added.");
+
+static PyObject *ib_copy_all(IncompleteObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyDict_Keys(self->incomplete);
+}
+
+PyDoc_STRVAR(ib_mark_doc,
+"mark() -> int\n\nThe ticket the next added batch gets (taken: the next one gets mark + 1): await_completion of it\n"
+"waits for every batch incomplete now, and for none added later.");
+
+static PyObject *ib_mark(IncompleteObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return ib_take_ticket(self);
+}
+
+PyDoc_STRVAR(ib_oldest_ticket_doc,
+"oldest_ticket() -> int | None\n\nThe smallest ticket still incomplete (the pieces of a split batch carry its older\n"
+"ticket, so insertion order is not ticket order); None when none is.");
+
+static PyObject *ib_oldest_ticket(IncompleteObject *self, PyObject *Py_UNUSED(ignored))
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value, *best = NULL;
+    long long best_v = 0;
+    while (PyDict_Next(self->incomplete, &pos, &key, &value)) {
+        long long v = PyLong_AsLongLong(value);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (best == NULL || v < best_v) {
+            best = value;
+            best_v = v;
+        }
+    }
+    if (best == NULL)
+        Py_RETURN_NONE;
+    return Py_NewRef(best);
+}
+
+static PyMethodDef ib_methods[] = {
+    {"add", (PyCFunction)ib_add, METH_O, ib_add_doc},
+    {"add_pieces", (PyCFunction)(void (*)(void))ib_add_pieces, METH_FASTCALL, ib_add_pieces_doc},
+    {"remove", (PyCFunction)ib_remove, METH_O, ib_remove_doc},
+    {"is_empty", (PyCFunction)ib_is_empty, METH_NOARGS, ib_is_empty_doc},
+    {"copy_all", (PyCFunction)ib_copy_all, METH_NOARGS, ib_copy_all_doc},
+    {"mark", (PyCFunction)ib_mark, METH_NOARGS, ib_mark_doc},
+    {"oldest_ticket", (PyCFunction)ib_oldest_ticket, METH_NOARGS, ib_oldest_ticket_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef ib_members[] = {
+    {"condition", T_OBJECT_EX, offsetof(IncompleteObject, condition), READONLY,
+     "the threading.Condition notified (its lock held) when a removal leaves no batch incomplete"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject IncompleteType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.IncompleteBatches",
+    .tp_basicsize = sizeof(IncompleteObject),
+    .tp_dealloc = (destructor)ib_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = PyDoc_STR("IncompleteBatches(condition): the producer's incomplete batches (reference: "
+                        "producer.incomplete_batches.IncompleteBatches)"),
+    .tp_traverse = (traverseproc)ib_traverse,
+    .tp_clear = (inquiry)ib_clear,
+    .tp_methods = ib_methods,
+    .tp_members = ib_members,
+    .tp_new = ib_new,
+};
+
+/* ==== end of h/iothread5's region ============================================================================== */
+
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
     {"decode_records", k_decode_records, METH_VARARGS, decode_records_doc},
@@ -7476,6 +7720,17 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&PendingType);
     if (PyModule_AddObject(m, "PendingRecords", (PyObject *)&PendingType) < 0) {
         Py_DECREF(&PendingType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* h/iothread5 */
+    if (PyType_Ready(&IncompleteType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&IncompleteType);
+    if (PyModule_AddObject(m, "IncompleteBatches", (PyObject *)&IncompleteType) < 0) {
+        Py_DECREF(&IncompleteType);
         Py_DECREF(m);
         return NULL;
     }
