@@ -770,7 +770,8 @@ class RecordAccumulator:
         """Forget a completed batch and return its memory."""
         self._incomplete.remove(batch)
         if batch.allocated_bytes:
-            self.free.deallocate(batch.allocated_bytes)
+            # BufferPool.deallocate is its account's give: called here without the pool method's frame
+            self.free.account.give(batch.allocated_bytes)
             batch.allocated_bytes = 0
 
     def has_incomplete(self) -> bool:

@@ -7634,6 +7634,209 @@ static PyTypeObject IncompleteType = {
     .tp_new = ib_new,
 };
 
+/* Reference: producer/buffer_pool.py's MemoryAccount (the class a BufferPool uses without the kernel). The free
+ * bytes of a producer's ``buffer.memory`` and the queue of the threads waiting for them (``waiters``, a deque of
+ * threading.Conditions over the pool's ``lock``, read-only: the pool appends and removes its waiters, with the lock
+ * held). take and take_first are called with the lock held; give without it: each is one step under the GIL, and
+ * give takes the lock only to notify the first waiter (a waiter joins the queue and checks under the lock, then
+ * waits, so the notification, made with the lock held, reaches it). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *lock;
+    PyObject *waiters;
+    long long total;
+    long long available;
+} AccountObject;
+
+static PyObject *acct_notify;
+
+static PyObject *acct_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    long long total;
+    PyObject *lock, *waiters;
+    static char *kwlist[] = {"total", "lock", "waiters", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LOO:MemoryAccount", kwlist, &total, &lock, &waiters))
+        return NULL;
+    if (ib_acquire == NULL) {
+        if ((ib_acquire = PyUnicode_InternFromString("acquire")) == NULL ||
+            (ib_release = PyUnicode_InternFromString("release")) == NULL ||
+            (ib_notify_all = PyUnicode_InternFromString("notify_all")) == NULL)
+            return NULL;
+    }
+    if (acct_notify == NULL && (acct_notify = PyUnicode_InternFromString("notify")) == NULL)
+        return NULL;
+    AccountObject *self = (AccountObject *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->lock = Py_NewRef(lock);
+    self->waiters = Py_NewRef(waiters);
+    self->total = total;
+    self->available = total;
+    return (PyObject *)self;
+}
+
+static int acct_traverse(AccountObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->lock);
+    Py_VISIT(self->waiters);
+    return 0;
+}
+
+static int acct_clear(AccountObject *self)
+{
+    Py_CLEAR(self->lock);
+    Py_CLEAR(self->waiters);
+    return 0;
+}
+
+static void acct_dealloc(AccountObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    acct_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* a size argument: 0, or -1 with an exception */
+static int acct_size(PyObject *arg, long long *size)
+{
+    *size = PyLong_AsLongLong(arg);
+    return *size == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+PyDoc_STRVAR(acct_take_doc,
+"take(size) -> bool\n\nTakes ``size`` bytes when no thread waits and that many are free (the lock held); False, having\n"
+"taken nothing, otherwise.");
+
+static PyObject *acct_take(AccountObject *self, PyObject *arg)
+{
+    long long size;
+    if (acct_size(arg, &size) < 0)
+        return NULL;
+    Py_ssize_t waiting = PyObject_Size(self->waiters);
+    if (waiting < 0)
+        return NULL;
+    if (waiting || self->available < size)
+        Py_RETURN_FALSE;
+    self->available -= size;
+    Py_RETURN_TRUE;
+}
+
+PyDoc_STRVAR(acct_take_first_doc,
+"take_first(waiter, size) -> bool\n\nTakes ``size`` bytes for ``waiter`` when it is the first waiter and that many are\n"
+"free (the lock held); False, having taken nothing, otherwise.");
+
+static PyObject *acct_take_first(AccountObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "take_first takes 2 arguments");
+        return NULL;
+    }
+    long long size;
+    if (acct_size(args[1], &size) < 0)
+        return NULL;
+    Py_ssize_t waiting = PyObject_Size(self->waiters);
+    if (waiting < 0)
+        return NULL;
+    if (waiting == 0)
+        Py_RETURN_FALSE;
+    PyObject *first = PySequence_GetItem(self->waiters, 0);
+    if (first == NULL)
+        return NULL;
+    int is_first = first == args[0];
+    Py_DECREF(first);
+    if (!is_first || self->available < size)
+        Py_RETURN_FALSE;
+    self->available -= size;
+    Py_RETURN_TRUE;
+}
+
+PyDoc_STRVAR(acct_give_doc,
+"give(size)\n\nReturns ``size`` bytes (at most up to the total) and notifies the first waiter, under the lock\n"
+"(called without it: BufferPool.deallocate).");
+
+static PyObject *acct_give(AccountObject *self, PyObject *arg)
+{
+    long long size;
+    if (acct_size(arg, &size) < 0)
+        return NULL;
+    long long available = self->available + size;
+    self->available = available < self->total ? available : self->total;
+    Py_ssize_t waiting = PyObject_Size(self->waiters);
+    if (waiting < 0)
+        return NULL;
+    if (waiting == 0)
+        Py_RETURN_NONE;
+    PyObject *r = PyObject_CallMethodNoArgs(self->lock, ib_acquire);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    /* read again with the lock held (its acquire may have let another thread change the queue) */
+    PyObject *n = NULL;
+    waiting = PyObject_Size(self->waiters);
+    if (waiting > 0) {
+        PyObject *first = PySequence_GetItem(self->waiters, 0);
+        if (first != NULL) {
+            n = PyObject_CallMethodNoArgs(first, acct_notify);
+            Py_DECREF(first);
+        }
+    } else if (waiting == 0)
+        n = Py_NewRef(Py_None);
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    r = PyObject_CallMethodNoArgs(self->lock, ib_release);
+    if (r == NULL) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        Py_XDECREF(n);
+        return NULL;
+    }
+    Py_DECREF(r);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    if (n == NULL)
+        return NULL;
+    Py_DECREF(n);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(acct_available_doc, "available() -> int\n\nThe bytes free now.");
+
+static PyObject *acct_available(AccountObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromLongLong(self->available);
+}
+
+static PyMethodDef acct_methods[] = {
+    {"take", (PyCFunction)acct_take, METH_O, acct_take_doc},
+    {"take_first", (PyCFunction)(void (*)(void))acct_take_first, METH_FASTCALL, acct_take_first_doc},
+    {"give", (PyCFunction)acct_give, METH_O, acct_give_doc},
+    {"available", (PyCFunction)acct_available, METH_NOARGS, acct_available_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef acct_members[] = {
+    {"lock", T_OBJECT_EX, offsetof(AccountObject, lock), READONLY, "the pool's lock (its waiters' conditions')"},
+    {"waiters", T_OBJECT_EX, offsetof(AccountObject, waiters), READONLY,
+     "the threads waiting for memory, first come first served: their threading.Conditions"},
+    {"total", T_LONGLONG, offsetof(AccountObject, total), READONLY, "buffer.memory"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject AccountType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pykafka_client.protocol.records._kernel.MemoryAccount",
+    .tp_basicsize = sizeof(AccountObject),
+    .tp_dealloc = (destructor)acct_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = PyDoc_STR("MemoryAccount(total, lock, waiters): a producer's free buffer.memory (reference: "
+                        "producer.buffer_pool.MemoryAccount)"),
+    .tp_traverse = (traverseproc)acct_traverse,
+    .tp_clear = (inquiry)acct_clear,
+    .tp_methods = acct_methods,
+    .tp_members = acct_members,
+    .tp_new = acct_new,
+};
+
 /* ==== end of h/iothread5's region ============================================================================== */
 
 static PyMethodDef kernel_methods[] = {
@@ -7731,6 +7934,16 @@ PyMODINIT_FUNC PyInit__kernel(void)
     Py_INCREF(&IncompleteType);
     if (PyModule_AddObject(m, "IncompleteBatches", (PyObject *)&IncompleteType) < 0) {
         Py_DECREF(&IncompleteType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&AccountType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&AccountType);
+    if (PyModule_AddObject(m, "MemoryAccount", (PyObject *)&AccountType) < 0) {
+        Py_DECREF(&AccountType);
         Py_DECREF(m);
         return NULL;
     }

@@ -388,11 +388,12 @@ def _complete_two_batches(h: Harness) -> list[FutureRecordMetadata]:
 def test_a_replaced_deallocate_is_called(where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel's completion deallocates through the accumulator's public method: one replaced on the class or
     on the instance (a test's spy, a subclass's override), and what it calls, is called."""
-    from pykafka_client.producer.buffer_pool import BufferPool
+    from pykafka_client.producer.buffer_pool import MemoryAccount
     from pykafka_client.producer.incomplete_batches import IncompleteBatches
     from pykafka_client.producer.record_accumulator import RecordAccumulator
 
-    if where == "incomplete":  # the reference set, whose class can be patched: the accumulator made without the kernel
+    if where in ("incomplete", "pool"):
+        # the reference set and pool account, whose classes can be patched: the accumulator made without the kernel
         previous = _native.use_native(False)
         try:
             h = Harness(partitions=PARTITIONS)
@@ -411,8 +412,8 @@ def test_a_replaced_deallocate_is_called(where: str, monkeypatch: pytest.MonkeyP
         original_remove = IncompleteBatches.remove
         monkeypatch.setattr(IncompleteBatches, "remove", lambda self, b: (calls.append(b), original_remove(self, b))[1])
     else:
-        original_pool = BufferPool.deallocate
-        monkeypatch.setattr(BufferPool, "deallocate", lambda self, n: (calls.append(n), original_pool(self, n))[1])
+        original_give = MemoryAccount.give
+        monkeypatch.setattr(MemoryAccount, "give", lambda self, n: (calls.append(n), original_give(self, n))[1])
     before = h.accumulator.free.available_memory()
     with _kernel(True) as spy:  # from the send on: the completion callback is chosen when it is sent
         futures = _complete_two_batches(h)
