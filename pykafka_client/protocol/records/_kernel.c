@@ -7408,7 +7408,53 @@ typedef struct {
     long long next_ticket;
 } IncompleteObject;
 
-static PyObject *ib_acquire, *ib_release, *ib_notify_all;
+static PyObject *ib_acquire, *ib_release, *ib_notify_all, *acct_notify;
+
+/* the method names this region calls, interned once: 0, or -1 with an exception */
+static int iothread5_names(void)
+{
+    if (acct_notify != NULL)
+        return 0;
+    if ((ib_acquire = PyUnicode_InternFromString("acquire")) == NULL ||
+        (ib_release = PyUnicode_InternFromString("release")) == NULL ||
+        (ib_notify_all = PyUnicode_InternFromString("notify_all")) == NULL ||
+        (acct_notify = PyUnicode_InternFromString("notify")) == NULL)
+        return -1;
+    return 0;
+}
+
+/* lock.acquire(), then step(arg), then lock.release() whatever step's outcome (a blocking acquire lets other threads
+ * run meanwhile, so step reads what it needs with the lock held): 0, or -1 with an exception */
+static int with_lock(PyObject *lock, int (*step)(PyObject *), PyObject *arg)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(lock, ib_acquire);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    int rc = step(arg);
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    r = PyObject_CallMethodNoArgs(lock, ib_release);
+    if (r == NULL) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        return -1;
+    }
+    Py_DECREF(r);
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    return rc;
+}
+
+/* obj.<name>() for a method taking no argument and returning nothing of interest: 0, or -1 with an exception */
+static int call_method_noargs(PyObject *obj, PyObject *name)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(obj, name);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
 
 static PyObject *ib_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -7416,12 +7462,8 @@ static PyObject *ib_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"condition", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:IncompleteBatches", kwlist, &condition))
         return NULL;
-    if (ib_acquire == NULL) {
-        if ((ib_acquire = PyUnicode_InternFromString("acquire")) == NULL ||
-            (ib_release = PyUnicode_InternFromString("release")) == NULL ||
-            (ib_notify_all = PyUnicode_InternFromString("notify_all")) == NULL)
-            return NULL;
-    }
+    if (iothread5_names() < 0)
+        return NULL;
     IncompleteObject *self = (IncompleteObject *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
@@ -7515,30 +7557,10 @@ static PyObject *ib_add_pieces(IncompleteObject *self, PyObject *const *args, Py
     Py_RETURN_NONE;
 }
 
-/* condition.notify_all() with its lock held: 0, or -1 with an exception (the lock released in any case) */
-static int ib_notify(IncompleteObject *self)
+/* condition.notify_all() (with its lock held) */
+static int ib_notify_step(PyObject *condition)
 {
-    PyObject *r = PyObject_CallMethodNoArgs(self->condition, ib_acquire);
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
-    PyObject *n = PyObject_CallMethodNoArgs(self->condition, ib_notify_all);
-    PyObject *exc_type, *exc_value, *exc_tb;
-    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    r = PyObject_CallMethodNoArgs(self->condition, ib_release);
-    if (r == NULL) {
-        Py_XDECREF(exc_type);
-        Py_XDECREF(exc_value);
-        Py_XDECREF(exc_tb);
-        Py_XDECREF(n);
-        return -1;
-    }
-    Py_DECREF(r);
-    PyErr_Restore(exc_type, exc_value, exc_tb);
-    if (n == NULL)
-        return -1;
-    Py_DECREF(n);
-    return 0;
+    return call_method_noargs(condition, ib_notify_all);
 }
 
 PyDoc_STRVAR(ib_remove_doc, "remove(batch)\n\nForgets ``batch`` (nothing if it is not incomplete); the condition is notified when none is left.");
@@ -7551,7 +7573,7 @@ static PyObject *ib_remove(IncompleteObject *self, PyObject *batch)
             return NULL;
         PyErr_Clear();
     }
-    if (PyDict_GET_SIZE(self->incomplete) == 0 && ib_notify(self) < 0)
+    if (PyDict_GET_SIZE(self->incomplete) == 0 && with_lock(self->condition, ib_notify_step, self->condition) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -7648,8 +7670,6 @@ typedef struct {
     long long available;
 } AccountObject;
 
-static PyObject *acct_notify;
-
 static PyObject *acct_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     long long total;
@@ -7657,13 +7677,7 @@ static PyObject *acct_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *kwlist[] = {"total", "lock", "waiters", NULL};
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "LOO:MemoryAccount", kwlist, &total, &lock, &waiters))
         return NULL;
-    if (ib_acquire == NULL) {
-        if ((ib_acquire = PyUnicode_InternFromString("acquire")) == NULL ||
-            (ib_release = PyUnicode_InternFromString("release")) == NULL ||
-            (ib_notify_all = PyUnicode_InternFromString("notify_all")) == NULL)
-            return NULL;
-    }
-    if (acct_notify == NULL && (acct_notify = PyUnicode_InternFromString("notify")) == NULL)
+    if (iothread5_names() < 0)
         return NULL;
     AccountObject *self = (AccountObject *)type->tp_alloc(type, 0);
     if (self == NULL)
@@ -7750,6 +7764,20 @@ static PyObject *acct_take_first(AccountObject *self, PyObject *const *args, Py_
     Py_RETURN_TRUE;
 }
 
+/* the first of ``waiters`` notified, if any is left (with the lock held) */
+static int acct_notify_first(PyObject *waiters)
+{
+    Py_ssize_t waiting = PyObject_Size(waiters);
+    if (waiting <= 0)
+        return waiting < 0 ? -1 : 0;
+    PyObject *first = PySequence_GetItem(waiters, 0);
+    if (first == NULL)
+        return -1;
+    int rc = call_method_noargs(first, acct_notify);
+    Py_DECREF(first);
+    return rc;
+}
+
 PyDoc_STRVAR(acct_give_doc,
 "give(size)\n\nReturns ``size`` bytes (at most up to the total) and notifies the first waiter, under the lock\n"
 "(called without it: BufferPool.deallocate).");
@@ -7766,36 +7794,8 @@ static PyObject *acct_give(AccountObject *self, PyObject *arg)
         return NULL;
     if (waiting == 0)
         Py_RETURN_NONE;
-    PyObject *r = PyObject_CallMethodNoArgs(self->lock, ib_acquire);
-    if (r == NULL)
+    if (with_lock(self->lock, acct_notify_first, self->waiters) < 0)
         return NULL;
-    Py_DECREF(r);
-    /* read again with the lock held (its acquire may have let another thread change the queue) */
-    PyObject *n = NULL;
-    waiting = PyObject_Size(self->waiters);
-    if (waiting > 0) {
-        PyObject *first = PySequence_GetItem(self->waiters, 0);
-        if (first != NULL) {
-            n = PyObject_CallMethodNoArgs(first, acct_notify);
-            Py_DECREF(first);
-        }
-    } else if (waiting == 0)
-        n = Py_NewRef(Py_None);
-    PyObject *exc_type, *exc_value, *exc_tb;
-    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    r = PyObject_CallMethodNoArgs(self->lock, ib_release);
-    if (r == NULL) {
-        Py_XDECREF(exc_type);
-        Py_XDECREF(exc_value);
-        Py_XDECREF(exc_tb);
-        Py_XDECREF(n);
-        return NULL;
-    }
-    Py_DECREF(r);
-    PyErr_Restore(exc_type, exc_value, exc_tb);
-    if (n == NULL)
-        return NULL;
-    Py_DECREF(n);
     Py_RETURN_NONE;
 }
 
