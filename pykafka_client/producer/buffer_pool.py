@@ -15,16 +15,90 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol
 
 from pykafka_client.errors import (
     BufferExhaustedError,
     IllegalArgumentError,
 )
 from pykafka_client.errors_base import KafkaError
+from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import Time
 
 #: Real-time cap on one condition wait, so a waiter re-reads the injected clock now and then.
 _MAX_WAIT_SLICE_S = 0.5
+
+
+class MemoryAccountApi(Protocol):
+    """A pool's free bytes and the queue of the threads waiting for them: :class:`MemoryAccount` (the reference) or
+    the kernel's ``MemoryAccount`` (a type that owns the same state; each step one compiled call)."""
+
+    @property
+    def lock(self) -> threading.Lock: ...
+
+    @property
+    def waiters(self) -> deque[threading.Condition]: ...
+
+    @property
+    def total(self) -> int: ...
+
+    def take(self, size: int, /) -> bool: ...
+
+    def take_first(self, waiter: threading.Condition, size: int, /) -> bool: ...
+
+    def give(self, size: int, /) -> None: ...
+
+    def available(self) -> int: ...
+
+
+class MemoryAccount:
+    """The free bytes of ``buffer.memory`` and the queue of the threads waiting for them (``waiters``: their
+    Conditions over ``lock``, first come first served). :meth:`take` and :meth:`take_first` are called with ``lock``
+    held (the pool's allocations), :meth:`give` without it (the pool's deallocate)."""
+
+    __slots__ = ("_available", "lock", "total", "waiters")
+
+    def __init__(self, total: int, lock: threading.Lock, waiters: deque[threading.Condition]) -> None:
+        self.total = total
+        self.lock = lock
+        self.waiters = waiters
+        self._available = total
+
+    def take(self, size: int) -> bool:
+        """Take ``size`` bytes when no thread waits and that many are free; False, having taken nothing, otherwise."""
+        if self.waiters or self._available < size:
+            return False
+        self._available -= size
+        return True
+
+    def take_first(self, waiter: threading.Condition, size: int) -> bool:
+        """Take ``size`` bytes for ``waiter`` when it is the first waiter and that many are free; False, having taken
+        nothing, otherwise."""
+        if not self.waiters or self.waiters[0] is not waiter or self._available < size:
+            return False
+        self._available -= size
+        return True
+
+    def give(self, size: int) -> None:
+        """Return ``size`` bytes (the total at most) and wake the first waiter."""
+        with self.lock:
+            available = self._available + size
+            # (a comparison, not min(): once per completed batch)
+            self._available = available if available < self.total else self.total
+            if self.waiters:
+                self.waiters[0].notify()
+
+    def available(self) -> int:
+        return self._available
+
+
+def new_memory_account(total: int, lock: threading.Lock, waiters: deque[threading.Condition]) -> MemoryAccountApi:
+    """The kernel's ``MemoryAccount`` when the kernel is on, else the reference :class:`MemoryAccount`."""
+    kernel = _native.kernel
+    if kernel is None:
+        return MemoryAccount(total, lock, waiters)
+    compiled: MemoryAccountApi = kernel.MemoryAccount(total, lock, waiters)
+    return compiled
 
 
 class BufferPool:
@@ -32,10 +106,12 @@ class BufferPool:
 
     def __init__(self, total_memory: int, time: Time) -> None:
         self.total_memory = total_memory
-        self._available = total_memory
         self._time = time
         self._lock = threading.Lock()
         self._waiters: deque[threading.Condition] = deque()
+        #: the free bytes and the waiters' queue (the kernel's MemoryAccount with the kernel): what deallocate changes,
+        #: in one compiled call without the lock but to wake a waiter
+        self.account = new_memory_account(total_memory, self._lock, self._waiters)
         #: senders waiting for memory outside :meth:`allocate` (the async producer's ``send``, which waits in its
         #: event loop and allocates once :meth:`can_allocate_now`): counted by :meth:`queued` as blocked threads
         self._external_waiters = 0
@@ -62,8 +138,7 @@ class BufferPool:
         with self._lock:
             if self._closed:
                 raise KafkaError("Producer closed while allocating memory")
-            if not self._waiters and self._available >= size:  # = can_allocate_now()
-                self._available -= size
+            if self.account.take(size):  # no waiter ahead and enough memory: = can_allocate_now()
                 return
             cond = threading.Condition(self._lock)
             self._waiters.append(cond)
@@ -74,15 +149,14 @@ class BufferPool:
                 while True:
                     if self._closed:
                         raise KafkaError("Producer closed while allocating memory")
-                    if self._waiters[0] is cond and self._available >= size:
-                        self._available -= size
+                    if self.account.take_first(cond, size):
                         return
                     remaining = deadline - self._time.hi_res_clock_ms()
                     if remaining <= 0:
                         raise BufferExhaustedError(
                             f"Failed to allocate {size} bytes within the configured max blocking time "
                             f"{max_time_to_block_ms} ms. Total memory: {self.total_memory} bytes. "
-                            f"Available memory: {self._available} bytes."
+                            f"Available memory: {self.account.available()} bytes."
                         )
                     cond.wait(min(remaining / 1000.0, _MAX_WAIT_SLICE_S))
             finally:
@@ -95,34 +169,26 @@ class BufferPool:
         False, having reserved nothing, when it would block or raise. Never waits: the accumulator calls it under
         a deque lock, and :meth:`allocate` (outside the lock) only when this says False."""
         with self._lock:
-            if self._closed or self._waiters or self._available < size:
-                return False
-            self._available -= size
-            return True
+            return not self._closed and self.account.take(size)
 
     def deallocate(self, size: int) -> None:
         """Return ``size`` bytes and wake the first waiter."""
-        with self._lock:
-            available = self._available + size
-            # (a comparison, not min(): once per completed batch)
-            self._available = available if available < self.total_memory else self.total_memory
-            if self._waiters:
-                self._waiters[0].notify()
+        self.account.give(size)
 
     def can_allocate_now(self, size: int) -> bool:
         """Whether ``allocate(size, ...)`` would return at once (no waiter ahead, enough memory): the async
         producer's ``send`` waits asynchronously while this is False instead of blocking its event loop."""
         with self._lock:
-            return not self._waiters and self._available >= size
+            return not self._waiters and self.account.available() >= size
 
     def may_allocate_now(self, size: int) -> bool:
         """:meth:`can_allocate_now` read without the lock: a hint for a fast path that rechecks under the
         lock (the append does), never a promise (another thread may take the memory in between)."""
-        return not self._waiters and self._available >= size
+        return not self._waiters and self.account.available() >= size
 
     def available_memory(self) -> int:
         with self._lock:
-            return self._available
+            return self.account.available()
 
     def queued(self) -> int:
         """Number of senders waiting for memory (the accumulator's "memory exhausted" signal): threads blocked in

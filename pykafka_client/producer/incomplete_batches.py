@@ -13,9 +13,65 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Iterable
+from typing import Protocol
 
 from pykafka_client.producer.producer_batch import ProducerBatch
+from pykafka_client.protocol.records import _native
 from pykafka_client.utils.time import Time
+
+
+class IncompleteBatchesApi(Protocol):
+    """What the accumulator uses of its incomplete batches: :class:`IncompleteBatches` (the reference) or the
+    kernel's ``IncompleteBatches`` (a type that owns the same state: one compiled call per step, no lock round but
+    the notification's)."""
+
+    #: notified (its lock held) when a removal leaves no batch incomplete; :func:`await_completion` waits on it
+    @property
+    def condition(self) -> threading.Condition: ...
+
+    def add(self, batch: ProducerBatch, /) -> None: ...
+
+    def add_pieces(self, big: ProducerBatch, pieces: Iterable[ProducerBatch], /) -> None: ...
+
+    def remove(self, batch: ProducerBatch, /) -> None: ...
+
+    def is_empty(self) -> bool: ...
+
+    def copy_all(self) -> list[ProducerBatch]: ...
+
+    def mark(self) -> int: ...
+
+    def oldest_ticket(self) -> int | None:
+        """The smallest ticket still incomplete, None when none is (called with :attr:`condition` held)."""
+        ...
+
+
+def new_incomplete_batches() -> IncompleteBatchesApi:
+    """The kernel's ``IncompleteBatches`` when the kernel is on, else the reference :class:`IncompleteBatches`."""
+    kernel = _native.kernel
+    if kernel is None:
+        return IncompleteBatches()
+    compiled: IncompleteBatchesApi = kernel.IncompleteBatches(threading.Condition(threading.Lock()))
+    return compiled
+
+
+def await_completion(batches: IncompleteBatchesApi, mark: int, timeout_s: float | None, time: Time) -> bool:
+    """Wait (real time) until no batch added to ``batches`` before ``mark`` (from its ``mark()``) is incomplete.
+    True if they all completed in time."""
+    deadline = None if timeout_s is None else time.hi_res_clock_ms() + int(timeout_s * 1000)
+    cond = batches.condition
+    with cond:
+        while True:
+            oldest = batches.oldest_ticket()
+            if oldest is None or oldest > mark:
+                return True
+            if deadline is None:
+                cond.wait(0.5)
+                continue
+            remaining = deadline - time.hi_res_clock_ms()
+            if remaining <= 0:
+                return False
+            cond.wait(min(remaining / 1000.0, 0.5))
 
 
 class IncompleteBatches:
@@ -28,6 +84,11 @@ class IncompleteBatches:
         self._tickets = itertools.count()
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
+
+    @property
+    def condition(self) -> threading.Condition:
+        """Notified (its lock held) when a removal leaves no batch incomplete."""
+        return self._cond
 
     def add(self, batch: ProducerBatch) -> None:
         with self._lock:
@@ -63,24 +124,12 @@ class IncompleteBatches:
             mark = next(self._tickets)  # unused by any batch; the next one gets mark + 1
             return mark
 
-    def _oldest_ticket(self) -> int | None:
-        """The smallest ticket still incomplete (under the lock; pieces of a split batch carry its older ticket,
-        so insertion order is not ticket order)."""
+    def oldest_ticket(self) -> int | None:
+        """The smallest ticket still incomplete (the pieces of a split batch carry its older ticket, so insertion
+        order is not ticket order); None when none is. Called with :attr:`condition` held (its lock is this set's
+        lock), as :func:`await_completion` does."""
         return min(self._incomplete.values(), default=None)
 
     def await_completion(self, mark: int, timeout_s: float | None, time: Time) -> bool:
-        """Wait (real time) until no batch added before ``mark`` (from :meth:`mark`) is incomplete. True if
-        they all completed in time."""
-        deadline = None if timeout_s is None else time.hi_res_clock_ms() + int(timeout_s * 1000)
-        with self._cond:
-            while True:
-                oldest = self._oldest_ticket()
-                if oldest is None or oldest > mark:
-                    return True
-                if deadline is None:
-                    self._cond.wait(0.5)
-                    continue
-                remaining = deadline - time.hi_res_clock_ms()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(min(remaining / 1000.0, 0.5))
+        """:func:`await_completion` of this set."""
+        return await_completion(self, mark, timeout_s, time)

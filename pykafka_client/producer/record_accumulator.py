@@ -34,7 +34,7 @@ from pykafka_client.network.exponential_backoff import ExponentialBackoff
 from pykafka_client.producer.buffer_pool import BufferPool
 from pykafka_client.producer.compression_ratio_estimator import CompressionRatioEstimator
 from pykafka_client.producer.future_record_metadata import BatchOutcome, FutureRecordMetadata
-from pykafka_client.producer.incomplete_batches import IncompleteBatches
+from pykafka_client.producer.incomplete_batches import await_completion, new_incomplete_batches
 from pykafka_client.producer.partitioner import BuiltInPartitioner, ClusterView, StickyInfo
 from pykafka_client.producer.producer_batch import ProducerBatch, increment_sequence, is_compression
 from pykafka_client.producer.record_size import Callback, Header, estimate_size_upper_bound
@@ -145,7 +145,9 @@ class RecordAccumulator:
         #: SendRecord remembers the last ones it used)
         self._topics: dict[str, _TopicInfo] = {}
         self._topics_lock = threading.Lock()
-        self._incomplete = IncompleteBatches()
+        #: the kernel's IncompleteBatches with the kernel (one compiled call per added and completed batch), else the
+        #: reference
+        self._incomplete = new_incomplete_batches()
         self._muted: set[TopicPartition] = set()
         self._drain_index: dict[int, int] = {}
         self._flushes_in_progress = 0
@@ -800,7 +802,7 @@ class RecordAccumulator:
     def await_flush_completion(self, timeout_s: float | None, mark: int | None = None) -> bool:
         """Wait (real time) until the batches incomplete at ``mark`` (:meth:`flush_mark`; default: now) are done.
         True if they all are."""
-        return self._incomplete.await_completion(self.flush_mark() if mark is None else mark, timeout_s, self.time)
+        return await_completion(self._incomplete, self.flush_mark() if mark is None else mark, timeout_s, self.time)
 
     def appends_in_progress(self) -> bool:
         return bool(self._appending)

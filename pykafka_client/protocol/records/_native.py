@@ -260,6 +260,13 @@ class Kernel(Protocol):
         new_receive: Callable[..., Any], check_receive_size: Callable[[int, int], None], empty: memoryview, /,
     ) -> tuple[list[Any], int, bool]:
         """Reference: ``network.transport.network_receive.BufferedFrameReader.read_frames`` with ``recv_into``."""
+    # h/iothread5
+    #: ``IncompleteBatches(condition)``: a type owning the producer's incomplete batches (reference:
+    #: ``producer.incomplete_batches.IncompleteBatches``; its instances are ``IncompleteBatchesApi``)
+    IncompleteBatches: Callable[[Any], Any]
+    #: ``MemoryAccount(total, lock, waiters)``: a type owning a buffer pool's free bytes (reference:
+    #: ``producer.buffer_pool.MemoryAccount``; its instances are ``MemoryAccountApi``)
+    MemoryAccount: Callable[[int, Any, Any], Any]
     def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as
         ``cls`` (``producer.sender.DecodedProduceResponse``) holding its results (None: run the reference)."""

@@ -392,7 +392,15 @@ def test_a_replaced_deallocate_is_called(where: str, monkeypatch: pytest.MonkeyP
     from pykafka_client.producer.incomplete_batches import IncompleteBatches
     from pykafka_client.producer.record_accumulator import RecordAccumulator
 
-    h = Harness(partitions=PARTITIONS)
+    if where == "incomplete":
+        # the reference set, whose class can be patched: the accumulator made without the kernel
+        previous = _native.use_native(False)
+        try:
+            h = Harness(partitions=PARTITIONS)
+        finally:
+            _native.use_native(previous)
+    else:
+        h = Harness(partitions=PARTITIONS)
     calls: list[object] = []
     if where == "accumulator":
         original = h.accumulator.deallocate
