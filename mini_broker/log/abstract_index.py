@@ -58,9 +58,10 @@ class AbstractIndex:
             first.append(a)
             second.append(b)
         self._torn = len(data) != usable
-        #: entries appended and not written yet, and where in the file the first of them goes
-        self._pending = bytearray()
-        self._pending_at = 0
+        #: the entries in the file (those after them are appended and not written yet), and how many pending entries
+        #: are written together (PENDING_BYTES of them, rounded up)
+        self._written = len(first)
+        self._pending_limit = -(-PENDING_BYTES // self.ENTRY.size)
 
     @property
     def entry_size(self) -> int:
@@ -83,22 +84,21 @@ class AbstractIndex:
 
     # -- updates (under the log lock) -----------------------------------------------------------------
     def _append_entry(self, first: int, second: int) -> None:
+        # (the pending entries are encoded when written, together: one append costs two array appends)
         firsts, seconds = self._columns
-        pending = self._pending
-        if not pending:
-            self._pending_at = len(firsts) * self.ENTRY.size
-        pending += self.ENTRY.pack(first, second)
         firsts.append(first)
         seconds.append(second)
-        if len(pending) >= PENDING_BYTES:
+        if len(firsts) - self._written >= self._pending_limit:
             self._write_pending()
 
     def _write_pending(self) -> None:
         """Write the entries appended since the last write."""
-        pending = self._pending
-        if pending:
-            os.pwrite(self._fd, pending, self._pending_at)
-            pending.clear()
+        written = self._written
+        firsts, seconds = self._columns
+        if len(firsts) > written:
+            data = b"".join(map(self.ENTRY.pack, firsts[written:], seconds[written:]))
+            os.pwrite(self._fd, data, written * self.ENTRY.size)
+            self._written = len(firsts)
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= ``offset``."""
@@ -106,13 +106,14 @@ class AbstractIndex:
         keep = bisect_left(self._columns[self.OFFSET_COLUMN], offset - self.base_offset)
         for column in self._columns:
             del column[keep:]
+        self._written = min(self._written, keep)
         os.ftruncate(self._fd, keep * self.entry_size)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         for column in self._columns:
             del column[:]
-        self._pending.clear()
+        self._written = 0
         os.ftruncate(self._fd, 0)
         self._torn = False
 
@@ -127,7 +128,7 @@ class AbstractIndex:
             self._fd = -1
 
     def delete(self) -> None:
-        self._pending.clear()  # nothing to write to a file about to go
+        self._written = len(self._columns[0])  # nothing to write to a file about to go
         self.close()
         unlink_if_exists(self.path)
 
