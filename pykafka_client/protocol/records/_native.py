@@ -252,6 +252,8 @@ class Kernel(Protocol):
         new_receive: Callable[..., Any], check_receive_size: Callable[[int, int], None], empty: memoryview, /,
     ) -> tuple[list[Any], int, bool]:
         """Reference: ``network.transport.network_receive.BufferedFrameReader.read_frames`` with ``recv_into``."""
+    def index_columns(self, first_width: int, second_width: int, /) -> Any:
+        """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)`` (h/logappend)."""
     def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as
         ``cls`` (``producer.sender.DecodedProduceResponse``) holding its results (None: run the reference)."""
