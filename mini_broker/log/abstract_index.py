@@ -55,10 +55,9 @@ class AbstractIndex:
         usable = len(data) - len(data) % self.entry_size
         self._columns.load(data[:usable])
         self._torn = len(data) != usable
-        #: the entries in the file (those after them are appended and not written yet), and how many pending entries
-        #: are written together (PENDING_BYTES of them, rounded up)
-        self._written = len(self._columns)
+        #: how many pending entries are written together (PENDING_BYTES of them, rounded up)
         self._pending_limit = -(-PENDING_BYTES // self.ENTRY.size)
+        self._set_written(len(self._columns))
 
     @property
     def entry_size(self) -> int:
@@ -80,11 +79,12 @@ class AbstractIndex:
             raise CorruptIndexError(f"{self.path}: size is not a multiple of {self.entry_size}")
 
     # -- updates (under the log lock) -----------------------------------------------------------------
-    def _appended(self, entries: int) -> None:
-        """An entry was appended (the subclass's append rule), ``entries`` now: the pending ones are written once
-        there are enough of them (encoded together when written)."""
-        if entries - self._written >= self._pending_limit:
-            self._write_pending()
+    def _set_written(self, entries: int) -> None:
+        """The first ``entries`` are in the file (those after them are appended and not written yet): the pending ones
+        are written once there are :attr:`_write_at` entries (the subclasses' appends pass it to the columns' rule,
+        which says when it is reached)."""
+        self._written = entries
+        self._write_at = entries + self._pending_limit
 
     def _write_pending(self) -> None:
         """Write the entries appended since the last write."""
@@ -92,20 +92,20 @@ class AbstractIndex:
         columns = self._columns
         if len(columns) > written:
             os.pwrite(self._fd, columns.encode(written), written * self.ENTRY.size)
-            self._written = len(columns)
+            self._set_written(len(columns))
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= ``offset``."""
         self._write_pending()
         keep = self._columns.bisect(self.OFFSET_COLUMN, offset - self.base_offset, False)
         self._columns.truncate(keep)
-        self._written = min(self._written, keep)
+        self._set_written(min(self._written, keep))
         os.ftruncate(self._fd, keep * self.entry_size)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
         self._columns.truncate(0)
-        self._written = 0
+        self._set_written(0)
         os.ftruncate(self._fd, 0)
         self._torn = False
 
@@ -120,7 +120,7 @@ class AbstractIndex:
             self._fd = -1
 
     def delete(self) -> None:
-        self._written = len(self._columns)  # nothing to write to a file about to go
+        self._set_written(len(self._columns))  # nothing to write to a file about to go
         self.close()
         unlink_if_exists(self.path)
 

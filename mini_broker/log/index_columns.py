@@ -44,14 +44,16 @@ class IndexColumnsApi(Protocol):
     def pairs(self) -> list[tuple[int, int]]:
         """Every entry."""
 
-    def append_increasing(self, first: int, second: int, max_entries: int, /) -> int:
+    def append_increasing(self, first: int, second: int, max_entries: int, write_at: int, /) -> int:
         """The offset index's rule: -1 (nothing appended) when ``first`` is not above the last entry's, 0 when there
-        are ``max_entries`` entries already, else the entry is appended: the new number of entries."""
+        are ``max_entries`` entries already, else the entry is appended: then 1 when there are ``write_at`` entries
+        or more (the index writes its pending ones), else 0."""
 
-    def append_newer(self, first: int, second: int, max_entries: int, check_full: bool, /) -> int:
+    def append_newer(self, first: int, second: int, max_entries: int, check_full: bool, write_at: int, /) -> int:
         """The time index's rule: 0 when ``first`` is not above the last entry's (-1, no timestamp, when empty) or,
         with ``check_full``, there are ``max_entries`` entries already; -1 (nothing appended) when ``second`` is
-        below the last entry's; else the entry is appended: the new number of entries."""
+        below the last entry's; else the entry is appended: then 1 when there are ``write_at`` entries or more, else
+        0."""
 
 
 class IndexColumns:
@@ -90,26 +92,26 @@ class IndexColumns:
     def pairs(self) -> list[tuple[int, int]]:
         return list(zip(self._first, self._second, strict=True))
 
-    def _append(self, first: int, second: int) -> int:
+    def _append(self, first: int, second: int, write_at: int) -> int:
         self._first.append(first)
         self._second.append(second)
-        return len(self._first)
+        return 1 if len(self._first) >= write_at else 0
 
-    def append_increasing(self, first: int, second: int, max_entries: int) -> int:
+    def append_increasing(self, first: int, second: int, max_entries: int, write_at: int) -> int:
         firsts = self._first
         if firsts and first <= firsts[-1]:
             return -1
         if len(firsts) >= max_entries:
             return 0
-        return self._append(first, second)
+        return self._append(first, second, write_at)
 
-    def append_newer(self, first: int, second: int, max_entries: int, check_full: bool) -> int:
+    def append_newer(self, first: int, second: int, max_entries: int, check_full: bool, write_at: int) -> int:
         firsts, seconds = self._first, self._second
         if first <= (firsts[-1] if firsts else -1) or (check_full and len(firsts) >= max_entries):
             return 0
         if seconds and second < seconds[-1]:
             return -1
-        return self._append(first, second)
+        return self._append(first, second, write_at)
 
 
 def new_index_columns(first_width: int, second_width: int) -> IndexColumnsApi:

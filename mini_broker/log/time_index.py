@@ -58,9 +58,9 @@ class TimeIndex(AbstractIndex):
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is larger than the last entry's (and there is room)."""
         # (the columns' rule: a timestamp above the last entry's, or NO_TIMESTAMP when empty; room unless skipped)
-        entries = self._columns.append_newer(timestamp, offset - self.base_offset, self.max_entries,
-                                             not skip_full_check)
-        if entries < 0:
-            raise CorruptIndexError(f"{self.path}: offset {offset} is smaller than the last entry's")
-        if entries:
-            self._appended(entries)
+        appended = self._columns.append_newer(timestamp, offset - self.base_offset, self.max_entries,
+                                              not skip_full_check, self._write_at)
+        if appended:
+            if appended < 0:
+                raise CorruptIndexError(f"{self.path}: offset {offset} is smaller than the last entry's")
+            self._write_pending()

@@ -7583,11 +7583,12 @@ static PyObject *idxcols_pairs(IdxColsObject *self, PyObject *Py_UNUSED(ignored)
     return out;
 }
 
-/* append_increasing(first, second, max_entries) and append_newer(first, second, max_entries, check_full) */
+/* append_increasing(first, second, max_entries, write_at) and append_newer(first, second, max_entries, check_full,
+ * write_at) */
 static PyObject *idxcols_append_rule(IdxColsObject *self, PyObject *const *args, Py_ssize_t nargs, int newer)
 {
-    if (nargs != (newer ? 4 : 3)) {
-        PyErr_SetString(PyExc_TypeError, newer ? "append_newer takes 4 arguments" : "append_increasing takes 3 arguments");
+    if (nargs != (newer ? 5 : 4)) {
+        PyErr_SetString(PyExc_TypeError, newer ? "append_newer takes 5 arguments" : "append_increasing takes 4 arguments");
         return NULL;
     }
     int64_t a, b;
@@ -7595,6 +7596,9 @@ static PyObject *idxcols_append_rule(IdxColsObject *self, PyObject *const *args,
         return NULL;
     Py_ssize_t max_entries = PyLong_AsSsize_t(args[2]);
     if (max_entries == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t write_at = PyLong_AsSsize_t(args[newer ? 4 : 3]);
+    if (write_at == -1 && PyErr_Occurred())
         return NULL;
     Py_ssize_t len = self->len;
     if (newer) {
@@ -7613,7 +7617,7 @@ static PyObject *idxcols_append_rule(IdxColsObject *self, PyObject *const *args,
     }
     if (idxcols_push(self, a, b) < 0)
         return NULL;
-    return PyLong_FromSsize_t(self->len);
+    return PyLong_FromLong(self->len >= write_at ? 1 : 0);
 }
 
 static PyObject *idxcols_append_increasing(IdxColsObject *self, PyObject *const *args, Py_ssize_t nargs)

@@ -23,8 +23,8 @@ _KEYS = st.one_of(st.integers(-3, 40), st.integers(-(2**70), 2**70))
 def _op(widths: tuple[int, int]) -> st.SearchStrategy[tuple[object, ...]]:
     first, second = _VALUES[widths[0]], _VALUES[widths[1]]
     return st.one_of(
-        st.tuples(st.just("append_increasing"), first, second, st.integers(0, 12)),
-        st.tuples(st.just("append_newer"), first, second, st.integers(0, 12), st.booleans()),
+        st.tuples(st.just("append_increasing"), first, second, st.integers(0, 12), st.integers(0, 14)),
+        st.tuples(st.just("append_newer"), first, second, st.integers(0, 12), st.booleans(), st.integers(0, 14)),
         st.tuples(st.just("entry"), st.integers(-14, 14)),
         st.tuples(st.just("bisect"), st.integers(0, 1), _KEYS, st.booleans()),
         st.tuples(st.just("truncate"), st.integers(-2, 14)),
@@ -53,7 +53,7 @@ def test_the_kernels_index_columns_answer_as_the_reference(data: st.DataObject, 
     loaded = data.draw(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=4).map(sorted))
     raw = IndexColumns(*widths)
     for a, b in loaded:
-        raw.append_increasing(a, b, 100) if widths == (4, 4) else raw.append_newer(a, b, 100, True)
+        raw.append_increasing(a, b, 100, 0) if widths == (4, 4) else raw.append_newer(a, b, 100, True, 0)
     blob = raw.encode(0) + data.draw(st.binary(max_size=3))  # a torn tail is ignored
     compiled.load(blob)
     reference.load(blob)
