@@ -7395,18 +7395,32 @@ done:
 /* ==== broker log: a segment index's two columns of entries, owned by a C type (h/logappend) ===================== */
 
 /* IndexColumns: the entries of an offset or time index (mini_broker/log/index_columns.py is the reference and says
- * what each method does). Both columns are kept as int64; each has a width (4 or 8 bytes) that bounds its values
- * and gives its size in the file's big-endian entries. */
+ * what each method does). Each column has a width (4 or 8 bytes) that bounds its values, is its size in memory (as
+ * the reference's arrays) and in the file's big-endian entries. */
 typedef struct {
     PyObject_HEAD
-    int64_t *e; /* 2 * cap values: entry i is (e[2i], e[2i + 1]) */
+    void *col[2]; /* cap values each, int32_t or int64_t by width */
     Py_ssize_t len, cap;
     int w[2];
 } IdxColsObject;
 
+static inline int64_t idxcols_get(const IdxColsObject *self, int c, Py_ssize_t i)
+{
+    return self->w[c] == 4 ? (int64_t)((const int32_t *)self->col[c])[i] : ((const int64_t *)self->col[c])[i];
+}
+
+static inline void idxcols_set(IdxColsObject *self, int c, Py_ssize_t i, int64_t v)
+{
+    if (self->w[c] == 4)
+        ((int32_t *)self->col[c])[i] = (int32_t)v;
+    else
+        ((int64_t *)self->col[c])[i] = v;
+}
+
 static void idxcols_dealloc(IdxColsObject *self)
 {
-    PyMem_Free(self->e);
+    PyMem_Free(self->col[0]);
+    PyMem_Free(self->col[1]);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -7419,12 +7433,14 @@ static int idxcols_reserve(IdxColsObject *self, Py_ssize_t n)
     Py_ssize_t cap = self->cap < 16 ? 16 : self->cap;
     while (cap < n)
         cap *= 2;
-    int64_t *e = PyMem_Realloc(self->e, (size_t)cap * 2 * sizeof(int64_t));
-    if (e == NULL) {
-        PyErr_NoMemory();
-        return -1;
+    for (int c = 0; c < 2; c++) {
+        void *col = PyMem_Realloc(self->col[c], (size_t)cap * (size_t)self->w[c]);
+        if (col == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->col[c] = col;
     }
-    self->e = e;
     self->cap = cap;
     return 0;
 }
@@ -7447,8 +7463,8 @@ static int idxcols_push(IdxColsObject *self, int64_t a, int64_t b)
 {
     if (idxcols_reserve(self, self->len + 1) < 0)
         return -1;
-    self->e[2 * self->len] = a;
-    self->e[2 * self->len + 1] = b;
+    idxcols_set(self, 0, self->len, a);
+    idxcols_set(self, 1, self->len, b);
     self->len++;
     return 0;
 }
@@ -7472,8 +7488,8 @@ static PyObject *idxcols_load(IdxColsObject *self, PyObject *arg)
             v[c] = self->w[c] == 4 ? (int64_t)(int32_t)u : (int64_t)u;
             q += self->w[c];
         }
-        self->e[2 * self->len] = v[0];
-        self->e[2 * self->len + 1] = v[1];
+        idxcols_set(self, 0, self->len, v[0]);
+        idxcols_set(self, 1, self->len, v[1]);
         self->len++;
     }
     PyBuffer_Release(&view);
@@ -7491,7 +7507,7 @@ static PyObject *idxcols_entry(IdxColsObject *self, PyObject *arg)
         PyErr_SetString(PyExc_IndexError, "index entry out of range");
         return NULL;
     }
-    return Py_BuildValue("(LL)", (long long)self->e[2 * n], (long long)self->e[2 * n + 1]);
+    return Py_BuildValue("(LL)", (long long)idxcols_get(self, 0, n), (long long)idxcols_get(self, 1, n));
 }
 
 static PyObject *idxcols_bisect(IdxColsObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -7521,7 +7537,7 @@ static PyObject *idxcols_bisect(IdxColsObject *self, PyObject *const *args, Py_s
         hi = 0;
     while (lo < hi) {
         Py_ssize_t mid = lo + (hi - lo) / 2;
-        int64_t v = self->e[2 * mid + c];
+        int64_t v = idxcols_get(self, (int)c, mid);
         if (right ? (key < v) : (v >= key))
             hi = mid;
         else
@@ -7556,7 +7572,7 @@ static PyObject *idxcols_encode(IdxColsObject *self, PyObject *arg)
     uint8_t *p = (uint8_t *)PyBytes_AS_STRING(out);
     for (Py_ssize_t i = start; i < self->len; i++) {
         for (int c = 0; c < 2; c++) {
-            uint64_t u = (uint64_t)self->e[2 * i + c];
+            uint64_t u = (uint64_t)idxcols_get(self, c, i);
             for (int k = self->w[c] - 1; k >= 0; k--) {
                 p[k] = (uint8_t)u;
                 u >>= 8;
@@ -7573,7 +7589,7 @@ static PyObject *idxcols_pairs(IdxColsObject *self, PyObject *Py_UNUSED(ignored)
     if (out == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < self->len; i++) {
-        PyObject *t = Py_BuildValue("(LL)", (long long)self->e[2 * i], (long long)self->e[2 * i + 1]);
+        PyObject *t = Py_BuildValue("(LL)", (long long)idxcols_get(self, 0, i), (long long)idxcols_get(self, 1, i));
         if (t == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -7605,12 +7621,12 @@ static PyObject *idxcols_append_rule(IdxColsObject *self, PyObject *const *args,
         int check_full = PyObject_IsTrue(args[3]);
         if (check_full < 0)
             return NULL;
-        if (a <= (len ? self->e[2 * len - 2] : -1) || (check_full && len >= max_entries))
+        if (a <= (len ? idxcols_get(self, 0, len - 1) : -1) || (check_full && len >= max_entries))
             return PyLong_FromLong(0);
-        if (len && b < self->e[2 * len - 1])
+        if (len && b < idxcols_get(self, 1, len - 1))
             return PyLong_FromLong(-1);
     } else {
-        if (len && a <= self->e[2 * len - 2])
+        if (len && a <= idxcols_get(self, 0, len - 1))
             return PyLong_FromLong(-1);
         if (len >= max_entries)
             return PyLong_FromLong(0);
@@ -7630,7 +7646,13 @@ static PyObject *idxcols_append_newer(IdxColsObject *self, PyObject *const *args
     return idxcols_append_rule(self, args, nargs, 1);
 }
 
+static PyObject *idxcols_sizeof(IdxColsObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSsize_t((Py_ssize_t)sizeof(IdxColsObject) + self->cap * (self->w[0] + self->w[1]));
+}
+
 static PyMethodDef idxcols_methods[] = {
+    {"__sizeof__", (PyCFunction)idxcols_sizeof, METH_NOARGS, NULL},
     {"load", (PyCFunction)idxcols_load, METH_O, NULL},
     {"entry", (PyCFunction)idxcols_entry, METH_O, NULL},
     {"bisect", (PyCFunction)(void (*)(void))idxcols_bisect, METH_FASTCALL, NULL},
@@ -7673,7 +7695,7 @@ static PyObject *k_index_columns(PyObject *self, PyObject *args)
     IdxColsObject *o = PyObject_New(IdxColsObject, &IdxColsType);
     if (o == NULL)
         return NULL;
-    o->e = NULL;
+    o->col[0] = o->col[1] = NULL;
     o->len = o->cap = 0;
     o->w[0] = w0;
     o->w[1] = w1;

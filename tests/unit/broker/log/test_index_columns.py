@@ -5,6 +5,8 @@ answers, the same errors and the same entries."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -77,3 +79,13 @@ def test_new_index_columns_follows_the_active_implementation() -> None:
     assert _kernel is not None
     with pytest.raises(ValueError):
         _kernel.index_columns(2, 4)
+
+
+def test_the_kernels_columns_take_their_widths_in_memory() -> None:
+    """As the reference's arrays: an offset index entry is 8 bytes, a time index entry 12 (not two int64s each)."""
+    assert _kernel is not None
+    for widths in ((4, 4), (8, 4)):
+        columns = _kernel.index_columns(*widths)
+        for i in range(1000):
+            assert columns.append_increasing(i, i, 10_000, 10**9) == 0
+        assert sys.getsizeof(columns) <= 1024 * sum(widths) + 200
