@@ -1,7 +1,8 @@
 """What the offset and the time index of a segment share (Java ``AbstractIndex``).
 
-An index is a file of fixed-size big-endian entries of two columns, kept in memory as two ``array``s (one
-per column) and appended to the file as entries are added; the file is the durable copy read back on open.
+An index is a file of fixed-size big-endian entries of two columns, kept in memory as an
+:class:`~mini_broker.log.index_columns.IndexColumnsApi` (on the compiled kernel, C memory; else an ``array`` per column) and
+appended to the file as entries are added; the file is the durable copy read back on open.
 This base owns the file (open, load, append, truncate, reset, flush, close, delete), the entry size and the
 capacity (``max_index_size // entry_size`` entries: the log rolls the segment when an index is full), the
 binary search on a column, truncation by offset and the torn-file part of the sanity check. Subclasses say
@@ -21,10 +22,9 @@ from __future__ import annotations
 
 import os
 import struct
-from array import array
-from bisect import bisect_left, bisect_right
 from typing import ClassVar
 
+from mini_broker.log.index_columns import new_index_columns
 from pykafka_client.errors_base import KafkaError
 
 #: bytes of new entries kept before they are written (one ``pwrite``): 341 offset index entries, 256 time index ones
@@ -40,8 +40,8 @@ class AbstractIndex:
 
     #: The on-disk entry (two fields, big-endian).
     ENTRY: ClassVar[struct.Struct]
-    #: ``array`` type codes of the two columns, in entry order.
-    TYPECODES: ClassVar[tuple[str, str]]
+    #: byte widths (4 or 8) of the two columns, in entry order.
+    WIDTHS: ClassVar[tuple[int, int]]
     #: Which column holds the offset relative to the segment's base offset (non-decreasing).
     OFFSET_COLUMN: ClassVar[int]
 
@@ -49,18 +49,15 @@ class AbstractIndex:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(1, max_index_size // self.entry_size)
-        self._columns = (array(self.TYPECODES[0]), array(self.TYPECODES[1]))
+        self._columns = new_index_columns(*self.WIDTHS)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         data = _read_all(self._fd)
         usable = len(data) - len(data) % self.entry_size
-        first, second = self._columns
-        for a, b in self.ENTRY.iter_unpack(data[:usable]):
-            first.append(a)
-            second.append(b)
+        self._columns.load(data[:usable])
         self._torn = len(data) != usable
-        #: entries appended and not written yet, and where in the file the first of them goes
-        self._pending = bytearray()
-        self._pending_at = 0
+        #: how many pending entries are written together (PENDING_BYTES of them, rounded up)
+        self._pending_limit = -(-PENDING_BYTES // self.ENTRY.size)
+        self._set_written(len(self._columns))
 
     @property
     def entry_size(self) -> int:
@@ -68,51 +65,47 @@ class AbstractIndex:
 
     # -- queries --------------------------------------------------------------------------------------
     def entries(self) -> int:
-        return len(self._columns[0])
+        return len(self._columns)
 
     def is_full(self) -> bool:
-        return len(self._columns[0]) >= self.max_entries
+        return len(self._columns) >= self.max_entries
 
     def _largest_at_most(self, column: int, key: int) -> int:
         """Index of the last entry whose ``column`` value is <= ``key`` (the column is sorted), or -1."""
-        return bisect_right(self._columns[column], key) - 1
+        return self._columns.bisect(column, key, True) - 1
 
     def _check_not_torn(self) -> None:
         if self._torn:
             raise CorruptIndexError(f"{self.path}: size is not a multiple of {self.entry_size}")
 
     # -- updates (under the log lock) -----------------------------------------------------------------
-    def _append_entry(self, first: int, second: int) -> None:
-        firsts, seconds = self._columns
-        pending = self._pending
-        if not pending:
-            self._pending_at = len(firsts) * self.ENTRY.size
-        pending += self.ENTRY.pack(first, second)
-        firsts.append(first)
-        seconds.append(second)
-        if len(pending) >= PENDING_BYTES:
-            self._write_pending()
+    def _set_written(self, entries: int) -> None:
+        """The first ``entries`` are in the file (those after them are appended and not written yet): the pending ones
+        are written once there are :attr:`_write_at` entries (the subclasses' appends pass it to the columns' rule,
+        which says when it is reached)."""
+        self._written = entries
+        self._write_at = entries + self._pending_limit
 
     def _write_pending(self) -> None:
         """Write the entries appended since the last write."""
-        pending = self._pending
-        if pending:
-            os.pwrite(self._fd, pending, self._pending_at)
-            pending.clear()
+        written = self._written
+        columns = self._columns
+        if len(columns) > written:
+            os.pwrite(self._fd, columns.encode(written), written * self.ENTRY.size)
+            self._set_written(len(columns))
 
     def truncate_to(self, offset: int) -> None:
         """Drop entries with offset >= ``offset``."""
         self._write_pending()
-        keep = bisect_left(self._columns[self.OFFSET_COLUMN], offset - self.base_offset)
-        for column in self._columns:
-            del column[keep:]
+        keep = self._columns.bisect(self.OFFSET_COLUMN, offset - self.base_offset, False)
+        self._columns.truncate(keep)
+        self._set_written(min(self._written, keep))
         os.ftruncate(self._fd, keep * self.entry_size)
 
     def reset(self) -> None:
         """Drop every entry (before a rebuild)."""
-        for column in self._columns:
-            del column[:]
-        self._pending.clear()
+        self._columns.truncate(0)
+        self._set_written(0)
         os.ftruncate(self._fd, 0)
         self._torn = False
 
@@ -127,7 +120,7 @@ class AbstractIndex:
             self._fd = -1
 
     def delete(self) -> None:
-        self._pending.clear()  # nothing to write to a file about to go
+        self._set_written(len(self._columns))  # nothing to write to a file about to go
         self.close()
         unlink_if_exists(self.path)
 

@@ -22,13 +22,13 @@ class OffsetIndex(AbstractIndex):
     """(relative offset, position) entries."""
 
     ENTRY = struct.Struct(">ii")
-    TYPECODES = ("i", "i")
+    WIDTHS = (4, 4)
     OFFSET_COLUMN = _RELATIVE_OFFSET
 
     def last_offset(self) -> int:
         """The largest indexed offset, or the base offset when empty."""
-        offsets = self._columns[_RELATIVE_OFFSET]
-        return self.base_offset + offsets[-1] if offsets else self.base_offset
+        columns = self._columns
+        return self.base_offset + columns.entry(-1)[_RELATIVE_OFFSET] if len(columns) else self.base_offset
 
     def lookup(self, target_offset: int) -> tuple[int, int]:
         """(offset, position) of the largest entry with offset <= target, or (base offset, 0)."""
@@ -38,23 +38,23 @@ class OffsetIndex(AbstractIndex):
         return self.entry(i)
 
     def entry(self, n: int) -> tuple[int, int]:
-        return self.base_offset + self._columns[_RELATIVE_OFFSET][n], self._columns[_POSITION][n]
+        rel, position = self._columns.entry(n)
+        return self.base_offset + rel, position
 
     def sanity_check(self, log_size: int) -> None:
         """Raise :class:`CorruptIndexError` if the file is torn, out of order or points past the log."""
         self._check_not_torn()
         prev_rel, prev_pos = -1, -1
-        for rel, pos in zip(*self._columns, strict=True):
+        for rel, pos in self._columns.pairs():
             if rel <= prev_rel or pos <= prev_pos or rel < 0 or pos >= log_size:
                 raise CorruptIndexError(f"{self.path}: bad entry ({rel}, {pos}) after ({prev_rel}, {prev_pos})")
             prev_rel, prev_pos = rel, pos
 
     def append(self, offset: int, position: int) -> None:
         """Add (offset -> position). Offsets must increase; ignored when the index is full."""
-        rel = offset - self.base_offset
-        offsets = self._columns[_RELATIVE_OFFSET]
-        if offsets and rel <= offsets[-1]:
-            raise CorruptIndexError(f"{self.path}: offset {offset} is not larger than {self.last_offset()}")
-        if len(offsets) >= self.max_entries:  # (is_full(), read here: this runs on most appends)
-            return
-        self._append_entry(rel, position)
+        appended = self._columns.append_increasing(offset - self.base_offset, position, self.max_entries,
+                                                   self._write_at)
+        if appended:
+            if appended < 0:
+                raise CorruptIndexError(f"{self.path}: offset {offset} is not larger than {self.last_offset()}")
+            self._write_pending()

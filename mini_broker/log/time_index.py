@@ -26,11 +26,12 @@ class TimeIndex(AbstractIndex):
     """(timestamp, relative offset) entries."""
 
     ENTRY = struct.Struct(">qi")
-    TYPECODES = ("q", "i")
+    WIDTHS = (8, 4)
     OFFSET_COLUMN = _RELATIVE_OFFSET
 
     def _entry(self, n: int) -> tuple[int, int]:
-        return self._columns[_TIMESTAMP][n], self.base_offset + self._columns[_RELATIVE_OFFSET][n]
+        timestamp, rel = self._columns.entry(n)
+        return timestamp, self.base_offset + rel
 
     def last_entry(self) -> tuple[int, int]:
         """(timestamp, offset) of the last entry, or (-1, base offset) when empty."""
@@ -49,20 +50,17 @@ class TimeIndex(AbstractIndex):
         """Raise :class:`CorruptIndexError` if torn, out of order, or pointing past ``max_offset``."""
         self._check_not_torn()
         prev_ts, prev_rel = NO_TIMESTAMP - 1, -1
-        for ts, rel in zip(*self._columns, strict=True):
+        for ts, rel in self._columns.pairs():
             if ts <= prev_ts or rel < prev_rel or rel < 0 or self.base_offset + rel > max_offset:
                 raise CorruptIndexError(f"{self.path}: bad entry ({ts}, {rel}) after ({prev_ts}, {prev_rel})")
             prev_ts, prev_rel = ts, rel
 
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) if the timestamp is larger than the last entry's (and there is room)."""
-        # (last_entry()'s timestamp and is_full() read here: this runs on most appends)
-        timestamps, offsets = self._columns
-        if timestamp <= (timestamps[-1] if timestamps else NO_TIMESTAMP):
-            return
-        if not skip_full_check and len(timestamps) >= self.max_entries:
-            return
-        rel = offset - self.base_offset
-        if offsets and rel < offsets[-1]:
-            raise CorruptIndexError(f"{self.path}: offset {offset} is smaller than the last entry's")
-        self._append_entry(timestamp, rel)
+        # (the columns' rule: a timestamp above the last entry's, or NO_TIMESTAMP when empty; room unless skipped)
+        appended = self._columns.append_newer(timestamp, offset - self.base_offset, self.max_entries,
+                                              not skip_full_check, self._write_at)
+        if appended:
+            if appended < 0:
+                raise CorruptIndexError(f"{self.path}: offset {offset} is smaller than the last entry's")
+            self._write_pending()

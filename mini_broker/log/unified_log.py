@@ -65,7 +65,7 @@ from mini_broker.log.log_validator import (
 from mini_broker.log.log_validator import AppendOrigin as AppendOrigin  # re-exported: the log's API
 from mini_broker.log.transaction_index import AbortedTxn
 from mini_broker.producer_state import producer_append_info as _pai
-from mini_broker.producer_state.producer_state_entry import BatchMetadata
+from mini_broker.producer_state.producer_state_entry import BatchMetadata, ProducerStateEntry
 from mini_broker.producer_state.producer_state_manager import (
     DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     PendingAppend,
@@ -406,12 +406,13 @@ class Log:
             log_append = checks.log_append_time
             first_offset = self._leo_metadata.message_offset
             pending: PendingAppend | None = None
+            entry: ProducerStateEntry | None = None
             if producer_id >= 0:
                 state = self.producer_state
-                _, _, epoch, base_sequence, last_offset_delta, max_timestamp, attributes, _ = batch
-                pending = state.prepare_next_append(producer_id, epoch, base_sequence, last_offset_delta, max_timestamp,
-                                                    bool(attributes & _TRANSACTIONAL_FLAG), False, first_offset)
-                if pending is None:  # not the next batch of a known producer: the general check judges
+                _, _, epoch, base_sequence, last_offset_delta, _, attributes, _ = batch
+                entry = state.next_append_entry(producer_id, epoch, base_sequence, last_offset_delta,
+                                                bool(attributes & _TRANSACTIONAL_FLAG), False)
+                if entry is None:  # not the next batch of a known producer: the general check judges
                     checked = state.prepare_append([DefaultRecordBatch(buf, 0)], first_offset, _PRODUCER_CLIENT)
                     if isinstance(checked, BatchMetadata):
                         if raise_high_watermark:
@@ -419,13 +420,17 @@ class Log:
                         return self._duplicate_append_info(checked)
                     pending = checked
             assigned = assign_client_batch(buf, batch, first_offset, leader_epoch, now if log_append else None)
-            return self._write_locked(buf, assigned, first_offset, pending, checks, now, raise_high_watermark)
+            return self._write_locked(buf, assigned, first_offset, pending, checks, now, raise_high_watermark,
+                                      entry, batch)
 
     def _write_locked(self, buf: bytearray | memoryview, assigned: AssignedOffsets, first_offset: int,
                       pending: PendingAppend | None, checks: AppendChecks, now: int,
-                      raise_high_watermark: bool) -> LogAppendInfo:
-        """The rest of an append once its offsets are assigned (under the lock): roll, write, the producer state, the
-        high watermark."""
+                      raise_high_watermark: bool, next_entry: ProducerStateEntry | None = None,
+                      batch: ClientBatch | None = None) -> LogAppendInfo:
+        """The rest of an append once its offsets are assigned (under the lock): roll, write, the producer state (the
+        ``pending`` updates, or the one ``batch`` of ``next_entry``'s producer that
+        :meth:`~mini_broker.producer_state.producer_state_manager.ProducerStateManager.next_append_entry` accepted),
+        the high watermark."""
         next_offset = assigned.next_offset
         appended = assigned.batches
         segment = self._segments[-1]
@@ -436,7 +441,9 @@ class Log:
             self._cache_epochs(buf, appended)
         self._leo_metadata = _new_offset_metadata(next_offset, segment.base_offset, segment.size)
         # the producer state moves only once the batches are in the log (Kafka: after localLog.append)
-        if pending is not None:
+        if next_entry is not None and batch is not None:
+            self.producer_state.complete_next_append(next_entry, batch[3], batch[4], batch[5], first_offset)
+        elif pending is not None:
             completed = self.producer_state.complete_append(pending)
             if completed:
                 self._update_txn_indexes(completed)

@@ -1,7 +1,7 @@
 """What a partition remembers about one producer (Kafka ``ProducerStateEntry`` / ``BatchMetadata``).
 
 An entry holds the producer's current epoch and the metadata of its last :data:`NUM_BATCHES_TO_RETAIN` (5)
-batches, oldest first. A 6th batch evicts the oldest; a new epoch clears them. A retried batch whose
+batches, oldest first (a deque bounded to that length). A 6th batch evicts the oldest; a new epoch clears them. A retried batch whose
 ``[first_seq, last_seq]`` equals a cached one (same epoch) is a duplicate, answered with the cached offsets.
 """
 
@@ -64,7 +64,7 @@ class ProducerStateEntry:
         self.coordinator_epoch = coordinator_epoch
         self.last_timestamp = last_timestamp
         self.current_txn_first_offset = current_txn_first_offset
-        self.batch_metadata: deque[BatchMetadata] = deque(batches or ())
+        self.batch_metadata: deque[BatchMetadata] = deque(batches or (), NUM_BATCHES_TO_RETAIN)
 
     @classmethod
     def empty(cls, producer_id: int) -> ProducerStateEntry:
@@ -78,7 +78,7 @@ class ProducerStateEntry:
         new.coordinator_epoch = self.coordinator_epoch
         new.last_timestamp = self.last_timestamp
         new.current_txn_first_offset = self.current_txn_first_offset
-        new.batch_metadata = deque(self.batch_metadata)
+        new.batch_metadata = deque(self.batch_metadata, NUM_BATCHES_TO_RETAIN)
         return new
 
     def is_empty(self) -> bool:
@@ -104,10 +104,8 @@ class ProducerStateEntry:
     def add_batch(self, producer_epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int) -> None:
         if self.producer_epoch != producer_epoch:
             self.maybe_update_producer_epoch(producer_epoch)
-        batches = self.batch_metadata
-        batches.append(_new_batch_metadata(last_seq, last_offset, offset_delta, timestamp))
-        if len(batches) > NUM_BATCHES_TO_RETAIN:
-            batches.popleft()
+        # (the deque's bound evicts the oldest of more than NUM_BATCHES_TO_RETAIN)
+        self.batch_metadata.append(_new_batch_metadata(last_seq, last_offset, offset_delta, timestamp))
         self.last_timestamp = timestamp
 
     def maybe_update_producer_epoch(self, producer_epoch: int) -> bool:

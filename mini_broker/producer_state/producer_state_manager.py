@@ -105,6 +105,12 @@ class PendingAppend(NamedTuple):
     completed_txns: list[CompletedTxn]
 
 
+def next_last_sequence(first_seq: int, delta: int) -> int:
+    """The last sequence of a batch from its base sequence and last offset delta (``DefaultRecordBatch.last_sequence``:
+    -1 without a sequence, wrapping past Int.MAX_VALUE)."""
+    return -1 if first_seq < 0 else (first_seq + delta) & 0x7FFFFFFF
+
+
 def snapshot_file_name(offset: int) -> str:
     return f"{offset:020d}{SNAPSHOT_SUFFIX}"
 
@@ -225,8 +231,9 @@ class ProducerStateManager:
         transaction-state violation. The caller serialises prepare/complete per partition (the log lock)."""
         producers = self._producers
         if origin is _CLIENT and len(batches) == 1:
-            # (without the lock: one read of the map and of an entry, which is replaced, never changed in place; the
-            # general path does not hold the lock from prepare to complete either)
+            # (without the lock: one read of the map and of an entry, changed in place only by complete_next_append,
+            # which the caller serialises with this call; the general path does not hold the lock from prepare to
+            # complete either)
             appended = self._prepare_next_batch(batches[0], first_offset)
             if appended is not None:
                 return appended
@@ -274,12 +281,24 @@ class ProducerStateManager:
     def prepare_next_append(self, producer_id: int, epoch: int, first_seq: int, delta: int, max_timestamp: int,
                             is_transactional: bool, is_control: bool, first_offset: int) -> PendingAppend | None:
         """:meth:`prepare_append`'s answer for a client append of one data batch (its producer id, epoch, base
-        sequence, last offset delta, max timestamp and flags) when it is the next one of a known producer (same
-        epoch, the sequence right after its last batch, not a duplicate of a cached one, the transaction state
-        unchanged: inside its open transaction or outside any); None for every other case, which the general path
-        judges (it finds the duplicates and raises the errors). The same result as the general path, without its
-        per-batch objects (BatchInfo, ProducerAppendInfo). (The log's common append calls it with the fields the
-        kernel read, without a batch view.)"""
+        sequence, last offset delta, max timestamp and flags) when :meth:`next_append_entry` accepts it; None for every
+        other case, which the general path judges (it finds the duplicates and raises the errors). The same result as
+        the general path, without its per-batch objects (BatchInfo, ProducerAppendInfo)."""
+        entry = self.next_append_entry(producer_id, epoch, first_seq, delta, is_transactional, is_control)
+        if entry is None:
+            return None
+        updated = entry.copy()  # (same epoch: the cached batches stay)
+        updated.add_batch(epoch, next_last_sequence(first_seq, delta), first_offset + delta, delta, max_timestamp)
+        return _new_pending_append({producer_id: updated}, first_offset + delta + 1, [], [])
+
+    def next_append_entry(self, producer_id: int, epoch: int, first_seq: int, delta: int, is_transactional: bool,
+                          is_control: bool) -> ProducerStateEntry | None:
+        """The entry of the producer of a client's data batch (its producer id, epoch, base sequence, last offset
+        delta and flags) when the batch is the next one of that known producer (same epoch, the sequence right after
+        its last batch, not a duplicate of a cached one, the transaction state unchanged: inside its open transaction
+        or outside any): the append is then :meth:`complete_next_append` once written. None for every other case
+        (:meth:`prepare_append` judges those). Changes nothing. (The log's common append calls it with the fields
+        the kernel read, without a batch view; the caller serialises it with the appends, as prepare/complete.)"""
         entry = self._producers.get(producer_id)
         if entry is None or producer_id < 0:
             return None
@@ -288,14 +307,25 @@ class ProducerStateManager:
             return None
         if (entry.current_txn_first_offset is not None) != bool(is_transactional):
             return None  # starts a transaction, or a non-transactional batch inside one
-        last_seq = -1 if first_seq < 0 else (first_seq + delta) & 0x7FFFFFFF  # (DefaultRecordBatch.last_sequence)
         if not in_sequence(cached[-1].last_seq, first_seq):
             return None
-        if entry.find_duplicate_batch(epoch, first_seq, last_seq) is not None:
+        if entry.find_duplicate_batch(epoch, first_seq, next_last_sequence(first_seq, delta)) is not None:
             return None
-        updated = entry.copy()  # (same epoch: the cached batches stay)
-        updated.add_batch(epoch, last_seq, first_offset + delta, delta, max_timestamp)
-        return _new_pending_append({producer_id: updated}, first_offset + delta + 1, [], [])
+        return entry
+
+    def complete_next_append(self, entry: ProducerStateEntry, first_seq: int, delta: int, max_timestamp: int,
+                             first_offset: int) -> None:
+        """Apply the batch :meth:`next_append_entry` accepted with ``entry`` (its base sequence, last offset delta and
+        max timestamp), written at ``first_offset``: what :meth:`complete_append` does with
+        :meth:`prepare_next_append`'s answer, with the batch added to the entry itself (under the lock; the entry
+        is put back if expiry removed it meanwhile) rather than to a copy that replaces it."""
+        end_offset = first_offset + delta + 1
+        with self._lock:
+            entry.add_batch(entry.producer_epoch, next_last_sequence(first_seq, delta), end_offset - 1, delta,
+                            max_timestamp)
+            self._producers[entry.producer_id] = entry
+            if end_offset > self.map_end_offset:
+                self.map_end_offset = end_offset
 
     def complete_append(self, pending: PendingAppend) -> list[tuple[CompletedTxn, int]]:
         """Apply what :meth:`prepare_append` computed (after the write succeeded). Returns each completed

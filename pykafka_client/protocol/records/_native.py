@@ -267,6 +267,8 @@ class Kernel(Protocol):
     #: ``MemoryAccount(total, lock, waiters)``: a type owning a buffer pool's free bytes (reference:
     #: ``producer.buffer_pool.MemoryAccount``; its instances are ``MemoryAccountApi``)
     MemoryAccount: Callable[[int, Any, Any], Any]
+    def index_columns(self, first_width: int, second_width: int, /) -> Any:
+        """Reference: ``mini_broker.log.index_columns.IndexColumns(first_width, second_width)`` (h/logappend)."""
     def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as
         ``cls`` (``producer.sender.DecodedProduceResponse``) holding its results (None: run the reference)."""

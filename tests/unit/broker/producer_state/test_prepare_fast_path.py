@@ -1,6 +1,8 @@
 """ProducerStateManager.prepare_append's fast path (a known producer's next data batch, alone in its append) gives
 exactly what the general path gives: the same pending updates, duplicates and errors, and the same state after
-complete_append, over random sequences of appends (epochs, sequences in and out of order, retries, transactions)."""
+complete_append, over random sequences of appends (epochs, sequences in and out of order, retries, transactions); and
+the log's common append (next_append_entry, then complete_next_append once written, the batch added to the entry in
+place) leaves the same state, and changes nothing until it completes."""
 
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ def test_the_fast_path_answers_as_the_general_path(tmp_path_factory: pytest.Temp
     d = tmp_path_factory.mktemp("psm")
     fast = ProducerStateManager("t-0", str(d))
     general = _general_only(ProducerStateManager("t-0", str(d)))
+    in_place = ProducerStateManager("t-0", str(d))
     end = 0
     epochs = {7: 0, 8: 0}
     next_seq = {7: 0, 8: 0}
@@ -65,16 +68,29 @@ def test_the_fast_path_answers_as_the_general_path(tmp_path_factory: pytest.Temp
             except KafkaError as e:
                 outcomes.append(("error", type(e), str(e)))
         assert outcomes[0] == outcomes[1]
+        before = {p: _entry(e) for p, e in in_place.active_producers.items()}
+        entry = in_place.next_append_entry(pid, epochs[pid], seq, records - 1, batch.is_transactional, control)
+        assert {p: _entry(e) for p, e in in_place.active_producers.items()} == before  # nothing changed yet
+        if entry is not None:
+            assert outcomes[0][0] == "pending"  # accepted only what the general path accepts
         if outcomes[0][0] == "pending":
             for manager in (fast, general):
                 checked = manager.prepare_append([batch], end)
                 assert isinstance(checked, PendingAppend)
                 manager.complete_append(checked)
+            if entry is not None:
+                in_place.complete_next_append(entry, seq, records - 1, batch.max_timestamp, end)
+            else:
+                checked = in_place.prepare_append([batch], end)
+                assert isinstance(checked, PendingAppend)
+                in_place.complete_append(checked)
             end += records
             next_seq[pid] = (seq + records) & 0x7FFFFFFF
             last[pid] = batch
         assert {p: _entry(e) for p, e in fast.active_producers.items()} == {
-            p: _entry(e) for p, e in general.active_producers.items()}
+            p: _entry(e) for p, e in general.active_producers.items()} == {
+            p: _entry(e) for p, e in in_place.active_producers.items()}
+        assert fast.map_end_offset == general.map_end_offset == in_place.map_end_offset
         assert fast.first_unstable_offset() == general.first_unstable_offset()
 
 
@@ -97,3 +113,22 @@ def test_a_producers_next_batch_takes_the_fast_path(tmp_path_factory: pytest.Tem
     assert isinstance(second, PendingAppend) and taken[-1] is second
     assert [tuple(b) for b in second.updated[7].batch_metadata] == [(2, 2, 2, 1000), (4, 4, 1, 1000)]
     assert second.end_offset == 5
+
+
+def test_a_producer_expired_between_the_check_and_the_write_is_put_back(tmp_path_factory: pytest.TempPathFactory
+                                                                        ) -> None:
+    """complete_next_append after the producer expired (the expiry task runs without the log's lock) leaves it with
+    the batch, as complete_append of a prepared append does; an entry keeps its last five batches."""
+    manager = ProducerStateManager("t-0", str(tmp_path_factory.mktemp("psm")), producer_id_expiration_ms=10)
+    first = manager.prepare_append([B(7, 0, 0, 1, max_timestamp=0)], 0)
+    assert isinstance(first, PendingAppend)
+    manager.complete_append(first)
+    for i in range(1, 7):
+        entry = manager.next_append_entry(7, 0, i, 0, False, False)
+        assert entry is not None
+        if i == 6:
+            assert manager.remove_expired_producers(10**6) == [7] and manager.last_entry(7) is None
+        manager.complete_next_append(entry, i, 0, 1000 + i, i)
+    entry = manager.last_entry(7)
+    assert entry is not None and [b.last_seq for b in entry.batch_metadata] == [2, 3, 4, 5, 6]
+    assert entry.last_timestamp == 1006 and manager.map_end_offset == 7
