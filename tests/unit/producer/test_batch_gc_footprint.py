@@ -68,7 +68,11 @@ def _queued(p: KafkaProducer) -> int:
 
 
 def _left_per_batch(p: KafkaProducer, send: Any) -> tuple[float, Counter[str]]:
-    """GC-tracked objects per batch that ``send()`` (which queues whole batches) leaves, and the count by type."""
+    """GC-tracked objects per batch that ``send()`` (which queues whole batches) leaves, and the count by type.
+
+    The total counts only the types left at a quarter of an object a batch or more: what the batches leave comes in
+    whole objects a batch, while the objects of the process's other threads (a loaded box, a full suite's leftover
+    threads) spread over many types at a few hundredths a batch each."""
     send()  # warm: the topic, its queue, the kernel's caches, the test's own first-use objects
     _tracked()
     send()
@@ -78,7 +82,8 @@ def _left_per_batch(p: KafkaProducer, send: Any) -> tuple[float, Counter[str]]:
     after = _tracked()
     assert batches >= 50
     diff = after - before
-    return (sum(after.values()) - sum(before.values())) / batches, Counter({k: round(v / batches, 2) for k, v in diff.items()})
+    by_type = Counter({k: round(v / batches, 2) for k, v in diff.items()})
+    return sum(v for v in diff.values() if v / batches >= 0.25) / batches, by_type
 
 
 def test_send_batch_leaves_at_most_three_tracked_objects_per_queued_batch() -> None:
