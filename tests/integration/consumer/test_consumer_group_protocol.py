@@ -327,7 +327,11 @@ def test_an_unauthorized_subscribed_topic_is_reported_by_poll_and_the_member_rec
                     raised = e
             assert raised is not None, "poll() never reported the unauthorized topic"
             assert secret in str(raised)
-            c.poll(0.1)  # reported once; the member is still in the group with its partitions
+            try:
+                c.poll(0.1)
+            except TopicAuthorizationFailedError:
+                pass  # the heartbeat is retried after its backoff: a second failed one may be reported here too
+            # not fatal: the member is still in the group with its partitions
             assert c.assignment() == {TopicPartition(open_topic, 0), TopicPartition(open_topic, 1)}
             assert c.group_metadata().generation_id >= epoch_before > 0
             _allow_again(b, deny)
