@@ -87,6 +87,7 @@ class ConsumerGroupCoordinator(ConsumerCoordinator):
             server_assignor=server_assignor,
             rack_id=self.client_rack,
             retry_backoff_ms=config.retry_backoff_ms,
+            retry_backoff_max_ms=config.retry_backoff_max_ms,
         )
         # KIP-1082: the client names its member id once and keeps it for the consumer's lifetime
         self.membership.member_id = str(uuid.uuid4())

@@ -284,7 +284,8 @@ class KafkaShareConsumer(Generic[K, V]):
             self._client = client
             metadata.subscriptions = self._subscriptions
             self._metadata = metadata
-        self._membership = ShareMembershipManager(self.group_id, cfg["client.rack"], self._retry_backoff_ms)
+        self._membership = ShareMembershipManager(self.group_id, cfg["client.rack"], self._retry_backoff_ms,
+                                                  cfg["retry.backoff.max.ms"])
         #: guards the membership, the coordinator, sessions, fetches and outcomes: the application thread holds it
         #: but while it waits on the network; the heartbeat thread and completion handlers take it
         self._lock = threading.RLock()

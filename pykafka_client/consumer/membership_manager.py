@@ -29,11 +29,14 @@ field; later ones carry only what changed (subscription, owned partitions), as J
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from pykafka_client.consumer.group_response_handlers import COORDINATOR_MOVED_ERRORS
+from pykafka_client.consumer.heartbeat_backoff import HeartbeatBackoff
 from pykafka_client.errors import (
     FencedMemberEpochError,
     IllegalStateError,
@@ -121,6 +124,8 @@ class ConsumerMembershipManager:
         server_assignor: str | None = None,
         rack_id: str | None = None,
         retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.group_id = group_id
         self.group_instance_id = group_instance_id
@@ -128,6 +133,9 @@ class ConsumerMembershipManager:
         self.server_assignor = server_assignor
         self.rack_id = rack_id
         self.retry_backoff_ms = retry_backoff_ms
+        #: failed heartbeats back off exponentially up to ``retry_backoff_max_ms`` (None: constant)
+        self.backoff = HeartbeatBackoff(
+            retry_backoff_ms, retry_backoff_ms if retry_backoff_max_ms is None else retry_backoff_max_ms, rng)
         self.state = MemberState.UNSUBSCRIBED
         self.member_id = ""
         self.member_epoch = JOIN_GROUP_MEMBER_EPOCH
@@ -255,7 +263,7 @@ class ConsumerMembershipManager:
         every field."""
         self.heartbeat_in_flight = False
         self._reset_sent_fields()
-        self._next_heartbeat_ms = self._retry_at_ms = now_ms + self.retry_backoff_ms
+        self._next_heartbeat_ms = self._retry_at_ms = now_ms + self.backoff.on_failed_attempt()
 
     def on_heartbeat_response(self, response: ConsumerGroupHeartbeatResponse, now_ms: int) -> KafkaError | None:
         """Apply a response. Returns the error for the coordinator to act on (None when there was none):
@@ -268,10 +276,15 @@ class ConsumerMembershipManager:
             cls = for_code(response.error_code)
             err = cls(response.error_message or f"ConsumerGroupHeartbeat of group {self.group_id} failed")
             self._reset_sent_fields()
-            self._next_heartbeat_ms = self._retry_at_ms = now_ms + self.retry_backoff_ms
+            self._next_heartbeat_ms = self._retry_at_ms = now_ms + self.backoff.on_failed_attempt()
             if self.state in (MemberState.UNSUBSCRIBED, MemberState.LEAVING, MemberState.PREPARE_LEAVING):
                 return err  # a late answer to a leave: nothing to do
+            if isinstance(err, COORDINATOR_MOVED_ERRORS):
+                # Java resets the backoff: the next heartbeat goes as soon as the coordinator is found again
+                self.backoff.reset()
+                self._next_heartbeat_ms = self._retry_at_ms = 0
             if isinstance(err, FENCING_ERRORS):
+                self.backoff.reset()
                 self._retry_at_ms = 0  # Java resets the backoff: the rejoin goes at once
                 if self.state.is_in_group():
                     self.transition_to(MemberState.FENCED)
@@ -282,6 +295,7 @@ class ConsumerMembershipManager:
         if self.state in (MemberState.UNSUBSCRIBED, MemberState.FENCED, MemberState.FATAL,
                           MemberState.PREPARE_LEAVING, MemberState.LEAVING):  # fmt: skip
             return None  # a response to a heartbeat of a membership we gave up
+        self.backoff.reset()
         if response.member_id:
             self.member_id = response.member_id
         self.member_epoch = response.member_epoch

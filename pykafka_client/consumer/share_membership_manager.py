@@ -8,10 +8,12 @@ the same partition). A fenced or unknown member rejoins with epoch 0; leaving se
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Collection
 from enum import Enum
 
+from pykafka_client.consumer.heartbeat_backoff import HeartbeatBackoff
 from pykafka_client.errors import (
     CoordinatorLoadInProgressError,
     CoordinatorNotAvailableError,
@@ -42,7 +44,8 @@ class HeartbeatOutcome(Enum):
 class ShareMembershipManager:
     """One member's view of its share group: id, epoch, subscription and assignment."""
 
-    def __init__(self, group_id: str, rack_id: str | None = None, retry_backoff_ms: int = 100) -> None:
+    def __init__(self, group_id: str, rack_id: str | None = None, retry_backoff_ms: int = 100,
+                 retry_backoff_max_ms: int | None = None, rng: random.Random | None = None) -> None:
         self.group_id = group_id
         self.rack_id = rack_id or None
         self.member_id = str(uuid.uuid4())
@@ -51,7 +54,9 @@ class ShareMembershipManager:
         self.subscription: list[str] = []
         self.assignment: dict[uuid.UUID, list[int]] = {}
         self.heartbeat_interval_ms = 5000
-        self._retry_backoff_ms = retry_backoff_ms
+        #: failed heartbeats back off exponentially up to ``retry_backoff_max_ms`` (None: constant)
+        self.backoff = HeartbeatBackoff(
+            retry_backoff_ms, retry_backoff_ms if retry_backoff_max_ms is None else retry_backoff_max_ms, rng)
         self._next_heartbeat_ms = 0
         self._send_subscription = False
         self.in_flight = False
@@ -93,13 +98,14 @@ class ShareMembershipManager:
     def on_heartbeat_failure(self, now_ms: int) -> None:
         """The request did not get an answer (disconnect, timeout): try again after the backoff."""
         self.in_flight = False
-        self._next_heartbeat_ms = now_ms + self._retry_backoff_ms
+        self._next_heartbeat_ms = now_ms + self.backoff.on_failed_attempt()
 
     def on_heartbeat_response(self, response: ShareGroupHeartbeatResponse, now_ms: int) -> HeartbeatOutcome:
         """Digest a heartbeat's answer; raises the broker's error when it is fatal (authorization, ...)."""
         self.in_flight = False
         err = response.error_code
         if err == 0:
+            self.backoff.reset()
             self._send_subscription = False
             if response.member_id:
                 self.member_id = response.member_id
@@ -112,12 +118,16 @@ class ShareMembershipManager:
                 self.state = ShareMemberState.STABLE
             self._next_heartbeat_ms = now_ms + self.heartbeat_interval_ms
             return HeartbeatOutcome.OK
-        self._next_heartbeat_ms = now_ms + self._retry_backoff_ms
+        self._next_heartbeat_ms = now_ms + self.backoff.on_failed_attempt()
         if err in (NotCoordinatorError.code, CoordinatorNotAvailableError.code):
+            # Java resets the backoff: the next heartbeat goes as soon as the coordinator is found again
+            self.backoff.reset()
+            self._next_heartbeat_ms = now_ms
             return HeartbeatOutcome.COORDINATOR_UNKNOWN
         if err == CoordinatorLoadInProgressError.code:
             return HeartbeatOutcome.RETRY
         if err in (UnknownMemberIdError.code, FencedMemberEpochError.code):
+            self.backoff.reset()
             self.member_epoch = 0
             self.assignment = {}
             self._send_subscription = True

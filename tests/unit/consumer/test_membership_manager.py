@@ -16,10 +16,13 @@ from pykafka_client.consumer.membership_manager import (
 )
 from pykafka_client.errors import (
     CoordinatorLoadInProgressError,
+    CoordinatorNotAvailableError,
     FencedMemberEpochError,
     GroupAuthorizationFailedError,
+    NotCoordinatorError,
     UnknownMemberIdError,
 )
+from pykafka_client.errors_base import KafkaError
 from pykafka_client.protocol.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from pykafka_client.protocol.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from pykafka_client.structs import TopicPartition
@@ -208,6 +211,52 @@ def test_failed_request_retries_after_backoff_with_every_field() -> None:
     mb.time.sleep(100)
     again = mb.send()
     assert again.subscribed_topic_names == ["a", "b"] and owned(again) == {T1: [0]} and again.member_epoch == 1
+
+
+def test_failed_heartbeats_back_off_exponentially_until_one_succeeds() -> None:
+    """Java's consumer heartbeat manager (its request state's ExponentialBackoff): a failed heartbeat waits
+    retry.backoff.ms, each further failure in a row twice as long (jitter +-20%) up to retry.backoff.max.ms,
+    whether the request got no answer or a retriable error; a successful heartbeat starts the count again."""
+    mb = Member()
+    mb.m = ConsumerMembershipManager("g", rebalance_timeout_ms=5000, retry_backoff_ms=100, retry_backoff_max_ms=1000)
+    mb.joined_with({T1: [0]})
+    mb.time.sleep(INTERVAL)
+    for i, (low, high) in enumerate([(80, 120), (160, 240), (320, 480), (640, 960), (800, 1000), (800, 1000)]):
+        mb.send()
+        if i % 2:
+            mb.m.on_heartbeat_failure(mb.now())  # no answer
+        else:
+            err = mb.m.on_heartbeat_response(response(0, error=CoordinatorLoadInProgressError.code), mb.now())
+            assert isinstance(err, CoordinatorLoadInProgressError) and mb.state() is MemberState.STABLE
+        wait = mb.m.time_to_next_heartbeat(mb.now())
+        assert low <= wait <= high
+        mb.time.sleep(wait)
+    mb.send()
+    assert mb.m.on_heartbeat_response(response(1), mb.now()) is None
+    mb.time.sleep(INTERVAL)
+    mb.send()
+    mb.m.on_heartbeat_failure(mb.now())
+    assert 80 <= mb.m.time_to_next_heartbeat(mb.now()) <= 120
+
+
+@pytest.mark.parametrize("error", [NotCoordinatorError, CoordinatorNotAvailableError])
+def test_a_coordinator_that_moved_is_heartbeated_at_once_once_found(error: type[KafkaError]) -> None:
+    """Java: NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE reset the heartbeat's backoff, so the next heartbeat
+    goes as soon as the coordinator is found again (the coordinator lookup has its own backoff)."""
+    mb = Member()
+    mb.joined_with({T1: [0]})
+    mb.time.sleep(INTERVAL)
+    mb.send()
+    mb.m.on_heartbeat_failure(mb.now())  # a failure first: the reset also forgets it
+    mb.time.sleep(100)
+    mb.send()
+    err = mb.m.on_heartbeat_response(response(0, error=error.code), mb.now())
+    assert isinstance(err, error)
+    assert mb.m.time_to_next_heartbeat(mb.now()) == 0
+    again = mb.send()
+    assert again.member_epoch == 1 and owned(again) == {T1: [0]}  # every field again
+    mb.m.on_heartbeat_failure(mb.now())
+    assert 80 <= mb.m.time_to_next_heartbeat(mb.now()) <= 120  # the count started again
 
 
 def test_leave_with_epoch_minus_1() -> None:

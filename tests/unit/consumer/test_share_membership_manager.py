@@ -12,7 +12,12 @@ from pykafka_client.consumer.share_membership_manager import (
     ShareMembershipManager,
     ShareMemberState,
 )
-from pykafka_client.errors import FencedMemberEpochError, GroupAuthorizationFailedError, NotCoordinatorError
+from pykafka_client.errors import (
+    CoordinatorLoadInProgressError,
+    FencedMemberEpochError,
+    GroupAuthorizationFailedError,
+    NotCoordinatorError,
+)
 from pykafka_client.protocol.messages import ShareGroupHeartbeatResponse
 
 TOPIC_ID = uuid.uuid4()
@@ -59,7 +64,7 @@ def test_coordinator_errors_and_fatal_errors() -> None:
     m.heartbeat_request()
     moved = ShareGroupHeartbeatResponse(error_code=NotCoordinatorError.code)
     assert m.on_heartbeat_response(moved, 0) is HeartbeatOutcome.COORDINATOR_UNKNOWN
-    assert not m.should_heartbeat(99) and m.should_heartbeat(100)
+    assert m.should_heartbeat(0)  # Java resets the backoff: at once, once the coordinator is found again
     m.heartbeat_request()
     with pytest.raises(GroupAuthorizationFailedError, match="share group g"):
         m.on_heartbeat_response(ShareGroupHeartbeatResponse(error_code=GroupAuthorizationFailedError.code), 0)
@@ -78,3 +83,28 @@ def test_leaving_sends_epoch_minus_one_and_forgets_the_assignment() -> None:
     assert m.heartbeat_request().member_epoch == 0
     m.leave_request(unsubscribe=True)
     assert m.subscription == []
+
+
+def test_failed_heartbeats_back_off_exponentially_until_one_succeeds() -> None:
+    """Java's share heartbeat manager (its request state): a failure waits retry.backoff.ms, each further
+    failure in a row twice as long (jitter +-20%) up to retry.backoff.max.ms; a success starts again."""
+    m = ShareMembershipManager("g", retry_backoff_ms=100, retry_backoff_max_ms=1000)
+    m.subscribe(["t"])
+    now = 0
+    for low, high in [(80, 120), (160, 240), (320, 480), (640, 960), (800, 1000), (800, 1000)]:
+        m.heartbeat_request()
+        if now % 2:
+            m.on_heartbeat_failure(now)  # no answer
+        else:  # an answer with a retriable error
+            loading = ShareGroupHeartbeatResponse(error_code=CoordinatorLoadInProgressError.code)
+            assert m.on_heartbeat_response(loading, now) is HeartbeatOutcome.RETRY
+        wait = m.time_to_next_heartbeat(now)
+        assert low <= wait <= high
+        now += wait
+        assert m.should_heartbeat(now)
+        now += 1
+    m.heartbeat_request()
+    assert m.on_heartbeat_response(_assigned(1, [0]), now) is HeartbeatOutcome.OK
+    m.heartbeat_request()
+    m.on_heartbeat_failure(now)
+    assert 80 <= m.time_to_next_heartbeat(now) <= 120
