@@ -22,7 +22,7 @@ from pykafka_client.errors import (
     NotCoordinatorError,
     UnknownMemberIdError,
 )
-from pykafka_client.errors_base import KafkaError
+from pykafka_client.errors_base import BrokerResponseError
 from pykafka_client.protocol.messages.consumer_group_heartbeat_request import ConsumerGroupHeartbeatRequest
 from pykafka_client.protocol.messages.consumer_group_heartbeat_response import ConsumerGroupHeartbeatResponse
 from pykafka_client.structs import TopicPartition
@@ -240,7 +240,7 @@ def test_failed_heartbeats_back_off_exponentially_until_one_succeeds() -> None:
 
 
 @pytest.mark.parametrize("error", [NotCoordinatorError, CoordinatorNotAvailableError])
-def test_a_coordinator_that_moved_is_heartbeated_at_once_once_found(error: type[KafkaError]) -> None:
+def test_a_coordinator_that_moved_is_heartbeated_at_once_once_found(error: type[BrokerResponseError]) -> None:
     """Java: NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE reset the heartbeat's backoff, so the next heartbeat
     goes as soon as the coordinator is found again (the coordinator lookup has its own backoff)."""
     mb = Member()
