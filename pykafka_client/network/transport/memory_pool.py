@@ -34,7 +34,7 @@ import mmap
 import struct
 import threading
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, Literal, Protocol
 
 from pykafka_client.network.transport.network_receive import (
     SIZE_LENGTH,
@@ -282,8 +282,18 @@ class ReadAheadFrameReader(PooledFrameReader):
 
     def read_frame(self, transport: ReadableTransport) -> tuple[NetworkReceive | None, int]:
         """:meth:`FrameReader.read_frame`; a frame whose size and bytes are all in the buffer (the usual case when a
-        producer keeps several requests in flight) is handed out in this one step, with no socket read: the frame,
-        the pool's accounting and the reader's state that :meth:`read_from` and :meth:`take_completed` give."""
+        producer keeps several requests in flight) is handed out in this one step, with no socket read
+        (:meth:`take_buffered_frame`)."""
+        taken = self.take_buffered_frame()
+        if taken is None:
+            return super().read_frame(transport)
+        return (None, 0) if taken is False else (taken, 0)
+
+    def take_buffered_frame(self) -> NetworkReceive | Literal[False] | None:
+        """The next frame if its size and bytes are all in the buffer, with the pool's accounting and the reader's
+        state that :meth:`read_from` and :meth:`take_completed` give; False when the pool refused its memory (its
+        size taken: the frame waits for memory, as :meth:`read_from` leaves it); None when it is not all in the
+        buffer (nothing done: :meth:`read_frame` reads it)."""
         lo = self._lo
         ahead = self._ahead
         if ahead is not None and self._size < 0 and not self._size_read and self._hi - lo > SIZE_LENGTH:
@@ -291,7 +301,8 @@ class ReadAheadFrameReader(PooledFrameReader):
             start = lo + SIZE_LENGTH
             end = start + size
             if 0 < size <= EAGER_FRAME_BYTES and end <= self._hi:
-                check_receive_size(size, self.max_size)
+                if size > self.max_size:  # (only then may it fail: the size is positive)
+                    check_receive_size(size, self.max_size)
                 large = size > SMALL_FRAME_BYTES
                 if not self._pool.try_allocate(size, large):
                     # as read_from leaves it: the size taken, the frame waiting for memory
@@ -300,7 +311,7 @@ class ReadAheadFrameReader(PooledFrameReader):
                     self._large = large
                     self._lo = start
                     self._waiting = True
-                    return None, 0
+                    return False
                 payload = ahead[start:end]  # (a view: the buffer is never written again, see the class doc)
                 if end == self._hi:
                     self._ahead = None
@@ -308,8 +319,8 @@ class ReadAheadFrameReader(PooledFrameReader):
                 else:
                     self._lo = end
                 self._waiting = False
-                return new_receive(self.source, payload, _new_release(self._pool, size)), 0
-        return super().read_frame(transport)
+                return new_receive(self.source, payload, _new_release(self._pool, size))
+        return None
 
     def read_from(self, transport: ReadableTransport) -> int:
         """:meth:`FrameReader.read_from` through the buffer: the bytes it returns are those taken from the socket
