@@ -34,7 +34,7 @@ import mmap
 import struct
 import threading
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol
+from typing import Callable, Final, Literal, Protocol
 
 from pykafka_client.network.transport.network_receive import (
     SIZE_LENGTH,
@@ -46,6 +46,7 @@ from pykafka_client.network.transport.network_receive import (
 )
 from pykafka_client.network.transport.positional_new import positional_new
 from pykafka_client.network.transport.selectable import NetworkReceive
+from pykafka_client.protocol.records import _native
 
 #: Frames up to this size may use the whole pool; larger ones leave the small-frame reserve alone.
 SMALL_FRAME_BYTES: Final = 64 * 1024
@@ -144,9 +145,19 @@ class _Release:
             pool.release(self._size)
 
 
-#: ``_Release(pool, size)`` without its Python ``__init__`` (one a received frame; the frame itself:
+def _release_maker() -> Callable[[MemoryPool | None, int], Callable[[], None]]:
+    """The compiled kernel's ``release_once`` when it is loaded (no ``__init__`` frame to make one, and called with no
+    ``__call__`` lookup nor frame of its own: the broker's Processor calls one a request), else ``_Release`` built
+    without its Python ``__init__``."""
+    kernel = _native.loaded_kernel()
+    if kernel is not None:
+        return kernel.release_once
+    return positional_new(_Release)
+
+
+#: ``_Release(pool, size)``, or the kernel's equivalent (one a received frame; the frame itself:
 #: network_receive.new_receive)
-_new_release = positional_new(_Release)
+_new_release = _release_maker()
 
 
 class PooledFrameReader(FrameReader):

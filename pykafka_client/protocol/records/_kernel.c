@@ -8510,6 +8510,94 @@ static PyObject *k_index_columns(PyObject *self, PyObject *args)
 
 /* ==== end of h/logappend's region ============================================================================== */
 
+/* ==== h/procround's region: a received frame's pool release ===================================================== */
+
+/* ReleaseOnce: pykafka_client.network.transport.memory_pool._Release compiled. Called (with no argument) it gives a
+ * frame's reservation back to its pool once: pool.release(size) on the first call when the pool is not None and the
+ * size is not 0, nothing on later calls. Called through vectorcall: no Python frame of its own and no __call__ lookup
+ * (the broker's Processor calls one a request). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *pool; /* NULL once called (or when it was None) */
+    PyObject *size;
+    vectorcallfunc vectorcall;
+} ReleaseOnceObject;
+
+static PyObject *str_release = NULL;
+
+static void release_once_dealloc(ReleaseOnceObject *self)
+{
+    Py_XDECREF(self->pool);
+    Py_XDECREF(self->size);
+    PyObject_Free(self);
+}
+
+static PyObject *release_once_call(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    ReleaseOnceObject *self = (ReleaseOnceObject *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 0 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "a frame's release takes no arguments");
+        return NULL;
+    }
+    PyObject *pool = self->pool;
+    if (pool == NULL)
+        Py_RETURN_NONE;
+    self->pool = NULL;
+    int nonzero = PyObject_IsTrue(self->size);
+    if (nonzero < 0) {
+        Py_DECREF(pool);
+        return NULL;
+    }
+    PyObject *r = Py_None;
+    Py_INCREF(r);
+    if (nonzero) {
+        Py_DECREF(r);
+        PyObject *margs[2] = {pool, self->size};
+        r = PyObject_VectorcallMethod(str_release, margs, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    Py_DECREF(pool);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    Py_RETURN_NONE;
+}
+
+static PyTypeObject ReleaseOnceType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_kernel.ReleaseOnce",
+    .tp_basicsize = sizeof(ReleaseOnceObject),
+    .tp_dealloc = (destructor)release_once_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(ReleaseOnceObject, vectorcall),
+    .tp_doc = "A received frame's pool release (pykafka_client.network.transport.memory_pool._Release, compiled).",
+};
+
+PyDoc_STRVAR(release_once_doc,
+"release_once(pool, size) -> ReleaseOnce\n\n"
+"Reference: pykafka_client.network.transport.memory_pool._Release(pool, size): a callable taking no argument that\n"
+"calls pool.release(size) the first time it is called (when pool is not None and size is not 0), then nothing.");
+
+static PyObject *k_release_once(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "release_once(pool, size)");
+        return NULL;
+    }
+    if (str_release == NULL && (str_release = PyUnicode_InternFromString("release")) == NULL)
+        return NULL;
+    if (PyType_Ready(&ReleaseOnceType) < 0)
+        return NULL;
+    ReleaseOnceObject *o = PyObject_New(ReleaseOnceObject, &ReleaseOnceType);
+    if (o == NULL)
+        return NULL;
+    o->pool = args[0] == Py_None ? NULL : Py_NewRef(args[0]);
+    o->size = Py_NewRef(args[1]);
+    o->vectorcall = release_once_call;
+    return (PyObject *)o;
+}
+
+/* ==== end of h/procround's region =============================================================================== */
+
 static PyMethodDef kernel_methods[] = {
     {"setup", k_setup, METH_VARARGS, "setup(Record, CREATE_TIME, LOG_APPEND_TIME, read_varint): the reference's types."},
     {"decode_records", k_decode_records, METH_VARARGS, decode_records_doc},
@@ -8566,6 +8654,7 @@ static PyMethodDef kernel_methods[] = {
     {"any_transactional", k_any_transactional, METH_O, any_transactional_doc},
     /* h/logappend */
     {"index_columns", k_index_columns, METH_VARARGS, index_columns_doc},
+    {"release_once", (PyCFunction)(void (*)(void))k_release_once, METH_FASTCALL, release_once_doc},
     {NULL, NULL, 0, NULL},
 };
 

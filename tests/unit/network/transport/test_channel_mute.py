@@ -182,3 +182,37 @@ def test_readiness_is_the_state_the_handshakes_reach() -> None:
     finally:
         ch.close()
         b.close()
+
+
+def _outcome(channel: KafkaChannel, step: object) -> tuple[object, object]:
+    """(what ``step`` returned or the error it raised, the mute state after it)."""
+    try:
+        result: object = step()  # type: ignore[operator]  # (a bound method or a lambda, called with no argument)
+    except IllegalStateError as e:
+        result = str(e)
+    return result, channel.mute_state
+
+
+@pytest.mark.parametrize("state", list(S))
+def test_request_received_is_mute_then_the_event_in_one_step(channel: KafkaChannel, state: ChannelMuteState) -> None:
+    """``request_received`` (the broker Processor's one call a request) returns, raises and leaves the state as
+    ``mute()`` followed by ``handle_channel_mute_event(REQUEST_RECEIVED)``, in every state."""
+    channel.mute_state = state
+    expected = _outcome(channel, lambda: (channel.mute(), channel.handle_channel_mute_event(E.REQUEST_RECEIVED))[0])
+    channel.mute_state = state
+    got = _outcome(channel, channel.request_received)
+    if isinstance(expected[0], str):  # raised: the same error, and the state mute() left (MUTED, or as it was)
+        assert got == expected
+    else:
+        assert got == expected and (got[0] is (state is S.NOT_MUTED))
+
+
+@pytest.mark.parametrize("state", list(S))
+def test_response_sent_is_the_event_then_maybe_unmute_in_one_step(channel: KafkaChannel,
+                                                                  state: ChannelMuteState) -> None:
+    """``response_sent`` returns, raises and leaves the state as ``handle_channel_mute_event(RESPONSE_SENT)``
+    followed by ``maybe_unmute()``, in every state."""
+    channel.mute_state = state
+    expected = _outcome(channel, lambda: (channel.handle_channel_mute_event(E.RESPONSE_SENT), channel.maybe_unmute())[1])
+    channel.mute_state = state
+    assert _outcome(channel, channel.response_sent) == expected

@@ -11,8 +11,10 @@ from pykafka_client.network.transport.memory_pool import (
     SMALL_FRAME_BYTES,
     PooledFrameReader,
     SimpleMemoryPool,
+    _Release,
 )
 from pykafka_client.network.transport.network_receive import FrameReader
+from pykafka_client.protocol.records import _native
 
 
 class FeedTransport:
@@ -164,3 +166,32 @@ def test_take_completed_hands_out_the_release_of_the_frame() -> None:
     assert receive is not None and callable(receive.extra)
     receive.extra()
     assert pool.available == 1000
+
+
+class _CountingPool:
+    def __init__(self) -> None:
+        self.released: list[int] = []
+
+    def release(self, size: int) -> None:
+        self.released.append(size)
+
+
+@pytest.mark.skipif(_native.loaded_kernel() is None, reason="the compiled record kernel is not built")
+@pytest.mark.parametrize("size", [0, 1, 16_384])
+@pytest.mark.parametrize("with_pool", [True, False])
+@pytest.mark.parametrize("calls", [1, 2, 3])
+def test_the_kernels_release_once_is_the_release_callables_reference(size: int, with_pool: bool, calls: int) -> None:
+    """The kernel's ``release_once(pool, size)`` gives back what ``_Release(pool, size)`` does: ``pool.release(size)``
+    at the first call when there is a pool and a size, nothing after (idempotent), None returned; no argument taken."""
+    kernel = _native.loaded_kernel()
+    assert kernel is not None
+    outcomes = []
+    for make in (_Release, kernel.release_once):
+        pool = _CountingPool() if with_pool else None
+        release = make(pool, size)
+        results = [release() for _ in range(calls)]
+        outcomes.append((results, pool.released if pool is not None else None))
+        with pytest.raises(TypeError):
+            release(1)  # type: ignore[call-arg]  # (takes no argument)
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1] == (([size] if size else []) if with_pool else None)
