@@ -78,6 +78,46 @@ class MemoryPool(Protocol):
         ...
 
 
+class CountingMemoryPool(MemoryPool, Protocol):
+    """A :class:`MemoryPool` that counts its bytes: :class:`SimpleMemoryPool` or the kernel's compiled one
+    (:func:`new_memory_pool`)."""
+
+    @property
+    def capacity(self) -> int: ...
+
+    @property
+    def small_frame_reserve(self) -> int: ...
+
+    @property
+    def refused_total(self) -> int:
+        """Allocations refused since start (a metric: how often reads were muted for memory)."""
+        ...
+
+    @property
+    def available(self) -> int: ...
+
+    @property
+    def used(self) -> int: ...
+
+    def is_out_of_memory(self) -> bool: ...
+
+
+def small_frame_reserve(capacity: int) -> int:
+    """The part of a pool of ``capacity`` bytes kept for small frames."""
+    return min(capacity // 4, MAX_SMALL_FRAME_RESERVE)
+
+
+def new_memory_pool(capacity: int) -> CountingMemoryPool:
+    """The broker's request memory pool of ``capacity`` bytes: the compiled kernel's ``memory_counter`` when it is
+    loaded (a frame's allocation and release are a C call each: no frame, no lock, the GIL making each atomic), else
+    :class:`SimpleMemoryPool`, its reference."""
+    kernel = _native.loaded_kernel()
+    if kernel is None:
+        return SimpleMemoryPool(capacity)
+    pool: CountingMemoryPool = kernel.memory_counter(capacity, small_frame_reserve(capacity))
+    return pool
+
+
 class SimpleMemoryPool:
     """A non-strict byte counter bounded by ``capacity`` (``queued.max.request.bytes``)."""
 
@@ -85,7 +125,7 @@ class SimpleMemoryPool:
         if capacity <= 0:
             raise ValueError(f"memory pool capacity must be positive, got {capacity}")
         self.capacity = capacity
-        self.small_frame_reserve = min(capacity // 4, MAX_SMALL_FRAME_RESERVE)
+        self.small_frame_reserve = small_frame_reserve(capacity)
         self._available = capacity
         self._lock = threading.Lock()
         self._overdraft_owner: object = None

@@ -8596,6 +8596,193 @@ static PyObject *k_release_once(PyObject *module, PyObject *const *args, Py_ssiz
     return (PyObject *)o;
 }
 
+/* MemoryCounter: pykafka_client.network.transport.memory_pool.SimpleMemoryPool compiled (the broker's request memory
+ * pool: a non-strict byte counter bounded by its capacity, the small-frame reserve, the one large frame in overdraft).
+ * Each method runs under the GIL without calling back into Python, so each is atomic, as the reference's lock makes
+ * it. A frame's try_allocate and release are then a C call each (the reference: a frame and a lock's with-block). */
+typedef struct {
+    PyObject_HEAD
+    long long capacity;
+    long long reserve;
+    long long available;
+    long long refused;
+    PyObject *overdraft_owner; /* NULL: none */
+} MemCounterObject;
+
+static int memcounter_traverse(MemCounterObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->overdraft_owner);
+    return 0;
+}
+
+static int memcounter_clear(MemCounterObject *self)
+{
+    Py_CLEAR(self->overdraft_owner);
+    return 0;
+}
+
+static void memcounter_dealloc(MemCounterObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    memcounter_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static int memcounter_size_arg(PyObject *o, long long *out)
+{
+    *out = PyLong_AsLongLong(o);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static PyObject *memcounter_try_allocate(MemCounterObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long size;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "try_allocate(size, large)");
+        return NULL;
+    }
+    if (memcounter_size_arg(args[0], &size) < 0)
+        return NULL;
+    int large = PyObject_IsTrue(args[1]);
+    if (large < 0)
+        return NULL;
+    if (self->available <= (large ? self->reserve : 0)) {
+        self->refused += 1;
+        Py_RETURN_FALSE;
+    }
+    self->available -= size;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *memcounter_release(MemCounterObject *self, PyObject *arg)
+{
+    long long size;
+    if (memcounter_size_arg(arg, &size) < 0)
+        return NULL;
+    self->available += size;
+    Py_RETURN_NONE;
+}
+
+static PyObject *memcounter_try_overdraft(MemCounterObject *self, PyObject *owner)
+{
+    if (self->overdraft_owner != NULL && self->overdraft_owner != owner)
+        Py_RETURN_FALSE;
+    PyObject *previous = self->overdraft_owner;
+    Py_INCREF(owner);
+    self->overdraft_owner = owner;
+    Py_XDECREF(previous);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *memcounter_end_overdraft(MemCounterObject *self, PyObject *owner)
+{
+    if (self->overdraft_owner == owner)
+        Py_CLEAR(self->overdraft_owner);
+    Py_RETURN_NONE;
+}
+
+static PyObject *memcounter_has_room(MemCounterObject *self, PyObject *arg)
+{
+    int large = PyObject_IsTrue(arg);
+    if (large < 0)
+        return NULL;
+    return PyBool_FromLong(self->available > (large ? self->reserve : 0) || (large && self->overdraft_owner == NULL));
+}
+
+static PyObject *memcounter_is_out_of_memory(MemCounterObject *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->available <= 0);
+}
+
+static PyObject *memcounter_get_available(MemCounterObject *self, void *closure)
+{
+    return PyLong_FromLongLong(self->available);
+}
+
+static PyObject *memcounter_get_used(MemCounterObject *self, void *closure)
+{
+    return PyLong_FromLongLong(self->capacity - self->available);
+}
+
+static PyObject *memcounter_get_capacity(MemCounterObject *self, void *closure)
+{
+    return PyLong_FromLongLong(self->capacity);
+}
+
+static PyObject *memcounter_get_reserve(MemCounterObject *self, void *closure)
+{
+    return PyLong_FromLongLong(self->reserve);
+}
+
+static PyObject *memcounter_get_refused(MemCounterObject *self, void *closure)
+{
+    return PyLong_FromLongLong(self->refused);
+}
+
+static PyMethodDef memcounter_methods[] = {
+    {"try_allocate", (PyCFunction)(void (*)(void))memcounter_try_allocate, METH_FASTCALL, NULL},
+    {"release", (PyCFunction)memcounter_release, METH_O, NULL},
+    {"try_overdraft", (PyCFunction)memcounter_try_overdraft, METH_O, NULL},
+    {"end_overdraft", (PyCFunction)memcounter_end_overdraft, METH_O, NULL},
+    {"has_room", (PyCFunction)memcounter_has_room, METH_O, NULL},
+    {"is_out_of_memory", (PyCFunction)memcounter_is_out_of_memory, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef memcounter_getset[] = {
+    {"available", (getter)memcounter_get_available, NULL, NULL, NULL},
+    {"used", (getter)memcounter_get_used, NULL, NULL, NULL},
+    {"capacity", (getter)memcounter_get_capacity, NULL, NULL, NULL},
+    {"small_frame_reserve", (getter)memcounter_get_reserve, NULL, NULL, NULL},
+    {"refused_total", (getter)memcounter_get_refused, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject MemCounterType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "_kernel.MemoryCounter",
+    .tp_basicsize = sizeof(MemCounterObject),
+    .tp_dealloc = (destructor)memcounter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)memcounter_traverse,
+    .tp_clear = (inquiry)memcounter_clear,
+    .tp_doc = "The broker's request memory pool (pykafka_client.network.transport.memory_pool.SimpleMemoryPool, "
+              "compiled).",
+    .tp_methods = memcounter_methods,
+    .tp_getset = memcounter_getset,
+};
+
+PyDoc_STRVAR(memory_counter_doc,
+"memory_counter(capacity, small_frame_reserve) -> MemoryCounter\n\n"
+"Reference: pykafka_client.network.transport.memory_pool.SimpleMemoryPool(capacity) (its small-frame reserve given):\n"
+"try_allocate, release, try_overdraft, end_overdraft, has_room, is_out_of_memory; available, used, capacity,\n"
+"small_frame_reserve, refused_total.");
+
+static PyObject *k_memory_counter(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    long long capacity, reserve;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "memory_counter(capacity, small_frame_reserve)");
+        return NULL;
+    }
+    if (memcounter_size_arg(args[0], &capacity) < 0 || memcounter_size_arg(args[1], &reserve) < 0)
+        return NULL;
+    if (capacity <= 0) {
+        PyErr_Format(PyExc_ValueError, "memory pool capacity must be positive, got %lld", capacity);
+        return NULL;
+    }
+    if (PyType_Ready(&MemCounterType) < 0)
+        return NULL;
+    MemCounterObject *o = PyObject_GC_New(MemCounterObject, &MemCounterType);
+    if (o == NULL)
+        return NULL;
+    o->capacity = o->available = capacity;
+    o->reserve = reserve;
+    o->refused = 0;
+    o->overdraft_owner = NULL;
+    PyObject_GC_Track(o);
+    return (PyObject *)o;
+}
+
 /* ==== end of h/procround's region =============================================================================== */
 
 static PyMethodDef kernel_methods[] = {
@@ -8655,6 +8842,7 @@ static PyMethodDef kernel_methods[] = {
     /* h/logappend */
     {"index_columns", k_index_columns, METH_VARARGS, index_columns_doc},
     {"release_once", (PyCFunction)(void (*)(void))k_release_once, METH_FASTCALL, release_once_doc},
+    {"memory_counter", (PyCFunction)(void (*)(void))k_memory_counter, METH_FASTCALL, memory_counter_doc},
     {NULL, NULL, 0, NULL},
 };
 

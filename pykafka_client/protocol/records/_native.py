@@ -272,6 +272,9 @@ class Kernel(Protocol):
 
     def release_once(self, pool: object, size: int, /) -> Callable[[], None]:
         """Reference: ``pykafka_client.network.transport.memory_pool._Release(pool, size)`` (h/procround)."""
+    def memory_counter(self, capacity: int, small_frame_reserve: int, /) -> Any:
+        """Reference: ``pykafka_client.network.transport.memory_pool.SimpleMemoryPool(capacity)`` (h/procround; its
+        instances are ``CountingMemoryPool``)."""
     def decode_produce_results(self, cls: type[_M], payload: Buffer, version: int, correlation_id: int, /) -> _M | None:
         """Reference: ``protocol.headers.decode_response`` of a Produce response whose partitions all succeeded, as
         ``cls`` (``producer.sender.DecodedProduceResponse``) holding its results (None: run the reference)."""
