@@ -8634,16 +8634,50 @@ static int memcounter_size_arg(PyObject *o, long long *out)
     return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static PyObject *memcounter_try_allocate(MemCounterObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The arguments named by `names` (as the reference's parameters are), given positionally or by keyword, into `out`;
+ * -1 with TypeError when one is missing, unknown or given twice. */
+static int memcounter_args(PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames, const char *const *names,
+                           Py_ssize_t n, PyObject **out, const char *signature)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs > n)
+        goto bad;
+    for (Py_ssize_t i = 0; i < n; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        Py_ssize_t i = 0;
+        while (i < n && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, k), names[i]) != 0)
+            i++;
+        if (i == n || out[i] != NULL)
+            goto bad;
+        out[i] = args[nargs + k];
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (out[i] == NULL)
+            goto bad;
+    return 0;
+bad:
+    PyErr_Format(PyExc_TypeError, "the arguments are %s", signature);
+    return -1;
+}
+
+static const char *const memcounter_allocate_names[] = {"size", "large"};
+static const char *const memcounter_room_names[] = {"large"};
+
+static PyObject *memcounter_try_allocate(MemCounterObject *self, PyObject *const *args, Py_ssize_t nargsf,
+                                         PyObject *kwnames)
 {
     long long size;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "try_allocate(size, large)");
+    PyObject *a[2];
+    if (kwnames == NULL && nargsf == 2) {
+        a[0] = args[0];
+        a[1] = args[1];
+    } else if (memcounter_args(args, nargsf, kwnames, memcounter_allocate_names, 2, a, "(size, large)") < 0) {
         return NULL;
     }
-    if (memcounter_size_arg(args[0], &size) < 0)
+    if (memcounter_size_arg(a[0], &size) < 0)
         return NULL;
-    int large = PyObject_IsTrue(args[1]);
+    int large = PyObject_IsTrue(a[1]);
     if (large < 0)
         return NULL;
     if (self->available <= (large ? self->reserve : 0)) {
@@ -8681,9 +8715,12 @@ static PyObject *memcounter_end_overdraft(MemCounterObject *self, PyObject *owne
     Py_RETURN_NONE;
 }
 
-static PyObject *memcounter_has_room(MemCounterObject *self, PyObject *arg)
+static PyObject *memcounter_has_room(MemCounterObject *self, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames)
 {
-    int large = PyObject_IsTrue(arg);
+    PyObject *a[1];
+    if (memcounter_args(args, nargsf, kwnames, memcounter_room_names, 1, a, "(large)") < 0)
+        return NULL;
+    int large = PyObject_IsTrue(a[0]);
     if (large < 0)
         return NULL;
     return PyBool_FromLong(self->available > (large ? self->reserve : 0) || (large && self->overdraft_owner == NULL));
@@ -8720,11 +8757,11 @@ static PyObject *memcounter_get_refused(MemCounterObject *self, void *closure)
 }
 
 static PyMethodDef memcounter_methods[] = {
-    {"try_allocate", (PyCFunction)(void (*)(void))memcounter_try_allocate, METH_FASTCALL, NULL},
+    {"try_allocate", (PyCFunction)(void (*)(void))memcounter_try_allocate, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"release", (PyCFunction)memcounter_release, METH_O, NULL},
     {"try_overdraft", (PyCFunction)memcounter_try_overdraft, METH_O, NULL},
     {"end_overdraft", (PyCFunction)memcounter_end_overdraft, METH_O, NULL},
-    {"has_room", (PyCFunction)memcounter_has_room, METH_O, NULL},
+    {"has_room", (PyCFunction)(void (*)(void))memcounter_has_room, METH_FASTCALL | METH_KEYWORDS, NULL},
     {"is_out_of_memory", (PyCFunction)memcounter_is_out_of_memory, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -245,3 +245,16 @@ def test_a_pool_of_no_capacity_is_refused_by_either() -> None:
             SimpleMemoryPool(capacity)
         with pytest.raises(ValueError, match="capacity must be positive"):
             new_memory_pool(capacity)
+
+
+@pytest.mark.skipif(_native.loaded_kernel() is None, reason="the compiled record kernel is not built")
+def test_the_kernels_memory_counter_takes_the_references_keywords() -> None:
+    pools = (SimpleMemoryPool(100), new_memory_pool(100))
+    for pool in pools:
+        assert pool.try_allocate(60, large=False) and pool.try_allocate(size=30, large=True)
+        assert pool.has_room(large=False) and pool.has_room(large=True)  # (10 left: under the reserve, but the overdraft is free)
+        with pytest.raises(TypeError):
+            pool.try_allocate(1)  # type: ignore[call-arg]  # (large missing)
+        with pytest.raises(TypeError):
+            pool.try_allocate(1, large=True, size=2)  # type: ignore[misc]  # (size twice)
+    assert _pool_state(pools[0]) == _pool_state(pools[1])
