@@ -417,7 +417,8 @@ class ReadAheadFrameReader(PooledFrameReader):
             self._ahead = ahead
             self._lo = lo
             self._hi = hi
-            check_receive_size(size, self.max_size)
+            if not 0 <= size <= self.max_size:  # (only then may it fail)
+                check_receive_size(size, self.max_size)
             self._size = size
             if size == 0:
                 return total
