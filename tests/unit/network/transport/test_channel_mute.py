@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -184,10 +184,10 @@ def test_readiness_is_the_state_the_handshakes_reach() -> None:
         b.close()
 
 
-def _outcome(channel: KafkaChannel, step: object) -> tuple[object, object]:
+def _outcome(channel: KafkaChannel, step: Callable[[], bool]) -> tuple[object, object]:
     """(what ``step`` returned or the error it raised, the mute state after it)."""
     try:
-        result: object = step()  # type: ignore[operator]  # (a bound method or a lambda, called with no argument)
+        result: object = step()
     except IllegalStateError as e:
         result = str(e)
     return result, channel.mute_state
@@ -197,8 +197,13 @@ def _outcome(channel: KafkaChannel, step: object) -> tuple[object, object]:
 def test_request_received_is_mute_then_the_event_in_one_step(channel: KafkaChannel, state: ChannelMuteState) -> None:
     """``request_received`` (the broker Processor's one call a request) returns, raises and leaves the state as
     ``mute()`` followed by ``handle_channel_mute_event(REQUEST_RECEIVED)``, in every state."""
+    def mute_then_event() -> bool:
+        was_reading = channel.mute()
+        channel.handle_channel_mute_event(E.REQUEST_RECEIVED)
+        return was_reading
+
     channel.mute_state = state
-    expected = _outcome(channel, lambda: (channel.mute(), channel.handle_channel_mute_event(E.REQUEST_RECEIVED))[0])
+    expected = _outcome(channel, mute_then_event)
     channel.mute_state = state
     got = _outcome(channel, channel.request_received)
     if isinstance(expected[0], str):  # raised: the same error, and the state mute() left (MUTED, or as it was)
@@ -212,7 +217,11 @@ def test_response_sent_is_the_event_then_maybe_unmute_in_one_step(channel: Kafka
                                                                   state: ChannelMuteState) -> None:
     """``response_sent`` returns, raises and leaves the state as ``handle_channel_mute_event(RESPONSE_SENT)``
     followed by ``maybe_unmute()``, in every state."""
+    def event_then_unmute() -> bool:
+        channel.handle_channel_mute_event(E.RESPONSE_SENT)
+        return channel.maybe_unmute()
+
     channel.mute_state = state
-    expected = _outcome(channel, lambda: (channel.handle_channel_mute_event(E.RESPONSE_SENT), channel.maybe_unmute())[1])
+    expected = _outcome(channel, event_then_unmute)
     channel.mute_state = state
     assert _outcome(channel, channel.response_sent) == expected

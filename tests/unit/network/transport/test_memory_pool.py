@@ -172,12 +172,14 @@ def test_take_completed_hands_out_the_release_of_the_frame() -> None:
     assert pool.available == 1000
 
 
-class _CountingPool:
+class _CountingPool(SimpleMemoryPool):
     def __init__(self) -> None:
+        super().__init__(1 << 20)
         self.released: list[int] = []
 
     def release(self, size: int) -> None:
         self.released.append(size)
+        super().release(size)
 
 
 @pytest.mark.skipif(_native.loaded_kernel() is None, reason="the compiled record kernel is not built")
